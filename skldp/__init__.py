@@ -1,0 +1,10 @@
+"""skldp: differential privacy for learning on graphs, with the scikit-learn API."""
+
+from ._graph_data import GraphData
+from .base import GraphClassifierMixin, GraphTransformerMixin, LDPMechanism, NodeWise
+from .exceptions import PrivacyBudgetError, PrivacyLeakWarning
+
+__version__ = "0.1.0"
+
+__all__ = ["GraphData", "GraphClassifierMixin", "GraphTransformerMixin", "LDPMechanism",
+           "NodeWise", "PrivacyBudgetError", "PrivacyLeakWarning", "__version__"]

@@ -1,0 +1,347 @@
+"""The data contract shared by every graph-aware step: :class:`GraphData`."""
+
+import hashlib
+import numbers
+import uuid
+from collections import OrderedDict
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = ["GraphData"]
+
+_MEMO_SIZE = 8
+
+
+class _GraphStore:
+    """Whole-graph storage shared by all views of one attributed graph."""
+
+    __slots__ = ("features", "adjacency", "node_ids", "feature_names", "token",
+                 "_memo", "_node_keys", "_symmetric")
+
+    def __init__(self, features, adjacency, node_ids, feature_names):
+        self.features = features
+        self.adjacency = adjacency
+        self.node_ids = node_ids
+        self.feature_names = feature_names
+        self.token = uuid.uuid4().hex
+        self._memo = OrderedDict()
+        self._node_keys = None
+        self._symmetric = None
+
+    # The memo holds derived whole-graph results; it is cheap to rebuild, so
+    # it never travels through pickle (joblib workers start empty).
+    def __getstate__(self):
+        return {s: getattr(self, s) for s in self.__slots__ if s != "_memo"}
+
+    def __setstate__(self, state):
+        for k, v in state.items():
+            setattr(self, k, v)
+        self._memo = OrderedDict()
+
+
+def _as_features(features):
+    if sp.issparse(features):
+        X = sp.csr_matrix(features)
+        if not np.issubdtype(X.dtype, np.floating):
+            X = X.astype(np.float64)
+        X.sum_duplicates()
+        return X
+    X = np.asarray(features)
+    if X.dtype == object or not (np.issubdtype(X.dtype, np.number) or X.dtype == bool):
+        raise TypeError(f"features must be numeric, got dtype {X.dtype}.")
+    if X.ndim == 1:
+        raise ValueError("features must be 2-D (n_nodes, n_features); got a 1-D array. "
+                         "Reshape with features.reshape(-1, 1) for a single feature.")
+    if X.ndim != 2:
+        raise ValueError(f"features must be 2-D, got {X.ndim} dimensions.")
+    if not np.issubdtype(X.dtype, np.floating):
+        X = X.astype(np.float64)
+    return X
+
+
+def _as_adjacency(adjacency, n_nodes, node_ids):
+    if adjacency is None:
+        return None
+    try:
+        import networkx as nx
+        if isinstance(adjacency, nx.Graph):
+            if node_ids is None:
+                raise ValueError("A networkx graph needs node_ids to fix the order of its "
+                                 "nodes against the feature rows.")
+            if set(adjacency.nodes) != set(node_ids.tolist()):
+                raise ValueError("The networkx graph's nodes differ from node_ids.")
+            adjacency = nx.to_scipy_sparse_array(adjacency, nodelist=list(node_ids),
+                                                 format="csr")
+    except ImportError:  # pragma: no cover - networkx is a core dependency
+        pass
+    if sp.issparse(adjacency):
+        A = sp.csr_matrix(adjacency, dtype=np.float32)
+    else:
+        A = np.asarray(adjacency)
+        if A.ndim != 2:
+            raise ValueError(f"adjacency must be 2-D, got {A.ndim} dimensions.")
+        A = sp.csr_matrix(A, dtype=np.float32)
+    if A.shape[0] != A.shape[1]:
+        raise ValueError(f"adjacency must be square, got shape {A.shape}.")
+    if A.shape[0] != n_nodes:
+        raise ValueError(f"adjacency has {A.shape[0]} nodes but features have {n_nodes} rows.")
+    A.sum_duplicates()
+    A.eliminate_zeros()
+    if A.nnz and not np.all(np.isfinite(A.data)):
+        raise ValueError("adjacency contains NaN or infinite weights.")
+    if A.nnz and A.data.min() < 0:
+        raise ValueError("adjacency contains negative weights.")
+    A.sort_indices()
+    return A
+
+
+class GraphData:
+    """A row view over one attributed graph, usable where scikit-learn expects ``X``.
+
+    ``GraphData`` holds the features of *all* nodes, the (optional) adjacency
+    and the node ids in one shared store, plus the positions (``rows``) of the
+    nodes this view selects. Indexing returns another view of the same store
+    without copying, so that ``fit(G[train], y[train])`` and
+    ``predict(G[test])`` both see the whole graph while only the selected rows
+    are fitted or predicted. Plain scikit-learn steps see ``np.asarray(G)``,
+    the features of the selected rows.
+
+    Parameters
+    ----------
+    features : array-like or sparse matrix of shape (n_nodes, n_features)
+        Node features. Scipy sparse arrays and matrices stay sparse (CSR).
+    adjacency : sparse matrix, ndarray, networkx.Graph or None, default=None
+        Adjacency of shape (n_nodes, n_nodes). ``None`` means the server does
+        not know the graph (e.g. it is collected with edge LDP later). A
+        networkx graph is converted in the order given by ``node_ids``.
+    node_ids : array-like of shape (n_nodes,), default=None
+        Unique, stable user identifiers. Local DP mechanisms key each user's
+        report on its id, so a user answers once whatever rows are selected.
+        Defaults to ``0..n_nodes-1``.
+    feature_names : array-like of str of shape (n_features,), default=None
+        Names of the feature columns.
+
+    Attributes
+    ----------
+    rows : ndarray of int
+        Positions of the selected nodes in the whole graph.
+    shape : tuple
+        ``(len(rows), n_features)``, as for the matrix scikit-learn sees.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from skldp import GraphData
+    >>> A = sp.csr_array(np.array([[0, 1, 0], [1, 0, 1], [0, 1, 0]]))
+    >>> G = GraphData(np.eye(3), A)
+    >>> G[[0, 2]].shape
+    (2, 3)
+    >>> G[[0, 2]].n_nodes
+    3
+    """
+
+    ndim = 2
+    __array_priority__ = 10
+
+    def __init__(self, features, adjacency=None, *, node_ids=None, feature_names=None):
+        X = _as_features(features)
+        n = X.shape[0]
+        if n == 0:
+            raise ValueError("GraphData needs at least one node; got an empty feature matrix.")
+        if node_ids is None:
+            ids = np.arange(n)
+        else:
+            ids = np.asarray(node_ids)
+            if ids.ndim != 1 or len(ids) != n:
+                raise ValueError(f"node_ids must have length {n} (one per feature row), "
+                                 f"got shape {ids.shape}.")
+            if len(np.unique(ids)) != n:
+                raise ValueError("node_ids must be unique.")
+        A = _as_adjacency(adjacency, n, ids if node_ids is not None else None)
+        if feature_names is not None:
+            feature_names = np.asarray(feature_names, dtype=object)
+            if feature_names.shape != (X.shape[1],):
+                raise ValueError(f"feature_names must have length {X.shape[1]}, "
+                                 f"got {feature_names.shape}.")
+        self._store = _GraphStore(X, A, ids, feature_names)
+        self.rows = np.arange(n)
+
+    @classmethod
+    def _from_store(cls, store, rows):
+        obj = cls.__new__(cls)
+        obj._store = store
+        obj.rows = rows
+        return obj
+
+    def _replace(self, rows):
+        return GraphData._from_store(self._store, np.asarray(rows, dtype=np.intp))
+
+    # ----------------------------------------------------------- array protocol
+    @property
+    def shape(self):
+        return (len(self.rows), self._store.features.shape[1])
+
+    def __len__(self):
+        return len(self.rows)
+
+    def __getitem__(self, key):
+        if isinstance(key, tuple):  # sklearn's _safe_indexing calls X[idx, ...]
+            if len(key) == 2 and key[1] is Ellipsis:
+                key = key[0]
+            else:
+                raise IndexError("GraphData supports row (node) indexing only.")
+        if isinstance(key, numbers.Integral):
+            key = [key]
+        if isinstance(key, slice):
+            return self._replace(self.rows[key])
+        key = np.asarray(key)
+        if key.dtype == bool and key.shape != self.rows.shape:
+            raise IndexError(f"boolean index of length {len(key)} does not match "
+                             f"{len(self.rows)} rows.")
+        return self._replace(self.rows[key])
+
+    def __array__(self, dtype=None, copy=None):
+        X = self._store.features[self.rows]
+        out = X.toarray() if sp.issparse(X) else X
+        return out if dtype is None else out.astype(dtype, copy=False)
+
+    def __repr__(self):
+        A = self._store.adjacency
+        edges = "unknown graph" if A is None else f"{A.nnz} directed edges"
+        return (f"GraphData(view of {len(self.rows)} of {self.n_nodes} nodes, "
+                f"{self.shape[1]} features, {edges})")
+
+    # ------------------------------------------------------------ whole graph
+    @property
+    def n_nodes(self):
+        """Number of nodes in the whole graph (not only the view)."""
+        return self._store.features.shape[0]
+
+    @property
+    def features(self):
+        """Features of all nodes (dense ndarray or CSR matrix), shared, read-only by contract."""
+        return self._store.features
+
+    @property
+    def adjacency(self):
+        """CSR adjacency of the whole graph, or ``None`` when the graph is unknown."""
+        return self._store.adjacency
+
+    @property
+    def node_ids(self):
+        """Ids of the selected nodes."""
+        return self._store.node_ids[self.rows]
+
+    @property
+    def all_node_ids(self):
+        """Ids of all nodes of the graph."""
+        return self._store.node_ids
+
+    @property
+    def feature_names(self):
+        return self._store.feature_names
+
+    @property
+    def token(self):
+        """Identifier of the shared store: equal tokens mean the same whole graph."""
+        return self._store.token
+
+    @property
+    def node_keys(self):
+        """uint64 keys of all nodes, derived from node ids (for per-user randomness)."""
+        st = self._store
+        if st._node_keys is None:
+            st._node_keys = _ids_to_keys(st.node_ids)
+        return st._node_keys
+
+    def is_symmetric(self):
+        """Whether the adjacency is symmetric (cached). ``False`` when it is unknown."""
+        st = self._store
+        if st.adjacency is None:
+            return False
+        if st._symmetric is None:
+            A = st.adjacency
+            st._symmetric = (A != A.T).nnz == 0
+        return st._symmetric
+
+    def require_adjacency(self, step="This step"):
+        """Return the adjacency or raise a clear error if the graph is unknown."""
+        if self._store.adjacency is None:
+            raise ValueError(f"{step} needs the graph, but this GraphData has no adjacency "
+                             "(adjacency=None). Collect it first, e.g. with EdgeRR.")
+        return self._store.adjacency
+
+    def require_symmetric(self, step="This step"):
+        """Return the adjacency, raising if it is unknown or not symmetric."""
+        A = self.require_adjacency(step)
+        if not self.is_symmetric():
+            raise ValueError(f"{step} needs an undirected graph, but the adjacency is not "
+                             "symmetric. Symmetrise it first, e.g. A.maximum(A.T).")
+        return A
+
+    # ----------------------------------------------------------- derived views
+    def with_features(self, features, feature_names=None):
+        """Return the same rows over a new store holding ``features`` for all nodes.
+
+        The adjacency and node ids are shared, not copied.
+        """
+        st = self._store
+        X = _as_features(features)
+        if X.shape[0] != self.n_nodes:
+            raise ValueError(f"new features have {X.shape[0]} rows for {self.n_nodes} nodes.")
+        new = _GraphStore(X, st.adjacency, st.node_ids, feature_names)
+        new._node_keys, new._symmetric = st._node_keys, st._symmetric
+        return GraphData._from_store(new, self.rows)
+
+    def with_adjacency(self, adjacency):
+        """Return the same rows over a new store whose adjacency is ``adjacency``."""
+        st = self._store
+        A = _as_adjacency(adjacency, self.n_nodes, None)
+        new = _GraphStore(st.features, A, st.node_ids, st.feature_names)
+        new._node_keys = st._node_keys
+        return GraphData._from_store(new, self.rows)
+
+    def full(self):
+        """The view of all nodes of the graph."""
+        return self._replace(np.arange(self.n_nodes))
+
+    # -------------------------------------------------------------------- memo
+    def memo_get(self, key):
+        """Cached whole-graph result for ``key`` or ``None`` (see :meth:`memo_set`)."""
+        memo = self._store._memo
+        if key in memo:
+            memo.move_to_end(key)
+            return memo[key]
+        return None
+
+    def memo_set(self, key, value):
+        """Cache a whole-graph result on the shared store (a small LRU, never on estimators)."""
+        memo = self._store._memo
+        memo[key] = value
+        memo.move_to_end(key)
+        while len(memo) > _MEMO_SIZE:
+            memo.popitem(last=False)
+        return value
+
+    # ------------------------------------------------------------------ export
+    def to_pandas(self):
+        """The selected rows as a :class:`pandas.DataFrame` indexed by node id."""
+        import pandas as pd
+        X = self._store.features[self.rows]
+        names = self.feature_names
+        cols = list(names) if names is not None else [f"x{i}" for i in range(self.shape[1])]
+        index = pd.Index(self.node_ids, name="node_id")
+        if sp.issparse(X):
+            return pd.DataFrame.sparse.from_spmatrix(X, index=index, columns=cols)
+        return pd.DataFrame(X, index=index, columns=cols)
+
+
+def _ids_to_keys(ids):
+    """Stable uint64 key per node id (integers map to themselves)."""
+    ids = np.asarray(ids)
+    if np.issubdtype(ids.dtype, np.integer):
+        return ids.astype(np.uint64)
+    # Non-integer ids (e.g. user names): a stable hash, computed once per graph.
+    digests = [hashlib.blake2b(str(i).encode(), digest_size=8).digest() for i in ids]
+    return np.frombuffer(b"".join(digests), dtype="<u8").copy()

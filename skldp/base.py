@@ -1,0 +1,255 @@
+"""Base classes: graph transformers, local DP mechanisms, NodeWise, graph classifiers."""
+
+import numpy as np
+import scipy.sparse as sp
+from joblib import hash as joblib_hash
+from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin, clone
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_array, check_is_fitted, column_or_1d
+
+from ._graph_data import GraphData
+from .utils._random import draw_seed
+from .utils.validation import (check_eps, check_finite_features, check_graph_data,
+                               clip_to_range, resolve_feature_range)
+
+__all__ = ["GraphTransformerMixin", "LDPMechanism", "NodeWise", "GraphClassifierMixin",
+           "fitted_token"]
+
+
+def fitted_token(estimator):
+    """A hash of an estimator's parameters and fitted state.
+
+    Used as the memo key of whole-graph results (DESIGN.md §1, pitfall 3): two
+    estimators with the same token produce the same output on the same graph.
+    """
+    params = {k: v for k, v in estimator.get_params(deep=False).items()
+              if k != "random_state" or not hasattr(estimator, "seed_")}
+    state = {k: v for k, v in vars(estimator).items()
+             if k.endswith("_") and not k.startswith("_")}
+    return joblib_hash((type(estimator).__module__, type(estimator).__qualname__, params, state))
+
+
+class GraphTransformerMixin(TransformerMixin, auto_wrap_output_keys=None):
+    """Mixin for transformers that take and return :class:`~skldp.GraphData`.
+
+    Subclasses implement ``_transform_graph(G_full)`` returning a GraphData
+    over all nodes (usually ``G_full.with_features(Z)``). :meth:`transform`
+    computes it once per (fitted step, graph), keeps it in the graph's memo and
+    returns the rows of the input view. Output auto-wrapping is disabled
+    (DESIGN.md §1, pitfall 2), so ``set_config(transform_output="pandas")``
+    leaves graph pipelines intact.
+    """
+
+    _graph_requirements = {"require_adjacency": True}
+
+    def fit(self, X, y=None):
+        """Check the input; most propagation steps learn nothing."""
+        G = check_graph_data(X, self, **self._graph_requirements)
+        self.n_features_in_ = G.shape[1]
+        return self
+
+    def transform(self, X):
+        """Apply the step over the whole graph and return the rows of ``X``."""
+        check_is_fitted(self)
+        G = check_graph_data(X, self, **self._graph_requirements)
+        self._check_n_features(G)
+        out = self._memoised_full(G)
+        return out._replace(G.rows)
+
+    def _memoised_full(self, G):
+        key = ("skldp", fitted_token(self))
+        out = G.memo_get(key)
+        if out is None:
+            out = G.memo_set(key, self._transform_graph(G.full()))
+        return out
+
+    def _check_n_features(self, X):
+        n_in = getattr(self, "n_features_in_", None)
+        if n_in is not None and X.shape[1] != n_in:
+            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} was "
+                             f"fitted with {n_in} features.")
+
+    def _transform_graph(self, G):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.requires_fit = True
+        tags.input_tags.sparse = True
+        return tags
+
+
+class LDPMechanism(GraphTransformerMixin, BaseEstimator):
+    """Base class of local DP feature mechanisms.
+
+    A fitted mechanism holds the public bounds (``feature_min_``,
+    ``feature_max_``) and one ``seed_`` drawn from ``random_state``. Each
+    user's report is a pure function of ``(seed_, node key)`` (DESIGN.md §2):
+    the same at fit and predict time, for any subset or order of rows, and
+    after clone-free pickling. ``random_state=None`` draws a new seed at every
+    fit, i.e. a new collection (a new use of the budget) per fit and CV fold.
+
+    On :class:`~skldp.GraphData` the key of a node is its ``node_id``. Plain
+    arrays are also accepted; then row *i* is keyed by its position *i*, so the
+    same array must be passed to get the same reports.
+
+    Subclasses set ``protects`` and implement ``_perturb(X, keys)`` where
+    ``X`` holds the clipped raw features of the given nodes (dense or CSR) and
+    ``keys`` their uint64 keys, and ``_epsilon_total()``.
+
+    Attributes
+    ----------
+    seed_ : int
+        Seed of this collection.
+    feature_min_, feature_max_ : ndarray of shape (n_features,)
+        Bounds used to clip and scale the features.
+    epsilon_ : float
+        The per-user privacy budget spent by one report (``inf`` without privacy).
+    protects_ : tuple of str
+        What the guarantee covers (``("features",)`` for feature mechanisms).
+    """
+
+    protects = ("features",)
+    _graph_requirements = {}
+
+    def fit(self, X, y=None):
+        """Validate ``eps``, store the bounds and draw the collection's seed."""
+        self._validate_params_common()
+        Xf = self._all_features(X)
+        check_finite_features(Xf)
+        self.feature_min_, self.feature_max_ = resolve_feature_range(
+            self.feature_range, Xf, owner=type(self).__name__)
+        self.n_features_in_ = Xf.shape[1]
+        self._validate_params()
+        self.seed_ = draw_seed(self.random_state)
+        self.epsilon_ = float(self._epsilon_total())
+        self.protects_ = tuple(self.protects)
+        return self
+
+    def transform(self, X):
+        """The users' reports: one perturbation per user, reused on every call."""
+        check_is_fitted(self, "seed_")
+        if isinstance(X, GraphData):
+            return super().transform(X)
+        X = check_array(X, accept_sparse="csr", dtype=np.float64, ensure_all_finite=False)
+        self._check_n_features(X)
+        return self._report(X, np.arange(X.shape[0], dtype=np.uint64))
+
+    def _transform_graph(self, G):
+        Z = self._report(G.features, G.node_keys)
+        return G.with_features(Z)
+
+    def _report(self, X, keys):
+        check_finite_features(X)
+        Xc = clip_to_range(X, self.feature_min_, self.feature_max_, owner=type(self).__name__)
+        return self._perturb(Xc, keys)
+
+    def _all_features(self, X):
+        if isinstance(X, GraphData):
+            # Bounds apply to every node the mechanism will perturb.
+            return X.features
+        return check_array(X, accept_sparse="csr", dtype=np.float64, ensure_all_finite=False)
+
+    def _validate_params_common(self):
+        check_eps(self.eps)
+
+    def _validate_params(self):
+        """Hook for subclass parameter checks (after n_features_in_ is known)."""
+
+    def _scale(self, X, lo=-1.0, hi=1.0):
+        """Affinely map clipped features from [feature_min_, feature_max_] to [lo, hi] (dense)."""
+        X = X.toarray() if sp.issparse(X) else np.asarray(X, dtype=np.float64)
+        unit = (X - self.feature_min_) / (self.feature_max_ - self.feature_min_)
+        return lo + (hi - lo) * unit
+
+    def _unscale(self, Z, lo=-1.0, hi=1.0):
+        """Inverse of :meth:`_scale` (keeps unbiased estimates unbiased)."""
+        unit = (np.asarray(Z) - lo) / (hi - lo)
+        return self.feature_min_ + unit * (self.feature_max_ - self.feature_min_)
+
+    def _perturb(self, X, keys):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _epsilon_total(self):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = self.random_state is None
+        return tags
+
+
+class NodeWise(GraphTransformerMixin, BaseEstimator):
+    """Apply a plain scikit-learn transformer to the features of every node.
+
+    It is fitted on the rows of the view (the training nodes) and applied to
+    all nodes, so that a graph step placed after it sees a whole graph
+    (DESIGN.md §1, pitfall 5). On plain arrays it behaves like the wrapped
+    transformer.
+
+    Parameters
+    ----------
+    estimator : transformer
+        Any scikit-learn transformer, e.g. ``StandardScaler()``.
+
+    Attributes
+    ----------
+    estimator_ : transformer
+        The fitted clone.
+
+    Examples
+    --------
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> from skldp import GraphData, NodeWise
+    >>> import numpy as np
+    >>> G = GraphData(np.arange(6.).reshape(3, 2))
+    >>> NodeWise(StandardScaler()).fit(G[[0, 1]]).transform(G).shape
+    (3, 2)
+    """
+
+    _graph_requirements = {}
+
+    def __init__(self, estimator):
+        self.estimator = estimator
+
+    def fit(self, X, y=None):
+        self.estimator_ = clone(self.estimator).fit(np.asarray(X) if isinstance(X, GraphData)
+                                                    else X, y)
+        self.n_features_in_ = X.shape[1]
+        return self
+
+    def transform(self, X):
+        check_is_fitted(self, "estimator_")
+        if isinstance(X, GraphData):
+            return super().transform(X)
+        return self.estimator_.transform(X)
+
+    def _transform_graph(self, G):
+        return G.with_features(self.estimator_.transform(G.features))
+
+
+class GraphClassifierMixin(ClassifierMixin):
+    """Label handling shared by classifiers on GraphData.
+
+    ``fit`` gets the labelled training rows only; ``-1`` (the semi-supervised
+    "unlabelled" convention) in ``y`` is an error, since no label may be
+    invented for a node.
+    """
+
+    def _encode_labels(self, y, n_rows):
+        y = column_or_1d(y, warn=True)
+        if len(y) != n_rows:
+            raise ValueError(f"X has {n_rows} rows but y has {len(y)} labels.")
+        check_classification_targets(y)
+        if np.issubdtype(y.dtype, np.number) and np.any(y == -1):
+            raise ValueError("y contains -1 (unlabelled) for some rows; fit only on labelled "
+                             "nodes, e.g. G[y >= 0], y[y >= 0].")
+        self.classes_, y_enc = np.unique(y, return_inverse=True)
+        if len(self.classes_) < 2:
+            raise ValueError(f"y has a single class {self.classes_[0]!r}; need at least two.")
+        return y_enc
+
+    def predict(self, X):
+        """Most probable class of each row."""
+        proba = self.predict_proba(X)
+        return self.classes_[np.argmax(proba, axis=1)]

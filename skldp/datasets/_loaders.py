@@ -1,0 +1,219 @@
+"""Real graph datasets: bundled (Cora, CiteSeer), local folder, or cached download.
+
+Where a dataset is looked for, in order:
+
+1. the package data (``cora`` and ``citeseer`` ship with skldp);
+2. the folder named by the environment variable ``SKLDP_DATASETS_DIR``
+   (CI points it at ``../shared/datasets``);
+3. the cache folder ``data_home`` (``SKLDP_DATA_HOME``, default
+   ``~/.cache/skldp``);
+4. a download of ``<base_url>/<file>`` into the cache, where ``base_url`` is
+   the ``base_url`` argument or ``SKLDP_DATA_URL``.
+
+Every file is checked against its sha256 before it is read; a mismatch is an
+error, never a silent fallback.
+"""
+
+import hashlib
+import os
+import shutil
+import tempfile
+import urllib.request
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.utils import Bunch
+
+from .._graph_data import GraphData
+
+__all__ = ["load_dataset", "load_cora", "load_citeseer", "list_datasets", "get_data_home",
+           "fetch_file", "DATASETS"]
+
+_BUNDLED = {"cora", "citeseer"}
+
+# name -> (sha256, bytes, short description); statistics from shared/datasets/README.md
+DATASETS = {
+    "citeseer": ("7f3845dfa21373676795cfa3db6f51680a6900a6b3dc42492f435301992cbe1f", 210349,
+                 "CiteSeer citation graph (Planetoid public split): 3327 nodes, 4552 edges, "
+                 "3703 binary bag-of-words features, 6 classes; 15 padded test ids are "
+                 "unlabelled (-1), 48 nodes are isolated. Yang et al., ICML 2016; Sen et al., "
+                 "AI Magazine 2008."),
+    "cora": ("0a8727f3c05b608149c76071d584e35b2fe1d36b00009961c9401b096127c826", 109123,
+             "Cora citation graph (Planetoid public split 140/500/1000): 2708 nodes, 5278 "
+             "edges, 1433 binary bag-of-words features, 7 classes. Yang et al., ICML 2016; "
+             "Sen et al., AI Magazine 2008."),
+    "facebook": ("e324ac3f30bd72d7b46bffd0ff382fce07e96879c31bec1bec521e4f8b4ff601", 1235492,
+                 "MUSAE Facebook page-page graph: 22470 nodes, 170823 edges, 4714 binary "
+                 "features, 4 page types (company, government, politician, tvshow). "
+                 "Rozemberczki et al., J. Complex Networks 2021."),
+    "german": ("cd73ab7a1a6e98cebd9527b09ff936b1211327724f23757f7e6901162e993da9", 76039,
+               "German credit graph (NIFTY): 1000 nodes, 21742 edges, 27 raw numeric "
+               "features (not normalised), 2 classes (good customer), sens = gender. "
+               "Agarwal et al., UAI 2021."),
+    "german_rgnn": ("ba3d0cc7ec1e05a5429127c8e5c0d1f0bfb18162d98ef96e225d1acfce9d8ab1", 43940,
+                    "German credit, semi-synthetic graph of RGNN: 955 nodes, 9990 edges, "
+                    "38 raw features, 2 classes. Bhaila et al., SDM 2024."),
+    "lastfm_asia_nofeatures": (
+        "29ca71a821ddf051a485c348648df06f86d633c76ba101a38f31ef6e0bd9134b", 128563,
+        "LastFM Asia (FEATHER): 7624 nodes, 27806 edges, NO features (not obtainable), "
+        "18 country classes; top10_mask marks the 10 most frequent classes. "
+        "Rozemberczki & Sarkar, CIKM 2020."),
+    "pubmed_nofeatures": (
+        "964d5f601720d591177aef59544f943e28a2f8fcef3c8354b4e04f5f60e1c050", 242402,
+        "PubMed citation graph (Planetoid split 60/500/1000): 19717 nodes, 44324 edges, "
+        "NO features (the TF-IDF matrix could not be obtained), 3 classes."),
+    "student_rgnn": ("604f9f1a20e942584c813968a4d47aa7d8787bd443f7622b989dcaf812fd2601", 24916,
+                     "UCI Student Performance, semi-synthetic graph of RGNN: 577 nodes, 4243 "
+                     "edges, 32 raw features, 2 classes. Bhaila et al., SDM 2024."),
+    "twitch_ENGB": ("b3f1c4375e39c8b52939fa7a318f4c7b56483dfdd29f998fde6eb2988496b064", 346059,
+                    "MUSAE Twitch ENGB: 7126 nodes, 35324 edges, 3170 binary features, 2 "
+                    "classes (mature). Rozemberczki et al., J. Complex Networks 2021."),
+    "wiki_chameleon": ("8481fb6658e616b3869cb86eefd496e5e83292bc8313bb8f9702cbcbead474c5", 152034,
+                       "MUSAE Wikipedia chameleon: 2277 nodes, 31371 edges, 3132 binary "
+                       "features; y = our own 5 equal-frequency bins of monthly traffic "
+                       "(raw value in `traffic`). Rozemberczki et al. 2021."),
+}
+
+_EXTRAS = ("class_names", "sens", "feature_names", "traffic", "top10_mask")
+
+
+def list_datasets():
+    """Names accepted by :func:`load_dataset`."""
+    return sorted(DATASETS)
+
+
+def get_data_home(data_home=None):
+    """The cache folder (created if needed): ``data_home``, ``$SKLDP_DATA_HOME`` or ``~/.cache/skldp``."""
+    path = Path(data_home or os.environ.get("SKLDP_DATA_HOME")
+                or Path.home() / ".cache" / "skldp").expanduser()
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _verified(path, sha256, name):
+    got = _sha256(path)
+    if got != sha256:
+        raise OSError(f"Checksum mismatch for dataset {name!r} at {path}: expected sha256 "
+                      f"{sha256}, got {got}. The file is corrupt or not the expected "
+                      "version; delete it and load again.")
+    return path
+
+
+def fetch_file(url, path, sha256, timeout=60):
+    """Download ``url`` to ``path`` atomically, verifying its sha256 before keeping it."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".part-")
+    try:
+        with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=timeout) as resp:
+            shutil.copyfileobj(resp, out)
+        _verified(tmp, sha256, path.name)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    return path
+
+
+def _locate(name, data_home, base_url, download_if_missing):
+    sha, _, _ = DATASETS[name]
+    fname = f"{name}.npz"
+    if name in _BUNDLED:
+        with resources.as_file(resources.files("skldp.datasets") / "data" / fname) as p:
+            if p.exists():
+                return _verified(p, sha, name)
+    local = os.environ.get("SKLDP_DATASETS_DIR")
+    if local:
+        p = Path(local).expanduser() / fname
+        if p.exists():
+            return _verified(p, sha, name)
+    cached = get_data_home(data_home) / fname
+    if cached.exists():
+        return _verified(cached, sha, name)
+    base_url = base_url or os.environ.get("SKLDP_DATA_URL")
+    if not download_if_missing or not base_url:
+        raise FileNotFoundError(
+            f"Dataset {name!r} was not found: not in SKLDP_DATASETS_DIR "
+            f"({local or 'unset'}) nor in the cache {cached.parent}. Point SKLDP_DATASETS_DIR "
+            f"at a folder holding {fname}, or set SKLDP_DATA_URL (or base_url=) to a mirror "
+            "to download it from.")
+    return fetch_file(base_url.rstrip("/") + "/" + fname, cached, sha)
+
+
+def _read_npz(path):
+    z = np.load(path, allow_pickle=False)
+    n = int(z["adj_shape"][0])
+    A = sp.csr_matrix((np.ones(len(z["adj_indices"]), np.float32), z["adj_indices"],
+                       z["adj_indptr"]), shape=tuple(z["adj_shape"]))
+    X = sp.csr_matrix((z["X_data"], z["X_indices"], z["X_indptr"]), shape=tuple(z["X_shape"]))
+    # Bag-of-words stays sparse; small tabular data becomes dense.
+    features = X.toarray() if X.shape[1] <= 100 else X
+    names = z["feature_names"] if "feature_names" in z.files else None
+    out = {"A": A, "X": features, "y": z["y"].astype(np.int64), "n": n, "names": names}
+    for key in ("train_mask", "val_mask", "test_mask") + _EXTRAS:
+        if key in z.files:
+            out[key] = z[key]
+    return out
+
+
+def load_dataset(name, *, data_home=None, base_url=None, download_if_missing=True):
+    """Load a real graph dataset as a scikit-learn :class:`~sklearn.utils.Bunch`.
+
+    Parameters
+    ----------
+    name : str
+        One of :func:`list_datasets` (the files of ``shared/datasets``).
+    data_home : str or path, default=None
+        Cache folder for downloads (default ``$SKLDP_DATA_HOME`` or ``~/.cache/skldp``).
+    base_url : str, default=None
+        Mirror to download ``<name>.npz`` from when the file is not found
+        locally (default ``$SKLDP_DATA_URL``).
+    download_if_missing : bool, default=True
+        If False, raise instead of downloading.
+
+    Returns
+    -------
+    bunch : Bunch
+        ``data`` (:class:`~skldp.GraphData` of all nodes), ``target`` (int,
+        ``-1`` = unlabelled), ``train_mask``/``val_mask``/``test_mask`` where the
+        source defines a split, ``feature_names``, ``DESCR``, ``name`` and the
+        extras of the file (``class_names``, ``sens``, ``traffic``, ``top10_mask``).
+
+    Examples
+    --------
+    >>> from skldp.datasets import load_dataset
+    >>> cora = load_dataset("cora")
+    >>> cora.data.shape, int(cora.train_mask.sum())
+    ((2708, 1433), 140)
+    """
+    if name not in DATASETS:
+        raise ValueError(f"Unknown dataset {name!r}; choose one of {list_datasets()}.")
+    path = _locate(name, data_home, base_url, download_if_missing)
+    raw = _read_npz(path)
+    names = raw.pop("names")
+    G = GraphData(raw["X"], raw["A"], feature_names=names)
+    bunch = Bunch(data=G, target=raw["y"], feature_names=names, name=name,
+                  DESCR=DATASETS[name][2], filename=str(path))
+    for key in ("train_mask", "val_mask", "test_mask") + _EXTRAS:
+        if key in raw and key != "feature_names":
+            bunch[key] = raw[key]
+    return bunch
+
+
+def load_cora(**kwargs):
+    """Cora with the Planetoid public split, from the package data. See :func:`load_dataset`."""
+    return load_dataset("cora", **kwargs)
+
+
+def load_citeseer(**kwargs):
+    """CiteSeer with the Planetoid public split, from the package data. See :func:`load_dataset`."""
+    return load_dataset("citeseer", **kwargs)

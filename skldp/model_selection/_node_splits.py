@@ -1,0 +1,83 @@
+"""Node splits used by the papers: random 50/25/25 over labelled nodes, Planetoid."""
+
+import numpy as np
+from sklearn.model_selection import StratifiedKFold
+from sklearn.utils import check_random_state
+
+__all__ = ["random_node_split", "planetoid_split", "LabelledKFold"]
+
+
+def random_node_split(y, train_size=0.5, val_size=0.25, test_size=0.25, *, stratify=False,
+                      random_state=None):
+    """Random split of the labelled nodes (``y >= 0``) into train/val/test masks.
+
+    The default 50/25/25 is the split of PrivGE (paper 002 §5.1), RGNN and
+    Solitude. Unlabelled nodes (``y == -1``) are in no part.
+
+    Parameters
+    ----------
+    y : array-like of shape (n_nodes,)
+        Labels, ``-1`` for unlabelled nodes.
+    train_size, val_size, test_size : float
+        Fractions of the labelled nodes; must sum to at most 1.
+    stratify : bool, default=False
+        Keep class proportions in each part.
+    random_state : int, RandomState or None
+
+    Returns
+    -------
+    train_mask, val_mask, test_mask : ndarray of bool, shape (n_nodes,)
+    """
+    y = np.asarray(y)
+    sizes = np.array([train_size, val_size, test_size], dtype=float)
+    if np.any(sizes < 0) or sizes.sum() > 1 + 1e-9:
+        raise ValueError(f"split fractions must be >= 0 and sum to at most 1, got {sizes}.")
+    labelled = np.flatnonzero(y >= 0)
+    if len(labelled) == 0:
+        raise ValueError("y has no labelled node (all -1).")
+    rng = check_random_state(random_state)
+    masks = [np.zeros(len(y), dtype=bool) for _ in range(3)]
+    groups = [labelled[y[labelled] == c] for c in np.unique(y[labelled])] if stratify \
+        else [labelled]
+    for idx in groups:
+        idx = rng.permutation(idx)
+        cuts = np.floor(np.cumsum(sizes) * len(idx) + 1e-9).astype(int)
+        for mask, part in zip(masks, np.split(idx, cuts[:3])[:3]):
+            mask[part] = True
+    return tuple(masks)
+
+
+def planetoid_split(bunch):
+    """The Planetoid public split (train/val/test masks) of a loaded dataset.
+
+    Raises if the dataset defines no such split (only Cora, CiteSeer and PubMed do).
+    """
+    if "train_mask" not in bunch:
+        raise ValueError(f"Dataset {bunch.get('name', '?')!r} has no public split; use "
+                         "random_node_split.")
+    return bunch.train_mask, bunch.val_mask, bunch.test_mask
+
+
+class LabelledKFold:
+    """Stratified K-fold over labelled nodes only (``y >= 0``).
+
+    Unlabelled rows (``y == -1``, the semi-supervised convention) are never put
+    in a training or test fold, so no invented label reaches ``fit``. Use with
+    ``cross_val_score(pipe, G, y, cv=LabelledKFold(5))`` on a whole graph.
+    """
+
+    def __init__(self, n_splits=5, *, shuffle=True, random_state=None):
+        self.n_splits = n_splits
+        self.shuffle = shuffle
+        self.random_state = random_state
+
+    def get_n_splits(self, X=None, y=None, groups=None):
+        return self.n_splits
+
+    def split(self, X, y, groups=None):
+        y = np.asarray(y)
+        labelled = np.flatnonzero(y >= 0)
+        skf = StratifiedKFold(self.n_splits, shuffle=self.shuffle,
+                              random_state=self.random_state if self.shuffle else None)
+        for tr, te in skf.split(labelled, y[labelled]):
+            yield labelled[tr], labelled[te]

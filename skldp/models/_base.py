@@ -1,0 +1,165 @@
+"""Shared training loop of the torch classifiers (MLP head, GNNs)."""
+
+import copy
+import time
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from sklearn.base import BaseEstimator
+from sklearn.model_selection import train_test_split
+from sklearn.utils.validation import check_is_fitted
+
+from .._graph_data import GraphData
+from ..base import GraphClassifierMixin
+from ..utils._random import draw_seed
+from ._torch_utils import resolve_device
+
+__all__ = ["TorchClassifierBase"]
+
+
+class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
+    """Base of torch classifiers: Adam, early stopping, device handling.
+
+    Subclasses must define the parameters ``lr``, ``weight_decay``,
+    ``epochs``, ``batch_size`` (``None`` = full batch), ``early_stopping``,
+    ``validation_fraction``, ``patience``, ``device``, ``random_state`` and
+    ``verbose``, and implement:
+
+    - ``_prepare(X, device)`` -> ``(data, index)``: tensors the forward pass
+      needs and the positions of ``X``'s rows inside them;
+    - ``_build_module(n_features, n_classes)`` -> ``torch.nn.Module``;
+    - ``_forward(module, data, positions)`` -> logits of those positions.
+
+    Override ``_loss(logits, targets, positions)`` for other objectives
+    (label-noise correction, label proportions) and ``_fit_targets(y_enc, X)``
+    for soft targets. The fitted module is kept on the CPU so the estimator
+    pickles anywhere; it moves to the chosen device for training and inference.
+
+    Attributes set by ``fit``: ``classes_``, ``module_``, ``n_features_in_``,
+    ``n_iter_`` (epochs run), ``loss_curve_``, ``validation_scores_``
+    (validation loss per epoch when early stopping), ``best_epoch_``.
+    """
+
+    # ---------------------------------------------------------------- hooks
+    def _prepare(self, X, device):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _build_module(self, n_features, n_classes):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _forward(self, module, data, positions):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _fit_targets(self, y_enc, X):
+        """Training targets per row of X: class indices (LongTensor) or soft labels."""
+        return torch.as_tensor(y_enc, dtype=torch.long)
+
+    def _loss(self, logits, targets, positions):
+        if targets.dtype == torch.long:
+            return F.cross_entropy(logits, targets)
+        return -(targets * F.log_softmax(logits, dim=1)).sum(dim=1).mean()
+
+    def _validate_hyperparameters(self):
+        for name in ("epochs",):
+            v = getattr(self, name)
+            if not isinstance(v, (int, np.integer)) or v < 1:
+                raise ValueError(f"{name} must be a positive integer, got {v!r}.")
+        if self.lr <= 0:
+            raise ValueError(f"lr must be > 0, got {self.lr}.")
+        if self.batch_size is not None and self.batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1 or None, got {self.batch_size}.")
+        if self.early_stopping and not 0 < self.validation_fraction < 1:
+            raise ValueError("validation_fraction must be in (0, 1) when early_stopping=True, "
+                             f"got {self.validation_fraction}.")
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, X, y):
+        """Train on the rows of ``X`` (a GraphData view or an array) with labels ``y``."""
+        self._validate_hyperparameters()
+        if not isinstance(X, GraphData):
+            from sklearn.utils.validation import check_array
+            X = check_array(X, accept_sparse="csr", dtype=np.float32)
+        y_enc = self._encode_labels(y, X.shape[0])
+        self.n_features_in_ = X.shape[1]
+        seed = draw_seed(self.random_state)
+        torch.manual_seed(seed % (2**31))
+        device = resolve_device(self.device)
+        data, index = self._prepare(X, device)
+        targets = self._fit_targets(y_enc, X).to(device)
+        n = len(index)
+        local = np.arange(n)
+        val = None
+        if self.early_stopping:
+            strat = y_enc if np.bincount(y_enc).min() >= 2 else None
+            local, val = train_test_split(local, test_size=self.validation_fraction,
+                                          random_state=seed % (2**31), stratify=strat)
+        module = self._build_module(X.shape[1], len(self.classes_)).to(device)
+        opt = torch.optim.Adam(module.parameters(), lr=self.lr, weight_decay=self.weight_decay)
+        rng = np.random.default_rng(seed)
+        index_t = torch.as_tensor(index, device=device)
+        best, best_state, bad = np.inf, None, 0
+        self.loss_curve_, self.validation_scores_ = [], []
+        self.best_epoch_ = None
+        for epoch in range(self.epochs):
+            t0 = time.perf_counter()
+            module.train()
+            order = rng.permutation(local)
+            bs = len(order) if self.batch_size is None else self.batch_size
+            total = 0.0
+            for s in range(0, len(order), bs):
+                b = torch.as_tensor(order[s:s + bs], device=device)
+                opt.zero_grad()
+                loss = self._loss(self._forward(module, data, index_t[b]), targets[b], index_t[b])
+                loss.backward()
+                opt.step()
+                total += float(loss) * len(b)
+            self.loss_curve_.append(total / len(order))
+            msg = f"epoch {epoch + 1}/{self.epochs} loss {self.loss_curve_[-1]:.4f}"
+            if val is not None:
+                module.eval()
+                with torch.no_grad():
+                    b = torch.as_tensor(val, device=device)
+                    vloss = float(self._loss(self._forward(module, data, index_t[b]),
+                                             targets[b], index_t[b]))
+                self.validation_scores_.append(vloss)
+                msg += f" val_loss {vloss:.4f}"
+                if vloss < best - 1e-6:
+                    best, bad, self.best_epoch_ = vloss, 0, epoch
+                    best_state = copy.deepcopy(module.state_dict())
+                else:
+                    bad += 1
+            if self.verbose:
+                print(f"[{type(self).__name__}] {msg} ({time.perf_counter() - t0:.2f}s)")
+            if val is not None and bad >= self.patience:
+                break
+        if best_state is not None:
+            module.load_state_dict(best_state)
+        self.n_iter_ = epoch + 1
+        self.module_ = module.cpu().eval()
+        return self
+
+    # -------------------------------------------------------------- predict
+    def decision_function(self, X):
+        """Logits (pre-softmax scores) of the rows of X."""
+        check_is_fitted(self, "module_")
+        if not isinstance(X, GraphData):
+            from sklearn.utils.validation import check_array
+            X = check_array(X, accept_sparse="csr", dtype=np.float32)
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} was "
+                             f"fitted with {self.n_features_in_} features.")
+        device = resolve_device(self.device)
+        module = self.module_.to(device)
+        data, index = self._prepare(X, device)
+        with torch.no_grad():
+            out = self._forward(module, data, torch.as_tensor(index, device=device)).cpu()
+        self.module_.cpu()
+        return out.numpy().astype(np.float64)
+
+    def predict_proba(self, X):
+        """Class probabilities of the rows of X, columns in the order of ``classes_``."""
+        z = self.decision_function(X)
+        z = z - z.max(axis=1, keepdims=True)
+        p = np.exp(z)
+        return p / p.sum(axis=1, keepdims=True)

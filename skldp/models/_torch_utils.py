@@ -1,0 +1,60 @@
+"""Small torch helpers: device choice, seeding, sparse conversion."""
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+
+__all__ = ["resolve_device", "torch_generator", "to_torch_sparse", "to_torch_dense",
+           "normalized_adjacency"]
+
+
+def resolve_device(device="auto"):
+    """``"auto"`` picks CUDA when it is available, else the CPU."""
+    if device is None or device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(device)
+
+
+def torch_generator(seed, device="cpu"):
+    """A torch Generator seeded from an int (for reproducible init and dropout)."""
+    g = torch.Generator(device="cpu")
+    g.manual_seed(int(seed) % (2**63 - 1))
+    return g
+
+
+def to_torch_sparse(A, device="cpu", dtype=torch.float32):
+    """scipy sparse matrix -> torch sparse CSR tensor (stays sparse on the device)."""
+    A = sp.csr_matrix(A)
+    t = torch.sparse_csr_tensor(torch.from_numpy(A.indptr.astype(np.int64)),
+                                torch.from_numpy(A.indices.astype(np.int64)),
+                                torch.from_numpy(A.data.astype(np.float32)),
+                                size=A.shape, dtype=dtype)
+    return t.to(device)
+
+
+def to_torch_dense(X, device="cpu", dtype=torch.float32):
+    """Dense or scipy sparse features -> dense torch tensor."""
+    if sp.issparse(X):
+        X = X.toarray()
+    return torch.as_tensor(np.asarray(X), dtype=dtype).to(device)
+
+
+def normalized_adjacency(A, self_loops=True, kind="sym"):
+    """GCN propagation matrix as scipy CSR.
+
+    ``kind="sym"``: D^-1/2 (A + I) D^-1/2 (Kipf & Welling 2017, eq. (2));
+    ``kind="rw"``: D^-1 (A + I) (row-normalised mean aggregation).
+    Isolated nodes get a zero row (or only their self loop).
+    """
+    A = sp.csr_matrix(A, dtype=np.float32)
+    if self_loops:
+        A = A + sp.eye(A.shape[0], dtype=np.float32, format="csr")
+    deg = np.asarray(A.sum(axis=1)).ravel()
+    with np.errstate(divide="ignore"):
+        if kind == "sym":
+            d = np.where(deg > 0, deg ** -0.5, 0.0)
+            return sp.csr_matrix(sp.diags(d) @ A @ sp.diags(d), dtype=np.float32)
+        if kind == "rw":
+            d = np.where(deg > 0, 1.0 / deg, 0.0)
+            return sp.csr_matrix(sp.diags(d) @ A, dtype=np.float32)
+    raise ValueError(f"kind must be 'sym' or 'rw', got {kind!r}.")

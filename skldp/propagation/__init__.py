@@ -1,0 +1,3 @@
+"""Graph aggregation, propagation and denoising transformers."""
+
+__all__ = []

@@ -1,0 +1,3 @@
+"""Reconstruction of features and labels from local DP reports."""
+
+__all__ = []

@@ -1,0 +1,108 @@
+"""Counter-based randomness: each user's draws are a pure function of (seed, node key).
+
+Local DP requires that a user answers once (DESIGN.md §2). Instead of a stateful
+generator, whose output depends on which rows are processed and in what order,
+every random number here is a hash of ``(seed, stream, node_key, counter)``
+(SplitMix64 finaliser, Steele et al. 2014). The same user therefore gets the same
+report at fit and predict time, for any subset or order of rows, and after
+pickling, with fully vectorised numpy code.
+"""
+
+import numpy as np
+from scipy.special import ndtri
+
+__all__ = ["node_uniforms", "node_normals", "node_uniforms_ragged", "sample_k_of_d",
+           "draw_seed"]
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+_CHUNK = 1 << 22  # numbers generated per block, bounds temporary memory
+
+
+def _mix(z):
+    z = (z ^ (z >> np.uint64(30))) * _M1
+    z = (z ^ (z >> np.uint64(27))) * _M2
+    return z ^ (z >> np.uint64(31))
+
+
+def draw_seed(random_state):
+    """One 63-bit seed from ``random_state`` (int, RandomState, Generator or None)."""
+    from sklearn.utils import check_random_state
+    if isinstance(random_state, np.random.Generator):
+        return int(random_state.integers(0, 2**63 - 1))
+    return int(check_random_state(random_state).randint(0, 2**63 - 1, dtype=np.int64))
+
+
+def _row_keys(seed, keys, stream):
+    keys = np.asarray(keys, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        s = np.uint64(seed & 0xFFFFFFFFFFFFFFFF) ^ _mix(np.uint64(stream) * _GOLDEN + _GOLDEN)
+        return _mix(keys * _GOLDEN ^ _mix(s))
+
+
+def _to_unit(z):
+    # 53 random bits -> [0, 1); add half an ulp so 0 is never returned (safe for log/ppf).
+    return ((z >> np.uint64(11)).astype(np.float64) + 0.5) * (1.0 / (1 << 53))
+
+
+def node_uniforms(seed, keys, n_cols, stream=0):
+    """Uniform(0, 1) draws of shape (len(keys), n_cols), row i a function of keys[i].
+
+    Parameters
+    ----------
+    seed : int
+        The fitted mechanism's ``seed_``.
+    keys : array of uint64
+        Per-node keys (``GraphData.node_keys`` or row positions for plain arrays).
+    n_cols : int
+        Draws per node; column j of a node is the same whatever ``n_cols`` is.
+    stream : int
+        Independent stream id, so one mechanism can draw several independent quantities.
+    """
+    rk = _row_keys(seed, keys, stream)
+    cols = (np.arange(1, n_cols + 1, dtype=np.uint64) * _GOLDEN)
+    out = np.empty((len(rk), n_cols), dtype=np.float64)
+    step = max(1, _CHUNK // max(n_cols, 1))
+    with np.errstate(over="ignore"):
+        for s in range(0, len(rk), step):  # blocks of rows, not a loop over nodes
+            out[s:s + step] = _to_unit(_mix(rk[s:s + step, None] + cols[None, :]))
+    return out
+
+
+def node_normals(seed, keys, n_cols, stream=0):
+    """Standard normal draws, same determinism as :func:`node_uniforms`."""
+    return ndtri(node_uniforms(seed, keys, n_cols, stream))
+
+
+def node_uniforms_ragged(seed, keys, counts, stream=0):
+    """A variable number of uniforms per node, concatenated in node order.
+
+    Node i gets ``counts[i]`` draws; its j-th draw is the same for any ``counts``
+    with ``counts[i] > j``.
+    """
+    counts = np.asarray(counts, dtype=np.int64)
+    rk = _row_keys(seed, keys, stream)
+    owner = np.repeat(np.arange(len(rk)), counts)
+    starts = np.cumsum(counts) - counts
+    j = (np.arange(len(owner)) - np.repeat(starts, counts) + 1).astype(np.uint64)
+    with np.errstate(over="ignore"):
+        return _to_unit(_mix(rk[owner] + j * _GOLDEN))
+
+
+def sample_k_of_d(seed, keys, d, k, stream=0):
+    """k distinct column indices per node out of d, uniformly at random.
+
+    Returns an int array of shape (len(keys), k). Uses the k smallest of d
+    per-node uniform keys, in row blocks so memory stays bounded.
+    """
+    if not 1 <= k <= d:
+        raise ValueError(f"k must be in 1..{d}, got {k}.")
+    n = len(keys)
+    out = np.empty((n, k), dtype=np.int64)
+    step = max(1, _CHUNK // d)
+    for s in range(0, n, step):
+        u = node_uniforms(seed, keys[s:s + step], d, stream)
+        out[s:s + step] = np.argpartition(u, k - 1, axis=1)[:, :k] if k < d else \
+            np.broadcast_to(np.arange(d), (len(u), d))
+    return out
