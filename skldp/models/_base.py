@@ -113,7 +113,7 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
                 loss = self._loss(self._forward(module, data, index_t[b]), targets[b], index_t[b])
                 loss.backward()
                 opt.step()
-                total += float(loss) * len(b)
+                total += float(loss.detach()) * len(b)
             self.loss_curve_.append(total / len(order))
             msg = f"epoch {epoch + 1}/{self.epochs} loss {self.loss_curve_[-1]:.4f}"
             if val is not None:

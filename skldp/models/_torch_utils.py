@@ -1,8 +1,14 @@
 """Small torch helpers: device choice, seeding, sparse conversion."""
 
+import warnings
+
 import numpy as np
 import scipy.sparse as sp
 import torch
+
+# Sparse CSR tensors are stable for the operations used here (spmm and its backward).
+warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta",
+                        category=UserWarning)
 
 __all__ = ["resolve_device", "torch_generator", "to_torch_sparse", "to_torch_dense",
            "normalized_adjacency"]
@@ -28,7 +34,7 @@ def to_torch_sparse(A, device="cpu", dtype=torch.float32):
     t = torch.sparse_csr_tensor(torch.from_numpy(A.indptr.astype(np.int64)),
                                 torch.from_numpy(A.indices.astype(np.int64)),
                                 torch.from_numpy(A.data.astype(np.float32)),
-                                size=A.shape, dtype=dtype)
+                                size=A.shape, dtype=dtype, check_invariants=False)
     return t.to(device)
 
 
