@@ -1,0 +1,149 @@
+"""The multi-bit mechanism of LPGNN (sample m of d features, one bit each)."""
+
+import numpy as np
+
+from ..base import LDPMechanism
+from ..utils import node_uniforms, sample_k_of_d
+from ._one_bit import _assemble_sampled, _check_int_param, _gather, _variance_input
+
+__all__ = ["MultiBitMechanism"]
+
+# Wang et al. (2019) / LPGNN: below eps ~ 2.18 one sampled dimension is optimal.
+_EPS_PER_DIM = 2.18
+
+
+class MultiBitMechanism(LDPMechanism):
+    r"""Multi-bit mechanism: m sampled features, each reported as a +-1 bit.
+
+    Each user samples ``m`` of its ``d`` features uniformly without
+    replacement. A sampled feature ``x`` in ``[x_min, x_max]`` is encoded as
+    ``s = +1`` with probability (paper 003 eq. (7); paper 002 eq. (4))
+
+    .. math:: P(s=1) = \frac{1}{e^{\epsilon/m}+1} + \frac{x - x_{min}}{x_{max}-x_{min}}
+              \frac{e^{\epsilon/m}-1}{e^{\epsilon/m}+1},
+
+    else ``s = -1``; unsampled features are encoded as 0. The rectifier
+    (paper 003 eq. (8)) returns the unbiased estimate in original units
+
+    .. math:: \hat x = \frac{d\,(x_{max}-x_{min})}{2m}
+              \frac{e^{\epsilon/m}+1}{e^{\epsilon/m}-1}\, s + \frac{x_{max}+x_{min}}{2}.
+
+    Its variance per coordinate (paper 002, text after eq. (4), rescaled to
+    original units) is ``(d/m) (Delta/2)^2 ((e^{eps/m}+1)/(e^{eps/m}-1))^2 -
+    (x - mid)^2`` with ``Delta = x_max - x_min``, ``mid = (x_min + x_max)/2``.
+
+    Privacy: each sampled bit is ``eps/m``-LDP and at most ``m`` are revealed,
+    so one report is ``eps``-LDP per user (``epsilon_ = eps``).
+
+    Output: unsampled coordinates equal ``mid``. When ``mid`` is 0 for every
+    feature (a range centred on 0, e.g. ``(-1, 1)``) and ``m/d <= 0.25`` the
+    report is returned as CSR with ``m`` entries per row; otherwise it is
+    dense (it is dense by definition in original units).
+
+    Parameters
+    ----------
+    eps : float
+        Per-user privacy budget (> 0). ``inf`` returns the clipped features
+        unchanged (no sampling, no noise).
+    m : int or None, default=None
+        Number of sampled features, in ``1..d``. ``None`` uses LPGNN's rule
+        ``max(1, min(d, floor(eps / 2.18)))``.
+    feature_range : tuple (lo, hi) of scalars or arrays of shape (n_features,), default=None
+        Public bounds of each feature; ``None`` reads them from the data with
+        a :class:`~skldp.exceptions.PrivacyLeakWarning`. Values outside are
+        clipped with a warning.
+    random_state : int, RandomState, Generator or None, default=None
+        Seed of the collection; reports are a pure function of the seed and
+        the node id (``None``: a new collection at every fit).
+
+    Attributes
+    ----------
+    m_ : int
+        Number of sampled features.
+    epsilon_per_feature_ : float
+        ``eps / m_``.
+    epsilon_ : float
+        Per-user total, ``eps``.
+    seed_, feature_min_, feature_max_, protects_, n_features_in_
+        See :class:`~skldp.base.LDPMechanism`.
+
+    References
+    ----------
+    Paper 003 (``shared/papers/003_5a1a374306e1d553.txt``) eqs. (7)-(8) and
+    its §V (the ``eps < 2.18`` rule); paper 002
+    (``shared/papers/002_39ad2ffba99fc09f.txt``) eq. (4) and the variance that
+    follows it; Sajadmanesh & Gatica-Perez, "Locally Private Graph Neural
+    Networks", CCS 2021 (the later version of paper 000).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skldp.mechanisms import MultiBitMechanism
+    >>> X = np.random.default_rng(0).random((5, 10))
+    >>> mech = MultiBitMechanism(eps=1.0, feature_range=(0, 1), random_state=0).fit(X)
+    >>> mech.m_, mech.epsilon_
+    (1, 1.0)
+    >>> Z = mech.transform(X)
+    >>> int((Z != 0.5).sum())              # one sampled feature per user
+    5
+    """
+
+    def __init__(self, eps=1.0, *, m=None, feature_range=None, random_state=None):
+        self.eps = eps
+        self.m = m
+        self.feature_range = feature_range
+        self.random_state = random_state
+
+    def _validate_params(self):
+        d = self.n_features_in_
+        m = _check_int_param(self.m, "m", d)
+        if m is None:
+            eps = float(self.eps)
+            m = d if np.isinf(eps) else max(1, min(d, int(np.floor(eps / _EPS_PER_DIM))))
+        self.m_ = m
+        self.epsilon_per_feature_ = float(self.eps) / m
+
+    def _epsilon_total(self):
+        return float(self.eps)
+
+    def _perturb(self, X, keys):
+        eps = self.epsilon_per_feature_
+        if np.isinf(eps):
+            return X.copy()
+        n, d = X.shape
+        m = self.m_
+        lo, hi = self.feature_min_, self.feature_max_
+        delta, mid = hi - lo, (hi + lo) / 2.0
+        e = np.exp(eps)
+        idx = sample_k_of_d(self.seed_, keys, d, m, stream=0)
+        x = _gather(X, np.arange(n), idx)
+        unit = (x - lo[idx]) / delta[idx]
+        p_plus = 1.0 / (e + 1.0) + unit * ((e - 1.0) / (e + 1.0))
+        sign = np.where(node_uniforms(self.seed_, keys, m, stream=1) < p_plus, 1.0, -1.0)
+        values = sign * (d / m) * (delta[idx] / 2.0) * ((e + 1.0) / (e - 1.0))
+        return _assemble_sampled(n, d, idx, values, mid)
+
+    def variance(self, x):
+        """Variance of the rectified report of ``x`` per coordinate (002, after eq. (4)).
+
+        Parameters
+        ----------
+        x : float or array-like broadcastable to (n_features,)
+            Feature values inside ``feature_range``, original units.
+
+        Returns
+        -------
+        var : ndarray
+            ``(d/m) (Delta/2)^2 c^2 - (x - mid)^2`` with
+            ``c = (e^{eps/m}+1)/(e^{eps/m}-1)`` (0 when ``eps = inf``).
+        """
+        x = _variance_input(self, x)
+        lo, hi = self.feature_min_, self.feature_max_
+        shape = np.broadcast_shapes(x.shape, lo.shape)
+        eps = self.epsilon_per_feature_
+        if np.isinf(eps):
+            return np.zeros(shape)
+        d, m = self.n_features_in_, self.m_
+        e = np.exp(eps)
+        c = (e + 1.0) / (e - 1.0)
+        return (d / m) * ((hi - lo) / 2.0) ** 2 * c ** 2 - (x - (hi + lo) / 2.0) ** 2
