@@ -1,3 +1,10 @@
 """Local DP mechanisms for features, labels and edges (one private module per family)."""
 
-__all__ = []
+from ._laplace import LaplaceMechanism
+from ._multi_bit import MultiBitMechanism
+from ._one_bit import OneBitMechanism
+from ._piecewise import PiecewiseMechanism
+from ._square_wave import HDSMechanism
+
+__all__ = ["LaplaceMechanism", "MultiBitMechanism", "OneBitMechanism", "PiecewiseMechanism",
+           "HDSMechanism"]

@@ -1,3 +1,5 @@
 """Graph aggregation, propagation and denoising transformers."""
 
-__all__ = []
+from ._ppr import PPRPropagation
+
+__all__ = ["PPRPropagation"]
