@@ -66,8 +66,9 @@ class GraphTransformerMixin(TransformerMixin, auto_wrap_output_keys=None):
     def _check_n_features(self, X):
         n_in = getattr(self, "n_features_in_", None)
         if n_in is not None and X.shape[1] != n_in:
-            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} was "
-                             f"fitted with {n_in} features.")
+            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is "
+                             f"expecting {n_in} features as input (it was fitted with "
+                             f"{n_in} features).")
 
     def _transform_graph(self, G):  # pragma: no cover - abstract
         raise NotImplementedError
