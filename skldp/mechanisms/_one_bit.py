@@ -172,8 +172,8 @@ class OneBitMechanism(LDPMechanism):
     >>> mech.epsilon_                      # 2 features x eps=1 each
     2.0
     >>> Z = mech.transform(X)
-    >>> sorted(np.unique(np.round(Z, 3)))  # the two rectified bit values
-    [-0.582, 1.582]
+    >>> np.unique(np.round(Z, 3))           # the two rectified bit values
+    array([-0.582,  1.582])
     """
 
     def __init__(self, eps=1.0, *, feature_range=None, split_eps=False, random_state=None):

@@ -1,0 +1,181 @@
+"""Estimation error of graph aggregations computed from private features (paper 000 §5.1)."""
+
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import clone
+
+from .._graph_data import GraphData
+from ..utils.validation import check_graph_data
+
+__all__ = ["aggregation_mae", "aggregation_error", "mae_by_degree"]
+
+
+def _as_matrix(X, name):
+    if isinstance(X, GraphData):
+        X = X.features[X.rows]
+    if sp.issparse(X):
+        return sp.csr_matrix(X, dtype=np.float64)
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 2:
+        raise ValueError(f"{name} must be 2-D (n_nodes, n_features), got shape {X.shape}.")
+    return X
+
+
+def aggregation_mae(true_aggregate, estimated_aggregate, *, per_node=True):
+    r"""Mean absolute error of an aggregation estimate, per node (paper 000 eq. (8)).
+
+    .. math:: MAE(v) = \frac{1}{m} \sum_{i=1}^{m}
+              \left| GC(v)^{(i)} - \widehat{GC}(v)^{(i)} \right|
+
+    Parameters
+    ----------
+    true_aggregate : array-like, sparse matrix or GraphData of shape (n_nodes, n_features)
+        The aggregation of the true features, ``GC(v)`` (e.g. the output of
+        :class:`~skldp.propagation.GCNAggregation` on the raw features). A
+        GraphData contributes the features of its rows.
+    estimated_aggregate : same type and shape
+        The estimate ``GC^(v)``, e.g. the same aggregation of the noisy
+        reports of an LDP mechanism.
+    per_node : bool, default=True
+        Return the vector ``MAE(v)`` (paper 000 Figure 3 averages it per
+        degree); ``False`` returns its mean over nodes (Figure 2).
+
+    Returns
+    -------
+    mae : ndarray of shape (n_nodes,) or float
+
+    References
+    ----------
+    Paper 000 (``shared/papers/000_d33593cc1e28739e.txt``) eq. (8) and
+    Figures 2-3.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skldp.metrics import aggregation_mae
+    >>> aggregation_mae(np.zeros((2, 2)), np.array([[1., -3.], [0., 0.5]]))
+    array([2.  , 0.25])
+    >>> aggregation_mae(np.zeros((2, 2)), np.array([[1., -3.], [0., 0.5]]), per_node=False)
+    1.125
+    """
+    T = _as_matrix(true_aggregate, "true_aggregate")
+    E = _as_matrix(estimated_aggregate, "estimated_aggregate")
+    if T.shape != E.shape:
+        raise ValueError(f"true_aggregate has shape {T.shape} but estimated_aggregate has "
+                         f"shape {E.shape}.")
+    if T.shape[1] == 0:
+        raise ValueError("The aggregates have no feature column.")
+    if sp.issparse(T) and sp.issparse(E):
+        diff = abs(T - E)
+        total = np.asarray(diff.sum(axis=1)).ravel()
+    else:
+        Td = T.toarray() if sp.issparse(T) else T
+        Ed = E.toarray() if sp.issparse(E) else E
+        total = np.abs(Td - Ed).sum(axis=1)
+    if not np.all(np.isfinite(total)):
+        raise ValueError("The aggregates contain NaN or infinite values.")
+    mae = total / T.shape[1]
+    return mae if per_node else float(mae.mean())
+
+
+def aggregation_error(G, mechanism, aggregator=None, *, per_node=True):
+    """MAE of the aggregation of a mechanism's reports against the true aggregation.
+
+    Fits a clone of ``mechanism`` on ``G`` (all nodes), perturbs every
+    node's features, aggregates the reports and the true features with the
+    same ``aggregator`` (default :class:`~skldp.propagation.GCNAggregation`,
+    paper 000 eq. (4)) and returns :func:`aggregation_mae` over the rows of
+    ``G``. This is the experiment of paper 000 Figures 2-3.
+
+    Parameters
+    ----------
+    G : GraphData
+        The graph with its true features (and adjacency).
+    mechanism : LDP mechanism
+        An unfitted feature mechanism, e.g.
+        :class:`~skldp.mechanisms.OneBitMechanism` (cloned, not modified).
+    aggregator : graph transformer, default=None
+        The aggregation; ``None`` means ``GCNAggregation()``.
+    per_node : bool, default=True
+        See :func:`aggregation_mae`.
+
+    Returns
+    -------
+    mae : ndarray of shape (len(G),) or float
+
+    References
+    ----------
+    Paper 000 (``shared/papers/000_d33593cc1e28739e.txt``) eqs. (4), (8).
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from skldp import GraphData
+    >>> from skldp.mechanisms import OneBitMechanism
+    >>> from skldp.metrics import aggregation_error
+    >>> A = sp.csr_array(np.array([[0, 1], [1, 0]]))
+    >>> G = GraphData(np.array([[0.0, 1.0], [1.0, 1.0]]), A)
+    >>> mech = OneBitMechanism(eps=np.inf, feature_range=(0, 1), random_state=0)
+    >>> aggregation_error(G, mech)                 # no noise, no error
+    array([0., 0.])
+    """
+    from ..propagation import GCNAggregation
+    check_graph_data(G, mechanism, require_adjacency=True)
+    if aggregator is None:
+        aggregator = GCNAggregation()
+    agg = clone(aggregator)
+    full = G.full()
+    true_agg = agg.fit(full).transform(full)
+    noisy = clone(mechanism).fit(full).transform(full)
+    est_agg = agg.transform(noisy)
+    return aggregation_mae(true_agg[G.rows], est_agg[G.rows], per_node=per_node)
+
+
+def mae_by_degree(mae, degree, *, max_degree=None):
+    """Average per-node MAE over the nodes of each degree (paper 000 Figure 3).
+
+    Parameters
+    ----------
+    mae : array-like of shape (n_nodes,)
+        Per-node MAE from :func:`aggregation_mae` or :func:`aggregation_error`.
+    degree : array-like of int of shape (n_nodes,)
+        Node degrees (e.g. ``np.diff(A.indptr)``).
+    max_degree : int or None, default=None
+        Largest degree kept; the paper uses the 99 % quantile of the degrees.
+        ``None`` keeps all.
+
+    Returns
+    -------
+    degrees : ndarray of int
+        The degrees that occur (between 1 and ``max_degree``; isolated nodes,
+        degree 0, are kept too if present).
+    mean_mae : ndarray of float
+        Mean MAE of the nodes with that degree.
+
+    Examples
+    --------
+    >>> from skldp.metrics import mae_by_degree
+    >>> mae_by_degree([1.0, 3.0, 5.0], [1, 1, 2])
+    (array([1, 2]), array([2., 5.]))
+    """
+    mae = np.asarray(mae, dtype=np.float64).ravel()
+    degree = np.asarray(degree).ravel()
+    if mae.shape != degree.shape:
+        raise ValueError(f"mae has {mae.size} values but degree has {degree.size}.")
+    if not np.issubdtype(degree.dtype, np.integer):
+        if not np.all(degree == np.round(degree)):
+            raise ValueError("degree must hold integers.")
+        degree = degree.astype(np.int64)
+    if np.any(degree < 0):
+        raise ValueError("degree must be non-negative.")
+    if max_degree is not None:
+        if isinstance(max_degree, bool) or not isinstance(max_degree, numbers.Real):
+            raise TypeError(f"max_degree must be a number or None, got {max_degree!r}.")
+        keep = degree <= max_degree
+        mae, degree = mae[keep], degree[keep]
+    counts = np.bincount(degree)
+    sums = np.bincount(degree, weights=mae, minlength=len(counts))
+    present = np.flatnonzero(counts)
+    return present, sums[present] / counts[present]

@@ -1,0 +1,143 @@
+"""The first-layer graph convolution estimator of PGC (paper 000 eq. (4))."""
+
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator
+
+from ..base import GraphTransformerMixin
+from ..models._torch_utils import normalized_adjacency
+
+__all__ = ["GCNAggregation"]
+
+_NORMALIZATIONS = ("sym", "rw", None)
+# A sparse aggregate denser than this is returned as a dense array.
+_DENSIFY_ABOVE = 0.25
+
+
+def _check_options(est):
+    if not isinstance(est.self_loops, (bool, np.bool_)):
+        raise TypeError(f"self_loops must be a bool, got {est.self_loops!r}.")
+    if est.normalization not in _NORMALIZATIONS:
+        raise ValueError(f"normalization must be 'sym', 'rw' or None, got "
+                         f"{est.normalization!r}.")
+
+
+def propagation_matrix(A, self_loops=True, normalization="sym"):
+    """The aggregation operator ``P`` (CSR) such that the output is ``P @ X``.
+
+    ``"sym"``: ``D^-1/2 (A + I) D^-1/2``; ``"rw"``: ``D^-1 (A + I)``; ``None``:
+    ``A + I`` (plain sum). ``I`` only with ``self_loops``; ``D`` is the
+    diagonal of row sums of the (self-looped) adjacency. Rows with no
+    neighbour are zero. Reuses :func:`skldp.models._torch_utils.normalized_adjacency`.
+    """
+    if normalization is None:
+        P = sp.csr_matrix(A, dtype=np.float32)
+        if self_loops:
+            P = sp.csr_matrix(P + sp.eye(P.shape[0], dtype=np.float32, format="csr"))
+        return P
+    return normalized_adjacency(A, self_loops=self_loops, kind=normalization)
+
+
+def apply_propagation(P, X):
+    """``P @ X`` keeping sparse input sparse unless the result is dense (> 25 % non-zero)."""
+    if sp.issparse(X):
+        Z = sp.csr_matrix(P @ sp.csr_matrix(X, dtype=np.float64))
+        if Z.nnz > _DENSIFY_ABOVE * Z.shape[0] * Z.shape[1]:
+            return Z.toarray()
+        return Z
+    return np.asarray(P @ np.asarray(X, dtype=np.float64))
+
+
+class GCNAggregation(GraphTransformerMixin, BaseEstimator):
+    r"""Graph convolution estimate of the first GCN layer, from (noisy) features.
+
+    Replaces the features of every node ``v`` by (paper 000 eqs. (1), (4))
+
+    .. math:: \widehat{GC}(v) = \sum_{u \in \mathcal{N}(v)}
+              \frac{\mathbf{y}^*_u}{\sqrt{d_u d_v}},
+
+    where ``N(v)`` is the neighbourhood of ``v`` **including** ``v`` itself
+    and ``d_v = |N(v)|``. In matrix form the output is ``P @ X`` with
+
+    - ``normalization="sym"`` (default, the paper): ``P = D^-1/2 (A + I) D^-1/2``,
+      ``D = diag((A + I) 1)`` — Kipf & Welling's renormalised operator;
+    - ``normalization="rw"``: ``P = D^-1 (A + I)`` (mean over ``N(v)``);
+    - ``normalization=None``: ``P = A + I`` (plain sum).
+
+    ``self_loops=False`` drops ``I`` (and ``v`` from ``N(v)``). Edge weights of
+    a weighted adjacency are used as given; for a directed adjacency row ``v``
+    aggregates the nodes ``u`` with ``A[v, u] != 0``.
+
+    **Isolated nodes.** With self loops an isolated node has ``d_v = 1`` and
+    keeps its own (noisy) features; without self loops its row of ``P`` is
+    zero and its output is the zero vector.
+
+    When the input features are the unbiased reports of an LDP mechanism
+    (e.g. :class:`~skldp.mechanisms.OneBitMechanism`), the output is an
+    unbiased estimate of the true graph convolution (paper 000 Lemma 2), by
+    linearity. The graph is public here; only features are private.
+
+    Sparse features stay sparse unless the aggregate has more than 25 %
+    non-zeros, then it is returned dense. ``P`` is stored in float32 (as
+    built by :func:`skldp.models._torch_utils.normalized_adjacency`), so the
+    output matches an exact float64 computation to a relative ~1e-7.
+
+    Parameters
+    ----------
+    self_loops : bool, default=True
+        Include each node in its own neighbourhood (``A + I``).
+    normalization : {"sym", "rw", None}, default="sym"
+        Normalisation of the aggregation, see above.
+
+    Attributes
+    ----------
+    n_features_in_ : int
+        Number of features.
+
+    References
+    ----------
+    Paper 000 (``shared/papers/000_d33593cc1e28739e.txt``) eq. (1) (GCN graph
+    convolution), eq. (4) (its LDP estimate) and Lemma 2 (unbiasedness);
+    Kipf & Welling, ICLR 2017, eq. (2).
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from skldp import GraphData
+    >>> from skldp.propagation import GCNAggregation
+    >>> A = sp.csr_array(np.array([[0, 1], [1, 0]]))
+    >>> G = GraphData(np.array([[1.0], [3.0]]), A)
+    >>> np.round(np.asarray(GCNAggregation().fit_transform(G)), 6)  # (1 + 3) / 2
+    array([[2.],
+           [2.]])
+    """
+
+    def __init__(self, self_loops=True, normalization="sym"):
+        self.self_loops = self_loops
+        self.normalization = normalization
+
+    def fit(self, X, y=None):
+        """Check the options and that ``X`` is a GraphData with a graph."""
+        _check_options(self)
+        return super().fit(X, y)
+
+    def _transform_graph(self, G):
+        P = propagation_matrix(G.adjacency, self.self_loops, self.normalization)
+        return G.with_features(apply_propagation(P, G.features))
+
+    def propagation_matrix(self, X):
+        """The operator ``P`` (CSR, all nodes) used on the graph of ``X``."""
+        _check_options(self)
+        from ..utils.validation import check_graph_data
+        G = check_graph_data(X, self, require_adjacency=True)
+        return propagation_matrix(G.adjacency, self.self_loops, self.normalization)
+
+
+def _check_steps(steps):
+    if isinstance(steps, bool) or not isinstance(steps, numbers.Integral):
+        raise TypeError(f"steps must be a non-negative integer, got {steps!r}.")
+    if steps < 0:
+        raise ValueError(f"steps must be >= 0 (the number of aggregation steps K), got {steps}.")
+    return int(steps)

@@ -1,0 +1,92 @@
+"""KProp: K-step aggregation of LPGNN to denoise private features."""
+
+from sklearn.base import BaseEstimator
+
+from ..base import GraphTransformerMixin
+from ._gcn_aggregation import _check_options, _check_steps, apply_propagation, propagation_matrix
+
+__all__ = ["KProp"]
+
+
+class KProp(GraphTransformerMixin, BaseEstimator):
+    r"""K-step neighbourhood aggregation (KProp) of LPGNN.
+
+    Applies the aggregation ``P`` ``K = steps`` times:
+    ``X^(0) = X``, ``X^(k) = P X^(k-1)``, output ``X^(K) = P^K X``. Each step
+    averages the (noisy) features over a node's neighbourhood, so that the
+    estimation noise of an unbiased LDP mechanism is averaged out over the
+    K-hop neighbourhood while the (linear) expectation is the aggregate of
+    the true features.
+
+    ``P`` depends on the options:
+
+    - ``normalization="rw"`` (default, LPGNN's mean aggregator):
+      ``P = D^-1 (A + I)``, i.e. the mean over ``N(v)`` including ``v``;
+    - ``normalization="sym"``: ``P = D^-1/2 (A + I) D^-1/2`` (GCN);
+    - ``normalization=None``: ``P = A + I`` (sum aggregator);
+
+    with ``D = diag((A + I) 1)``; ``self_loops=False`` drops ``I`` (then
+    ``"rw"`` is the mean over the neighbours only, excluding ``v``).
+
+    ``steps=0`` is the identity (features returned unchanged); ``steps < 0``
+    is an error.
+
+    **Isolated nodes.** With self loops an isolated node keeps its own
+    features at every step; without self loops its output is zero.
+
+    Sparse features stay sparse while the aggregate has at most 25 %
+    non-zeros, then they are turned dense.
+
+    Parameters
+    ----------
+    steps : int, default=1
+        Number of aggregation steps ``K >= 0``.
+    self_loops : bool, default=True
+        Include each node in its own neighbourhood.
+    normalization : {"rw", "sym", None}, default="rw"
+        Normalisation of each step, see above.
+
+    Attributes
+    ----------
+    n_features_in_ : int
+        Number of features.
+
+    References
+    ----------
+    Sajadmanesh & Gatica-Perez, "Locally Private Graph Neural Networks", CCS
+    2021 (KProp, §4), the later version of paper 000
+    (``shared/papers/000_d33593cc1e28739e.txt``); it is described as the
+    LPGNN baseline in paper 001 §I and §V-A2
+    (``shared/papers/001_a6d79af5fcd0a0d9.txt``) and paper 003 §V.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from skldp import GraphData
+    >>> from skldp.propagation import KProp
+    >>> A = sp.csr_array(np.array([[0, 1, 0], [1, 0, 1], [0, 1, 0]]))
+    >>> G = GraphData(np.array([[3.0], [0.0], [6.0]]), A)
+    >>> np.round(np.asarray(KProp(steps=1).fit_transform(G)).ravel(), 6)
+    array([1.5, 3. , 3. ])
+    """
+
+    def __init__(self, steps=1, self_loops=True, normalization="rw"):
+        self.steps = steps
+        self.self_loops = self_loops
+        self.normalization = normalization
+
+    def fit(self, X, y=None):
+        """Check the options and that ``X`` is a GraphData with a graph."""
+        _check_steps(self.steps)
+        _check_options(self)
+        return super().fit(X, y)
+
+    def _transform_graph(self, G):
+        K = _check_steps(self.steps)
+        if K == 0:
+            return G
+        P = propagation_matrix(G.adjacency, self.self_loops, self.normalization)
+        Z = G.features
+        for _ in range(K):  # K sparse products, not a loop over nodes
+            Z = apply_propagation(P, Z)
+        return G.with_features(Z)
