@@ -54,7 +54,9 @@ class GraphTransformerMixin(TransformerMixin, auto_wrap_output_keys=None):
         G = check_graph_data(X, self, **self._graph_requirements)
         self._check_n_features(G)
         out = self._memoised_full(G)
-        return out._replace(G.rows)
+        # Views whose rows are not nodes (PairData: node pairs) re-wrap the result themselves.
+        rebase = getattr(G, "_rebase", None)
+        return out._replace(G.rows) if rebase is None else rebase(out)
 
     def _memoised_full(self, G):
         key = ("skldp", fitted_token(self))
