@@ -1,0 +1,385 @@
+"""Link prediction samples (node pairs on a graph) and the 85/5/10 random edge split."""
+
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.utils import check_random_state
+
+from .._graph_data import GraphData
+
+__all__ = ["PairData", "random_edge_split", "sample_non_edges"]
+
+# Complements with at most this many candidate pairs are enumerated exactly;
+# larger graphs use vectorised rejection sampling.
+_ENUMERATE_MAX = 1 << 23
+
+
+class PairData(GraphData):
+    """Node pairs of one graph: the samples of link prediction.
+
+    A ``PairData`` is a :class:`~skldp.GraphData` whose *rows are node pairs*.
+    It shares the store (features of all nodes, adjacency, node ids) of the
+    graph it is built on and holds an ``(n_pairs, 2)`` array of node positions.
+    ``len(P)`` and ``P.shape[0]`` count pairs, so ``y`` (1 = edge, 0 =
+    non-edge) is aligned with the pairs exactly as scikit-learn expects, and
+    ``P[idx]`` / ``P[idx, ...]`` select pairs (``cross_val_score``,
+    ``_safe_indexing``).
+
+    Graph steps (LDP mechanisms, propagation) treat it like the node graph it
+    is built on: they transform the features of *all* nodes and return a
+    ``PairData`` with the same pairs over the transformed graph (through the
+    ``_rebase`` hook of :class:`~skldp.base.GraphTransformerMixin`). So
+
+    ``Pipeline([("hds", HDSMechanism()), ("ppr", PPRPropagation()),
+    ("link", HadamardLinkPredictor())]).fit(P_train, y_train)``
+
+    perturbs and propagates every node once and trains the head on the pairs.
+    A plain scikit-learn estimator sees ``np.asarray(P)``: the Hadamard
+    product ``x_u * x_v`` of the endpoint features, shape
+    ``(n_pairs, n_features)`` (the edge features of paper 002 §4.1).
+
+    Parameters
+    ----------
+    graph : GraphData
+        The graph whose nodes the pairs refer to. For evaluation it must be
+        the *training* graph (held-out edges removed), as returned by
+        :func:`random_edge_split`; any view works, all nodes are used.
+    pairs : array-like of int of shape (n_pairs, 2)
+        Node *positions* (0..n_nodes-1) of the pairs. Use
+        :meth:`from_node_ids` for node ids.
+
+    Attributes
+    ----------
+    pairs : ndarray of shape (n_pairs, 2)
+        Positions of the two endpoints of each pair.
+    rows : ndarray
+        Sorted positions of the nodes that occur in some pair.
+
+    Raises
+    ------
+    ValueError
+        If a pair refers to an unknown node (position out of range) or joins a
+        node with itself.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from skldp import GraphData
+    >>> from skldp.model_selection import PairData
+    >>> A = sp.csr_array(np.array([[0, 1, 0], [1, 0, 1], [0, 1, 0]]))
+    >>> P = PairData(GraphData(np.eye(3), A), [[0, 1], [0, 2]])
+    >>> P.shape, P[[1]].pairs.tolist()
+    ((2, 3), [[0, 2]])
+    """
+
+    def __init__(self, graph, pairs):
+        if not isinstance(graph, GraphData):
+            raise TypeError(f"graph must be a skldp.GraphData, got {type(graph).__name__}.")
+        self._store = graph._store
+        self.pairs = _check_pairs(pairs, graph.n_nodes)
+
+    @classmethod
+    def from_node_ids(cls, graph, id_pairs):
+        """Build from pairs of node *ids* (``graph.all_node_ids``) instead of positions.
+
+        Raises ``ValueError`` naming the first id that is not a node of the graph.
+        """
+        ids = graph.all_node_ids
+        id_pairs = np.asarray(id_pairs)
+        if id_pairs.ndim != 2 or id_pairs.shape[1] != 2:
+            raise ValueError(f"id_pairs must have shape (n_pairs, 2), got {id_pairs.shape}.")
+        order = np.argsort(ids, kind="stable")
+        flat = id_pairs.ravel()
+        try:
+            pos = np.searchsorted(ids[order], flat)
+        except TypeError as exc:
+            raise ValueError(f"id_pairs of dtype {id_pairs.dtype} cannot be compared with "
+                             f"node ids of dtype {ids.dtype}.") from exc
+        pos = np.minimum(pos, len(ids) - 1)
+        found = ids[order][pos] == flat
+        if not np.all(found):
+            raise ValueError(f"id_pairs refer to unknown node id {flat[~found][0]!r} "
+                             f"({np.count_nonzero(~found)} unknown in all).")
+        return cls(graph, order[pos].reshape(id_pairs.shape))
+
+    @classmethod
+    def _from_pairs(cls, store, pairs):
+        obj = cls.__new__(cls)
+        obj._store = store
+        obj.pairs = pairs
+        return obj
+
+    # ----------------------------------------------------------- array protocol
+    @property
+    def rows(self):
+        return np.unique(self.pairs)
+
+    @property
+    def shape(self):
+        return (len(self.pairs), self._store.features.shape[1])
+
+    def __len__(self):
+        return len(self.pairs)
+
+    def __getitem__(self, key):
+        if isinstance(key, tuple):  # sklearn's _safe_indexing calls X[idx, ...]
+            if len(key) == 2 and key[1] is Ellipsis:
+                key = key[0]
+            else:
+                raise IndexError("PairData supports row (pair) indexing only.")
+        if isinstance(key, numbers.Integral):
+            key = [key]
+        if not isinstance(key, slice):
+            key = np.asarray(key)
+            if key.dtype == bool and key.shape != (len(self.pairs),):
+                raise IndexError(f"boolean index of length {len(key)} does not match "
+                                 f"{len(self.pairs)} pairs.")
+        return PairData._from_pairs(self._store, self.pairs[key])
+
+    def __array__(self, dtype=None, copy=None):
+        out = hadamard_features(self.features, self.pairs)
+        return out if dtype is None else out.astype(dtype, copy=False)
+
+    def __repr__(self):
+        A = self._store.adjacency
+        edges = "unknown graph" if A is None else f"{A.nnz} directed edges"
+        return (f"PairData({len(self.pairs)} node pairs over {self.n_nodes} nodes, "
+                f"{self.shape[1]} features, {edges})")
+
+    # ------------------------------------------------------------ graph views
+    @property
+    def node_ids(self):
+        """Ids of the two endpoints of each pair, shape (n_pairs, 2)."""
+        return self._store.node_ids[self.pairs]
+
+    @property
+    def graph(self):
+        """The node graph the pairs live on, as a view of all its nodes."""
+        return self.full()
+
+    def _rebase(self, full):
+        """The same pairs over the graph of ``full`` (hook used by graph transformers)."""
+        if full.n_nodes != self.n_nodes:
+            raise ValueError(f"cannot move {len(self)} pairs over {self.n_nodes} nodes onto "
+                             f"a graph of {full.n_nodes} nodes.")
+        return PairData._from_pairs(full._store, self.pairs)
+
+    def with_features(self, features, feature_names=None):
+        """The same pairs over a graph holding new node ``features``."""
+        return self._rebase(self.full().with_features(features, feature_names))
+
+    def with_adjacency(self, adjacency):
+        """The same pairs over a graph with a new adjacency."""
+        return self._rebase(self.full().with_adjacency(adjacency))
+
+    def to_pandas(self):
+        """The pairs as a DataFrame of endpoint node ids (columns ``u``, ``v``)."""
+        import pandas as pd
+        ids = self.node_ids
+        return pd.DataFrame({"u": ids[:, 0], "v": ids[:, 1]})
+
+
+def _check_pairs(pairs, n_nodes):
+    P = np.asarray(pairs)
+    if P.ndim != 2 or P.shape[1] != 2:
+        raise ValueError(f"pairs must have shape (n_pairs, 2), got {P.shape}.")
+    if P.size and not np.issubdtype(P.dtype, np.integer):
+        if np.issubdtype(P.dtype, np.floating) and np.all(P == np.round(P)):
+            P = P.astype(np.int64)
+        else:
+            raise TypeError(f"pairs must hold integer node positions, got dtype {P.dtype}.")
+    P = P.astype(np.intp, copy=False)
+    bad = (P < 0) | (P >= n_nodes)
+    if bad.any():
+        i = np.argwhere(bad)[0]
+        raise ValueError(f"pairs refer to unknown node position {P[i[0], i[1]]} (pair {i[0]}); "
+                         f"the graph has {n_nodes} nodes (positions 0..{n_nodes - 1}).")
+    loops = P[:, 0] == P[:, 1]
+    if loops.any():
+        raise ValueError(f"pairs contain {np.count_nonzero(loops)} self pair(s) (u == v), e.g. "
+                         f"pair {np.flatnonzero(loops)[0]}; link prediction is over distinct "
+                         "nodes.")
+    return P
+
+
+def hadamard_features(Z, pairs):
+    """Edge features ``Z[u] * Z[v]`` of each pair (dense ndarray; Z dense or sparse)."""
+    u, v = pairs[:, 0], pairs[:, 1]
+    if sp.issparse(Z):
+        Z = sp.csr_matrix(Z)
+        return np.asarray(Z[u].multiply(Z[v]).toarray())
+    Z = np.asarray(Z)
+    return Z[u] * Z[v]
+
+
+# ------------------------------------------------------------------ sampling
+def _upper_edges(A):
+    """Undirected edges (i < j) of a symmetric adjacency, self loops dropped."""
+    U = sp.triu(sp.csr_matrix(A), k=1).tocoo()
+    order = np.lexsort((U.col, U.row))
+    return np.stack([U.row[order], U.col[order]], axis=1).astype(np.int64)
+
+
+def sample_non_edges(A, n_samples, random_state=None):
+    """Sample distinct node pairs ``(i < j)`` that are not edges of ``A``.
+
+    Vectorised: small graphs enumerate the complement of ``A`` and draw
+    without replacement; large ones draw batches of random pairs and reject
+    edges, self pairs and duplicates.
+
+    Parameters
+    ----------
+    A : sparse matrix of shape (n, n)
+        Symmetric adjacency; every stored entry (any weight) is an edge.
+    n_samples : int
+        Number of non-edges to return.
+    random_state : int, RandomState or None
+
+    Returns
+    -------
+    pairs : ndarray of shape (n_samples, 2)
+        Node positions with ``pairs[:, 0] < pairs[:, 1]``, in random order.
+
+    Raises
+    ------
+    ValueError
+        If the graph has fewer than ``n_samples`` non-edges.
+    """
+    rng = check_random_state(random_state)
+    n = A.shape[0]
+    edges = _upper_edges(A)
+    codes = np.sort(edges[:, 0] * n + edges[:, 1])
+    total = n * (n - 1) // 2
+    available = total - len(codes)
+    if n_samples > available:
+        raise ValueError(f"asked for {n_samples} non-edges but the graph has only "
+                         f"{available} (n={n} nodes, {len(codes)} edges).")
+    if n_samples == 0:
+        return np.empty((0, 2), dtype=np.int64)
+    if total <= _ENUMERATE_MAX or n_samples > available // 2:
+        if total > 4 * _ENUMERATE_MAX:
+            raise ValueError(f"asked for {n_samples} of {available} non-edges; sampling more "
+                             "than half of the non-edges of a large graph is not supported.")
+        iu, ju = np.triu_indices(n, k=1)
+        all_codes = iu.astype(np.int64) * n + ju
+        free = all_codes[~np.isin(all_codes, codes, assume_unique=True)]
+        chosen = rng.choice(len(free), size=n_samples, replace=False)
+        c = free[chosen]
+        return np.stack([c // n, c % n], axis=1)
+    out = np.empty(0, dtype=np.int64)
+    while len(out) < n_samples:
+        m = int(1.2 * (n_samples - len(out))) + 64
+        i = rng.randint(0, n, size=m).astype(np.int64)
+        j = rng.randint(0, n, size=m).astype(np.int64)
+        keep = i != j
+        c = np.minimum(i, j)[keep] * n + np.maximum(i, j)[keep]
+        pos = np.searchsorted(codes, c)
+        is_edge = (pos < len(codes)) & (codes[np.minimum(pos, len(codes) - 1)] == c) \
+            if len(codes) else np.zeros(len(c), dtype=bool)
+        c = np.concatenate([out, c[~is_edge]])
+        _, first = np.unique(c, return_index=True)  # drop duplicates, keep draw order
+        out = c[np.sort(first)]
+    out = out[:n_samples]
+    return np.stack([out // n, out % n], axis=1)
+
+
+def random_edge_split(G, val_size=0.05, test_size=0.1, *, negative_ratio=1.0,
+                      random_state=None):
+    """Random train/validation/test split of undirected edges for link prediction.
+
+    The undirected edges of ``G`` are shuffled and split (by default 85/5/10,
+    the protocol of paper 000 §5 and paper 002 §4.1). Each part gets
+    ``negative_ratio`` times as many sampled non-edges (node pairs that are no
+    edge of the *full* graph, no self pairs, no duplicates, disjoint across
+    parts). The validation and test edges are **removed from the adjacency**:
+    all three returned :class:`PairData` live on the *training graph*, so
+    propagation and GNN encoders never see a held-out edge.
+
+    Parameters
+    ----------
+    G : GraphData
+        An undirected graph (symmetric adjacency). Any view; all nodes are used.
+    val_size, test_size : float, default=0.05, 0.1
+        Fractions of the undirected edges held out (rounded down); the rest
+        is for training.
+    negative_ratio : float, default=1.0
+        Non-edges sampled per positive edge in each part.
+    random_state : int, RandomState or None
+        Makes the split reproducible.
+
+    Returns
+    -------
+    P_train, P_val, P_test : PairData
+        Pairs over the training graph (``P_train.graph.adjacency`` lacks the
+        held-out edges; features and node ids are shared with ``G``).
+        Positives and negatives are shuffled together.
+    y_train, y_val, y_test : ndarray of int
+        1 for edges, 0 for sampled non-edges.
+
+    Raises
+    ------
+    ValueError
+        If the graph is unknown or directed (asymmetric adjacency), the
+        fractions are invalid, or more non-edges are asked for than exist.
+
+    References
+    ----------
+    Paper 000 (``shared/papers/000_d33593cc1e28739e.txt``) §5 "Experiment
+    setup" (85/5/10); paper 002 (``shared/papers/002_39ad2ffba99fc09f.txt``)
+    §4.1 "Dataset" (same number of non-existing links in each group).
+
+    Examples
+    --------
+    >>> from skldp.datasets import load_cora
+    >>> from skldp.model_selection import random_edge_split
+    >>> G = load_cora().data
+    >>> P_tr, P_va, P_te, y_tr, y_va, y_te = random_edge_split(G, random_state=0)
+    >>> len(P_te), int(y_te.sum())
+    (1054, 527)
+    >>> P_tr.graph.adjacency.nnz == 2 * int(y_tr.sum())
+    True
+    """
+    if not isinstance(G, GraphData):
+        raise TypeError(f"random_edge_split needs a skldp.GraphData, got {type(G).__name__}.")
+    A = G.require_symmetric("random_edge_split")
+    for name, v in (("val_size", val_size), ("test_size", test_size),
+                    ("negative_ratio", negative_ratio)):
+        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not np.isfinite(v) \
+                or v < 0:
+            raise ValueError(f"{name} must be a finite number >= 0, got {v!r}.")
+    if val_size + test_size >= 1:
+        raise ValueError(f"val_size + test_size must be < 1, got {val_size + test_size}.")
+    rng = check_random_state(random_state)
+    n = G.n_nodes
+    edges = _upper_edges(A)
+    m = len(edges)
+    if m == 0:
+        raise ValueError("the graph has no edges to split.")
+    edges = edges[rng.permutation(m)]
+    n_val, n_test = int(np.floor(val_size * m)), int(np.floor(test_size * m))
+    n_train = m - n_val - n_test
+    parts = np.split(edges, [n_train, n_train + n_val])
+    n_neg = [int(round(negative_ratio * len(p))) for p in parts]
+    neg = sample_non_edges(A, sum(n_neg), rng)
+    neg_parts = np.split(neg, np.cumsum(n_neg)[:2])
+
+    held = np.concatenate(parts[1:])
+    if len(held):
+        R = sp.csr_matrix((np.ones(2 * len(held), dtype=np.float32),
+                           (np.r_[held[:, 0], held[:, 1]], np.r_[held[:, 1], held[:, 0]])),
+                          shape=A.shape)
+        A_train = sp.csr_matrix(A - A.multiply(R))
+        A_train.eliminate_zeros()
+    else:
+        A_train = A
+    G_train = G.full().with_adjacency(A_train)
+
+    out_P, out_y = [], []
+    for pos, ng in zip(parts, neg_parts):
+        pairs = np.concatenate([pos, ng]).astype(np.intp)
+        y = np.r_[np.ones(len(pos), dtype=np.int64), np.zeros(len(ng), dtype=np.int64)]
+        order = rng.permutation(len(y))
+        out_P.append(PairData._from_pairs(G_train._store, pairs[order]))
+        out_y.append(y[order])
+    return (*out_P, *out_y)
