@@ -220,10 +220,13 @@ class PPRPropagation(GraphTransformerMixin, BaseEstimator):
         import torch
         device = resolve_device(self.device)
         tdtype = torch.float32 if dtype == np.float32 else torch.float64
-        Tt = torch.sparse_csr_tensor(torch.from_numpy(T.indptr.astype(np.int64)),
-                                     torch.from_numpy(T.indices.astype(np.int64)),
-                                     torch.from_numpy(T.data.astype(dtype)),
-                                     size=T.shape, dtype=tdtype).to(device)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+            Tt = torch.sparse_csr_tensor(torch.from_numpy(T.indptr.astype(np.int64)),
+                                         torch.from_numpy(T.indices.astype(np.int64)),
+                                         torch.from_numpy(T.data.astype(dtype)),
+                                         size=T.shape, dtype=tdtype,
+                                         check_invariants=False).to(device)
         a = float(self.alpha)
         if device.type == "cuda":  # bigger blocks on an accelerator
             block = max(block, (1 << 26) // max(T.shape[0], 1))

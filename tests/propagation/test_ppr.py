@@ -1,0 +1,199 @@
+"""Tests of the PPR propagation of PrivGE (paper 002, eq. (12))."""
+
+import pickle
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.pipeline import Pipeline
+
+from skldp import GraphData
+from skldp.mechanisms import HDSMechanism
+from skldp.propagation import PPRPropagation
+from skldp.propagation._ppr import ppr_transition
+
+
+def _direct(A, X, alpha, r, self_loops=False):
+    """Solve (I - (1 - alpha) T) Z = alpha X with T = D^(r-1) A D^(-r), independently."""
+    A = np.asarray(A.todense() if sp.issparse(A) else A, dtype=float)
+    n = A.shape[0]
+    if self_loops:
+        A = A + np.eye(n)
+    deg = A.sum(axis=1)
+    A = A + np.diag(deg == 0)
+    deg = np.where(deg == 0, 1.0, deg)
+    T = np.diag(deg ** (r - 1)) @ A @ np.diag(deg ** (-r))
+    X = X.toarray() if sp.issparse(X) else X
+    return np.linalg.solve(np.eye(n) - (1 - alpha) * T, alpha * X)
+
+
+def _series(A, X, alpha, r, L=400):
+    A = np.asarray(A.todense(), dtype=float)
+    deg = A.sum(axis=1)
+    T = np.diag(deg ** (r - 1)) @ A @ np.diag(deg ** (-r))
+    Z, H = alpha * X, alpha * X
+    for _ in range(L):
+        H = (1 - alpha) * T @ H
+        Z = Z + H
+    return Z
+
+
+@pytest.mark.parametrize("backend", ["scipy", "torch"])
+@pytest.mark.parametrize("sparse_x", [False, True])
+@pytest.mark.parametrize("alpha,r", [(0.1, 0.5), (0.3, 0.0), (0.05, 1.0), (0.2, 0.3)])
+def test_matches_direct_solve(small_graph, backend, sparse_x, alpha, r):
+    A, X, _ = small_graph
+    Xin = sp.csr_matrix(np.where(np.abs(X) > 0.5, X, 0)) if sparse_x else X
+    G = GraphData(Xin, A)
+    ppr = PPRPropagation(alpha=alpha, r=r, tol=1e-12, dtype="float64", backend=backend,
+                         device="cpu")
+    Z = ppr.fit(G).transform(G)
+    assert isinstance(Z, GraphData) and not sp.issparse(Z.features)
+    assert Z.features.dtype == np.float64
+    expected = _direct(A, Xin, alpha, r)
+    np.testing.assert_allclose(Z.features, expected, rtol=1e-8, atol=1e-10)
+
+
+def test_direct_solve_equals_series_of_eq_12(small_graph):
+    # guards the reference itself: eq. (12) as a truncated series
+    A, X, _ = small_graph
+    np.testing.assert_allclose(_direct(A, X, 0.15, 0.5), _series(A, X, 0.15, 0.5),
+                               rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("backend", ["scipy", "torch"])
+def test_float32_default_close_to_exact(small_graph, backend):
+    A, X, _ = small_graph
+    G = GraphData(X, A)
+    Z = PPRPropagation(backend=backend, device="cpu").fit_transform(G).features
+    assert Z.dtype == np.float32
+    exp = _direct(A, X, 0.1, 0.5)
+    # tol=1e-6 bounds the estimated relative truncation error; float32 rounding on top
+    assert np.linalg.norm(Z - exp) <= 1e-5 * np.linalg.norm(exp)
+
+
+def test_r_zero_preserves_constants_and_r_one_preserves_column_sums(small_graph):
+    A, X, _ = small_graph
+    G = GraphData(np.ones((60, 2)), A)
+    Z0 = PPRPropagation(r=0.0, tol=1e-12, dtype="float64").fit_transform(G).features
+    np.testing.assert_allclose(Z0, 1.0, rtol=1e-10)   # D^-1 A is row stochastic
+    G = GraphData(X, A)
+    Z1 = PPRPropagation(r=1.0, tol=1e-12, dtype="float64").fit_transform(G).features
+    np.testing.assert_allclose(Z1.sum(axis=0), X.sum(axis=0), rtol=1e-9)  # A D^-1 column st.
+
+
+def test_isolated_nodes_keep_their_features(small_graph):
+    A, X, _ = small_graph
+    A = sp.lil_matrix(A)
+    A[5, :] = 0
+    A[:, 5] = 0
+    A[17, :] = 0
+    A[:, 17] = 0
+    G = GraphData(X, sp.csr_matrix(A))
+    for backend in ("scipy", "torch"):
+        Z = PPRPropagation(tol=1e-12, dtype="float64", backend=backend,
+                           device="cpu").fit_transform(G).features
+        assert np.all(np.isfinite(Z))
+        np.testing.assert_allclose(Z[[5, 17]], X[[5, 17]], rtol=1e-10)
+        np.testing.assert_allclose(Z, _direct(A, X, 0.1, 0.5), rtol=1e-8, atol=1e-10)
+
+
+def test_add_self_loops(small_graph):
+    A, X, _ = small_graph
+    G = GraphData(X, A)
+    Z = PPRPropagation(add_self_loops=True, tol=1e-12, dtype="float64").fit_transform(G)
+    np.testing.assert_allclose(Z.features, _direct(A, X, 0.1, 0.5, self_loops=True),
+                               rtol=1e-8, atol=1e-10)
+    Z_plain = PPRPropagation(tol=1e-12, dtype="float64").fit_transform(G).features
+    assert not np.allclose(Z.features, Z_plain)
+
+
+def test_transition_matrix(small_graph):
+    A, _, _ = small_graph
+    T = ppr_transition(A, r=0.5)
+    Ad = A.toarray()
+    d = Ad.sum(1)
+    np.testing.assert_allclose(T.toarray(), Ad / np.sqrt(np.outer(d, d)))
+
+
+def test_rows_of_the_view_and_memo(small_graph):
+    A, X, _ = small_graph
+    G = GraphData(X, A)
+    ppr = PPRPropagation(dtype="float64", tol=1e-10).fit(G[:10])
+    calls = []
+    orig = PPRPropagation._transform_graph
+
+    def counting(self, Gf):
+        calls.append(1)
+        return orig(self, Gf)
+
+    PPRPropagation._transform_graph = counting
+    try:
+        Z1 = ppr.transform(G[[3, 7, 1]])
+        Z2 = ppr.transform(G[[40, 3]])
+        Z3 = pickle.loads(pickle.dumps(ppr)).transform(G[[1]])  # same params -> same memo key
+    finally:
+        PPRPropagation._transform_graph = orig
+    assert len(calls) == 1
+    assert Z1.features is Z2.features is Z3.features
+    np.testing.assert_allclose(np.asarray(Z1), Z1.features[[3, 7, 1]])
+    np.testing.assert_allclose(np.asarray(Z2)[1], np.asarray(Z1)[0])
+    # other parameters -> recomputed, different result
+    Z4 = PPRPropagation(alpha=0.5, dtype="float64").fit(G).transform(G)
+    assert Z4.features is not Z1.features
+    assert not np.allclose(Z4.features, Z1.features)
+
+
+def test_errors(small_graph):
+    A, X, _ = small_graph
+    with pytest.raises(ValueError, match="adjacency"):
+        PPRPropagation().fit(GraphData(X))
+    ppr = PPRPropagation().fit(GraphData(X, A))
+    with pytest.raises(ValueError, match="adjacency"):
+        ppr.transform(GraphData(X))
+    with pytest.raises(TypeError, match="GraphData"):
+        PPRPropagation().fit(X)
+    with pytest.raises(TypeError, match="GraphData"):
+        ppr.transform(X)
+    with pytest.raises(ValueError, match="features"):
+        ppr.transform(GraphData(X[:, :3], A))
+
+
+@pytest.mark.parametrize("params,err", [
+    ({"alpha": 0.0}, ValueError), ({"alpha": 1.5}, ValueError), ({"alpha": np.nan}, TypeError),
+    ({"r": -0.1}, ValueError), ({"r": 2}, ValueError), ({"tol": 0}, ValueError),
+    ({"max_iter": 0}, ValueError), ({"max_iter": 2.5}, ValueError),
+    ({"dtype": "int8"}, ValueError), ({"backend": "cupy"}, ValueError),
+    ({"backend": "scipy", "device": "cuda"}, ValueError)])
+def test_bad_params(small_graph, params, err):
+    A, X, _ = small_graph
+    with pytest.raises(err):
+        PPRPropagation(**params).fit(GraphData(X, A))
+
+
+def test_alpha_one_is_identity_and_max_iter_warns(small_graph):
+    A, X, _ = small_graph
+    G = GraphData(X, A)
+    np.testing.assert_allclose(PPRPropagation(alpha=1.0).fit_transform(G).features, X,
+                               rtol=1e-6)
+    with pytest.warns(ConvergenceWarning, match="max_iter"):
+        PPRPropagation(max_iter=3).fit_transform(G)
+
+
+def test_pipeline_hds_then_ppr(small_graph):
+    A, X, y = small_graph
+    G = GraphData(sp.csr_matrix(X), A, node_ids=np.arange(60) * 7)
+    pipe = Pipeline([("hds", HDSMechanism(eps=1.0, k=2, feature_range=(-1, 2),
+                                          random_state=0)),
+                     ("ppr", PPRPropagation(dtype="float64", tol=1e-10))])
+    Ztr = pipe.fit(G[:30]).transform(G[:30])
+    Zte = pipe.transform(G[30:])
+    Zall = pipe.transform(G)
+    np.testing.assert_allclose(np.asarray(Zte), np.asarray(Zall)[30:])
+    np.testing.assert_allclose(np.asarray(Ztr), np.asarray(Zall)[:30])
+    # PPR of the reports equals a direct solve on the reports
+    R = pipe.named_steps["hds"].transform(G).features
+    np.testing.assert_allclose(np.asarray(Zall), _direct(A, R, 0.1, 0.5), rtol=1e-5,
+                               atol=1e-7)
