@@ -1,0 +1,688 @@
+"""DP-GNN: node-level differentially private 1-layer GNNs (paper 004), and DP-MLP.
+
+Both classifiers share one DP optimiser (:class:`_DPTrainerBase`): per-node
+gradients with ``torch.func`` (``functional_call`` + ``vmap`` + ``grad``),
+per-layer-group clipping, Gaussian noise scaled to the node-level sensitivity
+``2 (K + 1) C`` (Lemma 1), batches of fixed size drawn without replacement and
+the RDP accountant of Theorem 1 (:mod:`skldp.accounting`).
+
+Per-node gradients of the first encoder layer (``d x h`` weights, with ``d``
+up to thousands of sparse bag-of-words features) are never materialised: its
+per-node gradient is ``sum_u delta_u x_u^T`` over the node's neighbourhood, so
+its squared norm is ``sum_{u,u'} <x_u, x_u'> <delta_u, delta_u'>`` (the "ghost
+norm" of Goodfellow 2015; Li et al. 2022), computed from the per-node
+gradients ``delta`` with respect to the layer's outputs (given by ``vmap``) and
+a Gram matrix of the neighbourhood features precomputed once per fit. The
+clipped sum of that layer is then one autograd backward of
+``sum <stopgrad(c_v delta_vu), z_vu>``. All other parameters get explicit
+per-node gradients from ``vmap(grad(...))``.
+"""
+
+import math
+import numbers
+import time
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+import torch.nn.functional as F
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_array, check_is_fitted
+from torch import nn
+from torch.func import functional_call, grad, vmap
+
+from .._graph_data import GraphData
+from ..accounting._rdp import (calibrate_noise_multiplier, check_delta, check_max_degree,
+                               compute_epsilon)
+from ..base import GraphClassifierMixin
+from ..exceptions import PrivacyLeakWarning
+from ..models._torch_utils import normalized_adjacency, resolve_device
+from ..utils._random import draw_seed
+from ..utils.validation import check_finite_features, check_graph_data
+from ._sampling import degree_bounded_sample
+
+__all__ = ["DPGNNClassifier", "DPMLPClassifier"]
+
+_ACT = {"tanh": torch.tanh, "relu": F.relu, "elu": F.elu}
+
+
+# --------------------------------------------------------------------- module
+class _OneLayerGNN(nn.Module):
+    """``MLP_dec(act(A_v act(MLP_enc(X)) Theta_agg))`` (paper 004, eq. (2)).
+
+    ``forward(z1, w)`` starts from the first encoder layer's outputs ``z1`` of
+    the nodes of each neighbourhood (shape ``(..., K + 1, h)``) and their
+    aggregation weights ``w`` (``(..., K + 1)``). Without ``agg`` (DP-MLP) the
+    neighbourhood is the node alone and ``w = 1``.
+    """
+
+    def __init__(self, n_features, n_classes, hidden, n_enc, n_dec, activation, graph):
+        super().__init__()
+        self.activation = activation
+        self.enc_in = nn.Linear(n_features, hidden)
+        self.enc = nn.ModuleList([nn.Linear(hidden, hidden) for _ in range(n_enc - 1)])
+        self.agg = nn.Linear(hidden, hidden) if graph else None
+        self.dec = nn.ModuleList([nn.Linear(hidden, hidden) for _ in range(n_dec - 1)]
+                                 + [nn.Linear(hidden, n_classes)])
+
+    def encode(self, z1):
+        act = _ACT[self.activation]
+        h = act(z1)
+        for lin in self.enc:
+            h = act(lin(h))
+        return h
+
+    def head(self, h):
+        act = _ACT[self.activation]
+        if self.agg is not None:
+            h = act(self.agg(h))
+        for lin in self.dec[:-1]:
+            h = act(lin(h))
+        return self.dec[-1](h)
+
+    def forward(self, z1, w):
+        e = self.encode(z1)
+        return self.head((w.unsqueeze(-1) * e).sum(dim=-2))
+
+    def groups(self):
+        """Parameter name -> clipping group ("enc", "agg", "dec")."""
+        return {name: name.split(".")[0].replace("enc_in", "enc")
+                for name, _ in self.named_parameters()}
+
+
+# ------------------------------------------------------------ feature helpers
+class _Features:
+    """All nodes' features on the CPU; gathers rows as torch tensors on the device."""
+
+    def __init__(self, X, device):
+        self.sparse = sp.issparse(X)
+        self.X = sp.csr_matrix(X, dtype=np.float32) if self.sparse else \
+            np.ascontiguousarray(X, dtype=np.float32)
+        self.device = device
+        self._dense_t = None if self.sparse else torch.as_tensor(self.X, device=device)
+
+    def rows(self, idx):
+        """Rows ``idx`` (1-D int array) as a torch tensor (sparse COO when the input is sparse)."""
+        if not self.sparse:
+            return self._dense_t[torch.as_tensor(idx, device=self.device)]
+        R = self.X[idx].tocoo()
+        ind = torch.as_tensor(np.vstack([R.row, R.col]).astype(np.int64))
+        return torch.sparse_coo_tensor(ind, torch.as_tensor(R.data), R.shape,
+                                       is_coalesced=True, check_invariants=False).to(self.device)
+
+    def row_dots(self, a, b):
+        """``<x_a[i], x_b[i]>`` for index arrays ``a``, ``b`` (numpy)."""
+        if self.sparse:
+            return np.asarray(self.X[a].multiply(self.X[b]).sum(axis=1)).ravel()
+        return np.einsum("ij,ij->i", self.X[a], self.X[b])
+
+
+def _linear(x, lin):
+    if x.layout != torch.strided:
+        return torch.sparse.mm(x, lin.weight.t()) + lin.bias
+    return x @ lin.weight.t() + lin.bias
+
+
+def _neighbourhood_gram(feats, nb, chunk=8192):
+    """Gram matrices ``<x_u, x_u'>`` of each row's neighbourhood, shape (N, K+1, K+1)."""
+    N, k = nb.shape
+    out = np.empty((N, k, k), dtype=np.float32)
+    for s in range(0, N, chunk):  # blocks of nodes, a loop over (K+1)^2 pairs inside
+        b = nb[s:s + chunk]
+        for i in range(k):
+            for j in range(i, k):
+                d = feats.row_dots(b[:, i], b[:, j])
+                out[s:s + chunk, i, j] = d
+                out[s:s + chunk, j, i] = d
+    return out
+
+
+def _padded_neighbourhoods(S, nodes, K):
+    """Indices (N, K+1) [self, neighbours..., padding=self] and row-normalised weights.
+
+    Weights follow ``(D + I)^-1 (A + I)`` on the sampled graph ``S`` (the
+    "inverse-degree" normalisation of paper 004, Appendix E); padding gets 0.
+    """
+    S = sp.csr_matrix(S)
+    nodes = np.asarray(nodes, dtype=np.int64)
+    deg = np.diff(S.indptr)[nodes]
+    N = len(nodes)
+    nb = np.repeat(nodes[:, None], K + 1, axis=1)
+    w = np.zeros((N, K + 1), dtype=np.float32)
+    w[:, 0] = 1.0 / (deg + 1)
+    if K > 0 and deg.sum() > 0:
+        starts = S.indptr[nodes]
+        row = np.repeat(np.arange(N), deg)
+        pos = np.arange(deg.sum()) - np.repeat(np.cumsum(deg) - deg, deg)
+        nb[row, 1 + pos] = S.indices[np.repeat(starts, deg) + pos]
+        w[row, 1 + pos] = (1.0 / (deg + 1))[row]
+    return nb, w
+
+
+# ------------------------------------------------------------------ the base
+class _DPTrainerBase(GraphClassifierMixin, BaseEstimator):
+    """DP-SGD / DP-Adam on per-node gradients of ``_OneLayerGNN`` (shared code)."""
+
+    privacy_model = "central"
+    _graph = True
+
+    # ------------------------------------------------------------ validation
+    def _validate_common(self):
+        if self.optimizer not in ("adam", "sgd"):
+            raise ValueError(f"optimizer must be 'adam' or 'sgd', got {self.optimizer!r}.")
+        if self.activation not in _ACT:
+            raise ValueError(f"activation must be one of {sorted(_ACT)}, got "
+                             f"{self.activation!r}.")
+        for name in ("hidden_size", "encoder_layers", "decoder_layers"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (numbers.Integral, np.integer)) or v < 1:
+                raise ValueError(f"{name} must be a positive integer, got {v!r}.")
+        if isinstance(self.lr, bool) or not isinstance(self.lr, numbers.Real) or \
+                not np.isfinite(self.lr) or self.lr <= 0:
+            raise ValueError(f"lr must be a finite number > 0, got {self.lr!r}.")
+        b = self.batch_size
+        if isinstance(b, bool) or not isinstance(b, (numbers.Integral, np.integer)) or b < 1:
+            raise ValueError(f"batch_size must be a positive integer, got {b!r}.")
+        if self.epochs is not None:
+            if isinstance(self.epochs, bool) or not isinstance(self.epochs, numbers.Real) or \
+                    not self.epochs > 0:
+                raise ValueError(f"epochs must be a number > 0 or None, got {self.epochs!r}.")
+        elif isinstance(self.steps, bool) or not isinstance(self.steps, numbers.Integral) or \
+                self.steps < 1:
+            raise ValueError(f"steps must be a positive integer, got {self.steps!r}.")
+        z = self.noise_multiplier
+        if self.target_epsilon is None:
+            if isinstance(z, bool) or not isinstance(z, numbers.Real) or np.isnan(z) or z < 0:
+                raise ValueError("noise_multiplier must be a number >= 0 (0 = no privacy), "
+                                 f"got {z!r}.")
+        if self.delta is not None:
+            check_delta(self.delta)
+        if self.clip_percentile is not None:
+            p = self.clip_percentile
+            if isinstance(p, bool) or not isinstance(p, numbers.Real) or not 0 < p <= 100:
+                raise ValueError(f"clip_percentile must be in (0, 100] or None, got {p!r}.")
+
+    def _thresholds(self, groups):
+        C = self.max_grad_norm
+        if C is None:
+            if self.target_epsilon is not None or self.noise_multiplier != 0:
+                raise ValueError("max_grad_norm=None (no clipping) is only allowed for "
+                                 "non-private training (noise_multiplier=0): noise needs a "
+                                 "bounded sensitivity.")
+            return None
+        if isinstance(C, numbers.Real) and not isinstance(C, bool):
+            C = {g: float(C) for g in groups}
+        elif isinstance(C, dict):
+            if set(C) != set(groups):
+                raise ValueError(f"max_grad_norm as a dict needs the keys {sorted(groups)}.")
+            C = {g: float(C[g]) for g in groups}
+        else:
+            vals = list(C)
+            if len(vals) != len(groups):
+                raise ValueError(f"max_grad_norm needs one value per layer group {groups}, "
+                                 f"got {len(vals)}.")
+            C = {g: float(c) for g, c in zip(groups, vals)}
+        if not all(np.isfinite(c) and c > 0 for c in C.values()):
+            raise ValueError(f"max_grad_norm must be > 0 and finite, got {self.max_grad_norm!r}.")
+        return C
+
+    # ------------------------------------------------------------- training
+    def _dp_fit(self, feats, nb, w, y_enc, n_features, account_K, seed):
+        """Train on neighbourhoods ``nb``/``w`` (one row per training node)."""
+        N = len(nb)
+        m = int(self.batch_size)
+        if m > N:
+            raise ValueError(f"batch_size={m} is larger than the training set ({N} nodes); "
+                             "batches are drawn without replacement, so use batch_size <= "
+                             f"{N}.")
+        steps = int(math.ceil(self.epochs * N / m)) if self.epochs is not None else \
+            int(self.steps)
+        delta = float(self.delta) if self.delta is not None else 1.0 / (10.0 * N)
+        rng = np.random.default_rng(seed)
+        device = resolve_device(self.device)
+        torch.manual_seed(seed % (2**31))
+        gen = torch.Generator(device=device)
+        gen.manual_seed(seed % (2**63 - 1))
+
+        module = _OneLayerGNN(n_features, len(self.classes_), int(self.hidden_size),
+                              int(self.encoder_layers), int(self.decoder_layers),
+                              self.activation, self._graph).to(device)
+        group_of = module.groups()
+        groups = tuple(dict.fromkeys(group_of.values()))
+        C = self._thresholds(groups)
+        private = C is not None
+        # ----- privacy calibration
+        if self.target_epsilon is not None:
+            z = calibrate_noise_multiplier(self.target_epsilon, delta, N, m, account_K, steps)
+        else:
+            z = float(self.noise_multiplier)
+        if private and z > 0:
+            eps = compute_epsilon(z, N, m, account_K, steps, delta)
+        else:
+            eps = math.inf
+
+        rest_names = [n for n in group_of if not n.startswith("enc_in.")]
+        params = dict(module.named_parameters())
+        y_t = torch.as_tensor(y_enc, dtype=torch.long, device=device)
+        w_t = torch.as_tensor(w, device=device)
+
+        def loss_one(rest, z1, wv, yv):
+            out = functional_call(module, rest, (z1, wv))
+            return F.cross_entropy(out.unsqueeze(0), yv.unsqueeze(0))
+
+        per_node = vmap(grad(loss_one, argnums=(0, 1)), in_dims=(None, 0, 0, 0))
+        gram = torch.as_tensor(_neighbourhood_gram(feats, nb), device=device) if private \
+            else None
+        k1 = nb.shape[1]
+
+        def z1_of(idx):
+            x = feats.rows(nb[idx].ravel())
+            return _linear(x, module.enc_in).reshape(len(idx), k1, -1)
+
+        def clipped_parts(idx):
+            z1 = z1_of(idx)
+            rest = {n: params[n].detach() for n in rest_names}
+            g_rest, delta_z = per_node(rest, z1.detach(), w_t[idx], y_t[idx])
+            sq = {g: torch.zeros(len(idx), device=device) for g in groups}
+            dd = torch.einsum("bih,bjh->bij", delta_z, delta_z)
+            sq["enc"] = sq["enc"] + (gram[idx] * dd).sum(dim=(1, 2)) \
+                + delta_z.sum(dim=1).pow(2).sum(dim=1)
+            for n, g in g_rest.items():
+                sq[group_of[n]] = sq[group_of[n]] + g.reshape(len(idx), -1).pow(2).sum(dim=1)
+            return z1, g_rest, delta_z, {g: v.sqrt() for g, v in sq.items()}
+
+        # ----- optional non-private clipping thresholds from gradient percentiles
+        if private and self.clip_percentile is not None:
+            warnings.warn(
+                "clip_percentile reads the gradient norms of the private training data to "
+                "set the clipping thresholds; this step is not differentially private and "
+                "is not counted in epsilon_. Pass fixed max_grad_norm values for a "
+                "guarantee that covers every step.", PrivacyLeakWarning, stacklevel=3)
+            norms = {g: [] for g in groups}
+            for s in range(0, N, m):
+                _, _, _, nrm = clipped_parts(np.arange(s, min(s + m, N)))
+                for g in groups:
+                    norms[g].append(nrm[g].cpu().numpy())
+            C = {g: C[g] * max(float(np.percentile(np.concatenate(norms[g]),
+                                                   self.clip_percentile)), 1e-12)
+                 for g in groups}
+
+        # Noise per group: sigma_g = z sqrt(L) 2 (K+1) C_g. Scaling every group by
+        # 1/C_g gives L clipped blocks of norm <= 1 each, i.e. a vector of norm
+        # <= sqrt(L), with isotropic noise z sqrt(L) 2 (K+1): effective multiplier
+        # z for the sensitivity 2 (K+1) sqrt(L) (Lemma 1 with C = sqrt(L) there).
+        L = len(groups)
+        sigma = {g: z * math.sqrt(L) * 2.0 * (account_K + 1) * C[g] for g in groups} \
+            if private else {g: 0.0 for g in groups}
+
+        opt = (torch.optim.Adam(module.parameters(), lr=self.lr) if self.optimizer == "adam"
+               else torch.optim.SGD(module.parameters(), lr=self.lr))
+        t0 = time.perf_counter()
+        for t in range(steps):
+            idx = np.sort(rng.choice(N, size=m, replace=False))  # without replacement
+            opt.zero_grad(set_to_none=True)
+            if not private:
+                z1 = z1_of(idx)
+                out = module(z1, w_t[idx])
+                F.cross_entropy(out, y_t[idx]).backward()
+            else:
+                z1, g_rest, delta_z, nrm = clipped_parts(idx)
+                c = {g: torch.clamp(C[g] / (nrm[g] + 1e-12), max=1.0) for g in groups}
+                # first encoder layer: clipped sum via one backward (ghost clipping)
+                (z1 * (c["enc"][:, None, None] * delta_z).detach()).sum().backward()
+                for n, g in g_rest.items():
+                    params[n].grad = torch.einsum("b,b...->...", c[group_of[n]], g)
+                for n, p in params.items():
+                    s = sigma[group_of[n]]
+                    if s > 0:
+                        p.grad.add_(torch.randn(p.shape, generator=gen, device=device) * s)
+                    p.grad.div_(m)
+            opt.step()
+            if self.verbose and (t + 1) % max(1, steps // 10) == 0:
+                print(f"[{type(self).__name__}] step {t + 1}/{steps} "
+                      f"({time.perf_counter() - t0:.1f}s)")
+        self.module_ = module.cpu().eval()
+        self.noise_multiplier_ = z if private else 0.0
+        self.clip_thresholds_ = dict(C) if private else None
+        self.noise_std_ = dict(sigma)
+        self.steps_ = steps
+        self.n_train_ = N
+        self.epsilon_ = float(eps)
+        self.delta_ = delta
+        self.fit_time_ = time.perf_counter() - t0
+        return self
+
+    def _logits(self, feats, rows, A_rows=None):
+        device = resolve_device(self.device)
+        module = self.module_.to(device)
+        with torch.no_grad():
+            if A_rows is None:
+                z1 = _linear(feats.rows(rows), module.enc_in)
+                out = module.head(module.encode(z1))
+            else:
+                A = sp.csr_matrix(A_rows)
+                cols = np.unique(A.indices)  # encode only the nodes that are aggregated
+                E = module.encode(_linear(feats.rows(cols), module.enc_in))
+                A = sp.csr_matrix((A.data, np.searchsorted(cols, A.indices), A.indptr),
+                                  shape=(A.shape[0], len(cols))).tocoo()
+                At = torch.sparse_coo_tensor(
+                    torch.as_tensor(np.vstack([A.row, A.col]).astype(np.int64)),
+                    torch.as_tensor(A.data.astype(np.float32)), A.shape, check_invariants=False).to(device)
+                out = module.head(torch.sparse.mm(At, E))
+        self.module_.cpu()
+        return out.cpu().numpy().astype(np.float64)
+
+    def predict_proba(self, X):
+        """Class probabilities of the rows of ``X``, columns in the order of ``classes_``."""
+        z = self.decision_function(X)
+        z = z - z.max(axis=1, keepdims=True)
+        p = np.exp(z)
+        return p / p.sum(axis=1, keepdims=True)
+
+
+_COMMON_PARAMS = """
+    batch_size : int, default=1000
+        Batch size ``m``; batches are drawn uniformly *without replacement*
+        from the training nodes, as the accountant assumes. Must not exceed
+        the number of training nodes.
+    steps : int, default=200
+        Number of DP steps ``T``.
+    epochs : float or None, default=None
+        If given, overrides ``steps`` with ``ceil(epochs * N_train / batch_size)``.
+    lr : float, default=0.01
+        Learning rate (Adam step size, or SGD step ``eta``).
+    optimizer : {"adam", "sgd"}, default="adam"
+        DP-Adam (Algorithm 3) or DP-SGD (Algorithm 1). Both average the noisy
+        sum over the batch (``u~ / m``) before the update; the privacy cost is
+        the same (the optimiser only post-processes the noisy sums).
+    noise_multiplier : float >= 0, default=1.0
+        ``z``: noise standard deviation over the node-level sensitivity of one
+        update (see Notes). Ignored when ``target_epsilon`` is given. ``0``
+        (with ``max_grad_norm=None``) trains without privacy.
+    target_epsilon : float or None, default=None
+        If given, ``z`` is calibrated by bisection so that the whole training
+        run is (``target_epsilon``, ``delta``) node-level DP.
+    delta : float in (0, 1) or None, default=None
+        ``None`` uses ``1 / (10 N_train)``.
+    max_grad_norm : float, sequence or dict, default=1.0
+        Clipping threshold ``C_l`` of each layer group (one value for all, or
+        one per group). With ``clip_percentile`` it is the scaling factor
+        ``C_f``. ``None`` disables clipping (only with ``noise_multiplier=0``).
+    clip_percentile : float in (0, 100] or None, default=None
+        **Not private.** If given, the thresholds are ``C_f`` times this
+        percentile of each group's per-node gradient norms at initialisation
+        (the paper's choice, with 75), computed on the training data. This
+        extra look at the data is not covered by ``epsilon_``, hence a
+        :class:`~skldp.exceptions.PrivacyLeakWarning`.
+    hidden_size : int, default=64
+        Width of every hidden layer.
+    encoder_layers, decoder_layers : int, default=1
+        Number of linear layers of the encoder and decoder MLPs.
+    activation : {"tanh", "relu", "elu"}, default="tanh"
+    device : str, default="auto"
+        "auto" uses CUDA when available.
+    random_state : int, RandomState, Generator or None
+        Seeds the degree-bounded sample, the batches, the initialisation and
+        the noise.
+    verbose : int, default=0
+"""
+
+_COMMON_ATTRS = """
+    classes_ : ndarray
+    module_ : torch.nn.Module
+        The trained network (on the CPU).
+    epsilon_, delta_ : float
+        The node-level (epsilon, delta) guarantee of the trained parameters
+        (``inf`` without noise).
+    noise_multiplier_ : float
+        The ``z`` used (calibrated when ``target_epsilon`` is given).
+    clip_thresholds_ : dict
+        Clipping threshold of each layer group.
+    noise_std_ : dict
+        Standard deviation of the noise added to each group's clipped sum.
+    steps_ : int
+    n_train_ : int
+    fit_time_ : float
+        Seconds spent in the training loop.
+"""
+
+
+# ------------------------------------------------------------------ DP-GNN
+class DPGNNClassifier(_DPTrainerBase):
+    __doc__ = """Node-level differentially private 1-layer GNN (DP-GNN, paper 004).
+
+    The model is a 1-layer GCN with MLP encoder and decoder (eq. (2)),
+    ``y_v = MLP_dec(act(A_v act(MLP_enc(X)) Theta_agg))`` with the
+    "inverse-degree" normalisation ``(D + I)^-1 (A + I)`` (Appendix E). It is
+    trained with DP-Adam (Algorithm 3) or DP-SGD (Algorithm 1) on a training
+    graph in which every node has at most ``K`` neighbours (Algorithm 2, see
+    :func:`degree_bounded_sample`). At each step a batch of ``m`` training
+    nodes is drawn without replacement; each node's gradient is split into
+    three groups (encoder, aggregation, decoder), each clipped to its
+    threshold ``C_l``, summed over the batch, and Gaussian noise is added.
+    The released parameters are (``epsilon_``, ``delta_``) node-level DP
+    (Definition 1: a node's features, label and edges), by Theorem 1 and the
+    accountant in :mod:`skldp.accounting`. Inference may use the full
+    neighbourhood (Appendix B); predictions for a node then reveal its
+    neighbours' features to it (setting 1 of §4).
+
+    Parameters
+    ----------
+    max_degree : int >= 0, default=10
+        ``K``, the degree bound of the training graph.""" + _COMMON_PARAMS + """
+    Attributes
+    ----------""" + _COMMON_ATTRS + """
+    privacy_model : "central"
+    protects_ : tuple
+        ``("features", "labels", "edges")``.
+
+    Notes
+    -----
+    *Sensitivity and noise.* One node affects at most ``K + 1`` clipped
+    per-node gradients of a batch (its own and its neighbours'), so the sum of
+    clipped gradients has node-level sensitivity ``2 (K + 1) C`` where ``C``
+    bounds a clipped gradient's norm (Lemma 1). With per-group clipping to
+    ``C_1..C_L`` the paper adds noise ``lambda 2 (K + 1) C_l`` to group ``l``
+    and states that the cost depends only on ``lambda``. Made precise: after
+    rescaling group ``l`` by ``1 / C_l`` the clipped gradient has norm at most
+    ``sqrt(L)``, so the update is a Gaussian mechanism with multiplier
+    ``lambda / sqrt(L)``. Here ``noise_multiplier`` is that effective
+    multiplier ``z`` (the one the accountant sees) and group ``l`` receives
+    noise of standard deviation ``z sqrt(L) 2 (K + 1) C_l`` (``noise_std_``).
+    With equal thresholds this is the usual isotropic noise for the overall
+    clipping norm ``sqrt(L) C``.
+
+    *Caveats.* As in the paper, the guarantee is stated for the
+    degree-bounded training graph produced by Algorithm 2 (the sampling step
+    itself is taken as given), Theorem 1 treats the batch size ``m`` and
+    ``N_train`` as public, and node ids and the set of training nodes are
+    public. ``max_grad_norm`` defaults to a fixed value; ``clip_percentile``
+    reproduces the paper's data-dependent thresholds but is not private.
+
+    References
+    ----------
+    .. [1] Paper 004 (``shared/papers/004_*.txt``), "Node-level differentially
+       private graph neural networks": eq. (2), Algorithms 1-3, Lemma 1,
+       Theorem 1, §5 "Gradient Clipping", Appendix E.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from skldp import GraphData
+    >>> from skldp.central import DPGNNClassifier
+    >>> rng = np.random.default_rng(0)
+    >>> n = 400; y = rng.integers(0, 2, n)
+    >>> A = sp.random(n, n, density=0.02, random_state=0); A = ((A + A.T) > 0).astype(float)
+    >>> G = GraphData(rng.normal(size=(n, 8)) + y[:, None], A)
+    >>> clf = DPGNNClassifier(max_degree=5, batch_size=100, steps=50, target_epsilon=8.0,
+    ...                       random_state=0).fit(G[:200], y[:200])
+    >>> bool(clf.epsilon_ <= 8.0), clf.predict(G[200:]).shape
+    (True, (200,))
+    """
+
+    _graph = True
+
+    def __init__(self, max_degree=10, *, batch_size=1000, steps=200, epochs=None, lr=0.01,
+                 optimizer="adam", noise_multiplier=1.0, target_epsilon=None, delta=None,
+                 max_grad_norm=1.0, clip_percentile=None, hidden_size=64, encoder_layers=1,
+                 decoder_layers=1, activation="tanh", device="auto", random_state=None,
+                 verbose=0):
+        self.max_degree = max_degree
+        self.batch_size = batch_size
+        self.steps = steps
+        self.epochs = epochs
+        self.lr = lr
+        self.optimizer = optimizer
+        self.noise_multiplier = noise_multiplier
+        self.target_epsilon = target_epsilon
+        self.delta = delta
+        self.max_grad_norm = max_grad_norm
+        self.clip_percentile = clip_percentile
+        self.hidden_size = hidden_size
+        self.encoder_layers = encoder_layers
+        self.decoder_layers = decoder_layers
+        self.activation = activation
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def fit(self, X, y):
+        """Train on the view's rows (the training nodes) over the whole graph of ``X``.
+
+        Parameters
+        ----------
+        X : GraphData
+            View of the training nodes; its graph must be known and symmetric.
+        y : array-like of shape (n_rows,)
+            Labels of the training nodes.
+        """
+        K = check_max_degree(self.max_degree)
+        self._validate_common()
+        G = check_graph_data(X, self, require_symmetric=True)
+        check_finite_features(G.features)
+        y_enc = self._encode_labels(y, len(G))
+        if len(np.unique(G.rows)) != len(G.rows):
+            raise ValueError("the training view contains repeated nodes; each node may "
+                             "appear once (node-level privacy counts each node once).")
+        if int(self.batch_size) > len(G):
+            raise ValueError(f"batch_size={self.batch_size} is larger than the training set "
+                             f"({len(G)} nodes); use batch_size <= {len(G)}.")
+        self.n_features_in_ = G.shape[1]
+        seed = draw_seed(self.random_state)
+        S = degree_bounded_sample(G.adjacency, K, nodes=G.rows,
+                                  random_state=np.random.default_rng(seed))
+        nb, w = _padded_neighbourhoods(S, G.rows, K)
+        feats = _Features(G.features, resolve_device(self.device))
+        self._dp_fit(feats, nb, w, y_enc, G.shape[1], K, seed + 1)
+        self.protects_ = ("features", "labels", "edges")
+        return self
+
+    def decision_function(self, X):
+        """Logits of the rows of ``X``, aggregating over their full neighbourhoods."""
+        check_is_fitted(self, "module_")
+        G = check_graph_data(X, self, require_adjacency=True)
+        if G.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {G.shape[1]} features, but {type(self).__name__} was "
+                             f"fitted with {self.n_features_in_} features.")
+        key = ("skldp.dpgnn.adj_rw", G.token)
+        P = G.memo_get(key)
+        if P is None:
+            P = G.memo_set(key, normalized_adjacency(G.adjacency, kind="rw"))
+        feats = _Features(G.features, resolve_device(self.device))
+        return self._logits(feats, G.rows, A_rows=P[G.rows])
+
+
+# ------------------------------------------------------------------ DP-MLP
+class DPMLPClassifier(_DPTrainerBase):
+    __doc__ = """MLP trained with DP-Adam / DP-SGD on node features only (DP-MLP baseline).
+
+    The private baseline of paper 004 (§5, "DP-MLP"): an MLP encoder and
+    decoder, no graph. It shares the DP optimiser of
+    :class:`DPGNNClassifier` with ``K = 0``: each example affects one clipped
+    gradient, the noise is scaled to ``2 C`` and the accountant is Theorem 1
+    with ``rho ~ Hypergeometric(N, 1, m)`` = Bernoulli(m / N), i.e. standard
+    per-example accounting for batches drawn without replacement. Accepts a
+    :class:`~skldp.GraphData` view (its rows' features) or a plain array.
+
+    Parameters
+    ----------""" + _COMMON_PARAMS + """
+    Attributes
+    ----------""" + _COMMON_ATTRS + """
+    privacy_model : "central"
+    protects_ : tuple
+        ``("features", "labels")``; the graph is not used.
+
+    References
+    ----------
+    .. [1] Paper 004 (``shared/papers/004_*.txt``), §5 "Methods" (DP-MLP),
+       Algorithm 3 and Theorem 1 with K = 0.
+    .. [2] Abadi, M. et al., "Deep learning with differential privacy", CCS 2016.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skldp.central import DPMLPClassifier
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(500, 5)); y = (X[:, 0] > 0).astype(int)
+    >>> clf = DPMLPClassifier(batch_size=100, steps=100, target_epsilon=4.0,
+    ...                       random_state=0).fit(X, y)
+    >>> bool(clf.epsilon_ <= 4.0), bool(clf.score(X, y) > 0.7)
+    (True, True)
+    """
+
+    _graph = False
+
+    def __init__(self, *, batch_size=1000, steps=200, epochs=None, lr=0.01, optimizer="adam",
+                 noise_multiplier=1.0, target_epsilon=None, delta=None, max_grad_norm=1.0,
+                 clip_percentile=None, hidden_size=64, encoder_layers=1, decoder_layers=1,
+                 activation="tanh", device="auto", random_state=None, verbose=0):
+        self.batch_size = batch_size
+        self.steps = steps
+        self.epochs = epochs
+        self.lr = lr
+        self.optimizer = optimizer
+        self.noise_multiplier = noise_multiplier
+        self.target_epsilon = target_epsilon
+        self.delta = delta
+        self.max_grad_norm = max_grad_norm
+        self.clip_percentile = clip_percentile
+        self.hidden_size = hidden_size
+        self.encoder_layers = encoder_layers
+        self.decoder_layers = decoder_layers
+        self.activation = activation
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def _rows(self, X):
+        if isinstance(X, GraphData):
+            Xf = X.features[X.rows]
+        else:
+            Xf = check_array(X, accept_sparse="csr", dtype=np.float32)
+        check_finite_features(Xf)
+        return Xf
+
+    def fit(self, X, y):
+        """Train on the rows of ``X`` (features only) with labels ``y``."""
+        self._validate_common()
+        Xf = self._rows(X)
+        y_enc = self._encode_labels(y, Xf.shape[0])
+        self.n_features_in_ = Xf.shape[1]
+        N = Xf.shape[0]
+        feats = _Features(Xf, resolve_device(self.device))
+        nb = np.arange(N)[:, None]
+        w = np.ones((N, 1), dtype=np.float32)
+        self._dp_fit(feats, nb, w, y_enc, Xf.shape[1], 0, draw_seed(self.random_state))
+        self.protects_ = ("features", "labels")
+        return self
+
+    def decision_function(self, X):
+        """Logits of the rows of ``X``."""
+        check_is_fitted(self, "module_")
+        Xf = self._rows(X)
+        if Xf.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {Xf.shape[1]} features, but {type(self).__name__} was "
+                             f"fitted with {self.n_features_in_} features.")
+        feats = _Features(Xf, resolve_device(self.device))
+        return self._logits(feats, np.arange(Xf.shape[0]))
