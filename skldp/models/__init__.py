@@ -3,6 +3,9 @@
 from ._base import TorchClassifierBase
 from ._mlp import MLPHead
 from ._gnn import GATClassifier, GCNClassifier, GNNClassifierBase, SAGEClassifier
+from ._link import HadamardLinkPredictor, PairData, VGAELinkPredictor
+from ._rgnn import RGNNClassifier
 
-__all__ = ["GATClassifier", "GCNClassifier", "GNNClassifierBase", "MLPHead", "SAGEClassifier",
-           "TorchClassifierBase"]
+__all__ = ["HadamardLinkPredictor", "PairData", "VGAELinkPredictor",
+           "GATClassifier", "GCNClassifier", "GNNClassifierBase", "MLPHead", "SAGEClassifier",
+           "TorchClassifierBase", "RGNNClassifier"]

@@ -1,0 +1,672 @@
+"""Link predictors on node pairs: VGAE (paper 000) and Hadamard edge-feature heads (paper 002)."""
+
+import copy
+import numbers
+import time
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+import torch.nn.functional as F
+from sklearn.base import BaseEstimator
+from sklearn.metrics import roc_auc_score
+from sklearn.model_selection import train_test_split
+from sklearn.utils.validation import check_is_fitted
+from torch import nn
+
+from ..base import GraphClassifierMixin
+from ..model_selection._edge_splits import PairData
+from ..utils._random import draw_seed
+from ..utils.validation import check_finite_features
+from ._gnn import _GCNConv, graph_tensors
+from ._torch_utils import resolve_device, to_torch_dense
+
+__all__ = ["VGAELinkPredictor", "HadamardLinkPredictor", "PairData"]
+
+
+def _check_pairdata(X, owner):
+    if not isinstance(X, PairData):
+        raise TypeError(f"{type(owner).__name__} predicts links between node pairs: pass a "
+                        f"skldp.model_selection.PairData (e.g. from random_edge_split), not "
+                        f"{type(X).__name__}.")
+    return X
+
+
+def _positive_int(value, name, minimum=1):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}.")
+
+
+class _EarlyStopper:
+    """Keep the state of the best validation check; stop after ``patience`` bad checks."""
+
+    def __init__(self, patience, min_checks_epoch):
+        self.patience, self.min_epoch = patience, min_checks_epoch
+        self.best, self.bad, self.state, self.best_epoch = np.inf, 0, None, None
+
+    def update(self, loss, module, epoch):
+        if loss < self.best - 1e-6:
+            self.best, self.bad, self.best_epoch = loss, 0, epoch
+            self.state = copy.deepcopy(module.state_dict())
+        else:
+            self.bad += 1
+        return self.bad >= self.patience and epoch + 1 >= self.min_epoch
+
+
+class _LinkPredictorBase(GraphClassifierMixin, BaseEstimator):
+    """Shared input handling: PairData rows, binary labels, validation pairs, ROC-AUC score."""
+
+    def _validate_common(self):
+        _positive_int(self.epochs, "epochs")
+        _positive_int(self.patience, "patience")
+        if not (isinstance(self.lr, numbers.Real) and self.lr > 0):
+            raise ValueError(f"lr must be > 0, got {self.lr!r}.")
+        if not (isinstance(self.weight_decay, numbers.Real) and self.weight_decay >= 0):
+            raise ValueError(f"weight_decay must be >= 0, got {self.weight_decay!r}.")
+        if self.early_stopping and not 0 < self.validation_fraction < 1:
+            raise ValueError("validation_fraction must be in (0, 1) when early_stopping=True, "
+                             f"got {self.validation_fraction}.")
+
+    def _encode_pairs(self, X, y):
+        X = _check_pairdata(X, self)
+        y_enc = self._encode_labels(y, len(X))
+        if len(self.classes_) != 2:
+            raise ValueError(f"link prediction needs two classes (non-edge, edge), got "
+                             f"{len(self.classes_)}: {self.classes_!r}.")
+        return X, y_enc
+
+    def _split_validation(self, X, y_enc, validation_data, seed):
+        """Training and validation (pairs, labels); validation pairs from ``validation_data``
+        (re-wrapped on the fitted graph) or a stratified fraction of the training pairs."""
+        pairs = X.pairs
+        if validation_data is not None:
+            try:
+                Xv, yv = validation_data
+            except (TypeError, ValueError):
+                raise ValueError("validation_data must be a pair (X_val, y_val).")
+            Xv = _check_pairdata(Xv, self)
+            if Xv.n_nodes != X.n_nodes:
+                raise ValueError(f"validation pairs live on {Xv.n_nodes} nodes, the training "
+                                 f"pairs on {X.n_nodes}.")
+            yv = np.asarray(yv)
+            if len(yv) != len(Xv):
+                raise ValueError(f"validation_data has {len(Xv)} pairs but {len(yv)} labels.")
+            unknown = ~np.isin(yv, self.classes_)
+            if unknown.any():
+                raise ValueError(f"validation labels {np.unique(yv[unknown])!r} are not among "
+                                 f"the training classes {self.classes_!r}.")
+            return pairs, y_enc, Xv.pairs, np.searchsorted(self.classes_, yv)
+        if not self.early_stopping:
+            return pairs, y_enc, None, None
+        strat = y_enc if np.bincount(y_enc).min() >= 2 else None
+        tr, va = train_test_split(np.arange(len(pairs)), test_size=self.validation_fraction,
+                                  random_state=seed % (2**31), stratify=strat)
+        return pairs[tr], y_enc[tr], pairs[va], y_enc[va]
+
+    def predict_proba(self, X):
+        """Probability of each pair being a non-edge / an edge (columns follow ``classes_``)."""
+        s = self.decision_function(X)
+        p = 1.0 / (1.0 + np.exp(-s))
+        return np.stack([1.0 - p, p], axis=1)
+
+    def score(self, X, y, sample_weight=None):
+        """ROC-AUC of :meth:`decision_function` against ``y`` (positive class ``classes_[1]``).
+
+        This is the metric of papers 000 and 002 for link prediction; it
+        replaces the accuracy of :class:`~sklearn.base.ClassifierMixin`.
+        """
+        check_is_fitted(self, "module_")
+        y = np.asarray(y)
+        return float(roc_auc_score(y == self.classes_[1], self.decision_function(X),
+                                   sample_weight=sample_weight))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.classifier_tags.multi_class = False
+        return tags
+
+
+# ---------------------------------------------------------------------------------- VGAE
+class _VGAEModule(nn.Module):
+    """GCN -> BatchNorm -> ReLU -> (GCN_mu, GCN_logstd) (Kipf & Welling 2016 + paper 000 §5)."""
+
+    def __init__(self, n_in, hidden, out, batch_norm, dropout, variational):
+        super().__init__()
+        self.conv1 = _GCNConv(n_in, hidden)
+        self.bn = nn.BatchNorm1d(hidden) if batch_norm else nn.Identity()
+        self.conv_mu = _GCNConv(hidden, out)
+        self.conv_logstd = _GCNConv(hidden, out) if variational else None
+        self.dropout = dropout
+
+    def forward(self, x, g):
+        if x.layout == torch.strided:
+            x = F.dropout(x, self.dropout, self.training)
+        h = F.relu(self.bn(self.conv1(x, g)))
+        h = F.dropout(h, self.dropout, self.training)
+        mu = self.conv_mu(h, g)
+        logstd = None if self.conv_logstd is None else self.conv_logstd(h, g).clamp(max=10.0)
+        return mu, logstd
+
+
+def _pair_logits(z, pairs):
+    return (z[pairs[:, 0]] * z[pairs[:, 1]]).sum(dim=1)
+
+
+def _balanced_bce(logits, targets):
+    """Mean BCE over positives plus mean BCE over negatives (PyG-style recon loss)."""
+    pos, neg = targets > 0.5, targets <= 0.5
+    loss = logits.new_zeros(())
+    if pos.any():
+        loss = loss + F.binary_cross_entropy_with_logits(logits[pos], targets[pos])
+    if neg.any():
+        loss = loss + F.binary_cross_entropy_with_logits(logits[neg], targets[neg])
+    return loss
+
+
+class VGAELinkPredictor(_LinkPredictorBase):
+    """Variational graph auto-encoder for link prediction (paper 000's link model).
+
+    The encoder is a two-layer GCN on the graph of the :class:`PairData`
+    (the *training* graph, held-out edges removed): a GCN layer of
+    ``hidden_size`` units with batch normalisation and ReLU, then two GCN
+    layers giving the mean ``mu`` and ``log sigma`` of each node's
+    ``embedding_size``-dimensional latent ``z = mu + sigma * eps``
+    (Kipf & Welling 2016, eqs. (1)-(3); paper 000 §5: 32/16 units, batch
+    normalisation after the first layer, ReLU). The decoder is the inner
+    product, ``P(u ~ v) = sigmoid(z_u . z_v)``. The loss is the
+    reconstruction cross-entropy on the positive training pairs and on
+    negative pairs (mean over each), plus ``KL(q(z) || N(0, I)) / n_nodes``.
+    Prediction uses ``mu`` (no sampling).
+
+    The node features are those of the graph the pairs live on, so a
+    mechanism placed in front in a :class:`~sklearn.pipeline.Pipeline`
+    (``OneBitMechanism``, ``LaplaceMechanism``, ...) perturbs them once per
+    user and the encoder's first GCN layer computes paper 000's estimate of
+    the graph convolution, eq. (4), from the unbiased reports.
+
+    Early stopping follows paper 000 §5: after ``min_epochs`` epochs, the
+    validation loss is checked every ``check_every`` epochs; training stops
+    when it has not decreased for ``patience`` consecutive checks (at most
+    ``epochs`` epochs) and the weights of the best check are kept.
+
+    Parameters
+    ----------
+    hidden_size : int, default=32
+    embedding_size : int, default=16
+    batch_norm : bool, default=True
+        Batch normalisation after the first GCN layer.
+    variational : bool, default=True
+        ``False`` gives the plain graph auto-encoder (GAE): no KL term, ``z = mu``.
+    dropout : float, default=0.0
+        Dropout on the (dense) input and the hidden layer (paper 000 Table 4: 0).
+    lr : float, default=0.01
+    weight_decay : float, default=0.01
+        Adam L2 penalty (paper 000 Table 4 for Cora and CiteSeer).
+    epochs : int, default=500
+        Maximum number of full-batch epochs.
+    min_epochs : int, default=100
+    check_every : int, default=10
+    patience : int, default=10
+        Checks without improvement before stopping.
+    negative_sampling : {"per_epoch", "given"}, default="per_epoch"
+        ``"given"``: the negative pairs are the ``y == 0`` training pairs.
+        ``"per_epoch"``: in addition, each epoch draws as many fresh random
+        non-edges of the training graph as there are positive pairs (as
+        PyTorch Geometric's VGAE used by paper 000 does).
+    early_stopping : bool, default=True
+        Without ``validation_data``, a stratified ``validation_fraction`` of
+        the training pairs is held out (their edges stay in the graph; pass
+        ``validation_data`` from :func:`random_edge_split` for the paper's
+        protocol).
+    validation_fraction : float, default=0.05
+    device : str, default="auto"
+        "auto" uses CUDA when available.
+    random_state : int, RandomState or None
+        Seeds initialisation, the latent noise, negative sampling and the
+        validation split.
+    verbose : int, default=0
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (2,)
+        ``classes_[1]`` is the "edge" class.
+    module_ : torch.nn.Module
+        The trained encoder (on the CPU).
+    n_features_in_ : int
+    n_iter_ : int
+        Epochs run.
+    loss_curve_ : list of float
+        Training loss per epoch.
+    validation_scores_ : list of float
+        Validation loss at each check.
+    best_epoch_ : int or None
+
+    References
+    ----------
+    Paper 000 (``shared/papers/000_d33593cc1e28739e.txt``) §5 "Experiment
+    setup" and Table 2 (link prediction), eq. (4) (first-layer estimate),
+    App. E Table 4 (hyper-parameters). Kipf & Welling, "Variational Graph
+    Auto-Encoders", NIPS Bayesian Deep Learning Workshop 2016.
+
+    Examples
+    --------
+    >>> from skldp.datasets import load_cora
+    >>> from skldp.model_selection import random_edge_split
+    >>> from skldp.models import VGAELinkPredictor
+    >>> P_tr, P_va, P_te, y_tr, y_va, y_te = random_edge_split(load_cora().data,
+    ...                                                        random_state=0)
+    >>> vgae = VGAELinkPredictor(epochs=20, min_epochs=20, random_state=0)
+    >>> vgae.fit(P_tr, y_tr, validation_data=(P_va, y_va)).score(P_te, y_te) > 0.7
+    True
+    """
+
+    def __init__(self, hidden_size=32, embedding_size=16, *, batch_norm=True, variational=True,
+                 dropout=0.0, lr=0.01, weight_decay=0.01, epochs=500, min_epochs=100,
+                 check_every=10, patience=10, negative_sampling="per_epoch",
+                 early_stopping=True, validation_fraction=0.05, device="auto",
+                 random_state=None, verbose=0):
+        self.hidden_size = hidden_size
+        self.embedding_size = embedding_size
+        self.batch_norm = batch_norm
+        self.variational = variational
+        self.dropout = dropout
+        self.lr = lr
+        self.weight_decay = weight_decay
+        self.epochs = epochs
+        self.min_epochs = min_epochs
+        self.check_every = check_every
+        self.patience = patience
+        self.negative_sampling = negative_sampling
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def _validate_params(self):
+        self._validate_common()
+        _positive_int(self.hidden_size, "hidden_size")
+        _positive_int(self.embedding_size, "embedding_size")
+        _positive_int(self.min_epochs, "min_epochs", 0)
+        _positive_int(self.check_every, "check_every")
+        if not 0 <= self.dropout < 1:
+            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}.")
+        if self.negative_sampling not in ("per_epoch", "given"):
+            raise ValueError("negative_sampling must be 'per_epoch' or 'given', got "
+                             f"{self.negative_sampling!r}.")
+
+    def _tensors(self, X, device):
+        G = X.graph
+        check_finite_features(G.features)
+        return graph_tensors(G, device, "gcn")
+
+    def fit(self, X, y, validation_data=None):
+        """Train the auto-encoder on the pairs of ``X`` (labels ``y``: edge / non-edge).
+
+        Parameters
+        ----------
+        X : PairData
+            Training pairs over the training graph.
+        y : array-like of shape (n_pairs,)
+            Binary labels; ``classes_[1]`` (e.g. 1) marks edges.
+        validation_data : tuple (PairData, array-like), default=None
+            Validation pairs and labels for early stopping (only their node
+            positions are used: they are evaluated on ``X``'s graph, so they
+            may come from before a mechanism in a pipeline). In a pipeline
+            pass it as ``link__validation_data``.
+
+        Returns
+        -------
+        self
+        """
+        self._validate_params()
+        X, y_enc = self._encode_pairs(X, y)
+        self.n_features_in_ = X.shape[1]
+        seed = draw_seed(self.random_state)
+        torch.manual_seed(seed % (2**31))
+        rng = np.random.default_rng(seed)
+        device = resolve_device(self.device)
+        x, g = self._tensors(X, device)
+        tr_pairs, tr_y, va_pairs, va_y = self._split_validation(X, y_enc, validation_data, seed)
+        n = X.n_nodes
+        A = X.graph.adjacency
+        codes = np.sort(sp.triu(A, 1).tocoo().row.astype(np.int64) * n
+                        + sp.triu(A, 1).tocoo().col)
+        n_pos = int(tr_y.sum())
+        tp = torch.as_tensor(tr_pairs, device=device)
+        ty = torch.as_tensor(tr_y, dtype=torch.float32, device=device)
+        if va_pairs is not None:
+            vp = torch.as_tensor(va_pairs, device=device)
+            vy = torch.as_tensor(va_y, dtype=torch.float32, device=device)
+        module = _VGAEModule(X.shape[1], self.hidden_size, self.embedding_size,
+                             self.batch_norm, self.dropout, self.variational).to(device)
+        opt = torch.optim.Adam(module.parameters(), lr=self.lr, weight_decay=self.weight_decay)
+        stopper = _EarlyStopper(self.patience, self.min_epochs)
+        self.loss_curve_, self.validation_scores_ = [], []
+        for epoch in range(self.epochs):
+            t0 = time.perf_counter()
+            module.train()
+            opt.zero_grad()
+            mu, logstd = module(x, g)
+            z = mu if logstd is None else mu + torch.randn_like(mu) * torch.exp(logstd)
+            pairs, targets = tp, ty
+            if self.negative_sampling == "per_epoch" and n_pos:
+                fresh = torch.as_tensor(_random_non_edges(rng, n, codes, n_pos), device=device)
+                pairs = torch.cat([tp, fresh])
+                targets = torch.cat([ty, ty.new_zeros(len(fresh))])
+            loss = _balanced_bce(_pair_logits(z, pairs), targets)
+            if logstd is not None:
+                kl = -0.5 * torch.mean(torch.sum(1 + 2 * logstd - mu ** 2
+                                                 - torch.exp(logstd) ** 2, dim=1))
+                loss = loss + kl / n
+            loss.backward()
+            opt.step()
+            self.loss_curve_.append(float(loss.detach()))
+            msg = f"epoch {epoch + 1} loss {self.loss_curve_[-1]:.4f}"
+            stop = False
+            if va_pairs is not None and (epoch + 1) % self.check_every == 0:
+                module.eval()
+                with torch.no_grad():
+                    vloss = float(_balanced_bce(_pair_logits(module(x, g)[0], vp), vy))
+                self.validation_scores_.append(vloss)
+                msg += f" val_loss {vloss:.4f}"
+                stop = stopper.update(vloss, module, epoch)
+            if self.verbose:
+                print(f"[VGAELinkPredictor] {msg} ({time.perf_counter() - t0:.2f}s)")
+            if stop:
+                break
+        if stopper.state is not None:
+            module.load_state_dict(stopper.state)
+        self.best_epoch_ = stopper.best_epoch
+        self.n_iter_ = epoch + 1
+        self.module_ = module.cpu().eval()
+        return self
+
+    def embed(self, X):
+        """Node embeddings ``mu`` of all nodes of ``X``'s graph, shape (n_nodes, embedding_size)."""
+        check_is_fitted(self, "module_")
+        X = _check_pairdata(X, self)
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {X.shape[1]} features, but VGAELinkPredictor is "
+                             f"expecting {self.n_features_in_} features as input.")
+        device = resolve_device(self.device)
+        module = self.module_.to(device)
+        x, g = self._tensors(X, device)
+        with torch.no_grad():
+            z = module(x, g)[0]
+        self.module_.cpu()
+        return z
+
+    def decision_function(self, X):
+        """Inner products ``z_u . z_v`` (logits of an edge) of the pairs of ``X``."""
+        z = self.embed(X)
+        pairs = torch.as_tensor(X.pairs, device=z.device)
+        with torch.no_grad():
+            return _pair_logits(z, pairs).cpu().numpy().astype(np.float64)
+
+
+def _random_non_edges(rng, n, codes, m):
+    """About ``m`` uniform random pairs (u != v) that are not edges (codes u*n+v, u<v)."""
+    u = rng.integers(0, n, size=m)
+    v = rng.integers(0, n, size=m)
+    lo, hi = np.minimum(u, v), np.maximum(u, v)
+    c = lo * n + hi
+    if len(codes):
+        pos = np.minimum(np.searchsorted(codes, c), len(codes) - 1)
+        keep = (u != v) & (codes[pos] != c)
+    else:
+        keep = u != v
+    return np.stack([lo[keep], hi[keep]], axis=1)
+
+
+# ----------------------------------------------------------------------- Hadamard
+class _EdgeHead(nn.Module):
+    """(standardised) Hadamard features -> logistic regression or MLP -> one logit."""
+
+    def __init__(self, d, hidden, dropout, mean, std):
+        super().__init__()
+        self.register_buffer("mean", mean)
+        self.register_buffer("inv_std", 1.0 / std)
+        layers, n_in = [], d
+        for h in hidden:
+            layers += [nn.Dropout(dropout), nn.Linear(n_in, h), nn.ReLU()]
+            n_in = h
+        layers += [nn.Dropout(dropout) if hidden else nn.Identity(), nn.Linear(n_in, 1)]
+        self.net = nn.Sequential(*layers)
+
+    def forward(self, z, pairs):
+        h = z[pairs[:, 0]] * z[pairs[:, 1]]
+        return self.net((h - self.mean) * self.inv_std).squeeze(1)
+
+
+class HadamardLinkPredictor(_LinkPredictorBase):
+    """Edge classifier on Hadamard products of node embeddings (paper 002's link head).
+
+    For a pair ``(u, v)`` the edge feature is ``z_u * z_v`` (element-wise),
+    where ``z`` are the node features of the graph the :class:`PairData`
+    lives on: in ``Pipeline([("hds", HDSMechanism()), ("ppr",
+    PPRPropagation()), ("link", HadamardLinkPredictor())])`` they are the
+    propagated private embeddings of paper 002, eq. (12). A logistic
+    regression (default) or an MLP on these edge features predicts the edge,
+    trained with Adam on mini-batches; the edge features are formed per batch,
+    so they never live in memory for all pairs.
+
+    Parameters
+    ----------
+    head : {"logistic", "mlp"}, default="logistic"
+        Logistic regression (paper 002 §4.1) or an MLP with
+        ``hidden_layer_sizes`` and ReLU.
+    hidden_layer_sizes : tuple of int, default=(64,)
+        Only for ``head="mlp"``.
+    loss : {"bce", "pairwise"}, default="bce"
+        ``"bce"``: binary cross-entropy (calibrated ``predict_proba``).
+        ``"pairwise"``: the pairwise ranking objective paper 002 cites,
+        ``mean softplus(s_neg - s_pos)`` over all positive/negative pairs of a
+        batch (optimises AUC; probabilities are then uncalibrated).
+    standardize : bool, default=True
+        Centre and scale each edge feature with the mean and standard
+        deviation over the training pairs (perturbed, propagated embeddings
+        can be tiny: HDS reports shrink the mean by its factor ``C``).
+    dropout : float, default=0.0
+    lr : float, default=0.01
+    weight_decay : float, default=0.0
+    epochs : int, default=100
+    batch_size : int, default=1024
+    early_stopping : bool, default=True
+        Stop after ``patience`` epochs without a lower validation loss and keep
+        the best weights; validation pairs come from ``validation_data`` or a
+        stratified ``validation_fraction`` of the training pairs.
+    validation_fraction : float, default=0.05
+    patience : int, default=10
+    device : str, default="auto"
+    random_state : int, RandomState or None
+    verbose : int, default=0
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (2,)
+    module_ : torch.nn.Module
+        The trained head (on the CPU), including the standardisation.
+    n_features_in_ : int
+    n_iter_ : int
+    loss_curve_, validation_scores_ : list of float
+    best_epoch_ : int or None
+
+    References
+    ----------
+    Paper 002 (``shared/papers/002_39ad2ffba99fc09f.txt``) §4.1 "Model
+    Implementation Details" (Hadamard edge vectors, logistic regression,
+    pairwise loss) and Table 2; eq. (12) (the embeddings). Grover & Leskovec,
+    "node2vec", KDD 2016 (Hadamard operator for edge features).
+
+    Examples
+    --------
+    >>> from sklearn.pipeline import make_pipeline
+    >>> from skldp.datasets import load_cora
+    >>> from skldp.mechanisms import HDSMechanism
+    >>> from skldp.propagation import PPRPropagation
+    >>> from skldp.model_selection import random_edge_split
+    >>> from skldp.models import HadamardLinkPredictor
+    >>> P_tr, P_va, P_te, y_tr, y_va, y_te = random_edge_split(load_cora().data,
+    ...                                                        random_state=0)
+    >>> pipe = make_pipeline(HDSMechanism(eps=1.0, k=20, feature_range=(0, 1), random_state=0),
+    ...                      PPRPropagation(alpha=0.1),
+    ...                      HadamardLinkPredictor(epochs=20, random_state=0))
+    >>> pipe.fit(P_tr, y_tr).score(P_te, y_te) > 0.6
+    True
+    """
+
+    def __init__(self, head="logistic", *, hidden_layer_sizes=(64,), loss="bce",
+                 standardize=True, dropout=0.0, lr=0.01, weight_decay=0.0, epochs=100,
+                 batch_size=1024, early_stopping=True, validation_fraction=0.05, patience=10,
+                 device="auto", random_state=None, verbose=0):
+        self.head = head
+        self.hidden_layer_sizes = hidden_layer_sizes
+        self.loss = loss
+        self.standardize = standardize
+        self.dropout = dropout
+        self.lr = lr
+        self.weight_decay = weight_decay
+        self.epochs = epochs
+        self.batch_size = batch_size
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.patience = patience
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def _validate_params(self):
+        self._validate_common()
+        _positive_int(self.batch_size, "batch_size")
+        if self.head not in ("logistic", "mlp"):
+            raise ValueError(f"head must be 'logistic' or 'mlp', got {self.head!r}.")
+        if self.loss not in ("bce", "pairwise"):
+            raise ValueError(f"loss must be 'bce' or 'pairwise', got {self.loss!r}.")
+        if not 0 <= self.dropout < 1:
+            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}.")
+        hidden = tuple(self.hidden_layer_sizes) if self.head == "mlp" else ()
+        for h in hidden:
+            _positive_int(h, "hidden_layer_sizes entries")
+        return hidden
+
+    @staticmethod
+    def _embeddings(X, device):
+        Z = X.features
+        check_finite_features(Z)
+        return to_torch_dense(Z, device)
+
+    def _moments(self, z, pairs):
+        d = z.shape[1]
+        if not self.standardize:
+            return torch.zeros(d, device=z.device), torch.ones(d, device=z.device)
+        s = torch.zeros(d, dtype=torch.float64, device=z.device)
+        s2 = torch.zeros_like(s)
+        for b in range(0, len(pairs), 8192):
+            p = pairs[b:b + 8192]
+            h = (z[p[:, 0]] * z[p[:, 1]]).double()
+            s += h.sum(0)
+            s2 += (h * h).sum(0)
+        mean = s / len(pairs)
+        std = torch.sqrt(torch.clamp(s2 / len(pairs) - mean ** 2, min=0))
+        std = torch.where(std > 1e-12 * torch.clamp(mean.abs(), min=1e-30), std,
+                          torch.ones_like(std))
+        std = torch.where(std > 0, std, torch.ones_like(std))
+        return mean.float(), std.float()
+
+    def _batch_loss(self, logits, targets):
+        if self.loss == "bce":
+            return F.binary_cross_entropy_with_logits(logits, targets)
+        pos, neg = logits[targets > 0.5], logits[targets <= 0.5]
+        if len(pos) == 0 or len(neg) == 0:
+            return logits.sum() * 0.0
+        return F.softplus(neg[None, :] - pos[:, None]).mean()
+
+    def fit(self, X, y, validation_data=None):
+        """Train the head on the pairs of ``X`` (labels ``y``: edge / non-edge).
+
+        Parameters
+        ----------
+        X : PairData
+            Training pairs; their graph's node features are the embeddings.
+        y : array-like of shape (n_pairs,)
+        validation_data : tuple (PairData, array-like), default=None
+            Validation pairs and labels for early stopping, evaluated on the
+            embeddings of ``X``'s graph (``link__validation_data`` in a pipeline).
+
+        Returns
+        -------
+        self
+        """
+        hidden = self._validate_params()
+        X, y_enc = self._encode_pairs(X, y)
+        self.n_features_in_ = X.shape[1]
+        seed = draw_seed(self.random_state)
+        torch.manual_seed(seed % (2**31))
+        rng = np.random.default_rng(seed)
+        device = resolve_device(self.device)
+        z = self._embeddings(X, device)
+        tr_pairs, tr_y, va_pairs, va_y = self._split_validation(X, y_enc, validation_data, seed)
+        tp = torch.as_tensor(tr_pairs, device=device)
+        ty = torch.as_tensor(tr_y, dtype=torch.float32, device=device)
+        mean, std = self._moments(z, tp)
+        module = _EdgeHead(X.shape[1], hidden, self.dropout, mean, std).to(device)
+        opt = torch.optim.Adam(module.parameters(), lr=self.lr, weight_decay=self.weight_decay)
+        stopper = _EarlyStopper(self.patience, 0)
+        self.loss_curve_, self.validation_scores_ = [], []
+        for epoch in range(self.epochs):
+            t0 = time.perf_counter()
+            module.train()
+            order = torch.as_tensor(rng.permutation(len(tp)), device=device)
+            total = 0.0
+            for s in range(0, len(order), self.batch_size):
+                b = order[s:s + self.batch_size]
+                opt.zero_grad()
+                loss = self._batch_loss(module(z, tp[b]), ty[b])
+                loss.backward()
+                opt.step()
+                total += float(loss.detach()) * len(b)
+            self.loss_curve_.append(total / len(order))
+            msg = f"epoch {epoch + 1} loss {self.loss_curve_[-1]:.4f}"
+            stop = False
+            if va_pairs is not None:
+                module.eval()
+                with torch.no_grad():
+                    logits = _chunked_logits(module, z, torch.as_tensor(va_pairs, device=device))
+                    vloss = float(self._batch_loss(
+                        logits, torch.as_tensor(va_y, dtype=torch.float32, device=device)))
+                self.validation_scores_.append(vloss)
+                msg += f" val_loss {vloss:.4f}"
+                stop = self.early_stopping and stopper.update(vloss, module, epoch)
+            if self.verbose:
+                print(f"[HadamardLinkPredictor] {msg} ({time.perf_counter() - t0:.2f}s)")
+            if stop:
+                break
+        if stopper.state is not None:
+            module.load_state_dict(stopper.state)
+        self.best_epoch_ = stopper.best_epoch
+        self.n_iter_ = epoch + 1
+        self.module_ = module.cpu().eval()
+        return self
+
+    def decision_function(self, X):
+        """Logit of an edge for each pair of ``X``."""
+        check_is_fitted(self, "module_")
+        X = _check_pairdata(X, self)
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {X.shape[1]} features, but HadamardLinkPredictor is "
+                             f"expecting {self.n_features_in_} features as input.")
+        device = resolve_device(self.device)
+        module = self.module_.to(device)
+        z = self._embeddings(X, device)
+        with torch.no_grad():
+            out = _chunked_logits(module, z, torch.as_tensor(X.pairs, device=device))
+        self.module_.cpu()
+        return out.cpu().numpy().astype(np.float64)
+
+
+def _chunked_logits(module, z, pairs, chunk=8192):
+    if len(pairs) == 0:
+        return z.new_zeros(0)
+    return torch.cat([module(z, pairs[s:s + chunk]) for s in range(0, len(pairs), chunk)])
