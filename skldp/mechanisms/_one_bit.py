@@ -79,7 +79,7 @@ def _check_int_param(value, name, d, allow_none=True):
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an integer in 1..{d} or None, got {value!r}.")
     if not 1 <= int(value) <= d:
-        raise ValueError(f"{name} must be in 1..{d} (the number of features), got {value}.")
+        raise ValueError(f"{name} must be in 1..{d} (n_features={d}), got {value}.")
     return int(value)
 
 
