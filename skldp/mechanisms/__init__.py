@@ -5,6 +5,8 @@ from ._multi_bit import MultiBitMechanism
 from ._one_bit import OneBitMechanism
 from ._piecewise import PiecewiseMechanism
 from ._square_wave import HDSMechanism
+from ._edge_rr import EdgeRR
 
 __all__ = ["LaplaceMechanism", "MultiBitMechanism", "OneBitMechanism", "PiecewiseMechanism",
-           "HDSMechanism"]
+           "HDSMechanism",
+           "EdgeRR"]

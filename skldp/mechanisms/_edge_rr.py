@@ -1,0 +1,366 @@
+"""Edge local differential privacy: randomized response on each user's adjacency list."""
+
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.stats import binom
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
+
+from ..base import GraphTransformerMixin
+from ..utils._random import (_GOLDEN, _mix, _row_keys, _to_unit, draw_seed, node_uniforms,
+                             node_uniforms_ragged)
+from ..utils.validation import check_eps, check_graph_data
+
+__all__ = ["EdgeRR", "randomized_adjacency_lists"]
+
+_SYMMETRIZE = ("or", "and", "directed")
+_BLOCK_DRAWS = 1 << 22  # candidate targets drawn per block of users (bounds temporary memory)
+# streams of the per-user randomness (independent quantities)
+_S_KEEP, _S_COUNT, _S_TARGET0 = 0, 1, 2
+_MAX_ROUNDS = 64
+
+
+def _flip_probability(eps):
+    """1 / (1 + e^eps), the probability of flipping one bit (paper 003 eq. (5))."""
+    return 0.0 if np.isinf(eps) else float(1.0 / (1.0 + np.exp(eps)))
+
+
+def randomized_adjacency_lists(A, keys, eps, seed):
+    """Randomized response on every row of a 0/1 CSR adjacency, without densifying.
+
+    Row ``i`` is user ``i``'s adjacency list (a bit per other user). Each bit
+    is flipped with probability ``q = 1 / (1 + e^eps)``: a true neighbour is
+    kept with probability ``1 - q`` and each of the ``n - 1 - deg(i)``
+    non-neighbours (self excluded) is added with probability ``q``. The number
+    of added neighbours is drawn from its binomial law by the inverse CDF of
+    one per-user uniform; the added targets are distinct uniform draws among
+    the user's non-neighbours, found by rejection in vectorised rounds (only
+    users with a shortfall draw again). Every draw is keyed by
+    ``(seed, keys[i])``, so a user's report depends only on the seed, its key
+    and its own list.
+
+    Parameters
+    ----------
+    A : CSR matrix of shape (n, n)
+        0/1 adjacency without self loops, sorted indices.
+    keys : ndarray of uint64, shape (n,)
+        Per-user keys.
+    eps : float
+        Budget per user (> 0; ``inf`` returns ``A``'s pattern).
+    seed : int
+        The collection's seed.
+
+    Returns
+    -------
+    R : CSR matrix of shape (n, n), float32 ones, sorted indices
+        The reported lists (directed: row ``i`` is user ``i``'s report).
+    """
+    A = sp.csr_matrix(A)
+    n = A.shape[0]
+    q = _flip_probability(eps)
+    indptr, indices = A.indptr.astype(np.int64), A.indices.astype(np.int64)
+    deg = np.diff(indptr)
+    keys = np.asarray(keys, dtype=np.uint64)
+    # 1) keep each true bit with probability 1 - q; the draw is keyed by the pair of user keys
+    rows_true = np.repeat(np.arange(n), deg)
+    keep = _pair_uniforms(seed, keys[rows_true], keys[indices], _S_KEEP) >= q
+    kept_idx = indices[keep]
+    # 2) number of flipped-in non-edges per user: Binomial(n - 1 - deg, q), inverse CDF
+    n_free = n - 1 - deg
+    n_add = np.zeros(n, dtype=np.int64)
+    if q > 0:
+        u = node_uniforms(seed, keys, 1, stream=_S_COUNT)[:, 0]
+        todo = n_free > 0
+        n_add[todo] = binom.ppf(u[todo], n_free[todo], q).astype(np.int64)
+        np.minimum(n_add, n_free, out=n_add)
+    # 3) distinct targets, block by block of users
+    # targets are drawn as ranks in the order of the user keys, so that reports do not
+    # depend on the order in which users are stored
+    by_key = np.argsort(keys, kind="stable")
+    rows_out, cols_out = [], []
+    csum = np.cumsum(n_add)
+    start = 0
+    while start < n:
+        base = csum[start - 1] if start else 0
+        stop = int(np.searchsorted(csum, base + _BLOCK_DRAWS, side="right"))
+        stop = min(n, max(stop, start + 1))
+        r, c = _draw_targets(seed, keys, by_key, indptr, indices, n, start, stop,
+                             n_add[start:stop], n_free[start:stop])
+        rows_out.append(r)
+        cols_out.append(c)
+        start = stop
+    add_rows = np.concatenate(rows_out) if rows_out else np.zeros(0, np.int64)
+    add_cols = np.concatenate(cols_out) if cols_out else np.zeros(0, np.int64)
+    # 4) assemble: kept true edges + added edges, per row (rows are disjoint sets)
+    kept_rows = rows_true[keep]
+    rows = np.concatenate([kept_rows, add_rows])
+    cols = np.concatenate([kept_idx, add_cols])
+    order = np.lexsort((cols, rows))
+    idx_dtype = np.int32 if n < 2**31 and len(rows) < 2**31 else np.int64
+    counts = np.bincount(rows, minlength=n)
+    new_indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(counts, out=new_indptr[1:])
+    R = sp.csr_matrix((np.ones(len(rows), dtype=np.float32), cols[order].astype(idx_dtype),
+                       new_indptr.astype(idx_dtype)), shape=(n, n))
+    R.has_sorted_indices = True
+    return R
+
+
+def _pair_uniforms(seed, ukeys, vkeys, stream):
+    """One uniform per (user, other user) pair of keys, a pure function of both keys."""
+    with np.errstate(over="ignore"):
+        return _to_unit(_mix(_row_keys(seed, ukeys, stream) + _mix(vkeys + _GOLDEN) * _GOLDEN))
+
+
+def _draw_targets(seed, keys, by_key, indptr, indices, n, start, stop, need, n_free):
+    """Distinct uniform non-neighbour targets for users start..stop-1 (vectorised rounds)."""
+    users = np.arange(start, stop)
+    got_rows, got_cols = [], []
+    have = np.zeros(len(users), dtype=np.int64)
+    # sorted codes of the users' true edges and self pairs, to reject them
+    lo, hi = indptr[start], indptr[stop]
+    true_codes = (np.repeat(users, np.diff(indptr[start:stop + 1])) * n + indices[lo:hi])
+    forbidden = np.sort(np.concatenate([true_codes, users * n + users]))  # disjoint sets
+    accepted = np.zeros(0, dtype=np.int64)  # sorted codes accepted so far
+    for rnd in range(_MAX_ROUNDS):
+        short = need - have
+        active = short > 0
+        if not active.any():
+            break
+        # expected acceptance rate (free slots still open / n); draw a little more than needed
+        open_slots = np.maximum(n_free - have, 1)
+        rate = open_slots / n
+        draws = np.where(active, np.ceil(short / rate * 1.1).astype(np.int64) + 2, 0)
+        u = node_uniforms_ragged(seed, keys[users], draws, stream=_S_TARGET0 + rnd)
+        owner = np.repeat(np.arange(len(users)), draws)
+        cand = by_key[np.minimum((u * n).astype(np.int64), n - 1)]
+        codes = users[owner] * n + cand
+        # reject self loops, true neighbours and targets accepted in earlier rounds
+        ok = ~_isin_sorted(codes, forbidden) & ~_isin_sorted(codes, accepted)
+        owner, codes = owner[ok], codes[ok]
+        # keep the first occurrence of each code (draw order), then the first `short` per user
+        first = _first_occurrences(codes)
+        owner, codes = owner[first], codes[first]
+        rank = np.arange(len(owner)) - np.searchsorted(owner, owner, side="left")
+        take = rank < short[owner]
+        owner, codes = owner[take], codes[take]
+        have += np.bincount(owner, minlength=len(users))
+        accepted = np.sort(np.concatenate([accepted, codes]))  # disjoint
+        got_rows.append(users[owner])
+        got_cols.append(codes % n)
+    else:  # pragma: no cover - needs an astronomically unlucky seed
+        raise RuntimeError("EdgeRR: target sampling did not converge.")
+    if not got_rows:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return np.concatenate(got_rows), np.concatenate(got_cols)
+
+
+def _first_occurrences(codes):
+    """Positions (increasing) of the first occurrence of each distinct value."""
+    if len(codes) == 0:
+        return np.zeros(0, dtype=np.int64)
+    order = np.argsort(codes, kind="stable")
+    sc = codes[order]
+    new = np.empty(len(sc), dtype=bool)
+    new[0] = True
+    np.not_equal(sc[1:], sc[:-1], out=new[1:])
+    return np.sort(order[new])
+
+
+def _isin_sorted(x, sorted_ref):
+    if len(sorted_ref) == 0:
+        return np.zeros(len(x), dtype=bool)
+    pos = np.searchsorted(sorted_ref, x)
+    pos[pos == len(sorted_ref)] = 0
+    return sorted_ref[pos] == x
+
+
+class EdgeRR(GraphTransformerMixin, BaseEstimator):
+    r"""Edge local DP: every user randomizes their own adjacency list (randomized response).
+
+    User ``i`` holds the bit vector ``a_i`` (``a_ij = 1`` iff ``j`` is a
+    neighbour, ``j != i``) and reports ``a'_i`` where each bit is flipped
+    independently with probability (paper 003, eq. (5))
+
+    .. math:: q = \frac{1}{1 + e^{\epsilon}}, \qquad
+              P(a'_{ij} = a_{ij}) = 1 - q = \frac{e^{\epsilon}}{1 + e^{\epsilon}},
+
+    so two lists differing in one bit give report probabilities whose ratio
+    is at most ``(1 - q) / q = e^eps`` (eq. (6)): eps-edge LDP per user.
+
+    The dense ``n x n`` matrix is never formed: a true edge is kept with
+    probability ``1 - q``, the number of flipped-in non-edges of a user is
+    drawn from ``Binomial(n - 1 - deg, q)`` and that many distinct targets
+    are sampled among the non-neighbours. Cost and memory grow with
+    ``nnz + n (n - 1) q`` (edges plus expected flips), not with ``n^2``.
+    Every draw is a pure function of ``(seed_, node id)`` (DESIGN.md §2):
+    one collection per fit, the same report at fit and predict time.
+
+    The transformer returns a view of the same rows whose adjacency is the
+    server's graph built from the reports (``GraphData.with_adjacency``);
+    features are untouched (chain a feature mechanism for those).
+
+    Parameters
+    ----------
+    eps : float
+        Per-user edge budget (> 0; ``inf`` reports the true lists).
+    symmetrize : {"or", "and", "directed"}, default="or"
+        How the server turns the directed reports into its graph.
+
+        - ``"directed"``: keep the reports as they are; row ``i`` of the
+          adjacency is user ``i``'s report (an asymmetric graph; e.g. GCN
+          normalises by out-degree). This is what the paper's numbers
+          describe (Cora, eps=7: average degree 3.9 -> 6.35).
+        - ``"or"``: ``{i, j}`` is an edge if either endpoint reported it
+          (about twice as many noise edges as ``"directed"``; a true edge
+          survives unless both endpoints drop it).
+        - ``"and"``: ``{i, j}`` is an edge only if both reported it (noise
+          edges fall to about ``q^2 n^2 / 2``, true edges survive with
+          probability ``(1 - q)^2``).
+
+        OR and AND are post-processing of the two endpoints' reports: each
+        user's own list is still protected at ``eps`` (``epsilon_ = eps``).
+        An edge ``{i, j}`` appears in both users' lists, so the *pair* of
+        reports about one edge spends ``2 eps`` for that edge, whatever the
+        server does with them; this is inherent to edge LDP on adjacency
+        lists, not to the symmetrisation.
+    binarize : bool, default=False
+        A user's list is 0/1. Weighted adjacency raises an error unless
+        ``binarize=True``, which treats every positive weight as an edge.
+        Likewise an asymmetric input is only accepted with
+        ``symmetrize="directed"`` (row ``i`` is user ``i``'s list); otherwise
+        symmetrise it first (``A.maximum(A.T)``).
+    random_state : int, RandomState, Generator or None, default=None
+        Seed of the collection; ``None`` draws a new collection at each fit.
+
+    Attributes
+    ----------
+    seed_ : int
+        Seed of this collection.
+    epsilon_ : float
+        Per-user guarantee, ``eps``.
+    protects_ : tuple of str
+        ``("edges",)``.
+    flip_probability_ : float
+        ``1 / (1 + e^eps)``.
+    n_features_in_ : int
+
+    References
+    ----------
+    Paper 003 (``shared/papers/003_5a1a374306e1d553.txt``, Solitude), §III-A-1,
+    eqs. (5)-(6), Theorem 1.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from skldp import GraphData
+    >>> from skldp.mechanisms import EdgeRR
+    >>> A = sp.random(200, 200, density=0.02, random_state=0)
+    >>> A = ((A + A.T) > 0).astype(float); A.setdiag(0); A.eliminate_zeros()
+    >>> G = GraphData(np.zeros((200, 2)), A)
+    >>> Gr = EdgeRR(eps=4.0, random_state=0).fit_transform(G)
+    >>> Gr.adjacency.shape, Gr.is_symmetric()
+    ((200, 200), True)
+    """
+
+    _graph_requirements = {"require_adjacency": True}
+
+    def __init__(self, eps=1.0, *, symmetrize="or", binarize=False, random_state=None):
+        self.eps = eps
+        self.symmetrize = symmetrize
+        self.binarize = binarize
+        self.random_state = random_state
+
+    def fit(self, X, y=None):
+        """Validate the parameters and the graph, draw the collection's seed."""
+        G = check_graph_data(X, self, require_adjacency=True)
+        self._check_params()
+        self._lists(G)
+        self.n_features_in_ = G.shape[1]
+        self.seed_ = draw_seed(self.random_state)
+        self.epsilon_ = float(self.eps)
+        self.flip_probability_ = _flip_probability(float(self.eps))
+        self.protects_ = ("edges",)
+        return self
+
+    def transform(self, X):
+        """A view of the same rows over the server's randomized graph."""
+        check_is_fitted(self, "seed_")
+        return super().transform(X)
+
+    def _check_params(self):
+        check_eps(self.eps)
+        if self.symmetrize not in _SYMMETRIZE:
+            raise ValueError(f"symmetrize must be one of {_SYMMETRIZE}, got {self.symmetrize!r}.")
+        if not isinstance(self.binarize, (bool, np.bool_)):
+            raise TypeError(f"binarize must be a bool, got {self.binarize!r}.")
+
+    def _lists(self, G):
+        """The users' 0/1 adjacency lists (CSR), after the input checks."""
+        A = G.require_adjacency(type(self).__name__)
+        n = A.shape[0]
+        if n < 2:
+            raise ValueError("EdgeRR needs a graph of at least 2 nodes (an adjacency list "
+                             f"over the other users); got {n}.")
+        if A.nnz and A.diagonal().any():
+            raise ValueError("The adjacency has self loops; an adjacency list holds other "
+                             "users only. Remove them first (A.setdiag(0); A.eliminate_zeros()).")
+        if A.nnz and np.any(A.data != 1):
+            if not self.binarize:
+                raise ValueError("EdgeRR needs a 0/1 adjacency (each user's list is a bit "
+                                 "vector), but it has weights other than 1. Pass "
+                                 "binarize=True to treat every positive weight as an edge.")
+            A = A.copy()
+            A.data[:] = 1.0
+        if self.symmetrize != "directed" and not G.is_symmetric():
+            raise ValueError("EdgeRR(symmetrize=%r) needs an undirected (symmetric) adjacency, "
+                             "since both endpoints report an edge. Symmetrise it first "
+                             "(A.maximum(A.T)) or use symmetrize='directed', where row i is "
+                             "user i's list." % self.symmetrize)
+        return A
+
+    def _transform_graph(self, G):
+        A = self._lists(G)
+        R = randomized_adjacency_lists(A, G.node_keys, float(self.eps), self.seed_)
+        if self.symmetrize == "or":
+            R = R.maximum(R.T.tocsr())
+        elif self.symmetrize == "and":
+            R = R.multiply(R.T.tocsr())
+        return G.with_adjacency(sp.csr_matrix(R, dtype=np.float32))
+
+    def expected_n_edges(self, n_nodes, n_edges):
+        """Expected number of stored (directed) entries of the server's adjacency.
+
+        Parameters
+        ----------
+        n_nodes : int
+            Number of users ``n``.
+        n_edges : int
+            Number of undirected true edges ``m`` (``2 m`` directed list entries).
+
+        Returns
+        -------
+        float
+            ``directed``: ``2m(1-q) + (n(n-1) - 2m) q``; ``or``: twice the
+            expected number of pairs with at least one report; ``and``: twice
+            the expected number of pairs reported by both.
+        """
+        if not isinstance(n_nodes, numbers.Integral) or n_nodes < 2:
+            raise ValueError(f"n_nodes must be an integer >= 2, got {n_nodes!r}.")
+        q = _flip_probability(check_eps(self.eps))
+        pairs = n_nodes * (n_nodes - 1) / 2.0
+        m = float(n_edges)
+        if self.symmetrize == "directed":
+            return 2 * m * (1 - q) + (2 * pairs - 2 * m) * q
+        if self.symmetrize == "or":
+            return 2 * (m * (1 - q * q) + (pairs - m) * (1 - (1 - q) ** 2))
+        if self.symmetrize == "and":
+            return 2 * (m * (1 - q) ** 2 + (pairs - m) * q * q)
+        raise ValueError(f"symmetrize must be one of {_SYMMETRIZE}, got {self.symmetrize!r}.")
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = self.random_state is None
+        return tags

@@ -1,0 +1,171 @@
+"""Feature and label smoothing of Solitude (paper 003, eqs. (11) and (12))."""
+
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator
+
+from ..base import GraphTransformerMixin
+
+__all__ = ["FeatureSmoothing", "smooth_features", "smooth_labels"]
+
+
+def _check_steps(steps, name="steps"):
+    if isinstance(steps, bool) or not isinstance(steps, numbers.Integral) or steps < 0:
+        raise ValueError(f"{name} must be a non-negative integer, got {steps!r}.")
+    return int(steps)
+
+
+def _mean_operator(A, self_loops):
+    """Row-normalised ``D^-1 A`` (eq. (11)); a node without neighbours keeps its own row."""
+    A = sp.csr_matrix(A, dtype=np.float64)
+    n = A.shape[0]
+    if self_loops:
+        A = A + sp.eye(n, format="csr")
+    deg = np.asarray(A.sum(axis=1)).ravel()
+    isolated = deg == 0
+    if isolated.any():
+        A = A + sp.diags(isolated.astype(np.float64), format="csr")
+        deg = np.where(isolated, 1.0, deg)
+    return sp.csr_matrix(sp.diags(1.0 / deg) @ A)
+
+
+def _sym_operator(A, self_loops):
+    """``D^-1/2 A D^-1/2`` (eq. (12)); a node without neighbours keeps its own row."""
+    A = sp.csr_matrix(A, dtype=np.float64)
+    n = A.shape[0]
+    if self_loops:
+        A = A + sp.eye(n, format="csr")
+    deg_out = np.asarray(A.sum(axis=1)).ravel()
+    deg_in = np.asarray(A.sum(axis=0)).ravel()
+    isolated = (deg_out == 0) & (deg_in == 0)
+    if isolated.any():
+        A = A + sp.diags(isolated.astype(np.float64), format="csr")
+        deg_out = np.where(isolated, 1.0, deg_out)
+        deg_in = np.where(isolated, 1.0, deg_in)
+    with np.errstate(divide="ignore"):
+        r = np.where(deg_out > 0, deg_out ** -0.5, 0.0)
+        c = np.where(deg_in > 0, deg_in ** -0.5, 0.0)
+    return sp.csr_matrix(sp.diags(r) @ A @ sp.diags(c))
+
+
+def smooth_features(X, A, steps=2, self_loops=False):
+    """Feature smoothing (paper 003, eq. (11)), applied ``steps`` times.
+
+    Each step replaces a node's features with the mean of its neighbours'
+    features, ``X <- D^-1 A X`` (with ``A + I`` if ``self_loops``). Nodes
+    without neighbours keep their features. Sparse ``X`` stays sparse.
+
+    Parameters
+    ----------
+    X : ndarray or sparse matrix of shape (n_nodes, n_features)
+    A : sparse matrix of shape (n_nodes, n_nodes)
+        The (server's) adjacency; row ``i`` lists the neighbours of ``i``.
+    steps : int, default=2
+        Number of aggregation steps ``K_x`` (0 returns ``X``).
+    self_loops : bool, default=False
+        Include each node in its own mean.
+
+    Returns
+    -------
+    Z : same type as X
+    """
+    steps = _check_steps(steps)
+    if steps == 0:
+        return X
+    T = _mean_operator(A, self_loops)
+    Z = X
+    for _ in range(steps):  # a loop over steps, not nodes
+        Z = T @ Z
+    return sp.csr_matrix(Z) if sp.issparse(X) else np.asarray(Z)
+
+
+def smooth_labels(Y, A, steps=2, self_loops=True):
+    """Label smoothing (paper 003, eq. (12)), applied ``steps`` times.
+
+    Each step computes ``P_i <- sum_{j in N(i)} P_j / sqrt(|N(i)| |N(j)|)``,
+    i.e. ``P <- D^-1/2 A D^-1/2 P``, starting from ``Y`` (one-hot rows for
+    the labelled nodes, zero rows for the others). The result is returned
+    as a distribution per row (rows normalised to sum to 1); a row that
+    received no label mass keeps its original value.
+
+    Parameters
+    ----------
+    Y : ndarray of shape (n_nodes, n_classes)
+        Initial label matrix (one-hot for labelled nodes, zeros elsewhere).
+    A : sparse matrix of shape (n_nodes, n_nodes)
+    steps : int, default=2
+        Number of propagation steps ``K_y`` (0 returns ``Y``).
+    self_loops : bool, default=True
+        Use ``A + I`` so that a node's own label keeps weight (with ``False``
+        a labelled node is described by its neighbours only, as in eq. (12)).
+
+    Returns
+    -------
+    P : ndarray of shape (n_nodes, n_classes)
+    """
+    steps = _check_steps(steps)
+    Y = np.asarray(Y, dtype=np.float64)
+    if Y.ndim != 2 or Y.shape[0] != A.shape[0]:
+        raise ValueError(f"Y must have shape (n_nodes={A.shape[0]}, n_classes), got {Y.shape}.")
+    if steps == 0:
+        return Y.copy()
+    T = _sym_operator(A, self_loops)
+    P = Y
+    for _ in range(steps):
+        P = T @ P
+    s = P.sum(axis=1, keepdims=True)
+    return np.where(s > 0, P / np.where(s > 0, s, 1.0), Y)
+
+
+class FeatureSmoothing(GraphTransformerMixin, BaseEstimator):
+    """Feature smoothing of Solitude: ``K_x`` steps of neighbour averaging (eq. (11)).
+
+    ``X_i <- (1 / |N(i)|) sum_{j in N(i)} X_j``, repeated ``steps`` times
+    over the whole graph (the server's, e.g. the output of
+    :class:`~skldp.mechanisms.EdgeRR`), then the rows of the input view are
+    returned. It is post-processing of the users' reports and spends no
+    privacy budget. The number of steps must be tuned: too many over-smooth.
+    Equivalent to LPGNN's KProp with the mean aggregator.
+
+    Parameters
+    ----------
+    steps : int, default=2
+        Number of aggregation steps ``K_x`` (the paper searches {0, 2, 4, 8}).
+    self_loops : bool, default=False
+        Include each node in its own mean (eq. (11) averages neighbours only).
+
+    Attributes
+    ----------
+    n_features_in_ : int
+
+    References
+    ----------
+    Paper 003 (``shared/papers/003_5a1a374306e1d553.txt``), §III-B-3, eq. (11).
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from skldp import GraphData
+    >>> from skldp.propagation import FeatureSmoothing
+    >>> A = sp.csr_array(np.array([[0, 1, 1], [1, 0, 0], [1, 0, 0]]))
+    >>> G = GraphData(np.array([[0.], [3.], [6.]]), A)
+    >>> np.asarray(FeatureSmoothing(steps=1).fit_transform(G)).ravel()
+    array([4.5, 0. , 0. ])
+    """
+
+    _graph_requirements = {"require_adjacency": True}
+
+    def __init__(self, steps=2, *, self_loops=False):
+        self.steps = steps
+        self.self_loops = self_loops
+
+    def fit(self, X, y=None):
+        """Check the input and the number of steps."""
+        _check_steps(self.steps)
+        return super().fit(X, y)
+
+    def _transform_graph(self, G):
+        return G.with_features(smooth_features(G.features, G.adjacency, self.steps,
+                                               self.self_loops))

@@ -1,0 +1,101 @@
+"""Tests of Solitude's feature smoothing (eq. (11)) and label smoothing (eq. (12))."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.pipeline import Pipeline
+
+from skldp import GraphData
+from skldp.propagation import FeatureSmoothing, smooth_features, smooth_labels
+
+
+def _graph(seed=0, n=30):
+    rng = np.random.default_rng(seed)
+    A = (rng.random((n, n)) < 0.15).astype(float)
+    A = np.triu(A, 1)
+    A = A + A.T
+    A[0, :] = A[:, 0] = 0  # node 0 is isolated
+    return A, rng.normal(size=(n, 4))
+
+
+def _explicit_mean(A, X):
+    out = np.empty_like(X)
+    for i in range(len(A)):
+        nb = np.flatnonzero(A[i])
+        out[i] = X[nb].mean(axis=0) if len(nb) else X[i]
+    return out
+
+
+@pytest.mark.parametrize("steps", [1, 3])
+def test_feature_smoothing_matches_eq11(steps):
+    A, X = _graph()
+    expected = X
+    for _ in range(steps):
+        expected = _explicit_mean(A, expected)
+    Z = smooth_features(X, sp.csr_matrix(A), steps)
+    np.testing.assert_allclose(Z, expected, atol=1e-12)
+    assert np.allclose(Z[0], X[0])  # isolated node keeps its features
+    G = GraphData(X, sp.csr_matrix(A))
+    out = FeatureSmoothing(steps=steps).fit(G[:5]).transform(G[[4, 2]])
+    np.testing.assert_allclose(np.asarray(out), expected[[4, 2]], atol=1e-12)
+
+
+def test_feature_smoothing_self_loops_sparse_and_zero_steps():
+    A, X = _graph(1)
+    Asl = A + np.eye(len(A))
+    Z = smooth_features(X, sp.csr_matrix(A), 1, self_loops=True)
+    np.testing.assert_allclose(Z, _explicit_mean(Asl, X), atol=1e-12)
+    Xs = sp.csr_matrix(np.where(np.abs(X) > 1, X, 0))
+    Zs = smooth_features(Xs, sp.csr_matrix(A), 2)
+    assert sp.issparse(Zs)
+    np.testing.assert_allclose(Zs.toarray(), smooth_features(Xs.toarray(), sp.csr_matrix(A), 2))
+    assert smooth_features(X, sp.csr_matrix(A), 0) is X
+
+
+def test_label_smoothing_matches_eq12():
+    A, _ = _graph(2)
+    n, k = len(A), 3
+    y = np.arange(n) % k
+    Y = np.eye(k)[y]
+    Y[n // 2:] = 0  # unlabelled nodes
+    deg = A.sum(1)
+    P = np.zeros_like(Y)
+    for i in range(n):
+        for j in np.flatnonzero(A[i]):
+            P[i] += Y[j] / np.sqrt(deg[i] * deg[j])
+    s = P.sum(1, keepdims=True)
+    expected = np.where(s > 0, P / np.where(s > 0, s, 1), Y)
+    out = smooth_labels(Y, sp.csr_matrix(A), 1, self_loops=False)
+    np.testing.assert_allclose(out, expected, atol=1e-12)
+    out2 = smooth_labels(Y, sp.csr_matrix(A), 4)
+    rows = out2.sum(1)
+    assert np.all((np.abs(rows - 1) < 1e-9) | (rows == 0))
+    # on a graph of two cliques, smoothing recovers the clique of unlabelled nodes
+    B = np.kron(np.eye(2), np.ones((10, 10))) - np.eye(20)
+    yb = np.repeat([0, 1], 10)
+    Yb = np.eye(2)[yb]
+    Yb[::2] = 0
+    pred = smooth_labels(Yb, sp.csr_matrix(B), 2).argmax(1)
+    assert np.array_equal(pred, yb)
+
+
+def test_bad_steps_and_shapes():
+    A, X = _graph()
+    G = GraphData(X, sp.csr_matrix(A))
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ValueError, match="steps"):
+            FeatureSmoothing(steps=bad).fit(G)
+    with pytest.raises(ValueError, match="Y must"):
+        smooth_labels(np.zeros((3, 2)), sp.csr_matrix(A), 1)
+    with pytest.raises(ValueError, match="adjacency"):
+        FeatureSmoothing().fit(GraphData(X))
+
+
+def test_in_pipeline_with_edge_rr():
+    from skldp.mechanisms import EdgeRR
+    A, X = _graph()
+    G = GraphData(X, sp.csr_matrix(A))
+    pipe = Pipeline([("rr", EdgeRR(3.0, random_state=0)), ("fs", FeatureSmoothing(steps=2))])
+    out = pipe.fit_transform(G[:10])
+    Gr = EdgeRR(3.0, random_state=0).fit_transform(G)
+    np.testing.assert_allclose(np.asarray(out), smooth_features(X, Gr.adjacency, 2)[:10])
