@@ -1,5 +1,7 @@
 """Local DP mechanisms for features, labels and edges (one private module per family)."""
 
+from ._grr import (FeatureGrouper, GRRFSMechanism, discretize, group_features,
+                   grrfs_epsilon, quantile_bin_edges)
 from ._laplace import LaplaceMechanism
 from ._multi_bit import MultiBitMechanism
 from ._one_bit import OneBitMechanism
@@ -9,4 +11,6 @@ from ._edge_rr import EdgeRR
 
 __all__ = ["LaplaceMechanism", "MultiBitMechanism", "OneBitMechanism", "PiecewiseMechanism",
            "HDSMechanism",
-           "EdgeRR"]
+           "EdgeRR",
+           "GRRFSMechanism", "FeatureGrouper", "discretize", "group_features", "grrfs_epsilon",
+           "quantile_bin_edges"]

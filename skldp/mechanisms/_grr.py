@@ -1,0 +1,493 @@
+"""Generalized randomized response with feature sampling (GRR-FS, paper 001 §IV-A).
+
+Also holds the categorical preprocessing the mechanism needs: public-bin
+discretisation of continuous columns (:func:`discretize`,
+:func:`quantile_bin_edges`) and the paper's feature grouping that sums blocks
+of binary columns and binarises them (:func:`group_features`,
+:class:`FeatureGrouper`).
+"""
+
+import numbers
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_array, check_is_fitted
+
+from .._graph_data import GraphData
+from ..base import GraphTransformerMixin, LDPMechanism
+from ..exceptions import PrivacyLeakWarning
+from ..utils import node_uniforms, sample_k_of_d
+from ..utils._random import draw_seed
+from ..utils.validation import check_eps, check_finite_features
+
+__all__ = ["GRRFSMechanism", "grrfs_epsilon", "grr_probabilities", "group_features",
+           "FeatureGrouper", "discretize", "quantile_bin_edges"]
+
+_BLOCK_ENTRIES = 1 << 22  # rows x columns per block: bounds temporaries to ~32 MB
+
+
+def grr_probabilities(eps, c):
+    """Keep and flip probabilities ``(p, q)`` of GRR on a domain of size ``c``.
+
+    ``p = e^eps / (e^eps + c - 1)`` (report the true value), ``q = 1 / (e^eps +
+    c - 1)`` (report one given other value); ``eps = inf`` gives ``(1, 0)``.
+    Works elementwise on arrays of domain sizes.
+    """
+    c = np.asarray(c, dtype=np.float64)
+    if np.isinf(eps):
+        return np.ones_like(c), np.zeros_like(c)
+    e = np.exp(eps)
+    return e / (e + c - 1.0), 1.0 / (e + c - 1.0)
+
+
+def grrfs_epsilon(eps, m, d):
+    """Theorem 1 of paper 001: GRR-FS is ``ln(1 + (m/d)(e^(m eps) - 1))``-LDP.
+
+    Examples
+    --------
+    >>> round(grrfs_epsilon(1.0, 10, 53), 2)   # CiteSeer after grouping (d = 53)
+    8.33
+    """
+    if np.isinf(eps):
+        return np.inf
+    return float(np.log1p((m / d) * np.expm1(m * eps)))
+
+
+def _column_name(names, j):
+    return f"column {j}" if names is None else f"column {j} ({names[j]!r})"
+
+
+def _dense_block(X, rows):
+    B = X[rows]
+    return B.toarray() if sp.issparse(B) else np.asarray(B, dtype=np.float64)
+
+
+def _row_blocks(n, d):
+    step = max(1, _BLOCK_ENTRIES // max(d, 1))
+    for s in range(0, n, step):
+        yield slice(s, min(n, s + step))
+
+
+# --------------------------------------------------------------------------- preprocessing
+def quantile_bin_edges(X, n_bins=4, columns=None):
+    """Inner bin edges at the empirical quantiles of some columns.
+
+    Paper 001 (§V-A1) discretises the numerical attributes of German and
+    Student "based on the quantile distribution of their values". Edges read
+    from the private data leak information about it, so this function warns
+    with :class:`~skldp.exceptions.PrivacyLeakWarning`; use public edges
+    (census quantiles, round numbers) in deployment.
+
+    Parameters
+    ----------
+    X : array-like or sparse matrix of shape (n, d)
+    n_bins : int, default=4
+    columns : array-like of int or None
+        Columns to bin; ``None`` = all.
+
+    Returns
+    -------
+    edges : dict {column: ndarray}
+        Strictly increasing inner edges (at most ``n_bins - 1`` of them) per column.
+    """
+    warnings.warn("quantile_bin_edges reads bin edges from the private data, which leaks "
+                  "information about it; pass public edges in deployment.",
+                  PrivacyLeakWarning, stacklevel=2)
+    X = X.toarray() if sp.issparse(X) else np.asarray(X, dtype=np.float64)
+    cols = range(X.shape[1]) if columns is None else columns
+    qs = np.linspace(0, 1, n_bins + 1)[1:-1]
+    return {int(j): np.unique(np.quantile(X[:, j], qs)) for j in cols}
+
+
+def discretize(X, bin_edges):
+    """Map continuous columns to bin codes with public inner edges.
+
+    Column ``j`` in ``bin_edges`` becomes ``np.digitize(x, edges_j)``, an
+    integer code in ``0..len(edges_j)`` (``x < edges[0]`` is bin 0, ``x >=
+    edges[-1]`` the last bin); other columns are returned unchanged.
+
+    Parameters
+    ----------
+    X : array-like or sparse matrix of shape (n, d)
+    bin_edges : dict {column: array-like} or list of (array-like or None)
+        Public, increasing inner edges per column.
+
+    Returns
+    -------
+    codes : ndarray of shape (n, d), float64
+    """
+    X = X.toarray() if sp.issparse(X) else np.array(X, dtype=np.float64)
+    items = bin_edges.items() if isinstance(bin_edges, dict) else enumerate(bin_edges)
+    for j, edges in items:
+        if edges is None:
+            continue
+        edges = np.asarray(edges, dtype=np.float64)
+        if edges.ndim != 1 or np.any(np.diff(edges) <= 0):
+            raise ValueError(f"bin edges of column {j} must be a strictly increasing 1-D array.")
+        X[:, j] = np.digitize(X[:, j], edges)
+    return X
+
+
+def group_features(X, group_size):
+    """Sum consecutive blocks of ``group_size`` columns and binarise (paper 001 §V-A1).
+
+    Column ``g`` of the output is 1 when any of the input columns
+    ``g*group_size .. (g+1)*group_size - 1`` is non-zero, else 0; the last
+    group may be smaller. CiteSeer (3703 columns, groups of 70) gives 53
+    columns, Cora (1433, 25) 58 and Facebook (4714, 100) 48, as in Table I.
+    Only the public ``group_size`` is needed, so every user can do this
+    locally before randomising: it spends no privacy.
+
+    Parameters
+    ----------
+    X : array-like or sparse matrix of shape (n, d)
+    group_size : int >= 1
+
+    Returns
+    -------
+    grouped : ndarray of shape (n, ceil(d / group_size)), float64 in {0, 1}
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> group_features(np.array([[0, 1, 0, 0, 0], [0, 0, 0, 0, 1]]), 2)
+    array([[1., 0., 0.],
+           [0., 0., 1.]])
+    """
+    if isinstance(group_size, bool) or not isinstance(group_size, numbers.Integral) \
+            or group_size < 1:
+        raise ValueError(f"group_size must be a positive integer, got {group_size!r}.")
+    X = sp.csr_matrix(X) if sp.issparse(X) else sp.csr_matrix(np.asarray(X, dtype=np.float64))
+    d = X.shape[1]
+    n_groups = -(-d // group_size)
+    # d x n_groups 0/1 membership matrix: the grouping is one sparse product.
+    M = sp.csr_matrix((np.ones(d), (np.arange(d), np.arange(d) // group_size)),
+                      shape=(d, n_groups))
+    S = abs(X) @ M
+    return (S.toarray() > 0).astype(np.float64)
+
+
+class FeatureGrouper(GraphTransformerMixin, BaseEstimator):
+    """Transformer form of :func:`group_features` (works on GraphData and arrays).
+
+    Parameters
+    ----------
+    group_size : int, default=70
+        Columns summed into one binary feature (70 CiteSeer, 25 Cora, 100 Facebook).
+
+    Attributes
+    ----------
+    n_features_in_ : int
+    n_features_out_ : int
+
+    References
+    ----------
+    Paper 001 (``shared/papers/001_a6d79af5fcd0a0d9.txt``), §V-A1 and Table I.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> FeatureGrouper(group_size=2).fit_transform(np.eye(4)).shape
+    (4, 2)
+    """
+
+    _graph_requirements = {}
+
+    def __init__(self, group_size=70):
+        self.group_size = group_size
+
+    def fit(self, X, y=None):
+        self.n_features_in_ = X.shape[1]
+        self.n_features_out_ = group_features(np.zeros((1, X.shape[1])), self.group_size).shape[1]
+        return self
+
+    def transform(self, X):
+        check_is_fitted(self, "n_features_out_")
+        if isinstance(X, GraphData):
+            return super().transform(X)
+        X = check_array(X, accept_sparse="csr", dtype=np.float64)
+        self._check_n_features(X)
+        return group_features(X, self.group_size)
+
+    def _transform_graph(self, G):
+        return G.with_features(group_features(G.features, self.group_size))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.requires_fit = True
+        return tags
+
+
+# ------------------------------------------------------------------------------ mechanism
+class GRRFSMechanism(LDPMechanism):
+    r"""Generalized randomized response with feature sampling (GRR-FS).
+
+    Each user holds ``d`` categorical features, feature ``j`` taking integer
+    codes ``0..c_j - 1``. The user samples ``m`` of the ``d`` features
+    uniformly without replacement; for a sampled feature it reports the true
+    code with probability ``p_j = e^eps / (e^eps + c_j - 1)`` and each other
+    code with probability ``q_j = 1 / (e^eps + c_j - 1)`` (GRR); for every
+    other feature it reports a code drawn uniformly from ``0..c_j - 1``. The
+    server cannot tell which features were sampled. The observed frequency of
+    code ``k`` of a feature whose true frequency is ``f_k`` is (paper 001 eqs.
+    (7)-(8), DESIGN.md §4)
+
+    .. math:: P(k) = \frac{m}{d}\,(q + f_k (p - q)) + \left(1 - \frac{m}{d}\right)\frac{1}{c},
+
+    which :meth:`estimate_frequencies` inverts (eq. (5)), with the variance of
+    eq. (6) given by :meth:`frequency_variance`. By Theorem 1 one report is
+    ``epsilon_ = ln(1 + (m/d)(e^(m eps) - 1))``-LDP (``m`` GRRs at ``eps``
+    compose to ``m eps``; sampling with rate ``m/d`` amplifies it).
+
+    **Input.** Integer codes (dense or sparse). Continuous columns need public
+    bin edges (``bin_edges``, applied with :func:`discretize`); a column with
+    non-integer values and no edges raises an error naming it. Binary
+    bag-of-words can first be grouped with :func:`group_features`.
+
+    **Output.** The reports as integer codes in a dense float64 array of the
+    same shape (one code per feature, what :class:`~skldp.reconstruction
+    .FrequencyReconstructor` expects; it builds the sparse one-hot encoding
+    itself).
+
+    Parameters
+    ----------
+    eps : float, default=1.0
+        Budget of GRR on each sampled feature (> 0; ``inf`` = no noise on the
+        sampled features; the others are still uniform unless ``m = d``).
+    m : int, default=1
+        Number of features each user randomises, in ``1..d``.
+    domain_sizes : int or array-like of int of shape (n_features,), default=None
+        Public domain size ``c_j >= 2`` of each feature. ``None`` with
+        ``categories=None`` reads ``max code + 1`` (at least 2) from the data
+        with a :class:`~skldp.exceptions.PrivacyLeakWarning`.
+    categories : list of array-like, default=None
+        Public list of the values of each feature; values are mapped to their
+        position in the sorted list (like ``OrdinalEncoder``). Exclusive with
+        ``domain_sizes``.
+    bin_edges : dict {column: array-like} or list, default=None
+        Public inner bin edges of continuous columns (see :func:`discretize`);
+        such a column gets ``len(edges) + 1`` codes.
+    random_state : int, RandomState, Generator or None, default=None
+        Seed of the collection; reports are a pure function of the seed and
+        the node id (DESIGN.md §2). ``None`` draws a new collection per fit.
+
+    Attributes
+    ----------
+    seed_ : int
+    domain_sizes_ : ndarray of int of shape (n_features,)
+    p_, q_ : ndarray of shape (n_features,)
+        GRR keep / flip probabilities per feature.
+    sampling_rate_ : float
+        ``m / d``.
+    epsilon_ : float
+        Theorem 1 total per user.
+    protects_ : tuple of str
+        ``("features",)``.
+    n_features_in_ : int
+
+    References
+    ----------
+    Paper 001 (``shared/papers/001_a6d79af5fcd0a0d9.txt``): Bhaila et al.,
+    "Local Differential Privacy in Graph Neural Networks: a Reconstruction
+    Approach", §IV-A, eq. (4) (GRR-FS), Theorem 1 (budget), eqs. (5)-(8)
+    (frequency estimate and variance); DESIGN.md §4 restates them. Arcolezi et
+    al., "Random Sampling Plus Fake Data", CIKM 2021.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skldp.mechanisms import GRRFSMechanism
+    >>> X = np.array([[0, 1, 2], [1, 0, 0], [1, 1, 1]])
+    >>> mech = GRRFSMechanism(eps=1.0, m=2, domain_sizes=[2, 2, 3], random_state=0).fit(X)
+    >>> round(mech.epsilon_, 3)
+    1.712
+    >>> mech.transform(X).shape
+    (3, 3)
+    """
+
+    def __init__(self, eps=1.0, *, m=1, domain_sizes=None, categories=None, bin_edges=None,
+                 random_state=None):
+        self.eps = eps
+        self.m = m
+        self.domain_sizes = domain_sizes
+        self.categories = categories
+        self.bin_edges = bin_edges
+        self.random_state = random_state
+
+    # ------------------------------------------------------------------ fitting
+    def fit(self, X, y=None):
+        """Validate the parameters, fix the public domains and draw the seed."""
+        check_eps(self.eps)
+        names = X.feature_names if isinstance(X, GraphData) else None
+        Xf = self._all_features(X)
+        check_finite_features(Xf)
+        d = Xf.shape[1]
+        self.n_features_in_ = d
+        if isinstance(self.m, bool) or not isinstance(self.m, numbers.Integral):
+            raise TypeError(f"m must be an integer in 1..{d}, got {self.m!r}.")
+        if not 1 <= self.m <= d:
+            raise ValueError(f"m must be in 1..{d} (the number of features), got {self.m}.")
+        if self.domain_sizes is not None and self.categories is not None:
+            raise ValueError("Give either domain_sizes or categories, not both.")
+        if self.categories is not None:
+            if len(self.categories) != d:
+                raise ValueError(f"categories must list the values of each of the {d} "
+                                 f"features, got {len(self.categories)} lists.")
+            self.categories_ = [np.unique(np.asarray(c, dtype=np.float64))
+                                for c in self.categories]
+            sizes = np.array([len(c) for c in self.categories_])
+        elif self.domain_sizes is not None:
+            sizes = np.broadcast_to(np.asarray(self.domain_sizes), (d,)).copy()
+            if not np.issubdtype(sizes.dtype, np.number) or np.any(sizes != np.round(sizes)):
+                raise ValueError(f"domain_sizes must be integers, got {self.domain_sizes!r}.")
+            sizes = sizes.astype(np.int64)
+        else:
+            sizes = None
+        codes = self._codes(Xf, names, sizes, check_range=sizes is not None)
+        if sizes is None:
+            warnings.warn("GRRFSMechanism: domain_sizes was not given, so the domains are read "
+                          "from the private data, which leaks information about it. Pass "
+                          "domain_sizes or categories from public knowledge.",
+                          PrivacyLeakWarning, stacklevel=2)
+            sizes = np.maximum(codes.max(axis=0).astype(np.int64) + 1, 2)
+        bad = np.flatnonzero(sizes < 2)
+        if len(bad):
+            raise ValueError(f"every domain size must be >= 2; {_column_name(names, bad[0])} "
+                             f"has {sizes[bad[0]]}.")
+        self.domain_sizes_ = sizes
+        self.p_, self.q_ = grr_probabilities(float(self.eps), sizes)
+        self.sampling_rate_ = self.m / d
+        self.seed_ = draw_seed(self.random_state)
+        self.epsilon_ = grrfs_epsilon(float(self.eps), self.m, d)
+        self.protects_ = tuple(self.protects)
+        return self
+
+    def _all_features(self, X):
+        if isinstance(X, GraphData):
+            return X.features
+        return check_array(X, accept_sparse="csr", dtype=np.float64, ensure_all_finite=False)
+
+    def _codes(self, X, names, sizes, check_range=True):
+        """Validate and convert raw input to an int64 array of codes."""
+        X = X.toarray() if sp.issparse(X) else np.asarray(X, dtype=np.float64)
+        if self.bin_edges is not None:
+            X = discretize(X, self.bin_edges)
+        if getattr(self, "categories_", None) is not None and self.categories is not None:
+            out = np.empty(X.shape, dtype=np.int64)
+            for j, cats in enumerate(self.categories_):
+                pos = np.clip(np.searchsorted(cats, X[:, j]), 0, len(cats) - 1)
+                bad = cats[pos] != X[:, j]
+                if bad.any():
+                    raise ValueError(f"{_column_name(names, j)} holds the value "
+                                     f"{X[bad, j][0]!r}, which is not in its categories.")
+                out[:, j] = pos
+            return out
+        frac = X != np.round(X)
+        if frac.any():
+            j = int(np.flatnonzero(frac.any(axis=0))[0])
+            raise ValueError(f"{_column_name(names, j)} is not categorical (value "
+                             f"{X[frac[:, j], j][0]!r}); GRRFSMechanism needs integer codes "
+                             "0..c-1. Discretise continuous columns with public edges "
+                             "(bin_edges=..., or skldp.mechanisms.discretize).")
+        neg = X < 0
+        if neg.any():
+            j = int(np.flatnonzero(neg.any(axis=0))[0])
+            raise ValueError(f"{_column_name(names, j)} has a negative code "
+                             f"{X[neg[:, j], j][0]!r}; codes must be 0..c-1.")
+        if check_range and sizes is not None:
+            over = X >= sizes
+            if over.any():
+                j = int(np.flatnonzero(over.any(axis=0))[0])
+                raise ValueError(f"{_column_name(names, j)} has the code "
+                                 f"{int(X[over[:, j], j][0])} outside its domain "
+                                 f"0..{sizes[j] - 1}.")
+        return X.astype(np.int64)
+
+    # ---------------------------------------------------------------- reporting
+    def _report(self, X, keys):
+        names = None
+        codes = self._codes(X, names, self.domain_sizes_)
+        return self._perturb(codes, keys)
+
+    def _perturb(self, codes, keys):
+        n, d = codes.shape
+        c = self.domain_sizes_
+        out = np.empty((n, d), dtype=np.float64)
+        for rows in _row_blocks(n, d):
+            k = keys[rows]
+            x = codes[rows]
+            sampled = np.zeros(x.shape, dtype=bool)
+            idx = sample_k_of_d(self.seed_, k, d, self.m, stream=0)
+            sampled[np.arange(len(x))[:, None], idx] = True
+            u_keep = node_uniforms(self.seed_, k, d, stream=1)
+            u_val = node_uniforms(self.seed_, k, d, stream=2)
+            # GRR: keep w.p. p, else one of the c - 1 other codes uniformly.
+            other = (x + 1 + np.floor(u_val * (c - 1)).astype(np.int64)) % c
+            grr = np.where(u_keep < self.p_, x, other)
+            uniform = np.minimum(np.floor(u_val * c).astype(np.int64), c - 1)
+            out[rows] = np.where(sampled, grr, uniform)
+        return out
+
+    def _epsilon_total(self):
+        return grrfs_epsilon(float(self.eps), self.m, self.n_features_in_)
+
+    # ------------------------------------------------------ frequency estimation
+    def report_probabilities(self, f, j):
+        """P(k) of eqs. (7)-(8): observed frequency of each code of feature ``j``.
+
+        Parameters
+        ----------
+        f : array-like of shape (..., c_j)
+            True frequencies of the codes of feature ``j``.
+        j : int
+            Feature index.
+        """
+        check_is_fitted(self, "seed_")
+        r, c = self.sampling_rate_, self.domain_sizes_[j]
+        return r * (self.q_[j] + np.asarray(f) * (self.p_[j] - self.q_[j])) + (1 - r) / c
+
+    def estimate_frequencies(self, reports, j=None):
+        """Unbiased estimate of each code's frequency (eq. (5)) from reports.
+
+        Parameters
+        ----------
+        reports : array-like of shape (n, d) or (n,)
+            Report codes of ``n`` users (all features, or feature ``j`` only).
+        j : int or None
+            Feature of a 1-D ``reports``; ``None`` estimates every feature.
+
+        Returns
+        -------
+        f_hat : ndarray of shape (c_j,) or list of them
+        """
+        check_is_fitted(self, "seed_")
+        R = np.asarray(reports)
+        if j is not None or R.ndim == 1:
+            col = R if R.ndim == 1 else R[:, j]
+            c = self.domain_sizes_[j]
+            observed = np.bincount(col.astype(np.int64), minlength=c)[:c] / len(col)
+            return self.invert_observed(observed, j)
+        return [self.estimate_frequencies(R[:, jj], jj) for jj in range(R.shape[1])]
+
+    def invert_observed(self, observed, j):
+        """Invert P(k) of eq. (8): observed proportions (..., c_j) -> frequency estimates."""
+        r, c = self.sampling_rate_, self.domain_sizes_[j]
+        p, q = self.p_[j], self.q_[j]
+        return (np.asarray(observed) - r * q - (1 - r) / c) / (r * (p - q))
+
+    def frequency_variance(self, f, j, n):
+        """Variance of the frequency estimate from ``n`` reports (eq. (6)).
+
+        ``Var(f_hat_k) = P(k)(1 - P(k)) / (n ((m/d)(p - q))^2)``; pass the
+        estimate ``f_hat`` for the plug-in estimate of eq. (13).
+        """
+        P = self.report_probabilities(f, j)
+        r, p, q = self.sampling_rate_, self.p_[j], self.q_[j]
+        return P * (1 - P) / (n * (r * (p - q)) ** 2)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags

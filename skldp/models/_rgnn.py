@@ -1,0 +1,253 @@
+"""RGNN: GNN training with reconstructed labels and label-proportion regularisation.
+
+Paper 001 (Bhaila et al.), §IV-B, §IV-C, Algorithms 2 and 3, eq. (15).
+"""
+
+import numbers
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from sklearn.utils.validation import column_or_1d
+
+from ..mechanisms._label_rr import LabelRandomizedResponse
+from ..reconstruction._labels import reconstruct_labels
+from ..reconstruction._llp import cluster_label_proportions, llp_kl_loss, metis_clusters
+from ..utils._random import draw_seed
+from ..utils.validation import check_eps, check_graph_data
+from ._base import TorchClassifierBase
+from ._gnn import _ACTIVATIONS, GNNEncoder, graph_tensors
+
+__all__ = ["RGNNClassifier"]
+
+_BACKBONES = ("sage", "gcn", "gat")
+
+
+class RGNNClassifier(TorchClassifierBase):
+    r"""RGNN node classifier: label randomization, label reconstruction and LLP.
+
+    ``fit(G[train], y[train])`` plays both sides of the label protocol of
+    paper 001:
+
+    1. every training user randomises its label with generalized randomized
+       response at ``eps_y`` (:class:`~skldp.mechanisms.LabelRandomizedResponse`,
+       deterministic per node id; ``label_mechanism_``);
+    2. the server reconstructs soft labels (Algorithm 2,
+       :func:`~skldp.reconstruction.reconstruct_labels`): masked propagation
+       of the noisy one-hot labels over ``hops_y`` hops, the unbiased
+       estimate of eq. (14) with the inverse transition matrix, projected onto
+       the simplex; these are the training targets (cross-entropy with soft
+       targets);
+    3. METIS splits the graph into ``n_clusters`` bags; the label proportion
+       of each bag is estimated from the noisy labels of its training nodes
+       with the inverse transition matrix, and the loss adds
+       ``alpha * mean_k KL(pi_k || mean predicted proba of bag k)`` (eq. (15)).
+
+    The backbone (GraphSAGE, GCN or GAT) sees whatever features the pipeline
+    gives it, typically GRR-FS reports reconstructed by
+    :class:`~skldp.reconstruction.FrequencyReconstructor`::
+
+        Pipeline([("grrfs", GRRFSMechanism(eps=1, m=10, domain_sizes=2)),
+                  ("rec", FrequencyReconstructor(eps=1, m=10, domain_sizes=2, hops=8)),
+                  ("clf", RGNNClassifier(eps_y=1, hops_y=8))])
+
+    ``privacy_report`` collects ``label_mechanism_`` (the label budget);
+    ``epsilon_`` of this estimator is not set, so the label budget is counted once.
+
+    Parameters
+    ----------
+    backbone : {"sage", "gcn", "gat"}, default="sage"
+    eps_y : float, default=1.0
+        Label privacy budget per user (> 0, ``inf`` = true labels).
+    hops_y : int, default=2
+        Label propagation steps ``K_y`` (0 = each node's own noisy label).
+    alpha : float, default=1.0
+        Weight of the LLP term (0 disables it).
+    n_clusters : int, default=64
+        METIS parts (bags); must not exceed the number of nodes.
+    reconstruct_labels : bool, default=True
+        ``False`` trains on the raw noisy labels (one-hot), the "perturbed
+        labels" ablation and the GraphSAGE baseline of paper 001.
+    classes : array-like or None, default=None
+        Public label domain; ``None`` takes it from the training labels
+        (with a :class:`~skldp.exceptions.PrivacyLeakWarning`).
+    hidden_size : int, default=16
+    heads : int, default=4
+        Attention heads of the GAT backbone's hidden layer.
+    n_layers, activation, dropout, lr, weight_decay, epochs, early_stopping,
+    validation_fraction, patience, device, verbose
+        As in :class:`~skldp.models.SAGEClassifier` (paper 001 trains 100 epochs).
+    random_state : int, RandomState or None
+        Seeds the label collection (per node id), METIS and training.
+
+    Attributes
+    ----------
+    classes_ : ndarray
+    label_mechanism_ : LabelRandomizedResponse
+        The fitted label mechanism (``epsilon_ = eps_y``, protects labels).
+    clusters_ : ndarray of int of shape (n_nodes,)
+        METIS part of every node of the training graph.
+    cluster_proportions_ : ndarray of shape (n_clusters, n_classes)
+        Reconstructed bag label proportions (NaN for bags without training nodes).
+    label_accuracy_ : None
+        Not computed (the true labels stay private to the users).
+    module_, n_iter_, loss_curve_, validation_scores_ : see SAGEClassifier
+
+    References
+    ----------
+    Paper 001 (``shared/papers/001_a6d79af5fcd0a0d9.txt``): Bhaila et al.,
+    "Local Differential Privacy in Graph Neural Networks: a Reconstruction
+    Approach", §IV-B (eq. (14), Algorithm 2), §IV-C (eq. (15), Algorithm 3),
+    Theorem 3 (total budget eps_x + eps_y).
+
+    Examples
+    --------
+    >>> from skldp.datasets import load_cora
+    >>> from skldp.models import RGNNClassifier
+    >>> cora = load_cora()
+    >>> G, y = cora.data, cora.target
+    >>> clf = RGNNClassifier(eps_y=2.0, n_clusters=16, epochs=5, random_state=0)
+    >>> clf.fit(G[cora.train_mask], y[cora.train_mask]).predict(G[cora.test_mask]).shape
+    (1000,)
+    """
+
+    def __init__(self, backbone="sage", *, eps_y=1.0, hops_y=2, alpha=1.0, n_clusters=64,
+                 reconstruct_labels=True, classes=None, hidden_size=16, heads=4, n_layers=2,
+                 activation="relu", dropout=0.5, lr=0.01, weight_decay=5e-4, epochs=100,
+                 early_stopping=True, validation_fraction=0.1, patience=100, device="auto",
+                 random_state=None, verbose=0):
+        self.backbone = backbone
+        self.eps_y = eps_y
+        self.hops_y = hops_y
+        self.alpha = alpha
+        self.n_clusters = n_clusters
+        self.reconstruct_labels = reconstruct_labels
+        self.classes = classes
+        self.hidden_size = hidden_size
+        self.heads = heads
+        self.n_layers = n_layers
+        self.activation = activation
+        self.dropout = dropout
+        self.lr = lr
+        self.weight_decay = weight_decay
+        self.epochs = epochs
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.patience = patience
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+
+    batch_size = None  # full batch: every step sees the whole graph
+
+    # ---------------------------------------------------------------- checks
+    def _validate_hyperparameters(self):
+        super()._validate_hyperparameters()
+        if self.backbone not in _BACKBONES:
+            raise ValueError(f"backbone must be one of {_BACKBONES}, got {self.backbone!r}.")
+        check_eps(self.eps_y, name="eps_y")
+        for name in ("hops_y",):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 0:
+                raise ValueError(f"{name} must be a non-negative integer, got {v!r}.")
+        for name in ("n_clusters", "hidden_size", "n_layers", "heads"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
+                raise ValueError(f"{name} must be a positive integer, got {v!r}.")
+        if not isinstance(self.alpha, numbers.Real) or not np.isfinite(self.alpha) \
+                or self.alpha < 0:
+            raise ValueError(f"alpha must be a finite number >= 0, got {self.alpha!r}.")
+        if self.activation not in _ACTIVATIONS:
+            raise ValueError(f"activation must be one of {sorted(_ACTIVATIONS)}, "
+                             f"got {self.activation!r}.")
+        if not isinstance(self.dropout, numbers.Real) or not 0 <= self.dropout < 1:
+            raise ValueError(f"dropout must be in [0, 1), got {self.dropout!r}.")
+
+    # -------------------------------------------------------------- training
+    def fit(self, X, y):
+        """Randomise the training labels, reconstruct them and train the GNN.
+
+        Parameters
+        ----------
+        X : GraphData
+            View of the training nodes (the graph must be known).
+        y : array-like of shape (n_rows,)
+            Their true labels. Each is randomised once per user (keyed by node
+            id) before anything else uses it: the validation split, early
+            stopping and the targets see only the noisy labels.
+
+        Returns
+        -------
+        self
+        """
+        G = check_graph_data(X, self, require_adjacency=True)
+        self._validate_hyperparameters()
+        if self.n_clusters > G.n_nodes:
+            raise ValueError(f"n_clusters={self.n_clusters} exceeds the number of nodes "
+                             f"({G.n_nodes}).")
+        y = column_or_1d(np.asarray(y), warn=True)
+        if len(y) != len(G):
+            raise ValueError(f"X has {len(G)} rows but y has {len(y)} labels.")
+        mech = LabelRandomizedResponse(self.eps_y, classes=self.classes,
+                                       random_state=draw_seed(self.random_state) % (2**32))
+        mech.fit(y=None if self.classes is not None else y)
+        y_noisy = mech.randomize(y, G.node_keys[G.rows])  # unseen labels raise here
+        self.label_mechanism_ = mech
+        try:
+            return super().fit(G, y_noisy)
+        finally:
+            self.__dict__.pop("_llp_state", None)
+
+    def _encode_labels(self, y, n_rows):
+        # The label domain is the mechanism's (public) one, whatever the noisy labels hold.
+        mech = self.label_mechanism_
+        self.classes_ = mech.classes_
+        return mech.encode(y)
+
+    def _fit_targets(self, y_enc, X):
+        """Soft targets from the noisy labels ``y_enc`` (Algorithm 2) and the LLP state."""
+        G = X
+        mech = self.label_mechanism_
+        T = mech.transition_matrix_
+        c = T.shape[0]
+        A = G.adjacency
+        if self.reconstruct_labels:
+            targets = reconstruct_labels(A, G.rows, y_enc, T, hops=self.hops_y)
+        else:
+            targets = np.eye(c)[y_enc]
+        self.clusters_ = None
+        self.cluster_proportions_ = None
+        if self.alpha > 0:
+            clusters = metis_clusters(A, int(self.n_clusters), seed=mech.seed_)
+            props, _ = cluster_label_proportions(clusters[G.rows], y_enc, T,
+                                                 n_clusters=int(self.n_clusters))
+            self.clusters_ = clusters
+            self.cluster_proportions_ = props
+            self._llp_state = (torch.as_tensor(clusters, dtype=torch.long),
+                               torch.as_tensor(props, dtype=torch.float32))
+        return torch.as_tensor(targets, dtype=torch.float32)
+
+    def _loss(self, logits, targets, positions):
+        loss = -(targets * F.log_softmax(logits, dim=1)).sum(dim=1).mean()
+        state = getattr(self, "_llp_state", None)
+        if self.alpha > 0 and state is not None:
+            clusters, props = state
+            dev = logits.device
+            loss = loss + self.alpha * llp_kl_loss(F.softmax(logits, dim=1),
+                                                   clusters.to(dev)[positions], props.to(dev))
+        return loss
+
+    # ---------------------------------------------------------------- model
+    def _prepare(self, X, device):
+        G = check_graph_data(X, self, require_adjacency=True)
+        x, g = graph_tensors(G, device, self.backbone)
+        return (x, g), G.rows
+
+    def _build_module(self, n_features, n_classes):
+        sizes = [n_features] + [self.hidden_size] * (self.n_layers - 1) + [n_classes]
+        return GNNEncoder(self.backbone, sizes, self.activation, self.dropout, heads=self.heads)
+
+    def _forward(self, module, data, positions):
+        x, g = data
+        return module(x, g)[positions]

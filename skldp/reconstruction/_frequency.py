@@ -1,0 +1,204 @@
+"""Feature reconstruction from GRR-FS reports by neighbourhood frequency estimation.
+
+Paper 001, §IV-A and Algorithm 1.
+"""
+
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator
+
+from ..base import GraphTransformerMixin
+from ..mechanisms._grr import grr_probabilities
+from ..utils.validation import check_eps, check_graph_data
+
+__all__ = ["FrequencyReconstructor", "mean_propagation_matrix"]
+
+_BLOCK_ENTRIES = 1 << 22  # n x (one-hot columns) per block: bounds the dense temporaries
+
+
+def mean_propagation_matrix(A, self_loops=True):
+    """Row-normalised ``D^-1 (A + I)`` (mean over each node's neighbours and itself), CSR."""
+    A = sp.csr_matrix(A, dtype=np.float64)
+    if self_loops:
+        A = A + sp.eye(A.shape[0], format="csr")
+    deg = np.asarray(A.sum(axis=1)).ravel()
+    inv = np.divide(1.0, deg, out=np.zeros_like(deg), where=deg > 0)
+    return sp.csr_matrix(sp.diags(inv) @ A)
+
+
+def _check_hops(hops):
+    if isinstance(hops, bool) or not isinstance(hops, numbers.Integral) or hops < 0:
+        raise ValueError(f"hops must be a non-negative integer, got {hops!r}.")
+    return int(hops)
+
+
+class FrequencyReconstructor(GraphTransformerMixin, BaseEstimator):
+    r"""Reconstruct categorical features from GRR-FS reports (Algorithm 1 of paper 001).
+
+    For every feature ``j`` the reports are one-hot encoded (a sparse
+    ``n x c_j`` block) and averaged ``hops`` times over each node's
+    neighbourhood with ``D^-1 (A + I)``, giving the observed proportion
+    ``lambda_v(k)`` of code ``k`` around node ``v``. The GRR-FS frequency
+    estimate (eq. (5)) inverts
+
+    .. math:: \lambda = \frac{m}{d}(q + f (p - q)) + \left(1 - \frac{m}{d}\right)\frac{1}{c},
+
+    and the reconstructed feature is the most probable code
+    ``argmax_k f_hat_v(k)``, or, for a binary feature, the estimated
+    probability ``f_hat_v(1)`` (clipped to [0, 1] when ``clip=True``). By
+    homophily a node's features resemble its neighbourhood's; multi-hop
+    aggregation enlarges small neighbourhoods and so reduces the variance of
+    eq. (6), which is inversely proportional to the neighbourhood size.
+
+    The one-hot encoding is sparse; the propagated proportions are formed in
+    blocks of features, so no dense ``n x sum(c_j)`` matrix exists at once
+    beyond ~32 MB blocks. The protocol parameters (``eps``, ``m``, domain
+    sizes) are public: they are the ones the server asked the users to apply
+    with :class:`~skldp.mechanisms.GRRFSMechanism`
+    (:meth:`from_mechanism` copies them).
+
+    Parameters
+    ----------
+    eps : float
+        Per-feature GRR budget of the mechanism (> 0, ``inf`` allowed).
+    m : int
+        Number of features each user randomised.
+    domain_sizes : int or array-like of int, default=None
+        Domain size of each feature. ``None`` takes ``max report + 1`` (at
+        least 2) from the reports; this is post-processing of private
+        reports and leaks nothing, but a code that nobody reported is missed.
+    hops : int, default=2
+        Propagation steps ``K_x`` (0 = each node's own report only).
+    self_loops : bool, default=True
+        Include the node's own report in its neighbourhood.
+    clip : bool, default=True
+        Clip binary probabilities to [0, 1].
+
+    Attributes
+    ----------
+    n_features_in_ : int
+    domain_sizes_ : ndarray of int
+        Set on the first transform when ``domain_sizes`` is ``None``.
+
+    References
+    ----------
+    Paper 001 (``shared/papers/001_a6d79af5fcd0a0d9.txt``), §IV-A, eqs. (5),
+    (6), (8) and Algorithm 1; DESIGN.md §4.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from skldp import GraphData
+    >>> from skldp.mechanisms import GRRFSMechanism
+    >>> from skldp.reconstruction import FrequencyReconstructor
+    >>> A = sp.csr_array(np.ones((4, 4)) - np.eye(4))
+    >>> G = GraphData(np.array([[0, 1], [0, 1], [1, 1], [0, 0]]), A)
+    >>> mech = GRRFSMechanism(2.0, m=1, domain_sizes=2, random_state=0).fit(G)
+    >>> rec = FrequencyReconstructor.from_mechanism(mech, hops=1)
+    >>> rec.fit_transform(mech.transform(G)).shape
+    (4, 2)
+    """
+
+    _graph_requirements = {"require_adjacency": True}
+
+    def __init__(self, eps=1.0, m=1, *, domain_sizes=None, hops=2, self_loops=True, clip=True):
+        self.eps = eps
+        self.m = m
+        self.domain_sizes = domain_sizes
+        self.hops = hops
+        self.self_loops = self_loops
+        self.clip = clip
+
+    @classmethod
+    def from_mechanism(cls, mechanism, **params):
+        """A reconstructor with the public protocol of a fitted GRRFSMechanism."""
+        return cls(eps=mechanism.eps, m=mechanism.m,
+                   domain_sizes=np.asarray(mechanism.domain_sizes_).tolist(), **params)
+
+    def fit(self, X, y=None):
+        """Check the graph and the protocol parameters (nothing is learned)."""
+        G = check_graph_data(X, self, require_adjacency=True)
+        check_eps(self.eps)
+        _check_hops(self.hops)
+        d = G.shape[1]
+        if isinstance(self.m, bool) or not isinstance(self.m, numbers.Integral) \
+                or not 1 <= self.m <= d:
+            raise ValueError(f"m must be an integer in 1..{d}, got {self.m!r}.")
+        if self.domain_sizes is not None:
+            sizes = np.broadcast_to(np.asarray(self.domain_sizes), (d,))
+            if np.any(sizes < 2):
+                raise ValueError("every domain size must be >= 2.")
+        self.n_features_in_ = d
+        return self
+
+    def _sizes(self, codes):
+        d = codes.shape[1]
+        if self.domain_sizes is not None:
+            return np.broadcast_to(np.asarray(self.domain_sizes, dtype=np.int64), (d,)).copy()
+        return np.maximum(codes.max(axis=0).astype(np.int64) + 1, 2)
+
+    def _transform_graph(self, G):
+        X = G.features
+        codes = X.toarray() if sp.issparse(X) else np.asarray(X)
+        if np.any(codes != np.round(codes)) or np.any(codes < 0):
+            raise ValueError("FrequencyReconstructor expects GRR-FS reports (integer codes "
+                             "0..c-1); place it after GRRFSMechanism.")
+        codes = codes.astype(np.int64)
+        sizes = self._sizes(codes)
+        if np.any(codes >= sizes):
+            j = int(np.flatnonzero((codes >= sizes).any(axis=0))[0])
+            raise ValueError(f"column {j} holds codes outside 0..{sizes[j] - 1}.")
+        Z = self.reconstruct(codes, G.adjacency, sizes)
+        return G.with_features(Z, feature_names=G.feature_names)
+
+    def propagated_proportions(self, codes, A, sizes, columns):
+        """Observed proportions of each code of ``columns`` after ``hops`` mean steps.
+
+        Returns a dense array of shape (n, sum(sizes[columns])), features in order.
+        """
+        n = codes.shape[0]
+        c = sizes[columns]
+        offsets = np.concatenate([[0], np.cumsum(c)])
+        H = sp.csr_matrix((np.ones(n * len(columns)),
+                           (codes[:, columns] + offsets[:-1]).ravel(),
+                           np.arange(0, n * len(columns) + 1, len(columns))),
+                          shape=(n, offsets[-1]))
+        hops = _check_hops(self.hops)
+        if hops == 0:
+            return H.toarray()
+        P = mean_propagation_matrix(A, self.self_loops)
+        L = (P @ H).toarray()
+        for _ in range(hops - 1):
+            L = P @ L
+        return L
+
+    def reconstruct(self, codes, A, sizes):
+        """Reconstructed features of all nodes (dense (n, d))."""
+        n, d = codes.shape
+        p, q = grr_probabilities(float(self.eps), sizes)
+        r = self.m / d
+        out = np.empty((n, d), dtype=np.float64)
+        # Features in blocks so that the dense proportions stay small.
+        budget = max(1, _BLOCK_ENTRIES // max(n, 1))
+        start = 0
+        while start < d:
+            stop, width = start, 0
+            while stop < d and (width + sizes[stop] <= budget or stop == start):
+                width += sizes[stop]
+                stop += 1
+            cols = np.arange(start, stop)
+            L = self.propagated_proportions(codes, A, sizes, cols)
+            pos = 0
+            for j in cols:  # loop over features (d is small), never over nodes
+                cj = sizes[j]
+                lam = L[:, pos:pos + cj]
+                f = (lam - r * q[j] - (1 - r) / cj) / (r * (p[j] - q[j]))
+                if cj == 2:
+                    out[:, j] = np.clip(f[:, 1], 0, 1) if self.clip else f[:, 1]
+                else:
+                    out[:, j] = np.argmax(f, axis=1)
+                pos += cj
+            start = stop
+        return out

@@ -1,0 +1,124 @@
+"""Label reconstruction from randomized-response labels (paper 001 §IV-B, Algorithm 2)."""
+
+import numpy as np
+import scipy.sparse as sp
+
+from ._frequency import _check_hops, mean_propagation_matrix
+
+__all__ = ["project_simplex", "grr_transition_matrix", "reconstruct_labels",
+           "unbiased_label_distribution"]
+
+
+def project_simplex(V):
+    """Euclidean projection of each row of ``V`` onto the probability simplex.
+
+    Vectorised sort-based algorithm (Held, Wolfe & Crowder 1974; Duchi et al.,
+    ICML 2008): for a row ``v`` sorted decreasingly as ``u``, with
+    ``rho = max{j : u_j - (sum_{i<=j} u_i - 1) / j > 0}`` and
+    ``theta = (sum_{i<=rho} u_i - 1) / rho``, the projection is
+    ``max(v - theta, 0)``.
+
+    Parameters
+    ----------
+    V : array-like of shape (n, c) or (c,)
+
+    Returns
+    -------
+    W : ndarray of the same shape, rows non-negative and summing to 1.
+
+    Examples
+    --------
+    >>> project_simplex([0.8, 0.6, -0.4])
+    array([0.6, 0.4, 0. ])
+    """
+    V = np.asarray(V, dtype=np.float64)
+    one_d = V.ndim == 1
+    V2 = np.atleast_2d(V)
+    if not np.all(np.isfinite(V2)):
+        raise ValueError("project_simplex needs finite values.")
+    c = V2.shape[1]
+    U = -np.sort(-V2, axis=1)
+    css = np.cumsum(U, axis=1) - 1.0
+    j = np.arange(1, c + 1)
+    cond = U - css / j > 0
+    rho = c - np.argmax(cond[:, ::-1], axis=1)  # last index where cond holds (1-based)
+    theta = css[np.arange(len(U)), rho - 1] / rho
+    W = np.maximum(V2 - theta[:, None], 0.0)
+    return W[0] if one_d else W
+
+
+def grr_transition_matrix(eps, n_classes):
+    """GRR transition matrix: ``p = e^eps / (e^eps + c - 1)`` on the diagonal, ``q`` elsewhere."""
+    c = int(n_classes)
+    if np.isinf(eps):
+        return np.eye(c)
+    e = np.exp(min(float(eps), 700.0))
+    T = np.full((c, c), 1.0 / (e + c - 1))
+    np.fill_diagonal(T, e / (e + c - 1))
+    return T
+
+
+def unbiased_label_distribution(observed, T, project=True):
+    """Eq. (14): ``pi_hat = (T^T)^-1 pi_obs`` per row, optionally projected on the simplex.
+
+    ``observed`` has shape (..., c) with rows of observed label proportions;
+    ``T[i, j] = P(report j | true i)``.
+    """
+    observed = np.asarray(observed, dtype=np.float64)
+    est = np.linalg.solve(np.asarray(T).T, observed.reshape(-1, observed.shape[-1]).T).T
+    if project:
+        est = project_simplex(est)
+    return est.reshape(observed.shape)
+
+
+def reconstruct_labels(A, labelled, noisy_labels, T, hops=2, self_loops=True, project=True):
+    """Soft labels of the labelled nodes from their noisy labels (Algorithm 2 of paper 001).
+
+    The noisy labels of the labelled nodes are one-hot encoded, unlabelled
+    nodes get an all-zero vector (masked propagation), and both the label
+    matrix and the labelled-indicator are averaged ``hops`` times over
+    ``D^-1 (A + I)``. Their ratio is the observed label distribution of each
+    node's multi-hop labelled neighbourhood, which eq. (14) turns into an
+    unbiased estimate of the true distribution with the inverse transition
+    matrix; the estimate is projected onto the simplex (Euclidean). Nodes
+    whose neighbourhood holds no labelled node keep their own estimate.
+
+    Parameters
+    ----------
+    A : sparse matrix of shape (n, n)
+    labelled : array of int
+        Positions of the labelled nodes (the training rows).
+    noisy_labels : array of int of shape (len(labelled),)
+        Their reported class positions ``0..c-1``.
+    T : ndarray of shape (c, c)
+        GRR transition matrix of the label mechanism.
+    hops : int, default=2
+        Propagation steps ``K_y`` (0 = each node's own noisy label).
+    self_loops : bool, default=True
+    project : bool, default=True
+        Project onto the simplex (else the raw unbiased estimate).
+
+    Returns
+    -------
+    soft : ndarray of shape (len(labelled), c)
+
+    References
+    ----------
+    Paper 001 (``shared/papers/001_a6d79af5fcd0a0d9.txt``), §IV-B, eq. (14), Algorithm 2.
+    """
+    hops = _check_hops(hops)
+    labelled = np.asarray(labelled, dtype=np.int64)
+    noisy = np.asarray(noisy_labels, dtype=np.int64)
+    n, c = A.shape[0], T.shape[0]
+    Y = sp.csr_matrix((np.ones(len(labelled)), (labelled, noisy)), shape=(n, c))
+    Y = np.hstack([Y.toarray(), np.zeros((n, 1))])
+    Y[labelled, c] = 1.0  # last column: the labelled indicator (the mask)
+    if hops:
+        P = mean_propagation_matrix(A, self_loops)
+        for _ in range(hops):
+            Y = P @ Y
+    L = Y[labelled]
+    mass = L[:, c]
+    own = np.eye(c)[noisy]
+    obs = np.where(mass[:, None] > 1e-12, L[:, :c] / np.maximum(mass, 1e-300)[:, None], own)
+    return unbiased_label_distribution(obs, T, project=project)

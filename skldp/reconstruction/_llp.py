@@ -1,0 +1,111 @@
+"""Label proportions of graph clusters (paper 001 §IV-C, Algorithm 3, eq. (15))."""
+
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+
+from ._labels import unbiased_label_distribution
+
+__all__ = ["metis_clusters", "cluster_label_proportions", "llp_kl_loss"]
+
+
+def metis_clusters(A, n_clusters, seed=0):
+    """Partition a graph into ``n_clusters`` parts with METIS (``pymetis``).
+
+    METIS (Karypis & Kumar 1998) is a multilevel k-way partitioner: parts of
+    about ``n / n_clusters`` nodes with few edges between them, as paper 001
+    uses for its label-proportion bags.
+
+    Parameters
+    ----------
+    A : sparse matrix of shape (n, n)
+        Adjacency (symmetrised here; self loops and weights are ignored).
+    n_clusters : int
+        Number of parts, ``1 <= n_clusters <= n``.
+    seed : int, default=0
+        METIS random seed.
+
+    Returns
+    -------
+    labels : ndarray of int of shape (n,)
+        Part of each node, ``0..n_clusters-1``.
+    """
+    n = A.shape[0]
+    if isinstance(n_clusters, bool) or not isinstance(n_clusters, numbers.Integral):
+        raise TypeError(f"n_clusters must be an integer, got {n_clusters!r}.")
+    if not 1 <= n_clusters <= n:
+        raise ValueError(f"n_clusters must be in 1..{n} (the number of nodes), got {n_clusters}.")
+    if n_clusters == 1:
+        return np.zeros(n, dtype=np.int64)
+    try:
+        import pymetis
+    except ImportError as exc:  # pragma: no cover - pymetis is in the test and metis extras
+        raise ImportError("metis_clusters needs pymetis: pip install 'skldp[metis]'.") from exc
+    S = sp.csr_matrix(A, dtype=np.float64)
+    S = (S + S.T).tocsr()
+    S.setdiag(0)
+    S.eliminate_zeros()
+    S.sort_indices()
+    opts = pymetis.Options(seed=int(seed) % (2**31))
+    _, parts = pymetis.part_graph(int(n_clusters), xadj=S.indptr.astype(np.int64),
+                                  adjncy=S.indices.astype(np.int64), options=opts)
+    return np.asarray(parts, dtype=np.int64)
+
+
+def cluster_label_proportions(clusters, noisy_labels, T, n_clusters=None):
+    """Unbiased label proportions of each cluster from noisy labels (eq. (14)).
+
+    Parameters
+    ----------
+    clusters : array of int of shape (n_labelled,)
+        Cluster of each labelled node.
+    noisy_labels : array of int of shape (n_labelled,)
+        Their randomized-response class positions.
+    T : ndarray of shape (c, c)
+        Transition matrix of the label mechanism.
+    n_clusters : int or None
+        Number of clusters (default ``max(clusters) + 1``).
+
+    Returns
+    -------
+    props : ndarray of shape (n_clusters, c)
+        Estimated true proportions, projected onto the simplex; rows of
+        clusters without labelled nodes are NaN.
+    counts : ndarray of int of shape (n_clusters,)
+        Labelled nodes per cluster.
+    """
+    clusters = np.asarray(clusters, dtype=np.int64)
+    noisy = np.asarray(noisy_labels, dtype=np.int64)
+    c = T.shape[0]
+    k = int(clusters.max()) + 1 if n_clusters is None else int(n_clusters)
+    counts = np.bincount(clusters, minlength=k)
+    obs = np.zeros((k, c))
+    np.add.at(obs, (clusters, noisy), 1.0)
+    has = counts > 0
+    props = np.full((k, c), np.nan)
+    props[has] = unbiased_label_distribution(obs[has] / counts[has, None], T)
+    return props, counts
+
+
+def llp_kl_loss(proba, clusters, target, eps=1e-8):
+    """Mean over clusters of ``KL(target_k || mean predicted proba in cluster k)``.
+
+    The LLP term of eq. (15) of paper 001. ``proba`` (torch, (b, c)) are the
+    predicted class probabilities of a batch of labelled nodes, ``clusters``
+    (torch long, (b,)) their clusters and ``target`` (torch, (K, c)) the
+    reconstructed cluster proportions. Clusters with no node in the batch, or
+    no valid target, are skipped.
+    """
+    import torch
+    K, c = target.shape
+    sums = torch.zeros((K, c), dtype=proba.dtype, device=proba.device)
+    sums = sums.index_add(0, clusters, proba)
+    cnt = torch.bincount(clusters, minlength=K).to(proba.dtype)
+    valid = (cnt > 0) & torch.isfinite(target).all(dim=1)
+    if not bool(valid.any()):
+        return proba.sum() * 0.0
+    pred = sums[valid] / cnt[valid, None]
+    t = target[valid]
+    kl = (t * (torch.log(t.clamp_min(eps)) - torch.log(pred.clamp_min(eps)))).sum(dim=1)
+    return kl.mean()
