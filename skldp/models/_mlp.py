@@ -218,15 +218,51 @@ class MLPHead(TorchClassifierBase):
                               for s in range(0, len(positions), _CHUNK_ROWS)])
         return module(data[positions])
 
+    # ------------------------------------------------------------------- fit
+    def fit(self, X, y):
+        """Train on the rows of ``X`` (a GraphData view, dense or sparse array) with labels ``y``.
+
+        Parameters
+        ----------
+        X : GraphData, array-like or sparse matrix of shape (n_rows, n_features)
+            Training rows. On a GraphData view only the view's rows are read.
+        y : array-like of shape (n_rows,)
+            Class labels (any type; ``-1`` is rejected as "unlabelled").
+
+        Returns
+        -------
+        self : MLPHead
+        """
+        n = getattr(X, "shape", (None,))[0]
+        if n == 1:
+            raise ValueError("MLPHead needs at least two training rows, got n_samples=1.")
+        return super().fit(X, y)
+
     # --------------------------------------------------------------- predict
-    def decision_function(self, X):
-        """Logits (pre-softmax scores) of the rows of ``X``, shape (n_rows, n_classes)."""
+    def _logits(self, X):
         n_in = getattr(self, "n_features_in_", None)
-        if n_in is not None and getattr(X, "shape", None) is not None and len(X.shape) == 2 \
-                and X.shape[1] != n_in:
-            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is "
+        shape = getattr(X, "shape", None)
+        if n_in is not None and shape is not None and len(shape) == 2 and shape[1] != n_in:
+            raise ValueError(f"X has {shape[1]} features, but {type(self).__name__} is "
                              f"expecting {n_in} features as input.")
         return super().decision_function(X)
+
+    def decision_function(self, X):
+        """Class scores of the rows of ``X``.
+
+        Returns the logits, shape (n_rows, n_classes); for two classes the
+        scikit-learn convention applies: one column, the score of
+        ``classes_[1]`` (logit difference), shape (n_rows,).
+        """
+        z = self._logits(X)
+        return z[:, 1] - z[:, 0] if z.shape[1] == 2 else z
+
+    def predict_proba(self, X):
+        """Class probabilities of the rows of ``X``, columns in the order of ``classes_``."""
+        z = self._logits(X)
+        z = z - z.max(axis=1, keepdims=True)
+        p = np.exp(z)
+        return p / p.sum(axis=1, keepdims=True)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

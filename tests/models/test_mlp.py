@@ -1,0 +1,195 @@
+import pickle
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import torch
+from sklearn.base import clone
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from skldp import GraphData
+from skldp.models import MLPHead
+
+# Tiny networks: one thread avoids oversubscription on the shared 2-core machine.
+torch.set_num_threads(1)
+
+
+def _blobs(n=300, d=6, seed=0):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 3, size=n)
+    centres = rng.normal(size=(3, d)) * 4
+    X = centres[y] + rng.normal(size=(n, d))
+    return X, y
+
+
+def _fast(**kw):
+    params = dict(hidden_layer_sizes=(16,), epochs=60, dropout=0.1, random_state=0)
+    params.update(kw)
+    return MLPHead(**params)
+
+
+def test_learns_separable_problem():
+    X, y = _blobs()
+    clf = _fast().fit(X[:200], y[:200])
+    assert clf.score(X[200:], y[200:]) > 0.95
+    assert clf.loss_curve_[-1] < clf.loss_curve_[0]
+
+
+def test_string_labels_and_proba():
+    X, y = _blobs()
+    names = np.array(["cat", "dog", "eel"])[y]
+    clf = _fast().fit(X, names)
+    assert list(clf.classes_) == ["cat", "dog", "eel"]
+    assert set(clf.predict(X)) <= set(names)
+    P = clf.predict_proba(X)
+    assert P.shape == (len(X), 3)
+    np.testing.assert_allclose(P.sum(axis=1), 1.0, atol=1e-9)
+    assert np.all(P >= 0)
+    np.testing.assert_array_equal(clf.predict(X), clf.classes_[P.argmax(axis=1)])
+
+
+def test_graph_view_uses_only_view_rows(small_graph):
+    A, X, y = small_graph
+    G = GraphData(X, A)
+    train, test = np.arange(0, 60, 2), np.arange(1, 60, 2)
+    clf = _fast().fit(G[train], y[train])
+    # the same rows as a plain array give the same predictions
+    np.testing.assert_allclose(clf.predict_proba(G[test]), clf.predict_proba(X[test]))
+    # the graph is not needed
+    G_nograph = GraphData(X)
+    np.testing.assert_allclose(clf.predict_proba(G_nograph[test]), clf.predict_proba(X[test]))
+    assert clf.score(G[test], y[test]) > 0.8
+
+
+def test_sparse_input_matches_dense():
+    X, y = _blobs(d=5)
+    X = np.abs(X) * (np.abs(X) > 1)
+    a = _fast().fit(X, y).predict_proba(X)
+    b = _fast().fit(sp.csr_array(X), y).predict_proba(sp.csr_matrix(X))
+    np.testing.assert_allclose(a, b, atol=1e-6)
+
+
+def test_large_sparse_batched_path(monkeypatch):
+    import skldp.models._mlp as mod
+    monkeypatch.setattr(mod, "_DENSE_BYTES", 0)  # force the per-batch densification
+    monkeypatch.setattr(mod, "_CHUNK_ROWS", 7)
+    X, y = _blobs(d=5)
+    X = np.abs(X) * (np.abs(X) > 1)
+    a = _fast(batch_size=32).fit(sp.csr_matrix(X), y).predict_proba(sp.csr_matrix(X))
+    monkeypatch.setattr(mod, "_DENSE_BYTES", 1 << 28)
+    b = _fast(batch_size=32).fit(X, y).predict_proba(X)
+    np.testing.assert_allclose(a, b, atol=1e-5)
+
+
+def test_reproducible_with_random_state():
+    X, y = _blobs()
+    a = _fast(random_state=3).fit(X, y).predict_proba(X)
+    b = _fast(random_state=3).fit(X, y).predict_proba(X)
+    np.testing.assert_array_equal(a, b)
+
+
+def test_early_stopping_stops_early():
+    X, y = _blobs(n=200)
+    clf = _fast(epochs=500, patience=5, lr=0.05).fit(X, y)
+    assert clf.n_iter_ < 500
+    assert len(clf.validation_scores_) == clf.n_iter_
+    assert clf.best_epoch_ == int(np.argmin(clf.validation_scores_))
+    assert clf.n_iter_ - 1 - clf.best_epoch_ == 5  # stopped after `patience` bad epochs
+    full = _fast(epochs=30, early_stopping=False).fit(X, y)
+    assert full.n_iter_ == 30 and full.validation_scores_ == []
+
+
+def test_minibatch_and_architectures():
+    X, y = _blobs()
+    for kw in (dict(batch_size=16, epochs=20), dict(hidden_layer_sizes=()),
+               dict(hidden_layer_sizes=(8, 8), activation="tanh"),
+               dict(activation="elu"), dict(hidden_layer_sizes=4, activation="gelu")):
+        clf = _fast(**kw).fit(X, y)
+        assert clf.score(X, y) > 0.9, kw
+    linear = _fast(hidden_layer_sizes=()).fit(X, y)
+    assert sum(isinstance(m, __import__("torch").nn.Linear) for m in linear.module_) == 1
+
+
+def test_verbose_prints_each_epoch(capsys):
+    X, y = _blobs(n=60)
+    _fast(epochs=3, verbose=1, early_stopping=False).fit(X, y)
+    out = capsys.readouterr().out.strip().splitlines()
+    assert len(out) == 3
+    assert out[0].startswith("[MLPHead] epoch 1/3 loss")
+    _fast(epochs=2, verbose=1).fit(X, y)
+    assert "val_loss" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("params, match", [
+    (dict(hidden_layer_sizes=(0,)), "hidden_layer_sizes"),
+    (dict(hidden_layer_sizes=("a",)), "hidden_layer_sizes"),
+    (dict(hidden_layer_sizes=None), "hidden_layer_sizes"),
+    (dict(activation="sigmoidal"), "activation"),
+    (dict(dropout=1.0), "dropout"),
+    (dict(dropout=-0.1), "dropout"),
+    (dict(lr=0), "lr"),
+    (dict(lr=float("nan")), "lr"),
+    (dict(weight_decay=-1), "weight_decay"),
+    (dict(epochs=0), "epochs"),
+    (dict(epochs=2.5), "epochs"),
+    (dict(batch_size=0), "batch_size"),
+    (dict(batch_size=1.5), "batch_size"),
+    (dict(validation_fraction=1.0), "validation_fraction"),
+    (dict(patience=0), "patience"),
+])
+def test_bad_hyperparameters(params, match):
+    X, y = _blobs(n=40)
+    with pytest.raises(ValueError, match=match):
+        MLPHead(**params).fit(X, y)
+
+
+def test_bad_labels_and_features():
+    X, y = _blobs(n=60)
+    y_bad = y.copy()
+    y_bad[0] = -1
+    with pytest.raises(ValueError, match="-1"):
+        _fast().fit(X, y_bad)
+    with pytest.raises(ValueError, match="single class"):
+        _fast().fit(X, np.zeros(len(X), int))
+    with pytest.raises(ValueError, match="labels"):
+        _fast().fit(X, y[:-1])
+    clf = _fast(epochs=2).fit(X, y)
+    with pytest.raises(ValueError, match="6 features"):
+        clf.predict(X[:, :5])
+    with pytest.raises(ValueError, match="6 features"):
+        clf.predict(GraphData(X[:, :5]))
+    X_nan = X.copy()
+    X_nan[3, 2] = np.nan
+    with pytest.raises(ValueError):
+        _fast().fit(X_nan, y)
+    with pytest.raises(ValueError, match="NaN"):
+        _fast().fit(GraphData(X_nan), y)
+
+
+def test_unfitted_raises():
+    from sklearn.exceptions import NotFittedError
+    with pytest.raises(NotFittedError):
+        MLPHead().predict(np.zeros((2, 3)))
+
+
+def test_pickle_and_clone():
+    X, y = _blobs()
+    clf = _fast().fit(X, y)
+    clf2 = pickle.loads(pickle.dumps(clf))
+    np.testing.assert_array_equal(clf.predict_proba(X), clf2.predict_proba(X))
+    c = clone(clf)
+    assert not hasattr(c, "module_") and c.get_params() == clf.get_params()
+    assert next(clf2.module_.parameters()).device.type == "cpu"
+
+
+_EXPECTED_FAILED = {
+    "check_classifiers_classes": "labels -1 mean 'unlabelled' in skldp (semi-supervised "
+                                 "convention) and are rejected by fit; this check uses -1 as "
+                                 "a class label.",
+}
+
+
+@parametrize_with_checks([MLPHead(hidden_layer_sizes=(16,), epochs=30, random_state=0)],
+                         expected_failed_checks=lambda est: _EXPECTED_FAILED)
+def test_sklearn_compatible(estimator, check):
+    check(estimator)
