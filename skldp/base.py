@@ -216,8 +216,13 @@ class NodeWise(GraphTransformerMixin, BaseEstimator):
         self.estimator = estimator
 
     def fit(self, X, y=None):
-        self.estimator_ = clone(self.estimator).fit(np.asarray(X) if isinstance(X, GraphData)
-                                                    else X, y)
+        # Fit on the view's rows in the store's own format (sparse stays sparse), the
+        # same format transform() passes for all nodes.
+        rows = X.features[X.rows] if isinstance(X, GraphData) else X
+        est = clone(self.estimator)
+        if isinstance(X, GraphData) and hasattr(est, "set_output"):
+            est.set_output(transform="default")  # a global pandas output must not reach the store
+        self.estimator_ = est.fit(rows, y)
         self.n_features_in_ = X.shape[1]
         return self
 
