@@ -7,7 +7,6 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 
 from ..base import GraphTransformerMixin
-from ..models._torch_utils import normalized_adjacency
 
 __all__ = ["GCNAggregation"]
 
@@ -32,6 +31,9 @@ def propagation_matrix(A, self_loops=True, normalization="sym"):
     diagonal of row sums of the (self-looped) adjacency. Rows with no
     neighbour are zero. Reuses :func:`skldp.models._torch_utils.normalized_adjacency`.
     """
+    # Imported here: skldp.models imports skldp.propagation (LPGNN uses KProp), so a
+    # module-level import of skldp.models from here would be circular.
+    from ..models._torch_utils import normalized_adjacency
     if normalization is None:
         P = sp.csr_matrix(A, dtype=np.float32)
         if self_loops:

@@ -1,0 +1,133 @@
+"""Tests of GCNAggregation (paper 000 eqs. (1), (4))."""
+
+import pickle
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.base import clone
+from sklearn.pipeline import Pipeline
+
+from skldp import GraphData
+from skldp.mechanisms import OneBitMechanism
+from skldp.propagation import GCNAggregation
+
+
+def _toy_graph():
+    """6 nodes: a path 0-1-2-3-5 and an isolated node 4."""
+    A = np.zeros((6, 6))
+    for u, v in [(0, 1), (1, 2), (2, 3), (3, 5)]:
+        A[u, v] = A[v, u] = 1.0
+    X = np.arange(18, dtype=float).reshape(6, 3) / 10.0
+    return A, X
+
+
+def _dense_gcn(A, X, self_loops, normalization):
+    """Paper 000 eq. (1) written node by node (reference, test only)."""
+    n = len(A)
+    Ah = A + np.eye(n) if self_loops else A.copy()
+    deg = Ah.sum(axis=1)
+    out = np.zeros_like(X)
+    for v in range(n):
+        for u in np.flatnonzero(Ah[v]):
+            if normalization == "sym":
+                w = Ah[v, u] / np.sqrt(deg[u] * deg[v])
+            elif normalization == "rw":
+                w = Ah[v, u] / deg[v]
+            else:
+                w = Ah[v, u]
+            out[v] += w * X[u]
+    return out
+
+
+@pytest.mark.parametrize("self_loops", [True, False])
+@pytest.mark.parametrize("normalization", ["sym", "rw", None])
+@pytest.mark.parametrize("sparse_x", [False, True])
+def test_matches_dense_reference(self_loops, normalization, sparse_x):
+    A, X = _toy_graph()
+    G = GraphData(sp.csr_matrix(X) if sparse_x else X, sp.csr_matrix(A))
+    agg = GCNAggregation(self_loops=self_loops, normalization=normalization)
+    Z = agg.fit(G).transform(G)
+    got = Z.features.toarray() if sp.issparse(Z.features) else Z.features
+    np.testing.assert_allclose(got, _dense_gcn(A, X, self_loops, normalization), rtol=1e-6,
+                               atol=1e-7)
+
+
+def test_default_is_paper_eq1_and_isolated_node_rule():
+    A, X = _toy_graph()
+    G = GraphData(X, sp.csr_matrix(A))
+    Z = np.asarray(GCNAggregation().fit_transform(G))
+    # eq. (1): node 1 has N(1) = {0, 1, 2}, degrees with self loops 2, 3, 3
+    expected = X[0] / np.sqrt(2 * 3) + X[1] / 3 + X[2] / 3
+    np.testing.assert_allclose(Z[1], expected, rtol=1e-6)
+    # isolated node 4 keeps its own features (self loop only) ...
+    np.testing.assert_allclose(Z[4], X[4], rtol=1e-6)
+    # ... and gets zeros without self loops
+    Z0 = np.asarray(GCNAggregation(self_loops=False).fit_transform(G))
+    np.testing.assert_array_equal(Z0[4], 0.0)
+
+
+def test_view_rows_and_memo():
+    A, X = _toy_graph()
+    G = GraphData(X, sp.csr_matrix(A))
+    agg = GCNAggregation().fit(G[[0, 1]])
+    full = np.asarray(agg.transform(G))
+    sub = agg.transform(G[[5, 2]])
+    assert isinstance(sub, GraphData) and sub.shape == (2, 3)
+    np.testing.assert_array_equal(np.asarray(sub), full[[5, 2]])
+    np.testing.assert_array_equal(np.asarray(pickle.loads(pickle.dumps(agg)).transform(G)), full)
+
+
+def test_unbiased_estimate_of_graph_convolution_lemma2():
+    """Averaged over many users, the estimate from one-bit reports recovers GC(v).
+
+    One collection over ``reps`` disjoint copies of a small graph: copy r of
+    node v is an independent user with the same features and neighbourhood.
+    """
+    rng = np.random.default_rng(0)
+    n, reps = 12, 3000
+    A = np.triu(rng.random((n, n)) < 0.3, 1)
+    A = (A | A.T).astype(float)
+    X = rng.random((n, 2))
+    big = GraphData(np.tile(X, (reps, 1)), sp.block_diag([sp.csr_matrix(A)] * reps, "csr"))
+    agg = GCNAggregation().fit(big)
+    mech = OneBitMechanism(eps=1.0, feature_range=(0, 1), random_state=0)
+    est = np.asarray(agg.transform(mech.fit_transform(big))).reshape(reps, n, 2).mean(axis=0)
+    small = GraphData(X, sp.csr_matrix(A))
+    true = np.asarray(agg.transform(small))
+    P = agg.propagation_matrix(small).toarray()
+    var = (P ** 2) @ mech.variance(X)  # independent users
+    assert np.all(np.abs(est - true) < 5 * np.sqrt(var / reps))
+    # and the single-collection error is of the size the variance predicts
+    one = np.asarray(agg.transform(mech.transform(big))).reshape(reps, n, 2)
+    dev2 = (one - true) ** 2
+    se = dev2.std(axis=0) / np.sqrt(reps)
+    assert np.all(np.abs(dev2.mean(axis=0) - var) < 5 * se)
+
+
+def test_pipeline_with_mechanism():
+    A, X = _toy_graph()
+    G = GraphData(X, sp.csr_matrix(A))
+    pipe = Pipeline([("pgc", OneBitMechanism(eps=np.inf, feature_range=(0, 2))),
+                     ("agg", GCNAggregation())])
+    np.testing.assert_allclose(np.asarray(pipe.fit_transform(G)),
+                               _dense_gcn(A, X, True, "sym"), rtol=1e-6)
+    assert clone(pipe).get_params()["agg__normalization"] == "sym"
+
+
+def test_errors():
+    A, X = _toy_graph()
+    with pytest.raises(TypeError, match="GraphData"):
+        GCNAggregation().fit(X)
+    with pytest.raises(ValueError, match="adjacency"):
+        GCNAggregation().fit(GraphData(X))
+    G = GraphData(X, sp.csr_matrix(A))
+    with pytest.raises(ValueError, match="normalization"):
+        GCNAggregation(normalization="left").fit(G)
+    with pytest.raises(TypeError, match="self_loops"):
+        GCNAggregation(self_loops="yes").fit(G)
+    agg = GCNAggregation().fit(G)
+    with pytest.raises(TypeError, match="GraphData"):
+        agg.transform(X)
+    with pytest.raises(ValueError, match="features"):
+        agg.transform(GraphData(np.zeros((6, 2)), sp.csr_matrix(A)))
