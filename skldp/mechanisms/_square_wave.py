@@ -92,10 +92,14 @@ class HDSMechanism(LDPMechanism):
     ----------
     eps : float, default=1.0
         Per-user privacy budget, split evenly over the ``k`` reported
-        dimensions. ``np.inf`` disables the perturbation: the report is then
-        the scaled feature vector in [-1, 1] with *all* ``d`` dimensions (the
-        non-private baseline of the paper's Figure 2, where "node features are
-        directly employed without any perturbation"), and ``epsilon_`` is inf.
+        dimensions. ``np.inf`` disables the noise and keeps everything else:
+        each user reports its ``k`` sampled dimensions exactly (scaled to
+        [-1, 1]) and 0 for the others, which is the limit of the mechanism as
+        eps -> inf (b -> 0 and the band holds all the mass), with the same
+        output format; ``epsilon_`` is then inf. With ``k=d`` this is the
+        scaled feature matrix. The paper's non-private baseline (Figure 2,
+        "node features are directly employed without any perturbation") is
+        the raw features: drop the step (``"passthrough"`` in a Pipeline).
     k : int, default=None
         Number of dimensions each user reports, 1 <= k <= d. ``None`` means
         ``min(5, d)``: the paper tunes ``k`` per dataset in
@@ -133,9 +137,7 @@ class HDSMechanism(LDPMechanism):
     -----
     Output format: a CSR matrix with exactly ``k`` stored entries per row
     when the input is sparse or ``k < d / 4``, otherwise a dense ndarray
-    (float64). With ``eps=inf`` the output is the dense scaled matrix, or CSR
-    when the input is sparse and every ``feature_range`` is symmetric
-    (``lo == -hi``, so that 0 stays 0).
+    (float64), for every ``eps`` including inf.
 
     The authors' released code maps the reports back to the raw feature range
     after perturbation; this class follows the paper (reports in
@@ -193,8 +195,6 @@ class HDSMechanism(LDPMechanism):
     # ------------------------------------------------------------ perturbation
     def _perturb(self, X, keys):
         n, d = X.shape
-        if np.isinf(float(self.eps)):
-            return self._scaled_all(X)
         k = self.k_
         keys = np.asarray(keys, dtype=np.uint64)
         cols = sample_k_of_d(self.seed_, keys, d, k, stream=_STREAM_SAMPLE)
@@ -207,23 +207,18 @@ class HDSMechanism(LDPMechanism):
             raw = np.asarray(X)[rows, flat_cols]
         lo, hi = self.feature_min_[flat_cols], self.feature_max_[flat_cols]
         x = 2.0 * (raw - lo) / (hi - lo) - 1.0
-        u = node_uniforms(self.seed_, keys, k, stream=_STREAM_VALUE).ravel()
-        _, b, w = self._params_per_dim()
-        vals = _square_wave_inverse_cdf(x, u, b, w)
+        if np.isinf(float(self.eps)):
+            vals = x  # the eps -> inf limit: b -> 0 and the band holds all the mass
+        else:
+            u = node_uniforms(self.seed_, keys, k, stream=_STREAM_VALUE).ravel()
+            _, b, w = self._params_per_dim()
+            vals = _square_wave_inverse_cdf(x, u, b, w)
         if sp.issparse(X) or 4 * k < d:
             indptr = np.arange(0, n * k + 1, k, dtype=np.int64)
             return sp.csr_matrix((vals, flat_cols, indptr), shape=(n, d))
         out = np.zeros((n, d), dtype=np.float64)
         out[rows, flat_cols] = vals
         return out
-
-    def _scaled_all(self, X):
-        lo, hi = self.feature_min_, self.feature_max_
-        if sp.issparse(X) and np.all(lo == -hi):
-            Z = sp.csr_matrix(X, dtype=np.float64, copy=True)
-            Z.data = Z.data / hi[Z.indices]
-            return Z
-        return self._scale(X)
 
     # ------------------------------------------------------------- moments
     def _scaled_input(self, x):
@@ -235,7 +230,9 @@ class HDSMechanism(LDPMechanism):
         return 2.0 * (x - self.feature_min_) / (self.feature_max_ - self.feature_min_) - 1.0
 
     def _bias_factor(self):
-        """C of Lemma 3.2: E[report_j] = C x_j (x scaled to [-1, 1])."""
+        """C of Lemma 3.2: E[report_j] = C x_j (x scaled to [-1, 1]); k / d when eps is inf."""
+        if np.isinf(float(self.eps)):
+            return self.k_ / self.n_features_in_
         _, b, w = self._params_per_dim()
         return (self.k_ / self.n_features_in_) * (w - b) / (w + 1.0)
 
@@ -252,19 +249,18 @@ class HDSMechanism(LDPMechanism):
         -------
         ndarray of the same shape
             ``C * x_scaled`` with ``C = (k/d) b (e^eps' - 1) / (b e^eps' + 1)``;
-            ``x_scaled`` itself when ``eps`` is inf.
+            ``C = k / d`` when ``eps`` is inf.
         """
         self._check_fitted()
-        xs = self._scaled_input(x)
-        if np.isinf(float(self.eps)):
-            return xs
-        return self._bias_factor() * xs
+        return self._bias_factor() * self._scaled_input(x)
 
     def variance(self, x):
         """Variance of each reported coordinate (Lemma 3.2, eq. (11)).
 
         ``Var = k (b^3 e^eps' + 3b^2 + 3b + 1) / (3 d (b e^eps' + 1)) + (C - C^2) x^2``
-        with ``eps' = eps / k`` and ``x`` scaled to [-1, 1]; 0 when ``eps`` is inf.
+        with ``eps' = eps / k`` and ``x`` scaled to [-1, 1]. Its limit for ``eps`` inf,
+        ``(C - C^2) x^2`` with ``C = k / d``, is returned then (the variance of the
+        dimension sampling alone).
 
         Parameters
         ----------
@@ -277,11 +273,11 @@ class HDSMechanism(LDPMechanism):
         """
         self._check_fitted()
         xs = self._scaled_input(x)
+        C = self._bias_factor()
         if np.isinf(float(self.eps)):
-            return np.zeros_like(xs)
+            return (C - C * C) * xs ** 2   # only the sampling of the k dimensions varies
         _, b, w = self._params_per_dim()
         k, d = self.k_, self.n_features_in_
-        C = self._bias_factor()
         # b^3 e^eps' = b^2 w
         const = k * (b * b * w + 3 * b * b + 3 * b + 1) / (3.0 * d * (w + 1.0))
         return const + (C - C * C) * xs ** 2

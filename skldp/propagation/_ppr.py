@@ -9,9 +9,14 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 
 from ..base import GraphTransformerMixin
-from ..models._torch_utils import resolve_device
 
 __all__ = ["PPRPropagation"]
+
+
+def resolve_device(device):
+    # imported lazily: skldp.models imports skldp.propagation
+    from ..models._torch_utils import resolve_device as _resolve
+    return _resolve(device)
 
 _BLOCK_ELEMENTS = 1 << 23  # dense entries per column block (64 MiB in float64)
 _BACKENDS = ("auto", "scipy", "torch")

@@ -196,19 +196,29 @@ def test_default_k_and_epsilon():
     assert hds.k_ == 3
 
 
-def test_eps_inf_returns_scaled_features():
+def test_eps_inf_reports_sampled_dims_without_noise():
     rng = np.random.default_rng(0)
     X = rng.random((20, 8)) * 4 - 1
     hds = HDSMechanism(eps=np.inf, k=2, feature_range=(-1, 3), random_state=0).fit(X)
-    assert hds.epsilon_ == np.inf
-    R = hds.transform(X)
-    np.testing.assert_allclose(R, (X + 1) / 2 - 1)
-    np.testing.assert_allclose(hds.mean(X), R)
-    assert np.all(hds.variance(X) == 0)
-    Xs = sp.csr_matrix(np.where(rng.random((20, 8)) < 0.3, X, 0))
-    Rs = HDSMechanism(eps=np.inf, feature_range=(-3, 3), random_state=0).fit(Xs).transform(Xs)
-    assert sp.issparse(Rs)
-    np.testing.assert_allclose(Rs.toarray(), Xs.toarray() / 3)
+    assert hds.epsilon_ == np.inf and hds.b_ == 0.0
+    R = _dense(hds.transform(X))
+    Xs = (X + 1) / 2 - 1
+    assert np.all(np.count_nonzero(R, axis=1) == 2)
+    mask = R != 0
+    np.testing.assert_allclose(R[mask], Xs[mask])
+    # same dimensions as a finite-eps collection with the same seed (only the noise is gone)
+    R1 = _dense(HDSMechanism(eps=1.0, k=2, feature_range=(-1, 3), random_state=0)
+                .fit(X).transform(X))
+    np.testing.assert_array_equal(R1 != 0, mask)
+    # moments: the eps -> inf limits of Lemma 3.2
+    np.testing.assert_allclose(hds.mean(X), Xs * 2 / 8)
+    np.testing.assert_allclose(hds.variance(X), (0.25 - 0.25 ** 2) * Xs ** 2)
+    big = HDSMechanism(eps=1e4, k=2, feature_range=(-1, 3), random_state=0).fit(X)
+    np.testing.assert_allclose(big.mean(X), hds.mean(X), rtol=1e-3)
+    np.testing.assert_allclose(big.variance(X), hds.variance(X), rtol=1e-3, atol=2e-5)  # O(k/(d eps))
+    # k = d gives the scaled feature matrix
+    full = HDSMechanism(eps=np.inf, k=8, feature_range=(-1, 3), random_state=0).fit(X)
+    np.testing.assert_allclose(_dense(full.transform(X)), Xs)
 
 
 @pytest.mark.parametrize("eps,err", [(0, ValueError), (-1.0, ValueError),
