@@ -99,7 +99,7 @@ class PairData(GraphData):
         pos = np.minimum(pos, len(ids) - 1)
         found = ids[order][pos] == flat
         if not np.all(found):
-            raise ValueError(f"id_pairs refer to unknown node id {flat[~found][0]!r} "
+            raise ValueError(f"id_pairs refer to unknown node id {flat[~found][0].item()!r} "
                              f"({np.count_nonzero(~found)} unknown in all).")
         return cls(graph, order[pos].reshape(id_pairs.shape))
 

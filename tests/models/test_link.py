@@ -1,0 +1,182 @@
+import pickle
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.base import clone
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import roc_auc_score
+from sklearn.model_selection import GridSearchCV, cross_val_score
+from sklearn.pipeline import Pipeline, make_pipeline
+
+from skldp import GraphData
+from skldp.mechanisms import LaplaceMechanism, OneBitMechanism
+from skldp.model_selection import PairData, random_edge_split
+from skldp.models import HadamardLinkPredictor, VGAELinkPredictor
+from skldp.propagation import PPRPropagation
+
+
+def _graph(n=120, d=8, seed=0):
+    """4-block SBM whose features reveal the block (links are mostly within blocks)."""
+    rng = np.random.default_rng(seed)
+    b = np.repeat(np.arange(4), n // 4)
+    P = np.where(b[:, None] == b[None, :], 0.2, 0.005)
+    A = np.triu(rng.random((n, n)) < P, 1)
+    A = (A | A.T).astype(float)
+    X = np.zeros((n, d))
+    X[np.arange(n), b] = 1.0
+    X[:, 4:] = rng.random((n, d - 4)) < 0.3
+    return GraphData(X, sp.csr_array(A))
+
+
+@pytest.fixture(scope="module")
+def split():
+    return random_edge_split(_graph(), val_size=0.1, test_size=0.2, random_state=0)
+
+
+def _vgae(**kw):
+    params = dict(epochs=60, min_epochs=20, check_every=5, patience=4, random_state=0)
+    params.update(kw)
+    return VGAELinkPredictor(**params)
+
+
+def _had(**kw):
+    params = dict(epochs=40, batch_size=128, random_state=0)
+    params.update(kw)
+    return HadamardLinkPredictor(**params)
+
+
+@pytest.mark.parametrize("make", [_vgae, _had, lambda: _had(head="mlp", hidden_layer_sizes=(8,)),
+                                  lambda: _had(loss="pairwise")])
+def test_learns_block_structure(split, make):
+    P_tr, P_va, P_te, y_tr, y_va, y_te = split
+    est = make().fit(P_tr, y_tr, validation_data=(P_va, y_va))
+    auc = est.score(P_te, y_te)
+    # Same-block pairs are edges with prob 0.2, cross-block 0.005: features make this easy.
+    assert auc > 0.85
+    assert auc == pytest.approx(roc_auc_score(y_te, est.decision_function(P_te)))
+    proba = est.predict_proba(P_te)
+    assert proba.shape == (len(P_te), 2)
+    np.testing.assert_allclose(proba.sum(1), 1.0)
+    assert set(np.unique(est.predict(P_te))) <= {0, 1}
+    assert list(est.classes_) == [0, 1]
+    assert est.n_features_in_ == P_tr.shape[1]
+
+
+def test_vgae_uninformative_features_use_structure_only(split):
+    """With random features the encoder still sees the training graph: AUC stays above
+    chance (structure) but below the informative-feature model."""
+    P_tr, P_va, P_te, y_tr, y_va, y_te = split
+    rng = np.random.default_rng(1)
+    G0 = P_tr.graph.with_features(rng.random(P_tr.graph.features.shape) < 0.5)
+    args = dict(validation_data=(P_va, y_va))
+    full = _vgae().fit(P_tr, y_tr, **args).score(P_te, y_te)
+    null = _vgae().fit(P_tr._rebase(G0), y_tr, **args).score(P_te._rebase(G0), y_te)
+    assert null < full
+
+
+def test_vgae_reproducible_and_picklable(split):
+    P_tr, P_va, P_te, y_tr, y_va, y_te = split
+    a = _vgae().fit(P_tr, y_tr, validation_data=(P_va, y_va))
+    b = _vgae().fit(P_tr, y_tr, validation_data=(P_va, y_va))
+    np.testing.assert_allclose(a.decision_function(P_te), b.decision_function(P_te))
+    c = pickle.loads(pickle.dumps(a))
+    np.testing.assert_allclose(c.decision_function(P_te), a.decision_function(P_te))
+    assert a.embed(P_te).shape == (P_te.n_nodes, 16)
+    # early stopping: checks every check_every epochs, never before min_epochs
+    assert len(a.validation_scores_) == a.n_iter_ // 5
+    assert a.n_iter_ >= 20
+    assert a.best_epoch_ is not None and (a.best_epoch_ + 1) % 5 == 0
+
+
+def test_vgae_paper_architecture():
+    P_tr, _, _, y_tr, _, _ = random_edge_split(_graph(), random_state=1)
+    m = _vgae(epochs=2, early_stopping=False).fit(P_tr, y_tr).module_
+    assert m.conv1.lin.weight.shape == (32, 8)
+    assert m.conv_mu.lin.weight.shape == m.conv_logstd.lin.weight.shape == (16, 32)
+    assert isinstance(m.bn, __import__("torch").nn.BatchNorm1d)
+    gae = _vgae(epochs=2, variational=False, batch_norm=False,
+                early_stopping=False).fit(P_tr, y_tr).module_
+    assert gae.conv_logstd is None
+
+
+def test_pipeline_with_mechanism_and_propagation(split):
+    """Mechanism -> propagation -> head on pairs; the mechanism perturbs each node once."""
+    P_tr, P_va, P_te, y_tr, y_va, y_te = split
+    pipe = Pipeline([("mech", LaplaceMechanism(eps=50.0, feature_range=(0, 1),
+                                               random_state=0)),
+                     ("ppr", PPRPropagation(alpha=0.2)),
+                     ("link", _had())])
+    pipe.fit(P_tr, y_tr, link__validation_data=(P_va, y_va))
+    Z = pipe[:-1].transform(P_te)
+    assert isinstance(Z, PairData) and Z.token == pipe[:-1].transform(P_tr).token
+    np.testing.assert_array_equal(Z.pairs, P_te.pairs)
+    assert pipe.score(P_te, y_te) > 0.8
+    # VGAE after a mechanism, with validation pairs routed to the last step
+    pipe2 = make_pipeline(OneBitMechanism(eps=5.0, feature_range=(0, 1), random_state=0),
+                          _vgae())
+    pipe2.fit(P_tr, y_tr, vgaelinkpredictor__validation_data=(P_va, y_va))
+    assert pipe2.score(P_te, y_te) > 0.7
+
+
+def test_cross_validation_and_grid_search(split):
+    P_tr, _, _, y_tr, _, _ = split
+    pipe = Pipeline([("ppr", PPRPropagation(alpha=0.2)),
+                     ("link", _had(epochs=10, early_stopping=False))])
+    scores = cross_val_score(pipe, P_tr, y_tr, cv=3, scoring="roc_auc")
+    assert scores.shape == (3,) and np.all(scores > 0.7)
+    gs = GridSearchCV(pipe, {"ppr__alpha": [0.2, 0.9]}, cv=2).fit(P_tr, y_tr)
+    assert gs.best_params_["ppr__alpha"] in (0.2, 0.9)
+    assert 0.5 < gs.best_score_ <= 1.0
+
+
+def test_plain_sklearn_head_sees_hadamard_features(split):
+    """np.asarray(PairData) is the Hadamard edge feature matrix, so a plain
+    LogisticRegression after propagation is a Hadamard link predictor too."""
+    P_tr, _, P_te, y_tr, _, y_te = split
+    pipe = make_pipeline(PPRPropagation(alpha=0.2), LogisticRegression(max_iter=500))
+    pipe.fit(P_tr, y_tr)
+    assert roc_auc_score(y_te, pipe.decision_function(P_te)) > 0.8
+
+
+def test_string_labels_and_clone(split):
+    P_tr, _, P_te, y_tr, _, y_te = split
+    names = np.array(["no", "yes"])[y_tr]
+    est = _had(early_stopping=False, epochs=5).fit(P_tr, names)
+    assert list(est.classes_) == ["no", "yes"]
+    assert est.score(P_te, np.array(["no", "yes"])[y_te]) == pytest.approx(
+        roc_auc_score(y_te, est.decision_function(P_te)))
+    assert clone(est).get_params() == est.get_params()
+
+
+def test_bad_input(split):
+    P_tr, P_va, P_te, y_tr, y_va, y_te = split
+    X = np.asarray(P_tr)
+    for est in (_vgae(), _had()):
+        with pytest.raises(TypeError, match="PairData"):
+            est.fit(X, y_tr)
+        with pytest.raises(ValueError, match="two classes"):
+            est.fit(P_tr, np.arange(len(y_tr)) % 3)
+        with pytest.raises(ValueError, match="single class"):
+            est.fit(P_tr, np.ones(len(y_tr)))
+        with pytest.raises(ValueError, match="rows"):
+            est.fit(P_tr, y_tr[:-1])
+        with pytest.raises(ValueError, match="not among"):
+            est.fit(P_tr, y_tr, validation_data=(P_va, y_va + 5))
+    with pytest.raises(ValueError, match="negative_sampling"):
+        _vgae(negative_sampling="bogus").fit(P_tr, y_tr)
+    with pytest.raises(ValueError, match="head"):
+        _had(head="svm").fit(P_tr, y_tr)
+    with pytest.raises(ValueError, match="lr"):
+        _had(lr=0).fit(P_tr, y_tr)
+    with pytest.raises(ValueError, match="epochs"):
+        _vgae(epochs=0).fit(P_tr, y_tr)
+    est = _had(epochs=2, early_stopping=False).fit(P_tr, y_tr)
+    with pytest.raises(ValueError, match="features"):
+        est.decision_function(PairData(GraphData(np.ones((P_tr.n_nodes, 3)),
+                                                 P_tr.adjacency), [[0, 1]]))
+    G_nan = P_tr.graph.with_features(np.where(np.eye(P_tr.n_nodes, 8) > 0, np.nan, 0.0))
+    with pytest.raises(ValueError, match="NaN"):
+        _had().fit(P_tr._rebase(G_nan), y_tr)
+    with pytest.raises(ValueError, match="NaN"):
+        _vgae().fit(P_tr._rebase(G_nan), y_tr)
