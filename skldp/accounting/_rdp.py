@@ -233,6 +233,8 @@ def compute_epsilon(noise_multiplier, n_train, batch_size, max_degree, steps, de
     delta = check_delta(delta)
     orders = _check_orders(orders)
     rdp = dpgnn_rdp(noise_multiplier, n_train, batch_size, max_degree, steps, orders)
+    if not np.any(rdp):  # no step taken: nothing is released about the data
+        return 0.0
     return rdp_to_epsilon(orders, rdp, delta)[0]
 
 
@@ -275,8 +277,7 @@ def calibrate_noise_multiplier(target_epsilon, delta, n_train, batch_size, max_d
         return 0.0
     hi = 1.0
     while eps_of(hi) > target:
-        hi *= 2.0
-        if hi > _MAX_NOISE_MULTIPLIER:
+        if hi >= _MAX_NOISE_MULTIPLIER:
             floor = eps_of(_MAX_NOISE_MULTIPLIER)
             # Largest T' whose epsilon at the largest multiplier meets the target.
             t_lo, t_hi = 0, T
@@ -292,6 +293,7 @@ def calibrate_noise_multiplier(target_epsilon, delta, n_train, batch_size, max_d
                 f"{_MAX_NOISE_MULTIPLIER:g} gives epsilon={floor:.4g}. Use at most "
                 f"steps={t_lo}, a smaller batch_size, a smaller max_degree, a larger delta, "
                 f"or a target_epsilon >= {floor:.4g}.")
+        hi = min(2.0 * hi, _MAX_NOISE_MULTIPLIER)
     lo = hi / 2.0 if hi > 1.0 else 0.0
     if lo == 0.0:
         lo = 1.0

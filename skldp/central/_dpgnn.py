@@ -102,14 +102,20 @@ class _Features:
         self.device = device
         self._dense_t = None if self.sparse else torch.as_tensor(self.X, device=device)
 
-    def rows(self, idx):
-        """Rows ``idx`` (1-D int array) as a torch tensor (sparse COO when the input is sparse)."""
+    def rows(self, idx, transpose=False):
+        """Rows ``idx`` (1-D int array) as a torch tensor (sparse CSR when the input is sparse).
+
+        With ``transpose=True`` also returns the transpose (CSR too), used to
+        form ``X_b^T D`` without autograd through a sparse product.
+        """
         if not self.sparse:
-            return self._dense_t[torch.as_tensor(idx, device=self.device)]
-        R = self.X[idx].tocoo()
-        ind = torch.as_tensor(np.vstack([R.row, R.col]).astype(np.int64))
-        return torch.sparse_coo_tensor(ind, torch.as_tensor(R.data), R.shape,
-                                       is_coalesced=True, check_invariants=False).to(self.device)
+            x = self._dense_t[torch.as_tensor(idx, device=self.device)]
+            return (x, None) if transpose else x
+        R = self.X[idx]
+        x = _csr_tensor(R, self.device)
+        if not transpose:
+            return x
+        return x, _csr_tensor(R.T.tocsr(), self.device)
 
     def row_dots(self, a, b):
         """``<x_a[i], x_b[i]>`` for index arrays ``a``, ``b`` (numpy)."""
@@ -118,10 +124,23 @@ class _Features:
         return np.einsum("ij,ij->i", self.X[a], self.X[b])
 
 
+def _csr_tensor(R, device):
+    R = sp.csr_matrix(R)
+    return torch.sparse_csr_tensor(torch.as_tensor(R.indptr.astype(np.int64)),
+                                   torch.as_tensor(R.indices.astype(np.int64)),
+                                   torch.as_tensor(R.data.astype(np.float32)), size=R.shape,
+                                   check_invariants=False).to(device)
+
+
 def _linear(x, lin):
-    if x.layout != torch.strided:
-        return torch.sparse.mm(x, lin.weight.t()) + lin.bias
+    """``x W^T + b`` for dense or sparse CSR ``x`` (no autograd through ``x``)."""
     return x @ lin.weight.t() + lin.bias
+
+
+def _first_layer_grads(x, xt, D):
+    """Gradients of ``z = x W^T + b`` given ``D = dL/dz``: ``(D^T x, sum D)``."""
+    gW = (xt @ D).t() if xt is not None else D.t() @ x
+    return gW.contiguous(), D.sum(dim=0)
 
 
 def _neighbourhood_gram(feats, nb, chunk=8192):
@@ -158,6 +177,78 @@ def _padded_neighbourhoods(S, nodes, K):
         nb[row, 1 + pos] = S.indices[np.repeat(starts, deg) + pos]
         w[row, 1 + pos] = (1.0 / (deg + 1))[row]
     return nb, w
+
+
+class _PerNodeGradients:
+    """Per-node gradients of ``_OneLayerGNN`` on padded neighbourhoods, and their clipped sums.
+
+    ``nb``/``w`` hold, for each training node, the indices of the nodes it
+    aggregates (itself first) and their weights. Everything but the first
+    encoder layer gets explicit per-node gradients from
+    ``vmap(grad(functional_call(...)))``; the first layer uses the ghost norm
+    (module docstring).
+    """
+
+    def __init__(self, module, feats, nb, w_t, y_t, with_gram=True):
+        self.module, self.feats, self.nb, self.w_t, self.y_t = module, feats, nb, w_t, y_t
+        self.device = w_t.device
+        self.group_of = module.groups()
+        self.groups = tuple(dict.fromkeys(self.group_of.values()))
+        self.params = dict(module.named_parameters())
+        self.rest_names = [n for n in self.group_of if not n.startswith("enc_in.")]
+        self.gram = torch.as_tensor(_neighbourhood_gram(feats, nb), device=self.device) \
+            if with_gram else None
+
+        def loss_one(rest, z1, wv, yv):
+            out = functional_call(module, rest, (z1, wv))
+            return F.cross_entropy(out.unsqueeze(0), yv.unsqueeze(0))
+
+        self._per_node = vmap(grad(loss_one, argnums=(0, 1)), in_dims=(None, 0, 0, 0))
+
+    def z1(self, idx):
+        x, xt = self.feats.rows(self.nb[idx].ravel(), transpose=True)
+        with torch.no_grad():
+            z1 = _linear(x, self.module.enc_in).reshape(len(idx), self.nb.shape[1], -1)
+        return z1, x, xt
+
+    def parts(self, idx):
+        """Per-node gradients (all but the first layer), ``dl/dz1`` and per-group norms."""
+        z1, x, xt = self.z1(idx)
+        rest = {n: self.params[n].detach() for n in self.rest_names}
+        g_rest, delta_z = self._per_node(rest, z1, self.w_t[idx], self.y_t[idx])
+        sq = {g: torch.zeros(len(idx), device=self.device) for g in self.groups}
+        dd = torch.einsum("bih,bjh->bij", delta_z, delta_z)
+        sq["enc"] = sq["enc"] + (self.gram[idx] * dd).sum(dim=(1, 2)) \
+            + delta_z.sum(dim=1).pow(2).sum(dim=1)
+        for n, g in g_rest.items():
+            sq[self.group_of[n]] = sq[self.group_of[n]] + g.reshape(len(idx), -1).pow(2).sum(1)
+        return (x, xt), g_rest, delta_z, {g: v.sqrt() for g, v in sq.items()}
+
+    def clipped_sum(self, idx, C):
+        """``sum_v Clip_{C_l}(grad_l l_v)`` for each layer group ``l`` (Algorithm 1)."""
+        (x, xt), g_rest, delta_z, nrm = self.parts(idx)
+        c = {g: torch.clamp(C[g] / (nrm[g] + 1e-12), max=1.0) for g in self.groups}
+        # first encoder layer: clipped sum X_b^T (c * delta), never per node
+        D = (c["enc"][:, None, None] * delta_z).reshape(-1, delta_z.shape[-1])
+        out = dict(zip(("enc_in.weight", "enc_in.bias"), _first_layer_grads(x, xt, D)))
+        for n, g in g_rest.items():
+            out[n] = torch.einsum("b,b...->...", c[self.group_of[n]], g)
+        return out
+
+    def summed(self, idx):
+        """Plain (unclipped) sum of the per-node gradients, by one backward pass."""
+        z1, x, xt = self.z1(idx)
+        z1.requires_grad_(True)
+        for p in self.params.values():
+            p.grad = None
+        out = self.module(z1, self.w_t[idx])
+        F.cross_entropy(out, self.y_t[idx], reduction="sum").backward()
+        res = dict(zip(("enc_in.weight", "enc_in.bias"),
+                       _first_layer_grads(x, xt, z1.grad.reshape(-1, z1.shape[-1]))))
+        for n in self.rest_names:
+            res[n] = self.params[n].grad
+            self.params[n].grad = None
+        return res
 
 
 # ------------------------------------------------------------------ the base
@@ -262,35 +353,10 @@ class _DPTrainerBase(GraphClassifierMixin, BaseEstimator):
         else:
             eps = math.inf
 
-        rest_names = [n for n in group_of if not n.startswith("enc_in.")]
-        params = dict(module.named_parameters())
         y_t = torch.as_tensor(y_enc, dtype=torch.long, device=device)
         w_t = torch.as_tensor(w, device=device)
-
-        def loss_one(rest, z1, wv, yv):
-            out = functional_call(module, rest, (z1, wv))
-            return F.cross_entropy(out.unsqueeze(0), yv.unsqueeze(0))
-
-        per_node = vmap(grad(loss_one, argnums=(0, 1)), in_dims=(None, 0, 0, 0))
-        gram = torch.as_tensor(_neighbourhood_gram(feats, nb), device=device) if private \
-            else None
-        k1 = nb.shape[1]
-
-        def z1_of(idx):
-            x = feats.rows(nb[idx].ravel())
-            return _linear(x, module.enc_in).reshape(len(idx), k1, -1)
-
-        def clipped_parts(idx):
-            z1 = z1_of(idx)
-            rest = {n: params[n].detach() for n in rest_names}
-            g_rest, delta_z = per_node(rest, z1.detach(), w_t[idx], y_t[idx])
-            sq = {g: torch.zeros(len(idx), device=device) for g in groups}
-            dd = torch.einsum("bih,bjh->bij", delta_z, delta_z)
-            sq["enc"] = sq["enc"] + (gram[idx] * dd).sum(dim=(1, 2)) \
-                + delta_z.sum(dim=1).pow(2).sum(dim=1)
-            for n, g in g_rest.items():
-                sq[group_of[n]] = sq[group_of[n]] + g.reshape(len(idx), -1).pow(2).sum(dim=1)
-            return z1, g_rest, delta_z, {g: v.sqrt() for g, v in sq.items()}
+        engine = _PerNodeGradients(module, feats, nb, w_t, y_t, with_gram=private)
+        params = engine.params
 
         # ----- optional non-private clipping thresholds from gradient percentiles
         if private and self.clip_percentile is not None:
@@ -301,7 +367,7 @@ class _DPTrainerBase(GraphClassifierMixin, BaseEstimator):
                 "guarantee that covers every step.", PrivacyLeakWarning, stacklevel=3)
             norms = {g: [] for g in groups}
             for s in range(0, N, m):
-                _, _, _, nrm = clipped_parts(np.arange(s, min(s + m, N)))
+                _, _, _, nrm = engine.parts(np.arange(s, min(s + m, N)))
                 for g in groups:
                     norms[g].append(nrm[g].cpu().numpy())
             C = {g: C[g] * max(float(np.percentile(np.concatenate(norms[g]),
@@ -322,22 +388,13 @@ class _DPTrainerBase(GraphClassifierMixin, BaseEstimator):
         for t in range(steps):
             idx = np.sort(rng.choice(N, size=m, replace=False))  # without replacement
             opt.zero_grad(set_to_none=True)
-            if not private:
-                z1 = z1_of(idx)
-                out = module(z1, w_t[idx])
-                F.cross_entropy(out, y_t[idx]).backward()
-            else:
-                z1, g_rest, delta_z, nrm = clipped_parts(idx)
-                c = {g: torch.clamp(C[g] / (nrm[g] + 1e-12), max=1.0) for g in groups}
-                # first encoder layer: clipped sum via one backward (ghost clipping)
-                (z1 * (c["enc"][:, None, None] * delta_z).detach()).sum().backward()
-                for n, g in g_rest.items():
-                    params[n].grad = torch.einsum("b,b...->...", c[group_of[n]], g)
-                for n, p in params.items():
-                    s = sigma[group_of[n]]
-                    if s > 0:
-                        p.grad.add_(torch.randn(p.shape, generator=gen, device=device) * s)
-                    p.grad.div_(m)
+            sums = engine.summed(idx) if not private else engine.clipped_sum(idx, C)
+            for n, p in params.items():
+                g = sums[n]
+                s = sigma[group_of[n]]
+                if s > 0:
+                    g = g + torch.randn(p.shape, generator=gen, device=device) * s
+                p.grad = g / m
             opt.step()
             if self.verbose and (t + 1) % max(1, steps // 10) == 0:
                 print(f"[{type(self).__name__}] step {t + 1}/{steps} "
