@@ -48,8 +48,8 @@ def metis_clusters(A, n_clusters, seed=0):
     S.eliminate_zeros()
     S.sort_indices()
     opts = pymetis.Options(seed=int(seed) % (2**31))
-    _, parts = pymetis.part_graph(int(n_clusters), xadj=S.indptr.astype(np.int64),
-                                  adjncy=S.indices.astype(np.int64), options=opts)
+    graph = pymetis.CSRAdjacency(S.indptr.astype(np.int64), S.indices.astype(np.int64))
+    _, parts = pymetis.part_graph(int(n_clusters), graph, options=opts)
     return np.asarray(parts, dtype=np.int64)
 
 

@@ -1,0 +1,161 @@
+"""Tests of GRR-FS (paper 001 §IV-A, Theorem 1, eqs. (5)-(8)) and its preprocessing."""
+
+import pickle
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from skldp import GraphData
+from skldp.exceptions import PrivacyLeakWarning
+from skldp.mechanisms import (FeatureGrouper, GRRFSMechanism, discretize, group_features,
+                              grrfs_epsilon, quantile_bin_edges)
+
+
+def _population(n, freqs, d, rng):
+    """n users; feature 0 follows ``freqs``, the others are uniform on 0..2."""
+    X = rng.integers(0, 3, size=(n, d)).astype(float)
+    X[:, 0] = rng.choice(len(freqs), size=n, p=freqs)
+    return X
+
+
+@pytest.mark.parametrize("eps, expected, digits", [(1.0, 8.3, 1), (0.1, 0.3, 1), (0.01, 0.02, 2)])
+def test_theorem1_reproduces_citeseer_budgets(eps, expected, digits):
+    # DESIGN.md §4 / paper §V-A3: CiteSeer after grouping has d = 53, m = 10,
+    # per-feature eps in {1, 0.1, 0.01} -> total {8.3, 0.3, 0.02}.
+    assert round(grrfs_epsilon(eps, 10, 53), digits) == expected
+    X = np.zeros((3, 53))
+    mech = GRRFSMechanism(eps, m=10, domain_sizes=2, random_state=0).fit(X)
+    assert mech.epsilon_ == pytest.approx(np.log1p(10 / 53 * np.expm1(10 * eps)))
+    assert mech.protects_ == ("features",)
+
+
+def test_theorem1_limits():
+    # m = d: no amplification, m GRRs compose to d * eps.
+    assert grrfs_epsilon(0.5, 4, 4) == pytest.approx(2.0)
+    assert grrfs_epsilon(0.5, 1, 4) < 0.5
+    assert np.isinf(grrfs_epsilon(np.inf, 1, 4))
+
+
+def test_report_distribution_matches_eq8():
+    rng = np.random.default_rng(0)
+    n, d, m, c, eps = 40000, 5, 2, 4, 1.0
+    f = np.array([0.5, 0.3, 0.15, 0.05])
+    X = _population(n, f, d, rng)
+    f_emp = np.bincount(X[:, 0].astype(int), minlength=c) / n
+    mech = GRRFSMechanism(eps, m=m, domain_sizes=[c, 3, 3, 3, 3], random_state=1).fit(X)
+    R = mech.transform(X)
+    assert set(np.unique(R[:, 0])) <= set(range(c))
+    observed = np.bincount(R[:, 0].astype(int), minlength=c) / n
+    p, q = np.exp(eps) / (np.exp(eps) + c - 1), 1 / (np.exp(eps) + c - 1)
+    P = (m / d) * (q + f_emp * (p - q)) + (1 - m / d) / c      # eq. (8), DESIGN.md §4
+    np.testing.assert_allclose(mech.report_probabilities(f_emp, 0), P)
+    se = np.sqrt(P * (1 - P) / n)
+    assert np.all(np.abs(observed - P) < 5 * se)
+    # Exactly m features per user went through GRR: a user's reports of the
+    # uniform columns keep their true value w.p. (m/d) p + (1 - m/d)/3.
+    keep = np.mean(R[:, 1:] == X[:, 1:])
+    p3 = np.exp(eps) / (np.exp(eps) + 2)
+    expected = (m / d) * p3 + (1 - m / d) / 3
+    assert abs(keep - expected) < 5 * np.sqrt(expected * (1 - expected) / (n * (d - 1)))
+
+
+def test_frequency_estimate_unbiased_with_eq6_variance():
+    rng = np.random.default_rng(1)
+    n, reps, d, m, c, eps = 1000, 300, 4, 2, 3, 1.5
+    f = np.array([0.6, 0.3, 0.1])
+    X = _population(n * reps, f, d, rng)
+    mech = GRRFSMechanism(eps, m=m, domain_sizes=3, random_state=2).fit(X)
+    R = mech.transform(X)[:, 0].reshape(reps, n)
+    Xr = X[:, 0].reshape(reps, n)
+    est = np.array([mech.estimate_frequencies(R[r], 0) for r in range(reps)])
+    truth = np.array([np.bincount(Xr[r].astype(int), minlength=c) / n for r in range(reps)])
+    var = mech.frequency_variance(f, 0, n)                       # eq. (6)
+    err = est - truth
+    # unbiased: mean error within 5 standard errors
+    assert np.all(np.abs(err.mean(axis=0)) < 5 * np.sqrt(var / reps))
+    # variance of the estimate matches eq. (6) (the sampling of the true
+    # frequencies adds f(1-f)/n less than 3 %; tolerance 4 s.e. of a variance)
+    emp = est.var(axis=0, ddof=1)
+    total = var + f * (1 - f) / n
+    assert np.all(np.abs(emp / total - 1) < 4 * np.sqrt(2 / (reps - 1)))
+    # the variance is inversely proportional to n
+    np.testing.assert_allclose(mech.frequency_variance(f, 0, 2 * n), var / 2)
+
+
+def test_deterministic_per_node_and_subset_invariant():
+    rng = np.random.default_rng(3)
+    X = rng.integers(0, 3, size=(50, 6)).astype(float)
+    A = sp.random(50, 50, density=0.1, random_state=0)
+    G = GraphData(X, A + A.T, node_ids=np.arange(100, 150))
+    mech = GRRFSMechanism(0.5, m=3, domain_sizes=3, random_state=7).fit(G)
+    full = np.asarray(mech.transform(G))
+    sub = np.asarray(mech.transform(G[[10, 3, 40]]))
+    np.testing.assert_array_equal(sub, full[[10, 3, 40]])
+    again = pickle.loads(pickle.dumps(mech))
+    np.testing.assert_array_equal(np.asarray(again.transform(G)), full)
+    other = GRRFSMechanism(0.5, m=3, domain_sizes=3, random_state=8).fit(G)
+    assert np.any(np.asarray(other.transform(G)) != full)
+    # sparse input gives the same reports as dense
+    np.testing.assert_array_equal(mech.transform(sp.csr_matrix(X)), mech.transform(X))
+
+
+def test_eps_inf_and_m_equals_d_is_identity():
+    X = np.random.default_rng(0).integers(0, 4, size=(30, 3)).astype(float)
+    mech = GRRFSMechanism(np.inf, m=3, domain_sizes=4, random_state=0).fit(X)
+    np.testing.assert_array_equal(mech.transform(X), X)
+
+
+def test_categories_map_values_to_codes():
+    X = np.array([[10.0, 5.0], [20.0, 7.0], [30.0, 5.0]])
+    mech = GRRFSMechanism(np.inf, m=2, categories=[[10, 20, 30], [5, 7]], random_state=0).fit(X)
+    np.testing.assert_array_equal(mech.transform(X), [[0, 0], [1, 1], [2, 0]])
+    np.testing.assert_array_equal(mech.domain_sizes_, [3, 2])
+    with pytest.raises(ValueError, match="column 1.*not in its categories"):
+        mech.transform(np.array([[10.0, 6.0]]))
+
+
+def test_bin_edges_discretise_continuous_columns():
+    X = np.array([[0.1, 1.0], [0.7, 0.0], [2.5, 1.0]])
+    mech = GRRFSMechanism(np.inf, m=2, domain_sizes=[3, 2], bin_edges={0: [0.5, 1.0]},
+                          random_state=0).fit(X)
+    np.testing.assert_array_equal(mech.transform(X), [[0, 1], [1, 0], [2, 1]])
+    np.testing.assert_array_equal(discretize(X, [None, [0.5]]), [[0.1, 1], [0.7, 0], [2.5, 1]])
+    with pytest.warns(PrivacyLeakWarning):
+        edges = quantile_bin_edges(np.arange(100.0)[:, None], 4)
+    np.testing.assert_allclose(edges[0], [24.75, 49.5, 74.25])
+
+
+def test_group_features_matches_paper_dimensions():
+    for d, size, expected in [(3703, 70, 53), (1433, 25, 58), (4714, 100, 48)]:
+        assert group_features(sp.csr_matrix((2, d)), size).shape == (2, expected)
+    X = sp.csr_matrix(np.array([[0, 0, 3, 0, 0], [1, 0, 0, 0, 1]]))
+    np.testing.assert_array_equal(group_features(X, 2), [[0, 1, 0], [1, 0, 1]])
+    G = GraphData(X)
+    out = FeatureGrouper(group_size=2).fit(G).transform(G[[1]])
+    np.testing.assert_array_equal(np.asarray(out), [[1, 0, 1]])
+    with pytest.raises(ValueError, match="group_size"):
+        group_features(X, 0)
+
+
+def test_bad_input():
+    X = np.array([[0.0, 1.0], [1.0, 0.0]])
+    with pytest.raises(ValueError, match="eps must be > 0"):
+        GRRFSMechanism(0.0, m=1, domain_sizes=2).fit(X)
+    with pytest.raises(ValueError, match="eps must be > 0"):
+        GRRFSMechanism(-1.0, m=1, domain_sizes=2).fit(X)
+    for m in (0, 3):
+        with pytest.raises(ValueError, match="m must be in 1..2"):
+            GRRFSMechanism(1.0, m=m, domain_sizes=2).fit(X)
+    with pytest.raises(ValueError, match="domain size must be >= 2"):
+        GRRFSMechanism(1.0, m=1, domain_sizes=[2, 1]).fit(np.zeros((2, 2)))
+    with pytest.raises(ValueError, match="outside its domain"):
+        GRRFSMechanism(1.0, m=1, domain_sizes=2).fit(np.array([[0.0, 2.0]]))
+    G = GraphData(np.array([[0.0, 0.5], [1.0, 1.0]]), feature_names=["ok", "income"])
+    with pytest.raises(ValueError, match=r"column 1 \('income'\) is not categorical"):
+        GRRFSMechanism(1.0, m=1, domain_sizes=2).fit(G)
+    with pytest.raises(ValueError, match="negative code"):
+        GRRFSMechanism(1.0, m=1, domain_sizes=2).fit(np.array([[0.0, -1.0]]))
+    with pytest.warns(PrivacyLeakWarning):
+        mech = GRRFSMechanism(1.0, m=1, random_state=0).fit(np.array([[0.0, 4.0], [1, 0]]))
+    np.testing.assert_array_equal(mech.domain_sizes_, [2, 5])

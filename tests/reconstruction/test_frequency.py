@@ -1,0 +1,104 @@
+"""Tests of FrequencyReconstructor (paper 001 Algorithm 1, eq. (5))."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from skldp import GraphData
+from skldp.mechanisms import GRRFSMechanism
+from skldp.reconstruction import FrequencyReconstructor, mean_propagation_matrix
+
+
+def _sbm(n=400, d=6, seed=0):
+    """Two communities; binary features with P(1) = 0.8 in community 1, 0.2 in community 0."""
+    rng = np.random.default_rng(seed)
+    y = np.repeat([0, 1], n // 2)
+    P = np.where(y[:, None] == y[None, :], 0.05, 0.002)
+    A = np.triu(rng.random((n, n)) < P, 1)
+    A = sp.csr_matrix((A | A.T).astype(float))
+    X = (rng.random((n, d)) < np.where(y[:, None] == 1, 0.8, 0.2)).astype(float)
+    return GraphData(X, A), X, y
+
+
+def test_matches_eq5_on_neighbourhood_proportions():
+    G, X, _ = _sbm()
+    mech = GRRFSMechanism(1.0, m=2, domain_sizes=2, random_state=0).fit(G)
+    R = mech.transform(G)
+    rec = FrequencyReconstructor(1.0, 2, domain_sizes=2, hops=1, clip=False).fit(R)
+    Z = np.asarray(rec.transform(R))
+    P = mean_propagation_matrix(G.adjacency)
+    codes = np.asarray(R)
+    for j in range(X.shape[1]):
+        lam1 = P @ (codes[:, j] == 1)
+        expected = mech.invert_observed(np.c_[1 - lam1, lam1], j)[:, 1]
+        np.testing.assert_allclose(Z[:, j], expected, atol=1e-12)
+
+
+def test_multi_valued_features_get_the_most_probable_code():
+    # complete graph: every node sees all reports, so each gets the global mode
+    rng = np.random.default_rng(0)
+    n = 300
+    X = rng.choice(4, size=(n, 3), p=[0.1, 0.6, 0.2, 0.1]).astype(float)
+    A = sp.csr_matrix(np.ones((n, n)) - np.eye(n))
+    G = GraphData(X, A)
+    for eps, m in [(2.0, 1), (3.0, 3)]:
+        mech = GRRFSMechanism(eps, m=m, domain_sizes=4, random_state=1).fit(G)
+        R = mech.transform(G)
+        Z = np.asarray(FrequencyReconstructor.from_mechanism(mech, hops=1).fit(R).transform(R))
+        modes = [np.argmax(np.bincount(np.asarray(R)[:, j].astype(int))) for j in range(3)]
+        np.testing.assert_array_equal(Z, np.broadcast_to(modes, Z.shape))
+    assert np.all(Z == 1)  # little noise: the true mode
+
+
+def test_reconstruction_beats_raw_reports_and_improves_with_hops():
+    G, X, y = _sbm(seed=1)
+    mech = GRRFSMechanism(1.0, m=2, domain_sizes=2, random_state=3).fit(G)
+    R = mech.transform(G)
+    mu = np.where(y[:, None] == 1, 0.8, 0.2)  # each node's true feature probability
+    raw_err = np.mean(np.abs(np.asarray(R) - mu))
+    errs = []
+    for hops in (0, 1, 2):
+        Z = np.asarray(FrequencyReconstructor(1.0, 2, domain_sizes=2, hops=hops).fit(R)
+                       .transform(R))
+        assert Z.min() >= 0 and Z.max() <= 1
+        errs.append(np.mean(np.abs(Z - mu)))
+    assert errs[1] < errs[0] and errs[2] < errs[1]
+    assert errs[2] < 0.7 * raw_err
+
+
+def test_output_is_a_view_and_memoised():
+    G, _, _ = _sbm(n=60)
+    mech = GRRFSMechanism(1.0, m=2, domain_sizes=2, random_state=0).fit(G)
+    R = mech.transform(G)
+    rec = FrequencyReconstructor(1.0, 2, domain_sizes=2).fit(R)
+    full = np.asarray(rec.transform(R))
+    np.testing.assert_array_equal(np.asarray(rec.transform(R[[5, 1]])), full[[5, 1]])
+    assert rec.transform(R[[5]]).n_nodes == 60
+
+
+def test_one_hot_is_sparse():
+    G, _, _ = _sbm(n=60)
+    rec = FrequencyReconstructor(1.0, 2, domain_sizes=2, hops=0).fit(G)
+    codes = np.asarray(G).astype(np.int64)
+    L = rec.propagated_proportions(codes, G.adjacency, np.full(6, 2), np.arange(6))
+    np.testing.assert_array_equal(L.sum(axis=1), np.full(60, 6))
+    np.testing.assert_array_equal(L[:, 1::2], codes)
+
+
+def test_bad_input():
+    G, _, _ = _sbm(n=30)
+    with pytest.raises(ValueError, match="eps must be > 0"):
+        FrequencyReconstructor(0.0, 1).fit(G)
+    with pytest.raises(ValueError, match="m must be"):
+        FrequencyReconstructor(1.0, 7).fit(G)
+    with pytest.raises(ValueError, match="hops"):
+        FrequencyReconstructor(1.0, 1, hops=-1).fit(G)
+    with pytest.raises(ValueError, match="domain size"):
+        FrequencyReconstructor(1.0, 1, domain_sizes=1).fit(G)
+    with pytest.raises(TypeError, match="GraphData"):
+        FrequencyReconstructor(1.0, 1).fit(np.zeros((3, 2)))
+    bad = G.with_features(np.full((30, 6), 0.5))
+    with pytest.raises(ValueError, match="integer codes"):
+        FrequencyReconstructor(1.0, 1).fit(bad).transform(bad)
+    with pytest.raises(ValueError, match="needs the graph"):
+        FrequencyReconstructor(1.0, 1).fit(GraphData(np.zeros((3, 2))))

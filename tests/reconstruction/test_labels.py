@@ -1,0 +1,86 @@
+"""Tests of label reconstruction (paper 001 §IV-B, eq. (14), Algorithm 2)."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from skldp.mechanisms import LabelRandomizedResponse
+from skldp.reconstruction import (grr_transition_matrix, project_simplex, reconstruct_labels,
+                                  unbiased_label_distribution)
+
+
+def _bisection_projection(v):
+    """Reference: find theta with sum(max(v - theta, 0)) = 1 by bisection."""
+    lo, hi = v.min() - 1, v.max()
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if np.maximum(v - mid, 0).sum() > 1:
+            lo = mid
+        else:
+            hi = mid
+    return np.maximum(v - (lo + hi) / 2, 0)
+
+
+def test_project_simplex_matches_reference():
+    rng = np.random.default_rng(0)
+    V = rng.normal(size=(200, 5)) * 2
+    W = project_simplex(V)
+    assert np.all(W >= 0)
+    np.testing.assert_allclose(W.sum(axis=1), 1)
+    ref = np.array([_bisection_projection(v) for v in V])
+    np.testing.assert_allclose(W, ref, atol=1e-9)
+    # points already on the simplex are fixed
+    P = rng.dirichlet(np.ones(4), size=10)
+    np.testing.assert_allclose(project_simplex(P), P, atol=1e-12)
+    with pytest.raises(ValueError, match="finite"):
+        project_simplex([np.nan, 1.0])
+
+
+def test_transition_matrix_and_eq14_unbiased():
+    T = grr_transition_matrix(1.0, 3)
+    e = np.e
+    np.testing.assert_allclose(np.diag(T), e / (e + 2))
+    np.testing.assert_allclose(T.sum(axis=1), 1)
+    assert np.array_equal(grr_transition_matrix(np.inf, 3), np.eye(3))
+    pi = np.array([0.5, 0.3, 0.2])
+    observed = pi @ T          # expected noisy distribution
+    np.testing.assert_allclose(unbiased_label_distribution(observed, T), pi)
+
+
+def test_reconstruction_recovers_neighbourhood_distribution():
+    # one big clique of labelled nodes: after propagation every node sees the
+    # noisy distribution of all; eq. (14) recovers the true proportions.
+    rng = np.random.default_rng(0)
+    n, c, eps = 3000, 3, 1.0
+    pi = np.array([0.6, 0.3, 0.1])
+    y = rng.choice(c, size=n, p=pi)
+    rr = LabelRandomizedResponse(eps, classes=[0, 1, 2], random_state=0).fit()
+    noisy = rr.randomize_encoded(y, np.arange(n, dtype=np.uint64))
+    A = sp.csr_matrix(np.ones((n, n)) - np.eye(n))
+    labelled = np.arange(n)
+    soft = reconstruct_labels(A, labelled, noisy, rr.transition_matrix_, hops=1)
+    truth = np.bincount(y, minlength=c) / n
+    T = rr.transition_matrix_
+    # s.e. of the estimate: multinomial noise of the noisy labels through T^-1
+    o = truth @ T
+    cov = (np.diag(o) - np.outer(o, o)) / n
+    Tinv = np.linalg.inv(T.T)
+    se = np.sqrt(np.diag(Tinv @ cov @ Tinv.T))
+    assert np.all(np.abs(soft[0] - truth) < 5 * se)
+    np.testing.assert_allclose(soft, np.broadcast_to(soft[0], soft.shape), atol=1e-9)
+
+
+def test_masked_propagation_ignores_unlabelled_nodes_and_hops0():
+    # path 0 - 1 - 2; only 0 and 2 labelled. Node 1 carries no label mass.
+    A = sp.csr_matrix(np.array([[0, 1, 0], [1, 0, 1], [0, 1, 0]], dtype=float))
+    T = grr_transition_matrix(np.inf, 2)
+    soft = reconstruct_labels(A, [0, 2], [0, 1], T, hops=2)
+    # D^-1 (A + I) twice: node 0 gets label mass (5/12, 1/6) over a labelled
+    # mass of 7/12 (node 1 contributes nothing), i.e. (5/7, 2/7); node 2 mirrors it.
+    np.testing.assert_allclose(soft, [[5 / 7, 2 / 7], [2 / 7, 5 / 7]])
+    soft0 = reconstruct_labels(A, [0, 2], [0, 1], grr_transition_matrix(1.0, 2), hops=0)
+    np.testing.assert_allclose(soft0, [[1, 0], [0, 1]])  # projection of T^-1 e_k
+    raw = reconstruct_labels(A, [0], [0], grr_transition_matrix(1.0, 2), hops=0, project=False)
+    assert raw[0, 0] > 1 and raw[0, 1] < 0     # the unbiased estimate leaves the simplex
+    with pytest.raises(ValueError, match="hops"):
+        reconstruct_labels(A, [0], [0], T, hops=-1)

@@ -1,0 +1,69 @@
+"""Tests of METIS bags, label proportions and the LLP loss (paper 001 §IV-C, eq. (15))."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import torch
+
+from skldp.reconstruction import (cluster_label_proportions, grr_transition_matrix,
+                                  llp_kl_loss, metis_clusters)
+
+
+def _two_cliques(k=20):
+    B = np.ones((k, k)) - np.eye(k)
+    A = sp.block_diag([B, B]).tolil()
+    A[0, k] = A[k, 0] = 1
+    return sp.csr_matrix(A)
+
+
+def test_metis_finds_the_two_cliques():
+    A = _two_cliques()
+    parts = metis_clusters(A, 2, seed=0)
+    assert set(parts) == {0, 1}
+    assert len(set(parts[:20])) == 1 and len(set(parts[20:])) == 1
+    assert np.array_equal(metis_clusters(A, 1), np.zeros(40))
+    many = metis_clusters(A, 8, seed=0)
+    assert len(np.unique(many)) == 8 and np.bincount(many).max() <= 10
+
+
+def test_metis_bad_input():
+    A = _two_cliques(3)
+    with pytest.raises(ValueError, match="n_clusters must be in 1..6"):
+        metis_clusters(A, 7)
+    with pytest.raises(ValueError):
+        metis_clusters(A, 0)
+    with pytest.raises(TypeError):
+        metis_clusters(A, 2.5)
+
+
+def test_cluster_proportions_unbiased():
+    rng = np.random.default_rng(0)
+    n, c, eps = 20000, 3, 1.0
+    T = grr_transition_matrix(eps, c)
+    clusters = np.repeat([0, 1], n // 2)
+    pis = np.array([[0.7, 0.2, 0.1], [0.1, 0.1, 0.8]])
+    y = np.concatenate([rng.choice(c, n // 2, p=pis[0]), rng.choice(c, n // 2, p=pis[1])])
+    noisy = np.array([rng.choice(c, p=T[k]) for k in y])
+    props, counts = cluster_label_proportions(clusters, noisy, T, n_clusters=3)
+    assert np.array_equal(counts, [n // 2, n // 2, 0])
+    assert np.all(np.isnan(props[2]))
+    truth = np.array([np.bincount(y[clusters == k], minlength=c) / (n // 2) for k in (0, 1)])
+    # s.e. of each entry <= sqrt(0.25 / (n/2)) / (p - q); 5 s.e.
+    tol = 5 * np.sqrt(0.25 / (n // 2)) / (T[0, 0] - T[0, 1])
+    assert np.all(np.abs(props[:2] - truth) < tol)
+    np.testing.assert_allclose(props[:2].sum(axis=1), 1)
+
+
+def test_llp_kl_loss():
+    target = torch.tensor([[0.5, 0.5], [0.9, 0.1], [float("nan")] * 2])
+    proba = torch.tensor([[0.4, 0.6], [0.6, 0.4], [0.9, 0.1], [0.2, 0.8]], requires_grad=True)
+    clusters = torch.tensor([0, 0, 1, 2])
+    loss = llp_kl_loss(proba, clusters, target)
+    # cluster 0: mean (0.5, 0.5) = target -> 0; cluster 1 matches too; cluster 2 has no target
+    assert float(loss.detach()) == pytest.approx(0.0, abs=1e-7)
+    proba2 = torch.tensor([[0.9, 0.1], [0.9, 0.1], [0.9, 0.1], [0.5, 0.5]], requires_grad=True)
+    loss2 = llp_kl_loss(proba2, clusters, target)
+    expected = 0.5 * (0.5 * np.log(0.5 / 0.9) + 0.5 * np.log(0.5 / 0.1))
+    assert float(loss2.detach()) == pytest.approx(expected, rel=1e-5)
+    loss2.backward()
+    assert proba2.grad is not None and torch.any(proba2.grad != 0)
