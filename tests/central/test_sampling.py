@@ -1,0 +1,98 @@
+"""Tests of degree-bounded sampling (paper 004, Algorithm 2)."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from skldp import GraphData
+from skldp.central import DegreeBoundedSampler, degree_bounded_sample
+
+
+def _random_graph(n=300, p=0.05, seed=0):
+    rng = np.random.default_rng(seed)
+    A = np.triu(rng.random((n, n)) < p, 1)
+    return sp.csr_matrix((A | A.T).astype(np.float32))
+
+
+def _edges(S):
+    S = sp.triu(S, 1).tocoo()
+    return set(zip(S.row.tolist(), S.col.tolist()))
+
+
+@pytest.mark.parametrize("K", [0, 1, 3, 7, 50])
+def test_degree_bound_subset_symmetry_and_maximality(K):
+    A = _random_graph()
+    S = degree_bounded_sample(A, K, random_state=1)
+    deg = np.asarray(S.sum(axis=1)).ravel()
+    assert deg.max(initial=0) <= K                       # out-degree
+    assert np.asarray(S.sum(axis=0)).max(initial=0) <= K  # in-degree
+    assert (S != S.T).nnz == 0
+    assert _edges(S) <= _edges(A)
+    assert S.diagonal().sum() == 0
+    # maximal: every edge left out has an endpoint that already has K sampled edges
+    missing = np.array(sorted(_edges(A) - _edges(S))).reshape(-1, 2)
+    if len(missing):
+        assert np.all((deg[missing[:, 0]] == K) | (deg[missing[:, 1]] == K))
+    if K >= np.asarray(A.sum(axis=1)).max():
+        assert _edges(S) == _edges(A)
+
+
+def test_reproducible_and_seed_dependent():
+    A = _random_graph()
+    S1 = degree_bounded_sample(A, 3, random_state=7)
+    S2 = degree_bounded_sample(A, 3, random_state=7)
+    S3 = degree_bounded_sample(A, 3, random_state=8)
+    assert (S1 != S2).nnz == 0
+    assert (S1 != S3).nnz > 0
+
+
+def test_roughly_uniform_edge_retention():
+    # On the complete graph every edge plays the same role, so each must be kept
+    # with the same probability p; its count over R samples is Binomial(R, p).
+    n, K, R = 10, 3, 400
+    A = sp.csr_matrix(np.ones((n, n)) - np.eye(n))
+    counts = np.zeros((n, n))
+    for r in range(R):
+        counts += degree_bounded_sample(A, K, random_state=r).toarray()
+    iu = np.triu_indices(n, 1)
+    c = counts[iu]
+    p = c.mean() / R
+    sd = np.sqrt(R * p * (1 - p))
+    assert np.all(np.abs(c - R * p) < 5 * sd)
+    # and the greedy fills most of the capacity: n K / 2 edges at most
+    assert c.sum() / R > 0.8 * n * K / 2
+
+
+def test_training_nodes_restriction():
+    A = _random_graph(seed=3)
+    train = np.zeros(A.shape[0], dtype=bool)
+    train[:100] = True
+    S = degree_bounded_sample(A, 4, nodes=train, random_state=0)
+    e = np.array(sorted(_edges(S)))
+    assert np.all(train[e[:, 0]] | train[e[:, 1]])
+    S_idx = degree_bounded_sample(A, 4, nodes=np.flatnonzero(train), random_state=0)
+    assert (S != S_idx).nnz == 0
+
+
+def test_bad_input():
+    A = _random_graph(n=20)
+    for K in (-1, 2.5, "3", None):
+        with pytest.raises((ValueError, TypeError), match="max_degree"):
+            degree_bounded_sample(A, K)
+    D = sp.csr_matrix(np.triu(np.ones((5, 5)), 1))
+    with pytest.raises(ValueError, match="symmetric"):
+        degree_bounded_sample(D, 2)
+
+
+def test_transformer_on_graphdata():
+    A = _random_graph(n=80)
+    G = GraphData(np.eye(80), A)
+    t = DegreeBoundedSampler(2, random_state=0).fit(G[:40])
+    out = t.transform(G[:40])
+    assert len(out) == 40 and out.n_nodes == 80
+    assert np.asarray(out.adjacency.sum(axis=1)).max() <= 2
+    assert _edges(out.adjacency) <= _edges(A)
+    # same sample for every view of the same graph (computed once per fitted step)
+    assert (t.transform(G[40:]).adjacency != out.adjacency).nnz == 0
+    with pytest.raises(ValueError, match="max_degree"):
+        DegreeBoundedSampler(-2).fit(G)
