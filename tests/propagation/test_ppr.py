@@ -40,15 +40,16 @@ def _series(A, X, alpha, r, L=400):
     return Z
 
 
+@pytest.mark.parametrize("solver", ["cg", "power"])
 @pytest.mark.parametrize("backend", ["scipy", "torch"])
 @pytest.mark.parametrize("sparse_x", [False, True])
 @pytest.mark.parametrize("alpha,r", [(0.1, 0.5), (0.3, 0.0), (0.05, 1.0), (0.2, 0.3)])
-def test_matches_direct_solve(small_graph, backend, sparse_x, alpha, r):
+def test_matches_direct_solve(small_graph, solver, backend, sparse_x, alpha, r):
     A, X, _ = small_graph
     Xin = sp.csr_matrix(np.where(np.abs(X) > 0.5, X, 0)) if sparse_x else X
     G = GraphData(Xin, A)
     ppr = PPRPropagation(alpha=alpha, r=r, tol=1e-12, dtype="float64", backend=backend,
-                         device="cpu")
+                         solver=solver, device="cpu")
     Z = ppr.fit(G).transform(G)
     assert isinstance(Z, GraphData) and not sp.issparse(Z.features)
     assert Z.features.dtype == np.float64
@@ -63,11 +64,12 @@ def test_direct_solve_equals_series_of_eq_12(small_graph):
                                rtol=1e-9, atol=1e-12)
 
 
+@pytest.mark.parametrize("solver", ["cg", "power"])
 @pytest.mark.parametrize("backend", ["scipy", "torch"])
-def test_float32_default_close_to_exact(small_graph, backend):
+def test_float32_default_close_to_exact(small_graph, backend, solver):
     A, X, _ = small_graph
     G = GraphData(X, A)
-    Z = PPRPropagation(backend=backend, device="cpu").fit_transform(G).features
+    Z = PPRPropagation(backend=backend, solver=solver, device="cpu").fit_transform(G).features
     assert Z.dtype == np.float32
     exp = _direct(A, X, 0.1, 0.5)
     # tol=1e-6 bounds the estimated relative truncation error; float32 rounding on top
@@ -92,8 +94,9 @@ def test_isolated_nodes_keep_their_features(small_graph):
     A[17, :] = 0
     A[:, 17] = 0
     G = GraphData(X, sp.csr_matrix(A))
-    for backend in ("scipy", "torch"):
-        Z = PPRPropagation(tol=1e-12, dtype="float64", backend=backend,
+    for backend, solver in [("scipy", "cg"), ("torch", "cg"), ("scipy", "power"),
+                            ("torch", "power")]:
+        Z = PPRPropagation(tol=1e-12, dtype="float64", backend=backend, solver=solver,
                            device="cpu").fit_transform(G).features
         assert np.all(np.isfinite(Z))
         np.testing.assert_allclose(Z[[5, 17]], X[[5, 17]], rtol=1e-10)
@@ -165,7 +168,7 @@ def test_errors(small_graph):
     ({"alpha": 0.0}, ValueError), ({"alpha": 1.5}, ValueError), ({"alpha": np.nan}, TypeError),
     ({"r": -0.1}, ValueError), ({"r": 2}, ValueError), ({"tol": 0}, ValueError),
     ({"max_iter": 0}, ValueError), ({"max_iter": 2.5}, ValueError),
-    ({"dtype": "int8"}, ValueError), ({"backend": "cupy"}, ValueError),
+    ({"dtype": "int8"}, ValueError), ({"solver": "push"}, ValueError), ({"backend": "cupy"}, ValueError),
     ({"backend": "scipy", "device": "cuda"}, ValueError)])
 def test_bad_params(small_graph, params, err):
     A, X, _ = small_graph
@@ -178,8 +181,36 @@ def test_alpha_one_is_identity_and_max_iter_warns(small_graph):
     G = GraphData(X, A)
     np.testing.assert_allclose(PPRPropagation(alpha=1.0).fit_transform(G).features, X,
                                rtol=1e-6)
-    with pytest.warns(ConvergenceWarning, match="max_iter"):
-        PPRPropagation(max_iter=3).fit_transform(G)
+    for solver in ("cg", "power"):
+        with pytest.warns(ConvergenceWarning, match="max_iter"):
+            PPRPropagation(max_iter=3, solver=solver).fit_transform(G)
+
+
+def test_directed_graph_uses_power_iteration(small_graph):
+    A, X, _ = small_graph
+    Ad = sp.csr_matrix(sp.triu(A, format="csr") + sp.eye(60) * 0)  # directed, some sinks
+    G = GraphData(X, Ad)
+    Z = PPRPropagation(tol=1e-12, dtype="float64").fit_transform(G).features
+    np.testing.assert_allclose(Z, _direct(Ad, X, 0.1, 0.5), rtol=1e-7, atol=1e-9)
+    with pytest.raises(ValueError, match="symmetric"):
+        PPRPropagation(solver="cg").fit_transform(G)
+
+
+def test_cg_needs_fewer_products_than_power(small_graph, monkeypatch):
+    from skldp.propagation import _ppr
+    A, X, _ = small_graph
+    counts = {}
+    orig = _ppr._NumpyOps.spmm
+
+    def spmm(self, H):
+        counts[self.tag] = counts.get(self.tag, 0) + 1
+        return orig(self, H)
+
+    monkeypatch.setattr(_ppr._NumpyOps, "spmm", spmm)
+    for solver in ("cg", "power"):
+        monkeypatch.setattr(_ppr._NumpyOps, "tag", solver, raising=False)
+        PPRPropagation(solver=solver, tol=1e-8, dtype="float64").fit_transform(GraphData(X, A))
+    assert counts["cg"] * 2 < counts["power"], counts
 
 
 def test_pipeline_hds_then_ppr(small_graph):
