@@ -211,9 +211,13 @@ class VGAELinkPredictor(_LinkPredictorBase):
         Checks without improvement before stopping.
     negative_sampling : {"per_epoch", "given"}, default="per_epoch"
         ``"given"``: the negative pairs are the ``y == 0`` training pairs.
-        ``"per_epoch"``: in addition, each epoch draws as many fresh random
-        non-edges of the training graph as there are positive pairs (as
-        PyTorch Geometric's VGAE used by paper 000 does).
+        ``"per_epoch"``: in addition, each epoch draws ``negative_ratio``
+        times as many fresh random non-edges of the training graph as there
+        are positive pairs (PyTorch Geometric's VGAE, used by paper 000,
+        draws as many; more approach Kipf & Welling's reconstruction of the
+        whole adjacency).
+    negative_ratio : float, default=1.0
+        Fresh non-edges per positive training pair and epoch (``"per_epoch"``).
     early_stopping : bool, default=True
         Without ``validation_data``, a stratified ``validation_fraction`` of
         the training pairs is held out (their edges stay in the graph; pass
@@ -264,7 +268,7 @@ class VGAELinkPredictor(_LinkPredictorBase):
     def __init__(self, hidden_size=32, embedding_size=16, *, batch_norm=True, variational=True,
                  dropout=0.0, lr=0.01, weight_decay=0.01, epochs=500, min_epochs=100,
                  check_every=10, patience=10, negative_sampling="per_epoch",
-                 early_stopping=True, validation_fraction=0.05, device="auto",
+                 negative_ratio=1.0, early_stopping=True, validation_fraction=0.05, device="auto",
                  random_state=None, verbose=0):
         self.hidden_size = hidden_size
         self.embedding_size = embedding_size
@@ -278,6 +282,7 @@ class VGAELinkPredictor(_LinkPredictorBase):
         self.check_every = check_every
         self.patience = patience
         self.negative_sampling = negative_sampling
+        self.negative_ratio = negative_ratio
         self.early_stopping = early_stopping
         self.validation_fraction = validation_fraction
         self.device = device
@@ -295,6 +300,10 @@ class VGAELinkPredictor(_LinkPredictorBase):
         if self.negative_sampling not in ("per_epoch", "given"):
             raise ValueError("negative_sampling must be 'per_epoch' or 'given', got "
                              f"{self.negative_sampling!r}.")
+        if not (isinstance(self.negative_ratio, numbers.Real) and self.negative_ratio > 0
+                and np.isfinite(self.negative_ratio)):
+            raise ValueError(f"negative_ratio must be a finite number > 0, got "
+                             f"{self.negative_ratio!r}.")
 
     def _tensors(self, X, device):
         G = X.graph
@@ -334,6 +343,7 @@ class VGAELinkPredictor(_LinkPredictorBase):
         codes = np.sort(sp.triu(A, 1).tocoo().row.astype(np.int64) * n
                         + sp.triu(A, 1).tocoo().col)
         n_pos = int(tr_y.sum())
+        n_fresh = int(np.ceil(self.negative_ratio * n_pos))
         tp = torch.as_tensor(tr_pairs, device=device)
         ty = torch.as_tensor(tr_y, dtype=torch.float32, device=device)
         if va_pairs is not None:
@@ -352,7 +362,8 @@ class VGAELinkPredictor(_LinkPredictorBase):
             z = mu if logstd is None else mu + torch.randn_like(mu) * torch.exp(logstd)
             pairs, targets = tp, ty
             if self.negative_sampling == "per_epoch" and n_pos:
-                fresh = torch.as_tensor(_random_non_edges(rng, n, codes, n_pos), device=device)
+                fresh = torch.as_tensor(_random_non_edges(rng, n, codes, n_fresh),
+                                        device=device)
                 pairs = torch.cat([tp, fresh])
                 targets = torch.cat([ty, ty.new_zeros(len(fresh))])
             loss = _balanced_bce(_pair_logits(z, pairs), targets)

@@ -35,7 +35,7 @@ def split():
 
 
 def _vgae(**kw):
-    params = dict(epochs=60, min_epochs=20, check_every=5, patience=4, random_state=0)
+    params = dict(epochs=40, min_epochs=20, check_every=5, patience=3, random_state=0)
     params.update(kw)
     return VGAELinkPredictor(**params)
 
@@ -165,6 +165,8 @@ def test_bad_input(split):
             est.fit(P_tr, y_tr, validation_data=(P_va, y_va + 5))
     with pytest.raises(ValueError, match="negative_sampling"):
         _vgae(negative_sampling="bogus").fit(P_tr, y_tr)
+    with pytest.raises(ValueError, match="negative_ratio"):
+        _vgae(negative_ratio=0).fit(P_tr, y_tr)
     with pytest.raises(ValueError, match="head"):
         _had(head="svm").fit(P_tr, y_tr)
     with pytest.raises(ValueError, match="lr"):
