@@ -1,0 +1,218 @@
+"""Label local DP: k-ary randomized response on node labels (LPGNN, later version)."""
+
+import warnings
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted, column_or_1d
+
+from .._graph_data import GraphData
+from ..exceptions import PrivacyLeakWarning
+from ..utils._random import draw_seed, node_uniforms
+from ..utils.validation import check_eps
+
+__all__ = ["LabelRandomizedResponse"]
+
+
+class LabelRandomizedResponse(BaseEstimator):
+    r"""k-ary randomized response on node labels, deterministic per node id.
+
+    Each labelled user ``v`` with label ``y_v`` in a public domain of ``c``
+    classes reports
+
+    .. math:: \tilde y_v = \begin{cases} y_v & \text{with probability }
+              p = \frac{e^\varepsilon}{e^\varepsilon + c - 1} \\
+              y' \ne y_v & \text{each with probability }
+              q = \frac{1}{e^\varepsilon + c - 1}, \end{cases}
+
+    which is :math:`\varepsilon`-LDP since ``p / q = e^eps``. This is the label
+    perturbation of LPGNN (later version), as described in paper 001 §I and
+    §IV-B (GRR on labels, transition matrix with diagonal ``p`` and
+    off-diagonal ``q``, eq. (14)) and used by the classifiers' ``label_mechanism``.
+
+    Labels are not features, so this is not a transformer: a classifier (or
+    the user) calls :meth:`randomize` with the labels and the node keys. A
+    user's report is a pure function of ``(seed_, node key)``: the same for any
+    subset or order of nodes, so a user answers once (DESIGN.md §2).
+
+    Parameters
+    ----------
+    eps : float
+        Label privacy budget per user, ``> 0``. ``inf`` reports the true label
+        (no privacy).
+    classes : array-like or None, default=None
+        The public label domain (all classes a user may hold). If ``None`` it
+        is taken from the labels passed to :meth:`fit`, i.e. from the private
+        data, which leaks the set of classes present: a
+        :class:`~skldp.exceptions.PrivacyLeakWarning` is raised.
+    random_state : int, RandomState, Generator or None, default=None
+        Seed of the collection. ``None`` draws a new collection per fit.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        The label domain (sorted).
+    seed_ : int
+        Seed of this collection.
+    epsilon_ : float
+        Per-user label budget (``eps``).
+    protects_ : tuple of str
+        ``("labels",)``.
+    p_, q_ : float
+        Probability of keeping the label and of reporting one given other label.
+    transition_matrix_ : ndarray of shape (n_classes, n_classes)
+        ``T[i, j] = P(report j | true label i)``: ``p`` on the diagonal, ``q``
+        elsewhere (rows sum to 1).
+
+    References
+    ----------
+    Sajadmanesh & Gatica-Perez, "Locally Private Graph Neural Networks", CCS
+    2021 (label perturbation), as described in paper 001 §I, §IV-B eq. (14)
+    (``shared/papers/001_a6d79af5fcd0a0d9.txt``). Warner, "Randomized
+    response", JASA 1965; Kairouz et al., "Discrete distribution estimation
+    under local privacy", ICML 2016 (k-ary RR).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skldp.mechanisms import LabelRandomizedResponse
+    >>> rr = LabelRandomizedResponse(2.0, classes=[0, 1, 2], random_state=0).fit()
+    >>> y_noisy = rr.randomize(np.array([0, 1, 2, 2]))
+    >>> y_noisy.shape
+    (4,)
+    >>> round(rr.p_, 4)
+    0.787
+    """
+
+    protects = ("labels",)
+
+    def __init__(self, eps=1.0, *, classes=None, random_state=None):
+        self.eps = eps
+        self.classes = classes
+        self.random_state = random_state
+
+    def fit(self, X=None, y=None):
+        """Validate ``eps``, fix the label domain and draw the collection's seed.
+
+        Parameters
+        ----------
+        X : ignored
+            Present for API consistency.
+        y : array-like or None
+            Labels; only used (with a warning) when ``classes`` is ``None``.
+
+        Returns
+        -------
+        self
+        """
+        eps = check_eps(self.eps)
+        if self.classes is not None:
+            classes = np.unique(np.asarray(self.classes))
+            if len(classes) != len(np.asarray(self.classes).ravel()):
+                raise ValueError("classes contains duplicates.")
+        else:
+            if y is None:
+                raise ValueError("LabelRandomizedResponse needs the public label domain: pass "
+                                 "classes=[...] (or labels y to derive it, which leaks).")
+            y = self._check_y(y)
+            warnings.warn("LabelRandomizedResponse: classes was not given, so the label domain "
+                          "is taken from the private labels, which leaks which classes occur. "
+                          "Pass classes=[...] from public knowledge.", PrivacyLeakWarning,
+                          stacklevel=2)
+            classes = np.unique(y)
+        if len(classes) < 2:
+            raise ValueError(f"The label domain needs at least two classes, got {classes!r}.")
+        if np.issubdtype(classes.dtype, np.number) and np.any(classes == -1):
+            raise ValueError("classes must not contain -1, the 'unlabelled' marker.")
+        self.classes_ = classes
+        c = len(classes)
+        if np.isinf(eps):
+            self.p_, self.q_ = 1.0, 0.0
+        else:
+            e = np.exp(min(eps, 700.0))
+            self.p_, self.q_ = float(e / (e + c - 1)), float(1.0 / (e + c - 1))
+        T = np.full((c, c), self.q_)
+        np.fill_diagonal(T, self.p_)
+        self.transition_matrix_ = T
+        self.seed_ = draw_seed(self.random_state)
+        self.epsilon_ = eps
+        self.protects_ = tuple(self.protects)
+        return self
+
+    @staticmethod
+    def _check_y(y):
+        y = column_or_1d(np.asarray(y), warn=False)
+        if np.issubdtype(y.dtype, np.number) and np.any(y == -1):
+            raise ValueError("y contains -1 (unlabelled) for some rows: a label mechanism can "
+                             "only randomize labels that exist. Pass labelled nodes only.")
+        return y
+
+    def encode(self, y):
+        """Positions of the labels ``y`` in ``classes_`` (error for unknown labels)."""
+        check_is_fitted(self, "seed_")
+        y = self._check_y(y)
+        idx = np.searchsorted(self.classes_, y)
+        idx = np.clip(idx, 0, len(self.classes_) - 1)
+        bad = self.classes_[idx] != y
+        if np.any(bad):
+            raise ValueError(f"y contains labels not in classes: "
+                             f"{np.unique(y[bad])[:10].tolist()}; classes are "
+                             f"{self.classes_.tolist()}.")
+        return idx
+
+    def randomize_encoded(self, y_enc, keys):
+        """Noisy class positions for class positions ``y_enc`` (see :meth:`randomize`)."""
+        check_is_fitted(self, "seed_")
+        y_enc = np.asarray(y_enc, dtype=np.int64)
+        if self.p_ == 1.0:
+            return y_enc.copy()
+        c = len(self.classes_)
+        u = node_uniforms(self.seed_, keys, 2, stream=0)
+        keep = u[:, 0] < self.p_
+        other = np.minimum((u[:, 1] * (c - 1)).astype(np.int64), c - 2)
+        other = other + (other >= y_enc)  # uniform over the c - 1 other classes
+        return np.where(keep, y_enc, other)
+
+    def randomize(self, y, keys=None):
+        """Each user's noisy label, a pure function of ``(seed_, key)``.
+
+        Parameters
+        ----------
+        y : array-like of shape (n,)
+            True labels, all in ``classes_`` (``-1`` is an error).
+        keys : array of uint64, GraphData or None
+            Per-node keys: ``G.node_keys[G.rows]`` (or the view ``G`` itself,
+            whose rows give the keys). ``None`` keys row ``i`` by its
+            position ``i``, so the same array must be passed to get the same
+            reports.
+
+        Returns
+        -------
+        y_noisy : ndarray of shape (n,)
+            Reported labels, values in ``classes_``.
+        """
+        y_enc = self.encode(y)
+        keys = self._keys(keys, len(y_enc))
+        return self.classes_[self.randomize_encoded(y_enc, keys)]
+
+    @staticmethod
+    def _keys(keys, n):
+        if keys is None:
+            return np.arange(n, dtype=np.uint64)
+        if isinstance(keys, GraphData):
+            keys = keys.node_keys[keys.rows]
+        keys = np.asarray(keys)
+        if keys.shape != (n,):
+            raise ValueError(f"keys must have shape ({n},), got {keys.shape}.")
+        return keys.astype(np.uint64)
+
+    def estimate_frequencies(self, y_noisy):
+        """Unbiased estimate of the true class frequencies from noisy labels.
+
+        Solves ``T^T f = o`` where ``o`` are the observed class frequencies of
+        ``y_noisy`` (paper 001 eq. (14)); the estimate sums to 1 but may have
+        negative entries.
+        """
+        idx = self.encode(y_noisy)
+        o = np.bincount(idx, minlength=len(self.classes_)) / max(len(idx), 1)
+        return np.linalg.solve(self.transition_matrix_.T, o)

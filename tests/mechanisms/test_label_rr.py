@@ -1,0 +1,141 @@
+"""Tests of the k-ary randomized response label mechanism."""
+
+import pickle
+
+import numpy as np
+import pytest
+
+from skldp import GraphData
+from skldp.exceptions import PrivacyLeakWarning
+from skldp.mechanisms import LabelRandomizedResponse
+
+
+def _rates(eps, c, n_per_class, seed=0):
+    rr = LabelRandomizedResponse(eps, classes=np.arange(c), random_state=seed).fit()
+    y = np.repeat(np.arange(c), n_per_class)
+    z = rr.randomize(y)
+    M = np.zeros((c, c))
+    np.add.at(M, (y, z), 1.0)
+    return rr, M / n_per_class
+
+
+@pytest.mark.parametrize("eps,c", [(0.5, 2), (1.0, 4), (3.0, 7)])
+def test_flip_rates_match_p_and_q(eps, c):
+    n = 20000
+    rr, M = _rates(eps, c, n)
+    p = np.exp(eps) / (np.exp(eps) + c - 1)
+    q = 1 / (np.exp(eps) + c - 1)
+    assert rr.p_ == pytest.approx(p) and rr.q_ == pytest.approx(q)
+    T = np.where(np.eye(c, dtype=bool), p, q)
+    np.testing.assert_allclose(rr.transition_matrix_, T)
+    np.testing.assert_allclose(rr.transition_matrix_.sum(axis=1), 1.0)
+    se = np.sqrt(T * (1 - T) / n)
+    assert np.all(np.abs(M - T) <= 5 * se)
+
+
+@pytest.mark.parametrize("eps,c", [(1.0, 3), (2.0, 5)])
+def test_empirical_ldp_ratio(eps, c):
+    n = 40000
+    _, M = _rates(eps, c, n, seed=1)
+    # P(report j | i) / P(report j | i') <= e^eps; the ratio of two binomial
+    # proportions has relative standard error ~ sqrt((1-a)/(n a) + (1-b)/(n b)).
+    q = 1 / (np.exp(eps) + c - 1)
+    rel_se = np.sqrt(2 * (1 - q) / (n * q))
+    ratio = M[:, None, :] / M[None, :, :]
+    assert ratio.max() <= np.exp(eps) * (1 + 5 * rel_se)
+    assert ratio.max() >= np.exp(eps) * (1 - 5 * rel_se)  # the bound is attained
+
+
+def test_deterministic_per_node_key():
+    rr = LabelRandomizedResponse(0.5, classes=[0, 1, 2], random_state=3).fit()
+    y = np.arange(300) % 3
+    keys = np.arange(1000, 1300, dtype=np.uint64)
+    z = rr.randomize(y, keys)
+    np.testing.assert_array_equal(rr.randomize(y, keys), z)
+    perm = np.random.default_rng(0).permutation(300)[:100]
+    np.testing.assert_array_equal(rr.randomize(y[perm], keys[perm]), z[perm])
+    z2 = pickle.loads(pickle.dumps(rr)).randomize(y, keys)
+    np.testing.assert_array_equal(z2, z)
+    other = LabelRandomizedResponse(0.5, classes=[0, 1, 2], random_state=4).fit()
+    assert np.any(other.randomize(y, keys) != z)
+
+
+def test_graphdata_keys_and_string_labels():
+    G = GraphData(np.zeros((50, 1)), node_ids=[f"user{i}" for i in range(50)])
+    y = np.array(["a", "b"])[np.arange(50) % 2]
+    rr = LabelRandomizedResponse(1.0, classes=["a", "b"], random_state=0).fit()
+    z_view = rr.randomize(y[10:20], G[10:20])
+    z_all = rr.randomize(y, G)
+    np.testing.assert_array_equal(z_view, z_all[10:20])
+    assert set(z_all) <= {"a", "b"}
+    np.testing.assert_array_equal(rr.randomize(y, G.node_keys), z_all)
+
+
+def test_unbiased_frequency_estimate():
+    c, eps, n = 4, 1.0, 40000
+    f = np.array([0.1, 0.2, 0.3, 0.4])
+    y = np.random.default_rng(0).choice(c, size=n, p=f)
+    rr = LabelRandomizedResponse(eps, classes=np.arange(c), random_state=0).fit()
+    z = rr.randomize(y)
+    est = rr.estimate_frequencies(z)
+    true = np.bincount(y, minlength=c) / n
+    p, q = rr.p_, rr.q_
+    # Wang et al. (USENIX Sec. 2017), variance of the k-RR frequency estimator.
+    var = q * (1 - q) / (n * (p - q) ** 2) + true * (1 - p - q) / (n * (p - q))
+    assert np.all(np.abs(est - true) <= 5 * np.sqrt(var))
+    assert est.sum() == pytest.approx(1.0)
+    # the raw noisy frequencies are biased towards uniform
+    raw = np.bincount(z, minlength=c) / n
+    assert np.abs(raw - true).max() > 10 * np.sqrt(var).max()
+
+
+def test_infinite_eps_is_identity():
+    rr = LabelRandomizedResponse(np.inf, classes=[0, 1], random_state=0).fit()
+    y = np.arange(100) % 2
+    np.testing.assert_array_equal(rr.randomize(y), y)
+    np.testing.assert_array_equal(rr.transition_matrix_, np.eye(2))
+    assert rr.epsilon_ == np.inf and rr.protects_ == ("labels",)
+
+
+def test_attributes():
+    rr = LabelRandomizedResponse(2.0, classes=[2, 0, 1], random_state=0).fit()
+    np.testing.assert_array_equal(rr.classes_, [0, 1, 2])
+    assert rr.epsilon_ == 2.0 and rr.protects_ == ("labels",)
+
+
+def test_classes_from_data_warns():
+    y = np.array([0, 1, 2, 1])
+    with pytest.warns(PrivacyLeakWarning):
+        rr = LabelRandomizedResponse(1.0, random_state=0).fit(y=y)
+    np.testing.assert_array_equal(rr.classes_, [0, 1, 2])
+    with pytest.raises(ValueError, match="public label domain"):
+        LabelRandomizedResponse(1.0).fit()
+
+
+@pytest.mark.parametrize("eps", [0, -1.0, np.nan])
+def test_bad_eps(eps):
+    with pytest.raises(ValueError):
+        LabelRandomizedResponse(eps, classes=[0, 1]).fit()
+
+
+def test_bad_eps_type():
+    with pytest.raises(TypeError):
+        LabelRandomizedResponse("1", classes=[0, 1]).fit()
+
+
+def test_bad_labels():
+    rr = LabelRandomizedResponse(1.0, classes=[0, 1, 2], random_state=0).fit()
+    with pytest.raises(ValueError, match="unlabelled"):
+        rr.randomize(np.array([0, -1, 2]))
+    with pytest.raises(ValueError, match="not in classes"):
+        rr.randomize(np.array([0, 5, 2]))
+    with pytest.raises(ValueError, match="keys"):
+        rr.randomize(np.array([0, 1]), np.arange(3, dtype=np.uint64))
+    with pytest.raises(ValueError, match="unlabelled"):
+        LabelRandomizedResponse(1.0).fit(y=np.array([0, -1, 1]))
+    with pytest.raises(ValueError, match="two classes"):
+        LabelRandomizedResponse(1.0, classes=[1]).fit()
+    with pytest.raises(ValueError, match="-1"):
+        LabelRandomizedResponse(1.0, classes=[-1, 0, 1]).fit()
+    with pytest.raises(ValueError, match="duplicates"):
+        LabelRandomizedResponse(1.0, classes=[0, 1, 1]).fit()
