@@ -2,6 +2,7 @@
 
 from ._grr import (FeatureGrouper, GRRFSMechanism, discretize, group_features,
                    grrfs_epsilon, quantile_bin_edges)
+from ._label_rr import LabelRandomizedResponse
 from ._laplace import LaplaceMechanism
 from ._multi_bit import MultiBitMechanism
 from ._one_bit import OneBitMechanism
@@ -9,7 +10,8 @@ from ._piecewise import PiecewiseMechanism
 from ._square_wave import HDSMechanism
 from ._edge_rr import EdgeRR
 
-__all__ = ["LaplaceMechanism", "MultiBitMechanism", "OneBitMechanism", "PiecewiseMechanism",
+__all__ = ["LabelRandomizedResponse",
+           "LaplaceMechanism", "MultiBitMechanism", "OneBitMechanism", "PiecewiseMechanism",
            "HDSMechanism",
            "EdgeRR",
            "GRRFSMechanism", "FeatureGrouper", "discretize", "group_features", "grrfs_epsilon",

@@ -60,6 +60,15 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
             return F.cross_entropy(logits, targets)
         return -(targets * F.log_softmax(logits, dim=1)).sum(dim=1).mean()
 
+    def _validation_split(self, y_enc, n, seed):
+        """Positions (train, validation) of the fit rows for early stopping.
+
+        Hook: subclasses may override it (e.g. to use a given validation set).
+        """
+        strat = y_enc if np.bincount(y_enc).min() >= 2 else None
+        return train_test_split(np.arange(n), test_size=self.validation_fraction,
+                                random_state=seed % (2**31), stratify=strat)
+
     def _validate_hyperparameters(self):
         for name in ("epochs",):
             v = getattr(self, name)
@@ -91,9 +100,7 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
         local = np.arange(n)
         val = None
         if self.early_stopping:
-            strat = y_enc if np.bincount(y_enc).min() >= 2 else None
-            local, val = train_test_split(local, test_size=self.validation_fraction,
-                                          random_state=seed % (2**31), stratify=strat)
+            local, val = self._validation_split(y_enc, n, seed)
         module = self._build_module(X.shape[1], len(self.classes_)).to(device)
         opt = torch.optim.Adam(module.parameters(), lr=self.lr, weight_decay=self.weight_decay)
         rng = np.random.default_rng(seed)
