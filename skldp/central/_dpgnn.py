@@ -279,9 +279,9 @@ class _DPTrainerBase(GraphClassifierMixin, BaseEstimator):
             if isinstance(self.epochs, bool) or not isinstance(self.epochs, numbers.Real) or \
                     not self.epochs > 0:
                 raise ValueError(f"epochs must be a number > 0 or None, got {self.epochs!r}.")
-        elif isinstance(self.steps, bool) or not isinstance(self.steps, numbers.Integral) or \
-                self.steps < 1:
-            raise ValueError(f"steps must be a positive integer, got {self.steps!r}.")
+        elif isinstance(self.n_steps, bool) or not isinstance(self.n_steps, numbers.Integral) or \
+                self.n_steps < 1:
+            raise ValueError(f"n_steps must be a positive integer, got {self.n_steps!r}.")
         z = self.noise_multiplier
         if self.target_epsilon is None:
             if isinstance(z, bool) or not isinstance(z, numbers.Real) or np.isnan(z) or z < 0:
@@ -328,7 +328,7 @@ class _DPTrainerBase(GraphClassifierMixin, BaseEstimator):
                              "batches are drawn without replacement, so use batch_size <= "
                              f"{N}.")
         steps = int(math.ceil(self.epochs * N / m)) if self.epochs is not None else \
-            int(self.steps)
+            int(self.n_steps)
         delta = float(self.delta) if self.delta is not None else 1.0 / (10.0 * N)
         rng = np.random.default_rng(seed)
         device = resolve_device(self.device)
@@ -430,9 +430,14 @@ class _DPTrainerBase(GraphClassifierMixin, BaseEstimator):
         self.module_.cpu()
         return out.cpu().numpy().astype(np.float64)
 
+    def decision_function(self, X):
+        """Scores of the rows of ``X``: logits, or their difference for two classes."""
+        z = self._raw_logits(X)
+        return z[:, 1] - z[:, 0] if z.shape[1] == 2 else z
+
     def predict_proba(self, X):
         """Class probabilities of the rows of ``X``, columns in the order of ``classes_``."""
-        z = self.decision_function(X)
+        z = self._raw_logits(X)
         z = z - z.max(axis=1, keepdims=True)
         p = np.exp(z)
         return p / p.sum(axis=1, keepdims=True)
@@ -443,10 +448,10 @@ _COMMON_PARAMS = """
         Batch size ``m``; batches are drawn uniformly *without replacement*
         from the training nodes, as the accountant assumes. Must not exceed
         the number of training nodes.
-    steps : int, default=200
+    n_steps : int, default=200
         Number of DP steps ``T``.
     epochs : float or None, default=None
-        If given, overrides ``steps`` with ``ceil(epochs * N_train / batch_size)``.
+        If given, overrides ``n_steps`` with ``ceil(epochs * N_train / batch_size)``.
     lr : float, default=0.01
         Learning rate (Adam step size, or SGD step ``eta``).
     optimizer : {"adam", "sgd"}, default="adam"
@@ -572,7 +577,7 @@ class DPGNNClassifier(_DPTrainerBase):
     >>> n = 400; y = rng.integers(0, 2, n)
     >>> A = sp.random(n, n, density=0.02, random_state=0); A = ((A + A.T) > 0).astype(float)
     >>> G = GraphData(rng.normal(size=(n, 8)) + y[:, None], A)
-    >>> clf = DPGNNClassifier(max_degree=5, batch_size=100, steps=50, target_epsilon=8.0,
+    >>> clf = DPGNNClassifier(max_degree=5, batch_size=100, n_steps=50, target_epsilon=8.0,
     ...                       random_state=0).fit(G[:200], y[:200])
     >>> bool(clf.epsilon_ <= 8.0), clf.predict(G[200:]).shape
     (True, (200,))
@@ -580,14 +585,14 @@ class DPGNNClassifier(_DPTrainerBase):
 
     _graph = True
 
-    def __init__(self, max_degree=10, *, batch_size=1000, steps=200, epochs=None, lr=0.01,
+    def __init__(self, max_degree=10, *, batch_size=1000, n_steps=200, epochs=None, lr=0.01,
                  optimizer="adam", noise_multiplier=1.0, target_epsilon=None, delta=None,
                  max_grad_norm=1.0, clip_percentile=None, hidden_size=64, encoder_layers=1,
                  decoder_layers=1, activation="tanh", device="auto", random_state=None,
                  verbose=0):
         self.max_degree = max_degree
         self.batch_size = batch_size
-        self.steps = steps
+        self.n_steps = n_steps
         self.epochs = epochs
         self.lr = lr
         self.optimizer = optimizer
@@ -635,13 +640,13 @@ class DPGNNClassifier(_DPTrainerBase):
         self.protects_ = ("features", "labels", "edges")
         return self
 
-    def decision_function(self, X):
+    def _raw_logits(self, X):
         """Logits of the rows of ``X``, aggregating over their full neighbourhoods."""
         check_is_fitted(self, "module_")
         G = check_graph_data(X, self, require_adjacency=True)
         if G.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {G.shape[1]} features, but {type(self).__name__} was "
-                             f"fitted with {self.n_features_in_} features.")
+            raise ValueError(f"X has {G.shape[1]} features, but {type(self).__name__} is "
+                             f"expecting {self.n_features_in_} features as input.")
         key = ("skldp.dpgnn.adj_rw", G.token)
         P = G.memo_get(key)
         if P is None:
@@ -682,7 +687,7 @@ class DPMLPClassifier(_DPTrainerBase):
     >>> from skldp.central import DPMLPClassifier
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(500, 5)); y = (X[:, 0] > 0).astype(int)
-    >>> clf = DPMLPClassifier(batch_size=100, steps=100, target_epsilon=4.0,
+    >>> clf = DPMLPClassifier(batch_size=100, n_steps=100, target_epsilon=4.0,
     ...                       random_state=0).fit(X, y)
     >>> bool(clf.epsilon_ <= 4.0), bool(clf.score(X, y) > 0.7)
     (True, True)
@@ -690,12 +695,12 @@ class DPMLPClassifier(_DPTrainerBase):
 
     _graph = False
 
-    def __init__(self, *, batch_size=1000, steps=200, epochs=None, lr=0.01, optimizer="adam",
+    def __init__(self, *, batch_size=1000, n_steps=200, epochs=None, lr=0.01, optimizer="adam",
                  noise_multiplier=1.0, target_epsilon=None, delta=None, max_grad_norm=1.0,
                  clip_percentile=None, hidden_size=64, encoder_layers=1, decoder_layers=1,
                  activation="tanh", device="auto", random_state=None, verbose=0):
         self.batch_size = batch_size
-        self.steps = steps
+        self.n_steps = n_steps
         self.epochs = epochs
         self.lr = lr
         self.optimizer = optimizer
@@ -712,6 +717,11 @@ class DPMLPClassifier(_DPTrainerBase):
         self.random_state = random_state
         self.verbose = verbose
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
     def _rows(self, X):
         if isinstance(X, GraphData):
             Xf = X.features[X.rows]
@@ -724,6 +734,9 @@ class DPMLPClassifier(_DPTrainerBase):
         """Train on the rows of ``X`` (features only) with labels ``y``."""
         self._validate_common()
         Xf = self._rows(X)
+        if Xf.shape[0] < 2:
+            raise ValueError(f"{type(self).__name__} needs at least 2 samples, got "
+                             f"n_samples = {Xf.shape[0]}.")
         y_enc = self._encode_labels(y, Xf.shape[0])
         self.n_features_in_ = Xf.shape[1]
         N = Xf.shape[0]
@@ -734,12 +747,12 @@ class DPMLPClassifier(_DPTrainerBase):
         self.protects_ = ("features", "labels")
         return self
 
-    def decision_function(self, X):
+    def _raw_logits(self, X):
         """Logits of the rows of ``X``."""
         check_is_fitted(self, "module_")
         Xf = self._rows(X)
         if Xf.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {Xf.shape[1]} features, but {type(self).__name__} was "
-                             f"fitted with {self.n_features_in_} features.")
+            raise ValueError(f"X has {Xf.shape[1]} features, but {type(self).__name__} is "
+                             f"expecting {self.n_features_in_} features as input.")
         feats = _Features(Xf, resolve_device(self.device))
         return self._logits(feats, np.arange(Xf.shape[0]))
