@@ -3,8 +3,9 @@
 import numpy as np
 
 from ..base import LDPMechanism
-from ..utils import node_uniforms, sample_k_of_d
-from ._one_bit import _assemble_sampled, _check_int_param, _gather, _variance_input
+from ..utils import node_uniforms
+from ._one_bit import (_assemble_sampled, _check_int_param, _gather, _sample_columns,
+                       _variance_input)
 
 __all__ = ["MultiBitMechanism"]
 
@@ -115,7 +116,7 @@ class MultiBitMechanism(LDPMechanism):
         lo, hi = self.feature_min_, self.feature_max_
         delta, mid = hi - lo, (hi + lo) / 2.0
         e = np.exp(eps)
-        idx = sample_k_of_d(self.seed_, keys, d, m, stream=0)
+        idx = _sample_columns(self.seed_, keys, d, m, stream=0)
         x = _gather(X, np.arange(n), idx)
         unit = (x - lo[idx]) / delta[idx]
         p_plus = 1.0 / (e + 1.0) + unit * ((e - 1.0) / (e + 1.0))

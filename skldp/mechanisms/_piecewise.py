@@ -3,9 +3,9 @@
 import numpy as np
 
 from ..base import LDPMechanism
-from ..utils import node_uniforms, sample_k_of_d
+from ..utils import node_uniforms
 from ._one_bit import (_assemble_sampled, _check_int_param, _dense_rows, _gather, _row_blocks,
-                       _variance_input)
+                       _sample_columns, _variance_input)
 
 __all__ = ["PiecewiseMechanism"]
 
@@ -146,7 +146,7 @@ class PiecewiseMechanism(LDPMechanism):
                                   C, p_center)
                 out[rows] = mid + delta / 2.0 * t_star
             return out
-        idx = sample_k_of_d(self.seed_, keys, d, k, stream=0)
+        idx = _sample_columns(self.seed_, keys, d, k, stream=0)
         x = _gather(X, np.arange(n), idx)
         t = 2.0 * (x - lo[idx]) / delta[idx] - 1.0
         t_star = _pm_draw(t, node_uniforms(self.seed_, keys, k, stream=1),

@@ -53,6 +53,24 @@ def test_exactly_m_sampled_coordinates_and_rectifier_values():
     np.testing.assert_allclose(np.abs(Z[sampled] - 0.5), v)
 
 
+@pytest.mark.parametrize("d, m", [(5, 2), (6, 3), (70, 66)])
+def test_sampled_subsets_are_uniform(d, m):
+    """Every feature is sampled with probability m/d, every pair with m(m-1)/(d(d-1))."""
+    from skldp.mechanisms._one_bit import _FLOYD_MAX_K, _sample_columns
+    n = 30_000
+    S = _sample_columns(11, np.arange(n, dtype=np.uint64), d, m)
+    assert (m > _FLOYD_MAX_K) == (d == 70)  # both code paths are covered
+    assert np.all(np.diff(np.sort(S, axis=1), axis=1) > 0)  # distinct
+    onehot = np.zeros((n, d))
+    onehot[np.arange(n)[:, None], S] = 1
+    p1 = m / d
+    assert np.all(np.abs(onehot.mean(axis=0) - p1) < Z_TOL * np.sqrt(p1 * (1 - p1) / n))
+    if d <= 6:
+        pairs = (onehot.T @ onehot / n)[np.triu_indices(d, 1)]
+        p2 = m * (m - 1) / (d * (d - 1))
+        assert np.all(np.abs(pairs - p2) < Z_TOL * np.sqrt(p2 * (1 - p2) / n))
+
+
 def test_sparse_output_when_range_is_centred_on_zero():
     X = sp.random(500, 40, density=0.05, random_state=0, format="csr") * 2 - 0  # in [0, 2]
     mech = MultiBitMechanism(eps=2.0, m=2, feature_range=(-2, 2), random_state=0).fit(X)
