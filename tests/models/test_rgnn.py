@@ -1,0 +1,124 @@
+"""Tests of RGNNClassifier (paper 001 Algorithms 2-3, eq. (15))."""
+
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.pipeline import Pipeline
+
+from skldp import GraphData
+from skldp.accounting import privacy_report
+from skldp.exceptions import PrivacyLeakWarning
+from skldp.mechanisms import GRRFSMechanism, LabelRandomizedResponse
+from skldp.models import RGNNClassifier
+from skldp.reconstruction import FrequencyReconstructor, reconstruct_labels
+
+
+@pytest.fixture
+def graph():
+    """3-community SBM with binary features, 150 nodes."""
+    rng = np.random.default_rng(0)
+    n, d = 150, 8
+    y = np.repeat([0, 1, 2], n // 3)
+    P = np.where(y[:, None] == y[None, :], 0.15, 0.005)
+    A = np.triu(rng.random((n, n)) < P, 1)
+    A = sp.csr_matrix((A | A.T).astype(float))
+    X = (rng.random((n, d)) < np.where(np.arange(d)[None, :] % 3 == y[:, None], 0.8, 0.1))
+    return GraphData(X.astype(float), A), y
+
+
+def _fit(G, y, **kw):
+    params = dict(eps_y=2.0, hops_y=2, n_clusters=6, epochs=25, classes=[0, 1, 2],
+                  random_state=0)
+    params.update(kw)
+    rows = np.arange(0, len(y), 2)
+    return RGNNClassifier(**params).fit(G[rows], y[rows]), rows
+
+
+@pytest.mark.parametrize("backbone", ["sage", "gcn", pytest.param("gat", marks=pytest.mark.slow)])
+def test_backbones_learn(graph, backbone):
+    G, y = graph
+    clf, rows = _fit(G, y, backbone=backbone)
+    test = np.setdiff1d(np.arange(len(y)), rows)
+    assert clf.score(G[test], y[test]) > 0.8
+    assert clf.predict_proba(G[test]).shape == (len(test), 3)
+
+
+def test_label_mechanism_budget_and_targets(graph):
+    G, y = graph
+    clf, rows = _fit(G, y, eps_y=0.5)
+    mech = clf.label_mechanism_
+    assert mech.epsilon_ == 0.5 and mech.protects_ == ("labels",)
+    assert clf.cluster_proportions_.shape == (6, 3)
+    assert len(np.unique(clf.clusters_)) == 6
+    report = privacy_report(clf)
+    assert report.epsilon_for("labels") == 0.5
+    # labels are randomised per node id: same noisy labels for the same seed
+    noisy = mech.randomize_encoded(y[rows], G.node_keys[rows])
+    assert 0 < np.mean(noisy != y[rows]) < 0.8
+    clf2, _ = _fit(G, y, eps_y=0.5)
+    np.testing.assert_array_equal(clf2.label_mechanism_.randomize_encoded(y[rows],
+                                  G.node_keys[rows]), noisy)
+
+
+def test_soft_targets_are_more_accurate_than_noisy_labels(graph):
+    # Algorithm 2 on this homophilous graph: the reconstructed targets' argmax
+    # agrees with the true labels more often than the noisy labels do.
+    G, y = graph
+    rows = np.arange(0, len(y), 2)
+    gains = []
+    for seed in range(5):
+        mech = LabelRandomizedResponse(0.5, classes=[0, 1, 2], random_state=seed).fit()
+        noisy = mech.randomize_encoded(y[rows], G.node_keys[rows])
+        soft = reconstruct_labels(G.adjacency, rows, noisy, mech.transition_matrix_, hops=2)
+        gains.append(np.mean(soft.argmax(1) == y[rows]) - np.mean(noisy == y[rows]))
+    assert np.mean(gains) > 0.1
+
+
+def test_pipeline_with_grrfs_and_reconstructor(graph):
+    G, y = graph
+    pipe = Pipeline([("grrfs", GRRFSMechanism(2.0, m=4, domain_sizes=2, random_state=0)),
+                     ("rec", FrequencyReconstructor(2.0, 4, domain_sizes=2, hops=2)),
+                     ("clf", RGNNClassifier(eps_y=2.0, n_clusters=6, epochs=25,
+                                            classes=[0, 1, 2], random_state=0))])
+    rows = np.arange(0, len(y), 2)
+    pipe.fit(G[rows], y[rows])
+    test = np.arange(1, len(y), 2)
+    assert pipe.score(G[test], y[test]) > 0.6
+    report = privacy_report(pipe)
+    assert report.epsilon_for("labels") == 2.0
+    assert report.epsilon_for("features") == pytest.approx(np.log1p(0.5 * np.expm1(8.0)))
+    again = pickle.loads(pickle.dumps(pipe))
+    np.testing.assert_array_equal(again.predict(G[test]), pipe.predict(G[test]))
+
+
+def test_classes_none_warns_and_alpha0_skips_metis(graph):
+    G, y = graph
+    with pytest.warns(PrivacyLeakWarning):
+        clf, _ = _fit(G, y, classes=None, alpha=0.0, epochs=5)
+    assert clf.clusters_ is None and not hasattr(clf, "_llp_state")
+
+
+def test_bad_input(graph):
+    G, y = graph
+    rows = np.arange(10)
+    with pytest.raises(ValueError, match="eps_y must be > 0"):
+        RGNNClassifier(eps_y=0).fit(G[rows], y[rows])
+    with pytest.raises(ValueError, match="n_clusters=200 exceeds the number of nodes"):
+        RGNNClassifier(n_clusters=200, classes=[0, 1, 2]).fit(G[rows], y[rows])
+    with pytest.raises(ValueError, match="not in classes"):
+        RGNNClassifier(classes=[0, 1], epochs=2).fit(G[rows], np.r_[y[:9], 2])
+    with pytest.raises(ValueError, match="-1"):
+        RGNNClassifier(classes=[0, 1, 2]).fit(G[rows], np.r_[y[:9], -1])
+    with pytest.raises(ValueError, match="backbone"):
+        RGNNClassifier(backbone="mlp").fit(G[rows], y[rows])
+    with pytest.raises(ValueError, match="alpha"):
+        RGNNClassifier(alpha=-1).fit(G[rows], y[rows])
+    with pytest.raises(TypeError, match="GraphData"):
+        RGNNClassifier().fit(np.zeros((3, 2)), [0, 1, 0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        with pytest.raises(ValueError, match="needs the graph"):
+            RGNNClassifier().fit(GraphData(np.zeros((3, 2))), [0, 1, 0])
