@@ -1,25 +1,139 @@
 """Full-batch GNN classifiers on sparse adjacency: GCN, GraphSAGE, GAT."""
 
+import numbers
+
 import numpy as np
 import scipy.sparse as sp
 import torch
 import torch.nn.functional as F
+from sklearn.base import clone
+from sklearn.utils.validation import column_or_1d
 from torch import nn
 
+from .._graph_data import GraphData
 from ..utils.validation import check_graph_data
 from ._base import TorchClassifierBase
 from ._torch_utils import normalized_adjacency, to_torch_dense, to_torch_sparse
 
 __all__ = ["GCNClassifier", "SAGEClassifier", "GATClassifier", "GNNClassifierBase",
-           "graph_tensors", "GNNEncoder"]
+           "graph_tensors", "GNNEncoder", "PropagatedFeatures", "OffsetSparseFeatures",
+           "offset_sparse_features"]
 
 _ACTIVATIONS = {"relu": F.relu, "elu": F.elu, "selu": F.selu, "tanh": torch.tanh,
                 "leaky_relu": F.leaky_relu}
 _SPARSE_DENSITY = 0.05  # sparser features stay sparse on the device
 
 
+class _SpMM(torch.autograd.Function):
+    """``A @ h`` for a constant sparse ``A`` whose transpose ``AT`` is given.
+
+    torch's own backward of a sparse CSR product transposes ``A`` at every
+    call; keeping ``A^T`` makes the backward a plain sparse product (several
+    times faster on CPU).
+    """
+
+    @staticmethod
+    def forward(ctx, A, AT, h):
+        ctx.AT = AT
+        return torch.sparse.mm(A, h)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return None, None, torch.sparse.mm(ctx.AT, grad)
+
+
+class SparseOperand:
+    """A constant sparse matrix with its transpose, for fast ``A @ h`` with autograd."""
+
+    layout = "sparse_operand"
+
+    def __init__(self, A, AT=None):
+        self.A = A
+        self.AT = A if AT is None else AT  # None: A is symmetric
+
+    @classmethod
+    def from_scipy(cls, A, device, symmetric=False):
+        A = sp.csr_matrix(A)
+        return cls(to_torch_sparse(A, device),
+                   None if symmetric else to_torch_sparse(A.T.tocsr(), device))
+
+    def matmul(self, h):
+        if h.requires_grad:
+            return _SpMM.apply(self.A, self.AT, h)
+        return torch.sparse.mm(self.A, h)
+
+
+def _spmm(g, key, h):
+    """``g[key] @ h``, with the fast backward when ``g`` holds ``key + "_op"``."""
+    op = g.get(key + "_op")
+    if op is not None:
+        return op.matmul(h)
+    return torch.sparse.mm(g[key], h)
+
+
+class PropagatedFeatures:
+    """Lazy ``P^K X``: products ``(P^K X) W`` are computed as ``P^K (X W)``.
+
+    Every convolution here touches its input only through ``X W``, so a fixed
+    linear propagation of the input (KProp) can be applied after the first
+    linear map, on ``n x hidden`` instead of ``n x d`` values: exact (by
+    associativity), cheaper, and sparse inputs stay sparse. Input dropout is
+    not applied to such an input (it would not commute with ``P``).
+    """
+
+    layout = "propagated"  # not torch.strided: GNNEncoder skips input dropout
+
+    def __init__(self, x, P, steps):
+        self.x, self.P, self.steps = x, P, int(steps)
+
+    def matmul(self, w):
+        h = _matmul(self.x, w)
+        for _ in range(self.steps):
+            h = self.P.matmul(h) if isinstance(self.P, SparseOperand) else \
+                torch.sparse.mm(self.P, h)
+        return h
+
+
+class OffsetSparseFeatures:
+    """Dense features stored as ``1 c^T + S`` (a constant row plus a sparse matrix).
+
+    Reports of sampling mechanisms (e.g. multi-bit) equal a per-column
+    constant for the unsampled coordinates; ``X W = 1 (c^T W) + S W`` then
+    costs O(nnz(S) h) instead of O(n d h). Exact; no input dropout.
+    """
+
+    layout = "offset_sparse"
+
+    def __init__(self, offset, S):
+        self.offset, self.S = offset, S
+
+    def matmul(self, w):
+        return _matmul(self.S, w) + (self.offset @ w)[None, :]
+
+
+def offset_sparse_features(G, device, max_density=0.25):
+    """``OffsetSparseFeatures`` of ``G.features`` when its dense features are mostly a
+    per-column constant (the column median), else ``None``. Cached on the graph."""
+    X = G.features
+    if sp.issparse(X):
+        return None
+    key = ("skldp.offset_sparse", max_density)
+    dec = G.memo_get(key)
+    if dec is None:
+        c = np.median(X, axis=0)
+        S = sp.csr_matrix(X - c)
+        dec = (c, S) if S.nnz <= max_density * X.shape[0] * max(X.shape[1], 1) else False
+        G.memo_set(key, dec)
+    if dec is False:
+        return None
+    c, S = dec
+    return OffsetSparseFeatures(to_torch_dense(c, device), SparseOperand.from_scipy(S, device))
+
+
 def _matmul(x, w):
-    """x @ w for dense or sparse x."""
+    """x @ w for dense, sparse, offset-sparse or lazily propagated x."""
+    if isinstance(x, (PropagatedFeatures, OffsetSparseFeatures, SparseOperand)):
+        return x.matmul(w)
     if x.layout != torch.strided:
         return torch.sparse.mm(x, w)
     return x @ w
@@ -33,7 +147,7 @@ class _GCNConv(nn.Module):
         self.lin = nn.Linear(n_in, n_out)
 
     def forward(self, x, g):
-        return torch.sparse.mm(g["a_sym"], _matmul(x, self.lin.weight.t())) + self.lin.bias
+        return _spmm(g, "a_sym", _matmul(x, self.lin.weight.t())) + self.lin.bias
 
 
 class _SAGEConv(nn.Module):
@@ -45,7 +159,7 @@ class _SAGEConv(nn.Module):
         self.lin_neigh = nn.Linear(n_in, n_out, bias=False)
 
     def forward(self, x, g):
-        neigh = torch.sparse.mm(g["a_mean"], _matmul(x, self.lin_neigh.weight.t()))
+        neigh = _spmm(g, "a_mean", _matmul(x, self.lin_neigh.weight.t()))
         return _matmul(x, self.lin_self.weight.t()) + self.lin_self.bias + neigh
 
 
@@ -82,8 +196,10 @@ class _GATConv(nn.Module):
 class GNNEncoder(nn.Module):
     """A stack of graph convolutions with activation and dropout between them."""
 
-    def __init__(self, conv, sizes, activation="relu", dropout=0.5, heads=1):
+    def __init__(self, conv, sizes, activation="relu", dropout=0.5, heads=1, input_dropout=None):
         super().__init__()
+        # input_dropout=None: the same dropout on the input features as between layers.
+        self.input_dropout = input_dropout
         layers = []
         for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
             last = i == len(sizes) - 2
@@ -97,9 +213,11 @@ class GNNEncoder(nn.Module):
         self.dropout = dropout
 
     def forward(self, x, g):
+        p_in = getattr(self, "input_dropout", None)
+        p_in = self.dropout if p_in is None else p_in
         for i, layer in enumerate(self.layers):
             if x.layout == torch.strided:
-                x = F.dropout(x, self.dropout, self.training)
+                x = F.dropout(x, p_in if i == 0 else self.dropout, self.training)
             x = layer(x, g)
             if i < len(self.layers) - 1:
                 x = self.act(x)
@@ -118,10 +236,15 @@ def graph_tensors(G, device, conv="gcn", self_loops=True):
     else:
         x = to_torch_dense(X, device)
     g = {"n": A.shape[0]}
+    symmetric = G.is_symmetric()
     if conv == "gcn":
-        g["a_sym"] = to_torch_sparse(normalized_adjacency(A, self_loops, "sym"), device)
+        a = normalized_adjacency(A, self_loops, "sym")
+        g["a_sym_op"] = SparseOperand.from_scipy(a, device, symmetric=symmetric)
+        g["a_sym"] = g["a_sym_op"].A
     elif conv == "sage":
-        g["a_mean"] = to_torch_sparse(normalized_adjacency(A, False, "rw"), device)
+        a = normalized_adjacency(A, False, "rw")
+        g["a_mean_op"] = SparseOperand.from_scipy(a, device)
+        g["a_mean"] = g["a_mean_op"].A
     else:
         A1 = sp.coo_matrix(A + sp.eye(A.shape[0]) if self_loops else A)
         g["src"] = torch.as_tensor(A1.col, dtype=torch.long, device=device)
@@ -142,7 +265,7 @@ class GNNClassifierBase(TorchClassifierBase):
     def __init__(self, hidden_size=16, *, n_layers=2, activation="relu", dropout=0.5,
                  lr=0.01, weight_decay=5e-4, epochs=200, early_stopping=True,
                  validation_fraction=0.1, patience=50, device="auto", random_state=None,
-                 verbose=0):
+                 verbose=0, label_mechanism=None):
         self.hidden_size = hidden_size
         self.n_layers = n_layers
         self.activation = activation
@@ -156,6 +279,7 @@ class GNNClassifierBase(TorchClassifierBase):
         self.device = device
         self.random_state = random_state
         self.verbose = verbose
+        self.label_mechanism = label_mechanism
 
     batch_size = None  # full batch: every step sees the whole graph
 
@@ -166,12 +290,117 @@ class GNNClassifierBase(TorchClassifierBase):
         if self.activation not in _ACTIVATIONS:
             raise ValueError(f"activation must be one of {sorted(_ACTIVATIONS)}, "
                              f"got {self.activation!r}.")
-        if not 0 <= self.dropout < 1:
-            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}.")
+        if not isinstance(self.dropout, numbers.Real) or not 0 <= self.dropout < 1:
+            raise ValueError(f"dropout must be in [0, 1), got {self.dropout!r}.")
+        if (isinstance(self.hidden_size, bool)
+                or not isinstance(self.hidden_size, (int, np.integer)) or self.hidden_size < 1):
+            raise ValueError(f"hidden_size must be a positive integer, got {self.hidden_size!r}.")
+        if not isinstance(self.weight_decay, numbers.Real) or not self.weight_decay >= 0:
+            raise ValueError(f"weight_decay must be >= 0, got {self.weight_decay!r}.")
+        if self.early_stopping and (not isinstance(self.patience, (int, np.integer))
+                                    or self.patience < 1):
+            raise ValueError(f"patience must be a positive integer, got {self.patience!r}.")
+        lm = self.label_mechanism
+        if lm is not None and not (hasattr(lm, "randomize") and hasattr(lm, "fit")):
+            raise TypeError("label_mechanism must be a label mechanism with fit and randomize "
+                            f"(e.g. LabelRandomizedResponse), got {type(lm).__name__}.")
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, X, y, *, validation_data=None):
+        """Train on the rows of the view ``X`` with labels ``y``.
+
+        Propagation runs over the whole graph of ``X``; the loss uses only the
+        view's rows. With ``label_mechanism`` the labels (including those of
+        ``validation_data``) are randomized once per node, keyed by node id,
+        before anything else touches them: training, early stopping and model
+        selection see only noisy labels.
+
+        Parameters
+        ----------
+        X : GraphData
+            View of the training nodes (with an adjacency).
+        y : array-like of shape (n_rows,)
+            Their labels (``-1``, "unlabelled", is an error).
+        validation_data : tuple (GraphData, array-like) or None, default=None
+            An explicit validation view of the same graph and its labels
+            (e.g. the Planetoid validation nodes) for early stopping, instead
+            of holding out ``validation_fraction`` of ``X``. Needs
+            ``early_stopping=True``.
+
+        Returns
+        -------
+        self
+        """
+        self._validate_hyperparameters()
+        G = check_graph_data(X, self, require_adjacency=True)
+        y = column_or_1d(np.asarray(y), warn=True)
+        if len(y) != len(G):
+            raise ValueError(f"X has {len(G)} rows but y has {len(y)} labels.")
+        rows, y_all, val_pos = G.rows, y, None
+        if validation_data is not None:
+            if not self.early_stopping:
+                raise ValueError("validation_data is only used for early stopping; set "
+                                 "early_stopping=True or drop validation_data.")
+            try:
+                Gv, yv = validation_data
+            except (TypeError, ValueError):
+                raise ValueError("validation_data must be a pair (GraphData view, labels).")
+            Gv = check_graph_data(Gv, self)
+            # In a pipeline X is the transformed graph and Gv the raw one: they must
+            # share the nodes (derived stores share the node-id array).
+            same = Gv.token == G.token or (
+                Gv.n_nodes == G.n_nodes and (Gv.all_node_ids is G.all_node_ids
+                                             or np.array_equal(Gv.all_node_ids,
+                                                               G.all_node_ids)))
+            if not same:
+                raise ValueError("validation_data must be a view of the same graph as X "
+                                 "(e.g. G[val] where X is G[train]).")
+            yv = column_or_1d(np.asarray(yv), warn=True)
+            if len(yv) != len(Gv):
+                raise ValueError(f"validation view has {len(Gv)} rows but {len(yv)} labels.")
+            if np.intersect1d(G.rows, Gv.rows).size:
+                raise ValueError("validation_data overlaps the training rows.")
+            rows = np.concatenate([G.rows, Gv.rows])
+            y_all = np.concatenate([y, yv])
+            val_pos = np.arange(len(G.rows), len(rows))
+        if hasattr(self, "label_mechanism_"):
+            del self.label_mechanism_
+        mech = self._make_label_mechanism(y_all)
+        if mech is not None:
+            y_all = mech.randomize(y_all, G.node_keys[rows])
+            self.label_mechanism_ = mech
+        self._val_positions = val_pos
+        try:
+            super().fit(G._replace(rows), y_all)
+        finally:
+            del self._val_positions
+        return self
+
+    def _make_label_mechanism(self, y):
+        """A fitted clone of ``label_mechanism`` (``None`` when labels are not private)."""
+        if self.label_mechanism is None:
+            return None
+        return clone(self.label_mechanism).fit(y=y)
+
+    def _encode_labels(self, y, n_rows):
+        mech = getattr(self, "label_mechanism_", None)
+        if mech is None:
+            return super()._encode_labels(y, n_rows)
+        # The label domain is the mechanism's public one, whatever the noisy labels hold.
+        self.classes_ = mech.classes_
+        return mech.encode(y)
+
+    def _validation_split(self, y_enc, n, seed):
+        val = getattr(self, "_val_positions", None)
+        if val is not None:
+            return np.setdiff1d(np.arange(n), val), val
+        return super()._validation_split(y_enc, n, seed)
 
     def _prepare(self, X, device):
         G = check_graph_data(X, self, require_adjacency=True)
         x, g = graph_tensors(G, device, self._conv)
+        if x.layout != torch.strided:  # sparse features: keep X^T for a fast backward
+            x = SparseOperand.from_scipy(G.features, device)
         return (x, g), G.rows
 
     def _sizes(self, n_features, n_classes):
@@ -212,6 +441,13 @@ _PARAMS_DOC = """
         Seeds initialisation, dropout and the validation split.
     verbose : int, default=0
         Print the loss of every epoch.
+    label_mechanism : label mechanism or None, default=None
+        Label local DP, e.g. ``LabelRandomizedResponse(eps_y, classes=...)``.
+        When set, ``fit`` randomizes each training (and validation) node's
+        label once, keyed by its node id, with a fitted clone stored in
+        ``label_mechanism_``; no clean label is used anywhere, early stopping
+        included (it then monitors the loss on noisy labels). ``classes_`` is
+        the mechanism's public label domain. ``privacy_report`` finds it.
 
     Attributes
     ----------
@@ -220,6 +456,8 @@ _PARAMS_DOC = """
         The trained network (on the CPU).
     n_iter_ : int
     loss_curve_, validation_scores_ : list of float
+    label_mechanism_ : fitted label mechanism
+        Only with ``label_mechanism``; its ``epsilon_`` is the label budget.
 """
 
 
@@ -282,12 +520,12 @@ class GATClassifier(GNNClassifierBase):
     def __init__(self, hidden_size=8, *, heads=8, n_layers=2, activation="elu", dropout=0.6,
                  lr=0.005, weight_decay=5e-4, epochs=200, early_stopping=True,
                  validation_fraction=0.1, patience=50, device="auto", random_state=None,
-                 verbose=0):
+                 verbose=0, label_mechanism=None):
         super().__init__(hidden_size, n_layers=n_layers, activation=activation, dropout=dropout,
                          lr=lr, weight_decay=weight_decay, epochs=epochs,
                          early_stopping=early_stopping, validation_fraction=validation_fraction,
                          patience=patience, device=device, random_state=random_state,
-                         verbose=verbose)
+                         verbose=verbose, label_mechanism=label_mechanism)
         self.heads = heads
 
     def _build_module(self, n_features, n_classes):

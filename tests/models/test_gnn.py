@@ -1,0 +1,288 @@
+"""Tests of the full-batch GNN classifiers (GCN, GraphSAGE, GAT) and their label-LDP option."""
+
+import pickle
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import torch
+
+from skldp import GraphData
+from skldp.accounting import privacy_report
+from skldp.mechanisms import LabelRandomizedResponse
+from skldp.models import GATClassifier, GCNClassifier, SAGEClassifier
+from skldp.models._gnn import (OffsetSparseFeatures, PropagatedFeatures, SparseOperand,
+                               _matmul, offset_sparse_features)
+
+CLASSIFIERS = [GCNClassifier, SAGEClassifier, GATClassifier]
+FAST = dict(epochs=60, patience=30, device="cpu")
+
+
+def sbm(n=180, c=3, p_in=0.08, p_out=0.005, d=8, signal=0.6, seed=0, sparse=False):
+    """A homophilous SBM whose features carry a weak class signal."""
+    rng = np.random.default_rng(seed)
+    y = np.arange(n) % c
+    P = np.where(y[:, None] == y[None, :], p_in, p_out)
+    A = np.triu(rng.random((n, n)) < P, 1)
+    A = (A | A.T).astype(float)
+    X = rng.normal(size=(n, d))
+    X[np.arange(n), y] += signal
+    if sparse:
+        X = sp.csr_matrix(np.where(np.abs(X) > 1.5, X, 0.0))
+    G = GraphData(X, sp.csr_array(A))
+    idx = rng.permutation(n)
+    return G, y, idx[: n // 2], idx[n // 2:]
+
+
+@pytest.fixture(scope="module")
+def data():
+    return sbm()
+
+
+@pytest.mark.parametrize("cls", CLASSIFIERS)
+def test_learns_above_chance_and_uses_graph(cls, data):
+    G, y, tr, te = data
+    clf = cls(random_state=0, **FAST).fit(G[tr], y[tr])
+    acc = clf.score(G[te], y[te])
+    # chance is 1/3; the graph (homophily) + features make it easy
+    assert acc > 0.7
+    # Graph-only baseline: same model, features with no information (i.i.d. noise)
+    noise = G.with_features(np.random.default_rng(1).normal(size=G.shape))
+    acc_noise = cls(random_state=0, **FAST).fit(noise[tr], y[tr]).score(noise[te], y[te])
+    assert acc > acc_noise
+
+
+@pytest.mark.parametrize("cls", CLASSIFIERS)
+def test_predict_proba_rows_sum_to_one(cls, data):
+    G, y, tr, te = data
+    clf = cls(random_state=0, epochs=5, device="cpu").fit(G[tr], y[tr])
+    P = clf.predict_proba(G[te])
+    assert P.shape == (len(te), 3)
+    np.testing.assert_allclose(P.sum(axis=1), 1.0, rtol=1e-6)
+    assert np.all(P >= 0)
+    np.testing.assert_array_equal(clf.predict(G[te]), clf.classes_[P.argmax(axis=1)])
+    np.testing.assert_array_equal(clf.classes_, [0, 1, 2])
+
+
+@pytest.mark.parametrize("cls", CLASSIFIERS)
+def test_prediction_depends_on_neighbours_features(cls, data):
+    G, y, tr, te = data
+    clf = cls(random_state=0, epochs=20, device="cpu").fit(G[tr], y[tr])
+    A = G.adjacency
+    v = int(te[0])
+    nbrs = A[[v]].indices
+    assert len(nbrs) > 0
+    X2 = np.array(G.features, copy=True)
+    X2[nbrs] += 5.0  # change only the neighbours of v, not v
+    G2 = G.with_features(X2)
+    p1 = clf.predict_proba(G[[v]])
+    p2 = clf.predict_proba(G2[[v]])
+    assert np.abs(p1 - p2).max() > 1e-4
+    # a node far from the changes is unaffected (2-layer receptive field)
+    two_hop = set(nbrs) | set((A[nbrs] @ A).indices) | set(A[nbrs].indices) | {v}
+    far = [u for u in range(G.n_nodes) if u not in two_hop
+           and not set(A[[u]].indices) & set(two_hop) and not set((A @ A)[[u]].indices)
+           & set(nbrs)]
+    if far:
+        u = far[0]
+        np.testing.assert_allclose(clf.predict_proba(G[[u]]), clf.predict_proba(G2[[u]]),
+                                   atol=1e-5)
+
+
+@pytest.mark.parametrize("cls", CLASSIFIERS)
+def test_view_prediction_equals_full_graph_rows(cls, data):
+    G, y, tr, te = data
+    clf = cls(random_state=0, epochs=5, device="cpu").fit(G[tr], y[tr])
+    full = clf.predict_proba(G)
+    np.testing.assert_allclose(clf.predict_proba(G[te[::-1]]), full[te[::-1]], atol=1e-6)
+
+
+def test_fit_is_reproducible(data):
+    G, y, tr, te = data
+    a = GCNClassifier(random_state=3, epochs=10, device="cpu").fit(G[tr], y[tr])
+    b = GCNClassifier(random_state=3, epochs=10, device="cpu").fit(G[tr], y[tr])
+    np.testing.assert_allclose(a.predict_proba(G[te]), b.predict_proba(G[te]))
+
+
+@pytest.mark.parametrize("cls", CLASSIFIERS)
+def test_pickle_roundtrip(cls, data):
+    G, y, tr, te = data
+    clf = cls(random_state=0, epochs=5, device="cpu").fit(G[tr], y[tr])
+    clf2 = pickle.loads(pickle.dumps(clf))
+    np.testing.assert_allclose(clf.predict_proba(G[te]), clf2.predict_proba(G[te]))
+    assert next(clf2.module_.parameters()).device.type == "cpu"
+
+
+def test_sparse_features(data):
+    G, y, tr, te = sbm(sparse=True)
+    assert sp.issparse(G.features)
+    for cls in CLASSIFIERS:
+        clf = cls(random_state=0, epochs=30, device="cpu").fit(G[tr], y[tr])
+        assert clf.score(G[te], y[te]) > 0.5
+
+
+def test_string_labels(data):
+    G, y, tr, te = data
+    names = np.array(["a", "b", "c"])[y]
+    clf = SAGEClassifier(random_state=0, **FAST).fit(G[tr], names[tr])
+    assert set(clf.predict(G[te])) <= {"a", "b", "c"}
+
+
+# ---------------------------------------------------------------- bad input
+@pytest.mark.parametrize("cls", CLASSIFIERS)
+def test_rejects_plain_arrays_and_missing_graph(cls, data):
+    G, y, tr, te = data
+    with pytest.raises(TypeError, match="GraphData"):
+        cls(epochs=2).fit(np.asarray(G[tr]), y[tr])
+    no_graph = GraphData(np.asarray(G))
+    with pytest.raises(ValueError, match="adjacency"):
+        cls(epochs=2).fit(no_graph[tr], y[tr])
+    clf = cls(epochs=2, device="cpu").fit(G[tr], y[tr])
+    with pytest.raises(TypeError, match="GraphData"):
+        clf.predict(np.asarray(G[te]))
+
+
+def test_rejects_unlabelled_and_bad_shapes(data):
+    G, y, tr, te = data
+    y_bad = y[tr].copy()
+    y_bad[0] = -1
+    with pytest.raises(ValueError, match="-1"):
+        GCNClassifier(epochs=2).fit(G[tr], y_bad)
+    with pytest.raises(ValueError, match="labels"):
+        GCNClassifier(epochs=2).fit(G[tr], y[tr][:-1])
+    clf = GCNClassifier(epochs=2, device="cpu").fit(G[tr], y[tr])
+    other = GraphData(np.zeros((G.n_nodes, 3)), G.adjacency)
+    with pytest.raises(ValueError, match="features"):
+        clf.predict(other)
+
+
+@pytest.mark.parametrize("param,value", [
+    ("hidden_size", 0), ("hidden_size", 2.5), ("n_layers", 0), ("activation", "foo"),
+    ("dropout", 1.0), ("dropout", -0.1), ("lr", 0.0), ("epochs", 0), ("weight_decay", -1.0),
+    ("patience", 0), ("validation_fraction", 1.0),
+])
+def test_bad_hyperparameters(param, value, data):
+    G, y, tr, te = data
+    with pytest.raises(ValueError):
+        GCNClassifier(epochs=2).set_params(**{param: value}).fit(G[tr], y[tr])
+
+
+def test_bad_label_mechanism(data):
+    G, y, tr, te = data
+    with pytest.raises(TypeError, match="label mechanism"):
+        GCNClassifier(epochs=2, label_mechanism="rr").fit(G[tr], y[tr])
+
+
+def test_device_cpu(data):
+    G, y, tr, te = data
+    clf = GCNClassifier(epochs=3, device="cpu").fit(G[tr], y[tr])
+    assert next(clf.module_.parameters()).device.type == "cpu"
+
+
+# ------------------------------------------------------------ validation set
+def test_validation_data(data):
+    G, y, tr, te = data
+    val, test = te[:40], te[40:]
+    clf = GCNClassifier(random_state=0, **FAST).fit(G[tr], y[tr], validation_data=(G[val],
+                                                                                    y[val]))
+    assert len(clf.validation_scores_) == clf.n_iter_
+    assert clf.score(G[test], y[test]) > 0.7
+    with pytest.raises(ValueError, match="overlaps"):
+        GCNClassifier(epochs=2).fit(G[tr], y[tr], validation_data=(G[tr[:5]], y[tr[:5]]))
+    other = sbm(n=150, seed=5)[0]
+    with pytest.raises(ValueError, match="same graph"):
+        GCNClassifier(epochs=2).fit(G[tr], y[tr], validation_data=(other[val[:3]], y[val[:3]]))
+    with pytest.raises(ValueError, match="early_stopping"):
+        GCNClassifier(epochs=2, early_stopping=False).fit(G[tr], y[tr],
+                                                          validation_data=(G[val], y[val]))
+
+
+def test_validation_split_uses_validation_rows_only(data):
+    """With validation_data the training loss never sees the validation rows."""
+    G, y, tr, te = data
+    val = te[:40]
+    y_val_wrong = (y[val] + 1) % 3  # if these leaked into training, accuracy would drop
+    a = GCNClassifier(random_state=0, early_stopping=True, patience=1000, epochs=40,
+                      device="cpu").fit(G[tr], y[tr], validation_data=(G[val], y[val]))
+    b = GCNClassifier(random_state=0, early_stopping=True, patience=1000, epochs=40,
+                      device="cpu").fit(G[tr], y[tr], validation_data=(G[val], y_val_wrong))
+    # identical training trajectory, only the monitored loss differs
+    np.testing.assert_allclose(a.loss_curve_, b.loss_curve_, rtol=1e-5)
+    assert not np.allclose(a.validation_scores_, b.validation_scores_)
+
+
+# ------------------------------------------------------------------ label LDP
+def test_label_mechanism_uses_only_noisy_labels(data):
+    """Fitting with label_mechanism == fitting on the labels it would report."""
+    G, y, tr, te = data
+    val = te[:40]
+    mech = LabelRandomizedResponse(1.0, classes=[0, 1, 2], random_state=7)
+    a = GCNClassifier(random_state=0, label_mechanism=mech, **FAST).fit(
+        G[tr], y[tr], validation_data=(G[val], y[val]))
+    rows = np.concatenate([tr, val])
+    noisy = LabelRandomizedResponse(1.0, classes=[0, 1, 2], random_state=7).fit().randomize(
+        y[rows], G[rows])
+    assert np.any(noisy != y[rows])
+    b = GCNClassifier(random_state=0, **FAST).fit(
+        G[tr], noisy[:len(tr)], validation_data=(G[val], noisy[len(tr):]))
+    np.testing.assert_allclose(a.predict_proba(G[te]), b.predict_proba(G[te]), atol=1e-6)
+    np.testing.assert_allclose(a.validation_scores_, b.validation_scores_, rtol=1e-5)
+    assert a.label_mechanism_ is not mech and a.label_mechanism_.epsilon_ == 1.0
+    assert not hasattr(mech, "seed_")  # the parameter is not fitted in place
+
+
+def test_label_mechanism_privacy_report_and_classes(data):
+    G, y, tr, te = data
+    clf = SAGEClassifier(label_mechanism=LabelRandomizedResponse(2.0, classes=[0, 1, 2, 3],
+                                                                 random_state=0),
+                         random_state=0, epochs=5, device="cpu").fit(G[tr], y[tr])
+    np.testing.assert_array_equal(clf.classes_, [0, 1, 2, 3])  # the public domain
+    assert clf.predict_proba(G[te]).shape[1] == 4
+    rep = privacy_report(clf)
+    assert rep.epsilon_for("labels") == 2.0 and rep.local_epsilon == 2.0
+    clf.set_params(label_mechanism=None).fit(G[tr], y[tr])
+    assert not hasattr(clf, "label_mechanism_")
+    assert privacy_report(clf).local_epsilon == 0.0
+
+
+def test_strong_label_noise_hurts(data):
+    G, y, tr, te = data
+    clean = GCNClassifier(random_state=0, **FAST).fit(G[tr], y[tr]).score(G[te], y[te])
+    noisy = GCNClassifier(random_state=0, label_mechanism=LabelRandomizedResponse(
+        0.01, classes=[0, 1, 2], random_state=0), **FAST).fit(G[tr], y[tr]).score(G[te], y[te])
+    assert noisy < clean - 0.2
+
+
+def test_label_mechanism_rejects_unknown_labels(data):
+    G, y, tr, te = data
+    mech = LabelRandomizedResponse(1.0, classes=[0, 1], random_state=0)
+    with pytest.raises(ValueError, match="not in classes"):
+        GCNClassifier(epochs=2, label_mechanism=mech).fit(G[tr], y[tr])
+
+
+# ------------------------------------------------------- lazy feature operands
+def test_lazy_operands_are_exact():
+    rng = np.random.default_rng(0)
+    n, d, h = 30, 12, 4
+    A = sp.random(n, n, density=0.2, random_state=1, format="csr")
+    S = sp.random(n, d, density=0.1, random_state=2, format="csr")
+    c = rng.normal(size=d)
+    X = S.toarray() + c
+    W = torch.randn(d, h, dtype=torch.float32, requires_grad=True)
+    G = GraphData(X, A)
+    off = offset_sparse_features(G, "cpu", max_density=0.5)
+    assert isinstance(off, OffsetSparseFeatures)
+    ref = torch.as_tensor(X, dtype=torch.float32) @ W
+    np.testing.assert_allclose(_matmul(off, W).detach(), ref.detach(), atol=1e-5)
+    op = SparseOperand.from_scipy(A, "cpu")
+    prop = PropagatedFeatures(off, op, 3)
+    P3 = (A @ A @ A).toarray()
+    ref3 = torch.as_tensor(P3 @ X, dtype=torch.float32) @ W
+    out = _matmul(prop, W)
+    np.testing.assert_allclose(out.detach(), ref3.detach(), rtol=1e-4, atol=1e-4)
+    # gradients agree with the dense computation
+    g1 = torch.autograd.grad(out.sum(), W)[0]
+    g2 = torch.autograd.grad(ref3.sum(), W)[0]
+    np.testing.assert_allclose(g1, g2, rtol=1e-4, atol=1e-4)
+    dense = GraphData(rng.normal(size=(n, d)), A)
+    assert offset_sparse_features(dense, "cpu") is None
