@@ -17,12 +17,16 @@ split, the mechanism and the model. Results are appended as JSON lines to
 Usage::
 
     export SKLDP_DATASETS_DIR=/work/shared/datasets OMP_NUM_THREADS=1
-    python scripts/reproduce_link_prediction.py --paper 000 --datasets cora citeseer \
-        --seeds 0 1 2 3 4 --out docs/results/link_prediction_runs_000.jsonl
-    python scripts/reproduce_link_prediction.py --paper 002 --datasets cora facebook \
-        --seeds 0 1 2 3 4 --out docs/results/link_prediction_runs_002.jsonl
-    python scripts/reproduce_link_prediction.py --report \
-        --out docs/results/link_prediction_runs_000.jsonl docs/results/link_prediction_runs_002.jsonl
+    R=docs/results
+    python scripts/reproduce_link_prediction.py --paper 000 --datasets cora \
+        --out $R/link_prediction_runs_000.jsonl
+    python scripts/reproduce_link_prediction.py --paper 000 --datasets citeseer \
+        --out $R/link_prediction_runs_000cs.jsonl
+    python scripts/reproduce_link_prediction.py --paper 002 --datasets cora \
+        --out $R/link_prediction_runs_002.jsonl
+    python scripts/reproduce_link_prediction.py --paper 002 --datasets facebook \
+        --methods HDS inf --eps 1 --seeds 0 --out $R/link_prediction_runs_002fb.jsonl
+    python scripts/reproduce_link_prediction.py --report --out $R/link_prediction_runs_*.jsonl
 """
 
 import argparse
@@ -36,10 +40,14 @@ import numpy as np
 import torch
 from sklearn.pipeline import Pipeline
 
-from skldp import GraphData
 from skldp.datasets import load_dataset
-from skldp.mechanisms import (HDSMechanism, LaplaceMechanism, MultiBitMechanism,
-                              OneBitMechanism, PiecewiseMechanism)
+from skldp.mechanisms import (
+    HDSMechanism,
+    LaplaceMechanism,
+    MultiBitMechanism,
+    OneBitMechanism,
+    PiecewiseMechanism,
+)
 from skldp.model_selection import random_edge_split
 from skldp.models import HadamardLinkPredictor, VGAELinkPredictor
 from skldp.propagation import PPRPropagation
@@ -205,7 +213,7 @@ def report(args):
                 continue
             for method, pvals in rows.items():
                 cells = []
-                for e, pv in zip(eps_list, pvals):
+                for e, pv in zip(eps_list, pvals, strict=True):
                     ours = by.get((paper, dataset, method, None if method in none_methods
                                    else e), [])
                     cells += [_paper(pv), _fmt(ours)]

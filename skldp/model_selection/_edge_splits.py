@@ -351,7 +351,6 @@ def random_edge_split(G, val_size=0.05, test_size=0.1, *, negative_ratio=1.0,
     if val_size + test_size >= 1:
         raise ValueError(f"val_size + test_size must be < 1, got {val_size + test_size}.")
     rng = check_random_state(random_state)
-    n = G.n_nodes
     edges = _upper_edges(A)
     m = len(edges)
     if m == 0:
@@ -376,7 +375,7 @@ def random_edge_split(G, val_size=0.05, test_size=0.1, *, negative_ratio=1.0,
     G_train = G.full().with_adjacency(A_train)
 
     out_P, out_y = [], []
-    for pos, ng in zip(parts, neg_parts):
+    for pos, ng in zip(parts, neg_parts, strict=True):
         pairs = np.concatenate([pos, ng]).astype(np.intp)
         y = np.r_[np.ones(len(pos), dtype=np.int64), np.zeros(len(ng), dtype=np.int64)]
         order = rng.permutation(len(y))

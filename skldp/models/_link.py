@@ -82,8 +82,8 @@ class _LinkPredictorBase(GraphClassifierMixin, BaseEstimator):
         if validation_data is not None:
             try:
                 Xv, yv = validation_data
-            except (TypeError, ValueError):
-                raise ValueError("validation_data must be a pair (X_val, y_val).")
+            except (TypeError, ValueError) as exc:
+                raise ValueError("validation_data must be a pair (X_val, y_val).") from exc
             Xv = _check_pairdata(Xv, self)
             if Xv.n_nodes != X.n_nodes:
                 raise ValueError(f"validation pairs live on {Xv.n_nodes} nodes, the training "

@@ -62,9 +62,9 @@ def test_split_reproducible_and_seed_dependent():
     a = random_edge_split(G, random_state=3)
     b = random_edge_split(G, random_state=3)
     c = random_edge_split(G, random_state=4)
-    for x, y in zip(a[:3], b[:3]):
+    for x, y in zip(a[:3], b[:3], strict=True):
         np.testing.assert_array_equal(x.pairs, y.pairs)
-    for x, y in zip(a[3:], b[3:]):
+    for x, y in zip(a[3:], b[3:], strict=True):
         np.testing.assert_array_equal(x, y)
     assert not np.array_equal(a[2].pairs, c[2].pairs)
 
