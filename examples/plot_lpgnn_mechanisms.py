@@ -24,8 +24,12 @@ who all hold the same ``x`` and plot the sample variance as markers.
 import matplotlib.pyplot as plt
 import numpy as np
 
-from skldp.mechanisms import (LaplaceMechanism, MultiBitMechanism, OneBitMechanism,
-                              PiecewiseMechanism)
+from skldp.mechanisms import (
+    LaplaceMechanism,
+    MultiBitMechanism,
+    OneBitMechanism,
+    PiecewiseMechanism,
+)
 
 X1 = np.zeros((1, 1))  # one feature; fit only reads its shape (bounds are public)
 

@@ -243,7 +243,7 @@ def write_markdown(done):
             for k in shown:
                 cells = []
                 for m in MECHANISMS:
-                    v = [dict(zip(b["deg"], b["mae"])).get(k) for b in bd[m]]
+                    v = [dict(zip(b["deg"], b["mae"], strict=True)).get(k) for b in bd[m]]
                     v = [x for x in v if x is not None]
                     cells.append(f"{np.mean(v):.4f}" if v else "–")
                 lines.append(f"| {k} | " + " | ".join(cells) + " |")

@@ -4,8 +4,7 @@ import numpy as np
 
 from ..base import LDPMechanism
 from ..utils import node_uniforms
-from ._one_bit import (_assemble_sampled, _check_int_param, _gather, _sample_columns,
-                       _variance_input)
+from ._one_bit import _assemble_sampled, _check_int_param, _gather, _sample_columns, _variance_input
 
 __all__ = ["MultiBitMechanism"]
 

@@ -4,8 +4,15 @@ import numpy as np
 
 from ..base import LDPMechanism
 from ..utils import node_uniforms
-from ._one_bit import (_assemble_sampled, _check_int_param, _dense_rows, _gather, _row_blocks,
-                       _sample_columns, _variance_input)
+from ._one_bit import (
+    _assemble_sampled,
+    _check_int_param,
+    _dense_rows,
+    _gather,
+    _row_blocks,
+    _sample_columns,
+    _variance_input,
+)
 
 __all__ = ["PiecewiseMechanism"]
 
@@ -176,5 +183,6 @@ class PiecewiseMechanism(LDPMechanism):
         d, k = self.n_features_in_, self.k_
         a = np.exp(eps / 2.0)
         t = 2.0 * (x - lo) / (hi - lo) - 1.0
-        inner = d * (a + 3.0) / (3.0 * k * (a - 1.0) ** 2) + (d * a / (k * (a - 1.0)) - 1.0) * t ** 2
+        inner = (d * (a + 3.0) / (3.0 * k * (a - 1.0) ** 2)
+                 + (d * a / (k * (a - 1.0)) - 1.0) * t ** 2)
         return ((hi - lo) / 2.0) ** 2 * inner
