@@ -3,9 +3,11 @@
 from ._base import TorchClassifierBase
 from ._mlp import MLPHead
 from ._gnn import GATClassifier, GCNClassifier, GNNClassifierBase, SAGEClassifier
+from ._lpgnn import LPGNNClassifier
 from ._link import HadamardLinkPredictor, PairData, VGAELinkPredictor
 from ._rgnn import RGNNClassifier
 
 __all__ = ["HadamardLinkPredictor", "PairData", "VGAELinkPredictor",
-           "GATClassifier", "GCNClassifier", "GNNClassifierBase", "MLPHead", "SAGEClassifier",
+           "GATClassifier", "GCNClassifier", "GNNClassifierBase", "LPGNNClassifier",
+           "MLPHead", "SAGEClassifier",
            "TorchClassifierBase", "RGNNClassifier"]

@@ -1,0 +1,278 @@
+"""LPGNN (later version): KProp denoising of features and labels, label RR, forward correction."""
+
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+import torch.nn.functional as F
+
+from ..mechanisms._label_rr import LabelRandomizedResponse
+from ..propagation._gcn_aggregation import apply_propagation, propagation_matrix
+from ..utils.validation import check_eps, check_graph_data
+from ._gnn import (GNNClassifierBase, GNNEncoder, PropagatedFeatures, SparseOperand,
+                   graph_tensors, offset_sparse_features)
+
+__all__ = ["LPGNNClassifier"]
+
+_BACKBONES = ("gcn", "sage", "gat")
+_DISAGREEMENT = ("relabel", "drop")
+
+
+def _check_steps(value, name):
+    if isinstance(value, bool) or not isinstance(value, (numbers.Integral,)) or value < 0:
+        raise ValueError(f"{name} must be an integer >= 0, got {value!r}.")
+    return int(value)
+
+
+def _kprop(P, Z, steps):
+    for _ in range(steps):  # K sparse products, not a loop over nodes
+        Z = apply_propagation(P, Z)
+    return Z
+
+
+class LPGNNClassifier(GNNClassifierBase):
+    r"""Locally private GNN (LPGNN, later version) with label denoising ("Drop").
+
+    The server holds the public graph, the users' (already perturbed)
+    features and, during ``fit``, the training users' labels, which it never
+    uses in the clear when ``eps_y`` is finite:
+
+    1. **Feature KProp.** The features of all nodes (e.g. the reports of
+       :class:`~skldp.mechanisms.MultiBitMechanism` placed before this step in a
+       pipeline) are aggregated ``x_steps`` times over the graph,
+       ``X <- P^Kx X`` with the mean aggregator ``P`` (see ``self_loops``), to
+       average out the LDP noise.
+    2. **Label RR.** Each labelled node's label is randomized once with k-ary
+       randomized response at budget ``eps_y`` over the public ``classes``
+       (:class:`~skldp.mechanisms.LabelRandomizedResponse`, keyed by node id;
+       the fitted mechanism is ``label_mechanism_``).
+    3. **Label KProp ("Drop": label Denoising with Propagation).** The noisy
+       one-hot labels of the fit rows (zero vectors for all other nodes) are
+       aggregated ``y_steps`` times, ``Y <- P^Ky Y``; each fit row's target is
+       the class with the largest propagated mass (its own noisy label when no
+       labelled node lies within ``y_steps`` hops). With
+       ``disagreement="drop"`` the fit rows whose propagated label differs from
+       their own noisy label are instead left out of the loss.
+    4. **Forward loss correction.** The GNN's clean-label posterior
+       ``softmax(z)`` is mapped to the noisy-label posterior through the RR
+       transition matrix ``T`` and trained with ``-log((softmax(z) T)_y)``
+       (Patrini et al. 2017). Predictions use ``softmax(z)``.
+    5. **Model selection** (early stopping) uses the same denoised noisy labels
+       and corrected loss on the held-out fit rows (or ``validation_data``):
+       no clean label is used anywhere.
+
+    Parameters
+    ----------
+    eps_y : float, default=1.0
+        Label budget per user (``inf``: labels are not private, no RR, no
+        correction).
+    classes : array-like or None, default=None
+        Public label domain. ``None`` derives it from the training labels with a
+        :class:`~skldp.exceptions.PrivacyLeakWarning`.
+    x_steps : int, default=4
+        KProp steps over the features (``Kx``).
+    y_steps : int, default=2
+        KProp steps over the noisy labels (``Ky``); 0 trains on the noisy
+        labels themselves.
+    backbone : {"sage", "gcn", "gat"}, default="sage"
+        GNN after the feature KProp.
+    self_loops : bool, default=False
+        Whether KProp's mean aggregator includes the node itself
+        (``P = D^-1 (A + I)``) or only its neighbours (``P = D^-1 A``).
+    forward_correction : bool, default=True
+        Use the corrected loss of step 4 (plain cross-entropy otherwise).
+    disagreement : {"relabel", "drop"}, default="relabel"
+        Handling of fit rows whose propagated label disagrees with their own
+        noisy label (step 3).
+    hidden_size : int, default=16
+    n_layers : int, default=2
+    activation : str, default="selu"
+    dropout : float, default=0.5
+    lr, weight_decay : float, default=0.01, 1e-4
+    epochs : int, default=200
+    early_stopping : bool, default=True
+    validation_fraction : float, default=0.1
+    patience : int, default=50
+    heads : int, default=4
+        Attention heads of the GAT backbone.
+    device : str, default="auto"
+    random_state : int, RandomState or None
+        Seeds the label RR collection, initialisation, dropout and the split.
+    verbose : int, default=0
+
+    Attributes
+    ----------
+    classes_ : ndarray
+    label_mechanism_ : LabelRandomizedResponse or None
+        The fitted label RR (``None`` when ``eps_y`` is infinite); its
+        ``epsilon_`` and ``protects_ = ("labels",)`` reach
+        :func:`skldp.accounting.privacy_report`.
+    transition_matrix_ : ndarray of shape (n_classes, n_classes)
+        Matrix used by the forward correction (identity when not private).
+    n_dropped_ : int
+        Fit rows left out with ``disagreement="drop"``.
+    module_, n_iter_, loss_curve_, validation_scores_ :
+        As for :class:`~skldp.models.SAGEClassifier`.
+
+    References
+    ----------
+    Sajadmanesh & Gatica-Perez, "Locally Private Graph Neural Networks", CCS
+    2021 (KProp, label RR, Drop), the later version of paper 000
+    (``shared/papers/000_d33593cc1e28739e.txt``), as summarised in paper 001
+    §I and §V-A2 (``shared/papers/001_a6d79af5fcd0a0d9.txt``: multi-bit
+    features, RR labels, GCN-based multi-hop aggregation of features and labels,
+    forward loss correction) and paper 003 §V-A2 and eqs. (7)-(8), (11)-(12)
+    (``shared/papers/003_5a1a374306e1d553.txt``). Patrini et al., "Making deep
+    neural networks robust to label noise: a loss correction approach", CVPR
+    2017 (forward correction).
+
+    Examples
+    --------
+    >>> from sklearn.pipeline import Pipeline
+    >>> from skldp.datasets import load_cora
+    >>> from skldp.mechanisms import MultiBitMechanism
+    >>> from skldp.models import LPGNNClassifier
+    >>> cora = load_cora()
+    >>> G, y = cora.data, cora.target
+    >>> pipe = Pipeline([("mb", MultiBitMechanism(1.0, feature_range=(0, 1), random_state=0)),
+    ...                  ("clf", LPGNNClassifier(eps_y=2.0, classes=range(7), x_steps=4,
+    ...                                          y_steps=2, epochs=20, random_state=0))])
+    >>> pipe.fit(G[cora.train_mask], y[cora.train_mask]).predict(G[cora.test_mask]).shape
+    (1000,)
+    """
+
+    def __init__(self, eps_y=1.0, *, classes=None, x_steps=4, y_steps=2, backbone="sage",
+                 self_loops=False, forward_correction=True, disagreement="relabel",
+                 hidden_size=16, n_layers=2, activation="selu", dropout=0.5, lr=0.01,
+                 weight_decay=1e-4, epochs=200, early_stopping=True, validation_fraction=0.1,
+                 patience=50, heads=4, device="auto", random_state=None, verbose=0):
+        super().__init__(hidden_size, n_layers=n_layers, activation=activation, dropout=dropout,
+                         lr=lr, weight_decay=weight_decay, epochs=epochs,
+                         early_stopping=early_stopping, validation_fraction=validation_fraction,
+                         patience=patience, device=device, random_state=random_state,
+                         verbose=verbose, label_mechanism=None)
+        self.eps_y = eps_y
+        self.classes = classes
+        self.x_steps = x_steps
+        self.y_steps = y_steps
+        self.backbone = backbone
+        self.self_loops = self_loops
+        self.forward_correction = forward_correction
+        self.disagreement = disagreement
+        self.heads = heads
+
+    # ------------------------------------------------------------ checks
+    def _validate_hyperparameters(self):
+        super()._validate_hyperparameters()
+        check_eps(self.eps_y, "eps_y")
+        _check_steps(self.x_steps, "x_steps")
+        _check_steps(self.y_steps, "y_steps")
+        if self.backbone not in _BACKBONES:
+            raise ValueError(f"backbone must be one of {_BACKBONES}, got {self.backbone!r}.")
+        if self.disagreement not in _DISAGREEMENT:
+            raise ValueError(f"disagreement must be one of {_DISAGREEMENT}, "
+                             f"got {self.disagreement!r}.")
+        if not isinstance(self.self_loops, (bool, np.bool_)):
+            raise TypeError(f"self_loops must be a bool, got {self.self_loops!r}.")
+
+    @property
+    def _conv(self):
+        return self.backbone
+
+    # ------------------------------------------------------------ labels
+    def _make_label_mechanism(self, y):
+        if np.isinf(float(self.eps_y)):
+            return None
+        return LabelRandomizedResponse(self.eps_y, classes=self.classes,
+                                       random_state=self.random_state).fit(y=y)
+
+    def fit(self, X, y, *, validation_data=None):
+        """Randomize the labels, denoise them by propagation and train (see class doc).
+
+        Parameters
+        ----------
+        X : GraphData
+            View of the labelled training nodes (features already perturbed).
+        y : array-like of shape (n_rows,)
+            Their true labels; randomized inside before any use.
+        validation_data : tuple (GraphData, array-like) or None
+            Explicit validation view and labels (randomized the same way).
+
+        Returns
+        -------
+        self
+        """
+        self.label_mechanism_ = None
+        super().fit(X, y, validation_data=validation_data)
+        if getattr(self, "label_mechanism_", None) is None:
+            self.label_mechanism_ = None
+        return self
+
+    def _encode_labels(self, y, n_rows):
+        if getattr(self, "label_mechanism_", None) is None and self.classes is not None:
+            # Not private, but the public domain is known: keep its order and size.
+            classes = np.unique(np.asarray(self.classes))
+            enc = LabelRandomizedResponse(np.inf, classes=classes).fit()
+            self.classes_ = classes
+            return enc.encode(y)
+        return super()._encode_labels(y, n_rows)
+
+    def _fit_targets(self, y_enc, X):
+        c = len(self.classes_)
+        mech = getattr(self, "label_mechanism_", None)
+        self.transition_matrix_ = (mech.transition_matrix_ if mech is not None
+                                   else np.eye(c))
+        G = X
+        own = np.asarray(y_enc, dtype=np.int64)
+        target = own
+        if self.y_steps > 0:
+            n = G.n_nodes
+            Y = sp.csr_matrix((np.ones(len(own)), (G.rows, own)), shape=(n, c))
+            P = propagation_matrix(G.adjacency, self.self_loops, "rw")
+            Z = _kprop(P, Y, self.y_steps)
+            Z = Z.toarray() if sp.issparse(Z) else np.asarray(Z)
+            Zr = Z[G.rows]
+            prop = np.argmax(Zr, axis=1)
+            target = np.where(Zr.sum(axis=1) > 0, prop, own)
+        if self.disagreement == "drop":
+            keep = target == own
+            self.n_dropped_ = int(np.count_nonzero(~keep))
+            target = np.where(keep, own, -100)  # ignored by the loss
+        else:
+            self.n_dropped_ = 0
+        self.label_agreement_ = float(np.mean(target == own))
+        return torch.as_tensor(target, dtype=torch.long)
+
+    def _loss(self, logits, targets, positions):
+        valid = targets >= 0
+        if not bool(valid.any()):
+            return logits.sum() * 0.0
+        logits, targets = logits[valid], targets[valid]
+        if self.forward_correction and getattr(self, "label_mechanism_", None) is not None:
+            T = torch.as_tensor(self.transition_matrix_, dtype=logits.dtype,
+                                device=logits.device)
+            noisy = F.softmax(logits, dim=1) @ T
+            return F.nll_loss(torch.log(noisy.clamp_min(1e-12)), targets)
+        return F.cross_entropy(logits, targets)
+
+    # ------------------------------------------------------------ network
+    def _prepare(self, X, device):
+        G = check_graph_data(X, self, require_adjacency=True)
+        x, g = graph_tensors(G, device, self.backbone)
+        if x.layout != torch.strided:
+            x = SparseOperand.from_scipy(G.features, device)
+        compact = offset_sparse_features(G, device)
+        if compact is not None:  # e.g. multi-bit reports: constant + sparse, exact
+            x = compact
+        if self.x_steps > 0:
+            # KProp of the features, applied lazily after the first linear map
+            # (exact: P^K X W = P^K (X W)), so it costs K products on n x hidden.
+            P = propagation_matrix(G.adjacency, self.self_loops, "rw")
+            x = PropagatedFeatures(x, SparseOperand.from_scipy(P, device), self.x_steps)
+        return (x, g), G.rows
+
+    def _build_module(self, n_features, n_classes):
+        # Dropout after each hidden activation, none on the (propagated) input.
+        return GNNEncoder(self.backbone, self._sizes(n_features, n_classes), self.activation,
+                          self.dropout, heads=self.heads, input_dropout=0.0)

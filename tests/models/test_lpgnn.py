@@ -1,0 +1,197 @@
+"""Tests of LPGNNClassifier: KProp of features and noisy labels, label RR, forward correction."""
+
+import pickle
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import torch
+from sklearn.pipeline import Pipeline
+
+from skldp import GraphData
+from skldp.accounting import privacy_report
+from skldp.mechanisms import LabelRandomizedResponse, MultiBitMechanism
+from skldp.models import LPGNNClassifier, SAGEClassifier
+from skldp.propagation import KProp
+
+FAST = dict(epochs=60, patience=30, device="cpu")
+
+
+def sbm(n=240, c=3, p_in=0.06, p_out=0.004, d=10, signal=0.8, seed=0):
+    rng = np.random.default_rng(seed)
+    y = np.arange(n) % c
+    P = np.where(y[:, None] == y[None, :], p_in, p_out)
+    A = np.triu(rng.random((n, n)) < P, 1)
+    A = (A | A.T).astype(float)
+    X = (rng.random((n, d)) < 0.1).astype(float)
+    X[np.arange(n), y] = (rng.random(n) < signal).astype(float)
+    G = GraphData(X, sp.csr_array(A))
+    idx = rng.permutation(n)
+    return G, y, idx[: n // 2], idx[n // 2:]
+
+
+@pytest.fixture(scope="module")
+def data():
+    return sbm()
+
+
+@pytest.mark.slow
+def test_learns_with_private_labels_and_features(data):
+    G, y, tr, te = data
+    pipe = Pipeline([("mb", MultiBitMechanism(2.0, feature_range=(0, 1), random_state=0)),
+                     ("clf", LPGNNClassifier(eps_y=2.0, classes=[0, 1, 2], x_steps=2,
+                                             y_steps=2, random_state=0, **FAST))])
+    pipe.fit(G[tr], y[tr])
+    assert pipe.score(G[te], y[te]) > 0.6  # chance 1/3
+    rep = privacy_report(pipe)
+    assert rep.epsilon_for("features") == 2.0
+    assert rep.epsilon_for("labels") == 2.0
+    assert rep.local_epsilon == 4.0
+    P = pipe.predict_proba(G[te])
+    np.testing.assert_allclose(P.sum(axis=1), 1.0, rtol=1e-6)
+
+
+@pytest.mark.slow
+def test_label_denoising_helps_under_strong_noise(data):
+    G, y, tr, te = data
+    kw = dict(eps_y=0.5, classes=[0, 1, 2], x_steps=2, random_state=0, **FAST)
+    scores = {}
+    for ky in (0, 2):
+        accs = [LPGNNClassifier(y_steps=ky, **{**kw, "random_state": s}).fit(G[tr], y[tr])
+                .score(G[te], y[te]) for s in range(3)]
+        scores[ky] = np.mean(accs)
+    assert scores[2] > scores[0]
+
+
+def test_targets_drop_and_agreement(data):
+    G, y, tr, te = data
+    clf = LPGNNClassifier(eps_y=1.0, classes=[0, 1, 2], y_steps=0, random_state=0, epochs=2,
+                          device="cpu").fit(G[tr], y[tr])
+    assert clf.label_agreement_ == 1.0 and clf.n_dropped_ == 0
+    relabel = LPGNNClassifier(eps_y=1.0, classes=[0, 1, 2], y_steps=2, random_state=0,
+                              epochs=2, device="cpu").fit(G[tr], y[tr])
+    drop = LPGNNClassifier(eps_y=1.0, classes=[0, 1, 2], y_steps=2, disagreement="drop",
+                           random_state=0, epochs=2, device="cpu").fit(G[tr], y[tr])
+    n_fit = len(tr)
+    assert 0 < relabel.label_agreement_ < 1
+    assert drop.n_dropped_ == round((1 - relabel.label_agreement_) * n_fit)
+
+
+def test_propagated_targets_match_kprop(data):
+    """Drop's targets are the argmax of KProp over the noisy one-hot labels."""
+    G, y, tr, te = data
+    clf = LPGNNClassifier(eps_y=1.0, classes=[0, 1, 2], y_steps=3, random_state=4,
+                          early_stopping=False, epochs=1, device="cpu")
+    clf.fit(G[tr], y[tr])
+    noisy = LabelRandomizedResponse(1.0, classes=[0, 1, 2], random_state=4).fit().randomize(
+        y[tr], G[tr])
+    Y = np.zeros((G.n_nodes, 3))
+    Y[tr, noisy] = 1.0
+    Z = np.asarray(KProp(steps=3, self_loops=False).fit_transform(
+        GraphData(Y, G.adjacency)))[tr]
+    expected = np.where(Z.sum(axis=1) > 0, Z.argmax(axis=1), noisy)
+    targets = clf._fit_targets(noisy, G[tr]).numpy()
+    np.testing.assert_array_equal(targets, expected)
+
+
+def test_forward_corrected_loss(data):
+    G, y, tr, te = data
+    clf = LPGNNClassifier(eps_y=1.0, classes=[0, 1, 2], random_state=0, epochs=1,
+                          device="cpu").fit(G[tr], y[tr])
+    T = clf.label_mechanism_.transition_matrix_
+    np.testing.assert_allclose(clf.transition_matrix_, T)
+    z = torch.randn(5, 3)
+    t = torch.tensor([0, 2, 1, 1, 0])
+    probs = torch.softmax(z, 1).numpy() @ T
+    expected = -np.mean(np.log(probs[np.arange(5), t.numpy()]))
+    assert float(clf._loss(z, t, None)) == pytest.approx(expected, rel=1e-5)
+    # dropped rows (-100) are ignored
+    t2 = torch.tensor([0, -100, 1, 1, 0])
+    keep = [0, 2, 3, 4]
+    exp2 = -np.mean(np.log(probs[keep, t2.numpy()[keep]]))
+    assert float(clf._loss(z, t2, None)) == pytest.approx(exp2, rel=1e-5)
+    clf.forward_correction = False
+    assert float(clf._loss(z, t, None)) == pytest.approx(
+        float(torch.nn.functional.cross_entropy(z, t)), rel=1e-5)
+
+
+def test_only_noisy_labels_are_used(data):
+    """With eps_y the fit equals a non-private fit on the reported labels."""
+    G, y, tr, te = data
+    val = te[:40]
+    kw = dict(classes=[0, 1, 2], x_steps=2, y_steps=2, forward_correction=False,
+              random_state=5, **FAST)
+    a = LPGNNClassifier(eps_y=1.0, **kw).fit(G[tr], y[tr], validation_data=(G[val], y[val]))
+    rows = np.concatenate([tr, val])
+    noisy = LabelRandomizedResponse(1.0, classes=[0, 1, 2], random_state=5).fit().randomize(
+        y[rows], G[rows])
+    b = LPGNNClassifier(eps_y=np.inf, **kw).fit(G[tr], noisy[:len(tr)],
+                                                 validation_data=(G[val], noisy[len(tr):]))
+    assert b.label_mechanism_ is None
+    np.testing.assert_allclose(a.predict_proba(G[te]), b.predict_proba(G[te]), atol=1e-6)
+    np.testing.assert_allclose(a.validation_scores_, b.validation_scores_, rtol=1e-5)
+
+
+def test_lazy_kprop_equals_explicit_kprop(data):
+    """x_steps applied lazily inside the model equals KProp features + x_steps=0."""
+    G, y, tr, te = data
+    kw = dict(eps_y=np.inf, classes=[0, 1, 2], y_steps=0, random_state=0, epochs=20,
+              device="cpu")
+    a = LPGNNClassifier(x_steps=3, **kw).fit(G[tr], y[tr])
+    Gk = KProp(steps=3, self_loops=False).fit_transform(G.full())
+    b = LPGNNClassifier(x_steps=0, **kw).fit(Gk[tr], y[tr])
+    np.testing.assert_allclose(a.predict_proba(G[te]), b.predict_proba(Gk[te]), atol=1e-4)
+
+
+@pytest.mark.parametrize("backbone", ["gcn", "sage", "gat"])
+def test_backbones_and_pickle(backbone, data):
+    G, y, tr, te = data
+    clf = LPGNNClassifier(eps_y=3.0, classes=[0, 1, 2], backbone=backbone, x_steps=1,
+                          random_state=0, epochs=5, device="cpu").fit(G[tr], y[tr])
+    clf2 = pickle.loads(pickle.dumps(clf))
+    np.testing.assert_allclose(clf.predict_proba(G[te]), clf2.predict_proba(G[te]))
+
+
+def test_sage_backbone_without_privacy_matches_plain_model_family(data):
+    G, y, tr, te = data
+    lp = LPGNNClassifier(eps_y=np.inf, x_steps=0, y_steps=0, random_state=0, **FAST)
+    acc = lp.fit(G[tr], y[tr]).score(G[te], y[te])
+    ref = SAGEClassifier(random_state=0, **FAST).fit(G[tr], y[tr]).score(G[te], y[te])
+    assert acc > 0.6 and ref > 0.6
+
+
+def test_classes_domain_and_leak_warning(data):
+    G, y, tr, te = data
+    from skldp.exceptions import PrivacyLeakWarning
+    with pytest.warns(PrivacyLeakWarning):
+        LPGNNClassifier(eps_y=1.0, epochs=1, device="cpu").fit(G[tr], y[tr])
+    clf = LPGNNClassifier(eps_y=np.inf, classes=[0, 1, 2, 3], epochs=1,
+                          device="cpu").fit(G[tr], y[tr])
+    np.testing.assert_array_equal(clf.classes_, [0, 1, 2, 3])
+
+
+@pytest.mark.parametrize("param,value,err", [
+    ("x_steps", -1, ValueError), ("y_steps", 1.5, ValueError), ("backbone", "mlp", ValueError),
+    ("eps_y", 0.0, ValueError), ("eps_y", float("nan"), ValueError),
+    ("disagreement", "keep", ValueError), ("self_loops", "yes", TypeError),
+])
+def test_bad_parameters(param, value, err, data):
+    G, y, tr, te = data
+    clf = LPGNNClassifier(classes=[0, 1, 2], epochs=1)
+    clf.set_params(**{param: value})
+    with pytest.raises(err):
+        clf.fit(G[tr], y[tr])
+
+
+def test_bad_input(data):
+    G, y, tr, te = data
+    clf = LPGNNClassifier(classes=[0, 1, 2], epochs=1, device="cpu")
+    with pytest.raises(TypeError, match="GraphData"):
+        clf.fit(np.asarray(G[tr]), y[tr])
+    y_bad = y[tr].copy()
+    y_bad[3] = -1
+    with pytest.raises(ValueError, match="unlabelled"):
+        clf.fit(G[tr], y_bad)
+    y_bad[3] = 7
+    with pytest.raises(ValueError, match="not in classes"):
+        clf.fit(G[tr], y_bad)
