@@ -124,11 +124,11 @@ def test_learns_without_noise_and_noise_hurts(small_graph):
     rng = np.random.default_rng(0)
     tr = rng.permutation(60)[:30]
     te = np.setdiff1d(np.arange(60), tr)
-    free = DPGNNClassifier(max_degree=5, batch_size=10, n_steps=150, noise_multiplier=0,
+    free = DPGNNClassifier(max_degree=5, batch_size=15, n_steps=60, lr=0.05, noise_multiplier=0,
                            max_grad_norm=None, hidden_size=16, random_state=0)
     assert free.fit(G[tr], y[tr]).score(G[te], y[te]) >= 0.9
     assert math.isinf(free.epsilon_)
-    loud = DPGNNClassifier(max_degree=5, batch_size=10, n_steps=150, noise_multiplier=1e3,
+    loud = DPGNNClassifier(max_degree=5, batch_size=10, n_steps=5, noise_multiplier=1e3,
                            hidden_size=16, random_state=0).fit(G[tr], y[tr])
     assert loud.epsilon_ < 1e-2
 
@@ -190,7 +190,7 @@ def test_dpmlp_accounting_is_k0(small_graph):
 
 
 @parametrize_with_checks(
-    [DPMLPClassifier(batch_size=5, n_steps=20, noise_multiplier=0.5, hidden_size=8,
+    [DPMLPClassifier(batch_size=5, n_steps=10, noise_multiplier=0.5, hidden_size=8,
                      random_state=0)],
     expected_failed_checks=lambda est: {
         "check_classifiers_classes": "few noisy DP steps cannot fit the toy problem",
