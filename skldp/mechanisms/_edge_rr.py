@@ -60,14 +60,10 @@ def randomized_adjacency_lists(A, keys, eps, seed):
     A = sp.csr_matrix(A)
     n = A.shape[0]
     q = _flip_probability(eps)
-    indptr, indices = A.indptr.astype(np.int64), A.indices.astype(np.int64)
+    indptr, indices = A.indptr.astype(np.int64), A.indices
     deg = np.diff(indptr)
     keys = np.asarray(keys, dtype=np.uint64)
-    # 1) keep each true bit with probability 1 - q; the draw is keyed by the pair of user keys
-    rows_true = np.repeat(np.arange(n), deg)
-    keep = _pair_uniforms(seed, keys[rows_true], keys[indices], _S_KEEP) >= q
-    kept_idx = indices[keep]
-    # 2) number of flipped-in non-edges per user: Binomial(n - 1 - deg, q), inverse CDF
+    # number of flipped-in non-edges per user: Binomial(n - 1 - deg, q), by the inverse CDF
     n_free = n - 1 - deg
     n_add = np.zeros(n, dtype=np.int64)
     if q > 0:
@@ -75,35 +71,42 @@ def randomized_adjacency_lists(A, keys, eps, seed):
         todo = n_free > 0
         n_add[todo] = binom.ppf(u[todo], n_free[todo], q).astype(np.int64)
         np.minimum(n_add, n_free, out=n_add)
-    # 3) distinct targets, block by block of users
     # targets are drawn as ranks in the order of the user keys, so that reports do not
     # depend on the order in which users are stored
     by_key = np.argsort(keys, kind="stable")
-    rows_out, cols_out = [], []
-    csum = np.cumsum(n_add)
+    # Users are processed in blocks of about _BLOCK_DRAWS entries; each block's rows are
+    # assembled (sorted, int32 columns) at once, so the peak memory is the output plus
+    # one block of temporaries.
+    idx_dtype = np.int32 if n < 2**31 else np.int64
+    work = np.cumsum(n_add + deg)
+    counts = np.zeros(n, dtype=np.int64)
+    cols_out = []
     start = 0
     while start < n:
-        base = csum[start - 1] if start else 0
-        stop = int(np.searchsorted(csum, base + _BLOCK_DRAWS, side="right"))
+        base = work[start - 1] if start else 0
+        stop = int(np.searchsorted(work, base + _BLOCK_DRAWS, side="right"))
         stop = min(n, max(stop, start + 1))
-        r, c = _draw_targets(seed, keys, by_key, indptr, indices, n, start, stop,
-                             n_add[start:stop], n_free[start:stop])
-        rows_out.append(r)
-        cols_out.append(c)
+        lo, hi = indptr[start], indptr[stop]
+        # keep each true bit with probability 1 - q (draw keyed by the pair of user keys)
+        t_rows = np.repeat(np.arange(start, stop), deg[start:stop])
+        t_cols = indices[lo:hi].astype(np.int64)
+        keep = _pair_uniforms(seed, keys[t_rows], keys[t_cols], _S_KEEP) >= q
+        a_rows, a_cols = _draw_targets(seed, keys, by_key, indptr, indices, n, start, stop,
+                                       n_add[start:stop], n_free[start:stop])
+        rows = np.concatenate([t_rows[keep], a_rows])
+        cols = np.concatenate([t_cols[keep], a_cols])
+        order = np.lexsort((cols, rows))
+        cols_out.append(cols[order].astype(idx_dtype))
+        counts[start:stop] = np.bincount(rows - start, minlength=stop - start)
         start = stop
-    add_rows = np.concatenate(rows_out) if rows_out else np.zeros(0, np.int64)
-    add_cols = np.concatenate(cols_out) if cols_out else np.zeros(0, np.int64)
-    # 4) assemble: kept true edges + added edges, per row (rows are disjoint sets)
-    kept_rows = rows_true[keep]
-    rows = np.concatenate([kept_rows, add_rows])
-    cols = np.concatenate([kept_idx, add_cols])
-    order = np.lexsort((cols, rows))
-    idx_dtype = np.int32 if n < 2**31 and len(rows) < 2**31 else np.int64
-    counts = np.bincount(rows, minlength=n)
-    new_indptr = np.zeros(n + 1, dtype=np.int64)
+    cols = np.concatenate(cols_out) if cols_out else np.zeros(0, idx_dtype)
+    del cols_out
+    if len(cols) >= 2**31:
+        idx_dtype = np.int64
+    new_indptr = np.zeros(n + 1, dtype=idx_dtype)
     np.cumsum(counts, out=new_indptr[1:])
-    R = sp.csr_matrix((np.ones(len(rows), dtype=np.float32), cols[order].astype(idx_dtype),
-                       new_indptr.astype(idx_dtype)), shape=(n, n))
+    R = sp.csr_matrix((np.ones(len(cols), dtype=np.float32), cols.astype(idx_dtype, copy=False),
+                       new_indptr), shape=(n, n))
     R.has_sorted_indices = True
     return R
 
@@ -121,7 +124,8 @@ def _draw_targets(seed, keys, by_key, indptr, indices, n, start, stop, need, n_f
     have = np.zeros(len(users), dtype=np.int64)
     # sorted codes of the users' true edges and self pairs, to reject them
     lo, hi = indptr[start], indptr[stop]
-    true_codes = (np.repeat(users, np.diff(indptr[start:stop + 1])) * n + indices[lo:hi])
+    true_codes = (np.repeat(users, np.diff(indptr[start:stop + 1])) * n
+                  + indices[lo:hi].astype(np.int64))
     forbidden = np.sort(np.concatenate([true_codes, users * n + users]))  # disjoint sets
     accepted = np.zeros(0, dtype=np.int64)  # sorted codes accepted so far
     for rnd in range(_MAX_ROUNDS):

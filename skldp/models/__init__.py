@@ -6,8 +6,10 @@ from ._gnn import GATClassifier, GCNClassifier, GNNClassifierBase, SAGEClassifie
 from ._lpgnn import LPGNNClassifier
 from ._link import HadamardLinkPredictor, PairData, VGAELinkPredictor
 from ._rgnn import RGNNClassifier
+from ._solitude import SolitudeClassifier
 
 __all__ = ["HadamardLinkPredictor", "PairData", "VGAELinkPredictor",
            "GATClassifier", "GCNClassifier", "GNNClassifierBase", "LPGNNClassifier",
            "MLPHead", "SAGEClassifier",
-           "TorchClassifierBase", "RGNNClassifier"]
+           "TorchClassifierBase", "RGNNClassifier",
+           "SolitudeClassifier"]

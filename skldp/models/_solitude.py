@@ -1,0 +1,433 @@
+"""Solitude: GNN training on an edge-LDP graph with learned graph-structure denoising."""
+
+import copy
+import hashlib
+import numbers
+import time
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+import torch.nn.functional as F
+from sklearn.model_selection import train_test_split
+from sklearn.utils.validation import check_is_fitted
+
+from ..propagation._smoothing import smooth_features, smooth_labels
+from ..utils._random import draw_seed
+from ..utils.validation import check_graph_data
+from ._base import TorchClassifierBase
+from ._gnn import _ACTIVATIONS, GNNClassifierBase, GNNEncoder, graph_tensors
+from ._torch_utils import resolve_device
+
+__all__ = ["SolitudeClassifier"]
+
+_BACKBONES = ("gcn", "sage")
+
+
+def _pattern_hash(A):
+    """Hash of a sparse matrix's pattern (which entries are stored)."""
+    A = sp.csr_matrix(A)
+    h = hashlib.blake2b(digest_size=16)
+    h.update(np.asarray(A.shape, dtype=np.int64).tobytes())
+    h.update(A.indptr.astype(np.int64).tobytes())
+    h.update(A.indices.astype(np.int64).tobytes())
+    return h.hexdigest()
+
+
+class _EdgeStructure:
+    """Candidate edges of the received graph and the differentiable propagation matrix.
+
+    The learnable weights live on the stored entries of the received
+    adjacency only (``nnz`` numbers, never ``n^2``). For a symmetric received
+    graph one weight is shared by ``(i, j)`` and ``(j, i)`` so the learned
+    graph stays undirected.
+    """
+
+    def __init__(self, A, conv, device):
+        A = sp.csr_matrix(A)
+        A.sort_indices()
+        n = A.shape[0]
+        coo = A.tocoo()
+        row, col = coo.row.astype(np.int64), coo.col.astype(np.int64)
+        self.n, self.conv, self.device = n, conv, device
+        self.symmetric = A.nnz == 0 or (A != A.T).nnz == 0
+        if self.symmetric:
+            lo, hi = np.minimum(row, col), np.maximum(row, col)
+            codes = lo * n + hi
+            uniq, inv = np.unique(codes, return_inverse=True)
+            first = np.zeros(len(uniq), dtype=np.int64)
+            first[inv[::-1]] = np.arange(len(inv))[::-1]  # first entry of each pair
+            self.param_of_entry = inv
+            target = np.asarray(A.data, dtype=np.float64)[first]
+            # a pair (i, j), i != j, is stored twice; a self loop once
+            self.multiplicity = np.where(uniq // n == uniq % n, 1.0, 2.0)
+        else:
+            self.param_of_entry = np.arange(A.nnz)
+            target = np.asarray(A.data, dtype=np.float64)
+            self.multiplicity = np.ones(A.nnz)
+        self.target = np.clip(target, 0.0, 1.0)
+        self.row, self.col = row, col
+        t = lambda a, dt=torch.long: torch.as_tensor(a, dtype=dt, device=device)  # noqa: E731
+        self.t_param = t(self.param_of_entry)
+        self.t_row, self.t_col = t(row), t(col)
+        self.t_target = t(self.target, torch.float32)
+        self.t_mult = t(self.multiplicity, torch.float32)
+        diag = t(np.arange(n))
+        self.t_idx_loops = torch.stack([torch.cat([self.t_row, diag]),
+                                        torch.cat([self.t_col, diag])])
+        self.t_idx = torch.stack([self.t_row, self.t_col])
+
+    def graph(self, w):
+        """The GNN's propagation tensors for pair weights ``w`` (differentiable in ``w``)."""
+        n = self.n
+        vals = w[self.t_param]
+        if self.conv == "gcn":
+            vals = torch.cat([vals, torch.ones(n, device=vals.device, dtype=vals.dtype)])
+            row = self.t_idx_loops[0]
+            col = self.t_idx_loops[1]
+            deg = torch.zeros(n, device=vals.device, dtype=vals.dtype).index_add_(0, row, vals)
+            dinv = deg.clamp_min(1e-12).pow(-0.5)
+            a = torch.sparse_coo_tensor(self.t_idx_loops, vals * dinv[row] * dinv[col], (n, n),
+                                        check_invariants=False).coalesce()
+            return {"n": n, "a_sym": a}
+        deg = torch.zeros(n, device=vals.device, dtype=vals.dtype).index_add_(0, self.t_row, vals)
+        dinv = torch.where(deg > 0, 1.0 / deg.clamp_min(1e-12), torch.zeros_like(deg))
+        a = torch.sparse_coo_tensor(self.t_idx, vals * dinv[self.t_row], (n, n),
+                                    check_invariants=False).coalesce()
+        return {"n": n, "a_mean": a}
+
+    def to_csr(self, w):
+        """The learned adjacency as CSR (entries of weight 0 removed)."""
+        w = np.asarray(w, dtype=np.float32)[self.param_of_entry]
+        A = sp.csr_matrix((w, (self.row, self.col)), shape=(self.n, self.n))
+        A.eliminate_zeros()
+        A.sort_indices()
+        return A
+
+
+class SolitudeClassifier(GNNClassifierBase):
+    r"""Solitude: a GNN trained on an edge-LDP graph with learned structure denoising.
+
+    The server received a noisy graph (each user randomized their adjacency
+    list, :class:`~skldp.mechanisms.EdgeRR`) and possibly noisy features
+    (e.g. :class:`~skldp.mechanisms.MultiBitMechanism`). Solitude calibrates
+    both before and while training a GCN or GraphSAGE backbone:
+
+    1. **Feature smoothing** (eq. (11)): ``feature_steps`` rounds of
+       neighbour averaging of the features over the received graph.
+    2. **Label smoothing** (eq. (12)): ``label_steps`` rounds of
+       ``D^-1/2 (A + I) D^-1/2`` propagation of the one-hot training labels;
+       the training nodes are fitted to the resulting soft labels.
+    3. **Graph-structure denoising** (eqs. (10) and (14)): the calibrated
+       adjacency ``A^c`` is learned jointly with the GNN,
+
+       .. math:: \min_{\theta, A^c} L_{GNN}(A^c, X^c, \theta)
+                 + \lambda_1 \|A^c - A\|_F^2 + \lambda_2 \|A^c\|_1,
+                 \quad A^c_{ij} \in [0, 1],
+
+       by alternating optimisation: every epoch one Adam step on the model
+       with ``A^c`` fixed, then (every ``adj_every`` epochs) one Adam step on
+       ``A^c`` for the cross entropy plus the Frobenius term, a proximal
+       step for the L1 term (soft thresholding by ``lr_adj * lambda_l1``)
+       and a projection onto ``[0, 1]``.
+
+    ``A^c`` is only learned on the entries the server received (a weight
+    per stored entry of the received adjacency, shared by ``(i, j)`` and
+    ``(j, i)`` when it is symmetric): memory grows with the number of
+    received edges, never with ``n^2``. All of this is post-processing of
+    the users' reports and spends no privacy budget.
+
+    Parameters
+    ----------
+    backbone : {"gcn", "sage"}, default="gcn"
+        GCN (``D^-1/2 (A^c + I) D^-1/2``) or GraphSAGE with the mean
+        aggregator (``D^-1 A^c``), from :mod:`skldp.models`.
+    hidden_size : int, default=16
+    n_layers : int, default=2
+    activation : str, default="selu"
+        The paper uses SeLU.
+    dropout : float, default=0.5
+    lr, weight_decay : float, default=0.01, 5e-4
+        Adam learning rate and L2 penalty of the model.
+    epochs : int, default=500
+        Maximum number of alternating epochs (500 in the paper).
+    feature_steps : int, default=0
+        Feature smoothing steps ``K_x`` (the paper searches {0, 2, 4, 8}).
+    label_steps : int, default=0
+        Label smoothing steps ``K_y`` (the paper searches {0, 2, 4, 8}).
+    learn_structure : bool, default=True
+        Learn ``A^c``; ``False`` trains the backbone on the (smoothed) data
+        and the received graph as is.
+    lambda_fro : float, default=1e-3
+        ``lambda_1``, weight of ``||A^c - A||_F^2`` (keeps ``A^c`` near the
+        received graph).
+    lambda_l1 : float, default=1e-3
+        ``lambda_2``, weight of ``||A^c||_1`` (sparsity).
+    lr_adj : float, default=0.01
+        Adam learning rate of ``A^c``.
+    adj_every : int, default=1
+        Update ``A^c`` every ``adj_every`` epochs.
+    early_stopping : bool, default=True
+        Hold out ``validation_fraction`` of the training rows and keep the
+        model and graph of the epoch with the lowest validation loss.
+    validation_fraction : float, default=0.1
+    patience : int, default=100
+    device : str, default="auto"
+        "auto" uses CUDA when available.
+    random_state : int, RandomState or None
+        Seeds initialisation, dropout and the validation split.
+    verbose : int, default=0
+
+    Attributes
+    ----------
+    classes_ : ndarray
+    module_ : torch.nn.Module
+        The trained backbone (on the CPU).
+    learned_adjacency_ : CSR matrix of shape (n_nodes, n_nodes)
+        The calibrated graph ``A^c`` (entries of the received graph, weights
+        in [0, 1], zeros removed); used by ``predict`` on the same graph.
+    edge_weights_ : ndarray of shape (nnz,)
+        ``A^c`` on every stored entry of the received adjacency, in CSR order.
+    n_iter_ : int
+    loss_curve_, validation_scores_ : list of float
+    best_epoch_ : int or None
+
+    References
+    ----------
+    Paper 003 (``shared/papers/003_5a1a374306e1d553.txt``, Solitude),
+    §III-B: eqs. (10)-(14); Table III (experiments).
+
+    Examples
+    --------
+    >>> from skldp.datasets import load_cora
+    >>> from skldp.mechanisms import EdgeRR
+    >>> from skldp.models import SolitudeClassifier
+    >>> cora = load_cora()
+    >>> G = EdgeRR(eps=7.0, symmetrize="directed", random_state=0).fit_transform(cora.data)
+    >>> clf = SolitudeClassifier("gcn", epochs=20, random_state=0)
+    >>> clf = clf.fit(G[cora.train_mask], cora.target[cora.train_mask])
+    >>> clf.predict(G[cora.test_mask]).shape
+    (1000,)
+    >>> clf.learned_adjacency_.shape
+    (2708, 2708)
+    """
+
+    def __init__(self, backbone="gcn", hidden_size=16, *, n_layers=2, activation="selu",
+                 dropout=0.5, lr=0.01, weight_decay=5e-4, epochs=500, feature_steps=0,
+                 label_steps=0, learn_structure=True, lambda_fro=1e-3, lambda_l1=1e-3,
+                 lr_adj=0.01, adj_every=1, early_stopping=True, validation_fraction=0.1,
+                 patience=100, device="auto", random_state=None, verbose=0):
+        self.backbone = backbone
+        self.hidden_size = hidden_size
+        self.n_layers = n_layers
+        self.activation = activation
+        self.dropout = dropout
+        self.lr = lr
+        self.weight_decay = weight_decay
+        self.epochs = epochs
+        self.feature_steps = feature_steps
+        self.label_steps = label_steps
+        self.learn_structure = learn_structure
+        self.lambda_fro = lambda_fro
+        self.lambda_l1 = lambda_l1
+        self.lr_adj = lr_adj
+        self.adj_every = adj_every
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.patience = patience
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+
+    @property
+    def _conv(self):
+        return self.backbone
+
+    # ------------------------------------------------------------ validation
+    def _validate_hyperparameters(self):
+        TorchClassifierBase._validate_hyperparameters(self)
+        if self.backbone not in _BACKBONES:
+            raise ValueError(f"backbone must be one of {_BACKBONES}, got {self.backbone!r}.")
+        for name in ("n_layers", "hidden_size", "adj_every"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
+                raise ValueError(f"{name} must be a positive integer, got {v!r}.")
+        for name in ("feature_steps", "label_steps"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 0:
+                raise ValueError(f"{name} must be a non-negative integer, got {v!r}.")
+        if self.activation not in _ACTIVATIONS:
+            raise ValueError(f"activation must be one of {sorted(_ACTIVATIONS)}, "
+                             f"got {self.activation!r}.")
+        if not isinstance(self.dropout, numbers.Real) or not 0 <= self.dropout < 1:
+            raise ValueError(f"dropout must be in [0, 1), got {self.dropout!r}.")
+        for name in ("lambda_fro", "lambda_l1", "weight_decay"):
+            v = getattr(self, name)
+            if not isinstance(v, numbers.Real) or not v >= 0 or not np.isfinite(v):
+                raise ValueError(f"{name} must be a finite number >= 0, got {v!r}.")
+        if not isinstance(self.lr_adj, numbers.Real) or not self.lr_adj > 0:
+            raise ValueError(f"lr_adj must be > 0, got {self.lr_adj!r}.")
+        if self.early_stopping and (isinstance(self.patience, bool) or not isinstance(
+                self.patience, numbers.Integral) or self.patience < 1):
+            raise ValueError(f"patience must be a positive integer, got {self.patience!r}.")
+
+    # ---------------------------------------------------------------- data
+    def _features(self, G):
+        """Features of all nodes after ``feature_steps`` smoothing steps (memoised on G)."""
+        if self.feature_steps == 0:
+            return G
+        key = ("skldp.solitude.features", int(self.feature_steps))
+        out = G.memo_get(key)
+        if out is None:
+            full = G.full()
+            out = G.memo_set(key, full.with_features(
+                smooth_features(G.features, G.adjacency, self.feature_steps)))
+        return out._replace(G.rows)
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, X, y):
+        """Learn the backbone and the calibrated graph on the rows of the view ``X``.
+
+        Parameters
+        ----------
+        X : GraphData
+            View of the training nodes over the server's (noisy) graph.
+        y : array-like of shape (n_rows,)
+            Their labels (``-1`` is an error).
+
+        Returns
+        -------
+        self
+        """
+        self._validate_hyperparameters()
+        G = check_graph_data(X, self, require_adjacency=True)
+        y_enc = self._encode_labels(y, len(G))
+        self.n_features_in_ = G.shape[1]
+        seed = draw_seed(self.random_state)
+        torch.manual_seed(seed % (2**31))
+        device = resolve_device(self.device)
+        A = G.adjacency
+        Gx = self._features(G)
+        x, _ = graph_tensors(Gx, device, self.backbone)
+        struct = _EdgeStructure(A, self.backbone, device)
+        n_cls = len(self.classes_)
+        rows = G.rows
+        # validation split of the training rows (stratified when possible)
+        local, val = np.arange(len(rows)), None
+        if self.early_stopping and len(rows) >= 2:
+            n_val = int(np.ceil(self.validation_fraction * len(rows)))
+            strat = (y_enc if np.bincount(y_enc).min() >= 2
+                     and min(n_val, len(rows) - n_val) >= n_cls else None)
+            local, val = train_test_split(local, test_size=self.validation_fraction,
+                                          random_state=seed % (2**31), stratify=strat)
+        # targets: hard labels, or label smoothing (eq. (12)) from the fitting rows only
+        if self.label_steps > 0:
+            Y0 = np.zeros((G.n_nodes, n_cls))
+            Y0[rows[local], y_enc[local]] = 1.0
+            P = smooth_labels(Y0, A, self.label_steps)
+            train_targets = torch.as_tensor(P[rows[local]], dtype=torch.float32, device=device)
+        else:
+            train_targets = torch.as_tensor(y_enc[local], dtype=torch.long, device=device)
+        pos_train = torch.as_tensor(rows[local], device=device)
+        pos_val = torch.as_tensor(rows[val], device=device) if val is not None else None
+        y_val = torch.as_tensor(y_enc[val], device=device) if val is not None else None
+
+        module = GNNEncoder(self.backbone, self._sizes(G.shape[1], n_cls), self.activation,
+                            self.dropout).to(device)
+        opt = torch.optim.Adam(module.parameters(), lr=self.lr, weight_decay=self.weight_decay)
+        w = torch.tensor(struct.target, dtype=torch.float32, device=device,
+                         requires_grad=bool(self.learn_structure))
+        opt_adj = torch.optim.Adam([w], lr=self.lr_adj) if self.learn_structure else None
+
+        def task_loss(logits, targets, reduction="mean"):
+            if targets.dtype == torch.long:
+                return F.cross_entropy(logits, targets, reduction=reduction)
+            out = -(targets * F.log_softmax(logits, dim=1)).sum(dim=1)
+            return out.sum() if reduction == "sum" else out.mean()
+
+        best, best_state, bad = np.inf, None, 0
+        self.loss_curve_, self.validation_scores_ = [], []
+        self.best_epoch_ = None
+        g_fixed = struct.graph(w.detach())
+        for epoch in range(self.epochs):
+            t0 = time.perf_counter()
+            # (a) Adam step on the model, graph fixed
+            module.train()
+            opt.zero_grad()
+            loss = task_loss(module(x, g_fixed)[pos_train], train_targets)
+            loss.backward()
+            opt.step()
+            self.loss_curve_.append(float(loss.detach()))
+            # (b) Adam step on A^c for CE + lambda_1 ||A^c - A||_F^2, prox of lambda_2 ||.||_1
+            if self.learn_structure and epoch % self.adj_every == 0:
+                module.eval()
+                opt_adj.zero_grad()
+                # eq. (13) sums the cross entropy over the labelled nodes; the scale matters
+                # here because it is weighed against lambda_1 and lambda_2
+                ce = task_loss(module(x, struct.graph(w))[pos_train], train_targets, "sum")
+                fro = (struct.t_mult * (w - struct.t_target) ** 2).sum()
+                (ce + self.lambda_fro * fro).backward()
+                opt_adj.step()
+                with torch.no_grad():
+                    thr = self.lr_adj * self.lambda_l1
+                    w.copy_(torch.sign(w) * (w.abs() - thr * struct.t_mult).clamp_min(0.0))
+                    w.clamp_(0.0, 1.0)
+                g_fixed = struct.graph(w.detach())
+            msg = f"epoch {epoch + 1}/{self.epochs} loss {self.loss_curve_[-1]:.4f}"
+            if val is not None:
+                module.eval()
+                with torch.no_grad():
+                    vloss = float(F.cross_entropy(module(x, g_fixed)[pos_val], y_val))
+                self.validation_scores_.append(vloss)
+                msg += f" val_loss {vloss:.4f}"
+                if vloss < best - 1e-6:
+                    best, bad, self.best_epoch_ = vloss, 0, epoch
+                    best_state = (copy.deepcopy(module.state_dict()), w.detach().clone())
+                else:
+                    bad += 1
+            if self.verbose:
+                print(f"[SolitudeClassifier] {msg} ({time.perf_counter() - t0:.2f}s)")
+            if val is not None and bad >= self.patience:
+                break
+        w_final = w.detach()
+        if best_state is not None:
+            module.load_state_dict(best_state[0])
+            w_final = best_state[1]
+        self.n_iter_ = epoch + 1
+        self.module_ = module.cpu().eval()
+        w_np = w_final.cpu().numpy().astype(np.float32)
+        self.edge_weights_ = w_np[struct.param_of_entry]
+        self.learned_adjacency_ = struct.to_csr(w_np)
+        self._received_pattern = _pattern_hash(A)
+        return self
+
+    # -------------------------------------------------------------- predict
+    def _prepare(self, X, device):
+        check_is_fitted(self, "learned_adjacency_")
+        G = check_graph_data(X, self, require_adjacency=True)
+        Gx = self._features(G)
+        x, g = graph_tensors(Gx, device, self.backbone)
+        A = G.adjacency
+        if _pattern_hash(A) == self._received_pattern:
+            struct = _EdgeStructure(A, self.backbone, device)
+            w = torch.as_tensor(self.edge_weights_, dtype=torch.float32, device=device)
+            # edge_weights_ is per stored entry; map back to the structure's parameters
+            w_param = torch.zeros(int(struct.t_param.max()) + 1 if len(w) else 0,
+                                  device=device).index_put_((struct.t_param,), w)
+            g = struct.graph(w_param)
+        else:
+            warnings.warn("SolitudeClassifier: predicting on a graph other than the one it "
+                          "was fitted on; the learned calibration does not apply, so the "
+                          "received adjacency is used as is.", UserWarning, stacklevel=3)
+        return (x, g), G.rows
+
+    def _forward(self, module, data, positions):
+        x, g = data
+        return module(x, g)[positions]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+

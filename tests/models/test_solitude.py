@@ -1,0 +1,107 @@
+"""Tests of SolitudeClassifier: learned graph-structure denoising (paper 003, eqs. (10)-(14))."""
+
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from skldp import GraphData
+from skldp.mechanisms import EdgeRR
+from skldp.models import SolitudeClassifier
+
+
+def _sbm(n=200, k=4, p_in=0.1, d=16, noise=2.0, seed=0):
+    rng = np.random.default_rng(seed)
+    y = np.repeat(np.arange(k), n // k)
+    P = np.where(y[:, None] == y[None, :], p_in, 0.0)
+    A = np.triu(rng.random((n, n)) < P, 1)
+    A = (A | A.T).astype(float)
+    X = rng.normal(size=(k, d))[y] + noise * rng.normal(size=(n, d))
+    return sp.csr_matrix(A), X, y
+
+
+@pytest.fixture(scope="module")
+def noisy_sbm():
+    A, X, y = _sbm()
+    G = GraphData(X, A)
+    Gr = EdgeRR(3.0, symmetrize="or", random_state=0).fit_transform(G)
+    n = len(y)
+    idx = np.random.default_rng(1).permutation(n)
+    return A, Gr, y, idx[: n // 2], idx[n // 2:]
+
+
+@pytest.mark.slow
+def test_structure_learning_removes_injected_edges_and_helps(noisy_sbm):
+    A, Gr, y, tr, te = noisy_sbm
+    R = Gr.adjacency
+    true = R.multiply(A)
+    injected = R - true
+    assert injected.nnz > 3 * true.nnz  # the randomized graph is mostly noise
+    kw = dict(epochs=200, patience=200, random_state=0)
+    plain = SolitudeClassifier("gcn", learn_structure=False, **kw).fit(Gr[tr], y[tr])
+    sol = SolitudeClassifier("gcn", **kw).fit(Gr[tr], y[tr])
+    L = sol.learned_adjacency_
+    w_true = np.asarray(L[true.nonzero()]).ravel()
+    w_inj = np.asarray(L[injected.nonzero()]).ravel()
+    assert (w_inj < 0.5).mean() > 0.3      # a clear share of injected edges removed
+    assert (w_true >= 0.5).mean() > 0.8    # most true edges kept
+    acc_plain = (plain.predict(Gr[te]) == y[te]).mean()
+    acc_sol = (sol.predict(Gr[te]) == y[te]).mean()
+    assert acc_sol > acc_plain + 0.03
+    # without structure learning the graph is the received one
+    assert (plain.learned_adjacency_ != R).nnz == 0
+
+
+def test_learned_graph_is_sparse_symmetric_and_bounded(noisy_sbm):
+    A, Gr, y, tr, te = noisy_sbm
+    R = Gr.adjacency
+    clf = SolitudeClassifier("gcn", epochs=15, early_stopping=False, random_state=0,
+                             lr_adj=0.2).fit(Gr[tr], y[tr])
+    L = clf.learned_adjacency_
+    assert sp.issparse(L) and L.shape == R.shape
+    assert len(clf.edge_weights_) == R.nnz  # one weight per received entry, not n^2
+    assert L.data.min() > 0 and L.data.max() <= 1
+    assert (abs(L - L.T) > 1e-6).nnz == 0  # symmetric input -> tied weights
+    assert (L.multiply(R) != L).nnz == 0    # only received candidate edges
+    assert L.nnz < R.nnz or np.any(L.data < 1)  # the graph really changed
+    proba = clf.predict_proba(Gr[te])
+    assert proba.shape == (len(te), 4)
+    np.testing.assert_allclose(proba.sum(1), 1, rtol=1e-6)
+
+
+def test_backbones_options_and_determinism(noisy_sbm):
+    A, Gr, y, tr, te = noisy_sbm
+    kw = dict(epochs=10, early_stopping=False, random_state=3)
+    a = SolitudeClassifier("sage", feature_steps=2, label_steps=2, **kw).fit(Gr[tr], y[tr])
+    b = SolitudeClassifier("sage", feature_steps=2, label_steps=2, **kw).fit(Gr[tr], y[tr])
+    np.testing.assert_allclose(a.decision_function(Gr[te]), b.decision_function(Gr[te]),
+                               atol=1e-5)
+    c = pickle.loads(pickle.dumps(a))
+    np.testing.assert_allclose(a.decision_function(Gr[te]), c.decision_function(Gr[te]),
+                               atol=1e-6)
+    # a directed received graph: one weight per directed entry
+    Gd = EdgeRR(3.0, symmetrize="directed", random_state=0).fit_transform(
+        GraphData(np.asarray(Gr.full()), A))
+    d = SolitudeClassifier("gcn", **kw).fit(Gd[tr], y[tr])
+    assert len(d.edge_weights_) == Gd.adjacency.nnz
+    assert d.predict(Gd[te]).shape == (len(te),)
+    # predicting on another graph: warning, received adjacency used as is
+    with pytest.warns(UserWarning, match="other than the one"):
+        d.predict(Gr[te])
+
+
+def test_bad_input(noisy_sbm):
+    A, Gr, y, tr, te = noisy_sbm
+    for kw in (dict(backbone="gat"), dict(lambda_fro=-1.0), dict(lambda_l1=np.nan),
+               dict(lr_adj=0), dict(feature_steps=-1), dict(label_steps=1.5),
+               dict(adj_every=0), dict(dropout=1.0)):
+        with pytest.raises(ValueError):
+            SolitudeClassifier(epochs=2, **kw).fit(Gr[tr], y[tr])
+    with pytest.raises(TypeError):
+        SolitudeClassifier(epochs=2).fit(np.zeros((10, 3)), np.arange(10) % 2)
+    with pytest.raises(ValueError, match="adjacency"):
+        SolitudeClassifier(epochs=2).fit(GraphData(np.zeros((10, 3)))[:5], [0, 1, 0, 1, 0])
+    with pytest.raises(ValueError, match="-1"):
+        SolitudeClassifier(epochs=2).fit(Gr[tr], np.where(y[tr] == 0, -1, y[tr]))
