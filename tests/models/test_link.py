@@ -63,6 +63,7 @@ def test_learns_block_structure(split, make):
     assert est.n_features_in_ == P_tr.shape[1]
 
 
+@pytest.mark.slow
 def test_vgae_uninformative_features_use_structure_only(split):
     """With random features the encoder still sees the training graph: AUC stays above
     chance (structure) but below the informative-feature model."""
