@@ -34,13 +34,18 @@ from skldp.models import GCNClassifier  # noqa: E402
 
 EPS = [1, 4, 10, 30]
 # Hyperparameters chosen on the validation split of facebook, seed 0 (a small
-# grid over K in {1, 3, 7}, batch in {1000, 2500, 5000}, C in {0.3, 1}).
+# grid over K in {1, 3, 7}, batch in {1000, 2500, 5000}, C in {0.3, 1}, then
+# K in {1, 3, 5, 10} from the degree ablation below, whose best validation
+# accuracy is at K = 1). Rows "DP-GNN (K=3)" are the runs made with K = 3
+# before that selection.
 SETTINGS = {
-    "facebook": dict(batch_size=5000, max_degree=3, n_steps=100, lr=0.02, hidden_size=32),
-    "twitch_ENGB": dict(batch_size=1500, max_degree=3, n_steps=100, lr=0.02, hidden_size=32),
+    "facebook": dict(batch_size=5000, max_degree=1, n_steps=100, lr=0.02, hidden_size=32),
+    "twitch_ENGB": dict(batch_size=1500, max_degree=1, n_steps=100, lr=0.02, hidden_size=32),
 }
+BATCH_ABLATION_K = 3  # the batch-size ablation was run with K = 3
 NONPRIVATE_GNN = {"facebook": dict(batch_size=1000, max_degree=10, n_steps=200, lr=0.01),
                   "twitch_ENGB": dict(batch_size=500, max_degree=10, n_steps=200, lr=0.01)}
+NONPRIVATE_STEPS = [25, 50, 100, 200]
 ABLATION_DATASET = "facebook"
 ABLATION_BATCH = [1000, 2500, 5000, 10000]
 ABLATION_K = [1, 3, 5, 10]
@@ -60,24 +65,39 @@ def run_one(method, name, G, y, masks, seed, eps=None, **over):
     elif method == "DP-MLP":
         s.pop("max_degree")
         clf = DPMLPClassifier(target_epsilon=eps, random_state=seed, **s)
-    elif method == "GCN (1-layer, MLP enc/dec)":
+    elif method in ("GCN (1-layer, MLP enc/dec)", "MLP"):
+        # Non-private baselines: the DP-GNN / DP-MLP architectures trained with
+        # plain Adam (no clipping, no noise); the number of steps is selected on
+        # the validation split from NONPRIVATE_STEPS (they overfit otherwise).
+        # skldp.models.MLPHead densifies the 4714 bag-of-words columns every
+        # epoch, too slow for the shared CPU budget of this run.
         p = dict(NONPRIVATE_GNN[name], hidden_size=s["hidden_size"])
         p.update({k: v for k, v in over.items() if k == "max_degree"})
-        clf = DPGNNClassifier(noise_multiplier=0, max_grad_norm=None, random_state=seed, **p)
-    elif method == "MLP":
-        # Same architecture and optimiser as DP-MLP without clipping or noise
-        # (skldp.models.MLPHead densifies the 4714 bag-of-words columns per
-        # epoch, too slow for the shared CPU budget of this run).
-        p = dict(NONPRIVATE_GNN[name], hidden_size=s["hidden_size"])
-        p.pop("max_degree")
-        clf = DPMLPClassifier(noise_multiplier=0, max_grad_norm=None, random_state=seed, **p)
+        best = None
+        for T in NONPRIVATE_STEPS:
+            p["n_steps"] = T
+            if method == "MLP":
+                q = dict(p)
+                q.pop("max_degree")
+                c = DPMLPClassifier(noise_multiplier=0, max_grad_norm=None, random_state=seed,
+                                    **q)
+            else:
+                c = DPGNNClassifier(noise_multiplier=0, max_grad_norm=None, random_state=seed,
+                                    **p)
+            c.fit(G[tr], y[tr])
+            v = c.score(G[va], y[va])
+            if best is None or v > best[0]:
+                best = (v, T, c)
+        clf = best[2]
+        over = dict(over, selected_steps=best[1])
     elif method == "GCNClassifier(n_layers=1)":
         clf = GCNClassifier(n_layers=1, random_state=seed)
     else:
         raise ValueError(method)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        clf.fit(G[tr], y[tr])
+        if not hasattr(clf, "classes_"):
+            clf.fit(G[tr], y[tr])
         rec = dict(method=method, dataset=name, seed=seed, eps=eps,
                    val=float(clf.score(G[va], y[va])), test=float(clf.score(G[te], y[te])),
                    seconds=round(time.time() - t0, 1), **over)
@@ -187,7 +207,7 @@ def write_report(runs, out):
                      f"{s['lr']}, C = 1 per layer group)\n")
         lines.append("| method | " + " | ".join(f"eps = {e}" for e in EPS) + " |")
         lines.append("|---|" + "---|" * len(EPS))
-        for m in ("DP-GNN", "DP-MLP"):
+        for m in ("DP-GNN", "DP-GNN (K=3)", "DP-MLP"):
             lines.append(f"| {m} | " + " | ".join(cell("main", m, name, e) for e in EPS) + " |")
         for m in ("MLP", "GCN (1-layer, MLP enc/dec)", "GCNClassifier(n_layers=1)"):
             v = cell("main", m, name)
@@ -204,7 +224,7 @@ def write_report(runs, out):
                      + " | ".join(eps_cell("main", name, e) for e in EPS) + " |\n")
 
     lines.append(f"### Batch-size ablation (Table 2 analogue), {ABLATION_DATASET}, "
-                 f"eps = {ABLATION_EPS}, K = {SETTINGS[ABLATION_DATASET]['max_degree']}\n")
+                 f"eps = {ABLATION_EPS}, K = {BATCH_ABLATION_K}\n")
     lines.append("| batch size | DP-GNN test acc (%) |")
     lines.append("|---|---|")
     for m in ABLATION_BATCH:
