@@ -64,6 +64,14 @@ def _dense_block(X, rows):
     return B.toarray() if sp.issparse(B) else np.asarray(B, dtype=np.float64)
 
 
+def _any_per_column(X, test):
+    """``test(block).any(axis=0)`` over row blocks (bounded temporaries)."""
+    out = np.zeros(X.shape[1], dtype=bool)
+    for rows in _row_blocks(X.shape[0], X.shape[1]):
+        out |= test(X[rows]).any(axis=0)
+    return out
+
+
 def _row_blocks(n, d):
     step = max(1, _BLOCK_ENTRIES // max(d, 1))
     for s in range(0, n, step):
@@ -384,26 +392,24 @@ class GRRFSMechanism(LDPMechanism):
                                      f"{X[bad, j][0]!r}, which is not in its categories.")
                 out[:, j] = pos
             return out
-        frac = X != np.round(X)
-        if frac.any():
-            j = int(np.flatnonzero(frac.any(axis=0))[0])
+        frac_cols = _any_per_column(X, lambda B: B != np.round(B))
+        if frac_cols.any():
+            j = int(np.flatnonzero(frac_cols)[0])
+            frac = X[:, j] != np.round(X[:, j])
             raise ValueError(f"{_column_name(names, j)} is not categorical (value "
-                             f"{X[frac[:, j], j][0]!r}); GRRFSMechanism needs integer codes "
+                             f"{X[frac, j][0]!r}); GRRFSMechanism needs integer codes "
                              "0..c-1. Discretise continuous columns with public edges "
                              "(bin_edges=..., or skldp.mechanisms.discretize).")
-        neg = X < 0
-        if neg.any():
-            j = int(np.flatnonzero(neg.any(axis=0))[0])
+        lo, hi = X.min(axis=0), X.max(axis=0)
+        if np.any(lo < 0):
+            j = int(np.flatnonzero(lo < 0)[0])
             raise ValueError(f"{_column_name(names, j)} has a negative code "
-                             f"{X[neg[:, j], j][0]!r}; codes must be 0..c-1.")
-        if check_range and sizes is not None:
-            over = X >= sizes
-            if over.any():
-                j = int(np.flatnonzero(over.any(axis=0))[0])
-                raise ValueError(f"{_column_name(names, j)} has the code "
-                                 f"{int(X[over[:, j], j][0])} outside its domain "
-                                 f"0..{sizes[j] - 1}.")
-        return X.astype(np.int64)
+                             f"{lo[j]!r}; codes must be 0..c-1.")
+        if check_range and sizes is not None and np.any(hi >= sizes):
+            j = int(np.flatnonzero(hi >= sizes)[0])
+            raise ValueError(f"{_column_name(names, j)} has the code {int(hi[j])} outside "
+                             f"its domain 0..{sizes[j] - 1}.")
+        return X.astype(np.int32)
 
     # ---------------------------------------------------------------- reporting
     def _report(self, X, keys):
@@ -424,6 +430,7 @@ class GRRFSMechanism(LDPMechanism):
             u_keep = node_uniforms(self.seed_, k, d, stream=1)
             u_val = node_uniforms(self.seed_, k, d, stream=2)
             # GRR: keep w.p. p, else one of the c - 1 other codes uniformly.
+            x = x.astype(np.int64)
             other = (x + 1 + np.floor(u_val * (c - 1)).astype(np.int64)) % c
             grr = np.where(u_keep < self.p_, x, other)
             uniform = np.minimum(np.floor(u_val * c).astype(np.int64), c - 1)

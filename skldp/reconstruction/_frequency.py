@@ -28,6 +28,21 @@ def mean_propagation_matrix(A, self_loops=True):
     return sp.csr_matrix(sp.diags(inv) @ A)
 
 
+def _as_codes(X):
+    """Validate GRR-FS reports (non-negative integer codes) in row blocks -> int32 array."""
+    n, d = X.shape
+    out = np.empty((n, d), dtype=np.int32)
+    step = max(1, _BLOCK_ENTRIES // max(d, 1))
+    for s in range(0, n, step):
+        B = X[s:s + step]
+        B = B.toarray() if sp.issparse(B) else np.asarray(B)
+        if np.any(B != np.round(B)) or np.any(B < 0):
+            raise ValueError("FrequencyReconstructor expects GRR-FS reports (integer codes "
+                             "0..c-1); place it after GRRFSMechanism.")
+        out[s:s + step] = B
+    return out
+
+
 def _check_hops(hops):
     if isinstance(hops, bool) or not isinstance(hops, numbers.Integral) or hops < 0:
         raise ValueError(f"hops must be a non-negative integer, got {hops!r}.")
@@ -140,20 +155,15 @@ class FrequencyReconstructor(GraphTransformerMixin, BaseEstimator):
         return np.maximum(codes.max(axis=0).astype(np.int64) + 1, 2)
 
     def _transform_graph(self, G):
-        X = G.features
-        codes = X.toarray() if sp.issparse(X) else np.asarray(X)
-        if np.any(codes != np.round(codes)) or np.any(codes < 0):
-            raise ValueError("FrequencyReconstructor expects GRR-FS reports (integer codes "
-                             "0..c-1); place it after GRRFSMechanism.")
-        codes = codes.astype(np.int64)
+        codes = _as_codes(G.features)
         sizes = self._sizes(codes)
-        if np.any(codes >= sizes):
-            j = int(np.flatnonzero((codes >= sizes).any(axis=0))[0])
-            raise ValueError(f"column {j} holds codes outside 0..{sizes[j] - 1}.")
+        bad = np.flatnonzero(codes.max(axis=0) >= sizes)
+        if len(bad):
+            raise ValueError(f"column {bad[0]} holds codes outside 0..{sizes[bad[0]] - 1}.")
         Z = self.reconstruct(codes, G.adjacency, sizes)
         return G.with_features(Z, feature_names=G.feature_names)
 
-    def propagated_proportions(self, codes, A, sizes, columns):
+    def propagated_proportions(self, codes, A, sizes, columns, P=None):
         """Observed proportions of each code of ``columns`` after ``hops`` mean steps.
 
         Returns a dense array of shape (n, sum(sizes[columns])), features in order.
@@ -162,15 +172,18 @@ class FrequencyReconstructor(GraphTransformerMixin, BaseEstimator):
         c = sizes[columns]
         offsets = np.concatenate([[0], np.cumsum(c)])
         H = sp.csr_matrix((np.ones(n * len(columns)),
-                           (codes[:, columns] + offsets[:-1]).ravel(),
+                           (codes[:, columns].astype(np.int64) + offsets[:-1]).ravel(),
                            np.arange(0, n * len(columns) + 1, len(columns))),
                           shape=(n, offsets[-1]))
         hops = _check_hops(self.hops)
         if hops == 0:
             return H.toarray()
-        P = mean_propagation_matrix(A, self.self_loops)
-        L = (P @ H).toarray()
-        for _ in range(hops - 1):
+        P = mean_propagation_matrix(A, self.self_loops) if P is None else P
+        # One block of features at a time: the dense proportions of the block
+        # are bounded (~32 MB); sparse x dense products are much faster than
+        # sparse x sparse ones whose fill-in grows with every hop.
+        L = H.toarray()
+        for _ in range(hops):
             L = P @ L
         return L
 
@@ -178,6 +191,7 @@ class FrequencyReconstructor(GraphTransformerMixin, BaseEstimator):
         """Reconstructed features of all nodes (dense (n, d))."""
         n, d = codes.shape
         p, q = grr_probabilities(float(self.eps), sizes)
+        P = mean_propagation_matrix(A, self.self_loops) if _check_hops(self.hops) else None
         r = self.m / d
         out = np.empty((n, d), dtype=np.float64)
         # Features in blocks so that the dense proportions stay small.
@@ -189,7 +203,7 @@ class FrequencyReconstructor(GraphTransformerMixin, BaseEstimator):
                 width += sizes[stop]
                 stop += 1
             cols = np.arange(start, stop)
-            L = self.propagated_proportions(codes, A, sizes, cols)
+            L = self.propagated_proportions(codes, A, sizes, cols, P)
             pos = 0
             for j in cols:  # loop over features (d is small), never over nodes
                 cj = sizes[j]
