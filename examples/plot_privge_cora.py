@@ -15,9 +15,9 @@ the paper) against the privacy budget eps, together with two reference
 lines:
 
 * **non-private**: the raw features, not perturbed (the paper's eps = inf);
-* **graph only**: the features replaced by an uninformative random matrix
-  (same propagation and head), i.e. what the graph alone gives. A private
-  method is only useful where it beats this line.
+* **graph only**: every user's features replaced by a constant (same HDS,
+  propagation and head), i.e. what the graph alone gives. The features help
+  only where the private line is above this one.
 
 Two seeds and a short training keep the run short; the paper reports 84.2%
 at eps = 0.01 and 88.5% without privacy on Cora (Figure 2), averaged over
@@ -33,6 +33,7 @@ import os
 
 import matplotlib.pyplot as plt
 import numpy as np
+import scipy.sparse as sp
 import torch
 from sklearn.pipeline import Pipeline
 
@@ -51,7 +52,7 @@ G, y = cora.data, cora.target
 print(G)
 
 seeds = [0, 1]
-eps_grid = [0.01, 0.1, 1.0, 4.0]
+eps_grid = [0.01, 0.1, 1.0, 4.0, 16.0, 64.0]
 splits = {s: random_node_split(y, random_state=s) for s in seeds}
 
 
@@ -89,12 +90,16 @@ for eps, a in zip(eps_grid, acc_private):
 # %%
 # Reference lines
 # ---------------
-# Non-private: no mechanism (``"passthrough"``). Graph only: 64 random
-# Gaussian features drawn by the server, independent of the users' data.
+# Non-private: no mechanism (``"passthrough"``). Graph only: every user's
+# features replaced by the same constant vector (0), then the *same* HDS,
+# propagation and head. The reports then carry no information about the users,
+# only the graph does, and they have the same shape and sparsity as the private
+# reports, so the line isolates what the features add.
 acc_clear = np.array([accuracy(make_pipeline("passthrough", s), G, s) for s in seeds])
-rng = np.random.default_rng(0)
-G_noise = GraphData(rng.normal(size=(G.n_nodes, 64)), G.adjacency)
-acc_graph = np.array([accuracy(make_pipeline("passthrough", s), G_noise, s) for s in seeds])
+G_const = GraphData(sp.csr_matrix(G.shape), G.adjacency)
+acc_graph = np.array([accuracy(make_pipeline(
+    HDSMechanism(eps=1.0, k=5, feature_range=(0, 1), random_state=s), s), G_const, s)
+    for s in seeds])
 print(f"non-private accuracy {acc_clear.mean():.3f} +- {acc_clear.std():.3f}")
 print(f"graph-only accuracy  {acc_graph.mean():.3f} +- {acc_graph.std():.3f}")
 
@@ -105,7 +110,7 @@ fig, ax = plt.subplots(figsize=(6, 4))
 ax.errorbar(eps_grid, acc_private.mean(axis=1), yerr=acc_private.std(axis=1), marker="o",
             capsize=3, label="HDS + PPR + MLP (eps-LDP features)")
 for acc, style, label in [(acc_clear, "--", "non-private (raw features)"),
-                          (acc_graph, ":", "graph only (random features)")]:
+                          (acc_graph, ":", "graph only (constant features)")]:
     ax.axhline(acc.mean(), linestyle=style, color="k" if style == "--" else "gray",
                label=f"{label}: {acc.mean():.3f}")
 ax.set_xscale("log")
@@ -115,3 +120,14 @@ ax.set_title(f"PrivGE on Cora ({len(seeds)} seeds, 50/25/25 split)")
 ax.legend(loc="lower right", fontsize=8)
 fig.tight_layout()
 plt.show()
+
+# %%
+# Reading the plot
+# ----------------
+# Compare the private line with the graph-only line rather than with the
+# non-private one. Each user reveals only k = 5 of 1,433 sparse binary
+# coordinates, so on Cora the private accuracy stays at the level the graph
+# alone gives, whatever eps; the gap to the non-private line is the value of
+# the features that the mechanism does not transmit. Raising ``k`` (the
+# authors use 20 on Cora) trades more coordinates for less budget per
+# coordinate.
