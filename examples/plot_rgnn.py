@@ -1,0 +1,92 @@
+"""
+==================================================================
+Reconstructing locally private features and labels (RGNN, Cora)
+==================================================================
+
+Every user of Cora holds 58 binary features (the 1433 bag-of-words columns
+grouped by 25, paper 001 §V-A1) and a label. Users send their features
+through GRR-FS (each randomises ``m = 10`` sampled features with generalized
+randomized response and reports uniform noise for the others; Theorem 1 gives
+the total budget) and their labels through GRR. The server knows the graph.
+
+1. Feature reconstruction (Algorithm 1): averaging the reports over a node's
+   multi-hop neighbourhood and inverting the frequency estimate brings the
+   features back toward the truth; more hops shrink the variance of eq. (6).
+2. Label reconstruction (Algorithm 2): masked propagation of the noisy labels
+   plus the inverse transition matrix recovers most training labels.
+3. The full pipeline: GRR-FS -> FrequencyReconstructor -> RGNNClassifier.
+"""
+
+# %%
+import warnings
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+from sklearn.pipeline import Pipeline
+
+from skldp.accounting import privacy_report
+from skldp.datasets import load_cora
+from skldp.exceptions import PrivacyLeakWarning
+from skldp.mechanisms import GRRFSMechanism, LabelRandomizedResponse, group_features
+from skldp.model_selection import random_node_split
+from skldp.models import RGNNClassifier
+from skldp.reconstruction import FrequencyReconstructor, reconstruct_labels
+
+torch.set_num_threads(1)
+warnings.filterwarnings("ignore", category=PrivacyLeakWarning)
+cora = load_cora()
+y = cora.target
+G = cora.data.with_features(group_features(cora.data.features, 25))
+X = np.asarray(G)
+print(G)
+
+# %%
+# Feature reconstruction error vs hops
+# ------------------------------------
+hops_grid = [0, 1, 2, 4, 8, 16]
+fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+for eps in (1.0, 0.1):
+    mech = GRRFSMechanism(eps, m=10, domain_sizes=2, random_state=0).fit(G)
+    R = mech.transform(G)
+    errs = []
+    for hops in hops_grid:
+        Z = np.asarray(FrequencyReconstructor.from_mechanism(mech, hops=hops).fit(R).transform(R))
+        errs.append(np.mean(np.abs(Z - X)))
+    raw = np.mean(np.abs(np.asarray(R) - X))
+    line, = axes[0].plot(hops_grid, errs, "o-", label=f"eps={eps} (eps_x={mech.epsilon_:.2f})")
+    axes[0].axhline(raw, ls=":", color=line.get_color())
+axes[0].set(xlabel="hops K_x", ylabel="mean |reconstructed - true feature|",
+            title="Algorithm 1 (dotted: raw reports)")
+axes[0].legend()
+
+# %%
+# Label reconstruction accuracy vs hops
+# -------------------------------------
+train, val, test = random_node_split(y, random_state=0)
+rows = np.flatnonzero(train | val)
+for eps_y in (3.0, 1.0, 0.5):
+    rr = LabelRandomizedResponse(eps_y, classes=np.unique(y), random_state=0).fit()
+    noisy = rr.randomize_encoded(y[rows], G.node_keys[rows])
+    accs = [np.mean(reconstruct_labels(G.adjacency, rows, noisy, rr.transition_matrix_,
+                                       hops=h).argmax(1) == y[rows]) for h in hops_grid]
+    line, = axes[1].plot(hops_grid, accs, "o-", label=f"eps_y={eps_y}")
+    axes[1].axhline(np.mean(noisy == y[rows]), ls=":", color=line.get_color())
+axes[1].set(xlabel="hops K_y", ylabel="accuracy of reconstructed labels",
+            title="Algorithm 2 (dotted: noisy labels)")
+axes[1].legend()
+fig.tight_layout()
+
+# %%
+# The whole pipeline
+# ------------------
+pipe = Pipeline([
+    ("grrfs", GRRFSMechanism(1.0, m=10, domain_sizes=2, random_state=0)),
+    ("rec", FrequencyReconstructor(1.0, 10, domain_sizes=2, hops=8)),
+    ("clf", RGNNClassifier(eps_y=1.0, hops_y=8, n_clusters=64, alpha=1.0, epochs=100,
+                           validation_fraction=1 / 3, patience=100, random_state=0)),
+])
+pipe.fit(G[rows], y[rows])
+print(f"test accuracy: {pipe.score(G[test], y[test]):.3f}")
+print(privacy_report(pipe))
+plt.show()
