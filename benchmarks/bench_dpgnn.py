@@ -26,8 +26,7 @@ import scipy.sparse as sp  # noqa: E402
 import torch  # noqa: E402
 
 from skldp.central import degree_bounded_sample  # noqa: E402
-from skldp.central._dpgnn import (_Features, _OneLayerGNN, _padded_neighbourhoods,  # noqa: E402
-                                  _PerNodeGradients)
+from skldp.central._dpgnn import _Features, _OneLayerGNN, _padded_neighbourhoods, _PerNodeGradients  # noqa: E402
 from skldp.models._torch_utils import resolve_device  # noqa: E402
 
 

@@ -15,7 +15,6 @@ versions of both models.
 
 # %%
 import matplotlib.pyplot as plt
-import numpy as np
 import torch
 
 from skldp.central import DPGNNClassifier, DPMLPClassifier

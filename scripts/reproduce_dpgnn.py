@@ -228,7 +228,8 @@ def write_report(runs, out):
     lines.append("| batch size | DP-GNN test acc (%) |")
     lines.append("|---|---|")
     for m in ABLATION_BATCH:
-        lines.append(f"| {m} | {cell('batch', 'DP-GNN', ABLATION_DATASET, ABLATION_EPS, batch_size=m)} |")
+        acc = cell("batch", "DP-GNN", ABLATION_DATASET, ABLATION_EPS, batch_size=m)
+        lines.append(f"| {m} | {acc} |")
     lines.append(f"\n### Degree ablation (Table 3 analogue), {ABLATION_DATASET}, "
                  f"eps = {ABLATION_EPS}, batch {SETTINGS[ABLATION_DATASET]['batch_size']}\n")
     lines.append("| K | GCN (non-private, same K) | DP-GNN | gap |")

@@ -33,8 +33,12 @@ from torch import nn
 from torch.func import functional_call, grad, vmap
 
 from .._graph_data import GraphData
-from ..accounting._rdp import (calibrate_noise_multiplier, check_delta, check_max_degree,
-                               compute_epsilon)
+from ..accounting._rdp import (
+    calibrate_noise_multiplier,
+    check_delta,
+    check_max_degree,
+    compute_epsilon,
+)
 from ..base import GraphClassifierMixin
 from ..exceptions import PrivacyLeakWarning
 from ..models._torch_utils import normalized_adjacency, resolve_device
@@ -230,7 +234,8 @@ class _PerNodeGradients:
         c = {g: torch.clamp(C[g] / (nrm[g] + 1e-12), max=1.0) for g in self.groups}
         # first encoder layer: clipped sum X_b^T (c * delta), never per node
         D = (c["enc"][:, None, None] * delta_z).reshape(-1, delta_z.shape[-1])
-        out = dict(zip(("enc_in.weight", "enc_in.bias"), _first_layer_grads(x, xt, D)))
+        out = dict(zip(("enc_in.weight", "enc_in.bias"), _first_layer_grads(x, xt, D),
+                       strict=True))
         for n, g in g_rest.items():
             out[n] = torch.einsum("b,b...->...", c[self.group_of[n]], g)
         return out
@@ -244,7 +249,7 @@ class _PerNodeGradients:
         out = self.module(z1, self.w_t[idx])
         F.cross_entropy(out, self.y_t[idx], reduction="sum").backward()
         res = dict(zip(("enc_in.weight", "enc_in.bias"),
-                       _first_layer_grads(x, xt, z1.grad.reshape(-1, z1.shape[-1]))))
+                       _first_layer_grads(x, xt, z1.grad.reshape(-1, z1.shape[-1])), strict=True))
         for n in self.rest_names:
             res[n] = self.params[n].grad
             self.params[n].grad = None
@@ -313,7 +318,7 @@ class _DPTrainerBase(GraphClassifierMixin, BaseEstimator):
             if len(vals) != len(groups):
                 raise ValueError(f"max_grad_norm needs one value per layer group {groups}, "
                                  f"got {len(vals)}.")
-            C = {g: float(c) for g, c in zip(groups, vals)}
+            C = {g: float(c) for g, c in zip(groups, vals, strict=True)}
         if not all(np.isfinite(c) and c > 0 for c in C.values()):
             raise ValueError(f"max_grad_norm must be > 0 and finite, got {self.max_grad_norm!r}.")
         return C
@@ -425,7 +430,8 @@ class _DPTrainerBase(GraphClassifierMixin, BaseEstimator):
                                   shape=(A.shape[0], len(cols))).tocoo()
                 At = torch.sparse_coo_tensor(
                     torch.as_tensor(np.vstack([A.row, A.col]).astype(np.int64)),
-                    torch.as_tensor(A.data.astype(np.float32)), A.shape, check_invariants=False).to(device)
+                    torch.as_tensor(A.data.astype(np.float32)), A.shape,
+                    check_invariants=False).to(device)
                 out = module.head(torch.sparse.mm(At, E))
         self.module_.cpu()
         return out.cpu().numpy().astype(np.float64)

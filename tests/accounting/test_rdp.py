@@ -7,8 +7,13 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
-from skldp.accounting import (DEFAULT_ORDERS, calibrate_noise_multiplier, compute_epsilon,
-                              dpgnn_rdp, rdp_to_epsilon)
+from skldp.accounting import (
+    DEFAULT_ORDERS,
+    calibrate_noise_multiplier,
+    compute_epsilon,
+    dpgnn_rdp,
+    rdp_to_epsilon,
+)
 from skldp.exceptions import PrivacyBudgetError
 
 ORDERS = np.array([1.5, 2.0, 3.0, 8.0, 32.0])
@@ -74,15 +79,15 @@ def test_composition_is_linear_in_steps():
 def test_monotonicity():
     base = dict(n_train=2000, batch_size=200, max_degree=5, steps=100, delta=1e-5)
     eps_z = [compute_epsilon(z, **base) for z in (0.6, 0.9, 1.5, 3.0)]
-    assert all(a > b for a, b in zip(eps_z, eps_z[1:]))
+    assert all(a > b for a, b in zip(eps_z, eps_z[1:], strict=False))
     eps_t = [compute_epsilon(1.0, **{**base, "steps": t}) for t in (10, 100, 1000)]
-    assert all(a < b for a, b in zip(eps_t, eps_t[1:]))
+    assert all(a < b for a, b in zip(eps_t, eps_t[1:], strict=False))
     eps_m = [compute_epsilon(1.0, **{**base, "batch_size": m}) for m in (20, 200, 1000)]
-    assert all(a < b for a, b in zip(eps_m, eps_m[1:]))
+    assert all(a < b for a, b in zip(eps_m, eps_m[1:], strict=False))
     # At a fixed absolute noise sigma / C, a larger degree bound costs more privacy.
     eps_k = [compute_epsilon(6.0 / (2 * (K + 1)), **{**base, "max_degree": K})
              for K in (0, 2, 5, 10)]
-    assert all(a < b for a, b in zip(eps_k, eps_k[1:]))
+    assert all(a < b for a, b in zip(eps_k, eps_k[1:], strict=False))
 
 
 def _gaussian_exact_epsilon(s, delta):

@@ -9,14 +9,12 @@ import pytest
 import scipy.sparse as sp
 import torch
 import torch.nn.functional as F
-from sklearn.base import clone
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skldp import GraphData
 from skldp.accounting import compute_epsilon, privacy_report
 from skldp.central import DPGNNClassifier, DPMLPClassifier, degree_bounded_sample
-from skldp.central._dpgnn import (_Features, _OneLayerGNN, _padded_neighbourhoods,
-                                  _PerNodeGradients)
+from skldp.central._dpgnn import _Features, _OneLayerGNN, _padded_neighbourhoods, _PerNodeGradients
 from skldp.exceptions import PrivacyBudgetError, PrivacyLeakWarning
 
 
@@ -95,7 +93,7 @@ def test_fit_predict_privacy_attributes(small_graph):
     assert clf.epsilon_ == pytest.approx(
         compute_epsilon(clf.noise_multiplier_, len(tr), 10, 3, 30, clf.delta_))
     # noise of each group: z sqrt(L) 2 (K+1) C_l
-    for g, s in clf.noise_std_.items():
+    for _g, s in clf.noise_std_.items():
         assert s == pytest.approx(clf.noise_multiplier_ * math.sqrt(3) * 2 * 4 * 1.0)
     te = np.arange(1, 60, 2)
     assert clf.predict(G[te]).shape == (30,)
