@@ -62,6 +62,14 @@ class PairData(GraphData):
         If a pair refers to an unknown node (position out of range) or joins a
         node with itself.
 
+    Notes
+    -----
+    ``cross_val_score`` / ``GridSearchCV`` over the pairs of one ``PairData``
+    work, but every fold shares the same graph: the positive pairs of a test
+    fold are edges of that graph, so such scores are optimistic. Select
+    models on the validation part of :func:`random_edge_split`, whose edges
+    are removed from the graph.
+
     Examples
     --------
     >>> import numpy as np, scipy.sparse as sp
