@@ -109,6 +109,19 @@ def quantile_bin_edges(X, n_bins=4, columns=None):
     return {int(j): np.unique(np.quantile(X[:, j], qs)) for j in cols}
 
 
+def _edge_items(bin_edges, d):
+    """(column, edges) pairs of a bin_edges spec: dict, list per column, or one 1-D array."""
+    if isinstance(bin_edges, dict):
+        return list(bin_edges.items())
+    seq = list(bin_edges)
+    if seq and all(np.ndim(e) == 0 and e is not None for e in seq):
+        return [(j, np.asarray(seq, dtype=np.float64)) for j in range(d)]  # same for all
+    if len(seq) != d:
+        raise ValueError(f"bin_edges must give edges (or None) for each of the {d} columns, "
+                         f"got {len(seq)} entries.")
+    return list(enumerate(seq))
+
+
 def discretize(X, bin_edges):
     """Map continuous columns to bin codes with public inner edges.
 
@@ -119,15 +132,16 @@ def discretize(X, bin_edges):
     Parameters
     ----------
     X : array-like or sparse matrix of shape (n, d)
-    bin_edges : dict {column: array-like} or list of (array-like or None)
-        Public, increasing inner edges per column.
+    bin_edges : dict {column: array-like}, list of (array-like or None), or 1-D array-like
+        Public, increasing inner edges per column; a single 1-D array of
+        numbers applies to every column.
 
     Returns
     -------
     codes : ndarray of shape (n, d), float64
     """
     X = X.toarray() if sp.issparse(X) else np.array(X, dtype=np.float64)
-    items = bin_edges.items() if isinstance(bin_edges, dict) else enumerate(bin_edges)
+    items = _edge_items(bin_edges, X.shape[1])
     for j, edges in items:
         if edges is None:
             continue
@@ -207,6 +221,11 @@ class FeatureGrouper(GraphTransformerMixin, BaseEstimator):
         self.group_size = group_size
 
     def fit(self, X, y=None):
+        """Check ``X`` and ``group_size`` (nothing is learned)."""
+        if isinstance(X, GraphData):
+            check_finite_features(X.features)
+        else:
+            X = check_array(X, accept_sparse="csr", dtype=np.float64)
         self.n_features_in_ = X.shape[1]
         self.n_features_out_ = group_features(np.zeros((1, X.shape[1])), self.group_size).shape[1]
         return self
@@ -218,6 +237,11 @@ class FeatureGrouper(GraphTransformerMixin, BaseEstimator):
         X = check_array(X, accept_sparse="csr", dtype=np.float64)
         self._check_n_features(X)
         return group_features(X, self.group_size)
+
+    def get_feature_names_out(self, input_features=None):
+        """``group0``, ``group1``, ... (one name per group)."""
+        check_is_fitted(self, "n_features_out_")
+        return np.asarray([f"group{g}" for g in range(self.n_features_out_)], dtype=object)
 
     def _transform_graph(self, G):
         return G.with_features(group_features(G.features, self.group_size))
@@ -274,9 +298,11 @@ class GRRFSMechanism(LDPMechanism):
         Public list of the values of each feature; values are mapped to their
         position in the sorted list (like ``OrdinalEncoder``). Exclusive with
         ``domain_sizes``.
-    bin_edges : dict {column: array-like} or list, default=None
-        Public inner bin edges of continuous columns (see :func:`discretize`);
-        such a column gets ``len(edges) + 1`` codes.
+    bin_edges : dict {column: array-like}, list or 1-D array-like, default=None
+        Public inner bin edges of continuous columns (see :func:`discretize`;
+        one 1-D array applies to every column); such a column gets
+        ``len(edges) + 1`` codes, its public domain size unless
+        ``domain_sizes`` says otherwise.
     random_state : int, RandomState, Generator or None, default=None
         Seed of the collection; reports are a pure function of the seed and
         the node id (DESIGN.md §2). ``None`` draws a new collection per fit.
@@ -354,6 +380,11 @@ class GRRFSMechanism(LDPMechanism):
         else:
             sizes = None
         codes = self._codes(Xf, names, sizes, check_range=sizes is not None)
+        if sizes is None and self.bin_edges is not None:
+            binned = {int(j): len(np.atleast_1d(e)) + 1
+                      for j, e in _edge_items(self.bin_edges, d) if e is not None}
+            if len(binned) == d:  # every domain is public: no need to read the data
+                sizes = np.array([binned[j] for j in range(d)], dtype=np.int64)
         if sizes is None:
             warnings.warn("GRRFSMechanism: domain_sizes was not given, so the domains are read "
                           "from the private data, which leaks information about it. Pass "
@@ -413,8 +444,8 @@ class GRRFSMechanism(LDPMechanism):
 
     # ---------------------------------------------------------------- reporting
     def _report(self, X, keys):
-        names = None
-        codes = self._codes(X, names, self.domain_sizes_)
+        check_finite_features(X)
+        codes = self._codes(X, None, self.domain_sizes_)
         return self._perturb(codes, keys)
 
     def _perturb(self, codes, keys):

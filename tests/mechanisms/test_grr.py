@@ -5,6 +5,7 @@ import pickle
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skldp import GraphData
 from skldp.exceptions import PrivacyLeakWarning
@@ -159,3 +160,32 @@ def test_bad_input():
     with pytest.warns(PrivacyLeakWarning):
         mech = GRRFSMechanism(1.0, m=1, random_state=0).fit(np.array([[0.0, 4.0], [1, 0]]))
     np.testing.assert_array_equal(mech.domain_sizes_, [2, 5])
+
+
+_POSITIONAL = ("plain-array rows are keyed by their position (DESIGN.md §2): a user answers "
+               "once, so a reordered or sub-sampled array gets other users' reports")
+
+
+def _expected_failures(est):
+    if isinstance(est, GRRFSMechanism):
+        return {"check_methods_sample_order_invariance": _POSITIONAL,
+                "check_methods_subset_invariance": _POSITIONAL}
+    return {}
+
+
+@parametrize_with_checks([GRRFSMechanism(1.0, m=1, bin_edges=[-1.0, 0.0, 1.0], random_state=0),
+                          FeatureGrouper(group_size=2)],
+                         expected_failed_checks=_expected_failures)
+def test_sklearn_compatible(estimator, check):
+    check(estimator)
+
+
+def test_shared_public_edges_need_no_domain_sizes():
+    X = np.array([[-2.0, 0.5], [0.3, 3.0]])
+    mech = GRRFSMechanism(np.inf, m=2, bin_edges=[0.0, 1.0], random_state=0)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        mech.fit(X)
+    np.testing.assert_array_equal(mech.domain_sizes_, [3, 3])
+    np.testing.assert_array_equal(mech.transform(X), [[0, 1], [1, 2]])
