@@ -94,6 +94,11 @@ class LPGNNClassifier(GNNClassifierBase):
     early_stopping : bool, default=True
     validation_fraction : float, default=0.1
     patience : int, default=50
+    selection : {"accuracy", "loss"}, default="accuracy"
+        What early stopping monitors on the held-out fit rows: the error rate
+        against their denoised noisy labels (under symmetric RR its expectation
+        is an increasing affine function of the clean error rate), or the
+        (corrected) loss. ``validation_scores_`` holds the monitored value.
     heads : int, default=4
         Attention heads of the GAT backbone.
     device : str, default="auto"
@@ -146,7 +151,8 @@ class LPGNNClassifier(GNNClassifierBase):
                  self_loops=False, forward_correction=True, disagreement="relabel",
                  hidden_size=16, n_layers=2, activation="selu", dropout=0.5, lr=0.01,
                  weight_decay=1e-4, epochs=200, early_stopping=True, validation_fraction=0.1,
-                 patience=50, heads=4, device="auto", random_state=None, verbose=0):
+                 patience=50, selection="accuracy", heads=4, device="auto", random_state=None,
+                 verbose=0):
         super().__init__(hidden_size, n_layers=n_layers, activation=activation, dropout=dropout,
                          lr=lr, weight_decay=weight_decay, epochs=epochs,
                          early_stopping=early_stopping, validation_fraction=validation_fraction,
@@ -161,10 +167,13 @@ class LPGNNClassifier(GNNClassifierBase):
         self.forward_correction = forward_correction
         self.disagreement = disagreement
         self.heads = heads
+        self.selection = selection
 
     # ------------------------------------------------------------ checks
     def _validate_hyperparameters(self):
         super()._validate_hyperparameters()
+        if self.selection not in ("accuracy", "loss"):
+            raise ValueError(f"selection must be 'accuracy' or 'loss', got {self.selection!r}.")
         check_eps(self.eps_y, "eps_y")
         _check_steps(self.x_steps, "x_steps")
         _check_steps(self.y_steps, "y_steps")
@@ -249,6 +258,12 @@ class LPGNNClassifier(GNNClassifierBase):
         if not bool(valid.any()):
             return logits.sum() * 0.0
         logits, targets = logits[valid], targets[valid]
+        if self.selection == "accuracy" and not torch.is_grad_enabled():
+            # The monitored validation score (computed without gradients): the
+            # error rate against the (denoised) noisy validation labels. Under
+            # symmetric RR, E[noisy acc] = q + (p - q) * clean acc, so it ranks
+            # epochs like the clean accuracy would, without touching clean labels.
+            return 1.0 - (logits.argmax(dim=1) == targets).double().mean()
         if self.forward_correction and getattr(self, "label_mechanism_", None) is not None:
             T = torch.as_tensor(self.transition_matrix_, dtype=logits.dtype,
                                 device=logits.device)

@@ -174,6 +174,7 @@ def test_classes_domain_and_leak_warning(data):
     ("x_steps", -1, ValueError), ("y_steps", 1.5, ValueError), ("backbone", "mlp", ValueError),
     ("eps_y", 0.0, ValueError), ("eps_y", float("nan"), ValueError),
     ("disagreement", "keep", ValueError), ("self_loops", "yes", TypeError),
+    ("selection", "auc", ValueError),
 ])
 def test_bad_parameters(param, value, err, data):
     G, y, tr, te = data
@@ -195,3 +196,23 @@ def test_bad_input(data):
     y_bad[3] = 7
     with pytest.raises(ValueError, match="not in classes"):
         clf.fit(G[tr], y_bad)
+
+
+def test_selection_monitors_noisy_validation_error(data):
+    G, y, tr, te = data
+    val = te[:50]
+    clf = LPGNNClassifier(eps_y=1.0, classes=[0, 1, 2], y_steps=0, random_state=0, epochs=15,
+                          patience=100, device="cpu")
+    clf.fit(G[tr], y[tr], validation_data=(G[val], y[val]))
+    scores = np.asarray(clf.validation_scores_)
+    assert np.all((scores >= 0) & (scores <= 1))
+    np.testing.assert_allclose(scores * 50, np.round(scores * 50), atol=1e-6)
+    # the restored model's noisy-validation error is the best monitored one
+    noisy = LabelRandomizedResponse(1.0, classes=[0, 1, 2], random_state=0).fit().randomize(
+        np.concatenate([y[tr], y[val]]), G[np.concatenate([tr, val])])[len(tr):]
+    err = 1 - np.mean(clf.predict(G[val]) == noisy)
+    assert err == pytest.approx(scores.min())
+    loss = LPGNNClassifier(eps_y=1.0, classes=[0, 1, 2], y_steps=0, random_state=0, epochs=15,
+                           patience=100, selection="loss", device="cpu")
+    loss.fit(G[tr], y[tr], validation_data=(G[val], y[val]))
+    assert not np.allclose(loss.validation_scores_, scores)
