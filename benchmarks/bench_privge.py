@@ -7,7 +7,8 @@ features, ~1.2M undirected edges drawn uniformly at random).
 Each dataset runs in its own subprocess so that the peak resident memory
 (``ru_maxrss``) of one does not hide the other. For every step the table
 gives the wall time, the peak of memory traced by :mod:`tracemalloc`
-(numpy/scipy buffers, allocated during the step) and the process's peak RSS
+(numpy/scipy buffers, allocated during the step), the process CPU time of the
+step (less sensitive than the wall time to other jobs), and the process's peak RSS
 after the step (monotone; it includes the data and earlier steps, and torch
 buffers which tracemalloc does not see).
 
@@ -34,6 +35,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 def synthetic_graph(n=169_343, d=128, n_edges=1_200_000, n_classes=40, seed=0):
     """A uniform random graph with dense uniform features (vectorised construction)."""
     import scipy.sparse as sp
+
     from skldp import GraphData
     rng = np.random.default_rng(seed)
     src = rng.integers(0, n, n_edges)
@@ -63,9 +65,10 @@ def _rss_mb():
 def _measure(fn):
     tracemalloc.start()
     tracemalloc.reset_peak()
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     out = fn()
     wall = time.perf_counter() - t0
+    _measure.cpu = time.process_time() - c0
     peak = tracemalloc.get_traced_memory()[1] / 2**20
     tracemalloc.stop()
     return out, wall, peak
@@ -83,12 +86,14 @@ def worker(name, k, threads, epochs):
     hds = HDSMechanism(eps=1.0, k=k, feature_range=rng_, random_state=0)
     R, wall, peak = _measure(lambda: hds.fit(G).transform(G))
     rows.append(dict(dataset=name, n=n, d=d, edges=G.adjacency.nnz // 2,
-                     step=f"HDS eps=1 k={hds.k_}", wall_s=wall, traced_peak_mb=peak,
+                     step=f"HDS eps=1 k={hds.k_}", wall_s=wall, cpu_s=_measure.cpu,
+                     traced_peak_mb=peak,
                      rss_mb=_rss_mb()))
     ppr = PPRPropagation()  # alpha=0.1, r=0.5, tol=1e-6, float32, solver auto (cg)
     Z, wall, peak = _measure(lambda: ppr.fit(R).transform(R))
     rows.append(dict(dataset=name, n=n, d=d, edges=G.adjacency.nnz // 2,
-                     step="PPR alpha=0.1 r=0.5 (cg)", wall_s=wall, traced_peak_mb=peak,
+                     step="PPR alpha=0.1 r=0.5 (cg)", wall_s=wall, cpu_s=_measure.cpu,
+                     traced_peak_mb=peak,
                      rss_mb=_rss_mb()))
     try:
         from skldp.models import MLPHead
@@ -103,7 +108,8 @@ def worker(name, k, threads, epochs):
         acc = clf.score(Z[te], y[te])
         rows.append(dict(dataset=name, n=n, d=d, edges=G.adjacency.nnz // 2,
                          step=f"MLPHead (64,) {clf.n_iter_} epochs, test acc {acc:.3f}",
-                         wall_s=wall, traced_peak_mb=peak, rss_mb=_rss_mb()))
+                         wall_s=wall, cpu_s=_measure.cpu, traced_peak_mb=peak,
+                         rss_mb=_rss_mb()))
     print("RESULT " + json.dumps(rows))
 
 
@@ -135,14 +141,17 @@ def main():
             print(f"{name}: worker failed (rc={out.returncode})")
             continue
         rows += json.loads(line[-1][len("RESULT "):])
-    print(f"\nPrivGE steps, CPU, {a.threads} thread(s), torch/OMP threads = {a.threads}\n")
+    print(f"\nPrivGE steps, CPU, torch/OMP threads = {a.threads}; load average at the end "
+          f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (wall time grows with load, "
+          "cpu time much less)\n")
     hdr = f"{'dataset':<10} {'nodes':>8} {'feat':>5} {'edges':>9}  {'step':<44} " \
-          f"{'wall s':>7} {'traced MB':>9} {'peak RSS MB':>11}"
+          f"{'wall s':>7} {'cpu s':>7} {'traced MB':>9} {'peak RSS MB':>11}"
     print(hdr)
     print("-" * len(hdr))
     for r in rows:
         print(f"{r['dataset']:<10} {r['n']:>8} {r['d']:>5} {r['edges']:>9}  {r['step']:<44} "
-              f"{r['wall_s']:>7.1f} {r['traced_peak_mb']:>9.0f} {r['rss_mb']:>11.0f}")
+              f"{r['wall_s']:>7.1f} {r['cpu_s']:>7.1f} {r['traced_peak_mb']:>9.0f} "
+              f"{r['rss_mb']:>11.0f}")
 
 
 if __name__ == "__main__":

@@ -84,7 +84,7 @@ def accuracy(pipe, graph, seed):
 acc_private = np.array([[accuracy(make_pipeline(
     HDSMechanism(eps=eps, k=5, feature_range=(0, 1), random_state=seed), seed), G, seed)
     for seed in seeds] for eps in eps_grid])
-for eps, a in zip(eps_grid, acc_private):
+for eps, a in zip(eps_grid, acc_private, strict=True):
     print(f"eps={eps:<5} accuracy {a.mean():.3f} +- {a.std():.3f}")
 
 # %%

@@ -228,7 +228,8 @@ class PPRPropagation(GraphTransformerMixin, BaseEstimator):
         if not_converged:
             warnings.warn(f"PPRPropagation did not reach tol={self.tol} within "
                           f"max_iter={self.max_iter} steps in {not_converged} column "
-                          "block(s); increase max_iter or tol.", ConvergenceWarning)
+                          "block(s); increase max_iter or tol.", ConvergenceWarning,
+                          stacklevel=2)
         return G.with_features(Z, feature_names=G.feature_names)
 
     def _power(self, ops, X):

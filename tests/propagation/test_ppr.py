@@ -5,7 +5,6 @@ import pickle
 import numpy as np
 import pytest
 import scipy.sparse as sp
-import scipy.sparse.linalg as spla
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.pipeline import Pipeline
 
@@ -168,7 +167,8 @@ def test_errors(small_graph):
     ({"alpha": 0.0}, ValueError), ({"alpha": 1.5}, ValueError), ({"alpha": np.nan}, TypeError),
     ({"r": -0.1}, ValueError), ({"r": 2}, ValueError), ({"tol": 0}, ValueError),
     ({"max_iter": 0}, ValueError), ({"max_iter": 2.5}, ValueError),
-    ({"dtype": "int8"}, ValueError), ({"solver": "push"}, ValueError), ({"backend": "cupy"}, ValueError),
+    ({"dtype": "int8"}, ValueError), ({"solver": "push"}, ValueError),
+    ({"backend": "cupy"}, ValueError),
     ({"backend": "scipy", "device": "cuda"}, ValueError)])
 def test_bad_params(small_graph, params, err):
     A, X, _ = small_graph
