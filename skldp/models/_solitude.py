@@ -91,8 +91,11 @@ class _EdgeStructure:
             a = torch.sparse_coo_tensor(self.t_idx_loops, vals * dinv[row] * dinv[col], (n, n),
                                         check_invariants=False).coalesce()
             return {"n": n, "a_sym": a}
+        # mean aggregation D^-1 A^c with the degree floored at 1: once edges are pruned to
+        # tiny weights their messages shrink instead of being re-normalised (and their
+        # gradients amplified) by a near-zero degree
         deg = torch.zeros(n, device=vals.device, dtype=vals.dtype).index_add_(0, self.t_row, vals)
-        dinv = torch.where(deg > 0, 1.0 / deg.clamp_min(1e-12), torch.zeros_like(deg))
+        dinv = 1.0 / deg.clamp_min(1.0)
         a = torch.sparse_coo_tensor(self.t_idx, vals * dinv[self.t_row], (n, n),
                                     check_invariants=False).coalesce()
         return {"n": n, "a_mean": a}
@@ -142,7 +145,9 @@ class SolitudeClassifier(GNNClassifierBase):
     ----------
     backbone : {"gcn", "sage"}, default="gcn"
         GCN (``D^-1/2 (A^c + I) D^-1/2``) or GraphSAGE with the mean
-        aggregator (``D^-1 A^c``), from :mod:`skldp.models`.
+        aggregator (``max(D, 1)^-1 A^c``: the degree is floored at 1 so that
+        pruned edges fade out rather than being re-normalised), the layers
+        of :mod:`skldp.models`.
     hidden_size : int, default=16
     n_layers : int, default=2
     activation : str, default="selu"
