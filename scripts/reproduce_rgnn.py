@@ -4,7 +4,8 @@ Usage::
 
     export SKLDP_DATASETS_DIR=/work/shared/datasets OMP_NUM_THREADS=1
     python scripts/reproduce_rgnn.py run --out rgnn_results.jsonl      # appends results
-    python scripts/reproduce_rgnn.py report --out rgnn_results.jsonl   # -> docs/results/rgnn.md
+    python scripts/reproduce_rgnn.py report --out a.jsonl,b.jsonl  # fills the tables of
+                                                                   # docs/results/rgnn.md
 
 Protocol (paper 001 §V-A): random 50/25/25 split per seed; GRR-FS with m = 10
 on every feature (binary groups of 25 / 70 / 100 bag-of-words columns for Cora
@@ -119,7 +120,9 @@ def categorical_graph(name):
 def run_one(kind, G, y, fit_rows, test_rows, eps, eps_y, sizes, seed, settings,
             reports_cache):
     hops, k, alpha = settings
-    key = (eps, seed)
+    if kind.startswith("RGNN-K"):  # the paper tunes K_x = K_y in {2, 4, 8, 16}
+        hops, kind = int(kind[len("RGNN-K"):]), "RGNN"
+    key = (eps, seed, hops)
     if key not in reports_cache:
         mech = GRRFSMechanism(eps, m=M, domain_sizes=sizes, random_state=seed).fit(G)
         R = mech.transform(G)
@@ -183,7 +186,7 @@ def run(args):
         for seed in range(args.seeds):
             for eps in EPS_X:
                 for eps_y in EPS_Y:
-                    for kind in ("RGNN", "GraphSAGE", "LPGNN"):
+                    for kind in ("RGNN", "GraphSAGE", "LPGNN", "RGNN-K16"):
                         jobs.append((name, eps, eps_y, kind, seed))
                     if eps == EPS_X[0]:
                         jobs.append((name, None, eps_y, "graph-only", seed))
@@ -223,40 +226,50 @@ def _fmt(vals):
 
 
 def report(args):
-    rows = [json.loads(line) for line in Path(args.out).read_text().splitlines()]
+    rows = []
+    for out in args.out.split(","):
+        rows += [json.loads(line) for line in Path(out).read_text().splitlines()]
 
     def accs(**kw):
         return [r["acc"] for r in rows if all(r[k] == v for k, v in kw.items())]
 
-    lines = []
+    lines = ["| dataset | eps (eps_x, Thm 1) | eps_y | paper RGNN | ours RGNN | gap | "
+             "ours RGNN K=16 | paper GraphSAGE | ours GraphSAGE | paper LPGNN | ours LPGNN | "
+             "graph-only (label prop.) |", "|" + "---|" * 12]
     for name in ["cora", "citeseer", "facebook", "german_rgnn", "student_rgnn"]:
         for eps in EPS_X:
             paper = PAPER[(name, eps)]
-            tot = [r["eps_x_total"] for r in rows if r["dataset"] == name and r["eps"] == eps]
+            tot = [r["eps_x_total"] for r in rows if r["dataset"] == name and r["eps"] == eps
+                   and r["eps_x_total"] is not None]
             et = f"{tot[0]:.3g}" if tot else "?"
             for i, eps_y in enumerate(EPS_Y):
                 ours = {k: accs(dataset=name, eps=eps, eps_y=eps_y, model=k)
-                        for k in ("RGNN", "GraphSAGE", "LPGNN")}
+                        for k in ("RGNN", "GraphSAGE", "LPGNN", "RGNN-K16")}
                 g = accs(dataset=name, eps_y=eps_y, model="graph-only")
                 pr, ps = paper["RGNN"][i]
-                gap = ""
-                if ours["RGNN"]:
-                    gap = f"{100 * np.mean(ours['RGNN']) - pr:+.1f}"
+                gap = f"{100 * np.mean(ours['RGNN']) - pr:+.1f}" if ours["RGNN"] else ""
+                k16 = _fmt(ours["RGNN-K16"]) if name in ("cora", "citeseer") else "-"
                 lines.append(
-                    f"| {name} | {eps:g} ({et}) | {eps_y:g} | {pr} ± {ps} | {_fmt(ours['RGNN'])} | "
-                    f"{gap} | {paper['GraphSAGE'][i][0]} ± {paper['GraphSAGE'][i][1]} | "
+                    f"| {name} | {eps:g} ({et}) | {eps_y:g} | {pr} ± {ps} | "
+                    f"{_fmt(ours['RGNN'])} | {gap} | {k16} | "
+                    f"{paper['GraphSAGE'][i][0]} ± {paper['GraphSAGE'][i][1]} | "
                     f"{_fmt(ours['GraphSAGE'])} | {paper['LPGNN'][i][0]} ± "
                     f"{paper['LPGNN'][i][1]} | {_fmt(ours['LPGNN'])} | {_fmt(g)} |")
-    abl = []
+    abl = ["| dataset | variant | paper (CiteSeer, budgets lost) | ours (eps=1, eps_y=1) |",
+           "|---|---|---|---|"]
     for name in ("citeseer", "cora"):
         for kind in ("RGNN", "RGNN-LLP", "RGNN(noisy y)", "RGNN(noisy x)"):
             a = accs(dataset=name, eps=ABLATION_EPS[0], eps_y=ABLATION_EPS[1], model=kind)
             p = PAPER_ABLATION.get(name, {}).get(kind)
             abl.append(f"| {name} | {kind} | {'%s ± %s' % p if p else '-'} | {_fmt(a)} |")
-    table = "\n".join(lines)
-    ablation = "\n".join(abl)
-    text = Path(args.template).read_text() if args.template else "{table}\n\n{ablation}\n"
-    Path(args.md).write_text(text.replace("{table}", table).replace("{ablation}", ablation))
+    table, ablation = "\n".join(lines), "\n".join(abl)
+    md = Path(args.md)
+    text = md.read_text() if md.exists() else "<!-- table -->\n<!-- /table -->\n" \
+        "<!-- ablation -->\n<!-- /ablation -->\n"
+    for tag, body in (("table", table), ("ablation", ablation)):
+        a, b = f"<!-- {tag} -->", f"<!-- /{tag} -->"
+        text = text[:text.index(a) + len(a)] + "\n" + body + "\n" + text[text.index(b):]
+    md.write_text(text)
     print(table)
     print(ablation)
 
@@ -270,7 +283,6 @@ def main(argv=None):
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--models", nargs="+", default=None)
     ap.add_argument("--md", default="docs/results/rgnn.md")
-    ap.add_argument("--template", default=None)
     args = ap.parse_args(argv)
     return run(args) if args.cmd == "run" else report(args)
 
