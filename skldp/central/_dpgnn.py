@@ -18,6 +18,7 @@ clipped sum of that layer is then one autograd backward of
 per-node gradients from ``vmap(grad(...))``.
 """
 
+import copy
 import math
 import numbers
 import time
@@ -416,25 +417,26 @@ class _DPTrainerBase(GraphClassifierMixin, BaseEstimator):
         return self
 
     def _logits(self, feats, rows, A_rows=None):
+        # Inference in float64: predictions of a row do not depend on which
+        # other rows are predicted with it (no float32 batch-size rounding).
         device = resolve_device(self.device)
-        module = self.module_.to(device)
+        module = copy.deepcopy(self.module_).double().to(device)
         with torch.no_grad():
             if A_rows is None:
-                z1 = _linear(feats.rows(rows), module.enc_in)
+                z1 = _linear(feats.rows(rows).double(), module.enc_in)
                 out = module.head(module.encode(z1))
             else:
                 A = sp.csr_matrix(A_rows)
                 cols = np.unique(A.indices)  # encode only the nodes that are aggregated
-                E = module.encode(_linear(feats.rows(cols), module.enc_in))
+                E = module.encode(_linear(feats.rows(cols).double(), module.enc_in))
                 A = sp.csr_matrix((A.data, np.searchsorted(cols, A.indices), A.indptr),
                                   shape=(A.shape[0], len(cols))).tocoo()
                 At = torch.sparse_coo_tensor(
                     torch.as_tensor(np.vstack([A.row, A.col]).astype(np.int64)),
-                    torch.as_tensor(A.data.astype(np.float32)), A.shape,
+                    torch.as_tensor(A.data.astype(np.float64)), A.shape,
                     check_invariants=False).to(device)
                 out = module.head(torch.sparse.mm(At, E))
-        self.module_.cpu()
-        return out.cpu().numpy().astype(np.float64)
+        return out.cpu().numpy()
 
     def decision_function(self, X):
         """Scores of the rows of ``X``: logits, or their difference for two classes."""
