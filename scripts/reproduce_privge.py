@@ -42,6 +42,8 @@ from skldp.models import MLPHead  # noqa: E402
 from skldp.propagation import PPRPropagation  # noqa: E402
 
 EPS = [0.01, 0.1, 1.0, 2.0, 3.0, 5.0, float("inf")]
+# Runs are done in this order so that a run cut short covers the range first.
+RUN_ORDER = [1.0, float("inf"), 0.01, 5.0, 0.1, 2.0, 3.0]
 
 # Hyperparameters. k, alpha and r follow the authors' released run script for
 # each dataset (k = "m", r = "rrz"); the head uses skldp's MLPHead defaults
@@ -207,7 +209,7 @@ def main(argv=None):
                 print(f"{name} seed {seed} graph-only {acc:.4f} "
                       f"({time.perf_counter() - t0:.0f}s)", flush=True)
                 save_and_write(results)
-            for e in EPS:
+            for e in sorted(EPS, key=lambda e: RUN_ORDER.index(e)):
                 r = res.setdefault(_eps_key(e), {"acc": [], "seeds": []})
                 if seed in r["seeds"]:
                     continue
