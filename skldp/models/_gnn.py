@@ -10,7 +10,6 @@ from sklearn.base import clone
 from sklearn.utils.validation import column_or_1d
 from torch import nn
 
-from .._graph_data import GraphData
 from ..utils.validation import check_graph_data
 from ._base import TorchClassifierBase
 from ._torch_utils import normalized_adjacency, to_torch_dense, to_torch_sparse
@@ -212,7 +211,7 @@ class GNNEncoder(nn.Module):
         # input_dropout=None: the same dropout on the input features as between layers.
         self.input_dropout = input_dropout
         layers = []
-        for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
+        for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:], strict=True)):
             last = i == len(sizes) - 2
             if conv == "gat":
                 n_in = a if i == 0 else a * heads
@@ -355,7 +354,8 @@ class GNNClassifierBase(TorchClassifierBase):
             try:
                 Gv, yv = validation_data
             except (TypeError, ValueError):
-                raise ValueError("validation_data must be a pair (GraphData view, labels).")
+                raise ValueError("validation_data must be a pair (GraphData view, "
+                                 "labels).") from None
             Gv = check_graph_data(Gv, self)
             # In a pipeline X is the transformed graph and Gv the raw one: they must
             # share the nodes (derived stores share the node-id array).

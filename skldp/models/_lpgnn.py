@@ -10,8 +10,14 @@ import torch.nn.functional as F
 from ..mechanisms._label_rr import LabelRandomizedResponse
 from ..propagation._gcn_aggregation import apply_propagation, propagation_matrix
 from ..utils.validation import check_eps, check_graph_data
-from ._gnn import (GNNClassifierBase, GNNEncoder, PropagatedFeatures, SparseOperand,
-                   graph_tensors, offset_sparse_features)
+from ._gnn import (
+    GNNClassifierBase,
+    GNNEncoder,
+    PropagatedFeatures,
+    SparseOperand,
+    graph_tensors,
+    offset_sparse_features,
+)
 
 __all__ = ["LPGNNClassifier"]
 

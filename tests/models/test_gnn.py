@@ -11,8 +11,13 @@ from skldp import GraphData
 from skldp.accounting import privacy_report
 from skldp.mechanisms import LabelRandomizedResponse
 from skldp.models import GATClassifier, GCNClassifier, SAGEClassifier
-from skldp.models._gnn import (OffsetSparseFeatures, PropagatedFeatures, SparseOperand,
-                               _matmul, offset_sparse_features)
+from skldp.models._gnn import (
+    OffsetSparseFeatures,
+    PropagatedFeatures,
+    SparseOperand,
+    _matmul,
+    offset_sparse_features,
+)
 
 CLASSIFIERS = [GCNClassifier, SAGEClassifier, GATClassifier]
 FAST = dict(epochs=60, patience=30, device="cpu")
