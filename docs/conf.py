@@ -101,7 +101,7 @@ def _write_api_pages():
                  title, "=" * len(title), "", f".. automodule:: {modname}",
                  "   :no-members:", "", f".. currentmodule:: {modname}", ""]
         if names:
-            lines += [".. autosummary::", "   :toctree: generated/", ""]
+            lines += [".. autosummary::", "   :toctree: ../gen_modules/", ""]
             lines += [f"   {n}" for n in sorted(names, key=str.lower)]
         text = "\n".join(lines) + "\n"
         path = here / f"{fname}.rst"
