@@ -59,7 +59,10 @@ class LPGNNClassifier(GNNClassifierBase):
        the class with the largest propagated mass (its own noisy label when no
        labelled node lies within ``y_steps`` hops). With
        ``disagreement="drop"`` the fit rows whose propagated label differs from
-       their own noisy label are instead left out of the loss.
+       their own noisy label are instead left out of the loss. (The paper texts
+       in ``shared/papers/`` describe Drop only as multi-hop aggregation of the
+       noisy labels plus forward correction; how disagreeing nodes are treated
+       is not spelled out there, hence both options, "relabel" by default.)
     4. **Forward loss correction.** The GNN's clean-label posterior
        ``softmax(z)`` is mapped to the noisy-label posterior through the RR
        transition matrix ``T`` and trained with ``-log((softmax(z) T)_y)``
