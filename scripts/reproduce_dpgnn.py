@@ -50,7 +50,7 @@ ABLATION_DATASET = "facebook"
 ABLATION_BATCH = [1000, 2500, 5000, 10000]
 ABLATION_K = [1, 3, 5, 10]
 ABLATION_EPS = 30
-ABLATION_SEEDS = 1
+ABLATION_SEEDS = 2
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -136,7 +136,8 @@ def experiments(seeds):
     yield from _main_seed(0)
     for seed in range(ABLATION_SEEDS):
         for m in ABLATION_BATCH:
-            yield "batch", "DP-GNN", ABLATION_DATASET, seed, ABLATION_EPS, {"batch_size": m}
+            yield "batch", "DP-GNN", ABLATION_DATASET, seed, ABLATION_EPS, \
+                {"batch_size": m, "max_degree": BATCH_ABLATION_K}
         for K in ABLATION_K:
             yield "degree", "DP-GNN", ABLATION_DATASET, seed, ABLATION_EPS, {"max_degree": K}
             yield "degree", "GCN (1-layer, MLP enc/dec)", ABLATION_DATASET, seed, None, \
