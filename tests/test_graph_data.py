@@ -1,0 +1,170 @@
+"""GraphData: validation, input formats, views, memo and pickling."""
+
+import pickle
+
+import networkx as nx
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from skldp import GraphData
+from skldp._graph_data import _MEMO_SIZE
+
+
+def _path_graph(n=4):
+    A = np.zeros((n, n))
+    i = np.arange(n - 1)
+    A[i, i + 1] = A[i + 1, i] = 1
+    return A
+
+
+def test_non_square_adjacency():
+    with pytest.raises(ValueError, match="square"):
+        GraphData(np.ones((3, 2)), np.ones((3, 2)))
+    with pytest.raises(ValueError, match="square"):
+        GraphData(np.ones((3, 2)), sp.csr_array(np.ones((3, 4))))
+
+
+def test_shape_mismatch():
+    with pytest.raises(ValueError, match="adjacency has 4 nodes but features have 3 rows"):
+        GraphData(np.ones((3, 2)), _path_graph(4))
+    with pytest.raises(ValueError, match="node_ids must have length 3"):
+        GraphData(np.ones((3, 2)), node_ids=[1, 2])
+    with pytest.raises(ValueError, match="feature_names must have length 2"):
+        GraphData(np.ones((3, 2)), feature_names=["a"])
+
+
+def test_empty_graph_and_bad_features():
+    with pytest.raises(ValueError, match="at least one node"):
+        GraphData(np.zeros((0, 3)))
+    with pytest.raises(ValueError, match="1-D"):
+        GraphData(np.ones(3))
+    with pytest.raises(ValueError, match="2-D"):
+        GraphData(np.ones((2, 2, 2)))
+    with pytest.raises(TypeError, match="numeric"):
+        GraphData(np.array([["a", "b"]], dtype=object))
+
+
+def test_bad_adjacency_values():
+    A = _path_graph(3)
+    A[0, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        GraphData(np.ones((3, 1)), A)
+    A = _path_graph(3)
+    A[0, 1] = -1
+    with pytest.raises(ValueError, match="negative"):
+        GraphData(np.ones((3, 1)), A)
+    with pytest.raises(ValueError, match="2-D"):
+        GraphData(np.ones((3, 1)), np.ones(3))
+
+
+def test_non_unique_ids():
+    with pytest.raises(ValueError, match="unique"):
+        GraphData(np.ones((3, 2)), node_ids=["a", "b", "a"])
+
+
+def test_networkx_input():
+    g = nx.Graph([("a", "b"), ("b", "c")])
+    G = GraphData(np.eye(3), g, node_ids=["c", "a", "b"])
+    assert sp.issparse(G.adjacency) and G.adjacency.dtype == np.float32
+    # order follows node_ids: c-b and a-b
+    np.testing.assert_array_equal(G.adjacency.toarray(), [[0, 0, 1], [0, 0, 1], [1, 1, 0]])
+    assert G.is_symmetric()
+    with pytest.raises(ValueError, match="needs node_ids"):
+        GraphData(np.eye(3), g)
+    with pytest.raises(ValueError, match="differ"):
+        GraphData(np.eye(3), g, node_ids=["a", "b", "z"])
+
+
+@pytest.mark.parametrize("fmt", [sp.csr_array, sp.csr_matrix, sp.coo_array, sp.coo_matrix,
+                                 sp.csc_matrix, sp.lil_array])
+def test_scipy_sparse_arrays_and_matrices(fmt):
+    X = np.array([[1, 0, 0], [0, 2, 0], [0, 0, 0], [3, 0, 4]], dtype=np.int64)
+    A = _path_graph(4)
+    G = GraphData(fmt(X), fmt(A))
+    assert isinstance(G.features, sp.csr_matrix) and np.issubdtype(G.features.dtype,
+                                                                   np.floating)
+    assert isinstance(G.adjacency, sp.csr_matrix) and G.adjacency.has_sorted_indices
+    np.testing.assert_array_equal(G.features.toarray(), X)
+    np.testing.assert_array_equal(G.adjacency.toarray(), A)
+    np.testing.assert_array_equal(np.asarray(G[[3, 0]]), X[[3, 0]])
+    assert G.adjacency.nnz == 6
+
+
+def test_dense_input_and_duplicates():
+    G = GraphData(np.arange(6).reshape(3, 2), _path_graph(3))
+    assert G.features.dtype == np.float64 and isinstance(G.features, np.ndarray)
+    assert G.shape == (3, 2) and len(G) == 3 and G.ndim == 2
+    assert G.adjacency.nnz == 4
+    # explicit zeros are dropped, duplicates merged
+    A = sp.coo_matrix(([1.0, 1.0, 0.0, 1.0], ([0, 0, 1, 1], [1, 1, 2, 0])), shape=(3, 3))
+    G2 = GraphData(np.ones((3, 1)), A)
+    assert G2.adjacency.nnz == 2 and G2.adjacency[0, 1] == 2
+    assert not G2.is_symmetric()
+    with pytest.raises(ValueError, match="not symmetric"):
+        G2.require_symmetric("Step")
+    G3 = GraphData(np.ones((3, 1)))
+    assert G3.adjacency is None and not G3.is_symmetric()
+    with pytest.raises(ValueError, match="no adjacency"):
+        G3.require_adjacency("Step")
+
+
+def test_views_share_the_store():
+    G = GraphData(np.arange(8.).reshape(4, 2), _path_graph(4), node_ids=[10, 11, 12, 13])
+    v = G[[2, 3]]
+    assert v.features is G.features and v.adjacency is G.adjacency and v.token == G.token
+    np.testing.assert_array_equal(v.node_ids, [12, 13])
+    np.testing.assert_array_equal(v.full().rows, np.arange(4))
+    Z = np.zeros((4, 2))
+    w = v.with_features(Z)
+    assert w.token != G.token and w.adjacency is G.adjacency
+    np.testing.assert_array_equal(w.rows, [2, 3])
+    np.testing.assert_array_equal(np.asarray(w), 0)
+    with pytest.raises(ValueError, match="rows"):
+        v.with_features(np.zeros((3, 2)))
+    u = v.with_adjacency(np.eye(4))
+    assert u.features is G.features and u.adjacency.nnz == 4
+    assert "view of 2 of 4 nodes" in repr(v)
+    np.testing.assert_array_equal(G.node_keys, [10, 11, 12, 13])
+
+
+def test_string_ids_have_stable_keys():
+    a = GraphData(np.ones((3, 1)), node_ids=["x", "y", "z"]).node_keys
+    b = GraphData(np.ones((2, 1)), node_ids=["z", "x"]).node_keys
+    assert a.dtype == np.uint64 and len(set(a.tolist())) == 3
+    np.testing.assert_array_equal(b, a[[2, 0]])
+
+
+def test_memo_lru():
+    G = GraphData(np.ones((3, 1)))
+    v = G[[0]]
+    for i in range(_MEMO_SIZE):
+        v.memo_set(i, f"value{i}")
+    assert G.memo_get(0) == "value0"  # shared by views; moves 0 to the recent end
+    G.memo_set("new", 1)              # evicts the least recently used: 1
+    assert G.memo_get(1) is None
+    assert G.memo_get(0) == "value0" and G.memo_get("new") == 1
+    assert len(G._store._memo) == _MEMO_SIZE
+    assert GraphData(np.ones((3, 1))).memo_get(0) is None  # other graph, other memo
+
+
+def test_pickle_drops_the_memo():
+    G = GraphData(np.arange(6.).reshape(3, 2), _path_graph(3), node_ids=["a", "b", "c"],
+                  feature_names=["p", "q"])
+    v = G[[2, 0]]
+    v.memo_set("k", np.arange(3))
+    v2 = pickle.loads(pickle.dumps(v))
+    assert v2.memo_get("k") is None
+    assert v2.token == v.token
+    np.testing.assert_array_equal(v2.rows, [2, 0])
+    np.testing.assert_array_equal(np.asarray(v2), np.asarray(v))
+    np.testing.assert_array_equal(v2.node_ids, ["c", "a"])
+    assert list(v2.feature_names) == ["p", "q"]
+    assert (v2.adjacency != G.adjacency).nnz == 0
+    assert v.memo_get("k") is not None  # the original keeps its memo
+
+
+def test_array_protocol_dtype():
+    G = GraphData(sp.csr_matrix(np.eye(3)))
+    a = np.asarray(G[[1]], dtype=np.float32)
+    assert a.dtype == np.float32 and a.shape == (1, 3) and a[0, 1] == 1
