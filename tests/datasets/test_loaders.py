@@ -1,0 +1,153 @@
+"""Dataset loaders: statistics of every dataset, checksums, download path, errors."""
+
+import functools
+import http.server
+import os
+import shutil
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from skldp import GraphData
+from skldp.datasets import DATASETS, list_datasets, load_cora, load_citeseer, load_dataset
+
+# From /work/shared/datasets/README.md ("Statistics"):
+# nodes, edges, features, classes, labelled, isolated, split (train, val, test) or None
+STATS = {
+    "citeseer": (3327, 4552, 3703, 6, 3312, 48, (120, 500, 1000)),
+    "cora": (2708, 5278, 1433, 7, 2708, 0, (140, 500, 1000)),
+    "facebook": (22470, 170823, 4714, 4, 22470, 0, None),
+    "german": (1000, 21742, 27, 2, 1000, 0, None),
+    "german_rgnn": (955, 9990, 38, 2, 955, 0, None),
+    "lastfm_asia_nofeatures": (7624, 27806, 0, 18, 7624, 0, None),
+    "pubmed_nofeatures": (19717, 44324, 0, 3, 19717, 0, (60, 500, 1000)),
+    "student_rgnn": (577, 4243, 32, 2, 577, 0, None),
+    "twitch_ENGB": (7126, 35324, 3170, 2, 7126, 0, None),
+    "wiki_chameleon": (2277, 31371, 3132, 5, 2277, 0, None),
+}
+SHARED = Path(os.environ.get("SKLDP_DATASETS_DIR", ""))
+
+
+def test_every_dataset_is_listed():
+    assert list_datasets() == sorted(STATS)
+
+
+@pytest.mark.parametrize("name", sorted(STATS))
+def test_dataset_statistics(name):
+    b = load_dataset(name)
+    n, m, d, c, labelled, isolated, split = STATS[name]
+    G, y = b.data, b.target
+    assert isinstance(G, GraphData) and G.shape == (n, d) and G.n_nodes == n
+    A = G.adjacency
+    assert A.shape == (n, n) and A.nnz == 2 * m
+    assert G.is_symmetric() and A.diagonal().sum() == 0
+    assert y.shape == (n,) and y.dtype == np.int64
+    assert int((y >= 0).sum()) == labelled
+    assert len(np.unique(y[y >= 0])) == c
+    assert int((np.diff(A.indptr) == 0).sum()) == isolated
+    if split is None:
+        assert "train_mask" not in b
+    else:
+        assert tuple(int(b[k].sum()) for k in ("train_mask", "val_mask", "test_mask")) == split
+        assert not np.any(b.train_mask & b.test_mask)
+    assert b.name == name and b.DESCR == DATASETS[name][2]
+
+
+def test_extras():
+    fb = load_dataset("facebook")
+    assert list(fb.class_names) == ["company", "government", "politician", "tvshow"]
+    lf = load_dataset("lastfm_asia_nofeatures")
+    assert int(lf.top10_mask.sum()) == 7083
+    ge = load_dataset("german")
+    assert len(ge.feature_names) == 27 and ge.sens.shape == (1000,)
+    assert isinstance(ge.data.features, np.ndarray)  # small tabular data is dense
+    assert load_dataset("wiki_chameleon").traffic.dtype == np.float64
+
+
+def test_bundled_without_env(monkeypatch, tmp_path):
+    monkeypatch.delenv("SKLDP_DATASETS_DIR", raising=False)
+    monkeypatch.setenv("SKLDP_DATA_HOME", str(tmp_path))
+    assert load_cora().data.shape == (2708, 1433)
+    assert load_citeseer().data.shape == (3327, 3703)
+    assert "skldp" in load_cora().filename and "datasets" in load_cora().filename
+
+
+def _corrupt_copy(name, folder):
+    data = bytearray((SHARED / f"{name}.npz").read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    (folder / f"{name}.npz").write_bytes(bytes(data))
+
+
+def test_checksum_mismatch_raises(monkeypatch, tmp_path):
+    _corrupt_copy("german", tmp_path)
+    monkeypatch.setenv("SKLDP_DATASETS_DIR", str(tmp_path))
+    monkeypatch.setenv("SKLDP_DATA_HOME", str(tmp_path / "cache"))
+    with pytest.raises(OSError, match="Checksum mismatch for dataset 'german'"):
+        load_dataset("german")
+
+
+def test_file_not_found_message(monkeypatch, tmp_path):
+    monkeypatch.delenv("SKLDP_DATASETS_DIR", raising=False)
+    monkeypatch.delenv("SKLDP_DATA_URL", raising=False)
+    monkeypatch.setenv("SKLDP_DATA_HOME", str(tmp_path))
+    with pytest.raises(FileNotFoundError, match="SKLDP_DATASETS_DIR") as e:
+        load_dataset("german")
+    assert "german.npz" in str(e.value) and "SKLDP_DATA_URL" in str(e.value)
+    with pytest.raises(FileNotFoundError):
+        load_dataset("german", base_url="http://127.0.0.1:9", download_if_missing=False)
+
+
+def test_unknown_dataset():
+    with pytest.raises(ValueError, match="Unknown dataset 'nope'"):
+        load_dataset("nope")
+
+
+@pytest.fixture
+def server(tmp_path):
+    """A small http.server on 127.0.0.1 serving tmp_path/serve in a thread."""
+    root = tmp_path / "serve"
+    root.mkdir()
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
+    handler.log_message = lambda *a, **k: None
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    t = threading.Thread(target=httpd.serve_forever, daemon=True)
+    t.start()
+    yield root, f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_download_into_cache(monkeypatch, tmp_path, server):
+    root, url = server
+    shutil.copy(SHARED / "student_rgnn.npz", root / "student_rgnn.npz")
+    monkeypatch.delenv("SKLDP_DATASETS_DIR", raising=False)
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("SKLDP_DATA_HOME", str(cache))
+    monkeypatch.setenv("SKLDP_DATA_URL", url + "/")
+    b = load_dataset("student_rgnn")
+    assert b.data.shape == (577, 32)
+    assert (cache / "student_rgnn.npz").exists() and b.filename == str(cache / "student_rgnn.npz")
+    # the second load reads the cache: the mirror is no longer needed
+    (root / "student_rgnn.npz").unlink()
+    monkeypatch.setenv("SKLDP_DATA_URL", "http://127.0.0.1:9")
+    assert load_dataset("student_rgnn").data.shape == (577, 32)
+    # the base_url argument works too
+    shutil.copy(SHARED / "german_rgnn.npz", root / "german_rgnn.npz")
+    monkeypatch.delenv("SKLDP_DATA_URL")
+    assert load_dataset("german_rgnn", base_url=url).data.shape == (955, 38)
+
+
+def test_download_bad_checksum_keeps_nothing(monkeypatch, tmp_path, server):
+    root, url = server
+    _corrupt_copy("student_rgnn", root)
+    monkeypatch.delenv("SKLDP_DATASETS_DIR", raising=False)
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("SKLDP_DATA_HOME", str(cache))
+    with pytest.raises(OSError, match="Checksum mismatch"):
+        load_dataset("student_rgnn", base_url=url)
+    assert list(cache.iterdir()) == []  # no corrupt file, no partial download left
+    with pytest.raises(Exception):
+        load_dataset("german", base_url=url)  # 404 from the mirror
+    assert list(cache.iterdir()) == []
