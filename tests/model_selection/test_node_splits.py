@@ -1,0 +1,82 @@
+"""Paper splits: random 50/25/25 over labelled nodes, Planetoid, LabelledKFold."""
+
+import numpy as np
+import pytest
+
+from skldp.datasets import load_cora, load_dataset
+from skldp.model_selection import LabelledKFold, planetoid_split, random_node_split
+
+
+def _labels():
+    y = np.repeat([0, 1, 2], [50, 30, 20])
+    y[::7] = -1
+    return y
+
+
+def test_random_node_split_sizes_and_disjointness():
+    y = _labels()
+    lab = int((y >= 0).sum())
+    tr, va, te = random_node_split(y, random_state=0)
+    assert tr.sum() == int(np.floor(0.5 * lab)) and va.sum() == int(np.floor(0.75 * lab)) - \
+        int(np.floor(0.5 * lab))
+    assert tr.sum() + va.sum() + te.sum() == lab
+    assert not (tr & va).any() and not (tr & te).any() and not (va & te).any()
+    assert not ((tr | va | te) & (y == -1)).any()  # unlabelled nodes are in no part
+
+
+def test_random_node_split_determinism_and_variation():
+    y = _labels()
+    a = random_node_split(y, random_state=3)
+    b = random_node_split(y, random_state=3)
+    c = random_node_split(y, random_state=4)
+    for m1, m2 in zip(a, b):
+        np.testing.assert_array_equal(m1, m2)
+    assert not np.array_equal(a[0], c[0])
+
+
+def test_random_node_split_stratified():
+    y = _labels()
+    tr, va, te = random_node_split(y, 0.5, 0.25, 0.25, stratify=True, random_state=0)
+    for c in range(3):
+        n_c = int((y == c).sum())
+        assert abs(int((tr & (y == c)).sum()) - n_c / 2) <= 1
+    assert tr.sum() + va.sum() + te.sum() == (y >= 0).sum()
+
+
+def test_random_node_split_partial_and_errors():
+    y = _labels()
+    tr, va, te = random_node_split(y, 0.1, 0.1, 0.1, random_state=0)
+    assert tr.sum() + va.sum() + te.sum() < (y >= 0).sum()
+    with pytest.raises(ValueError, match="sum to at most 1"):
+        random_node_split(y, 0.6, 0.3, 0.3)
+    with pytest.raises(ValueError, match=">= 0"):
+        random_node_split(y, -0.1, 0.5, 0.5)
+    with pytest.raises(ValueError, match="no labelled node"):
+        random_node_split(-np.ones(5, int))
+
+
+def test_planetoid_split():
+    tr, va, te = planetoid_split(load_cora())
+    assert (tr.sum(), va.sum(), te.sum()) == (140, 500, 1000)
+    y = load_cora().target
+    assert np.all(np.bincount(y[tr]) == 20)  # 20 per class
+    with pytest.raises(ValueError, match="no public split"):
+        planetoid_split(load_dataset("german"))
+
+
+def test_labelled_kfold():
+    y = _labels()
+    cv = LabelledKFold(4, random_state=0)
+    assert cv.get_n_splits() == 4
+    seen = []
+    for tr, te in cv.split(np.zeros((len(y), 1)), y):
+        assert np.all(y[tr] >= 0) and np.all(y[te] >= 0)
+        assert not set(tr) & set(te)
+        seen.extend(te)
+    np.testing.assert_array_equal(np.sort(seen), np.flatnonzero(y >= 0))
+    folds1 = [te for _, te in LabelledKFold(4, random_state=1).split(None, y)]
+    folds1b = [te for _, te in LabelledKFold(4, random_state=1).split(None, y)]
+    for a, b in zip(folds1, folds1b):
+        np.testing.assert_array_equal(a, b)
+    unshuffled = [te for _, te in LabelledKFold(4, shuffle=False).split(None, y)]
+    assert len(unshuffled) == 4
