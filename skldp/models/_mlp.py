@@ -38,7 +38,7 @@ class _SparseRows:
 
 
 class _Standardize(nn.Module):
-    """``(x - mean) / scale`` with statistics fixed at fit time (buffers, pickled with the module)."""
+    """``(x - mean) / scale``, statistics fixed at fit time (buffers, pickled with the module)."""
 
     def __init__(self, mean, scale):
         super().__init__()

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from skldp import GraphData
-from skldp.datasets import DATASETS, list_datasets, load_cora, load_citeseer, load_dataset
+from skldp.datasets import DATASETS, list_datasets, load_citeseer, load_cora, load_dataset
 
 # From /work/shared/datasets/README.md ("Statistics"):
 # nodes, edges, features, classes, labelled, isolated, split (train, val, test) or None
@@ -148,6 +148,6 @@ def test_download_bad_checksum_keeps_nothing(monkeypatch, tmp_path, server):
     with pytest.raises(OSError, match="Checksum mismatch"):
         load_dataset("student_rgnn", base_url=url)
     assert list(cache.iterdir()) == []  # no corrupt file, no partial download left
-    with pytest.raises(Exception):
+    with pytest.raises(OSError):  # urllib HTTPError
         load_dataset("german", base_url=url)  # 404 from the mirror
     assert list(cache.iterdir()) == []

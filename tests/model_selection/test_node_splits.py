@@ -29,7 +29,7 @@ def test_random_node_split_determinism_and_variation():
     a = random_node_split(y, random_state=3)
     b = random_node_split(y, random_state=3)
     c = random_node_split(y, random_state=4)
-    for m1, m2 in zip(a, b):
+    for m1, m2 in zip(a, b, strict=True):
         np.testing.assert_array_equal(m1, m2)
     assert not np.array_equal(a[0], c[0])
 
@@ -76,7 +76,7 @@ def test_labelled_kfold():
     np.testing.assert_array_equal(np.sort(seen), np.flatnonzero(y >= 0))
     folds1 = [te for _, te in LabelledKFold(4, random_state=1).split(None, y)]
     folds1b = [te for _, te in LabelledKFold(4, random_state=1).split(None, y)]
-    for a, b in zip(folds1, folds1b):
+    for a, b in zip(folds1, folds1b, strict=True):
         np.testing.assert_array_equal(a, b)
     unshuffled = [te for _, te in LabelledKFold(4, shuffle=False).split(None, y)]
     assert len(unshuffled) == 4

@@ -3,8 +3,7 @@
 import numpy as np
 import pytest
 
-from skldp.utils import (draw_seed, node_normals, node_uniforms, node_uniforms_ragged,
-                         sample_k_of_d)
+from skldp.utils import draw_seed, node_normals, node_uniforms, node_uniforms_ragged, sample_k_of_d
 
 KEYS = np.arange(5000, dtype=np.uint64) * np.uint64(7919) + np.uint64(3)
 
