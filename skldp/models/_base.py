@@ -65,7 +65,10 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
 
         Hook: subclasses may override it (e.g. to use a given validation set).
         """
-        strat = y_enc if np.bincount(y_enc).min() >= 2 else None
+        # Stratify only when every class can appear on both sides of the split.
+        n_val, n_cls = int(np.ceil(self.validation_fraction * n)), len(self.classes_)
+        strat = (y_enc if np.bincount(y_enc).min() >= 2 and min(n_val, n - n_val) >= n_cls
+                 else None)
         return train_test_split(np.arange(n), test_size=self.validation_fraction,
                                 random_state=seed % (2**31), stratify=strat)
 
@@ -99,7 +102,7 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
         n = len(index)
         local = np.arange(n)
         val = None
-        if self.early_stopping:
+        if self.early_stopping and n >= 2:
             local, val = self._validation_split(y_enc, n, seed)
         module = self._build_module(X.shape[1], len(self.classes_)).to(device)
         opt = torch.optim.Adam(module.parameters(), lr=self.lr, weight_decay=self.weight_decay)
