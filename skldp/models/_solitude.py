@@ -418,8 +418,8 @@ class SolitudeClassifier(GNNClassifierBase):
             struct = _EdgeStructure(A, self.backbone, device)
             w = torch.as_tensor(self.edge_weights_, dtype=torch.float32, device=device)
             # edge_weights_ is per stored entry; map back to the structure's parameters
-            w_param = torch.zeros(int(struct.t_param.max()) + 1 if len(w) else 0,
-                                  device=device).index_put_((struct.t_param,), w)
+            w_param = torch.zeros(len(struct.target), device=device).index_put_(
+                (struct.t_param,), w)
             g = struct.graph(w_param)
         else:
             warnings.warn("SolitudeClassifier: predicting on a graph other than the one it "

@@ -110,3 +110,20 @@ def test_bad_input(noisy_sbm):
         SolitudeClassifier(epochs=2).fit(GraphData(np.zeros((10, 3)))[:5], [0, 1, 0, 1, 0])
     with pytest.raises(ValueError, match="-1"):
         SolitudeClassifier(epochs=2).fit(Gr[tr], np.where(y[tr] == 0, -1, y[tr]))
+
+
+def test_pipeline_and_privacy_report():
+    from sklearn.pipeline import Pipeline
+
+    from skldp.accounting import privacy_report
+    from skldp.mechanisms import MultiBitMechanism
+    A, X, y = _sbm(n=40, k=2, p_in=0.3, d=4, seed=2)
+    G = GraphData(np.clip(X, -3, 3), A)
+    pipe = Pipeline([("x", MultiBitMechanism(1.0, feature_range=(-3, 3), random_state=0)),
+                     ("a", EdgeRR(7.0, random_state=0)),
+                     ("clf", SolitudeClassifier(epochs=3, early_stopping=False, random_state=0))])
+    pipe.fit(G[:30], y[:30])
+    assert pipe.predict(G[30:]).shape == (10,)
+    report = privacy_report(pipe)
+    assert report.epsilon_for("edges") == 7.0
+    assert report.local_epsilon == 8.0
