@@ -335,8 +335,8 @@ class GRRFSMechanism(LDPMechanism):
     >>> from skldp.mechanisms import GRRFSMechanism
     >>> X = np.array([[0, 1, 2], [1, 0, 0], [1, 1, 1]])
     >>> mech = GRRFSMechanism(eps=1.0, m=2, domain_sizes=[2, 2, 3], random_state=0).fit(X)
-    >>> round(mech.epsilon_, 3)
-    1.712
+    >>> round(mech.epsilon_, 3)      # ln(1 + (2/3)(e^2 - 1)), Theorem 1
+    1.66
     >>> mech.transform(X).shape
     (3, 3)
     """

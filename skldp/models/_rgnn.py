@@ -107,7 +107,8 @@ class RGNNClassifier(TorchClassifierBase):
     >>> from skldp.models import RGNNClassifier
     >>> cora = load_cora()
     >>> G, y = cora.data, cora.target
-    >>> clf = RGNNClassifier(eps_y=2.0, n_clusters=16, epochs=5, random_state=0)
+    >>> clf = RGNNClassifier(eps_y=2.0, classes=range(7), n_clusters=16, epochs=5,
+    ...                      random_state=0)
     >>> clf.fit(G[cora.train_mask], y[cora.train_mask]).predict(G[cora.test_mask]).shape
     (1000,)
     """
