@@ -75,7 +75,7 @@ class PrivacyReport:
 
 def _children(est):
     steps = getattr(est, "steps", None)
-    if steps is not None:
+    if isinstance(steps, list) and all(isinstance(s, tuple) and len(s) == 2 for s in steps):
         for name, step in steps:
             yield name, step
         return

@@ -55,3 +55,15 @@ def test_unseeded_mechanism_is_a_new_collection_per_fold(data):
     # 3 folds + the refit, each a fresh collection at eps = 1
     assert rep.search_collections == 4 and rep.search_epsilon == pytest.approx(4.0)
     assert not np.isnan(rep.search_epsilon)
+
+
+def test_integer_steps_parameter_is_not_mistaken_for_a_pipeline():
+    from sklearn.base import BaseEstimator
+
+    class Trainer(BaseEstimator):
+        def __init__(self, steps=10):
+            self.steps = steps
+
+    t = Trainer()
+    t.epsilon_, t.protects_ = 2.0, ("features",)
+    assert privacy_report(t).local_epsilon == 2.0
