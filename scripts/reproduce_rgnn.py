@@ -183,7 +183,7 @@ def run(args):
             done.add((r["dataset"], r["eps"], r["eps_y"], r["model"], r["seed"]))
     jobs = []
     for name in args.datasets:
-        for seed in range(args.seeds):
+        for seed in range(args.first_seed, args.seeds):
             for eps in EPS_X:
                 for eps_y in EPS_Y:
                     for kind in ("RGNN", "GraphSAGE", "LPGNN", "RGNN-K16"):
@@ -226,9 +226,14 @@ def _fmt(vals):
 
 
 def report(args):
-    rows = []
+    rows, seen = [], set()
     for out in args.out.split(","):
-        rows += [json.loads(line) for line in Path(out).read_text().splitlines()]
+        for line in Path(out).read_text().splitlines():
+            r = json.loads(line)
+            key = (r["dataset"], r["eps"], r["eps_y"], r["model"], r["seed"])
+            if key not in seen:  # parallel runs may repeat a cell: keep the first
+                seen.add(key)
+                rows.append(r)
 
     def accs(**kw):
         return [r["acc"] for r in rows if all(r[k] == v for k, v in kw.items())]
@@ -282,6 +287,7 @@ def main(argv=None):
                     default=["student_rgnn", "german_rgnn", "cora", "citeseer", "facebook"])
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--models", nargs="+", default=None)
+    ap.add_argument("--first-seed", type=int, default=0)
     ap.add_argument("--md", default="docs/results/rgnn.md")
     args = ap.parse_args(argv)
     return run(args) if args.cmd == "run" else report(args)
