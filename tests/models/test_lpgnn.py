@@ -54,7 +54,10 @@ def test_learns_with_private_labels_and_features(data):
 @pytest.mark.slow
 def test_label_denoising_helps_under_strong_noise(data):
     G, y, tr, te = data
-    kw = dict(eps_y=0.5, classes=[0, 1, 2], x_steps=2, random_state=0, **FAST)
+    # selection="loss": the internal validation split has only 12 nodes here, too few
+    # for the noisy-accuracy criterion; this test is about the label propagation.
+    kw = dict(eps_y=0.5, classes=[0, 1, 2], x_steps=2, random_state=0, selection="loss",
+              **FAST)
     scores = {}
     for ky in (0, 2):
         accs = [LPGNNClassifier(y_steps=ky, **{**kw, "random_state": s}).fit(G[tr], y[tr])
