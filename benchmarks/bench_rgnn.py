@@ -18,7 +18,6 @@ import tracemalloc
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("SKLDP_DATASETS_DIR", "/work/shared/datasets")
 
-import numpy as np  # noqa: E402
 
 from skldp.datasets import load_dataset  # noqa: E402
 from skldp.mechanisms import GRRFSMechanism, group_features  # noqa: E402
@@ -48,9 +47,9 @@ def main():
         Gx = G.with_features(X)
         d = Gx.shape[1]
         mech = GRRFSMechanism(1.0, m=10, domain_sizes=2, random_state=0).fit(Gx)
-        R, t_mech, m_mech = measure(lambda: mech.transform(Gx))
+        R, t_mech, m_mech = measure(lambda mech=mech, Gx=Gx: mech.transform(Gx))
         rec = FrequencyReconstructor(1.0, 10, domain_sizes=2, hops=hops).fit(R)
-        _, t_rec, m_rec = measure(lambda: rec.transform(R))
+        _, t_rec, m_rec = measure(lambda rec=rec, R=R: rec.transform(R))
         dense = G.n_nodes * 2 * d * 8 / 2**20
         print(f"| {label} | {d} | {hops} | {t_mech:.2f} | {m_mech:.0f} | {t_rec:.2f} | "
               f"{m_rec:.0f} | {dense:.0f} |")

@@ -32,14 +32,17 @@ os.environ.setdefault("SKLDP_DATASETS_DIR", "/work/shared/datasets")
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from skldp import GraphData  # noqa: E402
 from skldp.datasets import load_dataset  # noqa: E402
 from skldp.exceptions import PrivacyLeakWarning  # noqa: E402
-from skldp.mechanisms import GRRFSMechanism, discretize, group_features  # noqa: E402
-from skldp.mechanisms import quantile_bin_edges  # noqa: E402
+from skldp.mechanisms import (  # noqa: E402
+    GRRFSMechanism,
+    LabelRandomizedResponse,  # noqa: E402
+    discretize,
+    group_features,
+    quantile_bin_edges,  # noqa: E402
+)
 from skldp.model_selection import random_node_split  # noqa: E402
 from skldp.models import RGNNClassifier  # noqa: E402
-from skldp.mechanisms import LabelRandomizedResponse  # noqa: E402
 from skldp.reconstruction import FrequencyReconstructor, mean_propagation_matrix  # noqa: E402
 from skldp.utils import draw_seed  # noqa: E402
 

@@ -8,7 +8,6 @@ import numbers
 import numpy as np
 import torch
 import torch.nn.functional as F
-
 from sklearn.utils.validation import column_or_1d
 
 from ..mechanisms._label_rr import LabelRandomizedResponse

@@ -9,8 +9,14 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skldp import GraphData
 from skldp.exceptions import PrivacyLeakWarning
-from skldp.mechanisms import (FeatureGrouper, GRRFSMechanism, discretize, group_features,
-                              grrfs_epsilon, quantile_bin_edges)
+from skldp.mechanisms import (
+    FeatureGrouper,
+    GRRFSMechanism,
+    discretize,
+    group_features,
+    grrfs_epsilon,
+    quantile_bin_edges,
+)
 
 
 def _population(n, freqs, d, rng):

@@ -5,8 +5,12 @@ import pytest
 import scipy.sparse as sp
 
 from skldp.mechanisms import LabelRandomizedResponse
-from skldp.reconstruction import (grr_transition_matrix, project_simplex, reconstruct_labels,
-                                  unbiased_label_distribution)
+from skldp.reconstruction import (
+    grr_transition_matrix,
+    project_simplex,
+    reconstruct_labels,
+    unbiased_label_distribution,
+)
 
 
 def _bisection_projection(v):

@@ -5,8 +5,12 @@ import pytest
 import scipy.sparse as sp
 import torch
 
-from skldp.reconstruction import (cluster_label_proportions, grr_transition_matrix,
-                                  llp_kl_loss, metis_clusters)
+from skldp.reconstruction import (
+    cluster_label_proportions,
+    grr_transition_matrix,
+    llp_kl_loss,
+    metis_clusters,
+)
 
 
 def _two_cliques(k=20):
