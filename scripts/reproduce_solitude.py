@@ -214,7 +214,12 @@ def main_report(args):
                 cells = []
                 for e in EPS_A:
                     v = acc.get((name, backbone, method, e))
-                    cells.append(f"{np.mean(v):.1f} ± {np.std(v):.1f} (n={len(v)})" if v else "—")
+                    if not v:
+                        cells.append("—")
+                    elif len(v) == 1:
+                        cells.append(f"{v[0]:.1f} (n=1)")
+                    else:
+                        cells.append(f"{np.mean(v):.1f} ± {np.std(v):.1f} (n={len(v)})")
                 lines.append(f"| {method} (ours) | " + " | ".join(cells) + " |")
     text = "\n".join(lines)
     print(text)

@@ -133,7 +133,10 @@ class SolitudeClassifier(GNNClassifierBase):
        with ``A^c`` fixed, then (every ``adj_every`` epochs) one Adam step on
        ``A^c`` for the cross entropy plus the Frobenius term, a proximal
        step for the L1 term (soft thresholding by ``lr_adj * lambda_l1``)
-       and a projection onto ``[0, 1]``.
+       and a projection onto ``[0, 1]``. As in eq. (13), ``L_GNN`` of the
+       graph step is the cross entropy *summed* over the labelled nodes, so
+       ``lambda_1`` and ``lambda_2`` are on the scale of the paper's grid
+       ({1e-5, ..., 1e-2}); the model step uses the mean (Adam is scale-free).
 
     ``A^c`` is only learned on the entries the server received (a weight
     per stored entry of the received adjacency, shared by ``(i, j)`` and
