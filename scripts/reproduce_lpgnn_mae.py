@@ -48,6 +48,7 @@ EPSILONS = [1, 3, 5, 7, 9]
 MECHANISMS = ["LM", "PM", "PGC"]
 ROOT = Path(__file__).resolve().parents[1]
 OUT_MD = ROOT / "docs" / "results" / "lpgnn_mae.md"
+MARKER = "<!-- sections below are kept when the script rewrites this file -->"
 
 # Paper 000 Table 3 (mean feature value after scaling to [0, 1]).
 PAPER_XBAR = {"cora": 0.013, "citeseer": 0.009, "twitch_ENGB": 0.008, "facebook": None}
@@ -261,7 +262,11 @@ def write_markdown(done):
               f"- Total compute of the cached runs: {secs / 60:.1f} min on "
               f"{platform.machine()} (2 shared CPU cores, OMP_NUM_THREADS=1).", ""]
     OUT_MD.parent.mkdir(parents=True, exist_ok=True)
-    OUT_MD.write_text("\n".join(lines))
+    # Keep the hand-written sections (summary, benchmark) that follow the marker.
+    tail = ""
+    if OUT_MD.exists() and MARKER in OUT_MD.read_text():
+        tail = OUT_MD.read_text().split(MARKER, 1)[1]
+    OUT_MD.write_text("\n".join(lines) + "\n" + MARKER + tail)
 
 
 def main():
