@@ -233,9 +233,11 @@ class RGNNClassifier(TorchClassifierBase):
         state = getattr(self, "_llp_state", None)
         if self.alpha > 0 and state is not None:
             clusters, props = state
-            dev = logits.device
+            if clusters.device != logits.device:  # move once, not at every step
+                clusters, props = clusters.to(logits.device), props.to(logits.device)
+                self._llp_state = (clusters, props)
             loss = loss + self.alpha * llp_kl_loss(F.softmax(logits, dim=1),
-                                                   clusters.to(dev)[positions], props.to(dev))
+                                                   clusters[positions], props)
         return loss
 
     # ---------------------------------------------------------------- model
