@@ -10,7 +10,8 @@ import scipy.sparse as sp
 
 __all__ = ["GraphData"]
 
-_MEMO_SIZE = 8
+_MEMO_SIZE = 8            # whole-graph results kept per graph ...
+_MEMO_BYTES = 1 << 30     # ... and at most this many bytes of them (the newest is always kept)
 
 
 class _GraphStore:
@@ -320,7 +321,9 @@ class GraphData:
         memo = self._store._memo
         memo[key] = value
         memo.move_to_end(key)
-        while len(memo) > _MEMO_SIZE:
+        # Dense reports of a large graph are big (0.8 GB for facebook): bound bytes too.
+        while len(memo) > 1 and (len(memo) > _MEMO_SIZE or
+                                 sum(_nbytes(v) for v in memo.values()) > _MEMO_BYTES):
             memo.popitem(last=False)
         return value
 
@@ -335,6 +338,15 @@ class GraphData:
         if sp.issparse(X):
             return pd.DataFrame.sparse.from_spmatrix(X, index=index, columns=cols)
         return pd.DataFrame(X, index=index, columns=cols)
+
+
+def _nbytes(value):
+    """Approximate memory held by a memo entry (features of a GraphData, or an array)."""
+    if isinstance(value, GraphData):
+        value = value.features
+    if sp.issparse(value):
+        return value.data.nbytes + value.indices.nbytes + value.indptr.nbytes
+    return getattr(value, "nbytes", 0)
 
 
 def _ids_to_keys(ids):

@@ -168,3 +168,16 @@ def test_array_protocol_dtype():
     G = GraphData(sp.csr_matrix(np.eye(3)))
     a = np.asarray(G[[1]], dtype=np.float32)
     assert a.dtype == np.float32 and a.shape == (1, 3) and a[0, 1] == 1
+
+
+def test_memo_is_bounded_in_bytes(monkeypatch):
+    import skldp._graph_data as gd
+    monkeypatch.setattr(gd, "_MEMO_BYTES", 3 * 800)
+    G = GraphData(np.ones((3, 1)))
+    for i in range(4):
+        G.memo_set(i, np.zeros(100))  # 800 bytes each: only 3 fit
+    assert G.memo_get(0) is None and all(G.memo_get(i) is not None for i in (1, 2, 3))
+    G.memo_set("big", np.zeros(10_000))  # larger than the budget alone: still kept, alone
+    assert G.memo_get("big") is not None and len(G._store._memo) == 1
+    view = GraphData(np.ones((3, 1))).with_features(np.zeros((3, 50)))
+    assert gd._nbytes(view) == 3 * 50 * 8
