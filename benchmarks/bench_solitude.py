@@ -92,10 +92,11 @@ def worker_edge_rr(case, symmetrize, eps):
 
 
 def worker_cora():
+    import torch
+
     from skldp.datasets import load_cora
     from skldp.mechanisms import EdgeRR
     from skldp.models import SolitudeClassifier
-    import torch
     torch.set_num_threads(1)
     cora = load_cora()
     G = EdgeRR(7.0, symmetrize="directed", random_state=0).fit_transform(cora.data)

@@ -119,6 +119,7 @@ def lpgnn_model(backbone, seed):
                                epochs=EPOCHS, patience=PATIENCE, random_state=seed, **COMMON)
     except (ImportError, TypeError):
         from sklearn.pipeline import Pipeline
+
         from skldp.propagation import KProp
         print("LPGNN: KProp + GNN pipeline", flush=True)
         return Pipeline([("kprop", KProp(steps=K_X, self_loops=False)),

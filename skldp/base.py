@@ -9,8 +9,13 @@ from sklearn.utils.validation import check_array, check_is_fitted, column_or_1d
 
 from ._graph_data import GraphData
 from .utils._random import draw_seed
-from .utils.validation import (check_eps, check_finite_features, check_graph_data,
-                               clip_to_range, resolve_feature_range)
+from .utils.validation import (
+    check_eps,
+    check_finite_features,
+    check_graph_data,
+    clip_to_range,
+    resolve_feature_range,
+)
 
 __all__ = ["GraphTransformerMixin", "LDPMechanism", "NodeWise", "GraphClassifierMixin",
            "fitted_token"]

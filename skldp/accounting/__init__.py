@@ -1,7 +1,12 @@
 """Privacy accounting: budgets per user, composition, RDP."""
 
-from ._rdp import (DEFAULT_ORDERS, calibrate_noise_multiplier, compute_epsilon, dpgnn_rdp,
-                   rdp_to_epsilon)
+from ._rdp import (
+                   DEFAULT_ORDERS,
+                   calibrate_noise_multiplier,
+                   compute_epsilon,
+                   dpgnn_rdp,
+                   rdp_to_epsilon,
+)
 from ._report import PrivacyReport, PrivacySpend, privacy_report
 
 __all__ = ["PrivacyReport", "PrivacySpend", "privacy_report", "DEFAULT_ORDERS",

@@ -3,7 +3,6 @@
 from dataclasses import dataclass, field
 
 import numpy as np
-
 from sklearn.base import BaseEstimator
 
 __all__ = ["PrivacySpend", "PrivacyReport", "privacy_report"]

@@ -1,7 +1,14 @@
 """Real graph datasets (bundled, local folder, or cached download with checksums)."""
 
-from ._loaders import (DATASETS, fetch_file, get_data_home, list_datasets, load_citeseer,
-                       load_cora, load_dataset)
+from ._loaders import (
+                       DATASETS,
+                       fetch_file,
+                       get_data_home,
+                       list_datasets,
+                       load_citeseer,
+                       load_cora,
+                       load_dataset,
+)
 
 __all__ = ["DATASETS", "fetch_file", "get_data_home", "list_datasets", "load_citeseer",
            "load_cora", "load_dataset"]

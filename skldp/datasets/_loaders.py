@@ -85,7 +85,10 @@ def list_datasets():
 
 
 def get_data_home(data_home=None):
-    """The cache folder (created if needed): ``data_home``, ``$SKLDP_DATA_HOME`` or ``~/.cache/skldp``."""
+    """The cache folder, created if needed.
+
+    ``data_home``, else ``$SKLDP_DATA_HOME``, else ``~/.cache/skldp``.
+    """
     path = Path(data_home or os.environ.get("SKLDP_DATA_HOME")
                 or Path.home() / ".cache" / "skldp").expanduser()
     path.mkdir(parents=True, exist_ok=True)

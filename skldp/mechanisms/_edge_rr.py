@@ -9,8 +9,15 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from ..base import GraphTransformerMixin
-from ..utils._random import (_GOLDEN, _mix, _row_keys, _to_unit, draw_seed, node_uniforms,
-                             node_uniforms_ragged)
+from ..utils._random import (
+    _GOLDEN,
+    _mix,
+    _row_keys,
+    _to_unit,
+    draw_seed,
+    node_uniforms,
+    node_uniforms_ragged,
+)
 from ..utils.validation import check_eps, check_graph_data
 
 __all__ = ["EdgeRR", "randomized_adjacency_lists"]

@@ -42,7 +42,7 @@ def random_node_split(y, train_size=0.5, val_size=0.25, test_size=0.25, *, strat
     for idx in groups:
         idx = rng.permutation(idx)
         cuts = np.floor(np.cumsum(sizes) * len(idx) + 1e-9).astype(int)
-        for mask, part in zip(masks, np.split(idx, cuts[:3])[:3]):
+        for mask, part in zip(masks, np.split(idx, cuts[:3])[:3], strict=True):
             mask[part] = True
     return tuple(masks)
 

@@ -1,10 +1,10 @@
 """Torch classification heads, GNN classifiers and link predictors."""
 
 from ._base import TorchClassifierBase
-from ._mlp import MLPHead
 from ._gnn import GATClassifier, GCNClassifier, GNNClassifierBase, SAGEClassifier
-from ._lpgnn import LPGNNClassifier
 from ._link import HadamardLinkPredictor, PairData, VGAELinkPredictor
+from ._lpgnn import LPGNNClassifier
+from ._mlp import MLPHead
 from ._rgnn import RGNNClassifier
 from ._solitude import SolitudeClassifier
 

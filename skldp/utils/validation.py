@@ -80,7 +80,8 @@ def resolve_feature_range(feature_range, X, owner="mechanism"):
         try:
             lo, hi = feature_range
         except (TypeError, ValueError):
-            raise ValueError(f"feature_range must be a pair (lo, hi), got {feature_range!r}.")
+            raise ValueError(
+                f"feature_range must be a pair (lo, hi), got {feature_range!r}.") from None
         lo = np.broadcast_to(np.asarray(lo, dtype=np.float64), (d,)).copy()
         hi = np.broadcast_to(np.asarray(hi, dtype=np.float64), (d,)).copy()
     lo, hi = np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)

@@ -122,7 +122,6 @@ def test_determinism_and_per_user_reports():
     # node ids, not positions, key the reports: permuting the users permutes the reports
     perm = np.random.default_rng(0).permutation(300)
     Gp = GraphData(np.zeros((300, 2)), A[perm][:, perm], node_ids=perm)
-    m1.seed_  # same collection
     Rp = randomized_adjacency_lists(Gp.adjacency, Gp.node_keys, 2.0, m1.seed_)
     assert (Rp != R1[perm][:, perm]).nnz == 0
 

@@ -1,7 +1,6 @@
 """Tests of SolitudeClassifier: learned graph-structure denoising (paper 003, eqs. (10)-(14))."""
 
 import pickle
-import warnings
 
 import numpy as np
 import pytest
