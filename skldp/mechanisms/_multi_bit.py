@@ -4,7 +4,7 @@ import numpy as np
 
 from ..base import LDPMechanism
 from ..utils import node_uniforms
-from ._one_bit import _assemble_sampled, _check_int_param, _gather, _sample_columns, _variance_input
+from ._one_bit import _assemble_sampled, _gather, _n_sampled, _sample_columns, _variance_input
 
 __all__ = ["MultiBitMechanism"]
 
@@ -96,11 +96,7 @@ class MultiBitMechanism(LDPMechanism):
 
     def _validate_params(self):
         d = self.n_features_in_
-        m = _check_int_param(self.m, "m", d)
-        if m is None:
-            eps = float(self.eps)
-            m = d if np.isinf(eps) else max(1, min(d, int(np.floor(eps / _EPS_PER_DIM))))
-        self.m_ = m
+        self.m_ = m = _n_sampled(self.m, "m", d, self.eps, _EPS_PER_DIM)
         self.epsilon_per_feature_ = float(self.eps) / m
 
     def _epsilon_total(self):

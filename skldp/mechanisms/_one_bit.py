@@ -110,6 +110,20 @@ def _check_int_param(value, name, d, allow_none=True):
     return int(value)
 
 
+def _n_sampled(value, name, d, eps, eps_per_dim):
+    """Number of sampled dimensions: ``value`` (in 1..d) if given.
+
+    Otherwise max(1, min(d, floor(eps / eps_per_dim))).
+
+    The default is the rule of Wang et al. (2019) used by LPGNN; ``eps = inf`` samples all d.
+    """
+    k = _check_int_param(value, name, d)
+    if k is not None:
+        return k
+    eps = float(eps)
+    return d if np.isinf(eps) else max(1, min(d, int(np.floor(eps / eps_per_dim))))
+
+
 def _variance_input(mech, x):
     """Broadcast ``x`` (scalar, (d,) or (n, d)) against the fitted bounds."""
     check_is_fitted(mech, "seed_")

@@ -6,9 +6,9 @@ from ..base import LDPMechanism
 from ..utils import node_uniforms
 from ._one_bit import (
     _assemble_sampled,
-    _check_int_param,
     _dense_rows,
     _gather,
+    _n_sampled,
     _row_blocks,
     _sample_columns,
     _variance_input,
@@ -125,11 +125,7 @@ class PiecewiseMechanism(LDPMechanism):
 
     def _validate_params(self):
         d = self.n_features_in_
-        k = _check_int_param(self.k, "k", d)
-        if k is None:
-            eps = float(self.eps)
-            k = d if np.isinf(eps) else max(1, min(d, int(np.floor(eps / _EPS_PER_DIM))))
-        self.k_ = k
+        self.k_ = k = _n_sampled(self.k, "k", d, self.eps, _EPS_PER_DIM)
         self.epsilon_per_feature_ = float(self.eps) / k
 
     def _epsilon_total(self):
