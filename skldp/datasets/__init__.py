@@ -1,4 +1,4 @@
-"""Real graph datasets (bundled, local folder, or cached download with checksums)."""
+"""Real graph datasets: bundled, local folder, or a checksummed download (mirror or original source)."""
 
 from ._loaders import (
                        DATASETS,

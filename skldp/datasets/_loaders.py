@@ -7,10 +7,14 @@ Where a dataset is looked for, in order:
    (CI points it at ``../shared/datasets``);
 3. the cache folder ``data_home`` (``SKLDP_DATA_HOME``, default
    ``~/.cache/skldp``);
-4. a download of ``<base_url>/<file>`` into the cache, where ``base_url`` is
-   the ``base_url`` argument or ``SKLDP_DATA_URL``.
+4. a download into the cache: from a mirror of the ``.npz`` files if one is
+   configured (``base_url`` argument or ``SKLDP_DATA_URL``), otherwise from the
+   dataset's original public repository at a pinned commit: the raw files
+   (Planetoid pickles, MUSAE/FEATHER csv and json, NIFTY csv, RGNN igraph
+   pickles) are downloaded and converted (:mod:`._sources`).
 
-Every file is checked against its sha256 before it is read; a mismatch is an
+Every file is checked before it is read: a ready ``.npz`` against its sha256,
+a converted one against the sha256 of its canonical arrays. A mismatch is an
 error, never a silent fallback.
 """
 
@@ -27,6 +31,7 @@ import scipy.sparse as sp
 from sklearn.utils import Bunch
 
 from .._graph_data import GraphData
+from ._sources import SOURCES, build_from_source, canonical, content_digest
 
 __all__ = ["load_dataset", "load_cora", "load_citeseer", "list_datasets", "get_data_home",
            "fetch_file", "DATASETS"]
@@ -105,21 +110,34 @@ def _sha256(path):
 
 def _verified(path, sha256, name):
     got = _sha256(path)
-    if got != sha256:
+    if got != sha256 and _content_sha256(path) != SOURCES[name].digest:
         raise OSError(f"Checksum mismatch for dataset {name!r} at {path}: expected sha256 "
                       f"{sha256}, got {got}. The file is corrupt or not the expected "
                       "version; delete it and load again.")
     return path
 
 
-def fetch_file(url, path, sha256, timeout=60):
-    """Download ``url`` to ``path`` atomically, verifying its sha256 before keeping it."""
+def _content_sha256(path):
+    """sha256 of a uniform ``.npz``'s canonical arrays (independent of the zip container)."""
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            return content_digest(canonical({k: z[k] for k in z.files}))
+    except Exception:  # not a readable npz: it cannot match
+        return None
+
+
+def fetch_file(url, path, sha256=None, timeout=60):
+    """Download ``url`` to ``path`` atomically; if ``sha256`` is given, verify it first."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".part-")
     try:
         with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=timeout) as resp:
             shutil.copyfileobj(resp, out)
-        _verified(tmp, sha256, path.name)
+        if sha256 is not None:
+            got = _sha256(tmp)
+            if got != sha256:
+                raise OSError(f"Checksum mismatch for {path.name} downloaded from {url}: "
+                              f"expected sha256 {sha256}, got {got}.")
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
@@ -127,7 +145,7 @@ def fetch_file(url, path, sha256, timeout=60):
     return path
 
 
-def _locate(name, data_home, base_url, download_if_missing):
+def _locate(name, data_home, base_url, download_if_missing, source_url=None):
     sha, _, _ = DATASETS[name]
     fname = f"{name}.npz"
     if name in _BUNDLED:
@@ -142,14 +160,16 @@ def _locate(name, data_home, base_url, download_if_missing):
     cached = get_data_home(data_home) / fname
     if cached.exists():
         return _verified(cached, sha, name)
-    base_url = base_url or os.environ.get("SKLDP_DATA_URL")
-    if not download_if_missing or not base_url:
+    if not download_if_missing:
         raise FileNotFoundError(
             f"Dataset {name!r} was not found: not in SKLDP_DATASETS_DIR "
-            f"({local or 'unset'}) nor in the cache {cached.parent}. Point SKLDP_DATASETS_DIR "
-            f"at a folder holding {fname}, or set SKLDP_DATA_URL (or base_url=) to a mirror "
-            "to download it from.")
-    return fetch_file(base_url.rstrip("/") + "/" + fname, cached, sha)
+            f"({local or 'unset'}) nor in the cache {cached.parent}, and "
+            "download_if_missing=False. Point SKLDP_DATASETS_DIR at a folder holding "
+            f"{fname}, or allow the download.")
+    base_url = base_url or os.environ.get("SKLDP_DATA_URL")
+    if base_url:
+        return fetch_file(base_url.rstrip("/") + "/" + fname, cached, sha)
+    return build_from_source(name, cached.parent, source_url, fetch=fetch_file)
 
 
 def _read_npz(path):
@@ -168,7 +188,8 @@ def _read_npz(path):
     return out
 
 
-def load_dataset(name, *, data_home=None, base_url=None, download_if_missing=True):
+def load_dataset(name, *, data_home=None, base_url=None, source_url=None,
+                 download_if_missing=True):
     """Load a real graph dataset as a scikit-learn :class:`~sklearn.utils.Bunch`.
 
     Parameters
@@ -179,7 +200,12 @@ def load_dataset(name, *, data_home=None, base_url=None, download_if_missing=Tru
         Cache folder for downloads (default ``$SKLDP_DATA_HOME`` or ``~/.cache/skldp``).
     base_url : str, default=None
         Mirror to download ``<name>.npz`` from when the file is not found
-        locally (default ``$SKLDP_DATA_URL``).
+        locally (default ``$SKLDP_DATA_URL``). Without a mirror the raw files
+        are downloaded from the dataset's original repository and converted.
+    source_url : str, default=None
+        Prefix replacing ``https://raw.githubusercontent.com`` for the original
+        raw files (default ``$SKLDP_SOURCE_URL``): a local copy laid out as
+        ``<owner>/<repo>/<commit>/<path>``.
     download_if_missing : bool, default=True
         If False, raise instead of downloading.
 
@@ -200,7 +226,7 @@ def load_dataset(name, *, data_home=None, base_url=None, download_if_missing=Tru
     """
     if name not in DATASETS:
         raise ValueError(f"Unknown dataset {name!r}; choose one of {list_datasets()}.")
-    path = _locate(name, data_home, base_url, download_if_missing)
+    path = _locate(name, data_home, base_url, download_if_missing, source_url)
     raw = _read_npz(path)
     names = raw.pop("names")
     G = GraphData(raw["X"], raw["A"], feature_names=names)

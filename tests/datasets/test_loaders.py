@@ -1,10 +1,7 @@
 """Dataset loaders: statistics of every dataset, checksums, download path, errors."""
 
-import functools
-import http.server
 import os
 import shutil
-import threading
 from pathlib import Path
 
 import numpy as np
@@ -93,30 +90,19 @@ def test_file_not_found_message(monkeypatch, tmp_path):
     monkeypatch.delenv("SKLDP_DATA_URL", raising=False)
     monkeypatch.setenv("SKLDP_DATA_HOME", str(tmp_path))
     with pytest.raises(FileNotFoundError, match="SKLDP_DATASETS_DIR") as e:
-        load_dataset("german")
-    assert "german.npz" in str(e.value) and "SKLDP_DATA_URL" in str(e.value)
+        load_dataset("german", download_if_missing=False)
+    assert "german.npz" in str(e.value) and "download_if_missing=False" in str(e.value)
     with pytest.raises(FileNotFoundError):
         load_dataset("german", base_url="http://127.0.0.1:9", download_if_missing=False)
+    # the original source cannot be reached (port 9 is closed): a clear error, nothing kept
+    with pytest.raises(OSError, match="Could not download the raw file .*german.csv"):
+        load_dataset("german", source_url="http://127.0.0.1:9")
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_unknown_dataset():
     with pytest.raises(ValueError, match="Unknown dataset 'nope'"):
         load_dataset("nope")
-
-
-@pytest.fixture
-def server(tmp_path):
-    """A small http.server on 127.0.0.1 serving tmp_path/serve in a thread."""
-    root = tmp_path / "serve"
-    root.mkdir()
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
-    handler.log_message = lambda *a, **k: None
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    t = threading.Thread(target=httpd.serve_forever, daemon=True)
-    t.start()
-    yield root, f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
 
 
 def test_download_into_cache(monkeypatch, tmp_path, server):
