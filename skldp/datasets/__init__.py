@@ -1,4 +1,4 @@
-"""Real graph datasets: bundled, local folder, or a checksummed download (mirror or original source)."""
+"""Real graph datasets: bundled, local folder, or a checksummed download (mirror or source)."""
 
 from ._loaders import (
                        DATASETS,
