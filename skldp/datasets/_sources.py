@@ -251,6 +251,8 @@ def _edge_list(path):
     """First two integer columns of an edge file (csv with header, or whitespace text)."""
     with open(path, encoding="utf-8") as f:
         first = f.readline()
+    if not first.strip():
+        raise ValueError(f"{Path(path).name}: empty edge file.")
     delimiter = "," if "," in first else None
     skip = 0 if first.replace(",", " ").split()[0].replace(".", "").lstrip("-").isdigit() else 1
     E = np.loadtxt(path, delimiter=delimiter, skiprows=skip, ndmin=2, dtype=np.float64)

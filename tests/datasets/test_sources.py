@@ -241,6 +241,10 @@ def test_wrong_raw_format_is_a_clear_error(server, tmp_path, monkeypatch):
     monkeypatch.delenv("SKLDP_DATA_URL", raising=False)
     with pytest.raises(ValueError, match="expected a column 'target'"):
         load_dataset("wiki_chameleon", data_home=tmp_path / "c", source_url=url)
+    paths = _serve_raw("german", root, monkeypatch)
+    paths["edges"].write_text("")
+    with pytest.raises(ValueError, match="empty edge file"):
+        load_dataset("german", data_home=tmp_path / "c", source_url=url)
 
 
 class _Evil:
