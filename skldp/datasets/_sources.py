@@ -261,16 +261,21 @@ def _edge_list(path):
     return E[:, 0].astype(np.int64), E[:, 1].astype(np.int64)
 
 
-def _binary_features(path, n, d, ids):
+def _check_ids(ids, path):
+    """Node ids of a target file must be exactly 0..n-1 (in any order)."""
+    if not np.array_equal(np.sort(ids), np.arange(len(ids))):
+        raise ValueError(f"{Path(path).name}: node ids are not 0..{len(ids) - 1}.")
+
+
+def _binary_features(path, n, d):
     """MUSAE features json ``{node: [active feature ids]}`` as a binary CSR (n x d)."""
     with open(path, encoding="utf-8") as f:
         raw = json.load(f)
     rows, cols = [], []
-    pos = {str(k): i for i, k in enumerate(ids)}
     for key, active in raw.items():
-        if key not in pos:
+        if not key.isdigit() or int(key) >= n:
             raise ValueError(f"{Path(path).name}: features for unknown node {key!r}.")
-        rows.append(np.full(len(active), pos[key], np.int64))
+        rows.append(np.full(len(active), int(key), np.int64))
         cols.append(np.asarray(active, np.int64))
     rows = np.concatenate(rows) if rows else np.zeros(0, np.int64)
     cols = np.concatenate(cols) if cols else np.zeros(0, np.int64)
@@ -293,8 +298,7 @@ def musae(paths, kind, d):
     id_col = "new_id" if kind == "twitch" else "id"
     ids = np.asarray(_column(header, body, id_col, paths["target"]), np.int64)
     n = len(ids)
-    if not np.array_equal(np.sort(ids), np.arange(n)):
-        raise ValueError(f"{Path(paths['target']).name}: node ids are not 0..{n - 1}.")
+    _check_ids(ids, paths["target"])
     extras = {}
     if kind == "facebook":
         labels = np.asarray(_column(header, body, "page_type", paths["target"]))
@@ -312,7 +316,7 @@ def musae(paths, kind, d):
     order = np.argsort(ids)
     y = np.asarray(y)[order]
     extras = {k: (v[order] if k == "traffic" else v) for k, v in extras.items()}
-    X = _binary_features(paths["features"], n, d, np.arange(n))
+    X = _binary_features(paths["features"], n, d)
     rows, cols = _edge_list(paths["edges"])
     return graph_arrays(n, rows, cols, X, y, **extras)
 
@@ -323,6 +327,7 @@ def feather_lastfm(paths, n_top=10):
     ids = np.asarray(_column(header, body, "id", paths["target"]), np.int64)
     target = np.asarray(_column(header, body, "target", paths["target"]), np.int64)
     n = len(ids)
+    _check_ids(ids, paths["target"])
     y = np.empty(n, np.int64)
     y[ids] = target
     counts = Counter(y.tolist())

@@ -241,6 +241,12 @@ def test_wrong_raw_format_is_a_clear_error(server, tmp_path, monkeypatch):
     monkeypatch.delenv("SKLDP_DATA_URL", raising=False)
     with pytest.raises(ValueError, match="expected a column 'target'"):
         load_dataset("wiki_chameleon", data_home=tmp_path / "c", source_url=url)
+    paths = _serve_raw("lastfm_asia_nofeatures", root, monkeypatch)
+    lines = paths["target"].read_text().splitlines()
+    lines[2] = lines[1]  # a user listed twice, another one missing
+    paths["target"].write_text("\n".join(lines) + "\n")
+    with pytest.raises(ValueError, match="node ids are not 0..7623"):
+        load_dataset("lastfm_asia_nofeatures", data_home=tmp_path / "c", source_url=url)
     paths = _serve_raw("german", root, monkeypatch)
     paths["edges"].write_text("")
     with pytest.raises(ValueError, match="empty edge file"):
