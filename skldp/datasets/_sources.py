@@ -14,6 +14,8 @@ a stand-in for ``igraph.Graph``: a downloaded pickle can never run code, and
 ``igraph`` is not needed.
 """
 
+import codecs
+import copyreg
 import csv
 import hashlib
 import io
@@ -141,12 +143,8 @@ class IGraphPickle:
 
 
 def _allowed_globals():
-    import copyreg
-
     reconstruct = np.ndarray.__reduce__(np.zeros(1))[0]
     scalar = np.float64(0).__reduce__()[0]
-    import codecs
-
     table = {("igraph", "Graph"): IGraphPickle,
              # protocol-2 pickles written by Python 3 store bytes as codecs.encode(str)
              ("_codecs", "encode"): codecs.encode,
@@ -169,14 +167,13 @@ def _allowed_globals():
     return table
 
 
-class _SafeUnpickler(pickle.Unpickler):
-    _table = None
+_ALLOWED_GLOBALS = _allowed_globals()
 
+
+class _SafeUnpickler(pickle.Unpickler):
     def find_class(self, module, name):
-        if _SafeUnpickler._table is None:
-            _SafeUnpickler._table = _allowed_globals()
         try:
-            return self._table[(module, name)]
+            return _ALLOWED_GLOBALS[(module, name)]
         except KeyError:
             raise pickle.UnpicklingError(
                 f"Refusing to unpickle {module}.{name}: a downloaded dataset file may only "
