@@ -2,9 +2,9 @@
 
 from ._graph_data import GraphData
 from .base import GraphClassifierMixin, GraphTransformerMixin, LDPMechanism, NodeWise
-from .exceptions import PrivacyBudgetError, PrivacyLeakWarning
+from .exceptions import InvalidParameterError, PrivacyBudgetError, PrivacyLeakWarning
 
 __version__ = "0.1.0"
 
-__all__ = ["GraphData", "GraphClassifierMixin", "GraphTransformerMixin", "LDPMechanism",
-           "NodeWise", "PrivacyBudgetError", "PrivacyLeakWarning", "__version__"]
+__all__ = ["GraphData", "GraphClassifierMixin", "GraphTransformerMixin", "InvalidParameterError",
+           "LDPMechanism", "NodeWise", "PrivacyBudgetError", "PrivacyLeakWarning", "__version__"]

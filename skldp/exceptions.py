@@ -1,6 +1,6 @@
 """Warnings and errors specific to skldp."""
 
-__all__ = ["PrivacyLeakWarning", "PrivacyBudgetError"]
+__all__ = ["PrivacyLeakWarning", "PrivacyBudgetError", "InvalidParameterError"]
 
 
 class PrivacyLeakWarning(UserWarning):
@@ -15,3 +15,11 @@ class PrivacyLeakWarning(UserWarning):
 
 class PrivacyBudgetError(ValueError):
     """A requested privacy guarantee cannot be met with the given settings."""
+
+
+class InvalidParameterError(ValueError, TypeError):
+    """A hyper-parameter has the wrong type or is out of its range.
+
+    A subclass of both ``ValueError`` and ``TypeError`` (as scikit-learn's own
+    ``InvalidParameterError``), so callers may catch either.
+    """

@@ -44,7 +44,7 @@ from ..base import GraphClassifierMixin
 from ..exceptions import PrivacyLeakWarning
 from ..models._torch_utils import normalized_adjacency, resolve_device
 from ..utils._random import draw_seed
-from ..utils.validation import check_finite_features, check_graph_data
+from ..utils.validation import check_finite_features, check_graph_data, check_int
 from ._sampling import degree_bounded_sample
 
 __all__ = ["DPGNNClassifier", "DPMLPClassifier"]
@@ -272,22 +272,17 @@ class _DPTrainerBase(GraphClassifierMixin, BaseEstimator):
             raise ValueError(f"activation must be one of {sorted(_ACT)}, got "
                              f"{self.activation!r}.")
         for name in ("hidden_size", "encoder_layers", "decoder_layers"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (numbers.Integral, np.integer)) or v < 1:
-                raise ValueError(f"{name} must be a positive integer, got {v!r}.")
+            check_int(getattr(self, name), name, 1)
         if isinstance(self.lr, bool) or not isinstance(self.lr, numbers.Real) or \
                 not np.isfinite(self.lr) or self.lr <= 0:
             raise ValueError(f"lr must be a finite number > 0, got {self.lr!r}.")
-        b = self.batch_size
-        if isinstance(b, bool) or not isinstance(b, (numbers.Integral, np.integer)) or b < 1:
-            raise ValueError(f"batch_size must be a positive integer, got {b!r}.")
+        check_int(self.batch_size, "batch_size", 1)
         if self.epochs is not None:
             if isinstance(self.epochs, bool) or not isinstance(self.epochs, numbers.Real) or \
                     not self.epochs > 0:
                 raise ValueError(f"epochs must be a number > 0 or None, got {self.epochs!r}.")
-        elif isinstance(self.n_steps, bool) or not isinstance(self.n_steps, numbers.Integral) or \
-                self.n_steps < 1:
-            raise ValueError(f"n_steps must be a positive integer, got {self.n_steps!r}.")
+        else:
+            check_int(self.n_steps, "n_steps", 1)
         z = self.noise_multiplier
         if self.target_epsilon is None:
             if isinstance(z, bool) or not isinstance(z, numbers.Real) or np.isnan(z) or z < 0:

@@ -1,6 +1,5 @@
 """Degree-bounded subgraph sampling (Algorithm 2 of paper 004), vectorised."""
 
-import numbers
 
 import numpy as np
 import scipy.sparse as sp
@@ -10,17 +9,9 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..base import GraphTransformerMixin
 from ..utils._random import draw_seed
-from ..utils.validation import check_graph_data
+from ..utils.validation import check_graph_data, check_int
 
 __all__ = ["degree_bounded_sample", "DegreeBoundedSampler"]
-
-
-def _check_K(max_degree):
-    if isinstance(max_degree, bool) or not isinstance(max_degree, (numbers.Integral, np.integer)):
-        raise TypeError(f"max_degree K must be a non-negative integer, got {max_degree!r}.")
-    if max_degree < 0:
-        raise ValueError(f"max_degree K must be a non-negative integer, got {max_degree}.")
-    return int(max_degree)
 
 
 def _rank_within(nodes, prio):
@@ -88,7 +79,7 @@ def degree_bounded_sample(adjacency, max_degree, nodes=None, random_state=None):
     >>> int(S.sum(axis=1).max()) <= 2, (S != S.T).nnz
     (True, 0)
     """
-    K = _check_K(max_degree)
+    K = check_int(max_degree, "max_degree K")
     if not sp.issparse(adjacency):
         adjacency = sp.csr_matrix(np.asarray(adjacency))
     A = sp.csr_matrix(adjacency)
@@ -177,7 +168,7 @@ class DegreeBoundedSampler(GraphTransformerMixin, BaseEstimator):
         self.random_state = random_state
 
     def fit(self, X, y=None):
-        _check_K(self.max_degree)
+        check_int(self.max_degree, "max_degree K")
         G = check_graph_data(X, self, **self._graph_requirements)
         self.n_features_in_ = G.shape[1]
         self.seed_ = draw_seed(self.random_state)

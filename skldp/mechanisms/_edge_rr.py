@@ -1,6 +1,5 @@
 """Edge local differential privacy: randomized response on each user's adjacency list."""
 
-import numbers
 
 import numpy as np
 import scipy.sparse as sp
@@ -18,7 +17,7 @@ from ..utils._random import (
     node_uniforms,
     node_uniforms_ragged,
 )
-from ..utils.validation import check_eps, check_graph_data
+from ..utils.validation import check_eps, check_graph_data, check_int
 
 __all__ = ["EdgeRR", "randomized_adjacency_lists"]
 
@@ -358,8 +357,7 @@ class EdgeRR(GraphTransformerMixin, BaseEstimator):
             expected number of pairs with at least one report; ``and``: twice
             the expected number of pairs reported by both.
         """
-        if not isinstance(n_nodes, numbers.Integral) or n_nodes < 2:
-            raise ValueError(f"n_nodes must be an integer >= 2, got {n_nodes!r}.")
+        check_int(n_nodes, "n_nodes", 2)
         q = _flip_probability(check_eps(self.eps))
         pairs = n_nodes * (n_nodes - 1) / 2.0
         m = float(n_edges)

@@ -7,7 +7,6 @@ of binary columns and binarises them (:func:`group_features`,
 :class:`FeatureGrouper`).
 """
 
-import numbers
 import warnings
 
 import numpy as np
@@ -20,7 +19,7 @@ from ..base import GraphTransformerMixin, LDPMechanism
 from ..exceptions import PrivacyLeakWarning
 from ..utils import node_uniforms, sample_k_of_d
 from ..utils._random import draw_seed
-from ..utils.validation import check_eps, check_finite_features
+from ..utils.validation import check_eps, check_finite_features, check_int
 
 __all__ = ["GRRFSMechanism", "grrfs_epsilon", "grr_probabilities", "group_features",
            "FeatureGrouper", "discretize", "quantile_bin_edges"]
@@ -178,9 +177,7 @@ def group_features(X, group_size):
     array([[1., 0., 0.],
            [0., 0., 1.]])
     """
-    if isinstance(group_size, bool) or not isinstance(group_size, numbers.Integral) \
-            or group_size < 1:
-        raise ValueError(f"group_size must be a positive integer, got {group_size!r}.")
+    check_int(group_size, "group_size", 1)
     X = sp.csr_matrix(X) if sp.issparse(X) else sp.csr_matrix(np.asarray(X, dtype=np.float64))
     d = X.shape[1]
     n_groups = -(-d // group_size)
@@ -359,10 +356,7 @@ class GRRFSMechanism(LDPMechanism):
         check_finite_features(Xf)
         d = Xf.shape[1]
         self.n_features_in_ = d
-        if isinstance(self.m, bool) or not isinstance(self.m, numbers.Integral):
-            raise TypeError(f"m must be an integer in 1..{d}, got {self.m!r}.")
-        if not 1 <= self.m <= d:
-            raise ValueError(f"m must be in 1..{d} (the number of features), got {self.m}.")
+        check_int(self.m, "m", 1, d, maximum_is=f"n_features={d}")
         if self.domain_sizes is not None and self.categories is not None:
             raise ValueError("Give either domain_sizes or categories, not both.")
         if self.categories is not None:

@@ -6,14 +6,13 @@ temporary memory, dense views of CSR row blocks, the assembly of sampled
 reports, and the ``variance`` input checks.
 """
 
-import numbers
-
 import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.validation import check_is_fitted
 
 from ..base import LDPMechanism
 from ..utils import node_uniforms, sample_k_of_d
+from ..utils.validation import check_int
 
 __all__ = ["OneBitMechanism"]
 
@@ -99,17 +98,6 @@ def _assemble_sampled(n, d, idx, values, mid):
     return out
 
 
-def _check_int_param(value, name, d, allow_none=True):
-    """An integer in 1..d (or None)."""
-    if value is None and allow_none:
-        return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer in 1..{d} or None, got {value!r}.")
-    if not 1 <= int(value) <= d:
-        raise ValueError(f"{name} must be in 1..{d} (n_features={d}), got {value}.")
-    return int(value)
-
-
 def _n_sampled(value, name, d, eps, eps_per_dim):
     """Number of sampled dimensions: ``value`` (in 1..d) if given.
 
@@ -117,7 +105,8 @@ def _n_sampled(value, name, d, eps, eps_per_dim):
 
     The default is the rule of Wang et al. (2019) used by LPGNN; ``eps = inf`` samples all d.
     """
-    k = _check_int_param(value, name, d)
+    k = check_int(value, name, 1, d, maximum_is=f"n_features={d}",
+                  allow_none=True)
     if k is not None:
         return k
     eps = float(eps)

@@ -1,12 +1,11 @@
 """The HDS (High-Dimensional Square wave) mechanism of PrivGE (paper 002, Sec. 3.1)."""
 
-import numbers
-
 import numpy as np
 import scipy.sparse as sp
 
 from ..base import LDPMechanism
 from ..utils._random import node_uniforms, sample_k_of_d
+from ..utils.validation import check_int
 
 __all__ = ["HDSMechanism"]
 
@@ -177,11 +176,7 @@ class HDSMechanism(LDPMechanism):
     def _validate_params(self):
         d = self.n_features_in_
         k = min(_DEFAULT_K, d) if self.k is None else self.k
-        if isinstance(k, bool) or not isinstance(k, numbers.Integral):
-            raise TypeError(f"k must be an integer in 1..{d} or None, got {k!r}.")
-        if not 1 <= k <= d:
-            raise ValueError(f"k must be in 1..{d} (the number of features), got {k}.")
-        self.k_ = int(k)
+        self.k_ = check_int(k, "k", 1, d, maximum_is=f"n_features={d}")
         eps = float(self.eps)
         self.b_ = 0.0 if np.isinf(eps) else square_wave_b(eps / self.k_)
 

@@ -13,6 +13,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._graph_data import GraphData
 from ..base import GraphClassifierMixin
 from ..utils._random import draw_seed
+from ..utils.validation import check_int
 from ._torch_utils import resolve_device
 
 __all__ = ["TorchClassifierBase"]
@@ -73,10 +74,7 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
                                 random_state=seed % (2**31), stratify=strat)
 
     def _validate_hyperparameters(self):
-        for name in ("epochs",):
-            v = getattr(self, name)
-            if not isinstance(v, (int, np.integer)) or v < 1:
-                raise ValueError(f"{name} must be a positive integer, got {v!r}.")
+        check_int(self.epochs, "epochs", 1)
         if self.lr <= 0:
             raise ValueError(f"lr must be > 0, got {self.lr}.")
         if self.batch_size is not None and self.batch_size < 1:

@@ -10,7 +10,7 @@ from sklearn.base import clone
 from sklearn.utils.validation import column_or_1d
 from torch import nn
 
-from ..utils.validation import check_graph_data
+from ..utils.validation import check_graph_data, check_int
 from ._base import TorchClassifierBase
 from ._torch_utils import normalized_adjacency, to_torch_dense, to_torch_sparse
 
@@ -295,21 +295,17 @@ class GNNClassifierBase(TorchClassifierBase):
 
     def _validate_hyperparameters(self):
         super()._validate_hyperparameters()
-        if not isinstance(self.n_layers, (int, np.integer)) or self.n_layers < 1:
-            raise ValueError(f"n_layers must be a positive integer, got {self.n_layers!r}.")
+        check_int(self.n_layers, "n_layers", 1)
         if self.activation not in _ACTIVATIONS:
             raise ValueError(f"activation must be one of {sorted(_ACTIVATIONS)}, "
                              f"got {self.activation!r}.")
         if not isinstance(self.dropout, numbers.Real) or not 0 <= self.dropout < 1:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout!r}.")
-        if (isinstance(self.hidden_size, bool)
-                or not isinstance(self.hidden_size, (int, np.integer)) or self.hidden_size < 1):
-            raise ValueError(f"hidden_size must be a positive integer, got {self.hidden_size!r}.")
+        check_int(self.hidden_size, "hidden_size", 1)
         if not isinstance(self.weight_decay, numbers.Real) or not self.weight_decay >= 0:
             raise ValueError(f"weight_decay must be >= 0, got {self.weight_decay!r}.")
-        if self.early_stopping and (not isinstance(self.patience, (int, np.integer))
-                                    or self.patience < 1):
-            raise ValueError(f"patience must be a positive integer, got {self.patience!r}.")
+        if self.early_stopping:
+            check_int(self.patience, "patience", 1)
         lm = self.label_mechanism
         if lm is not None and not (hasattr(lm, "randomize") and hasattr(lm, "fit")):
             raise TypeError("label_mechanism must be a label mechanism with fit and randomize "

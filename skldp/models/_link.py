@@ -17,7 +17,7 @@ from torch import nn
 from ..base import GraphClassifierMixin
 from ..model_selection._edge_splits import PairData
 from ..utils._random import draw_seed
-from ..utils.validation import check_finite_features
+from ..utils.validation import check_finite_features, check_int
 from ._gnn import _GCNConv, graph_tensors
 from ._torch_utils import resolve_device, to_torch_dense
 
@@ -30,11 +30,6 @@ def _check_pairdata(X, owner):
                         f"skldp.model_selection.PairData (e.g. from random_edge_split), not "
                         f"{type(X).__name__}.")
     return X
-
-
-def _positive_int(value, name, minimum=1):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}.")
 
 
 class _EarlyStopper:
@@ -57,8 +52,8 @@ class _LinkPredictorBase(GraphClassifierMixin, BaseEstimator):
     """Shared input handling: PairData rows, binary labels, validation pairs, ROC-AUC score."""
 
     def _validate_common(self):
-        _positive_int(self.epochs, "epochs")
-        _positive_int(self.patience, "patience")
+        check_int(self.epochs, "epochs", 1)
+        check_int(self.patience, "patience", 1)
         if not (isinstance(self.lr, numbers.Real) and self.lr > 0):
             raise ValueError(f"lr must be > 0, got {self.lr!r}.")
         if not (isinstance(self.weight_decay, numbers.Real) and self.weight_decay >= 0):
@@ -291,10 +286,10 @@ class VGAELinkPredictor(_LinkPredictorBase):
 
     def _validate_params(self):
         self._validate_common()
-        _positive_int(self.hidden_size, "hidden_size")
-        _positive_int(self.embedding_size, "embedding_size")
-        _positive_int(self.min_epochs, "min_epochs", 0)
-        _positive_int(self.check_every, "check_every")
+        check_int(self.hidden_size, "hidden_size", 1)
+        check_int(self.embedding_size, "embedding_size", 1)
+        check_int(self.min_epochs, "min_epochs", 0)
+        check_int(self.check_every, "check_every", 1)
         if not 0 <= self.dropout < 1:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}.")
         if self.negative_sampling not in ("per_epoch", "given"):
@@ -550,7 +545,7 @@ class HadamardLinkPredictor(_LinkPredictorBase):
 
     def _validate_params(self):
         self._validate_common()
-        _positive_int(self.batch_size, "batch_size")
+        check_int(self.batch_size, "batch_size", 1)
         if self.head not in ("logistic", "mlp"):
             raise ValueError(f"head must be 'logistic' or 'mlp', got {self.head!r}.")
         if self.loss not in ("bce", "pairwise"):
@@ -559,7 +554,7 @@ class HadamardLinkPredictor(_LinkPredictorBase):
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}.")
         hidden = tuple(self.hidden_layer_sizes) if self.head == "mlp" else ()
         for h in hidden:
-            _positive_int(h, "hidden_layer_sizes entries")
+            check_int(h, "hidden_layer_sizes entries", 1)
         return hidden
 
     @staticmethod

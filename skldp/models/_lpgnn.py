@@ -1,6 +1,5 @@
 """LPGNN (later version): KProp denoising of features and labels, label RR, forward correction."""
 
-import numbers
 
 import numpy as np
 import scipy.sparse as sp
@@ -9,7 +8,7 @@ import torch.nn.functional as F
 
 from ..mechanisms._label_rr import LabelRandomizedResponse
 from ..propagation._gcn_aggregation import apply_propagation, propagation_matrix
-from ..utils.validation import check_eps, check_graph_data
+from ..utils.validation import check_eps, check_graph_data, check_int
 from ._gnn import (
     GNNClassifierBase,
     GNNEncoder,
@@ -23,12 +22,6 @@ __all__ = ["LPGNNClassifier"]
 
 _BACKBONES = ("gcn", "sage", "gat")
 _DISAGREEMENT = ("relabel", "drop")
-
-
-def _check_steps(value, name):
-    if isinstance(value, bool) or not isinstance(value, (numbers.Integral,)) or value < 0:
-        raise ValueError(f"{name} must be an integer >= 0, got {value!r}.")
-    return int(value)
 
 
 def _kprop(P, Z, steps):
@@ -184,8 +177,8 @@ class LPGNNClassifier(GNNClassifierBase):
         if self.selection not in ("accuracy", "loss"):
             raise ValueError(f"selection must be 'accuracy' or 'loss', got {self.selection!r}.")
         check_eps(self.eps_y, "eps_y")
-        _check_steps(self.x_steps, "x_steps")
-        _check_steps(self.y_steps, "y_steps")
+        check_int(self.x_steps, "x_steps")
+        check_int(self.y_steps, "y_steps")
         if self.backbone not in _BACKBONES:
             raise ValueError(f"backbone must be one of {_BACKBONES}, got {self.backbone!r}.")
         if self.disagreement not in _DISAGREEMENT:

@@ -10,7 +10,7 @@ from sklearn.utils.validation import check_array, check_is_fitted
 from torch import nn
 
 from .._graph_data import GraphData
-from ..utils.validation import check_finite_features
+from ..utils.validation import check_finite_features, check_int
 from ._base import TorchClassifierBase
 from ._torch_utils import resolve_device
 
@@ -216,13 +216,9 @@ class MLPHead(TorchClassifierBase):
                 or not np.isfinite(self.weight_decay)):
             raise ValueError(f"weight_decay must be a finite number >= 0, got "
                              f"{self.weight_decay!r}.")
-        if self.batch_size is not None and (not isinstance(self.batch_size, numbers.Integral)
-                                            or isinstance(self.batch_size, bool)):
-            raise ValueError(f"batch_size must be a positive integer or None, got "
-                             f"{self.batch_size!r}.")
-        if self.early_stopping and (not isinstance(self.patience, numbers.Integral)
-                                    or self.patience < 1):
-            raise ValueError(f"patience must be a positive integer, got {self.patience!r}.")
+        check_int(self.batch_size, "batch_size", 1, allow_none=True)
+        if self.early_stopping:
+            check_int(self.patience, "patience", 1)
         super()._validate_hyperparameters()
 
     # ----------------------------------------------------------------- hooks

@@ -14,7 +14,7 @@ from ..mechanisms._label_rr import LabelRandomizedResponse
 from ..reconstruction._labels import reconstruct_labels
 from ..reconstruction._llp import cluster_label_proportions, llp_kl_loss, metis_clusters
 from ..utils._random import draw_seed
-from ..utils.validation import check_eps, check_graph_data
+from ..utils.validation import check_eps, check_graph_data, check_int
 from ._base import TorchClassifierBase
 from ._gnn import _ACTIVATIONS, GNNEncoder, graph_tensors
 
@@ -147,14 +147,9 @@ class RGNNClassifier(TorchClassifierBase):
         if self.backbone not in _BACKBONES:
             raise ValueError(f"backbone must be one of {_BACKBONES}, got {self.backbone!r}.")
         check_eps(self.eps_y, name="eps_y")
-        for name in ("hops_y",):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 0:
-                raise ValueError(f"{name} must be a non-negative integer, got {v!r}.")
+        check_int(self.hops_y, "hops_y")
         for name in ("n_clusters", "hidden_size", "n_layers", "heads"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
-                raise ValueError(f"{name} must be a positive integer, got {v!r}.")
+            check_int(getattr(self, name), name, 1)
         if not isinstance(self.alpha, numbers.Real) or not np.isfinite(self.alpha) \
                 or self.alpha < 0:
             raise ValueError(f"alpha must be a finite number >= 0, got {self.alpha!r}.")

@@ -15,7 +15,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..propagation._smoothing import smooth_features, smooth_labels
 from ..utils._random import draw_seed
-from ..utils.validation import check_graph_data
+from ..utils.validation import check_graph_data, check_int
 from ._base import TorchClassifierBase
 from ._gnn import _ACTIVATIONS, GNNClassifierBase, GNNEncoder, graph_tensors
 from ._torch_utils import resolve_device
@@ -258,13 +258,9 @@ class SolitudeClassifier(GNNClassifierBase):
         if self.backbone not in _BACKBONES:
             raise ValueError(f"backbone must be one of {_BACKBONES}, got {self.backbone!r}.")
         for name in ("n_layers", "hidden_size", "adj_every"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
-                raise ValueError(f"{name} must be a positive integer, got {v!r}.")
+            check_int(getattr(self, name), name, 1)
         for name in ("feature_steps", "label_steps"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 0:
-                raise ValueError(f"{name} must be a non-negative integer, got {v!r}.")
+            check_int(getattr(self, name), name)
         if self.activation not in _ACTIVATIONS:
             raise ValueError(f"activation must be one of {sorted(_ACTIVATIONS)}, "
                              f"got {self.activation!r}.")
@@ -276,9 +272,8 @@ class SolitudeClassifier(GNNClassifierBase):
                 raise ValueError(f"{name} must be a finite number >= 0, got {v!r}.")
         if not isinstance(self.lr_adj, numbers.Real) or not self.lr_adj > 0:
             raise ValueError(f"lr_adj must be > 0, got {self.lr_adj!r}.")
-        if self.early_stopping and (isinstance(self.patience, bool) or not isinstance(
-                self.patience, numbers.Integral) or self.patience < 1):
-            raise ValueError(f"patience must be a positive integer, got {self.patience!r}.")
+        if self.early_stopping:
+            check_int(self.patience, "patience", 1)
 
     # ---------------------------------------------------------------- data
     def _features(self, G):

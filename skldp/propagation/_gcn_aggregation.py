@@ -1,7 +1,5 @@
 """The first-layer graph convolution estimator of PGC (paper 000 eq. (4))."""
 
-import numbers
-
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
@@ -135,11 +133,3 @@ class GCNAggregation(GraphTransformerMixin, BaseEstimator):
         from ..utils.validation import check_graph_data
         G = check_graph_data(X, self, require_adjacency=True)
         return propagation_matrix(G.adjacency, self.self_loops, self.normalization)
-
-
-def _check_steps(steps):
-    if isinstance(steps, bool) or not isinstance(steps, numbers.Integral):
-        raise TypeError(f"steps must be a non-negative integer, got {steps!r}.")
-    if steps < 0:
-        raise ValueError(f"steps must be >= 0 (the number of aggregation steps K), got {steps}.")
-    return int(steps)

@@ -3,7 +3,8 @@
 from sklearn.base import BaseEstimator
 
 from ..base import GraphTransformerMixin
-from ._gcn_aggregation import _check_options, _check_steps, apply_propagation, propagation_matrix
+from ..utils.validation import check_int
+from ._gcn_aggregation import _check_options, apply_propagation, propagation_matrix
 
 __all__ = ["KProp"]
 
@@ -77,12 +78,12 @@ class KProp(GraphTransformerMixin, BaseEstimator):
 
     def fit(self, X, y=None):
         """Check the options and that ``X`` is a GraphData with a graph."""
-        _check_steps(self.steps)
+        check_int(self.steps, "steps")
         _check_options(self)
         return super().fit(X, y)
 
     def _transform_graph(self, G):
-        K = _check_steps(self.steps)
+        K = check_int(self.steps, "steps")
         if K == 0:
             return G
         P = propagation_matrix(G.adjacency, self.self_loops, self.normalization)

@@ -9,6 +9,7 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 
 from ..base import GraphTransformerMixin
+from ..utils.validation import check_int
 
 __all__ = ["PPRPropagation"]
 
@@ -149,9 +150,7 @@ class PPRPropagation(GraphTransformerMixin, BaseEstimator):
             raise ValueError(f"r must be in [0, 1], got {self.r}.")
         if not real("tol", self.tol) > 0:
             raise ValueError(f"tol must be > 0, got {self.tol}.")
-        if (isinstance(self.max_iter, bool) or not isinstance(self.max_iter, numbers.Integral)
-                or self.max_iter < 1):
-            raise ValueError(f"max_iter must be a positive integer, got {self.max_iter!r}.")
+        check_int(self.max_iter, "max_iter", 1)
         if self.solver not in _SOLVERS:
             raise ValueError(f"solver must be one of {_SOLVERS}, got {self.solver!r}.")
         if self.dtype not in _DTYPES:

@@ -1,20 +1,13 @@
 """Feature and label smoothing of Solitude (paper 003, eqs. (11) and (12))."""
 
-import numbers
-
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 
 from ..base import GraphTransformerMixin
+from ..utils.validation import check_int
 
 __all__ = ["FeatureSmoothing", "smooth_features", "smooth_labels"]
-
-
-def _check_steps(steps, name="steps"):
-    if isinstance(steps, bool) or not isinstance(steps, numbers.Integral) or steps < 0:
-        raise ValueError(f"{name} must be a non-negative integer, got {steps!r}.")
-    return int(steps)
 
 
 def _mean_operator(A, self_loops):
@@ -71,7 +64,7 @@ def smooth_features(X, A, steps=2, self_loops=False):
     -------
     Z : same type as X
     """
-    steps = _check_steps(steps)
+    steps = check_int(steps, "steps")
     if steps == 0:
         return X
     T = _mean_operator(A, self_loops)
@@ -105,7 +98,7 @@ def smooth_labels(Y, A, steps=2, self_loops=True):
     -------
     P : ndarray of shape (n_nodes, n_classes)
     """
-    steps = _check_steps(steps)
+    steps = check_int(steps, "steps")
     Y = np.asarray(Y, dtype=np.float64)
     if Y.ndim != 2 or Y.shape[0] != A.shape[0]:
         raise ValueError(f"Y must have shape (n_nodes={A.shape[0]}, n_classes), got {Y.shape}.")
@@ -163,7 +156,7 @@ class FeatureSmoothing(GraphTransformerMixin, BaseEstimator):
 
     def fit(self, X, y=None):
         """Check the input and the number of steps."""
-        _check_steps(self.steps)
+        check_int(self.steps, "steps")
         return super().fit(X, y)
 
     def _transform_graph(self, G):

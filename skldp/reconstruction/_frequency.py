@@ -3,7 +3,6 @@
 Paper 001, §IV-A and Algorithm 1.
 """
 
-import numbers
 
 import numpy as np
 import scipy.sparse as sp
@@ -11,7 +10,7 @@ from sklearn.base import BaseEstimator
 
 from ..base import GraphTransformerMixin
 from ..mechanisms._grr import grr_probabilities
-from ..utils.validation import check_eps, check_graph_data
+from ..utils.validation import check_eps, check_graph_data, check_int
 
 __all__ = ["FrequencyReconstructor", "mean_propagation_matrix"]
 
@@ -41,12 +40,6 @@ def _as_codes(X):
                              "0..c-1); place it after GRRFSMechanism.")
         out[s:s + step] = B
     return out
-
-
-def _check_hops(hops):
-    if isinstance(hops, bool) or not isinstance(hops, numbers.Integral) or hops < 0:
-        raise ValueError(f"hops must be a non-negative integer, got {hops!r}.")
-    return int(hops)
 
 
 class FrequencyReconstructor(GraphTransformerMixin, BaseEstimator):
@@ -136,11 +129,9 @@ class FrequencyReconstructor(GraphTransformerMixin, BaseEstimator):
         """Check the graph and the protocol parameters (nothing is learned)."""
         G = check_graph_data(X, self, require_adjacency=True)
         check_eps(self.eps)
-        _check_hops(self.hops)
+        check_int(self.hops, "hops")
         d = G.shape[1]
-        if isinstance(self.m, bool) or not isinstance(self.m, numbers.Integral) \
-                or not 1 <= self.m <= d:
-            raise ValueError(f"m must be an integer in 1..{d}, got {self.m!r}.")
+        check_int(self.m, "m", 1, d, maximum_is=f"n_features={d}")
         if self.domain_sizes is not None:
             sizes = np.broadcast_to(np.asarray(self.domain_sizes), (d,))
             if np.any(sizes < 2):
@@ -175,7 +166,7 @@ class FrequencyReconstructor(GraphTransformerMixin, BaseEstimator):
                            (codes[:, columns].astype(np.int64) + offsets[:-1]).ravel(),
                            np.arange(0, n * len(columns) + 1, len(columns))),
                           shape=(n, offsets[-1]))
-        hops = _check_hops(self.hops)
+        hops = check_int(self.hops, "hops")
         if hops == 0:
             return H.toarray()
         P = mean_propagation_matrix(A, self.self_loops) if P is None else P
@@ -191,7 +182,7 @@ class FrequencyReconstructor(GraphTransformerMixin, BaseEstimator):
         """Reconstructed features of all nodes (dense (n, d))."""
         n, d = codes.shape
         p, q = grr_probabilities(float(self.eps), sizes)
-        P = mean_propagation_matrix(A, self.self_loops) if _check_hops(self.hops) else None
+        P = mean_propagation_matrix(A, self.self_loops) if check_int(self.hops, "hops") else None
         r = self.m / d
         out = np.empty((n, d), dtype=np.float64)
         # Features in blocks so that the dense proportions stay small.

@@ -3,7 +3,8 @@
 import numpy as np
 import scipy.sparse as sp
 
-from ._frequency import _check_hops, mean_propagation_matrix
+from ..utils.validation import check_int
+from ._frequency import mean_propagation_matrix
 
 __all__ = ["project_simplex", "grr_transition_matrix", "reconstruct_labels",
            "unbiased_label_distribution"]
@@ -106,7 +107,7 @@ def reconstruct_labels(A, labelled, noisy_labels, T, hops=2, self_loops=True, pr
     ----------
     Paper 001 (``shared/papers/001_a6d79af5fcd0a0d9.txt``), §IV-B, eq. (14), Algorithm 2.
     """
-    hops = _check_hops(hops)
+    hops = check_int(hops, "hops")
     labelled = np.asarray(labelled, dtype=np.int64)
     noisy = np.asarray(noisy_labels, dtype=np.int64)
     n, c = A.shape[0], T.shape[0]

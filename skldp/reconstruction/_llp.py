@@ -1,10 +1,9 @@
 """Label proportions of graph clusters (paper 001 §IV-C, Algorithm 3, eq. (15))."""
 
-import numbers
-
 import numpy as np
 import scipy.sparse as sp
 
+from ..utils.validation import check_int
 from ._labels import unbiased_label_distribution
 
 __all__ = ["metis_clusters", "cluster_label_proportions", "llp_kl_loss"]
@@ -32,10 +31,8 @@ def metis_clusters(A, n_clusters, seed=0):
         Part of each node, ``0..n_clusters-1``.
     """
     n = A.shape[0]
-    if isinstance(n_clusters, bool) or not isinstance(n_clusters, numbers.Integral):
-        raise TypeError(f"n_clusters must be an integer, got {n_clusters!r}.")
-    if not 1 <= n_clusters <= n:
-        raise ValueError(f"n_clusters must be in 1..{n} (the number of nodes), got {n_clusters}.")
+    n_clusters = check_int(n_clusters, "n_clusters", 1, n,
+                           maximum_is="the number of nodes")
     if n_clusters == 1:
         return np.zeros(n, dtype=np.int64)
     try:

@@ -7,10 +7,10 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._graph_data import GraphData
-from ..exceptions import PrivacyLeakWarning
+from ..exceptions import InvalidParameterError, PrivacyLeakWarning
 
-__all__ = ["check_eps", "check_graph_data", "check_finite_features", "resolve_feature_range",
-           "clip_to_range"]
+__all__ = ["check_eps", "check_int", "check_graph_data", "check_finite_features",
+           "resolve_feature_range", "clip_to_range"]
 
 
 def check_eps(eps, name="eps", allow_inf=True):
@@ -26,6 +26,32 @@ def check_eps(eps, name="eps", allow_inf=True):
     if np.isinf(eps) and not allow_inf:
         raise ValueError(f"{name} must be finite for this mechanism.")
     return eps
+
+
+def check_int(value, name, minimum=0, maximum=None, *, maximum_is=None, allow_none=False):
+    """Validate an integer hyper-parameter in ``minimum..maximum``; returns it as ``int``.
+
+    Booleans are refused (``True`` is an ``int`` in Python but never a count);
+    numpy integers are accepted. ``maximum_is`` names the maximum in the
+    message (e.g. ``"the number of features"``). Raises
+    :class:`~skldp.exceptions.InvalidParameterError` (a ``ValueError`` and a
+    ``TypeError``).
+    """
+    if value is None and allow_none:
+        return None
+    if maximum is None:
+        expected = f"an integer >= {minimum}"
+    else:
+        expected = f"an integer in {minimum}..{maximum}"
+        if maximum_is:
+            expected += f" ({maximum_is})"
+    if allow_none:
+        expected += " or None"
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise InvalidParameterError(f"{name} must be {expected}, got {value!r}.")
+    if value < minimum or (maximum is not None and value > maximum):
+        raise InvalidParameterError(f"{name} must be {expected}, got {value!r}.")
+    return int(value)
 
 
 def check_graph_data(X, estimator=None, require_adjacency=False, require_symmetric=False):

@@ -152,7 +152,7 @@ def test_bad_input():
     with pytest.raises(ValueError, match="eps must be > 0"):
         GRRFSMechanism(-1.0, m=1, domain_sizes=2).fit(X)
     for m in (0, 3):
-        with pytest.raises(ValueError, match="m must be in 1..2"):
+        with pytest.raises(ValueError, match="m must be an integer in 1..2"):
             GRRFSMechanism(1.0, m=m, domain_sizes=2).fit(X)
     with pytest.raises(ValueError, match="domain size must be >= 2"):
         GRRFSMechanism(1.0, m=1, domain_sizes=[2, 1]).fit(np.zeros((2, 2)))

@@ -32,7 +32,7 @@ def test_metis_finds_the_two_cliques():
 
 def test_metis_bad_input():
     A = _two_cliques(3)
-    with pytest.raises(ValueError, match="n_clusters must be in 1..6"):
+    with pytest.raises(ValueError, match="n_clusters must be an integer in 1..6"):
         metis_clusters(A, 7)
     with pytest.raises(ValueError):
         metis_clusters(A, 0)
