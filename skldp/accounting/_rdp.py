@@ -23,6 +23,7 @@ from scipy.special import logsumexp
 from scipy.stats import hypergeom
 
 from ..exceptions import PrivacyBudgetError
+from ..utils.validation import check_int
 
 __all__ = ["DEFAULT_ORDERS", "dpgnn_rdp", "rdp_to_epsilon", "compute_epsilon",
            "calibrate_noise_multiplier"]
@@ -54,11 +55,7 @@ def _check_int(value, name, minimum):
 
 def check_max_degree(K):
     """Validate the degree bound ``K`` (an integer >= 0)."""
-    if isinstance(K, bool) or not isinstance(K, (numbers.Integral, np.integer)):
-        raise TypeError(f"max_degree K must be a non-negative integer, got {K!r}.")
-    if K < 0:
-        raise ValueError(f"max_degree K must be a non-negative integer, got {K}.")
-    return int(K)
+    return check_int(K, "max_degree K")
 
 
 def check_delta(delta):

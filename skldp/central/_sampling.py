@@ -7,9 +7,10 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
+from ..accounting._rdp import check_max_degree
 from ..base import GraphTransformerMixin
 from ..utils._random import draw_seed
-from ..utils.validation import check_graph_data, check_int
+from ..utils.validation import check_graph_data
 
 __all__ = ["degree_bounded_sample", "DegreeBoundedSampler"]
 
@@ -79,7 +80,7 @@ def degree_bounded_sample(adjacency, max_degree, nodes=None, random_state=None):
     >>> int(S.sum(axis=1).max()) <= 2, (S != S.T).nnz
     (True, 0)
     """
-    K = check_int(max_degree, "max_degree K")
+    K = check_max_degree(max_degree)
     if not sp.issparse(adjacency):
         adjacency = sp.csr_matrix(np.asarray(adjacency))
     A = sp.csr_matrix(adjacency)
@@ -168,7 +169,7 @@ class DegreeBoundedSampler(GraphTransformerMixin, BaseEstimator):
         self.random_state = random_state
 
     def fit(self, X, y=None):
-        check_int(self.max_degree, "max_degree K")
+        check_max_degree(self.max_degree)
         G = check_graph_data(X, self, **self._graph_requirements)
         self.n_features_in_ = G.shape[1]
         self.seed_ = draw_seed(self.random_state)
