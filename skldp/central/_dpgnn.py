@@ -42,7 +42,8 @@ from ..accounting._rdp import (
 )
 from ..base import GraphClassifierMixin
 from ..exceptions import PrivacyLeakWarning
-from ..models._torch_utils import normalized_adjacency, resolve_device
+from ..models._torch_utils import resolve_device
+from ..utils._adjacency import normalized_adjacency
 from ..utils._random import draw_seed
 from ..utils.validation import check_finite_features, check_graph_data, check_int
 from ._sampling import degree_bounded_sample

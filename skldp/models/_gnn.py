@@ -10,9 +10,10 @@ from sklearn.base import clone
 from sklearn.utils.validation import column_or_1d
 from torch import nn
 
+from ..utils._adjacency import normalized_adjacency
 from ..utils.validation import check_graph_data, check_int
 from ._base import TorchClassifierBase
-from ._torch_utils import normalized_adjacency, to_torch_dense, to_torch_sparse
+from ._torch_utils import to_torch_dense, to_torch_sparse
 
 __all__ = ["GCNClassifier", "SAGEClassifier", "GATClassifier", "GNNClassifierBase",
            "graph_tensors", "GNNEncoder", "PropagatedFeatures", "OffsetSparseFeatures",

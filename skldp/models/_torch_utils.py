@@ -10,8 +10,7 @@ import torch
 warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta",
                         category=UserWarning)
 
-__all__ = ["resolve_device", "torch_generator", "to_torch_sparse", "to_torch_dense",
-           "normalized_adjacency"]
+__all__ = ["resolve_device", "torch_generator", "to_torch_sparse", "to_torch_dense"]
 
 
 def resolve_device(device="auto"):
@@ -44,23 +43,3 @@ def to_torch_dense(X, device="cpu", dtype=torch.float32):
         X = X.toarray()
     return torch.as_tensor(np.asarray(X), dtype=dtype).to(device)
 
-
-def normalized_adjacency(A, self_loops=True, kind="sym"):
-    """GCN propagation matrix as scipy CSR.
-
-    ``kind="sym"``: D^-1/2 (A + I) D^-1/2 (Kipf & Welling 2017, eq. (2));
-    ``kind="rw"``: D^-1 (A + I) (row-normalised mean aggregation).
-    Isolated nodes get a zero row (or only their self loop).
-    """
-    A = sp.csr_matrix(A, dtype=np.float32)
-    if self_loops:
-        A = A + sp.eye(A.shape[0], dtype=np.float32, format="csr")
-    deg = np.asarray(A.sum(axis=1)).ravel()
-    with np.errstate(divide="ignore"):
-        if kind == "sym":
-            d = np.where(deg > 0, deg ** -0.5, 0.0)
-            return sp.csr_matrix(sp.diags(d) @ A @ sp.diags(d), dtype=np.float32)
-        if kind == "rw":
-            d = np.where(deg > 0, 1.0 / deg, 0.0)
-            return sp.csr_matrix(sp.diags(d) @ A, dtype=np.float32)
-    raise ValueError(f"kind must be 'sym' or 'rw', got {kind!r}.")

@@ -5,6 +5,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 
 from ..base import GraphTransformerMixin
+from ..utils._adjacency import normalized_adjacency
 
 __all__ = ["GCNAggregation"]
 
@@ -27,11 +28,8 @@ def propagation_matrix(A, self_loops=True, normalization="sym"):
     ``"sym"``: ``D^-1/2 (A + I) D^-1/2``; ``"rw"``: ``D^-1 (A + I)``; ``None``:
     ``A + I`` (plain sum). ``I`` only with ``self_loops``; ``D`` is the
     diagonal of row sums of the (self-looped) adjacency. Rows with no
-    neighbour are zero. Reuses :func:`skldp.models._torch_utils.normalized_adjacency`.
+    neighbour are zero. Reuses :func:`skldp.utils._adjacency.normalized_adjacency`.
     """
-    # Imported here: skldp.models imports skldp.propagation (LPGNN uses KProp), so a
-    # module-level import of skldp.models from here would be circular.
-    from ..models._torch_utils import normalized_adjacency
     if normalization is None:
         P = sp.csr_matrix(A, dtype=np.float32)
         if self_loops:
@@ -81,7 +79,7 @@ class GCNAggregation(GraphTransformerMixin, BaseEstimator):
 
     Sparse features stay sparse unless the aggregate has more than 25 %
     non-zeros, then it is returned dense. ``P`` is stored in float32 (as
-    built by :func:`skldp.models._torch_utils.normalized_adjacency`), so the
+    built by :func:`skldp.utils._adjacency.normalized_adjacency`), so the
     output matches an exact float64 computation to a relative ~1e-7.
 
     Parameters

@@ -5,23 +5,10 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 
 from ..base import GraphTransformerMixin
+from ..utils._adjacency import normalized_adjacency
 from ..utils.validation import check_int
 
 __all__ = ["FeatureSmoothing", "smooth_features", "smooth_labels"]
-
-
-def _mean_operator(A, self_loops):
-    """Row-normalised ``D^-1 A`` (eq. (11)); a node without neighbours keeps its own row."""
-    A = sp.csr_matrix(A, dtype=np.float64)
-    n = A.shape[0]
-    if self_loops:
-        A = A + sp.eye(n, format="csr")
-    deg = np.asarray(A.sum(axis=1)).ravel()
-    isolated = deg == 0
-    if isolated.any():
-        A = A + sp.diags(isolated.astype(np.float64), format="csr")
-        deg = np.where(isolated, 1.0, deg)
-    return sp.csr_matrix(sp.diags(1.0 / deg) @ A)
 
 
 def _sym_operator(A, self_loops):
@@ -67,7 +54,8 @@ def smooth_features(X, A, steps=2, self_loops=False):
     steps = check_int(steps, "steps")
     if steps == 0:
         return X
-    T = _mean_operator(A, self_loops)
+    # eq. (11): row-normalised D^-1 A; a node without neighbours keeps its own row.
+    T = normalized_adjacency(A, self_loops, "rw", dtype=np.float64, isolated_keep_own=True)
     Z = X
     for _ in range(steps):  # a loop over steps, not nodes
         Z = T @ Z

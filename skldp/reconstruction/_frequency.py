@@ -10,6 +10,7 @@ from sklearn.base import BaseEstimator
 
 from ..base import GraphTransformerMixin
 from ..mechanisms._grr import grr_probabilities
+from ..utils._adjacency import normalized_adjacency
 from ..utils.validation import check_eps, check_graph_data, check_int
 
 __all__ = ["FrequencyReconstructor", "mean_propagation_matrix"]
@@ -19,12 +20,7 @@ _BLOCK_ENTRIES = 1 << 22  # n x (one-hot columns) per block: bounds the dense te
 
 def mean_propagation_matrix(A, self_loops=True):
     """Row-normalised ``D^-1 (A + I)`` (mean over each node's neighbours and itself), CSR."""
-    A = sp.csr_matrix(A, dtype=np.float64)
-    if self_loops:
-        A = A + sp.eye(A.shape[0], format="csr")
-    deg = np.asarray(A.sum(axis=1)).ravel()
-    inv = np.divide(1.0, deg, out=np.zeros_like(deg), where=deg > 0)
-    return sp.csr_matrix(sp.diags(inv) @ A)
+    return normalized_adjacency(A, self_loops, "rw", dtype=np.float64)
 
 
 def _as_codes(X):
