@@ -98,6 +98,24 @@ class _LinkPredictorBase(GraphClassifierMixin, BaseEstimator):
                                   random_state=seed % (2**31), stratify=strat)
         return pairs[tr], y_enc[tr], pairs[va], y_enc[va]
 
+    def _finish_training(self, module, stopper, epoch):
+        """Keep the best validated weights (if any) and the fitted attributes."""
+        if stopper.state is not None:
+            module.load_state_dict(stopper.state)
+        self.best_epoch_ = stopper.best_epoch
+        self.n_iter_ = epoch + 1
+        self.module_ = module.cpu().eval()
+        return self
+
+    def _check_fitted_pairs(self, X):
+        """``X`` as PairData with as many node features as at fit time."""
+        check_is_fitted(self, "module_")
+        X = _check_pairdata(X, self)
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is "
+                             f"expecting {self.n_features_in_} features as input.")
+        return X
+
     def predict_proba(self, X):
         """Probability of each pair being a non-edge / an edge (columns follow ``classes_``)."""
         s = self.decision_function(X)
@@ -382,20 +400,11 @@ class VGAELinkPredictor(_LinkPredictorBase):
                 print(f"[VGAELinkPredictor] {msg} ({time.perf_counter() - t0:.2f}s)")
             if stop:
                 break
-        if stopper.state is not None:
-            module.load_state_dict(stopper.state)
-        self.best_epoch_ = stopper.best_epoch
-        self.n_iter_ = epoch + 1
-        self.module_ = module.cpu().eval()
-        return self
+        return self._finish_training(module, stopper, epoch)
 
     def embed(self, X):
         """Node embeddings ``mu`` of all nodes of ``X``'s graph, shape (n_nodes, embedding_size)."""
-        check_is_fitted(self, "module_")
-        X = _check_pairdata(X, self)
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features, but VGAELinkPredictor is "
-                             f"expecting {self.n_features_in_} features as input.")
+        X = self._check_fitted_pairs(X)
         device = resolve_device(self.device)
         module = self.module_.to(device)
         x, g = self._tensors(X, device)
@@ -649,20 +658,11 @@ class HadamardLinkPredictor(_LinkPredictorBase):
                 print(f"[HadamardLinkPredictor] {msg} ({time.perf_counter() - t0:.2f}s)")
             if stop:
                 break
-        if stopper.state is not None:
-            module.load_state_dict(stopper.state)
-        self.best_epoch_ = stopper.best_epoch
-        self.n_iter_ = epoch + 1
-        self.module_ = module.cpu().eval()
-        return self
+        return self._finish_training(module, stopper, epoch)
 
     def decision_function(self, X):
         """Logit of an edge for each pair of ``X``."""
-        check_is_fitted(self, "module_")
-        X = _check_pairdata(X, self)
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features, but HadamardLinkPredictor is "
-                             f"expecting {self.n_features_in_} features as input.")
+        X = self._check_fitted_pairs(X)
         device = resolve_device(self.device)
         module = self.module_.to(device)
         z = self._embeddings(X, device)
