@@ -77,11 +77,12 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
         check_int(self.epochs, "epochs", 1)
         if self.lr <= 0:
             raise ValueError(f"lr must be > 0, got {self.lr}.")
-        if self.batch_size is not None and self.batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1 or None, got {self.batch_size}.")
-        if self.early_stopping and not 0 < self.validation_fraction < 1:
-            raise ValueError("validation_fraction must be in (0, 1) when early_stopping=True, "
-                             f"got {self.validation_fraction}.")
+        check_int(self.batch_size, "batch_size", 1, allow_none=True)
+        if self.early_stopping:
+            if not 0 < self.validation_fraction < 1:
+                raise ValueError("validation_fraction must be in (0, 1) when "
+                                 f"early_stopping=True, got {self.validation_fraction}.")
+            check_int(self.patience, "patience", 1)
 
     # ------------------------------------------------------------------ fit
     def fit(self, X, y):

@@ -305,8 +305,6 @@ class GNNClassifierBase(TorchClassifierBase):
         check_int(self.hidden_size, "hidden_size", 1)
         if not isinstance(self.weight_decay, numbers.Real) or not self.weight_decay >= 0:
             raise ValueError(f"weight_decay must be >= 0, got {self.weight_decay!r}.")
-        if self.early_stopping:
-            check_int(self.patience, "patience", 1)
         lm = self.label_mechanism
         if lm is not None and not (hasattr(lm, "randomize") and hasattr(lm, "fit")):
             raise TypeError("label_mechanism must be a label mechanism with fit and randomize "

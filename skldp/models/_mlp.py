@@ -10,7 +10,7 @@ from sklearn.utils.validation import check_array, check_is_fitted
 from torch import nn
 
 from .._graph_data import GraphData
-from ..utils.validation import check_finite_features, check_int
+from ..utils.validation import check_finite_features
 from ._base import TorchClassifierBase
 from ._torch_utils import resolve_device
 
@@ -216,9 +216,6 @@ class MLPHead(TorchClassifierBase):
                 or not np.isfinite(self.weight_decay)):
             raise ValueError(f"weight_decay must be a finite number >= 0, got "
                              f"{self.weight_decay!r}.")
-        check_int(self.batch_size, "batch_size", 1, allow_none=True)
-        if self.early_stopping:
-            check_int(self.patience, "patience", 1)
         super()._validate_hyperparameters()
 
     # ----------------------------------------------------------------- hooks

@@ -272,8 +272,6 @@ class SolitudeClassifier(GNNClassifierBase):
                 raise ValueError(f"{name} must be a finite number >= 0, got {v!r}.")
         if not isinstance(self.lr_adj, numbers.Real) or not self.lr_adj > 0:
             raise ValueError(f"lr_adj must be > 0, got {self.lr_adj!r}.")
-        if self.early_stopping:
-            check_int(self.patience, "patience", 1)
 
     # ---------------------------------------------------------------- data
     def _features(self, G):
