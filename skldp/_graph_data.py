@@ -18,9 +18,9 @@ class _GraphStore:
     """Whole-graph storage shared by all views of one attributed graph."""
 
     __slots__ = ("features", "adjacency", "node_ids", "feature_names", "token",
-                 "_memo", "_node_keys", "_symmetric")
+                 "_memo", "_node_keys", "_symmetric", "_population")
 
-    def __init__(self, features, adjacency, node_ids, feature_names):
+    def __init__(self, features, adjacency, node_ids, feature_names, population=None):
         self.features = features
         self.adjacency = adjacency
         self.node_ids = node_ids
@@ -29,6 +29,10 @@ class _GraphStore:
         self._memo = OrderedDict()
         self._node_keys = None
         self._symmetric = None
+        # Which users the default (positional) ids stand for: "explicit" when the
+        # caller gave node_ids, else a content hash of the features, computed lazily
+        # and inherited by derived stores (the same users).
+        self._population = population
 
     # The memo holds derived whole-graph results; it is cheap to rebuild, so
     # it never travels through pickle (joblib workers start empty).
@@ -165,7 +169,8 @@ class GraphData:
             if feature_names.shape != (X.shape[1],):
                 raise ValueError(f"feature_names must have length {X.shape[1]}, "
                                  f"got {feature_names.shape}.")
-        self._store = _GraphStore(X, A, ids, feature_names)
+        self._store = _GraphStore(X, A, ids, feature_names,
+                                  population="explicit" if node_ids is not None else None)
         self.rows = np.arange(n)
 
     @classmethod
@@ -249,6 +254,23 @@ class GraphData:
         return self._store.token
 
     @property
+    def population(self):
+        """Who the nodes are, for local DP keys: ``None`` when ``node_ids`` were given.
+
+        With the default ids ``0..n-1`` a node is known only by its position, so
+        position ``i`` of two different graphs are two different users. A local DP
+        mechanism fitted on one graph therefore refuses a graph with default ids
+        and another population (a content hash of the original features, shared by
+        every graph derived from it); it would otherwise give both users the same
+        noise. Pass ``node_ids`` to identify users across graphs.
+        """
+        st = self._store
+        if st._population is None:
+            from .utils._random import array_fingerprint
+            st._population = array_fingerprint(st.features)
+        return None if st._population == "explicit" else st._population
+
+    @property
     def node_keys(self):
         """uint64 keys of all nodes, derived from node ids (for per-user randomness)."""
         st = self._store
@@ -291,7 +313,8 @@ class GraphData:
         X = _as_features(features)
         if X.shape[0] != self.n_nodes:
             raise ValueError(f"new features have {X.shape[0]} rows for {self.n_nodes} nodes.")
-        new = _GraphStore(X, st.adjacency, st.node_ids, feature_names)
+        new = _GraphStore(X, st.adjacency, st.node_ids, feature_names,
+                          population=self.population or "explicit")
         new._node_keys, new._symmetric = st._node_keys, st._symmetric
         return GraphData._from_store(new, self.rows)
 
@@ -299,7 +322,8 @@ class GraphData:
         """Return the same rows over a new store whose adjacency is ``adjacency``."""
         st = self._store
         A = _as_adjacency(adjacency, self.n_nodes, None)
-        new = _GraphStore(st.features, A, st.node_ids, st.feature_names)
+        new = _GraphStore(st.features, A, st.node_ids, st.feature_names,
+                          population=st._population)
         new._node_keys = st._node_keys
         return GraphData._from_store(new, self.rows)
 

@@ -8,7 +8,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_array, check_is_fitted, column_or_1d
 
 from ._graph_data import GraphData
-from .utils._random import draw_seed
+from .utils._random import array_fingerprint, collection_seed
 from .utils.validation import (
     check_eps,
     check_finite_features,
@@ -18,7 +18,58 @@ from .utils.validation import (
 )
 
 __all__ = ["GraphTransformerMixin", "LDPMechanism", "NodeWise", "GraphClassifierMixin",
-           "fitted_token"]
+           "fitted_token", "draw_collection_seed", "check_population", "population_of"]
+
+
+def draw_collection_seed(estimator, *public_state, random_state=None, role=None):
+    """``seed_`` of the collection that ``estimator`` makes (DESIGN.md §2).
+
+    The collection's identity is the estimator's class, its parameters other than
+    ``random_state``, the public values it fixed in ``fit`` (``public_state``, e.g.
+    the bounds) and an optional ``role`` (e.g. ``"labels"`` for a randomiser built
+    inside a classifier). See :func:`skldp.utils.collection_seed`.
+    """
+    params = {k: v for k, v in estimator.get_params(deep=False).items() if k != "random_state"}
+    identity = (type(estimator).__module__, type(estimator).__qualname__, params,
+                public_state, role)
+    rs = estimator.random_state if random_state is None else random_state
+    return collection_seed(rs, identity)
+
+
+def population_of(X):
+    """Who the rows of ``X`` are: ``None`` for a GraphData with node ids, else a content hash.
+
+    See :attr:`skldp.GraphData.population`; a plain array is fingerprinted whole.
+    """
+    if isinstance(X, GraphData):
+        return X.population
+    return array_fingerprint(X)
+
+
+def check_population(estimator, X):
+    """Refuse data whose users differ from the ones the collection was drawn for.
+
+    Without node ids a user is known only by its position; row ``i`` of another
+    array (or of another graph without ``node_ids``) is another user and would
+    receive the same noise, so that one known value would reveal the other.
+    """
+    expected = getattr(estimator, "population_", None)
+    got = population_of(X)
+    if got == expected:
+        return
+    name = type(estimator).__name__
+    if isinstance(X, GraphData) or expected is None:
+        raise ValueError(
+            f"{name} was fitted on other users: without node_ids a user is known only by "
+            "its position, and position i of different data is a different user who must "
+            "not receive the same noise. Build every GraphData with the users' node_ids "
+            "(GraphData(X, A, node_ids=ids)) or transform the data the mechanism was fitted "
+            "on.")
+    raise ValueError(
+        f"{name} was fitted on another array. Plain arrays carry no user ids, so row i is "
+        "keyed by its position and row i of another array (another user) would receive the "
+        "same noise. Transform the very array the mechanism was fitted on, or wrap the "
+        "users' features in GraphData(X, node_ids=ids) and index it (G[rows]).")
 
 
 def fitted_token(estimator):
@@ -98,8 +149,21 @@ class LDPMechanism(GraphTransformerMixin, BaseEstimator):
     fit, i.e. a new collection (a new use of the budget) per fit and CV fold.
 
     On :class:`~skldp.GraphData` the key of a node is its ``node_id``. Plain
-    arrays are also accepted; then row *i* is keyed by its position *i*, so the
-    same array must be passed to get the same reports.
+    arrays are also accepted; then row *i* is keyed by its position *i*, and
+    only the array the mechanism was fitted on can be transformed (any other
+    array raises): row *i* of another array is another user, who must not
+    receive the same noise. The same holds for a GraphData built without
+    ``node_ids`` (see :attr:`skldp.GraphData.population`).
+
+    The seed is that of the *collection* (:func:`draw_collection_seed`): the
+    class, every parameter but ``random_state``, and the bounds, hashed
+    together with ``random_state``. Two mechanisms that differ in any of them
+    never share random numbers, while the same mechanism refitted with the same
+    integer ``random_state`` gives the same reports. ``random_state=None``
+    takes the seed from the operating system's entropy. Anyone who knows
+    ``seed_`` (or an integer ``random_state`` and the parameters) can invert
+    every report: a fixed ``random_state`` is for reproducible simulations;
+    see :func:`skldp.privacy.forget_secrets` to save a pipeline without it.
 
     Subclasses set ``protects`` and implement ``_perturb(X, keys)`` where
     ``X`` holds the clipped raw features of the given nodes (dense or CSR) and
@@ -129,18 +193,22 @@ class LDPMechanism(GraphTransformerMixin, BaseEstimator):
             self.feature_range, Xf, owner=type(self).__name__)
         self.n_features_in_ = Xf.shape[1]
         self._validate_params()
-        self.seed_ = draw_seed(self.random_state)
+        self.population_ = population_of(X if isinstance(X, GraphData) else Xf)
+        self.seed_ = draw_collection_seed(self, self.n_features_in_, self.feature_min_,
+                                          self.feature_max_)
         self.epsilon_ = float(self._epsilon_total())
         self.protects_ = tuple(self.protects)
         return self
 
     def transform(self, X):
         """The users' reports: one perturbation per user, reused on every call."""
-        check_is_fitted(self, "seed_")
+        check_is_fitted(self, "epsilon_")
         if isinstance(X, GraphData):
+            check_population(self, X)
             return super().transform(X)
         X = check_array(X, accept_sparse="csr", dtype=np.float64, ensure_all_finite=False)
         self._check_n_features(X)
+        check_population(self, X)
         return self._report(X, np.arange(X.shape[0], dtype=np.uint64))
 
     def _transform_graph(self, G):

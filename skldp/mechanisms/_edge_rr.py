@@ -7,13 +7,12 @@ from scipy.stats import binom
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from ..base import GraphTransformerMixin
+from ..base import GraphTransformerMixin, check_population, draw_collection_seed
 from ..utils._random import (
     _GOLDEN,
     _mix,
     _row_keys,
     _to_unit,
-    draw_seed,
     node_uniforms,
     node_uniforms_ragged,
 )
@@ -289,7 +288,8 @@ class EdgeRR(GraphTransformerMixin, BaseEstimator):
         self._check_params()
         self._lists(G)
         self.n_features_in_ = G.shape[1]
-        self.seed_ = draw_seed(self.random_state)
+        self.population_ = G.population
+        self.seed_ = draw_collection_seed(self, G.n_nodes)
         self.epsilon_ = float(self.eps)
         self.flip_probability_ = _flip_probability(float(self.eps))
         self.protects_ = ("edges",)
@@ -297,7 +297,8 @@ class EdgeRR(GraphTransformerMixin, BaseEstimator):
 
     def transform(self, X):
         """A view of the same rows over the server's randomized graph."""
-        check_is_fitted(self, "seed_")
+        check_is_fitted(self, "epsilon_")
+        check_population(self, check_graph_data(X, self, require_adjacency=True))
         return super().transform(X)
 
     def _check_params(self):

@@ -15,10 +15,9 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_array, check_is_fitted
 
 from .._graph_data import GraphData
-from ..base import GraphTransformerMixin, LDPMechanism
+from ..base import GraphTransformerMixin, LDPMechanism, draw_collection_seed, population_of
 from ..exceptions import PrivacyLeakWarning
 from ..utils import node_uniforms, sample_k_of_d
-from ..utils._random import draw_seed
 from ..utils.validation import check_eps, check_finite_features, check_int
 
 __all__ = ["GRRFSMechanism", "grrfs_epsilon", "grr_probabilities", "group_features",
@@ -392,7 +391,8 @@ class GRRFSMechanism(LDPMechanism):
         self.domain_sizes_ = sizes
         self.p_, self.q_ = grr_probabilities(float(self.eps), sizes)
         self.sampling_rate_ = self.m / d
-        self.seed_ = draw_seed(self.random_state)
+        self.population_ = population_of(X if isinstance(X, GraphData) else Xf)
+        self.seed_ = draw_collection_seed(self, d, self.domain_sizes_)
         self.epsilon_ = grrfs_epsilon(float(self.eps), self.m, d)
         self.protects_ = tuple(self.protects)
         return self

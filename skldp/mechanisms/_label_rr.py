@@ -3,12 +3,13 @@
 import warnings
 
 import numpy as np
+from joblib import hash as joblib_hash
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from .._graph_data import GraphData
 from ..exceptions import PrivacyLeakWarning
-from ..utils._random import draw_seed, node_uniforms
+from ..utils._random import collection_seed, node_uniforms
 from ..utils.validation import check_eps
 
 __all__ = ["LabelRandomizedResponse"]
@@ -33,7 +34,11 @@ class LabelRandomizedResponse(BaseEstimator):
     Labels are not features, so this is not a transformer: a classifier (or
     the user) calls :meth:`randomize` with the labels and the node keys. A
     user's report is a pure function of ``(seed_, node key)``: the same for any
-    subset or order of nodes, so a user answers once (DESIGN.md §2).
+    subset or order of nodes, so a user answers once (DESIGN.md §2). The seed is
+    that of the collection: this class, ``eps`` and the label domain hashed with
+    ``random_state`` (:func:`skldp.utils.collection_seed`), so a label report
+    never shares random numbers with a feature or edge report, even when they
+    are given the same ``random_state``.
 
     Parameters
     ----------
@@ -77,7 +82,7 @@ class LabelRandomizedResponse(BaseEstimator):
     >>> import numpy as np
     >>> from skldp.mechanisms import LabelRandomizedResponse
     >>> rr = LabelRandomizedResponse(2.0, classes=[0, 1, 2], random_state=0).fit()
-    >>> y_noisy = rr.randomize(np.array([0, 1, 2, 2]))
+    >>> y_noisy = rr.randomize(np.array([0, 1, 2, 2]), keys=np.arange(4))
     >>> y_noisy.shape
     (4,)
     >>> round(rr.p_, 4)
@@ -134,7 +139,9 @@ class LabelRandomizedResponse(BaseEstimator):
         T = np.full((c, c), self.q_)
         np.fill_diagonal(T, self.p_)
         self.transition_matrix_ = T
-        self.seed_ = draw_seed(self.random_state)
+        identity = (type(self).__module__, type(self).__qualname__, eps,
+                    joblib_hash(classes))
+        self.seed_ = collection_seed(self.random_state, identity)
         self.epsilon_ = eps
         self.protects_ = tuple(self.protects)
         return self
@@ -173,18 +180,18 @@ class LabelRandomizedResponse(BaseEstimator):
         other = other + (other >= y_enc)  # uniform over the c - 1 other classes
         return np.where(keep, y_enc, other)
 
-    def randomize(self, y, keys=None):
+    def randomize(self, y, keys):
         """Each user's noisy label, a pure function of ``(seed_, key)``.
 
         Parameters
         ----------
         y : array-like of shape (n,)
             True labels, all in ``classes_`` (``-1`` is an error).
-        keys : array of uint64, GraphData or None
+        keys : array of uint64 or GraphData
             Per-node keys: ``G.node_keys[G.rows]`` (or the view ``G`` itself,
-            whose rows give the keys). ``None`` keys row ``i`` by its
-            position ``i``, so the same array must be passed to get the same
-            reports.
+            whose rows give the keys). Required: labels carry no user ids, and
+            keying row ``i`` by its position would give user ``i`` of two
+            different label arrays the same noise.
 
         Returns
         -------
@@ -198,7 +205,9 @@ class LabelRandomizedResponse(BaseEstimator):
     @staticmethod
     def _keys(keys, n):
         if keys is None:
-            return np.arange(n, dtype=np.uint64)
+            raise ValueError("randomize needs the users' keys (node ids): pass the GraphData "
+                             "view of the labelled users or G.node_keys[G.rows]. Keying by "
+                             "position would give user i of two label arrays the same noise.")
         if isinstance(keys, GraphData):
             keys = keys.node_keys[keys.rows]
         keys = np.asarray(keys)

@@ -184,8 +184,10 @@ class RGNNClassifier(TorchClassifierBase):
         y = column_or_1d(np.asarray(y), warn=True)
         if len(y) != len(G):
             raise ValueError(f"X has {len(G)} rows but y has {len(y)} labels.")
+        # The label collection's seed is hashed from random_state with the label
+        # mechanism's identity, so it shares no random numbers with any feature report.
         mech = LabelRandomizedResponse(self.eps_y, classes=self.classes,
-                                       random_state=draw_seed(self.random_state) % (2**32))
+                                       random_state=self.random_state)
         mech.fit(y=None if self.classes is not None else y)
         y_noisy = mech.randomize(y, G.node_keys[G.rows])  # unseen labels raise here
         self.label_mechanism_ = mech
@@ -214,7 +216,9 @@ class RGNNClassifier(TorchClassifierBase):
         self.clusters_ = None
         self.cluster_proportions_ = None
         if self.alpha > 0:
-            clusters = metis_clusters(A, int(self.n_clusters), seed=mech.seed_)
+            # Never the mechanism's seed_: METIS's output would reveal bits of the secret.
+            clusters = metis_clusters(A, int(self.n_clusters),
+                                      seed=draw_seed(self.random_state) % (2**31))
             props, _ = cluster_label_proportions(clusters[G.rows], y_enc, T,
                                                  n_clusters=int(self.n_clusters))
             self.clusters_ = clusters

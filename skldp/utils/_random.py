@@ -8,11 +8,15 @@ report at fit and predict time, for any subset or order of rows, and after
 pickling, with fully vectorised numpy code.
 """
 
+import hashlib
+import secrets
+
 import numpy as np
+from joblib import hash as joblib_hash
 from scipy.special import ndtri
 
 __all__ = ["node_uniforms", "node_normals", "node_uniforms_ragged", "sample_k_of_d",
-           "draw_seed"]
+           "draw_seed", "collection_seed", "array_fingerprint"]
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -27,11 +31,70 @@ def _mix(z):
 
 
 def draw_seed(random_state):
-    """One 63-bit seed from ``random_state`` (int, RandomState, Generator or None)."""
+    """One 63-bit seed from ``random_state`` (int, RandomState, Generator or None).
+
+    ``None`` takes the seed from the operating system's entropy (:mod:`secrets`), not
+    from numpy's global state: a seed that protects reports must not be reproducible
+    by anyone who calls ``np.random.seed``.
+    """
     from sklearn.utils import check_random_state
+    if random_state is None:
+        return secrets.randbits(63)
     if isinstance(random_state, np.random.Generator):
         return int(random_state.integers(0, 2**63 - 1))
     return int(check_random_state(random_state).randint(0, 2**63 - 1, dtype=np.int64))
+
+
+def collection_seed(random_state, identity):
+    """Seed of one *collection*: a keyed hash of ``random_state``'s seed and ``identity``.
+
+    A collection is one use of the privacy budget: a mechanism's kind and its
+    privacy-relevant parameters (``identity``, any picklable value, e.g. the class
+    name, its parameters and its public bounds) together with ``random_state``.
+    Two different collections never share random numbers, whatever their
+    ``random_state``: a 1-bit report at eps = 1 and one at eps = 2 drawn from the
+    same uniform would reveal the input, and a label randomiser reusing a feature
+    mechanism's uniforms would make the label readable from the feature report.
+    The same identity and the same integer ``random_state`` give the same seed,
+    so a user answers once.
+
+    Parameters
+    ----------
+    random_state : int, RandomState, Generator or None
+        ``None`` draws the seed from the operating system's entropy.
+    identity : object
+        What makes this collection different from any other (hashed with joblib).
+
+    Returns
+    -------
+    seed : int
+        A 63-bit seed for the counter-based generator of this module.
+    """
+    base = draw_seed(random_state)
+    digest = hashlib.blake2b(joblib_hash(identity).encode(), digest_size=8,
+                             key=base.to_bytes(8, "little"), person=b"skldp-coll").digest()
+    return int.from_bytes(digest, "little") & (2**63 - 1)
+
+
+def array_fingerprint(X):
+    """Content hash of a dense or sparse array: which users a plain array holds.
+
+    Plain arrays carry no user ids, so a mechanism keys row ``i`` by its position;
+    the fingerprint lets it refuse any other array, whose row ``i`` is another user
+    and would otherwise receive the same noise.
+    """
+    import scipy.sparse as sp
+    h = hashlib.blake2b(digest_size=16)
+    if sp.issparse(X):
+        X = sp.csr_matrix(X)
+        h.update(repr(("csr", X.shape, str(X.dtype))).encode())
+        for part in (X.data, X.indices, X.indptr):
+            h.update(np.ascontiguousarray(part).view(np.uint8))
+    else:
+        X = np.ascontiguousarray(X)
+        h.update(repr(("dense", X.shape, str(X.dtype))).encode())
+        h.update(X.view(np.uint8).ravel() if X.size else b"")
+    return h.hexdigest()
 
 
 def _row_keys(seed, keys, stream):
