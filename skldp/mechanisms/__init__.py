@@ -7,6 +7,7 @@ from ._grr import (
                    discretize,
                    group_features,
                    grrfs_epsilon,
+                   grrfs_paper_epsilon,
                    quantile_bin_edges,
 )
 from ._label_rr import LabelRandomizedResponse
@@ -20,4 +21,4 @@ __all__ = ["EdgeRR", "LabelRandomizedResponse",
            "LaplaceMechanism", "MultiBitMechanism", "OneBitMechanism", "PiecewiseMechanism",
            "HDSMechanism",
            "GRRFSMechanism", "FeatureGrouper", "discretize", "group_features", "grrfs_epsilon",
-           "quantile_bin_edges"]
+           "grrfs_paper_epsilon", "quantile_bin_edges"]

@@ -1,4 +1,9 @@
-"""Generalized randomized response with feature sampling (GRR-FS, paper 001 §IV-A).
+"""Generalized randomized response with feature sampling (GRR-FS).
+
+Bhaila et al., "Local Differential Privacy in Graph Neural Networks: a
+Reconstruction Approach", SIAM SDM 2024, §IV-A. The per-user budget is
+``m * eps`` (:func:`grrfs_epsilon`), not the paper's Theorem 1
+(:func:`grrfs_paper_epsilon`).
 
 Also holds the categorical preprocessing the mechanism needs: public-bin
 discretisation of continuous columns (:func:`discretize`,
@@ -20,8 +25,8 @@ from ..exceptions import PrivacyLeakWarning
 from ..utils import node_uniforms, sample_k_of_d
 from ..utils.validation import check_eps, check_finite_features, check_int
 
-__all__ = ["GRRFSMechanism", "grrfs_epsilon", "grr_probabilities", "group_features",
-           "FeatureGrouper", "discretize", "quantile_bin_edges"]
+__all__ = ["GRRFSMechanism", "grrfs_epsilon", "grrfs_paper_epsilon", "grr_probabilities",
+           "group_features", "FeatureGrouper", "discretize", "quantile_bin_edges"]
 
 _BLOCK_ENTRIES = 1 << 22  # rows x columns per block: bounds temporaries to ~32 MB
 
@@ -40,13 +45,114 @@ def grr_probabilities(eps, c):
     return e / (e + c - 1.0), 1.0 / (e + c - 1.0)
 
 
-def grrfs_epsilon(eps, m, d):
-    """Theorem 1 of paper 001: GRR-FS is ``ln(1 + (m/d)(e^(m eps) - 1))``-LDP.
+def grrfs_epsilon(eps, m, d=None):
+    r"""Per-user LDP budget of GRR-FS: exactly ``m * eps``.
+
+    Each user samples ``m`` of its ``d`` features uniformly without
+    replacement, applies GRR with budget ``eps`` to each sampled feature and
+    reports a uniform code for the others (:class:`GRRFSMechanism`). The
+    smallest ``epsilon`` such that the mechanism is ``epsilon``-LDP for every
+    pair of inputs and every output is ``m * eps``, whatever ``d`` and the
+    domain sizes ``c_j >= 2``.
+
+    **Proof.** Write ``g_j(y | x) = c_j P_j(y | x)`` for the likelihood of GRR
+    on feature ``j`` relative to the uniform distribution: ``c_j p_j`` when
+    ``y = x``, ``c_j q_j`` otherwise, so ``g_j(y | x) / g_j(y | x') <= e^eps``
+    with equality when ``y = x != x'``. The probability of an output is an
+    average over the ``C(d, m)`` sampled subsets ``S`` of products
+    (eq. (4) of Bhaila et al., SDM 2024),
+
+    .. math:: P(y \mid x) = \prod_{j=1}^{d} \frac{1}{c_j}\;
+              \binom{d}{m}^{-1} \sum_{|S| = m} \prod_{j \in S} g_j(y_j \mid x_j).
+
+    *Upper bound.* A ratio of two sums of positive terms is at most the
+    largest ratio of corresponding terms, and the term of ``S`` has ratio
+    ``prod_{j in S} g_j(y_j|x_j) / g_j(y_j|x'_j) <= e^(m eps)``.
+    *Attained.* Take ``x`` and ``x'`` that differ in every feature and the
+    output ``y = x``: every term has ratio exactly ``e^(m eps)``, hence so has
+    the sum. So the worst-case ratio is ``e^(m eps)``. (Pairs that differ in
+    fewer features have smaller ratios, but LDP bounds every pair.) Sampling
+    amplifies nothing here: it hides *which* features were randomised, not
+    whether the user took part, and when ``x`` and ``x'`` differ everywhere
+    every sampled subset consists of differing features.
+
+    Parameters
+    ----------
+    eps : float
+        GRR budget of each sampled feature (``inf`` allowed).
+    m : int
+        Number of sampled features.
+    d : int or None, default=None
+        Number of features; only checked (``1 <= m <= d``), the budget does
+        not depend on it.
+
+    Returns
+    -------
+    epsilon : float
+
+    See Also
+    --------
+    grrfs_paper_epsilon : the smaller value of Theorem 1 of Bhaila et al.
+        (SDM 2024), which is not an LDP bound.
+
+    References
+    ----------
+    K. Bhaila, W. Huang, Y. Wu, X. Wu, "Local Differential Privacy in Graph
+    Neural Networks: a Reconstruction Approach", SIAM SDM 2024, §IV-A, eq. (4)
+    and Theorem 1.
 
     Examples
     --------
-    >>> round(grrfs_epsilon(1.0, 10, 53), 2)   # CiteSeer after grouping (d = 53)
+    >>> grrfs_epsilon(1.0, 10, 53)    # CiteSeer after grouping (paper: "8.3")
+    10.0
+    """
+    if d is not None and not 1 <= m <= d:
+        raise ValueError(f"m must be in 1..d={d}, got {m}.")
+    return float(m * eps)
+
+
+def grrfs_paper_epsilon(eps, m, d):
+    """Theorem 1 of Bhaila et al. (SDM 2024), ``ln(1 + (m/d)(e^(m eps) - 1))``: NOT an LDP bound.
+
+    The paper composes the ``m`` sampled GRRs to ``m eps`` and then applies
+    the amplification of record sampling with rate ``m/d`` (its Lemma 1) to
+    the attributes of one user's report. Amplification by sampling needs the
+    sampled-out part to be *another individual*, whose presence or absence is
+    hidden; here every feature belongs to the same user, and two inputs that
+    differ in every feature differ in each sampled subset. For ``d = 2``,
+    ``m = 1``, ``eps = 2``, inputs ``x = (0, 0)``, ``x' = (1, 1)`` on binary
+    features and the output ``y = (0, 0)``:
+    ``P(y | x) / P(y | x') = p / q = e^2``, while this function gives
+    ``ln(1 + (e^2 - 1) / 2) = 1.43``. The sound budget is
+    :func:`grrfs_epsilon` (``m eps``). This value is kept only to compare
+    with the budgets the paper states (e.g. CiteSeer ``{8.3, 0.3, 0.02}`` for
+    ``eps`` in ``{1, 0.1, 0.01}``, ``d = 53``, ``m = 10``; sound: ``{10, 1,
+    0.1}``).
+
+    Parameters
+    ----------
+    eps : float
+        GRR budget of each sampled feature.
+    m, d : int
+        Sampled and total number of features.
+
+    Returns
+    -------
+    epsilon : float
+        The paper's number, for comparison only.
+
+    References
+    ----------
+    K. Bhaila, W. Huang, Y. Wu, X. Wu, "Local Differential Privacy in Graph
+    Neural Networks: a Reconstruction Approach", SIAM SDM 2024, Theorem 1 and
+    Lemma 1; §V-A3 for the CiteSeer budgets.
+
+    Examples
+    --------
+    >>> round(grrfs_paper_epsilon(1.0, 10, 53), 2)   # CiteSeer after grouping (d = 53)
     8.33
+    >>> round(grrfs_paper_epsilon(2.0, 1, 2), 2)     # the worst-case ratio is e^2 here
+    1.43
     """
     if np.isinf(eps):
         return np.inf
@@ -80,8 +186,8 @@ def _row_blocks(n, d):
 def quantile_bin_edges(X, n_bins=4, columns=None):
     """Inner bin edges at the empirical quantiles of some columns.
 
-    Paper 001 (§V-A1) discretises the numerical attributes of German and
-    Student "based on the quantile distribution of their values". Edges read
+    Bhaila et al. (SDM 2024, §V-A1) discretise the numerical attributes of
+    German and Student "based on the quantile distribution of their values". Edges read
     from the private data leak information about it, so this function warns
     with :class:`~skldp.exceptions.PrivacyLeakWarning`; use public edges
     (census quantiles, round numbers) in deployment.
@@ -151,7 +257,7 @@ def discretize(X, bin_edges):
 
 
 def group_features(X, group_size):
-    """Sum consecutive blocks of ``group_size`` columns and binarise (paper 001 §V-A1).
+    """Sum consecutive blocks of ``group_size`` columns and binarise (Bhaila et al. 2024, §V-A1).
 
     Column ``g`` of the output is 1 when any of the input columns
     ``g*group_size .. (g+1)*group_size - 1`` is non-zero, else 0; the last
@@ -202,7 +308,8 @@ class FeatureGrouper(GraphTransformerMixin, BaseEstimator):
 
     References
     ----------
-    Paper 001 (``shared/papers/001_a6d79af5fcd0a0d9.txt``), §V-A1 and Table I.
+    Bhaila et al., "Local Differential Privacy in Graph Neural Networks: a
+    Reconstruction Approach", SIAM SDM 2024, §V-A1 and Table I.
 
     Examples
     --------
@@ -259,15 +366,24 @@ class GRRFSMechanism(LDPMechanism):
     code with probability ``q_j = 1 / (e^eps + c_j - 1)`` (GRR); for every
     other feature it reports a code drawn uniformly from ``0..c_j - 1``. The
     server cannot tell which features were sampled. The observed frequency of
-    code ``k`` of a feature whose true frequency is ``f_k`` is (paper 001 eqs.
-    (7)-(8), DESIGN.md §4)
+    code ``k`` of a feature whose true frequency is ``f_k`` is (eqs. (7)-(8)
+    of Bhaila et al., SDM 2024; DESIGN.md §4)
 
     .. math:: P(k) = \frac{m}{d}\,(q + f_k (p - q)) + \left(1 - \frac{m}{d}\right)\frac{1}{c},
 
     which :meth:`estimate_frequencies` inverts (eq. (5)), with the variance of
-    eq. (6) given by :meth:`frequency_variance`. By Theorem 1 one report is
-    ``epsilon_ = ln(1 + (m/d)(e^(m eps) - 1))``-LDP (``m`` GRRs at ``eps``
-    compose to ``m eps``; sampling with rate ``m/d`` amplifies it).
+    eq. (6) given by :meth:`frequency_variance`.
+
+    **Budget.** One report is ``epsilon_ = m * eps``-LDP, and no smaller value
+    holds: for two inputs that differ in every feature and the output equal
+    to the first, the likelihood ratio is exactly ``e^(m eps)`` (proof in
+    :func:`grrfs_epsilon`). The paper's Theorem 1 claims
+    ``ln(1 + (m/d)(e^(m eps) - 1))`` by applying record-sampling amplification
+    to the features of one user; that is not an LDP bound (``d = 2, m = 1,
+    eps = 2``: ratio ``e^2``, claimed ``e^1.43``). It is kept as
+    ``paper_epsilon_`` (:func:`grrfs_paper_epsilon`) only to compare with the
+    budgets printed in the paper. To spend a total ``epsilon`` per user, pass
+    ``eps = epsilon / m``.
 
     **Input.** Integer codes (dense or sparse). Continuous columns need public
     bin edges (``bin_edges``, applied with :func:`discretize`); a column with
@@ -283,7 +399,8 @@ class GRRFSMechanism(LDPMechanism):
     ----------
     eps : float, default=1.0
         Budget of GRR on each sampled feature (> 0; ``inf`` = no noise on the
-        sampled features; the others are still uniform unless ``m = d``).
+        sampled features; the others are still uniform unless ``m = d``). The
+        per-user total is ``m * eps``.
     m : int, default=1
         Number of features each user randomises, in ``1..d``.
     domain_sizes : int or array-like of int of shape (n_features,), default=None
@@ -312,18 +429,21 @@ class GRRFSMechanism(LDPMechanism):
     sampling_rate_ : float
         ``m / d``.
     epsilon_ : float
-        Theorem 1 total per user.
+        Per-user LDP budget, ``m * eps`` (exact worst case, :func:`grrfs_epsilon`).
+    paper_epsilon_ : float
+        Theorem 1 of the paper, ``ln(1 + (m/d)(e^(m eps) - 1))``; NOT an LDP
+        bound (:func:`grrfs_paper_epsilon`), for comparison with the paper only.
     protects_ : tuple of str
         ``("features",)``.
     n_features_in_ : int
 
     References
     ----------
-    Paper 001 (``shared/papers/001_a6d79af5fcd0a0d9.txt``): Bhaila et al.,
-    "Local Differential Privacy in Graph Neural Networks: a Reconstruction
-    Approach", §IV-A, eq. (4) (GRR-FS), Theorem 1 (budget), eqs. (5)-(8)
-    (frequency estimate and variance); DESIGN.md §4 restates them. Arcolezi et
-    al., "Random Sampling Plus Fake Data", CIKM 2021.
+    K. Bhaila, W. Huang, Y. Wu, X. Wu, "Local Differential Privacy in Graph
+    Neural Networks: a Reconstruction Approach", SIAM SDM 2024: §IV-A, eq. (4)
+    (GRR-FS), Theorem 1 (its budget, corrected above), eqs. (5)-(8) (frequency
+    estimate and variance). Arcolezi et al., "Random Sampling Plus Fake
+    Data", CIKM 2021.
 
     Examples
     --------
@@ -331,7 +451,9 @@ class GRRFSMechanism(LDPMechanism):
     >>> from skldp.mechanisms import GRRFSMechanism
     >>> X = np.array([[0, 1, 2], [1, 0, 0], [1, 1, 1]])
     >>> mech = GRRFSMechanism(eps=1.0, m=2, domain_sizes=[2, 2, 3], random_state=0).fit(X)
-    >>> round(mech.epsilon_, 3)      # ln(1 + (2/3)(e^2 - 1)), Theorem 1
+    >>> mech.epsilon_                # m * eps
+    2.0
+    >>> round(mech.paper_epsilon_, 3)  # ln(1 + (2/3)(e^2 - 1)), Theorem 1: not an LDP bound
     1.66
     >>> mech.transform(X).shape
     (3, 3)
@@ -394,6 +516,7 @@ class GRRFSMechanism(LDPMechanism):
         self.population_ = population_of(X if isinstance(X, GraphData) else Xf)
         self.seed_ = draw_collection_seed(self, d, self.domain_sizes_)
         self.epsilon_ = grrfs_epsilon(float(self.eps), self.m, d)
+        self.paper_epsilon_ = grrfs_paper_epsilon(float(self.eps), self.m, d)
         self.protects_ = tuple(self.protects)
         return self
 
