@@ -53,6 +53,11 @@ class RGNNClassifier(TorchClassifierBase):
 
     ``privacy_report`` collects ``label_mechanism_`` (the label budget);
     ``epsilon_`` of this estimator is not set, so the label budget is counted once.
+    A user of the pipeline above spends ``eps_x + eps_y`` (the paper's Theorem
+    3) with the sound feature budget ``eps_x = m * eps`` of GRR-FS
+    (``GRRFSMechanism.epsilon_``, 10 for ``eps = 1, m = 10``), not the paper's
+    Theorem 1 value ``ln(1 + (m/d)(e^(m eps) - 1))`` (8.3 for CiteSeer), which
+    is not an LDP bound (see :func:`~skldp.mechanisms.grrfs_epsilon`).
 
     Parameters
     ----------
@@ -95,10 +100,11 @@ class RGNNClassifier(TorchClassifierBase):
 
     References
     ----------
-    Paper 001 (``shared/papers/001_a6d79af5fcd0a0d9.txt``): Bhaila et al.,
-    "Local Differential Privacy in Graph Neural Networks: a Reconstruction
-    Approach", §IV-B (eq. (14), Algorithm 2), §IV-C (eq. (15), Algorithm 3),
-    Theorem 3 (total budget eps_x + eps_y).
+    K. Bhaila, W. Huang, Y. Wu, X. Wu, "Local Differential Privacy in Graph
+    Neural Networks: a Reconstruction Approach", SIAM SDM 2024: §IV-B (eq.
+    (14), Algorithm 2), §IV-C (eq. (15), Algorithm 3), Theorem 3 (total budget
+    eps_x + eps_y; its eps_x of Theorem 1 under-reports GRR-FS, whose sound
+    budget is ``m * eps``).
 
     Examples
     --------
