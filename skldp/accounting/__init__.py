@@ -1,5 +1,6 @@
 """Privacy accounting: budgets per user, composition, RDP."""
 
+from ._dpsgd import calibrate_dpsgd_noise_multiplier, compute_dpsgd_epsilon
 from ._rdp import (
                    DEFAULT_ORDERS,
                    calibrate_noise_multiplier,
@@ -10,4 +11,5 @@ from ._rdp import (
 from ._report import PrivacyReport, PrivacySpend, privacy_report
 
 __all__ = ["PrivacyReport", "PrivacySpend", "privacy_report", "DEFAULT_ORDERS",
-           "calibrate_noise_multiplier", "compute_epsilon", "dpgnn_rdp", "rdp_to_epsilon"]
+           "calibrate_noise_multiplier", "compute_epsilon", "dpgnn_rdp", "rdp_to_epsilon",
+           "compute_dpsgd_epsilon", "calibrate_dpsgd_noise_multiplier"]

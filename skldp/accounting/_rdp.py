@@ -68,6 +68,13 @@ def check_delta(delta):
     return delta
 
 
+def _check_target(target_epsilon):
+    if isinstance(target_epsilon, bool) or not isinstance(target_epsilon, numbers.Real) or \
+            np.isnan(target_epsilon) or target_epsilon <= 0 or np.isinf(target_epsilon):
+        raise ValueError(f"target_epsilon must be a finite number > 0, got {target_epsilon!r}.")
+    return float(target_epsilon)
+
+
 def _check_setting(n_train, batch_size, max_degree, steps):
     N = _check_int(n_train, "n_train", 1)
     m = _check_int(batch_size, "batch_size", 1)
@@ -259,23 +266,34 @@ def calibrate_noise_multiplier(target_epsilon, delta, n_train, batch_size, max_d
     >>> bool(compute_epsilon(z, 10000, 1000, 5, 200, 1e-5) <= 4.0)
     True
     """
-    if isinstance(target_epsilon, bool) or not isinstance(target_epsilon, numbers.Real) or \
-            np.isnan(target_epsilon) or target_epsilon <= 0 or np.isinf(target_epsilon):
-        raise ValueError(f"target_epsilon must be a finite number > 0, got {target_epsilon!r}.")
+    target = _check_target(target_epsilon)
     delta = check_delta(delta)
     N, m, K, T = _check_setting(n_train, batch_size, max_degree, steps)
     orders = _check_orders(orders)
-    target = float(target_epsilon)
 
-    def eps_of(z, steps=T):
+    def eps_of(z, steps):
         return rdp_to_epsilon(orders, dpgnn_rdp(z, N, m, K, steps, orders), delta)[0]
 
+    return _bisect_noise_multiplier(
+        eps_of, target, T, rtol,
+        setting=f"n_train={N}, batch_size={m}, max_degree={K}, delta={delta:.3g}",
+        advice="a smaller batch_size, a smaller max_degree, a larger delta")
+
+
+def _bisect_noise_multiplier(eps_of, target, T, rtol, setting, advice):
+    """Smallest ``z`` (to ``rtol``) with ``eps_of(z) <= target``, by bisection on a log scale.
+
+    ``eps_of(z, steps)`` must decrease in ``z`` and increase in ``steps``. Returns
+    the upper end of the final bracket, so the guarantee always holds; raises
+    :class:`PrivacyBudgetError` (naming the largest number of steps that reaches
+    the target) when even ``z = 1e4`` is not enough.
+    """
     if T == 0:
         return 0.0
     hi = 1.0
-    while eps_of(hi) > target:
+    while eps_of(hi, T) > target:
         if hi >= _MAX_NOISE_MULTIPLIER:
-            floor = eps_of(_MAX_NOISE_MULTIPLIER)
+            floor = eps_of(_MAX_NOISE_MULTIPLIER, T)
             # Largest T' whose epsilon at the largest multiplier meets the target.
             t_lo, t_hi = 0, T
             while t_hi - t_lo > 1:
@@ -285,21 +303,19 @@ def calibrate_noise_multiplier(target_epsilon, delta, n_train, batch_size, max_d
                 else:
                     t_hi = t_mid
             raise PrivacyBudgetError(
-                f"target_epsilon={target} is unreachable with steps={T} (n_train={N}, "
-                f"batch_size={m}, max_degree={K}, delta={delta:.3g}): even noise_multiplier="
-                f"{_MAX_NOISE_MULTIPLIER:g} gives epsilon={floor:.4g}. Use at most "
-                f"steps={t_lo}, a smaller batch_size, a smaller max_degree, a larger delta, "
-                f"or a target_epsilon >= {floor:.4g}.")
+                f"target_epsilon={target} is unreachable with steps={T} ({setting}): even "
+                f"noise_multiplier={_MAX_NOISE_MULTIPLIER:g} gives epsilon={floor:.4g}. Use at "
+                f"most steps={t_lo}, {advice}, or a target_epsilon >= {floor:.4g}.")
         hi = min(2.0 * hi, _MAX_NOISE_MULTIPLIER)
     lo = hi / 2.0 if hi > 1.0 else 0.0
     if lo == 0.0:
         lo = 1.0
-        while eps_of(lo) <= target and lo > 1e-6:
+        while eps_of(lo, T) <= target and lo > 1e-6:
             hi, lo = lo, lo / 2.0
     # Invariant: eps_of(lo) > target >= eps_of(hi).
     while hi - lo > rtol * hi:
         mid = np.sqrt(lo * hi)
-        if eps_of(mid) <= target:
+        if eps_of(mid, T) <= target:
             hi = mid
         else:
             lo = mid

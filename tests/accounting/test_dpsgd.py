@@ -1,0 +1,106 @@
+"""Tests of the example-level DP-SGD accountant (dp-accounting glue, used by DP-MLP)."""
+
+import builtins
+import math
+
+import numpy as np
+import pytest
+
+from skldp.accounting import (
+    calibrate_dpsgd_noise_multiplier,
+    compute_dpsgd_epsilon,
+    compute_epsilon,
+    rdp_to_epsilon,
+)
+from skldp.exceptions import PrivacyBudgetError
+
+dpa = pytest.importorskip("dp_accounting")
+
+
+def _reference(z, N, m, T, delta):
+    """dp-accounting used directly: replace-one, fixed-size batches without replacement."""
+    acc = dpa.rdp.RdpAccountant(neighboring_relation=dpa.NeighboringRelation.REPLACE_ONE)
+    acc.compose(dpa.SelfComposedDpEvent(
+        dpa.SampledWithoutReplacementDpEvent(N, m, dpa.GaussianDpEvent(z)), T))
+    return acc.get_epsilon(delta)
+
+
+def test_matches_dp_accounting_on_the_audit_example():
+    # z = 1, N = 10,000, batch 100, 1,000 steps, delta = 1e-5: dp-accounting gives 3.58,
+    # paper 004's Theorem 1 with K = 0 gives 26.1 for the same training run.
+    eps = compute_dpsgd_epsilon(1.0, 10_000, 100, 1_000, 1e-5)
+    assert eps == pytest.approx(_reference(1.0, 10_000, 100, 1_000, 1e-5), rel=1e-12)
+    assert eps == pytest.approx(3.576, abs=5e-3)
+    loose = compute_epsilon(1.0, 10_000, 100, 0, 1_000, 1e-5)
+    assert loose == pytest.approx(26.07, abs=0.05)
+    assert eps < loose
+
+
+def test_full_batch_is_the_gaussian_mechanism_with_sensitivity_2C():
+    # m = N: no subsampling, T compositions of a Gaussian mechanism whose noise std is
+    # z times the replace-one sensitivity 2C, i.e. RDP T alpha / (2 z^2). Checked
+    # against our own conversion at dp-accounting's orders.
+    z, T, delta = 2.0, 5, 1e-5
+    orders = np.array([1.5, 2.0, 3.0, 5.0, 8.0, 16.0, 32.0, 64.0])
+    got = compute_dpsgd_epsilon(z, 50, 50, T, delta, orders=orders)
+    want, _ = rdp_to_epsilon(orders, T * orders / (2 * z**2), delta)
+    assert got == pytest.approx(want, rel=1e-9)
+    # sigma / (2C) convention: doubling C at the same sigma halves z and costs more
+    assert compute_dpsgd_epsilon(z / 2, 50, 50, T, delta, orders=orders) > got
+
+
+def test_monotone_and_edge_cases():
+    base = dict(n_train=2000, batch_size=100, steps=200, delta=1e-5)
+    eps_z = [compute_dpsgd_epsilon(z, **base) for z in (0.7, 1.0, 2.0)]
+    assert eps_z[0] > eps_z[1] > eps_z[2]
+    assert math.isinf(compute_dpsgd_epsilon(0.0, **base))
+    assert compute_dpsgd_epsilon(1.0, 2000, 100, 0, 1e-5) == 0.0
+    with pytest.raises(ValueError, match="larger than the training set"):
+        compute_dpsgd_epsilon(1.0, 100, 101, 10, 1e-5)
+    with pytest.raises((ValueError, TypeError), match="delta"):
+        compute_dpsgd_epsilon(1.0, 100, 10, 10, 0.0)
+    with pytest.raises(ValueError, match="noise_multiplier"):
+        compute_dpsgd_epsilon(-1.0, 100, 10, 10, 1e-5)
+
+
+def test_calibration_round_trip():
+    orders = [1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 24.0, 32.0, 64.0]
+    z = calibrate_dpsgd_noise_multiplier(2.0, 1e-5, 5000, 250, 200, orders=orders, rtol=1e-3)
+    assert compute_dpsgd_epsilon(z, 5000, 250, 200, 1e-5, orders=orders) <= 2.0
+    assert compute_dpsgd_epsilon(z * 0.99, 5000, 250, 200, 1e-5, orders=orders) > 2.0
+    with pytest.raises(ValueError, match="target_epsilon"):
+        calibrate_dpsgd_noise_multiplier(0.0, 1e-5, 5000, 250, 200)
+
+
+def test_unreachable_target():
+    with pytest.raises(PrivacyBudgetError, match="unreachable"):
+        calibrate_dpsgd_noise_multiplier(1e-4, 1e-5, 100, 100, 10_000_000,
+                                         orders=[2.0, 8.0, 32.0])
+
+
+def test_our_conversion_equals_dp_accountings():
+    # rdp_to_epsilon (used for DP-GNN's Theorem 1 curve) is the same conversion as
+    # dp_accounting.rdp.compute_epsilon (Canonne et al. 2020, Prop. 12).
+    from dp_accounting.rdp.rdp_privacy_accountant import compute_epsilon as dpa_conv
+    rng = np.random.default_rng(0)
+    orders = np.array([1.5, 2.0, 3.0, 4.5, 8.0, 16.0, 64.0, 256.0])
+    for _ in range(20):
+        rdp = np.sort(rng.uniform(0.05, 5.0, len(orders))) * rng.uniform(0.1, 3.0)
+        delta = 10.0 ** rng.uniform(-8, -3)
+        ours = rdp_to_epsilon(orders, rdp, delta)
+        theirs = dpa_conv(orders, rdp, delta)
+        assert ours[0] == pytest.approx(theirs[0], rel=1e-12, abs=1e-12)
+        assert ours[1] == theirs[1]
+
+
+def test_clear_import_error_without_dp_accounting(monkeypatch):
+    real_import = builtins.__import__
+
+    def fake_import(name, *args, **kwargs):
+        if name == "dp_accounting" or name.startswith("dp_accounting."):
+            raise ImportError("No module named 'dp_accounting'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", fake_import)
+    with pytest.raises(ImportError, match=r'pip install "skldp\[accounting\]"'):
+        compute_dpsgd_epsilon(1.0, 100, 10, 10, 1e-5)
