@@ -208,6 +208,7 @@ class LDPMechanism(GraphTransformerMixin, BaseEstimator):
             return super().transform(X)
         X = check_array(X, accept_sparse="csr", dtype=np.float64, ensure_all_finite=False)
         self._check_n_features(X)
+        check_finite_features(X)
         check_population(self, X)
         return self._report(X, np.arange(X.shape[0], dtype=np.uint64))
 

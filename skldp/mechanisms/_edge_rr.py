@@ -17,6 +17,7 @@ from ..utils._random import (
     node_uniforms_ragged,
 )
 from ..utils.validation import check_eps, check_graph_data, check_int
+from ._grid import check_eps_per_coordinate
 
 __all__ = ["EdgeRR", "randomized_adjacency_lists"]
 
@@ -302,7 +303,9 @@ class EdgeRR(GraphTransformerMixin, BaseEstimator):
         return super().transform(X)
 
     def _check_params(self):
-        check_eps(self.eps)
+        # Flips are drawn from 53-bit uniforms: a flip probability 1/(1 + e^eps) must
+        # stay far above 2^-53 to be sampled with a small relative error.
+        check_eps_per_coordinate(check_eps(self.eps), "eps", type(self).__name__, limit=20.0)
         if self.symmetrize not in _SYMMETRIZE:
             raise ValueError(f"symmetrize must be one of {_SYMMETRIZE}, got {self.symmetrize!r}.")
         if not isinstance(self.binarize, (bool, np.bool_)):

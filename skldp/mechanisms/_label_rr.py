@@ -9,8 +9,9 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from .._graph_data import GraphData
 from ..exceptions import PrivacyLeakWarning
-from ..utils._random import collection_seed, node_uniforms
+from ..utils._random import collection_seed, node_uniforms, node_uniforms_fine
 from ..utils.validation import check_eps
+from ._grid import check_eps_per_coordinate
 
 __all__ = ["LabelRandomizedResponse"]
 
@@ -111,6 +112,7 @@ class LabelRandomizedResponse(BaseEstimator):
         self
         """
         eps = check_eps(self.eps)
+        check_eps_per_coordinate(eps, "eps", type(self).__name__)
         if self.classes is not None:
             classes = np.unique(np.asarray(self.classes))
             if len(classes) != len(np.asarray(self.classes).ravel()):
@@ -134,8 +136,9 @@ class LabelRandomizedResponse(BaseEstimator):
         if np.isinf(eps):
             self.p_, self.q_ = 1.0, 0.0
         else:
-            e = np.exp(min(eps, 700.0))
-            self.p_, self.q_ = float(e / (e + c - 1)), float(1.0 / (e + c - 1))
+            # eps <= 50 (checked), so e^eps does not overflow; 1 - p = (c - 1) q.
+            self.q_ = float(1.0 / (np.exp(eps) + c - 1))
+            self.p_ = float(np.exp(eps) * self.q_)
         T = np.full((c, c), self.q_)
         np.fill_diagonal(T, self.p_)
         self.transition_matrix_ = T
@@ -174,8 +177,9 @@ class LabelRandomizedResponse(BaseEstimator):
         if self.p_ == 1.0:
             return y_enc.copy()
         c = len(self.classes_)
+        # Full-precision uniform for the flip, whose probability (c - 1) q can be tiny.
+        keep = node_uniforms_fine(self.seed_, keys, 1, stream=1)[:, 0] >= (c - 1) * self.q_
         u = node_uniforms(self.seed_, keys, 2, stream=0)
-        keep = u[:, 0] < self.p_
         other = np.minimum((u[:, 1] * (c - 1)).astype(np.int64), c - 2)
         other = other + (other >= y_enc)  # uniform over the c - 1 other classes
         return np.where(keep, y_enc, other)

@@ -2,8 +2,11 @@
 
 import numpy as np
 
+from scipy.special import expit
+
 from ..base import LDPMechanism
-from ..utils import node_uniforms
+from ..utils._random import node_uniforms_fine
+from ._grid import check_eps_per_coordinate
 from ._one_bit import _assemble_sampled, _gather, _n_sampled, _sample_columns, _variance_input
 
 __all__ = ["MultiBitMechanism"]
@@ -98,6 +101,8 @@ class MultiBitMechanism(LDPMechanism):
         d = self.n_features_in_
         self.m_ = m = _n_sampled(self.m, "m", d, self.eps, _EPS_PER_DIM)
         self.epsilon_per_feature_ = float(self.eps) / m
+        check_eps_per_coordinate(self.epsilon_per_feature_, "eps / m",
+                                 type(self).__name__)
 
     def _epsilon_total(self):
         return float(self.eps)
@@ -110,13 +115,15 @@ class MultiBitMechanism(LDPMechanism):
         m = self.m_
         lo, hi = self.feature_min_, self.feature_max_
         delta, mid = hi - lo, (hi + lo) / 2.0
-        e = np.exp(eps)
         idx = _sample_columns(self.seed_, keys, d, m, stream=0)
         x = _gather(X, np.arange(n), idx)
         unit = (x - lo[idx]) / delta[idx]
-        p_plus = 1.0 / (e + 1.0) + unit * ((e - 1.0) / (e + 1.0))
-        sign = np.where(node_uniforms(self.seed_, keys, m, stream=1) < p_plus, 1.0, -1.0)
-        values = sign * (d / m) * (delta[idx] / 2.0) * ((e + 1.0) / (e - 1.0))
+        # (e - 1)/(e + 1) = tanh(eps/2), 1/(e + 1) = expit(-eps): no overflow.
+        p_plus = expit(-eps) + unit * np.tanh(eps / 2.0)
+        # Full-precision uniforms: P(s = +1) can be as small as e^-eps.
+        u = node_uniforms_fine(self.seed_, keys, m, stream=1)
+        sign = np.where(u < p_plus, 1.0, -1.0)
+        values = sign * (d / m) * (delta[idx] / 2.0) / np.tanh(eps / 2.0)
         return _assemble_sampled(n, d, idx, values, mid)
 
     def variance(self, x):
@@ -140,6 +147,5 @@ class MultiBitMechanism(LDPMechanism):
         if np.isinf(eps):
             return np.zeros(shape)
         d, m = self.n_features_in_, self.m_
-        e = np.exp(eps)
-        c = (e + 1.0) / (e - 1.0)
+        c = 1.0 / np.tanh(eps / 2.0)   # (e + 1)/(e - 1), stable for any eps
         return (d / m) * ((hi - lo) / 2.0) ** 2 * c ** 2 - (x - (hi + lo) / 2.0) ** 2

@@ -8,11 +8,14 @@ reports, and the ``variance`` input checks.
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.special import expit
 from sklearn.utils.validation import check_is_fitted
 
 from ..base import LDPMechanism
 from ..utils import node_uniforms, sample_k_of_d
+from ..utils._random import node_uniforms_fine
 from ..utils.validation import check_int
+from ._grid import check_eps_per_coordinate
 
 __all__ = ["OneBitMechanism"]
 
@@ -217,6 +220,8 @@ class OneBitMechanism(LDPMechanism):
             raise TypeError(f"split_eps must be a bool, got {self.split_eps!r}.")
         d = self.n_features_in_
         self.epsilon_per_feature_ = float(self.eps) / d if self.split_eps else float(self.eps)
+        check_eps_per_coordinate(self.epsilon_per_feature_, "the budget per feature",
+                                 type(self).__name__)
 
     def _epsilon_total(self):
         return self.epsilon_per_feature_ * self.n_features_in_
@@ -226,15 +231,16 @@ class OneBitMechanism(LDPMechanism):
         if np.isinf(eps):
             return X.copy()
         lo, delta = self.feature_min_, self.feature_max_ - self.feature_min_
-        e = np.exp(eps)
         n, d = X.shape
         out = np.empty((n, d), dtype=np.float64)
-        hi_val = lo + delta * e / (e - 1.0)     # rectified y = 1: ((e+1) - 1)/(e-1)
-        lo_val = lo - delta / (e - 1.0)         # rectified y = 0: -1/(e-1)
+        # e / (e - 1) and 1 / (e - 1) without overflow (e = e^eps).
+        hi_val = lo - delta / np.expm1(-eps)    # rectified y = 1: ((e+1) - 1)/(e-1)
+        lo_val = lo - delta / np.expm1(eps)     # rectified y = 0: -1/(e-1)
         for rows in _row_blocks(n, d):
             unit = (_dense_rows(X, rows) - lo) / delta
-            p_one = 1.0 / (e + 1.0) + unit * ((e - 1.0) / (e + 1.0))
-            bit = node_uniforms(self.seed_, keys[rows], d, stream=0) < p_one
+            p_one = expit(-eps) + unit * np.tanh(eps / 2.0)
+            # Full-precision uniforms: P(y = 1) can be as small as e^-eps.
+            bit = node_uniforms_fine(self.seed_, keys[rows], d, stream=0) < p_one
             out[rows] = np.where(bit, hi_val, lo_val)
         return out
 
@@ -257,5 +263,7 @@ class OneBitMechanism(LDPMechanism):
         eps = self.epsilon_per_feature_
         if np.isinf(eps):
             return np.zeros(np.broadcast_shapes(x.shape, lo.shape))
-        e = np.exp(eps)
-        return (hi - lo) ** 2 * e / (e - 1.0) ** 2 + (x - lo) * (hi - x)
+        # e / (e - 1)^2 = 1 / (4 sinh^2(eps / 2)), which is 0 (not NaN) for huge eps.
+        with np.errstate(over="ignore"):
+            inv = 1.0 / (4.0 * np.sinh(eps / 2.0) ** 2)
+        return (hi - lo) ** 2 * inv + (x - lo) * (hi - x)

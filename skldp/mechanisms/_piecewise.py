@@ -4,6 +4,8 @@ import numpy as np
 
 from ..base import LDPMechanism
 from ..utils import node_uniforms
+from ..utils._random import node_uniforms_fine
+from ._grid import TwoLevelGrid, check_eps_per_coordinate
 from ._one_bit import (
     _assemble_sampled,
     _dense_rows,
@@ -20,25 +22,36 @@ __all__ = ["PiecewiseMechanism"]
 _EPS_PER_DIM = 2.5
 
 
-def _pm_constants(eps):
-    """``a = e^{eps/2}``, ``C``, and the probability of the central piece."""
-    a = np.exp(eps / 2.0)
-    C = (a + 1.0) / (a - 1.0)
-    return a, C, a / (a + 1.0)
+# The grid: the part of [-C, C] outside the central piece (length C + 1) has 2^24
+# cells, and the input lattice has one step per cell.
+_LOG2_STEPS = 24
 
 
-def _pm_draw(t, u_piece, u_pos, C, p_center):
-    """Piecewise mechanism draw for inputs ``t`` in [-1, 1] (paper 000 eq. (22)).
+def _pm_grid(eps):
+    """The piecewise mechanism at budget ``eps`` on the grid (see :class:`TwoLevelGrid`).
 
-    The density is ``p`` on ``[l(t), r(t)]`` (length ``C - 1``, total mass
-    ``p (C - 1) = e^{eps/2}/(e^{eps/2}+1)``) and ``p / e^eps`` on the rest of
-    ``[-C, C]`` (length ``C + 1``); both pieces are uniform.
+    The central piece has length ``C - 1`` against ``C + 1`` for the rest of
+    ``[-C, C]``, a ratio ``e^{-eps/2}`` (``C = coth(eps/4)``); it moves by
+    ``(C + 1)/2`` per unit of ``t``, i.e. by ``cells_per_step`` cells per
+    lattice step.
     """
-    left = (C + 1.0) / 2.0 * t - (C - 1.0) / 2.0
-    center = left + (C - 1.0) * u_pos
-    tail = -C + (C + 1.0) * u_pos          # position on [-C, C] with the centre cut out
-    tail = np.where(tail >= left, tail + (C - 1.0), tail)
-    return np.where(u_piece < p_center, center, tail)
+    n_steps = 1 << _LOG2_STEPS
+    n_band = int(np.rint(n_steps * np.exp(-eps / 2.0)))
+    return TwoLevelGrid(eps, n_steps, 1, n_band)
+
+
+def _pm_estimate_map(grid):
+    """``(c0, c1)`` with ``t_hat = c0 + c1 j`` unbiased for ``t`` (``t = -1 + 2 i / T``)."""
+    A, B = grid.affine_mean()
+    c1 = 2.0 / (grid.n_steps * B)
+    return -1.0 - A * c1, c1
+
+
+def _pm_draw(grid, t, u_round, u_piece, u_pos):
+    """Unbiased estimates ``t_hat`` of ``t`` in [-1, 1] (paper 000 eq. (22) on the grid)."""
+    j = grid.sample((t + 1.0) / 2.0, u_round, u_piece, u_pos)
+    c0, c1 = _pm_estimate_map(grid)
+    return c0 + c1 * j
 
 
 class PiecewiseMechanism(LDPMechanism):
@@ -63,7 +76,23 @@ class PiecewiseMechanism(LDPMechanism):
               + \Big(\frac{d\,a}{k (a - 1)} - 1\Big) t^2\Big], \quad a = e^{\epsilon/(2k)}.
 
     Privacy: each sampled coordinate is ``eps/k``-LDP, so the report is
-    ``eps``-LDP per user (``epsilon_ = eps``). Paper 000 (App. A.3) applies
+    ``eps``-LDP per user (``epsilon_ = eps``).
+
+    **Floating-point safety (the grid).** Continuous output computed in
+    floating point can take values that no other input produces (Mironov, CCS
+    2012). The mechanism is therefore run on integer cells
+    (:class:`skldp.mechanisms._grid.TwoLevelGrid`): ``t`` is rounded unbiasedly
+    to a lattice of ``2^24`` steps, the range ``[-C, C]`` is cut into cells
+    (``2^24`` outside the central piece, ``round(2^24 e^{-eps'/2})`` in it),
+    the central cells have exactly ``e^{eps'}`` times the probability of the
+    others, and the cell index ``j`` is mapped to ``t_hat = c0 + c1 j``, the
+    affine map that makes ``t_hat`` unbiased. Every input then has the same
+    support, each coordinate is exactly ``eps'``-LDP (the floating-point
+    sampler changes the probability of a cell by a relative error below
+    ``1e-8``), and the variance is that of the paper up to a relative
+    ``1e-4`` or less at ``eps' <= 20`` (:meth:`variance` returns the exact
+    value on the grid). Reported coordinates lie on ``output_grid_``;
+    unreported ones equal ``mid``. Paper 000 (App. A.3) applies
     PM with the full ``eps`` to every feature: reproduce it with ``k = d``
     and ``eps = d * eps_per_feature``.
 
@@ -94,6 +123,9 @@ class PiecewiseMechanism(LDPMechanism):
         ``eps / k_``.
     epsilon_ : float
         Per-user total, ``eps``.
+    output_grid_ : tuple (offset, step) of ndarrays of shape (n_features,), or None
+        Every reported (sampled) coordinate ``j`` is ``offset[j] + i * step[j]``
+        for an integer ``i``, whatever the input (``None`` when ``eps`` is inf).
     seed_, feature_min_, feature_max_, protects_, n_features_in_
         See :class:`~skldp.base.LDPMechanism`.
 
@@ -127,6 +159,13 @@ class PiecewiseMechanism(LDPMechanism):
         d = self.n_features_in_
         self.k_ = k = _n_sampled(self.k, "k", d, self.eps, _EPS_PER_DIM)
         self.epsilon_per_feature_ = float(self.eps) / k
+        check_eps_per_coordinate(self.epsilon_per_feature_, "eps / k", type(self).__name__)
+        self.output_grid_ = None
+        if not np.isinf(self.epsilon_per_feature_):
+            c0, c1 = _pm_estimate_map(_pm_grid(self.epsilon_per_feature_))
+            half = (d / k) * (self.feature_max_ - self.feature_min_) / 2.0
+            mid = (self.feature_max_ + self.feature_min_) / 2.0
+            self.output_grid_ = (mid + half * c0, half * c1)
 
     def _epsilon_total(self):
         return float(self.eps)
@@ -139,26 +178,31 @@ class PiecewiseMechanism(LDPMechanism):
         k = self.k_
         lo, hi = self.feature_min_, self.feature_max_
         delta, mid = hi - lo, (hi + lo) / 2.0
-        _, C, p_center = _pm_constants(eps)
+        grid = _pm_grid(eps)
+
+        def draw(t, key_rows, cols):
+            return _pm_draw(grid, t, node_uniforms(self.seed_, key_rows, cols, stream=3),
+                            node_uniforms_fine(self.seed_, key_rows, cols, stream=1),
+                            node_uniforms(self.seed_, key_rows, cols, stream=2))
+
         if k == d:  # no sampling: dense report, processed in row blocks
             out = np.empty((n, d), dtype=np.float64)
             for rows in _row_blocks(n, d):
                 t = 2.0 * (_dense_rows(X, rows) - lo) / delta - 1.0
-                t_star = _pm_draw(t, node_uniforms(self.seed_, keys[rows], d, stream=1),
-                                  node_uniforms(self.seed_, keys[rows], d, stream=2),
-                                  C, p_center)
-                out[rows] = mid + delta / 2.0 * t_star
+                out[rows] = mid + delta / 2.0 * draw(t, keys[rows], d)
             return out
         idx = _sample_columns(self.seed_, keys, d, k, stream=0)
         x = _gather(X, np.arange(n), idx)
         t = 2.0 * (x - lo[idx]) / delta[idx] - 1.0
-        t_star = _pm_draw(t, node_uniforms(self.seed_, keys, k, stream=1),
-                          node_uniforms(self.seed_, keys, k, stream=2), C, p_center)
-        values = (d / k) * (delta[idx] / 2.0) * t_star
+        values = (d / k) * (delta[idx] / 2.0) * draw(t, keys, k)
         return _assemble_sampled(n, d, idx, values, mid)
 
     def variance(self, x):
         """Variance of the report of ``x`` per coordinate (002 after eq. (3); 000 eq. (27)).
+
+        Computed exactly for the mechanism on the grid; the paper's formula
+        ``(Delta/2)^2 [d (a + 3) / (3k (a - 1)^2) + (d a / (k (a - 1)) - 1) t^2]``
+        with ``a = e^{eps/(2k)}`` is its limit for an infinitely fine grid.
 
         Parameters
         ----------
@@ -177,8 +221,10 @@ class PiecewiseMechanism(LDPMechanism):
         if np.isinf(eps):
             return np.zeros(shape)
         d, k = self.n_features_in_, self.k_
-        a = np.exp(eps / 2.0)
+        grid = _pm_grid(eps)
         t = 2.0 * (x - lo) / (hi - lo) - 1.0
-        inner = (d * (a + 3.0) / (3.0 * k * (a - 1.0) ** 2)
-                 + (d * a / (k * (a - 1.0)) - 1.0) * t ** 2)
-        return ((hi - lo) / 2.0) ** 2 * inner
+        _, var_cell = grid.moments((t + 1.0) / 2.0)
+        _, c1 = _pm_estimate_map(grid)
+        second = c1 ** 2 * var_cell + t ** 2     # E[t_hat^2]; t_hat is unbiased
+        inner = (d / k) * second - t ** 2        # sampled with probability k / d
+        return np.broadcast_to(((hi - lo) / 2.0) ** 2 * inner, shape).copy()

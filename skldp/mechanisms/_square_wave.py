@@ -4,14 +4,22 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..base import LDPMechanism
-from ..utils._random import node_uniforms, sample_k_of_d
+from ..utils._random import node_uniforms, node_uniforms_fine, sample_k_of_d
 from ..utils.validation import check_int
+from ._grid import TwoLevelGrid, check_eps_per_coordinate
 
 __all__ = ["HDSMechanism"]
 
 # Independent per-user random streams (DESIGN.md §2).
 _STREAM_SAMPLE = 0   # which k of the d dimensions a user reports
-_STREAM_VALUE = 1    # the square-wave draw of each reported dimension
+_STREAM_VALUE = 1    # the cell within the chosen piece, for each reported dimension
+_STREAM_PIECE = 2    # band or outside
+_STREAM_ROUND = 3    # randomized rounding of the input to the lattice
+
+# The grid: [-1, 1] (the part outside the band) has 2^24 cells of width 2^-23,
+# and the input lattice has one step per cell.
+_LOG2_CELLS = 24
+_CELL = 2.0 / (1 << _LOG2_CELLS)
 
 _DEFAULT_K = 5
 
@@ -36,32 +44,18 @@ def square_wave_b(eps):
     return float((eps + np.expm1(-eps)) / den)
 
 
-def _band_odds(eps, b):
-    """``w = b e^eps``: the band of width 2b holds probability w / (w + 1) (Alg. 1, line 3)."""
-    if eps < 30:
-        return b * np.exp(eps)
-    # b e^eps = (eps - 1 + e^-eps) / (1 - (1 + eps) e^-eps), no overflow.
-    return (eps - 1 + np.exp(-eps)) / (1 - (1 + eps) * np.exp(-eps))
+def _square_wave_grid(eps):
+    """The square wave at budget ``eps`` on the grid, and its half-width ``b``.
 
-
-def _square_wave_inverse_cdf(x, u, b, w):
-    """Square-wave report for inputs ``x`` in [-1, 1] from uniforms ``u`` (eq. (5)).
-
-    The density is ``q = 1 / (2 (w + 1))`` on [-1-b, 1+b] and ``p = e^eps q`` on
-    [x - b, x + b]; this is its inverse CDF, written with the band mass
-    ``w / (w + 1)`` so that it never overflows for large budgets.
+    The band ``[x - b, x + b]`` gets an odd number of cells (so that 0 is a grid
+    point of the report ``-1 - b + (j + 1/2) h``), the nearest to ``2b/h`` for the
+    paper's ``b`` (:func:`square_wave_b`); the band's cells have exactly ``e^eps``
+    times the probability of the others, whatever ``b`` is.
     """
-    two_w1 = 2.0 * (w + 1.0)
-    left = (x + 1.0) / two_w1                  # mass of [-1-b, x-b)
-    band = w / (w + 1.0)                       # mass of [x-b, x+b]
-    out = np.empty_like(x)
-    m_left = u < left
-    m_band = (~m_left) & (u < left + band)
-    m_right = ~(m_left | m_band)
-    out[m_left] = -1.0 - b + two_w1 * u[m_left]
-    out[m_band] = (x[m_band] - b) + (u[m_band] - left[m_band]) * (2.0 * b / band)
-    out[m_right] = (x[m_right] + b) + (u[m_right] - left[m_right] - band) * two_w1
-    return np.clip(out, -1.0 - b, 1.0 + b, out=out)
+    b_paper = square_wave_b(eps)
+    n_band = 2 * int(np.floor(b_paper / _CELL)) + 1
+    grid = TwoLevelGrid(eps, 1 << _LOG2_CELLS, 1, n_band)
+    return grid, n_band * _CELL / 2.0
 
 
 class HDSMechanism(LDPMechanism):
@@ -82,10 +76,25 @@ class HDSMechanism(LDPMechanism):
     ``C = (k / d) b (e^eps' - 1) / (b e^eps' + 1)`` (Lemma 3.2), see
     :meth:`mean` and :meth:`variance`.
 
+    **Floating-point safety (the grid).** A square-wave value computed in
+    floating point can be a float that no other input produces (Mironov, CCS
+    2012). The wave is therefore drawn on integer cells of width
+    ``h = 2^-23`` (:class:`skldp.mechanisms._grid.TwoLevelGrid`): ``x`` is
+    rounded unbiasedly to the cell lattice, the band holds an odd number of
+    cells ``2b/h`` rounded (so ``b_`` differs from the paper's ``b`` by at
+    most ``h``), each band cell has exactly ``e^{eps'}`` times the
+    probability of every other cell, and the report is the centre of the
+    cell, ``-1 - b + (j + 1/2) h``: a multiple of ``h`` (``output_grid_``),
+    whatever the input. Each coordinate is then exactly ``eps'``-LDP (the
+    sampler's floating-point error changes a cell's probability by a
+    relative ``1e-8`` or less), and the mean and variance are Lemma 3.2's
+    with ``b = b_`` up to ``h^2``; :meth:`mean` and :meth:`variance` return
+    the exact values on the grid.
+
     Every user's report is a pure function of ``(seed_, node id)``: the
-    sampled dimensions come from :func:`skldp.utils.sample_k_of_d` (stream 0)
-    and each square-wave value from the inverse CDF of eq. (5) applied to
-    :func:`skldp.utils.node_uniforms` (stream 1).
+    sampled dimensions come from :func:`skldp.utils.sample_k_of_d` (stream 0),
+    the rounding, the piece and the cell of each reported value from three
+    further streams.
 
     Parameters
     ----------
@@ -119,7 +128,12 @@ class HDSMechanism(LDPMechanism):
     k_ : int
         Number of reported dimensions per user.
     b_ : float
-        Half-width of the square wave at ``eps / k`` (0 when ``eps`` is inf).
+        Half-width of the square wave at ``eps / k`` on the grid, within
+        ``2^-23`` of :func:`square_wave_b` (0 when ``eps`` is inf).
+    output_grid_ : tuple (offset, step) of ndarrays of shape (n_features,), or None
+        Every report is ``offset[j] + i * step[j]`` for an integer ``i``
+        (offset 0, step ``2^-23``), including the 0 of unreported dimensions
+        (``None`` when ``eps`` is inf).
     seed_ : int
         Seed of this collection.
     feature_min_, feature_max_ : ndarray of shape (n_features,)
@@ -178,14 +192,18 @@ class HDSMechanism(LDPMechanism):
         k = min(_DEFAULT_K, d) if self.k is None else self.k
         self.k_ = check_int(k, "k", 1, d, maximum_is=f"n_features={d}")
         eps = float(self.eps)
-        self.b_ = 0.0 if np.isinf(eps) else square_wave_b(eps / self.k_)
+        check_eps_per_coordinate(eps / self.k_, "eps / k", type(self).__name__)
+        if np.isinf(eps):
+            self.b_, self.output_grid_ = 0.0, None
+        else:
+            _, self.b_ = _square_wave_grid(eps / self.k_)
+            self.output_grid_ = (np.zeros(d), np.full(d, _CELL))
 
     def _epsilon_total(self):
         return float(self.eps)
 
-    def _params_per_dim(self):
-        eps_d = float(self.eps) / self.k_
-        return eps_d, self.b_, _band_odds(eps_d, self.b_)
+    def _grid(self):
+        return _square_wave_grid(float(self.eps) / self.k_)[0]
 
     # ------------------------------------------------------------ perturbation
     def _perturb(self, X, keys):
@@ -205,9 +223,12 @@ class HDSMechanism(LDPMechanism):
         if np.isinf(float(self.eps)):
             vals = x  # the eps -> inf limit: b -> 0 and the band holds all the mass
         else:
-            u = node_uniforms(self.seed_, keys, k, stream=_STREAM_VALUE).ravel()
-            _, b, w = self._params_per_dim()
-            vals = _square_wave_inverse_cdf(x, u, b, w)
+            j = self._grid().sample(
+                (x + 1.0) / 2.0,
+                node_uniforms(self.seed_, keys, k, stream=_STREAM_ROUND).ravel(),
+                node_uniforms_fine(self.seed_, keys, k, stream=_STREAM_PIECE).ravel(),
+                node_uniforms(self.seed_, keys, k, stream=_STREAM_VALUE).ravel())
+            vals = self._cell_values(j)
         if sp.issparse(X) or 4 * k < d:
             indptr = np.arange(0, n * k + 1, k, dtype=np.int64)
             return sp.csr_matrix((vals, flat_cols, indptr), shape=(n, d))
@@ -224,12 +245,24 @@ class HDSMechanism(LDPMechanism):
         x = np.clip(x, self.feature_min_, self.feature_max_)
         return 2.0 * (x - self.feature_min_) / (self.feature_max_ - self.feature_min_) - 1.0
 
+    def _cell_values(self, j):
+        """Report of cell ``j``: its centre ``-1 - b + (j + 1/2) h``, a multiple of ``h``."""
+        return (j - ((1 << (_LOG2_CELLS - 1)) + (self._grid().n_band - 1) // 2)) * _CELL
+
+    def _report_moments(self, xs):
+        """Mean and variance of one *sampled* coordinate's report for scaled inputs ``xs``."""
+        grid = self._grid()
+        m, v = grid.moments((xs + 1.0) / 2.0)
+        return self._cell_values(m), v * _CELL ** 2
+
     def _bias_factor(self):
         """C of Lemma 3.2: E[report_j] = C x_j (x scaled to [-1, 1]); k / d when eps is inf."""
+        r = self.k_ / self.n_features_in_
         if np.isinf(float(self.eps)):
-            return self.k_ / self.n_features_in_
-        _, b, w = self._params_per_dim()
-        return (self.k_ / self.n_features_in_) * (w - b) / (w + 1.0)
+            return r
+        m_hi, _ = self._report_moments(np.float64(1.0))
+        m_lo, _ = self._report_moments(np.float64(-1.0))
+        return r * (m_hi - m_lo) / 2.0
 
     def mean(self, x):
         """Expected report ``C x`` of a user with raw features ``x`` (Lemma 3.2, eq. (8)).
@@ -243,19 +276,24 @@ class HDSMechanism(LDPMechanism):
         Returns
         -------
         ndarray of the same shape
-            ``C * x_scaled`` with ``C = (k/d) b (e^eps' - 1) / (b e^eps' + 1)``;
-            ``C = k / d`` when ``eps`` is inf.
+            ``C * x_scaled`` with ``C = (k/d) b (e^eps' - 1) / (b e^eps' + 1)``
+            (``b = b_``; exact on the grid); ``C = k / d`` when ``eps`` is inf.
         """
         self._check_fitted()
-        return self._bias_factor() * self._scaled_input(x)
+        xs = self._scaled_input(x)
+        r = self.k_ / self.n_features_in_
+        if np.isinf(float(self.eps)):
+            return r * xs
+        return r * self._report_moments(xs)[0]
 
     def variance(self, x):
         """Variance of each reported coordinate (Lemma 3.2, eq. (11)).
 
         ``Var = k (b^3 e^eps' + 3b^2 + 3b + 1) / (3 d (b e^eps' + 1)) + (C - C^2) x^2``
-        with ``eps' = eps / k`` and ``x`` scaled to [-1, 1]. Its limit for ``eps`` inf,
-        ``(C - C^2) x^2`` with ``C = k / d``, is returned then (the variance of the
-        dimension sampling alone).
+        with ``eps' = eps / k``, ``b = b_`` and ``x`` scaled to [-1, 1], computed
+        exactly on the grid (it differs from the formula by about ``h^2``). Its
+        limit for ``eps`` inf, ``(C - C^2) x^2`` with ``C = k / d``, is returned
+        then (the variance of the dimension sampling alone).
 
         Parameters
         ----------
@@ -268,14 +306,11 @@ class HDSMechanism(LDPMechanism):
         """
         self._check_fitted()
         xs = self._scaled_input(x)
-        C = self._bias_factor()
+        r = self.k_ / self.n_features_in_
         if np.isinf(float(self.eps)):
-            return (C - C * C) * xs ** 2   # only the sampling of the k dimensions varies
-        _, b, w = self._params_per_dim()
-        k, d = self.k_, self.n_features_in_
-        # b^3 e^eps' = b^2 w
-        const = k * (b * b * w + 3 * b * b + 3 * b + 1) / (3.0 * d * (w + 1.0))
-        return const + (C - C * C) * xs ** 2
+            return (r - r * r) * xs ** 2   # only the sampling of the k dimensions varies
+        m, v = self._report_moments(xs)
+        return r * (v + m ** 2) - (r * m) ** 2   # reported with probability k / d
 
     def _check_fitted(self):
         from sklearn.utils.validation import check_is_fitted

@@ -15,7 +15,7 @@ import numpy as np
 from joblib import hash as joblib_hash
 from scipy.special import ndtri
 
-__all__ = ["node_uniforms", "node_normals", "node_uniforms_ragged", "sample_k_of_d",
+__all__ = ["node_uniforms", "node_uniforms_fine", "node_normals", "node_uniforms_ragged", "sample_k_of_d",
            "draw_seed", "collection_seed", "array_fingerprint"]
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -81,19 +81,18 @@ def array_fingerprint(X):
 
     Plain arrays carry no user ids, so a mechanism keys row ``i`` by its position;
     the fingerprint lets it refuse any other array, whose row ``i`` is another user
-    and would otherwise receive the same noise.
+    and would otherwise receive the same noise. The same values give the same
+    fingerprint whether they are stored dense or sparse, in any float dtype.
     """
     import scipy.sparse as sp
+    X = sp.csr_matrix(X, dtype=np.float64)
+    X.sum_duplicates()
+    X.eliminate_zeros()
+    X.sort_indices()
     h = hashlib.blake2b(digest_size=16)
-    if sp.issparse(X):
-        X = sp.csr_matrix(X)
-        h.update(repr(("csr", X.shape, str(X.dtype))).encode())
-        for part in (X.data, X.indices, X.indptr):
-            h.update(np.ascontiguousarray(part).view(np.uint8))
-    else:
-        X = np.ascontiguousarray(X)
-        h.update(repr(("dense", X.shape, str(X.dtype))).encode())
-        h.update(X.view(np.uint8).ravel() if X.size else b"")
+    h.update(repr(X.shape).encode())
+    for part in (X.data, X.indices.astype(np.int64), X.indptr.astype(np.int64)):
+        h.update(np.ascontiguousarray(part).view(np.uint8))
     return h.hexdigest()
 
 
@@ -107,6 +106,18 @@ def _row_keys(seed, keys, stream):
 def _to_unit(z):
     # 53 random bits -> [0, 1); add half an ulp so 0 is never returned (safe for log/ppf).
     return ((z >> np.uint64(11)).astype(np.float64) + 0.5) * (1.0 / (1 << 53))
+
+
+def _node_words(seed, keys, n_cols, stream):
+    """Raw uint64 words, shape (len(keys), n_cols), row i a function of keys[i]."""
+    rk = _row_keys(seed, keys, stream)
+    cols = (np.arange(1, n_cols + 1, dtype=np.uint64) * _GOLDEN)
+    out = np.empty((len(rk), n_cols), dtype=np.uint64)
+    step = max(1, _CHUNK // max(n_cols, 1))
+    with np.errstate(over="ignore"):
+        for s in range(0, len(rk), step):  # blocks of rows, not a loop over nodes
+            out[s:s + step] = _mix(rk[s:s + step, None] + cols[None, :])
+    return out
 
 
 def node_uniforms(seed, keys, n_cols, stream=0):
@@ -123,14 +134,30 @@ def node_uniforms(seed, keys, n_cols, stream=0):
     stream : int
         Independent stream id, so one mechanism can draw several independent quantities.
     """
-    rk = _row_keys(seed, keys, stream)
-    cols = (np.arange(1, n_cols + 1, dtype=np.uint64) * _GOLDEN)
-    out = np.empty((len(rk), n_cols), dtype=np.float64)
-    step = max(1, _CHUNK // max(n_cols, 1))
-    with np.errstate(over="ignore"):
-        for s in range(0, len(rk), step):  # blocks of rows, not a loop over nodes
-            out[s:s + step] = _to_unit(_mix(rk[s:s + step, None] + cols[None, :]))
-    return out
+    return _to_unit(_node_words(seed, keys, n_cols, stream))
+
+
+# Offset of the second word's stream in node_uniforms_fine (mechanisms use small ids).
+_FINE_STREAM_OFFSET = 1 << 40
+
+
+def node_uniforms_fine(seed, keys, n_cols, stream=0):
+    """Uniform(0, 1) draws with full *relative* precision near 0.
+
+    :func:`node_uniforms` returns multiples of 2^-53, so an event of probability
+    1e-13 is resolved only to about 1e-3 of its size. Here a second 64-bit word
+    fills the low bits: ``u = (r + v) 2^-53`` with ``r`` the top 53 bits of one
+    word and ``v`` in [0, 1) from another, so that every interval ``[a, a(1 + t))``
+    has probability ``a t`` up to a relative error of about ``2^-50 / t``, for any
+    ``a`` down to 2^-100. Used where a mechanism compares a uniform with a tiny
+    probability or takes its logarithm (discrete Laplace tails, grid mechanisms).
+    """
+    w1 = _node_words(seed, keys, n_cols, stream)
+    w2 = _node_words(seed, keys, n_cols, stream + _FINE_STREAM_OFFSET)
+    r = (w1 >> np.uint64(11)).astype(np.float64)
+    v = (w2 >> np.uint64(12)).astype(np.float64) * (1.0 / (1 << 52))
+    u = (r + v) * (1.0 / (1 << 53))
+    return np.maximum(u, np.finfo(np.float64).smallest_subnormal)
 
 
 def node_normals(seed, keys, n_cols, stream=0):

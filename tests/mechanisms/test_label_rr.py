@@ -13,7 +13,7 @@ from skldp.mechanisms import LabelRandomizedResponse
 def _rates(eps, c, n_per_class, seed=0):
     rr = LabelRandomizedResponse(eps, classes=np.arange(c), random_state=seed).fit()
     y = np.repeat(np.arange(c), n_per_class)
-    z = rr.randomize(y)
+    z = rr.randomize(y, np.arange(len(y)))
     M = np.zeros((c, c))
     np.add.at(M, (y, z), 1.0)
     return rr, M / n_per_class
@@ -76,7 +76,7 @@ def test_unbiased_frequency_estimate():
     f = np.array([0.1, 0.2, 0.3, 0.4])
     y = np.random.default_rng(0).choice(c, size=n, p=f)
     rr = LabelRandomizedResponse(eps, classes=np.arange(c), random_state=0).fit()
-    z = rr.randomize(y)
+    z = rr.randomize(y, np.arange(n))
     est = rr.estimate_frequencies(z)
     true = np.bincount(y, minlength=c) / n
     p, q = rr.p_, rr.q_
@@ -89,10 +89,19 @@ def test_unbiased_frequency_estimate():
     assert np.abs(raw - true).max() > 10 * np.sqrt(var).max()
 
 
+def test_huge_eps_refused_and_tiny_flip_probabilities_sampled():
+    # A flip probability of e^-50 cannot be sampled with 53-bit uniforms; the check
+    # refuses budgets beyond what the full-precision sampler resolves.
+    with pytest.raises(ValueError, match="above 50"):
+        LabelRandomizedResponse(1e6, classes=[0, 1]).fit()
+    rr = LabelRandomizedResponse(20.0, classes=[0, 1], random_state=0).fit()
+    assert rr.q_ == pytest.approx(1 / (np.exp(20.0) + 1)) and rr.p_ + rr.q_ == pytest.approx(1)
+
+
 def test_infinite_eps_is_identity():
     rr = LabelRandomizedResponse(np.inf, classes=[0, 1], random_state=0).fit()
     y = np.arange(100) % 2
-    np.testing.assert_array_equal(rr.randomize(y), y)
+    np.testing.assert_array_equal(rr.randomize(y, np.arange(100)), y)
     np.testing.assert_array_equal(rr.transition_matrix_, np.eye(2))
     assert rr.epsilon_ == np.inf and rr.protects_ == ("labels",)
 
@@ -126,9 +135,13 @@ def test_bad_eps_type():
 def test_bad_labels():
     rr = LabelRandomizedResponse(1.0, classes=[0, 1, 2], random_state=0).fit()
     with pytest.raises(ValueError, match="unlabelled"):
-        rr.randomize(np.array([0, -1, 2]))
+        rr.randomize(np.array([0, -1, 2]), np.arange(3))
     with pytest.raises(ValueError, match="not in classes"):
-        rr.randomize(np.array([0, 5, 2]))
+        rr.randomize(np.array([0, 5, 2]), np.arange(3))
+    # labels carry no user ids: keys are required (positions would give user i of two
+    # label arrays the same noise)
+    with pytest.raises(ValueError, match="keys"):
+        rr.randomize(np.array([0, 1, 2]), None)
     with pytest.raises(ValueError, match="keys"):
         rr.randomize(np.array([0, 1]), np.arange(3, dtype=np.uint64))
     with pytest.raises(ValueError, match="unlabelled"):
