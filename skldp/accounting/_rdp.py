@@ -138,8 +138,9 @@ def dpgnn_rdp(noise_multiplier, n_train, batch_size, max_degree, steps=1, orders
 
     References
     ----------
-    .. [1] Paper 004 (``shared/papers/004_*.txt``), "Node-level differentially
-       private graph neural networks", Theorem 1 and Lemmas 1-4.
+    .. [1] Daigavane, A. et al., "Node-level differentially private graph
+       neural networks", arXiv:2111.15521, 2021 (paper 004):
+       Theorem 1 and Lemmas 1-4.
     .. [2] Mironov, I., "Rényi differential privacy", CSF 2017.
 
     Examples

@@ -59,7 +59,8 @@ def degree_bounded_sample(adjacency, max_degree, nodes=None, random_state=None):
         one endpoint in ``nodes`` are candidates (edges between two other
         nodes never enter a training neighbourhood). ``None``: all edges.
     random_state : int, RandomState, Generator or None
-        Seeds the edge priorities.
+        Seeds the edge priorities. ``None`` draws them from the operating
+        system's entropy (numpy's global generator is never used).
 
     Returns
     -------
@@ -69,7 +70,9 @@ def degree_bounded_sample(adjacency, max_degree, nodes=None, random_state=None):
 
     References
     ----------
-    .. [1] Paper 004 (``shared/papers/004_*.txt``), Appendix B, Algorithm 2.
+    .. [1] Daigavane, A. et al., "Node-level differentially private graph
+       neural networks", arXiv:2111.15521, 2021 (paper 004):
+       Appendix B, Algorithm 2.
 
     Examples
     --------
@@ -103,8 +106,12 @@ def degree_bounded_sample(adjacency, max_degree, nodes=None, random_state=None):
             mask[nodes.astype(np.int64)] = True
         keep = mask[u] | mask[v]
         u, v = u[keep], v[keep]
-    rng = check_random_state(random_state) if not isinstance(random_state, np.random.Generator) \
-        else random_state
+    if random_state is None:  # OS entropy, never numpy's global state
+        rng = np.random.default_rng(draw_seed(None))
+    elif isinstance(random_state, np.random.Generator):
+        rng = random_state
+    else:
+        rng = check_random_state(random_state)
     prio = rng.random(len(u)) if isinstance(rng, np.random.Generator) else rng.random_sample(len(u))
     cap = np.full(n, K, dtype=np.int64)
     kept = np.zeros(len(u), dtype=bool)
@@ -149,7 +156,9 @@ class DegreeBoundedSampler(GraphTransformerMixin, BaseEstimator):
 
     References
     ----------
-    .. [1] Paper 004 (``shared/papers/004_*.txt``), Appendix B, Algorithm 2.
+    .. [1] Daigavane, A. et al., "Node-level differentially private graph
+       neural networks", arXiv:2111.15521, 2021 (paper 004):
+       Appendix B, Algorithm 2.
 
     Examples
     --------

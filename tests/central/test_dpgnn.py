@@ -12,10 +12,19 @@ import torch.nn.functional as F
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skldp import GraphData
-from skldp.accounting import compute_epsilon, privacy_report
+from skldp.accounting import compute_dpsgd_epsilon, compute_epsilon, privacy_report
 from skldp.central import DPGNNClassifier, DPMLPClassifier, degree_bounded_sample
-from skldp.central._dpgnn import _Features, _OneLayerGNN, _padded_neighbourhoods, _PerNodeGradients
+from skldp.central._dpgnn import (
+    GRID_BITS,
+    _Features,
+    _grid_gaussian,
+    _OneLayerGNN,
+    _padded_neighbourhoods,
+    _PerNodeGradients,
+)
 from skldp.exceptions import PrivacyBudgetError, PrivacyLeakWarning
+
+CL = dict(classes=[0, 1])  # the public label domain of small_graph
 
 
 def _graph(small_graph, sparse=False):
@@ -85,16 +94,18 @@ def test_fit_predict_privacy_attributes(small_graph):
     G, y = _graph(small_graph)
     tr = np.arange(0, 60, 2)
     clf = DPGNNClassifier(max_degree=3, batch_size=10, n_steps=30, target_epsilon=5.0,
-                          hidden_size=8, random_state=0).fit(G[tr], y[tr])
+                          hidden_size=8, random_state=0, **CL).fit(G[tr], y[tr])
     assert DPGNNClassifier.privacy_model == "central"
     assert clf.protects_ == ("features", "labels", "edges")
     assert clf.delta_ == pytest.approx(1 / (10 * len(tr)))
     assert clf.epsilon_ <= 5.0
+    # DP-GNN keeps paper 004's hypergeometric Theorem 1 accountant
     assert clf.epsilon_ == pytest.approx(
-        compute_epsilon(clf.noise_multiplier_, len(tr), 10, 3, 30, clf.delta_))
-    # noise of each group: z sqrt(L) 2 (K+1) C_l
+        compute_epsilon(clf.noise_multiplier_, len(tr), 10, 3, 30, clf.delta_), rel=1e-12)
+    # noise of each group: z sqrt(L) 2 (K+1) C_l, times the rounding inflation
     for _g, s in clf.noise_std_.items():
-        assert s == pytest.approx(clf.noise_multiplier_ * math.sqrt(3) * 2 * 4 * 1.0)
+        assert s == pytest.approx(clf.noise_multiplier_ * math.sqrt(3) * 2 * 4 * 1.0
+                                  * clf.sensitivity_inflation_, rel=1e-12)
     te = np.arange(1, 60, 2)
     assert clf.predict(G[te]).shape == (30,)
     P = clf.predict_proba(G[te])
@@ -107,7 +118,7 @@ def test_fit_predict_privacy_attributes(small_graph):
 def test_reproducible_and_picklable(small_graph):
     G, y = _graph(small_graph)
     tr = np.arange(0, 60, 2)
-    kw = dict(max_degree=2, batch_size=10, n_steps=10, noise_multiplier=1.0, hidden_size=8)
+    kw = dict(max_degree=2, batch_size=10, n_steps=10, noise_multiplier=1.0, hidden_size=8, **CL)
     a = DPGNNClassifier(random_state=3, **kw).fit(G[tr], y[tr]).predict_proba(G)
     b = DPGNNClassifier(random_state=3, **kw).fit(G[tr], y[tr])
     np.testing.assert_allclose(a, b.predict_proba(G))
@@ -123,11 +134,11 @@ def test_learns_without_noise_and_noise_hurts(small_graph):
     tr = rng.permutation(60)[:30]
     te = np.setdiff1d(np.arange(60), tr)
     free = DPGNNClassifier(max_degree=5, batch_size=15, n_steps=60, lr=0.05, noise_multiplier=0,
-                           max_grad_norm=None, hidden_size=16, random_state=0)
+                           max_grad_norm=None, hidden_size=16, random_state=0, **CL)
     assert free.fit(G[tr], y[tr]).score(G[te], y[te]) >= 0.9
     assert math.isinf(free.epsilon_)
     loud = DPGNNClassifier(max_degree=5, batch_size=10, n_steps=5, noise_multiplier=1e3,
-                           hidden_size=16, random_state=0).fit(G[tr], y[tr])
+                           hidden_size=16, random_state=0, **CL).fit(G[tr], y[tr])
     assert loud.epsilon_ < 1e-2
 
 
@@ -135,11 +146,11 @@ def test_sgd_and_percentile_clipping(small_graph):
     G, y = _graph(small_graph)
     tr = np.arange(0, 60, 2)
     clf = DPGNNClassifier(max_degree=2, batch_size=10, n_steps=5, optimizer="sgd", lr=0.5,
-                          hidden_size=8, random_state=0).fit(G[tr], y[tr])
+                          hidden_size=8, random_state=0, **CL).fit(G[tr], y[tr])
     assert np.isfinite(clf.predict_proba(G)).all()
     with pytest.warns(PrivacyLeakWarning, match="not differentially private"):
         clf = DPGNNClassifier(max_degree=2, batch_size=10, n_steps=5, clip_percentile=75,
-                              max_grad_norm=2.0, hidden_size=8, random_state=0)
+                              max_grad_norm=2.0, hidden_size=8, random_state=0, **CL)
         clf.fit(G[tr], y[tr])
     assert set(clf.clip_thresholds_) == {"enc", "agg", "dec"}
     assert all(0 < c < 1e6 for c in clf.clip_thresholds_.values())
@@ -174,15 +185,32 @@ def test_bad_input(small_graph):
         DPGNNClassifier(batch_size=10, optimizer="rmsprop").fit(Xtr, ytr)
 
 
-def test_dpmlp_accounting_is_k0(small_graph):
+def test_dpmlp_uses_the_standard_dpsgd_accountant(small_graph):
+    dpa = pytest.importorskip("dp_accounting")
     _, X, y = small_graph
     clf = DPMLPClassifier(batch_size=12, n_steps=20, noise_multiplier=1.3, hidden_size=8,
-                          random_state=0).fit(X, y)
-    assert clf.epsilon_ == pytest.approx(compute_epsilon(1.3, 60, 12, 0, 20, 1 / 600))
+                          random_state=0, **CL).fit(X, y)
+    assert clf.epsilon_ == pytest.approx(compute_dpsgd_epsilon(1.3, 60, 12, 20, 1 / 600),
+                                         rel=1e-12)
     assert clf.protects_ == ("features", "labels")
-    # two groups (encoder, decoder), noise z sqrt(2) 2 C
+    # two groups (encoder, decoder), noise z sqrt(2) 2 C (times the rounding inflation)
     assert set(clf.noise_std_) == {"enc", "dec"}
-    assert clf.noise_std_["dec"] == pytest.approx(1.3 * math.sqrt(2) * 2)
+    infl = clf.sensitivity_inflation_
+    assert clf.noise_std_["dec"] == pytest.approx(1.3 * math.sqrt(2) * 2 * infl, rel=1e-12)
+    # Replace-one: one example moves the rescaled clipped sum by at most 2 sqrt(L) (inflated
+    # by the rounding); dp-accounting's GaussianDpEvent takes sigma / sensitivity.
+    z_seen = clf.noise_std_["enc"] / (2 * math.sqrt(2) * clf.clip_thresholds_["enc"] * infl)
+    acc = dpa.rdp.RdpAccountant(neighboring_relation=dpa.NeighboringRelation.REPLACE_ONE)
+    acc.compose(dpa.SelfComposedDpEvent(
+        dpa.SampledWithoutReplacementDpEvent(60, 12, dpa.GaussianDpEvent(z_seen)), 20))
+    assert clf.epsilon_ == pytest.approx(acc.get_epsilon(1 / 600), rel=1e-9)
+    # the paper's hypergeometric accountant is still available, and looser
+    hyp = DPMLPClassifier(accountant="hypergeometric", batch_size=12, n_steps=20,
+                          noise_multiplier=1.3, hidden_size=8, random_state=0, **CL).fit(X, y)
+    assert hyp.epsilon_ == pytest.approx(compute_epsilon(1.3, 60, 12, 0, 20, 1 / 600))
+    assert hyp.epsilon_ > clf.epsilon_
+    with pytest.raises(ValueError, match="accountant"):
+        DPMLPClassifier(accountant="moments", batch_size=12, **CL).fit(X, y)
     G = GraphData(X, small_graph[0])
     np.testing.assert_allclose(clf.predict_proba(G), clf.predict_proba(X), rtol=1e-5)
 
@@ -198,3 +226,152 @@ def test_sklearn_compatible(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         check(estimator)
+
+
+# ----------------------------------------------------------- the label domain
+def test_classes_none_warns_that_the_class_set_leaks(small_graph):
+    _, X, y = small_graph
+    with pytest.warns(PrivacyLeakWarning, match="classes=None"):
+        DPMLPClassifier(batch_size=12, n_steps=2, hidden_size=4, random_state=0).fit(X, y)
+
+
+@pytest.mark.parametrize("Est,graph", [(DPGNNClassifier, True), (DPMLPClassifier, False)])
+def test_classes_is_the_public_domain(small_graph, Est, graph):
+    G, y = _graph(small_graph)
+    Xtr = G if graph else np.asarray(G)
+    kw = dict(batch_size=12, n_steps=3, hidden_size=4, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)  # no warning with classes given
+        clf = Est(classes=[2, 1, 0, 1], **kw).fit(Xtr, y)  # class 2 has no training label
+    np.testing.assert_array_equal(clf.classes_, [0, 1, 2])
+    P = clf.predict_proba(Xtr)
+    assert P.shape == (60, 3)
+    np.testing.assert_allclose(P.sum(axis=1), 1.0)
+    assert set(np.unique(clf.predict(Xtr))) <= {0, 1, 2}
+    with pytest.raises(ValueError, match=r"outside classes=\[0, 1\].*\[5\]"):
+        Est(classes=[0, 1], **kw).fit(Xtr, np.where(np.arange(60) == 3, 5, y))
+    with pytest.raises(ValueError, match="unlabelled"):
+        Est(classes=[0, 1], **kw).fit(Xtr, np.where(np.arange(60) == 3, -1, y))
+    with pytest.raises(ValueError, match="at least two"):
+        Est(classes=[1], **kw).fit(Xtr, y)
+    # string labels against a string domain
+    names = np.array(["a", "b"])[y]
+    clf = Est(classes=["c", "b", "a"], **kw).fit(Xtr, names)
+    np.testing.assert_array_equal(clf.classes_, ["a", "b", "c"])
+    assert set(clf.predict(Xtr)) <= {"a", "b", "c"}
+
+
+# ------------------------------------------------------------- noise on a grid
+def test_grid_gaussian_is_on_the_grid_whatever_the_data():
+    gen = torch.Generator().manual_seed(0)
+    step = 2.0 ** -12
+    for s in (torch.randn(1000) * 3.7, torch.full((1000,), 0.1 + 1e-9), torch.zeros(1000)):
+        out = _grid_gaussian(s.to(torch.float32), 0.5, step, gen)
+        assert out.dtype == torch.float64
+        k = out / step
+        assert torch.equal(k, torch.round(k))  # exact integer multiples of the step
+
+
+def test_grid_gaussian_mean_and_variance():
+    # E[out] = s (unbiased rounding, symmetric noise); Var[out - s] = sigma^2 + step^2/12 +
+    # f(1 - f) step^2 for the fractional part f of s / step. 5 standard errors.
+    gen = torch.Generator().manual_seed(1)
+    n, sigma, step = 400_000, 0.3, 2.0 ** -3  # coarse grid so the rounding terms show
+    s = torch.full((n,), 1.3, dtype=torch.float64)  # s / step = 10.4: f = 0.4
+    e = (_grid_gaussian(s, sigma, step, gen) - s).numpy()
+    f = 0.4
+    var = sigma**2 + step**2 / 12 + f * (1 - f) * step**2
+    assert abs(e.mean()) < 5 * math.sqrt(var / n)
+    # standard error of the sample variance: sqrt(2 / n) var (near-Gaussian)
+    assert abs(e.var() - var) < 5 * math.sqrt(2.0 / n) * var
+    # without noise, randomized rounding alone: P(round up) = f
+    r = (_grid_gaussian(s, 0.0, step, gen) - s).numpy()
+    up = np.isclose(r, (1 - f) * step)
+    assert np.all(up | np.isclose(r, -f * step))
+    assert abs(up.mean() - f) < 5 * math.sqrt(f * (1 - f) / n)
+
+
+def test_grid_and_sensitivity_inflation_in_a_fit(small_graph):
+    G, y = _graph(small_graph)
+    tr = np.arange(0, 60, 2)
+    C = {"enc": 0.5, "agg": 1.0, "dec": 2.0}
+    clf = DPGNNClassifier(max_degree=2, batch_size=10, n_steps=3, noise_multiplier=0.8,
+                          max_grad_norm=C, hidden_size=8, random_state=0, **CL).fit(G[tr], y[tr])
+    base = 2 * 3 * math.sqrt(3)  # 2 (K + 1) sqrt(L)
+    n_par = {g: 0 for g in C}
+    for n, p in clf.module_.named_parameters():
+        n_par[clf.module_.groups()[n]] += p.numel()
+    slack = 0.0
+    for g in C:
+        step = clf.grid_step_[g]
+        assert math.log2(step).is_integer()  # a power of two
+        assert step <= 2.0 ** -GRID_BITS * min(clf.noise_std_[g], base * C[g])
+        assert step > 2.0 ** -GRID_BITS * min(0.8, 1.0) * base * C[g] / 2
+        slack += n_par[g] * (step / C[g]) ** 2
+    infl = 1 + math.sqrt(slack) / base
+    assert clf.sensitivity_inflation_ == pytest.approx(infl, rel=1e-12)
+    assert 1 < infl < 1 + 2.0 ** -GRID_BITS * math.sqrt(sum(n_par.values())) + 1e-12
+    for g in C:
+        assert clf.noise_std_[g] == pytest.approx(0.8 * base * C[g] * infl, rel=1e-12)
+    free = DPGNNClassifier(max_degree=2, batch_size=10, n_steps=2, noise_multiplier=0,
+                           max_grad_norm=None, hidden_size=8, random_state=0, **CL)
+    free.fit(G[tr], y[tr])
+    assert free.grid_step_ is None and free.sensitivity_inflation_ == 1.0
+
+
+# ---------------------------------------------------------------- randomness
+def test_global_generators_are_neither_used_nor_changed(small_graph):
+    G, y = _graph(small_graph)
+    tr = np.arange(0, 60, 2)
+    kw = dict(max_degree=2, batch_size=10, n_steps=3, noise_multiplier=1.0, hidden_size=8,
+              **CL)
+    torch.manual_seed(123)
+    np.random.seed(123)
+    t_state, np_state = torch.get_rng_state(), np.random.get_state()
+    a = DPGNNClassifier(random_state=None, **kw).fit(G[tr], y[tr])
+    DPMLPClassifier(random_state=5, batch_size=10, n_steps=3, hidden_size=8,
+                    **CL).fit(np.asarray(G[tr]), y[tr])
+    assert torch.equal(torch.get_rng_state(), t_state)
+    np.testing.assert_array_equal(np.random.get_state()[1], np_state[1])
+    # random_state=None: same global seeds, different fits (OS entropy)
+    torch.manual_seed(123)
+    np.random.seed(123)
+    b = DPGNNClassifier(random_state=None, **kw).fit(G[tr], y[tr])
+    assert not np.allclose(a.predict_proba(G), b.predict_proba(G))
+    # an integer random_state reproduces the fit whatever the global state
+    torch.manual_seed(1)
+    c = DPGNNClassifier(random_state=7, **kw).fit(G[tr], y[tr]).predict_proba(G)
+    torch.manual_seed(2)
+    np.random.seed(2)
+    d = DPGNNClassifier(random_state=7, **kw).fit(G[tr], y[tr]).predict_proba(G)
+    np.testing.assert_array_equal(c, d)
+
+
+def test_streams_are_separate_and_keyed_by_the_parameters():
+    clf = DPGNNClassifier(random_state=0, target_epsilon=1.0)
+    names = ("DPSGD-noise", "DPSGD-batches", "DPSGD-init", "DPGNN-degree-sample")
+    seeds = [clf._stream_seed(n) for n in names]
+    assert len(set(seeds)) == len(seeds)
+    assert clf._stream_seed("DPSGD-noise") == seeds[0]  # deterministic for an int
+    # another budget, same random_state: different noise (no reuse across releases)
+    assert DPGNNClassifier(random_state=0, target_epsilon=2.0)._stream_seed("DPSGD-noise") \
+        != seeds[0]
+    assert DPMLPClassifier(random_state=0, target_epsilon=1.0)._stream_seed("DPSGD-noise") \
+        != seeds[0]
+    # verbose/device do not change the draws
+    assert DPGNNClassifier(random_state=0, target_epsilon=1.0, verbose=1,
+                           device="cpu")._stream_seed("DPSGD-noise") == seeds[0]
+    assert DPGNNClassifier(random_state=None)._stream_seed("DPSGD-noise") != \
+        DPGNNClassifier(random_state=None)._stream_seed("DPSGD-noise")
+
+
+def test_module_init_from_a_local_generator():
+    t_state = torch.get_rng_state()
+    a = _OneLayerGNN(5, 3, 8, 2, 2, "tanh", True, generator=torch.Generator().manual_seed(4))
+    b = _OneLayerGNN(5, 3, 8, 2, 2, "tanh", True, generator=torch.Generator().manual_seed(4))
+    assert torch.equal(torch.get_rng_state(), t_state)
+    for (n, p), (_, q) in zip(a.named_parameters(), b.named_parameters(), strict=True):
+        torch.testing.assert_close(p, q, rtol=0, atol=0)
+        bound = 1 / math.sqrt(p.shape[-1]) if p.ndim == 2 else None
+        if bound is not None:  # nn.Linear's default scheme: U(-1/sqrt(fan_in), 1/sqrt(fan_in))
+            assert p.abs().max() <= bound and p.abs().max() > 0.5 * bound, n
