@@ -96,3 +96,14 @@ def test_transformer_on_graphdata():
     assert (t.transform(G[40:]).adjacency != out.adjacency).nnz == 0
     with pytest.raises(ValueError, match="max_degree"):
         DegreeBoundedSampler(-2).fit(G)
+
+
+def test_random_state_none_uses_os_entropy_not_numpy_global_state():
+    A = _random_graph(n=200, p=0.1)
+    np.random.seed(0)
+    state = np.random.get_state()
+    a = degree_bounded_sample(A, 2)
+    np.testing.assert_array_equal(np.random.get_state()[1], state[1])  # untouched
+    np.random.seed(0)
+    b = degree_bounded_sample(A, 2)
+    assert _edges(a) != _edges(b)  # same global seed, different samples
