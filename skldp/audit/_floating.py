@@ -1,0 +1,275 @@
+"""Floating-point checks of mechanism outputs (Mironov, CCS 2012)."""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+from ._collections import _check_count, _draw_reports
+from ._stats import clopper_pearson
+
+__all__ = ["GridCheckResult", "check_output_grid", "additive_support_check"]
+
+_NO_GRID = "continuous floating-point output with no fixed grid"
+
+
+@dataclass(frozen=True)
+class GridCheckResult:
+    """Outcome of :func:`check_output_grid`.
+
+    Attributes
+    ----------
+    passed : bool
+        No output was found that only some inputs can produce.
+    kind : {"grid", "finite", "continuous"}
+        ``"grid"``: the mechanism declares ``output_grid_`` and every report
+        was checked against it; ``"finite"``: few distinct output values, the
+        supports of the inputs were compared; ``"continuous"``: many distinct
+        floats and no declared grid (fails).
+    fraction_off_grid : float
+        Share of reported coordinates off the declared grid (``"grid"``;
+        ``nan`` otherwise).
+    message : str
+    n_distinct : ndarray of int
+        Distinct values per output coordinate over all inputs.
+    flagged : tuple
+        ``"finite"``: ``(coordinate, value, input_a, input_b, count_a)`` for
+        values that input ``a`` produced and ``b`` never did although an
+        ``epsilon_``-LDP mechanism would have produced them for ``b`` too
+        (expected count >= 10). ``"grid"``: up to 10 off-grid examples
+        ``(input, coordinate, value)``.
+    """
+
+    passed: bool
+    kind: str
+    fraction_off_grid: float
+    message: str
+    n_distinct: np.ndarray = field(repr=False)
+    flagged: tuple = ()
+
+
+def check_output_grid(mechanism, x_values, n_samples=5_000, *, max_values=256, epsilon=None,
+                      rtol=1e-9, min_expected=10.0, random_state=0):
+    """Check that a mechanism's floating-point outputs do not reveal its input.
+
+    Continuous noise computed in floating point takes values that some
+    inputs can produce and others cannot, so a single report can reveal the
+    input with certainty (Mironov 2012; e.g. ``x + Laplace`` noise drawn by
+    the inverse CDF). A mechanism is safe from this when its outputs lie on a
+    grid that does not depend on the input, or when it has a finite set of
+    outputs computed without the input. The check draws ``n_samples`` reports
+    for each input and:
+
+    - if the fitted mechanism declares ``output_grid_ = (offset, step)``
+      (arrays of shape (n_features,)): verifies that every reported
+      coordinate ``j`` (sampled or not, for every input) equals
+      ``offset[j] + k step[j]`` for an integer ``k``, up to ``rtol`` relative
+      to ``max(1, |k|)``; passes when none is off the grid;
+    - else, if every output coordinate takes at most ``max_values`` distinct
+      values (finite outputs: one-bit, multi-bit, GRR codes): for each pair
+      of inputs ``(a, b)`` and coordinate, flags the values that ``a``
+      produced and ``b`` never did although an ``epsilon``-LDP mechanism
+      gives them probability at least ``e^-epsilon P_a(v)`` under ``b``,
+      i.e. an expected count of at least ``min_expected`` among ``b``'s
+      reports (with a Clopper-Pearson lower bound on ``P_a(v)``, so a false
+      alarm has probability below ``e^-min_expected``); passes when none is
+      flagged;
+    - else fails: "continuous floating-point output with no fixed grid".
+
+    Parameters
+    ----------
+    mechanism : estimator or callable
+        An unfitted mechanism with its public bounds, as for
+        :func:`~skldp.audit.audit_mechanism`.
+    x_values : array-like of shape (n_inputs, n_features)
+        Inputs to compare (e.g. the bounds of ``feature_range`` and points
+        inside).
+    n_samples : int, default=5000
+        Reports per input.
+    max_values : int, default=256
+        Most distinct values per coordinate for a finite output set.
+    epsilon : float or None, default=None
+        Budget used to flag missing values; ``None``: the fitted ``epsilon_``.
+    rtol : float, default=1e-9
+        Tolerance on ``k`` for the grid check.
+    min_expected : float, default=10
+        Expected count under ``b`` above which a missing value is flagged.
+    random_state : int, Generator or None, default=0
+        Node ids of the simulated users.
+
+    Returns
+    -------
+    result : GridCheckResult
+
+    References
+    ----------
+    I. Mironov, "On significance of the least significant bits for
+    differential privacy", ACM CCS 2012.
+
+    Examples
+    --------
+    >>> from skldp.audit import check_output_grid
+    >>> from skldp.mechanisms import OneBitMechanism
+    >>> mech = OneBitMechanism(eps=1.0, feature_range=(0, 1), random_state=0)
+    >>> res = check_output_grid(mech, [[0.0, 0.0], [1.0, 0.3]], n_samples=2000)
+    >>> res.passed, res.kind
+    (True, 'finite')
+    """
+    n_samples = _check_count(n_samples, "n_samples", 1)
+    xs = np.asarray(x_values, dtype=np.float64)
+    if xs.ndim == 1:
+        xs = xs[:, None]
+    if xs.ndim != 2 or len(xs) == 0:
+        raise ValueError("x_values must be a 2-D array (n_inputs, n_features) of inputs.")
+    rng = np.random.default_rng(random_state)
+    colls, reports = _draw_reports([mechanism], list(xs), n_samples, rng)
+    fitted, per_input = colls[0].fitted, reports[0]
+    n_distinct = np.array([len(np.unique(np.concatenate([R[:, j] for R in per_input])))
+                           for j in range(per_input[0].shape[1])])
+    grid = getattr(fitted, "output_grid_", None)
+    if grid is not None:
+        return _check_grid(grid, per_input, rtol, n_distinct)
+    if n_distinct.max() <= max_values:
+        if epsilon is None:
+            epsilon = colls[0].epsilon
+        if epsilon is None:
+            raise ValueError("pass epsilon=: the mechanism has no epsilon_.")
+        return _check_finite(per_input, float(epsilon), min_expected, n_distinct)
+    return GridCheckResult(False, "continuous", np.nan,
+                           f"{_NO_GRID}: up to {int(n_distinct.max())} distinct values per "
+                           "coordinate and no output_grid_ declared.", n_distinct)
+
+
+def _check_grid(grid, per_input, rtol, n_distinct):
+    try:
+        offset, step = (np.asarray(g, dtype=np.float64) for g in grid)
+    except (TypeError, ValueError):
+        raise ValueError("output_grid_ must be a pair (offset, step) of arrays of shape "
+                         "(n_features,).") from None
+    d = per_input[0].shape[1]
+    if offset.shape not in ((d,), ()) or step.shape not in ((d,), ()) or np.any(step <= 0):
+        raise ValueError(f"output_grid_ must be (offset, step), arrays of shape ({d},) with "
+                         f"step > 0; got shapes {offset.shape} and {step.shape}.")
+    off_total, total, examples = 0, 0, []
+    for i, R in enumerate(per_input):
+        k = (R - offset) / step
+        off = np.abs(k - np.rint(k)) > rtol * np.maximum(1.0, np.abs(k))
+        off_total += int(off.sum())
+        total += off.size
+        for r, j in np.argwhere(off)[: 10 - len(examples)]:
+            examples.append((i, int(j), float(R[r, j])))
+    frac = off_total / max(total, 1)
+    msg = ("every report lies on the declared grid" if off_total == 0 else
+           f"{off_total} of {total} reported coordinates ({100 * frac:.3g}%) are off the "
+           "declared grid")
+    return GridCheckResult(off_total == 0, "grid", frac, msg, n_distinct, tuple(examples))
+
+
+def _check_finite(per_input, eps, min_expected, n_distinct):
+    L, d = len(per_input), per_input[0].shape[1]
+    flagged = []
+    for j in range(d):
+        vals = [np.unique(R[:, j], return_counts=True) for R in per_input]
+        for a in range(L):
+            for b in range(L):
+                if a == b:
+                    continue
+                va, ca = vals[a]
+                missing = ~np.isin(va, vals[b][0])
+                if not missing.any():
+                    continue
+                na, nb = len(per_input[a]), len(per_input[b])
+                p_low = clopper_pearson(ca[missing], na, 1e-3, "lower")
+                expected = p_low * np.exp(-eps) * nb
+                for v, c, e in zip(va[missing], ca[missing], np.atleast_1d(expected),
+                                   strict=True):
+                    if e >= min_expected:
+                        flagged.append((j, float(v), a, b, int(c)))
+    msg = ("the inputs' output supports agree" if not flagged else
+           f"{len(flagged)} output values were produced by one input and never by another "
+           "although the claimed epsilon makes them likely")
+    return GridCheckResult(not flagged, "finite", np.nan, msg, n_distinct, tuple(flagged))
+
+
+def _steps(z, s):
+    out = z
+    direction = np.inf if s > 0 else -np.inf
+    for _ in range(abs(s)):
+        out = np.nextafter(out, direction)
+    return out
+
+
+def additive_support_check(reports_0, x0, x1, *, return_mask=False):
+    """Share of additive-noise reports for ``x0`` that no noise value could give for ``x1``.
+
+    For a mechanism that releases ``fl(x + z)`` (the input plus noise, added
+    in float64), a report ``r`` can be produced from ``x1`` only if some
+    float ``z'`` has ``fl(x1 + z') == r``. The floats of the noise are much
+    denser near 0 than the sums near ``x1``, so many reports of ``x0`` cannot
+    come from ``x1`` at all, whatever the noise distribution (Mironov 2012):
+    each of them reveals that the input was not ``x1``. Since ``fl(x1 + .)``
+    is monotone, such a ``z'`` exists if and only if one lies within two ulps
+    of ``fl(r - x1)``, which is what is tested.
+
+    Parameters
+    ----------
+    reports_0 : array-like or sparse matrix of shape (n,) or (n, d)
+        Reports of the mechanism for the input ``x0``.
+    x0, x1 : float or array-like of shape (d,)
+        The two inputs (as the mechanism saw them, after clipping).
+    return_mask : bool, default=False
+        Also return the per-report mask of unreachable reports.
+
+    Returns
+    -------
+    fraction : float
+        Share of reports with at least one coordinate that ``x1`` cannot
+        produce. ``0`` for outputs snapped to a grid coarser than the floats
+        near ``x1``.
+    mask : ndarray of bool of shape (n,)
+        Only with ``return_mask=True``.
+
+    Raises
+    ------
+    ValueError
+        If some report is not of the form ``fl(x0 + z)`` for any float ``z``
+        (the mechanism is not additive in float64 at ``x0``).
+
+    References
+    ----------
+    I. Mironov, "On significance of the least significant bits for
+    differential privacy", ACM CCS 2012.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skldp.audit import additive_support_check
+    >>> u = np.random.default_rng(0).random(10_000) - 0.5
+    >>> r = 0.0 + -np.sign(u) * np.log1p(-2 * np.abs(u))   # x0 = 0 plus Laplace(1) noise
+    >>> 0.3 < additive_support_check(r, 0.0, 1.0) < 0.5
+    True
+    """
+    R = reports_0.toarray() if sp.issparse(reports_0) else np.asarray(reports_0, np.float64)
+    if R.ndim == 1:
+        R = R[:, None]
+    if R.ndim != 2:
+        raise ValueError(f"reports_0 must be 1-D or 2-D, got {R.ndim} dimensions.")
+    x0 = np.broadcast_to(np.asarray(x0, dtype=np.float64), (R.shape[1],))
+    x1 = np.broadcast_to(np.asarray(x1, dtype=np.float64), (R.shape[1],))
+    if not (np.all(np.isfinite(R)) and np.all(np.isfinite(x0)) and np.all(np.isfinite(x1))):
+        raise ValueError("reports and inputs must be finite.")
+    if not _reachable(R, x0).all():
+        raise ValueError("some reports are not x0 + z for any float z: the mechanism does not "
+                         "add noise to x0 in float64 (was x0 clipped or scaled?).")
+    mask = ~_reachable(R, x1).all(axis=1)
+    frac = float(mask.mean()) if len(mask) else 0.0
+    return (frac, mask) if return_mask else frac
+
+
+def _reachable(R, x):
+    """Whether each report equals ``fl(x + z)`` for some float ``z``."""
+    z = R - x
+    ok = np.zeros(R.shape, dtype=bool)
+    for s in range(-2, 3):
+        ok |= (x + _steps(z, s)) == R
+    return ok
