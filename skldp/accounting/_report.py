@@ -3,7 +3,8 @@
 from dataclasses import dataclass, field
 
 import numpy as np
-from sklearn.base import BaseEstimator
+from joblib import hash as joblib_hash
+from sklearn.base import BaseEstimator, clone
 
 __all__ = ["PrivacySpend", "PrivacyReport", "privacy_report"]
 
@@ -35,6 +36,12 @@ class PrivacyReport:
     #: nan if some setting's epsilon cannot be read from its parameters).
     search_epsilon: float = None
     search_collections: int = 0
+    #: For a fitted search with central DP steps: every model trained in the search
+    #: (each candidate in each fold, and the refit) used the private data. Their
+    #: (epsilon, delta) compose (basic composition: sums); nan if unknown.
+    search_central_epsilon: float = None
+    search_central_delta: float = None
+    search_trainings: int = 0
 
     @property
     def local_epsilon(self):
@@ -68,8 +75,34 @@ class PrivacyReport:
                 f"  WARNING: the hyperparameter search collected {self.search_collections} "
                 "distinct settings of the private steps, each a separate collection from the "
                 f"users; over the whole search each user spent {total}, not the value above. "
-                "Fix the mechanisms' parameters before searching to spend only one budget.")
+                "Fix the mechanisms' parameters (and an integer random_state) before searching "
+                "to spend only one budget.")
+        if self.search_trainings > 1:
+            eps = ("unknown" if np.isnan(self.search_central_epsilon)
+                   else f"{self.search_central_epsilon:.4g}")
+            lines.append(
+                f"  WARNING: the search trained {self.search_trainings} central-DP models on the "
+                f"private data; together they spent epsilon={eps}, "
+                f"delta={self.search_central_delta:.3g} (basic composition), not the value above. "
+                "The choice among them used non-private validation scores, which no DP "
+                "guarantee covers (tune on public data or with a private selection).")
         return "Privacy spent per user:\n" + "\n".join(lines)
+
+
+def _estimators_in(value, name):
+    """(name, estimator) pairs held in a value: an estimator, or lists/tuples/dicts of them."""
+    if isinstance(value, BaseEstimator):
+        yield name, value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from _estimators_in(v, f"{name}.{k}")
+    elif isinstance(value, (list, tuple)):
+        # (name, estimator[, columns]) items of Pipeline, FeatureUnion, ColumnTransformer.
+        if len(value) in (2, 3) and isinstance(value[0], str):
+            yield from _estimators_in(value[1], f"{name}.{value[0]}" if name else value[0])
+            return
+        for i, v in enumerate(value):
+            yield from _estimators_in(v, name if isinstance(v, tuple) else f"{name}.{i}")
 
 
 def _children(est):
@@ -79,8 +112,8 @@ def _children(est):
             yield name, step
         return
     for key, value in sorted(vars(est).items()):
-        if key.endswith("_") and not key.startswith("_") and isinstance(value, BaseEstimator):
-            yield key.rstrip("_"), value
+        if key == "transformer_list" or (key.endswith("_") and not key.startswith("_")):
+            yield from _estimators_in(value, key.rstrip("_") if key.endswith("_") else "")
 
 
 def privacy_report(estimator):
@@ -119,35 +152,116 @@ def privacy_report(estimator):
 
 
 def _account_search(search, report):
-    """Sum the budgets of every distinct private-step setting a search collected.
+    """Count every collection and every central-DP training a fitted search made.
 
-    Each candidate with different parameters for a private step is a separate
-    collection (its reports differ), so its epsilon adds up for every user
-    (sequential composition). Folds of one candidate reuse the same reports
-    when the step's ``random_state`` is fixed (DESIGN.md §2).
+    The search fitted a clone of ``search.estimator`` with each candidate's
+    parameters in each fold, and once more with the best parameters (the refit).
+    A local private step makes one collection per distinct identity (its class,
+    its parameters other than ``random_state``, and an integer ``random_state``):
+    folds and the refit of one setting reuse it. It makes a *new* collection at
+    every fit when ``random_state`` is ``None`` (or a RandomState) or when a
+    public value is read from the data (``feature_range``, ``classes``,
+    ``domain_sizes`` left to ``None``): each fold then sees other bounds.
+    Central-DP steps train one model per fit; they all compose.
     """
-    candidates = search.cv_results_["params"]
-    total, n_collections = 0.0, 0
-    for spend in report.spends:
-        if spend.model != "local" or not spend.step.startswith("best_estimator."):
+    candidates = list(search.cv_results_["params"])
+    fits = [c for c in candidates for _ in range(search.n_splits_)]
+    if hasattr(search, "best_estimator_"):
+        fits.append(search.best_params_)
+    best = search.best_estimator_
+    collections = {}                     # identity -> epsilon of one local collection
+    central_eps, central_delta, trainings = 0.0, 0.0, 0
+    for n_fit, params in enumerate(fits):
+        est = clone(search.estimator).set_params(**params)
+        for path, eps, model, identity, delta in _planned_spends(est, best):
+            if model == "central":
+                trainings += 1
+                central_eps += eps
+                central_delta += delta
+            else:
+                key = identity if identity is not None else ("fit", n_fit, path)
+                collections[key] = eps
+    n_local = len([s for s in report.spends if s.model == "local"])
+    if len(collections) > n_local:
+        report.search_epsilon = float(sum(collections.values()))
+        report.search_collections = len(collections)
+    if trainings > 1:
+        report.search_central_epsilon = float(central_eps)
+        report.search_central_delta = float(central_delta)
+        report.search_trainings = trainings
+
+
+def _fixed_seed(random_state):
+    return isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool)
+
+
+def _identity(step, random_state, public_from_data):
+    """Identity of the collection a fit of ``step`` makes, or None if every fit is new."""
+    if not _fixed_seed(random_state) or public_from_data:
+        return None
+    params = {k: v for k, v in step.get_params(deep=False).items() if k != "random_state"}
+    return (type(step).__qualname__, joblib_hash(params), int(random_state))
+
+
+# Parameters of central-DP trainers that do not change their (epsilon, delta): the
+# noise is calibrated to the clipping norm, and the model, optimiser and device are free.
+_NOT_ACCOUNTED = frozenset({"lr", "optimizer", "hidden_size", "encoder_layers", "decoder_layers",
+                            "activation", "device", "verbose", "random_state", "max_grad_norm",
+                            "clip_percentile", "classes"})
+
+
+def _accounting_params(step):
+    return joblib_hash({k: v for k, v in step.get_params(deep=False).items()
+                        if k not in _NOT_ACCOUNTED})
+
+
+def _planned_spends(est, best):
+    """``(path, epsilon, model, identity, delta)`` of each private step of an unfitted ``est``.
+
+    ``best`` (the search's fitted best estimator, same structure) gives what the parameters
+    alone do not: the number of features a feature mechanism saw, and the
+    epsilon of a central-DP step (used when the candidate's step has the same
+    parameters; nan otherwise).
+    """
+    from ..base import LDPMechanism
+    from ..mechanisms import EdgeRR, GRRFSMechanism, LabelRandomizedResponse, OneBitMechanism
+    from ..mechanisms._grr import grrfs_epsilon
+
+    fitted = best.get_params(deep=True)
+    items = [("", est)] + list(est.get_params(deep=True).items())
+    for path, step in items:
+        if not isinstance(step, BaseEstimator):
             continue
-        prefix = spend.step[len("best_estimator."):].replace(".", "__") + "__"
-        settings = {}  # distinct settings of this step, keyed by their repr
-        for c in candidates:
-            own = {k: v for k, v in c.items() if k.startswith(prefix)}
-            settings[repr(sorted(own.items()))] = own
-        step = search.best_estimator_.get_params().get(prefix[:-2])
-        step_eps = getattr(step, "eps", None)
-        # random_state=None draws a new collection in every fold and in the refit.
-        per_setting = search.n_splits_ + 1 if getattr(step, "random_state", 0) is None else 1
-        n_collections += len(settings) * per_setting
-        if len(settings) == 1:
-            total += spend.epsilon * per_setting
-        elif step_eps is not None and float(step_eps) == spend.epsilon:
-            # The step spends its eps parameter: read each setting's epsilon from it.
-            total += per_setting * sum(float(st.get(prefix + "eps", step_eps))
-                                       for st in settings.values())
-        else:
-            total = np.nan
-    if n_collections > len([s for s in report.spends if s.model == "local"]):
-        report.search_epsilon, report.search_collections = total, n_collections
+        twin = fitted.get(path) if path else best
+        if getattr(step, "privacy_model", "local") == "central":
+            same = twin is not None and type(twin) is type(step) and \
+                _accounting_params(twin) == _accounting_params(step)
+            eps = float(getattr(twin, "epsilon_", np.nan)) if same else np.nan
+            delta = float(getattr(twin, "delta_", 0.0) or 0.0) if same else \
+                float(getattr(step, "delta", 0.0) or 0.0)
+            yield path, eps, "central", None, delta
+        elif isinstance(step, (LDPMechanism, EdgeRR)):
+            d = getattr(twin, "n_features_in_", np.nan)
+            eps = float(step.eps)
+            if isinstance(step, OneBitMechanism) and not step.split_eps:
+                eps *= d
+            elif isinstance(step, GRRFSMechanism):
+                eps = grrfs_epsilon(eps, step.m, d)
+                from_data = step.domain_sizes is None and step.categories is None
+            if isinstance(step, EdgeRR):
+                from_data = False
+            elif not isinstance(step, GRRFSMechanism):
+                from_data = step.feature_range is None
+            if np.isfinite(eps) or np.isnan(eps):
+                yield path, eps, "local", _identity(step, step.random_state, from_data), 0.0
+        elif isinstance(step, LabelRandomizedResponse):
+            if np.isfinite(float(step.eps)):
+                yield (path, float(step.eps), "local",
+                       _identity(step, step.random_state, step.classes is None), 0.0)
+        elif "eps_y" in step.get_params(deep=False):
+            # Classifiers that build their own label randomiser (LPGNN, RGNN).
+            eps_y = float(step.eps_y)
+            if np.isfinite(eps_y):
+                rr = LabelRandomizedResponse(eps_y, classes=step.classes)
+                yield (f"{path}.labels", eps_y, "local",
+                       _identity(rr, step.random_state, step.classes is None), 0.0)
