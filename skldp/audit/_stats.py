@@ -442,77 +442,120 @@ def _split(n, frac, rng):
     return perm[:n_sel], perm[n_sel:]
 
 
+class _CellEncoder:
+    """Joint codes of the coordinates (one code per coordinate) fitted on the selection split."""
+
+    def __init__(self, sel, budgets):
+        self.coders = [_Coder(sel[:, j], b) for j, b in enumerate(budgets)]
+
+    def encode(self, R):
+        return np.stack([cd.transform(R[:, j]) for j, cd in enumerate(self.coders)], axis=1)
+
+    def describe(self, codes):
+        return tuple(self.coders[j].describe(int(c)) for j, c in enumerate(codes))
+
+
+class _ScoreEncoder:
+    """Bins of a score: the sum over coordinates of log likelihood ratios of their codes.
+
+    The ratios are estimated on the selection split (naive Bayes); the score is
+    one number per report, so it scales to many coordinates.
+    """
+
+    def __init__(self, sel, ns0, n_bins, per_coordinate=32):
+        k = sel.shape[1]
+        self.coders = [_Coder(sel[:, j], per_coordinate) for j in range(k)]
+        self.llr = []
+        for j, cd in enumerate(self.coders):
+            cs = cd.transform(sel[:, j])
+            a0 = np.bincount(cs[:ns0], minlength=cd.n_codes) + 0.5
+            a1 = np.bincount(cs[ns0:], minlength=cd.n_codes) + 0.5
+            self.llr.append(np.log(a0 / a0.sum()) - np.log(a1 / a1.sum()))
+        self.bins = _Coder(self._score(sel), n_bins, atom_fraction=1.1)
+
+    def _score(self, R):
+        return sum(self.llr[j][cd.transform(R[:, j])] for j, cd in enumerate(self.coders))
+
+    def encode(self, R):
+        return self.bins.transform(self._score(R))[:, None]
+
+    def describe(self, codes):
+        d = self.bins.describe(int(codes[0]))
+        return ("score",) + (d if isinstance(d, tuple) else (d, d))
+
+
 def _audit_cells(A, B, alpha, confidence, max_cells, frac, rng):
     n0, n1 = len(A), len(B)
     s0, e0 = _split(n0, frac, rng)
     s1, e1 = _split(n1, frac, rng)
-    sel = np.concatenate([A[s0], B[s1]])
-    if max_cells is None:
-        max_cells = int(min(1024, max(16, min(len(s0), len(s1)) // 8)))
-    k = A.shape[1]
-    n_distinct = np.array([len(np.unique(sel[:, j])) for j in range(k)])
-    budgets = _code_budgets(n_distinct, max_cells)
-    if budgets is None:  # too many coordinates for joint cells: a learned scalar score
-        per = int(min(32, max(4, max_cells)))
-        coders = [_Coder(sel[:, j], per) for j in range(k)]
-        ns0, ns1 = len(s0), len(s1)
-        llr = []
-        for j, cd in enumerate(coders):
-            cs = cd.transform(sel[:, j])
-            a0 = np.bincount(cs[:ns0], minlength=cd.n_codes) + 0.5
-            a1 = np.bincount(cs[ns0:], minlength=cd.n_codes) + 0.5
-            llr.append(np.log(a0 / a0.sum()) - np.log(a1 / a1.sum()))
-
-        def score(R):
-            return sum(llr[j][coders[j].transform(R[:, j])] for j in range(k))[:, None]
-
-        score_coder = _Coder(score(sel)[:, 0], max_cells, atom_fraction=1.1)
-
-        def encode(R):
-            return score_coder.transform(score(R)[:, 0])[:, None]
-
-        def describe(codes):
-            d = score_coder.describe(int(codes[0]))
-            return ("score",) + (d if isinstance(d, tuple) else (d, d))
-    else:
-        coders = [_Coder(sel[:, j], b) for j, b in enumerate(budgets)]
-
-        def encode(R):
-            return np.stack([cd.transform(R[:, j]) for j, cd in enumerate(coders)], axis=1)
-
-        def describe(codes):
-            return tuple(coders[j].describe(int(c)) for j, c in enumerate(codes))
-
-    C_sel = encode(sel)
-    C_ev0, C_ev1 = encode(A[e0]), encode(B[e1])
-    cells, inv = _unique_rows(np.concatenate([C_sel, C_ev0, C_ev1]))
-    K = len(cells)
     ns0, ns1, ne0, ne1 = len(s0), len(s1), len(e0), len(e1)
-    cut = np.cumsum([ns0, ns1, ne0])
-    cs0 = np.bincount(inv[:cut[0]], minlength=K)
-    cs1 = np.bincount(inv[cut[0]:cut[1]], minlength=K)
-    ce0 = np.bincount(inv[cut[1]:cut[2]], minlength=K)
-    ce1 = np.bincount(inv[cut[2]:], minlength=K)
+    sel = np.concatenate([A[s0], B[s1]])
+    ev0, ev1 = A[e0], B[e1]
+    if max_cells is None:
+        max_cells = int(min(1024, max(16, min(ns0, ns1) // 8)))
+    k = A.shape[1]
+    # Candidate encodings: joint cells (fine and coarse) and, for several coordinates, a
+    # score. Each proposes one event per direction, chosen on the selection split; the
+    # encoding whose event is best on the selection split is kept. The evaluation split
+    # is used once per direction, so the choice does not bias the bound.
+    n_distinct = np.array([len(np.unique(sel[:, j])) for j in range(k)])
+    encoders = []
+    for cells in sorted({max_cells, max(16, max_cells // 16)}, reverse=True):
+        budgets = _code_budgets(n_distinct, cells)
+        if budgets is not None:
+            encoders.append(_CellEncoder(sel, budgets))
+    if k > 1:
+        encoders.append(_ScoreEncoder(sel, ns0, max_cells))
     a = alpha / 4.0  # one event per direction, two bounds per event
+    proposals = {(0, 1): None, (1, 0): None}
+    for enc in encoders:
+        cells, inv = _unique_rows(np.concatenate([enc.encode(sel), enc.encode(ev0),
+                                                  enc.encode(ev1)]))
+        K = len(cells)
+        cut = np.cumsum([ns0, ns1, ne0])
+        cs0 = np.bincount(inv[:cut[0]], minlength=K)
+        cs1 = np.bincount(inv[cut[0]:cut[1]], minlength=K)
+        ce0 = np.bincount(inv[cut[1]:cut[2]], minlength=K)
+        ce1 = np.bincount(inv[cut[2]:], minlength=K)
+        # cross-fitting inside the selection split: cells are ranked on one half (r) and
+        # the size of the event (and the encoding) is chosen on the other half (c)
+        half0, half1 = np.arange(ns0) % 2 == 0, np.arange(ns1) % 2 == 0
+        is0 = inv[:cut[0]]
+        is1 = inv[cut[0]:cut[1]]
+        r0 = np.bincount(is0[half0], minlength=K)
+        r1 = np.bincount(is1[half1], minlength=K)
+        c0 = cs0 - r0
+        c1 = cs1 - r1
+        nr0, nr1 = int(half0.sum()), int(half1.sum())
+        nc0, nc1 = ns0 - nr0, ns1 - nr1
+        for direction, (rn, nrn, rd, nrd, sn, nsn, sd, nsd, en, ed) in (
+                ((0, 1), (r0, nr0, r1, nr1, c0, nc0, c1, nc1, ce0, ce1)),
+                ((1, 0), (r1, nr1, r0, nr0, c1, nc1, c0, nc0, ce1, ce0))):
+            cand = np.flatnonzero(rn + rd > 0)
+            if len(cand) == 0 or nsn == 0 or nsd == 0:
+                continue
+            ratio = ((rn[cand] + 0.5) / nrn) / ((rd[cand] + 0.5) / nrd)
+            order = cand[np.lexsort((-rn[cand], -ratio))]
+            sel_bounds = _log_ratio_bound(np.cumsum(sn[order]), nsn, np.cumsum(sd[order]),
+                                          nsd, a)
+            top = int(np.argmax(sel_bounds))
+            prev = proposals[direction]
+            if prev is None or sel_bounds[top] > prev[0]:
+                chosen = order[:top + 1]
+                members = tuple(enc.describe(cells[c]) for c in chosen)
+                proposals[direction] = (float(sel_bounds[top]), int(en[chosen].sum()),
+                                        int(ed[chosen].sum()), members)
     best = None
-    for direction, (sn, nsn, sd, nsd, en, nen, ed, ned) in (
-            ((0, 1), (cs0, ns0, cs1, ns1, ce0, ne0, ce1, ne1)),
-            ((1, 0), (cs1, ns1, cs0, ns0, ce1, ne1, ce0, ne0))):
-        cand = np.flatnonzero(sn + sd > 0)
-        if len(cand) == 0:
+    for direction, prop in proposals.items():
+        if prop is None:
             continue
-        ratio = ((sn[cand] + 0.5) / nsn) / ((sd[cand] + 0.5) / nsd)
-        order = cand[np.lexsort((-sn[cand], -ratio))]
-        sel_bounds = _log_ratio_bound(np.cumsum(sn[order]), nsn, np.cumsum(sd[order]), nsd, a)
-        top = int(np.argmax(sel_bounds)) + 1
-        chosen = order[:top]
-        counts = (int(en[chosen].sum()), nen, int(ed[chosen].sum()), ned)
-        bound = float(_log_ratio_bound(counts[0], nen, counts[2], ned, a))
+        nen, ned = (ne0, ne1) if direction == (0, 1) else (ne1, ne0)
+        counts = (prop[1], nen, prop[2], ned)
+        bound = float(_log_ratio_bound(*counts, a))
         if best is None or bound > best[0]:
-            best = (bound, direction, chosen, counts)
+            best = (bound, AuditEvent(direction, prop[3]), counts)
     if best is None:
-        return AuditResult(0.0, 0.0, None, (n0, n1), 1.0 - alpha, "cells", ())
-    bound, direction, chosen, counts = best
-    event = AuditEvent(direction, tuple(describe(cells[c]) for c in chosen))
+        return AuditResult(0.0, 0.0, None, (n0, n1), confidence, "cells", ())
+    bound, event, counts = best
     return AuditResult(max(0.0, bound), _log_point(*counts), event, (n0, n1), confidence,
                        "cells", counts)
