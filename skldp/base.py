@@ -18,7 +18,8 @@ from .utils.validation import (
 )
 
 __all__ = ["GraphTransformerMixin", "LDPMechanism", "NodeWise", "GraphClassifierMixin",
-           "fitted_token", "draw_collection_seed", "check_population", "population_of"]
+           "fitted_token", "draw_collection_seed", "check_population", "population_of",
+           "saved_positions"]
 
 
 def draw_collection_seed(estimator, *public_state, random_state=None, role=None):
@@ -34,6 +35,20 @@ def draw_collection_seed(estimator, *public_state, random_state=None, role=None)
                 public_state, role)
     rs = estimator.random_state if random_state is None else random_state
     return collection_seed(rs, identity)
+
+
+def saved_positions(saved_keys, keys, owner):
+    """Positions of ``keys`` among the saved users; a clear error for any other user."""
+    order = np.argsort(saved_keys, kind="stable")
+    pos = np.clip(np.searchsorted(saved_keys, keys, sorter=order), 0, len(order) - 1)
+    rows = order[pos]
+    missing = saved_keys[rows] != keys
+    if np.any(missing):
+        raise ValueError(
+            f"{owner} was saved without its secret (skldp.privacy.forget_secrets), so it "
+            f"holds the reports of the users seen then only; {int(missing.sum())} user(s) "
+            "have no report. New users need a new collection (fit a new mechanism).")
+    return rows
 
 
 def population_of(X):
@@ -210,11 +225,31 @@ class LDPMechanism(GraphTransformerMixin, BaseEstimator):
         self._check_n_features(X)
         check_finite_features(X)
         check_population(self, X)
-        return self._report(X, np.arange(X.shape[0], dtype=np.uint64))
+        return self._reports_for(X, np.arange(X.shape[0], dtype=np.uint64))
 
     def _transform_graph(self, G):
-        Z = self._report(G.features, G.node_keys)
+        Z = self._reports_for(G.features, G.node_keys)
         return G.with_features(Z)
+
+    def _reports_for(self, X, keys):
+        """Reports of the users ``keys``: drawn from ``seed_``, or the saved ones without it."""
+        if hasattr(self, "seed_"):
+            return self._report(X, keys)
+        rows = saved_positions(self.saved_keys_, keys, type(self).__name__)
+        return self.saved_reports_[rows]
+
+    def _forget_secret(self, X):
+        """Keep the reports of the users of ``X`` and delete ``seed_`` (see forget_secrets)."""
+        if isinstance(X, GraphData):
+            check_population(self, X)
+            keys, Z = X.node_keys, self._report(X.features, X.node_keys)
+        else:
+            X = check_array(X, accept_sparse="csr", dtype=np.float64, ensure_all_finite=False)
+            check_population(self, X)
+            keys = np.arange(X.shape[0], dtype=np.uint64)
+            Z = self._report(X, keys)
+        self.saved_keys_, self.saved_reports_ = keys.copy(), Z
+        del self.seed_
 
     def _report(self, X, keys):
         check_finite_features(X)

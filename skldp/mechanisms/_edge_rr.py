@@ -7,7 +7,12 @@ from scipy.stats import binom
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from ..base import GraphTransformerMixin, check_population, draw_collection_seed
+from ..base import (
+    GraphTransformerMixin,
+    check_population,
+    draw_collection_seed,
+    saved_positions,
+)
 from ..utils._random import (
     _GOLDEN,
     _mix,
@@ -335,7 +340,21 @@ class EdgeRR(GraphTransformerMixin, BaseEstimator):
                              "user i's list." % self.symmetrize)
         return A
 
+    def _forget_secret(self, X):
+        """Keep the server's randomized graph of the users of ``X`` and delete ``seed_``."""
+        G = check_graph_data(X, self, require_adjacency=True).full()
+        check_population(self, G)
+        self.saved_keys_ = G.node_keys.copy()
+        self.saved_adjacency_ = self._transform_graph(G).adjacency
+        del self.seed_
+
     def _transform_graph(self, G):
+        if not hasattr(self, "seed_"):
+            rows = saved_positions(self.saved_keys_, G.node_keys, type(self).__name__)
+            if len(rows) != len(self.saved_keys_):
+                raise ValueError("EdgeRR was saved without its secret for another set of "
+                                 "users; a randomized graph cannot be drawn for new users.")
+            return G.with_adjacency(self.saved_adjacency_[rows][:, rows])
         A = self._lists(G)
         R = randomized_adjacency_lists(A, G.node_keys, float(self.eps), self.seed_)
         if self.symmetrize == "or":

@@ -599,7 +599,7 @@ class GRRFSMechanism(LDPMechanism):
         j : int
             Feature index.
         """
-        check_is_fitted(self, "seed_")
+        check_is_fitted(self, "epsilon_")
         r, c = self.sampling_rate_, self.domain_sizes_[j]
         return r * (self.q_[j] + np.asarray(f) * (self.p_[j] - self.q_[j])) + (1 - r) / c
 
@@ -617,7 +617,7 @@ class GRRFSMechanism(LDPMechanism):
         -------
         f_hat : ndarray of shape (c_j,) or list of them
         """
-        check_is_fitted(self, "seed_")
+        check_is_fitted(self, "epsilon_")
         R = np.asarray(reports)
         if j is not None or R.ndim == 1:
             col = R if R.ndim == 1 else R[:, j]

@@ -159,7 +159,7 @@ class LabelRandomizedResponse(BaseEstimator):
 
     def encode(self, y):
         """Positions of the labels ``y`` in ``classes_`` (error for unknown labels)."""
-        check_is_fitted(self, "seed_")
+        check_is_fitted(self, "epsilon_")
         y = self._check_y(y)
         idx = np.searchsorted(self.classes_, y)
         idx = np.clip(idx, 0, len(self.classes_) - 1)
@@ -170,9 +170,17 @@ class LabelRandomizedResponse(BaseEstimator):
                              f"{self.classes_.tolist()}.")
         return idx
 
+    def _forget_secret(self, X=None):
+        """Delete ``seed_``: the labels already randomized were used; no new ones can be."""
+        del self.seed_
+
     def randomize_encoded(self, y_enc, keys):
         """Noisy class positions for class positions ``y_enc`` (see :meth:`randomize`)."""
-        check_is_fitted(self, "seed_")
+        check_is_fitted(self, "epsilon_")
+        if not hasattr(self, "seed_"):
+            raise ValueError("LabelRandomizedResponse was saved without its secret "
+                             "(skldp.privacy.forget_secrets): it cannot randomize labels any "
+                             "more. Fit a new collection for new users.")
         y_enc = np.asarray(y_enc, dtype=np.int64)
         if self.p_ == 1.0:
             return y_enc.copy()

@@ -118,7 +118,7 @@ def _n_sampled(value, name, d, eps, eps_per_dim):
 
 def _variance_input(mech, x):
     """Broadcast ``x`` (scalar, (d,) or (n, d)) against the fitted bounds."""
-    check_is_fitted(mech, "seed_")
+    check_is_fitted(mech, "epsilon_")
     x = np.asarray(x, dtype=np.float64)
     try:
         np.broadcast_shapes(x.shape, mech.feature_min_.shape)

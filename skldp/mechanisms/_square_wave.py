@@ -314,4 +314,4 @@ class HDSMechanism(LDPMechanism):
 
     def _check_fitted(self):
         from sklearn.utils.validation import check_is_fitted
-        check_is_fitted(self, "seed_")
+        check_is_fitted(self, "epsilon_")

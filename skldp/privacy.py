@@ -1,0 +1,68 @@
+"""Saving a fitted pipeline without the users' secrets.
+
+A fitted local DP mechanism holds ``seed_``, the secret of its simulated users'
+devices: anyone who has it can invert every report. :func:`forget_secrets`
+replaces each secret by the reports it produced for the users seen so far, so
+that the pipeline can be pickled and shared: it still predicts for those users,
+and refuses new users with a clear error (their reports would need the secret).
+"""
+
+from sklearn.pipeline import Pipeline
+
+__all__ = ["forget_secrets"]
+
+
+def forget_secrets(estimator, X):
+    """Delete every local DP secret (``seed_``) of a fitted estimator, keeping the reports.
+
+    Walks a fitted pipeline (or a search's ``best_estimator_``) in order, passing
+    ``X`` through the steps: each feature or edge mechanism stores the reports of
+    the users of the data it sees (``saved_keys_``, ``saved_reports_`` or
+    ``saved_adjacency_``) and drops ``seed_``; label randomisers fitted inside
+    classifiers drop ``seed_`` (their reports were used in ``fit``). Afterwards
+    ``transform`` / ``predict`` work for those users and raise a ``ValueError``
+    for any other user.
+
+    Pass the whole graph (every user whose prediction you will need), e.g. the
+    GraphData the pipeline was fitted on, not a view of the training rows only:
+    mechanisms store reports for all nodes of a GraphData.
+
+    Parameters
+    ----------
+    estimator : fitted estimator, Pipeline or search
+        Modified in place.
+    X : GraphData or array-like
+        The input of ``estimator`` (of its first step for a pipeline).
+
+    Returns
+    -------
+    estimator
+        The same object, without secrets (safe to pickle with respect to them;
+        it still holds the users' reports, which are what the server receives).
+
+    Examples
+    --------
+    >>> import pickle
+    >>> from skldp.privacy import forget_secrets
+    >>> forget_secrets(pipe, G)                       # doctest: +SKIP
+    >>> blob = pickle.dumps(pipe)                     # doctest: +SKIP
+    """
+    est = getattr(estimator, "best_estimator_", estimator)
+    if isinstance(est, Pipeline):
+        Xt = X
+        steps = [s for _, s in est.steps if s not in (None, "passthrough")]
+        for i, step in enumerate(steps):
+            _forget(step, Xt)
+            if i < len(steps) - 1:
+                Xt = step.transform(Xt)
+    else:
+        _forget(est, X)
+    return estimator
+
+
+def _forget(step, X):
+    if hasattr(step, "seed_") and hasattr(step, "_forget_secret"):
+        step._forget_secret(X)
+    for value in list(vars(step).values()):   # e.g. a classifier's label_mechanism_
+        if value is not step and hasattr(value, "seed_") and hasattr(value, "_forget_secret"):
+            value._forget_secret()

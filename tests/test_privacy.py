@@ -1,0 +1,70 @@
+"""forget_secrets: a fitted pipeline saved without seeds keeps its users' reports only."""
+
+import pickle
+
+import numpy as np
+import pytest
+from sklearn.pipeline import Pipeline
+
+from skldp import GraphData
+from skldp.mechanisms import EdgeRR, GRRFSMechanism, HDSMechanism, LabelRandomizedResponse
+from skldp.models import GCNClassifier, MLPHead
+from skldp.privacy import forget_secrets
+from skldp.propagation import PPRPropagation
+
+
+def _has_seed(obj, seen=None):
+    seen = set() if seen is None else seen
+    if id(obj) in seen:
+        return False
+    seen.add(id(obj))
+    if hasattr(obj, "seed_"):
+        return True
+    children = list(vars(obj).values()) if hasattr(obj, "__dict__") else []
+    steps = getattr(obj, "steps", [])
+    children += [s for _, s in steps] if isinstance(steps, list) else []
+    return any(_has_seed(c, seen) for c in children if hasattr(c, "get_params"))
+
+
+def test_pipeline_without_secrets_predicts_for_seen_users_only(small_graph):
+    A, X, y = small_graph
+    G = GraphData(X, A, node_ids=np.arange(100, 160))
+    pipe = Pipeline([("hds", HDSMechanism(1.0, k=2, feature_range=(-1, 2), random_state=0)),
+                     ("ppr", PPRPropagation()),
+                     ("clf", MLPHead(epochs=5, early_stopping=False, random_state=0))])
+    pipe.fit(G[:40], y[:40])
+    before = pipe.predict(G[40:])
+    reports = np.asarray(pipe[0].transform(G))
+    forget_secrets(pipe, G)
+    assert not _has_seed(pipe)
+    restored = pickle.loads(pickle.dumps(pipe))
+    np.testing.assert_array_equal(restored.predict(G[40:]), before)
+    np.testing.assert_array_equal(np.asarray(restored[0].transform(G)), reports)
+    # a new user has no report: the secret would be needed
+    G_new = GraphData(np.vstack([X, X[:1]]), node_ids=np.arange(100, 161))
+    with pytest.raises(ValueError, match="without its secret"):
+        restored[0].transform(G_new)
+
+
+def test_label_and_edge_secrets_are_forgotten(small_graph):
+    A, X, y = small_graph
+    G = GraphData(X, A, node_ids=np.arange(60))
+    clf = GCNClassifier(epochs=2, early_stopping=False, random_state=0,
+                        label_mechanism=LabelRandomizedResponse(1.0, classes=[0, 1],
+                                                                random_state=0))
+    pipe = Pipeline([("edges", EdgeRR(4.0, random_state=0)), ("clf", clf)]).fit(G, y)
+    A_rand = pipe[0].transform(G).adjacency.toarray()
+    forget_secrets(pipe, G)
+    assert not _has_seed(pipe)
+    np.testing.assert_array_equal(pipe[0].transform(G).adjacency.toarray(), A_rand)
+    with pytest.raises(ValueError, match="without its secret"):
+        pipe[1].label_mechanism_.randomize(y, G)
+
+
+def test_plain_array_mechanism_without_secret():
+    X = np.random.default_rng(0).integers(0, 3, size=(20, 4)).astype(float)
+    mech = GRRFSMechanism(1.0, m=2, domain_sizes=3, random_state=0).fit(X)
+    Z = mech.transform(X)
+    forget_secrets(mech, X)
+    assert not hasattr(mech, "seed_")
+    np.testing.assert_array_equal(mech.transform(X), Z)
