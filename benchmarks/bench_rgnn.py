@@ -1,4 +1,6 @@
-"""Benchmark: GRR-FS + frequency reconstruction (paper 001 Algorithm 1) on Facebook.
+"""Benchmark: GRR-FS + frequency reconstruction on Facebook.
+
+Algorithm 1 of Bhaila et al., SDM 2024.
 
 Reports wall time and peak traced memory (tracemalloc; numpy registers its
 buffers) of the mechanism and of the reconstruction, next to the size a dense
@@ -8,7 +10,7 @@ of features of at most ~32 MB.
 
 Usage::
 
-    SKLDP_DATASETS_DIR=/work/shared/datasets OMP_NUM_THREADS=1 python benchmarks/bench_rgnn.py
+    SKLDP_DATASETS_DIR=<datasets folder> OMP_NUM_THREADS=1 python benchmarks/bench_rgnn.py
 """
 
 import os
@@ -16,7 +18,6 @@ import time
 import tracemalloc
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
-os.environ.setdefault("SKLDP_DATASETS_DIR", "/work/shared/datasets")
 
 
 from skldp.datasets import load_dataset  # noqa: E402

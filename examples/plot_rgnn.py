@@ -4,10 +4,12 @@ Reconstructing locally private features and labels (RGNN, Cora)
 ==================================================================
 
 Every user of Cora holds 58 binary features (the 1433 bag-of-words columns
-grouped by 25, paper 001 §V-A1) and a label. Users send their features
-through GRR-FS (each randomises ``m = 10`` sampled features with generalized
-randomized response and reports uniform noise for the others; Theorem 1 gives
-the total budget) and their labels through GRR. The server knows the graph.
+grouped by 25; Bhaila et al., SDM 2024, §V-A1) and a label. Users send their
+features through GRR-FS (each randomises ``m = 10`` sampled features with
+generalized randomized response at ``eps`` and reports uniform noise for the
+others; a user's feature budget is ``m * eps``, ``GRRFSMechanism.epsilon_``,
+not the smaller number of the paper's Theorem 1, which is not an LDP bound)
+and their labels through GRR. The server knows the graph.
 
 1. Feature reconstruction (Algorithm 1): averaging the reports over a node's
    multi-hop neighbourhood and inverting the frequency estimate brings the
@@ -54,7 +56,8 @@ for eps in (1.0, 0.1):
         Z = np.asarray(FrequencyReconstructor.from_mechanism(mech, hops=hops).fit(R).transform(R))
         errs.append(np.mean(np.abs(Z - X)))
     raw = np.mean(np.abs(np.asarray(R) - X))
-    line, = axes[0].plot(hops_grid, errs, "o-", label=f"eps={eps} (eps_x={mech.epsilon_:.2f})")
+    label = f"eps={eps} (eps_x = m eps = {mech.epsilon_:g})"
+    line, = axes[0].plot(hops_grid, errs, "o-", label=label)
     axes[0].axhline(raw, ls=":", color=line.get_color())
 axes[0].set(xlabel="hops K_x", ylabel="mean |reconstructed - true feature|",
             title="Algorithm 1 (dotted: raw reports)")
