@@ -62,9 +62,11 @@ def check_output_grid(mechanism, x_values, n_samples=5_000, *, max_values=256, e
 
     - if the fitted mechanism declares ``output_grid_ = (offset, step)``
       (arrays of shape (n_features,)): verifies that every reported
-      coordinate ``j`` (sampled or not, for every input) equals
-      ``offset[j] + k step[j]`` for an integer ``k``, up to ``rtol`` relative
-      to ``max(1, |k|)``; passes when none is off the grid;
+      coordinate ``j`` of every input equals ``offset[j] + k step[j]`` for
+      an integer ``k``, up to ``rtol`` relative to ``max(1, |k|)``; passes
+      when none is off the grid. An off-grid value that every input
+      produces (the same float, e.g. the ``mid`` of unsampled coordinates)
+      is an input-independent constant and is not counted;
     - else, if every output coordinate takes at most ``max_values`` distinct
       values (finite outputs: one-bit, multi-bit, GRR codes): for each pair
       of inputs ``(a, b)`` and coordinate, flags the values that ``a``
@@ -150,18 +152,35 @@ def _check_grid(grid, per_input, rtol, n_distinct):
     if offset.shape not in ((d,), ()) or step.shape not in ((d,), ()) or np.any(step <= 0):
         raise ValueError(f"output_grid_ must be (offset, step), arrays of shape ({d},) with "
                          f"step > 0; got shapes {offset.shape} and {step.shape}.")
-    off_total, total, examples = 0, 0, []
-    for i, R in enumerate(per_input):
+    # Off-grid values that every input produces (the same float) are input-independent
+    # constants, e.g. the fill value of unsampled coordinates: they reveal nothing.
+    offs = []
+    for R in per_input:
         k = (R - offset) / step
-        off = np.abs(k - np.rint(k)) > rtol * np.maximum(1.0, np.abs(k))
+        offs.append(np.abs(k - np.rint(k)) > rtol * np.maximum(1.0, np.abs(k)))
+    shared = []
+    for j in range(d):
+        common = None
+        for R, off in zip(per_input, offs, strict=True):
+            vals = np.unique(R[off[:, j], j])
+            common = vals if common is None else np.intersect1d(common, vals)
+        shared.append(common)
+    off_total, total, examples = 0, 0, []
+    for i, (R, off) in enumerate(zip(per_input, offs, strict=True)):
+        for j in range(d):
+            off[:, j] &= ~np.isin(R[:, j], shared[j])
         off_total += int(off.sum())
         total += off.size
         for r, j in np.argwhere(off)[: 10 - len(examples)]:
             examples.append((i, int(j), float(R[r, j])))
     frac = off_total / max(total, 1)
+    n_shared = sum(len(c) for c in shared)
+    note = ("" if n_shared == 0 else
+            f" ({n_shared} off-grid constant(s) produced by every input, e.g. the value of "
+            "unsampled coordinates, are not counted)")
     msg = ("every report lies on the declared grid" if off_total == 0 else
            f"{off_total} of {total} reported coordinates ({100 * frac:.3g}%) are off the "
-           "declared grid")
+           "declared grid") + note
     return GridCheckResult(off_total == 0, "grid", frac, msg, n_distinct, tuple(examples))
 
 

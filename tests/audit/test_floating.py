@@ -1,0 +1,191 @@
+"""Floating-point checks: a fixed output grid, finite supports, additive noise (Mironov 2012)."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+from skldp import GraphData
+from skldp.audit import GridCheckResult, additive_support_check, check_output_grid
+from skldp.mechanisms import (
+    EdgeRR,
+    GRRFSMechanism,
+    HDSMechanism,
+    LabelRandomizedResponse,
+    LaplaceMechanism,
+    MultiBitMechanism,
+    OneBitMechanism,
+    PiecewiseMechanism,
+)
+from skldp.utils import node_uniforms
+
+FR = (0.0, 1.0)
+INPUTS = [[0.0, 0.0], [1.0, 1.0], [0.3, 0.7]]  # the bounds and a point inside
+
+
+# ------------------------------------------------ continuous mechanisms: a declared grid
+# These need the mechanisms to sample on a fixed grid and declare output_grid_.
+@pytest.mark.parametrize("mech", [
+    LaplaceMechanism(1.0, feature_range=FR, random_state=0),
+    PiecewiseMechanism(1.0, k=1, feature_range=FR, random_state=0),
+    PiecewiseMechanism(2.0, k=2, feature_range=FR, random_state=0),
+    HDSMechanism(1.0, k=1, feature_range=FR, random_state=0),
+    HDSMechanism(2.0, k=2, feature_range=FR, random_state=0),
+], ids=["Laplace", "Piecewise-k1", "Piecewise-kd", "HDS-k1", "HDS-kd"])
+def test_continuous_mechanisms_report_on_a_fixed_grid(mech):
+    res = check_output_grid(mech, INPUTS, n_samples=5000)
+    assert isinstance(res, GridCheckResult)
+    assert res.kind == "grid", res.message
+    assert res.passed, res.message
+    assert res.fraction_off_grid == 0.0
+
+
+def test_laplace_reports_of_one_input_are_reachable_from_the_other():
+    # Mironov's attack on x + Laplace noise in float64: for x = 0 about 40% of the reports
+    # (scale 1) are floats that x = 1 plus any noise cannot produce. On a grid none are.
+    n = 20_000
+    G = GraphData(np.zeros((n, 1)), node_ids=np.arange(n))
+    mech = LaplaceMechanism(1.0, feature_range=FR, random_state=0).fit(G)
+    Z = mech.transform(G)
+    R = Z.features[Z.rows] if isinstance(Z, GraphData) else np.asarray(Z)
+    assert additive_support_check(R, 0.0, 1.0) == 0.0
+
+
+# ------------------------------------------------------------ finite output sets
+@pytest.mark.parametrize("mech, inputs", [
+    (OneBitMechanism(1.0, feature_range=FR, random_state=0), INPUTS),
+    (MultiBitMechanism(2.0, m=1, feature_range=FR, random_state=0), INPUTS),
+    (GRRFSMechanism(1.0, m=1, domain_sizes=3, random_state=0), [[0, 0], [2, 2], [1, 0]]),
+    (LabelRandomizedResponse(1.0, classes=[0, 1, 2], random_state=0), [[0], [1], [2]]),
+    (EdgeRR(1.0, random_state=0), [[0], [1]]),
+], ids=["OneBit", "MultiBit", "GRRFS", "LabelRR", "EdgeRR"])
+def test_finite_output_mechanisms_have_input_independent_supports(mech, inputs):
+    res = check_output_grid(mech, inputs, n_samples=2000)
+    assert res.kind == "finite"
+    assert res.passed, res.flagged
+    assert np.isnan(res.fraction_off_grid)
+
+
+# ------------------------------------------------------------ the checks can fail
+def _continuous(X, keys):
+    return X + node_uniforms(7, keys, X.shape[1])
+
+
+def test_continuous_output_without_grid_fails():
+    res = check_output_grid(_continuous, [[0.0], [1.0]], n_samples=2000)
+    assert not res.passed
+    assert res.kind == "continuous"
+    assert "continuous floating-point output with no fixed grid" in res.message
+
+
+def test_off_grid_outputs_are_counted():
+    def half_snapped(X, keys):
+        u = node_uniforms(7, keys, X.shape[1])
+        on = np.round(u * 8) / 8
+        return np.where(X > 0.5, u, on)  # input 1 reports off the grid of step 1/8
+
+    half_snapped.output_grid_ = (np.zeros(1), np.full(1, 0.125))
+    res = check_output_grid(half_snapped, [[0.0], [1.0]], n_samples=2000)
+    assert res.kind == "grid"
+    assert not res.passed
+    assert 0.45 < res.fraction_off_grid < 0.55  # all of input 1's reports, none of input 0's
+    assert res.flagged and all(i == 1 for i, _, _ in res.flagged)
+
+
+def test_input_dependent_finite_support_is_flagged():
+    def leaky_bit(X, keys):
+        # rectified bit whose "high" value is computed from x: 1.0 for x = 0, 1 + 2^-40 for 1
+        u = node_uniforms(7, keys, X.shape[1])
+        return np.where(u < 0.5, 1.0 + X * 2.0**-40, 0.0)
+
+    leaky_bit.epsilon_ = 1.0
+    res = check_output_grid(leaky_bit, [[0.0], [1.0]], n_samples=2000)
+    assert res.kind == "finite"
+    assert not res.passed
+    assert {(v, a, b) for _, v, a, b, _ in res.flagged} == {(1.0, 0, 1), (1.0 + 2.0**-40, 1, 0)}
+
+
+def test_rare_values_are_not_flagged():
+    # a value seen a few times for one input may legitimately be missing for the other
+    def rare(X, keys):
+        u = node_uniforms(7, keys, 1)[:, 0]
+        return np.where(u < 0.002, 2.0, np.where(u < 0.5, 1.0, 0.0))[:, None] * (X > -1)
+
+    rare.epsilon_ = 1.0
+    assert check_output_grid(rare, [[0.0], [1.0]], n_samples=1000).passed
+
+
+def test_check_output_grid_errors():
+    with pytest.raises(ValueError, match="x_values"):
+        check_output_grid(_continuous, np.zeros((2, 2, 2)))
+    with pytest.raises(ValueError, match="n_samples"):
+        check_output_grid(_continuous, [[0.0]], n_samples=0)
+
+    def bad_grid(X, keys):
+        return X
+
+    bad_grid.output_grid_ = (np.zeros(3), np.ones(3))
+    with pytest.raises(ValueError, match="output_grid_"):
+        check_output_grid(bad_grid, [[0.0], [1.0]], n_samples=10)
+
+    def no_eps(X, keys):
+        return X > 0.5
+
+    with pytest.raises(ValueError, match="epsilon"):
+        check_output_grid(no_eps, [[0.0], [1.0]], n_samples=10)
+
+
+# ------------------------------------------------------------ additive noise in float64
+def _laplace_float(x, b, n, seed=0):
+    u = np.random.default_rng(seed).random(n) - 0.5
+    return x + -b * np.sign(u) * np.log1p(-2.0 * np.abs(u))
+
+
+def test_additive_support_check_finds_mironovs_leak():
+    r0 = _laplace_float(0.0, 1.0, 50_000)
+    frac, mask = additive_support_check(r0, 0.0, 1.0, return_mask=True)
+    assert 0.35 < frac < 0.45
+    assert mask.shape == (50_000,) and mask.mean() == frac
+    # 1 + z' is exact or coarser than z for z' near -1, so only reports below 0.5 can be
+    # out of reach (above it, fl(1 + (r - 1)) == r)
+    assert r0[mask].max() < 0.5
+    # the reverse direction: 1 + z is coarser than 0 + z, so every report is reachable
+    assert additive_support_check(_laplace_float(1.0, 1.0, 50_000), 1.0, 0.0) == 0.0
+
+
+def test_additive_support_check_passes_on_a_grid():
+    r0 = np.round(_laplace_float(0.0, 1.0, 50_000) * 2**20) / 2**20
+    assert additive_support_check(r0, 0.0, 1.0) == 0.0
+    R = np.column_stack([r0, _laplace_float(0.0, 1.0, 50_000, seed=1)])
+    assert additive_support_check(R, [0.0, 0.0], [1.0, 1.0]) > 0.3  # second column leaks
+
+
+def test_additive_support_check_refuses_non_additive_reports():
+    with pytest.raises(ValueError, match="does not add noise"):
+        additive_support_check(np.array([1e-30]), 1.0, 0.0)
+    with pytest.raises(ValueError, match="finite"):
+        additive_support_check(np.array([np.nan]), 0.0, 1.0)
+
+
+def test_finite_check_silences_no_warning_of_its_own():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_output_grid(OneBitMechanism(1.0, feature_range=FR, random_state=0),
+                          [[0.0], [1.0]], n_samples=500)
+
+
+def test_shared_off_grid_constant_is_tolerated_but_not_an_input_specific_one():
+    def fill(value_for_1):
+        def mech(X, keys):
+            u = node_uniforms(7, keys, 2)
+            on = np.round(u[:, :1] * 8) / 8
+            const = np.where(X[:, :1] > 0.5, value_for_1, 0.3)
+            return np.where(u[:, 1:] < 0.5, on, const)  # "unsampled" half: a fill value
+        mech.output_grid_ = (np.zeros(1), np.full(1, 0.125))
+        return mech
+
+    ok = check_output_grid(fill(0.3), [[0.0], [1.0]], n_samples=2000)
+    assert ok.passed and "not counted" in ok.message
+    bad = check_output_grid(fill(0.31), [[0.0], [1.0]], n_samples=2000)
+    assert not bad.passed
+    assert 0.45 < bad.fraction_off_grid < 0.55  # neither fill value is shared any more
