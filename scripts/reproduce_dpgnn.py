@@ -11,7 +11,14 @@ Usage::
 
 Every finished run is appended to ``--runs`` (JSON lines) so that an
 interrupted run can be resumed; ``--report-only`` rebuilds the Markdown table
-(``docs/results/dpgnn.md``) from the runs file.
+(``docs/results/dpgnn.md``) from the runs file. ``--methods`` and ``--tables``
+restrict what is (re)run, e.g. ``--tables main --methods DP-MLP``.
+
+Runs carry a code ``version``: 1 (no field) for runs made before the privacy
+audit, 2 for runs made after it (noise added on a grid with the inflated
+sensitivity, separate local random streams, ``classes=`` given; DP-MLP
+accounted by dp-accounting for sampling without replacement, replace-one).
+The tables use version-2 runs where a cell has them.
 """
 
 import argparse
@@ -51,6 +58,7 @@ ABLATION_BATCH = [1000, 2500, 5000, 10000]
 ABLATION_K = [1, 3, 5, 10]
 ABLATION_EPS = 30
 ABLATION_SEEDS = 2
+VERSION = 2  # see the module docstring
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -59,12 +67,18 @@ def run_one(method, name, G, y, masks, seed, eps=None, **over):
     tr, va, te = masks
     s = dict(SETTINGS[name])
     s.update(over)
+    # The label domain is public dataset metadata (all classes of the dataset), not
+    # read from the training labels.
+    classes = np.unique(y)
     t0 = time.time()
     if method == "DP-GNN":
-        clf = DPGNNClassifier(target_epsilon=eps, random_state=seed, **s)
+        clf = DPGNNClassifier(target_epsilon=eps, random_state=seed, classes=classes, **s)
     elif method == "DP-MLP":
         s.pop("max_degree")
-        clf = DPMLPClassifier(target_epsilon=eps, random_state=seed, **s)
+        # accountant="combined" (the default): replace-one, batches without replacement;
+        # per-order minimum of dp-accounting's Thm. 27 curve and Theorem 1 with K = 0
+        clf = DPMLPClassifier(target_epsilon=eps, random_state=seed, classes=classes, **s)
+        over = dict(over, accountant=clf.accountant)
     elif method in ("GCN (1-layer, MLP enc/dec)", "MLP"):
         # Non-private baselines: the DP-GNN / DP-MLP architectures trained with
         # plain Adam (no clipping, no noise); the number of steps is selected on
@@ -80,10 +94,10 @@ def run_one(method, name, G, y, masks, seed, eps=None, **over):
                 q = dict(p)
                 q.pop("max_degree")
                 c = DPMLPClassifier(noise_multiplier=0, max_grad_norm=None, random_state=seed,
-                                    **q)
+                                    classes=classes, **q)
             else:
                 c = DPGNNClassifier(noise_multiplier=0, max_grad_norm=None, random_state=seed,
-                                    **p)
+                                    classes=classes, **p)
             c.fit(G[tr], y[tr])
             v = c.score(G[va], y[va])
             if best is None or v > best[0]:
@@ -98,7 +112,7 @@ def run_one(method, name, G, y, masks, seed, eps=None, **over):
         warnings.simplefilter("ignore")
         if not hasattr(clf, "classes_"):
             clf.fit(G[tr], y[tr])
-        rec = dict(method=method, dataset=name, seed=seed, eps=eps,
+        rec = dict(method=method, dataset=name, seed=seed, eps=eps, version=VERSION,
                    val=float(clf.score(G[va], y[va])), test=float(clf.score(G[te], y[te])),
                    seconds=round(time.time() - t0, 1), **over)
     if hasattr(clf, "epsilon_"):
@@ -117,7 +131,7 @@ def done_keys(path):
 
 def _key(r):
     return (r["table"], r["method"], r["dataset"], r["seed"], r.get("eps"),
-            r.get("batch_size"), r.get("max_degree"))
+            r.get("batch_size"), r.get("max_degree"), r.get("version", 1))
 
 
 def _main_seed(seed):
@@ -152,6 +166,9 @@ def main():
     ap.add_argument("--runs", default=str(ROOT / "docs/results/dpgnn_runs.jsonl"))
     ap.add_argument("--out", default=str(ROOT / "docs/results/dpgnn.md"))
     ap.add_argument("--report-only", action="store_true")
+    ap.add_argument("--methods", nargs="+", default=None, help="only these methods")
+    ap.add_argument("--tables", nargs="+", default=None, help="only these tables "
+                    "(main, batch, degree)")
     args = ap.parse_args()
     torch.set_num_threads(1)
     runs = Path(args.runs)
@@ -160,7 +177,11 @@ def main():
         done = done_keys(runs)
         data = {}
         for table, method, name, seed, eps, over in experiments(args.seeds):
-            key = (table, method, name, seed, eps, over.get("batch_size"), over.get("max_degree"))
+            if (args.methods and method not in args.methods) or \
+                    (args.tables and table not in args.tables):
+                continue
+            key = (table, method, name, seed, eps, over.get("batch_size"), over.get("max_degree"),
+                   VERSION)
             if key in done:
                 continue
             if name not in data:
@@ -184,23 +205,35 @@ def _ms(vals):
     return f"{vals.mean():.1f} ± {vals.std(ddof=1) if len(vals) > 1 else 0.0:.1f} (n={len(vals)})"
 
 
+def _version(r):
+    return r.get("version", 1)
+
+
 def write_report(runs, out):
     recs = [json.loads(line) for line in runs.read_text().splitlines()]
     lines = []
 
-    def cell(table, method, name, eps=None, **kw):
-        sel = [r["test"] for r in recs if r["table"] == table and r["method"] == method
+    def select(table, method, name, eps=None, version=None, **kw):
+        """Matching runs; version None: the newest version that has any (and that version)."""
+        sel = [r for r in recs if r["table"] == table and r["method"] == method
                and r["dataset"] == name and r.get("eps") == eps
                and all(r.get(k) == v for k, v in kw.items())]
-        return _ms(sel)
+        if version is None:
+            version = max((_version(r) for r in sel), default=VERSION)
+        return [r for r in sel if _version(r) == version], version
 
-    def eps_cell(table, name, eps, **kw):
-        sel = [r["epsilon"] for r in recs if r["table"] == table and r["method"] == "DP-GNN"
-               and r["dataset"] == name and r.get("eps") == eps
-               and all(r.get(k) == v for k, v in kw.items())]
-        return f"{max(sel):.3g}" if sel else "-"
+    def cell(table, method, name, eps=None, version=None, **kw):
+        sel, v = select(table, method, name, eps, version, **kw)
+        mark = "" if v == VERSION or not sel else " †"
+        return _ms([r["test"] for r in sel]) + mark
+
+    def stat_cell(key, fmt, table, method, name, eps, version=None, agg=max):
+        sel, _ = select(table, method, name, eps, version)
+        return fmt.format(agg([r[key] for r in sel])) if sel else "-"
 
     lines.append("### Test accuracy (%), mean ± std over seeds (n = number of seeds)\n")
+    lines.append("† = cell made with the code before the privacy audit (version 1: float noise, "
+                 "no grid, seeds not split into streams); all other cells: current code.\n")
     for name in SETTINGS:
         s = SETTINGS[name]
         lines.append(f"**{name}** (DP runs: batch {s['batch_size']}, K = {s['max_degree']}, "
@@ -208,21 +241,35 @@ def write_report(runs, out):
                      f"{s['lr']}, C = 1 per layer group)\n")
         lines.append("| method | " + " | ".join(f"eps = {e}" for e in EPS) + " |")
         lines.append("|---|" + "---|" * len(EPS))
-        for m in ("DP-GNN", "DP-GNN (K=3)", "DP-MLP"):
-            lines.append(f"| {m} | " + " | ".join(cell("main", m, name, e) for e in EPS) + " |")
+        rows = [("DP-GNN (Theorem 1 accountant)", "DP-GNN", None),
+                ("DP-GNN (K=3)", "DP-GNN (K=3)", None),
+                ("DP-MLP (dp-accounting: without replacement, replace-one)", "DP-MLP", VERSION),
+                ("DP-MLP (Theorem 1 with K = 0, before the audit)", "DP-MLP", 1)]
+        for label, m, v in rows:
+            lines.append(f"| {label} | "
+                         + " | ".join(cell("main", m, name, e, v) for e in EPS) + " |")
         for m in ("MLP", "GCN (1-layer, MLP enc/dec)", "GCNClassifier(n_layers=1)"):
             v = cell("main", m, name)
             lines.append(f"| {m} (non-private) | " + " | ".join([v] * len(EPS)) + " |")
         gaps = []
         for e in EPS:
-            a = [r["test"] for r in recs if r["table"] == "main" and r["method"] == "DP-GNN"
-                 and r["dataset"] == name and r["eps"] == e]
-            g = [r["test"] for r in recs if r["table"] == "main"
-                 and r["method"] == "GCN (1-layer, MLP enc/dec)" and r["dataset"] == name]
+            a = [r["test"] for r in select("main", "DP-GNN", name, e)[0]]
+            g = [r["test"] for r in select("main", "GCN (1-layer, MLP enc/dec)", name)[0]]
             gaps.append(f"{100 * (np.mean(g) - np.mean(a)):.1f}" if a and g else "-")
         lines.append("| gap GCN - DP-GNN | " + " | ".join(gaps) + " |")
-        lines.append("| achieved eps (max over seeds) | "
-                     + " | ".join(eps_cell("main", name, e) for e in EPS) + " |\n")
+        lines.append("| achieved eps, DP-GNN (max over seeds) | "
+                     + " | ".join(stat_cell("epsilon", "{:.3g}", "main", "DP-GNN", name, e)
+                                  for e in EPS) + " |")
+        lines.append("| achieved eps, DP-MLP (max over seeds) | "
+                     + " | ".join(stat_cell("epsilon", "{:.3g}", "main", "DP-MLP", name, e,
+                                            VERSION) for e in EPS) + " |")
+        for label, m, v in (("DP-GNN", "DP-GNN", None), ("DP-MLP, dp-accounting", "DP-MLP",
+                                                            VERSION),
+                            ("DP-MLP, Theorem 1", "DP-MLP", 1)):
+            lines.append(f"| noise multiplier z, {label} | "
+                         + " | ".join(stat_cell("z", "{:.3g}", "main", m, name, e, v)
+                                      for e in EPS) + " |")
+        lines.append("")
 
     lines.append(f"### Batch-size ablation (Table 2 analogue), {ABLATION_DATASET}, "
                  f"eps = {ABLATION_EPS}, K = {BATCH_ABLATION_K}\n")
@@ -236,12 +283,14 @@ def write_report(runs, out):
     lines.append("| K | GCN (non-private, same K) | DP-GNN | gap |")
     lines.append("|---|---|---|---|")
     for K in ABLATION_K:
-        a = [r["test"] for r in recs if r["table"] == "degree" and r["method"] == "DP-GNN"
-             and r.get("max_degree") == K]
-        g = [r["test"] for r in recs if r["table"] == "degree" and r["method"] != "DP-GNN"
-             and r.get("max_degree") == K]
+        a = [r["test"] for r in select("degree", "DP-GNN", ABLATION_DATASET, ABLATION_EPS,
+                                       max_degree=K)[0]]
+        g = [r["test"] for r in select("degree", "GCN (1-layer, MLP enc/dec)",
+                                       ABLATION_DATASET, max_degree=K)[0]]
         gap = f"{100 * (np.mean(g) - np.mean(a)):.1f}" if a and g else "-"
-        lines.append(f"| {K} | {_ms(g)} | {_ms(a)} | {gap} |")
+        gcn = cell("degree", "GCN (1-layer, MLP enc/dec)", ABLATION_DATASET, max_degree=K)
+        dp = cell("degree", "DP-GNN", ABLATION_DATASET, ABLATION_EPS, max_degree=K)
+        lines.append(f"| {K} | {gcn} | {dp} | {gap} |")
     text = "\n".join(lines) + "\n"
     out.parent.mkdir(parents=True, exist_ok=True)
     marker = "<!-- TABLES -->"

@@ -1,6 +1,6 @@
 """Privacy accounting: budgets per user, composition, RDP."""
 
-from ._dpsgd import calibrate_dpsgd_noise_multiplier, compute_dpsgd_epsilon
+from ._dpsgd import calibrate_dpsgd_noise_multiplier, compute_dpsgd_epsilon, dpsgd_rdp
 from ._rdp import (
                    DEFAULT_ORDERS,
                    calibrate_noise_multiplier,
@@ -12,4 +12,4 @@ from ._report import PrivacyReport, PrivacySpend, privacy_report
 
 __all__ = ["PrivacyReport", "PrivacySpend", "privacy_report", "DEFAULT_ORDERS",
            "calibrate_noise_multiplier", "compute_epsilon", "dpgnn_rdp", "rdp_to_epsilon",
-           "compute_dpsgd_epsilon", "calibrate_dpsgd_noise_multiplier"]
+           "dpsgd_rdp", "compute_dpsgd_epsilon", "calibrate_dpsgd_noise_multiplier"]

@@ -1,17 +1,27 @@
-"""Standard example-level DP-SGD accounting, by Google's ``dp-accounting`` library.
+"""Example-level DP-SGD accounting for batches drawn without replacement (DP-MLP).
 
 For DP-SGD on independent examples (DP-MLP: no graph, each node affects only
-its own gradient) the hypergeometric bound of Theorem 1 of paper 004 is very
-loose: with ``K = 0`` it bounds the subsampled Gaussian by
-``ln(1 - q + q exp(alpha (alpha - 1) / (2 z^2))) / (alpha - 1)`` (about
-epsilon = 26 for ``z = 1``, ``N = 10,000``, batches of 100, 1,000 steps,
-``delta = 1e-5``). The standard accountant for batches of fixed size drawn
-without replacement, under the *replace-one* neighbouring relation (``N``
-public), is the subsampled-Gaussian RDP bound of Wang, Balle & Kasiviswanathan
-(2019, Thm. 27), which gives about 3.6 for the same setting. It is computed
-here by ``dp_accounting.rdp.RdpAccountant`` (PyPI ``dp-accounting``), an
-optional dependency: ``pip install "skldp[accounting]"``. It is imported only
-when these functions are called, so :mod:`skldp` imports without it.
+its own gradient), batches of fixed size ``m`` drawn without replacement from
+``N`` examples, and the *replace-one* neighbouring relation (``N`` public),
+two valid Rényi-DP bounds of one step are combined here:
+
+- the subsampled-Gaussian bound of Wang, Balle & Kasiviswanathan (2019,
+  Thm. 27), computed by ``dp_accounting.rdp.RdpAccountant`` (Google's
+  ``dp-accounting``, an optional dependency: ``pip install "skldp[accounting]"``).
+  Tight for small sampling fractions ``q = m / N``: about epsilon = 3.6 for
+  ``z = 1``, ``N = 10,000``, batches of 100, 1,000 steps, ``delta = 1e-5``;
+- the joint-convexity bound ``ln(1 - q + q exp(alpha (alpha - 1) / (2 z^2))) /
+  (alpha - 1)``, i.e. Theorem 1 of paper 004 with ``K = 0``
+  (:func:`~skldp.accounting.dpgnn_rdp`). Loose for small ``q`` (epsilon = 26
+  in the example above) but tighter than the former for large ``q``: its
+  leading term is ``q alpha (alpha - 1) / (2 z^2)`` against
+  ``2 q^2 alpha (alpha - 1) / z^2``, so it wins when ``q`` exceeds about 1/4.
+
+Both bound the same divergence at every order, so their pointwise minimum
+does too (``bound="combined"``, the default); RDP composes additively over
+the steps and the conversion to (epsilon, delta) is dp-accounting's
+(``dp_accounting.rdp.compute_epsilon``). dp-accounting is imported only when
+these functions are called, so :mod:`skldp` imports without it.
 
 Sensitivity convention
 ----------------------
@@ -33,11 +43,13 @@ from ._rdp import (
     _check_setting,
     _check_target,
     check_delta,
+    dpgnn_rdp,
 )
 
-__all__ = ["compute_dpsgd_epsilon", "calibrate_dpsgd_noise_multiplier"]
+__all__ = ["dpsgd_rdp", "compute_dpsgd_epsilon", "calibrate_dpsgd_noise_multiplier"]
 
 _INSTALL = 'pip install "skldp[accounting]"'
+_BOUNDS = ("combined", "wor")
 
 
 def _import_dp_accounting():
@@ -49,45 +61,108 @@ def _import_dp_accounting():
             "uses Google's dp-accounting package, which is not installed. Install it with "
             f"`{_INSTALL}` (or `pip install dp-accounting`). For DPMLPClassifier you may "
             "instead pass accountant='hypergeometric' (paper 004's Theorem 1 with K = 0: "
-            "no extra dependency, but a much looser bound, hence more noise).") from exc
+            "no extra dependency, but a looser bound for small batch fractions).") from exc
     return dp_accounting
 
 
-def _dpsgd_event(dpa, z, N, m, T):
+def _check_bound(bound):
+    if bound not in _BOUNDS:
+        raise ValueError(f"bound must be one of {_BOUNDS}, got {bound!r}.")
+    return bound
+
+
+def _orders_key(dpa, orders):
+    if orders is None:
+        orders = dpa.rdp.rdp_privacy_accountant.DEFAULT_RDP_ORDERS
+    orders = tuple(float(a) for a in np.atleast_1d(np.asarray(orders, dtype=float)))
+    if not orders or not all(np.isfinite(a) and a > 1 for a in orders):
+        raise ValueError("Rényi orders must be finite numbers > 1.")
+    return orders
+
+
+@lru_cache(maxsize=4096)  # dp-accounting's exact sums take ~0.3 s per curve; fits repeat them
+def _wor_rdp_one_step(z, N, m, orders):
+    """dp-accounting's RDP of one subsampled-Gaussian step (replace-one, without replacement)."""
+    dpa = _import_dp_accounting()
+    acc = dpa.rdp.RdpAccountant(orders=list(orders),
+                                neighboring_relation=dpa.NeighboringRelation.REPLACE_ONE)
     # Replace-one: the clipped-gradient sum has L2 sensitivity 2 C, and
     # GaussianDpEvent's multiplier is sigma / sensitivity = sigma / (2 C) = z.
-    return dpa.SelfComposedDpEvent(
-        dpa.SampledWithoutReplacementDpEvent(N, m, dpa.GaussianDpEvent(z)), T)
+    acc.compose(dpa.SampledWithoutReplacementDpEvent(N, m, dpa.GaussianDpEvent(z)))
+    return np.asarray(acc.rdp, dtype=float)
 
 
-def _epsilon(dpa, z, N, m, T, delta, orders):
-    orders = None if orders is None else tuple(float(a) for a in np.atleast_1d(orders))
-    return _epsilon_cached(dpa, z, N, m, T, delta, orders)
-
-
-@lru_cache(maxsize=4096)  # dp-accounting's exact sums take ~0.5 s per curve; fits repeat them
-def _epsilon_cached(dpa, z, N, m, T, delta, orders):
+def _rdp(z, N, m, T, orders, bound):
     if T == 0:
-        return 0.0
+        return np.zeros(len(orders))
     if z == 0:
+        return np.full(len(orders), np.inf)
+    rdp = T * _wor_rdp_one_step(z, N, m, orders)  # RDP composes additively (Mironov 2017)
+    if bound == "combined":
+        rdp = np.minimum(rdp, dpgnn_rdp(z, N, m, 0, T, orders=np.asarray(orders)))
+    return rdp
+
+
+def _epsilon(dpa, z, N, m, T, delta, orders, bound):
+    rdp = _rdp(z, N, m, T, orders, bound)
+    if not np.any(rdp):
+        return 0.0
+    if np.all(np.isinf(rdp)):
         return float("inf")
-    acc = dpa.rdp.RdpAccountant(orders=None if orders is None else list(orders),
-                                neighboring_relation=dpa.NeighboringRelation.REPLACE_ONE)
-    acc.compose(_dpsgd_event(dpa, z, N, m, T))
-    eps = float(acc.get_epsilon(delta))
+    eps = float(dpa.rdp.compute_epsilon(list(orders), list(rdp), delta)[0])
     return eps if np.isfinite(eps) else float("inf")
 
 
-def compute_dpsgd_epsilon(noise_multiplier, n_train, batch_size, steps, delta, orders=None):
+def dpsgd_rdp(noise_multiplier, n_train, batch_size, steps=1, orders=None, bound="combined"):
+    """RDP of ``steps`` DP-SGD steps on fixed-size batches drawn without replacement.
+
+    Replace-one neighbouring relation; the noise standard deviation is ``z``
+    times the sensitivity ``2 C`` of the clipped sum (module docstring).
+
+    Parameters
+    ----------
+    noise_multiplier : float >= 0
+        ``z = sigma / (2 C)``.
+    n_train : int
+        Number ``N`` of examples the batches are drawn from (public).
+    batch_size : int
+        Batch size ``m <= N``.
+    steps : int, default=1
+    orders : sequence of float > 1, default=None
+        Rényi orders; ``None`` uses dp-accounting's default orders.
+    bound : {"combined", "wor"}, default="combined"
+        ``"wor"``: dp-accounting's subsampled-Gaussian bound (Wang et al.
+        2019, Thm. 27) alone; ``"combined"``: its pointwise minimum with the
+        joint-convexity bound (Theorem 1 of paper 004 with ``K = 0``).
+
+    Returns
+    -------
+    orders : ndarray
+    rdp : ndarray
+
+    Examples
+    --------
+    >>> from skldp.accounting import dpsgd_rdp
+    >>> orders, rdp = dpsgd_rdp(1.0, 100, 100, orders=[2.0, 4.0])  # full batch: alpha / (2 z^2)
+    >>> rdp.round(6).tolist()
+    [1.0, 2.0]
+    """
+    dpa = _import_dp_accounting()
+    z = _check_noise(noise_multiplier)
+    N, m, _, T = _check_setting(n_train, batch_size, 0, steps)
+    orders = _orders_key(dpa, orders)
+    return np.asarray(orders), _rdp(z, N, m, T, orders, _check_bound(bound))
+
+
+def compute_dpsgd_epsilon(noise_multiplier, n_train, batch_size, steps, delta, orders=None,
+                          bound="combined"):
     """Example-level (epsilon, delta) of DP-SGD with batches drawn without replacement.
 
     ``steps`` iterations, each on a batch of ``batch_size`` of the ``n_train``
     examples drawn uniformly without replacement, each adding Gaussian noise
     of standard deviation ``2 C z`` to a sum of gradients clipped to norm
-    ``C``; replace-one neighbouring relation (``n_train`` is public). RDP of
-    the subsampled Gaussian (Wang, Balle & Kasiviswanathan 2019, Thm. 27),
-    composition over the steps and conversion to (epsilon, delta) are those
-    of ``dp_accounting.rdp.RdpAccountant``.
+    ``C``; replace-one neighbouring relation (``n_train`` is public). The RDP
+    curve of :func:`dpsgd_rdp`, converted by ``dp_accounting.rdp.compute_epsilon``.
 
     Parameters
     ----------
@@ -103,6 +178,8 @@ def compute_dpsgd_epsilon(noise_multiplier, n_train, batch_size, steps, delta, o
     delta : float in (0, 1)
     orders : sequence of float > 1, default=None
         Rényi orders; ``None`` uses dp-accounting's default orders.
+    bound : {"combined", "wor"}, default="combined"
+        See :func:`dpsgd_rdp`.
 
     Returns
     -------
@@ -119,6 +196,8 @@ def compute_dpsgd_epsilon(noise_multiplier, n_train, batch_size, steps, delta, o
        differential privacy and analytical moments accountant", AISTATS 2019,
        Theorem 27.
     .. [2] Google's ``dp-accounting`` library (``dp_accounting.rdp``).
+    .. [3] Daigavane, A. et al., "Node-level differentially private graph
+       neural networks", arXiv:2111.15521, 2021 (paper 004): Theorem 1.
 
     Examples
     --------
@@ -130,11 +209,11 @@ def compute_dpsgd_epsilon(noise_multiplier, n_train, batch_size, steps, delta, o
     z = _check_noise(noise_multiplier)
     N, m, _, T = _check_setting(n_train, batch_size, 0, steps)
     delta = check_delta(delta)
-    return _epsilon(dpa, z, N, m, T, delta, orders)
+    return _epsilon(dpa, z, N, m, T, delta, _orders_key(dpa, orders), _check_bound(bound))
 
 
 def calibrate_dpsgd_noise_multiplier(target_epsilon, delta, n_train, batch_size, steps,
-                                     orders=None, rtol=1e-4):
+                                     orders=None, rtol=1e-4, bound="combined"):
     """Smallest ``z`` for which :func:`compute_dpsgd_epsilon` is at most ``target_epsilon``.
 
     Bisection on a log scale to a relative tolerance ``rtol``; the upper end of
@@ -143,7 +222,7 @@ def calibrate_dpsgd_noise_multiplier(target_epsilon, delta, n_train, batch_size,
     Parameters
     ----------
     target_epsilon : float > 0
-    delta, n_train, batch_size, steps, orders
+    delta, n_train, batch_size, steps, orders, bound
         See :func:`compute_dpsgd_epsilon`.
     rtol : float, default=1e-4
 
@@ -169,9 +248,11 @@ def calibrate_dpsgd_noise_multiplier(target_epsilon, delta, n_train, batch_size,
     target = _check_target(target_epsilon)
     delta = check_delta(delta)
     N, m, _, T = _check_setting(n_train, batch_size, 0, steps)
+    orders = _orders_key(dpa, orders)
+    bound = _check_bound(bound)
 
     def eps_of(z, t):
-        return _epsilon(dpa, z, N, m, t, delta, orders)
+        return _epsilon(dpa, z, N, m, t, delta, orders, bound)
 
     return _bisect_noise_multiplier(
         eps_of, target, T, rtol, setting=f"n_train={N}, batch_size={m}, delta={delta:.3g}",

@@ -10,6 +10,8 @@ from skldp.accounting import (
     calibrate_dpsgd_noise_multiplier,
     compute_dpsgd_epsilon,
     compute_epsilon,
+    dpgnn_rdp,
+    dpsgd_rdp,
     rdp_to_epsilon,
 )
 from skldp.exceptions import PrivacyBudgetError
@@ -31,6 +33,7 @@ def test_matches_dp_accounting_on_the_audit_example():
     eps = compute_dpsgd_epsilon(1.0, 10_000, 100, 1_000, 1e-5)
     assert eps == pytest.approx(_reference(1.0, 10_000, 100, 1_000, 1e-5), rel=1e-12)
     assert eps == pytest.approx(3.576, abs=5e-3)
+    assert compute_dpsgd_epsilon(1.0, 10_000, 100, 1_000, 1e-5, bound="wor") == eps
     loose = compute_epsilon(1.0, 10_000, 100, 0, 1_000, 1e-5)
     assert loose == pytest.approx(26.07, abs=0.05)
     assert eps < loose
@@ -104,3 +107,20 @@ def test_clear_import_error_without_dp_accounting(monkeypatch):
     monkeypatch.setattr(builtins, "__import__", fake_import)
     with pytest.raises(ImportError, match=r'pip install "skldp\[accounting\]"'):
         compute_dpsgd_epsilon(1.0, 100, 10, 10, 1e-5)
+
+
+def test_combined_is_the_per_order_minimum_of_two_valid_bounds():
+    # At a large batch fraction (q = 0.45, as in the facebook runs) the joint-convexity
+    # bound (Theorem 1, K = 0) beats dp-accounting's Thm. 27 curve; at q = 0.01 the latter.
+    for (N, m, z) in [(11235, 5000, 27.87), (10_000, 100, 1.0), (1000, 500, 5.0)]:
+        orders, wor = dpsgd_rdp(z, N, m, 100, bound="wor")
+        _, comb = dpsgd_rdp(z, N, m, 100)
+        hyp = dpgnn_rdp(z, N, m, 0, 100, orders=orders)
+        np.testing.assert_allclose(comb, np.minimum(wor, hyp), rtol=1e-12)
+    orders, wor = dpsgd_rdp(27.87, 11235, 5000, 100, bound="wor")
+    assert np.mean(dpgnn_rdp(27.87, 11235, 5000, 0, 100, orders=orders) < wor) > 0.5
+    big_q = dict(n_train=11235, batch_size=5000, steps=100, delta=1 / 112350)
+    assert compute_dpsgd_epsilon(27.87, **big_q) < compute_dpsgd_epsilon(27.87, **big_q,
+                                                                          bound="wor")
+    with pytest.raises(ValueError, match="bound"):
+        compute_dpsgd_epsilon(1.0, 100, 10, 10, 1e-5, bound="poisson")

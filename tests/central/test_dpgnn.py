@@ -188,10 +188,11 @@ def test_bad_input(small_graph):
 def test_dpmlp_uses_the_standard_dpsgd_accountant(small_graph):
     dpa = pytest.importorskip("dp_accounting")
     _, X, y = small_graph
-    clf = DPMLPClassifier(batch_size=12, n_steps=20, noise_multiplier=1.3, hidden_size=8,
-                          random_state=0, **CL).fit(X, y)
-    assert clf.epsilon_ == pytest.approx(compute_dpsgd_epsilon(1.3, 60, 12, 20, 1 / 600),
-                                         rel=1e-12)
+    kw = dict(batch_size=6, n_steps=20, noise_multiplier=1.3, hidden_size=8, random_state=0,
+              **CL)
+    clf = DPMLPClassifier(accountant="wor", **kw).fit(X, y)
+    assert clf.epsilon_ == pytest.approx(
+        compute_dpsgd_epsilon(1.3, 60, 6, 20, 1 / 600, bound="wor"), rel=1e-12)
     assert clf.protects_ == ("features", "labels")
     # two groups (encoder, decoder), noise z sqrt(2) 2 C (times the rounding inflation)
     assert set(clf.noise_std_) == {"enc", "dec"}
@@ -202,17 +203,26 @@ def test_dpmlp_uses_the_standard_dpsgd_accountant(small_graph):
     z_seen = clf.noise_std_["enc"] / (2 * math.sqrt(2) * clf.clip_thresholds_["enc"] * infl)
     acc = dpa.rdp.RdpAccountant(neighboring_relation=dpa.NeighboringRelation.REPLACE_ONE)
     acc.compose(dpa.SelfComposedDpEvent(
-        dpa.SampledWithoutReplacementDpEvent(60, 12, dpa.GaussianDpEvent(z_seen)), 20))
+        dpa.SampledWithoutReplacementDpEvent(60, 6, dpa.GaussianDpEvent(z_seen)), 20))
     assert clf.epsilon_ == pytest.approx(acc.get_epsilon(1 / 600), rel=1e-9)
-    # the paper's hypergeometric accountant is still available, and looser
-    hyp = DPMLPClassifier(accountant="hypergeometric", batch_size=12, n_steps=20,
-                          noise_multiplier=1.3, hidden_size=8, random_state=0, **CL).fit(X, y)
-    assert hyp.epsilon_ == pytest.approx(compute_epsilon(1.3, 60, 12, 0, 20, 1 / 600))
-    assert hyp.epsilon_ > clf.epsilon_
+    # the paper's hypergeometric accountant (no dependency) and the combined default
+    hyp = DPMLPClassifier(accountant="hypergeometric", **kw).fit(X, y)
+    assert hyp.epsilon_ == pytest.approx(compute_epsilon(1.3, 60, 6, 0, 20, 1 / 600))
+    comb = DPMLPClassifier(**kw).fit(X, y)
+    assert comb.accountant == "combined"
+    assert comb.epsilon_ == pytest.approx(compute_dpsgd_epsilon(1.3, 60, 6, 20, 1 / 600))
+    assert comb.epsilon_ <= min(clf.epsilon_, hyp.epsilon_ + 0.05)  # (orders grids differ)
     with pytest.raises(ValueError, match="accountant"):
         DPMLPClassifier(accountant="moments", batch_size=12, **CL).fit(X, y)
-    G = GraphData(X, small_graph[0])
-    np.testing.assert_allclose(clf.predict_proba(G), clf.predict_proba(X), rtol=1e-5)
+
+
+def test_dpmlp_target_epsilon_is_met_by_every_accountant(small_graph):
+    pytest.importorskip("dp_accounting")
+    _, X, y = small_graph
+    for acc in ("combined", "wor", "hypergeometric"):
+        clf = DPMLPClassifier(accountant=acc, target_epsilon=3.0, batch_size=30, n_steps=10,
+                              hidden_size=4, random_state=0, **CL).fit(X, y)
+        assert 2.99 <= clf.epsilon_ <= 3.0, acc
 
 
 @parametrize_with_checks(
