@@ -79,6 +79,8 @@ API_PAGES = {
     "models": ("Models: heads, GNNs, link predictors", "skldp.models"),
     "central": ("Central DP training", "skldp.central"),
     "accounting": ("Privacy accounting", "skldp.accounting"),
+    "privacy": ("Saving without secrets", "skldp.privacy"),
+    "audit": ("Empirical privacy audit", "skldp.audit"),
     "datasets": ("Datasets", "skldp.datasets"),
     "model_selection": ("Model selection: graph splits", "skldp.model_selection"),
     "utils": ("Utilities: validation and per-user randomness", "skldp.utils"),

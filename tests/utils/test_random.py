@@ -83,3 +83,26 @@ def test_draw_seed():
     rs = np.random.RandomState(0)
     assert draw_seed(rs) != draw_seed(rs)  # a RandomState advances
     assert 0 <= draw_seed(None) < 2 ** 63
+
+
+def test_collection_seed_depends_on_identity_and_random_state():
+    from skldp.utils import collection_seed
+    a = collection_seed(0, ("OneBit", 1.0))
+    assert a == collection_seed(0, ("OneBit", 1.0))          # a user answers once
+    assert a != collection_seed(0, ("OneBit", 2.0))          # another collection
+    assert a != collection_seed(1, ("OneBit", 1.0))
+    assert collection_seed(None, "x") != collection_seed(None, "x")   # OS entropy
+    assert 0 <= a < 2**63
+
+
+def test_fine_uniforms_resolve_tiny_probabilities():
+    from skldp.utils import node_uniforms, node_uniforms_fine
+    keys = np.arange(2_000_000, dtype=np.uint64)
+    u = node_uniforms_fine(3, keys, 1)[:, 0]
+    coarse = node_uniforms(3, keys, 1)[:, 0]
+    # below 2^-53 the coarse uniforms hold a single value; the fine ones keep going
+    assert np.all((u > 0) & (u < 1))
+    assert coarse.min() >= 2.0 ** -54
+    assert abs(np.mean(u < 1e-3) - 1e-3) < 5 * np.sqrt(1e-3 / len(u))
+    scaled = u[u < 2.0 ** -10] * 2.0 ** 10     # the low range is uniform too
+    assert abs(scaled.mean() - 0.5) < 5 * np.sqrt(1 / 12 / len(scaled))
