@@ -91,8 +91,9 @@ class AuditEvent:
         one entry per output coordinate: a number (that exact value) or a
         pair ``(lo, hi)`` (the half-open interval ``[lo, hi)``), or the string
         ``"other"`` for values not seen when the event was chosen. Cells of a
-        score reduction (many continuous coordinates) are described as
-        ``("score", lo, hi)``.
+        score (the sum of per-coordinate log likelihood ratios, used for
+        joint outputs of several coordinates) are ``("score", value)`` or
+        ``("score", (lo, hi))``.
     """
 
     direction: tuple
@@ -480,8 +481,7 @@ class _ScoreEncoder:
         return self.bins.transform(self._score(R))[:, None]
 
     def describe(self, codes):
-        d = self.bins.describe(int(codes[0]))
-        return ("score",) + (d if isinstance(d, tuple) else (d, d))
+        return ("score", self.bins.describe(int(codes[0])))
 
 
 def _audit_cells(A, B, alpha, confidence, max_cells, frac, rng):
