@@ -26,7 +26,14 @@ import scipy.sparse as sp  # noqa: E402
 import torch  # noqa: E402
 
 from skldp.central import degree_bounded_sample  # noqa: E402
-from skldp.central._dpgnn import _Features, _OneLayerGNN, _padded_neighbourhoods, _PerNodeGradients  # noqa: E402
+from skldp.central._dpgnn import (  # noqa: E402
+    _Features,
+    _grid_gaussian,
+    _grid_step,
+    _OneLayerGNN,
+    _padded_neighbourhoods,
+    _PerNodeGradients,
+)
 from skldp.models._torch_utils import resolve_device  # noqa: E402
 
 
@@ -64,8 +71,8 @@ def bench(name, K, m, hidden, steps, device):
     S = degree_bounded_sample(A, K, nodes=train, random_state=0)
     t_sample = time.perf_counter() - t0
     nb, w = _padded_neighbourhoods(S, train, K)
-    torch.manual_seed(0)
-    module = _OneLayerGNN(X.shape[1], int(y.max()) + 1, hidden, 1, 1, "tanh", True).to(device)
+    module = _OneLayerGNN(X.shape[1], int(y.max()) + 1, hidden, 1, 1, "tanh", True,
+                          generator=torch.Generator().manual_seed(0)).to(device)
     t0 = time.perf_counter()
     eng = _PerNodeGradients(module, _Features(X, device), nb, torch.as_tensor(w, device=device),
                             torch.as_tensor(y[train], device=device))
@@ -74,10 +81,13 @@ def bench(name, K, m, hidden, steps, device):
     gen = torch.Generator(device=device)
     gen.manual_seed(0)
 
-    def private_step(idx):
+    sigma = 1.0
+    step = _grid_step(sigma)
+
+    def private_step(idx):  # as in DPGNNClassifier: noise added on a grid, in float64
         sums = eng.clipped_sum(idx, C)
         for k, p in eng.params.items():
-            p.grad = (sums[k] + torch.randn(p.shape, generator=gen, device=device)) / m
+            p.grad = (_grid_gaussian(sums[k], sigma, step, gen) / m).to(p.dtype)
 
     def plain_step(idx):
         sums = eng.summed(idx)
