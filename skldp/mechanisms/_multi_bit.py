@@ -1,7 +1,6 @@
 """The multi-bit mechanism of LPGNN (sample m of d features, one bit each)."""
 
 import numpy as np
-
 from scipy.special import expit
 
 from ..base import LDPMechanism

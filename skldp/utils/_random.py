@@ -15,7 +15,8 @@ import numpy as np
 from joblib import hash as joblib_hash
 from scipy.special import ndtri
 
-__all__ = ["node_uniforms", "node_uniforms_fine", "node_normals", "node_uniforms_ragged", "sample_k_of_d",
+__all__ = ["node_uniforms", "node_uniforms_fine", "node_normals", "node_uniforms_ragged",
+           "sample_k_of_d",
            "draw_seed", "collection_seed", "array_fingerprint"]
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)

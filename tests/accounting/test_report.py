@@ -129,6 +129,7 @@ def test_central_dp_models_trained_in_a_search_compose(data, monkeypatch):
 def test_mechanisms_inside_feature_union_and_column_transformer_are_found():
     from sklearn.compose import ColumnTransformer
     from sklearn.pipeline import FeatureUnion
+
     from skldp.mechanisms import LaplaceMechanism
     X = np.random.default_rng(0).random((30, 4))
     union = FeatureUnion([("lap", LaplaceMechanism(1.0, feature_range=(0, 1), random_state=0)),

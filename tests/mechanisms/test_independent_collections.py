@@ -75,7 +75,9 @@ def test_same_collection_same_reports_other_parameters_other_draws(make):
     G = _users([0.2, 0.7], n=50)
     a = make(1).fit(G).transform(G).features
     b = make(1).fit(G).transform(G).features     # a user answers once
-    as_dense = (lambda M: M.toarray() if hasattr(M, "toarray") else M)
+    def as_dense(M):
+        return M.toarray() if hasattr(M, "toarray") else M
+
     np.testing.assert_array_equal(as_dense(a), as_dense(b))
     other = make(1).set_params(eps=2.0).fit(G).transform(G).features
     assert not np.array_equal(as_dense(other) != 0, as_dense(a) != 0) or \

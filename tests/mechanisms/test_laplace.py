@@ -6,12 +6,12 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from plain_array_checks import EXPECTED_FAILED_PLAIN_ARRAY
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skldp import GraphData
 from skldp.exceptions import PrivacyLeakWarning
 from skldp.mechanisms import LaplaceMechanism
-from plain_array_checks import EXPECTED_FAILED_PLAIN_ARRAY
 
 N_USERS = 40_000
 Z_TOL = 5.0

@@ -6,13 +6,13 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from plain_array_checks import EXPECTED_FAILED_PLAIN_ARRAY
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skldp import GraphData
 from skldp.exceptions import PrivacyLeakWarning
 from skldp.mechanisms import HDSMechanism
 from skldp.mechanisms._square_wave import square_wave_b
-from plain_array_checks import EXPECTED_FAILED_PLAIN_ARRAY
 
 
 def _dense(Z):
