@@ -24,6 +24,7 @@ who all hold the same ``x`` and plot the sample variance as markers.
 import matplotlib.pyplot as plt
 import numpy as np
 
+from skldp import GraphData
 from skldp.mechanisms import (
     LaplaceMechanism,
     MultiBitMechanism,
@@ -34,12 +35,12 @@ from skldp.mechanisms import (
 X1 = np.zeros((1, 1))  # one feature; fit only reads its shape (bounds are public)
 
 
-def make(name, eps, random_state=0):
+def make(name, eps, random_state=0, data=X1):
     kw = dict(feature_range=(0, 1), random_state=random_state)
     return {"LM": LaplaceMechanism(eps=eps, **kw),
             "PM": PiecewiseMechanism(eps=eps, k=1, **kw),
             "PGC": OneBitMechanism(eps=eps, **kw),
-            "MB": MultiBitMechanism(eps=eps, m=1, **kw)}[name].fit(X1)
+            "MB": MultiBitMechanism(eps=eps, m=1, **kw)}[name].fit(data)
 
 
 eps_grid = np.linspace(1, 5, 81)
@@ -57,10 +58,11 @@ eps_check = [1.0, 2.0, 3.0, 4.0, 5.0]
 empirical = {}
 for name in ["LM", "PM", "PGC"]:
     for x in (0.0, 0.5):
-        X = np.full((n_users, 1), x)
+        # Users need ids: a mechanism keys each user's report on its node id.
+        G = GraphData(np.full((n_users, 1), x), node_ids=np.arange(n_users))
         vals = []
         for e in eps_check:
-            Z = make(name, e, random_state=1).transform(X)
+            Z = make(name, e, random_state=1, data=G).transform(G).features
             Z = Z.toarray() if hasattr(Z, "toarray") else Z
             dev2 = (Z - x) ** 2
             vals.append(dev2.mean())
