@@ -181,6 +181,9 @@ def rdp_to_epsilon(orders, rdp, delta):
         - \\frac{\\ln \\delta + \\ln \\alpha}{\\alpha - 1},
 
     which is never larger than Mironov's ``gamma + ln(1/delta)/(alpha - 1)``.
+    It is the conversion of ``dp_accounting.rdp.compute_epsilon`` (checked
+    equal in the tests); it is kept here so that DP-GNN's accountant needs no
+    optional dependency.
 
     Returns
     -------
