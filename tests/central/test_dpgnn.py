@@ -400,3 +400,16 @@ def test_module_init_from_a_local_generator():
         bound = 1 / math.sqrt(p.shape[-1]) if p.ndim == 2 else None
         if bound is not None:  # nn.Linear's default scheme: U(-1/sqrt(fan_in), 1/sqrt(fan_in))
             assert p.abs().max() <= bound and p.abs().max() > 0.5 * bound, n
+
+
+def test_without_dp_accounting(small_graph, monkeypatch):
+    # skldp imports without the optional dependency; the DP-MLP accountants that need it
+    # raise a clear ImportError, the paper's hypergeometric one still works.
+    import sys
+    _, X, y = small_graph
+    monkeypatch.setitem(sys.modules, "dp_accounting", None)  # "import dp_accounting" fails
+    kw = dict(batch_size=12, n_steps=2, hidden_size=4, random_state=0, **CL)
+    with pytest.raises(ImportError, match=r'pip install "skldp\[accounting\]"'):
+        DPMLPClassifier(**kw).fit(X, y)
+    clf = DPMLPClassifier(accountant="hypergeometric", **kw).fit(X, y)
+    assert np.isfinite(clf.epsilon_)
