@@ -10,15 +10,16 @@ from ._grr import (
                    grrfs_paper_epsilon,
                    quantile_bin_edges,
 )
+from ._hashing import FeatureHashing
 from ._label_rr import LabelRandomizedResponse
 from ._laplace import LaplaceMechanism
 from ._multi_bit import MultiBitMechanism
 from ._one_bit import OneBitMechanism
 from ._piecewise import PiecewiseMechanism
-from ._square_wave import HDSMechanism
+from ._square_wave import HDSMechanism, hds_estimator_variance, hds_optimal_k
 
 __all__ = ["EdgeRR", "LabelRandomizedResponse",
            "LaplaceMechanism", "MultiBitMechanism", "OneBitMechanism", "PiecewiseMechanism",
-           "HDSMechanism",
+           "HDSMechanism", "hds_estimator_variance", "hds_optimal_k", "FeatureHashing",
            "GRRFSMechanism", "FeatureGrouper", "discretize", "group_features", "grrfs_epsilon",
            "grrfs_paper_epsilon", "quantile_bin_edges"]

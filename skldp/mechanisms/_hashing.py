@@ -1,0 +1,117 @@
+"""A public, data-independent dimension reduction applied on the device before a mechanism."""
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_array, check_is_fitted
+
+from .._graph_data import GraphData
+from ..base import GraphTransformerMixin
+from ..utils.validation import check_finite_features, check_int
+
+__all__ = ["FeatureHashing"]
+
+
+class FeatureHashing(GraphTransformerMixin, BaseEstimator):
+    """Signed feature hashing to ``n_components`` columns, clipped to a public range.
+
+    Local DP mechanisms add noise whose variance per coordinate grows with the
+    number of features ``d`` (each user splits the budget, or reports only
+    ``k`` of ``d`` coordinates). Hashing the features first, with a map fixed
+    in advance and the same for every user (feature ``i`` goes to column
+    ``h(i)`` with sign ``s(i)``, Weinberger et al., ICML 2009), spends the
+    budget on ``n_components`` coordinates instead of ``d``. It looks at no
+    private data: the map depends on ``d`` and ``random_state`` only (both
+    public), so it is part of each user's on-device preprocessing and costs no
+    budget. Each hashed value is clipped to ``[-clip, clip]``, the public
+    ``feature_range`` to give the mechanism that follows (``output_range_``).
+
+    This is not a privacy mechanism (``epsilon_`` is not set): it must be
+    followed by one, e.g. ``FeatureHashing(64)`` then
+    ``HDSMechanism(1, feature_range=(-1, 1))`` in a Pipeline.
+
+    On Cora (50/25/25 splits, 3 seeds, eps = 1, HDS -> PPR -> MLPHead) hashing
+    loses more signal than it saves noise: 59.5 % with 64 columns, 75.5 % with
+    256, against 83.6 % without (``k="auto"``). It pays where ``d`` is large and
+    features are redundant; measure before using it.
+
+    Parameters
+    ----------
+    n_components : int, default=64
+        Number of output columns.
+    clip : float, default=1.0
+        Hashed values are clipped to ``[-clip, clip]``. With sparse binary
+        features (bag of words) few words share a column, so 1 keeps most of
+        the signal.
+    random_state : int, default=0
+        Seed of the public hash (not a secret: every user must apply the same map).
+
+    Attributes
+    ----------
+    bucket_ : ndarray of shape (n_features,)
+        Output column of each input feature.
+    sign_ : ndarray of shape (n_features,)
+        Sign (+1 or -1) of each input feature.
+    output_range_ : tuple of float
+        ``(-clip, clip)``.
+    n_features_in_ : int
+        Number of input features.
+
+    References
+    ----------
+    K. Weinberger, A. Dasgupta, J. Langford, A. Smola, J. Attenberg. Feature
+    hashing for large scale multitask learning. ICML 2009.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skldp.mechanisms import FeatureHashing
+    >>> X = np.eye(6)
+    >>> FeatureHashing(n_components=3).fit(X).transform(X).shape
+    (6, 3)
+    """
+
+    _graph_requirements = {}
+
+    def __init__(self, n_components=64, *, clip=1.0, random_state=0):
+        self.n_components = n_components
+        self.clip = clip
+        self.random_state = random_state
+
+    def fit(self, X, y=None):
+        """Fix the public map for the number of features of ``X`` (its values are not read)."""
+        check_int(self.n_components, "n_components", 1)
+        if not np.isfinite(self.clip) or self.clip <= 0:
+            raise ValueError(f"clip must be a positive finite number, got {self.clip!r}.")
+        if not isinstance(self.random_state, (int, np.integer)) or isinstance(self.random_state,
+                                                                             bool):
+            raise TypeError("random_state must be an integer: the hash is public and every "
+                            f"user must apply the same one; got {self.random_state!r}.")
+        d = X.shape[1]
+        rng = np.random.default_rng(int(self.random_state))
+        self.bucket_ = rng.integers(0, self.n_components, size=d)
+        self.sign_ = rng.choice(np.array([-1.0, 1.0]), size=d)
+        self.output_range_ = (-float(self.clip), float(self.clip))
+        self.n_features_in_ = d
+        return self
+
+    def _hash(self, X):
+        check_finite_features(X)
+        d = self.n_features_in_
+        H = sp.csr_matrix((self.sign_, (np.arange(d), self.bucket_)),
+                          shape=(d, self.n_components))
+        Z = X @ H
+        Z = Z.toarray() if sp.issparse(Z) else np.asarray(Z, dtype=np.float64)
+        return np.clip(Z, -self.clip, self.clip)
+
+    def transform(self, X):
+        """Hash and clip the features of every user (of the whole graph for a GraphData)."""
+        check_is_fitted(self, "bucket_")
+        if isinstance(X, GraphData):
+            return super().transform(X)
+        X = check_array(X, accept_sparse="csr", dtype=np.float64, ensure_all_finite=False)
+        self._check_n_features(X)
+        return self._hash(X)
+
+    def _transform_graph(self, G):
+        return G.with_features(self._hash(G.features))

@@ -1,0 +1,67 @@
+"""Spending the budget where the signal is: HDS's k from its variance, public feature hashing."""
+
+import numpy as np
+import pytest
+from sklearn.pipeline import Pipeline
+
+from skldp import GraphData
+from skldp.accounting import privacy_report
+from skldp.mechanisms import FeatureHashing, HDSMechanism, hds_estimator_variance, hds_optimal_k
+
+
+@pytest.mark.parametrize("eps, d", [(1.0, 1433), (8.0, 500), (30.0, 100), (2.0, 3)])
+def test_optimal_k_minimises_the_estimator_variance(eps, d):
+    k = hds_optimal_k(eps, d)
+    ks = np.arange(1, min(d, 1000) + 1)
+    ks = ks[eps / ks <= 50]
+    assert k == ks[np.argmin(hds_estimator_variance(eps, ks, d))]
+    assert 1 <= k <= d
+
+
+@pytest.mark.parametrize("eps, k", [(1.0, 1), (8.0, 3), (4.0, 6)])
+def test_estimator_variance_matches_the_mechanism_moments(eps, k):
+    # report / C is unbiased for x; its variance averaged over x uniform on [-1, 1] is the
+    # formula, evaluated here through the fitted mechanism's exact moments on its grid.
+    d = 6
+    hds = HDSMechanism(eps, k=k, feature_range=(-1, 1), random_state=0).fit(np.zeros((2, d)))
+    xs = np.linspace(-1, 1, 2001)
+    X = np.repeat(xs[:, None], d, axis=1)
+    C = hds.mean(np.ones(d))[0]
+    var = np.mean(hds.variance(X)[:, 0]) / C ** 2
+    np.testing.assert_allclose(var, hds_estimator_variance(eps, k, d, x2=np.mean(xs ** 2)),
+                               rtol=1e-5)
+
+
+def test_auto_k_is_chosen_from_eps_and_d_only():
+    X = np.random.default_rng(0).random((30, 200))
+    hds = HDSMechanism(8.0, k="auto", feature_range=(0, 1), random_state=0).fit(X)
+    assert hds.k_ == hds_optimal_k(8.0, 200)
+    same = HDSMechanism(8.0, k="auto", feature_range=(0, 1), random_state=0).fit(1 - X)
+    assert same.k_ == hds.k_                         # no data read
+    with pytest.raises(ValueError):
+        HDSMechanism(8.0, k="best", feature_range=(0, 1)).fit(X)
+
+
+def test_feature_hashing_is_public_bounded_and_costs_no_budget():
+    rng = np.random.default_rng(0)
+    X = (rng.random((50, 300)) < 0.05).astype(float)
+    h1 = FeatureHashing(16, random_state=3).fit(X)
+    h0 = FeatureHashing(16, random_state=3).fit(np.zeros_like(X))
+    np.testing.assert_array_equal(h1.bucket_, h0.bucket_)   # the map ignores the values
+    np.testing.assert_array_equal(h1.sign_, h0.sign_)
+    Z = h1.transform(X)
+    assert Z.shape == (50, 16) and np.abs(Z).max() <= 1.0
+    # exactly the signed sums, clipped
+    ref = np.zeros((50, 16))
+    np.add.at(ref.T, h1.bucket_, (X * h1.sign_).T)
+    np.testing.assert_allclose(Z, np.clip(ref, -1, 1))
+    G = GraphData(X, node_ids=np.arange(50))
+    pipe = Pipeline([("hash", FeatureHashing(16)),
+                     ("hds", HDSMechanism(1.0, k=1, feature_range=(-1, 1), random_state=0))])
+    pipe.fit(G)
+    assert pipe.transform(G).shape == (50, 16)
+    assert privacy_report(pipe).local_epsilon == 1.0
+    with pytest.raises(TypeError, match="public"):
+        FeatureHashing(16, random_state=None).fit(X)
+    with pytest.raises(ValueError, match="NaN"):
+        h1.transform(np.where(X > 0, np.nan, 0.0))
