@@ -1,0 +1,150 @@
+"""Sparse operators and solvers shared by the feature-free baselines."""
+
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import clone
+
+from .._graph_data import GraphData
+
+__all__ = ["sym_normalized_adjacency", "solve_shifted", "node_positions", "check_real",
+           "fit_label_mechanism", "fitted_label_mechanism", "check_view"]
+
+
+def check_real(value, name, low, high, *, low_open=True, high_open=True):
+    """Validate a real hyper-parameter in an interval; returns it as ``float``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or np.isnan(value):
+        raise TypeError(f"{name} must be a real number, got {value!r}.")
+    v = float(value)
+    ok_low = v > low if low_open else v >= low
+    ok_high = v < high if high_open else v <= high
+    if not (ok_low and ok_high):
+        lb = "(" if low_open else "["
+        hb = ")" if high_open else "]"
+        raise ValueError(f"{name} must be in {lb}{low}, {high}{hb}, got {value!r}.")
+    return v
+
+
+def sym_normalized_adjacency(G, dtype=np.float64, owner="This step"):
+    """``S = D^-1/2 A D^-1/2`` of the whole graph of ``G`` as CSR (memoised on the graph).
+
+    ``D`` holds the weighted degrees. A node without edges has a zero row and
+    column (it neither sends nor receives mass). The adjacency must be
+    symmetric (Zhou et al. 2004 define ``S`` for undirected graphs).
+    """
+    key = ("skldp.baselines.sym_adjacency", np.dtype(dtype).str)
+    S = G.memo_get(key)
+    if S is None:
+        A = sp.csr_matrix(G.require_symmetric(owner), dtype=np.float64)
+        deg = np.asarray(A.sum(axis=1)).ravel()
+        d = np.zeros_like(deg)
+        np.power(deg, -0.5, out=d, where=deg > 0)
+        S = A.copy()
+        rows = np.repeat(np.arange(A.shape[0]), np.diff(A.indptr))
+        S.data = S.data * d[rows] * d[S.indices]
+        S = sp.csr_matrix(S, dtype=dtype)
+        S.sort_indices()
+        S = G.memo_set(key, S)
+    return S
+
+
+def solve_shifted(S, B, alpha, *, tol=1e-6, max_iter=1000):
+    """Solve ``(I - alpha S) F = B`` column by column with conjugate gradients.
+
+    ``S`` is symmetric with spectrum in ``[-1, 1]`` and ``0 <= alpha < 1``, so
+    the system is symmetric positive definite with eigenvalues in
+    ``[1 - alpha, 1 + alpha]``: CG converges in about
+    ``sqrt((1 + alpha) / (1 - alpha)) log(2 / tol) / 2`` sparse products.
+    Every column stops when its residual is below ``tol`` times its
+    right-hand side (a zero column gives a zero solution).
+
+    Returns
+    -------
+    F : ndarray, same shape as ``B``
+    converged : bool
+    """
+    B = np.asarray(B, dtype=np.float64)
+    F = np.zeros_like(B)
+    R = B.copy()
+    P = R.copy()
+    rs = np.einsum("ij,ij->j", R, R)
+    target = tol ** 2 * rs
+    for _ in range(max_iter + 1):
+        if np.all(rs <= target):
+            return F, True
+        MP = P - alpha * (S @ P)
+        den = np.einsum("ij,ij->j", P, MP)
+        step = rs / np.where(den > 0, den, 1.0)
+        F += P * step
+        R -= MP * step
+        rs_new = np.einsum("ij,ij->j", R, R)
+        P = R + P * (rs_new / np.where(rs > 0, rs, 1.0))
+        rs = rs_new
+    return F, False
+
+
+def node_positions(G, keys, owner):
+    """Positions in the whole graph of ``G`` of the nodes with uint64 ``keys``.
+
+    The baselines store the keys of their training nodes (not positions), so
+    that ``predict`` on any graph of the same users (a view, or a graph
+    derived by a pipeline step) seeds the propagation at the right nodes.
+    """
+    all_keys = G.node_keys
+    order = G.memo_get(("skldp.baselines.key_order",))
+    if order is None:
+        order = G.memo_set(("skldp.baselines.key_order",), np.argsort(all_keys, kind="stable"))
+    pos = np.clip(np.searchsorted(all_keys, keys, sorter=order), 0, max(len(order) - 1, 0))
+    rows = order[pos]
+    missing = all_keys[rows] != keys
+    if np.any(missing):
+        raise ValueError(f"{owner} was fitted on nodes that this graph does not hold "
+                         f"({int(missing.sum())} training node(s) missing). Predict on a view "
+                         "of the graph it was fitted on (transductive protocol).")
+    return rows
+
+
+def fit_label_mechanism(owner, G, y):
+    """Randomize the training labels with ``owner.label_mechanism`` (if set).
+
+    As the GNN classifiers do: a clone of the mechanism is fitted on the public
+    label domain, each training node's label is randomized once, keyed by its
+    node id, and the fitted clone is stored as ``owner.label_mechanism_`` so
+    that :func:`skldp.accounting.privacy_report` counts its budget.
+
+    Returns
+    -------
+    y : ndarray
+        The labels the estimator may use (noisy when a mechanism is set).
+    mech : fitted label mechanism or None
+    """
+    if hasattr(owner, "label_mechanism_"):
+        del owner.label_mechanism_
+    lm = owner.label_mechanism
+    if lm is None:
+        return y, None
+    if not (hasattr(lm, "randomize") and hasattr(lm, "fit")):
+        raise TypeError("label_mechanism must be a label mechanism with fit and randomize "
+                        f"(e.g. LabelRandomizedResponse), got {type(lm).__name__}.")
+    mech = clone(lm).fit(y=y)
+    y_noisy = mech.randomize(y, G.node_keys[G.rows])
+    owner.label_mechanism_ = mech
+    return y_noisy, mech
+
+
+def fitted_label_mechanism(estimator):
+    """The fitted label mechanism of a classifier or of a pipeline's last step, or None."""
+    steps = getattr(estimator, "steps", None)
+    if isinstance(steps, list) and steps:
+        estimator = steps[-1][1]
+    return getattr(estimator, "label_mechanism_", None)
+
+
+def check_view(X, owner):
+    """``X`` must be a GraphData view with a symmetric adjacency."""
+    if not isinstance(X, GraphData):
+        raise TypeError(f"{owner} needs the graph: pass a skldp.GraphData, not "
+                        f"{type(X).__name__}. Wrap your data as GraphData(features, adjacency).")
+    X.require_symmetric(owner)
+    return X

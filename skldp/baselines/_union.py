@@ -1,0 +1,143 @@
+"""A FeatureUnion of graph transformers: hybrid structural / private-feature inputs."""
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.pipeline import FeatureUnion
+
+from .._graph_data import GraphData
+from ..utils.validation import check_graph_data
+
+__all__ = ["GraphFeatureUnion"]
+
+
+class GraphFeatureUnion(FeatureUnion, auto_wrap_output_keys=None):
+    """Concatenate the whole-graph outputs of several graph transformers.
+
+    Each transformer of ``transformer_list`` (a graph transformer such as
+    :class:`StructuralFeatures`, a pipeline of them such as
+    ``Pipeline([("hds", HDSMechanism(...)), ("ppr", PPRPropagation())])``, or
+    ``"passthrough"`` for the input features) is fitted on the input view and
+    transforms the same graph; their outputs, which hold the features of
+    *all* nodes, are concatenated column-wise into one
+    :class:`~skldp.GraphData` over the input's graph, and the rows of the
+    input view are returned. The result is sparse (CSR) if any block is
+    sparse, dense otherwise; ``transformer_weights`` multiply the blocks. The
+    concatenation is memoised on the graph, like the outputs of the
+    transformers, so ``fit`` and ``predict`` of a pipeline compute it once.
+
+    The graph of the output is the input's: branches must not change the
+    adjacency (put an edge mechanism such as :class:`~skldp.mechanisms.EdgeRR`
+    *before* the union).
+
+    It is a :class:`sklearn.pipeline.FeatureUnion`, so nested parameters
+    (``"private__hds__eps"``), ``clone``, ``GridSearchCV`` and pickling work
+    as usual, and :func:`skldp.accounting.privacy_report` walks the fitted
+    ``transformer_list`` and counts every mechanism of every branch (their
+    local budgets add up: each user sends each branch's report).
+
+    Parameters
+    ----------
+    transformer_list : list of (str, transformer)
+        The branches; a transformer may be ``"drop"`` or ``"passthrough"``.
+    n_jobs : int or None, default=None
+        Number of jobs for fitting the branches (see FeatureUnion).
+    transformer_weights : dict or None, default=None
+        Multiplicative weights of the branches' outputs, keyed by name.
+    verbose : bool, default=False
+        Print the time of each fit.
+    verbose_feature_names_out : bool, default=True
+        Prefix the output feature names with the branch names.
+
+    Attributes
+    ----------
+    n_features_in_ : int
+        Number of input features (of the first branch).
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from sklearn.pipeline import Pipeline
+    >>> from skldp import GraphData
+    >>> from skldp.baselines import GraphFeatureUnion, StructuralFeatures
+    >>> from skldp.mechanisms import HDSMechanism
+    >>> from skldp.propagation import PPRPropagation
+    >>> A = sp.csr_array(np.array([[0, 1, 1], [1, 0, 1], [1, 1, 0]]))
+    >>> G = GraphData(np.eye(3), A)
+    >>> union = GraphFeatureUnion([
+    ...     ("structure", StructuralFeatures(degree_bins=2, n_eigenvectors=1,
+    ...                                      n_components=4, random_state=0)),
+    ...     ("private", Pipeline([("hds", HDSMechanism(1.0, feature_range=(0, 1),
+    ...                                                random_state=0)),
+    ...                           ("ppr", PPRPropagation())]))])
+    >>> union.fit_transform(G[[0, 1]]).shape
+    (2, 11)
+    """
+
+    def fit_transform(self, X, y=None, **params):
+        """Fit every branch on ``X`` and return their concatenated outputs for its rows."""
+        return self.fit(X, y, **params).transform(X)
+
+    def transform(self, X, **params):
+        """Concatenate the branches' whole-graph outputs; return the rows of ``X``.
+
+        Parameters
+        ----------
+        X : GraphData
+            A view of the graph.
+
+        Returns
+        -------
+        Xt : GraphData
+            The rows of ``X`` over a graph whose features are the
+            concatenation of the branches' outputs.
+        """
+        if params:
+            raise TypeError(f"GraphFeatureUnion.transform takes no parameters, got "
+                            f"{sorted(params)}.")
+        G = check_graph_data(X, self)
+        outs = []
+        for name, trans, weight in self._iter():
+            out = trans.transform(G)
+            if not isinstance(out, GraphData):
+                raise TypeError(f"Branch {name!r} returned {type(out).__name__}, not a "
+                                "GraphData: every branch must be a graph transformer (wrap "
+                                "plain scikit-learn transformers in skldp.NodeWise).")
+            if out.n_nodes != G.n_nodes or out.adjacency is not G.adjacency:
+                raise ValueError(f"Branch {name!r} changed the graph (nodes or adjacency); "
+                                 "a GraphFeatureUnion keeps its input's graph. Apply edge "
+                                 "mechanisms before the union.")
+            outs.append((name, out, weight))
+        if not outs:
+            raise ValueError("GraphFeatureUnion has no branch left (all are 'drop').")
+        key = ("skldp.baselines.union",
+               tuple((name, out.token, None if w is None else float(w)) for name, out, w in outs))
+        Z = G.memo_get(key)
+        if Z is None:
+            Z = G.memo_set(key, self._concatenate(G, outs))
+        return Z._replace(G.rows)
+
+    def _concatenate(self, G, outs):
+        blocks, names = [], []
+        for name, out, weight in outs:
+            B = out.features
+            if weight is not None:
+                B = B * weight
+            blocks.append(B)
+            fn = out.feature_names
+            if names is not None and fn is not None:
+                prefix = f"{name}__" if self.verbose_feature_names_out else ""
+                names += [f"{prefix}{f}" for f in fn]
+            else:
+                names = None
+        if any(sp.issparse(B) for B in blocks):
+            Z = sp.hstack([sp.csr_matrix(B) for B in blocks], format="csr")
+        else:
+            Z = np.hstack([np.asarray(B) for B in blocks])
+        if names is not None and len(set(names)) != len(names):
+            names = None
+        return G.full().with_features(Z, feature_names=names)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
