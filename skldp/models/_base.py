@@ -14,7 +14,13 @@ from .._graph_data import GraphData
 from ..base import GraphClassifierMixin
 from ..utils._random import draw_seed
 from ..utils.validation import check_int
-from ._torch_utils import resolve_device
+from ._torch_utils import (
+    build_module,
+    dropout_generator,
+    resolve_device,
+    stream_seed,
+    torch_generator,
+)
 
 __all__ = ["TorchClassifierBase"]
 
@@ -94,7 +100,6 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
         y_enc = self._encode_labels(y, X.shape[0])
         self.n_features_in_ = X.shape[1]
         seed = draw_seed(self.random_state)
-        torch.manual_seed(seed % (2**31))
         device = resolve_device(self.device)
         data, index = self._prepare(X, device)
         targets = self._fit_targets(y_enc, X).to(device)
@@ -103,10 +108,29 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
         val = None
         if self.early_stopping and n >= 2:
             local, val = self._validation_split(y_enc, n, seed)
-        module = self._build_module(X.shape[1], len(self.classes_)).to(device)
+        # Local generators only: torch's global one is neither read nor advanced, so
+        # fits in concurrent threads (joblib's threading backend) cannot disturb each other.
+        module = build_module(lambda: self._build_module(X.shape[1], len(self.classes_)),
+                              torch_generator(stream_seed(seed, "init"))).to(device)
+        drop_gen = torch_generator(stream_seed(seed, "dropout"), device)
         opt = torch.optim.Adam(module.parameters(), lr=self.lr, weight_decay=self.weight_decay)
         rng = np.random.default_rng(seed)
         index_t = torch.as_tensor(index, device=device)
+        with dropout_generator(drop_gen):
+            epoch, best_state = self._train_loop(module, opt, data, index_t, targets, local,
+                                                 val, rng, device)
+        if best_state is not None:
+            module.load_state_dict(best_state)
+        self.n_iter_ = epoch + 1
+        self.module_ = module.cpu().eval()
+        return self
+
+    def _train_loop(self, module, opt, data, index_t, targets, local, val, rng, device):
+        """Epochs of Adam with early stopping.
+
+        Returns the last epoch run (0-based) and the state of the best
+        validated epoch (``None`` without validation).
+        """
         best, best_state, bad = np.inf, None, 0
         self.loss_curve_, self.validation_scores_ = [], []
         self.best_epoch_ = None
@@ -142,15 +166,11 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
                 print(f"[{type(self).__name__}] {msg} ({time.perf_counter() - t0:.2f}s)")
             if val is not None and bad >= self.patience:
                 break
-        if best_state is not None:
-            module.load_state_dict(best_state)
-        self.n_iter_ = epoch + 1
-        self.module_ = module.cpu().eval()
-        return self
+        return epoch, best_state
 
     # -------------------------------------------------------------- predict
-    def decision_function(self, X):
-        """Logits (pre-softmax scores) of the rows of X."""
+    def _logits(self, X):
+        """Logits (pre-softmax scores) of the rows of X, shape (n_rows, n_classes)."""
         check_is_fitted(self, "module_")
         if not isinstance(X, GraphData):
             from sklearn.utils.validation import check_array
@@ -166,9 +186,40 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
         self.module_.cpu()
         return out.numpy().astype(np.float64)
 
+    def decision_function(self, X):
+        """Class scores of the rows of ``X``.
+
+        Parameters
+        ----------
+        X : GraphData or array-like of shape (n_rows, n_features)
+            Rows to score (a view of the graph for the GNN classifiers).
+
+        Returns
+        -------
+        scores : ndarray of shape (n_rows,) or (n_rows, n_classes)
+            The logits (pre-softmax scores), columns in the order of
+            ``classes_``. For two classes, as in scikit-learn, one column: the
+            score of ``classes_[1]``, the logit difference ``z_1 - z_0``
+            (positive where ``classes_[1]`` is predicted), so that
+            ``scoring="roc_auc"`` works.
+        """
+        z = self._logits(X)
+        return z[:, 1] - z[:, 0] if z.shape[1] == 2 else z
+
     def predict_proba(self, X):
-        """Class probabilities of the rows of X, columns in the order of ``classes_``."""
-        z = self.decision_function(X)
+        """Class probabilities of the rows of ``X``.
+
+        Parameters
+        ----------
+        X : GraphData or array-like of shape (n_rows, n_features)
+            Rows to score.
+
+        Returns
+        -------
+        proba : ndarray of shape (n_rows, n_classes)
+            Softmax of the logits, columns in the order of ``classes_``.
+        """
+        z = self._logits(X)
         z = z - z.max(axis=1, keepdims=True)
         p = np.exp(z)
         return p / p.sum(axis=1, keepdims=True)

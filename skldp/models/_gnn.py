@@ -11,13 +11,13 @@ from sklearn.utils.validation import column_or_1d
 from torch import nn
 
 from ..utils._adjacency import normalized_adjacency
-from ..utils.validation import check_graph_data, check_int
+from ..utils.validation import check_finite_features, check_graph_data, check_int
 from ._base import TorchClassifierBase
-from ._torch_utils import to_torch_dense, to_torch_sparse
+from ._torch_utils import dropout, to_torch_dense, to_torch_sparse
 
 __all__ = ["GCNClassifier", "SAGEClassifier", "GATClassifier", "GNNClassifierBase",
-           "graph_tensors", "GNNEncoder", "PropagatedFeatures", "OffsetSparseFeatures",
-           "offset_sparse_features"]
+           "graph_tensors", "check_finite_graph_features", "GNNEncoder", "PropagatedFeatures",
+           "OffsetSparseFeatures", "offset_sparse_features"]
 
 _ACTIVATIONS = {"relu": F.relu, "elu": F.elu, "selu": F.selu, "tanh": torch.tanh,
                 "leaky_relu": F.leaky_relu}
@@ -187,6 +187,12 @@ class _GATConv(nn.Module):
         nn.init.xavier_uniform_(self.att_src)
         nn.init.xavier_uniform_(self.att_dst)
 
+    def reset_parameters_with(self, generator):
+        """Initialise the attention vectors from ``generator`` (``lin`` is a child)."""
+        nn.init.xavier_uniform_(self.att_src, generator=generator)
+        nn.init.xavier_uniform_(self.att_dst, generator=generator)
+        nn.init.zeros_(self.bias)
+
     def forward(self, x, g):
         src, dst = g["src"], g["dst"]
         n = g["n"]
@@ -197,7 +203,7 @@ class _GATConv(nn.Module):
         w = torch.exp(e - e_max[dst])
         denom = torch.zeros((n, self.heads), device=e.device, dtype=e.dtype).index_add_(0, dst, w)
         alpha = w / denom[dst]
-        alpha = F.dropout(alpha, p=g.get("att_dropout", 0.0), training=self.training)
+        alpha = dropout(alpha, g.get("att_dropout", 0.0), self.training)
         out = torch.zeros((n, self.heads, self.n_out), device=e.device, dtype=h.dtype)
         out.index_add_(0, dst, alpha[..., None] * h[src])
         out = out.reshape(n, -1) if self.concat else out.mean(dim=1)
@@ -228,7 +234,7 @@ class GNNEncoder(nn.Module):
         p_in = self.dropout if p_in is None else p_in
         for i, layer in enumerate(self.layers):
             if x.layout == torch.strided:
-                x = F.dropout(x, p_in if i == 0 else self.dropout, self.training)
+                x = dropout(x, p_in if i == 0 else self.dropout, self.training)
             x = layer(x, g)
             if i < len(self.layers) - 1:
                 x = self.act(x)
@@ -239,9 +245,11 @@ def graph_tensors(G, device, conv="gcn", self_loops=True):
     """Tensors a GNN needs for the whole graph of ``G`` (features, normalised adjacency).
 
     Sparse features with density below 5 % stay sparse on the device.
+    Non-finite features (NaN, inf) of any node are refused with a
+    ``ValueError``: propagation would spread them to every node.
     """
     A = G.require_adjacency("GNN")
-    X = G.features
+    X = check_finite_graph_features(G)
     if sp.issparse(X) and X.nnz < _SPARSE_DENSITY * X.shape[0] * max(X.shape[1], 1):
         x = to_torch_sparse(X, device)
     else:
@@ -261,6 +269,19 @@ def graph_tensors(G, device, conv="gcn", self_loops=True):
         g["src"] = torch.as_tensor(A1.col, dtype=torch.long, device=device)
         g["dst"] = torch.as_tensor(A1.row, dtype=torch.long, device=device)
     return x, g
+
+
+def check_finite_graph_features(G):
+    """``G.features`` (all nodes), after checking that they are finite (memoised on G).
+
+    Raises the ``ValueError`` of :func:`~skldp.utils.validation.check_finite_features`
+    (naming the first bad row and column) when a NaN or infinite value is present.
+    """
+    key = ("skldp.models.finite_features",)
+    if G.memo_get(key) is None:
+        check_finite_features(G.features)
+        G.memo_set(key, True)
+    return G.features
 
 
 class GNNClassifierBase(TorchClassifierBase):

@@ -19,7 +19,17 @@ from ..model_selection._edge_splits import PairData
 from ..utils._random import draw_seed
 from ..utils.validation import check_finite_features, check_int
 from ._gnn import _GCNConv, graph_tensors
-from ._torch_utils import resolve_device, to_torch_dense
+from ._torch_utils import (
+    Dropout,
+    build_module,
+    current_generator,
+    dropout,
+    dropout_generator,
+    resolve_device,
+    stream_seed,
+    to_torch_dense,
+    torch_generator,
+)
 
 __all__ = ["VGAELinkPredictor", "HadamardLinkPredictor", "PairData"]
 
@@ -154,9 +164,9 @@ class _VGAEModule(nn.Module):
 
     def forward(self, x, g):
         if x.layout == torch.strided:
-            x = F.dropout(x, self.dropout, self.training)
+            x = dropout(x, self.dropout, self.training)
         h = F.relu(self.bn(self.conv1(x, g)))
-        h = F.dropout(h, self.dropout, self.training)
+        h = dropout(h, self.dropout, self.training)
         mu = self.conv_mu(h, g)
         logstd = None if self.conv_logstd is None else self.conv_logstd(h, g).clamp(max=10.0)
         return mu, logstd
@@ -346,7 +356,6 @@ class VGAELinkPredictor(_LinkPredictorBase):
         X, y_enc = self._encode_pairs(X, y)
         self.n_features_in_ = X.shape[1]
         seed = draw_seed(self.random_state)
-        torch.manual_seed(seed % (2**31))
         rng = np.random.default_rng(seed)
         device = resolve_device(self.device)
         x, g = self._tensors(X, device)
@@ -359,24 +368,42 @@ class VGAELinkPredictor(_LinkPredictorBase):
         n_fresh = int(np.ceil(self.negative_ratio * n_pos))
         tp = torch.as_tensor(tr_pairs, device=device)
         ty = torch.as_tensor(tr_y, dtype=torch.float32, device=device)
+        vp = vy = None
         if va_pairs is not None:
             vp = torch.as_tensor(va_pairs, device=device)
             vy = torch.as_tensor(va_y, dtype=torch.float32, device=device)
-        module = _VGAEModule(X.shape[1], self.hidden_size, self.embedding_size,
-                             self.batch_norm, self.dropout, self.variational).to(device)
+        # Local generators only (init, dropout and the reparameterisation noise):
+        # torch's global generator is neither read nor advanced.
+        module = build_module(lambda: _VGAEModule(X.shape[1], self.hidden_size,
+                                                  self.embedding_size, self.batch_norm,
+                                                  self.dropout, self.variational),
+                              torch_generator(stream_seed(seed, "init"))).to(device)
         opt = torch.optim.Adam(module.parameters(), lr=self.lr, weight_decay=self.weight_decay)
         stopper = _EarlyStopper(self.patience, self.min_epochs)
         self.loss_curve_, self.validation_scores_ = [], []
+        with dropout_generator(torch_generator(stream_seed(seed, "dropout"), device)):
+            epoch = self._train(module, opt, stopper, x, g, rng, n, codes, n_fresh, tp, ty,
+                                vp, vy)
+        return self._finish_training(module, stopper, epoch)
+
+    def _train(self, module, opt, stopper, x, g, rng, n, codes, n_fresh, tp, ty, vp, vy):
+        """The training epochs; returns the last epoch (0-based)."""
+        n_pos = int(ty.sum())
         for epoch in range(self.epochs):
             t0 = time.perf_counter()
             module.train()
             opt.zero_grad()
             mu, logstd = module(x, g)
-            z = mu if logstd is None else mu + torch.randn_like(mu) * torch.exp(logstd)
+            if logstd is None:
+                z = mu
+            else:  # reparameterisation, drawn from the fit's own generator
+                eps = torch.randn(mu.shape, generator=current_generator(), device=mu.device,
+                                  dtype=mu.dtype)
+                z = mu + eps * torch.exp(logstd)
             pairs, targets = tp, ty
             if self.negative_sampling == "per_epoch" and n_pos:
                 fresh = torch.as_tensor(_random_non_edges(rng, n, codes, n_fresh),
-                                        device=device)
+                                        device=tp.device)
                 pairs = torch.cat([tp, fresh])
                 targets = torch.cat([ty, ty.new_zeros(len(fresh))])
             loss = _balanced_bce(_pair_logits(z, pairs), targets)
@@ -389,7 +416,7 @@ class VGAELinkPredictor(_LinkPredictorBase):
             self.loss_curve_.append(float(loss.detach()))
             msg = f"epoch {epoch + 1} loss {self.loss_curve_[-1]:.4f}"
             stop = False
-            if va_pairs is not None and (epoch + 1) % self.check_every == 0:
+            if vp is not None and (epoch + 1) % self.check_every == 0:
                 module.eval()
                 with torch.no_grad():
                     vloss = float(_balanced_bce(_pair_logits(module(x, g)[0], vp), vy))
@@ -400,7 +427,7 @@ class VGAELinkPredictor(_LinkPredictorBase):
                 print(f"[VGAELinkPredictor] {msg} ({time.perf_counter() - t0:.2f}s)")
             if stop:
                 break
-        return self._finish_training(module, stopper, epoch)
+        return epoch
 
     def embed(self, X):
         """Node embeddings ``mu`` of all nodes of ``X``'s graph, shape (n_nodes, embedding_size)."""
@@ -445,9 +472,9 @@ class _EdgeHead(nn.Module):
         self.register_buffer("inv_std", 1.0 / std)
         layers, n_in = [], d
         for h in hidden:
-            layers += [nn.Dropout(dropout), nn.Linear(n_in, h), nn.ReLU()]
+            layers += [Dropout(dropout), nn.Linear(n_in, h), nn.ReLU()]
             n_in = h
-        layers += [nn.Dropout(dropout) if hidden else nn.Identity(), nn.Linear(n_in, 1)]
+        layers += [Dropout(dropout) if hidden else nn.Identity(), nn.Linear(n_in, 1)]
         self.net = nn.Sequential(*layers)
 
     def forward(self, z, pairs):
@@ -618,7 +645,6 @@ class HadamardLinkPredictor(_LinkPredictorBase):
         X, y_enc = self._encode_pairs(X, y)
         self.n_features_in_ = X.shape[1]
         seed = draw_seed(self.random_state)
-        torch.manual_seed(seed % (2**31))
         rng = np.random.default_rng(seed)
         device = resolve_device(self.device)
         z = self._embeddings(X, device)
@@ -626,10 +652,18 @@ class HadamardLinkPredictor(_LinkPredictorBase):
         tp = torch.as_tensor(tr_pairs, device=device)
         ty = torch.as_tensor(tr_y, dtype=torch.float32, device=device)
         mean, std = self._moments(z, tp)
-        module = _EdgeHead(X.shape[1], hidden, self.dropout, mean, std).to(device)
+        # Local generators only: torch's global generator is neither read nor advanced.
+        module = build_module(lambda: _EdgeHead(X.shape[1], hidden, self.dropout, mean, std),
+                              torch_generator(stream_seed(seed, "init"))).to(device)
         opt = torch.optim.Adam(module.parameters(), lr=self.lr, weight_decay=self.weight_decay)
         stopper = _EarlyStopper(self.patience, 0)
         self.loss_curve_, self.validation_scores_ = [], []
+        with dropout_generator(torch_generator(stream_seed(seed, "dropout"), device)):
+            epoch = self._train(module, opt, stopper, z, tp, ty, va_pairs, va_y, rng, device)
+        return self._finish_training(module, stopper, epoch)
+
+    def _train(self, module, opt, stopper, z, tp, ty, va_pairs, va_y, rng, device):
+        """The training epochs; returns the last epoch (0-based)."""
         for epoch in range(self.epochs):
             t0 = time.perf_counter()
             module.train()
@@ -658,7 +692,7 @@ class HadamardLinkPredictor(_LinkPredictorBase):
                 print(f"[HadamardLinkPredictor] {msg} ({time.perf_counter() - t0:.2f}s)")
             if stop:
                 break
-        return self._finish_training(module, stopper, epoch)
+        return epoch
 
     def decision_function(self, X):
         """Logit of an edge for each pair of ``X``."""

@@ -12,7 +12,7 @@ from torch import nn
 from .._graph_data import GraphData
 from ..utils.validation import check_finite_features
 from ._base import TorchClassifierBase
-from ._torch_utils import resolve_device
+from ._torch_utils import Dropout, resolve_device
 
 __all__ = ["MLPHead"]
 
@@ -239,7 +239,7 @@ class MLPHead(TorchClassifierBase):
         act = _ACTIVATIONS[self.activation]
         layers, width = [_Standardize(*self._stats)], n_features
         for h in self._hidden_sizes():
-            layers += [nn.Linear(width, h), act(), nn.Dropout(self.dropout)]
+            layers += [nn.Linear(width, h), act(), Dropout(self.dropout)]
             width = h
         layers += [nn.Linear(width, n_classes)]
         return nn.Sequential(*layers)
@@ -301,23 +301,6 @@ class MLPHead(TorchClassifierBase):
             else:
                 out = module(data.double())
         return out.cpu().numpy()
-
-    def decision_function(self, X):
-        """Class scores of the rows of ``X``.
-
-        Returns the logits, shape (n_rows, n_classes); for two classes the
-        scikit-learn convention applies: one column, the score of
-        ``classes_[1]`` (logit difference), shape (n_rows,).
-        """
-        z = self._logits(X)
-        return z[:, 1] - z[:, 0] if z.shape[1] == 2 else z
-
-    def predict_proba(self, X):
-        """Class probabilities of the rows of ``X``, columns in the order of ``classes_``."""
-        z = self._logits(X)
-        z = z - z.max(axis=1, keepdims=True)
-        p = np.exp(z)
-        return p / p.sum(axis=1, keepdims=True)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -17,8 +17,20 @@ from ..propagation._smoothing import smooth_features, smooth_labels
 from ..utils._random import draw_seed
 from ..utils.validation import check_graph_data, check_int
 from ._base import TorchClassifierBase
-from ._gnn import _ACTIVATIONS, GNNClassifierBase, GNNEncoder, graph_tensors
-from ._torch_utils import resolve_device
+from ._gnn import (
+    _ACTIVATIONS,
+    GNNClassifierBase,
+    GNNEncoder,
+    check_finite_graph_features,
+    graph_tensors,
+)
+from ._torch_utils import (
+    build_module,
+    dropout_generator,
+    resolve_device,
+    stream_seed,
+    torch_generator,
+)
 
 __all__ = ["SolitudeClassifier"]
 
@@ -276,6 +288,7 @@ class SolitudeClassifier(GNNClassifierBase):
     # ---------------------------------------------------------------- data
     def _features(self, G):
         """Features of all nodes after ``feature_steps`` smoothing steps (memoised on G)."""
+        check_finite_graph_features(G)
         if self.feature_steps == 0:
             return G
         key = ("skldp.solitude.features", int(self.feature_steps))
@@ -306,7 +319,6 @@ class SolitudeClassifier(GNNClassifierBase):
         y_enc = self._encode_labels(y, len(G))
         self.n_features_in_ = G.shape[1]
         seed = draw_seed(self.random_state)
-        torch.manual_seed(seed % (2**31))
         device = resolve_device(self.device)
         A = G.adjacency
         Gx = self._features(G)
@@ -334,8 +346,11 @@ class SolitudeClassifier(GNNClassifierBase):
         pos_val = torch.as_tensor(rows[val], device=device) if val is not None else None
         y_val = torch.as_tensor(y_enc[val], device=device) if val is not None else None
 
-        module = GNNEncoder(self.backbone, self._sizes(G.shape[1], n_cls), self.activation,
-                            self.dropout).to(device)
+        # Local generators only (see TorchClassifierBase.fit): torch's global one is untouched.
+        module = build_module(lambda: GNNEncoder(self.backbone, self._sizes(G.shape[1], n_cls),
+                                                 self.activation, self.dropout),
+                              torch_generator(stream_seed(seed, "init"))).to(device)
+        drop_gen = torch_generator(stream_seed(seed, "dropout"), device)
         opt = torch.optim.Adam(module.parameters(), lr=self.lr, weight_decay=self.weight_decay)
         w = torch.tensor(struct.target, dtype=torch.float32, device=device,
                          requires_grad=bool(self.learn_structure))
@@ -347,6 +362,25 @@ class SolitudeClassifier(GNNClassifierBase):
             out = -(targets * F.log_softmax(logits, dim=1)).sum(dim=1)
             return out.sum() if reduction == "sum" else out.mean()
 
+        with dropout_generator(drop_gen):
+            epoch, best_state = self._alternate(module, opt, opt_adj, w, x, struct, task_loss,
+                                                pos_train, train_targets, pos_val, y_val)
+        w_final = w.detach()
+        if best_state is not None:
+            module.load_state_dict(best_state[0])
+            w_final = best_state[1]
+        self.n_iter_ = epoch + 1
+        self.module_ = module.cpu().eval()
+        w_np = w_final.cpu().numpy().astype(np.float32)
+        self.edge_weights_ = w_np[struct.param_of_entry]
+        self.learned_adjacency_ = struct.to_csr(w_np)
+        self._received_pattern = _pattern_hash(A)
+        return self
+
+    def _alternate(self, module, opt, opt_adj, w, x, struct, task_loss, pos_train,
+                   train_targets, pos_val, y_val):
+        """The alternating epochs; returns the last epoch and the best validated state."""
+        val = pos_val
         best, best_state, bad = np.inf, None, 0
         self.loss_curve_, self.validation_scores_ = [], []
         self.best_epoch_ = None
@@ -391,17 +425,7 @@ class SolitudeClassifier(GNNClassifierBase):
                 print(f"[SolitudeClassifier] {msg} ({time.perf_counter() - t0:.2f}s)")
             if val is not None and bad >= self.patience:
                 break
-        w_final = w.detach()
-        if best_state is not None:
-            module.load_state_dict(best_state[0])
-            w_final = best_state[1]
-        self.n_iter_ = epoch + 1
-        self.module_ = module.cpu().eval()
-        w_np = w_final.cpu().numpy().astype(np.float32)
-        self.edge_weights_ = w_np[struct.param_of_entry]
-        self.learned_adjacency_ = struct.to_csr(w_np)
-        self._received_pattern = _pattern_hash(A)
-        return self
+        return epoch, best_state
 
     # -------------------------------------------------------------- predict
     def _prepare(self, X, device):

@@ -1,30 +1,247 @@
-"""Small torch helpers: device choice, seeding, sparse conversion."""
+"""Small torch helpers: device choice, local random generators, sparse conversion.
 
+Randomness of the torch models never comes from torch's global generator:
+``fit`` seeds local :class:`torch.Generator` objects from ``random_state``
+(one for the initial weights, one for dropout and sampling), builds its
+network under :func:`torch.random.fork_rng` (so the default initialisation
+draws of the layer constructors leave the caller's generator as it was) and
+then re-initialises every parameter from the local generator with the
+layer's default scheme (:func:`init_parameters`). Dropout inside ``fit``
+reads the generator installed for the current thread by
+:func:`dropout_generator`, so concurrent fits (joblib's threading backend)
+cannot change each other's draws.
+"""
+
+import contextlib
+import math
+import numbers
+import threading
 import warnings
 
 import numpy as np
 import scipy.sparse as sp
 import torch
+import torch.nn.functional as F
+from torch import nn
 
 # Sparse CSR tensors are stable for the operations used here (spmm and its backward).
 warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta",
                         category=UserWarning)
 
-__all__ = ["resolve_device", "torch_generator", "to_torch_sparse", "to_torch_dense"]
+__all__ = ["resolve_device", "torch_generator", "stream_seed", "build_module",
+           "init_parameters", "dropout_generator", "current_generator", "dropout", "Dropout",
+           "to_torch_sparse", "to_torch_dense"]
 
 
 def resolve_device(device="auto"):
-    """``"auto"`` picks CUDA when it is available, else the CPU."""
-    if device is None or device == "auto":
+    """The torch device to use, with a clear error when it is not available.
+
+    Parameters
+    ----------
+    device : str, torch.device or None, default="auto"
+        ``"auto"`` (or ``None``) picks CUDA when ``torch.cuda.is_available()``,
+        else the CPU; any other value names a device (``"cpu"``, ``"cuda"``,
+        ``"cuda:1"``, ...).
+
+    Returns
+    -------
+    torch.device
+
+    Raises
+    ------
+    ValueError
+        If ``device`` is not a device name, or names a CUDA device that this
+        torch cannot use (no CUDA build, no GPU, or an index beyond the
+        visible devices).
+    """
+    if device is None or (isinstance(device, str) and device == "auto"):
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(device)
+    if isinstance(device, numbers.Integral) and not isinstance(device, bool):
+        device = f"cuda:{int(device)}"  # torch's convention: an int is a CUDA index
+    if not isinstance(device, (str, torch.device)):
+        raise ValueError(f"device must be 'auto', 'cpu', 'cuda', 'cuda:<index>' or a "
+                         f"torch.device, got {device!r}.")
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, ValueError, TypeError) as exc:
+        raise ValueError(f"device={device!r} is not a torch device name; use 'auto', 'cpu', "
+                         f"'cuda' or 'cuda:<index>' ({exc}).") from None
+    if dev.type == "cuda":
+        name = str(device) if isinstance(device, str) else str(dev)
+        if not torch.cuda.is_available():
+            why = ("this torch build has no CUDA support" if torch.version.cuda is None
+                   else "no usable GPU was found")
+            raise ValueError(f"device={name!r} was requested but torch.cuda.is_available() is "
+                             f"False ({why}; torch {torch.__version__}). Use device='auto' "
+                             "(CUDA when available, else the CPU) or device='cpu'.")
+        count = torch.cuda.device_count()
+        if dev.index is not None and dev.index >= count:
+            raise ValueError(f"device={name!r} was requested but torch sees {count} CUDA "
+                             f"device{'s' if count != 1 else ''} (indices 0..{count - 1}).")
+    return dev
 
 
 def torch_generator(seed, device="cpu"):
-    """A torch Generator seeded from an int (for reproducible init and dropout)."""
-    g = torch.Generator(device="cpu")
+    """A :class:`torch.Generator` on ``device`` seeded from an int.
+
+    Parameters
+    ----------
+    seed : int
+        Any non-negative integer (reduced modulo 2**63 - 1).
+    device : str or torch.device, default="cpu"
+        Where the generator draws (a CUDA tensor needs a CUDA generator).
+
+    Returns
+    -------
+    torch.Generator
+    """
+    g = torch.Generator(device=device)
     g.manual_seed(int(seed) % (2**63 - 1))
     return g
+
+
+def stream_seed(seed, stream):
+    """A 63-bit seed of the independent stream ``stream`` (a str) derived from ``seed``.
+
+    Parameters
+    ----------
+    seed : int
+        The fit's seed (e.g. from ``random_state``).
+    stream : str
+        Name of the random quantity ("init", "dropout", ...).
+
+    Returns
+    -------
+    int
+    """
+    words = [int(b) for b in stream.encode()]
+    ss = np.random.SeedSequence([int(seed) % (2**63), *words])
+    return int(ss.generate_state(1, np.uint64)[0] >> np.uint64(1))
+
+
+def build_module(factory, generator):
+    """Build ``factory()`` without touching torch's global generator, then initialise it.
+
+    Parameters
+    ----------
+    factory : callable
+        Returns a fresh :class:`torch.nn.Module` (built on the CPU).
+    generator : torch.Generator
+        CPU generator the parameters are initialised from.
+
+    Returns
+    -------
+    torch.nn.Module
+    """
+    with torch.random.fork_rng(devices=[]):
+        module = factory()
+    init_parameters(module, generator)
+    return module
+
+
+def init_parameters(module, generator):
+    """Re-initialise every parameter of ``module`` from ``generator`` (default schemes).
+
+    ``nn.Linear`` gets its default initialisation (Kaiming uniform weights,
+    uniform bias in ``+-1/sqrt(fan_in)``); a module with a method
+    ``reset_parameters_with(generator)`` initialises its own parameters;
+    batch normalisation is deterministic (ones and zeros) and is reset.
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+    generator : torch.Generator
+
+    Raises
+    ------
+    TypeError
+        If a module holds parameters that none of these rules covers (their
+        initialisation would come from the global generator).
+    """
+    with torch.no_grad():
+        for m in module.modules():
+            own = [p for p in m._parameters.values() if p is not None]
+            if hasattr(m, "reset_parameters_with"):
+                m.reset_parameters_with(generator)
+            elif isinstance(m, nn.Linear):
+                nn.init.kaiming_uniform_(m.weight, a=math.sqrt(5), generator=generator)
+                if m.bias is not None:
+                    fan_in = m.weight.shape[1]
+                    bound = 1.0 / math.sqrt(fan_in) if fan_in > 0 else 0.0
+                    nn.init.uniform_(m.bias, -bound, bound, generator=generator)
+            elif isinstance(m, nn.modules.batchnorm._NormBase):
+                m.reset_parameters()
+            elif own:
+                raise TypeError(f"init_parameters does not know how to initialise the "
+                                f"parameters of {type(m).__name__}; give it a "
+                                "reset_parameters_with(generator) method.")
+    return module
+
+
+_LOCAL = threading.local()
+
+
+@contextlib.contextmanager
+def dropout_generator(generator):
+    """Make ``generator`` the source of :func:`dropout` draws in this thread.
+
+    Parameters
+    ----------
+    generator : torch.Generator or None
+        On the device of the tensors dropped out; ``None`` falls back to
+        torch's global generator.
+
+    Yields
+    ------
+    torch.Generator or None
+    """
+    previous = getattr(_LOCAL, "generator", None)
+    _LOCAL.generator = generator
+    try:
+        yield generator
+    finally:
+        _LOCAL.generator = previous
+
+
+def current_generator():
+    """The generator installed by :func:`dropout_generator` in this thread, or ``None``.
+
+    Returns
+    -------
+    torch.Generator or None
+    """
+    return getattr(_LOCAL, "generator", None)
+
+
+def dropout(x, p, training=True):
+    """``F.dropout`` drawing its mask from this thread's :func:`dropout_generator`.
+
+    Parameters
+    ----------
+    x : torch.Tensor
+    p : float
+        Drop probability in [0, 1).
+    training : bool, default=True
+        No-op when ``False``.
+
+    Returns
+    -------
+    torch.Tensor
+    """
+    if not training or p == 0:
+        return x
+    gen = current_generator()
+    if gen is None:
+        return F.dropout(x, p, training)
+    keep = torch.empty_like(x).bernoulli_(1.0 - p, generator=gen)
+    return x * keep / (1.0 - p)
+
+
+class Dropout(nn.Dropout):
+    """``nn.Dropout`` drawing from this thread's :func:`dropout_generator`."""
+
+    def forward(self, x):
+        return dropout(x, self.p, self.training)
 
 
 def to_torch_sparse(A, device="cpu", dtype=torch.float32):

@@ -1,0 +1,225 @@
+"""scikit-learn conformance of every torch classifier (``TorchClassifierBase`` subclasses).
+
+Binary ``decision_function`` shape, NaN features, no use of torch's global
+random generator, and clear device errors.
+"""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import torch
+from sklearn.model_selection import StratifiedKFold, cross_val_score
+
+from skldp import GraphData
+from skldp.mechanisms import EdgeRR
+from skldp.model_selection import PairData
+from skldp.models import (
+    GATClassifier,
+    GCNClassifier,
+    HadamardLinkPredictor,
+    LPGNNClassifier,
+    MLPHead,
+    RGNNClassifier,
+    SAGEClassifier,
+    SolitudeClassifier,
+    VGAELinkPredictor,
+)
+from skldp.models._torch_utils import resolve_device
+
+KW = dict(epochs=8, device="cpu", random_state=0)
+
+# One fast configuration of every graph classifier of skldp.models.
+GRAPH_CLASSIFIERS = {
+    "gcn": lambda: GCNClassifier(**KW),
+    "sage": lambda: SAGEClassifier(**KW),
+    "gat": lambda: GATClassifier(heads=2, **KW),
+    "lpgnn": lambda: LPGNNClassifier(eps_y=np.inf, classes=[0, 1], x_steps=1, **KW),
+    "rgnn": lambda: RGNNClassifier(eps_y=np.inf, classes=[0, 1], n_clusters=4, **KW),
+    "solitude": lambda: SolitudeClassifier(**KW),
+}
+
+
+@pytest.fixture
+def graph(small_graph):
+    A, X, y = small_graph
+    return GraphData(X, A), y
+
+
+# ------------------------------------------------------------ decision_function
+@pytest.mark.parametrize("name", GRAPH_CLASSIFIERS)
+def test_binary_decision_function_is_one_column(graph, name):
+    G, y = graph
+    rows = np.arange(0, len(y), 2)
+    clf = GRAPH_CLASSIFIERS[name]().fit(G[rows], y[rows])
+    s = clf.decision_function(G)
+    assert s.shape == (len(y),)
+    P = clf.predict_proba(G)
+    assert P.shape == (len(y), 2)
+    # the score of classes_[1]: positive exactly where classes_[1] is the more probable one
+    np.testing.assert_array_equal(s > 0, P[:, 1] > P[:, 0])
+    np.testing.assert_allclose(P[:, 1], 1 / (1 + np.exp(-s)), rtol=1e-5)
+    np.testing.assert_array_equal(clf.predict(G), clf.classes_[(s > 0).astype(int)])
+
+
+def test_multiclass_decision_function_keeps_one_column_per_class(graph):
+    G, y = graph
+    y3 = np.arange(len(y)) % 3
+    clf = GCNClassifier(**KW).fit(G, y3)
+    assert clf.decision_function(G).shape == (len(y), 3)
+
+
+@pytest.mark.parametrize("name", ["gcn", "gat", "solitude"])
+def test_roc_auc_in_cross_val_score(graph, name):
+    G, y = graph
+    cv = StratifiedKFold(3, shuffle=True, random_state=0)
+    scores = cross_val_score(GRAPH_CLASSIFIERS[name](), G, y, cv=cv, scoring="roc_auc")
+    assert np.all(np.isfinite(scores))
+    assert scores.mean() > 0.8  # two well separated blocks
+
+
+# -------------------------------------------------------------------- bad input
+@pytest.mark.parametrize("name", GRAPH_CLASSIFIERS)
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_non_finite_features_are_refused(graph, name, bad):
+    G, y = graph
+    X = np.array(G.features, dtype=float)
+    X[7, 2] = bad  # a node outside the fitted rows still enters the propagation
+    Gbad = GraphData(X, G.adjacency)
+    rows = np.arange(0, len(y), 2)
+    with pytest.raises(ValueError, match=r"NaN or infinite.*row 7, column 2"):
+        GRAPH_CLASSIFIERS[name]().fit(Gbad[rows], y[rows])
+    clf = GRAPH_CLASSIFIERS[name]().fit(G[rows], y[rows])
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        clf.predict(Gbad[rows])
+
+
+def test_non_finite_sparse_features_are_refused(graph):
+    G, y = graph
+    X = sp.csr_matrix(np.asarray(G.features))
+    X.data[3] = np.nan
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        GCNClassifier(**KW).fit(GraphData(X, G.adjacency), y)
+
+
+# ----------------------------------------------------------------- random state
+def _pairs(G, y):
+    rng = np.random.default_rng(0)
+    A = sp.triu(G.adjacency, 1).tocoo()
+    pos = np.stack([A.row, A.col], axis=1)[:40]
+    neg = rng.integers(0, G.n_nodes, size=(40, 2))
+    pairs = np.vstack([pos, neg])
+    return PairData(G, pairs), np.r_[np.ones(len(pos)), np.zeros(len(neg))].astype(int)
+
+
+ALL_MODELS = {
+    **GRAPH_CLASSIFIERS,
+    "mlp": lambda: MLPHead(hidden_layer_sizes=(8,), **KW),
+    "solitude_noisy": lambda: SolitudeClassifier(dropout=0.5, **KW),
+    "vgae": lambda: VGAELinkPredictor(dropout=0.3, epochs=8, min_epochs=1, device="cpu",
+                                      random_state=0),
+    "hadamard": lambda: HadamardLinkPredictor("mlp", hidden_layer_sizes=(8,), dropout=0.3,
+                                              epochs=8, device="cpu", random_state=0),
+}
+
+
+def _fit_predict(name, G, y):
+    est = ALL_MODELS[name]()
+    if name in ("vgae", "hadamard"):
+        X, t = _pairs(G, y)
+        return est.fit(X, t).decision_function(X)
+    if name == "solitude_noisy":
+        G = EdgeRR(4.0, random_state=0).fit_transform(G)
+    if name == "mlp":
+        return est.fit(np.asarray(G.features), y).predict_proba(np.asarray(G.features))
+    return est.fit(G, y).predict_proba(G)
+
+
+@pytest.mark.parametrize("name", ALL_MODELS)
+def test_fit_leaves_the_global_torch_generator_alone(graph, name):
+    G, y = graph
+    torch.manual_seed(123)
+    before = torch.get_rng_state()
+    _fit_predict(name, G, y)
+    assert torch.equal(torch.get_rng_state(), before)
+
+
+@pytest.mark.parametrize("name", ALL_MODELS)
+def test_training_ignores_global_draws_made_meanwhile(graph, name, monkeypatch):
+    """Another thread drawing from torch's global generator (e.g. a concurrent CV fold
+    under joblib's threading backend) must not change this fit."""
+    G, y = graph
+    ref = _fit_predict(name, G, y)
+    np.testing.assert_array_equal(_fit_predict(name, G, y), ref)  # same random_state
+    step = torch.optim.Adam.step
+
+    def step_with_foreign_draw(self, *args, **kwargs):
+        torch.rand(5)  # what a concurrent fit would do between two of our steps
+        return step(self, *args, **kwargs)
+
+    monkeypatch.setattr(torch.optim.Adam, "step", step_with_foreign_draw)
+    torch.manual_seed(999)
+    np.testing.assert_array_equal(_fit_predict(name, G, y), ref)
+
+
+def test_different_random_states_give_different_models(graph):
+    G, y = graph
+    a = GCNClassifier(**{**KW, "random_state": 0}).fit(G, y).decision_function(G)
+    b = GCNClassifier(**{**KW, "random_state": 1}).fit(G, y).decision_function(G)
+    assert not np.allclose(a, b)
+
+
+def test_cv_scores_are_reproducible_under_the_threading_backend(graph):
+    from joblib import parallel_backend
+
+    G, y = graph
+    cv = StratifiedKFold(4, shuffle=True, random_state=0)
+    runs = []
+    for _ in range(2):
+        with parallel_backend("threading", n_jobs=2):
+            runs.append(cross_val_score(GCNClassifier(**KW), G, y, cv=cv, n_jobs=2,
+                                        scoring="neg_log_loss"))
+    np.testing.assert_array_equal(runs[0], runs[1])
+
+
+# ----------------------------------------------------------------------- device
+def test_cuda_without_cuda_is_a_clear_error(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(ValueError, match=r"device='cuda'.*torch\.cuda\.is_available\(\) is "
+                                         r"False"):
+        resolve_device("cuda")
+    with pytest.raises(ValueError, match=r"device='cuda:1'"):
+        resolve_device("cuda:1")
+
+
+def test_fit_with_unavailable_cuda_fails_before_training(graph, monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    G, y = graph
+    with pytest.raises(ValueError, match="torch.cuda.is_available"):
+        GCNClassifier(epochs=2, device="cuda").fit(G, y)
+
+
+def test_cuda_index_beyond_the_visible_devices(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    assert resolve_device("cuda:0") == torch.device("cuda", 0)
+    with pytest.raises(ValueError, match=r"device='cuda:3'.*1 CUDA device"):
+        resolve_device("cuda:3")
+
+
+def test_auto_picks_cuda_when_available(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert resolve_device("auto") == torch.device("cuda")
+    assert resolve_device(None) == torch.device("cuda")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert resolve_device("auto") == torch.device("cpu")
+
+
+@pytest.mark.parametrize("bad", ["gpu", "cuda:x", 3.5])
+def test_unknown_device_is_a_clear_error(bad):
+    with pytest.raises(ValueError, match="device"):
+        resolve_device(bad)
+
+
+def test_explicit_devices_pass_through():
+    assert resolve_device("cpu") == torch.device("cpu")
+    assert resolve_device(torch.device("cpu")) == torch.device("cpu")
