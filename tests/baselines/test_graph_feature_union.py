@@ -1,0 +1,143 @@
+"""GraphFeatureUnion: hybrid structural + private-feature inputs and their privacy report."""
+
+import pickle
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.base import clone
+from sklearn.model_selection import GridSearchCV
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import StandardScaler
+
+from skldp import GraphData, NodeWise
+from skldp.accounting import privacy_report
+from skldp.baselines import GraphFeatureUnion, StructuralFeatures
+from skldp.mechanisms import EdgeRR, HDSMechanism, LabelRandomizedResponse, OneBitMechanism
+from skldp.models import GCNClassifier, MLPHead
+from skldp.propagation import PPRPropagation
+
+
+@pytest.fixture
+def graph(small_graph):
+    A, X, y = small_graph
+    return GraphData(X, A), y
+
+
+def _structure():
+    return StructuralFeatures(degree_bins=4, n_eigenvectors=2, n_components=8, random_state=0)
+
+
+def _private(eps=1.0):
+    return Pipeline([("hds", HDSMechanism(eps, k=2, feature_range=(-1, 2), random_state=0)),
+                     ("ppr", PPRPropagation())])
+
+
+def test_shapes_and_blocks(graph):
+    G, _ = graph
+    union = GraphFeatureUnion([("structure", _structure()), ("private", _private())])
+    Z = union.fit(G[:20]).transform(G[[4, 9, 30]])
+    assert isinstance(Z, GraphData) and Z.shape == (3, 15 + 5)
+    assert Z.features.shape == (60, 20) and Z.adjacency is G.adjacency
+    full_s = _structure().fit(G).transform(G).features
+    full_p = _private().fit(G).transform(G).features
+    np.testing.assert_allclose(Z.features[:, :15], full_s)
+    np.testing.assert_allclose(Z.features[:, 15:], full_p, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(Z), np.hstack([full_s, full_p])[[4, 9, 30]],
+                               rtol=1e-6)
+    # memoised: a second transform returns the same whole-graph store
+    assert union.transform(G[[1]]).token == Z.token
+    np.testing.assert_array_equal(union.fit_transform(G[:20]).features, Z.features)
+
+
+def test_sparse_if_any_block_is_sparse_and_weights(graph):
+    G, _ = graph
+    Gs = G.with_features(sp.csr_matrix(np.where(G.features > 1, 1.0, 0.0)))
+    union = GraphFeatureUnion([("structure", _structure()), ("raw", "passthrough")],
+                              transformer_weights={"raw": 2.0})
+    Z = union.fit_transform(Gs)
+    assert sp.issparse(Z.features) and Z.features.shape == (60, 15 + 5)
+    np.testing.assert_allclose(Z.features[:, 15:].toarray(), 2.0 * Gs.features.toarray())
+    dense = GraphFeatureUnion([("structure", _structure()), ("raw", "passthrough")])
+    assert isinstance(dense.fit_transform(G).features, np.ndarray)
+    dropped = GraphFeatureUnion([("structure", _structure()), ("raw", "drop")])
+    assert dropped.fit_transform(G).shape == (60, 15)
+
+
+def test_feature_names(graph):
+    G, _ = graph
+    union = GraphFeatureUnion([("s", _structure()),
+                               ("t", StructuralFeatures(degree_bins=2, n_eigenvectors=0,
+                                                        n_components=0))])
+    names = union.fit_transform(G).feature_names
+    assert names[0] == "s__degree_bin0" and names[-1] == "t__log_degree" and len(names) == 18
+
+
+def test_privacy_report_finds_nested_mechanisms(graph):
+    G, y = graph
+    pipe = Pipeline([("union", GraphFeatureUnion([("structure", _structure()),
+                                                  ("private", _private(eps=1.5)),
+                                                  ("bits", OneBitMechanism(
+                                                      0.5, feature_range=(-1, 2),
+                                                      split_eps=True, random_state=0))])),
+                     ("clf", MLPHead(epochs=5, early_stopping=False, random_state=0))])
+    pipe.fit(G[::2], y[::2])
+    rep = privacy_report(pipe)
+    steps = {s.step: s.epsilon for s in rep.spends}
+    assert steps == {"union.private.hds": 1.5, "union.bits": 0.5}
+    assert rep.local_epsilon == pytest.approx(2.0)
+    assert pipe.predict(G[1::2]).shape == (30,)
+
+
+def test_search_over_nested_eps_counts_collections(graph):
+    G, y = graph
+    pipe = Pipeline([("union", GraphFeatureUnion([("structure", _structure()),
+                                                  ("private", _private())])),
+                     ("clf", MLPHead(epochs=3, early_stopping=False, random_state=0))])
+    search = GridSearchCV(pipe, {"union__private__hds__eps": [0.5, 1.0]}, cv=2).fit(G, y)
+    rep = privacy_report(search)
+    assert rep.search_collections == 2 and rep.search_epsilon == pytest.approx(1.5)
+
+
+def test_union_in_a_gnn_pipeline_with_label_privacy(graph):
+    G, y = graph
+    rr = LabelRandomizedResponse(1.0, classes=[0, 1], random_state=0)
+    pipe = Pipeline([("union", GraphFeatureUnion([("structure", _structure()),
+                                                  ("private", _private())])),
+                     ("gcn", GCNClassifier(epochs=10, early_stopping=False, random_state=0,
+                                           label_mechanism=rr))])
+    pipe.fit(G[::2], y[::2])
+    rep = privacy_report(pipe)
+    assert rep.epsilon_for("labels") == 1.0 and rep.epsilon_for("features") == 1.0
+
+
+def test_sklearn_conventions(graph):
+    G, _ = graph
+    union = GraphFeatureUnion([("structure", _structure()), ("private", _private())])
+    assert union.get_params()["private__hds__eps"] == 1.0
+    u2 = clone(union).set_params(private__hds__eps=2.0, structure__n_components=4)
+    assert u2.transformer_list[1][1].named_steps["hds"].eps == 2.0
+    assert union.transformer_list[1][1].named_steps["hds"].eps == 1.0
+    assert u2.fit_transform(G).shape == (60, 11 + 5)
+    union.fit(G)
+    restored = pickle.loads(pickle.dumps(union))
+    np.testing.assert_allclose(restored.transform(G).features, union.transform(G).features)
+
+
+def test_nodewise_branch(graph):
+    G, _ = graph
+    union = GraphFeatureUnion([("scaled", NodeWise(StandardScaler())),
+                               ("structure", _structure())])
+    Z = union.fit(G[:30]).transform(G)
+    np.testing.assert_allclose(Z.features[:30, :5].mean(0), 0, atol=1e-12)
+
+
+def test_errors(graph):
+    G, _ = graph
+    with pytest.raises(TypeError, match="graph transformer"):
+        GraphFeatureUnion([("plain", StandardScaler()), ("s", _structure())]).fit_transform(G)
+    with pytest.raises(ValueError, match="changed the graph"):
+        GraphFeatureUnion([("edges", EdgeRR(2.0, random_state=0)),
+                           ("s", _structure())]).fit_transform(G)
+    with pytest.raises(TypeError, match="GraphData"):
+        GraphFeatureUnion([("s", _structure())]).fit(G).transform(np.asarray(G))
