@@ -13,8 +13,11 @@ def _check_output(out, dataset, header, eps):
     lines = out.splitlines()
     assert lines[0].startswith(f"skldp {dataset}: {header}"), lines[0]
     assert f"HDS eps={eps}" in lines[0]
-    assert sum(line.startswith("  seed ") for line in lines) == 1
-    for label in (f"PrivGE (HDS eps={eps})", "graph-only baseline", "non-private (eps=inf)"):
+    seed_lines = [line for line in lines if line.startswith("  seed ")]
+    assert len(seed_lines) == 1, seed_lines
+    assert re.search(r"feature-free [01]\.\d{3}", seed_lines[0]), seed_lines
+    for label in (f"PrivGE (HDS eps={eps})", "graph-only baseline", "non-private (eps=inf)",
+                  "feature-free (label prop.)"):
         m = re.search(re.escape(label) + r"\s+(\d+\.\d) ±\s+(\d+\.\d) %", out)
         assert m, (label, out)
         assert 0 <= float(m.group(1)) <= 100
@@ -41,6 +44,8 @@ def test_main_cora_one_seed(capsys):
     _check_output(out, "cora", "2708 nodes, 1433 features, 2708 labelled", 2)
     acc = float(re.search(r"non-private \(eps=inf\)\s+(\d+\.\d)", out).group(1))
     assert acc > 50  # 30 epochs already beat the 30 % majority class
+    lp = float(re.search(r"feature-free \(label prop\.\)\s+(\d+\.\d)", out).group(1))
+    assert lp > 80  # label propagation on Cora: about 87 %
 
 
 @pytest.mark.parametrize("argv", [["--seeds", "0"], ["--epochs", "0"], ["--eps", "0"],
