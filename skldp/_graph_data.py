@@ -18,7 +18,7 @@ class _GraphStore:
     """Whole-graph storage shared by all views of one attributed graph."""
 
     __slots__ = ("features", "adjacency", "node_ids", "feature_names", "token",
-                 "_memo", "_node_keys", "_symmetric", "_population")
+                 "_memo", "_node_keys", "_symmetric", "_one_sided", "_finite", "_population")
 
     def __init__(self, features, adjacency, node_ids, feature_names, population=None):
         self.features = features
@@ -28,7 +28,10 @@ class _GraphStore:
         self.token = uuid.uuid4().hex
         self._memo = OrderedDict()
         self._node_keys = None
+        # Cached whole-graph checks (None: not computed yet).
         self._symmetric = None
+        self._one_sided = None
+        self._finite = None
         # Which users the default (positional) ids stand for: "explicit" when the
         # caller gave node_ids, else a content hash of the features, computed lazily
         # and inherited by derived stores (the same users).
@@ -40,6 +43,8 @@ class _GraphStore:
         return {s: getattr(self, s) for s in self.__slots__ if s != "_memo"}
 
     def __setstate__(self, state):
+        for s in ("_one_sided", "_finite"):  # stores pickled before these caches existed
+            setattr(self, s, None)
         for k, v in state.items():
             setattr(self, k, v)
         self._memo = OrderedDict()
@@ -134,6 +139,17 @@ class GraphData:
     shape : tuple
         ``(len(rows), n_features)``, as for the matrix scikit-learn sees.
 
+    Notes
+    -----
+    **Indexing** selects rows of the view (not of the whole graph): ``G[i]``
+    (a one-row view), ``G[[i, j]]``, ``G[mask]`` (a boolean array of the
+    view's length), ``G[a:b:c]`` and scikit-learn's ``G[idx, ...]``. Negative
+    positions count from the end of the view, as in numpy. An empty index
+    (``G[[]]``) gives an empty view (0 rows of the same graph), as numpy and
+    scikit-learn's ``_safe_indexing`` do for empty index arrays. A position
+    outside the view raises an ``IndexError`` that names the view's size;
+    non-integer or multi-dimensional indices raise an ``IndexError`` too.
+
     Examples
     --------
     >>> import numpy as np, scipy.sparse as sp
@@ -165,10 +181,7 @@ class GraphData:
                 raise ValueError("node_ids must be unique.")
         A = _as_adjacency(adjacency, n, ids if node_ids is not None else None)
         if feature_names is not None:
-            feature_names = np.asarray(feature_names, dtype=object)
-            if feature_names.shape != (X.shape[1],):
-                raise ValueError(f"feature_names must have length {X.shape[1]}, "
-                                 f"got {feature_names.shape}.")
+            feature_names = _as_feature_names(feature_names, X.shape[1])
         self._store = _GraphStore(X, A, ids, feature_names,
                                   population="explicit" if node_ids is not None else None)
         self.rows = np.arange(n)
@@ -197,15 +210,9 @@ class GraphData:
                 key = key[0]
             else:
                 raise IndexError("GraphData supports row (node) indexing only.")
-        if isinstance(key, numbers.Integral):
-            key = [key]
         if isinstance(key, slice):
             return self._replace(self.rows[key])
-        key = np.asarray(key)
-        if key.dtype == bool and key.shape != self.rows.shape:
-            raise IndexError(f"boolean index of length {len(key)} does not match "
-                             f"{len(self.rows)} rows.")
-        return self._replace(self.rows[key])
+        return self._replace(self.rows[_row_positions(key, len(self.rows))])
 
     def __array__(self, dtype=None, copy=None):
         X = self._store.features[self.rows]
@@ -288,6 +295,39 @@ class GraphData:
             st._symmetric = (A != A.T).nnz == 0
         return st._symmetric
 
+    def is_one_sided(self):
+        """Whether every edge lies on one side of the diagonal (cached).
+
+        True for a directed adjacency whose off-diagonal entries are all above
+        the diagonal, or all below it: typically an undirected edge list
+        stored once (``i < j``). ``False`` for symmetric, unknown or edgeless
+        graphs (self loops do not count).
+        """
+        st = self._store
+        if st.adjacency is None:
+            return False
+        if st._one_sided is None:
+            A = st.adjacency
+            rows = np.repeat(np.arange(A.shape[0]), np.diff(A.indptr))
+            upper = np.count_nonzero(A.indices > rows)
+            lower = np.count_nonzero(A.indices < rows)
+            st._one_sided = (upper == 0) != (lower == 0)
+        return st._one_sided
+
+    def require_finite_features(self, step="This step"):
+        """Return the features of all nodes, raising if any is NaN or infinite.
+
+        The check covers the whole graph (graph steps mix every node's
+        features) and is done once per graph: the result is cached on the
+        shared store, as for :meth:`is_symmetric`.
+        """
+        st = self._store
+        if not st._finite:
+            from .utils import validation
+            validation.check_finite_features(st.features, name=f"the features given to {step}")
+            st._finite = True
+        return st.features
+
     def require_adjacency(self, step="This step"):
         """Return the adjacency or raise a clear error if the graph is unknown."""
         if self._store.adjacency is None:
@@ -313,9 +353,12 @@ class GraphData:
         X = _as_features(features)
         if X.shape[0] != self.n_nodes:
             raise ValueError(f"new features have {X.shape[0]} rows for {self.n_nodes} nodes.")
+        if feature_names is not None:
+            feature_names = _as_feature_names(feature_names, X.shape[1])
         new = _GraphStore(X, st.adjacency, st.node_ids, feature_names,
                           population=self.population or "explicit")
         new._node_keys, new._symmetric = st._node_keys, st._symmetric
+        new._one_sided = st._one_sided
         return GraphData._from_store(new, self.rows)
 
     def with_adjacency(self, adjacency):
@@ -324,7 +367,17 @@ class GraphData:
         A = _as_adjacency(adjacency, self.n_nodes, None)
         new = _GraphStore(st.features, A, st.node_ids, st.feature_names,
                           population=st._population)
-        new._node_keys = st._node_keys
+        new._node_keys, new._finite = st._node_keys, st._finite
+        return GraphData._from_store(new, self.rows)
+
+    def _with_feature_names(self, feature_names):
+        """The same rows, features and graph under other column names (a new store)."""
+        st = self._store
+        new = _GraphStore(st.features, st.adjacency, st.node_ids,
+                          _as_feature_names(feature_names, st.features.shape[1]),
+                          population=st._population)
+        for s in ("_node_keys", "_symmetric", "_one_sided", "_finite"):
+            setattr(new, s, getattr(st, s))
         return GraphData._from_store(new, self.rows)
 
     def full(self):
@@ -362,6 +415,42 @@ class GraphData:
         if sp.issparse(X):
             return pd.DataFrame.sparse.from_spmatrix(X, index=index, columns=cols)
         return pd.DataFrame(X, index=index, columns=cols)
+
+
+def _as_feature_names(names, n_features):
+    names = np.asarray(names, dtype=object)
+    if names.shape != (n_features,):
+        raise ValueError(f"feature_names must have length {n_features}, got {names.shape}.")
+    return names
+
+
+def _row_positions(key, n_rows):
+    """Validate a row index (not a slice) of a view of ``n_rows`` rows -> int or bool array."""
+    if isinstance(key, (bool, np.bool_)):
+        raise IndexError("GraphData does not take a single boolean as an index; use a "
+                         f"boolean mask of length {n_rows}.")
+    if isinstance(key, numbers.Integral):
+        key = [key]
+    key = np.asarray(key)
+    if key.dtype == bool:
+        if key.shape != (n_rows,):
+            raise IndexError(f"boolean index of length {key.shape[0] if key.ndim else 0} "
+                             f"does not match {n_rows} rows.")
+        return key
+    if key.size == 0:  # G[[]]: np.asarray([]) is float; an empty view, as numpy gives
+        return np.zeros(0, dtype=np.intp)
+    if not np.issubdtype(key.dtype, np.integer):
+        raise IndexError(f"GraphData row indices must be integers or booleans, got dtype "
+                         f"{key.dtype}.")
+    if key.ndim == 0:
+        key = key.reshape(1)
+    if key.ndim != 1:
+        raise IndexError(f"GraphData takes a 1-D array of row positions, got shape {key.shape}.")
+    bad = (key >= n_rows) | (key < -n_rows)
+    if bad.any():
+        raise IndexError(f"row index {key[bad][0]} is out of range for a view of {n_rows} rows "
+                         f"(valid positions: {-n_rows}..{n_rows - 1}).")
+    return key
 
 
 def _nbytes(value):

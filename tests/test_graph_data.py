@@ -181,3 +181,68 @@ def test_memo_is_bounded_in_bytes(monkeypatch):
     assert G.memo_get("big") is not None and len(G._store._memo) == 1
     view = GraphData(np.ones((3, 1))).with_features(np.zeros((3, 50)))
     assert gd._nbytes(view) == 3 * 50 * 8
+
+
+# ------------------------------------------------------------------ indexing
+def test_empty_index_gives_an_empty_view():
+    G = GraphData(np.arange(8.).reshape(4, 2), _path_graph(4), node_ids=[10, 11, 12, 13])
+    for key in ([], np.array([], dtype=np.int64), np.array([]), (np.array([], int), ...)):
+        v = G[key]
+        assert v.shape == (0, 2) and v.n_nodes == 4 and v.token == G.token
+        assert np.asarray(v).shape == (0, 2) and v.node_ids.shape == (0,)
+    assert G[[]][[]].shape == (0, 2)
+    from sklearn.utils import _safe_indexing
+    assert _safe_indexing(G, np.array([], dtype=int)).shape == (0, 2)
+
+
+def test_out_of_range_and_bad_indices_name_the_view_size():
+    G = GraphData(np.arange(8.).reshape(4, 2), _path_graph(4))
+    v = G[[1, 3]]
+    with pytest.raises(IndexError, match=r"row index 2 is out of range for a view of 2 rows"):
+        v[[0, 2]]
+    with pytest.raises(IndexError, match=r"row index -3 is out of range for a view of 2 rows"):
+        v[-3]
+    with pytest.raises(IndexError, match="view of 4 rows"):
+        G[np.array([4])]
+    with pytest.raises(IndexError, match="integers or booleans"):
+        G[[0.5]]
+    with pytest.raises(IndexError, match="integers or booleans"):
+        G[["a"]]
+    with pytest.raises(IndexError, match="1-D"):
+        G[np.array([[0, 1]])]
+    # negative positions count from the end of the view, as in numpy
+    np.testing.assert_array_equal(v[-1].rows, [3])
+    np.testing.assert_array_equal(v[[-2, -1]].rows, [1, 3])
+
+
+# ------------------------------------------------------- cached graph checks
+def test_finite_check_is_cached_on_the_store(monkeypatch):
+    import skldp.utils.validation as val
+    calls = []
+    real = val.check_finite_features
+    monkeypatch.setattr(val, "check_finite_features",
+                        lambda X, name="features": calls.append(1) or real(X, name))
+    G = GraphData(np.arange(8.).reshape(4, 2), _path_graph(4))
+    for view in (G, G[[0]], G[[2, 3]]):
+        view.require_finite_features("Step")
+    assert len(calls) == 1
+    # a new adjacency keeps the features, and their check
+    G.with_adjacency(np.eye(4)).require_finite_features("Step")
+    assert len(calls) == 1
+    bad = np.arange(8.).reshape(4, 2)
+    bad[2, 1] = np.inf
+    with pytest.raises(ValueError, match=r"the features given to Step contain NaN or infinite "
+                                         r"values \(first at row 2, column 1\)"):
+        GraphData(bad, _path_graph(4))[[0]].require_finite_features("Step")
+
+
+def test_one_sided_adjacency_is_detected():
+    A = np.triu(_path_graph(4))
+    assert GraphData(np.ones((4, 1)), A).is_one_sided()
+    assert GraphData(np.ones((4, 1)), A.T).is_one_sided()
+    assert not GraphData(np.ones((4, 1)), _path_graph(4)).is_one_sided()
+    B = A.copy()
+    B[3, 0] = 1  # a directed cycle: edges on both sides
+    assert not GraphData(np.ones((4, 1)), B).is_one_sided()
+    assert not GraphData(np.ones((4, 1)), np.eye(4)).is_one_sided()  # self loops only
+    assert not GraphData(np.ones((4, 1))).is_one_sided()
