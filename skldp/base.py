@@ -1,9 +1,13 @@
 """Base classes: graph transformers, local DP mechanisms, NodeWise, graph classifiers."""
 
+import functools
+
 import numpy as np
 import scipy.sparse as sp
 from joblib import hash as joblib_hash
 from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin, clone
+from sklearn.utils._set_output import _wrap_data_with_container
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_array, check_is_fitted, column_or_1d
 
@@ -13,7 +17,9 @@ from .utils.validation import (
     check_eps,
     check_finite_features,
     check_graph_data,
+    check_input_features,
     clip_to_range,
+    input_feature_names,
     resolve_feature_range,
 )
 
@@ -100,25 +106,95 @@ def fitted_token(estimator):
     return joblib_hash((type(estimator).__module__, type(estimator).__qualname__, params, state))
 
 
+def _records_feature_names(fit):
+    """Wrap ``fit`` so that it sets ``feature_names_in_`` as scikit-learn does.
+
+    The names of ``X`` (a GraphData's ``feature_names``, a DataFrame's string
+    columns) are stored after a successful fit; unnamed input removes those of
+    an earlier fit.
+    """
+    if getattr(fit, "_skldp_records_names", False):
+        return fit
+
+    @functools.wraps(fit)
+    def wrapped(self, *args, **kwargs):
+        out = fit(self, *args, **kwargs)
+        names = input_feature_names(args[0] if args else kwargs.get("X"))
+        if names is None:
+            self.__dict__.pop("feature_names_in_", None)
+        else:
+            self.feature_names_in_ = names
+        return out
+
+    wrapped._skldp_records_names = True
+    return wrapped
+
+
+def _wraps_plain_output(method):
+    """Wrap ``transform``: plain-array outputs follow ``set_output``; GraphData never."""
+    if getattr(method, "_skldp_wraps_output", False):
+        return method
+
+    @functools.wraps(method)
+    def wrapped(self, X, *args, **kwargs):
+        return self._wrap_plain_output(method(self, X, *args, **kwargs), X)
+
+    wrapped._skldp_wraps_output = True
+    return wrapped
+
+
 class GraphTransformerMixin(TransformerMixin, auto_wrap_output_keys=None):
     """Mixin for transformers that take and return :class:`~skldp.GraphData`.
 
     Subclasses implement ``_transform_graph(G_full)`` returning a GraphData
     over all nodes (usually ``G_full.with_features(Z)``). :meth:`transform`
     computes it once per (fitted step, graph), keeps it in the graph's memo and
-    returns the rows of the input view. Output auto-wrapping is disabled
-    (DESIGN.md §1, pitfall 2), so ``set_config(transform_output="pandas")``
-    leaves graph pipelines intact.
+    returns the rows of the input view.
+
+    **Input checks.** ``_graph_requirements`` lists what :meth:`fit` and
+    :meth:`transform` require of the graph (see
+    :func:`skldp.utils.validation.check_graph_data`); by default a known
+    adjacency and finite features (checked once per graph: NaN or inf would
+    spread to every neighbour). Steps that handle missing values themselves
+    (:class:`NodeWise`) or check them with their own messages (mechanisms)
+    override it.
+
+    **Feature names** follow scikit-learn: ``fit`` on a GraphData with
+    ``feature_names`` (or a pandas DataFrame) sets ``feature_names_in_``, and
+    :meth:`get_feature_names_out` gives the output names (the input names by
+    default: a step that keeps its columns). The output GraphData carries
+    them, so ``G.to_pandas()`` after a pipeline has the right columns; a step
+    that makes new columns names them in its ``get_feature_names_out``.
+
+    **Output containers.** Scikit-learn's automatic output wrapping is
+    disabled for every subclass (DESIGN.md §1, pitfall 2): a GraphData is
+    never converted, so ``set_config(transform_output="pandas")`` and
+    ``set_output(transform="pandas")`` leave graph pipelines intact. Dense
+    plain-array outputs (a step used on arrays) follow these settings like any
+    scikit-learn transformer; sparse ones are returned as they are.
     """
 
-    _graph_requirements = {"require_adjacency": True}
+    _graph_requirements = {"require_adjacency": True, "require_finite": True}
 
+    def __init_subclass__(cls, auto_wrap_output_keys=None, **kwargs):
+        # scikit-learn would wrap transform and convert GraphData outputs: opt out, and
+        # wrap with the GraphData-aware version instead (set_output stays available).
+        super().__init_subclass__(auto_wrap_output_keys=None, **kwargs)
+        cls._sklearn_auto_wrap_output_keys = {"transform"}
+        if "fit" in cls.__dict__:
+            cls.fit = _records_feature_names(cls.__dict__["fit"])
+        for method in ("transform", "fit_transform"):
+            if method in cls.__dict__:
+                setattr(cls, method, _wraps_plain_output(cls.__dict__[method]))
+
+    @_records_feature_names
     def fit(self, X, y=None):
         """Check the input; most propagation steps learn nothing."""
         G = check_graph_data(X, self, **self._graph_requirements)
         self.n_features_in_ = G.shape[1]
         return self
 
+    @_wraps_plain_output
     def transform(self, X):
         """Apply the step over the whole graph and return the rows of ``X``."""
         check_is_fitted(self)
@@ -129,11 +205,52 @@ class GraphTransformerMixin(TransformerMixin, auto_wrap_output_keys=None):
         rebase = getattr(G, "_rebase", None)
         return out._replace(G.rows) if rebase is None else rebase(out)
 
+    def fit_transform(self, X, y=None, **fit_params):
+        """``fit(X, y).transform(X)`` (without scikit-learn's output wrapping)."""
+        fitted = self.fit(X, **fit_params) if y is None else self.fit(X, y, **fit_params)
+        return fitted.transform(X)
+
+    def get_feature_names_out(self, input_features=None):
+        """Names of the output features: the input names (this step keeps its columns).
+
+        Parameters
+        ----------
+        input_features : array-like of str or None, default=None
+            Input names; ``None`` takes ``feature_names_in_`` when the step
+            was fitted on named features, else ``x0, x1, ...``.
+
+        Returns
+        -------
+        feature_names_out : ndarray of str objects
+        """
+        check_is_fitted(self, "n_features_in_")
+        return check_input_features(self, input_features)
+
+    def _wrap_plain_output(self, out, X):
+        if isinstance(out, GraphData) or sp.issparse(out):
+            return out
+        return _wrap_data_with_container("transform", out, X, self)
+
+    def _named_output(self, G, out):
+        """``out`` (all nodes) with the names of :meth:`get_feature_names_out` for ``G``."""
+        if out.feature_names is not None or out._store is G._store:
+            return out
+        try:
+            names = self.get_feature_names_out(G.feature_names)
+        except (AttributeError, ValueError):  # no names defined, or fitted on other names
+            return out
+        if len(names) != out.shape[1] or (
+                G.feature_names is None
+                and list(names) == [f"x{i}" for i in range(out.shape[1])]):
+            return out  # unnamed in, unnamed out
+        return out._with_feature_names(names)
+
     def _memoised_full(self, G):
         key = ("skldp", fitted_token(self))
         out = G.memo_get(key)
         if out is None:
-            out = G.memo_set(key, self._transform_graph(G.full()))
+            full = G.full()
+            out = G.memo_set(key, self._named_output(full, self._transform_graph(full)))
         return out
 
     def _check_n_features(self, X):
@@ -229,7 +346,7 @@ class LDPMechanism(GraphTransformerMixin, BaseEstimator):
 
     def _transform_graph(self, G):
         Z = self._reports_for(G.features, G.node_keys)
-        return G.with_features(Z)
+        return G.with_features(Z, feature_names=G.feature_names)
 
     def _reports_for(self, X, keys):
         """Reports of the users ``keys``: drawn from ``seed_``, or the saved ones without it."""
@@ -299,6 +416,12 @@ class NodeWise(GraphTransformerMixin, BaseEstimator):
     (DESIGN.md §1, pitfall 5). On plain arrays it behaves like the wrapped
     transformer.
 
+    It accepts missing or infinite features (e.g. ``NodeWise(SimpleImputer())``
+    imputes them); the graph step after it refuses any that remain.
+    :meth:`get_feature_names_out` is the wrapped transformer's (given the
+    input names), and the output GraphData carries these names, e.g.
+    ``pca0, pca1`` for ``NodeWise(PCA(2))``.
+
     Parameters
     ----------
     estimator : transformer
@@ -308,6 +431,11 @@ class NodeWise(GraphTransformerMixin, BaseEstimator):
     ----------
     estimator_ : transformer
         The fitted clone.
+    n_features_in_ : int
+        Number of input features.
+    feature_names_in_ : ndarray of str objects
+        Input feature names, when the input had names (GraphData
+        ``feature_names`` or DataFrame columns).
 
     Examples
     --------
@@ -343,6 +471,24 @@ class NodeWise(GraphTransformerMixin, BaseEstimator):
 
     def _transform_graph(self, G):
         return G.with_features(self.estimator_.transform(G.features))
+
+    @available_if(lambda self: hasattr(self.estimator, "get_feature_names_out"))
+    def get_feature_names_out(self, input_features=None):
+        """Output names of the wrapped transformer for these input names.
+
+        Parameters
+        ----------
+        input_features : array-like of str or None, default=None
+            Input names; ``None`` takes ``feature_names_in_`` when fitted on
+            named features, else ``x0, x1, ...``.
+
+        Returns
+        -------
+        feature_names_out : ndarray of str objects
+        """
+        check_is_fitted(self, "estimator_")
+        names = check_input_features(self, input_features)
+        return np.asarray(self.estimator_.get_feature_names_out(names), dtype=object)
 
 
 class GraphClassifierMixin(ClassifierMixin):

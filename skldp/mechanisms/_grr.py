@@ -342,8 +342,21 @@ class FeatureGrouper(GraphTransformerMixin, BaseEstimator):
         return group_features(X, self.group_size)
 
     def get_feature_names_out(self, input_features=None):
-        """``group0``, ``group1``, ... (one name per group)."""
+        """``group0``, ``group1``, ... (one name per group).
+
+        Parameters
+        ----------
+        input_features : array-like of str or None, default=None
+            Checked against ``feature_names_in_`` / ``n_features_in_`` as in
+            scikit-learn; the output names do not depend on them.
+
+        Returns
+        -------
+        feature_names_out : ndarray of str objects
+        """
+        from ..utils.validation import check_input_features
         check_is_fitted(self, "n_features_out_")
+        check_input_features(self, input_features)
         return np.asarray([f"group{g}" for g in range(self.n_features_out_)], dtype=object)
 
     def _transform_graph(self, G):

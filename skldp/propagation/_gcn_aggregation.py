@@ -65,8 +65,20 @@ class GCNAggregation(GraphTransformerMixin, BaseEstimator):
     - ``normalization=None``: ``P = A + I`` (plain sum).
 
     ``self_loops=False`` drops ``I`` (and ``v`` from ``N(v)``). Edge weights of
-    a weighted adjacency are used as given; for a directed adjacency row ``v``
-    aggregates the nodes ``u`` with ``A[v, u] != 0``.
+    a weighted adjacency are used as given.
+
+    **Directed graphs** are supported, not symmetrised: row ``v`` aggregates
+    the nodes ``u`` with ``A[v, u] != 0`` (its out-neighbours; e.g. user
+    ``v``'s own report under :class:`~skldp.mechanisms.EdgeRR` with
+    ``symmetrize="directed"``) and ``d_v`` is the row sum of ``A + I``, for
+    ``v`` and ``u`` alike (the convention of the GNN classifiers). An
+    adjacency whose edges all lie on one side of the diagonal, typically an
+    undirected edge list stored once, gets a ``UserWarning``: symmetrise it
+    with ``A.maximum(A.T)``.
+
+    **Input checks.** NaN or infinite features anywhere in the graph raise a
+    ``ValueError`` (they would spread to every neighbour); impute them first,
+    e.g. with ``NodeWise(SimpleImputer())`` before the mechanism.
 
     **Isolated nodes.** With self loops an isolated node has ``d_v = 1`` and
     keeps its own (noisy) features; without self loops its row of ``P`` is
@@ -93,6 +105,9 @@ class GCNAggregation(GraphTransformerMixin, BaseEstimator):
     ----------
     n_features_in_ : int
         Number of features.
+    feature_names_in_ : ndarray of str objects
+        Names of the features, when the GraphData has ``feature_names``. The
+        output keeps them (:meth:`get_feature_names_out`).
 
     References
     ----------
@@ -123,7 +138,7 @@ class GCNAggregation(GraphTransformerMixin, BaseEstimator):
 
     def _transform_graph(self, G):
         P = propagation_matrix(G.adjacency, self.self_loops, self.normalization)
-        return G.with_features(apply_propagation(P, G.features))
+        return G.with_features(apply_propagation(P, G.features), feature_names=G.feature_names)
 
     def propagation_matrix(self, X):
         """The operator ``P`` (CSR, all nodes) used on the graph of ``X``."""

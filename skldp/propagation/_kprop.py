@@ -35,6 +35,15 @@ class KProp(GraphTransformerMixin, BaseEstimator):
     **Isolated nodes.** With self loops an isolated node keeps its own
     features at every step; without self loops its output is zero.
 
+    **Directed graphs** are supported, not symmetrised: each step aggregates,
+    for row ``v``, the nodes ``u`` with ``A[v, u] != 0`` (out-neighbours),
+    with ``D`` the row sums, as :class:`GCNAggregation`. An adjacency whose
+    edges all lie on one side of the diagonal (an undirected edge list stored
+    once) gets a ``UserWarning``: symmetrise it with ``A.maximum(A.T)``.
+
+    **Input checks.** NaN or infinite features anywhere in the graph raise a
+    ``ValueError``, even for ``steps=0``.
+
     Sparse features stay sparse while the aggregate has at most 25 %
     non-zeros, then they are turned dense.
 
@@ -51,6 +60,9 @@ class KProp(GraphTransformerMixin, BaseEstimator):
     ----------
     n_features_in_ : int
         Number of features.
+    feature_names_in_ : ndarray of str objects
+        Names of the features, when the GraphData has ``feature_names``; the
+        output keeps them.
 
     References
     ----------
@@ -90,4 +102,4 @@ class KProp(GraphTransformerMixin, BaseEstimator):
         Z = G.features
         for _ in range(K):  # K sparse products, not a loop over nodes
             Z = apply_propagation(P, Z)
-        return G.with_features(Z)
+        return G.with_features(Z, feature_names=G.feature_names)

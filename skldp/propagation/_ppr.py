@@ -98,6 +98,9 @@ class PPRPropagation(GraphTransformerMixin, BaseEstimator):
     ----------
     n_features_in_ : int
         Number of features.
+    feature_names_in_ : ndarray of str objects
+        Names of the features, when the GraphData has ``feature_names``; the
+        output keeps them.
 
     Notes
     -----
@@ -106,6 +109,12 @@ class PPRPropagation(GraphTransformerMixin, BaseEstimator):
     are the row sums of the adjacency (weighted degrees for weighted graphs;
     out-degrees for a directed graph, for which the series still converges
     since ``T`` is similar to the row-stochastic ``D^-1 A``).
+
+    Directed graphs are supported (power iteration, see ``solver``), not
+    symmetrised; an adjacency whose edges all lie on one side of the diagonal
+    (an undirected edge list stored once) gets a ``UserWarning``. NaN or
+    infinite features anywhere in the graph raise a ``ValueError``: the
+    series would spread them to every node of their component.
 
     References
     ----------

@@ -110,6 +110,13 @@ class FeatureSmoothing(GraphTransformerMixin, BaseEstimator):
     privacy budget. The number of steps must be tuned: too many over-smooth.
     Equivalent to LPGNN's KProp with the mean aggregator.
 
+    **Directed graphs** (e.g. :class:`~skldp.mechanisms.EdgeRR` with
+    ``symmetrize="directed"``) are supported, not symmetrised: node ``i``
+    averages the nodes ``j`` with ``A[i, j] != 0``, i.e. its own reported
+    list. An adjacency whose edges all lie on one side of the diagonal (an
+    undirected edge list stored once) gets a ``UserWarning``. NaN or infinite
+    features raise a ``ValueError``.
+
     Parameters
     ----------
     steps : int, default=2
@@ -120,6 +127,9 @@ class FeatureSmoothing(GraphTransformerMixin, BaseEstimator):
     Attributes
     ----------
     n_features_in_ : int
+    feature_names_in_ : ndarray of str objects
+        Names of the features, when the GraphData has ``feature_names``; the
+        output keeps them.
 
     References
     ----------
@@ -136,7 +146,7 @@ class FeatureSmoothing(GraphTransformerMixin, BaseEstimator):
     array([4.5, 0. , 0. ])
     """
 
-    _graph_requirements = {"require_adjacency": True}
+    _graph_requirements = {"require_adjacency": True, "require_finite": True}
 
     def __init__(self, steps=2, *, self_loops=False):
         self.steps = steps
@@ -149,4 +159,4 @@ class FeatureSmoothing(GraphTransformerMixin, BaseEstimator):
 
     def _transform_graph(self, G):
         return G.with_features(smooth_features(G.features, G.adjacency, self.steps,
-                                               self.self_loops))
+                                               self.self_loops), feature_names=G.feature_names)

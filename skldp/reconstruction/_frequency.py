@@ -80,11 +80,18 @@ class FrequencyReconstructor(GraphTransformerMixin, BaseEstimator):
     clip : bool, default=True
         Clip binary probabilities to [0, 1].
 
+    The output has one column per reported feature (its reconstruction), so
+    it keeps the input's feature names (:meth:`get_feature_names_out`). A
+    directed adjacency is averaged over each node's row (``A[v, u] != 0``),
+    like :class:`~skldp.propagation.KProp`; an adjacency whose edges all lie
+    on one side of the diagonal gets a ``UserWarning``. NaN or infinite
+    reports raise a ``ValueError``.
+
     Attributes
     ----------
     n_features_in_ : int
-    domain_sizes_ : ndarray of int
-        Set on the first transform when ``domain_sizes`` is ``None``.
+    feature_names_in_ : ndarray of str objects
+        Names of the reported features, when the GraphData has them.
 
     References
     ----------
@@ -105,7 +112,7 @@ class FrequencyReconstructor(GraphTransformerMixin, BaseEstimator):
     (4, 2)
     """
 
-    _graph_requirements = {"require_adjacency": True}
+    _graph_requirements = {"require_adjacency": True, "require_finite": True}
 
     def __init__(self, eps=1.0, m=1, *, domain_sizes=None, hops=2, self_loops=True, clip=True):
         self.eps = eps
@@ -123,7 +130,7 @@ class FrequencyReconstructor(GraphTransformerMixin, BaseEstimator):
 
     def fit(self, X, y=None):
         """Check the graph and the protocol parameters (nothing is learned)."""
-        G = check_graph_data(X, self, require_adjacency=True)
+        G = check_graph_data(X, self, **self._graph_requirements)
         check_eps(self.eps)
         check_int(self.hops, "hops")
         d = G.shape[1]

@@ -10,7 +10,8 @@ from .._graph_data import GraphData
 from ..exceptions import InvalidParameterError, PrivacyLeakWarning
 
 __all__ = ["check_eps", "check_int", "check_graph_data", "check_finite_features",
-           "resolve_feature_range", "clip_to_range"]
+           "resolve_feature_range", "clip_to_range", "input_feature_names",
+           "check_input_features"]
 
 
 def check_eps(eps, name="eps", allow_inf=True):
@@ -54,8 +55,32 @@ def check_int(value, name, minimum=0, maximum=None, *, maximum_is=None, allow_no
     return int(value)
 
 
-def check_graph_data(X, estimator=None, require_adjacency=False, require_symmetric=False):
-    """Ensure ``X`` is a :class:`GraphData` (with a graph if required)."""
+def check_graph_data(X, estimator=None, require_adjacency=False, require_symmetric=False,
+                     require_finite=False):
+    """Ensure ``X`` is a :class:`GraphData` (with a graph and finite features if required).
+
+    Parameters
+    ----------
+    X : object
+        The input of a graph step.
+    estimator : estimator or None
+        Named in the error messages.
+    require_adjacency : bool, default=False
+        Refuse an unknown graph (``adjacency=None``). A directed adjacency is
+        accepted (row ``v`` lists the nodes ``v`` aggregates), but one whose
+        edges all lie on one side of the diagonal, typically an undirected
+        edge list stored once, gets a ``UserWarning`` suggesting
+        ``A.maximum(A.T)``.
+    require_symmetric : bool, default=False
+        Refuse an unknown or directed graph.
+    require_finite : bool, default=False
+        Refuse NaN or infinite features anywhere in the graph (checked once
+        per graph, see :meth:`skldp.GraphData.require_finite_features`).
+
+    Returns
+    -------
+    X : GraphData
+    """
     name = type(estimator).__name__ if estimator is not None else "This step"
     if not isinstance(X, GraphData):
         raise TypeError(f"{name} needs the graph: pass a skldp.GraphData, not "
@@ -64,18 +89,78 @@ def check_graph_data(X, estimator=None, require_adjacency=False, require_symmetr
         X.require_symmetric(name)
     elif require_adjacency:
         X.require_adjacency(name)
+        if X.is_one_sided():
+            warnings.warn(
+                f"{name}: every edge of the adjacency lies on one side of the diagonal, so the "
+                "graph is directed and row v reaches only the nodes u with A[v, u] != 0. If it "
+                "is an undirected graph whose edges were stored once, symmetrise it first: "
+                "A.maximum(A.T).", UserWarning, stacklevel=3)
+    if require_finite:
+        X.require_finite_features(name)
     return X
 
 
 def check_finite_features(X, name="features"):
     """Raise a clear error if a dense or sparse matrix holds NaN or inf."""
     data = X.data if sp.issparse(X) else np.asarray(X)
+    # Fast path without a boolean temporary of the data's size: a sum is finite only if
+    # every term is (it may overflow to inf for finite terms; then check element-wise).
+    with np.errstate(over="ignore", invalid="ignore"):
+        if data.dtype.kind in "fc" and np.isfinite(data.sum()):
+            return X
     if not np.all(np.isfinite(data)):
         bad = np.argwhere(~np.isfinite(X.toarray() if sp.issparse(X) else data))[0]
         raise ValueError(f"{name} contain NaN or infinite values (first at row {bad[0]}, "
                          f"column {bad[-1]}). Impute them before privatisation, e.g. with "
                          "NodeWise(SimpleImputer()).")
     return X
+
+
+def input_feature_names(X):
+    """Column names of ``X``, or ``None``, following scikit-learn's rule.
+
+    A :class:`GraphData` gives its ``feature_names``; a pandas DataFrame its
+    columns when all are strings (other column labels give ``None``, as in
+    scikit-learn); anything else ``None``.
+    """
+    if isinstance(X, GraphData):
+        return None if X.feature_names is None else np.asarray(X.feature_names, dtype=object)
+    columns = getattr(X, "columns", None)
+    if columns is None or not hasattr(X, "iloc"):
+        return None
+    names = np.asarray(columns, dtype=object)
+    if len(names) and all(isinstance(c, str) for c in names):
+        return names
+    return None
+
+
+def check_input_features(estimator, input_features=None):
+    """The input feature names of a fitted step (scikit-learn's ``get_feature_names_out`` rule).
+
+    ``input_features=None`` gives ``feature_names_in_`` when the step was
+    fitted on named columns, else ``x0 .. x{n_features_in_ - 1}``. Given names
+    must have length ``n_features_in_`` and equal ``feature_names_in_`` when
+    it exists.
+
+    Returns
+    -------
+    names : ndarray of object
+    """
+    names_in = getattr(estimator, "feature_names_in_", None)
+    n_in = getattr(estimator, "n_features_in_", None)
+    if input_features is None:
+        if names_in is not None:
+            return np.asarray(names_in, dtype=object)
+        if n_in is None:
+            raise ValueError("Unable to generate feature names without n_features_in_.")
+        return np.asarray([f"x{i}" for i in range(n_in)], dtype=object)
+    input_features = np.asarray(input_features, dtype=object)
+    if names_in is not None and not np.array_equal(names_in, input_features):
+        raise ValueError("input_features is not equal to feature_names_in_")
+    if n_in is not None and len(input_features) != n_in:
+        raise ValueError("input_features should have length equal to number of features "
+                         f"({n_in}), got {len(input_features)}")
+    return input_features
 
 
 def _col_min_max(X):

@@ -131,3 +131,40 @@ def test_errors():
         agg.transform(X)
     with pytest.raises(ValueError, match="features"):
         agg.transform(GraphData(np.zeros((6, 2)), sp.csr_matrix(A)))
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_non_finite_features_are_refused(bad):
+    A, X = _toy_graph()
+    X = X.copy()
+    X[4, 2] = bad
+    G = GraphData(X, sp.csr_matrix(A))
+    with pytest.raises(ValueError, match=r"GCNAggregation contain NaN or infinite values "
+                                         r"\(first at row 4, column 2\)"):
+        GCNAggregation().fit(G)
+    fitted = GCNAggregation().fit(GraphData(np.zeros((6, 3)), sp.csr_matrix(A)))
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        fitted.transform(G[[0, 1]])  # a view that does not hold the bad row
+
+
+def test_directed_adjacency_aggregates_out_neighbours():
+    """Row v aggregates the u with A[v, u] != 0; degrees are row sums (documented rule)."""
+    A = np.array([[0, 1, 1], [1, 0, 0], [0, 1, 0]], dtype=float)  # 0->1, 0->2, 1->0, 2->1
+    X = np.array([[1.0], [10.0], [100.0]])
+    G = GraphData(X, sp.csr_matrix(A))
+    for norm in ("sym", "rw", None):
+        for loops in (True, False):
+            out = np.asarray(GCNAggregation(loops, norm).fit_transform(G))
+            np.testing.assert_allclose(out, _dense_gcn(A, X, loops, norm), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(GCNAggregation(normalization="rw").fit_transform(G)),
+                               [[37.0], [5.5], [55.0]], rtol=1e-6)
+
+
+def test_one_sided_adjacency_warns():
+    A, X = _toy_graph()
+    G = GraphData(X, sp.csr_matrix(np.triu(A)))
+    with pytest.warns(UserWarning, match=r"GCNAggregation: every edge of the adjacency lies "
+                                         r"on one side of the diagonal"):
+        out = GCNAggregation().fit_transform(G)
+    np.testing.assert_allclose(np.asarray(out), _dense_gcn(np.triu(A), X, True, "sym"),
+                               rtol=1e-6)

@@ -120,3 +120,26 @@ def test_errors_missing_graph_and_plain_arrays():
         KProp().fit(GraphData(X))
     with pytest.raises(ValueError, match="normalization"):
         KProp(normalization="mean").fit(GraphData(X, sp.csr_matrix(A)))
+
+
+def test_non_finite_features_are_refused():
+    A, X = _graph()
+    X = X.copy()
+    X[3, 1] = np.nan
+    G = GraphData(X, sp.csr_matrix(A))
+    with pytest.raises(ValueError, match=r"KProp contain NaN or infinite values "
+                                         r"\(first at row 3, column 1\)"):
+        KProp(steps=2).fit(G)
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        KProp(steps=0).fit(GraphData(np.zeros_like(X), sp.csr_matrix(A))).transform(G)
+
+
+def test_directed_adjacency_is_supported_and_one_sided_warns():
+    A = np.array([[0, 1, 1], [1, 0, 0], [0, 1, 0]], dtype=float)  # 0->1, 0->2, 1->0, 2->1
+    X = np.array([[1.0], [10.0], [100.0]])
+    G = GraphData(X, sp.csr_matrix(A))
+    P = _dense_operator(A, True, "rw")
+    np.testing.assert_allclose(np.asarray(KProp(steps=2).fit_transform(G)), P @ P @ X,
+                               rtol=1e-6)
+    with pytest.warns(UserWarning, match="KProp: every edge of the adjacency lies on one side"):
+        KProp().fit(GraphData(X, sp.csr_matrix(np.triu(A))))

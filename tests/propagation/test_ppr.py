@@ -186,6 +186,7 @@ def test_alpha_one_is_identity_and_max_iter_warns(small_graph):
             PPRPropagation(max_iter=3, solver=solver).fit_transform(G)
 
 
+@pytest.mark.filterwarnings("ignore:PPRPropagation. every edge:UserWarning")
 def test_directed_graph_uses_power_iteration(small_graph):
     A, X, _ = small_graph
     Ad = sp.csr_matrix(sp.triu(A, format="csr") + sp.eye(60) * 0)  # directed, some sinks
@@ -228,3 +229,20 @@ def test_pipeline_hds_then_ppr(small_graph):
     R = pipe.named_steps["hds"].transform(G).features
     np.testing.assert_allclose(np.asarray(Zall), _direct(A, R, 0.1, 0.5), rtol=1e-5,
                                atol=1e-7)
+
+
+def test_non_finite_features_are_refused(small_graph):
+    A, X, _ = small_graph
+    X = X.copy()
+    X[7, 3] = np.nan
+    G = GraphData(X, A)
+    with pytest.raises(ValueError, match=r"PPRPropagation contain NaN or infinite values "
+                                         r"\(first at row 7, column 3\)"):
+        PPRPropagation().fit(G)
+    ppr = PPRPropagation().fit(GraphData(np.zeros_like(X), A))
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        ppr.transform(G[[0]])
+    # sparse features: NaN stored in the CSR data
+    Xs = sp.csr_matrix(np.where(np.isnan(X), np.nan, 0.0))
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        PPRPropagation().fit(GraphData(Xs, A))

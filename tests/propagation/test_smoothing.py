@@ -99,3 +99,20 @@ def test_in_pipeline_with_edge_rr():
     out = pipe.fit_transform(G[:10])
     Gr = EdgeRR(3.0, random_state=0).fit_transform(G)
     np.testing.assert_allclose(np.asarray(out), smooth_features(X, Gr.adjacency, 2)[:10])
+
+
+def test_feature_smoothing_refuses_non_finite_features():
+    A, X = _graph()
+    X[5, 0] = -np.inf
+    with pytest.raises(ValueError, match=r"FeatureSmoothing contain NaN or infinite values "
+                                         r"\(first at row 5, column 0\)"):
+        FeatureSmoothing(steps=1).fit(GraphData(X, sp.csr_matrix(A)))
+
+
+def test_feature_smoothing_directed_means_over_out_neighbours():
+    A = np.array([[0, 1, 1], [1, 0, 0], [0, 1, 0]], dtype=float)
+    X = np.array([[1.0], [10.0], [100.0]])
+    out = FeatureSmoothing(steps=1).fit_transform(GraphData(X, sp.csr_matrix(A)))
+    np.testing.assert_allclose(np.asarray(out), [[55.0], [1.0], [10.0]])
+    with pytest.warns(UserWarning, match="FeatureSmoothing: every edge"):
+        FeatureSmoothing().fit(GraphData(X, sp.csr_matrix(np.triu(A))))

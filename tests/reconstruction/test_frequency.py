@@ -102,3 +102,12 @@ def test_bad_input():
         FrequencyReconstructor(1.0, 1).fit(bad).transform(bad)
     with pytest.raises(ValueError, match="needs the graph"):
         FrequencyReconstructor(1.0, 1).fit(GraphData(np.zeros((3, 2))))
+
+
+def test_non_finite_reports_are_refused():
+    G, X, _ = _sbm(n=40, d=3)
+    X = X.copy()
+    X[2, 1] = np.nan
+    with pytest.raises(ValueError, match=r"FrequencyReconstructor contain NaN or infinite "
+                                         r"values \(first at row 2, column 1\)"):
+        FrequencyReconstructor(1.0, 1).fit(GraphData(X, G.adjacency))

@@ -1,0 +1,200 @@
+"""Feature names: ``feature_names_in_``, ``get_feature_names_out`` and named outputs.
+
+scikit-learn's conventions: a step fitted on named columns (a GraphData with
+``feature_names``, or a pandas DataFrame) records them in ``feature_names_in_``;
+``get_feature_names_out(input_features=None)`` gives the names of its output
+columns, so that ``Pipeline.get_feature_names_out()`` works; graph outputs carry
+the names, so that ``G.to_pandas()`` after a pipeline has the right columns.
+"""
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+from sklearn import config_context
+from sklearn.decomposition import PCA
+from sklearn.impute import SimpleImputer
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import FunctionTransformer, StandardScaler
+from sklearn.utils.estimator_checks import (
+    check_transformer_get_feature_names_out,
+    check_transformer_get_feature_names_out_pandas,
+)
+
+from skldp import GraphData, NodeWise
+from skldp.central import DegreeBoundedSampler
+from skldp.mechanisms import (
+    EdgeRR,
+    FeatureGrouper,
+    GRRFSMechanism,
+    HDSMechanism,
+    LaplaceMechanism,
+    MultiBitMechanism,
+    OneBitMechanism,
+    PiecewiseMechanism,
+)
+from skldp.propagation import FeatureSmoothing, GCNAggregation, KProp, PPRPropagation
+from skldp.reconstruction import FrequencyReconstructor
+
+NAMES = np.array(["age", "income", "score"], dtype=object)
+
+
+@pytest.fixture
+def named_graph():
+    rng = np.random.default_rng(0)
+    n = 30
+    A = np.triu(rng.random((n, n)) < 0.2, 1)
+    A = sp.csr_matrix((A | A.T).astype(float))
+    X = rng.random((n, 3))
+    return GraphData(X, A, node_ids=np.arange(100, 100 + n), feature_names=NAMES)
+
+
+def _one_to_one_steps():
+    return [
+        OneBitMechanism(eps=1.0, feature_range=(0, 1), random_state=0),
+        MultiBitMechanism(eps=1.0, feature_range=(0, 1), random_state=0),
+        LaplaceMechanism(eps=1.0, feature_range=(0, 1), random_state=0),
+        PiecewiseMechanism(eps=1.0, feature_range=(0, 1), random_state=0),
+        HDSMechanism(eps=1.0, k=2, feature_range=(0, 1), random_state=0),
+        EdgeRR(eps=2.0, random_state=0),
+        DegreeBoundedSampler(3, random_state=0),
+        GCNAggregation(), KProp(steps=2), PPRPropagation(), FeatureSmoothing(steps=1),
+        NodeWise(StandardScaler()),
+    ]
+
+
+@pytest.mark.parametrize("step", _one_to_one_steps(), ids=lambda s: type(s).__name__)
+def test_graph_steps_keep_the_names(named_graph, step):
+    G = named_graph
+    out = step.fit(G[:20]).transform(G[20:])
+    np.testing.assert_array_equal(step.feature_names_in_, NAMES)
+    assert step.feature_names_in_.dtype == object
+    names = step.get_feature_names_out()
+    assert isinstance(names, np.ndarray) and names.dtype == object
+    np.testing.assert_array_equal(names, NAMES)
+    np.testing.assert_array_equal(step.get_feature_names_out(list(NAMES)), NAMES)
+    with pytest.raises(ValueError, match="input_features is not equal to feature_names_in_"):
+        step.get_feature_names_out(["a", "b", "c"])
+    assert list(out.to_pandas().columns) == list(NAMES)
+
+
+def test_unnamed_graph_gets_default_names(named_graph):
+    G = GraphData(named_graph.features, named_graph.adjacency)
+    step = PPRPropagation().fit(G)
+    assert not hasattr(step, "feature_names_in_")
+    np.testing.assert_array_equal(step.get_feature_names_out(), ["x0", "x1", "x2"])
+    np.testing.assert_array_equal(step.get_feature_names_out(["p", "q", "r"]), ["p", "q", "r"])
+    assert step.transform(G).feature_names is None
+    # refitting on unnamed data forgets the names of an earlier fit
+    step.fit(named_graph)
+    assert hasattr(step, "feature_names_in_")
+    step.fit(G)
+    assert not hasattr(step, "feature_names_in_")
+
+
+def test_pipeline_mechanism_then_propagation(named_graph):
+    G = named_graph
+    pipe = Pipeline([("mech", OneBitMechanism(eps=1.0, feature_range=(0, 1), random_state=0)),
+                     ("agg", GCNAggregation()), ("ppr", PPRPropagation())])
+    Z = pipe.fit_transform(G[:20])
+    np.testing.assert_array_equal(pipe.get_feature_names_out(), NAMES)
+    np.testing.assert_array_equal(pipe.feature_names_in_, NAMES)
+    assert list(Z.to_pandas().columns) == list(NAMES)
+    assert list(pipe.transform(G[[25, 21]]).to_pandas().columns) == list(NAMES)
+    assert list(pipe.transform(G[[25, 21]]).to_pandas().index) == [125, 121]
+    # the same under a global pandas output and a local set_output
+    with config_context(transform_output="pandas"):
+        out = pipe.fit(G[:20]).transform(G[20:])
+        assert isinstance(out, GraphData) and list(out.to_pandas().columns) == list(NAMES)
+        np.testing.assert_array_equal(pipe.get_feature_names_out(), NAMES)
+    out = pipe.set_output(transform="pandas").fit(G[:20]).transform(G[20:])
+    assert isinstance(out, GraphData)
+    np.testing.assert_array_equal(np.asarray(out), np.asarray(Z.full()[20:]))
+
+
+def test_edge_mechanism_before_propagation(named_graph):
+    pipe = Pipeline([("edges", EdgeRR(eps=2.0, random_state=0)), ("smooth", FeatureSmoothing())])
+    out = pipe.fit_transform(named_graph)
+    np.testing.assert_array_equal(pipe.get_feature_names_out(), NAMES)
+    assert list(out.to_pandas().columns) == list(NAMES)
+
+
+def test_steps_that_make_new_columns(named_graph):
+    G = named_graph
+    pca = NodeWise(PCA(n_components=2)).fit(G)
+    np.testing.assert_array_equal(pca.get_feature_names_out(), ["pca0", "pca1"])
+    assert list(pca.transform(G).to_pandas().columns) == ["pca0", "pca1"]
+    grouper = FeatureGrouper(group_size=2).fit(G)
+    np.testing.assert_array_equal(grouper.get_feature_names_out(), ["group0", "group1"])
+    with pytest.raises(ValueError, match="input_features is not equal to feature_names_in_"):
+        grouper.get_feature_names_out(["a", "b", "c"])
+    assert list(grouper.transform(G).to_pandas().columns) == ["group0", "group1"]
+    # PCA after propagation: the pipeline's names come from the last step
+    pipe = Pipeline([("ppr", PPRPropagation()), ("pca", NodeWise(PCA(n_components=2)))])
+    pipe.fit(G)
+    np.testing.assert_array_equal(pipe.get_feature_names_out(), ["pca0", "pca1"])
+
+
+def test_reconstruction_keeps_the_names_of_the_reported_features(named_graph):
+    G = named_graph
+    Gc = G.with_features((G.features > 0.5).astype(float), feature_names=NAMES)
+    pipe = Pipeline([("grr", GRRFSMechanism(1.0, m=1, domain_sizes=2, random_state=0)),
+                     ("rec", FrequencyReconstructor(1.0, 1, domain_sizes=2))])
+    out = pipe.fit_transform(Gc)
+    assert list(out.to_pandas().columns) == list(NAMES)
+    np.testing.assert_array_equal(pipe.get_feature_names_out(), NAMES)
+    np.testing.assert_array_equal(pipe.named_steps["grr"].feature_names_in_, NAMES)
+
+
+@pytest.mark.filterwarnings("ignore:divide by zero:RuntimeWarning")
+def test_nodewise_imputes_nan_then_the_graph_step_checks(named_graph):
+    G = named_graph
+    X = G.features.copy()
+    X[3, 1] = np.nan
+    Gn = GraphData(X, G.adjacency, feature_names=NAMES)
+    pipe = Pipeline([("impute", NodeWise(SimpleImputer())), ("ppr", PPRPropagation())])
+    out = pipe.fit_transform(Gn)
+    assert np.all(np.isfinite(np.asarray(out)))
+    np.testing.assert_array_equal(pipe.get_feature_names_out(), NAMES)
+    log = Pipeline([("log", NodeWise(FunctionTransformer(np.log))), ("ppr", PPRPropagation())])
+    with pytest.raises(ValueError, match="PPRPropagation contain NaN or infinite"):
+        log.fit(GraphData(np.zeros((30, 3)), G.adjacency))
+
+
+# ------------------------------------------------------------------ plain arrays
+PLAIN = [OneBitMechanism(eps=1.0, random_state=0), MultiBitMechanism(eps=1.0, random_state=0),
+         LaplaceMechanism(eps=1.0, random_state=0), PiecewiseMechanism(eps=1.0, random_state=0),
+         HDSMechanism(eps=1.0, random_state=0), NodeWise(StandardScaler()),
+         GRRFSMechanism(1.0, m=1, bin_edges=[-1.0, 0.0, 1.0], random_state=0),
+         FeatureGrouper(group_size=1)]
+
+
+@pytest.mark.filterwarnings("ignore::skldp.exceptions.PrivacyLeakWarning")
+@pytest.mark.parametrize("est", PLAIN, ids=lambda s: type(s).__name__)
+def test_sklearn_feature_name_checks_on_plain_arrays(est):
+    name = type(est).__name__
+    check_transformer_get_feature_names_out(name, est)
+    check_transformer_get_feature_names_out_pandas(name, est)
+
+
+@pytest.mark.filterwarnings("ignore::skldp.exceptions.PrivacyLeakWarning")
+def test_pandas_output_on_plain_arrays():
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame(rng.random((20, 3)), columns=list(NAMES),
+                      index=[f"u{i}" for i in range(20)])
+    mech = LaplaceMechanism(eps=1.0, feature_range=(0, 1), random_state=0)
+    ref = mech.fit_transform(df)
+    assert isinstance(ref, np.ndarray)
+    with config_context(transform_output="pandas"):
+        out = mech.fit_transform(df)
+        assert isinstance(out, pd.DataFrame)
+        assert list(out.columns) == list(NAMES) and list(out.index) == list(df.index)
+        np.testing.assert_array_equal(out.to_numpy(), ref)
+        pipe = Pipeline([("scale", StandardScaler()),
+                         ("mech", LaplaceMechanism(eps=1.0, feature_range=(-3, 3),
+                                                   random_state=0))])
+        out = pipe.fit_transform(df)
+        assert isinstance(out, pd.DataFrame) and list(out.columns) == list(NAMES)
+        np.testing.assert_array_equal(pipe.get_feature_names_out(), NAMES)
+    out = FeatureGrouper(group_size=2).set_output(transform="pandas").fit_transform(df)
+    assert list(out.columns) == ["group0", "group1"]
