@@ -246,3 +246,14 @@ def test_one_sided_adjacency_is_detected():
     assert not GraphData(np.ones((4, 1)), B).is_one_sided()
     assert not GraphData(np.ones((4, 1)), np.eye(4)).is_one_sided()  # self loops only
     assert not GraphData(np.ones((4, 1))).is_one_sided()
+
+
+def test_finite_check_is_exact_when_the_sum_overflows():
+    huge = np.array([[1e308, 1e308], [1e308, -1.0]])
+    G = GraphData(huge)
+    assert G.require_finite_features("Step") is G.features  # finite, though the sum is inf
+    huge[1, 1] = np.nan
+    with pytest.raises(ValueError, match=r"first at row 1, column 1"):
+        GraphData(huge).require_finite_features("Step")
+    with pytest.raises(ValueError, match=r"first at row 0, column 2"):
+        GraphData(sp.csr_matrix([[0, 0, np.inf]])).require_finite_features("Step")

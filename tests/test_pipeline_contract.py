@@ -176,6 +176,19 @@ def test_pandas_output_config_does_not_break(graph):
         assert isinstance(scaled, GraphData)
 
 
+def test_feature_names_through_a_fitted_pipeline(graph):
+    G, y, fit, test = graph
+    names = [f"f{j}" for j in range(G.shape[1])]
+    pipe = _pipe(epochs=2).set_output(transform="pandas").fit(G[fit], y[fit])
+    np.testing.assert_array_equal(pipe[:-1].get_feature_names_out(), names)
+    Z = pipe[:-1].transform(G[test])
+    assert isinstance(Z, GraphData) and list(Z.to_pandas().columns) == names
+    again = pickle.loads(pickle.dumps(pipe))
+    np.testing.assert_array_equal(again[:-1].get_feature_names_out(), names)
+    np.testing.assert_allclose(again.predict_proba(G[test]), pipe.predict_proba(G[test]))
+    assert clone(pipe).named_steps["ppr"]._sklearn_output_config == {"transform": "pandas"}
+
+
 def test_nodewise_scaler_before_graph_step(graph):
     G, y, fit, test = graph
     pipe = Pipeline([("scale", NodeWise(StandardScaler())), ("ppr", PPRPropagation(alpha=0.3)),
