@@ -43,9 +43,29 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
     for soft targets. The fitted module is kept on the CPU so the estimator
     pickles anywhere; it moves to the chosen device for training and inference.
 
-    Attributes set by ``fit``: ``classes_``, ``module_``, ``n_features_in_``,
-    ``n_iter_`` (epochs run), ``loss_curve_``, ``validation_scores_``
-    (validation loss per epoch when early stopping), ``best_epoch_``.
+    Randomness comes only from generators local to ``fit``, seeded from
+    ``random_state``: the module is built under :func:`torch.random.fork_rng`
+    and re-initialised from its own generator, and dropout draws from another
+    (``skldp.models._torch_utils.dropout_generator``). torch's global
+    generator is neither read nor advanced, so concurrent fits (joblib's
+    threading backend) give the same results as sequential ones.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        Class labels.
+    n_features_in_ : int
+        Number of input features.
+    module_ : torch.nn.Module
+        The trained network, on the CPU.
+    n_iter_ : int
+        Epochs run.
+    loss_curve_ : list of float
+        Mean training loss per epoch.
+    validation_scores_ : list of float
+        Validation loss per epoch (empty without early stopping).
+    best_epoch_ : int or None
+        Epoch (0-based) whose weights were kept when early stopping.
     """
 
     # ---------------------------------------------------------------- hooks
@@ -92,7 +112,20 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ fit
     def fit(self, X, y):
-        """Train on the rows of ``X`` (a GraphData view or an array) with labels ``y``."""
+        """Train on the rows of ``X`` (a GraphData view or an array) with labels ``y``.
+
+        Parameters
+        ----------
+        X : GraphData or array-like of shape (n_rows, n_features)
+            Training rows (a view of the graph for the GNN classifiers).
+        y : array-like of shape (n_rows,)
+            Their labels (``-1``, "unlabelled", is an error).
+
+        Returns
+        -------
+        self : TorchClassifierBase
+            The fitted estimator.
+        """
         self._validate_hyperparameters()
         if not isinstance(X, GraphData):
             from sklearn.utils.validation import check_array

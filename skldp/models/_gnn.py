@@ -11,13 +11,13 @@ from sklearn.utils.validation import column_or_1d
 from torch import nn
 
 from ..utils._adjacency import normalized_adjacency
-from ..utils.validation import check_finite_features, check_graph_data, check_int
+from ..utils.validation import check_graph_data, check_int
 from ._base import TorchClassifierBase
 from ._torch_utils import dropout, to_torch_dense, to_torch_sparse
 
 __all__ = ["GCNClassifier", "SAGEClassifier", "GATClassifier", "GNNClassifierBase",
-           "graph_tensors", "check_finite_graph_features", "GNNEncoder", "PropagatedFeatures",
-           "OffsetSparseFeatures", "offset_sparse_features"]
+           "graph_tensors", "GNNEncoder", "PropagatedFeatures", "OffsetSparseFeatures",
+           "offset_sparse_features"]
 
 _ACTIVATIONS = {"relu": F.relu, "elu": F.elu, "selu": F.selu, "tanh": torch.tanh,
                 "leaky_relu": F.leaky_relu}
@@ -249,7 +249,7 @@ def graph_tensors(G, device, conv="gcn", self_loops=True):
     ``ValueError``: propagation would spread them to every node.
     """
     A = G.require_adjacency("GNN")
-    X = check_finite_graph_features(G)
+    X = G.require_finite_features("GNN")  # cached on the graph: checked once
     if sp.issparse(X) and X.nnz < _SPARSE_DENSITY * X.shape[0] * max(X.shape[1], 1):
         x = to_torch_sparse(X, device)
     else:
@@ -271,26 +271,8 @@ def graph_tensors(G, device, conv="gcn", self_loops=True):
     return x, g
 
 
-def check_finite_graph_features(G):
-    """``G.features`` (all nodes), after checking that they are finite (memoised on G).
-
-    Raises the ``ValueError`` of :func:`~skldp.utils.validation.check_finite_features`
-    (naming the first bad row and column) when a NaN or infinite value is present.
-    """
-    key = ("skldp.models.finite_features",)
-    if G.memo_get(key) is None:
-        check_finite_features(G.features)
-        G.memo_set(key, True)
-    return G.features
-
-
 class GNNClassifierBase(TorchClassifierBase):
-    """Full-batch GNN node classifier on a :class:`~skldp.GraphData` view.
-
-    ``fit(G[train], y[train])`` propagates over the whole graph of ``G`` and
-    fits the loss on the view's rows; ``predict(G[test])`` likewise.
-    Subclasses set ``_conv``.
-    """
+    # The docstring (with the Parameters section shared by the subclasses) is set below.
 
     _conv = None
 
@@ -424,7 +406,7 @@ class GNNClassifierBase(TorchClassifierBase):
         return super()._validation_split(y_enc, n, seed)
 
     def _prepare(self, X, device):
-        G = check_graph_data(X, self, require_adjacency=True)
+        G = check_graph_data(X, self, require_adjacency=True, require_finite=True)
         x, g = graph_tensors(G, device, self._conv)
         if x.layout != torch.strided:  # sparse features: keep X^T for a fast backward
             x = SparseOperand.from_scipy(G.features, device)
@@ -442,30 +424,46 @@ class GNNClassifierBase(TorchClassifierBase):
         return module(x, g)[positions]
 
 
-_PARAMS_DOC = """
+def _params_doc(hidden_size=16, activation="relu", dropout=0.5, lr=0.01, heads=None):
+    """The Parameters section of the GNN classifiers (their defaults differ)."""
+    heads_doc = "" if heads is None else f"""
+    heads : int, default={heads}
+        Attention heads of each hidden layer (concatenated); the output layer
+        uses one head."""
+    return f"""
     Parameters
     ----------
-    hidden_size : int, default=16
-        Width of the hidden layers.
+    hidden_size : int, default={hidden_size}
+        Width of the hidden layers (per attention head for GAT).{heads_doc}
     n_layers : int, default=2
         Number of graph convolutions.
-    activation : {"relu", "elu", "selu", "tanh", "leaky_relu"}, default="relu"
-    dropout : float, default=0.5
-        Dropout on the input of every layer (dense inputs).
-    lr, weight_decay : float
-        Adam learning rate and L2 penalty.
+    activation : {{"relu", "elu", "selu", "tanh", "leaky_relu"}}, default="{activation}"
+        Non-linearity after each hidden layer.
+    dropout : float in [0, 1), default={dropout}
+        Dropout on the input of every layer (dense inputs only).
+    lr : float, default={lr}
+        Adam learning rate.
+    weight_decay : float, default=5e-4
+        Adam L2 penalty.
     epochs : int, default=200
-        Maximum number of full-batch epochs.
+        Maximum number of epochs; each is one full-batch step (see Notes).
     early_stopping : bool, default=True
         Hold out ``validation_fraction`` of the training rows (stratified) and
         keep the weights of the epoch with the lowest validation loss; stop
         after ``patience`` epochs without improvement.
-    validation_fraction : float, default=0.1
+    validation_fraction : float in (0, 1), default=0.1
+        Share of the training rows held out for early stopping (unless ``fit``
+        gets ``validation_data``).
     patience : int, default=50
-    device : str, default="auto"
-        "auto" uses CUDA when available.
-    random_state : int, RandomState or None
-        Seeds initialisation, dropout and the validation split.
+        Epochs without improvement of the validation loss before stopping.
+    device : {{"auto", "cpu", "cuda", ...}}, default="auto"
+        Torch device; ``"auto"`` uses CUDA when ``torch.cuda.is_available()``.
+        Naming an unavailable device is a ``ValueError``.
+    random_state : int, RandomState, Generator or None, default=None
+        Seeds the initial weights, dropout and the validation split through
+        generators local to ``fit``: torch's global generator is neither read
+        nor changed, so fits in parallel threads do not disturb each other.
+        An int makes ``fit`` reproducible.
     verbose : int, default=0
         Print the loss of every epoch.
     label_mechanism : label mechanism or None, default=None
@@ -475,26 +473,58 @@ _PARAMS_DOC = """
         ``label_mechanism_``; no clean label is used anywhere, early stopping
         included (it then monitors the loss on noisy labels). ``classes_`` is
         the mechanism's public label domain. ``privacy_report`` finds it.
+"""
 
+
+_ATTRS_DOC = """
     Attributes
     ----------
-    classes_ : ndarray
+    classes_ : ndarray of shape (n_classes,)
+        Class labels.
+    n_features_in_ : int
+        Number of node features.
     module_ : torch.nn.Module
         The trained network (on the CPU).
     n_iter_ : int
-    loss_curve_, validation_scores_ : list of float
+        Epochs run.
+    loss_curve_ : list of float
+        Training loss per epoch.
+    validation_scores_ : list of float
+        Validation loss per epoch (empty without early stopping).
+    best_epoch_ : int or None
+        Epoch (0-based) whose weights were kept when early stopping.
     label_mechanism_ : fitted label mechanism
         Only with ``label_mechanism``; its ``epsilon_`` is the label budget.
 """
+
+_FULL_BATCH_NOTES = """
+    Notes
+    -----
+    Training is full batch: every epoch is one Adam step on the loss of all
+    fitted rows, computed with the whole graph propagated, so there is no
+    ``batch_size`` parameter. Memory grows with the graph (the sparse
+    adjacency and ``n_nodes x hidden_size`` activations per layer).
+    ``decision_function`` returns the logits, one column per class, or for
+    two classes the score of ``classes_[1]`` (logit difference), as in
+    scikit-learn.
+"""
+
+GNNClassifierBase.__doc__ = """Full-batch GNN node classifier on a :class:`~skldp.GraphData` view.
+
+    ``fit(G[train], y[train])`` propagates over the whole graph of ``G`` and
+    fits the loss on the view's rows; ``predict(G[test])`` likewise.
+    Subclasses set ``_conv`` (the layer type).
+    """ + _params_doc() + _ATTRS_DOC + _FULL_BATCH_NOTES
 
 
 class GCNClassifier(GNNClassifierBase):
     __doc__ = """Graph convolutional network node classifier.
 
     Each layer computes D^-1/2 (A + I) D^-1/2 H W (Kipf & Welling, ICLR 2017,
-    eq. (2)); this is the model of paper 000 (LPGNN, §5) and of the GCN rows
-    of papers 001 and 003.
-    """ + _PARAMS_DOC + """
+    eq. (2)); this is the model of the GCN experiments of Sajadmanesh &
+    Gatica-Perez (arXiv 2020; CCS 2021), Bhaila et al. (SDM 2024) and Lin et
+    al. (IEEE TIFS 2022).
+    """ + _params_doc() + _ATTRS_DOC + _FULL_BATCH_NOTES + """
     References
     ----------
     Kipf & Welling, "Semi-Supervised Classification with Graph Convolutional
@@ -518,12 +548,23 @@ class SAGEClassifier(GNNClassifierBase):
 
     Each layer computes H W_self + mean_{j in N(i)} H_j W_neigh (Hamilton et
     al., NeurIPS 2017, Algorithm 1 with the mean aggregator, full batch). This
-    is the backbone of LPGNN (later version) and RGNN (paper 001).
-    """ + _PARAMS_DOC + """
+    is the backbone of LPGNN (later version) and RGNN (Bhaila et al., SDM 2024).
+    """ + _params_doc() + _ATTRS_DOC + _FULL_BATCH_NOTES + """
     References
     ----------
     Hamilton, Ying & Leskovec, "Inductive Representation Learning on Large
     Graphs", NeurIPS 2017.
+
+    Examples
+    --------
+    >>> from skldp.datasets import load_cora
+    >>> from skldp.models import SAGEClassifier
+    >>> cora = load_cora()
+    >>> G, y = cora.data, cora.target
+    >>> clf = SAGEClassifier(epochs=10, random_state=0).fit(G[cora.train_mask],
+    ...                                                     y[cora.train_mask])
+    >>> clf.predict_proba(G[cora.test_mask]).shape
+    (1000, 7)
     """
     _conv = "sage"
 
@@ -534,13 +575,22 @@ class GATClassifier(GNNClassifierBase):
     Multi-head attention over each node's neighbours and itself (Velickovic et
     al., ICLR 2018, eqs. (1)-(4)); hidden layers concatenate ``heads`` heads,
     the output layer uses one head.
-    """ + _PARAMS_DOC + """
-    heads : int, default=8
-        Attention heads in the hidden layers.
-
+    """ + _params_doc(hidden_size=8, activation="elu", dropout=0.6, lr=0.005,
+                      heads=8) + _ATTRS_DOC + _FULL_BATCH_NOTES + """
     References
     ----------
     Velickovic et al., "Graph Attention Networks", ICLR 2018.
+
+    Examples
+    --------
+    >>> from skldp.datasets import load_cora
+    >>> from skldp.models import GATClassifier
+    >>> cora = load_cora()
+    >>> G, y = cora.data, cora.target
+    >>> clf = GATClassifier(heads=2, epochs=10, random_state=0).fit(G[cora.train_mask],
+    ...                                                             y[cora.train_mask])
+    >>> clf.predict(G[cora.test_mask]).shape
+    (1000,)
     """
     _conv = "gat"
 

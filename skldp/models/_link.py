@@ -1,4 +1,8 @@
-"""Link predictors on node pairs: VGAE (paper 000) and Hadamard edge-feature heads (paper 002)."""
+"""Link predictors on node pairs: VGAE and Hadamard edge-feature heads.
+
+VGAE as in Sajadmanesh & Gatica-Perez (arXiv 2020), the Hadamard head as in
+Li et al. (CIKM 2024).
+"""
 
 import copy
 import numbers
@@ -127,7 +131,18 @@ class _LinkPredictorBase(GraphClassifierMixin, BaseEstimator):
         return X
 
     def predict_proba(self, X):
-        """Probability of each pair being a non-edge / an edge (columns follow ``classes_``)."""
+        """Probability of each pair being a non-edge / an edge.
+
+        Parameters
+        ----------
+        X : PairData
+            Pairs over the graph the predictor was fitted on.
+
+        Returns
+        -------
+        proba : ndarray of shape (n_pairs, 2)
+            Columns follow ``classes_`` (``classes_[1]`` is "edge").
+        """
         s = self.decision_function(X)
         p = 1.0 / (1.0 + np.exp(-s))
         return np.stack([1.0 - p, p], axis=1)
@@ -135,8 +150,23 @@ class _LinkPredictorBase(GraphClassifierMixin, BaseEstimator):
     def score(self, X, y, sample_weight=None):
         """ROC-AUC of :meth:`decision_function` against ``y`` (positive class ``classes_[1]``).
 
-        This is the metric of papers 000 and 002 for link prediction; it
-        replaces the accuracy of :class:`~sklearn.base.ClassifierMixin`.
+        This is the link prediction metric of Sajadmanesh & Gatica-Perez (2020)
+        and Li et al. (2024); it replaces the accuracy of
+        :class:`~sklearn.base.ClassifierMixin`.
+
+        Parameters
+        ----------
+        X : PairData
+            Pairs to score.
+        y : array-like of shape (n_pairs,)
+            Their labels (``classes_[1]`` marks edges).
+        sample_weight : array-like of shape (n_pairs,), default=None
+            Weights of the pairs.
+
+        Returns
+        -------
+        auc : float
+            Area under the ROC curve.
         """
         check_is_fitted(self, "module_")
         y = np.asarray(y)
@@ -152,7 +182,10 @@ class _LinkPredictorBase(GraphClassifierMixin, BaseEstimator):
 
 # ---------------------------------------------------------------------------------- VGAE
 class _VGAEModule(nn.Module):
-    """GCN -> BatchNorm -> ReLU -> (GCN_mu, GCN_logstd) (Kipf & Welling 2016 + paper 000 §5)."""
+    """GCN -> BatchNorm -> ReLU -> (GCN_mu, GCN_logstd).
+
+    Kipf & Welling 2016; layer sizes of Sajadmanesh & Gatica-Perez 2020, §5.
+    """
 
     def __init__(self, n_in, hidden, out, batch_norm, dropout, variational):
         super().__init__()
@@ -188,14 +221,15 @@ def _balanced_bce(logits, targets):
 
 
 class VGAELinkPredictor(_LinkPredictorBase):
-    """Variational graph auto-encoder for link prediction (paper 000's link model).
+    """Variational graph auto-encoder for link prediction (the link model of LPGNN).
 
     The encoder is a two-layer GCN on the graph of the :class:`PairData`
     (the *training* graph, held-out edges removed): a GCN layer of
     ``hidden_size`` units with batch normalisation and ReLU, then two GCN
     layers giving the mean ``mu`` and ``log sigma`` of each node's
     ``embedding_size``-dimensional latent ``z = mu + sigma * eps``
-    (Kipf & Welling 2016, eqs. (1)-(3); paper 000 §5: 32/16 units, batch
+    (Kipf & Welling 2016, eqs. (1)-(3); Sajadmanesh & Gatica-Perez 2020, §5:
+    32/16 units, batch
     normalisation after the first layer, ReLU). The decoder is the inner
     product, ``P(u ~ v) = sigmoid(z_u . z_v)``. The loss is the
     reconstruction cross-entropy on the positive training pairs and on
@@ -205,10 +239,10 @@ class VGAELinkPredictor(_LinkPredictorBase):
     The node features are those of the graph the pairs live on, so a
     mechanism placed in front in a :class:`~sklearn.pipeline.Pipeline`
     (``OneBitMechanism``, ``LaplaceMechanism``, ...) perturbs them once per
-    user and the encoder's first GCN layer computes paper 000's estimate of
+    user and the encoder's first GCN layer computes Sajadmanesh & Gatica-Perez's estimate of
     the graph convolution, eq. (4), from the unbiased reports.
 
-    Early stopping follows paper 000 §5: after ``min_epochs`` epochs, the
+    Early stopping follows Sajadmanesh & Gatica-Perez, §5: after ``min_epochs`` epochs, the
     validation loss is checked every ``check_every`` epochs; training stops
     when it has not decreased for ``patience`` consecutive checks (at most
     ``epochs`` epochs) and the weights of the best check are kept.
@@ -222,10 +256,11 @@ class VGAELinkPredictor(_LinkPredictorBase):
     variational : bool, default=True
         ``False`` gives the plain graph auto-encoder (GAE): no KL term, ``z = mu``.
     dropout : float, default=0.0
-        Dropout on the (dense) input and the hidden layer (paper 000 Table 4: 0).
+        Dropout on the (dense) input and the hidden layer (their Table 4: 0).
     lr : float, default=0.01
     weight_decay : float, default=0.01
-        Adam L2 penalty (paper 000 Table 4 for Cora and CiteSeer).
+        Adam L2 penalty (Sajadmanesh & Gatica-Perez, Table 4, for Cora and
+        CiteSeer).
     epochs : int, default=500
         Maximum number of full-batch epochs.
     min_epochs : int, default=100
@@ -236,7 +271,7 @@ class VGAELinkPredictor(_LinkPredictorBase):
         ``"given"``: the negative pairs are the ``y == 0`` training pairs.
         ``"per_epoch"``: in addition, each epoch draws ``negative_ratio``
         times as many fresh random non-edges of the training graph as there
-        are positive pairs (PyTorch Geometric's VGAE, used by paper 000,
+        are positive pairs (PyTorch Geometric's VGAE, used by Sajadmanesh & Gatica-Perez,
         draws as many; more approach Kipf & Welling's reconstruction of the
         whole adjacency).
     negative_ratio : float, default=1.0
@@ -271,8 +306,9 @@ class VGAELinkPredictor(_LinkPredictorBase):
 
     References
     ----------
-    Paper 000 (``shared/papers/000_d33593cc1e28739e.txt``) §5 "Experiment
-    setup" and Table 2 (link prediction), eq. (4) (first-layer estimate),
+    Sajadmanesh & Gatica-Perez, "When Differential Privacy Meets Graph Neural
+    Networks", arXiv 2020 (later "Locally Private Graph Neural Networks", ACM
+    CCS 2021): §5 "Experiment setup" and Table 2 (link prediction), eq. (4) (first-layer estimate),
     App. E Table 4 (hyper-parameters). Kipf & Welling, "Variational Graph
     Auto-Encoders", NIPS Bayesian Deep Learning Workshop 2016.
 
@@ -430,7 +466,18 @@ class VGAELinkPredictor(_LinkPredictorBase):
         return epoch
 
     def embed(self, X):
-        """Node embeddings ``mu`` of all nodes of ``X``'s graph, shape (n_nodes, embedding_size)."""
+        """Node embeddings ``mu`` of all nodes of ``X``'s graph.
+
+        Parameters
+        ----------
+        X : PairData
+            Pairs over a graph; only the graph is used.
+
+        Returns
+        -------
+        z : torch.Tensor of shape (n_nodes, embedding_size)
+            The encoder's means, on the estimator's device.
+        """
         X = self._check_fitted_pairs(X)
         device = resolve_device(self.device)
         module = self.module_.to(device)
@@ -441,7 +488,18 @@ class VGAELinkPredictor(_LinkPredictorBase):
         return z
 
     def decision_function(self, X):
-        """Inner products ``z_u . z_v`` (logits of an edge) of the pairs of ``X``."""
+        """Inner products ``z_u . z_v`` (logits of an edge) of the pairs of ``X``.
+
+        Parameters
+        ----------
+        X : PairData
+            Pairs over the graph the predictor was fitted on.
+
+        Returns
+        -------
+        scores : ndarray of shape (n_pairs,)
+            Logit of ``classes_[1]`` ("edge") for each pair.
+        """
         z = self.embed(X)
         pairs = torch.as_tensor(X.pairs, device=z.device)
         with torch.no_grad():
@@ -483,13 +541,13 @@ class _EdgeHead(nn.Module):
 
 
 class HadamardLinkPredictor(_LinkPredictorBase):
-    """Edge classifier on Hadamard products of node embeddings (paper 002's link head).
+    """Edge classifier on Hadamard products of node embeddings (PrivGE's link head).
 
     For a pair ``(u, v)`` the edge feature is ``z_u * z_v`` (element-wise),
     where ``z`` are the node features of the graph the :class:`PairData`
     lives on: in ``Pipeline([("hds", HDSMechanism()), ("ppr",
     PPRPropagation()), ("link", HadamardLinkPredictor())])`` they are the
-    propagated private embeddings of paper 002, eq. (12). A logistic
+    propagated private embeddings of Li et al. (CIKM 2024), eq. (12). A logistic
     regression (default) or an MLP on these edge features predicts the edge,
     trained with Adam on mini-batches; the edge features are formed per batch,
     so they never live in memory for all pairs.
@@ -497,13 +555,13 @@ class HadamardLinkPredictor(_LinkPredictorBase):
     Parameters
     ----------
     head : {"logistic", "mlp"}, default="logistic"
-        Logistic regression (paper 002 §4.1) or an MLP with
+        Logistic regression (Li et al., §4.1) or an MLP with
         ``hidden_layer_sizes`` and ReLU.
     hidden_layer_sizes : tuple of int, default=(64,)
         Only for ``head="mlp"``.
     loss : {"bce", "pairwise"}, default="bce"
         ``"bce"``: binary cross-entropy (calibrated ``predict_proba``).
-        ``"pairwise"``: the pairwise ranking objective paper 002 cites,
+        ``"pairwise"``: the pairwise ranking objective Li et al. cite,
         ``mean softplus(s_neg - s_pos)`` over all positive/negative pairs of a
         batch (optimises AUC; probabilities are then uncalibrated).
     standardize : bool, default=True
@@ -537,10 +595,11 @@ class HadamardLinkPredictor(_LinkPredictorBase):
 
     References
     ----------
-    Paper 002 (``shared/papers/002_39ad2ffba99fc09f.txt``) §4.1 "Model
-    Implementation Details" (Hadamard edge vectors, logistic regression,
-    pairwise loss) and Table 2; eq. (12) (the embeddings). Grover & Leskovec,
-    "node2vec", KDD 2016 (Hadamard operator for edge features).
+    Li, Z. et al., "Privacy-Preserving Graph Embedding based on Local
+    Differential Privacy", CIKM 2024: §4.1 "Model Implementation Details"
+    (Hadamard edge vectors, logistic regression, pairwise loss) and Table 2;
+    eq. (12) (the embeddings). Grover & Leskovec, "node2vec", KDD 2016
+    (Hadamard operator for edge features).
 
     Examples
     --------
@@ -695,7 +754,18 @@ class HadamardLinkPredictor(_LinkPredictorBase):
         return epoch
 
     def decision_function(self, X):
-        """Logit of an edge for each pair of ``X``."""
+        """Logit of an edge for each pair of ``X``.
+
+        Parameters
+        ----------
+        X : PairData
+            Pairs whose graph's node features are the embeddings.
+
+        Returns
+        -------
+        scores : ndarray of shape (n_pairs,)
+            Logit of ``classes_[1]`` ("edge") for each pair.
+        """
         X = self._check_fitted_pairs(X)
         device = resolve_device(self.device)
         module = self.module_.to(device)

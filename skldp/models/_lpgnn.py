@@ -52,10 +52,10 @@ class LPGNNClassifier(GNNClassifierBase):
        the class with the largest propagated mass (its own noisy label when no
        labelled node lies within ``y_steps`` hops). With
        ``disagreement="drop"`` the fit rows whose propagated label differs from
-       their own noisy label are instead left out of the loss. (The paper texts
-       in ``shared/papers/`` describe Drop only as multi-hop aggregation of the
-       noisy labels plus forward correction; how disagreeing nodes are treated
-       is not spelled out there, hence both options, "relabel" by default.)
+       their own noisy label are instead left out of the loss. (The papers
+       cited below describe Drop only as multi-hop aggregation of the noisy
+       labels plus forward correction; how disagreeing nodes are treated is
+       not spelled out there, hence both options, "relabel" by default.)
     4. **Forward loss correction.** The GNN's clean-label posterior
        ``softmax(z)`` is mapped to the noisy-label posterior through the RR
        transition matrix ``T`` and trained with ``-log((softmax(z) T)_y)``
@@ -103,14 +103,20 @@ class LPGNNClassifier(GNNClassifierBase):
         (corrected) loss. ``validation_scores_`` holds the monitored value.
     heads : int, default=4
         Attention heads of the GAT backbone.
-    device : str, default="auto"
-    random_state : int, RandomState or None
-        Seeds the label RR collection, initialisation, dropout and the split.
+    device : {"auto", "cpu", "cuda", ...}, default="auto"
+        Torch device; ``"auto"`` uses CUDA when ``torch.cuda.is_available()``.
+    random_state : int, RandomState, Generator or None, default=None
+        Seeds the label RR collection, initialisation, dropout and the split
+        (generators local to ``fit``; torch's global generator is untouched).
     verbose : int, default=0
+        Print the loss of every epoch.
 
     Attributes
     ----------
-    classes_ : ndarray
+    classes_ : ndarray of shape (n_classes,)
+        The public label domain (``classes``, or the training labels').
+    n_features_in_ : int
+        Number of node features.
     label_mechanism_ : LabelRandomizedResponse or None
         The fitted label RR (``None`` when ``eps_y`` is infinite); its
         ``epsilon_`` and ``protects_ = ("labels",)`` reach
@@ -119,20 +125,40 @@ class LPGNNClassifier(GNNClassifierBase):
         Matrix used by the forward correction (identity when not private).
     n_dropped_ : int
         Fit rows left out with ``disagreement="drop"``.
-    module_, n_iter_, loss_curve_, validation_scores_ :
-        As for :class:`~skldp.models.SAGEClassifier`.
+    label_agreement_ : float
+        Share of the fit rows whose propagated label equals their own noisy
+        label.
+    module_ : torch.nn.Module
+        The trained network (on the CPU).
+    n_iter_ : int
+        Epochs run.
+    loss_curve_ : list of float
+        Training loss per epoch.
+    validation_scores_ : list of float
+        The monitored validation value per epoch (see ``selection``).
+    best_epoch_ : int or None
+        Epoch (0-based) whose weights were kept when early stopping.
+
+    Notes
+    -----
+    Training is full batch (one Adam step per epoch on all fitted rows with
+    the whole graph propagated), so there is no ``batch_size`` parameter.
+    ``decision_function`` returns the clean-label logits ``z``, or for two
+    classes the score of ``classes_[1]`` (logit difference).
 
     References
     ----------
-    Sajadmanesh & Gatica-Perez, "Locally Private Graph Neural Networks", CCS
-    2021 (KProp, label RR, Drop), the later version of paper 000
-    (``shared/papers/000_d33593cc1e28739e.txt``), as summarised in paper 001
-    §I and §V-A2 (``shared/papers/001_a6d79af5fcd0a0d9.txt``: multi-bit
-    features, RR labels, GCN-based multi-hop aggregation of features and labels,
-    forward loss correction) and paper 003 §V-A2 and eqs. (7)-(8), (11)-(12)
-    (``shared/papers/003_5a1a374306e1d553.txt``). Patrini et al., "Making deep
-    neural networks robust to label noise: a loss correction approach", CVPR
-    2017 (forward correction).
+    Sajadmanesh & Gatica-Perez, "Locally Private Graph Neural Networks", ACM
+    CCS 2021 (KProp, label RR, Drop), the later version of "When Differential
+    Privacy Meets Graph Neural Networks" (arXiv 2020), as summarised in
+    Bhaila et al., "Local Differential Privacy in Graph Neural Networks: a
+    Reconstruction Approach", SIAM SDM 2024, §I and §V-A2 (multi-bit
+    features, RR labels, GCN-based multi-hop aggregation of features and
+    labels, forward loss correction) and Lin et al., "Towards Private Learning
+    on Decentralized Graphs with Local Differential Privacy", IEEE TIFS 2022,
+    §V-A2 and eqs. (7)-(8), (11)-(12). Patrini et al., "Making deep neural
+    networks robust to label noise: a loss correction approach", CVPR 2017
+    (forward correction).
 
     Examples
     --------
@@ -275,7 +301,7 @@ class LPGNNClassifier(GNNClassifierBase):
 
     # ------------------------------------------------------------ network
     def _prepare(self, X, device):
-        G = check_graph_data(X, self, require_adjacency=True)
+        G = check_graph_data(X, self, require_adjacency=True, require_finite=True)
         x, g = graph_tensors(G, device, self.backbone)
         if x.layout != torch.strided:
             x = SparseOperand.from_scipy(G.features, device)

@@ -67,7 +67,7 @@ class MLPHead(TorchClassifierBase):
     """Multi-layer perceptron classifier trained with Adam (PrivGE's classification head).
 
     The head maps each node's (propagated, privatised) features to class
-    probabilities, ``softmax(MLP(Z))`` (paper 002, eq. (21)), and is trained
+    probabilities, ``softmax(MLP(Z))`` (Li et al., CIKM 2024, eq. (21)), and is trained
     with the cross-entropy loss. It uses only the features of the rows it is
     given: on a :class:`~skldp.GraphData` view it reads the view's rows of
     ``G.features`` and needs no graph, so it is the last step of a pipeline
@@ -137,7 +137,7 @@ class MLPHead(TorchClassifierBase):
 
     Notes
     -----
-    The paper (002, §4.1) states only that the head is an MLP with softmax
+    Li et al. (CIKM 2024, §4.1) state only that the head is an MLP with softmax
     output trained with Adam and cross-entropy, its hyperparameters tuned with
     NNI on the validation set at eps = 1, and the best model on the validation
     set evaluated. The authors' released run script uses, for Cora, 2 linear
@@ -153,7 +153,7 @@ class MLPHead(TorchClassifierBase):
     References
     ----------
     .. [1] Li, Z. et al., "Privacy-Preserving Graph Embedding based on Local
-       Differential Privacy", CIKM 2024 (``shared/papers/002_*.txt``, eq. (21)
+       Differential Privacy", CIKM 2024 (eq. (21)
        and §4.1 "Model Implementation Details").
 
     Examples

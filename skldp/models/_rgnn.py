@@ -1,6 +1,6 @@
 """RGNN: GNN training with reconstructed labels and label-proportion regularisation.
 
-Paper 001 (Bhaila et al.), §IV-B, §IV-C, Algorithms 2 and 3, eq. (15).
+Bhaila et al., SDM 2024, §IV-B, §IV-C, Algorithms 2 and 3, eq. (15).
 """
 
 import numbers
@@ -27,7 +27,7 @@ class RGNNClassifier(TorchClassifierBase):
     r"""RGNN node classifier: label randomization, label reconstruction and LLP.
 
     ``fit(G[train], y[train])`` plays both sides of the label protocol of
-    paper 001:
+    Bhaila et al. (SDM 2024):
 
     1. every training user randomises its label with generalized randomized
        response at ``eps_y`` (:class:`~skldp.mechanisms.LabelRandomizedResponse`,
@@ -62,6 +62,7 @@ class RGNNClassifier(TorchClassifierBase):
     Parameters
     ----------
     backbone : {"sage", "gcn", "gat"}, default="sage"
+        GNN trained on the reconstructed labels.
     eps_y : float, default=1.0
         Label privacy budget per user (> 0, ``inf`` = true labels).
     hops_y : int, default=2
@@ -72,31 +73,72 @@ class RGNNClassifier(TorchClassifierBase):
         METIS parts (bags); must not exceed the number of nodes.
     reconstruct_labels : bool, default=True
         ``False`` trains on the raw noisy labels (one-hot), the "perturbed
-        labels" ablation and the GraphSAGE baseline of paper 001.
+        labels" ablation and the GraphSAGE baseline of Bhaila et al.
     classes : array-like or None, default=None
         Public label domain; ``None`` takes it from the training labels
         (with a :class:`~skldp.exceptions.PrivacyLeakWarning`).
     hidden_size : int, default=16
+        Width of the hidden layers.
     heads : int, default=4
         Attention heads of the GAT backbone's hidden layer.
-    n_layers, activation, dropout, lr, weight_decay, epochs, early_stopping,
-    validation_fraction, patience, device, verbose
-        As in :class:`~skldp.models.SAGEClassifier` (paper 001 trains 100 epochs).
-    random_state : int, RandomState or None
-        Seeds the label collection (per node id), METIS and training.
+    n_layers : int, default=2
+        Number of graph convolutions.
+    activation : {"relu", "elu", "selu", "tanh", "leaky_relu"}, default="relu"
+        Non-linearity after each hidden layer.
+    dropout : float in [0, 1), default=0.5
+        Dropout on the input of every layer (dense inputs only).
+    lr : float, default=0.01
+        Adam learning rate.
+    weight_decay : float, default=5e-4
+        Adam L2 penalty.
+    epochs : int, default=100
+        Maximum number of full-batch epochs (Bhaila et al. train 100).
+    early_stopping : bool, default=True
+        Hold out ``validation_fraction`` of the training rows and keep the
+        weights of the epoch with the lowest validation loss, computed on the
+        reconstructed (noisy) targets: no clean label is used.
+    validation_fraction : float in (0, 1), default=0.1
+        Share of the training rows held out for early stopping.
+    patience : int, default=100
+        Epochs without improvement of the validation loss before stopping.
+    device : {"auto", "cpu", "cuda", ...}, default="auto"
+        Torch device; ``"auto"`` uses CUDA when ``torch.cuda.is_available()``.
+    random_state : int, RandomState, Generator or None, default=None
+        Seeds the label collection (per node id), METIS and training (initial
+        weights, dropout, validation split; generators local to ``fit``,
+        torch's global generator is untouched).
+    verbose : int, default=0
+        Print the loss of every epoch.
 
     Attributes
     ----------
-    classes_ : ndarray
+    classes_ : ndarray of shape (n_classes,)
+        The public label domain (``classes``, or the training labels').
+    n_features_in_ : int
+        Number of node features.
     label_mechanism_ : LabelRandomizedResponse
         The fitted label mechanism (``epsilon_ = eps_y``, protects labels).
     clusters_ : ndarray of int of shape (n_nodes,)
         METIS part of every node of the training graph.
     cluster_proportions_ : ndarray of shape (n_clusters, n_classes)
         Reconstructed bag label proportions (NaN for bags without training nodes).
-    label_accuracy_ : None
-        Not computed (the true labels stay private to the users).
-    module_, n_iter_, loss_curve_, validation_scores_ : see SAGEClassifier
+    module_ : torch.nn.Module
+        The trained network (on the CPU).
+    n_iter_ : int
+        Epochs run.
+    loss_curve_ : list of float
+        Training loss per epoch.
+    validation_scores_ : list of float
+        Validation loss per epoch (empty without early stopping).
+    best_epoch_ : int or None
+        Epoch (0-based) whose weights were kept when early stopping.
+
+    Notes
+    -----
+    Training is full batch (one Adam step per epoch on all fitted rows with
+    the whole graph propagated; the LLP term needs every bag's predictions),
+    so there is no ``batch_size`` parameter. ``decision_function`` returns the
+    logits, or for two classes the score of ``classes_[1]`` (logit difference).
 
     References
     ----------
@@ -247,7 +289,7 @@ class RGNNClassifier(TorchClassifierBase):
 
     # ---------------------------------------------------------------- model
     def _prepare(self, X, device):
-        G = check_graph_data(X, self, require_adjacency=True)
+        G = check_graph_data(X, self, require_adjacency=True, require_finite=True)
         x, g = graph_tensors(G, device, self.backbone)
         return (x, g), G.rows
 

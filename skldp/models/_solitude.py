@@ -17,13 +17,7 @@ from ..propagation._smoothing import smooth_features, smooth_labels
 from ..utils._random import draw_seed
 from ..utils.validation import check_graph_data, check_int
 from ._base import TorchClassifierBase
-from ._gnn import (
-    _ACTIVATIONS,
-    GNNClassifierBase,
-    GNNEncoder,
-    check_finite_graph_features,
-    graph_tensors,
-)
+from ._gnn import _ACTIVATIONS, GNNClassifierBase, GNNEncoder, graph_tensors
 from ._torch_utils import (
     build_module,
     dropout_generator,
@@ -164,14 +158,20 @@ class SolitudeClassifier(GNNClassifierBase):
         pruned edges fade out rather than being re-normalised), the layers
         of :mod:`skldp.models`.
     hidden_size : int, default=16
+        Width of the hidden layers.
     n_layers : int, default=2
-    activation : str, default="selu"
-        The paper uses SeLU.
-    dropout : float, default=0.5
-    lr, weight_decay : float, default=0.01, 5e-4
-        Adam learning rate and L2 penalty of the model.
+        Number of graph convolutions.
+    activation : {"relu", "elu", "selu", "tanh", "leaky_relu"}, default="selu"
+        Non-linearity after each hidden layer (the paper uses SeLU).
+    dropout : float in [0, 1), default=0.5
+        Dropout on the input of every layer (dense inputs only).
+    lr : float, default=0.01
+        Adam learning rate of the model.
+    weight_decay : float, default=5e-4
+        Adam L2 penalty of the model.
     epochs : int, default=500
-        Maximum number of alternating epochs (500 in the paper).
+        Maximum number of alternating epochs (500 in the paper); each is one
+        full-batch step on the model and one on ``A^c`` (see Notes).
     feature_steps : int, default=0
         Feature smoothing steps ``K_x`` (the paper searches {0, 2, 4, 8}).
     label_steps : int, default=0
@@ -191,17 +191,24 @@ class SolitudeClassifier(GNNClassifierBase):
     early_stopping : bool, default=True
         Hold out ``validation_fraction`` of the training rows and keep the
         model and graph of the epoch with the lowest validation loss.
-    validation_fraction : float, default=0.1
+    validation_fraction : float in (0, 1), default=0.1
+        Share of the training rows held out for early stopping.
     patience : int, default=100
-    device : str, default="auto"
-        "auto" uses CUDA when available.
-    random_state : int, RandomState or None
-        Seeds initialisation, dropout and the validation split.
+        Epochs without improvement of the validation loss before stopping.
+    device : {"auto", "cpu", "cuda", ...}, default="auto"
+        Torch device; ``"auto"`` uses CUDA when ``torch.cuda.is_available()``.
+    random_state : int, RandomState, Generator or None, default=None
+        Seeds initialisation, dropout and the validation split (generators
+        local to ``fit``; torch's global generator is untouched).
     verbose : int, default=0
+        Print the losses of every epoch.
 
     Attributes
     ----------
-    classes_ : ndarray
+    classes_ : ndarray of shape (n_classes,)
+        Class labels.
+    n_features_in_ : int
+        Number of node features.
     module_ : torch.nn.Module
         The trained backbone (on the CPU).
     learned_adjacency_ : CSR matrix of shape (n_nodes, n_nodes)
@@ -210,13 +217,27 @@ class SolitudeClassifier(GNNClassifierBase):
     edge_weights_ : ndarray of shape (nnz,)
         ``A^c`` on every stored entry of the received adjacency, in CSR order.
     n_iter_ : int
-    loss_curve_, validation_scores_ : list of float
+        Epochs run.
+    loss_curve_ : list of float
+        Training loss of the model step per epoch.
+    validation_scores_ : list of float
+        Validation loss per epoch (empty without early stopping).
     best_epoch_ : int or None
+        Epoch (0-based) whose model and graph were kept when early stopping.
+
+    Notes
+    -----
+    Training is full batch: the graph step needs the loss of every labelled
+    node under the current ``A^c``, so there is no ``batch_size`` parameter.
+    ``decision_function`` returns the logits, or for two classes the score of
+    ``classes_[1]`` (logit difference).
 
     References
     ----------
-    Paper 003 (``shared/papers/003_5a1a374306e1d553.txt``, Solitude),
-    §III-B: eqs. (10)-(14); Table III (experiments).
+    W. Lin, B. Li, C. Wang, "Towards Private Learning on Decentralized Graphs
+    with Local Differential Privacy" (Solitude), IEEE Transactions on
+    Information Forensics and Security, 2022: §III-B, eqs. (10)-(14); Table
+    III (experiments).
 
     Examples
     --------
@@ -288,7 +309,7 @@ class SolitudeClassifier(GNNClassifierBase):
     # ---------------------------------------------------------------- data
     def _features(self, G):
         """Features of all nodes after ``feature_steps`` smoothing steps (memoised on G)."""
-        check_finite_graph_features(G)
+        G.require_finite_features(type(self).__name__)  # before smoothing spreads them
         if self.feature_steps == 0:
             return G
         key = ("skldp.solitude.features", int(self.feature_steps))
