@@ -1,4 +1,4 @@
-"""DP-GNN: node-level differentially private 1-layer GNNs (paper 004), and DP-MLP.
+"""DP-GNN: node-level DP 1-layer GNNs (Daigavane et al., 2021), and DP-MLP.
 
 Both classifiers share one DP optimiser (:class:`_DPTrainerBase`): per-node
 gradients with ``torch.func`` (``functional_call`` + ``vmap`` + ``grad``),
@@ -57,7 +57,7 @@ _ACT = {"tanh": torch.tanh, "relu": F.relu, "elu": F.elu}
 
 # --------------------------------------------------------------------- module
 class _OneLayerGNN(nn.Module):
-    """``MLP_dec(act(A_v act(MLP_enc(X)) Theta_agg))`` (paper 004, eq. (2)).
+    """``MLP_dec(act(A_v act(MLP_enc(X)) Theta_agg))`` (Daigavane et al., 2021, eq. (2)).
 
     ``forward(z1, w)`` starts from the first encoder layer's outputs ``z1`` of
     the nodes of each neighbourhood (shape ``(..., K + 1, h)``) and their
@@ -181,7 +181,8 @@ def _padded_neighbourhoods(S, nodes, K):
     """Indices (N, K+1) [self, neighbours..., padding=self] and row-normalised weights.
 
     Weights follow ``(D + I)^-1 (A + I)`` on the sampled graph ``S`` (the
-    "inverse-degree" normalisation of paper 004, Appendix E); padding gets 0.
+    "inverse-degree" normalisation of Daigavane et al., 2021, Appendix E);
+    padding gets 0.
     """
     S = sp.csr_matrix(S)
     nodes = np.asarray(nodes, dtype=np.int64)
@@ -377,7 +378,7 @@ class _DPTrainerBase(GraphClassifierMixin, BaseEstimator):
 
     # ------------------------------------------------------------ accounting
     def _accountant(self, N, m, K, T, delta):
-        """``(eps_of(z), calibrate(target))`` for this estimator (Theorem 1 of paper 004)."""
+        """``(eps_of(z), calibrate(target))`` for this estimator (Daigavane et al., Theorem 1)."""
         return (lambda z: compute_epsilon(z, N, m, K, T, delta),
                 lambda target: calibrate_noise_multiplier(target, delta, N, m, K, T))
 
@@ -561,12 +562,36 @@ class _DPTrainerBase(GraphClassifierMixin, BaseEstimator):
         return out.cpu().numpy()
 
     def decision_function(self, X):
-        """Scores of the rows of ``X``: logits, or their difference for two classes."""
+        """Class scores of the rows of ``X``.
+
+        Parameters
+        ----------
+        X : GraphData or array-like of shape (n_rows, n_features)
+            Rows to score: a view of the graph (DP-GNN) or features (DP-MLP).
+
+        Returns
+        -------
+        scores : ndarray of shape (n_rows,) or (n_rows, n_classes)
+            The logits, columns in the order of ``classes_``; for two classes,
+            as in scikit-learn, the score of ``classes_[1]`` (logit
+            difference), positive where it is predicted.
+        """
         z = self._raw_logits(X)
         return z[:, 1] - z[:, 0] if z.shape[1] == 2 else z
 
     def predict_proba(self, X):
-        """Class probabilities of the rows of ``X``, columns in the order of ``classes_``."""
+        """Class probabilities of the rows of ``X``.
+
+        Parameters
+        ----------
+        X : GraphData or array-like of shape (n_rows, n_features)
+            Rows to score: a view of the graph (DP-GNN) or features (DP-MLP).
+
+        Returns
+        -------
+        proba : ndarray of shape (n_rows, n_classes)
+            Softmax of the logits, columns in the order of ``classes_``.
+        """
         z = self._raw_logits(X)
         z = z - z.max(axis=1, keepdims=True)
         p = np.exp(z)
@@ -697,7 +722,7 @@ _GRID_NOTES = """
 
 # ------------------------------------------------------------------ DP-GNN
 class DPGNNClassifier(_DPTrainerBase):
-    __doc__ = """Node-level differentially private 1-layer GNN (DP-GNN, paper 004).
+    __doc__ = """Node-level differentially private 1-layer GNN (DP-GNN, Daigavane et al., 2021).
 
     The model is a 1-layer GCN with MLP encoder and decoder (eq. (2)),
     ``y_v = MLP_dec(act(A_v act(MLP_enc(X)) Theta_agg))`` with the
@@ -755,7 +780,7 @@ class DPGNNClassifier(_DPTrainerBase):
     References
     ----------
     .. [1] Daigavane, A. et al., "Node-level differentially private graph
-       neural networks", arXiv:2111.15521, 2021 (paper 004):
+       neural networks", arXiv:2111.15521, 2021:
        eq. (2), Algorithms 1-3, Lemma 1,
        Theorem 1, §5 "Gradient Clipping", Appendix E.
     .. [2] Mironov, I., "On significance of the least significant bits for
@@ -812,6 +837,11 @@ class DPGNNClassifier(_DPTrainerBase):
             View of the training nodes; its graph must be known and symmetric.
         y : array-like of shape (n_rows,)
             Labels of the training nodes.
+
+        Returns
+        -------
+        self : DPGNNClassifier
+            The fitted estimator.
         """
         K = check_max_degree(self.max_degree)
         self._validate_common()
@@ -853,7 +883,7 @@ class DPGNNClassifier(_DPTrainerBase):
 class DPMLPClassifier(_DPTrainerBase):
     __doc__ = """MLP trained with DP-Adam / DP-SGD on node features only (DP-MLP baseline).
 
-    The private baseline of paper 004 (§5, "DP-MLP"): an MLP encoder and
+    The private baseline of Daigavane et al. (2021, §5, "DP-MLP"): an MLP encoder and
     decoder, no graph. It shares the DP optimiser of
     :class:`DPGNNClassifier` with ``K = 0``: each example affects one clipped
     gradient and the noise is scaled to the replace-one sensitivity ``2 C``
@@ -871,7 +901,7 @@ class DPMLPClassifier(_DPTrainerBase):
         Thm. 27), computed by Google's ``dp-accounting``; tight for small
         batch fractions ``q = m / N`` (epsilon 3.6 for ``z = 1``,
         ``N = 10,000``, batches of 100, 1,000 steps, ``delta = 1e-5``).
-        ``"hypergeometric"``: Theorem 1 of paper 004 with ``K = 0`` (the
+        ``"hypergeometric"``: Theorem 1 of Daigavane et al. (2021) with ``K = 0`` (the
         paper's DP-MLP accounting, no extra dependency); loose for small ``q``
         (epsilon 26.1 in the same example) but tighter than ``"wor"`` when
         ``q`` exceeds about 1/4. ``"combined"``: the per-order minimum of both
@@ -900,7 +930,7 @@ class DPMLPClassifier(_DPTrainerBase):
     References
     ----------
     .. [1] Daigavane, A. et al., "Node-level differentially private graph
-       neural networks", arXiv:2111.15521, 2021 (paper 004):
+       neural networks", arXiv:2111.15521, 2021:
        §5 "Methods" (DP-MLP), Algorithm 3, Theorem 1.
     .. [2] Abadi, M. et al., "Deep learning with differential privacy", CCS 2016.
     .. [3] Wang, Y.-X., Balle, B., Kasiviswanathan, S., "Subsampled Rényi
@@ -975,7 +1005,21 @@ class DPMLPClassifier(_DPTrainerBase):
         return Xf
 
     def fit(self, X, y):
-        """Train on the rows of ``X`` (features only) with labels ``y``."""
+        """Train on the rows of ``X`` (features only) with labels ``y``.
+
+        Parameters
+        ----------
+        X : GraphData, array-like or sparse matrix of shape (n_rows, n_features)
+            Training rows; on a GraphData view only the view's rows are read
+            (no graph is used).
+        y : array-like of shape (n_rows,)
+            Their labels.
+
+        Returns
+        -------
+        self : DPMLPClassifier
+            The fitted estimator.
+        """
         self._validate_common()
         Xf = self._rows(X)
         if Xf.shape[0] < 2:
