@@ -229,8 +229,13 @@ def test_dpmlp_target_epsilon_is_met(small_graph):
     [DPMLPClassifier(batch_size=5, n_steps=10, noise_multiplier=0.5, hidden_size=8,
                      random_state=0)],
     expected_failed_checks=lambda est: {
-        "check_classifiers_classes": "few noisy DP steps cannot fit the toy problem",
-        "check_classifiers_train": "few noisy DP steps cannot reach the accuracy required",
+        # Both causes read from the check's own error (sklearn 1.9):
+        "check_classifiers_classes": "its last sub-check fits labels [-1, 1]; -1 means "
+                                     "'unlabelled' in skldp and fit rejects it (ValueError "
+                                     "'y contains -1')",
+        "check_classifiers_train": "10 noisy DP steps of batch 5 (the fast setting used for "
+                                   "all checks) reach 0.50 training accuracy on the binary "
+                                   "blobs, below the check's 0.83 (200 steps reach 0.97)",
     })
 def test_sklearn_compatible(estimator, check):
     with warnings.catch_warnings():
