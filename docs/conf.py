@@ -79,6 +79,7 @@ API_PAGES = {
     "models": ("Models: heads, GNNs, link predictors", "skldp.models"),
     "central": ("Central DP training", "skldp.central"),
     "accounting": ("Privacy accounting", "skldp.accounting"),
+    "baselines": ("Feature-free baselines and hybrids", "skldp.baselines"),
     "privacy": ("Saving without secrets", "skldp.privacy"),
     "audit": ("Empirical privacy audit", "skldp.audit"),
     "datasets": ("Datasets", "skldp.datasets"),
