@@ -1,6 +1,7 @@
 """Node features computed from the graph structure alone (no node feature, no budget)."""
 
 import numpy as np
+import scipy.linalg
 import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator, eigsh
 from sklearn.base import BaseEstimator
@@ -209,8 +210,8 @@ class StructuralFeatures(GraphTransformerMixin, BaseEstimator):
 
         if n <= _DENSE_EIGH_NODES or k >= n - 1:
             M = matmat(np.eye(n))
-            _, V = np.linalg.eigh((M + M.T) / 2)
-            V = V[:, ::-1][:, :k]
+            _, V = scipy.linalg.eigh((M + M.T) / 2, subset_by_index=[n - k, n - 1])
+            V = V[:, ::-1]
         else:
             op = LinearOperator((n, n), matvec=matmat, matmat=matmat, dtype=np.float64)
             v0 = node_normals(self.projection_seed_, np.arange(n, dtype=np.uint64), 1,
