@@ -47,17 +47,30 @@ def forget_secrets(estimator, X):
     >>> forget_secrets(pipe, G)                       # doctest: +SKIP
     >>> blob = pickle.dumps(pipe)                     # doctest: +SKIP
     """
-    est = getattr(estimator, "best_estimator_", estimator)
+    _forget_tree(getattr(estimator, "best_estimator_", estimator), X)
+    return estimator
+
+
+def _forget_tree(est, X):
+    """Forget the secrets of ``est`` and of every fitted estimator inside it that sees ``X``."""
     if isinstance(est, Pipeline):
         Xt = X
         steps = [s for _, s in est.steps if s not in (None, "passthrough")]
         for i, step in enumerate(steps):
-            _forget(step, Xt)
+            _forget_tree(step, Xt)
             if i < len(steps) - 1:
                 Xt = step.transform(Xt)
-    else:
-        _forget(est, X)
-    return estimator
+        return
+    branches = getattr(est, "transformer_list", None)   # FeatureUnion, GraphFeatureUnion
+    if isinstance(branches, list):
+        for _, branch in branches:
+            if branch not in (None, "drop", "passthrough"):
+                _forget_tree(branch, X)
+        return
+    _forget(est, X)
+    inner = getattr(est, "estimator_", None)             # meta-estimators (CorrectAndSmooth)
+    if inner is not None and hasattr(inner, "get_params"):
+        _forget_tree(inner, X)
 
 
 def _forget(step, X):

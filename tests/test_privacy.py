@@ -13,17 +13,24 @@ from skldp.privacy import forget_secrets
 from skldp.propagation import PPRPropagation
 
 
+def _estimators(value):
+    if hasattr(value, "get_params"):
+        yield value
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _estimators(v)
+
+
 def _has_seed(obj, seen=None):
+    """Whether any estimator reachable from ``obj`` (attributes, steps, branches) has seed_."""
     seen = set() if seen is None else seen
     if id(obj) in seen:
         return False
     seen.add(id(obj))
     if hasattr(obj, "seed_"):
         return True
-    children = list(vars(obj).values()) if hasattr(obj, "__dict__") else []
-    steps = getattr(obj, "steps", [])
-    children += [s for _, s in steps] if isinstance(steps, list) else []
-    return any(_has_seed(c, seen) for c in children if hasattr(c, "get_params"))
+    children = [c for v in vars(obj).values() for c in _estimators(v)]
+    return any(_has_seed(c, seen) for c in children)
 
 
 def test_pipeline_without_secrets_predicts_for_seen_users_only(small_graph):
@@ -68,3 +75,25 @@ def test_plain_array_mechanism_without_secret():
     forget_secrets(mech, X)
     assert not hasattr(mech, "seed_")
     np.testing.assert_array_equal(mech.transform(X), Z)
+
+
+def test_secrets_inside_unions_and_meta_estimators_are_forgotten(small_graph):
+    from skldp.baselines import CorrectAndSmooth, GraphFeatureUnion, StructuralFeatures
+    A, X, y = small_graph
+    G = GraphData(X, A, node_ids=np.arange(60))
+
+    def private():
+        return Pipeline([("hds", HDSMechanism(1.0, k=2, feature_range=(-1, 2),
+                                              random_state=0)), ("ppr", PPRPropagation())])
+
+    union = Pipeline([("union", GraphFeatureUnion([
+        ("structure", StructuralFeatures(n_eigenvectors=2, n_components=8, random_state=0)),
+        ("private", private())])), ("clf", MLPHead(epochs=3, early_stopping=False,
+                                                     random_state=0))]).fit(G[:40], y[:40])
+    cs = CorrectAndSmooth(Pipeline(private().steps + [
+        ("clf", MLPHead(epochs=3, early_stopping=False, random_state=0))])).fit(G[:40], y[:40])
+    for model in (union, cs):
+        before = model.predict(G[40:])
+        forget_secrets(model, G)
+        assert not _has_seed(model)
+        np.testing.assert_array_equal(model.predict(G[40:]), before)
