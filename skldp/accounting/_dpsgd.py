@@ -222,9 +222,21 @@ def calibrate_dpsgd_noise_multiplier(target_epsilon, delta, n_train, batch_size,
     Parameters
     ----------
     target_epsilon : float > 0
-    delta, n_train, batch_size, steps, orders, bound
+        The epsilon to reach.
+    delta : float in (0, 1)
+        See :func:`compute_dpsgd_epsilon`.
+    n_train : int
+        See :func:`compute_dpsgd_epsilon`.
+    batch_size : int
+        See :func:`compute_dpsgd_epsilon`.
+    steps : int
+        See :func:`compute_dpsgd_epsilon`.
+    orders : sequence of float > 1, default=None
         See :func:`compute_dpsgd_epsilon`.
     rtol : float, default=1e-4
+        Relative tolerance of the bisection.
+    bound : {"combined", "wor"}, default="combined"
+        See :func:`compute_dpsgd_epsilon`.
 
     Returns
     -------

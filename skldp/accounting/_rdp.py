@@ -185,10 +185,21 @@ def rdp_to_epsilon(orders, rdp, delta):
     equal in the tests); it is kept here so that DP-GNN's accountant needs no
     optional dependency.
 
+    Parameters
+    ----------
+    orders : array-like of float > 1
+        Rényi orders ``alpha``.
+    rdp : array-like of float
+        RDP ``gamma(alpha)`` at each order.
+    delta : float in (0, 1)
+        Target delta.
+
     Returns
     -------
     eps : float
+        The smallest epsilon over the orders.
     order : float
+        The order that attains it.
 
     References
     ----------
@@ -222,9 +233,20 @@ def compute_epsilon(noise_multiplier, n_train, batch_size, max_degree, steps, de
 
     Parameters
     ----------
-    noise_multiplier, n_train, batch_size, max_degree, steps, orders
+    noise_multiplier : float >= 0
+        See :func:`dpgnn_rdp`.
+    n_train : int
+        See :func:`dpgnn_rdp`.
+    batch_size : int
+        See :func:`dpgnn_rdp`.
+    max_degree : int
+        See :func:`dpgnn_rdp`.
+    steps : int
         See :func:`dpgnn_rdp`.
     delta : float in (0, 1)
+        Target delta.
+    orders : array-like of float > 1, default=None
+        See :func:`dpgnn_rdp`.
 
     Returns
     -------
@@ -254,6 +276,30 @@ def calibrate_noise_multiplier(target_epsilon, delta, n_train, batch_size, max_d
     multiplier, so the multiplier is found by bisection (on a log scale) to a
     relative tolerance ``rtol``, returning the upper end of the final bracket,
     so the guarantee always holds.
+
+    Parameters
+    ----------
+    target_epsilon : float > 0
+        The epsilon to reach.
+    delta : float in (0, 1)
+        Target delta.
+    n_train : int
+        See :func:`dpgnn_rdp`.
+    batch_size : int
+        See :func:`dpgnn_rdp`.
+    max_degree : int
+        See :func:`dpgnn_rdp`.
+    steps : int
+        See :func:`dpgnn_rdp`.
+    orders : array-like of float > 1, default=None
+        See :func:`dpgnn_rdp`.
+    rtol : float, default=1e-4
+        Relative tolerance of the bisection.
+
+    Returns
+    -------
+    noise_multiplier : float
+        The smallest multiplier found (upper end of the final bracket).
 
     Raises
     ------

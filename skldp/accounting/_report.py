@@ -11,7 +11,21 @@ __all__ = ["PrivacySpend", "PrivacyReport", "privacy_report"]
 
 @dataclass(frozen=True)
 class PrivacySpend:
-    """One guarantee given by one fitted step."""
+    """One guarantee given by one fitted step.
+
+    Attributes
+    ----------
+    step : str
+        Name of the step (its path in the pipeline).
+    epsilon : float
+        The step's ``epsilon_`` (per user for local DP, per node for central DP).
+    delta : float
+        The step's ``delta_`` (0 for pure local DP).
+    protects : tuple of str
+        What the guarantee covers: ``"features"``, ``"labels"``, ``"edges"``.
+    model : {"local", "central"}
+        ``"local"``: each user's report; ``"central"``: the released model.
+    """
 
     step: str
     epsilon: float
@@ -28,6 +42,26 @@ class PrivacyReport:
     user who sends several reports (features, labels, edges) spends the sum of
     their epsilons. Central guarantees (DP-SGD training) are node-level
     (epsilon, delta) guarantees of the released model and are reported apart.
+
+    Attributes
+    ----------
+    spends : list of PrivacySpend
+        One entry per fitted private step.
+    search_epsilon : float or None
+        For a fitted hyperparameter search: per-user epsilon summed over every
+        distinct setting of the private steps that the search collected
+        (``None`` if not a search, nan if some setting's epsilon cannot be
+        read from its parameters).
+    search_collections : int
+        Number of those distinct collections.
+    search_central_epsilon : float or None
+        For a fitted search with central DP steps: the epsilons of every model
+        trained in the search (each candidate in each fold, and the refit),
+        composed by basic composition (sum); nan if unknown.
+    search_central_delta : float or None
+        Their deltas, summed likewise.
+    search_trainings : int
+        Number of those trainings.
     """
 
     spends: list = field(default_factory=list)
@@ -122,6 +156,16 @@ def privacy_report(estimator):
     Walks pipelines, meta-estimators (``best_estimator_``) and fitted
     sub-estimators (e.g. a classifier's ``label_mechanism_``); each fitted step
     with ``epsilon_`` contributes one entry.
+
+    Parameters
+    ----------
+    estimator : estimator
+        A fitted estimator, pipeline or search.
+
+    Returns
+    -------
+    report : PrivacyReport
+        The guarantees found, with their totals.
 
     Examples
     --------

@@ -136,7 +136,7 @@ def degree_bounded_sample(adjacency, max_degree, nodes=None, random_state=None):
 class DegreeBoundedSampler(GraphTransformerMixin, BaseEstimator):
     """Graph transformer that replaces the adjacency by a degree-bounded sample.
 
-    Wraps :func:`degree_bounded_sample` (Algorithm 2 of paper 004) for use in a
+    Wraps :func:`degree_bounded_sample` (Daigavane et al., Algorithm 2) for use in a
     pipeline: the returned view has the same rows and features, and an
     adjacency in which every node has at most ``max_degree`` neighbours. The
     sample is drawn once per fit (``seed_``) over the whole graph.
@@ -178,6 +178,20 @@ class DegreeBoundedSampler(GraphTransformerMixin, BaseEstimator):
         self.random_state = random_state
 
     def fit(self, X, y=None):
+        """Check the graph and draw the sample's seed.
+
+        Parameters
+        ----------
+        X : GraphData
+            A view of a graph with a known, symmetric adjacency.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : DegreeBoundedSampler
+            The fitted transformer.
+        """
         check_max_degree(self.max_degree)
         G = check_graph_data(X, self, **self._graph_requirements)
         self.n_features_in_ = G.shape[1]
@@ -185,6 +199,19 @@ class DegreeBoundedSampler(GraphTransformerMixin, BaseEstimator):
         return self
 
     def transform(self, X):
+        """The view ``X`` over the degree-bounded sample of its whole graph.
+
+        Parameters
+        ----------
+        X : GraphData
+            A view of the graph.
+
+        Returns
+        -------
+        G : GraphData
+            Same rows and features; the adjacency has at most ``max_degree``
+            neighbours per node.
+        """
         check_is_fitted(self, "seed_")
         return super().transform(X)
 

@@ -92,7 +92,16 @@ def list_datasets():
 def get_data_home(data_home=None):
     """The cache folder, created if needed.
 
-    ``data_home``, else ``$SKLDP_DATA_HOME``, else ``~/.cache/skldp``.
+    Parameters
+    ----------
+    data_home : str or path, default=None
+        The folder to use; ``None`` takes ``$SKLDP_DATA_HOME``, else
+        ``~/.cache/skldp``.
+
+    Returns
+    -------
+    path : pathlib.Path
+        The (existing) cache folder.
     """
     path = Path(data_home or os.environ.get("SKLDP_DATA_HOME")
                 or Path.home() / ".cache" / "skldp").expanduser()
@@ -127,7 +136,30 @@ def _content_sha256(path):
 
 
 def fetch_file(url, path, sha256=None, timeout=60):
-    """Download ``url`` to ``path`` atomically; if ``sha256`` is given, verify it first."""
+    """Download ``url`` to ``path`` atomically; if ``sha256`` is given, verify it first.
+
+    Parameters
+    ----------
+    url : str
+        Address to download.
+    path : str or path
+        Destination file; written only once the download (and the checksum)
+        succeeded.
+    sha256 : str, default=None
+        Expected hex digest of the file.
+    timeout : float, default=60
+        Seconds before the connection gives up.
+
+    Returns
+    -------
+    path : pathlib.Path
+        The downloaded file.
+
+    Raises
+    ------
+    OSError
+        If the checksum does not match.
+    """
     path = Path(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".part-")
     try:
@@ -195,7 +227,7 @@ def load_dataset(name, *, data_home=None, base_url=None, source_url=None,
     Parameters
     ----------
     name : str
-        One of :func:`list_datasets` (the files of ``shared/datasets``).
+        One of :func:`list_datasets`.
     data_home : str or path, default=None
         Cache folder for downloads (default ``$SKLDP_DATA_HOME`` or ``~/.cache/skldp``).
     base_url : str, default=None
@@ -239,10 +271,32 @@ def load_dataset(name, *, data_home=None, base_url=None, source_url=None,
 
 
 def load_cora(**kwargs):
-    """Cora with the Planetoid public split, from the package data. See :func:`load_dataset`."""
+    """Cora with the Planetoid public split, from the package data.
+
+    Parameters
+    ----------
+    **kwargs
+        Passed to :func:`load_dataset`.
+
+    Returns
+    -------
+    bunch : Bunch
+        See :func:`load_dataset`.
+    """
     return load_dataset("cora", **kwargs)
 
 
 def load_citeseer(**kwargs):
-    """CiteSeer with the Planetoid public split, from the package data. See :func:`load_dataset`."""
+    """CiteSeer with the Planetoid public split, from the package data.
+
+    Parameters
+    ----------
+    **kwargs
+        Passed to :func:`load_dataset`.
+
+    Returns
+    -------
+    bunch : Bunch
+        See :func:`load_dataset`.
+    """
     return load_dataset("citeseer", **kwargs)

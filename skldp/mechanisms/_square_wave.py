@@ -97,6 +97,20 @@ def hds_optimal_k(eps, d, max_k=None):
 
     Only ``k`` with ``eps / k`` at most the per-coordinate limit of the grid sampler are
     considered; ``eps = inf`` gives ``d`` (every dimension, no noise).
+
+    Parameters
+    ----------
+    eps : float
+        Per-user budget.
+    d : int
+        Number of features.
+    max_k : int, default=None
+        Largest ``k`` considered; ``None`` means 1000.
+
+    Returns
+    -------
+    k : int
+        Number of dimensions each user should report.
     """
     if np.isinf(eps):
         return d

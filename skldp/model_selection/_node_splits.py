@@ -50,7 +50,20 @@ def random_node_split(y, train_size=0.5, val_size=0.25, test_size=0.25, *, strat
 def planetoid_split(bunch):
     """The Planetoid public split (train/val/test masks) of a loaded dataset.
 
-    Raises if the dataset defines no such split (only Cora, CiteSeer and PubMed do).
+    Parameters
+    ----------
+    bunch : Bunch
+        A dataset from :func:`skldp.datasets.load_dataset`.
+
+    Returns
+    -------
+    train_mask, val_mask, test_mask : ndarray of bool of shape (n_nodes,)
+        The public split.
+
+    Raises
+    ------
+    ValueError
+        If the dataset defines no such split (only Cora, CiteSeer and PubMed do).
     """
     if "train_mask" not in bunch:
         raise ValueError(f"Dataset {bunch.get('name', '?')!r} has no public split; use "
@@ -64,6 +77,15 @@ class LabelledKFold:
     Unlabelled rows (``y == -1``, the semi-supervised convention) are never put
     in a training or test fold, so no invented label reaches ``fit``. Use with
     ``cross_val_score(pipe, G, y, cv=LabelledKFold(5))`` on a whole graph.
+
+    Parameters
+    ----------
+    n_splits : int, default=5
+        Number of folds.
+    shuffle : bool, default=True
+        Shuffle each class's labelled rows before splitting.
+    random_state : int, RandomState or None, default=None
+        Seeds the shuffling.
     """
 
     def __init__(self, n_splits=5, *, shuffle=True, random_state=None):

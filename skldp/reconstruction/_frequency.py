@@ -19,7 +19,20 @@ _BLOCK_ENTRIES = 1 << 22  # n x (one-hot columns) per block: bounds the dense te
 
 
 def mean_propagation_matrix(A, self_loops=True):
-    """Row-normalised ``D^-1 (A + I)`` (mean over each node's neighbours and itself), CSR."""
+    """Row-normalised ``D^-1 (A + I)`` (mean over each node's neighbours and itself), CSR.
+
+    Parameters
+    ----------
+    A : sparse matrix of shape (n_nodes, n_nodes)
+        Adjacency; row ``v`` lists the nodes ``v`` averages over.
+    self_loops : bool, default=True
+        Include each node itself (``A + I``); ``False`` gives ``D^-1 A``.
+
+    Returns
+    -------
+    P : scipy.sparse.csr_matrix of shape (n_nodes, n_nodes)
+        The row-stochastic propagation matrix.
+    """
     return normalized_adjacency(A, self_loops, "rw", dtype=np.float64)
 
 
@@ -39,7 +52,7 @@ def _as_codes(X):
 
 
 class FrequencyReconstructor(GraphTransformerMixin, BaseEstimator):
-    r"""Reconstruct categorical features from GRR-FS reports (Algorithm 1 of paper 001).
+    r"""Reconstruct categorical features from GRR-FS reports (Bhaila et al., Algorithm 1).
 
     For every feature ``j`` the reports are one-hot encoded (a sparse
     ``n x c_j`` block) and averaged ``hops`` times over each node's
@@ -80,6 +93,14 @@ class FrequencyReconstructor(GraphTransformerMixin, BaseEstimator):
     clip : bool, default=True
         Clip binary probabilities to [0, 1].
 
+    Attributes
+    ----------
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str objects
+        Names of the reported features, when the GraphData has them.
+
+    Notes
+    -----
     The output has one column per reported feature (its reconstruction), so
     it keeps the input's feature names (:meth:`get_feature_names_out`). A
     directed adjacency is averaged over each node's row (``A[v, u] != 0``),
@@ -87,16 +108,11 @@ class FrequencyReconstructor(GraphTransformerMixin, BaseEstimator):
     on one side of the diagonal gets a ``UserWarning``. NaN or infinite
     reports raise a ``ValueError``.
 
-    Attributes
-    ----------
-    n_features_in_ : int
-    feature_names_in_ : ndarray of str objects
-        Names of the reported features, when the GraphData has them.
-
     References
     ----------
-    Paper 001 (``shared/papers/001_a6d79af5fcd0a0d9.txt``), §IV-A, eqs. (5),
-    (6), (8) and Algorithm 1; DESIGN.md §4.
+    K. Bhaila, W. Huang, Y. Wu, X. Wu, "Local Differential Privacy in Graph
+    Neural Networks: a Reconstruction Approach", SIAM SDM 2024: §IV-A, eqs.
+    (5), (6), (8) and Algorithm 1.
 
     Examples
     --------

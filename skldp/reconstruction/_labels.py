@@ -49,7 +49,20 @@ def project_simplex(V):
 
 
 def grr_transition_matrix(eps, n_classes):
-    """GRR transition matrix: ``p = e^eps / (e^eps + c - 1)`` on the diagonal, ``q`` elsewhere."""
+    """GRR transition matrix: ``p = e^eps / (e^eps + c - 1)`` on the diagonal, ``q`` elsewhere.
+
+    Parameters
+    ----------
+    eps : float
+        Budget of the randomized response (``inf``: identity).
+    n_classes : int
+        Domain size ``c``.
+
+    Returns
+    -------
+    T : ndarray of shape (n_classes, n_classes)
+        ``T[i, j] = P(report j | true i)``; ``q = 1 / (e^eps + c - 1)``.
+    """
     c = int(n_classes)
     if np.isinf(eps):
         return np.eye(c)
@@ -62,8 +75,19 @@ def grr_transition_matrix(eps, n_classes):
 def unbiased_label_distribution(observed, T, project=True):
     """Eq. (14): ``pi_hat = (T^T)^-1 pi_obs`` per row, optionally projected on the simplex.
 
-    ``observed`` has shape (..., c) with rows of observed label proportions;
-    ``T[i, j] = P(report j | true i)``.
+    Parameters
+    ----------
+    observed : array-like of shape (..., c)
+        Rows of observed (noisy) label proportions.
+    T : array-like of shape (c, c)
+        Transition matrix, ``T[i, j] = P(report j | true i)``.
+    project : bool, default=True
+        Project each estimate onto the probability simplex.
+
+    Returns
+    -------
+    pi_hat : ndarray of shape (..., c)
+        The unbiased (or projected) estimates of the true proportions.
     """
     observed = np.asarray(observed, dtype=np.float64)
     est = np.linalg.solve(np.asarray(T).T, observed.reshape(-1, observed.shape[-1]).T).T

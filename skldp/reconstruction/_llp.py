@@ -88,11 +88,24 @@ def cluster_label_proportions(clusters, noisy_labels, T, n_clusters=None):
 def llp_kl_loss(proba, clusters, target, eps=1e-8):
     """Mean over clusters of ``KL(target_k || mean predicted proba in cluster k)``.
 
-    The LLP term of eq. (15) of paper 001. ``proba`` (torch, (b, c)) are the
-    predicted class probabilities of a batch of labelled nodes, ``clusters``
-    (torch long, (b,)) their clusters and ``target`` (torch, (K, c)) the
-    reconstructed cluster proportions. Clusters with no node in the batch, or
-    no valid target, are skipped.
+    The LLP term of eq. (15) of Bhaila et al. (SDM 2024). Clusters with no
+    node in the batch, or no valid target, are skipped.
+
+    Parameters
+    ----------
+    proba : torch.Tensor of shape (b, c)
+        Predicted class probabilities of a batch of labelled nodes.
+    clusters : torch.LongTensor of shape (b,)
+        Their clusters.
+    target : torch.Tensor of shape (K, c)
+        Reconstructed label proportions of the clusters (NaN rows: unknown).
+    eps : float, default=1e-8
+        Floor of the probabilities inside the logarithms.
+
+    Returns
+    -------
+    loss : torch.Tensor
+        Scalar, differentiable in ``proba``.
     """
     import torch
     K, c = target.shape
