@@ -169,13 +169,13 @@ def test_different_random_states_give_different_models(graph):
 
 
 def test_cv_scores_are_reproducible_under_the_threading_backend(graph):
-    from joblib import parallel_backend
+    from joblib import parallel_config
 
     G, y = graph
     cv = StratifiedKFold(4, shuffle=True, random_state=0)
     runs = []
-    for _ in range(2):
-        with parallel_backend("threading", n_jobs=2):
+    for _ in range(2):  # the folds' fits run concurrently in two threads
+        with parallel_config(backend="threading", n_jobs=2):
             runs.append(cross_val_score(GCNClassifier(**KW), G, y, cv=cv, n_jobs=2,
                                         scoring="neg_log_loss"))
     np.testing.assert_array_equal(runs[0], runs[1])
