@@ -269,6 +269,8 @@ def _figure(acc, datasets, eps_all):
                                color="k" if "label propagation" in label else "grey",
                                label=label)
         ax.set_xscale("log")
+        ax.minorticks_off()
+        ax.set_xticks(eps_all, [f"{e:g}" for e in eps_all])
         ax.set_title(name)
         ax.set_xlabel("eps per user")
     axes[0][0].set_ylabel("test accuracy")
