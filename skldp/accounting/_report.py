@@ -247,16 +247,9 @@ def _identity(step, random_state, public_from_data):
     return (type(step).__qualname__, joblib_hash(params), int(random_state))
 
 
-# Parameters of central-DP trainers that do not change their (epsilon, delta): the
-# noise is calibrated to the clipping norm, and the model, optimiser and device are free.
-_NOT_ACCOUNTED = frozenset({"lr", "optimizer", "hidden_size", "encoder_layers", "decoder_layers",
-                            "activation", "device", "verbose", "random_state", "max_grad_norm",
-                            "clip_percentile", "classes"})
-
-
 def _accounting_params(step):
-    return joblib_hash({k: v for k, v in step.get_params(deep=False).items()
-                        if k not in _NOT_ACCOUNTED})
+    free = getattr(type(step), "_not_accounted", frozenset())
+    return joblib_hash({k: v for k, v in step.get_params(deep=False).items() if k not in free})
 
 
 def _planned_spends(est, best):
@@ -287,16 +280,15 @@ def _planned_spends(est, best):
         elif isinstance(step, (LDPMechanism, EdgeRR)):
             d = getattr(twin, "n_features_in_", np.nan)
             eps = float(step.eps)
-            if isinstance(step, OneBitMechanism) and not step.split_eps:
-                eps *= d
-            elif isinstance(step, GRRFSMechanism):
+            from_data = False                   # EdgeRR fixes no public value from the data
+            if isinstance(step, GRRFSMechanism):
                 eps = grrfs_epsilon(eps, step.m, d)
                 from_data = step.domain_sizes is None and step.categories is None
-            if isinstance(step, EdgeRR):
-                from_data = False
-            elif not isinstance(step, GRRFSMechanism):
+            elif isinstance(step, LDPMechanism):
                 from_data = step.feature_range is None
-            if np.isfinite(eps) or np.isnan(eps):
+                if isinstance(step, OneBitMechanism) and not step.split_eps:
+                    eps *= d
+            if not np.isinf(eps):
                 yield path, eps, "local", _identity(step, step.random_state, from_data), 0.0
         elif isinstance(step, LabelRandomizedResponse):
             if np.isfinite(float(step.eps)):

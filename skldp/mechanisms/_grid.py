@@ -84,10 +84,10 @@ class TwoLevelGrid:
     cut into cells.
 
     Sampling: the piece from a full-precision uniform compared with ``1 - pi``
-    (a relative error of about ``2^-50 / (1 - pi)``... of ``1 - pi`` itself,
-    i.e. below 1e-12 for ``eps < 700``), the cell within the piece as
-    ``floor(u * size)`` of a 53-bit uniform (relative error below
-    ``size * 2^-53 <= 2^-27`` per cell).
+    (:func:`skldp.utils.node_uniforms_fine`: the probability of the outside is
+    exact up to a relative error below 1e-12 for ``1 - pi >= e^-50``), the cell
+    within the piece as ``floor(u * size)`` of a 53-bit uniform (relative error
+    below ``size * 2^-53 <= 2^-27`` per cell).
 
     Parameters
     ----------
