@@ -34,6 +34,7 @@ os.environ.setdefault("SKLDP_DATASETS_DIR", "/work/shared/datasets")
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
+from skldp.baselines import LabelPropagationClassifier  # noqa: E402
 from skldp.central import DPGNNClassifier, DPMLPClassifier  # noqa: E402
 from skldp.datasets import load_dataset  # noqa: E402
 from skldp.model_selection import random_node_split  # noqa: E402
@@ -61,6 +62,10 @@ ABLATION_SEEDS = 2
 VERSION = 2  # see the module docstring
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+FEATURE_FREE = "label propagation (feature-free)"
+LP_ALPHAS = (0.5, 0.8, 0.9, 0.99)
 
 
 def run_one(method, name, G, y, masks, seed, eps=None, **over):
@@ -106,6 +111,12 @@ def run_one(method, name, G, y, masks, seed, eps=None, **over):
         over = dict(over, selected_steps=best[1])
     elif method == "GCNClassifier(n_layers=1)":
         clf = GCNClassifier(n_layers=1, random_state=seed)
+    elif method == FEATURE_FREE:
+        # The feature-free floor (graph and training labels in the clear, no features);
+        # alpha selected on the validation split.
+        fits = [LabelPropagationClassifier(alpha=a).fit(G[tr], y[tr]) for a in LP_ALPHAS]
+        clf = max(fits, key=lambda c: c.score(G[va], y[va]))
+        over = dict(over, alpha=clf.alpha)
     else:
         raise ValueError(method)
     with warnings.catch_warnings():
@@ -139,6 +150,7 @@ def _main_seed(seed):
         yield "main", "MLP", name, seed, None, {}
         yield "main", "GCNClassifier(n_layers=1)", name, seed, None, {}
         yield "main", "GCN (1-layer, MLP enc/dec)", name, seed, None, {}
+        yield "main", FEATURE_FREE, name, seed, None, {}
         for eps in EPS:
             yield "main", "DP-GNN", name, seed, eps, {}
             yield "main", "DP-MLP", name, seed, eps, {}
@@ -278,7 +290,8 @@ def write_report(runs, out):
         for label, m, v in rows:
             lines.append(f"| {label} | "
                          + " | ".join(cell("main", m, name, e, v) for e in EPS) + " |")
-        for m in ("MLP", "GCN (1-layer, MLP enc/dec)", "GCNClassifier(n_layers=1)"):
+        for m in ("MLP", "GCN (1-layer, MLP enc/dec)", "GCNClassifier(n_layers=1)",
+                  FEATURE_FREE):
             v = cell("main", m, name)
             lines.append(f"| {m} (non-private) | " + " | ".join([v] * len(EPS)) + " |")
         gaps = []
