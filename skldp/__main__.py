@@ -1,7 +1,7 @@
 """The main job: PrivGE (HDS -> PPR -> MLP head) on a real graph, with baselines.
 
 ``python -m skldp`` (or the ``skldp`` console script) runs, on the bundled
-Cora and the random 50/25/25 split of paper 002 (§4.1) over 5 seeds::
+Cora and the random 50/25/25 split of [Li et al., CIKM 2024, §4.1] over 5 seeds::
 
     Pipeline([("hds", HDSMechanism(eps=1, feature_range=(0, 1))),
               ("ppr", PPRPropagation()),

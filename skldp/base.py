@@ -29,7 +29,7 @@ __all__ = ["GraphTransformerMixin", "LDPMechanism", "NodeWise", "GraphClassifier
 
 
 def draw_collection_seed(estimator, *public_state, random_state=None, role=None):
-    """``seed_`` of the collection that ``estimator`` makes (DESIGN.md §2).
+    """``seed_`` of the collection that ``estimator`` makes (Design page, "Per-user determinism").
 
     The collection's identity is the estimator's class, its parameters other than
     ``random_state``, the public values it fixed in ``fit`` (``public_state``, e.g.
@@ -96,7 +96,8 @@ def check_population(estimator, X):
 def fitted_token(estimator):
     """A hash of an estimator's parameters and fitted state.
 
-    Used as the memo key of whole-graph results (DESIGN.md §1, pitfall 3): two
+    Used as the memo key of whole-graph results (Design page, "Memoisation of
+    whole-graph steps"): two
     estimators with the same token produce the same output on the same graph.
     """
     params = {k: v for k, v in estimator.get_params(deep=False).items()
@@ -167,7 +168,7 @@ class GraphTransformerMixin(TransformerMixin, auto_wrap_output_keys=None):
     that makes new columns names them in its ``get_feature_names_out``.
 
     **Output containers.** Scikit-learn's automatic output wrapping is
-    disabled for every subclass (DESIGN.md §1, pitfall 2): a GraphData is
+    disabled for every subclass (Design page, "Output wrapping"): a GraphData is
     never converted, so ``set_config(transform_output="pandas")`` and
     ``set_output(transform="pandas")`` leave graph pipelines intact. Dense
     plain-array outputs (a step used on arrays) follow these settings like any
@@ -275,7 +276,7 @@ class LDPMechanism(GraphTransformerMixin, BaseEstimator):
 
     A fitted mechanism holds the public bounds (``feature_min_``,
     ``feature_max_``) and one ``seed_`` drawn from ``random_state``. Each
-    user's report is a pure function of ``(seed_, node key)`` (DESIGN.md §2):
+    user's report is a pure function of ``(seed_, node key)`` (Design page, "Per-user determinism"):
     the same at fit and predict time, for any subset or order of rows, and
     after clone-free pickling. ``random_state=None`` draws a new seed at every
     fit, i.e. a new collection (a new use of the budget) per fit and CV fold.
@@ -413,7 +414,8 @@ class NodeWise(GraphTransformerMixin, BaseEstimator):
 
     It is fitted on the rows of the view (the training nodes) and applied to
     all nodes, so that a graph step placed after it sees a whole graph
-    (DESIGN.md §1, pitfall 5). On plain arrays it behaves like the wrapped
+    (Design page, "Plain transformers before graph steps"). On plain arrays it
+    behaves like the wrapped
     transformer.
 
     It accepts missing or infinite features (e.g. ``NodeWise(SimpleImputer())``

@@ -11,7 +11,7 @@ two valid Rényi-DP bounds of one step are combined here:
   Tight for small sampling fractions ``q = m / N``: about epsilon = 3.6 for
   ``z = 1``, ``N = 10,000``, batches of 100, 1,000 steps, ``delta = 1e-5``;
 - the joint-convexity bound ``ln(1 - q + q exp(alpha (alpha - 1) / (2 z^2))) /
-  (alpha - 1)``, i.e. Theorem 1 of paper 004 with ``K = 0``
+  (alpha - 1)``, i.e. [Daigavane et al., arXiv 2021, Theorem 1] with ``K = 0``
   (:func:`~skldp.accounting.dpgnn_rdp`). Loose for small ``q`` (epsilon = 26
   in the example above) but tighter than the former for large ``q``: its
   leading term is ``q alpha (alpha - 1) / (2 z^2)`` against
@@ -60,7 +60,8 @@ def _import_dp_accounting():
             "The DP-SGD accountant (sampling without replacement, replace-one relation) "
             "uses Google's dp-accounting package, which is not installed. Install it with "
             f"`{_INSTALL}` (or `pip install dp-accounting`). For DPMLPClassifier you may "
-            "instead pass accountant='hypergeometric' (paper 004's Theorem 1 with K = 0: "
+            "instead pass accountant='hypergeometric' (Theorem 1 of Daigavane et al. 2021 "
+            "with K = 0: "
             "no extra dependency, but a looser bound for small batch fractions).") from exc
     return dp_accounting
 
@@ -133,7 +134,7 @@ def dpsgd_rdp(noise_multiplier, n_train, batch_size, steps=1, orders=None, bound
     bound : {"combined", "wor"}, default="combined"
         ``"wor"``: dp-accounting's subsampled-Gaussian bound (Wang et al.
         2019, Thm. 27) alone; ``"combined"``: its pointwise minimum with the
-        joint-convexity bound (Theorem 1 of paper 004 with ``K = 0``).
+        joint-convexity bound ([Daigavane et al., arXiv 2021, Theorem 1] with ``K = 0``).
 
     Returns
     -------
@@ -197,7 +198,7 @@ def compute_dpsgd_epsilon(noise_multiplier, n_train, batch_size, steps, delta, o
        Theorem 27.
     .. [2] Google's ``dp-accounting`` library (``dp_accounting.rdp``).
     .. [3] Daigavane, A. et al., "Node-level differentially private graph
-       neural networks", arXiv:2111.15521, 2021 (paper 004): Theorem 1.
+       neural networks", arXiv:2111.15521, 2021: Theorem 1.
 
     Examples
     --------

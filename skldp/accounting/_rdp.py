@@ -1,13 +1,13 @@
 """Rényi DP accountant of DP-GNN (node-level DP-SGD with degree-bounded graphs).
 
-Per-step RDP of Theorem 1 of paper 004, composition over the steps, conversion
+Per-step RDP of [Daigavane et al., arXiv 2021, Theorem 1], composition over the steps, conversion
 to (epsilon, delta) and calibration of the noise multiplier.
 
 Conventions
 -----------
 The *noise multiplier* ``z`` is the ratio of the Gaussian noise standard
 deviation to the node-level sensitivity ``2 (K + 1) C`` of one clipped update
-(Lemma 1 of paper 004), where ``C`` bounds the norm of every clipped per-node
+[Daigavane et al., arXiv 2021, Lemma 1], where ``C`` bounds the norm of every clipped per-node
 gradient. With ``sigma = 2 (K + 1) C z`` the exponent of Theorem 1 becomes
 
     alpha (alpha - 1) 2 rho^2 C^2 / sigma^2 = alpha (alpha - 1) rho^2 / (2 (K + 1)^2 z^2),
@@ -103,7 +103,7 @@ def _check_noise(noise_multiplier):
 
 # ------------------------------------------------------------------------ RDP
 def dpgnn_rdp(noise_multiplier, n_train, batch_size, max_degree, steps=1, orders=None):
-    """RDP of ``steps`` iterations of DP-GNN at each order (Theorem 1 of paper 004).
+    """RDP of ``steps`` DP-GNN iterations at each order [Daigavane et al., arXiv 2021, Thm. 1].
 
     Per step, for order ``alpha``,
 
@@ -139,7 +139,7 @@ def dpgnn_rdp(noise_multiplier, n_train, batch_size, max_degree, steps=1, orders
     References
     ----------
     .. [1] Daigavane, A. et al., "Node-level differentially private graph
-       neural networks", arXiv:2111.15521, 2021 (paper 004):
+       neural networks", arXiv:2111.15521, 2021:
        Theorem 1 and Lemmas 1-4.
     .. [2] Mironov, I., "Rényi differential privacy", CSF 2017.
 

@@ -1,4 +1,4 @@
-"""Degree-bounded subgraph sampling (Algorithm 2 of paper 004), vectorised."""
+"""Degree-bounded subgraph sampling [Daigavane et al., arXiv 2021, Algorithm 2], vectorised."""
 
 
 import numpy as np
@@ -29,7 +29,7 @@ def _rank_within(nodes, prio):
 def degree_bounded_sample(adjacency, max_degree, nodes=None, random_state=None):
     """Random subgraph in which every node has in- and out-degree at most ``K``.
 
-    A vectorised version of Algorithm 2 of paper 004. Algorithm 2 visits the
+    A vectorised version of [Daigavane et al., arXiv 2021, Algorithm 2]. Algorithm 2 visits the
     training nodes in random order and greedily adds each node's edges while
     both endpoints have fewer than ``K`` sampled edges. Here every undirected
     edge gets an independent uniform priority and edges are added greedily in
@@ -71,7 +71,7 @@ def degree_bounded_sample(adjacency, max_degree, nodes=None, random_state=None):
     References
     ----------
     .. [1] Daigavane, A. et al., "Node-level differentially private graph
-       neural networks", arXiv:2111.15521, 2021 (paper 004):
+       neural networks", arXiv:2111.15521, 2021:
        Appendix B, Algorithm 2.
 
     Examples
@@ -157,7 +157,7 @@ class DegreeBoundedSampler(GraphTransformerMixin, BaseEstimator):
     References
     ----------
     .. [1] Daigavane, A. et al., "Node-level differentially private graph
-       neural networks", arXiv:2111.15521, 2021 (paper 004):
+       neural networks", arXiv:2111.15521, 2021:
        Appendix B, Algorithm 2.
 
     Examples

@@ -4,7 +4,7 @@ Where a dataset is looked for, in order:
 
 1. the package data (``cora`` and ``citeseer`` ship with skldp);
 2. the folder named by the environment variable ``SKLDP_DATASETS_DIR``
-   (CI points it at ``../shared/datasets``);
+   (e.g. a shared folder of prepared ``.npz`` files);
 3. the cache folder ``data_home`` (``SKLDP_DATA_HOME``, default
    ``~/.cache/skldp``);
 4. a download into the cache: from a mirror of the ``.npz`` files if one is

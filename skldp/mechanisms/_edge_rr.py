@@ -34,7 +34,7 @@ _MAX_ROUNDS = 64
 
 
 def _flip_probability(eps):
-    """1 / (1 + e^eps), the probability of flipping one bit (paper 003 eq. (5))."""
+    """1 / (1 + e^eps), the probability of flipping one bit [Lin et al., IEEE TIFS 2022, Eq. 5]."""
     return 0.0 if np.isinf(eps) else float(1.0 / (1.0 + np.exp(eps)))
 
 
@@ -197,7 +197,7 @@ class EdgeRR(GraphTransformerMixin, BaseEstimator):
 
     User ``i`` holds the bit vector ``a_i`` (``a_ij = 1`` iff ``j`` is a
     neighbour, ``j != i``) and reports ``a'_i`` where each bit is flipped
-    independently with probability (paper 003, eq. (5))
+    independently with probability [Lin et al., IEEE TIFS 2022, Eq. 5]
 
     .. math:: q = \frac{1}{1 + e^{\epsilon}}, \qquad
               P(a'_{ij} = a_{ij}) = 1 - q = \frac{e^{\epsilon}}{1 + e^{\epsilon}},
@@ -210,7 +210,7 @@ class EdgeRR(GraphTransformerMixin, BaseEstimator):
     drawn from ``Binomial(n - 1 - deg, q)`` and that many distinct targets
     are sampled among the non-neighbours. Cost and memory grow with
     ``nnz + n (n - 1) q`` (edges plus expected flips), not with ``n^2``.
-    Every draw is a pure function of ``(seed_, node id)`` (DESIGN.md §2):
+    Every draw is a pure function of ``(seed_, node id)`` (Design page, "Per-user determinism"):
     one collection per fit, the same report at fit and predict time.
 
     The transformer returns a view of the same rows whose adjacency is the
@@ -264,7 +264,8 @@ class EdgeRR(GraphTransformerMixin, BaseEstimator):
 
     References
     ----------
-    Paper 003 (``shared/papers/003_5a1a374306e1d553.txt``, Solitude), §III-A-1,
+    W. Lin, B. Li, C. Wang. Towards Private Learning on Decentralized Graphs
+    With Local Differential Privacy (Solitude). IEEE TIFS 2022: §III-A-1,
     eqs. (5)-(6), Theorem 1.
 
     Examples

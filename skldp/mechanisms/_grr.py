@@ -380,7 +380,7 @@ class GRRFSMechanism(LDPMechanism):
     other feature it reports a code drawn uniformly from ``0..c_j - 1``. The
     server cannot tell which features were sampled. The observed frequency of
     code ``k`` of a feature whose true frequency is ``f_k`` is (eqs. (7)-(8)
-    of Bhaila et al., SDM 2024; DESIGN.md §4)
+    of Bhaila et al., SDM 2024; Design page, "Budgets that differ from the papers")
 
     .. math:: P(k) = \frac{m}{d}\,(q + f_k (p - q)) + \left(1 - \frac{m}{d}\right)\frac{1}{c},
 
@@ -431,7 +431,7 @@ class GRRFSMechanism(LDPMechanism):
         ``domain_sizes`` says otherwise.
     random_state : int, RandomState, Generator or None, default=None
         Seed of the collection; reports are a pure function of the seed and
-        the node id (DESIGN.md §2). ``None`` draws a new collection per fit.
+        the node id (Design page, "Per-user determinism"). ``None`` draws a new collection per fit.
 
     Attributes
     ----------

@@ -28,14 +28,15 @@ class LabelRandomizedResponse(BaseEstimator):
               q = \frac{1}{e^\varepsilon + c - 1}, \end{cases}
 
     which is :math:`\varepsilon`-LDP since ``p / q = e^eps``. This is the label
-    perturbation of LPGNN (later version), as described in paper 001 §I and
-    §IV-B (GRR on labels, transition matrix with diagonal ``p`` and
+    perturbation of LPGNN (later version), as described in [Bhaila et al., SDM 2024, §I and
+    §IV-B] (GRR on labels, transition matrix with diagonal ``p`` and
     off-diagonal ``q``, eq. (14)) and used by the classifiers' ``label_mechanism``.
 
     Labels are not features, so this is not a transformer: a classifier (or
     the user) calls :meth:`randomize` with the labels and the node keys. A
     user's report is a pure function of ``(seed_, node key)``: the same for any
-    subset or order of nodes, so a user answers once (DESIGN.md §2). The seed is
+    subset or order of nodes, so a user answers once (Design page, "Per-user
+    determinism"). The seed is
     that of the collection: this class, ``eps`` and the label domain hashed with
     ``random_state`` (:func:`skldp.utils.collection_seed`), so a label report
     never shares random numbers with a feature or edge report, even when they
@@ -73,8 +74,9 @@ class LabelRandomizedResponse(BaseEstimator):
     References
     ----------
     Sajadmanesh & Gatica-Perez, "Locally Private Graph Neural Networks", CCS
-    2021 (label perturbation), as described in paper 001 §I, §IV-B eq. (14)
-    (``shared/papers/001_a6d79af5fcd0a0d9.txt``). Warner, "Randomized
+    2021 (label perturbation), as described in Bhaila et al., "Local Differential
+    Privacy in Graph Neural Networks: a Reconstruction Approach", SIAM SDM 2024,
+    §I, §IV-B eq. (14). Warner, "Randomized
     response", JASA 1965; Kairouz et al., "Discrete distribution estimation
     under local privacy", ICML 2016 (k-ary RR).
 
@@ -231,7 +233,7 @@ class LabelRandomizedResponse(BaseEstimator):
         """Unbiased estimate of the true class frequencies from noisy labels.
 
         Solves ``T^T f = o`` where ``o`` are the observed class frequencies of
-        ``y_noisy`` (paper 001 eq. (14)); the estimate sums to 1 but may have
+        ``y_noisy`` [Bhaila et al., SDM 2024, Eq. 14]; the estimate sums to 1 but may have
         negative entries.
         """
         idx = self.encode(y_noisy)

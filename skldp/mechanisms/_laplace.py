@@ -34,7 +34,8 @@ class LaplaceMechanism(LDPMechanism):
     ``eps/d``-LDP and, by sequential composition over the ``d`` coordinates,
     the whole report is ``eps``-LDP per user (``epsilon_ = eps``). With equal
     ranges this is the same as one vector Laplace mechanism with
-    L1-sensitivity ``d * Delta``. Paper 000 (App. A.1) adds ``Lap(Delta/eps)``
+    L1-sensitivity ``d * Delta``. [Sajadmanesh & Gatica-Perez, arXiv 2020, App. A.1] adds
+    ``Lap(Delta/eps)``
     to every feature, i.e. ``eps`` *per feature*: to reproduce it pass
     ``eps = d * eps_per_feature`` (``epsilon_`` then honestly reports the
     per-user total ``d * eps_per_feature``).
@@ -97,9 +98,11 @@ class LaplaceMechanism(LDPMechanism):
 
     References
     ----------
-    Paper 000 (``shared/papers/000_d33593cc1e28739e.txt``) App. A.1,
-    eqs. (9)-(10); paper 002 (``shared/papers/002_39ad2ffba99fc09f.txt``)
-    §2 (the ``eps/d`` split, variance ``8 d^2 / eps^2`` on ``[-1, 1]``).
+    S. Sajadmanesh, D. Gatica-Perez. When Differential Privacy Meets Graph
+    Neural Networks. arXiv:2006.05535, 2020:
+    App. A.1, eqs. (9)-(10). Z. Li et al. Privacy-Preserving Graph Embedding
+    based on Local Differential Privacy. CIKM 2024: §2 (the ``eps/d`` split, variance
+    ``8 d^2 / eps^2`` on ``[-1, 1]``).
 
     Examples
     --------

@@ -19,18 +19,18 @@ class MultiBitMechanism(LDPMechanism):
 
     Each user samples ``m`` of its ``d`` features uniformly without
     replacement. A sampled feature ``x`` in ``[x_min, x_max]`` is encoded as
-    ``s = +1`` with probability (paper 003 eq. (7); paper 002 eq. (4))
+    ``s = +1`` with probability [Lin et al., IEEE TIFS 2022, Eq. 7; Li et al., CIKM 2024, Eq. 4]
 
     .. math:: P(s=1) = \frac{1}{e^{\epsilon/m}+1} + \frac{x - x_{min}}{x_{max}-x_{min}}
               \frac{e^{\epsilon/m}-1}{e^{\epsilon/m}+1},
 
     else ``s = -1``; unsampled features are encoded as 0. The rectifier
-    (paper 003 eq. (8)) returns the unbiased estimate in original units
+    [Lin et al., IEEE TIFS 2022, Eq. 8] returns the unbiased estimate in original units
 
     .. math:: \hat x = \frac{d\,(x_{max}-x_{min})}{2m}
               \frac{e^{\epsilon/m}+1}{e^{\epsilon/m}-1}\, s + \frac{x_{max}+x_{min}}{2}.
 
-    Its variance per coordinate (paper 002, text after eq. (4), rescaled to
+    Its variance per coordinate [Li et al., CIKM 2024, text after Eq. 4, rescaled to
     original units) is ``(d/m) (Delta/2)^2 ((e^{eps/m}+1)/(e^{eps/m}-1))^2 -
     (x - mid)^2`` with ``Delta = x_max - x_min``, ``mid = (x_min + x_max)/2``.
 
@@ -71,11 +71,13 @@ class MultiBitMechanism(LDPMechanism):
 
     References
     ----------
-    Paper 003 (``shared/papers/003_5a1a374306e1d553.txt``) eqs. (7)-(8) and
-    its §V (the ``eps < 2.18`` rule); paper 002
-    (``shared/papers/002_39ad2ffba99fc09f.txt``) eq. (4) and the variance that
-    follows it; Sajadmanesh & Gatica-Perez, "Locally Private Graph Neural
-    Networks", CCS 2021 (the later version of paper 000).
+    W. Lin, B. Li, C. Wang. Towards Private Learning on Decentralized Graphs
+    With Local Differential Privacy. IEEE TIFS 2022: eqs. (7)-(8) and §V (the
+    ``eps < 2.18`` rule). Z. Li et al. Privacy-Preserving Graph Embedding based
+    on Local Differential Privacy. CIKM 2024: eq. (4) and the variance that
+    follows it. Sajadmanesh & Gatica-Perez, "Locally Private Graph Neural
+    Networks", ACM CCS 2021 (the later version of "When Differential Privacy
+    Meets Graph Neural Networks", arXiv 2020).
 
     Examples
     --------

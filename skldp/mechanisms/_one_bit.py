@@ -1,4 +1,4 @@
-"""The one-bit mechanism of PGC (Private Graph Convolution, paper 000 §4).
+"""The one-bit mechanism of PGC (Private Graph Convolution) [Sajadmanesh & Gatica-Perez 2020, §4].
 
 Also holds small private helpers shared by the LPGNN feature mechanisms
 (``_laplace.py``, ``_multi_bit.py``, ``_piecewise.py``): row blocks that bound
@@ -137,7 +137,7 @@ class OneBitMechanism(LDPMechanism):
     r"""One-bit mechanism of PGC: each feature is reported as one biased bit.
 
     For a feature ``x`` in ``[alpha, beta]`` (``Delta = beta - alpha``) a user
-    sends the bit ``y`` with (paper 000 eq. (3))
+    sends the bit ``y`` with [Sajadmanesh & Gatica-Perez, arXiv 2020, Eq. 3]
 
     .. math:: P(y=1) = \frac{1}{e^{\epsilon'}+1} + \frac{x-\alpha}{\Delta}
               \frac{e^{\epsilon'}-1}{e^{\epsilon'}+1},
@@ -147,7 +147,8 @@ class OneBitMechanism(LDPMechanism):
     original feature units. Its variance is eq. (7),
     ``Delta^2 e^eps' / (e^eps' - 1)^2 + (x - alpha)(beta - x)``.
 
-    **Privacy budget.** Paper 000 spends the full ``eps`` on *every* feature
+    **Privacy budget.** [Sajadmanesh & Gatica-Perez, arXiv 2020] spends the full ``eps`` on
+    *every* feature
     (``eps' = eps``, ``split_eps=False``, the default, as in the paper). One
     user then reveals ``d`` bits, each ``eps``-LDP, so by sequential
     composition the honest per-user guarantee is ``d * eps``, and that is
@@ -168,7 +169,7 @@ class OneBitMechanism(LDPMechanism):
         from the data with a :class:`~skldp.exceptions.PrivacyLeakWarning`.
         Values outside are clipped with a warning.
     split_eps : bool, default=False
-        ``False``: ``eps`` per feature (paper 000), ``epsilon_ = d * eps``.
+        ``False``: ``eps`` per feature (as in the paper), ``epsilon_ = d * eps``.
         ``True``: ``eps / d`` per feature, ``epsilon_ = eps``.
     random_state : int, RandomState, Generator or None, default=None
         Seed of the collection. Reports are a pure function of the seed and the
@@ -191,8 +192,8 @@ class OneBitMechanism(LDPMechanism):
 
     References
     ----------
-    Paper 000 (``shared/papers/000_d33593cc1e28739e.txt``): Sajadmanesh &
-    Gatica-Perez, "When Differential Privacy Meets Graph Neural Networks",
+    Sajadmanesh & Gatica-Perez, "When Differential Privacy Meets Graph Neural
+    Networks", arXiv:2006.05535, 2020:
     eqs. (3) (bit probabilities), (5) (rectifier), (7) (variance), Lemma 1
     (LDP), App. A.2 (derivation from Duchi et al.'s mechanism).
 

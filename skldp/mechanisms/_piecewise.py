@@ -48,7 +48,7 @@ def _pm_estimate_map(grid):
 
 
 def _pm_draw(grid, t, u_round, u_piece, u_pos):
-    """Unbiased estimates ``t_hat`` of ``t`` in [-1, 1] (paper 000 eq. (22) on the grid)."""
+    """Unbiased estimates of ``t`` on the grid [Sajadmanesh & Gatica-Perez 2020, Eq. 22]."""
     j = grid.sample((t + 1.0) / 2.0, u_round, u_piece, u_pos)
     c0, c1 = _pm_estimate_map(grid)
     return c0 + c1 * j
@@ -60,17 +60,18 @@ class PiecewiseMechanism(LDPMechanism):
     Each user samples ``k`` of its ``d`` features uniformly without
     replacement and spends ``eps/k`` on each. A sampled feature ``x`` in
     ``[lo, hi]`` is mapped to ``t = 2 (x - lo)/Delta - 1`` in ``[-1, 1]``
-    (paper 000 eq. (24)) and perturbed to ``t*`` in ``[-C, C]``,
+    [Sajadmanesh & Gatica-Perez, arXiv 2020, Eq. 24] and perturbed to ``t*`` in ``[-C, C]``,
     ``C = (e^{eps'/2}+1)/(e^{eps'/2}-1)``, from the piecewise-constant density
-    of paper 000 eq. (22) / paper 002 eq. (3) with ``eps' = eps/k``. The
+    of [Sajadmanesh & Gatica-Perez, arXiv 2020, Eq. 22] / [Li et al., CIKM 2024, Eq. 3] with
+    ``eps' = eps/k``. The
     report is
 
     .. math:: \hat x = \mathrm{mid} + \frac{\Delta}{2} \frac{d}{k} t^*
 
     for sampled features and ``mid = (lo + hi)/2`` for the others, which is
     unbiased (``E[t*] = t``, sampled with probability ``k/d``). Variance per
-    coordinate (paper 002, text after eq. (3), in original units; with
-    ``k = d`` it is paper 000 eq. (27)):
+    coordinate ([Li et al., CIKM 2024], text after Eq. 3, in original units; with
+    ``k = d`` it is [Sajadmanesh & Gatica-Perez, arXiv 2020, Eq. 27]):
 
     .. math:: (\Delta/2)^2 \Big[\frac{d (a + 3)}{3k (a - 1)^2}
               + \Big(\frac{d\,a}{k (a - 1)} - 1\Big) t^2\Big], \quad a = e^{\epsilon/(2k)}.
@@ -92,7 +93,7 @@ class PiecewiseMechanism(LDPMechanism):
     ``1e-8``), and the variance is that of the paper up to a relative
     ``1e-4`` or less at ``eps' <= 20`` (:meth:`variance` returns the exact
     value on the grid). Reported coordinates lie on ``output_grid_``;
-    unreported ones equal ``mid``. Paper 000 (App. A.3) applies
+    unreported ones equal ``mid``. [Sajadmanesh & Gatica-Perez, arXiv 2020, App. A.3] applies
     PM with the full ``eps`` to every feature: reproduce it with ``k = d``
     and ``eps = d * eps_per_feature``.
 
@@ -131,9 +132,11 @@ class PiecewiseMechanism(LDPMechanism):
 
     References
     ----------
-    Paper 000 (``shared/papers/000_d33593cc1e28739e.txt``) App. A.3,
-    eqs. (21)-(27); paper 002 (``shared/papers/002_39ad2ffba99fc09f.txt``)
-    eq. (3) and the k-of-d extension after it; Wang et al., "Collecting and
+    S. Sajadmanesh, D. Gatica-Perez. When Differential Privacy Meets Graph
+    Neural Networks. arXiv:2006.05535, 2020:
+    App. A.3, eqs. (21)-(27). Z. Li et al. Privacy-Preserving Graph Embedding
+    based on Local Differential Privacy. CIKM 2024: eq. (3) and the k-of-d
+    extension after it. Wang et al., "Collecting and
     Analyzing Multidimensional Data with Local Differential Privacy", ICDE
     2019.
 

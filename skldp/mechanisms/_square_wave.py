@@ -1,4 +1,4 @@
-"""The HDS (High-Dimensional Square wave) mechanism of PrivGE (paper 002, Sec. 3.1)."""
+"""The HDS (High-Dimensional Square wave) mechanism of PrivGE [Li et al., CIKM 2024, §3.1]."""
 
 import numpy as np
 import scipy.sparse as sp
@@ -10,7 +10,7 @@ from ._grid import TwoLevelGrid, check_eps_per_coordinate
 
 __all__ = ["HDSMechanism", "hds_estimator_variance", "hds_optimal_k"]
 
-# Independent per-user random streams (DESIGN.md §2).
+# Independent per-user random streams (Design page, "Per-user determinism").
 _STREAM_SAMPLE = 0   # which k of the d dimensions a user reports
 _STREAM_VALUE = 1    # the cell within the chosen piece, for each reported dimension
 _STREAM_PIECE = 2    # band or outside
@@ -128,7 +128,7 @@ class HDSMechanism(LDPMechanism):
     Each user scales its feature vector from ``feature_range`` to [-1, 1],
     samples ``k`` of the ``d`` dimensions uniformly without replacement,
     perturbs each sampled value with the square wave of budget ``eps / k``
-    (paper 002, eq. (5) and Algorithm 1) and reports 0 for the other
+    [Li et al., CIKM 2024, Eq. 5, Algorithm 1] and reports 0 for the other
     ``d - k`` dimensions (Algorithm 2). By sequential composition the report
     is ``eps``-LDP per user (Theorem 3.1). A reported value lies in
     ``[-1 - b, 1 + b]`` with ``b = (eps' e^eps' - e^eps' + 1) / (e^eps' (e^eps' - 1 - eps'))``
@@ -228,8 +228,8 @@ class HDSMechanism(LDPMechanism):
     References
     ----------
     Z. Li, R.-H. Li, M. Liao, F. Jin, G. Wang. Privacy-Preserving Graph
-    Embedding based on Local Differential Privacy. CIKM 2024
-    (``papers/002_39ad2ffba99fc09f.txt``), eq. (5), Algorithms 1-2,
+    Embedding based on Local Differential Privacy. CIKM 2024,
+    doi:10.1145/3627673.3679759: eq. (5), Algorithms 1-2,
     Theorem 3.1, Lemma 3.2.
 
     Z. Li, T. Wang, M. Lopuhaä-Zwakenberg, N. Li, B. Škoric. Estimating

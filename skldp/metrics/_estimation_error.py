@@ -1,4 +1,4 @@
-"""Estimation error of graph aggregations computed from private features (paper 000 §5.1)."""
+"""Estimation error of graph aggregations of private features [Sajadmanesh & Gatica-Perez 2020]."""
 
 import numbers
 
@@ -26,7 +26,7 @@ def _as_matrix(X, name):
 
 
 def aggregation_mae(true_aggregate, estimated_aggregate, *, per_node=True):
-    r"""Mean absolute error of an aggregation estimate, per node (paper 000 eq. (8)).
+    r"""Per-node MAE of an aggregation estimate [Sajadmanesh & Gatica-Perez 2020, Eq. 8].
 
     .. math:: MAE(v) = \frac{1}{m} \sum_{i=1}^{m}
               \left| GC(v)^{(i)} - \widehat{GC}(v)^{(i)} \right|
@@ -41,7 +41,8 @@ def aggregation_mae(true_aggregate, estimated_aggregate, *, per_node=True):
         The estimate ``GC^(v)``, e.g. the same aggregation of the noisy
         reports of an LDP mechanism.
     per_node : bool, default=True
-        Return the vector ``MAE(v)`` (paper 000 Figure 3 averages it per
+        Return the vector ``MAE(v)`` ([Sajadmanesh & Gatica-Perez, arXiv 2020, Fig. 3]
+        averages it per
         degree); ``False`` returns its mean over nodes (Figure 2).
 
     Returns
@@ -50,8 +51,9 @@ def aggregation_mae(true_aggregate, estimated_aggregate, *, per_node=True):
 
     References
     ----------
-    Paper 000 (``shared/papers/000_d33593cc1e28739e.txt``) eq. (8) and
-    Figures 2-3.
+    S. Sajadmanesh, D. Gatica-Perez. When Differential Privacy Meets Graph
+    Neural Networks. arXiv:2006.05535, 2020:
+    eq. (8) and Figures 2-3.
 
     Examples
     --------
@@ -93,8 +95,8 @@ def aggregation_error(G, mechanism, aggregator=None, *, per_node=True):
     Fits a clone of ``mechanism`` on ``G`` (all nodes), perturbs every
     node's features, aggregates the reports and the true features with the
     same ``aggregator`` (default :class:`~skldp.propagation.GCNAggregation`,
-    paper 000 eq. (4)) and returns :func:`aggregation_mae` over the rows of
-    ``G``. This is the experiment of paper 000 Figures 2-3.
+    [Sajadmanesh & Gatica-Perez, arXiv 2020, Eq. 4]) and returns :func:`aggregation_mae` over the
+    rows of ``G``. This is the experiment of [Sajadmanesh & Gatica-Perez, arXiv 2020, Figs. 2-3].
 
     Parameters
     ----------
@@ -114,7 +116,9 @@ def aggregation_error(G, mechanism, aggregator=None, *, per_node=True):
 
     References
     ----------
-    Paper 000 (``shared/papers/000_d33593cc1e28739e.txt``) eqs. (4), (8).
+    S. Sajadmanesh, D. Gatica-Perez. When Differential Privacy Meets Graph
+    Neural Networks. arXiv:2006.05535, 2020:
+    eqs. (4), (8).
 
     Examples
     --------
@@ -141,7 +145,7 @@ def aggregation_error(G, mechanism, aggregator=None, *, per_node=True):
 
 
 def mae_by_degree(mae, degree, *, max_degree=None):
-    """Average per-node MAE over the nodes of each degree (paper 000 Figure 3).
+    """Average per-node MAE over the nodes of each degree [Sajadmanesh & Gatica-Perez 2020, Fig. 3].
 
     Parameters
     ----------

@@ -37,7 +37,7 @@ class PairData(GraphData):
     perturbs and propagates every node once and trains the head on the pairs.
     A plain scikit-learn estimator sees ``np.asarray(P)``: the Hadamard
     product ``x_u * x_v`` of the endpoint features, shape
-    ``(n_pairs, n_features)`` (the edge features of paper 002 §4.1).
+    ``(n_pairs, n_features)`` (the edge features of [Li et al., CIKM 2024, §4.1]).
 
     Parameters
     ----------
@@ -297,7 +297,8 @@ def random_edge_split(G, val_size=0.05, test_size=0.1, *, negative_ratio=1.0,
     """Random train/validation/test split of undirected edges for link prediction.
 
     The undirected edges of ``G`` are shuffled and split (by default 85/5/10,
-    the protocol of paper 000 §5 and paper 002 §4.1). Each part gets
+    the protocol of [Sajadmanesh & Gatica-Perez, arXiv 2020, §5] and [Li et al., CIKM 2024, §4.1]).
+    Each part gets
     ``negative_ratio`` times as many sampled non-edges (node pairs that are no
     edge of the *full* graph, no self pairs, no duplicates, disjoint across
     parts). The validation and test edges are **removed from the adjacency**:
@@ -333,9 +334,11 @@ def random_edge_split(G, val_size=0.05, test_size=0.1, *, negative_ratio=1.0,
 
     References
     ----------
-    Paper 000 (``shared/papers/000_d33593cc1e28739e.txt``) §5 "Experiment
-    setup" (85/5/10); paper 002 (``shared/papers/002_39ad2ffba99fc09f.txt``)
-    §4.1 "Dataset" (same number of non-existing links in each group).
+    S. Sajadmanesh, D. Gatica-Perez. When Differential Privacy Meets Graph
+    Neural Networks. arXiv:2006.05535, 2020:
+    §5 "Experiment setup" (85/5/10). Z. Li et al. Privacy-Preserving Graph
+    Embedding based on Local Differential Privacy. CIKM 2024: §4.1 "Dataset" (same number
+    of non-existing links in each group).
 
     Examples
     --------

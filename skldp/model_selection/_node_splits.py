@@ -11,7 +11,7 @@ def random_node_split(y, train_size=0.5, val_size=0.25, test_size=0.25, *, strat
                       random_state=None):
     """Random split of the labelled nodes (``y >= 0``) into train/val/test masks.
 
-    The default 50/25/25 is the split of PrivGE (paper 002 §5.1), RGNN and
+    The default 50/25/25 is the split of PrivGE [Li et al., CIKM 2024, §4.1], RGNN and
     Solitude. Unlabelled nodes (``y == -1``) are in no part.
 
     Parameters

@@ -1,4 +1,4 @@
-"""The first-layer graph convolution estimator of PGC (paper 000 eq. (4))."""
+"""The first-layer graph convolution estimator of PGC [Sajadmanesh & Gatica-Perez 2020, Eq. 4]."""
 
 import numpy as np
 import scipy.sparse as sp
@@ -51,7 +51,7 @@ def apply_propagation(P, X):
 class GCNAggregation(GraphTransformerMixin, BaseEstimator):
     r"""Graph convolution estimate of the first GCN layer, from (noisy) features.
 
-    Replaces the features of every node ``v`` by (paper 000 eqs. (1), (4))
+    Replaces the features of every node ``v`` by [Sajadmanesh & Gatica-Perez, arXiv 2020, Eqs. 1, 4]
 
     .. math:: \widehat{GC}(v) = \sum_{u \in \mathcal{N}(v)}
               \frac{\mathbf{y}^*_u}{\sqrt{d_u d_v}},
@@ -86,7 +86,8 @@ class GCNAggregation(GraphTransformerMixin, BaseEstimator):
 
     When the input features are the unbiased reports of an LDP mechanism
     (e.g. :class:`~skldp.mechanisms.OneBitMechanism`), the output is an
-    unbiased estimate of the true graph convolution (paper 000 Lemma 2), by
+    unbiased estimate of the true graph convolution [Sajadmanesh & Gatica-Perez, arXiv 2020,
+    Lemma 2], by
     linearity. The graph is public here; only features are private.
 
     Sparse features stay sparse unless the aggregate has more than 25 %
@@ -111,7 +112,9 @@ class GCNAggregation(GraphTransformerMixin, BaseEstimator):
 
     References
     ----------
-    Paper 000 (``shared/papers/000_d33593cc1e28739e.txt``) eq. (1) (GCN graph
+    S. Sajadmanesh, D. Gatica-Perez. When Differential Privacy Meets Graph
+    Neural Networks. arXiv:2006.05535, 2020:
+    eq. (1) (GCN graph
     convolution), eq. (4) (its LDP estimate) and Lemma 2 (unbiasedness);
     Kipf & Welling, ICLR 2017, eq. (2).
 

@@ -67,10 +67,10 @@ class KProp(GraphTransformerMixin, BaseEstimator):
     References
     ----------
     Sajadmanesh & Gatica-Perez, "Locally Private Graph Neural Networks", CCS
-    2021 (KProp, §4), the later version of paper 000
-    (``shared/papers/000_d33593cc1e28739e.txt``); it is described as the
-    LPGNN baseline in paper 001 §I and §V-A2
-    (``shared/papers/001_a6d79af5fcd0a0d9.txt``) and paper 003 §V.
+    2021, doi:10.1145/3460120.3484565 (KProp, §4), the later version of
+    "When Differential Privacy Meets Graph Neural Networks" (arXiv 2020); it is
+    described as the LPGNN baseline in [Bhaila et al., SDM 2024, §I, §V-A2] and
+    [Lin et al., IEEE TIFS 2022, §V].
 
     Examples
     --------

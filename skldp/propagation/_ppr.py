@@ -1,4 +1,4 @@
-"""Personalized PageRank feature propagation of PrivGE (paper 002, eq. (12))."""
+"""Personalized PageRank feature propagation of PrivGE [Li et al., CIKM 2024, Eq. 12]."""
 
 import numbers
 import warnings
@@ -119,8 +119,8 @@ class PPRPropagation(GraphTransformerMixin, BaseEstimator):
     References
     ----------
     Z. Li, R.-H. Li, M. Liao, F. Jin, G. Wang. Privacy-Preserving Graph
-    Embedding based on Local Differential Privacy. CIKM 2024
-    (``papers/002_39ad2ffba99fc09f.txt``), eqs. (2) and (12), Algorithm 3.
+    Embedding based on Local Differential Privacy. CIKM 2024,
+    doi:10.1145/3627673.3679759: eqs. (2) and (12), Algorithm 3.
 
     Examples
     --------

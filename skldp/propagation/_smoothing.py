@@ -1,4 +1,4 @@
-"""Feature and label smoothing of Solitude (paper 003, eqs. (11) and (12))."""
+"""Feature and label smoothing of Solitude [Lin et al., IEEE TIFS 2022, Eqs. 11-12]."""
 
 import numpy as np
 import scipy.sparse as sp
@@ -31,7 +31,7 @@ def _sym_operator(A, self_loops):
 
 
 def smooth_features(X, A, steps=2, self_loops=False):
-    """Feature smoothing (paper 003, eq. (11)), applied ``steps`` times.
+    """Feature smoothing [Lin et al., IEEE TIFS 2022, Eq. 11], applied ``steps`` times.
 
     Each step replaces a node's features with the mean of its neighbours'
     features, ``X <- D^-1 A X`` (with ``A + I`` if ``self_loops``). Nodes
@@ -63,7 +63,7 @@ def smooth_features(X, A, steps=2, self_loops=False):
 
 
 def smooth_labels(Y, A, steps=2, self_loops=True):
-    """Label smoothing (paper 003, eq. (12)), applied ``steps`` times.
+    """Label smoothing [Lin et al., IEEE TIFS 2022, Eq. 12], applied ``steps`` times.
 
     Each step computes ``P_i <- sum_{j in N(i)} P_j / sqrt(|N(i)| |N(j)|)``,
     i.e. ``P <- D^-1/2 A D^-1/2 P``, starting from ``Y`` (one-hot rows for
@@ -133,7 +133,9 @@ class FeatureSmoothing(GraphTransformerMixin, BaseEstimator):
 
     References
     ----------
-    Paper 003 (``shared/papers/003_5a1a374306e1d553.txt``), §III-B-3, eq. (11).
+    W. Lin, B. Li, C. Wang. Towards Private Learning on Decentralized Graphs
+    With Local Differential Privacy. IEEE Transactions on Information
+    Forensics and Security 17, 2022 (arXiv:2201.09398): §III-B-3, eq. (11).
 
     Examples
     --------

@@ -1,6 +1,6 @@
 """Feature reconstruction from GRR-FS reports by neighbourhood frequency estimation.
 
-Paper 001, §IV-A and Algorithm 1.
+[Bhaila et al., SDM 2024, §IV-A, Algorithm 1].
 """
 
 

@@ -1,4 +1,4 @@
-"""Label reconstruction from randomized-response labels (paper 001 §IV-B, Algorithm 2)."""
+"""Label reconstruction from randomized-response labels [Bhaila et al., SDM 2024, Alg. 2]."""
 
 import numpy as np
 import scipy.sparse as sp
@@ -97,7 +97,7 @@ def unbiased_label_distribution(observed, T, project=True):
 
 
 def reconstruct_labels(A, labelled, noisy_labels, T, hops=2, self_loops=True, project=True):
-    """Soft labels of the labelled nodes from their noisy labels (Algorithm 2 of paper 001).
+    """Soft labels of the labelled nodes from their noisy labels [Bhaila et al. 2024, Alg. 2].
 
     The noisy labels of the labelled nodes are one-hot encoded, unlabelled
     nodes get an all-zero vector (masked propagation), and both the label
@@ -129,7 +129,9 @@ def reconstruct_labels(A, labelled, noisy_labels, T, hops=2, self_loops=True, pr
 
     References
     ----------
-    Paper 001 (``shared/papers/001_a6d79af5fcd0a0d9.txt``), §IV-B, eq. (14), Algorithm 2.
+    K. Bhaila, W. Huang, Y. Wu, X. Wu. Local Differential Privacy in Graph Neural
+    Networks: a Reconstruction Approach. SIAM SDM 2024 (arXiv:2309.08569): §IV-B,
+    eq. (14), Algorithm 2.
     """
     hops = check_int(hops, "hops")
     labelled = np.asarray(labelled, dtype=np.int64)

@@ -1,4 +1,4 @@
-"""Label proportions of graph clusters (paper 001 §IV-C, Algorithm 3, eq. (15))."""
+"""Label proportions of graph clusters [Bhaila et al., SDM 2024, §IV-C, Algorithm 3, Eq. 15]."""
 
 import numpy as np
 import scipy.sparse as sp
@@ -13,7 +13,7 @@ def metis_clusters(A, n_clusters, seed=0):
     """Partition a graph into ``n_clusters`` parts with METIS (``pymetis``).
 
     METIS (Karypis & Kumar 1998) is a multilevel k-way partitioner: parts of
-    about ``n / n_clusters`` nodes with few edges between them, as paper 001
+    about ``n / n_clusters`` nodes with few edges between them, as [Bhaila et al., SDM 2024]
     uses for its label-proportion bags.
 
     Parameters

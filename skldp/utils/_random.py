@@ -1,6 +1,7 @@
 """Counter-based randomness: each user's draws are a pure function of (seed, node key).
 
-Local DP requires that a user answers once (DESIGN.md §2). Instead of a stateful
+Local DP requires that a user answers once (Design page of the documentation, "Per-user
+determinism"). Instead of a stateful
 generator, whose output depends on which rows are processed and in what order,
 every random number here is a hash of ``(seed, stream, node_key, counter)``
 (SplitMix64 finaliser, Steele et al. 2014). The same user therefore gets the same
