@@ -1,0 +1,436 @@
+"""Set-valued local DP for sparse binary features: padding-and-sampling, then a frequency oracle."""
+
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+
+from .._graph_data import GraphData
+from ..base import LDPMechanism, draw_collection_seed, population_of
+from ..exceptions import PrivacyLeakWarning
+from ..utils._random import node_uniforms
+from ..utils.validation import check_finite_features, check_int
+
+__all__ = ["SetValuedMechanism", "frequency_oracle_probabilities", "set_valued_variance"]
+
+_ORACLES = ("auto", "grr", "oue")
+
+# Independent per-user random streams.
+_STREAM_ITEM = 0    # which item of the padded set is reported
+_STREAM_KEEP = 1    # GRR: keep the item or not
+_STREAM_OTHER = 2   # GRR: which other item
+_STREAM_BITS = 3    # OUE: one uniform per bit
+
+_BLOCK_ENTRIES = 1 << 22  # rows x columns per block of OUE bits: bounds temporaries
+
+
+def frequency_oracle_probabilities(eps, domain_size, oracle):
+    """Report probabilities ``(p, q)`` of a frequency oracle on ``domain_size`` items.
+
+    GRR (generalized randomized response) reports the true item with
+    probability ``p = e^eps / (e^eps + D - 1)`` and each other item with
+    ``q = 1 / (e^eps + D - 1)``. OUE (optimized unary encoding, Wang et al.,
+    USENIX Security 2017) reports a bit per item: 1 with probability
+    ``p = 1/2`` for the true item and ``q = 1 / (e^eps + 1)`` for each other.
+    In both, item ``j`` is "seen" with probability ``q + 1[j = v] (p - q)``.
+    ``eps = inf`` gives ``(1, 0)``.
+
+    Parameters
+    ----------
+    eps : float
+        Budget of one report.
+    domain_size : int
+        Number of items ``D``.
+    oracle : {"grr", "oue"}
+        The frequency oracle.
+
+    Returns
+    -------
+    p, q : float
+    """
+    if np.isinf(eps):
+        return 1.0, 0.0
+    e = np.exp(eps)
+    if oracle == "grr":
+        return e / (e + domain_size - 1.0), 1.0 / (e + domain_size - 1.0)
+    if oracle == "oue":
+        return 0.5, 1.0 / (e + 1.0)
+    raise ValueError(f"oracle must be 'grr' or 'oue', got {oracle!r}.")
+
+
+def set_valued_variance(eps, n_features, ell, oracle, share=0.0):
+    """Variance of one coordinate of a user's estimate (:class:`SetValuedMechanism`).
+
+    The estimate of coordinate ``j`` is ``ell (I_j - q) / (p - q)`` where ``I_j``
+    says whether item ``j`` was seen, with probability ``P = q + pi (p - q)``
+    and ``pi`` the probability that the user reports item ``j`` (its
+    ``share``: ``x_j / max(|S|, ell)``). So the variance is
+    ``ell^2 P (1 - P) / (p - q)^2``; ``share=0`` (an item the user does not
+    hold, i.e. almost every coordinate of a sparse vector) gives the noise floor
+    ``ell^2 q (1 - q) / (p - q)^2``. The domain is the ``n_features`` items and
+    one dummy.
+
+    Parameters
+    ----------
+    eps : float
+        Per-user budget.
+    n_features : int
+        Number of items ``d``.
+    ell : int
+        Padding length.
+    oracle : {"grr", "oue"}
+        The frequency oracle.
+    share : float or ndarray, default=0.0
+        Probability ``pi`` that the user reports this item.
+
+    Returns
+    -------
+    float or ndarray
+    """
+    p, q = frequency_oracle_probabilities(float(eps), n_features + 1, oracle)
+    P = q + np.asarray(share, dtype=np.float64) * (p - q)
+    return ell * ell * P * (1.0 - P) / (p - q) ** 2
+
+
+def _best_oracle(eps, n_features):
+    """The oracle with the smaller noise floor (GRR iff ``D - 2 < 3 e^eps``, Wang et al. 2017)."""
+    if np.isinf(eps):
+        return "grr"
+    v = {o: set_valued_variance(eps, n_features, 1, o) for o in ("grr", "oue")}
+    return min(v, key=v.get)
+
+
+class SetValuedMechanism(LDPMechanism):
+    """Padding-and-sampling over the items a user holds, reported through a frequency oracle.
+
+    For sparse binary features (bag of words, page likes) a mechanism that
+    reports ``k`` random coordinates of ``d`` (:class:`HDSMechanism`,
+    :class:`MultiBitMechanism`) almost always reports a zero: the class signal
+    lies in the few coordinates a user *has*. Here each user treats its
+    features as a set ``S = {j : x_j = 1}`` and
+
+    1. pads it to ``ell`` items with a dummy item ``⊥`` (if ``|S| < ell``),
+    2. picks one item ``v`` uniformly among ``max(|S|, ell)`` slots: a real
+       item ``j in S`` with probability ``1 / max(|S|, ell)``, the dummy with
+       probability ``1 - |S| / max(|S|, ell)``,
+    3. reports ``v`` through an ``eps``-LDP frequency oracle over the
+       ``d + 1`` items (GRR, or OUE for large domains),
+
+    the padding-and-sampling protocol of Qin et al. (LDPMiner, CCS 2016) and
+    Wang et al. (S&P 2018), with a single dummy item (all dummies are
+    discarded by the estimate, so one is enough and keeps the GRR domain
+    small). The output of a user is the unbiased estimate of ``ell`` times
+    its report probabilities, restricted to the ``d`` real items:
+    ``ell (I_j - q) / (p - q)`` for item ``j`` (``I_j`` = item ``j`` was
+    seen), whose expectation is ``ell x_j / max(|S|, ell)``. That is ``x``
+    itself for every user with at most ``ell`` items, and ``x`` scaled by
+    ``ell / |S|`` for larger sets (the truncation bias of padding-and-sampling).
+    With ``ell = 1`` the expectation is ``x / |S|``, the row-normalised
+    features (what GCN preprocessing feeds to the model), at the smallest
+    variance: each report is about a real item whenever the user has one.
+
+    **Privacy (exact, for any two sets, of any sizes).** For an output ``y``,
+    ``P(y | S) = sum_v pi_S(v) P_FO(y | v)``, a mixture over items ``v`` of
+    the frequency oracle's output distribution, with weights ``pi_S`` that
+    depend on the set. The oracle is ``eps``-LDP between any two items, so
+    for all ``v, v'`` ``P_FO(y | v) <= e^eps P_FO(y | v')``; hence
+    ``P(y | S) <= max_v P_FO(y | v) <= e^eps min_v' P_FO(y | v')
+    <= e^eps P(y | S')`` for any sets ``S, S'`` (empty, of different
+    sizes, larger than ``ell``). The estimate is a function of ``y``
+    (post-processing). The bound is attained (``S = {a}``, ``S' = {b}``,
+    ``ell = 1``: exactly the oracle's ``e^eps``), so ``epsilon_ = eps``.
+    GRR: ``p / q = e^eps``. OUE: the bits of two items ``v != v'`` differ in
+    two positions, ratio at most ``(1/2)(1 - q) / ((1/2) q) = e^eps``. The
+    uniforms behind every draw have a resolution of 2^-53, which changes a
+    probability by a relative ``2^-53 / q`` at most (below 1e-12 for
+    ``eps <= 20`` on ``d <= 10^5``). Reports take two values per coordinate
+    (``output_grid_``), the same for every input, so no floating-point
+    artefact can reveal it.
+
+    ``ell`` is public: a fixed number, or ``"auto"`` with ``max_set_size``,
+    a public bound on the number of items a user holds (every user with at
+    most that many items gets an unbiased estimate of ``x``, and among such
+    ``ell`` the smallest has the least variance, which grows as ``ell^2``:
+    :func:`set_valued_variance`). ``"auto"`` without ``max_set_size`` reads
+    the largest set from the private data and warns
+    (:class:`~skldp.exceptions.PrivacyLeakWarning`).
+
+    Parameters
+    ----------
+    eps : float, default=1.0
+        Per-user privacy budget (the whole set). ``np.inf`` reports the
+        sampled item exactly.
+    ell : int or "auto", default=1
+        Padding length (public).
+    oracle : {"auto", "grr", "oue"}, default="auto"
+        Frequency oracle. ``"auto"`` takes the one with the smaller noise
+        floor (:func:`set_valued_variance`): GRR when ``d - 1 < 3 e^eps``,
+        OUE otherwise (Wang et al., USENIX Security 2017).
+    max_set_size : int, default=None
+        Public bound on ``|S|``, used by ``ell="auto"`` only.
+    binarize : float or None, default=None
+        ``None``: the features must be 0 or 1 (anything else raises).
+        A number ``t``: the set is ``{j : x_j > t}`` (a public threshold,
+        applied on the device; e.g. ``0`` for counts).
+    random_state : int, RandomState instance or None, default=None
+        Seeds the collection. ``None`` draws a new collection (a new use of
+        the budget) at every ``fit``.
+
+    Attributes
+    ----------
+    ell_ : int
+        Padding length used.
+    oracle_ : str
+        ``"grr"`` or ``"oue"``.
+    p_, q_ : float
+        Report probabilities of the oracle over ``d + 1`` items.
+    output_grid_ : tuple (offset, step) of ndarrays of shape (n_features,), or None
+        Every report is ``offset + i * step`` with ``i`` in {0, 1}
+        (``-ell q / (p - q)`` and ``ell (1 - q) / (p - q)``); ``None`` when
+        ``eps`` is inf.
+    seed_ : int
+        Seed of this collection.
+    feature_min_, feature_max_ : ndarray of shape (n_features,)
+        0 and 1 (the binary inputs).
+    epsilon_ : float
+        Per-user budget of one report (``eps``).
+    protects_ : tuple of str
+        ``("features",)``.
+    n_features_in_ : int
+        Number of features (items).
+
+    See Also
+    --------
+    HDSMechanism : reports ``k`` random coordinates (for dense features).
+    set_valued_variance : variance of one coordinate of the estimate.
+
+    Notes
+    -----
+    The output is a dense float64 array (every coordinate of the estimate
+    carries the oracle's offset ``-ell q / (p - q)``).
+
+    References
+    ----------
+    Z. Qin, Y. Yang, T. Yu, I. Khalil, X. Xiao, K. Ren. Heavy Hitter
+    Estimation over Set-Valued Data with Local Differential Privacy. CCS 2016
+    (LDPMiner, padding-and-sampling).
+
+    T. Wang, N. Li, S. Jha. Locally Differentially Private Frequent Itemset
+    Mining. IEEE S&P 2018.
+
+    T. Wang, J. Blocki, N. Li, S. Jha. Locally Differentially Private
+    Protocols for Frequency Estimation. USENIX Security 2017 (OUE, and the
+    choice between GRR and OUE).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skldp.mechanisms import SetValuedMechanism
+    >>> X = (np.random.default_rng(0).random((5, 8)) < 0.3).astype(float)
+    >>> mech = SetValuedMechanism(eps=1.0, ell=2, random_state=0).fit(X)
+    >>> R = mech.transform(X)
+    >>> R.shape, mech.oracle_, mech.epsilon_
+    ((5, 8), 'grr', 1.0)
+    >>> offset, step = mech.output_grid_
+    >>> bool(np.all(np.isclose(R, offset) | np.isclose(R, offset + step)))
+    True
+    """
+
+    def __init__(self, eps=1.0, *, ell=1, oracle="auto", max_set_size=None, binarize=None,
+                 random_state=None):
+        self.eps = eps
+        self.ell = ell
+        self.oracle = oracle
+        self.max_set_size = max_set_size
+        self.binarize = binarize
+        self.random_state = random_state
+
+    @property
+    def feature_range(self):
+        """Public input bounds: ``(0, 1)``, or ``None`` when ``ell`` is read from the data.
+
+        Not a parameter: it tells the privacy accounting
+        (:func:`skldp.accounting.privacy_report`) whether a public value of
+        the collection comes from the private data (``ell="auto"`` without
+        ``max_set_size``), as ``feature_range=None`` does for the other
+        mechanisms.
+        """
+        if isinstance(self.ell, str) and self.ell == "auto" and self.max_set_size is None:
+            return None
+        return (0.0, 1.0)
+
+    # ------------------------------------------------------------ fit
+    def fit(self, X, y=None):
+        """Validate the public parameters, fix ``ell`` and the oracle, draw the collection's seed.
+
+        Parameters
+        ----------
+        X : GraphData, array-like or sparse matrix of shape (n_samples, n_features)
+            The users' features (only checked, and read for ``ell="auto"``
+            without ``max_set_size``, with a warning).
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : SetValuedMechanism
+        """
+        self._validate_params_common()
+        Xf = self._all_features(X)
+        check_finite_features(Xf)
+        S = self._sets(Xf)
+        d = Xf.shape[1]
+        self.n_features_in_ = d
+        self.feature_min_, self.feature_max_ = np.zeros(d), np.ones(d)
+        self._fix_ell(S)
+        eps = float(self.eps)
+        if self.oracle not in _ORACLES:
+            raise ValueError(f"oracle must be one of {_ORACLES}, got {self.oracle!r}.")
+        self.oracle_ = _best_oracle(eps, d) if self.oracle == "auto" else self.oracle
+        self.p_, self.q_ = frequency_oracle_probabilities(eps, d + 1, self.oracle_)
+        if np.isinf(eps):
+            self.output_grid_ = None
+        else:
+            lo, step = self._values()
+            self.output_grid_ = (np.full(d, lo), np.full(d, step))
+        self.population_ = population_of(X if isinstance(X, GraphData) else Xf)
+        self.seed_ = draw_collection_seed(self, d, self.ell_, self.oracle_)
+        self.epsilon_ = eps
+        self.protects_ = tuple(self.protects)
+        return self
+
+    def _fix_ell(self, S):
+        if self.max_set_size is not None:
+            check_int(self.max_set_size, "max_set_size", 1)
+        if isinstance(self.ell, str) and self.ell == "auto":
+            if self.max_set_size is not None:
+                self.ell_ = int(self.max_set_size)
+                return
+            warnings.warn(
+                "SetValuedMechanism(ell='auto') without max_set_size reads the largest set "
+                "size from the private data; give a public bound (max_set_size=...) or a "
+                "fixed ell.", PrivacyLeakWarning, stacklevel=3)
+            self.ell_ = max(1, int(S.getnnz(axis=1).max(initial=0)))
+            return
+        self.ell_ = check_int(self.ell, "ell", 1)
+
+    def _sets(self, X):
+        """The users' sets as a binary CSR matrix with sorted indices."""
+        S = sp.csr_matrix(X, dtype=np.float64, copy=True)
+        S.eliminate_zeros()
+        if self.binarize is None:
+            if np.any(S.data != 1.0):
+                bad = S.data[S.data != 1.0][0]
+                raise ValueError(
+                    f"SetValuedMechanism needs binary features (0 or 1), got {bad!r}. Pass a "
+                    "public threshold binarize=t (the set is {j : x_j > t}) for other values.")
+        else:
+            t = float(self.binarize)
+            if not np.isfinite(t) or t < 0:
+                # a negative threshold would put every zero in the set
+                raise ValueError(f"binarize must be a finite number >= 0 or None, got "
+                                 f"{self.binarize!r}.")
+            S.data = (S.data > t).astype(np.float64)
+            S.eliminate_zeros()
+        S.sort_indices()
+        return S
+
+    def _values(self):
+        """The two values of a coordinate: not seen (``lo``) and ``lo + step`` (seen)."""
+        p, q, ell = self.p_, self.q_, self.ell_
+        return -ell * q / (p - q), ell / (p - q)
+
+    def _epsilon_total(self):
+        return float(self.eps)
+
+    # ------------------------------------------------------------ perturbation
+    def _report(self, X, keys):
+        check_finite_features(X)
+        S = self._sets(X)
+        return self._perturb(S, keys)
+
+    def _sample_items(self, S, keys):
+        """Item each user reports: a real item (its index) or the dummy ``d``."""
+        n, d = S.shape
+        s = np.diff(S.indptr)
+        m = np.maximum(s, self.ell_)
+        u = node_uniforms(self.seed_, keys, 1, stream=_STREAM_ITEM).ravel()
+        slot = np.minimum(np.floor(u * m).astype(np.int64), m - 1)
+        real = slot < s
+        pos = np.where(real, S.indptr[:-1] + slot, 0)
+        items = np.full(n, d, dtype=np.int64)
+        if S.nnz:
+            items[real] = S.indices[pos[real]]
+        return items
+
+    def _perturb(self, S, keys):
+        n, d = S.shape
+        keys = np.asarray(keys, dtype=np.uint64)
+        v = self._sample_items(S, keys)
+        lo, step = (0.0, float(self.ell_)) if np.isinf(float(self.eps)) else self._values()
+        out = np.full((n, d), lo, dtype=np.float64)
+        if self.oracle_ == "grr" or np.isinf(float(self.eps)):
+            u_keep = node_uniforms(self.seed_, keys, 1, stream=_STREAM_KEEP).ravel()
+            u_other = node_uniforms(self.seed_, keys, 1, stream=_STREAM_OTHER).ravel()
+            D = d + 1
+            other = (v + 1 + np.minimum(np.floor(u_other * (D - 1)).astype(np.int64), D - 2)) % D
+            y = np.where(u_keep < self.p_, v, other)
+            seen = y < d
+            out[np.flatnonzero(seen), y[seen]] += step
+            return out
+        step_rows = max(1, _BLOCK_ENTRIES // max(d, 1))
+        for s in range(0, n, step_rows):  # blocks of rows, not a loop over users
+            rows = np.arange(s, min(n, s + step_rows))
+            U = node_uniforms(self.seed_, keys[rows], d, stream=_STREAM_BITS)
+            B = U < self.q_
+            real = v[rows] < d
+            r, c = np.flatnonzero(real), v[rows][real]
+            B[r, c] = U[r, c] < self.p_
+            out[rows] += step * B
+        return out
+
+    # ------------------------------------------------------------- moments
+    def _shares(self, X):
+        S = self._sets(np.atleast_2d(X) if not sp.issparse(X) else X)
+        if S.shape[1] != self.n_features_in_:
+            raise ValueError(f"X must have {self.n_features_in_} features, got {S.shape[1]}.")
+        m = np.maximum(np.diff(S.indptr), self.ell_).astype(np.float64)
+        return S.multiply(1.0 / m[:, None]).toarray()
+
+    def mean(self, X):
+        """Expected report of users with features ``X``: ``ell x / max(|S|, ell)``.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_users, n_features)
+            Binary features (or values thresholded by ``binarize``).
+
+        Returns
+        -------
+        ndarray of shape (n_users, n_features)
+        """
+        self._check_fitted()
+        return self.ell_ * self._shares(X)
+
+    def variance(self, X):
+        """Variance of each coordinate of the report (:func:`set_valued_variance`).
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_users, n_features)
+            Binary features (or values thresholded by ``binarize``).
+
+        Returns
+        -------
+        ndarray of shape (n_users, n_features)
+        """
+        self._check_fitted()
+        share = self._shares(X)
+        if np.isinf(float(self.eps)):
+            return self.ell_ ** 2 * share * (1.0 - share)
+        P = self.q_ + share * (self.p_ - self.q_)
+        return self.ell_ ** 2 * P * (1.0 - P) / (self.p_ - self.q_) ** 2
+
+    def _check_fitted(self):
+        from sklearn.utils.validation import check_is_fitted
+        check_is_fitted(self, "epsilon_")
