@@ -93,6 +93,10 @@ def check_population(estimator, X):
         "users' features in GraphData(X, node_ids=ids) and index it (G[rows]).")
 
 
+#: Active on-disk caches of whole-graph results (``skldp.experiments.GraphCache``); the last wins.
+_GRAPH_CACHES = []
+
+
 def fitted_token(estimator):
     """A hash of an estimator's parameters and fitted state.
 
@@ -251,7 +255,13 @@ class GraphTransformerMixin(TransformerMixin, auto_wrap_output_keys=None):
         out = G.memo_get(key)
         if out is None:
             full = G.full()
-            out = G.memo_set(key, self._named_output(full, self._transform_graph(full)))
+
+            def compute():
+                return self._named_output(full, self._transform_graph(full))
+
+            # An active skldp.experiments.GraphCache shares the result between processes.
+            out = G.memo_set(key, _GRAPH_CACHES[-1].fetch(self, full, key[1], compute)
+                             if _GRAPH_CACHES else compute())
         return out
 
     def _check_n_features(self, X):
