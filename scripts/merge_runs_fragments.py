@@ -1,0 +1,98 @@
+"""Merge a study's old run fragments into its one runs file (``<study>_runs.jsonl``).
+
+Each old record becomes a runner record (``skldp.experiments``) with the same
+value; the per-cell means before (read from the fragments) and after (read
+back from the merged file) are printed and compared exactly. The fragments
+are left in place; delete them once the check passes.
+
+Usage::
+
+    python scripts/merge_runs_fragments.py privge
+"""
+
+import argparse
+import json
+import math
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+from skldp.experiments import RunSpec, load_runs
+
+RESULTS = Path("docs/results")
+
+
+def _eps_key(e):
+    return "inf" if math.isinf(e) else f"{e:g}"
+
+
+def privge_records(results=RESULTS):
+    """Runner records of the PrivGE fragments, and the fragments' per-cell values."""
+    records, before = [], defaultdict(list)
+    for name in ("cora", "facebook"):
+        src = results / f"privge_runs_{name}.json"
+        data = json.loads(src.read_text())[name]
+        for seed, acc in zip(data["graph_only_seeds"], data["graph_only"], strict=True):
+            spec = RunSpec(name, "graph-only", "random", int(seed), ())
+            records.append(_record(spec, acc, 0.0, src.name))
+            before[(name, "graph-only", "")].append(acc)
+        for key, cell in data.items():
+            if key in ("graph_only", "graph_only_seeds"):
+                continue
+            eps = float(key)
+            for seed, acc in zip(cell["seeds"], cell["acc"], strict=True):
+                spec = RunSpec(name, "hds", "random", int(seed), (("hds__eps", eps),))
+                records.append(_record(spec, acc, float(cell["eps_user"]), src.name))
+                before[(name, "hds", _eps_key(eps))].append(acc)
+    return records, before
+
+
+def _record(spec, acc, eps_spent, source):
+    return {"study": "privge", "key": spec.key, "dataset": spec.dataset, "method": spec.method,
+            "split": spec.split, "seed": spec.seed, "params": spec.param_dict,
+            "metrics": {"accuracy": float(acc)}, "eps_spent": eps_spent,
+            "privacy": {"local_epsilon": eps_spent}, "info": {}, "wall_s": None,
+            "cpu_s": None, "peak_rss_mb": None, "source": source}
+
+
+def _cells_after(records):
+    after = defaultdict(list)
+    for r in records:
+        eps = r["params"].get("hds__eps")
+        after[(r["dataset"], r["method"], "" if eps is None else _eps_key(eps))].append(
+            r["metrics"]["accuracy"])
+    return after
+
+
+def merge(study, records, before, out):
+    if out.exists():
+        raise SystemExit(f"{out} exists; remove it to merge again.")
+    keys = [r["key"] for r in records]
+    if len(set(keys)) != len(keys):
+        raise SystemExit("two fragments record the same run")
+    out.write_text("".join(json.dumps(r) + "\n" for r in records))
+    after = _cells_after(load_runs(out, study))
+    ok = True
+    print(f"{'cell':<32} {'n before':>8} {'mean before':>12} {'n after':>8} {'mean after':>12}")
+    for cell in sorted(before, key=str):
+        b, a = before[cell], after.get(cell, [])
+        mb, ma = sum(b) / len(b), (sum(a) / len(a) if a else float("nan"))
+        same = sorted(b) == sorted(a)
+        ok &= same
+        print(f"{'/'.join(c for c in cell if c):<32} {len(b):>8} {100 * mb:>12.4f} {len(a):>8} "
+              f"{100 * ma:>12.4f} {'' if same else 'DIFFERENT'}")
+    ok &= set(after) == set(before)
+    print(f"{len(records)} records -> {out}; values identical: {ok}")
+    return ok
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser()
+    p.add_argument("study", choices=["privge"])
+    args = p.parse_args(argv)
+    records, before = privge_records()
+    return 0 if merge(args.study, records, before, RESULTS / "privge_runs.jsonl") else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

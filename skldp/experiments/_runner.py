@@ -1,0 +1,379 @@
+"""Run a study: resumable, parallel through joblib (loky, Dask or Ray), one writer."""
+
+import contextlib
+import logging
+import os
+import platform
+import resource
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ._cache import GraphCache
+from ._runs import RunsFile
+from ._study import RunContext, Study, fit_and_score
+
+__all__ = ["run_study", "SweepResult", "parallel_backend", "BACKENDS"]
+
+logger = logging.getLogger("skldp.experiments")
+
+BACKENDS = ("loky", "threading", "sequential", "dask", "ray")
+
+# Per-process state of a worker: datasets loaded once, method inputs built once.
+_DATA = {}
+_METHOD_DATA = {}
+
+
+@dataclass
+class SweepResult:
+    """What :func:`run_study` did.
+
+    Attributes
+    ----------
+    runs_file : pathlib.Path
+        The study's runs file.
+    records : list of dict
+        Every record of the study (earlier ones included).
+    done : list of str
+        Keys of the runs finished by this call.
+    skipped : list of str
+        Keys already recorded before this call (not run again).
+    failed : dict of str -> str
+        Keys of runs that raised, with the error (not recorded; run again
+        next time).
+    missing : list of str
+        Keys of runs lost with a worker that died, after the retries (not
+        recorded; run again next time).
+    wall_s : float
+        Wall time of this call.
+    """
+
+    runs_file: Path
+    records: list = field(default_factory=list)
+    done: list = field(default_factory=list)
+    skipped: list = field(default_factory=list)
+    failed: dict = field(default_factory=dict)
+    missing: list = field(default_factory=list)
+    wall_s: float = 0.0
+
+
+def _load(dataset):
+    if dataset not in _DATA:
+        from ..datasets import load_dataset
+        bunch = load_dataset(dataset)
+        _DATA[dataset] = (bunch.data, np.asarray(bunch.target))
+    return _DATA[dataset]
+
+
+def _method_input(study, spec):
+    G, y = _load(spec.dataset)
+    method = study.methods[spec.method]
+    if method.data is None:
+        return G, y
+    key = (study.name, spec.dataset, spec.method)
+    if key not in _METHOD_DATA:
+        _METHOD_DATA[key] = method.data(G, y, dict(study.configs.get(spec.dataset, {})))
+    return _METHOD_DATA[key]
+
+
+def build_estimator(study, spec, G=None):
+    """The unfitted estimator of one run (factory, then the grid values).
+
+    Parameters
+    ----------
+    study : Study
+        The study.
+    spec : RunSpec
+        The run.
+    G : GraphData or None, default=None
+        The method's input graph (loaded when ``None``).
+
+    Returns
+    -------
+    estimator : estimator
+    """
+    if G is None:
+        G, _ = _method_input(study, spec)
+    params = spec.param_dict
+    ctx = RunContext(spec.dataset, dict(study.configs.get(spec.dataset, {})), spec.seed,
+                     params, G.n_nodes, G.shape[1])
+    est = study.methods[spec.method].factory(ctx)
+    if params:
+        valid = est.get_params(deep=True)
+        unknown = sorted(set(params) - set(valid))
+        if unknown:
+            raise ValueError(
+                f"Study {study.name!r}, method {spec.method!r}: grid key(s) {unknown} are not "
+                f"parameters of its estimator ({type(est).__name__}); valid names include "
+                f"{sorted(k for k in valid if '__' in k)[:12]}.")
+        est.set_params(**params)
+    return est
+
+
+def _privacy(est):
+    from ..accounting import privacy_report
+    try:
+        rep = privacy_report(est)
+    except Exception as exc:  # pragma: no cover - report must not lose a finished run
+        return {"error": repr(exc)}, None
+    central = rep.central
+    out = {"local_epsilon": float(rep.local_epsilon)}
+    if central:
+        out["central_epsilon"] = float(sum(s.epsilon for s in central))
+        out["central_delta"] = float(sum(s.delta for s in central))
+    return out, float(rep.local_epsilon)
+
+
+def _info(est):
+    final = est[-1] if hasattr(est, "steps") else est
+    n_iter = getattr(final, "n_iter_", None)
+    return {} if n_iter is None else {"n_iter": int(n_iter)}
+
+
+def _run_one(study, spec, cache):
+    """Run one setting in this process and return its record (or an error record)."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    try:
+        G, y = _method_input(study, spec)
+        masks = study.splits[spec.split](y, spec.seed)
+        est = build_estimator(study, spec, G)
+        evaluate = study.methods[spec.method].evaluate or fit_and_score
+        with GraphCache(cache) if cache is not None else contextlib.nullcontext():
+            metrics = evaluate(est, G, y, masks)
+        privacy, eps_spent = _privacy(est)
+        info = _info(est)
+    except Exception:
+        return {"key": spec.key, "error": traceback.format_exc()}
+    return {
+        "key": spec.key, "dataset": spec.dataset, "method": spec.method,
+        "split": spec.split, "seed": spec.seed, "params": spec.param_dict,
+        "metrics": {k: float(v) for k, v in metrics.items()},
+        "eps_spent": eps_spent, "privacy": privacy, "info": info,
+        "wall_s": round(time.perf_counter() - t0, 3),
+        "cpu_s": round(time.process_time() - c0, 3),
+        # process high-water mark (KiB on Linux) after the run, in MiB
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "host": platform.node(), "pid": os.getpid(),
+        "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+
+
+@contextlib.contextmanager
+def parallel_backend(backend="loky", n_jobs=1, scheduler=None):
+    """Configure joblib for a sweep: local processes, a Dask cluster or Ray.
+
+    Parameters
+    ----------
+    backend : {"loky", "threading", "sequential", "dask", "ray"}, default="loky"
+        joblib backend. ``"dask"`` connects to ``scheduler`` or starts a
+        local cluster of ``n_jobs`` single-threaded worker processes on
+        127.0.0.1; ``"ray"`` connects to ``scheduler`` (a Ray address) or
+        starts a local Ray with ``n_jobs`` CPUs.
+    n_jobs : int, default=1
+        Parallel runs (``-1``: all cores).
+    scheduler : str or None, default=None
+        Address of an existing Dask scheduler (``tcp://host:8786``) or Ray
+        cluster (``ray://host:10001`` or ``auto``).
+
+    Yields
+    ------
+    client : distributed.Client, the ray module or None
+    """
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}.")
+    import joblib
+    if backend == "dask":
+        try:
+            from distributed import Client, LocalCluster
+        except ImportError:
+            raise ImportError("backend='dask' needs distributed: pip install "
+                              "'skldp[dask]'") from None
+        if scheduler:
+            with Client(scheduler) as client, joblib.parallel_config(backend="dask"):
+                yield client
+            return
+        workers = os.cpu_count() if n_jobs in (None, -1) else max(1, int(n_jobs))
+        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                          host="127.0.0.1", dashboard_address=None) as cluster, \
+                Client(cluster) as client, joblib.parallel_config(backend="dask"):
+            yield client
+        return
+    if backend == "ray":
+        try:
+            import ray
+            from ray.util.joblib import register_ray
+        except ImportError:
+            raise ImportError("backend='ray' needs ray: pip install 'skldp[ray]'") from None
+        started = not ray.is_initialized()
+        if started:
+            if scheduler:
+                ray.init(address=scheduler)
+            else:
+                ray.init(num_cpus=None if n_jobs in (None, -1) else int(n_jobs),
+                         include_dashboard=False)
+        register_ray()
+        try:
+            with joblib.parallel_config(backend="ray"):
+                yield ray
+        finally:
+            if started:
+                ray.shutdown()
+        return
+    with joblib.parallel_config(backend=backend):
+        yield None
+
+
+class _Progress:
+    """tqdm progress bar (with time left) when tqdm is installed; silent otherwise."""
+
+    def __init__(self, total, desc, enabled):
+        self.bar = None
+        if enabled and total:
+            try:
+                from tqdm.auto import tqdm
+            except ImportError:
+                tqdm = None
+            if tqdm is not None:
+                self.bar = tqdm(total=total, desc=desc, unit="run", dynamic_ncols=True)
+
+    def update(self, text=None):
+        if self.bar is not None:
+            if text:
+                self.bar.set_postfix_str(text, refresh=False)
+            self.bar.update(1)
+
+    def close(self):
+        if self.bar is not None:
+            self.bar.close()
+
+
+def validate_study(study):
+    """Check a study before it runs: dataset names, methods, grid keys.
+
+    Each method's estimator is built for the first dataset, seed and grid
+    value, so a grid key that no step has fails here, not in a worker.
+
+    Parameters
+    ----------
+    study : Study
+        The study.
+
+    Raises
+    ------
+    ValueError
+        An unknown dataset name or a grid key that is not a parameter.
+    """
+    from ..datasets import list_datasets
+    known = set(list_datasets())
+    unknown = [d for d in study.datasets if d not in known]
+    if unknown:
+        raise ValueError(f"Study {study.name!r}: unknown dataset(s) {unknown}; "
+                         f"skldp.datasets.list_datasets() gives {sorted(known)}.")
+    runs = study.runs()
+    seen = set()
+    for spec in runs:
+        if spec.method in seen:
+            continue
+        seen.add(spec.method)
+        build_estimator(study, spec)
+
+
+def run_study(study, results_dir="results", *, n_jobs=1, backend="loky", scheduler=None,
+              cache=None, retries=1, progress=True, max_runs=None):
+    """Run every run of ``study`` that its runs file does not hold yet.
+
+    Runs are dispatched through joblib (``backend``); workers return records
+    and this process alone appends them to ``<results_dir>/<name>_runs.jsonl``
+    as they arrive, so an interrupted sweep keeps every finished run and the
+    next call runs only the rest (a key is never recorded twice). A run that
+    raises is reported in ``failed`` (not recorded); runs lost with a worker
+    that dies are dispatched again up to ``retries`` times, then reported in
+    ``missing``.
+
+    Parameters
+    ----------
+    study : Study
+        The study.
+    results_dir : str or path-like, default="results"
+        Folder of the runs file.
+    n_jobs : int, default=1
+        Parallel runs (joblib's ``n_jobs``; Dask/Ray: local workers started).
+    backend : {"loky", "threading", "sequential", "dask", "ray"}, default="loky"
+        See :func:`parallel_backend`.
+    scheduler : str or None, default=None
+        Address of an existing Dask scheduler or Ray cluster.
+    cache : str, path-like or None, default=None
+        Directory of a :class:`GraphCache` used by every run (workers on
+        one file system share it): each perturbation and propagation is
+        computed once per sweep. ``None``: no disk cache.
+    retries : int, default=1
+        How many times runs lost with a dead worker are dispatched again.
+    progress : bool, default=True
+        Show a tqdm progress bar with the time left (if tqdm is installed).
+    max_runs : int or None, default=None
+        Run at most this many of the remaining runs (for a partial sweep).
+
+    Returns
+    -------
+    result : SweepResult
+    """
+    import joblib
+
+    if not isinstance(study, Study):
+        raise TypeError(f"run_study needs a Study, got {type(study).__name__}.")
+    t0 = time.perf_counter()
+    runs_file = RunsFile(Path(results_dir) / f"{study.name}_runs.jsonl", study.name)
+    validate_study(study)
+    specs = study.runs()
+    result = SweepResult(runs_file.path)
+    result.skipped = [s.key for s in specs if s.key in runs_file]
+    todo = [s for s in specs if s.key not in runs_file]
+    if max_runs is not None:
+        todo = todo[:max_runs]
+    logger.info("study %s: %d runs, %d recorded, %d to run (backend %s, n_jobs %s)",
+                study.name, len(specs), len(result.skipped), len(todo), backend, n_jobs)
+    bar = _Progress(len(todo), study.name, progress)
+    cache = None if cache is None else str(cache)
+    try:
+        with parallel_backend(backend, n_jobs, scheduler):
+            attempt = 0
+            while todo:
+                try:
+                    out = joblib.Parallel(n_jobs=n_jobs, return_as="generator_unordered")(
+                        joblib.delayed(_run_one)(study, spec, cache) for spec in todo)
+                    for rec in out:
+                        _collect(rec, runs_file, result, bar)
+                    todo = []
+                except Exception as exc:  # a worker died: what is not recorded is retried
+                    finished = set(result.done) | set(result.failed)
+                    todo = [s for s in todo if s.key not in finished]
+                    attempt += 1
+                    logger.warning("study %s: %s; %d run(s) not recorded%s", study.name,
+                                   type(exc).__name__, len(todo),
+                                   ", retrying" if attempt <= retries else "")
+                    if attempt > retries:
+                        result.missing = [s.key for s in todo]
+                        todo = []
+    finally:
+        bar.close()
+    result.records = list(runs_file.records)
+    result.wall_s = time.perf_counter() - t0
+    logger.info("study %s: %d done, %d failed, %d missing in %.0f s", study.name,
+                len(result.done), len(result.failed), len(result.missing), result.wall_s)
+    return result
+
+
+def _collect(rec, runs_file, result, bar):
+    if "error" in rec:
+        result.failed[rec["key"]] = rec["error"]
+        logger.error("run %s failed:\n%s", rec["key"], rec["error"])
+        bar.update("failed")
+        return
+    if runs_file.append(rec):
+        result.done.append(rec["key"])
+    metric = ", ".join(f"{k} {v:.4f}" for k, v in rec["metrics"].items())
+    logger.info("run %s: %s (%.1f s)", rec["key"], metric, rec["wall_s"])
+    bar.update(metric)

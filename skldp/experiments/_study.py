@@ -1,0 +1,343 @@
+"""What a study sweeps: datasets, named pipelines (methods), their grids, seeds and splits."""
+
+import dataclasses
+import itertools
+import json
+import numbers
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Optional, Sequence
+
+import numpy as np
+
+__all__ = ["Method", "RunSpec", "RunContext", "Study", "default_split", "fit_and_score"]
+
+ROLES = ("private", "raw-features", "feature-free", "baseline")
+
+
+def default_split(y, seed):
+    """The random 50/25/25 split of the labelled nodes (``random_node_split``).
+
+    Parameters
+    ----------
+    y : ndarray of shape (n_nodes,)
+        Labels, ``-1`` for unlabelled nodes.
+    seed : int
+        Split seed.
+
+    Returns
+    -------
+    masks : tuple of three boolean ndarrays
+        Train, validation and test masks over all nodes.
+    """
+    from ..model_selection import random_node_split
+    return random_node_split(y, 0.5, 0.25, 0.25, random_state=seed)
+
+
+def fit_and_score(estimator, G, y, masks):
+    """Default evaluation: fit on train and validation nodes, accuracy on test nodes.
+
+    Classifiers that early-stop on part of what they are fitted on (e.g.
+    ``MLPHead(validation_fraction=1/3)``) then train on 50 % and stop on
+    25 % of the labelled nodes, as in the papers' protocol; the test labels
+    never reach ``fit``.
+
+    Parameters
+    ----------
+    estimator : estimator
+        The unfitted estimator of one run.
+    G : GraphData
+        The whole graph (all nodes).
+    y : ndarray of shape (n_nodes,)
+        Labels of all nodes.
+    masks : tuple of three boolean ndarrays
+        Train, validation and test masks.
+
+    Returns
+    -------
+    metrics : dict of str -> float
+        ``{"accuracy": test accuracy}``.
+    """
+    train, val, test = masks
+    fit = train | val
+    estimator.fit(G[fit], y[fit])
+    return {"accuracy": float(estimator.score(G[test], y[test]))}
+
+
+def _canon(value):
+    """A JSON-safe canonical form of a grid value (numbers as floats: 1 == 1.0)."""
+    if isinstance(value, (bool, np.bool_)) or value is None or isinstance(value, str):
+        return bool(value) if isinstance(value, np.bool_) else value
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        return float(value)
+    if isinstance(value, (list, tuple)):
+        return [_canon(v) for v in value]
+    raise TypeError(f"grid values must be numbers, strings, booleans, None or lists of them "
+                    f"(they are written to JSON), got {type(value).__name__}: {value!r}.")
+
+
+def _key_number(value):
+    # 1, 1.0 and np.float32(1) name the same setting
+    if isinstance(value, list):
+        return [_key_number(v) for v in value]
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        return float(value)
+    return value
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One run of a study: a dataset, a method, a split, a seed and grid values.
+
+    Attributes
+    ----------
+    dataset : str
+        Dataset name.
+    method : str
+        Method (named pipeline) name.
+    split : str
+        Split name.
+    seed : int
+        Seed of the split, the collections and the model's initialisation.
+    params : tuple of (str, value) pairs
+        Grid values, sorted by name (``set_params`` names).
+    """
+
+    dataset: str
+    method: str
+    split: str
+    seed: int
+    params: tuple = ()
+
+    @property
+    def key(self):
+        """The unique, canonical key of the run (a string).
+
+        Returns
+        -------
+        key : str
+        """
+        p = json.dumps({k: _key_number(v) for k, v in self.params}, sort_keys=True)
+        return f"{self.dataset}|{self.method}|{self.split}|{self.seed}|{p}"
+
+    @property
+    def param_dict(self):
+        """The grid values as a dict.
+
+        Returns
+        -------
+        params : dict
+        """
+        return dict(self.params)
+
+
+@dataclass
+class RunContext:
+    """What a method's factory sees when it builds the estimator of one run.
+
+    Attributes
+    ----------
+    dataset : str
+        Dataset name.
+    config : dict
+        The study's settings for this dataset (``Study.configs[dataset]``).
+    seed : int
+        The run's seed.
+    params : dict
+        The run's grid values (also applied with ``set_params`` afterwards).
+    n_nodes : int
+        Number of nodes of the graph.
+    n_features : int
+        Number of node features.
+    """
+
+    dataset: str
+    config: dict
+    seed: int
+    params: dict
+    n_nodes: int
+    n_features: int
+
+
+@dataclass
+class Method:
+    """A named pipeline of a study: a factory, its grid and its role.
+
+    Parameters
+    ----------
+    factory : callable
+        ``factory(ctx: RunContext) -> estimator``: a new unfitted estimator
+        for one run (picklable: a module-level function). The grid values
+        are then applied with ``set_params``.
+    grid : dict of str -> list, default={}
+        ``set_params`` names of the estimator and the values to sweep, e.g.
+        ``{"hds__eps": [0.1, 1, np.inf]}``. Every name must be a parameter
+        of the estimator (checked before the sweep starts).
+    role : {"private", "raw-features", "feature-free", "baseline"}, default="private"
+        How the summary and the figure show the method: private methods are
+        curves against eps; the others are horizontal reference lines.
+    data : callable or None, default=None
+        ``data(G, y, config) -> (G, y)``: the input of this method (e.g.
+        features replaced by noise for a graph-only baseline). Computed once
+        per dataset and process.
+    evaluate : callable or None, default=None
+        ``evaluate(estimator, G, y, masks) -> dict of metric -> float``;
+        :func:`fit_and_score` by default.
+    label : str or None, default=None
+        Name shown in tables and figures (the method's name by default).
+    """
+
+    factory: Callable
+    grid: Mapping[str, Sequence[Any]] = field(default_factory=dict)
+    role: str = "private"
+    data: Optional[Callable] = None
+    evaluate: Optional[Callable] = None
+    label: Optional[str] = None
+
+    def __post_init__(self):
+        if not callable(self.factory):
+            raise TypeError(f"Method.factory must be callable, got {self.factory!r}.")
+        if self.role not in ROLES:
+            raise ValueError(f"Method.role must be one of {ROLES}, got {self.role!r}.")
+        grid = {}
+        for name, values in dict(self.grid).items():
+            if not isinstance(name, str):
+                raise TypeError(f"grid keys are set_params names (str), got {name!r}.")
+            if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+                raise TypeError(f"grid[{name!r}] must be a list of values, got {values!r}.")
+            values = [_canon(v) for v in values]
+            if not values:
+                raise ValueError(f"grid[{name!r}] is empty.")
+            grid[name] = values
+        self.grid = grid
+
+
+@dataclass
+class Study:
+    """A sweep: datasets x methods (each with its grid) x splits x seeds.
+
+    Parameters
+    ----------
+    name : str
+        Name of the study; the runs file is ``<name>_runs.jsonl``. Letters,
+        digits, ``-`` and ``_`` only.
+    datasets : sequence of str
+        Names for :func:`skldp.datasets.load_dataset`. Workers load them
+        themselves (the graph never travels with a task).
+    methods : dict of str -> Method
+        The named pipelines.
+    seeds : sequence of int, default=range(5)
+        Seeds; seed ``s`` fixes the split, the collections and the model's
+        initialisation (the factory passes it on).
+    splits : dict of str -> callable, default={"random": default_split}
+        ``split(y, seed) -> (train, val, test)`` boolean masks.
+    configs : dict of str -> dict, default={}
+        Per-dataset settings handed to factories (``ctx.config``).
+    metric : str, default="accuracy"
+        The metric of the summary table and the figure.
+    title : str or None, default=None
+        Title of the summary page.
+    description : str, default=""
+        Markdown put under the title of the summary page.
+    quick : dict or None, default=None
+        Overrides for a quick check (``--quick``): any of ``datasets``,
+        ``seeds``, ``grid`` (``{method: {param: values}}``), ``configs``.
+
+    Examples
+    --------
+    >>> from sklearn.pipeline import Pipeline
+    >>> from skldp.experiments import Method, Study
+    >>> from skldp.mechanisms import HDSMechanism
+    >>> from skldp.models import MLPHead
+    >>> from skldp.propagation import PPRPropagation
+    >>> def privge(ctx):
+    ...     return Pipeline([("hds", HDSMechanism(feature_range=(0, 1),
+    ...                                           random_state=ctx.seed)),
+    ...                      ("ppr", PPRPropagation()),
+    ...                      ("clf", MLPHead(random_state=ctx.seed))])
+    >>> study = Study("demo", ["cora"], {"hds": Method(privge, {"hds__eps": [0.5, 1]})},
+    ...               seeds=[0, 1])
+    >>> len(study.runs())
+    4
+    """
+
+    name: str
+    datasets: Sequence[str]
+    methods: Mapping[str, Method]
+    seeds: Sequence[int] = range(5)
+    splits: Mapping[str, Callable] = field(default_factory=lambda: {"random": default_split})
+    configs: Mapping[str, dict] = field(default_factory=dict)
+    metric: str = "accuracy"
+    title: Optional[str] = None
+    description: str = ""
+    quick: Optional[dict] = None
+
+    def __post_init__(self):
+        import re
+        if not isinstance(self.name, str) or not re.fullmatch(r"[A-Za-z0-9_-]+", self.name):
+            raise ValueError(f"Study name must be letters, digits, '-' or '_', got "
+                             f"{self.name!r}.")
+        if isinstance(self.datasets, str):
+            self.datasets = [self.datasets]
+        self.datasets = list(self.datasets)
+        if not self.datasets:
+            raise ValueError(f"Study {self.name!r} has no dataset.")
+        if not self.methods:
+            raise ValueError(f"Study {self.name!r} has no method.")
+        for m, method in self.methods.items():
+            if not isinstance(method, Method):
+                raise TypeError(f"methods[{m!r}] must be a skldp.experiments.Method, got "
+                                f"{type(method).__name__}.")
+        self.seeds = [int(s) for s in self.seeds]
+        if not self.seeds:
+            raise ValueError(f"Study {self.name!r} has no seed.")
+        if not self.splits:
+            raise ValueError(f"Study {self.name!r} has no split.")
+        unknown = set(self.configs) - set(self.datasets)
+        if unknown and not self.quick:
+            raise ValueError(f"configs name datasets the study does not have: "
+                             f"{sorted(unknown)}.")
+
+    def runs(self):
+        """Every run of the study, seeds outermost (each setting gets a seed first).
+
+        Returns
+        -------
+        runs : list of RunSpec
+        """
+        out = []
+        for seed in self.seeds:
+            for dataset in self.datasets:
+                for split in self.splits:
+                    for m, method in self.methods.items():
+                        names = sorted(method.grid)
+                        for values in itertools.product(*(method.grid[n] for n in names)):
+                            out.append(RunSpec(dataset, m, split, seed,
+                                               tuple(zip(names, values, strict=True))))
+        return out
+
+    def quick_variant(self):
+        """The reduced study of ``--quick`` (named ``<name>_quick``).
+
+        Returns
+        -------
+        study : Study
+        """
+        q = dict(self.quick or {})
+        unknown = set(q) - {"datasets", "seeds", "grid", "configs"}
+        if unknown:
+            raise ValueError(f"Study.quick has unknown keys {sorted(unknown)}.")
+        methods = dict(self.methods)
+        for m, grid in q.get("grid", {}).items():
+            if m not in methods:
+                raise ValueError(f"Study.quick['grid'] names an unknown method {m!r}.")
+            methods[m] = dataclasses.replace(methods[m], grid={**methods[m].grid, **grid})
+        configs = {k: dict(v) for k, v in self.configs.items()}
+        for ds, over in q.get("configs", {}).items():
+            configs.setdefault(ds, {}).update(over)
+        datasets = list(q.get("datasets", self.datasets))
+        return dataclasses.replace(
+            self, name=f"{self.name}_quick", datasets=datasets, methods=methods,
+            seeds=list(q.get("seeds", self.seeds)),
+            configs={k: v for k, v in configs.items() if k in datasets}, quick=None)

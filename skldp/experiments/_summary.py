@@ -1,0 +1,228 @@
+"""Summaries of a study's records: mean ± std tables (Markdown) and a figure."""
+
+import json
+import logging
+import math
+from collections import OrderedDict
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["summarize", "summary_markdown", "plot_summary", "write_summary"]
+
+logger = logging.getLogger("skldp.experiments")
+
+
+def _fmt_num(v):
+    if v is None:
+        return "—"
+    if isinstance(v, float) and math.isinf(v):
+        return "inf"
+    return f"{v:g}" if isinstance(v, (int, float)) else str(v)
+
+
+def _eps_of(params):
+    """The declared eps of a run: the grid value named ``eps`` or ``*__eps``."""
+    for k, v in params.items():
+        if k == "eps" or k.endswith("__eps"):
+            return v
+    return None
+
+
+def summarize(records, metric="accuracy"):
+    """Group runs by setting (all but the seed) and give mean, std and n of a metric.
+
+    Parameters
+    ----------
+    records : list of dict
+        Records of a runs file.
+    metric : str, default="accuracy"
+        The metric to summarise.
+
+    Returns
+    -------
+    rows : list of dict
+        One row per (dataset, method, split, grid values), in first-seen order,
+        with ``mean``, ``std`` (population std, as numpy), ``n``, ``seeds``,
+        ``eps`` (declared) and ``eps_spent`` (from ``privacy_report``; the
+        largest over the seeds).
+    """
+    groups = OrderedDict()
+    for r in records:
+        if metric not in r.get("metrics", {}):
+            continue
+        key = (r["dataset"], r["method"], r.get("split", ""),
+               json.dumps(r.get("params", {}), sort_keys=True))
+        g = groups.setdefault(key, {"dataset": r["dataset"], "method": r["method"],
+                                    "split": r.get("split", ""),
+                                    "params": r.get("params", {}), "values": [],
+                                    "seeds": [], "eps_spent": []})
+        g["values"].append(float(r["metrics"][metric]))
+        g["seeds"].append(r.get("seed"))
+        if r.get("eps_spent") is not None:
+            g["eps_spent"].append(float(r["eps_spent"]))
+    rows = []
+    for g in groups.values():
+        v = np.asarray(g.pop("values"))
+        spent = g.pop("eps_spent")
+        rows.append({**g, "mean": float(v.mean()), "std": float(v.std()), "n": len(v),
+                     "eps": _eps_of(g["params"]),
+                     "eps_spent": max(spent) if spent else None})
+    return rows
+
+
+def summary_markdown(rows, *, scale=100.0, digits=1, labels=None):
+    """Markdown table of :func:`summarize` rows, one section per dataset.
+
+    Parameters
+    ----------
+    rows : list of dict
+        Rows of :func:`summarize`.
+    scale : float, default=100.0
+        Factor applied to the metric (100: percent).
+    digits : int, default=1
+        Decimals of mean and std.
+    labels : dict of str -> str or None, default=None
+        Display names of methods.
+
+    Returns
+    -------
+    text : str
+    """
+    labels = labels or {}
+    out = []
+    for ds in dict.fromkeys(r["dataset"] for r in rows):
+        out += [f"### {ds}", "", "| method | split | settings | mean ± std | n | ε spent |",
+                "|---|---|---|---|---|---|"]
+        for r in rows:
+            if r["dataset"] != ds:
+                continue
+            settings = ", ".join(f"{k}={_fmt_num(v)}" for k, v in r["params"].items()) or "—"
+            out.append(f"| {labels.get(r['method'], r['method'])} | {r['split']} | {settings} | "
+                       f"{r['mean'] * scale:.{digits}f} ± {r['std'] * scale:.{digits}f} | "
+                       f"{r['n']} | {_fmt_num(r['eps_spent'])} |")
+        out.append("")
+    return "\n".join(out)
+
+
+def plot_summary(rows, path, *, roles=None, labels=None, metric="accuracy", scale=100.0):
+    """Figure of the metric against eps, one panel per dataset.
+
+    Private methods are curves over their finite eps (error bars: std over
+    seeds); their eps = inf runs and the methods whose role is a baseline
+    (``raw-features``, ``feature-free``, ``baseline``) are horizontal lines.
+
+    Parameters
+    ----------
+    rows : list of dict
+        Rows of :func:`summarize`.
+    path : str or path-like
+        Where the PNG is written.
+    roles : dict of str -> str or None, default=None
+        Role of each method (:class:`Method` ``role``).
+    labels : dict of str -> str or None, default=None
+        Display names of methods.
+    metric : str, default="accuracy"
+        Axis label.
+    scale : float, default=100.0
+        Factor applied to the metric.
+
+    Returns
+    -------
+    path : pathlib.Path or None
+        The figure, or ``None`` when matplotlib is not installed.
+    """
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        logger.info("matplotlib is not installed: no figure")
+        return None
+    roles, labels = roles or {}, labels or {}
+    datasets = list(dict.fromkeys(r["dataset"] for r in rows))
+    fig, axes = plt.subplots(1, len(datasets), figsize=(4.5 * len(datasets), 3.6),
+                             squeeze=False)
+    styles = iter(["--", ":", "-.", (0, (5, 1)), (0, (3, 1, 1, 1))] * 4)
+    style_of = {}
+    for ax, ds in zip(axes[0], datasets, strict=True):
+        mine = [r for r in rows if r["dataset"] == ds]
+        finite = [r["eps"] for r in mine if isinstance(r["eps"], (int, float))
+                  and math.isfinite(r["eps"]) and r["eps"] > 0]
+        for m in dict.fromkeys(r["method"] for r in mine):
+            rs = [r for r in mine if r["method"] == m]
+            name = labels.get(m, m)
+            curve = sorted((r for r in rs if r["eps"] is not None and math.isfinite(r["eps"])
+                            and roles.get(m, "private") == "private"), key=lambda r: r["eps"])
+            if curve:
+                ax.errorbar([r["eps"] for r in curve], [r["mean"] * scale for r in curve],
+                            yerr=[r["std"] * scale for r in curve], marker="o", capsize=3,
+                            label=name)
+            flat = [(f"{name} (ε = ∞)", r) for r in rs
+                    if r["eps"] is not None and math.isinf(r["eps"])]
+            if roles.get(m, "private") != "private":
+                flat += [(name, r) for r in rs]
+            for text, r in flat:
+                ls = style_of.setdefault(text, next(styles))
+                ax.axhline(r["mean"] * scale, ls=ls, color="gray" if "∞" in text else None,
+                           label=text)
+                if r["std"] and finite:
+                    ax.axhspan((r["mean"] - r["std"]) * scale, (r["mean"] + r["std"]) * scale,
+                               alpha=0.08, color="gray")
+        if finite:
+            ax.set_xscale("log")
+        ax.set_title(ds)
+        ax.set_xlabel("ε per user")
+        ax.set_ylabel(f"{metric} (%)" if scale == 100 else metric)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def write_summary(study, records, results_dir, *, command=None):
+    """Write ``<name>_summary.md`` and ``<name>.png`` of a study into ``results_dir``.
+
+    Parameters
+    ----------
+    study : Study
+        The study (methods' roles and labels, metric, title, description).
+    records : list of dict
+        Its records.
+    results_dir : str or path-like
+        Output folder.
+    command : str or None, default=None
+        The command that produced the runs (quoted in the page).
+
+    Returns
+    -------
+    paths : dict of str -> pathlib.Path
+        ``"markdown"`` and (when drawn) ``"figure"``.
+    """
+    results_dir = Path(results_dir)
+    rows = summarize(records, study.metric)
+    labels = {m: (meth.label or m) for m, meth in study.methods.items()}
+    roles = {m: meth.role for m, meth in study.methods.items()}
+    fig = plot_summary(rows, results_dir / f"{study.name}.png", roles=roles, labels=labels,
+                       metric=study.metric) if rows else None
+    lines = [f"# {study.title or study.name}", ""]
+    if study.description:
+        lines += [study.description.strip(), ""]
+    lines += [f"{study.metric} (%), mean ± std over seeds (n = seeds recorded); ε spent per "
+              "user from `privacy_report`. Runs: "
+              f"`{study.name}_runs.jsonl` ({len(records)} records).", ""]
+    if command:
+        lines += ["Produced by:", "", "```", command, "```", ""]
+    if fig is not None:
+        lines += [f"![{study.metric} against ε]({fig.name})", ""]
+    lines.append(summary_markdown(rows, labels=labels))
+    md = results_dir / f"{study.name}_summary.md"
+    md.parent.mkdir(parents=True, exist_ok=True)
+    md.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out = {"markdown": md}
+    if fig is not None:
+        out["figure"] = fig
+    return out

@@ -1,0 +1,36 @@
+"""Registered studies: ``python -m skldp reproduce <name>``."""
+
+from ._privge import privge_study
+
+__all__ = ["get_study", "list_studies", "privge_study"]
+
+_STUDIES = {"privge": privge_study}
+
+
+def list_studies():
+    """Names of the registered studies.
+
+    Returns
+    -------
+    names : list of str
+    """
+    return sorted(_STUDIES)
+
+
+def get_study(name, **kwargs):
+    """The registered study ``name``.
+
+    Parameters
+    ----------
+    name : str
+        A name of :func:`list_studies`.
+    **kwargs : dict
+        Passed to the study's factory (e.g. ``datasets``, ``seeds``).
+
+    Returns
+    -------
+    study : Study
+    """
+    if name not in _STUDIES:
+        raise ValueError(f"unknown study {name!r}; registered studies: {list_studies()}.")
+    return _STUDIES[name](**kwargs)
