@@ -1,61 +1,42 @@
-"""Reproduce paper 002 (PrivGE), Figure 2: node classification accuracy vs eps.
+"""Reproduce PrivGE (Li et al., CIKM 2024), Figure 2: node classification accuracy vs eps.
 
-For each dataset, eps in {0.01, 0.1, 1, 2, 3, 5, inf} and seed, the pipeline
-HDSMechanism -> PPRPropagation -> MLPHead is fitted on a random 50/25/25 split
-(the head trains on the 50 % and early-stops on the 25 % validation nodes by
-fitting on both with validation_fraction=1/3) and scored on the 25 % test
-nodes. A graph-only baseline (the same propagation and head on uniform noise
-features of the same shape, independent of the labels) is run per seed.
-
-Results are appended to a JSON file after every run (the script resumes from
-it) and the table ``docs/results/privge.md`` is rewritten each time, so a run
-that is cut short still leaves honest partial numbers. Seeds are the outer
-loop: every eps gets one seed before any gets a second.
+The sweep is the registered study ``privge`` of :mod:`skldp.experiments`
+(``skldp/experiments/studies/_privge.py``): for each dataset, eps in
+{0.01, 0.1, 1, 2, 3, 5, inf} and seed, HDSMechanism -> PPRPropagation ->
+MLPHead is fitted on a random 50/25/25 split (the head trains on the 50 % and
+early-stops on the 25 % validation nodes by fitting on both with
+validation_fraction=1/3) and scored on the 25 % test nodes; a graph-only
+baseline (the same propagation and head on uniform noise features of the same
+shape) is run per seed. Runs are appended to ``docs/results/privge_runs.jsonl``
+as they finish (a run already there is skipped), then this script rewrites
+``docs/results/privge.md``: the tables with the paper's stated values, the
+runner's figure, and the Discussion kept in ``privge_discussion.md``.
 
 Usage::
 
-    SKLDP_DATASETS_DIR=/work/shared/datasets OMP_NUM_THREADS=1 \\
-        python scripts/reproduce_privge.py --datasets cora facebook --seeds 5
+    OMP_NUM_THREADS=1 python scripts/reproduce_privge.py --datasets cora facebook --seeds 5 \\
+        --n-jobs 2
+    python scripts/reproduce_privge.py --render-only     # tables from the runs file only
+
+(``python -m skldp reproduce privge`` runs the same study and writes the
+generic summary ``privge_summary.md``.)
 """
 
 import argparse
-import json
 import os
-import platform
 import sys
-import time
-import warnings
 from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
-import torch  # noqa: E402
-from sklearn.pipeline import Pipeline  # noqa: E402
 
-from skldp import GraphData  # noqa: E402
-from skldp.accounting import privacy_report  # noqa: E402
-from skldp.datasets import load_dataset  # noqa: E402
-from skldp.mechanisms import HDSMechanism  # noqa: E402
-from skldp.model_selection import random_node_split  # noqa: E402
-from skldp.models import MLPHead  # noqa: E402
-from skldp.propagation import PPRPropagation  # noqa: E402
-
-EPS = [0.01, 0.1, 1.0, 2.0, 3.0, 5.0, float("inf")]
-# Runs are done in this order so that a run cut short covers the range first.
-RUN_ORDER = [1.0, float("inf"), 0.01, 5.0, 0.1, 2.0, 3.0]
-
-# Hyperparameters. k, alpha and r follow the authors' released run script for
-# each dataset (k = "m", r = "rrz"); the head uses skldp's MLPHead defaults
-# (one hidden layer of 64 units, dropout 0.5, full batch, Adam lr 0.01,
-# weight decay 5e-4) with early stopping on the validation nodes.
-CONFIG = {
-    "cora": dict(k=20, alpha=0.1, r=0.1, epochs=200),
-    "facebook": dict(k=50, alpha=0.05, r=0.1, epochs=100),
-}
+from skldp.experiments import load_runs, run_study, summarize, write_summary  # noqa: E402
+from skldp.experiments.studies import privge_study  # noqa: E402
+from skldp.experiments.studies._privge import CONFIG, EPS  # noqa: E402
 
 # Values the paper states in its text (Figure 2 itself is an image that is not
-# in the text file). Everything else is "figure only".
+# in the text). Everything else is "figure only".
 PAPER_TEXT = {
     ("cora", 0.01): ("84.2", "\"approximately 84.2%\" at eps = 0.01 (§4.2)"),
     ("cora", float("inf")): ("88.5", "84.2 + the stated gap of 4.3 points (§4.2)"),
@@ -64,94 +45,88 @@ PAPER_NOTES = {
     "facebook": "The text states only that on Facebook HDS \"outperforms the non-private "
                 "setting by about 1.2 percentage points\" (§4.2); no absolute value.",
 }
+COMMAND = ("OMP_NUM_THREADS=1 python scripts/reproduce_privge.py --datasets cora facebook "
+           "--seeds 5 --n-jobs 2")
 
 
 def _eps_key(e):
     return "inf" if np.isinf(e) else f"{e:g}"
 
 
-def run_one(G, y, masks, eps, cfg, seed):
-    train, val, test = masks
-    fit = train | val
-    d = G.shape[1]
-    k = d if np.isinf(eps) else cfg["k"]
-    pipe = Pipeline([
-        ("hds", HDSMechanism(eps=eps, k=k, feature_range=(0, 1), random_state=seed)),
-        ("ppr", PPRPropagation(alpha=cfg["alpha"], r=cfg["r"])),
-        ("clf", MLPHead(epochs=cfg["epochs"], validation_fraction=1 / 3, random_state=seed)),
-    ])
-    pipe.fit(G[fit], y[fit])
-    acc = pipe.score(G[test], y[test])
-    return acc, privacy_report(pipe).local_epsilon, pipe[-1].n_iter_
-
-
-def run_graph_only(G_noise, y, masks, cfg, seed):
-    train, val, test = masks
-    fit = train | val
-    pipe = Pipeline([("ppr", PPRPropagation(alpha=cfg["alpha"], r=cfg["r"])),
-                     ("clf", MLPHead(epochs=cfg["epochs"], validation_fraction=1 / 3,
-                                     random_state=seed))])
-    pipe.fit(G_noise[fit], y[fit])
-    return pipe.score(G_noise[test], y[test])
-
-
-def _fmt(vals):
-    if not vals:
+def _fmt(row):
+    if row is None:
         return "—"
-    v = np.asarray(vals) * 100
-    return f"{v.mean():.1f} ± {v.std():.1f} (n={len(v)})"
+    return f"{100 * row['mean']:.1f} ± {100 * row['std']:.1f} (n={row['n']})"
 
 
-def write_markdown(results, path, args, started):
+def _kept_notes(path):
+    """Bullets written into each dataset's section by hand or by other scripts."""
+    notes, section = {}, None
+    if Path(path).exists():
+        for line in Path(path).read_text().splitlines():
+            if line.startswith("## "):
+                section = line[3:].strip()
+            elif section and line.startswith("- ") and not line.startswith("- paper eps =") \
+                    and not line.startswith("- The text states"):
+                notes.setdefault(section, []).append(line)
+    return notes
+
+
+def write_markdown(records, path, datasets, discussion):
+    rows = summarize(records, "accuracy")
+    kept = _kept_notes(path)
+    n_merged = sum(1 for r in records if r.get("source"))
     lines = [
-        "# PrivGE (paper 002) — node classification, Figure 2",
+        "# PrivGE (Li et al., CIKM 2024) — node classification, Figure 2",
         "",
         "Test accuracy (%) of HDS → PPR → MLP head on a random 50/25/25 split of the "
         "labelled nodes, mean ± std over seeds (n = number of seeds finished). "
         "*Graph-only* is the same propagation and head on uniform noise features of "
         "the same shape (no information about the labels); it does not depend on eps.",
         "",
-        "Produced by:",
+        "Produced by (the `privge` study of `skldp.experiments`; resumable):",
         "",
         "```",
-        "SKLDP_DATASETS_DIR=/work/shared/datasets OMP_NUM_THREADS=1 \\",
-        "    python scripts/reproduce_privge.py --datasets cora --seeds 5 &",
-        "    python scripts/reproduce_privge.py --datasets facebook --seeds 5 &",
+        COMMAND,
         "```",
         "",
-        f"Machine: {platform.machine()}, torch {torch.__version__}, 1 thread; started "
-        f"{started} UTC, last update {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC.",
+        f"Runs: `privge_runs.jsonl` ({len(records)} records; {n_merged} of them merged "
+        "unchanged from the earlier per-dataset files, run on x86_64 with torch 2.13.0+cpu, "
+        "1 thread, in November 2026). ε per user is read from `privacy_report` of each "
+        "fitted pipeline.",
         "",
-        "**Paper values.** Figure 2 is an image that is not part of the paper's text "
-        "file, so only the values the text states are given; the other cells are "
+        "**Paper values.** Figure 2 is an image that is not part of the paper's text, so "
+        "only the values the text states are given; the other cells are "
         "marked *figure only* (we did not guess them from the plot).",
         "",
+        "![accuracy against ε](privge.png)",
+        "",
     ]
-    for name in args.table_datasets:
+    for name in datasets:
         cfg = CONFIG[name]
-        res = results.get(name, {})
-        g = res.get("graph_only", [])
+        mine = [r for r in rows if r["dataset"] == name]
+        g = next((r for r in mine if r["method"] == "graph-only"), None)
         lines += [f"## {name}", "",
                   f"k = {cfg['k']} (eps < inf; k = d at eps = inf), PPR alpha = "
                   f"{cfg['alpha']}, r = {cfg['r']}, MLPHead epochs ≤ {cfg['epochs']}.", "",
                   "| eps | paper (text) | ours: HDS | graph-only | ε per user (report) |",
                   "|---|---|---|---|---|"]
         for e in EPS:
-            key = _eps_key(e)
+            r = next((r for r in mine if r["method"] == "hds"
+                      and r["params"].get("hds__eps") == e), None)
             paper = PAPER_TEXT.get((name, e), ("figure only", ""))[0]
-            r = res.get(key, {})
-            eps_u = r.get("eps_user")
-            eps_s = "—" if eps_u is None else ("inf" if np.isinf(eps_u) else f"{eps_u:g}")
-            lines.append(f"| {key} | {paper} | {_fmt(r.get('acc', []))} | {_fmt(g)} | "
-                         f"{eps_s} |")
+            spent = None if r is None else r["eps_spent"]
+            eps_s = "—" if spent is None else _eps_key(spent)
+            lines.append(f"| {_eps_key(e)} | {paper} | {_fmt(r)} | {_fmt(g)} | {eps_s} |")
         lines.append("")
         for (ds, e), (_, src) in PAPER_TEXT.items():
             if ds == name:
                 lines.append(f"- paper eps = {_eps_key(e)}: {src}.")
         if name in PAPER_NOTES:
             lines.append(f"- {PAPER_NOTES[name]}")
+        lines += kept.get(name, [])
         lines.append("")
-    lines += ["## Discussion", "", args.discussion_text or "(filled in after the run)", ""]
+    lines += ["## Discussion", "", discussion or "(filled in after the run)", ""]
     Path(path).write_text("\n".join(lines))
 
 
@@ -159,69 +134,29 @@ def main(argv=None):
     p = argparse.ArgumentParser()
     p.add_argument("--datasets", nargs="+", default=["cora", "facebook"])
     p.add_argument("--seeds", type=int, default=5)
+    p.add_argument("--n-jobs", type=int, default=1)
+    p.add_argument("--backend", default="loky")
+    p.add_argument("--results-dir", default="docs/results")
     p.add_argument("--out", default="docs/results/privge.md")
-    p.add_argument("--state", default="docs/results/privge_runs_{name}.json",
-                   help="per-dataset JSON of finished runs ({name} is replaced)")
-    p.add_argument("--table-datasets", nargs="+", default=["cora", "facebook"],
-                   help="datasets shown in the table (read from their state files)")
+    p.add_argument("--table-datasets", nargs="+", default=["cora", "facebook"])
     p.add_argument("--discussion", default="docs/results/privge_discussion.md",
                    help="markdown appended as the Discussion section, if it exists")
+    p.add_argument("--render-only", action="store_true",
+                   help="rewrite the page from the runs file without running anything")
     args = p.parse_args(argv)
-    torch.set_num_threads(1)
-    warnings.simplefilter("ignore", UserWarning)
+    study = privge_study(args.datasets, range(args.seeds))
+    if not args.render_only:
+        import torch
+        torch.set_num_threads(1)
+        import warnings
+        warnings.simplefilter("ignore", UserWarning)
+        run_study(study, args.results_dir, n_jobs=args.n_jobs, backend=args.backend)
+    records = load_runs(Path(args.results_dir) / "privge_runs.jsonl", "privge")
+    write_summary(privge_study(args.table_datasets), records, args.results_dir,
+                  command=COMMAND)
     dfile = Path(args.discussion)
-    args.discussion_text = dfile.read_text() if dfile.exists() else None
-    started = time.strftime("%Y-%m-%d %H:%M", time.gmtime())
-
-    def save_and_write(results):
-        # Several processes (one per dataset) may run at once: each owns its
-        # dataset's state file; the table merges all of them.
-        for ds, res in results.items():
-            Path(args.state.format(name=ds)).write_text(json.dumps({ds: res}, indent=1))
-        merged = {}
-        for ds in args.table_datasets:
-            f = Path(args.state.format(name=ds))
-            if f.exists():
-                merged.update(json.loads(f.read_text()))
-        write_markdown(merged, args.out, args, started)
-
-    results = {}
-    for name in args.datasets:
-        f = Path(args.state.format(name=name))
-        if f.exists():
-            results.update(json.loads(f.read_text()))
-    for name in args.datasets:
-        bunch = load_dataset(name)
-        G, y = bunch.data, bunch.target
-        n, d = G.shape
-        noise = np.random.default_rng(12345).uniform(-1, 1, size=(n, d)).astype(np.float32)
-        G_noise = GraphData(noise, G.adjacency)
-        res = results.setdefault(name, {})
-        cfg = CONFIG[name]
-        for seed in range(args.seeds):
-            masks = random_node_split(y, 0.5, 0.25, 0.25, random_state=seed)
-            done_g = res.setdefault("graph_only_seeds", [])
-            if seed not in done_g:
-                t0 = time.perf_counter()
-                acc = run_graph_only(G_noise, y, masks, cfg, seed)
-                res.setdefault("graph_only", []).append(acc)
-                done_g.append(seed)
-                print(f"{name} seed {seed} graph-only {acc:.4f} "
-                      f"({time.perf_counter() - t0:.0f}s)", flush=True)
-                save_and_write(results)
-            for e in sorted(EPS, key=lambda e: RUN_ORDER.index(e)):
-                r = res.setdefault(_eps_key(e), {"acc": [], "seeds": []})
-                if seed in r["seeds"]:
-                    continue
-                t0 = time.perf_counter()
-                acc, eps_user, n_iter = run_one(G, y, masks, e, cfg, seed)
-                r["acc"].append(acc)
-                r["seeds"].append(seed)
-                r["eps_user"] = eps_user
-                print(f"{name} seed {seed} eps {_eps_key(e)} acc {acc:.4f} epochs {n_iter} "
-                      f"({time.perf_counter() - t0:.0f}s)", flush=True)
-                save_and_write(results)
-    save_and_write(results)
+    write_markdown(records, args.out, args.table_datasets,
+                   dfile.read_text() if dfile.exists() else None)
     return 0
 
 

@@ -42,7 +42,9 @@ def _parse(argv):
         prog="python -m skldp",
         description="PrivGE (HDS -> PPR -> MLP) node classification with local DP on node "
                     "features, against a graph-only, a non-private and a feature-free (label "
-                    "propagation) baseline.")
+                    "propagation) baseline.",
+        epilog="Sweeps: python -m skldp reproduce <study> [--quick] [--n-jobs N] "
+               "[--backend loky|dask|ray] (python -m skldp reproduce --help).")
     p.add_argument("--dataset", default="cora",
                    help="dataset name (see skldp.datasets.list_datasets()); default: cora")
     p.add_argument("--eps", type=float, default=1.0,
@@ -162,7 +164,15 @@ def run(dataset="cora", eps=1.0, seeds=5, epochs=100, out=None):
 
 
 def main(argv=None):
-    """Entry point of ``python -m skldp`` and of the ``skldp`` console script."""
+    """Entry point of ``python -m skldp`` and of the ``skldp`` console script.
+
+    ``python -m skldp reproduce <study> [--quick] [--n-jobs N] [--backend B]``
+    runs a registered study instead (see :mod:`skldp.experiments`).
+    """
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] == "reproduce":
+        from .experiments._cli import reproduce_main
+        return reproduce_main(argv[1:])
     args = _parse(argv)
     t0 = time.perf_counter()
     scores, report = run(args.dataset, args.eps, args.seeds, args.epochs)

@@ -144,7 +144,8 @@ def plot_summary(rows, path, *, roles=None, labels=None, metric="accuracy", scal
     fig, axes = plt.subplots(1, len(datasets), figsize=(4.5 * len(datasets), 3.6),
                              squeeze=False)
     styles = iter(["--", ":", "-.", (0, (5, 1)), (0, (3, 1, 1, 1))] * 4)
-    style_of = {}
+    style_of, color_of = {}, {}
+    colors = iter([f"C{i}" for i in range(1, 10)] * 4)
     for ax, ds in zip(axes[0], datasets, strict=True):
         mine = [r for r in rows if r["dataset"] == ds]
         finite = [r["eps"] for r in mine if isinstance(r["eps"], (int, float))
@@ -164,11 +165,11 @@ def plot_summary(rows, path, *, roles=None, labels=None, metric="accuracy", scal
                 flat += [(name, r) for r in rs]
             for text, r in flat:
                 ls = style_of.setdefault(text, next(styles))
-                ax.axhline(r["mean"] * scale, ls=ls, color="gray" if "∞" in text else None,
-                           label=text)
+                color = "gray" if "∞" in text else color_of.setdefault(text, next(colors))
+                ax.axhline(r["mean"] * scale, ls=ls, color=color, label=text)
                 if r["std"] and finite:
                     ax.axhspan((r["mean"] - r["std"]) * scale, (r["mean"] + r["std"]) * scale,
-                               alpha=0.08, color="gray")
+                               alpha=0.08, color=color)
         if finite:
             ax.set_xscale("log")
         ax.set_title(ds)

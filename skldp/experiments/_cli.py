@@ -1,0 +1,98 @@
+"""``python -m skldp reproduce <study>``: run a registered study and write its summary."""
+
+import argparse
+import logging
+import shlex
+import sys
+from pathlib import Path
+
+from ._runner import BACKENDS
+
+__all__ = ["reproduce_main"]
+
+
+def _parser():
+    from .studies import list_studies
+    p = argparse.ArgumentParser(
+        prog="python -m skldp reproduce",
+        description="Run a registered study (resumable: runs already in its runs file are "
+                    "skipped), then write its summary table and figure.")
+    p.add_argument("study", help=f"study name, one of {list_studies()}")
+    p.add_argument("--quick", action="store_true",
+                   help="a small subset (its own runs file <study>_quick_runs.jsonl)")
+    p.add_argument("--datasets", nargs="+", default=None, help="restrict to these datasets")
+    p.add_argument("--seeds", type=int, default=None, help="number of seeds (0..N-1)")
+    p.add_argument("--n-jobs", type=int, default=1, help="parallel runs (default: 1)")
+    p.add_argument("--backend", choices=BACKENDS, default="loky",
+                   help="joblib backend (dask/ray need the extras skldp[dask], skldp[ray])")
+    p.add_argument("--scheduler", default=None,
+                   help="address of an existing Dask scheduler (tcp://host:8786) or Ray "
+                        "cluster; default: start a local one with --n-jobs workers")
+    p.add_argument("--results-dir", default=None,
+                   help="folder of the runs file and summary (default: docs/results if it "
+                        "exists here, else ./results)")
+    p.add_argument("--cache", default=None,
+                   help="GraphCache directory shared by the workers (as sensitive as the "
+                        "reports; see the user guide)")
+    p.add_argument("--retries", type=int, default=1,
+                   help="times runs lost with a dead worker are dispatched again")
+    p.add_argument("--max-runs", type=int, default=None, help="run at most this many")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("-v", "--verbose", action="count", default=0,
+                   help="log every run (-v) and cache activity (-vv)")
+    return p
+
+
+def reproduce_main(argv):
+    """Entry point of ``python -m skldp reproduce``.
+
+    Parameters
+    ----------
+    argv : list of str
+        Arguments after ``reproduce``.
+
+    Returns
+    -------
+    status : int
+        0 when every run is recorded, 1 when some failed or are missing.
+    """
+    from ._runner import run_study
+    from ._summary import write_summary
+    from .studies import get_study
+
+    p = _parser()
+    args = p.parse_args(argv)
+    if args.n_jobs == 0 or args.n_jobs < -1:
+        p.error("--n-jobs must be >= 1 or -1")
+    if args.seeds is not None and args.seeds < 1:
+        p.error("--seeds must be >= 1")
+    logging.basicConfig(level=[logging.WARNING, logging.INFO, logging.DEBUG][
+        min(args.verbose, 2)], format="%(asctime)s %(name)s %(message)s")
+    kwargs = {}
+    if args.datasets:
+        kwargs["datasets"] = args.datasets
+    if args.seeds:
+        kwargs["seeds"] = range(args.seeds)
+    try:
+        study = get_study(args.study, **kwargs)
+    except ValueError as exc:
+        p.error(str(exc))
+    if args.quick:
+        study = study.quick_variant()
+    results = Path(args.results_dir or ("docs/results" if Path("docs/results").is_dir()
+                                        else "results"))
+    res = run_study(study, results, n_jobs=args.n_jobs, backend=args.backend,
+                    scheduler=args.scheduler, cache=args.cache, retries=args.retries,
+                    progress=not args.no_progress, max_runs=args.max_runs)
+    command = "python -m skldp reproduce " + " ".join(shlex.quote(a) for a in argv)
+    paths = write_summary(study, res.records, results, command=command)
+    print(f"{study.name}: {len(res.done)} run(s) done, {len(res.skipped)} already recorded, "
+          f"{len(res.failed)} failed, {len(res.missing)} missing ({res.wall_s:.0f} s)")
+    print(f"runs: {res.runs_file}")
+    for kind, path in paths.items():
+        print(f"{kind}: {path}")
+    for key, err in res.failed.items():
+        print(f"failed: {key}: {err.strip().splitlines()[-1]}", file=sys.stderr)
+    for key in res.missing:
+        print(f"missing (worker lost): {key}", file=sys.stderr)
+    return 0 if not (res.failed or res.missing) else 1
