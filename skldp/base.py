@@ -158,7 +158,7 @@ class GraphTransformerMixin(TransformerMixin, auto_wrap_output_keys=None):
 
     **Input checks.** ``_graph_requirements`` lists what :meth:`fit` and
     :meth:`transform` require of the graph (see
-    :func:`skldp.utils.validation.check_graph_data`); by default a known
+    ``skldp.utils.validation.check_graph_data``); by default a known
     adjacency and finite features (checked once per graph: NaN or inf would
     spread to every neighbour). Steps that handle missing values themselves
     (:class:`NodeWise`) or check them with their own messages (mechanisms)
@@ -298,7 +298,7 @@ class LDPMechanism(GraphTransformerMixin, BaseEstimator):
     receive the same noise. The same holds for a GraphData built without
     ``node_ids`` (see :attr:`skldp.GraphData.population`).
 
-    The seed is that of the *collection* (:func:`draw_collection_seed`): the
+    The seed is that of the *collection* (``skldp.base.draw_collection_seed``): the
     class, every parameter but ``random_state``, and the bounds, hashed
     together with ``random_state``. Two mechanisms that differ in any of them
     never share random numbers, while the same mechanism refitted with the same

@@ -404,9 +404,9 @@ class GRRFSMechanism(LDPMechanism):
     bag-of-words can first be grouped with :func:`group_features`.
 
     **Output.** The reports as integer codes in a dense float64 array of the
-    same shape (one code per feature, what :class:`~skldp.reconstruction
-    .FrequencyReconstructor` expects; it builds the sparse one-hot encoding
-    itself).
+    same shape (one code per feature, what
+    :class:`~skldp.reconstruction.FrequencyReconstructor` expects; it builds the
+    sparse one-hot encoding itself).
 
     Parameters
     ----------

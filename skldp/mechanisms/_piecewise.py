@@ -82,7 +82,7 @@ class PiecewiseMechanism(LDPMechanism):
     **Floating-point safety (the grid).** Continuous output computed in
     floating point can take values that no other input produces (Mironov, CCS
     2012). The mechanism is therefore run on integer cells
-    (:class:`skldp.mechanisms._grid.TwoLevelGrid`): ``t`` is rounded unbiasedly
+    (the private ``TwoLevelGrid`` of ``skldp.mechanisms._grid``): ``t`` is rounded unbiasedly
     to a lattice of ``2^24`` steps, the range ``[-C, C]`` is cut into cells
     (``2^24`` outside the central piece, ``round(2^24 e^{-eps'/2})`` in it),
     the central cells have exactly ``e^{eps'}`` times the probability of the

@@ -143,7 +143,7 @@ class HDSMechanism(LDPMechanism):
     **Floating-point safety (the grid).** A square-wave value computed in
     floating point can be a float that no other input produces (Mironov, CCS
     2012). The wave is therefore drawn on integer cells of width
-    ``h = 2^-23`` (:class:`skldp.mechanisms._grid.TwoLevelGrid`): ``x`` is
+    ``h = 2^-23`` (the private ``TwoLevelGrid`` of ``skldp.mechanisms._grid``): ``x`` is
     rounded unbiasedly to the cell lattice, the band holds an odd number of
     cells ``2b/h`` rounded (so ``b_`` differs from the paper's ``b`` by at
     most ``h``), each band cell has exactly ``e^{eps'}`` times the
@@ -198,7 +198,7 @@ class HDSMechanism(LDPMechanism):
         Number of reported dimensions per user.
     b_ : float
         Half-width of the square wave at ``eps / k`` on the grid, within
-        ``2^-23`` of :func:`square_wave_b` (0 when ``eps`` is inf).
+        ``2^-23`` of ``square_wave_b(eps)`` (0 when ``eps`` is inf).
     output_grid_ : tuple (offset, step) of ndarrays of shape (n_features,), or None
         Every report is ``offset[j] + i * step[j]`` for an integer ``i``
         (offset 0, step ``2^-23``), including the 0 of unreported dimensions

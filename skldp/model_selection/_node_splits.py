@@ -94,9 +94,37 @@ class LabelledKFold:
         self.random_state = random_state
 
     def get_n_splits(self, X=None, y=None, groups=None):
+        """Number of folds, ``n_splits``.
+
+        Parameters
+        ----------
+        X, y, groups : object
+            Ignored; present for the scikit-learn splitter API.
+
+        Returns
+        -------
+        n_splits : int
+            The number of folds.
+        """
         return self.n_splits
 
     def split(self, X, y, groups=None):
+        """Yield the (train, test) row indices of each fold, labelled rows only.
+
+        Parameters
+        ----------
+        X : object
+            Ignored (the folds depend on ``y`` only).
+        y : array-like of shape (n_samples,)
+            Labels, ``-1`` for unlabelled rows (never in a fold).
+        groups : object
+            Ignored.
+
+        Yields
+        ------
+        train, test : ndarray of int
+            Positions of the rows in the training and test part of the fold.
+        """
         y = np.asarray(y)
         labelled = np.flatnonzero(y >= 0)
         skf = StratifiedKFold(self.n_splits, shuffle=self.shuffle,

@@ -223,7 +223,7 @@ def _balanced_bce(logits, targets):
 class VGAELinkPredictor(_LinkPredictorBase):
     """Variational graph auto-encoder for link prediction (the link model of LPGNN).
 
-    The encoder is a two-layer GCN on the graph of the :class:`PairData`
+    The encoder is a two-layer GCN on the graph of the :class:`~skldp.model_selection.PairData`
     (the *training* graph, held-out edges removed): a GCN layer of
     ``hidden_size`` units with batch normalisation and ReLU, then two GCN
     layers giving the mean ``mu`` and ``log sigma`` of each node's
@@ -279,7 +279,7 @@ class VGAELinkPredictor(_LinkPredictorBase):
     early_stopping : bool, default=True
         Without ``validation_data``, a stratified ``validation_fraction`` of
         the training pairs is held out (their edges stay in the graph; pass
-        ``validation_data`` from :func:`random_edge_split` for the paper's
+        ``validation_data`` from :func:`~skldp.model_selection.random_edge_split` for the paper's
         protocol).
     validation_fraction : float, default=0.05
     device : str, default="auto"
@@ -488,7 +488,7 @@ class VGAELinkPredictor(_LinkPredictorBase):
         return z
 
     def decision_function(self, X):
-        """Inner products ``z_u . z_v`` (logits of an edge) of the pairs of ``X``.
+        """Edge logits of the pairs of ``X``: inner products :math:`z_u^T z_v`.
 
         Parameters
         ----------
@@ -544,7 +544,7 @@ class HadamardLinkPredictor(_LinkPredictorBase):
     """Edge classifier on Hadamard products of node embeddings (PrivGE's link head).
 
     For a pair ``(u, v)`` the edge feature is ``z_u * z_v`` (element-wise),
-    where ``z`` are the node features of the graph the :class:`PairData`
+    where ``z`` are the node features of the graph the :class:`~skldp.model_selection.PairData`
     lives on: in ``Pipeline([("hds", HDSMechanism()), ("ppr",
     PPRPropagation()), ("link", HadamardLinkPredictor())])`` they are the
     propagated private embeddings of Li et al. (CIKM 2024), eq. (12). A logistic

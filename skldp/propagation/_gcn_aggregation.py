@@ -28,7 +28,7 @@ def propagation_matrix(A, self_loops=True, normalization="sym"):
     ``"sym"``: ``D^-1/2 (A + I) D^-1/2``; ``"rw"``: ``D^-1 (A + I)``; ``None``:
     ``A + I`` (plain sum). ``I`` only with ``self_loops``; ``D`` is the
     diagonal of row sums of the (self-looped) adjacency. Rows with no
-    neighbour are zero. Reuses :func:`skldp.utils._adjacency.normalized_adjacency`.
+    neighbour are zero. Reuses ``skldp.utils._adjacency.normalized_adjacency``.
     """
     if normalization is None:
         P = sp.csr_matrix(A, dtype=np.float32)
@@ -92,7 +92,7 @@ class GCNAggregation(GraphTransformerMixin, BaseEstimator):
 
     Sparse features stay sparse unless the aggregate has more than 25 %
     non-zeros, then it is returned dense. ``P`` is stored in float32 (as
-    built by :func:`skldp.utils._adjacency.normalized_adjacency`), so the
+    built by ``skldp.utils._adjacency.normalized_adjacency``), so the
     output matches an exact float64 computation to a relative ~1e-7.
 
     Parameters

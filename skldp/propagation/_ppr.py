@@ -76,7 +76,7 @@ class PPRPropagation(GraphTransformerMixin, BaseEstimator):
         relative error of each column of the symmetrised solution by ``tol``.
     max_iter : int, default=1000
         Maximum number of sparse products per column block; a
-        :class:`ConvergenceWarning` is raised if the tolerance is not reached.
+        :class:`~sklearn.exceptions.ConvergenceWarning` is raised if the tolerance is not reached.
     solver : {"auto", "cg", "power"}, default="auto"
         ``"auto"``: conjugate gradients when the adjacency is symmetric (the
         paper's undirected graphs), power iteration otherwise.
