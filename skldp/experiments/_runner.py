@@ -99,7 +99,8 @@ def build_estimator(study, spec, G=None):
         G, _ = _method_input(study, spec)
     params = spec.param_dict
     ctx = RunContext(spec.dataset, dict(study.configs.get(spec.dataset, {})), spec.seed,
-                     params, G.n_nodes, G.shape[1])
+                     params, G.shape[0] if not hasattr(G, "n_nodes") else G.n_nodes,
+                     G.shape[1])
     est = study.methods[spec.method].factory(ctx)
     if params:
         valid = est.get_params(deep=True)
@@ -130,7 +131,7 @@ def _privacy(est):
 def _info(est):
     final = est[-1] if hasattr(est, "steps") else est
     n_iter = getattr(final, "n_iter_", None)
-    return {} if n_iter is None else {"n_iter": int(n_iter)}
+    return {} if n_iter is None else {"n_iter": int(np.max(n_iter))}
 
 
 def _run_one(study, spec, cache):
@@ -290,8 +291,8 @@ def run_study(study, results_dir="results", *, n_jobs=1, backend="loky", schedul
     as they arrive, so an interrupted sweep keeps every finished run and the
     next call runs only the rest (a key is never recorded twice). A run that
     raises is reported in ``failed`` (not recorded); runs lost with a worker
-    that dies are dispatched again up to ``retries`` times, then reported in
-    ``missing``.
+    that dies are dispatched again, one run per call, up to ``retries`` times
+    each, then reported in ``missing``.
 
     Parameters
     ----------
@@ -320,7 +321,6 @@ def run_study(study, results_dir="results", *, n_jobs=1, backend="loky", schedul
     -------
     result : SweepResult
     """
-    import joblib
 
     if not isinstance(study, Study):
         raise TypeError(f"run_study needs a Study, got {type(study).__name__}.")
@@ -339,24 +339,7 @@ def run_study(study, results_dir="results", *, n_jobs=1, backend="loky", schedul
     cache = None if cache is None else str(cache)
     try:
         with parallel_backend(backend, n_jobs, scheduler):
-            attempt = 0
-            while todo:
-                try:
-                    out = joblib.Parallel(n_jobs=n_jobs, return_as="generator_unordered")(
-                        joblib.delayed(_run_one)(study, spec, cache) for spec in todo)
-                    for rec in out:
-                        _collect(rec, runs_file, result, bar)
-                    todo = []
-                except Exception as exc:  # a worker died: what is not recorded is retried
-                    finished = set(result.done) | set(result.failed)
-                    todo = [s for s in todo if s.key not in finished]
-                    attempt += 1
-                    logger.warning("study %s: %s; %d run(s) not recorded%s", study.name,
-                                   type(exc).__name__, len(todo),
-                                   ", retrying" if attempt <= retries else "")
-                    if attempt > retries:
-                        result.missing = [s.key for s in todo]
-                        todo = []
+            _dispatch(study, todo, cache, n_jobs, retries, runs_file, result, bar)
     finally:
         bar.close()
     result.records = list(runs_file.records)
@@ -364,6 +347,42 @@ def run_study(study, results_dir="results", *, n_jobs=1, backend="loky", schedul
     logger.info("study %s: %d done, %d failed, %d missing in %.0f s", study.name,
                 len(result.done), len(result.failed), len(result.missing), result.wall_s)
     return result
+
+
+def _dispatch(study, todo, cache, n_jobs, retries, runs_file, result, bar):
+    """Run ``todo``; after a worker dies, what is not recorded runs one run per call.
+
+    A dead worker takes every run in flight with it; run alone, a run that
+    kills its worker again loses only itself, up to ``retries`` times, and is
+    then reported missing.
+    """
+    import joblib
+
+    tries = {}
+    batches = [todo]
+    while batches:
+        batch = batches.pop(0)
+        try:
+            # (n_jobs as given even for one run: n_jobs=1 would run it in this process)
+            out = joblib.Parallel(n_jobs=n_jobs, return_as="generator_unordered")(
+                joblib.delayed(_run_one)(study, spec, cache) for spec in batch)
+            for rec in out:
+                _collect(rec, runs_file, result, bar)
+        except Exception as exc:  # a worker died: the runs not recorded are retried
+            finished = set(result.done) | set(result.failed)
+            lost = [s for s in batch if s.key not in finished]
+            retry = []
+            for spec in lost:
+                # in a batch of several, a run may only have shared the dead worker's fate
+                tries[spec.key] = tries.get(spec.key, 0) + (len(batch) == 1)
+                if tries[spec.key] > retries:
+                    result.missing.append(spec.key)
+                    bar.update("missing")
+                else:
+                    retry.append(spec)
+            logger.warning("study %s: %s (%s); %d run(s) not recorded, %d retried one by one",
+                           study.name, type(exc).__name__, exc, len(lost), len(retry))
+            batches = [[s] for s in retry] + batches
 
 
 def _collect(rec, runs_file, result, bar):

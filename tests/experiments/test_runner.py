@@ -1,0 +1,179 @@
+"""run_study: resumable sweeps, one record per key, clear errors, lost workers."""
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import Pipeline
+
+from skldp.experiments import (
+    Method,
+    RunsFile,
+    RunsFileError,
+    Study,
+    load_runs,
+    run_study,
+    summarize,
+    write_summary,
+)
+from skldp.mechanisms import HDSMechanism
+
+
+def hds_logreg(ctx):
+    # student_rgnn: 577 nodes, 32 numeric features in [0, 23] (declared public here)
+    return Pipeline([("hds", HDSMechanism(k=4, feature_range=(0, 23), random_state=ctx.seed)),
+                     ("clf", LogisticRegression(max_iter=100))])
+
+
+def logreg_raw(ctx):
+    return LogisticRegression(max_iter=100)
+
+
+def plain_features(G, y, config):
+    return G.features, y
+
+
+def raw_evaluate(est, X, y, masks):
+    train, val, test = masks
+    fit = train | val
+    est.fit(X[fit], y[fit])
+    return {"accuracy": float(est.score(X[test], y[test]))}
+
+
+def _study(name="tiny", seeds=(0, 1), grid=None, **kw):
+    methods = {
+        "hds": Method(hds_logreg, grid or {"hds__eps": [1.0, np.inf]}),
+        "raw": Method(logreg_raw, role="raw-features", data=plain_features,
+                      evaluate=raw_evaluate),
+    }
+    methods.update(kw.pop("methods", {}))
+    return Study(name, ["student_rgnn"], methods, seeds=list(seeds), **kw)
+
+
+def test_sweep_records_resumes_and_summarises(tmp_path):
+    study = _study()
+    res = run_study(study, tmp_path, progress=False)
+    assert len(res.done) == 6 and not res.failed and not res.missing
+    recs = load_runs(tmp_path / "tiny_runs.jsonl", "tiny")
+    assert len(recs) == 6 and len({r["key"] for r in recs}) == 6
+    by_key = {(r["method"], r["seed"], r["params"].get("hds__eps")): r for r in recs}
+    # the eps spent is privacy_report's: the grid value for HDS, 0 for the raw baseline
+    assert by_key[("hds", 0, 1.0)]["eps_spent"] == 1.0
+    assert np.isinf(by_key[("hds", 1, np.inf)]["eps_spent"])
+    assert by_key[("raw", 0, None)]["eps_spent"] == 0.0
+    for r in recs:
+        assert 0 <= r["metrics"]["accuracy"] <= 1
+        assert r["wall_s"] >= 0 and r["cpu_s"] >= 0 and r["peak_rss_mb"] > 0
+    # resumed: nothing runs again, nothing is appended
+    size = (tmp_path / "tiny_runs.jsonl").stat().st_size
+    again = run_study(study, tmp_path, progress=False)
+    assert again.done == [] and len(again.skipped) == 6
+    assert (tmp_path / "tiny_runs.jsonl").stat().st_size == size
+    # a third seed runs only the new runs
+    more = run_study(_study(seeds=(0, 1, 2)), tmp_path, progress=False)
+    assert len(more.done) == 3 and all("|2|" in k for k in more.done)
+    rows = summarize(more.records)
+    hds1 = next(r for r in rows if r["method"] == "hds" and r["eps"] == 1.0)
+    accs = [r["metrics"]["accuracy"] for r in more.records
+            if r["method"] == "hds" and r["params"]["hds__eps"] == 1.0]
+    assert hds1["n"] == 3 and hds1["mean"] == pytest.approx(np.mean(accs))
+    assert hds1["std"] == pytest.approx(np.std(accs))
+    paths = write_summary(_study(seeds=(0, 1, 2)), more.records, tmp_path)
+    text = paths["markdown"].read_text()
+    assert "| 3 |" in text and "hds__eps=inf" in text
+    assert paths["figure"].stat().st_size > 0
+
+
+@pytest.mark.slow
+def test_parallel_results_equal_serial(tmp_path):
+    study = _study(seeds=(0,))
+    serial = run_study(study, tmp_path / "s", progress=False)
+    par = run_study(study, tmp_path / "p", n_jobs=2, progress=False)
+    acc = {r["key"]: r["metrics"] for r in serial.records}
+    assert {r["key"]: r["metrics"] for r in par.records} == acc
+
+
+def test_bad_study_input(tmp_path):
+    with pytest.raises(ValueError, match=r"unknown dataset\(s\) \['no_such_graph'\]"):
+        run_study(Study("x", ["no_such_graph"], {"hds": Method(hds_logreg)}), tmp_path)
+    with pytest.raises(ValueError, match=r"grid key\(s\) \['hds__epz'\]"):
+        run_study(_study(grid={"hds__epz": [1.0]}), tmp_path, progress=False)
+    assert not (tmp_path / "tiny_runs.jsonl").exists()  # nothing ran
+    with pytest.raises(ValueError, match="unknown method 'nope'"):
+        _study(quick={"grid": {"nope": {"a": [1]}}}).quick_variant()
+    with pytest.raises(TypeError, match="skldp.experiments.Method"):
+        Study("x", ["student_rgnn"], {"hds": hds_logreg})
+    with pytest.raises(ValueError, match="role"):
+        Method(hds_logreg, role="oracle")
+    with pytest.raises(TypeError, match="JSON"):
+        Method(hds_logreg, {"hds__k": [object()]})
+    with pytest.raises(ValueError, match="name"):
+        Study("a b", ["student_rgnn"], {"hds": Method(hds_logreg)})
+
+
+def test_runs_file_of_another_study_or_damaged(tmp_path):
+    f = tmp_path / "tiny_runs.jsonl"
+    f.write_text(json.dumps({"study": "other", "key": "k"}) + "\n")
+    with pytest.raises(RunsFileError, match=r"tiny_runs.jsonl:1: record of study 'other'"):
+        run_study(_study(), tmp_path, progress=False)
+    good = [json.dumps({"study": "tiny", "key": f"k{i}"}) for i in range(3)]
+    f.write_text("\n".join([good[0], good[1], '{"study": "tiny", "key": ', good[2]]) + "\n")
+    before = f.read_bytes()
+    with pytest.raises(RunsFileError, match=r"tiny_runs.jsonl:3: not a JSON record"):
+        run_study(_study(), tmp_path, progress=False)
+    assert f.read_bytes() == before  # nothing else lost
+
+
+def test_key_never_recorded_twice(tmp_path):
+    f = tmp_path / "t_runs.jsonl"
+    rf = RunsFile(f, "t")
+    assert rf.append({"key": "a", "v": 1}) and not rf.append({"key": "a", "v": 2})
+    # a line cut short by a killed writer, then a new record: the new one stays readable
+    with open(f, "a") as fh:
+        fh.write('{"study": "t", "key": "b"')
+    with pytest.raises(RunsFileError, match=":2:"):
+        RunsFile(f, "t")
+    f.write_text(f.read_text() + "\n" + json.dumps({"study": "t", "key": "a", "v": 3}) + "\n")
+    lines = f.read_text().splitlines()
+    f.write_text("\n".join([lines[0], lines[2]]) + "\n")  # the damaged line deleted by hand
+    recs = load_runs(f, "t")
+    assert [(r["key"], r["v"]) for r in recs] == [("a", 1)]  # first record of a key counts
+
+
+# --- a worker that dies mid-sweep ---------------------------------------------------------
+def dying(ctx):
+    """Kills its worker process: once (a marker file) or always (config['always'])."""
+    marker = Path(ctx.config["marker"]) / f"seed{ctx.seed}"
+    if ctx.seed == 1 and (ctx.config.get("always") or not marker.exists()):
+        marker.touch()
+        os._exit(1)
+    return hds_logreg(ctx)
+
+
+def _dying_study(tmp_path, always):
+    return Study("dying", ["student_rgnn"], {"hds": Method(dying, {"hds__eps": [1.0]})},
+                 seeds=[0, 1, 2], configs={"student_rgnn": {"marker": str(tmp_path),
+                                                    "always": always}})
+
+
+def test_dead_worker_is_retried_never_recorded_twice(tmp_path):
+    res = run_study(_dying_study(tmp_path, False), tmp_path, n_jobs=2, retries=1,
+                    progress=False)
+    recs = load_runs(tmp_path / "dying_runs.jsonl", "dying")
+    assert sorted(r["seed"] for r in recs) == [0, 1, 2]
+    assert res.missing == [] and len(res.done) == 3
+
+
+def test_dead_worker_runs_are_reported_missing(tmp_path):
+    res = run_study(_dying_study(tmp_path, True), tmp_path, n_jobs=2, retries=1,
+                    progress=False)
+    recs = load_runs(tmp_path / "dying_runs.jsonl", "dying")
+    assert [k for k in res.missing] == ['student_rgnn|hds|random|1|{"hds__eps": 1.0}']
+    assert 1 not in [r["seed"] for r in recs]
+    assert len(recs) == len({r["key"] for r in recs}) == len(res.done)
+    # a later call (the bug fixed) runs only the missing run
+    again = run_study(_dying_study(tmp_path, False), tmp_path, progress=False)
+    assert again.done == res.missing
