@@ -1,10 +1,34 @@
-"""Sphinx configuration of the skldp documentation."""
+"""Sphinx configuration of the skldp documentation.
 
+Build (warnings are errors, nitpicky references)::
+
+    python -m sphinx -b html -W -n docs docs/_build/html
+
+The build works offline (CI reaches only package registries):
+
+* MathJax is served from the build itself (``sphinx-mathjax-offline``), never a CDN.
+* Intersphinx inventories are probed with a short timeout (``_intersphinx_mapping``);
+  reachable ones are cached under ``docs/_build/intersphinx`` and reused when the network
+  is gone later. For a project whose inventory is unavailable, references to its names
+  are rendered as plain text instead of links (``_unlinked_foreign_reference``), so the
+  build neither fails nor hides an unresolved reference to a skldp name.
+* The gallery runs by default; ``SKLDP_DOCS_SKIP_GALLERY=1`` renders it without
+  running the examples, for quick local builds. ``SKLDP_DOCS_OFFLINE=1`` skips the
+  intersphinx probe.
+"""
+
+import builtins
+import importlib
 import os
+import pkgutil
+import re
 import sys
+import threading
+import urllib.request
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+DOCS = Path(__file__).resolve().parent
+ROOT = DOCS.parent
 sys.path.insert(0, str(ROOT))
 
 import skldp  # noqa: E402
@@ -19,52 +43,127 @@ extensions = [
     "sphinx.ext.autosummary",
     "sphinx.ext.intersphinx",
     "sphinx.ext.mathjax",
+    # a packaged MathJax 3 copied into _static/ (sets mathjax_path): no CDN request
+    "sphinx-mathjax-offline",
     "sphinx.ext.viewcode",
     "numpydoc",
     "sphinx_gallery.gen_gallery",
+    "myst_parser",  # Markdown results pages (docs/results/*.md)
 ]
-try:  # Markdown pages (docs/results/*.md) when myst-parser is installed
-    import myst_parser  # noqa: F401
-    extensions.append("myst_parser")
-    source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
-except ImportError:
-    source_suffix = {".rst": "restructuredtext"}
+source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
+myst_enable_extensions = ["dollarmath"]
+myst_heading_anchors = 3
 
 autosummary_generate = True
-autodoc_default_options = {"members": True, "inherited-members": False}
+# Every estimator page documents its inherited scikit-learn methods (fit, transform,
+# predict, score, set_params, ...): see _templates/autosummary/class.rst.
+# (set there, not in autodoc_default_options: on an automodule, inherited-members would
+# document every member a second time)
+autodoc_default_options = {}
+autodoc_typehints = "none"
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
 numpydoc_validation_checks = set()
 
-templates_path = []
-exclude_patterns = ["_build", "auto_examples/*.ipynb", "auto_examples/*.py",
+templates_path = ["_templates"]
+exclude_patterns = ["_build", "_templates", "auto_examples/*.ipynb", "auto_examples/*.py",
                     "auto_examples/*.zip", "auto_examples/*.json", "auto_examples/*.md5",
-                    "results/*.json"]
+                    "results/*.json", "results/*.jsonl", "results/*_discussion.md"]
 
-try:
-    import pydata_sphinx_theme  # noqa: F401
-    html_theme = "pydata_sphinx_theme"
-except ImportError:
-    html_theme = "alabaster"
+html_theme = "pydata_sphinx_theme"
+html_theme_options = {"navigation_with_keys": False}
+html_static_path = []
 
-intersphinx_mapping = {
-    "python": ("https://docs.python.org/3", None),
-    "numpy": ("https://numpy.org/doc/stable", None),
-    "scipy": ("https://docs.scipy.org/doc/scipy", None),
-    "sklearn": ("https://scikit-learn.org/stable", None),
+# --------------------------------------------------------------------------
+# Intersphinx that degrades gracefully offline.
+INTERSPHINX = {
+    "python": "https://docs.python.org/3",
+    "numpy": "https://numpy.org/doc/stable",
+    "scipy": "https://docs.scipy.org/doc/scipy",
+    "sklearn": "https://scikit-learn.org/stable",
+    "torch": "https://docs.pytorch.org/docs/stable",
+    "pandas": "https://pandas.pydata.org/docs",
+    "networkx": "https://networkx.org/documentation/stable",
 }
-# The build must work offline: only use the inventories when asked to.
-if not os.environ.get("SKLDP_DOCS_INTERSPHINX"):
-    intersphinx_mapping = {}
+# top-level module names -> the inventory that documents them
+FOREIGN_MODULES = {"numpy": "numpy", "np": "numpy", "scipy": "scipy", "sklearn": "sklearn",
+                   "torch": "torch", "pandas": "pandas", "pd": "pandas",
+                   "networkx": "networkx", "nx": "networkx", "joblib": "python",
+                   "matplotlib": "python"}
+FOREIGN_MODULES.update({m: "python" for m in sys.stdlib_module_names})
+FOREIGN_MODULES.update({n: "python" for n in dir(builtins) if not n.startswith("_")})
+INVENTORY_CACHE = DOCS / "_build" / "intersphinx"
 
-# Examples train models on real graphs; they are slow on a CPU, so the gallery
-# is rendered without running them unless SKLDP_DOCS_RUN_GALLERY=1.
+
+def _intersphinx_mapping(timeout):
+    """Fetch each inventory in parallel (``timeout`` seconds); fall back to the cache."""
+    INVENTORY_CACHE.mkdir(parents=True, exist_ok=True)
+
+    def fetch(name, url):
+        try:
+            with urllib.request.urlopen(f"{url}/objects.inv", timeout=timeout) as resp:
+                data = resp.read()
+            if data.startswith(b"# Sphinx inventory version"):
+                (INVENTORY_CACHE / f"{name}.inv").write_bytes(data)
+        except Exception:  # offline, blocked or moved: the cached copy (if any) is used
+            pass
+
+    if not os.environ.get("SKLDP_DOCS_OFFLINE"):
+        # daemon threads: a hanging DNS lookup must not outlive the timeout
+        threads = [threading.Thread(target=fetch, args=item, daemon=True)
+                   for item in INTERSPHINX.items()]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout + 1)
+    return {name: (url, str(INVENTORY_CACHE / f"{name}.inv"))
+            for name, url in INTERSPHINX.items() if (INVENTORY_CACHE / f"{name}.inv").is_file()}
+
+
+intersphinx_mapping = _intersphinx_mapping(
+    float(os.environ.get("SKLDP_DOCS_INTERSPHINX_TIMEOUT", "3")))
+intersphinx_timeout = 3
+
+
+def _unlinked_foreign_reference(app, env, node, contnode):
+    """Plain text for a foreign name we cannot link offline; None (a warning) otherwise.
+
+    A name of numpy, scipy, scikit-learn, torch, pandas, networkx or the standard library
+    is linked when its inventory was loaded, plain text when it was not.
+    """
+    if node.get("reftype") == "term" and "sklearn" not in intersphinx_mapping:
+        # these pages define no glossary: terms are scikit-learn's (numpydoc copies the
+        # summary of inherited properties such as ``n_features_in_`` into Attributes)
+        return contnode
+    if node.get("refdomain") != "py":
+        return None
+    target = node.get("reftarget", "").lstrip("~.")
+    inventory = FOREIGN_MODULES.get(target.split(".", 1)[0])
+    if inventory is not None and inventory not in intersphinx_mapping:
+        return contnode
+    return None
+
+
+# Names that no inventory can resolve, with the reason.
+nitpick_ignore = [
+    # private classes of numpy/scikit-learn that appear in inherited signatures
+    ("py:class", "numpy._typing._array_like._ScalarType_co"),
+    ("py:class", "sklearn.utils._metadata_requests.MetadataRequest"),
+]
+
+# --------------------------------------------------------------------------
+# Gallery: executed by default (the published docs show outputs and figures).
 sphinx_gallery_conf = {
     "examples_dirs": str(ROOT / "examples"),
     "gallery_dirs": "auto_examples",
     "filename_pattern": r"/plot_",
-    "plot_gallery": "True" if os.environ.get("SKLDP_DOCS_RUN_GALLERY") else "False",
+    "plot_gallery": "False" if os.environ.get("SKLDP_DOCS_SKIP_GALLERY") else "True",
     "download_all_examples": False,
+    "abort_on_example_error": True,
+    "write_computation_times": True,
+    "min_reported_time": 0,
+    "reference_url": {"skldp": None},
+    "remove_config_comments": True,
 }
 
 
@@ -89,23 +188,38 @@ API_PAGES = {
 }
 
 
-def _write_api_pages():
-    import importlib
+def _home_page(obj, default):
+    """The API page (module) that documents ``obj``: the deepest one containing its module."""
+    module = getattr(obj, "__module__", None) or default
+    homes = [m for _, m in API_PAGES.values() if module == m or module.startswith(m + ".")]
+    return max(homes, key=len) if homes else default
 
-    here = Path(__file__).resolve().parent / "api"
+
+def _write_api_pages():
+    here = DOCS / "api"
     here.mkdir(exist_ok=True)
     for fname, (title, modname) in API_PAGES.items():
         try:
             mod = importlib.import_module(modname)
         except ImportError:
             continue
-        names = [n for n in getattr(mod, "__all__", []) if not n.startswith("_")]
+        names = sorted((n for n in getattr(mod, "__all__", []) if not n.startswith("_")),
+                       key=str.lower)
+        own, elsewhere = [], []
+        for n in names:
+            home = _home_page(getattr(mod, n), modname)
+            (own if home == modname else elsewhere).append((n, home))
         lines = [f".. This page is written by docs/conf.py from {modname}.__all__.", "",
                  title, "=" * len(title), "", f".. automodule:: {modname}",
                  "   :no-members:", "", f".. currentmodule:: {modname}", ""]
-        if names:
+        if own:
             lines += [".. autosummary::", "   :toctree: ../gen_modules/", ""]
-            lines += [f"   {n}" for n in sorted(names, key=str.lower)]
+            lines += [f"   {n}" for n, _ in own]
+            lines += [""]
+        if elsewhere:  # re-exports are documented once, on their home page
+            lines += ["Also importable from this module: "
+                      + ", ".join(f":obj:`{modname}.{n} <{home}.{n}>`" for n, home in elsewhere)
+                      + "."]
         text = "\n".join(lines) + "\n"
         path = here / f"{fname}.rst"
         if not path.exists() or path.read_text() != text:
@@ -121,27 +235,64 @@ _write_api_pages()
 
 
 def _write_results_index():
-    """Results pages are Markdown; without myst-parser they are shown as literal text."""
-    here = Path(__file__).resolve().parent / "results"
+    here = DOCS / "results"
     here.mkdir(exist_ok=True)
     pages = sorted(p.stem for p in here.glob("*.md") if not p.stem.endswith("_discussion"))
     head = ("Results\n=======\n\nReproductions of the papers' experiments: the paper's "
             "values, ours (mean ± std over seeds), a graph-only baseline and the exact "
             "command, written by the scripts in ``scripts/``.\n\n")
-    if "myst_parser" in extensions:
-        body = ".. toctree::\n   :maxdepth: 1\n\n" + "".join(f"   {p}\n" for p in pages)
-    else:
-        body = "".join(f"{p}\n{'-' * len(p)}\n\n.. literalinclude:: {p}.md\n   :language: text\n\n"
-                       for p in pages)
-    text = head + body
+    text = head + ".. toctree::\n   :maxdepth: 1\n\n" + "".join(f"   {p}\n" for p in pages)
     index = here / "index.rst"
     if not index.exists() or index.read_text() != text:
         index.write_text(text)
 
 
 _write_results_index()
-exclude_patterns.append("results/*_discussion.md")
 
-# Inherited scikit-learn methods (set_*_request, score) link to labels of the
-# scikit-learn docs, which are not available offline.
-suppress_warnings = ["ref.ref", "ref.term"]
+
+def _data_docstring(app, what, name, obj, options, lines):
+    """Module constants (``DEFAULT_ORDERS``) re-exported from a private module.
+
+    autodoc looks for their ``#:`` comment in the public module only and would show the
+    docstring of their type (``numpy.ndarray``) instead; read it from the defining module.
+    """
+    if what != "data" or not name.startswith("skldp."):
+        return
+    package, attr = name.rsplit(".", 1)
+    from sphinx.pycode import ModuleAnalyzer
+
+    mod = importlib.import_module(package)
+    for info in pkgutil.walk_packages(getattr(mod, "__path__", []), package + "."):
+        try:
+            docs = ModuleAnalyzer.for_module(info.name).find_attr_docs()
+        except Exception:
+            continue
+        if ("", attr) in docs:
+            lines[:] = list(docs["", attr])
+            return
+
+
+_STD_ROLE = re.compile(r":(?:ref|term|doc):`(?:([^`<]*?)\s*<[^>`]+>|([^`]+))`")
+
+
+def _foreign_docstring(app, what, name, obj, options, lines):
+    """Inherited scikit-learn docstrings refer to scikit-learn's labels and glossary.
+
+    ``:ref:`User Guide <metadata_routing>``` or ``:term:`fit``` resolve through the
+    scikit-learn inventory; without it they become plain text (they are not ours to fix).
+    """
+    func = getattr(obj, "fget", obj)
+    module = getattr(func, "__module__", None) or ""
+    if what in ("method", "property", "attribute") and not getattr(func, "__doc__", None):
+        module = "sklearn"  # an override without a docstring shows its parent's (sklearn)
+    top = module.split(".", 1)[0]
+    if not module or top == "skldp" or FOREIGN_MODULES.get(top) in intersphinx_mapping:
+        return
+    text = _STD_ROLE.sub(lambda m: m.group(1) or m.group(2), "\n".join(lines))
+    lines[:] = text.split("\n")  # a role may span lines; the line count is unchanged
+
+
+def setup(app):
+    app.connect("autodoc-process-docstring", _foreign_docstring, priority=400)
+    app.connect("missing-reference", _unlinked_foreign_reference)
+    app.connect("autodoc-process-docstring", _data_docstring, priority=400)
