@@ -1,7 +1,7 @@
 """
-==========================================================
+===========================================================
 Auditing local DP mechanisms: empirical lower bounds on eps
-==========================================================
+===========================================================
 
 A local DP mechanism with budget ``eps`` guarantees that for any two inputs
 ``x0``, ``x1`` and any set ``E`` of outputs, ``P(E | x0) <= e^eps P(E | x1)``.

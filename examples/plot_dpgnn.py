@@ -6,7 +6,7 @@ Node-level differentially private GNN training (DP-GNN)
 A trusted server trains a 1-layer GNN (MLP encoder, one neighbourhood
 aggregation, MLP decoder) on Cora so that the released parameters are
 (epsilon, delta) node-level differentially private: they protect each node's
-features, label *and* edges (paper 004). Training uses DP-Adam on a
+features, label *and* edges [Daigavane et al., arXiv 2021]. Training uses DP-Adam on a
 degree-bounded training graph (every node has at most ``K`` neighbours) and
 the accountant of Theorem 1. We compare it with DP-MLP, the same optimiser on
 the node features alone, across privacy budgets, and with the non-private

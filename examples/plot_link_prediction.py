@@ -8,9 +8,9 @@ differentially private report; the server knows the graph. We split the
 edges 85/5/10 (the held-out edges are removed from the graph the models see),
 then predict links two ways:
 
-* paper 002 (PrivGE): HDS reports -> personalised PageRank propagation ->
+* PrivGE [Li et al., CIKM 2024]: HDS reports -> personalised PageRank propagation ->
   Hadamard edge features -> logistic regression;
-* paper 000 (LPGNN/PGC): one-bit PGC reports -> a variational graph
+* LPGNN [Sajadmanesh & Gatica-Perez, arXiv 2020]: one-bit PGC reports -> a variational graph
   auto-encoder with a two-layer GCN encoder.
 
 Samples are node pairs (:class:`~skldp.model_selection.PairData`), labels are
@@ -71,8 +71,8 @@ for eps in eps_grid:
 labels = [str(e) for e in eps_grid]
 x = np.arange(len(eps_grid))
 fig, ax = plt.subplots(figsize=(6, 3.5))
-ax.bar(x - 0.2, auc_hds, 0.4, label="HDS + PPR + Hadamard LR (paper 002)")
-ax.bar(x + 0.2, auc_pgc, 0.4, label="PGC + VGAE (paper 000)")
+ax.bar(x - 0.2, auc_hds, 0.4, label="HDS + PPR + Hadamard LR (PrivGE)")
+ax.bar(x + 0.2, auc_pgc, 0.4, label="PGC + VGAE (LPGNN)")
 ax.set_xticks(x, labels)
 ax.set_xlabel("privacy budget eps (inf = raw features)")
 ax.set_ylabel("test ROC-AUC")

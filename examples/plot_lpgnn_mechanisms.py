@@ -1,23 +1,26 @@
-"""
+r"""
 ==================================================================
-Variance of the LPGNN feature mechanisms (paper 000, Figure 1)
+Variance of the LPGNN feature mechanisms (Figure 1 of the paper)
 ==================================================================
 
-Each user holds one feature ``x`` in ``[alpha, beta] = [0, 1]`` and reports it
-with a local DP mechanism at budget ``eps``. All four mechanisms return an
-unbiased estimate of ``x``; what differs is the variance, which the
-``variance(x)`` method of each mechanism gives in closed form:
+Each user holds one feature :math:`x \in [\alpha, \beta] = [0, 1]` and
+reports it with a local DP mechanism at budget :math:`\varepsilon`. All four
+mechanisms return an unbiased estimate of :math:`x`; what differs is the
+variance, which the ``variance(x)`` method of each mechanism gives in closed
+form [Sajadmanesh & Gatica-Perez, arXiv 2020]:
 
-* Laplace (LM, paper 000 eq. (10)): ``2 / eps^2``, whatever ``x`` is;
-* Piecewise (PM, eq. (27)): smallest at ``x = 0.5``, largest at the ends;
-* one-bit PGC (eq. (7)): smallest at the ends, largest at ``x = 0.5``;
-* multi-bit (paper 002 after eq. (4)) with ``m = d = 1``: one bit rescaled to
-  ``{-c, c}`` around the middle of the range; for one feature it equals PGC.
+* Laplace (LM, Eq. 10): :math:`2 / \varepsilon^2` whatever :math:`x` is;
+* Piecewise (PM, Eq. 27): smallest at :math:`x = 0.5`, largest at the ends;
+* one-bit PGC (Eq. 7): smallest at the ends, largest at :math:`x = 0.5`;
+* multi-bit [Li et al., CIKM 2024, after Eq. 4] with :math:`m = d = 1`: one
+  bit rescaled to :math:`\{-c, c\}` around the middle of the range; for one
+  feature it equals PGC.
 
-Paper 000 Figure 1 shades the band between the minimum and maximum variance
-over ``x`` for PM and PGC. We draw the same bands from the formulas and check
-them empirically: for a few ``eps`` we collect the reports of 20,000 users
-who all hold the same ``x`` and plot the sample variance as markers.
+Figure 1 of the LPGNN paper shades the band between the minimum and maximum
+variance over :math:`x` for PM and PGC. We draw the same bands from the
+formulas and check them empirically: for a few :math:`\varepsilon` we collect
+the reports of 20,000 users who all hold the same :math:`x` and plot the
+sample variance as markers.
 """
 
 # %%
@@ -47,7 +50,9 @@ eps_grid = np.linspace(1, 5, 81)
 x_grid = np.linspace(0, 1, 101)
 band = {}
 for name in ["LM", "PM", "PGC", "MB"]:
-    v = np.array([[make(name, e).variance(x)[0] for x in x_grid] for e in eps_grid])
+    # ``variance`` takes an array of values of the (single) feature: one fit per eps
+    v = np.array([np.broadcast_to(make(name, e).variance(x_grid), x_grid.shape)
+                  for e in eps_grid])
     band[name] = v.min(axis=1), v.max(axis=1)
     print(f"{name}: variance at eps=1 in [{band[name][0][0]:.3f}, {band[name][1][0]:.3f}]")
 
@@ -88,7 +93,7 @@ for (name, x), vals in empirical.items():
 ax.set_yscale("log")
 ax.set_xlabel("privacy budget eps (per feature)")
 ax.set_ylabel("variance of the unbiased report")
-ax.set_title("Paper 000 Fig. 1: alpha = 0, beta = 1")
+ax.set_title("LPGNN paper, Fig. 1: alpha = 0, beta = 1")
 ax.legend(fontsize=7, ncol=2)
 fig.tight_layout()
 plt.show()

@@ -3,7 +3,7 @@
 PrivGE on Cora: accuracy of locally private node features versus eps
 =====================================================================
 
-PrivGE (paper 002) lets every user perturb its own feature vector with the
+PrivGE [Li et al., CIKM 2024] lets every user perturb its own feature vector with the
 HDS (high-dimensional square wave) mechanism before sending it to a server
 that knows the graph. The server propagates the noisy reports with
 personalised PageRank and trains an MLP on the propagated features:

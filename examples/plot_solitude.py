@@ -5,7 +5,7 @@ Edge LDP on adjacency lists and learned graph denoising (Solitude)
 
 Here the server does not know the graph: every user randomizes their own
 adjacency list with randomized response (:class:`~skldp.mechanisms.EdgeRR`,
-paper 003 eqs. (5)-(6)): each bit is flipped with probability
+[Lin et al., IEEE TIFS 2022], Eqs. 5-6): each bit is flipped with probability
 ``1 / (1 + e^eps)``. Because almost all bits are zeros, even a modest flip
 probability injects many more edges than the graph has, and most of them join
 different communities.

@@ -1,0 +1,214 @@
+"""Figures of the results pages: accuracy (or AUC) against epsilon, from the runs files.
+
+Reads the ``*_runs*.jsonl`` files of ``docs/results`` (written by the reproduction
+scripts) and draws one figure per page, ``docs/results/fig_<page>.png``: the mean over
+seeds of each private method against its epsilon, the raw-feature (non-private) model
+as a dashed line and the feature-free (graph-only) model as a dotted line where the
+runs have them. PrivGE's page draws its own figure (``scripts/reproduce_privge.py``).
+
+Usage::
+
+    python scripts/results_figures.py            # all pages
+    python scripts/results_figures.py lpgnn rgnn # some pages
+"""
+
+import argparse
+import json
+import math
+from collections import defaultdict
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
+
+
+def _runs(*patterns):
+    rows = []
+    for pattern in patterns:
+        for path in sorted(RESULTS.glob(pattern)):
+            rows += [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return rows
+
+
+def _mean(rows, key, scale=1.0):
+    """Mean of ``row[key]`` per group: ``{group: mean}`` with rows already grouped."""
+    return {g: scale * float(np.mean([r[key] for r in rs])) for g, rs in rows.items()}
+
+
+def _group(rows, *keys, where=lambda r: True):
+    out = defaultdict(list)
+    for r in rows:
+        if where(r):
+            out[tuple(r.get(k) for k in keys)].append(r)
+    return out
+
+
+def _finite(v):
+    return v is not None and not (isinstance(v, float) and math.isinf(v))
+
+
+def _curve(ax, points, **kw):
+    """Plot {eps: value} sorted by eps."""
+    eps = sorted(e for e in points if _finite(e))
+    if eps:
+        ax.plot(eps, [points[e] for e in eps], marker="o", **kw)
+
+
+def _hline(ax, value, kind, label):
+    if value is not None:
+        style = {"raw": dict(ls="--", color="k"), "graph": dict(ls=":", color="gray")}[kind]
+        ax.axhline(value, lw=1.2, label=label, **style)
+
+
+def _finish(fig, axes, page, ylabel, xlabel="ε"):
+    for ax in np.ravel(axes):
+        if not ax.has_data():
+            ax.set_visible(False)
+            continue
+        ax.set_xscale("log")
+        xs = sorted({float(x) for line in ax.get_lines() for x in line.get_xdata()
+                     if line.get_marker() not in (None, "None", "")})
+        ax.set_xticks(xs, [f"{x:g}" for x in xs])
+        ax.minorticks_off()
+        ax.set_xlabel(xlabel)
+        ax.grid(alpha=0.3)
+    np.ravel(axes)[0].set_ylabel(ylabel)
+    handles, labels = {}, []
+    for ax in np.ravel(axes):
+        for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
+            if lab not in handles:
+                handles[lab] = h
+                labels.append(lab)
+    fig.legend([handles[lab] for lab in labels], labels, loc="lower center",
+               ncol=min(len(labels), 4), fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.04 + 0.04 * math.ceil(len(labels) / 4), 1, 1))
+    path = RESULTS / f"fig_{page}.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    print(f"wrote {path.relative_to(RESULTS.parents[1])}")
+
+
+def lpgnn():
+    rows = _runs("lpgnn_runs_table2.jsonl")
+    lpg = _runs("lpgnn_runs_lpgnn.jsonl", "lpgnn_runs_facebook.jsonl")
+    fig, axes = plt.subplots(1, 5, figsize=(16, 3.6), sharey=False)
+    for ax, ds in zip(axes[:2], ["cora", "citeseer"], strict=True):
+        g = _mean(_group(rows, "method", "eps", where=lambda r, ds=ds: r["dataset"] == ds), "acc")
+        for m, c in [("LM", "C0"), ("PM", "C1"), ("PGC", "C2")]:
+            _curve(ax, {e: v for (mm, e), v in g.items() if mm == m}, color=c,
+                   label=f"GCN on {m} reports")
+        _hline(ax, g.get(("RAW", None)), "raw", "raw features")
+        _hline(ax, g.get(("GRAPH-ONLY", None)), "graph", "graph only")
+        ax.set_title(f"Table 2, {ds}")
+    for ax, ds in zip(axes[2:], ["cora", "citeseer", "facebook"], strict=True):
+        g = _mean(_group(lpg, "method", "eps_x", "eps_y",
+                         where=lambda r, ds=ds: r["dataset"] == ds), "acc")
+        for i, ey in enumerate([1.0, 2.0, 3.0]):
+            _curve(ax, {ex: v for (m, ex, eyy), v in g.items() if m == "LPGNN" and eyy == ey},
+                   color=f"C{i + 3}", label=f"LPGNN, ε_y = {ey:g}")
+            graph = g.get(("GRAPH-ONLY", None, ey))
+            if graph is not None:
+                ax.axhline(graph, ls=":", color=f"C{i + 3}", lw=1.2,
+                           label=f"graph only, ε_y = {ey:g}")
+        ax.set_title(f"LPGNN, {ds}")
+        ax.set_xlabel("ε_x")
+    _finish(fig, axes, "lpgnn", "test accuracy")
+
+
+def rgnn():
+    rows = _runs("rgnn_runs.jsonl")
+    datasets = ["cora", "citeseer", "facebook", "german_rgnn", "student_rgnn"]
+    fig, axes = plt.subplots(1, len(datasets), figsize=(16, 3.6))
+    for ax, ds in zip(axes, datasets, strict=True):
+        g = _mean(_group(rows, "model", "eps", "eps_y", where=lambda r, ds=ds: r["dataset"] == ds),
+                  "acc")
+        for model, ls in [("RGNN", "-"), ("GraphSAGE", "--")]:
+            for eps, c in [(1.0, "C0"), (0.1, "C1")]:
+                _curve(ax, {ey: v for (m, e, ey), v in g.items() if m == model and e == eps},
+                       color=c, ls=ls, label=f"{model}, ε = {eps:g} per feature")
+        _curve(ax, {ey: v for (m, e, ey), v in g.items() if m == "graph-only"},
+               color="gray", ls=":", label="graph only (noisy labels, no feature)")
+        ax.set_title(ds)
+    for ax in axes:
+        ax.set_xlabel("ε_y (labels)")
+    _finish(fig, axes, "rgnn", "test accuracy", xlabel="ε_y (labels)")
+
+
+def solitude():
+    rows = _runs("solitude_runs_base.jsonl", "solitude_runs_solitude.jsonl")
+    panels = [(ds, bb) for ds in ["cora", "citeseer"] for bb in ["gcn", "sage"]]
+    fig, axes = plt.subplots(1, 4, figsize=(14, 3.6))
+    for ax, (ds, bb) in zip(axes, panels, strict=True):
+        g = _mean(_group(rows, "method", "eps_a",
+                         where=lambda r, ds=ds, bb=bb: r["dataset"] == ds and r["backbone"] == bb),
+                  "acc")
+        for m, c in [("base", "C0"), ("lpgnn", "C1"), ("solitude", "C2")]:
+            _curve(ax, {e: v for (mm, e), v in g.items() if mm == m}, color=c,
+                   label={"base": "GNN on the received graph", "lpgnn": "LPGNN-style",
+                          "solitude": "Solitude"}[m])
+        _curve(ax, {e: v for (mm, e), v in g.items() if mm == "graph_only"}, color="gray",
+               ls=":", label="graph only (no feature)")
+        ax.set_title(f"{ds}, {'GCN' if bb == 'gcn' else 'GraphSAGE'}")
+    _finish(fig, axes, "solitude", "test accuracy", xlabel="ε_a (edges)")
+
+
+def link_prediction():
+    rows = _runs("link_prediction_runs_*.jsonl")
+    panels = [("000", "cora"), ("000", "citeseer"), ("002", "cora"), ("002", "facebook")]
+    colors = {m: f"C{i}" for i, m in enumerate(["LM", "PM", "PGC", "LP", "MB", "HDS"])}
+    fig, axes = plt.subplots(1, 4, figsize=(14, 3.6))
+    for ax, (paper, ds) in zip(axes, panels, strict=True):
+        g = _mean(_group(rows, "method", "eps",
+                         where=lambda r, p=paper, ds=ds: r["paper"] == p and r["dataset"] == ds),
+                  "auc")
+        for m in sorted({m for m, e in g if _finite(e)}):
+            _curve(ax, {e: v for (mm, e), v in g.items() if mm == m}, color=colors[m],
+                   label=f"{m} reports")
+        raw = g.get(("RAW", None), g.get(("inf", None)))
+        _hline(ax, raw, "raw", "raw features")
+        _hline(ax, g.get(("GRAPH", None)), "graph", "graph only")
+        ax.set_title(f"{'LPGNN (VGAE)' if paper == '000' else 'PrivGE (Hadamard)'}, {ds}")
+    _finish(fig, axes, "link_prediction", "test ROC-AUC (%)")
+
+
+def dpgnn():
+    rows = _runs("dpgnn_runs.jsonl")
+    datasets = ["facebook", "twitch_ENGB"]
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
+    for ax, ds in zip(axes, datasets, strict=True):
+        g = _mean(_group(rows, "method", "eps",
+                         where=lambda r, ds=ds: r["dataset"] == ds and r.get("table") == "main"),
+                  "test", 100)
+        for m, c in [("DP-GNN", "C0"), ("DP-MLP", "C1")]:
+            _curve(ax, {e: v for (mm, e), v in g.items() if mm == m}, color=c, label=m)
+        for m, c in [("GCN (1-layer, MLP enc/dec)", "C0"), ("MLP", "C1")]:
+            if (m, None) in g:
+                ax.axhline(g[m, None], ls="--", color=c, lw=1.2, label=f"{m}, non-private")
+        _hline(ax, g.get(("label propagation (feature-free)", None)), "graph",
+               "label propagation (graph only)")
+        ax.set_title(ds)
+    _finish(fig, axes, "dpgnn", "test accuracy (%)", xlabel="node-level ε")
+
+
+PAGES = {"lpgnn": lpgnn, "rgnn": rgnn, "solitude": solitude,
+         "link_prediction": link_prediction, "dpgnn": dpgnn}
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("pages", nargs="*", help=f"pages to draw (default: {', '.join(PAGES)})")
+    pages = parser.parse_args(argv).pages or list(PAGES)
+    unknown = set(pages) - set(PAGES)
+    if unknown:
+        parser.error(f"unknown pages {sorted(unknown)}; choose from {list(PAGES)}")
+    for page in pages:
+        PAGES[page]()
+
+
+if __name__ == "__main__":
+    main()
