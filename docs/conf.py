@@ -292,7 +292,22 @@ def _foreign_docstring(app, what, name, obj, options, lines):
     lines[:] = text.split("\n")  # a role may span lines; the line count is unchanged
 
 
+_CDN_BLOCK = re.compile(r"^( *)\.\. raw:: html\n\n(?:\1 +.*\n|\n)*", re.M)
+
+
+def _no_cdn_scripts(app, docname, source):
+    """sphinx-gallery's computation-times tables load jQuery and DataTables from CDNs.
+
+    Drop that raw HTML block (the table stays, without interactive sorting): the pages
+    request no external URL.
+    """
+    if docname.endswith("sg_execution_times") and "https://" in source[0]:
+        source[0] = _CDN_BLOCK.sub(
+            lambda m: m.group(0) if "https://" not in m.group(0) else "", source[0])
+
+
 def setup(app):
+    app.connect("source-read", _no_cdn_scripts)
     app.connect("autodoc-process-docstring", _foreign_docstring, priority=400)
     app.connect("missing-reference", _unlinked_foreign_reference)
     app.connect("autodoc-process-docstring", _data_docstring, priority=400)
