@@ -6,6 +6,7 @@ from sklearn.base import BaseEstimator
 
 from ..base import GraphTransformerMixin
 from ..utils._adjacency import normalized_adjacency
+from ._spmm import check_dtype, n_threads, repeated_spmm
 
 __all__ = ["GCNAggregation"]
 
@@ -20,10 +21,12 @@ def _check_options(est):
     if est.normalization not in _NORMALIZATIONS:
         raise ValueError(f"normalization must be 'sym', 'rw' or None, got "
                          f"{est.normalization!r}.")
+    n_threads(est.n_jobs)
+    return check_dtype(est.dtype)
 
 
-def propagation_matrix(A, self_loops=True, normalization="sym"):
-    """The aggregation operator ``P`` (CSR) such that the output is ``P @ X``.
+def propagation_matrix(A, self_loops=True, normalization="sym", dtype=np.float32):
+    """The aggregation operator ``P`` (CSR, ``dtype``) such that the output is ``P @ X``.
 
     ``"sym"``: ``D^-1/2 (A + I) D^-1/2``; ``"rw"``: ``D^-1 (A + I)``; ``None``:
     ``A + I`` (plain sum). ``I`` only with ``self_loops``; ``D`` is the
@@ -31,21 +34,31 @@ def propagation_matrix(A, self_loops=True, normalization="sym"):
     neighbour are zero. Reuses ``skldp.utils._adjacency.normalized_adjacency``.
     """
     if normalization is None:
-        P = sp.csr_matrix(A, dtype=np.float32)
+        P = sp.csr_matrix(A, dtype=dtype)
         if self_loops:
-            P = sp.csr_matrix(P + sp.eye(P.shape[0], dtype=np.float32, format="csr"))
+            P = sp.csr_matrix(P + sp.eye(P.shape[0], dtype=dtype, format="csr"))
         return P
-    return normalized_adjacency(A, self_loops=self_loops, kind=normalization)
+    return normalized_adjacency(A, self_loops=self_loops, kind=normalization, dtype=dtype)
 
 
-def apply_propagation(P, X):
-    """``P @ X`` keeping sparse input sparse unless the result is dense (> 25 % non-zero)."""
-    if sp.issparse(X):
-        Z = sp.csr_matrix(P @ sp.csr_matrix(X, dtype=np.float64))
+def apply_propagation(P, X, steps=1, n_jobs=1):
+    """``P^steps @ X`` in ``P``'s dtype.
+
+    Sparse input stays sparse while the result has at most 25 % non-zeros
+    (checked after each step), then it is made dense. Dense products run
+    over column blocks in ``n_jobs`` threads (see
+    :func:`skldp.propagation._spmm.repeated_spmm`).
+    """
+    Z = X
+    for k in range(steps):
+        if not sp.issparse(Z):
+            return repeated_spmm(P, Z, steps - k, n_jobs)
+        Z = sp.csr_matrix(P @ sp.csr_matrix(Z, dtype=P.dtype))
         if Z.nnz > _DENSIFY_ABOVE * Z.shape[0] * Z.shape[1]:
-            return Z.toarray()
-        return Z
-    return np.asarray(P @ np.asarray(X, dtype=np.float64))
+            Z = Z.toarray()
+    if not sp.issparse(Z):
+        Z = np.asarray(Z, dtype=P.dtype)
+    return Z
 
 
 class GCNAggregation(GraphTransformerMixin, BaseEstimator):
@@ -91,9 +104,10 @@ class GCNAggregation(GraphTransformerMixin, BaseEstimator):
     linearity. The graph is public here; only features are private.
 
     Sparse features stay sparse unless the aggregate has more than 25 %
-    non-zeros, then it is returned dense. ``P`` is stored in float32 (as
-    built by ``skldp.utils._adjacency.normalized_adjacency``), so the
-    output matches an exact float64 computation to a relative ~1e-7.
+    non-zeros, then it is returned dense. The product runs in ``dtype``
+    (``P`` and the features); float32, the default, runs at twice the speed
+    of float64 and matches an exact float64 computation to a relative ~1e-7
+    (measured on Facebook: 3e-8 in Frobenius norm, 1e-6 at worst per entry).
 
     Parameters
     ----------
@@ -101,6 +115,11 @@ class GCNAggregation(GraphTransformerMixin, BaseEstimator):
         Include each node in its own neighbourhood (``A + I``).
     normalization : {"sym", "rw", None}, default="sym"
         Normalisation of the aggregation, see above.
+    dtype : {"float32", "float64"}, default="float32"
+        Precision of the product and of the output.
+    n_jobs : int or None, default=None
+        Threads over column blocks of dense features (``None`` or ``-1``:
+        every CPU available to the process); the output does not depend on it.
 
     Attributes
     ----------
@@ -130,9 +149,11 @@ class GCNAggregation(GraphTransformerMixin, BaseEstimator):
            [2.]])
     """
 
-    def __init__(self, self_loops=True, normalization="sym"):
+    def __init__(self, self_loops=True, normalization="sym", *, dtype="float32", n_jobs=None):
         self.self_loops = self_loops
         self.normalization = normalization
+        self.dtype = dtype
+        self.n_jobs = n_jobs
 
     def fit(self, X, y=None):
         """Check the options and that ``X`` is a GraphData with a graph."""
@@ -140,12 +161,14 @@ class GCNAggregation(GraphTransformerMixin, BaseEstimator):
         return super().fit(X, y)
 
     def _transform_graph(self, G):
-        P = propagation_matrix(G.adjacency, self.self_loops, self.normalization)
-        return G.with_features(apply_propagation(P, G.features), feature_names=G.feature_names)
+        dtype = _check_options(self)
+        P = propagation_matrix(G.adjacency, self.self_loops, self.normalization, dtype)
+        return G.with_features(apply_propagation(P, G.features, 1, self.n_jobs),
+                               feature_names=G.feature_names)
 
     def propagation_matrix(self, X):
         """The operator ``P`` (CSR, all nodes) used on the graph of ``X``."""
-        _check_options(self)
+        dtype = _check_options(self)
         from ..utils.validation import check_graph_data
         G = check_graph_data(X, self, require_adjacency=True)
-        return propagation_matrix(G.adjacency, self.self_loops, self.normalization)
+        return propagation_matrix(G.adjacency, self.self_loops, self.normalization, dtype)

@@ -45,7 +45,9 @@ class KProp(GraphTransformerMixin, BaseEstimator):
     ``ValueError``, even for ``steps=0``.
 
     Sparse features stay sparse while the aggregate has at most 25 %
-    non-zeros, then they are turned dense.
+    non-zeros, then they are turned dense. The products run in ``dtype``;
+    float32, the default, runs at about twice the speed of float64 (memory
+    bound) and differs from the float64 result by a relative ~1e-7 per step.
 
     Parameters
     ----------
@@ -55,6 +57,12 @@ class KProp(GraphTransformerMixin, BaseEstimator):
         Include each node in its own neighbourhood.
     normalization : {"rw", "sym", None}, default="rw"
         Normalisation of each step, see above.
+    dtype : {"float32", "float64"}, default="float32"
+        Precision of the products and of the output.
+    n_jobs : int or None, default=None
+        Threads over column blocks of dense features, each running all the
+        steps of its block (``None`` or ``-1``: every CPU available to the
+        process); the output does not depend on it.
 
     Attributes
     ----------
@@ -83,10 +91,13 @@ class KProp(GraphTransformerMixin, BaseEstimator):
     array([1.5, 3. , 3. ])
     """
 
-    def __init__(self, steps=1, self_loops=True, normalization="rw"):
+    def __init__(self, steps=1, self_loops=True, normalization="rw", *, dtype="float32",
+                 n_jobs=None):
         self.steps = steps
         self.self_loops = self_loops
         self.normalization = normalization
+        self.dtype = dtype
+        self.n_jobs = n_jobs
 
     def fit(self, X, y=None):
         """Check the options and that ``X`` is a GraphData with a graph."""
@@ -96,10 +107,9 @@ class KProp(GraphTransformerMixin, BaseEstimator):
 
     def _transform_graph(self, G):
         K = check_int(self.steps, "steps")
+        dtype = _check_options(self)
         if K == 0:
             return G
-        P = propagation_matrix(G.adjacency, self.self_loops, self.normalization)
-        Z = G.features
-        for _ in range(K):  # K sparse products, not a loop over nodes
-            Z = apply_propagation(P, Z)
+        P = propagation_matrix(G.adjacency, self.self_loops, self.normalization, dtype)
+        Z = apply_propagation(P, G.features, K, self.n_jobs)  # K products, not a node loop
         return G.with_features(Z, feature_names=G.feature_names)

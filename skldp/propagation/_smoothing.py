@@ -7,6 +7,7 @@ from sklearn.base import BaseEstimator
 from ..base import GraphTransformerMixin
 from ..utils._adjacency import normalized_adjacency
 from ..utils.validation import check_int
+from ._spmm import check_dtype, n_threads, repeated_spmm
 
 __all__ = ["FeatureSmoothing", "smooth_features", "smooth_labels"]
 
@@ -30,7 +31,7 @@ def _sym_operator(A, self_loops):
     return sp.csr_matrix(sp.diags(r) @ A @ sp.diags(c))
 
 
-def smooth_features(X, A, steps=2, self_loops=False):
+def smooth_features(X, A, steps=2, self_loops=False, *, dtype="float64", n_jobs=1):
     """Feature smoothing [Lin et al., IEEE TIFS 2022, Eq. 11], applied ``steps`` times.
 
     Each step replaces a node's features with the mean of its neighbours'
@@ -46,20 +47,27 @@ def smooth_features(X, A, steps=2, self_loops=False):
         Number of aggregation steps ``K_x`` (0 returns ``X``).
     self_loops : bool, default=False
         Include each node in its own mean.
+    dtype : {"float64", "float32"}, default="float64"
+        Precision of the products and of the output.
+    n_jobs : int or None, default=1
+        Threads over column blocks of dense ``X`` (``None``: every CPU).
 
     Returns
     -------
     Z : same type as X
     """
     steps = check_int(steps, "steps")
+    dtype = check_dtype(dtype)
     if steps == 0:
         return X
     # eq. (11): row-normalised D^-1 A; a node without neighbours keeps its own row.
-    T = normalized_adjacency(A, self_loops, "rw", dtype=np.float64, isolated_keep_own=True)
-    Z = X
+    T = normalized_adjacency(A, self_loops, "rw", dtype=dtype, isolated_keep_own=True)
+    if not sp.issparse(X):
+        return repeated_spmm(T, X, steps, n_jobs)
+    Z = sp.csr_matrix(X, dtype=dtype)
     for _ in range(steps):  # a loop over steps, not nodes
         Z = T @ Z
-    return sp.csr_matrix(Z) if sp.issparse(X) else np.asarray(Z)
+    return sp.csr_matrix(Z)
 
 
 def smooth_labels(Y, A, steps=2, self_loops=True):
@@ -123,6 +131,12 @@ class FeatureSmoothing(GraphTransformerMixin, BaseEstimator):
         Number of aggregation steps ``K_x`` (the paper searches {0, 2, 4, 8}).
     self_loops : bool, default=False
         Include each node in its own mean (eq. (11) averages neighbours only).
+    dtype : {"float32", "float64"}, default="float32"
+        Precision of the products and of the output (float32 runs about
+        twice as fast and differs from float64 by a relative ~1e-7 per step).
+    n_jobs : int or None, default=None
+        Threads over column blocks of dense features (``None`` or ``-1``:
+        every CPU available to the process); the output does not depend on it.
 
     Attributes
     ----------
@@ -150,15 +164,21 @@ class FeatureSmoothing(GraphTransformerMixin, BaseEstimator):
 
     _graph_requirements = {"require_adjacency": True, "require_finite": True}
 
-    def __init__(self, steps=2, *, self_loops=False):
+    def __init__(self, steps=2, *, self_loops=False, dtype="float32", n_jobs=None):
         self.steps = steps
         self.self_loops = self_loops
+        self.dtype = dtype
+        self.n_jobs = n_jobs
 
     def fit(self, X, y=None):
         """Check the input and the number of steps."""
         check_int(self.steps, "steps")
+        check_dtype(self.dtype)
+        n_threads(self.n_jobs)
         return super().fit(X, y)
 
     def _transform_graph(self, G):
         return G.with_features(smooth_features(G.features, G.adjacency, self.steps,
-                                               self.self_loops), feature_names=G.feature_names)
+                                               self.self_loops, dtype=self.dtype,
+                                               n_jobs=self.n_jobs),
+                               feature_names=G.feature_names)

@@ -36,8 +36,11 @@ def test_feature_smoothing_matches_eq11(steps):
     np.testing.assert_allclose(Z, expected, atol=1e-12)
     assert np.allclose(Z[0], X[0])  # isolated node keeps its features
     G = GraphData(X, sp.csr_matrix(A))
-    out = FeatureSmoothing(steps=steps).fit(G[:5]).transform(G[[4, 2]])
+    out = FeatureSmoothing(steps=steps, dtype="float64").fit(G[:5]).transform(G[[4, 2]])
     np.testing.assert_allclose(np.asarray(out), expected[[4, 2]], atol=1e-12)
+    out32 = np.asarray(FeatureSmoothing(steps=steps).fit(G[:5]).transform(G[[4, 2]]))
+    assert out32.dtype == np.float32   # the default precision
+    np.testing.assert_allclose(out32, expected[[4, 2]], rtol=1e-5, atol=1e-6)
 
 
 def test_feature_smoothing_self_loops_sparse_and_zero_steps():
@@ -98,7 +101,10 @@ def test_in_pipeline_with_edge_rr():
     pipe = Pipeline([("rr", EdgeRR(3.0, random_state=0)), ("fs", FeatureSmoothing(steps=2))])
     out = pipe.fit_transform(G[:10])
     Gr = EdgeRR(3.0, random_state=0).fit_transform(G)
-    np.testing.assert_allclose(np.asarray(out), smooth_features(X, Gr.adjacency, 2)[:10])
+    np.testing.assert_allclose(np.asarray(out), smooth_features(X, Gr.adjacency, 2)[:10],
+                               rtol=1e-6, atol=1e-7)   # float32 step vs float64 function
+    np.testing.assert_array_equal(
+        np.asarray(out), smooth_features(X, Gr.adjacency, 2, dtype="float32")[:10])
 
 
 def test_feature_smoothing_refuses_non_finite_features():

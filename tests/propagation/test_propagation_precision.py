@@ -1,0 +1,131 @@
+"""Precision (dtype) and threading (n_jobs) of the propagation transformers."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from skldp import GraphData
+from skldp.propagation import FeatureSmoothing, GCNAggregation, KProp, PPRPropagation, _spmm
+from skldp.propagation._ppr import _cg_cpu, _spmm_add
+
+
+def _graph(n=300, d=20, seed=0):
+    rng = np.random.default_rng(seed)
+    src, dst = rng.integers(0, n, 4 * n), rng.integers(0, n, 4 * n)
+    keep = src != dst
+    A = sp.csr_matrix((np.ones(2 * keep.sum()), (np.r_[src[keep], dst[keep]],
+                                                 np.r_[dst[keep], src[keep]])), shape=(n, n))
+    A.data[:] = 1.0
+    return GraphData(rng.normal(size=(n, d)), A)
+
+
+STEPS = [
+    lambda **kw: GCNAggregation(**kw),
+    lambda **kw: KProp(steps=4, **kw),
+    lambda **kw: FeatureSmoothing(steps=3, **kw),
+    lambda **kw: PPRPropagation(alpha=0.2, tol=1e-7, **kw),
+]
+
+
+@pytest.mark.parametrize("make", STEPS)
+@pytest.mark.parametrize("sparse_x", [False, True])
+def test_float32_default_float64_option(make, sparse_x):
+    G = _graph()
+    if sparse_x:
+        X = G.features.copy()
+        X[np.abs(X) < 1.0] = 0.0
+        G = GraphData(sp.csr_matrix(X), G.adjacency)
+    Z32 = make().fit_transform(G).features
+    Z64 = make(dtype="float64").fit_transform(G).features
+    assert Z32.dtype == np.float32 and Z64.dtype == np.float64
+    Z32 = Z32.toarray() if sp.issparse(Z32) else Z32
+    Z64 = Z64.toarray() if sp.issparse(Z64) else Z64
+    # float32 rounding only: the relative difference is ~1e-7, far below 1e-5
+    assert np.linalg.norm(Z32 - Z64) <= 1e-5 * np.linalg.norm(Z64)
+    assert not np.array_equal(Z32, Z64)
+
+
+@pytest.mark.parametrize("make", STEPS)
+def test_output_does_not_depend_on_threads(make, monkeypatch):
+    monkeypatch.setattr(_spmm, "_PARALLEL_MIN_WORK", 0)   # thread even a small graph
+    G = _graph()
+    Z1 = make(n_jobs=1).fit_transform(G).features
+    Z2 = make(n_jobs=2).fit_transform(G).features
+    Z3 = make(n_jobs=3).fit_transform(G).features
+    np.testing.assert_array_equal(Z1, Z2)
+    np.testing.assert_array_equal(Z1, Z3)
+
+
+def test_repeated_spmm_blocks_equal_one_product(monkeypatch):
+    monkeypatch.setattr(_spmm, "_PARALLEL_MIN_WORK", 0)
+    monkeypatch.setattr(_spmm, "_BLOCK_COLUMNS", 3)   # several blocks per thread
+    G = _graph(d=11)
+    P = sp.csr_matrix(G.adjacency, dtype=np.float64) / 8.0
+    X = G.features
+    exp = P @ (P @ X)
+    np.testing.assert_allclose(_spmm.repeated_spmm(P, X, 2, n_jobs=2), exp, rtol=1e-12)
+    np.testing.assert_array_equal(_spmm.repeated_spmm(P, X, 0, n_jobs=2), X)
+    assert _spmm.repeated_spmm(P.astype(np.float32), X, 1, 2).dtype == np.float32
+
+
+@pytest.mark.parametrize("make", STEPS)
+@pytest.mark.parametrize("bad", [{"dtype": "float16"}, {"dtype": np.float64}, {"n_jobs": 0},
+                                 {"n_jobs": -2}, {"n_jobs": 1.5}])
+def test_bad_dtype_and_n_jobs(make, bad):
+    with pytest.raises((ValueError, TypeError)):
+        make(**bad).fit_transform(_graph())
+
+
+def test_n_threads():
+    assert _spmm.n_threads(3) == 3
+    assert _spmm.n_threads(None) == _spmm.n_threads(-1) >= 1
+
+
+def test_ppr_cpu_cg_matches_torch_backend_float64():
+    # the fused scipy CG (rows in RCM order) against the generic torch CG
+    G = _graph(d=7)
+    kw = dict(alpha=0.1, r=0.3, tol=1e-10, dtype="float64", device="cpu")
+    Zs = PPRPropagation(backend="scipy", **kw).fit_transform(G).features
+    Zt = PPRPropagation(backend="torch", **kw).fit_transform(G).features
+    np.testing.assert_allclose(Zs, Zt, rtol=1e-8, atol=1e-10)
+
+
+def test_ppr_default_tol_error_and_product_count():
+    G = _graph(d=5)
+    exact = PPRPropagation(tol=1e-12, dtype="float64").fit_transform(G).features
+    loose = PPRPropagation(dtype="float64")
+    Z = loose.fit_transform(G).features
+    col_err = np.linalg.norm(Z - exact, axis=0) / np.linalg.norm(exact, axis=0)
+    assert col_err.max() <= 1e-3            # tol=1e-3 bounds each column's relative error
+    tight = PPRPropagation(tol=1e-6, dtype="float64")
+    tight.fit_transform(G)
+    assert 0 < loose._run_info["products"] < tight._run_info["products"]
+
+
+def test_cg_kernel_pieces():
+    rng = np.random.default_rng(1)
+    M = sp.random(40, 40, density=0.1, format="csr", random_state=1) * -0.5
+    P = rng.normal(size=(40, 3))
+    Q = np.empty_like(P)
+    _spmm_add(M, P, Q)
+    np.testing.assert_allclose(Q, P + M @ P, rtol=1e-12)
+    S = (M + M.T) / 4.0
+    F = rng.normal(size=(40, 3))
+    W, ok, its = _cg_cpu(sp.csr_matrix(S), F.copy(), 0.3, 1e-12, 200)
+    np.testing.assert_allclose((np.eye(40) + S.toarray()) @ W, F, atol=1e-9)
+    assert ok and 0 < its <= 41
+    W, ok, its = _cg_cpu(sp.csr_matrix(S), F.copy(), 0.3, 1e-12, 1)
+    assert not ok and its == 1
+    W, ok, its = _cg_cpu(sp.csr_matrix(S), F.copy(), 1.0, 1e-12, 5)
+    np.testing.assert_array_equal(W, F)
+
+
+def test_ppr_auto_backend_follows_the_device(monkeypatch):
+    # CPU-only machines: "auto" runs the scipy path; with a (claimed) GPU it picks torch.
+    import torch
+    assert PPRPropagation(device="cpu")._use_torch() is False
+    assert PPRPropagation(backend="torch", device="cpu")._use_torch() is True
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    assert PPRPropagation()._use_torch() is True
+    assert PPRPropagation(backend="scipy")._use_torch() is False
