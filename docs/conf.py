@@ -9,9 +9,9 @@ The build works offline (CI reaches only package registries):
 * MathJax is served from the build itself (``sphinx-mathjax-offline``), never a CDN.
 * Intersphinx inventories are probed with a short timeout (``_intersphinx_mapping``);
   reachable ones are cached under ``docs/_build/intersphinx`` and reused when the network
-  is gone later. For a project whose inventory is unavailable, references to its names
-  are rendered as plain text instead of links (``_unlinked_foreign_reference``), so the
-  build neither fails nor hides an unresolved reference to a skldp name.
+  is gone later. A reference to another project's name that no loaded inventory resolves
+  is rendered as plain text instead of a link (``_unlinked_foreign_reference``), so the
+  build neither fails offline nor hides an unresolved reference to a skldp name.
 * The gallery runs by default; ``SKLDP_DOCS_SKIP_GALLERY=1`` renders it without
   running the examples, for quick local builds. ``SKLDP_DOCS_OFFLINE=1`` skips the
   intersphinx probe.
@@ -126,30 +126,27 @@ intersphinx_timeout = 3
 
 
 def _unlinked_foreign_reference(app, env, node, contnode):
-    """Plain text for a foreign name we cannot link offline; None (a warning) otherwise.
+    """Plain text for an unresolved foreign reference; None (a warning) for ours.
 
-    A name of numpy, scipy, scikit-learn, torch, pandas, networkx or the standard library
-    is linked when its inventory was loaded, plain text when it was not.
+    Called only for references that neither our pages nor a loaded inventory resolve:
+    a name of numpy, scipy, scikit-learn, torch, pandas, networkx or the standard library
+    (linked when its inventory is available, plain text when it is not), a glossary term
+    (these pages define no glossary: terms are scikit-learn's, copied by numpydoc from
+    inherited properties such as ``n_features_in_``), or any reference written in a
+    docstring that another project wrote. An unresolved skldp name stays a warning.
     """
-    if node.get("reftype") == "term" and "sklearn" not in intersphinx_mapping:
-        # these pages define no glossary: terms are scikit-learn's (numpydoc copies the
-        # summary of inherited properties such as ``n_features_in_`` into Attributes)
+    if node.get("reftype") == "term":
+        return contnode
+    source = str(node.source or contnode.source or "")
+    if "docstring of " in source and not source.split("docstring of ", 1)[1].startswith("skldp"):
         return contnode
     if node.get("refdomain") != "py":
         return None
     target = node.get("reftarget", "").lstrip("~.")
-    inventory = FOREIGN_MODULES.get(target.split(".", 1)[0])
-    if inventory is not None and inventory not in intersphinx_mapping:
+    if target.split(".", 1)[0] in FOREIGN_MODULES:
         return contnode
     return None
 
-
-# Names that no inventory can resolve, with the reason.
-nitpick_ignore = [
-    # private classes of numpy/scikit-learn that appear in inherited signatures
-    ("py:class", "numpy._typing._array_like._ScalarType_co"),
-    ("py:class", "sklearn.utils._metadata_requests.MetadataRequest"),
-]
 
 # --------------------------------------------------------------------------
 # Gallery: executed by default (the published docs show outputs and figures).

@@ -16,7 +16,8 @@ search collected, not only what the refitted best pipeline holds:
 * with ``random_state=None`` every fit draws fresh noise, so every candidate in
   every fold is a new report and the costs add up.
 
-We search over ``eps`` of :class:`~skldp.mechanisms.OneBitMechanism` and the
+We search over the per-user budget ``eps`` of
+:class:`~skldp.mechanisms.HDSMechanism` and the
 teleport probability ``alpha`` of
 :class:`~skldp.propagation.PPRPropagation` on Cora.
 """
@@ -30,7 +31,7 @@ from sklearn.pipeline import Pipeline
 
 from skldp.accounting import privacy_report
 from skldp.datasets import load_cora
-from skldp.mechanisms import OneBitMechanism
+from skldp.mechanisms import HDSMechanism
 from skldp.model_selection import LabelledKFold, random_node_split
 from skldp.models import MLPHead
 from skldp.propagation import PPRPropagation
@@ -44,7 +45,7 @@ fit = train | val
 
 def make_pipeline(random_state):
     return Pipeline([
-        ("mech", OneBitMechanism(eps=1.0, feature_range=(0, 1), random_state=random_state)),
+        ("mech", HDSMechanism(eps=1.0, k=5, feature_range=(0, 1), random_state=random_state)),
         ("ppr", PPRPropagation()),
         ("clf", MLPHead(epochs=40, early_stopping=False, random_state=0)),
     ])
@@ -55,8 +56,8 @@ grid = {"mech__eps": [0.5, 2.0], "ppr__alpha": [0.1, 0.3]}
 # %%
 # A search with a fixed ``random_state``
 # --------------------------------------
-# 2 budgets x 2 alphas x 3 folds = 12 fits, plus the refit.
-search = GridSearchCV(make_pipeline(0), grid, cv=LabelledKFold(3, shuffle=True, random_state=0))
+# 2 budgets x 2 alphas x 2 folds = 8 fits, plus the refit.
+search = GridSearchCV(make_pipeline(0), grid, cv=LabelledKFold(2, shuffle=True, random_state=0))
 search.fit(G[fit], y[fit])
 report = privacy_report(search)
 print(f"best parameters: {search.best_params_}, "
@@ -68,12 +69,12 @@ print(f"refitted pipeline: eps = {report.local_epsilon:g} per user; the search c
 # %%
 # The same search with ``random_state=None``
 # ------------------------------------------
-# Each of the 13 fits draws new reports: the per-user cost is the sum over all
+# Each of the 9 fits draws new reports: the per-user cost is the sum over all
 # fits. (A deployment leaves ``random_state=None`` so that nobody can
 # regenerate the noise; it should then search on public or simulated data, or
 # budget for it.)
 search_none = GridSearchCV(make_pipeline(None), grid,
-                           cv=LabelledKFold(3, shuffle=True, random_state=0))
+                           cv=LabelledKFold(2, shuffle=True, random_state=0))
 search_none.fit(G[fit], y[fit])
 report_none = privacy_report(search_none)
 print(f"random_state=None: {report_none.search_collections} reports per user, "
@@ -89,8 +90,8 @@ for alpha, marker in zip(grid["ppr__alpha"], "os", strict=True):
     axes[0].errorbar(np.asarray(res["param_mech__eps"])[sel], res["mean_test_score"][sel],
                      yerr=res["std_test_score"][sel], marker=marker, capsize=3,
                      label=f"alpha = {alpha}")
-axes[0].set(xscale="log", xlabel="eps per feature", ylabel="cross-validated accuracy",
-            title="GridSearchCV on Cora (3 folds)")
+axes[0].set(xscale="log", xlabel="eps per user", ylabel="cross-validated accuracy",
+            title="GridSearchCV on Cora (2 folds)")
 axes[0].legend()
 bars = {"best pipeline\n(refit)": report.local_epsilon,
         "search,\nrandom_state=0": report.search_epsilon,
@@ -98,7 +99,7 @@ bars = {"best pipeline\n(refit)": report.local_epsilon,
 axes[1].bar(list(bars), list(bars.values()), color=["tab:green", "tab:blue", "tab:red"])
 for i, v in enumerate(bars.values()):
     axes[1].text(i, v, f"{v:g}", ha="center", va="bottom")
-axes[1].set(ylabel="epsilon per user (per feature)", title="what privacy_report counts")
+axes[1].set(ylabel="epsilon per user", title="what privacy_report counts")
 fig.tight_layout()
 plt.show()
 
@@ -109,4 +110,4 @@ plt.show()
 # fixed ``random_state`` the search collected one report per budget in the
 # grid (``alpha`` is not private: it only changes the server's processing), so
 # the users spent ``0.5 + 2 = 2.5``. With fresh noise at every fit they spent
-# the sum over all 13 fits.
+# the sum over all 9 fits.
