@@ -25,6 +25,7 @@ BACKENDS = ("loky", "threading", "sequential", "dask", "ray")
 # Per-process state of a worker: datasets loaded once, method inputs built once.
 _DATA = {}
 _METHOD_DATA = {}
+_LOADS = {}  # dataset -> times this process loaded it (a sweep should load it once)
 
 
 @dataclass
@@ -65,6 +66,7 @@ def _load(dataset):
         from ..datasets import load_dataset
         bunch = load_dataset(dataset)
         _DATA[dataset] = (bunch.data, np.asarray(bunch.target))
+        _LOADS[dataset] = _LOADS.get(dataset, 0) + 1
     return _DATA[dataset]
 
 
@@ -359,16 +361,23 @@ def _dispatch(study, todo, cache, n_jobs, retries, runs_file, result, bar):
     import joblib
 
     tries = {}
-    batches = [todo]
+    backend = joblib.parallel.get_active_backend()[0]
+    # Backends without result generators (Ray's) get chunks, so records still arrive early.
+    streams = getattr(backend, "supports_return_generator", False)
+    chunk = len(todo) if streams else max(2 * max(n_jobs, 1), 2)
+    batches = [todo[i:i + chunk] for i in range(0, len(todo), chunk)] if todo else []
     while batches:
         batch = batches.pop(0)
         try:
             # (n_jobs as given even for one run: n_jobs=1 would run it in this process)
-            out = joblib.Parallel(n_jobs=n_jobs, return_as="generator_unordered")(
+            out = joblib.Parallel(n_jobs=n_jobs,
+                                  return_as="generator_unordered" if streams else "list")(
                 joblib.delayed(_run_one)(study, spec, cache) for spec in batch)
             for rec in out:
                 _collect(rec, runs_file, result, bar)
         except Exception as exc:  # a worker died: the runs not recorded are retried
+            if not _lost_worker(exc):
+                raise
             finished = set(result.done) | set(result.failed)
             lost = [s for s in batch if s.key not in finished]
             retry = []
@@ -383,6 +392,16 @@ def _dispatch(study, todo, cache, n_jobs, retries, runs_file, result, bar):
             logger.warning("study %s: %s (%s); %d run(s) not recorded, %d retried one by one",
                            study.name, type(exc).__name__, exc, len(lost), len(retry))
             batches = [[s] for s in retry] + batches
+
+
+_LOST_WORKER = {"TerminatedWorkerError", "BrokenProcessPool", "BrokenExecutor", "KilledWorker",
+                "CommClosedError", "WorkerCrashedError", "RayActorError", "NodeDiedError",
+                "RaySystemError", "ObjectLostError"}
+
+
+def _lost_worker(exc):
+    """Whether ``exc`` says a worker process died (loky, concurrent.futures, Dask, Ray)."""
+    return any(c.__name__ in _LOST_WORKER for c in type(exc).__mro__)
 
 
 def _collect(rec, runs_file, result, bar):
