@@ -46,6 +46,7 @@ from ..base import GraphClassifierMixin
 from ..exceptions import PrivacyLeakWarning
 from ..models._torch_utils import resolve_device
 from ..utils._adjacency import normalized_adjacency
+from ..utils._logging import verbose_logger
 from ..utils._random import collection_seed
 from ..utils.validation import check_finite_features, check_graph_data, check_int
 from ._sampling import degree_bounded_sample
@@ -530,8 +531,8 @@ class _DPTrainerBase(GraphClassifierMixin, BaseEstimator):
                 p.grad = (g / m).to(p.dtype)
             opt.step()
             if self.verbose and (t + 1) % max(1, steps // 10) == 0:
-                print(f"[{type(self).__name__}] step {t + 1}/{steps} "
-                      f"({time.perf_counter() - t0:.1f}s)")
+                verbose_logger(__name__).info("[%s] step %d/%d (%.1fs)", type(self).__name__,
+                                              t + 1, steps, time.perf_counter() - t0)
         self.module_ = module.cpu().eval()
         self.noise_multiplier_ = z if private else 0.0
         self.clip_thresholds_ = dict(C) if private else None

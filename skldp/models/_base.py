@@ -12,6 +12,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._graph_data import GraphData
 from ..base import GraphClassifierMixin
+from ..utils._logging import verbose_logger
 from ..utils._random import draw_seed
 from ..utils.validation import check_int
 from ._torch_utils import (
@@ -196,7 +197,8 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
                 else:
                     bad += 1
             if self.verbose:
-                print(f"[{type(self).__name__}] {msg} ({time.perf_counter() - t0:.2f}s)")
+                verbose_logger(__name__).info("[%s] %s (%.2fs)", type(self).__name__, msg,
+                                              time.perf_counter() - t0)
             if val is not None and bad >= self.patience:
                 break
         return epoch, best_state

@@ -465,7 +465,7 @@ def _params_doc(hidden_size=16, activation="relu", dropout=0.5, lr=0.01, heads=N
         nor changed, so fits in parallel threads do not disturb each other.
         An int makes ``fit`` reproducible.
     verbose : int, default=0
-        Print the loss of every epoch.
+        Log the loss of every epoch (logger ``skldp.models``, INFO).
     label_mechanism : label mechanism or None, default=None
         Label local DP, e.g. ``LabelRandomizedResponse(eps_y, classes=...)``.
         When set, ``fit`` randomizes each training (and validation) node's

@@ -20,6 +20,7 @@ from torch import nn
 
 from ..base import GraphClassifierMixin
 from ..model_selection._edge_splits import PairData
+from ..utils._logging import verbose_logger
 from ..utils._random import draw_seed
 from ..utils.validation import check_finite_features, check_int
 from ._gnn import _GCNConv, graph_tensors
@@ -460,7 +461,8 @@ class VGAELinkPredictor(_LinkPredictorBase):
                 msg += f" val_loss {vloss:.4f}"
                 stop = stopper.update(vloss, module, epoch)
             if self.verbose:
-                print(f"[VGAELinkPredictor] {msg} ({time.perf_counter() - t0:.2f}s)")
+                verbose_logger(__name__).info("[VGAELinkPredictor] %s (%.2fs)", msg,
+                                              time.perf_counter() - t0)
             if stop:
                 break
         return epoch
@@ -748,7 +750,8 @@ class HadamardLinkPredictor(_LinkPredictorBase):
                 msg += f" val_loss {vloss:.4f}"
                 stop = self.early_stopping and stopper.update(vloss, module, epoch)
             if self.verbose:
-                print(f"[HadamardLinkPredictor] {msg} ({time.perf_counter() - t0:.2f}s)")
+                verbose_logger(__name__).info("[HadamardLinkPredictor] %s (%.2fs)", msg,
+                                              time.perf_counter() - t0)
             if stop:
                 break
         return epoch

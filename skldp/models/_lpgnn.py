@@ -109,7 +109,7 @@ class LPGNNClassifier(GNNClassifierBase):
         Seeds the label RR collection, initialisation, dropout and the split
         (generators local to ``fit``; torch's global generator is untouched).
     verbose : int, default=0
-        Print the loss of every epoch.
+        Log the loss of every epoch (logger ``skldp.models``, INFO).
 
     Attributes
     ----------

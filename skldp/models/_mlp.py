@@ -115,7 +115,8 @@ class MLPHead(TorchClassifierBase):
         Seeds the weight initialisation, dropout, batch order and validation
         split. An int makes ``fit`` reproducible.
     verbose : int, default=0
-        Print the training (and validation) loss after every epoch.
+        Log the training (and validation) loss after every epoch (logger
+        ``skldp.models``, INFO).
 
     Attributes
     ----------

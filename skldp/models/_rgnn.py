@@ -108,7 +108,7 @@ class RGNNClassifier(TorchClassifierBase):
         weights, dropout, validation split; generators local to ``fit``,
         torch's global generator is untouched).
     verbose : int, default=0
-        Print the loss of every epoch.
+        Log the loss of every epoch (logger ``skldp.models``, INFO).
 
     Attributes
     ----------

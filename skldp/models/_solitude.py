@@ -14,6 +14,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.utils.validation import check_is_fitted
 
 from ..propagation._smoothing import smooth_features, smooth_labels
+from ..utils._logging import verbose_logger
 from ..utils._random import draw_seed
 from ..utils.validation import check_graph_data, check_int
 from ._base import TorchClassifierBase
@@ -201,7 +202,7 @@ class SolitudeClassifier(GNNClassifierBase):
         Seeds initialisation, dropout and the validation split (generators
         local to ``fit``; torch's global generator is untouched).
     verbose : int, default=0
-        Print the losses of every epoch.
+        Log the losses of every epoch (logger ``skldp.models``, INFO).
 
     Attributes
     ----------
@@ -443,7 +444,8 @@ class SolitudeClassifier(GNNClassifierBase):
                 else:
                     bad += 1
             if self.verbose:
-                print(f"[SolitudeClassifier] {msg} ({time.perf_counter() - t0:.2f}s)")
+                verbose_logger(__name__).info("[SolitudeClassifier] %s (%.2fs)", msg,
+                                              time.perf_counter() - t0)
             if val is not None and bad >= self.patience:
                 break
         return epoch, best_state

@@ -110,14 +110,20 @@ def test_minibatch_and_architectures():
     assert sum(isinstance(m, __import__("torch").nn.Linear) for m in linear.module_) == 1
 
 
-def test_verbose_prints_each_epoch(capsys):
+def test_verbose_logs_each_epoch(caplog):
     X, y = _blobs(n=60)
-    _fast(epochs=3, verbose=1, early_stopping=False).fit(X, y)
-    out = capsys.readouterr().out.strip().splitlines()
+    with caplog.at_level("INFO", logger="skldp"):
+        _fast(epochs=3, verbose=1, early_stopping=False).fit(X, y)
+    out = [r.getMessage() for r in caplog.records if r.name.startswith("skldp.models")]
     assert len(out) == 3
     assert out[0].startswith("[MLPHead] epoch 1/3 loss")
-    _fast(epochs=2, verbose=1).fit(X, y)
-    assert "val_loss" in capsys.readouterr().out
+    caplog.clear()
+    with caplog.at_level("INFO", logger="skldp"):
+        _fast(epochs=2, verbose=1).fit(X, y)
+    assert "val_loss" in caplog.text
+    caplog.clear()
+    _fast(epochs=2, verbose=0).fit(X, y)
+    assert not caplog.records  # silent without verbose
 
 
 @pytest.mark.parametrize("params, match", [
