@@ -262,9 +262,9 @@ def report():
             m, lb, e = max(cand)
             pa = cells[(lb, e)]
             se = np.sqrt(np.var(pa) / len(pa) + np.var(fa) / len(fa))
-            summary.append(f"| {name} | {best_free}: {100 * np.mean(fa):.1f} | {lb} at eps = "
-                           f"{e:g}: {100 * m:.1f} | {100 * (m - np.mean(fa)):+.1f} | "
-                           f"{100 * se:.1f} |")
+            summary.append(f"| {name} | {best_free}: {100 * np.mean(fa):.1f} (n={len(fa)}) | "
+                           f"{lb} at eps = {e:g}: {100 * m:.1f} (n={len(pa)}) | "
+                           f"{100 * (m - np.mean(fa)):+.1f} | {100 * se:.1f} |")
         sig = {r["eps"]: r for r in recs
                if r["pipeline"] == "signal" and r["dataset"] == name}
         sset = {r["eps"]: r for r in recs
