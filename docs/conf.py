@@ -182,6 +182,7 @@ API_PAGES = {
     "model_selection": ("Model selection: graph splits", "skldp.model_selection"),
     "utils": ("Utilities: validation and per-user randomness", "skldp.utils"),
     "metrics": ("Metrics", "skldp.metrics"),
+    "experiments": ("Experiments: sweeps, graph cache, clusters", "skldp.experiments"),
 }
 
 

@@ -1,0 +1,73 @@
+"""skldp.experiments: numpydoc validation of its public API, docstring examples, CLI errors."""
+
+import dataclasses
+import doctest
+import importlib
+import inspect
+
+import pytest
+
+from skldp.__main__ import main
+
+CODES = {"GL06", "GL07", "GL08", "SS01", "PR01", "PR02", "PR03", "PR10"}
+MODULES = ["skldp.experiments", "skldp.experiments.studies"]
+
+
+def _objects():
+    out = {}
+    for modname in MODULES:
+        mod = importlib.import_module(modname)
+        for name in mod.__all__:
+            obj = getattr(mod, name)
+            out[f"{obj.__module__}.{obj.__qualname__}"] = obj
+    return out
+
+
+@pytest.mark.parametrize("path, obj", sorted(_objects().items()))
+def test_numpydoc(path, obj):
+    validate = pytest.importorskip("numpydoc.validate").validate
+    errors = [(c, m) for c, m in validate(path)["errors"] if c in CODES]
+    if dataclasses.is_dataclass(obj):  # fields documented under Attributes count
+        doc = inspect.getdoc(obj)
+        missing = [f.name for f in dataclasses.fields(obj) if f"{f.name} :" not in doc]
+        errors = [(c, m) for c, m in errors if c != "PR01"] + (
+            [("PR01", f"undocumented fields {missing}")] if missing else [])
+    assert not errors, errors
+
+
+@pytest.mark.parametrize("modname", ["skldp.experiments._study", "skldp.experiments._pipeline",
+                                     "skldp.experiments._cache"])
+def test_docstring_examples_run(modname):
+    mod = importlib.import_module(modname)
+    failed, attempted = doctest.testmod(mod, optionflags=doctest.ELLIPSIS)
+    assert attempted > 0 and failed == 0
+
+
+def test_cli_rejects_unknown_study_and_bad_jobs(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["reproduce", "no_such_study"])
+    assert e.value.code == 2
+    assert "unknown study 'no_such_study'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["reproduce", "privge", "--n-jobs", "0"])
+    assert "--n-jobs" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["reproduce", "privge", "--datasets", "citeseer"])
+    assert "privge has settings for" in capsys.readouterr().err
+
+
+@pytest.mark.slow  # two Cora runs (head <= 20 epochs)
+def test_cli_quick_one_run(tmp_path, capsys):
+    # one run of the quick PrivGE study (cora, head <= 20 epochs), then the summary
+    assert main(["reproduce", "privge", "--quick", "--max-runs", "1", "--no-progress",
+                 "--results-dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "privge_quick: 1 run(s) done" in out
+    lines = (tmp_path / "privge_quick_runs.jsonl").read_text().splitlines()
+    assert len(lines) == 1
+    assert (tmp_path / "privge_quick_summary.md").exists()
+    # resumed: the recorded run is skipped, the next one runs
+    assert main(["reproduce", "privge", "--quick", "--max-runs", "1", "--no-progress",
+                 "--results-dir", str(tmp_path)]) == 0
+    assert "1 already recorded" in capsys.readouterr().out
+    assert len((tmp_path / "privge_quick_runs.jsonl").read_text().splitlines()) == 2
