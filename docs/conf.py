@@ -70,6 +70,10 @@ exclude_patterns = ["_build", "_templates", "auto_examples/*.ipynb", "auto_examp
                     "auto_examples/*.zip", "auto_examples/*.json", "auto_examples/*.md5",
                     "results/*.json", "results/*.jsonl", "results/*_discussion.md"]
 
+# Results pages are Markdown written by the reproduction scripts; some start their
+# sections at level 3 under the page title.
+suppress_warnings = ["myst.header"]
+
 html_theme = "pydata_sphinx_theme"
 html_theme_options = {"navigation_with_keys": False}
 html_static_path = []
