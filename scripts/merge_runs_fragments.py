@@ -8,6 +8,7 @@ are left in place; delete them once the check passes.
 Usage::
 
     python scripts/merge_runs_fragments.py privge
+    python scripts/merge_runs_fragments.py link_prediction
 """
 
 import argparse
@@ -55,7 +56,42 @@ def _record(spec, acc, eps_spent, source):
             "cpu_s": None, "peak_rss_mb": None, "source": source}
 
 
+LP_ABLATION = ("negative_ratio", "loss")
+
+
+def link_prediction_records(results=RESULTS):
+    """Runner records of the link-prediction fragments (every old field kept)."""
+    records, before = [], defaultdict(list)
+    files = sorted(results.glob("link_prediction_runs_*.jsonl")) + sorted(
+        results.glob("link_prediction_ablation_*.jsonl"))
+    for src in files:
+        for line in src.read_text().splitlines():
+            if not line.strip():
+                continue
+            r = json.loads(line)
+            params = {"paper": r["paper"], "eps": r["eps"],
+                      **{k: r[k] for k in LP_ABLATION if k in r}}
+            spec = RunSpec(r["dataset"], r["method"], "edge-85/5/10", int(r["seed"]),
+                           tuple(sorted(params.items())))
+            records.append({"study": "link_prediction", "key": spec.key, **r,
+                            "split": spec.split, "params": spec.param_dict,
+                            "metrics": {"auc": r["auc"]}, "source": src.name})
+            before[_lp_cell(r)].append(r["auc"])
+    return records, before, files
+
+
+def _lp_cell(r):
+    abl = ",".join(f"{k}={r[k]}" for k in LP_ABLATION if k in r)
+    eps = "" if r["eps"] is None else _eps_key(float(r["eps"]))
+    return (r["dataset"], f"{r['paper']}/{r['method']}", f"{eps} {abl}".strip())
+
+
 def _cells_after(records):
+    if records and records[0]["study"] == "link_prediction":
+        after = defaultdict(list)
+        for r in records:
+            after[_lp_cell(r)].append(r["metrics"]["auc"])
+        return after
     after = defaultdict(list)
     for r in records:
         eps = r["params"].get("hds__eps")
@@ -79,8 +115,9 @@ def merge(study, records, before, out):
         mb, ma = sum(b) / len(b), (sum(a) / len(a) if a else float("nan"))
         same = sorted(b) == sorted(a)
         ok &= same
-        print(f"{'/'.join(c for c in cell if c):<32} {len(b):>8} {100 * mb:>12.4f} {len(a):>8} "
-              f"{100 * ma:>12.4f} {'' if same else 'DIFFERENT'}")
+        scale = 1 if study == "link_prediction" else 100  # AUC is stored in %
+        print(f"{'/'.join(c for c in cell if c):<32} {len(b):>8} {scale * mb:>12.4f} "
+              f"{len(a):>8} {scale * ma:>12.4f} {'' if same else 'DIFFERENT'}")
     ok &= set(after) == set(before)
     print(f"{len(records)} records -> {out}; values identical: {ok}")
     return ok
@@ -88,10 +125,13 @@ def merge(study, records, before, out):
 
 def main(argv=None):
     p = argparse.ArgumentParser()
-    p.add_argument("study", choices=["privge"])
+    p.add_argument("study", choices=["privge", "link_prediction"])
     args = p.parse_args(argv)
-    records, before = privge_records()
-    return 0 if merge(args.study, records, before, RESULTS / "privge_runs.jsonl") else 1
+    if args.study == "privge":
+        records, before = privge_records()
+    else:
+        records, before, _ = link_prediction_records()
+    return 0 if merge(args.study, records, before, RESULTS / f"{args.study}_runs.jsonl") else 1
 
 
 if __name__ == "__main__":

@@ -8,6 +8,11 @@ MB or HDS (``eps`` per user), personalised PageRank propagation, Hadamard edge
 features and a logistic-regression head; ``inf`` = raw features propagated,
 graph-only = random features propagated.
 
+Runs are recorded in ``docs/results/link_prediction_runs.jsonl``, the study's one runs
+file in the :mod:`skldp.experiments` format (the 20 earlier fragments were merged into it
+unchanged by ``scripts/merge_runs_fragments.py link_prediction``; the report from it is
+identical). The runs themselves are not yet a registered ``skldp.experiments`` study.
+
 Every run uses the 85/5/10 edge split of :func:`skldp.model_selection.random_edge_split`
 (held-out edges removed from the graph) with ``random_state=seed`` for the
 split, the mechanism and the model. Results are appended as JSON lines to
@@ -17,16 +22,11 @@ split, the mechanism and the model. Results are appended as JSON lines to
 Usage::
 
     export SKLDP_DATASETS_DIR=/work/shared/datasets OMP_NUM_THREADS=1
-    R=docs/results
-    python scripts/reproduce_link_prediction.py --paper 000 --datasets cora \
-        --out $R/link_prediction_runs_000.jsonl
-    python scripts/reproduce_link_prediction.py --paper 000 --datasets citeseer \
-        --out $R/link_prediction_runs_000cs.jsonl
-    python scripts/reproduce_link_prediction.py --paper 002 --datasets cora \
-        --out $R/link_prediction_runs_002.jsonl
+    python scripts/reproduce_link_prediction.py --paper 000 --datasets cora citeseer
+    python scripts/reproduce_link_prediction.py --paper 002 --datasets cora
     python scripts/reproduce_link_prediction.py --paper 002 --datasets facebook \
-        --methods HDS inf --eps 1 --seeds 0 --out $R/link_prediction_runs_002fb.jsonl
-    python scripts/reproduce_link_prediction.py --report --out $R/link_prediction_runs_*.jsonl
+        --methods HDS inf --eps 1 --seeds 0
+    python scripts/reproduce_link_prediction.py --report
 """
 
 import argparse
@@ -41,6 +41,7 @@ import torch
 from sklearn.pipeline import Pipeline
 
 from skldp.datasets import load_dataset
+from skldp.experiments import RunsFile, RunSpec
 from skldp.mechanisms import (
     HDSMechanism,
     LaplaceMechanism,
@@ -190,10 +191,25 @@ def load_runs(path):
         return [json.loads(line) for line in f if line.strip()]
 
 
+def runner_record(r):
+    """A run as a record of the ``link_prediction`` runs file (skldp.experiments format).
+
+    The old fields stay at the top level (the report reads them); the study, the
+    unique key, the split, the grid values and the metric are added.
+    """
+    params = {"paper": r["paper"], "eps": r["eps"],
+              **{k: r[k] for k in ABLATION_KEYS if k in r}}
+    spec = RunSpec(r["dataset"], r["method"], "edge-85/5/10", int(r["seed"]),
+                   tuple(sorted(params.items())))
+    return {"study": "link_prediction", "key": spec.key, **r, "split": spec.split,
+            "params": spec.param_dict, "metrics": {"auc": r["auc"]}}
+
+
 def run(args):
     torch.set_num_threads(1)
     args.out = args.out[0]
-    done = {_key(r) for r in load_runs(args.out)}
+    runs = RunsFile(args.out, "link_prediction")  # one writer, a key never recorded twice
+    done = {_key(r) for r in runs.records}
     setting = _setting(ablation_settings(args.negative_ratio, args.loss))
     for dataset in args.datasets:
         G = load_dataset(dataset).data
@@ -204,8 +220,7 @@ def run(args):
                 r = run_one(args.paper, dataset, method, eps, seed, G, args.negative_ratio,
                             args.loss)
                 print(json.dumps(r), flush=True)
-                with open(args.out, "a") as f:
-                    f.write(json.dumps(r) + "\n")
+                runs.append(runner_record(r))
 
 
 def _fmt(vals):
