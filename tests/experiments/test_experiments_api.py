@@ -71,3 +71,28 @@ def test_cli_quick_one_run(tmp_path, capsys):
                  "--results-dir", str(tmp_path)]) == 0
     assert "1 already recorded" in capsys.readouterr().out
     assert len((tmp_path / "privge_quick_runs.jsonl").read_text().splitlines()) == 2
+
+
+def test_progress_bar_with_tqdm_and_silent_without(monkeypatch, capsys):
+    import builtins
+
+    from skldp.experiments._runner import _Progress
+    pytest.importorskip("tqdm")
+    bar = _Progress(3, "demo", True)
+    for _ in range(3):
+        bar.update("acc 0.5")
+    bar.close()
+    err = capsys.readouterr().err
+    assert "demo" in err and "3/3" in err  # tqdm writes the bar (with the time left) to stderr
+    real_import = builtins.__import__
+
+    def no_tqdm(name, *args, **kwargs):
+        if name.startswith("tqdm"):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_tqdm)
+    bar = _Progress(3, "demo", True)
+    bar.update("x")
+    bar.close()
+    assert bar.bar is None and capsys.readouterr() == ("", "")
