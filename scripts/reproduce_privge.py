@@ -72,13 +72,24 @@ def _kept_notes(path):
     return notes
 
 
+def _api_line(path):
+    """The line linking the estimators' API pages (added by the docs build), if any."""
+    if Path(path).exists():
+        for line in Path(path).read_text().splitlines():
+            if line.startswith("**API of the estimators"):
+                return [line, ""]
+    return []
+
+
 def write_markdown(records, path, datasets, discussion):
     rows = summarize(records, "accuracy")
     kept = _kept_notes(path)
+    api = _api_line(path)
     n_merged = sum(1 for r in records if r.get("source"))
     lines = [
         "# PrivGE (Li et al., CIKM 2024) — node classification, Figure 2",
         "",
+        *api,
         "Test accuracy (%) of HDS → PPR → MLP head on a random 50/25/25 split of the "
         "labelled nodes, mean ± std over seeds (n = number of seeds finished). "
         "*Graph-only* is the same propagation and head on uniform noise features of "
