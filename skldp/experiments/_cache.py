@@ -94,7 +94,7 @@ class GraphCache:
     (:class:`~skldp.base.GraphTransformerMixin`: mechanisms, propagation)
     looks its whole-graph output up on disk before computing it, in the
     spirit of ``Pipeline(memory=...)``. The key is the fitted step's token
-    (:func:`skldp.base.fitted_token`: class, parameters and fitted public
+    (``skldp.base.fitted_token``: class, parameters and fitted public
     state, including the collection seed ``seed_``) and a content hash of the
     input graph (:func:`graph_content_key`), so a perturbation or a
     propagation computed by one process (a joblib worker, a Dask worker on the
