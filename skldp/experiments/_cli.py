@@ -66,8 +66,10 @@ def reproduce_main(argv):
         p.error("--n-jobs must be >= 1 or -1")
     if args.seeds is not None and args.seeds < 1:
         p.error("--seeds must be >= 1")
-    logging.basicConfig(level=[logging.WARNING, logging.INFO, logging.DEBUG][
-        min(args.verbose, 2)], format="%(asctime)s %(name)s %(message)s")
+    # -v / -vv raise skldp's loggers only (not those of Dask or Ray)
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
+    logging.getLogger("skldp").setLevel(
+        [logging.WARNING, logging.INFO, logging.DEBUG][min(args.verbose, 2)])
     kwargs = {}
     if args.datasets:
         kwargs["datasets"] = args.datasets

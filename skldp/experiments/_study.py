@@ -295,7 +295,7 @@ class Study:
         if not self.splits:
             raise ValueError(f"Study {self.name!r} has no split.")
         unknown = set(self.configs) - set(self.datasets)
-        if unknown and not self.quick:
+        if unknown:
             raise ValueError(f"configs name datasets the study does not have: "
                              f"{sorted(unknown)}.")
 
