@@ -47,7 +47,9 @@ class KProp(GraphTransformerMixin, BaseEstimator):
     Sparse features stay sparse while the aggregate has at most 25 %
     non-zeros, then they are turned dense. The products run in ``dtype``;
     float32, the default, runs at about twice the speed of float64 (memory
-    bound) and differs from the float64 result by a relative ~1e-7 per step.
+    bound) and differs from the float64 result by a relative ~1e-7 (measured
+    on Facebook with noisy features, 8 steps: 1.7e-7 in Frobenius norm, at
+    most 2e-5 for an entry above 1e-3 of the largest).
 
     Parameters
     ----------
