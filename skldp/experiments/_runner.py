@@ -4,7 +4,6 @@ import contextlib
 import logging
 import os
 import platform
-import resource
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -130,6 +129,15 @@ def _privacy(est):
     return out, float(rep.local_epsilon)
 
 
+def _peak_rss_mb():
+    """The process's resident-memory high-water mark in MiB (None where unknown)."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - Windows
+        return None
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)  # KiB on Linux
+
+
 def _info(est):
     final = est[-1] if hasattr(est, "steps") else est
     n_iter = getattr(final, "n_iter_", None)
@@ -157,8 +165,7 @@ def _run_one(study, spec, cache):
         "eps_spent": eps_spent, "privacy": privacy, "info": info,
         "wall_s": round(time.perf_counter() - t0, 3),
         "cpu_s": round(time.process_time() - c0, 3),
-        # process high-water mark (KiB on Linux) after the run, in MiB
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "peak_rss_mb": _peak_rss_mb(),  # of the process, after the run
         "host": platform.node(), "pid": os.getpid(),
         "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
