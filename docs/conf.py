@@ -25,6 +25,7 @@ import re
 import sys
 import threading
 import urllib.request
+import warnings
 from pathlib import Path
 
 DOCS = Path(__file__).resolve().parent
@@ -154,6 +155,9 @@ def _unlinked_foreign_reference(app, env, node, contnode):
 
 # --------------------------------------------------------------------------
 # Gallery: executed by default (the published docs show outputs and figures).
+# torch warns once per process when it wraps a read-only numpy array; the message (with
+# the path of the build machine) would land in the output of whichever example runs first.
+warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
 sphinx_gallery_conf = {
     "examples_dirs": str(ROOT / "examples"),
     "gallery_dirs": "auto_examples",
