@@ -3,9 +3,11 @@
 Each old record becomes a runner record (``skldp.experiments``) with the same
 value; the per-cell means before (read from the fragments) and after (read
 back from the merged file) are printed and compared exactly. The fragments
-are left in place; delete them once the check passes (the PrivGE fragments,
-``privge_runs_<dataset>.json``, were merged and deleted: the ``privge`` mode now
-documents how ``privge_runs.jsonl`` was made and needs them back from git history).
+are left in place; delete them once the check passes. The PrivGE fragments
+(``privge_runs_<dataset>.json``) and the 21 link-prediction fragments
+(``link_prediction_runs_*.jsonl``, ``link_prediction_ablation_*.jsonl``) were merged and
+deleted: those modes now document how the runs files were made and need the fragments
+back from git history.
 
 Usage::
 

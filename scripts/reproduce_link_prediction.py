@@ -1,30 +1,32 @@
-"""Reproduce the link prediction tables of papers 000 (Table 2) and 002 (Table 2).
+"""Reproduce the link prediction tables (Table 2) of the PGC/LPGNN and PrivGE papers.
 
-Paper 000 (LPGNN/PGC): VGAE with a two-layer GCN encoder (32/16, batch norm)
-on features perturbed by LM, PM or PGC (``eps`` per feature, as in the paper),
-RAW features, and a graph-only baseline (i.i.d. random features carrying no
-information, same encoder). Paper 002 (PrivGE): features perturbed by LP, PM,
-MB or HDS (``eps`` per user), personalised PageRank propagation, Hadamard edge
-features and a logistic-regression head; ``inf`` = raw features propagated,
-graph-only = random features propagated.
+``--system lpgnn`` (Sajadmanesh & Gatica-Perez, CCS 2021): VGAE with a two-layer GCN
+encoder (32/16, batch norm) on features perturbed by LM, PM or PGC (``eps`` per
+feature, as in the paper), RAW features, and a graph-only baseline (i.i.d. random
+features carrying no information, same encoder). ``--system privge`` (Li et al.,
+CIKM 2024): features perturbed by LP, PM, MB or HDS (``eps`` per user), personalised
+PageRank propagation, Hadamard edge features and a logistic-regression head;
+``inf`` = raw features propagated, graph-only = random features propagated.
 
 Runs are recorded in ``docs/results/link_prediction_runs.jsonl``, the study's one runs
-file in the :mod:`skldp.experiments` format (the 20 earlier fragments were merged into it
-unchanged by ``scripts/merge_runs_fragments.py link_prediction``; the report from it is
-identical). The runs themselves are not yet a registered ``skldp.experiments`` study.
+file in the :mod:`skldp.experiments` format (the earlier fragments, main runs and
+ablations, were merged into it unchanged by ``scripts/merge_runs_fragments.py
+link_prediction``; the report from it is identical). The records keep the field
+``paper`` with the value the runs were recorded under (``"000"`` for lpgnn, ``"002"``
+for privge; see ``SYSTEM_CODE``), so the keys of the recorded runs stay valid. The
+runs themselves are not yet a registered ``skldp.experiments`` study.
 
 Every run uses the 85/5/10 edge split of :func:`skldp.model_selection.random_edge_split`
 (held-out edges removed from the graph) with ``random_state=seed`` for the
-split, the mechanism and the model. Results are appended as JSON lines to
-``--out`` (runs already there are skipped, so the script resumes);
-``--report`` writes the markdown tables.
+split, the mechanism and the model. Results are appended to ``--out`` (runs already
+there are skipped, so the script resumes); ``--report`` writes the markdown tables.
 
 Usage::
 
-    export SKLDP_DATASETS_DIR=/work/shared/datasets OMP_NUM_THREADS=1
-    python scripts/reproduce_link_prediction.py --paper 000 --datasets cora citeseer
-    python scripts/reproduce_link_prediction.py --paper 002 --datasets cora
-    python scripts/reproduce_link_prediction.py --paper 002 --datasets facebook \
+    export SKLDP_DATASETS_DIR=<datasets folder> OMP_NUM_THREADS=1
+    python scripts/reproduce_link_prediction.py --system lpgnn --datasets cora citeseer
+    python scripts/reproduce_link_prediction.py --system privge --datasets cora
+    python scripts/reproduce_link_prediction.py --system privge --datasets facebook \
         --methods HDS inf --eps 1 --seeds 0
     python scripts/reproduce_link_prediction.py --report
 """
@@ -54,7 +56,7 @@ from skldp.models import HadamardLinkPredictor, VGAELinkPredictor
 from skldp.propagation import PPRPropagation
 
 # Paper values (AUC %, mean and std) for the table.
-PAPER_000 = {  # Table 2, link prediction
+TABLE_LPGNN = {  # Table 2, link prediction
     "citeseer": {"LM": [(77.2, .8), (81.6, .7), (84.3, .9)],
                  "PM": [(78.8, 1.1), (84.2, 1.0), (88.1, .6)],
                  "PGC": [(79.0, 1.1), (87.2, .5), (90.0, .5)],
@@ -64,8 +66,8 @@ PAPER_000 = {  # Table 2, link prediction
              "PGC": [(85.4, .9), (90.6, .6), (92.1, .5)],
              "RAW": [(91.9, .6)] * 3},
 }
-EPS_000 = [1, 5, 9]
-PAPER_002 = {  # Table 2 (Cora MB row partly lost in the text extraction: None)
+EPS_LPGNN = [1, 5, 9]
+TABLE_PRIVGE = {  # Table 2 (Cora MB row partly lost in the text extraction: None)
     "cora": {"LP": [(75.2, 3.1), (76.0, 3.5), (75.0, 3.7), (75.2, 3.6)],
              "PM": [(73.2, 3.2), (78.2, 1.1), (77.0, 1.7), (75.2, 2.1)],
              "MB": [None, (78.3, 1.4), (78.3, 1.1), None],
@@ -77,7 +79,11 @@ PAPER_002 = {  # Table 2 (Cora MB row partly lost in the text extraction: None)
                  "HDS": [(96.7, .1), (96.7, .1), (96.6, .1), (96.6, .1)],
                  "inf": [(95.6, .1)] * 4},
 }
-EPS_002 = [1, 2, 3, 5]
+EPS_PRIVGE = [1, 2, 3, 5]
+# The value of the records' "paper" field for each system (kept from the first runs so
+# that recorded keys stay valid).
+SYSTEM_CODE = {"lpgnn": "000", "privge": "002"}
+SYSTEM_NAME = {"000": "PGC/LPGNN", "002": "PrivGE"}
 # PrivGE's tuned values (authors' run script, see HDSMechanism / PPRPropagation docs).
 HDS_K = {"cora": 20, "facebook": 50}
 PPR_ALPHA = {"cora": 0.1, "facebook": 0.05}
@@ -97,7 +103,7 @@ def random_features(G, seed):
     return G.with_features(R)
 
 
-def mechanism_000(method, eps, d, seed):
+def mechanism_lpgnn(method, eps, d, seed):
     rng = (0.0, 1.0)
     if method == "LM":  # Lap(Delta/eps) on every feature: eps per feature (paper App. A.1)
         return LaplaceMechanism(eps=d * eps, feature_range=rng, random_state=seed)
@@ -108,7 +114,7 @@ def mechanism_000(method, eps, d, seed):
     raise ValueError(method)
 
 
-def mechanism_002(method, eps, dataset, seed):
+def mechanism_privge(method, eps, dataset, seed):
     rng = (0.0, 1.0)
     if method == "LP":
         return LaplaceMechanism(eps=eps, feature_range=rng, random_state=seed)
@@ -124,11 +130,11 @@ def mechanism_002(method, eps, dataset, seed):
 def configs(paper, dataset, methods, eps_filter=None):
     if paper == "000":
         out = [("RAW", None), ("GRAPH", None)]
-        for eps in EPS_000:
+        for eps in EPS_LPGNN:
             out += [(m, eps) for m in ("LM", "PM", "PGC") if not methods or m in methods]
     else:
         out = [("inf", None), ("GRAPH", None)]
-        for eps in EPS_002:
+        for eps in EPS_PRIVGE:
             out += [(m, eps) for m in ("HDS", "MB", "PM", "LP") if not methods or m in methods]
     out = [c for c in out if not methods or c[0] in methods]
     return [c for c in out if not eps_filter or c[1] is None or c[1] in eps_filter]
@@ -142,12 +148,12 @@ def run_one(paper, dataset, method, eps, seed, G, negative_ratio=1.0, loss="bce"
     steps = []
     if paper == "000":
         if method not in ("RAW", "GRAPH"):
-            steps.append(("mech", mechanism_000(method, eps, G.shape[1], seed)))
+            steps.append(("mech", mechanism_lpgnn(method, eps, G.shape[1], seed)))
         steps.append(("link", VGAELinkPredictor(negative_ratio=negative_ratio,
                                                 random_state=seed)))
     else:
         if method not in ("inf", "GRAPH"):
-            steps.append(("mech", mechanism_002(method, eps, dataset, seed)))
+            steps.append(("mech", mechanism_privge(method, eps, dataset, seed)))
         steps.append(("ppr", PPRPropagation(alpha=PPR_ALPHA[dataset], tol=PPR_TOL[dataset])))
         steps.append(("link", HadamardLinkPredictor(loss=loss, random_state=seed)))
     pipe = Pipeline(steps)
@@ -242,9 +248,9 @@ def report(args):
     for r in runs:
         by.setdefault((r["paper"], r["dataset"], r["method"], r["eps"]), []).append(r["auc"])
     lines = []
-    for paper, table, eps_list, none_methods in (("000", PAPER_000, EPS_000, ("RAW",)),
-                                                 ("002", PAPER_002, EPS_002, ("inf",))):
-        lines.append(f"### Paper {paper}\n")
+    for paper, table, eps_list, none_methods in (("000", TABLE_LPGNN, EPS_LPGNN, ("RAW",)),
+                                                 ("002", TABLE_PRIVGE, EPS_PRIVGE, ("inf",))):
+        lines.append(f"### {SYSTEM_NAME[paper]} paper\n")
         head = "| dataset | method | " + " | ".join(f"ε = {e}: paper | ours" for e in eps_list)
         lines.append(head + " |")
         lines.append("|" + "---|" * (2 + 2 * len(eps_list)))
@@ -272,7 +278,7 @@ def report(args):
                            []).append(r["auc"])
         for (p, ds, m, e, k), v in sorted(abl.items(), key=str):
             e = "–" if e is None else f"{e:g}"
-            lines.append(f"| {p} | {ds} | {m} | {e} | {k} | {_fmt(v)} |")
+            lines.append(f"| {SYSTEM_NAME[p]} | {ds} | {m} | {e} | {k} | {_fmt(v)} |")
         lines.append("")
     text = "\n".join(lines)
     print(text)
@@ -282,7 +288,8 @@ def report(args):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--paper", choices=["000", "002"])
+    ap.add_argument("--system", choices=sorted(SYSTEM_CODE),
+                    help="lpgnn: VGAE on LM/PM/PGC reports; privge: PPR + Hadamard head")
     ap.add_argument("--datasets", nargs="+", default=["cora"])
     ap.add_argument("--methods", nargs="*", default=None,
                     help="subset of methods (e.g. HDS inf GRAPH); default all")
@@ -292,10 +299,10 @@ def main():
     ap.add_argument("--out", nargs="+", default=["docs/results/link_prediction_runs.jsonl"],
                     help="JSON-lines file(s) of runs (one to append to; several for --report)")
     ap.add_argument("--negative-ratio", type=float, default=1.0,
-                    help="paper 000 only: VGAE fresh negatives per positive and epoch "
+                    help="lpgnn only: VGAE fresh negatives per positive and epoch "
                          "(ablation; runs are recorded separately)")
     ap.add_argument("--loss", choices=["bce", "pairwise"], default="bce",
-                    help="paper 002 only: loss of the Hadamard head (ablation; "
+                    help="privge only: loss of the Hadamard head (ablation; "
                          "runs are recorded separately)")
     ap.add_argument("--report", action="store_true")
     ap.add_argument("--table", default=None, help="with --report: also write the tables here")
@@ -304,8 +311,9 @@ def main():
     if args.report:
         report(args)
     else:
-        if args.paper is None:
-            ap.error("--paper is required unless --report")
+        if args.system is None:
+            ap.error("--system is required unless --report")
+        args.paper = SYSTEM_CODE[args.system]
         run(args)
 
 

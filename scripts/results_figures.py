@@ -158,7 +158,9 @@ def solitude():
 
 
 def link_prediction():
-    rows = _runs("link_prediction_runs_*.jsonl")
+    # The main runs only: the ablations (non-default loss or negative ratio) are reported apart.
+    rows = [r for r in _runs("link_prediction_runs.jsonl")
+            if "loss" not in r and "negative_ratio" not in r]
     panels = [("000", "cora"), ("000", "citeseer"), ("002", "cora"), ("002", "facebook")]
     colors = {m: f"C{i}" for i, m in enumerate(["LM", "PM", "PGC", "LP", "MB", "HDS"])}
     fig, axes = plt.subplots(1, 4, figsize=(14, 3.6))
