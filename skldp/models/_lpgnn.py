@@ -25,9 +25,7 @@ _DISAGREEMENT = ("relabel", "drop")
 
 
 def _kprop(P, Z, steps):
-    for _ in range(steps):  # K sparse products, not a loop over nodes
-        Z = apply_propagation(P, Z)
-    return Z
+    return apply_propagation(P, Z, steps)  # K sparse products, not a loop over nodes
 
 
 class LPGNNClassifier(GNNClassifierBase):

@@ -245,10 +245,16 @@ class Dropout(nn.Dropout):
 
 
 def to_torch_sparse(A, device="cpu", dtype=torch.float32):
-    """scipy sparse matrix -> torch sparse CSR tensor (stays sparse on the device)."""
+    """scipy sparse matrix -> torch sparse CSR tensor (stays sparse on the device).
+
+    Indices are int32 when they fit: the CPU kernel (MKL) works on int32 and
+    would otherwise convert the int64 indices at every product (Cora, 32
+    columns: about 20 % of the time of a product).
+    """
     A = sp.csr_matrix(A)
-    t = torch.sparse_csr_tensor(torch.from_numpy(A.indptr.astype(np.int64)),
-                                torch.from_numpy(A.indices.astype(np.int64)),
+    idx = np.int32 if max(A.nnz, *A.shape) < 2**31 else np.int64
+    t = torch.sparse_csr_tensor(torch.from_numpy(A.indptr.astype(idx)),
+                                torch.from_numpy(A.indices.astype(idx)),
                                 torch.from_numpy(A.data.astype(np.float32)),
                                 size=A.shape, dtype=dtype, check_invariants=False)
     return t.to(device)
