@@ -5,17 +5,26 @@ value; the per-cell means before (read from the fragments) and after (read
 back from the merged file) are printed and compared exactly. The fragments
 are left in place; delete them once the check passes. The PrivGE fragments
 (``privge_runs_<dataset>.json``) and the 21 link-prediction fragments
-(``link_prediction_runs_*.jsonl``, ``link_prediction_ablation_*.jsonl``) were merged and
-deleted: those modes now document how the runs files were made and need the fragments
-back from git history.
+(``link_prediction_runs_*.jsonl``, ``link_prediction_ablation_*.jsonl``), and the RGNN
+(4), Solitude (2) and LPGNN (3) fragments named in ``FRAGMENTS`` were merged and deleted:
+those modes now document how the runs files were made and need the fragments back from
+git history.
+
+The RGNN, Solitude and LPGNN fragments are merged by the same check: each record
+keeps its fields and gains ``study``, the unique ``key`` that the study's script
+appends under (its ``runner_record``) and ``source`` (the fragment it came from); a
+run recorded twice keeps its first record, in the order the script's report read
+the fragments (the values are compared after that).
 
 Usage::
 
     python scripts/merge_runs_fragments.py privge
     python scripts/merge_runs_fragments.py link_prediction
+    python scripts/merge_runs_fragments.py rgnn
 """
 
 import argparse
+import importlib.util
 import json
 import math
 import sys
@@ -90,7 +99,61 @@ def _lp_cell(r):
     return (r["dataset"], f"{r['paper']}/{r['method']}", f"{eps} {abl}".strip())
 
 
+# Fragments of each study, in the order its report read them (the first record of a run
+# is kept), the script that appends to the merged file, and the value compared.
+FRAGMENTS = {
+    "rgnn": (["rgnn_runs.jsonl", "rgnn_runs_lpgnn.jsonl", "rgnn_runs_k16.jsonl",
+              "rgnn_runs_lpgnn_sound.jsonl"], "reproduce_rgnn.py", "acc"),
+    "solitude": (["solitude_runs_base.jsonl", "solitude_runs_solitude.jsonl"],
+                 "reproduce_solitude.py", "acc"),
+    "lpgnn": (["lpgnn_runs_table2.jsonl", "lpgnn_runs_lpgnn.jsonl",
+               "lpgnn_runs_facebook.jsonl"], "reproduce_lpgnn.py", "acc"),
+}
+# Fields that describe how a run went, not which cell it belongs to.
+NOT_CELL = {"study", "key", "source", "split", "params", "metrics", "seed", "seconds", "epochs",
+            "label_agreement", "eps_x_sound", "eps_x_paper", "eps_x_total", "acc"}
+
+
+def _script(name):
+    path = Path(__file__).resolve().parent / name
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _cell(r):
+    return tuple(sorted((k, json.dumps(v)) for k, v in r.items() if k not in NOT_CELL))
+
+
+def fragment_records(study, results=RESULTS):
+    """Runner records of a study's fragments (every old field kept), first record per key."""
+    names, script, value = FRAGMENTS[study]
+    runner_record = _script(script).runner_record
+    records, before, seen, repeated, n_old = [], defaultdict(list), set(), 0, 0
+    for name in names:
+        for line in (results / name).read_text().splitlines():
+            if not line.strip():
+                continue
+            n_old += 1
+            rec = {**runner_record(json.loads(line)), "source": name}
+            if rec["key"] in seen:
+                repeated += 1  # recorded by two processes: the report kept the first
+                continue
+            seen.add(rec["key"])
+            records.append(rec)
+            before[_cell(rec)].append(rec[value])
+    print(f"{study}: {n_old} records in {len(names)} fragments, {repeated} repeated run(s) dropped")
+    return records, before, [results / n for n in names]
+
+
 def _cells_after(records):
+    if records and records[0]["study"] in FRAGMENTS:
+        value = FRAGMENTS[records[0]["study"]][2]
+        after = defaultdict(list)
+        for r in records:
+            after[_cell(r)].append(r[value])
+        return after
     if records and records[0]["study"] == "link_prediction":
         after = defaultdict(list)
         for r in records:
@@ -104,8 +167,8 @@ def _cells_after(records):
     return after
 
 
-def merge(study, records, before, out):
-    if out.exists():
+def merge(study, records, before, out, sources=()):
+    if out.exists() and out not in sources:
         raise SystemExit(f"{out} exists; remove it to merge again.")
     keys = [r["key"] for r in records]
     if len(set(keys)) != len(keys):
@@ -120,7 +183,9 @@ def merge(study, records, before, out):
         same = sorted(b) == sorted(a)
         ok &= same
         scale = 1 if study == "link_prediction" else 100  # AUC is stored in %
-        print(f"{'/'.join(c for c in cell if c):<32} {len(b):>8} {scale * mb:>12.4f} "
+        name = ("/".join(f"{k}={v}" for k, v in cell) if study in FRAGMENTS
+                else "/".join(c for c in cell if c))
+        print(f"{name:<32} {len(b):>8} {scale * mb:>12.4f} "
               f"{len(a):>8} {scale * ma:>12.4f} {'' if same else 'DIFFERENT'}")
     ok &= set(after) == set(before)
     print(f"{len(records)} records -> {out}; values identical: {ok}")
@@ -129,13 +194,17 @@ def merge(study, records, before, out):
 
 def main(argv=None):
     p = argparse.ArgumentParser()
-    p.add_argument("study", choices=["privge", "link_prediction"])
+    p.add_argument("study", choices=["privge", "link_prediction", *FRAGMENTS])
     args = p.parse_args(argv)
+    sources = ()
     if args.study == "privge":
         records, before = privge_records()
-    else:
+    elif args.study == "link_prediction":
         records, before, _ = link_prediction_records()
-    return 0 if merge(args.study, records, before, RESULTS / f"{args.study}_runs.jsonl") else 1
+    else:
+        records, before, sources = fragment_records(args.study)
+    out = RESULTS / f"{args.study}_runs.jsonl"
+    return 0 if merge(args.study, records, before, out, sources) else 1
 
 
 if __name__ == "__main__":

@@ -1,20 +1,27 @@
-"""Reproduce paper 000 Table 2 (node classification) and the LPGNN label-LDP pipeline.
+"""Reproduce Table 2 (node classification) of the PGC/LPGNN paper (Sajadmanesh &
+Gatica-Perez, CCS 2021) and the LPGNN label-LDP pipeline.
 
-Usage (1 thread, resumable: finished runs are read back from the JSONL log); the exact
+Usage (1 thread, resumable: a run already in the runs file is skipped); the exact
 commands behind ``docs/results/lpgnn.md`` are listed at the top of that file::
 
-    export OMP_NUM_THREADS=1 SKLDP_DATASETS_DIR=/work/shared/datasets
-    python scripts/reproduce_lpgnn.py --part table2 --log results/lpgnn_table2.jsonl
-    python scripts/reproduce_lpgnn.py --part lpgnn --datasets cora citeseer \
-        --log results/lpgnn_lpgnn.jsonl
-    python scripts/reproduce_lpgnn.py --report docs/results/lpgnn.md \
-        --log results/lpgnn_table2.jsonl results/lpgnn_lpgnn.jsonl
+    export OMP_NUM_THREADS=1 SKLDP_DATASETS_DIR=<datasets folder>
+    python scripts/reproduce_lpgnn.py --part table2
+    python scripts/reproduce_lpgnn.py --part lpgnn --datasets cora citeseer
+    python scripts/reproduce_lpgnn.py --report lpgnn_report.md
+
+Both parts append to ``docs/results/lpgnn_runs.jsonl`` (``--log``), the study's one
+runs file in the :mod:`skldp.experiments` format (each record: the study, its unique
+``key``, the run's fields, the metric); the earlier fragments were merged into it
+unchanged by ``scripts/merge_runs_fragments.py lpgnn``. The runs are not a registered
+``skldp.experiments`` study. ``--report`` writes the generated part of the page (the
+page adds the figure, the API links and the feature-free rows of
+``scripts/feature_free_rows.py``): write it elsewhere and copy the tables.
 
 Part ``table2``: two-layer GCN (hidden 32, ReLU, dropout 0.5, Adam lr 0.01,
 weight decay 5e-4, at most 500 epochs, early stopping on the validation loss
 with patience 20) on the Planetoid public split of Cora and CiteSeer, with the
 features perturbed by LM, PM or PGC (1-bit) at eps per feature in {1, 5, 9}
-(paper 000 §5), or RAW features. Part ``lpgnn``: multi-bit features
+(the paper's §5), or RAW features. Part ``lpgnn``: multi-bit features
 (eps_x) -> LPGNNClassifier (SAGE, KProp of features and noisy labels, label RR
 at eps_y, forward correction, early stopping on noisy validation labels) with
 a random 50/25/25 split. Both parts also run the graph-only baseline: the same
@@ -24,7 +31,6 @@ model on 64 i.i.d. Gaussian features that carry no information.
 # ruff: noqa: E501  (the report header holds verbatim command lines)
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -34,7 +40,6 @@ from pathlib import Path
 import numpy as np
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
-os.environ.setdefault("SKLDP_DATASETS_DIR", "/work/shared/datasets")
 
 import torch  # noqa: E402
 
@@ -43,6 +48,7 @@ torch.set_num_threads(1)
 from sklearn.pipeline import Pipeline  # noqa: E402
 
 from skldp.datasets import load_dataset  # noqa: E402
+from skldp.experiments import RunsFile, load_runs  # noqa: E402
 from skldp.mechanisms import (  # noqa: E402
     LaplaceMechanism,
     MultiBitMechanism,
@@ -55,7 +61,7 @@ from skldp.models import GCNClassifier, LPGNNClassifier  # noqa: E402
 INF = float("inf")
 
 # ---------------------------------------------------------------- paper values
-# Paper 000 Table 2, node classification micro-F1 (%), mean and std over 10 runs.
+# Table 2 of the PGC/LPGNN paper, node classification micro-F1 (%), mean and std over 10 runs.
 PAPER_TABLE2 = {
     ("citeseer", "LM"): [(37.0, 1.6), (57.6, 0.9), (68.5, 1.1)],
     ("citeseer", "PM"): [(36.8, 1.4), (67.5, 1.2), (71.0, 0.9)],
@@ -68,7 +74,7 @@ PAPER_TABLE2 = {
 }
 TABLE2_EPS = [1, 5, 9]
 
-# LPGNN as a baseline in paper 001 Table II (SAGE backbone, multi-bit features,
+# LPGNN as a baseline in the RGNN paper's Table II (SAGE backbone, multi-bit features,
 # RR labels, KProp) -- on feature-grouped datasets (d = 53 / 58 / 48), eps is
 # GRR-FS's per-feature budget and eps_y in {3, 2, 1, 0.5}: NOT the same setting.
 PAPER001_LPGNN = {
@@ -79,18 +85,18 @@ PAPER001_LPGNN = {
     ("facebook", 1.0): {3: (70.4, 2.1), 2: (69.3, 1.7), 1: (67.6, 1.9)},
     ("facebook", 0.1): {3: (76.3, 0.9), 2: (75.8, 0.8), 1: (73.1, 0.3)},
 }
-# Paper 003 Table III: LPGNN (SAGE and GCN backbones) at eps_x = 1 (multi-bit, per user)
+# The Solitude paper's Table III: LPGNN (SAGE and GCN backbones) at eps_x = 1 (multi-bit, per user)
 # with CLEAN labels but an edge-LDP (randomized response) graph at eps_a; the
 # largest eps_a (8.0) is the closest to our eps_x = 1, eps_y = inf cell.
 PAPER003_LPGNN = {"cora": {"SAGE": (76.4, 0.8), "GCN": (76.3, 0.9)},
                   "citeseer": {"SAGE": (54.5, 1.2), "GCN": (55.6, 1.5)}}
-# Paper 001 Table I, non-private accuracy on the original features (SAGE).
+# The RGNN paper's Table I, non-private accuracy on the original features (SAGE).
 PAPER001_NONPRIVATE = {"citeseer": (74.7, 1.2), "cora": (87.5, 0.9), "facebook": (94.2, 0.3)}
 
 LPGNN_EPS_X = [0.1, 1.0, 2.0, INF]
 LPGNN_EPS_Y = [1.0, 2.0, 3.0, INF]
 # KProp steps, fixed per dataset (no tuning on clean labels): Kx large on the
-# sparse citation graphs, small on the dense Facebook graph (001 §V-B5 reports
+# sparse citation graphs, small on the dense Facebook graph (RGNN's §V-B5 reports
 # 4 as optimal there); Ky = 2 everywhere.
 LPGNN_STEPS = {"cora": (16, 2), "citeseer": (16, 2), "facebook": (4, 2)}
 N_RANDOM_FEATURES = 64
@@ -110,21 +116,13 @@ def _load(name):
     return b, b.data, np.asarray(b.target)
 
 
-def _done(logs):
-    keys = set()
-    for path in logs:
-        if Path(path).exists():
-            for line in open(path):
-                if line.strip():
-                    r = json.loads(line)
-                    keys.add(r["key"])
-    return keys
+def runner_record(r):
+    """A run as a record of the ``lpgnn`` runs file (skldp.experiments format).
 
-
-def _append(path, rec):
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as f:
-        f.write(json.dumps(rec) + "\n")
+    The run's fields (with its unique ``key``) stay at the top level, where the report
+    and the figure read them; the study and the metric are added.
+    """
+    return {"study": "lpgnn", **r, "metrics": {"accuracy": r["acc"]}}
 
 
 # ------------------------------------------------------------------ table 2
@@ -133,7 +131,7 @@ def _table2_mechanism(method, eps, d, seed):
         return LaplaceMechanism(eps * d, feature_range=(0, 1), random_state=seed)
     if method == "PM":  # PM with eps on every feature (k = d)
         return PiecewiseMechanism(eps * d, k=d, feature_range=(0, 1), random_state=seed)
-    if method == "PGC":  # one bit per feature, full eps per feature (paper 000)
+    if method == "PGC":  # one bit per feature, full eps per feature (as in the paper)
         return OneBitMechanism(eps, feature_range=(0, 1), random_state=seed)
     raise ValueError(method)
 
@@ -144,7 +142,7 @@ def _gcn(seed):
 
 
 def run_table2(datasets, seeds, log):
-    done = _done([log])
+    done = RunsFile(log, "lpgnn")  # one writer, a key never recorded twice
     for name in datasets:
         b, G, y = _load(name)
         tr, va, te = planetoid_split(b)
@@ -168,7 +166,7 @@ def run_table2(datasets, seeds, log):
                 acc = float(clf.score(Gi[te], y[te]))
                 rec = dict(key=key, part="table2", dataset=name, method=method, eps=eps,
                            seed=seed, acc=acc, epochs=clf.n_iter_, seconds=time.time() - t0)
-                _append(log, rec)
+                done.append(runner_record(rec))
                 _log(f"{key} acc={acc:.4f} epochs={clf.n_iter_} ({rec['seconds']:.1f}s)")
 
 
@@ -182,7 +180,7 @@ def _lpgnn_clf(name, eps_y, n_classes, seed, epochs):
 
 
 def run_lpgnn(datasets, seeds, log, eps_x_grid, eps_y_grid, epochs):
-    done = _done([log])
+    done = RunsFile(log, "lpgnn")  # one writer, a key never recorded twice
     for name in datasets:
         b, G, y = _load(name)
         n_classes = int(y.max()) + 1
@@ -216,7 +214,7 @@ def run_lpgnn(datasets, seeds, log, eps_x_grid, eps_y_grid, epochs):
                            eps_y=ey, seed=seed, acc=acc, epochs=last.n_iter_,
                            label_agreement=last.label_agreement_,
                            seconds=time.time() - t0)
-                _append(log, rec)
+                done.append(runner_record(rec))
                 _log(f"{key} acc={acc:.4f} epochs={last.n_iter_} ({rec['seconds']:.1f}s)")
             G._store._memo.clear()  # drop this seed's cached reports (memory)
 
@@ -237,22 +235,19 @@ def _eps_str(e):
     return "∞" if e is None or e == INF else f"{e:g}"
 
 
-HEADER = """# LPGNN: paper 000 Table 2 and the LPGNN label-LDP pipeline
+HEADER = """# LPGNN: the PGC/LPGNN paper Table 2 and the LPGNN label-LDP pipeline
 
 Produced by `scripts/reproduce_lpgnn.py` (CPU, 1 thread per process, torch {torch}):
 
 ```
-export OMP_NUM_THREADS=1 SKLDP_DATASETS_DIR=/work/shared/datasets
-python scripts/reproduce_lpgnn.py --part table2 --datasets cora --seeds 5 --log results/lpgnn_table2.jsonl
-python scripts/reproduce_lpgnn.py --part table2 --datasets citeseer --seeds 5 --log results/lpgnn_table2.jsonl
-python scripts/reproduce_lpgnn.py --part lpgnn --datasets cora citeseer --seeds 5 --log results/lpgnn_lpgnn.jsonl
-python scripts/reproduce_lpgnn.py --part lpgnn --datasets facebook --seeds 5 --epochs 100 \\
-    --log results/lpgnn_facebook.jsonl
-python scripts/reproduce_lpgnn.py --report docs/results/lpgnn.md \\
-    --log results/lpgnn_table2.jsonl results/lpgnn_lpgnn.jsonl results/lpgnn_facebook.jsonl
+export OMP_NUM_THREADS=1 SKLDP_DATASETS_DIR=<datasets folder>
+python scripts/reproduce_lpgnn.py --part table2 --datasets cora citeseer --seeds 5
+python scripts/reproduce_lpgnn.py --part lpgnn --datasets cora citeseer --seeds 5
+python scripts/reproduce_lpgnn.py --part lpgnn --datasets facebook --seeds 5 --epochs 100
+python scripts/reproduce_lpgnn.py --report lpgnn_report.md   # the tables of this page
 ```
 
-The mean absolute error of the graph-convolution estimate (paper 000 Figures 2 and 3) is in
+The mean absolute error of the graph-convolution estimate (the PGC/LPGNN paper Figures 2 and 3) is in
 [lpgnn_mae.md](lpgnn_mae.md).
 
 **Setup, Table 2.** Two-layer `GCNClassifier` (hidden 32, ReLU, dropout 0.5, Adam lr 0.01,
@@ -262,7 +257,7 @@ on Cora, 120/500/1000 on CiteSeer). Features are binary, i.e. already in [0, 1].
 each mechanism spends ε on *every* feature: LM = `LaplaceMechanism(eps * d)`, PM =
 `PiecewiseMechanism(eps * d, k=d)`, PGC = `OneBitMechanism(eps)`; the honest per-user total,
 reported by `epsilon_`, is therefore d·ε (1433·ε on Cora). The GCN's first layer applied to the
-reports is paper 000's estimator. Hyperparameters were fixed (Kipf & Welling's), not tuned on the
+reports is the PGC/LPGNN paper's estimator. Hyperparameters were fixed (Kipf & Welling's), not tuned on the
 RAW validation set as in the paper.
 
 **Setup, LPGNN.** `Pipeline([MultiBitMechanism(eps_x, feature_range=(0, 1)),
@@ -284,15 +279,13 @@ feature privacy.
 
 **Seeds.** 5 seeds (0–4) everywhere. On Facebook training is capped at 100 epochs (200 on
 Cora and CiteSeer) to fit the CPU budget; `n` in each cell is the number of finished runs. The
-raw per-run records are committed as `lpgnn_runs_*.jsonl` beside this page.
+raw per-run records are committed as `lpgnn_runs.jsonl` beside this page (one runs file: the
+three fragments the runs were first written to, merged unchanged).
 """
 
 
 def write_report(logs, out):
-    recs = []
-    for path in logs:
-        if Path(path).exists():
-            recs += [json.loads(line) for line in open(path) if line.strip()]
+    recs = [r for path in logs for r in load_runs(path)]
     t2 = [r for r in recs if r["part"] == "table2"]
     lp = [r for r in recs if r["part"] == "lpgnn"]
     lines = [HEADER.replace("{torch}", torch.__version__)]
@@ -300,7 +293,7 @@ def write_report(logs, out):
     def accs(rows, **kw):
         return [r["acc"] for r in rows if all(r.get(k) == v for k, v in kw.items())]
 
-    lines.append("## Paper 000 Table 2: node classification (GCN, micro-F1 = accuracy, %)\n")
+    lines.append("## Table 2 of the PGC/LPGNN paper: node classification (GCN, micro-F1 = accuracy, %)\n")
     lines.append("Planetoid public split; ours = mean ± std over seeds (n = number of runs); "
                  "paper = mean ± std over 10 runs. Graph-only: the same GCN on 64 i.i.d. "
                  "Gaussian features (no information), no privacy. Δ = ours − paper.\n")
@@ -351,7 +344,7 @@ def write_report(logs, out):
             lines.append(f"Share of training targets where the propagated label equals the "
                          f"node's own noisy label (finite ε_y): {100 * np.mean(agree):.1f} %.\n")
     lines.append("### Values the papers report for LPGNN (other settings)\n")
-    lines.append("No paper in `shared/papers/` reports the later LPGNN in exactly this setting "
+    lines.append("None of the reproduced papers reports the later LPGNN in exactly this setting "
                  "(true graph, raw features, ε_x ∈ {0.1, 1, 2, ∞} × ε_y ∈ {1, 2, 3, ∞}). "
                  "The closest numbers:\n")
     lines.append("| dataset | source | their setting | their value | ours, nearest cell |")
@@ -360,7 +353,7 @@ def write_report(logs, out):
         rows = [r for r in lp if r["dataset"] == name and r["method"] == "LPGNN"]
         o = _fmt(accs(rows, eps_x=1.0, eps_y=INF))
         for bb, (m, sd) in PAPER003_LPGNN[name].items():
-            lines.append(f"| {name} | 003 Table III | {bb}, ε_x = 1, clean labels, graph "
+            lines.append(f"| {name} | Solitude, Table III | {bb}, ε_x = 1, clean labels, graph "
                          f"perturbed by edge RR at ε_a = 8.0 | {m:.1f} ± {sd:.1f} | "
                          f"ε_x = 1, ε_y = ∞: {o} |")
     for name in ("cora", "citeseer", "facebook"):
@@ -371,13 +364,13 @@ def write_report(logs, out):
             cells = ", ".join(f"ε_y={k}: {v[0]:.1f} ± {v[1]:.1f}" for k, v in vals.items())
             ours = ", ".join(f"ε_y={ey:g}: {_fmt(accs(rows, eps_x=1.0, eps_y=ey))}"
                              for ey in (3.0, 2.0, 1.0))
-            lines.append(f"| {name} | 001 Table II | SAGE, features grouped to d ≈ 50 and "
+            lines.append(f"| {name} | RGNN, Table II | SAGE, features grouped to d ≈ 50 and "
                          f"GRR-style ε = {e:g} per feature, KProp steps tuned | {cells} | "
                          f"ε_x = 1: {ours} |")
         if name in PAPER001_NONPRIVATE:
             m, sd = PAPER001_NONPRIVATE[name]
             o = _fmt(accs(rows, eps_x=INF, eps_y=INF))
-            lines.append(f"| {name} | 001 Table I | SAGE, original features, no privacy | "
+            lines.append(f"| {name} | RGNN, Table I | SAGE, original features, no privacy | "
                          f"{m:.1f} ± {sd:.1f} | ε_x = ε_y = ∞: {o} |")
     lines.append("")
     lines.append(DISCUSSION)
@@ -406,7 +399,7 @@ most 2.4. The paper's CiteSeer PGC at ε = 5 (70.7) even exceeds its RAW
 (28 % Cora, 19 % CiteSeer: with 20 labels per class, random features give no useful embedding);
 every private variant beats it.
 
-**LPGNN.** The trends are those described in 001/003: accuracy rises with ε_x and with ε_y,
+**LPGNN.** The trends are those described in the RGNN and Solitude papers: accuracy rises with ε_x and with ε_y,
 label noise costs more than feature noise at these budgets (Cora, ε_x = 1: 64 % at ε_y = 1 against
 82 % with clean labels), and KProp makes ε_x = 1–2 almost as good as raw features. Drop relabels
 about a quarter of the training targets (the propagated label differs from the node's own noisy
@@ -423,12 +416,12 @@ of nodes whose neighbours disagree, which removes correct labels, and there is n
 correction to soften the loss.
 
 **Against the papers' LPGNN numbers.** None is in our setting, so the 3-point rule cannot be
-applied literally. Paper 003 runs LPGNN with clean labels on a graph perturbed by edge RR; our
+applied literally. The Solitude paper runs LPGNN with clean labels on a graph perturbed by edge RR; our
 ε_x = 1, ε_y = ∞ cell on the true graph is above its best (largest ε_a) value on Cora, as
-expected when the graph is not perturbed. Paper 001 runs it on feature-grouped data (d ≈ 50)
+expected when the graph is not perturbed. The RGNN paper runs it on feature-grouped data (d ≈ 50)
 with its own ε scale and reports standard deviations up to 15 points; our values at ε_x = 1
-are higher. Non-private SAGE (ε_x = ε_y = ∞) is 2.6 points below 001 Table I on Cora, 2.4 on
-CiteSeer and 1.8 on Facebook: 001 tuned its hyperparameters, while our ∞/∞ cell
+are higher. Non-private SAGE (ε_x = ε_y = ∞) is 2.6 points below Table I of the RGNN paper on Cora, 2.4 on
+CiteSeer and 1.8 on Facebook: the RGNN paper tuned its hyperparameters, while our ∞/∞ cell
 keeps KProp (16 hops on the citation graphs) and Drop on, both of which smooth away part of
 the (clean) signal.
 """
@@ -443,7 +436,8 @@ def main(argv=None):
     ap.add_argument("--eps-x", type=float, nargs="+", default=LPGNN_EPS_X)
     ap.add_argument("--eps-y", type=float, nargs="+", default=LPGNN_EPS_Y)
     ap.add_argument("--epochs", type=int, default=200)
-    ap.add_argument("--log", nargs="+", default=["results/lpgnn_runs.jsonl"])
+    ap.add_argument("--log", nargs="+", default=["docs/results/lpgnn_runs.jsonl"],
+                    help="runs file (the first is appended to; --report reads all)")
     ap.add_argument("--report")
     args = ap.parse_args(argv)
     warnings.filterwarnings("ignore", category=UserWarning, message=".*clipped.*")

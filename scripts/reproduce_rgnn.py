@@ -1,13 +1,19 @@
-"""Reproduce paper 001 (RGNN) Table II and its ablation (§V-B3).
+"""Reproduce RGNN's Table II and its ablation (§V-B3) (Bhaila et al., SDM 2024).
 
 Usage::
 
     export SKLDP_DATASETS_DIR=<folder with the converted datasets> OMP_NUM_THREADS=1
-    python scripts/reproduce_rgnn.py run --out rgnn_results.jsonl      # appends results
-    python scripts/reproduce_rgnn.py report --out a.jsonl,b.jsonl  # fills the tables of
-                                                                   # docs/results/rgnn.md
+    python scripts/reproduce_rgnn.py run      # appends to docs/results/rgnn_runs.jsonl
+    python scripts/reproduce_rgnn.py report   # fills the tables of docs/results/rgnn.md
 
-Protocol (paper 001 §V-A): random 50/25/25 split per seed; GRR-FS with m = 10
+Runs are recorded in ``docs/results/rgnn_runs.jsonl``, the study's one runs file in
+the :mod:`skldp.experiments` format (``runner_record``: the old fields, plus the study,
+a unique key, the split, the grid values and the metric); a run already recorded is
+skipped, so the script resumes. The earlier fragments were merged into it unchanged by
+``scripts/merge_runs_fragments.py rgnn``. The runs are not a registered
+``skldp.experiments`` study.
+
+Protocol (the paper's §V-A): random 50/25/25 split per seed; GRR-FS with m = 10
 on every feature (binary groups of 25 / 70 / 100 bag-of-words columns for Cora
 / CiteSeer / Facebook; German and Student columns with > 10 distinct values
 cut at their quartiles, the others coded by value); labels of the train and
@@ -42,6 +48,7 @@ import torch  # noqa: E402
 
 from skldp.datasets import load_dataset  # noqa: E402
 from skldp.exceptions import PrivacyLeakWarning  # noqa: E402
+from skldp.experiments import RunsFile, RunSpec, load_runs  # noqa: E402
 from skldp.mechanisms import (  # noqa: E402
     GRRFSMechanism,
     LabelRandomizedResponse,  # noqa: E402
@@ -68,7 +75,7 @@ SETTINGS = {"cora": (8, 64, 1.0), "citeseer": (8, 64, 1.0), "facebook": (4, 128,
 EPS_X = [1.0, 0.1]
 EPS_Y = [3.0, 2.0, 1.0, 0.5]
 
-# Paper 001 Table II (accuracy %, mean and std over 5 runs), columns eps_y = 3, 2, 1, 0.5.
+# The paper's Table II (accuracy %, mean and std over 5 runs), columns eps_y = 3, 2, 1, 0.5.
 PAPER = {
     ("citeseer", 1.0): {"GraphSAGE": [(24.4, 1.3), (24.3, 2.6), (20.5, 1.2), (19.4, 0.9)],
                         "LPGNN": [(45.6, 12.2), (51.7, 1.8), (46.4, 1.6), (26.9, 5.9)],
@@ -187,13 +194,24 @@ def run_one(kind, G, y, fit_rows, test_rows, eps, eps_y, sizes, seed, settings,
     return acc, eps_x_sound, eps_x_paper
 
 
+def _spec(dataset, eps, eps_y, model, seed):
+    return RunSpec(dataset, model, "random-50/25/25", int(seed),
+                   (("eps", eps), ("eps_y", eps_y)))
+
+
+def runner_record(r):
+    """A run as a record of the ``rgnn`` runs file (skldp.experiments format).
+
+    The old fields stay at the top level (the report and the figure read them); the
+    study, the unique key, the split, the grid values and the metric are added.
+    """
+    spec = _spec(r["dataset"], r["eps"], r["eps_y"], r["model"], r["seed"])
+    return {"study": "rgnn", "key": spec.key, **r, "split": spec.split,
+            "params": spec.param_dict, "metrics": {"accuracy": r["acc"]}}
+
+
 def run(args):
-    out = Path(args.out)
-    done = set()
-    if out.exists():
-        for line in out.read_text().splitlines():
-            r = json.loads(line)
-            done.add((r["dataset"], r["eps"], r["eps_y"], r["model"], r["seed"]))
+    runs = RunsFile(args.out, "rgnn")  # one writer, a key never recorded twice
     jobs = []
     for name in args.datasets:
         for seed in range(args.first_seed, args.seeds):
@@ -210,7 +228,7 @@ def run(args):
     data = {}
     cache = {}
     for name, eps, eps_y, kind, seed in jobs:
-        if (name, eps, eps_y, kind, seed) in done:
+        if _spec(name, eps, eps_y, kind, seed).key in runs:
             continue
         if name not in data:
             data.clear()
@@ -227,8 +245,7 @@ def run(args):
                    eps_x_sound=None if eps is None else sound,
                    eps_x_paper=None if eps is None else paper,
                    seconds=round(time.perf_counter() - t0, 2))
-        with out.open("a") as f:
-            f.write(json.dumps(rec) + "\n")
+        runs.append(runner_record(rec))
         print(json.dumps(rec), flush=True)
 
 
@@ -242,10 +259,9 @@ def _fmt(vals):
 def report(args):
     rows, seen = [], set()
     for out in args.out.split(","):
-        for line in Path(out).read_text().splitlines():
-            r = json.loads(line)
-            key = (r["dataset"], r["eps"], r["eps_y"], r["model"], r["seed"])
-            if key not in seen:  # parallel runs may repeat a cell: keep the first
+        for r in load_runs(out):
+            key = _spec(r["dataset"], r["eps"], r["eps_y"], r["model"], r["seed"]).key
+            if key not in seen:  # a run in two files: keep the first
                 seen.add(key)
                 rows.append(r)
 
@@ -314,7 +330,8 @@ def report(args):
 def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("cmd", choices=["run", "report"])
-    ap.add_argument("--out", default="rgnn_results.jsonl")
+    ap.add_argument("--out", default="docs/results/rgnn_runs.jsonl",
+                    help="runs file (report: several, comma-separated, allowed)")
     ap.add_argument("--datasets", nargs="+",
                     default=["student_rgnn", "german_rgnn", "cora", "citeseer", "facebook"])
     ap.add_argument("--seeds", type=int, default=5)

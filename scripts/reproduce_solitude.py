@@ -1,4 +1,4 @@
-"""Reproduce paper 003 (Solitude) Table III on Cora and CiteSeer.
+"""Reproduce Solitude's Table III (Lin et al., IEEE TIFS 2022) on Cora and CiteSeer.
 
 eps_x = 1 (multi-bit features), eps_a in {7.0, 7.3, 7.5, 7.7, 7.9, 8.0} (EdgeRR on every
 user's adjacency list, reports kept directed as in the paper's degree count), for
@@ -9,18 +9,22 @@ user's adjacency list, reports kept directed as in the paper's degree count), fo
 - Solitude: feature smoothing + learned graph-structure denoising (SolitudeClassifier);
 - graph-only baseline: label propagation of the training labels over the randomized graph.
 
-Results are appended to a JSON-lines file as they finish (so a partial run is usable) and
-``--report`` writes docs/results/solitude.md from it.
+Results are appended as they finish (so a partial run is usable) to
+``docs/results/solitude_runs.jsonl``, the study's one runs file in the
+:mod:`skldp.experiments` format (``runner_record``: the old fields, plus the study, a
+unique key, the split, the grid values and the metric); a run already recorded is
+skipped. The earlier fragments were merged into it unchanged by
+``scripts/merge_runs_fragments.py solitude``. The runs are not a registered
+``skldp.experiments`` study. ``--report`` prints the tables of docs/results/solitude.md.
 
 Usage::
 
-    SKLDP_DATASETS_DIR=/work/shared/datasets OMP_NUM_THREADS=1 \
-        python scripts/reproduce_solitude.py --out results_solitude.jsonl
-    python scripts/reproduce_solitude.py --out results_solitude.jsonl --report
+    SKLDP_DATASETS_DIR=<datasets folder> OMP_NUM_THREADS=1 \
+        python scripts/reproduce_solitude.py
+    python scripts/reproduce_solitude.py --report
 """
 
 import argparse
-import json
 import os
 import time
 from pathlib import Path
@@ -29,12 +33,12 @@ import numpy as np
 import scipy.sparse as sp
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
-os.environ.setdefault("SKLDP_DATASETS_DIR", "/work/shared/datasets")
 
 import torch  # noqa: E402
 
 from skldp import GraphData  # noqa: E402
 from skldp.datasets import load_dataset  # noqa: E402
+from skldp.experiments import RunsFile, RunSpec, load_runs  # noqa: E402
 from skldp.mechanisms import EdgeRR, MultiBitMechanism  # noqa: E402
 from skldp.model_selection import random_node_split  # noqa: E402
 from skldp.models import GCNClassifier, SAGEClassifier  # noqa: E402
@@ -45,7 +49,7 @@ torch.set_num_threads(1)
 
 EPS_X = 1.0
 EPS_A = [7.0, 7.3, 7.5, 7.7, 7.9, 8.0]
-# Paper 003, Table III (eps_x = 1): dataset -> backbone -> method -> values for EPS_A
+# The paper's Table III (eps_x = 1): dataset -> backbone -> method -> values for EPS_A
 PAPER = {
     "cora": {
         "sage": {"base": [(50.9, 3.8), (54.9, 3.7), (57.2, 2.5), (61.4, 2.6), (63.7, 2.4),
@@ -89,7 +93,7 @@ SOLITUDE = dict(feature_steps=K_X, label_steps=0, lambda_fro=1e-4, lambda_l1=1e-
 def load(name):
     """Features, symmetric 0/1 adjacency without self loops, labels.
 
-    CiteSeer: the largest connected component (paper 003 Table IV lists 2,110 nodes; the
+    CiteSeer: the largest connected component (the paper's Table IV lists 2,110 nodes; the
     LCC of the Planetoid graph has 2,120), so that the graph density matches.
     """
     b = load_dataset(name)
@@ -111,7 +115,7 @@ def backbone_cls(backbone):
 
 
 def lpgnn_model(backbone, seed):
-    """LPGNN adapted as in paper 003: features KProp, labels not private."""
+    """LPGNN adapted as in the Solitude paper: features KProp, labels not private."""
     try:
         from skldp.models import LPGNNClassifier
         print("LPGNN: skldp.models.LPGNNClassifier", flush=True)
@@ -168,16 +172,28 @@ def jobs(args):
                         yield name, eps, backbone, seed
 
 
+def _spec(dataset, eps_a, backbone, seed, method):
+    return RunSpec(dataset, method, "random-50/25/25", int(seed),
+                   (("backbone", backbone), ("eps_a", eps_a)))
+
+
+def runner_record(r):
+    """A run as a record of the ``solitude`` runs file (skldp.experiments format).
+
+    The old fields stay at the top level (the report and the figure read them); the
+    study, the unique key, the split, the grid values and the metric are added.
+    """
+    spec = _spec(r["dataset"], r["eps_a"], r["backbone"], r["seed"], r["method"])
+    return {"study": "solitude", "key": spec.key, **r, "split": spec.split,
+            "params": spec.param_dict, "metrics": {"accuracy": r["acc"]}}
+
+
 def main_run(args):
-    out = Path(args.out)
-    done = set()
-    if out.exists():
-        for line in out.read_text().splitlines():
-            r = json.loads(line)
-            done.add((r["dataset"], r["eps_a"], r["backbone"], r["seed"], r["method"]))
+    runs = RunsFile(args.out, "solitude")  # one writer, a key never recorded twice
     data = {}
     for name, eps, backbone, seed in jobs(args):
-        todo = [m for m in args.methods if (name, eps, backbone, seed, m) not in done]
+        todo = [m for m in args.methods
+                if _spec(name, eps, backbone, seed, m).key not in runs]
         if not todo:
             continue
         if name not in data:
@@ -185,18 +201,16 @@ def main_run(args):
         G, y = data[name]
         t0 = time.time()
         res = run_one(name, G, y, eps, backbone, seed, todo)
-        with out.open("a") as f:
-            for method, acc, secs in res:
-                f.write(json.dumps(dict(dataset=name, eps_a=eps, backbone=backbone, seed=seed,
-                                        method=method, acc=acc, seconds=secs)) + "\n")
+        for method, acc, secs in res:
+            runs.append(runner_record(dict(dataset=name, eps_a=eps, backbone=backbone,
+                                           seed=seed, method=method, acc=acc, seconds=secs)))
         print(f"{name} eps_a={eps} {backbone} seed={seed}: "
               + ", ".join(f"{m}={a:.3f}" for m, a, _ in res) + f" ({time.time() - t0:.0f}s)",
               flush=True)
 
 
 def main_report(args):
-    rows = [json.loads(line) for f in [args.out] + (args.inputs or [])
-            for line in Path(f).read_text().splitlines()]
+    rows = [r for f in [args.out] + (args.inputs or []) for r in load_runs(f)]
     from collections import defaultdict
     acc = defaultdict(list)
     for r in rows:
@@ -230,7 +244,7 @@ def main_report(args):
 
 if __name__ == "__main__":
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--out", default="results_solitude.jsonl")
+    p.add_argument("--out", default="docs/results/solitude_runs.jsonl")
     p.add_argument("--datasets", nargs="+", default=["cora", "citeseer"])
     p.add_argument("--backbones", nargs="+", default=["gcn", "sage"])
     p.add_argument("--methods", nargs="+",

@@ -1,8 +1,8 @@
 """Figures of the results pages: accuracy (or AUC) against epsilon, from the runs files.
 
-Reads the ``*_runs*.jsonl`` files of ``docs/results`` (written by the reproduction
-scripts) and draws one figure per page, ``docs/results/fig_<page>.png``: the mean over
-seeds of each private method against its epsilon, the raw-feature (non-private) model
+Reads the ``<study>_runs.jsonl`` files of ``docs/results`` (one per study, written by
+the reproduction scripts) and draws one figure per page, ``docs/results/fig_<page>.png``:
+the mean over seeds of each private method against its epsilon, the raw-feature (non-private) model
 as a dashed line and the feature-free (graph-only) model as a dotted line where the
 runs have them. PrivGE's page draws its own figure (``scripts/reproduce_privge.py``).
 
@@ -94,8 +94,9 @@ def _finish(fig, axes, page, ylabel, xlabel="ε"):
 
 
 def lpgnn():
-    rows = _runs("lpgnn_runs_table2.jsonl")
-    lpg = _runs("lpgnn_runs_lpgnn.jsonl", "lpgnn_runs_facebook.jsonl")
+    runs = _runs("lpgnn_runs.jsonl")
+    rows = [r for r in runs if r["part"] == "table2"]
+    lpg = [r for r in runs if r["part"] == "lpgnn"]
     fig, axes = plt.subplots(1, 5, figsize=(16, 3.6), sharey=False)
     for ax, ds in zip(axes[:2], ["cora", "citeseer"], strict=True):
         g = _mean(_group(rows, "method", "eps", where=lambda r, ds=ds: r["dataset"] == ds), "acc")
@@ -140,7 +141,7 @@ def rgnn():
 
 
 def solitude():
-    rows = _runs("solitude_runs_base.jsonl", "solitude_runs_solitude.jsonl")
+    rows = _runs("solitude_runs.jsonl")
     panels = [(ds, bb) for ds in ["cora", "citeseer"] for bb in ["gcn", "sage"]]
     fig, axes = plt.subplots(1, 4, figsize=(14, 3.6))
     for ax, (ds, bb) in zip(axes, panels, strict=True):
