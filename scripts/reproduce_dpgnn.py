@@ -1,4 +1,4 @@
-"""Reproduce the central claim of DP-GNN (paper 004) on facebook and twitch_ENGB.
+"""Reproduce the central claim of DP-GNN (Daigavane et al., arXiv 2021) on facebook and twitch_ENGB.
 
 DP-GNN vs DP-MLP vs non-private MLP vs non-private 1-layer GCN at
 eps in {1, 4, 10, 30}, delta = 1/(10 N_train), 50/25/25 split, plus the
@@ -6,7 +6,7 @@ batch-size and degree ablations (Tables 2 and 3) on facebook.
 
 Usage::
 
-    SKLDP_DATASETS_DIR=/work/shared/datasets OMP_NUM_THREADS=1 \\
+    SKLDP_DATASETS_DIR=<datasets folder> OMP_NUM_THREADS=1 \\
         python scripts/reproduce_dpgnn.py --seeds 5
 
 Every finished run is appended to ``--runs`` (JSON lines) so that an
@@ -29,7 +29,6 @@ import warnings
 from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
-os.environ.setdefault("SKLDP_DATASETS_DIR", "/work/shared/datasets")
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402

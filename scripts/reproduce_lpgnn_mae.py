@@ -1,19 +1,20 @@
-"""Reproduce paper 000 Figure 2 (and a Figure 3 style table): MAE of the GCN aggregation estimate.
+"""Reproduce Figure 2 of the PGC/LPGNN paper (and a Figure 3 style table): MAE of the GCN estimate.
 
-For each dataset, privacy budget eps in {1, 3, 5, 7, 9} (per feature, as in paper 000) and
+Sajadmanesh & Gatica-Perez (arXiv 2020). For each dataset, privacy budget eps in
+{1, 3, 5, 7, 9} (per feature, as in the paper) and
 mechanism (LM, PM, PGC), one collection of all nodes' features is perturbed, aggregated with
-the first-layer graph convolution estimator (paper 000 eq. (4), ``GCNAggregation``) and
+the first-layer graph convolution estimator (the paper's eq. (4), ``GCNAggregation``) and
 compared with the aggregation of the true features (MAE, eq. (8), averaged over all nodes).
 Each configuration is repeated over several seeds (independent collections).
 
 Per-feature budget as in the paper: PGC = ``OneBitMechanism(eps)`` (``split_eps=False``),
 LM = ``LaplaceMechanism(eps * d)`` (``Lap(1/eps)`` on each feature), PM =
 ``PiecewiseMechanism(eps * d, k=d)`` (PM with ``eps`` on each feature). The per-user totals are
-therefore ``d * eps`` for all three (paper 000 §6 notes this limitation).
+therefore ``d * eps`` for all three (the paper's §6 notes this limitation).
 
 Usage::
 
-    OMP_NUM_THREADS=1 SKLDP_DATASETS_DIR=/work/shared/datasets \\
+    OMP_NUM_THREADS=1 SKLDP_DATASETS_DIR=<datasets folder> \\
         python scripts/reproduce_lpgnn_mae.py [--datasets cora citeseer ...] [--seeds 5]
 
 Results are cached in ``--cache`` (JSON lines, one per run) and the Markdown table
@@ -48,16 +49,22 @@ EPSILONS = [1, 3, 5, 7, 9]
 MECHANISMS = ["LM", "PM", "PGC"]
 ROOT = Path(__file__).resolve().parents[1]
 OUT_MD = ROOT / "docs" / "results" / "lpgnn_mae.md"
+# The API links of the page (the docs' MyST role).
+API_LINE = "**API of the estimators on this page:** " + ", ".join(
+    f"{{py:class}}`~skldp.{c}`" for c in (
+        "propagation.GCNAggregation", "propagation.KProp", "mechanisms.LaplaceMechanism",
+        "mechanisms.MultiBitMechanism", "mechanisms.OneBitMechanism",
+        "mechanisms.PiecewiseMechanism")) + "."
 MARKER = "<!-- sections below are kept when the script rewrites this file -->"
 
-# Paper 000 Table 3 (mean feature value after scaling to [0, 1]).
+# The paper's Table 3 (mean feature value after scaling to [0, 1]).
 PAPER_XBAR = {"cora": 0.013, "citeseer": 0.009, "twitch_ENGB": 0.008, "facebook": None}
-# What paper 000 §5.1 states about Figure 2 (the figure's numbers are not in the text).
+# What the paper's §5.1 states about Figure 2 (the figure's numbers are not in the text).
 PAPER_CLAIM = {
     "cora": "PGC < PM < LM at every eps; MAE decreases with eps",
     "citeseer": "PGC < PM < LM at every eps; MAE decreases with eps",
     "twitch_ENGB": "PGC < PM < LM at every eps (paper: Twitch UK, 2,545 features)",
-    "facebook": "not in paper 000 (issue 3 asks for it)",
+    "facebook": "not in the PGC/LPGNN paper",
 }
 
 
@@ -163,9 +170,11 @@ def _fmt(vals):
 def write_markdown(done):
     recs = list(done.values())
     lines = [
-        "# LPGNN / PGC: MAE of the graph-convolution estimate (paper 000 Figure 2)",
+        "# LPGNN / PGC: MAE of the graph-convolution estimate (the PGC/LPGNN paper Figure 2)",
         "",
-        "Paper 000 (`shared/papers/000_d33593cc1e28739e.txt`) §5.1, eq. (8): per-node mean "
+        API_LINE,
+        "",
+        "Sajadmanesh & Gatica-Perez (arXiv 2020) §5.1, eq. (8): per-node mean "
         "absolute error of the first-layer GCN aggregation estimate (eq. (4), "
         "`skldp.propagation.GCNAggregation`, `D^-1/2 (A+I) D^-1/2`) against the aggregation "
         "of the true features, averaged over all nodes; features in [0, 1] "
@@ -179,14 +188,14 @@ def write_markdown(done):
         "**Paper values.** Figure 2's numbers are not in the paper's text, so the paper "
         "column states what §5.1 says about the figure. As a numeric cross-check, "
         "*Gauss. pred.* is the MAE predicted from the mechanisms' variance formulas "
-        "(000 eqs. (7), (10), (27)): `mean_v sqrt(2/pi * Var * sum_u P_vu^2)` — exact up "
+        "(the paper's eqs. (7), (10), (27)): `mean_v sqrt(2/pi * Var * sum_u P_vu^2)` — exact up "
         "to the normal approximation of each node's error (poor for low-degree nodes under "
         "PGC, whose error is a sum of a few two-point variables, and at large eps, where "
         "most one-bit errors are tiny and a few are large). The second table checks the "
         "root mean squared error against its **exact** prediction "
         "`sqrt(mean_v Var * sum_u P_vu^2)` (the estimate is unbiased).",
         "",
-        "Command: `OMP_NUM_THREADS=1 SKLDP_DATASETS_DIR=/work/shared/datasets python "
+        "Command: `OMP_NUM_THREADS=1 SKLDP_DATASETS_DIR=<datasets folder> python "
         "scripts/reproduce_lpgnn_mae.py` (ours = mean ± std over independent collections, "
         "seeds 0..S-1; S given per table).",
         "",
@@ -241,7 +250,7 @@ def write_markdown(done):
             dmax = bd["PGC"][0]["dmax"]
             shown = [k for k in (1, 2, 3, 5, 10, 20, 50) if k <= dmax] + [dmax]
             shown = sorted(set(shown))
-            lines += [f"MAE vs node degree at eps = 1 (paper 000 Figure 3 style; degrees up "
+            lines += [f"MAE vs node degree at eps = 1 (the paper's Figure 3 style; degrees up "
                       f"to the 99 % quantile {dmax}):", "",
                       "| degree | " + " | ".join(MECHANISMS) + " |",
                       "|---" * (len(MECHANISMS) + 1) + "|"]
@@ -255,8 +264,9 @@ def write_markdown(done):
             lines.append("")
     secs = sum(r["seconds"] for r in recs)
     lines += ["## Notes", "",
-              "- twitch_ENGB here has 3,170 features (MUSAE release); paper 000 used a Twitch "
-              "UK version with 2,545 features (its Table 1), so absolute values differ a little.",
+              "- twitch_ENGB here has 3,170 features (MUSAE release); the PGC/LPGNN paper used "
+              "a Twitch UK version with 2,545 features (its Table 1), so absolute values "
+              "differ a little.",
               "- The paper does not state how Figure 2 handles isolated nodes; with the self "
               "loop of eq. (1) an isolated node's estimate is its own report (CiteSeer has 48).",
               f"- Total compute of the cached runs: {secs / 60:.1f} min on "
