@@ -40,7 +40,13 @@ class _Standardized:
         step = max(1, _STATS_CHUNK // max(X.shape[1], 1))
         for s in range(0, X.shape[0], step):
             Z[s:s + step] = (X[s:s + step] - mean) / scale
+        self.a = Z if device.type == "cpu" else None
         self.t = torch.as_tensor(Z, device=device)
+
+    def rows(self, positions):
+        if self.a is not None:   # numpy's take gathers rows ~4x faster than torch indexing
+            return torch.from_numpy(np.take(self.a, positions.numpy(), axis=0))
+        return self.t[positions]
 
 
 class _SparseRows:
@@ -280,7 +286,7 @@ class MLPHead(TorchClassifierBase):
             return torch.cat([module(data.rows(positions[s:s + _CHUNK_ROWS]))
                               for s in range(0, len(positions), _CHUNK_ROWS)])
         if isinstance(data, _Standardized):
-            return module[1:](data.t[positions])
+            return module[1:](data.rows(positions))
         return module(data[positions])
 
     # ------------------------------------------------------------------- fit
