@@ -6,12 +6,15 @@ Usage::
     python scripts/reproduce_rgnn.py run      # appends to docs/results/rgnn_runs.jsonl
     python scripts/reproduce_rgnn.py report   # fills the tables of docs/results/rgnn.md
 
-Runs are recorded in ``docs/results/rgnn_runs.jsonl``, the study's one runs file in
-the :mod:`skldp.experiments` format (``runner_record``: the old fields, plus the study,
-a unique key, the split, the grid values and the metric); a run already recorded is
-skipped, so the script resumes. The earlier fragments were merged into it unchanged by
-``scripts/merge_runs_fragments.py rgnn``. The runs are not a registered
-``skldp.experiments`` study.
+The sweep is the registered study ``rgnn`` of :mod:`skldp.experiments`
+(``skldp/experiments/studies/_rgnn.py``; ``python -m skldp reproduce rgnn`` runs its
+Table II methods on the five datasets): ``run`` hands it to ``run_study``, which appends
+each finished run to ``docs/results/rgnn_runs.jsonl``, the study's one runs file, and
+skips a run already recorded. ``run`` runs the K = 16 and ablation variants on Cora and
+CiteSeer only, as the results page does. The records written by this script before the
+runner (merged unchanged from four fragments by ``scripts/merge_runs_fragments.py rgnn``;
+``runner_record`` gives their keys) keep their old fields (``model``, ``acc``,
+``eps_x_sound``, ``eps_x_paper``); the report reads both kinds.
 
 Protocol (the paper's §V-A): random 50/25/25 split per seed; GRR-FS with m = 10
 on every feature (binary groups of 25 / 70 / 100 bag-of-words columns for Cora
@@ -27,17 +30,16 @@ Budgets: ``eps`` is GRR-FS's per-feature budget. A user's sound feature budget
 is ``m * eps`` (``GRRFSMechanism.epsilon_``: 10 and 1 for eps = 1 and 0.1);
 the paper's Theorem 1 value ``ln(1 + (m/d)(e^(m eps) - 1))``
 (``paper_epsilon_``, e.g. 8.33 and 0.28 on CiteSeer) is not an LDP bound and
-is recorded for comparison only. Each record holds both (``eps_x_sound``,
-``eps_x_paper``). Model ``LPGNN`` gives the multi-bit mechanism the paper's
+is recorded for comparison only. Each record written before the runner holds both
+(``eps_x_sound``, ``eps_x_paper``). Model ``LPGNN`` gives the multi-bit mechanism the paper's
 value (what the committed runs used: the paper gives LPGNN "the same eps_x");
 model ``LPGNN-sound`` gives it the sound ``m * eps`` that GRR-FS spends.
 """
 
 import argparse
-import json
+import dataclasses
 import os
 import sys
-import time
 import warnings
 from pathlib import Path
 
@@ -46,34 +48,22 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from skldp.datasets import load_dataset  # noqa: E402
 from skldp.exceptions import PrivacyLeakWarning  # noqa: E402
-from skldp.experiments import RunsFile, RunSpec, load_runs  # noqa: E402
-from skldp.mechanisms import (  # noqa: E402
-    GRRFSMechanism,
-    LabelRandomizedResponse,  # noqa: E402
-    discretize,
-    group_features,
-    quantile_bin_edges,  # noqa: E402
+from skldp.experiments import RunSpec, load_runs, run_study  # noqa: E402
+from skldp.experiments.studies._rgnn import (  # noqa: E402
+    ABLATION_EPS,
+    EPS_X,
+    EPS_Y,
+    KINDS,
+    M,
+    rgnn_study,
 )
-from skldp.model_selection import random_node_split  # noqa: E402
-from skldp.models import RGNNClassifier  # noqa: E402
-from skldp.reconstruction import FrequencyReconstructor, mean_propagation_matrix  # noqa: E402
-from skldp.utils import draw_seed  # noqa: E402
 
 torch.set_num_threads(1)
 warnings.filterwarnings("ignore", category=PrivacyLeakWarning)
 
-M = 10
-EPOCHS = 100
-GROUP = {"cora": 25, "citeseer": 70, "facebook": 100}
-# Propagation steps (K_x = K_y), METIS bags and LLP weight per dataset. The paper
-# tunes K in {2, 4, 8, 16}, clusters in {4..256}, alpha in {0.01..20}; we fix one
-# setting per dataset (more hops for the sparse citation graphs, paper §V-B5).
-SETTINGS = {"cora": (8, 64, 1.0), "citeseer": (8, 64, 1.0), "facebook": (4, 128, 1.0),
-            "german_rgnn": (4, 16, 1.0), "student_rgnn": (4, 16, 1.0)}
-EPS_X = [1.0, 0.1]
-EPS_Y = [3.0, 2.0, 1.0, 0.5]
+# The page runs these on Cora and CiteSeer only (the others on every dataset).
+CITATION_ONLY = ("RGNN-K16", "RGNN-LLP", "RGNN(noisy y)", "RGNN(noisy x)")
 
 # The paper's Table II (accuracy %, mean and std over 5 runs), columns eps_y = 3, 2, 1, 0.5.
 PAPER = {
@@ -111,87 +101,6 @@ PAPER = {
 # §V-B3 on CiteSeer: RGNN, RGNN w/o LLP, RGNN on perturbed labels, RGNN on perturbed features.
 PAPER_ABLATION = {"citeseer": {"RGNN": (40.2, 1.9), "RGNN-LLP": (34.0, 3.2),
                                "RGNN(noisy y)": (28.3, 6.6), "RGNN(noisy x)": (23.6, 1.5)}}
-ABLATION_EPS = (1.0, 1.0)  # the paper's ablation budgets were lost in the text extraction
-
-
-def categorical_graph(name):
-    """The dataset as integer codes and the public domain size of each column."""
-    ds = load_dataset(name)
-    G, y = ds.data, np.asarray(ds.target)
-    if name in GROUP:
-        X = group_features(G.features, GROUP[name])
-        sizes = np.full(X.shape[1], 2)
-    else:
-        X = G.features.toarray() if hasattr(G.features, "toarray") else np.asarray(G.features)
-        distinct = [np.unique(X[:, j]) for j in range(X.shape[1])]
-        many = [j for j, u in enumerate(distinct) if len(u) > 10]
-        X = discretize(X, quantile_bin_edges(X, 4, many))  # paper: quantile discretisation
-        sizes = np.empty(X.shape[1], dtype=np.int64)
-        for j in range(X.shape[1]):
-            u = np.unique(X[:, j])
-            X[:, j] = np.searchsorted(u, X[:, j])
-            sizes[j] = max(len(u), 2)
-    labelled = y >= 0
-    return G.with_features(X), y, labelled, sizes
-
-
-def run_one(kind, G, y, fit_rows, test_rows, eps, eps_y, sizes, seed, settings,
-            reports_cache):
-    hops, k, alpha = settings
-    if kind.startswith("RGNN-K"):  # the paper tunes K_x = K_y in {2, 4, 8, 16}
-        hops, kind = int(kind[len("RGNN-K"):]), "RGNN"
-    key = (eps, seed, hops)
-    if key not in reports_cache:
-        mech = GRRFSMechanism(eps, m=M, domain_sizes=sizes, random_state=seed).fit(G)
-        R = mech.transform(G)
-        rec = FrequencyReconstructor(eps, M, domain_sizes=sizes, hops=hops).fit(R)
-        reports_cache.clear()
-        reports_cache[key] = (R, rec.transform(R), mech.epsilon_, mech.paper_epsilon_)
-    R, Z, eps_x_sound, eps_x_paper = reports_cache[key]
-    common = dict(eps_y=eps_y, hops_y=hops, n_clusters=k, epochs=EPOCHS,
-                  validation_fraction=1 / 3, patience=EPOCHS, random_state=seed)
-    if kind == "RGNN":
-        Gin, clf = Z, RGNNClassifier(alpha=alpha, **common)
-    elif kind == "GraphSAGE":  # raw perturbed features and labels, no reconstruction
-        Gin, clf = R, RGNNClassifier(alpha=0.0, reconstruct_labels=False, **common)
-    elif kind == "graph-only":
-        # No features: label propagation of the noisy training labels (Algorithm 2
-        # evaluated at the test nodes: masked propagation, T^-1, argmax).
-        mech = LabelRandomizedResponse(eps_y, classes=np.unique(y[fit_rows]),
-                                       random_state=draw_seed(seed) % (2**32)).fit()
-        noisy = mech.randomize_encoded(mech.encode(y[fit_rows]), G.node_keys[fit_rows])
-        n, c = G.n_nodes, len(mech.classes_)
-        Y = np.zeros((n, c + 1))
-        Y[fit_rows, noisy] = 1.0
-        Y[fit_rows, c] = 1.0
-        P = mean_propagation_matrix(G.adjacency)
-        for _ in range(hops):
-            Y = P @ Y
-        est = np.linalg.solve(mech.transition_matrix_.T, Y[test_rows, :c].T).T
-        pred = mech.classes_[np.argmax(est, axis=1)]
-        return float(np.mean(pred == y[test_rows])), None, None
-    elif kind == "RGNN-LLP":
-        Gin, clf = Z, RGNNClassifier(alpha=0.0, **common)
-    elif kind == "RGNN(noisy y)":
-        Gin, clf = Z, RGNNClassifier(alpha=alpha, reconstruct_labels=False, **common)
-    elif kind == "RGNN(noisy x)":
-        Gin, clf = R, RGNNClassifier(alpha=alpha, **common)
-    elif kind in ("LPGNN", "LPGNN-sound"):
-        # Multi-bit features (m = 10 sampled) + KProp on features and labels + forward
-        # correction. The paper (§V-B1) gives LPGNN "the same eps_x" as GRR-FS, i.e. its
-        # Theorem 1 number ("LPGNN"); "LPGNN-sound" gives it GRR-FS's sound m * eps.
-        from skldp.mechanisms import MultiBitMechanism
-        from skldp.models import LPGNNClassifier
-        eps_mb = eps_x_sound if kind == "LPGNN-sound" else eps_x_paper
-        mb = MultiBitMechanism(eps_mb, m=M, feature_range=(np.zeros(len(sizes)), sizes - 1),
-                               random_state=seed).fit(G)
-        Gin = mb.transform(G)
-        clf = LPGNNClassifier(eps_y, classes=np.unique(y[fit_rows]), x_steps=hops,
-                              y_steps=hops, epochs=EPOCHS, validation_fraction=1 / 3,
-                              patience=EPOCHS, random_state=seed)
-    clf.fit(Gin[fit_rows], y[fit_rows])
-    acc = float(np.mean(clf.predict(Gin[test_rows]) == y[test_rows]))
-    return acc, eps_x_sound, eps_x_paper
 
 
 def _spec(dataset, eps, eps_y, model, seed):
@@ -206,47 +115,40 @@ def runner_record(r):
     study, the unique key, the split, the grid values and the metric are added.
     """
     spec = _spec(r["dataset"], r["eps"], r["eps_y"], r["model"], r["seed"])
-    return {"study": "rgnn", "key": spec.key, **r, "split": spec.split,
+    return {"study": "rgnn", "key": spec.key, **r, "method": r["model"], "split": spec.split,
             "params": spec.param_dict, "metrics": {"accuracy": r["acc"]}}
 
-
 def run(args):
-    runs = RunsFile(args.out, "rgnn")  # one writer, a key never recorded twice
-    jobs = []
-    for name in args.datasets:
-        for seed in range(args.first_seed, args.seeds):
-            for eps in EPS_X if args.eps is None else args.eps:
-                for eps_y in EPS_Y:
-                    for kind in ("RGNN", "GraphSAGE", "LPGNN", "LPGNN-sound", "RGNN-K16"):
-                        jobs.append((name, eps, eps_y, kind, seed))
-                    if eps == EPS_X[0]:
-                        jobs.append((name, None, eps_y, "graph-only", seed))
-            if name in ("citeseer", "cora"):
-                for kind in ("RGNN-LLP", "RGNN(noisy y)", "RGNN(noisy x)"):
-                    jobs.append((name, ABLATION_EPS[0], ABLATION_EPS[1], kind, seed))
-    jobs = [j for j in jobs if args.models is None or j[3] in args.models]
-    data = {}
-    cache = {}
-    for name, eps, eps_y, kind, seed in jobs:
-        if _spec(name, eps, eps_y, kind, seed).key in runs:
+    """Run the registered study ``rgnn`` (skldp.experiments) for the chosen subset."""
+    models = args.models or list(KINDS)
+    seeds = range(args.first_seed, args.seeds)
+    groups = [([m for m in models if m not in CITATION_ONLY], args.datasets),
+              ([m for m in models if m in CITATION_ONLY],
+               [d for d in args.datasets if d in ("cora", "citeseer")])]
+    failed = 0
+    for methods, datasets in groups:
+        if not methods or not datasets:
             continue
-        if name not in data:
-            data.clear()
-            cache.clear()
-            data[name] = categorical_graph(name)
-        G, y, labelled, sizes = data[name]
-        yl = np.where(labelled, y, -1)
-        tr, va, te = random_node_split(yl, random_state=seed)
-        t0 = time.perf_counter()
-        acc, sound, paper = run_one(kind, G, y, np.flatnonzero(tr | va), np.flatnonzero(te),
-                                    1.0 if eps is None else eps, eps_y, sizes, seed,
-                                    SETTINGS[name], cache)
-        rec = dict(dataset=name, eps=eps, eps_y=eps_y, model=kind, seed=seed, acc=acc,
-                   eps_x_sound=None if eps is None else sound,
-                   eps_x_paper=None if eps is None else paper,
-                   seconds=round(time.perf_counter() - t0, 2))
-        runs.append(runner_record(rec))
-        print(json.dumps(rec), flush=True)
+        study = rgnn_study(datasets, seeds, methods)
+        if args.eps is not None:  # a subset of the per-feature budgets
+            grids = {m: {**meth.grid, "eps": [e for e in meth.grid["eps"]
+                                              if e is None or e in args.eps]}
+                     for m, meth in study.methods.items()}
+            study = dataclasses.replace(study, methods={
+                m: dataclasses.replace(meth, grid=grids[m])
+                for m, meth in study.methods.items() if grids[m]["eps"]})
+        res = run_study(study, args.results_dir, n_jobs=args.n_jobs)
+        failed += len(res.failed) + len(res.missing)
+        print(f"rgnn ({', '.join(methods)} on {', '.join(datasets)}): {len(res.done)} run(s) "
+              f"done, {len(res.skipped)} already recorded, {len(res.failed)} failed")
+    return 1 if failed else 0
+
+
+def _old_fields(r):
+    """The fields the report reads, for records written by the runner."""
+    if "model" in r:
+        return r
+    return {**r, "model": r["method"], "acc": r["metrics"]["accuracy"], **r["params"]}
 
 
 def _fmt(vals):
@@ -259,7 +161,7 @@ def _fmt(vals):
 def report(args):
     rows, seen = [], set()
     for out in args.out.split(","):
-        for r in load_runs(out):
+        for r in map(_old_fields, load_runs(out)):
             key = _spec(r["dataset"], r["eps"], r["eps_y"], r["model"], r["seed"]).key
             if key not in seen:  # a run in two files: keep the first
                 seen.add(key)
@@ -331,11 +233,15 @@ def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("cmd", choices=["run", "report"])
     ap.add_argument("--out", default="docs/results/rgnn_runs.jsonl",
-                    help="runs file (report: several, comma-separated, allowed)")
+                    help="report: the runs file(s), comma-separated")
+    ap.add_argument("--results-dir", default="docs/results",
+                    help="run: the folder of the study's runs file rgnn_runs.jsonl")
+    ap.add_argument("--n-jobs", type=int, default=1, help="run: parallel runs")
     ap.add_argument("--datasets", nargs="+",
                     default=["student_rgnn", "german_rgnn", "cora", "citeseer", "facebook"])
     ap.add_argument("--seeds", type=int, default=5)
-    ap.add_argument("--models", nargs="+", default=None)
+    ap.add_argument("--models", nargs="+", default=None, choices=KINDS,
+                    help="default: all (K = 16 and the ablations on Cora and CiteSeer only)")
     ap.add_argument("--first-seed", type=int, default=0)
     ap.add_argument("--eps", type=float, nargs="+", default=None,
                     help="per-feature eps values to run (default: all of EPS_X)")

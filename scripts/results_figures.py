@@ -122,7 +122,11 @@ def lpgnn():
 
 
 def rgnn():
-    rows = _runs("rgnn_runs.jsonl")
+    # Records written by the runner (skldp.experiments) name the model "method" and keep
+    # the accuracy and the budgets in "metrics" and "params".
+    rows = [r if "model" in r else {**r, "model": r["method"], "acc": r["metrics"]["accuracy"],
+                                    **r["params"]}
+            for r in _runs("rgnn_runs.jsonl")]
     datasets = ["cora", "citeseer", "facebook", "german_rgnn", "student_rgnn"]
     fig, axes = plt.subplots(1, len(datasets), figsize=(16, 3.6))
     for ax, ds in zip(axes, datasets, strict=True):

@@ -1,10 +1,11 @@
 """Registered studies: ``python -m skldp reproduce <name>``."""
 
 from ._privge import privge_study
+from ._rgnn import rgnn_study
 
-__all__ = ["get_study", "list_studies", "privge_study"]
+__all__ = ["get_study", "list_studies", "privge_study", "rgnn_study"]
 
-_STUDIES = {"privge": privge_study}
+_STUDIES = {"privge": privge_study, "rgnn": rgnn_study}
 
 
 def list_studies():
