@@ -108,10 +108,13 @@ FRAGMENTS = {
                  "reproduce_solitude.py", "acc"),
     "lpgnn": (["lpgnn_runs_table2.jsonl", "lpgnn_runs_lpgnn.jsonl",
                "lpgnn_runs_facebook.jsonl"], "reproduce_lpgnn.py", "acc"),
+    # already one file: its records only gain the study and a key
+    "dpgnn": (["dpgnn_runs.jsonl"], "reproduce_dpgnn.py", "test"),
 }
 # Fields that describe how a run went, not which cell it belongs to.
 NOT_CELL = {"study", "key", "source", "split", "params", "metrics", "seed", "seconds", "epochs",
-            "label_agreement", "eps_x_sound", "eps_x_paper", "eps_x_total", "acc"}
+            "label_agreement", "eps_x_sound", "eps_x_paper", "eps_x_total", "acc", "val",
+            "test", "epsilon", "delta", "z", "selected_steps", "alpha"}
 
 
 def _script(name):

@@ -9,9 +9,13 @@ Usage::
     SKLDP_DATASETS_DIR=<datasets folder> OMP_NUM_THREADS=1 \\
         python scripts/reproduce_dpgnn.py --seeds 5
 
-Every finished run is appended to ``--runs`` (JSON lines) so that an
-interrupted run can be resumed; ``--report-only`` rebuilds the Markdown table
-(``docs/results/dpgnn.md``) from the runs file. ``--methods`` and ``--tables``
+Every finished run is appended to ``--runs`` (``docs/results/dpgnn_runs.jsonl``, the
+study's one runs file in the :mod:`skldp.experiments` format: ``runner_record``) and a
+run already recorded is skipped, so an interrupted run can be resumed (the records
+written before that format were given their study and key unchanged otherwise by
+``scripts/merge_runs_fragments.py dpgnn``); the runs are not a registered study.
+``--report-only`` rebuilds the Markdown table (``docs/results/dpgnn.md``) from the runs
+file. ``--methods`` and ``--tables``
 restrict what is (re)run, e.g. ``--tables main --methods DP-MLP``.
 
 Runs carry a code ``version``: 1 (no field) for runs made before the privacy
@@ -36,6 +40,7 @@ import torch  # noqa: E402
 from skldp.baselines import LabelPropagationClassifier  # noqa: E402
 from skldp.central import DPGNNClassifier, DPMLPClassifier  # noqa: E402
 from skldp.datasets import load_dataset  # noqa: E402
+from skldp.experiments import RunsFile, RunSpec, load_runs  # noqa: E402
 from skldp.model_selection import random_node_split  # noqa: E402
 from skldp.models import GCNClassifier  # noqa: E402
 
@@ -130,18 +135,24 @@ def run_one(method, name, G, y, masks, seed, eps=None, **over):
     return rec
 
 
-def done_keys(path):
-    keys = set()
-    if path.exists():
-        for line in path.read_text().splitlines():
-            r = json.loads(line)
-            keys.add(_key(r))
-    return keys
+def _spec(r):
+    """The run's identity: table, method, dataset, seed, budget, ablation values, version."""
+    params = {"table": r["table"], "eps": r.get("eps"), "batch_size": r.get("batch_size"),
+              "max_degree": r.get("max_degree"), "version": r.get("version", 1)}
+    return RunSpec(r["dataset"], r["method"], "random-50/25/25", int(r["seed"]),
+                   tuple(sorted(params.items())))
 
 
-def _key(r):
-    return (r["table"], r["method"], r["dataset"], r["seed"], r.get("eps"),
-            r.get("batch_size"), r.get("max_degree"), r.get("version", 1))
+def runner_record(r):
+    """A run as a record of the ``dpgnn`` runs file (skldp.experiments format).
+
+    The old fields stay at the top level (the report and the figure read them); the
+    study, the unique key, the split, the identifying values and the metrics are added.
+    """
+    spec = _spec(r)
+    return {"study": "dpgnn", "key": spec.key, **r, "split": spec.split,
+            "params": spec.param_dict,
+            "metrics": {"accuracy": r["test"], "val_accuracy": r["val"]}}
 
 
 def _main_seed(seed):
@@ -215,14 +226,14 @@ def main():
     runs = Path(args.runs)
     runs.parent.mkdir(parents=True, exist_ok=True)
     if not args.report_only:
-        done = done_keys(runs)
+        done = RunsFile(runs, "dpgnn")  # one writer, a key never recorded twice
         data = {}
         for table, method, name, seed, eps, over in experiments(args.seeds):
             if (args.methods and method not in args.methods) or \
                     (args.tables and table not in args.tables):
                 continue
-            key = (table, method, name, seed, eps, over.get("batch_size"), over.get("max_degree"),
-                   VERSION)
+            key = _spec(dict(table=table, method=method, dataset=name, seed=seed, eps=eps,
+                             version=VERSION, **over)).key
             if key in done:
                 continue
             if name not in data:
@@ -232,8 +243,7 @@ def main():
             masks = random_node_split(y, random_state=seed)
             rec = run_one(method, name, G, y, masks, seed, eps, **over)
             rec["table"] = table
-            with open(runs, "a") as f:
-                f.write(json.dumps(rec) + "\n")
+            done.append(runner_record(rec))
             print(json.dumps(rec), flush=True)
             write_report(runs, Path(args.out))
     write_report(runs, Path(args.out))
@@ -251,7 +261,7 @@ def _version(r):
 
 
 def write_report(runs, out):
-    recs = [json.loads(line) for line in runs.read_text().splitlines()]
+    recs = load_runs(runs)
     lines = []
 
     def select(table, method, name, eps=None, version=None, **kw):
