@@ -145,7 +145,9 @@ def rgnn():
 
 
 def solitude():
-    rows = _runs("solitude_runs.jsonl")
+    # Records written by the runner keep the budgets in "params", the accuracy in "metrics".
+    rows = [r if "eps_a" in r else {**r, **r["params"], "acc": r["metrics"]["accuracy"]}
+            for r in _runs("solitude_runs.jsonl")]
     panels = [(ds, bb) for ds in ["cora", "citeseer"] for bb in ["gcn", "sage"]]
     fig, axes = plt.subplots(1, 4, figsize=(14, 3.6))
     for ax, (ds, bb) in zip(axes, panels, strict=True):

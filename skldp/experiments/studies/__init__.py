@@ -2,10 +2,11 @@
 
 from ._privge import privge_study
 from ._rgnn import rgnn_study
+from ._solitude import solitude_study
 
-__all__ = ["get_study", "list_studies", "privge_study", "rgnn_study"]
+__all__ = ["get_study", "list_studies", "privge_study", "rgnn_study", "solitude_study"]
 
-_STUDIES = {"privge": privge_study, "rgnn": rgnn_study}
+_STUDIES = {"privge": privge_study, "rgnn": rgnn_study, "solitude": solitude_study}
 
 
 def list_studies():

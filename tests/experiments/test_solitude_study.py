@@ -1,0 +1,44 @@
+"""The registered ``solitude`` study: quick grid, data preparation, keys of the runs file."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from skldp.datasets import load_dataset
+from skldp.experiments import load_runs, validate_study
+from skldp.experiments.studies import get_study, list_studies
+from skldp.experiments.studies._solitude import KINDS, largest_component_data
+
+RUNS = Path(__file__).resolve().parents[2] / "docs" / "results" / "solitude_runs.jsonl"
+
+
+def test_solitude_quick_grid_validates():
+    assert "solitude" in list_studies()
+    quick = get_study("solitude").quick_variant()
+    runs = quick.runs()
+    assert quick.name == "solitude_quick"
+    assert sorted(r.method for r in runs) == sorted(KINDS)
+    assert {(r.dataset, r.param_dict["backbone"], r.param_dict["eps_a"]) for r in runs} == {
+        ("cora", "gcn", 8.0)}
+    validate_study(quick)  # builds each method's estimator and sets backbone and eps_a
+
+
+def test_largest_component_data_is_symmetric_and_connected():
+    bunch = load_dataset("citeseer")
+    G, y = largest_component_data(bunch.data, bunch.target, {"largest_component": True})
+    A = G.adjacency
+    assert (A != A.T).nnz == 0 and A.diagonal().sum() == 0
+    assert G.n_nodes == len(y) < bunch.data.n_nodes
+    from scipy.sparse.csgraph import connected_components
+    assert connected_components(A, directed=False)[0] == 1
+    G2, y2 = largest_component_data(bunch.data, bunch.target, {})
+    assert G2.n_nodes == bunch.data.n_nodes and np.array_equal(y2, bunch.target)
+
+
+def test_solitude_keys_are_the_recorded_runs():
+    keys = {spec.key for spec in get_study("solitude").runs()}
+    recorded = {r["key"] for r in load_runs(RUNS, "solitude")}
+    assert recorded and recorded <= keys
+    with pytest.raises(ValueError, match="solitude has the methods"):
+        get_study("solitude", methods=["gat"])
