@@ -1,6 +1,6 @@
 """StructuralFeatures: blocks against dense references, determinism, scaling, pipelines."""
 
-import time
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -177,9 +177,12 @@ def test_projection_block_scales_to_100k_nodes():
     G = GraphData(sp.csr_matrix((n, 1)), A)
     sf = StructuralFeatures(degree_bins=16, n_eigenvectors=0, n_components=32, n_steps=10,
                             random_state=0).fit(G[:10])
-    t0 = time.perf_counter()
+    tracemalloc.start()
     Z = sf.transform(G[:5])
-    elapsed = time.perf_counter() - t0
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
     assert Z.shape == (5, 49) and Z.features.shape == (n, 49)
     assert Z.features.dtype == np.float32 and np.all(np.isfinite(Z.features))
-    assert elapsed < 10, elapsed   # O(nnz * width * steps): about a second here
+    # Sparse products over an n x 32 block: memory linear in n (a dense n x n
+    # operator would need 40 GB); speed is measured in benchmarks/, not here.
+    assert peak < 12 * Z.features.nbytes, peak   # about 5x here
