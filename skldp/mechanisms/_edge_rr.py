@@ -31,6 +31,7 @@ _BLOCK_DRAWS = 1 << 22  # candidate targets drawn per block of users (bounds tem
 # streams of the per-user randomness (independent quantities)
 _S_KEEP, _S_COUNT, _S_TARGET0 = 0, 1, 2
 _MAX_ROUNDS = 64
+_SYM_BLOCK = 1 << 17  # entries per row block of the symmetrisation
 
 
 def _flip_probability(eps):
@@ -69,6 +70,40 @@ def randomized_adjacency_lists(A, keys, eps, seed):
         The reported lists (directed: row ``i`` is user ``i``'s report).
     """
     A = sp.csr_matrix(A)
+    indptr, cols = _report_lists(A, keys, eps, seed)
+    return _ones_csr(indptr, cols, A.shape[0])
+
+
+def _index_dtype(n, nnz):
+    return np.int32 if max(n, nnz) < 2**31 else np.int64
+
+
+def _ones_csr(indptr, cols, n):
+    """A CSR matrix of float32 ones over a sorted pattern, sharing ``indptr`` and ``cols``."""
+    R = sp.csr_matrix((np.ones(len(cols), dtype=np.float32), cols, indptr), shape=(n, n),
+                      copy=False)
+    R.has_sorted_indices = True
+    R.has_canonical_format = True
+    return R
+
+
+def _row_blocks(indptr, size):
+    """Consecutive row ranges ``(start, stop)`` of about ``size`` stored entries each."""
+    n = len(indptr) - 1
+    start = 0
+    while start < n:
+        stop = int(np.searchsorted(indptr, indptr[start] + size, side="right")) - 1
+        stop = min(n, max(stop, start + 1))
+        yield start, stop
+        start = stop
+
+
+def _report_lists(A, keys, eps, seed):
+    """``(indptr, cols)`` of the reports (sorted rows), written in place block by block.
+
+    The row lengths are known before any target is drawn (kept true bits plus the
+    binomial counts), so the column array is allocated once at its final size.
+    """
     n = A.shape[0]
     q = _flip_probability(eps)
     indptr, indices = A.indptr.astype(np.int64), A.indices
@@ -82,44 +117,114 @@ def randomized_adjacency_lists(A, keys, eps, seed):
         todo = n_free > 0
         n_add[todo] = binom.ppf(u[todo], n_free[todo], q).astype(np.int64)
         np.minimum(n_add, n_free, out=n_add)
+    # keep each true bit with probability 1 - q (draw keyed by the pair of user keys)
+    keep = np.empty(len(indices), dtype=bool)
+    for start, stop in _row_blocks(indptr, _BLOCK_DRAWS):
+        lo, hi = indptr[start], indptr[stop]
+        t_rows = np.repeat(np.arange(start, stop), deg[start:stop])
+        keep[lo:hi] = _pair_uniforms(seed, keys[t_rows], keys[indices[lo:hi]], _S_KEEP) >= q
+    counts = n_add + _row_sums(indptr, keep)
+    out_ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(counts, out=out_ptr[1:])
+    idx_dtype = _index_dtype(n, int(out_ptr[-1]))
+    cols_out = np.empty(int(out_ptr[-1]), dtype=idx_dtype)
     # targets are drawn as ranks in the order of the user keys, so that reports do not
     # depend on the order in which users are stored
     by_key = np.argsort(keys, kind="stable")
-    # Users are processed in blocks of about _BLOCK_DRAWS entries; each block's rows are
-    # assembled (sorted, int32 columns) at once, so the peak memory is the output plus
-    # one block of temporaries.
-    idx_dtype = np.int32 if n < 2**31 else np.int64
+    # Users are processed in blocks of about _BLOCK_DRAWS entries (every draw is keyed by
+    # the user, so the blocks do not change the draws); each block's rows are sorted and
+    # written in place, so the peak memory is the output plus one block of temporaries.
     work = np.cumsum(n_add + deg)
-    counts = np.zeros(n, dtype=np.int64)
-    cols_out = []
     start = 0
     while start < n:
         base = work[start - 1] if start else 0
         stop = int(np.searchsorted(work, base + _BLOCK_DRAWS, side="right"))
         stop = min(n, max(stop, start + 1))
         lo, hi = indptr[start], indptr[stop]
-        # keep each true bit with probability 1 - q (draw keyed by the pair of user keys)
-        t_rows = np.repeat(np.arange(start, stop), deg[start:stop])
-        t_cols = indices[lo:hi].astype(np.int64)
-        keep = _pair_uniforms(seed, keys[t_rows], keys[t_cols], _S_KEEP) >= q
+        k = keep[lo:hi]
+        t_rows = np.repeat(np.arange(start, stop), deg[start:stop])[k]
         a_rows, a_cols = _draw_targets(seed, keys, by_key, indptr, indices, n, start, stop,
                                        n_add[start:stop], n_free[start:stop])
-        rows = np.concatenate([t_rows[keep], a_rows])
-        cols = np.concatenate([t_cols[keep], a_cols])
+        rows = np.concatenate([t_rows, a_rows])
+        cols = np.concatenate([indices[lo:hi][k].astype(np.int64), a_cols])
         order = np.lexsort((cols, rows))
-        cols_out.append(cols[order].astype(idx_dtype))
-        counts[start:stop] = np.bincount(rows - start, minlength=stop - start)
+        cols_out[out_ptr[start]:out_ptr[stop]] = cols[order]
         start = stop
-    cols = np.concatenate(cols_out) if cols_out else np.zeros(0, idx_dtype)
-    del cols_out
-    if len(cols) >= 2**31:
-        idx_dtype = np.int64
-    new_indptr = np.zeros(n + 1, dtype=idx_dtype)
-    np.cumsum(counts, out=new_indptr[1:])
-    R = sp.csr_matrix((np.ones(len(cols), dtype=np.float32), cols.astype(idx_dtype, copy=False),
-                       new_indptr), shape=(n, n))
-    R.has_sorted_indices = True
-    return R
+    return out_ptr.astype(idx_dtype), cols_out
+
+
+def _row_sums(indptr, mask):
+    """Number of true entries of ``mask`` (one per stored entry) in each row."""
+    n = len(indptr) - 1
+    out = np.zeros(n, dtype=np.int64)
+    for start, stop in _row_blocks(indptr, _BLOCK_DRAWS):
+        lo = indptr[start]
+        c = np.concatenate([[0], np.cumsum(mask[lo:indptr[stop]])])
+        out[start:stop] = c[indptr[start + 1:stop + 1] - lo] - c[indptr[start:stop] - lo]
+    return out
+
+
+def _transpose_pattern(indptr, cols, n):
+    """``(indptr, cols)`` of the transpose of a CSR pattern, with sorted rows.
+
+    scipy's CSR -> CSC conversion (linear, rows scattered in order) over int8 ones,
+    so that no float data of the reports' size is allocated.
+    """
+    R = sp.csr_matrix((np.ones(len(cols), dtype=np.int8), cols, indptr), shape=(n, n),
+                      copy=False)
+    T = R.tocsc()
+    return T.indptr.astype(np.int64), T.indices
+
+
+def _block_codes(indptr, cols, start, stop, n):
+    """Sorted int64 codes ``(row - start) * n + col`` of the entries of rows start..stop-1."""
+    r = np.repeat(np.arange(stop - start, dtype=np.int64), np.diff(indptr[start:stop + 1]))
+    return r * n + cols[indptr[start]:indptr[stop]]
+
+
+def _symmetrize(indptr, cols, mode):
+    """``(indptr, cols)`` of the union (``"or"``) or intersection (``"and"``) of R and R^T.
+
+    R^T's pattern is built by a counting sort (int indices only); the result's row
+    lengths are counted in a first pass over row blocks, its column array is
+    allocated once at its final size, and a second pass writes each block's sorted
+    union in place (the position of an entry is its rank in its own list plus the
+    number of entries of the other list before it).
+    """
+    n = len(indptr) - 1
+    indptr = indptr.astype(np.int64)
+    t_ptr, t_cols = _transpose_pattern(indptr, cols, n)
+    # small blocks: the binary searches then run within the cache
+    blocks = list(_row_blocks(indptr + t_ptr, _SYM_BLOCK))
+    # the entries of R^T that are also in R: the pairs reported by both users
+    both = np.zeros(n, dtype=np.int64)
+    for start, stop in blocks:
+        cT = _block_codes(t_ptr, t_cols, start, stop, n)
+        m = _isin_sorted(cT, _block_codes(indptr, cols, start, stop, n))
+        both[start:stop] = np.bincount(cT[m] // n, minlength=stop - start)
+    if mode == "and":
+        counts = both
+    else:
+        counts = np.diff(indptr) + np.diff(t_ptr) - both
+    del both
+    out_ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(counts, out=out_ptr[1:])
+    del counts
+    out = np.empty(int(out_ptr[-1]), dtype=_index_dtype(n, int(out_ptr[-1])))
+    for start, stop in blocks:
+        cR = _block_codes(indptr, cols, start, stop, n)
+        cT = _block_codes(t_ptr, t_cols, start, stop, n)
+        m = _isin_sorted(cT, cR)
+        base = out_ptr[start]
+        if mode == "and":
+            out[base:out_ptr[stop]] = t_cols[t_ptr[start]:t_ptr[stop]][m]
+            continue
+        cT = cT[~m]  # disjoint from cR: merge by ranks
+        out[base + np.arange(len(cR)) + np.searchsorted(cT, cR)] = cols[indptr[start]:
+                                                                        indptr[stop]]
+        out[base + np.arange(len(cT)) + np.searchsorted(cR, cT)] = t_cols[
+            t_ptr[start]:t_ptr[stop]][~m]
+    return out_ptr.astype(out.dtype), out
 
 
 def _pair_uniforms(seed, ukeys, vkeys, stream):
@@ -357,12 +462,13 @@ class EdgeRR(GraphTransformerMixin, BaseEstimator):
                                  "users; a randomized graph cannot be drawn for new users.")
             return G.with_adjacency(self.saved_adjacency_[rows][:, rows])
         A = self._lists(G)
-        R = randomized_adjacency_lists(A, G.node_keys, float(self.eps), self.seed_)
-        if self.symmetrize == "or":
-            R = R.maximum(R.T.tocsr())
-        elif self.symmetrize == "and":
-            R = R.multiply(R.T.tocsr())
-        return G.with_adjacency(sp.csr_matrix(R, dtype=np.float32))
+        n = A.shape[0]
+        indptr, cols = _report_lists(A, G.node_keys, float(self.eps), self.seed_)
+        del A
+        if self.symmetrize != "directed":
+            # rebinding frees the directed reports before the float32 data is allocated
+            indptr, cols = _symmetrize(indptr, cols, self.symmetrize)
+        return G.with_adjacency(_ones_csr(indptr, cols, n))
 
     def expected_n_edges(self, n_nodes, n_edges):
         """Expected number of stored (directed) entries of the server's adjacency.
