@@ -98,9 +98,11 @@ def _as_adjacency(adjacency, n_nodes, node_ids):
         raise ValueError(f"adjacency has {A.shape[0]} nodes but features have {n_nodes} rows.")
     A.sum_duplicates()
     A.eliminate_zeros()
-    if A.nnz and not np.all(np.isfinite(A.data)):
+    # min and max propagate NaN and show +-inf: no boolean temporary of the size of the data
+    lo, hi = (A.data.min(), A.data.max()) if A.nnz else (0.0, 0.0)
+    if not (np.isfinite(lo) and np.isfinite(hi)):
         raise ValueError("adjacency contains NaN or infinite weights.")
-    if A.nnz and A.data.min() < 0:
+    if lo < 0:
         raise ValueError("adjacency contains negative weights.")
     A.sort_indices()
     return A

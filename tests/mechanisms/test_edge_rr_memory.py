@@ -135,3 +135,15 @@ def test_symmetrized_peak_memory_is_near_the_output(monkeypatch):
     out_bytes = R.data.nbytes + R.indices.nbytes + R.indptr.nbytes
     assert R.nnz > 2e6
     assert peak < 2.0 * out_bytes, (peak, out_bytes)
+
+
+@pytest.mark.parametrize("bad,msg", [(np.nan, "NaN or infinite"), (np.inf, "NaN or infinite"),
+                                     (-np.inf, "NaN or infinite"), (-1.0, "negative")])
+def test_adjacency_weight_checks_without_a_mask(bad, msg):
+    """The output's validation (min/max instead of a boolean mask) still rejects bad weights."""
+    A = sp.csr_matrix(np.array([[0, 1, 2], [1, 0, 1], [2, 1, 0]], dtype=np.float64))
+    A.data[3] = bad
+    with pytest.raises(ValueError, match=msg):
+        GraphData(np.zeros((3, 1)), A)
+    G = GraphData(np.zeros((3, 1)), sp.csr_matrix((3, 3)))  # no edge at all is fine
+    assert G.with_adjacency(sp.csr_matrix((3, 3))).adjacency.nnz == 0
