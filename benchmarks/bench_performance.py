@@ -219,21 +219,10 @@ def section_lpgnn(epochs=200):
 
 # ----------------------------------------------------------------------- large
 def synthetic_graph(n=1_000_000, d=128, n_edges=10_000_000, n_classes=40, seed=0):
-    """Uniform random graph, dense uniform features (as ``bench_privge.synthetic_graph``)."""
-    import scipy.sparse as sp
-
-    from skldp import GraphData
-    rng = np.random.default_rng(seed)
-    src = rng.integers(0, n, n_edges)
-    dst = rng.integers(0, n, n_edges)
-    keep = src != dst
-    src, dst = src[keep], dst[keep]
-    A = sp.csr_matrix((np.ones(2 * len(src), np.float32),
-                       (np.concatenate([src, dst]), np.concatenate([dst, src]))), shape=(n, n))
-    A.data[:] = 1.0
-    X = rng.random((n, d), dtype=np.float32)
-    y = rng.integers(0, n_classes, n)
-    return GraphData(X, A), y
+    """Uniform random graph, dense uniform features (``bench_privge.synthetic_graph``)."""
+    from bench_privge import synthetic_graph as privge_graph  # same folder
+    G, y, _ = privge_graph(n=n, d=d, n_edges=n_edges, n_classes=n_classes, seed=seed)
+    return G, y
 
 
 def section_large_privge(n=1_000_000):
