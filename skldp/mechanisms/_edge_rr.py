@@ -185,46 +185,55 @@ def _block_codes(indptr, cols, start, stop, n):
 def _symmetrize(indptr, cols, mode):
     """``(indptr, cols)`` of the union (``"or"``) or intersection (``"and"``) of R and R^T.
 
-    R^T's pattern is built by a counting sort (int indices only); the result's row
-    lengths are counted in a first pass over row blocks, its column array is
-    allocated once at its final size, and a second pass writes each block's sorted
-    union in place (the position of an entry is its rank in its own list plus the
-    number of entries of the other list before it).
+    Only integer patterns are held, and never the reports, their transpose and the
+    result at once: (1) R^T's pattern (a counting sort) marks the entries of R
+    reported by both users, then is freed; (2) the result's column array is
+    allocated once at its final size; each row gets R's row followed by the
+    entries ``(j, i)`` of R not mirrored in R (scattered in increasing ``j``), and
+    (3) each row, two sorted runs, is sorted in place block by block.
     """
     n = len(indptr) - 1
     indptr = indptr.astype(np.int64)
+    rowlen = np.diff(indptr)
     t_ptr, t_cols = _transpose_pattern(indptr, cols, n)
+    collen = np.diff(t_ptr)
+    both = np.zeros(len(cols), dtype=bool)  # (i, j) and (j, i) both reported
     # small blocks: the binary searches then run within the cache
-    blocks = list(_row_blocks(indptr + t_ptr, _SYM_BLOCK))
-    # the entries of R^T that are also in R: the pairs reported by both users
-    both = np.zeros(n, dtype=np.int64)
-    for start, stop in blocks:
-        cT = _block_codes(t_ptr, t_cols, start, stop, n)
-        m = _isin_sorted(cT, _block_codes(indptr, cols, start, stop, n))
-        both[start:stop] = np.bincount(cT[m] // n, minlength=stop - start)
-    if mode == "and":
-        counts = both
-    else:
-        counts = np.diff(indptr) + np.diff(t_ptr) - both
-    del both
+    for start, stop in _row_blocks(indptr + t_ptr, _SYM_BLOCK):
+        lo, hi = indptr[start], indptr[stop]
+        both[lo:hi] = _isin_sorted(_block_codes(indptr, cols, start, stop, n),
+                                   _block_codes(t_ptr, t_cols, start, stop, n))
+    del t_ptr, t_cols
+    n_both = _row_sums(indptr, both)
+    counts = n_both if mode == "and" else rowlen + collen - n_both
+    del collen, n_both
     out_ptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(counts, out=out_ptr[1:])
     del counts
-    out = np.empty(int(out_ptr[-1]), dtype=_index_dtype(n, int(out_ptr[-1])))
-    for start, stop in blocks:
-        cR = _block_codes(indptr, cols, start, stop, n)
-        cT = _block_codes(t_ptr, t_cols, start, stop, n)
-        m = _isin_sorted(cT, cR)
-        base = out_ptr[start]
-        if mode == "and":
-            out[base:out_ptr[stop]] = t_cols[t_ptr[start]:t_ptr[stop]][m]
-            continue
-        cT = cT[~m]  # disjoint from cR: merge by ranks
-        out[base + np.arange(len(cR)) + np.searchsorted(cT, cR)] = cols[indptr[start]:
-                                                                        indptr[stop]]
-        out[base + np.arange(len(cT)) + np.searchsorted(cR, cT)] = t_cols[
-            t_ptr[start]:t_ptr[stop]][~m]
-    return out_ptr.astype(out.dtype), out
+    idx_dtype = _index_dtype(n, int(out_ptr[-1]))
+    if mode == "and":  # R's sorted rows, filtered
+        return out_ptr.astype(idx_dtype), cols[both]
+    out = np.empty(int(out_ptr[-1]), dtype=idx_dtype)
+    fill = out_ptr[:-1] + rowlen
+    for start, stop in _row_blocks(indptr, _BLOCK_DRAWS):
+        lo, hi = indptr[start], indptr[stop]
+        r = np.repeat(np.arange(start, stop), rowlen[start:stop])
+        out[out_ptr[r] + np.arange(lo, hi) - indptr[r]] = cols[lo:hi]
+        m = ~both[lo:hi]
+        tgt, src = cols[lo:hi][m], r[m]
+        order = np.argsort(tgt, kind="stable")
+        tgt, src = tgt[order], src[order]
+        rank = np.arange(len(tgt)) - np.searchsorted(tgt, tgt, side="left")
+        out[fill[tgt] + rank] = src
+        fill += np.bincount(tgt, minlength=n)
+    del both, fill
+    # each row holds two sorted runs (R's row, then the mirrored entries): a stable
+    # sort merges them
+    for start, stop in _row_blocks(out_ptr, _SYM_BLOCK):
+        codes = _block_codes(out_ptr, out, start, stop, n)
+        codes.sort(kind="stable")
+        out[out_ptr[start]:out_ptr[stop]] = codes % n
+    return out_ptr.astype(idx_dtype), out
 
 
 def _pair_uniforms(seed, ukeys, vkeys, stream):
