@@ -27,7 +27,7 @@ from ._grid import check_eps_per_coordinate
 __all__ = ["EdgeRR", "randomized_adjacency_lists"]
 
 _SYMMETRIZE = ("or", "and", "directed")
-_BLOCK_DRAWS = 1 << 22  # candidate targets drawn per block of users (bounds temporary memory)
+_BLOCK_DRAWS = 1 << 20  # candidate targets drawn per block of users (bounds temporary memory)
 # streams of the per-user randomness (independent quantities)
 _S_KEEP, _S_COUNT, _S_TARGET0 = 0, 1, 2
 _MAX_ROUNDS = 64
