@@ -324,6 +324,10 @@ class EdgeRR(GraphTransformerMixin, BaseEstimator):
     drawn from ``Binomial(n - 1 - deg, q)`` and that many distinct targets
     are sampled among the non-neighbours. Cost and memory grow with
     ``nnz + n (n - 1) q`` (edges plus expected flips), not with ``n^2``.
+    The output is written in place: the peak memory is the larger of the
+    result (int32 index and float32 one: 8 bytes per stored entry) and, while
+    OR/AND is built, 4 bytes per result entry plus 5 per directed report, plus
+    bounded blocks of temporaries.
     Every draw is a pure function of ``(seed_, node id)`` (Design page, "Per-user determinism"):
     one collection per fit, the same report at fit and predict time.
 
