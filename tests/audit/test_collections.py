@@ -21,6 +21,7 @@ from skldp.mechanisms import (
     MultiBitMechanism,
     OneBitMechanism,
     PiecewiseMechanism,
+    SetValuedMechanism,
 )
 
 D = 2
@@ -133,6 +134,26 @@ def test_features_and_labels_with_the_same_random_state():
     assert res.epsilon_claimed == 2.0
     assert res.epsilon_lower <= res.epsilon_claimed, res.summary()
     assert res.output == "joint"
+
+
+def test_set_valued_and_labels_with_the_same_random_state():
+    # Set-valued features (one item of {0, 1} reported by GRR) and label RR, same random_state:
+    # independent collections reach eps1 + eps2 jointly and never exceed it.
+    mechs = [(SetValuedMechanism(1.0, ell=1, random_state=0), [0, 1]),
+             (LabelRandomizedResponse(1.0, classes=[0, 1], random_state=0), [2])]
+    res = audit_collections(mechs, [1.0, 0.0, 0], [0.0, 1.0, 1], n_samples=20_000)
+    assert res.epsilon_claimed == 2.0
+    assert res.epsilon_lower <= res.epsilon_claimed, res.summary()
+    assert res.epsilon_lower > 1.5, res.summary()
+
+
+def test_set_valued_at_two_budgets_with_the_same_random_state():
+    pair = [SetValuedMechanism(1.0, ell=1, random_state=0),
+            SetValuedMechanism(2.0, ell=1, random_state=0)]
+    res = audit_collections(pair, [1.0, 0.0], [0.0, 1.0], n_samples=20_000)
+    assert res.epsilon_claimed == 3.0
+    assert res.epsilon_lower <= res.epsilon_claimed, res.summary()
+    assert res.epsilon_lower > 2.5, res.summary()   # shared draws would fall short of the sum
 
 
 def test_features_and_edges_with_the_same_random_state():
