@@ -153,7 +153,7 @@ def test_set_valued_at_two_budgets_with_the_same_random_state():
     res = audit_collections(pair, [1.0, 0.0], [0.0, 1.0], n_samples=20_000)
     assert res.epsilon_claimed == 3.0
     assert res.epsilon_lower <= res.epsilon_claimed, res.summary()
-    assert res.epsilon_lower > 2.5, res.summary()   # shared draws would fall short of the sum
+    assert res.epsilon_lower > 2.5, res.summary()
 
 
 def test_features_and_edges_with_the_same_random_state():
