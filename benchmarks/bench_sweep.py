@@ -130,7 +130,9 @@ def main(argv=None):
         "```", cmd, "```", "",
         f"Machine: {platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}, "
         f"{time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC"
-        + (" (shared with other jobs: timings are indicative only)." if args.quick else "."),
+        + f", load average {os.getloadavg()[0]:.1f} at the end"
+        + (" (a quick check: 4 small runs, where starting the workers outweighs the work)."
+           if args.quick else "."),
         "",
         "| mode | runs | wall s | CPU s | peak RSS MB | bytes shipped | graph loads "
         "| processes |",
