@@ -13,9 +13,9 @@ run again.
 import warnings
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin
 
 from .._study import Method, Study, default_split
+from ._run import CollectionRun
 
 __all__ = ["rgnn_study", "RGNNRun", "categorical_data", "EPS_X", "EPS_Y", "CONFIG"]
 
@@ -86,7 +86,7 @@ def domain_sizes(X):
     return np.maximum(X.max(axis=0).astype(np.int64) + 1, 2)
 
 
-class RGNNRun(ClassifierMixin, BaseEstimator):
+class RGNNRun(CollectionRun):
     """One run of the RGNN study: the collections of all users, then one model.
 
     ``fit(G[rows], y[rows])`` perturbs the features of every node of the
@@ -115,6 +115,8 @@ class RGNNRun(ClassifierMixin, BaseEstimator):
     random_state : int, default=0
         Seed of the collections and the model.
     """
+
+    graph_only_kind = "graph-only"
 
     def __init__(self, kind="RGNN", eps=1.0, eps_y=1.0, hops=8, n_clusters=64, alpha=1.0,
                  random_state=0):
@@ -203,23 +205,10 @@ class RGNNRun(ClassifierMixin, BaseEstimator):
         self.label_mechanism_, self.propagated_ = mech, Y
         return self
 
-    def predict(self, G):
-        """Predicted labels of the rows of ``G``.
-
-        Parameters
-        ----------
-        G : GraphData
-            A view of the same graph.
-
-        Returns
-        -------
-        y_pred : ndarray of shape (len(G),)
-        """
-        if self.kind == "graph-only":
-            mech, c = self.label_mechanism_, len(self.label_mechanism_.classes_)
-            est = np.linalg.solve(mech.transition_matrix_.T, self.propagated_[G.rows, :c].T).T
-            return mech.classes_[np.argmax(est, axis=1)]
-        return self.model_.predict(self.graph_in_[G.rows])
+    def _predict_graph_only(self, G):
+        mech, c = self.label_mechanism_, len(self.label_mechanism_.classes_)
+        est = np.linalg.solve(mech.transition_matrix_.T, self.propagated_[G.rows, :c].T).T
+        return mech.classes_[np.argmax(est, axis=1)]
 
 
 def _make(kind, ctx):

@@ -10,9 +10,9 @@ the same keys (method, split ``random-50/25/25``, seed, ``backbone``, ``eps_a``)
 """
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin
 
 from .._study import Method, Study, default_split
+from ._run import CollectionRun
 
 __all__ = ["solitude_study", "SolitudeRun", "largest_component_data", "EPS_A", "KINDS"]
 
@@ -67,7 +67,7 @@ def largest_component_data(G, y, config):
     return GraphData(X, sp.csr_matrix(A)), y
 
 
-class SolitudeRun(ClassifierMixin, BaseEstimator):
+class SolitudeRun(CollectionRun):
     """One run of the Solitude study: the collections of all users, then one model.
 
     ``fit(G[rows], y[rows])`` perturbs the features (multi-bit, ``eps_x = 1``)
@@ -85,6 +85,8 @@ class SolitudeRun(ClassifierMixin, BaseEstimator):
     random_state : int, default=0
         Seed of the collections (edges: ``1000 + random_state``) and the model.
     """
+
+    graph_only_kind = "graph_only"
 
     def __init__(self, kind="base", backbone="gcn", eps_a=8.0, random_state=0):
         self.kind = kind
@@ -139,21 +141,8 @@ class SolitudeRun(ClassifierMixin, BaseEstimator):
         self.model_ = self._model().fit(self.graph_in_[G.rows], y)
         return self
 
-    def predict(self, G):
-        """Predicted labels of the rows of ``G``.
-
-        Parameters
-        ----------
-        G : GraphData
-            A view of the same graph.
-
-        Returns
-        -------
-        y_pred : ndarray of shape (len(G),)
-        """
-        if self.kind == "graph_only":
-            return self.propagated_[G.rows]
-        return self.model_.predict(self.graph_in_[G.rows])
+    def _predict_graph_only(self, G):
+        return self.propagated_[G.rows]
 
 
 def fit_on_train(estimator, G, y, masks):

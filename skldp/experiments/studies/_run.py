@@ -1,0 +1,29 @@
+"""Base of the study estimators that collect every user's reports, then fit one model."""
+
+from sklearn.base import BaseEstimator, ClassifierMixin
+
+
+class CollectionRun(ClassifierMixin, BaseEstimator):
+    """One study run: ``fit`` sets ``graph_in_`` (the collected graph) and ``model_``.
+
+    The feature-free kind (``graph_only_kind``) fits no model; subclasses
+    predict it with ``_predict_graph_only``.
+    """
+
+    graph_only_kind = None
+
+    def predict(self, G):
+        """Predicted labels of the rows of ``G``.
+
+        Parameters
+        ----------
+        G : GraphData
+            A view of the same graph.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (len(G),)
+        """
+        if self.kind == self.graph_only_kind:
+            return self._predict_graph_only(G)
+        return self.model_.predict(self.graph_in_[G.rows])
