@@ -12,10 +12,10 @@ from ._cache import GraphCache, graph_content_key
 from ._pipeline import CachedPipeline
 from ._runner import SweepResult, build_estimator, parallel_backend, run_study, validate_study
 from ._runs import RunsFile, RunsFileError, load_runs
-from ._study import Method, RunContext, RunSpec, Study, default_split, fit_and_score
+from ._study import Grid, Method, RunContext, RunSpec, Study, default_split, fit_and_score
 from ._summary import plot_summary, summarize, summary_markdown, write_summary
 
-__all__ = ["Study", "Method", "RunSpec", "RunContext", "default_split", "fit_and_score",
+__all__ = ["Study", "Method", "Grid", "RunSpec", "RunContext", "default_split", "fit_and_score",
            "run_study", "validate_study", "build_estimator", "SweepResult", "parallel_backend",
            "RunsFile", "RunsFileError", "load_runs", "summarize", "summary_markdown",
            "plot_summary", "write_summary", "GraphCache", "CachedPipeline",

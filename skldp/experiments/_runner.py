@@ -144,12 +144,24 @@ def _info(est):
     return {} if n_iter is None else {"n_iter": int(np.max(n_iter))}
 
 
+def _split(split, y, spec):
+    """The masks of a run: ``split(y, seed)``, with ``dataset=`` if the split takes it."""
+    import inspect
+    try:
+        takes_dataset = "dataset" in inspect.signature(split).parameters
+    except (TypeError, ValueError):  # pragma: no cover - builtins without a signature
+        takes_dataset = False
+    if takes_dataset:
+        return split(y, spec.seed, dataset=spec.dataset)
+    return split(y, spec.seed)
+
+
 def _run_one(study, spec, cache):
     """Run one setting in this process and return its record (or an error record)."""
     t0, c0 = time.perf_counter(), time.process_time()
     try:
         G, y = _method_input(study, spec)
-        masks = study.splits[spec.split](y, spec.seed)
+        masks = _split(study.splits[spec.split], y, spec)
         est = build_estimator(study, spec, G)
         evaluate = study.methods[spec.method].evaluate or fit_and_score
         with GraphCache(cache) if cache is not None else contextlib.nullcontext():

@@ -9,7 +9,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 
 import numpy as np
 
-__all__ = ["Method", "RunSpec", "RunContext", "Study", "default_split", "fit_and_score"]
+__all__ = ["Method", "Grid", "RunSpec", "RunContext", "Study", "default_split", "fit_and_score"]
 
 ROLES = ("private", "raw-features", "feature-free", "baseline")
 
@@ -160,6 +160,71 @@ class RunContext:
     n_features: int
 
 
+def _canon_grid(grid):
+    out = {}
+    for name, values in dict(grid).items():
+        if not isinstance(name, str):
+            raise TypeError(f"grid keys are set_params names (str), got {name!r}.")
+        if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+            raise TypeError(f"grid[{name!r}] must be a list of values, got {values!r}.")
+        values = [_canon(v) for v in values]
+        if not values:
+            raise ValueError(f"grid[{name!r}] is empty.")
+        out[name] = values
+    return out
+
+
+@dataclass
+class Grid:
+    """One part of a method's grid, optionally limited to some datasets, seeds or splits.
+
+    A :class:`Method` whose ``grid`` is a list of parts runs the union of
+    their products (as scikit-learn's ``ParameterGrid`` does with a list of
+    dicts); a part's ``datasets``, ``seeds`` and ``splits`` narrow the
+    study's (e.g. an ablation run on one dataset with two seeds).
+
+    Parameters
+    ----------
+    params : dict of str -> list
+        ``set_params`` names and the values to sweep (may be empty: one run).
+    datasets : sequence of str or None, default=None
+        Run this part on these of the study's datasets only (``None``: all).
+    seeds : sequence of int or None, default=None
+        Run this part with these of the study's seeds only.
+    splits : sequence of str or None, default=None
+        Run this part on these of the study's splits only.
+    """
+
+    params: Mapping[str, Sequence[Any]] = field(default_factory=dict)
+    datasets: Optional[Sequence[str]] = None
+    seeds: Optional[Sequence[int]] = None
+    splits: Optional[Sequence[str]] = None
+
+    def __post_init__(self):
+        self.params = _canon_grid(self.params)
+        if isinstance(self.datasets, str):
+            self.datasets = [self.datasets]
+        if self.datasets is not None:
+            self.datasets = list(self.datasets)
+        if self.seeds is not None:
+            self.seeds = [int(s) for s in self.seeds]
+        if isinstance(self.splits, str):
+            self.splits = [self.splits]
+        if self.splits is not None:
+            self.splits = list(self.splits)
+
+    def covers(self, dataset, split, seed):
+        """Whether this part runs on ``dataset`` and ``split`` with ``seed``.
+
+        Returns
+        -------
+        covered : bool
+        """
+        return ((self.datasets is None or dataset in self.datasets)
+                and (self.splits is None or split in self.splits)
+                and (self.seeds is None or seed in self.seeds))
+
+
 @dataclass
 class Method:
     """A named pipeline of a study: a factory, its grid and its role.
@@ -170,10 +235,12 @@ class Method:
         ``factory(ctx: RunContext) -> estimator``: a new unfitted estimator
         for one run (picklable: a module-level function). The grid values
         are then applied with ``set_params``.
-    grid : dict of str -> list, default={}
+    grid : dict of str -> list, or list of dict or Grid, default={}
         ``set_params`` names of the estimator and the values to sweep, e.g.
         ``{"hds__eps": [0.1, 1, np.inf]}``. Every name must be a parameter
-        of the estimator (checked before the sweep starts).
+        of the estimator (checked before the sweep starts). A list of dicts
+        or :class:`Grid` parts runs the union of their products; a
+        :class:`Grid` part may be limited to some datasets, seeds or splits.
     role : {"private", "raw-features", "feature-free", "baseline"}, default="private"
         How the summary and the figure show the method: private methods are
         curves against eps; the others are horizontal reference lines.
@@ -200,17 +267,24 @@ class Method:
             raise TypeError(f"Method.factory must be callable, got {self.factory!r}.")
         if self.role not in ROLES:
             raise ValueError(f"Method.role must be one of {ROLES}, got {self.role!r}.")
-        grid = {}
-        for name, values in dict(self.grid).items():
-            if not isinstance(name, str):
-                raise TypeError(f"grid keys are set_params names (str), got {name!r}.")
-            if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
-                raise TypeError(f"grid[{name!r}] must be a list of values, got {values!r}.")
-            values = [_canon(v) for v in values]
-            if not values:
-                raise ValueError(f"grid[{name!r}] is empty.")
-            grid[name] = values
-        self.grid = grid
+        if isinstance(self.grid, (list, tuple)):
+            if not self.grid:
+                raise ValueError("Method.grid is an empty list of parts.")
+            self.grid = [g if isinstance(g, Grid) else Grid(g) for g in self.grid]
+        elif isinstance(self.grid, Grid):
+            self.grid = [self.grid]
+        else:
+            self.grid = _canon_grid(self.grid)
+
+    @property
+    def parts(self):
+        """The grid as a list of :class:`Grid` parts (one for a plain dict).
+
+        Returns
+        -------
+        parts : list of Grid
+        """
+        return [Grid(self.grid)] if isinstance(self.grid, dict) else list(self.grid)
 
 
 @dataclass
@@ -231,18 +305,27 @@ class Study:
         Seeds; seed ``s`` fixes the split, the collections and the model's
         initialisation (the factory passes it on).
     splits : dict of str -> callable, default={"random": default_split}
-        ``split(y, seed) -> (train, val, test)`` boolean masks.
+        ``split(y, seed) -> (train, val, test)`` boolean masks; a split
+        function with a ``dataset`` parameter also gets the dataset's name
+        (e.g. to return a dataset's public split).
     configs : dict of str -> dict, default={}
         Per-dataset settings handed to factories (``ctx.config``).
     metric : str, default="accuracy"
         The metric of the summary table and the figure.
+    scale : float, default=100.0
+        Factor applied to the metric in the summary (100: a fraction shown
+        in percent; 1: a metric recorded as it is shown).
+    digits : int, default=1
+        Decimals of the summary's mean and std.
     title : str or None, default=None
         Title of the summary page.
     description : str, default=""
         Markdown put under the title of the summary page.
     quick : dict or None, default=None
         Overrides for a quick check (``--quick``): any of ``datasets``,
-        ``seeds``, ``grid`` (``{method: {param: values}}``), ``configs``.
+        ``seeds``, ``grid`` (``{method: {param: values}}``, values that
+        replace the method's own, in each of its parts; or ``{method: list
+        of Grid}``, a new grid), ``configs``.
 
     Examples
     --------
@@ -269,6 +352,8 @@ class Study:
     splits: Mapping[str, Callable] = field(default_factory=lambda: {"random": default_split})
     configs: Mapping[str, dict] = field(default_factory=dict)
     metric: str = "accuracy"
+    scale: float = 100.0
+    digits: int = 1
     title: Optional[str] = None
     description: str = ""
     quick: Optional[dict] = None
@@ -311,10 +396,17 @@ class Study:
             for dataset in self.datasets:
                 for split in self.splits:
                     for m, method in self.methods.items():
-                        names = sorted(method.grid)
-                        for values in itertools.product(*(method.grid[n] for n in names)):
-                            out.append(RunSpec(dataset, m, split, seed,
-                                               tuple(zip(names, values, strict=True))))
+                        keys = set()
+                        for part in method.parts:
+                            if not part.covers(dataset, split, seed):
+                                continue
+                            names = sorted(part.params)
+                            for values in itertools.product(*(part.params[n] for n in names)):
+                                spec = RunSpec(dataset, m, split, seed,
+                                               tuple(zip(names, values, strict=True)))
+                                if spec.key not in keys:  # parts may overlap
+                                    keys.add(spec.key)
+                                    out.append(spec)
         return out
 
     def quick_variant(self):
@@ -332,7 +424,14 @@ class Study:
         for m, grid in q.get("grid", {}).items():
             if m not in methods:
                 raise ValueError(f"Study.quick['grid'] names an unknown method {m!r}.")
-            methods[m] = dataclasses.replace(methods[m], grid={**methods[m].grid, **grid})
+            old = methods[m].grid
+            if isinstance(grid, (list, tuple, Grid)):  # parts: the method's new grid
+                new = grid
+            elif isinstance(old, dict):
+                new = {**old, **grid}
+            else:  # parts: each keeps its scope, the given values replace its own
+                new = [dataclasses.replace(p, params={**p.params, **grid}) for p in old]
+            methods[m] = dataclasses.replace(methods[m], grid=new)
         configs = {k: dict(v) for k, v in self.configs.items()}
         for ds, over in q.get("configs", {}).items():
             configs.setdefault(ds, {}).update(over)

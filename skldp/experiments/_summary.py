@@ -207,19 +207,22 @@ def write_summary(study, records, results_dir, *, command=None):
     rows = summarize(records, study.metric)
     labels = {m: (meth.label or m) for m, meth in study.methods.items()}
     roles = {m: meth.role for m, meth in study.methods.items()}
+    scale = getattr(study, "scale", 100.0)
     fig = plot_summary(rows, results_dir / f"{study.name}.png", roles=roles, labels=labels,
-                       metric=study.metric) if rows else None
+                       metric=study.metric, scale=scale) if rows else None
     lines = [f"# {study.title or study.name}", ""]
     if study.description:
         lines += [study.description.strip(), ""]
-    lines += [f"{study.metric} (%), mean ± std over seeds (n = seeds recorded); ε spent per "
+    unit = " (%)" if scale == 100 else ""
+    lines += [f"{study.metric}{unit}, mean ± std over seeds (n = seeds recorded); ε spent per "
               "user from `privacy_report`. Runs: "
               f"`{study.name}_runs.jsonl` ({len(records)} records).", ""]
     if command:
         lines += ["Produced by:", "", "```", command, "```", ""]
     if fig is not None:
         lines += [f"![{study.metric} against ε]({fig.name})", ""]
-    lines.append(summary_markdown(rows, labels=labels))
+    lines.append(summary_markdown(rows, scale=scale, digits=getattr(study, "digits", 1),
+                                  labels=labels))
     md = results_dir / f"{study.name}_summary.md"
     md.parent.mkdir(parents=True, exist_ok=True)
     md.write_text("\n".join(lines) + "\n", encoding="utf-8")
