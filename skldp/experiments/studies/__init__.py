@@ -1,12 +1,15 @@
 """Registered studies: ``python -m skldp reproduce <name>``."""
 
+from ._link_prediction import link_prediction_study
 from ._privge import privge_study
 from ._rgnn import rgnn_study
 from ._solitude import solitude_study
 
-__all__ = ["get_study", "list_studies", "privge_study", "rgnn_study", "solitude_study"]
+__all__ = ["get_study", "list_studies", "privge_study", "rgnn_study", "solitude_study",
+           "link_prediction_study"]
 
-_STUDIES = {"privge": privge_study, "rgnn": rgnn_study, "solitude": solitude_study}
+_STUDIES = {"privge": privge_study, "rgnn": rgnn_study, "solitude": solitude_study,
+            "link_prediction": link_prediction_study}
 
 
 def list_studies():
