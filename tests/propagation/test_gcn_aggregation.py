@@ -168,3 +168,28 @@ def test_one_sided_adjacency_warns():
         out = GCNAggregation().fit_transform(G)
     np.testing.assert_allclose(np.asarray(out), _dense_gcn(np.triu(A), X, True, "sym"),
                                rtol=1e-6)
+
+
+@pytest.mark.parametrize("self_loops", [True, False])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_sym_operator_equals_shared_normalized_adjacency(self_loops, dtype):
+    """The in-place "sym" operator is the shared helper's matrix entry for entry.
+
+    Directed, weighted, with a node that has no out-edge (its column is dropped
+    without self loops) and a caller's matrix that must stay untouched.
+    """
+    from skldp.propagation._gcn_aggregation import propagation_matrix
+    from skldp.utils._adjacency import normalized_adjacency
+    rng = np.random.default_rng(3)
+    A = sp.random(60, 60, 0.08, random_state=4, format="csr", dtype=np.float64)
+    A.data = rng.random(A.nnz) * 3 + 0.1
+    A[7, :] = 0
+    A.eliminate_zeros()
+    A_before = A.copy()
+    P = propagation_matrix(A, self_loops, "sym", dtype)
+    R = normalized_adjacency(A, self_loops, "sym", dtype=dtype)
+    assert P.dtype == R.dtype == dtype
+    np.testing.assert_array_equal(P.indptr, R.indptr)
+    np.testing.assert_array_equal(P.indices, R.indices)
+    np.testing.assert_array_equal(P.data, R.data)
+    assert abs(A - A_before).nnz == 0
