@@ -6,137 +6,60 @@ batch-size and degree ablations (Tables 2 and 3) on facebook.
 
 Usage::
 
-    SKLDP_DATASETS_DIR=<datasets folder> OMP_NUM_THREADS=1 \\
-        python scripts/reproduce_dpgnn.py --seeds 5
+    export SKLDP_DATASETS_DIR=<datasets folder> OMP_NUM_THREADS=1
+    python -m skldp reproduce dpgnn                   # every run (resumes)
+    python scripts/reproduce_dpgnn.py --seeds 5        # the same, then the page's tables
+    python scripts/reproduce_dpgnn.py --report-only    # the tables of docs/results/dpgnn.md
 
-Every finished run is appended to ``--runs`` (``docs/results/dpgnn_runs.jsonl``, the
-study's one runs file in the :mod:`skldp.experiments` format: ``runner_record``) and a
-run already recorded is skipped, so an interrupted run can be resumed (the records
-written before that format were given their study and key unchanged otherwise by
-``scripts/merge_runs_fragments.py dpgnn``); the runs are not a registered study.
-``--report-only`` rebuilds the Markdown table (``docs/results/dpgnn.md``) from the runs
-file. ``--methods`` and ``--tables``
-restrict what is (re)run, e.g. ``--tables main --methods DP-MLP``.
+The sweep is the registered study ``dpgnn`` of :mod:`skldp.experiments`
+(``skldp/experiments/studies/_dpgnn.py``): ``run_study`` appends every finished run to
+``--runs`` (``docs/results/dpgnn_runs.jsonl``, the study's one runs file) and skips a
+run already recorded (the 144 runs of the study's grid are all committed: nothing to
+redo). ``--report-only`` rebuilds the Markdown tables between the ``TABLES`` markers of
+``docs/results/dpgnn.md`` from the runs file. ``--methods`` and ``--tables`` restrict
+what is (re)run, e.g. ``--tables main --methods DP-MLP``.
 
-Runs carry a code ``version``: 1 (no field) for runs made before the privacy
+Runs carry a code ``version``: 1 for runs made before the privacy
 audit, 2 for runs made after it (noise added on a grid with the inflated
 sensitivity, separate local random streams, ``classes=`` given; DP-MLP
 accounted by dp-accounting for sampling without replacement, replace-one).
-The tables use version-2 runs where a cell has them.
+Only version 2 runs; the tables use version-2 runs where a cell has them and mark
+the version-1 cells with †.
 """
 
 import argparse
-import json
+import dataclasses
 import os
-import time
-import warnings
+import sys
 from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
-import torch  # noqa: E402
 
-from skldp.baselines import LabelPropagationClassifier  # noqa: E402
-from skldp.central import DPGNNClassifier, DPMLPClassifier  # noqa: E402
 from skldp.datasets import load_dataset  # noqa: E402
-from skldp.experiments import RunsFile, RunSpec, load_runs  # noqa: E402
+from skldp.experiments import RunSpec, load_runs, run_study  # noqa: E402
+from skldp.experiments.studies._dpgnn import (  # noqa: E402
+    ABLATION_BATCH,
+    ABLATION_DATASET,
+    ABLATION_EPS,
+    ABLATION_K,
+    BATCH_ABLATION_K,
+    EPS,
+    FEATURE_FREE,
+    SETTINGS,
+    VERSION,
+    dpgnn_study,
+)
 from skldp.model_selection import random_node_split  # noqa: E402
-from skldp.models import GCNClassifier  # noqa: E402
 
-EPS = [1, 4, 10, 30]
-# Hyperparameters chosen on the validation split of facebook, seed 0 (a small
-# grid over K in {1, 3, 7}, batch in {1000, 2500, 5000}, C in {0.3, 1}, then
-# K in {1, 3, 5, 10} from the degree ablation below, whose best validation
-# accuracy is at K = 1). Rows "DP-GNN (K=3)" are the runs made with K = 3
-# before that selection.
-SETTINGS = {
-    "facebook": dict(batch_size=5000, max_degree=1, n_steps=100, lr=0.02, hidden_size=32),
-    "twitch_ENGB": dict(batch_size=1500, max_degree=1, n_steps=100, lr=0.02, hidden_size=32),
-}
-BATCH_ABLATION_K = 3  # the batch-size ablation was run with K = 3
-NONPRIVATE_GNN = {"facebook": dict(batch_size=1000, max_degree=10, n_steps=200, lr=0.01),
-                  "twitch_ENGB": dict(batch_size=500, max_degree=10, n_steps=200, lr=0.01)}
-NONPRIVATE_STEPS = [25, 50, 100, 200]
-ABLATION_DATASET = "facebook"
-ABLATION_BATCH = [1000, 2500, 5000, 10000]
-ABLATION_K = [1, 3, 5, 10]
-ABLATION_EPS = 30
-ABLATION_SEEDS = 2
-VERSION = 2  # see the module docstring
-
+EPS = [int(e) for e in EPS]  # as the tables show them
+ABLATION_EPS = int(ABLATION_EPS)
 ROOT = Path(__file__).resolve().parents[1]
 
 
-FEATURE_FREE = "label propagation (feature-free)"
-LP_ALPHAS = (0.5, 0.8, 0.9, 0.99)
-
-
-def run_one(method, name, G, y, masks, seed, eps=None, **over):
-    tr, va, te = masks
-    s = dict(SETTINGS[name])
-    s.update(over)
-    # The label domain is public dataset metadata (all classes of the dataset), not
-    # read from the training labels.
-    classes = np.unique(y)
-    t0 = time.time()
-    if method == "DP-GNN":
-        clf = DPGNNClassifier(target_epsilon=eps, random_state=seed, classes=classes, **s)
-    elif method == "DP-MLP":
-        s.pop("max_degree")
-        # accountant="combined" (the default): replace-one, batches without replacement;
-        # per-order minimum of dp-accounting's Thm. 27 curve and Theorem 1 with K = 0
-        clf = DPMLPClassifier(target_epsilon=eps, random_state=seed, classes=classes, **s)
-        over = dict(over, accountant=clf.accountant)
-    elif method in ("GCN (1-layer, MLP enc/dec)", "MLP"):
-        # Non-private baselines: the DP-GNN / DP-MLP architectures trained with
-        # plain Adam (no clipping, no noise); the number of steps is selected on
-        # the validation split from NONPRIVATE_STEPS (they overfit otherwise).
-        # skldp.models.MLPHead densifies the 4714 bag-of-words columns every
-        # epoch, too slow for the shared CPU budget of this run.
-        p = dict(NONPRIVATE_GNN[name], hidden_size=s["hidden_size"])
-        p.update({k: v for k, v in over.items() if k == "max_degree"})
-        best = None
-        for T in NONPRIVATE_STEPS:
-            p["n_steps"] = T
-            if method == "MLP":
-                q = dict(p)
-                q.pop("max_degree")
-                c = DPMLPClassifier(noise_multiplier=0, max_grad_norm=None, random_state=seed,
-                                    classes=classes, **q)
-            else:
-                c = DPGNNClassifier(noise_multiplier=0, max_grad_norm=None, random_state=seed,
-                                    classes=classes, **p)
-            c.fit(G[tr], y[tr])
-            v = c.score(G[va], y[va])
-            if best is None or v > best[0]:
-                best = (v, T, c)
-        clf = best[2]
-        over = dict(over, selected_steps=best[1])
-    elif method == "GCNClassifier(n_layers=1)":
-        clf = GCNClassifier(n_layers=1, random_state=seed)
-    elif method == FEATURE_FREE:
-        # The feature-free floor (graph and training labels in the clear, no features);
-        # alpha selected on the validation split.
-        fits = [LabelPropagationClassifier(alpha=a).fit(G[tr], y[tr]) for a in LP_ALPHAS]
-        clf = max(fits, key=lambda c: c.score(G[va], y[va]))
-        over = dict(over, alpha=clf.alpha)
-    else:
-        raise ValueError(method)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        if not hasattr(clf, "classes_"):
-            clf.fit(G[tr], y[tr])
-        rec = dict(method=method, dataset=name, seed=seed, eps=eps, version=VERSION,
-                   val=float(clf.score(G[va], y[va])), test=float(clf.score(G[te], y[te])),
-                   seconds=round(time.time() - t0, 1), **over)
-    if hasattr(clf, "epsilon_"):
-        rec.update(epsilon=clf.epsilon_, delta=clf.delta_, z=clf.noise_multiplier_)
-    return rec
-
-
 def _spec(r):
-    """The run's identity: table, method, dataset, seed, budget, ablation values, version."""
+    """An old record's identity: table, method, dataset, seed, budget, ablation values, version."""
     params = {"table": r["table"], "eps": r.get("eps"), "batch_size": r.get("batch_size"),
               "max_degree": r.get("max_degree"), "version": r.get("version", 1)}
     return RunSpec(r["dataset"], r["method"], "random-50/25/25", int(r["seed"]),
@@ -144,10 +67,11 @@ def _spec(r):
 
 
 def runner_record(r):
-    """A run as a record of the ``dpgnn`` runs file (skldp.experiments format).
+    """A record of the script before the runner as a record of the ``dpgnn`` runs file.
 
-    The old fields stay at the top level (the report and the figure read them); the
-    study, the unique key, the split, the identifying values and the metrics are added.
+    The old fields stay at the top level; the study, the unique key (the study's key of
+    the same run), the split, the identifying values and the metrics are added
+    (``scripts/merge_runs_fragments.py dpgnn`` made the runs file with it).
     """
     spec = _spec(r)
     return {"study": "dpgnn", "key": spec.key, **r, "split": spec.split,
@@ -155,31 +79,33 @@ def runner_record(r):
             "metrics": {"accuracy": r["test"], "val_accuracy": r["val"]}}
 
 
-def _main_seed(seed):
-    for name in SETTINGS:
-        yield "main", "MLP", name, seed, None, {}
-        yield "main", "GCNClassifier(n_layers=1)", name, seed, None, {}
-        yield "main", "GCN (1-layer, MLP enc/dec)", name, seed, None, {}
-        yield "main", FEATURE_FREE, name, seed, None, {}
-        for eps in EPS:
-            yield "main", "DP-GNN", name, seed, eps, {}
-            yield "main", "DP-MLP", name, seed, eps, {}
+def _old_fields(r):
+    """The fields the report reads, for records written by the runner."""
+    if "test" in r:
+        return r
+    m = r["metrics"]
+    return {**r, **r["params"], "test": m["accuracy"], "val": m["val_accuracy"],
+            **{k: m[k] for k in ("epsilon", "delta", "z", "selected_steps", "alpha")
+               if k in m}}
 
 
-def experiments(seeds):
-    # Order: main table seed 0, the ablations, then the other seeds, so that a
-    # run cut short by the CPU budget still covers every cell.
-    yield from _main_seed(0)
-    for seed in range(ABLATION_SEEDS):
-        for m in ABLATION_BATCH:
-            yield "batch", "DP-GNN", ABLATION_DATASET, seed, ABLATION_EPS, \
-                {"batch_size": m, "max_degree": BATCH_ABLATION_K}
-        for K in ABLATION_K:
-            yield "degree", "DP-GNN", ABLATION_DATASET, seed, ABLATION_EPS, {"max_degree": K}
-            yield "degree", "GCN (1-layer, MLP enc/dec)", ABLATION_DATASET, seed, None, \
-                {"max_degree": K}
-    for seed in range(1, seeds):
-        yield from _main_seed(seed)
+def run(args):
+    """Run the chosen part of the registered study ``dpgnn``."""
+    study = dpgnn_study(seeds=range(args.seeds))
+    methods = {}
+    for m, meth in study.methods.items():
+        if args.methods and m not in args.methods:
+            continue
+        parts = [p for p in meth.grid if not args.tables or p.params["table"][0] in args.tables]
+        if parts:
+            methods[m] = dataclasses.replace(meth, grid=parts)
+    if not methods:
+        raise SystemExit("no run selected")
+    res = run_study(dataclasses.replace(study, methods=methods), Path(args.runs).parent,
+                    n_jobs=args.n_jobs)
+    print(f"dpgnn: {len(res.done)} run(s) done, {len(res.skipped)} already recorded, "
+          f"{len(res.failed)} failed")
+    return 1 if res.failed or res.missing else 0
 
 
 def accountant_table():
@@ -207,10 +133,11 @@ def accountant_table():
     return "\n".join(lines)
 
 
-def main():
+def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=5)
-    ap.add_argument("--runs", default=str(ROOT / "docs/results/dpgnn_runs.jsonl"))
+    ap.add_argument("--runs", default=str(ROOT / "docs/results/dpgnn_runs.jsonl"),
+                    help="the study's runs file (its folder is run_study's results folder)")
     ap.add_argument("--out", default=str(ROOT / "docs/results/dpgnn.md"))
     ap.add_argument("--report-only", action="store_true")
     ap.add_argument("--accountant-table", action="store_true",
@@ -218,35 +145,18 @@ def main():
     ap.add_argument("--methods", nargs="+", default=None, help="only these methods")
     ap.add_argument("--tables", nargs="+", default=None, help="only these tables "
                     "(main, batch, degree)")
-    args = ap.parse_args()
+    ap.add_argument("--n-jobs", type=int, default=1, help="parallel runs")
+    args = ap.parse_args(argv)
+    import torch
     torch.set_num_threads(1)
     if args.accountant_table:
         print(accountant_table())
-        return
-    runs = Path(args.runs)
-    runs.parent.mkdir(parents=True, exist_ok=True)
-    if not args.report_only:
-        done = RunsFile(runs, "dpgnn")  # one writer, a key never recorded twice
-        data = {}
-        for table, method, name, seed, eps, over in experiments(args.seeds):
-            if (args.methods and method not in args.methods) or \
-                    (args.tables and table not in args.tables):
-                continue
-            key = _spec(dict(table=table, method=method, dataset=name, seed=seed, eps=eps,
-                             version=VERSION, **over)).key
-            if key in done:
-                continue
-            if name not in data:
-                b = load_dataset(name)
-                data[name] = (b.data, b.target)
-            G, y = data[name]
-            masks = random_node_split(y, random_state=seed)
-            rec = run_one(method, name, G, y, masks, seed, eps, **over)
-            rec["table"] = table
-            done.append(runner_record(rec))
-            print(json.dumps(rec), flush=True)
-            write_report(runs, Path(args.out))
-    write_report(runs, Path(args.out))
+        return 0
+    if Path(args.runs).name != "dpgnn_runs.jsonl":
+        ap.error("--runs must be a file named dpgnn_runs.jsonl (the study's runs file)")
+    status = 0 if args.report_only else run(args)
+    write_report(Path(args.runs), Path(args.out))
+    return status
 
 
 def _ms(vals):
@@ -261,7 +171,7 @@ def _version(r):
 
 
 def write_report(runs, out):
-    recs = load_runs(runs)
+    recs = [_old_fields(r) for r in load_runs(runs)]
     lines = []
 
     def select(table, method, name, eps=None, version=None, **kw):
@@ -355,4 +265,4 @@ def write_report(runs, out):
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,15 +1,16 @@
 """Registered studies: ``python -m skldp reproduce <name>``."""
 
+from ._dpgnn import dpgnn_study
 from ._link_prediction import link_prediction_study
 from ._privge import privge_study
 from ._rgnn import rgnn_study
 from ._solitude import solitude_study
 
 __all__ = ["get_study", "list_studies", "privge_study", "rgnn_study", "solitude_study",
-           "link_prediction_study"]
+           "link_prediction_study", "dpgnn_study"]
 
 _STUDIES = {"privge": privge_study, "rgnn": rgnn_study, "solitude": solitude_study,
-            "link_prediction": link_prediction_study}
+            "link_prediction": link_prediction_study, "dpgnn": dpgnn_study}
 
 
 def list_studies():
