@@ -305,10 +305,14 @@ class PPRPropagation(GraphTransformerMixin, BaseEstimator):
         Z = np.empty((n, d), dtype=dtype)
         run = _cg_cpu if solver == "cg" else _power_cpu
 
+        scale = (a * sl)[:, None]
+
         def one_block(s):
             Xb = X[:, s:s + width].toarray() if sp.issparse(X) else X[perm, s:s + width]
-            F = np.asarray(Xb, dtype=np.float64) * (a * sl)[:, None]
-            Wb, ok, its = run(Mp, np.ascontiguousarray(F, dtype=dtype), a, tol, max_iter)
+            # alpha D^(1/2-r) X in float64, rounded once to dtype, C order: one pass
+            F = np.empty(Xb.shape, dtype=dtype)
+            np.multiply(np.asarray(Xb, dtype=np.float64), scale, out=F, casting="same_kind")
+            Wb, ok, its = run(Mp, F, a, tol, max_iter)
             Wb *= sr[:, None]
             Z[perm, s:s + width] = Wb
             return ok, its
@@ -376,6 +380,16 @@ def _spmm_add(Mneg, P, Q):
         Q += Mneg @ P   # private kernel unavailable: one more temporary
 
 
+def _spmm_acc(Mneg, P, Q):
+    """``Q += Mneg @ P`` in place (scipy's CSR kernel accumulates into its output)."""
+    try:
+        from scipy.sparse import _sparsetools
+        _sparsetools.csr_matvecs(Mneg.shape[0], Mneg.shape[1], P.shape[1], Mneg.indptr,
+                                 Mneg.indices, Mneg.data, P.ravel(), Q.ravel())
+    except (ImportError, AttributeError, TypeError, ValueError):  # pragma: no cover
+        Q += Mneg @ P   # private kernel unavailable: one more temporary
+
+
 def _coldot(A, B):
     return np.einsum("ij,ij->j", A, B)
 
@@ -384,7 +398,9 @@ def _cg_cpu(Mneg, F, a, tol, max_iter):
     """Conjugate gradients for ``(I - (1-a) S) W = F`` (``Mneg = -(1-a) S``), per column.
 
     Same iteration as :meth:`PPRPropagation._cg`; the vector updates after each
-    product run over row chunks so that each chunk is read from memory once.
+    product run over row chunks so that each chunk is read from memory once, and
+    the update of the search direction ``P`` also writes it into ``Q``, where the
+    next product accumulates (no separate copy pass).
     Returns the solution, whether every column converged and the products done.
     """
     n, w = F.shape
@@ -393,7 +409,7 @@ def _cg_cpu(Mneg, F, a, tol, max_iter):
     W = np.zeros_like(F)
     R = F
     P = R.copy()
-    Q = np.empty_like(F)
+    Q = R.copy()     # holds P before each product
     rs = _coldot(R, R)
     target = (tol * a / (2.0 - a)) ** 2 * rs
     chunk = max(1, _CHUNK_ELEMENTS // max(w, 1))
@@ -401,7 +417,7 @@ def _cg_cpu(Mneg, F, a, tol, max_iter):
     for it in range(max_iter + 1):
         if bool((rs <= target).all()):
             return W, True, it
-        _spmm_add(Mneg, P, Q)                       # Q = (I - (1-a) S) P
+        _spmm_acc(Mneg, P, Q)                       # Q = P + Mneg P = (I - (1-a) S) P
         pq = _coldot(P, Q)
         step = (rs / np.where(pq > 0, pq, 1.0)).astype(F.dtype)
         rs_new = np.zeros_like(rs)
@@ -414,10 +430,11 @@ def _cg_cpu(Mneg, F, a, tol, max_iter):
             Rc -= t
             rs_new += _coldot(Rc, Rc)
         beta = (rs_new / np.where(rs > 0, rs, 1.0)).astype(F.dtype)
-        for s in range(0, n, chunk):               # P = R + beta P
+        for s in range(0, n, chunk):               # P = R + beta P; Q = P
             Pc = P[s:s + chunk]
             Pc *= beta
             Pc += R[s:s + chunk]
+            Q[s:s + chunk] = Pc
         rs = rs_new
     return W, False, max_iter
 
