@@ -1,21 +1,23 @@
 """Reproduce Table 2 (node classification) of the PGC/LPGNN paper (Sajadmanesh &
 Gatica-Perez, CCS 2021) and the LPGNN label-LDP pipeline.
 
-Usage (1 thread, resumable: a run already in the runs file is skipped); the exact
-commands behind ``docs/results/lpgnn.md`` are listed at the top of that file::
+The sweep is the registered study ``lpgnn`` of :mod:`skldp.experiments`
+(``skldp/experiments/studies/_lpgnn.py``). Usage (1 thread, resumable: a run already in
+the runs file is skipped; the 410 committed runs are the study's whole grid)::
 
     export OMP_NUM_THREADS=1 SKLDP_DATASETS_DIR=<datasets folder>
-    python scripts/reproduce_lpgnn.py --part table2
+    python -m skldp reproduce lpgnn                     # both parts, every dataset
+    python scripts/reproduce_lpgnn.py --part table2     # a part through run_study
     python scripts/reproduce_lpgnn.py --part lpgnn --datasets cora citeseer
     python scripts/reproduce_lpgnn.py --report lpgnn_report.md
 
-Both parts append to ``docs/results/lpgnn_runs.jsonl`` (``--log``), the study's one
-runs file in the :mod:`skldp.experiments` format (each record: the study, its unique
-``key``, the run's fields, the metric); the earlier fragments were merged into it
-unchanged by ``scripts/merge_runs_fragments.py lpgnn``. The runs are not a registered
-``skldp.experiments`` study. ``--report`` writes the generated part of the page (the
-page adds the figure, the API links and the feature-free rows of
-``scripts/feature_free_rows.py``): write it elsewhere and copy the tables.
+Both append to ``docs/results/lpgnn_runs.jsonl``, the study's one runs file (the
+earlier fragments were merged into it unchanged by ``scripts/merge_runs_fragments.py
+lpgnn``; the records written before the runner keep their fields, and their key is
+the study's key of the same run, see ``runner_record``). ``--report`` writes the
+generated part of the page (the page adds the figure, the API links and the
+feature-free rows of ``scripts/feature_free_rows.py``): write it elsewhere and copy the
+tables.
 
 Part ``table2``: two-layer GCN (hidden 32, ReLU, dropout 0.5, Adam lr 0.01,
 weight decay 5e-4, at most 500 epochs, early stopping on the validation loss
@@ -33,8 +35,6 @@ model on 64 i.i.d. Gaussian features that carry no information.
 import argparse
 import os
 import sys
-import time
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -45,18 +45,15 @@ import torch  # noqa: E402
 
 torch.set_num_threads(1)
 
-from sklearn.pipeline import Pipeline  # noqa: E402
-
-from skldp.datasets import load_dataset  # noqa: E402
-from skldp.experiments import RunsFile, load_runs  # noqa: E402
-from skldp.mechanisms import (  # noqa: E402
-    LaplaceMechanism,
-    MultiBitMechanism,
-    OneBitMechanism,
-    PiecewiseMechanism,
+from skldp.experiments import RunSpec, load_runs, run_study  # noqa: E402
+from skldp.experiments.studies._lpgnn import (  # noqa: E402
+    CONFIG,
+    LPGNN_EPS_X,
+    LPGNN_EPS_Y,
+    SPLITS,
+    TABLE2_EPS,
+    lpgnn_study,
 )
-from skldp.model_selection import planetoid_split, random_node_split  # noqa: E402
-from skldp.models import GCNClassifier, LPGNNClassifier  # noqa: E402
 
 INF = float("inf")
 
@@ -72,7 +69,6 @@ PAPER_TABLE2 = {
     ("cora", "PGC"): [(57.0, 1.9), (80.2, 0.6), (81.2, 0.4)],
     ("cora", "RAW"): [(81.4, 0.3)] * 3,
 }
-TABLE2_EPS = [1, 5, 9]
 
 # LPGNN as a baseline in the RGNN paper's Table II (SAGE backbone, multi-bit features,
 # RR labels, KProp) -- on feature-grouped datasets (d = 53 / 58 / 48), eps is
@@ -93,130 +89,50 @@ PAPER003_LPGNN = {"cora": {"SAGE": (76.4, 0.8), "GCN": (76.3, 0.9)},
 # The RGNN paper's Table I, non-private accuracy on the original features (SAGE).
 PAPER001_NONPRIVATE = {"citeseer": (74.7, 1.2), "cora": (87.5, 0.9), "facebook": (94.2, 0.3)}
 
-LPGNN_EPS_X = [0.1, 1.0, 2.0, INF]
-LPGNN_EPS_Y = [1.0, 2.0, 3.0, INF]
-# KProp steps, fixed per dataset (no tuning on clean labels): Kx large on the
-# sparse citation graphs, small on the dense Facebook graph (RGNN's §V-B5 reports
-# 4 as optimal there); Ky = 2 everywhere.
-LPGNN_STEPS = {"cora": (16, 2), "citeseer": (16, 2), "facebook": (4, 2)}
-N_RANDOM_FEATURES = 64
+LPGNN_STEPS = {name: (c["x_steps"], c["y_steps"]) for name, c in CONFIG.items()}
 
 
-def _log(msg):
-    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
-
-
-def _random_features(G, seed):
-    rng = np.random.default_rng(10_000 + seed)
-    return G.with_features(rng.normal(size=(G.n_nodes, N_RANDOM_FEATURES)))
-
-
-def _load(name):
-    b = load_dataset(name)
-    return b, b.data, np.asarray(b.target)
+def _spec(r):
+    """The study's run of a record written before the runner (its ``part`` and budgets)."""
+    if r["part"] == "table2":
+        params = {"part": "table2", "eps": r["eps"]}
+    else:
+        params = {"part": "lpgnn", "eps_x": r["eps_x"], "eps_y": r["eps_y"]}
+    return RunSpec(r["dataset"], r["method"], SPLITS[r["part"]], int(r["seed"]),
+                   tuple(sorted(params.items())))
 
 
 def runner_record(r):
-    """A run as a record of the ``lpgnn`` runs file (skldp.experiments format).
+    """A run of the script before the runner as a record of the ``lpgnn`` runs file.
 
-    The run's fields (with its unique ``key``) stay at the top level, where the report
-    and the figure read them; the study and the metric are added.
+    The run's fields stay at the top level, where the report and the figure read them;
+    the study, the study's key of the run (the script's own key is kept as
+    ``legacy_key``), the split, the grid values and the metric are added.
     """
-    return {"study": "lpgnn", **r, "metrics": {"accuracy": r["acc"]}}
+    spec = _spec(r)
+    legacy = {"legacy_key": r["key"]} if "key" in r and r["key"] != spec.key else {}
+    r = {k: v for k, v in r.items() if k not in ("study", "key", "split", "params")}
+    return {"study": "lpgnn", "key": spec.key, **legacy, **r, "split": spec.split,
+            "params": spec.param_dict, "metrics": {"accuracy": r["acc"]}}
 
 
-# ------------------------------------------------------------------ table 2
-def _table2_mechanism(method, eps, d, seed):
-    if method == "LM":  # Lap(Delta/eps) on every feature: per-user total d * eps
-        return LaplaceMechanism(eps * d, feature_range=(0, 1), random_state=seed)
-    if method == "PM":  # PM with eps on every feature (k = d)
-        return PiecewiseMechanism(eps * d, k=d, feature_range=(0, 1), random_state=seed)
-    if method == "PGC":  # one bit per feature, full eps per feature (as in the paper)
-        return OneBitMechanism(eps, feature_range=(0, 1), random_state=seed)
-    raise ValueError(method)
+def _old_fields(r):
+    """The fields the report reads, for records written by the runner."""
+    if "acc" in r:
+        return r
+    return {**r, **r["params"], "acc": r["metrics"]["accuracy"],
+            "label_agreement": r["metrics"].get("label_agreement")}
 
 
-def _gcn(seed):
-    return GCNClassifier(hidden_size=32, dropout=0.5, lr=0.01, weight_decay=5e-4, epochs=500,
-                         patience=20, device="cpu", random_state=seed)
-
-
-def run_table2(datasets, seeds, log):
-    done = RunsFile(log, "lpgnn")  # one writer, a key never recorded twice
-    for name in datasets:
-        b, G, y = _load(name)
-        tr, va, te = planetoid_split(b)
-        d = G.shape[1]
-        configs = [("RAW", None), ("GRAPH-ONLY", None)]
-        configs += [(m, e) for e in TABLE2_EPS for m in ("LM", "PM", "PGC")]
-        for method, eps in configs:
-            for seed in seeds:
-                key = f"table2|{name}|{method}|{eps}|{seed}"
-                if key in done:
-                    continue
-                t0 = time.time()
-                if method == "RAW":
-                    Gi = G
-                elif method == "GRAPH-ONLY":
-                    Gi = _random_features(G, seed)
-                else:
-                    mech = _table2_mechanism(method, eps, d, seed).fit(G)
-                    Gi = mech.transform(G)
-                clf = _gcn(seed).fit(Gi[tr], y[tr], validation_data=(Gi[va], y[va]))
-                acc = float(clf.score(Gi[te], y[te]))
-                rec = dict(key=key, part="table2", dataset=name, method=method, eps=eps,
-                           seed=seed, acc=acc, epochs=clf.n_iter_, seconds=time.time() - t0)
-                done.append(runner_record(rec))
-                _log(f"{key} acc={acc:.4f} epochs={clf.n_iter_} ({rec['seconds']:.1f}s)")
-
-
-# -------------------------------------------------------------------- lpgnn
-def _lpgnn_clf(name, eps_y, n_classes, seed, epochs):
-    kx, ky = LPGNN_STEPS[name]
-    return LPGNNClassifier(eps_y=eps_y, classes=np.arange(n_classes), x_steps=kx, y_steps=ky,
-                           backbone="sage", hidden_size=16, activation="selu", dropout=0.5,
-                           lr=0.01, weight_decay=1e-4, epochs=epochs, patience=20,
-                           device="cpu", random_state=seed)
-
-
-def run_lpgnn(datasets, seeds, log, eps_x_grid, eps_y_grid, epochs):
-    done = RunsFile(log, "lpgnn")  # one writer, a key never recorded twice
-    for name in datasets:
-        b, G, y = _load(name)
-        n_classes = int(y.max()) + 1
-        for seed in seeds:
-            tr, va, te = random_node_split(y, 0.5, 0.25, 0.25, random_state=seed)
-            configs = [("GRAPH-ONLY", None, ey) for ey in eps_y_grid]
-            configs += [("LPGNN", ex, ey) for ex in eps_x_grid for ey in eps_y_grid]
-            for method, ex, ey in configs:
-                key = f"lpgnn|{name}|{method}|{ex}|{ey}|{seed}"
-                if key in done:
-                    continue
-                t0 = time.time()
-                clf = _lpgnn_clf(name, ey, n_classes, seed, epochs)
-                if method == "GRAPH-ONLY":
-                    Gi = _random_features(G, seed)
-                    model = clf
-                elif ex == INF:
-                    Gi, model = G, clf
-                else:
-                    Gi = G
-                    model = Pipeline([("mb", MultiBitMechanism(ex, feature_range=(0, 1),
-                                                               random_state=seed)),
-                                      ("clf", clf)])
-                fit_params = ({"clf__validation_data": (Gi[va], y[va])}
-                              if isinstance(model, Pipeline)
-                              else {"validation_data": (Gi[va], y[va])})
-                model.fit(Gi[tr], y[tr], **fit_params)
-                acc = float(model.score(Gi[te], y[te]))
-                last = model[-1] if isinstance(model, Pipeline) else model
-                rec = dict(key=key, part="lpgnn", dataset=name, method=method, eps_x=ex,
-                           eps_y=ey, seed=seed, acc=acc, epochs=last.n_iter_,
-                           label_agreement=last.label_agreement_,
-                           seconds=time.time() - t0)
-                done.append(runner_record(rec))
-                _log(f"{key} acc={acc:.4f} epochs={last.n_iter_} ({rec['seconds']:.1f}s)")
-            G._store._memo.clear()  # drop this seed's cached reports (memory)
+def run(args):
+    """Run a part of the registered study ``lpgnn`` through ``run_study``."""
+    datasets = args.datasets or (["cora", "citeseer"] if args.part == "table2"
+                                 else ["cora", "citeseer", "facebook"])
+    study = lpgnn_study(datasets, range(args.seeds), [args.part])
+    res = run_study(study, Path(args.log[0]).parent, n_jobs=args.n_jobs)
+    print(f"lpgnn ({args.part} on {', '.join(datasets)}): {len(res.done)} run(s) done, "
+          f"{len(res.skipped)} already recorded, {len(res.failed)} failed")
+    return 1 if res.failed or res.missing else 0
 
 
 # ------------------------------------------------------------------- report
@@ -237,13 +153,13 @@ def _eps_str(e):
 
 HEADER = """# LPGNN: the PGC/LPGNN paper Table 2 and the LPGNN label-LDP pipeline
 
-Produced by `scripts/reproduce_lpgnn.py` (CPU, 1 thread per process, torch {torch}):
+Produced by the registered study `lpgnn` of `skldp.experiments` (CPU, 1 thread per process,
+torch {torch}; Facebook's LPGNN capped at 100 epochs by the study's settings):
 
 ```
 export OMP_NUM_THREADS=1 SKLDP_DATASETS_DIR=<datasets folder>
-python scripts/reproduce_lpgnn.py --part table2 --datasets cora citeseer --seeds 5
-python scripts/reproduce_lpgnn.py --part lpgnn --datasets cora citeseer --seeds 5
-python scripts/reproduce_lpgnn.py --part lpgnn --datasets facebook --seeds 5 --epochs 100
+python -m skldp reproduce lpgnn        # both parts, 5 seeds; skips the runs already recorded
+python scripts/reproduce_lpgnn.py --part table2   # or one part through the same study
 python scripts/reproduce_lpgnn.py --report lpgnn_report.md   # the tables of this page
 ```
 
@@ -280,12 +196,13 @@ feature privacy.
 **Seeds.** 5 seeds (0–4) everywhere. On Facebook training is capped at 100 epochs (200 on
 Cora and CiteSeer) to fit the CPU budget; `n` in each cell is the number of finished runs. The
 raw per-run records are committed as `lpgnn_runs.jsonl` beside this page (one runs file: the
-three fragments the runs were first written to, merged unchanged).
+three fragments the runs were first written to, merged unchanged; each record's key is the
+study's key of the run, the key the script first wrote is kept as `legacy_key`).
 """
 
 
 def write_report(logs, out):
-    recs = [r for path in logs for r in load_runs(path)]
+    recs = [_old_fields(r) for path in logs for r in load_runs(path)]
     t2 = [r for r in recs if r["part"] == "table2"]
     lp = [r for r in recs if r["part"] == "lpgnn"]
     lines = [HEADER.replace("{torch}", torch.__version__)]
@@ -433,22 +350,20 @@ def main(argv=None):
     ap.add_argument("--part", choices=["table2", "lpgnn"])
     ap.add_argument("--datasets", nargs="+")
     ap.add_argument("--seeds", type=int, default=5)
-    ap.add_argument("--eps-x", type=float, nargs="+", default=LPGNN_EPS_X)
-    ap.add_argument("--eps-y", type=float, nargs="+", default=LPGNN_EPS_Y)
-    ap.add_argument("--epochs", type=int, default=200)
+    ap.add_argument("--n-jobs", type=int, default=1, help="parallel runs")
     ap.add_argument("--log", nargs="+", default=["docs/results/lpgnn_runs.jsonl"],
-                    help="runs file (the first is appended to; --report reads all)")
+                    help="runs file (the first is the study's, in the folder given to "
+                         "run_study; --report reads all)")
     ap.add_argument("--report")
     args = ap.parse_args(argv)
-    warnings.filterwarnings("ignore", category=UserWarning, message=".*clipped.*")
-    seeds = list(range(args.seeds))
-    if args.part == "table2":
-        run_table2(args.datasets or ["cora", "citeseer"], seeds, args.log[0])
-    elif args.part == "lpgnn":
-        run_lpgnn(args.datasets or ["cora", "citeseer", "facebook"], seeds, args.log[0],
-                  args.eps_x, args.eps_y, args.epochs)
+    status = 0
+    if args.part:
+        if Path(args.log[0]).name != "lpgnn_runs.jsonl":
+            ap.error("the first --log must be a file named lpgnn_runs.jsonl")
+        status = run(args)
     if args.report:
         print(write_report(args.log, args.report))
+    return status
 
 
 if __name__ == "__main__":

@@ -2,15 +2,17 @@
 
 from ._dpgnn import dpgnn_study
 from ._link_prediction import link_prediction_study
+from ._lpgnn import lpgnn_study
 from ._privge import privge_study
 from ._rgnn import rgnn_study
 from ._solitude import solitude_study
 
 __all__ = ["get_study", "list_studies", "privge_study", "rgnn_study", "solitude_study",
-           "link_prediction_study", "dpgnn_study"]
+           "link_prediction_study", "dpgnn_study", "lpgnn_study"]
 
 _STUDIES = {"privge": privge_study, "rgnn": rgnn_study, "solitude": solitude_study,
-            "link_prediction": link_prediction_study, "dpgnn": dpgnn_study}
+            "link_prediction": link_prediction_study, "dpgnn": dpgnn_study,
+            "lpgnn": lpgnn_study}
 
 
 def list_studies():
