@@ -12,41 +12,39 @@ LM = ``LaplaceMechanism(eps * d)`` (``Lap(1/eps)`` on each feature), PM =
 ``PiecewiseMechanism(eps * d, k=d)`` (PM with ``eps`` on each feature). The per-user totals are
 therefore ``d * eps`` for all three (the paper's §6 notes this limitation).
 
-Usage::
+The sweep is the registered study ``lpgnn_mae`` of :mod:`skldp.experiments`
+(``skldp/experiments/studies/_lpgnn_mae.py``). Usage::
 
-    OMP_NUM_THREADS=1 SKLDP_DATASETS_DIR=<datasets folder> \\
-        python scripts/reproduce_lpgnn_mae.py [--datasets cora citeseer ...] [--seeds 5]
+    export OMP_NUM_THREADS=1 SKLDP_DATASETS_DIR=<datasets folder>
+    python -m skldp reproduce lpgnn_mae            # every run (resumes; about 1 h on 1 core)
+    python scripts/reproduce_lpgnn_mae.py [--datasets cora citeseer ...] [--seeds 5]
+    python scripts/reproduce_lpgnn_mae.py --report-only
 
-Results are cached in ``--cache`` (JSON lines, one per run) and the Markdown table
-``docs/results/lpgnn_mae.md`` is rewritten from the cache after every dataset and seed,
-so an interrupted run still leaves the finished part.
+Both append each finished run to ``<results-dir>/lpgnn_mae_runs.jsonl`` (the study's runs
+file; a run already there is skipped); the script then rewrites the tables of
+``docs/results/lpgnn_mae.md`` from it (the sections after the marker are kept).
 """
 
 import argparse
-import json
 import os
 import platform
-import time
+import sys
 from pathlib import Path
 
 import numpy as np
-import scipy.sparse as sp
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-import torch  # noqa: E402
+from skldp.experiments import load_runs, run_study  # noqa: E402
+from skldp.experiments.studies._lpgnn_mae import (  # noqa: E402
+    DATASETS,
+    EPSILONS,
+    MECHANISMS,
+    lpgnn_mae_study,
+)
 
-torch.set_num_threads(1)
-
-from skldp import GraphData  # noqa: E402
-from skldp.datasets import load_dataset  # noqa: E402
-from skldp.mechanisms import LaplaceMechanism, OneBitMechanism, PiecewiseMechanism  # noqa: E402
-from skldp.metrics import aggregation_mae, mae_by_degree  # noqa: E402
-from skldp.propagation import GCNAggregation  # noqa: E402
-
-DATASETS = ["cora", "citeseer", "twitch_ENGB", "facebook"]
-EPSILONS = [1, 3, 5, 7, 9]
-MECHANISMS = ["LM", "PM", "PGC"]
+DATASETS = list(DATASETS)
+MECHANISMS = list(MECHANISMS)
 ROOT = Path(__file__).resolve().parents[1]
 OUT_MD = ROOT / "docs" / "results" / "lpgnn_mae.md"
 # The API links of the page (the docs' MyST role).
@@ -68,96 +66,20 @@ PAPER_CLAIM = {
 }
 
 
-def make_mechanism(name, eps, d, seed):
-    if name == "PGC":
-        return OneBitMechanism(eps=eps, feature_range=(0, 1), random_state=seed)
-    if name == "LM":
-        return LaplaceMechanism(eps=eps * d, feature_range=(0, 1), random_state=seed)
-    if name == "PM":
-        return PiecewiseMechanism(eps=eps * d, k=d, feature_range=(0, 1), random_state=seed)
-    raise ValueError(name)
-
-
-def predictions(mech, G, agg):
-    """Error predicted from the variance formulas (binary features: Var_u is constant).
-
-    Returns (Gaussian-approximate MAE, exact RMSE): the estimate is unbiased, so
-    E[err_vi^2] = Var * sum_u P_vu^2 exactly; mean_v E|err| = sqrt(2/pi * that) only if the
-    error is normal.
-    """
-    P = agg.propagation_matrix(G)
-    s2 = np.asarray(P.multiply(P).sum(axis=1)).ravel()
-    var = float(mech.variance(0.0)[0])  # = variance(1.0) for these three at binary x
-    assert np.isclose(var, float(mech.variance(1.0)[0]))
-    return (float(np.mean(np.sqrt(2.0 / np.pi * var * s2))), float(np.sqrt(np.mean(var * s2))))
-
-
-def rmse(T, E):
-    """Root mean squared error over all nodes and features, in row blocks."""
-    n, d = T.shape
-    step = max(1, (1 << 22) // d)
-    total = 0.0
-    for s in range(0, n, step):
-        Tb = T[s:s + step]
-        Tb = Tb.toarray() if sp.issparse(Tb) else Tb
-        Eb = E[s:s + step]
-        Eb = Eb.toarray() if sp.issparse(Eb) else Eb
-        total += float(((Tb - Eb) ** 2).sum())
-    return float(np.sqrt(total / (n * d)))
-
-
-def run_dataset(name, seeds, cache, done):
-    G = load_dataset(name).data
-    X = G.features
-    lo = X.min() if not sp.issparse(X) else min(X.data.min(), 0.0)
-    hi = X.max()
-    if lo < 0 or hi > 1:
-        raise ValueError(f"{name}: features outside [0, 1]; scale them first.")
-    binary = np.all(np.isin(X.data if sp.issparse(X) else X, [0.0, 1.0]))
-    n, d = G.shape
-    xbar = float(X.sum() / (n * d))
-    agg = GCNAggregation().fit(G)
-    true = agg.transform(G).features
-    degree = np.diff(G.adjacency.indptr)
-    for seed in seeds:
-        for eps in EPSILONS:
-            for mname in MECHANISMS:
-                key = (name, seed, eps, mname)
-                if key in done:
-                    continue
-                mech = make_mechanism(mname, eps, d, seed)
-                # A fresh GraphData per run (shares the arrays): the graph's memo keeps up
-                # to 8 whole-graph reports, 0.8 GB each on facebook, which would pile up.
-                Gi = GraphData(G.features, G.adjacency)
-                t0 = time.perf_counter()
-                est = agg.transform(mech.fit(Gi).transform(Gi)).features
-                mae_v = aggregation_mae(true, est)
-                rec = {"dataset": name, "seed": seed, "eps": eps, "mechanism": mname,
-                       "mae": float(mae_v.mean()), "rmse": rmse(true, est),
-                       "epsilon_user": mech.epsilon_,
-                       "xbar": xbar, "n": n, "d": d, "seconds": time.perf_counter() - t0}
-                if binary and seed == seeds[0]:
-                    rec["gaussian_pred"], rec["rmse_pred"] = predictions(mech, G, agg)
-                if eps == 1:
-                    dmax = int(np.quantile(degree, 0.99))
-                    degs, m = mae_by_degree(mae_v, degree, max_degree=dmax)
-                    rec["by_degree"] = {"deg": degs.tolist(), "mae": m.tolist(), "dmax": dmax}
-                with open(cache, "a") as fh:
-                    fh.write(json.dumps(rec) + "\n")
-                done[key] = rec
-                print(f"{name} seed={seed} eps={eps} {mname}: MAE={rec['mae']:.4f} "
-                      f"({rec['seconds']:.1f}s)", flush=True)
-                del est, mae_v, Gi
-        write_markdown(done)
-
-
-def load_cache(cache):
-    done = {}
-    if Path(cache).exists():
-        for line in open(cache):
-            r = json.loads(line)
-            done[(r["dataset"], r["seed"], r["eps"], r["mechanism"])] = r
-    return done
+def _old_fields(r):
+    """A runner record in the fields the tables read."""
+    m = r["metrics"]
+    out = {"dataset": r["dataset"], "seed": r["seed"], "eps": r["params"]["eps"],
+           "mechanism": r["method"], "mae": m["mae"], "rmse": m["rmse"],
+           "epsilon_user": r.get("eps_spent"), "xbar": m["xbar"], "n": int(m["n"]),
+           "d": int(m["d"]), "seconds": r.get("wall_s") or 0.0}
+    if "gaussian_pred" in m:
+        out["gaussian_pred"], out["rmse_pred"] = m["gaussian_pred"], m["rmse_pred"]
+    if "deg_q99" in m:
+        degs = sorted(int(k[len("mae_deg_"):]) for k in m if k.startswith("mae_deg_"))
+        out["by_degree"] = {"deg": degs, "mae": [m[f"mae_deg_{k}"] for k in degs],
+                            "dmax": int(m["deg_q99"])}
+    return out
 
 
 def _fmt(vals):
@@ -167,8 +89,10 @@ def _fmt(vals):
     return f"{vals.mean():.4f} ± {vals.std(ddof=1):.4f}"
 
 
-def write_markdown(done):
-    recs = list(done.values())
+def write_markdown(records, out=OUT_MD):
+    """Rewrite the tables of the page from the study's records (kept: the sections after MARKER)."""
+    recs = [_old_fields(r) for r in records]
+    out_md = Path(out)
     lines = [
         "# LPGNN / PGC: MAE of the graph-convolution estimate (the PGC/LPGNN paper Figure 2)",
         "",
@@ -196,8 +120,8 @@ def write_markdown(done):
         "`sqrt(mean_v Var * sum_u P_vu^2)` (the estimate is unbiased).",
         "",
         "Command: `OMP_NUM_THREADS=1 SKLDP_DATASETS_DIR=<datasets folder> python "
-        "scripts/reproduce_lpgnn_mae.py` (ours = mean ± std over independent collections, "
-        "seeds 0..S-1; S given per table).",
+        "scripts/reproduce_lpgnn_mae.py` (the registered study `lpgnn_mae`; ours = mean ± std "
+        "over independent collections, seeds 0..S-1; S given per table).",
         "",
     ]
     for name in DATASETS:
@@ -250,8 +174,8 @@ def write_markdown(done):
             dmax = bd["PGC"][0]["dmax"]
             shown = [k for k in (1, 2, 3, 5, 10, 20, 50) if k <= dmax] + [dmax]
             shown = sorted(set(shown))
-            lines += [f"MAE vs node degree at eps = 1 (the paper's Figure 3 style; degrees up "
-                      f"to the 99 % quantile {dmax}):", "",
+            lines += ["MAE vs node degree at eps = 1 (the PGC/LPGNN paper Figure 3 style; "
+                      f"degrees up to the 99 % quantile {dmax}):", "",
                       "| degree | " + " | ".join(MECHANISMS) + " |",
                       "|---" * (len(MECHANISMS) + 1) + "|"]
             for k in shown:
@@ -271,25 +195,38 @@ def write_markdown(done):
               "loop of eq. (1) an isolated node's estimate is its own report (CiteSeer has 48).",
               f"- Total compute of the cached runs: {secs / 60:.1f} min on "
               f"{platform.machine()} (2 shared CPU cores, OMP_NUM_THREADS=1).", ""]
-    OUT_MD.parent.mkdir(parents=True, exist_ok=True)
+    out_md.parent.mkdir(parents=True, exist_ok=True)
     # Keep the hand-written sections (summary, benchmark) that follow the marker.
     tail = ""
-    if OUT_MD.exists() and MARKER in OUT_MD.read_text():
-        tail = OUT_MD.read_text().split(MARKER, 1)[1]
-    OUT_MD.write_text("\n".join(lines) + "\n" + MARKER + tail)
+    if out_md.exists() and MARKER in out_md.read_text():
+        tail = out_md.read_text().split(MARKER, 1)[1]
+    out_md.write_text("\n".join(lines) + "\n" + MARKER + tail)
 
 
-def main():
+def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--datasets", nargs="+", default=DATASETS, choices=DATASETS)
     ap.add_argument("--seeds", type=int, default=5)
-    ap.add_argument("--cache", default="/tmp/lpgnn_mae_runs.jsonl")
-    args = ap.parse_args()
-    done = load_cache(args.cache)
-    for name in args.datasets:
-        run_dataset(name, list(range(args.seeds)), args.cache, done)
-    write_markdown(done)
+    ap.add_argument("--results-dir", default=str(ROOT / "docs" / "results"),
+                    help="folder of the study's runs file lpgnn_mae_runs.jsonl")
+    ap.add_argument("--out", default=str(OUT_MD), help="the page whose tables are rewritten")
+    ap.add_argument("--n-jobs", type=int, default=1, help="parallel runs")
+    ap.add_argument("--report-only", action="store_true")
+    args = ap.parse_args(argv)
+    import torch
+    torch.set_num_threads(1)
+    status = 0
+    if not args.report_only:
+        res = run_study(lpgnn_mae_study(args.datasets, range(args.seeds)), args.results_dir,
+                        n_jobs=args.n_jobs)
+        print(f"lpgnn_mae: {len(res.done)} run(s) done, {len(res.skipped)} already recorded, "
+              f"{len(res.failed)} failed")
+        status = 1 if res.failed or res.missing else 0
+    records = load_runs(Path(args.results_dir) / "lpgnn_mae_runs.jsonl", "lpgnn_mae")
+    if records:
+        write_markdown(records, args.out)
+    return status
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
