@@ -8,9 +8,11 @@ Sections (each heavy one in its own subprocess, so that its peak RSS is its own)
   against a bare loop of the same sparse x dense products (same operator,
   same dtype, same column-block width and number of products) in the same
   process, with 1 thread (``n_jobs=1``) and with every CPU (``n_jobs=None``);
-  float32 (default) and float64. Times are the best of ``--repeat`` runs taken
-  alternately (skldp, bare, skldp, ...), so a burst of load from other
-  processes hits both sides.
+  float32 (default) and float64 (``--dtypes``). Times are the best of ``--repeat``
+  runs taken alternately (skldp, bare, skldp, ...), so a burst of load from other
+  processes hits both sides; wall time, and CPU (process) time for the
+  one-thread runs, which a shared machine disturbs less. The load average is
+  recorded with each row.
 * ``privge``: Facebook PrivGE end to end, ``HDS(eps=1, k=50) -> PPR(alpha=0.05,
   r=0.1) -> MLPHead(epochs=100)``, fitted on the 50 + 25 % split of seed 0
   (validation fraction 1/3) and scored on the 25 % test nodes, as in
@@ -56,13 +58,22 @@ def _rss_gib():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
 
 
-def _best_alternating(fns, repeat):
+def _best_alternating(fns, repeat, cpu=None):
+    """Best wall time of each of ``fns`` over ``repeat`` alternating rounds.
+
+    With a list ``cpu``, the best process (CPU) time of each is appended to it:
+    for one-thread runs on a shared machine it is less affected by other jobs.
+    """
     best = [np.inf] * len(fns)
+    best_cpu = [np.inf] * len(fns)
     for _ in range(repeat):
         for i, f in enumerate(fns):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             f()
             best[i] = min(best[i], time.perf_counter() - t0)
+            best_cpu[i] = min(best_cpu[i], time.process_time() - c0)
+    if cpu is not None:
+        cpu.extend(best_cpu)
     return best
 
 
@@ -90,9 +101,11 @@ def _ratio_rows(A, X, dtype, repeat):
             # a fresh graph each time: the result is memoised per graph
             return cls(dtype=dtype, n_jobs=jobs, **kw).fit_transform(GraphData(X, A))
 
-        t1, tb, t2 = _best_alternating([lambda: skl(1), bare, lambda: skl(None)], repeat)
+        cpu = []
+        t1, tb, t2 = _best_alternating([lambda: skl(1), bare, lambda: skl(None)], repeat, cpu)
         rows.append(dict(case=name, dtype=dtype, skldp_1=t1, bare=tb, skldp_all=t2,
-                         products=steps, block=X.shape[1]))
+                         cpu_skldp_1=cpu[0], cpu_bare=cpu[1],
+                         products=steps, block=X.shape[1], load=os.getloadavg()[0]))
     return rows
 
 
@@ -123,12 +136,14 @@ def _ppr_row(A, R, dtype, repeat):
         for _ in range(products):
             Mp @ B
 
-    t1, tb, t2 = _best_alternating([lambda: ppr(1), bare, lambda: ppr(None)], repeat)
+    cpu = []
+    t1, tb, t2 = _best_alternating([lambda: ppr(1), bare, lambda: ppr(None)], repeat, cpu)
     return dict(case="PPRPropagation(alpha=0.05, r=0.1, tol=1e-3)", dtype=dtype, skldp_1=t1,
-                bare=tb, skldp_all=t2, products=products, block=w)
+                bare=tb, skldp_all=t2, cpu_skldp_1=cpu[0], cpu_bare=cpu[1],
+                products=products, block=w, load=os.getloadavg()[0])
 
 
-def section_propagation(repeat, columns=1024):
+def section_propagation(repeat, columns=1024, dtypes=("float32", "float64")):
     import torch
 
     from skldp import GraphData
@@ -141,7 +156,7 @@ def section_propagation(repeat, columns=1024):
                      random_state=0).fit_transform(GraphData(G0.features, A)).features
     R = R[:, :columns]
     rows = []
-    for dtype in ("float32", "float64"):
+    for dtype in dtypes:
         X = np.asarray(G0.features[:, :columns].toarray(), dtype=dtype)
         rows += _ratio_rows(A, X, dtype, repeat)
         del X
@@ -302,13 +317,19 @@ def _table(results, args, started, elapsed):
                   "",
                   "Bare loop: `P @ X` repeated, same operator, dtype, block width and number "
                   "of products, one thread. Ratio = skldp time / bare time (1.0 = the bare "
-                  "rate; below 1 with both cores).", "",
+                  "rate; below 1 with both cores). Best of the alternating repeats, wall "
+                  "time and, for the one-thread runs, CPU (process) time; load = 1-minute "
+                  "load average after the row.", "",
                   "| step | dtype | products x columns | bare s | skldp 1 thread s | ratio | "
-                  "skldp all CPUs s | ratio |", "|---|---|---|---|---|---|---|---|"]
+                  "CPU: bare s | CPU: skldp 1 thread s | CPU ratio | skldp all CPUs s | "
+                  "ratio | load |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in prop:
+            cb, c1 = r.get("cpu_bare", float("nan")), r.get("cpu_skldp_1", float("nan"))
             lines.append(f"| {r['case']} | {r['dtype']} | {r['products']} x {r['block']} | "
                          f"{r['bare']:.2f} | {r['skldp_1']:.2f} | {r['skldp_1'] / r['bare']:.2f}"
-                         f" | {r['skldp_all']:.2f} | {r['skldp_all'] / r['bare']:.2f} |")
+                         f" | {cb:.2f} | {c1:.2f} | {c1 / cb:.2f}"
+                         f" | {r['skldp_all']:.2f} | {r['skldp_all'] / r['bare']:.2f} | "
+                         f"{r.get('load', float('nan')):.1f} |")
         lines.append("")
     for key, title in [("privge", "Facebook PrivGE end to end (HDS -> PPR -> MLPHead, eps = 1)"),
                        ("large_privge", None)]:
@@ -343,6 +364,8 @@ def main():
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--columns", type=int, default=1024,
                     help="feature columns of the propagation section (Facebook has 4,714)")
+    ap.add_argument("--dtypes", nargs="*", default=["float32", "float64"],
+                    choices=["float32", "float64"], help="dtypes of the propagation section")
     ap.add_argument("--out", default=None, help="also write the Markdown table here")
     ap.add_argument("--large-nodes", type=int, default=1_000_000,
                     help="users of the --large graph (10 edges each); smaller for a smoke test")
@@ -352,7 +375,7 @@ def main():
         warnings.simplefilter("ignore")
         fn = SECTIONS[a.worker]
         if a.worker == "propagation":
-            rows = fn(a.repeat, a.columns)
+            rows = fn(a.repeat, a.columns, tuple(a.dtypes))
         elif a.worker.startswith("large"):
             rows = fn(a.large_nodes)
         else:
@@ -365,7 +388,8 @@ def main():
     results = {}
     for s in sections:
         cmd = [sys.executable, os.path.abspath(__file__), "--worker", s, "--repeat",
-               str(a.repeat), "--columns", str(a.columns), "--large-nodes", str(a.large_nodes)]
+               str(a.repeat), "--columns", str(a.columns), "--large-nodes", str(a.large_nodes),
+               "--dtypes", *a.dtypes]
         t1 = time.perf_counter()
         out = subprocess.run(cmd, capture_output=True, text=True)
         line = [x for x in out.stdout.splitlines() if x.startswith("RESULT ")]
