@@ -1,5 +1,6 @@
 """Summaries of a study's records: mean ± std tables (Markdown) and a figure."""
 
+import itertools
 import json
 import logging
 import math
@@ -143,9 +144,10 @@ def plot_summary(rows, path, *, roles=None, labels=None, metric="accuracy", scal
     datasets = list(dict.fromkeys(r["dataset"] for r in rows))
     fig, axes = plt.subplots(1, len(datasets), figsize=(4.5 * len(datasets), 3.6),
                              squeeze=False)
-    styles = iter(["--", ":", "-.", (0, (5, 1)), (0, (3, 1, 1, 1))] * 4)
+    # cycled: a study may draw more reference lines than there are styles
+    styles = itertools.cycle(["--", ":", "-.", (0, (5, 1)), (0, (3, 1, 1, 1))])
     style_of, color_of = {}, {}
-    colors = iter([f"C{i}" for i in range(1, 10)] * 4)
+    colors = itertools.cycle([f"C{i}" for i in range(1, 10)])
     for ax, ds in zip(axes[0], datasets, strict=True):
         mine = [r for r in rows if r["dataset"] == ds]
         finite = [r["eps"] for r in mine if isinstance(r["eps"], (int, float))

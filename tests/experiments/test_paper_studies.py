@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from skldp.__main__ import main
-from skldp.experiments import load_runs, run_study
+from skldp.experiments import load_runs, run_study, write_summary
 from skldp.experiments.studies import get_study, list_studies
 
 RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results"
@@ -55,10 +55,15 @@ def test_resuming_over_the_committed_runs_has_nothing_to_do(name):
 def test_run_study_over_a_copy_of_the_committed_runs_runs_none(name, tmp_path):
     shutil.copy(RESULTS / f"{name}_runs.jsonl", tmp_path)
     before = (tmp_path / f"{name}_runs.jsonl").read_bytes()
-    res = run_study(get_study(name), tmp_path, progress=False)
+    study = get_study(name)
+    res = run_study(study, tmp_path, progress=False)
     assert res.done == [] and res.failed == {} and res.missing == []
     assert len(res.skipped) == COMMITTED[name]
     assert (tmp_path / f"{name}_runs.jsonl").read_bytes() == before
+    # the generic summary renders every record (dpgnn draws more reference lines than the
+    # figure has line styles)
+    paths = write_summary(study, res.records, tmp_path)
+    assert f"({len(res.records)} records)" in paths["markdown"].read_text()
 
 
 def test_lpgnn_records_keep_the_scripts_keys():
