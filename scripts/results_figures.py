@@ -31,8 +31,19 @@ def _runs(*patterns):
     rows = []
     for pattern in patterns:
         for path in sorted(RESULTS.glob(pattern)):
-            rows += [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+            rows += [_flat(json.loads(line)) for line in path.read_text().splitlines()
+                     if line.strip()]
     return rows
+
+
+def _flat(record):
+    """A runner record with its settings (``params``) and ``acc`` at the top level, as the
+    scripts' older records have them; fields already there win."""
+    extra = dict(record.get("params") or {})
+    metrics = record.get("metrics") or {}
+    if "accuracy" in metrics:
+        extra["acc"] = metrics["accuracy"]
+    return {**extra, **record}
 
 
 def _mean(rows, key, scale=1.0):
