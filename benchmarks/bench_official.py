@@ -488,7 +488,9 @@ def main():
                         f.write(json.dumps({k: v for k, v in r.items() if k != "log"}) + "\n")
     ok = {s: [r for r in rows if r["side"] == s and (r["timed_out"] or not r["returncode"])]
           for s in ("official", "skldp")}
-    if ok["skldp"] and ok["official"]:
+    if any(r["timed_out"] for r in ok["skldp"]):
+        print("no ratio: skldp did not finish within the timeout")
+    elif ok["skldp"] and ok["official"]:
         sk_w = statistics.median(r["wall_s"] for r in ok["skldp"])
         sk_c = statistics.median(r["cpu_s"] for r in ok["skldp"])
         of_w = statistics.median(r["wall_s"] for r in ok["official"])
