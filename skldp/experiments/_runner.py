@@ -156,6 +156,23 @@ def _split(split, y, spec):
     return split(y, spec.seed)
 
 
+def _forget_run(spec):
+    """Drop the whole-graph results this run memoised on the process's loaded graph.
+
+    Runs of a sweep differ in their collections, so one run's reports are never
+    another's (the GraphCache is what shares steps across runs). Kept, they would
+    hold up to the memo's byte cap per process, and loky restarts a worker whose
+    memory grew by more than 300 MB after its first task, which loads the graph
+    again (16 workers for 30 Facebook runs before this).
+    """
+    graphs = [_DATA[spec.dataset][0]] if spec.dataset in _DATA else []
+    graphs += [G for (_, dataset, _), (G, _) in _METHOD_DATA.items() if dataset == spec.dataset]
+    for G in graphs:
+        store = getattr(G, "_store", None)
+        if store is not None:
+            store._memo.clear()
+
+
 def _run_one(study, spec, cache):
     """Run one setting in this process and return its record (or an error record)."""
     t0, c0 = time.perf_counter(), time.process_time()
@@ -170,6 +187,8 @@ def _run_one(study, spec, cache):
         info = _info(est)
     except Exception:
         return {"key": spec.key, "error": traceback.format_exc()}
+    finally:
+        _forget_run(spec)
     return {
         "key": spec.key, "dataset": spec.dataset, "method": spec.method,
         "split": spec.split, "seed": spec.seed, "params": spec.param_dict,

@@ -177,3 +177,26 @@ def test_dead_worker_runs_are_reported_missing(tmp_path):
     # a later call (the bug fixed) runs only the missing run
     again = run_study(_dying_study(tmp_path, False), tmp_path, progress=False)
     assert again.done == res.missing
+
+
+def test_runs_leave_no_memoised_reports_on_the_loaded_graph(tmp_path):
+    # a run's whole-graph reports are its own; kept on the process's loaded graph they
+    # would pile up across a sweep (and make loky restart its workers)
+    from skldp.experiments import _runner
+    from skldp.experiments._study import fit_and_score
+
+    seen = []
+
+    def evaluate_and_peek(est, G, y, masks):
+        out = fit_and_score(est, G, y, masks)
+        seen.append(len(G._store._memo))
+        return out
+
+    study = Study("tiny_memo", ["student_rgnn"],
+                  {"hds": Method(hds_logreg, {"hds__eps": [1.0, 2.0]},
+                                 evaluate=evaluate_and_peek)}, seeds=[0])
+    res = run_study(study, tmp_path, progress=False)
+    assert len(res.done) == 2
+    assert seen and min(seen) >= 1            # the runs did memoise their reports ...
+    G = _runner._DATA["student_rgnn"][0]
+    assert len(G._store._memo) == 0           # ... and left none behind
