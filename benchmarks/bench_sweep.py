@@ -6,9 +6,10 @@ folder (nothing is resumed), with one thread per run. Reported per mode:
 
 * **wall s**: the sweep's wall time (cluster start-up included for Dask);
 * **CPU s**: CPU time of all runs (the records' ``cpu_s``, measured in the process
-  that ran them) plus the driver's own;
+  that ran them) plus the driver's own (serially the runs are in the driver: its CPU
+  time alone);
 * **peak RSS MB**: the largest process high-water mark over the processes that ran
-  runs (the records' ``peak_rss_mb``) and the driver;
+  runs (the records' ``peak_rss_mb``; serially, the driver);
 * **bytes shipped**: pickled size of what travels per run (the task: the study with
   its factories by reference, one run spec; and its record back), summed; the graph
   itself never travels: each process loads it by name once (**graph loads**).
@@ -30,7 +31,6 @@ import dataclasses
 import os
 import pickle
 import platform
-import resource
 import sys
 import tempfile
 import time
@@ -41,7 +41,13 @@ import cloudpickle  # noqa: E402  (a dependency of dask and of joblib's loky)
 
 from skldp.experiments import _runner, run_study  # noqa: E402
 from skldp.experiments.studies import privge_study  # noqa: E402
-from skldp.experiments.studies._privge import EPS  # noqa: E402
+from skldp.experiments.studies._privge import EPS, privge_pipeline  # noqa: E402
+
+
+def one_thread_privge(ctx):
+    """The study's pipeline with the propagation on one thread (``n_jobs=1``; its
+    default uses every CPU), so that each run holds one core in every mode."""
+    return privge_pipeline(ctx).set_params(ppr__n_jobs=1)
 
 
 def sweep_study(quick):
@@ -51,7 +57,8 @@ def sweep_study(quick):
     else:
         study = privge_study(["facebook"], range(5))
         eps, configs = [e for e in EPS if e != float("inf")], study.configs
-    hds = dataclasses.replace(study.methods["hds"], grid={"hds__eps": eps})
+    hds = dataclasses.replace(study.methods["hds"], factory=one_thread_privge,
+                              grid={"hds__eps": eps})
     return dataclasses.replace(study, name="sweep_bench", methods={"hds": hds},
                                configs=configs)
 
@@ -88,9 +95,12 @@ def run_mode(study, mode):
                else len(pids))  # loky: one load per worker process that ran runs
     return {
         "mode": mode, "runs": len(recs), "missing": len(res.missing) + len(res.failed),
-        "wall_s": wall, "cpu_s": sum(r["cpu_s"] for r in recs) + driver_cpu,
-        "peak_rss_mb": max([r["peak_rss_mb"] for r in recs]
-                           + [resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024]),
+        # serial: the runs are in the driver, whose CPU time already counts them
+        "wall_s": wall, "cpu_s": driver_cpu + (0 if mode == "serial" else
+                                                sum(r["cpu_s"] for r in recs)),
+        # the processes that ran runs (the driver itself, serially); the driver's own
+        # high-water mark is a lifetime one and would carry an earlier mode's peak
+        "peak_rss_mb": max(r["peak_rss_mb"] for r in recs),
         "bytes": task_bytes + rec_bytes, "graph_loads": n_loads, "processes": len(pids),
         "acc": {r["key"]: r["metrics"]["accuracy"] for r in recs},
     }
