@@ -18,6 +18,7 @@ from sklearn.base import BaseEstimator
 
 from .._study import Grid, Method, Study, default_split
 from ._link_prediction import as_recorded
+from ._run import run_on_split
 
 __all__ = ["dpgnn_study", "DPGNNRun", "SETTINGS", "EPS", "KINDS", "VERSION"]
 
@@ -168,25 +169,6 @@ class DPGNNRun(BaseEstimator):
         return {**out, **extra}
 
 
-def evaluate(estimator, G, y, masks):
-    """Run one DP-GNN study run (fits on the training nodes only).
-
-    Parameters
-    ----------
-    estimator : DPGNNRun
-        The run.
-    G : GraphData
-        The whole graph.
-    y : ndarray of shape (n_nodes,)
-        Labels.
-    masks : tuple of three boolean ndarrays
-        Train, validation and test masks.
-
-    Returns
-    -------
-    metrics : dict of str -> float
-    """
-    return estimator.run(G, y, masks)
 
 
 def _make(kind, ctx):
@@ -236,7 +218,7 @@ def dpgnn_study(datasets=("facebook", "twitch_ENGB"), seeds=range(5), ablations=
             Grid({"table": ["degree"], "eps": [None], "batch_size": [None],
                   "max_degree": ABLATION_K, "version": [VERSION]}, **abl)]
     methods = {kind: Method(functools.partial(_make, kind), grids[kind],
-                            role=ROLES.get(kind, "private"), evaluate=evaluate,
+                            role=ROLES.get(kind, "private"), evaluate=run_on_split,
                             label=LABELS.get(kind, kind)) for kind in KINDS}
     # --quick: twitch_ENGB, seed 0, the main table at eps = 1 (no ablation)
     quick = {kind: [Grid(_main([1.0] if kind in ("DP-GNN", "DP-MLP") else [None]))]

@@ -23,6 +23,7 @@ from sklearn.base import BaseEstimator
 
 from .._study import Grid, Method, Study, default_split
 from ._link_prediction import as_recorded
+from ._run import run_on_split
 
 __all__ = ["lpgnn_study", "LPGNNRun", "planetoid", "TABLE2_EPS", "LPGNN_EPS_X",
            "LPGNN_EPS_Y", "CONFIG"]
@@ -213,25 +214,6 @@ class LPGNNRun(BaseEstimator):
                 G._store._memo.clear()  # drop this run's whole-graph reports (memory)
 
 
-def evaluate(estimator, G, y, masks):
-    """Run one LPGNN study run (fit on train, early stopping on validation, test accuracy).
-
-    Parameters
-    ----------
-    estimator : LPGNNRun
-        The run.
-    G : GraphData
-        The whole graph.
-    y : ndarray of shape (n_nodes,)
-        Labels.
-    masks : tuple of three boolean ndarrays
-        Train, validation and test masks.
-
-    Returns
-    -------
-    metrics : dict of str -> float
-    """
-    return estimator.run(G, y, masks)
 
 
 def _make(kind, ctx):
@@ -283,7 +265,7 @@ def lpgnn_study(datasets=("cora", "citeseer", "facebook"), seeds=range(5),
     grids = {k: g for k, g in grids.items()
              if any(p.datasets is None or set(p.datasets) & set(datasets) for p in g)}
     methods = {kind: Method(functools.partial(_make, kind), g, role=ROLES.get(kind, "private"),
-                            evaluate=evaluate, label=LABELS[kind]) for kind, g in grids.items()}
+                            evaluate=run_on_split, label=LABELS[kind]) for kind, g in grids.items()}
     splits = {SPLITS[p]: (planetoid if p == "table2" else default_split) for p in parts}
     # --quick: Cora, seed 0: PGC at eps = 1 (Table 2) and LPGNN at eps_x = eps_y = 1
     quick = {"PGC": [Grid({"part": ["table2"], "eps": [1]}, datasets=["cora"],

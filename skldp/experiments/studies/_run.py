@@ -27,3 +27,25 @@ class CollectionRun(ClassifierMixin, BaseEstimator):
         if self.kind == self.graph_only_kind:
             return self._predict_graph_only(G)
         return self.model_.predict(self.graph_in_[G.rows])
+
+
+def run_on_split(estimator, G, y, masks):
+    """``evaluate`` of a study whose run estimator has its own protocol: ``estimator.run``.
+
+    Parameters
+    ----------
+    estimator : object
+        The run, with a method ``run(G, y, masks)`` returning its metrics (it fits on
+        the training nodes only).
+    G : GraphData
+        The whole graph.
+    y : ndarray of shape (n_nodes,)
+        Labels.
+    masks : tuple of three boolean ndarrays
+        Train, validation and test masks.
+
+    Returns
+    -------
+    metrics : dict of str -> float
+    """
+    return estimator.run(G, y, masks)
