@@ -193,7 +193,8 @@ def write_markdown(records, out=OUT_MD):
               "differ a little.",
               "- The paper does not state how Figure 2 handles isolated nodes; with the self "
               "loop of eq. (1) an isolated node's estimate is its own report (CiteSeer has 48).",
-              f"- Total compute of the cached runs: {secs / 60:.1f} min on "
+              f"- Total compute of the {len(recs)} recorded runs: {secs / 60:.1f} min of wall "
+              f"time ({sum(r.get('cpu_s', 0.0) for r in records) / 60:.1f} min CPU) on "
               f"{platform.machine()} (2 shared CPU cores, OMP_NUM_THREADS=1).", ""]
     out_md.parent.mkdir(parents=True, exist_ok=True)
     # Keep the hand-written sections (summary, benchmark) that follow the marker.
