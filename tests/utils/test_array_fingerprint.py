@@ -53,7 +53,7 @@ def test_dense_fast_path_matches_canonical_csr(i, monkeypatch):
     X = list(_arrays())[i]
     expected = _reference(X)
     assert array_fingerprint(X) == expected
-    monkeypatch.setattr(_random, "_FINGERPRINT_BLOCK", 7)     # several row blocks, blocks of one row
+    monkeypatch.setattr(_random, "_FINGERPRINT_BLOCK", 7)  # several row blocks, of one row
     assert array_fingerprint(X) == expected
 
 
