@@ -206,12 +206,10 @@ class LPGNNRun(BaseEstimator):
             raise ValueError(f"part must be one of {sorted(SPLITS)}, got {self.part!r}.")
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", category=UserWarning, message=".*clipped.*")
-            try:
-                if self.part == "table2":
-                    return self._table2(G, y, masks)
-                return self._lpgnn(G, y, masks)
-            finally:
-                G._store._memo.clear()  # drop this run's whole-graph reports (memory)
+            # (the runner drops this run's memoised whole-graph reports afterwards)
+            if self.part == "table2":
+                return self._table2(G, y, masks)
+            return self._lpgnn(G, y, masks)
 
 
 
