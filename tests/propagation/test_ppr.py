@@ -11,7 +11,7 @@ from sklearn.pipeline import Pipeline
 from skldp import GraphData
 from skldp.mechanisms import HDSMechanism
 from skldp.propagation import PPRPropagation
-from skldp.propagation._ppr import ppr_transition
+from skldp.propagation._ppr import chebyshev_coefficients, ppr_transition
 
 
 def _direct(A, X, alpha, r, self_loops=False):
@@ -39,7 +39,7 @@ def _series(A, X, alpha, r, L=400):
     return Z
 
 
-@pytest.mark.parametrize("solver", ["cg", "power"])
+@pytest.mark.parametrize("solver", ["chebyshev", "cg", "power"])
 @pytest.mark.parametrize("backend", ["scipy", "torch"])
 @pytest.mark.parametrize("sparse_x", [False, True])
 @pytest.mark.parametrize("alpha,r", [(0.1, 0.5), (0.3, 0.0), (0.05, 1.0), (0.2, 0.3)])
@@ -63,7 +63,7 @@ def test_direct_solve_equals_series_of_eq_12(small_graph):
                                rtol=1e-9, atol=1e-12)
 
 
-@pytest.mark.parametrize("solver", ["cg", "power"])
+@pytest.mark.parametrize("solver", ["chebyshev", "cg", "power"])
 @pytest.mark.parametrize("backend", ["scipy", "torch"])
 def test_float32_default_close_to_exact(small_graph, backend, solver):
     A, X, _ = small_graph
@@ -99,7 +99,7 @@ def test_isolated_nodes_keep_their_features(small_graph):
     A[:, 17] = 0
     G = GraphData(X, sp.csr_matrix(A))
     for backend, solver in [("scipy", "cg"), ("torch", "cg"), ("scipy", "power"),
-                            ("torch", "power")]:
+                            ("torch", "power"), ("scipy", "chebyshev"), ("torch", "chebyshev")]:
         Z = PPRPropagation(tol=1e-12, dtype="float64", backend=backend, solver=solver,
                            device="cpu").fit_transform(G).features
         assert np.all(np.isfinite(Z))
@@ -186,7 +186,7 @@ def test_alpha_one_is_identity_and_max_iter_warns(small_graph):
     G = GraphData(X, A)
     np.testing.assert_allclose(PPRPropagation(alpha=1.0).fit_transform(G).features, X,
                                rtol=1e-6)
-    for solver in ("cg", "power"):
+    for solver in ("chebyshev", "cg", "power"):
         with pytest.warns(ConvergenceWarning, match="max_iter"):
             PPRPropagation(max_iter=3, solver=solver).fit_transform(G)
 
@@ -198,20 +198,69 @@ def test_directed_graph_uses_power_iteration(small_graph):
     G = GraphData(X, Ad)
     Z = PPRPropagation(tol=1e-12, dtype="float64").fit_transform(G).features
     np.testing.assert_allclose(Z, _direct(Ad, X, 0.1, 0.5), rtol=1e-7, atol=1e-9)
-    with pytest.raises(ValueError, match="symmetric"):
-        PPRPropagation(solver="cg").fit_transform(G)
+    for solver in ("cg", "chebyshev"):
+        with pytest.raises(ValueError, match="symmetric"):
+            PPRPropagation(solver=solver).fit_transform(G)
 
 
 @pytest.mark.parametrize("backend", ["scipy", "torch"])
-def test_cg_needs_fewer_products_than_power(small_graph, backend):
+def test_cg_and_chebyshev_need_fewer_products_than_power(small_graph, backend):
     A, X, _ = small_graph
     counts = {}
-    for solver in ("cg", "power"):
+    for solver in ("chebyshev", "cg", "power"):
         ppr = PPRPropagation(solver=solver, tol=1e-8, dtype="float64", backend=backend,
-                             device="cpu")
+                             device="cpu", n_jobs=1)
         ppr.fit_transform(GraphData(X, A))
         counts[solver] = ppr._run_info["products"]
     assert 0 < counts["cg"] * 2 < counts["power"], counts
+    assert 0 < counts["chebyshev"] * 2 < counts["power"], counts
+    # the Chebyshev solver does the number of products its coefficients say, per block
+    assert counts["chebyshev"] == len(chebyshev_coefficients(0.1, 1e-8, 1000)[0]) - 1
+
+
+def test_auto_solver_is_chebyshev_on_a_symmetric_graph(small_graph):
+    A, X, _ = small_graph
+    G = GraphData(X, A)
+    auto = PPRPropagation(dtype="float64").fit_transform(G).features
+    cheb = PPRPropagation(dtype="float64", solver="chebyshev").fit_transform(G).features
+    cg = PPRPropagation(dtype="float64", solver="cg").fit_transform(G).features
+    np.testing.assert_array_equal(auto, cheb)
+    assert not np.array_equal(auto, cg)
+
+
+@pytest.mark.parametrize("alpha", [0.01, 0.05, 0.1, 0.5, 0.9])
+@pytest.mark.parametrize("tol", [1e-2, 1e-3, 1e-6])
+def test_chebyshev_coefficients_bound_the_relative_error_on_the_whole_interval(alpha, tol):
+    gamma, ok = chebyshev_coefficients(alpha, tol, 1000)
+    assert ok
+    x = np.cos(np.linspace(0, np.pi, 20001))
+    f = 1.0 / (1.0 - (1.0 - alpha) * x)
+    T = np.polynomial.chebyshev.chebvander(x, len(gamma) - 1)
+    rel = np.abs(T @ gamma - f) / f
+    assert rel.max() <= tol * (1 + 1e-9)
+    if len(gamma) > 1:   # and is the fewest terms that do: one term less misses tol
+        rel_shorter = np.abs(T[:, :-1] @ gamma[:-1] - f) / f
+        assert rel_shorter.max() > tol
+    short, ok = chebyshev_coefficients(alpha, tol, 2)
+    assert len(short) == min(3, len(gamma)) and ok == (len(gamma) <= 3)
+
+
+@pytest.mark.parametrize("backend", ["scipy", "torch"])
+def test_chebyshev_error_reaches_its_bound_on_a_bipartite_graph(backend):
+    # an even cycle is bipartite: S has the eigenvalue -1, where the series' relative
+    # error is largest, so tol is attained there and must not be exceeded
+    n = 40
+    i = np.arange(n)
+    A = sp.csr_matrix((np.ones(2 * n), (np.r_[i, (i + 1) % n], np.r_[(i + 1) % n, i])),
+                      shape=(n, n))
+    X = np.c_[(-1.0) ** i, np.random.default_rng(0).normal(size=n)]   # eigenvector at -1
+    exact = _direct(A, X, 0.1, 0.5)
+    for tol in (1e-2, 1e-3):
+        Z = PPRPropagation(tol=tol, dtype="float64", solver="chebyshev", backend=backend,
+                           device="cpu").fit_transform(GraphData(X, A)).features
+        rel = np.linalg.norm(Z - exact, axis=0) / np.linalg.norm(exact, axis=0)
+        assert rel.max() <= tol
+        assert rel[0] > tol / 2    # the bound is tight, not loose by a margin
 
 
 def test_pipeline_hds_then_ppr(small_graph):

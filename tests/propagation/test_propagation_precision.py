@@ -6,7 +6,12 @@ import scipy.sparse as sp
 
 from skldp import GraphData
 from skldp.propagation import FeatureSmoothing, GCNAggregation, KProp, PPRPropagation, _spmm
-from skldp.propagation._ppr import _cg_cpu, _spmm_add
+from skldp.propagation._ppr import (
+    _cg_cpu,
+    _chebyshev_runner,
+    _spmm_add,
+    chebyshev_coefficients,
+)
 
 
 def _graph(n=300, d=20, seed=0):
@@ -118,6 +123,25 @@ def test_cg_kernel_pieces():
     assert not ok and its == 1
     W, ok, its = _cg_cpu(sp.csr_matrix(S), F.copy(), 1.0, 1e-12, 5)
     np.testing.assert_array_equal(W, F)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_chebyshev_kernel_matches_a_dense_solve(dtype):
+    # the in-place recurrence (signs alternating between the -2S and 2S operators)
+    rng = np.random.default_rng(2)
+    M = sp.random(50, 50, density=0.1, format="csr", random_state=2)
+    S = sp.csr_matrix((M + M.T) / 2, dtype=dtype)
+    S = S / abs(sp.linalg.eigsh(S.astype(float), k=1, which="LM")[0][0])  # spectrum in [-1, 1]
+    S = sp.csr_matrix(S, dtype=dtype)
+    F = rng.normal(size=(50, 4)).astype(dtype)
+    exact = np.linalg.solve(np.eye(50) - 0.8 * S.toarray().astype(float), F.astype(float))
+    W, ok, its = _chebyshev_runner(S)(None, F.copy(), 0.2, 1e-6, 1000)
+    assert ok and its == len(chebyshev_coefficients(0.2, 1e-6, 1000)[0]) - 1
+    assert W.dtype == dtype
+    rel = np.linalg.norm(W - exact, axis=0) / np.linalg.norm(exact, axis=0)
+    assert rel.max() <= (1e-6 if dtype == np.float64 else 1e-5)
+    W, ok, its = _chebyshev_runner(S)(None, F.copy(), 0.2, 1e-6, 3)
+    assert not ok and its == 3
 
 
 def test_ppr_auto_backend_follows_the_device(monkeypatch):

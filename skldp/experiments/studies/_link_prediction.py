@@ -206,7 +206,9 @@ class LinkPredictionRun(BaseEstimator):
             steps.append(("link", VGAELinkPredictor(negative_ratio=self.negative_ratio,
                                                     random_state=seed)))
         else:
-            steps.append(("ppr", PPRPropagation(alpha=self.ppr_alpha, tol=self.ppr_tol)))
+            # conjugate gradients, as in the recorded runs (the default then)
+            steps.append(("ppr", PPRPropagation(alpha=self.ppr_alpha, tol=self.ppr_tol,
+                                                solver="cg")))
             steps.append(("link", HadamardLinkPredictor(loss=self.loss, random_state=seed)))
         pipe = Pipeline(steps)
         with warnings.catch_warnings():

@@ -11,9 +11,10 @@ EPS = [0.01, 0.1, 1.0, 2.0, 3.0, 5.0, float("inf")]
 
 # k, alpha and r follow the authors' released run script for each dataset; the head
 # uses MLPHead's defaults with early stopping on the validation nodes.
-# The recorded runs used conjugate gradients to 1e-6 (PPRPropagation's default then): pinned,
-# so that resumed runs are of the same study.
+# The recorded runs used conjugate gradients to 1e-6 (PPRPropagation's defaults then):
+# pinned, so that resumed runs are of the same study.
 PPR_TOL = 1e-6
+PPR_SOLVER = "cg"
 
 CONFIG = {
     "cora": dict(k=20, alpha=0.1, r=0.1, epochs=200),
@@ -31,7 +32,7 @@ def privge_pipeline(ctx):
     k = ctx.n_features if np.isinf(eps) else cfg["k"]
     return Pipeline([
         ("hds", HDSMechanism(eps=eps, k=k, feature_range=(0, 1), random_state=ctx.seed)),
-        ("ppr", PPRPropagation(alpha=cfg["alpha"], r=cfg["r"], tol=PPR_TOL)),
+        ("ppr", PPRPropagation(alpha=cfg["alpha"], r=cfg["r"], tol=PPR_TOL, solver=PPR_SOLVER)),
         ("clf", MLPHead(epochs=cfg["epochs"], validation_fraction=1 / 3,
                         random_state=ctx.seed)),
     ])
@@ -43,7 +44,7 @@ def graph_only_pipeline(ctx):
     from ...propagation import PPRPropagation
     cfg = ctx.config
     return Pipeline([
-        ("ppr", PPRPropagation(alpha=cfg["alpha"], r=cfg["r"], tol=PPR_TOL)),
+        ("ppr", PPRPropagation(alpha=cfg["alpha"], r=cfg["r"], tol=PPR_TOL, solver=PPR_SOLVER)),
         ("clf", MLPHead(epochs=cfg["epochs"], validation_fraction=1 / 3,
                         random_state=ctx.seed)),
     ])
