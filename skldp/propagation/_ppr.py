@@ -527,7 +527,8 @@ def _chebyshev_runner(S):
     indptr = (S.indptr + np.arange(n + 1)).astype(itype)
     last = indptr[1:] - 1                        # [S, I]: the diagonal entry ends the row
     first = indptr[:-1]                          # [I, S]: it starts the row
-    s_pos = {0: np.delete(np.arange(nnz), last), 1: np.delete(np.arange(nnz), first)}
+    s_pos = {0: np.ones(nnz, bool), 1: np.ones(nnz, bool)}   # where the S entries are
+    s_pos[0][last] = s_pos[1][first] = False
     idx = {0: np.empty(nnz, itype), 1: np.empty(nnz, itype)}
     idx[0][s_pos[0]], idx[0][last] = S.indices, n + rows
     idx[1][s_pos[1]], idx[1][first] = S.indices + n, rows
@@ -543,17 +544,16 @@ def _chebyshev_runner(S):
         big = np.zeros((3 * n, w), dtype=F.dtype)
         big[n:2 * n] = F
         buf = {0: big[:n], 1: big[2 * n:]}
-        data = {}   # (layout, sign of the S part, scale of S) -> values, diagonal set per step
-        for layout in (0, 1):
-            for sign in (1, -1):
-                for scale in (2, 1):
-                    v = np.empty(nnz, dtype=F.dtype)
-                    v[s_pos[layout]] = S.data * dt(sign * scale)
-                    data[layout, sign, scale] = v
+        data = {}   # (layout, sign of the S part) -> values (2 S), diagonal set per step
 
         def step(src, sign, scale, g):
             # buf[1 - src] += [sign scale S, g I] [buf[src]; F]  (layout = src)
-            v = data[src, sign, scale]
+            v = data.get((src, sign))
+            if v is None:   # in practice two arrays: layout 0 with -2 S, layout 1 with 2 S
+                v = data[src, sign] = np.empty(nnz, dtype=F.dtype)
+                v[s_pos[src]] = S.data * dt(2 * sign)
+            if scale == 1:   # the last step: S instead of 2 S
+                v *= dt(0.5)
             v[diag[src]] = g
             X = big[:2 * n] if src == 0 else big[n:]
             _sparsetools_matvecs(n, 2 * n, w, indptr, idx[src], v, X, buf[1 - src])
