@@ -412,22 +412,13 @@ class PPRPropagation(GraphTransformerMixin, BaseEstimator):
 def _spmm_add(Mneg, P, Q):
     """``Q = P + Mneg @ P`` in one pass over ``Q`` (scipy's in-place CSR kernel)."""
     np.copyto(Q, P)
-    try:
-        from scipy.sparse import _sparsetools
-        _sparsetools.csr_matvecs(Mneg.shape[0], Mneg.shape[1], P.shape[1], Mneg.indptr,
-                                 Mneg.indices, Mneg.data, P.ravel(), Q.ravel())
-    except (ImportError, AttributeError, TypeError, ValueError):  # pragma: no cover
-        Q += Mneg @ P   # private kernel unavailable: one more temporary
+    _spmm_acc(Mneg, P, Q)
 
 
 def _spmm_acc(Mneg, P, Q):
     """``Q += Mneg @ P`` in place (scipy's CSR kernel accumulates into its output)."""
-    try:
-        from scipy.sparse import _sparsetools
-        _sparsetools.csr_matvecs(Mneg.shape[0], Mneg.shape[1], P.shape[1], Mneg.indptr,
-                                 Mneg.indices, Mneg.data, P.ravel(), Q.ravel())
-    except (ImportError, AttributeError, TypeError, ValueError):  # pragma: no cover
-        Q += Mneg @ P   # private kernel unavailable: one more temporary
+    _sparsetools_matvecs(Mneg.shape[0], Mneg.shape[1], P.shape[1], Mneg.indptr, Mneg.indices,
+                         Mneg.data, P, Q)
 
 
 def _coldot(A, B):
