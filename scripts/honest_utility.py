@@ -52,7 +52,7 @@ from skldp.mechanisms import (  # noqa: E402
     hds_optimal_k,
 )
 from skldp.model_selection import random_node_split  # noqa: E402
-from skldp.models import MLPHead  # noqa: E402
+from skldp.models import LPGNNClassifier, MLPHead, SolitudeClassifier  # noqa: E402
 from skldp.propagation import PPRPropagation  # noqa: E402
 
 HERE = Path(__file__).resolve().parents[1] / "docs" / "results"
@@ -81,7 +81,7 @@ FIGURE = HERE / "honest_utility.png"
 GERMAN_CODES = {"LoanRateAsPercentOfIncome": (1, 4), "YearsAtCurrentHome": (1, 4),
                 "NumberOfOtherLoansAtBank": (1, 4), "NumberOfLiableIndividuals": (1, 2)}
 GERMAN_UNBOUNDED = ("Age", "LoanDuration", "LoanAmount")
-BINARY_REPORTS = {"german": False}   # the set-valued mechanism needs 0/1 features
+BINARY_REPORTS = {"german": False}   # set-valued and grouped GRR-FS need 0/1 features
 
 
 def _german_private(G):
@@ -104,6 +104,32 @@ def _mechanism(kind, eps, seed, fr=(0, 1)):
     return MultiBitMechanism(eps, feature_range=fr, random_state=rs)
 
 
+# RGNN's settings (its study, after Bhaila et al., SDM 2024): bag-of-words columns grouped into
+# binary groups of this many columns (about 50 groups where the paper gives none), K_x = K_y
+# propagation steps and METIS bags.
+RGNN_CONFIG = {"cora": (25, 8, 64), "citeseer": (70, 8, 64), "facebook": (100, 4, 128),
+               "twitch_ENGB": (64, 4, 64), "wiki_chameleon": (63, 8, 64)}
+
+
+def _rgnn_pipeline(eps, seed, name):
+    """Grouping (public, per user) -> GRR-FS with m = 1 -> frequency reconstruction -> RGNN.
+
+    m = 1: for binary columns the variance of a coordinate's estimate under a total budget
+    eps, (d / m) e^(eps/m) / (e^(eps/m) - 1)^2, grows with m, so one feature per user is best.
+    Labels are used in the clear (eps_y = inf), as in every other row.
+    """
+    from skldp.mechanisms import FeatureGrouper, GRRFSMechanism
+    from skldp.models import RGNNClassifier
+    from skldp.reconstruction import FrequencyReconstructor
+    group, hops, clusters = RGNN_CONFIG[name]
+    return Pipeline([
+        ("group", FeatureGrouper(group)),
+        ("grr", GRRFSMechanism(eps, m=1, domain_sizes=2, random_state=1000 + seed)),
+        ("rec", FrequencyReconstructor(eps, m=1, domain_sizes=2, hops=hops)),
+        ("clf", RGNNClassifier(eps_y=float("inf"), hops_y=hops, n_clusters=clusters,
+                               random_state=seed))])
+
+
 def _ppr():
     # conjugate gradients, as in the recorded runs (PPRPropagation's default then; the
     # Chebyshev default gives the same output within tol)
@@ -116,37 +142,54 @@ def _head(seed):
 
 # name -> (eps-dependent?, factory(eps, seed, feature_range) -> (estimator, grid))
 PIPELINES = {
-    "raw features (PPR -> MLP)": (False, lambda eps, s, fr: (
+    "raw features (PPR -> MLP)": (False, lambda eps, s, fr, name=None: (
         Pipeline([("ppr", _ppr()), ("clf", _head(s))]),
         {"ppr__alpha": [0.1, 0.2]})),
-    "feature-free: label propagation": (False, lambda eps, s, fr: (
+    "feature-free: label propagation": (False, lambda eps, s, fr, name=None: (
         LabelPropagationClassifier(), {"alpha": [0.5, 0.8, 0.9, 0.99]})),
-    "feature-free: structural -> MLP": (False, lambda eps, s, fr: (
+    "feature-free: structural -> MLP": (False, lambda eps, s, fr, name=None: (
         Pipeline([("st", StructuralFeatures(random_state=s)), ("clf", _head(s))]),
         {})),
-    "PrivGE: HDS(k=auto) -> PPR -> MLP": (True, lambda eps, s, fr: (
+    "PrivGE: HDS(k=auto) -> PPR -> MLP": (True, lambda eps, s, fr, name=None: (
         Pipeline([("hds", _mechanism("hds", eps, s, fr)), ("ppr", _ppr()),
                   ("clf", _head(s))]),
         {"ppr__alpha": [0.1, 0.2]})),
-    "multi-bit -> PPR -> MLP": (True, lambda eps, s, fr: (
+    "multi-bit -> PPR -> MLP": (True, lambda eps, s, fr, name=None: (
         Pipeline([("mb", _mechanism("mb", eps, s, fr)), ("ppr", _ppr()),
                   ("clf", _head(s))]),
         {"ppr__alpha": [0.1, 0.2]})),
-    "hybrid: [structural, HDS -> PPR] -> MLP": (True, lambda eps, s, fr: (
+    "hybrid: [structural, HDS -> PPR] -> MLP": (True, lambda eps, s, fr, name=None: (
         Pipeline([("union", GraphFeatureUnion([
             ("structure", StructuralFeatures(random_state=s)),
             ("private", Pipeline([("hds", _mechanism("hds", eps, s, fr)),
                                   ("ppr", _ppr())]))])),
             ("clf", _head(s))]), {})),
-    "hybrid: C&S around PrivGE": (True, lambda eps, s, fr: (
+    "hybrid: C&S around PrivGE": (True, lambda eps, s, fr, name=None: (
         CorrectAndSmooth(Pipeline([("hds", _mechanism("hds", eps, s, fr)),
                                    ("ppr", _ppr()), ("clf", _head(s))])),
         {})),
-    "set-valued(ell=1) -> PPR -> MLP": (True, lambda eps, s, fr: (
+    # LPGNN's own model (multi-bit reports -> KProp -> GNN) at its defaults (no search: one
+    # fit per run), with the training labels in the clear like every other row (eps_y = inf).
+    "LPGNN: multi-bit -> KProp GNN": (True, lambda eps, s, fr, name=None: (
+        Pipeline([("mb", _mechanism("mb", eps, s, fr)),
+                  ("clf", LPGNNClassifier(eps_y=float("inf"), random_state=s))]), {})),
+    "RGNN: grouped GRR-FS(m=1) -> reconstruction -> RGNN": (True,
+                                                             lambda eps, s, fr, name=None: (
+        _rgnn_pipeline(eps, s, name), {})),
+    # Solitude's model (feature and label smoothing, learned graph structure) on multi-bit
+    # reports, with the settings of its study; the graph and the training labels in the clear.
+    "Solitude: multi-bit -> Solitude GCN": (True, lambda eps, s, fr, name=None: (
+        Pipeline([("mb", _mechanism("mb", eps, s, fr)),
+                  ("clf", SolitudeClassifier("gcn", epochs=300, patience=50, feature_steps=4,
+                                             label_steps=0, lambda_fro=1e-4, lambda_l1=1e-2,
+                                             lr_adj=0.01, hidden_size=16, activation="selu",
+                                             dropout=0.5, lr=0.01, weight_decay=5e-4,
+                                             random_state=s))]), {})),
+    "set-valued(ell=1) -> PPR -> MLP": (True, lambda eps, s, fr, name=None: (
         Pipeline([("set", _mechanism("set", eps, s)), ("ppr", _ppr()),
                   ("clf", _head(s))]),
         {"ppr__alpha": [0.1, 0.2]})),
-    "hybrid: C&S around set-valued": (True, lambda eps, s, fr: (
+    "hybrid: C&S around set-valued": (True, lambda eps, s, fr, name=None: (
         CorrectAndSmooth(Pipeline([("set", _mechanism("set", eps, s)),
                                    ("ppr", _ppr()), ("clf", _head(s))])),
         {})),
@@ -189,14 +232,15 @@ def run(datasets, eps_list, seeds, only=None, first_seed=0, signal=True):
                     continue
                 if only and not any(o in label for o in only):
                     continue
-                if "set-valued" in label and not BINARY_REPORTS.get(name, True):
+                if (("set-valued" in label or label.startswith("RGNN"))
+                        and not BINARY_REPORTS.get(name, True)):
                     continue
                 Gp = G if label.startswith(("raw", "feature-free")) else G_private
                 for eps in (eps_list if by_eps else [None]):
                     key = (name, label, eps, seed)
                     if key in done:
                         continue
-                    est, grid = make(eps, seed, fr)
+                    est, grid = make(eps, seed, fr, name)
                     t0 = time.perf_counter()
                     with warnings.catch_warnings():
                         warnings.simplefilter("ignore")
