@@ -16,17 +16,14 @@ Usage::
 """
 
 import argparse
-import os
 import time
 
-os.environ.setdefault("SKLDP_DATASETS_DIR", "/work/shared/datasets")
+import numpy as np
+import scipy.sparse as sp
+import torch
 
-import numpy as np  # noqa: E402
-import scipy.sparse as sp  # noqa: E402
-import torch  # noqa: E402
-
-from skldp.central import degree_bounded_sample  # noqa: E402
-from skldp.central._dpgnn import (  # noqa: E402
+from skldp.central import degree_bounded_sample
+from skldp.central._dpgnn import (
     _Features,
     _grid_gaussian,
     _grid_step,
@@ -34,7 +31,7 @@ from skldp.central._dpgnn import (  # noqa: E402
     _padded_neighbourhoods,
     _PerNodeGradients,
 )
-from skldp.models._torch_utils import resolve_device  # noqa: E402
+from skldp.models._torch_utils import resolve_device
 
 
 def synthetic(n=169_343, d=128, n_edges=1_200_000, n_classes=40, seed=0):

@@ -3,9 +3,10 @@
 Steps (each a function returning the callable to time; add more to ``STEPS``):
 
 * feature mechanisms at the per-user budget ``eps = 1`` with default parameters
-  (``OneBitMechanism`` spends eps on each of the 4,714 features, paper 000;
-  ``MultiBitMechanism`` samples m = 1 feature; ``PiecewiseMechanism`` k = 1) and
-  the dense paper-000 style Piecewise (``k = d``);
+  (``OneBitMechanism`` spends eps on each of the 4,714 features, as in
+  Sajadmanesh and Gatica-Perez, CCS 2021; ``MultiBitMechanism`` samples m = 1
+  feature; ``PiecewiseMechanism`` k = 1) and
+  the dense Piecewise of the same paper (``k = d``);
 * ``GCNAggregation`` on the raw sparse features and on dense one-bit reports;
 * ``KProp(steps=2)`` on dense one-bit reports.
 
@@ -17,7 +18,7 @@ the prepared inputs).
 
 Usage::
 
-    OMP_NUM_THREADS=1 SKLDP_DATASETS_DIR=/work/shared/datasets \\
+    OMP_NUM_THREADS=1 SKLDP_DATASETS_DIR=/path/to/datasets \\
         python benchmarks/bench_lpgnn.py [--steps onebit kprop2 ...] [--repeat 1]
 """
 
@@ -88,7 +89,7 @@ STEPS = {
     "laplace": ("LaplaceMechanism(eps=1)", step_mechanism("LaplaceMechanism", eps=1.0)),
     "piecewise": ("PiecewiseMechanism(eps=1) [k=1]",
                   step_mechanism("PiecewiseMechanism", eps=1.0)),
-    "piecewise_dense": ("PiecewiseMechanism(eps=d, k=d) [paper 000]", step_dense_piecewise),
+    "piecewise_dense": ("PiecewiseMechanism(eps=d, k=d) [LPGNN paper]", step_dense_piecewise),
     "gcn_sparse": ("GCNAggregation on raw sparse features", step_gcn_sparse),
     "gcn_dense": ("GCNAggregation on dense one-bit reports", step_gcn_dense),
     "kprop2": ("KProp(steps=2) on dense one-bit reports", step_kprop2_dense),

@@ -14,7 +14,7 @@ buffers which tracemalloc does not see).
 
 Usage::
 
-    OMP_NUM_THREADS=1 SKLDP_DATASETS_DIR=/work/shared/datasets \
+    OMP_NUM_THREADS=1 SKLDP_DATASETS_DIR=/path/to/datasets \
         python benchmarks/bench_privge.py [--threads 1] [--datasets facebook synthetic]
 """
 

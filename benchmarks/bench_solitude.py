@@ -28,7 +28,6 @@ import subprocess
 import sys
 import time
 
-os.environ.setdefault("SKLDP_DATASETS_DIR", "/work/shared/datasets")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402

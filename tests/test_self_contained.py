@@ -11,8 +11,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 # Parts of the tree a user receives: the package, the documentation sources, the gallery
-# scripts and the top-level pages.
-WALKED = ("skldp", "docs", "examples")
+# scripts, the benchmark and study scripts and the top-level pages.
+WALKED = ("skldp", "docs", "examples", "benchmarks", "scripts")
 TOP_FILES = ("README.md", "CONTRIBUTING.md")
 SUFFIXES = {".py", ".rst", ".md"}
 # Build outputs and pages generated from the sources above (checked through their sources).
@@ -24,6 +24,7 @@ FORBIDDEN = re.compile(
     r"paper 00[0-9]"                  # internal numbers of the source papers
     r"|DESIGN\.md"                    # a design note that is not part of the repository
     r"|\.\./shared"                   # folders next to the repository
+    r"|\bshared/(datasets|papers|hooks)"  # their files, however reached
     r"|/work/"                        # machine paths
     r"|0[0-4][0-9]_[0-9a-f]{16}",     # file names of the source texts
     re.IGNORECASE,
@@ -62,15 +63,17 @@ def find_internal_references(paths, root=ROOT):
 def test_pattern_catches_internal_references(tmp_path):
     bad = tmp_path / "bad.md"
     bad.write_text("See paper 002, eq. (5).\nfine line\nshared/papers/003_5a1a374306e1d553.txt\n"
-                   "read DESIGN.md\nSKLDP_DATASETS_DIR=/work/x ../shared/datasets\n")
+                   "read DESIGN.md\nSKLDP_DATASETS_DIR=/work/x ../shared/datasets\n"
+                   "statistics from shared/datasets/README.md\n")
     hits = find_internal_references([bad], root=tmp_path)
-    assert [h.split(":")[1] for h in hits] == ["1", "3", "4", "5"]
+    assert [h.split(":")[1] for h in hits] == ["1", "3", "4", "5", "6"]
 
 
 def test_walk_covers_package_and_docs():
     files = {p.relative_to(ROOT).as_posix() for p in _files()}
     assert "skldp/base.py" in files
     assert "README.md" in files
+    assert "benchmarks/bench_performance.py" in files and "scripts/honest_utility.py" in files
     assert any(f.startswith("docs/") and f.endswith(".rst") for f in files)
     assert not any(f.startswith("docs/_build/") for f in files)
 

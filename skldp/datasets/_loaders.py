@@ -38,7 +38,7 @@ __all__ = ["load_dataset", "load_cora", "load_citeseer", "list_datasets", "get_d
 
 _BUNDLED = {"cora", "citeseer"}
 
-# name -> (sha256, bytes, short description); statistics from shared/datasets/README.md
+# name -> (sha256, bytes, short description); statistics of the reference files' documentation
 DATASETS = {
     "citeseer": ("7f3845dfa21373676795cfa3db6f51680a6900a6b3dc42492f435301992cbe1f", 210349,
                  "CiteSeer citation graph (Planetoid public split): 3327 nodes, 4552 edges, "

@@ -1,7 +1,7 @@
 """The datasets' original public sources, and converters to the uniform arrays.
 
 Every dataset of :data:`~skldp.datasets.DATASETS` was built from raw files of a
-public GitHub repository at a fixed commit (``shared/datasets/README.md``).
+public GitHub repository at a fixed commit (``SOURCES`` below).
 :func:`build_from_source` downloads those raw files, converts them with the
 same rules (symmetric 0/1 adjacency without self loops, CSR features, labels,
 masks and extras), and accepts the result only if its content digest equals the
@@ -388,7 +388,7 @@ def _rgnn_files(stem):
     return {"graph": f"RGNN/datasets/{stem}/{stem}/raw/{stem}_synthetic_graph.pkl"}
 
 
-# content_digest(canonical(np.load(<shared/datasets file>))) of each reference file.
+# content_digest(canonical(np.load(<reference .npz file>))) of each reference file.
 DIGESTS = {
     "cora": "74fe22525fe26e0bbcce3782bce791849d8d9c9a7654b8bdcd6ff8a0b81f5d0f",
     "citeseer": "0d348de9043a19583a3b68ae3001cbf7cd7d84110287f5e06bed53120e9ad821",
