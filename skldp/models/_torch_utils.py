@@ -233,8 +233,9 @@ def dropout(x, p, training=True):
     gen = current_generator()
     if gen is None:
         return F.dropout(x, p, training)
-    keep = torch.empty_like(x).bernoulli_(1.0 - p, generator=gen)
-    return x * keep / (1.0 - p)
+    # the mask scaled in place: one pass over x instead of two (a multiply, then a divide)
+    scale = torch.empty_like(x).bernoulli_(1.0 - p, generator=gen).div_(1.0 - p)
+    return x * scale
 
 
 class Dropout(nn.Dropout):

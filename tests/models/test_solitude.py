@@ -134,3 +134,46 @@ def test_pipeline_and_privacy_report():
     report = privacy_report(pipe)
     assert report.epsilon_for("edges") == 7.0
     assert report.local_epsilon == 8.0
+
+
+@pytest.mark.parametrize("conv", ["gcn", "sage"])
+@pytest.mark.parametrize("symmetric", [True, False])
+def test_learned_propagation_matches_dense_autograd(conv, symmetric):
+    # The structure step's product and its gradients (values on the stored entries only,
+    # never an n x n matrix) agree with dense autograd, a stored self loop included.
+    import torch
+
+    from skldp.models._solitude import _EdgeStructure
+    rng = np.random.default_rng(0)
+    n = 12
+    A = sp.random(n, n, density=0.3, random_state=1, format="csr")
+    A = ((A + A.T) if symmetric else A).tocsr()
+    A.setdiag(0.5)  # a stored self loop: the GCN's added loop is summed with it
+    A.data[:] = rng.uniform(0.2, 1.0, A.nnz) if not symmetric else 1.0
+    struct = _EdgeStructure(A, conv, torch.device("cpu"))
+    assert struct.symmetric == symmetric
+    w = torch.tensor(rng.uniform(0.1, 1.0, len(struct.target)), requires_grad=True)
+    h = torch.tensor(rng.normal(size=(n, 3)), requires_grad=True)
+    R = torch.tensor(rng.normal(size=(n, 3)))
+    g = struct.graph(w)
+    out = g[f"a_{'sym' if conv == 'gcn' else 'mean'}_op"].matmul(h)
+    grad_w, grad_h = torch.autograd.grad((out * R).sum(), (w, h))
+
+    w2, h2 = w.detach().clone().requires_grad_(), h.detach().clone().requires_grad_()
+    Ad = torch.zeros(n, n, dtype=w2.dtype).index_put(
+        (struct.t_row, struct.t_col), w2[struct.t_param], accumulate=True)
+    if conv == "gcn":
+        Ad = Ad + torch.eye(n, dtype=w2.dtype)
+        dinv = Ad.sum(1).clamp_min(1e-12).pow(-0.5)
+        P = dinv[:, None] * Ad * dinv[None, :]
+    else:
+        P = Ad / Ad.sum(1).clamp_min(1.0)[:, None]
+    ref = P @ h2
+    ref_w, ref_h = torch.autograd.grad((ref * R).sum(), (w2, h2))
+    np.testing.assert_allclose(out.detach().numpy(), ref.detach().numpy(), rtol=1e-10)
+    np.testing.assert_allclose(grad_w.numpy(), ref_w.numpy(), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(grad_h.numpy(), ref_h.numpy(), rtol=1e-9, atol=1e-12)
+    # The detached product (the model step) is the same matrix.
+    np.testing.assert_allclose(torch.sparse.mm(g[f"a_{'sym' if conv == 'gcn' else 'mean'}"],
+                                               h.detach()).numpy(),
+                               ref.detach().numpy(), rtol=1e-10)
