@@ -9,7 +9,10 @@ Cases (each in a fresh worker process so that its peak resident memory is its ow
   ``synthetic:N`` runs the same with N users and 10 N edges (for machines short of memory:
   at eps_a = 8 the 1M-user output alone holds ~3.5e8 entries, ~2.6 GiB);
 - the number of weights SolitudeClassifier learns on Cora at eps_a = 7 (one per received
-  entry) against the n^2 of a dense calibrated adjacency.
+  entry) against the n^2 of a dense calibrated adjacency;
+- ``gradient`` (not in the default cases): one structure step's product and backward on
+  Facebook's received graph (eps_a, OR), torch's sparse-product backward (a dense n x n
+  intermediate) against SolitudeClassifier's entries-only backward, as a ratio in one run.
 
 For every EdgeRR case: wall time of ``EdgeRR.fit_transform``, stored entries against the
 expected ``n(n-1)q + 2m(1-2q)``, peak resident memory (``ru_maxrss``) before and after,
@@ -17,7 +20,7 @@ and the size a dense n x n matrix would need (1 byte per entry as bool, 4 as flo
 
 Usage::
 
-    OMP_NUM_THREADS=1 python benchmarks/bench_solitude.py [--cases facebook synthetic cora]
+    OMP_NUM_THREADS=1 python benchmarks/bench_solitude.py [--cases facebook synthetic cora gradient]
 """
 
 import argparse
@@ -109,6 +112,63 @@ def worker_cora():
                 seconds_per_epoch=round(secs / 20, 3), peak_rss_gib=round(_rss_gib(), 2))
 
 
+def worker_structure_gradient(eps, repeat=5):
+    """One structure step's product and backward on Facebook's received graph, two ways.
+
+    ``torch``: a COO tensor built from the learned values and ``torch.sparse.mm``, whose
+    backward forms the dense ``n x n`` matrix ``grad @ h^T`` (SolitudeClassifier's
+    code before this benchmark was added). ``skldp``: ``_WeightedSpMM``, whose backward
+    works on the stored entries only. Best of ``repeat`` alternating rounds, one
+    thread, hidden width 16; the peak RSS increase of the first round of each.
+    """
+    import torch
+
+    from skldp.datasets import load_dataset
+    from skldp.mechanisms import EdgeRR
+    from skldp.models._solitude import _EdgeStructure, _WeightedOperand
+    torch.set_num_threads(1)
+    G = load_dataset("facebook").data
+    A = G.adjacency if np.isinf(eps) else \
+        EdgeRR(eps, symmetrize="or", random_state=0).fit_transform(G).adjacency
+    struct = _EdgeStructure(A, "gcn", torch.device("cpu"))
+    n = A.shape[0]
+    gen = torch.Generator().manual_seed(0)
+    w = torch.rand(len(struct.target), generator=gen).requires_grad_()
+    h = torch.randn(n, 16, generator=gen).requires_grad_()
+    R = torch.randn(n, 16, generator=gen)
+    row = torch.cat([struct.t_row, struct.t_loops])
+    col = torch.cat([struct.t_col, struct.t_loops])
+
+    def torch_step():
+        vals = torch.cat([w[struct.t_param], torch.ones(n)])
+        a = torch.sparse_coo_tensor(torch.stack([row, col]), vals, (n, n)).coalesce()
+        (torch.sparse.mm(a, h) * R).sum().backward()
+
+    def skldp_step():
+        vals = torch.cat([w[struct.t_param], torch.ones(n)])
+        op = _WeightedOperand(struct.pattern, struct.pattern.values(vals))
+        (op.matmul(h) * R).sum().backward()
+
+    best = {"torch": np.inf, "skldp": np.inf}
+    rss, grads = {}, {}
+    for i in range(repeat):
+        for name, step in (("skldp", skldp_step), ("torch", torch_step)):
+            before = _rss_gib()
+            t0 = time.perf_counter()
+            step()
+            best[name] = min(best[name], time.perf_counter() - t0)
+            if i == 0:
+                rss[name] = round(_rss_gib() - before, 3)
+            grads[name] = (w.grad, h.grad)
+            w.grad, h.grad = None, None
+    err = max(float((a - b).abs().max() / b.abs().max())
+              for a, b in zip(grads["skldp"], grads["torch"], strict=True))
+    return dict(case="solitude_structure_gradient", eps=eps, n_nodes=n,
+                received_entries=int(A.nnz), torch_s=round(best["torch"], 4),
+                skldp_s=round(best["skldp"], 4), ratio=round(best["torch"] / best["skldp"], 1),
+                peak_rss_increase_gib=rss, max_rel_grad_difference=err)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--cases", nargs="+", default=["facebook", "synthetic", "cora"])
@@ -118,6 +178,8 @@ def main():
     if args.worker is not None:
         if args.worker[0] == "cora":
             out = worker_cora()
+        elif args.worker[0] == "gradient":
+            out = worker_structure_gradient(float(args.worker[1]))
         else:
             out = worker_edge_rr(args.worker[0], args.worker[1], float(args.worker[2]))
         print("RESULT " + json.dumps(out), flush=True)
@@ -126,6 +188,8 @@ def main():
     for case in args.cases:
         if case == "cora":
             runs.append(["cora"])
+        elif case == "gradient":
+            runs.append(["gradient", str(args.eps)])
         elif case == "facebook":
             runs += [["facebook", "directed", str(args.eps)], ["facebook", "or", str(args.eps)]]
         else:
