@@ -62,11 +62,6 @@ class PrivacyReport:
         Their deltas, summed likewise.
     search_trainings : int
         Number of those trainings.
-    in_the_clear : list of PrivacySpend
-        Fitted steps whose ``epsilon_`` is infinite (e.g. a label randomiser
-        at ``eps_y=inf``): they pass the data through unchanged, so they
-        protect nothing and are not counted in the totals, like the training
-        labels a classifier without a label mechanism reads.
     """
 
     spends: list = field(default_factory=list)
@@ -81,14 +76,10 @@ class PrivacyReport:
     search_central_epsilon: float = None
     search_central_delta: float = None
     search_trainings: int = 0
-    in_the_clear: list = field(default_factory=list)
 
     @property
     def local_epsilon(self):
-        """Total local epsilon per user (sum over the user's private reports).
-
-        Data a step uses in the clear (``in_the_clear``) is outside it.
-        """
+        """Total local epsilon per user (sum over the user's reports)."""
         return float(sum(s.epsilon for s in self.spends if s.model == "local"))
 
     @property
@@ -96,27 +87,18 @@ class PrivacyReport:
         return [s for s in self.spends if s.model == "central"]
 
     def epsilon_for(self, what):
-        """Total local epsilon of the reports that protect ``what`` (features, labels, edges).
-
-        ``inf`` when a step is known to pass ``what`` through in the clear.
-        """
-        if any(what in s.protects for s in self.in_the_clear):
-            return float("inf")
+        """Total local epsilon of the reports that protect ``what`` (features, labels, edges)."""
         return float(sum(s.epsilon for s in self.spends
                          if s.model == "local" and what in s.protects))
 
     def __str__(self):
-        clear = [f"  {s.step}: epsilon=inf (its {', '.join(s.protects) or 'data'} pass in the "
-                 "clear; not counted)" for s in self.in_the_clear]
         if not self.spends:
-            return "\n".join(["No differentially private step found: nothing is protected "
-                              "(epsilon = inf)."] + clear)
+            return "No differentially private step found: nothing is protected (epsilon = inf)."
         lines = []
         for s in self.spends:
             d = f", delta={s.delta:.3g}" if s.delta else ""
             lines.append(f"  {s.step}: epsilon={s.epsilon:.4g}{d} ({s.model} DP; protects "
                          f"{', '.join(s.protects)})")
-        lines += clear
         local = [s for s in self.spends if s.model == "local"]
         if local:
             lines.append(f"  total local epsilon per user: {self.local_epsilon:.4g}")
@@ -173,9 +155,7 @@ def privacy_report(estimator):
 
     Walks pipelines, meta-estimators (``best_estimator_``) and fitted
     sub-estimators (e.g. a classifier's ``label_mechanism_``); each fitted step
-    with a finite ``epsilon_`` contributes one entry. A step with an infinite
-    ``epsilon_`` gives no guarantee: it is listed in ``in_the_clear`` and left
-    out of the totals, as the search accounting leaves it out.
+    with ``epsilon_`` contributes one entry.
 
     Parameters
     ----------
@@ -201,8 +181,7 @@ def privacy_report(estimator):
         seen.add(id(est))
         eps = getattr(est, "epsilon_", None)
         if eps is not None:
-            spends = report.in_the_clear if np.isinf(float(eps)) else report.spends
-            spends.append(PrivacySpend(
+            report.spends.append(PrivacySpend(
                 step=path or type(est).__name__, epsilon=float(eps),
                 delta=float(getattr(est, "delta_", 0.0) or 0.0),
                 protects=tuple(getattr(est, "protects_", ())),

@@ -151,25 +151,3 @@ def test_integer_steps_parameter_is_not_mistaken_for_a_pipeline():
     t = Trainer()
     t.epsilon_, t.protects_ = 2.0, ("features",)
     assert privacy_report(t).local_epsilon == 2.0
-
-
-def test_label_randomiser_at_infinite_eps_is_listed_in_the_clear_not_summed(data):
-    # eps_y = inf passes the labels through: no guarantee, so the total is the
-    # feature budget (as for a classifier without a label mechanism), and the
-    # report says the labels are in the clear.
-    from skldp.baselines import LabelPropagationClassifier
-    from skldp.mechanisms import LabelRandomizedResponse
-    G, y = data
-    clear = LabelRandomizedResponse(np.inf, classes=[0, 1], random_state=0)
-    pipe = Pipeline([("hds", HDSMechanism(1.0, k=2, feature_range=(-1, 2), random_state=0)),
-                     ("ppr", PPRPropagation()),
-                     ("clf", LabelPropagationClassifier(label_mechanism=clear))]).fit(G, y)
-    rep = privacy_report(pipe)
-    assert rep.local_epsilon == 1.0
-    assert [s.step for s in rep.in_the_clear] == ["clf.label_mechanism"]
-    assert rep.epsilon_for("labels") == np.inf and rep.epsilon_for("features") == 1.0
-    assert "clf.label_mechanism: epsilon=inf (its labels pass in the clear" in str(rep)
-    private = LabelRandomizedResponse(2.0, classes=[0, 1], random_state=0)
-    rep = privacy_report(pipe.set_params(clf__label_mechanism=private).fit(G, y))
-    assert rep.local_epsilon == 3.0 and rep.in_the_clear == []
-    assert rep.epsilon_for("labels") == 2.0

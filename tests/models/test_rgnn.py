@@ -63,17 +63,6 @@ def test_label_mechanism_budget_and_targets(graph):
                                   G.node_keys[rows]), noisy)
 
 
-def test_clear_labels_are_not_counted_like_lpgnn(graph):
-    # eps_y = inf: the labels pass in the clear, so the report lists them there and
-    # sums no label budget (as LPGNNClassifier(eps_y=inf) and any clear-label head).
-    G, y = graph
-    clf, _ = _fit(G, y, eps_y=np.inf, epochs=5)
-    report = privacy_report(clf)
-    assert report.spends == [] and report.local_epsilon == 0.0
-    assert [s.protects for s in report.in_the_clear] == [("labels",)]
-    assert report.epsilon_for("labels") == np.inf
-
-
 def test_soft_targets_are_more_accurate_than_noisy_labels(graph):
     # Algorithm 2 on this homophilous graph: the reconstructed targets' argmax
     # agrees with the true labels more often than the noisy labels do.
