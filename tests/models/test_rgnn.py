@@ -63,6 +63,16 @@ def test_label_mechanism_budget_and_targets(graph):
                                   G.node_keys[rows]), noisy)
 
 
+def test_clear_labels_are_reported_at_infinite_epsilon(graph):
+    # eps_y = inf randomises nothing: the report lists the label step at inf, so the
+    # total says the labels are unprotected (docs/privacy.rst, "what privacy_report counts").
+    G, y = graph
+    clf, _ = _fit(G, y, eps_y=np.inf, epochs=5)
+    report = privacy_report(clf)
+    assert [s.protects for s in report.spends] == [("labels",)]
+    assert np.isinf(report.local_epsilon) and np.isinf(report.epsilon_for("labels"))
+
+
 def test_soft_targets_are_more_accurate_than_noisy_labels(graph):
     # Algorithm 2 on this homophilous graph: the reconstructed targets' argmax
     # agrees with the true labels more often than the noisy labels do.
