@@ -15,6 +15,25 @@ if "SKLDP_DATASETS_DIR" not in os.environ and _SHARED.is_dir():
 torch.set_num_threads(min(2, torch.get_num_threads()))
 
 
+def _binary_sbm(n=150, d=12, p_in=0.2, p_out=0.01, base=0.2, lift=0.5, seed=0):
+    """A 3-block SBM with 0/1 features: column j is 1 with probability ``base``, plus
+    ``lift`` on the nodes of class ``j mod 3``. Returns ``(GraphData, y)``."""
+    from skldp import GraphData
+    rng = np.random.default_rng(seed)
+    y = np.repeat([0, 1, 2], n // 3)
+    P = np.where(y[:, None] == y[None, :], p_in, p_out)
+    A = np.triu(rng.random((n, n)) < P, 1)
+    A = sp.csr_array((A | A.T).astype(float))
+    X = rng.random((n, d)) < base + lift * (np.arange(d)[None, :] % 3 == y[:, None])
+    return GraphData(X.astype(float), A), y
+
+
+@pytest.fixture
+def binary_sbm():
+    """The factory :func:`_binary_sbm` (call it with the sizes a test needs)."""
+    return _binary_sbm
+
+
 @pytest.fixture
 def small_graph():
     """A 2-block stochastic block model with informative features (60 nodes)."""

@@ -5,28 +5,20 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
 
-from skldp import GraphData
 from skldp.mechanisms import HDSMechanism
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
-def bench(monkeypatch):
+def bench(monkeypatch, binary_sbm):
     spec = importlib.util.spec_from_file_location("bench_gpu", ROOT / "benchmarks" / "bench_gpu.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     # A 3-block SBM with binary features stands in for Cora and Facebook.
-    rng = np.random.default_rng(0)
-    n, d = 150, 12
-    y = np.repeat([0, 1, 2], n // 3)
-    P = np.where(y[:, None] == y[None, :], 0.2, 0.01)
-    A = np.triu(rng.random((n, n)) < P, 1)
-    A = sp.csr_array((A | A.T).astype(float))
-    X = (rng.random((n, d)) < 0.2 + 0.5 * (np.arange(d)[None, :] % 3 == y[:, None])).astype(float)
-    G = GraphData(X, A)
+    G, y = binary_sbm(n=150, d=12)
+    n = len(y)
     fit = np.arange(n) % 4 != 0
     hds = HDSMechanism(eps=1.0, k=3, feature_range=(0, 1), random_state=0)
     monkeypatch.setattr(mod, "_cora", lambda: (G, y, fit, ~fit))

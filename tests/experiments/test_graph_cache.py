@@ -6,7 +6,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import Pipeline
@@ -48,15 +47,8 @@ class CountingPPR(PPRPropagation):
 
 
 @pytest.fixture
-def graph():
-    rng = np.random.default_rng(0)
-    n, d = 240, 12
-    y = np.repeat([0, 1, 2], n // 3)
-    P = np.where(y[:, None] == y[None, :], 0.08, 0.005)
-    A = np.triu(rng.random((n, n)) < P, 1)
-    A = sp.csr_array((A | A.T).astype(float))
-    X = (rng.random((n, d)) < 0.2 + 0.5 * (np.arange(d)[None, :] % 3 == y[:, None]))
-    return GraphData(X.astype(float), A), y
+def graph(binary_sbm):
+    return binary_sbm(n=240, d=12, p_in=0.08, p_out=0.005)
 
 
 def _pipe(counter, cls=Pipeline, eps=2.0, **kw):

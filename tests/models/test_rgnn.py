@@ -5,7 +5,6 @@ import warnings
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
 from sklearn.pipeline import Pipeline
 
 from skldp import GraphData
@@ -17,16 +16,9 @@ from skldp.reconstruction import FrequencyReconstructor, reconstruct_labels
 
 
 @pytest.fixture
-def graph():
+def graph(binary_sbm):
     """3-community SBM with binary features, 150 nodes."""
-    rng = np.random.default_rng(0)
-    n, d = 150, 8
-    y = np.repeat([0, 1, 2], n // 3)
-    P = np.where(y[:, None] == y[None, :], 0.15, 0.005)
-    A = np.triu(rng.random((n, n)) < P, 1)
-    A = sp.csr_matrix((A | A.T).astype(float))
-    X = (rng.random((n, d)) < np.where(np.arange(d)[None, :] % 3 == y[:, None], 0.8, 0.1))
-    return GraphData(X.astype(float), A), y
+    return binary_sbm(n=150, d=8, p_in=0.15, p_out=0.005, base=0.1, lift=0.7)
 
 
 def _fit(G, y, **kw):
