@@ -165,13 +165,12 @@ class _EdgeStructure:
         self.t_row, self.t_col = t(row), t(col)
         self.t_target = t(self.target, torch.float32)
         self.t_mult = t(self.multiplicity, torch.float32)
-        self.t_loops = t(np.arange(n))
+        # the entries the GNN multiplies by: the GCN adds a self loop of weight 1 per node
         if conv == "gcn":
             loops = np.arange(n)
-            self.pattern = _SparsePattern(np.concatenate([row, loops]),
-                                          np.concatenate([col, loops]), n, device)
-        else:
-            self.pattern = _SparsePattern(row, col, n, device)
+            row, col = np.concatenate([row, loops]), np.concatenate([col, loops])
+        self.t_prop_row, self.t_prop_col = t(row), t(col)
+        self.pattern = _SparsePattern(row, col, n, device)
 
     def graph(self, w):
         """The GNN's propagation tensors for pair weights ``w`` (differentiable in ``w``)."""
@@ -179,8 +178,7 @@ class _EdgeStructure:
         vals = w[self.t_param]
         if self.conv == "gcn":
             vals = torch.cat([vals, torch.ones(n, device=vals.device, dtype=vals.dtype)])
-            row = torch.cat([self.t_row, self.t_loops])
-            col = torch.cat([self.t_col, self.t_loops])
+            row, col = self.t_prop_row, self.t_prop_col
             deg = torch.zeros(n, device=vals.device, dtype=vals.dtype).index_add_(0, row, vals)
             dinv = deg.clamp_min(1e-12).pow(-0.5)
             op = _WeightedOperand(self.pattern, self.pattern.values(vals * dinv[row] * dinv[col]))
