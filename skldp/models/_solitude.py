@@ -162,14 +162,13 @@ class _EdgeStructure:
         self.row, self.col = row, col
         t = lambda a, dt=torch.long: torch.as_tensor(a, dtype=dt, device=device)  # noqa: E731
         self.t_param = t(self.param_of_entry)
-        self.t_row, self.t_col = t(row), t(col)
         self.t_target = t(self.target, torch.float32)
         self.t_mult = t(self.multiplicity, torch.float32)
         # the entries the GNN multiplies by: the GCN adds a self loop of weight 1 per node
         if conv == "gcn":
             loops = np.arange(n)
             row, col = np.concatenate([row, loops]), np.concatenate([col, loops])
-        self.t_prop_row, self.t_prop_col = t(row), t(col)
+        self.t_row, self.t_col = t(row), t(col)
         self.pattern = _SparsePattern(row, col, n, device)
 
     def graph(self, w):
@@ -178,7 +177,7 @@ class _EdgeStructure:
         vals = w[self.t_param]
         if self.conv == "gcn":
             vals = torch.cat([vals, torch.ones(n, device=vals.device, dtype=vals.dtype)])
-            row, col = self.t_prop_row, self.t_prop_col
+            row, col = self.t_row, self.t_col
             deg = torch.zeros(n, device=vals.device, dtype=vals.dtype).index_add_(0, row, vals)
             dinv = deg.clamp_min(1e-12).pow(-0.5)
             op = _WeightedOperand(self.pattern, self.pattern.values(vals * dinv[row] * dinv[col]))

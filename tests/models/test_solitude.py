@@ -161,7 +161,8 @@ def test_learned_propagation_matches_dense_autograd(conv, symmetric):
 
     w2, h2 = w.detach().clone().requires_grad_(), h.detach().clone().requires_grad_()
     Ad = torch.zeros(n, n, dtype=w2.dtype).index_put(
-        (struct.t_row, struct.t_col), w2[struct.t_param], accumulate=True)
+        (torch.as_tensor(struct.row), torch.as_tensor(struct.col)), w2[struct.t_param],
+        accumulate=True)
     if conv == "gcn":
         Ad = Ad + torch.eye(n, dtype=w2.dtype)
         dinv = Ad.sum(1).clamp_min(1e-12).pow(-0.5)
