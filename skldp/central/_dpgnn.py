@@ -44,6 +44,7 @@ from ..accounting._rdp import (
 )
 from ..base import GraphClassifierMixin
 from ..exceptions import PrivacyLeakWarning
+from ..models._optim import SGD, Adam
 from ..models._torch_utils import resolve_device
 from ..utils._adjacency import normalized_adjacency
 from ..utils._logging import verbose_logger
@@ -517,8 +518,8 @@ class _DPTrainerBase(GraphClassifierMixin, BaseEstimator):
         else:
             step, sigma, inflation = None, {g: 0.0 for g in groups}, 1.0
 
-        opt = (torch.optim.Adam(module.parameters(), lr=self.lr) if self.optimizer == "adam"
-               else torch.optim.SGD(module.parameters(), lr=self.lr))
+        opt = (Adam(module.parameters(), lr=self.lr) if self.optimizer == "adam"
+               else SGD(module.parameters(), lr=self.lr))
         t0 = time.perf_counter()
         for t in range(steps):
             idx = np.sort(batch_rng.choice(N, size=m, replace=False))  # without replacement

@@ -15,6 +15,7 @@ from ..base import GraphClassifierMixin
 from ..utils._logging import verbose_logger
 from ..utils._random import draw_seed
 from ..utils.validation import check_int
+from ._optim import Adam
 from ._torch_utils import (
     build_module,
     dropout_generator,
@@ -147,7 +148,7 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
         module = build_module(lambda: self._build_module(X.shape[1], len(self.classes_)),
                               torch_generator(stream_seed(seed, "init"))).to(device)
         drop_gen = torch_generator(stream_seed(seed, "dropout"), device)
-        opt = torch.optim.Adam(module.parameters(), lr=self.lr, weight_decay=self.weight_decay)
+        opt = Adam(module.parameters(), lr=self.lr, weight_decay=self.weight_decay)
         rng = np.random.default_rng(seed)
         index_t = torch.as_tensor(index, device=device)
         with dropout_generator(drop_gen):

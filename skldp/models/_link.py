@@ -24,6 +24,7 @@ from ..utils._logging import verbose_logger
 from ..utils._random import draw_seed
 from ..utils.validation import check_finite_features, check_int
 from ._gnn import _GCNConv, graph_tensors
+from ._optim import Adam
 from ._torch_utils import (
     Dropout,
     build_module,
@@ -415,7 +416,7 @@ class VGAELinkPredictor(_LinkPredictorBase):
                                                   self.embedding_size, self.batch_norm,
                                                   self.dropout, self.variational),
                               torch_generator(stream_seed(seed, "init"))).to(device)
-        opt = torch.optim.Adam(module.parameters(), lr=self.lr, weight_decay=self.weight_decay)
+        opt = Adam(module.parameters(), lr=self.lr, weight_decay=self.weight_decay)
         stopper = _EarlyStopper(self.patience, self.min_epochs)
         self.loss_curve_, self.validation_scores_ = [], []
         with dropout_generator(torch_generator(stream_seed(seed, "dropout"), device)):
@@ -716,7 +717,7 @@ class HadamardLinkPredictor(_LinkPredictorBase):
         # Local generators only: torch's global generator is neither read nor advanced.
         module = build_module(lambda: _EdgeHead(X.shape[1], hidden, self.dropout, mean, std),
                               torch_generator(stream_seed(seed, "init"))).to(device)
-        opt = torch.optim.Adam(module.parameters(), lr=self.lr, weight_decay=self.weight_decay)
+        opt = Adam(module.parameters(), lr=self.lr, weight_decay=self.weight_decay)
         stopper = _EarlyStopper(self.patience, 0)
         self.loss_curve_, self.validation_scores_ = [], []
         with dropout_generator(torch_generator(stream_seed(seed, "dropout"), device)):

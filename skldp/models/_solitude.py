@@ -19,6 +19,7 @@ from ..utils._random import draw_seed
 from ..utils.validation import check_graph_data, check_int
 from ._base import TorchClassifierBase
 from ._gnn import _ACTIVATIONS, GNNClassifierBase, GNNEncoder, graph_tensors
+from ._optim import Adam
 from ._torch_utils import (
     build_module,
     dropout_generator,
@@ -456,10 +457,10 @@ class SolitudeClassifier(GNNClassifierBase):
                                                  self.activation, self.dropout),
                               torch_generator(stream_seed(seed, "init"))).to(device)
         drop_gen = torch_generator(stream_seed(seed, "dropout"), device)
-        opt = torch.optim.Adam(module.parameters(), lr=self.lr, weight_decay=self.weight_decay)
+        opt = Adam(module.parameters(), lr=self.lr, weight_decay=self.weight_decay)
         w = torch.tensor(struct.target, dtype=torch.float32, device=device,
                          requires_grad=bool(self.learn_structure))
-        opt_adj = torch.optim.Adam([w], lr=self.lr_adj) if self.learn_structure else None
+        opt_adj = Adam([w], lr=self.lr_adj) if self.learn_structure else None
 
         def task_loss(logits, targets, reduction="mean"):
             if targets.dtype == torch.long:

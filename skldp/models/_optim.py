@@ -1,0 +1,111 @@
+"""Adam and plain SGD for the torch models, without ``torch.optim``.
+
+Why not ``torch.optim``: in torch 2.x every optimizer method is wrapped by
+``torch._compile._disable_dynamo``, whose first call imports ``torch._dynamo``.
+That import takes about 2 s of CPU on the 2-core benchmark machine, which is
+paid by the first fit of every process: more than the whole training of a
+GNN on a graph the size of Cora. The models here only need the textbook
+updates, so they are written out below with the same in-place operations, in
+the same order, as torch's single-tensor path (what ``torch.optim`` runs on
+CPU tensors): on CPU the parameters agree bit for bit with ``torch.optim.Adam``
+and ``torch.optim.SGD`` (tests/test_optim.py).
+
+References
+----------
+Kingma, D. P. and Ba, J. "Adam: A method for stochastic optimization",
+ICLR 2015, Algorithm 1 (with the L2 penalty added to the gradient, as
+``torch.optim.Adam``'s ``weight_decay``).
+"""
+
+import torch
+
+__all__ = ["Adam", "SGD"]
+
+
+class _Optimizer:
+    """The parameters (those that require a gradient) and ``zero_grad``."""
+
+    def __init__(self, params, lr):
+        self.params = [p for p in params if p.requires_grad]
+        if not self.params:
+            raise ValueError("the optimizer got no parameters that require a gradient.")
+        if not lr > 0:
+            raise ValueError(f"lr must be > 0, got {lr!r}.")
+        self.lr = float(lr)
+
+    def zero_grad(self, set_to_none=True):
+        """Clear the gradients (``None``, or zeros with ``set_to_none=False``)."""
+        for p in self.params:
+            if p.grad is None:
+                continue
+            if set_to_none:
+                p.grad = None
+            else:
+                p.grad.detach_().zero_()
+
+
+class Adam(_Optimizer):
+    """Adam with an L2 penalty added to the gradient (``torch.optim.Adam``'s update).
+
+    Parameters
+    ----------
+    params : iterable of torch.Tensor
+        The parameters to update; those with ``requires_grad=False`` are ignored.
+    lr : float, default=1e-3
+        Step size (alpha of Algorithm 1).
+    betas : tuple of two floats, default=(0.9, 0.999)
+        Decay rates of the first and second moment estimates.
+    eps : float, default=1e-8
+        Added to the square root of the bias-corrected second moment.
+    weight_decay : float, default=0.0
+        L2 penalty: ``weight_decay * param`` is added to the gradient before
+        the moments are updated.
+    """
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0):
+        super().__init__(params, lr)
+        self.beta1, self.beta2 = (float(b) for b in betas)
+        self.eps, self.weight_decay = float(eps), float(weight_decay)
+        self.state = {}  # id(param) -> [step, exp_avg, exp_avg_sq]
+
+    @torch.no_grad()
+    def step(self):
+        """One update of every parameter that has a gradient (Algorithm 1)."""
+        b1, b2 = self.beta1, self.beta2
+        for p in self.params:
+            grad = p.grad
+            if grad is None:
+                continue
+            st = self.state.get(id(p))
+            if st is None:
+                st = self.state[id(p)] = [0, torch.zeros_like(p), torch.zeros_like(p)]
+            st[0] += 1
+            t, exp_avg, exp_avg_sq = st
+            if self.weight_decay != 0:
+                grad = grad.add(p, alpha=self.weight_decay)
+            exp_avg.lerp_(grad, 1 - b1)
+            exp_avg_sq.mul_(b2).addcmul_(grad, grad, value=1 - b2)
+            # float(t): torch keeps the step count as a float tensor; the same
+            # powers keep the update bit-identical to torch.optim.Adam.
+            step_size = self.lr / (1 - b1 ** float(t))
+            denom = (exp_avg_sq.sqrt() / (1 - b2 ** float(t)) ** 0.5).add_(self.eps)
+            p.addcdiv_(exp_avg, denom, value=-step_size)
+
+
+class SGD(_Optimizer):
+    """Plain stochastic gradient descent, ``param <- param - lr * grad``.
+
+    Parameters
+    ----------
+    params : iterable of torch.Tensor
+        The parameters to update; those with ``requires_grad=False`` are ignored.
+    lr : float
+        Step size.
+    """
+
+    @torch.no_grad()
+    def step(self):
+        """One update of every parameter that has a gradient."""
+        for p in self.params:
+            if p.grad is not None:
+                p.add_(p.grad, alpha=-self.lr)
