@@ -54,6 +54,7 @@ import argparse
 import contextlib
 import functools
 import json
+import math
 import os
 import platform
 import re
@@ -359,7 +360,13 @@ def worker(side, system, dataset, seed, official_path, out_json):
     torch.set_num_threads(1)
     cfg = CONFIG[system][dataset]
     t0 = time.perf_counter()
-    if side == "official":
+    if side == "floor":
+        # What any torch library with the scikit-learn API must import before its
+        # first step; the worker has already imported torch (and numpy).
+        import scipy.sparse  # noqa: F401
+        import sklearn.base  # noqa: F401
+        res = dict(accuracy=float("nan"))
+    elif side == "official":
         path = os.path.abspath(official_path)
         sys.path.insert(0, path)
         work = tempfile.mkdtemp(prefix=f"official_{system}_")
@@ -428,9 +435,10 @@ def _fmt_row(r):
                     f"load {r['load_before'][0]:.1f}")
     if r["returncode"]:
         return s + f"FAILED rc={r['returncode']}\n{r.get('error', '')}"
+    acc = "  --  " if math.isnan(r["accuracy"]) else f"{100 * r['accuracy']:5.1f}"
     return (s + f"wall {r['wall_s']:7.1f} s  cpu {r['cpu_s']:7.1f} s  "
             f"peak {r['peak_rss_mib']:6.0f} MiB"
-            f"  acc {100 * r['accuracy']:5.1f} %  load {r['load_before'][0]:.1f}->"
+            f"  acc {acc} %  load {r['load_before'][0]:.1f}->"
             f"{r['load_after'][0]:.1f}  (inner {r['inner_s']:.1f} s)")
 
 
@@ -450,6 +458,10 @@ def main():
     ap.add_argument("--official-commit", default=None,
                     help="commit of the checkout, where it is not a git work tree")
     ap.add_argument("--json", default=None, help="append the rows to this JSON-lines file")
+    ap.add_argument("--floor", action="store_true",
+                    help="also time, in each repeat, a process that only imports torch and "
+                         "scikit-learn: official / floor bounds the ratio any such library "
+                         "can reach")
     ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--out-json", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -477,7 +489,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="bench_official_") as tmp:
         for i in range(args.repeat):
             order = ("official", "skldp") if i % 2 == 0 else ("skldp", "official")
-            for side in order:
+            for side in order + (("floor",) if args.floor else ()):
                 python = args.official_python if side == "official" else sys.executable
                 r = run_side(side, args, python, tmp, cpus)
                 r.update(system=args.system, dataset=args.dataset, repeat=i, commit=commit)
@@ -487,7 +499,7 @@ def main():
                     with open(args.json, "a") as f:
                         f.write(json.dumps({k: v for k, v in r.items() if k != "log"}) + "\n")
     ok = {s: [r for r in rows if r["side"] == s and (r["timed_out"] or not r["returncode"])]
-          for s in ("official", "skldp")}
+          for s in ("official", "skldp", "floor")}
     if any(r["timed_out"] for r in ok["skldp"]):
         print("no ratio: skldp did not finish within the timeout")
     elif ok["skldp"] and ok["official"]:
@@ -498,6 +510,13 @@ def main():
         gt = ">" if any(r["timed_out"] for r in ok["official"]) else ""
         print(f"ratio official / skldp (medians): wall {gt}{of_w / sk_w:.1f}x, "
               f"cpu {gt}{of_c / sk_c:.1f}x")
+        if ok["floor"]:
+            fl_w = statistics.median(r["wall_s"] for r in ok["floor"])
+            fl_c = statistics.median(r["cpu_s"] for r in ok["floor"])
+            print(f"floor (python + torch + scikit-learn imports, medians): wall {fl_w:.1f} s, "
+                  f"cpu {fl_c:.1f} s; official / floor: wall {gt}{of_w / fl_w:.1f}x, "
+                  f"cpu {gt}{of_c / fl_c:.1f}x (the most any such library can reach); "
+                  f"skldp above the floor: wall {sk_w - fl_w:.1f} s")
 
 
 if __name__ == "__main__":
