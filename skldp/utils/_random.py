@@ -89,50 +89,60 @@ def array_fingerprint(X):
 
     The hash is that of the canonical CSR form (float64 values, int64 column
     indices and row pointers, duplicates summed, zeros removed, indices sorted).
-    A dense real ndarray is scanned in row blocks without building that CSR
-    matrix (about 6x faster on a mostly-zero block; the same bytes are hashed).
+    A dense real ndarray is streamed into the hash in row blocks, without
+    building that CSR matrix: the same bytes are hashed, and the memory used is
+    a few blocks, not the 16 bytes per non-zero of the CSR form (5 GiB for
+    1M x 128 dense features).
     """
     import scipy.sparse as sp
-    if type(X) is np.ndarray and X.ndim == 2 and X.dtype.kind in "biuf":
-        data, indices, indptr = _dense_csr_parts(X)
-        shape = tuple(int(s) for s in X.shape)   # python ints, as a scipy shape
-    else:
-        X = sp.csr_matrix(X, dtype=np.float64)
-        X.sum_duplicates()
-        X.eliminate_zeros()
-        X.sort_indices()
-        data, indices, indptr, shape = X.data, X.indices, X.indptr, X.shape
     h = hashlib.blake2b(digest_size=16)
-    h.update(repr(shape).encode())
-    for part in (data, indices.astype(np.int64), indptr.astype(np.int64)):
+    if type(X) is np.ndarray and X.ndim == 2 and X.dtype.kind in "biuf":
+        h.update(repr(tuple(int(s) for s in X.shape)).encode())  # python ints, as scipy's
+        _hash_dense_csr(h, X)
+        return h.hexdigest()
+    X = sp.csr_matrix(X, dtype=np.float64)
+    X.sum_duplicates()
+    X.eliminate_zeros()
+    X.sort_indices()
+    h.update(repr(X.shape).encode())
+    for part in (X.data, X.indices.astype(np.int64), X.indptr.astype(np.int64)):
         h.update(np.ascontiguousarray(part).view(np.uint8))
     return h.hexdigest()
 
 
-def _dense_csr_parts(X):
-    """``data`` (float64), ``indices`` and ``indptr`` (int64) of ``csr_matrix(X, dtype=float64)``
-    after ``eliminate_zeros``, read from a dense 2-D real array in row blocks."""
+def _block_nonzeros(C):
+    """Row-major flat positions and float64 values of the entries of block ``C``
+    that are non-zero in float64 (as ``csr_matrix(C, dtype=float64)`` after
+    ``eliminate_zeros``)."""
+    m = C != 0
+    flat = np.flatnonzero(m)
+    v = C[m].astype(np.float64)
+    if v.size and not v.all():        # non-zero in C's dtype, zero in float64
+        keep = v != 0
+        flat, v = flat[keep], v[keep]
+    return flat, v
+
+
+def _hash_dense_csr(h, X):
+    """Feed ``h`` the bytes of ``data``, ``indices`` and ``indptr`` of the canonical
+    CSR form of the dense 2-D array ``X``, read in row blocks.
+
+    CSR stores all values before all column indices, so the blocks are read twice:
+    once for the values and the row counts, once for the column indices.
+    """
     n, d = X.shape
     step = max(1, _FINGERPRINT_BLOCK // max(d, 1))
-    vals, cols = [], []
     counts = np.zeros(n, dtype=np.int64)
     for s in range(0, n, step):   # blocks of rows, not a loop over nodes
-        C = X[s:s + step]
-        m = C != 0
-        flat = np.flatnonzero(m)          # row-major order, as in CSR
-        v = C[m].astype(np.float64)
-        if v.size and not v.all():        # non-zero in X's dtype, zero in float64
-            keep = v != 0
-            flat, v = flat[keep], v[keep]
-        rows, c = np.divmod(flat, d)
-        counts[s:s + len(C)] = np.bincount(rows, minlength=len(C))
-        vals.append(v)
-        cols.append(c)
+        flat, v = _block_nonzeros(X[s:s + step])
+        counts[s:s + step] = np.bincount(flat // d, minlength=len(counts[s:s + step]))
+        h.update(v.view(np.uint8))
+    for s in range(0, n, step):
+        flat, _ = _block_nonzeros(X[s:s + step])
+        h.update((flat % d).astype(np.int64).view(np.uint8))
     indptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(counts, out=indptr[1:])
-    data = np.concatenate(vals) if vals else np.zeros(0)
-    indices = np.concatenate(cols).astype(np.int64) if cols else np.zeros(0, np.int64)
-    return data, indices, indptr
+    h.update(indptr.view(np.uint8))
 
 
 def _row_keys(seed, keys, stream):

@@ -220,11 +220,17 @@ def clip_to_range(X, lo, hi, owner="mechanism"):
             return X
         X = X.toarray()
     X = np.asarray(X, dtype=np.float64)
-    clipped = np.clip(X, lo, hi)
-    n_bad = np.count_nonzero(clipped != X)
-    if n_bad:
-        _warn_clip(n_bad, owner)
-    return clipped
+    # Count the values outside the range in row blocks (NaN was refused before):
+    # in range, which is the usual case, X is returned without a clipped copy.
+    step = max(1, (1 << 18) // max(X.shape[1], 1))
+    n_bad = sum(int(np.count_nonzero((B < lo) | (B > hi)))
+                for B in (X[s:s + step] for s in range(0, X.shape[0], step)))
+    if not n_bad:
+        X = X.view()
+        X.flags.writeable = False  # possibly the caller's array: mechanisms only read it
+        return X
+    _warn_clip(n_bad, owner)
+    return np.clip(X, lo, hi)
 
 
 def _warn_clip(n_bad, owner):

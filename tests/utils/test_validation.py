@@ -1,4 +1,6 @@
-"""check_int: one integer check for every count-like hyper-parameter."""
+"""check_int: one integer check for every count-like hyper-parameter; clip_to_range."""
+
+import warnings
 
 import numpy as np
 import pytest
@@ -8,7 +10,7 @@ from skldp.exceptions import InvalidParameterError
 from skldp.mechanisms import GRRFSMechanism
 from skldp.models import GCNClassifier, HadamardLinkPredictor
 from skldp.propagation import FeatureSmoothing, KProp
-from skldp.utils.validation import check_int
+from skldp.utils.validation import check_int, clip_to_range
 
 
 def test_accepts_python_and_numpy_integers():
@@ -62,3 +64,27 @@ def test_mechanism_names_the_feature_count():
     with pytest.raises(InvalidParameterError,
                        match=r"m must be an integer in 1\.\.2 \(n_features=2\), got 3"):
         GRRFSMechanism(eps=1.0, m=3, domain_sizes=2).fit(X)
+
+
+# ------------------------------------------------------------ clip_to_range
+def test_clip_to_range_in_range_returns_a_read_only_view():
+    X = np.linspace(0, 1, 40).reshape(8, 5)
+    lo, hi = np.zeros(5), np.ones(5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = clip_to_range(X, lo, hi)
+    assert np.shares_memory(out, X) and not out.flags.writeable
+    assert X.flags.writeable            # the caller's array is untouched
+    out32 = clip_to_range(X.astype(np.float32), lo, hi)
+    assert out32.dtype == np.float64 and np.array_equal(out32, X.astype(np.float32))
+
+
+def test_clip_to_range_clips_and_counts_across_row_blocks(monkeypatch):
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-0.5, 1.5, size=(300, 1000))   # blocks of 262 rows
+    lo, hi = np.zeros(1000), np.ones(1000)
+    n_bad = int(np.count_nonzero((X < 0) | (X > 1)))
+    with pytest.warns(UserWarning, match=f"{n_bad} feature values lay outside"):
+        out = clip_to_range(X, lo, hi)
+    assert np.array_equal(out, np.clip(X, 0, 1)) and not np.shares_memory(out, X)
+    assert X.min() < 0                  # the input is not clipped in place
