@@ -246,7 +246,12 @@ def _write_results_index():
     pages = sorted(p.stem for p in here.glob("*.md") if not p.stem.endswith("_discussion"))
     head = ("Results\n=======\n\nReproductions of the papers' experiments: the paper's "
             "values, ours (mean ± std over seeds), a graph-only baseline and the exact "
-            "command, written by the scripts in ``scripts/``.\n\n")
+            "command, written by the scripts in ``scripts/``.\n\n"
+            "The torch models draw their dropout masks as uniform draws compared with the "
+            "keep probability, not with ``bernoulli_``. This was changed on 2026-11-23 "
+            "for speed. The mask has the same distribution, but the draws differ, so a "
+            "run recorded before that date repeats within its seeds' spread, not to the "
+            "digit.\n\n")
     text = head + ".. toctree::\n   :maxdepth: 1\n\n" + "".join(f"   {p}\n" for p in pages)
     index = here / "index.rst"
     if not index.exists() or index.read_text() != text:
