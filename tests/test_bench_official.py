@@ -1,0 +1,38 @@
+"""benchmarks/bench_official.py: the import floor's side (the official codes are not here)."""
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_floor_worker_imports_torch_and_sklearn_only(tmp_path):
+    out = tmp_path / "floor.json"
+    code = ("import runpy, sys; sys.argv = sys.argv[1:]; "
+            "runpy.run_path(sys.argv[0], run_name='__main__'); "
+            "print('skldp' in sys.modules, 'sklearn.base' in sys.modules, "
+            "'torch' in sys.modules)")
+    script = str(ROOT / "benchmarks" / "bench_official.py")
+    res = subprocess.run([sys.executable, "-c", code, script,
+                          "--worker", "floor", "--system", "rgnn", "--official", str(tmp_path),
+                          "--out-json", str(out)], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert res.stdout.split() == ["False", "True", "True"]
+    row = json.loads(out.read_text())
+    assert math.isnan(row["accuracy"]) and row["inner_s"] > 0 and row["torch_threads"] == 1
+
+
+def test_floor_row_prints_without_accuracy():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import bench_official
+    finally:
+        sys.path.pop(0)
+    row = dict(side="floor", timed_out=False, returncode=0, wall_s=3.2, cpu_s=3.1,
+               peak_rss_mib=324.0, accuracy=float("nan"), load_before=(0.5,),
+               load_after=(0.6,), inner_s=1.2)
+    line = bench_official._fmt_row(row)
+    assert "--" in line and "nan" not in line and "3.2 s" in line
