@@ -23,6 +23,7 @@ from .._graph_data import GraphData
 from ..base import GraphTransformerMixin, LDPMechanism, draw_collection_seed, population_of
 from ..exceptions import PrivacyLeakWarning
 from ..utils import node_uniforms, sample_k_of_d
+from ..utils._blocks import row_blocks
 from ..utils.validation import check_eps, check_finite_features, check_int
 
 __all__ = ["GRRFSMechanism", "grrfs_epsilon", "grrfs_paper_epsilon", "grr_probabilities",
@@ -171,15 +172,9 @@ def _dense_block(X, rows):
 def _any_per_column(X, test):
     """``test(block).any(axis=0)`` over row blocks (bounded temporaries)."""
     out = np.zeros(X.shape[1], dtype=bool)
-    for rows in _row_blocks(X.shape[0], X.shape[1]):
+    for rows in row_blocks(*X.shape, _BLOCK_ENTRIES):
         out |= test(X[rows]).any(axis=0)
     return out
-
-
-def _row_blocks(n, d):
-    step = max(1, _BLOCK_ENTRIES // max(d, 1))
-    for s in range(0, n, step):
-        yield slice(s, min(n, s + step))
 
 
 # --------------------------------------------------------------------------- preprocessing
@@ -582,7 +577,7 @@ class GRRFSMechanism(LDPMechanism):
         n, d = codes.shape
         c = self.domain_sizes_
         out = np.empty((n, d), dtype=np.float64)
-        for rows in _row_blocks(n, d):
+        for rows in row_blocks(n, d, _BLOCK_ENTRIES):
             k = keys[rows]
             x = codes[rows]
             sampled = np.zeros(x.shape, dtype=bool)

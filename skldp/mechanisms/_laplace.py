@@ -4,6 +4,7 @@ import numpy as np
 
 from ..base import LDPMechanism
 from ..utils import node_uniforms
+from ..utils._blocks import row_blocks
 from ..utils._random import node_uniforms_fine
 from ._grid import (
     MAX_EPS_PER_COORDINATE,
@@ -12,7 +13,7 @@ from ._grid import (
     discrete_laplace_variance,
     randomized_round,
 )
-from ._one_bit import _dense_rows, _row_blocks, _variance_input
+from ._one_bit import _BLOCK_ENTRIES, _dense_rows, _variance_input
 
 __all__ = ["LaplaceMechanism"]
 
@@ -155,7 +156,7 @@ class LaplaceMechanism(LDPMechanism):
         margin = int(np.ceil(s * max(1.0, MAX_EPS_PER_COORDINATE - self.epsilon_per_feature_)))
         offset, step = self.output_grid_
         out = np.empty((n, d), dtype=np.float64)
-        for rows in _row_blocks(n, d):
+        for rows in row_blocks(n, d, _BLOCK_ENTRIES):
             k = keys[rows]
             unit = (_dense_rows(X, rows) - offset) / (self.feature_max_ - offset)
             cells = randomized_round(unit * N, node_uniforms(self.seed_, k, d, stream=0))

@@ -13,6 +13,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..base import LDPMechanism
 from ..utils import node_uniforms, sample_k_of_d
+from ..utils._blocks import row_blocks
 from ..utils._random import node_uniforms_fine
 from ..utils.validation import check_int
 from ._grid import check_eps_per_coordinate
@@ -23,13 +24,6 @@ __all__ = ["OneBitMechanism"]
 # (uniforms, scaled features) to 512 KiB each whatever the graph size, so they
 # stay in cache (measured 2x faster on facebook than 32 MiB blocks).
 _BLOCK_ENTRIES = 1 << 16
-
-
-def _row_blocks(n, d):
-    """Slices of at most ``_BLOCK_ENTRIES`` entries (whole rows), not a loop over nodes."""
-    step = max(1, _BLOCK_ENTRIES // max(d, 1))
-    for start in range(0, n, step):
-        yield slice(start, min(n, start + step))
 
 
 def _dense_rows(X, rows):
@@ -237,7 +231,7 @@ class OneBitMechanism(LDPMechanism):
         # e / (e - 1) and 1 / (e - 1) without overflow (e = e^eps).
         hi_val = lo - delta / np.expm1(-eps)    # rectified y = 1: ((e+1) - 1)/(e-1)
         lo_val = lo - delta / np.expm1(eps)     # rectified y = 0: -1/(e-1)
-        for rows in _row_blocks(n, d):
+        for rows in row_blocks(n, d, _BLOCK_ENTRIES):
             unit = (_dense_rows(X, rows) - lo) / delta
             p_one = expit(-eps) + unit * np.tanh(eps / 2.0)
             # Full-precision uniforms: P(y = 1) can be as small as e^-eps.

@@ -4,14 +4,15 @@ import numpy as np
 
 from ..base import LDPMechanism
 from ..utils import node_uniforms
+from ..utils._blocks import row_blocks
 from ..utils._random import node_uniforms_fine
 from ._grid import TwoLevelGrid, check_eps_per_coordinate
 from ._one_bit import (
+    _BLOCK_ENTRIES,
     _assemble_sampled,
     _dense_rows,
     _gather,
     _n_sampled,
-    _row_blocks,
     _sample_columns,
     _variance_input,
 )
@@ -190,7 +191,7 @@ class PiecewiseMechanism(LDPMechanism):
 
         if k == d:  # no sampling: dense report, processed in row blocks
             out = np.empty((n, d), dtype=np.float64)
-            for rows in _row_blocks(n, d):
+            for rows in row_blocks(n, d, _BLOCK_ENTRIES):
                 t = 2.0 * (_dense_rows(X, rows) - lo) / delta - 1.0
                 out[rows] = mid + delta / 2.0 * draw(t, keys[rows], d)
             return out

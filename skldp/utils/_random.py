@@ -16,6 +16,8 @@ import numpy as np
 from joblib import hash as joblib_hash
 from scipy.special import ndtri
 
+from ._blocks import row_blocks
+
 __all__ = ["node_uniforms", "node_uniforms_fine", "node_normals", "node_uniforms_ragged",
            "sample_k_of_d",
            "draw_seed", "collection_seed", "array_fingerprint"]
@@ -110,17 +112,13 @@ def array_fingerprint(X):
     return h.hexdigest()
 
 
-def _block_nonzeros(C):
-    """Row-major flat positions and float64 values of the entries of block ``C``
-    that are non-zero in float64 (as ``csr_matrix(C, dtype=float64)`` after
-    ``eliminate_zeros``)."""
+def _nonzero_mask(C):
+    """Where block ``C`` is non-zero in float64 (as ``csr_matrix(C, dtype=float64)``
+    after ``eliminate_zeros``)."""
     m = C != 0
-    flat = np.flatnonzero(m)
-    v = C[m].astype(np.float64)
-    if v.size and not v.all():        # non-zero in C's dtype, zero in float64
-        keep = v != 0
-        flat, v = flat[keep], v[keep]
-    return flat, v
+    if C.dtype.kind == "f" and C.dtype.itemsize > 8:   # a tiny long double is 0 in float64
+        m &= C.astype(np.float64) != 0
+    return m
 
 
 def _hash_dense_csr(h, X):
@@ -131,15 +129,14 @@ def _hash_dense_csr(h, X):
     once for the values and the row counts, once for the column indices.
     """
     n, d = X.shape
-    step = max(1, _FINGERPRINT_BLOCK // max(d, 1))
     counts = np.zeros(n, dtype=np.int64)
-    for s in range(0, n, step):   # blocks of rows, not a loop over nodes
-        flat, v = _block_nonzeros(X[s:s + step])
-        counts[s:s + step] = np.bincount(flat // d, minlength=len(counts[s:s + step]))
-        h.update(v.view(np.uint8))
-    for s in range(0, n, step):
-        flat, _ = _block_nonzeros(X[s:s + step])
-        h.update((flat % d).astype(np.int64).view(np.uint8))
+    for rows in row_blocks(n, d, _FINGERPRINT_BLOCK):
+        C = X[rows]
+        m = _nonzero_mask(C)
+        counts[rows] = np.count_nonzero(m, axis=1)
+        h.update(C[m].astype(np.float64).view(np.uint8))   # row-major order, as in CSR
+    for rows in row_blocks(n, d, _FINGERPRINT_BLOCK):
+        h.update((np.flatnonzero(_nonzero_mask(X[rows])) % d).astype(np.int64).view(np.uint8))
     indptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(counts, out=indptr[1:])
     h.update(indptr.view(np.uint8))

@@ -8,6 +8,7 @@ import scipy.sparse as sp
 
 from .._graph_data import GraphData
 from ..exceptions import InvalidParameterError, PrivacyLeakWarning
+from ._blocks import row_blocks
 
 __all__ = ["check_eps", "check_int", "check_graph_data", "check_finite_features",
            "resolve_feature_range", "clip_to_range", "input_feature_names",
@@ -222,9 +223,8 @@ def clip_to_range(X, lo, hi, owner="mechanism"):
     X = np.asarray(X, dtype=np.float64)
     # Count the values outside the range in row blocks (NaN was refused before):
     # in range, which is the usual case, X is returned without a clipped copy.
-    step = max(1, (1 << 18) // max(X.shape[1], 1))
-    n_bad = sum(int(np.count_nonzero((B < lo) | (B > hi)))
-                for B in (X[s:s + step] for s in range(0, X.shape[0], step)))
+    n_bad = sum(int(np.count_nonzero((X[rows] < lo) | (X[rows] > hi)))
+                for rows in row_blocks(*X.shape, 1 << 18))
     if not n_bad:
         X = X.view()
         X.flags.writeable = False  # possibly the caller's array: mechanisms only read it
