@@ -2,6 +2,7 @@
 
 import hashlib
 import numbers
+import sys
 import uuid
 from collections import OrderedDict
 
@@ -73,18 +74,17 @@ def _as_features(features):
 def _as_adjacency(adjacency, n_nodes, node_ids):
     if adjacency is None:
         return None
-    try:
-        import networkx as nx
-        if isinstance(adjacency, nx.Graph):
-            if node_ids is None:
-                raise ValueError("A networkx graph needs node_ids to fix the order of its "
-                                 "nodes against the feature rows.")
-            if set(adjacency.nodes) != set(node_ids.tolist()):
-                raise ValueError("The networkx graph's nodes differ from node_ids.")
-            adjacency = nx.to_scipy_sparse_array(adjacency, nodelist=list(node_ids),
-                                                 format="csr")
-    except ImportError:  # pragma: no cover - networkx is a core dependency
-        pass
+    # A networkx graph exists only if networkx was imported: checking sys.modules
+    # spares every other caller networkx's import (about 0.2 s).
+    nx = sys.modules.get("networkx")
+    if nx is not None and isinstance(adjacency, nx.Graph):
+        if node_ids is None:
+            raise ValueError("A networkx graph needs node_ids to fix the order of its "
+                             "nodes against the feature rows.")
+        if set(adjacency.nodes) != set(node_ids.tolist()):
+            raise ValueError("The networkx graph's nodes differ from node_ids.")
+        adjacency = nx.to_scipy_sparse_array(adjacency, nodelist=list(node_ids),
+                                             format="csr")
     if sp.issparse(adjacency):
         A = sp.csr_matrix(adjacency, dtype=np.float32)
     else:

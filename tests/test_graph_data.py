@@ -1,6 +1,9 @@
 """GraphData: validation, input formats, views, memo and pickling."""
 
 import pickle
+import subprocess
+import sys
+import textwrap
 
 import networkx as nx
 import numpy as np
@@ -74,6 +77,25 @@ def test_networkx_input():
         GraphData(np.eye(3), g)
     with pytest.raises(ValueError, match="differ"):
         GraphData(np.eye(3), g, node_ids=["a", "b", "z"])
+
+
+def test_graphs_without_networkx_do_not_import_it():
+    # Only a networkx graph needs networkx, and one exists only once it is imported:
+    # the other inputs spare its import (about 0.2 s of every process).
+    code = textwrap.dedent("""
+        import sys
+        import numpy as np
+        import scipy.sparse as sp
+        from skldp import GraphData
+        from skldp.datasets import load_cora
+        G = load_cora().data
+        GraphData(np.ones((3, 2)), sp.eye(3, format="csr"))
+        print("networkx" in sys.modules)
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.strip().splitlines()[-1] == "False"
 
 
 @pytest.mark.parametrize("fmt", [sp.csr_array, sp.csr_matrix, sp.coo_array, sp.coo_matrix,
