@@ -5,7 +5,6 @@ import time
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from sklearn.base import BaseEstimator
 from sklearn.model_selection import train_test_split
 from sklearn.utils.validation import check_is_fitted
@@ -18,6 +17,8 @@ from ..utils.validation import check_int
 from ._optim import Adam
 from ._torch_utils import (
     build_module,
+    class_cross_entropy,
+    class_softmax,
     dropout_generator,
     resolve_device,
     stream_seed,
@@ -86,8 +87,8 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
 
     def _loss(self, logits, targets, positions):
         if targets.dtype == torch.long:
-            return F.cross_entropy(logits, targets)
-        return -(targets * F.log_softmax(logits, dim=1)).sum(dim=1).mean()
+            return class_cross_entropy(logits, targets)
+        return -(targets * class_softmax(logits, log=True)).sum(dim=1).mean()
 
     def _validation_split(self, y_enc, n, seed):
         """Positions (train, validation) of the fit rows for early stopping.
@@ -160,49 +161,90 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
         self.module_ = module.cpu().eval()
         return self
 
+    def _split_forward(self, module, data):
+        """Hook: the forward pass as ``(first, rest)`` when its first stage draws nothing.
+
+        ``first()`` -> ``h`` and ``rest(h, positions)`` -> logits, with
+        ``rest(first(), positions) == _forward(module, data, positions)`` and
+        ``first()`` the same in training and evaluation mode. The training loop
+        then evaluates ``first`` once per step: the validation of one step and
+        the training of the next share it. ``None`` (the default): no split.
+        """
+        return None
+
     def _train_loop(self, module, opt, data, index_t, targets, local, val, rng, device):
         """Epochs of Adam with early stopping.
 
         Returns the last epoch run (0-based) and the state of the best
         validated epoch (``None`` without validation).
         """
-        best, best_state, bad = np.inf, None, 0
         self.loss_curve_, self.validation_scores_ = [], []
         self.best_epoch_ = None
-        for epoch in range(self.epochs):
-            t0 = time.perf_counter()
-            module.train()
+        track = {"best": np.inf, "state": None, "bad": 0}
+        full_batch = self.batch_size is None or self.batch_size >= len(local)
+        split = self._split_forward(module, data) if full_batch and val is not None else None
+        val_t = None if val is None else torch.as_tensor(val, device=device)
+        pending = None  # (epoch, t0) trained, its validation waiting for the next `first`
+        epoch = -1
+        for step in range(self.epochs):
+            if not module.training:  # a toggle walks every submodule: only when needed
+                module.train()
+            h = split[0]() if split is not None else None  # at the weights after the last step
+            if pending is not None:
+                if self._validate_step(module, data, index_t, targets, val_t, split, h, track,
+                                  *pending):
+                    break
+                module.train()
+                pending = None
+            epoch, t0 = step, time.perf_counter()
             order = rng.permutation(local)
             bs = len(order) if self.batch_size is None else self.batch_size
             total = 0.0
             for s in range(0, len(order), bs):
                 b = torch.as_tensor(order[s:s + bs], device=device)
                 opt.zero_grad()
-                loss = self._loss(self._forward(module, data, index_t[b]), targets[b], index_t[b])
+                logits = (split[1](h, index_t[b]) if split is not None
+                          else self._forward(module, data, index_t[b]))
+                loss = self._loss(logits, targets[b], index_t[b])
                 loss.backward()
                 opt.step()
                 total += float(loss.detach()) * len(b)
             self.loss_curve_.append(total / len(order))
-            msg = f"epoch {epoch + 1}/{self.epochs} loss {self.loss_curve_[-1]:.4f}"
-            if val is not None:
-                module.eval()
-                with torch.no_grad():
-                    b = torch.as_tensor(val, device=device)
-                    vloss = float(self._loss(self._forward(module, data, index_t[b]),
-                                             targets[b], index_t[b]))
-                self.validation_scores_.append(vloss)
-                msg += f" val_loss {vloss:.4f}"
-                if vloss < best - 1e-6:
-                    best, bad, self.best_epoch_ = vloss, 0, epoch
-                    best_state = copy.deepcopy(module.state_dict())
-                else:
-                    bad += 1
-            if self.verbose:
-                verbose_logger(__name__).info("[%s] %s (%.2fs)", type(self).__name__, msg,
-                                              time.perf_counter() - t0)
-            if val is not None and bad >= self.patience:
+            if split is not None:
+                pending = (epoch, t0)  # validated with the next step's `first`
+            elif self._validate_step(module, data, index_t, targets, val_t, None, None, track,
+                                epoch, t0):
                 break
-        return epoch, best_state
+        else:
+            if pending is not None:  # the last step: no next `first` to share
+                self._validate_step(module, data, index_t, targets, val_t, None, None, track,
+                               *pending)
+        return epoch, track["state"]
+
+    def _validate_step(self, module, data, index_t, targets, val_t, split, h, track, epoch, t0):
+        """Validate the weights after ``epoch``, log it and say whether to stop."""
+        msg = f"epoch {epoch + 1}/{self.epochs} loss {self.loss_curve_[-1]:.4f}"
+        stop = False
+        if val_t is not None:
+            module.eval()
+            pos = index_t[val_t]
+            with torch.no_grad():
+                logits = (split[1](h.detach(), pos) if split is not None
+                          else self._forward(module, data, pos))
+                vloss = float(self._loss(logits, targets[val_t], pos))
+            self.validation_scores_.append(vloss)
+            msg += f" val_loss {vloss:.4f}"
+            if vloss < track["best"] - 1e-6:
+                track.update(best=vloss, bad=0)
+                self.best_epoch_ = epoch
+                track["state"] = copy.deepcopy(module.state_dict())
+            else:
+                track["bad"] += 1
+            stop = track["bad"] >= self.patience
+        if self.verbose:
+            verbose_logger(__name__).info("[%s] %s (%.2fs)", type(self).__name__, msg,
+                                          time.perf_counter() - t0)
+        return stop
 
     # -------------------------------------------------------------- predict
     def _logits(self, X):

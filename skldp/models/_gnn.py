@@ -13,7 +13,7 @@ from torch import nn
 from ..utils._adjacency import normalized_adjacency
 from ..utils.validation import check_graph_data, check_int
 from ._base import TorchClassifierBase
-from ._torch_utils import dropout, to_torch_dense, to_torch_sparse
+from ._torch_utils import dropout, sparse_matmul, to_torch_dense, to_torch_sparse
 
 __all__ = ["GCNClassifier", "SAGEClassifier", "GATClassifier", "GNNClassifierBase",
            "graph_tensors", "GNNEncoder", "PropagatedFeatures", "OffsetSparseFeatures",
@@ -35,11 +35,11 @@ class _SpMM(torch.autograd.Function):
     @staticmethod
     def forward(ctx, A, AT, h):
         ctx.AT = AT
-        return torch.sparse.mm(A, h)
+        return sparse_matmul(A, h)
 
     @staticmethod
     def backward(ctx, grad):
-        return None, None, torch.sparse.mm(ctx.AT, grad)
+        return None, None, sparse_matmul(ctx.AT, grad)
 
 
 class SparseOperand:
@@ -60,7 +60,7 @@ class SparseOperand:
     def matmul(self, h):
         if h.requires_grad:
             return _SpMM.apply(self.A, self.AT, h)
-        return torch.sparse.mm(self.A, h)
+        return sparse_matmul(self.A, h)
 
 
 def _spmm(g, key, h):
@@ -68,7 +68,7 @@ def _spmm(g, key, h):
     op = g.get(key + "_op")
     if op is not None:
         return op.matmul(h)
-    return torch.sparse.mm(g[key], h)
+    return sparse_matmul(g[key], h)
 
 
 class PropagatedFeatures:
@@ -90,7 +90,7 @@ class PropagatedFeatures:
         h = _matmul(self.x, w)
         for _ in range(self.steps):
             h = self.P.matmul(h) if isinstance(self.P, SparseOperand) else \
-                torch.sparse.mm(self.P, h)
+                sparse_matmul(self.P, h)
         return h
 
 
@@ -146,7 +146,7 @@ def _matmul(x, w):
     if isinstance(x, (PropagatedFeatures, OffsetSparseFeatures, SparseOperand)):
         return x.matmul(w)
     if x.layout != torch.strided:
-        return torch.sparse.mm(x, w)
+        return sparse_matmul(x, w)
     return x @ w
 
 
@@ -233,15 +233,38 @@ class GNNEncoder(nn.Module):
         self.dropout = dropout
 
     def forward(self, x, g):
+        return self.rest(self.first(x, g), g)
+
+    def _input_dropout(self):
         p_in = getattr(self, "input_dropout", None)
-        p_in = self.dropout if p_in is None else p_in
-        for i, layer in enumerate(self.layers):
-            if x.layout == torch.strided:
-                x = dropout(x, p_in if i == 0 else self.dropout, self.training)
-            x = layer(x, g)
+        return self.dropout if p_in is None else p_in
+
+    def first(self, x, g):
+        """The first layer (after input dropout on dense inputs) and its activation."""
+        if x.layout == torch.strided:
+            x = dropout(x, self._input_dropout(), self.training)
+        x = self.layers[0](x, g)
+        return self.act(x) if len(self.layers) > 1 else x
+
+    def rest(self, h, g):
+        """The layers after the first, each after dropout on its input."""
+        for i in range(1, len(self.layers)):
+            h = self.layers[i](dropout(h, self.dropout, self.training), g)
             if i < len(self.layers) - 1:
-                x = self.act(x)
-        return x
+                h = self.act(h)
+        return h
+
+    def first_is_deterministic(self, x, g):
+        """Whether :meth:`first` gives the same in training and evaluation mode.
+
+        True when it draws nothing: no dropout on the input (a lazily propagated,
+        offset-sparse or sparse input, or input dropout 0) and no attention
+        dropout. One evaluation of the first layer can then serve both the
+        validation of one step and the training of the next.
+        """
+        no_input_dropout = x.layout != torch.strided or self._input_dropout() == 0
+        return no_input_dropout and not (isinstance(self.layers[0], _GATConv)
+                                         and g.get("att_dropout", 0.0) > 0)
 
 
 def graph_tensors(G, device, conv="gcn", self_loops=True):
@@ -425,6 +448,14 @@ class GNNClassifierBase(TorchClassifierBase):
     def _forward(self, module, data, positions):
         x, g = data
         return module(x, g)[positions]
+
+    def _split_forward(self, module, data):
+        if type(self)._forward is not GNNClassifierBase._forward:
+            return None  # a subclass changed the forward pass: no split
+        x, g = data
+        if not module.first_is_deterministic(x, g):
+            return None
+        return (lambda: module.first(x, g)), (lambda h, positions: module.rest(h, g)[positions])
 
 
 def _params_doc(hidden_size=16, activation="relu", dropout=0.5, lr=0.01, heads=None):

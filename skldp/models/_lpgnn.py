@@ -17,6 +17,7 @@ from ._gnn import (
     graph_tensors,
     offset_sparse_features,
 )
+from ._torch_utils import class_cross_entropy, class_softmax
 
 __all__ = ["LPGNNClassifier"]
 
@@ -239,7 +240,10 @@ class LPGNNClassifier(GNNClassifierBase):
         self
         """
         self.label_mechanism_ = None
-        super().fit(X, y, validation_data=validation_data)
+        try:
+            super().fit(X, y, validation_data=validation_data)
+        finally:
+            self.__dict__.pop("_transition_t", None)
         if getattr(self, "label_mechanism_", None) is None:
             self.label_mechanism_ = None
         return self
@@ -258,6 +262,7 @@ class LPGNNClassifier(GNNClassifierBase):
         mech = getattr(self, "label_mechanism_", None)
         self.transition_matrix_ = (mech.transition_matrix_ if mech is not None
                                    else np.eye(c))
+        self._transition_t = None  # its tensor, made by the first _loss
         G = X
         own = np.asarray(y_enc, dtype=np.int64)
         target = own
@@ -280,22 +285,27 @@ class LPGNNClassifier(GNNClassifierBase):
         return torch.as_tensor(target, dtype=torch.long)
 
     def _loss(self, logits, targets, positions):
+        # Targets of dropped rows are -100: nll_loss ignores them, the score masks them.
         valid = targets >= 0
-        if not bool(valid.any()):
+        n_valid = int(valid.sum())
+        if n_valid == 0:
             return logits.sum() * 0.0
-        logits, targets = logits[valid], targets[valid]
         if self.selection == "accuracy" and not torch.is_grad_enabled():
             # The monitored validation score (computed without gradients): the
             # error rate against the (denoised) noisy validation labels. Under
             # symmetric RR, E[noisy acc] = q + (p - q) * clean acc, so it ranks
             # epochs like the clean accuracy would, without touching clean labels.
-            return 1.0 - (logits.argmax(dim=1) == targets).double().mean()
+            hits = (logits.argmax(dim=1) == targets).logical_and_(valid)
+            return 1.0 - hits.sum().double() / n_valid
         if self.forward_correction and getattr(self, "label_mechanism_", None) is not None:
-            T = torch.as_tensor(self.transition_matrix_, dtype=logits.dtype,
-                                device=logits.device)
-            noisy = F.softmax(logits, dim=1) @ T
+            T = getattr(self, "_transition_t", None)
+            if T is None or T.device != logits.device or T.dtype != logits.dtype:
+                T = torch.as_tensor(self.transition_matrix_, dtype=logits.dtype,
+                                    device=logits.device)
+                self._transition_t = T  # converted once per fit, not at every step
+            noisy = class_softmax(logits) @ T
             return F.nll_loss(torch.log(noisy.clamp_min(1e-12)), targets)
-        return F.cross_entropy(logits, targets)
+        return class_cross_entropy(logits, targets)
 
     # ------------------------------------------------------------ network
     def _prepare(self, X, device):

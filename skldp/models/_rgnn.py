@@ -7,7 +7,6 @@ import numbers
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from sklearn.utils.validation import column_or_1d
 
 from ..mechanisms._label_rr import LabelRandomizedResponse
@@ -17,6 +16,7 @@ from ..utils._random import draw_seed
 from ..utils.validation import check_eps, check_graph_data, check_int
 from ._base import TorchClassifierBase
 from ._gnn import _ACTIVATIONS, GNNEncoder, graph_tensors
+from ._torch_utils import class_softmax
 
 __all__ = ["RGNNClassifier"]
 
@@ -276,14 +276,14 @@ class RGNNClassifier(TorchClassifierBase):
         return torch.as_tensor(targets, dtype=torch.float32)
 
     def _loss(self, logits, targets, positions):
-        loss = -(targets * F.log_softmax(logits, dim=1)).sum(dim=1).mean()
+        loss = -(targets * class_softmax(logits, log=True)).sum(dim=1).mean()
         state = getattr(self, "_llp_state", None)
         if self.alpha > 0 and state is not None:
             clusters, props = state
             if clusters.device != logits.device:  # move once, not at every step
                 clusters, props = clusters.to(logits.device), props.to(logits.device)
                 self._llp_state = (clusters, props)
-            loss = loss + self.alpha * llp_kl_loss(F.softmax(logits, dim=1),
+            loss = loss + self.alpha * llp_kl_loss(class_softmax(logits),
                                                    clusters[positions], props)
         return loss
 

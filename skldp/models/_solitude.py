@@ -9,7 +9,6 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 import torch
-import torch.nn.functional as F
 from sklearn.model_selection import train_test_split
 from sklearn.utils.validation import check_is_fitted
 
@@ -22,8 +21,11 @@ from ._gnn import _ACTIVATIONS, GNNClassifierBase, GNNEncoder, graph_tensors
 from ._optim import Adam
 from ._torch_utils import (
     build_module,
+    class_cross_entropy,
+    class_softmax,
     dropout_generator,
     resolve_device,
+    sparse_matmul,
     stream_seed,
     torch_generator,
 )
@@ -57,7 +59,7 @@ class _WeightedSpMM(torch.autograd.Function):
     def forward(ctx, v, h, pattern):
         ctx.save_for_backward(v, h)
         ctx.pattern = pattern
-        return torch.sparse.mm(pattern.matrix(v), h)
+        return sparse_matmul(pattern.matrix(v), h)
 
     @staticmethod
     def backward(ctx, grad):
@@ -67,7 +69,7 @@ class _WeightedSpMM(torch.autograd.Function):
         if ctx.needs_input_grad[0]:
             grad_v = (grad.index_select(0, p.rows) * h.index_select(0, p.cols)).sum(1)
         if ctx.needs_input_grad[1]:
-            grad_h = torch.sparse.mm(p.matrix_t(v), grad)
+            grad_h = sparse_matmul(p.matrix_t(v), grad)
         return grad_v, grad_h, None
 
 
@@ -125,7 +127,7 @@ class _WeightedOperand:
     def matmul(self, h):
         if self.v.requires_grad or h.requires_grad:
             return _WeightedSpMM.apply(self.v, h, self.pattern)
-        return torch.sparse.mm(self.A, h)
+        return sparse_matmul(self.A, h)
 
 
 class _EdgeStructure:
@@ -464,8 +466,8 @@ class SolitudeClassifier(GNNClassifierBase):
 
         def task_loss(logits, targets, reduction="mean"):
             if targets.dtype == torch.long:
-                return F.cross_entropy(logits, targets, reduction=reduction)
-            out = -(targets * F.log_softmax(logits, dim=1)).sum(dim=1)
+                return class_cross_entropy(logits, targets, reduction=reduction)
+            out = -(targets * class_softmax(logits, log=True)).sum(dim=1)
             return out.sum() if reduction == "sum" else out.mean()
 
         with dropout_generator(drop_gen):
@@ -519,7 +521,7 @@ class SolitudeClassifier(GNNClassifierBase):
             if val is not None:
                 module.eval()
                 with torch.no_grad():
-                    vloss = float(F.cross_entropy(module(x, g_fixed)[pos_val], y_val))
+                    vloss = float(class_cross_entropy(module(x, g_fixed)[pos_val], y_val))
                 self.validation_scores_.append(vloss)
                 msg += f" val_loss {vloss:.4f}"
                 if vloss < best - 1e-6:

@@ -1,12 +1,19 @@
 """The faster code paths of the torch models give the results of the plain ones."""
 
 import numpy as np
+import pytest
 import scipy.sparse as sp
 import torch
+import torch.nn.functional as F
 
-from skldp.models import MLPHead, _mlp
+from skldp.models import GCNClassifier, LPGNNClassifier, MLPHead, _gnn, _mlp
 from skldp.models._gnn import PropagatedFeatures, SparseOperand, _matmul, _SAGEConv, _spmm
-from skldp.models._torch_utils import to_torch_sparse
+from skldp.models._torch_utils import (
+    class_cross_entropy,
+    class_softmax,
+    sparse_matmul,
+    to_torch_sparse,
+)
 
 
 def test_column_stats_in_row_chunks_match_numpy(monkeypatch):
@@ -65,3 +72,121 @@ def test_torch_sparse_has_int32_indices_and_the_same_product():
     h = torch.randn(30, 3)
     np.testing.assert_allclose(torch.sparse.mm(T, h).numpy(), A @ h.numpy(), rtol=1e-5,
                                atol=1e-6)
+
+
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_sparse_matmul_equals_the_scipy_product(index_dtype):
+    rng = np.random.default_rng(4)
+    A = sp.random(50, 40, density=0.1, random_state=4, format="csr", dtype=np.float32)
+    A = sp.csr_matrix(A.multiply(np.arange(50)[:, None] % 7 != 0))  # some rows are empty
+    assert np.any(np.diff(A.indptr) == 0)
+    T = torch.sparse_csr_tensor(torch.as_tensor(A.indptr.astype(index_dtype)),
+                                torch.as_tensor(A.indices.astype(index_dtype)),
+                                torch.as_tensor(A.data), size=A.shape)
+    h = torch.as_tensor(rng.normal(size=(40, 6)), dtype=torch.float32)
+    ref = A @ h.numpy()
+    np.testing.assert_allclose(sparse_matmul(T, h).numpy(), ref, rtol=1e-5, atol=1e-6)
+    # a column slice (not contiguous), as the fused SAGE product gives
+    wide = torch.as_tensor(rng.normal(size=(40, 12)), dtype=torch.float32)
+    half = wide.split(6, dim=1)[0]
+    assert not half.is_contiguous()
+    np.testing.assert_allclose(sparse_matmul(T, half).numpy(), A @ half.numpy(), rtol=1e-5,
+                               atol=1e-6)
+    # float64 and inputs that need a gradient take torch.sparse.mm: same product
+    np.testing.assert_allclose(sparse_matmul(T.double(), h.double()).numpy(), ref, rtol=1e-5,
+                               atol=1e-6)
+    hg = h.clone().requires_grad_()
+    out = sparse_matmul(T, hg)
+    out.sum().backward()
+    np.testing.assert_allclose(out.detach().numpy(), ref, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(hg.grad.numpy(), np.tile(np.asarray(A.sum(axis=0)).T, 6),
+                               rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="cannot multiply"):
+        sparse_matmul(T, torch.ones(41, 2))
+
+
+def test_sparse_operand_backward_is_the_transposed_product():
+    A = sp.random(30, 30, density=0.15, random_state=5, format="csr", dtype=np.float32)
+    op = SparseOperand.from_scipy(A, "cpu")
+    h = torch.randn(30, 4, requires_grad=True)
+    out = op.matmul(h)
+    g = torch.randn(30, 4)
+    out.backward(g)
+    np.testing.assert_allclose(out.detach().numpy(), A @ h.detach().numpy(), rtol=1e-5,
+                               atol=1e-6)
+    np.testing.assert_allclose(h.grad.numpy(), A.T @ g.numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("n_classes", [2, 7, 40])   # 40: the plain dim-1 kernel
+def test_class_softmax_and_cross_entropy_match_torch(n_classes):
+    z = torch.randn(300, n_classes, dtype=torch.float32) * 5
+    torch.testing.assert_close(class_softmax(z), F.softmax(z, dim=1), rtol=1e-6, atol=1e-7)
+    torch.testing.assert_close(class_softmax(z, log=True), F.log_softmax(z, dim=1),
+                               rtol=1e-6, atol=1e-6)
+    y = torch.randint(0, n_classes, (300,))
+    y[::4] = -100   # ignored, as by F.cross_entropy
+    for reduction in ("mean", "sum", "none"):
+        torch.testing.assert_close(class_cross_entropy(z, y, reduction),
+                                   F.cross_entropy(z, y, reduction=reduction),
+                                   rtol=1e-6, atol=1e-5)
+    zg = z.clone().requires_grad_()
+    class_cross_entropy(zg, y).backward()
+    zr = z.clone().requires_grad_()
+    F.cross_entropy(zr, y).backward()
+    torch.testing.assert_close(zg.grad, zr.grad, rtol=1e-5, atol=1e-7)
+
+
+class _NoSplitLPGNN(LPGNNClassifier):
+    """The same model trained without sharing the first layer between steps."""
+
+    def _split_forward(self, module, data):
+        return None
+
+
+def _multi_bit_cora_view():
+    from skldp.datasets import load_cora
+    from skldp.mechanisms import MultiBitMechanism
+    cora = load_cora()
+    G = MultiBitMechanism(1.0, feature_range=(0, 1), random_state=0).fit_transform(cora.data)
+    return G, np.asarray(cora.target), cora.train_mask, cora.val_mask
+
+
+@pytest.mark.parametrize("patience", [3, 100])   # 3: early stopping ends the loop
+def test_shared_first_layer_trains_exactly_like_the_plain_loop(patience, monkeypatch):
+    G, y, tr, va = _multi_bit_cora_view()
+    params = dict(eps_y=2.0, classes=range(7), x_steps=2, y_steps=2, epochs=25,
+                  patience=patience, device="cpu", random_state=0)
+    calls = []
+    first = _gnn.GNNEncoder.first
+    monkeypatch.setattr(_gnn.GNNEncoder, "first",
+                        lambda self, x, g: calls.append(1) or first(self, x, g))
+    shared = LPGNNClassifier(**params).fit(G[tr], y[tr], validation_data=(G[va], y[va]))
+    n_shared, calls[:] = len(calls), []
+    plain = _NoSplitLPGNN(**params).fit(G[tr], y[tr], validation_data=(G[va], y[va]))
+    n_plain = len(calls)
+    assert shared.loss_curve_ == plain.loss_curve_
+    assert shared.validation_scores_ == plain.validation_scores_
+    assert (shared.n_iter_, shared.best_epoch_) == (plain.n_iter_, plain.best_epoch_)
+    np.testing.assert_array_equal(shared.decision_function(G[va]),
+                                  plain.decision_function(G[va]))
+    # one first-layer evaluation per step (plus one to validate the last step, or
+    # one wasted when early stopping ends the loop) instead of two
+    assert n_plain == 2 * plain.n_iter_
+    assert n_shared == shared.n_iter_ + 1
+    if patience == 3:
+        assert shared.n_iter_ < 25
+
+
+def test_no_shared_first_layer_when_it_draws_dropout():
+    from skldp.datasets import load_cora
+    G = load_cora().data   # bag-of-words features, stored sparse
+    assert sp.issparse(G.features)
+    clf = GCNClassifier(dropout=0.5, device="cpu")
+    data, _ = clf._prepare(G, torch.device("cpu"))
+    module = clf._build_module(G.shape[1], 7)
+    assert clf._split_forward(module, data) is not None   # sparse input: no input dropout
+    x, g = data
+    dense_x = torch.as_tensor(G.features.toarray(), dtype=torch.float32)
+    assert clf._split_forward(module, (dense_x, g)) is None   # dropout on a dense input
+    module.input_dropout = 0.0
+    assert clf._split_forward(module, (dense_x, g)) is not None
