@@ -30,21 +30,36 @@ def _train(make_optimizer, dtype=torch.float32, steps=40):
     return [p.detach().clone() for p in [*net.parameters(), frozen, unused]]
 
 
+@pytest.mark.parametrize("fused", [False, True])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("weight_decay", [0.0, 1e-2])
-def test_adam_matches_torch_bit_for_bit(dtype, weight_decay):
-    ours = _train(lambda p: Adam(p, lr=0.05, weight_decay=weight_decay), dtype)
-    ref = _train(lambda p: torch.optim.Adam(p, lr=0.05, weight_decay=weight_decay), dtype)
+def test_adam_matches_torch_bit_for_bit(dtype, weight_decay, fused):
+    ours = _train(lambda p: Adam(p, lr=0.05, weight_decay=weight_decay, fused=fused), dtype)
+    ref = _train(lambda p: torch.optim.Adam(p, lr=0.05, weight_decay=weight_decay,
+                                            fused=fused), dtype)
     assert all(torch.equal(a, b) for a, b in zip(ours, ref, strict=True))
     start = _train(lambda p: Adam(p, lr=0.05), dtype, steps=0)
     assert not torch.equal(ours[0], start[0])  # it did move
     assert torch.equal(ours[-1], start[-1]) and torch.equal(ours[-2], start[-2])
 
 
-def test_adam_betas_and_eps_are_used():
-    ref = _train(lambda p: torch.optim.Adam(p, lr=0.05, betas=(0.5, 0.9), eps=1e-3))
-    ours = _train(lambda p: Adam(p, lr=0.05, betas=(0.5, 0.9), eps=1e-3))
-    default = _train(lambda p: Adam(p, lr=0.05))
+def test_adam_fused_by_default_where_torch_has_the_kernel():
+    # the default (fused=None) runs the fused kernel on CPU: torch.optim.Adam(fused=True)
+    default = _train(lambda p: Adam(p, lr=0.05, weight_decay=1e-2))
+    ref = _train(lambda p: torch.optim.Adam(p, lr=0.05, weight_decay=1e-2, fused=True))
+    assert all(torch.equal(a, b) for a, b in zip(default, ref, strict=True))
+    # and agrees to rounding with the single-tensor update
+    single = _train(lambda p: Adam(p, lr=0.05, weight_decay=1e-2, fused=False))
+    for a, b in zip(default, single, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("fused", [False, True])
+def test_adam_betas_and_eps_are_used(fused):
+    ref = _train(lambda p: torch.optim.Adam(p, lr=0.05, betas=(0.5, 0.9), eps=1e-3,
+                                            fused=fused))
+    ours = _train(lambda p: Adam(p, lr=0.05, betas=(0.5, 0.9), eps=1e-3, fused=fused))
+    default = _train(lambda p: Adam(p, lr=0.05, fused=fused))
     assert all(torch.equal(a, b) for a, b in zip(ours, ref, strict=True))
     assert not torch.equal(ours[0], default[0])
 

@@ -164,11 +164,13 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
     def _split_forward(self, module, data):
         """Hook: the forward pass as ``(first, rest)`` when its first stage draws nothing.
 
-        ``first()`` -> ``h`` and ``rest(h, positions)`` -> logits, with
-        ``rest(first(), positions) == _forward(module, data, positions)`` and
-        ``first()`` the same in training and evaluation mode. The training loop
-        then evaluates ``first`` once per step: the validation of one step and
-        the training of the next share it. ``None`` (the default): no split.
+        ``first()`` -> ``h`` and ``rest(h, positions, training)`` -> logits, with
+        ``rest(first(), positions, module.training) == _forward(module, data,
+        positions)``, ``first()`` the same in training and evaluation mode and
+        ``rest(..., training=False)`` the evaluation mode whatever the module's.
+        The training loop then evaluates ``first`` once per step (the
+        validation of one step and the training of the next share it) and never
+        switches the module's mode. ``None`` (the default): no split.
         """
         return None
 
@@ -192,9 +194,8 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
             h = split[0]() if split is not None else None  # at the weights after the last step
             if pending is not None:
                 if self._validate_step(module, data, index_t, targets, val_t, split, h, track,
-                                  *pending):
+                                       *pending):
                     break
-                module.train()
                 pending = None
             epoch, t0 = step, time.perf_counter()
             order = rng.permutation(local)
@@ -203,7 +204,7 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
             for s in range(0, len(order), bs):
                 b = torch.as_tensor(order[s:s + bs], device=device)
                 opt.zero_grad()
-                logits = (split[1](h, index_t[b]) if split is not None
+                logits = (split[1](h, index_t[b], True) if split is not None
                           else self._forward(module, data, index_t[b]))
                 loss = self._loss(logits, targets[b], index_t[b])
                 loss.backward()
@@ -212,13 +213,13 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
             self.loss_curve_.append(total / len(order))
             if split is not None:
                 pending = (epoch, t0)  # validated with the next step's `first`
-            elif self._validate_step(module, data, index_t, targets, val_t, None, None, track,
-                                epoch, t0):
+            elif self._validate_step(module, data, index_t, targets, val_t, None, None,
+                                     track, epoch, t0):
                 break
         else:
             if pending is not None:  # the last step: no next `first` to share
-                self._validate_step(module, data, index_t, targets, val_t, None, None, track,
-                               *pending)
+                self._validate_step(module, data, index_t, targets, val_t, None, None,
+                                    track, *pending)
         return epoch, track["state"]
 
     def _validate_step(self, module, data, index_t, targets, val_t, split, h, track, epoch, t0):
@@ -226,11 +227,13 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
         msg = f"epoch {epoch + 1}/{self.epochs} loss {self.loss_curve_[-1]:.4f}"
         stop = False
         if val_t is not None:
-            module.eval()
             pos = index_t[val_t]
             with torch.no_grad():
-                logits = (split[1](h.detach(), pos) if split is not None
-                          else self._forward(module, data, pos))
+                if split is not None:
+                    logits = split[1](h.detach(), pos, False)
+                else:
+                    module.eval()
+                    logits = self._forward(module, data, pos)
                 vloss = float(self._loss(logits, targets[val_t], pos))
             self.validation_scores_.append(vloss)
             msg += f" val_loss {vloss:.4f}"

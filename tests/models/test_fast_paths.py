@@ -156,14 +156,18 @@ def test_shared_first_layer_trains_exactly_like_the_plain_loop(patience, monkeyp
     G, y, tr, va = _multi_bit_cora_view()
     params = dict(eps_y=2.0, classes=range(7), x_steps=2, y_steps=2, epochs=25,
                   patience=patience, device="cpu", random_state=0)
-    calls = []
-    first = _gnn.GNNEncoder.first
+    calls, modes = [], []
+    first, train = _gnn.GNNEncoder.first, _gnn.GNNEncoder.train
     monkeypatch.setattr(_gnn.GNNEncoder, "first",
                         lambda self, x, g: calls.append(1) or first(self, x, g))
+    monkeypatch.setattr(_gnn.GNNEncoder, "train",
+                        lambda self, mode=True: modes.append(mode) or train(self, mode))
     shared = LPGNNClassifier(**params).fit(G[tr], y[tr], validation_data=(G[va], y[va]))
-    n_shared, calls[:] = len(calls), []
+    n_shared, n_modes_shared, calls[:], modes[:] = len(calls), len(modes), [], []
     plain = _NoSplitLPGNN(**params).fit(G[tr], y[tr], validation_data=(G[va], y[va]))
-    n_plain = len(calls)
+    n_plain, n_modes_plain = len(calls), len(modes)
+    # the shared loop never switches the module's mode (only eval() at the end)
+    assert n_modes_shared <= 2 < n_modes_plain
     assert shared.loss_curve_ == plain.loss_curve_
     assert shared.validation_scores_ == plain.validation_scores_
     assert (shared.n_iter_, shared.best_epoch_) == (plain.n_iter_, plain.best_epoch_)
