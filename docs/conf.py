@@ -251,7 +251,11 @@ def _write_results_index():
             "keep probability, not with ``bernoulli_``. This was changed on 2026-11-23 "
             "for speed. The mask has the same distribution, but the draws differ, so a "
             "run recorded before that date repeats within its seeds' spread, not to the "
-            "digit.\n\n")
+            "digit. Later that day the models' sparse products (embedding-bag sums), "
+            "their softmax over few classes and their Adam step (torch's fused kernel) "
+            "also changed for speed; each agrees with the old computation to rounding, "
+            "which over hundreds of epochs again moves a run within its seeds' "
+            "spread.\n\n")
     text = head + ".. toctree::\n   :maxdepth: 1\n\n" + "".join(f"   {p}\n" for p in pages)
     index = here / "index.rst"
     if not index.exists() or index.read_text() != text:

@@ -249,6 +249,9 @@ class Dropout(nn.Dropout):
         return dropout(x, self.p, self.training)
 
 
+_BAG_MIN_NNZ = 1 << 16  # below it, and under 16 columns, torch.sparse.mm is as fast
+
+
 def sparse_matmul(A, h):
     """``A @ h`` for a sparse CSR tensor ``A`` and a dense 2-D tensor ``h``.
 
@@ -257,8 +260,10 @@ def sparse_matmul(A, h):
     whose kernel (fbgemm) is 2-4x faster than ``torch.sparse.mm``'s on the
     shapes of GNN training (one thread: Facebook's 22,470 x 22,470 mean
     aggregator times 32 columns 1.7 against 6.5 ms; a 1M-node graph with 10M
-    edges times 16 columns 0.19 against 0.42 s). Elsewhere (CUDA, other
-    layouts or dtypes) it is ``torch.sparse.mm``, and also when ``h`` needs a
+    edges times 16 columns 0.18 against 0.40 s; ``benchmarks/bench_sparse_matmul.py``).
+    Elsewhere it is ``torch.sparse.mm``: on CUDA, for other layouts or dtypes,
+    for fewer than 16 columns on a small matrix (under 65,536 stored entries,
+    where MKL's product is as fast: Cora times 7 columns), and when ``h`` needs a
     gradient (the embedding bag's own backward is slower than torch's; the
     models' custom backward calls this function without autograd). No
     gradient flows to ``A``.
@@ -272,17 +277,18 @@ def sparse_matmul(A, h):
     -------
     torch.Tensor of shape (m, k)
     """
-    if (A.layout == torch.sparse_csr and A.device.type == "cpu" and h.dim() == 2
-            and h.dtype == torch.float32 and A.dtype == torch.float32
+    if h.dim() != 2 or A.shape[1] != h.shape[0]:
+        raise ValueError(f"cannot multiply a {tuple(A.shape)} sparse matrix by a "
+                         f"{tuple(h.shape)} tensor.")
+    if (A.layout is torch.sparse_csr and h.dtype is torch.float32 and A.dtype is torch.float32
+            and A.device.type == "cpu" and (h.shape[1] >= 16 or A._nnz() >= _BAG_MIN_NNZ)
             and not (h.requires_grad and torch.is_grad_enabled())):
-        if A.shape[1] != h.shape[0]:
-            raise ValueError(f"cannot multiply a {tuple(A.shape)} sparse matrix by a "
-                             f"{tuple(h.shape)} tensor.")
-        # detach: a tensor that requires a gradient (inside a custom backward, with
-        # autograd off) would make the bag keep the bookkeeping of its own backward
-        return F.embedding_bag(A.col_indices(), h.detach().contiguous(), A.crow_indices(),
-                               mode="sum", per_sample_weights=A.values(),
-                               include_last_offset=True)
+        # torch.embedding_bag itself (F.embedding_bag's checks cost as much as the
+        # product on Cora), in "sum" mode (0) over the CSR rows as bags; detach: a
+        # tensor that requires a gradient (inside a custom backward, with autograd
+        # off) would make the bag keep the bookkeeping of its own backward
+        return torch.embedding_bag(h.detach().contiguous(), A.col_indices(), A.crow_indices(),
+                                   False, 0, False, A.values(), True)[0]
     return torch.sparse.mm(A, h)
 
 

@@ -83,23 +83,26 @@ def test_sparse_matmul_equals_the_scipy_product(index_dtype):
     T = torch.sparse_csr_tensor(torch.as_tensor(A.indptr.astype(index_dtype)),
                                 torch.as_tensor(A.indices.astype(index_dtype)),
                                 torch.as_tensor(A.data), size=A.shape)
-    h = torch.as_tensor(rng.normal(size=(40, 6)), dtype=torch.float32)
+    h = torch.as_tensor(rng.normal(size=(40, 20)), dtype=torch.float32)  # >= 16: the bag
     ref = A @ h.numpy()
     np.testing.assert_allclose(sparse_matmul(T, h).numpy(), ref, rtol=1e-5, atol=1e-6)
     # a column slice (not contiguous), as the fused SAGE product gives
-    wide = torch.as_tensor(rng.normal(size=(40, 12)), dtype=torch.float32)
-    half = wide.split(6, dim=1)[0]
+    wide = torch.as_tensor(rng.normal(size=(40, 40)), dtype=torch.float32)
+    half = wide.split(20, dim=1)[0]
     assert not half.is_contiguous()
     np.testing.assert_allclose(sparse_matmul(T, half).numpy(), A @ half.numpy(), rtol=1e-5,
                                atol=1e-6)
-    # float64 and inputs that need a gradient take torch.sparse.mm: same product
+    # few columns on a small matrix, float64 and inputs that need a gradient take
+    # torch.sparse.mm: the same product
+    np.testing.assert_allclose(sparse_matmul(T, h[:, :5]).numpy(), ref[:, :5], rtol=1e-5,
+                               atol=1e-6)
     np.testing.assert_allclose(sparse_matmul(T.double(), h.double()).numpy(), ref, rtol=1e-5,
                                atol=1e-6)
     hg = h.clone().requires_grad_()
     out = sparse_matmul(T, hg)
     out.sum().backward()
     np.testing.assert_allclose(out.detach().numpy(), ref, rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(hg.grad.numpy(), np.tile(np.asarray(A.sum(axis=0)).T, 6),
+    np.testing.assert_allclose(hg.grad.numpy(), np.tile(np.asarray(A.sum(axis=0)).T, 20),
                                rtol=1e-5, atol=1e-6)
     with pytest.raises(ValueError, match="cannot multiply"):
         sparse_matmul(T, torch.ones(41, 2))
