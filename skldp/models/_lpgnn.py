@@ -240,10 +240,7 @@ class LPGNNClassifier(GNNClassifierBase):
         self
         """
         self.label_mechanism_ = None
-        try:
-            super().fit(X, y, validation_data=validation_data)
-        finally:
-            self.__dict__.pop("_transition_t", None)
+        super().fit(X, y, validation_data=validation_data)
         if getattr(self, "label_mechanism_", None) is None:
             self.label_mechanism_ = None
         return self
@@ -262,7 +259,6 @@ class LPGNNClassifier(GNNClassifierBase):
         mech = getattr(self, "label_mechanism_", None)
         self.transition_matrix_ = (mech.transition_matrix_ if mech is not None
                                    else np.eye(c))
-        self._transition_t = None  # its tensor, made by the first _loss
         G = X
         own = np.asarray(y_enc, dtype=np.int64)
         target = own
@@ -298,11 +294,8 @@ class LPGNNClassifier(GNNClassifierBase):
             hits = (logits.argmax(dim=1) == targets).logical_and_(valid)
             return 1.0 - hits.sum().double() / n_valid
         if self.forward_correction and getattr(self, "label_mechanism_", None) is not None:
-            T = getattr(self, "_transition_t", None)
-            if T is None or T.device != logits.device or T.dtype != logits.dtype:
-                T = torch.as_tensor(self.transition_matrix_, dtype=logits.dtype,
-                                    device=logits.device)
-                self._transition_t = T  # converted once per fit, not at every step
+            T = torch.as_tensor(self.transition_matrix_, dtype=logits.dtype,
+                                device=logits.device)
             noisy = class_softmax(logits) @ T
             return F.nll_loss(torch.log(noisy.clamp_min(1e-12)), targets)
         return class_cross_entropy(logits, targets)
