@@ -84,8 +84,8 @@ class _SparsePattern:
         uniq, slot = np.unique(codes, return_inverse=True)  # row-major: the CSR order
         rows, cols = uniq // n, uniq % n
         order_t = np.lexsort((rows, cols))                   # column-major: CSR of A^T
-        # int32 CSR indices when they fit: the CPU kernel (MKL) would convert int64 ones
-        # at every product (as in to_torch_sparse)
+        # int32 CSR indices when they fit: half the memory for the embedding-bag product,
+        # and MKL (torch.sparse.mm's fallback) would convert int64 ones at every product
         small = max(len(uniq), n) < 2**31
 
         def t(a, index=False):
