@@ -291,3 +291,18 @@ def test_lazy_operands_are_exact():
     np.testing.assert_allclose(g1, g2, rtol=1e-4, atol=1e-4)
     dense = GraphData(rng.normal(size=(n, d)), A)
     assert offset_sparse_features(dense, "cpu") is None
+
+
+def test_offset_sparse_features_keep_empty_rows_in_place():
+    # Rows equal to the constant (first, middle, last) store nothing; the others
+    # must stay on their own rows.
+    rng = np.random.default_rng(3)
+    n, d = 9, 6
+    c = np.round(rng.normal(size=d), 3)
+    X = np.tile(c, (n, 1))
+    for i, j in [(1, 2), (1, 5), (4, 0), (7, 3)]:
+        X[i, j] += i + j + 1.0
+    off = offset_sparse_features(GraphData(X, sp.eye(n, format="csr")), "cpu")
+    S = off.S.A.to_dense().numpy()
+    assert np.count_nonzero(S) == 4
+    np.testing.assert_allclose(S + off.offset.numpy(), X, atol=1e-6)
