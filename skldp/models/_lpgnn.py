@@ -14,6 +14,7 @@ from ._gnn import (
     GNNEncoder,
     PropagatedFeatures,
     SparseOperand,
+    feature_tensor,
     graph_tensors,
     offset_sparse_features,
 )
@@ -303,12 +304,10 @@ class LPGNNClassifier(GNNClassifierBase):
     # ------------------------------------------------------------ network
     def _prepare(self, X, device):
         G = check_graph_data(X, self, require_adjacency=True, require_finite=True)
-        x, g = graph_tensors(G, device, self.backbone)
-        if x.layout != torch.strided:
-            x = SparseOperand.from_scipy(G.features, device)
-        compact = offset_sparse_features(G, device)
-        if compact is not None:  # e.g. multi-bit reports: constant + sparse, exact
-            x = compact
+        _, g = graph_tensors(G, device, self.backbone, features=False)
+        x = offset_sparse_features(G, device)  # e.g. multi-bit reports: constant + sparse, exact
+        if x is None:
+            x = feature_tensor(G, device, operand=True)
         if self.x_steps > 0:
             # KProp of the features, applied lazily after the first linear map
             # (exact: P^K X W = P^K (X W)), so it costs K products on n x hidden.

@@ -16,6 +16,8 @@ from skldp.models._gnn import (
     PropagatedFeatures,
     SparseOperand,
     _matmul,
+    feature_tensor,
+    graph_tensors,
     offset_sparse_features,
 )
 
@@ -306,3 +308,22 @@ def test_offset_sparse_features_keep_empty_rows_in_place():
     S = off.S.A.to_dense().numpy()
     assert np.count_nonzero(S) == 4
     np.testing.assert_allclose(S + off.offset.numpy(), X, atol=1e-6)
+
+
+def test_feature_tensor_layouts_and_graph_tensors_without_features():
+    A = sp.random(20, 20, density=0.2, random_state=0, format="csr")
+    A = ((A + A.T) > 0).astype(float)
+    S = sp.random(20, 50, density=0.02, random_state=1, format="csr")
+    G = GraphData(S, A)
+    op = feature_tensor(G, "cpu", operand=True)
+    assert isinstance(op, SparseOperand)
+    np.testing.assert_allclose(op.A.to_dense().numpy(), S.toarray(), rtol=1e-6)
+    assert feature_tensor(G, "cpu").layout == torch.sparse_csr
+    dense = feature_tensor(GraphData(S.toarray(), A), "cpu")
+    assert dense.layout == torch.strided and dense.shape == (20, 50)
+    x, g = graph_tensors(G, "cpu", "sage", features=False)
+    assert x is None and g["a_mean"].shape == (20, 20)
+    X = S.toarray()
+    X[3, 4] = np.nan
+    with pytest.raises(ValueError, match="finite|NaN"):
+        graph_tensors(GraphData(X, A), "cpu", "sage", features=False)
