@@ -304,8 +304,11 @@ def graph_tensors(G, device, conv="gcn", self_loops=True, features=True):
     own operand: converting Cora's dense features costs 15 ms per call.
     """
     A = G.require_adjacency("GNN")
-    G.require_finite_features("GNN")
-    x = feature_tensor(G, device) if features else None
+    if features:
+        x = feature_tensor(G, device)
+    else:
+        G.require_finite_features("GNN")
+        x = None
     g = {"n": A.shape[0]}
     symmetric = G.is_symmetric()
     if conv == "gcn":
