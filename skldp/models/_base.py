@@ -203,10 +203,11 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
             total = 0.0
             for s in range(0, len(order), bs):
                 b = torch.as_tensor(order[s:s + bs], device=device)
+                pos = index_t[b]
                 opt.zero_grad()
-                logits = (split[1](h, index_t[b], True) if split is not None
-                          else self._forward(module, data, index_t[b]))
-                loss = self._loss(logits, targets[b], index_t[b])
+                logits = (split[1](h, pos, True) if split is not None
+                          else self._forward(module, data, pos))
+                loss = self._loss(logits, targets[b], pos)
                 loss.backward()
                 opt.step()
                 total += float(loss.detach()) * len(b)
