@@ -519,6 +519,7 @@ def main():
     for line in ratio_summary(rows):
         print(line)
 
+
 def ratio_summary(rows):
     """The summary lines of a run: official / skldp, and with the floor's runs, the
     bound official / floor and the ratio of the time each side spends above the floor
