@@ -539,6 +539,16 @@ def ratio_summary(rows):
     gt = ">" if any(r["timed_out"] for r in ok["official"]) else ""
     lines = [f"ratio official / skldp (medians): wall {gt}{of_w / sk_w:.1f}x, "
              f"cpu {gt}{of_c / sk_c:.1f}x"]
+    # The two sides of one repeat ran back to back, under about the same machine
+    # state: the spread of their ratios shows how much the machine moves the median's.
+    walls = {(r["side"], r["repeat"]): r["wall_s"] for s in ("official", "skldp") for r in ok[s]
+             if not r["timed_out"]}
+    paired = [walls["official", i] / walls["skldp", i] for i in sorted({i for _, i in walls})
+              if ("official", i) in walls and ("skldp", i) in walls]
+    if len(paired) > 1:
+        lines.append(f"per repeat, official / skldp (wall): "
+                     f"{', '.join(f'{x:.1f}x' for x in paired)} "
+                     f"(range {min(paired):.1f}-{max(paired):.1f}x)")
     if ok["floor"]:
         fl_w, fl_c = median("floor", "wall_s"), median("floor", "cpu_s")
         line = (f"floor (python + torch + scikit-learn imports, medians): wall {fl_w:.1f} s, "

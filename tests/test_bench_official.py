@@ -58,21 +58,24 @@ def test_compile_sources_writes_bytecode_for_every_module(tmp_path, monkeypatch)
     assert (pkg / "sub" / "__pycache__" / f"b.{tag}.pyc").is_file()
 
 
-def _side(side, wall, timed_out=False, returncode=0):
-    return dict(side=side, wall_s=wall, cpu_s=wall, timed_out=timed_out, returncode=returncode)
+def _side(side, wall, repeat=0, timed_out=False, returncode=0):
+    return dict(side=side, wall_s=wall, cpu_s=wall, timed_out=timed_out, returncode=returncode,
+                repeat=repeat)
 
 
 def test_ratio_summary_reports_the_work_above_the_floor():
     bench_official = _bench_official()
-    rows = [_side("official", 14.0), _side("official", 15.0), _side("official", 16.0),
-            _side("skldp", 6.0), _side("skldp", 6.0), _side("skldp", 99.0, returncode=1),
-            _side("floor", 5.0), _side("floor", 5.0)]
-    ratio, floor = bench_official.ratio_summary(rows)
+    rows = [_side("official", 14.0, 0), _side("official", 15.0, 1), _side("official", 16.0, 2),
+            _side("skldp", 6.0, 0), _side("skldp", 6.0, 1), _side("skldp", 99.0, 2, returncode=1),
+            _side("floor", 5.0, 0), _side("floor", 5.0, 1)]
+    ratio, paired, floor = bench_official.ratio_summary(rows)
     assert "wall 2.5x" in ratio            # 15 / 6: the failed skldp run is left out
+    # Repeat by repeat: 14 / 6 and 15 / 6; repeat 2 has no finished skldp run.
+    assert paired.endswith("2.3x, 2.5x (range 2.3-2.5x)")
     assert "official / floor: wall 3.0x" in floor
     assert "above the floor, official / skldp: wall 10.0x" in floor  # (15 - 5) / (6 - 5)
     # A skldp side at or below the floor has no such ratio, and a timeout gives none at all.
     assert "above the floor, official" not in bench_official.ratio_summary(
-        rows[:3] + [_side("skldp", 5.0), _side("floor", 5.0)])[1]
+        rows[:3] + [_side("skldp", 5.0), _side("floor", 5.0)])[-1]
     assert bench_official.ratio_summary(rows + [_side("skldp", 1800.0, timed_out=True)]) == [
         "no ratio: skldp did not finish within the timeout"]
