@@ -475,7 +475,11 @@ class GNNClassifierBase(TorchClassifierBase):
 
     def _forward(self, module, data, positions):
         x, g = data
-        return module(x, g)[positions]
+        return self._output(module(x, g), g, positions)
+
+    def _output(self, z, g, positions):
+        """Hook: what the loss sees from the logits ``z`` of all nodes (their rows)."""
+        return z[positions]
 
     def _split_forward(self, module, data):
         if type(self)._forward is not GNNClassifierBase._forward:
@@ -486,7 +490,8 @@ class GNNClassifierBase(TorchClassifierBase):
         # No layer draws anything but the encoder's dropout (see first_is_deterministic),
         # so rest(..., training=False) is the evaluation mode without switching modes.
         return ((lambda: module.first(x, g)),
-                (lambda h, positions, training: module.rest(h, g, training)[positions]))
+                (lambda h, positions, training: self._output(module.rest(h, g, training), g,
+                                                             positions)))
 
 
 def _params_doc(hidden_size=16, activation="relu", dropout=0.5, lr=0.01, heads=None):

@@ -24,6 +24,7 @@ __all__ = ["LPGNNClassifier"]
 
 _BACKBONES = ("gcn", "sage", "gat")
 _DISAGREEMENT = ("relabel", "drop")
+_NORMALIZATIONS = ("rw", "sym")
 
 
 def _kprop(P, Z, steps):
@@ -40,8 +41,8 @@ class LPGNNClassifier(GNNClassifierBase):
     1. **Feature KProp.** The features of all nodes (e.g. the reports of
        :class:`~skldp.mechanisms.MultiBitMechanism` placed before this step in a
        pipeline) are aggregated ``x_steps`` times over the graph,
-       ``X <- P^Kx X`` with the mean aggregator ``P`` (see ``self_loops``), to
-       average out the LDP noise.
+       ``X <- P^Kx X`` with the aggregator ``P`` (see ``normalization`` and
+       ``self_loops``), to average out the LDP noise.
     2. **Label RR.** Each labelled node's label is randomized once with k-ary
        randomized response at budget ``eps_y`` over the public ``classes``
        (:class:`~skldp.mechanisms.LabelRandomizedResponse`, keyed by node id;
@@ -60,6 +61,13 @@ class LPGNNClassifier(GNNClassifierBase):
        ``softmax(z)`` is mapped to the noisy-label posterior through the RR
        transition matrix ``T`` and trained with ``-log((softmax(z) T)_y)``
        (Patrini et al. 2017). Predictions use ``softmax(z)``.
+       With ``propagate_predictions=True`` the noisy-label posteriors of all
+       nodes are propagated like the labels before the loss,
+       ``softmax(P^Ky softmax(z) T)``, and fitted to the propagated labels of
+       the fit rows: the model is trained the way its targets were made. This
+       is what the authors' public code does (its ``NodeClassifier``, with
+       ``normalization="sym"``); the loss then costs ``y_steps`` sparse
+       products more per step.
     5. **Model selection** (early stopping) uses the same denoised noisy labels
        and corrected loss on the held-out fit rows (or ``validation_data``):
        no clean label is used anywhere.
@@ -80,8 +88,17 @@ class LPGNNClassifier(GNNClassifierBase):
     backbone : {"sage", "gcn", "gat"}, default="sage"
         GNN after the feature KProp.
     self_loops : bool, default=False
-        Whether KProp's mean aggregator includes the node itself
-        (``P = D^-1 (A + I)``) or only its neighbours (``P = D^-1 A``).
+        Whether KProp's aggregator includes the node itself (``A + I``) or only
+        its neighbours (``A``).
+    normalization : {"rw", "sym"}, default="rw"
+        KProp's aggregator for features, labels and propagated predictions:
+        the mean over the neighbours, ``P = D^-1 A``, or the symmetric
+        ``P = D^-1/2 A D^-1/2`` of the authors' public code (``A + I`` and its
+        degrees with ``self_loops``).
+    propagate_predictions : bool, default=False
+        Propagate the model's noisy-label posteriors before the loss, as the
+        authors' code does (step 4). Needs ``y_steps > 0`` to change anything.
+        Validation and predictions use the unpropagated outputs.
     forward_correction : bool, default=True
         Use the corrected loss of step 4 (plain cross-entropy otherwise).
     disagreement : {"relabel", "drop"}, default="relabel"
@@ -176,7 +193,8 @@ class LPGNNClassifier(GNNClassifierBase):
     """
 
     def __init__(self, eps_y=1.0, *, classes=None, x_steps=4, y_steps=2, backbone="sage",
-                 self_loops=False, forward_correction=True, disagreement="relabel",
+                 self_loops=False, normalization="rw", propagate_predictions=False,
+                 forward_correction=True, disagreement="relabel",
                  hidden_size=16, n_layers=2, activation="selu", dropout=0.5, lr=0.01,
                  weight_decay=1e-4, epochs=200, early_stopping=True, validation_fraction=0.1,
                  patience=50, selection="accuracy", heads=4, device="auto", random_state=None,
@@ -192,6 +210,8 @@ class LPGNNClassifier(GNNClassifierBase):
         self.y_steps = y_steps
         self.backbone = backbone
         self.self_loops = self_loops
+        self.normalization = normalization
+        self.propagate_predictions = propagate_predictions
         self.forward_correction = forward_correction
         self.disagreement = disagreement
         self.heads = heads
@@ -212,6 +232,12 @@ class LPGNNClassifier(GNNClassifierBase):
                              f"got {self.disagreement!r}.")
         if not isinstance(self.self_loops, (bool, np.bool_)):
             raise TypeError(f"self_loops must be a bool, got {self.self_loops!r}.")
+        if self.normalization not in _NORMALIZATIONS:
+            raise ValueError(f"normalization must be one of {_NORMALIZATIONS}, "
+                             f"got {self.normalization!r}.")
+        if not isinstance(self.propagate_predictions, (bool, np.bool_)):
+            raise TypeError(f"propagate_predictions must be a bool, "
+                            f"got {self.propagate_predictions!r}.")
 
     @property
     def _conv(self):
@@ -266,7 +292,7 @@ class LPGNNClassifier(GNNClassifierBase):
         if self.y_steps > 0:
             n = G.n_nodes
             Y = sp.csr_matrix((np.ones(len(own)), (G.rows, own)), shape=(n, c))
-            P = propagation_matrix(G.adjacency, self.self_loops, "rw")
+            P = propagation_matrix(G.adjacency, self.self_loops, self.normalization)
             Z = _kprop(P, Y, self.y_steps)
             Z = Z.toarray() if sp.issparse(Z) else np.asarray(Z)
             Zr = Z[G.rows]
@@ -294,12 +320,38 @@ class LPGNNClassifier(GNNClassifierBase):
             # epochs like the clean accuracy would, without touching clean labels.
             hits = (logits.argmax(dim=1) == targets).logical_and_(valid)
             return 1.0 - hits.sum().double() / n_valid
-        if self.forward_correction and getattr(self, "label_mechanism_", None) is not None:
-            T = torch.as_tensor(self.transition_matrix_, dtype=logits.dtype,
-                                device=logits.device)
-            noisy = class_softmax(logits) @ T
-            return F.nll_loss(torch.log(noisy.clamp_min(1e-12)), targets)
+        if self._propagates_predictions() and torch.is_grad_enabled():
+            return F.nll_loss(logits, targets)  # _output's propagated log-posteriors
+        if self._corrects():
+            return F.nll_loss(torch.log(self._noisy_posterior(logits).clamp_min(1e-12)),
+                              targets)
         return class_cross_entropy(logits, targets)
+
+    def _corrects(self):
+        return self.forward_correction and getattr(self, "label_mechanism_", None) is not None
+
+    def _propagates_predictions(self):
+        return self.propagate_predictions and self.y_steps > 0
+
+    def _noisy_posterior(self, logits):
+        """``softmax(z) T``: the noisy-label posterior (``softmax(z)`` without correction)."""
+        p = class_softmax(logits)
+        if not self._corrects():
+            return p
+        return p @ torch.as_tensor(self.transition_matrix_, dtype=logits.dtype,
+                                   device=logits.device)
+
+    def _output(self, z, g, positions):
+        op = g.get("label_prop")
+        if op is None or not torch.is_grad_enabled():
+            return z[positions]  # validation and predictions: the model's own outputs
+        # Training with propagated predictions (step 4): all nodes' noisy-label
+        # posteriors through the labels' KProp, renormalized by a softmax as in the
+        # authors' code; log-probabilities of the loss rows.
+        p = self._noisy_posterior(z)
+        for _ in range(self.y_steps):
+            p = op.matmul(p)
+        return class_softmax(p[positions], log=True)
 
     # ------------------------------------------------------------ network
     def _prepare(self, X, device):
@@ -308,11 +360,16 @@ class LPGNNClassifier(GNNClassifierBase):
         x = offset_sparse_features(G, device)  # e.g. multi-bit reports: constant + sparse, exact
         if x is None:
             x = feature_tensor(G, device, operand=True)
+        if self.x_steps > 0 or self._propagates_predictions():
+            P = SparseOperand.from_scipy(
+                propagation_matrix(G.adjacency, self.self_loops, self.normalization), device,
+                symmetric=self.normalization == "sym" and G.is_symmetric())
         if self.x_steps > 0:
             # KProp of the features, applied lazily after the first linear map
             # (exact: P^K X W = P^K (X W)), so it costs K products on n x hidden.
-            P = propagation_matrix(G.adjacency, self.self_loops, "rw")
-            x = PropagatedFeatures(x, SparseOperand.from_scipy(P, device), self.x_steps)
+            x = PropagatedFeatures(x, P, self.x_steps)
+        if self._propagates_predictions():
+            g["label_prop"] = P
         return (x, g), G.rows
 
     def _build_module(self, n_features, n_classes):

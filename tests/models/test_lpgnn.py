@@ -180,7 +180,8 @@ def test_classes_domain_and_leak_warning(data):
     ("x_steps", -1, ValueError), ("y_steps", 1.5, ValueError), ("backbone", "mlp", ValueError),
     ("eps_y", 0.0, ValueError), ("eps_y", float("nan"), ValueError),
     ("disagreement", "keep", ValueError), ("self_loops", "yes", TypeError),
-    ("selection", "auc", ValueError),
+    ("selection", "auc", ValueError), ("normalization", "row", ValueError),
+    ("propagate_predictions", "yes", TypeError),
 ])
 def test_bad_parameters(param, value, err, data):
     G, y, tr, te = data
@@ -222,3 +223,72 @@ def test_selection_monitors_noisy_validation_error(data):
                            patience=100, selection="loss", device="cpu")
     loss.fit(G[tr], y[tr], validation_data=(G[val], y[val]))
     assert not np.allclose(loss.validation_scores_, scores)
+
+
+def _sym(A):
+    d = np.asarray(A.sum(axis=1)).ravel()
+    s = np.where(d > 0, 1 / np.sqrt(np.maximum(d, 1e-300)), 0.0)
+    return sp.diags(s) @ A @ sp.diags(s)
+
+
+def test_symmetric_normalization_for_features_and_labels(data):
+    """normalization="sym": KProp with D^-1/2 A D^-1/2 (the authors' code) for both."""
+    G, y, tr, te = data
+    kw = dict(eps_y=np.inf, classes=[0, 1, 2], y_steps=0, random_state=0, epochs=20,
+              device="cpu")
+    a = LPGNNClassifier(x_steps=3, normalization="sym", **kw).fit(G[tr], y[tr])
+    Gk = KProp(steps=3, self_loops=False, normalization="sym").fit_transform(G.full())
+    b = LPGNNClassifier(x_steps=0, **kw).fit(Gk[tr], y[tr])
+    np.testing.assert_allclose(a.predict_proba(G[te]), b.predict_proba(Gk[te]), atol=1e-4)
+    # Labels: the argmax of P_sym^3 Y, computed here by hand
+    clf = LPGNNClassifier(eps_y=np.inf, classes=[0, 1, 2], y_steps=3, normalization="sym",
+                          epochs=1, device="cpu").fit(G[tr], y[tr])
+    Y = np.zeros((G.n_nodes, 3))
+    Y[tr, y[tr]] = 1.0
+    P = _sym(sp.csr_matrix(G.adjacency))
+    Z = P @ (P @ (P @ Y))
+    expected = np.where(Z[tr].sum(axis=1) > 0, Z[tr].argmax(axis=1), y[tr])
+    np.testing.assert_array_equal(clf._fit_targets(y[tr], G[tr]).numpy(), expected)
+    rw = LPGNNClassifier(eps_y=np.inf, classes=[0, 1, 2], y_steps=3, epochs=1,
+                         device="cpu").fit(G[tr], y[tr])
+    assert not np.array_equal(rw._fit_targets(y[tr], G[tr]).numpy(), expected)
+
+
+def test_propagated_predictions_loss(data):
+    """propagate_predictions: the loss fits softmax(P^Ky softmax(z) T) to the targets."""
+    G, y, tr, te = data
+    clf = LPGNNClassifier(eps_y=1.0, classes=[0, 1, 2], y_steps=2, normalization="sym",
+                          propagate_predictions=True, random_state=0, epochs=1,
+                          device="cpu").fit(G[tr], y[tr])
+    (_, g), rows = clf._prepare(G[tr], torch.device("cpu"))
+    z = torch.randn(G.n_nodes, 3, dtype=torch.float32)
+    pos = torch.as_tensor(rows[:7])
+    t = torch.tensor([0, 2, 1, 1, 0, -100, 2])
+    T = clf.transition_matrix_
+    P = _sym(sp.csr_matrix(G.adjacency))
+    q = P @ (P @ (torch.softmax(z.double(), 1).numpy() @ T))
+    logp = np.log(np.exp(q) / np.exp(q).sum(axis=1, keepdims=True))[rows[:7]]
+    out = clf._output(z, g, pos)
+    np.testing.assert_allclose(out.detach().numpy(), logp, rtol=1e-4, atol=1e-5)
+    keep = np.flatnonzero(t.numpy() >= 0)
+    expected = -np.mean(logp[keep, t.numpy()[keep]])
+    assert float(clf._loss(out, t, pos)) == pytest.approx(expected, rel=1e-4)
+    # Validation and predictions see the model's own logits, unpropagated.
+    with torch.no_grad():
+        np.testing.assert_array_equal(clf._output(z, g, pos).numpy(), z[pos].numpy())
+    # Without the option (or with y_steps=0) the graph carries no label operator.
+    for kw in (dict(propagate_predictions=False), dict(y_steps=0)):
+        other = clf.set_params(**kw)
+        assert "label_prop" not in other._prepare(G[tr], torch.device("cpu"))[0][1]
+        other.set_params(propagate_predictions=True, y_steps=2)
+
+
+def test_propagated_predictions_change_the_training(data):
+    G, y, tr, te = data
+    kw = dict(eps_y=1.0, classes=[0, 1, 2], x_steps=1, y_steps=2, random_state=3, **FAST)
+    a = LPGNNClassifier(propagate_predictions=True, **kw).fit(G[tr], y[tr])
+    b = LPGNNClassifier(**kw).fit(G[tr], y[tr])
+    pa = a.predict_proba(G[te])
+    np.testing.assert_allclose(pa.sum(axis=1), 1.0, rtol=1e-5)
+    assert np.abs(pa - b.predict_proba(G[te])).max() > 1e-3
+    assert np.all(np.isfinite(a.loss_curve_)) and a.loss_curve_[-1] < a.loss_curve_[0]
