@@ -348,9 +348,7 @@ class LPGNNClassifier(GNNClassifierBase):
         # Training with propagated predictions (step 4): all nodes' noisy-label
         # posteriors through the labels' KProp, renormalized by a softmax as in the
         # authors' code; log-probabilities of the loss rows.
-        p = self._noisy_posterior(z)
-        for _ in range(self.y_steps):
-            p = op.matmul(p)
+        p = op.matmul(self._noisy_posterior(z), self.y_steps)
         return class_softmax(p[positions], log=True)
 
     # ------------------------------------------------------------ network

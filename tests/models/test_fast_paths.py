@@ -120,6 +120,23 @@ def test_sparse_operand_backward_is_the_transposed_product():
     np.testing.assert_allclose(h.grad.numpy(), A.T @ g.numpy(), rtol=1e-5, atol=1e-6)
 
 
+def test_sparse_operand_power_is_one_node_with_the_transposed_backward():
+    A = sp.random(30, 30, density=0.15, random_state=6, format="csr", dtype=np.float32)
+    op = SparseOperand.from_scipy(A, "cpu")
+    h = torch.randn(30, 4, requires_grad=True)
+    out = op.matmul(h, steps=3)
+    # One autograd node whose input is h itself, not a chain of three products
+    assert out.grad_fn.next_functions[2][0].variable is h
+    g = torch.randn(30, 4)
+    out.backward(g)
+    A3 = (A @ A @ A).toarray()
+    np.testing.assert_allclose(out.detach().numpy(), A3 @ h.detach().numpy(), rtol=1e-4,
+                               atol=1e-5)
+    np.testing.assert_allclose(h.grad.numpy(), A3.T @ g.numpy(), rtol=1e-4, atol=1e-5)
+    with torch.no_grad():  # without autograd: the same products
+        np.testing.assert_allclose(op.matmul(h, steps=3).numpy(), out.detach().numpy())
+
+
 @pytest.mark.parametrize("n_classes", [2, 7, 40])   # 40: the plain dim-1 kernel
 def test_class_softmax_and_cross_entropy_match_torch(n_classes):
     z = torch.randn(300, n_classes, dtype=torch.float32) * 5
