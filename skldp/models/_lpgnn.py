@@ -320,7 +320,7 @@ class LPGNNClassifier(GNNClassifierBase):
             # epochs like the clean accuracy would, without touching clean labels.
             hits = (logits.argmax(dim=1) == targets).logical_and_(valid)
             return 1.0 - hits.sum().double() / n_valid
-        if self._propagates_predictions() and torch.is_grad_enabled():
+        if self._trains_on_propagated():
             return F.nll_loss(logits, targets)  # _output's propagated log-posteriors
         if self._corrects():
             return F.nll_loss(torch.log(self._noisy_posterior(logits).clamp_min(1e-12)),
@@ -333,6 +333,10 @@ class LPGNNClassifier(GNNClassifierBase):
     def _propagates_predictions(self):
         return self.propagate_predictions and self.y_steps > 0
 
+    def _trains_on_propagated(self):
+        """Whether ``_output`` gives propagated log-posteriors (training steps only)."""
+        return self._propagates_predictions() and torch.is_grad_enabled()
+
     def _noisy_posterior(self, logits):
         """``softmax(z) T``: the noisy-label posterior (``softmax(z)`` without correction)."""
         p = class_softmax(logits)
@@ -342,13 +346,12 @@ class LPGNNClassifier(GNNClassifierBase):
                                    device=logits.device)
 
     def _output(self, z, g, positions):
-        op = g.get("label_prop")
-        if op is None or not torch.is_grad_enabled():
+        if not self._trains_on_propagated():
             return z[positions]  # validation and predictions: the model's own outputs
         # Training with propagated predictions (step 4): all nodes' noisy-label
         # posteriors through the labels' KProp, renormalized by a softmax as in the
         # authors' code; log-probabilities of the loss rows.
-        p = op.matmul(self._noisy_posterior(z), self.y_steps)
+        p = g["label_prop"].matmul(self._noisy_posterior(z), self.y_steps)
         return class_softmax(p[positions], log=True)
 
     # ------------------------------------------------------------ network
