@@ -89,6 +89,20 @@ def random_features(G, seed):
     return G.with_features(rng.normal(size=(G.n_nodes, N_RANDOM_FEATURES)))
 
 
+def lpgnn_classifier(eps_y, n_classes, x_steps, y_steps, epochs, seed, **options):
+    """The LPGNN classifier of the study's pipeline part (SAGE, 2 layers, hidden 16, SELU,
+    dropout 0.5, Adam lr 0.01, weight decay 1e-4, early stopping with patience 20).
+
+    ``options`` are further ``LPGNNClassifier`` parameters (e.g. ``normalization``);
+    the study itself passes none.
+    """
+    from ...models import LPGNNClassifier
+    return LPGNNClassifier(eps_y=float(eps_y), classes=np.arange(n_classes), x_steps=x_steps,
+                           y_steps=y_steps, backbone="sage", hidden_size=16, activation="selu",
+                           dropout=0.5, lr=0.01, weight_decay=1e-4, epochs=epochs, patience=20,
+                           device="cpu", random_state=seed, **options)
+
+
 class LPGNNRun(BaseEstimator):
     """One run of the LPGNN study (``run(G, y, masks)`` gives the test accuracy).
 
@@ -157,17 +171,13 @@ class LPGNNRun(BaseEstimator):
         from sklearn.pipeline import Pipeline
 
         from ...mechanisms import MultiBitMechanism
-        from ...models import LPGNNClassifier
         if self.kind not in ("LPGNN", "GRAPH-ONLY"):
             raise ValueError(f"part lpgnn has the methods LPGNN and GRAPH-ONLY, not "
                              f"{self.kind!r}.")
         tr, va, te = masks
         seed = self.random_state
-        clf = LPGNNClassifier(eps_y=float(self.eps_y), classes=np.arange(int(y.max()) + 1),
-                              x_steps=self.x_steps, y_steps=self.y_steps, backbone="sage",
-                              hidden_size=16, activation="selu", dropout=0.5, lr=0.01,
-                              weight_decay=1e-4, epochs=self.epochs, patience=20,
-                              device="cpu", random_state=seed)
+        clf = lpgnn_classifier(self.eps_y, int(y.max()) + 1, self.x_steps, self.y_steps,
+                               self.epochs, seed)
         if self.kind == "GRAPH-ONLY":
             Gi, model = random_features(G, seed), clf
         elif float(self.eps_x) == INF:
