@@ -170,6 +170,7 @@ def bench_lpgnn_fit(G, epochs=20):
     from sklearn.pipeline import Pipeline
 
     from skldp.datasets import load_dataset
+    from skldp.experiments.studies._lpgnn import PAPER_OPTIONS
     from skldp.mechanisms import MultiBitMechanism
     from skldp.model_selection import random_node_split
     from skldp.models import LPGNNClassifier
@@ -179,7 +180,9 @@ def bench_lpgnn_fit(G, epochs=20):
                      ("clf", LPGNNClassifier(eps_y=1.0, classes=np.arange(y.max() + 1),
                                              x_steps=4, y_steps=2, epochs=epochs,
                                              patience=epochs + 1, device="cpu",
-                                             random_state=0))])
+                                             random_state=0,
+                                             # the configuration of the recorded timings
+                                             **PAPER_OPTIONS))])
     return lambda: pipe.fit(G[tr], y[tr], clf__validation_data=(G[va], y[va]))
 
 

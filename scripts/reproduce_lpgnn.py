@@ -177,7 +177,9 @@ reports is the PGC/LPGNN paper's estimator. Hyperparameters were fixed (Kipf & W
 RAW validation set as in the paper.
 
 **Setup, LPGNN.** `Pipeline([MultiBitMechanism(eps_x, feature_range=(0, 1)),
-LPGNNClassifier(eps_y, classes=range(c), x_steps=Kx, y_steps=Ky)])`: multi-bit reports (m =
+LPGNNClassifier(eps_y, classes=range(c), x_steps=Kx, y_steps=Ky, normalization="rw",
+propagate_predictions=False)])` (the classifier's defaults when the runs were made; its
+defaults now follow the authors' code, see "The authors' code" below): multi-bit reports (m =
 max(1, ⌊ε_x/2.18⌋) sampled features), KProp of the features (mean over neighbours, no self
 loop, Kx steps, applied exactly after the first linear map), SAGE (2 layers, hidden 16, SELU,
 dropout 0.5, Adam lr 0.01, weight decay 1e-4), label RR at ε_y, "Drop": KProp over the noisy

@@ -90,15 +90,25 @@ class LPGNNClassifier(GNNClassifierBase):
     self_loops : bool, default=False
         Whether KProp's aggregator includes the node itself (``A + I``) or only
         its neighbours (``A``).
-    normalization : {"rw", "sym"}, default="rw"
+    normalization : {"sym", "rw"}, default="sym"
         KProp's aggregator for features, labels and propagated predictions:
-        the mean over the neighbours, ``P = D^-1 A``, or the symmetric
-        ``P = D^-1/2 A D^-1/2`` of the authors' public code (``A + I`` and its
+        the symmetric ``P = D^-1/2 A D^-1/2`` of the authors' public code, or
+        the mean over the neighbours, ``P = D^-1 A`` (``A + I`` and its
         degrees with ``self_loops``).
-    propagate_predictions : bool, default=False
+    propagate_predictions : bool, default=True
         Propagate the model's noisy-label posteriors before the loss, as the
         authors' code does (step 4). Needs ``y_steps > 0`` to change anything.
         Validation and predictions use the unpropagated outputs.
+
+        The two defaults follow the authors' code. ``normalization="rw",
+        propagate_predictions=False`` follows the papers' description; it was
+        the default until November 2026 and made the LPGNN, RGNN, Solitude
+        and honest-utility result tables. On Cora with multi-bit features at
+        ``eps_x = 1`` and ``eps_y = 1`` (random 50/25/25 splits), the authors'
+        configuration is 13 points more accurate at ``x_steps=2, y_steps=8``
+        (69.9 ± 1.4 % against 56.6 ± 4.6 %, 4 seeds) and 5 points at
+        ``x_steps=16, y_steps=2`` (68.2 ± 2.9 % against 63.1 ± 4.9 %, 5 seeds);
+        the LPGNN results page has the other datasets.
     forward_correction : bool, default=True
         Use the corrected loss of step 4 (plain cross-entropy otherwise).
     disagreement : {"relabel", "drop"}, default="relabel"
@@ -193,7 +203,7 @@ class LPGNNClassifier(GNNClassifierBase):
     """
 
     def __init__(self, eps_y=1.0, *, classes=None, x_steps=4, y_steps=2, backbone="sage",
-                 self_loops=False, normalization="rw", propagate_predictions=False,
+                 self_loops=False, normalization="sym", propagate_predictions=True,
                  forward_correction=True, disagreement="relabel",
                  hidden_size=16, n_layers=2, activation="selu", dropout=0.5, lr=0.01,
                  weight_decay=1e-4, epochs=200, early_stopping=True, validation_fraction=0.1,

@@ -15,6 +15,7 @@ import warnings
 import numpy as np
 
 from .._study import Method, Study, default_split
+from ._lpgnn import PAPER_OPTIONS
 from ._run import CollectionRun
 
 __all__ = ["rgnn_study", "RGNNRun", "categorical_data", "EPS_X", "EPS_Y", "CONFIG"]
@@ -171,7 +172,7 @@ class RGNNRun(CollectionRun):
             self.graph_in_ = mb.transform(whole)
             self.model_ = LPGNNClassifier(self.eps_y, classes=self.classes_, x_steps=hops,
                                           y_steps=hops, epochs=EPOCHS, validation_fraction=1 / 3,
-                                          patience=EPOCHS, random_state=seed)
+                                          patience=EPOCHS, random_state=seed, **PAPER_OPTIONS)
         else:
             R = mech.transform(whole)
             if kind in ("GraphSAGE", "RGNN(noisy x)"):

@@ -12,6 +12,7 @@ the same keys (method, split ``random-50/25/25``, seed, ``backbone``, ``eps_a``)
 import numpy as np
 
 from .._study import Method, Study, default_split
+from ._lpgnn import PAPER_OPTIONS
 from ._run import CollectionRun
 
 __all__ = ["solitude_study", "SolitudeRun", "largest_component_data", "EPS_A", "KINDS"]
@@ -102,7 +103,8 @@ class SolitudeRun(CollectionRun):
             return cls(epochs=EPOCHS, patience=PATIENCE, random_state=seed, **COMMON)
         if self.kind == "lpgnn":  # labels not private, as in the paper's adaptation
             return LPGNNClassifier(eps_y=np.inf, x_steps=K_X, y_steps=0, backbone=self.backbone,
-                                   epochs=EPOCHS, patience=PATIENCE, random_state=seed, **COMMON)
+                                   epochs=EPOCHS, patience=PATIENCE, random_state=seed,
+                                   **PAPER_OPTIONS, **COMMON)
         return SolitudeClassifier(self.backbone, epochs=EPOCHS, patience=PATIENCE,
                                   random_state=seed, **SOLITUDE, **COMMON)
 
