@@ -20,6 +20,7 @@ from ._torch_utils import (
     class_cross_entropy,
     class_softmax,
     dropout_generator,
+    module_on,
     resolve_device,
     stream_seed,
     torch_generator,
@@ -261,11 +262,10 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
             raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} was "
                              f"fitted with {self.n_features_in_} features.")
         device = resolve_device(self.device)
-        module = self.module_.to(device)
         data, index = self._prepare(X, device)
+        module = module_on(self.module_, device)
         with torch.no_grad():
             out = self._forward(module, data, torch.as_tensor(index, device=device)).cpu()
-        self.module_.cpu()
         return out.numpy().astype(np.float64)
 
     def decision_function(self, X):

@@ -31,6 +31,7 @@ from ._torch_utils import (
     current_generator,
     dropout,
     dropout_generator,
+    module_on,
     resolve_device,
     stream_seed,
     to_torch_dense,
@@ -483,11 +484,10 @@ class VGAELinkPredictor(_LinkPredictorBase):
         """
         X = self._check_fitted_pairs(X)
         device = resolve_device(self.device)
-        module = self.module_.to(device)
         x, g = self._tensors(X, device)
+        module = module_on(self.module_, device)
         with torch.no_grad():
             z = module(x, g)[0]
-        self.module_.cpu()
         return z
 
     def decision_function(self, X):
@@ -772,11 +772,10 @@ class HadamardLinkPredictor(_LinkPredictorBase):
         """
         X = self._check_fitted_pairs(X)
         device = resolve_device(self.device)
-        module = self.module_.to(device)
         z = self._embeddings(X, device)
+        module = module_on(self.module_, device)
         with torch.no_grad():
             out = _chunked_logits(module, z, torch.as_tensor(X.pairs, device=device))
-        self.module_.cpu()
         return out.cpu().numpy().astype(np.float64)
 
 

@@ -13,6 +13,7 @@ cannot change each other's draws.
 """
 
 import contextlib
+import copy
 import math
 import numbers
 import threading
@@ -138,6 +139,28 @@ def build_module(factory, generator):
         module = factory()
     init_parameters(module, generator)
     return module
+
+
+def module_on(module, device):
+    """A fitted ``module`` (kept on the CPU) ready to run on ``device``.
+
+    On the CPU it is the module itself; elsewhere a copy moved there, so that the
+    fitted estimator's weights never leave the CPU: a predict that fails (or one
+    running in another thread) cannot leave them on a GPU, where pickling would
+    tie the estimator to CUDA.
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+    device : torch.device
+
+    Returns
+    -------
+    torch.nn.Module
+    """
+    if device.type == "cpu":
+        return module.cpu()
+    return copy.deepcopy(module).to(device)
 
 
 def init_parameters(module, generator):

@@ -24,7 +24,7 @@ from skldp.models import (
     SolitudeClassifier,
     VGAELinkPredictor,
 )
-from skldp.models._torch_utils import resolve_device
+from skldp.models._torch_utils import module_on, resolve_device
 
 KW = dict(epochs=8, device="cpu", random_state=0)
 
@@ -189,6 +189,30 @@ def test_cuda_without_cuda_is_a_clear_error(monkeypatch):
         resolve_device("cuda")
     with pytest.raises(ValueError, match=r"device='cuda:1'"):
         resolve_device("cuda:1")
+
+
+def test_module_on_another_device_is_a_copy():
+    m = torch.nn.Linear(3, 2)
+    assert module_on(m, torch.device("cpu")) is m
+    other = module_on(m, torch.device("meta"))  # "meta" stands in for a GPU
+    assert other is not m and other.weight.device.type == "meta"
+    assert m.weight.device.type == "cpu"
+
+
+@pytest.mark.parametrize("name", GRAPH_CLASSIFIERS)
+def test_predict_elsewhere_keeps_the_fitted_weights_on_the_cpu(graph, name):
+    """A predict on another device ("meta" stands in for CUDA) that fails, on bad input
+    or in the forward, leaves ``module_`` on the CPU, where it pickles anywhere."""
+    G, y = graph
+    clf = GRAPH_CLASSIFIERS[name]().fit(G, y)
+    expected = clf.predict_proba(G)
+    clf.set_params(device="meta")
+    with pytest.raises(ValueError, match="NaN"):
+        clf.predict(G.with_features(np.full(G.features.shape, np.nan)))
+    with pytest.raises((RuntimeError, NotImplementedError)):
+        clf.predict(G)  # meta tensors hold no values: the copy back fails
+    assert {p.device.type for p in clf.module_.parameters()} == {"cpu"}
+    np.testing.assert_allclose(clf.set_params(device="cpu").predict_proba(G), expected)
 
 
 def test_fit_with_unavailable_cuda_fails_before_training(graph, monkeypatch):

@@ -184,3 +184,21 @@ def test_bad_input(split):
         _had().fit(P_tr._rebase(G_nan), y_tr)
     with pytest.raises(ValueError, match="NaN"):
         _vgae().fit(P_tr._rebase(G_nan), y_tr)
+
+
+@pytest.mark.parametrize("make", [_vgae, _had])
+def test_predict_elsewhere_keeps_the_fitted_weights_on_the_cpu(split, make):
+    """As for the node classifiers: "meta" stands in for CUDA; a failed predict there
+    leaves ``module_`` on the CPU."""
+    P_tr, P_va, P_te, y_tr, y_va, y_te = split
+    est = make(epochs=4, min_epochs=1) if make is _vgae else make(epochs=4)
+    est.fit(P_tr, y_tr)
+    expected = est.decision_function(P_te)
+    est.set_params(device="meta")
+    G_nan = P_te.graph.with_features(np.full(P_te.graph.features.shape, np.nan))
+    with pytest.raises(ValueError, match="NaN"):
+        est.decision_function(P_te._rebase(G_nan))
+    with pytest.raises((RuntimeError, NotImplementedError)):
+        est.decision_function(P_te)
+    assert {p.device.type for p in est.module_.parameters()} == {"cpu"}
+    np.testing.assert_allclose(est.set_params(device="cpu").decision_function(P_te), expected)
