@@ -7,7 +7,7 @@ import textwrap
 import pytest
 import torch
 
-from skldp.models._optim import SGD, Adam
+from skldp.models._optim import SGD, Adam, _fused_devices
 
 
 def _train(make_optimizer, dtype=torch.float32, steps=40):
@@ -28,6 +28,13 @@ def _train(make_optimizer, dtype=torch.float32, steps=40):
         torch.nn.functional.cross_entropy(net(X), y).backward()
         opt.step()
     return [p.detach().clone() for p in [*net.parameters(), frozen, unused]]
+
+
+@pytest.mark.parametrize("version, devices", [
+    ("2.2.2", ("cuda",)), ("2.3.1+cpu", ("cuda",)),     # no CPU kernel yet: it would raise
+    ("2.4.0", ("cpu", "cuda")), ("2.13.0+cpu", ("cpu", "cuda"))])
+def test_adam_fuses_on_the_cpu_only_from_torch_2_4(version, devices):
+    assert _fused_devices(version) == devices
 
 
 @pytest.mark.parametrize("fused", [False, True])

@@ -74,7 +74,9 @@ class _OneLayerGNN(nn.Module):
         # With a generator, the layers are built under fork_rng (torch's global
         # CPU generator is left exactly as it was) and then initialised from the
         # generator with nn.Linear's default scheme.
-        with torch.random.fork_rng(devices=[], enabled=generator is not None):
+        # On the CPU whatever torch's default device: the generator is a CPU one
+        with torch.random.fork_rng(devices=[], enabled=generator is not None), \
+                torch.device("cpu"):
             self.enc_in = nn.Linear(n_features, hidden)
             self.enc = nn.ModuleList([nn.Linear(hidden, hidden) for _ in range(n_enc - 1)])
             self.agg = nn.Linear(hidden, hidden) if graph else None
@@ -148,10 +150,10 @@ class _Features:
 
 def _csr_tensor(R, device):
     R = sp.csr_matrix(R)
-    return torch.sparse_csr_tensor(torch.as_tensor(R.indptr.astype(np.int64)),
-                                   torch.as_tensor(R.indices.astype(np.int64)),
-                                   torch.as_tensor(R.data.astype(np.float32)), size=R.shape,
-                                   check_invariants=False).to(device)
+    return torch.sparse_csr_tensor(torch.from_numpy(R.indptr.astype(np.int64)),
+                                   torch.from_numpy(R.indices.astype(np.int64)),
+                                   torch.from_numpy(R.data.astype(np.float32)), size=R.shape,
+                                   device=device, check_invariants=False)
 
 
 def _linear(x, lin):
@@ -563,9 +565,9 @@ class _DPTrainerBase(GraphClassifierMixin, BaseEstimator):
                 A = sp.csr_matrix((A.data, np.searchsorted(cols, A.indices), A.indptr),
                                   shape=(A.shape[0], len(cols))).tocoo()
                 At = torch.sparse_coo_tensor(
-                    torch.as_tensor(np.vstack([A.row, A.col]).astype(np.int64)),
-                    torch.as_tensor(A.data.astype(np.float64)), A.shape,
-                    check_invariants=False).to(device)
+                    torch.from_numpy(np.vstack([A.row, A.col]).astype(np.int64)),
+                    torch.from_numpy(A.data.astype(np.float64)), A.shape, device=device,
+                    check_invariants=False)
                 out = module.head(torch.sparse.mm(At, E))
         return out.cpu().numpy()
 

@@ -84,7 +84,7 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
 
     def _fit_targets(self, y_enc, X):
         """Training targets per row of X: class indices (LongTensor) or soft labels."""
-        return torch.as_tensor(y_enc, dtype=torch.long)
+        return torch.as_tensor(y_enc, dtype=torch.long, device="cpu")
 
     def _loss(self, logits, targets, positions):
         if targets.dtype == torch.long:

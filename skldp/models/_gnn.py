@@ -542,7 +542,8 @@ def _params_doc(hidden_size=16, activation="relu", dropout=0.5, lr=0.01, heads=N
         Seeds the initial weights, dropout and the validation split through
         generators local to ``fit``: torch's global generator is neither read
         nor changed, so fits in parallel threads do not disturb each other.
-        An int makes ``fit`` reproducible.
+        An int makes ``fit`` reproducible (bit for bit on the CPU; on CUDA the
+        scatter-adds of GAT's attention sum in a varying order).
     verbose : int, default=0
         Log the loss of every epoch (logger ``skldp.models``, INFO).
     label_mechanism : label mechanism or None, default=None

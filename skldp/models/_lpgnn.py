@@ -315,7 +315,7 @@ class LPGNNClassifier(GNNClassifierBase):
         else:
             self.n_dropped_ = 0
         self.label_agreement_ = float(np.mean(target == own))
-        return torch.as_tensor(target, dtype=torch.long)
+        return torch.as_tensor(target, dtype=torch.long, device="cpu")
 
     def _loss(self, logits, targets, positions):
         # Targets of dropped rows are -100: nll_loss ignores them, the score masks them.

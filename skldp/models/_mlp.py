@@ -332,9 +332,11 @@ class MLPHead(TorchClassifierBase):
         data, index = self._prepare(X, device)
         with torch.no_grad():
             if isinstance(data, _SparseRows):
-                outs = [module(data.rows(torch.as_tensor(index[s:s + _CHUNK_ROWS])).double())
+                outs = [module(data.rows(torch.as_tensor(index[s:s + _CHUNK_ROWS],
+                                                         device=device)).double())
                         for s in range(0, len(index), _CHUNK_ROWS)]
-                out = torch.cat(outs) if outs else torch.zeros((0, len(self.classes_)))
+                out = (torch.cat(outs) if outs
+                       else torch.zeros((0, len(self.classes_)), device=device))
             else:
                 out = module(data.double())
         return out.cpu().numpy()

@@ -26,6 +26,15 @@ ICLR 2015, Algorithm 1 (with the L2 penalty added to the gradient, as
 
 import torch
 
+
+def _fused_devices(version):
+    """Where torch ``version`` has the fused Adam kernel: CUDA since torch 2.0, the CPU
+    since 2.4 (the package supports torch >= 2.2, where a fused CPU call would raise)."""
+    return ("cpu", "cuda") if torch.torch_version.TorchVersion(version) >= "2.4" else ("cuda",)
+
+
+_FUSED_DEVICES = _fused_devices(torch.__version__)
+
 __all__ = ["Adam", "SGD"]
 
 
@@ -85,8 +94,8 @@ class Adam(_Optimizer):
     def _use_fused(self, p):
         if self.fused is not None:
             return bool(self.fused)
-        return (hasattr(torch, "_fused_adam_") and p.device.type in ("cpu", "cuda")
-                and p.dtype in (torch.float32, torch.float64))
+        devices = _FUSED_DEVICES if hasattr(torch, "_fused_adam_") else ()
+        return p.device.type in devices and p.dtype in (torch.float32, torch.float64)
 
     @torch.no_grad()
     def step(self):

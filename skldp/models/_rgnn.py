@@ -271,9 +271,9 @@ class RGNNClassifier(TorchClassifierBase):
                                                  n_clusters=int(self.n_clusters))
             self.clusters_ = clusters
             self.cluster_proportions_ = props
-            self._llp_state = (torch.as_tensor(clusters, dtype=torch.long),
-                               torch.as_tensor(props, dtype=torch.float32))
-        return torch.as_tensor(targets, dtype=torch.float32)
+            self._llp_state = (torch.as_tensor(clusters, dtype=torch.long, device="cpu"),
+                               torch.as_tensor(props, dtype=torch.float32, device="cpu"))
+        return torch.as_tensor(targets, dtype=torch.float32, device="cpu")
 
     def _loss(self, logits, targets, positions):
         loss = -(targets * class_softmax(logits, log=True)).sum(dim=1).mean()

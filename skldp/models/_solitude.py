@@ -109,12 +109,12 @@ class _SparsePattern:
     def matrix(self, v):
         """``A`` with values ``v`` (a constant: gradients go through ``_WeightedSpMM``)."""
         return torch.sparse_csr_tensor(self.crow, self.csr_cols, v.detach(), (self.n, self.n),
-                                       check_invariants=False)
+                                       device=v.device, check_invariants=False)
 
     def matrix_t(self, v):
         """``A^T`` with values ``v``."""
         return torch.sparse_csr_tensor(self.crow_t, self.csr_cols_t, v.detach()[self.order_t],
-                                       (self.n, self.n), check_invariants=False)
+                                       (self.n, self.n), device=v.device, check_invariants=False)
 
 
 class _WeightedOperand:

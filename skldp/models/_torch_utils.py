@@ -135,7 +135,9 @@ def build_module(factory, generator):
     -------
     torch.nn.Module
     """
-    with torch.random.fork_rng(devices=[]):
+    # On the CPU whatever torch's default device (a user's set_default_device("cuda")
+    # would otherwise build it where the CPU generator cannot initialise it)
+    with torch.random.fork_rng(devices=[]), torch.device("cpu"):
         module = factory()
     init_parameters(module, generator)
     return module
@@ -363,13 +365,14 @@ def to_torch_sparse(A, device="cpu", dtype=torch.float32):
     t = torch.sparse_csr_tensor(torch.from_numpy(A.indptr.astype(idx)),
                                 torch.from_numpy(A.indices.astype(idx)),
                                 torch.from_numpy(A.data.astype(np.float32)),
-                                size=A.shape, dtype=dtype, check_invariants=False)
-    return t.to(device)
+                                size=A.shape, dtype=dtype, device=device,
+                                check_invariants=False)
+    return t
 
 
 def to_torch_dense(X, device="cpu", dtype=torch.float32):
     """Dense or scipy sparse features -> dense torch tensor."""
     if sp.issparse(X):
         X = X.toarray()
-    return torch.as_tensor(np.asarray(X), dtype=dtype).to(device)
+    return torch.as_tensor(np.asarray(X), dtype=dtype, device=device)
 

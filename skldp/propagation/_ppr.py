@@ -220,7 +220,8 @@ class PPRPropagation(GraphTransformerMixin, BaseEstimator):
             raise ValueError(f"backend must be one of {_BACKENDS}, got {self.backend!r}.")
         _n_threads(self.n_jobs)
         device = resolve_device(self.device)
-        if self.backend == "scipy" and device.type != "cpu" and self.device != "auto":
+        # device None means "auto" too (resolve_device): scipy then simply runs on the CPU
+        if self.backend == "scipy" and device.type != "cpu" and self.device not in ("auto", None):
             raise ValueError(f"backend='scipy' runs on the CPU; device={self.device!r} needs "
                              "backend='torch' or 'auto'.")
 
@@ -623,10 +624,11 @@ class _TorchOps:
                 torch.from_numpy(M.indptr.astype(np.int64)),
                 torch.from_numpy(M.indices.astype(np.int64)),
                 torch.from_numpy(M.data.astype(dtype)),
-                size=M.shape, dtype=self.tdtype, check_invariants=False).to(device)
+                size=M.shape, dtype=self.tdtype, device=device, check_invariants=False)
 
     def put(self, X):
-        return self.torch.as_tensor(np.ascontiguousarray(X), dtype=self.tdtype).to(self.device)
+        return self.torch.as_tensor(np.ascontiguousarray(X), dtype=self.tdtype,
+                                    device=self.device)
 
     def get(self, X):
         return X.cpu().numpy()

@@ -153,3 +153,19 @@ def test_ppr_auto_backend_follows_the_device(monkeypatch):
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
     assert PPRPropagation()._use_torch() is True
     assert PPRPropagation(backend="scipy")._use_torch() is False
+
+
+def test_ppr_scipy_backend_with_the_automatic_device_on_a_gpu_machine(monkeypatch, small_graph):
+    # device=None means "auto" (as for the models): with a GPU present, backend="scipy"
+    # runs on the CPU instead of refusing; a named GPU device is still refused.
+    import torch
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    A, X, _ = small_graph
+    G = GraphData(X, A)
+    ref = PPRPropagation(backend="scipy", device="cpu").fit_transform(G).features
+    for device in ("auto", None):
+        Z = PPRPropagation(backend="scipy", device=device).fit_transform(G).features
+        np.testing.assert_array_equal(Z, ref)
+    with pytest.raises(ValueError, match="backend='scipy' runs on the CPU"):
+        PPRPropagation(backend="scipy", device="cuda").fit(G)
