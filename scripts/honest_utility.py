@@ -176,6 +176,12 @@ PIPELINES = {
         Pipeline([("mb", _mechanism("mb", eps, s, fr)),
                   ("clf", LPGNNClassifier(eps_y=float("inf"), random_state=s,
                                           **PAPER_OPTIONS))]), {})),
+    # The same at the classifier's defaults since November 2026 (the authors' code:
+    # symmetric KProp, the loss on propagated predictions).
+    "LPGNN, authors' code (defaults): multi-bit -> KProp GNN": (True,
+                                                                lambda eps, s, fr, name=None: (
+        Pipeline([("mb", _mechanism("mb", eps, s, fr)),
+                  ("clf", LPGNNClassifier(eps_y=float("inf"), random_state=s))]), {})),
     "RGNN: grouped GRR-FS(m=1) -> reconstruction -> RGNN": (True,
                                                              lambda eps, s, fr, name=None: (
         _rgnn_pipeline(eps, s, name), {})),
