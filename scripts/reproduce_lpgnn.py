@@ -212,6 +212,15 @@ def write_report(logs, out):
     def accs(rows, **kw):
         return [r["acc"] for r in rows if all(r.get(k) == v for k, v in kw.items())]
 
+    def grid_table(rows, method):
+        """The eps_x x eps_y table of ``method``'s runs in ``rows``."""
+        out = ["| ε_x \\ ε_y | " + " | ".join(_eps_str(e) for e in LPGNN_EPS_Y) + " |",
+               "|---|" + "---|" * len(LPGNN_EPS_Y)]
+        for ex in LPGNN_EPS_X:
+            cells = [_fmt(accs(rows, method=method, eps_x=ex, eps_y=ey)) for ey in LPGNN_EPS_Y]
+            out.append(f"| {_eps_str(ex)} | " + " | ".join(cells) + " |")
+        return out
+
     lines.append("## Table 2 of the PGC/LPGNN paper: node classification (GCN, micro-F1 = accuracy, %)\n")
     lines.append("Planetoid public split; ours = mean ± std over seeds (n = number of runs); "
                  "paper = mean ± std over 10 runs. Graph-only: the same GCN on 64 i.i.d. "
@@ -243,17 +252,15 @@ def write_report(logs, out):
     lines.append("Random 50/25/25 split per seed; ours = mean ± std over seeds (n = runs). "
                  "Rows: ε_x (multi-bit, per user); columns: ε_y (label RR, per user). "
                  "Graph-only row: random features, same classifier and label RR.\n")
+    authors = []  # the same tables for the authors' configuration, after these
     for name in ("cora", "citeseer", "facebook"):
         rows = [r for r in lp if r["dataset"] == name]
         if not rows:
             continue
         kx, ky = LPGNN_STEPS[name]
-        lines.append(f"### {name} (K_x = {kx}, K_y = {ky})\n")
-        lines.append("| ε_x \\ ε_y | " + " | ".join(_eps_str(e) for e in LPGNN_EPS_Y) + " |")
-        lines.append("|---|" + "---|" * len(LPGNN_EPS_Y))
-        for ex in LPGNN_EPS_X:
-            cells = [_fmt(accs(rows, method="LPGNN", eps_x=ex, eps_y=ey)) for ey in LPGNN_EPS_Y]
-            lines.append(f"| {_eps_str(ex)} | " + " | ".join(cells) + " |")
+        title = f"{name} (K_x = {kx}, K_y = {ky})"
+        lines.append(f"### {title}\n")
+        lines += grid_table(rows, "LPGNN")
         cells = [_fmt(accs(rows, method="GRAPH-ONLY", eps_y=ey)) for ey in LPGNN_EPS_Y]
         lines.append("| graph-only | " + " | ".join(cells) + " |")
         lines.append("")
@@ -262,24 +269,14 @@ def write_report(logs, out):
         if agree:
             lines.append(f"Share of training targets where the propagated label equals the "
                          f"node's own noisy label (finite ε_y): {100 * np.mean(agree):.1f} %.\n")
-    authors = [r for r in lp if r["method"] == "LPGNN-AUTHORS"]
+        if any(r["method"] == "LPGNN-AUTHORS" for r in rows):
+            authors += [f"#### {title}\n"] + grid_table(rows, "LPGNN-AUTHORS") + [""]
     if authors:
         lines.append("### The same pipeline with the authors' code (the classifier's defaults)\n")
         lines.append("`normalization=\"sym\", propagate_predictions=True` (study method "
                      "`LPGNN-AUTHORS`), everything else as above; the same splits, seeds and "
                      "reports. Rows: ε_x; columns: ε_y.\n")
-        for name in ("cora", "citeseer", "facebook"):
-            rows = [r for r in authors if r["dataset"] == name]
-            if not rows:
-                continue
-            kx, ky = LPGNN_STEPS[name]
-            lines.append(f"#### {name} (K_x = {kx}, K_y = {ky})\n")
-            lines.append("| ε_x \\ ε_y | " + " | ".join(_eps_str(e) for e in LPGNN_EPS_Y) + " |")
-            lines.append("|---|" + "---|" * len(LPGNN_EPS_Y))
-            for ex in LPGNN_EPS_X:
-                cells = [_fmt(accs(rows, eps_x=ex, eps_y=ey)) for ey in LPGNN_EPS_Y]
-                lines.append(f"| {_eps_str(ex)} | " + " | ".join(cells) + " |")
-            lines.append("")
+        lines += authors
     lines.append("### Values the papers report for LPGNN (other settings)\n")
     lines.append("None of the reproduced papers reports the later LPGNN in exactly this setting "
                  "(true graph, raw features, ε_x ∈ {0.1, 1, 2, ∞} × ε_y ∈ {1, 2, 3, ∞}). "

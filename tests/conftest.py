@@ -46,3 +46,20 @@ def small_graph():
     X = rng.normal(size=(n, d)) * 0.3 + y[:, None]
     X = np.clip(X, -1, 2)
     return sp.csr_array(A), X, y
+
+
+def _under_meta(fn):
+    """``fn()`` with torch's default device set to "meta" (tensors without data): a tensor
+    created without an explicit ``device=`` lands there and fails when it meets a CPU
+    tensor or is read, as it would meet CUDA tensors on a GPU run."""
+    torch.set_default_device("meta")
+    try:
+        return fn()
+    finally:
+        torch.set_default_device(None)
+
+
+@pytest.fixture
+def under_meta():
+    """The function :func:`_under_meta`."""
+    return _under_meta

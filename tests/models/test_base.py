@@ -191,6 +191,19 @@ def test_cuda_without_cuda_is_a_clear_error(monkeypatch):
         resolve_device("cuda:1")
 
 
+@pytest.mark.parametrize("name", GRAPH_CLASSIFIERS)
+def test_graph_classifiers_ignore_the_default_device(graph, name, under_meta):
+    """Every tensor is made on the estimator's device: under a "meta" default device
+    (which would fail on the first tensor made without ``device=``) the results equal
+    those of a run with the usual default."""
+    G, y = graph
+    rows = np.arange(0, len(y), 2)
+
+    def run():
+        return GRAPH_CLASSIFIERS[name]().fit(G[rows], y[rows]).predict_proba(G)
+    np.testing.assert_array_equal(under_meta(run), run())
+
+
 def test_module_on_another_device_is_a_copy():
     m = torch.nn.Linear(3, 2)
     assert module_on(m, torch.device("cpu")) is m
