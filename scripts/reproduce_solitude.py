@@ -120,7 +120,7 @@ def main_report(args):
             lines.append(f"\n### {name} — {'GraphSAGE' if backbone == 'sage' else 'GCN'}\n")
             lines.append("| method | " + " | ".join(f"eps_a={e}" for e in EPS_A) + " |")
             lines.append("|---" * (len(EPS_A) + 1) + "|")
-            for method in ("base", "lpgnn", "solitude", "graph_only"):
+            for method in ("base", "lpgnn", "lpgnn_authors", "solitude", "graph_only"):
                 paper = PAPER[name][backbone].get(method)
                 if paper:
                     lines.append(f"| {method} (paper) | " + " | ".join(
