@@ -94,7 +94,8 @@ def random_features(G, seed):
 # loss on the model's own outputs. The classifier's defaults follow the authors' code since
 # November 2026; the studies keep this one, so that their recorded runs stay theirs.
 PAPER_OPTIONS = {"normalization": "rw", "propagate_predictions": False}
-# The authors' code (the classifier's defaults since then): the study's LPGNN-AUTHORS rows.
+# The authors' code (the classifier's defaults since then): the LPGNN and RGNN studies'
+# LPGNN-AUTHORS rows and the Solitude study's lpgnn_authors rows, run beside the others.
 AUTHORS_OPTIONS = {"normalization": "sym", "propagate_predictions": True}
 
 
