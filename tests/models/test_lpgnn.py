@@ -296,3 +296,11 @@ def test_propagated_predictions_change_the_training(data):
     np.testing.assert_allclose(pa.sum(axis=1), 1.0, rtol=1e-5)
     assert np.abs(pa - b.predict_proba(G[te])).max() > 1e-3
     assert np.all(np.isfinite(a.loss_curve_)) and a.loss_curve_[-1] < a.loss_curve_[0]
+
+
+def test_defaults_are_the_authors_configuration():
+    """The results pages call the studies' LPGNN-AUTHORS rows "the classifier's defaults"."""
+    from skldp.experiments.studies._lpgnn import AUTHORS_OPTIONS, PAPER_OPTIONS
+    params = LPGNNClassifier().get_params()
+    assert {k: params[k] for k in AUTHORS_OPTIONS} == AUTHORS_OPTIONS
+    assert PAPER_OPTIONS.keys() == AUTHORS_OPTIONS.keys() and PAPER_OPTIONS != AUTHORS_OPTIONS
