@@ -187,6 +187,8 @@ def report(args):
     authors_lpgnn = any(r["model"] == "LPGNN-AUTHORS" for r in rows)
     head += ["ours LPGNN, authors' code (multi-bit at m·eps)"] if authors_lpgnn else []
     head += ["graph-only (label prop.)"]
+    raw = any(r["model"] == "raw-features" for r in rows)
+    head += ["raw features (RGNN at eps = inf)"] if raw else []
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for name in ["cora", "citeseer", "facebook", "german_rgnn", "student_rgnn"]:
         for eps in EPS_X:
@@ -200,6 +202,7 @@ def report(args):
                         for k in ("RGNN", "GraphSAGE", "LPGNN", "LPGNN-sound", "LPGNN-AUTHORS",
                                   "RGNN-K16")}
                 g = accs(dataset=name, eps_y=eps_y, model="graph-only")
+                clean = accs(dataset=name, eps_y=eps_y, model="raw-features")
                 pr, ps = paper["RGNN"][i]
                 gap = f"{100 * np.mean(ours['RGNN']) - pr:+.1f}" if ours["RGNN"] else ""
                 k16 = _fmt(ours["RGNN-K16"]) if name in ("cora", "citeseer") else "-"
@@ -212,6 +215,7 @@ def report(args):
                 cells += [_fmt(ours["LPGNN-sound"])] if sound_lpgnn else []
                 cells += [_fmt(ours["LPGNN-AUTHORS"])] if authors_lpgnn else []
                 cells += [_fmt(g)]
+                cells += [_fmt(clean)] if raw else []
                 lines.append("| " + " | ".join(cells) + " |")
     abl = [f"| dataset | variant | paper (CiteSeer, budgets lost) | ours (eps={ABLATION_EPS[0]:g}, "
            f"i.e. eps_x = m·eps = {M * ABLATION_EPS[0]:g}; eps_y={ABLATION_EPS[1]:g}) |",

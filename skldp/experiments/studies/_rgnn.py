@@ -36,7 +36,7 @@ CONFIG = {
     "student_rgnn": dict(hops=4, n_clusters=16, alpha=1.0, group=None),
 }
 KINDS = ("RGNN", "GraphSAGE", "LPGNN", "LPGNN-sound", "RGNN-K16", "graph-only", "RGNN-LLP",
-         "RGNN(noisy y)", "RGNN(noisy x)", "LPGNN-AUTHORS")
+         "RGNN(noisy y)", "RGNN(noisy x)", "LPGNN-AUTHORS", "raw-features")
 
 
 def categorical_data(G, y, config):
@@ -103,7 +103,11 @@ class RGNNRun(CollectionRun):
         Theorem 1 budget), LPGNN-sound (at ``m * eps``), LPGNN-AUTHORS (at
         ``m * eps``, with the authors' code's configuration, the classifier's
         defaults; the other two use the papers' description), RGNN-K16 (16 hops),
-        graph-only (label propagation of the noisy labels), and the
+        graph-only (label propagation of the noisy labels), raw-features
+        (RGNN at ``eps = inf``: the clean features through the same
+        ``hops``-hop reconstruction, whose frequency inversion is then the
+        identity, and RGNN's model; no feature mechanism, the labels still at
+        ``eps_y``), and the
         ablations RGNN-LLP, RGNN(noisy y), RGNN(noisy x).
     eps : float or None, default=1.0
         GRR-FS's per-feature budget (``None`` for graph-only).
@@ -159,13 +163,20 @@ class RGNNRun(CollectionRun):
         hops, kind = self.hops, self.kind
         if kind == "RGNN-K16":
             hops, kind = 16, "RGNN"
-        eps, seed = float(self.eps), self.random_state
+        seed = self.random_state
+        common = dict(eps_y=self.eps_y, hops_y=hops, n_clusters=self.n_clusters, epochs=EPOCHS,
+                      validation_fraction=1 / 3, patience=EPOCHS, random_state=seed)
+        if kind == "raw-features":  # RGNN at eps = inf: the clean features, propagated
+            rec = FrequencyReconstructor(np.inf, M, domain_sizes=sizes, hops=hops).fit(whole)
+            self.graph_in_ = rec.transform(whole)
+            self.model_ = RGNNClassifier(alpha=self.alpha, **common)
+            self.model_.fit(self.graph_in_[G.rows], y)
+            return self
+        eps = float(self.eps)
         mech = GRRFSMechanism(eps, m=M, domain_sizes=sizes, random_state=seed).fit(whole)
         self.eps_x_sound_, self.eps_x_paper_ = mech.epsilon_, mech.paper_epsilon_
         # The collection that is made (privacy_report reads feature_mechanism_).
         self.feature_mechanism_ = mech
-        common = dict(eps_y=self.eps_y, hops_y=hops, n_clusters=self.n_clusters, epochs=EPOCHS,
-                      validation_fraction=1 / 3, patience=EPOCHS, random_state=seed)
         if kind in ("LPGNN", "LPGNN-sound", "LPGNN-AUTHORS"):
             eps_mb = self.eps_x_paper_ if kind == "LPGNN" else self.eps_x_sound_
             options = AUTHORS_OPTIONS if kind == "LPGNN-AUTHORS" else PAPER_OPTIONS
@@ -241,6 +252,10 @@ def _lpgnn_authors(ctx):
     return _make("LPGNN-AUTHORS", ctx)
 
 
+def _raw_features(ctx):
+    return _make("raw-features", ctx)
+
+
 def _rgnn_k16(ctx):
     return _make("RGNN-K16", ctx)
 
@@ -261,7 +276,8 @@ def _rgnn_noisy_x(ctx):
     return _make("RGNN(noisy x)", ctx)
 
 
-TABLE_METHODS = ("RGNN", "GraphSAGE", "LPGNN", "LPGNN-sound", "LPGNN-AUTHORS", "graph-only")
+TABLE_METHODS = ("RGNN", "GraphSAGE", "LPGNN", "LPGNN-sound", "LPGNN-AUTHORS", "graph-only",
+                 "raw-features")
 DATASETS = ("student_rgnn", "german_rgnn", "cora", "citeseer", "facebook")
 
 
@@ -302,6 +318,9 @@ def rgnn_study(datasets=DATASETS, seeds=range(5), methods=TABLE_METHODS):
         "RGNN-K16": Method(_rgnn_k16, table, data=data, label="RGNN, K = 16"),
         "graph-only": Method(_graph_only, {"eps": [None], "eps_y": EPS_Y}, role="feature-free",
                              data=data, label="graph-only (label propagation)"),
+        "raw-features": Method(_raw_features, {"eps": [None], "eps_y": EPS_Y},
+                               role="raw-features", data=data,
+                               label="RGNN on the clean features (eps = inf, labels at eps_y)"),
         "RGNN-LLP": Method(_rgnn_llp, ablation, data=data, label="RGNN without LLP"),
         "RGNN(noisy y)": Method(_rgnn_noisy_y, ablation, data=data,
                                 label="RGNN on the noisy labels"),
@@ -318,6 +337,6 @@ def rgnn_study(datasets=DATASETS, seeds=range(5), methods=TABLE_METHODS):
                     "per feature), labels by randomized response at eps_y; graph-only: "
                     "label propagation of the noisy labels.",
         quick={"datasets": ["student_rgnn"], "seeds": [0],
-               "grid": {m: ({"eps": [None], "eps_y": [1.0]} if m == "graph-only"
+               "grid": {m: ({"eps": [None], "eps_y": [1.0]} if m in ("graph-only", "raw-features")
                             else {"eps": [1.0], "eps_y": [1.0]}) for m in methods}},
     )
