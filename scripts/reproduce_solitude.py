@@ -120,7 +120,8 @@ def main_report(args):
             lines.append(f"\n### {name} — {'GraphSAGE' if backbone == 'sage' else 'GCN'}\n")
             lines.append("| method | " + " | ".join(f"eps_a={e}" for e in EPS_A) + " |")
             lines.append("|---" * (len(EPS_A) + 1) + "|")
-            for method in ("base", "lpgnn", "lpgnn_authors", "solitude", "graph_only"):
+            for method in ("base", "lpgnn", "lpgnn_authors", "solitude", "graph_only",
+                           "raw_features"):
                 paper = PAPER[name][backbone].get(method)
                 if paper:
                     lines.append(f"| {method} (paper) | " + " | ".join(
@@ -134,7 +135,8 @@ def main_report(args):
                         cells.append(f"{v[0]:.1f} (n=1)")
                     else:
                         cells.append(f"{np.mean(v):.1f} ± {np.std(v):.1f} (n={len(v)})")
-                lines.append(f"| {method} (ours) | " + " | ".join(cells) + " |")
+                label = {"raw_features": "raw features, clean"}.get(method, method)
+                lines.append(f"| {label} (ours) | " + " | ".join(cells) + " |")
     text = "\n".join(lines)
     print(text)
     if args.md:

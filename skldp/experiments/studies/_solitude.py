@@ -20,7 +20,7 @@ __all__ = ["solitude_study", "SolitudeRun", "largest_component_data", "EPS_A", "
 EPS_X = 1.0
 EPS_A = [7.0, 7.3, 7.5, 7.7, 7.9, 8.0]
 BACKBONES = ["gcn", "sage"]
-KINDS = ("graph_only", "base", "lpgnn", "solitude", "lpgnn_authors")
+KINDS = ("graph_only", "base", "lpgnn", "solitude", "lpgnn_authors", "raw_features")
 DATASETS = ("cora", "citeseer")
 # Fixed hyper-parameters (the paper grid-searches them per setting).
 COMMON = dict(hidden_size=16, activation="selu", dropout=0.5, lr=0.01, weight_decay=5e-4)
@@ -80,7 +80,9 @@ class SolitudeRun(CollectionRun):
     kind : str, default="base"
         One of ``KINDS``: graph_only, base, lpgnn, solitude, lpgnn_authors
         (``lpgnn`` with the classifier's current defaults, the authors' code:
-        the symmetric KProp aggregator; ``lpgnn`` keeps the papers' mean).
+        the symmetric KProp aggregator; ``lpgnn`` keeps the papers' mean),
+        raw_features (``base`` on the clean features: no feature mechanism,
+        the same received graph).
     backbone : {"gcn", "sage"}, default="gcn"
         The GNN.
     eps_a : float, default=8.0
@@ -100,7 +102,7 @@ class SolitudeRun(CollectionRun):
     def _model(self):
         from ...models import GCNClassifier, LPGNNClassifier, SAGEClassifier, SolitudeClassifier
         seed = self.random_state
-        if self.kind == "base":
+        if self.kind in ("base", "raw_features"):
             cls = {"gcn": GCNClassifier, "sage": SAGEClassifier}[self.backbone]
             return cls(epochs=EPOCHS, patience=PATIENCE, random_state=seed, **COMMON)
         if self.kind in ("lpgnn", "lpgnn_authors"):  # labels not private, as in the paper
@@ -131,9 +133,12 @@ class SolitudeRun(CollectionRun):
         y = np.asarray(y)
         whole = G._replace(np.arange(G.n_nodes))
         self.classes_ = np.unique(y)
-        self.feature_mechanism_ = MultiBitMechanism(EPS_X, feature_range=(0, 1),
-                                                    random_state=self.random_state).fit(whole)
-        Gx = self.feature_mechanism_.transform(whole)
+        if self.kind == "raw_features":  # the clean features; the graph still at eps_a
+            Gx = whole
+        else:
+            self.feature_mechanism_ = MultiBitMechanism(EPS_X, feature_range=(0, 1),
+                                                        random_state=self.random_state).fit(whole)
+            Gx = self.feature_mechanism_.transform(whole)
         self.edge_mechanism_ = EdgeRR(self.eps_a, symmetrize="directed",
                                       random_state=1000 + self.random_state).fit(Gx)
         self.graph_in_ = self.edge_mechanism_.transform(Gx)
@@ -197,6 +202,10 @@ def _lpgnn_authors(ctx):
     return _make("lpgnn_authors", ctx)
 
 
+def _raw_features(ctx):
+    return _make("raw_features", ctx)
+
+
 def solitude_study(datasets=DATASETS, seeds=range(5), methods=KINDS):
     """The Solitude sweep: four methods x two backbones x six edge budgets.
 
@@ -230,6 +239,9 @@ def solitude_study(datasets=DATASETS, seeds=range(5), methods=KINDS):
         "solitude": Method(_solitude, grid, data=data, evaluate=evaluate, label="Solitude"),
         "lpgnn_authors": Method(_lpgnn_authors, grid, data=data, evaluate=evaluate,
                                 label="LPGNN-style, the authors' aggregator"),
+        "raw_features": Method(_raw_features, grid, role="raw-features", data=data,
+                               evaluate=evaluate,
+                               label="GNN on the clean features and the received graph"),
     }
     return Study(
         name="solitude", datasets=list(datasets), seeds=seeds,
