@@ -67,7 +67,7 @@ def _curve(ax, points, **kw):
     """Plot {eps: value} sorted by eps."""
     eps = sorted(e for e in points if _finite(e))
     if eps:
-        ax.plot(eps, [points[e] for e in eps], marker="o", **kw)
+        ax.plot(eps, [points[e] for e in eps], **{"marker": "o", **kw})
 
 
 def _hline(ax, value, kind, label):
@@ -123,6 +123,10 @@ def lpgnn():
         for i, ey in enumerate([1.0, 2.0, 3.0]):
             _curve(ax, {ex: v for (m, ex, eyy), v in g.items() if m == "LPGNN" and eyy == ey},
                    color=f"C{i + 3}", label=f"LPGNN, ε_y = {ey:g}")
+            _curve(ax, {ex: v for (m, ex, eyy), v in g.items()
+                        if m == "LPGNN-AUTHORS" and eyy == ey},
+                   color=f"C{i + 3}", ls="-.", marker="s",
+                   label=f"LPGNN, authors' code (the defaults), ε_y = {ey:g}")
             graph = g.get(("GRAPH-ONLY", None, ey))
             if graph is not None:
                 ax.axhline(graph, ls=":", color=f"C{i + 3}", lw=1.2,
