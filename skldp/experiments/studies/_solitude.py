@@ -207,7 +207,7 @@ def _raw_features(ctx):
 
 
 def solitude_study(datasets=DATASETS, seeds=range(5), methods=KINDS):
-    """The Solitude sweep: four methods x two backbones x six edge budgets.
+    """The Solitude sweep: six methods x two backbones x six edge budgets.
 
     Parameters
     ----------
