@@ -71,8 +71,9 @@ MODELS = {
 # %%
 # Test accuracy against the label budget
 # --------------------------------------
-# Validation rows are part of the fit: each classifier holds out its own share of
-# them for early stopping, with randomized labels only.
+# The validation rows join the fit rows: LPGNN holds out its own share of them for
+# early stopping, scored on randomized labels only; label propagation has no
+# parameter to choose here (its default alpha).
 eps_ys = (1.0, 2.0, 4.0)
 results = {name: np.zeros((len(eps_ys), len(SEEDS))) for name in MODELS}
 for j, seed in enumerate(SEEDS):
