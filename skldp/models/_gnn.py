@@ -24,6 +24,13 @@ _ACTIVATIONS = {"relu": F.relu, "elu": F.elu, "selu": F.selu, "tanh": torch.tanh
 _SPARSE_DENSITY = 0.05  # sparser features stay sparse on the device
 
 
+def _repeated_matmul(A, h, k):
+    """``A^k @ h`` as ``k`` sparse products."""
+    for _ in range(k):
+        h = sparse_matmul(A, h)
+    return h
+
+
 class _SpMM(torch.autograd.Function):
     """``A^k @ h`` (``k`` products) for a constant sparse ``A`` whose transpose ``AT`` is given.
 
@@ -36,15 +43,11 @@ class _SpMM(torch.autograd.Function):
     @staticmethod
     def forward(ctx, A, AT, h, k):
         ctx.AT, ctx.k = AT, k
-        for _ in range(k):
-            h = sparse_matmul(A, h)
-        return h
+        return _repeated_matmul(A, h, k)
 
     @staticmethod
     def backward(ctx, grad):
-        for _ in range(ctx.k):
-            grad = sparse_matmul(ctx.AT, grad)
-        return None, None, grad, None
+        return None, None, _repeated_matmul(ctx.AT, grad, ctx.k), None
 
 
 class SparseOperand:
@@ -66,9 +69,7 @@ class SparseOperand:
         """``A^steps @ h``."""
         if h.requires_grad:
             return _SpMM.apply(self.A, self.AT, h, steps)
-        for _ in range(steps):
-            h = sparse_matmul(self.A, h)
-        return h
+        return _repeated_matmul(self.A, h, steps)
 
 
 def _spmm(g, key, h):
@@ -98,9 +99,7 @@ class PropagatedFeatures:
         h = _matmul(self.x, w)
         if isinstance(self.P, SparseOperand):
             return self.P.matmul(h, self.steps)
-        for _ in range(self.steps):
-            h = sparse_matmul(self.P, h)
-        return h
+        return _repeated_matmul(self.P, h, self.steps)
 
 
 class OffsetSparseFeatures:
