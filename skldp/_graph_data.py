@@ -9,19 +9,27 @@ from collections import OrderedDict
 import numpy as np
 import scipy.sparse as sp
 
+from .population import Population
+
 __all__ = ["GraphData"]
 
 _MEMO_SIZE = 8            # whole-graph results kept per graph ...
 _MEMO_BYTES = 1 << 30     # ... and at most this many bytes of them (the newest is always kept)
+
+#: Origin of a store's features or adjacency: the users' raw data, after no on-device step.
+RAW = ("raw", ())
+_KEEP = object()   # "this part of the store is unchanged"
 
 
 class _GraphStore:
     """Whole-graph storage shared by all views of one attributed graph."""
 
     __slots__ = ("features", "adjacency", "node_ids", "feature_names", "token",
-                 "_memo", "_node_keys", "_symmetric", "_one_sided", "_finite", "_population")
+                 "_memo", "_node_keys", "_symmetric", "_one_sided", "_finite",
+                 "population", "feature_origin", "adjacency_origin")
 
-    def __init__(self, features, adjacency, node_ids, feature_names, population=None):
+    def __init__(self, features, adjacency, node_ids, feature_names, population,
+                 feature_origin=RAW, adjacency_origin=RAW):
         self.features = features
         self.adjacency = adjacency
         self.node_ids = node_ids
@@ -33,10 +41,28 @@ class _GraphStore:
         self._symmetric = None
         self._one_sided = None
         self._finite = None
-        # Which users the default (positional) ids stand for: "explicit" when the
-        # caller gave node_ids, else a content hash of the features, computed lazily
-        # and inherited by derived stores (the same users).
-        self._population = population
+        # The simulated devices of these users (the privacy boundary), shared by every
+        # graph derived from the same users, and where the features and the adjacency
+        # come from: the users' raw data after public on-device steps, or the server.
+        self.population = population
+        self.feature_origin = feature_origin
+        self.adjacency_origin = adjacency_origin
+
+    def derive(self, features=_KEEP, adjacency=_KEEP, feature_names=_KEEP, **origins):
+        """A new store of the same users, with some parts replaced (caches kept where valid)."""
+        new = _GraphStore(self.features if features is _KEEP else features,
+                          self.adjacency if adjacency is _KEEP else adjacency,
+                          self.node_ids,
+                          self.feature_names if feature_names is _KEEP else feature_names,
+                          self.population, self.feature_origin, self.adjacency_origin)
+        new._node_keys = self._node_keys
+        if adjacency is _KEEP:
+            new._symmetric, new._one_sided = self._symmetric, self._one_sided
+        if features is _KEEP:
+            new._finite = self._finite
+        for name, origin in origins.items():
+            setattr(new, name, origin)
+        return new
 
     # The memo holds derived whole-graph results; it is cheap to rebuild, so
     # it never travels through pickle (joblib workers start empty).
@@ -46,8 +72,10 @@ class _GraphStore:
     def __setstate__(self, state):
         for s in ("_one_sided", "_finite"):  # stores pickled before these caches existed
             setattr(self, s, None)
+        self.population, self.feature_origin, self.adjacency_origin = Population(), RAW, RAW
         for k, v in state.items():
-            setattr(self, k, v)
+            if k != "_population":          # stores pickled before the population existed
+                setattr(self, k, v)
         self._memo = OrderedDict()
 
 
@@ -133,6 +161,17 @@ class GraphData:
         Defaults to ``0..n_nodes-1``.
     feature_names : array-like of str of shape (n_features,), default=None
         Names of the feature columns.
+    budget : float or None, default=None
+        Per-user cap on the total epsilon the users may spend (local
+        collections plus central trainings); a collection that would exceed it
+        raises :class:`~skldp.population.BudgetExceededError` before anything
+        is sent. ``None``: no cap.
+    population : GraphData, Population or None, default=None
+        The simulated devices these users are. ``None`` makes new ones (a new
+        ledger). Pass the GraphData of the same users (e.g. their updated
+        data) to share its ledger and budget: a mechanism fitted on that
+        GraphData may then transform this one, and every user whose data
+        changed is charged again.
 
     Attributes
     ----------
@@ -140,6 +179,10 @@ class GraphData:
         Positions of the selected nodes in the whole graph.
     shape : tuple
         ``(len(rows), n_features)``, as for the matrix scikit-learn sees.
+    population : Population
+        The simulated devices of these users (the privacy boundary).
+    ledger : Ledger
+        What these users sent (``population.ledger``).
 
     Notes
     -----
@@ -167,7 +210,8 @@ class GraphData:
     ndim = 2
     __array_priority__ = 10
 
-    def __init__(self, features, adjacency=None, *, node_ids=None, feature_names=None):
+    def __init__(self, features, adjacency=None, *, node_ids=None, feature_names=None,
+                 budget=None, population=None):
         X = _as_features(features)
         n = X.shape[0]
         if n == 0:
@@ -184,8 +228,17 @@ class GraphData:
         A = _as_adjacency(adjacency, n, ids if node_ids is not None else None)
         if feature_names is not None:
             feature_names = _as_feature_names(feature_names, X.shape[1])
-        self._store = _GraphStore(X, A, ids, feature_names,
-                                  population="explicit" if node_ids is not None else None)
+        if population is None:
+            population = Population(budget)
+        else:
+            population = population.population if isinstance(population, GraphData) \
+                else population
+            if not isinstance(population, Population):
+                raise TypeError("population must be a GraphData or a Population, got "
+                                f"{type(population).__name__}.")
+            if budget is not None:
+                population.set_budget(budget)
+        self._store = _GraphStore(X, A, ids, feature_names, population)
         self.rows = np.arange(n)
 
     @classmethod
@@ -264,20 +317,33 @@ class GraphData:
 
     @property
     def population(self):
-        """Who the nodes are, for local DP keys: ``None`` when ``node_ids`` were given.
+        """The simulated devices of these users: the privacy boundary (Design page, "Local
+        DP is a protocol").
 
-        With the default ids ``0..n-1`` a node is known only by its position, so
-        position ``i`` of two different graphs are two different users. A local DP
-        mechanism fitted on one graph therefore refuses a graph with default ids
-        and another population (a content hash of the original features, shared by
-        every graph derived from it); it would otherwise give both users the same
-        noise. Pass ``node_ids`` to identify users across graphs.
+        Every view and every graph derived from this one (``with_features``,
+        ``with_adjacency``, a step's output) shares it. A local DP mechanism
+        fitted on one population refuses data of another: build the GraphData
+        of the same users with ``population=G`` to say they are the same.
+        """
+        return self._store.population
+
+    @property
+    def ledger(self):
+        """What these users sent: the :class:`~skldp.population.Ledger` of the population."""
+        return self._store.population.ledger
+
+    def new_simulation(self, budget=None):
+        """The same data held by new simulated devices: an empty ledger, nothing answered.
+
+        For repeated experiments on one dataset, each a separate deployment.
+        Returns a view of the same rows; the arrays are shared, not copied.
         """
         st = self._store
-        if st._population is None:
-            from .utils._random import array_fingerprint
-            st._population = array_fingerprint(st.features)
-        return None if st._population == "explicit" else st._population
+        new = _GraphStore(st.features, st.adjacency, st.node_ids, st.feature_names,
+                          Population(budget), st.feature_origin, st.adjacency_origin)
+        for name in ("_node_keys", "_symmetric", "_one_sided", "_finite"):
+            setattr(new, name, getattr(st, name))
+        return GraphData._from_store(new, self.rows)
 
     @property
     def node_keys(self):
@@ -349,37 +415,28 @@ class GraphData:
     def with_features(self, features, feature_names=None):
         """Return the same rows over a new store holding ``features`` for all nodes.
 
-        The adjacency and node ids are shared, not copied.
+        The adjacency, node ids and population are shared, not copied. Called
+        by you, it means that the same users now hold other data: a mechanism
+        fitted before charges every user whose row changed again.
         """
-        st = self._store
         X = _as_features(features)
         if X.shape[0] != self.n_nodes:
             raise ValueError(f"new features have {X.shape[0]} rows for {self.n_nodes} nodes.")
         if feature_names is not None:
             feature_names = _as_feature_names(feature_names, X.shape[1])
-        new = _GraphStore(X, st.adjacency, st.node_ids, feature_names,
-                          population=self.population or "explicit")
-        new._node_keys, new._symmetric = st._node_keys, st._symmetric
-        new._one_sided = st._one_sided
+        new = self._store.derive(features=X, feature_names=feature_names)
         return GraphData._from_store(new, self.rows)
 
     def with_adjacency(self, adjacency):
         """Return the same rows over a new store whose adjacency is ``adjacency``."""
-        st = self._store
         A = _as_adjacency(adjacency, self.n_nodes, None)
-        new = _GraphStore(st.features, A, st.node_ids, st.feature_names,
-                          population=st._population)
-        new._node_keys, new._finite = st._node_keys, st._finite
+        new = self._store.derive(adjacency=A)
         return GraphData._from_store(new, self.rows)
 
     def _with_feature_names(self, feature_names):
         """The same rows, features and graph under other column names (a new store)."""
-        st = self._store
-        new = _GraphStore(st.features, st.adjacency, st.node_ids,
-                          _as_feature_names(feature_names, st.features.shape[1]),
-                          population=st._population)
-        for s in ("_node_keys", "_symmetric", "_one_sided", "_finite"):
-            setattr(new, s, getattr(st, s))
+        new = self._store.derive(
+            feature_names=_as_feature_names(feature_names, self._store.features.shape[1]))
         return GraphData._from_store(new, self.rows)
 
     def full(self):

@@ -1,6 +1,8 @@
 """Base classes: graph transformers, local DP mechanisms, NodeWise, graph classifiers."""
 
+import dataclasses
 import functools
+import hashlib
 
 import numpy as np
 import scipy.sparse as sp
@@ -12,7 +14,16 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_array, check_is_fitted, column_or_1d
 
 from ._graph_data import GraphData
-from .utils._random import array_fingerprint, collection_seed
+from .population import array_population
+from .population._digest import feature_digests
+from .population._spec import (
+    CollectionSpec,
+    device_step_spec,
+    public_params,
+    public_value,
+    step_kind,
+)
+from .utils._random import _GOLDEN, _mix, array_fingerprint, collection_seed
 from .utils.validation import (
     check_eps,
     check_finite_features,
@@ -24,23 +35,41 @@ from .utils.validation import (
 )
 
 __all__ = ["GraphTransformerMixin", "LDPMechanism", "NodeWise", "GraphClassifierMixin",
-           "fitted_token", "draw_collection_seed", "check_population", "population_of",
-           "saved_positions"]
+           "PrivateStepMixin", "fitted_token", "check_population", "population_of",
+           "boundary_input", "saved_positions"]
 
 
-def draw_collection_seed(estimator, *public_state, random_state=None, role=None):
-    """``seed_`` of the collection that ``estimator`` makes (Design page, "Per-user determinism").
+def boundary_input(step, X, part="features"):
+    """The population behind ``X`` and the public on-device steps its ``part`` went through.
 
-    The collection's identity is the estimator's class, its parameters other than
-    ``random_state``, the public values it fixed in ``fit`` (``public_state``, e.g.
-    the bounds) and an optional ``role`` (e.g. ``"labels"`` for a randomiser built
-    inside a classifier). See :func:`skldp.utils.collection_seed`.
+    A local DP mechanism perturbs what each user's device holds: the raw data, or
+    that data after public, stateless on-device steps (a fixed hashing, a fixed
+    clip). Features or an adjacency computed on the server (by a step fitted on
+    other users' data, by propagation, or from reports) are refused with an
+    error that says what to do instead. Plain arrays carry no history: they are
+    taken as the users' data, and their users are those of
+    :func:`~skldp.population.array_population`.
+
+    Returns
+    -------
+    population : Population
+    device_steps : tuple of dict
+        The specs of the on-device steps, in order.
     """
-    params = {k: v for k, v in estimator.get_params(deep=False).items() if k != "random_state"}
-    identity = (type(estimator).__module__, type(estimator).__qualname__, params,
-                public_state, role)
-    rs = estimator.random_state if random_state is None else random_state
-    return collection_seed(rs, identity)
+    if not isinstance(X, GraphData):
+        return array_population(population_of(X)), ()
+    st = X._store
+    origin = st.feature_origin if part == "features" else st.adjacency_origin
+    if origin[0] != "raw":
+        name = type(step).__name__
+        raise ValueError(
+            f"{name} perturbs what each user's device holds, but its input {part} "
+            f"{origin[1]}, which no device can compute. A local DP mechanism must read the "
+            "users' own data: put it before server-side steps; instead of a scaler fitted on "
+            "the users' data give the mechanism public bounds (feature_range=...); a public, "
+            "stateless on-device step (FeatureHashing) may come first; and steps after the "
+            "mechanism (scaling its reports) are free post-processing.")
+    return st.population, origin[1]
 
 
 def saved_positions(saved_keys, keys, owner):
@@ -58,39 +87,110 @@ def saved_positions(saved_keys, keys, owner):
 
 
 def population_of(X):
-    """Who the rows of ``X`` are: ``None`` for a GraphData with node ids, else a content hash.
-
-    See :attr:`skldp.GraphData.population`; a plain array is fingerprinted whole.
-    """
+    """Who the rows of ``X`` are: the id of a GraphData's population, or a plain array's
+    content hash (plain arrays carry no user ids)."""
     if isinstance(X, GraphData):
-        return X.population
+        return "graph:" + X.population.id
     return array_fingerprint(X)
+
+
+def array_node_keys(fingerprint, n):
+    """Keys of the users of a plain array: its row positions, told apart from other arrays'."""
+    salt = np.uint64(int(fingerprint[:16], 16))
+    with np.errstate(over="ignore"):
+        return _mix(np.arange(n, dtype=np.uint64) * _GOLDEN ^ salt)
 
 
 def check_population(estimator, X):
     """Refuse data whose users differ from the ones the collection was drawn for.
 
-    Without node ids a user is known only by its position; row ``i`` of another
-    array (or of another graph without ``node_ids``) is another user and would
-    receive the same noise, so that one known value would reveal the other.
+    A GraphData's users are its population (shared by every view and derived
+    graph; ``GraphData(..., population=G)`` says that other data are the same
+    users). A plain array carries no user ids, so its row ``i`` is keyed by its
+    position and only the very array (same content) is the same users.
     """
     expected = getattr(estimator, "population_", None)
     got = population_of(X)
     if got == expected:
         return
     name = type(estimator).__name__
-    if isinstance(X, GraphData) or expected is None:
+    if isinstance(X, GraphData):
         raise ValueError(
-            f"{name} was fitted on other users: without node_ids a user is known only by "
-            "its position, and position i of different data is a different user who must "
-            "not receive the same noise. Build every GraphData with the users' node_ids "
-            "(GraphData(X, A, node_ids=ids)) or transform the data the mechanism was fitted "
-            "on.")
+            f"{name} was fitted on other users (another GraphData's population). Its "
+            "collection belongs to those users; to collect from these, fit it on them (a new "
+            "collection). If these are the same users with updated data, build the GraphData "
+            "with population=<the GraphData it was fitted on>: every user whose data changed "
+            "is then charged again.")
+    if str(expected).startswith("graph:"):
+        raise ValueError(
+            f"{name} was fitted on other users (a GraphData's population) and is given a "
+            "plain array, whose rows are no known users. Transform a view of the GraphData it "
+            "was fitted on.")
     raise ValueError(
         f"{name} was fitted on another array. Plain arrays carry no user ids, so row i is "
         "keyed by its position and row i of another array (another user) would receive the "
         "same noise. Transform the very array the mechanism was fitted on, or wrap the "
         "users' features in GraphData(X, node_ids=ids) and index it (G[rows]).")
+
+
+class PrivateStepMixin:
+    """The protocol of every private step (Design page, "One protocol for private steps").
+
+    A private step declares what it protects (``protects``) and its privacy
+    model (``"local"``: each user's report; ``"central"``: the released model).
+    When fitted it holds the public :class:`~skldp.population.CollectionSpec` of
+    the collection it makes (``collection_``), its cost (``epsilon_``,
+    ``delta_``), the :class:`~skldp.population.Ledger` its users' answers go to
+    (``ledger_``), and it can forget its secret (``_forget_secret``). The
+    accounting reads ledgers, never a step's class.
+    """
+
+    protects = ()
+    privacy_model = "local"
+
+    def _open_collection(self, population, *, epsilon, public_state=None, device_steps=(),
+                         delta=0.0):
+        """Fix this fit's collection: its public spec, its secret seed and its ledger.
+
+        The seed is a keyed hash of ``random_state`` and the spec's body
+        (:func:`skldp.utils.collection_seed`): two different requests never share
+        random numbers, the same request with the same integer ``random_state``
+        is the same collection (a device answers it once), and
+        ``random_state=None`` takes a new seed from the OS's entropy (a new
+        collection at every fit). The id is a one-way function of the seed.
+        """
+        spec = CollectionSpec(id="", kind=step_kind(self), protects=tuple(self.protects),
+                              epsilon=float(epsilon), delta=float(delta),
+                              model=self.privacy_model, params=public_params(self),
+                              public_state=public_value(public_state or {}),
+                              device_steps=tuple(device_steps))
+        seed = collection_seed(self.random_state, spec.body())
+        digest = hashlib.blake2b(int(seed).to_bytes(8, "little"), digest_size=8,
+                                 person=b"skldp-coll-id").hexdigest()
+        self.collection_ = dataclasses.replace(spec, id=digest)
+        self.seed_ = seed
+        self.epsilon_ = float(epsilon)
+        self.protects_ = tuple(self.protects)
+        self.ledger_ = None if population is None else population.ledger
+        return self.collection_
+
+    def _check_unchanged(self):
+        """Refuse parameters changed since fit: a step perturbs with what it fixed then."""
+        if public_params(self) != self.collection_.params:
+            changed = sorted(k for k, v in public_params(self).items()
+                             if self.collection_.params.get(k) != v)
+            raise ValueError(
+                f"{type(self).__name__}'s parameters {changed} changed since it was fitted; "
+                "its collection was made with the old values, and the new ones would not be "
+                "what epsilon_ and the ledger state. Fit it again (a new collection).")
+
+    def _check_device_steps(self, device_steps):
+        if tuple(device_steps) != tuple(self.collection_.device_steps):
+            raise ValueError(
+                f"The on-device steps before {type(self).__name__} changed since it was fitted "
+                f"(then: {[s['kind'] for s in self.collection_.device_steps]}, now: "
+                f"{[s['kind'] for s in device_steps]}, or their parameters): its collection "
+                "asked the devices for other inputs. Fit the pipeline again.")
 
 
 #: Active on-disk caches of whole-graph results (``skldp.experiments.GraphCache``); the last wins.
@@ -106,8 +206,10 @@ def fitted_token(estimator):
     """
     params = {k: v for k, v in estimator.get_params(deep=False).items()
               if k != "random_state" or not hasattr(estimator, "seed_")}
+    # The collection (collection_) and the data identify the output; which population
+    # object answered, and its ledger (which changes as users answer), do not.
     state = {k: v for k, v in vars(estimator).items()
-             if k.endswith("_") and not k.startswith("_")}
+             if k.endswith("_") and not k.startswith("_") and k not in ("ledger_", "population_")}
     return joblib_hash((type(estimator).__module__, type(estimator).__qualname__, params, state))
 
 
@@ -259,9 +361,40 @@ class GraphTransformerMixin(TransformerMixin, auto_wrap_output_keys=None):
             def compute():
                 return self._named_output(full, self._transform_graph(full))
 
-            # An active skldp.experiments.GraphCache shares the result between processes.
-            out = G.memo_set(key, _GRAPH_CACHES[-1].fetch(self, full, key[1], compute)
-                             if _GRAPH_CACHES else compute())
+            # An active skldp.experiments.GraphCache shares the result between processes;
+            # a private step's users still answer through their population first (the
+            # ledger records them; the cache only spares recomputing the same reports).
+            if _GRAPH_CACHES and isinstance(self, PrivateStepMixin):
+                self._answer(full)
+            out = self._mark_origin(full, _GRAPH_CACHES[-1].fetch(self, full, key[1], compute)
+                                    if _GRAPH_CACHES else compute())
+            out = G.memo_set(key, out)
+        return out
+
+    #: A public, stateless step that each device can run on its own data before a
+    #: mechanism (its output is still the users' data, after this step).
+    _device_side = False
+
+    def _mark_origin(self, G, out):
+        """Record where the parts of ``out`` this step replaced come from (see boundary_input)."""
+        src, st = G._store, out._store
+        if st is src:
+            return out
+        name = type(self).__name__
+        for part, origin in (("features", "feature_origin"), ("adjacency", "adjacency_origin")):
+            if getattr(st, part) is getattr(src, part):
+                continue
+            before = getattr(src, origin)
+            if part in getattr(self, "protects", ()):
+                after = ("derived", f"are the reports of {name}")
+            elif self._device_side and before[0] == "raw" and part == "features":
+                after = ("raw", before[1] + (device_step_spec(self),))
+            elif before[0] == "raw":
+                after = ("derived", f"were computed on the server by {name} from the users' "
+                                    "raw data")
+            else:
+                after = ("derived", f"were computed on the server by {name}")
+            setattr(st, origin, after)
         return out
 
     def _check_n_features(self, X):
@@ -281,71 +414,77 @@ class GraphTransformerMixin(TransformerMixin, auto_wrap_output_keys=None):
         return tags
 
 
-class LDPMechanism(GraphTransformerMixin, BaseEstimator):
+class LDPMechanism(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
     """Base class of local DP feature mechanisms.
 
-    A fitted mechanism holds the public bounds (``feature_min_``,
-    ``feature_max_``) and one ``seed_`` drawn from ``random_state``. Each
-    user's report is a pure function of ``(seed_, node key)`` (Design page, "Per-user determinism"):
-    the same at fit and predict time, for any subset or order of rows, and
-    after clone-free pickling. ``random_state=None`` draws a new seed at every
-    fit, i.e. a new collection (a new use of the budget) per fit and CV fold.
+    Fitting a mechanism fixes its *collection* (Design page, "Local DP is a
+    protocol"): the public spec (kind, parameters, bounds, the on-device steps
+    before it) and a secret seed. Transforming asks the users' devices, through
+    their :class:`~skldp.population.Population`, for their reports; the
+    population records each answer in its ledger. A user's report is a pure
+    function of the seed, the user and the input it answers about: the same at
+    fit and predict time, for any subset or order of rows, after pickling; a
+    changed input gets independent noise and is charged again.
 
-    On :class:`~skldp.GraphData` the key of a node is its ``node_id``. Plain
-    arrays are also accepted; then row *i* is keyed by its position *i*, and
-    only the array the mechanism was fitted on can be transformed (any other
-    array raises): row *i* of another array is another user, who must not
-    receive the same noise. The same holds for a GraphData built without
-    ``node_ids`` (see :attr:`skldp.GraphData.population`).
+    Only the users' own data may come in (see :func:`boundary_input`); a
+    parameter changed after fit is refused until the mechanism is fitted again.
+    On :class:`~skldp.GraphData` a user is its ``node_id``; on a plain array, its
+    row position in that very array (any other array raises).
 
-    The seed is that of the *collection* (``skldp.base.draw_collection_seed``): the
-    class, every parameter but ``random_state``, and the bounds, hashed
-    together with ``random_state``. Two mechanisms that differ in any of them
-    never share random numbers, while the same mechanism refitted with the same
-    integer ``random_state`` gives the same reports. ``random_state=None``
-    takes the seed from the operating system's entropy. Anyone who knows
-    ``seed_`` (or an integer ``random_state`` and the parameters) can invert
-    every report: a fixed ``random_state`` is for reproducible simulations;
-    see :func:`skldp.privacy.forget_secrets` to save a pipeline without it.
+    ``random_state=None`` takes the seed from the operating system's entropy (a
+    new collection at every fit and CV fold); an integer makes the same request
+    the same collection, for reproducible simulations. Anyone who knows
+    ``seed_`` (or an integer ``random_state``) can invert every report; see
+    :func:`skldp.privacy.forget_secrets` to save a pipeline without them.
 
     Subclasses set ``protects`` and implement ``_perturb(X, keys)`` where
-    ``X`` holds the clipped raw features of the given nodes (dense or CSR) and
-    ``keys`` their uint64 keys, and ``_epsilon_total()``.
+    ``X`` holds the clipped raw features of the given users (dense or CSR) and
+    ``keys`` the uint64 keys to draw their random numbers from, and
+    ``_epsilon_total()``.
 
     Attributes
     ----------
+    collection_ : CollectionSpec
+        The public spec of this fit's collection.
     seed_ : int
-        Seed of this collection.
+        Seed of this collection (secret).
     feature_min_, feature_max_ : ndarray of shape (n_features,)
         Bounds used to clip and scale the features.
     epsilon_ : float
         The per-user privacy budget spent by one report (``inf`` without privacy).
     protects_ : tuple of str
         What the guarantee covers (``("features",)`` for feature mechanisms).
+    ledger_ : Ledger
+        Where the users' answers are recorded.
     """
 
     protects = ("features",)
     _graph_requirements = {}
 
     def fit(self, X, y=None):
-        """Validate ``eps``, store the bounds and draw the collection's seed."""
+        """Validate ``eps``, store the bounds and fix the collection."""
         self._validate_params_common()
         Xf = self._all_features(X)
+        population, device_steps = boundary_input(self, X if isinstance(X, GraphData) else Xf)
         check_finite_features(Xf)
         self.feature_min_, self.feature_max_ = resolve_feature_range(
             self.feature_range, Xf, owner=type(self).__name__)
         self.n_features_in_ = Xf.shape[1]
         self._validate_params()
         self.population_ = population_of(X if isinstance(X, GraphData) else Xf)
-        self.seed_ = draw_collection_seed(self, self.n_features_in_, self.feature_min_,
-                                          self.feature_max_)
-        self.epsilon_ = float(self._epsilon_total())
-        self.protects_ = tuple(self.protects)
+        self._open_collection(population, epsilon=self._epsilon_total(),
+                              device_steps=device_steps, public_state=self._public_state())
         return self
 
+    def _public_state(self):
+        """Public values fixed at fit that the spec must state (bounds, dimensions)."""
+        return {"n_features": self.n_features_in_, "feature_min": self.feature_min_,
+                "feature_max": self.feature_max_}
+
     def transform(self, X):
-        """The users' reports: one perturbation per user, reused on every call."""
+        """The users' reports: one perturbation per user and input, reused on every call."""
         check_is_fitted(self, "epsilon_")
+        self._check_unchanged()
         if isinstance(X, GraphData):
             check_population(self, X)
             return super().transform(X)
@@ -353,36 +492,56 @@ class LDPMechanism(GraphTransformerMixin, BaseEstimator):
         self._check_n_features(X)
         check_finite_features(X)
         check_population(self, X)
-        return self._reports_for(X, np.arange(X.shape[0], dtype=np.uint64))
+        return self._reports_for(X, array_node_keys(self.population_, X.shape[0]),
+                                 array_population(self.population_), ())
 
     def _transform_graph(self, G):
-        Z = self._reports_for(G.features, G.node_keys)
+        population, device_steps = boundary_input(self, G, "features")
+        Z = self._reports_for(G.features, G.node_keys, population, device_steps)
         return G.with_features(Z, feature_names=G.feature_names)
 
-    def _reports_for(self, X, keys):
-        """Reports of the users ``keys``: drawn from ``seed_``, or the saved ones without it."""
+    def _reports_for(self, X, node_keys, population, device_steps):
+        """The users' answers, through their population; the saved ones without the secret."""
+        if not hasattr(self, "seed_"):
+            rows = saved_positions(self.saved_keys_, node_keys, type(self).__name__)
+            return self.saved_reports_[rows]
+        self._check_device_steps(device_steps)
+        Xd = self._device_input(X)
+        return population.collect(self.collection_, node_keys, feature_digests(Xd),
+                                  lambda keys: self._perturb(Xd, keys))
+
+    def _answer(self, G):
+        """Record that the users of ``G`` answer (when an on-disk cache holds the reports)."""
         if hasattr(self, "seed_"):
-            return self._report(X, keys)
-        rows = saved_positions(self.saved_keys_, keys, type(self).__name__)
-        return self.saved_reports_[rows]
+            population, device_steps = boundary_input(self, G, "features")
+            self._check_device_steps(device_steps)
+            Xd = self._device_input(G.features)
+            population.collect(self.collection_, G.node_keys, feature_digests(Xd),
+                               lambda keys: None)
 
     def _forget_secret(self, X):
         """Keep the reports of the users of ``X`` and delete ``seed_`` (see forget_secrets)."""
         if isinstance(X, GraphData):
             check_population(self, X)
-            keys, Z = X.node_keys, self._report(X.features, X.node_keys)
+            population, device_steps = boundary_input(self, X, "features")
+            keys = X.node_keys
+            Z = self._reports_for(X.features, keys, population, device_steps)
         else:
             X = check_array(X, accept_sparse="csr", dtype=np.float64, ensure_all_finite=False)
             check_population(self, X)
-            keys = np.arange(X.shape[0], dtype=np.uint64)
-            Z = self._report(X, keys)
+            keys = array_node_keys(self.population_, X.shape[0])
+            Z = self._reports_for(X, keys, array_population(self.population_), ())
         self.saved_keys_, self.saved_reports_ = keys.copy(), Z
         del self.seed_
 
-    def _report(self, X, keys):
+    def _device_input(self, X):
+        """What the device program perturbs: the users' rows clipped to the public bounds.
+
+        Two raw rows with the same device input get the same report (and cost
+        nothing more): the report is a function of this input only.
+        """
         check_finite_features(X)
-        Xc = clip_to_range(X, self.feature_min_, self.feature_max_, owner=type(self).__name__)
-        return self._perturb(Xc, keys)
+        return clip_to_range(X, self.feature_min_, self.feature_max_, owner=type(self).__name__)
 
     def _all_features(self, X):
         if isinstance(X, GraphData):

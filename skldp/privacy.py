@@ -1,13 +1,18 @@
 """Saving a fitted pipeline without the users' secrets.
 
 A fitted local DP mechanism holds ``seed_``, the secret of its simulated users'
-devices: anyone who has it can invert every report. :func:`forget_secrets`
-replaces each secret by the reports it produced for the users seen so far, so
-that the pipeline can be pickled and shared: it still predicts for those users,
-and refuses new users with a clear error (their reports would need the secret).
+devices: anyone who has it can invert every report. An integer, a
+``RandomState`` or a ``Generator`` given as ``random_state`` regenerates it.
+:func:`forget_secrets` replaces each secret by the reports it produced for the
+users seen so far and drops every private step's ``random_state``, so that the
+pipeline can be pickled and shared: it still predicts for those users, and
+refuses new users with a clear error (their reports would need the secret).
 """
 
+from sklearn.base import BaseEstimator
 from sklearn.pipeline import Pipeline
+
+from .base import PrivateStepMixin
 
 __all__ = ["forget_secrets"]
 
@@ -19,7 +24,10 @@ def forget_secrets(estimator, X):
     ``X`` through the steps: each feature or edge mechanism stores the reports of
     the users of the data it sees (``saved_keys_``, ``saved_reports_`` or
     ``saved_adjacency_``) and drops ``seed_``; label randomisers fitted inside
-    classifiers drop ``seed_`` (their reports were used in ``fit``). Afterwards
+    classifiers drop ``seed_`` (their reports were used in ``fit``). Then every
+    private step (local mechanisms, central trainers, classifiers that randomize
+    labels), fitted or not (a search's template too), gets ``random_state=None``:
+    an integer or a generator would give the seeds back. Afterwards
     ``transform`` / ``predict`` work for those users and raise a ``ValueError``
     for any other user.
 
@@ -48,7 +56,36 @@ def forget_secrets(estimator, X):
     >>> blob = pickle.dumps(pipe)                     # doctest: +SKIP
     """
     _forget_tree(getattr(estimator, "best_estimator_", estimator), X)
+    for est in _estimators(estimator):
+        if _makes_secrets(est) and "random_state" in vars(est):
+            est.random_state = None
     return estimator
+
+
+def _makes_secrets(est):
+    """Whether ``est``'s random_state seeds a collection or a private training."""
+    if isinstance(est, PrivateStepMixin):
+        return True
+    params = vars(est)
+    return params.get("label_mechanism") is not None or "eps_y" in params or any(
+        isinstance(v, PrivateStepMixin) for v in params.values())
+
+
+def _estimators(root):
+    """Every estimator reachable from ``root``: its parameters and its fitted attributes."""
+    seen, todo = set(), [root]
+    while todo:
+        obj = todo.pop()
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        if isinstance(obj, BaseEstimator):
+            yield obj
+            todo.extend(vars(obj).values())
+        elif isinstance(obj, dict):
+            todo.extend(obj.values())
+        elif isinstance(obj, (list, tuple)):
+            todo.extend(obj)
 
 
 def _forget_tree(est, X):

@@ -24,7 +24,7 @@ def _check_output(out, dataset, header, eps):
         assert float(m.group(2)) == 0.0  # one seed: std 0
     assert "test accuracy, mean ± std over 1 seed(s):" in out
     assert f"epsilon spent per user: {eps} (protects features" in out
-    assert f"hds: epsilon={eps} (local DP; protects features)" in out
+    assert f"hds: HDSMechanism epsilon={eps} (local DP; protects features" in out
 
 
 def test_main_tiny_setting(capsys):

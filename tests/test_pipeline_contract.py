@@ -84,8 +84,10 @@ def test_grid_search_refit_parallel(graph):
     assert best.named_steps["hds"].eps == search.best_params_["hds__eps"]
     assert 0 <= search.score(G[test], y[test]) <= 1
     assert search.predict(G[test]).shape == (int(test.sum()),)
+    # the ledger in this process knows what the workers collected: eps 0.5 and 4
     rep = privacy_report(search)
-    assert rep.local_epsilon == search.best_params_["hds__eps"]
+    assert rep.local_epsilon == pytest.approx(4.5)
+    assert [s.epsilon for s in rep.spends if s.step] == [search.best_params_["hds__eps"]]
 
 
 def test_grid_search_sequential_matches_manual_refit(graph):
@@ -138,7 +140,7 @@ def test_report_identical_at_fit_and_predict_time(graph):
     # a new GraphData holding the same users in another order: same reports by id
     perm = np.random.default_rng(1).permutation(G.n_nodes)
     A = G.adjacency[perm][:, perm]
-    G2 = GraphData(G.features[perm], A, node_ids=G.all_node_ids[perm])
+    G2 = GraphData(G.features[perm], A, node_ids=G.all_node_ids[perm], population=G)
     np.testing.assert_array_equal(np.asarray(hds.transform(G2)), full[perm])
 
 
@@ -250,7 +252,7 @@ def test_privacy_report_states_epsilon_per_user(graph):
     assert rep.epsilon_for("labels") == 0.0
     assert [s.step for s in rep.spends] == ["hds"]
     text = str(rep)
-    assert "hds: epsilon=1.5 (local DP; protects features)" in text
+    assert "hds: HDSMechanism epsilon=1.5 (local DP; protects features" in text
     assert "total local epsilon per user: 1.5" in text
     # a non-private pipeline says so
     plain = Pipeline([("ppr", PPRPropagation()), ("clf", SpyClassifier())]).fit(G[fit], y[fit])

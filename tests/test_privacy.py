@@ -48,7 +48,7 @@ def test_pipeline_without_secrets_predicts_for_seen_users_only(small_graph):
     np.testing.assert_array_equal(restored.predict(G[40:]), before)
     np.testing.assert_array_equal(np.asarray(restored[0].transform(G)), reports)
     # a new user has no report: the secret would be needed
-    G_new = GraphData(np.vstack([X, X[:1]]), node_ids=np.arange(100, 161))
+    G_new = GraphData(np.vstack([X, X[:1]]), node_ids=np.arange(100, 161), population=G)
     with pytest.raises(ValueError, match="without its secret"):
         restored[0].transform(G_new)
 

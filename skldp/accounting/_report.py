@@ -1,95 +1,97 @@
-"""What a fitted estimator or pipeline spent: a per-user privacy report."""
+"""What the users of a fitted estimator sent: a per-user privacy report read from the ledger."""
 
 from dataclasses import dataclass, field
 
 import numpy as np
-from joblib import hash as joblib_hash
-from sklearn.base import BaseEstimator, clone
+from sklearn.base import BaseEstimator
+
+from .._graph_data import GraphData
 
 __all__ = ["PrivacySpend", "PrivacyReport", "privacy_report"]
 
 
 @dataclass(frozen=True)
 class PrivacySpend:
-    """One guarantee given by one fitted step.
+    """One collection (or central training) in the ledger.
 
     Attributes
     ----------
     step : str
-        Name of the step (its path in the pipeline).
+        Path of the step of the estimator that made it, or ``""`` when no step
+        of the estimator holds it (another fit on the same users, e.g. a
+        search's folds or another candidate).
     epsilon : float
-        The step's ``epsilon_`` (per user for local DP, per node for central DP).
+        What the user who answered most often spent on it (its budget times
+        that user's number of answers).
     delta : float
-        The step's ``delta_`` (0 for pure local DP).
+        0 for local DP.
     protects : tuple of str
-        What the guarantee covers: ``"features"``, ``"labels"``, ``"edges"``.
+        ``"features"``, ``"labels"``, ``"edges"``.
     model : {"local", "central"}
-        ``"local"``: each user's report; ``"central"``: the released model.
+        ``"local"``: each user's reports; ``"central"``: a released model.
+    collection : str
+        The collection's id (its public spec is in the ledger).
+    n_users : int
+        Users who answered it.
+    kind : str
+        The mechanism or trainer, e.g. ``"HDSMechanism"``.
     """
 
     step: str
     epsilon: float
     delta: float
     protects: tuple
-    model: str  # "local" (each user's report) or "central" (the released model)
+    model: str
+    collection: str = ""
+    n_users: int = 0
+    kind: str = ""
 
 
 @dataclass
 class PrivacyReport:
-    """Privacy spent per user by a fitted pipeline.
+    """Privacy spent per user, read from the ledger of the users' population.
 
-    Local guarantees compose sequentially (Dwork & Roth 2014, Thm. 3.16): a
-    user who sends several reports (features, labels, edges) spends the sum of
-    their epsilons. Central guarantees (DP-SGD training) are node-level
-    (epsilon, delta) guarantees of the released model and are reported apart.
+    Local guarantees compose sequentially per user (Dwork & Roth 2014, Thm.
+    3.16): a user's epsilon is the sum over every report it sent (features,
+    labels, edges; several collections, or one collection answered about
+    changed data). Central guarantees (DP-SGD trainings) are node-level and
+    compose by basic composition; they add to every user's total.
 
     Attributes
     ----------
     spends : list of PrivacySpend
-        One entry per fitted private step.
-    search_epsilon : float or None
-        For a fitted hyperparameter search: per-user epsilon summed over every
-        distinct setting of the private steps that the search collected
-        (``None`` if not a search, nan if some setting's epsilon cannot be
-        read from its parameters).
-    search_collections : int
-        Number of those distinct collections.
-    search_central_epsilon : float or None
-        For a fitted search with central DP steps: the epsilons of every model
-        trained in the search (each candidate in each fold, and the refit),
-        composed by basic composition (sum); nan if unknown.
-    search_central_delta : float or None
-        Their deltas, summed likewise.
-    search_trainings : int
-        Number of those trainings.
+        Every collection and training the users answered, in order.
+    local_epsilon : float
+        The largest local epsilon of one user (0 if nothing was sent).
+    central_epsilon, central_delta : float
+        The central trainings composed (sums).
+    budget : float or None
+        The population's per-user cap.
+    by_what : dict
+        The largest local epsilon of one user on reports that protect
+        ``"features"``, ``"labels"``, ``"edges"``.
     """
 
     spends: list = field(default_factory=list)
-    #: For a fitted hyperparameter search: per-user epsilon summed over every distinct
-    #: setting of the private steps that the search collected (None if not a search,
-    #: nan if some setting's epsilon cannot be read from its parameters).
-    search_epsilon: float = None
-    search_collections: int = 0
-    #: For a fitted search with central DP steps: every model trained in the search
-    #: (each candidate in each fold, and the refit) used the private data. Their
-    #: (epsilon, delta) compose (basic composition: sums); nan if unknown.
-    search_central_epsilon: float = None
-    search_central_delta: float = None
-    search_trainings: int = 0
-
-    @property
-    def local_epsilon(self):
-        """Total local epsilon per user (sum over the user's reports)."""
-        return float(sum(s.epsilon for s in self.spends if s.model == "local"))
+    local_epsilon: float = 0.0
+    central_epsilon: float = 0.0
+    central_delta: float = 0.0
+    budget: float = None
+    by_what: dict = field(default_factory=dict)
 
     @property
     def central(self):
+        """The central trainings."""
         return [s for s in self.spends if s.model == "central"]
 
+    @property
+    def total_epsilon(self):
+        """The largest epsilon of one user over everything (local plus central)."""
+        return self.local_epsilon + self.central_epsilon
+
     def epsilon_for(self, what):
-        """Total local epsilon of the reports that protect ``what`` (features, labels, edges)."""
-        return float(sum(s.epsilon for s in self.spends
-                         if s.model == "local" and what in s.protects))
+        """The largest local epsilon one user spent on reports that protect ``what``."""
+        return float(self.by_what.get(what, 0.0))
 
     def __str__(self):
         if not self.spends:
@@ -97,30 +99,21 @@ class PrivacyReport:
         lines = []
         for s in self.spends:
             d = f", delta={s.delta:.3g}" if s.delta else ""
-            lines.append(f"  {s.step}: epsilon={s.epsilon:.4g}{d} ({s.model} DP; protects "
-                         f"{', '.join(s.protects)})")
-        local = [s for s in self.spends if s.model == "local"]
-        if local:
-            lines.append(f"  total local epsilon per user: {self.local_epsilon:.4g}")
-        if self.search_collections > 1:
-            total = ("unknown (a setting's epsilon is not its eps parameter)"
-                     if np.isnan(self.search_epsilon) else f"{self.search_epsilon:.4g}")
-            lines.append(
-                f"  WARNING: the hyperparameter search collected {self.search_collections} "
-                "distinct settings of the private steps, each a separate collection from the "
-                f"users; over the whole search each user spent {total}, not the value above. "
-                "Fix the mechanisms' parameters (and an integer random_state) before searching "
-                "to spend only one budget.")
-        if self.search_trainings > 1:
-            eps = ("unknown" if np.isnan(self.search_central_epsilon)
-                   else f"{self.search_central_epsilon:.4g}")
-            lines.append(
-                f"  WARNING: the search trained {self.search_trainings} central-DP models on the "
-                f"private data; together they spent epsilon={eps}, "
-                f"delta={self.search_central_delta:.3g} (basic composition), not the value above. "
-                "The choice among them used non-private validation scores, which no DP "
-                "guarantee covers (tune on public data or with a private selection).")
-        return "Privacy spent per user:\n" + "\n".join(lines)
+            where = s.step or "not kept by this estimator (another fit on these users)"
+            lines.append(f"  {where}: {s.kind} epsilon={s.epsilon:.4g}{d} ({s.model} DP; protects "
+                         f"{', '.join(s.protects)}; {s.n_users} users)")
+        if any(s.model == "local" for s in self.spends):
+            parts = ", ".join(f"{w} {e:.4g}" for w, e in self.by_what.items() if e)
+            lines.append(f"  total local epsilon per user: {self.local_epsilon:.4g} (the most "
+                         f"any user spent; {parts})")
+        if self.central:
+            lines.append(f"  central trainings: epsilon={self.central_epsilon:.4g}, "
+                         f"delta={self.central_delta:.3g} (basic composition)")
+        if self.budget is not None:
+            lines.append(f"  budget: {self.budget:.4g} per user; "
+                         f"{self.budget - self.total_epsilon:.4g} left to the user who spent most")
+        return ("Privacy spent per user (the ledger: what each user sent):\n"
+                + "\n".join(lines))
 
 
 def _estimators_in(value, name):
@@ -150,154 +143,78 @@ def _children(est):
             yield from _estimators_in(value, key.rstrip("_") if key.endswith("_") else "")
 
 
-def privacy_report(estimator):
-    """Collect the guarantees of every fitted private step in ``estimator``.
+def _private_steps(estimator):
+    """``{collection id: path}`` of the fitted private steps held in ``estimator``, and the
+    ledgers they write to."""
+    held, ledgers, seen = {}, [], set()
 
-    Walks pipelines, meta-estimators (``best_estimator_``) and fitted
-    sub-estimators (e.g. a classifier's ``label_mechanism_``); each fitted step
-    with ``epsilon_`` contributes one entry.
+    def walk(est, path):
+        if id(est) in seen:
+            return
+        seen.add(id(est))
+        spec, ledger = getattr(est, "collection_", None), getattr(est, "ledger_", None)
+        if spec is not None and ledger is not None:
+            held.setdefault(spec.id, path or type(est).__name__)
+            if all(ledger is not other for other in ledgers):
+                ledgers.append(ledger)
+        for name, child in _children(est):
+            walk(child, f"{path}.{name}" if path else name)
+
+    walk(estimator, "")
+    return held, ledgers
+
+
+def privacy_report(estimator):
+    """What every user spent, read from the ledger of the users the estimator was fitted on.
+
+    The ledger records every report the users sent (Design page, "Local DP is a
+    protocol"): those of the estimator's own steps, and those of every other fit
+    on the same users (each candidate and fold of a search, nested searches,
+    searches run in worker processes). A user who answered two collections, or
+    one collection about changed data, is charged for each. Nothing is replayed
+    from parameters.
 
     Parameters
     ----------
-    estimator : estimator
-        A fitted estimator, pipeline or search.
+    estimator : estimator or GraphData
+        A fitted estimator, pipeline or search (its private steps lead to their
+        users' ledger), or the GraphData whose users' ledger to read.
 
     Returns
     -------
     report : PrivacyReport
-        The guarantees found, with their totals.
 
     Examples
     --------
     >>> from skldp.accounting import privacy_report
     >>> print(privacy_report(pipe))  # doctest: +SKIP
     """
+    if isinstance(estimator, GraphData):
+        held, ledgers = {}, [estimator.ledger]
+    else:
+        held, ledgers = _private_steps(estimator)
+        if not ledgers and hasattr(estimator, "cv_results_") and \
+                not hasattr(estimator, "best_estimator_"):
+            raise ValueError(
+                "This search kept no fitted estimator (refit=False), so nothing in it leads to "
+                "the users' ledger; what its fits collected was still spent. Pass the data it "
+                "was fitted on instead: privacy_report(G).")
     report = PrivacyReport()
-    seen = set()
-
-    def walk(est, path):
-        if id(est) in seen:
-            return
-        seen.add(id(est))
-        eps = getattr(est, "epsilon_", None)
-        if eps is not None:
+    for ledger in ledgers:
+        for entry in ledger.entries():
+            spec = entry.spec
             report.spends.append(PrivacySpend(
-                step=path or type(est).__name__, epsilon=float(eps),
-                delta=float(getattr(est, "delta_", 0.0) or 0.0),
-                protects=tuple(getattr(est, "protects_", ())),
-                model=getattr(est, "privacy_model", "local")))
-        for name, child in _children(est):
-            walk(child, f"{path}.{name}" if path else name)
-
-    walk(estimator, "")
-    if hasattr(estimator, "cv_results_") and hasattr(estimator, "best_estimator_"):
-        _account_search(estimator, report)
+                step=held.get(spec.id, ""), epsilon=float(entry.epsilon),
+                delta=float(spec.delta), protects=tuple(spec.protects), model=spec.model,
+                collection=spec.id, n_users=entry.n_users, kind=spec.kind.rsplit(".", 1)[-1]))
+        report.local_epsilon = max(report.local_epsilon, ledger.local_epsilon)
+        report.central_epsilon += ledger.central_epsilon
+        report.central_delta += ledger.central_delta
+        for what in ("features", "labels", "edges"):
+            report.by_what[what] = max(report.by_what.get(what, 0.0), ledger.epsilon_for(what))
+        population = ledger._device_side() if ledger._device_side is not None else None
+        if population is not None and population.budget is not None:
+            report.budget = population.budget
+    if np.isinf(report.local_epsilon):
+        report.local_epsilon = float("inf")
     return report
-
-
-def _account_search(search, report):
-    """Count every collection and every central-DP training a fitted search made.
-
-    The search fitted a clone of ``search.estimator`` with each candidate's
-    parameters in each fold, and once more with the best parameters (the refit).
-    A local private step makes one collection per distinct identity (its class,
-    its parameters other than ``random_state``, and an integer ``random_state``):
-    folds and the refit of one setting reuse it. It makes a *new* collection at
-    every fit when ``random_state`` is ``None`` (or a RandomState) or when a
-    public value is read from the data (``feature_range``, ``classes``,
-    ``domain_sizes`` left to ``None``): each fold then sees other bounds.
-    Central-DP steps train one model per fit; they all compose.
-    """
-    candidates = list(search.cv_results_["params"])
-    fits = [c for c in candidates for _ in range(search.n_splits_)]
-    if hasattr(search, "best_estimator_"):
-        fits.append(search.best_params_)
-    best = search.best_estimator_
-    collections = {}                     # identity -> epsilon of one local collection
-    central_eps, central_delta, trainings = 0.0, 0.0, 0
-    for n_fit, params in enumerate(fits):
-        est = clone(search.estimator).set_params(**params)
-        for path, eps, model, identity, delta in _planned_spends(est, best):
-            if model == "central":
-                trainings += 1
-                central_eps += eps
-                central_delta += delta
-            else:
-                key = identity if identity is not None else ("fit", n_fit, path)
-                collections[key] = eps
-    n_local = len([s for s in report.spends if s.model == "local"])
-    if len(collections) > n_local:
-        report.search_epsilon = float(sum(collections.values()))
-        report.search_collections = len(collections)
-    if trainings > 1:
-        report.search_central_epsilon = float(central_eps)
-        report.search_central_delta = float(central_delta)
-        report.search_trainings = trainings
-
-
-def _fixed_seed(random_state):
-    return isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool)
-
-
-def _identity(step, random_state, public_from_data):
-    """Identity of the collection a fit of ``step`` makes, or None if every fit is new."""
-    if not _fixed_seed(random_state) or public_from_data:
-        return None
-    params = {k: v for k, v in step.get_params(deep=False).items() if k != "random_state"}
-    return (type(step).__qualname__, joblib_hash(params), int(random_state))
-
-
-def _accounting_params(step):
-    free = getattr(type(step), "_not_accounted", frozenset())
-    return joblib_hash({k: v for k, v in step.get_params(deep=False).items() if k not in free})
-
-
-def _planned_spends(est, best):
-    """``(path, epsilon, model, identity, delta)`` of each private step of an unfitted ``est``.
-
-    ``best`` (the search's fitted best estimator, same structure) gives what the parameters
-    alone do not: the number of features a feature mechanism saw, and the
-    epsilon of a central-DP step (used when the candidate's step has the same
-    parameters; nan otherwise).
-    """
-    from ..base import LDPMechanism
-    from ..mechanisms import EdgeRR, GRRFSMechanism, LabelRandomizedResponse, OneBitMechanism
-    from ..mechanisms._grr import grrfs_epsilon
-
-    fitted = best.get_params(deep=True)
-    items = [("", est)] + list(est.get_params(deep=True).items())
-    for path, step in items:
-        if not isinstance(step, BaseEstimator):
-            continue
-        twin = fitted.get(path) if path else best
-        if getattr(step, "privacy_model", "local") == "central":
-            same = twin is not None and type(twin) is type(step) and \
-                _accounting_params(twin) == _accounting_params(step)
-            eps = float(getattr(twin, "epsilon_", np.nan)) if same else np.nan
-            delta = float(getattr(twin, "delta_", 0.0) or 0.0) if same else \
-                float(getattr(step, "delta", 0.0) or 0.0)
-            yield path, eps, "central", None, delta
-        elif isinstance(step, (LDPMechanism, EdgeRR)):
-            d = getattr(twin, "n_features_in_", np.nan)
-            eps = float(step.eps)
-            from_data = False                   # EdgeRR fixes no public value from the data
-            if isinstance(step, GRRFSMechanism):
-                eps = grrfs_epsilon(eps, step.m, d)
-                from_data = step.domain_sizes is None and step.categories is None
-            elif isinstance(step, LDPMechanism):
-                from_data = step.feature_range is None
-                if isinstance(step, OneBitMechanism) and not step.split_eps:
-                    eps *= d
-            if not np.isinf(eps):
-                yield path, eps, "local", _identity(step, step.random_state, from_data), 0.0
-        elif isinstance(step, LabelRandomizedResponse):
-            if np.isfinite(float(step.eps)):
-                yield (path, float(step.eps), "local",
-                       _identity(step, step.random_state, step.classes is None), 0.0)
-        elif "eps_y" in step.get_params(deep=False):
-            # Classifiers that build their own label randomiser (LPGNN, RGNN).
-            eps_y = float(step.eps_y)
-            if np.isfinite(eps_y):
-                rr = LabelRandomizedResponse(eps_y, classes=step.classes)
-                yield (f"{path}.labels", eps_y, "local",
-                       _identity(rr, step.random_state, step.classes is None), 0.0)

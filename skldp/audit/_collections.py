@@ -9,6 +9,7 @@ from sklearn.base import clone
 
 from .._graph_data import GraphData
 from ..exceptions import PrivacyLeakWarning
+from ..population import Population
 from ._stats import AuditResult, _check_confidence, audit_pair
 
 __all__ = ["audit_mechanism", "audit_collections"]
@@ -99,11 +100,15 @@ class _Collection:
             self.fitted, self.epsilon = est, (None if eps is None else float(eps))
         return est
 
-    def reports(self, X, ids, keys):
-        """Reports of the users of one batch (rows of ``X``) as a float (n, k) array."""
+    def reports(self, X, ids, keys, population):
+        """Reports of the users of one batch (rows of ``X``) as a float (n, k) array.
+
+        Every batch and every collection asks the same ``population`` (the
+        audit's users), as one deployment would.
+        """
         Xc = X[:, self.columns]
         if self.kind == "features":
-            G = GraphData(Xc, node_ids=ids)
+            G = GraphData(Xc, node_ids=ids, population=population)
             est = self._fit(clone(self.mech), G)
             Z = est.transform(G)
             if isinstance(Z, GraphData):
@@ -114,11 +119,11 @@ class _Collection:
             classes = getattr(est, "classes_", None)
             if classes is not None and np.issubdtype(np.asarray(classes).dtype, np.number):
                 y = y.astype(np.asarray(classes).dtype)
-            Z = est.randomize(y, keys)
+            Z = est.randomize(y, GraphData(Xc, node_ids=ids, population=population))
             if classes is not None:
                 Z = np.searchsorted(np.asarray(classes), Z)
         elif self.kind == "edges":
-            Z = self._edge_reports(Xc[:, 0], X, ids)
+            Z = self._edge_reports(Xc[:, 0], X, ids, population)
         else:
             Z = self.mech(Xc, keys)
             self.fitted = self.mech
@@ -135,7 +140,7 @@ class _Collection:
                              f"{len(X)} users; expected one row per user.")
         return Z
 
-    def _edge_reports(self, bit, X, ids):
+    def _edge_reports(self, bit, X, ids, population):
         if not np.all((bit == 0) | (bit == 1)):
             raise ValueError(f"the edge column of mechanism {self.name} must be 0 or 1 (does "
                              "the user have an edge to its audit partner).")
@@ -143,7 +148,7 @@ class _Collection:
         partner = np.arange(n) ^ 1  # blocks of users with the same input have even sizes
         on = np.flatnonzero(bit == 1)
         A = sp.csr_matrix((np.ones(len(on)), (on, partner[on])), shape=(n, n))
-        G = GraphData(X, A, node_ids=ids)
+        G = GraphData(X, A, node_ids=ids, population=population)
         est = self._edge_fitted.get(n)
         if est is None:  # the seed depends on the graph size: one fit per size
             est = clone(self.mech)
@@ -203,7 +208,8 @@ def _draw_reports(items, xs, n_per_input, rng, batch_size=None):
     X = np.repeat(np.stack(xs), n_per_input, axis=0)
     base = int(rng.integers(0, 2**40)) << 20
     ids = base + np.arange(len(X), dtype=np.int64)
-    keys = GraphData(X, node_ids=ids).node_keys
+    population = Population()          # the audit's users, asked by every collection
+    keys = GraphData(X, node_ids=ids, population=population).node_keys
     per = None
     if has_edges:
         batch_size = _EDGE_BATCH if batch_size is None else batch_size
@@ -212,14 +218,14 @@ def _draw_reports(items, xs, n_per_input, rng, batch_size=None):
     reports = []
     for c in colls:
         if c.kind != "edges":
-            Z = c.reports(X, ids, keys)
+            Z = c.reports(X, ids, keys, population)
         else:
             parts = []
             for start in range(0, n_per_input, per):
                 stop = min(n_per_input, start + per)
                 rows = (np.arange(L)[:, None] * n_per_input
                         + np.arange(start, stop)[None, :]).ravel()
-                parts.append((rows, c.reports(X[rows], ids[rows], keys[rows])))
+                parts.append((rows, c.reports(X[rows], ids[rows], keys[rows], population)))
             Z = np.empty((len(X), parts[0][1].shape[1]))
             for rows, Zp in parts:
                 Z[rows] = Zp

@@ -13,7 +13,6 @@ from ._graph_ops import (
     check_real,
     check_view,
     fit_label_mechanism,
-    fitted_label_mechanism,
     node_positions,
     sym_normalized_adjacency,
 )
@@ -22,14 +21,28 @@ from ._label_propagation import label_matrix, normalize_rows
 __all__ = ["CorrectAndSmooth"]
 
 
-def _has_label_mechanism(estimator):
-    """Whether ``estimator`` (or a nested estimator) is given a label mechanism."""
-    try:
-        params = estimator.get_params(deep=True)
-    except (AttributeError, TypeError):
-        return False
-    return any(k.split("__")[-1] == "label_mechanism" and v is not None
-               for k, v in params.items())
+def _labels_sent(G, since):
+    """The labels the users of ``G`` sent in the label collections made after ``since``.
+
+    Read from the population (the reports the server received), whatever
+    estimator made the collection, however deeply nested: the latest collection
+    that every user of ``G`` answered. ``None`` if none was made.
+    """
+    population = G.population
+    entries = [e for e in population.ledger.entries(since=since)
+               if "labels" in e.spec.protects and e.spec.model == "local"]
+    if not entries:
+        return None, []
+    keys = G.node_keys[G.rows]
+    for entry in sorted(entries, key=lambda e: e.last, reverse=True):
+        sent = population.received(entry.spec.id, keys)
+        if all(r is not None for r in sent):
+            classes = np.asarray(entry.spec.public_state["classes"])
+            return classes[np.asarray(sent, dtype=np.int64)], entries
+    raise ValueError(
+        "The base model randomized labels, but no label collection covers every training "
+        "user of CorrectAndSmooth: it cannot tell which labels these users sent. Fit "
+        "CorrectAndSmooth on the rows its base model was fitted on.")
 
 
 class CorrectAndSmooth(MetaEstimatorMixin, GraphClassifierMixin, BaseEstimator):
@@ -59,12 +72,10 @@ class CorrectAndSmooth(MetaEstimatorMixin, GraphClassifierMixin, BaseEstimator):
     model's. **Private labels**: with ``label_mechanism`` the training labels
     are randomized once (keyed by node id) before the base model or the
     propagation sees them (``label_mechanism_``). If instead the base model
-    randomizes its own labels (e.g. ``GCNClassifier(label_mechanism=...)``,
-    found as ``label_mechanism_`` on it or on a pipeline's last step), the
-    correction and smoothing use the same noisy reports (re-derived from the
-    fitted mechanism, which gives each user the same report again), never
-    the clean labels. Setting a mechanism on both is an error (two
-    collections).
+    randomizes labels (at any depth: ``GCNClassifier(label_mechanism=...)``,
+    a pipeline, a search), the correction and smoothing use the reports the
+    users sent, read from their population's ledger, never the clean
+    labels. Setting a mechanism on both is an error (two collections).
 
     Parameters
     ----------
@@ -159,16 +170,18 @@ class CorrectAndSmooth(MetaEstimatorMixin, GraphClassifierMixin, BaseEstimator):
         y = column_or_1d(np.asarray(y), warn=True)
         if len(y) != len(G):
             raise ValueError(f"X has {len(G)} rows but y has {len(y)} labels.")
-        if self.label_mechanism is not None and _has_label_mechanism(self.estimator):
+        y_used, own = fit_label_mechanism(self, G, y)
+        since = G.ledger.mark()
+        self.estimator_ = clone(self.estimator).fit(G, y_used)
+        # Labels the base model's fit randomized (at any depth: a pipeline, a search):
+        # propagate the reports the users sent, never their clean labels.
+        sent, made = _labels_sent(G, since)
+        if own is not None and made:
             raise ValueError("Both CorrectAndSmooth and its estimator randomize the labels: "
                              "two collections of each user's label. Set label_mechanism on "
                              "one of them.")
-        y_used, _ = fit_label_mechanism(self, G, y)
-        self.estimator_ = clone(self.estimator).fit(G, y_used)
-        inner = fitted_label_mechanism(self.estimator_)
-        if self.label_mechanism is None and inner is not None:
-            # The same reports the base model trained on: a user answers once.
-            y_used = inner.randomize(y, G.node_keys[G.rows])
+        if sent is not None:
+            y_used = sent
         self.classes_ = np.asarray(self.estimator_.classes_)
         pos = np.searchsorted(self.classes_, y_used)
         pos = np.clip(pos, 0, len(self.classes_) - 1)

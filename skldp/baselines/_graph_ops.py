@@ -128,7 +128,7 @@ def fit_label_mechanism(owner, G, y):
         raise TypeError("label_mechanism must be a label mechanism with fit and randomize "
                         f"(e.g. LabelRandomizedResponse), got {type(lm).__name__}.")
     mech = clone(lm).fit(y=y)
-    y_noisy = mech.randomize(y, G.node_keys[G.rows])
+    y_noisy = mech.randomize(y, G)   # the users answer through their population
     owner.label_mechanism_ = mech
     return y_noisy, mech
 

@@ -22,6 +22,7 @@ import copy
 import math
 import numbers
 import time
+import uuid
 import warnings
 
 import numpy as np
@@ -42,13 +43,15 @@ from ..accounting._rdp import (
     check_max_degree,
     compute_epsilon,
 )
-from ..base import GraphClassifierMixin
+from ..base import GraphClassifierMixin, PrivateStepMixin
 from ..exceptions import PrivacyLeakWarning
+from ..population import CollectionSpec, array_population
+from ..population._spec import public_params, step_kind
 from ..models._optim import SGD, Adam
 from ..models._torch_utils import resolve_device
 from ..utils._adjacency import normalized_adjacency
 from ..utils._logging import verbose_logger
-from ..utils._random import collection_seed
+from ..utils._random import array_fingerprint, collection_seed
 from ..utils.validation import check_finite_features, check_graph_data, check_int
 from ._sampling import degree_bounded_sample
 
@@ -324,7 +327,7 @@ def _grid_gaussian(s, sigma, step, generator):
 
 
 # ------------------------------------------------------------------ the base
-class _DPTrainerBase(GraphClassifierMixin, BaseEstimator):
+class _DPTrainerBase(PrivateStepMixin, GraphClassifierMixin, BaseEstimator):
     """DP-SGD / DP-Adam on per-node gradients of ``_OneLayerGNN`` (shared code)."""
 
     privacy_model = "central"
@@ -335,6 +338,20 @@ class _DPTrainerBase(GraphClassifierMixin, BaseEstimator):
     _not_accounted = frozenset({"lr", "optimizer", "hidden_size", "encoder_layers",
                                 "decoder_layers", "activation", "device", "verbose",
                                 "random_state", "max_grad_norm", "clip_percentile", "classes"})
+
+    # ------------------------------------------------------------ accounting
+    def _record_training(self, population, eps, delta, n_train):
+        """Charge the users for this training (before it runs: a capped budget refuses it).
+
+        Each training is a new event: two trainings on different data release two
+        models, even with the same seed.
+        """
+        spec = CollectionSpec(id=uuid.uuid4().hex[:16], kind=step_kind(self),
+                              protects=tuple(self.protects), epsilon=float(eps),
+                              delta=float(delta), model="central", params=public_params(self),
+                              public_state={"n_train": int(n_train)})
+        population.record_training(spec, n_train)
+        self.collection_, self.ledger_ = spec, population.ledger
 
     # ------------------------------------------------------------ randomness
     def _stream_seed(self, stream):
@@ -448,7 +465,7 @@ class _DPTrainerBase(GraphClassifierMixin, BaseEstimator):
         return C
 
     # ------------------------------------------------------------- training
-    def _dp_fit(self, feats, nb, w, y_enc, n_features, account_K):
+    def _dp_fit(self, feats, nb, w, y_enc, n_features, account_K, population):
         """Train on neighbourhoods ``nb``/``w`` (one row per training node)."""
         N = len(nb)
         m = int(self.batch_size)
@@ -480,6 +497,7 @@ class _DPTrainerBase(GraphClassifierMixin, BaseEstimator):
         else:
             z = float(self.noise_multiplier)
         eps = eps_of(z) if private and z > 0 else math.inf
+        self._record_training(population, eps, delta, N)
 
         y_t = torch.as_tensor(y_enc, dtype=torch.long, device=device)
         w_t = torch.as_tensor(w, device=device)
@@ -813,6 +831,8 @@ class DPGNNClassifier(_DPTrainerBase):
 
     _graph = True
 
+    protects = ("features", "labels", "edges")
+
     def __init__(self, max_degree=10, *, classes=None, batch_size=1000, n_steps=200,
                  epochs=None, lr=0.01, optimizer="adam", noise_multiplier=1.0,
                  target_epsilon=None, delta=None, max_grad_norm=1.0, clip_percentile=None,
@@ -870,8 +890,8 @@ class DPGNNClassifier(_DPTrainerBase):
             random_state=np.random.default_rng(self._stream_seed("DPGNN-degree-sample")))
         nb, w = _padded_neighbourhoods(S, G.rows, K)
         feats = _Features(G.features, resolve_device(self.device))
-        self._dp_fit(feats, nb, w, y_enc, G.shape[1], K)
-        self.protects_ = ("features", "labels", "edges")
+        self._dp_fit(feats, nb, w, y_enc, G.shape[1], K, G.population)
+        self.protects_ = tuple(self.protects)
         return self
 
     def _raw_logits(self, X):
@@ -962,6 +982,8 @@ class DPMLPClassifier(_DPTrainerBase):
 
     _graph = False
 
+    protects = ("features", "labels")
+
     def __init__(self, *, classes=None, accountant="combined", batch_size=1000,
                  n_steps=200, epochs=None, lr=0.01, optimizer="adam", noise_multiplier=1.0,
                  target_epsilon=None, delta=None, max_grad_norm=1.0, clip_percentile=None,
@@ -1041,8 +1063,10 @@ class DPMLPClassifier(_DPTrainerBase):
         feats = _Features(Xf, resolve_device(self.device))
         nb = np.arange(N)[:, None]
         w = np.ones((N, 1), dtype=np.float32)
-        self._dp_fit(feats, nb, w, y_enc, Xf.shape[1], 0)
-        self.protects_ = ("features", "labels")
+        self._dp_fit(feats, nb, w, y_enc, Xf.shape[1], 0,
+                     X.population if isinstance(X, GraphData)
+                     else array_population(array_fingerprint(Xf)))
+        self.protects_ = tuple(self.protects)
         return self
 
     def _raw_logits(self, X):

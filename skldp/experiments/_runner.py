@@ -178,6 +178,9 @@ def _run_one(study, spec, cache):
     t0, c0 = time.perf_counter(), time.process_time()
     try:
         G, y = _method_input(study, spec)
+        # Each run is its own deployment: new simulated users, an empty ledger, so that
+        # eps_spent is what this run's users sent.
+        G = G.new_simulation()
         masks = _split(study.splits[spec.split], y, spec)
         est = build_estimator(study, spec, G)
         evaluate = study.methods[spec.method].evaluate or fit_and_score

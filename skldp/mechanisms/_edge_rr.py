@@ -9,10 +9,13 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..base import (
     GraphTransformerMixin,
+    PrivateStepMixin,
+    boundary_input,
     check_population,
-    draw_collection_seed,
+    population_of,
     saved_positions,
 )
+from ..population._digest import list_digests
 from ..utils._random import (
     _GOLDEN,
     _mix,
@@ -39,7 +42,7 @@ def _flip_probability(eps):
     return 0.0 if np.isinf(eps) else float(1.0 / (1.0 + np.exp(eps)))
 
 
-def randomized_adjacency_lists(A, keys, eps, seed):
+def randomized_adjacency_lists(A, keys, eps, seed, report_keys=None):
     """Randomized response on every row of a 0/1 CSR adjacency, without densifying.
 
     Row ``i`` is user ``i``'s adjacency list (a bit per other user). Each bit
@@ -63,6 +66,10 @@ def randomized_adjacency_lists(A, keys, eps, seed):
         Budget per user (> 0; ``inf`` returns ``A``'s pattern).
     seed : int
         The collection's seed.
+    report_keys : ndarray of uint64, shape (n,), default=None
+        The keys each user draws its random numbers from (``keys`` by default);
+        the population mixes them with a digest of the user's list, so that a
+        changed list gets independent noise.
 
     Returns
     -------
@@ -70,7 +77,7 @@ def randomized_adjacency_lists(A, keys, eps, seed):
         The reported lists (directed: row ``i`` is user ``i``'s report).
     """
     A = sp.csr_matrix(A)
-    indptr, cols = _report_lists(A, keys, eps, seed)
+    indptr, cols = _report_lists(A, keys, eps, seed, report_keys)
     return _ones_csr(indptr, cols, A.shape[0])
 
 
@@ -98,22 +105,25 @@ def _row_blocks(indptr, size):
         start = stop
 
 
-def _report_lists(A, keys, eps, seed):
+def _report_lists(A, keys, eps, seed, report_keys=None):
     """``(indptr, cols)`` of the reports (sorted rows), written in place block by block.
 
     The row lengths are known before any target is drawn (kept true bits plus the
     binomial counts), so the column array is allocated once at its final size.
+    ``keys`` name the users (as targets too); each user's own random numbers are
+    drawn from ``report_keys`` (``keys`` by default).
     """
     n = A.shape[0]
     q = _flip_probability(eps)
     indptr, indices = A.indptr.astype(np.int64), A.indices
     deg = np.diff(indptr)
     keys = np.asarray(keys, dtype=np.uint64)
+    rkeys = keys if report_keys is None else np.asarray(report_keys, dtype=np.uint64)
     # number of flipped-in non-edges per user: Binomial(n - 1 - deg, q), by the inverse CDF
     n_free = n - 1 - deg
     n_add = np.zeros(n, dtype=np.int64)
     if q > 0:
-        u = node_uniforms(seed, keys, 1, stream=_S_COUNT)[:, 0]
+        u = node_uniforms(seed, rkeys, 1, stream=_S_COUNT)[:, 0]
         todo = n_free > 0
         n_add[todo] = binom.ppf(u[todo], n_free[todo], q).astype(np.int64)
         np.minimum(n_add, n_free, out=n_add)
@@ -122,7 +132,7 @@ def _report_lists(A, keys, eps, seed):
     for start, stop in _row_blocks(indptr, _BLOCK_DRAWS):
         lo, hi = indptr[start], indptr[stop]
         t_rows = np.repeat(np.arange(start, stop), deg[start:stop])
-        keep[lo:hi] = _pair_uniforms(seed, keys[t_rows], keys[indices[lo:hi]], _S_KEEP) >= q
+        keep[lo:hi] = _pair_uniforms(seed, rkeys[t_rows], keys[indices[lo:hi]], _S_KEEP) >= q
     counts = n_add + _row_sums(indptr, keep)
     out_ptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(counts, out=out_ptr[1:])
@@ -143,7 +153,7 @@ def _report_lists(A, keys, eps, seed):
         lo, hi = indptr[start], indptr[stop]
         k = keep[lo:hi]
         t_rows = np.repeat(np.arange(start, stop), deg[start:stop])[k]
-        a_rows, a_cols = _draw_targets(seed, keys, by_key, indptr, indices, n, start, stop,
+        a_rows, a_cols = _draw_targets(seed, rkeys, by_key, indptr, indices, n, start, stop,
                                        n_add[start:stop], n_free[start:stop])
         rows = np.concatenate([t_rows, a_rows])
         cols = np.concatenate([indices[lo:hi][k].astype(np.int64), a_cols])
@@ -306,7 +316,7 @@ def _isin_sorted(x, sorted_ref):
     return sorted_ref[pos] == x
 
 
-class EdgeRR(GraphTransformerMixin, BaseEstimator):
+class EdgeRR(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
     r"""Edge local DP: every user randomizes their own adjacency list (randomized response).
 
     User ``i`` holds the bit vector ``a_i`` (``a_ij = 1`` iff ``j`` is a
@@ -407,22 +417,25 @@ class EdgeRR(GraphTransformerMixin, BaseEstimator):
         self.binarize = binarize
         self.random_state = random_state
 
+    protects = ("edges",)
+
     def fit(self, X, y=None):
-        """Validate the parameters and the graph, draw the collection's seed."""
+        """Validate the parameters and the graph, fix the collection."""
         G = check_graph_data(X, self, require_adjacency=True)
         self._check_params()
+        population, device_steps = boundary_input(self, G, "adjacency")
         self._lists(G)
         self.n_features_in_ = G.shape[1]
-        self.population_ = G.population
-        self.seed_ = draw_collection_seed(self, G.n_nodes)
-        self.epsilon_ = float(self.eps)
+        self.population_ = population_of(G)
+        self._open_collection(population, epsilon=float(self.eps), device_steps=device_steps,
+                              public_state={"n_users": G.n_nodes})
         self.flip_probability_ = _flip_probability(float(self.eps))
-        self.protects_ = ("edges",)
         return self
 
     def transform(self, X):
         """A view of the same rows over the server's randomized graph."""
         check_is_fitted(self, "epsilon_")
+        self._check_unchanged()
         check_population(self, check_graph_data(X, self, require_adjacency=True))
         return super().transform(X)
 
@@ -467,6 +480,14 @@ class EdgeRR(GraphTransformerMixin, BaseEstimator):
         self.saved_adjacency_ = self._transform_graph(G).adjacency
         del self.seed_
 
+    def _answer(self, G):
+        """Record that the users of ``G`` answer (when an on-disk cache holds the reports)."""
+        if hasattr(self, "seed_"):
+            population, _ = boundary_input(self, G, "adjacency")
+            A = self._lists(G)
+            population.collect(self.collection_, G.node_keys, list_digests(A, G.node_keys),
+                               lambda keys: None)
+
     def _transform_graph(self, G):
         if not hasattr(self, "seed_"):
             rows = saved_positions(self.saved_keys_, G.node_keys, type(self).__name__)
@@ -474,9 +495,21 @@ class EdgeRR(GraphTransformerMixin, BaseEstimator):
                 raise ValueError("EdgeRR was saved without its secret for another set of "
                                  "users; a randomized graph cannot be drawn for new users.")
             return G.with_adjacency(self.saved_adjacency_[rows][:, rows])
+        population, device_steps = boundary_input(self, G, "adjacency")
+        self._check_device_steps(device_steps)
+        if G.n_nodes != self.collection_.public_state["n_users"]:
+            raise ValueError(f"EdgeRR was fitted on a graph of "
+                             f"{self.collection_.public_state['n_users']} users; this one has "
+                             f"{G.n_nodes}. Each user's list is a bit per other user: fit it "
+                             "again for another set of users.")
         A = self._lists(G)
         n = A.shape[0]
-        indptr, cols = _report_lists(A, G.node_keys, float(self.eps), self.seed_)
+
+        def encode(report_keys):   # every device randomizes its own list
+            return _report_lists(A, G.node_keys, float(self.eps), self.seed_, report_keys)
+
+        indptr, cols = population.collect(self.collection_, G.node_keys,
+                                          list_digests(A, G.node_keys), encode)
         del A
         if self.symmetrize != "directed":
             # rebinding frees the directed reports before the float32 data is allocated

@@ -20,10 +20,11 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_array, check_is_fitted
 
 from .._graph_data import GraphData
-from ..base import GraphTransformerMixin, LDPMechanism, draw_collection_seed, population_of
+from ..base import GraphTransformerMixin, LDPMechanism, boundary_input, population_of
 from ..exceptions import PrivacyLeakWarning
-from ..utils import node_uniforms, sample_k_of_d
+from ..utils import node_uniforms, node_uniforms_fine, sample_k_of_d
 from ..utils._blocks import row_blocks
+from ._grid import check_eps_per_coordinate
 from ..utils.validation import check_eps, check_finite_features, check_int
 
 __all__ = ["GRRFSMechanism", "grrfs_epsilon", "grrfs_paper_epsilon", "grr_probabilities",
@@ -314,6 +315,7 @@ class FeatureGrouper(GraphTransformerMixin, BaseEstimator):
     """
 
     _graph_requirements = {}
+    _device_side = True   # a fixed map of each user's own row
 
     def __init__(self, group_size=70):
         self.group_size = group_size
@@ -479,9 +481,10 @@ class GRRFSMechanism(LDPMechanism):
     # ------------------------------------------------------------------ fitting
     def fit(self, X, y=None):
         """Validate the parameters, fix the public domains and draw the seed."""
-        check_eps(self.eps)
+        check_eps_per_coordinate(check_eps(self.eps), "eps", type(self).__name__)
         names = X.feature_names if isinstance(X, GraphData) else None
         Xf = self._all_features(X)
+        population, device_steps = boundary_input(self, X if isinstance(X, GraphData) else Xf)
         check_finite_features(Xf)
         d = Xf.shape[1]
         self.n_features_in_ = d
@@ -522,10 +525,10 @@ class GRRFSMechanism(LDPMechanism):
         self.p_, self.q_ = grr_probabilities(float(self.eps), sizes)
         self.sampling_rate_ = self.m / d
         self.population_ = population_of(X if isinstance(X, GraphData) else Xf)
-        self.seed_ = draw_collection_seed(self, d, self.domain_sizes_)
-        self.epsilon_ = grrfs_epsilon(float(self.eps), self.m, d)
+        self._open_collection(population, epsilon=grrfs_epsilon(float(self.eps), self.m, d),
+                              device_steps=device_steps,
+                              public_state={"n_features": d, "domain_sizes": sizes})
         self.paper_epsilon_ = grrfs_paper_epsilon(float(self.eps), self.m, d)
-        self.protects_ = tuple(self.protects)
         return self
 
     def _all_features(self, X):
@@ -568,10 +571,9 @@ class GRRFSMechanism(LDPMechanism):
         return X.astype(np.int32)
 
     # ---------------------------------------------------------------- reporting
-    def _report(self, X, keys):
+    def _device_input(self, X):
         check_finite_features(X)
-        codes = self._codes(X, None, self.domain_sizes_)
-        return self._perturb(codes, keys)
+        return self._codes(X, None, self.domain_sizes_)
 
     def _perturb(self, codes, keys):
         n, d = codes.shape
@@ -583,12 +585,13 @@ class GRRFSMechanism(LDPMechanism):
             sampled = np.zeros(x.shape, dtype=bool)
             idx = sample_k_of_d(self.seed_, k, d, self.m, stream=0)
             sampled[np.arange(len(x))[:, None], idx] = True
-            u_keep = node_uniforms(self.seed_, k, d, stream=1)
+            # Full relative precision for the flip, whose probability (c - 1) q can be tiny.
+            u_keep = node_uniforms_fine(self.seed_, k, d, stream=1)
             u_val = node_uniforms(self.seed_, k, d, stream=2)
             # GRR: keep w.p. p, else one of the c - 1 other codes uniformly.
             x = x.astype(np.int64)
             other = (x + 1 + np.floor(u_val * (c - 1)).astype(np.int64)) % c
-            grr = np.where(u_keep < self.p_, x, other)
+            grr = np.where(u_keep >= (c - 1) * self.q_, x, other)
             uniform = np.minimum(np.floor(u_val * c).astype(np.int64), c - 1)
             out[rows] = np.where(sampled, grr, uniform)
         return out

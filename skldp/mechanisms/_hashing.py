@@ -72,6 +72,7 @@ class FeatureHashing(GraphTransformerMixin, BaseEstimator):
     """
 
     _graph_requirements = {}
+    _device_side = True   # a public map of each user's own row: runs on the device
 
     def __init__(self, n_components=64, *, clip=1.0, random_state=0):
         self.n_components = n_components

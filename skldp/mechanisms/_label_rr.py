@@ -3,20 +3,22 @@
 import warnings
 
 import numpy as np
-from joblib import hash as joblib_hash
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from .._graph_data import GraphData
+from ..base import PrivateStepMixin
 from ..exceptions import PrivacyLeakWarning
-from ..utils._random import collection_seed, node_uniforms, node_uniforms_fine
+from ..population import default_population
+from ..population._digest import label_digests
+from ..utils._random import node_uniforms, node_uniforms_fine
 from ..utils.validation import check_eps
 from ._grid import check_eps_per_coordinate
 
 __all__ = ["LabelRandomizedResponse"]
 
 
-class LabelRandomizedResponse(BaseEstimator):
+class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
     r"""k-ary randomized response on node labels, deterministic per node id.
 
     Each labelled user ``v`` with label ``y_v`` in a public domain of ``c``
@@ -33,14 +35,15 @@ class LabelRandomizedResponse(BaseEstimator):
     off-diagonal ``q``, eq. (14)) and used by the classifiers' ``label_mechanism``.
 
     Labels are not features, so this is not a transformer: a classifier (or
-    the user) calls :meth:`randomize` with the labels and the node keys. A
-    user's report is a pure function of ``(seed_, node key)``: the same for any
-    subset or order of nodes, so a user answers once (Design page, "Per-user
-    determinism"). The seed is
-    that of the collection: this class, ``eps`` and the label domain hashed with
+    the user) calls :meth:`randomize` with the labels and the users (a
+    GraphData view). The users answer through their population (Design page,
+    "Local DP is a protocol"), which records each answer in its ledger. A
+    user's report is a pure function of the collection, the user and its label:
+    the same for any subset or order of nodes; a changed label gets
+    independent noise and is charged again. The seed is that of the
+    collection: this class, ``eps`` and the label domain hashed with
     ``random_state`` (:func:`skldp.utils.collection_seed`), so a label report
-    never shares random numbers with a feature or edge report, even when they
-    are given the same ``random_state``.
+    never shares random numbers with a feature or edge report.
 
     Parameters
     ----------
@@ -59,8 +62,13 @@ class LabelRandomizedResponse(BaseEstimator):
     ----------
     classes_ : ndarray of shape (n_classes,)
         The label domain (sorted).
+    collection_ : CollectionSpec
+        The public spec of the collection.
     seed_ : int
         Seed of this collection.
+    ledger_ : Ledger or None
+        The ledger of the users it randomized (``None`` before the first
+        :meth:`randomize`).
     epsilon_ : float
         Per-user label budget (``eps``).
     protects_ : tuple of str
@@ -84,8 +92,10 @@ class LabelRandomizedResponse(BaseEstimator):
     --------
     >>> import numpy as np
     >>> from skldp.mechanisms import LabelRandomizedResponse
+    >>> from skldp import GraphData
+    >>> G = GraphData(np.zeros((4, 1)))
     >>> rr = LabelRandomizedResponse(2.0, classes=[0, 1, 2], random_state=0).fit()
-    >>> y_noisy = rr.randomize(np.array([0, 1, 2, 2]), keys=np.arange(4))
+    >>> y_noisy = rr.randomize(np.array([0, 1, 2, 2]), G)
     >>> y_noisy.shape
     (4,)
     >>> round(rr.p_, 4)
@@ -104,8 +114,9 @@ class LabelRandomizedResponse(BaseEstimator):
 
         Parameters
         ----------
-        X : ignored
-            Present for API consistency.
+        X : GraphData or None
+            The users whose labels it will randomize, to bind its ledger now;
+            otherwise the first :meth:`randomize` binds it.
         y : array-like or None
             Labels; only used (with a warning) when ``classes`` is ``None``.
 
@@ -113,8 +124,7 @@ class LabelRandomizedResponse(BaseEstimator):
         -------
         self
         """
-        eps = check_eps(self.eps)
-        check_eps_per_coordinate(eps, "eps", type(self).__name__)
+        eps = check_eps_per_coordinate(check_eps(self.eps), "eps", type(self).__name__)
         if self.classes is not None:
             classes = np.unique(np.asarray(self.classes))
             if len(classes) != len(np.asarray(self.classes).ravel()):
@@ -135,6 +145,8 @@ class LabelRandomizedResponse(BaseEstimator):
             raise ValueError("classes must not contain -1, the 'unlabelled' marker.")
         self.classes_ = classes
         c = len(classes)
+        # The flip probability (c - 1) q is computed directly: p = 1 - (c - 1) q rounds to
+        # 1.0 for large eps, and a test on p would never flip.
         if np.isinf(eps):
             self.p_, self.q_ = 1.0, 0.0
         else:
@@ -144,11 +156,10 @@ class LabelRandomizedResponse(BaseEstimator):
         T = np.full((c, c), self.q_)
         np.fill_diagonal(T, self.p_)
         self.transition_matrix_ = T
-        identity = (type(self).__module__, type(self).__qualname__, eps,
-                    joblib_hash(classes))
-        self.seed_ = collection_seed(self.random_state, identity)
-        self.epsilon_ = eps
-        self.protects_ = tuple(self.protects)
+        population = X.population if isinstance(X, GraphData) else None
+        self._open_collection(population, epsilon=eps,
+                              public_state={"classes": classes.tolist()})
+        self.population_ = None if population is None else "graph:" + population.id
         return self
 
     @staticmethod
@@ -183,8 +194,15 @@ class LabelRandomizedResponse(BaseEstimator):
             raise ValueError("LabelRandomizedResponse was saved without its secret "
                              "(skldp.privacy.forget_secrets): it cannot randomize labels any "
                              "more. Fit a new collection for new users.")
+        self._check_unchanged()
         y_enc = np.asarray(y_enc, dtype=np.int64)
-        if self.p_ == 1.0:
+        population, node_keys = self._users(keys, len(y_enc))
+        return population.collect(self.collection_, node_keys, label_digests(y_enc),
+                                  lambda rkeys: self._encode_report(y_enc, rkeys), keep=True)
+
+    def _encode_report(self, y_enc, keys):
+        """The device program: keep the label, or report one of the others uniformly."""
+        if np.isinf(self.epsilon_):
             return y_enc.copy()
         c = len(self.classes_)
         # Full-precision uniform for the flip, whose probability (c - 1) q can be tiny.
@@ -195,17 +213,17 @@ class LabelRandomizedResponse(BaseEstimator):
         return np.where(keep, y_enc, other)
 
     def randomize(self, y, keys):
-        """Each user's noisy label, a pure function of ``(seed_, key)``.
+        """Each user's noisy label, sent through the users' population.
 
         Parameters
         ----------
         y : array-like of shape (n,)
             True labels, all in ``classes_`` (``-1`` is an error).
-        keys : array of uint64 or GraphData
-            Per-node keys: ``G.node_keys[G.rows]`` (or the view ``G`` itself,
-            whose rows give the keys). Required: labels carry no user ids, and
-            keying row ``i`` by its position would give user ``i`` of two
-            different label arrays the same noise.
+        keys : GraphData or array of uint64
+            The users: the GraphData view of the labelled users (its rows), or
+            their node keys (then they belong to
+            :func:`~skldp.population.default_population`). Required: labels
+            carry no user ids.
 
         Returns
         -------
@@ -213,21 +231,28 @@ class LabelRandomizedResponse(BaseEstimator):
             Reported labels, values in ``classes_``.
         """
         y_enc = self.encode(y)
-        keys = self._keys(keys, len(y_enc))
         return self.classes_[self.randomize_encoded(y_enc, keys)]
 
-    @staticmethod
-    def _keys(keys, n):
+    def _users(self, keys, n):
+        """(population, node keys) of the users ``keys``; binds the ledger at first use."""
         if keys is None:
-            raise ValueError("randomize needs the users' keys (node ids): pass the GraphData "
-                             "view of the labelled users or G.node_keys[G.rows]. Keying by "
-                             "position would give user i of two label arrays the same noise.")
+            raise ValueError("randomize needs the users: pass the GraphData view of the "
+                             "labelled users (or their node keys). Keying by position would "
+                             "give user i of two label arrays the same noise.")
         if isinstance(keys, GraphData):
-            keys = keys.node_keys[keys.rows]
-        keys = np.asarray(keys)
-        if keys.shape != (n,):
-            raise ValueError(f"keys must have shape ({n},), got {keys.shape}.")
-        return keys.astype(np.uint64)
+            population, node_keys = keys.population, keys.node_keys[keys.rows]
+        else:
+            population, node_keys = default_population(), np.asarray(keys)
+        if node_keys.shape != (n,):
+            raise ValueError(f"keys must have shape ({n},), got {node_keys.shape}.")
+        if self.population_ is None:
+            self.population_, self.ledger_ = "graph:" + population.id, population.ledger
+        elif self.population_ != "graph:" + population.id:
+            raise ValueError(
+                "LabelRandomizedResponse already randomized the labels of other users (another "
+                "GraphData's population); its collection belongs to them. Fit a new one for "
+                "these users, or build their GraphData with population=<the first one>.")
+        return population, node_keys.astype(np.uint64)
 
     def estimate_frequencies(self, y_noisy):
         """Unbiased estimate of the true class frequencies from noisy labels.

@@ -6,10 +6,11 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._graph_data import GraphData
-from ..base import LDPMechanism, draw_collection_seed, population_of
+from ..base import LDPMechanism, boundary_input, population_of
 from ..exceptions import PrivacyLeakWarning
-from ..utils._random import node_uniforms
+from ..utils._random import node_uniforms, node_uniforms_fine
 from ..utils.validation import check_finite_features, check_int
+from ._grid import check_eps_per_coordinate
 
 __all__ = ["SetValuedMechanism", "frequency_oracle_probabilities", "set_valued_variance"]
 
@@ -277,13 +278,14 @@ class SetValuedMechanism(LDPMechanism):
         """
         self._validate_params_common()
         Xf = self._all_features(X)
+        population, device_steps = boundary_input(self, X if isinstance(X, GraphData) else Xf)
         check_finite_features(Xf)
         S = self._sets(Xf)
         d = Xf.shape[1]
         self.n_features_in_ = d
         self.feature_min_, self.feature_max_ = np.zeros(d), np.ones(d)
         self._fix_ell(S)
-        eps = float(self.eps)
+        eps = check_eps_per_coordinate(self.eps, "eps", type(self).__name__)
         if self.oracle not in _ORACLES:
             raise ValueError(f"oracle must be one of {_ORACLES}, got {self.oracle!r}.")
         self.oracle_ = _best_oracle(eps, d) if self.oracle == "auto" else self.oracle
@@ -294,9 +296,9 @@ class SetValuedMechanism(LDPMechanism):
             lo, step = self._values()
             self.output_grid_ = (np.full(d, lo), np.full(d, step))
         self.population_ = population_of(X if isinstance(X, GraphData) else Xf)
-        self.seed_ = draw_collection_seed(self, d, self.ell_, self.oracle_)
-        self.epsilon_ = eps
-        self.protects_ = tuple(self.protects)
+        self._open_collection(population, epsilon=eps, device_steps=device_steps,
+                              public_state={"n_features": d, "ell": self.ell_,
+                                            "oracle": self.oracle_})
         return self
 
     def _fix_ell(self, S):
@@ -344,10 +346,9 @@ class SetValuedMechanism(LDPMechanism):
         return float(self.eps)
 
     # ------------------------------------------------------------ perturbation
-    def _report(self, X, keys):
+    def _device_input(self, X):
         check_finite_features(X)
-        S = self._sets(X)
-        return self._perturb(S, keys)
+        return self._sets(X)
 
     def _sample_items(self, S, keys):
         """Item each user reports: a real item (its index) or the dummy ``d``."""
@@ -370,18 +371,20 @@ class SetValuedMechanism(LDPMechanism):
         lo, step = (0.0, float(self.ell_)) if np.isinf(float(self.eps)) else self._values()
         out = np.full((n, d), lo, dtype=np.float64)
         if self.oracle_ == "grr" or np.isinf(float(self.eps)):
-            u_keep = node_uniforms(self.seed_, keys, 1, stream=_STREAM_KEEP).ravel()
+            # Full relative precision for the flip, whose probability (D - 1) q can be tiny.
+            u_keep = node_uniforms_fine(self.seed_, keys, 1, stream=_STREAM_KEEP).ravel()
             u_other = node_uniforms(self.seed_, keys, 1, stream=_STREAM_OTHER).ravel()
             D = d + 1
             other = (v + 1 + np.minimum(np.floor(u_other * (D - 1)).astype(np.int64), D - 2)) % D
-            y = np.where(u_keep < self.p_, v, other)
+            y = np.where(u_keep >= (D - 1) * self.q_, v, other)
             seen = y < d
             out[np.flatnonzero(seen), y[seen]] += step
             return out
         step_rows = max(1, _BLOCK_ENTRIES // max(d, 1))
         for s in range(0, n, step_rows):  # blocks of rows, not a loop over users
             rows = np.arange(s, min(n, s + step_rows))
-            U = node_uniforms(self.seed_, keys[rows], d, stream=_STREAM_BITS)
+            # Full relative precision: a non-item bit is set with the tiny probability q.
+            U = node_uniforms_fine(self.seed_, keys[rows], d, stream=_STREAM_BITS)
             B = U < self.q_
             real = v[rows] < d
             r, c = np.flatnonzero(real), v[rows][real]

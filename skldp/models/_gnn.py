@@ -439,7 +439,7 @@ class GNNClassifierBase(TorchClassifierBase):
             del self.label_mechanism_
         mech = self._make_label_mechanism(y_all)
         if mech is not None:
-            y_all = mech.randomize(y_all, G.node_keys[rows])
+            y_all = mech.randomize(y_all, G._replace(rows))
             self.label_mechanism_ = mech
         self._val_positions = val_pos
         try:

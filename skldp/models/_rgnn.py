@@ -237,7 +237,7 @@ class RGNNClassifier(TorchClassifierBase):
         mech = LabelRandomizedResponse(self.eps_y, classes=self.classes,
                                        random_state=self.random_state)
         mech.fit(y=None if self.classes is not None else y)
-        y_noisy = mech.randomize(y, G.node_keys[G.rows])  # unseen labels raise here
+        y_noisy = mech.randomize(y, G)  # unseen labels raise here
         self.label_mechanism_ = mech
         try:
             return super().fit(G, y_noisy)

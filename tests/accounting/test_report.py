@@ -1,4 +1,4 @@
-"""privacy_report over hyperparameter searches: every distinct collection is counted."""
+"""privacy_report reads the ledger: every collection the users answered is counted."""
 
 import numpy as np
 import pytest
@@ -30,79 +30,56 @@ def test_search_over_eps_sums_every_candidate(data):
     gs = GridSearchCV(_pipe(), {"hds__eps": [0.5, 1.0, 4.0], "ppr__alpha": [0.1, 0.2]},
                       cv=2).fit(G, y)
     rep = privacy_report(gs)
-    assert rep.local_epsilon == gs.best_params_["hds__eps"]
-    assert rep.search_collections == 3
-    assert rep.search_epsilon == pytest.approx(5.5)
-    assert "each user spent 5.5" in str(rep)
+    # three collections, each answered once by every user (folds and refit reuse one)
+    assert len(rep.spends) == 3
+    assert rep.local_epsilon == pytest.approx(5.5)
+    kept = [s for s in rep.spends if s.step]
+    assert [s.step for s in kept] == ["best_estimator.hds"]
+    assert kept[0].epsilon == gs.best_params_["hds__eps"]
+    assert "total local epsilon per user: 5.5" in str(rep)
+    assert rep.local_epsilon == G.ledger.local_epsilon
 
 
 def test_search_over_public_params_only_spends_once(data):
     G, y = data
     rep = privacy_report(GridSearchCV(_pipe(), {"ppr__alpha": [0.1, 0.2]}, cv=2).fit(G, y))
-    assert rep.search_epsilon is None and "WARNING" not in str(rep)
+    assert len(rep.spends) == 1 and rep.local_epsilon == pytest.approx(1.0)
 
 
 def test_search_over_other_mechanism_params_counts_settings(data):
     G, y = data
     rep = privacy_report(GridSearchCV(_pipe(), {"hds__k": [1, 2]}, cv=2).fit(G, y))
-    assert rep.search_collections == 2 and rep.search_epsilon == pytest.approx(2.0)
+    assert len(rep.spends) == 2 and rep.local_epsilon == pytest.approx(2.0)
 
 
-class _CollectionLog:
-    """Records every collection seed drawn (instrumenting the fits)."""
-
-    def __init__(self, monkeypatch):
-        import skldp.base
-        import skldp.mechanisms._label_rr as label_rr
-        from skldp.utils._random import collection_seed
-        self.eps = {}
-
-        def record(random_state, identity):
-            seed = collection_seed(random_state, identity)
-            # identities: (module, class, params, ...) or (module, class, eps, classes)
-            p = identity[2]
-            self.eps[seed] = float(p["eps"] if isinstance(p, dict) else p)
-            return seed
-
-        monkeypatch.setattr(skldp.base, "collection_seed", record)
-        monkeypatch.setattr(label_rr, "collection_seed", record)
-
-    @property
-    def total(self):
-        return sum(self.eps.values())
-
-
-def test_unseeded_mechanism_is_a_new_collection_per_fit(data, monkeypatch):
+def test_unseeded_mechanism_is_a_new_collection_per_fit(data):
     G, y = data
-    log = _CollectionLog(monkeypatch)
     rep = privacy_report(GridSearchCV(_pipe(random_state=None), {"ppr__alpha": [0.1, 0.2]},
                                       cv=3).fit(G, y))
     # every candidate in every fold (2 x 3) + the refit: a fresh collection at eps = 1 each
-    assert len(log.eps) == 7
-    assert rep.search_collections == len(log.eps)
-    assert rep.search_epsilon == pytest.approx(log.total)
+    assert len(rep.spends) == 7
+    assert rep.local_epsilon == pytest.approx(7.0)
 
 
-def test_search_report_matches_the_collections_made(data, monkeypatch):
+def test_search_over_eps_and_k(data):
     G, y = data
-    log = _CollectionLog(monkeypatch)
     rep = privacy_report(GridSearchCV(_pipe(), {"hds__eps": [0.5, 4.0], "hds__k": [1, 2]},
                                       cv=2).fit(G, y))
-    assert len(log.eps) == 4 == rep.search_collections
-    assert rep.search_epsilon == pytest.approx(log.total) == pytest.approx(9.0)
+    assert len(rep.spends) == 4 and rep.local_epsilon == pytest.approx(9.0)
 
 
-def test_label_randomisers_built_inside_classifiers_are_counted(data, monkeypatch):
+def test_label_randomisers_built_inside_classifiers_are_counted(data):
     from skldp.models import LPGNNClassifier
     G, y = data
-    log = _CollectionLog(monkeypatch)
     pipe = Pipeline([("hds", HDSMechanism(1.0, k=2, feature_range=(-1, 2), random_state=0)),
                      ("clf", LPGNNClassifier(classes=[0, 1], x_steps=1, y_steps=1, epochs=2,
                                              early_stopping=False, random_state=0))])
     rep = privacy_report(GridSearchCV(pipe, {"clf__eps_y": [1.0, 2.0]}, cv=2).fit(G, y))
     # one feature collection and two label collections (eps_y = 1 and 2)
-    assert len(log.eps) == 3 == rep.search_collections
-    assert rep.search_epsilon == pytest.approx(log.total) == pytest.approx(4.0)
+    assert len(rep.spends) == 3
+    assert rep.local_epsilon == pytest.approx(4.0)
+    assert rep.epsilon_for("labels") == pytest.approx(3.0)
+    assert rep.epsilon_for("features") == pytest.approx(1.0)
 
 
 def test_central_dp_models_trained_in_a_search_compose(data, monkeypatch):
@@ -120,10 +97,11 @@ def test_central_dp_models_trained_in_a_search_compose(data, monkeypatch):
                           delta=1e-3, accountant="hypergeometric", random_state=0)
     gs = GridSearchCV(clf, {"lr": [0.01, 0.1]}, cv=2).fit(G, y)
     rep = privacy_report(gs)
-    assert rep.search_trainings == len(calls) == 5
-    assert rep.search_central_delta == pytest.approx(5e-3)
-    assert "non-private validation" in str(rep)
-    assert rep.search_central_epsilon >= 5 * min(c.epsilon_ for c in calls) - 1e-9
+    # each training's own guarantee (folds train on fewer nodes than the refit)
+    assert len(rep.central) == len(calls) == 5
+    assert rep.central_delta == pytest.approx(5e-3)
+    assert rep.central_epsilon == pytest.approx(sum(c.epsilon_ for c in calls))
+    assert len({c.epsilon_ for c in calls}) > 1
 
 
 def test_mechanisms_inside_feature_union_and_column_transformer_are_found():
@@ -131,17 +109,22 @@ def test_mechanisms_inside_feature_union_and_column_transformer_are_found():
     from sklearn.pipeline import FeatureUnion
 
     from skldp.mechanisms import LaplaceMechanism
-    X = np.random.default_rng(0).random((30, 4))
+    X = np.random.default_rng(11).random((30, 4))
     union = FeatureUnion([("lap", LaplaceMechanism(1.0, feature_range=(0, 1), random_state=0)),
                           ("hds", HDSMechanism(2.0, k=1, feature_range=(0, 1),
-                                               random_state=0))]).fit(X)
+                                               random_state=0))])
+    union.fit(X)
+    assert privacy_report(union).local_epsilon == 0.0      # fitted, nothing sent yet
+    union.transform(X)
     assert privacy_report(union).local_epsilon == pytest.approx(3.0)
     ct = ColumnTransformer([("lap", LaplaceMechanism(1.5, feature_range=(0, 1),
-                                                     random_state=0), [0, 1])]).fit(X)
+                                                     random_state=0), [0, 1])])
+    X2 = np.random.default_rng(12).random((30, 4))
+    ct.fit_transform(X2)
     assert privacy_report(ct).local_epsilon == pytest.approx(1.5)
 
 
-def test_integer_steps_parameter_is_not_mistaken_for_a_pipeline():
+def test_an_estimator_without_private_steps_protects_nothing():
     from sklearn.base import BaseEstimator
 
     class Trainer(BaseEstimator):
@@ -149,5 +132,15 @@ def test_integer_steps_parameter_is_not_mistaken_for_a_pipeline():
             self.steps = steps
 
     t = Trainer()
-    t.epsilon_, t.protects_ = 2.0, ("features",)
-    assert privacy_report(t).local_epsilon == 2.0
+    t.epsilon_, t.protects_ = 2.0, ("features",)    # an epsilon_ alone is no collection
+    rep = privacy_report(t)
+    assert rep.spends == [] and "nothing is protected" in str(rep)
+
+
+def test_report_of_the_data_and_of_a_search_without_refit(data):
+    G, y = data
+    gs = GridSearchCV(_pipe(), {"hds__eps": [0.5, 1.0]}, cv=2, refit=False).fit(G, y)
+    with pytest.raises(ValueError, match="privacy_report\\(G\\)"):
+        privacy_report(gs)
+    rep = privacy_report(G)
+    assert len(rep.spends) == 2 and rep.local_epsilon == pytest.approx(1.5)

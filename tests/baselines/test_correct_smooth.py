@@ -20,7 +20,7 @@ from skldp.propagation import PPRPropagation
 
 
 @pytest.fixture(scope="module")
-def weak():
+def _weak():
     """A homophilous 3-block SBM whose features are nearly noise (a weak base)."""
     rng = np.random.default_rng(0)
     n = 300
@@ -35,6 +35,13 @@ def weak():
     train = np.zeros(n, bool)
     train[rng.permutation(n)[:90]] = True
     return G, y, train
+
+
+@pytest.fixture
+def weak(_weak):
+    """The same graph held by new simulated users for each test (an empty ledger)."""
+    G, y, train = _weak
+    return G.new_simulation(), y, train
 
 
 def test_correct_and_smooth_improves_a_weak_base(weak):
@@ -92,7 +99,7 @@ def test_label_mechanism_on_the_meta_estimator(weak):
     G, y, train = weak
     rr = LabelRandomizedResponse(2.0, classes=[0, 1, 2], random_state=0)
     cs = CorrectAndSmooth(LogisticRegression(), label_mechanism=rr).fit(G[train], y[train])
-    noisy = cs.label_mechanism_.randomize(y[train], G.node_keys[np.flatnonzero(train)])
+    noisy = cs.label_mechanism_.randomize(y[train], G[train])
     assert np.any(noisy != y[train])
     np.testing.assert_array_equal(cs.classes_[cs.train_labels_], noisy)
     rep = privacy_report(cs)

@@ -96,7 +96,7 @@ def test_search_over_nested_eps_counts_collections(graph):
                      ("clf", MLPHead(epochs=3, early_stopping=False, random_state=0))])
     search = GridSearchCV(pipe, {"union__private__hds__eps": [0.5, 1.0]}, cv=2).fit(G, y)
     rep = privacy_report(search)
-    assert rep.search_collections == 2 and rep.search_epsilon == pytest.approx(1.5)
+    assert len(rep.spends) == 2 and rep.local_epsilon == pytest.approx(1.5)
 
 
 def test_union_in_a_gnn_pipeline_with_label_privacy(graph):

@@ -116,13 +116,14 @@ def test_determinism_and_per_user_reports():
     B = A.tolil()
     B[100:150, :] = 0
     B = sp.csr_matrix(B)
-    Rb = randomized_adjacency_lists(B, G.node_keys, 2.0, m1.seed_)
+    Rb = m1.transform(G.with_adjacency(B)).adjacency
     assert (Rb[:100] != R1[:100]).nnz == 0
     assert (Rb[150:] != R1[150:]).nnz == 0
+    assert (Rb[100:150] != R1[100:150]).nnz > 0      # changed lists: independent new reports
     # node ids, not positions, key the reports: permuting the users permutes the reports
     perm = np.random.default_rng(0).permutation(300)
-    Gp = GraphData(np.zeros((300, 2)), A[perm][:, perm], node_ids=perm)
-    Rp = randomized_adjacency_lists(Gp.adjacency, Gp.node_keys, 2.0, m1.seed_)
+    Gp = GraphData(np.zeros((300, 2)), A[perm][:, perm], node_ids=perm, population=G)
+    Rp = m1.transform(Gp).adjacency
     assert (Rp != R1[perm][:, perm]).nnz == 0
 
 

@@ -15,34 +15,44 @@ from scipy.stats import binom
 from skldp import GraphData
 from skldp.mechanisms import EdgeRR
 from skldp.mechanisms import _edge_rr as er
+from skldp.population import list_digests, report_keys
 
 
-def _reference_reports(A, keys, eps, seed):
-    """All users at once (one block), assembled with scipy: the former code path."""
+def _reference_reports(A, keys, eps, seed, rkeys=None):
+    """All users at once (one block), assembled with scipy: the former code path.
+
+    ``rkeys`` are the keys each user draws its own numbers from (``keys`` by
+    default); ``keys`` also name the targets.
+    """
     n = A.shape[0]
     q = er._flip_probability(eps)
     indptr, indices = A.indptr.astype(np.int64), A.indices
     deg = np.diff(indptr)
     keys = np.asarray(keys, dtype=np.uint64)
+    rkeys = keys if rkeys is None else rkeys
     n_free = n - 1 - deg
     n_add = np.zeros(n, dtype=np.int64)
     if q > 0:
-        u = er.node_uniforms(seed, keys, 1, stream=er._S_COUNT)[:, 0]
+        u = er.node_uniforms(seed, rkeys, 1, stream=er._S_COUNT)[:, 0]
         todo = n_free > 0
         n_add[todo] = binom.ppf(u[todo], n_free[todo], q).astype(np.int64)
         np.minimum(n_add, n_free, out=n_add)
     by_key = np.argsort(keys, kind="stable")
     t_rows = np.repeat(np.arange(n), deg)
     t_cols = indices.astype(np.int64)
-    keep = er._pair_uniforms(seed, keys[t_rows], keys[t_cols], er._S_KEEP) >= q
-    a_rows, a_cols = er._draw_targets(seed, keys, by_key, indptr, indices, n, 0, n, n_add, n_free)
+    keep = er._pair_uniforms(seed, rkeys[t_rows], keys[t_cols], er._S_KEEP) >= q
+    a_rows, a_cols = er._draw_targets(seed, rkeys, by_key, indptr, indices, n, 0, n, n_add,
+                                      n_free)
     rows = np.concatenate([t_rows[keep], a_rows])
     cols = np.concatenate([t_cols[keep], a_cols])
     return sp.csr_matrix((np.ones(len(rows), np.float32), (rows, cols)), shape=(n, n))
 
 
-def _reference(A, keys, eps, seed, symmetrize):
-    R = _reference_reports(A, keys, eps, seed)
+def _reference(A, keys, eps, seed, symmetrize, through_population=False):
+    """The reference graph; ``through_population``: as EdgeRR draws it, each user's numbers
+    keyed on the user and a digest of its list."""
+    rkeys = report_keys(keys, list_digests(A, keys)) if through_population else None
+    R = _reference_reports(A, keys, eps, seed, rkeys)
     if symmetrize == "or":
         R = R.maximum(R.T.tocsr())
     elif symmetrize == "and":
@@ -84,7 +94,7 @@ def test_identical_to_reference(symmetrize, eps, seed, weighted, monkeypatch):
     R = mech.transform(G).adjacency
     A01 = A.copy()
     A01.data[:] = 1.0
-    ref = _reference(A01, G.node_keys, float(eps), mech.seed_, symmetrize)
+    ref = _reference(A01, G.node_keys, float(eps), mech.seed_, symmetrize, True)
     _assert_same(R, ref)
     if symmetrize != "directed":
         assert (R != R.T).nnz == 0
@@ -114,7 +124,7 @@ def test_graph_with_isolated_and_empty_rows(monkeypatch):
         for eps in [1.0, 19.0]:
             mech = EdgeRR(eps, symmetrize=mode, random_state=4).fit(G)
             R = mech.transform(G).adjacency
-            _assert_same(R, _reference(A, G.node_keys, eps, mech.seed_, mode))
+            _assert_same(R, _reference(A, G.node_keys, eps, mech.seed_, mode, True))
 
 
 def test_symmetrized_peak_memory_is_near_the_output(monkeypatch):

@@ -102,7 +102,7 @@ def test_empirical_ldp_ratio_exceeds_paper_epsilon():
     n, alpha = 20000, 1e-6
     mech = GRRFSMechanism(2.0, m=1, domain_sizes=2, random_state=0)
     Gx = GraphData(np.zeros((n, 2)), node_ids=np.arange(n))
-    Gx2 = GraphData(np.ones((n, 2)), node_ids=np.arange(n, 2 * n))
+    Gx2 = GraphData(np.ones((n, 2)), node_ids=np.arange(n, 2 * n), population=Gx)
     mech.fit(Gx)
     hits = [int(np.all(np.asarray(mech.transform(G)) == 0, axis=1).sum()) for G in (Gx, Gx2)]
 
@@ -201,9 +201,10 @@ def test_categories_map_values_to_codes():
     np.testing.assert_array_equal(mech.domain_sizes_, [3, 2])
     # a new user (its own node id) whose value is outside the public categories
     mech = GRRFSMechanism(np.inf, m=2, categories=[[10, 20, 30], [5, 7]], random_state=0)
-    mech.fit(GraphData(X, node_ids=[1, 2, 3]))
+    G = GraphData(X, node_ids=[1, 2, 3])
+    mech.fit(G)
     with pytest.raises(ValueError, match="column 1.*not in its categories"):
-        mech.transform(GraphData(np.array([[10.0, 6.0]]), node_ids=[4]))
+        mech.transform(GraphData(np.array([[10.0, 6.0]]), node_ids=[4], population=G))
 
 
 def test_bin_edges_discretise_continuous_columns():

@@ -98,17 +98,23 @@ def test_plain_arrays_refuse_other_users():
     np.testing.assert_array_equal(mech.transform(sp.csr_matrix(X1)), mech.transform(X1))
 
 
-def test_graphs_without_node_ids_refuse_other_populations():
+def test_other_graphs_are_other_users_unless_the_caller_says_otherwise():
     rng = np.random.default_rng(1)
     G1, G2 = GraphData(rng.random((20, 3))), GraphData(rng.random((20, 3)))
     mech = OneBitMechanism(1.0, feature_range=(0, 1), random_state=0).fit(G1)
     mech.transform(G1[[3, 4]])
-    with pytest.raises(ValueError, match="node_ids"):
+    with pytest.raises(ValueError, match="other users"):
         mech.transform(G2)
-    # with explicit ids the caller says who the users are
+    # explicit ids alone do not make two graphs the same users ...
     G3 = GraphData(G2.features, node_ids=np.arange(100, 120))
     m3 = OneBitMechanism(1.0, feature_range=(0, 1), random_state=0).fit(G3)
-    m3.transform(GraphData(G1.features, node_ids=np.arange(200, 220)))
+    with pytest.raises(ValueError, match="population="):
+        m3.transform(GraphData(G1.features, node_ids=np.arange(200, 220)))
+    # ... population= does, and what they send is charged to the same ledger
+    G4 = GraphData(G1.features, node_ids=np.arange(200, 220), population=G3)
+    m3.transform(G3)
+    m3.transform(G4)
+    assert G3.ledger.per_user()[0].size == 40
 
 
 def test_random_state_none_uses_os_entropy_not_numpy_global_state():

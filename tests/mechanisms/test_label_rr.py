@@ -68,7 +68,9 @@ def test_graphdata_keys_and_string_labels():
     z_all = rr.randomize(y, G)
     np.testing.assert_array_equal(z_view, z_all[10:20])
     assert set(z_all) <= {"a", "b"}
-    np.testing.assert_array_equal(rr.randomize(y, G.node_keys), z_all)
+    # the collection belongs to G's users: bare keys (other users) are refused
+    with pytest.raises(ValueError, match="other users"):
+        rr.randomize(y, G.node_keys)
 
 
 def test_unbiased_frequency_estimate():

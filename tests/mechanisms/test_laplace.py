@@ -71,13 +71,13 @@ def test_deterministic_per_node_id_and_sparse_input():
     mech = LaplaceMechanism(eps=1.0, feature_range=(0, 1), random_state=3).fit(G)
     full = np.asarray(mech.transform(G))
     # A plain array carries no ids: its rows are not the users the collection was drawn for.
-    with pytest.raises(ValueError, match="node_ids"):
+    with pytest.raises(ValueError, match="no known users"):
         mech.transform(X)
     np.testing.assert_array_equal(np.asarray(mech.transform(G[[3, 0]])), full[[3, 0]])
     np.testing.assert_array_equal(
         np.asarray(pickle.loads(pickle.dumps(mech)).transform(G)), full)
     perm = rng.permutation(30)
-    G2 = GraphData(X[perm], node_ids=G.all_node_ids[perm])
+    G2 = GraphData(X[perm], node_ids=G.all_node_ids[perm], population=G)
     np.testing.assert_array_equal(np.asarray(mech.transform(G2)), full[perm])
 
 

@@ -104,7 +104,8 @@ def test_deterministic_per_node_id():
     np.testing.assert_array_equal(np.asarray(again.transform(G)), full)
     # The same users in another order (and another graph object) get the same reports.
     perm = np.random.default_rng(1).permutation(G.n_nodes)
-    G2 = GraphData(G.features[perm], G.adjacency[perm][:, perm], node_ids=G.all_node_ids[perm])
+    G2 = GraphData(G.features[perm], G.adjacency[perm][:, perm], node_ids=G.all_node_ids[perm],
+                   population=G)
     np.testing.assert_array_equal(np.asarray(mech.transform(G2)), full[perm])
     other = OneBitMechanism(eps=1.0, feature_range=(0, 1), random_state=8).fit(G)
     assert not np.array_equal(np.asarray(other.transform(G)), full)
@@ -150,8 +151,11 @@ def test_nan_features_rejected_clip_and_leak_warnings():
     # clipped inputs give the reports of the clipped values (same users)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        G_clipped = GraphData(np.array([[1.0, 0.5], [0.0, 0.5]]), node_ids=[10, 11])
+        G_clipped = GraphData(np.array([[1.0, 0.5], [0.0, 0.5]]), node_ids=[10, 11],
+                              population=G)
         np.testing.assert_array_equal(Z, mech.transform(G_clipped).features)
+    # ... and cost nothing more: the devices answer about the same input
+    assert len(G.ledger) == 1 and G.ledger.local_epsilon == pytest.approx(mech.epsilon_)
     with pytest.warns(PrivacyLeakWarning):
         OneBitMechanism(eps=1.0).fit(np.random.default_rng(0).random((5, 2)))
 

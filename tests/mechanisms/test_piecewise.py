@@ -118,7 +118,7 @@ def test_deterministic_per_node_id():
         np.testing.assert_array_equal(
             np.asarray(pickle.loads(pickle.dumps(mech)).transform(G)), full)
         perm = rng.permutation(25)
-        G2 = GraphData(G.features[perm], node_ids=G.all_node_ids[perm])
+        G2 = GraphData(G.features[perm], node_ids=G.all_node_ids[perm], population=G)
         np.testing.assert_array_equal(np.asarray(mech.transform(G2)), full[perm])
 
 

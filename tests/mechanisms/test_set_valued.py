@@ -119,13 +119,14 @@ def test_privacy_report_and_search_spend_one_budget():
         search = GridSearchCV(pipe, {"ppr__alpha": [0.1, 0.2]}, cv=2).fit(G, y)
     rep = privacy_report(search)
     # one collection (fixed seed, public ell) for every fold and the refit
-    assert rep.local_epsilon == pytest.approx(2.0) and rep.search_epsilon is None
-    # ell read from the data: each fit is a new collection, and the search pays for each
-    pipe.set_params(sv__ell="auto")
+    assert rep.local_epsilon == pytest.approx(2.0) and len(rep.spends) == 1
+    # no seed: each fit is a new collection, and the users pay for each (4 folds + refit)
+    pipe.set_params(sv__random_state=None)
+    G = G.new_simulation()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         search = GridSearchCV(pipe, {"ppr__alpha": [0.1, 0.2]}, cv=2).fit(G, y)
-    assert privacy_report(search).search_epsilon == pytest.approx(2.0 * 5)
+    assert privacy_report(search).local_epsilon == pytest.approx(2.0 * 5)
 
 
 # ---------------------------------------------------------------- output format
@@ -199,7 +200,7 @@ def test_same_report_for_subsets_orders_and_after_pickle(graph):
     np.testing.assert_array_equal(np.asarray(mech2.transform(graph[rows[::-1]])),
                                   full[rows[::-1]])
     perm = np.random.default_rng(1).permutation(60)
-    G2 = GraphData(graph.features[perm], node_ids=graph.all_node_ids[perm])
+    G2 = GraphData(graph.features[perm], node_ids=graph.all_node_ids[perm], population=graph)
     np.testing.assert_array_equal(np.asarray(mech.transform(G2)), full[perm])
 
 
@@ -239,7 +240,7 @@ def test_bad_features(X, match):
         SetValuedMechanism(1.0, random_state=0).fit(X)
     mech = SetValuedMechanism(1.0, random_state=0).fit(np.eye(2))
     with pytest.raises(ValueError, match=match):
-        mech._report(X, np.arange(2, dtype=np.uint64))
+        mech._device_input(X)
 
 
 def test_binarize_threshold():

@@ -122,7 +122,7 @@ def test_empirical_ldp_density_ratio(eps, k):
     hds = HDSMechanism(eps=eps, k=k, feature_range=(-1, 1), random_state=7).fit(G_lo)
     r_lo = _dense(hds.transform(G_lo).features)[:, 0]
     # different users for the other input (keys n..2n-1 via a GraphData with other ids)
-    G = GraphData(X_hi, node_ids=np.arange(n, 2 * n))
+    G = GraphData(X_hi, node_ids=np.arange(n, 2 * n), population=G_lo)
     r_hi = np.asarray(hds.transform(G).features.toarray()
                       if sp.issparse(hds.transform(G).features)
                       else hds.transform(G).features)[:, 0]
@@ -168,7 +168,7 @@ def test_same_report_for_subsets_orders_and_after_pickle(graph):
                                   full[rows[::-1]])
     # Same user ids in a new graph object (rows shuffled) -> same reports.
     perm = np.random.default_rng(1).permutation(50)
-    G2 = GraphData(graph.features[perm], node_ids=graph.all_node_ids[perm])
+    G2 = GraphData(graph.features[perm], node_ids=graph.all_node_ids[perm], population=graph)
     np.testing.assert_array_equal(np.asarray(hds.transform(G2)), full[perm])
 
 

@@ -240,6 +240,7 @@ def test_label_mechanism_uses_only_noisy_labels(data):
 
 def test_label_mechanism_privacy_report_and_classes(data):
     G, y, tr, te = data
+    G = G.new_simulation()     # users who have sent nothing yet
     clf = SAGEClassifier(label_mechanism=LabelRandomizedResponse(2.0, classes=[0, 1, 2, 3],
                                                                  random_state=0),
                          random_state=0, epochs=5, device="cpu").fit(G[tr], y[tr])

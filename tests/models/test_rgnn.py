@@ -48,11 +48,11 @@ def test_label_mechanism_budget_and_targets(graph):
     report = privacy_report(clf)
     assert report.epsilon_for("labels") == 0.5
     # labels are randomised per node id: same noisy labels for the same seed
-    noisy = mech.randomize_encoded(y[rows], G.node_keys[rows])
+    noisy = mech.randomize_encoded(y[rows], G[rows])
     assert 0 < np.mean(noisy != y[rows]) < 0.8
     clf2, _ = _fit(G, y, eps_y=0.5)
-    np.testing.assert_array_equal(clf2.label_mechanism_.randomize_encoded(y[rows],
-                                  G.node_keys[rows]), noisy)
+    np.testing.assert_array_equal(clf2.label_mechanism_.randomize_encoded(y[rows], G[rows]),
+                                  noisy)
 
 
 def test_clear_labels_are_reported_at_infinite_epsilon(graph):
@@ -73,7 +73,7 @@ def test_soft_targets_are_more_accurate_than_noisy_labels(graph):
     gains = []
     for seed in range(5):
         mech = LabelRandomizedResponse(0.5, classes=[0, 1, 2], random_state=seed).fit()
-        noisy = mech.randomize_encoded(y[rows], G.node_keys[rows])
+        noisy = mech.randomize_encoded(y[rows], G[rows])
         soft = reconstruct_labels(G.adjacency, rows, noisy, mech.transition_matrix_, hops=2)
         gains.append(np.mean(soft.argmax(1) == y[rows]) - np.mean(noisy == y[rows]))
     assert np.mean(gains) > 0.1

@@ -1,0 +1,18 @@
+"""The privacy boundary: simulated devices, the collections they answer, and the ledger.
+
+Local DP is a protocol between devices and a server (Design page, "Local DP is a
+protocol"). A :class:`Population` holds the users' raw data behind one boundary:
+every report leaves through it, each device answers a collection (a public
+:class:`CollectionSpec`) once per value of its data, and the :class:`Ledger`
+records what each user actually sent. :func:`skldp.accounting.privacy_report`
+reads the ledger; a population's ``budget`` caps what its users may spend.
+"""
+
+from ._digest import feature_digests, label_digests, list_digests, report_keys
+from ._ledger import Ledger, LedgerEntry
+from ._population import BudgetExceededError, Population, array_population, default_population
+from ._spec import SPEC_VERSION, CollectionSpec
+
+__all__ = ["BudgetExceededError", "CollectionSpec", "Ledger", "LedgerEntry", "Population",
+           "SPEC_VERSION", "array_population", "default_population", "feature_digests", "label_digests",
+           "list_digests", "report_keys"]

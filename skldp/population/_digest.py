@@ -1,0 +1,117 @@
+"""What a device answered about: one 64-bit digest of each user's input, and the keys it draws from.
+
+A device answers a collection once about one value of its data and remembers the
+answer. The simulation keys every random number of a report on ``(collection
+seed, report key)``, where the report key mixes the user's node key with a
+digest of the input the device encodes (its feature row, its label, its
+adjacency list). The same user asked again about the same input draws the same
+numbers (the same report, free); asked about a changed input it draws
+independent numbers (a new report, charged again). Without the digest the same
+numbers would meet two inputs, and the pair of reports could reveal both.
+
+The digests are not cryptographic: they only need two different inputs of one
+user to differ (with probability ``1 - 2^-64``), and they never leave the
+simulated devices (the ledger keeps keyed tags of them, see ``_population``).
+"""
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..utils._blocks import row_blocks
+from ..utils._random import _GOLDEN, _mix
+
+__all__ = ["feature_digests", "list_digests", "label_digests", "report_keys", "answer_tags"]
+
+_BLOCK = 1 << 21                     # entries per block of dense rows
+_FEATURE_SALT = np.uint64(0x6A09E667F3BCC909)
+_LIST_SALT = np.uint64(0xBB67AE8584CAA73B)
+_LABEL_SALT = np.uint64(0x3C6EF372FE94F82B)
+_REPORT_SALT = np.uint64(0xA54FF53A5F1D36F1)
+
+
+def _column_weights(d):
+    """One odd 64-bit weight per column (a fixed public function of the column index)."""
+    with np.errstate(over="ignore"):
+        return _mix(np.arange(1, d + 1, dtype=np.uint64) * _GOLDEN ^ _FEATURE_SALT) | np.uint64(1)
+
+
+def _value_bits(values):
+    """The float64 bit patterns of ``values``, with -0.0 read as 0.0 (the same number)."""
+    v = np.asarray(values, dtype=np.float64) + 0.0
+    return v.view(np.uint64)
+
+
+def feature_digests(X):
+    """Digest of each row of a dense or sparse feature matrix.
+
+    ``sum_j bits(x_ij) w_j`` (mod 2^64) with a public odd weight per column, then
+    mixed. Zeros contribute nothing, so a row has the same digest stored dense or
+    sparse, in any float dtype.
+
+    Parameters
+    ----------
+    X : ndarray or sparse matrix of shape (n, d)
+
+    Returns
+    -------
+    digests : ndarray of uint64 of shape (n,)
+    """
+    n, d = X.shape
+    w = _column_weights(d)
+    out = np.zeros(n, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        if sp.issparse(X):
+            X = sp.csr_matrix(X)
+            X.sum_duplicates()
+            terms = _value_bits(X.data) * w[X.indices]
+            _add_by_row(out, X.indptr.astype(np.int64), terms)
+        else:
+            X = np.asarray(X)
+            for rows in row_blocks(n, d, _BLOCK):
+                out[rows] = (_value_bits(X[rows]) * w).sum(axis=1, dtype=np.uint64)
+        return _mix(out ^ _FEATURE_SALT)
+
+
+def _add_by_row(out, indptr, terms):
+    """``out[i] = sum of terms[indptr[i]:indptr[i+1]]`` (wrapping), without a Python loop."""
+    nonempty = np.flatnonzero(np.diff(indptr))
+    if len(nonempty):
+        out[nonempty] = np.add.reduceat(terms, indptr[nonempty], dtype=np.uint64)
+
+
+def list_digests(A, node_keys):
+    """Digest of each row of an adjacency: the set of neighbours, named by their node keys.
+
+    Order-free (a sum over the neighbours), so it does not depend on how the
+    users are stored, only on whom each user lists.
+    """
+    A = sp.csr_matrix(A)
+    n = A.shape[0]
+    keys = np.asarray(node_keys, dtype=np.uint64)
+    out = np.zeros(n, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        _add_by_row(out, A.indptr.astype(np.int64), _mix(keys[A.indices] ^ _LIST_SALT))
+        return _mix(out ^ _LIST_SALT)
+
+
+def label_digests(codes):
+    """Digest of each label, given as its position in the public label domain."""
+    with np.errstate(over="ignore"):
+        return _mix(np.asarray(codes, dtype=np.int64).astype(np.uint64) * _GOLDEN ^ _LABEL_SALT)
+
+
+def report_keys(node_keys, digests):
+    """The keys a report's random numbers are drawn from: the user and what it answers about."""
+    with np.errstate(over="ignore"):
+        return _mix(np.asarray(node_keys, dtype=np.uint64) * _GOLDEN
+                    ^ _mix(np.asarray(digests, dtype=np.uint64) ^ _REPORT_SALT))
+
+
+def answer_tags(secret, collection_id, node_keys, digests):
+    """Keyed tags of (collection, user, input): equal iff the same user answered about the same
+    input. ``secret`` is the simulated devices' and never leaves them, so the tags (kept by the
+    ledger's journal) reveal nothing about the inputs beyond that equality."""
+    cid = np.uint64(int(collection_id[:16], 16))
+    with np.errstate(over="ignore"):
+        k = _mix(np.uint64(secret) ^ _mix(cid))
+        return _mix(report_keys(node_keys, digests) ^ k)

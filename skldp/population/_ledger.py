@@ -1,0 +1,245 @@
+"""The ledger: what every user actually sent, per collection (the server's record)."""
+
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["Ledger", "LedgerEntry"]
+
+
+@dataclass(frozen=True)
+class LedgerEntry:
+    """One collection (or one central-DP training) as the ledger saw it.
+
+    Attributes
+    ----------
+    spec : CollectionSpec
+        The public spec of the collection (or of the training).
+    n_users : int
+        Users who answered at least once (all users of the data for a
+        central training).
+    n_answers : int
+        Answers received; a user who answered about changed data counts twice.
+    max_answers : int
+        The most answers one user gave.
+    first, last : int
+        Sequence numbers of the first and the last answer (see
+        :meth:`Ledger.mark`).
+    """
+
+    spec: object
+    n_users: int
+    n_answers: int
+    max_answers: int
+    first: int
+    last: int
+
+    @property
+    def epsilon(self):
+        """What the user who answered most often spent on this collection."""
+        return self.spec.epsilon * self.max_answers
+
+
+class _Answers:
+    """Users' answer counts of one collection, appended in chunks and merged when read."""
+
+    __slots__ = ("chunks", "keys", "counts", "first", "last")
+
+    def __init__(self, seq):
+        self.chunks, self.keys, self.counts = [], np.zeros(0, np.uint64), np.zeros(0, np.int64)
+        self.first = self.last = seq
+
+    def add(self, keys, seq):
+        self.chunks.append(np.asarray(keys, dtype=np.uint64))
+        self.last = seq
+
+    def merged(self):
+        if self.chunks:
+            keys = np.concatenate([self.keys] + self.chunks)
+            counts = np.concatenate([self.counts] + [np.ones(len(c), np.int64)
+                                                     for c in self.chunks])
+            self.keys, inverse = np.unique(keys, return_inverse=True)
+            self.counts = np.bincount(inverse, weights=counts, minlength=len(self.keys)
+                                      ).astype(np.int64)
+            self.chunks = []
+        return self.keys, self.counts
+
+
+class Ledger:
+    """What the users of one population sent: every collection they answered, and how often.
+
+    The population (the simulated devices, :class:`~skldp.population.Population`)
+    writes it; :func:`skldp.accounting.privacy_report` and the budget checks read
+    it. It holds no raw data and no secret, only the public specs and, per
+    collection, which users answered and how many times: it can be saved with a
+    fitted pipeline. A user who answers two collections, or the same collection
+    about changed data, is charged twice; the same answer asked again is free.
+
+    Local collections compose sequentially per user (Dwork & Roth 2014, Thm.
+    3.16): a user's local epsilon is the sum, over the collections it answered,
+    of the collection's epsilon times its number of answers. Central-DP trainings
+    (node-level guarantees of a released model) apply to every user and compose
+    by basic composition (sums of epsilon and of delta).
+
+    Read more in the :ref:`User Guide <privacy>`.
+    """
+
+    def __init__(self):
+        self._local = {}       # collection id -> (spec, _Answers)
+        self._central = {}     # training id -> (spec, n_users, seq)
+        self._seq = 0
+        self._lock = threading.RLock()
+        self._device_side = None   # a weak reference to the population, to read its journal
+
+    # ------------------------------------------------------------------ writing
+    def _add(self, spec, keys):
+        with self._lock:
+            self._seq += 1
+            if spec.id not in self._local:
+                self._local[spec.id] = (spec, _Answers(self._seq))
+            self._local[spec.id][1].add(keys, self._seq)
+
+    def _add_central(self, spec, n_users):
+        with self._lock:
+            if spec.id in self._central:
+                return
+            self._seq += 1
+            self._central[spec.id] = (spec, int(n_users), self._seq)
+
+    def _sync(self):
+        pop = self._device_side() if self._device_side is not None else None
+        if pop is not None:
+            pop._sync()
+
+    # ------------------------------------------------------------------ reading
+    def mark(self):
+        """A sequence number: :meth:`entries` ``(since=mark)`` lists what was answered after it."""
+        self._sync()
+        return self._seq
+
+    def entries(self, since=None):
+        """Every collection and central training, in the order they were first answered.
+
+        Parameters
+        ----------
+        since : int or None
+            Only those answered after :meth:`mark` returned ``since``.
+
+        Returns
+        -------
+        list of LedgerEntry
+        """
+        self._sync()
+        out = []
+        with self._lock:
+            for spec, ans in self._local.values():
+                if since is not None and ans.last <= since:
+                    continue
+                keys, counts = ans.merged()
+                out.append(LedgerEntry(spec, len(keys), int(counts.sum()),
+                                       int(counts.max(initial=0)), ans.first, ans.last))
+            for spec, n_users, seq in self._central.values():
+                if since is None or seq > since:
+                    out.append(LedgerEntry(spec, n_users, n_users, 1, seq, seq))
+        return sorted(out, key=lambda e: e.first)
+
+    def per_user(self, protects=None):
+        """Each user's local epsilon: the sum over what it sent.
+
+        Parameters
+        ----------
+        protects : str or None
+            Only the collections that protect this (``"features"``,
+            ``"labels"``, ``"edges"``).
+
+        Returns
+        -------
+        keys : ndarray of uint64
+            The users' node keys (those who answered something).
+        epsilon : ndarray of float
+        """
+        self._sync()
+        with self._lock:
+            parts = [(ans.merged(), spec.epsilon) for spec, ans in self._local.values()
+                     if protects is None or protects in spec.protects]
+        if not parts:
+            return np.zeros(0, np.uint64), np.zeros(0)
+        keys = np.concatenate([k for (k, _), _ in parts])
+        cost = np.concatenate([c * eps for (_, c), eps in parts])
+        users, inverse = np.unique(keys, return_inverse=True)
+        return users, np.bincount(inverse, weights=cost, minlength=len(users))
+
+    def spent(self, keys):
+        """Local epsilon already spent by each of ``keys`` (0 for users who sent nothing)."""
+        users, eps = self.per_user()
+        keys = np.asarray(keys, dtype=np.uint64)
+        out = np.zeros(len(keys))
+        if len(users):
+            pos = np.clip(np.searchsorted(users, keys), 0, len(users) - 1)
+            hit = users[pos] == keys
+            out[hit] = eps[pos[hit]]
+        return out
+
+    @property
+    def local_epsilon(self):
+        """The largest local epsilon any user spent (0 if nobody sent anything)."""
+        return float(self.per_user()[1].max(initial=0.0))
+
+    def epsilon_for(self, what):
+        """The largest local epsilon any user spent on reports that protect ``what``."""
+        return float(self.per_user(what)[1].max(initial=0.0))
+
+    @property
+    def central_epsilon(self):
+        """Central-DP trainings composed: the sum of their epsilons (basic composition)."""
+        self._sync()
+        return float(sum(spec.epsilon for spec, _, _ in self._central.values()))
+
+    @property
+    def central_delta(self):
+        self._sync()
+        return float(sum(spec.delta for spec, _, _ in self._central.values()))
+
+    @property
+    def total_epsilon(self):
+        """The largest epsilon of one user over everything: local plus central (sequential)."""
+        return self.local_epsilon + self.central_epsilon
+
+    def __len__(self):
+        self._sync()
+        return len(self._local) + len(self._central)
+
+    def __str__(self):
+        entries = self.entries()
+        if not entries:
+            return "Ledger: nothing sent."
+        lines = [f"Ledger: {len(entries)} collection(s)"]
+        for e in entries:
+            again = f", up to {e.max_answers} answers per user" if e.max_answers > 1 else ""
+            lines.append(f"  {e.spec.id}  {e.spec.describe()}  [{e.spec.model} DP, "
+                         f"{e.n_users} users{again}]")
+        lines.append(f"  largest local epsilon of one user: {self.local_epsilon:.4g}")
+        if self._central:
+            lines.append(f"  central trainings: epsilon={self.central_epsilon:.4g}, "
+                         f"delta={self.central_delta:.3g} (basic composition)")
+        return "\n".join(lines)
+
+    def __repr__(self):
+        return f"<Ledger: {len(self)} collection(s), local epsilon {self.local_epsilon:.4g}>"
+
+    # -------------------------------------------------------------- pickling
+    def __getstate__(self):
+        # Saved with a pipeline: the answers so far, no link to the devices.
+        self._sync()
+        with self._lock:
+            for _, ans in self._local.values():
+                ans.merged()
+            state = dict(self.__dict__)
+        state.pop("_lock")
+        state["_device_side"] = None
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._lock = threading.RLock()

@@ -1,0 +1,335 @@
+"""The privacy boundary: the simulated devices of one population, and what they answered."""
+
+import base64
+import contextlib
+import json
+import os
+import secrets
+import shutil
+import tempfile
+import threading
+import uuid
+import weakref
+
+import numpy as np
+
+from ..exceptions import PrivacyBudgetError
+from ._digest import answer_tags, report_keys
+from ._ledger import Ledger
+from ._spec import CollectionSpec
+
+try:  # file locks for ledgers shared with worker processes (POSIX)
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: one process at a time
+    fcntl = None
+
+__all__ = ["Population", "BudgetExceededError", "default_population", "array_population"]
+
+_TOL = 1e-9   # budget comparisons: sums of floats
+
+
+class BudgetExceededError(PrivacyBudgetError):
+    """A collection would take some user past the population's budget; nothing was sent."""
+
+
+class Population:
+    """The simulated devices of a set of users: the one place their raw data is read.
+
+    Every report leaves through :meth:`collect`: a device answers a collection
+    (a public :class:`~skldp.population.CollectionSpec`) about its own data,
+    once per value of that data, and the :attr:`ledger` records the answer. A
+    request that would take a user past :attr:`budget` raises
+    :class:`BudgetExceededError` before any report is computed.
+
+    A :class:`~skldp.GraphData` creates one population and shares it with every
+    view and derived graph; you rarely build one yourself. Plain arrays and
+    label keys given without a GraphData use :func:`default_population`.
+
+    Parameters
+    ----------
+    budget : float or None, default=None
+        Per-user cap on the total epsilon (local collections plus central
+        trainings). ``None``: no cap.
+
+    Attributes
+    ----------
+    id : str
+        Identifies the population (kept by pickling, so that worker processes
+        of a search write to the same ledger).
+    ledger : Ledger
+        What its users sent.
+
+    Notes
+    -----
+    A population sent to another process (a joblib/loky or Dask worker on the
+    same machine) writes its answers to a journal file that every copy reads,
+    so the ledger of the original knows every collection the workers made.
+    Workers on other machines cannot reach the journal: they refuse to collect
+    (make the collections before the search, or run it on one machine).
+    """
+
+    def __init__(self, budget=None):
+        self.id = uuid.uuid4().hex
+        self.budget = _check_budget(budget)
+        self.ledger = Ledger()
+        self._secret = secrets.randbits(63)
+        self._tags = {}        # collection id -> sorted tags of the answers given
+        self._received = {}    # collection id -> {key: report} the server kept (labels)
+        self._recorders = []   # audits: lists that receive (collection id, keys, reports)
+        self._lock = threading.RLock()
+        self._journal = None   # path of the journal shared with other processes
+        self._offset = 0       # bytes of the journal already read
+        self._reachable = True
+        self._fh = None        # the journal, open while this thread holds it
+        self.ledger._device_side = weakref.ref(self)
+
+    # ---------------------------------------------------------------- budget
+    def set_budget(self, budget):
+        """Cap each user's total epsilon (``None`` removes the cap); returns ``self``."""
+        self.budget = _check_budget(budget)
+        return self
+
+    def remaining(self, node_keys):
+        """Budget left to each of the users ``node_keys`` (``inf`` without a cap)."""
+        spent = self.ledger.spent(node_keys) + self.ledger.central_epsilon
+        return (np.inf if self.budget is None else self.budget) - spent
+
+    def _check_budget(self, spec, keys, n_answers=1):
+        if self.budget is None:
+            return
+        before = self.ledger.spent(keys) + self.ledger.central_epsilon
+        after = before + spec.epsilon * n_answers
+        over = after > self.budget + _TOL
+        if np.any(over):
+            worst = float(after.max())
+            raise BudgetExceededError(
+                f"{spec.describe()} would take {int(over.sum())} user(s) to epsilon="
+                f"{worst:.4g}, above this population's budget of {self.budget:.4g} per user "
+                f"(they have spent up to {float(before.max()):.4g}). Nothing was sent. Lower "
+                "eps, fix the mechanisms' parameters (an integer random_state) so that a "
+                "search reuses one collection, or raise the budget.")
+
+    # ---------------------------------------------------------------- answers
+    def collect(self, spec, node_keys, digests, encode, *, keep=False):
+        """Every listed device answers ``spec`` about the input whose digest is given.
+
+        Parameters
+        ----------
+        spec : CollectionSpec
+        node_keys : ndarray of uint64
+            The users.
+        digests : ndarray of uint64
+            A digest of each user's input (``skldp.population._digest``).
+        encode : callable
+            ``encode(report_keys) -> reports``: the mechanism's device program
+            on those users' inputs, drawing every random number from the given
+            per-user keys (they mix the user and its input).
+        keep : bool, default=False
+            Keep the reports the server received (labels: small, and read by
+            post-processing such as Correct and Smooth).
+
+        Returns
+        -------
+        reports
+            Whatever ``encode`` returns.
+        """
+        node_keys = np.asarray(node_keys, dtype=np.uint64)
+        digests = np.asarray(digests, dtype=np.uint64)
+        tags = answer_tags(self._secret, spec.id, node_keys, digests)
+        with self._exclusive():
+            self._sync_locked()
+            known = self._tags.get(spec.id, np.zeros(0, np.uint64))
+            fresh = ~_isin_sorted(tags, known)
+            new_tags, first = np.unique(tags[fresh], return_index=True)
+            new_keys = node_keys[fresh][first]
+            if len(new_tags):
+                self._check_budget(spec, new_keys)
+                self._record(spec, new_keys, new_tags)
+                self._write({"local": spec.to_dict(), "keys": _b64(new_keys),
+                             "tags": _b64(new_tags)})
+        reports = encode(report_keys(node_keys, digests))
+        if keep:
+            kept = self._received.setdefault(spec.id, {})
+            kept.update(zip(node_keys.tolist(), np.asarray(reports).tolist()))
+        for rec in self._recorders:
+            rec.append((spec, node_keys, reports))
+        return reports
+
+    def record_training(self, spec, n_users):
+        """A central-DP training on the data of ``n_users`` users (checked against the budget)."""
+        with self._exclusive():
+            self._sync_locked()
+            if self.budget is not None:
+                total = self.ledger.total_epsilon + spec.epsilon
+                if total > self.budget + _TOL:
+                    raise BudgetExceededError(
+                        f"{spec.describe()} would take the users to epsilon={total:.4g}, "
+                        f"above this population's budget of {self.budget:.4g} per user. "
+                        "Nothing was trained.")
+            self.ledger._add_central(spec, n_users)
+            self._write({"central": spec.to_dict(), "n_users": int(n_users)})
+
+    def received(self, spec_id, node_keys):
+        """The reports the server kept for ``spec_id`` (``keep=True``), or ``None`` for a user
+        who did not answer it."""
+        kept = self._received.get(spec_id, {})
+        return [kept.get(int(k)) for k in np.asarray(node_keys, dtype=np.uint64)]
+
+    @contextlib.contextmanager
+    def recording(self):
+        """Collect every report sent while the block runs (for audits): yields a list of
+        ``(spec, node_keys, reports)``."""
+        rec = []
+        self._recorders.append(rec)
+        try:
+            yield rec
+        finally:
+            self._recorders.remove(rec)
+
+    def _record(self, spec, keys, tags):
+        known = self._tags.get(spec.id, np.zeros(0, np.uint64))
+        self._tags[spec.id] = np.union1d(known, tags)
+        self.ledger._add(spec, keys)
+
+    # ---------------------------------------------------------------- journal
+    @contextlib.contextmanager
+    def _exclusive(self):
+        with self._lock:
+            if self._journal is None or self._fh is not None:   # no journal, or already held
+                yield
+                return
+            if not self._reachable:
+                raise RuntimeError(
+                    "This copy of the users' data was sent to a process that cannot reach "
+                    "the ledger of the original (another machine, or the original has "
+                    "ended), so what it collects would not be counted. Make the collections "
+                    "before sending the data (fit the mechanisms first), run the search on "
+                    "one machine, or call GraphData.new_simulation() to start a separate "
+                    "simulation with its own ledger.")
+            with open(self._journal, "a+b") as fh:
+                if fcntl is not None:
+                    fcntl.flock(fh, fcntl.LOCK_EX)
+                try:
+                    self._fh = fh
+                    yield
+                finally:
+                    self._fh = None
+                    if fcntl is not None:
+                        fcntl.flock(fh, fcntl.LOCK_UN)
+
+    def _write(self, record):
+        if self._journal is None:
+            return
+        self._fh.seek(0, os.SEEK_END)
+        self._fh.write((json.dumps(record) + "\n").encode())
+        self._fh.flush()
+        self._offset = self._fh.tell()
+
+    def _sync(self):
+        """Read what other processes wrote to the journal since the last read."""
+        if self._journal is None or not self._reachable:
+            return
+        with self._exclusive():
+            self._sync_locked()
+
+    def _sync_locked(self):
+        if self._journal is None:
+            return
+        self._fh.seek(self._offset)
+        data = self._fh.read()
+        end = data.rfind(b"\n") + 1
+        self._offset += end
+        for line in data[:end].splitlines():
+            rec = json.loads(line)
+            if "central" in rec:
+                self.ledger._add_central(CollectionSpec.from_dict(rec["central"]),
+                                         rec["n_users"])
+                continue
+            spec = CollectionSpec.from_dict(rec["local"])
+            keys, tags = _unb64(rec["keys"]), _unb64(rec["tags"])
+            fresh = ~_isin_sorted(tags, self._tags.get(spec.id, np.zeros(0, np.uint64)))
+            if fresh.any():
+                self._record(spec, keys[fresh], tags[fresh])
+
+    def _open_journal(self):
+        folder = tempfile.mkdtemp(prefix="skldp-ledger-")
+        path = os.path.join(folder, "journal.jsonl")
+        open(path, "wb").close()
+        self._journal, self._offset = path, 0
+        # Only the original removes the journal, when it is garbage collected.
+        weakref.finalize(self, shutil.rmtree, folder, True)
+
+    # ---------------------------------------------------------------- pickling
+    def __getstate__(self):
+        with self._lock:
+            if self._journal is None:
+                self._open_journal()
+            state = dict(self.__dict__)
+        for name in ("_lock", "_recorders", "_fh"):
+            state.pop(name, None)
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._lock = threading.RLock()
+        self._recorders = []
+        self._fh = None
+        self._reachable = self._journal is not None and os.path.exists(self._journal)
+        self.ledger._device_side = weakref.ref(self)
+
+    def __repr__(self):
+        cap = "no budget cap" if self.budget is None else f"budget {self.budget:g} per user"
+        return f"<Population {self.id[:8]}: {len(self.ledger)} collection(s), {cap}>"
+
+
+def _check_budget(budget):
+    if budget is None:
+        return None
+    b = float(budget)
+    if not b > 0:
+        raise ValueError(f"budget must be a number > 0 or None, got {budget!r}.")
+    return b
+
+
+def _isin_sorted(x, sorted_ref):
+    if len(sorted_ref) == 0:
+        return np.zeros(len(x), dtype=bool)
+    pos = np.clip(np.searchsorted(sorted_ref, x), 0, len(sorted_ref) - 1)
+    return sorted_ref[pos] == x
+
+
+def _b64(a):
+    return base64.b64encode(np.ascontiguousarray(a, dtype="<u8").tobytes()).decode()
+
+
+def _unb64(s):
+    return np.frombuffer(base64.b64decode(s), dtype="<u8").astype(np.uint64)
+
+
+_DEFAULT = None
+_ARRAYS = {}                       # content hash of a plain array -> its population
+_REGISTRY_LOCK = threading.Lock()
+
+
+def default_population():
+    """The population of users named only by their node keys (labels randomized with bare
+    keys instead of a GraphData view)."""
+    global _DEFAULT
+    with _REGISTRY_LOCK:
+        if _DEFAULT is None:
+            _DEFAULT = Population()
+        return _DEFAULT
+
+
+def array_population(fingerprint):
+    """The population of the users of a plain array, known by its content hash.
+
+    Plain arrays carry no user ids: row ``i`` of an array is a user of that array
+    only. The same content met again (in this process) is the same users, so
+    what they sent before is still on their ledger.
+    """
+    with _REGISTRY_LOCK:
+        pop = _ARRAYS.get(fingerprint)
+        if pop is None:
+            pop = _ARRAYS[fingerprint] = Population()
+        return pop
