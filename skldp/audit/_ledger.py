@@ -1,0 +1,163 @@
+"""Audit a whole estimator: everything one user sent while it was fitted, against the ledger."""
+
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import clone
+
+from .._graph_data import GraphData
+from ._collections import _check_count, _check_inputs
+from ._stats import AuditResult, _check_confidence, audit_pair
+
+__all__ = ["audit_ledger"]
+
+_NOT_SENT = -1e300   # a user who did not answer a collection (never a report value)
+
+
+def _ring(n, width=2):
+    """A public ring lattice: every user has the same ``2 width`` neighbours' worth of graph."""
+    rows = np.repeat(np.arange(n), 2 * width)
+    offsets = np.tile(np.r_[np.arange(1, width + 1), -np.arange(1, width + 1)], n)
+    A = sp.csr_matrix((np.ones(len(rows)), (rows, (rows + offsets) % n)), shape=(n, n))
+    A.data[:] = 1.0
+    return A
+
+
+def _per_user(records, keys):
+    """``{collection id: (spec, (n, k) array)}``: each user's first report, in ``keys`` order."""
+    order = np.argsort(keys)
+    out = {}
+    for spec, node_keys, reports in records:
+        if "edges" in spec.protects or reports is None:
+            continue   # the audit's graph is public and the same for both inputs
+        R = reports.toarray() if sp.issparse(reports) else np.asarray(reports, dtype=np.float64)
+        R = R.reshape(len(node_keys), -1)
+        if spec.id not in out:
+            out[spec.id] = (spec, np.full((len(keys), R.shape[1]), np.nan))
+        M = out[spec.id][1]
+        pos = order[np.searchsorted(keys, node_keys, sorter=order)]
+        fresh = np.isnan(M[pos, 0])
+        M[pos[fresh]] = R[fresh]
+    return out
+
+
+def audit_ledger(estimator, x0, x1, *, y0, y1, classes=None, n_samples=4_000,
+                 confidence=0.95, outputs="all", events="auto", fit_params=None,
+                 random_state=0):
+    """Audit everything one user sends while ``estimator`` is fitted, against its ledger.
+
+    A population is built in which ``n_samples`` users hold the features
+    ``x0`` and label ``y0`` and as many hold ``x1`` and ``y1`` (plus a few
+    background users whose labels cover ``classes``), over a public ring
+    graph. A clone of ``estimator`` (a pipeline, a search, nested searches) is
+    fitted once on all of them while the population records every report
+    sent. Each user's record (its report in every collection it answered,
+    features and labels) is one sample of the joint output; the records of
+    the two groups are audited with :func:`audit_pair` jointly and per
+    collection, and the lower bound is compared with what the ledger charged
+    those users (their local epsilon on features and labels).
+
+    Parameters
+    ----------
+    estimator : estimator
+        Unfitted; ``fit(GraphData, y)`` must accept the population.
+    x0, x1 : array-like of shape (n_features,)
+        The two feature vectors (within the mechanisms' public bounds).
+    y0, y1 : label
+        The two users' labels.
+    classes : array-like or None, default=None
+        The public label domain, for the background users; ``{y0, y1}`` by
+        default.
+    n_samples : int, default=4000
+        Users per input.
+    confidence : float, default=0.95
+    outputs : {"all", "collections", "joint"}, default="all"
+        As :func:`audit_collections`.
+    events : {"auto", "values", "cells"}, default="auto"
+        See :func:`audit_pair`.
+    fit_params : dict or None
+        Passed to ``fit``.
+    random_state : int, default=0
+        The audit's own randomness (user ids, event selection).
+
+    Returns
+    -------
+    result : AuditResult
+        ``epsilon_claimed`` is the largest local epsilon the ledger charged a
+        user of either group for features and labels; ``exceeds_claim`` says
+        whether the reports disprove it. Edge reports are left out (the graph
+        is public and the same for both groups).
+
+    Examples
+    --------
+    >>> from sklearn.pipeline import Pipeline
+    >>> from skldp.audit import audit_ledger
+    >>> from skldp.mechanisms import OneBitMechanism
+    >>> from skldp.models import MLPHead
+    >>> pipe = Pipeline([("bit", OneBitMechanism(1.0, feature_range=(0, 1), split_eps=True)),
+    ...                  ("clf", MLPHead(epochs=2))])
+    >>> res = audit_ledger(pipe, [0.0, 0.0], [1.0, 1.0], y0=0, y1=1, n_samples=2000)
+    >>> res.epsilon_claimed, bool(res.epsilon_lower <= res.epsilon_claimed)
+    (1.0, True)
+    """
+    x0, x1 = _check_inputs([x0, x1])
+    n = _check_count(n_samples, "n_samples", 4)
+    confidence = _check_confidence(confidence)
+    if outputs not in ("all", "collections", "joint"):
+        raise ValueError(f"outputs must be 'all', 'collections' or 'joint', got {outputs!r}.")
+    if not isinstance(random_state, numbers.Integral):
+        raise TypeError(f"random_state must be an integer, got {random_state!r}.")
+    rng = np.random.default_rng(int(random_state))
+    domain = np.unique(np.asarray([y0, y1] if classes is None else list(classes)))
+    if len(domain) < 2:
+        raise ValueError("the labels need at least two classes: pass the public classes=.")
+    m = max(4 * len(domain), n // 20)                   # background users, not audited
+    X = np.vstack([np.repeat(x0[None], n, 0), np.repeat(x1[None], n, 0),
+                   np.repeat(x0[None], m, 0)])
+    y = np.concatenate([np.repeat(np.asarray([y0]), n), np.repeat(np.asarray([y1]), n),
+                        domain[np.arange(m) % len(domain)]])
+    ids = (int(rng.integers(0, 2**40)) << 20) + rng.permutation(len(X))
+    G = GraphData(X, _ring(len(X)), node_ids=ids)
+    with G.population.recording() as records:
+        clone(estimator).fit(G, y, **(fit_params or {}))
+    keys = G.node_keys
+    per_collection = _per_user(records, keys)
+    if not per_collection:
+        raise ValueError("the estimator sent no feature or label report while it was fitted: "
+                         "there is nothing to audit.")
+    claimed = _charged(G.ledger, keys[:2 * n])
+    comps = []
+    for i, (spec, M) in enumerate(per_collection.values()):
+        M = np.where(np.isnan(M), _NOT_SENT, M)
+        name = f"{i}:{spec.kind.rsplit('.', 1)[-1]}"
+        R0, R1 = M[:n], M[n:2 * n]
+        if outputs == "all" and M.shape[1] > 1:
+            comps += [(f"{name}[{j}]", R0[:, [j]], R1[:, [j]]) for j in range(M.shape[1])]
+        if outputs != "joint" or len(per_collection) == 1:
+            comps.append((name, R0, R1))
+    if len(per_collection) > 1:
+        joint = np.hstack([np.where(np.isnan(M), _NOT_SENT, M)
+                           for _, M in per_collection.values()])
+        comps.append(("joint", joint[:n], joint[n:2 * n]))
+    each = 1.0 - (1.0 - confidence) / len(comps)
+    results = []
+    for name, R0, R1 in comps:
+        r = audit_pair(R0, R1, events=events, confidence=each, random_state=rng)
+        results.append(AuditResult(r.epsilon_lower, r.epsilon_point, r.event, r.n,
+                                   r.confidence, r.method, r.counts, name))
+    best = max(results, key=lambda r: r.epsilon_lower)
+    return AuditResult(best.epsilon_lower, best.epsilon_point, best.event, best.n, confidence,
+                       "max", best.counts, best.output, claimed, tuple(results))
+
+
+def _charged(ledger, keys):
+    """The largest local epsilon the ledger charged one of ``keys`` for features and labels."""
+    total = np.zeros(len(keys))
+    for what in ("features", "labels"):
+        users, eps = ledger.per_user(what)
+        if len(users):
+            pos = np.clip(np.searchsorted(users, keys), 0, len(users) - 1)
+            hit = users[pos] == keys
+            total[hit] += eps[pos[hit]]
+    return float(total.max())

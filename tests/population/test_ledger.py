@@ -1,0 +1,161 @@
+"""The boundary's principles: what users send is recorded once, charged each time it changes,
+capped before it is sent, and known to the parent of every worker process."""
+
+import pickle
+
+import numpy as np
+import pytest
+from sklearn.model_selection import GridSearchCV
+from sklearn.pipeline import Pipeline
+
+from skldp import GraphData
+from skldp.accounting import privacy_report
+from skldp.mechanisms import HDSMechanism, LabelRandomizedResponse, OneBitMechanism
+from skldp.models import MLPHead
+from skldp.population import BudgetExceededError, CollectionSpec, Ledger, Population
+from skldp.propagation import PPRPropagation
+
+
+@pytest.fixture
+def sbm(binary_sbm):
+    return binary_sbm(n=90, d=6)
+
+
+def _pipe(eps=1.0, random_state=0):
+    return Pipeline([("hds", HDSMechanism(eps, feature_range=(0, 1),
+                                          random_state=random_state)),
+                     ("ppr", PPRPropagation()),
+                     ("clf", MLPHead(epochs=2, early_stopping=False, random_state=0))])
+
+
+def _summary(ledger):
+    return sorted((e.spec.id, e.spec.epsilon, e.n_users, e.n_answers) for e in ledger.entries())
+
+
+def test_a_second_collection_is_charged_and_the_same_request_is_free(sbm):
+    G, _ = sbm
+    a = OneBitMechanism(1.0, feature_range=(0, 1), split_eps=True, random_state=0)
+    Z = np.asarray(a.fit_transform(G).features)
+    # the same request again (refit, another view, a clone with the same seed): free
+    np.testing.assert_array_equal(np.asarray(a.fit(G).transform(G[::-1]).features), Z)
+    OneBitMechanism(1.0, feature_range=(0, 1), split_eps=True, random_state=0).fit_transform(G)
+    assert len(G.ledger) == 1 and G.ledger.local_epsilon == pytest.approx(1.0)
+    # another collection of the same users: charged
+    OneBitMechanism(0.5, feature_range=(0, 1), split_eps=True, random_state=0).fit_transform(G)
+    assert len(G.ledger) == 2 and G.ledger.local_epsilon == pytest.approx(1.5)
+    users, eps = G.ledger.per_user()
+    assert len(users) == G.n_nodes and np.allclose(eps, 1.5)
+
+
+def test_fitting_sends_nothing_transforming_does(sbm):
+    G, _ = sbm
+    mech = HDSMechanism(1.0, feature_range=(0, 1), random_state=0).fit(G)
+    assert len(G.ledger) == 0 and mech.collection_.epsilon == 1.0
+    mech.transform(G[:5])        # the whole graph answers (the server perturbs every node)
+    assert G.ledger.entries()[0].n_users == G.n_nodes
+
+
+@pytest.mark.parametrize("before", [PPRPropagation(), HDSMechanism(1.0, feature_range=(0, 1),
+                                                                    random_state=1)],
+                         ids=["propagation", "another mechanism"])
+def test_steps_computed_on_the_server_cannot_feed_a_mechanism(sbm, before):
+    G, y = sbm
+    pipe = Pipeline([("before", before),
+                     ("bit", OneBitMechanism(1.0, feature_range=(-5, 5), random_state=0)),
+                     ("clf", MLPHead(epochs=2, early_stopping=False))])
+    with pytest.raises(ValueError, match="no device can compute"):
+        pipe.fit(G, y)
+
+
+def test_a_capped_budget_refuses_before_anything_is_sent(sbm, monkeypatch):
+    G, y = sbm
+    G = GraphData(G.features, G.adjacency, budget=1.5)
+    _pipe(1.0).fit(G, y)
+    calls = []
+    perturb = HDSMechanism._perturb
+    monkeypatch.setattr(HDSMechanism, "_perturb",
+                        lambda self, X, keys: calls.append(1) or perturb(self, X, keys))
+    with pytest.raises(BudgetExceededError, match="budget of 1.5"):
+        _pipe(1.0, random_state=1).fit(G, y)
+    assert calls == [] and len(G.ledger) == 1          # no report computed, none recorded
+    _pipe(0.5, random_state=1).fit(G, y)                 # exactly the cap: allowed
+    assert G.ledger.local_epsilon == pytest.approx(1.5)
+    rep = privacy_report(G)
+    assert rep.budget == 1.5 and "0 left" in str(rep)
+    # labels count against the same cap
+    with pytest.raises(BudgetExceededError):
+        LabelRandomizedResponse(0.1, classes=[0, 1, 2], random_state=0).fit().randomize(y, G)
+
+
+def test_the_same_users_under_another_graph_share_the_ledger(sbm):
+    G, _ = sbm
+    mech = HDSMechanism(1.0, feature_range=(0, 1), random_state=0).fit(G)
+    mech.transform(G)
+    copy = pickle.loads(pickle.dumps(G))               # e.g. sent to a worker and back
+    assert copy.population.id == G.population.id
+    HDSMechanism(2.0, feature_range=(0, 1), random_state=0).fit_transform(copy)
+    assert G.ledger.local_epsilon == pytest.approx(3.0)   # the original read the journal
+
+
+def test_search_in_worker_processes_gives_the_sequential_ledger(sbm):
+    G, y = sbm
+    grid = {"hds__eps": [0.5, 2.0], "ppr__alpha": [0.1, 0.2]}
+    G1, G2 = G.new_simulation(), G.new_simulation()
+    GridSearchCV(_pipe(), grid, cv=2).fit(G1, y)
+    GridSearchCV(_pipe(), grid, cv=2, n_jobs=2).fit(G2, y)
+    assert _summary(G2.ledger) == _summary(G1.ledger)
+    assert G2.ledger.local_epsilon == pytest.approx(2.5)
+
+
+@pytest.mark.slow  # starts a Dask LocalCluster
+def test_search_on_a_dask_cluster_gives_the_sequential_ledger(sbm):
+    pytest.importorskip("distributed")
+    from dask.distributed import Client, LocalCluster
+    from joblib import parallel_backend
+    G, y = sbm
+    grid = {"hds__eps": [0.5, 2.0]}
+    G1, G2 = G.new_simulation(), G.new_simulation()
+    GridSearchCV(_pipe(), grid, cv=2).fit(G1, y)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster), \
+            parallel_backend("dask"):
+        GridSearchCV(_pipe(), grid, cv=2, n_jobs=2).fit(G2, y)
+    assert _summary(G2.ledger) == _summary(G1.ledger)
+
+
+def test_an_unreachable_ledger_refuses_to_collect(sbm, tmp_path):
+    G, _ = sbm
+    blob = pickle.dumps(G)
+    copy = pickle.loads(blob)
+    copy.population._reachable = False        # as on another machine
+    with pytest.raises(RuntimeError, match="would not be counted"):
+        HDSMechanism(1.0, feature_range=(0, 1), random_state=0).fit_transform(copy)
+    fresh = copy.new_simulation()               # a separate simulation is fine
+    HDSMechanism(1.0, feature_range=(0, 1), random_state=0).fit_transform(fresh)
+    assert fresh.ledger.local_epsilon == 1.0
+
+
+def test_the_spec_is_public_json_and_the_ledger_keeps_no_secret(sbm):
+    G, _ = sbm
+    mech = HDSMechanism(1.0, feature_range=(0, 1), random_state=0).fit(G)
+    mech.transform(G)
+    spec = mech.collection_
+    again = CollectionSpec.from_json(spec.to_json())
+    assert again == spec
+    assert "random_state" not in spec.params and str(mech.seed_) not in spec.to_json()
+    with pytest.raises(ValueError, match="version"):
+        CollectionSpec.from_dict({**spec.to_dict(), "version": 99})
+    blob = pickle.dumps(G.ledger)
+    assert str(G.population._secret).encode() not in blob
+    ledger = pickle.loads(blob)
+    assert isinstance(ledger, Ledger) and ledger.local_epsilon == 1.0
+
+
+def test_a_population_can_be_built_and_capped_directly():
+    pop = Population(budget=2.0)
+    X = np.random.default_rng(0).random((10, 3))
+    G = GraphData(X, population=pop)
+    assert G.population is pop and G.ledger is pop.ledger
+    with pytest.raises(ValueError, match="budget"):
+        pop.set_budget(0)
+    np.testing.assert_allclose(pop.remaining(G.node_keys), 2.0)
