@@ -177,6 +177,8 @@ sphinx_gallery_conf = {
 # engineers add names there), rewritten at each build so they stay current.
 API_PAGES = {
     "skldp": ("Core: data container and base classes", "skldp"),
+    "population": ("The privacy boundary: populations, collections, the ledger",
+                   "skldp.population"),
     "mechanisms": ("Local DP mechanisms", "skldp.mechanisms"),
     "propagation": ("Propagation and denoising", "skldp.propagation"),
     "reconstruction": ("Reconstruction from local DP reports", "skldp.reconstruction"),

@@ -5,8 +5,9 @@ What a hyperparameter search spends: privacy_report
 
 Tuning a private pipeline with :class:`~sklearn.model_selection.GridSearchCV`
 is not free: every candidate setting of a local DP mechanism is a report that
-each user sends. :func:`skldp.accounting.privacy_report` counts what a fitted
-search collected, not only what the refitted best pipeline holds:
+each user sends. :func:`skldp.accounting.privacy_report` reads the users'
+ledger, which recorded every report they sent during the search, not only what
+the refitted best pipeline holds:
 
 * a mechanism with an integer ``random_state`` makes one *collection* per
   distinct setting (its class and parameters): the folds and the refit of one
@@ -39,6 +40,7 @@ from skldp.propagation import PPRPropagation
 torch.set_num_threads(1)
 cora = load_cora()
 G, y = cora.data, cora.target
+G_none = G.new_simulation()        # the second search: separate simulated users
 train, val, test = random_node_split(y, 0.5, 0.25, 0.25, random_state=0)
 fit = train | val
 
@@ -63,8 +65,9 @@ report = privacy_report(search)
 print(f"best parameters: {search.best_params_}, "
       f"test accuracy {search.score(G[test], y[test]):.3f}")
 print(report)
-print(f"refitted pipeline: eps = {report.local_epsilon:g} per user; the search collected "
-      f"{report.search_collections} reports per user, eps = {report.search_epsilon:g}")
+refit = sum(s.epsilon for s in report.spends if s.step)
+print(f"refitted pipeline: eps = {refit:g} per user; the search collected "
+      f"{len(report.spends)} reports per user, eps = {report.local_epsilon:g}")
 
 # %%
 # The same search with ``random_state=None``
@@ -75,10 +78,10 @@ print(f"refitted pipeline: eps = {report.local_epsilon:g} per user; the search c
 # budget for it.)
 search_none = GridSearchCV(make_pipeline(None), grid,
                            cv=LabelledKFold(2, shuffle=True, random_state=0))
-search_none.fit(G[fit], y[fit])
+search_none.fit(G_none[fit], y[fit])
 report_none = privacy_report(search_none)
-print(f"random_state=None: {report_none.search_collections} reports per user, "
-      f"eps = {report_none.search_epsilon:g}")
+print(f"random_state=None: {len(report_none.spends)} reports per user, "
+      f"eps = {report_none.local_epsilon:g}")
 
 # %%
 # Plot: validation accuracy of the candidates, and the budgets
@@ -93,9 +96,9 @@ for alpha, marker in zip(grid["ppr__alpha"], "os", strict=True):
 axes[0].set(xscale="log", xlabel="eps per user", ylabel="cross-validated accuracy",
             title="GridSearchCV on Cora (2 folds)")
 axes[0].legend()
-bars = {"best pipeline\n(refit)": report.local_epsilon,
-        "search,\nrandom_state=0": report.search_epsilon,
-        "search,\nrandom_state=None": report_none.search_epsilon}
+bars = {"best pipeline\n(refit)": refit,
+        "search,\nrandom_state=0": report.local_epsilon,
+        "search,\nrandom_state=None": report_none.local_epsilon}
 axes[1].bar(list(bars), list(bars.values()), color=["tab:green", "tab:blue", "tab:red"])
 for i, v in enumerate(bars.values()):
     axes[1].text(i, v, f"{v:g}", ha="center", va="bottom")
