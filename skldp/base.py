@@ -508,7 +508,7 @@ class LDPMechanism(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
         self._check_device_steps(device_steps)
         Xd = self._device_input(X)
         return population.collect(self.collection_, node_keys, feature_digests(Xd),
-                                  lambda keys: self._perturb(Xd, keys))
+                                  lambda keys: self._perturb(Xd, keys), unique=True)
 
     def _answer(self, G):
         """Record that the users of ``G`` answer (when an on-disk cache holds the reports)."""
@@ -517,7 +517,7 @@ class LDPMechanism(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
             self._check_device_steps(device_steps)
             Xd = self._device_input(G.features)
             population.collect(self.collection_, G.node_keys, feature_digests(Xd),
-                               lambda keys: None)
+                               lambda keys: None, unique=True)
 
     def _forget_secret(self, X):
         """Keep the reports of the users of ``X`` and delete ``seed_`` (see forget_secrets)."""

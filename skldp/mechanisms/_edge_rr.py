@@ -486,7 +486,7 @@ class EdgeRR(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
             population, _ = boundary_input(self, G, "adjacency")
             A = self._lists(G)
             population.collect(self.collection_, G.node_keys, list_digests(A, G.node_keys),
-                               lambda keys: None)
+                               lambda keys: None, unique=True)
 
     def _transform_graph(self, G):
         if not hasattr(self, "seed_"):
@@ -509,7 +509,7 @@ class EdgeRR(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
             return _report_lists(A, G.node_keys, float(self.eps), self.seed_, report_keys)
 
         indptr, cols = population.collect(self.collection_, G.node_keys,
-                                          list_digests(A, G.node_keys), encode)
+                                          list_digests(A, G.node_keys), encode, unique=True)
         del A
         if self.symmetrize != "directed":
             # rebinding frees the directed reports before the float32 data is allocated

@@ -107,11 +107,12 @@ def report_keys(node_keys, digests):
                     ^ _mix(np.asarray(digests, dtype=np.uint64) ^ _REPORT_SALT))
 
 
-def answer_tags(secret, collection_id, node_keys, digests):
-    """Keyed tags of (collection, user, input): equal iff the same user answered about the same
-    input. ``secret`` is the simulated devices' and never leaves them, so the tags (kept by the
-    ledger's journal) reveal nothing about the inputs beyond that equality."""
+def answer_tags(secret, collection_id, rkeys):
+    """Keyed tags of (collection, user, input), from the report keys ``rkeys``: equal iff the
+    same user answered about the same input. ``secret`` is the simulated devices' and never
+    leaves them, so the tags (kept by the ledger's journal) reveal nothing about the inputs
+    beyond that equality."""
     cid = np.uint64(int(collection_id[:16], 16))
     with np.errstate(over="ignore"):
         k = _mix(np.uint64(secret) ^ _mix(cid))
-        return _mix(report_keys(node_keys, digests) ^ k)
+        return _mix(np.asarray(rkeys, dtype=np.uint64) ^ k)

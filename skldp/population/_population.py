@@ -110,7 +110,7 @@ class Population:
                 "search reuses one collection, or raise the budget.")
 
     # ---------------------------------------------------------------- answers
-    def collect(self, spec, node_keys, digests, encode, *, keep=False):
+    def collect(self, spec, node_keys, digests, encode, *, keep=False, unique=False):
         """Every listed device answers ``spec`` about the input whose digest is given.
 
         Parameters
@@ -127,6 +127,9 @@ class Population:
         keep : bool, default=False
             Keep the reports the server received (labels: small, and read by
             post-processing such as Correct and Smooth).
+        unique : bool, default=False
+            ``node_keys`` are known to hold each user once (a whole graph):
+            spares a sort of the answers.
 
         Returns
         -------
@@ -134,20 +137,23 @@ class Population:
             Whatever ``encode`` returns.
         """
         node_keys = np.asarray(node_keys, dtype=np.uint64)
-        digests = np.asarray(digests, dtype=np.uint64)
-        tags = answer_tags(self._secret, spec.id, node_keys, digests)
+        rkeys = report_keys(node_keys, digests)
+        tags = answer_tags(self._secret, spec.id, rkeys)
         with self._exclusive():
             self._sync_locked()
-            known = self._tags.get(spec.id, np.zeros(0, np.uint64))
-            fresh = ~_isin_sorted(tags, known)
-            new_tags, first = np.unique(tags[fresh], return_index=True)
-            new_keys = node_keys[fresh][first]
+            known = self._tags.get(spec.id)
+            if known is None and unique:       # nobody answered yet: every answer is new
+                new_tags, new_keys = tags, node_keys
+            else:
+                fresh = ~_isin_sorted(tags, _sorted_tags(self._tags, spec.id))
+                new_tags, first = np.unique(tags[fresh], return_index=True)
+                new_keys = node_keys[fresh][first]
             if len(new_tags):
                 self._check_budget(spec, new_keys)
                 self._record(spec, new_keys, new_tags)
                 self._write({"local": spec.to_dict(), "keys": _b64(new_keys),
                              "tags": _b64(new_tags)})
-        reports = encode(report_keys(node_keys, digests))
+        reports = encode(rkeys)
         if keep:
             kept = self._received.setdefault(spec.id, {})
             kept.update(zip(node_keys.tolist(), np.asarray(reports).tolist()))
@@ -187,8 +193,9 @@ class Population:
             self._recorders.remove(rec)
 
     def _record(self, spec, keys, tags):
-        known = self._tags.get(spec.id, np.zeros(0, np.uint64))
-        self._tags[spec.id] = np.union1d(known, tags)
+        # Tags are kept as unsorted chunks and sorted only when a later request must be
+        # compared with them (the first answer of a whole graph needs no sort).
+        self._tags.setdefault(spec.id, _Tags()).chunks.append(np.asarray(tags, dtype=np.uint64))
         self.ledger._add(spec, keys)
 
     # ---------------------------------------------------------------- journal
@@ -247,7 +254,7 @@ class Population:
                 continue
             spec = CollectionSpec.from_dict(rec["local"])
             keys, tags = _unb64(rec["keys"]), _unb64(rec["tags"])
-            fresh = ~_isin_sorted(tags, self._tags.get(spec.id, np.zeros(0, np.uint64)))
+            fresh = ~_isin_sorted(tags, _sorted_tags(self._tags, spec.id))
             if fresh.any():
                 self._record(spec, keys[fresh], tags[fresh])
 
@@ -289,6 +296,27 @@ def _check_budget(budget):
     if not b > 0:
         raise ValueError(f"budget must be a number > 0 or None, got {budget!r}.")
     return b
+
+
+class _Tags:
+    """The tags of one collection's answers: unsorted chunks, merged and sorted on demand."""
+
+    __slots__ = ("chunks", "merged")
+
+    def __init__(self):
+        self.chunks, self.merged = [], np.zeros(0, np.uint64)
+
+    def sorted(self):
+        if self.chunks:
+            self.merged = np.unique(np.concatenate([self.merged] + self.chunks))
+            self.chunks = []
+        return self.merged
+
+
+def _sorted_tags(tags, spec_id):
+    """The tags answered for ``spec_id`` as one sorted array."""
+    entry = tags.get(spec_id)
+    return np.zeros(0, np.uint64) if entry is None else entry.sorted()
 
 
 def _isin_sorted(x, sorted_ref):
