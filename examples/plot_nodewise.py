@@ -15,9 +15,10 @@ Where it may stand in a private pipeline follows from the privacy model:
 * **before the mechanism** runs what each user does alone, on their own
   data: only transforms that read nothing from other users, e.g. filling a
   missing answer with a public constant
-  (``NodeWise(SimpleImputer(strategy="constant"))``). A fitted statistic
-  (mean imputation, ``StandardScaler``) would be computed from other users'
-  raw data, which the local model forbids;
+  (``NodeWise(SimpleImputer(strategy="constant"), on_device=True)``, fitted
+  on no user data). A fitted statistic (mean imputation, ``StandardScaler``)
+  would be computed from other users' raw data, which the local model
+  forbids: the mechanism refuses it;
 * **after the mechanism** runs on the server, on the reports: any transform
   is post-processing and spends nothing, e.g. a truncated SVD of the noisy
   reports (``NodeWise(TruncatedSVD(64))``) fitted on the training nodes.
@@ -82,7 +83,8 @@ except ValueError as exc:
 def make_pipeline(eps, svd):
     steps = [
         # on the user's device: a public constant, nothing read from others
-        ("impute", NodeWise(SimpleImputer(strategy="constant", fill_value=0.0))),
+        ("impute", NodeWise(SimpleImputer(strategy="constant", fill_value=0.0),
+                            on_device=True)),
         ("mech", OneBitMechanism(eps=eps, feature_range=(0, 1), random_state=0)),
     ]
     if svd:  # on the server: post-processing of the reports

@@ -593,10 +593,21 @@ class NodeWise(GraphTransformerMixin, BaseEstimator):
     input names), and the output GraphData carries these names, e.g.
     ``pca0, pca1`` for ``NodeWise(PCA(2))``.
 
+    Before a local DP mechanism only a transform each user's device can run on its
+    own data may stand (Design page, "Local DP is a protocol"): pass
+    ``on_device=True`` for a public per-user map such as
+    ``SimpleImputer(strategy="constant")`` or a ``FunctionTransformer``. It is
+    then fitted on one public row of zeros, never on the users' data, and its
+    parameters become part of the mechanism's collection spec. A transformer
+    fitted on the users' rows (``StandardScaler()``) runs on the server; a
+    mechanism after it is refused.
+
     Parameters
     ----------
     estimator : transformer
         Any scikit-learn transformer, e.g. ``StandardScaler()``.
+    on_device : bool, default=False
+        Run it as a public, stateless on-device step (fitted on no user data).
 
     Attributes
     ----------
@@ -620,8 +631,13 @@ class NodeWise(GraphTransformerMixin, BaseEstimator):
 
     _graph_requirements = {}
 
-    def __init__(self, estimator):
+    def __init__(self, estimator, *, on_device=False):
         self.estimator = estimator
+        self.on_device = on_device
+
+    @property
+    def _device_side(self):
+        return bool(self.on_device)
 
     def fit(self, X, y=None):
         # Fit on the view's rows in the store's own format (sparse stays sparse), the
@@ -630,6 +646,10 @@ class NodeWise(GraphTransformerMixin, BaseEstimator):
         est = clone(self.estimator)
         if isinstance(X, GraphData) and hasattr(est, "set_output"):
             est.set_output(transform="default")  # a global pandas output must not reach the store
+        if self.on_device:
+            # A public map: fitted on one row of zeros, never on any user's data.
+            shape = (1, X.shape[1])
+            rows, y = (sp.csr_matrix(shape) if sp.issparse(rows) else np.zeros(shape)), None
         self.estimator_ = est.fit(rows, y)
         self.n_features_in_ = X.shape[1]
         return self

@@ -159,3 +159,24 @@ def test_a_population_can_be_built_and_capped_directly():
     with pytest.raises(ValueError, match="budget"):
         pop.set_budget(0)
     np.testing.assert_allclose(pop.remaining(G.node_keys), 2.0)
+
+
+def test_a_public_per_user_map_may_run_on_the_device(sbm):
+    from sklearn.impute import SimpleImputer
+    from skldp import NodeWise
+    G, y = sbm
+    X = G.features.copy()
+    X[0, 0] = np.nan                            # a user who skipped a question
+    G = G.with_features(X)
+    pipe = Pipeline([("impute", NodeWise(SimpleImputer(strategy="constant", fill_value=0.0),
+                                         on_device=True)),
+                     ("bit", OneBitMechanism(1.0, feature_range=(0, 1), random_state=0)),
+                     ("clf", MLPHead(epochs=2, early_stopping=False))])
+    pipe.fit(G, y)
+    (spec,) = [e.spec for e in G.ledger.entries()]
+    assert spec.device_steps[0]["kind"] == "skldp.base.NodeWise"
+    assert spec.device_steps[0]["params"]["estimator"]["params"]["strategy"] == "constant"
+    # the same imputer fitted on the users' rows is a server step: refused
+    pipe.set_params(impute__on_device=False)
+    with pytest.raises(ValueError, match="no device can compute"):
+        pipe.fit(G, y)
