@@ -426,7 +426,7 @@ class LDPMechanism(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
     fit and predict time, for any subset or order of rows, after pickling; a
     changed input gets independent noise and is charged again.
 
-    Only the users' own data may come in (see :func:`boundary_input`); a
+    Only the users' own data may come in (see ``skldp.base.boundary_input``); a
     parameter changed after fit is refused until the mechanism is fitted again.
     On :class:`~skldp.GraphData` a user is its ``node_id``; on a plain array, its
     row position in that very array (any other array raises).

@@ -37,8 +37,8 @@ class Population:
 
     Every report leaves through :meth:`collect`: a device answers a collection
     (a public :class:`~skldp.population.CollectionSpec`) about its own data,
-    once per value of that data, and the :attr:`ledger` records the answer. A
-    request that would take a user past :attr:`budget` raises
+    once per value of that data, and the ``ledger`` records the answer. A
+    request that would take a user past ``budget`` raises
     :class:`BudgetExceededError` before any report is computed.
 
     A :class:`~skldp.GraphData` creates one population and shares it with every

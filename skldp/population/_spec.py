@@ -136,6 +136,7 @@ class CollectionSpec:
 
     @classmethod
     def from_json(cls, text):
+        """Read a spec written by :meth:`to_json`."""
         return cls.from_dict(json.loads(text))
 
     def describe(self):
