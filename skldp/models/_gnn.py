@@ -319,19 +319,27 @@ def graph_tensors(G, device, conv="gcn", self_loops=True, features=True):
         x = None
     g = {"n": A.shape[0]}
     symmetric = G.is_symmetric()
+    # Normalised and moved to the device once per graph (kept with the adjacency,
+    # GraphData.operator): every fit and predict on the graph reuses the tensors.
+    key = ("gnn", conv, bool(self_loops), symmetric, str(device))
     if conv == "gcn":
-        a = normalized_adjacency(A, self_loops, "sym")
-        g["a_sym_op"] = SparseOperand.from_scipy(a, device, symmetric=symmetric)
+        g["a_sym_op"] = G.operator(key, lambda A: SparseOperand.from_scipy(
+            normalized_adjacency(A, self_loops, "sym"), device, symmetric=symmetric))
         g["a_sym"] = g["a_sym_op"].A
     elif conv == "sage":
-        a = normalized_adjacency(A, False, "rw")
-        g["a_mean_op"] = SparseOperand.from_scipy(a, device)
+        g["a_mean_op"] = G.operator(key, lambda A: SparseOperand.from_scipy(
+            normalized_adjacency(A, False, "rw"), device))
         g["a_mean"] = g["a_mean_op"].A
     else:
-        A1 = sp.coo_matrix(A + sp.eye(A.shape[0]) if self_loops else A)
-        g["src"] = torch.as_tensor(A1.col, dtype=torch.long, device=device)
-        g["dst"] = torch.as_tensor(A1.row, dtype=torch.long, device=device)
+        g["src"], g["dst"] = G.operator(key, lambda A: _edge_index(A, self_loops, device))
     return x, g
+
+
+def _edge_index(A, self_loops, device):
+    """``(src, dst)`` long tensors of the edges of ``A`` (``+ I`` with self loops)."""
+    A1 = sp.coo_matrix(A + sp.eye(A.shape[0]) if self_loops else A)
+    return (torch.as_tensor(A1.col, dtype=torch.long, device=device),
+            torch.as_tensor(A1.row, dtype=torch.long, device=device))
 
 
 class GNNClassifierBase(TorchClassifierBase):

@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from ..mechanisms._label_rr import LabelRandomizedResponse
-from ..propagation._gcn_aggregation import apply_propagation, propagation_matrix
+from ..propagation._gcn_aggregation import apply_propagation, graph_propagation_matrix
 from ..utils.validation import check_eps, check_graph_data, check_int
 from ._gnn import (
     GNNClassifierBase,
@@ -306,7 +306,7 @@ class LPGNNClassifier(GNNClassifierBase):
         if self.y_steps > 0:
             n = G.n_nodes
             Y = sp.csr_matrix((np.ones(len(own)), (G.rows, own)), shape=(n, c))
-            P = propagation_matrix(G.adjacency, self.self_loops, self.normalization)
+            P = graph_propagation_matrix(G, self.self_loops, self.normalization)
             Z = _kprop(P, Y, self.y_steps)
             Z = Z.toarray() if sp.issparse(Z) else np.asarray(Z)
             Zr = Z[G.rows]
@@ -376,9 +376,12 @@ class LPGNNClassifier(GNNClassifierBase):
         if x is None:
             x = feature_tensor(G, device, operand=True)
         if self.x_steps > 0 or self._propagates_predictions():
-            P = SparseOperand.from_scipy(
-                propagation_matrix(G.adjacency, self.self_loops, self.normalization), device,
-                symmetric=self.normalization == "sym" and G.is_symmetric())
+            symmetric = self.normalization == "sym" and G.is_symmetric()
+            P = G.operator(  # once per graph and device (kept with the adjacency)
+                ("lpgnn_kprop", self.self_loops, self.normalization, symmetric, str(device)),
+                lambda A: SparseOperand.from_scipy(
+                    graph_propagation_matrix(G, self.self_loops, self.normalization), device,
+                    symmetric=symmetric))
         if self.x_steps > 0:
             # KProp of the features, applied lazily after the first linear map
             # (exact: P^K X W = P^K (X W)), so it costs K products on n x hidden.

@@ -4,7 +4,7 @@ from sklearn.base import BaseEstimator
 
 from ..base import GraphTransformerMixin
 from ..utils.validation import check_int
-from ._gcn_aggregation import _check_options, apply_propagation, propagation_matrix
+from ._gcn_aggregation import _check_options, apply_propagation, graph_propagation_matrix
 
 __all__ = ["KProp"]
 
@@ -112,6 +112,6 @@ class KProp(GraphTransformerMixin, BaseEstimator):
         dtype = _check_options(self)
         if K == 0:
             return G
-        P = propagation_matrix(G.adjacency, self.self_loops, self.normalization, dtype)
+        P = graph_propagation_matrix(G, self.self_loops, self.normalization, dtype)
         Z = apply_propagation(P, G.features, K, self.n_jobs)  # K products, not a node loop
         return G.with_features(Z, feature_names=G.feature_names)

@@ -10,6 +10,7 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 
 from ..base import GraphTransformerMixin
+from ..utils._adjacency import row_sums, scale_csr
 from ..utils.validation import check_int
 from ._spmm import n_threads as _n_threads
 
@@ -258,41 +259,60 @@ class PPRPropagation(GraphTransformerMixin, BaseEstimator):
         elif solver in ("cg", "chebyshev") and not G.is_symmetric():
             raise ValueError(f"solver={solver!r} needs a symmetric adjacency; use "
                              "solver='power' for a directed graph.")
-        A, deg = _with_loops(G.adjacency, bool(self.add_self_loops))
-        r = float(self.r)
-        if solver != "power":   # T = D^(r-1/2) S D^(1/2-r), S = D^-1/2 A D^-1/2 symmetric
-            M = _scaled(A, deg ** -0.5, deg ** -0.5, dtype)
-            left, right = deg ** (0.5 - r), deg ** (r - 0.5)
-        else:
-            M = _scaled(A, deg ** (r - 1.0), deg ** (-r), dtype)
-            left = right = None
         X = G.features
         if not self._use_torch():
-            Z = self._transform_cpu(M, X, left, right, dtype, solver)
+            Z = self._transform_cpu(G, X, dtype, solver)
             return G.with_features(Z, feature_names=G.feature_names)
+        Z = self._transform_torch(G, X, dtype, solver, resolve_device(self.device))
+        return G.with_features(Z, feature_names=G.feature_names)
+
+    def _operator(self, G, dtype, solver):
+        """``(M, left, right)`` of the graph of ``G``, built once per graph.
+
+        Symmetric solvers: ``M = S = D^-1/2 A D^-1/2`` with ``T = diag(left) S
+        diag(right)``; power iteration: ``M = T``, ``left = right = None``.
+        Kept with the adjacency (:meth:`skldp.GraphData.operator`), so a
+        pipeline, a search or several mechanisms' reports on one graph normalise
+        it once.
+        """
+        loops, r = bool(self.add_self_loops), float(self.r)
+        sym = solver != "power"
+        key = ("ppr_operator", sym, None if sym else r, loops, np.dtype(dtype).str)
+        return G.operator(key, lambda A: _ppr_operator(A, sym, r, loops, dtype))
+
+    def _transform_torch(self, G, X, dtype, solver, device):
+        """torch path: the operator on ``device`` once per graph, column blocks there.
+
+        Each block of the features goes to the device once (sparse features as
+        their non-zeros, densified there), is scaled, solved and scaled there,
+        and comes back once; nothing else crosses between host and device.
+        """
+        loops, r = bool(self.add_self_loops), float(self.r)
+        sym = solver != "power"
+        key = ("ppr_torch", sym, None if sym else r, loops, np.dtype(dtype).str, str(device))
+
+        def build(A):
+            M, left, right = self._operator(G, dtype, solver)
+            return _TorchOps(M, dtype, device, left, right)
+
+        ops = G.operator(key, build)
         if sp.issparse(X):
             X = sp.csc_matrix(X)  # cheap column blocks
         n, d = X.shape
         Z = np.empty((n, d), dtype=dtype)
-        ops = _TorchOps(M, dtype, resolve_device(self.device))
-        block = max(1, ops.block_elements // max(n, 1))
+        block = ops.block_columns(n, d)
         run = {"cg": self._cg, "chebyshev": self._chebyshev, "power": self._power}[solver]
         not_converged = products = 0
         for s in range(0, d, block):
-            Xb = X[:, s:s + block]
-            Xb = np.asarray(Xb.toarray() if sp.issparse(Xb) else Xb, dtype=np.float64)
-            if left is not None:
-                Xb = Xb * left[:, None]
-            Wb, ok, its = run(ops, ops.put(Xb))
+            Fb = ops.put_block(X[:, s:s + block])     # D^(1/2 - r) X on the device
+            Wb, ok, its = run(ops, Fb)
+            del Fb
             products += its
-            Wb = ops.get(Wb)
-            if right is not None:
-                Wb = Wb * right[:, None].astype(dtype)
-            Z[:, s:s + block] = Wb
+            ops.get_block(Wb, Z[:, s:s + block])      # D^(r - 1/2) W back to the host
             not_converged += not ok
         self._run_info = dict(products=products, block_columns=block, n_jobs=1, order=None)
         self._warn_not_converged(not_converged)
-        return G.with_features(Z, feature_names=G.feature_names)
+        return Z
 
     def _warn_not_converged(self, not_converged):
         if not_converged:
@@ -301,7 +321,7 @@ class PPRPropagation(GraphTransformerMixin, BaseEstimator):
                           "block(s); increase max_iter or tol.", ConvergenceWarning,
                           stacklevel=3)
 
-    def _transform_cpu(self, M, X, left, right, dtype, solver):
+    def _transform_cpu(self, G, X, dtype, solver):
         """scipy/numpy path: rows in RCM order, column blocks solved in parallel threads.
 
         Reverse Cuthill-McKee ordering puts the neighbours of a row close to it,
@@ -311,17 +331,20 @@ class PPRPropagation(GraphTransformerMixin, BaseEstimator):
         update ``Q = P - (1 - alpha) S P`` are one pass (the Chebyshev solver
         builds its own operators from ``S``, see ``_chebyshev_runner``).
         """
-        from scipy.sparse.csgraph import reverse_cuthill_mckee
         n, d = X.shape
         a, tol, max_iter = float(self.alpha), float(self.tol), int(self.max_iter)
-        perm = reverse_cuthill_mckee(M, symmetric_mode=solver != "power").astype(np.intp)
-        if solver == "chebyshev":
-            Mp = sp.csr_matrix(M[perm][:, perm], dtype=dtype)   # S
-        else:
-            Mp = sp.csr_matrix(M[perm][:, perm] * (a - 1.0), dtype=dtype)  # -(1 - alpha) T
-        Mp.sort_indices()
-        sl = (left[perm] if left is not None else np.ones(n))
-        sr = (right[perm] if right is not None else np.ones(n)).astype(dtype)
+        sym = solver != "power"
+        key = ("ppr_cpu", sym, None if sym else float(self.r), bool(self.add_self_loops),
+               np.dtype(dtype).str)
+
+        def build(A):
+            return _ordered_operator(*self._operator(G, dtype, solver), sym)
+
+        Mp, perm, sl, sr, runner = G.operator(key, build)   # once per graph
+        if solver != "chebyshev":
+            # -(1 - alpha) T: one pass over the values (alpha differs between calls)
+            Mp = sp.csr_matrix((Mp.data * (a - 1.0), Mp.indices, Mp.indptr), shape=Mp.shape)
+            Mp.has_sorted_indices = True
         if sp.issparse(X):
             X = sp.csc_matrix(sp.csr_matrix(X)[perm])
         width = max(1, min(_CPU_BLOCK_COLUMNS, _CPU_BLOCK_ELEMENTS // max(n, 1)))
@@ -331,7 +354,7 @@ class PPRPropagation(GraphTransformerMixin, BaseEstimator):
         starts = range(0, d, width)
         Z = np.empty((n, d), dtype=dtype)
         if solver == "chebyshev":
-            run = _chebyshev_runner(Mp)
+            run = runner()
         else:
             run = _cg_cpu if solver == "cg" else _power_cpu
 
@@ -374,16 +397,24 @@ class PPRPropagation(GraphTransformerMixin, BaseEstimator):
         return Z, False, self.max_iter
 
     def _chebyshev(self, ops, F):
-        """Chebyshev series of ``(I - (1-alpha) S)^-1 alpha F`` (see Notes)."""
+        """Chebyshev series of ``(I - (1-alpha) S)^-1 alpha F`` (see Notes).
+
+        ``F`` (a block of the caller's, used up here) holds ``alpha F`` in place;
+        each step is one fused product ``2 S T_j - T_(j-1)`` and one in-place
+        update of the sum: four blocks alive, no temporaries.
+        """
         a = float(self.alpha)
-        F = F * a
+        F = F.mul_(a)
         gamma, ok = chebyshev_coefficients(a, float(self.tol), int(self.max_iter))
-        W = F * gamma[0]
-        prev, cur = F, ops.spmm(F) if len(gamma) > 1 else None
+        W = F * float(gamma[0])
+        if len(gamma) == 1:
+            return W, ok, 0
+        prev, cur = F, ops.spmm(F)
+        del F
         for j in range(1, len(gamma)):
             if j > 1:
-                prev, cur = cur, ops.spmm(cur) * 2.0 - prev
-            W += cur * gamma[j]
+                prev, cur = cur, ops.spmm_twice_minus(cur, prev)
+            W.add_(cur, alpha=float(gamma[j]))
         return W, ok, len(gamma) - 1
 
     def _cg(self, ops, F):
@@ -594,48 +625,156 @@ def _power_cpu(Mneg, F, a, tol, max_iter):
 
 
 def _with_loops(A, add_self_loops):
-    A = sp.csr_matrix(A, dtype=np.float64)
+    """``(A', deg)``: ``A`` (plus ``I`` with ``add_self_loops``, plus a self loop on
+    each node without edges) and its row sums in float64.
+
+    Without self loops and isolated nodes ``A`` itself is returned (no copy); the
+    degrees are summed in float64 from its values (``row_sums``).
+    """
     if add_self_loops:
-        A = A + sp.eye(A.shape[0], format="csr")
-    deg = np.asarray(A.sum(axis=1)).ravel()
+        A = sp.csr_matrix(A, dtype=np.float64) + sp.eye(A.shape[0], format="csr")
+    deg = row_sums(A, np.float64)
     isolated = deg == 0
     if isolated.any():   # a self loop, so that D^-r is defined: output = input
-        A = A + sp.diags(isolated.astype(np.float64), format="csr")
+        A = sp.csr_matrix(A, dtype=np.float64) + sp.diags(isolated.astype(np.float64),
+                                                         format="csr")
         deg = np.where(isolated, 1.0, deg)
     return A, deg
 
 
 def _scaled(A, left, right, dtype):
-    M = sp.csr_matrix(sp.diags(left) @ A @ sp.diags(right), dtype=dtype)
-    M.sort_indices()
-    return M
+    """``diag(left) A diag(right)`` in ``dtype`` (values computed in float64)."""
+    return scale_csr(A, np.asarray(left, np.float64), np.asarray(right, np.float64), dtype)
+
+
+def _ppr_operator(A, sym, r, add_self_loops, dtype):
+    """``(M, left, right)``: ``S`` and ``D^(1/2-r)``, ``D^(r-1/2)`` or ``(T, None, None)``."""
+    A, deg = _with_loops(A, add_self_loops)
+    if sym:   # T = D^(r-1/2) S D^(1/2-r), S = D^-1/2 A D^-1/2 symmetric
+        d = deg ** -0.5
+        return _scaled(A, d, d, dtype), deg ** (0.5 - r), deg ** (r - 0.5)
+    return _scaled(A, deg ** (r - 1.0), deg ** (-r), dtype), None, None
+
+
+def _permuted(M, perm):
+    """``M[perm][:, perm]`` with sorted indices: the rows gathered, the column
+    indices renumbered (no column indexing pass)."""
+    n = M.shape[0]
+    inv = np.empty(n, dtype=np.intp)
+    inv[perm] = np.arange(n)
+    R = M[perm]
+    P = sp.csr_matrix((R.data, inv[R.indices].astype(R.indices.dtype, copy=False), R.indptr),
+                      shape=M.shape)
+    P.has_sorted_indices = False
+    P.sort_indices()
+    return P
+
+
+def _ordered_operator(M, left, right, sym):
+    """The CPU solver's operator: rows and columns in reverse Cuthill-McKee order.
+
+    Returns ``(Mp, perm, sl, sr, runner)``: the permuted operator, the order, the
+    permuted scalings and a function giving the Chebyshev runner of ``Mp`` (its
+    index arrays built on first use).
+    """
+    from scipy.sparse.csgraph import reverse_cuthill_mckee
+    n = M.shape[0]
+    perm = reverse_cuthill_mckee(M, symmetric_mode=sym).astype(np.intp)
+    Mp = _permuted(M, perm)
+    sl = left[perm] if left is not None else np.ones(n)
+    sr = (right[perm] if right is not None else np.ones(n)).astype(M.dtype)
+    built = []
+
+    def runner():
+        if not built:
+            built.append(_chebyshev_runner(Mp))
+        return built[0]
+
+    return Mp, perm, sl, sr, runner
+
+
+# Device memory a block of columns may use on CUDA: a quarter of the free memory, at
+# most this much (about eight blocks of n x width float32 are alive in a solve).
+_CUDA_BLOCK_BYTES = 8 << 30
+_LIVE_BLOCKS = 8
 
 
 class _TorchOps:
-    def __init__(self, M, dtype, device):
+    """The operator of one graph on one device, with its scalings (kept per graph)."""
+
+    def __init__(self, M, dtype, device, left=None, right=None):
         import torch
         self.torch = torch
         self.device = device
         self.tdtype = torch.float32 if dtype == np.float32 else torch.float64
-        self.block_elements = _BLOCK_ELEMENTS * (8 if device.type == "cuda" else 1)
+        self.dtype = np.dtype(dtype)
+        # int32 indices when they fit: half the index traffic of every product
+        idx = np.int32 if max(M.nnz, *M.shape) < 2**31 else np.int64
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
             self.M = torch.sparse_csr_tensor(
-                torch.from_numpy(M.indptr.astype(np.int64)),
-                torch.from_numpy(M.indices.astype(np.int64)),
-                torch.from_numpy(M.data.astype(dtype)),
+                torch.from_numpy(M.indptr.astype(idx, copy=False)).to(device),
+                torch.from_numpy(M.indices.astype(idx, copy=False)).to(device),
+                torch.from_numpy(M.data.astype(dtype, copy=False)).to(device),
                 size=M.shape, dtype=self.tdtype, device=device, check_invariants=False)
+        self.left = None if left is None else torch.from_numpy(
+            np.asarray(left, np.float64)).to(device)[:, None]
+        self.right = None if right is None else torch.from_numpy(
+            np.asarray(right).astype(dtype)).to(device)[:, None]
+        self._fused = True
 
-    def put(self, X):
-        return self.torch.as_tensor(np.ascontiguousarray(X), dtype=self.tdtype,
-                                    device=self.device)
+    def block_columns(self, n, d):
+        """Columns per block: a memory budget on CUDA, ``_BLOCK_ELEMENTS`` elsewhere."""
+        if self.device.type == "cuda":
+            free, _ = self.torch.cuda.mem_get_info(self.device)
+            budget = min(free // 4, _CUDA_BLOCK_BYTES)
+            per_column = max(n, 1) * _LIVE_BLOCKS * self.dtype.itemsize
+            return int(max(1, min(d, budget // per_column)))
+        return max(1, _BLOCK_ELEMENTS // max(n, 1))
 
-    def get(self, X):
-        return X.cpu().numpy()
+    def put_block(self, Xb):
+        """``D^(1/2-r) X_b`` on the device, in the computation's dtype.
+
+        Sparse blocks travel as their non-zeros and are densified on the device;
+        the scaling is done in float64 and rounded once, as on the CPU path.
+        """
+        torch = self.torch
+        n, b = Xb.shape
+        if sp.issparse(Xb):
+            Xb = sp.csc_matrix(Xb)
+            F = torch.zeros((n, b), dtype=torch.float64, device=self.device)
+            cols = np.repeat(np.arange(b, dtype=np.int64), np.diff(Xb.indptr))
+            F.index_put_((torch.from_numpy(Xb.indices.astype(np.int64)).to(self.device),
+                          torch.from_numpy(cols).to(self.device)),
+                         torch.from_numpy(Xb.data.astype(np.float64)).to(self.device),
+                         accumulate=True)   # duplicates add up, as toarray()
+        else:   # a copy of its own: the solve works in place, never on the caller's array
+            F = torch.empty((n, b), dtype=torch.float64, device=self.device)
+            F.copy_(torch.from_numpy(np.ascontiguousarray(Xb)))
+        if self.left is not None:
+            F.mul_(self.left)
+        return F.to(self.tdtype)
+
+    def get_block(self, W, out):
+        """``D^(r-1/2) W`` into the host array ``out`` (one transfer)."""
+        if self.right is not None:
+            W.mul_(self.right)
+        out[...] = W.cpu().numpy()
 
     def spmm(self, H):
         with self.torch.no_grad():
             return self.M @ H
+
+    def spmm_twice_minus(self, H, prev):
+        """``2 M H - prev`` in one fused product where the backend has it."""
+        torch = self.torch
+        with torch.no_grad():
+            if self._fused:
+                try:
+                    return torch.addmm(prev, self.M, H, beta=-1.0, alpha=2.0)
+                except (RuntimeError, NotImplementedError):   # pragma: no cover
+                    self._fused = False
+            return (self.M @ H).mul_(2.0).sub_(prev)
 
     def norm(self, H):
         return float(self.torch.linalg.norm(H))

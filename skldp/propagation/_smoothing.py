@@ -5,7 +5,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 
 from ..base import GraphTransformerMixin
-from ..utils._adjacency import normalized_adjacency
+from ..utils._adjacency import normalized_adjacency, scale_csr
 from ..utils.validation import check_int
 from ._spmm import check_dtype, n_threads, repeated_spmm
 
@@ -28,7 +28,12 @@ def _sym_operator(A, self_loops):
     with np.errstate(divide="ignore"):
         r = np.where(deg_out > 0, deg_out ** -0.5, 0.0)
         c = np.where(deg_in > 0, deg_in ** -0.5, 0.0)
-    return sp.csr_matrix(sp.diags(r) @ A @ sp.diags(c))
+    return scale_csr(A, r, c)
+
+
+def _mean_operator(A, self_loops, dtype):
+    """``D^-1 A`` of eq. (11) (``A + I`` with self loops); isolated nodes keep their row."""
+    return normalized_adjacency(A, self_loops, "rw", dtype=dtype, isolated_keep_own=True)
 
 
 def smooth_features(X, A, steps=2, self_loops=False, *, dtype="float64", n_jobs=1):
@@ -61,7 +66,12 @@ def smooth_features(X, A, steps=2, self_loops=False, *, dtype="float64", n_jobs=
     if steps == 0:
         return X
     # eq. (11): row-normalised D^-1 A; a node without neighbours keeps its own row.
-    T = normalized_adjacency(A, self_loops, "rw", dtype=dtype, isolated_keep_own=True)
+    return _smooth(X, _mean_operator(A, self_loops, dtype), steps, dtype, n_jobs)
+
+
+def _smooth(X, T, steps, dtype, n_jobs):
+    if steps == 0:
+        return X
     if not sp.issparse(X):
         return repeated_spmm(T, X, steps, n_jobs)
     Z = sp.csr_matrix(X, dtype=dtype)
@@ -179,7 +189,12 @@ class FeatureSmoothing(GraphTransformerMixin, BaseEstimator):
         return super().fit(X, y)
 
     def _transform_graph(self, G):
-        return G.with_features(smooth_features(G.features, G.adjacency, self.steps,
-                                               self.self_loops, dtype=self.dtype,
-                                               n_jobs=self.n_jobs),
+        steps = check_int(self.steps, "steps")
+        dtype = check_dtype(self.dtype)
+        if steps == 0:
+            return G.with_features(G.features, feature_names=G.feature_names)
+        # the operator is built once per graph (kept with the adjacency)
+        T = G.operator(("smoothing_mean", bool(self.self_loops), np.dtype(dtype).str),
+                       lambda A: _mean_operator(A, self.self_loops, dtype))
+        return G.with_features(_smooth(G.features, T, steps, dtype, self.n_jobs),
                                feature_names=G.feature_names)
