@@ -31,12 +31,14 @@ class _AdjacencyInfo:
     holding it; the adjacency is read-only by contract, so nothing here goes stale.
     """
 
-    __slots__ = ("_refs", "shape", "symmetric", "one_sided", "operators", "lock",
+    __slots__ = ("_roots", "signature", "symmetric", "one_sided", "operators", "lock",
                  "__weakref__")
 
     def __init__(self, A):
-        self._refs = tuple(weakref.ref(a) for a in (A.data, A.indices, A.indptr))
-        self.shape = A.shape
+        # weak references to the arrays owning the memory (views of them, as scipy
+        # makes when it wraps a matrix again, describe the same adjacency)
+        self._roots = tuple(weakref.ref(_root(a)) for a in (A.data, A.indices, A.indptr))
+        self.signature = _signature(A)
         self.symmetric = None
         self.one_sided = None
         self.operators = OrderedDict()
@@ -44,16 +46,30 @@ class _AdjacencyInfo:
 
     def describes(self, A):
         arrays = (A.data, A.indices, A.indptr)
-        return A.shape == self.shape and all(r() is a for r, a in zip(self._refs, arrays))
+        return (_signature(A) == self.signature
+                and all(r() is _root(a) for r, a in zip(self._roots, arrays)))
 
 
-_INFOS = {}   # id(adjacency data array) -> weakref to its _AdjacencyInfo
-_INFOS_LOCK = threading.Lock()
+def _root(a):
+    """The array that owns the memory of ``a`` (``a`` itself or the base of a view)."""
+    while isinstance(a.base, np.ndarray):
+        a = a.base
+    return a
+
+
+def _signature(A):
+    """Where the CSR arrays of ``A`` lie in memory, their layout and the shape."""
+    return tuple((a.__array_interface__["data"][0], a.shape, a.strides, a.dtype.str)
+                 for a in (A.data, A.indices, A.indptr)) + (A.shape,)
+
+
+_INFOS = {}   # memory signature of an adjacency -> weakref to its _AdjacencyInfo
+_INFOS_LOCK = threading.RLock()   # re-entrant: a collection may run `drop` inside
 
 
 def _adjacency_info(A):
     """The :class:`_AdjacencyInfo` of the CSR arrays of ``A`` (shared, created once)."""
-    key = id(A.data)
+    key = _signature(A)
     with _INFOS_LOCK:
         ref = _INFOS.get(key)
         info = ref() if ref is not None else None
@@ -295,7 +311,7 @@ class GraphData:
             if ids.ndim != 1 or len(ids) != n:
                 raise ValueError(f"node_ids must have length {n} (one per feature row), "
                                  f"got shape {ids.shape}.")
-            if len(np.unique(ids)) != n:
+            if not _all_unique(ids):
                 raise ValueError("node_ids must be unique.")
         A = _as_adjacency(adjacency, n, ids if node_ids is not None else None)
         if feature_names is not None:
@@ -693,9 +709,16 @@ def _probably_symmetric(A, seed=0):
     n = A.shape[0]
     if not np.array_equal(np.bincount(A.indices, minlength=n), np.diff(A.indptr)):
         return False
+    from .utils._adjacency import _row_chunks
     rng = np.random.default_rng(seed)
-    x, y = rng.random(n) + 0.5, rng.random(n) + 0.5   # (two products beat one of 2 columns)
-    a, b = float(x @ (A @ y)), float(y @ (A @ x))
+    x, y = rng.random(n) + 0.5, rng.random(n) + 0.5
+    a = b = 0.0
+    for r0, r1 in _row_chunks(A.indptr):   # float64 values, one chunk of rows at a time
+        lo, hi = A.indptr[r0], A.indptr[r1]
+        C = sp.csr_matrix((A.data[lo:hi].astype(np.float64), A.indices[lo:hi],
+                           A.indptr[r0:r1 + 1] - lo), shape=(r1 - r0, n))
+        a += float(x[r0:r1] @ (C @ y))
+        b += float(y[r0:r1] @ (C @ x))
     return abs(a - b) <= 1e-9 * max(abs(a), abs(b))
 
 
@@ -704,3 +727,12 @@ def _is_one_sided(A):
     upper = np.count_nonzero(A.indices > rows)
     lower = np.count_nonzero(A.indices < rows)
     return (upper == 0) != (lower == 0)
+
+
+def _all_unique(ids):
+    """Whether the 1-D array ``ids`` has no repeated value (a sort: numpy's hash-based
+    ``unique`` is 20x slower on a million integers)."""
+    if ids.dtype == object:
+        return len(np.unique(ids)) == len(ids)
+    s = np.sort(ids, kind="stable")
+    return not np.any(s[1:] == s[:-1])

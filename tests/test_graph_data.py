@@ -279,3 +279,72 @@ def test_finite_check_is_exact_when_the_sum_overflows():
         GraphData(huge).require_finite_features("Step")
     with pytest.raises(ValueError, match=r"first at row 0, column 2"):
         GraphData(sp.csr_matrix([[0, 0, np.inf]])).require_finite_features("Step")
+
+
+# ---------------------------------------------------------------- adjacency info
+def _sym_graph(n=40, seed=0):
+    rng = np.random.default_rng(seed)
+    A = sp.random(n, n, density=0.1, random_state=rng, format="csr")
+    A.data[:] = 1.0
+    return sp.csr_matrix(A.maximum(A.T)), rng.random((n, 3))
+
+
+def test_symmetry_is_checked_once_per_adjacency(monkeypatch):
+    from skldp import _graph_data
+    calls = []
+    real = _graph_data._is_symmetric
+    monkeypatch.setattr(_graph_data, "_is_symmetric", lambda A: calls.append(1) or real(A))
+    A, X = _sym_graph()
+    G = GraphData(X, A)
+    assert G.is_symmetric() and G[[0, 1]].is_symmetric()
+    assert G.with_features(X * 2).is_symmetric()            # derived store
+    assert GraphData(X + 1, G.adjacency).is_symmetric()      # fresh store, same matrix
+    assert len(calls) == 1
+    assert GraphData(X, A.copy()).is_symmetric() and len(calls) == 2   # another matrix
+
+
+def test_symmetric_argument():
+    A, X = _sym_graph()
+    assert GraphData(X, A, symmetric=True).is_symmetric()
+    D = sp.triu(A, format="csr")
+    with pytest.raises(ValueError, match="not symmetric"):
+        GraphData(X, D, symmetric=True)
+    # a directed cycle: equal row and column counts, still caught
+    n = 30
+    C = sp.csr_matrix((np.ones(n), (np.arange(n), (np.arange(n) + 1) % n)), shape=(n, n))
+    with pytest.raises(ValueError, match="not symmetric"):
+        GraphData(np.ones((n, 1)), C, symmetric=True)
+    # False is the caller's word for this graph only
+    assert not GraphData(X, A, symmetric=False).is_symmetric()
+    with pytest.raises(TypeError, match="symmetric"):
+        GraphData(X, A, symmetric="yes")
+    with pytest.raises(ValueError, match="without an adjacency"):
+        GraphData(X, symmetric=True)
+
+
+def test_operators_are_built_once_and_shared_by_the_graph():
+    import pickle
+    A, X = _sym_graph()
+    G = GraphData(X, A)
+    built = []
+
+    def build(adj):
+        built.append(adj)
+        return object()
+
+    op = G.operator("k", build)
+    assert G[[1, 2]].operator("k", build) is op
+    assert G.with_features(X + 1).operator("k", build) is op          # new features
+    assert GraphData(X, G.adjacency).operator("k", build) is op       # fresh, same matrix
+    assert len(built) == 1 and built[0] is G.adjacency
+    assert G.with_adjacency(A.copy()).operator("k", build) is not op  # another graph
+    # a small LRU, never pickled
+    for i in range(10):
+        G.operator(i, build)
+    assert G.operator("k", build) is not op
+    G2 = pickle.loads(pickle.dumps(G))
+    n = len(built)
+    G2.operator("k", build)
+    assert len(built) == n + 1
+    with pytest.raises(ValueError, match="no adjacency"):
+        GraphData(X).operator("k", build)

@@ -10,7 +10,7 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 
 from ..base import GraphTransformerMixin
-from ..utils._adjacency import row_sums, scale_csr
+from ..utils._adjacency import _row_chunks, row_sums, scale_csr
 from ..utils.validation import check_int
 from ._spmm import n_threads as _n_threads
 
@@ -292,6 +292,10 @@ class PPRPropagation(GraphTransformerMixin, BaseEstimator):
         key = ("ppr_torch", sym, None if sym else r, loops, np.dtype(dtype).str, str(device))
 
         def build(A):
+            if device.type in _NORMALISE_ON and not loops:   # normalised on the device
+                ops = _TorchOps.normalised_on_device(A, sym, r, dtype, device)
+                if ops is not None:
+                    return ops
             M, left, right = self._operator(G, dtype, solver)
             return _TorchOps(M, dtype, device, left, right)
 
@@ -693,6 +697,8 @@ def _ordered_operator(M, left, right, sym):
     return Mp, perm, sl, sr, runner
 
 
+# Devices on which the torch backend normalises the adjacency itself (the tests add "cpu").
+_NORMALISE_ON = ("cuda",)
 # Device memory a block of columns may use on CUDA: a quarter of the free memory, at
 # most this much (about eight blocks of n x width float32 are alive in a solve).
 _CUDA_BLOCK_BYTES = 8 << 30
@@ -722,6 +728,54 @@ class _TorchOps:
         self.right = None if right is None else torch.from_numpy(
             np.asarray(right).astype(dtype)).to(device)[:, None]
         self._fused = True
+
+    @classmethod
+    def normalised_on_device(cls, A, sym, r, dtype, device):
+        """The operator of ``A`` built on ``device`` from its raw arrays, or ``None``.
+
+        The adjacency goes to the device as it is (its float32 values and int32
+        indices: as many bytes as the normalised operator) and is normalised
+        there: degrees by one product with a vector of ones, then the values
+        scaled in float64 over chunks of rows, as :func:`_ppr_operator` does on
+        the host. ``None`` (the caller builds it on the host) when a node has no
+        edge: it needs a self loop, a new matrix.
+        """
+        import torch
+        n = A.shape[0]
+        tdtype = torch.float32 if dtype == np.float32 else torch.float64
+        idx = np.int32 if max(A.nnz, n) < 2**31 else np.int64
+        indptr = torch.from_numpy(A.indptr.astype(idx, copy=False)).to(device)
+        indices = torch.from_numpy(A.indices.astype(idx, copy=False)).to(device)
+        raw = torch.from_numpy(A.data).to(device)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+            A64 = torch.sparse_csr_tensor(indptr, indices, raw.double(), size=A.shape,
+                                          check_invariants=False)
+            deg = (A64 @ torch.ones((n, 1), dtype=torch.float64, device=device)).ravel()
+            del A64
+            if bool((deg == 0).any()):
+                return None
+            if sym:
+                rows = cols = deg ** -0.5
+            else:
+                rows, cols = deg ** (r - 1.0), deg ** (-r)
+            counts = indptr[1:] - indptr[:-1]
+            values = torch.empty(A.nnz, dtype=tdtype, device=device)
+            for r0, r1 in _row_chunks(A.indptr):    # bounded float64 temporaries
+                lo, hi = int(A.indptr[r0]), int(A.indptr[r1])
+                v = torch.repeat_interleave(rows[r0:r1], counts[r0:r1], output_size=hi - lo)
+                v.mul_(raw[lo:hi])                  # (row factor * a_ij) ...
+                v.mul_(cols[indices[lo:hi].long()])  # ... * column factor
+                values[lo:hi] = v
+                del v
+            ops = cls.__new__(cls)
+            ops.torch, ops.device, ops.tdtype, ops.dtype = torch, device, tdtype, np.dtype(dtype)
+            ops.M = torch.sparse_csr_tensor(indptr, indices, values, size=A.shape,
+                                            check_invariants=False)
+        ops.left = (deg ** (0.5 - r))[:, None] if sym else None
+        ops.right = (deg ** (r - 0.5)).to(tdtype)[:, None] if sym else None
+        ops._fused = True
+        return ops
 
     def block_columns(self, n, d):
         """Columns per block: a memory budget on CUDA, ``_BLOCK_ELEMENTS`` elsewhere."""

@@ -295,3 +295,73 @@ def test_non_finite_features_are_refused(small_graph):
     Xs = sp.csr_matrix(np.where(np.isnan(X), np.nan, 0.0))
     with pytest.raises(ValueError, match="NaN or infinite"):
         PPRPropagation().fit(GraphData(Xs, A))
+
+
+def test_operator_built_once_per_graph_and_input_untouched(small_graph, monkeypatch):
+    """Reports of several collections on one graph share the normalised operator
+    (and its copy on the torch device); the caller's features are never written."""
+    from skldp.propagation import _ppr
+    A, X, _ = small_graph
+    calls = []
+    real = _ppr._ppr_operator
+    monkeypatch.setattr(_ppr, "_ppr_operator", lambda *a: calls.append(a) or real(*a))
+    G = GraphData(X, A)
+    for backend in ("scipy", "torch"):
+        for scale in (1.0, 2.0):   # e.g. two mechanisms' reports: new features, same graph
+            Xs = X * scale
+            before = Xs.copy()
+            Z = PPRPropagation(backend=backend, device="cpu", dtype="float64",
+                               tol=1e-10).fit_transform(G.with_features(Xs))
+            np.testing.assert_array_equal(Xs, before)
+            np.testing.assert_allclose(Z.features, scale * _direct(A, X, 0.1, 0.5),
+                                       rtol=1e-7, atol=1e-9)
+    # a fresh GraphData on the same matrix shares it too
+    PPRPropagation(dtype="float64").fit_transform(GraphData(X, G.adjacency))
+    assert len(calls) == 1
+
+
+def test_permuted_operator_equals_fancy_indexing(small_graph):
+    from skldp.propagation._ppr import _permuted
+    A, _, _ = small_graph
+    M = sp.csr_matrix(A, dtype=np.float32)
+    perm = np.random.default_rng(0).permutation(M.shape[0])
+    P = _permuted(M, perm)
+    R = sp.csr_matrix(M[perm][:, perm])
+    R.sort_indices()
+    for a, b in [(P.indptr, R.indptr), (P.indices, R.indices), (P.data, R.data)]:
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("r", [0.5, 0.1])
+@pytest.mark.parametrize("solver", ["chebyshev", "power"])
+def test_operator_normalised_on_the_device(small_graph, monkeypatch, r, solver):
+    """On CUDA the raw adjacency goes to the device and is normalised there: the
+    same operator, and the same output, as the host-built one (checked here with
+    the device path forced on the CPU)."""
+    import torch
+
+    from skldp.propagation import _ppr
+    A, X, _ = small_graph
+    G = GraphData(X, A)
+    sym = solver != "power"
+    dev = _ppr._TorchOps.normalised_on_device(G.adjacency, sym, r, np.float64,
+                                              torch.device("cpu"))
+    host = _ppr._TorchOps(*_ppr._ppr_operator(G.adjacency, sym, r, False, np.float64)[:1],
+                          np.float64, torch.device("cpu"),
+                          *_ppr._ppr_operator(G.adjacency, sym, r, False, np.float64)[1:])
+    for a, b in [(dev.M.crow_indices(), host.M.crow_indices()),
+                 (dev.M.col_indices(), host.M.col_indices())]:
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    np.testing.assert_allclose(dev.M.values().numpy(), host.M.values().numpy(), rtol=1e-14)
+    expected = PPRPropagation(r=r, solver=solver, backend="torch", device="cpu",
+                              dtype="float64").fit_transform(G).features
+    monkeypatch.setattr(_ppr, "_NORMALISE_ON", ("cuda", "cpu"))
+    Z = PPRPropagation(r=r, solver=solver, backend="torch", device="cpu",
+                       dtype="float64").fit_transform(GraphData(X, A))
+    np.testing.assert_allclose(Z.features, expected, rtol=1e-12, atol=1e-14)
+    # a node without edges needs a self loop: built on the host instead
+    B = sp.lil_matrix(A)
+    B[0, :] = 0
+    B[:, 0] = 0
+    assert _ppr._TorchOps.normalised_on_device(
+        GraphData(X, B.tocsr()).adjacency, sym, r, np.float64, torch.device("cpu")) is None

@@ -1,0 +1,89 @@
+"""Large synthetic graphs for the speed benchmarks, built fast and lean.
+
+``uniform_graph(n, n_edges=...)`` draws ``n_edges`` edges uniformly at random
+(self loops dropped, duplicates merged, the graph made undirected) and dense
+uniform features. At 10 million users and 100 million edges it is built in a
+few seconds with about 4 GB of temporaries besides the result:
+
+* the edge endpoints are drawn as int32 (half the memory of int64);
+* the CSR arrays are built by scipy's COO -> CSR counting sort over both
+  directions at once (no ``A + A.T`` pass, no ``argsort``), in float32;
+* the features are drawn in float32 in row blocks, straight into the result;
+* the result says what it is: ``node_ids`` (so that no step fingerprints the
+  features to tell who the users are) and ``symmetric=True`` (so that the
+  symmetry is checked by two sparse products instead of a transpose).
+
+Used by ``bench_privge.py``, ``bench_performance.py --large``,
+``bench_gpu.py --large`` and ``gpu_check.py``.
+"""
+
+import time
+
+import numpy as np
+
+__all__ = ["uniform_graph"]
+
+_BLOCK = 1 << 24   # features drawn per block (64 MiB of float32)
+
+
+def uniform_graph(n=169_343, d=128, n_edges=1_200_000, n_classes=40, seed=0, verbose=False,
+                  hints=True):
+    """A uniform random undirected graph with uniform [0, 1) float32 features.
+
+    Parameters
+    ----------
+    n : int
+        Users (nodes).
+    d : int
+        Features per user.
+    n_edges : int
+        Edges drawn (self loops and repeats are dropped, so slightly fewer remain).
+    n_classes : int
+        Labels drawn uniformly (the features carry no signal: accuracy is chance).
+    seed : int
+        Seed of every draw.
+    verbose : bool
+        Print the time of each part.
+    hints : bool
+        Build ``GraphData(X, A, node_ids=..., symmetric=True)``; ``False``: the
+        plain ``GraphData(X, A)`` (as a user would, or an older skldp takes).
+
+    Returns
+    -------
+    G : GraphData
+    y : ndarray of int64
+    """
+    import scipy.sparse as sp
+
+    from skldp import GraphData
+    t0 = time.perf_counter()
+    rng = np.random.default_rng(seed)
+    itype = np.int32 if n < 2**31 and 2 * n_edges < 2**31 else np.int64
+    # both directions in one pair of arrays: (src, dst) then (dst, src)
+    rows = np.empty(2 * n_edges, dtype=itype)
+    cols = np.empty(2 * n_edges, dtype=itype)
+    rows[:n_edges] = rng.integers(0, n, n_edges, dtype=itype)
+    rows[n_edges:] = rng.integers(0, n, n_edges, dtype=itype)
+    cols[:n_edges] = rows[n_edges:]
+    cols[n_edges:] = rows[:n_edges]
+    keep = rows != cols                     # no self loops
+    if not keep.all():
+        rows, cols = rows[keep], cols[keep]
+    del keep
+    A = sp.csr_matrix((np.ones(len(rows), dtype=np.float32), (rows, cols)), shape=(n, n))
+    del rows, cols
+    A.sum_duplicates()                      # sorted indices, repeats merged ...
+    A.data[:] = 1.0                         # ... into unweighted edges
+    t1 = time.perf_counter()
+    X = np.empty((n, d), dtype=np.float32)
+    step = max(1, _BLOCK // max(d, 1))
+    for s in range(0, n, step):             # blocks: no float64 temporary of n x d
+        X[s:s + step] = rng.random((min(step, n - s), d), dtype=np.float32)
+    y = rng.integers(0, n_classes, n)
+    t2 = time.perf_counter()
+    G = GraphData(X, A, node_ids=np.arange(n), symmetric=True) if hints else GraphData(X, A)
+    t3 = time.perf_counter()
+    if verbose:
+        print(f"uniform_graph({n}, {A.nnz // 2} edges): edges {t1 - t0:.1f} s, features "
+              f"{t2 - t1:.1f} s, GraphData {t3 - t2:.1f} s", flush=True)
+    return G, y
