@@ -24,13 +24,25 @@ Cases:
   ``DPGNNClassifier`` (raw features); and the link predictors
   ``VGAELinkPredictor`` and ``HadamardLinkPredictor`` on a 85/5/10 edge split
   of Cora (test ROC-AUC).
-* ``--large``: the 1M-user / 10M-edge PrivGE pipeline of
-  ``bench_performance.py --large`` (wall time, peak GPU memory).
+* ``large``: the 1M-user / 10M-edge PrivGE pipeline of
+  ``bench_performance.py --large`` (wall time, peak GPU memory), on every device.
+* ``huge``: the same at 10M users / 100M edges, on the last device only (CUDA
+  when there is one): the graph built by ``synthetic.uniform_graph``, the HDS
+  reports computed on the CPU in row shards over processes (each user's report
+  depends only on its row and key, so the shards give the reports of the whole
+  graph), then PPR and MLPHead on the device; the row says where the time went.
+
+A model or case that cannot run (an optional package missing, e.g. pymetis for
+RGNN's METIS clusters) gives a row marked "skipped" with the error, and the
+other cases go on.
 
 Usage::
 
     SKLDP_DATASETS_DIR=/path/to/datasets python benchmarks/bench_gpu.py \\
-        [--cases ppr privge models] [--large] [--devices cpu cuda] [--out table.md]
+        [--cases ppr privge models large huge] [--all] [--devices cpu cuda] \\
+        [--large-nodes 1000000] [--huge-nodes 10000000] [--out table.md] [--json rows.json]
+
+``--large`` is ``--cases ... large`` (kept for older commands); ``--all`` runs every case.
 """
 
 import argparse
@@ -109,6 +121,32 @@ def _cora():
     G, y = b.data, np.asarray(b.target)
     tr, va, te = random_node_split(y, 0.5, 0.25, 0.25, random_state=0)
     return G, y, tr | va, te
+
+
+def _tiny():
+    """Stand-ins for Cora and Facebook (``--tiny``): a 3-block SBM with binary features."""
+    import scipy.sparse as sp
+
+    from skldp import GraphData
+    from skldp.mechanisms import HDSMechanism
+    rng = np.random.default_rng(0)
+    n, d = 150, 12
+    y = np.repeat([0, 1, 2], n // 3)
+    P = np.where(y[:, None] == y[None, :], 0.2, 0.01)
+    A = np.triu(rng.random((n, n)) < P, 1)
+    X = rng.random((n, d)) < 0.2 + 0.5 * (np.arange(d)[None, :] % 3 == y[:, None])
+    G = GraphData(X.astype(float), sp.csr_array((A | A.T).astype(float)))
+    fit = np.arange(n) % 4 != 0
+    hds = HDSMechanism(eps=1.0, k=3, feature_range=(0, 1), random_state=0)
+    return G, y, fit, hds
+
+
+def use_tiny_data():
+    """Replace Cora and Facebook by :func:`_tiny` (a check that every case runs)."""
+    global _cora, _facebook_reports
+    G, y, fit, hds = _tiny()
+    _cora = lambda: (G, y, fit, ~fit)  # noqa: E731
+    _facebook_reports = lambda: (G, y, fit, ~fit, hds)  # noqa: E731
 
 
 # ----------------------------------------------------------------------- cases
@@ -209,47 +247,114 @@ def case_models(devices):
     for d in devices:
         for name, model in _node_models(d, classes, int(fit.sum())).items():
             data = G if name.startswith("DPGNN") else reports
-            _reset_peak(d)
-            s, acc = _timed(d, lambda m=model, x=data: m.fit(x[fit], y[fit]).score(x[te], y[te]))
-            rows.append(dict(case=f"Cora {name}", device=d, seconds=s, metric=float(acc),
-                             metric_name="test accuracy", gpu_gib=_peak_gib(d)))
+            rows.append(_guarded(f"Cora {name}", d, "test accuracy", lambda m=model, x=data:
+                                 m.fit(x[fit], y[fit]).score(x[te], y[te])))
     P_tr, P_va, P_te, y_tr, y_va, y_te = random_edge_split(reports, random_state=0)
     for d in devices:
         for name, model in _link_cases(d).items():
             key = "validation_data" if name.startswith("VGAE") else "link__validation_data"
-            _reset_peak(d)
             kw = {key: (P_va, y_va)}
-            s, auc = _timed(d, lambda m=model, kw=kw: m.fit(P_tr, y_tr, **kw).score(P_te, y_te))
-            rows.append(dict(case=f"Cora links {name}", device=d, seconds=s, metric=float(auc),
-                             metric_name="test ROC-AUC", gpu_gib=_peak_gib(d)))
+            rows.append(_guarded(f"Cora links {name}", d, "test ROC-AUC", lambda m=model, kw=kw:
+                                 m.fit(P_tr, y_tr, **kw).score(P_te, y_te)))
     return rows
 
 
-def case_large(devices, n=1_000_000):
-    from bench_performance import synthetic_graph
+def _guarded(case, d, metric_name, fn):
+    """One timed row, or a row marked skipped with the error (the run goes on)."""
+    _reset_peak(d)
+    try:
+        s, value = _timed(d, fn)
+    except Exception as exc:   # e.g. ImportError: an optional package is missing
+        return _skipped(case, d, exc)
+    return dict(case=case, device=d, seconds=s, metric=float(value), metric_name=metric_name,
+                gpu_gib=_peak_gib(d))
+
+
+def _skipped(case, d, exc):
+    why = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:160]
+    print(f"skipped {case} on {d}: {why}", file=sys.stderr, flush=True)
+    return dict(case=case, device=d, seconds=float("nan"), metric=float("nan"),
+                metric_name="", gpu_gib=None, skipped=why)
+
+
+def sharded_reports(mech, G, n_jobs=None):
+    """``mech.transform(G)`` over the whole graph, computed in row shards in processes.
+
+    Each user's report depends only on the user's row and key (``node_ids``), so
+    the shards, transformed on their own (``GraphData(X[rows], node_ids=ids[rows])``),
+    give the same reports as one transform of the whole graph; the adjacency is
+    not needed. Returns ``G`` with the reports as features.
+    """
+    import joblib
+    import scipy.sparse as sp
+
+    from skldp import GraphData
+    if G.population is not None:
+        raise ValueError("sharded_reports needs a GraphData built with node_ids.")
+    n = G.n_nodes
+    jobs = joblib.cpu_count() if n_jobs is None else n_jobs
+    bounds = np.linspace(0, n, max(1, min(jobs * 2, n)) + 1).astype(int)
+    X, ids = G.features, G.all_node_ids
+
+    def shard(Xs, ids_s):
+        return mech.transform(GraphData(Xs, node_ids=ids_s)).features
+
+    parts = joblib.Parallel(n_jobs=jobs, backend="loky", max_nbytes="1M")(
+        joblib.delayed(shard)(X[a:b], ids[a:b]) for a, b in zip(bounds[:-1], bounds[1:]))
+    Z = sp.vstack(parts, format="csr") if sp.issparse(parts[0]) else np.vstack(parts)
+    return G.with_features(Z, feature_names=G.feature_names)
+
+
+def _privge_at_scale(devices, n, label):
+    """HDS (sharded on the CPU) -> PPR -> MLPHead on each device, ``n`` users, ``10 n`` edges."""
+    from synthetic import uniform_graph
 
     from skldp.mechanisms import HDSMechanism
     from skldp.models import MLPHead
     from skldp.propagation import PPRPropagation
-    G, y = synthetic_graph(n, n_edges=10 * n)
+    t0 = time.perf_counter()
+    G, y = uniform_graph(n, n_edges=10 * n)
+    t_build = time.perf_counter() - t0
     fit = np.zeros(len(y), bool)
     fit[np.random.default_rng(0).permutation(len(y))[: len(y) // 2]] = True
-    R = HDSMechanism(eps=1.0, feature_range=(0, 1), random_state=0).fit(G[fit]).transform(G)
+    t0 = time.perf_counter()
+    hds = HDSMechanism(eps=1.0, feature_range=(0, 1), random_state=0).fit(G[fit])
+    R = sharded_reports(hds, G)
+    t_hds = time.perf_counter() - t0
     rows = []
     for d in devices:
         _reset_peak(d)
-        s_ppr, Z = _timed(d, lambda d=d: PPRPropagation(device=d).fit_transform(R))
-        clf = MLPHead(hidden_layer_sizes=(64,), epochs=100, validation_fraction=1 / 3,
-                      patience=10, device=d, random_state=0)
-        s_head, acc = _timed(d, lambda c=clf, Z=Z: c.fit(Z[fit], y[fit]).score(Z[~fit], y[~fit]))
-        rows.append(dict(case=f"{n} users / {10 * n} edges: PPR + MLPHead (HDS on the CPU)",
-                         device=d, seconds=s_ppr + s_head, metric=float(acc),
-                         metric_name=f"accuracy (PPR {s_ppr:.1f} s, head {s_head:.1f} s)",
+        try:
+            s_ppr, Z = _timed(d, lambda d=d: PPRPropagation(device=d).fit_transform(R))
+            clf = MLPHead(hidden_layer_sizes=(64,), epochs=100, validation_fraction=1 / 3,
+                          patience=10, device=d, random_state=0)
+            s_head, acc = _timed(d, lambda c=clf, Z=Z: c.fit(Z[fit], y[fit]).score(Z[~fit],
+                                                                                y[~fit]))
+        except Exception as exc:
+            rows.append(_skipped(f"{label}: PPR + MLPHead", d, exc))
+            continue
+        del Z
+        rows.append(dict(case=f"{label}: PPR + MLPHead", device=d, seconds=s_ppr + s_head,
+                         metric=float(acc),
+                         metric_name=f"accuracy; PPR {s_ppr:.1f} s, head {s_head:.1f} s; "
+                                     f"graph built in {t_build:.1f} s, HDS on "
+                                     f"{os.cpu_count()} CPUs {t_hds:.1f} s",
                          gpu_gib=_peak_gib(d)))
     return rows
 
 
-CASES = {"ppr": case_ppr, "privge": case_privge, "models": case_models}
+def case_large(devices, n=1_000_000):
+    return _privge_at_scale(devices, n, f"{n} users / {10 * n} edges")
+
+
+def case_huge(devices, n=10_000_000):
+    # on the last device only (CUDA when there is one): the CPU would take minutes
+    return _privge_at_scale(devices[-1:], n, f"{n} users / {10 * n} edges")
+
+
+CASES = {"ppr": case_ppr, "privge": case_privge, "models": case_models,
+         "large": case_large, "huge": case_huge}
+DEFAULT_CASES = ["ppr", "privge", "models"]
 
 
 # ------------------------------------------------------------------- reporting
@@ -264,6 +369,9 @@ def _table(rows, argv, started, elapsed):
              "|---|---|---|---|---|---|"]
     cpu = {r["case"]: r["seconds"] for r in rows if r["device"] == "cpu"}
     for r in rows:
+        if r.get("skipped"):
+            lines.append(f"| {r['case']} | {r['device']} | — | skipped: {r['skipped']} | — | — |")
+            continue
         ratio = cpu.get(r["case"], np.nan) / r["seconds"]
         gib = "—" if r["gpu_gib"] is None else f"{r['gpu_gib']:.2f}"
         lines.append(f"| {r['case']} | {r['device']} | {r['seconds']:.2f} | "
@@ -272,32 +380,54 @@ def _table(rows, argv, started, elapsed):
 
 
 def main(argv=None):
+    import json
+
     import torch
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--cases", nargs="*", default=list(CASES), choices=list(CASES))
+    ap.add_argument("--cases", nargs="*", default=None, choices=list(CASES),
+                    help=f"default: {' '.join(DEFAULT_CASES)}")
+    ap.add_argument("--all", action="store_true", help="every case (large and huge too)")
     ap.add_argument("--large", action="store_true", help="also the 1M-user PrivGE pipeline")
     ap.add_argument("--large-nodes", type=int, default=1_000_000)
+    ap.add_argument("--huge-nodes", type=int, default=10_000_000)
     ap.add_argument("--devices", nargs="*",
                     default=["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"])
     ap.add_argument("--out", default=None, help="also write the Markdown table here")
+    ap.add_argument("--json", default=None, help="also write the rows here (JSON)")
+    ap.add_argument("--tiny", action="store_true",
+                    help="small stand-ins for Cora and Facebook (a check, not a measurement)")
     a = ap.parse_args(argv)
+    if a.tiny:
+        use_tiny_data()
     warnings.simplefilter("ignore")
+    cases = list(CASES) if a.all else list(a.cases or DEFAULT_CASES)
+    if a.large and "large" not in cases:
+        cases.append("large")
     started = time.strftime("%Y-%m-%d %H:%M", time.gmtime())
     t0 = time.perf_counter()
     rows = []
     _warm_up(a.devices)
-    for name in a.cases:
+    for name in cases:
         t1 = time.perf_counter()
-        rows += CASES[name](a.devices)
+        try:
+            if name == "large":
+                rows += case_large(a.devices, a.large_nodes)
+            elif name == "huge":
+                rows += case_huge(a.devices, a.huge_nodes)
+            else:
+                rows += CASES[name](a.devices)
+        except Exception as exc:   # a whole case (e.g. a dataset missing): say so, go on
+            rows.append(_skipped(f"case {name}", ",".join(a.devices), exc))
         print(f"[{name}: {time.perf_counter() - t1:.0f} s]", file=sys.stderr, flush=True)
-    if a.large:
-        rows += case_large(a.devices, a.large_nodes)
     table = _table(rows, sys.argv[1:] if argv is None else argv, started,
                    time.perf_counter() - t0)
     print(table)
     if a.out:
         with open(a.out, "w") as f:
             f.write(table + "\n")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(rows, f, indent=1)
     return rows
 
 

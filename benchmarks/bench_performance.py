@@ -22,7 +22,7 @@ Sections (each heavy one in its own subprocess, so that its peak RSS is its own)
   milliseconds per training epoch ((200-epoch fit - 1-epoch fit) / 199, no early
   stop) and the 200-epoch fit end to end.
 * ``--large``: the 1M-user / 10M-edge synthetic graph (uniform random edges,
-  128 uniform features, 40 classes; built as in ``bench_privge.py``): the PrivGE
+  128 uniform features, 40 classes; built by ``synthetic.py``): the PrivGE
   pipeline end to end (HDS eps = 1 -> PPR defaults -> MLPHead, fit on half the
   nodes, scored on the rest) and the peak RSS of ``EdgeRR(eps=8)`` on its graph.
 
@@ -237,10 +237,10 @@ def section_lpgnn(epochs=200):
 
 # ----------------------------------------------------------------------- large
 def synthetic_graph(n=1_000_000, d=128, n_edges=10_000_000, n_classes=40, seed=0):
-    """Uniform random graph, dense uniform features (``bench_privge.synthetic_graph``)."""
-    from bench_privge import synthetic_graph as privge_graph  # same folder
-    G, y, _ = privge_graph(n=n, d=d, n_edges=n_edges, n_classes=n_classes, seed=seed)
-    return G, y
+    """Uniform random graph, dense uniform features (``synthetic.uniform_graph``)."""
+    sys.path.insert(0, HERE)
+    from synthetic import uniform_graph  # same folder
+    return uniform_graph(n, d, n_edges, n_classes, seed)
 
 
 def section_large_privge(n=1_000_000):

@@ -33,21 +33,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def synthetic_graph(n=169_343, d=128, n_edges=1_200_000, n_classes=40, seed=0):
-    """A uniform random graph with dense uniform features (vectorised construction)."""
-    import scipy.sparse as sp
-
-    from skldp import GraphData
-    rng = np.random.default_rng(seed)
-    src = rng.integers(0, n, n_edges)
-    dst = rng.integers(0, n, n_edges)
-    keep = src != dst
-    src, dst = src[keep], dst[keep]
-    A = sp.csr_matrix((np.ones(2 * len(src), np.float32),
-                       (np.concatenate([src, dst]), np.concatenate([dst, src]))), shape=(n, n))
-    A.data[:] = 1.0  # merge duplicates into unweighted edges
-    X = rng.random((n, d), dtype=np.float32)
-    y = rng.integers(0, n_classes, n)
-    return GraphData(X, A), y, (0.0, 1.0)
+    """A uniform random graph with dense uniform features (``synthetic.uniform_graph``)."""
+    from synthetic import uniform_graph   # same folder
+    G, y = uniform_graph(n, d, n_edges, n_classes, seed)
+    return G, y, (0.0, 1.0)
 
 
 def load(name):

@@ -44,3 +44,50 @@ def test_every_case_runs_and_reports(bench, tmp_path):
     assert table.count("\n| ") == 1 + len(rows)
     # the machine's GPU is named even when only the CPU is measured
     assert ("GPU: none" in table) == (not torch.cuda.is_available())
+
+
+def _gpu_check():
+    spec = importlib.util.spec_from_file_location("gpu_check", ROOT / "benchmarks" / "gpu_check.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_gpu_check_replaces_the_page_section():
+    mod = _gpu_check()
+    page = f"# P\n\nbefore\n\n{mod.BEGIN}\nold table\n{mod.END}\n\nafter\n"
+    new = mod.with_section(page, f"{mod.BEGIN}\nnew\n{mod.END}")
+    assert "old table" not in new and "new" in new and new.startswith("# P")
+    assert new.rstrip().endswith("after")
+    # a page without the markers gets the section at its end
+    assert mod.with_section("# P\n", "S").endswith("S\n")
+    # the page itself has the markers, once
+    text = (ROOT / "docs" / "results" / "performance.md").read_text()
+    assert text.count(mod.BEGIN) == text.count(mod.END) == 1
+
+
+def test_gpu_check_smoke_one_part(tmp_path):
+    """The check runs a part in its own process, within its budget, and writes its files."""
+    mod = _gpu_check()
+    records, rows, _ = mod.main(["--smoke", "--parts", "large", "tests", "--budget", "400",
+                                 "--out-dir", str(tmp_path)])
+    assert [r["part"] for r in records] == ["large", "tests"]
+    assert all(r["status"] == "ok" for r in records), records
+    assert len(rows) == 1 and rows[0]["case"].startswith("2000 users") and rows[0]["seconds"] > 0
+    files = sorted(p.name for p in tmp_path.iterdir())
+    assert files == ["parts.log", "performance.md", "pytest.txt", "results.json", "summary.md"]
+    summary = (tmp_path / "summary.md").read_text()
+    assert "Smoke run" in summary and "2000 users" in summary and " passed" in summary
+    page = (tmp_path / "performance.md").read_text()
+    assert summary.strip() in page
+    # a part with no time left is reported, not run
+    records = mod.run_parts(["pyg"], str(tmp_path), True, budget=1)
+    assert records[0]["status"] == "not run"
+
+
+@pytest.mark.slow
+def test_gpu_check_smoke_every_part(tmp_path):
+    mod = _gpu_check()
+    records, rows, pyg = mod.main(["--smoke", "--budget", "900", "--out-dir", str(tmp_path)])
+    assert [r["status"] for r in records] == ["ok"] * len(mod.PARTS)
+    assert len(rows) == 2 + 1 + 8 + 2 + 2 and len(pyg) == 2

@@ -1,0 +1,242 @@
+"""The prepared GPU check (issue 33): one command, one GPU, at most five minutes.
+
+Runs, each part in its own process with its own time limit, within one
+overall budget (``--budget``, 285 s), in this order:
+
+1. ``tests``: the test suite, every torch model on CUDA through ``device="auto"``
+   (``pytest -n 8`` when pytest-xdist is installed);
+2. ``bench``: every case of ``bench_gpu.py`` on the CPU and on CUDA (PPR on
+   Facebook's HDS reports, Facebook PrivGE end to end, every model on Cora);
+3. ``pyg``: ``bench_pyg.py``, skldp's GCNClassifier beside PyTorch Geometric's
+   GCN on Cora and CiteSeer (Planetoid public split);
+4. ``large``: PrivGE at 1M users / 10M edges on the CPU and on CUDA;
+5. ``huge``: PrivGE at 10M users / 100M edges on CUDA.
+
+A part that fails or runs out of time is reported as such and the others go
+on; a row that needs a missing optional package (pymetis, dp-accounting,
+torch_geometric) says so. It writes to ``--out-dir`` (five files):
+``summary.md`` (the GPU table with the machine, versions and date),
+``performance.md`` (``docs/results/performance.md`` with that table in place of
+its GPU section: copy it over the page), ``results.json`` (every row),
+``pytest.txt`` (the test run's last lines) and ``parts.log`` (each part's
+command, time and last lines of output).
+
+Command (from the repository root, with a copy of the datasets folder in
+``.gpudata``)::
+
+    SKLDP_DATASETS_DIR=$PWD/.gpudata PYTHONPATH=$PWD python benchmarks/gpu_check.py --out-dir $OUT
+
+``--smoke`` runs every part at toy sizes (two seeds of PyG, 3 epochs, a 2,000- and
+a 3,000-user graph, one small test file, small stand-ins for Cora and
+Facebook), on the CPU when there is no GPU: what ``tests/test_bench_gpu.py``
+checks. ``--parts`` picks parts.
+"""
+
+import argparse
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+PAGE = os.path.join(ROOT, "docs", "results", "performance.md")
+BEGIN, END = "<!-- gpu-check:begin -->", "<!-- gpu-check:end -->"
+
+# part -> (seconds it may take at most, the least worth starting it with)
+LIMITS = {"tests": (100, 30), "bench": (110, 30), "pyg": (60, 15), "large": (80, 20),
+          "huge": (170, 40)}
+PARTS = list(LIMITS)
+
+
+def _has(module):
+    import importlib.util
+    return importlib.util.find_spec(module) is not None
+
+
+def commands(out, smoke):
+    """The command of each part (``out``: the output folder)."""
+    py = sys.executable
+    bench = [py, os.path.join(HERE, "bench_gpu.py")] + (["--tiny"] if smoke else [])
+    if smoke:
+        tests = [py, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                 os.path.join(ROOT, "tests", "utils", "test_adjacency.py")]
+    else:
+        tests = [py, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rfE"]
+        if _has("xdist"):
+            tests += ["-n", "8"]
+    return {
+        "tests": tests,
+        "bench": bench + ["--cases", "ppr", "privge", "models",
+                          "--json", os.path.join(out, "_bench.json")],
+        "pyg": [py, os.path.join(HERE, "bench_pyg.py"), "--json", os.path.join(out, "_pyg.json")]
+        + (["--seeds", "2", "--epochs", "3", "--datasets", "cora"] if smoke else ["--seeds", "5"]),
+        "large": bench + ["--cases", "large", "--json", os.path.join(out, "_large.json")]
+        + (["--large-nodes", "2000"] if smoke else []),
+        "huge": bench + ["--cases", "huge", "--json", os.path.join(out, "_huge.json")]
+        + (["--huge-nodes", "3000"] if smoke else []),
+    }
+
+
+def _tail(text, n=40):
+    return "\n".join(text.splitlines()[-n:])
+
+
+def run_parts(parts, out, smoke, budget):
+    """Run ``parts`` in order within ``budget`` seconds; one record per part."""
+    cmds = commands(out, smoke)
+    # the parts run this checkout's skldp, whatever is installed
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [ROOT] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+    deadline = time.monotonic() + budget
+    records = []
+    for name in parts:
+        limit, least = LIMITS[name]
+        left = deadline - time.monotonic()
+        rec = {"part": name, "command": " ".join(cmds[name])}
+        if left < least:
+            rec.update(status="not run", why=f"{left:.0f} s left of the {budget:.0f} s budget")
+            records.append(rec)
+            continue
+        t0 = time.monotonic()
+        try:
+            res = subprocess.run(cmds[name], cwd=ROOT, env=env, capture_output=True,
+                                 text=True, timeout=min(limit, left))
+            rec.update(status="ok" if res.returncode == 0 else f"exit {res.returncode}",
+                       output=_tail(res.stdout + "\n" + res.stderr))
+            if name == "tests":
+                rec["pytest"] = res.stdout
+        except subprocess.TimeoutExpired as exc:
+            text = (exc.stdout or b"").decode(errors="replace") if isinstance(
+                exc.stdout, bytes) else (exc.stdout or "")
+            rec.update(status="timed out", output=_tail(text))
+            if name == "tests":
+                rec["pytest"] = text
+        rec["seconds"] = time.monotonic() - t0
+        print(f"[{name}: {rec['status']}, {rec['seconds']:.0f} s]", file=sys.stderr, flush=True)
+        records.append(rec)
+    return records
+
+
+def _rows(out, name):
+    path = os.path.join(out, f"_{name}.json")
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        rows = json.load(f)
+    os.remove(path)   # its rows go to results.json
+    return rows
+
+
+def machine():
+    """Machine, versions and date, in words."""
+    import numpy
+    import scipy
+    import sklearn
+    import torch
+    gpu = "no GPU"
+    if torch.cuda.is_available():
+        p = torch.cuda.get_device_properties(0)
+        gpu = f"{p.name} ({p.total_memory / 2**30:.0f} GiB), CUDA {torch.version.cuda}"
+    pyg = "torch_geometric "
+    try:
+        import torch_geometric
+        pyg += torch_geometric.__version__
+    except ImportError:
+        pyg += "not installed"
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return (f"{gpu}; {cpus} CPUs ({platform.machine()}); Python {platform.python_version()}, "
+            f"torch {torch.__version__}, numpy {numpy.__version__}, scipy {scipy.__version__}, "
+            f"scikit-learn {sklearn.__version__}, {pyg}; "
+            f"{time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC")
+
+
+def _pytest_summary(text):
+    lines = [x for x in (text or "").splitlines() if re.search(r"\d+ (passed|failed)", x)]
+    return lines[-1].strip("= ") if lines else "no summary (see pytest.txt)"
+
+
+def summary(records, rows, pyg_rows, argv, smoke):
+    sys.path.insert(0, HERE)
+    from bench_gpu import _table
+    from bench_pyg import table as pyg_table
+    lines = [BEGIN, "### On one GPU (`benchmarks/gpu_check.py`)", "",
+             f"Machine: {machine()}." + (" **Smoke run (toy sizes): not a measurement.**"
+                                         if smoke else ""), "",
+             "Command: `SKLDP_DATASETS_DIR=$PWD/.gpudata PYTHONPATH=$PWD python "
+             "benchmarks/gpu_check.py " + " ".join(argv) + "`", ""]
+    tests = [r for r in records if r["part"] == "tests"]
+    if tests:
+        t = tests[0]
+        got = _pytest_summary(t.get("pytest")) if "pytest" in t else t.get("why", "")
+        lines += [f"Test suite (every model with `device=\"auto\"`: CUDA when there is one): "
+                  f"{got} ({t['status']}).", ""]
+    if rows:
+        table = _table(rows, ["(parts bench, large, huge)"], "", 0.0).split("\n")
+        lines += table[table.index("") + 1:] + [""]   # the rows, without its own header
+    if pyg_rows:
+        lines += ["Same files, same protocol: skldp's GCNClassifier and PyTorch Geometric's "
+                  "GCN (Planetoid public split, row-normalised features, 2 layers, 16 hidden, "
+                  "dropout 0.5, Adam 0.01, weight decay 5e-4, "
+                  f"{next((r['epochs'] for r in pyg_rows if 'epochs' in r), '—')} epochs, best "
+                  "validation loss on the 500 validation nodes; time per fit includes moving the "
+                  "graph to the device).", "", pyg_table(pyg_rows), ""]
+    lines += ["| part | status | seconds |", "|---|---|---|"]
+    for r in records:
+        secs = f"{r['seconds']:.0f}" if "seconds" in r else "—"
+        lines.append(f"| {r['part']} | {r['status']}{': ' + r['why'] if r.get('why') else ''} "
+                     f"| {secs} |")
+    lines.append(END)
+    return "\n".join(lines)
+
+
+def with_section(page_text, section):
+    """The page with ``section`` in place of its GPU section (appended if it has none)."""
+    if BEGIN in page_text and END in page_text:
+        a, b = page_text.index(BEGIN), page_text.index(END) + len(END)
+        return page_text[:a] + section + page_text[b:]
+    return page_text.rstrip("\n") + "\n\n" + section + "\n"
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out-dir", required=True)
+    ap.add_argument("--parts", nargs="+", default=PARTS, choices=PARTS)
+    ap.add_argument("--budget", type=float, default=285.0, help="seconds for every part")
+    ap.add_argument("--smoke", action="store_true", help="toy sizes (a check, not a measurement)")
+    a = ap.parse_args(argv)
+    out = os.path.abspath(a.out_dir)
+    os.makedirs(out, exist_ok=True)
+    t0 = time.monotonic()
+    records = run_parts(a.parts, out, a.smoke, a.budget)
+    rows = _rows(out, "bench") + _rows(out, "large") + _rows(out, "huge")
+    pyg_rows = _rows(out, "pyg")
+    section = summary(records, rows, pyg_rows, argv, a.smoke)
+    with open(os.path.join(out, "summary.md"), "w") as f:
+        f.write(section + "\n")
+    with open(PAGE) as f:
+        page = f.read()
+    with open(os.path.join(out, "performance.md"), "w") as f:
+        f.write(with_section(page, section))
+    with open(os.path.join(out, "results.json"), "w") as f:
+        json.dump({"machine": machine(), "parts": [{k: v for k, v in r.items() if k != "pytest"}
+                                                   for r in records],
+                   "rows": rows, "pyg": pyg_rows}, f, indent=1)
+    with open(os.path.join(out, "pytest.txt"), "w") as f:
+        f.write(_tail(next((r.get("pytest", "") for r in records if r["part"] == "tests"),
+                           "(not run)"), 300) + "\n")
+    with open(os.path.join(out, "parts.log"), "w") as f:
+        for r in records:
+            f.write(f"== {r['part']}: {r['status']} {r.get('why', '')} "
+                    f"({r.get('seconds', 0):.0f} s)\n$ {r['command']}\n{r.get('output', '')}\n\n")
+    print(section)
+    print(f"[gpu_check: {time.monotonic() - t0:.0f} s; files in {out}]", file=sys.stderr)
+    return records, rows, pyg_rows
+
+
+if __name__ == "__main__":
+    main()
