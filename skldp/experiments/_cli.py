@@ -89,7 +89,8 @@ def reproduce_main(argv):
     command = "python -m skldp reproduce " + " ".join(shlex.quote(a) for a in argv)
     paths = write_summary(study, res.records, results, command=command)
     print(f"{study.name}: {len(res.done)} run(s) done, {len(res.skipped)} already recorded, "
-          f"{len(res.failed)} failed, {len(res.missing)} missing ({res.wall_s:.0f} s)")
+          f"{len(res.elsewhere)} taken by another process, {len(res.failed)} failed, "
+          f"{len(res.missing)} missing ({res.wall_s:.0f} s)")
     print(f"runs: {res.runs_file}")
     for kind, path in paths.items():
         print(f"{kind}: {path}")

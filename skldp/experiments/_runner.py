@@ -11,7 +11,9 @@ from pathlib import Path
 
 import numpy as np
 
+from ..utils._threads import share_cpus, size_thread_pools
 from ._cache import GraphCache
+from ._claims import RunClaims
 from ._runs import RunsFile
 from ._study import RunContext, Study, fit_and_score
 
@@ -47,6 +49,9 @@ class SweepResult:
     missing : list of str
         Keys of runs lost with a worker that died, after the retries (not
         recorded; run again next time).
+    elsewhere : list of str
+        Keys of runs that another process sweeping the same study had claimed
+        or recorded when this one came to them (not run here).
     wall_s : float
         Wall time of this call.
     """
@@ -57,6 +62,7 @@ class SweepResult:
     skipped: list = field(default_factory=list)
     failed: dict = field(default_factory=dict)
     missing: list = field(default_factory=list)
+    elsewhere: list = field(default_factory=list)
     wall_s: float = 0.0
 
 
@@ -175,6 +181,8 @@ def _forget_run(spec):
 
 def _run_one(study, spec, cache):
     """Run one setting in this process and return its record (or an error record)."""
+    # this process's share of the CPUs, now (other sweeps may have started or ended)
+    threads = size_thread_pools()
     t0, c0 = time.perf_counter(), time.process_time()
     try:
         G, y = _method_input(study, spec)
@@ -200,7 +208,7 @@ def _run_one(study, spec, cache):
         "wall_s": round(time.perf_counter() - t0, 3),
         "cpu_s": round(time.process_time() - c0, 3),
         "peak_rss_mb": _peak_rss_mb(),  # of the process, after the run
-        "host": platform.node(), "pid": os.getpid(),
+        "host": platform.node(), "pid": os.getpid(), "threads": threads,
         "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
 
@@ -337,6 +345,17 @@ def run_study(study, results_dir="results", *, n_jobs=1, backend="loky", schedul
     that dies are dispatched again, one run per call, up to ``retries`` times
     each, then reported in ``missing``.
 
+    Several processes may sweep the same study at once (on one machine, or on
+    hosts sharing the results folder): each run is claimed before it is
+    dispatched (:class:`~skldp.experiments._claims.RunClaims`, a file per run
+    in ``<results_dir>/<name>_claims/``), so that each run is done by one
+    process; the runs another process holds are reported in ``elsewhere``. The
+    claims of a killed process are taken over. Each run sizes torch's and the
+    BLAS thread pools to this process's share of the CPUs
+    (:func:`skldp.utils.thread_share`; ``SKLDP_NUM_THREADS`` overrides it), and
+    the sweep declares its ``n_jobs`` parallel runs to the other skldp processes
+    on the same CPUs (:func:`skldp.utils.share_cpus`).
+
     Parameters
     ----------
     study : Study
@@ -380,11 +399,18 @@ def run_study(study, results_dir="results", *, n_jobs=1, backend="loky", schedul
                 study.name, len(specs), len(result.skipped), len(todo), backend, n_jobs)
     bar = _Progress(len(todo), study.name, progress)
     cache = None if cache is None else str(cache)
+    claims = _Claims(RunClaims(runs_file.path), runs_file, result, bar)
+    # parallel runs of this sweep on this machine's CPUs (none when a remote cluster runs them)
+    local = backend in ("loky", "threading", "sequential") or scheduler is None
+    weight = 1 if backend == "sequential" else (os.cpu_count() or 1) if n_jobs in (None, -1) \
+        else max(1, int(n_jobs))
     try:
-        with parallel_backend(backend, n_jobs, scheduler):
-            _dispatch(study, todo, cache, n_jobs, retries, runs_file, result, bar)
+        with share_cpus(weight if local else 1), parallel_backend(backend, n_jobs, scheduler):
+            _dispatch(study, todo, cache, n_jobs, retries, runs_file, result, bar, claims)
     finally:
         bar.close()
+        claims.release_all()
+    runs_file.refresh()   # with the runs that other processes recorded meanwhile
     result.records = list(runs_file.records)
     result.wall_s = time.perf_counter() - t0
     logger.info("study %s: %d done, %d failed, %d missing in %.0f s", study.name,
@@ -392,7 +418,41 @@ def run_study(study, results_dir="results", *, n_jobs=1, backend="loky", schedul
     return result
 
 
-def _dispatch(study, todo, cache, n_jobs, retries, runs_file, result, bar):
+class _Claims:
+    """This sweep's side of the run claims: take a run before dispatching it, release
+    it once recorded (or failed, or missing)."""
+
+    def __init__(self, claims, runs_file, result, bar):
+        import threading
+        self.claims, self.runs_file, self.result, self.bar = claims, runs_file, result, bar
+        self.held = set()
+        self.lock = threading.Lock()   # joblib may consume the task generator in a thread
+
+    def take(self, spec):
+        """Whether this process runs ``spec`` (claimed now, not recorded elsewhere)."""
+        with self.lock:
+            key = spec.key
+            if key not in self.held:
+                self.runs_file.refresh()
+                if key in self.runs_file or not self.claims.acquire(key):
+                    self.result.elsewhere.append(key)
+                    self.bar.update("elsewhere")
+                    return False
+                self.held.add(key)
+            return True
+
+    def release(self, key):
+        with self.lock:
+            if key in self.held:
+                self.claims.release(key)
+                self.held.discard(key)
+
+    def release_all(self):
+        for key in list(self.held):
+            self.release(key)
+
+
+def _dispatch(study, todo, cache, n_jobs, retries, runs_file, result, bar, claims):
     """Run ``todo``; after a worker dies, what is not recorded runs one run per call.
 
     A dead worker takes every run in flight with it; run alone, a run that
@@ -411,15 +471,18 @@ def _dispatch(study, todo, cache, n_jobs, retries, runs_file, result, bar):
         batch = batches.pop(0)
         try:
             # (n_jobs as given even for one run: n_jobs=1 would run it in this process)
+            # each run is claimed when joblib takes it (a few ahead of the workers)
             out = joblib.Parallel(n_jobs=n_jobs,
                                   return_as="generator_unordered" if streams else "list")(
-                joblib.delayed(_run_one)(study, spec, cache) for spec in batch)
+                joblib.delayed(_run_one)(study, spec, cache) for spec in batch
+                if claims.take(spec))
             for rec in out:
                 _collect(rec, runs_file, result, bar)
+                claims.release(rec["key"])
         except Exception as exc:  # a worker died: the runs not recorded are retried
             if not _lost_worker(exc):
                 raise
-            finished = set(result.done) | set(result.failed)
+            finished = set(result.done) | set(result.failed) | set(result.elsewhere)
             lost = [s for s in batch if s.key not in finished]
             retry = []
             for spec in lost:
@@ -427,6 +490,7 @@ def _dispatch(study, todo, cache, n_jobs, retries, runs_file, result, bar):
                 tries[spec.key] = tries.get(spec.key, 0) + (len(batch) == 1)
                 if tries[spec.key] > retries:
                     result.missing.append(spec.key)
+                    claims.release(spec.key)
                     bar.update("missing")
                 else:
                     retry.append(spec)

@@ -3,6 +3,7 @@
 import json
 import logging
 import os
+import threading
 from pathlib import Path
 
 __all__ = ["RunsFile", "RunsFileError", "load_runs"]
@@ -14,9 +15,9 @@ class RunsFileError(ValueError):
     """A runs file that cannot be used as it is (another study, a damaged line)."""
 
 
-def _parse(path, text, study):
+def _parse(path, text, study, first_line=1):
     records, seen = [], {}
-    for lineno, line in enumerate(text.splitlines(), start=1):
+    for lineno, line in enumerate(text.splitlines(), start=first_line):
         if not line.strip():
             continue
         try:
@@ -74,10 +75,12 @@ def load_runs(path, study=None):
 class RunsFile:
     """Append-only JSON-lines store of a study's finished runs.
 
-    Only the process that drives the sweep writes (workers return their
-    records), each record in one ``write`` of a whole line followed by a
-    flush and ``fsync``, so a killed sweep loses at most the line being
-    written and never records a run twice (a key already present is skipped).
+    Each record is appended in one ``write`` of a whole line, under an
+    exclusive ``flock`` of the file and followed by ``fsync``, so a killed
+    writer loses at most the line being written and processes that sweep the
+    same study (each with its own ``RunsFile``) never interleave their lines. A
+    key already recorded, by this process or another (:meth:`refresh` reads
+    their new lines), is not written again.
 
     Parameters
     ----------
@@ -95,16 +98,54 @@ class RunsFile:
     def __init__(self, path, study):
         self.path = Path(path)
         self.study = study
-        self.records = load_runs(self.path, study)
-        self._keys = {r["key"] for r in self.records}
-        text = self.path.read_bytes() if self.path.exists() else b""
-        self._needs_newline = bool(text) and not text.endswith(b"\n")
+        self.records = []
+        self._keys = set()
+        self._offset = self._lines = 0
+        self._lock = threading.RLock()   # a sweep may read it from joblib's dispatch thread
+        self.refresh(partial=True)
 
     def __contains__(self, key):
         return key in self._keys
 
     def __len__(self):
         return len(self.records)
+
+    def refresh(self, partial=False):
+        """Read the lines appended since the last read (by any process).
+
+        Parameters
+        ----------
+        partial : bool, default=False
+            Also read a last line without its newline (at opening: a line cut
+            short by a killed writer is then reported); otherwise such a line is
+            left for later (another process may be writing it).
+
+        Returns
+        -------
+        new : list of dict
+            Records of keys not seen before.
+        """
+        with self._lock:
+            return self._refresh(partial)
+
+    def _refresh(self, partial):
+        if not self.path.exists():
+            return []
+        with open(self.path, "rb") as f:
+            f.seek(self._offset)
+            data = f.read()
+        end = len(data) if partial else data.rfind(b"\n") + 1
+        if end == 0:
+            return []
+        text = data[:end].decode("utf-8")
+        new = [r for r in _parse(self.path, text, self.study, self._lines + 1)
+               if r["key"] not in self._keys]
+        self._offset += end
+        self._lines += text.count("\n")
+        for r in new:
+            self._keys.add(r["key"])
+            self.records.append(r)
+        return new
 
     def append(self, record):
         """Append one record unless its key is already recorded.
@@ -119,6 +160,11 @@ class RunsFile:
         written : bool
             False when the key was already recorded (nothing written).
         """
+        with self._lock:
+            return self._append(record)
+
+    def _append(self, record):
+        import fcntl
         key = record["key"]
         if key in self._keys:
             return False
@@ -126,15 +172,23 @@ class RunsFile:
         if record["study"] != self.study:
             raise RunsFileError(f"record of study {record['study']!r} written to the runs of "
                                 f"{self.study!r}.")
-        line = json.dumps(record, sort_keys=False) + "\n"
-        if self._needs_newline:
-            line = "\n" + line
-            self._needs_newline = False
+        line = (json.dumps(record, sort_keys=False) + "\n").encode("utf-8")
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path, "a", encoding="utf-8") as f:
-            f.write(line)
-            f.flush()
-            os.fsync(f.fileno())
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)     # one writer at a time, across processes
+            self.refresh()
+            if key in self._keys:              # recorded by another process meanwhile
+                return False
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                line = b"\n" + line               # after a line cut short by a killed writer
+            os.write(fd, line)
+            os.fsync(fd)
+            self._offset = size + len(line)
+            self._lines += line.count(b"\n")
+        finally:
+            os.close(fd)                       # releases the lock
         self._keys.add(key)
         self.records.append(record)
         return True

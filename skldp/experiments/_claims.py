@@ -1,0 +1,96 @@
+"""Claims on runs, so that processes sweeping the same study share the work.
+
+Before a run starts, its worker claims it: a small file per run key in
+``<results_dir>/<study>_claims/``, holding the claimant's host, pid and start
+time. A run is started only by the process that got its claim; the claim is
+removed once the run is recorded in the runs file (or has failed). Every claim
+operation holds an exclusive ``flock`` on the folder's lock file, which the
+kernel releases when a process dies, so a ``SIGKILL`` never leaves the folder
+locked. A claim whose process is gone (same host: its pid no longer runs, or
+runs another program) is stale and is taken over; a claim from another host is
+taken over after ``STALE_AFTER`` seconds, since its process cannot be checked
+from here.
+"""
+
+import contextlib
+import hashlib
+import json
+import os
+import socket
+import time
+from pathlib import Path
+
+from ..utils._threads import _alive, _start_time
+
+__all__ = ["RunClaims", "STALE_AFTER"]
+
+#: Seconds after which a claim made on another host is taken over.
+STALE_AFTER = 6 * 3600
+
+
+class RunClaims:
+    """The claim folder of one study's runs file (picklable: paths only).
+
+    Parameters
+    ----------
+    runs_path : str or path-like
+        The study's runs file; the claims live beside it.
+    """
+
+    def __init__(self, runs_path):
+        runs_path = Path(runs_path)
+        stem = runs_path.name[:-len("_runs.jsonl")] if runs_path.name.endswith(
+            "_runs.jsonl") else runs_path.stem
+        self.folder = runs_path.parent / f"{stem}_claims"
+        self.runs_path = runs_path
+
+    @contextlib.contextmanager
+    def _locked(self):
+        import fcntl
+        self.folder.mkdir(parents=True, exist_ok=True)
+        with open(self.folder / ".lock", "a") as f:
+            fcntl.flock(f, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(f, fcntl.LOCK_UN)
+
+    def _path(self, key):
+        return self.folder / (hashlib.sha1(key.encode()).hexdigest()[:20] + ".claim")
+
+    def owner(self, key):
+        """The live claim on ``key`` (a dict), or ``None``."""
+        path = self._path(key)
+        try:
+            rec = json.loads(path.read_text())
+        except (OSError, ValueError):
+            return None
+        if rec.get("host") == socket.gethostname():
+            return rec if _alive(int(rec.get("pid", -1)), rec.get("start")) else None
+        try:
+            age = time.time() - path.stat().st_mtime
+        except OSError:
+            return None
+        return rec if age < STALE_AFTER else None
+
+    def acquire(self, key):
+        """Claim ``key`` for this process; ``False`` when a live process holds it."""
+        pid = os.getpid()
+        rec = {"key": key, "host": socket.gethostname(), "pid": pid, "start": _start_time(pid),
+               "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        path = self._path(key)
+        with self._locked():
+            held = self.owner(key)
+            if held is not None and not (held.get("host") == rec["host"]
+                                         and held.get("pid") == pid):
+                return False
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(rec))
+            os.replace(tmp, path)   # taken over if stale; whole or absent
+        return True
+
+    def release(self, key):
+        """Remove the claim on ``key`` (after its run is recorded or has failed)."""
+        with self._locked():
+            with contextlib.suppress(OSError):
+                self._path(key).unlink()

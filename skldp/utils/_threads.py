@@ -1,0 +1,208 @@
+"""Thread pools sized from the CPUs this process may use, shared with its neighbours.
+
+torch and the BLAS libraries each start one thread per CPU they see. Two
+processes on the same CPUs then run twice as many busy threads as there are
+cores, and spinning OpenMP threads make each run up to ten times slower (the
+LPGNN study on Cora on 2 cores: 0.51 s per run alone, 5.1 s beside a second
+identical process). The share of a process is
+
+* ``SKLDP_NUM_THREADS`` when it is set (the user's word);
+* else the CPUs it may use (its affinity mask, and the CPU quota of its
+  container, ``cpu.max`` of cgroup v2) divided among the skldp processes that
+  declared work on those CPUs (:func:`share_cpus`, which a study run does),
+  at most ``OMP_NUM_THREADS`` when that is set (joblib's loky workers, Dask and
+  Ray workers set it to their share of the machine).
+
+:func:`size_thread_pools` applies it to torch (``torch.set_num_threads``) and,
+through threadpoolctl, to the BLAS and OpenMP pools of numpy and scipy.
+"""
+
+import contextlib
+import json
+import os
+import tempfile
+
+__all__ = ["available_cpus", "thread_share", "size_thread_pools", "share_cpus",
+           "ENV_NUM_THREADS"]
+
+ENV_NUM_THREADS = "SKLDP_NUM_THREADS"
+
+
+def _affinity():
+    try:
+        return set(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return set(range(os.cpu_count() or 1))
+
+
+def _cgroup_quota(root="/sys/fs/cgroup"):
+    """CPUs allowed by the cgroup v2 quota (``cpu.max``: ``quota period``), or None."""
+    try:
+        with open(os.path.join(root, "cpu.max")) as f:
+            quota, period = f.read().split()[:2]
+    except (OSError, ValueError):
+        return None
+    if quota == "max":
+        return None
+    try:
+        return max(1, int(int(quota) // int(period)))
+    except (ValueError, ZeroDivisionError):
+        return None
+
+
+def available_cpus(cgroup_root="/sys/fs/cgroup"):
+    """CPUs this process may use: its affinity mask, capped by its container's quota.
+
+    Returns
+    -------
+    int
+        At least 1.
+    """
+    n = len(_affinity())
+    quota = _cgroup_quota(cgroup_root)
+    return max(1, min(n, quota) if quota else n)
+
+
+# ------------------------------------------------------------- the registry
+def _registry():
+    path = os.path.join(tempfile.gettempdir(), f"skldp-cpus-{os.getuid()}")
+    os.makedirs(path, exist_ok=True)
+    return path
+
+
+def _start_time(pid):
+    """The start time of process ``pid`` (clock ticks since boot), or None if unknown."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def _alive(pid, start):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # pragma: no cover - another user's pid: alive
+        return True
+    now = _start_time(pid)
+    return start is None or now is None or now == start   # a reused pid is another process
+
+
+def _registered():
+    """Live entries ``{pid: (weight, cpus)}`` of the registry; stale ones are removed."""
+    out = {}
+    folder = _registry()
+    for name in os.listdir(folder):
+        if not name.endswith(".json"):
+            continue
+        path = os.path.join(folder, name)
+        try:
+            with open(path) as f:
+                rec = json.load(f)
+            pid = int(rec["pid"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue   # being written, or not ours
+        if _alive(pid, rec.get("start")):
+            out[pid] = (int(rec.get("weight", 1)), set(rec.get("cpus", [])))
+        else:
+            with contextlib.suppress(OSError):
+                os.remove(path)
+    return out
+
+
+@contextlib.contextmanager
+def share_cpus(weight=1):
+    """Declare that this process runs ``weight`` jobs at once on its CPUs.
+
+    While the block runs, other skldp processes on the same CPUs count it when
+    they size their thread pools (:func:`thread_share`), and so does this one.
+    A process killed inside the block leaves a file that the others recognise
+    as stale (its process is gone) and remove.
+
+    Parameters
+    ----------
+    weight : int, default=1
+        Jobs run at once by this process (e.g. ``n_jobs`` workers of a sweep).
+    """
+    pid = os.getpid()
+    path = os.path.join(_registry(), f"{pid}.json")
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump({"pid": pid, "start": _start_time(pid), "weight": max(1, int(weight)),
+                   "cpus": sorted(_affinity())}, f)
+    os.replace(tmp, path)   # whole or absent, never half written
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            os.remove(path)
+
+
+def thread_share():
+    """Threads this process should give torch and BLAS now.
+
+    Returns
+    -------
+    int
+        ``SKLDP_NUM_THREADS`` if set; else :func:`available_cpus` divided among
+        the jobs declared with :func:`share_cpus` on overlapping CPUs (this
+        process counted once unless it, or the process that started it,
+        declared its own), at most ``OMP_NUM_THREADS`` if set; at least 1.
+    """
+    env = os.environ.get(ENV_NUM_THREADS, "").strip()
+    if env:
+        try:
+            n = int(env)
+        except ValueError:
+            n = 0
+        if n < 1:
+            raise ValueError(f"{ENV_NUM_THREADS} must be a positive integer, got {env!r}.")
+        return n
+    cpus = available_cpus()
+    mine = _affinity()
+    entries = _registered()
+    jobs = sum(w for p, (w, c) in entries.items() if not c or c & mine)
+    if os.getpid() not in entries and os.getppid() not in entries:
+        jobs += 1
+    n = max(1, cpus // max(1, jobs))
+    cap = os.environ.get("OMP_NUM_THREADS", "").strip()
+    if cap.isdigit() and int(cap) >= 1:
+        n = min(n, int(cap))
+    return n
+
+
+
+def size_thread_pools(n=None):
+    """Set torch's and the BLAS/OpenMP pools' threads to ``n`` (default :func:`thread_share`).
+
+    Cheap when nothing changes (a study calls it before every run).
+
+    Parameters
+    ----------
+    n : int or None, default=None
+        Threads; ``None`` takes :func:`thread_share`.
+
+    Returns
+    -------
+    int
+        The number of threads set.
+    """
+    n = thread_share() if n is None else int(n)
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}.")
+    import torch
+    if torch.get_num_threads() != n:
+        torch.set_num_threads(n)
+    if _APPLIED.get("blas") != n:   # (inspecting the loaded libraries costs ~20 ms)
+        try:
+            from threadpoolctl import threadpool_limits
+        except ImportError:  # pragma: no cover - a dependency of scikit-learn
+            return n
+        threadpool_limits(limits=n)
+        _APPLIED["blas"] = n
+    return n
+
+
+_APPLIED = {}

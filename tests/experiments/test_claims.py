@@ -1,0 +1,120 @@
+"""Concurrent sweeps of one study share the runs: each run once, none lost to a kill."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from skldp.experiments import load_runs
+from skldp.experiments._claims import RunClaims
+
+ROOT = Path(__file__).resolve().parents[2]
+
+SWEEPER = '''
+import json, os, sys, time
+from pathlib import Path
+from sklearn.linear_model import LogisticRegression
+from skldp.experiments import Method, Study, run_study
+
+def slow_evaluate(est, X, y, masks):
+    time.sleep(float(os.environ.get("RUN_SECONDS", "0.3")))
+    return {"accuracy": 0.5}
+
+def plain(G, y, config):
+    return G.features, y
+
+study = Study("shared", ["student_rgnn"],
+              {"raw": Method(lambda ctx: LogisticRegression(), role="raw-features",
+                             data=plain, evaluate=slow_evaluate)},
+              seeds=list(range(int(os.environ.get("RUNS", "12")))))
+out, name = Path(sys.argv[1]), sys.argv[2]
+(out / f"{name}.ready").touch()
+while not (out / "go").exists():          # start together
+    time.sleep(0.01)
+res = run_study(study, out, n_jobs=1, backend="sequential", progress=False)
+(out / f"{name}.json").write_text(json.dumps({"done": res.done, "elsewhere": res.elsewhere,
+                                              "records": len(res.records)}))
+'''
+
+
+def _start(tmp_path, name, **env):
+    script = tmp_path / "sweep.py"
+    script.write_text(SWEEPER)
+    return subprocess.Popen([sys.executable, str(script), str(tmp_path), name], cwd=ROOT,
+                            env=dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1",
+                                     **env))
+
+
+def _wait_ready(tmp_path, names, timeout=120):
+    t0 = time.time()
+    while not all((tmp_path / f"{n}.ready").exists() for n in names):
+        assert time.time() - t0 < timeout, "sweepers did not start"
+        time.sleep(0.05)
+    (tmp_path / "go").touch()
+
+
+def test_two_processes_share_a_study_and_never_repeat_a_run(tmp_path):
+    procs = [_start(tmp_path, n) for n in ("a", "b")]
+    _wait_ready(tmp_path, ["a", "b"])
+    for p in procs:
+        assert p.wait(timeout=300) == 0
+    a, b = (json.loads((tmp_path / f"{n}.json").read_text()) for n in ("a", "b"))
+    lines = (tmp_path / "shared_runs.jsonl").read_text().splitlines()
+    keys = [json.loads(x)["key"] for x in lines]
+    assert len(keys) == len(set(keys)) == 12            # each run once, in one file
+    assert set(a["done"]).isdisjoint(b["done"])
+    assert set(a["done"]) | set(b["done"]) == set(keys)
+    assert a["done"] and b["done"]                       # the work was shared
+    assert set(a["elsewhere"]) <= set(b["done"]) and set(b["elsewhere"]) <= set(a["done"])
+    assert max(a["records"], b["records"]) == 12         # the last to finish sees them all
+    assert not any((tmp_path / "shared_claims").glob("*.claim"))   # all released
+
+
+def test_a_killed_sweep_leaves_nothing_half_done(tmp_path):
+    p = _start(tmp_path, "a", RUN_SECONDS="1.0", RUNS="6")
+    _wait_ready(tmp_path, ["a"])
+    runs = tmp_path / "shared_runs.jsonl"
+    t0 = time.time()
+    while not (runs.exists() and runs.read_text().count("\n") >= 1):   # killed mid-sweep
+        assert time.time() - t0 < 120
+        time.sleep(0.05)
+    time.sleep(0.3)
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    claims = list((tmp_path / "shared_claims").glob("*.claim"))
+    assert len(claims) == 1                               # the run it was doing
+    done_before = len(load_runs(runs, "shared"))
+    (tmp_path / "a.ready").unlink()
+    q = _start(tmp_path, "b", RUN_SECONDS="0.05", RUNS="6")   # takes the stale claim over
+    _wait_ready(tmp_path, ["b"])
+    assert q.wait(timeout=300) == 0
+    recs = load_runs(runs, "shared")
+    assert len(recs) == 6 and len({r["key"] for r in recs}) == 6
+    b = json.loads((tmp_path / "b.json").read_text())
+    assert len(b["done"]) == 6 - done_before and not b["elsewhere"]
+    assert all(json.loads(x) for x in runs.read_text().splitlines())   # no damaged line
+
+
+def test_claims_of_live_and_dead_processes(tmp_path):
+    claims = RunClaims(tmp_path / "s_runs.jsonl")
+    assert claims.folder == tmp_path / "s_claims"
+    assert claims.acquire("k") and claims.acquire("k")   # its own claim again
+    # a live process's claim is kept; a dead one's is taken over
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        path = claims._path("k2")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        from skldp.utils._threads import _start_time
+        rec = {"key": "k2", "host": os.uname().nodename, "pid": sleeper.pid,
+               "start": _start_time(sleeper.pid)}
+        path.write_text(json.dumps(rec))
+        assert claims.owner("k2")["pid"] == sleeper.pid and not claims.acquire("k2")
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert claims.owner("k2") is None and claims.acquire("k2")
+    claims.release("k2")
+    assert not claims._path("k2").exists()

@@ -1,0 +1,93 @@
+"""Thread pools sized from the CPUs a process may use, shared with other skldp processes."""
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from skldp.utils import _threads
+from skldp.utils import available_cpus, share_cpus, size_thread_pools, thread_share
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def registry(tmp_path, monkeypatch):
+    """A private registry folder, two CPUs, no environment override."""
+    monkeypatch.setattr(_threads.tempfile, "gettempdir", lambda: str(tmp_path))
+    monkeypatch.setattr(_threads, "_affinity", lambda: {0, 1})
+    monkeypatch.setattr(_threads, "_cgroup_quota", lambda root="": None)
+    for var in (_threads.ENV_NUM_THREADS, "OMP_NUM_THREADS"):
+        monkeypatch.delenv(var, raising=False)
+    return tmp_path
+
+
+def test_environment_override(registry, monkeypatch):
+    assert thread_share() == 2
+    monkeypatch.setenv("SKLDP_NUM_THREADS", "5")
+    assert thread_share() == 5                     # the user's word, whatever the CPUs
+    monkeypatch.setenv("SKLDP_NUM_THREADS", "zero")
+    with pytest.raises(ValueError, match="SKLDP_NUM_THREADS"):
+        thread_share()
+    monkeypatch.delenv("SKLDP_NUM_THREADS")
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")     # a joblib / Dask / Ray worker's share
+    assert thread_share() == 1
+
+
+def test_cgroup_quota(tmp_path, monkeypatch):
+    monkeypatch.setattr(_threads, "_affinity", lambda: set(range(8)))
+    (tmp_path / "cpu.max").write_text("300000 100000\n")
+    assert available_cpus(str(tmp_path)) == 3
+    (tmp_path / "cpu.max").write_text("max 100000\n")
+    assert available_cpus(str(tmp_path)) == 8
+    assert available_cpus(str(tmp_path / "absent")) == 8
+
+
+def _holder(registry, weight, cpus="0,1"):
+    """Another process that declares ``weight`` jobs on ``cpus`` until killed."""
+    code = (f"import os, sys, tempfile, time; tempfile.gettempdir = lambda: {str(registry)!r};"
+            "from skldp.utils import _threads;"
+            f"_threads._affinity = lambda: {{{cpus}}};"
+            f"ctx = _threads.share_cpus({weight}); ctx.__enter__();"
+            "print('ready', flush=True); time.sleep(60)")
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                         env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert p.stdout.readline().strip() == "ready"
+    return p
+
+
+def test_processes_on_the_same_cpus_share_them(registry):
+    assert thread_share() == 2
+    other = _holder(registry, 1)
+    try:
+        assert thread_share() == 1                 # two processes on two CPUs
+        with share_cpus(1):
+            assert thread_share() == 1             # counted once, not twice
+    finally:
+        other.kill()
+        other.wait()
+    assert thread_share() == 2                     # a killed process no longer counts
+    assert not any(registry.glob("skldp-cpus-*/*.json"))   # and its file is gone
+    elsewhere = _holder(registry, 4, cpus="6,7")   # other CPUs: not counted
+    try:
+        assert thread_share() == 2
+    finally:
+        elsewhere.kill()
+        elsewhere.wait()
+
+
+def test_size_thread_pools_sets_torch_and_blas():
+    from threadpoolctl import threadpool_info
+    before = torch.get_num_threads()
+    try:
+        assert size_thread_pools(1) == 1 and torch.get_num_threads() == 1
+        assert all(i["num_threads"] == 1 for i in threadpool_info()
+                   if i["user_api"] == "blas")
+        with pytest.raises(ValueError):
+            size_thread_pools(0)
+    finally:
+        size_thread_pools(before)
