@@ -735,10 +735,10 @@ class _TorchOps:
 
         The adjacency goes to the device as it is (its float32 values and int32
         indices: as many bytes as the normalised operator) and is normalised
-        there: degrees by one product with a vector of ones, then the values
-        scaled in float64 over chunks of rows, as :func:`_ppr_operator` does on
-        the host. ``None`` (the caller builds it on the host) when a node has no
-        edge: it needs a self loop, a new matrix.
+        there: degrees by products with a vector of ones, then the values
+        scaled in float64, as :func:`_ppr_operator` does on the host. Every float64 temporary covers one chunk of rows. ``None`` (the
+        caller builds it on the host) when a node has no edge: it needs a self
+        loop, a new matrix.
         """
         import torch
         n = A.shape[0]
@@ -747,12 +747,19 @@ class _TorchOps:
         indptr = torch.from_numpy(A.indptr.astype(idx, copy=False)).to(device)
         indices = torch.from_numpy(A.indices.astype(idx, copy=False)).to(device)
         raw = torch.from_numpy(A.data).to(device)
+        chunks = list(_row_chunks(A.indptr))   # bounded float64 temporaries
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
-            A64 = torch.sparse_csr_tensor(indptr, indices, raw.double(), size=A.shape,
-                                          check_invariants=False)
-            deg = (A64 @ torch.ones((n, 1), dtype=torch.float64, device=device)).ravel()
-            del A64
+            deg = torch.empty(n, dtype=torch.float64, device=device)
+            ones = torch.ones((n, 1), dtype=torch.float64, device=device)
+            for r0, r1 in chunks:   # row sums in float64, a product per chunk of rows
+                lo, hi = int(A.indptr[r0]), int(A.indptr[r1])
+                block = torch.sparse_csr_tensor(indptr[r0:r1 + 1] - lo, indices[lo:hi],
+                                                raw[lo:hi].double(), size=(r1 - r0, n),
+                                                check_invariants=False)
+                deg[r0:r1] = (block @ ones).ravel()
+                del block
+            del ones
             if bool((deg == 0).any()):
                 return None
             if sym:
@@ -761,7 +768,7 @@ class _TorchOps:
                 rows, cols = deg ** (r - 1.0), deg ** (-r)
             counts = indptr[1:] - indptr[:-1]
             values = torch.empty(A.nnz, dtype=tdtype, device=device)
-            for r0, r1 in _row_chunks(A.indptr):    # bounded float64 temporaries
+            for r0, r1 in chunks:
                 lo, hi = int(A.indptr[r0]), int(A.indptr[r1])
                 v = torch.repeat_interleave(rows[r0:r1], counts[r0:r1], output_size=hi - lo)
                 v.mul_(raw[lo:hi])                  # (row factor * a_ij) ...

@@ -17,8 +17,9 @@ __all__ = ["normalized_adjacency", "scale_csr", "row_sums"]
 _CHUNK = 1 << 22
 
 
-def _row_chunks(indptr, chunk=_CHUNK):
-    """``(r0, r1)`` row ranges holding about ``chunk`` stored entries each."""
+def _row_chunks(indptr, chunk=None):
+    """``(r0, r1)`` row ranges holding about ``chunk`` (``_CHUNK``) stored entries each."""
+    chunk = _CHUNK if chunk is None else chunk
     n = len(indptr) - 1
     nnz = int(indptr[-1])
     if nnz <= chunk:

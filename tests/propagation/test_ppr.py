@@ -341,6 +341,8 @@ def test_operator_normalised_on_the_device(small_graph, monkeypatch, r, solver):
     import torch
 
     from skldp.propagation import _ppr
+    from skldp.utils import _adjacency
+    monkeypatch.setattr(_adjacency, "_CHUNK", 37)   # many chunks of rows
     A, X, _ = small_graph
     G = GraphData(X, A)
     sym = solver != "power"
