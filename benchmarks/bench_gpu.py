@@ -49,6 +49,7 @@ import argparse
 import os
 import platform
 import sys
+import tempfile
 import time
 import warnings
 
@@ -299,7 +300,9 @@ def sharded_reports(mech, G, n_jobs=None):
     def shard(Xs, ids_s):
         return mech.transform(GraphData(Xs, node_ids=ids_s)).features
 
-    parts = joblib.Parallel(n_jobs=jobs, backend="loky", max_nbytes="1M")(
+    # shards travel as memory maps in a folder on disk (not /dev/shm, often small in containers)
+    folder = os.environ.get("JOBLIB_TEMP_FOLDER") or tempfile.gettempdir()
+    parts = joblib.Parallel(n_jobs=jobs, backend="loky", max_nbytes="1M", temp_folder=folder)(
         joblib.delayed(shard)(X[a:b], ids[a:b]) for a, b in zip(bounds[:-1], bounds[1:]))
     Z = sp.vstack(parts, format="csr") if sp.issparse(parts[0]) else np.vstack(parts)
     return G.with_features(Z, feature_names=G.feature_names)

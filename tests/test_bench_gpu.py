@@ -73,7 +73,9 @@ def test_gpu_check_smoke_one_part(tmp_path):
                                  "--out-dir", str(tmp_path)])
     assert [r["part"] for r in records] == ["large", "tests"]
     assert all(r["status"] == "ok" for r in records), records
-    assert len(rows) == 1 and rows[0]["case"].startswith("2000 users") and rows[0]["seconds"] > 0
+    devices = 2 if torch.cuda.is_available() else 1          # the CPU, and CUDA if any
+    assert len(rows) == devices
+    assert all(r["case"].startswith("2000 users") and r["seconds"] > 0 for r in rows)
     files = sorted(p.name for p in tmp_path.iterdir())
     assert files == ["parts.log", "performance.md", "pytest.txt", "results.json", "summary.md"]
     summary = (tmp_path / "summary.md").read_text()
@@ -90,4 +92,23 @@ def test_gpu_check_smoke_every_part(tmp_path):
     mod = _gpu_check()
     records, rows, pyg = mod.main(["--smoke", "--budget", "900", "--out-dir", str(tmp_path)])
     assert [r["status"] for r in records] == ["ok"] * len(mod.PARTS)
-    assert len(rows) == 2 + 1 + 8 + 2 + 2 and len(pyg) == 2
+    devices = 2 if torch.cuda.is_available() else 1
+    # ppr: scipy + torch per device; privge, 8 models, 2 link predictors, large per device;
+    # huge on the last device only
+    assert len(rows) == 1 + devices * (1 + 1 + 8 + 2 + 1) + 1 and len(pyg) == 2
+
+
+def test_sharded_reports_are_the_reports_of_the_whole_graph(bench, binary_sbm):
+    """Each user's report depends only on its row and key: shards give the same reports."""
+    import scipy.sparse as sp
+
+    from skldp import GraphData
+    G0, _ = binary_sbm(n=120, d=12)
+    G = GraphData(G0.features, G0.adjacency, node_ids=np.arange(1000, 1120))
+    mech = HDSMechanism(eps=1.0, k=3, feature_range=(0, 1), random_state=0).fit(G)
+    whole = mech.transform(G).features
+    shards = bench.sharded_reports(mech, G, n_jobs=2)
+    assert shards.adjacency is G.adjacency
+    assert (sp.csr_matrix(shards.features) != sp.csr_matrix(whole)).nnz == 0
+    with pytest.raises(ValueError, match="node_ids"):
+        bench.sharded_reports(mech, G0, n_jobs=1)
