@@ -302,8 +302,9 @@ def sharded_reports(mech, G, n_jobs=None):
 
     # shards travel as memory maps in a folder on disk (not /dev/shm, often small in containers)
     folder = os.environ.get("JOBLIB_TEMP_FOLDER") or tempfile.gettempdir()
+    spans = zip(bounds[:-1], bounds[1:], strict=True)
     parts = joblib.Parallel(n_jobs=jobs, backend="loky", max_nbytes="1M", temp_folder=folder)(
-        joblib.delayed(shard)(X[a:b], ids[a:b]) for a, b in zip(bounds[:-1], bounds[1:]))
+        joblib.delayed(shard)(X[a:b], ids[a:b]) for a, b in spans)
     Z = sp.vstack(parts, format="csr") if sp.issparse(parts[0]) else np.vstack(parts)
     return G.with_features(Z, feature_names=G.feature_names)
 

@@ -27,14 +27,12 @@ import sys
 import time
 import tracemalloc
 
-import numpy as np
-
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def synthetic_graph(n=169_343, d=128, n_edges=1_200_000, n_classes=40, seed=0):
     """A uniform random graph with dense uniform features (``synthetic.uniform_graph``)."""
-    from synthetic import uniform_graph   # same folder
+    from synthetic import uniform_graph  # same folder
     G, y = uniform_graph(n, d, n_edges, n_classes, seed)
     return G, y, (0.0, 1.0)
 

@@ -47,7 +47,7 @@ class _AdjacencyInfo:
     def describes(self, A):
         arrays = (A.data, A.indices, A.indptr)
         return (_signature(A) == self.signature
-                and all(r() is _root(a) for r, a in zip(self._roots, arrays)))
+                and all(r() is _root(a) for r, a in zip(self._roots, arrays, strict=True)))
 
 
 def _root(a):

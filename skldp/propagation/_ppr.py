@@ -266,20 +266,6 @@ class PPRPropagation(GraphTransformerMixin, BaseEstimator):
         Z = self._transform_torch(G, X, dtype, solver, resolve_device(self.device))
         return G.with_features(Z, feature_names=G.feature_names)
 
-    def _operator(self, G, dtype, solver):
-        """``(M, left, right)`` of the graph of ``G``, built once per graph.
-
-        Symmetric solvers: ``M = S = D^-1/2 A D^-1/2`` with ``T = diag(left) S
-        diag(right)``; power iteration: ``M = T``, ``left = right = None``.
-        Kept with the adjacency (:meth:`skldp.GraphData.operator`), so a
-        pipeline, a search or several mechanisms' reports on one graph normalise
-        it once.
-        """
-        loops, r = bool(self.add_self_loops), float(self.r)
-        sym = solver != "power"
-        key = ("ppr_operator", sym, None if sym else r, loops, np.dtype(dtype).str)
-        return G.operator(key, lambda A: _ppr_operator(A, sym, r, loops, dtype))
-
     def _transform_torch(self, G, X, dtype, solver, device):
         """torch path: the operator on ``device`` once per graph, column blocks there.
 
@@ -296,7 +282,7 @@ class PPRPropagation(GraphTransformerMixin, BaseEstimator):
                 ops = _TorchOps.normalised_on_device(A, sym, r, dtype, device)
                 if ops is not None:
                     return ops
-            M, left, right = self._operator(G, dtype, solver)
+            M, left, right = _ppr_operator(A, sym, r, loops, dtype)
             return _TorchOps(M, dtype, device, left, right)
 
         ops = G.operator(key, build)
@@ -341,8 +327,9 @@ class PPRPropagation(GraphTransformerMixin, BaseEstimator):
         key = ("ppr_cpu", sym, None if sym else float(self.r), bool(self.add_self_loops),
                np.dtype(dtype).str)
 
-        def build(A):
-            return _ordered_operator(*self._operator(G, dtype, solver), sym)
+        def build(A):   # the ordered operator only: the plain one is not kept
+            return _ordered_operator(*_ppr_operator(A, sym, float(self.r),
+                                                    bool(self.add_self_loops), dtype), sym)
 
         Mp, perm, sl, sr, runner = G.operator(key, build)   # once per graph
         if solver != "chebyshev":
@@ -736,9 +723,10 @@ class _TorchOps:
         The adjacency goes to the device as it is (its float32 values and int32
         indices: as many bytes as the normalised operator) and is normalised
         there: degrees by products with a vector of ones, then the values
-        scaled in float64, as :func:`_ppr_operator` does on the host. Every float64 temporary covers one chunk of rows. ``None`` (the
-        caller builds it on the host) when a node has no edge: it needs a self
-        loop, a new matrix.
+        scaled in float64, as :func:`_ppr_operator` does on the host. Every
+        float64 temporary covers one chunk of rows. ``None`` (the caller builds
+        it on the host) when a node has no edge: it needs a self loop, a new
+        matrix.
         """
         import torch
         n = A.shape[0]

@@ -27,7 +27,7 @@ def _row_chunks(indptr, chunk=None):
         return
     cuts = np.searchsorted(indptr, np.arange(chunk, nnz, chunk), side="right") - 1
     bounds = np.unique(np.concatenate([[0], cuts, [n]]))
-    for r0, r1 in zip(bounds[:-1], bounds[1:]):
+    for r0, r1 in zip(bounds[:-1], bounds[1:], strict=True):
         yield int(r0), int(r1)
 
 

@@ -76,7 +76,7 @@ def test_scale_csr_shares_indices_and_never_touches_the_input(monkeypatch):
     M = scale_csr(A, left, right, np.float32)
     assert M.nnz < A.nnz and not np.shares_memory(M.indices, A.indices)
     _same(M, sp.csr_matrix(sp.diags(left) @ A @ sp.diags(right), dtype=np.float32))
-    for a, b in zip(before, (A.data, A.indices, A.indptr)):
+    for a, b in zip(before, (A.data, A.indices, A.indptr), strict=True):
         np.testing.assert_array_equal(a, b)
 
 

@@ -3,14 +3,12 @@
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 import torch
 
-from skldp.utils import _threads
-from skldp.utils import available_cpus, share_cpus, size_thread_pools, thread_share
+from skldp.utils import _threads, available_cpus, share_cpus, size_thread_pools, thread_share
 
 ROOT = Path(__file__).resolve().parents[2]
 
