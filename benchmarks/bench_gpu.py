@@ -281,24 +281,24 @@ def _skipped(case, d, exc):
 def sharded_reports(mech, G, n_jobs=None):
     """``mech.transform(G)`` over the whole graph, computed in row shards in processes.
 
-    Each user's report depends only on the user's row and key (``node_ids``), so
-    the shards, transformed on their own (``GraphData(X[rows], node_ids=ids[rows])``),
-    give the same reports as one transform of the whole graph; the adjacency is
-    not needed. Returns ``G`` with the reports as features.
+    Each user's report depends only on the user's row and key, so the shards,
+    transformed on their own (``GraphData(X[rows], node_ids=ids[rows],
+    population=G)``: the same users, keyed by the same ids), give the same
+    reports as one transform of the whole graph; the adjacency is not needed.
+    Returns ``G`` with the reports as features. (The workers' ledgers are
+    copies: a benchmark, not an accounting.)
     """
     import joblib
     import scipy.sparse as sp
 
     from skldp import GraphData
-    if G.population is not None:
-        raise ValueError("sharded_reports needs a GraphData built with node_ids.")
     n = G.n_nodes
     jobs = joblib.cpu_count() if n_jobs is None else n_jobs
     bounds = np.linspace(0, n, max(1, min(jobs * 2, n)) + 1).astype(int)
     X, ids = G.features, G.all_node_ids
 
     def shard(Xs, ids_s):
-        return mech.transform(GraphData(Xs, node_ids=ids_s)).features
+        return mech.transform(GraphData(Xs, node_ids=ids_s, population=G)).features
 
     # shards travel as memory maps in a folder on disk (not /dev/shm, often small in containers)
     folder = os.environ.get("JOBLIB_TEMP_FOLDER") or tempfile.gettempdir()
