@@ -9,9 +9,10 @@ few seconds with about 4 GB of temporaries besides the result:
 * the CSR arrays are built by scipy's COO -> CSR counting sort over both
   directions at once (no ``A + A.T`` pass, no ``argsort``), in float32;
 * the features are drawn in float32 in row blocks, straight into the result;
-* the result says what it is: ``node_ids`` (so that no step fingerprints the
-  features to tell who the users are) and ``symmetric=True`` (so that the
-  symmetry is checked by two sparse products instead of a transpose).
+* the result says what it is: ``node_ids`` (the users' keys, as a real
+  collection has them; shards of the graph keep them) and ``symmetric=True``
+  (so that the symmetry is checked by two sparse products instead of a
+  transpose).
 
 Used by ``bench_privge.py``, ``bench_performance.py --large``,
 ``bench_gpu.py --large`` and ``gpu_check.py``.
