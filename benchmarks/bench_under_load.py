@@ -47,12 +47,13 @@ import os
 while not os.path.exists(out + "/../go"):
     time.sleep(0.005)
 res = run_study(study, out, n_jobs=1, backend="sequential", progress=False, max_runs=runs)
-print("RESULT " + json.dumps([r["wall_s"] for r in res.records]))
+print("RESULT " + json.dumps([[r["wall_s"], r.get("threads")] for r in res.records]))
 '''
 
 
 def _once(src, n_procs, runs, env_extra):
-    """Median seconds per run of each of ``n_procs`` processes started together."""
+    """Median seconds per run of each of ``n_procs`` processes started together, and the
+    thread counts each process's runs used (recorded by the runner; none before it did)."""
     with tempfile.TemporaryDirectory() as tmp:
         env = dict(os.environ, PYTHONPATH=src, **env_extra)
         procs = []
@@ -67,15 +68,17 @@ def _once(src, n_procs, runs, env_extra):
                 break
             time.sleep(0.01)
         open(os.path.join(tmp, "go"), "w").close()   # start together
-        medians = []
+        medians, threads = [], []
         for _, p in procs:
             stdout, stderr = p.communicate()
             line = [x for x in stdout.splitlines() if x.startswith("RESULT ")]
             if p.returncode or not line:
                 sys.stderr.write(stderr[-3000:])
                 raise SystemExit(f"worker failed (rc={p.returncode})")
-            medians.append(float(np.median(json.loads(line[-1][7:]))))
-        return medians
+            runs = json.loads(line[-1][7:])
+            medians.append(float(np.median([w for w, _ in runs])))
+            threads.append(sorted({t for _, t in runs if t is not None}))
+        return medians, threads
 
 
 def main(argv=None):
@@ -96,10 +99,10 @@ def main(argv=None):
         for tree, src in trees:
             for setting in a.settings:
                 for n in (1, 2):
-                    m = _once(src, n, a.runs, envs[setting])
+                    m, th = _once(src, n, a.runs, envs[setting])
                     got.setdefault((tree, setting, n), []).extend(m)
                     print(f"[{tree} {setting} {'alone' if n == 1 else 'pair'}: "
-                          f"{', '.join(f'{x:.2f}' for x in m)} s/run; load "
+                          f"{', '.join(f'{x:.2f}' for x in m)} s/run; threads {th}; load "
                           f"{os.getloadavg()[0]:.1f}]", file=sys.stderr, flush=True)
     lines = [f"Under load: LPGNN study on Cora, one run at a time, {a.runs} runs per process; "
              f"{len(os.sched_getaffinity(0))} CPUs ({platform.machine()}), load average "

@@ -190,7 +190,7 @@ API_PAGES = {
     "audit": ("Empirical privacy audit", "skldp.audit"),
     "datasets": ("Datasets", "skldp.datasets"),
     "model_selection": ("Model selection: graph splits", "skldp.model_selection"),
-    "utils": ("Utilities: validation and per-user randomness", "skldp.utils"),
+    "utils": ("Utilities: validation, per-user randomness and thread pools", "skldp.utils"),
     "metrics": ("Metrics", "skldp.metrics"),
     "experiments": ("Experiments: sweeps, graph cache, clusters", "skldp.experiments"),
 }

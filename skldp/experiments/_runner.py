@@ -187,8 +187,9 @@ def _run_one(study, spec, cache):
     try:
         G, y = _method_input(study, spec)
         # Each run is its own deployment: new simulated users, an empty ledger, so that
-        # eps_spent is what this run's users sent.
-        G = G.new_simulation()
+        # eps_spent is what this run's users sent. (A method's plain-array input has no users.)
+        if hasattr(G, "new_simulation"):
+            G = G.new_simulation()
         masks = _split(study.splits[spec.split], y, spec)
         est = build_estimator(study, spec, G)
         evaluate = study.methods[spec.method].evaluate or fit_and_score
@@ -386,6 +387,18 @@ def run_study(study, results_dir="results", *, n_jobs=1, backend="loky", schedul
 
     if not isinstance(study, Study):
         raise TypeError(f"run_study needs a Study, got {type(study).__name__}.")
+    # Declared before anything else (the checks below load datasets): a sweep started
+    # beside this one then sizes even its first run with this one counted.
+    local = backend in ("loky", "threading", "sequential") or scheduler is None
+    weight = 1 if backend == "sequential" else (os.cpu_count() or 1) if n_jobs in (None, -1) \
+        else max(1, int(n_jobs))
+    with share_cpus(weight if local else 1):   # this machine's CPUs, shared
+        return _run_study(study, results_dir, n_jobs, backend, scheduler, cache, retries,
+                          progress, max_runs)
+
+
+def _run_study(study, results_dir, n_jobs, backend, scheduler, cache, retries, progress,
+               max_runs):
     t0 = time.perf_counter()
     runs_file = RunsFile(Path(results_dir) / f"{study.name}_runs.jsonl", study.name)
     validate_study(study)
@@ -400,12 +413,8 @@ def run_study(study, results_dir="results", *, n_jobs=1, backend="loky", schedul
     bar = _Progress(len(todo), study.name, progress)
     cache = None if cache is None else str(cache)
     claims = _Claims(RunClaims(runs_file.path), runs_file, result, bar)
-    # parallel runs of this sweep on this machine's CPUs (none when a remote cluster runs them)
-    local = backend in ("loky", "threading", "sequential") or scheduler is None
-    weight = 1 if backend == "sequential" else (os.cpu_count() or 1) if n_jobs in (None, -1) \
-        else max(1, int(n_jobs))
     try:
-        with share_cpus(weight if local else 1), parallel_backend(backend, n_jobs, scheduler):
+        with parallel_backend(backend, n_jobs, scheduler):
             _dispatch(study, todo, cache, n_jobs, retries, runs_file, result, bar, claims)
     finally:
         bar.close()

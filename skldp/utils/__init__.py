@@ -1,4 +1,4 @@
-"""Shared utilities: validation and deterministic per-node randomness."""
+"""Shared utilities: validation, deterministic per-node randomness and thread pools."""
 
 from ._random import (
     array_fingerprint,

@@ -53,6 +53,11 @@ def _cgroup_quota(root="/sys/fs/cgroup"):
 def available_cpus(cgroup_root="/sys/fs/cgroup"):
     """CPUs this process may use: its affinity mask, capped by its container's quota.
 
+    Parameters
+    ----------
+    cgroup_root : str, default="/sys/fs/cgroup"
+        Where the process's cgroup v2 files are (its ``cpu.max`` holds the quota).
+
     Returns
     -------
     int
