@@ -1,8 +1,9 @@
 """Two skldp processes sharing the CPUs, against one alone (issue 33), in one run.
 
 The workload is the issue's: the LPGNN study on Cora (its ``LPGNN`` method,
-one run at a time: ``run_study(..., n_jobs=1, backend="sequential")``), each
-process in its own results folder so that both do every run. For each source
+one run at a time: ``run_study(..., n_jobs=1, backend="sequential")``, after
+what ``python -m skldp reproduce`` does first), each process in its own results
+folder so that both do every run. For each source
 tree (``--baseline``: a checkout of the version before the thread sizing, and
 this checkout) and each setting, the script times
 
@@ -36,6 +37,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 WORKER = r'''
 import dataclasses, json, sys, time
+try:   # what `python -m skldp reproduce` does first (absent from older code)
+    from skldp.utils._threads import passive_waiting
+    passive_waiting()
+except ImportError:
+    pass
 from skldp.experiments import run_study
 from skldp.experiments.studies import get_study
 out, runs = sys.argv[1], int(sys.argv[2])

@@ -173,6 +173,10 @@ def main(argv=None):
     """
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv and argv[0] == "reproduce":
+        # before torch is imported: waiting OpenMP threads sleep instead of spinning,
+        # so a sweep sharing its CPUs with other jobs is not slowed tenfold
+        from .utils._threads import passive_waiting
+        passive_waiting()
         from .experiments._cli import reproduce_main
         return reproduce_main(argv[1:])
     args = _parse(argv)

@@ -10,8 +10,14 @@ from ._random import (
     node_uniforms_ragged,
     sample_k_of_d,
 )
-from ._threads import available_cpus, share_cpus, size_thread_pools, thread_share
+from ._threads import (
+    available_cpus,
+    passive_waiting,
+    share_cpus,
+    size_thread_pools,
+    thread_share,
+)
 
 __all__ = ["array_fingerprint", "collection_seed", "draw_seed", "node_normals", "node_uniforms",
            "node_uniforms_fine", "node_uniforms_ragged", "sample_k_of_d", "available_cpus",
-           "thread_share", "size_thread_pools", "share_cpus"]
+           "thread_share", "size_thread_pools", "share_cpus", "passive_waiting"]

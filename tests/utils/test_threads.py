@@ -89,3 +89,22 @@ def test_size_thread_pools_sets_torch_and_blas():
             size_thread_pools(0)
     finally:
         size_thread_pools(before)
+
+
+def test_passive_waiting_is_set_for_the_reproduce_command():
+    """`python -m skldp reproduce` sets OMP_WAIT_POLICY before torch is imported; a
+    user's value is kept."""
+    code = ("import os, sys; from skldp.utils._threads import passive_waiting;"
+            "print(passive_waiting(), os.environ['OMP_WAIT_POLICY'])")
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    env["PYTHONPATH"] = str(ROOT)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, check=True).stdout.split()
+    assert out == ["True", "PASSIVE"]
+    out = subprocess.run([sys.executable, "-c", "import torch;" + code], env=env,
+                         capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", "PASSIVE"]            # too late for this process
+    env["OMP_WAIT_POLICY"] = "active"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, check=True).stdout.split()
+    assert out == ["False", "active"]
