@@ -37,6 +37,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 WORKER = r'''
 import dataclasses, json, sys, time
+import skldp
+print("SOURCE " + skldp.__file__, file=sys.stderr)
 try:   # what `python -m skldp reproduce` does first (absent from older code)
     from skldp.utils._threads import passive_waiting
     passive_waiting()
@@ -66,8 +68,9 @@ def _once(src, n_procs, runs, env_extra):
         for i in range(n_procs):
             out = os.path.join(tmp, f"p{i}")
             os.makedirs(out)
+            # cwd: the temporary folder, so that `python -c` imports skldp from `src`
             procs.append((out, subprocess.Popen([sys.executable, "-c", WORKER, out, str(runs)],
-                                                env=env, stdout=subprocess.PIPE,
+                                                env=env, cwd=tmp, stdout=subprocess.PIPE,
                                                 stderr=subprocess.PIPE, text=True)))
         while not all(os.path.exists(os.path.join(o, "ready")) for o, _ in procs):
             if any(p.poll() is not None for _, p in procs):
