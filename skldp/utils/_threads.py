@@ -19,9 +19,8 @@ through threadpoolctl, to the BLAS and OpenMP pools of numpy and scipy.
 Sizing covers skldp's own processes; load from anything else (other programs,
 other users) still meets OpenMP threads that spin while they wait for work.
 :func:`passive_waiting` makes them sleep instead (``OMP_WAIT_POLICY=PASSIVE``),
-which ``python -m skldp reproduce`` does for itself and its workers: on a 2-core
-machine loaded by other jobs, the LPGNN study on Cora ran at 1.1 s per run with
-two threads instead of 18.8 s.
+which ``python -m skldp reproduce`` does for itself and its workers (measured
+figures: the user guide's Scaling page).
 """
 
 import contextlib
