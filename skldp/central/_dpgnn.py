@@ -45,10 +45,10 @@ from ..accounting._rdp import (
 )
 from ..base import GraphClassifierMixin, PrivateStepMixin
 from ..exceptions import PrivacyLeakWarning
-from ..population import CollectionSpec, array_population
-from ..population._spec import public_params, step_kind
 from ..models._optim import SGD, Adam
 from ..models._torch_utils import resolve_device
+from ..population import CollectionSpec, array_population
+from ..population._spec import public_params, step_kind
 from ..utils._adjacency import normalized_adjacency
 from ..utils._logging import verbose_logger
 from ..utils._random import array_fingerprint, collection_seed

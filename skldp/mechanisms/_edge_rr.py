@@ -510,7 +510,7 @@ class EdgeRR(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
 
         indptr, cols = population.collect(self.collection_, G.node_keys,
                                           list_digests(A, G.node_keys), encode, unique=True)
-        del A
+        A = None   # frees the lists (the closure keeps only the name) before the symmetrisation
         if self.symmetrize != "directed":
             # rebinding frees the directed reports before the float32 data is allocated
             indptr, cols = _symmetrize(indptr, cols, self.symmetrize)

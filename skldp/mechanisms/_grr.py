@@ -24,8 +24,8 @@ from ..base import GraphTransformerMixin, LDPMechanism, boundary_input, populati
 from ..exceptions import PrivacyLeakWarning
 from ..utils import node_uniforms, node_uniforms_fine, sample_k_of_d
 from ..utils._blocks import row_blocks
-from ._grid import check_eps_per_coordinate
 from ..utils.validation import check_eps, check_finite_features, check_int
+from ._grid import check_eps_per_coordinate
 
 __all__ = ["GRRFSMechanism", "grrfs_epsilon", "grrfs_paper_epsilon", "grr_probabilities",
            "group_features", "FeatureGrouper", "discretize", "quantile_bin_edges"]

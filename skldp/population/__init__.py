@@ -10,7 +10,12 @@ reads the ledger; a population's ``budget`` caps what its users may spend.
 
 from ._digest import feature_digests, label_digests, list_digests, report_keys
 from ._ledger import Ledger, LedgerEntry
-from ._population import BudgetExceededError, Population, array_population, default_population
+from ._population import (
+    BudgetExceededError,
+    Population,
+    array_population,
+    default_population,
+)
 from ._spec import SPEC_VERSION, CollectionSpec
 
 __all__ = ["BudgetExceededError", "CollectionSpec", "Ledger", "LedgerEntry", "Population",

@@ -59,11 +59,19 @@ class _Answers:
             keys = np.concatenate([self.keys] + self.chunks)
             counts = np.concatenate([self.counts] + [np.ones(len(c), np.int64)
                                                      for c in self.chunks])
-            self.keys, inverse = np.unique(keys, return_inverse=True)
-            self.counts = np.bincount(inverse, weights=counts, minlength=len(self.keys)
-                                      ).astype(np.int64)
+            self.keys, self.counts = _sum_by_key(keys, counts)
             self.chunks = []
         return self.keys, self.counts
+
+
+def _sum_by_key(keys, values):
+    """Sorted distinct ``keys`` and the sum of ``values`` for each (a sort, no hashing)."""
+    order = np.argsort(keys, kind="stable")
+    keys, values = keys[order], values[order]
+    if len(keys) == 0:
+        return keys, values
+    start = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    return keys[start], np.add.reduceat(values, start)
 
 
 class Ledger:
@@ -167,8 +175,7 @@ class Ledger:
             return np.zeros(0, np.uint64), np.zeros(0)
         keys = np.concatenate([k for (k, _), _ in parts])
         cost = np.concatenate([c * eps for (_, c), eps in parts])
-        users, inverse = np.unique(keys, return_inverse=True)
-        return users, np.bincount(inverse, weights=cost, minlength=len(users))
+        return _sum_by_key(keys, cost)
 
     def spent(self, keys):
         """Local epsilon already spent by each of ``keys`` (0 for users who sent nothing)."""

@@ -156,7 +156,7 @@ class Population:
         reports = encode(rkeys)
         if keep:
             kept = self._received.setdefault(spec.id, {})
-            kept.update(zip(node_keys.tolist(), np.asarray(reports).tolist()))
+            kept.update(zip(node_keys.tolist(), np.asarray(reports).tolist(), strict=True))
         for rec in self._recorders:
             rec.append((spec, node_keys, reports))
         return reports

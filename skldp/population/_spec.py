@@ -31,7 +31,8 @@ def public_value(value):
         return [public_value(v) for v in value.tolist()] if value.ndim else \
             public_value(value.item())
     if isinstance(value, dict):
-        return {str(k): public_value(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
+        items = sorted(value.items(), key=lambda kv: str(kv[0]))
+        return {str(k): public_value(v) for k, v in items}
     if isinstance(value, (list, tuple, range)):
         return [public_value(v) for v in value]
     if hasattr(value, "get_params"):   # an estimator given as a parameter: its kind and params

@@ -1,6 +1,5 @@
 """audit_ledger: everything a user sends while a whole estimator is fitted, against its ledger."""
 
-import numpy as np
 import pytest
 from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import Pipeline

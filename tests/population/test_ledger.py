@@ -163,6 +163,7 @@ def test_a_population_can_be_built_and_capped_directly():
 
 def test_a_public_per_user_map_may_run_on_the_device(sbm):
     from sklearn.impute import SimpleImputer
+
     from skldp import NodeWise
     G, y = sbm
     X = G.features.copy()
