@@ -19,5 +19,5 @@ from ._population import (
 from ._spec import SPEC_VERSION, CollectionSpec
 
 __all__ = ["BudgetExceededError", "CollectionSpec", "Ledger", "LedgerEntry", "Population",
-           "SPEC_VERSION", "array_population", "default_population", "feature_digests", "label_digests",
-           "list_digests", "report_keys"]
+           "SPEC_VERSION", "array_population", "default_population", "feature_digests",
+           "label_digests", "list_digests", "report_keys"]
