@@ -53,7 +53,12 @@ def test_resuming_over_the_committed_runs_has_nothing_to_do(name):
 
 
 @pytest.mark.parametrize("name", sorted(COMMITTED))
-def test_run_study_over_a_copy_of_the_committed_runs_runs_none(name, tmp_path):
+def test_run_study_over_a_copy_of_the_committed_runs_runs_none(name, tmp_path, dataset_file):
+    first = {}  # validating the study loads the dataset of each method's first run
+    for spec in get_study(name).runs():
+        first.setdefault(spec.method, spec.dataset)
+    for dataset in set(first.values()):
+        dataset_file(dataset)
     shutil.copy(RESULTS / f"{name}_runs.jsonl", tmp_path)
     before = (tmp_path / f"{name}_runs.jsonl").read_bytes()
     study = get_study(name)
