@@ -28,7 +28,6 @@ from skldp.datasets._sources import (
 )
 
 
-
 def _reference(name):
     """The arrays of ``name``'s converted file (the test asked ``dataset_file`` first)."""
     from skldp.datasets import _loaders
