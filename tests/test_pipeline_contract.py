@@ -249,6 +249,23 @@ def test_to_pandas(graph):
     assert not dfs.isna().to_numpy().any()
 
 
+
+def test_to_pandas_does_not_depend_on_from_spmatrix_fill_value(monkeypatch):
+    # Some pandas releases' DataFrame.sparse.from_spmatrix gave scipy's unstored entries
+    # a NaN fill value; to_pandas must give zeros whatever that function does.
+    pd = pytest.importorskip("pandas")
+
+    def nan_filled(data, index=None, columns=None):
+        a = sp.csr_matrix(data).toarray().astype(float)
+        a[a == 0] = np.nan  # the old bug: the unstored zeros became the NaN fill value
+        return pd.DataFrame({j: pd.arrays.SparseArray(a[:, j]) for j in range(a.shape[1])})
+
+    monkeypatch.setattr(pd.DataFrame.sparse, "from_spmatrix", nan_filled)
+    assert pd.DataFrame.sparse.from_spmatrix(sp.eye(2)).isna().to_numpy().any()  # the bug
+    df = GraphData(sp.csr_matrix(np.eye(3)))[[2]].to_pandas()
+    np.testing.assert_array_equal(df.to_numpy(dtype=float), [[0, 0, 1]])
+
+
 # ------------------------------------------------------------------ budget
 def test_privacy_report_states_epsilon_per_user(graph):
     G, y, fit, test = graph
