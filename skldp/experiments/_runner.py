@@ -179,8 +179,9 @@ def _run_one(study, spec, cache):
     try:
         G, y = _method_input(study, spec)
         # Each run is its own deployment: new simulated users, an empty ledger, so that
-        # eps_spent is what this run's users sent.
-        G = G.new_simulation()
+        # eps_spent is what this run's users sent (a method's plain-array input has none).
+        if hasattr(G, "new_simulation"):
+            G = G.new_simulation()
         masks = _split(study.splits[spec.split], y, spec)
         est = build_estimator(study, spec, G)
         evaluate = study.methods[spec.method].evaluate or fit_and_score
