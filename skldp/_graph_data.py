@@ -12,6 +12,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .population import Population
+from .utils._arrays import check_finite_features, frame_column_names
 
 __all__ = ["GraphData"]
 
@@ -240,7 +241,8 @@ class GraphData:
         report on its id, so a user answers once whatever rows are selected.
         Defaults to ``0..n_nodes-1``.
     feature_names : array-like of str of shape (n_features,), default=None
-        Names of the feature columns.
+        Names of the feature columns. ``None`` takes a pandas DataFrame's
+        column names when they are all strings (scikit-learn's rule).
     budget : float or None, default=None
         Per-user cap on the total epsilon the users may spend (local
         collections plus central trainings); a collection that would exceed it
@@ -300,6 +302,8 @@ class GraphData:
 
     def __init__(self, features, adjacency=None, *, node_ids=None, feature_names=None,
                  budget=None, population=None, symmetric=None):
+        if feature_names is None:
+            feature_names = frame_column_names(features)  # a DataFrame's string columns
         X = _as_features(features)
         n = X.shape[0]
         if n == 0:
@@ -501,8 +505,7 @@ class GraphData:
         """
         st = self._store
         if not st._finite:
-            from .utils import validation
-            validation.check_finite_features(st.features, name=f"the features given to {step}")
+            check_finite_features(st.features, name=f"the features given to {step}")
             st._finite = True
         return st.features
 
@@ -619,7 +622,14 @@ class GraphData:
         cols = list(names) if names is not None else [f"x{i}" for i in range(self.shape[1])]
         index = pd.Index(self.node_ids, name="node_id")
         if sp.issparse(X):
-            return pd.DataFrame.sparse.from_spmatrix(X, index=index, columns=cols)
+            # Column by column with SparseArray.from_spmatrix, whose fill value is 0 in every
+            # pandas version: scipy's unstored entries are zeros, and some pandas releases'
+            # DataFrame.sparse.from_spmatrix made them NaN.
+            Xc = sp.csc_matrix(X)
+            df = pd.DataFrame({j: pd.arrays.SparseArray.from_spmatrix(Xc[:, [j]])
+                               for j in range(Xc.shape[1])}, index=index)
+            df.columns = cols
+            return df
         return pd.DataFrame(X, index=index, columns=cols)
 
 

@@ -700,7 +700,8 @@ class GraphClassifierMixin(ClassifierMixin):
                              "nodes, e.g. G[y >= 0], y[y >= 0].")
         self.classes_, y_enc = np.unique(y, return_inverse=True)
         if len(self.classes_) < 2:
-            raise ValueError(f"y has a single class {self.classes_[0]!r}; need at least two.")
+            raise ValueError(f"y has a single class ({self.classes_.tolist()[0]!r}); need at "
+                             "least two.")
         return y_enc
 
     def predict(self, X):

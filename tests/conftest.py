@@ -1,18 +1,34 @@
-"""Test configuration: real datasets come from ../shared/datasets unless set otherwise."""
+"""Test configuration and shared fixtures.
 
-import os
-from pathlib import Path
+Real datasets: the bundled ones (``skldp.datasets.BUNDLED``) are always there; a test of
+another dataset runs when the loader finds it locally (``SKLDP_DATASETS_DIR`` or the
+download cache) and skips otherwise. Tests never download.
+"""
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 import torch
 
-_SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
-if "SKLDP_DATASETS_DIR" not in os.environ and _SHARED.is_dir():
-    os.environ["SKLDP_DATASETS_DIR"] = str(_SHARED)
-
 torch.set_num_threads(min(2, torch.get_num_threads()))
+
+
+def _dataset_file(name):
+    """Path of dataset ``name``'s ``.npz`` (bundled, ``SKLDP_DATASETS_DIR`` or the cache);
+    skips the test when it is not available without a download."""
+    from skldp.datasets import _loaders
+    try:
+        return _loaders._locate(name, None, None, download_if_missing=False)
+    except FileNotFoundError:
+        pytest.skip(f"dataset {name!r} is not bundled with skldp and not available offline: "
+                    f"set SKLDP_DATASETS_DIR to a folder holding {name}.npz (or load it once "
+                    "with skldp.datasets.load_dataset to download it into the cache)")
+
+
+@pytest.fixture
+def dataset_file():
+    """The function :func:`_dataset_file` (skips when a dataset is not available)."""
+    return _dataset_file
 
 
 def _binary_sbm(n=150, d=12, p_in=0.2, p_out=0.01, base=0.2, lift=0.5, seed=0):

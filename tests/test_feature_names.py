@@ -8,7 +8,6 @@ the names, so that ``G.to_pandas()`` after a pipeline has the right columns.
 """
 
 import numpy as np
-import pandas as pd
 import pytest
 import scipy.sparse as sp
 from sklearn import config_context
@@ -35,6 +34,8 @@ from skldp.mechanisms import (
 )
 from skldp.propagation import FeatureSmoothing, GCNAggregation, KProp, PPRPropagation
 from skldp.reconstruction import FrequencyReconstructor
+
+pd = pytest.importorskip("pandas")  # names are read from and written to DataFrames
 
 NAMES = np.array(["age", "income", "score"], dtype=object)
 
@@ -198,3 +199,19 @@ def test_pandas_output_on_plain_arrays():
         np.testing.assert_array_equal(pipe.get_feature_names_out(), NAMES)
     out = FeatureGrouper(group_size=2).set_output(transform="pandas").fit_transform(df)
     assert list(out.columns) == ["group0", "group1"]
+
+
+def test_dataframe_columns_become_feature_names():
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame(rng.random((4, 3)), columns=list(NAMES))
+    G = GraphData(df)
+    assert list(G.feature_names) == list(NAMES)
+    np.testing.assert_array_equal(G.features, df.to_numpy())
+    assert list(G.to_pandas().columns) == list(NAMES)
+    # given names win; non-string column labels give none (scikit-learn's rule)
+    assert list(GraphData(df, feature_names=["a", "b", "c"]).feature_names) == ["a", "b", "c"]
+    assert GraphData(pd.DataFrame(rng.random((4, 2)))).feature_names is None
+    assert GraphData(pd.DataFrame(rng.random((4, 2)), columns=["a", 1])).feature_names is None
+    # a step fitted on the graph sees the names
+    hds = HDSMechanism(eps=1.0, feature_range=(0, 1), random_state=0).fit(G)
+    assert list(hds.feature_names_in_) == list(NAMES)

@@ -239,10 +239,10 @@ def test_out_of_range_and_bad_indices_name_the_view_size():
 
 # ------------------------------------------------------- cached graph checks
 def test_finite_check_is_cached_on_the_store(monkeypatch):
-    import skldp.utils.validation as val
+    import skldp._graph_data as gd
     calls = []
-    real = val.check_finite_features
-    monkeypatch.setattr(val, "check_finite_features",
+    real = gd.check_finite_features
+    monkeypatch.setattr(gd, "check_finite_features",
                         lambda X, name="features": calls.append(1) or real(X, name))
     G = GraphData(np.arange(8.).reshape(4, 2), _path_graph(4))
     for view in (G, G[[0]], G[[2, 3]]):

@@ -179,6 +179,7 @@ def test_pandas_output_config_does_not_break(graph):
 
 
 def test_feature_names_through_a_fitted_pipeline(graph):
+    pytest.importorskip("pandas")  # set_output(transform="pandas")
     G, y, fit, test = graph
     names = [f"f{j}" for j in range(G.shape[1])]
     pipe = _pipe(epochs=2).set_output(transform="pandas").fit(G[fit], y[fit])
@@ -231,6 +232,7 @@ def test_graph_data_indexing_forms(graph):
 
 
 def test_to_pandas(graph):
+    pytest.importorskip("pandas")
     G = graph[0]
     df = G[[3, 0]].to_pandas()
     assert list(df.index) == ["user003", "user000"] and df.index.name == "node_id"
@@ -240,7 +242,28 @@ def test_to_pandas(graph):
     dfs = Gs[[2]].to_pandas()
     assert list(dfs.columns) == ["x0", "x1", "x2"]
     assert hasattr(dfs, "sparse")
+    # scipy's unstored entries are zeros, never missing values, whatever the pandas version
+    assert [dt.fill_value for dt in dfs.dtypes] == [0, 0, 0]
     np.testing.assert_array_equal(dfs.sparse.to_dense().to_numpy(), [[0, 0, 1]])
+    np.testing.assert_array_equal(dfs.to_numpy(dtype=float), [[0, 0, 1]])
+    assert not dfs.isna().to_numpy().any()
+
+
+
+def test_to_pandas_does_not_depend_on_from_spmatrix_fill_value(monkeypatch):
+    # Some pandas releases' DataFrame.sparse.from_spmatrix gave scipy's unstored entries
+    # a NaN fill value; to_pandas must give zeros whatever that function does.
+    pd = pytest.importorskip("pandas")
+
+    def nan_filled(data, index=None, columns=None):
+        a = sp.csr_matrix(data).toarray().astype(float)
+        a[a == 0] = np.nan  # the old bug: the unstored zeros became the NaN fill value
+        return pd.DataFrame({j: pd.arrays.SparseArray(a[:, j]) for j in range(a.shape[1])})
+
+    monkeypatch.setattr(pd.DataFrame.sparse, "from_spmatrix", nan_filled)
+    assert pd.DataFrame.sparse.from_spmatrix(sp.eye(2)).isna().to_numpy().any()  # the bug
+    df = GraphData(sp.csr_matrix(np.eye(3)))[[2]].to_pandas()
+    np.testing.assert_array_equal(df.to_numpy(dtype=float), [[0, 0, 1]])
 
 
 # ------------------------------------------------------------------ budget

@@ -20,6 +20,8 @@ NOT_RUN = {
     # runner itself is tested in tests/experiments/.
     "user_guide/experiments.rst",
 }
+# Optional packages a page's code imports (the page skips without them).
+NEEDS = {"user_guide/own_graph.rst": ["pandas"]}
 
 
 def python_blocks(text):
@@ -52,6 +54,14 @@ def test_every_page_with_code_is_run():
     assert pages <= covered, sorted(pages - covered)
 
 
+def test_optional_imports_are_declared():
+    optional = ("pandas", "matplotlib", "dp_accounting", "pymetis", "tqdm", "dask", "ray")
+    for page in FAST + SLOW:
+        code = "\n".join(python_blocks((DOCS / page).read_text(encoding="utf-8")))
+        used = {m for m in optional if re.search(rf"^\s*(import|from) {m}\b", code, re.M)}
+        assert used <= set(NEEDS.get(page, [])), (page, used)
+
+
 def test_block_parser():
     text = ("Intro\n\n.. code-block:: python\n   :caption: x\n\n   a = 1\n\n   b = a + 1\n\n"
             "Text\n\n.. code-block:: text\n\n   not python\n")
@@ -62,6 +72,8 @@ def _run_page(page, monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)                          # blocks must not depend on the cwd
     blocks = python_blocks((DOCS / page).read_text(encoding="utf-8"))
     assert blocks, f"{page} has no Python code block"
+    for module in NEEDS.get(page, []):
+        pytest.importorskip(module)
     namespace = {"__name__": "__main__"}
     for k, code in enumerate(blocks):
         exec(compile(code, f"{page} (block {k})", "exec"), namespace)

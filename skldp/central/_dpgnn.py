@@ -46,7 +46,7 @@ from ..accounting._rdp import (
 from ..base import GraphClassifierMixin, PrivateStepMixin
 from ..exceptions import PrivacyLeakWarning
 from ..models._optim import SGD, Adam
-from ..models._torch_utils import resolve_device
+from ..models._torch_utils import resolve_device, sparse_csr_tensor
 from ..population import CollectionSpec, array_population
 from ..population._spec import public_params, step_kind
 from ..utils._adjacency import normalized_adjacency
@@ -153,10 +153,10 @@ class _Features:
 
 def _csr_tensor(R, device):
     R = sp.csr_matrix(R)
-    return torch.sparse_csr_tensor(torch.from_numpy(R.indptr.astype(np.int64)),
-                                   torch.from_numpy(R.indices.astype(np.int64)),
-                                   torch.from_numpy(R.data.astype(np.float32)), size=R.shape,
-                                   device=device, check_invariants=False)
+    return sparse_csr_tensor(torch.from_numpy(R.indptr.astype(np.int64)),
+                             torch.from_numpy(R.indices.astype(np.int64)),
+                             torch.from_numpy(R.data.astype(np.float32)), size=R.shape,
+                             device=device, check_invariants=False)
 
 
 def _linear(x, lin):

@@ -1,6 +1,7 @@
 """Real graph datasets: bundled, local folder, or a checksummed download (mirror or source)."""
 
 from ._loaders import (
+                       BUNDLED,
                        DATASETS,
                        fetch_file,
                        get_data_home,
@@ -10,5 +11,5 @@ from ._loaders import (
                        load_dataset,
 )
 
-__all__ = ["DATASETS", "fetch_file", "get_data_home", "list_datasets", "load_citeseer",
+__all__ = ["BUNDLED", "DATASETS", "fetch_file", "get_data_home", "list_datasets", "load_citeseer",
            "load_cora", "load_dataset"]

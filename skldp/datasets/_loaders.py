@@ -1,8 +1,11 @@
-"""Real graph datasets: bundled (Cora, CiteSeer), local folder, or cached download.
+"""Real graph datasets: bundled, local folder, or cached download.
 
 Where a dataset is looked for, in order:
 
-1. the package data (``cora`` and ``citeseer`` ship with skldp);
+1. the package data: the datasets whose sources allow redistribution ship
+   with skldp (``BUNDLED``: Cora, CiteSeer and the PubMed graph from
+   Planetoid, MIT; the LastFM Asia graph from FEATHER, MIT; German credit
+   from NIFTY, MIT, of the UCI data, CC BY 4.0);
 2. the folder named by the environment variable ``SKLDP_DATASETS_DIR``
    (e.g. a shared folder of prepared ``.npz`` files);
 3. the cache folder ``data_home`` (``SKLDP_DATA_HOME``, default
@@ -34,9 +37,13 @@ from .._graph_data import GraphData
 from ._sources import SOURCES, build_from_source, canonical, content_digest
 
 __all__ = ["load_dataset", "load_cora", "load_citeseer", "list_datasets", "get_data_home",
-           "fetch_file", "DATASETS"]
+           "fetch_file", "DATASETS", "BUNDLED"]
 
-_BUNDLED = {"cora", "citeseer"}
+# Shipped as package data (2-242 kB each, 0.8 MB together): their sources' licences
+# allow redistribution. The MUSAE graphs (GPL-3.0) and RGNN's graphs (no licence stated)
+# are downloaded from their sources instead.
+BUNDLED = frozenset({"cora", "citeseer", "german", "lastfm_asia_nofeatures",
+                     "pubmed_nofeatures"})
 
 # name -> (sha256, bytes, short description); statistics of the reference files' documentation
 DATASETS = {
@@ -180,7 +187,7 @@ def fetch_file(url, path, sha256=None, timeout=60):
 def _locate(name, data_home, base_url, download_if_missing, source_url=None):
     sha, _, _ = DATASETS[name]
     fname = f"{name}.npz"
-    if name in _BUNDLED:
+    if name in BUNDLED:
         with resources.as_file(resources.files("skldp.datasets") / "data" / fname) as p:
             if p.exists():
                 return _verified(p, sha, name)
@@ -194,7 +201,8 @@ def _locate(name, data_home, base_url, download_if_missing, source_url=None):
         return _verified(cached, sha, name)
     if not download_if_missing:
         raise FileNotFoundError(
-            f"Dataset {name!r} was not found: not in SKLDP_DATASETS_DIR "
+            f"Dataset {name!r} is not bundled with skldp and was not found: not in "
+            f"SKLDP_DATASETS_DIR "
             f"({local or 'unset'}) nor in the cache {cached.parent}, and "
             "download_if_missing=False. Point SKLDP_DATASETS_DIR at a folder holding "
             f"{fname}, or allow the download.")

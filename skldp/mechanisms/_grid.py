@@ -175,6 +175,6 @@ def check_eps_per_coordinate(eps, what="eps per coordinate", owner="This mechani
             f"{owner}: {what} is {eps:.6g}, above {limit:g}. Output "
             f"probabilities of e^-{eps:.6g} cannot be sampled in floating point, so the "
             "mechanism would not be eps-LDP (some outputs would be impossible for some "
-            "inputs). Such a budget protects nothing in practice: use eps=np.inf for the "
-            "non-private baseline, or a smaller eps.")
+            "inputs). Such a budget protects nothing in practice: use a smaller eps, or "
+            "eps=np.inf for no noise (the non-private baseline drops the mechanism).")
     return eps

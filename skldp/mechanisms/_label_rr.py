@@ -139,8 +139,11 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
                           "Pass classes=[...] from public knowledge.", PrivacyLeakWarning,
                           stacklevel=2)
             classes = np.unique(y)
+        if classes.dtype.kind in "fc" and np.any(np.isnan(classes)):
+            raise ValueError("classes must not contain NaN.")
         if len(classes) < 2:
-            raise ValueError(f"The label domain needs at least two classes, got {classes!r}.")
+            raise ValueError(f"The label domain needs at least two classes, got "
+                             f"{classes.tolist()}.")
         if np.issubdtype(classes.dtype, np.number) and np.any(classes == -1):
             raise ValueError("classes must not contain -1, the 'unlabelled' marker.")
         self.classes_ = classes
@@ -165,6 +168,10 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
     @staticmethod
     def _check_y(y):
         y = column_or_1d(np.asarray(y), warn=False)
+        if y.dtype.kind in "fc" and np.any(np.isnan(y)):
+            row = int(np.flatnonzero(np.isnan(y))[0])
+            raise ValueError(f"y contains NaN (first at row {row}): a label mechanism can "
+                             "only randomize labels that exist. Pass labelled nodes only.")
         if np.issubdtype(y.dtype, np.number) and np.any(y == -1):
             raise ValueError("y contains -1 (unlabelled) for some rows: a label mechanism can "
                              "only randomize labels that exist. Pass labelled nodes only.")

@@ -6,6 +6,7 @@ from ..base import LDPMechanism
 from ..utils import node_uniforms
 from ..utils._blocks import row_blocks
 from ..utils._random import node_uniforms_fine
+from ._feature_reports import _BLOCK_ENTRIES, _dense_rows, _variance_input
 from ._grid import (
     MAX_EPS_PER_COORDINATE,
     check_eps_per_coordinate,
@@ -13,7 +14,6 @@ from ._grid import (
     discrete_laplace_variance,
     randomized_round,
 )
-from ._one_bit import _BLOCK_ENTRIES, _dense_rows, _variance_input
 
 __all__ = ["LaplaceMechanism"]
 

@@ -5,8 +5,14 @@ from scipy.special import expit
 
 from ..base import LDPMechanism
 from ..utils._random import node_uniforms_fine
+from ._feature_reports import (
+    _assemble_sampled,
+    _gather,
+    _n_sampled,
+    _sample_columns,
+    _variance_input,
+)
 from ._grid import check_eps_per_coordinate
-from ._one_bit import _assemble_sampled, _gather, _n_sampled, _sample_columns, _variance_input
 
 __all__ = ["MultiBitMechanism"]
 

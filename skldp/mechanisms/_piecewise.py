@@ -6,8 +6,7 @@ from ..base import LDPMechanism
 from ..utils import node_uniforms
 from ..utils._blocks import row_blocks
 from ..utils._random import node_uniforms_fine
-from ._grid import TwoLevelGrid, check_eps_per_coordinate
-from ._one_bit import (
+from ._feature_reports import (
     _BLOCK_ENTRIES,
     _assemble_sampled,
     _dense_rows,
@@ -16,6 +15,7 @@ from ._one_bit import (
     _sample_columns,
     _variance_input,
 )
+from ._grid import TwoLevelGrid, check_eps_per_coordinate
 
 __all__ = ["PiecewiseMechanism"]
 

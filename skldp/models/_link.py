@@ -38,7 +38,7 @@ from ._torch_utils import (
     torch_generator,
 )
 
-__all__ = ["VGAELinkPredictor", "HadamardLinkPredictor", "PairData"]
+__all__ = ["VGAELinkPredictor", "HadamardLinkPredictor"]
 
 
 def _check_pairdata(X, owner):

@@ -265,8 +265,13 @@ class RGNNClassifier(TorchClassifierBase):
         self.cluster_proportions_ = None
         if self.alpha > 0:
             # Never the mechanism's seed_: METIS's output would reveal bits of the secret.
-            clusters = metis_clusters(A, int(self.n_clusters),
-                                      seed=draw_seed(self.random_state) % (2**31))
+            try:
+                clusters = metis_clusters(A, int(self.n_clusters),
+                                          seed=draw_seed(self.random_state) % (2**31))
+            except ImportError as exc:
+                raise ImportError(f"{exc} RGNNClassifier(alpha={self.alpha}) uses METIS for "
+                                  "its label-proportion term; alpha=0 trains without it.") \
+                    from exc
             props, _ = cluster_label_proportions(clusters[G.rows], y_enc, T,
                                                  n_clusters=int(self.n_clusters))
             self.clusters_ = clusters

@@ -25,6 +25,7 @@ from ._torch_utils import (
     class_softmax,
     dropout_generator,
     resolve_device,
+    sparse_csr_tensor,
     sparse_matmul,
     stream_seed,
     torch_generator,
@@ -108,13 +109,13 @@ class _SparsePattern:
 
     def matrix(self, v):
         """``A`` with values ``v`` (a constant: gradients go through ``_WeightedSpMM``)."""
-        return torch.sparse_csr_tensor(self.crow, self.csr_cols, v.detach(), (self.n, self.n),
-                                       device=v.device, check_invariants=False)
+        return sparse_csr_tensor(self.crow, self.csr_cols, v.detach(), (self.n, self.n),
+                                 device=v.device, check_invariants=False)
 
     def matrix_t(self, v):
         """``A^T`` with values ``v``."""
-        return torch.sparse_csr_tensor(self.crow_t, self.csr_cols_t, v.detach()[self.order_t],
-                                       (self.n, self.n), device=v.device, check_invariants=False)
+        return sparse_csr_tensor(self.crow_t, self.csr_cols_t, v.detach()[self.order_t],
+                                 (self.n, self.n), device=v.device, check_invariants=False)
 
 
 class _WeightedOperand:

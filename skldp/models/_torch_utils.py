@@ -25,14 +25,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-# Sparse CSR tensors are stable for the operations used here (spmm and its backward).
-warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta",
-                        category=UserWarning)
-
 __all__ = ["resolve_device", "torch_generator", "stream_seed", "build_module",
            "init_parameters", "dropout_generator", "current_generator", "dropout", "Dropout",
-           "to_torch_sparse", "to_torch_dense", "sparse_matmul", "class_softmax",
-           "class_cross_entropy"]
+           "sparse_csr_tensor", "to_torch_sparse", "to_torch_dense", "sparse_matmul",
+           "class_softmax", "class_cross_entropy"]
 
 
 def resolve_device(device="auto"):
@@ -352,6 +348,29 @@ def class_cross_entropy(logits, targets, reduction="mean"):
     return F.nll_loss(class_softmax(logits, log=True), targets, reduction=reduction)
 
 
+_CSR_BETA_WARNED = False
+
+
+def sparse_csr_tensor(*args, **kwargs):
+    """:func:`torch.sparse_csr_tensor` without its "support is in beta" warning.
+
+    Sparse CSR tensors are stable for the operations used here (spmm and its
+    backward). The warning is silenced here only, never in the user's filters;
+    torch gives it once per process, so only the first call needs the (process-wide,
+    not thread-safe) ``catch_warnings``: later calls, e.g. from concurrent fits on
+    joblib threads, leave the filters alone.
+    """
+    global _CSR_BETA_WARNED
+    if _CSR_BETA_WARNED:
+        return torch.sparse_csr_tensor(*args, **kwargs)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta",
+                                category=UserWarning)
+        t = torch.sparse_csr_tensor(*args, **kwargs)
+    _CSR_BETA_WARNED = True
+    return t
+
+
 def to_torch_sparse(A, device="cpu", dtype=torch.float32):
     """scipy sparse matrix -> torch sparse CSR tensor (stays sparse on the device).
 
@@ -362,12 +381,10 @@ def to_torch_sparse(A, device="cpu", dtype=torch.float32):
     """
     A = sp.csr_matrix(A)
     idx = np.int32 if max(A.nnz, *A.shape) < 2**31 else np.int64
-    t = torch.sparse_csr_tensor(torch.from_numpy(A.indptr.astype(idx)),
-                                torch.from_numpy(A.indices.astype(idx)),
-                                torch.from_numpy(A.data.astype(np.float32)),
-                                size=A.shape, dtype=dtype, device=device,
-                                check_invariants=False)
-    return t
+    return sparse_csr_tensor(torch.from_numpy(A.indptr.astype(idx)),
+                             torch.from_numpy(A.indices.astype(idx)),
+                             torch.from_numpy(A.data.astype(np.float32)),
+                             size=A.shape, dtype=dtype, device=device, check_invariants=False)
 
 
 def to_torch_dense(X, device="cpu", dtype=torch.float32):

@@ -8,6 +8,7 @@ import scipy.sparse as sp
 
 from .._graph_data import GraphData
 from ..exceptions import InvalidParameterError, PrivacyLeakWarning
+from ._arrays import check_finite_features, frame_column_names
 from ._blocks import row_blocks
 
 __all__ = ["check_eps", "check_int", "check_graph_data", "check_finite_features",
@@ -101,22 +102,6 @@ def check_graph_data(X, estimator=None, require_adjacency=False, require_symmetr
     return X
 
 
-def check_finite_features(X, name="features"):
-    """Raise a clear error if a dense or sparse matrix holds NaN or inf."""
-    data = X.data if sp.issparse(X) else np.asarray(X)
-    # Fast path without a boolean temporary of the data's size: a sum is finite only if
-    # every term is (it may overflow to inf for finite terms; then check element-wise).
-    with np.errstate(over="ignore", invalid="ignore"):
-        if data.dtype.kind in "fc" and np.isfinite(data.sum()):
-            return X
-    if not np.all(np.isfinite(data)):
-        bad = np.argwhere(~np.isfinite(X.toarray() if sp.issparse(X) else data))[0]
-        raise ValueError(f"{name} contain NaN or infinite values (first at row {bad[0]}, "
-                         f"column {bad[-1]}). Impute them before privatisation, e.g. with "
-                         "NodeWise(SimpleImputer()).")
-    return X
-
-
 def input_feature_names(X):
     """Column names of ``X``, or ``None``, following scikit-learn's rule.
 
@@ -126,13 +111,7 @@ def input_feature_names(X):
     """
     if isinstance(X, GraphData):
         return None if X.feature_names is None else np.asarray(X.feature_names, dtype=object)
-    columns = getattr(X, "columns", None)
-    if columns is None or not hasattr(X, "iloc"):
-        return None
-    names = np.asarray(columns, dtype=object)
-    if len(names) and all(isinstance(c, str) for c in names):
-        return names
-    return None
+    return frame_column_names(X)
 
 
 def check_input_features(estimator, input_features=None):
@@ -194,14 +173,26 @@ def resolve_feature_range(feature_range, X, owner="mechanism"):
         except (TypeError, ValueError):
             raise ValueError(
                 f"feature_range must be a pair (lo, hi), got {feature_range!r}.") from None
-        lo = np.broadcast_to(np.asarray(lo, dtype=np.float64), (d,)).copy()
-        hi = np.broadcast_to(np.asarray(hi, dtype=np.float64), (d,)).copy()
+        lo, hi = (_bound(b, d, name) for b, name in ((lo, "lo"), (hi, "hi")))
     lo, hi = np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)
     if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi))):
         raise ValueError("feature_range must be finite.")
     if np.any(hi <= lo):
         raise ValueError("feature_range must have lo < hi for every feature.")
     return lo, hi
+
+
+def _bound(value, d, name):
+    """One side of ``feature_range``: a scalar, or one value per feature (length ``d``)."""
+    try:
+        b = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"feature_range's {name} must be a number or an array of numbers, "
+                         f"got {value!r}.") from None
+    if b.ndim > 1 or (b.ndim == 1 and b.shape != (d,)):
+        raise ValueError(f"feature_range's {name} must be a scalar or have one value per "
+                         f"feature (length {d}), got shape {b.shape}.")
+    return np.broadcast_to(b, (d,)).copy()
 
 
 def clip_to_range(X, lo, hi, owner="mechanism"):

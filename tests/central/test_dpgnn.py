@@ -1,5 +1,6 @@
 """Tests of DPGNNClassifier / DPMLPClassifier (paper 004)."""
 
+import importlib.util
 import math
 import pickle
 import warnings
@@ -25,6 +26,12 @@ from skldp.central._dpgnn import (
 from skldp.exceptions import PrivacyBudgetError, PrivacyLeakWarning
 
 CL = dict(classes=[0, 1])  # the public label domain of small_graph
+# DPMLPClassifier's default accountant ("combined") needs the optional dp-accounting;
+# tests about other things than the accounting use the paper's, which needs nothing.
+HYP = dict(accountant="hypergeometric")
+needs_dp_accounting = pytest.mark.skipif(
+    importlib.util.find_spec("dp_accounting") is None,
+    reason="DPMLPClassifier's default accountant needs dp-accounting (the accounting extra)")
 
 
 def _graph(small_graph, sparse=False):
@@ -237,6 +244,7 @@ def test_dpmlp_target_epsilon_is_met(small_graph):
                                    "all checks) reach 0.50 training accuracy on the binary "
                                    "blobs, below the check's 0.83 (200 steps reach 0.97)",
     })
+@needs_dp_accounting
 def test_sklearn_compatible(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -247,14 +255,16 @@ def test_sklearn_compatible(estimator, check):
 def test_classes_none_warns_that_the_class_set_leaks(small_graph):
     _, X, y = small_graph
     with pytest.warns(PrivacyLeakWarning, match="classes=None"):
-        DPMLPClassifier(batch_size=12, n_steps=2, hidden_size=4, random_state=0).fit(X, y)
+        DPMLPClassifier(batch_size=12, n_steps=2, hidden_size=4, random_state=0,
+                        **HYP).fit(X, y)
 
 
 @pytest.mark.parametrize("Est,graph", [(DPGNNClassifier, True), (DPMLPClassifier, False)])
 def test_classes_is_the_public_domain(small_graph, Est, graph):
     G, y = _graph(small_graph)
     Xtr = G if graph else np.asarray(G)
-    kw = dict(batch_size=12, n_steps=3, hidden_size=4, random_state=0)
+    kw = dict(batch_size=12, n_steps=3, hidden_size=4, random_state=0,
+              **(HYP if Est is DPMLPClassifier else {}))
     with warnings.catch_warnings():
         warnings.simplefilter("error", PrivacyLeakWarning)  # no warning with classes given
         clf = Est(classes=[2, 1, 0, 1], **kw).fit(Xtr, y)  # class 2 has no training label
@@ -360,7 +370,7 @@ def test_global_generators_are_neither_used_nor_changed(small_graph):
     t_state, np_state = torch.get_rng_state(), np.random.get_state()
     a = DPGNNClassifier(random_state=None, **kw).fit(G[tr], y[tr])
     DPMLPClassifier(random_state=5, batch_size=10, n_steps=3, hidden_size=8,
-                    **CL).fit(np.asarray(G[tr]), y[tr])
+                    **CL, **HYP).fit(np.asarray(G[tr]), y[tr])
     assert torch.equal(torch.get_rng_state(), t_state)
     np.testing.assert_array_equal(np.random.get_state()[1], np_state[1])
     # random_state=None: same global seeds, different fits (OS entropy)

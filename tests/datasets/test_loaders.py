@@ -1,16 +1,22 @@
 """Dataset loaders: statistics of every dataset, checksums, download path, errors."""
 
-import os
 import shutil
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from skldp import GraphData
-from skldp.datasets import DATASETS, list_datasets, load_citeseer, load_cora, load_dataset
+from skldp.datasets import (
+    BUNDLED,
+    DATASETS,
+    _loaders,
+    list_datasets,
+    load_citeseer,
+    load_cora,
+    load_dataset,
+)
 
-# From /work/shared/datasets/README.md ("Statistics"):
+# From the datasets' documentation (statistics of the converted files):
 # nodes, edges, features, classes, labelled, isolated, split (train, val, test) or None
 STATS = {
     "citeseer": (3327, 4552, 3703, 6, 3312, 48, (120, 500, 1000)),
@@ -24,15 +30,16 @@ STATS = {
     "twitch_ENGB": (7126, 35324, 3170, 2, 7126, 0, None),
     "wiki_chameleon": (2277, 31371, 3132, 5, 2277, 0, None),
 }
-SHARED = Path(os.environ.get("SKLDP_DATASETS_DIR", ""))
 
 
 def test_every_dataset_is_listed():
     assert list_datasets() == sorted(STATS)
+    assert BUNDLED < set(STATS)
 
 
 @pytest.mark.parametrize("name", sorted(STATS))
-def test_dataset_statistics(name):
+def test_dataset_statistics(name, dataset_file):
+    dataset_file(name)  # skips a dataset that is neither bundled nor available offline
     b = load_dataset(name)
     n, m, d, c, labelled, isolated, split = STATS[name]
     G, y = b.data, b.target
@@ -53,32 +60,45 @@ def test_dataset_statistics(name):
 
 
 def test_extras():
-    fb = load_dataset("facebook")
-    assert list(fb.class_names) == ["company", "government", "politician", "tvshow"]
     lf = load_dataset("lastfm_asia_nofeatures")
     assert int(lf.top10_mask.sum()) == 7083
     ge = load_dataset("german")
     assert len(ge.feature_names) == 27 and ge.sens.shape == (1000,)
+    assert list(ge.data.feature_names) == list(ge.feature_names)
     assert isinstance(ge.data.features, np.ndarray)  # small tabular data is dense
-    assert load_dataset("wiki_chameleon").traffic.dtype == np.float64
+
+
+@pytest.mark.parametrize("name, check", [
+    ("facebook", lambda b: list(b.class_names) == ["company", "government", "politician",
+                                                   "tvshow"]),
+    ("wiki_chameleon", lambda b: b.traffic.dtype == np.float64)])
+def test_extras_of_downloaded_datasets(name, check, dataset_file):
+    dataset_file(name)
+    assert check(load_dataset(name))
 
 
 def test_bundled_without_env(monkeypatch, tmp_path):
     monkeypatch.delenv("SKLDP_DATASETS_DIR", raising=False)
+    monkeypatch.delenv("SKLDP_DATA_URL", raising=False)
     monkeypatch.setenv("SKLDP_DATA_HOME", str(tmp_path))
     assert load_cora().data.shape == (2708, 1433)
     assert load_citeseer().data.shape == (3327, 3703)
-    assert "skldp" in load_cora().filename and "datasets" in load_cora().filename
+    for name in sorted(BUNDLED):  # no download: the unreachable mirror is never asked
+        b = load_dataset(name, base_url="http://127.0.0.1:9", download_if_missing=False)
+        assert b.data.shape[0] == STATS[name][0]
+        assert "skldp" in b.filename and "datasets" in b.filename
+    assert list(tmp_path.iterdir()) == []
 
 
-def _corrupt_copy(name, folder):
-    data = bytearray((SHARED / f"{name}.npz").read_bytes())
+def _corrupt_copy(name, folder, dataset_file):
+    data = bytearray(dataset_file(name).read_bytes())
     data[len(data) // 2] ^= 0xFF
     (folder / f"{name}.npz").write_bytes(bytes(data))
 
 
-def test_checksum_mismatch_raises(monkeypatch, tmp_path):
-    _corrupt_copy("german", tmp_path)
+def test_checksum_mismatch_raises(monkeypatch, tmp_path, dataset_file):
+    _corrupt_copy("german", tmp_path, dataset_file)
+    monkeypatch.setattr(_loaders, "BUNDLED", frozenset())  # read the folder's copy
     monkeypatch.setenv("SKLDP_DATASETS_DIR", str(tmp_path))
     monkeypatch.setenv("SKLDP_DATA_HOME", str(tmp_path / "cache"))
     with pytest.raises(OSError, match="Checksum mismatch for dataset 'german'"):
@@ -86,6 +106,7 @@ def test_checksum_mismatch_raises(monkeypatch, tmp_path):
 
 
 def test_file_not_found_message(monkeypatch, tmp_path):
+    monkeypatch.setattr(_loaders, "BUNDLED", frozenset())
     monkeypatch.delenv("SKLDP_DATASETS_DIR", raising=False)
     monkeypatch.delenv("SKLDP_DATA_URL", raising=False)
     monkeypatch.setenv("SKLDP_DATA_HOME", str(tmp_path))
@@ -105,34 +126,38 @@ def test_unknown_dataset():
         load_dataset("nope")
 
 
-def test_download_into_cache(monkeypatch, tmp_path, server):
+def test_download_into_cache(monkeypatch, tmp_path, server, dataset_file):
+    # the mirror serves copies of bundled files; skldp acts as if none were bundled
     root, url = server
-    shutil.copy(SHARED / "student_rgnn.npz", root / "student_rgnn.npz")
+    shutil.copy(dataset_file("german"), root / "german.npz")
+    lastfm = dataset_file("lastfm_asia_nofeatures")
+    monkeypatch.setattr(_loaders, "BUNDLED", frozenset())
     monkeypatch.delenv("SKLDP_DATASETS_DIR", raising=False)
     cache = tmp_path / "cache"
     monkeypatch.setenv("SKLDP_DATA_HOME", str(cache))
     monkeypatch.setenv("SKLDP_DATA_URL", url + "/")
-    b = load_dataset("student_rgnn")
-    assert b.data.shape == (577, 32)
-    assert (cache / "student_rgnn.npz").exists() and b.filename == str(cache / "student_rgnn.npz")
+    b = load_dataset("german")
+    assert b.data.shape == (1000, 27)
+    assert (cache / "german.npz").exists() and b.filename == str(cache / "german.npz")
     # the second load reads the cache: the mirror is no longer needed
-    (root / "student_rgnn.npz").unlink()
+    (root / "german.npz").unlink()
     monkeypatch.setenv("SKLDP_DATA_URL", "http://127.0.0.1:9")
-    assert load_dataset("student_rgnn").data.shape == (577, 32)
+    assert load_dataset("german").data.shape == (1000, 27)
     # the base_url argument works too
-    shutil.copy(SHARED / "german_rgnn.npz", root / "german_rgnn.npz")
+    shutil.copy(lastfm, root / "lastfm_asia_nofeatures.npz")
     monkeypatch.delenv("SKLDP_DATA_URL")
-    assert load_dataset("german_rgnn", base_url=url).data.shape == (955, 38)
+    assert load_dataset("lastfm_asia_nofeatures", base_url=url).data.shape == (7624, 0)
 
 
-def test_download_bad_checksum_keeps_nothing(monkeypatch, tmp_path, server):
+def test_download_bad_checksum_keeps_nothing(monkeypatch, tmp_path, server, dataset_file):
     root, url = server
-    _corrupt_copy("student_rgnn", root)
+    _corrupt_copy("lastfm_asia_nofeatures", root, dataset_file)
+    monkeypatch.setattr(_loaders, "BUNDLED", frozenset())
     monkeypatch.delenv("SKLDP_DATASETS_DIR", raising=False)
     cache = tmp_path / "cache"
     monkeypatch.setenv("SKLDP_DATA_HOME", str(cache))
     with pytest.raises(OSError, match="Checksum mismatch"):
-        load_dataset("student_rgnn", base_url=url)
+        load_dataset("lastfm_asia_nofeatures", base_url=url)
     assert list(cache.iterdir()) == []  # no corrupt file, no partial download left
     with pytest.raises(OSError):  # urllib HTTPError
         load_dataset("german", base_url=url)  # 404 from the mirror

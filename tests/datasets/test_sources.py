@@ -9,18 +9,16 @@ and verifies them to the reference content.
 
 import csv
 import json
-import os
 import pickle
 import sys
 import types
 from collections import defaultdict
-from pathlib import Path
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from skldp.datasets import load_dataset
+from skldp.datasets import BUNDLED, load_dataset
 from skldp.datasets._sources import (
     SOURCES,
     canonical,
@@ -29,11 +27,11 @@ from skldp.datasets._sources import (
     safe_pickle_load,
 )
 
-SHARED = Path(os.environ.get("SKLDP_DATASETS_DIR", ""))
-
 
 def _reference(name):
-    with np.load(SHARED / f"{name}.npz") as z:
+    """The arrays of ``name``'s converted file (the test asked ``dataset_file`` first)."""
+    from skldp.datasets import _loaders
+    with np.load(_loaders._locate(name, None, None, download_if_missing=False)) as z:
         a = {k: z[k] for k in z.files}
     n = int(a["adj_shape"][0])
     A = sp.csr_matrix((np.ones(len(a["adj_indices"])), a["adj_indices"], a["adj_indptr"]),
@@ -196,17 +194,18 @@ def test_every_dataset_has_a_source():
 
 
 @pytest.mark.parametrize("name", sorted(WRITERS))
-def test_download_from_original_source(name, server, tmp_path, monkeypatch):
+def test_download_from_original_source(name, server, tmp_path, monkeypatch, dataset_file):
+    dataset_file(name)  # skips a dataset that is neither bundled nor available offline
     root, url = server
     _serve_raw(name, root, monkeypatch)
+    ref, A, X = _reference(name)
     monkeypatch.delenv("SKLDP_DATASETS_DIR", raising=False)
     monkeypatch.delenv("SKLDP_DATA_URL", raising=False)
     cache = tmp_path / "cache"
-    if name in ("cora", "citeseer"):  # bundled: force the download path
+    if name in BUNDLED:  # force the download path
         from skldp.datasets import _loaders
-        monkeypatch.setattr(_loaders, "_BUNDLED", set())
+        monkeypatch.setattr(_loaders, "BUNDLED", frozenset())
     b = load_dataset(name, data_home=cache, source_url=url)
-    ref, A, X = _reference(name)
     assert b.filename == str(cache / f"{name}.npz")
     assert (b.data.adjacency != A).nnz == 0
     assert abs(sp.csr_matrix(b.data.features) - X).max() == 0 if X.shape[1] else True
@@ -218,6 +217,55 @@ def test_download_from_original_source(name, server, tmp_path, monkeypatch):
         b.data.shape
 
 
+def _synthetic_reference(name, n=40, seed=1):
+    """Arrays of a small random graph in ``name``'s layout (features, extras)."""
+    rng = np.random.default_rng(seed)
+    A = sp.random(n, n, density=0.15, random_state=seed, format="csr")
+    A = ((A + A.T) > 0).astype(np.float32)
+    A.setdiag(0)
+    A.eliminate_zeros()
+    opts = SOURCES[name].options
+    a = {}
+    if "kind" in opts:  # MUSAE: binary features over the source's d columns
+        X = sp.random(n, opts["d"], density=3 / opts["d"], random_state=seed, format="csr")
+        X.data[:] = 1
+        if opts["kind"] == "facebook":
+            a["class_names"] = np.array(["company", "government", "politician", "tvshow"])
+            a["y"] = rng.integers(0, 4, n)
+        elif opts["kind"] == "twitch":
+            a["y"] = rng.integers(0, 2, n)
+        else:
+            a["traffic"] = rng.lognormal(8, 1, n)
+            a["y"] = np.digitize(a["traffic"], np.quantile(a["traffic"], [0.2, 0.4, 0.6, 0.8]))
+    else:  # RGNN: numeric vertex attributes, one of them the sensitive one
+        names = ["age", opts["sens"], "score"]
+        X = sp.csr_matrix(np.column_stack([rng.integers(15, 23, n), rng.integers(0, 2, n),
+                                           rng.integers(0, 20, n)]).astype(np.float64))
+        a["feature_names"], a["y"] = np.array(names), rng.integers(0, 2, n)
+        a["sens"] = X[:, 1].toarray().ravel().astype(np.int64)
+    return a, sp.csr_matrix(A), sp.csr_matrix(X)
+
+
+@pytest.mark.parametrize("name", sorted(set(WRITERS) - BUNDLED))
+def test_converters_of_the_downloaded_formats_offline(name, tmp_path, monkeypatch):
+    # The datasets that are not bundled may be absent offline: their converters are
+    # checked on a small synthetic graph written in the source's raw format.
+    ref, A, X = _synthetic_reference(name)
+    monkeypatch.setattr(sys.modules[__name__], "_reference", lambda _: (ref, A, X))
+    paths = _serve_raw(name, tmp_path, monkeypatch)
+    arrays = SOURCES[name].convert(paths, **SOURCES[name].options)
+    n = A.shape[0]
+    got_A = sp.csr_matrix((np.ones(len(arrays["adj_indices"])), arrays["adj_indices"],
+                           arrays["adj_indptr"]), shape=(n, n))
+    got_X = sp.csr_matrix((arrays["X_data"], arrays["X_indices"], arrays["X_indptr"]),
+                          shape=tuple(arrays["X_shape"]))
+    assert (got_A != A).nnz == 0 and abs(got_X - X).max() == 0
+    np.testing.assert_array_equal(arrays["y"], ref["y"])
+    for key in ("class_names", "traffic", "feature_names", "sens"):
+        if key in ref:
+            np.testing.assert_array_equal(arrays[key], ref[key])
+
+
 def test_tampered_raw_file_is_rejected(server, tmp_path, monkeypatch):
     root, url = server
     paths = _serve_raw("lastfm_asia_nofeatures", root, monkeypatch)
@@ -227,13 +275,16 @@ def test_tampered_raw_file_is_rejected(server, tmp_path, monkeypatch):
     paths["target"].write_text("\n".join(lines) + "\n")
     monkeypatch.delenv("SKLDP_DATASETS_DIR", raising=False)
     monkeypatch.delenv("SKLDP_DATA_URL", raising=False)
+    from skldp.datasets import _loaders
+    monkeypatch.setattr(_loaders, "BUNDLED", frozenset())  # force the download path
     cache = tmp_path / "cache"
     with pytest.raises(OSError, match="Checksum mismatch for dataset 'lastfm_asia_nofeatures'"):
         load_dataset("lastfm_asia_nofeatures", data_home=cache, source_url=url)
     assert list(cache.iterdir()) == []  # neither the raw files nor a converted npz are kept
 
 
-def test_wrong_raw_format_is_a_clear_error(server, tmp_path, monkeypatch):
+def test_wrong_musae_format_is_a_clear_error(server, tmp_path, monkeypatch, dataset_file):
+    dataset_file("wiki_chameleon")
     root, url = server
     paths = _serve_raw("wiki_chameleon", root, monkeypatch)
     _write_csv(paths["target"], ["id", "traffic"], [[0, 1.0]])
@@ -241,14 +292,22 @@ def test_wrong_raw_format_is_a_clear_error(server, tmp_path, monkeypatch):
     monkeypatch.delenv("SKLDP_DATA_URL", raising=False)
     with pytest.raises(ValueError, match="expected a column 'target'"):
         load_dataset("wiki_chameleon", data_home=tmp_path / "c", source_url=url)
+
+
+def test_wrong_raw_format_is_a_clear_error(server, tmp_path, monkeypatch):
+    root, url = server
+    monkeypatch.delenv("SKLDP_DATASETS_DIR", raising=False)
+    monkeypatch.delenv("SKLDP_DATA_URL", raising=False)
+    from skldp.datasets import _loaders
     paths = _serve_raw("lastfm_asia_nofeatures", root, monkeypatch)
+    german = _serve_raw("german", root, monkeypatch)
+    monkeypatch.setattr(_loaders, "BUNDLED", frozenset())  # force the download path
     lines = paths["target"].read_text().splitlines()
     lines[2] = lines[1]  # a user listed twice, another one missing
     paths["target"].write_text("\n".join(lines) + "\n")
     with pytest.raises(ValueError, match="node ids are not 0..7623"):
         load_dataset("lastfm_asia_nofeatures", data_home=tmp_path / "c", source_url=url)
-    paths = _serve_raw("german", root, monkeypatch)
-    paths["edges"].write_text("")
+    german["edges"].write_text("")
     with pytest.raises(ValueError, match="empty edge file"):
         load_dataset("german", data_home=tmp_path / "c", source_url=url)
 

@@ -12,13 +12,14 @@ from skldp.mechanisms import HDSMechanism
 
 
 def hds_logreg(ctx):
-    # student_rgnn: 577 nodes, 32 numeric features in [0, 23] (declared public here)
-    return Pipeline([("hds", HDSMechanism(k=4, feature_range=(0, 23), random_state=ctx.seed)),
+    # german (bundled): 1000 nodes, 27 raw numeric features in [0, 18424] (declared
+    # public here)
+    return Pipeline([("hds", HDSMechanism(k=4, feature_range=(0, 18424), random_state=ctx.seed)),
                      ("clf", LogisticRegression(max_iter=100))])
 
 
 def _study():
-    return Study("dist", ["student_rgnn"], {"hds": Method(hds_logreg, {"hds__eps": [0.5, 2.0]})},
+    return Study("dist", ["german"], {"hds": Method(hds_logreg, {"hds__eps": [0.5, 2.0]})},
                  seeds=[0, 1, 2])
 
 
@@ -46,14 +47,14 @@ def test_local_dask_cluster_equals_serial_and_ships_no_graph(tmp_path):
     assert len(res.done) == 6 and not res.missing
     # The workers ran the runs (not this process) and each loaded the graph once, by
     # name, however many runs it did: the graph never travels with a task.
-    assert len(loads) == 2 and all(v.get("student_rgnn", 0) <= 1 for v in loads.values())
-    assert sum(v.get("student_rgnn", 0) for v in loads.values()) == len(pids) >= 1
+    assert len(loads) == 2 and all(v.get("german", 0) <= 1 for v in loads.values())
+    assert sum(v.get("german", 0) for v in loads.values()) == len(pids) >= 1
     # What a task carries: the study (factories by reference), one run spec, the cache path.
     cloudpickle = pytest.importorskip("cloudpickle")
 
     from skldp.datasets import load_dataset
     task = cloudpickle.dumps((_runner._run_one, study, study.runs()[0], None))
-    graph = pickle.dumps(load_dataset("student_rgnn").data)
+    graph = pickle.dumps(load_dataset("german").data)
     assert len(task) < 5_000 < len(graph)
 
 

@@ -53,7 +53,12 @@ def test_resuming_over_the_committed_runs_has_nothing_to_do(name):
 
 
 @pytest.mark.parametrize("name", sorted(COMMITTED))
-def test_run_study_over_a_copy_of_the_committed_runs_runs_none(name, tmp_path):
+def test_run_study_over_a_copy_of_the_committed_runs_runs_none(name, tmp_path, dataset_file):
+    first = {}  # validating the study loads the dataset of each method's first run
+    for spec in get_study(name).runs():
+        first.setdefault(spec.method, spec.dataset)
+    for dataset in set(first.values()):
+        dataset_file(dataset)
     shutil.copy(RESULTS / f"{name}_runs.jsonl", tmp_path)
     before = (tmp_path / f"{name}_runs.jsonl").read_bytes()
     study = get_study(name)
@@ -100,16 +105,19 @@ def test_lpgnn_mae_quick_end_to_end(tmp_path, capsys):
     assert (tmp_path / "lpgnn_mae_quick_summary.md").exists()
 
 
-def _quick(name, tmp_path):
-    res = run_study(get_study(name).quick_variant(), tmp_path, progress=False)
+def _quick(name, tmp_path, dataset_file):
+    quick = get_study(name).quick_variant()
+    for dataset in {spec.dataset for spec in quick.runs()}:
+        dataset_file(dataset)  # skips a dataset that is neither bundled nor available offline
+    res = run_study(quick, tmp_path, progress=False)
     assert res.failed == {} and res.missing == []
     assert len(res.done) == len(get_study(name).quick_variant().runs())
     return {r["key"]: r for r in res.records}
 
 
 @pytest.mark.slow
-def test_link_prediction_quick_end_to_end(tmp_path):
-    recs = _quick("link_prediction", tmp_path)
+def test_link_prediction_quick_end_to_end(tmp_path, dataset_file):
+    recs = _quick("link_prediction", tmp_path, dataset_file)
     assert len(recs) == 3
     for r in recs.values():
         assert 50 < r["metrics"]["auc"] <= 100  # AUC in percent, better than chance
@@ -118,8 +126,8 @@ def test_link_prediction_quick_end_to_end(tmp_path):
 
 
 @pytest.mark.slow
-def test_lpgnn_quick_end_to_end(tmp_path):
-    recs = _quick("lpgnn", tmp_path)
+def test_lpgnn_quick_end_to_end(tmp_path, dataset_file):
+    recs = _quick("lpgnn", tmp_path, dataset_file)
     assert sorted(r["split"] for r in recs.values()) == ["planetoid", "random-50/25/25"]
     for r in recs.values():
         assert 0.3 < r["metrics"]["accuracy"] <= 1  # 7 classes: chance is about 0.14
@@ -128,8 +136,8 @@ def test_lpgnn_quick_end_to_end(tmp_path):
 
 
 @pytest.mark.slow
-def test_dpgnn_quick_end_to_end_matches_the_committed_private_runs(tmp_path):
-    recs = _quick("dpgnn", tmp_path)
+def test_dpgnn_quick_end_to_end_matches_the_committed_private_runs(tmp_path, dataset_file):
+    recs = _quick("dpgnn", tmp_path, dataset_file)
     committed = {r["key"]: r for r in load_runs(RESULTS / "dpgnn_runs.jsonl", "dpgnn")}
     for key, r in recs.items():
         assert key in committed  # the quick runs are runs of the page

@@ -12,7 +12,7 @@ from skldp.experiments.studies._rgnn import KINDS, TABLE_METHODS
 RUNS = Path(__file__).resolve().parents[2] / "docs" / "results" / "rgnn_runs.jsonl"
 
 
-def test_rgnn_is_registered_with_a_quick_grid_that_validates():
+def test_rgnn_is_registered_with_a_quick_grid_that_validates(dataset_file):
     assert "rgnn" in list_studies()
     study = get_study("rgnn")
     assert list(study.methods) == list(TABLE_METHODS)
@@ -23,6 +23,7 @@ def test_rgnn_is_registered_with_a_quick_grid_that_validates():
     assert sorted(r.method for r in runs) == sorted(TABLE_METHODS)
     assert {r.dataset for r in runs} == {"student_rgnn"}
     assert all(r.param_dict["eps_y"] == 1.0 for r in runs)
+    dataset_file("student_rgnn")  # validating loads it
     validate_study(quick)  # builds each method's estimator and sets its grid values
 
 

@@ -154,3 +154,15 @@ def test_bad_labels():
         LabelRandomizedResponse(1.0, classes=[-1, 0, 1]).fit()
     with pytest.raises(ValueError, match="duplicates"):
         LabelRandomizedResponse(1.0, classes=[0, 1, 1]).fit()
+
+
+def test_nan_labels_and_a_single_class_give_plain_messages():
+    rr = LabelRandomizedResponse(1.0, classes=[0, 1], random_state=0).fit()
+    with pytest.raises(ValueError, match=r"y contains NaN \(first at row 1\)"):
+        rr.randomize(np.array([0.0, np.nan, 1.0]), np.arange(3))
+    with pytest.raises(ValueError, match=r"needs at least two classes, got \[0\]\.$"):
+        LabelRandomizedResponse(1.0, classes=[0]).fit()
+    with pytest.raises(ValueError, match=r"got \['a'\]\.$"):
+        LabelRandomizedResponse(1.0, classes=np.array(["a"])).fit()
+    with pytest.raises(ValueError, match="classes must not contain NaN"):
+        LabelRandomizedResponse(1.0, classes=[0.0, np.nan]).fit()

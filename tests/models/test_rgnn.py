@@ -25,6 +25,8 @@ def _fit(G, y, **kw):
     params = dict(eps_y=2.0, hops_y=2, n_clusters=6, epochs=25, classes=[0, 1, 2],
                   random_state=0)
     params.update(kw)
+    if params.get("alpha", 1.0) > 0:
+        pytest.importorskip("pymetis")  # the label-proportion term partitions with METIS
     rows = np.arange(0, len(y), 2)
     return RGNNClassifier(**params).fit(G[rows], y[rows]), rows
 
@@ -80,6 +82,7 @@ def test_soft_targets_are_more_accurate_than_noisy_labels(graph):
 
 
 def test_pipeline_with_grrfs_and_reconstructor(graph):
+    pytest.importorskip("pymetis")
     G, y = graph
     pipe = Pipeline([("grrfs", GRRFSMechanism(2.0, m=4, domain_sizes=2, random_state=0)),
                      ("rec", FrequencyReconstructor(2.0, 4, domain_sizes=2, hops=2)),
@@ -102,6 +105,19 @@ def test_classes_none_warns_and_alpha0_skips_metis(graph):
     with pytest.warns(PrivacyLeakWarning):
         clf, _ = _fit(G, y, classes=None, alpha=0.0, epochs=5)
     assert clf.clusters_ is None and not hasattr(clf, "_llp_state")
+
+
+def test_without_pymetis_the_default_asks_for_it(graph, monkeypatch):
+    # The default alpha > 0 needs METIS (the metis extra): a clear error, no silent
+    # change of method; alpha=0 trains without the label-proportion term.
+    import sys
+    monkeypatch.setitem(sys.modules, "pymetis", None)  # "import pymetis" fails
+    G, y = graph
+    rows = np.arange(0, len(y), 2)
+    with pytest.raises(ImportError, match=r"skldp\[metis\].*alpha=0"):
+        RGNNClassifier(n_clusters=6, epochs=2, classes=[0, 1, 2]).fit(G[rows], y[rows])
+    clf = RGNNClassifier(alpha=0.0, epochs=2, classes=[0, 1, 2]).fit(G[rows], y[rows])
+    assert clf.clusters_ is None
 
 
 def test_bad_input(graph):

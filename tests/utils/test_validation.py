@@ -1,5 +1,6 @@
 """check_int: one integer check for every count-like hyper-parameter; clip_to_range."""
 
+import re
 import warnings
 
 import numpy as np
@@ -88,3 +89,24 @@ def test_clip_to_range_clips_and_counts_across_row_blocks(monkeypatch):
         out = clip_to_range(X, lo, hi)
     assert np.array_equal(out, np.clip(X, 0, 1)) and not np.shares_memory(out, X)
     assert X.min() < 0                  # the input is not clipped in place
+
+
+@pytest.mark.parametrize("feature_range, side, shape", [
+    ((np.zeros(2), 1.0), "lo", "(2,)"),
+    ((0.0, np.ones(4)), "hi", "(4,)"),
+    ((0.0, np.ones((3, 1))), "hi", "(3, 1)"),
+])
+def test_feature_range_of_the_wrong_length_names_the_expected_length(feature_range, side,
+                                                                     shape):
+    from skldp.mechanisms import HDSMechanism, LaplaceMechanism
+    X = np.random.default_rng(0).random((5, 3))
+    for mech in (HDSMechanism(eps=1.0, random_state=0), LaplaceMechanism(eps=1.0,
+                                                                          random_state=0)):
+        with pytest.raises(ValueError, match=rf"feature_range's {side} must be a scalar or "
+                                             rf"have one value per feature \(length 3\), got "
+                                             rf"shape {re.escape(shape)}"):
+            mech.set_params(feature_range=feature_range).fit(X)
+    # one value per feature, or a scalar, is accepted
+    hds = HDSMechanism(eps=1.0, feature_range=(0.0, [1, 2, 3]), random_state=0).fit(X)
+    np.testing.assert_array_equal(hds.feature_max_, [1, 2, 3])
+    np.testing.assert_array_equal(hds.feature_min_, [0, 0, 0])

@@ -1,0 +1,120 @@
+"""Pieces shared by the per-coordinate feature mechanisms (one-bit, multi-bit, Laplace,
+piecewise): reading the raw features in row blocks that bound temporary memory, sampling
+k of d coordinates per user, assembling the sampled reports, and checking the inputs of
+``variance``.
+"""
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.utils.validation import check_is_fitted
+
+from ..utils import node_uniforms, sample_k_of_d
+from ..utils.validation import check_int
+
+__all__ = []
+
+# Entries (rows x columns) processed per block: bounds the temporaries
+# (uniforms, scaled features) to 512 KiB each whatever the graph size, so they
+# stay in cache (measured 2x faster on facebook than 32 MiB blocks).
+_BLOCK_ENTRIES = 1 << 16
+
+
+def _dense_rows(X, rows):
+    """Dense float64 copy of a row block of a dense or CSR matrix."""
+    B = X[rows]
+    return B.toarray() if sp.issparse(B) else np.asarray(B, dtype=np.float64)
+
+
+def _gather(X, rows, cols):
+    """``X[rows[i], cols[i, j]]`` for a dense or CSR ``X`` (vectorised)."""
+    if sp.issparse(X):
+        r = np.repeat(rows, cols.shape[1])
+        vals = sp.csr_matrix(X)[r, cols.ravel()]
+        return np.asarray(vals, dtype=np.float64).reshape(cols.shape)
+    return np.asarray(X, dtype=np.float64)[rows[:, None], cols]
+
+
+# Up to this k, k-of-d sampling uses Floyd's algorithm on k uniforms per node
+# (O(n k^2)) instead of ranking d uniforms per node (O(n d)).
+_FLOYD_MAX_K = 64
+
+
+def _sample_columns(seed, keys, d, k, stream=0):
+    """k distinct columns out of d per node, uniformly, as a pure function of (seed, key).
+
+    For small k this is R. W. Floyd's subset sampling (Bentley & Floyd, CACM 1987),
+    vectorised over nodes: for j = d-k .. d-1 draw t uniform in 0..j and take t,
+    or j if t was already taken; every k-subset is equally likely. It needs k
+    uniforms per node instead of the d of :func:`skldp.utils.sample_k_of_d`,
+    which is used for larger k.
+    """
+    if k > _FLOYD_MAX_K or k >= d:
+        return sample_k_of_d(seed, keys, d, k, stream=stream)
+    U = node_uniforms(seed, keys, k, stream=stream)
+    out = np.empty((len(keys), k), dtype=np.int64)
+    for i, j in enumerate(range(d - k, d)):  # k steps, vectorised over nodes
+        t = np.minimum((U[:, i] * (j + 1)).astype(np.int64), j)
+        if i:
+            t = np.where((out[:, :i] == t[:, None]).any(axis=1), j, t)
+        out[:, i] = t
+    return out
+
+
+# Sampled reports are returned as CSR when every unsampled coordinate is 0
+# (the feature range is centred on 0) and at most this fraction is sampled.
+_SPARSE_OUTPUT_MAX_DENSITY = 0.25
+
+
+def _assemble_sampled(n, d, idx, values, mid):
+    """Report of a k-of-d sampling mechanism in original units.
+
+    ``idx`` (n, k) are the sampled columns, ``values`` (n, k) the reported
+    deviations from the centre ``mid`` of each column's range; unsampled
+    coordinates report ``mid`` (zero deviation). Returns CSR when ``mid`` is
+    0 everywhere and the density k/d is small, else a dense array.
+    """
+    k = idx.shape[1]
+    if np.all(mid == 0) and k / d <= _SPARSE_OUTPUT_MAX_DENSITY:
+        order = np.argsort(idx, axis=1, kind="stable")
+        idx = np.take_along_axis(idx, order, axis=1)
+        values = np.take_along_axis(values, order, axis=1)
+        indptr = np.arange(0, n * k + 1, k, dtype=np.int64)
+        out = sp.csr_matrix((values.ravel(), idx.ravel(), indptr), shape=(n, d))
+        out.eliminate_zeros()
+        return out
+    out = np.empty((n, d), dtype=np.float64)
+    out[...] = mid
+    out[np.arange(n)[:, None], idx] += values
+    return out
+
+
+def _n_sampled(value, name, d, eps, eps_per_dim):
+    """Number of sampled dimensions: ``value`` (in 1..d) if given.
+
+    Otherwise max(1, min(d, floor(eps / eps_per_dim))).
+
+    The default is the rule of Wang et al. (2019) used by LPGNN; ``eps = inf`` samples all d.
+    """
+    k = check_int(value, name, 1, d, maximum_is=f"n_features={d}",
+                  allow_none=True)
+    if k is not None:
+        return k
+    eps = float(eps)
+    return d if np.isinf(eps) else max(1, min(d, int(np.floor(eps / eps_per_dim))))
+
+
+def _variance_input(mech, x):
+    """Broadcast ``x`` (scalar, (d,) or (n, d)) against the fitted bounds."""
+    check_is_fitted(mech, "epsilon_")
+    x = np.asarray(x, dtype=np.float64)
+    try:
+        np.broadcast_shapes(x.shape, mech.feature_min_.shape)
+    except ValueError:
+        raise ValueError(f"x must be a scalar or have {mech.n_features_in_} columns, got "
+                         f"shape {x.shape}.") from None
+    if not np.all(np.isfinite(x)):
+        raise ValueError("x must be finite.")
+    if np.any(x < mech.feature_min_) or np.any(x > mech.feature_max_):
+        raise ValueError("x must lie inside feature_range (the mechanism clips inputs, so "
+                         "the variance of an out-of-range value is that of its clipped value).")
+    return x
