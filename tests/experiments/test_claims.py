@@ -26,7 +26,7 @@ def slow_evaluate(est, X, y, masks):
 def plain(G, y, config):
     return G.features, y
 
-study = Study("shared", ["student_rgnn"],
+study = Study("shared", ["german"],
               {"raw": Method(lambda ctx: LogisticRegression(), role="raw-features",
                              data=plain, evaluate=slow_evaluate)},
               seeds=list(range(int(os.environ.get("RUNS", "12")))))
