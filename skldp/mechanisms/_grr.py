@@ -22,7 +22,7 @@ from sklearn.utils.validation import check_array, check_is_fitted
 from .._graph_data import GraphData
 from ..base import GraphTransformerMixin, LDPMechanism, boundary_input, population_of
 from ..exceptions import PrivacyLeakWarning
-from ..utils import node_uniforms, node_uniforms_fine, sample_k_of_d
+from ..device._kinds import grr_probabilities, grrfs_encode
 from ..utils._blocks import row_blocks
 from ._grid import check_eps_per_coordinate
 from ..utils.validation import check_eps, check_finite_features, check_int
@@ -31,20 +31,6 @@ __all__ = ["GRRFSMechanism", "grrfs_epsilon", "grrfs_paper_epsilon", "grr_probab
            "group_features", "FeatureGrouper", "discretize", "quantile_bin_edges"]
 
 _BLOCK_ENTRIES = 1 << 22  # rows x columns per block: bounds temporaries to ~32 MB
-
-
-def grr_probabilities(eps, c):
-    """Keep and flip probabilities ``(p, q)`` of GRR on a domain of size ``c``.
-
-    ``p = e^eps / (e^eps + c - 1)`` (report the true value), ``q = 1 / (e^eps +
-    c - 1)`` (report one given other value); ``eps = inf`` gives ``(1, 0)``.
-    Works elementwise on arrays of domain sizes.
-    """
-    c = np.asarray(c, dtype=np.float64)
-    if np.isinf(eps):
-        return np.ones_like(c), np.zeros_like(c)
-    e = np.exp(eps)
-    return e / (e + c - 1.0), 1.0 / (e + c - 1.0)
 
 
 def grrfs_epsilon(eps, m, d=None):
@@ -577,24 +563,17 @@ class GRRFSMechanism(LDPMechanism):
 
     def _perturb(self, codes, keys):
         n, d = codes.shape
-        c = self.domain_sizes_
         out = np.empty((n, d), dtype=np.float64)
         for rows in row_blocks(n, d, _BLOCK_ENTRIES):
-            k = keys[rows]
-            x = codes[rows]
-            sampled = np.zeros(x.shape, dtype=bool)
-            idx = sample_k_of_d(self.seed_, k, d, self.m, stream=0)
-            sampled[np.arange(len(x))[:, None], idx] = True
-            # Full relative precision for the flip, whose probability (c - 1) q can be tiny.
-            u_keep = node_uniforms_fine(self.seed_, k, d, stream=1)
-            u_val = node_uniforms(self.seed_, k, d, stream=2)
-            # GRR: keep w.p. p, else one of the c - 1 other codes uniformly.
-            x = x.astype(np.int64)
-            other = (x + 1 + np.floor(u_val * (c - 1)).astype(np.int64)) % c
-            grr = np.where(u_keep >= (c - 1) * self.q_, x, other)
-            uniform = np.minimum(np.floor(u_val * c).astype(np.int64), c - 1)
-            out[rows] = np.where(sampled, grr, uniform)
+            # the device program: GRR on m sampled features, a uniform code for the others
+            report = grrfs_encode(codes[rows], self.domain_sizes_, self.m, self.q_, self.seed_,
+                                  keys[rows])
+            out[rows] = self._decode(report)
         return out
+
+    def _decode(self, report, X=None):
+        """The devices' codes (as float64, what FrequencyReconstructor reads)."""
+        return np.asarray(report["c"], dtype=np.float64)
 
     def _epsilon_total(self):
         return grrfs_epsilon(float(self.eps), self.m, self.n_features_in_)

@@ -11,7 +11,7 @@ from ..base import PrivateStepMixin
 from ..exceptions import PrivacyLeakWarning
 from ..population import default_population
 from ..population._digest import label_digests
-from ..utils._random import node_uniforms, node_uniforms_fine
+from ..device._kinds import label_encode, label_flip_q
 from ..utils.validation import check_eps
 from ._grid import check_eps_per_coordinate
 
@@ -151,7 +151,7 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
             self.p_, self.q_ = 1.0, 0.0
         else:
             # eps <= 50 (checked), so e^eps does not overflow; 1 - p = (c - 1) q.
-            self.q_ = float(1.0 / (np.exp(eps) + c - 1))
+            self.q_ = label_flip_q(eps, c)
             self.p_ = float(np.exp(eps) * self.q_)
         T = np.full((c, c), self.q_)
         np.fill_diagonal(T, self.p_)
@@ -204,13 +204,7 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
         """The device program: keep the label, or report one of the others uniformly."""
         if np.isinf(self.epsilon_):
             return y_enc.copy()
-        c = len(self.classes_)
-        # Full-precision uniform for the flip, whose probability (c - 1) q can be tiny.
-        keep = node_uniforms_fine(self.seed_, keys, 1, stream=1)[:, 0] >= (c - 1) * self.q_
-        u = node_uniforms(self.seed_, keys, 2, stream=0)
-        other = np.minimum((u[:, 1] * (c - 1)).astype(np.int64), c - 2)
-        other = other + (other >= y_enc)  # uniform over the c - 1 other classes
-        return np.where(keep, y_enc, other)
+        return label_encode(y_enc, len(self.classes_), self.q_, self.seed_, keys)["y"]
 
     def randomize(self, y, keys):
         """Each user's noisy label, sent through the users' population.

@@ -8,13 +8,12 @@ reports, and the ``variance`` input checks.
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.special import expit
 from sklearn.utils.validation import check_is_fitted
 
 from ..base import LDPMechanism
-from ..utils import node_uniforms, sample_k_of_d
+from ..device._kinds import one_bit_encode
+from ..device._random import _FLOYD_MAX_K, sample_columns  # noqa: F401
 from ..utils._blocks import row_blocks
-from ..utils._random import node_uniforms_fine
 from ..utils.validation import check_int
 from ._grid import check_eps_per_coordinate
 
@@ -41,30 +40,10 @@ def _gather(X, rows, cols):
     return np.asarray(X, dtype=np.float64)[rows[:, None], cols]
 
 
-# Up to this k, k-of-d sampling uses Floyd's algorithm on k uniforms per node
-# (O(n k^2)) instead of ranking d uniforms per node (O(n d)).
-_FLOYD_MAX_K = 64
-
-
 def _sample_columns(seed, keys, d, k, stream=0):
-    """k distinct columns out of d per node, uniformly, as a pure function of (seed, key).
-
-    For small k this is R. W. Floyd's subset sampling (Bentley & Floyd, CACM 1987),
-    vectorised over nodes: for j = d-k .. d-1 draw t uniform in 0..j and take t,
-    or j if t was already taken; every k-subset is equally likely. It needs k
-    uniforms per node instead of the d of :func:`skldp.utils.sample_k_of_d`,
-    which is used for larger k.
-    """
-    if k > _FLOYD_MAX_K or k >= d:
-        return sample_k_of_d(seed, keys, d, k, stream=stream)
-    U = node_uniforms(seed, keys, k, stream=stream)
-    out = np.empty((len(keys), k), dtype=np.int64)
-    for i, j in enumerate(range(d - k, d)):  # k steps, vectorised over nodes
-        t = np.minimum((U[:, i] * (j + 1)).astype(np.int64), j)
-        if i:
-            t = np.where((out[:, :i] == t[:, None]).any(axis=1), j, t)
-        out[:, i] = t
-    return out
+    """k distinct columns out of d per node (increasing), as the devices draw them
+    (:func:`skldp.device._random.sample_columns`: Floyd's algorithm for small k)."""
+    return sample_columns(seed, keys, d, k, stream=stream)
 
 
 # Sampled reports are returned as CSR when every unsampled coordinate is 0
@@ -225,19 +204,23 @@ class OneBitMechanism(LDPMechanism):
         eps = self.epsilon_per_feature_
         if np.isinf(eps):
             return X.copy()
-        lo, delta = self.feature_min_, self.feature_max_ - self.feature_min_
         n, d = X.shape
         out = np.empty((n, d), dtype=np.float64)
+        for rows in row_blocks(n, d, _BLOCK_ENTRIES):
+            # the device program: one biased bit per feature
+            report = one_bit_encode(_dense_rows(X, rows), self.feature_min_, self.feature_max_,
+                                    eps, self.seed_, keys[rows])
+            out[rows] = self._decode(report)
+        return out
+
+    def _decode(self, report, X=None):
+        """The rectified values (eq. (5)) of the devices' bits."""
+        eps = self.epsilon_per_feature_
+        lo, delta = self.feature_min_, self.feature_max_ - self.feature_min_
         # e / (e - 1) and 1 / (e - 1) without overflow (e = e^eps).
         hi_val = lo - delta / np.expm1(-eps)    # rectified y = 1: ((e+1) - 1)/(e-1)
         lo_val = lo - delta / np.expm1(eps)     # rectified y = 0: -1/(e-1)
-        for rows in row_blocks(n, d, _BLOCK_ENTRIES):
-            unit = (_dense_rows(X, rows) - lo) / delta
-            p_one = expit(-eps) + unit * np.tanh(eps / 2.0)
-            # Full-precision uniforms: P(y = 1) can be as small as e^-eps.
-            bit = node_uniforms_fine(self.seed_, keys[rows], d, stream=0) < p_one
-            out[rows] = np.where(bit, hi_val, lo_val)
-        return out
+        return np.where(report["b"], hi_val, lo_val)
 
     def variance(self, x):
         """Variance of the rectified report of a feature value ``x`` (eq. (7)).

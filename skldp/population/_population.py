@@ -249,10 +249,10 @@ class Population:
         for line in data[:end].splitlines():
             rec = json.loads(line)
             if "central" in rec:
-                self.ledger._add_central(CollectionSpec.from_dict(rec["central"]),
+                self.ledger._add_central(CollectionSpec.from_dict(rec["central"], check_kind=False),
                                          rec["n_users"])
                 continue
-            spec = CollectionSpec.from_dict(rec["local"])
+            spec = CollectionSpec.from_dict(rec["local"], check_kind=False)
             keys, tags = _unb64(rec["keys"]), _unb64(rec["tags"])
             fresh = ~_isin_sorted(tags, _sorted_tags(self._tags, spec.id))
             if fresh.any():
