@@ -7,12 +7,12 @@ import secrets
 
 import numpy as np
 
-from ._kinds import plan
+from ._kinds import directory_digest, plan
 from ._random import ids_to_keys
 from ._spec import read_spec
 from ._steps import device_steps
 
-__all__ = ["Device", "encode", "AlreadyAnswered"]
+__all__ = ["Device", "Directory", "encode", "AlreadyAnswered"]
 
 
 class AlreadyAnswered(RuntimeError):
@@ -20,17 +20,38 @@ class AlreadyAnswered(RuntimeError):
     the budget again, so it is refused (the server must open a new collection)."""
 
 
+class Directory:
+    """The public directory of users an edge collection's lists name: their ids, read once.
+
+    Parameters
+    ----------
+    ids : sequence
+        Every user's id (integers or strings), in any order.
+
+    Attributes
+    ----------
+    keys : ndarray of uint64
+        The users' keys, sorted: a report names a user by its position here.
+    digest : str
+        What an edge spec states (``public_state["directory"]``).
+    """
+
+    def __init__(self, ids):
+        self.keys = np.sort(ids_to_keys(np.asarray(list(ids))))
+        self.digest = directory_digest(self.keys)
+
+
 def _directory_keys(spec, directory):
     if directory is None:
         raise ValueError("An edge collection needs the public directory of users (their ids) "
                          "that the adjacency lists name.")
-    keys = np.sort(ids_to_keys(np.asarray(list(directory))))
-    from ._kinds import directory_digest
-    if len(keys) != spec.public_state.get("n_users") or \
-            directory_digest(keys) != spec.public_state.get("directory"):
+    if not isinstance(directory, Directory):
+        directory = Directory(directory)
+    if len(directory.keys) != spec.public_state.get("n_users") or \
+            directory.digest != spec.public_state.get("directory"):
         raise ValueError("The directory does not match the collection's (its size or digest "
                          "differs): the device would name other users than the server means.")
-    return keys
+    return directory.keys
 
 
 def encode(spec, data, *, seed, key, user=None, directory=None):
@@ -53,7 +74,7 @@ def encode(spec, data, *, seed, key, user=None, directory=None):
         64-bit key.
     user : object, default=None
         The user's own id (edge collections).
-    directory : sequence, default=None
+    directory : sequence or Directory, default=None
         Every user's id (edge collections; checked against the spec's digest).
 
     Returns
@@ -82,7 +103,7 @@ def encode(spec, data, *, seed, key, user=None, directory=None):
     return p.row(batch, 0)
 
 
-def _input_digest(data, user, directory):
+def _input_digest(data, user):
     payload = json.dumps([np.asarray(data, dtype=object).tolist(), repr(user)], default=str)
     return hashlib.sha256(payload.encode()).hexdigest()
 
@@ -150,7 +171,7 @@ class Device:
             The spec is invalid, or would take the device past ``max_epsilon``.
         """
         spec = read_spec(spec)
-        digest = _input_digest(data, self.user, directory)
+        digest = _input_digest(data, self.user)
         old = self._answers.get(spec.id)
         if old is not None:
             if old["input"] != digest:

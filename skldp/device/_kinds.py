@@ -734,10 +734,10 @@ class _Edges(_Plan):
         nbr = sorted((pos_of[int(k)] for k in set(int(x) for x in nbr_keys)))
         nbr_keys = np.asarray(directory_keys, dtype=np.uint64)[nbr] if nbr else \
             np.zeros(0, np.uint64)
-        ptr, pos = randomized_lists(seed, np.array([key], dtype=np.uint64), [own],
-                                    [0, len(nbr)], np.asarray(nbr, dtype=np.int64), nbr_keys,
-                                    self.n, self.q)
-        return {"l": pos}
+        _, pos = randomized_lists(seed, np.array([key], dtype=np.uint64), [own],
+                                  [0, len(nbr)], np.asarray(nbr, dtype=np.int64), nbr_keys,
+                                  self.n, self.q)
+        return {"l": [pos]}   # one list per user
 
     def n_bytes(self):
         return 4   # plus 4 (or fewer) bytes per listed user; see report_bytes

@@ -11,6 +11,7 @@ from ..base import (
     PrivateStepMixin,
     boundary_input,
     check_population,
+    collected_spec,
     population_of,
     saved_positions,
 )
@@ -337,6 +338,10 @@ class EdgeRR(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
         """Validate the parameters and the graph, fix the collection."""
         G = check_graph_data(X, self, require_adjacency=True)
         self._check_params()
+        spec = collected_spec(G, "adjacency")
+        if spec is not None:
+            return self._fit_collected(G, spec)
+        self.__dict__.pop("collected_", None)
         population, device_steps = boundary_input(self, G, "adjacency")
         self._lists(G)
         self.n_features_in_ = G.shape[1]
@@ -388,6 +393,15 @@ class EdgeRR(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
                              "user i's list." % self.symmetrize)
         return A
 
+    def _restore_public_state(self, spec, G):
+        ps = spec.public_state
+        if G is not None and (G.n_nodes != ps["n_users"]
+                              or directory_digest(G.node_keys) != ps["directory"]):
+            raise ValueError(f"This graph's users are not those of collection {spec.id} "
+                             "(its directory differs).")
+        self.n_features_in_ = None if G is None else G.shape[1]
+        self.flip_probability_ = _flip_probability(float(self.eps))
+
     def _forget_secret(self, X):
         """Keep the server's randomized graph of the users of ``X`` and delete ``seed_``."""
         G = check_graph_data(X, self, require_adjacency=True).full()
@@ -405,6 +419,8 @@ class EdgeRR(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
                                lambda keys: None, unique=True)
 
     def _transform_graph(self, G):
+        if getattr(self, "collected_", False):
+            return self._collected_output(G, "adjacency")
         if not hasattr(self, "seed_"):
             rows = saved_positions(self.saved_keys_, G.node_keys, type(self).__name__)
             if len(rows) != len(self.saved_keys_):

@@ -20,7 +20,13 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_array, check_is_fitted
 
 from .._graph_data import GraphData
-from ..base import GraphTransformerMixin, LDPMechanism, boundary_input, population_of
+from ..base import (
+    GraphTransformerMixin,
+    LDPMechanism,
+    boundary_input,
+    collected_spec,
+    population_of,
+)
 from ..exceptions import PrivacyLeakWarning
 from ..device._kinds import grr_probabilities, grrfs_encode
 from ..utils._blocks import row_blocks
@@ -197,8 +203,8 @@ def quantile_bin_edges(X, n_bins=4, columns=None):
 
 def _edge_items(bin_edges, d):
     """(column, edges) pairs of a bin_edges spec: dict, list per column, or one 1-D array."""
-    if isinstance(bin_edges, dict):
-        return list(bin_edges.items())
+    if isinstance(bin_edges, dict):   # a spec's JSON object has string keys
+        return [(int(j), e) for j, e in bin_edges.items()]
     seq = list(bin_edges)
     if seq and all(np.ndim(e) == 0 and e is not None for e in seq):
         return [(j, np.asarray(seq, dtype=np.float64)) for j in range(d)]  # same for all
@@ -468,6 +474,10 @@ class GRRFSMechanism(LDPMechanism):
     def fit(self, X, y=None):
         """Validate the parameters, fix the public domains and draw the seed."""
         check_eps_per_coordinate(check_eps(self.eps), "eps", type(self).__name__)
+        spec = collected_spec(X, "features")
+        if spec is not None:
+            return self._fit_collected(X, spec)
+        self.__dict__.pop("collected_", None)
         names = X.feature_names if isinstance(X, GraphData) else None
         Xf = self._all_features(X)
         population, device_steps = boundary_input(self, X if isinstance(X, GraphData) else Xf)
@@ -521,6 +531,21 @@ class GRRFSMechanism(LDPMechanism):
         if isinstance(X, GraphData):
             return X.features
         return check_array(X, accept_sparse="csr", dtype=np.float64, ensure_all_finite=False)
+
+    def _restore_public_state(self, spec, X):
+        ps = spec.public_state
+        d = self.n_features_in_ = int(ps["n_features"])
+        if X is not None and X.shape[1] != d:
+            raise ValueError(f"The reports have {X.shape[1]} columns; collection {spec.id} "
+                             f"has {d} features.")
+        check_int(self.m, "m", 1, d, maximum_is=f"n_features={d}")
+        if self.categories is not None:
+            self.categories_ = [np.unique(np.asarray(c, dtype=np.float64))
+                                for c in self.categories]
+        self.domain_sizes_ = np.asarray(ps["domain_sizes"], dtype=np.int64)
+        self.p_, self.q_ = grr_probabilities(float(self.eps), self.domain_sizes_)
+        self.sampling_rate_ = self.m / d
+        self.paper_epsilon_ = grrfs_paper_epsilon(float(self.eps), self.m, d)
 
     def _codes(self, X, names, sizes, check_range=True):
         """Validate and convert raw input to an int64 array of codes."""

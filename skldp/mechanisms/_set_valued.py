@@ -6,7 +6,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._graph_data import GraphData
-from ..base import LDPMechanism, boundary_input, population_of
+from ..base import LDPMechanism, boundary_input, collected_spec, population_of
 from ..exceptions import PrivacyLeakWarning
 from ..device._kinds import frequency_oracle_probabilities, set_valued_encode
 from ..utils.validation import check_finite_features, check_int
@@ -237,6 +237,10 @@ class SetValuedMechanism(LDPMechanism):
         self : SetValuedMechanism
         """
         self._validate_params_common()
+        spec = collected_spec(X, "features")
+        if spec is not None:
+            return self._fit_collected(X, spec)
+        self.__dict__.pop("collected_", None)
         Xf = self._all_features(X)
         population, device_steps = boundary_input(self, X if isinstance(X, GraphData) else Xf)
         check_finite_features(Xf)
@@ -260,6 +264,19 @@ class SetValuedMechanism(LDPMechanism):
                               public_state={"n_features": d, "ell": self.ell_,
                                             "oracle": self.oracle_})
         return self
+
+    def _restore_public_state(self, spec, X):
+        ps = spec.public_state
+        d = self.n_features_in_ = int(ps["n_features"])
+        if X is not None and X.shape[1] != d:
+            raise ValueError(f"The reports have {X.shape[1]} columns; collection {spec.id} "
+                             f"has {d} features.")
+        self.feature_min_, self.feature_max_ = np.zeros(d), np.ones(d)
+        self.ell_, self.oracle_ = int(ps["ell"]), ps["oracle"]
+        eps = float(self.eps)
+        self.p_, self.q_ = frequency_oracle_probabilities(eps, d + 1, self.oracle_)
+        lo, step = self._values()
+        self.output_grid_ = (np.full(d, lo), np.full(d, step))
 
     def _fix_ell(self, S):
         if self.max_set_size is not None:
