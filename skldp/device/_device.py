@@ -9,7 +9,7 @@ import numpy as np
 
 from ._kinds import directory_digest, plan
 from ._random import ids_to_keys
-from ._spec import read_spec
+from ._spec import CollectionSpec, read_spec
 from ._steps import device_steps
 
 __all__ = ["Device", "Directory", "encode", "AlreadyAnswered"]
@@ -54,6 +54,23 @@ def _directory_keys(spec, directory):
     return directory.keys
 
 
+_PLANS = {}   # id(spec) -> (spec, plan): a spec object read once is not validated again
+
+
+def _validated(spec):
+    """(spec, plan) of a spec given as an object, a dict, JSON text or a path."""
+    hit = _PLANS.get(id(spec))
+    if hit is not None and hit[0] is spec:
+        return hit
+    parsed = read_spec(spec)
+    entry = (parsed, plan(parsed))
+    if isinstance(spec, CollectionSpec):
+        if len(_PLANS) > 64:
+            _PLANS.clear()
+        _PLANS[id(spec)] = (spec, entry[1])
+    return entry
+
+
 def encode(spec, data, *, seed, key, user=None, directory=None):
     """One user's report for ``spec`` from its raw ``data``, drawn from ``(seed, key)``.
 
@@ -82,8 +99,7 @@ def encode(spec, data, *, seed, key, user=None, directory=None):
     report : dict
         The report as JSON data (its fields are those of the kind's wire format).
     """
-    spec = read_spec(spec)
-    p = plan(spec)
+    spec, p = _validated(spec)
     keys = np.array([int(key) & 0xFFFFFFFFFFFFFFFF], dtype=np.uint64)
     if p.protects == "edges":
         dkeys = _directory_keys(spec, directory)
@@ -104,8 +120,13 @@ def encode(spec, data, *, seed, key, user=None, directory=None):
 
 
 def _input_digest(data, user):
-    payload = json.dumps([np.asarray(data, dtype=object).tolist(), repr(user)], default=str)
-    return hashlib.sha256(payload.encode()).hexdigest()
+    """A hash of what the device answered about (to refuse answering about other data)."""
+    h = hashlib.sha256(repr(user).encode())
+    try:
+        h.update(np.ascontiguousarray(np.asarray(data, dtype=np.float64)).tobytes())
+    except (TypeError, ValueError):   # labels that are strings, lists of string ids
+        h.update(json.dumps(np.asarray(data, dtype=object).tolist(), default=str).encode())
+    return h.hexdigest()
 
 
 class Device:
@@ -170,7 +191,7 @@ class Device:
         SpecError
             The spec is invalid, or would take the device past ``max_epsilon``.
         """
-        spec = read_spec(spec)
+        spec, _ = _validated(spec)
         digest = _input_digest(data, self.user)
         old = self._answers.get(spec.id)
         if old is not None:
