@@ -179,6 +179,7 @@ API_PAGES = {
     "skldp": ("Core: data container and base classes", "skldp"),
     "population": ("The privacy boundary: populations, collections, the ledger",
                    "skldp.population"),
+    "device": ("The device encoder (numpy only)", "skldp.device"),
     "mechanisms": ("Local DP mechanisms", "skldp.mechanisms"),
     "propagation": ("Propagation and denoising", "skldp.propagation"),
     "reconstruction": ("Reconstruction from local DP reports", "skldp.reconstruction"),

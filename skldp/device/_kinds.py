@@ -36,7 +36,15 @@ __all__ = ["KINDS", "plan", "ReportError", "take", "square_wave_b", "square_wave
 
 
 class ReportError(ValueError):
-    """A report that does not fit its collection's spec (its ``reason`` says how)."""
+    """A report that does not fit its collection's spec.
+
+    Parameters
+    ----------
+    reason : {"malformed", "out of domain"}
+        How it does not fit (what :func:`skldp.population.read_reports` counts).
+    message : str
+        What is wrong.
+    """
 
     def __init__(self, reason, message):
         super().__init__(message)
@@ -445,16 +453,20 @@ class _Plan:
             out[name] = a
         return out
 
-    def n_bytes(self):
-        """Size of one report in the compact binary format: fixed-width integers (the
-        fewest bytes that hold the domain) and packed bits; a list adds a 4-byte count."""
+    def n_bytes(self, report=None):
+        """Size of a report in the compact binary format: fixed-width integers (the fewest
+        bytes that hold the field's domain), bits packed 8 per byte, and a list as a 4-byte
+        count followed by its entries (give the ``report`` to size its lists)."""
         total = 0
-        for typ, length, low, high in self.field_specs().values():
+        for name, (typ, length, low, high) in self.field_specs().items():
             if typ == "bits":
                 total += (length + 7) // 8
                 continue
             width = _int_width(np.min(low), np.max(high) - 1)
-            total += width * (1 if length is None else length)
+            if typ == "list":
+                total += 4 + width * (0 if report is None else len(report[name]))
+            else:
+                total += width * (1 if length is None else length)
         return total
 
 
@@ -739,8 +751,6 @@ class _Edges(_Plan):
                                   self.n, self.q)
         return {"l": [pos]}   # one list per user
 
-    def n_bytes(self):
-        return 4   # plus 4 (or fewer) bytes per listed user; see report_bytes
 
 
 _KIND_CLASSES = {
@@ -761,7 +771,25 @@ KINDS = dict(_KIND_PROTECTS)
 
 
 def plan(spec):
-    """The validated plan of a local collection spec (:class:`SpecError` otherwise)."""
+    """What a device computes for a local collection spec, validated.
+
+    Parameters
+    ----------
+    spec : CollectionSpec
+
+    Returns
+    -------
+    plan : object
+        Its ``prepare`` (raw data to the mechanism's input), ``encode`` (a batch of
+        users' reports from a seed and their keys), ``check`` (validate a report),
+        ``field_specs`` (the wire format) and ``n_bytes`` (a report's binary size).
+
+    Raises
+    ------
+    SpecError
+        An unknown kind, a missing or invalid public value, or a budget below what
+        the parameters spend.
+    """
     cls = _KIND_CLASSES.get(spec.kind)
     if cls is None:
         raise SpecError(f"unknown mechanism kind {spec.kind!r}; devices answer "

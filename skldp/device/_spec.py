@@ -167,7 +167,16 @@ class CollectionSpec:
 
 
 def read_spec(source):
-    """Read and validate a collection spec (a JSON text, a dict, a path or a file object).
+    """Read and validate a collection spec.
+
+    Parameters
+    ----------
+    source : CollectionSpec, dict, str or file object
+        The spec, its JSON data, its JSON text, or a path or file holding it.
+
+    Returns
+    -------
+    spec : CollectionSpec
 
     Raises
     ------

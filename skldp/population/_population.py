@@ -423,6 +423,15 @@ def array_population(fingerprint):
     Plain arrays carry no user ids: row ``i`` of an array is a user of that array
     only. The same content met again (in this process) is the same users, so
     what they sent before is still on their ledger.
+
+    Parameters
+    ----------
+    fingerprint : str
+        The array's content hash (:func:`skldp.utils.array_fingerprint`).
+
+    Returns
+    -------
+    population : Population
     """
     with _REGISTRY_LOCK:
         pop = _ARRAYS.get(fingerprint)
