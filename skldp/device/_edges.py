@@ -68,8 +68,10 @@ def _flipped_slots(seed, rkeys, n_free, q):
         used += draws
         active = active & (cur < n_free)
     owner, slot = np.concatenate(owners), np.concatenate(slots)
-    order = np.lexsort((slot, owner))
-    return owner[order], slot[order]
+    if len(owners) > 1:   # rounds append later slots: order by (owner, slot)
+        order = np.argsort(owner, kind="stable")
+        owner, slot = owner[order], slot[order]
+    return owner, slot
 
 
 def randomized_lists(seed, rkeys, own_pos, nbr_ptr, nbr_pos, nbr_keys, n, q):
@@ -115,20 +117,19 @@ def randomized_lists(seed, rkeys, own_pos, nbr_ptr, nbr_pos, nbr_keys, n, q):
     f_owner, f_slot = _flipped_slots(seed, rkeys, n_free, q)
     # slot s of a user is the position s + #{excluded positions e_t with e_t - t <= s},
     # e sorted (the user and its neighbours): one search over all users of the block
-    e_owner = np.concatenate([np.arange(m), t_owner])
-    e_pos = np.concatenate([own_pos, nbr_pos])
-    order = np.lexsort((e_pos, e_owner))
-    e_owner, e_pos = e_owner[order], e_pos[order]
+    stride = np.int64(n + 1)
+    e = np.sort(np.concatenate([np.arange(m) * stride + own_pos, t_owner * stride + nbr_pos]))
+    e_owner = e // stride
     e_count = deg + 1
     e_start = np.cumsum(e_count) - e_count
-    rank = np.arange(len(e_pos)) - np.repeat(e_start, e_count)
-    stride = np.int64(n + 1)
-    codes = e_owner * stride + (e_pos - rank)
+    rank = np.arange(len(e)) - np.repeat(e_start, e_count)
+    codes = e - rank          # owner * stride + (e_t - t), increasing
     before = np.searchsorted(codes, f_owner * stride + f_slot, side="right") - e_start[f_owner]
+    del e, e_owner, codes, rank
     f_pos = f_slot + before
-    owner = np.concatenate([t_owner[keep], f_owner])
-    pos = np.concatenate([nbr_pos[keep], f_pos])
-    order = np.lexsort((pos, owner))
+    # both parts are grouped by owner: one sort of (owner, position) codes merges them
+    merged = np.sort(np.concatenate([t_owner[keep] * stride + nbr_pos[keep],
+                                     f_owner * stride + f_pos]))
     ptr = np.zeros(m + 1, dtype=np.int64)
-    np.cumsum(np.bincount(owner, minlength=m), out=ptr[1:])
-    return ptr, pos[order]
+    np.cumsum(np.bincount(merged // stride, minlength=m), out=ptr[1:])
+    return ptr, merged % stride

@@ -122,16 +122,14 @@ def _report_lists(A, keys, eps, seed, report_keys=None):
         stop = min(n, max(stop, start + 1))
         lo, hi = indptr[start], indptr[stop]
         # the users' neighbours as positions in key order, increasing within each user
-        owner = np.repeat(np.arange(stop - start), deg[start:stop])
-        pos = rank[indices[lo:hi]]
-        order = np.lexsort((pos, owner))
+        owner = np.repeat(np.arange(stop - start, dtype=np.int64), deg[start:stop])
+        order = np.argsort(owner * n + rank[indices[lo:hi]])
         ptr, got = randomized_lists(seed, rkeys[start:stop], rank[start:stop],
-                                    indptr[start:stop + 1] - lo, pos[order],
+                                    indptr[start:stop + 1] - lo, rank[indices[lo:hi][order]],
                                     keys[indices[lo:hi][order]], n, q)
         # back to storage order, sorted within each row
-        rows = np.repeat(np.arange(stop - start), np.diff(ptr))
-        cols = by_key[got]
-        parts.append(cols[np.lexsort((cols, rows))])
+        rows = np.repeat(np.arange(stop - start, dtype=np.int64), np.diff(ptr))
+        parts.append(np.sort(rows * n + by_key[got]) - rows * n)
         ptrs.append(ptr[1:] + ptrs[-1][-1])
         start = stop
     out_ptr = np.concatenate(ptrs)
