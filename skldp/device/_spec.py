@@ -159,6 +159,25 @@ class CollectionSpec:
             raise SpecError(f"a collection spec must be JSON: {e}.") from None
         return cls.from_dict(data, check_kind=check_kind)
 
+    @classmethod
+    def from_estimator(cls, estimator, **kwargs):
+        """The spec the server publishes for a mechanism (server side: needs skldp's
+        dependencies); see :func:`skldp.population.collection_spec` for the arguments.
+
+        Parameters
+        ----------
+        estimator : mechanism
+            A feature, label or edge mechanism, fitted or not.
+        **kwargs
+            ``n_features``, ``node_ids``, ``simulation``.
+
+        Returns
+        -------
+        CollectionSpec
+        """
+        from ..population import collection_spec
+        return collection_spec(estimator, **kwargs)
+
     def describe(self):
         """One line: kind, what it protects and its budget."""
         name = self.kind.rsplit(".", 1)[-1]

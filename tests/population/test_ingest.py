@@ -6,8 +6,10 @@ import json
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from sklearn.pipeline import Pipeline
 
+from skldp import GraphData
 from skldp.accounting import privacy_report
 from skldp.baselines import CorrectAndSmooth, LabelPropagationClassifier
 from skldp.device import Device, Directory
@@ -49,10 +51,20 @@ def _fleet(G, y, labelled, *, eps_x=2.0, eps_y=2.0, eps_e=4.0):
     return (sx, rx), (sy, ry), (se, re_)
 
 
+def _sbm(n=90, d=8, seed=1):
+    """A 3-block graph with 0/1 features that carry the class."""
+    rng = np.random.default_rng(seed)
+    y = np.repeat([0, 1, 2], n // 3)
+    P = np.where(y[:, None] == y[None, :], 0.2, 0.01)
+    A = np.triu(rng.random((n, n)) < P, 1)
+    A = sp.csr_matrix((A | A.T).astype(float))
+    X = rng.random((n, d)) < 0.2 + 0.5 * (np.arange(d)[None, :] % 3 == y[:, None])
+    return GraphData(X.astype(float), A, node_ids=np.arange(n) * 3 + 1), y
+
+
 @pytest.fixture(scope="module")
 def fleet():
-    from conftest import _binary_sbm
-    G, y = _binary_sbm(n=90, d=8, seed=1)
+    G, y = _sbm()
     labelled = np.zeros(len(y), dtype=bool)
     labelled[::2] = True
     return G, y, labelled, _fleet(G, y, labelled)
