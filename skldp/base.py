@@ -157,7 +157,7 @@ class PrivateStepMixin:
 
     A private step declares what it protects (``protects``) and its privacy
     model (``"local"``: each user's report; ``"central"``: the released model).
-    When fitted it holds the public :class:`~skldp.population.CollectionSpec` of
+    When fitted it holds the public :class:`~skldp.device.CollectionSpec` of
     the collection it makes (``collection_``), its cost (``epsilon_``,
     ``delta_``), the :class:`~skldp.population.Ledger` its users' answers go to
     (``ledger_``), and it can forget its secret (``_forget_secret``). The
@@ -530,7 +530,7 @@ class LDPMechanism(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
 
     def fit(self, X, y=None):
         """Validate ``eps``, store the bounds and fix the collection (or adopt the
-        collection whose reports ``X`` holds, see :func:`collected_spec`)."""
+        collection whose reports ``X`` holds, see ``skldp.base.collected_spec``)."""
         self._validate_params_common()
         spec = collected_spec(X, "features")
         if spec is not None:

@@ -3,7 +3,7 @@
 Local DP is a protocol between devices and a server (Design page, "Local DP is a
 protocol"). A :class:`Population` holds the users' raw data behind one boundary:
 every report leaves through it, each device answers a collection (a public
-:class:`CollectionSpec`) once per value of its data, and the :class:`Ledger`
+:class:`~skldp.device.CollectionSpec`) once per value of its data, and the :class:`Ledger`
 records what each user actually sent. :func:`skldp.accounting.privacy_report`
 reads the ledger; a population's ``budget`` caps what its users may spend.
 

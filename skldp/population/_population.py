@@ -36,7 +36,7 @@ class Population:
     """The simulated devices of a set of users: the one place their raw data is read.
 
     Every report leaves through :meth:`collect`: a device answers a collection
-    (a public :class:`~skldp.population.CollectionSpec`) about its own data,
+    (a public :class:`~skldp.device.CollectionSpec`) about its own data,
     once per value of that data, and the ``ledger`` records the answer. A
     request that would take a user past ``budget`` raises
     :class:`BudgetExceededError` before any report is computed.

@@ -1,6 +1,6 @@
 """How the server writes a step's parameters into a collection spec.
 
-The spec itself (:class:`CollectionSpec`) lives in :mod:`skldp.device`, where the
+The spec itself (:class:`~skldp.device.CollectionSpec`) lives in :mod:`skldp.device`, where the
 devices read it.
 """
 
