@@ -100,7 +100,7 @@ def main():
         edge = "edges" in spec.protects
         kw = {"directory": directory} if edge else {}
 
-        def device_api(m):
+        def device_api(m, spec=spec, data=data, kw=kw):
             for i in range(m):
                 Device(user=ids[i]).answer(spec, data(i), **kw)
 
@@ -113,11 +113,11 @@ def main():
         if Xall is not None:
             keys = np.frombuffer(secrets.token_bytes(8 * len(Xall)), "<u8").astype(np.uint64)
             prepared = p.prepare(Xall)
-            batch = _rate(lambda m: p.encode(prepared[:m], secrets.randbits(63), keys[:m]),
-                          len(Xall))
+            batch = _rate(lambda m, p=p, prepared=prepared, keys=keys: p.encode(
+                prepared[:m], secrets.randbits(63), keys[:m]), len(Xall))
         if Xall is not None and "labels" not in spec.protects:
 
-            def per_estimator(m):
+            def per_estimator(m, mech=mech, Xall=Xall):
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     for i in range(m):   # as before the encoder: a plain one-row array

@@ -27,11 +27,11 @@ from ..base import (
     collected_spec,
     population_of,
 )
-from ..exceptions import PrivacyLeakWarning
 from ..device._kinds import grr_probabilities, grrfs_encode
+from ..exceptions import PrivacyLeakWarning
 from ..utils._blocks import row_blocks
-from ._grid import check_eps_per_coordinate
 from ..utils.validation import check_eps, check_finite_features, check_int
+from ._grid import check_eps_per_coordinate
 
 __all__ = ["GRRFSMechanism", "grrfs_epsilon", "grrfs_paper_epsilon", "grr_probabilities",
            "group_features", "FeatureGrouper", "discretize", "quantile_bin_edges"]

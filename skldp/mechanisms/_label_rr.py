@@ -8,10 +8,10 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from .._graph_data import GraphData
 from ..base import PrivateStepMixin
+from ..device._kinds import label_encode, label_flip_q
 from ..exceptions import PrivacyLeakWarning
 from ..population import default_population
 from ..population._digest import label_digests
-from ..device._kinds import label_encode, label_flip_q
 from ..utils.validation import check_eps
 from ._grid import check_eps_per_coordinate
 

@@ -7,8 +7,8 @@ import scipy.sparse as sp
 
 from .._graph_data import GraphData
 from ..base import LDPMechanism, boundary_input, collected_spec, population_of
-from ..exceptions import PrivacyLeakWarning
 from ..device._kinds import frequency_oracle_probabilities, set_valued_encode
+from ..exceptions import PrivacyLeakWarning
 from ..utils.validation import check_finite_features, check_int
 from ._grid import check_eps_per_coordinate
 

@@ -180,7 +180,7 @@ def read_reports(source, spec, *, users=None, format=None):
         ukeys = ids_to_keys(np.asarray(list(users)))
         order = np.sort(ukeys)
         own_position = {u: int(np.searchsorted(order, k))
-                        for u, k in zip((_id_key(u) for u in users), ukeys)}
+                        for u, k in zip((_id_key(u) for u in users), ukeys, strict=True)}
     out = ReceivedReports(spec)
     seen = set()
     fields = {name: [] for name in p.field_specs()}

@@ -206,7 +206,7 @@ class Population:
             self._collected[spec.id] = spec
         if reports is not None:
             kept = self._received.setdefault(spec.id, {})
-            for k, r in zip(node_keys.tolist(), np.asarray(reports).tolist()):
+            for k, r in zip(node_keys.tolist(), np.asarray(reports).tolist(), strict=True):
                 kept.setdefault(k, r)
 
     def collected(self, like=None):

@@ -102,7 +102,7 @@ def test_file_formats_round_trip(fleet, tmp_path):
         write_reports(re_, str(tmp_path / name))
         b = read_reports(str(tmp_path / name), se)
         assert b.users == a.users and b.refused == a.refused
-        for la, lb in zip(a.reports["l"], b.reports["l"]):
+        for la, lb in zip(a.reports["l"], b.reports["l"], strict=True):
             np.testing.assert_array_equal(la, lb)
 
 
