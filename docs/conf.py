@@ -179,6 +179,7 @@ API_PAGES = {
     "skldp": ("Core: data container and base classes", "skldp"),
     "population": ("The privacy boundary: populations, collections, the ledger",
                    "skldp.population"),
+    "device": ("The device encoder (numpy only)", "skldp.device"),
     "mechanisms": ("Local DP mechanisms", "skldp.mechanisms"),
     "propagation": ("Propagation and denoising", "skldp.propagation"),
     "reconstruction": ("Reconstruction from local DP reports", "skldp.reconstruction"),
@@ -196,10 +197,15 @@ API_PAGES = {
 }
 
 
-def _home_page(obj, default):
-    """The API page (module) that documents ``obj``: the deepest one containing its module."""
+def _home_page(obj, default, name=None):
+    """The API page (module) that documents ``obj``: the deepest one containing its module
+    that lists it in its ``__all__`` (a private helper shared with a light subpackage, as
+    the per-user randomness of ``skldp.device``, stays on the page that exports it)."""
     module = getattr(obj, "__module__", None) or default
     homes = [m for _, m in API_PAGES.values() if module == m or module.startswith(m + ".")]
+    if name is not None:
+        homes = [m for m in homes
+                 if name in getattr(importlib.import_module(m), "__all__", [])]
     return max(homes, key=len) if homes else default
 
 
@@ -215,7 +221,7 @@ def _write_api_pages():
                        key=str.lower)
         own, elsewhere = [], []
         for n in names:
-            home = _home_page(getattr(mod, n), modname)
+            home = _home_page(getattr(mod, n), modname, n)
             (own if home == modname else elsewhere).append((n, home))
         lines = [f".. This page is written by docs/conf.py from {modname}.__all__.", "",
                  title, "=" * len(title), "", f".. automodule:: {modname}",

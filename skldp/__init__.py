@@ -1,10 +1,35 @@
 """skldp: differential privacy for learning on graphs, with the scikit-learn API."""
 
-from ._graph_data import GraphData
-from .base import GraphClassifierMixin, GraphTransformerMixin, LDPMechanism, NodeWise
-from .exceptions import InvalidParameterError, PrivacyBudgetError, PrivacyLeakWarning
+import importlib
 
 __version__ = "0.1.0"
 
+# The package's names are imported when first used (PEP 562), so that importing a
+# light subpackage (``skldp.device``, the numpy-only encoder that runs on users'
+# devices) does not import scikit-learn, scipy or torch.
+_LAZY = {
+    "GraphData": "._graph_data",
+    "GraphClassifierMixin": ".base",
+    "GraphTransformerMixin": ".base",
+    "LDPMechanism": ".base",
+    "NodeWise": ".base",
+    "InvalidParameterError": ".exceptions",
+    "PrivacyBudgetError": ".exceptions",
+    "PrivacyLeakWarning": ".exceptions",
+}
+
 __all__ = ["GraphData", "GraphClassifierMixin", "GraphTransformerMixin", "InvalidParameterError",
            "LDPMechanism", "NodeWise", "PrivacyBudgetError", "PrivacyLeakWarning", "__version__"]
+
+
+def __getattr__(name):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'skldp' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

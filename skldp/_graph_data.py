@@ -1,6 +1,5 @@
 """The data contract shared by every graph-aware step: :class:`GraphData`."""
 
-import hashlib
 import numbers
 import sys
 import threading
@@ -11,7 +10,8 @@ from collections import OrderedDict
 import numpy as np
 import scipy.sparse as sp
 
-from .population import Population
+from .device._random import ids_to_keys
+from .population._population import Population
 from .utils._arrays import check_finite_features, frame_column_names
 
 __all__ = ["GraphData"]
@@ -679,13 +679,9 @@ def _nbytes(value):
 
 
 def _ids_to_keys(ids):
-    """Stable uint64 key per node id (integers map to themselves)."""
-    ids = np.asarray(ids)
-    if np.issubdtype(ids.dtype, np.integer):
-        return ids.astype(np.uint64)
-    # Non-integer ids (e.g. user names): a stable hash, computed once per graph.
-    digests = [hashlib.blake2b(str(i).encode(), digest_size=8).digest() for i in ids]
-    return np.frombuffer(b"".join(digests), dtype="<u8").copy()
+    """Stable uint64 key per node id (integers map to themselves; see
+    :func:`skldp.device._random.ids_to_keys`, which the devices use too)."""
+    return ids_to_keys(ids)
 
 
 def _is_symmetric(A):

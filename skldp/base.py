@@ -14,8 +14,8 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_array, check_is_fitted, column_or_1d
 
 from ._graph_data import GraphData
-from .population import array_population
 from .population._digest import feature_digests
+from .population._population import array_population
 from .population._spec import (
     CollectionSpec,
     device_step_spec,
@@ -36,7 +36,18 @@ from .utils.validation import (
 
 __all__ = ["GraphTransformerMixin", "LDPMechanism", "NodeWise", "GraphClassifierMixin",
            "PrivateStepMixin", "fitted_token", "check_population", "population_of",
-           "boundary_input", "saved_positions"]
+           "boundary_input", "saved_positions", "collected_spec"]
+
+
+def collected_spec(X, part="features"):
+    """The spec of the collection whose reports are ``X``'s ``part`` (features or
+    adjacency), when real devices sent them (:func:`skldp.population.received_graph`);
+    ``None`` otherwise."""
+    if not isinstance(X, GraphData):
+        return None
+    st = X._store
+    origin = st.feature_origin if part == "features" else st.adjacency_origin
+    return origin[1] if origin[0] == "reports" else None
 
 
 def boundary_input(step, X, part="features"):
@@ -60,6 +71,14 @@ def boundary_input(step, X, part="features"):
         return array_population(population_of(X)), ()
     st = X._store
     origin = st.feature_origin if part == "features" else st.adjacency_origin
+    if origin[0] == "reports":
+        spec = origin[1]
+        raise ValueError(
+            f"{type(step).__name__} perturbs what each user's device holds, but its input "
+            f"{part} are the reports of collection {spec.id} ({spec.describe()}) that the "
+            "users' devices sent: they are already private and must not be perturbed again. "
+            "Leave the step out, or give it that collection's parameters "
+            "(skldp.population.mechanism_from_spec(spec)) so that it passes them on.")
     if origin[0] != "raw":
         name = type(step).__name__
         raise ValueError(
@@ -138,7 +157,7 @@ class PrivateStepMixin:
 
     A private step declares what it protects (``protects``) and its privacy
     model (``"local"``: each user's report; ``"central"``: the released model).
-    When fitted it holds the public :class:`~skldp.population.CollectionSpec` of
+    When fitted it holds the public :class:`~skldp.device.CollectionSpec` of
     the collection it makes (``collection_``), its cost (``epsilon_``,
     ``delta_``), the :class:`~skldp.population.Ledger` its users' answers go to
     (``ledger_``), and it can forget its secret (``_forget_secret``). The
@@ -183,6 +202,54 @@ class PrivateStepMixin:
                 f"{type(self).__name__}'s parameters {changed} changed since it was fitted; "
                 "its collection was made with the old values, and the new ones would not be "
                 "what epsilon_ and the ledger state. Fit it again (a new collection).")
+
+    def _fit_collected(self, X, spec):
+        """Fit on the reports of ``spec`` that real devices sent: adopt the collection.
+
+        The step does not perturb again: it takes the collection's spec (its id,
+        budget and public state) and the ledger of the users who answered, and
+        :meth:`transform` passes the reports on (``collected_`` is True). Its
+        parameters must be the collection's.
+        """
+        name = type(self).__name__
+        if step_kind(self) != spec.kind:
+            raise ValueError(
+                f"{name} is given the reports of collection {spec.id} ({spec.describe()}), "
+                "another mechanism's. Use that collection's mechanism "
+                "(skldp.population.mechanism_from_spec(spec)) or leave the step out: "
+                "skldp.population.received_graph has already decoded the reports.")
+        mine = public_params(self)
+        changed = sorted(k for k in set(mine) | set(spec.params)
+                         if mine.get(k) != spec.params.get(k))
+        if changed:
+            diff = ", ".join(f"{k}={mine.get(k)!r} (collection: {spec.params.get(k)!r})"
+                             for k in changed)
+            raise ValueError(
+                f"{name} is given the reports of collection {spec.id}, made with other "
+                f"parameters: {diff}. A step over collected reports must state the "
+                "collection's parameters (skldp.population.mechanism_from_spec(spec)).")
+        self._restore_public_state(spec, X)
+        self.collection_ = spec
+        self.epsilon_ = float(spec.epsilon)
+        self.protects_ = tuple(self.protects)
+        self.ledger_ = X.population.ledger if isinstance(X, GraphData) else None
+        self.population_ = population_of(X) if X is not None else None
+        self.collected_ = True
+        self.__dict__.pop("seed_", None)
+        return self
+
+    def _restore_public_state(self, spec, X):   # pragma: no cover - per mechanism
+        raise NotImplementedError
+
+    def _collected_output(self, G, part):
+        """``G`` itself, when its ``part`` is the reports of this step's collection."""
+        spec = collected_spec(G, part)
+        if spec is None or spec.id != self.collection_.id:
+            raise ValueError(
+                f"{type(self).__name__} was fitted on the reports of collection "
+                f"{self.collection_.id} that real devices sent; it holds no secret and "
+                f"cannot perturb anything else. Give it that graph (or its views).")
+        return G
 
     def _check_device_steps(self, device_steps):
         if tuple(device_steps) != tuple(self.collection_.device_steps):
@@ -462,8 +529,13 @@ class LDPMechanism(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
     _graph_requirements = {}
 
     def fit(self, X, y=None):
-        """Validate ``eps``, store the bounds and fix the collection."""
+        """Validate ``eps``, store the bounds and fix the collection (or adopt the
+        collection whose reports ``X`` holds, see ``skldp.base.collected_spec``)."""
         self._validate_params_common()
+        spec = collected_spec(X, "features")
+        if spec is not None:
+            return self._fit_collected(X, spec)
+        self.__dict__.pop("collected_", None)
         Xf = self._all_features(X)
         population, device_steps = boundary_input(self, X if isinstance(X, GraphData) else Xf)
         check_finite_features(Xf)
@@ -481,6 +553,21 @@ class LDPMechanism(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
         return {"n_features": self.n_features_in_, "feature_min": self.feature_min_,
                 "feature_max": self.feature_max_}
 
+    def _restore_public_state(self, spec, X):
+        """The fitted state of a collection from its spec alone (reports decoded on the
+        server, see :meth:`_fit_collected`)."""
+        ps = spec.public_state
+        self.n_features_in_ = int(ps["n_features"])
+        if X is not None and X.shape[1] != self.n_features_in_:
+            raise ValueError(f"The reports have {X.shape[1]} columns; collection {spec.id} "
+                             f"has {self.n_features_in_} features.")
+        self.feature_min_ = np.asarray(ps["feature_min"], dtype=np.float64)
+        self.feature_max_ = np.asarray(ps["feature_max"], dtype=np.float64)
+        self._validate_params()
+        if public_value(self._public_state()) != ps:
+            raise ValueError(f"{type(self).__name__} with these parameters would fix another "
+                             f"public state than collection {spec.id}'s.")
+
     def transform(self, X):
         """The users' reports: one perturbation per user and input, reused on every call."""
         check_is_fitted(self, "epsilon_")
@@ -488,6 +575,9 @@ class LDPMechanism(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
         if isinstance(X, GraphData):
             check_population(self, X)
             return super().transform(X)
+        if getattr(self, "collected_", False):
+            raise ValueError(f"{type(self).__name__} was fitted on reports real devices sent; "
+                             "give it the GraphData of those reports.")
         X = check_array(X, accept_sparse="csr", dtype=np.float64, ensure_all_finite=False)
         self._check_n_features(X)
         check_finite_features(X)
@@ -496,6 +586,8 @@ class LDPMechanism(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
                                  array_population(self.population_), ())
 
     def _transform_graph(self, G):
+        if getattr(self, "collected_", False):
+            return self._collected_output(G, "features")
         population, device_steps = boundary_input(self, G, "features")
         Z = self._reports_for(G.features, G.node_keys, population, device_steps)
         return G.with_features(Z, feature_names=G.feature_names)

@@ -34,7 +34,7 @@ numpydoc_validate = pytest.importorskip("numpydoc.validate")
 PUBLIC_MODULES = [
     "skldp", "skldp.mechanisms", "skldp.propagation", "skldp.reconstruction", "skldp.models",
     "skldp.central", "skldp.accounting", "skldp.model_selection", "skldp.datasets",
-    "skldp.metrics", "skldp.privacy", "skldp.audit",
+    "skldp.metrics", "skldp.privacy", "skldp.audit", "skldp.device", "skldp.population",
 ]
 CODES = {"GL06", "GL07", "GL08", "SS01", "PR01", "PR02", "PR03", "PR10"}
 # Stricter for the estimators documented by this package's models (examples required).

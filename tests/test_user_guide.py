@@ -12,7 +12,8 @@ import pytest
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 FAST = ["design.rst", "user_guide/data_contract.rst", "user_guide/privacy_model.rst",
-        "user_guide/mechanisms.rst", "user_guide/own_graph.rst", "user_guide/scaling.rst"]
+        "user_guide/mechanisms.rst", "user_guide/own_graph.rst", "user_guide/scaling.rst",
+        "user_guide/deploying.rst"]
 SLOW = ["user_guide/quickstart.rst", "user_guide/budgets.rst", "user_guide/models.rst"]
 # Pages whose blocks are not run here, with the reason.
 NOT_RUN = {

@@ -3,7 +3,6 @@
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.stats import binom
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
@@ -12,34 +11,27 @@ from ..base import (
     PrivateStepMixin,
     boundary_input,
     check_population,
+    collected_spec,
     population_of,
     saved_positions,
 )
+from ..device._edges import flip_probability, randomized_lists
+from ..device._kinds import directory_digest
+from ..device._random import pair_uniforms as _pair_uniforms  # noqa: F401
 from ..population._digest import list_digests
-from ..utils._random import (
-    _GOLDEN,
-    _mix,
-    _row_keys,
-    _to_unit,
-    node_uniforms,
-    node_uniforms_ragged,
-)
 from ..utils.validation import check_eps, check_graph_data, check_int
 from ._grid import check_eps_per_coordinate
 
 __all__ = ["EdgeRR", "randomized_adjacency_lists"]
 
 _SYMMETRIZE = ("or", "and", "directed")
-_BLOCK_DRAWS = 1 << 20  # candidate targets drawn per block of users (bounds temporary memory)
-# streams of the per-user randomness (independent quantities)
-_S_KEEP, _S_COUNT, _S_TARGET0 = 0, 1, 2
-_MAX_ROUNDS = 64
+_BLOCK_DRAWS = 1 << 20  # list entries drawn per block of users (bounds temporary memory)
 _SYM_BLOCK = 1 << 17  # entries per row block of the symmetrisation
 
 
 def _flip_probability(eps):
     """1 / (1 + e^eps), the probability of flipping one bit [Lin et al., IEEE TIFS 2022, Eq. 5]."""
-    return 0.0 if np.isinf(eps) else float(1.0 / (1.0 + np.exp(eps)))
+    return flip_probability(eps)
 
 
 def randomized_adjacency_lists(A, keys, eps, seed, report_keys=None):
@@ -48,13 +40,11 @@ def randomized_adjacency_lists(A, keys, eps, seed, report_keys=None):
     Row ``i`` is user ``i``'s adjacency list (a bit per other user). Each bit
     is flipped with probability ``q = 1 / (1 + e^eps)``: a true neighbour is
     kept with probability ``1 - q`` and each of the ``n - 1 - deg(i)``
-    non-neighbours (self excluded) is added with probability ``q``. The number
-    of added neighbours is drawn from its binomial law by the inverse CDF of
-    one per-user uniform; the added targets are distinct uniform draws among
-    the user's non-neighbours, found by rejection in vectorised rounds (only
-    users with a shortfall draw again). Every draw is keyed by
-    ``(seed, keys[i])``, so a user's report depends only on the seed, its key
-    and its own list.
+    non-neighbours (self excluded) is added with probability ``q``, drawn by
+    geometric skipping over the non-neighbours in the order of the user keys
+    (the device program, :func:`skldp.device._edges.randomized_lists`). Every
+    draw is keyed by ``(seed, keys[i])``, so a user's report depends only on
+    the seed, its key and its own list.
 
     Parameters
     ----------
@@ -106,12 +96,11 @@ def _row_blocks(indptr, size):
 
 
 def _report_lists(A, keys, eps, seed, report_keys=None):
-    """``(indptr, cols)`` of the reports (sorted rows), written in place block by block.
+    """``(indptr, cols)`` of the reports (sorted rows), drawn block by block.
 
-    The row lengths are known before any target is drawn (kept true bits plus the
-    binomial counts), so the column array is allocated once at its final size.
     ``keys`` name the users (as targets too); each user's own random numbers are
-    drawn from ``report_keys`` (``keys`` by default).
+    drawn from ``report_keys`` (``keys`` by default). The devices name users by
+    their positions in the directory sorted by key; the blocks translate.
     """
     n = A.shape[0]
     q = _flip_probability(eps)
@@ -119,47 +108,33 @@ def _report_lists(A, keys, eps, seed, report_keys=None):
     deg = np.diff(indptr)
     keys = np.asarray(keys, dtype=np.uint64)
     rkeys = keys if report_keys is None else np.asarray(report_keys, dtype=np.uint64)
-    # number of flipped-in non-edges per user: Binomial(n - 1 - deg, q), by the inverse CDF
-    n_free = n - 1 - deg
-    n_add = np.zeros(n, dtype=np.int64)
-    if q > 0:
-        u = node_uniforms(seed, rkeys, 1, stream=_S_COUNT)[:, 0]
-        todo = n_free > 0
-        n_add[todo] = binom.ppf(u[todo], n_free[todo], q).astype(np.int64)
-        np.minimum(n_add, n_free, out=n_add)
-    # keep each true bit with probability 1 - q (draw keyed by the pair of user keys)
-    keep = np.empty(len(indices), dtype=bool)
-    for start, stop in _row_blocks(indptr, _BLOCK_DRAWS):
-        lo, hi = indptr[start], indptr[stop]
-        t_rows = np.repeat(np.arange(start, stop), deg[start:stop])
-        keep[lo:hi] = _pair_uniforms(seed, rkeys[t_rows], keys[indices[lo:hi]], _S_KEEP) >= q
-    counts = n_add + _row_sums(indptr, keep)
-    out_ptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(counts, out=out_ptr[1:])
-    idx_dtype = _index_dtype(n, int(out_ptr[-1]))
-    cols_out = np.empty(int(out_ptr[-1]), dtype=idx_dtype)
-    # targets are drawn as ranks in the order of the user keys, so that reports do not
-    # depend on the order in which users are stored
     by_key = np.argsort(keys, kind="stable")
-    # Users are processed in blocks of about _BLOCK_DRAWS entries (every draw is keyed by
-    # the user, so the blocks do not change the draws); each block's rows are sorted and
-    # written in place, so the peak memory is the output plus one block of temporaries.
-    work = np.cumsum(n_add + deg)
+    rank = np.empty(n, dtype=np.int64)
+    rank[by_key] = np.arange(n)
+    # Users are processed in blocks of about _BLOCK_DRAWS expected entries (every draw is
+    # keyed by the user, so the blocks do not change the draws).
+    work = np.cumsum(deg + np.ceil((n - 1 - deg) * q).astype(np.int64) + 1)
+    ptrs, parts = [np.zeros(1, np.int64)], []
     start = 0
     while start < n:
         base = work[start - 1] if start else 0
         stop = int(np.searchsorted(work, base + _BLOCK_DRAWS, side="right"))
         stop = min(n, max(stop, start + 1))
         lo, hi = indptr[start], indptr[stop]
-        k = keep[lo:hi]
-        t_rows = np.repeat(np.arange(start, stop), deg[start:stop])[k]
-        a_rows, a_cols = _draw_targets(seed, rkeys, by_key, indptr, indices, n, start, stop,
-                                       n_add[start:stop], n_free[start:stop])
-        rows = np.concatenate([t_rows, a_rows])
-        cols = np.concatenate([indices[lo:hi][k].astype(np.int64), a_cols])
-        order = np.lexsort((cols, rows))
-        cols_out[out_ptr[start]:out_ptr[stop]] = cols[order]
+        # the users' neighbours as positions in key order, increasing within each user
+        owner = np.repeat(np.arange(stop - start, dtype=np.int64), deg[start:stop])
+        order = np.argsort(owner * n + rank[indices[lo:hi]])
+        ptr, got = randomized_lists(seed, rkeys[start:stop], rank[start:stop],
+                                    indptr[start:stop + 1] - lo, rank[indices[lo:hi][order]],
+                                    keys[indices[lo:hi][order]], n, q)
+        # back to storage order, sorted within each row
+        rows = np.repeat(np.arange(stop - start, dtype=np.int64), np.diff(ptr))
+        parts.append(np.sort(rows * n + by_key[got]) - rows * n)
+        ptrs.append(ptr[1:] + ptrs[-1][-1])
         start = stop
+    out_ptr = np.concatenate(ptrs)
+    idx_dtype = _index_dtype(n, int(out_ptr[-1]))
+    cols_out = np.concatenate(parts).astype(idx_dtype) if parts else np.zeros(0, idx_dtype)
     return out_ptr.astype(idx_dtype), cols_out
 
 
@@ -244,68 +219,6 @@ def _symmetrize(indptr, cols, mode):
         codes.sort(kind="stable")
         out[out_ptr[start]:out_ptr[stop]] = codes % n
     return out_ptr.astype(idx_dtype), out
-
-
-def _pair_uniforms(seed, ukeys, vkeys, stream):
-    """One uniform per (user, other user) pair of keys, a pure function of both keys."""
-    with np.errstate(over="ignore"):
-        return _to_unit(_mix(_row_keys(seed, ukeys, stream) + _mix(vkeys + _GOLDEN) * _GOLDEN))
-
-
-def _draw_targets(seed, keys, by_key, indptr, indices, n, start, stop, need, n_free):
-    """Distinct uniform non-neighbour targets for users start..stop-1 (vectorised rounds)."""
-    users = np.arange(start, stop)
-    got_rows, got_cols = [], []
-    have = np.zeros(len(users), dtype=np.int64)
-    # sorted codes of the users' true edges and self pairs, to reject them
-    lo, hi = indptr[start], indptr[stop]
-    true_codes = (np.repeat(users, np.diff(indptr[start:stop + 1])) * n
-                  + indices[lo:hi].astype(np.int64))
-    forbidden = np.sort(np.concatenate([true_codes, users * n + users]))  # disjoint sets
-    accepted = np.zeros(0, dtype=np.int64)  # sorted codes accepted so far
-    for rnd in range(_MAX_ROUNDS):
-        short = need - have
-        active = short > 0
-        if not active.any():
-            break
-        # expected acceptance rate (free slots still open / n); draw a little more than needed
-        open_slots = np.maximum(n_free - have, 1)
-        rate = open_slots / n
-        draws = np.where(active, np.ceil(short / rate * 1.1).astype(np.int64) + 2, 0)
-        u = node_uniforms_ragged(seed, keys[users], draws, stream=_S_TARGET0 + rnd)
-        owner = np.repeat(np.arange(len(users)), draws)
-        cand = by_key[np.minimum((u * n).astype(np.int64), n - 1)]
-        codes = users[owner] * n + cand
-        # reject self loops, true neighbours and targets accepted in earlier rounds
-        ok = ~_isin_sorted(codes, forbidden) & ~_isin_sorted(codes, accepted)
-        owner, codes = owner[ok], codes[ok]
-        # keep the first occurrence of each code (draw order), then the first `short` per user
-        first = _first_occurrences(codes)
-        owner, codes = owner[first], codes[first]
-        rank = np.arange(len(owner)) - np.searchsorted(owner, owner, side="left")
-        take = rank < short[owner]
-        owner, codes = owner[take], codes[take]
-        have += np.bincount(owner, minlength=len(users))
-        accepted = np.sort(np.concatenate([accepted, codes]))  # disjoint
-        got_rows.append(users[owner])
-        got_cols.append(codes % n)
-    else:  # pragma: no cover - needs an astronomically unlucky seed
-        raise RuntimeError("EdgeRR: target sampling did not converge.")
-    if not got_rows:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    return np.concatenate(got_rows), np.concatenate(got_cols)
-
-
-def _first_occurrences(codes):
-    """Positions (increasing) of the first occurrence of each distinct value."""
-    if len(codes) == 0:
-        return np.zeros(0, dtype=np.int64)
-    order = np.argsort(codes, kind="stable")
-    sc = codes[order]
-    new = np.empty(len(sc), dtype=bool)
-    new[0] = True
-    np.not_equal(sc[1:], sc[:-1], out=new[1:])
-    return np.sort(order[new])
 
 
 def _isin_sorted(x, sorted_ref):
@@ -423,12 +336,18 @@ class EdgeRR(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
         """Validate the parameters and the graph, fix the collection."""
         G = check_graph_data(X, self, require_adjacency=True)
         self._check_params()
+        spec = collected_spec(G, "adjacency")
+        if spec is not None:
+            return self._fit_collected(G, spec)
+        self.__dict__.pop("collected_", None)
         population, device_steps = boundary_input(self, G, "adjacency")
         self._lists(G)
         self.n_features_in_ = G.shape[1]
         self.population_ = population_of(G)
+        # the directory (every user's key) is public: an adjacency list names other users
         self._open_collection(population, epsilon=float(self.eps), device_steps=device_steps,
-                              public_state={"n_users": G.n_nodes})
+                              public_state={"n_users": G.n_nodes,
+                                            "directory": directory_digest(G.node_keys)})
         self.flip_probability_ = _flip_probability(float(self.eps))
         return self
 
@@ -472,6 +391,15 @@ class EdgeRR(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
                              "user i's list." % self.symmetrize)
         return A
 
+    def _restore_public_state(self, spec, G):
+        ps = spec.public_state
+        if G is not None and (G.n_nodes != ps["n_users"]
+                              or directory_digest(G.node_keys) != ps["directory"]):
+            raise ValueError(f"This graph's users are not those of collection {spec.id} "
+                             "(its directory differs).")
+        self.n_features_in_ = None if G is None else G.shape[1]
+        self.flip_probability_ = _flip_probability(float(self.eps))
+
     def _forget_secret(self, X):
         """Keep the server's randomized graph of the users of ``X`` and delete ``seed_``."""
         G = check_graph_data(X, self, require_adjacency=True).full()
@@ -489,6 +417,8 @@ class EdgeRR(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
                                lambda keys: None, unique=True)
 
     def _transform_graph(self, G):
+        if getattr(self, "collected_", False):
+            return self._collected_output(G, "adjacency")
         if not hasattr(self, "seed_"):
             rows = saved_positions(self.saved_keys_, G.node_keys, type(self).__name__)
             if len(rows) != len(self.saved_keys_):

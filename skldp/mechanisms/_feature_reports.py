@@ -1,14 +1,14 @@
 """Pieces shared by the per-coordinate feature mechanisms (one-bit, multi-bit, Laplace,
 piecewise): reading the raw features in row blocks that bound temporary memory, sampling
-k of d coordinates per user, assembling the sampled reports, and checking the inputs of
-``variance``.
+k of d coordinates per user as the devices do, assembling the sampled reports, and
+checking the inputs of ``variance``.
 """
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.validation import check_is_fitted
 
-from ..utils import node_uniforms, sample_k_of_d
+from ..device._random import _FLOYD_MAX_K, sample_columns  # noqa: F401
 from ..utils.validation import check_int
 
 __all__ = []
@@ -34,30 +34,10 @@ def _gather(X, rows, cols):
     return np.asarray(X, dtype=np.float64)[rows[:, None], cols]
 
 
-# Up to this k, k-of-d sampling uses Floyd's algorithm on k uniforms per node
-# (O(n k^2)) instead of ranking d uniforms per node (O(n d)).
-_FLOYD_MAX_K = 64
-
-
 def _sample_columns(seed, keys, d, k, stream=0):
-    """k distinct columns out of d per node, uniformly, as a pure function of (seed, key).
-
-    For small k this is R. W. Floyd's subset sampling (Bentley & Floyd, CACM 1987),
-    vectorised over nodes: for j = d-k .. d-1 draw t uniform in 0..j and take t,
-    or j if t was already taken; every k-subset is equally likely. It needs k
-    uniforms per node instead of the d of :func:`skldp.utils.sample_k_of_d`,
-    which is used for larger k.
-    """
-    if k > _FLOYD_MAX_K or k >= d:
-        return sample_k_of_d(seed, keys, d, k, stream=stream)
-    U = node_uniforms(seed, keys, k, stream=stream)
-    out = np.empty((len(keys), k), dtype=np.int64)
-    for i, j in enumerate(range(d - k, d)):  # k steps, vectorised over nodes
-        t = np.minimum((U[:, i] * (j + 1)).astype(np.int64), j)
-        if i:
-            t = np.where((out[:, :i] == t[:, None]).any(axis=1), j, t)
-        out[:, i] = t
-    return out
+    """k distinct columns out of d per node (increasing), as the devices draw them
+    (:func:`skldp.device._random.sample_columns`: Floyd's algorithm for small k)."""
+    return sample_columns(seed, keys, d, k, stream=stream)
 
 
 # Sampled reports are returned as CSR when every unsampled coordinate is 0

@@ -20,9 +20,15 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_array, check_is_fitted
 
 from .._graph_data import GraphData
-from ..base import GraphTransformerMixin, LDPMechanism, boundary_input, population_of
+from ..base import (
+    GraphTransformerMixin,
+    LDPMechanism,
+    boundary_input,
+    collected_spec,
+    population_of,
+)
+from ..device._kinds import grr_probabilities, grrfs_encode
 from ..exceptions import PrivacyLeakWarning
-from ..utils import node_uniforms, node_uniforms_fine, sample_k_of_d
 from ..utils._blocks import row_blocks
 from ..utils.validation import check_eps, check_finite_features, check_int
 from ._grid import check_eps_per_coordinate
@@ -31,20 +37,6 @@ __all__ = ["GRRFSMechanism", "grrfs_epsilon", "grrfs_paper_epsilon", "grr_probab
            "group_features", "FeatureGrouper", "discretize", "quantile_bin_edges"]
 
 _BLOCK_ENTRIES = 1 << 22  # rows x columns per block: bounds temporaries to ~32 MB
-
-
-def grr_probabilities(eps, c):
-    """Keep and flip probabilities ``(p, q)`` of GRR on a domain of size ``c``.
-
-    ``p = e^eps / (e^eps + c - 1)`` (report the true value), ``q = 1 / (e^eps +
-    c - 1)`` (report one given other value); ``eps = inf`` gives ``(1, 0)``.
-    Works elementwise on arrays of domain sizes.
-    """
-    c = np.asarray(c, dtype=np.float64)
-    if np.isinf(eps):
-        return np.ones_like(c), np.zeros_like(c)
-    e = np.exp(eps)
-    return e / (e + c - 1.0), 1.0 / (e + c - 1.0)
 
 
 def grrfs_epsilon(eps, m, d=None):
@@ -211,8 +203,8 @@ def quantile_bin_edges(X, n_bins=4, columns=None):
 
 def _edge_items(bin_edges, d):
     """(column, edges) pairs of a bin_edges spec: dict, list per column, or one 1-D array."""
-    if isinstance(bin_edges, dict):
-        return list(bin_edges.items())
+    if isinstance(bin_edges, dict):   # a spec's JSON object has string keys
+        return [(int(j), e) for j, e in bin_edges.items()]
     seq = list(bin_edges)
     if seq and all(np.ndim(e) == 0 and e is not None for e in seq):
         return [(j, np.asarray(seq, dtype=np.float64)) for j in range(d)]  # same for all
@@ -482,6 +474,10 @@ class GRRFSMechanism(LDPMechanism):
     def fit(self, X, y=None):
         """Validate the parameters, fix the public domains and draw the seed."""
         check_eps_per_coordinate(check_eps(self.eps), "eps", type(self).__name__)
+        spec = collected_spec(X, "features")
+        if spec is not None:
+            return self._fit_collected(X, spec)
+        self.__dict__.pop("collected_", None)
         names = X.feature_names if isinstance(X, GraphData) else None
         Xf = self._all_features(X)
         population, device_steps = boundary_input(self, X if isinstance(X, GraphData) else Xf)
@@ -536,6 +532,21 @@ class GRRFSMechanism(LDPMechanism):
             return X.features
         return check_array(X, accept_sparse="csr", dtype=np.float64, ensure_all_finite=False)
 
+    def _restore_public_state(self, spec, X):
+        ps = spec.public_state
+        d = self.n_features_in_ = int(ps["n_features"])
+        if X is not None and X.shape[1] != d:
+            raise ValueError(f"The reports have {X.shape[1]} columns; collection {spec.id} "
+                             f"has {d} features.")
+        check_int(self.m, "m", 1, d, maximum_is=f"n_features={d}")
+        if self.categories is not None:
+            self.categories_ = [np.unique(np.asarray(c, dtype=np.float64))
+                                for c in self.categories]
+        self.domain_sizes_ = np.asarray(ps["domain_sizes"], dtype=np.int64)
+        self.p_, self.q_ = grr_probabilities(float(self.eps), self.domain_sizes_)
+        self.sampling_rate_ = self.m / d
+        self.paper_epsilon_ = grrfs_paper_epsilon(float(self.eps), self.m, d)
+
     def _codes(self, X, names, sizes, check_range=True):
         """Validate and convert raw input to an int64 array of codes."""
         X = X.toarray() if sp.issparse(X) else np.asarray(X, dtype=np.float64)
@@ -577,24 +588,17 @@ class GRRFSMechanism(LDPMechanism):
 
     def _perturb(self, codes, keys):
         n, d = codes.shape
-        c = self.domain_sizes_
         out = np.empty((n, d), dtype=np.float64)
         for rows in row_blocks(n, d, _BLOCK_ENTRIES):
-            k = keys[rows]
-            x = codes[rows]
-            sampled = np.zeros(x.shape, dtype=bool)
-            idx = sample_k_of_d(self.seed_, k, d, self.m, stream=0)
-            sampled[np.arange(len(x))[:, None], idx] = True
-            # Full relative precision for the flip, whose probability (c - 1) q can be tiny.
-            u_keep = node_uniforms_fine(self.seed_, k, d, stream=1)
-            u_val = node_uniforms(self.seed_, k, d, stream=2)
-            # GRR: keep w.p. p, else one of the c - 1 other codes uniformly.
-            x = x.astype(np.int64)
-            other = (x + 1 + np.floor(u_val * (c - 1)).astype(np.int64)) % c
-            grr = np.where(u_keep >= (c - 1) * self.q_, x, other)
-            uniform = np.minimum(np.floor(u_val * c).astype(np.int64), c - 1)
-            out[rows] = np.where(sampled, grr, uniform)
+            # the device program: GRR on m sampled features, a uniform code for the others
+            report = grrfs_encode(codes[rows], self.domain_sizes_, self.m, self.q_, self.seed_,
+                                  keys[rows])
+            out[rows] = self._decode(report)
         return out
+
+    def _decode(self, report, X=None):
+        """The devices' codes (as float64, what FrequencyReconstructor reads)."""
+        return np.asarray(report["c"], dtype=np.float64)
 
     def _epsilon_total(self):
         return grrfs_epsilon(float(self.eps), self.m, self.n_features_in_)

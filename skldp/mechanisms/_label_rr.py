@@ -8,10 +8,10 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from .._graph_data import GraphData
 from ..base import PrivateStepMixin
+from ..device._kinds import label_encode, label_flip_q
 from ..exceptions import PrivacyLeakWarning
 from ..population import default_population
 from ..population._digest import label_digests
-from ..utils._random import node_uniforms, node_uniforms_fine
 from ..utils.validation import check_eps
 from ._grid import check_eps_per_coordinate
 
@@ -154,7 +154,7 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
             self.p_, self.q_ = 1.0, 0.0
         else:
             # eps <= 50 (checked), so e^eps does not overflow; 1 - p = (c - 1) q.
-            self.q_ = float(1.0 / (np.exp(eps) + c - 1))
+            self.q_ = label_flip_q(eps, c)
             self.p_ = float(np.exp(eps) * self.q_)
         T = np.full((c, c), self.q_)
         np.fill_diagonal(T, self.p_)
@@ -197,6 +197,10 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
     def randomize_encoded(self, y_enc, keys):
         """Noisy class positions for class positions ``y_enc`` (see :meth:`randomize`)."""
         check_is_fitted(self, "epsilon_")
+        if isinstance(keys, GraphData) and not keys.population.simulated:
+            y_enc = np.asarray(y_enc, dtype=np.int64)
+            population, node_keys = self._users(keys, len(y_enc))
+            return self._received_labels(population, node_keys, y_enc)
         if not hasattr(self, "seed_"):
             raise ValueError("LabelRandomizedResponse was saved without its secret "
                              "(skldp.privacy.forget_secrets): it cannot randomize labels any "
@@ -211,13 +215,67 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
         """The device program: keep the label, or report one of the others uniformly."""
         if np.isinf(self.epsilon_):
             return y_enc.copy()
-        c = len(self.classes_)
-        # Full-precision uniform for the flip, whose probability (c - 1) q can be tiny.
-        keep = node_uniforms_fine(self.seed_, keys, 1, stream=1)[:, 0] >= (c - 1) * self.q_
-        u = node_uniforms(self.seed_, keys, 2, stream=0)
-        other = np.minimum((u[:, 1] * (c - 1)).astype(np.int64), c - 2)
-        other = other + (other >= y_enc)  # uniform over the c - 1 other classes
-        return np.where(keep, y_enc, other)
+        return label_encode(y_enc, len(self.classes_), self.q_, self.seed_, keys)["y"]
+
+    def _received_labels(self, population, node_keys, y_enc):
+        """The labels real devices sent (no new randomization): ``y_enc`` must be them."""
+        self._check_unchanged()
+        spec = self.collection_ if getattr(self, "collected_", False) else \
+            population.collected(like=self.collection_)
+        if spec is None:
+            raise ValueError(
+                "These users' devices are real: their labels were randomized on the devices "
+                "and cannot be randomized again here, and no label collection they answered "
+                f"has this mechanism's parameters (eps={self.eps!r}, classes="
+                f"{self.classes_.tolist()}). Received: "
+                f"{[s.describe() for s in population.collected()]}. Build the mechanism "
+                "from the collection's spec (LabelRandomizedResponse.from_spec(spec)).")
+        sent = population.received(spec.id, node_keys)
+        missing = sum(r is None for r in sent)
+        if missing:
+            raise ValueError(f"{missing} of these users sent no label in collection {spec.id}; "
+                             "fit on the users who sent one (y >= 0 in received_graph's y).")
+        sent = np.asarray(sent, dtype=np.int64)
+        if not np.array_equal(sent, y_enc):
+            raise ValueError(f"The labels given are not those these users sent in collection "
+                             f"{spec.id}: pass the received labels (received_graph's y).")
+        self.collection_ = spec
+        self.epsilon_ = float(spec.epsilon)
+        self.collected_ = True
+        self.__dict__.pop("seed_", None)
+        return sent
+
+    def _restore_public_state(self, spec, X=None):
+        """The fitted state of a label collection from its spec alone."""
+        check_eps(self.eps)
+        self.classes_ = np.asarray(spec.public_state["classes"])
+        c, eps = len(self.classes_), float(self.eps)
+        self.q_ = label_flip_q(eps, c)
+        self.p_ = float(np.exp(eps) * self.q_)
+        T = np.full((c, c), self.q_)
+        np.fill_diagonal(T, self.p_)
+        self.transition_matrix_ = T
+        self.population_ = None
+
+    @classmethod
+    def from_spec(cls, spec):
+        """The unfitted mechanism of a label collection's spec (its ``eps`` and
+        ``classes``): used in a classifier over labels that real devices randomized,
+        it reads the received labels instead of randomizing them again.
+
+        Parameters
+        ----------
+        spec : CollectionSpec, dict or JSON text
+
+        Returns
+        -------
+        LabelRandomizedResponse
+        """
+        from ..population import mechanism_from_spec
+        est = mechanism_from_spec(spec, fitted=False)
+        if not isinstance(est, cls):
+            raise ValueError(f"{est!r} is not a {cls.__name__} spec.")
+        return est
 
     def randomize(self, y, keys):
         """Each user's noisy label, sent through the users' population.

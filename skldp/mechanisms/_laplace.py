@@ -3,22 +3,12 @@
 import numpy as np
 
 from ..base import LDPMechanism
-from ..utils import node_uniforms
+from ..device._kinds import laplace_encode, laplace_grid
 from ..utils._blocks import row_blocks
-from ..utils._random import node_uniforms_fine
 from ._feature_reports import _BLOCK_ENTRIES, _dense_rows, _variance_input
-from ._grid import (
-    MAX_EPS_PER_COORDINATE,
-    check_eps_per_coordinate,
-    discrete_laplace,
-    discrete_laplace_variance,
-    randomized_round,
-)
+from ._grid import check_eps_per_coordinate, discrete_laplace_variance
 
 __all__ = ["LaplaceMechanism"]
-
-_LOG2_CELLS = 20        # grid cells per feature range: 2^20 ...
-_MAX_LOG2_SCALE = 30    # ... or fewer, so that the noise scale stays below 2^30 cells
 
 
 class LaplaceMechanism(LDPMechanism):
@@ -134,9 +124,7 @@ class LaplaceMechanism(LDPMechanism):
             return
         # N = 2^20 cells per range, fewer when the noise is so wide that the scale in
         # cells would exceed 2^30 (where the float sampler's error bound would grow).
-        log2_cells = int(np.clip(np.floor(np.log2(2.0 ** _MAX_LOG2_SCALE * eps_j)), 0,
-                                 _LOG2_CELLS))
-        self.grid_cells_ = 1 << log2_cells
+        self.grid_cells_ = laplace_grid(eps_j)[0]
         self.output_grid_ = (self.feature_min_.copy(), delta / self.grid_cells_)
 
     def _epsilon_total(self):
@@ -150,21 +138,19 @@ class LaplaceMechanism(LDPMechanism):
         if np.isinf(self.epsilon_per_feature_):
             return X.copy()
         n, d = X.shape
-        N, s = self.grid_cells_, self._noise_cells()
-        # Clamp to a fixed range (post-processing) whose edge cells keep a probability
-        # of at least about e^-51 for every input, which the samplers resolve.
-        margin = int(np.ceil(s * max(1.0, MAX_EPS_PER_COORDINATE - self.epsilon_per_feature_)))
-        offset, step = self.output_grid_
         out = np.empty((n, d), dtype=np.float64)
         for rows in row_blocks(n, d, _BLOCK_ENTRIES):
-            k = keys[rows]
-            unit = (_dense_rows(X, rows) - offset) / (self.feature_max_ - offset)
-            cells = randomized_round(unit * N, node_uniforms(self.seed_, k, d, stream=0))
-            cells += discrete_laplace(s, node_uniforms_fine(self.seed_, k, d, stream=1),
-                                      node_uniforms_fine(self.seed_, k, d, stream=2))
-            np.clip(cells, -margin, N + margin, out=cells)
-            out[rows] = offset + cells * step
+            # the device program: rounded to the grid, plus discrete Laplace noise, clamped
+            # to a fixed range whose edge cells keep a probability of about e^-51 or more
+            report = laplace_encode(_dense_rows(X, rows), self.feature_min_, self.feature_max_,
+                                    self.epsilon_per_feature_, self.seed_, keys[rows])
+            out[rows] = self._decode(report)
         return out
+
+    def _decode(self, report, X=None):
+        """The devices' grid cells in original units."""
+        offset, step = self.output_grid_
+        return offset + report["c"] * step
 
     def variance(self, x):
         """Variance of the report per coordinate, ``2 b_j^2`` (eq. (10)) on the grid.

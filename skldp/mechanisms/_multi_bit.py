@@ -1,17 +1,10 @@
 """The multi-bit mechanism of LPGNN (sample m of d features, one bit each)."""
 
 import numpy as np
-from scipy.special import expit
 
 from ..base import LDPMechanism
-from ..utils._random import node_uniforms_fine
-from ._feature_reports import (
-    _assemble_sampled,
-    _gather,
-    _n_sampled,
-    _sample_columns,
-    _variance_input,
-)
+from ..device._kinds import multi_bit_encode
+from ._feature_reports import _assemble_sampled, _n_sampled, _variance_input
 from ._grid import check_eps_per_coordinate
 
 __all__ = ["MultiBitMechanism"]
@@ -114,23 +107,26 @@ class MultiBitMechanism(LDPMechanism):
     def _epsilon_total(self):
         return float(self.eps)
 
+    def _public_state(self):
+        return {**super()._public_state(), "m": self.m_}
+
     def _perturb(self, X, keys):
         eps = self.epsilon_per_feature_
         if np.isinf(eps):
             return X.copy()
-        n, d = X.shape
-        m = self.m_
+        # the device program: m sampled columns and a +-1 bit each
+        report = multi_bit_encode(X, self.feature_min_, self.feature_max_, self.m_, eps,
+                                  self.seed_, keys)
+        return self._decode(report)
+
+    def _decode(self, report, X=None):
+        """The rectified estimate (Lin et al., eq. (8)) of the devices' sampled bits."""
+        idx, bits = report["i"], report["b"]
+        n, d, m = idx.shape[0], self.n_features_in_, self.m_
         lo, hi = self.feature_min_, self.feature_max_
         delta, mid = hi - lo, (hi + lo) / 2.0
-        idx = _sample_columns(self.seed_, keys, d, m, stream=0)
-        x = _gather(X, np.arange(n), idx)
-        unit = (x - lo[idx]) / delta[idx]
-        # (e - 1)/(e + 1) = tanh(eps/2), 1/(e + 1) = expit(-eps): no overflow.
-        p_plus = expit(-eps) + unit * np.tanh(eps / 2.0)
-        # Full-precision uniforms: P(s = +1) can be as small as e^-eps.
-        u = node_uniforms_fine(self.seed_, keys, m, stream=1)
-        sign = np.where(u < p_plus, 1.0, -1.0)
-        values = sign * (d / m) * (delta[idx] / 2.0) / np.tanh(eps / 2.0)
+        sign = np.where(bits, 1.0, -1.0)
+        values = sign * (d / m) * (delta[idx] / 2.0) / np.tanh(self.epsilon_per_feature_ / 2.0)
         return _assemble_sampled(n, d, idx, values, mid)
 
     def variance(self, x):

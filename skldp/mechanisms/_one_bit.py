@@ -1,19 +1,20 @@
-"""The one-bit mechanism of PGC (Private Graph Convolution).
+"""The one-bit mechanism of PGC (Private Graph Convolution) [Sajadmanesh & Gatica-Perez 2020, §4].
 
-[Sajadmanesh & Gatica-Perez 2020, §4]
+Also holds small private helpers shared by the LPGNN feature mechanisms
+(``_laplace.py``, ``_multi_bit.py``, ``_piecewise.py``): row blocks that bound
+temporary memory, dense views of CSR row blocks, the assembly of sampled
+reports, and the ``variance`` input checks.
 """
 
 import numpy as np
-from scipy.special import expit
 
 from ..base import LDPMechanism
+from ..device._kinds import one_bit_encode
 from ..utils._blocks import row_blocks
-from ..utils._random import node_uniforms_fine
 from ._feature_reports import _BLOCK_ENTRIES, _dense_rows, _variance_input
 from ._grid import check_eps_per_coordinate
 
 __all__ = ["OneBitMechanism"]
-
 
 class OneBitMechanism(LDPMechanism):
     r"""One-bit mechanism of PGC: each feature is reported as one biased bit.
@@ -113,19 +114,23 @@ class OneBitMechanism(LDPMechanism):
         eps = self.epsilon_per_feature_
         if np.isinf(eps):
             return X.copy()
-        lo, delta = self.feature_min_, self.feature_max_ - self.feature_min_
         n, d = X.shape
         out = np.empty((n, d), dtype=np.float64)
+        for rows in row_blocks(n, d, _BLOCK_ENTRIES):
+            # the device program: one biased bit per feature
+            report = one_bit_encode(_dense_rows(X, rows), self.feature_min_, self.feature_max_,
+                                    eps, self.seed_, keys[rows])
+            out[rows] = self._decode(report)
+        return out
+
+    def _decode(self, report, X=None):
+        """The rectified values (eq. (5)) of the devices' bits."""
+        eps = self.epsilon_per_feature_
+        lo, delta = self.feature_min_, self.feature_max_ - self.feature_min_
         # e / (e - 1) and 1 / (e - 1) without overflow (e = e^eps).
         hi_val = lo - delta / np.expm1(-eps)    # rectified y = 1: ((e+1) - 1)/(e-1)
         lo_val = lo - delta / np.expm1(eps)     # rectified y = 0: -1/(e-1)
-        for rows in row_blocks(n, d, _BLOCK_ENTRIES):
-            unit = (_dense_rows(X, rows) - lo) / delta
-            p_one = expit(-eps) + unit * np.tanh(eps / 2.0)
-            # Full-precision uniforms: P(y = 1) can be as small as e^-eps.
-            bit = node_uniforms_fine(self.seed_, keys[rows], d, stream=0) < p_one
-            out[rows] = np.where(bit, hi_val, lo_val)
-        return out
+        return np.where(report["b"], hi_val, lo_val)
 
     def variance(self, x):
         """Variance of the rectified report of a feature value ``x`` (eq. (7)).

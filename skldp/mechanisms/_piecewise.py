@@ -3,19 +3,16 @@
 import numpy as np
 
 from ..base import LDPMechanism
-from ..utils import node_uniforms
+from ..device._kinds import PM_LOG2_STEPS, piecewise_encode, pm_estimate_map, pm_grid
 from ..utils._blocks import row_blocks
-from ..utils._random import node_uniforms_fine
 from ._feature_reports import (
     _BLOCK_ENTRIES,
     _assemble_sampled,
     _dense_rows,
-    _gather,
     _n_sampled,
-    _sample_columns,
     _variance_input,
 )
-from ._grid import TwoLevelGrid, check_eps_per_coordinate
+from ._grid import check_eps_per_coordinate
 
 __all__ = ["PiecewiseMechanism"]
 
@@ -23,36 +20,11 @@ __all__ = ["PiecewiseMechanism"]
 _EPS_PER_DIM = 2.5
 
 
-# The grid: the part of [-C, C] outside the central piece (length C + 1) has 2^24
-# cells, and the input lattice has one step per cell.
-_LOG2_STEPS = 24
-
-
-def _pm_grid(eps):
-    """The piecewise mechanism at budget ``eps`` on the grid (see :class:`TwoLevelGrid`).
-
-    The central piece has length ``C - 1`` against ``C + 1`` for the rest of
-    ``[-C, C]``, a ratio ``e^{-eps/2}`` (``C = coth(eps/4)``); it moves by
-    ``(C + 1)/2`` per unit of ``t``, i.e. by ``cells_per_step`` cells per
-    lattice step.
-    """
-    n_steps = 1 << _LOG2_STEPS
-    n_band = int(np.rint(n_steps * np.exp(-eps / 2.0)))
-    return TwoLevelGrid(eps, n_steps, 1, n_band)
-
-
-def _pm_estimate_map(grid):
-    """``(c0, c1)`` with ``t_hat = c0 + c1 j`` unbiased for ``t`` (``t = -1 + 2 i / T``)."""
-    A, B = grid.affine_mean()
-    c1 = 2.0 / (grid.n_steps * B)
-    return -1.0 - A * c1, c1
-
-
-def _pm_draw(grid, t, u_round, u_piece, u_pos):
-    """Unbiased estimates of ``t`` on the grid [Sajadmanesh & Gatica-Perez 2020, Eq. 22]."""
-    j = grid.sample((t + 1.0) / 2.0, u_round, u_piece, u_pos)
-    c0, c1 = _pm_estimate_map(grid)
-    return c0 + c1 * j
+# The grid (the part of [-C, C] outside the central piece has 2^24 cells) and the
+# device program are the device encoder's: one implementation.
+_LOG2_STEPS = PM_LOG2_STEPS
+_pm_grid = pm_grid
+_pm_estimate_map = pm_estimate_map
 
 
 class PiecewiseMechanism(LDPMechanism):
@@ -174,32 +146,37 @@ class PiecewiseMechanism(LDPMechanism):
     def _epsilon_total(self):
         return float(self.eps)
 
+    def _public_state(self):
+        return {**super()._public_state(), "k": self.k_}
+
     def _perturb(self, X, keys):
         eps = self.epsilon_per_feature_
         if np.isinf(eps):
             return X.copy()
         n, d = X.shape
-        k = self.k_
         lo, hi = self.feature_min_, self.feature_max_
-        delta, mid = hi - lo, (hi + lo) / 2.0
         grid = _pm_grid(eps)
-
-        def draw(t, key_rows, cols):
-            return _pm_draw(grid, t, node_uniforms(self.seed_, key_rows, cols, stream=3),
-                            node_uniforms_fine(self.seed_, key_rows, cols, stream=1),
-                            node_uniforms(self.seed_, key_rows, cols, stream=2))
-
-        if k == d:  # no sampling: dense report, processed in row blocks
+        if self.k_ == d:  # no sampling: dense report, processed in row blocks
             out = np.empty((n, d), dtype=np.float64)
             for rows in row_blocks(n, d, _BLOCK_ENTRIES):
-                t = 2.0 * (_dense_rows(X, rows) - lo) / delta - 1.0
-                out[rows] = mid + delta / 2.0 * draw(t, keys[rows], d)
+                report = piecewise_encode(_dense_rows(X, rows), lo, hi, d, grid, self.seed_,
+                                          keys[rows])
+                out[rows] = self._decode(report)
             return out
-        idx = _sample_columns(self.seed_, keys, d, k, stream=0)
-        x = _gather(X, np.arange(n), idx)
-        t = 2.0 * (x - lo[idx]) / delta[idx] - 1.0
-        values = (d / k) * (delta[idx] / 2.0) * draw(t, keys, k)
-        return _assemble_sampled(n, d, idx, values, mid)
+        return self._decode(piecewise_encode(X, lo, hi, self.k_, grid, self.seed_, keys))
+
+    def _decode(self, report, X=None):
+        """Unbiased estimates ``mid + (Delta/2)(d/k) t_hat`` from the devices' cells."""
+        d, k = self.n_features_in_, self.k_
+        lo, hi = self.feature_min_, self.feature_max_
+        delta, mid = hi - lo, (hi + lo) / 2.0
+        c0, c1 = _pm_estimate_map(_pm_grid(self.epsilon_per_feature_))
+        t_hat = c0 + c1 * report["c"]
+        if "i" not in report:
+            return mid + delta / 2.0 * t_hat
+        idx = report["i"]
+        values = (d / k) * (delta[idx] / 2.0) * t_hat
+        return _assemble_sampled(idx.shape[0], d, idx, values, mid)
 
     def variance(self, x):
         """Variance of the report of ``x`` per coordinate (002 after eq. (3); 000 eq. (27)).

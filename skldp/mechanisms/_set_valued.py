@@ -6,9 +6,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._graph_data import GraphData
-from ..base import LDPMechanism, boundary_input, population_of
+from ..base import LDPMechanism, boundary_input, collected_spec, population_of
+from ..device._kinds import frequency_oracle_probabilities, set_valued_encode
 from ..exceptions import PrivacyLeakWarning
-from ..utils._random import node_uniforms, node_uniforms_fine
 from ..utils.validation import check_finite_features, check_int
 from ._grid import check_eps_per_coordinate
 
@@ -16,47 +16,7 @@ __all__ = ["SetValuedMechanism", "frequency_oracle_probabilities", "set_valued_v
 
 _ORACLES = ("auto", "grr", "oue")
 
-# Independent per-user random streams.
-_STREAM_ITEM = 0    # which item of the padded set is reported
-_STREAM_KEEP = 1    # GRR: keep the item or not
-_STREAM_OTHER = 2   # GRR: which other item
-_STREAM_BITS = 3    # OUE: one uniform per bit
-
 _BLOCK_ENTRIES = 1 << 22  # rows x columns per block of OUE bits: bounds temporaries
-
-
-def frequency_oracle_probabilities(eps, domain_size, oracle):
-    """Report probabilities ``(p, q)`` of a frequency oracle on ``domain_size`` items.
-
-    GRR (generalized randomized response) reports the true item with
-    probability ``p = e^eps / (e^eps + D - 1)`` and each other item with
-    ``q = 1 / (e^eps + D - 1)``. OUE (optimized unary encoding, Wang et al.,
-    USENIX Security 2017) reports a bit per item: 1 with probability
-    ``p = 1/2`` for the true item and ``q = 1 / (e^eps + 1)`` for each other.
-    In both, item ``j`` is "seen" with probability ``q + 1[j = v] (p - q)``.
-    ``eps = inf`` gives ``(1, 0)``.
-
-    Parameters
-    ----------
-    eps : float
-        Budget of one report.
-    domain_size : int
-        Number of items ``D``.
-    oracle : {"grr", "oue"}
-        The frequency oracle.
-
-    Returns
-    -------
-    p, q : float
-    """
-    if np.isinf(eps):
-        return 1.0, 0.0
-    e = np.exp(eps)
-    if oracle == "grr":
-        return e / (e + domain_size - 1.0), 1.0 / (e + domain_size - 1.0)
-    if oracle == "oue":
-        return 0.5, 1.0 / (e + 1.0)
-    raise ValueError(f"oracle must be 'grr' or 'oue', got {oracle!r}.")
 
 
 def set_valued_variance(eps, n_features, ell, oracle, share=0.0):
@@ -277,6 +237,10 @@ class SetValuedMechanism(LDPMechanism):
         self : SetValuedMechanism
         """
         self._validate_params_common()
+        spec = collected_spec(X, "features")
+        if spec is not None:
+            return self._fit_collected(X, spec)
+        self.__dict__.pop("collected_", None)
         Xf = self._all_features(X)
         population, device_steps = boundary_input(self, X if isinstance(X, GraphData) else Xf)
         check_finite_features(Xf)
@@ -300,6 +264,19 @@ class SetValuedMechanism(LDPMechanism):
                               public_state={"n_features": d, "ell": self.ell_,
                                             "oracle": self.oracle_})
         return self
+
+    def _restore_public_state(self, spec, X):
+        ps = spec.public_state
+        d = self.n_features_in_ = int(ps["n_features"])
+        if X is not None and X.shape[1] != d:
+            raise ValueError(f"The reports have {X.shape[1]} columns; collection {spec.id} "
+                             f"has {d} features.")
+        self.feature_min_, self.feature_max_ = np.zeros(d), np.ones(d)
+        self.ell_, self.oracle_ = int(ps["ell"]), ps["oracle"]
+        eps = float(self.eps)
+        self.p_, self.q_ = frequency_oracle_probabilities(eps, d + 1, self.oracle_)
+        lo, step = self._values()
+        self.output_grid_ = (np.full(d, lo), np.full(d, step))
 
     def _fix_ell(self, S):
         if self.max_set_size is not None:
@@ -350,46 +327,35 @@ class SetValuedMechanism(LDPMechanism):
         check_finite_features(X)
         return self._sets(X)
 
-    def _sample_items(self, S, keys):
-        """Item each user reports: a real item (its index) or the dummy ``d``."""
-        n, d = S.shape
-        s = np.diff(S.indptr)
-        m = np.maximum(s, self.ell_)
-        u = node_uniforms(self.seed_, keys, 1, stream=_STREAM_ITEM).ravel()
-        slot = np.minimum(np.floor(u * m).astype(np.int64), m - 1)
-        real = slot < s
-        pos = np.where(real, S.indptr[:-1] + slot, 0)
-        items = np.full(n, d, dtype=np.int64)
-        if S.nnz:
-            items[real] = S.indices[pos[real]]
-        return items
-
     def _perturb(self, S, keys):
         n, d = S.shape
         keys = np.asarray(keys, dtype=np.uint64)
-        v = self._sample_items(S, keys)
-        lo, step = (0.0, float(self.ell_)) if np.isinf(float(self.eps)) else self._values()
-        out = np.full((n, d), lo, dtype=np.float64)
-        if self.oracle_ == "grr" or np.isinf(float(self.eps)):
-            # Full relative precision for the flip, whose probability (D - 1) q can be tiny.
-            u_keep = node_uniforms_fine(self.seed_, keys, 1, stream=_STREAM_KEEP).ravel()
-            u_other = node_uniforms(self.seed_, keys, 1, stream=_STREAM_OTHER).ravel()
-            D = d + 1
-            other = (v + 1 + np.minimum(np.floor(u_other * (D - 1)).astype(np.int64), D - 2)) % D
-            y = np.where(u_keep >= (D - 1) * self.q_, v, other)
-            seen = y < d
-            out[np.flatnonzero(seen), y[seen]] += step
-            return out
+        inf = np.isinf(float(self.eps))
+        oracle = "grr" if inf else self.oracle_
+        if oracle == "grr":
+            report = set_valued_encode(S.indptr, S.indices, d, self.ell_, "grr", self.p_,
+                                       self.q_, self.seed_, keys)
+            return self._decode(report)
+        out = np.empty((n, d), dtype=np.float64)
         step_rows = max(1, _BLOCK_ENTRIES // max(d, 1))
         for s in range(0, n, step_rows):  # blocks of rows, not a loop over users
-            rows = np.arange(s, min(n, s + step_rows))
-            # Full relative precision: a non-item bit is set with the tiny probability q.
-            U = node_uniforms_fine(self.seed_, keys[rows], d, stream=_STREAM_BITS)
-            B = U < self.q_
-            real = v[rows] < d
-            r, c = np.flatnonzero(real), v[rows][real]
-            B[r, c] = U[r, c] < self.p_
-            out[rows] += step * B
+            B = S[s:s + step_rows]
+            report = set_valued_encode(B.indptr, B.indices, d, self.ell_, "oue", self.p_,
+                                       self.q_, self.seed_, keys[s:s + step_rows])
+            out[s:s + step_rows] = self._decode(report)
+        return out
+
+    def _decode(self, report, X=None):
+        """The unbiased estimate ``ell (I_j - q) / (p - q)`` of the devices' reports: the
+        item seen (GRR, ``d`` = the dummy) or the bits (OUE)."""
+        d = self.n_features_in_
+        lo, step = (0.0, float(self.ell_)) if np.isinf(float(self.eps)) else self._values()
+        if "b" in report:
+            return lo + step * np.asarray(report["b"], dtype=np.float64)
+        y = np.asarray(report["v"])
+        out = np.full((len(y), d), lo, dtype=np.float64)
+        seen = y < d
+        out[np.flatnonzero(seen), y[seen]] += step
         return out
 
     # ------------------------------------------------------------- moments

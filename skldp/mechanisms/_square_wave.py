@@ -4,58 +4,27 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..base import LDPMechanism
-from ..utils._random import node_uniforms, node_uniforms_fine, sample_k_of_d
+from ..device._kinds import (
+    HDS_CELL,
+    HDS_LOG2_CELLS,
+    hds_encode,
+    square_wave_b,
+    square_wave_grid,
+    take,
+)
+from ..utils._random import sample_k_of_d
 from ..utils.validation import check_int
-from ._grid import TwoLevelGrid, check_eps_per_coordinate
+from ._grid import check_eps_per_coordinate
 
 __all__ = ["HDSMechanism", "hds_estimator_variance", "hds_optimal_k"]
 
-# Independent per-user random streams (Design page, "Per-user determinism").
-_STREAM_SAMPLE = 0   # which k of the d dimensions a user reports
-_STREAM_VALUE = 1    # the cell within the chosen piece, for each reported dimension
-_STREAM_PIECE = 2    # band or outside
-_STREAM_ROUND = 3    # randomized rounding of the input to the lattice
-
-# The grid: [-1, 1] (the part outside the band) has 2^24 cells of width 2^-23,
-# and the input lattice has one step per cell.
-_LOG2_CELLS = 24
-_CELL = 2.0 / (1 << _LOG2_CELLS)
+# The device program (sampling, streams, the grid) is the device encoder's: one
+# implementation for the server's simulation and the users' devices.
+_LOG2_CELLS = HDS_LOG2_CELLS
+_CELL = HDS_CELL
+_square_wave_grid = square_wave_grid
 
 _DEFAULT_K = 5
-
-
-def square_wave_b(eps):
-    """Half-width ``b`` of the square wave on [-1, 1] for a budget ``eps`` (Alg. 1, line 1).
-
-    ``b = (eps e^eps - e^eps + 1) / (e^eps (e^eps - 1 - eps))``, which is twice the
-    ``b`` of the original Square Wave on [0, 1] (Li et al. 2020), i.e. the same
-    mechanism after the affine map [0, 1] -> [-1, 1]. Evaluated as
-    ``(eps - 1 + e^-eps) / (e^eps - 1 - eps)`` (numerator and denominator divided
-    by e^eps), with a Taylor series for small ``eps`` to avoid cancellation; it
-    tends to 1 as eps -> 0 and to 0 as eps -> inf.
-    """
-    eps = float(eps)
-    if eps < 1e-3:
-        num = 0.5 - eps / 6 + eps ** 2 / 24 - eps ** 3 / 120
-        den = 0.5 + eps / 6 + eps ** 2 / 24 + eps ** 3 / 120
-        return num / den
-    with np.errstate(over="ignore"):
-        den = np.expm1(eps) - eps
-    return float((eps + np.expm1(-eps)) / den)
-
-
-def _square_wave_grid(eps):
-    """The square wave at budget ``eps`` on the grid, and its half-width ``b``.
-
-    The band ``[x - b, x + b]`` gets an odd number of cells (so that 0 is a grid
-    point of the report ``-1 - b + (j + 1/2) h``), the nearest to ``2b/h`` for the
-    paper's ``b`` (:func:`square_wave_b`); the band's cells have exactly ``e^eps``
-    times the probability of the others, whatever ``b`` is.
-    """
-    b_paper = square_wave_b(eps)
-    n_band = 2 * int(np.floor(b_paper / _CELL)) + 1
-    grid = TwoLevelGrid(eps, 1 << _LOG2_CELLS, 1, n_band)
-    return grid, n_band * _CELL / 2.0
 
 
 def hds_estimator_variance(eps, k, d, x2=1.0 / 3.0):
@@ -278,34 +247,32 @@ class HDSMechanism(LDPMechanism):
         return _square_wave_grid(float(self.eps) / self.k_)[0]
 
     # ------------------------------------------------------------ perturbation
+    def _public_state(self):
+        return {**super()._public_state(), "k": self.k_}
+
     def _perturb(self, X, keys):
-        n, d = X.shape
-        k = self.k_
         keys = np.asarray(keys, dtype=np.uint64)
-        cols = sample_k_of_d(self.seed_, keys, d, k, stream=_STREAM_SAMPLE)
-        cols.sort(axis=1)
-        rows = np.repeat(np.arange(n), k)
-        flat_cols = cols.ravel()
-        if sp.issparse(X):
-            raw = np.asarray(sp.csr_matrix(X)[rows, flat_cols]).ravel()
-        else:
-            raw = np.asarray(X)[rows, flat_cols]
-        lo, hi = self.feature_min_[flat_cols], self.feature_max_[flat_cols]
-        x = 2.0 * (raw - lo) / (hi - lo) - 1.0
         if np.isinf(float(self.eps)):
-            vals = x  # the eps -> inf limit: b -> 0 and the band holds all the mass
-        else:
-            j = self._grid().sample(
-                (x + 1.0) / 2.0,
-                node_uniforms(self.seed_, keys, k, stream=_STREAM_ROUND).ravel(),
-                node_uniforms_fine(self.seed_, keys, k, stream=_STREAM_PIECE).ravel(),
-                node_uniforms(self.seed_, keys, k, stream=_STREAM_VALUE).ravel())
-            vals = self._cell_values(j)
-        if sp.issparse(X) or 4 * k < d:
+            # the eps -> inf limit: b -> 0 and the band holds all the mass
+            cols = sample_k_of_d(self.seed_, keys, X.shape[1], self.k_, stream=0)
+            lo, hi = self.feature_min_[cols], self.feature_max_[cols]
+            return self._assemble(X, cols, 2.0 * (take(X, cols) - lo) / (hi - lo) - 1.0)
+        report = hds_encode(X, self.feature_min_, self.feature_max_, self.k_, self._grid(),
+                            self.seed_, keys)
+        return self._decode(report, X)
+
+    def _decode(self, report, X=None):
+        """The server's matrix of reports from the devices' (columns, cells)."""
+        return self._assemble(X, report["i"], self._cell_values(report["c"]))
+
+    def _assemble(self, X, cols, vals):
+        n, k = cols.shape
+        d = self.n_features_in_
+        if (X is not None and sp.issparse(X)) or 4 * k < d:
             indptr = np.arange(0, n * k + 1, k, dtype=np.int64)
-            return sp.csr_matrix((vals, flat_cols, indptr), shape=(n, d))
+            return sp.csr_matrix((vals.ravel(), cols.ravel(), indptr), shape=(n, d))
         out = np.zeros((n, d), dtype=np.float64)
-        out[rows, flat_cols] = vals
+        out[np.arange(n)[:, None], cols] = vals
         return out
 
     # ------------------------------------------------------------- moments

@@ -84,6 +84,17 @@ def list_digests(A, node_keys):
 
     Order-free (a sum over the neighbours), so it does not depend on how the
     users are stored, only on whom each user lists.
+
+    Parameters
+    ----------
+    A : sparse matrix of shape (n, n)
+        The users' adjacency lists (rows).
+    node_keys : ndarray of uint64 of shape (n,)
+        The users' keys.
+
+    Returns
+    -------
+    digests : ndarray of uint64 of shape (n,)
     """
     A = sp.csr_matrix(A)
     n = A.shape[0]
@@ -95,13 +106,35 @@ def list_digests(A, node_keys):
 
 
 def label_digests(codes):
-    """Digest of each label, given as its position in the public label domain."""
+    """Digest of each label, given as its position in the public label domain.
+
+    Parameters
+    ----------
+    codes : array-like of int
+        Positions of the labels in the domain.
+
+    Returns
+    -------
+    digests : ndarray of uint64
+    """
     with np.errstate(over="ignore"):
         return _mix(np.asarray(codes, dtype=np.int64).astype(np.uint64) * _GOLDEN ^ _LABEL_SALT)
 
 
 def report_keys(node_keys, digests):
-    """The keys a report's random numbers are drawn from: the user and what it answers about."""
+    """The keys a report's random numbers are drawn from: the user and what it answers about.
+
+    Parameters
+    ----------
+    node_keys : array-like of uint64
+        The users.
+    digests : array-like of uint64
+        A digest of each user's input.
+
+    Returns
+    -------
+    keys : ndarray of uint64
+    """
     with np.errstate(over="ignore"):
         return _mix(np.asarray(node_keys, dtype=np.uint64) * _GOLDEN
                     ^ _mix(np.asarray(digests, dtype=np.uint64) ^ _REPORT_SALT))

@@ -36,7 +36,7 @@ class Population:
     """The simulated devices of a set of users: the one place their raw data is read.
 
     Every report leaves through :meth:`collect`: a device answers a collection
-    (a public :class:`~skldp.population.CollectionSpec`) about its own data,
+    (a public :class:`~skldp.device.CollectionSpec`) about its own data,
     once per value of that data, and the ``ledger`` records the answer. A
     request that would take a user past ``budget`` raises
     :class:`BudgetExceededError` before any report is computed.
@@ -50,6 +50,10 @@ class Population:
     budget : float or None, default=None
         Per-user cap on the total epsilon (local collections plus central
         trainings). ``None``: no cap.
+    simulated : bool, default=True
+        ``False`` for users whose devices are real: the server holds only the
+        reports they sent (:meth:`receive`), and :meth:`collect` refuses to
+        simulate new ones.
 
     Attributes
     ----------
@@ -68,13 +72,15 @@ class Population:
     (make the collections before the search, or run it on one machine).
     """
 
-    def __init__(self, budget=None):
+    def __init__(self, budget=None, *, simulated=True):
         self.id = uuid.uuid4().hex
         self.budget = _check_budget(budget)
+        self.simulated = bool(simulated)
         self.ledger = Ledger()
         self._secret = secrets.randbits(63)
         self._tags = {}        # collection id -> sorted tags of the answers given
         self._received = {}    # collection id -> {key: report} the server kept (labels)
+        self._collected = {}   # collection id -> spec of reports received from real devices
         self._recorders = []   # audits: lists that receive (collection id, keys, reports)
         self._lock = threading.RLock()
         self._journal = None   # path of the journal shared with other processes
@@ -136,6 +142,14 @@ class Population:
         reports
             Whatever ``encode`` returns.
         """
+        if not self.simulated:
+            raise ValueError(
+                f"{spec.describe()} asks these users' devices for new reports, but their "
+                "devices are real: the server holds only the reports they sent (collections "
+                f"{sorted(self._collected)}). A mechanism step can read a collection it "
+                "received (give it that collection's parameters, e.g. "
+                "skldp.population.mechanism_from_spec(spec)); to ask the devices again, "
+                "publish a new spec.")
         node_keys = np.asarray(node_keys, dtype=np.uint64)
         rkeys = report_keys(node_keys, digests)
         tags = answer_tags(self._secret, spec.id, rkeys)
@@ -160,6 +174,56 @@ class Population:
         for rec in self._recorders:
             rec.append((spec, node_keys, reports))
         return reports
+
+    def receive(self, spec, node_keys, reports=None):
+        """Record the reports real devices sent for ``spec``: charged, not computed.
+
+        Each user answers once (the caller keeps a user's first report); users
+        who already answered ``spec`` are not charged again. The budget is
+        checked before anything is recorded.
+
+        Parameters
+        ----------
+        spec : CollectionSpec
+        node_keys : ndarray of uint64
+            The users who sent a report.
+        reports : array-like or None, default=None
+            Reports the server keeps for post-processing (labels: the received
+            label positions, read back with :meth:`received`).
+        """
+        node_keys = np.asarray(node_keys, dtype=np.uint64)
+        tags = answer_tags(self._secret, spec.id, node_keys)
+        with self._exclusive():
+            self._sync_locked()
+            fresh = ~_isin_sorted(tags, _sorted_tags(self._tags, spec.id))
+            new_tags, first = np.unique(tags[fresh], return_index=True)
+            new_keys = node_keys[fresh][first]
+            if len(new_tags):
+                self._check_budget(spec, new_keys)
+                self._record(spec, new_keys, new_tags)
+                self._write({"local": spec.to_dict(), "keys": _b64(new_keys),
+                             "tags": _b64(new_tags), "received": True})
+            self._collected[spec.id] = spec
+        if reports is not None:
+            kept = self._received.setdefault(spec.id, {})
+            for k, r in zip(node_keys.tolist(), np.asarray(reports).tolist(), strict=True):
+                kept.setdefault(k, r)
+
+    def collected(self, like=None):
+        """Specs of the collections received from real devices (:meth:`receive`).
+
+        Parameters
+        ----------
+        like : CollectionSpec or None
+            Only the one that is the same request (same kind, parameters and
+            public state, whatever its id), or ``None`` if there is none.
+        """
+        specs = list(self._collected.values())
+        if like is None:
+            return specs
+        body = like.body()
+        same = [s for s in specs if s.body() == body and s.epsilon == like.epsilon]
+        return same[-1] if same else None
 
     def record_training(self, spec, n_users):
         """A central-DP training on the data of ``n_users`` users (checked against the budget)."""
@@ -249,11 +313,13 @@ class Population:
         for line in data[:end].splitlines():
             rec = json.loads(line)
             if "central" in rec:
-                self.ledger._add_central(CollectionSpec.from_dict(rec["central"]),
+                self.ledger._add_central(CollectionSpec.from_dict(rec["central"], check_kind=False),
                                          rec["n_users"])
                 continue
-            spec = CollectionSpec.from_dict(rec["local"])
+            spec = CollectionSpec.from_dict(rec["local"], check_kind=False)
             keys, tags = _unb64(rec["keys"]), _unb64(rec["tags"])
+            if rec.get("received"):
+                self._collected[spec.id] = spec
             fresh = ~_isin_sorted(tags, _sorted_tags(self._tags, spec.id))
             if fresh.any():
                 self._record(spec, keys[fresh], tags[fresh])
@@ -277,6 +343,7 @@ class Population:
         return state
 
     def __setstate__(self, state):
+        self.simulated, self._collected = True, {}   # populations pickled before these existed
         self.__dict__.update(state)
         self._lock = threading.RLock()
         self._recorders = []
@@ -286,7 +353,8 @@ class Population:
 
     def __repr__(self):
         cap = "no budget cap" if self.budget is None else f"budget {self.budget:g} per user"
-        return f"<Population {self.id[:8]}: {len(self.ledger)} collection(s), {cap}>"
+        real = "" if self.simulated else ", real devices"
+        return f"<Population {self.id[:8]}: {len(self.ledger)} collection(s), {cap}{real}>"
 
 
 def _check_budget(budget):
@@ -355,6 +423,15 @@ def array_population(fingerprint):
     Plain arrays carry no user ids: row ``i`` of an array is a user of that array
     only. The same content met again (in this process) is the same users, so
     what they sent before is still on their ledger.
+
+    Parameters
+    ----------
+    fingerprint : str
+        The array's content hash (:func:`skldp.utils.array_fingerprint`).
+
+    Returns
+    -------
+    population : Population
     """
     with _REGISTRY_LOCK:
         pop = _ARRAYS.get(fingerprint)

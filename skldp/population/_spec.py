@@ -1,17 +1,17 @@
-"""The public description of a collection: what the server asks every device to answer."""
+"""How the server writes a step's parameters into a collection spec.
 
-import hashlib
-import json
+The spec itself (:class:`~skldp.device.CollectionSpec`) lives in :mod:`skldp.device`, where the
+devices read it.
+"""
+
 import numbers
-from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["CollectionSpec", "SPEC_VERSION", "public_value", "step_kind", "public_params",
-           "device_step_spec"]
+from ..device._spec import SPEC_VERSION, CollectionSpec, SpecError, body_digest  # noqa: F401
 
-#: Version of the spec format (bumped when a field changes meaning).
-SPEC_VERSION = 1
+__all__ = ["CollectionSpec", "SPEC_VERSION", "SpecError", "public_value", "step_kind",
+           "public_params", "device_step_spec"]
 
 
 def public_value(value):
@@ -56,101 +56,3 @@ def public_params(step, exclude=("random_state",)):
 def device_step_spec(step):
     """How a public, stateless step that runs on the device is written in a spec."""
     return {"kind": step_kind(step), "params": public_params(step, exclude=())}
-
-
-@dataclass(frozen=True)
-class CollectionSpec:
-    """The public description of one collection (Design page, "Local DP is a protocol").
-
-    The server sends it to every device; a device answers it once per value of
-    its data. It holds no secret: anyone may read it, and two collections never
-    share random numbers.
-
-    Attributes
-    ----------
-    id : str
-        The collection's identifier (public, 16 hex digits).
-    kind : str
-        The mechanism, e.g. ``"skldp.mechanisms.HDSMechanism"``.
-    protects : tuple of str
-        ``"features"``, ``"labels"`` or ``"edges"``.
-    epsilon : float
-        What one answer costs each user (local DP), or the training's epsilon
-        (central DP).
-    delta : float
-        0 for local DP.
-    model : {"local", "central"}
-    params : dict
-        The mechanism's public parameters (``random_state`` excluded).
-    public_state : dict
-        Public values fixed at fit: bounds, dimensions, label domain.
-    device_steps : tuple of dict
-        The public, stateless steps each device applies to its raw data before
-        the mechanism (kind and parameters), in order.
-    version : int
-        :data:`SPEC_VERSION`.
-    """
-
-    id: str
-    kind: str
-    protects: tuple
-    epsilon: float
-    delta: float = 0.0
-    model: str = "local"
-    params: dict = field(default_factory=dict)
-    public_state: dict = field(default_factory=dict)
-    device_steps: tuple = ()
-    version: int = SPEC_VERSION
-
-    def body(self):
-        """Everything but the id and the budget: what makes two collections the same request."""
-        return {"kind": self.kind, "protects": list(self.protects), "model": self.model,
-                "params": self.params, "public_state": self.public_state,
-                "device_steps": list(self.device_steps), "version": self.version}
-
-    def to_dict(self):
-        """The spec as plain JSON data."""
-        out = {"id": self.id, **self.body(), "epsilon": public_value(self.epsilon),
-               "delta": public_value(self.delta)}
-        return out
-
-    def to_json(self):
-        """The spec as a JSON document (keys sorted)."""
-        return json.dumps(self.to_dict(), sort_keys=True)
-
-    @classmethod
-    def from_dict(cls, data):
-        """Read a spec written by :meth:`to_dict` (unknown versions are refused)."""
-        version = data.get("version")
-        if version != SPEC_VERSION:
-            raise ValueError(f"collection spec version {version!r} is not supported (this "
-                             f"skldp reads version {SPEC_VERSION}).")
-        missing = {"id", "kind", "protects", "epsilon"} - set(data)
-        if missing:
-            raise ValueError(f"collection spec lacks {sorted(missing)}.")
-        return cls(id=str(data["id"]), kind=str(data["kind"]),
-                   protects=tuple(data["protects"]), epsilon=_number(data["epsilon"]),
-                   delta=_number(data.get("delta", 0.0)), model=data.get("model", "local"),
-                   params=dict(data.get("params", {})),
-                   public_state=dict(data.get("public_state", {})),
-                   device_steps=tuple(data.get("device_steps", ())), version=version)
-
-    @classmethod
-    def from_json(cls, text):
-        """Read a spec written by :meth:`to_json`."""
-        return cls.from_dict(json.loads(text))
-
-    def describe(self):
-        """One line: kind, what it protects and its budget."""
-        name = self.kind.rsplit(".", 1)[-1]
-        d = f", delta={self.delta:.3g}" if self.delta else ""
-        return f"{name} ({', '.join(self.protects)}; epsilon={self.epsilon:.4g}{d})"
-
-
-def _number(v):
-    return float(v)   # also reads "inf", "-inf" and "nan"
-
-
-def body_digest(body):
-    """A stable hash of a spec's body (JSON with sorted keys)."""
-    return hashlib.blake2b(json.dumps(body, sort_keys=True).encode(), digest_size=16).hexdigest()

@@ -1,5 +1,8 @@
 """Counter-based randomness: each user's draws are a pure function of (seed, node key).
 
+The generator itself lives in :mod:`skldp.device._random` (numpy only), where the
+devices' encoder uses it too; this module adds the server's seeds and hashes.
+
 Local DP requires that a user answers once (Design page of the documentation, "Per-user
 determinism"). Instead of a stateful
 generator, whose output depends on which rows are processed and in what order,
@@ -16,23 +19,28 @@ import numpy as np
 from joblib import hash as joblib_hash
 from scipy.special import ndtri
 
+from ..device._random import (  # noqa: F401  (the one implementation, shared with devices)
+    _FINE_STREAM_OFFSET,
+    _GOLDEN,
+    _M1,
+    _M2,
+    _mix,
+    _node_words,
+    _row_keys,
+    _to_unit,
+    node_uniforms,
+    node_uniforms_fine,
+    node_uniforms_ragged,
+    sample_columns,
+    sample_k_of_d,
+)
 from ._blocks import row_blocks
 
 __all__ = ["node_uniforms", "node_uniforms_fine", "node_normals", "node_uniforms_ragged",
            "sample_k_of_d",
            "draw_seed", "collection_seed", "array_fingerprint"]
 
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_M1 = np.uint64(0xBF58476D1CE4E5B9)
-_M2 = np.uint64(0x94D049BB133111EB)
-_CHUNK = 1 << 22  # numbers generated per block, bounds temporary memory
 _FINGERPRINT_BLOCK = 1 << 18  # entries per row block of array_fingerprint (cache-sized)
-
-
-def _mix(z):
-    z = (z ^ (z >> np.uint64(30))) * _M1
-    z = (z ^ (z >> np.uint64(27))) * _M2
-    return z ^ (z >> np.uint64(31))
 
 
 def draw_seed(random_state):
@@ -142,103 +150,6 @@ def _hash_dense_csr(h, X):
     h.update(indptr.view(np.uint8))
 
 
-def _row_keys(seed, keys, stream):
-    keys = np.asarray(keys, dtype=np.uint64)
-    with np.errstate(over="ignore"):
-        s = np.uint64(seed & 0xFFFFFFFFFFFFFFFF) ^ _mix(np.uint64(stream) * _GOLDEN + _GOLDEN)
-        return _mix(keys * _GOLDEN ^ _mix(s))
-
-
-def _to_unit(z):
-    # 53 random bits -> [0, 1); add half an ulp so 0 is never returned (safe for log/ppf).
-    return ((z >> np.uint64(11)).astype(np.float64) + 0.5) * (1.0 / (1 << 53))
-
-
-def _node_words(seed, keys, n_cols, stream):
-    """Raw uint64 words, shape (len(keys), n_cols), row i a function of keys[i]."""
-    rk = _row_keys(seed, keys, stream)
-    cols = (np.arange(1, n_cols + 1, dtype=np.uint64) * _GOLDEN)
-    out = np.empty((len(rk), n_cols), dtype=np.uint64)
-    step = max(1, _CHUNK // max(n_cols, 1))
-    with np.errstate(over="ignore"):
-        for s in range(0, len(rk), step):  # blocks of rows, not a loop over nodes
-            out[s:s + step] = _mix(rk[s:s + step, None] + cols[None, :])
-    return out
-
-
-def node_uniforms(seed, keys, n_cols, stream=0):
-    """Uniform(0, 1) draws of shape (len(keys), n_cols), row i a function of keys[i].
-
-    Parameters
-    ----------
-    seed : int
-        The fitted mechanism's ``seed_``.
-    keys : array of uint64
-        Per-node keys (``GraphData.node_keys`` or row positions for plain arrays).
-    n_cols : int
-        Draws per node; column j of a node is the same whatever ``n_cols`` is.
-    stream : int
-        Independent stream id, so one mechanism can draw several independent quantities.
-    """
-    return _to_unit(_node_words(seed, keys, n_cols, stream))
-
-
-# Offset of the second word's stream in node_uniforms_fine (mechanisms use small ids).
-_FINE_STREAM_OFFSET = 1 << 40
-
-
-def node_uniforms_fine(seed, keys, n_cols, stream=0):
-    """Uniform(0, 1) draws with full *relative* precision near 0.
-
-    :func:`node_uniforms` returns multiples of 2^-53, so an event of probability
-    1e-13 is resolved only to about 1e-3 of its size. Here a second 64-bit word
-    fills the low bits: ``u = (r + v) 2^-53`` with ``r`` the top 53 bits of one
-    word and ``v`` in [0, 1) from another, so that every interval ``[a, a(1 + t))``
-    has probability ``a t`` up to a relative error of about ``2^-50 / t``, for any
-    ``a`` down to 2^-100. Used where a mechanism compares a uniform with a tiny
-    probability or takes its logarithm (discrete Laplace tails, grid mechanisms).
-    """
-    w1 = _node_words(seed, keys, n_cols, stream)
-    w2 = _node_words(seed, keys, n_cols, stream + _FINE_STREAM_OFFSET)
-    r = (w1 >> np.uint64(11)).astype(np.float64)
-    v = (w2 >> np.uint64(12)).astype(np.float64) * (1.0 / (1 << 52))
-    u = (r + v) * (1.0 / (1 << 53))
-    return np.maximum(u, np.finfo(np.float64).smallest_subnormal)
-
-
 def node_normals(seed, keys, n_cols, stream=0):
     """Standard normal draws, same determinism as :func:`node_uniforms`."""
     return ndtri(node_uniforms(seed, keys, n_cols, stream))
-
-
-def node_uniforms_ragged(seed, keys, counts, stream=0):
-    """A variable number of uniforms per node, concatenated in node order.
-
-    Node i gets ``counts[i]`` draws; its j-th draw is the same for any ``counts``
-    with ``counts[i] > j``.
-    """
-    counts = np.asarray(counts, dtype=np.int64)
-    rk = _row_keys(seed, keys, stream)
-    owner = np.repeat(np.arange(len(rk)), counts)
-    starts = np.cumsum(counts) - counts
-    j = (np.arange(len(owner)) - np.repeat(starts, counts) + 1).astype(np.uint64)
-    with np.errstate(over="ignore"):
-        return _to_unit(_mix(rk[owner] + j * _GOLDEN))
-
-
-def sample_k_of_d(seed, keys, d, k, stream=0):
-    """k distinct column indices per node out of d, uniformly at random.
-
-    Returns an int array of shape (len(keys), k). Uses the k smallest of d
-    per-node uniform keys, in row blocks so memory stays bounded.
-    """
-    if not 1 <= k <= d:
-        raise ValueError(f"k must be in 1..{d}, got {k}.")
-    n = len(keys)
-    out = np.empty((n, k), dtype=np.int64)
-    step = max(1, _CHUNK // d)
-    for s in range(0, n, step):
-        u = node_uniforms(seed, keys[s:s + step], d, stream)
-        out[s:s + step] = np.argpartition(u, k - 1, axis=1)[:, :k] if k < d else \
-            np.broadcast_to(np.arange(d), (len(u), d))
-    return out

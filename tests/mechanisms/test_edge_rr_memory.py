@@ -1,8 +1,8 @@
 """EdgeRR's streamed construction against the straightforward one it replaced.
 
-The reports are written in place block by block and symmetrised by counting
-first (so that a 1M-user graph fits in a few GiB); the result must be the very
-same adjacency as drawing every report at once and symmetrising with scipy.
+The reports are drawn block by block and symmetrised by counting first (so
+that a 1M-user graph fits in a few GiB); the result must be the very same
+adjacency as each device drawing its own report alone, symmetrised with scipy.
 """
 
 import tracemalloc
@@ -10,41 +10,35 @@ import tracemalloc
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from scipy.stats import binom
 
 from skldp import GraphData
+from skldp.device._edges import flip_probability, randomized_lists
 from skldp.mechanisms import EdgeRR
 from skldp.mechanisms import _edge_rr as er
 from skldp.population import list_digests, report_keys
 
 
 def _reference_reports(A, keys, eps, seed, rkeys=None):
-    """All users at once (one block), assembled with scipy: the former code path.
+    """Every user on its own through the device program, assembled with scipy.
 
     ``rkeys`` are the keys each user draws its own numbers from (``keys`` by
-    default); ``keys`` also name the targets.
+    default); ``keys`` also name the targets (by their rank in key order).
     """
     n = A.shape[0]
-    q = er._flip_probability(eps)
-    indptr, indices = A.indptr.astype(np.int64), A.indices
-    deg = np.diff(indptr)
+    q = flip_probability(eps)
     keys = np.asarray(keys, dtype=np.uint64)
     rkeys = keys if rkeys is None else rkeys
-    n_free = n - 1 - deg
-    n_add = np.zeros(n, dtype=np.int64)
-    if q > 0:
-        u = er.node_uniforms(seed, rkeys, 1, stream=er._S_COUNT)[:, 0]
-        todo = n_free > 0
-        n_add[todo] = binom.ppf(u[todo], n_free[todo], q).astype(np.int64)
-        np.minimum(n_add, n_free, out=n_add)
     by_key = np.argsort(keys, kind="stable")
-    t_rows = np.repeat(np.arange(n), deg)
-    t_cols = indices.astype(np.int64)
-    keep = er._pair_uniforms(seed, rkeys[t_rows], keys[t_cols], er._S_KEEP) >= q
-    a_rows, a_cols = er._draw_targets(seed, rkeys, by_key, indptr, indices, n, 0, n, n_add,
-                                      n_free)
-    rows = np.concatenate([t_rows[keep], a_rows])
-    cols = np.concatenate([t_cols[keep], a_cols])
+    rank = np.empty(n, dtype=np.int64)
+    rank[by_key] = np.arange(n)
+    rows, cols = [], []
+    for i in range(n):
+        nb = A.indices[A.indptr[i]:A.indptr[i + 1]]
+        o = np.argsort(rank[nb])
+        _, pos = randomized_lists(seed, rkeys[i:i + 1], [rank[i]], [0, len(nb)], rank[nb][o],
+                                  keys[nb][o], n, q)
+        rows += [i] * len(pos)
+        cols.extend(by_key[pos].tolist())
     return sp.csr_matrix((np.ones(len(rows), np.float32), (rows, cols)), shape=(n, n))
 
 

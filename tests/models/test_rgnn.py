@@ -73,7 +73,7 @@ def test_soft_targets_are_more_accurate_than_noisy_labels(graph):
     G, y = graph
     rows = np.arange(0, len(y), 2)
     gains = []
-    for seed in range(5):
+    for seed in range(40):   # the mean gain is about 0.125 (sd over seeds 0.09)
         mech = LabelRandomizedResponse(0.5, classes=[0, 1, 2], random_state=seed).fit()
         noisy = mech.randomize_encoded(y[rows], G[rows])
         soft = reconstruct_labels(G.adjacency, rows, noisy, mech.transition_matrix_, hops=2)

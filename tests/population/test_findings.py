@@ -217,7 +217,7 @@ def _tiny_uniforms(module, monkeypatch):
 
 
 def test_8_label_rr_near_the_cap_can_still_flip(monkeypatch):
-    import skldp.mechanisms._label_rr as mod
+    import skldp.device._kinds as mod  # the device program
     _tiny_uniforms(mod, monkeypatch)
     rr = LabelRandomizedResponse(40.0, classes=[0, 1], random_state=0).fit()
     assert rr.p_ == 1.0                 # p rounds to 1 in float64; the flip is still possible
@@ -226,7 +226,7 @@ def test_8_label_rr_near_the_cap_can_still_flip(monkeypatch):
 
 
 def test_8_set_valued_oue_near_the_cap_can_still_set_other_bits(monkeypatch):
-    import skldp.mechanisms._set_valued as mod
+    import skldp.device._kinds as mod  # the device program
     _tiny_uniforms(mod, monkeypatch)
     X = np.zeros((20, 5))
     X[:, 0] = 1
@@ -237,7 +237,7 @@ def test_8_set_valued_oue_near_the_cap_can_still_set_other_bits(monkeypatch):
 
 
 def test_8_grrfs_near_the_cap_can_still_flip(monkeypatch):
-    import skldp.mechanisms._grr as mod
+    import skldp.device._kinds as mod  # the device program
     monkeypatch.setattr(mod, "node_uniforms_fine",
                         lambda seed, keys, n, stream=0: np.full((len(keys), n), 1e-30))
     X = np.zeros((20, 3))

@@ -1,0 +1,195 @@
+"""Counter-based randomness: every random number of a report is a pure function of
+(seed, stream, key, counter).
+
+Instead of a stateful generator, whose output depends on which rows are processed
+and in what order, every draw is a hash of ``(seed, stream, key, counter)``
+(SplitMix64's finaliser, Steele et al., OOPSLA 2014). The server's simulation
+draws from ``(collection seed, report key)``; a device draws from a seed and a
+key it takes from its operating system's entropy. Both run these functions, so
+the same seed and key give the same report, and a port to another language is
+checked against the test vectors (``skldp/device/vectors``).
+
+Everything here is unsigned 64-bit arithmetic modulo 2^64 and the conversion of
+the top 53 bits of a word to a float, so it ports bit for bit to any language
+with 64-bit integers and IEEE doubles.
+"""
+
+import hashlib
+
+import numpy as np
+
+__all__ = ["node_uniforms", "node_uniforms_fine", "node_uniforms_ragged",
+           "node_uniforms_ragged_fine", "pair_uniforms", "sample_k_of_d", "sample_columns",
+           "ids_to_keys"]
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+_CHUNK = 1 << 22  # numbers generated per block, bounds temporary memory
+
+
+def _mix(z):
+    """SplitMix64's finaliser (a bijection of 64-bit words)."""
+    z = (z ^ (z >> np.uint64(30))) * _M1
+    z = (z ^ (z >> np.uint64(27))) * _M2
+    return z ^ (z >> np.uint64(31))
+
+
+def _row_keys(seed, keys, stream):
+    keys = np.asarray(keys, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        s = np.uint64(seed & 0xFFFFFFFFFFFFFFFF) ^ _mix(np.uint64(stream) * _GOLDEN + _GOLDEN)
+        return _mix(keys * _GOLDEN ^ _mix(s))
+
+
+def _to_unit(z):
+    # 53 random bits -> [0, 1); add half an ulp so 0 is never returned (safe for log/ppf).
+    return ((z >> np.uint64(11)).astype(np.float64) + 0.5) * (1.0 / (1 << 53))
+
+
+def _node_words(seed, keys, n_cols, stream):
+    """Raw uint64 words, shape (len(keys), n_cols), row i a function of keys[i]."""
+    rk = _row_keys(seed, keys, stream)
+    cols = (np.arange(1, n_cols + 1, dtype=np.uint64) * _GOLDEN)
+    out = np.empty((len(rk), n_cols), dtype=np.uint64)
+    step = max(1, _CHUNK // max(n_cols, 1))
+    with np.errstate(over="ignore"):
+        for s in range(0, len(rk), step):  # blocks of rows, not a loop over nodes
+            out[s:s + step] = _mix(rk[s:s + step, None] + cols[None, :])
+    return out
+
+
+def node_uniforms(seed, keys, n_cols, stream=0):
+    """Uniform(0, 1) draws of shape (len(keys), n_cols), row i a function of keys[i].
+
+    Parameters
+    ----------
+    seed : int
+        The collection's seed (the server's simulation) or the device's secret.
+    keys : array of uint64
+        One key per user (the report keys).
+    n_cols : int
+        Draws per user; column j of a user is the same whatever ``n_cols`` is.
+    stream : int
+        Independent stream id, so one mechanism can draw several independent quantities.
+    """
+    return _to_unit(_node_words(seed, keys, n_cols, stream))
+
+
+# Offset of the second word's stream in node_uniforms_fine (mechanisms use small ids).
+_FINE_STREAM_OFFSET = 1 << 40
+
+
+def node_uniforms_fine(seed, keys, n_cols, stream=0):
+    """Uniform(0, 1) draws with full *relative* precision near 0.
+
+    :func:`node_uniforms` returns multiples of 2^-53, so an event of probability
+    1e-13 is resolved only to about 1e-3 of its size. Here a second 64-bit word
+    fills the low bits: ``u = (r + v) 2^-53`` with ``r`` the top 53 bits of one
+    word and ``v`` in [0, 1) from another, so that every interval ``[a, a(1 + t))``
+    has probability ``a t`` up to a relative error of about ``2^-50 / t``, for any
+    ``a`` down to 2^-100. Used where a mechanism compares a uniform with a tiny
+    probability or takes its logarithm (discrete Laplace tails, grid mechanisms).
+    """
+    w1 = _node_words(seed, keys, n_cols, stream)
+    w2 = _node_words(seed, keys, n_cols, stream + _FINE_STREAM_OFFSET)
+    r = (w1 >> np.uint64(11)).astype(np.float64)
+    v = (w2 >> np.uint64(12)).astype(np.float64) * (1.0 / (1 << 52))
+    u = (r + v) * (1.0 / (1 << 53))
+    return np.maximum(u, np.finfo(np.float64).smallest_subnormal)
+
+
+def _ragged_words(seed, keys, counts, stream, start):
+    counts = np.asarray(counts, dtype=np.int64)
+    rk = _row_keys(seed, keys, stream)
+    owner = np.repeat(np.arange(len(rk)), counts)
+    starts = np.cumsum(counts) - counts
+    j = np.arange(len(owner)) - np.repeat(starts, counts) + 1
+    if start is not None:
+        j = j + np.repeat(np.asarray(start, dtype=np.int64), counts)
+    with np.errstate(over="ignore"):
+        return _mix(rk[owner] + j.astype(np.uint64) * _GOLDEN)
+
+
+def node_uniforms_ragged(seed, keys, counts, stream=0, start=None):
+    """A variable number of uniforms per user, concatenated in user order.
+
+    User i gets ``counts[i]`` draws; its j-th draw is the same for any ``counts``
+    with ``counts[i] > j``. ``start[i]`` (default 0) skips the first draws of
+    user i: its draws are then numbers ``start[i] .. start[i] + counts[i] - 1``.
+    """
+    return _to_unit(_ragged_words(seed, keys, counts, stream, start))
+
+
+def node_uniforms_ragged_fine(seed, keys, counts, stream=0, start=None):
+    """:func:`node_uniforms_ragged` with the full relative precision of
+    :func:`node_uniforms_fine` near 0."""
+    w1 = _ragged_words(seed, keys, counts, stream, start)
+    w2 = _ragged_words(seed, keys, counts, stream + _FINE_STREAM_OFFSET, start)
+    r = (w1 >> np.uint64(11)).astype(np.float64)
+    v = (w2 >> np.uint64(12)).astype(np.float64) * (1.0 / (1 << 52))
+    return np.maximum((r + v) * (1.0 / (1 << 53)), np.finfo(np.float64).smallest_subnormal)
+
+
+def pair_uniforms(seed, ukeys, vkeys, stream):
+    """One uniform per (user, other user) pair of keys, a pure function of both keys."""
+    with np.errstate(over="ignore"):
+        return _to_unit(_mix(_row_keys(seed, ukeys, stream)
+                             + _mix(np.asarray(vkeys, dtype=np.uint64) + _GOLDEN) * _GOLDEN))
+
+
+def sample_k_of_d(seed, keys, d, k, stream=0):
+    """k distinct column indices per user out of d, uniformly at random, in increasing order.
+
+    The k columns whose per-user uniforms are the smallest (computed in row
+    blocks so that memory stays bounded). Returns an int64 array of shape
+    (len(keys), k).
+    """
+    if not 1 <= k <= d:
+        raise ValueError(f"k must be in 1..{d}, got {k}.")
+    n = len(keys)
+    out = np.empty((n, k), dtype=np.int64)
+    step = max(1, _CHUNK // d)
+    for s in range(0, n, step):
+        u = node_uniforms(seed, keys[s:s + step], d, stream)
+        out[s:s + step] = np.argpartition(u, k - 1, axis=1)[:, :k] if k < d else \
+            np.broadcast_to(np.arange(d), (len(u), d))
+    out.sort(axis=1)
+    return out
+
+
+# Up to this k, k-of-d sampling uses Floyd's algorithm on k uniforms per user
+# (O(n k^2)) instead of ranking d uniforms per user (O(n d)).
+_FLOYD_MAX_K = 64
+
+
+def sample_columns(seed, keys, d, k, stream=0):
+    """k distinct columns out of d per user, uniformly, in increasing order.
+
+    For ``k <= 64`` (and ``k < d``) this is R. W. Floyd's subset sampling
+    (Bentley & Floyd, CACM 1987), vectorised over users: for j = d-k .. d-1 draw
+    t uniform in 0..j and take t, or j if t was already taken; every k-subset is
+    equally likely. It needs k uniforms per user instead of the d of
+    :func:`sample_k_of_d`, which is used for larger k.
+    """
+    if k > _FLOYD_MAX_K or k >= d:
+        return sample_k_of_d(seed, keys, d, k, stream=stream)
+    U = node_uniforms(seed, keys, k, stream=stream)
+    out = np.empty((len(keys), k), dtype=np.int64)
+    for i, j in enumerate(range(d - k, d)):  # k steps, vectorised over users
+        t = np.minimum((U[:, i] * (j + 1)).astype(np.int64), j)
+        if i:
+            t = np.where((out[:, :i] == t[:, None]).any(axis=1), j, t)
+        out[:, i] = t
+    out.sort(axis=1)
+    return out
+
+
+def ids_to_keys(ids):
+    """Stable uint64 key per user id: integers map to themselves (modulo 2^64), any
+    other id to the first 8 bytes (little-endian) of the BLAKE2b digest of ``str(id)``."""
+    ids = np.asarray(ids)
+    if np.issubdtype(ids.dtype, np.integer):
+        return ids.astype(np.uint64)
+    digests = [hashlib.blake2b(str(i).encode(), digest_size=8).digest() for i in ids]
+    return np.frombuffer(b"".join(digests), dtype="<u8").astype(np.uint64)

@@ -1,0 +1,201 @@
+"""The public description of a collection: what the server asks every device to answer.
+
+A spec is a versioned JSON document (language-neutral: objects, arrays, numbers
+and strings; ``inf`` and ``nan`` are written as strings). The server makes it
+from a mechanism; a device reads it with :func:`read_spec`, which validates it
+against the registry of mechanism kinds (:data:`skldp.device.KINDS`).
+"""
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass, field
+
+from ._errors import SpecError
+
+__all__ = ["CollectionSpec", "SPEC_VERSION", "SpecError", "read_spec"]
+
+#: Version of the spec format (bumped when a field changes meaning).
+SPEC_VERSION = 2
+
+_REQUIRED = ("id", "kind", "protects", "epsilon", "version")
+_FIELDS = set(_REQUIRED) | {"delta", "model", "params", "public_state", "device_steps"}
+
+
+
+def _json_number(v):
+    v = float(v)
+    if math.isfinite(v):
+        return v
+    return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")
+
+
+def _number(v, what):
+    if isinstance(v, bool) or not isinstance(v, (int, float, str)):
+        raise SpecError(f"collection spec field {what!r} must be a number, got {v!r}.")
+    try:
+        return float(v)   # also reads "inf", "-inf" and "nan"
+    except ValueError:
+        raise SpecError(f"collection spec field {what!r} must be a number, got {v!r}.") from None
+
+
+@dataclass(frozen=True)
+class CollectionSpec:
+    """The public description of one collection (Design page, "Local DP is a protocol").
+
+    The server sends it to every device; a device answers it once per value of
+    its data. It holds no secret: anyone may read it, and two collections never
+    share random numbers.
+
+    Attributes
+    ----------
+    id : str
+        The collection's identifier (public, 16 hex digits).
+    kind : str
+        The mechanism, e.g. ``"skldp.mechanisms.HDSMechanism"``.
+    protects : tuple of str
+        ``"features"``, ``"labels"`` or ``"edges"``.
+    epsilon : float
+        What one answer costs each user (local DP), or the training's epsilon
+        (central DP).
+    delta : float
+        0 for local DP.
+    model : {"local", "central"}
+    params : dict
+        The mechanism's public parameters (``random_state`` excluded).
+    public_state : dict
+        Public values fixed at fit: bounds, dimensions, label domain, sample
+        sizes: everything a device needs besides ``params``.
+    device_steps : tuple of dict
+        The public, stateless steps each device applies to its raw data before
+        the mechanism (kind and parameters), in order.
+    version : int
+        :data:`SPEC_VERSION`.
+    """
+
+    id: str
+    kind: str
+    protects: tuple
+    epsilon: float
+    delta: float = 0.0
+    model: str = "local"
+    params: dict = field(default_factory=dict)
+    public_state: dict = field(default_factory=dict)
+    device_steps: tuple = ()
+    version: int = SPEC_VERSION
+
+    def body(self):
+        """Everything but the id and the budget: what makes two collections the same request."""
+        return {"kind": self.kind, "protects": list(self.protects), "model": self.model,
+                "params": self.params, "public_state": self.public_state,
+                "device_steps": list(self.device_steps), "version": self.version}
+
+    def to_dict(self):
+        """The spec as plain JSON data."""
+        return {"id": self.id, **self.body(), "epsilon": _json_number(self.epsilon),
+                "delta": _json_number(self.delta)}
+
+    def to_json(self, indent=None):
+        """The spec as a JSON document (keys sorted)."""
+        return json.dumps(self.to_dict(), sort_keys=True, indent=indent)
+
+    @classmethod
+    def from_dict(cls, data, *, check_kind=True):
+        """Read a spec written by :meth:`to_dict`, and validate it.
+
+        Parameters
+        ----------
+        data : dict
+        check_kind : bool, default=True
+            Validate the parameters of a local collection against its kind in
+            the registry (:data:`skldp.device.KINDS`): an unknown kind, a missing
+            bound or a budget below what the parameters spend is an error.
+            ``False`` only checks the format (the ledger's journal reads specs of
+            any private step, central trainings and custom mechanisms included).
+
+        Raises
+        ------
+        SpecError
+        """
+        if not isinstance(data, dict):
+            raise SpecError(f"a collection spec is a JSON object, got {type(data).__name__}.")
+        version = data.get("version")
+        if version != SPEC_VERSION:
+            raise SpecError(f"collection spec version {version!r} is not supported (this "
+                            f"reader reads version {SPEC_VERSION}); ask the server for a spec "
+                            "in this version, or update the encoder.")
+        missing = [k for k in _REQUIRED if k not in data]
+        if missing:
+            raise SpecError(f"collection spec lacks {missing}.")
+        unknown = sorted(set(data) - _FIELDS)
+        if unknown:
+            raise SpecError(f"collection spec has unknown fields {unknown}.")
+        for name, typ in (("params", dict), ("public_state", dict), ("device_steps", list),
+                          ("protects", list)):
+            if name in data and not isinstance(data[name], (typ, tuple)):
+                raise SpecError(f"collection spec field {name!r} must be a JSON "
+                                f"{'object' if typ is dict else 'array'}, got {data[name]!r}.")
+        spec = cls(id=str(data["id"]), kind=str(data["kind"]),
+                   protects=tuple(data["protects"]), epsilon=_number(data["epsilon"], "epsilon"),
+                   delta=_number(data.get("delta", 0.0), "delta"),
+                   model=data.get("model", "local"), params=dict(data.get("params", {})),
+                   public_state=dict(data.get("public_state", {})),
+                   device_steps=tuple(data.get("device_steps", ())), version=version)
+        if spec.model not in ("local", "central"):
+            raise SpecError(f"collection spec model must be 'local' or 'central', got "
+                            f"{spec.model!r}.")
+        if check_kind and spec.model == "local":
+            from ._kinds import plan
+            plan(spec)   # raises SpecError for an unknown kind or bad parameters
+        return spec
+
+    @classmethod
+    def from_json(cls, text, *, check_kind=True):
+        """Read and validate a spec from its JSON text (see :meth:`from_dict`)."""
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise SpecError(f"a collection spec must be JSON: {e}.") from None
+        return cls.from_dict(data, check_kind=check_kind)
+
+    def describe(self):
+        """One line: kind, what it protects and its budget."""
+        name = self.kind.rsplit(".", 1)[-1]
+        d = f", delta={self.delta:.3g}" if self.delta else ""
+        return f"{name} ({', '.join(self.protects)}; epsilon={self.epsilon:.4g}{d})"
+
+
+def read_spec(source):
+    """Read and validate a collection spec.
+
+    Parameters
+    ----------
+    source : CollectionSpec, dict, str or file object
+        The spec, its JSON data, its JSON text, or a path or file holding it.
+
+    Returns
+    -------
+    spec : CollectionSpec
+
+    Raises
+    ------
+    SpecError
+        For a wrong version, an unknown kind, a missing bound or parameters
+        whose cost exceeds the spec's ``epsilon``.
+    """
+    if isinstance(source, CollectionSpec):
+        return CollectionSpec.from_dict(source.to_dict())
+    if isinstance(source, dict):
+        return CollectionSpec.from_dict(source)
+    if hasattr(source, "read"):
+        return CollectionSpec.from_json(source.read())
+    text = str(source)
+    if not text.lstrip().startswith("{"):
+        with open(text, encoding="utf-8") as fh:
+            text = fh.read()
+    return CollectionSpec.from_json(text)
+
+
+def body_digest(body):
+    """A stable hash of a spec's body (JSON with sorted keys)."""
+    return hashlib.blake2b(json.dumps(body, sort_keys=True).encode(), digest_size=16).hexdigest()

@@ -1,0 +1,146 @@
+"""The server's side of a deployment: the spec it publishes, and the mechanism of a spec."""
+
+import importlib
+import numbers
+import warnings
+
+import numpy as np
+from sklearn.base import clone
+
+from ..device._kinds import KINDS, plan
+from ..device._spec import SpecError, read_spec
+from ..exceptions import PrivacyLeakWarning
+
+__all__ = ["collection_spec", "mechanism_from_spec"]
+
+
+def collection_spec(estimator, *, n_features=None, node_ids=None, simulation=False):
+    """The public spec devices answer, made by the server from a mechanism.
+
+    A fitted mechanism gives the spec of its collection; an unfitted one is fitted
+    on placeholder data that fixes only what the spec needs (the number of
+    features, the directory of users), never on private data.
+
+    Parameters
+    ----------
+    estimator : mechanism
+        A feature mechanism (e.g. :class:`~skldp.mechanisms.HDSMechanism`), a
+        :class:`~skldp.mechanisms.LabelRandomizedResponse` or an
+        :class:`~skldp.mechanisms.EdgeRR`, fitted or not. Give feature mechanisms
+        their public bounds (``feature_range``) and label mechanisms their
+        ``classes``.
+    n_features : int or None, default=None
+        The number of features of an unfitted feature mechanism.
+    node_ids : array-like or None, default=None
+        Every user's id, for an unfitted :class:`~skldp.mechanisms.EdgeRR` (an
+        adjacency list names other users, so the directory is public; the spec
+        holds its size and digest).
+    simulation : bool, default=False
+        ``estimator.random_state`` must be ``None``: in a deployment every
+        device draws its own secret randomness, and a spec made from a seeded
+        estimator says that every report could be recomputed from a public
+        number. Pass ``True`` to say this is a simulation.
+
+    Returns
+    -------
+    spec : CollectionSpec
+        Validated as a device reads it (:func:`skldp.device.read_spec`); it
+        holds no secret.
+
+    Examples
+    --------
+    >>> from skldp.mechanisms import HDSMechanism
+    >>> from skldp.population import collection_spec
+    >>> spec = collection_spec(HDSMechanism(1.0, k=2, feature_range=(0, 1)), n_features=8)
+    >>> spec.kind, spec.epsilon, spec.public_state["k"]
+    ('skldp.mechanisms.HDSMechanism', 1.0, 2)
+    """
+    name = type(estimator).__name__
+    if getattr(estimator, "random_state", None) is not None and not simulation:
+        raise ValueError(
+            f"{name} has random_state={estimator.random_state!r}: a spec made from it would "
+            "tie every report to a public number, and whoever knows it can invert the "
+            "reports. In a deployment each device draws its own secret randomness: set "
+            "random_state=None, or pass simulation=True if this is a simulation.")
+    spec = getattr(estimator, "collection_", None)
+    if spec is None:
+        with warnings.catch_warnings():
+            # the placeholder is no data: a public value read from it would be made up
+            warnings.simplefilter("error", PrivacyLeakWarning)
+            try:
+                spec = _fit_placeholder(clone(estimator), name, n_features, node_ids)
+            except PrivacyLeakWarning as w:
+                raise ValueError(f"{name} reads a public value from the data it is fitted on "
+                                 f"({w}); a spec needs it from public knowledge.") from None
+    if spec.model != "local":
+        raise ValueError(f"{name} is a central-DP step: devices answer local collections only.")
+    return read_spec(spec.to_dict())   # validated as a device reads it
+
+
+def _fit_placeholder(est, name, n_features, node_ids):
+    from .._graph_data import GraphData
+    protects = getattr(est, "protects", ())
+    if "labels" in protects:
+        est.fit()
+    elif "edges" in protects:
+        if node_ids is None:
+            raise ValueError(f"an unfitted {name} needs node_ids: the directory of users "
+                             "whose lists it collects.")
+        ids = np.asarray(node_ids)
+        est.fit(GraphData(np.zeros((len(ids), 0)), _empty(len(ids)), node_ids=ids))
+    elif "features" in protects:
+        if not isinstance(n_features, numbers.Integral) or n_features < 1:
+            raise ValueError(f"an unfitted {name} needs n_features (an integer >= 1).")
+        est.fit(GraphData(np.zeros((1, int(n_features)))))
+    else:
+        raise TypeError(f"{name} is not a local DP mechanism (it protects nothing).")
+    return est.collection_
+
+
+def _empty(n):
+    import scipy.sparse as sp
+    return sp.csr_matrix((n, n))
+
+
+def mechanism_from_spec(spec, *, fitted=True):
+    """The mechanism that made a spec: its class with the spec's parameters.
+
+    Fitted (``fitted=True``) it holds the spec's public state and no secret: it
+    decodes reports (``_decode``) and, as a pipeline step over the reports of
+    that collection, passes them on. Unfitted, it is the step to put in a
+    pipeline (or a classifier's ``label_mechanism``) over collected reports.
+
+    Parameters
+    ----------
+    spec : CollectionSpec, dict or JSON text
+    fitted : bool, default=True
+
+    Returns
+    -------
+    mechanism
+    """
+    spec = read_spec(spec)
+    if spec.kind not in KINDS:
+        raise SpecError(f"unknown mechanism kind {spec.kind!r}.")
+    plan(spec)
+    module, _, name = spec.kind.rpartition(".")
+    cls = getattr(importlib.import_module(module), name)
+    params = {k: _param(v) for k, v in spec.params.items()}
+    est = cls(**params)
+    if fitted:
+        est._restore_public_state(spec, None)
+        est.collection_ = spec
+        est.epsilon_ = float(spec.epsilon)
+        est.protects_ = tuple(est.protects)
+        est.ledger_ = None
+        est.collected_ = True
+    return est
+
+
+def _param(v):
+    """A spec's parameter as the estimator takes it ("inf" strings become floats)."""
+    if isinstance(v, str) and v in ("inf", "-inf", "nan"):
+        return float(v)
+    if isinstance(v, list) and len(v) == 2 and all(isinstance(a, (int, float)) for a in v):
+        return tuple(v)   # feature_range=(lo, hi)
+    return v

@@ -1,0 +1,382 @@
+"""Reports from real devices: read them, validate them against their spec, build the graph."""
+
+import json
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..device._kinds import ReportError, directory_digest, plan
+from ..device._random import ids_to_keys
+from ..device._spec import read_spec
+from ._population import Population
+
+__all__ = ["ReceivedReports", "read_reports", "write_reports", "received_graph"]
+
+_COLUMNAR = (".parquet", ".arrow", ".feather")
+
+
+@dataclass
+class ReceivedReports:
+    """The reports of one collection that passed validation, and what was refused.
+
+    Attributes
+    ----------
+    spec : CollectionSpec
+        The collection.
+    users : list
+        The users who sent a valid report, in the order they arrived (the first
+        report of each user).
+    reports : dict of ndarray
+        The reports' fields stacked over ``users`` (a list of arrays for an edge
+        collection, whose lists differ in length).
+    refused : collections.Counter
+        Refused reports by reason: ``"malformed"`` (not JSON, missing fields,
+        wrong types or lengths), ``"out of domain"`` (a value outside its public
+        domain), ``"other collection"``, ``"unknown user"`` and ``"duplicate"``
+        (a user who answered twice keeps its first answer).
+    """
+
+    spec: object
+    users: list = field(default_factory=list)
+    reports: dict = field(default_factory=dict)
+    refused: Counter = field(default_factory=Counter)
+
+    def __len__(self):
+        return len(self.users)
+
+    @property
+    def n_refused(self):
+        return int(sum(self.refused.values()))
+
+    def __repr__(self):
+        why = ", ".join(f"{n} {r}" for r, n in sorted(self.refused.items())) or "none"
+        return (f"<ReceivedReports {self.spec.id}: {len(self)} accepted from "
+                f"{self.spec.describe()}; refused: {why}>")
+
+
+def _records(source, fmt):
+    """Yield each record (a dict) or a marker of a line that is not JSON."""
+    if isinstance(source, (str, os.PathLike)):
+        path = os.fspath(source)
+        fmt = fmt or ("columnar" if path.endswith(_COLUMNAR) else "jsonl")
+        if fmt in ("parquet", "arrow", "feather", "columnar"):
+            yield from _read_columnar(path)
+            return
+        with open(path, encoding="utf-8") as fh:
+            yield from _lines(fh)
+        return
+    if hasattr(source, "read") or hasattr(source, "__iter__"):
+        items = iter(source)
+        for item in items:
+            if isinstance(item, dict):
+                yield item
+            else:
+                yield from _lines([item])
+        return
+    raise TypeError(f"reports come from a path, a file object or an iterable of records, got "
+                    f"{type(source).__name__}.")
+
+
+def _lines(lines):
+    for line in lines:
+        if isinstance(line, bytes):
+            line = line.decode("utf-8", errors="replace")
+        if not line.strip():
+            continue
+        try:
+            yield json.loads(line)
+        except json.JSONDecodeError:
+            yield None
+
+
+def _read_columnar(path):
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:  # pragma: no cover - the optional extra
+        raise ImportError("Reading Parquet or Arrow reports needs pyarrow: pip install "
+                          "'skldp[io]'.") from None
+    if path.endswith(".parquet"):
+        table = pq.read_table(path)
+    else:
+        with pa.memory_map(path) as source:
+            table = pa.ipc.open_file(source).read_all()
+    yield from table.to_pylist()
+
+
+def write_reports(records, path):
+    """Write report records (dicts) as JSON lines, or as Parquet / Arrow (``.parquet``,
+    ``.arrow``, ``.feather``; needs pyarrow: ``pip install 'skldp[io]'``).
+
+    Parameters
+    ----------
+    records : iterable of dict
+        ``{"collection": id, "user": id, "report": {...}}`` as a device sends them.
+    path : str
+    """
+    path = os.fspath(path)
+    records = list(records)
+    if path.endswith(_COLUMNAR):
+        try:
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+        except ImportError:  # pragma: no cover - the optional extra
+            raise ImportError("Writing Parquet or Arrow reports needs pyarrow: pip install "
+                              "'skldp[io]'.") from None
+        table = pa.Table.from_pylist(records)
+        if path.endswith(".parquet"):
+            pq.write_table(table, path)
+        else:
+            with pa.OSFile(path, "wb") as sink, pa.ipc.new_file(sink, table.schema) as w:
+                w.write_table(table)
+        return
+    with open(path, "w", encoding="utf-8") as fh:
+        for rec in records:
+            fh.write(json.dumps(rec) + "\n")
+
+
+def read_reports(source, spec, *, users=None, format=None):
+    """Read the reports of one collection and validate each against its spec.
+
+    Every report is checked: its collection id, its user (one of ``users`` when
+    given), its fields (shape and domain, per mechanism: the sampled indices
+    increasing and in range, the cells, bits and codes in their public domains,
+    an adjacency list of known positions). A user who answered twice keeps its
+    first answer. Refused reports are counted by reason, never used.
+
+    Parameters
+    ----------
+    source : path, file object or iterable
+        JSON lines (a ``.jsonl`` file, a stream of lines, or records as dicts),
+        or a Parquet / Arrow file (``.parquet``, ``.arrow``, ``.feather``; needs
+        pyarrow). Each record is ``{"collection": id, "user": id, "report":
+        {...}}`` (:meth:`skldp.device.Device.answer`).
+    spec : CollectionSpec, dict, JSON text or path
+        The collection's spec.
+    users : array-like or None, default=None
+        The users allowed to answer (the directory); others are refused.
+    format : {"jsonl", "parquet", "arrow"} or None
+        Read from the file name when ``None``.
+
+    Returns
+    -------
+    ReceivedReports
+
+    Examples
+    --------
+    >>> from skldp.population import read_reports           # doctest: +SKIP
+    >>> received = read_reports("labels.jsonl", spec)        # doctest: +SKIP
+    >>> received.refused                                    # doctest: +SKIP
+    Counter({'duplicate': 3, 'out of domain': 1})
+    """
+    spec = read_spec(spec)
+    p = plan(spec)
+    allowed = None if users is None else set(_id_key(u) for u in users)
+    own_position = None
+    if users is not None and "edges" in spec.protects:   # a list must not name its sender
+        ukeys = ids_to_keys(np.asarray(list(users)))
+        order = np.sort(ukeys)
+        own_position = {u: int(np.searchsorted(order, k))
+                        for u, k in zip((_id_key(u) for u in users), ukeys, strict=True)}
+    out = ReceivedReports(spec)
+    seen = set()
+    fields = {name: [] for name in p.field_specs()}
+    for rec in _records(source, format):
+        if not isinstance(rec, dict) or set(rec) != {"collection", "user", "report"}:
+            out.refused["malformed"] += 1
+            continue
+        if rec["collection"] != spec.id:
+            out.refused["other collection"] += 1
+            continue
+        user = rec["user"]
+        if not isinstance(user, (int, str)) or isinstance(user, bool):
+            out.refused["malformed"] += 1
+            continue
+        uid = _id_key(user)
+        if allowed is not None and uid not in allowed:
+            out.refused["unknown user"] += 1
+            continue
+        try:
+            report = p.check(rec["report"])
+        except ReportError as e:
+            out.refused[e.reason] += 1
+            continue
+        if own_position is not None and own_position[uid] in set(report["l"].tolist()):
+            out.refused["out of domain"] += 1
+            continue
+        if uid in seen:
+            out.refused["duplicate"] += 1
+            continue
+        seen.add(uid)
+        out.users.append(user)
+        for name, value in report.items():
+            fields[name].append(value)
+    for name, values in fields.items():
+        if p.field_specs()[name][0] == "list":
+            out.reports[name] = values
+        elif values:
+            out.reports[name] = np.stack(values)
+        else:
+            typ, length = p.field_specs()[name][:2]
+            shape = (0,) if length is None else (0, length)
+            out.reports[name] = np.zeros(shape, dtype=bool if typ == "bits" else np.int64)
+    return out
+
+
+def _id_key(user):
+    """A hashable form of a user id that equates 3 and numpy's 3."""
+    return user.item() if isinstance(user, np.generic) else user
+
+
+def received_graph(*, features=None, labels=None, edges=None, node_ids=None, budget=None,
+                   missing_features="error"):
+    """The server's graph from the reports real devices sent.
+
+    The features are the feature collection's reports decoded by its mechanism
+    (what that mechanism's ``transform`` returns in a simulation: unbiased
+    estimates for one-bit, multi-bit, piecewise, Laplace and set-valued, HDS's
+    reports, GRR-FS's codes); the adjacency is the edge collection's lists,
+    symmetrized as its ``EdgeRR`` would (``"or"``, ``"and"`` or ``"directed"``);
+    the labels are the received ones. The graph's population holds no device
+    (``simulated=False``): its ledger charges every user for what it sent
+    (:meth:`Population.receive`), so :func:`skldp.accounting.privacy_report`
+    states the budget the users spent, and a mechanism step over these reports
+    passes them on instead of perturbing them again.
+
+    Parameters
+    ----------
+    features, labels, edges : ReceivedReports or None
+        The collections received (:func:`read_reports`).
+    node_ids : array-like or None, default=None
+        The users of the graph, in order. Required with ``edges`` (the
+        directory the lists name, checked against the spec's digest). ``None``:
+        the users who sent a feature report (or a label report), in arrival
+        order.
+    budget : float or None, default=None
+        Per-user cap of the graph's population; what was received is charged
+        first (a collection above the cap raises).
+    missing_features : {"error", "zero"}, default="error"
+        A user without a feature report: an error, or a row of the decoded
+        "no report" value (0 for HDS, the range's centre for the others: the
+        feature carries no information about that user).
+
+    Returns
+    -------
+    G : GraphData
+        Features (or an empty matrix), adjacency (or ``None``), node ids.
+    y : ndarray or None
+        Each user's received label, ``-1`` (``None`` for non-numeric classes)
+        for users who sent none; ``None`` without ``labels``.
+    """
+    from .._graph_data import GraphData
+    from ._deploy import mechanism_from_spec
+    if node_ids is None:
+        source = features if features is not None else labels
+        if source is None:
+            raise ValueError("received_graph needs node_ids, or a feature or label collection "
+                             "whose senders are the users.")
+        node_ids = list(source.users)
+    ids = np.asarray(node_ids)
+    n = len(ids)
+    if n == 0:
+        raise ValueError("received_graph: no user.")
+    keys = ids_to_keys(ids)
+    if len(np.unique(keys)) != n:
+        raise ValueError("node_ids must be unique.")
+    position = {_id_key(u): i for i, u in enumerate(ids.tolist())}
+    population = Population(budget, simulated=False)
+    X, feature_origin = np.zeros((n, 0)), ("derived", "were not collected")
+    if features is not None:
+        X, rows = _decoded_features(features, position, n, missing_features,
+                                    mechanism_from_spec)
+        population.receive(features.spec, keys[rows])
+        feature_origin = ("reports", features.spec)
+    A, adjacency_origin = None, ("derived", "were not collected")
+    if edges is not None:
+        A, rows = _received_adjacency(edges, keys, position)
+        population.receive(edges.spec, keys[rows])
+        adjacency_origin = ("reports", edges.spec)
+    y = None
+    if labels is not None:
+        classes = np.asarray(labels.spec.public_state["classes"])
+        rows = _rows_of(labels, position)
+        numeric = np.issubdtype(classes.dtype, np.number)
+        y = np.full(n, -1, dtype=classes.dtype) if numeric else np.full(n, None, dtype=object)
+        pos = labels.reports["y"].astype(np.int64) if len(labels) else np.zeros(0, np.int64)
+        y[rows] = classes[pos]
+        population.receive(labels.spec, keys[rows], reports=pos)
+    G = GraphData(X, A, node_ids=ids, population=population)
+    G._store.feature_origin = feature_origin
+    G._store.adjacency_origin = adjacency_origin
+    return G, y
+
+
+def _rows_of(received, position):
+    rows = []
+    for u in received.users:
+        r = position.get(_id_key(u))
+        if r is None:
+            raise ValueError(f"user {u!r} sent a report of collection {received.spec.id} but "
+                             "is not in node_ids; read the reports with users=node_ids.")
+        rows.append(r)
+    return np.asarray(rows, dtype=np.int64)
+
+
+def _decoded_features(received, position, n, missing, mechanism_from_spec):
+    mech = mechanism_from_spec(received.spec)
+    rows = _rows_of(received, position)
+    if missing not in ("error", "zero"):
+        raise ValueError(f"missing_features must be 'error' or 'zero', got {missing!r}.")
+    absent = n - len(rows)
+    if absent and missing == "error":
+        raise ValueError(f"{absent} of the {n} users sent no report of feature collection "
+                         f"{received.spec.id}; drop them from node_ids, or pass "
+                         "missing_features='zero'.")
+    Z = mech._decode(received.reports) if len(rows) else None
+    d = mech.n_features_in_
+    sparse = Z is not None and sp.issparse(Z)
+    if absent == 0:
+        order = np.empty(n, dtype=np.int64)
+        order[rows] = np.arange(n)
+        return (Z[order] if not sparse else sp.csr_matrix(Z)[order]), rows
+    # users without a report: the decoded value that says nothing (0, or the centre)
+    empty = 0.0 if received.spec.kind.endswith("HDSMechanism") else \
+        (mech.feature_min_ + mech.feature_max_) / 2.0
+    if received.spec.kind.endswith(("SetValuedMechanism", "GRRFSMechanism")):
+        raise ValueError(f"{received.spec.kind} reports have no neutral value: drop the "
+                         "users without a report from node_ids.")
+    out = np.empty((n, d))
+    out[...] = empty
+    if Z is not None:
+        out[rows] = Z.toarray() if sparse else Z
+    return out, rows
+
+
+def _received_adjacency(received, keys, position):
+    spec = received.spec
+    n = len(keys)
+    if spec.public_state["n_users"] != n or spec.public_state["directory"] != \
+            directory_digest(keys):
+        raise ValueError(f"node_ids are not the directory of edge collection {spec.id} (its "
+                         "size or digest differs): the lists name other users.")
+    rows = _rows_of(received, position)
+    by_key = np.argsort(keys, kind="stable")
+    lists = received.reports["l"]
+    counts = np.array([len(a) for a in lists], dtype=np.int64)
+    r = np.repeat(rows, counts)
+    c = by_key[np.concatenate(lists)] if len(lists) else np.zeros(0, np.int64)
+    self_loops = r == c
+    if self_loops.any():
+        raise ValueError(f"{int(self_loops.sum())} received lists name their own user; "
+                         "validate them with read_reports.")
+    from ..mechanisms._edge_rr import _ones_csr, _symmetrize
+    R = sp.csr_matrix((np.ones(len(r), dtype=np.int8), (r, c)), shape=(n, n))
+    R.sort_indices()
+    indptr, cols = R.indptr.astype(np.int64), R.indices
+    mode = spec.params.get("symmetrize", "or")
+    if mode != "directed":
+        indptr, cols = _symmetrize(indptr, cols, mode)
+    return _ones_csr(indptr, cols, n), rows

@@ -1,0 +1,142 @@
+"""The spec a device reads (validation on load) and the device's behaviour (answers once,
+secret randomness, its own budget cap)."""
+
+import json
+
+import numpy as np
+import pytest
+
+from skldp.device import AlreadyAnswered, Device, SpecError, encode, plan, read_spec
+from skldp.mechanisms import EdgeRR, HDSMechanism, LabelRandomizedResponse, MultiBitMechanism
+from skldp.population import collection_spec
+
+
+@pytest.fixture
+def hds_spec():
+    return collection_spec(HDSMechanism(1.0, k=2, feature_range=(0, 1)), n_features=6)
+
+
+def _edit(spec, **changes):
+    d = spec.to_dict()
+    for path, value in changes.items():
+        target = d
+        *head, last = path.split("__")
+        for h in head:
+            target = target[h]
+        if value is None:
+            del target[last]
+        else:
+            target[last] = value
+    return d
+
+
+def test_spec_is_public_json_and_round_trips(hds_spec):
+    text = hds_spec.to_json()
+    data = json.loads(text)
+    assert data["version"] == 2 and data["kind"] == "skldp.mechanisms.HDSMechanism"
+    assert data["public_state"]["k"] == 2 and len(data["public_state"]["feature_min"]) == 6
+    assert "random_state" not in data["params"] and "seed" not in text
+    assert read_spec(text) == hds_spec
+    # two specs of the same request are two collections (ids from the OS's entropy)
+    other = collection_spec(HDSMechanism(1.0, k=2, feature_range=(0, 1)), n_features=6)
+    assert other.id != hds_spec.id and other.body() == hds_spec.body()
+
+
+@pytest.mark.parametrize("change,msg", [
+    ({"version": 1}, "version 1 is not supported"),
+    ({"kind": "skldp.mechanisms.Unknown"}, "unknown mechanism kind"),
+    ({"public_state__feature_min": None}, "lacks public_state\\['feature_min'\\]"),
+    ({"public_state__feature_max": [1.0] * 5}, "n_features=6"),
+    ({"public_state__feature_max": [0.0] * 6}, "feature_min < feature_max"),
+    ({"epsilon": 0.5}, "spend 1 per user"),
+    ({"params__eps": "inf"}, "protects nothing"),
+    ({"params__eps": -1}, "must be > 0"),
+    ({"public_state__k": 7}, "outside 1..6"),
+    ({"id": None}, "lacks \\['id'\\]"),
+    ({"extra_field": 1}, "unknown fields"),
+    ({"device_steps": [{"kind": "sklearn.preprocessing.StandardScaler", "params": {}}]},
+     "do not run"),
+])
+def test_invalid_specs_are_refused_on_load(hds_spec, change, msg):
+    with pytest.raises(SpecError, match=msg):
+        read_spec(_edit(hds_spec, **change))
+
+
+def test_label_and_edge_specs_validate():
+    spec = collection_spec(LabelRandomizedResponse(2.0, classes=["a", "b", "c"]))
+    assert spec.public_state == {"classes": ["a", "b", "c"]}
+    with pytest.raises(SpecError, match="at least two"):
+        read_spec(_edit(spec, public_state__classes=["a"]))
+    with pytest.raises(ValueError, match="needs the public label domain"):
+        collection_spec(LabelRandomizedResponse(2.0))
+    ids = np.arange(10) * 3
+    espec = collection_spec(EdgeRR(2.0), node_ids=ids)
+    assert espec.public_state["n_users"] == 10 and len(espec.public_state["directory"]) == 32
+    with pytest.raises(ValueError, match="node_ids"):
+        collection_spec(EdgeRR(2.0))
+    with pytest.raises(ValueError, match="n_features"):
+        collection_spec(HDSMechanism(1.0, feature_range=(0, 1)))
+    with pytest.raises(ValueError, match="public value"):
+        collection_spec(HDSMechanism(1.0), n_features=3)   # bounds from the placeholder
+
+
+def test_encode_is_pure_and_keys_change_it(hds_spec):
+    x = np.linspace(0, 1, 6)
+    a = encode(hds_spec, x, seed=5, key=9)
+    assert a == encode(hds_spec.to_json(), x.tolist(), seed=5, key=9)
+    reports = {json.dumps(encode(hds_spec, x, seed=5, key=k)) for k in range(50)}
+    assert len(reports) > 10
+    plan(hds_spec).check(a)
+
+
+def test_device_answers_once_and_refuses_changed_data(hds_spec, tmp_path):
+    path = str(tmp_path / "answers.json")
+    dev = Device(user="alice", path=path)
+    x = np.linspace(0, 1, 6)
+    first = dev.answer(hds_spec, x)
+    assert first["user"] == "alice" and first["collection"] == hds_spec.id
+    assert dev.answer(hds_spec, x) == first                  # asked again: the same report
+    assert dev.spent == 1.0
+    with pytest.raises(AlreadyAnswered, match="new collection"):
+        dev.answer(hds_spec, x[::-1])
+    # the answers survive a restart; the secret seed is not stored
+    again = Device(user="alice", path=path)
+    assert again.answer(hds_spec, x) == first
+    assert "seed" not in open(path).read()
+    # a fresh device (fresh entropy) answers differently, with high probability
+    reports = {json.dumps(Device(user=i).answer(hds_spec, x)["report"]) for i in range(30)}
+    assert len(reports) > 5
+
+
+def test_device_budget_cap(hds_spec):
+    dev = Device(user=1, max_epsilon=1.5)
+    dev.answer(hds_spec, np.zeros(6))
+    other = collection_spec(MultiBitMechanism(1.0, m=1, feature_range=(0, 1)), n_features=6)
+    with pytest.raises(SpecError, match="above its cap"):
+        dev.answer(other, np.zeros(6))
+
+
+def test_device_input_checks(hds_spec):
+    with pytest.raises(ValueError, match="rows of 6 features"):
+        encode(hds_spec, np.zeros(5), seed=1, key=1)
+    with pytest.raises(ValueError, match="finite"):
+        encode(hds_spec, [np.nan] * 6, seed=1, key=1)
+    lab = collection_spec(LabelRandomizedResponse(1.0, classes=[0, 1]))
+    with pytest.raises(ValueError, match="not in the collection's classes"):
+        encode(lab, 3, seed=1, key=1)
+    ids = list(range(8))
+    espec = collection_spec(EdgeRR(2.0), node_ids=ids)
+    with pytest.raises(ValueError, match="directory does not match"):
+        encode(espec, [1], seed=1, key=1, user=0, directory=ids[:-1])
+    with pytest.raises(ValueError, match="not in the directory"):
+        encode(espec, [99], seed=1, key=1, user=0, directory=ids)
+    with pytest.raises(ValueError, match="self loop"):
+        encode(espec, [0, 1], seed=1, key=1, user=0, directory=ids)
+
+
+def test_report_sizes_are_stated(hds_spec):
+    assert plan(hds_spec).n_bytes() == 2 * 1 + 2 * 4    # 2 indices < 256, 2 cells < 2^32
+    onebit = collection_spec(
+        __import__("skldp.mechanisms", fromlist=["OneBitMechanism"]).OneBitMechanism(
+            1.0, feature_range=(0, 1)), n_features=20)
+    assert plan(onebit).n_bytes() == 3                    # 20 bits
