@@ -10,9 +10,9 @@ from sklearn.utils.validation import check_array, check_is_fitted
 from torch import nn
 
 from .._graph_data import GraphData
+from .._torch import Dropout, resolve_device
 from ..utils.validation import check_finite_features
 from ._base import TorchClassifierBase
-from ._torch_utils import Dropout, resolve_device
 
 __all__ = ["MLPHead"]
 
@@ -133,11 +133,20 @@ class MLPHead(TorchClassifierBase):
     batch_size : int or None, default=None
         Mini-batch size; ``None`` trains on all rows at once (full batch).
     early_stopping : bool, default=True
-        Hold out ``validation_fraction`` of the training rows (stratified when
-        every class has two rows), stop when the validation loss has not
-        improved for ``patience`` epochs and restore the best epoch's weights.
+        Validate after every epoch on the validation rows (``validation``,
+        else ``validation_fraction`` of the fit rows, stratified when every
+        class has two rows), stop when the validation loss has not improved
+        for ``patience`` epochs and restore the best epoch's weights.
+    validation : array-like or None, default=None
+        Validation nodes: node positions, or a boolean mask over the graph's
+        nodes (e.g. the Planetoid validation split; ``fit`` then needs a
+        GraphData view). Fit on the training and
+        validation nodes together, ``fit(G[train | val], y[train | val])``:
+        the fit rows among them are left out of the loss and select the
+        weights. ``None``: hold out ``validation_fraction`` of the fit rows.
+        Read more in the :ref:`User Guide <validation_nodes>`.
     validation_fraction : float in (0, 1), default=0.1
-        Share of the training rows held out for early stopping.
+        Share of the fit rows held out for early stopping without ``validation``.
     patience : int, default=20
         Epochs without improvement of the validation loss before stopping.
     device : {"auto", "cpu", "cuda", ...}, default="auto"
@@ -203,8 +212,8 @@ class MLPHead(TorchClassifierBase):
 
     def __init__(self, hidden_layer_sizes=(64,), *, activation="relu", dropout=0.5, lr=1e-2,
                  weight_decay=5e-4, epochs=100, batch_size=None, early_stopping=True,
-                 validation_fraction=0.1, patience=20, device="auto", random_state=None,
-                 verbose=0):
+                 validation=None, validation_fraction=0.1, patience=20, device="auto",
+                 random_state=None, verbose=0):
         self.hidden_layer_sizes = hidden_layer_sizes
         self.activation = activation
         self.dropout = dropout
@@ -213,6 +222,7 @@ class MLPHead(TorchClassifierBase):
         self.epochs = epochs
         self.batch_size = batch_size
         self.early_stopping = early_stopping
+        self.validation = validation
         self.validation_fraction = validation_fraction
         self.patience = patience
         self.device = device

@@ -24,7 +24,7 @@ from skldp.models import (
     SolitudeClassifier,
     VGAELinkPredictor,
 )
-from skldp.models._torch_utils import module_on, resolve_device
+from skldp._torch import module_on, resolve_device
 
 KW = dict(epochs=8, device="cpu", random_state=0)
 

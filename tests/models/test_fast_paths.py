@@ -8,7 +8,7 @@ import torch.nn.functional as F
 
 from skldp.models import GCNClassifier, LPGNNClassifier, MLPHead, _gnn, _mlp
 from skldp.models._gnn import PropagatedFeatures, SparseOperand, _matmul, _SAGEConv, _spmm
-from skldp.models._torch_utils import (
+from skldp._torch import (
     class_cross_entropy,
     class_softmax,
     sparse_matmul,
@@ -182,9 +182,10 @@ def test_shared_first_layer_trains_exactly_like_the_plain_loop(patience, monkeyp
                         lambda self, x, g: calls.append(1) or first(self, x, g))
     monkeypatch.setattr(_gnn.GNNEncoder, "train",
                         lambda self, mode=True: modes.append(mode) or train(self, mode))
-    shared = LPGNNClassifier(**params).fit(G[tr], y[tr], validation_data=(G[va], y[va]))
+    fit = tr | va
+    shared = LPGNNClassifier(validation=va, **params).fit(G[fit], y[fit])
     n_shared, n_modes_shared, calls[:], modes[:] = len(calls), len(modes), [], []
-    plain = _NoSplitLPGNN(**params).fit(G[tr], y[tr], validation_data=(G[va], y[va]))
+    plain = _NoSplitLPGNN(validation=va, **params).fit(G[fit], y[fit])
     n_plain, n_modes_plain = len(calls), len(modes)
     # the shared loop never switches the module's mode (only eval() at the end)
     assert n_modes_shared <= 2 < n_modes_plain
