@@ -99,6 +99,9 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
         if self.lr <= 0:
             raise ValueError(f"lr must be > 0, got {self.lr}.")
         check_int(self.batch_size, "batch_size", 1, allow_none=True)
+        if isinstance(self.early_stopping, str) and self.early_stopping != "auto":
+            raise ValueError(f"early_stopping must be True, False or 'auto', got "
+                             f"{self.early_stopping!r}.")
         if self.early_stopping:
             if not 0 < self.validation_fraction < 1:
                 raise ValueError("validation_fraction must be in (0, 1) when "

@@ -469,8 +469,9 @@ class GNNClassifierBase(TorchClassifierBase):
         return [n_features] + [self.hidden_size] * (self.n_layers - 1) + [n_classes]
 
     def _build_module(self, n_features, n_classes):
+        # Input dropout on sparse features too (their stored entries), as on dense ones
         return GNNEncoder(self._conv, self._sizes(n_features, n_classes), self.activation,
-                          self.dropout)
+                          self.dropout, sparse_input_dropout=True)
 
     def _forward(self, module, data, positions):
         x, g = data
@@ -498,7 +499,10 @@ def _params_doc(hidden_size=16, activation="relu", dropout=0.5, lr=0.01, heads=N
     heads_doc = "" if heads is None else f"""
     heads : int, default={heads}
         Attention heads of each hidden layer (concatenated); the output layer
-        uses one head."""
+        uses one head.
+    attention_dropout : float in [0, 1), default=0.6
+        Dropout on the normalised attention coefficients of every layer
+        (Velickovic et al., 2018, §3.3)."""
     return f"""
     Parameters
     ----------
@@ -509,7 +513,8 @@ def _params_doc(hidden_size=16, activation="relu", dropout=0.5, lr=0.01, heads=N
     activation : {{"relu", "elu", "selu", "tanh", "leaky_relu"}}, default="{activation}"
         Non-linearity after each hidden layer.
     dropout : float in [0, 1), default={dropout}
-        Dropout on the input of every layer (dense inputs only).
+        Dropout on the input of every layer; on sparse features, on their
+        stored entries.
     lr : float, default={lr}
         Adam learning rate.
     weight_decay : float, default=5e-4
@@ -670,8 +675,9 @@ class GATClassifier(GNNClassifierBase):
     """
     _conv = "gat"
 
-    def __init__(self, hidden_size=8, *, heads=8, n_layers=2, activation="elu", dropout=0.6,
-                 lr=0.005, weight_decay=5e-4, epochs=200, early_stopping=True, validation=None,
+    def __init__(self, hidden_size=8, *, heads=8, attention_dropout=0.6, n_layers=2,
+                 activation="elu", dropout=0.6, lr=0.005, weight_decay=5e-4, epochs=200,
+                 early_stopping=True, validation=None,
                  validation_fraction=0.1, patience=50, device="auto", random_state=None,
                  verbose=0, label_mechanism=None):
         super().__init__(hidden_size, n_layers=n_layers, activation=activation, dropout=dropout,
@@ -681,7 +687,15 @@ class GATClassifier(GNNClassifierBase):
                          patience=patience, device=device, random_state=random_state,
                          verbose=verbose, label_mechanism=label_mechanism)
         self.heads = heads
+        self.attention_dropout = attention_dropout
+
+    def _validate_hyperparameters(self):
+        super()._validate_hyperparameters()
+        p = self.attention_dropout
+        if not isinstance(p, numbers.Real) or not 0 <= p < 1:
+            raise ValueError(f"attention_dropout must be in [0, 1), got {p!r}.")
 
     def _build_module(self, n_features, n_classes):
         return GNNEncoder("gat", self._sizes(n_features, n_classes), self.activation,
-                          self.dropout, heads=self.heads)
+                          self.dropout, heads=self.heads, sparse_input_dropout=True,
+                          attention_dropout=self.attention_dropout)

@@ -25,7 +25,7 @@ def test_column_stats_in_row_chunks_match_numpy(monkeypatch):
     np.testing.assert_allclose(mean, X64.mean(axis=0), rtol=1e-12)
     np.testing.assert_allclose(scale[:3], X64.std(axis=0)[:3], rtol=1e-9)
     assert scale[3] == 1.0   # constant column
-    S = _mlp._Standardized(X, mean, scale, torch.device("cpu")).t
+    S = _mlp._Standardized(X, lambda B: (B - mean) / scale, torch.device("cpu")).t
     np.testing.assert_allclose(S.numpy(), (X64 - mean) / scale, rtol=1e-5, atol=1e-5)
 
 
@@ -209,7 +209,9 @@ def test_no_shared_first_layer_when_it_draws_dropout():
     clf = GCNClassifier(dropout=0.5, device="cpu")
     data, _ = clf._prepare(G, torch.device("cpu"))
     module = clf._build_module(G.shape[1], 7)
-    assert clf._split_forward(module, data) is not None   # sparse input: no input dropout
+    assert clf._split_forward(module, data) is None   # dropout on the sparse input's entries
+    module.sparse_input_dropout = False
+    assert clf._split_forward(module, data) is not None   # sparse input, no input dropout
     x, g = data
     dense_x = torch.as_tensor(G.features.toarray(), dtype=torch.float32)
     assert clf._split_forward(module, (dense_x, g)) is None   # dropout on a dense input

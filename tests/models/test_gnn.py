@@ -123,8 +123,8 @@ def test_pickle_roundtrip(cls, data):
 def test_sparse_features(data):
     G, y, tr, te = sbm(sparse=True)
     assert sp.issparse(G.features)
-    for cls in CLASSIFIERS:
-        clf = cls(random_state=0, epochs=30, device="cpu").fit(G[tr], y[tr])
+    for cls in CLASSIFIERS:   # input (and GAT's attention) dropout: GAT needs more epochs
+        clf = cls(random_state=0, epochs=100, device="cpu").fit(G[tr], y[tr])
         assert clf.score(G[te], y[te]) > 0.5
 
 
@@ -333,3 +333,37 @@ def test_feature_tensor_layouts_and_graph_tensors_without_features():
     X[3, 4] = np.nan
     with pytest.raises(ValueError, match="finite|NaN"):
         graph_tensors(GraphData(X, A), "cpu", "sage", features=False)
+
+
+# ------------------------------------------------------- dropout on sparse inputs
+def test_sparse_operand_dropout_drops_the_same_entries_of_a_and_its_transpose():
+    from skldp._torch import dropout_generator, torch_generator
+    X = sp.random(30, 12, density=0.3, random_state=0, format="csr")
+    op = SparseOperand.from_scipy(X, torch.device("cpu"))
+    with dropout_generator(torch_generator(0)):
+        dropped = op.dropout(0.5)
+    A = dropped.A.to_dense().numpy()
+    AT = dropped.AT.to_dense().numpy()
+    np.testing.assert_array_equal(A.T, AT)
+    kept = A != 0
+    assert 0.3 < kept.sum() / X.nnz < 0.7
+    np.testing.assert_allclose(A[kept], 2 * X.toarray()[kept], rtol=1e-6)   # scaled by 1/(1-p)
+    assert op.dropout(0.5, training=False) is op and op.dropout(0.0) is op
+
+
+def test_gnn_classifiers_drop_sparse_inputs_and_gat_attention():
+    G, y, tr, te = sbm(sparse=True)
+    assert sp.issparse(G.features)
+    clf = GCNClassifier(device="cpu")
+    data, _ = clf._prepare(G, torch.device("cpu"))
+    module = clf._build_module(G.shape[1], 3)
+    assert module.sparse_input_dropout and not module.first_is_deterministic(*data)
+    gat = GATClassifier(heads=2, dropout=0.0, device="cpu")
+    module = gat._build_module(G.shape[1], 3)
+    assert all(layer.attention_dropout == 0.6 for layer in module.layers)
+    assert not module.first_is_deterministic(*gat._prepare(G, torch.device("cpu"))[0])
+    a = GATClassifier(heads=2, epochs=5, random_state=0, device="cpu").fit(G[tr], y[tr])
+    b = GATClassifier(heads=2, epochs=5, random_state=0, device="cpu").fit(G[tr], y[tr])
+    np.testing.assert_array_equal(a.predict_proba(G[te]), b.predict_proba(G[te]))
+    with pytest.raises(ValueError, match="attention_dropout"):
+        GATClassifier(attention_dropout=1.0, epochs=2).fit(G[tr], y[tr])
