@@ -321,8 +321,8 @@ def skldp_lpgnn(dataset, cfg, seed):
                                 dropout=cfg["dropout"], lr=cfg["lr"],
                                 weight_decay=cfg["weight_decay"], epochs=cfg["epochs"],
                                 patience=cfg["epochs"] + 1, device="cpu",
-                                random_state=seed))])
-    pipe.fit(G[tr], y[tr], clf__validation_data=(G[va], y[va]))
+                                random_state=seed, validation=va))])
+    pipe.fit(G[tr | va], y[tr | va])
     return dict(accuracy=float(pipe.score(G[te], y[te])),
                 epochs=int(pipe[-1].n_iter_))
 

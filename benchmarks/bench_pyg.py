@@ -59,8 +59,10 @@ def fit_skldp(data, seed, device, epochs):
     X, A, y, tr, va, te = data
     G = GraphData(X, A)   # a new graph per fit: its transfer to the device is timed
     clf = GCNClassifier(hidden_size=16, n_layers=2, dropout=0.5, lr=0.01, weight_decay=5e-4,
-                        epochs=epochs, patience=epochs, device=device, random_state=seed)
-    clf.fit(G[tr], y[tr], validation_data=(G[va], y[va]))
+                        epochs=epochs, patience=epochs, validation=va, device=device,
+                        random_state=seed)
+    fit = tr | va                     # the validation nodes select, they never train
+    clf.fit(G[fit], y[fit])
     return float(clf.score(G[te], y[te]))
 
 

@@ -32,6 +32,9 @@ from skldp.propagation import PPRPropagation
 torch.set_num_threads(1)
 G = load_cora().data
 P_train, P_val, P_test, y_train, y_val, y_test = random_edge_split(G, random_state=0)
+# The models fit the training and validation pairs together; ``validation=P_val.pairs``
+# holds the latter out of the loss and stops training on them.
+P_fit, y_fit = P_train.concat(P_val), np.r_[y_train, y_val]
 print(P_train)
 print("held-out test edges:", int(y_test.sum()), "- non-edges:", int((y_test == 0).sum()))
 print("edges the models see:", P_train.graph.adjacency.nnz // 2, "of", G.adjacency.nnz // 2)
@@ -47,9 +50,9 @@ for eps in eps_grid:
     pipe = Pipeline([
         ("hds", hds),
         ("ppr", PPRPropagation(alpha=0.1)),
-        ("link", HadamardLinkPredictor(random_state=0)),
+        ("link", HadamardLinkPredictor(validation=P_val.pairs, random_state=0)),
     ])
-    pipe.fit(P_train, y_train, link__validation_data=(P_val, y_val))
+    pipe.fit(P_fit, y_fit)
     auc_hds.append(pipe.score(P_test, y_test))
     print(f"HDS eps={eps}: test AUC {auc_hds[-1]:.3f}")
 
@@ -61,9 +64,9 @@ for eps in eps_grid:
            if np.isfinite(eps) else "passthrough")
     pipe = Pipeline([
         ("pgc", pgc),
-        ("link", VGAELinkPredictor(epochs=200, random_state=0)),
+        ("link", VGAELinkPredictor(epochs=200, validation=P_val.pairs, random_state=0)),
     ])
-    pipe.fit(P_train, y_train, link__validation_data=(P_val, y_val))
+    pipe.fit(P_fit, y_fit)
     auc_pgc.append(pipe.score(P_test, y_test))
     print(f"PGC eps={eps} (per feature): test AUC {auc_pgc[-1]:.3f}")
 

@@ -58,8 +58,9 @@ CONFIGS = {
 
 
 def lpgnn(G, y, tr, va, te, seed, **options):
-    clf = LPGNNClassifier(classes=np.unique(y), random_state=seed, **SETTINGS, **options)
-    clf.fit(G[tr], y[tr], validation_data=(G[va], y[va]))
+    clf = LPGNNClassifier(classes=np.unique(y), random_state=seed, validation=va, **SETTINGS,
+                          **options)
+    clf.fit(G[tr | va], y[tr | va])
     return clf.score(G[te], y[te])
 
 
@@ -84,7 +85,7 @@ def study(seeds):
                     clf = lpgnn_study.lpgnn_classifier(
                         eps_y, int(y.max()) + 1, cfg["x_steps"], cfg["y_steps"], cfg["epochs"],
                         seed, **CONFIGS[name])
-                    clf.fit(reports[tr], y[tr], validation_data=(reports[va], y[va]))
+                    clf.set_params(validation=va).fit(reports[tr | va], y[tr | va])
                     acc[name].append(clf.score(reports[te], y[te]))
                 acc["feature-free: label propagation"].append(
                     lp_accuracy(G, y, tr, va, te, eps_y, seed)[0])

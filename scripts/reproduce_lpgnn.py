@@ -168,7 +168,7 @@ The mean absolute error of the graph-convolution estimate (the PGC/LPGNN paper F
 
 **Setup, Table 2.** Two-layer `GCNClassifier` (hidden 32, ReLU, dropout 0.5, Adam lr 0.01,
 weight decay 5e-4, at most 500 epochs, early stopping on the loss of the 500 Planetoid
-validation nodes with patience 20, `validation_data=`), Planetoid public split (140/500/1000
+validation nodes with patience 20, `validation_data=`, now `validation=`), Planetoid public split (140/500/1000
 on Cora, 120/500/1000 on CiteSeer). Features are binary, i.e. already in [0, 1]. As in the paper
 each mechanism spends ε on *every* feature: LM = `LaplaceMechanism(eps * d)`, PM =
 `PiecewiseMechanism(eps * d, k=d)`, PGC = `OneBitMechanism(eps)`; the honest per-user total,
@@ -186,7 +186,7 @@ dropout 0.5, Adam lr 0.01, weight decay 1e-4), label RR at ε_y, "Drop": KProp o
 one-hot labels of the fit nodes (Ky steps) and training on the propagated label, forward
 correction with the RR transition matrix, early stopping (patience 20, at most 200 epochs; 100
 on Facebook) on the error against the denoised **noisy** validation labels. Random 50/25/25
-split per seed; validation nodes passed as `validation_data` (their labels are randomized
+split per seed; validation nodes passed as `validation_data` (now `validation=`; their labels are randomized
 too). Kx, Ky fixed per dataset, not tuned (no clean validation label may be used to tune
 them). ε_y = ∞ means clean labels (no RR, no correction, Drop still on); ε_x = ∞ means the raw
 features.

@@ -36,6 +36,15 @@ from torch import nn
 from torch.func import functional_call, grad, vmap
 
 from .._graph_data import GraphData
+from .._torch import (
+    SGD,
+    Adam,
+    EarlyStopper,
+    default_sync_every,
+    resolve_device,
+    sparse_csr_tensor,
+    train,
+)
 from ..accounting._dpsgd import calibrate_dpsgd_noise_multiplier, compute_dpsgd_epsilon
 from ..accounting._rdp import (
     calibrate_noise_multiplier,
@@ -45,8 +54,7 @@ from ..accounting._rdp import (
 )
 from ..base import GraphClassifierMixin, PrivateStepMixin
 from ..exceptions import PrivacyLeakWarning
-from ..models._optim import SGD, Adam
-from ..models._torch_utils import resolve_device, sparse_csr_tensor
+from ..model_selection._validation import validation_split
 from ..population import CollectionSpec, array_population
 from ..population._spec import public_params, step_kind
 from ..utils._adjacency import normalized_adjacency
@@ -207,6 +215,32 @@ def _padded_neighbourhoods(S, nodes, K):
     return nb, w
 
 
+def _row_inputs(feats, rows, A_rows, device, dtype):
+    """What :func:`_forward_inputs` needs for the rows ``rows``: their features, or the
+    features of the nodes they aggregate and the aggregation as a sparse tensor."""
+    if A_rows is None:
+        return feats.rows(rows).to(dtype), None
+    A = sp.csr_matrix(A_rows)
+    cols = np.unique(A.indices)  # encode only the nodes that are aggregated
+    A = sp.csr_matrix((A.data, np.searchsorted(cols, A.indices), A.indptr),
+                      shape=(A.shape[0], len(cols))).tocoo()
+    At = torch.sparse_coo_tensor(
+        torch.from_numpy(np.vstack([A.row, A.col]).astype(np.int64)),
+        torch.from_numpy(A.data).to(dtype), A.shape, device=device, check_invariants=False)
+    return feats.rows(cols).to(dtype), At
+
+
+def _forward_inputs(module, x, At):
+    """Logits of ``_OneLayerGNN`` from :func:`_row_inputs` (full neighbourhoods)."""
+    E = module.encode(_linear(x, module.enc_in))
+    return module.head(E if At is None else torch.sparse.mm(At, E))
+
+
+def _forward_rows(module, feats, rows, A_rows, device, dtype):
+    """Logits of the rows ``rows`` (aggregating over ``A_rows`` when given)."""
+    return _forward_inputs(module, *_row_inputs(feats, rows, A_rows, device, dtype))
+
+
 class _PerNodeGradients:
     """Per-node gradients of ``_OneLayerGNN`` on padded neighbourhoods, and their clipped sums.
 
@@ -337,7 +371,8 @@ class _DPTrainerBase(PrivateStepMixin, GraphClassifierMixin, BaseEstimator):
     # the others to tell whether two trainings of a search have the same guarantee.
     _not_accounted = frozenset({"lr", "optimizer", "hidden_size", "encoder_layers",
                                 "decoder_layers", "activation", "device", "verbose",
-                                "random_state", "max_grad_norm", "clip_percentile", "classes"})
+                                "random_state", "max_grad_norm", "clip_percentile", "classes",
+                                "validation", "patience"})
 
     # ------------------------------------------------------------ accounting
     def _record_training(self, population, eps, delta, n_train):
@@ -366,8 +401,10 @@ class _DPTrainerBase(PrivateStepMixin, GraphClassifierMixin, BaseEstimator):
         clipped sums). ``random_state=None`` takes each seed from the OS's
         entropy.
         """
+        # validation and patience choose among the noisy iterates; they change
+        # neither the collection nor its noise (and would not hash: an array)
         params = {k: v for k, v in self.get_params().items()
-                  if k not in ("random_state", "verbose", "device")}
+                  if k not in ("random_state", "verbose", "device", "validation", "patience")}
         return collection_seed(self.random_state, (stream, type(self).__name__, params))
 
     # ---------------------------------------------------------------- labels
@@ -403,6 +440,18 @@ class _DPTrainerBase(PrivateStepMixin, GraphClassifierMixin, BaseEstimator):
         self.classes_ = classes
         return np.searchsorted(classes, y)
 
+    def _validation_rows(self, X, y_enc):
+        """Positions of the fit rows that train and of those named by ``validation``."""
+        if self.validation is None:
+            return np.arange(len(y_enc)), None
+        warnings.warn(
+            f"{type(self).__name__}(validation=...) keeps the iterate with the lowest loss on "
+            "the validation rows: that choice reads their labels and features (and, for "
+            "DP-GNN, their neighbours' features) outside the DP training, so epsilon_ covers "
+            "it only if those data are public.", PrivacyLeakWarning, stacklevel=3)
+        return validation_split(X, y_enc, validation=self.validation, early_stopping=True,
+                                validation_fraction=None, seed=0, owner=self)
+
     # ------------------------------------------------------------ accounting
     def _accountant(self, N, m, K, T, delta):
         """``(eps_of(z), calibrate(target))`` for this estimator (Daigavane et al., Theorem 1)."""
@@ -435,6 +484,7 @@ class _DPTrainerBase(PrivateStepMixin, GraphClassifierMixin, BaseEstimator):
                                  f"got {z!r}.")
         if self.delta is not None:
             check_delta(self.delta)
+        check_int(self.patience, "patience", 1, allow_none=True)
         if self.clip_percentile is not None:
             p = self.clip_percentile
             if isinstance(p, bool) or not isinstance(p, numbers.Real) or not 0 < p <= 100:
@@ -465,8 +515,14 @@ class _DPTrainerBase(PrivateStepMixin, GraphClassifierMixin, BaseEstimator):
         return C
 
     # ------------------------------------------------------------- training
-    def _dp_fit(self, feats, nb, w, y_enc, n_features, account_K, population):
-        """Train on neighbourhoods ``nb``/``w`` (one row per training node)."""
+    def _dp_fit(self, feats, nb, w, y_enc, n_features, account_K, population,
+                validation=None):
+        """Train on neighbourhoods ``nb``/``w`` (one row per training node).
+
+        ``validation`` is ``None`` or ``(feats, rows, A_rows, y_enc)`` of the
+        validation rows (``A_rows``: their rows of the inference aggregator, or
+        ``None`` without a graph).
+        """
         N = len(nb)
         m = int(self.batch_size)
         if m > N:
@@ -540,8 +596,8 @@ class _DPTrainerBase(PrivateStepMixin, GraphClassifierMixin, BaseEstimator):
 
         opt = (Adam(module.parameters(), lr=self.lr) if self.optimizer == "adam"
                else SGD(module.parameters(), lr=self.lr))
-        t0 = time.perf_counter()
-        for t in range(steps):
+
+        def dp_step(t):
             idx = np.sort(batch_rng.choice(N, size=m, replace=False))  # without replacement
             opt.zero_grad(set_to_none=True)
             sums = engine.summed(idx) if not private else engine.clipped_sum(idx, C)
@@ -551,9 +607,28 @@ class _DPTrainerBase(PrivateStepMixin, GraphClassifierMixin, BaseEstimator):
                     g = _grid_gaussian(g, sigma[group_of[n]], step[group_of[n]], noise_gen)
                 p.grad = (g / m).to(p.dtype)
             opt.step()
-            if self.verbose and (t + 1) % max(1, steps // 10) == 0:
+            return None  # the per-node losses are never summed: no loss curve
+
+        # The one trainer runs the steps; with validation rows it keeps the best iterate
+        # (post-processing of the noisy iterates; see the class Notes on what it reads).
+        validate = stopper = None
+        if validation is not None:
+            validate = self._validation_score(module, validation, device)
+            stopper = EarlyStopper(list(module.state_dict().values()), self.patience,
+                                   sync_every=default_sync_every(device))
+        every = max(1, steps // 10)
+
+        def log(t, loss, score, seconds):
+            if (t + 1) % every == 0:
                 verbose_logger(__name__).info("[%s] step %d/%d (%.1fs)", type(self).__name__,
                                               t + 1, steps, time.perf_counter() - t0)
+
+        t0 = time.perf_counter()
+        result = train(dp_step, steps, validate=validate, stopper=stopper, device=device,
+                       log=log if self.verbose else None)
+        self.n_iter_ = result.n_iter
+        self.validation_scores_ = result.validation_scores
+        self.best_step_ = result.best_epoch
         self.module_ = module.cpu().eval()
         self.noise_multiplier_ = z if private else 0.0
         self.clip_thresholds_ = dict(C) if private else None
@@ -573,21 +648,19 @@ class _DPTrainerBase(PrivateStepMixin, GraphClassifierMixin, BaseEstimator):
         device = resolve_device(self.device)
         module = copy.deepcopy(self.module_).double().to(device)
         with torch.no_grad():
-            if A_rows is None:
-                z1 = _linear(feats.rows(rows).double(), module.enc_in)
-                out = module.head(module.encode(z1))
-            else:
-                A = sp.csr_matrix(A_rows)
-                cols = np.unique(A.indices)  # encode only the nodes that are aggregated
-                E = module.encode(_linear(feats.rows(cols).double(), module.enc_in))
-                A = sp.csr_matrix((A.data, np.searchsorted(cols, A.indices), A.indptr),
-                                  shape=(A.shape[0], len(cols))).tocoo()
-                At = torch.sparse_coo_tensor(
-                    torch.from_numpy(np.vstack([A.row, A.col]).astype(np.int64)),
-                    torch.from_numpy(A.data.astype(np.float64)), A.shape, device=device,
-                    check_invariants=False)
-                out = module.head(torch.sparse.mm(At, E))
+            out = _forward_rows(module, feats, rows, A_rows, device, torch.float64)
         return out.cpu().numpy()
+
+    def _validation_score(self, module, validation, device):
+        """``validate`` of the trainer: the validation cross-entropy at the current iterate."""
+        feats, rows, A_rows, y_val = validation
+        y_t = torch.as_tensor(y_val, dtype=torch.long, device=device)
+        inputs = _row_inputs(feats, rows, A_rows, device, torch.float32)  # gathered once
+
+        def score(t):
+            with torch.no_grad():
+                return F.cross_entropy(_forward_inputs(module, *inputs), y_t)
+        return score
 
     def decision_function(self, X):
         """Class scores of the rows of ``X``.
@@ -674,6 +747,21 @@ _COMMON_PARAMS = """
     encoder_layers, decoder_layers : int, default=1
         Number of linear layers of the encoder and decoder MLPs.
     activation : {"tanh", "relu", "elu"}, default="tanh"
+    validation : array-like or None, default=None
+        Validation nodes (node positions, or a boolean mask over the graph's
+        nodes; ``fit`` then needs a GraphData view): the fit rows among them
+        are left out of the training set (and of ``N_train``, the batches and
+        the accounting) and the iterate with the lowest cross-entropy on them
+        is kept. ``None`` (the default) releases the last iterate, as the
+        authors' code does. **Not covered by** ``epsilon_`` unless the
+        validation rows' labels and features (and for DP-GNN, those of their
+        neighbours, read to score them) are public, hence a
+        :class:`~skldp.exceptions.PrivacyLeakWarning`; the noise, the
+        clipping and ``epsilon_`` (for all ``T`` steps) are those of training
+        on the other rows. Read more in the User Guide ("Validation nodes").
+    patience : int or None, default=None
+        With ``validation``, stop after this many steps without a lower
+        validation loss (``None``: run all ``T`` steps, keep the best).
     device : str, default="auto"
         "auto" uses CUDA when available.
     random_state : int, RandomState, Generator or None, default=None
@@ -709,6 +797,13 @@ _COMMON_ATTRS = """
         Factor (``>= 1``) by which randomized rounding to the grid inflates
         the sensitivity used to scale the noise.
     steps_ : int
+        ``T``, the steps accounted for.
+    n_iter_ : int
+        Steps run (fewer than ``steps_`` when ``patience`` stopped training).
+    validation_scores_ : list of float
+        Validation loss after each step (empty without ``validation``).
+    best_step_ : int or None
+        Step (0-based) whose iterate was kept (``None`` without ``validation``).
     n_train_ : int
     fit_time_ : float
         Seconds spent in the training loop.
@@ -837,7 +932,7 @@ class DPGNNClassifier(_DPTrainerBase):
                  epochs=None, lr=0.01, optimizer="adam", noise_multiplier=1.0,
                  target_epsilon=None, delta=None, max_grad_norm=1.0, clip_percentile=None,
                  hidden_size=64, encoder_layers=1, decoder_layers=1, activation="tanh",
-                 device="auto", random_state=None, verbose=0):
+                 validation=None, patience=None, device="auto", random_state=None, verbose=0):
         self.max_degree = max_degree
         self.classes = classes
         self.batch_size = batch_size
@@ -854,6 +949,8 @@ class DPGNNClassifier(_DPTrainerBase):
         self.encoder_layers = encoder_layers
         self.decoder_layers = decoder_layers
         self.activation = activation
+        self.validation = validation
+        self.patience = patience
         self.device = device
         self.random_state = random_state
         self.verbose = verbose
@@ -878,6 +975,9 @@ class DPGNNClassifier(_DPTrainerBase):
         G = check_graph_data(X, self, require_symmetric=True)
         check_finite_features(G.features)
         y_enc = self._encode_targets(y, len(G))
+        tr, va = self._validation_rows(G, y_enc)
+        G_val, y_val = (G._replace(G.rows[va]), y_enc[va]) if va is not None else (None, None)
+        G, y_enc = (G._replace(G.rows[tr]), y_enc[tr]) if va is not None else (G, y_enc)
         if len(np.unique(G.rows)) != len(G.rows):
             raise ValueError("the training view contains repeated nodes; each node may "
                              "appear once (node-level privacy counts each node once).")
@@ -890,9 +990,20 @@ class DPGNNClassifier(_DPTrainerBase):
             random_state=np.random.default_rng(self._stream_seed("DPGNN-degree-sample")))
         nb, w = _padded_neighbourhoods(S, G.rows, K)
         feats = _Features(G.features, resolve_device(self.device))
-        self._dp_fit(feats, nb, w, y_enc, G.shape[1], K, G.population)
+        validation = None
+        if G_val is not None:  # scored like predict: over their full neighbourhoods
+            validation = (feats, G_val.rows, self._aggregator(G_val)[G_val.rows], y_val)
+        self._dp_fit(feats, nb, w, y_enc, G.shape[1], K, G.population, validation)
         self.protects_ = tuple(self.protects)
         return self
+
+    def _aggregator(self, G):
+        """The inference aggregator ``D^-1 A`` of ``G``'s graph (memoised on the graph)."""
+        key = ("skldp.dpgnn.adj_rw", G.token)
+        P = G.memo_get(key)
+        if P is None:
+            P = G.memo_set(key, normalized_adjacency(G.adjacency, kind="rw"))
+        return P
 
     def _raw_logits(self, X):
         """Logits of the rows of ``X``, aggregating over their full neighbourhoods."""
@@ -901,12 +1012,8 @@ class DPGNNClassifier(_DPTrainerBase):
         if G.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {G.shape[1]} features, but {type(self).__name__} is "
                              f"expecting {self.n_features_in_} features as input.")
-        key = ("skldp.dpgnn.adj_rw", G.token)
-        P = G.memo_get(key)
-        if P is None:
-            P = G.memo_set(key, normalized_adjacency(G.adjacency, kind="rw"))
         feats = _Features(G.features, resolve_device(self.device))
-        return self._logits(feats, G.rows, A_rows=P[G.rows])
+        return self._logits(feats, G.rows, A_rows=self._aggregator(G)[G.rows])
 
 
 # ------------------------------------------------------------------ DP-MLP
@@ -988,7 +1095,7 @@ class DPMLPClassifier(_DPTrainerBase):
                  n_steps=200, epochs=None, lr=0.01, optimizer="adam", noise_multiplier=1.0,
                  target_epsilon=None, delta=None, max_grad_norm=1.0, clip_percentile=None,
                  hidden_size=64, encoder_layers=1, decoder_layers=1, activation="tanh",
-                 device="auto", random_state=None, verbose=0):
+                 validation=None, patience=None, device="auto", random_state=None, verbose=0):
         self.classes = classes
         self.accountant = accountant
         self.batch_size = batch_size
@@ -1005,6 +1112,8 @@ class DPMLPClassifier(_DPTrainerBase):
         self.encoder_layers = encoder_layers
         self.decoder_layers = decoder_layers
         self.activation = activation
+        self.validation = validation
+        self.patience = patience
         self.device = device
         self.random_state = random_state
         self.verbose = verbose
@@ -1059,13 +1168,19 @@ class DPMLPClassifier(_DPTrainerBase):
                              f"n_samples = {Xf.shape[0]}.")
         y_enc = self._encode_targets(y, Xf.shape[0])
         self.n_features_in_ = Xf.shape[1]
+        device = resolve_device(self.device)
+        tr, va = self._validation_rows(X, y_enc)
+        validation = None
+        if va is not None:
+            validation = (_Features(Xf[va], device), np.arange(len(va)), None, y_enc[va])
+            Xf, y_enc = Xf[tr], y_enc[tr]
         N = Xf.shape[0]
-        feats = _Features(Xf, resolve_device(self.device))
+        feats = _Features(Xf, device)
         nb = np.arange(N)[:, None]
         w = np.ones((N, 1), dtype=np.float32)
         self._dp_fit(feats, nb, w, y_enc, Xf.shape[1], 0,
                      X.population if isinstance(X, GraphData)
-                     else array_population(array_fingerprint(Xf)))
+                     else array_population(array_fingerprint(Xf)), validation)
         self.protects_ = tuple(self.protects)
         return self
 

@@ -94,6 +94,9 @@ def reproduce_main(argv):
     print(f"runs: {res.runs_file}")
     for kind, path in paths.items():
         print(f"{kind}: {path}")
+    table = getattr(study, "report", None)
+    if table is not None:   # a study's own table (e.g. beside the references)
+        print(table(res.records))
     for key, err in res.failed.items():
         print(f"failed: {key}: {err.strip().splitlines()[-1]}", file=sys.stderr)
     for key in res.missing:

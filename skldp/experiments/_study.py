@@ -326,6 +326,10 @@ class Study:
         ``seeds``, ``grid`` (``{method: {param: values}}``, values that
         replace the method's own, in each of its parts; or ``{method: list
         of Grid}``, a new grid), ``configs``.
+    report : callable or None, default=None
+        ``report(records) -> str``: a table of the study's own that
+        ``python -m skldp reproduce`` prints after the summary (e.g. beside
+        published values).
 
     Examples
     --------
@@ -357,6 +361,7 @@ class Study:
     title: Optional[str] = None
     description: str = ""
     quick: Optional[dict] = None
+    report: Optional[Callable] = None
 
     def __post_init__(self):
         import re

@@ -118,6 +118,28 @@ class PairData(GraphData):
         obj.pairs = pairs
         return obj
 
+    def concat(self, *others):
+        """The pairs of ``self`` followed by those of ``others``, over the same graph.
+
+        E.g. the training and validation pairs of :func:`random_edge_split`, to
+        fit a link predictor whose ``validation`` names the latter.
+
+        Parameters
+        ----------
+        *others : PairData
+            Pairs over the same graph (the same node store).
+
+        Returns
+        -------
+        PairData
+        """
+        for o in others:
+            if not isinstance(o, PairData) or o._store is not self._store:
+                raise ValueError("PairData.concat joins pairs over the same graph only (e.g. "
+                                 "those of one random_edge_split).")
+        return PairData._from_pairs(self._store,
+                                    np.concatenate([self.pairs] + [o.pairs for o in others]))
+
     # ----------------------------------------------------------- array protocol
     @property
     def rows(self):

@@ -1,30 +1,30 @@
-"""Shared training loop of the torch classifiers (MLP head, GNNs)."""
-
-import copy
-import time
+"""Base of the torch node classifiers (MLP head, GNNs): data, module and the one trainer."""
 
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator
-from sklearn.model_selection import train_test_split
 from sklearn.utils.validation import check_is_fitted
 
 from .._graph_data import GraphData
-from ..base import GraphClassifierMixin
-from ..utils._logging import verbose_logger
-from ..utils._random import draw_seed
-from ..utils.validation import check_int
-from ._optim import Adam
-from ._torch_utils import (
+from .._torch import (
+    Adam,
+    EarlyStopper,
     build_module,
     class_cross_entropy,
     class_softmax,
+    default_sync_every,
     dropout_generator,
     module_on,
     resolve_device,
     stream_seed,
     torch_generator,
+    train,
 )
+from ..base import GraphClassifierMixin
+from ..model_selection._validation import validation_split
+from ..utils._logging import verbose_logger
+from ..utils._random import draw_seed
+from ..utils.validation import check_int
 
 __all__ = ["TorchClassifierBase"]
 
@@ -34,8 +34,8 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
 
     Subclasses must define the parameters ``lr``, ``weight_decay``,
     ``epochs``, ``batch_size`` (``None`` = full batch), ``early_stopping``,
-    ``validation_fraction``, ``patience``, ``device``, ``random_state`` and
-    ``verbose``, and implement:
+    ``validation``, ``validation_fraction``, ``patience``, ``device``,
+    ``random_state`` and ``verbose``, and implement:
 
     - ``_prepare(X, device)`` -> ``(data, index)``: tensors the forward pass
       needs and the positions of ``X``'s rows inside them;
@@ -44,13 +44,16 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
 
     Override ``_loss(logits, targets, positions)`` for other objectives
     (label-noise correction, label proportions) and ``_fit_targets(y_enc, X)``
-    for soft targets. The fitted module is kept on the CPU so the estimator
-    pickles anywhere; it moves to the chosen device for training and inference.
+    for soft targets. The epochs run in :func:`skldp._torch.train` (the one
+    training loop) with its early-stopper; the rows named by ``validation``
+    (or ``validation_fraction`` of the fit rows) validate and never train. The
+    fitted module is kept on the CPU so the estimator pickles anywhere; it
+    moves to the chosen device for training and inference.
 
     Randomness comes only from generators local to ``fit``, seeded from
     ``random_state``: the module is built under :func:`torch.random.fork_rng`
     and re-initialised from its own generator, and dropout draws from another
-    (``skldp.models._torch_utils.dropout_generator``). torch's global
+    (:func:`skldp._torch.dropout_generator`). torch's global
     generator is neither read nor advanced, so concurrent fits (joblib's
     threading backend) give the same results as sequential ones.
 
@@ -91,23 +94,14 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
             return class_cross_entropy(logits, targets)
         return -(targets * class_softmax(logits, log=True)).sum(dim=1).mean()
 
-    def _validation_split(self, y_enc, n, seed):
-        """Positions (train, validation) of the fit rows for early stopping.
-
-        Hook: subclasses may override it (e.g. to use a given validation set).
-        """
-        # Stratify only when every class can appear on both sides of the split.
-        n_val, n_cls = int(np.ceil(self.validation_fraction * n)), len(self.classes_)
-        strat = (y_enc if np.bincount(y_enc).min() >= 2 and min(n_val, n - n_val) >= n_cls
-                 else None)
-        return train_test_split(np.arange(n), test_size=self.validation_fraction,
-                                random_state=seed % (2**31), stratify=strat)
-
     def _validate_hyperparameters(self):
         check_int(self.epochs, "epochs", 1)
         if self.lr <= 0:
             raise ValueError(f"lr must be > 0, got {self.lr}.")
         check_int(self.batch_size, "batch_size", 1, allow_none=True)
+        if isinstance(self.early_stopping, str) and self.early_stopping != "auto":
+            raise ValueError(f"early_stopping must be True, False or 'auto', got "
+                             f"{self.early_stopping!r}.")
         if self.early_stopping:
             if not 0 < self.validation_fraction < 1:
                 raise ValueError("validation_fraction must be in (0, 1) when "
@@ -140,11 +134,10 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
         device = resolve_device(self.device)
         data, index = self._prepare(X, device)
         targets = self._fit_targets(y_enc, X).to(device)
-        n = len(index)
-        local = np.arange(n)
-        val = None
-        if self.early_stopping and n >= 2:
-            local, val = self._validation_split(y_enc, n, seed)
+        local, val = validation_split(X, y_enc, validation=self.validation,
+                                      early_stopping=self.early_stopping,
+                                      validation_fraction=self.validation_fraction, seed=seed,
+                                      owner=self)
         # Local generators only: torch's global one is neither read nor advanced, so
         # fits in concurrent threads (joblib's threading backend) cannot disturb each other.
         module = build_module(lambda: self._build_module(X.shape[1], len(self.classes_)),
@@ -154,11 +147,11 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
         rng = np.random.default_rng(seed)
         index_t = torch.as_tensor(index, device=device)
         with dropout_generator(drop_gen):
-            epoch, best_state = self._train_loop(module, opt, data, index_t, targets, local,
-                                                 val, rng, device)
-        if best_state is not None:
-            module.load_state_dict(best_state)
-        self.n_iter_ = epoch + 1
+            result = self._train(module, opt, data, index_t, targets, local, val, rng, device)
+        self.n_iter_ = result.n_iter
+        self.loss_curve_ = result.loss_curve
+        self.validation_scores_ = result.validation_scores
+        self.best_epoch_ = result.best_epoch
         self.module_ = module.cpu().eval()
         return self
 
@@ -175,35 +168,31 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
         """
         return None
 
-    def _train_loop(self, module, opt, data, index_t, targets, local, val, rng, device):
-        """Epochs of Adam with early stopping.
-
-        Returns the last epoch run (0-based) and the state of the best
-        validated epoch (``None`` without validation).
-        """
-        self.loss_curve_, self.validation_scores_ = [], []
-        self.best_epoch_ = None
-        track = {"best": np.inf, "state": None, "bad": 0}
+    def _train(self, module, opt, data, index_t, targets, local, val, rng, device):
+        """Epochs of Adam on the ``local`` rows, validated on the ``val`` rows (:func:`train`)."""
         full_batch = self.batch_size is None or self.batch_size >= len(local)
         split = self._split_forward(module, data) if full_batch and val is not None else None
         val_t = None if val is None else torch.as_tensor(val, device=device)
-        pending = None  # (epoch, t0) trained, its validation waiting for the next `first`
-        epoch = -1
-        for step in range(self.epochs):
+        on_cpu = device.type == "cpu"
+        # Off the CPU a full batch is not permuted (the order of a mean changes nothing
+        # but rounding): no index copy to the device, so no wait for it, per epoch.
+        fixed_t = None if on_cpu or not full_batch else torch.as_tensor(local, device=device)
+        bs = len(local) if self.batch_size is None else self.batch_size
+        nxt = {}  # the first stage at the last validated weights, reused by the next step
+
+        def step(epoch):
             if not module.training:  # a toggle walks every submodule: only when needed
                 module.train()
-            h = split[0]() if split is not None else None  # at the weights after the last step
-            if pending is not None:
-                if self._validate_step(module, data, index_t, targets, val_t, split, h, track,
-                                       *pending):
-                    break
-                pending = None
-            epoch, t0 = step, time.perf_counter()
-            order = rng.permutation(local)
-            bs = len(order) if self.batch_size is None else self.batch_size
-            total = 0.0
-            for s in range(0, len(order), bs):
-                b = torch.as_tensor(order[s:s + bs], device=device)
+            h = None
+            if split is not None:
+                h = nxt.pop("h", None)
+                if h is None:
+                    h = split[0]()
+            order_t = (fixed_t if fixed_t is not None
+                       else torch.as_tensor(rng.permutation(local), device=device))
+            total = torch.zeros((), dtype=torch.float64, device=device)
+            for s in range(0, len(order_t), bs):
+                b = order_t[s:s + bs]
                 pos = index_t[b]
                 opt.zero_grad()
                 logits = (split[1](h, pos, True) if split is not None
@@ -211,45 +200,41 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
                 loss = self._loss(logits, targets[b], pos)
                 loss.backward()
                 opt.step()
-                total += float(loss.detach()) * len(b)
-            self.loss_curve_.append(total / len(order))
-            if split is not None:
-                pending = (epoch, t0)  # validated with the next step's `first`
-            elif self._validate_step(module, data, index_t, targets, val_t, None, None,
-                                     track, epoch, t0):
-                break
-        else:
-            if pending is not None:  # the last step: no next `first` to share
-                self._validate_step(module, data, index_t, targets, val_t, None, None,
-                                    track, *pending)
-        return epoch, track["state"]
+                total += loss.detach().double() * len(b)
+            return total / len(order_t)
 
-    def _validate_step(self, module, data, index_t, targets, val_t, split, h, track, epoch, t0):
-        """Validate the weights after ``epoch``, log it and say whether to stop."""
-        msg = f"epoch {epoch + 1}/{self.epochs} loss {self.loss_curve_[-1]:.4f}"
-        stop = False
-        if val_t is not None:
+        def validate(epoch):
             pos = index_t[val_t]
-            with torch.no_grad():
-                if split is not None:
+            if split is not None:
+                # At the weights after this epoch: the next step trains from the same h
+                nxt["h"] = h = split[0]()
+                with torch.no_grad():
                     logits = split[1](h.detach(), pos, False)
-                else:
-                    module.eval()
-                    logits = self._forward(module, data, pos)
-                vloss = float(self._loss(logits, targets[val_t], pos))
-            self.validation_scores_.append(vloss)
-            msg += f" val_loss {vloss:.4f}"
-            if vloss < track["best"] - 1e-6:
-                track.update(best=vloss, bad=0)
-                self.best_epoch_ = epoch
-                track["state"] = copy.deepcopy(module.state_dict())
             else:
-                track["bad"] += 1
-            stop = track["bad"] >= self.patience
-        if self.verbose:
-            verbose_logger(__name__).info("[%s] %s (%.2fs)", type(self).__name__, msg,
-                                          time.perf_counter() - t0)
-        return stop
+                module.eval()
+                with torch.no_grad():
+                    logits = self._forward(module, data, pos)
+            with torch.no_grad():
+                return self._loss(logits, targets[val_t], pos)
+
+        stopper = None
+        if val is not None:
+            stopper = EarlyStopper(list(module.state_dict().values()), self.patience,
+                                   sync_every=default_sync_every(device))
+        return train(step, self.epochs, validate=validate if val is not None else None,
+                     stopper=stopper, log=self._epoch_logger() if self.verbose else None,
+                     device=device)
+
+    def _epoch_logger(self):
+        """``log`` of :func:`~skldp._torch.train`: one INFO line per epoch."""
+        logger, name, epochs = verbose_logger(__name__), type(self).__name__, self.epochs
+
+        def log(epoch, loss, score, seconds):
+            msg = f"epoch {epoch + 1}/{epochs} loss {loss:.4f}"
+            if score is not None:
+                msg += f" val_loss {score:.4f}"
+            logger.info("[%s] %s (%.2fs)", name, msg, seconds)
+        return log
 
     # -------------------------------------------------------------- predict
     def _logits(self, X):

@@ -10,10 +10,10 @@ from sklearn.base import clone
 from sklearn.utils.validation import column_or_1d
 from torch import nn
 
+from .._torch import dropout, sparse_matmul, to_torch_dense, to_torch_sparse
 from ..utils._adjacency import normalized_adjacency
 from ..utils.validation import check_graph_data, check_int
 from ._base import TorchClassifierBase
-from ._torch_utils import dropout, sparse_matmul, to_torch_dense, to_torch_sparse
 
 __all__ = ["GCNClassifier", "SAGEClassifier", "GATClassifier", "GNNClassifierBase",
            "graph_tensors", "GNNEncoder", "PropagatedFeatures", "OffsetSparseFeatures",
@@ -55,15 +55,35 @@ class SparseOperand:
 
     layout = "sparse_operand"
 
-    def __init__(self, A, AT=None):
+    def __init__(self, A, AT=None, order_t=None):
         self.A = A
         self.AT = A if AT is None else AT  # None: A is symmetric
+        self.order_t = order_t  # AT's values are A's values[order_t] (for dropout)
 
     @classmethod
     def from_scipy(cls, A, device, symmetric=False):
         A = sp.csr_matrix(A)
-        return cls(to_torch_sparse(A, device),
-                   None if symmetric else to_torch_sparse(A.T.tocsr(), device))
+        if symmetric:
+            return cls(to_torch_sparse(A, device))
+        # The transpose of the entry numbers: where each value of A^T sits in A
+        At = sp.csr_matrix((np.arange(1, A.nnz + 1, dtype=np.float64), A.indices, A.indptr),
+                           shape=A.shape).T.tocsr()
+        order_t = torch.as_tensor(At.data.astype(np.int64) - 1, device=device)
+        return cls(to_torch_sparse(A, device), to_torch_sparse(A.T.tocsr(), device), order_t)
+
+    def dropout(self, p, training=True):
+        """The operand with each stored entry dropped with probability ``p`` (scaled by
+        ``1 / (1 - p)``), the same mask on ``A`` and its transpose."""
+        if not training or p == 0:
+            return self
+        v = dropout(self.A.values(), p, True)
+        A = torch.sparse_csr_tensor(self.A.crow_indices(), self.A.col_indices(), v,
+                                    self.A.shape, check_invariants=False)
+        if self.order_t is None:  # symmetric: A^T is A
+            return SparseOperand(A)
+        AT = torch.sparse_csr_tensor(self.AT.crow_indices(), self.AT.col_indices(),
+                                     v[self.order_t], self.AT.shape, check_invariants=False)
+        return SparseOperand(A, AT, self.order_t)
 
     def matmul(self, h, steps=1):
         """``A^steps @ h``."""
@@ -196,9 +216,10 @@ class _SAGEConv(nn.Module):
 class _GATConv(nn.Module):
     """Multi-head graph attention over edges with self loops (Velickovic et al. 2018, eqs. 1-4)."""
 
-    def __init__(self, n_in, n_out, heads, concat):
+    def __init__(self, n_in, n_out, heads, concat, attention_dropout=0.0):
         super().__init__()
         self.heads, self.n_out, self.concat = heads, n_out, concat
+        self.attention_dropout = attention_dropout
         self.lin = nn.Linear(n_in, heads * n_out, bias=False)
         self.att_src = nn.Parameter(torch.empty(heads, n_out))
         self.att_dst = nn.Parameter(torch.empty(heads, n_out))
@@ -222,7 +243,7 @@ class _GATConv(nn.Module):
         w = torch.exp(e - e_max[dst])
         denom = torch.zeros((n, self.heads), device=e.device, dtype=e.dtype).index_add_(0, dst, w)
         alpha = w / denom[dst]
-        alpha = dropout(alpha, g.get("att_dropout", 0.0), self.training)
+        alpha = dropout(alpha, getattr(self, "attention_dropout", 0.0), self.training)
         out = torch.zeros((n, self.heads, self.n_out), device=e.device, dtype=h.dtype)
         out.index_add_(0, dst, alpha[..., None] * h[src])
         out = out.reshape(n, -1) if self.concat else out.mean(dim=1)
@@ -232,16 +253,20 @@ class _GATConv(nn.Module):
 class GNNEncoder(nn.Module):
     """A stack of graph convolutions with activation and dropout between them."""
 
-    def __init__(self, conv, sizes, activation="relu", dropout=0.5, heads=1, input_dropout=None):
+    def __init__(self, conv, sizes, activation="relu", dropout=0.5, heads=1, input_dropout=None,
+                 sparse_input_dropout=False, attention_dropout=0.0):
         super().__init__()
-        # input_dropout=None: the same dropout on the input features as between layers.
+        # input_dropout=None: the same dropout on the input features as between layers;
+        # on a sparse input only with sparse_input_dropout (its stored entries).
         self.input_dropout = input_dropout
+        self.sparse_input_dropout = sparse_input_dropout
         layers = []
         for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:], strict=True)):
             last = i == len(sizes) - 2
             if conv == "gat":
                 n_in = a if i == 0 else a * heads
-                layers.append(_GATConv(n_in, b, heads=1 if last else heads, concat=not last))
+                layers.append(_GATConv(n_in, b, heads=1 if last else heads, concat=not last,
+                                       attention_dropout=attention_dropout))
             else:
                 layers.append({"gcn": _GCNConv, "sage": _SAGEConv}[conv](a, b))
         self.layers = nn.ModuleList(layers)
@@ -255,10 +280,15 @@ class GNNEncoder(nn.Module):
         p_in = getattr(self, "input_dropout", None)
         return self.dropout if p_in is None else p_in
 
+    def _drops_sparse_input(self, x):
+        return getattr(self, "sparse_input_dropout", False) and isinstance(x, SparseOperand)
+
     def first(self, x, g):
-        """The first layer (after input dropout on dense inputs) and its activation."""
+        """The first layer (after input dropout) and its activation."""
         if x.layout == torch.strided:
             x = dropout(x, self._input_dropout(), self.training)
+        elif self._drops_sparse_input(x):
+            x = x.dropout(self._input_dropout(), self.training)
         x = self.layers[0](x, g)
         return self.act(x) if len(self.layers) > 1 else x
 
@@ -284,9 +314,12 @@ class GNNEncoder(nn.Module):
         dropout. One evaluation of the first layer can then serve both the
         validation of one step and the training of the next.
         """
-        no_input_dropout = x.layout != torch.strided or self._input_dropout() == 0
-        return no_input_dropout and not (isinstance(self.layers[0], _GATConv)
-                                         and g.get("att_dropout", 0.0) > 0)
+        no_input_dropout = ((x.layout != torch.strided and not self._drops_sparse_input(x))
+                            or self._input_dropout() == 0)
+        # attention dropout in any layer: rest(..., training=False) would still draw it
+        return no_input_dropout and not any(
+            isinstance(layer, _GATConv) and layer.attention_dropout > 0
+            for layer in self.layers)
 
 
 def feature_tensor(G, device, operand=False):
@@ -348,7 +381,7 @@ class GNNClassifierBase(TorchClassifierBase):
     _conv = None
 
     def __init__(self, hidden_size=16, *, n_layers=2, activation="relu", dropout=0.5,
-                 lr=0.01, weight_decay=5e-4, epochs=200, early_stopping=True,
+                 lr=0.01, weight_decay=5e-4, epochs=200, early_stopping=True, validation=None,
                  validation_fraction=0.1, patience=50, device="auto", random_state=None,
                  verbose=0, label_mechanism=None):
         self.hidden_size = hidden_size
@@ -359,6 +392,7 @@ class GNNClassifierBase(TorchClassifierBase):
         self.weight_decay = weight_decay
         self.epochs = epochs
         self.early_stopping = early_stopping
+        self.validation = validation
         self.validation_fraction = validation_fraction
         self.patience = patience
         self.device = device
@@ -385,26 +419,22 @@ class GNNClassifierBase(TorchClassifierBase):
                             f"(e.g. LabelRandomizedResponse), got {type(lm).__name__}.")
 
     # ------------------------------------------------------------------ fit
-    def fit(self, X, y, *, validation_data=None):
+    def fit(self, X, y):
         """Train on the rows of the view ``X`` with labels ``y``.
 
         Propagation runs over the whole graph of ``X``; the loss uses only the
-        view's rows. With ``label_mechanism`` the labels (including those of
-        ``validation_data``) are randomized once per node, keyed by node id,
-        before anything else touches them: training, early stopping and model
+        view's rows, less those named by ``validation``, which select the
+        weights. With ``label_mechanism`` every label (the validation rows'
+        included) is randomized once per node, keyed by node id, before
+        anything else touches it: training, early stopping and model
         selection see only noisy labels.
 
         Parameters
         ----------
         X : GraphData
-            View of the training nodes (with an adjacency).
+            View of the training (and validation) nodes, with an adjacency.
         y : array-like of shape (n_rows,)
             Their labels (``-1``, "unlabelled", is an error).
-        validation_data : tuple (GraphData, array-like) or None, default=None
-            An explicit validation view of the same graph and its labels
-            (e.g. the Planetoid validation nodes) for early stopping, instead
-            of holding out ``validation_fraction`` of ``X``. Needs
-            ``early_stopping=True``.
 
         Returns
         -------
@@ -415,46 +445,13 @@ class GNNClassifierBase(TorchClassifierBase):
         y = column_or_1d(np.asarray(y), warn=True)
         if len(y) != len(G):
             raise ValueError(f"X has {len(G)} rows but y has {len(y)} labels.")
-        rows, y_all, val_pos = G.rows, y, None
-        if validation_data is not None:
-            if not self.early_stopping:
-                raise ValueError("validation_data is only used for early stopping; set "
-                                 "early_stopping=True or drop validation_data.")
-            try:
-                Gv, yv = validation_data
-            except (TypeError, ValueError):
-                raise ValueError("validation_data must be a pair (GraphData view, "
-                                 "labels).") from None
-            Gv = check_graph_data(Gv, self)
-            # In a pipeline X is the transformed graph and Gv the raw one: they must
-            # share the nodes (derived stores share the node-id array).
-            same = Gv.token == G.token or (
-                Gv.n_nodes == G.n_nodes and (Gv.all_node_ids is G.all_node_ids
-                                             or np.array_equal(Gv.all_node_ids,
-                                                               G.all_node_ids)))
-            if not same:
-                raise ValueError("validation_data must be a view of the same graph as X "
-                                 "(e.g. G[val] where X is G[train]).")
-            yv = column_or_1d(np.asarray(yv), warn=True)
-            if len(yv) != len(Gv):
-                raise ValueError(f"validation view has {len(Gv)} rows but {len(yv)} labels.")
-            if np.intersect1d(G.rows, Gv.rows).size:
-                raise ValueError("validation_data overlaps the training rows.")
-            rows = np.concatenate([G.rows, Gv.rows])
-            y_all = np.concatenate([y, yv])
-            val_pos = np.arange(len(G.rows), len(rows))
         if hasattr(self, "label_mechanism_"):
             del self.label_mechanism_
-        mech = self._make_label_mechanism(y_all)
+        mech = self._make_label_mechanism(y)
         if mech is not None:
-            y_all = mech.randomize(y_all, G._replace(rows))
+            y = mech.randomize(y, G)   # the users answer through their population
             self.label_mechanism_ = mech
-        self._val_positions = val_pos
-        try:
-            super().fit(G._replace(rows), y_all)
-        finally:
-            del self._val_positions
-        return self
+        return super().fit(G, y)
 
     def _make_label_mechanism(self, y):
         """A fitted clone of ``label_mechanism`` (``None`` when labels are not private)."""
@@ -470,12 +467,6 @@ class GNNClassifierBase(TorchClassifierBase):
         self.classes_ = mech.classes_
         return mech.encode(y)
 
-    def _validation_split(self, y_enc, n, seed):
-        val = getattr(self, "_val_positions", None)
-        if val is not None:
-            return np.setdiff1d(np.arange(n), val), val
-        return super()._validation_split(y_enc, n, seed)
-
     def _prepare(self, X, device):
         G = check_graph_data(X, self, require_adjacency=True, require_finite=True)
         _, g = graph_tensors(G, device, self._conv, features=False)
@@ -486,8 +477,9 @@ class GNNClassifierBase(TorchClassifierBase):
         return [n_features] + [self.hidden_size] * (self.n_layers - 1) + [n_classes]
 
     def _build_module(self, n_features, n_classes):
+        # Input dropout on sparse features too (their stored entries), as on dense ones
         return GNNEncoder(self._conv, self._sizes(n_features, n_classes), self.activation,
-                          self.dropout)
+                          self.dropout, sparse_input_dropout=True)
 
     def _forward(self, module, data, positions):
         x, g = data
@@ -515,7 +507,10 @@ def _params_doc(hidden_size=16, activation="relu", dropout=0.5, lr=0.01, heads=N
     heads_doc = "" if heads is None else f"""
     heads : int, default={heads}
         Attention heads of each hidden layer (concatenated); the output layer
-        uses one head."""
+        uses one head.
+    attention_dropout : float in [0, 1), default=0.6
+        Dropout on the normalised attention coefficients of every layer
+        (Velickovic et al., 2018, §3.3)."""
     return f"""
     Parameters
     ----------
@@ -526,7 +521,8 @@ def _params_doc(hidden_size=16, activation="relu", dropout=0.5, lr=0.01, heads=N
     activation : {{"relu", "elu", "selu", "tanh", "leaky_relu"}}, default="{activation}"
         Non-linearity after each hidden layer.
     dropout : float in [0, 1), default={dropout}
-        Dropout on the input of every layer (dense inputs only).
+        Dropout on the input of every layer; on sparse features, on their
+        stored entries.
     lr : float, default={lr}
         Adam learning rate.
     weight_decay : float, default=5e-4
@@ -534,12 +530,18 @@ def _params_doc(hidden_size=16, activation="relu", dropout=0.5, lr=0.01, heads=N
     epochs : int, default=200
         Maximum number of epochs; each is one full-batch step (see Notes).
     early_stopping : bool, default=True
-        Hold out ``validation_fraction`` of the training rows (stratified) and
-        keep the weights of the epoch with the lowest validation loss; stop
-        after ``patience`` epochs without improvement.
+        Keep the weights of the epoch with the lowest loss on the validation
+        rows (``validation``, else a stratified ``validation_fraction`` of the
+        fit rows) and stop after ``patience`` epochs without improvement.
+    validation : array-like or None, default=None
+        Validation nodes: node positions, or a boolean mask over the graph's
+        nodes (e.g. the Planetoid validation split). Fit on the training and
+        validation nodes together, ``fit(G[train | val], y[train | val])``:
+        the fit rows among them are left out of the loss and select the
+        weights. ``None``: hold out ``validation_fraction`` of the fit rows.
+        Read more in the :ref:`User Guide <validation_nodes>`.
     validation_fraction : float in (0, 1), default=0.1
-        Share of the training rows held out for early stopping (unless ``fit``
-        gets ``validation_data``).
+        Share of the fit rows held out for early stopping without ``validation``.
     patience : int, default=50
         Epochs without improvement of the validation loss before stopping.
     device : {{"auto", "cpu", "cuda", ...}}, default="auto"
@@ -681,17 +683,27 @@ class GATClassifier(GNNClassifierBase):
     """
     _conv = "gat"
 
-    def __init__(self, hidden_size=8, *, heads=8, n_layers=2, activation="elu", dropout=0.6,
-                 lr=0.005, weight_decay=5e-4, epochs=200, early_stopping=True,
+    def __init__(self, hidden_size=8, *, heads=8, attention_dropout=0.6, n_layers=2,
+                 activation="elu", dropout=0.6, lr=0.005, weight_decay=5e-4, epochs=200,
+                 early_stopping=True, validation=None,
                  validation_fraction=0.1, patience=50, device="auto", random_state=None,
                  verbose=0, label_mechanism=None):
         super().__init__(hidden_size, n_layers=n_layers, activation=activation, dropout=dropout,
                          lr=lr, weight_decay=weight_decay, epochs=epochs,
-                         early_stopping=early_stopping, validation_fraction=validation_fraction,
+                         early_stopping=early_stopping, validation=validation,
+                         validation_fraction=validation_fraction,
                          patience=patience, device=device, random_state=random_state,
                          verbose=verbose, label_mechanism=label_mechanism)
         self.heads = heads
+        self.attention_dropout = attention_dropout
+
+    def _validate_hyperparameters(self):
+        super()._validate_hyperparameters()
+        p = self.attention_dropout
+        if not isinstance(p, numbers.Real) or not 0 <= p < 1:
+            raise ValueError(f"attention_dropout must be in [0, 1), got {p!r}.")
 
     def _build_module(self, n_features, n_classes):
         return GNNEncoder("gat", self._sizes(n_features, n_classes), self.activation,
-                          self.dropout, heads=self.heads)
+                          self.dropout, heads=self.heads, sparse_input_dropout=True,
+                          attention_dropout=self.attention_dropout)

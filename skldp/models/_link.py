@@ -4,9 +4,7 @@ VGAE as in Sajadmanesh & Gatica-Perez (arXiv 2020), the Hadamard head as in
 Li et al. (CIKM 2024).
 """
 
-import copy
 import numbers
-import time
 
 import numpy as np
 import scipy.sparse as sp
@@ -14,21 +12,16 @@ import torch
 import torch.nn.functional as F
 from sklearn.base import BaseEstimator
 from sklearn.metrics import roc_auc_score
-from sklearn.model_selection import train_test_split
 from sklearn.utils.validation import check_is_fitted
 from torch import nn
 
-from ..base import GraphClassifierMixin
-from ..model_selection._edge_splits import PairData
-from ..utils._logging import verbose_logger
-from ..utils._random import draw_seed
-from ..utils.validation import check_finite_features, check_int
-from ._gnn import _GCNConv, graph_tensors
-from ._optim import Adam
-from ._torch_utils import (
+from .._torch import (
+    Adam,
     Dropout,
+    EarlyStopper,
     build_module,
     current_generator,
+    default_sync_every,
     dropout,
     dropout_generator,
     module_on,
@@ -36,7 +29,15 @@ from ._torch_utils import (
     stream_seed,
     to_torch_dense,
     torch_generator,
+    train,
 )
+from ..base import GraphClassifierMixin
+from ..model_selection._edge_splits import PairData
+from ..model_selection._validation import validation_split
+from ..utils._logging import verbose_logger
+from ..utils._random import draw_seed
+from ..utils.validation import check_finite_features, check_int
+from ._gnn import _GCNConv, graph_tensors
 
 __all__ = ["VGAELinkPredictor", "HadamardLinkPredictor"]
 
@@ -47,22 +48,6 @@ def _check_pairdata(X, owner):
                         f"skldp.model_selection.PairData (e.g. from random_edge_split), not "
                         f"{type(X).__name__}.")
     return X
-
-
-class _EarlyStopper:
-    """Keep the state of the best validation check; stop after ``patience`` bad checks."""
-
-    def __init__(self, patience, min_checks_epoch):
-        self.patience, self.min_epoch = patience, min_checks_epoch
-        self.best, self.bad, self.state, self.best_epoch = np.inf, 0, None, None
-
-    def update(self, loss, module, epoch):
-        if loss < self.best - 1e-6:
-            self.best, self.bad, self.best_epoch = loss, 0, epoch
-            self.state = copy.deepcopy(module.state_dict())
-        else:
-            self.bad += 1
-        return self.bad >= self.patience and epoch + 1 >= self.min_epoch
 
 
 class _LinkPredictorBase(GraphClassifierMixin, BaseEstimator):
@@ -87,42 +72,37 @@ class _LinkPredictorBase(GraphClassifierMixin, BaseEstimator):
                              f"{len(self.classes_)}: {self.classes_!r}.")
         return X, y_enc
 
-    def _split_validation(self, X, y_enc, validation_data, seed):
-        """Training and validation (pairs, labels); validation pairs from ``validation_data``
-        (re-wrapped on the fitted graph) or a stratified fraction of the training pairs."""
+    def _split_validation(self, X, y_enc, seed):
+        """Training and validation (pairs, labels): the fit pairs named by ``validation``, or a
+        stratified ``validation_fraction`` of them (``None, None`` without early stopping)."""
+        tr, va = validation_split(X, y_enc, validation=self.validation,
+                                  early_stopping=self.early_stopping,
+                                  validation_fraction=self.validation_fraction, seed=seed,
+                                  owner=self)
         pairs = X.pairs
-        if validation_data is not None:
-            try:
-                Xv, yv = validation_data
-            except (TypeError, ValueError) as exc:
-                raise ValueError("validation_data must be a pair (X_val, y_val).") from exc
-            Xv = _check_pairdata(Xv, self)
-            if Xv.n_nodes != X.n_nodes:
-                raise ValueError(f"validation pairs live on {Xv.n_nodes} nodes, the training "
-                                 f"pairs on {X.n_nodes}.")
-            yv = np.asarray(yv)
-            if len(yv) != len(Xv):
-                raise ValueError(f"validation_data has {len(Xv)} pairs but {len(yv)} labels.")
-            unknown = ~np.isin(yv, self.classes_)
-            if unknown.any():
-                raise ValueError(f"validation labels {np.unique(yv[unknown])!r} are not among "
-                                 f"the training classes {self.classes_!r}.")
-            return pairs, y_enc, Xv.pairs, np.searchsorted(self.classes_, yv)
-        if not self.early_stopping:
-            return pairs, y_enc, None, None
-        strat = y_enc if np.bincount(y_enc).min() >= 2 else None
-        tr, va = train_test_split(np.arange(len(pairs)), test_size=self.validation_fraction,
-                                  random_state=seed % (2**31), stratify=strat)
+        if va is None:
+            return pairs[tr], y_enc[tr], None, None
         return pairs[tr], y_enc[tr], pairs[va], y_enc[va]
 
-    def _finish_training(self, module, stopper, epoch):
-        """Keep the best validated weights (if any) and the fitted attributes."""
-        if stopper.state is not None:
-            module.load_state_dict(stopper.state)
-        self.best_epoch_ = stopper.best_epoch
-        self.n_iter_ = epoch + 1
+    def _finish_training(self, module, result):
+        """The fitted attributes (the best validated weights are already restored)."""
+        self.n_iter_ = result.n_iter
+        self.loss_curve_ = result.loss_curve
+        self.validation_scores_ = result.validation_scores
+        self.best_epoch_ = result.best_epoch
         self.module_ = module.cpu().eval()
         return self
+
+    def _epoch_logger(self):
+        """``log`` of :func:`~skldp._torch.train`: one INFO line per epoch."""
+        logger, name = verbose_logger(__name__), type(self).__name__
+
+        def log(epoch, loss, score, seconds):
+            msg = f"epoch {epoch + 1} loss {loss:.4f}"
+            if score is not None:
+                msg += f" val_loss {score:.4f}"
+            logger.info("[%s] %s (%.2fs)", name, msg, seconds)
+        return log
 
     def _check_fitted_pairs(self, X):
         """``X`` as PairData with as many node features as at fit time."""
@@ -280,10 +260,17 @@ class VGAELinkPredictor(_LinkPredictorBase):
     negative_ratio : float, default=1.0
         Fresh non-edges per positive training pair and epoch (``"per_epoch"``).
     early_stopping : bool, default=True
-        Without ``validation_data``, a stratified ``validation_fraction`` of
-        the training pairs is held out (their edges stay in the graph; pass
-        ``validation_data`` from :func:`~skldp.model_selection.random_edge_split` for the paper's
-        protocol).
+        Without ``validation``, a stratified ``validation_fraction`` of the
+        fit pairs is held out (their edges stay in the graph; pass the
+        validation pairs of :func:`~skldp.model_selection.random_edge_split`
+        for the paper's protocol).
+    validation : array-like of shape (m, 2) or None, default=None
+        Validation pairs (node positions, e.g. ``P_val.pairs`` of
+        :func:`~skldp.model_selection.random_edge_split`). Fit on the training
+        and validation pairs together (``P_train.concat(P_val)``): the fit
+        pairs among them are left out of the loss and select the weights.
+        ``None``: hold out ``validation_fraction`` of the fit pairs. Read more
+        in the :ref:`User Guide <validation_nodes>`.
     validation_fraction : float, default=0.05
     device : str, default="auto"
         "auto" uses CUDA when available.
@@ -317,20 +304,23 @@ class VGAELinkPredictor(_LinkPredictorBase):
 
     Examples
     --------
+    >>> import numpy as np
     >>> from skldp.datasets import load_cora
     >>> from skldp.model_selection import random_edge_split
     >>> from skldp.models import VGAELinkPredictor
     >>> P_tr, P_va, P_te, y_tr, y_va, y_te = random_edge_split(load_cora().data,
     ...                                                        random_state=0)
-    >>> vgae = VGAELinkPredictor(epochs=20, min_epochs=20, random_state=0)
-    >>> vgae.fit(P_tr, y_tr, validation_data=(P_va, y_va)).score(P_te, y_te) > 0.7
+    >>> vgae = VGAELinkPredictor(epochs=20, min_epochs=20, validation=P_va.pairs,
+    ...                          random_state=0)
+    >>> vgae.fit(P_tr.concat(P_va), np.r_[y_tr, y_va]).score(P_te, y_te) > 0.7
     True
     """
 
     def __init__(self, hidden_size=32, embedding_size=16, *, batch_norm=True, variational=True,
                  dropout=0.0, lr=0.01, weight_decay=0.01, epochs=500, min_epochs=100,
                  check_every=10, patience=10, negative_sampling="per_epoch",
-                 negative_ratio=1.0, early_stopping=True, validation_fraction=0.05, device="auto",
+                 negative_ratio=1.0, early_stopping=True, validation=None,
+                 validation_fraction=0.05, device="auto",
                  random_state=None, verbose=0):
         self.hidden_size = hidden_size
         self.embedding_size = embedding_size
@@ -346,6 +336,7 @@ class VGAELinkPredictor(_LinkPredictorBase):
         self.negative_sampling = negative_sampling
         self.negative_ratio = negative_ratio
         self.early_stopping = early_stopping
+        self.validation = validation
         self.validation_fraction = validation_fraction
         self.device = device
         self.random_state = random_state
@@ -372,20 +363,15 @@ class VGAELinkPredictor(_LinkPredictorBase):
         check_finite_features(G.features)
         return graph_tensors(G, device, "gcn")
 
-    def fit(self, X, y, validation_data=None):
+    def fit(self, X, y):
         """Train the auto-encoder on the pairs of ``X`` (labels ``y``: edge / non-edge).
 
         Parameters
         ----------
         X : PairData
-            Training pairs over the training graph.
+            Training (and ``validation``) pairs over the training graph.
         y : array-like of shape (n_pairs,)
             Binary labels; ``classes_[1]`` (e.g. 1) marks edges.
-        validation_data : tuple (PairData, array-like), default=None
-            Validation pairs and labels for early stopping (only their node
-            positions are used: they are evaluated on ``X``'s graph, so they
-            may come from before a mechanism in a pipeline). In a pipeline
-            pass it as ``link__validation_data``.
 
         Returns
         -------
@@ -398,7 +384,7 @@ class VGAELinkPredictor(_LinkPredictorBase):
         rng = np.random.default_rng(seed)
         device = resolve_device(self.device)
         x, g = self._tensors(X, device)
-        tr_pairs, tr_y, va_pairs, va_y = self._split_validation(X, y_enc, validation_data, seed)
+        tr_pairs, tr_y, va_pairs, va_y = self._split_validation(X, y_enc, seed)
         n = X.n_nodes
         A = X.graph.adjacency
         codes = np.sort(sp.triu(A, 1).tocoo().row.astype(np.int64) * n
@@ -407,10 +393,6 @@ class VGAELinkPredictor(_LinkPredictorBase):
         n_fresh = int(np.ceil(self.negative_ratio * n_pos))
         tp = torch.as_tensor(tr_pairs, device=device)
         ty = torch.as_tensor(tr_y, dtype=torch.float32, device=device)
-        vp = vy = None
-        if va_pairs is not None:
-            vp = torch.as_tensor(va_pairs, device=device)
-            vy = torch.as_tensor(va_y, dtype=torch.float32, device=device)
         # Local generators only (init, dropout and the reparameterisation noise):
         # torch's global generator is neither read nor advanced.
         module = build_module(lambda: _VGAEModule(X.shape[1], self.hidden_size,
@@ -418,18 +400,8 @@ class VGAELinkPredictor(_LinkPredictorBase):
                                                   self.dropout, self.variational),
                               torch_generator(stream_seed(seed, "init"))).to(device)
         opt = Adam(module.parameters(), lr=self.lr, weight_decay=self.weight_decay)
-        stopper = _EarlyStopper(self.patience, self.min_epochs)
-        self.loss_curve_, self.validation_scores_ = [], []
-        with dropout_generator(torch_generator(stream_seed(seed, "dropout"), device)):
-            epoch = self._train(module, opt, stopper, x, g, rng, n, codes, n_fresh, tp, ty,
-                                vp, vy)
-        return self._finish_training(module, stopper, epoch)
 
-    def _train(self, module, opt, stopper, x, g, rng, n, codes, n_fresh, tp, ty, vp, vy):
-        """The training epochs; returns the last epoch (0-based)."""
-        n_pos = int(ty.sum())
-        for epoch in range(self.epochs):
-            t0 = time.perf_counter()
+        def step(epoch):
             module.train()
             opt.zero_grad()
             mu, logstd = module(x, g)
@@ -452,22 +424,26 @@ class VGAELinkPredictor(_LinkPredictorBase):
                 loss = loss + kl / n
             loss.backward()
             opt.step()
-            self.loss_curve_.append(float(loss.detach()))
-            msg = f"epoch {epoch + 1} loss {self.loss_curve_[-1]:.4f}"
-            stop = False
-            if vp is not None and (epoch + 1) % self.check_every == 0:
+            return loss
+
+        validate = stopper = None
+        if va_pairs is not None:
+            vp = torch.as_tensor(va_pairs, device=device)
+            vy = torch.as_tensor(va_y, dtype=torch.float32, device=device)
+
+            def validate(epoch):
                 module.eval()
                 with torch.no_grad():
-                    vloss = float(_balanced_bce(_pair_logits(module(x, g)[0], vp), vy))
-                self.validation_scores_.append(vloss)
-                msg += f" val_loss {vloss:.4f}"
-                stop = stopper.update(vloss, module, epoch)
-            if self.verbose:
-                verbose_logger(__name__).info("[VGAELinkPredictor] %s (%.2fs)", msg,
-                                              time.perf_counter() - t0)
-            if stop:
-                break
-        return epoch
+                    return _balanced_bce(_pair_logits(module(x, g)[0], vp), vy)
+
+            stopper = EarlyStopper(list(module.state_dict().values()), self.patience,
+                                   min_epochs=self.min_epochs,
+                                   sync_every=default_sync_every(device))
+        with dropout_generator(torch_generator(stream_seed(seed, "dropout"), device)):
+            result = train(step, self.epochs, validate=validate, stopper=stopper,
+                           check_every=self.check_every, device=device,
+                           log=self._epoch_logger() if self.verbose else None)
+        return self._finish_training(module, result)
 
     def embed(self, X):
         """Node embeddings ``mu`` of all nodes of ``X``'s graph.
@@ -578,8 +554,16 @@ class HadamardLinkPredictor(_LinkPredictorBase):
     batch_size : int, default=1024
     early_stopping : bool, default=True
         Stop after ``patience`` epochs without a lower validation loss and keep
-        the best weights; validation pairs come from ``validation_data`` or a
-        stratified ``validation_fraction`` of the training pairs.
+        the best weights; the validation pairs are those named by
+        ``validation``, else a stratified ``validation_fraction`` of the fit
+        pairs.
+    validation : array-like of shape (m, 2) or None, default=None
+        Validation pairs (node positions, e.g. ``P_val.pairs`` of
+        :func:`~skldp.model_selection.random_edge_split`). Fit on the training
+        and validation pairs together (``P_train.concat(P_val)``): the fit
+        pairs among them are left out of the loss and select the weights.
+        ``None``: hold out ``validation_fraction`` of the fit pairs. Read more
+        in the :ref:`User Guide <validation_nodes>`.
     validation_fraction : float, default=0.05
     patience : int, default=10
     device : str, default="auto"
@@ -623,7 +607,8 @@ class HadamardLinkPredictor(_LinkPredictorBase):
 
     def __init__(self, head="logistic", *, hidden_layer_sizes=(64,), loss="bce",
                  standardize=True, dropout=0.0, lr=0.01, weight_decay=0.0, epochs=100,
-                 batch_size=1024, early_stopping=True, validation_fraction=0.05, patience=10,
+                 batch_size=1024, early_stopping=True, validation=None,
+                 validation_fraction=0.05, patience=10,
                  device="auto", random_state=None, verbose=0):
         self.head = head
         self.hidden_layer_sizes = hidden_layer_sizes
@@ -635,6 +620,7 @@ class HadamardLinkPredictor(_LinkPredictorBase):
         self.epochs = epochs
         self.batch_size = batch_size
         self.early_stopping = early_stopping
+        self.validation = validation
         self.validation_fraction = validation_fraction
         self.patience = patience
         self.device = device
@@ -687,17 +673,15 @@ class HadamardLinkPredictor(_LinkPredictorBase):
             return logits.sum() * 0.0
         return F.softplus(neg[None, :] - pos[:, None]).mean()
 
-    def fit(self, X, y, validation_data=None):
+    def fit(self, X, y):
         """Train the head on the pairs of ``X`` (labels ``y``: edge / non-edge).
 
         Parameters
         ----------
         X : PairData
-            Training pairs; their graph's node features are the embeddings.
+            Training (and ``validation``) pairs; their graph's node features
+            are the embeddings.
         y : array-like of shape (n_pairs,)
-        validation_data : tuple (PairData, array-like), default=None
-            Validation pairs and labels for early stopping, evaluated on the
-            embeddings of ``X``'s graph (``link__validation_data`` in a pipeline).
 
         Returns
         -------
@@ -710,7 +694,7 @@ class HadamardLinkPredictor(_LinkPredictorBase):
         rng = np.random.default_rng(seed)
         device = resolve_device(self.device)
         z = self._embeddings(X, device)
-        tr_pairs, tr_y, va_pairs, va_y = self._split_validation(X, y_enc, validation_data, seed)
+        tr_pairs, tr_y, va_pairs, va_y = self._split_validation(X, y_enc, seed)
         tp = torch.as_tensor(tr_pairs, device=device)
         ty = torch.as_tensor(tr_y, dtype=torch.float32, device=device)
         mean, std = self._moments(z, tp)
@@ -718,44 +702,36 @@ class HadamardLinkPredictor(_LinkPredictorBase):
         module = build_module(lambda: _EdgeHead(X.shape[1], hidden, self.dropout, mean, std),
                               torch_generator(stream_seed(seed, "init"))).to(device)
         opt = Adam(module.parameters(), lr=self.lr, weight_decay=self.weight_decay)
-        stopper = _EarlyStopper(self.patience, 0)
-        self.loss_curve_, self.validation_scores_ = [], []
-        with dropout_generator(torch_generator(stream_seed(seed, "dropout"), device)):
-            epoch = self._train(module, opt, stopper, z, tp, ty, va_pairs, va_y, rng, device)
-        return self._finish_training(module, stopper, epoch)
 
-    def _train(self, module, opt, stopper, z, tp, ty, va_pairs, va_y, rng, device):
-        """The training epochs; returns the last epoch (0-based)."""
-        for epoch in range(self.epochs):
-            t0 = time.perf_counter()
+        def step(epoch):
             module.train()
             order = torch.as_tensor(rng.permutation(len(tp)), device=device)
-            total = 0.0
+            total = torch.zeros((), dtype=torch.float64, device=device)
             for s in range(0, len(order), self.batch_size):
                 b = order[s:s + self.batch_size]
                 opt.zero_grad()
                 loss = self._batch_loss(module(z, tp[b]), ty[b])
                 loss.backward()
                 opt.step()
-                total += float(loss.detach()) * len(b)
-            self.loss_curve_.append(total / len(order))
-            msg = f"epoch {epoch + 1} loss {self.loss_curve_[-1]:.4f}"
-            stop = False
-            if va_pairs is not None:
+                total += loss.detach().double() * len(b)
+            return total / len(order)
+
+        validate = stopper = None
+        if va_pairs is not None:
+            vp = torch.as_tensor(va_pairs, device=device)
+            vy = torch.as_tensor(va_y, dtype=torch.float32, device=device)
+
+            def validate(epoch):
                 module.eval()
                 with torch.no_grad():
-                    logits = _chunked_logits(module, z, torch.as_tensor(va_pairs, device=device))
-                    vloss = float(self._batch_loss(
-                        logits, torch.as_tensor(va_y, dtype=torch.float32, device=device)))
-                self.validation_scores_.append(vloss)
-                msg += f" val_loss {vloss:.4f}"
-                stop = self.early_stopping and stopper.update(vloss, module, epoch)
-            if self.verbose:
-                verbose_logger(__name__).info("[HadamardLinkPredictor] %s (%.2fs)", msg,
-                                              time.perf_counter() - t0)
-            if stop:
-                break
-        return epoch
+                    return self._batch_loss(_chunked_logits(module, z, vp), vy)
+
+            stopper = EarlyStopper(list(module.state_dict().values()), self.patience,
+                                   sync_every=default_sync_every(device))
+        with dropout_generator(torch_generator(stream_seed(seed, "dropout"), device)):
+            result = train(step, self.epochs, validate=validate, stopper=stopper,
+                           device=device, log=self._epoch_logger() if self.verbose else None)
+        return self._finish_training(module, result)
 
     def decision_function(self, X):
         """Logit of an edge for each pair of ``X``.

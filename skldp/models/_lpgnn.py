@@ -6,6 +6,7 @@ import scipy.sparse as sp
 import torch
 import torch.nn.functional as F
 
+from .._torch import class_softmax
 from ..mechanisms._label_rr import LabelRandomizedResponse
 from ..propagation._gcn_aggregation import apply_propagation, graph_propagation_matrix
 from ..utils.validation import check_eps, check_graph_data, check_int
@@ -18,7 +19,6 @@ from ._gnn import (
     graph_tensors,
     offset_sparse_features,
 )
-from ._torch_utils import class_cross_entropy, class_softmax
 
 __all__ = ["LPGNNClassifier"]
 
@@ -69,7 +69,10 @@ class LPGNNClassifier(GNNClassifierBase):
        ``normalization="sym"``); the loss then costs ``y_steps`` sparse
        products more per step.
     5. **Model selection** (early stopping) uses the same denoised noisy labels
-       and corrected loss on the held-out fit rows (or ``validation_data``):
+       and corrected loss on the validation rows (``validation``, else a
+       held-out ``validation_fraction`` of the fit rows; their noisy labels
+       are sources of the label KProp of step 3, as every fit row's, but
+       never terms of the loss):
        no clean label is used anywhere.
 
     Parameters
@@ -125,6 +128,14 @@ class LPGNNClassifier(GNNClassifierBase):
     lr, weight_decay : float, default=0.01, 1e-4
     epochs : int, default=200
     early_stopping : bool, default=True
+    validation : array-like or None, default=None
+        Validation nodes: node positions, or a boolean mask over the graph's
+        nodes (e.g. the Planetoid validation split). Fit on the training and
+        validation nodes together, ``fit(G[train | val], y[train | val])``:
+        the fit rows among them (their labels randomized like the others)
+        are left out of the loss and select the
+        weights. ``None``: hold out ``validation_fraction`` of the fit rows.
+        Read more in the :ref:`User Guide <validation_nodes>`.
     validation_fraction : float, default=0.1
     patience : int, default=50
     selection : {"accuracy", "loss"}, default="accuracy"
@@ -210,12 +221,13 @@ class LPGNNClassifier(GNNClassifierBase):
                  self_loops=False, normalization="sym", propagate_predictions=True,
                  forward_correction=True, disagreement="relabel",
                  hidden_size=16, n_layers=2, activation="selu", dropout=0.5, lr=0.01,
-                 weight_decay=1e-4, epochs=200, early_stopping=True, validation_fraction=0.1,
-                 patience=50, selection="accuracy", heads=4, device="auto", random_state=None,
-                 verbose=0):
+                 weight_decay=1e-4, epochs=200, early_stopping=True, validation=None,
+                 validation_fraction=0.1, patience=50, selection="accuracy", heads=4,
+                 device="auto", random_state=None, verbose=0):
         super().__init__(hidden_size, n_layers=n_layers, activation=activation, dropout=dropout,
                          lr=lr, weight_decay=weight_decay, epochs=epochs,
-                         early_stopping=early_stopping, validation_fraction=validation_fraction,
+                         early_stopping=early_stopping, validation=validation,
+                         validation_fraction=validation_fraction,
                          patience=patience, device=device, random_state=random_state,
                          verbose=verbose, label_mechanism=None)
         self.eps_y = eps_y
@@ -264,24 +276,27 @@ class LPGNNClassifier(GNNClassifierBase):
         return LabelRandomizedResponse(self.eps_y, classes=self.classes,
                                        random_state=self.random_state).fit(y=y)
 
-    def fit(self, X, y, *, validation_data=None):
+    def fit(self, X, y):
         """Randomize the labels, denoise them by propagation and train (see class doc).
 
         Parameters
         ----------
         X : GraphData
-            View of the labelled training nodes (features already perturbed).
+            View of the labelled training (and ``validation``) nodes, features
+            already perturbed.
         y : array-like of shape (n_rows,)
-            Their true labels; randomized inside before any use.
-        validation_data : tuple (GraphData, array-like) or None
-            Explicit validation view and labels (randomized the same way).
+            Their true labels; randomized inside before any use (the
+            validation rows' too).
 
         Returns
         -------
         self
         """
         self.label_mechanism_ = None
-        super().fit(X, y, validation_data=validation_data)
+        try:
+            super().fit(X, y)
+        finally:
+            self.__dict__.pop("_transition_t", None)
         if getattr(self, "label_mechanism_", None) is None:
             self.label_mechanism_ = None
         return self
@@ -323,23 +338,28 @@ class LPGNNClassifier(GNNClassifierBase):
 
     def _loss(self, logits, targets, positions):
         # Targets of dropped rows are -100: nll_loss ignores them, the score masks them.
-        valid = targets >= 0
-        n_valid = int(valid.sum())
-        if n_valid == 0:
-            return logits.sum() * 0.0
+        # Nothing here reads a value on the host (no wait for the device per step).
+        drops = self.disagreement == "drop"
         if self.selection == "accuracy" and not torch.is_grad_enabled():
             # The monitored validation score (computed without gradients): the
             # error rate against the (denoised) noisy validation labels. Under
             # symmetric RR, E[noisy acc] = q + (p - q) * clean acc, so it ranks
             # epochs like the clean accuracy would, without touching clean labels.
+            valid = targets >= 0
+            n_valid = valid.sum()
             hits = (logits.argmax(dim=1) == targets).logical_and_(valid)
-            return 1.0 - hits.sum().double() / n_valid
+            err = 1.0 - hits.sum().double() / n_valid.clamp_min(1)
+            return torch.where(n_valid > 0, err, torch.zeros_like(err))
         if self._trains_on_propagated():
-            return F.nll_loss(logits, targets)  # _output's propagated log-posteriors
-        if self._corrects():
-            return F.nll_loss(torch.log(self._noisy_posterior(logits).clamp_min(1e-12)),
-                              targets)
-        return class_cross_entropy(logits, targets)
+            logp = logits  # _output's propagated log-posteriors
+        elif self._corrects():
+            logp = torch.log(self._noisy_posterior(logits).clamp_min(1e-12))
+        else:
+            logp = class_softmax(logits, log=True)
+        if not drops:
+            return F.nll_loss(logp, targets)
+        # The mean over the rows kept (0 when none is: every row dropped)
+        return F.nll_loss(logp, targets, reduction="sum") / (targets >= 0).sum().clamp_min(1)
 
     def _corrects(self):
         return self.forward_correction and getattr(self, "label_mechanism_", None) is not None
@@ -356,8 +376,12 @@ class LPGNNClassifier(GNNClassifierBase):
         p = class_softmax(logits)
         if not self._corrects():
             return p
-        return p @ torch.as_tensor(self.transition_matrix_, dtype=logits.dtype,
-                                   device=logits.device)
+        key = (logits.device, logits.dtype)
+        cached = self.__dict__.get("_transition_t")
+        if cached is None or cached[0] != key:  # moved to the device once per fit
+            cached = self._transition_t = (key, torch.as_tensor(
+                self.transition_matrix_, dtype=logits.dtype, device=logits.device))
+        return p @ cached[1]
 
     def _output(self, z, g, positions):
         if not self._trains_on_propagated():

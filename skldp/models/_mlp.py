@@ -10,9 +10,9 @@ from sklearn.utils.validation import check_array, check_is_fitted
 from torch import nn
 
 from .._graph_data import GraphData
+from .._torch import Dropout, resolve_device
 from ..utils.validation import check_finite_features
 from ._base import TorchClassifierBase
-from ._torch_utils import Dropout, resolve_device
 
 __all__ = ["MLPHead"]
 
@@ -27,19 +27,19 @@ _STATS_CHUNK = 1 << 22   # entries per row chunk of the column statistics
 
 
 class _Standardized:
-    """Dense training rows standardised once before the epochs.
+    """Dense training rows normalised once before the epochs.
 
-    The module's first layer (:class:`_Standardize`) is skipped on them, so
-    an epoch does not standardise every row again (on Facebook's 4,714
+    The module's first layer (the input normalisation) is skipped on them, so
+    an epoch does not normalise every row again (on Facebook's 4,714
     features that took longer than the layers themselves).
     """
 
-    def __init__(self, X, mean, scale, device):
+    def __init__(self, X, norm, device):
         X = np.asarray(X)
         Z = np.empty(X.shape, dtype=np.float32)
         step = max(1, _STATS_CHUNK // max(X.shape[1], 1))
         for s in range(0, X.shape[0], step):
-            Z[s:s + step] = (X[s:s + step] - mean) / scale
+            Z[s:s + step] = norm(X[s:s + step])
         self.a = Z if device.type == "cpu" else None
         self.t = torch.as_tensor(Z, device=device)
 
@@ -71,6 +71,21 @@ class _Standardize(nn.Module):
 
     def forward(self, x):
         return (x - self.mean) / self.scale
+
+
+class _CenterL2(nn.Module):
+    """``(x - mean) / ||x - mean||``: columns centred (mean fixed at fit), rows of unit norm."""
+
+    def __init__(self, mean):
+        super().__init__()
+        self.register_buffer("mean", torch.as_tensor(mean, dtype=torch.float32))
+
+    def forward(self, x):
+        x = x - self.mean
+        return x / torch.linalg.vector_norm(x, dim=1, keepdim=True).clamp_min(1e-12)
+
+
+_NORMALIZATIONS = ("l2", "standardize", None)
 
 
 def _column_stats(X):
@@ -105,17 +120,29 @@ class MLPHead(TorchClassifierBase):
     such as ``HDSMechanism -> PPRPropagation -> MLPHead``. It also accepts
     plain dense or scipy sparse arrays.
 
-    The network first standardises its inputs with the mean and standard
-    deviation of each feature over the training rows (frozen in the module),
-    so that inputs with a large common offset, such as features scaled to
-    [-1, 1] and propagated, train as well as centred ones. This is
-    post-processing of the (privatised) inputs and spends no budget.
+    The network first normalises its inputs (``normalization``): by default
+    it centres every feature on its mean over the training rows (so that a
+    large common offset, such as that of features scaled to [-1, 1] and
+    propagated, does not matter) and scales every row to unit norm, the
+    statistics frozen in the module. This is post-processing of the
+    (privatised) inputs and spends no budget. The default head is linear
+    (multinomial logistic regression), trained for ``epochs`` epochs.
 
     Parameters
     ----------
-    hidden_layer_sizes : tuple of int, default=(64,)
-        Width of each hidden layer. ``()`` gives multinomial logistic
-        regression.
+    hidden_layer_sizes : tuple of int, default=()
+        Width of each hidden layer. ``()`` (the default) gives multinomial
+        logistic regression; with hidden layers, a smaller ``lr`` (0.01) and a
+        larger ``weight_decay`` (5e-4) suit better.
+    normalization : {"l2", "standardize", None}, default="l2"
+        ``"l2"``: centre each feature (training mean), then scale each row to
+        unit Euclidean norm; right for embeddings such as propagated
+        bag-of-words or private reports, where standardising every column
+        would blow up the rare ones (PPR on Cora's public split: 83.1 %
+        against 74.3 %). ``"standardize"``: each feature to zero mean and unit
+        variance (the default before 2026-11-26); right for tabular features
+        of unrelated scales (e.g. German credit's amounts and counts).
+        ``None``: the inputs as they are.
     activation : {"relu", "tanh", "elu", "gelu", "identity"}, default="relu"
         Non-linearity after each hidden layer.
     dropout : float in [0, 1), default=0.5
@@ -124,21 +151,33 @@ class MLPHead(TorchClassifierBase):
         features scaled to [-1, 1] (as in the paper) dropping inputs turns the
         large common offset of every row into noise that swamps the signal
         (Cora, eps = inf: 30 % accuracy with input dropout, 87 % without).
-    lr : float, default=1e-2
+    lr : float, default=0.05
         Adam learning rate.
-    weight_decay : float, default=5e-4
+    weight_decay : float, default=5e-5
         Adam L2 penalty.
-    epochs : int, default=100
+    epochs : int, default=300
         Maximum number of passes over the training rows.
     batch_size : int or None, default=None
         Mini-batch size; ``None`` trains on all rows at once (full batch).
-    early_stopping : bool, default=True
-        Hold out ``validation_fraction`` of the training rows (stratified when
-        every class has two rows), stop when the validation loss has not
-        improved for ``patience`` epochs and restore the best epoch's weights.
+    early_stopping : bool or "auto", default="auto"
+        Validate after every epoch on the validation rows (``validation``,
+        else ``validation_fraction`` of the fit rows, stratified when every
+        class has two rows), stop when the validation loss has not improved
+        for ``patience`` epochs and restore the best epoch's weights.
+        ``"auto"``: with ``validation``, or when ``fit`` gets at least 1,000
+        rows; with fewer labels and no validation nodes, holding some out
+        costs more than the selection gains, and every epoch trains on all.
+    validation : array-like or None, default=None
+        Validation nodes: node positions, or a boolean mask over the graph's
+        nodes (e.g. the Planetoid validation split; ``fit`` then needs a
+        GraphData view). Fit on the training and
+        validation nodes together, ``fit(G[train | val], y[train | val])``:
+        the fit rows among them are left out of the loss and select the
+        weights. ``None``: hold out ``validation_fraction`` of the fit rows.
+        Read more in the :ref:`User Guide <validation_nodes>`.
     validation_fraction : float in (0, 1), default=0.1
-        Share of the training rows held out for early stopping.
-    patience : int, default=20
+        Share of the fit rows held out for early stopping without ``validation``.
+    patience : int, default=100
         Epochs without improvement of the validation loss before stopping.
     device : {"auto", "cpu", "cuda", ...}, default="auto"
         Torch device; ``"auto"`` uses CUDA when available.
@@ -156,7 +195,7 @@ class MLPHead(TorchClassifierBase):
     n_features_in_ : int
         Number of input features.
     module_ : torch.nn.Sequential
-        The trained network (input standardisation, linear layers), kept on
+        The trained network (input normalisation, linear layers), kept on
         the CPU.
     n_iter_ : int
         Epochs run.
@@ -176,11 +215,13 @@ class MLPHead(TorchClassifierBase):
     layers (one hidden layer of 128 units), dropout 0.7, lr 0.01, weight decay
     5e-4, batch size 64, up to 1000 epochs with patience 50; for Facebook, 3
     linear layers of width 256, dropout 0.1, batch size 256. The defaults here
-    are smaller and generic (they train fast on a CPU); pass
-    ``hidden_layer_sizes=(128,), dropout=0.7, batch_size=64, epochs=1000,
-    patience=50`` to follow the released Cora setting. To use a separate
-    validation split as the paper does (50/25/25), fit on the union of the
-    train and validation nodes with ``validation_fraction=1/3``.
+    are a linear head that trains fast on a CPU; pass
+    ``hidden_layer_sizes=(128,), normalization="standardize", dropout=0.7,
+    lr=0.01, weight_decay=5e-4, batch_size=64, epochs=1000, patience=50`` to
+    follow the released Cora setting. To use the paper's validation split
+    (50/25/25), fit on the train and validation nodes with
+    ``validation=val``. The Planetoid results page compares the defaults
+    with the former ones (one hidden layer of 64, standardised columns).
 
     References
     ----------
@@ -201,11 +242,12 @@ class MLPHead(TorchClassifierBase):
     True
     """
 
-    def __init__(self, hidden_layer_sizes=(64,), *, activation="relu", dropout=0.5, lr=1e-2,
-                 weight_decay=5e-4, epochs=100, batch_size=None, early_stopping=True,
-                 validation_fraction=0.1, patience=20, device="auto", random_state=None,
-                 verbose=0):
+    def __init__(self, hidden_layer_sizes=(), *, normalization="l2", activation="relu",
+                 dropout=0.5, lr=0.05, weight_decay=5e-5, epochs=300, batch_size=None,
+                 early_stopping="auto", validation=None, validation_fraction=0.1, patience=100,
+                 device="auto", random_state=None, verbose=0):
         self.hidden_layer_sizes = hidden_layer_sizes
+        self.normalization = normalization
         self.activation = activation
         self.dropout = dropout
         self.lr = lr
@@ -213,6 +255,7 @@ class MLPHead(TorchClassifierBase):
         self.epochs = epochs
         self.batch_size = batch_size
         self.early_stopping = early_stopping
+        self.validation = validation
         self.validation_fraction = validation_fraction
         self.patience = patience
         self.device = device
@@ -240,6 +283,9 @@ class MLPHead(TorchClassifierBase):
         if self.activation not in _ACTIVATIONS:
             raise ValueError(f"activation must be one of {sorted(_ACTIVATIONS)}, got "
                              f"{self.activation!r}.")
+        if self.normalization not in _NORMALIZATIONS:
+            raise ValueError(f"normalization must be one of {_NORMALIZATIONS}, got "
+                             f"{self.normalization!r}.")
         if not isinstance(self.dropout, numbers.Real) or not 0 <= self.dropout < 1:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout!r}.")
         if not isinstance(self.lr, numbers.Real) or not np.isfinite(self.lr):
@@ -265,14 +311,31 @@ class MLPHead(TorchClassifierBase):
         if sp.issparse(X):
             data = _SparseRows(X, device)
         elif fitting:
-            data = _Standardized(X, *self._stats, device)
+            data = _Standardized(X, self._normalize_rows, device)
         else:
             data = torch.as_tensor(np.asarray(X, dtype=np.float32), device=device)
         return data, np.arange(n)
 
+    def _input_norm(self):
+        """The first layer: the input normalisation with the training rows' statistics."""
+        mean, scale = self._stats
+        if self.normalization == "standardize":
+            return _Standardize(mean, scale)
+        return _CenterL2(mean) if self.normalization == "l2" else nn.Identity()
+
+    def _normalize_rows(self, X):
+        """:meth:`_input_norm` on a numpy block, in float64 (the training rows, once)."""
+        mean, scale = self._stats
+        if self.normalization == "standardize":
+            return (X - mean) / scale
+        if self.normalization == "l2":
+            Z = X - mean
+            return Z / np.maximum(np.linalg.norm(Z, axis=1, keepdims=True), 1e-12)
+        return X
+
     def _build_module(self, n_features, n_classes):
         act = _ACTIVATIONS[self.activation]
-        layers, width = [_Standardize(*self._stats)], n_features
+        layers, width = [self._input_norm()], n_features
         for h in self._hidden_sizes():
             layers += [nn.Linear(width, h), act(), Dropout(self.dropout)]
             width = h

@@ -9,6 +9,7 @@ import numpy as np
 import torch
 from sklearn.utils.validation import column_or_1d
 
+from .._torch import class_softmax
 from ..mechanisms._label_rr import LabelRandomizedResponse
 from ..reconstruction._labels import reconstruct_labels
 from ..reconstruction._llp import cluster_label_proportions, llp_kl_loss, metis_clusters
@@ -16,7 +17,6 @@ from ..utils._random import draw_seed
 from ..utils.validation import check_eps, check_graph_data, check_int
 from ._base import TorchClassifierBase
 from ._gnn import _ACTIVATIONS, GNNEncoder, graph_tensors
-from ._torch_utils import class_softmax
 
 __all__ = ["RGNNClassifier"]
 
@@ -94,11 +94,22 @@ class RGNNClassifier(TorchClassifierBase):
     epochs : int, default=100
         Maximum number of full-batch epochs (Bhaila et al. train 100).
     early_stopping : bool, default=True
-        Hold out ``validation_fraction`` of the training rows and keep the
-        weights of the epoch with the lowest validation loss, computed on the
-        reconstructed (noisy) targets: no clean label is used.
+        Keep the weights of the epoch with the lowest validation loss,
+        computed on the reconstructed (noisy) targets of the validation rows
+        (``validation``, else ``validation_fraction`` of the fit rows): no
+        clean label is used. The reconstruction and the bag proportions read
+        every fit row's noisy label, the validation rows' included; the loss
+        never includes them.
+    validation : array-like or None, default=None
+        Validation nodes: node positions, or a boolean mask over the graph's
+        nodes (e.g. the Planetoid validation split). Fit on the training and
+        validation nodes together, ``fit(G[train | val], y[train | val])``:
+        the fit rows among them (their labels randomized like the others)
+        are left out of the loss and select the
+        weights. ``None``: hold out ``validation_fraction`` of the fit rows.
+        Read more in the :ref:`User Guide <validation_nodes>`.
     validation_fraction : float in (0, 1), default=0.1
-        Share of the training rows held out for early stopping.
+        Share of the fit rows held out for early stopping without ``validation``.
     patience : int, default=100
         Epochs without improvement of the validation loss before stopping.
     device : {"auto", "cpu", "cuda", ...}, default="auto"
@@ -163,8 +174,8 @@ class RGNNClassifier(TorchClassifierBase):
     def __init__(self, backbone="sage", *, eps_y=1.0, hops_y=2, alpha=1.0, n_clusters=64,
                  reconstruct_labels=True, classes=None, hidden_size=16, heads=4, n_layers=2,
                  activation="relu", dropout=0.5, lr=0.01, weight_decay=5e-4, epochs=100,
-                 early_stopping=True, validation_fraction=0.1, patience=100, device="auto",
-                 random_state=None, verbose=0):
+                 early_stopping=True, validation=None, validation_fraction=0.1, patience=100,
+                 device="auto", random_state=None, verbose=0):
         self.backbone = backbone
         self.eps_y = eps_y
         self.hops_y = hops_y
@@ -181,6 +192,7 @@ class RGNNClassifier(TorchClassifierBase):
         self.weight_decay = weight_decay
         self.epochs = epochs
         self.early_stopping = early_stopping
+        self.validation = validation
         self.validation_fraction = validation_fraction
         self.patience = patience
         self.device = device

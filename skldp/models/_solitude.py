@@ -1,35 +1,35 @@
 """Solitude: GNN training on an edge-LDP graph with learned graph-structure denoising."""
 
-import copy
 import hashlib
 import numbers
-import time
 import warnings
 
 import numpy as np
 import scipy.sparse as sp
 import torch
-from sklearn.model_selection import train_test_split
 from sklearn.utils.validation import check_is_fitted
 
-from ..propagation._smoothing import smooth_features, smooth_labels
-from ..utils._logging import verbose_logger
-from ..utils._random import draw_seed
-from ..utils.validation import check_graph_data, check_int
-from ._base import TorchClassifierBase
-from ._gnn import _ACTIVATIONS, GNNClassifierBase, GNNEncoder, graph_tensors
-from ._optim import Adam
-from ._torch_utils import (
+from .._torch import (
+    Adam,
+    EarlyStopper,
     build_module,
     class_cross_entropy,
     class_softmax,
+    default_sync_every,
     dropout_generator,
     resolve_device,
     sparse_csr_tensor,
     sparse_matmul,
     stream_seed,
     torch_generator,
+    train,
 )
+from ..model_selection._validation import validation_split
+from ..propagation._smoothing import smooth_features, smooth_labels
+from ..utils._random import draw_seed
+from ..utils.validation import check_graph_data, check_int
+from ._base import TorchClassifierBase
+from ._gnn import _ACTIVATIONS, GNNClassifierBase, GNNEncoder, graph_tensors
 
 __all__ = ["SolitudeClassifier"]
 
@@ -277,10 +277,18 @@ class SolitudeClassifier(GNNClassifierBase):
     adj_every : int, default=1
         Update ``A^c`` every ``adj_every`` epochs.
     early_stopping : bool, default=True
-        Hold out ``validation_fraction`` of the training rows and keep the
-        model and graph of the epoch with the lowest validation loss.
+        Keep the model and graph of the epoch with the lowest loss on the
+        validation rows (``validation``, else ``validation_fraction`` of the
+        fit rows).
+    validation : array-like or None, default=None
+        Validation nodes: node positions, or a boolean mask over the graph's
+        nodes (e.g. the Planetoid validation split). Fit on the training and
+        validation nodes together, ``fit(G[train | val], y[train | val])``:
+        the fit rows among them are left out of the loss and select the
+        weights. ``None``: hold out ``validation_fraction`` of the fit rows.
+        Read more in the :ref:`User Guide <validation_nodes>`.
     validation_fraction : float in (0, 1), default=0.1
-        Share of the training rows held out for early stopping.
+        Share of the fit rows held out for early stopping without ``validation``.
     patience : int, default=100
         Epochs without improvement of the validation loss before stopping.
     device : {"auto", "cpu", "cuda", ...}, default="auto"
@@ -345,8 +353,9 @@ class SolitudeClassifier(GNNClassifierBase):
     def __init__(self, backbone="gcn", hidden_size=16, *, n_layers=2, activation="selu",
                  dropout=0.5, lr=0.01, weight_decay=5e-4, epochs=500, feature_steps=0,
                  label_steps=0, learn_structure=True, lambda_fro=1e-3, lambda_l1=1e-3,
-                 lr_adj=0.01, adj_every=1, early_stopping=True, validation_fraction=0.1,
-                 patience=100, device="auto", random_state=None, verbose=0):
+                 lr_adj=0.01, adj_every=1, early_stopping=True, validation=None,
+                 validation_fraction=0.1, patience=100, device="auto", random_state=None,
+                 verbose=0):
         self.backbone = backbone
         self.hidden_size = hidden_size
         self.n_layers = n_layers
@@ -363,6 +372,7 @@ class SolitudeClassifier(GNNClassifierBase):
         self.lr_adj = lr_adj
         self.adj_every = adj_every
         self.early_stopping = early_stopping
+        self.validation = validation
         self.validation_fraction = validation_fraction
         self.patience = patience
         self.device = device
@@ -435,14 +445,10 @@ class SolitudeClassifier(GNNClassifierBase):
         struct = _EdgeStructure(A, self.backbone, device)
         n_cls = len(self.classes_)
         rows = G.rows
-        # validation split of the training rows (stratified when possible)
-        local, val = np.arange(len(rows)), None
-        if self.early_stopping and len(rows) >= 2:
-            n_val = int(np.ceil(self.validation_fraction * len(rows)))
-            strat = (y_enc if np.bincount(y_enc).min() >= 2
-                     and min(n_val, len(rows) - n_val) >= n_cls else None)
-            local, val = train_test_split(local, test_size=self.validation_fraction,
-                                          random_state=seed % (2**31), stratify=strat)
+        local, val = validation_split(G, y_enc, validation=self.validation,
+                                      early_stopping=self.early_stopping,
+                                      validation_fraction=self.validation_fraction, seed=seed,
+                                      owner=self)
         # targets: hard labels, or label smoothing (eq. (12)) from the fitting rows only
         if self.label_steps > 0:
             Y0 = np.zeros((G.n_nodes, n_cls))
@@ -471,38 +477,15 @@ class SolitudeClassifier(GNNClassifierBase):
             out = -(targets * class_softmax(logits, log=True)).sum(dim=1)
             return out.sum() if reduction == "sum" else out.mean()
 
-        with dropout_generator(drop_gen):
-            epoch, best_state = self._alternate(module, opt, opt_adj, w, x, struct, task_loss,
-                                                pos_train, train_targets, pos_val, y_val)
-        w_final = w.detach()
-        if best_state is not None:
-            module.load_state_dict(best_state[0])
-            w_final = best_state[1]
-        self.n_iter_ = epoch + 1
-        self.module_ = module.cpu().eval()
-        w_np = w_final.cpu().numpy().astype(np.float32)
-        self.edge_weights_ = w_np[struct.param_of_entry]
-        self.learned_adjacency_ = struct.to_csr(w_np)
-        self._received_pattern = _pattern_hash(A)
-        return self
+        graph = {"fixed": struct.graph(w.detach())}
 
-    def _alternate(self, module, opt, opt_adj, w, x, struct, task_loss, pos_train,
-                   train_targets, pos_val, y_val):
-        """The alternating epochs; returns the last epoch and the best validated state."""
-        val = pos_val
-        best, best_state, bad = np.inf, None, 0
-        self.loss_curve_, self.validation_scores_ = [], []
-        self.best_epoch_ = None
-        g_fixed = struct.graph(w.detach())
-        for epoch in range(self.epochs):
-            t0 = time.perf_counter()
+        def step(epoch):
             # (a) Adam step on the model, graph fixed
             module.train()
             opt.zero_grad()
-            loss = task_loss(module(x, g_fixed)[pos_train], train_targets)
+            loss = task_loss(module(x, graph["fixed"])[pos_train], train_targets)
             loss.backward()
             opt.step()
-            self.loss_curve_.append(float(loss.detach()))
             # (b) Adam step on A^c for CE + lambda_1 ||A^c - A||_F^2, prox of lambda_2 ||.||_1
             if self.learn_structure and epoch % self.adj_every == 0:
                 module.eval()
@@ -517,25 +500,32 @@ class SolitudeClassifier(GNNClassifierBase):
                     thr = self.lr_adj * self.lambda_l1
                     w.copy_(torch.sign(w) * (w.abs() - thr * struct.t_mult).clamp_min(0.0))
                     w.clamp_(0.0, 1.0)
-                g_fixed = struct.graph(w.detach())
-            msg = f"epoch {epoch + 1}/{self.epochs} loss {self.loss_curve_[-1]:.4f}"
-            if val is not None:
-                module.eval()
-                with torch.no_grad():
-                    vloss = float(class_cross_entropy(module(x, g_fixed)[pos_val], y_val))
-                self.validation_scores_.append(vloss)
-                msg += f" val_loss {vloss:.4f}"
-                if vloss < best - 1e-6:
-                    best, bad, self.best_epoch_ = vloss, 0, epoch
-                    best_state = (copy.deepcopy(module.state_dict()), w.detach().clone())
-                else:
-                    bad += 1
-            if self.verbose:
-                verbose_logger(__name__).info("[SolitudeClassifier] %s (%.2fs)", msg,
-                                              time.perf_counter() - t0)
-            if val is not None and bad >= self.patience:
-                break
-        return epoch, best_state
+                graph["fixed"] = struct.graph(w.detach())
+            return loss
+
+        def validate(epoch):
+            module.eval()
+            with torch.no_grad():
+                return class_cross_entropy(module(x, graph["fixed"])[pos_val], y_val)
+
+        stopper = None
+        if val is not None:  # the model and the learned graph of the best epoch
+            stopper = EarlyStopper([*module.state_dict().values(), w], self.patience,
+                                   sync_every=default_sync_every(device))
+        with dropout_generator(drop_gen):
+            result = train(step, self.epochs, validate=validate if val is not None else None,
+                           stopper=stopper, device=device,
+                           log=self._epoch_logger() if self.verbose else None)
+        self.n_iter_ = result.n_iter
+        self.loss_curve_ = result.loss_curve
+        self.validation_scores_ = result.validation_scores
+        self.best_epoch_ = result.best_epoch
+        self.module_ = module.cpu().eval()
+        w_np = w.detach().cpu().numpy().astype(np.float32)
+        self.edge_weights_ = w_np[struct.param_of_entry]
+        self.learned_adjacency_ = struct.to_csr(w_np)
+        self._received_pattern = _pattern_hash(A)
+        return self
 
     # -------------------------------------------------------------- predict
     def _prepare(self, X, device):

@@ -18,9 +18,10 @@ __all__ = ["PPRPropagation"]
 
 
 def resolve_device(device):
-    # imported lazily: skldp.models imports skldp.propagation
-    from ..models._torch_utils import resolve_device as _resolve
+    # imported lazily: the scipy backend needs no torch
+    from .._torch import resolve_device as _resolve
     return _resolve(device)
+
 
 _BLOCK_ELEMENTS = 1 << 23  # dense entries per column block (64 MiB in float64)
 # CPU (scipy) path: blocks of at most this many columns (wider blocks gain nothing once

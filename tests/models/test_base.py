@@ -15,6 +15,7 @@ import torch
 from sklearn.model_selection import StratifiedKFold, cross_val_score
 
 from skldp import GraphData
+from skldp._torch import module_on, resolve_device
 from skldp.mechanisms import EdgeRR
 from skldp.model_selection import PairData
 from skldp.models import (
@@ -28,7 +29,6 @@ from skldp.models import (
     SolitudeClassifier,
     VGAELinkPredictor,
 )
-from skldp.models._torch_utils import module_on, resolve_device
 
 KW = dict(epochs=8, device="cpu", random_state=0)
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from skldp.models._torch_utils import dropout, dropout_generator
+from skldp._torch import dropout, dropout_generator
 
 
 @pytest.mark.parametrize("p", [0.2, 0.5, 0.8])

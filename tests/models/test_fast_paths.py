@@ -6,14 +6,14 @@ import scipy.sparse as sp
 import torch
 import torch.nn.functional as F
 
-from skldp.models import GCNClassifier, LPGNNClassifier, MLPHead, _gnn, _mlp
-from skldp.models._gnn import PropagatedFeatures, SparseOperand, _matmul, _SAGEConv, _spmm
-from skldp.models._torch_utils import (
+from skldp._torch import (
     class_cross_entropy,
     class_softmax,
     sparse_matmul,
     to_torch_sparse,
 )
+from skldp.models import GCNClassifier, LPGNNClassifier, MLPHead, _gnn, _mlp
+from skldp.models._gnn import PropagatedFeatures, SparseOperand, _matmul, _SAGEConv, _spmm
 
 
 def test_column_stats_in_row_chunks_match_numpy(monkeypatch):
@@ -25,7 +25,7 @@ def test_column_stats_in_row_chunks_match_numpy(monkeypatch):
     np.testing.assert_allclose(mean, X64.mean(axis=0), rtol=1e-12)
     np.testing.assert_allclose(scale[:3], X64.std(axis=0)[:3], rtol=1e-9)
     assert scale[3] == 1.0   # constant column
-    S = _mlp._Standardized(X, mean, scale, torch.device("cpu")).t
+    S = _mlp._Standardized(X, lambda B: (B - mean) / scale, torch.device("cpu")).t
     np.testing.assert_allclose(S.numpy(), (X64 - mean) / scale, rtol=1e-5, atol=1e-5)
 
 
@@ -182,9 +182,10 @@ def test_shared_first_layer_trains_exactly_like_the_plain_loop(patience, monkeyp
                         lambda self, x, g: calls.append(1) or first(self, x, g))
     monkeypatch.setattr(_gnn.GNNEncoder, "train",
                         lambda self, mode=True: modes.append(mode) or train(self, mode))
-    shared = LPGNNClassifier(**params).fit(G[tr], y[tr], validation_data=(G[va], y[va]))
+    fit = tr | va
+    shared = LPGNNClassifier(validation=va, **params).fit(G[fit], y[fit])
     n_shared, n_modes_shared, calls[:], modes[:] = len(calls), len(modes), [], []
-    plain = _NoSplitLPGNN(**params).fit(G[tr], y[tr], validation_data=(G[va], y[va]))
+    plain = _NoSplitLPGNN(validation=va, **params).fit(G[fit], y[fit])
     n_plain, n_modes_plain = len(calls), len(modes)
     # the shared loop never switches the module's mode (only eval() at the end)
     assert n_modes_shared <= 2 < n_modes_plain
@@ -208,7 +209,9 @@ def test_no_shared_first_layer_when_it_draws_dropout():
     clf = GCNClassifier(dropout=0.5, device="cpu")
     data, _ = clf._prepare(G, torch.device("cpu"))
     module = clf._build_module(G.shape[1], 7)
-    assert clf._split_forward(module, data) is not None   # sparse input: no input dropout
+    assert clf._split_forward(module, data) is None   # dropout on the sparse input's entries
+    module.sparse_input_dropout = False
+    assert clf._split_forward(module, data) is not None   # sparse input, no input dropout
     x, g = data
     dense_x = torch.as_tensor(G.features.toarray(), dtype=torch.float32)
     assert clf._split_forward(module, (dense_x, g)) is None   # dropout on a dense input

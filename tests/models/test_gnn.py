@@ -123,8 +123,8 @@ def test_pickle_roundtrip(cls, data):
 def test_sparse_features(data):
     G, y, tr, te = sbm(sparse=True)
     assert sp.issparse(G.features)
-    for cls in CLASSIFIERS:
-        clf = cls(random_state=0, epochs=30, device="cpu").fit(G[tr], y[tr])
+    for cls in CLASSIFIERS:   # input (and GAT's attention) dropout: GAT needs more epochs
+        clf = cls(random_state=0, epochs=100, device="cpu").fit(G[tr], y[tr])
         assert clf.score(G[te], y[te]) > 0.5
 
 
@@ -187,32 +187,39 @@ def test_device_cpu(data):
 
 
 # ------------------------------------------------------------ validation set
-def test_validation_data(data):
+def test_validation_nodes(data):
     G, y, tr, te = data
     val, test = te[:40], te[40:]
-    clf = GCNClassifier(random_state=0, **FAST).fit(G[tr], y[tr], validation_data=(G[val],
-                                                                                    y[val]))
+    fit = np.concatenate([tr, val])
+    clf = GCNClassifier(random_state=0, validation=val, **FAST).fit(G[fit], y[fit])
     assert len(clf.validation_scores_) == clf.n_iter_
     assert clf.score(G[test], y[test]) > 0.7
-    with pytest.raises(ValueError, match="overlaps"):
-        GCNClassifier(epochs=2).fit(G[tr], y[tr], validation_data=(G[tr[:5]], y[tr[:5]]))
-    other = sbm(n=150, seed=5)[0]
-    with pytest.raises(ValueError, match="same graph"):
-        GCNClassifier(epochs=2).fit(G[tr], y[tr], validation_data=(other[val[:3]], y[val[:3]]))
+    mask = np.zeros(G.n_nodes, bool)
+    mask[val] = True   # a boolean mask over the nodes names the same validation rows
+    same = GCNClassifier(random_state=0, validation=mask, **FAST).fit(G[fit], y[fit])
+    assert same.validation_scores_ == clf.validation_scores_
+    with pytest.raises(ValueError, match="none of the"):
+        GCNClassifier(epochs=2, validation=val).fit(G[tr], y[tr])
+    with pytest.raises(ValueError, match="nothing"):
+        GCNClassifier(epochs=2, validation=val).fit(G[val], y[val])
     with pytest.raises(ValueError, match="early_stopping"):
-        GCNClassifier(epochs=2, early_stopping=False).fit(G[tr], y[tr],
-                                                          validation_data=(G[val], y[val]))
+        GCNClassifier(epochs=2, early_stopping=False, validation=val).fit(G[fit], y[fit])
+    with pytest.raises(ValueError, match="entries"):
+        GCNClassifier(epochs=2, validation=mask[:-1]).fit(G[fit], y[fit])
+    with pytest.raises(ValueError, match="outside"):
+        GCNClassifier(epochs=2, validation=[G.n_nodes]).fit(G[fit], y[fit])
 
 
-def test_validation_split_uses_validation_rows_only(data):
-    """With validation_data the training loss never sees the validation rows."""
+def test_validation_rows_never_train(data):
+    """The loss never sees the validation rows: wrong labels there change only the scores."""
     G, y, tr, te = data
     val = te[:40]
-    y_val_wrong = (y[val] + 1) % 3  # if these leaked into training, accuracy would drop
-    a = GCNClassifier(random_state=0, early_stopping=True, patience=1000, epochs=40,
-                      device="cpu").fit(G[tr], y[tr], validation_data=(G[val], y[val]))
-    b = GCNClassifier(random_state=0, early_stopping=True, patience=1000, epochs=40,
-                      device="cpu").fit(G[tr], y[tr], validation_data=(G[val], y_val_wrong))
+    fit = np.concatenate([tr, val])
+    y_wrong = y[fit].copy()
+    y_wrong[len(tr):] = (y_wrong[len(tr):] + 1) % 3  # if these leaked, training would change
+    kw = dict(random_state=0, patience=1000, epochs=40, device="cpu", validation=val)
+    a = GCNClassifier(**kw).fit(G[fit], y[fit])
+    b = GCNClassifier(**kw).fit(G[fit], y_wrong)
     # identical training trajectory, only the monitored loss differs
     np.testing.assert_allclose(a.loss_curve_, b.loss_curve_, rtol=1e-5)
     assert not np.allclose(a.validation_scores_, b.validation_scores_)
@@ -224,14 +231,13 @@ def test_label_mechanism_uses_only_noisy_labels(data):
     G, y, tr, te = data
     val = te[:40]
     mech = LabelRandomizedResponse(1.0, classes=[0, 1, 2], random_state=7)
-    a = GCNClassifier(random_state=0, label_mechanism=mech, **FAST).fit(
-        G[tr], y[tr], validation_data=(G[val], y[val]))
     rows = np.concatenate([tr, val])
+    a = GCNClassifier(random_state=0, label_mechanism=mech, validation=val, **FAST).fit(
+        G[rows], y[rows])
     noisy = LabelRandomizedResponse(1.0, classes=[0, 1, 2], random_state=7).fit().randomize(
         y[rows], G[rows])
     assert np.any(noisy != y[rows])
-    b = GCNClassifier(random_state=0, **FAST).fit(
-        G[tr], noisy[:len(tr)], validation_data=(G[val], noisy[len(tr):]))
+    b = GCNClassifier(random_state=0, validation=val, **FAST).fit(G[rows], noisy)
     np.testing.assert_allclose(a.predict_proba(G[te]), b.predict_proba(G[te]), atol=1e-6)
     np.testing.assert_allclose(a.validation_scores_, b.validation_scores_, rtol=1e-5)
     assert a.label_mechanism_ is not mech and a.label_mechanism_.epsilon_ == 1.0
@@ -328,3 +334,37 @@ def test_feature_tensor_layouts_and_graph_tensors_without_features():
     X[3, 4] = np.nan
     with pytest.raises(ValueError, match="finite|NaN"):
         graph_tensors(GraphData(X, A), "cpu", "sage", features=False)
+
+
+# ------------------------------------------------------- dropout on sparse inputs
+def test_sparse_operand_dropout_drops_the_same_entries_of_a_and_its_transpose():
+    from skldp._torch import dropout_generator, torch_generator
+    X = sp.random(30, 12, density=0.3, random_state=0, format="csr")
+    op = SparseOperand.from_scipy(X, torch.device("cpu"))
+    with dropout_generator(torch_generator(0)):
+        dropped = op.dropout(0.5)
+    A = dropped.A.to_dense().numpy()
+    AT = dropped.AT.to_dense().numpy()
+    np.testing.assert_array_equal(A.T, AT)
+    kept = A != 0
+    assert 0.3 < kept.sum() / X.nnz < 0.7
+    np.testing.assert_allclose(A[kept], 2 * X.toarray()[kept], rtol=1e-6)   # scaled by 1/(1-p)
+    assert op.dropout(0.5, training=False) is op and op.dropout(0.0) is op
+
+
+def test_gnn_classifiers_drop_sparse_inputs_and_gat_attention():
+    G, y, tr, te = sbm(sparse=True)
+    assert sp.issparse(G.features)
+    clf = GCNClassifier(device="cpu")
+    data, _ = clf._prepare(G, torch.device("cpu"))
+    module = clf._build_module(G.shape[1], 3)
+    assert module.sparse_input_dropout and not module.first_is_deterministic(*data)
+    gat = GATClassifier(heads=2, dropout=0.0, device="cpu")
+    module = gat._build_module(G.shape[1], 3)
+    assert all(layer.attention_dropout == 0.6 for layer in module.layers)
+    assert not module.first_is_deterministic(*gat._prepare(G, torch.device("cpu"))[0])
+    a = GATClassifier(heads=2, epochs=5, random_state=0, device="cpu").fit(G[tr], y[tr])
+    b = GATClassifier(heads=2, epochs=5, random_state=0, device="cpu").fit(G[tr], y[tr])
+    np.testing.assert_array_equal(a.predict_proba(G[te]), b.predict_proba(G[te]))
+    with pytest.raises(ValueError, match="attention_dropout"):
+        GATClassifier(attention_dropout=1.0, epochs=2).fit(G[tr], y[tr])

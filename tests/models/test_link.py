@@ -46,11 +46,18 @@ def _had(**kw):
     return HadamardLinkPredictor(**params)
 
 
+def _with_validation(est, split):
+    """``est`` set to validate on the validation pairs, and the pairs and labels to fit."""
+    P_tr, P_va, _, y_tr, y_va, _ = split
+    return est.set_params(validation=P_va.pairs), P_tr.concat(P_va), np.r_[y_tr, y_va]
+
+
 @pytest.mark.parametrize("make", [_vgae, _had, lambda: _had(head="mlp", hidden_layer_sizes=(8,)),
                                   lambda: _had(loss="pairwise")])
 def test_learns_block_structure(split, make):
     P_tr, P_va, P_te, y_tr, y_va, y_te = split
-    est = make().fit(P_tr, y_tr, validation_data=(P_va, y_va))
+    est, P_fit, y_fit = _with_validation(make(), split)
+    est.fit(P_fit, y_fit)
     auc = est.score(P_te, y_te)
     # Same-block pairs are edges with prob 0.2, cross-block 0.005: features make this easy.
     # (40 epochs of VGAE: 0.82-0.87 over random_state 0-9; chance is 0.5)
@@ -71,16 +78,17 @@ def test_vgae_uninformative_features_use_structure_only(split):
     P_tr, P_va, P_te, y_tr, y_va, y_te = split
     rng = np.random.default_rng(1)
     G0 = P_tr.graph.with_features(rng.random(P_tr.graph.features.shape) < 0.5)
-    args = dict(validation_data=(P_va, y_va))
-    full = _vgae().fit(P_tr, y_tr, **args).score(P_te, y_te)
-    null = _vgae().fit(P_tr._rebase(G0), y_tr, **args).score(P_te._rebase(G0), y_te)
+    est, P_fit, y_fit = _with_validation(_vgae(), split)
+    full = est.fit(P_fit, y_fit).score(P_te, y_te)
+    null = clone(est).fit(P_fit._rebase(G0), y_fit).score(P_te._rebase(G0), y_te)
     assert null < full
 
 
 def test_vgae_reproducible_and_picklable(split):
     P_tr, P_va, P_te, y_tr, y_va, y_te = split
-    a = _vgae().fit(P_tr, y_tr, validation_data=(P_va, y_va))
-    b = _vgae().fit(P_tr, y_tr, validation_data=(P_va, y_va))
+    est, P_fit, y_fit = _with_validation(_vgae(), split)
+    a = est.fit(P_fit, y_fit)
+    b = clone(est).fit(P_fit, y_fit)
     np.testing.assert_allclose(a.decision_function(P_te), b.decision_function(P_te))
     c = pickle.loads(pickle.dumps(a))
     np.testing.assert_allclose(c.decision_function(P_te), a.decision_function(P_te))
@@ -109,15 +117,16 @@ def test_pipeline_with_mechanism_and_propagation(split):
                                                random_state=0)),
                      ("ppr", PPRPropagation(alpha=0.2)),
                      ("link", _had())])
-    pipe.fit(P_tr, y_tr, link__validation_data=(P_va, y_va))
+    _, P_fit, y_fit = _with_validation(pipe["link"], split)
+    pipe.fit(P_fit, y_fit)
     Z = pipe[:-1].transform(P_te)
     assert isinstance(Z, PairData) and Z.token == pipe[:-1].transform(P_tr).token
     np.testing.assert_array_equal(Z.pairs, P_te.pairs)
     assert pipe.score(P_te, y_te) > 0.8
     # VGAE after a mechanism, with validation pairs routed to the last step
     pipe2 = make_pipeline(OneBitMechanism(eps=5.0, feature_range=(0, 1), random_state=0),
-                          _vgae())
-    pipe2.fit(P_tr, y_tr, vgaelinkpredictor__validation_data=(P_va, y_va))
+                          _vgae(validation=P_va.pairs))
+    pipe2.fit(P_fit, y_fit)
     assert pipe2.score(P_te, y_te) > 0.7
 
 
@@ -163,8 +172,12 @@ def test_bad_input(split):
             est.fit(P_tr, np.ones(len(y_tr)))
         with pytest.raises(ValueError, match="rows"):
             est.fit(P_tr, y_tr[:-1])
-        with pytest.raises(ValueError, match="not among"):
-            est.fit(P_tr, y_tr, validation_data=(P_va, y_va + 5))
+        with pytest.raises(ValueError, match="none of the"):
+            clone(est).set_params(validation=P_va.pairs).fit(P_tr, y_tr)
+        with pytest.raises(ValueError, match="shape"):
+            clone(est).set_params(validation=P_va.pairs[:, 0]).fit(P_tr, y_tr)
+        with pytest.raises(TypeError, match="pairs"):
+            clone(est).set_params(validation=P_va).fit(P_tr, y_tr)
     with pytest.raises(ValueError, match="negative_sampling"):
         _vgae(negative_sampling="bogus").fit(P_tr, y_tr)
     with pytest.raises(ValueError, match="negative_ratio"):

@@ -128,12 +128,11 @@ def test_only_noisy_labels_are_used(data):
     val = te[:40]
     kw = dict(classes=[0, 1, 2], x_steps=2, y_steps=2, forward_correction=False,
               random_state=5, **FAST)
-    a = LPGNNClassifier(eps_y=1.0, **kw).fit(G[tr], y[tr], validation_data=(G[val], y[val]))
     rows = np.concatenate([tr, val])
+    a = LPGNNClassifier(eps_y=1.0, validation=val, **kw).fit(G[rows], y[rows])
     noisy = LabelRandomizedResponse(1.0, classes=[0, 1, 2], random_state=5).fit().randomize(
         y[rows], G[rows])
-    b = LPGNNClassifier(eps_y=np.inf, **kw).fit(G[tr], noisy[:len(tr)],
-                                                 validation_data=(G[val], noisy[len(tr):]))
+    b = LPGNNClassifier(eps_y=np.inf, validation=val, **kw).fit(G[rows], noisy)
     assert b.label_mechanism_ is None
     np.testing.assert_allclose(a.predict_proba(G[te]), b.predict_proba(G[te]), atol=1e-6)
     np.testing.assert_allclose(a.validation_scores_, b.validation_scores_, rtol=1e-5)
@@ -213,19 +212,20 @@ def test_selection_monitors_noisy_validation_error(data):
     G, y, tr, te = data
     val = te[:50]
     clf = LPGNNClassifier(eps_y=1.0, classes=[0, 1, 2], y_steps=0, random_state=0, epochs=15,
-                          patience=100, device="cpu")
-    clf.fit(G[tr], y[tr], validation_data=(G[val], y[val]))
+                          patience=100, device="cpu", validation=val)
+    rows = np.concatenate([tr, val])
+    clf.fit(G[rows], y[rows])
     scores = np.asarray(clf.validation_scores_)
     assert np.all((scores >= 0) & (scores <= 1))
     np.testing.assert_allclose(scores * 50, np.round(scores * 50), atol=1e-6)
     # the restored model's noisy-validation error is the best monitored one
     noisy = LabelRandomizedResponse(1.0, classes=[0, 1, 2], random_state=0).fit().randomize(
-        np.concatenate([y[tr], y[val]]), G[np.concatenate([tr, val])])[len(tr):]
+        y[rows], G[rows])[len(tr):]
     err = 1 - np.mean(clf.predict(G[val]) == noisy)
     assert err == pytest.approx(scores.min())
     loss = LPGNNClassifier(eps_y=1.0, classes=[0, 1, 2], y_steps=0, random_state=0, epochs=15,
-                           patience=100, selection="loss", device="cpu")
-    loss.fit(G[tr], y[tr], validation_data=(G[val], y[val]))
+                           patience=100, selection="loss", device="cpu", validation=val)
+    loss.fit(G[rows], y[rows])
     assert not np.allclose(loss.validation_scores_, scores)
 
 

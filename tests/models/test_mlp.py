@@ -100,7 +100,8 @@ def test_reproducible_with_random_state():
 
 def test_early_stopping_stops_early():
     X, y = _blobs(n=200)
-    clf = _fast(epochs=500, patience=5, lr=0.05).fit(X, y)
+    clf = _fast(epochs=500, patience=5, lr=0.05, early_stopping=True,
+                normalization="standardize", weight_decay=5e-4).fit(X, y)
     assert clf.n_iter_ < 500
     assert len(clf.validation_scores_) == clf.n_iter_
     assert clf.best_epoch_ == int(np.argmin(clf.validation_scores_))
@@ -129,7 +130,7 @@ def test_verbose_logs_each_epoch(caplog):
     assert out[0].startswith("[MLPHead] epoch 1/3 loss")
     caplog.clear()
     with caplog.at_level("INFO", logger="skldp"):
-        _fast(epochs=2, verbose=1).fit(X, y)
+        _fast(epochs=2, verbose=1, early_stopping=True).fit(X, y)
     assert "val_loss" in caplog.text
     caplog.clear()
     _fast(epochs=2, verbose=0).fit(X, y)
@@ -212,3 +213,35 @@ _EXPECTED_FAILED = {
                          expected_failed_checks=lambda est: _EXPECTED_FAILED)
 def test_sklearn_compatible(estimator, check):
     check(estimator)
+
+
+def test_normalization_options():
+    """l2: centred columns, unit rows; standardize: the former head; None: the inputs."""
+    rng = np.random.default_rng(0)
+    X = rng.random((300, 6)) * [1, 1, 1, 1, 1, 100] + 50   # a large common offset
+    y = (X[:, 0] > X[:, 1]).astype(int)
+    for norm in ("l2", "standardize", None):
+        clf = MLPHead(normalization=norm, epochs=50, random_state=0).fit(X, y)
+        first = clf.module_[0]
+        Z = first(torch.as_tensor(X, dtype=torch.float32)).detach().numpy()
+        if norm == "l2":
+            np.testing.assert_allclose(np.linalg.norm(Z, axis=1), 1.0, rtol=1e-5)
+            np.testing.assert_allclose(first.mean.numpy(), X.mean(0), rtol=1e-5)
+        elif norm == "standardize":
+            np.testing.assert_allclose(Z.std(0), 1.0, rtol=1e-3)
+        else:
+            np.testing.assert_allclose(Z, X, rtol=1e-6)
+    with pytest.raises(ValueError, match="normalization"):
+        MLPHead(normalization="max").fit(X, y)
+
+
+def test_early_stopping_auto_holds_out_rows_only_when_there_are_many():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(1200, 4))
+    y = (X[:, 0] > 0).astype(int)
+    few = MLPHead(epochs=5, random_state=0).fit(X[:200], y[:200])
+    assert few.validation_scores_ == [] and few.n_iter_ == 5
+    many = MLPHead(epochs=5, random_state=0).fit(X, y)
+    assert len(many.validation_scores_) == 5
+    with pytest.raises(ValueError, match="early_stopping"):
+        MLPHead(early_stopping="sometimes").fit(X, y)

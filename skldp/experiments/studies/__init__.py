@@ -4,17 +4,18 @@ from ._dpgnn import dpgnn_study
 from ._link_prediction import link_prediction_study
 from ._lpgnn import lpgnn_study
 from ._lpgnn_mae import lpgnn_mae_study
+from ._planetoid import planetoid_study
 from ._privge import privge_study
 from ._rgnn import rgnn_study
 from ._solitude import solitude_study
 
 __all__ = ["get_study", "list_studies", "privge_study", "rgnn_study", "solitude_study",
            "link_prediction_study", "dpgnn_study", "lpgnn_study",
-           "lpgnn_mae_study"]
+           "lpgnn_mae_study", "planetoid_study"]
 
 _STUDIES = {"privge": privge_study, "rgnn": rgnn_study, "solitude": solitude_study,
             "link_prediction": link_prediction_study, "dpgnn": dpgnn_study,
-            "lpgnn": lpgnn_study, "lpgnn_mae": lpgnn_mae_study}
+            "lpgnn": lpgnn_study, "lpgnn_mae": lpgnn_mae_study, "planetoid": planetoid_study}
 
 
 def list_studies():

@@ -198,7 +198,7 @@ class LinkPredictionRun(BaseEstimator):
         P_tr, P_va, P_te, y_tr, y_va, y_te = random_edge_split(G, random_state=seed)
         if self.kind == "GRAPH":
             G_null = random_features(P_tr.graph, seed)
-            P_tr, P_te = P_tr._rebase(G_null), P_te._rebase(G_null)
+            P_tr, P_va, P_te = (P._rebase(G_null) for P in (P_tr, P_va, P_te))
         steps = []
         if self.kind not in ("RAW", "inf", "GRAPH"):
             steps.append(("mech", self._mechanism(G.shape[1])))
@@ -213,7 +213,9 @@ class LinkPredictionRun(BaseEstimator):
         pipe = Pipeline(steps)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            pipe.fit(P_tr, y_tr, link__validation_data=(P_va, y_va))
+            # early stopping on the validation pairs, fitted with (not on) the training pairs
+            pipe.set_params(link__validation=P_va.pairs)
+            pipe.fit(P_tr.concat(P_va), np.r_[y_tr, y_va])
             auc = pipe.score(P_te, y_te)
         self.pipeline_ = pipe
         self.n_iter_ = int(pipe[-1].n_iter_)

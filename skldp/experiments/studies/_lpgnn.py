@@ -174,8 +174,9 @@ class LPGNNRun(BaseEstimator):
             self.mechanism_ = mech.fit(G)
             Gi = mech.transform(G)
         clf = GCNClassifier(hidden_size=32, dropout=0.5, lr=0.01, weight_decay=5e-4,
-                            epochs=500, patience=20, device="cpu", random_state=seed)
-        clf.fit(Gi[tr], y[tr], validation_data=(Gi[va], y[va]))
+                            epochs=500, patience=20, device="cpu", random_state=seed,
+                            validation=va)
+        clf.fit(Gi[tr | va], y[tr | va])
         self.model_, self.n_iter_ = clf, clf.n_iter_
         return {"accuracy": float(clf.score(Gi[te], y[te]))}
 
@@ -200,9 +201,8 @@ class LPGNNRun(BaseEstimator):
             model = Pipeline([("mb", MultiBitMechanism(float(self.eps_x), feature_range=(0, 1),
                                                        random_state=seed)),
                               ("clf", clf)])
-        fit_params = ({"clf__validation_data": (Gi[va], y[va])} if isinstance(model, Pipeline)
-                      else {"validation_data": (Gi[va], y[va])})
-        model.fit(Gi[tr], y[tr], **fit_params)
+        clf.set_params(validation=va)  # early stopping on the validation nodes
+        model.fit(Gi[tr | va], y[tr | va])
         acc = float(model.score(Gi[te], y[te]))
         last = model[-1] if isinstance(model, Pipeline) else model
         self.model_, self.n_iter_ = model, last.n_iter_

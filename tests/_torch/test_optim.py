@@ -7,7 +7,7 @@ import textwrap
 import pytest
 import torch
 
-from skldp.models._optim import SGD, Adam, _fused_devices
+from skldp._torch._optim import SGD, Adam, _fused_devices
 
 
 def _train(make_optimizer, dtype=torch.float32, steps=40):

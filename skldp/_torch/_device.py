@@ -1,0 +1,78 @@
+"""The torch device of a model: the user's choice, checked, and the fitted module moved there."""
+
+import copy
+import numbers
+
+import torch
+
+__all__ = ["resolve_device", "module_on"]
+
+
+def resolve_device(device="auto"):
+    """The torch device to use, with a clear error when it is not available.
+
+    Parameters
+    ----------
+    device : str, torch.device or None, default="auto"
+        ``"auto"`` (or ``None``) picks CUDA when ``torch.cuda.is_available()``,
+        else the CPU; any other value names a device (``"cpu"``, ``"cuda"``,
+        ``"cuda:1"``, ...).
+
+    Returns
+    -------
+    torch.device
+
+    Raises
+    ------
+    ValueError
+        If ``device`` is not a device name, or names a CUDA device that this
+        torch cannot use (no CUDA build, no GPU, or an index beyond the
+        visible devices).
+    """
+    if device is None or (isinstance(device, str) and device == "auto"):
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if isinstance(device, numbers.Integral) and not isinstance(device, bool):
+        device = f"cuda:{int(device)}"  # torch's convention: an int is a CUDA index
+    if not isinstance(device, (str, torch.device)):
+        raise ValueError(f"device must be 'auto', 'cpu', 'cuda', 'cuda:<index>' or a "
+                         f"torch.device, got {device!r}.")
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, ValueError, TypeError) as exc:
+        raise ValueError(f"device={device!r} is not a torch device name; use 'auto', 'cpu', "
+                         f"'cuda' or 'cuda:<index>' ({exc}).") from None
+    if dev.type == "cuda":
+        name = str(device) if isinstance(device, str) else str(dev)
+        if not torch.cuda.is_available():
+            why = ("this torch build has no CUDA support" if torch.version.cuda is None
+                   else "no usable GPU was found")
+            raise ValueError(f"device={name!r} was requested but torch.cuda.is_available() is "
+                             f"False ({why}; torch {torch.__version__}). Use device='auto' "
+                             "(CUDA when available, else the CPU) or device='cpu'.")
+        count = torch.cuda.device_count()
+        if dev.index is not None and dev.index >= count:
+            raise ValueError(f"device={name!r} was requested but torch sees {count} CUDA "
+                             f"device{'s' if count != 1 else ''} (indices 0..{count - 1}).")
+    return dev
+
+
+def module_on(module, device):
+    """A fitted ``module`` (kept on the CPU) ready to run on ``device``.
+
+    On the CPU it is the module itself; elsewhere a copy moved there, so that the
+    fitted estimator's weights never leave the CPU: a predict that fails (or one
+    running in another thread) cannot leave them on a GPU, where pickling would
+    tie the estimator to CUDA.
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+    device : torch.device
+
+    Returns
+    -------
+    torch.nn.Module
+    """
+    if device.type == "cpu":
+        return module.cpu()
+    return copy.deepcopy(module).to(device)

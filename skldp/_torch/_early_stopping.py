@@ -1,0 +1,148 @@
+"""The one early-stopper: keep the best validated weights, stop after ``patience`` bad checks.
+
+On the CPU each check reads its score on the host (free there) and copies the
+weights only when they improve. On an accelerator reading a score waits for
+every queued kernel, so the stopper keeps its state on the device instead: the
+best score, the patience counter and a latched "stopped" flag are tensors, the
+best weights are updated with ``torch.where`` (no branch on a device value),
+and the host reads the flag only every ``sync_every`` checks. Training may then
+run up to ``sync_every - 1`` epochs past the stopping point, but the latched
+flag ignores them: the kept weights, ``best_epoch`` and the epoch count are
+those of the host path.
+"""
+
+import math
+
+import torch
+
+__all__ = ["EarlyStopper"]
+
+
+class EarlyStopper:
+    """Track validation scores (lower is better) and the weights of the best one.
+
+    Parameters
+    ----------
+    tensors : list of torch.Tensor
+        What a check saves when it improves (the module's state and any other
+        learned tensor, e.g. a learned graph); :meth:`restore` copies the best
+        back into them, in place.
+    patience : int or None, default=None
+        Stop after this many checks without improvement; ``None`` never stops
+        (the best check is still kept).
+    min_epochs : int, default=0
+        Never stop before this many epochs.
+    tol : float, default=1e-6
+        A check improves when its score is below the best one minus ``tol``.
+    sync_every : int, default=1
+        Checks between two reads of the stop flag on the host; 1 reads every
+        check and keeps the state on the host (the CPU path).
+    """
+
+    def __init__(self, tensors, patience=None, *, min_epochs=0, tol=1e-6, sync_every=1):
+        self.tensors = [t for t in tensors]
+        self.patience = patience
+        self.min_epochs = int(min_epochs)
+        self.tol = float(tol)
+        self.sync_every = max(1, int(sync_every))
+        self._best = None       # copies of the tensors at the best check
+        self._checks = 0
+        if self.sync_every == 1:
+            self._score, self._bad, self._best_epoch, self._stop_epoch = math.inf, 0, None, None
+        else:
+            device = self.tensors[0].device if self.tensors else "cpu"
+            f64 = dict(dtype=torch.float64, device=device)
+            i64 = dict(dtype=torch.int64, device=device)
+            self._score = torch.tensor(math.inf, **f64)
+            self._bad = torch.zeros((), **i64)
+            self._best_epoch = torch.full((), -1, **i64)
+            self._stop_epoch = torch.full((), -1, **i64)
+            self._stopped = torch.zeros((), dtype=torch.bool, device=device)
+
+    @property
+    def lazy(self):
+        """Whether the state lives on the device (``sync_every > 1``)."""
+        return self.sync_every > 1
+
+    def update(self, score, epoch):
+        """Record the check of ``epoch`` (0-based) and say whether to stop.
+
+        Parameters
+        ----------
+        score : torch.Tensor or float
+            The validation score, a 0-d tensor (lower is better).
+        epoch : int
+            The epoch that was validated.
+
+        Returns
+        -------
+        stop : bool
+            Whether training should stop now (on the device path, only known
+            every ``sync_every`` checks; ``False`` in between).
+        """
+        self._checks += 1
+        if not self.lazy:
+            return self._update_host(float(score), epoch)
+        return self._update_device(score, epoch)
+
+    def _update_host(self, score, epoch):
+        if score < self._score - self.tol:
+            self._score, self._bad, self._best_epoch = score, 0, epoch
+            with torch.no_grad():
+                if self._best is None:
+                    self._best = [t.detach().clone() for t in self.tensors]
+                else:
+                    for b, t in zip(self._best, self.tensors, strict=True):
+                        b.copy_(t)
+        else:
+            self._bad += 1
+        stop = (self.patience is not None and self._bad >= self.patience
+                and epoch + 1 >= self.min_epochs)
+        if stop:
+            self._stop_epoch = epoch
+        return stop
+
+    def _update_device(self, score, epoch):
+        score = torch.as_tensor(score, device=self._score.device).to(torch.float64)
+        improved = (score < self._score - self.tol) & ~self._stopped
+        with torch.no_grad():
+            if self._best is None:
+                self._best = [t.detach().clone() for t in self.tensors]
+            for b, t in zip(self._best, self.tensors, strict=True):
+                b.copy_(torch.where(improved, t, b))
+        self._score = torch.where(improved, score, self._score)
+        self._best_epoch = torch.where(improved, epoch, self._best_epoch)
+        self._bad = torch.where(improved, 0, self._bad + (~self._stopped).long())
+        if self.patience is not None and epoch + 1 >= self.min_epochs:
+            newly = ~self._stopped & (self._bad >= self.patience)
+            self._stop_epoch = torch.where(newly, epoch, self._stop_epoch)
+            self._stopped = self._stopped | newly
+        if self.patience is None or self._checks % self.sync_every:
+            return False
+        return bool(self._stopped)
+
+    @property
+    def best_epoch(self):
+        """Epoch (0-based) of the best check, ``None`` before any improvement."""
+        e = self._best_epoch if not self.lazy else int(self._best_epoch)
+        return None if e is None or e < 0 else int(e)
+
+    @property
+    def stop_epoch(self):
+        """Epoch (0-based) at which the stopping rule fired, ``None`` if it did not."""
+        e = self._stop_epoch if not self.lazy else int(self._stop_epoch)
+        return None if e is None or e < 0 else int(e)
+
+    def restore(self):
+        """Copy the best check's weights back into the tracked tensors (if any check improved).
+
+        Returns
+        -------
+        restored : bool
+        """
+        if self._best is None or self.best_epoch is None:
+            return False
+        with torch.no_grad():
+            for b, t in zip(self._best, self.tensors, strict=True):
+                t.copy_(b)
+        return True

@@ -1,0 +1,133 @@
+"""The one training loop of skldp's torch models: epochs, validation checks, early stopping.
+
+A model gives :func:`train` two closures: ``step(epoch)`` runs one epoch of
+updates (its own batches, optimisers and, for the central DP trainers, its
+clipping and noise) and returns the epoch's training loss as a 0-d tensor (or
+``None``); ``validate(epoch)`` returns the validation score of the current
+weights (lower is better). The loop owns everything else: the loss curve, the
+validation scores, the :class:`~skldp._torch.EarlyStopper`, the log and when
+the host waits for the device.
+
+Losses and scores stay on the device in preallocated tensors; the host reads
+them once, at the end (or every epoch with ``log``, which formats them). On
+an accelerator the stop flag is read every ``sync_every`` checks only
+(:func:`default_sync_every`), so a fit of a few hundred small full-batch
+epochs does not wait for the GPU hundreds of times.
+"""
+
+import time
+from dataclasses import dataclass, field
+
+import torch
+
+__all__ = ["train", "TrainResult", "default_sync_every"]
+
+#: Checks between two host reads of the stop flag on an accelerator.
+SYNC_EVERY = 16
+
+
+def default_sync_every(device):
+    """1 on the CPU (reading a value is free there), :data:`SYNC_EVERY` elsewhere.
+
+    Parameters
+    ----------
+    device : torch.device
+
+    Returns
+    -------
+    int
+    """
+    return 1 if torch.device(device).type == "cpu" else SYNC_EVERY
+
+
+@dataclass
+class TrainResult:
+    """What :func:`train` returns.
+
+    Attributes
+    ----------
+    n_iter : int
+        Epochs counted (up to the one where the stopping rule fired).
+    loss_curve : list of float
+        Training loss of each counted epoch (empty when ``step`` returns ``None``).
+    validation_scores : list of float
+        Score of each counted validation check.
+    best_epoch : int or None
+        Epoch (0-based) of the best check, whose weights were restored.
+    """
+
+    n_iter: int
+    loss_curve: list = field(default_factory=list)
+    validation_scores: list = field(default_factory=list)
+    best_epoch: int = None
+
+
+def train(step, epochs, *, validate=None, stopper=None, check_every=1, log=None,
+          device="cpu"):
+    """Run up to ``epochs`` epochs of ``step`` with validation checks and early stopping.
+
+    Parameters
+    ----------
+    step : callable
+        ``step(epoch) -> torch.Tensor or None``: one epoch of updates; returns
+        its training loss (a 0-d tensor, kept on the device) or ``None``.
+    epochs : int
+        Maximum number of epochs.
+    validate : callable or None, default=None
+        ``validate(epoch) -> torch.Tensor``: the validation score of the weights
+        after ``epoch`` (lower is better). ``None``: no checks, the last
+        weights are kept.
+    stopper : EarlyStopper or None, default=None
+        Decides when to stop and keeps the best weights; needs ``validate``.
+        After the loop its best weights are restored.
+    check_every : int, default=1
+        Validate after every ``check_every``-th epoch.
+    log : callable or None, default=None
+        ``log(epoch, loss, score, seconds)`` after every epoch (``score`` is
+        ``None`` without a check); reading the values waits for the device.
+    device : str or torch.device, default="cpu"
+        Where the loss curve and the scores are kept.
+
+    Returns
+    -------
+    TrainResult
+    """
+    epochs = int(epochs)
+    f64 = dict(dtype=torch.float64, device=device)
+    losses = torch.zeros(epochs, **f64)
+    scores = torch.zeros(max(1, epochs // check_every) if validate is not None else 0, **f64)
+    has_loss = False
+    n_checks = 0
+    epoch = -1
+    for epoch in range(epochs):
+        t0 = time.perf_counter() if log is not None else 0.0
+        loss = step(epoch)
+        if loss is not None:
+            losses[epoch] = loss.detach()
+            has_loss = True
+        score = None
+        stop = False
+        if validate is not None and (epoch + 1) % check_every == 0:
+            score = validate(epoch)
+            scores[n_checks] = score.detach() if torch.is_tensor(score) else score
+            n_checks += 1
+            if stopper is not None:
+                stop = stopper.update(score, epoch)
+        if log is not None:
+            log(epoch, float(losses[epoch]) if loss is not None else None,
+                None if score is None else float(score), time.perf_counter() - t0)
+        if stop:
+            break
+    n_iter = epoch + 1
+    if stopper is not None:
+        stopped_at = stopper.stop_epoch
+        if stopped_at is not None:  # on the device path a few epochs may have run past it
+            n_iter = stopped_at + 1
+        stopper.restore()
+    n_counted = n_iter // check_every if validate is not None else 0
+    return TrainResult(
+        n_iter=n_iter,
+        loss_curve=losses[:n_iter].tolist() if has_loss else [],
+        validation_scores=scores[:n_counted].tolist(),
+        best_epoch=stopper.best_epoch if stopper is not None else None)
+

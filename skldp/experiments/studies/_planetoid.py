@@ -1,0 +1,235 @@
+"""The Planetoid study: skldp's non-private models on the field's standard benchmark.
+
+Cora and CiteSeer with the public Planetoid split stored in the dataset files
+(140 / 120 training nodes, 500 validation, 1,000 test), 10 seeds, two regimes:
+
+* ``validation``: fit on the training and validation nodes with
+  ``validation=val`` (early stopping and every choice on the 500 validation
+  nodes; PyTorch Geometric's protocol);
+* ``train-only``: fit on the training nodes alone at the defaults (the
+  simplest call, no validation node given).
+
+Rows: GCN and GAT on row-normalised features (``NodeWise(Normalizer("l1"))``,
+PyTorch Geometric's ``NormalizeFeatures``), GCN on the raw features,
+``PPRPropagation -> MLPHead`` at the current and at the former head defaults,
+and label propagation (no feature). The table puts them beside PyTorch
+Geometric's GCN run on the same files (``benchmarks/bench_planetoid.py``) and
+the papers' values.
+"""
+
+import functools
+import time
+import warnings
+
+import numpy as np
+from sklearn.base import BaseEstimator
+
+from .._study import Method, Study
+from ._run import run_on_split
+
+__all__ = ["planetoid_study", "PlanetoidRun", "KINDS", "REGIMES", "REFERENCE",
+           "planetoid_table"]
+
+KINDS = ("GCN", "GCN (raw features)", "GAT", "PPR -> MLPHead", "PPR -> MLPHead (former)",
+         "label propagation")
+REGIMES = ("validation", "train-only")
+PPR_ALPHAS = (0.1, 0.2)          # chosen on the validation nodes (validation regime)
+LP_ALPHAS = (0.5, 0.8, 0.9, 0.99)
+# MLPHead's defaults before 2026-11-26: one hidden layer, standardised columns.
+FORMER_HEAD = dict(hidden_layer_sizes=(64,), normalization="standardize", lr=0.01,
+                   weight_decay=5e-4, epochs=100, patience=20, early_stopping=True)
+
+# Published test accuracies (%) on the same split: ``(cora, citeseer)``.
+REFERENCE = {
+    "GCN": ("PyG GCN (this machine, benchmarks/bench_planetoid.py)", None,
+            "Kipf & Welling 2017, Table 2", (81.5, 70.3)),
+    "GAT": (None, None, "Veličković et al. 2018, Table 2", (83.0, 72.5)),
+    "PPR -> MLPHead": (None, None, "scikit-learn LogisticRegression(C=10) on the same PPR "
+                       "rows, L2-normalised (Cora)", (83.3, None)),
+    "label propagation": (None, None, "Kipf & Welling 2017, Table 2 (LP)", (68.0, 45.3)),
+}
+#: PyTorch Geometric's GCN example (2 layers of 16, dropout 0.5, Adam 0.01, weight decay
+#: 5e-4 on the first layer, row-normalised features, 200 epochs, the epoch of best
+#: validation accuracy), run on the same files with 10 seeds.
+PYG_GCN = {"cora": (81.6, 0.9), "citeseer": (70.7, 1.1)}
+PYG_GCN_ISSUE = {"cora": (82.0, 0.6), "citeseer": (70.9, 1.1)}
+
+
+def planetoid_masks(y, seed, dataset):
+    """The public split stored in the dataset file (the same for every seed)."""
+    from ...datasets import load_dataset
+    from ...model_selection import planetoid_split
+    return planetoid_split(load_dataset(dataset))
+
+
+class PlanetoidRun(BaseEstimator):
+    """One run of the Planetoid study: the model of ``kind`` in ``regime``.
+
+    Parameters
+    ----------
+    kind : str, default="GCN"
+        One of ``KINDS``.
+    regime : {"validation", "train-only"}, default="validation"
+        Fit on training + validation nodes with ``validation=val``, or on the
+        training nodes alone at the defaults.
+    random_state : int, default=0
+        Seed of the model.
+    """
+
+    def __init__(self, kind="GCN", regime="validation", random_state=0):
+        self.kind = kind
+        self.regime = regime
+        self.random_state = random_state
+
+    def _model(self, val, **over):
+        from sklearn.pipeline import make_pipeline
+        from sklearn.preprocessing import Normalizer
+
+        from ...base import NodeWise
+        from ...baselines import LabelPropagationClassifier
+        from ...models import GATClassifier, GCNClassifier, MLPHead
+        from ...propagation import PPRPropagation
+        v = {"validation": val} if self.regime == "validation" else {}
+        s = self.random_state
+        row_normalised = NodeWise(Normalizer(norm="l1"))
+        if self.kind == "GCN":
+            return make_pipeline(row_normalised, GCNClassifier(random_state=s, **v))
+        if self.kind == "GCN (raw features)":
+            return GCNClassifier(random_state=s, **v)
+        if self.kind == "GAT":
+            return make_pipeline(row_normalised, GATClassifier(random_state=s, **v))
+        if self.kind == "PPR -> MLPHead":
+            return make_pipeline(PPRPropagation(alpha=over.get("alpha", 0.1)),
+                                 MLPHead(random_state=s, **v))
+        if self.kind == "PPR -> MLPHead (former)":
+            return make_pipeline(PPRPropagation(alpha=0.1),
+                                 MLPHead(random_state=s, **FORMER_HEAD, **v))
+        return LabelPropagationClassifier(alpha=over.get("alpha", 0.9))
+
+    def run(self, G, y, masks):
+        """Fit in ``regime`` and score the test nodes (and, for the record, the validation nodes).
+
+        Parameters
+        ----------
+        G : GraphData
+            The whole graph.
+        y : ndarray of shape (n_nodes,)
+            Labels.
+        masks : tuple of three boolean ndarrays
+            The public train, validation and test masks.
+
+        Returns
+        -------
+        metrics : dict of str -> float
+            ``accuracy`` (test), ``val_accuracy``, ``fit_seconds`` and, for
+            the models with a choice made on the validation nodes, ``alpha``.
+        """
+        if self.kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}.")
+        if self.regime not in REGIMES:
+            raise ValueError(f"regime must be one of {REGIMES}, got {self.regime!r}.")
+        tr, va, te = masks
+        fit = tr | va if self.regime == "validation" else tr
+        extra = {}
+        t0 = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            choices = {"PPR -> MLPHead": PPR_ALPHAS, "label propagation": LP_ALPHAS}
+            if self.kind in choices and self.regime == "validation":
+                # the setting chosen on the validation nodes' accuracy, never the test's
+                fits = [self._model(va, alpha=a) for a in choices[self.kind]]
+                fits = [(m.fit(G[fit] if self.kind != "label propagation" else G[tr],
+                               y[fit] if self.kind != "label propagation" else y[tr]), a)
+                        for m, a in zip(fits, choices[self.kind], strict=True)]
+                model, alpha = max(fits, key=lambda f: f[0].score(G[va], y[va]))
+                extra["alpha"] = float(alpha)
+            else:
+                model = self._model(va).fit(G[fit], y[fit])
+            seconds = time.perf_counter() - t0
+            out = {"accuracy": float(model.score(G[te], y[te])),
+                   "val_accuracy": float(model.score(G[va], y[va])),
+                   "fit_seconds": float(seconds)}
+        self.model_ = model
+        return {**out, **extra}
+
+
+def _make(kind, ctx):
+    return PlanetoidRun(kind=kind, random_state=ctx.seed)
+
+
+def planetoid_study(datasets=("cora", "citeseer"), seeds=range(10)):
+    """The Planetoid sweep: every kind in both regimes.
+
+    Parameters
+    ----------
+    datasets : sequence of str, default=("cora", "citeseer")
+        Datasets with a public split.
+    seeds : sequence of int, default=range(10)
+        Seeds of the models (the split is fixed).
+
+    Returns
+    -------
+    study : Study
+    """
+    methods = {kind: Method(functools.partial(_make, kind), {"regime": list(REGIMES)},
+                            role="feature-free" if kind == "label propagation"
+                            else "raw-features", evaluate=run_on_split)
+               for kind in KINDS}
+    return Study(
+        name="planetoid", datasets=list(datasets), seeds=seeds, methods=methods,
+        splits={"planetoid": planetoid_masks},
+        title="Planetoid — skldp's models on the public split",
+        description="Test accuracy on the public Planetoid split (140/120 training, 500 "
+                    "validation, 1,000 test nodes); regime validation: early stopping and "
+                    "choices on the 500 validation nodes; train-only: the defaults, fit on the "
+                    "training nodes alone.",
+        quick={"datasets": ["cora"], "seeds": [0],
+               "grid": {k: {"regime": ["validation"]} for k in KINDS}},
+        report=planetoid_table,
+    )
+
+
+def _cell(values):
+    if not values:
+        return "—"
+    v = 100 * np.asarray(values)
+    return f"{v.mean():.1f} ± {v.std():.1f}"
+
+
+def planetoid_table(records):
+    """The Markdown table of the study beside PyTorch Geometric's GCN and the papers.
+
+    Parameters
+    ----------
+    records : list of dict
+        Records of the study's runs file.
+
+    Returns
+    -------
+    text : str
+    """
+    acc, secs = {}, {}
+    for r in records:
+        key = (r["method"], r["params"].get("regime"), r["dataset"])
+        acc.setdefault(key, []).append(r["metrics"]["accuracy"])
+        secs.setdefault(key, []).append(r["metrics"].get("fit_seconds", np.nan))
+    n = max((len(v) for v in acc.values()), default=0)
+    lines = ["| model | Cora, validation | Cora, train-only | CiteSeer, validation | "
+             "CiteSeer, train-only | reference (Cora, CiteSeer) |",
+             "|---|---|---|---|---|---|"]
+    for kind in KINDS:
+        cells = [_cell(acc.get((kind, regime, ds), []))
+                 for ds in ("cora", "citeseer") for regime in REGIMES]
+        ref = REFERENCE.get(kind)
+        refs = []
+        if kind == "GCN":
+            refs.append("PyG, same files: " + ", ".join(
+                f"{m:.1f} ± {s:.1f}" for m, s in PYG_GCN.values()))
+        if ref is not None:
+            refs.append(f"{ref[2]}: " + ", ".join("—" if v is None else f"{v:.1f}"
+                                                   for v in ref[3]))
+        lines.append(f"| {kind} | " + " | ".join([cells[0], cells[1], cells[2], cells[3]])
+                     + f" | {'; '.join(refs) or '—'} |")
+    lines.append("")
+    lines.append(f"Test accuracy (%), mean ± std over {n} seeds.")
+    return "\n".join(lines)

@@ -1,0 +1,97 @@
+"""The one training loop and the one early-stopper (skldp._torch)."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from skldp._torch import EarlyStopper, default_sync_every, train
+
+
+def _scores(seed=0, n=60):
+    """Validation scores that improve, then wander (a typical curve)."""
+    rng = np.random.default_rng(seed)
+    return np.r_[np.linspace(2.0, 1.0, n // 3), 1.0 + np.abs(rng.normal(0, 0.2, n - n // 3))]
+
+
+def _run(scores, sync_every, patience=5, min_epochs=0):
+    """Train a 'model' whose weight is the epoch number; returns the result and the weight."""
+    w = torch.zeros(3)
+    stopper = EarlyStopper([w], patience, min_epochs=min_epochs, sync_every=sync_every)
+
+    def step(epoch):
+        w.fill_(epoch)
+        return torch.tensor(float(epoch) * 0.5)
+
+    result = train(step, len(scores), validate=lambda e: torch.tensor(scores[e]),
+                   stopper=stopper)
+    return result, w
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("patience", [1, 5, None])
+def test_device_path_keeps_what_the_host_path_keeps(seed, patience):
+    """Reading the stop flag every 7 checks runs past the stop but keeps the same result."""
+    scores = _scores(seed)
+    host, w_host = _run(scores, 1, patience)
+    lazy, w_lazy = _run(scores, 7, patience)
+    assert (lazy.n_iter, lazy.best_epoch) == (host.n_iter, host.best_epoch)
+    assert lazy.loss_curve == host.loss_curve
+    assert lazy.validation_scores == host.validation_scores
+    assert torch.equal(w_host, w_lazy)
+    # the restored weights are those of the best check
+    assert float(w_host[0]) == host.best_epoch == int(np.argmin(scores[:host.n_iter]))
+
+
+def test_stopping_rule():
+    scores = np.r_[3.0, 2.0, 1.0, [1.5] * 10]
+    res, w = _run(scores, 1, patience=4)
+    assert res.best_epoch == 2 and res.n_iter == 7   # 4 checks without improvement
+    assert float(w[0]) == 2
+    assert res.loss_curve == [0.5 * e for e in range(7)]
+    res, _ = _run(scores, 1, patience=4, min_epochs=10)
+    assert res.n_iter == 10                          # never before min_epochs
+    res, _ = _run(scores, 1, patience=None)
+    assert res.n_iter == len(scores) and res.best_epoch == 2
+
+
+def test_tolerance_and_nan_scores():
+    w = torch.zeros(1)
+    s = EarlyStopper([w], 2, tol=0.1)
+    assert not s.update(torch.tensor(1.0), 0)
+    assert not s.update(torch.tensor(0.95), 1)     # not better by more than tol
+    assert s.update(torch.tensor(float("nan")), 2)
+    assert s.best_epoch == 0 and s.stop_epoch == 2
+
+
+def test_without_validation_keeps_the_last_weights():
+    w = torch.zeros(1)
+
+    def step(epoch):
+        w.fill_(epoch)
+
+    res = train(step, 5)
+    assert res.n_iter == 5 and res.best_epoch is None
+    assert res.loss_curve == [] and res.validation_scores == []
+    assert float(w[0]) == 4
+
+
+def test_check_every_and_log():
+    lines = []
+    w = torch.zeros(1)
+    stopper = EarlyStopper([w], 2)
+    res = train(lambda e: torch.tensor(1.0), 20, validate=lambda e: torch.tensor(float(e)),
+                stopper=stopper, check_every=3,
+                log=lambda e, loss, score, s: lines.append((e, loss, score)))
+    # checks after epochs 2, 5, 8: the scores rise, so the third check stops training
+    assert res.validation_scores == [2.0, 5.0, 8.0]
+    assert res.n_iter == 9 and res.best_epoch == 2
+    assert [e for e, _, s in lines if s is not None] == [2, 5, 8]
+    assert all(loss == 1.0 for _, loss, _ in lines)
+
+
+def test_default_sync_every():
+    assert default_sync_every("cpu") == 1
+    assert default_sync_every(torch.device("cuda")) > 1
+    assert math.isfinite(default_sync_every("meta"))
