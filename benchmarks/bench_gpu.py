@@ -307,7 +307,7 @@ def sharded_reports(mech, G, n_jobs=None):
     parts = joblib.Parallel(n_jobs=jobs, backend="loky", max_nbytes="1M", temp_folder=folder)(
         joblib.delayed(shard)(X[a:b], ids[a:b]) for a, b in spans)
     Z = sp.vstack(parts, format="csr") if sp.issparse(parts[0]) else np.vstack(parts)
-    return G.with_features(Z, feature_names=G.feature_names)
+    return G.with_features(Z, feature_names=G.feature_names, source="public")  # the reports
 
 
 def _privge_at_scale(devices, n, label):

@@ -45,7 +45,7 @@ def main():
           "reconstruction peak MiB | dense n x sum(c) MiB |")
     print("|---|---|---|---|---|---|---|---|")
     for label, X, hops in settings:
-        Gx = G.with_features(X)
+        Gx = G.with_features(X, source="users")
         d = Gx.shape[1]
         mech = GRRFSMechanism(1.0, m=10, domain_sizes=2, random_state=0).fit(Gx)
         R, t_mech, m_mech = measure(lambda mech=mech, Gx=Gx: mech.transform(Gx))

@@ -74,7 +74,8 @@ def worker(n, backends, full):
     seed = 2
     for b in backends:
         def ppr(max_iter, seed, b=b):
-            R = G.with_features(_reports(n, 8 if max_iter == 1 else 128, seed=seed))
+            R = G.with_features(_reports(n, 8 if max_iter == 1 else 128, seed=seed),
+                                source="public")
             return _timed(lambda: PPRPropagation(max_iter=max_iter, backend=b,
                                                  device="cpu").fit_transform(R))[0]
         out[f"PPR set-up ({b})"] = ppr(1, seed)
@@ -84,9 +85,9 @@ def worker(n, backends, full):
         seed += 3
     X = np.random.default_rng(0).random((n, 16), dtype=np.float32)
     out["GCNAggregation"], _ = _timed(lambda: GCNAggregation().fit_transform(
-        G.with_features(X)))
+        G.with_features(X, source="public")))
     out["GCNAggregation, graph seen"], _ = _timed(lambda: GCNAggregation().fit_transform(
-        G.with_features(X + 1)))
+        G.with_features(X + 1, source="public")))
     print("RESULT " + json.dumps(out))
 
 

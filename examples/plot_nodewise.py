@@ -49,7 +49,7 @@ cora = load_cora()
 y = cora.target
 X = cora.data.features.toarray()
 X[np.random.default_rng(0).random(X.shape) < 0.1] = np.nan  # unanswered entries
-G = cora.data.with_features(X)
+G = cora.data.with_features(X, source="users")   # the users' own answers
 train, val, test = random_node_split(y, 0.5, 0.25, 0.25, random_state=0)
 fit = train | val
 

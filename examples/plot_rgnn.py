@@ -39,7 +39,7 @@ torch.set_num_threads(1)
 warnings.filterwarnings("ignore", category=PrivacyLeakWarning)
 cora = load_cora()
 y = cora.target
-G = cora.data.with_features(group_features(cora.data.features, 25))
+G = cora.data.with_features(group_features(cora.data.features, 25), source="users")
 X = np.asarray(G)
 print(G)
 

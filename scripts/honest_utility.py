@@ -93,7 +93,7 @@ def _german_private(G):
     kept = [names[j] for j in keep]
     lo = np.array([GERMAN_CODES.get(n, (0, 1))[0] for n in kept], dtype=float)
     hi = np.array([GERMAN_CODES.get(n, (0, 1))[1] for n in kept], dtype=float)
-    return G.full().with_features(X, feature_names=kept), (lo, hi)
+    return G.full().with_features(X, feature_names=kept, source="users"), (lo, hi)
 
 
 def _mechanism(kind, eps, seed, fr=(0, 1)):

@@ -525,25 +525,43 @@ class GraphData:
         return A
 
     # ----------------------------------------------------------- derived views
-    def with_features(self, features, feature_names=None):
+    def with_features(self, features, feature_names=None, *, source="server"):
         """Return the same rows over a new store holding ``features`` for all nodes.
 
-        The adjacency, node ids and population are shared, not copied. Called
-        by you, it means that the same users now hold other data: a mechanism
-        fitted before charges every user whose row changed again.
+        The adjacency, node ids and population are shared, not copied.
+
+        Parameters
+        ----------
+        features : array-like or sparse matrix of shape (n_nodes, n_features)
+        feature_names : array-like of str or None, default=None
+        source : {"server", "users", "public"}, default="server"
+            Where the new features come from, for the privacy boundary
+            (:ref:`privacy-simulated`): ``"server"``, computed on the server
+            from the users' data (a local DP mechanism refuses them, and a step
+            that reads them is recorded as reading the users' data in the
+            clear); ``"users"``, the users' own data (what each device holds:
+            a mechanism may read them); ``"public"``, data that reveal nothing
+            of the users' raw data (noise, a public embedding, reports they
+            sent).
         """
         X = _as_features(features)
         if X.shape[0] != self.n_nodes:
             raise ValueError(f"new features have {X.shape[0]} rows for {self.n_nodes} nodes.")
         if feature_names is not None:
             feature_names = _as_feature_names(feature_names, X.shape[1])
-        new = self._store.derive(features=X, feature_names=feature_names)
+        new = self._store.derive(features=X, feature_names=feature_names,
+                                 feature_origin=_origin(source, "with_features"))
         return GraphData._from_store(new, self.rows)
 
-    def with_adjacency(self, adjacency):
-        """Return the same rows over a new store whose adjacency is ``adjacency``."""
+    def with_adjacency(self, adjacency, *, source="server"):
+        """Return the same rows over a new store whose adjacency is ``adjacency``.
+
+        ``source`` says where the new adjacency comes from, as for
+        :meth:`with_features`: ``"users"`` for the users' own adjacency lists
+        (an edge mechanism may read them).
+        """
         A = _as_adjacency(adjacency, self.n_nodes, None)
-        new = self._store.derive(adjacency=A)
+        new = self._store.derive(adjacency=A, adjacency_origin=_origin(source, "with_adjacency"))
         return GraphData._from_store(new, self.rows)
 
     def _with_feature_names(self, feature_names):
@@ -631,6 +649,22 @@ class GraphData:
             df.columns = cols
             return df
         return pd.DataFrame(X, index=index, columns=cols)
+
+
+def _origin(source, how):
+    """The origin of data a caller sets (see ``GraphData.with_features``)."""
+    if source == "users":
+        return RAW
+    if source == "server":
+        return ("derived", f"were set on the server with GraphData.{how}", True)
+    if source == "public":
+        return ("derived", f"were set with GraphData.{how} as public data", False)
+    raise ValueError(f"source must be 'server', 'users' or 'public', got {source!r}.")
+
+
+def reads_users_data(origin):
+    """Whether data of this origin are the users' data, or were computed from them."""
+    return origin[0] == "raw" or (origin[0] == "derived" and len(origin) > 2 and origin[2])
 
 
 def _as_feature_names(names, n_features):

@@ -1,8 +1,6 @@
 """Base classes: graph transformers, local DP mechanisms, NodeWise, graph classifiers."""
 
-import dataclasses
 import functools
-import hashlib
 
 import numpy as np
 import scipy.sparse as sp
@@ -13,7 +11,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_array, check_is_fitted, column_or_1d
 
-from ._graph_data import GraphData
+from ._graph_data import GraphData, reads_users_data
 from .population._digest import feature_digests
 from .population._population import array_population
 from .population._spec import (
@@ -89,6 +87,21 @@ def boundary_input(step, X, part="features"):
             "stateless on-device step (FeatureHashing) may come first; and steps after the "
             "mechanism (scaling its reports) are free post-processing.")
     return st.population, origin[1]
+
+
+def note_feature_read(step, X):
+    """Record in the users' ledger that a server-side ``step`` reads their features in the
+    clear (the raw data, or data computed from it on the server): epsilon is infinite.
+
+    Mechanisms, on-device steps and steps that do not read features record nothing;
+    nor do plain arrays (no history).
+    """
+    if not isinstance(X, GraphData) or isinstance(step, PrivateStepMixin) or \
+            getattr(step, "_device_side", False) or not getattr(step, "_reads_features", True):
+        return
+    st = X._store
+    if reads_users_data(st.feature_origin):
+        st.population.note_clear_read(step_kind(step), "features", X.node_keys, st.token)
 
 
 def saved_positions(saved_keys, keys, owner):
@@ -176,22 +189,28 @@ class PrivateStepMixin:
         random numbers, the same request with the same integer ``random_state``
         is the same collection (a device answers it once), and
         ``random_state=None`` takes a new seed from the OS's entropy (a new
-        collection at every fit). The id is a one-way function of the seed.
+        collection at every fit). The spec's nonce is a keyed hash of the seed
+        with the population's secret (``_bind_collection``), and its id a digest
+        of its content: neither reveals the seed or ``random_state``.
         """
         spec = CollectionSpec(id="", kind=step_kind(self), protects=tuple(self.protects),
                               epsilon=float(epsilon), delta=float(delta),
                               model=self.privacy_model, params=public_params(self),
                               public_state=public_value(public_state or {}),
                               device_steps=tuple(device_steps))
-        seed = collection_seed(self.random_state, spec.body())
-        digest = hashlib.blake2b(int(seed).to_bytes(8, "little"), digest_size=8,
-                                 person=b"skldp-coll-id").hexdigest()
-        self.collection_ = dataclasses.replace(spec, id=digest)
-        self.seed_ = seed
+        self.seed_ = collection_seed(self.random_state, spec.body())
+        self.collection_ = spec
         self.epsilon_ = float(epsilon)
         self.protects_ = tuple(self.protects)
-        self.ledger_ = None if population is None else population.ledger
+        self.ledger_ = None
+        if population is not None:
+            self._bind_collection(population)
         return self.collection_
+
+    def _bind_collection(self, population):
+        """Give the collection its nonce and id for the devices of ``population``."""
+        self.collection_ = self.collection_.with_nonce(population.nonce(self.seed_))
+        self.ledger_ = population.ledger
 
     def _check_unchanged(self):
         """Refuse parameters changed since fit: a step perturbs with what it fixed then."""
@@ -273,10 +292,14 @@ def fitted_token(estimator):
     """
     params = {k: v for k, v in estimator.get_params(deep=False).items()
               if k != "random_state" or not hasattr(estimator, "seed_")}
-    # The collection (collection_) and the data identify the output; which population
-    # object answered, and its ledger (which changes as users answer), do not.
+    # The seed, the request and the data identify the output; which population answered
+    # (the spec's nonce and id, keyed by its devices' secret), and its ledger (which
+    # changes as users answer), do not: a cache may share reports between simulations.
     state = {k: v for k, v in vars(estimator).items()
              if k.endswith("_") and not k.startswith("_") and k not in ("ledger_", "population_")}
+    spec = state.get("collection_")
+    if spec is not None:
+        state["collection_"] = (spec.body(), spec.epsilon, spec.delta)
     return joblib_hash((type(estimator).__module__, type(estimator).__qualname__, params, state))
 
 
@@ -374,6 +397,7 @@ class GraphTransformerMixin(TransformerMixin, auto_wrap_output_keys=None):
         check_is_fitted(self)
         G = check_graph_data(X, self, **self._graph_requirements)
         self._check_n_features(G)
+        note_feature_read(self, G)
         out = self._memoised_full(G)
         # Views whose rows are not nodes (PairData: node pairs) re-wrap the result themselves.
         rebase = getattr(G, "_rebase", None)
@@ -442,25 +466,37 @@ class GraphTransformerMixin(TransformerMixin, auto_wrap_output_keys=None):
     #: mechanism (its output is still the users' data, after this step).
     _device_side = False
 
+    #: Whether the step reads the features of its input (StructuralFeatures reads the
+    #: graph only): a step that reads the users' raw features on the server is recorded
+    #: in their ledger as reading them in the clear.
+    _reads_features = True
+
     def _mark_origin(self, G, out):
-        """Record where the parts of ``out`` this step replaced come from (see boundary_input)."""
+        """Record where the parts of ``out`` this step replaced come from (see boundary_input).
+
+        An origin is ``("raw", on-device steps)`` (the users' data), ``("reports", spec)``,
+        or ``("derived", description, from the users' data?)``: whether a step after this
+        one reads the users' data (in the clear) depends on the last item.
+        """
         src, st = G._store, out._store
         if st is src:
             return out
         name = type(self).__name__
+        read = reads_users_data(src.feature_origin) and self._reads_features
         for part, origin in (("features", "feature_origin"), ("adjacency", "adjacency_origin")):
             if getattr(st, part) is getattr(src, part):
                 continue
             before = getattr(src, origin)
-            if part in getattr(self, "protects", ()):
-                after = ("derived", f"are the reports of {name}")
+            if (part == "features" and "features" in getattr(self, "protects", ())) or \
+                    (part == "adjacency" and "edges" in getattr(self, "protects", ())):
+                after = ("derived", f"are the reports of {name}", False)
             elif self._device_side and before[0] == "raw" and part == "features":
                 after = ("raw", before[1] + (device_step_spec(self),))
-            elif before[0] == "raw":
+            elif read if part == "features" else reads_users_data(before):
                 after = ("derived", f"were computed on the server by {name} from the users' "
-                                    "raw data")
+                                    "raw data", True)
             else:
-                after = ("derived", f"were computed on the server by {name}")
+                after = ("derived", f"were computed on the server by {name}", False)
             setattr(st, origin, after)
         return out
 
@@ -734,6 +770,8 @@ class NodeWise(GraphTransformerMixin, BaseEstimator):
     def fit(self, X, y=None):
         # Fit on the view's rows in the store's own format (sparse stays sparse), the
         # same format transform() passes for all nodes.
+        if not self.on_device:
+            note_feature_read(self, X)
         rows = X.features[X.rows] if isinstance(X, GraphData) else X
         est = clone(self.estimator)
         if isinstance(X, GraphData) and hasattr(est, "set_output"):

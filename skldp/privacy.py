@@ -55,7 +55,13 @@ def forget_secrets(estimator, X):
     >>> forget_secrets(pipe, G)                       # doctest: +SKIP
     >>> blob = pickle.dumps(pipe)                     # doctest: +SKIP
     """
-    _forget_tree(getattr(estimator, "best_estimator_", estimator), X)
+    _forget_tree(estimator, X)
+    left = [type(e).__name__ for e in _estimators(estimator) if hasattr(e, "seed_")]
+    if left:
+        raise ValueError(
+            f"forget_secrets could not tell what data reaches {sorted(set(left))} inside this "
+            "estimator, so their secrets (seed_) are still there: do not save it. Call "
+            "forget_secrets on the fitted step itself with its own input.")
     for est in _estimators(estimator):
         if _makes_secrets(est) and "random_state" in vars(est):
             est.random_state = None
@@ -90,6 +96,18 @@ def _estimators(root):
 
 def _forget_tree(est, X):
     """Forget the secrets of ``est`` and of every fitted estimator inside it that sees ``X``."""
+    best = getattr(est, "best_estimator_", None)          # a search, at any depth
+    if best is not None:
+        _forget_tree(best, X)
+        return
+    if hasattr(est, "transformers_"):                      # ColumnTransformer: its columns
+        from sklearn.utils import _safe_indexing
+        for name, step, columns in est.transformers_:
+            if step in (None, "drop", "passthrough") or name == "remainder" and \
+                    step == "passthrough":
+                continue
+            _forget_tree(step, _safe_indexing(X, columns, axis=1))
+        return
     if isinstance(est, Pipeline):
         Xt = X
         steps = [s for _, s in est.steps if s not in (None, "passthrough")]

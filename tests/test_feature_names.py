@@ -138,7 +138,7 @@ def test_steps_that_make_new_columns(named_graph):
 
 def test_reconstruction_keeps_the_names_of_the_reported_features(named_graph):
     G = named_graph
-    Gc = G.with_features((G.features > 0.5).astype(float), feature_names=NAMES)
+    Gc = G.with_features((G.features > 0.5).astype(float), feature_names=NAMES, source="users")
     pipe = Pipeline([("grr", GRRFSMechanism(1.0, m=1, domain_sizes=2, random_state=0)),
                      ("rec", FrequencyReconstructor(1.0, 1, domain_sizes=2))])
     out = pipe.fit_transform(Gc)

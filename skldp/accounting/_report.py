@@ -27,8 +27,9 @@ class PrivacySpend:
         0 for local DP.
     protects : tuple of str
         ``"features"``, ``"labels"``, ``"edges"``.
-    model : {"local", "central"}
-        ``"local"``: each user's reports; ``"central"``: a released model.
+    model : {"local", "central", "clear"}
+        ``"local"``: each user's reports; ``"central"``: a released model;
+        ``"clear"``: a server-side step that read the users' data in the clear.
     collection : str
         The collection's id (its public spec is in the ledger).
     n_users : int
@@ -62,7 +63,11 @@ class PrivacyReport:
     spends : list of PrivacySpend
         Every collection and training the users answered, in order.
     local_epsilon : float
-        The largest local epsilon of one user (0 if nothing was sent).
+        The largest local epsilon of one user (0 if nothing was sent; ``inf``
+        when a server-side step read the users' features in the clear). With
+        several ledgers (users of plain arrays, or bare label keys beside a
+        GraphData), the sum of their largest values: the same people may be
+        keyed differently in each, so only the sum is an upper bound.
     central_epsilon, central_delta : float
         The central trainings composed (sums).
     budget : float or None
@@ -100,9 +105,13 @@ class PrivacyReport:
         for s in self.spends:
             d = f", delta={s.delta:.3g}" if s.delta else ""
             where = s.step or "not kept by this estimator (another fit on these users)"
+            if s.model == "clear":
+                lines.append(f"  {s.kind} read the users' {', '.join(s.protects)} in the clear: "
+                             f"epsilon=inf ({s.n_users} users)")
+                continue
             lines.append(f"  {where}: {s.kind} epsilon={s.epsilon:.4g}{d} ({s.model} DP; protects "
                          f"{', '.join(s.protects)}; {s.n_users} users)")
-        if any(s.model == "local" for s in self.spends):
+        if any(s.model in ("local", "clear") for s in self.spends):
             parts = ", ".join(f"{w} {e:.4g}" for w, e in self.by_what.items() if e)
             lines.append(f"  total local epsilon per user: {self.local_epsilon:.4g} (the most "
                          f"any user spent; {parts})")
@@ -207,11 +216,13 @@ def privacy_report(estimator):
                 step=held.get(spec.id, ""), epsilon=float(entry.epsilon),
                 delta=float(spec.delta), protects=tuple(spec.protects), model=spec.model,
                 collection=spec.id, n_users=entry.n_users, kind=spec.kind.rsplit(".", 1)[-1]))
-        report.local_epsilon = max(report.local_epsilon, ledger.local_epsilon)
+        # Several ledgers (plain arrays, bare label keys beside a GraphData) may hold the
+        # same people under different keys: their totals add up (an upper bound).
+        report.local_epsilon += ledger.local_epsilon
         report.central_epsilon += ledger.central_epsilon
         report.central_delta += ledger.central_delta
         for what in ("features", "labels", "edges"):
-            report.by_what[what] = max(report.by_what.get(what, 0.0), ledger.epsilon_for(what))
+            report.by_what[what] = report.by_what.get(what, 0.0) + ledger.epsilon_for(what)
         population = ledger._device_side() if ledger._device_side is not None else None
         if population is not None and population.budget is not None:
             report.budget = population.budget

@@ -21,24 +21,29 @@ from ._label_propagation import label_matrix, normalize_rows
 __all__ = ["CorrectAndSmooth"]
 
 
-def _labels_sent(G, since):
-    """The labels the users of ``G`` sent in the label collections made after ``since``.
+def _labels_sent(G, records):
+    """The labels the users of ``G`` sent while the base model was fitted.
 
-    Read from the population (the reports the server received), whatever
-    estimator made the collection, however deeply nested: the latest collection
-    that every user of ``G`` answered. ``None`` if none was made.
+    ``records`` are every label report sent through the users' population in
+    that time (:meth:`~skldp.population.Population.recording`: a repeated
+    request, which costs nothing, is seen too), whatever estimator made it,
+    however deeply nested. The labels are those of the latest collection that
+    every user of ``G`` answered; ``None`` if no label was randomized.
     """
-    population = G.population
-    entries = [e for e in population.ledger.entries(since=since)
-               if "labels" in e.spec.protects and e.spec.model == "local"]
-    if not entries:
-        return None, []
+    labels = [(spec, keys, reports) for spec, keys, reports in records
+              if "labels" in spec.protects and spec.model == "local"]
+    if not labels:
+        return None, False
     keys = G.node_keys[G.rows]
-    for entry in sorted(entries, key=lambda e: e.last, reverse=True):
-        sent = population.received(entry.spec.id, keys)
-        if all(r is not None for r in sent):
-            classes = np.asarray(entry.spec.public_state["classes"])
-            return classes[np.asarray(sent, dtype=np.int64)], entries
+    sent = {}
+    for spec, k, r in labels:
+        sent.setdefault(spec.id, (spec, {}))[1].update(
+            zip(np.asarray(k).tolist(), np.asarray(r).tolist(), strict=True))
+    for spec, _, _ in reversed(labels):
+        got = sent[spec.id][1]
+        if all(int(k) in got for k in keys):
+            classes = np.asarray(spec.public_state["classes"])
+            return classes[np.asarray([got[int(k)] for k in keys], dtype=np.int64)], True
     raise ValueError(
         "The base model randomized labels, but no label collection covers every training "
         "user of CorrectAndSmooth: it cannot tell which labels these users sent. Fit "
@@ -171,11 +176,11 @@ class CorrectAndSmooth(MetaEstimatorMixin, GraphClassifierMixin, BaseEstimator):
         if len(y) != len(G):
             raise ValueError(f"X has {len(G)} rows but y has {len(y)} labels.")
         y_used, own = fit_label_mechanism(self, G, y)
-        since = G.ledger.mark()
-        self.estimator_ = clone(self.estimator).fit(G, y_used)
+        with G.population.recording() as records:
+            self.estimator_ = clone(self.estimator).fit(G, y_used)
         # Labels the base model's fit randomized (at any depth: a pipeline, a search):
         # propagate the reports the users sent, never their clean labels.
-        sent, made = _labels_sent(G, since)
+        sent, made = _labels_sent(G, records)
         if own is not None and made:
             raise ValueError("Both CorrectAndSmooth and its estimator randomize the labels: "
                              "two collections of each user's label. Set label_mechanism on "

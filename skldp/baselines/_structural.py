@@ -116,6 +116,7 @@ class StructuralFeatures(GraphTransformerMixin, BaseEstimator):
     """
 
     _graph_requirements = {"require_symmetric": True}
+    _reads_features = False   # the graph only
 
     def __init__(self, *, degree_bins=16, n_eigenvectors=32, n_components=256, n_steps=30,
                  alpha=0.05, dtype="float32", random_state=None):

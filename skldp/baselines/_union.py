@@ -4,7 +4,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.pipeline import FeatureUnion
 
-from .._graph_data import GraphData
+from .._graph_data import GraphData, reads_users_data
 from ..utils.validation import check_graph_data
 
 __all__ = ["GraphFeatureUnion"]
@@ -135,7 +135,11 @@ class GraphFeatureUnion(FeatureUnion, auto_wrap_output_keys=None):
             Z = np.hstack([np.asarray(B) for B in blocks])
         if names is not None and len(set(names)) != len(names):
             names = None
-        return G.full().with_features(Z, feature_names=names)
+        # The union is the users' data (in the clear) if any branch is: a "passthrough"
+        # branch, or a step that computed its output from their raw features.
+        tainted = any(reads_users_data(out._store.feature_origin) for _, out, _ in outs)
+        return G.full().with_features(Z, feature_names=names,
+                                      source="server" if tainted else "public")
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -55,11 +55,11 @@ from ..accounting._rdp import (
 from ..base import GraphClassifierMixin, PrivateStepMixin
 from ..exceptions import PrivacyLeakWarning
 from ..model_selection._validation import validation_split
-from ..population import CollectionSpec, array_population
+from ..population import CollectionSpec, default_population
 from ..population._spec import public_params, step_kind
 from ..utils._adjacency import normalized_adjacency
 from ..utils._logging import verbose_logger
-from ..utils._random import array_fingerprint, collection_seed
+from ..utils._random import collection_seed
 from ..utils.validation import check_finite_features, check_graph_data, check_int
 from ._sampling import degree_bounded_sample
 
@@ -381,10 +381,11 @@ class _DPTrainerBase(PrivateStepMixin, GraphClassifierMixin, BaseEstimator):
         Each training is a new event: two trainings on different data release two
         models, even with the same seed.
         """
-        spec = CollectionSpec(id=uuid.uuid4().hex[:16], kind=step_kind(self),
+        spec = CollectionSpec(id="", kind=step_kind(self),
                               protects=tuple(self.protects), epsilon=float(eps),
                               delta=float(delta), model="central", params=public_params(self),
-                              public_state={"n_train": int(n_train)})
+                              public_state={"n_train": int(n_train)}
+                              ).with_nonce(uuid.uuid4().hex[:16])
         population.record_training(spec, n_train)
         self.collection_, self.ledger_ = spec, population.ledger
 
@@ -1179,8 +1180,10 @@ class DPMLPClassifier(_DPTrainerBase):
         nb = np.arange(N)[:, None]
         w = np.ones((N, 1), dtype=np.float32)
         self._dp_fit(feats, nb, w, y_enc, Xf.shape[1], 0,
-                     X.population if isinstance(X, GraphData)
-                     else array_population(array_fingerprint(Xf)), validation)
+                     # plain arrays carry no user ids: every training on them is charged
+                     # to one process-wide ledger (a search's folds are other arrays)
+                     X.population if isinstance(X, GraphData) else default_population(),
+                     validation)
         self.protects_ = tuple(self.protects)
         return self
 

@@ -6,6 +6,7 @@ from a mechanism; a device reads it with :func:`read_spec`, which validates it
 against the registry of mechanism kinds (:data:`skldp.device.KINDS`).
 """
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -16,9 +17,9 @@ from ._errors import SpecError
 __all__ = ["CollectionSpec", "SPEC_VERSION", "SpecError", "read_spec"]
 
 #: Version of the spec format (bumped when a field changes meaning).
-SPEC_VERSION = 2
+SPEC_VERSION = 3
 
-_REQUIRED = ("id", "kind", "protects", "epsilon", "version")
+_REQUIRED = ("id", "kind", "protects", "epsilon", "version", "nonce")
 _FIELDS = set(_REQUIRED) | {"delta", "model", "params", "public_state", "device_steps"}
 
 
@@ -50,7 +51,9 @@ class CollectionSpec:
     Attributes
     ----------
     id : str
-        The collection's identifier (public, 16 hex digits).
+        The collection's identifier (public, 16 hex digits): a digest of every
+        other field, so that a spec changed after it was published (a smaller
+        ``epsilon``, say) is refused when it is read.
     kind : str
         The mechanism, e.g. ``"skldp.mechanisms.HDSMechanism"``.
     protects : tuple of str
@@ -60,7 +63,9 @@ class CollectionSpec:
         (central DP).
     delta : float
         0 for local DP.
-    model : {"local", "central"}
+    model : {"local", "central", "clear"}
+        ``"clear"``: a server-side step that read the users' data in the clear
+        (recorded with an infinite ``epsilon``).
     params : dict
         The mechanism's public parameters (``random_state`` excluded).
     public_state : dict
@@ -71,6 +76,12 @@ class CollectionSpec:
         the mechanism (kind and parameters), in order.
     version : int
         :data:`SPEC_VERSION`.
+    nonce : str
+        Public and random-looking (16 hex digits): it tells apart two
+        collections of the same request (e.g. two fits with ``random_state=None``).
+        The simulation derives it from the collection's seed with a key that
+        only the simulated devices hold, so it does not reveal an integer
+        ``random_state``.
     """
 
     id: str
@@ -83,6 +94,7 @@ class CollectionSpec:
     public_state: dict = field(default_factory=dict)
     device_steps: tuple = ()
     version: int = SPEC_VERSION
+    nonce: str = ""
 
     def body(self):
         """Everything but the id and the budget: what makes two collections the same request."""
@@ -93,7 +105,19 @@ class CollectionSpec:
     def to_dict(self):
         """The spec as plain JSON data."""
         return {"id": self.id, **self.body(), "epsilon": _json_number(self.epsilon),
-                "delta": _json_number(self.delta)}
+                "delta": _json_number(self.delta), "nonce": self.nonce}
+
+    def content_id(self):
+        """The id this spec's content gives: a digest of every field but the id."""
+        data = self.to_dict()
+        del data["id"]
+        text = json.dumps(data, sort_keys=True).encode()
+        return hashlib.blake2b(text, digest_size=8, person=b"skldp-spec-id").hexdigest()
+
+    def with_nonce(self, nonce):
+        """The same request under ``nonce``, with the id its content gives."""
+        spec = dataclasses.replace(self, nonce=str(nonce), id="")
+        return dataclasses.replace(spec, id=spec.content_id())
 
     def to_json(self, indent=None):
         """The spec as a JSON document (keys sorted)."""
@@ -140,13 +164,18 @@ class CollectionSpec:
                    delta=_number(data.get("delta", 0.0), "delta"),
                    model=data.get("model", "local"), params=dict(data.get("params", {})),
                    public_state=dict(data.get("public_state", {})),
-                   device_steps=tuple(data.get("device_steps", ())), version=version)
-        if spec.model not in ("local", "central"):
-            raise SpecError(f"collection spec model must be 'local' or 'central', got "
-                            f"{spec.model!r}.")
+                   device_steps=tuple(data.get("device_steps", ())), version=version,
+                   nonce=str(data["nonce"]))
+        if spec.model not in ("local", "central", "clear"):
+            raise SpecError(f"collection spec model must be 'local', 'central' or 'clear', "
+                            f"got {spec.model!r}.")
         if check_kind and spec.model == "local":
             from ._kinds import plan
             plan(spec)   # raises SpecError for an unknown kind or bad parameters
+        if spec.id != spec.content_id():
+            raise SpecError(f"collection spec {spec.id!r} does not match its content (its id "
+                            "is a digest of every other field): it was changed after it was "
+                            "made. Ask the server for the spec again.")
         return spec
 
     @classmethod

@@ -311,7 +311,11 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
         if node_keys.shape != (n,):
             raise ValueError(f"keys must have shape ({n},), got {node_keys.shape}.")
         if self.population_ is None:
-            self.population_, self.ledger_ = "graph:" + population.id, population.ledger
+            self.population_ = "graph:" + population.id
+            if hasattr(self, "seed_"):
+                self._bind_collection(population)
+            else:
+                self.ledger_ = population.ledger
         elif self.population_ != "graph:" + population.id:
             raise ValueError(
                 "LabelRandomizedResponse already randomized the labels of other users (another "

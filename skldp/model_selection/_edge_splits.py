@@ -195,13 +195,13 @@ class PairData(GraphData):
                              f"a graph of {full.n_nodes} nodes.")
         return PairData._from_pairs(full._store, self.pairs)
 
-    def with_features(self, features, feature_names=None):
+    def with_features(self, features, feature_names=None, *, source="server"):
         """The same pairs over a graph holding new node ``features``."""
-        return self._rebase(self.full().with_features(features, feature_names))
+        return self._rebase(self.full().with_features(features, feature_names, source=source))
 
-    def with_adjacency(self, adjacency):
+    def with_adjacency(self, adjacency, *, source="server"):
         """The same pairs over a graph with a new adjacency."""
-        return self._rebase(self.full().with_adjacency(adjacency))
+        return self._rebase(self.full().with_adjacency(adjacency, source=source))
 
     def to_pandas(self):
         """The pairs as a DataFrame of endpoint node ids (columns ``u``, ``v``)."""
@@ -405,7 +405,8 @@ def random_edge_split(G, val_size=0.05, test_size=0.1, *, negative_ratio=1.0,
         A_train.eliminate_zeros()
     else:
         A_train = A
-    G_train = G.full().with_adjacency(A_train)
+    # The evaluation protocol: every user's own list without the held-out pairs.
+    G_train = G.full().with_adjacency(A_train, source="users")
 
     out_P, out_y = [], []
     for pos, ng in zip(parts, neg_parts, strict=True):

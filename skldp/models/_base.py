@@ -20,7 +20,7 @@ from .._torch import (
     torch_generator,
     train,
 )
-from ..base import GraphClassifierMixin
+from ..base import GraphClassifierMixin, note_feature_read
 from ..model_selection._validation import validation_split
 from ..utils._logging import verbose_logger
 from ..utils._random import draw_seed
@@ -124,6 +124,7 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
         self : TorchClassifierBase
             The fitted estimator.
         """
+        note_feature_read(self, X)   # raw features read here are read in the clear
         self._validate_hyperparameters()
         if not isinstance(X, GraphData):
             from sklearn.utils.validation import check_array

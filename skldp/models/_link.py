@@ -31,7 +31,7 @@ from .._torch import (
     torch_generator,
     train,
 )
-from ..base import GraphClassifierMixin
+from ..base import GraphClassifierMixin, note_feature_read
 from ..model_selection._edge_splits import PairData
 from ..model_selection._validation import validation_split
 from ..utils._logging import verbose_logger
@@ -377,6 +377,7 @@ class VGAELinkPredictor(_LinkPredictorBase):
         -------
         self
         """
+        note_feature_read(self, X)   # raw features read here are read in the clear
         self._validate_params()
         X, y_enc = self._encode_pairs(X, y)
         self.n_features_in_ = X.shape[1]
@@ -687,6 +688,7 @@ class HadamardLinkPredictor(_LinkPredictorBase):
         -------
         self
         """
+        note_feature_read(self, X)   # raw features read here are read in the clear
         hidden = self._validate_params()
         X, y_enc = self._encode_pairs(X, y)
         self.n_features_in_ = X.shape[1]

@@ -2,6 +2,7 @@
 
 import importlib
 import numbers
+import secrets
 import warnings
 
 import numpy as np
@@ -74,6 +75,8 @@ def collection_spec(estimator, *, n_features=None, node_ids=None, simulation=Fal
                                  f"({w}); a spec needs it from public knowledge.") from None
     if spec.model != "local":
         raise ValueError(f"{name} is a central-DP step: devices answer local collections only.")
+    if not spec.id:   # not bound to simulated users (a label randomizer): a fresh nonce
+        spec = spec.with_nonce(secrets.token_hex(8))
     return read_spec(spec.to_dict())   # validated as a device reads it
 
 

@@ -1,17 +1,19 @@
 """What a device answered about: one 64-bit digest of each user's input, and the keys it draws from.
 
-A device answers a collection once about one value of its data and remembers the
-answer. The simulation keys every random number of a report on ``(collection
-seed, report key)``, where the report key mixes the user's node key with a
-digest of the input the device encodes (its feature row, its label, its
-adjacency list). The same user asked again about the same input draws the same
-numbers (the same report, free); asked about a changed input it draws
-independent numbers (a new report, charged again). Without the digest the same
-numbers would meet two inputs, and the pair of reports could reveal both.
+A device answers a collection once and remembers its answer. The simulation
+keys every random number of a report on ``(collection seed, report key)``, where
+the report key mixes the user's node key with a digest of the input the device
+encodes (its clipped feature row, its label, its adjacency list), and the
+population refuses a second request to the same user about a different input
+(see :meth:`~skldp.population.Population.collect`): the same random numbers
+never meet two inputs.
 
-The digests are not cryptographic: they only need two different inputs of one
-user to differ (with probability ``1 - 2^-64``), and they never leave the
-simulated devices (the ledger keeps keyed tags of them, see ``_population``).
+The digests need two different inputs of one user to differ: each entry is
+mixed (SplitMix64's finaliser, a bijection of 64-bit words) with its column
+before the entries are summed, so that structured data (0/1 rows, small
+counts) spreads over all 64 bits; a collision then has probability about
+``2^-64``. They never leave the simulated devices (the ledger's journal keeps
+keyed tags of them).
 """
 
 import numpy as np
@@ -29,10 +31,10 @@ _LABEL_SALT = np.uint64(0x3C6EF372FE94F82B)
 _REPORT_SALT = np.uint64(0xA54FF53A5F1D36F1)
 
 
-def _column_weights(d):
-    """One odd 64-bit weight per column (a fixed public function of the column index)."""
+def _column_words(d):
+    """One 64-bit word per column (a fixed public function of the column index)."""
     with np.errstate(over="ignore"):
-        return _mix(np.arange(1, d + 1, dtype=np.uint64) * _GOLDEN ^ _FEATURE_SALT) | np.uint64(1)
+        return _mix(np.arange(1, d + 1, dtype=np.uint64) * _GOLDEN ^ _FEATURE_SALT)
 
 
 def _value_bits(values):
@@ -41,12 +43,18 @@ def _value_bits(values):
     return v.view(np.uint64)
 
 
+def _entry_terms(bits, words):
+    """``mix(bits ^ word)``: each (column, value) to a pseudo-random 64-bit term."""
+    with np.errstate(over="ignore"):
+        return _mix(bits ^ words)
+
+
 def feature_digests(X):
     """Digest of each row of a dense or sparse feature matrix.
 
-    ``sum_j bits(x_ij) w_j`` (mod 2^64) with a public odd weight per column, then
-    mixed. Zeros contribute nothing, so a row has the same digest stored dense or
-    sparse, in any float dtype.
+    ``mix(sum_j mix(bits(x_ij) ^ c_j))`` over the non-zero entries (mod 2^64),
+    with a public word ``c_j`` per column. Zeros contribute nothing, so a row has
+    the same digest stored dense or sparse, in any float dtype.
 
     Parameters
     ----------
@@ -57,18 +65,22 @@ def feature_digests(X):
     digests : ndarray of uint64 of shape (n,)
     """
     n, d = X.shape
-    w = _column_weights(d)
+    words = _column_words(d)
     out = np.zeros(n, dtype=np.uint64)
     with np.errstate(over="ignore"):
         if sp.issparse(X):
             X = sp.csr_matrix(X)
             X.sum_duplicates()
-            terms = _value_bits(X.data) * w[X.indices]
+            X.eliminate_zeros()
+            terms = _entry_terms(_value_bits(X.data), words[X.indices])
             _add_by_row(out, X.indptr.astype(np.int64), terms)
         else:
             X = np.asarray(X)
             for rows in row_blocks(n, d, _BLOCK):
-                out[rows] = (_value_bits(X[rows]) * w).sum(axis=1, dtype=np.uint64)
+                B = X[rows]
+                terms = _entry_terms(_value_bits(B), words)
+                terms[B == 0] = 0
+                out[rows] = terms.sum(axis=1, dtype=np.uint64)
         return _mix(out ^ _FEATURE_SALT)
 
 

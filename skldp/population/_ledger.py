@@ -1,9 +1,19 @@
 """The ledger: what every user actually sent, per collection (the server's record)."""
 
+import base64
+import json
+import os
 import threading
 from dataclasses import dataclass
 
 import numpy as np
+
+from ..device._spec import CollectionSpec
+
+try:  # a shared lock on the journal while reading it (POSIX)
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None
 
 __all__ = ["Ledger", "LedgerEntry"]
 
@@ -99,6 +109,8 @@ class Ledger:
         self._seq = 0
         self._lock = threading.RLock()
         self._device_side = None   # a weak reference to the population, to read its journal
+        self._journal = None       # the population's journal, once it is shared
+        self._offset = 0           # bytes of it read (a ledger on its own: see _sync)
 
     # ------------------------------------------------------------------ writing
     def _add(self, spec, keys):
@@ -119,6 +131,30 @@ class Ledger:
         pop = self._device_side() if self._device_side is not None else None
         if pop is not None:
             pop._sync()
+        elif self._journal is not None and os.path.exists(self._journal):
+            self._replay()
+
+    def _replay(self):
+        """A ledger saved with an estimator (e.g. one returned by a worker) reads the
+        journal of its population while that is reachable: it stays current, not a
+        snapshot of the moment it was saved."""
+        with self._lock, open(self._journal, "rb") as fh:
+            if fcntl is not None:
+                fcntl.flock(fh, fcntl.LOCK_SH)
+            fh.seek(self._offset)
+            data = fh.read()
+            end = data.rfind(b"\n") + 1
+            self._offset += end
+            for line in data[:end].splitlines():
+                rec = json.loads(line)
+                if "local" in rec:
+                    keys = np.frombuffer(base64.b64decode(rec["keys"]), dtype="<u8")
+                    self._add(CollectionSpec.from_dict(rec["local"], check_kind=False),
+                              keys.astype(np.uint64))
+                elif "central" in rec:
+                    self._add_central(CollectionSpec.from_dict(rec["central"],
+                                                               check_kind=False),
+                                      rec["n_users"])
 
     # ------------------------------------------------------------------ reading
     def mark(self):
@@ -224,7 +260,8 @@ class Ledger:
         lines = [f"Ledger: {len(entries)} collection(s)"]
         for e in entries:
             again = f", up to {e.max_answers} answers per user" if e.max_answers > 1 else ""
-            lines.append(f"  {e.spec.id}  {e.spec.describe()}  [{e.spec.model} DP, "
+            model = "read in the clear" if e.spec.model == "clear" else f"{e.spec.model} DP"
+            lines.append(f"  {e.spec.id}  {e.spec.describe()}  [{model}, "
                          f"{e.n_users} users{again}]")
         lines.append(f"  largest local epsilon of one user: {self.local_epsilon:.4g}")
         if self._central:
@@ -237,7 +274,12 @@ class Ledger:
 
     # -------------------------------------------------------------- pickling
     def __getstate__(self):
-        # Saved with a pipeline: the answers so far, no link to the devices.
+        # Saved with a pipeline: the answers so far and the journal's path (no secret, no
+        # link to the devices); a copy that can read the journal rebuilds from it.
+        pop = self._device_side() if self._device_side is not None else None
+        if pop is not None and pop._journal is None and pop._secret is not None:
+            with pop._lock:
+                pop._open_journal()
         self._sync()
         with self._lock:
             for _, ans in self._local.values():
@@ -248,5 +290,7 @@ class Ledger:
         return state
 
     def __setstate__(self, state):
-        self.__dict__.update(state)
+        self.__dict__.update({"_journal": None, "_offset": 0, **state})
         self._lock = threading.RLock()
+        if self._journal is not None and os.path.exists(self._journal):
+            self._local, self._central, self._seq, self._offset = {}, {}, 0, 0

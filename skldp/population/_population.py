@@ -2,6 +2,7 @@
 
 import base64
 import contextlib
+import hashlib
 import json
 import os
 import secrets
@@ -36,10 +37,13 @@ class Population:
     """The simulated devices of a set of users: the one place their raw data is read.
 
     Every report leaves through :meth:`collect`: a device answers a collection
-    (a public :class:`~skldp.device.CollectionSpec`) about its own data,
-    once per value of that data, and the ``ledger`` records the answer. A
-    request that would take a user past ``budget`` raises
-    :class:`BudgetExceededError` before any report is computed.
+    (a public :class:`~skldp.device.CollectionSpec`) about its own data once,
+    and the ``ledger`` records the answer. The same request again gets the
+    same answer, free; a request to the same user about changed data is
+    refused (a second answer would tell which users changed: collect changed
+    data with a new collection). A request that would take a user past
+    ``budget`` raises :class:`BudgetExceededError` before any report is
+    computed.
 
     A :class:`~skldp.GraphData` creates one population and shares it with every
     view and derived graph; you rarely build one yourself. Plain arrays and
@@ -67,9 +71,11 @@ class Population:
     -----
     A population sent to another process (a joblib/loky or Dask worker on the
     same machine) writes its answers to a journal file that every copy reads,
-    so the ledger of the original knows every collection the workers made.
-    Workers on other machines cannot reach the journal: they refuse to collect
-    (make the collections before the search, or run it on one machine).
+    so the ledger of the original knows every collection the workers made. The
+    devices' secret and their memory of what they answered travel only through
+    that journal's private folder, never in the pickle. Workers on other
+    machines cannot reach the journal: they refuse to collect (make the
+    collections before the search, or run it on one machine).
     """
 
     def __init__(self, budget=None, *, simulated=True):
@@ -78,10 +84,11 @@ class Population:
         self.simulated = bool(simulated)
         self.ledger = Ledger()
         self._secret = secrets.randbits(63)
-        self._tags = {}        # collection id -> sorted tags of the answers given
+        self._answers = {}     # collection id -> _Answers: who answered, about what
         self._received = {}    # collection id -> {key: report} the server kept (labels)
         self._collected = {}   # collection id -> spec of reports received from real devices
         self._recorders = []   # audits: lists that receive (collection id, keys, reports)
+        self._clear_reads = set()   # (step kind, part, graph token) already charged
         self._lock = threading.RLock()
         self._journal = None   # path of the journal shared with other processes
         self._offset = 0       # bytes of the journal already read
@@ -91,8 +98,14 @@ class Population:
 
     # ---------------------------------------------------------------- budget
     def set_budget(self, budget):
-        """Cap each user's total epsilon (``None`` removes the cap); returns ``self``."""
-        self.budget = _check_budget(budget)
+        """Cap each user's total epsilon (``None`` removes the cap); returns ``self``.
+
+        Copies of the population in worker processes see the new cap.
+        """
+        budget = _check_budget(budget)
+        with self._exclusive():
+            self.budget = budget
+            self._write({"budget": budget})
         return self
 
     def remaining(self, node_keys):
@@ -114,6 +127,15 @@ class Population:
                 f"(they have spent up to {float(before.max()):.4g}). Nothing was sent. Lower "
                 "eps, fix the mechanisms' parameters (an integer random_state) so that a "
                 "search reuses one collection, or raise the budget.")
+
+    def nonce(self, seed):
+        """A public nonce for the collection whose seed is ``seed``: a keyed hash with the
+        devices' secret, so that it reveals nothing about the seed."""
+        if self._secret is None:
+            raise _unreachable()
+        return hashlib.blake2b(int(seed).to_bytes(8, "little"), digest_size=8,
+                               key=int(self._secret).to_bytes(8, "little"),
+                               person=b"skldp-nonce").hexdigest()
 
     # ---------------------------------------------------------------- answers
     def collect(self, spec, node_keys, digests, encode, *, keep=False, unique=False):
@@ -155,14 +177,8 @@ class Population:
         tags = answer_tags(self._secret, spec.id, rkeys)
         with self._exclusive():
             self._sync_locked()
-            known = self._tags.get(spec.id)
-            if known is None and unique:       # nobody answered yet: every answer is new
-                new_tags, new_keys = tags, node_keys
-            else:
-                fresh = ~_isin_sorted(tags, _sorted_tags(self._tags, spec.id))
-                new_tags, first = np.unique(tags[fresh], return_index=True)
-                new_keys = node_keys[fresh][first]
-            if len(new_tags):
+            new_keys, new_tags = self._new_answers(spec, node_keys, tags, unique)
+            if len(new_keys):
                 self._check_budget(spec, new_keys)
                 self._record(spec, new_keys, new_tags)
                 self._write({"local": spec.to_dict(), "keys": _b64(new_keys),
@@ -192,13 +208,11 @@ class Population:
             label positions, read back with :meth:`received`).
         """
         node_keys = np.asarray(node_keys, dtype=np.uint64)
-        tags = answer_tags(self._secret, spec.id, node_keys)
+        tags = answer_tags(self._secret, spec.id, node_keys)   # one answer per user
         with self._exclusive():
             self._sync_locked()
-            fresh = ~_isin_sorted(tags, _sorted_tags(self._tags, spec.id))
-            new_tags, first = np.unique(tags[fresh], return_index=True)
-            new_keys = node_keys[fresh][first]
-            if len(new_tags):
+            new_keys, new_tags = self._new_answers(spec, node_keys, tags, unique=False)
+            if len(new_keys):
                 self._check_budget(spec, new_keys)
                 self._record(spec, new_keys, new_tags)
                 self._write({"local": spec.to_dict(), "keys": _b64(new_keys),
@@ -224,6 +238,25 @@ class Population:
         body = like.body()
         same = [s for s in specs if s.body() == body and s.epsilon == like.epsilon]
         return same[-1] if same else None
+
+    def note_clear_read(self, kind, part, node_keys, token=None):
+        """Charge the users an infinite epsilon: a server-side step (``kind``) reads their
+        ``part`` in the clear. Once per step kind and graph (``token``)."""
+        if (kind, part, token) in self._clear_reads:
+            return
+        spec = CollectionSpec(id="", kind=kind, protects=(part,), epsilon=float("inf"),
+                              model="clear", params={"reads": part}).with_nonce("in the clear")
+        node_keys = np.asarray(node_keys, dtype=np.uint64)
+        with self._exclusive():
+            self._sync_locked()
+            tags = answer_tags(self._secret or 0, spec.id, node_keys)
+            new_keys, new_tags = self._new_answers(spec, node_keys, tags, unique=True)
+            if len(new_keys):
+                self._check_budget(spec, new_keys)
+                self._record(spec, new_keys, new_tags)
+                self._write({"local": spec.to_dict(), "keys": _b64(new_keys),
+                             "tags": _b64(new_tags)})
+        self._clear_reads.add((kind, part, token))
 
     def record_training(self, spec, n_users):
         """A central-DP training on the data of ``n_users`` users (checked against the budget)."""
@@ -256,10 +289,41 @@ class Population:
         finally:
             self._recorders.remove(rec)
 
+    def _new_answers(self, spec, keys, tags, unique):
+        """The users of a request who have not answered ``spec`` yet (and their tags).
+
+        A user who answered before, or twice in this request, about another
+        input is refused: one collection, one answer per user.
+        """
+        changed = 0
+        if not unique and len(keys) > 1:
+            order = np.argsort(keys, kind="stable")
+            k, t = keys[order], tags[order]
+            again = np.r_[False, k[1:] == k[:-1]]
+            changed += int(np.count_nonzero(again[1:] & (t[1:] != t[:-1])))
+            keys, tags = k[~again], t[~again]
+        memory = self._answers.get(spec.id)
+        if memory is not None:
+            K, T = memory.merged()
+            pos = np.clip(np.searchsorted(K, keys), 0, max(len(K) - 1, 0))
+            known = (K[pos] == keys) if len(K) else np.zeros(len(keys), bool)
+            changed += int(np.count_nonzero(known & (T[pos] != tags))) if len(K) else 0
+            keys, tags = keys[~known], tags[~known]
+        if changed:
+            raise ValueError(
+                f"{spec.describe()}: {changed} user(s) would answer this collection again "
+                "about other data (a changed feature row, label or adjacency list). A device "
+                "answers a collection once: a second answer would tell which users changed. "
+                "Collect changed data with a new collection: fit the mechanism again with "
+                "random_state=None or another integer (every user is then charged again). "
+                "Nothing was sent.")
+        return keys, tags
+
     def _record(self, spec, keys, tags):
-        # Tags are kept as unsorted chunks and sorted only when a later request must be
-        # compared with them (the first answer of a whole graph needs no sort).
-        self._tags.setdefault(spec.id, _Tags()).chunks.append(np.asarray(tags, dtype=np.uint64))
+        memory = self._answers.get(spec.id)
+        if memory is None:
+            memory = self._answers[spec.id] = _Answers(spec)
+        memory.add(keys, tags)
         self.ledger._add(spec, keys)
 
     # ---------------------------------------------------------------- journal
@@ -270,13 +334,7 @@ class Population:
                 yield
                 return
             if not self._reachable:
-                raise RuntimeError(
-                    "This copy of the users' data was sent to a process that cannot reach "
-                    "the ledger of the original (another machine, or the original has "
-                    "ended), so what it collects would not be counted. Make the collections "
-                    "before sending the data (fit the mechanisms first), run the search on "
-                    "one machine, or call GraphData.new_simulation() to start a separate "
-                    "simulation with its own ledger.")
+                raise _unreachable()
             with open(self._journal, "a+b") as fh:
                 if fcntl is not None:
                     fcntl.flock(fh, fcntl.LOCK_EX)
@@ -311,50 +369,99 @@ class Population:
         end = data.rfind(b"\n") + 1
         self._offset += end
         for line in data[:end].splitlines():
-            rec = json.loads(line)
-            if "central" in rec:
-                self.ledger._add_central(CollectionSpec.from_dict(rec["central"], check_kind=False),
-                                         rec["n_users"])
-                continue
-            spec = CollectionSpec.from_dict(rec["local"], check_kind=False)
-            keys, tags = _unb64(rec["keys"]), _unb64(rec["tags"])
-            if rec.get("received"):
-                self._collected[spec.id] = spec
-            fresh = ~_isin_sorted(tags, _sorted_tags(self._tags, spec.id))
-            if fresh.any():
-                self._record(spec, keys[fresh], tags[fresh])
+            self._apply(json.loads(line))
+
+    def _apply(self, rec):
+        """Apply one journal record: an answer batch, a central training or a budget."""
+        if "budget" in rec:
+            self.budget = rec["budget"]
+            return
+        if "central" in rec:
+            self.ledger._add_central(CollectionSpec.from_dict(rec["central"], check_kind=False),
+                                     rec["n_users"])
+            return
+        spec = CollectionSpec.from_dict(rec["local"], check_kind=False)
+        keys, tags = _unb64(rec["keys"]), _unb64(rec["tags"])
+        if rec.get("received"):
+            self._collected[spec.id] = spec
+        memory = self._answers.get(spec.id)
+        if memory is not None:      # written by this process too: apply what is new
+            K, _ = memory.merged()
+            if len(K):
+                pos = np.clip(np.searchsorted(K, keys), 0, len(K) - 1)
+                fresh = K[pos] != keys
+                keys, tags = keys[fresh], tags[fresh]
+        if len(keys):
+            self._record(spec, keys, tags)
 
     def _open_journal(self):
-        folder = tempfile.mkdtemp(prefix="skldp-ledger-")
+        """Start sharing with other processes: a private folder holding the devices' secret
+        and a journal that begins with everything answered so far."""
+        folder = tempfile.mkdtemp(prefix="skldp-ledger-")       # mode 0700
+        secret = os.path.join(folder, "secret")
+        fd = os.open(secret, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(str(self._secret))
         path = os.path.join(folder, "journal.jsonl")
-        open(path, "wb").close()
-        self._journal, self._offset = path, 0
-        # Only the original removes the journal, when it is garbage collected.
+        with open(path, "wb") as fh:
+            for memory in self._answers.values():
+                keys, tags = memory.merged()
+                fh.write((json.dumps({"local": memory.spec.to_dict(), "keys": _b64(keys),
+                                      "tags": _b64(tags),
+                                      "received": memory.spec.id in self._collected})
+                          + "\n").encode())
+            for spec, n_users, _ in self.ledger._central.values():
+                fh.write((json.dumps({"central": spec.to_dict(), "n_users": n_users})
+                          + "\n").encode())
+            fh.write((json.dumps({"budget": self.budget}) + "\n").encode())
+            self._offset = fh.tell()
+        self._journal = path
+        self.ledger._journal = path
+        # Only the original removes the folder, when it is garbage collected.
         weakref.finalize(self, shutil.rmtree, folder, True)
 
     # ---------------------------------------------------------------- pickling
     def __getstate__(self):
+        # The devices' secret and memory stay out of the pickle: a copy reads them from the
+        # journal's private folder, or cannot collect at all.
         with self._lock:
             if self._journal is None:
                 self._open_journal()
-            state = dict(self.__dict__)
-        for name in ("_lock", "_recorders", "_fh"):
-            state.pop(name, None)
-        return state
+            return {"id": self.id, "budget": self.budget, "simulated": self.simulated,
+                    "ledger": self.ledger, "_journal": self._journal,
+                    "_collected": dict(self._collected), "_received": dict(self._received)}
 
     def __setstate__(self, state):
-        self.simulated, self._collected = True, {}   # populations pickled before these existed
         self.__dict__.update(state)
         self._lock = threading.RLock()
-        self._recorders = []
-        self._fh = None
-        self._reachable = self._journal is not None and os.path.exists(self._journal)
+        self._recorders, self._answers, self._fh, self._offset = [], {}, None, 0
+        self._clear_reads = set()
+        secret = None if self._journal is None else \
+            os.path.join(os.path.dirname(self._journal), "secret")
+        self._reachable = secret is not None and os.path.exists(secret)
+        self._secret = None
+        if self._reachable:
+            with open(secret) as fh:
+                self._secret = int(fh.read())
+            self.ledger = Ledger()                 # rebuilt from the journal, from its start
+            self.ledger._journal = self._journal
         self.ledger._device_side = weakref.ref(self)
+        if self._reachable:
+            self._sync()
 
     def __repr__(self):
         cap = "no budget cap" if self.budget is None else f"budget {self.budget:g} per user"
         real = "" if self.simulated else ", real devices"
         return f"<Population {self.id[:8]}: {len(self.ledger)} collection(s), {cap}{real}>"
+
+
+def _unreachable():
+    return RuntimeError(
+        "This copy of the users' data was sent to a process that cannot reach the ledger "
+        "of the original (another machine, or the original has ended), so what it collects "
+        "would not be counted. Make the collections before sending the data (fit the "
+        "mechanisms first), run the search on one machine, or call "
+        "GraphData.new_simulation() to start a separate simulation with its own ledger.")
 
 
 def _check_budget(budget):
@@ -366,25 +473,30 @@ def _check_budget(budget):
     return b
 
 
-class _Tags:
-    """The tags of one collection's answers: unsorted chunks, merged and sorted on demand."""
+class _Answers:
+    """The devices' memory of one collection: which users answered, about which input.
 
-    __slots__ = ("chunks", "merged")
+    Kept as unsorted chunks of ``(keys, tags)`` and merged (sorted by key) when a
+    later request must be compared with them: the first answer of a whole graph
+    needs no sort.
+    """
 
-    def __init__(self):
-        self.chunks, self.merged = [], np.zeros(0, np.uint64)
+    __slots__ = ("spec", "keys", "tags", "chunks")
 
-    def sorted(self):
+    def __init__(self, spec):
+        self.spec = spec
+        self.keys, self.tags, self.chunks = np.zeros(0, np.uint64), np.zeros(0, np.uint64), []
+
+    def add(self, keys, tags):
+        self.chunks.append((np.asarray(keys, np.uint64), np.asarray(tags, np.uint64)))
+
+    def merged(self):
         if self.chunks:
-            self.merged = np.unique(np.concatenate([self.merged] + self.chunks))
-            self.chunks = []
-        return self.merged
-
-
-def _sorted_tags(tags, spec_id):
-    """The tags answered for ``spec_id`` as one sorted array."""
-    entry = tags.get(spec_id)
-    return np.zeros(0, np.uint64) if entry is None else entry.sorted()
+            K = np.concatenate([self.keys] + [k for k, _ in self.chunks])
+            T = np.concatenate([self.tags] + [t for _, t in self.chunks])
+            order = np.argsort(K, kind="stable")
+            self.keys, self.tags, self.chunks = K[order], T[order], []
+        return self.keys, self.tags
 
 
 def _isin_sorted(x, sorted_ref):

@@ -117,8 +117,13 @@ def test_base_label_mechanism_noisy_labels_are_reused(weak):
     assert np.any(cs.classes_[cs.train_labels_] != y[train])
     rep = privacy_report(cs)
     assert rep.epsilon_for("labels") == 1.0 and len(rep.spends) == 1
-    with pytest.raises(ValueError, match="Both"):
+    # both randomize: the same collection asked about the already-noisy labels is refused,
+    # another collection is refused by C&S (two collections of each user's label)
+    with pytest.raises(ValueError, match="again about other data"):
         CorrectAndSmooth(base, label_mechanism=rr).fit(G[train], y[train])
+    with pytest.raises(ValueError, match="Both"):
+        CorrectAndSmooth(base, label_mechanism=clone(rr).set_params(random_state=9)).fit(
+            G.new_simulation()[train], y[train])
 
 
 def test_gnn_base_with_label_mechanism(weak):

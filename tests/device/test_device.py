@@ -33,7 +33,7 @@ def _edit(spec, **changes):
 def test_spec_is_public_json_and_round_trips(hds_spec):
     text = hds_spec.to_json()
     data = json.loads(text)
-    assert data["version"] == 2 and data["kind"] == "skldp.mechanisms.HDSMechanism"
+    assert data["version"] == 3 and data["kind"] == "skldp.mechanisms.HDSMechanism"
     assert data["public_state"]["k"] == 2 and len(data["public_state"]["feature_min"]) == 6
     assert "random_state" not in data["params"] and "seed" not in text
     assert read_spec(text) == hds_spec
@@ -140,3 +140,11 @@ def test_report_sizes_are_stated(hds_spec):
         __import__("skldp.mechanisms", fromlist=["OneBitMechanism"]).OneBitMechanism(
             1.0, feature_range=(0, 1)), n_features=20)
     assert plan(onebit).n_bytes() == 3                    # 20 bits
+
+
+def test_a_spec_changed_after_it_was_made_is_refused(hds_spec):
+    data = json.loads(hds_spec.to_json())
+    data["epsilon"] = data["epsilon"] * 4            # a larger budget than the server set
+    with pytest.raises(SpecError, match="does not match its content"):
+        read_spec(data)
+    assert hds_spec.content_id() == hds_spec.id

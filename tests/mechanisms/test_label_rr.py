@@ -78,7 +78,7 @@ def test_unbiased_frequency_estimate():
     f = np.array([0.1, 0.2, 0.3, 0.4])
     y = np.random.default_rng(0).choice(c, size=n, p=f)
     rr = LabelRandomizedResponse(eps, classes=np.arange(c), random_state=0).fit()
-    z = rr.randomize(y, np.arange(n))
+    z = rr.randomize(y, GraphData(np.zeros((n, 1))))
     est = rr.estimate_frequencies(z)
     true = np.bincount(y, minlength=c) / n
     p, q = rr.p_, rr.q_

@@ -95,7 +95,9 @@ def test_validation_rows_select_and_never_train(name):
     y_wrong = y[fit].copy()
     y_wrong[len(tr):] = (y_wrong[len(tr):] + 1) % 3
     a = MODELS[name]().set_params(validation=va, patience=100).fit(G[fit], y[fit])
-    b = MODELS[name]().set_params(validation=va, patience=100).fit(G[fit], y_wrong)
+    # other labels of the same users: another simulation (a device answers a collection once)
+    b = MODELS[name]().set_params(validation=va, patience=100).fit(
+        G.new_simulation()[fit], y_wrong)
     np.testing.assert_allclose(a.loss_curve_, b.loss_curve_, rtol=1e-5)
     assert len(a.validation_scores_) == a.n_iter_ == 12
     assert not np.allclose(a.validation_scores_, b.validation_scores_)

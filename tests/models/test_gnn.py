@@ -253,10 +253,13 @@ def test_label_mechanism_privacy_report_and_classes(data):
     np.testing.assert_array_equal(clf.classes_, [0, 1, 2, 3])  # the public domain
     assert clf.predict_proba(G[te]).shape[1] == 4
     rep = privacy_report(clf)
-    assert rep.epsilon_for("labels") == 2.0 and rep.local_epsilon == 2.0
+    assert rep.epsilon_for("labels") == 2.0
+    # the GNN read the raw features on the server: the ledger says so (epsilon inf)
+    assert np.isinf(rep.local_epsilon) and np.isinf(rep.epsilon_for("features"))
+    assert [s.kind for s in rep.spends if s.model == "clear"] == ["SAGEClassifier"]
     clf.set_params(label_mechanism=None).fit(G[tr], y[tr])
     assert not hasattr(clf, "label_mechanism_")
-    assert privacy_report(clf).local_epsilon == 0.0
+    assert privacy_report(clf).spends == []          # no private step leads to a ledger
 
 
 def test_strong_label_noise_hurts(data):

@@ -80,51 +80,62 @@ def test_2c_a_step_fitted_on_other_users_data_is_refused(sbm):
                      ("clf", MLPHead(epochs=2, early_stopping=False, random_state=0))])
     with pytest.raises(ValueError, match="no device can compute"):
         cross_val_score(pipe, G, y, cv=5, error_score="raise")
-    assert len(G.ledger) == 0
+    # no report was sent; the ledger says the scaler read the raw features in the clear
+    (entry,) = G.ledger.entries()
+    assert entry.spec.model == "clear" and entry.spec.kind.endswith("NodeWise")
 
 
 # 3 ----------------------------------------------------------------------------------------
-def test_3_changed_features_of_the_same_users_are_charged_again(sbm):
+def test_3_changed_features_of_the_same_users_are_refused(sbm):
     G, _ = sbm
     mech = OneBitMechanism(1.0, feature_range=(0, 1), split_eps=True, random_state=0).fit(G)
-    Z1 = np.asarray(mech.transform(G).features)
+    mech.transform(G)
     X2 = G.features.copy()
-    X2[:, 0] = 1 - X2[:, 0]                   # every user's first feature changed
+    X2[:5, 0] = 1 - X2[:5, 0]                 # five users changed their first feature
     G2 = GraphData(X2, G.adjacency, population=G)
-    Z2 = np.asarray(mech.transform(G2).features)
-    assert G.ledger.local_epsilon == pytest.approx(2.0)
-    # independent noise: the unchanged column's reports are no longer equal everywhere
-    assert np.mean(Z1[:, 1] == Z2[:, 1]) < 0.9
+    # a second answer about changed data would tell which users changed: refused
+    with pytest.raises(ValueError, match="5 user.*again about other data"):
+        mech.transform(G2)
+    assert G.ledger.local_epsilon == pytest.approx(1.0)
+    # a new collection charges every user, whatever changed
+    OneBitMechanism(1.0, feature_range=(0, 1), split_eps=True, random_state=1).fit_transform(G2)
+    users, eps = G.ledger.per_user()
+    assert len(users) == G.n_nodes and np.allclose(eps, 2.0)
     # without population= the new graph is other users: refused
     with pytest.raises(ValueError, match="population="):
         mech.transform(GraphData(X2, G.adjacency))
 
 
-def test_3_changed_adjacency_lists_are_charged_again(sbm):
+def test_3_changed_adjacency_lists_are_refused(sbm):
     G, _ = sbm
     mech = EdgeRR(2.0, random_state=0).fit(G)
     mech.transform(G)
     B = G.adjacency.tolil()
     B[0, 1] = B[1, 0] = 1 - B[0, 1]           # users 0 and 1 changed their lists
-    mech.transform(G.with_adjacency(sp.csr_matrix(B)))
+    with pytest.raises(ValueError, match="2 user.*again about other data"):
+        mech.transform(G.with_adjacency(sp.csr_matrix(B), source="users"))
     (entry,) = G.ledger.entries()
-    assert entry.max_answers == 2 and entry.n_answers == G.n_nodes + 2
-    assert G.ledger.local_epsilon == pytest.approx(4.0)
+    assert entry.max_answers == 1 and G.ledger.local_epsilon == pytest.approx(2.0)
 
 
-def test_3_a_second_label_vector_gets_independent_noise(sbm):
+def test_3_a_second_label_vector_is_refused(sbm):
     G, _ = sbm
     n = G.n_nodes
     rr = LabelRandomizedResponse(0.5, classes=[0, 1], random_state=0).fit()
     rng = np.random.default_rng(0)
     y1 = rng.integers(0, 2, n)
     y2 = np.where(rng.random(n) < 0.5, 1 - y1, y1)
-    r1, r2 = rr.randomize(y1, G), rr.randomize(y2, G)
-    changed = y1 != y2
-    # shared noise would give r1 xor r2 == y1 xor y2 for every user
-    assert np.mean((r1 ^ r2)[changed] == 1) < 0.8
-    assert G.ledger.local_epsilon == pytest.approx(1.0)       # the changed users, twice
-    assert rr.randomize(y1, G) is not None and G.ledger.local_epsilon == pytest.approx(1.0)
+    r1 = rr.randomize(y1, G)
+    with pytest.raises(ValueError, match="again about other data"):
+        rr.randomize(y2, G)
+    np.testing.assert_array_equal(rr.randomize(y1, G), r1)     # the same answer: free
+    # repeated rows of one user with different labels in one request: refused too
+    with pytest.raises(ValueError, match="again about other data"):
+        LabelRandomizedResponse(0.5, classes=[0, 1], random_state=5).fit().randomize(
+            np.array([0, 1]), G[[3, 3]])
+    assert G.ledger.local_epsilon == pytest.approx(0.5)
+    users, eps = G.ledger.per_user()
+    assert np.all(eps == 0.5)                 # the ledger does not tell who changed
 
 
 # 4 ----------------------------------------------------------------------------------------

@@ -107,7 +107,7 @@ def random_features(G, seed):
     """
     rng = np.random.default_rng(10_000 + seed)
     R = rng.standard_normal(G.features.shape).astype(np.float32)
-    return G.with_features(R)
+    return G.with_features(R, source="public")
 
 
 class LinkPredictionRun(BaseEstimator):

@@ -86,7 +86,7 @@ def random_features(G, seed):
     G : GraphData
     """
     rng = np.random.default_rng(10_000 + seed)
-    return G.with_features(rng.normal(size=(G.n_nodes, N_RANDOM_FEATURES)))
+    return G.with_features(rng.normal(size=(G.n_nodes, N_RANDOM_FEATURES)), source="public")
 
 
 # LPGNNClassifier's configuration in the recorded runs of the studies (LPGNN's, RGNN's,

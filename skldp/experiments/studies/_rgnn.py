@@ -78,7 +78,7 @@ def categorical_data(G, y, config):
             X = discretize(X, quantile_bin_edges(X, 4, many))
         for j in range(X.shape[1]):
             X[:, j] = np.searchsorted(np.unique(X[:, j]), X[:, j])
-    return G.with_features(X), np.where(y >= 0, y, -1)
+    return G.with_features(X, source="users"), np.where(y >= 0, y, -1)
 
 
 def domain_sizes(X):
