@@ -8,7 +8,6 @@ from sklearn.compose import ColumnTransformer
 from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import Pipeline
 
-from skldp import GraphData
 from skldp.accounting import privacy_report
 from skldp.baselines import CorrectAndSmooth, GraphFeatureUnion, LabelPropagationClassifier
 from skldp.mechanisms import HDSMechanism, LabelRandomizedResponse, OneBitMechanism
