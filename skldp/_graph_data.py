@@ -252,8 +252,9 @@ class GraphData:
         The simulated devices these users are. ``None`` makes new ones (a new
         ledger). Pass the GraphData of the same users (e.g. their updated
         data) to share its ledger and budget: a mechanism fitted on that
-        GraphData may then transform this one, and every user whose data
-        changed is charged again.
+        GraphData may then transform this one, but a collection these users
+        answered is not asked again about changed data (a device answers it
+        once): fit a new one.
     symmetric : bool or None, default=None
         Whether the adjacency is symmetric (an undirected graph), if the caller
         knows. ``None`` compares the adjacency with its transpose the first time

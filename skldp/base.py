@@ -150,9 +150,9 @@ def check_population(estimator, X):
         raise ValueError(
             f"{name} was fitted on other users (another GraphData's population). Its "
             "collection belongs to those users; to collect from these, fit it on them (a new "
-            "collection). If these are the same users with updated data, build the GraphData "
-            "with population=<the GraphData it was fitted on>: every user whose data changed "
-            "is then charged again.")
+            "collection). If these are the same users, build the GraphData with "
+            "population=<the GraphData it was fitted on>; a changed input still needs a new "
+            "collection (a device answers one once).")
     if str(expected).startswith("graph:"):
         raise ValueError(
             f"{name} was fitted on other users (a GraphData's population) and is given a "
@@ -527,7 +527,7 @@ class LDPMechanism(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
     population records each answer in its ledger. A user's report is a pure
     function of the seed, the user and the input it answers about: the same at
     fit and predict time, for any subset or order of rows, after pickling; a
-    changed input gets independent noise and is charged again.
+    collection asked about a changed input is refused (collect it anew).
 
     Only the users' own data may come in (see ``skldp.base.boundary_input``); a
     parameter changed after fit is refused until the mechanism is fitted again.

@@ -54,8 +54,8 @@ class PrivacyReport:
 
     Local guarantees compose sequentially per user (Dwork & Roth 2014, Thm.
     3.16): a user's epsilon is the sum over every report it sent (features,
-    labels, edges; several collections, or one collection answered about
-    changed data). Central guarantees (DP-SGD trainings) are node-level and
+    labels, edges; several collections), and infinite when a server-side step
+    read its features in the clear. Central guarantees (DP-SGD trainings) are node-level and
     compose by basic composition; they add to every user's total.
 
     Attributes
@@ -180,7 +180,8 @@ def privacy_report(estimator):
     protocol"): those of the estimator's own steps, and those of every other fit
     on the same users (each candidate and fold of a search, nested searches,
     searches run in worker processes). A user who answered two collections, or
-    one collection about changed data, is charged for each. Nothing is replayed
+    whose features a server-side step read in the clear, is charged for each.
+    Nothing is replayed
     from parameters.
 
     Parameters

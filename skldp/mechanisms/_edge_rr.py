@@ -59,7 +59,7 @@ def randomized_adjacency_lists(A, keys, eps, seed, report_keys=None):
     report_keys : ndarray of uint64, shape (n,), default=None
         The keys each user draws its random numbers from (``keys`` by default);
         the population mixes them with a digest of the user's list, so that a
-        changed list gets independent noise.
+        changed list is refused by the population (one answer per collection).
 
     Returns
     -------

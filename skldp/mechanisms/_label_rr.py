@@ -39,8 +39,8 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
     GraphData view). The users answer through their population (Design page,
     "Local DP is a protocol"), which records each answer in its ledger. A
     user's report is a pure function of the collection, the user and its label:
-    the same for any subset or order of nodes; a changed label gets
-    independent noise and is charged again. The seed is that of the
+    the same for any subset or order of nodes; a changed label is refused
+    (a device answers a collection once). The seed is that of the
     collection: this class, ``eps`` and the label domain hashed with
     ``random_state`` (:func:`skldp.utils.collection_seed`), so a label report
     never shares random numbers with a feature or edge report.

@@ -30,7 +30,7 @@ class LedgerEntry:
         Users who answered at least once (all users of the data for a
         central training).
     n_answers : int
-        Answers received; a user who answered about changed data counts twice.
+        Answers received (one per user: a collection is answered once).
     max_answers : int
         The most answers one user gave.
     first, last : int
@@ -92,7 +92,7 @@ class Ledger:
     it. It holds no raw data and no secret, only the public specs and, per
     collection, which users answered and how many times: it can be saved with a
     fitted pipeline. A user who answers two collections, or the same collection
-    about changed data, is charged twice; the same answer asked again is free.
+    charged for each; the same answer asked again is free.
 
     Local collections compose sequentially per user (Dwork & Roth 2014, Thm.
     3.16): a user's local epsilon is the sum, over the collections it answered,
