@@ -44,7 +44,7 @@ def _per_user(records, keys):
 
 def audit_ledger(estimator, x0, x1, *, y0, y1, classes=None, n_samples=4_000,
                  confidence=0.95, outputs="all", events="auto", fit_params=None,
-                 random_state=0):
+                 predictions=False, random_state=0):
     """Audit everything one user sends while ``estimator`` is fitted, against its ledger.
 
     A population is built in which ``n_samples`` users hold the features
@@ -78,6 +78,14 @@ def audit_ledger(estimator, x0, x1, *, y0, y1, classes=None, n_samples=4_000,
         See :func:`audit_pair`.
     fit_params : dict or None
         Passed to ``fit``.
+    predictions : bool, default=False
+        Also audit what the fitted estimator releases about each user: its
+        predicted label joins the user's record. Everything the server does
+        after the reports is post-processing, so it may not raise the bound;
+        this catches a step that reads data the users never sent (clean labels,
+        raw features). The graph is then edgeless, so that a user's prediction
+        depends on its own reports only (and on the model, shared by both
+        groups).
     random_state : int, default=0
         The audit's own randomness (user ids, event selection).
 
@@ -118,11 +126,16 @@ def audit_ledger(estimator, x0, x1, *, y0, y1, classes=None, n_samples=4_000,
     y = np.concatenate([np.repeat(np.asarray([y0]), n), np.repeat(np.asarray([y1]), n),
                         domain[np.arange(m) % len(domain)]])
     ids = (int(rng.integers(0, 2**40)) << 20) + rng.permutation(len(X))
-    G = GraphData(X, _ring(len(X)), node_ids=ids)
+    A = sp.csr_matrix((len(X), len(X))) if predictions else _ring(len(X))
+    G = GraphData(X, A, node_ids=ids)
     with G.population.recording() as records:
-        clone(estimator).fit(G, y, **(fit_params or {}))
+        fitted = clone(estimator).fit(G, y, **(fit_params or {}))
     keys = G.node_keys
     per_collection = _per_user(records, keys)
+    if predictions:
+        pred = np.asarray(fitted.predict(G))
+        codes = np.searchsorted(domain, pred).astype(np.float64).reshape(-1, 1)
+        per_collection["predictions"] = (_Released(), codes)
     if not per_collection:
         raise ValueError("the estimator sent no feature or label report while it was fitted: "
                          "there is nothing to audit.")
@@ -149,6 +162,12 @@ def audit_ledger(estimator, x0, x1, *, y0, y1, classes=None, n_samples=4_000,
     best = max(results, key=lambda r: r.epsilon_lower)
     return AuditResult(best.epsilon_lower, best.epsilon_point, best.event, best.n, confidence,
                        "max", best.counts, best.output, claimed, tuple(results))
+
+
+class _Released:
+    """Stands for the estimator's predictions in the list of audited outputs."""
+
+    kind = "predictions"
 
 
 def _charged(ledger, keys):

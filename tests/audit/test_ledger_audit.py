@@ -113,3 +113,22 @@ def test_bad_arguments():
         audit_ledger(_quick_start(), [0.0], X1, y0=0, y1=1)
     with pytest.raises(ValueError, match="outputs"):
         audit_ledger(_quick_start(), X0, X1, y0=0, y1=1, outputs="some")
+
+
+def test_predictions_are_post_processing_of_what_was_sent():
+    # C&S around a label-private base propagates the labels the users sent: its predictions
+    # add nothing to the record's bound
+    from skldp.baselines import CorrectAndSmooth, LabelPropagationClassifier
+    cs = CorrectAndSmooth(LabelPropagationClassifier(
+        label_mechanism=LabelRandomizedResponse(0.5, classes=[0, 1], random_state=0)))
+    res = audit_ledger(cs, X0, X1, y0=0, y1=1, n_samples=3000, predictions=True)
+    assert res.epsilon_claimed == pytest.approx(0.5) and not res.exceeds_claim, res.summary()
+
+
+def test_predictions_catch_labels_used_in_the_clear():
+    # a model fitted on the clean labels releases them: the audit sees it
+    from skldp.baselines import LabelPropagationClassifier
+    pipe = Pipeline([("mb", MultiBitMechanism(eps=0.5, feature_range=(0, 1), random_state=0)),
+                     ("clf", LabelPropagationClassifier())])
+    res = audit_ledger(pipe, X0, X1, y0=0, y1=1, n_samples=3000, predictions=True)
+    assert res.exceeds_claim and res.output.endswith("predictions"), res.summary()
