@@ -348,11 +348,10 @@ def run_study(study, results_dir="results", *, n_jobs=1, backend="loky", schedul
 
     Several processes may sweep the same study at once (on one machine, or on
     hosts sharing the results folder): each run is claimed before it is
-    dispatched (:class:`~skldp.experiments._claims.RunClaims`, a file per run
-    in ``<results_dir>/<name>_claims/``), so that each run is done by one
-    process; the runs another process holds are reported in ``elsewhere``. The
-    claims of a killed process are taken over. Each run sizes torch's and the
-    BLAS thread pools to this process's share of the CPUs
+    dispatched (a claim file per run in ``<results_dir>/<name>_claims/``), so
+    that each run is done by one process; the runs another process holds are
+    reported in ``elsewhere``. The claims of a killed process are taken over.
+    Each run sizes torch's and the BLAS thread pools to this process's share of the CPUs
     (:func:`skldp.utils.thread_share`; ``SKLDP_NUM_THREADS`` overrides it), and
     the sweep declares its ``n_jobs`` parallel runs to the other skldp processes
     on the same CPUs (:func:`skldp.utils.share_cpus`).

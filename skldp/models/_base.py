@@ -44,8 +44,8 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
 
     Override ``_loss(logits, targets, positions)`` for other objectives
     (label-noise correction, label proportions) and ``_fit_targets(y_enc, X)``
-    for soft targets. The epochs run in :func:`skldp._torch.train` (the one
-    training loop) with its early-stopper; the rows named by ``validation``
+    for soft targets. The epochs run in skldp's one training loop with its
+    early-stopper; the rows named by ``validation``
     (or ``validation_fraction`` of the fit rows) validate and never train. The
     fitted module is kept on the CPU so the estimator pickles anywhere; it
     moves to the chosen device for training and inference.
@@ -53,7 +53,7 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
     Randomness comes only from generators local to ``fit``, seeded from
     ``random_state``: the module is built under :func:`torch.random.fork_rng`
     and re-initialised from its own generator, and dropout draws from another
-    (:func:`skldp._torch.dropout_generator`). torch's global
+    (a generator of its own). torch's global
     generator is neither read nor advanced, so concurrent fits (joblib's
     threading backend) give the same results as sequential ones.
 
@@ -227,7 +227,7 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
                      device=device)
 
     def _epoch_logger(self):
-        """``log`` of :func:`~skldp._torch.train`: one INFO line per epoch."""
+        """``log`` of the training loop: one INFO line per epoch."""
         logger, name, epochs = verbose_logger(__name__), type(self).__name__, self.epochs
 
         def log(epoch, loss, score, seconds):
