@@ -173,10 +173,10 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
         full_batch = self.batch_size is None or self.batch_size >= len(local)
         split = self._split_forward(module, data) if full_batch and val is not None else None
         val_t = None if val is None else torch.as_tensor(val, device=device)
-        on_cpu = device.type == "cpu"
-        # Off the CPU a full batch is not permuted (the order of a mean changes nothing
-        # but rounding): no index copy to the device, so no wait for it, per epoch.
-        fixed_t = None if on_cpu or not full_batch else torch.as_tensor(local, device=device)
+        # A full batch is not permuted (the order of a mean changes nothing but rounding):
+        # the same rows in the same order every epoch, no index copy to the device (so no
+        # wait for it), and the head can read its rows in place (MLPHead).
+        fixed_t = torch.as_tensor(local, device=device) if full_batch else None
         bs = len(local) if self.batch_size is None else self.batch_size
         nxt = {}  # the first stage at the last validated weights, reused by the next step
 
