@@ -6,7 +6,7 @@ loss helpers they share. This package imports none of ``skldp.models``,
 ``skldp.propagation`` or ``skldp.central``.
 """
 
-from ._device import module_on, resolve_device
+from ._device import host_to_device, module_on, resolve_device
 from ._early_stopping import EarlyStopper
 from ._losses import class_cross_entropy, class_softmax
 from ._optim import SGD, Adam
@@ -24,7 +24,7 @@ from ._sparse import sparse_csr_tensor, sparse_matmul, to_torch_dense, to_torch_
 from ._trainer import TrainResult, default_sync_every, train
 
 __all__ = ["Adam", "SGD", "EarlyStopper", "TrainResult", "train", "default_sync_every",
-           "resolve_device", "module_on", "torch_generator", "stream_seed", "build_module",
+           "resolve_device", "module_on", "host_to_device", "torch_generator", "stream_seed", "build_module",
            "init_parameters", "dropout_generator", "current_generator", "dropout", "Dropout",
            "sparse_csr_tensor", "sparse_matmul", "to_torch_sparse", "to_torch_dense",
            "class_softmax",

@@ -5,7 +5,7 @@ import numbers
 
 import torch
 
-__all__ = ["resolve_device", "module_on"]
+__all__ = ["resolve_device", "module_on", "host_to_device"]
 
 
 def resolve_device(device="auto"):
@@ -76,3 +76,32 @@ def module_on(module, device):
     if device.type == "cpu":
         return module.cpu()
     return copy.deepcopy(module).to(device)
+
+
+def host_to_device(array, device, dtype=None):
+    """``torch.as_tensor(array, dtype=dtype, device=device)`` without a wait for the device.
+
+    torch copies pageable host memory to a GPU synchronously: the host waits for
+    every kernel queued before the copy. Host data made in every epoch (a
+    permutation of the rows, fresh negative pairs) would then cost a round trip
+    per epoch. Here the data go through pinned memory with
+    ``non_blocking=True``: the copy is queued like a kernel (torch keeps the
+    pinned buffer until the copy is done). On the CPU it is ``torch.as_tensor``.
+
+    Parameters
+    ----------
+    array : array-like
+    device : str or torch.device
+    dtype : torch.dtype or None, default=None
+
+    Returns
+    -------
+    torch.Tensor
+    """
+    t = torch.as_tensor(array, dtype=dtype)
+    device = torch.device(device)
+    if device.type == "cpu":
+        return t
+    if device.type == "cuda":
+        t = t.pin_memory()
+    return t.to(device, non_blocking=True)

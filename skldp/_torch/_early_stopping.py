@@ -3,12 +3,15 @@
 On the CPU each check reads its score on the host (free there) and copies the
 weights only when they improve. On an accelerator reading a score waits for
 every queued kernel, so the stopper keeps its state on the device instead: the
-best score, the patience counter and a latched "stopped" flag are tensors, the
-best weights are updated with ``torch.where`` (no branch on a device value),
-and the host reads the flag only every ``sync_every`` checks. Training may then
-run up to ``sync_every - 1`` epochs past the stopping point, but the latched
-flag ignores them: the kept weights, ``best_epoch`` and the epoch count are
-those of the host path.
+best score, the patience counter and the stopping epoch are tensors, the best
+weights are updated with ``torch.where`` in place (no branch on a device
+value), and the host reads whether training stopped only every ``sync_every``
+checks. Training may then run up to ``sync_every - 1`` epochs past the
+stopping point, but the stop is latched (the best score becomes ``-inf``, so
+no later check improves): the kept weights, ``best_epoch`` and the epoch
+count are those of the host path. A check costs ``11 + len(tensors)`` small
+kernels and no wait (on small graphs, kernel launches are what an epoch
+costs on a GPU).
 """
 
 import math
@@ -56,8 +59,7 @@ class EarlyStopper:
             self._score = torch.tensor(math.inf, **f64)
             self._bad = torch.zeros((), **i64)
             self._best_epoch = torch.full((), -1, **i64)
-            self._stop_epoch = torch.full((), -1, **i64)
-            self._stopped = torch.zeros((), dtype=torch.bool, device=device)
+            self._stop_epoch = torch.full((), -1, **i64)   # -1: not stopped
 
     @property
     def lazy(self):
@@ -104,22 +106,24 @@ class EarlyStopper:
 
     def _update_device(self, score, epoch):
         score = torch.as_tensor(score, device=self._score.device).to(torch.float64)
-        improved = (score < self._score - self.tol) & ~self._stopped
+        # After the stop the best score is -inf (the latch): no check improves any more
+        improved = score < self._score - self.tol
         with torch.no_grad():
             if self._best is None:
                 self._best = [t.detach().clone() for t in self.tensors]
             for b, t in zip(self._best, self.tensors, strict=True):
-                b.copy_(torch.where(improved, t, b))
+                torch.where(improved, t, b, out=b)
         self._score = torch.where(improved, score, self._score)
         self._best_epoch = torch.where(improved, epoch, self._best_epoch)
-        self._bad = torch.where(improved, 0, self._bad + (~self._stopped).long())
-        if self.patience is not None and epoch + 1 >= self.min_epochs:
-            newly = ~self._stopped & (self._bad >= self.patience)
-            self._stop_epoch = torch.where(newly, epoch, self._stop_epoch)
-            self._stopped = self._stopped | newly
-        if self.patience is None or self._checks % self.sync_every:
+        self._bad = torch.where(improved, 0, self._bad + 1)
+        if self.patience is None or epoch + 1 < self.min_epochs:
             return False
-        return bool(self._stopped)
+        newly = (self._bad >= self.patience) & (self._stop_epoch < 0)
+        self._stop_epoch = torch.where(newly, epoch, self._stop_epoch)
+        self._score = torch.where(newly, -math.inf, self._score)
+        if self._checks % self.sync_every:
+            return False
+        return bool(self._stop_epoch >= 0)
 
     @property
     def best_epoch(self):

@@ -14,6 +14,7 @@ from .._torch import (
     class_softmax,
     default_sync_every,
     dropout_generator,
+    host_to_device,
     module_on,
     resolve_device,
     stream_seed,
@@ -174,12 +175,18 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
         full_batch = self.batch_size is None or self.batch_size >= len(local)
         split = self._split_forward(module, data) if full_batch and val is not None else None
         val_t = None if val is None else torch.as_tensor(val, device=device)
-        on_cpu = device.type == "cpu"
-        # Off the CPU a full batch is not permuted (the order of a mean changes nothing
-        # but rounding): no index copy to the device, so no wait for it, per epoch.
-        fixed_t = None if on_cpu or not full_batch else torch.as_tensor(local, device=device)
+        # A full batch is not permuted (the order of a mean changes nothing but rounding):
+        # the same rows in the same order every epoch, no index copy to the device (so no
+        # wait for it), and the head can read its rows in place (MLPHead).
+        fixed_t = torch.as_tensor(local, device=device) if full_batch else None
         bs = len(local) if self.batch_size is None else self.batch_size
         nxt = {}  # the first stage at the last validated weights, reused by the next step
+
+        if full_batch:
+            # The rows of the full batch and of the validation, gathered once
+            pos_fit, tgt_fit = index_t[fixed_t], targets[fixed_t]
+        if val_t is not None:
+            pos_val, tgt_val = index_t[val_t], targets[val_t]
 
         def step(epoch):
             if not module.training:  # a toggle walks every submodule: only when needed
@@ -189,34 +196,39 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
                 h = nxt.pop("h", None)
                 if h is None:
                     h = split[0]()
-            order_t = (fixed_t if fixed_t is not None
-                       else torch.as_tensor(rng.permutation(local), device=device))
+            if full_batch:
+                opt.zero_grad()
+                logits = (split[1](h, pos_fit, True) if split is not None
+                          else self._forward(module, data, pos_fit))
+                loss = self._loss(logits, tgt_fit, pos_fit)
+                loss.backward()
+                opt.step()
+                return loss.detach()   # the mean over the batch (the trainer keeps float64)
+            # Mini-batches: a new order every epoch, queued to the device without a wait
+            order_t = host_to_device(rng.permutation(local), device)
             total = torch.zeros((), dtype=torch.float64, device=device)
             for s in range(0, len(order_t), bs):
                 b = order_t[s:s + bs]
                 pos = index_t[b]
                 opt.zero_grad()
-                logits = (split[1](h, pos, True) if split is not None
-                          else self._forward(module, data, pos))
-                loss = self._loss(logits, targets[b], pos)
+                loss = self._loss(self._forward(module, data, pos), targets[b], pos)
                 loss.backward()
                 opt.step()
                 total += loss.detach().double() * len(b)
             return total / len(order_t)
 
         def validate(epoch):
-            pos = index_t[val_t]
             if split is not None:
                 # At the weights after this epoch: the next step trains from the same h
                 nxt["h"] = h = split[0]()
                 with torch.no_grad():
-                    logits = split[1](h.detach(), pos, False)
+                    logits = split[1](h.detach(), pos_val, False)
             else:
                 module.eval()
                 with torch.no_grad():
-                    logits = self._forward(module, data, pos)
+                    logits = self._forward(module, data, pos_val)
             with torch.no_grad():
-                return self._loss(logits, targets[val_t], pos)
+                return self._loss(logits, tgt_val, pos_val)
 
         stopper = None
         if val is not None:

@@ -216,10 +216,11 @@ class _SAGEConv(nn.Module):
 class _GATConv(nn.Module):
     """Multi-head graph attention over edges with self loops (Velickovic et al. 2018, eqs. 1-4)."""
 
-    def __init__(self, n_in, n_out, heads, concat, attention_dropout=0.0):
+    def __init__(self, n_in, n_out, heads, concat, attention_dropout=0.0, input_scale=1.0):
         super().__init__()
         self.heads, self.n_out, self.concat = heads, n_out, concat
         self.attention_dropout = attention_dropout
+        self.input_scale = float(input_scale)  # the input times this (a constant, see GAT)
         self.lin = nn.Linear(n_in, heads * n_out, bias=False)
         self.att_src = nn.Parameter(torch.empty(heads, n_out))
         self.att_dst = nn.Parameter(torch.empty(heads, n_out))
@@ -236,7 +237,11 @@ class _GATConv(nn.Module):
     def forward(self, x, g):
         src, dst = g["src"], g["dst"]
         n = g["n"]
-        h = _matmul(x, self.lin.weight.t()).view(-1, self.heads, self.n_out)
+        h = _matmul(x, self.lin.weight.t())
+        scale = getattr(self, "input_scale", 1.0)
+        if scale != 1.0:   # (c x) W = c (x W): the input stays as it is (sparse, offset)
+            h = h * scale
+        h = h.view(-1, self.heads, self.n_out)
         e = F.leaky_relu((h * self.att_src).sum(-1)[src] + (h * self.att_dst).sum(-1)[dst], 0.2)
         e_max = torch.full((n, self.heads), -torch.inf, device=e.device, dtype=e.dtype)
         e_max = e_max.scatter_reduce(0, dst[:, None].expand_as(e), e, reduce="amax")
@@ -254,7 +259,7 @@ class GNNEncoder(nn.Module):
     """A stack of graph convolutions with activation and dropout between them."""
 
     def __init__(self, conv, sizes, activation="relu", dropout=0.5, heads=1, input_dropout=None,
-                 sparse_input_dropout=False, attention_dropout=0.0):
+                 sparse_input_dropout=False, attention_dropout=0.0, input_scale=1.0):
         super().__init__()
         # input_dropout=None: the same dropout on the input features as between layers;
         # on a sparse input only with sparse_input_dropout (its stored entries).
@@ -266,7 +271,8 @@ class GNNEncoder(nn.Module):
             if conv == "gat":
                 n_in = a if i == 0 else a * heads
                 layers.append(_GATConv(n_in, b, heads=1 if last else heads, concat=not last,
-                                       attention_dropout=attention_dropout))
+                                       attention_dropout=attention_dropout,
+                                       input_scale=input_scale if i == 0 else 1.0))
             else:
                 layers.append({"gcn": _GCNConv, "sage": _SAGEConv}[conv](a, b))
         self.layers = nn.ModuleList(layers)
@@ -510,7 +516,15 @@ def _params_doc(hidden_size=16, activation="relu", dropout=0.5, lr=0.01, heads=N
         uses one head.
     attention_dropout : float in [0, 1), default=0.6
         Dropout on the normalised attention coefficients of every layer
-        (Velickovic et al., 2018, §3.3)."""
+        (Velickovic et al., 2018, §3.3).
+    input_scale : "auto" or float > 0, default="auto"
+        A constant that multiplies every input feature. ``"auto"``: when the
+        root-mean-square entry of the graph's features exceeds 1, its
+        inverse, else 1 (row-normalised or binary features are left as they
+        are). On large inputs, such as unbiased multi-bit reports (±1550 on
+        Cora at eps = 1), the attention starts saturated (each node attends
+        to one neighbour) and, with attention dropout, training collapses.
+        Read more in the :ref:`User Guide <gat_input_scale>`."""
     return f"""
     Parameters
     ----------
@@ -665,7 +679,9 @@ class GATClassifier(GNNClassifierBase):
     al., ICLR 2018, eqs. (1)-(4)); hidden layers concatenate ``heads`` heads,
     the output layer uses one head.
     """ + _params_doc(hidden_size=8, activation="elu", dropout=0.6, lr=0.005,
-                      heads=8) + _ATTRS_DOC + _FULL_BATCH_NOTES + """
+                      heads=8) + _ATTRS_DOC + """    input_scale_ : float
+        The constant that multiplied the input features (see ``input_scale``).
+""" + _FULL_BATCH_NOTES + """
     References
     ----------
     Velickovic et al., "Graph Attention Networks", ICLR 2018.
@@ -683,9 +699,9 @@ class GATClassifier(GNNClassifierBase):
     """
     _conv = "gat"
 
-    def __init__(self, hidden_size=8, *, heads=8, attention_dropout=0.6, n_layers=2,
-                 activation="elu", dropout=0.6, lr=0.005, weight_decay=5e-4, epochs=200,
-                 early_stopping=True, validation=None,
+    def __init__(self, hidden_size=8, *, heads=8, attention_dropout=0.6, input_scale="auto",
+                 n_layers=2, activation="elu", dropout=0.6, lr=0.005, weight_decay=5e-4,
+                 epochs=200, early_stopping=True, validation=None,
                  validation_fraction=0.1, patience=50, device="auto", random_state=None,
                  verbose=0, label_mechanism=None):
         super().__init__(hidden_size, n_layers=n_layers, activation=activation, dropout=dropout,
@@ -696,14 +712,53 @@ class GATClassifier(GNNClassifierBase):
                          verbose=verbose, label_mechanism=label_mechanism)
         self.heads = heads
         self.attention_dropout = attention_dropout
+        self.input_scale = input_scale
 
     def _validate_hyperparameters(self):
         super()._validate_hyperparameters()
         p = self.attention_dropout
         if not isinstance(p, numbers.Real) or not 0 <= p < 1:
             raise ValueError(f"attention_dropout must be in [0, 1), got {p!r}.")
+        c = self.input_scale
+        if not (isinstance(c, str) and c == "auto") and not (
+                isinstance(c, numbers.Real) and not isinstance(c, bool) and np.isfinite(c)
+                and c > 0):
+            raise ValueError(f"input_scale must be 'auto' or a finite number > 0, got {c!r}.")
+
+    def fit(self, X, y):
+        self._validate_hyperparameters()
+        G = check_graph_data(X, self, require_adjacency=True, require_finite=True)
+        self.input_scale_ = (rms_input_scale(G) if isinstance(self.input_scale, str)
+                             else float(self.input_scale))
+        return super().fit(X, y)
+
+    fit.__doc__ = GNNClassifierBase.fit.__doc__
 
     def _build_module(self, n_features, n_classes):
         return GNNEncoder("gat", self._sizes(n_features, n_classes), self.activation,
                           self.dropout, heads=self.heads, sparse_input_dropout=True,
-                          attention_dropout=self.attention_dropout)
+                          attention_dropout=self.attention_dropout,
+                          input_scale=getattr(self, "input_scale_", 1.0))  # set by fit
+
+
+def rms_input_scale(G):
+    """``1 / rms`` when the root-mean-square entry of ``G``'s features exceeds 1, else 1.
+
+    Over every node's features (a GNN reads them all), in float64; cached on the graph.
+    """
+    key = ("skldp.rms_input_scale",)
+    scale = G.memo_get(key)
+    if scale is None:
+        X = G.features
+        n, d = X.shape
+        if sp.issparse(X):
+            sq = float(np.square(sp.csr_matrix(X).data, dtype=np.float64).sum())
+        else:
+            X = np.asarray(X)
+            step = max(1, (1 << 22) // max(d, 1))
+            sq = sum(float(np.square(X[s:s + step], dtype=np.float64).sum())
+                     for s in range(0, n, step))
+        rms = np.sqrt(sq / max(n * d, 1))
+        scale = 1.0 / rms if rms > 1.0 else 1.0
+        G.memo_set(key, scale)
+    return scale

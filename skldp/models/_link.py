@@ -24,6 +24,7 @@ from .._torch import (
     default_sync_every,
     dropout,
     dropout_generator,
+    host_to_device,
     module_on,
     resolve_device,
     stream_seed,
@@ -192,15 +193,37 @@ def _pair_logits(z, pairs):
     return (z[pairs[:, 0]] * z[pairs[:, 1]]).sum(dim=1)
 
 
-def _balanced_bce(logits, targets):
-    """Mean BCE over positives plus mean BCE over negatives (PyG-style recon loss)."""
-    pos, neg = targets > 0.5, targets <= 0.5
+def _balanced_bce(logits, targets, pos, neg):
+    """Mean BCE over positives plus mean BCE over negatives (PyG-style recon loss).
+
+    ``pos`` and ``neg`` index the positive and the negative pairs (ascending, as a
+    boolean mask would; ``None`` when there is none): found once on the host from
+    the labels, since a mask, or asking whether it is empty, makes the host wait for
+    the device at every call.
+    """
     loss = logits.new_zeros(())
-    if pos.any():
+    if pos is not None:
         loss = loss + F.binary_cross_entropy_with_logits(logits[pos], targets[pos])
-    if neg.any():
+    if neg is not None:
         loss = loss + F.binary_cross_entropy_with_logits(logits[neg], targets[neg])
     return loss
+
+
+def _label_positions(y, device):
+    """``(pos, neg)`` for :func:`_balanced_bce`: the positions of ``y > 0.5`` and of
+    ``y <= 0.5`` (``None`` for an empty side)."""
+    y = np.asarray(y)
+    return tuple(torch.as_tensor(i, dtype=torch.long, device=device) if len(i) else None
+                 for i in (np.flatnonzero(y > 0.5), np.flatnonzero(y <= 0.5)))
+
+
+def _with_negatives(neg, start, count, device):
+    """``neg`` followed by the positions ``start, ..., start + count - 1`` (made on the
+    device: no copy from the host)."""
+    if count == 0:
+        return neg
+    extra = torch.arange(start, start + count, dtype=torch.long, device=device)
+    return extra if neg is None else torch.cat([neg, extra])
 
 
 class VGAELinkPredictor(_LinkPredictorBase):
@@ -401,6 +424,8 @@ class VGAELinkPredictor(_LinkPredictorBase):
                                                   self.dropout, self.variational),
                               torch_generator(stream_seed(seed, "init"))).to(device)
         opt = Adam(module.parameters(), lr=self.lr, weight_decay=self.weight_decay)
+        fresh_each_epoch = self.negative_sampling == "per_epoch" and n_pos > 0
+        tr_sides = _label_positions(tr_y, device)
 
         def step(epoch):
             module.train()
@@ -412,13 +437,14 @@ class VGAELinkPredictor(_LinkPredictorBase):
                 eps = torch.randn(mu.shape, generator=current_generator(), device=mu.device,
                                   dtype=mu.dtype)
                 z = mu + eps * torch.exp(logstd)
-            pairs, targets = tp, ty
-            if self.negative_sampling == "per_epoch" and n_pos:
-                fresh = torch.as_tensor(_random_non_edges(rng, n, codes, n_fresh),
-                                        device=tp.device)
+            pairs, targets, (pos, neg) = tp, ty, tr_sides
+            if fresh_each_epoch:
+                # queued to the device without a wait (pinned memory)
+                fresh = host_to_device(_random_non_edges(rng, n, codes, n_fresh), device)
                 pairs = torch.cat([tp, fresh])
                 targets = torch.cat([ty, ty.new_zeros(len(fresh))])
-            loss = _balanced_bce(_pair_logits(z, pairs), targets)
+                neg = _with_negatives(neg, len(tp), len(fresh), device)
+            loss = _balanced_bce(_pair_logits(z, pairs), targets, pos, neg)
             if logstd is not None:
                 kl = -0.5 * torch.mean(torch.sum(1 + 2 * logstd - mu ** 2
                                                  - torch.exp(logstd) ** 2, dim=1))
@@ -431,11 +457,12 @@ class VGAELinkPredictor(_LinkPredictorBase):
         if va_pairs is not None:
             vp = torch.as_tensor(va_pairs, device=device)
             vy = torch.as_tensor(va_y, dtype=torch.float32, device=device)
+            va_sides = _label_positions(va_y, device)
 
             def validate(epoch):
                 module.eval()
                 with torch.no_grad():
-                    return _balanced_bce(_pair_logits(module(x, g)[0], vp), vy)
+                    return _balanced_bce(_pair_logits(module(x, g)[0], vp), vy, *va_sides)
 
             stopper = EarlyStopper(list(module.state_dict().values()), self.patience,
                                    min_epochs=self.min_epochs,
@@ -707,7 +734,7 @@ class HadamardLinkPredictor(_LinkPredictorBase):
 
         def step(epoch):
             module.train()
-            order = torch.as_tensor(rng.permutation(len(tp)), device=device)
+            order = host_to_device(rng.permutation(len(tp)), device)   # no wait
             total = torch.zeros((), dtype=torch.float64, device=device)
             for s in range(0, len(order), self.batch_size):
                 b = order[s:s + self.batch_size]

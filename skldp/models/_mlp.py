@@ -31,21 +31,45 @@ class _Standardized:
 
     The module's first layer (the input normalisation) is skipped on them, so
     an epoch does not normalise every row again (on Facebook's 4,714
-    features that took longer than the layers themselves).
+    features that took longer than the layers themselves). The normalised
+    copy is made on first use, in the order :meth:`arrange` gives (a full
+    batch: the training rows, then the validation rows), so that an epoch
+    reads each block in place instead of gathering its rows (on Facebook,
+    gathering 11,000 x 4,714 values took longer than the linear layer).
     """
 
     def __init__(self, X, norm, device):
-        X = np.asarray(X)
-        Z = np.empty(X.shape, dtype=np.float32)
+        self._X, self._norm, self.device = np.asarray(X), norm, device
+        self.a = self.t = None
+
+    def arrange(self, order):
+        """Store the rows ``order`` (positions of ``X``), in that order; returns the map
+        from positions of ``X`` to rows of the store (-1: not stored)."""
+        self._build(np.asarray(order, dtype=np.intp))
+        where = np.full(self._n, -1, dtype=np.intp)
+        where[order] = np.arange(len(order))
+        return where
+
+    def _build(self, order=None):
+        X, self._X = self._X, None
+        self._n = X.shape[0]
+        n = X.shape[0] if order is None else len(order)
+        Z = np.empty((n, X.shape[1]), dtype=np.float32)
         step = max(1, _STATS_CHUNK // max(X.shape[1], 1))
-        for s in range(0, X.shape[0], step):
-            Z[s:s + step] = norm(X[s:s + step])
-        self.a = Z if device.type == "cpu" else None
-        self.t = torch.as_tensor(Z, device=device)
+        for s in range(0, n, step):
+            Z[s:s + step] = self._norm(X[s:s + step] if order is None else X[order[s:s + step]])
+        self.a = Z if self.device.type == "cpu" else None
+        self.t = torch.as_tensor(Z, device=self.device)
 
     def rows(self, positions):
-        if self.a is not None:   # numpy's take gathers rows ~4x faster than torch indexing
-            return torch.from_numpy(np.take(self.a, positions.numpy(), axis=0))
+        if self._X is not None:
+            self._build()
+        if self.a is not None:
+            p = positions.numpy()
+            if len(p) and p[-1] - p[0] == len(p) - 1 and (len(p) == 1 or (np.diff(p) == 1).all()):
+                return self.t[p[0]:p[-1] + 1]   # a block in place (an arranged full batch)
+            # numpy's take gathers rows ~4x faster than torch indexing
+            return torch.from_numpy(np.take(self.a, p, axis=0))
         return self.t[positions]
 
 
@@ -341,6 +365,15 @@ class MLPHead(TorchClassifierBase):
             width = h
         layers += [nn.Linear(width, n_classes)]
         return nn.Sequential(*layers)
+
+    def _train(self, module, opt, data, index_t, targets, local, val, rng, device):
+        if isinstance(data, _Standardized) and (self.batch_size is None
+                                                 or self.batch_size >= len(local)):
+            # A full batch reads the same rows every epoch: store them in that order
+            order = local if val is None else np.concatenate([local, val])
+            where = data.arrange(index_t.cpu().numpy()[order])
+            index_t = torch.as_tensor(where[index_t.cpu().numpy()], device=device)
+        return super()._train(module, opt, data, index_t, targets, local, val, rng, device)
 
     def _forward(self, module, data, positions):
         if isinstance(data, _SparseRows):

@@ -95,3 +95,48 @@ def test_default_sync_every():
     assert default_sync_every("cpu") == 1
     assert default_sync_every(torch.device("cuda")) > 1
     assert math.isfinite(default_sync_every("meta"))
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("min_epochs", [0, 25, 45])
+def test_device_path_with_min_epochs(seed, min_epochs):
+    scores = _scores(seed)
+    host, w_host = _run(scores, 1, 3, min_epochs)
+    lazy, w_lazy = _run(scores, 7, 3, min_epochs)
+    assert (lazy.n_iter, lazy.best_epoch) == (host.n_iter, host.best_epoch)
+    assert lazy.validation_scores == host.validation_scores
+    assert torch.equal(w_host, w_lazy)
+
+
+def test_device_path_reads_values_only_every_sync_every(monkeypatch):
+    """On an accelerator a read waits for the device: the lazy stopper's loop reads the
+    stop flag every ``sync_every`` checks and nothing else until the end."""
+    reads = []
+    for name in ("__bool__", "item", "__float__", "__int__", "tolist", "cpu", "numpy"):
+        orig = getattr(torch.Tensor, name)
+        monkeypatch.setattr(torch.Tensor, name, lambda self, *a, _o=orig, _n=name, **k:
+                            (reads.append((_n, len(epochs))), _o(self, *a, **k))[1])
+    epochs = []
+    w = torch.zeros(3)
+    stopper = EarlyStopper([w], 1000, sync_every=7)
+
+    def step(epoch):
+        epochs.append(epoch)
+        w.fill_(epoch)
+        return torch.tensor(1.0)
+
+    res = train(step, 30, validate=lambda e: torch.tensor(30.0 - e), stopper=stopper)
+    during = [r for r in reads if r[1] < 30]
+    assert [r[1] for r in during] == [7, 14, 21, 28]   # the flag, after checks 7, 14, ...
+    assert res.n_iter == 30 and res.best_epoch == 29 and float(w[0]) == 29
+
+
+def test_host_to_device():
+    from skldp._torch import host_to_device
+    a = np.arange(5)
+    t = host_to_device(a, "cpu")
+    assert t.device.type == "cpu" and t.tolist() == [0, 1, 2, 3, 4]
+    assert host_to_device(a, torch.device("cpu"), dtype=torch.float32).dtype == torch.float32
+    # another device: an asynchronous copy (pinned first on CUDA)
+    m = host_to_device(a, "meta", dtype=torch.float64)
+    assert m.device.type == "meta" and m.dtype == torch.float64 and m.shape == (5,)

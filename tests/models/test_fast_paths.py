@@ -25,8 +25,19 @@ def test_column_stats_in_row_chunks_match_numpy(monkeypatch):
     np.testing.assert_allclose(mean, X64.mean(axis=0), rtol=1e-12)
     np.testing.assert_allclose(scale[:3], X64.std(axis=0)[:3], rtol=1e-9)
     assert scale[3] == 1.0   # constant column
-    S = _mlp._Standardized(X, lambda B: (B - mean) / scale, torch.device("cpu")).t
-    np.testing.assert_allclose(S.numpy(), (X64 - mean) / scale, rtol=1e-5, atol=1e-5)
+    S = _mlp._Standardized(X, lambda B: (B - mean) / scale, torch.device("cpu"))
+    expected = (X64 - mean) / scale
+    np.testing.assert_allclose(S.rows(torch.arange(53)).numpy(), expected, rtol=1e-5, atol=1e-5)
+    # arranged: the rows given first, in that order, then read in place
+    order = np.r_[np.arange(40, 53), np.arange(0, 40)][::-1].copy()
+    S = _mlp._Standardized(X, lambda B: (B - mean) / scale, torch.device("cpu"))
+    where = S.arrange(order)
+    np.testing.assert_array_equal(where[order], np.arange(53))
+    block = S.rows(torch.arange(10, 30))
+    assert block.untyped_storage().data_ptr() == S.t.untyped_storage().data_ptr()
+    np.testing.assert_allclose(block.numpy(), expected[order[10:30]], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(S.rows(torch.tensor([5, 2, 50])).numpy(),
+                               expected[order[[5, 2, 50]]], rtol=1e-5, atol=1e-5)
 
 
 def test_mlp_trained_on_standardised_rows_predicts_through_its_own_layer():

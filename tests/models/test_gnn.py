@@ -371,3 +371,38 @@ def test_gnn_classifiers_drop_sparse_inputs_and_gat_attention():
     np.testing.assert_array_equal(a.predict_proba(G[te]), b.predict_proba(G[te]))
     with pytest.raises(ValueError, match="attention_dropout"):
         GATClassifier(attention_dropout=1.0, epochs=2).fit(G[tr], y[tr])
+
+
+def test_gat_input_scale_makes_large_inputs_unit_scale():
+    # Unbiased reports are large (multi-bit on Cora at eps = 1: +-1550); GAT's attention
+    # saturates on them. "auto" divides by the root-mean-square entry when it exceeds 1.
+    G, y, tr, te = sbm(seed=1)
+    X = np.asarray(G.features)
+    fits = {}
+    for c in (10.0, 1000.0):
+        Gc = GraphData(X * c, G.adjacency)
+        clf = GATClassifier(heads=2, epochs=30, random_state=0, device="cpu").fit(Gc[tr], y[tr])
+        rms = np.sqrt(np.mean((X * c) ** 2))
+        assert clf.input_scale_ == pytest.approx(1 / rms, rel=1e-12)
+        assert clf.module_.layers[0].input_scale == pytest.approx(1 / rms, rel=1e-12)
+        assert clf.module_.layers[1].input_scale == 1.0
+        fits[c] = clf.predict_proba(Gc[te])
+    # the same network whatever the scale above 1 (up to rounding)
+    np.testing.assert_allclose(fits[10.0], fits[1000.0], atol=1e-4)
+    # features of unit scale or less (row-normalised, binary) are left as they are
+    Gs = GraphData(X / np.abs(X).sum(axis=1, keepdims=True), G.adjacency)
+    a = GATClassifier(heads=2, epochs=5, random_state=0, device="cpu").fit(Gs[tr], y[tr])
+    b = GATClassifier(heads=2, epochs=5, input_scale=1.0, random_state=0,
+                      device="cpu").fit(Gs[tr], y[tr])
+    assert a.input_scale_ == 1.0
+    np.testing.assert_array_equal(a.predict_proba(Gs[te]), b.predict_proba(Gs[te]))
+    # an explicit constant is used as given
+    d = GATClassifier(heads=2, epochs=2, input_scale=0.5, device="cpu").fit(G[tr], y[tr])
+    assert d.input_scale_ == 0.5 and d.module_.layers[0].input_scale == 0.5
+
+
+@pytest.mark.parametrize("value", [0.0, -1.0, np.inf, "max", True])
+def test_gat_rejects_bad_input_scale(value, data):
+    G, y, tr, te = data
+    with pytest.raises(ValueError, match="input_scale"):
+        GATClassifier(input_scale=value, epochs=2).fit(G[tr], y[tr])

@@ -224,3 +224,42 @@ def test_predict_elsewhere_keeps_the_fitted_weights_on_the_cpu(split, make):
     tol = m * np.finfo(np.float32).eps
     np.testing.assert_allclose(est.set_params(device="cpu").decision_function(P_te), expected,
                                rtol=tol, atol=tol * np.abs(expected).max())
+
+
+def test_balanced_bce_on_positions_equals_the_masked_loss():
+    import torch
+    import torch.nn.functional as F
+
+    from skldp.models._link import _balanced_bce, _label_positions, _with_negatives
+    rng = np.random.default_rng(0)
+    y = (rng.random(50) < 0.3).astype(np.float32)
+    y_all = np.r_[y, np.zeros(7, np.float32)]          # 7 fresh negatives appended
+    logits = torch.as_tensor(rng.normal(size=57), dtype=torch.float32)
+    t = torch.as_tensor(y_all)
+    pos, neg = _label_positions(y, "cpu")
+    neg = _with_negatives(neg, 50, 7, "cpu")
+    masked = (F.binary_cross_entropy_with_logits(logits[t > 0.5], t[t > 0.5])
+              + F.binary_cross_entropy_with_logits(logits[t <= 0.5], t[t <= 0.5]))
+    assert torch.equal(_balanced_bce(logits, t, pos, neg), masked)
+    # one side empty: its term is left out
+    pos0, neg0 = _label_positions(np.zeros(5), "cpu")
+    assert pos0 is None and neg0.tolist() == [0, 1, 2, 3, 4]
+    assert _with_negatives(None, 5, 2, "cpu").tolist() == [5, 6]
+
+
+def test_vgae_epochs_read_nothing_on_the_host(split, monkeypatch):
+    """On a GPU every read of a tensor value waits for the device: with the device path
+    of the trainer, an epoch of VGAE reads nothing (the loss's sides are found once)."""
+    import torch
+
+    from skldp.models import _link
+    monkeypatch.setattr(_link, "default_sync_every", lambda device: 16)
+    reads = []
+    for name in ("__bool__", "item", "__float__", "__int__"):
+        orig = getattr(torch.Tensor, name)
+        monkeypatch.setattr(torch.Tensor, name, lambda self, *a, _o=orig, **k:
+                            (reads.append(1), _o(self, *a, **k))[1])
+    est, P_fit, y_fit = _with_validation(_vgae(epochs=60, min_epochs=60), split)
+    est.fit(P_fit, y_fit)
+    assert est.n_iter_ == 60
+    assert len(reads) <= 4   # after training: the best and stopping epochs

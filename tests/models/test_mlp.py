@@ -245,3 +245,35 @@ def test_early_stopping_auto_holds_out_rows_only_when_there_are_many():
     assert len(many.validation_scores_) == 5
     with pytest.raises(ValueError, match="early_stopping"):
         MLPHead(early_stopping="sometimes").fit(X, y)
+
+
+def test_full_batch_reads_its_rows_in_place(monkeypatch):
+    # A full batch reads the same rows every epoch: the normalised rows are stored
+    # training rows first, then validation rows, and each epoch reads both blocks in
+    # place (a gather of n x d values per epoch cost more than the linear head).
+    from skldp.models import _mlp
+    X, y = _blobs(n=400, d=8)
+    seen = []
+    rows = _mlp._Standardized.rows
+
+    def spy(self, positions):
+        out = rows(self, positions)
+        seen.append(out.untyped_storage().data_ptr() == self.t.untyped_storage().data_ptr())
+        return out
+
+    monkeypatch.setattr(_mlp._Standardized, "rows", spy)
+    kw = dict(hidden_layer_sizes=(), epochs=15, early_stopping=True, validation_fraction=0.25,
+              random_state=0, device="cpu")
+    arranged = MLPHead(**kw).fit(X, y)
+    assert len(seen) == 2 * 15 and all(seen)
+    # the same fit as gathering the same rows in the same order, bit for bit
+    monkeypatch.setattr(_mlp.MLPHead, "_train", _mlp.TorchClassifierBase._train)
+    seen.clear()
+    gathered = MLPHead(**kw).fit(X, y)
+    assert not any(seen)
+    np.testing.assert_array_equal(arranged.predict_proba(X), gathered.predict_proba(X))
+    assert arranged.validation_scores_ == gathered.validation_scores_
+    # mini-batches gather their (permuted) rows
+    seen.clear()
+    MLPHead(**{**kw, "batch_size": 64}).fit(X, y)
+    assert seen and not all(seen)
