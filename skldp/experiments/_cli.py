@@ -38,6 +38,9 @@ def _parser():
                    help="times runs lost with a dead worker are dispatched again")
     p.add_argument("--max-runs", type=int, default=None, help="run at most this many")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--note", default=None,
+                   help="how this sweep is scheduled (priority, what runs beside it), written "
+                        "into each of its records (default: the command)")
     p.add_argument("-v", "--verbose", action="count", default=0,
                    help="log every run (-v) and cache activity (-vv)")
     return p
@@ -83,10 +86,11 @@ def reproduce_main(argv):
         study = study.quick_variant()
     results = Path(args.results_dir or ("docs/results" if Path("docs/results").is_dir()
                                         else "results"))
+    command = "python -m skldp reproduce " + " ".join(shlex.quote(a) for a in argv)
     res = run_study(study, results, n_jobs=args.n_jobs, backend=args.backend,
                     scheduler=args.scheduler, cache=args.cache, retries=args.retries,
-                    progress=not args.no_progress, max_runs=args.max_runs)
-    command = "python -m skldp reproduce " + " ".join(shlex.quote(a) for a in argv)
+                    progress=not args.no_progress, max_runs=args.max_runs,
+                    note=args.note or command)
     paths = write_summary(study, res.records, results, command=command)
     print(f"{study.name}: {len(res.done)} run(s) done, {len(res.skipped)} already recorded, "
           f"{len(res.elsewhere)} taken by another process, {len(res.failed)} failed, "

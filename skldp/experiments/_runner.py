@@ -121,10 +121,14 @@ def build_estimator(study, spec, G=None):
     return est
 
 
-def _privacy(est):
+def _privacy(est, G=None):
+    """What the run's users spent: their ledger when the run has users (a GraphData, new
+    for each run), else what the fitted estimator's private steps lead to. The ledger also
+    knows what no step holds: raw features read in the clear by a server step (inf)."""
+    from .. import GraphData
     from ..accounting import privacy_report
     try:
-        rep = privacy_report(est)
+        rep = privacy_report(G if isinstance(G, GraphData) else est)
     except Exception as exc:  # pragma: no cover - report must not lose a finished run
         return {"error": repr(exc)}, None
     central = rep.central
@@ -133,6 +137,14 @@ def _privacy(est):
         out["central_epsilon"] = float(sum(s.epsilon for s in central))
         out["central_delta"] = float(sum(s.delta for s in central))
     return out, float(rep.local_epsilon)
+
+
+def _load_average():
+    """The 1-minute load average of the machine (None where unknown)."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError):  # pragma: no cover - not on every platform
+        return None
 
 
 def _peak_rss_mb():
@@ -195,7 +207,7 @@ def _run_one(study, spec, cache):
         evaluate = study.methods[spec.method].evaluate or fit_and_score
         with GraphCache(cache) if cache is not None else contextlib.nullcontext():
             metrics = evaluate(est, G, y, masks)
-        privacy, eps_spent = _privacy(est)
+        privacy, eps_spent = _privacy(est, G)
         info = _info(est)
     except Exception:
         return {"key": spec.key, "error": traceback.format_exc()}
@@ -209,6 +221,7 @@ def _run_one(study, spec, cache):
         "wall_s": round(time.perf_counter() - t0, 3),
         "cpu_s": round(time.process_time() - c0, 3),
         "peak_rss_mb": _peak_rss_mb(),  # of the process, after the run
+        "load_1m": _load_average(),  # the machine's load when the run ended
         "host": platform.node(), "pid": os.getpid(), "threads": threads,
         "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
@@ -335,7 +348,7 @@ def validate_study(study):
 
 
 def run_study(study, results_dir="results", *, n_jobs=1, backend="loky", scheduler=None,
-              cache=None, retries=1, progress=True, max_runs=None):
+              cache=None, retries=1, progress=True, max_runs=None, note=None):
     """Run every run of ``study`` that its runs file does not hold yet.
 
     Runs are dispatched through joblib (``backend``); workers return records
@@ -378,6 +391,10 @@ def run_study(study, results_dir="results", *, n_jobs=1, backend="loky", schedul
         Show a tqdm progress bar with the time left (if tqdm is installed).
     max_runs : int or None, default=None
         Run at most this many of the remaining runs (for a partial sweep).
+    note : str or None, default=None
+        How this sweep was scheduled (its command, priority, what ran beside
+        it): written into each of its records as ``sweep``, so that the runs
+        file, not the results page, tells which runs came when and how.
 
     Returns
     -------
@@ -393,11 +410,11 @@ def run_study(study, results_dir="results", *, n_jobs=1, backend="loky", schedul
         else max(1, int(n_jobs))
     with share_cpus(weight if local else 1):   # this machine's CPUs, shared
         return _run_study(study, results_dir, n_jobs, backend, scheduler, cache, retries,
-                          progress, max_runs)
+                          progress, max_runs, note)
 
 
 def _run_study(study, results_dir, n_jobs, backend, scheduler, cache, retries, progress,
-               max_runs):
+               max_runs, note=None):
     t0 = time.perf_counter()
     runs_file = RunsFile(Path(results_dir) / f"{study.name}_runs.jsonl", study.name)
     validate_study(study)
@@ -411,7 +428,7 @@ def _run_study(study, results_dir, n_jobs, backend, scheduler, cache, retries, p
                 study.name, len(specs), len(result.skipped), len(todo), backend, n_jobs)
     bar = _Progress(len(todo), study.name, progress)
     cache = None if cache is None else str(cache)
-    claims = _Claims(RunClaims(runs_file.path), runs_file, result, bar)
+    claims = _Claims(RunClaims(runs_file.path), runs_file, result, bar, note)
     try:
         with parallel_backend(backend, n_jobs, scheduler):
             _dispatch(study, todo, cache, n_jobs, retries, runs_file, result, bar, claims)
@@ -430,9 +447,10 @@ class _Claims:
     """This sweep's side of the run claims: take a run before dispatching it, release
     it once recorded (or failed, or missing)."""
 
-    def __init__(self, claims, runs_file, result, bar):
+    def __init__(self, claims, runs_file, result, bar, note=None):
         import threading
         self.claims, self.runs_file, self.result, self.bar = claims, runs_file, result, bar
+        self.note = note   # how the sweep was scheduled, into each of its records
         self.held = set()
         self.lock = threading.Lock()   # joblib may consume the task generator in a thread
 
@@ -485,6 +503,8 @@ def _dispatch(study, todo, cache, n_jobs, retries, runs_file, result, bar, claim
                 joblib.delayed(_run_one)(study, spec, cache) for spec in batch
                 if claims.take(spec))
             for rec in out:
+                if claims.note is not None and "error" not in rec:
+                    rec["sweep"] = claims.note
                 _collect(rec, runs_file, result, bar)
                 claims.release(rec["key"])
         except Exception as exc:  # a worker died: the runs not recorded are retried

@@ -4,7 +4,7 @@ import numpy as np
 from sklearn.model_selection import StratifiedKFold
 from sklearn.utils import check_random_state
 
-__all__ = ["random_node_split", "planetoid_split", "LabelledKFold"]
+__all__ = ["random_node_split", "per_class_node_split", "planetoid_split", "LabelledKFold"]
 
 
 def random_node_split(y, train_size=0.5, val_size=0.25, test_size=0.25, *, stratify=False,
@@ -45,6 +45,60 @@ def random_node_split(y, train_size=0.5, val_size=0.25, test_size=0.25, *, strat
         for mask, part in zip(masks, np.split(idx, cuts[:3])[:3], strict=True):
             mask[part] = True
     return tuple(masks)
+
+
+def per_class_node_split(y, n_train=20, n_val=30, *, random_state=None):
+    """Random split with a fixed number of training and validation nodes per class.
+
+    The label-scarce protocol of the Planetoid benchmarks (Yang et al., ICML
+    2016; Kipf and Welling, ICLR 2017): ``n_train`` labelled nodes of each class
+    train, ``n_val`` of each class validate, every other labelled node
+    (``y >= 0``) is a test node. A class with fewer than ``3 (n_train + n_val)``
+    nodes gives at most a third of its nodes to each of training and
+    validation, so that it keeps test nodes (a class of 16 nodes: 5, 5, 6).
+
+    Parameters
+    ----------
+    y : array-like of shape (n_nodes,)
+        Labels, ``-1`` for unlabelled nodes (in no part).
+    n_train : int, default=20
+        Training nodes per class.
+    n_val : int, default=30
+        Validation nodes per class.
+    random_state : int, RandomState or None, default=None
+        Seeds the draw.
+
+    Returns
+    -------
+    train_mask, val_mask, test_mask : ndarray of bool, shape (n_nodes,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skldp.model_selection import per_class_node_split
+    >>> y = np.repeat([0, 1], 100)
+    >>> tr, va, te = per_class_node_split(y, 20, 30, random_state=0)
+    >>> int(tr.sum()), int(va.sum()), int(te.sum())
+    (40, 60, 100)
+    """
+    y = np.asarray(y)
+    for name, v in (("n_train", n_train), ("n_val", n_val)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
+            raise ValueError(f"{name} must be an integer >= 0, got {v!r}.")
+    labelled = np.flatnonzero(y >= 0)
+    if len(labelled) == 0:
+        raise ValueError("y has no labelled node (all -1).")
+    rng = check_random_state(random_state)
+    train, val = np.zeros(len(y), dtype=bool), np.zeros(len(y), dtype=bool)
+    for c in np.unique(y[labelled]):
+        idx = rng.permutation(labelled[y[labelled] == c])
+        small = len(idx) < 3 * (n_train + n_val)
+        k_tr = min(n_train, len(idx) // 3) if small else n_train
+        k_va = min(n_val, len(idx) // 3) if small else n_val
+        train[idx[:k_tr]] = True
+        val[idx[k_tr:k_tr + k_va]] = True
+    test = (y >= 0) & ~train & ~val
+    return train, val, test
 
 
 def planetoid_split(bunch):

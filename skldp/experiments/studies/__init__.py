@@ -1,6 +1,7 @@
 """Registered studies: ``python -m skldp reproduce <name>``."""
 
 from ._dpgnn import dpgnn_study
+from ._label_scarce import label_scarce_study
 from ._link_prediction import link_prediction_study
 from ._lpgnn import lpgnn_study
 from ._lpgnn_mae import lpgnn_mae_study
@@ -11,11 +12,12 @@ from ._solitude import solitude_study
 
 __all__ = ["get_study", "list_studies", "privge_study", "rgnn_study", "solitude_study",
            "link_prediction_study", "dpgnn_study", "lpgnn_study",
-           "lpgnn_mae_study", "planetoid_study"]
+           "lpgnn_mae_study", "planetoid_study", "label_scarce_study"]
 
 _STUDIES = {"privge": privge_study, "rgnn": rgnn_study, "solitude": solitude_study,
             "link_prediction": link_prediction_study, "dpgnn": dpgnn_study,
-            "lpgnn": lpgnn_study, "lpgnn_mae": lpgnn_mae_study, "planetoid": planetoid_study}
+            "lpgnn": lpgnn_study, "lpgnn_mae": lpgnn_mae_study, "planetoid": planetoid_study,
+            "label_scarce": label_scarce_study}
 
 
 def list_studies():
