@@ -24,7 +24,8 @@ from ._sparse import sparse_csr_tensor, sparse_matmul, to_torch_dense, to_torch_
 from ._trainer import TrainResult, default_sync_every, train
 
 __all__ = ["Adam", "SGD", "EarlyStopper", "TrainResult", "train", "default_sync_every",
-           "resolve_device", "module_on", "host_to_device", "torch_generator", "stream_seed", "build_module",
+           "resolve_device", "module_on", "host_to_device", "torch_generator", "stream_seed",
+           "build_module",
            "init_parameters", "dropout_generator", "current_generator", "dropout", "Dropout",
            "sparse_csr_tensor", "sparse_matmul", "to_torch_sparse", "to_torch_dense",
            "class_softmax",

@@ -98,7 +98,7 @@ def host_to_device(array, device, dtype=None):
     -------
     torch.Tensor
     """
-    t = torch.as_tensor(array, dtype=dtype)
+    t = torch.as_tensor(array, dtype=dtype, device="cpu")  # not the default device
     device = torch.device(device)
     if device.type == "cpu":
         return t

@@ -153,19 +153,19 @@ class MAERun(BaseEstimator):
         from ... import GraphData
         from ...metrics import aggregation_mae, mae_by_degree
         from ._link_prediction import as_recorded
-        agg, true, degree, binary = _truth(self.dataset, G)
+        # The truth and the predictions are the evaluator's, computed on a copy of the
+        # data held by other simulated devices: they are not part of what G's users send.
+        evaluator = GraphData(G.features, G.adjacency)
+        agg, true, degree, binary = _truth(self.dataset, evaluator)
         n, d = G.shape
         eps = as_recorded(self.eps)
         mech = make_mechanism(self.mechanism, eps, d, self.random_state)
-        # A fresh GraphData per run (shares the arrays): the graph's memo would keep up
-        # to 8 whole-graph reports (0.8 GB each on Facebook).
-        Gi = GraphData(G.features, G.adjacency)
-        est = agg.transform(mech.fit(Gi).transform(Gi)).features
+        est = agg.transform(mech.fit(G).transform(G)).features
         mae_v = aggregation_mae(true, est)
         out = {"mae": float(mae_v.mean()), "rmse": rmse(true, est),
                "xbar": float(G.features.sum() / (n * d)), "n": float(n), "d": float(d)}
         if binary:
-            out["gaussian_pred"], out["rmse_pred"] = predictions(mech, G, agg)
+            out["gaussian_pred"], out["rmse_pred"] = predictions(mech, evaluator, agg)
         if eps == BY_DEGREE_EPS:
             dmax = int(np.quantile(degree, 0.99))
             degs, m = mae_by_degree(mae_v, degree, max_degree=dmax)
