@@ -249,25 +249,20 @@ _write_api_pages()
 
 
 def _write_results_index():
+    """List every results page in the toctree of ``results/index.rst``.
+
+    The text above the toctree (the question, the index table) is written by hand and
+    kept as it is; only the toctree is rewritten, so a new page cannot be left out of it.
+    """
     here = DOCS / "results"
     here.mkdir(exist_ok=True)
     pages = sorted(p.stem for p in here.glob("*.md") if not p.stem.endswith("_discussion"))
-    head = ("Results\n=======\n\nReproductions of the papers' experiments: the paper's "
-            "values, ours (mean ± std over seeds), a graph-only baseline and the exact "
-            "command, written by the scripts in ``scripts/``.\n\n"
-            "The torch models draw their dropout masks as uniform draws compared with the "
-            "keep probability, not with ``bernoulli_``. This was changed on 2026-11-23 "
-            "for speed. The mask has the same distribution, but the draws differ, so a "
-            "run recorded before that date repeats within its seeds' spread, not to the "
-            "digit. Later that day the models' sparse products (embedding-bag sums), "
-            "their softmax over few classes and their Adam step (torch's fused kernel) "
-            "also changed for speed; each agrees with the old computation to rounding, "
-            "which over hundreds of epochs again moves a run within its seeds' "
-            "spread.\n\n")
-    text = head + ".. toctree::\n   :maxdepth: 1\n\n" + "".join(f"   {p}\n" for p in pages)
     index = here / "index.rst"
-    if not index.exists() or index.read_text() != text:
-        index.write_text(text)
+    old = index.read_text(encoding="utf-8") if index.exists() else "Results\n=======\n\n"
+    head = old.split(".. toctree::")[0]
+    text = head + ".. toctree::\n   :maxdepth: 1\n\n" + "".join(f"   {p}\n" for p in pages)
+    if text != old:
+        index.write_text(text, encoding="utf-8")
 
 
 _write_results_index()
