@@ -32,48 +32,16 @@ def _kprop(P, Z, steps):
 
 
 class LPGNNClassifier(GNNClassifierBase):
-    r"""Locally private GNN (LPGNN, later version) with label denoising ("Drop").
+    r"""Locally private GNN (LPGNN) with feature and label denoising.
 
-    The server holds the public graph, the users' (already perturbed)
-    features and, during ``fit``, the training users' labels, which it never
-    uses in the clear when ``eps_y`` is finite:
+    The server aggregates the users' (already perturbed) features ``x_steps``
+    times over the graph (KProp), randomizes the training labels once with
+    k-ary randomized response at budget ``eps_y``, denoises them by
+    propagating them ``y_steps`` times ("Drop") and trains a GNN with a loss
+    corrected for the label noise. No clean label is used, early stopping
+    included.
 
-    1. **Feature KProp.** The features of all nodes (e.g. the reports of
-       :class:`~skldp.mechanisms.MultiBitMechanism` placed before this step in a
-       pipeline) are aggregated ``x_steps`` times over the graph,
-       ``X <- P^Kx X`` with the aggregator ``P`` (see ``normalization`` and
-       ``self_loops``), to average out the LDP noise.
-    2. **Label RR.** Each labelled node's label is randomized once with k-ary
-       randomized response at budget ``eps_y`` over the public ``classes``
-       (:class:`~skldp.mechanisms.LabelRandomizedResponse`, keyed by node id;
-       the fitted mechanism is ``label_mechanism_``).
-    3. **Label KProp ("Drop": label Denoising with Propagation).** The noisy
-       one-hot labels of the fit rows (zero vectors for all other nodes) are
-       aggregated ``y_steps`` times, ``Y <- P^Ky Y``; each fit row's target is
-       the class with the largest propagated mass (its own noisy label when no
-       labelled node lies within ``y_steps`` hops). With
-       ``disagreement="drop"`` the fit rows whose propagated label differs from
-       their own noisy label are instead left out of the loss. (The papers
-       cited below describe Drop only as multi-hop aggregation of the noisy
-       labels plus forward correction; how disagreeing nodes are treated is
-       not spelled out there, hence both options, "relabel" by default.)
-    4. **Forward loss correction.** The GNN's clean-label posterior
-       ``softmax(z)`` is mapped to the noisy-label posterior through the RR
-       transition matrix ``T`` and trained with ``-log((softmax(z) T)_y)``
-       (Patrini et al. 2017). Predictions use ``softmax(z)``.
-       With ``propagate_predictions=True`` the noisy-label posteriors of all
-       nodes are propagated like the labels before the loss,
-       ``softmax(P^Ky softmax(z) T)``, and fitted to the propagated labels of
-       the fit rows: the model is trained the way its targets were made. This
-       is what the authors' public code does (its ``NodeClassifier``, with
-       ``normalization="sym"``); the loss then costs ``y_steps`` sparse
-       products more per step.
-    5. **Model selection** (early stopping) uses the same denoised noisy labels
-       and corrected loss on the validation rows (``validation``, else a
-       held-out ``validation_fraction`` of the fit rows; their noisy labels
-       are sources of the label KProp of step 3, as every fit row's, but
-       never terms of the loss):
-       no clean label is used anywhere.
+    Read more in the :ref:`User Guide <lpgnn>`.
 
     Parameters
     ----------
@@ -94,55 +62,41 @@ class LPGNNClassifier(GNNClassifierBase):
         Whether KProp's aggregator includes the node itself (``A + I``) or only
         its neighbours (``A``).
     normalization : {"sym", "rw"}, default="sym"
-        KProp's aggregator for features, labels and propagated predictions:
-        the symmetric ``P = D^-1/2 A D^-1/2`` of the authors' public code, or
-        the mean over the neighbours, ``P = D^-1 A`` (``A + I`` and its
-        degrees with ``self_loops``).
+        KProp's aggregator: the symmetric ``D^-1/2 A D^-1/2`` of the authors'
+        code, or the mean over the neighbours ``D^-1 A`` of the papers.
     propagate_predictions : bool, default=True
         Propagate the model's noisy-label posteriors before the loss, as the
-        authors' code does (step 4). Needs ``y_steps > 0`` to change anything.
-        Validation and predictions use the unpropagated outputs.
-
-        The two defaults follow the authors' code. ``normalization="rw",
-        propagate_predictions=False`` follows the papers' description; it was
-        the default until November 2026 and made the LPGNN, RGNN, Solitude
-        and honest-utility result tables. On Cora with multi-bit features at
-        ``eps_x = 1`` and ``eps_y = 1`` (random 50/25/25 splits), the authors'
-        configuration is 13 points more accurate at ``x_steps=2, y_steps=8``
-        (69.9 ± 1.4 % against 56.6 ± 4.6 %, 4 seeds) and 5 points at
-        ``x_steps=16, y_steps=2`` (68.2 ± 2.9 % against 63.1 ± 4.9 %, 5 seeds);
-        the LPGNN results page has the other datasets. It is not better
-        everywhere: with many label hops and cleaner labels the propagated
-        predictions cost accuracy (Cora, grouped features, ``x_steps = y_steps
-        = 8``, ``eps_y = 2``: 66.3 % with both options, 75.4 % with
-        ``normalization="sym"`` alone, 76.2 % with neither; the RGNN results page).
+        authors' code does. Needs ``y_steps > 0``; predictions are unpropagated.
     forward_correction : bool, default=True
-        Use the corrected loss of step 4 (plain cross-entropy otherwise).
+        Train with the forward-corrected loss (plain cross-entropy otherwise).
     disagreement : {"relabel", "drop"}, default="relabel"
-        Handling of fit rows whose propagated label disagrees with their own
-        noisy label (step 3).
+        Fit rows whose propagated label differs from their own noisy label
+        take the propagated label, or are left out of the loss.
     hidden_size : int, default=16
+        Width of the hidden layers.
     n_layers : int, default=2
+        Number of GNN layers.
     activation : str, default="selu"
+        Non-linearity between the layers.
     dropout : float, default=0.5
+        Dropout probability.
     lr, weight_decay : float, default=0.01, 1e-4
+        Adam learning rate and L2 penalty.
     epochs : int, default=200
+        Maximum number of epochs (full batch).
     early_stopping : bool, default=True
+        Select the weights on the validation rows.
     validation : array-like or None, default=None
-        Validation nodes: node positions, or a boolean mask over the graph's
-        nodes (e.g. the Planetoid validation split). Fit on the training and
-        validation nodes together, ``fit(G[train | val], y[train | val])``:
-        the fit rows among them (their labels randomized like the others)
-        are left out of the loss and select the
-        weights. ``None``: hold out ``validation_fraction`` of the fit rows.
-        Read more in the :ref:`User Guide <validation_nodes>`.
+        Validation nodes (positions or a boolean mask over the graph's nodes),
+        fitted with the training nodes; ``None``: hold out
+        ``validation_fraction`` of the fit rows. See :ref:`validation_nodes`.
     validation_fraction : float, default=0.1
+        Share of the fit rows held out without ``validation``.
     patience : int, default=50
+        Epochs without improvement before stopping.
     selection : {"accuracy", "loss"}, default="accuracy"
-        What early stopping monitors on the held-out fit rows: the error rate
-        against their denoised noisy labels (under symmetric RR its expectation
-        is an increasing affine function of the clean error rate), or the
-        (corrected) loss. ``validation_scores_`` holds the monitored value.
+        What early stopping monitors on the validation rows: the error rate
+        against their denoised noisy labels, or the corrected loss.
     heads : int, default=4
         Attention heads of the GAT backbone.
     device : {"auto", "cpu", "cuda", ...}, default="auto"
@@ -161,7 +115,7 @@ class LPGNNClassifier(GNNClassifierBase):
         Number of node features.
     label_mechanism_ : LabelRandomizedResponse or None
         The fitted label RR (``None`` when ``eps_y`` is infinite); its
-        ``epsilon_`` and ``protects_ = ("labels",)`` reach
+        ``epsilon_`` and ``protects_`` reach
         :func:`skldp.accounting.privacy_report`.
     transition_matrix_ : ndarray of shape (n_classes, n_classes)
         Matrix used by the forward correction (identity when not private).
@@ -181,26 +135,27 @@ class LPGNNClassifier(GNNClassifierBase):
     best_epoch_ : int or None
         Epoch (0-based) whose weights were kept when early stopping.
 
+    See Also
+    --------
+    skldp.mechanisms.MultiBitMechanism : The feature mechanism of LPGNN.
+    skldp.mechanisms.LabelRandomizedResponse : The label mechanism.
+    skldp.propagation.KProp : Feature KProp as a pipeline step.
+    skldp.models.RGNNClassifier : Label reconstruction instead of label propagation.
+
     Notes
     -----
-    Training is full batch (one Adam step per epoch on all fitted rows with
-    the whole graph propagated), so there is no ``batch_size`` parameter.
-    ``decision_function`` returns the clean-label logits ``z``, or for two
-    classes the score of ``classes_[1]`` (logit difference).
+    Training is full batch (one Adam step per epoch), so there is no
+    ``batch_size``. ``decision_function`` returns the clean-label logits.
 
     References
     ----------
-    Sajadmanesh & Gatica-Perez, "Locally Private Graph Neural Networks", ACM
-    CCS 2021 (KProp, label RR, Drop), the later version of "When Differential
-    Privacy Meets Graph Neural Networks" (arXiv 2020), as summarised in
-    Bhaila et al., "Local Differential Privacy in Graph Neural Networks: a
-    Reconstruction Approach", SIAM SDM 2024, §I and §V-A2 (multi-bit
-    features, RR labels, GCN-based multi-hop aggregation of features and
-    labels, forward loss correction) and Lin et al., "Towards Private Learning
-    on Decentralized Graphs with Local Differential Privacy", IEEE TIFS 2022,
-    §V-A2 and eqs. (7)-(8), (11)-(12). Patrini et al., "Making deep neural
-    networks robust to label noise: a loss correction approach", CVPR 2017
-    (forward correction).
+    .. [1] S. Sajadmanesh and D. Gatica-Perez, "Locally Private Graph Neural
+       Networks", ACM CCS 2021 (KProp, label RR, Drop).
+    .. [2] W. Lin, B. Li and C. Wang, "Towards Private Learning on
+       Decentralized Graphs with Local Differential Privacy", IEEE TIFS 2022,
+       eqs. (7)-(8) and (11)-(12).
+    .. [3] G. Patrini et al., "Making Deep Neural Networks Robust to Label
+       Noise: a Loss Correction Approach", CVPR 2017 (forward correction).
 
     Examples
     --------

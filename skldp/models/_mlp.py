@@ -136,45 +136,30 @@ def _column_stats(X):
 class MLPHead(TorchClassifierBase):
     """Multi-layer perceptron classifier trained with Adam (PrivGE's classification head).
 
-    The head maps each node's (propagated, privatised) features to class
-    probabilities, ``softmax(MLP(Z))`` (Li et al., CIKM 2024, eq. (21)), and is trained
-    with the cross-entropy loss. It uses only the features of the rows it is
-    given: on a :class:`~skldp.GraphData` view it reads the view's rows of
-    ``G.features`` and needs no graph, so it is the last step of a pipeline
-    such as ``HDSMechanism -> PPRPropagation -> MLPHead``. It also accepts
-    plain dense or scipy sparse arrays.
+    Maps each node's (propagated, privatised) features to class probabilities,
+    ``softmax(MLP(Z))``, trained with the cross-entropy loss. It reads only the
+    features of the rows it is given and needs no graph, so it ends pipelines
+    such as ``HDSMechanism -> PPRPropagation -> MLPHead``; it also accepts
+    plain dense or scipy sparse arrays. The default head is linear
+    (multinomial logistic regression) on centred, unit-norm rows.
 
-    The network first normalises its inputs (``normalization``): by default
-    it centres every feature on its mean over the training rows (so that a
-    large common offset, such as that of features scaled to [-1, 1] and
-    propagated, does not matter) and scales every row to unit norm, the
-    statistics frozen in the module. This is post-processing of the
-    (privatised) inputs and spends no budget. The default head is linear
-    (multinomial logistic regression), trained for ``epochs`` epochs.
+    Read more in the :ref:`User Guide <mlp_head>`.
 
     Parameters
     ----------
     hidden_layer_sizes : tuple of int, default=()
-        Width of each hidden layer. ``()`` (the default) gives multinomial
-        logistic regression; with hidden layers, a smaller ``lr`` (0.01) and a
-        larger ``weight_decay`` (5e-4) suit better.
+        Width of each hidden layer; ``()`` gives multinomial logistic
+        regression.
     normalization : {"l2", "standardize", None}, default="l2"
-        ``"l2"``: centre each feature (training mean), then scale each row to
-        unit Euclidean norm; right for embeddings such as propagated
-        bag-of-words or private reports, where standardising every column
-        would blow up the rare ones (PPR on Cora's public split: 83.1 %
-        against 74.3 %). ``"standardize"``: each feature to zero mean and unit
-        variance (the default before 2026-11-26); right for tabular features
-        of unrelated scales (e.g. German credit's amounts and counts).
+        ``"l2"``: centre each feature on its training mean, then scale each
+        row to unit norm (embeddings, propagated reports). ``"standardize"``:
+        each feature to zero mean and unit variance (tabular features).
         ``None``: the inputs as they are.
     activation : {"relu", "tanh", "elu", "gelu", "identity"}, default="relu"
         Non-linearity after each hidden layer.
     dropout : float in [0, 1), default=0.5
-        Dropout probability after each hidden layer. The input features are
-        not dropped: PrivGE's released head also drops its inputs, but on
-        features scaled to [-1, 1] (as in the paper) dropping inputs turns the
-        large common offset of every row into noise that swamps the signal
-        (Cora, eps = inf: 30 % accuracy with input dropout, 87 % without).
+        Dropout probability after each hidden layer (the inputs are not
+        dropped).
     lr : float, default=0.05
         Adam learning rate.
     weight_decay : float, default=5e-5
@@ -184,23 +169,16 @@ class MLPHead(TorchClassifierBase):
     batch_size : int or None, default=None
         Mini-batch size; ``None`` trains on all rows at once (full batch).
     early_stopping : bool or "auto", default="auto"
-        Validate after every epoch on the validation rows (``validation``,
-        else ``validation_fraction`` of the fit rows, stratified when every
-        class has two rows), stop when the validation loss has not improved
-        for ``patience`` epochs and restore the best epoch's weights.
-        ``"auto"``: with ``validation``, or when ``fit`` gets at least 1,000
-        rows; with fewer labels and no validation nodes, holding some out
-        costs more than the selection gains, and every epoch trains on all.
+        Stop when the validation loss has not improved for ``patience``
+        epochs and restore the best weights. ``"auto"``: with ``validation``,
+        or when ``fit`` gets at least 1,000 rows.
     validation : array-like or None, default=None
-        Validation nodes: node positions, or a boolean mask over the graph's
-        nodes (e.g. the Planetoid validation split; ``fit`` then needs a
-        GraphData view). Fit on the training and
-        validation nodes together, ``fit(G[train | val], y[train | val])``:
-        the fit rows among them are left out of the loss and select the
-        weights. ``None``: hold out ``validation_fraction`` of the fit rows.
-        Read more in the :ref:`User Guide <validation_nodes>`.
+        Validation nodes (positions or a boolean mask over the graph's nodes),
+        fitted with the training nodes; ``None``: hold out
+        ``validation_fraction`` of the fit rows. See :ref:`validation_nodes`.
     validation_fraction : float in (0, 1), default=0.1
-        Share of the fit rows held out for early stopping without ``validation``.
+        Share of the fit rows held out for early stopping without
+        ``validation`` (stratified when every class has two rows).
     patience : int, default=100
         Epochs without improvement of the validation loss before stopping.
     device : {"auto", "cpu", "cuda", ...}, default="auto"
@@ -230,28 +208,16 @@ class MLPHead(TorchClassifierBase):
     best_epoch_ : int or None
         Epoch (0-based) whose weights were kept when early stopping.
 
-    Notes
-    -----
-    Li et al. (CIKM 2024, §4.1) state only that the head is an MLP with softmax
-    output trained with Adam and cross-entropy, its hyperparameters tuned with
-    NNI on the validation set at eps = 1, and the best model on the validation
-    set evaluated. The authors' released run script uses, for Cora, 2 linear
-    layers (one hidden layer of 128 units), dropout 0.7, lr 0.01, weight decay
-    5e-4, batch size 64, up to 1000 epochs with patience 50; for Facebook, 3
-    linear layers of width 256, dropout 0.1, batch size 256. The defaults here
-    are a linear head that trains fast on a CPU; pass
-    ``hidden_layer_sizes=(128,), normalization="standardize", dropout=0.7,
-    lr=0.01, weight_decay=5e-4, batch_size=64, epochs=1000, patience=50`` to
-    follow the released Cora setting. To use the paper's validation split
-    (50/25/25), fit on the train and validation nodes with
-    ``validation=val``. The Planetoid results page compares the defaults
-    with the former ones (one hidden layer of 64, standardised columns).
+    See Also
+    --------
+    skldp.propagation.PPRPropagation : The propagation step before the head in PrivGE.
+    skldp.central.DPMLPClassifier : An MLP trained with DP-SGD.
 
     References
     ----------
-    .. [1] Li, Z. et al., "Privacy-Preserving Graph Embedding based on Local
-       Differential Privacy", CIKM 2024 (eq. (21)
-       and §4.1 "Model Implementation Details").
+    .. [1] Z. Li, R.-H. Li, M. Liao, F. Jin and G. Wang, "Privacy-Preserving
+       Graph Embedding based on Local Differential Privacy", CIKM 2024,
+       eq. (21) and §4.1.
 
     Examples
     --------
