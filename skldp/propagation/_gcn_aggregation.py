@@ -78,58 +78,25 @@ def apply_propagation(P, X, steps=1, n_jobs=1):
 class GCNAggregation(GraphTransformerMixin, BaseEstimator):
     r"""Graph convolution estimate of the first GCN layer, from (noisy) features.
 
-    Replaces the features of every node ``v`` by [Sajadmanesh & Gatica-Perez, arXiv 2020, Eqs. 1, 4]
+    Replaces the features of every node :math:`v` by
 
     .. math:: \widehat{GC}(v) = \sum_{u \in \mathcal{N}(v)}
               \frac{\mathbf{y}^*_u}{\sqrt{d_u d_v}},
 
-    where ``N(v)`` is the neighbourhood of ``v`` **including** ``v`` itself
-    and ``d_v = |N(v)|``. In matrix form the output is ``P @ X`` with
+    where :math:`\mathcal{N}(v)` includes :math:`v` and :math:`d_v = |\mathcal{N}(v)|`:
+    in matrix form ``P @ X`` with ``P = D^-1/2 (A + I) D^-1/2``. On the
+    unbiased reports of an LDP mechanism the output is an unbiased estimate of
+    the true graph convolution.
 
-    - ``normalization="sym"`` (default, the paper): ``P = D^-1/2 (A + I) D^-1/2``,
-      ``D = diag((A + I) 1)`` — Kipf & Welling's renormalised operator;
-    - ``normalization="rw"``: ``P = D^-1 (A + I)`` (mean over ``N(v)``);
-    - ``normalization=None``: ``P = A + I`` (plain sum).
-
-    ``self_loops=False`` drops ``I`` (and ``v`` from ``N(v)``). Edge weights of
-    a weighted adjacency are used as given.
-
-    **Directed graphs** are supported, not symmetrised: row ``v`` aggregates
-    the nodes ``u`` with ``A[v, u] != 0`` (its out-neighbours; e.g. user
-    ``v``'s own report under :class:`~skldp.mechanisms.EdgeRR` with
-    ``symmetrize="directed"``) and ``d_v`` is the row sum of ``A + I``, for
-    ``v`` and ``u`` alike (the convention of the GNN classifiers). An
-    adjacency whose edges all lie on one side of the diagonal, typically an
-    undirected edge list stored once, gets a ``UserWarning``: symmetrise it
-    with ``A.maximum(A.T)``.
-
-    **Input checks.** NaN or infinite features anywhere in the graph raise a
-    ``ValueError`` (they would spread to every neighbour); impute them first,
-    e.g. with ``NodeWise(SimpleImputer())`` before the mechanism.
-
-    **Isolated nodes.** With self loops an isolated node has ``d_v = 1`` and
-    keeps its own (noisy) features; without self loops its row of ``P`` is
-    zero and its output is the zero vector.
-
-    When the input features are the unbiased reports of an LDP mechanism
-    (e.g. :class:`~skldp.mechanisms.OneBitMechanism`), the output is an
-    unbiased estimate of the true graph convolution [Sajadmanesh & Gatica-Perez, arXiv 2020,
-    Lemma 2], by
-    linearity. The graph is public here; only features are private.
-
-    Sparse features stay sparse unless the aggregate has more than 25 %
-    non-zeros, then it is returned dense. The product runs in ``dtype``
-    (``P`` and the features); float32, the default, runs at about twice the
-    speed of float64 and matches the float64 result to a relative ~1e-7
-    (measured on Facebook with noisy features: 8.5e-8 in Frobenius norm,
-    at most 3e-5 for an entry above 1e-3 of the largest).
+    Read more in the :ref:`User Guide <gcn_aggregation>`.
 
     Parameters
     ----------
     self_loops : bool, default=True
         Include each node in its own neighbourhood (``A + I``).
     normalization : {"sym", "rw", None}, default="sym"
-        Normalisation of the aggregation, see above.
+        ``P = D^-1/2 (A + I) D^-1/2`` (GCN), ``D^-1 (A + I)`` (the mean over
+        the neighbourhood) or ``A + I`` (the sum).
     dtype : {"float32", "float64"}, default="float32"
         Precision of the product and of the output.
     n_jobs : int or None, default=None
@@ -144,13 +111,24 @@ class GCNAggregation(GraphTransformerMixin, BaseEstimator):
         Names of the features, when the GraphData has ``feature_names``. The
         output keeps them (:meth:`get_feature_names_out`).
 
+    See Also
+    --------
+    skldp.propagation.KProp : Several aggregation steps.
+    skldp.propagation.PPRPropagation : Personalized PageRank propagation.
+
+    Notes
+    -----
+    Directed graphs are supported, not symmetrised. NaN or infinite features
+    raise a ``ValueError``. Sparse features stay sparse unless the aggregate
+    has more than 25 % non-zeros.
+
     References
     ----------
-    S. Sajadmanesh, D. Gatica-Perez. When Differential Privacy Meets Graph
-    Neural Networks. arXiv:2006.05535, 2020:
-    eq. (1) (GCN graph
-    convolution), eq. (4) (its LDP estimate) and Lemma 2 (unbiasedness);
-    Kipf & Welling, ICLR 2017, eq. (2).
+    .. [1] S. Sajadmanesh and D. Gatica-Perez, "When Differential Privacy
+       Meets Graph Neural Networks", arXiv:2006.05535, 2020, eqs. (1) and (4),
+       Lemma 2.
+    .. [2] T. N. Kipf and M. Welling, "Semi-Supervised Classification with
+       Graph Convolutional Networks", ICLR 2017, eq. (2).
 
     Examples
     --------

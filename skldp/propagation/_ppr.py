@@ -49,71 +49,39 @@ def ppr_transition(A, r=0.5, add_self_loops=False, dtype=np.float64):
 
 
 class PPRPropagation(GraphTransformerMixin, BaseEstimator):
-    """Personalized PageRank propagation of node features (PrivGE, eq. (12)).
+    """Personalized PageRank propagation of node features (PrivGE).
 
-    Computes, for all nodes of the graph,
-
-    ``Z = sum_{l >= 0} alpha (1 - alpha)^l T^l X``,  ``T = D^(r-1) A D^(-r)``,
-
-    i.e. the solution of ``(I - (1 - alpha) T) Z = alpha X``, on blocks of
-    feature columns. The result is memoised on the graph, so a pipeline
-    propagates once for ``fit`` and ``predict``. Propagation is
+    Computes, for all nodes of the graph, the personalized PageRank sum
+    ``Z = sum_{l >= 0} alpha (1 - alpha)^l T^l X`` with
+    ``T = D^(r-1) A D^(-r)``, the solution of
+    ``(I - (1 - alpha) T) Z = alpha X``. The result is memoised on the graph, so
+    a pipeline propagates once for ``fit`` and ``predict``. Propagation is
     post-processing of the perturbed features and spends no privacy budget.
 
-    Three solvers give the same result up to ``tol``. ``"power"`` sums the
-    series term by term (the synchronous, vectorised form of the backward
-    push of Algorithm 3; about ``log(tol alpha) / log(1 - alpha)`` sparse
-    products, ~150 for the defaults). The other two work on the symmetric form
-    ``T = D^(r-1/2) S D^(1/2-r)``, ``S = D^-1/2 A D^-1/2``, whose spectrum lies
-    in [-1, 1], and need about ``sqrt(2 / alpha)`` times fewer products:
-    ``"chebyshev"`` sums the Chebyshev series of ``1 / (1 - (1 - alpha) s)``
-    on [-1, 1] in ``S`` (a fixed number of products set by ``alpha`` and
-    ``tol``, no inner products, no vector pass besides the products) and ``"cg"``
-    runs conjugate gradients (stops when the residuals are small enough, with
-    five vector passes per product).
+    Read more in the :ref:`User Guide <ppr_propagation>`.
 
     Parameters
     ----------
     alpha : float, default=0.1
         Teleport (decay) factor in (0, 1]; larger values keep more of each
-        node's own features. 0.1 is the default of the authors' released code
-        (the paper tunes it per dataset, e.g. 0.1 on Cora, 0.05 on Facebook).
+        node's own features.
     r : float, default=0.5
-        Convolution coefficient in [0, 1]: 0 gives the random-walk matrix
-        ``D^-1 A``, 0.5 the symmetric ``D^-1/2 A D^-1/2``, 1 gives ``A D^-1``.
-        0.5 is the default of the authors' released code.
+        Convolution coefficient in [0, 1]: 0 gives ``D^-1 A``, 0.5 the
+        symmetric ``D^-1/2 A D^-1/2``, 1 gives ``A D^-1``.
     tol : float, default=1e-3
-        Relative accuracy. The default matches the residual threshold
-        ``r_max = 1e-3`` at which the authors' backward push stops; the
-        resulting change of the output is far below the noise of the
-        privatised features (Facebook, eps = 1, alpha = 0.05: the largest
-        relative error of a column is 6e-5, the test accuracy the same as with
-        ``tol=1e-6`` within 0.1 point, with 40 % fewer sparse products).
-        ``"power"`` stops when ``||H_l|| (1 - alpha) / (alpha ||Z_l||) <= tol``
-        for a column block (Frobenius norms of the last added term and of the
-        partial sum; a bound on the relative truncation error when ``r = 1/2``,
-        an estimate otherwise). ``"chebyshev"`` takes the fewest terms ``K``
-        whose truncation error, relative to the solution, is at most ``tol``
-        at every point of [-1, 1] (closed form, see Notes), which bounds the
-        relative error of each column of the symmetrised solution by ``tol``
-        whatever the graph. ``"cg"`` stops when every column's residual is below
-        ``tol alpha / (2 - alpha)`` times its right-hand side, the same bound.
+        Relative accuracy of the solution; each solver's stopping rule is in
+        the User Guide.
     max_iter : int, default=1000
         Maximum number of sparse products per column block; a
         :class:`~sklearn.exceptions.ConvergenceWarning` is raised if the tolerance is not reached.
     solver : {"auto", "chebyshev", "cg", "power"}, default="auto"
-        ``"auto"``: the Chebyshev series when the adjacency is symmetric (the
-        paper's undirected graphs), power iteration otherwise.
+        ``"auto"``: the Chebyshev series when the adjacency is symmetric,
+        power iteration otherwise.
     add_self_loops : bool, default=False
-        Use ``A + I`` instead of ``A``. The paper's eq. (12) and the authors'
-        code use ``A`` without self loops. Nodes without edges always get a
-        self loop so that ``D^-r`` is defined: their output equals their input.
+        Use ``A + I`` instead of ``A``. Nodes without edges always get a
+        self loop: their output equals their input.
     dtype : {"float32", "float64"}, default="float32"
-        Precision of the computation and of the output (float32 halves the
-        memory of the dense n x d output and runs about twice as fast). On
-        Facebook the float32 output differs from the float64 one by a relative
-        5e-7 (Frobenius norm; 3e-6 per column at ``tol=1e-6``), far below
-        ``tol``.
+        Precision of the computation and of the output.
     backend : {"auto", "scipy", "torch"}, default="auto"
         ``"scipy"``: scipy sparse products on the CPU; ``"torch"``: torch
         sparse CSR products on ``device``; ``"auto"``: torch when ``device``
@@ -121,10 +89,8 @@ class PPRPropagation(GraphTransformerMixin, BaseEstimator):
     device : str, default="auto"
         Torch device of the torch backend (``"auto"``: CUDA when available).
     n_jobs : int or None, default=None
-        Threads of the scipy backend, each solving its own column blocks
-        (scipy's sparse products and numpy release the GIL). ``None`` uses
-        every CPU available to the process, ``-1`` too. The output does not
-        depend on it: each column block is computed the same way by one thread.
+        Threads of the scipy backend over column blocks (``None`` or ``-1``:
+        every CPU available to the process); the output does not depend on it.
 
     Attributes
     ----------
@@ -134,45 +100,24 @@ class PPRPropagation(GraphTransformerMixin, BaseEstimator):
         Names of the features, when the GraphData has ``feature_names``; the
         output keeps them.
 
+    See Also
+    --------
+    skldp.propagation.KProp : A fixed number of aggregation steps (LPGNN).
+    skldp.propagation.GCNAggregation : One graph convolution.
+    skldp.mechanisms.HDSMechanism : The feature mechanism of PrivGE.
+    skldp.models.MLPHead : The classification head of PrivGE.
+
     Notes
     -----
-    Input features may be dense or sparse (e.g. the CSR reports of
-    :class:`~skldp.mechanisms.HDSMechanism`); the output is dense. Degrees
-    are the row sums of the adjacency (weighted degrees for weighted graphs;
-    out-degrees for a directed graph, for which the series still converges
-    since ``T`` is similar to the row-stochastic ``D^-1 A``).
-
-    On the CPU (scipy backend) the rows are put in reverse Cuthill-McKee
-    order for the solve (neighbours close together, so the sparse products
-    read the dense block mostly from cache) and back afterwards, and column
-    blocks of at most 128 columns are solved in ``n_jobs`` threads.
-
-    The Chebyshev solver: with ``b = 1 - alpha``, ``s = sqrt(alpha (2 - alpha))``
-    and ``q = b / (1 + s)``, ``1 / (1 - b x) = (1/s) + (2/s) sum_{j >= 1} q^j T_j(x)``
-    on [-1, 1] (``T_j`` the Chebyshev polynomials). The relative error of the
-    series cut after ``K`` terms is at most
-    ``(2/s) q^(K+1) max_x (1 - b x) / sqrt(1 + q^2 - 2 q x)`` (a maximum at
-    ``x = -1``, ``x = 1`` or one interior point; the bound is attained at the
-    maximum), and since ``S`` is symmetric with eigenvalues in [-1, 1] it bounds
-    the relative error of every column. The scipy path sums the series with
-    Clenshaw's recurrence ``b_k = gamma_k X + 2 S b_(k+1) - b_(k+2)``, one sparse
-    product per step: the operator ``[2 S, gamma_k I]`` acts on ``[b_(k+1); X]``
-    and accumulates into the buffer holding ``b_(k+2)``, so a step does no other
-    pass over the dense block; the torch backend uses the forward recurrence
-    ``T_(j+1) = 2 S T_j - T_(j-1)``.
-    For ``alpha = 0.1`` and ``tol = 1e-3``: 18 products; ``alpha = 0.05``: 27.
-
-    Directed graphs are supported (power iteration, see ``solver``), not
-    symmetrised; an adjacency whose edges all lie on one side of the diagonal
-    (an undirected edge list stored once) gets a ``UserWarning``. NaN or
-    infinite features anywhere in the graph raise a ``ValueError``: the
-    series would spread them to every node of their component.
+    Input features may be dense or sparse; the output is dense. Directed
+    graphs are supported (power iteration), not symmetrised. NaN or infinite
+    features anywhere in the graph raise a ``ValueError``.
 
     References
     ----------
-    Z. Li, R.-H. Li, M. Liao, F. Jin, G. Wang. Privacy-Preserving Graph
-    Embedding based on Local Differential Privacy. CIKM 2024,
-    doi:10.1145/3627673.3679759: eqs. (2) and (12), Algorithm 3.
+    .. [1] Z. Li, R.-H. Li, M. Liao, F. Jin and G. Wang, "Privacy-Preserving
+       Graph Embedding based on Local Differential Privacy", CIKM 2024,
+       eqs. (2) and (12), Algorithm 3.
 
     Examples
     --------
