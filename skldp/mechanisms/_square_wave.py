@@ -95,64 +95,24 @@ class HDSMechanism(LDPMechanism):
     """High-Dimensional Square wave (HDS) mechanism of PrivGE for node features.
 
     Each user scales its feature vector from ``feature_range`` to [-1, 1],
-    samples ``k`` of the ``d`` dimensions uniformly without replacement,
-    perturbs each sampled value with the square wave of budget ``eps / k``
-    [Li et al., CIKM 2024, Eq. 5, Algorithm 1] and reports 0 for the other
-    ``d - k`` dimensions (Algorithm 2). By sequential composition the report
-    is ``eps``-LDP per user (Theorem 3.1). A reported value lies in
-    ``[-1 - b, 1 + b]`` with ``b = (eps' e^eps' - e^eps' + 1) / (e^eps' (e^eps' - 1 - eps'))``
-    and ``eps' = eps / k``; this is the Square Wave of Li et al. (2020) mapped
-    from [0, 1] to [-1, 1].
+    samples ``k`` of the ``d`` dimensions, perturbs each sampled value with
+    the square wave of budget ``eps / k`` and reports 0 for the others. The
+    report is ``eps``-LDP per user. It is biased on purpose,
+    ``E[report_j] = C x_j`` (see :meth:`mean` and :meth:`variance`), and drawn
+    on a grid of floating-point values, so that the guarantee holds exactly.
 
-    The reports are *biased* on purpose (the paper feeds them to propagation
-    without calibration): ``E[report_j] = C x_j`` with
-    ``C = (k / d) b (e^eps' - 1) / (b e^eps' + 1)`` (Lemma 3.2), see
-    :meth:`mean` and :meth:`variance`.
-
-    **Floating-point safety (the grid).** A square-wave value computed in
-    floating point can be a float that no other input produces (Mironov, CCS
-    2012). The wave is therefore drawn on integer cells of width
-    ``h = 2^-23`` (the private ``TwoLevelGrid`` of ``skldp.mechanisms._grid``): ``x`` is
-    rounded unbiasedly to the cell lattice, the band holds an odd number of
-    cells ``2b/h`` rounded (so ``b_`` differs from the paper's ``b`` by at
-    most ``h``), each band cell has exactly ``e^{eps'}`` times the
-    probability of every other cell, and the report is the centre of the
-    cell, ``-1 - b + (j + 1/2) h``: a multiple of ``h`` (``output_grid_``),
-    whatever the input. Each coordinate is then exactly ``eps'``-LDP (the
-    sampler's floating-point error changes a cell's probability by a
-    relative ``1e-8`` or less), and the mean and variance are Lemma 3.2's
-    with ``b = b_`` up to ``h^2``; :meth:`mean` and :meth:`variance` return
-    the exact values on the grid.
-
-    Every user's report is a pure function of ``(seed_, node id)``: the
-    sampled dimensions come from :func:`skldp.utils.sample_k_of_d` (stream 0),
-    the rounding, the piece and the cell of each reported value from three
-    further streams.
+    Read more in the :ref:`User Guide <hds_mechanism>`.
 
     Parameters
     ----------
     eps : float, default=1.0
         Per-user privacy budget, split evenly over the ``k`` reported
-        dimensions. ``np.inf`` disables the noise and keeps everything else:
-        each user reports its ``k`` sampled dimensions exactly (scaled to
-        [-1, 1]) and 0 for the others, which is the limit of the mechanism as
-        eps -> inf (b -> 0 and the band holds all the mass), with the same
-        output format; ``epsilon_`` is then inf. With ``k=d`` this is the
-        scaled feature matrix. The paper's non-private baseline (Figure 2,
-        "node features are directly employed without any perturbation") is
-        the raw features: drop the step (``"passthrough"`` in a Pipeline).
+        dimensions. ``np.inf``: no noise, each user reports its ``k`` sampled
+        dimensions exactly (scaled to [-1, 1]) and 0 for the others.
     k : int or "auto", default=None
         Number of dimensions each user reports, 1 <= k <= d. ``None`` means
-        ``min(5, d)``: the paper tunes ``k`` per dataset in
-        {1, 3, 5, 10, 20, 30, 50} (Sec. 4.2, "Parameter Analysis", accuracy
-        within 2 points over k on Cora/Facebook), and 5 is the default of the
-        authors' released run script (their tuned values: Cora 20, CiteSeer 5,
-        PubMed 1, LastFM 5, Facebook 50, Wikipedia 20). ``"auto"`` chooses
-        the ``k`` that minimises :func:`hds_estimator_variance`, the variance
-        of the unbiased estimate ``report / C`` of a coordinate averaged over
-        inputs uniform on [-1, 1] (Lemma 3.2): the budget split that makes
-        the aggregated reports most informative, found from ``eps`` and ``d``
-        only (no data).
+        ``min(5, d)``; ``"auto"`` minimises :func:`hds_estimator_variance`
+        for ``eps`` and ``d`` (no data).
     feature_range : tuple (lo, hi) of float or arrays of shape (n_features,), default=None
         Public bounds of the raw features; values outside are clipped with a
         warning. ``None`` reads them from the private data and emits a
@@ -184,26 +144,26 @@ class HDSMechanism(LDPMechanism):
     n_features_in_ : int
         Number of features.
 
+    See Also
+    --------
+    skldp.mechanisms.hds_estimator_variance : Variance of the unbiased estimate from the reports.
+    skldp.mechanisms.PiecewiseMechanism : Unbiased reports of ``k`` sampled features.
+    skldp.propagation.PPRPropagation : The propagation after HDS in PrivGE.
+
     Notes
     -----
-    Output format: a CSR matrix with exactly ``k`` stored entries per row
-    when the input is sparse or ``k < d / 4``, otherwise a dense ndarray
-    (float64), for every ``eps`` including inf.
-
-    The authors' released code maps the reports back to the raw feature range
-    after perturbation; this class follows the paper (reports in
-    [-1 - b, 1 + b], 0 for unreported dimensions).
+    The output is a CSR matrix with exactly ``k`` stored entries per row when
+    the input is sparse or ``k < d / 4``, otherwise a dense ndarray (float64),
+    for every ``eps`` including inf.
 
     References
     ----------
-    Z. Li, R.-H. Li, M. Liao, F. Jin, G. Wang. Privacy-Preserving Graph
-    Embedding based on Local Differential Privacy. CIKM 2024,
-    doi:10.1145/3627673.3679759: eq. (5), Algorithms 1-2,
-    Theorem 3.1, Lemma 3.2.
-
-    Z. Li, T. Wang, M. Lopuhaä-Zwakenberg, N. Li, B. Škoric. Estimating
-    Numerical Distributions under Local Differential Privacy. SIGMOD 2020
-    (the Square Wave mechanism).
+    .. [1] Z. Li, R.-H. Li, M. Liao, F. Jin and G. Wang, "Privacy-Preserving
+       Graph Embedding based on Local Differential Privacy", CIKM 2024,
+       eq. (5), Algorithms 1-2, Theorem 3.1, Lemma 3.2.
+    .. [2] Z. Li, T. Wang, M. Lopuhaä-Zwakenberg, N. Li and B. Škoric,
+       "Estimating Numerical Distributions under Local Differential Privacy",
+       SIGMOD 2020 (the Square Wave mechanism).
 
     Examples
     --------
