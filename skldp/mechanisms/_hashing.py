@@ -15,25 +15,14 @@ __all__ = ["FeatureHashing"]
 class FeatureHashing(GraphTransformerMixin, BaseEstimator):
     """Signed feature hashing to ``n_components`` columns, clipped to a public range.
 
-    Local DP mechanisms add noise whose variance per coordinate grows with the
-    number of features ``d`` (each user splits the budget, or reports only
-    ``k`` of ``d`` coordinates). Hashing the features first, with a map fixed
-    in advance and the same for every user (feature ``i`` goes to column
-    ``h(i)`` with sign ``s(i)``, Weinberger et al., ICML 2009), spends the
-    budget on ``n_components`` coordinates instead of ``d``. It looks at no
-    private data: the map depends on ``d`` and ``random_state`` only (both
-    public), so it is part of each user's on-device preprocessing and costs no
-    budget. Each hashed value is clipped to ``[-clip, clip]``, the public
-    ``feature_range`` to give the mechanism that follows (``output_range_``).
+    Hashing the features with a public map fixed in advance, the same for
+    every user (feature ``i`` goes to column ``h(i)`` with sign ``s(i)``),
+    lets the mechanism that follows spend its budget on ``n_components``
+    coordinates instead of ``d``. It reads no private data and costs no
+    budget; it is not a mechanism and must be followed by one, given
+    ``output_range_`` as its ``feature_range``.
 
-    This is not a privacy mechanism (``epsilon_`` is not set): it must be
-    followed by one, e.g. ``FeatureHashing(64)`` then
-    ``HDSMechanism(1, feature_range=(-1, 1))`` in a Pipeline.
-
-    On Cora (50/25/25 splits, 3 seeds, eps = 1, HDS -> PPR -> MLPHead) hashing
-    loses more signal than it saves noise: 59.5 % with 64 columns, 75.5 % with
-    256, against 83.6 % without (``k="auto"``). It pays where ``d`` is large and
-    features are redundant; measure before using it.
+    Read more in the :ref:`User Guide <feature_hashing>`.
 
     Parameters
     ----------
@@ -57,10 +46,14 @@ class FeatureHashing(GraphTransformerMixin, BaseEstimator):
     n_features_in_ : int
         Number of input features.
 
+    See Also
+    --------
+    skldp.mechanisms.group_features : Group binary columns into categorical features.
+
     References
     ----------
-    K. Weinberger, A. Dasgupta, J. Langford, A. Smola, J. Attenberg. Feature
-    hashing for large scale multitask learning. ICML 2009.
+    .. [1] K. Weinberger, A. Dasgupta, J. Langford, A. Smola and J. Attenberg,
+       "Feature Hashing for Large Scale Multitask Learning", ICML 2009.
 
     Examples
     --------
