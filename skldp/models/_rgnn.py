@@ -26,38 +26,14 @@ _BACKBONES = ("sage", "gcn", "gat")
 class RGNNClassifier(TorchClassifierBase):
     r"""RGNN node classifier: label randomization, label reconstruction and LLP.
 
-    ``fit(G[train], y[train])`` plays both sides of the label protocol of
-    Bhaila et al. (SDM 2024):
+    Every training user randomizes its label with generalized randomized
+    response at ``eps_y``; the server reconstructs soft labels from the noisy
+    labels propagated over ``hops_y`` hops and trains a GNN on them, with a
+    learning-from-label-proportions (LLP) term over ``n_clusters`` METIS
+    clusters. The features are whatever the pipeline gives, typically GRR-FS
+    reports reconstructed by :class:`~skldp.reconstruction.FrequencyReconstructor`.
 
-    1. every training user randomises its label with generalized randomized
-       response at ``eps_y`` (:class:`~skldp.mechanisms.LabelRandomizedResponse`,
-       deterministic per node id; ``label_mechanism_``);
-    2. the server reconstructs soft labels (Algorithm 2,
-       :func:`~skldp.reconstruction.reconstruct_labels`): masked propagation
-       of the noisy one-hot labels over ``hops_y`` hops, the unbiased
-       estimate of eq. (14) with the inverse transition matrix, projected onto
-       the simplex; these are the training targets (cross-entropy with soft
-       targets);
-    3. METIS splits the graph into ``n_clusters`` bags; the label proportion
-       of each bag is estimated from the noisy labels of its training nodes
-       with the inverse transition matrix, and the loss adds
-       ``alpha * mean_k KL(pi_k || mean predicted proba of bag k)`` (eq. (15)).
-
-    The backbone (GraphSAGE, GCN or GAT) sees whatever features the pipeline
-    gives it, typically GRR-FS reports reconstructed by
-    :class:`~skldp.reconstruction.FrequencyReconstructor`::
-
-        Pipeline([("grrfs", GRRFSMechanism(eps=1, m=10, domain_sizes=2)),
-                  ("rec", FrequencyReconstructor(eps=1, m=10, domain_sizes=2, hops=8)),
-                  ("clf", RGNNClassifier(eps_y=1, hops_y=8))])
-
-    ``privacy_report`` collects ``label_mechanism_`` (the label budget);
-    ``epsilon_`` of this estimator is not set, so the label budget is counted once.
-    A user of the pipeline above spends ``eps_x + eps_y`` (the paper's Theorem
-    3) with the sound feature budget ``eps_x = m * eps`` of GRR-FS
-    (``GRRFSMechanism.epsilon_``, 10 for ``eps = 1, m = 10``), not the paper's
-    Theorem 1 value ``ln(1 + (m/d)(e^(m eps) - 1))`` (8.3 for CiteSeer), which
-    is not an LDP bound (see :func:`~skldp.mechanisms.grrfs_epsilon`).
+    Read more in the :ref:`User Guide <rgnn>`.
 
     Parameters
     ----------
@@ -94,20 +70,13 @@ class RGNNClassifier(TorchClassifierBase):
     epochs : int, default=100
         Maximum number of full-batch epochs (Bhaila et al. train 100).
     early_stopping : bool, default=True
-        Keep the weights of the epoch with the lowest validation loss,
-        computed on the reconstructed (noisy) targets of the validation rows
-        (``validation``, else ``validation_fraction`` of the fit rows): no
-        clean label is used. The reconstruction and the bag proportions read
-        every fit row's noisy label, the validation rows' included; the loss
-        never includes them.
+        Keep the weights of the epoch with the lowest validation loss on the
+        reconstructed (noisy) targets of the validation rows; no clean label
+        is used.
     validation : array-like or None, default=None
-        Validation nodes: node positions, or a boolean mask over the graph's
-        nodes (e.g. the Planetoid validation split). Fit on the training and
-        validation nodes together, ``fit(G[train | val], y[train | val])``:
-        the fit rows among them (their labels randomized like the others)
-        are left out of the loss and select the
-        weights. ``None``: hold out ``validation_fraction`` of the fit rows.
-        Read more in the :ref:`User Guide <validation_nodes>`.
+        Validation nodes (positions or a boolean mask over the graph's nodes),
+        fitted with the training nodes; ``None``: hold out
+        ``validation_fraction`` of the fit rows. See :ref:`validation_nodes`.
     validation_fraction : float in (0, 1), default=0.1
         Share of the fit rows held out for early stopping without ``validation``.
     patience : int, default=100
@@ -144,20 +113,22 @@ class RGNNClassifier(TorchClassifierBase):
     best_epoch_ : int or None
         Epoch (0-based) whose weights were kept when early stopping.
 
+    See Also
+    --------
+    skldp.mechanisms.GRRFSMechanism : The feature mechanism of RGNN.
+    skldp.reconstruction.reconstruct_labels : The label reconstruction.
+    skldp.models.LPGNNClassifier : Label denoising by propagation.
+
     Notes
     -----
-    Training is full batch (one Adam step per epoch on all fitted rows with
-    the whole graph propagated; the LLP term needs every bag's predictions),
-    so there is no ``batch_size`` parameter. ``decision_function`` returns the
-    logits, or for two classes the score of ``classes_[1]`` (logit difference).
+    Training is full batch (the LLP term needs every bag's predictions), so
+    there is no ``batch_size``. ``decision_function`` returns the logits.
 
     References
     ----------
-    K. Bhaila, W. Huang, Y. Wu, X. Wu, "Local Differential Privacy in Graph
-    Neural Networks: a Reconstruction Approach", SIAM SDM 2024: §IV-B (eq.
-    (14), Algorithm 2), §IV-C (eq. (15), Algorithm 3), Theorem 3 (total budget
-    eps_x + eps_y; its eps_x of Theorem 1 under-reports GRR-FS, whose sound
-    budget is ``m * eps``).
+    .. [1] K. Bhaila, W. Huang, Y. Wu and X. Wu, "Local Differential Privacy in
+       Graph Neural Networks: a Reconstruction Approach", SIAM SDM 2024,
+       eqs. (14)-(15), Algorithms 2-3, Theorem 3.
 
     Examples
     --------

@@ -206,45 +206,26 @@ class _EdgeStructure:
 class SolitudeClassifier(GNNClassifierBase):
     r"""Solitude: a GNN trained on an edge-LDP graph with learned structure denoising.
 
-    The server received a noisy graph (each user randomized their adjacency
-    list, :class:`~skldp.mechanisms.EdgeRR`) and possibly noisy features
-    (e.g. :class:`~skldp.mechanisms.MultiBitMechanism`). Solitude calibrates
-    both before and while training a GCN or GraphSAGE backbone:
+    The server received a noisy graph (each user randomized its adjacency
+    list, :class:`~skldp.mechanisms.EdgeRR`) and possibly noisy features.
+    Solitude smooths the features and the training labels over the received
+    graph and learns a calibrated adjacency ``A^c`` jointly with a GCN or
+    GraphSAGE backbone,
 
-    1. **Feature smoothing** (eq. (11)): ``feature_steps`` rounds of
-       neighbour averaging of the features over the received graph.
-    2. **Label smoothing** (eq. (12)): ``label_steps`` rounds of
-       ``D^-1/2 (A + I) D^-1/2`` propagation of the one-hot training labels;
-       the training nodes are fitted to the resulting soft labels.
-    3. **Graph-structure denoising** (eqs. (10) and (14)): the calibrated
-       adjacency ``A^c`` is learned jointly with the GNN,
+    .. math:: \min_{\theta, A^c} L_{GNN}(A^c, X^c, \theta)
+              + \lambda_1 \|A^c - A\|_F^2 + \lambda_2 \|A^c\|_1,
+              \quad A^c_{ij} \in [0, 1].
 
-       .. math:: \min_{\theta, A^c} L_{GNN}(A^c, X^c, \theta)
-                 + \lambda_1 \|A^c - A\|_F^2 + \lambda_2 \|A^c\|_1,
-                 \quad A^c_{ij} \in [0, 1],
+    ``A^c`` is learned on the received entries only. All of this is
+    post-processing of the reports and spends no privacy budget.
 
-       by alternating optimisation: every epoch one Adam step on the model
-       with ``A^c`` fixed, then (every ``adj_every`` epochs) one Adam step on
-       ``A^c`` for the cross entropy plus the Frobenius term, a proximal
-       step for the L1 term (soft thresholding by ``lr_adj * lambda_l1``)
-       and a projection onto ``[0, 1]``. As in eq. (13), ``L_GNN`` of the
-       graph step is the cross entropy *summed* over the labelled nodes, so
-       ``lambda_1`` and ``lambda_2`` are on the scale of the paper's grid
-       ({1e-5, ..., 1e-2}); the model step uses the mean (Adam is scale-free).
-
-    ``A^c`` is only learned on the entries the server received (a weight
-    per stored entry of the received adjacency, shared by ``(i, j)`` and
-    ``(j, i)`` when it is symmetric): memory grows with the number of
-    received edges, never with ``n^2``. All of this is post-processing of
-    the users' reports and spends no privacy budget.
+    Read more in the :ref:`User Guide <solitude>`.
 
     Parameters
     ----------
     backbone : {"gcn", "sage"}, default="gcn"
         GCN (``D^-1/2 (A^c + I) D^-1/2``) or GraphSAGE with the mean
-        aggregator (``max(D, 1)^-1 A^c``: the degree is floored at 1 so that
-        pruned edges fade out rather than being re-normalised), the layers
-        of :mod:`skldp.models`.
+        aggregator (``max(D, 1)^-1 A^c``).
     hidden_size : int, default=16
         Width of the hidden layers.
     n_layers : int, default=2
@@ -258,12 +239,12 @@ class SolitudeClassifier(GNNClassifierBase):
     weight_decay : float, default=5e-4
         Adam L2 penalty of the model.
     epochs : int, default=500
-        Maximum number of alternating epochs (500 in the paper); each is one
-        full-batch step on the model and one on ``A^c`` (see Notes).
+        Maximum number of alternating epochs, each one full-batch step on the
+        model and one on ``A^c``.
     feature_steps : int, default=0
-        Feature smoothing steps ``K_x`` (the paper searches {0, 2, 4, 8}).
+        Feature smoothing steps ``K_x``.
     label_steps : int, default=0
-        Label smoothing steps ``K_y`` (the paper searches {0, 2, 4, 8}).
+        Label smoothing steps ``K_y``.
     learn_structure : bool, default=True
         Learn ``A^c``; ``False`` trains the backbone on the (smoothed) data
         and the received graph as is.
@@ -278,15 +259,11 @@ class SolitudeClassifier(GNNClassifierBase):
         Update ``A^c`` every ``adj_every`` epochs.
     early_stopping : bool, default=True
         Keep the model and graph of the epoch with the lowest loss on the
-        validation rows (``validation``, else ``validation_fraction`` of the
-        fit rows).
+        validation rows.
     validation : array-like or None, default=None
-        Validation nodes: node positions, or a boolean mask over the graph's
-        nodes (e.g. the Planetoid validation split). Fit on the training and
-        validation nodes together, ``fit(G[train | val], y[train | val])``:
-        the fit rows among them are left out of the loss and select the
-        weights. ``None``: hold out ``validation_fraction`` of the fit rows.
-        Read more in the :ref:`User Guide <validation_nodes>`.
+        Validation nodes (positions or a boolean mask over the graph's nodes),
+        fitted with the training nodes; ``None``: hold out
+        ``validation_fraction`` of the fit rows. See :ref:`validation_nodes`.
     validation_fraction : float in (0, 1), default=0.1
         Share of the fit rows held out for early stopping without ``validation``.
     patience : int, default=100
@@ -321,19 +298,22 @@ class SolitudeClassifier(GNNClassifierBase):
     best_epoch_ : int or None
         Epoch (0-based) whose model and graph were kept when early stopping.
 
+    See Also
+    --------
+    skldp.mechanisms.EdgeRR : The edge mechanism whose graph Solitude denoises.
+    skldp.propagation.FeatureSmoothing : Feature smoothing as a pipeline step.
+
     Notes
     -----
-    Training is full batch: the graph step needs the loss of every labelled
-    node under the current ``A^c``, so there is no ``batch_size`` parameter.
-    ``decision_function`` returns the logits, or for two classes the score of
-    ``classes_[1]`` (logit difference).
+    Training is full batch (the graph step needs the loss of every labelled
+    node), so there is no ``batch_size``. ``decision_function`` returns the
+    logits.
 
     References
     ----------
-    W. Lin, B. Li, C. Wang, "Towards Private Learning on Decentralized Graphs
-    with Local Differential Privacy" (Solitude), IEEE Transactions on
-    Information Forensics and Security, 2022: §III-B, eqs. (10)-(14); Table
-    III (experiments).
+    .. [1] W. Lin, B. Li and C. Wang, "Towards Private Learning on
+       Decentralized Graphs with Local Differential Privacy", IEEE TIFS 2022,
+       §III-B, eqs. (10)-(14).
 
     Examples
     --------
