@@ -64,57 +64,14 @@ def _best_oracle(eps, n_features):
 class SetValuedMechanism(LDPMechanism):
     """Padding-and-sampling over the items a user holds, reported through a frequency oracle.
 
-    For sparse binary features (bag of words, page likes) a mechanism that
-    reports ``k`` random coordinates of ``d`` (:class:`HDSMechanism`,
-    :class:`MultiBitMechanism`) almost always reports a zero: the class signal
-    lies in the few coordinates a user *has*. Here each user treats its
-    features as a set ``S = {j : x_j = 1}`` and
+    For sparse binary features (bag of words, page likes), each user treats
+    its features as a set of items, pads it to ``ell`` items with a dummy,
+    samples one item and reports it through an ``eps``-LDP frequency oracle
+    (GRR or OUE). The output is the unbiased estimate of ``ell`` times the
+    report probabilities: ``x`` itself for users with at most ``ell`` items,
+    the row-normalised features ``x / |S|`` with ``ell=1``.
 
-    1. pads it to ``ell`` items with a dummy item ``⊥`` (if ``|S| < ell``),
-    2. picks one item ``v`` uniformly among ``max(|S|, ell)`` slots: a real
-       item ``j in S`` with probability ``1 / max(|S|, ell)``, the dummy with
-       probability ``1 - |S| / max(|S|, ell)``,
-    3. reports ``v`` through an ``eps``-LDP frequency oracle over the
-       ``d + 1`` items (GRR, or OUE for large domains),
-
-    the padding-and-sampling protocol of Qin et al. (LDPMiner, CCS 2016) and
-    Wang et al. (S&P 2018), with a single dummy item (all dummies are
-    discarded by the estimate, so one is enough and keeps the GRR domain
-    small). The output of a user is the unbiased estimate of ``ell`` times
-    its report probabilities, restricted to the ``d`` real items:
-    ``ell (I_j - q) / (p - q)`` for item ``j`` (``I_j`` = item ``j`` was
-    seen), whose expectation is ``ell x_j / max(|S|, ell)``. That is ``x``
-    itself for every user with at most ``ell`` items, and ``x`` scaled by
-    ``ell / |S|`` for larger sets (the truncation bias of padding-and-sampling).
-    With ``ell = 1`` the expectation is ``x / |S|``, the row-normalised
-    features (what GCN preprocessing feeds to the model), at the smallest
-    variance: each report is about a real item whenever the user has one.
-
-    **Privacy (exact, for any two sets, of any sizes).** For an output ``y``,
-    ``P(y | S) = sum_v pi_S(v) P_FO(y | v)``, a mixture over items ``v`` of
-    the frequency oracle's output distribution, with weights ``pi_S`` that
-    depend on the set. The oracle is ``eps``-LDP between any two items, so
-    for all ``v, v'`` ``P_FO(y | v) <= e^eps P_FO(y | v')``; hence
-    ``P(y | S) <= max_v P_FO(y | v) <= e^eps min_v' P_FO(y | v')
-    <= e^eps P(y | S')`` for any sets ``S, S'`` (empty, of different
-    sizes, larger than ``ell``). The estimate is a function of ``y``
-    (post-processing). The bound is attained (``S = {a}``, ``S' = {b}``,
-    ``ell = 1``: exactly the oracle's ``e^eps``), so ``epsilon_ = eps``.
-    GRR: ``p / q = e^eps``. OUE: the bits of two items ``v != v'`` differ in
-    two positions, ratio at most ``(1/2)(1 - q) / ((1/2) q) = e^eps``. The
-    uniforms behind every draw have a resolution of 2^-53, which changes a
-    probability by a relative ``2^-53 / q`` at most (below 1e-12 for
-    ``eps <= 20`` on ``d <= 10^5``). Reports take two values per coordinate
-    (``output_grid_``), the same for every input, so no floating-point
-    artefact can reveal it.
-
-    ``ell`` is public: a fixed number, or ``"auto"`` with ``max_set_size``,
-    a public bound on the number of items a user holds (every user with at
-    most that many items gets an unbiased estimate of ``x``, and among such
-    ``ell`` the smallest has the least variance, which grows as ``ell^2``:
-    :func:`set_valued_variance`). ``"auto"`` without ``max_set_size`` reads
-    the largest set from the private data and warns
-    (:class:`~skldp.exceptions.PrivacyLeakWarning`).
+    Read more in the :ref:`User Guide <set_valued_mechanism>`.
 
     Parameters
     ----------
@@ -122,11 +79,10 @@ class SetValuedMechanism(LDPMechanism):
         Per-user privacy budget (the whole set). ``np.inf`` reports the
         sampled item exactly.
     ell : int or "auto", default=1
-        Padding length (public).
+        Padding length (public); ``"auto"`` takes ``max_set_size``.
     oracle : {"auto", "grr", "oue"}, default="auto"
-        Frequency oracle. ``"auto"`` takes the one with the smaller noise
-        floor (:func:`set_valued_variance`): GRR when ``d - 1 < 3 e^eps``,
-        OUE otherwise (Wang et al., USENIX Security 2017).
+        Frequency oracle. ``"auto"``: GRR when ``d - 1 < 3 e^eps``, OUE
+        otherwise (the smaller noise floor).
     max_set_size : int, default=None
         Public bound on ``|S|``, used by ``ell="auto"`` only.
     binarize : float or None, default=None
@@ -162,8 +118,8 @@ class SetValuedMechanism(LDPMechanism):
 
     See Also
     --------
-    HDSMechanism : reports ``k`` random coordinates (for dense features).
-    set_valued_variance : variance of one coordinate of the estimate.
+    skldp.mechanisms.HDSMechanism : Reports ``k`` random coordinates (for dense features).
+    skldp.mechanisms.set_valued_variance : Variance of one coordinate of the estimate.
 
     Notes
     -----
@@ -172,16 +128,13 @@ class SetValuedMechanism(LDPMechanism):
 
     References
     ----------
-    Z. Qin, Y. Yang, T. Yu, I. Khalil, X. Xiao, K. Ren. Heavy Hitter
-    Estimation over Set-Valued Data with Local Differential Privacy. CCS 2016
-    (LDPMiner, padding-and-sampling).
-
-    T. Wang, N. Li, S. Jha. Locally Differentially Private Frequent Itemset
-    Mining. IEEE S&P 2018.
-
-    T. Wang, J. Blocki, N. Li, S. Jha. Locally Differentially Private
-    Protocols for Frequency Estimation. USENIX Security 2017 (OUE, and the
-    choice between GRR and OUE).
+    .. [1] Z. Qin, Y. Yang, T. Yu, I. Khalil, X. Xiao and K. Ren, "Heavy
+       Hitter Estimation over Set-Valued Data with Local Differential
+       Privacy", CCS 2016 (padding-and-sampling).
+    .. [2] T. Wang, N. Li and S. Jha, "Locally Differentially Private Frequent
+       Itemset Mining", IEEE S&P 2018.
+    .. [3] T. Wang, J. Blocki, N. Li and S. Jha, "Locally Differentially
+       Private Protocols for Frequency Estimation", USENIX Security 2017 (OUE).
 
     Examples
     --------
