@@ -229,78 +229,61 @@ def _with_negatives(neg, start, count, device):
 class VGAELinkPredictor(_LinkPredictorBase):
     """Variational graph auto-encoder for link prediction (the link model of LPGNN).
 
-    The encoder is a two-layer GCN on the graph of the :class:`~skldp.model_selection.PairData`
-    (the *training* graph, held-out edges removed): a GCN layer of
-    ``hidden_size`` units with batch normalisation and ReLU, then two GCN
-    layers giving the mean ``mu`` and ``log sigma`` of each node's
-    ``embedding_size``-dimensional latent ``z = mu + sigma * eps``
-    (Kipf & Welling 2016, eqs. (1)-(3); Sajadmanesh & Gatica-Perez 2020, §5:
-    32/16 units, batch
-    normalisation after the first layer, ReLU). The decoder is the inner
-    product, ``P(u ~ v) = sigmoid(z_u . z_v)``. The loss is the
-    reconstruction cross-entropy on the positive training pairs and on
-    negative pairs (mean over each), plus ``KL(q(z) || N(0, I)) / n_nodes``.
-    Prediction uses ``mu`` (no sampling).
+    A GCN encoder on the training graph of the
+    :class:`~skldp.model_selection.PairData` gives each node a Gaussian latent
+    ``z``; the decoder scores a pair by ``sigmoid(z_u . z_v)``. On unbiased
+    reports of a mechanism placed before it, the first GCN layer computes the
+    estimate of the graph convolution of LPGNN. Prediction uses the latent
+    means.
 
-    The node features are those of the graph the pairs live on, so a
-    mechanism placed in front in a :class:`~sklearn.pipeline.Pipeline`
-    (``OneBitMechanism``, ``LaplaceMechanism``, ...) perturbs them once per
-    user and the encoder's first GCN layer computes Sajadmanesh & Gatica-Perez's estimate of
-    the graph convolution, eq. (4), from the unbiased reports.
-
-    Early stopping follows Sajadmanesh & Gatica-Perez, §5: after ``min_epochs`` epochs, the
-    validation loss is checked every ``check_every`` epochs; training stops
-    when it has not decreased for ``patience`` consecutive checks (at most
-    ``epochs`` epochs) and the weights of the best check are kept.
+    Read more in the :ref:`User Guide <vgae>`.
 
     Parameters
     ----------
     hidden_size : int, default=32
+        Width of the first GCN layer.
     embedding_size : int, default=16
+        Dimension of the latent ``z``.
     batch_norm : bool, default=True
         Batch normalisation after the first GCN layer.
     variational : bool, default=True
         ``False`` gives the plain graph auto-encoder (GAE): no KL term, ``z = mu``.
     dropout : float, default=0.0
-        Dropout on the (dense) input and the hidden layer (their Table 4: 0).
+        Dropout on the (dense) input and the hidden layer.
     lr : float, default=0.01
+        Adam learning rate.
     weight_decay : float, default=0.01
-        Adam L2 penalty (Sajadmanesh & Gatica-Perez, Table 4, for Cora and
-        CiteSeer).
+        Adam L2 penalty.
     epochs : int, default=500
         Maximum number of full-batch epochs.
     min_epochs : int, default=100
+        Epochs before the first validation check.
     check_every : int, default=10
+        Epochs between validation checks.
     patience : int, default=10
         Checks without improvement before stopping.
     negative_sampling : {"per_epoch", "given"}, default="per_epoch"
         ``"given"``: the negative pairs are the ``y == 0`` training pairs.
         ``"per_epoch"``: in addition, each epoch draws ``negative_ratio``
-        times as many fresh random non-edges of the training graph as there
-        are positive pairs (PyTorch Geometric's VGAE, used by Sajadmanesh & Gatica-Perez,
-        draws as many; more approach Kipf & Welling's reconstruction of the
-        whole adjacency).
+        times as many fresh non-edges of the training graph as positive pairs.
     negative_ratio : float, default=1.0
         Fresh non-edges per positive training pair and epoch (``"per_epoch"``).
     early_stopping : bool, default=True
-        Without ``validation``, a stratified ``validation_fraction`` of the
-        fit pairs is held out (their edges stay in the graph; pass the
-        validation pairs of :func:`~skldp.model_selection.random_edge_split`
-        for the paper's protocol).
+        Keep the weights of the best validation check; stop after
+        ``patience`` checks without improvement.
     validation : array-like of shape (m, 2) or None, default=None
-        Validation pairs (node positions, e.g. ``P_val.pairs`` of
-        :func:`~skldp.model_selection.random_edge_split`). Fit on the training
-        and validation pairs together (``P_train.concat(P_val)``): the fit
-        pairs among them are left out of the loss and select the weights.
-        ``None``: hold out ``validation_fraction`` of the fit pairs. Read more
-        in the :ref:`User Guide <validation_nodes>`.
+        Validation pairs (e.g. ``P_val.pairs``), fitted with the training
+        pairs (``P_train.concat(P_val)``); ``None``: hold out
+        ``validation_fraction`` of the fit pairs. See :ref:`validation_nodes`.
     validation_fraction : float, default=0.05
+        Share of the fit pairs held out (stratified) without ``validation``.
     device : str, default="auto"
         "auto" uses CUDA when available.
     random_state : int, RandomState or None
         Seeds initialisation, the latent noise, negative sampling and the
         validation split.
     verbose : int, default=0
+        Log the loss of every epoch.
 
     Attributes
     ----------
@@ -317,13 +300,17 @@ class VGAELinkPredictor(_LinkPredictorBase):
         Validation loss at each check.
     best_epoch_ : int or None
 
+    See Also
+    --------
+    skldp.models.HadamardLinkPredictor : An MLP on the Hadamard product of node embeddings.
+    skldp.model_selection.random_edge_split : Held-out edges and their pairs.
+
     References
     ----------
-    Sajadmanesh & Gatica-Perez, "When Differential Privacy Meets Graph Neural
-    Networks", arXiv 2020 (later "Locally Private Graph Neural Networks", ACM
-    CCS 2021): §5 "Experiment setup" and Table 2 (link prediction), eq. (4) (first-layer estimate),
-    App. E Table 4 (hyper-parameters). Kipf & Welling, "Variational Graph
-    Auto-Encoders", NIPS Bayesian Deep Learning Workshop 2016.
+    .. [1] T. N. Kipf and M. Welling, "Variational Graph Auto-Encoders", NIPS
+       Bayesian Deep Learning Workshop 2016, eqs. (1)-(3).
+    .. [2] S. Sajadmanesh and D. Gatica-Perez, "When Differential Privacy Meets
+       Graph Neural Networks", arXiv 2020, eq. (4), §5 and Table 4.
 
     Examples
     --------
