@@ -361,41 +361,14 @@ class FeatureGrouper(GraphTransformerMixin, BaseEstimator):
 class GRRFSMechanism(LDPMechanism):
     r"""Generalized randomized response with feature sampling (GRR-FS).
 
-    Each user holds ``d`` categorical features, feature ``j`` taking integer
-    codes ``0..c_j - 1``. The user samples ``m`` of the ``d`` features
-    uniformly without replacement; for a sampled feature it reports the true
-    code with probability ``p_j = e^eps / (e^eps + c_j - 1)`` and each other
-    code with probability ``q_j = 1 / (e^eps + c_j - 1)`` (GRR); for every
-    other feature it reports a code drawn uniformly from ``0..c_j - 1``. The
-    server cannot tell which features were sampled. The observed frequency of
-    code ``k`` of a feature whose true frequency is ``f_k`` is (eqs. (7)-(8)
-    of Bhaila et al., SDM 2024; Design page, "Budgets that differ from the papers")
+    Each user samples ``m`` of its ``d`` categorical features, reports each
+    sampled one through generalized randomized response at budget ``eps`` and
+    a uniformly drawn code for every other feature. One report is
+    ``m * eps``-LDP (``epsilon_``); the output holds the reported integer
+    codes, whose frequencies :meth:`estimate_frequencies` estimates without
+    bias.
 
-    .. math:: P(k) = \frac{m}{d}\,(q + f_k (p - q)) + \left(1 - \frac{m}{d}\right)\frac{1}{c},
-
-    which :meth:`estimate_frequencies` inverts (eq. (5)), with the variance of
-    eq. (6) given by :meth:`frequency_variance`.
-
-    **Budget.** One report is ``epsilon_ = m * eps``-LDP, and no smaller value
-    holds: for two inputs that differ in every feature and the output equal
-    to the first, the likelihood ratio is exactly ``e^(m eps)`` (proof in
-    :func:`grrfs_epsilon`). The paper's Theorem 1 claims
-    ``ln(1 + (m/d)(e^(m eps) - 1))`` by applying record-sampling amplification
-    to the features of one user; that is not an LDP bound (``d = 2, m = 1,
-    eps = 2``: ratio ``e^2``, claimed ``e^1.43``). It is kept as
-    ``paper_epsilon_`` (:func:`grrfs_paper_epsilon`) only to compare with the
-    budgets printed in the paper. To spend a total ``epsilon`` per user, pass
-    ``eps = epsilon / m``.
-
-    **Input.** Integer codes (dense or sparse). Continuous columns need public
-    bin edges (``bin_edges``, applied with :func:`discretize`); a column with
-    non-integer values and no edges raises an error naming it. Binary
-    bag-of-words can first be grouped with :func:`group_features`.
-
-    **Output.** The reports as integer codes in a dense float64 array of the
-    same shape (one code per feature, what
-    :class:`~skldp.reconstruction.FrequencyReconstructor` expects; it builds the
-    sparse one-hot encoding itself).
+    Read more in the :ref:`User Guide <grrfs_mechanism>`.
 
     Parameters
     ----------
@@ -420,12 +393,14 @@ class GRRFSMechanism(LDPMechanism):
         ``domain_sizes`` says otherwise.
     random_state : int, RandomState, Generator or None, default=None
         Seed of the collection; reports are a pure function of the seed and
-        the node id (Design page, "Per-user determinism"). ``None`` draws a new collection per fit.
+        the node id. ``None`` draws a new collection per fit.
 
     Attributes
     ----------
     seed_ : int
+        Seed of this collection.
     domain_sizes_ : ndarray of int of shape (n_features,)
+        Public domain size of each feature.
     p_, q_ : ndarray of shape (n_features,)
         GRR keep / flip probabilities per feature.
     sampling_rate_ : float
@@ -438,14 +413,22 @@ class GRRFSMechanism(LDPMechanism):
     protects_ : tuple of str
         ``("features",)``.
     n_features_in_ : int
+        Number of features.
+
+    See Also
+    --------
+    skldp.mechanisms.grrfs_epsilon : The exact budget of one report.
+    skldp.mechanisms.group_features : Group binary columns into categorical features.
+    skldp.reconstruction.FrequencyReconstructor : Propagated frequency estimates.
 
     References
     ----------
-    K. Bhaila, W. Huang, Y. Wu, X. Wu, "Local Differential Privacy in Graph
-    Neural Networks: a Reconstruction Approach", SIAM SDM 2024: §IV-A, eq. (4)
-    (GRR-FS), Theorem 1 (its budget, corrected above), eqs. (5)-(8) (frequency
-    estimate and variance). Arcolezi et al., "Random Sampling Plus Fake
-    Data", CIKM 2021.
+    .. [1] K. Bhaila, W. Huang, Y. Wu and X. Wu, "Local Differential Privacy in
+       Graph Neural Networks: a Reconstruction Approach", SIAM SDM 2024,
+       eqs. (4)-(8), Theorem 1.
+    .. [2] H. H. Arcolezi, J.-F. Couchot, B. Al Bouna and X. Xiao, "Random
+       Sampling Plus Fake Data: Multidimensional Frequency Estimates With
+       Local Differential Privacy", CIKM 2021.
 
     Examples
     --------
