@@ -30,53 +30,22 @@ _pm_estimate_map = pm_estimate_map
 class PiecewiseMechanism(LDPMechanism):
     r"""Piecewise mechanism with k-of-d sampling (Wang et al. 2019).
 
-    Each user samples ``k`` of its ``d`` features uniformly without
-    replacement and spends ``eps/k`` on each. A sampled feature ``x`` in
-    ``[lo, hi]`` is mapped to ``t = 2 (x - lo)/Delta - 1`` in ``[-1, 1]``
-    [Sajadmanesh & Gatica-Perez, arXiv 2020, Eq. 24] and perturbed to ``t*`` in ``[-C, C]``,
-    ``C = (e^{eps'/2}+1)/(e^{eps'/2}-1)``, from the piecewise-constant density
-    of [Sajadmanesh & Gatica-Perez, arXiv 2020, Eq. 22] / [Li et al., CIKM 2024, Eq. 3] with
-    ``eps' = eps/k``. The
-    report is
+    Each user samples ``k`` of its ``d`` features and spends ``eps / k`` on
+    each: a sampled feature, scaled to ``t`` in [-1, 1], is perturbed to
+    ``t*`` from the piecewise-constant density of the mechanism and reported
+    as
 
-    .. math:: \hat x = \mathrm{mid} + \frac{\Delta}{2} \frac{d}{k} t^*
+    .. math:: \hat x = \mathrm{mid} + \frac{\Delta}{2} \frac{d}{k} t^*,
 
-    for sampled features and ``mid = (lo + hi)/2`` for the others, which is
-    unbiased (``E[t*] = t``, sampled with probability ``k/d``). Variance per
-    coordinate ([Li et al., CIKM 2024], text after Eq. 3, in original units; with
-    ``k = d`` it is [Sajadmanesh & Gatica-Perez, arXiv 2020, Eq. 27]):
+    an unbiased estimate; unsampled features report ``mid = (lo + hi) / 2``.
+    The report is ``eps``-LDP per user and drawn on a grid of floating-point
+    values, so that the guarantee holds exactly.
 
-    .. math:: (\Delta/2)^2 \Big[\frac{d (a + 3)}{3k (a - 1)^2}
-              + \Big(\frac{d\,a}{k (a - 1)} - 1\Big) t^2\Big], \quad a = e^{\epsilon/(2k)}.
-
-    Privacy: each sampled coordinate is ``eps/k``-LDP, so the report is
-    ``eps``-LDP per user (``epsilon_ = eps``).
-
-    **Floating-point safety (the grid).** Continuous output computed in
-    floating point can take values that no other input produces (Mironov, CCS
-    2012). The mechanism is therefore run on integer cells
-    (the private ``TwoLevelGrid`` of ``skldp.mechanisms._grid``): ``t`` is rounded unbiasedly
-    to a lattice of ``2^24`` steps, the range ``[-C, C]`` is cut into cells
-    (``2^24`` outside the central piece, ``round(2^24 e^{-eps'/2})`` in it),
-    the central cells have exactly ``e^{eps'}`` times the probability of the
-    others, and the cell index ``j`` is mapped to ``t_hat = c0 + c1 j``, the
-    affine map that makes ``t_hat`` unbiased. Every input then has the same
-    support, each coordinate is exactly ``eps'``-LDP (the floating-point
-    sampler changes the probability of a cell by a relative error below
-    ``1e-8``), and the variance is that of the paper up to a relative
-    ``1e-4`` or less at ``eps' <= 20`` (:meth:`variance` returns the exact
-    value on the grid). Reported coordinates lie on ``output_grid_``;
-    unreported ones equal ``mid``. [Sajadmanesh & Gatica-Perez, arXiv 2020, App. A.3] applies
-    PM with the full ``eps`` to every feature: reproduce it with ``k = d``
-    and ``eps = d * eps_per_feature``.
-
-    Output: with ``k = d`` (no sampling) the report is dense. With sampling,
-    unsampled coordinates equal ``mid``; the report is CSR when ``mid`` is 0
-    everywhere and ``k/d <= 0.25``, dense otherwise.
+    Read more in the :ref:`User Guide <piecewise_mechanism>`.
 
     Parameters
     ----------
-    eps : float
+    eps : float, default=1.0
         Per-user privacy budget (> 0; ``inf`` returns the clipped features).
     k : int or None, default=None
         Number of sampled features in ``1..d``; ``None`` uses Wang et al.'s
@@ -103,15 +72,26 @@ class PiecewiseMechanism(LDPMechanism):
     seed_, feature_min_, feature_max_, protects_, n_features_in_
         See :class:`~skldp.base.LDPMechanism`.
 
+    See Also
+    --------
+    skldp.mechanisms.HDSMechanism : Biased square-wave reports of ``k`` features.
+    skldp.mechanisms.MultiBitMechanism : One-bit reports of ``m`` features.
+
+    Notes
+    -----
+    With ``k = d`` the report is dense. With sampling it is CSR when ``mid``
+    is 0 everywhere and ``k / d <= 0.25``, dense otherwise.
+
     References
     ----------
-    S. Sajadmanesh, D. Gatica-Perez. When Differential Privacy Meets Graph
-    Neural Networks. arXiv:2006.05535, 2020:
-    App. A.3, eqs. (21)-(27). Z. Li et al. Privacy-Preserving Graph Embedding
-    based on Local Differential Privacy. CIKM 2024: eq. (3) and the k-of-d
-    extension after it. Wang et al., "Collecting and
-    Analyzing Multidimensional Data with Local Differential Privacy", ICDE
-    2019.
+    .. [1] N. Wang, X. Xiao, Y. Yang, J. Zhao, S. C. Hui, H. Shin, J. Shin and
+       G. Yu, "Collecting and Analyzing Multidimensional Data with Local
+       Differential Privacy", ICDE 2019.
+    .. [2] S. Sajadmanesh and D. Gatica-Perez, "When Differential Privacy
+       Meets Graph Neural Networks", arXiv:2006.05535, 2020, App. A.3,
+       eqs. (21)-(27).
+    .. [3] Z. Li, R.-H. Li, M. Liao, F. Jin and G. Wang, "Privacy-Preserving
+       Graph Embedding based on Local Differential Privacy", CIKM 2024, eq. (3).
 
     Examples
     --------
