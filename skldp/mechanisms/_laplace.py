@@ -17,51 +17,18 @@ class LaplaceMechanism(LDPMechanism):
     Every feature ``j`` in ``[lo_j, hi_j]`` gets the budget ``eps / d`` and is
     released as ``x_j + Lap(b_j)`` with the scale
 
-    .. math:: b_j = \frac{\Delta_j}{\epsilon / d} = \frac{d\,(hi_j - lo_j)}{\epsilon}.
+    .. math:: b_j = \frac{\Delta_j}{\epsilon / d} = \frac{d\,(hi_j - lo_j)}{\epsilon},
 
-    **Sensitivity used.** The per-feature sensitivity is the width of the
-    public range, ``Delta_j = hi_j - lo_j`` (two users' values of feature
-    ``j`` differ by at most that much after clipping). Each coordinate is then
-    ``eps/d``-LDP and, by sequential composition over the ``d`` coordinates,
-    the whole report is ``eps``-LDP per user (``epsilon_ = eps``). With equal
-    ranges this is the same as one vector Laplace mechanism with
-    L1-sensitivity ``d * Delta``. [Sajadmanesh & Gatica-Perez, arXiv 2020, App. A.1] adds
-    ``Lap(Delta/eps)``
-    to every feature, i.e. ``eps`` *per feature*: to reproduce it pass
-    ``eps = d * eps_per_feature`` (``epsilon_`` then honestly reports the
-    per-user total ``d * eps_per_feature``).
+    an unbiased report of variance ``2 b_j^2``; the whole report is
+    ``eps``-LDP per user. The noise is discrete Laplace noise on a fixed grid,
+    so that the guarantee holds exactly in floating point. The output is
+    dense.
 
-    The report is unbiased with variance ``2 b_j^2`` (eq. (10)), independent
-    of ``x``, up to the grid below. It is dense by definition, so sparse input
-    gives dense output.
-
-    **Floating-point safety (the grid).** ``x + Lap(b)`` computed in floating
-    point leaks: about a quarter of the reports for ``x = 0`` are floats that
-    no report for ``x = 1`` can produce (Mironov, CCS 2012). Each coordinate is
-    therefore released on the fixed grid ``lo_j + k * Delta_j / N`` (``N``
-    cells per range, ``2^20`` or fewer so that the noise scale in cells,
-    ``s = N d / eps``, stays below ``2^30``): ``x`` is rounded to the grid
-    by unbiased randomized rounding, an integer ``k`` gets two-sided geometric
-    noise with ``P(z) ∝ exp(-|z| / s)`` (the discrete Laplace distribution),
-    and the result is clamped to ``[-M, N + M]`` cells with
-    ``M = ceil(s max(1, 50 - eps/d))`` (a fixed range, so post-processing; it
-    moves a mass below ``e^-(50 - eps/d)``). A budget per feature above 50 is
-    refused: its smallest output probabilities cannot be sampled in floating
-    point.
-    Two inputs' integers differ by at most ``N``, so the ratio of any output's
-    probabilities is at most ``exp(N / s) = exp(eps / d)``: each coordinate
-    is exactly ``eps / d``-LDP, with no extra cost. The sampler evaluates
-    inverse CDFs in floating point, which changes the probability of any
-    output by a relative error below 1e-5 (it never makes an output
-    impossible), i.e. at most 2e-5 added to ``eps / d``. The grid adds the
-    rounding variance ``(Delta/N)^2 f (1 - f)`` (``f`` the fractional grid
-    position of ``x``) and replaces ``2 b^2`` by the discrete Laplace variance
-    ``(Delta/N)^2 2q/(1-q)^2``, ``q = e^{-1/s}``: a relative change below
-    ``1e-10`` for ``s >= 2^10``; :meth:`variance` returns the exact value.
+    Read more in the :ref:`User Guide <laplace_mechanism>`.
 
     Parameters
     ----------
-    eps : float
+    eps : float, default=1.0
         Per-user privacy budget (> 0; ``inf`` returns the clipped features).
     feature_range : tuple (lo, hi) of scalars or arrays of shape (n_features,), default=None
         Public bounds of each feature; ``None`` reads them from the data with
@@ -87,13 +54,17 @@ class LaplaceMechanism(LDPMechanism):
     seed_, feature_min_, feature_max_, protects_, n_features_in_
         See :class:`~skldp.base.LDPMechanism`.
 
+    See Also
+    --------
+    skldp.mechanisms.PiecewiseMechanism : Bounded noise, with sampling of ``k`` features.
+
     References
     ----------
-    S. Sajadmanesh, D. Gatica-Perez. When Differential Privacy Meets Graph
-    Neural Networks. arXiv:2006.05535, 2020:
-    App. A.1, eqs. (9)-(10). Z. Li et al. Privacy-Preserving Graph Embedding
-    based on Local Differential Privacy. CIKM 2024: §2 (the ``eps/d`` split, variance
-    ``8 d^2 / eps^2`` on ``[-1, 1]``).
+    .. [1] S. Sajadmanesh and D. Gatica-Perez, "When Differential Privacy
+       Meets Graph Neural Networks", arXiv:2006.05535, 2020, App. A.1,
+       eqs. (9)-(10).
+    .. [2] Z. Li, R.-H. Li, M. Liao, F. Jin and G. Wang, "Privacy-Preserving
+       Graph Embedding based on Local Differential Privacy", CIKM 2024, §2.
 
     Examples
     --------
