@@ -16,34 +16,17 @@ _EPS_PER_DIM = 2.18
 class MultiBitMechanism(LDPMechanism):
     r"""Multi-bit mechanism: m sampled features, each reported as a +-1 bit.
 
-    Each user samples ``m`` of its ``d`` features uniformly without
-    replacement. A sampled feature ``x`` in ``[x_min, x_max]`` is encoded as
-    ``s = +1`` with probability [Lin et al., IEEE TIFS 2022, Eq. 7; Li et al., CIKM 2024, Eq. 4]
+    Each user samples ``m`` of its ``d`` features and reports each sampled
+    one as a bit ``s = +-1`` at budget ``eps / m``, +1 with a probability that
+    grows linearly with the feature; the rectifier returns an unbiased
+    estimate in the original units, and unsampled features report the middle
+    of their range. One report is ``eps``-LDP per user.
 
-    .. math:: P(s=1) = \frac{1}{e^{\epsilon/m}+1} + \frac{x - x_{min}}{x_{max}-x_{min}}
-              \frac{e^{\epsilon/m}-1}{e^{\epsilon/m}+1},
-
-    else ``s = -1``; unsampled features are encoded as 0. The rectifier
-    [Lin et al., IEEE TIFS 2022, Eq. 8] returns the unbiased estimate in original units
-
-    .. math:: \hat x = \frac{d\,(x_{max}-x_{min})}{2m}
-              \frac{e^{\epsilon/m}+1}{e^{\epsilon/m}-1}\, s + \frac{x_{max}+x_{min}}{2}.
-
-    Its variance per coordinate [Li et al., CIKM 2024, text after Eq. 4, rescaled to
-    original units) is ``(d/m) (Delta/2)^2 ((e^{eps/m}+1)/(e^{eps/m}-1))^2 -
-    (x - mid)^2`` with ``Delta = x_max - x_min``, ``mid = (x_min + x_max)/2``.
-
-    Privacy: each sampled bit is ``eps/m``-LDP and at most ``m`` are revealed,
-    so one report is ``eps``-LDP per user (``epsilon_ = eps``).
-
-    Output: unsampled coordinates equal ``mid``. When ``mid`` is 0 for every
-    feature (a range centred on 0, e.g. ``(-1, 1)``) and ``m/d <= 0.25`` the
-    report is returned as CSR with ``m`` entries per row; otherwise it is
-    dense (it is dense by definition in original units).
+    Read more in the :ref:`User Guide <multi_bit_mechanism>`.
 
     Parameters
     ----------
-    eps : float
+    eps : float, default=1.0
         Per-user privacy budget (> 0). ``inf`` returns the clipped features
         unchanged (no sampling, no noise).
     m : int or None, default=None
@@ -68,15 +51,25 @@ class MultiBitMechanism(LDPMechanism):
     seed_, feature_min_, feature_max_, protects_, n_features_in_
         See :class:`~skldp.base.LDPMechanism`.
 
+    See Also
+    --------
+    skldp.mechanisms.OneBitMechanism : One bit for every feature.
+    skldp.models.LPGNNClassifier : The model LPGNN trains on these reports.
+
+    Notes
+    -----
+    The report is CSR with ``m`` entries per row when the middle of every
+    range is 0 and ``m / d <= 0.25``, dense otherwise.
+
     References
     ----------
-    W. Lin, B. Li, C. Wang. Towards Private Learning on Decentralized Graphs
-    With Local Differential Privacy. IEEE TIFS 2022: eqs. (7)-(8) and §V (the
-    ``eps < 2.18`` rule). Z. Li et al. Privacy-Preserving Graph Embedding based
-    on Local Differential Privacy. CIKM 2024: eq. (4) and the variance that
-    follows it. Sajadmanesh & Gatica-Perez, "Locally Private Graph Neural
-    Networks", ACM CCS 2021 (the later version of "When Differential Privacy
-    Meets Graph Neural Networks", arXiv 2020).
+    .. [1] W. Lin, B. Li and C. Wang, "Towards Private Learning on
+       Decentralized Graphs with Local Differential Privacy", IEEE TIFS 2022,
+       eqs. (7)-(8) and §V.
+    .. [2] S. Sajadmanesh and D. Gatica-Perez, "Locally Private Graph Neural
+       Networks", ACM CCS 2021.
+    .. [3] Z. Li, R.-H. Li, M. Liao, F. Jin and G. Wang, "Privacy-Preserving
+       Graph Embedding based on Local Differential Privacy", CIKM 2024, eq. (4).
 
     Examples
     --------

@@ -19,32 +19,18 @@ __all__ = ["OneBitMechanism"]
 class OneBitMechanism(LDPMechanism):
     r"""One-bit mechanism of PGC: each feature is reported as one biased bit.
 
-    For a feature ``x`` in ``[alpha, beta]`` (``Delta = beta - alpha``) a user
-    sends the bit ``y`` with [Sajadmanesh & Gatica-Perez, arXiv 2020, Eq. 3]
+    For a feature ``x`` in ``[alpha, beta]`` a user sends one bit, 1 with a
+    probability that grows linearly with ``x``, and the server rectifies it
+    into an unbiased estimate in the original units. As in the paper, ``eps``
+    is spent on every feature by default, so one report is ``d * eps``-LDP per
+    user (``epsilon_``); ``split_eps=True`` gives every feature ``eps / d``.
+    The output is dense.
 
-    .. math:: P(y=1) = \frac{1}{e^{\epsilon'}+1} + \frac{x-\alpha}{\Delta}
-              \frac{e^{\epsilon'}-1}{e^{\epsilon'}+1},
-
-    and the server rectifies it into the unbiased estimate (eq. (5))
-    ``y* = ((e^eps' + 1) y - 1) / (e^eps' - 1) * Delta + alpha``, in the
-    original feature units. Its variance is eq. (7),
-    ``Delta^2 e^eps' / (e^eps' - 1)^2 + (x - alpha)(beta - x)``.
-
-    **Privacy budget.** [Sajadmanesh & Gatica-Perez, arXiv 2020] spends the full ``eps`` on
-    *every* feature
-    (``eps' = eps``, ``split_eps=False``, the default, as in the paper). One
-    user then reveals ``d`` bits, each ``eps``-LDP, so by sequential
-    composition the honest per-user guarantee is ``d * eps``, and that is
-    what ``epsilon_`` reports (e.g. 1433 for Cora at ``eps=1``). With
-    ``split_eps=True`` each feature gets ``eps' = eps / d`` and the per-user
-    total is ``eps``.
-
-    The report is dense by definition (every feature yields a bit), so sparse
-    input gives a dense output.
+    Read more in the :ref:`User Guide <one_bit_mechanism>`.
 
     Parameters
     ----------
-    eps : float
+    eps : float, default=1.0
         Privacy budget (> 0, ``inf`` = no noise: the clipped features are
         returned unchanged). Per feature or per user, see ``split_eps``.
     feature_range : tuple (lo, hi) of scalars or arrays of shape (n_features,), default=None
@@ -73,12 +59,15 @@ class OneBitMechanism(LDPMechanism):
     n_features_in_ : int
         Number of features ``d``.
 
+    See Also
+    --------
+    skldp.mechanisms.MultiBitMechanism : One bit for each of ``m`` sampled features.
+
     References
     ----------
-    Sajadmanesh & Gatica-Perez, "When Differential Privacy Meets Graph Neural
-    Networks", arXiv:2006.05535, 2020:
-    eqs. (3) (bit probabilities), (5) (rectifier), (7) (variance), Lemma 1
-    (LDP), App. A.2 (derivation from Duchi et al.'s mechanism).
+    .. [1] S. Sajadmanesh and D. Gatica-Perez, "When Differential Privacy
+       Meets Graph Neural Networks", arXiv:2006.05535, 2020, eqs. (3), (5)
+       and (7), Lemma 1.
 
     Examples
     --------
