@@ -232,62 +232,29 @@ def _isin_sorted(x, sorted_ref):
 class EdgeRR(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
     r"""Edge local DP: every user randomizes their own adjacency list (randomized response).
 
-    User ``i`` holds the bit vector ``a_i`` (``a_ij = 1`` iff ``j`` is a
-    neighbour, ``j != i``) and reports ``a'_i`` where each bit is flipped
-    independently with probability [Lin et al., IEEE TIFS 2022, Eq. 5]
+    User ``i`` reports its adjacency list with every bit flipped
+    independently with probability
 
-    .. math:: q = \frac{1}{1 + e^{\epsilon}}, \qquad
-              P(a'_{ij} = a_{ij}) = 1 - q = \frac{e^{\epsilon}}{1 + e^{\epsilon}},
+    .. math:: q = \frac{1}{1 + e^{\epsilon}},
 
-    so two lists differing in one bit give report probabilities whose ratio
-    is at most ``(1 - q) / q = e^eps`` (eq. (6)): eps-edge LDP per user.
+    which is ``eps``-edge LDP per user. The server builds its graph from the
+    reports (``symmetrize``); the output is a view of the same rows with that
+    adjacency, the features untouched. Cost and memory grow with the number
+    of edges plus expected flips, never with ``n^2``.
 
-    The dense ``n x n`` matrix is never formed: a true edge is kept with
-    probability ``1 - q``, the number of flipped-in non-edges of a user is
-    drawn from ``Binomial(n - 1 - deg, q)`` and that many distinct targets
-    are sampled among the non-neighbours. Cost and memory grow with
-    ``nnz + n (n - 1) q`` (edges plus expected flips), not with ``n^2``.
-    The output is written in place: the peak memory is the larger of the
-    result (int32 index and float32 one: 8 bytes per stored entry) and, while
-    OR/AND is built, 4 bytes per result entry plus 5 per directed report, plus
-    bounded blocks of temporaries.
-    Every draw is a pure function of ``(seed_, node id)`` (Design page, "Per-user determinism"):
-    one collection per fit, the same report at fit and predict time.
-
-    The transformer returns a view of the same rows whose adjacency is the
-    server's graph built from the reports (``GraphData.with_adjacency``);
-    features are untouched (chain a feature mechanism for those).
+    Read more in the :ref:`User Guide <edge_rr>`.
 
     Parameters
     ----------
-    eps : float
+    eps : float, default=1.0
         Per-user edge budget (> 0; ``inf`` reports the true lists).
     symmetrize : {"or", "and", "directed"}, default="or"
-        How the server turns the directed reports into its graph.
-
-        - ``"directed"``: keep the reports as they are; row ``i`` of the
-          adjacency is user ``i``'s report (an asymmetric graph; e.g. GCN
-          normalises by out-degree). This is what the paper's numbers
-          describe (Cora, eps=7: average degree 3.9 -> 6.35).
-        - ``"or"``: ``{i, j}`` is an edge if either endpoint reported it
-          (about twice as many noise edges as ``"directed"``; a true edge
-          survives unless both endpoints drop it).
-        - ``"and"``: ``{i, j}`` is an edge only if both reported it (noise
-          edges fall to about ``q^2 n^2 / 2``, true edges survive with
-          probability ``(1 - q)^2``).
-
-        OR and AND are post-processing of the two endpoints' reports: each
-        user's own list is still protected at ``eps`` (``epsilon_ = eps``).
-        An edge ``{i, j}`` appears in both users' lists, so the *pair* of
-        reports about one edge spends ``2 eps`` for that edge, whatever the
-        server does with them; this is inherent to edge LDP on adjacency
-        lists, not to the symmetrisation.
+        How the server turns the directed reports into its graph: row ``i``
+        is user ``i``'s report (``"directed"``), or ``{i, j}`` is an edge if
+        either (``"or"``) or both (``"and"``) endpoints reported it.
     binarize : bool, default=False
-        A user's list is 0/1. Weighted adjacency raises an error unless
-        ``binarize=True``, which treats every positive weight as an edge.
-        Likewise an asymmetric input is only accepted with
-        ``symmetrize="directed"`` (row ``i`` is user ``i``'s list); otherwise
-        symmetrise it first (``A.maximum(A.T)``).
+        Treat every positive weight as an edge; otherwise a weighted
+        adjacency raises an error.
     random_state : int, RandomState, Generator or None, default=None
         Seed of the collection; ``None`` draws a new collection at each fit.
 
@@ -302,12 +269,22 @@ class EdgeRR(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
     flip_probability_ : float
         ``1 / (1 + e^eps)``.
     n_features_in_ : int
+        Number of features.
+
+    See Also
+    --------
+    skldp.models.SolitudeClassifier : Learns a denoised graph from these reports.
+
+    Notes
+    -----
+    An asymmetric input is accepted only with ``symmetrize="directed"``;
+    otherwise symmetrise it first (``A.maximum(A.T)``).
 
     References
     ----------
-    W. Lin, B. Li, C. Wang. Towards Private Learning on Decentralized Graphs
-    With Local Differential Privacy (Solitude). IEEE TIFS 2022: §III-A-1,
-    eqs. (5)-(6), Theorem 1.
+    .. [1] W. Lin, B. Li and C. Wang, "Towards Private Learning on
+       Decentralized Graphs with Local Differential Privacy", IEEE TIFS 2022,
+       §III-A-1, eqs. (5)-(6), Theorem 1.
 
     Examples
     --------
