@@ -29,32 +29,22 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
               y' \ne y_v & \text{each with probability }
               q = \frac{1}{e^\varepsilon + c - 1}, \end{cases}
 
-    which is :math:`\varepsilon`-LDP since ``p / q = e^eps``. This is the label
-    perturbation of LPGNN (later version), as described in [Bhaila et al., SDM 2024, §I and
-    §IV-B] (GRR on labels, transition matrix with diagonal ``p`` and
-    off-diagonal ``q``, eq. (14)) and used by the classifiers' ``label_mechanism``.
+    which is :math:`\varepsilon`-LDP since ``p / q = e^eps``. Labels are not
+    features, so this is not a transformer: a classifier's
+    ``label_mechanism`` (or the user) calls :meth:`randomize` with the labels
+    and the users (a GraphData view), and each user answers once.
 
-    Labels are not features, so this is not a transformer: a classifier (or
-    the user) calls :meth:`randomize` with the labels and the users (a
-    GraphData view). The users answer through their population (Design page,
-    "Local DP is a protocol"), which records each answer in its ledger. A
-    user's report is a pure function of the collection, the user and its label:
-    the same for any subset or order of nodes; a changed label is refused
-    (a device answers a collection once). The seed is that of the
-    collection: this class, ``eps`` and the label domain hashed with
-    ``random_state`` (:func:`skldp.utils.collection_seed`), so a label report
-    never shares random numbers with a feature or edge report.
+    Read more in the :ref:`User Guide <label_rr>`.
 
     Parameters
     ----------
-    eps : float
+    eps : float, default=1.0
         Label privacy budget per user, ``> 0``. ``inf`` reports the true label
         (no privacy).
     classes : array-like or None, default=None
-        The public label domain (all classes a user may hold). If ``None`` it
-        is taken from the labels passed to :meth:`fit`, i.e. from the private
-        data, which leaks the set of classes present: a
-        :class:`~skldp.exceptions.PrivacyLeakWarning` is raised.
+        The public label domain (all classes a user may hold). ``None`` takes
+        it from the labels passed to :meth:`fit`, with a
+        :class:`~skldp.exceptions.PrivacyLeakWarning`.
     random_state : int, RandomState, Generator or None, default=None
         Seed of the collection. ``None`` draws a new collection per fit.
 
@@ -79,14 +69,20 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
         ``T[i, j] = P(report j | true label i)``: ``p`` on the diagonal, ``q``
         elsewhere (rows sum to 1).
 
+    See Also
+    --------
+    skldp.models.LPGNNClassifier : Denoises randomized labels by propagation.
+    skldp.models.RGNNClassifier : Reconstructs randomized labels.
+
     References
     ----------
-    Sajadmanesh & Gatica-Perez, "Locally Private Graph Neural Networks", CCS
-    2021 (label perturbation), as described in Bhaila et al., "Local Differential
-    Privacy in Graph Neural Networks: a Reconstruction Approach", SIAM SDM 2024,
-    §I, §IV-B eq. (14). Warner, "Randomized
-    response", JASA 1965; Kairouz et al., "Discrete distribution estimation
-    under local privacy", ICML 2016 (k-ary RR).
+    .. [1] S. L. Warner, "Randomized Response: A Survey Technique for
+       Eliminating Evasive Answer Bias", JASA 1965.
+    .. [2] P. Kairouz, K. Bonawitz and D. Ramage, "Discrete Distribution
+       Estimation under Local Privacy", ICML 2016 (k-ary randomized response).
+    .. [3] K. Bhaila, W. Huang, Y. Wu and X. Wu, "Local Differential Privacy in
+       Graph Neural Networks: a Reconstruction Approach", SIAM SDM 2024,
+       eq. (14).
 
     Examples
     --------
