@@ -53,34 +53,14 @@ def _labels_sent(G, records):
 class CorrectAndSmooth(MetaEstimatorMixin, GraphClassifierMixin, BaseEstimator):
     """Correct and Smooth: post-process any classifier's predictions with label propagation.
 
-    ``fit(G[train], y[train])`` fits a clone of ``estimator`` on the view (it
-    may be a whole pipeline, e.g. ``HDSMechanism -> PPRPropagation ->
-    MLPHead`` on private features) and stores the training nodes and labels.
-    ``predict_proba(G[rows])`` then works on the whole graph:
+    Fits a clone of ``estimator`` (any classifier on
+    :class:`~skldp.GraphData` views, e.g. a private-feature pipeline), then
+    propagates its training residuals over the graph to correct its
+    predictions and propagates the corrected predictions to smooth them.
+    Everything after the base model is post-processing of its output, the
+    graph and the training labels (randomized ones with a label mechanism).
 
-    1. **base**: ``Z = estimator_.predict_proba`` of every node;
-    2. **correct**: the training residuals ``E_L = Y_L - Z_L`` (zero
-       elsewhere) are propagated, ``E <- (1 - alpha1) E0 + alpha1 S E``
-       (``n_iter`` steps, ``S = D^-1/2 A D^-1/2``), and added back:
-       with ``scale="auto"`` (autoscale) each row is rescaled to the mean
-       L1 norm of the training residuals, ``Z + sigma E_i / ||E_i||_1``, and
-       the iterates are clipped to ``[-1, 1]``; with a number ``s`` the
-       training residuals are clamped at every step (FDiff-scale) and the
-       result is ``Z + s E``;
-    3. **smooth**: the corrected predictions with the training rows replaced
-       by their labels, ``H0``, are propagated,
-       ``H <- (1 - alpha2) H0 + alpha2 S H`` (``n_iter`` steps, clipped to
-       ``[0, 1]``), and the rows normalised.
-
-    Everything after the base model is post-processing of its output, of the
-    graph and of the training labels: it spends no budget beyond the base
-    model's. **Private labels**: with ``label_mechanism`` the training labels
-    are randomized once (keyed by node id) before the base model or the
-    propagation sees them (``label_mechanism_``). If instead the base model
-    randomizes labels (at any depth: ``GCNClassifier(label_mechanism=...)``,
-    a pipeline, a search), the correction and smoothing use the reports the
-    users sent, read from their population's ledger, never the clean
-    labels. Setting a mechanism on both is an error (two collections).
+    Read more in the :ref:`User Guide <correct_and_smooth>`.
 
     Parameters
     ----------
@@ -113,13 +93,15 @@ class CorrectAndSmooth(MetaEstimatorMixin, GraphClassifierMixin, BaseEstimator):
     label_mechanism_ : fitted label mechanism
         Only with ``label_mechanism``.
 
+    See Also
+    --------
+    skldp.baselines.LabelPropagationClassifier : Label propagation alone.
+
     References
     ----------
-    Q. Huang, H. He, A. Singh, S.-N. Lim, A. R. Benson. Combining label
-    propagation and simple models out-performs graph neural networks. ICLR
-    2021 (base prediction; the correct step with autoscale or FDiff-scale;
-    the smooth step); the defaults follow the authors' reference
-    implementation in PyTorch Geometric (``CorrectAndSmooth``).
+    .. [1] Q. Huang, H. He, A. Singh, S.-N. Lim and A. R. Benson, "Combining
+       Label Propagation and Simple Models Out-performs Graph Neural
+       Networks", ICLR 2021.
 
     Examples
     --------

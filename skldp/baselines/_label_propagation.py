@@ -32,47 +32,26 @@ def label_matrix(positions, labels, n_nodes, n_classes):
 class LabelPropagationClassifier(GraphClassifierMixin, BaseEstimator):
     """Label propagation on a graph (Zhou et al., 2004): no node feature is used.
 
-    ``fit(G[train], y[train])`` stores the training nodes and their labels;
-    ``predict_proba(G[rows])`` solves, for the whole graph,
+    ``predict_proba`` spreads the one-hot labels of the training nodes over
+    the graph, ``F = (1 - alpha) (I - alpha S)^-1 Y`` with
+    ``S = D^-1/2 A D^-1/2``, and normalises the rows. The node features are
+    ignored: this is the feature-free baseline a private-feature model has to
+    beat. The labels can be randomized too (``label_mechanism``).
 
-    ``F = (1 - alpha) (I - alpha S)^-1 Y``,  ``S = D^-1/2 A D^-1/2``,
-
-    where ``Y`` holds the one-hot labels of the training nodes (zero rows
-    elsewhere), and returns the rows of ``F`` normalised to sum to one. The
-    system is solved with conjugate gradients on the sparse ``S`` (about
-    ``sqrt((1 + alpha) / (1 - alpha))`` products per decade of accuracy; no
-    dense ``n x n`` matrix), once per fitted model and graph (the result is
-    memoised on the graph). A node that no label reaches (another connected
-    component) gets the class frequencies of the training labels.
-
-    The classifier reads the adjacency only: the node features of ``G`` are
-    ignored, so it spends no feature budget. It is the *feature-free baseline*
-    that a private-feature model has to beat to show that its features help.
-
-    Labels can be private too: with ``label_mechanism`` (e.g.
-    :class:`~skldp.mechanisms.LabelRandomizedResponse`) each training node's
-    label is randomized once, keyed by its node id, before anything else sees
-    it, exactly as in the GNN classifiers; the fitted mechanism is
-    ``label_mechanism_`` and :func:`skldp.accounting.privacy_report` counts
-    its budget.
+    Read more in the :ref:`User Guide <label_propagation>`.
 
     Parameters
     ----------
     alpha : float in [0, 1), default=0.9
-        Weight of the neighbours' labels against a node's own label (Zhou et
-        al. use 0.99; 0.9 is a common default, e.g. in Huang et al., 2021).
-        ``0`` returns the training labels and the class frequencies elsewhere.
+        Weight of the neighbours' labels against a node's own label; ``0``
+        returns the training labels and the class frequencies elsewhere.
     label_mechanism : label mechanism or None, default=None
         A label LDP mechanism with ``fit`` and ``randomize`` (fitted as a clone).
         Its public ``classes`` give ``classes_``.
     noise_correction : bool, default=True
-        With a label mechanism that exposes ``transition_matrix_`` ``T``
-        (``T[i, j] = P(report j | label i)``), multiply each row of ``F`` by
-        ``T^-1`` before normalising: since ``F`` is linear in ``Y``, this is
-        label propagation of the unbiased targets ``e_noisy^T T^-1`` (the
-        backward correction of Patrini et al., 2017). Negative entries are
-        clipped. For randomized response this calibrates the probabilities
-        and leaves the predicted classes unchanged.
+        With a label mechanism that exposes ``transition_matrix_`` ``T``,
+        multiply each row of ``F`` by ``T^-1`` before normalising (backward
+        correction; the predicted classes of randomized response are unchanged).
     tol : float, default=1e-6
         Relative residual at which conjugate gradients stop (per class).
     max_iter : int, default=1000
@@ -96,19 +75,16 @@ class LabelPropagationClassifier(GraphClassifierMixin, BaseEstimator):
 
     See Also
     --------
-    CorrectAndSmooth : label propagation around any base classifier.
-    StructuralFeatures : node features from the graph alone.
+    skldp.baselines.CorrectAndSmooth : Label propagation around any base classifier.
+    skldp.baselines.StructuralFeatures : Node features from the graph alone.
 
     References
     ----------
-    D. Zhou, O. Bousquet, T. N. Lal, J. Weston, B. Schölkopf. Learning with
-    local and global consistency. NIPS 2004, Section 2 (the iteration
-    ``F(t+1) = alpha S F(t) + (1 - alpha) Y`` and its limit
-    ``F* = (1 - alpha)(I - alpha S)^-1 Y``).
-
-    G. Patrini, A. Rozza, A. K. Menon, R. Nock, L. Qu. Making deep neural
-    networks robust to label noise: a loss correction approach. CVPR 2017
-    (backward correction with ``T^-1``).
+    .. [1] D. Zhou, O. Bousquet, T. N. Lal, J. Weston and B. Schölkopf,
+       "Learning with Local and Global Consistency", NIPS 2004, §2.
+    .. [2] G. Patrini, A. Rozza, A. K. Menon, R. Nock and L. Qu, "Making Deep
+       Neural Networks Robust to Label Noise: a Loss Correction Approach",
+       CVPR 2017 (backward correction).
 
     Examples
     --------

@@ -22,41 +22,14 @@ _EIGSH_TOL = 1e-4        # relative accuracy of the eigenpairs (features need no
 class StructuralFeatures(GraphTransformerMixin, BaseEstimator):
     """Node features from the graph structure only: degree, spectral and propagation blocks.
 
-    Replaces the node features of a :class:`~skldp.GraphData` by the
-    concatenation of up to three blocks computed from the adjacency alone:
+    Replaces the node features of a :class:`~skldp.GraphData` by up to three
+    blocks computed from the adjacency alone: the log-binned degree, the top
+    eigenvectors of the regularised normalised adjacency, and a random
+    projection of each node's personalized PageRank vector. It spends no
+    privacy budget: with a head such as :class:`~skldp.models.MLPHead` it
+    gives the feature-free baseline a private-feature pipeline has to beat.
 
-    * **degree** (``degree_bins > 0``): the one-hot of the log-binned degree,
-      ``min(floor(log2(1 + deg)), degree_bins - 1)``, and ``log(1 + deg)``
-      (``degree_bins + 1`` columns);
-    * **spectral** (``n_eigenvectors > 0``): the top eigenvectors of the
-      regularised normalised adjacency ``D_t^-1/2 (A + (t/n) 1 1^T) D_t^-1/2``,
-      ``D_t = D + t I``, ``t`` the mean degree (Qin and Rohe, 2013), scaled by
-      ``sqrt(n)``. The regularisation keeps small connected components and
-      low-degree nodes from filling the leading eigenvectors. Computed with
-      ARPACK (``eigsh``) on the sparse operator (the rank-one term is never
-      formed), or exactly below 500 nodes; columns beyond ``n_nodes`` are
-      zero. ARPACK's cost grows as the eigenvalues cluster: about a second for
-      32 vectors of a 22k-node social graph, minutes for a 200k-node random
-      graph (which has no community structure to find); lower
-      ``n_eigenvectors`` or set it to 0 on very large graphs;
-    * **propagation sketch** (``n_components > 0``): the rows of the
-      personalised-PageRank operator without its self term,
-      ``sum_{l=1}^{n_steps} alpha (1 - alpha)^l (D^-1 A)^l``, through a random
-      Gaussian projection ``R`` of width ``n_components`` (a Johnson-
-      Lindenstrauss sketch of each node's PPR vector, as in FastRP, Chen et
-      al., 2019), rows scaled to unit norm. It costs ``n_steps`` sparse
-      products with an ``n x n_components`` matrix, ``O(nnz(A) n_components
-      n_steps)`` (memory-bound: under a minute on one core at the defaults
-      for 200k nodes and 2 million adjacency entries). Row ``v`` of ``R`` is
-      a pure function of ``random_state`` and ``v``'s node id, so a node's
-      features do not depend on the order of the nodes.
-
-    Nodes that are close in the graph get similar rows, which is what a
-    classifier needs on a homophilous graph. The node features of the input
-    are ignored: the transformer spends **no privacy budget**, and with a head
-    such as :class:`~skldp.models.MLPHead` it gives the *feature-free
-    baseline* a private-feature pipeline has to beat. Combine it with a
-    private-feature branch in a :class:`GraphFeatureUnion`.
+    Read more in the :ref:`User Guide <structural_features>`.
 
     Parameters
     ----------
@@ -87,20 +60,16 @@ class StructuralFeatures(GraphTransformerMixin, BaseEstimator):
 
     See Also
     --------
-    LabelPropagationClassifier : the other feature-free baseline.
+    skldp.baselines.LabelPropagationClassifier : The other feature-free baseline.
+    skldp.baselines.GraphFeatureUnion : Combine with a private-feature branch.
 
     References
     ----------
-    T. Qin, K. Rohe. Regularized spectral clustering under the
-    degree-corrected stochastic blockmodel. NIPS 2013 (the regularised
-    operator ``L_tau``, with ``tau`` the mean degree).
-
-    H. Chen, S. F. Sultan, Y. Tian, M. Chen, S. Skiena. Fast and accurate
-    network embeddings via very sparse random projection (FastRP). CIKM 2019
-    (random projection of powers of the transition matrix).
-
-    G. Jeh, J. Widom. Scaling personalized web search. WWW 2003 (personalised
-    PageRank).
+    .. [1] T. Qin and K. Rohe, "Regularized Spectral Clustering under the
+       Degree-Corrected Stochastic Blockmodel", NIPS 2013.
+    .. [2] H. Chen, S. F. Sultan, Y. Tian, M. Chen and S. Skiena, "Fast and
+       Accurate Network Embeddings via Very Sparse Random Projection", CIKM 2019.
+    .. [3] G. Jeh and J. Widom, "Scaling Personalized Web Search", WWW 2003.
 
     Examples
     --------
