@@ -537,53 +537,55 @@ class _EdgeHead(nn.Module):
 class HadamardLinkPredictor(_LinkPredictorBase):
     """Edge classifier on Hadamard products of node embeddings (PrivGE's link head).
 
-    For a pair ``(u, v)`` the edge feature is ``z_u * z_v`` (element-wise),
-    where ``z`` are the node features of the graph the :class:`~skldp.model_selection.PairData`
-    lives on: in ``Pipeline([("hds", HDSMechanism()), ("ppr",
-    PPRPropagation()), ("link", HadamardLinkPredictor())])`` they are the
-    propagated private embeddings of Li et al. (CIKM 2024), eq. (12). A logistic
-    regression (default) or an MLP on these edge features predicts the edge,
-    trained with Adam on mini-batches; the edge features are formed per batch,
-    so they never live in memory for all pairs.
+    For a pair ``(u, v)`` the edge feature is the element-wise product
+    ``z_u * z_v`` of the node features of the graph the
+    :class:`~skldp.model_selection.PairData` lives on (in PrivGE, the
+    propagated private embeddings). A logistic regression (default) or an MLP
+    on these edge features, trained with Adam on mini-batches, predicts the
+    edge.
+
+    Read more in the :ref:`User Guide <hadamard_link>`.
 
     Parameters
     ----------
     head : {"logistic", "mlp"}, default="logistic"
-        Logistic regression (Li et al., §4.1) or an MLP with
-        ``hidden_layer_sizes`` and ReLU.
+        Logistic regression or an MLP with ``hidden_layer_sizes`` and ReLU.
     hidden_layer_sizes : tuple of int, default=(64,)
         Only for ``head="mlp"``.
     loss : {"bce", "pairwise"}, default="bce"
         ``"bce"``: binary cross-entropy (calibrated ``predict_proba``).
-        ``"pairwise"``: the pairwise ranking objective Li et al. cite,
-        ``mean softplus(s_neg - s_pos)`` over all positive/negative pairs of a
-        batch (optimises AUC; probabilities are then uncalibrated).
+        ``"pairwise"``: a pairwise ranking loss (optimises AUC; the
+        probabilities are then uncalibrated).
     standardize : bool, default=True
-        Centre and scale each edge feature with the mean and standard
-        deviation over the training pairs (perturbed, propagated embeddings
-        can be tiny: HDS reports shrink the mean by its factor ``C``).
+        Centre and scale each edge feature with its mean and standard
+        deviation over the training pairs.
     dropout : float, default=0.0
+        Dropout probability after each hidden layer.
     lr : float, default=0.01
+        Adam learning rate.
     weight_decay : float, default=0.0
+        Adam L2 penalty.
     epochs : int, default=100
+        Maximum number of epochs.
     batch_size : int, default=1024
+        Pairs per mini-batch.
     early_stopping : bool, default=True
         Stop after ``patience`` epochs without a lower validation loss and keep
-        the best weights; the validation pairs are those named by
-        ``validation``, else a stratified ``validation_fraction`` of the fit
-        pairs.
+        the best weights.
     validation : array-like of shape (m, 2) or None, default=None
-        Validation pairs (node positions, e.g. ``P_val.pairs`` of
-        :func:`~skldp.model_selection.random_edge_split`). Fit on the training
-        and validation pairs together (``P_train.concat(P_val)``): the fit
-        pairs among them are left out of the loss and select the weights.
-        ``None``: hold out ``validation_fraction`` of the fit pairs. Read more
-        in the :ref:`User Guide <validation_nodes>`.
+        Validation pairs (e.g. ``P_val.pairs``), fitted with the training
+        pairs (``P_train.concat(P_val)``); ``None``: hold out
+        ``validation_fraction`` of the fit pairs. See :ref:`validation_nodes`.
     validation_fraction : float, default=0.05
+        Share of the fit pairs held out (stratified) without ``validation``.
     patience : int, default=10
+        Epochs without improvement before stopping.
     device : str, default="auto"
+        Torch device; ``"auto"`` uses CUDA when available.
     random_state : int, RandomState or None
+        Seeds initialisation, dropout, batch order and the validation split.
     verbose : int, default=0
+        Log the loss of every epoch.
 
     Attributes
     ----------
@@ -595,13 +597,17 @@ class HadamardLinkPredictor(_LinkPredictorBase):
     loss_curve_, validation_scores_ : list of float
     best_epoch_ : int or None
 
+    See Also
+    --------
+    skldp.models.VGAELinkPredictor : A variational graph auto-encoder.
+    skldp.propagation.PPRPropagation : The embeddings of PrivGE.
+
     References
     ----------
-    Li, Z. et al., "Privacy-Preserving Graph Embedding based on Local
-    Differential Privacy", CIKM 2024: §4.1 "Model Implementation Details"
-    (Hadamard edge vectors, logistic regression, pairwise loss) and Table 2;
-    eq. (12) (the embeddings). Grover & Leskovec, "node2vec", KDD 2016
-    (Hadamard operator for edge features).
+    .. [1] Z. Li, R.-H. Li, M. Liao, F. Jin and G. Wang, "Privacy-Preserving
+       Graph Embedding based on Local Differential Privacy", CIKM 2024, §4.1.
+    .. [2] A. Grover and J. Leskovec, "node2vec: Scalable Feature Learning for
+       Networks", KDD 2016 (the Hadamard operator).
 
     Examples
     --------
