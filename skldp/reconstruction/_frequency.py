@@ -54,38 +54,23 @@ def _as_codes(X):
 class FrequencyReconstructor(GraphTransformerMixin, BaseEstimator):
     r"""Reconstruct categorical features from GRR-FS reports (Bhaila et al., Algorithm 1).
 
-    For every feature ``j`` the reports are one-hot encoded (a sparse
-    ``n x c_j`` block) and averaged ``hops`` times over each node's
-    neighbourhood with ``D^-1 (A + I)``, giving the observed proportion
-    ``lambda_v(k)`` of code ``k`` around node ``v``. The GRR-FS frequency
-    estimate (eq. (5)) inverts
+    The one-hot encoded reports of every feature are averaged ``hops`` times
+    over each node's neighbourhood and the GRR-FS frequency estimate is
+    inverted: the reconstructed feature is the most probable code, or the
+    estimated probability of a binary feature. The protocol parameters are
+    public (:meth:`from_mechanism` copies them from the mechanism).
 
-    .. math:: \lambda = \frac{m}{d}(q + f (p - q)) + \left(1 - \frac{m}{d}\right)\frac{1}{c},
-
-    and the reconstructed feature is the most probable code
-    ``argmax_k f_hat_v(k)``, or, for a binary feature, the estimated
-    probability ``f_hat_v(1)`` (clipped to [0, 1] when ``clip=True``). By
-    homophily a node's features resemble its neighbourhood's; multi-hop
-    aggregation enlarges small neighbourhoods and so reduces the variance of
-    eq. (6), which is inversely proportional to the neighbourhood size.
-
-    The one-hot encoding is sparse; the propagated proportions are formed in
-    blocks of features, so no dense ``n x sum(c_j)`` matrix exists at once
-    beyond ~32 MB blocks. The protocol parameters (``eps``, ``m``, domain
-    sizes) are public: they are the ones the server asked the users to apply
-    with :class:`~skldp.mechanisms.GRRFSMechanism`
-    (:meth:`from_mechanism` copies them).
+    Read more in the :ref:`User Guide <frequency_reconstruction>`.
 
     Parameters
     ----------
-    eps : float
+    eps : float, default=1.0
         Per-feature GRR budget of the mechanism (> 0, ``inf`` allowed).
-    m : int
+    m : int, default=1
         Number of features each user randomised.
     domain_sizes : int or array-like of int, default=None
         Domain size of each feature. ``None`` takes ``max report + 1`` (at
-        least 2) from the reports; this is post-processing of private
-        reports and leaks nothing, but a code that nobody reported is missed.
+        least 2) from the reports.
     hops : int, default=2
         Propagation steps ``K_x`` (0 = each node's own report only).
     self_loops : bool, default=True
@@ -96,23 +81,26 @@ class FrequencyReconstructor(GraphTransformerMixin, BaseEstimator):
     Attributes
     ----------
     n_features_in_ : int
+        Number of reported features.
     feature_names_in_ : ndarray of str objects
-        Names of the reported features, when the GraphData has them.
+        Names of the reported features, when the GraphData has them; the
+        output keeps them.
+
+    See Also
+    --------
+    skldp.mechanisms.GRRFSMechanism : The mechanism whose reports this reconstructs.
+    skldp.models.RGNNClassifier : The classifier of the same paper.
 
     Notes
     -----
-    The output has one column per reported feature (its reconstruction), so
-    it keeps the input's feature names (:meth:`get_feature_names_out`). A
-    directed adjacency is averaged over each node's row (``A[v, u] != 0``),
-    like :class:`~skldp.propagation.KProp`; an adjacency whose edges all lie
-    on one side of the diagonal gets a ``UserWarning``. NaN or infinite
-    reports raise a ``ValueError``.
+    Directed graphs are supported, not symmetrised. NaN or infinite reports
+    raise a ``ValueError``.
 
     References
     ----------
-    K. Bhaila, W. Huang, Y. Wu, X. Wu, "Local Differential Privacy in Graph
-    Neural Networks: a Reconstruction Approach", SIAM SDM 2024: §IV-A, eqs.
-    (5), (6), (8) and Algorithm 1.
+    .. [1] K. Bhaila, W. Huang, Y. Wu and X. Wu, "Local Differential Privacy in
+       Graph Neural Networks: a Reconstruction Approach", SIAM SDM 2024,
+       eqs. (5), (6), (8), Algorithm 1.
 
     Examples
     --------
