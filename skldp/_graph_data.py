@@ -228,6 +228,8 @@ class GraphData:
     are fitted or predicted. Plain scikit-learn steps see ``np.asarray(G)``,
     the features of the selected rows.
 
+    Read more in the :ref:`User Guide <data_contract>`.
+
     Parameters
     ----------
     features : array-like or sparse matrix of shape (n_nodes, n_features)
@@ -250,19 +252,12 @@ class GraphData:
         is sent. ``None``: no cap.
     population : GraphData, Population or None, default=None
         The simulated devices these users are. ``None`` makes new ones (a new
-        ledger). Pass the GraphData of the same users (e.g. their updated
-        data) to share its ledger and budget: a mechanism fitted on that
-        GraphData may then transform this one, but a collection these users
-        answered is not asked again about changed data (a device answers it
-        once): fit a new one.
+        ledger); the GraphData of the same users (e.g. their updated data)
+        shares its ledger and budget.
     symmetric : bool or None, default=None
-        Whether the adjacency is symmetric (an undirected graph), if the caller
-        knows. ``None`` compares the adjacency with its transpose the first time
-        a step asks (once per matrix). ``True`` replaces that comparison by a
-        cheaper check that catches any noticeable asymmetry (equal row and column
-        counts, ``x^T A y = y^T A x`` for random ``x, y``: two sparse products
-        instead of a transpose: about 2.5x faster) and raises
-        a ``ValueError`` if it fails; ``False`` is taken as given.
+        Whether the adjacency is symmetric, if the caller knows. ``None``
+        compares it with its transpose when a step first asks; ``True`` runs a
+        cheaper randomized check instead; ``False`` is taken as given.
 
     Attributes
     ----------
@@ -277,14 +272,9 @@ class GraphData:
 
     Notes
     -----
-    **Indexing** selects rows of the view (not of the whole graph): ``G[i]``
-    (a one-row view), ``G[[i, j]]``, ``G[mask]`` (a boolean array of the
-    view's length), ``G[a:b:c]`` and scikit-learn's ``G[idx, ...]``. Negative
-    positions count from the end of the view, as in numpy. An empty index
-    (``G[[]]``) gives an empty view (0 rows of the same graph), as numpy and
-    scikit-learn's ``_safe_indexing`` do for empty index arrays. A position
-    outside the view raises an ``IndexError`` that names the view's size;
-    non-integer or multi-dimensional indices raise an ``IndexError`` too.
+    Indexing selects rows of the view, not of the whole graph: ``G[i]``,
+    ``G[[i, j]]``, ``G[mask]``, ``G[a:b:c]`` and scikit-learn's
+    ``G[idx, ...]``.
 
     Examples
     --------
