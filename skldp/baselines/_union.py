@@ -13,27 +13,13 @@ __all__ = ["GraphFeatureUnion"]
 class GraphFeatureUnion(FeatureUnion, auto_wrap_output_keys=None):
     """Concatenate the whole-graph outputs of several graph transformers.
 
-    Each transformer of ``transformer_list`` (a graph transformer such as
-    :class:`StructuralFeatures`, a pipeline of them such as
-    ``Pipeline([("hds", HDSMechanism(...)), ("ppr", PPRPropagation())])``, or
-    ``"passthrough"`` for the input features) is fitted on the input view and
-    transforms the same graph; their outputs, which hold the features of
-    *all* nodes, are concatenated column-wise into one
-    :class:`~skldp.GraphData` over the input's graph, and the rows of the
-    input view are returned. The result is sparse (CSR) if any block is
-    sparse, dense otherwise; ``transformer_weights`` multiply the blocks. The
-    concatenation is memoised on the graph, like the outputs of the
-    transformers, so ``fit`` and ``predict`` of a pipeline compute it once.
+    Each branch of ``transformer_list`` (a graph transformer, a pipeline of
+    them, or ``"passthrough"``) is fitted on the input view and transforms the
+    whole graph; the outputs are concatenated column-wise into one
+    :class:`~skldp.GraphData` over the input's graph, whose input rows are
+    returned. The branches must not change the adjacency.
 
-    The graph of the output is the input's: branches must not change the
-    adjacency (put an edge mechanism such as :class:`~skldp.mechanisms.EdgeRR`
-    *before* the union).
-
-    It is a :class:`sklearn.pipeline.FeatureUnion`, so nested parameters
-    (``"private__hds__eps"``), ``clone``, ``GridSearchCV`` and pickling work
-    as usual, and :func:`skldp.accounting.privacy_report` walks the fitted
-    ``transformer_list`` and counts every mechanism of every branch (their
-    local budgets add up: each user sends each branch's report).
+    Read more in the :ref:`User Guide <graph_feature_union>`.
 
     Parameters
     ----------
@@ -52,6 +38,10 @@ class GraphFeatureUnion(FeatureUnion, auto_wrap_output_keys=None):
     ----------
     n_features_in_ : int
         Number of input features (of the first branch).
+
+    See Also
+    --------
+    skldp.baselines.StructuralFeatures : A feature-free branch.
 
     Examples
     --------
