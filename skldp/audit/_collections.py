@@ -248,29 +248,15 @@ def audit_collections(mechanisms, x0, x1, *, n_samples=20_000, confidence=0.95,
     a bound above it shows that the collections share randomness or that one
     of them spends more than it claims.
 
+    Read more in the :ref:`User Guide <audit_collections>`.
+
     Parameters
     ----------
     mechanisms : list
-        Each item is a mechanism or a pair ``(mechanism, columns)`` where
-        ``columns`` selects the input columns it reads (default: all). A
-        mechanism is
-
-        - an *unfitted* scikit-learn style transformer (e.g.
-          :class:`~skldp.mechanisms.LaplaceMechanism`), given the public
-          bounds it uses in deployment (``feature_range``); it is cloned and
-          fitted on ``GraphData(X, node_ids=ids)``;
-        - a label mechanism with ``fit()`` and ``randomize(y, keys)``
-          (:class:`~skldp.mechanisms.LabelRandomizedResponse`), reading one
-          column that holds the label;
-        - an edge mechanism, a graph transformer that needs an adjacency
-          (:class:`~skldp.mechanisms.EdgeRR`), reading one 0/1 column: whether
-          the user has an edge to its partner (users are paired within each
-          input, so the lists of ``x0``-users and ``x1``-users differ in that
-          one bit). It runs with ``symmetrize="directed"``; the report of a
-          user is (its bit towards its partner, how many others it reported);
-        - a callable ``f(X, keys) -> reports`` (``X`` the selected columns
-          of the users, ``keys`` their uint64 node keys), for anything else.
-          Its claimed budget is ``f.epsilon_`` if set.
+        Each item is a mechanism or a pair ``(mechanism, columns)``, ``columns``
+        the input columns it reads (default: all): an unfitted feature
+        mechanism with its public bounds, a label mechanism, an edge mechanism
+        or a callable ``f(X, keys) -> reports``.
     x0, x1 : array-like of shape (n_columns,)
         The two inputs (one user's values; labels and edge bits included).
     n_samples : int, default=20000
@@ -300,7 +286,8 @@ def audit_collections(mechanisms, x0, x1, *, n_samples=20_000, confidence=0.95,
 
     See Also
     --------
-    audit_mechanism : one mechanism.
+    skldp.audit.audit_mechanism : One mechanism.
+    skldp.audit.audit_ledger : Everything one user sends while an estimator is fitted.
 
     Examples
     --------

@@ -54,29 +54,13 @@ def check_output_grid(mechanism, x_values, n_samples=5_000, *, max_values=256, e
 
     Continuous noise computed in floating point takes values that some
     inputs can produce and others cannot, so a single report can reveal the
-    input with certainty (Mironov 2012; e.g. ``x + Laplace`` noise drawn by
-    the inverse CDF). A mechanism is safe from this when its outputs lie on a
-    grid that does not depend on the input, or when it has a finite set of
-    outputs computed without the input. The check draws ``n_samples`` reports
-    for each input and:
+    input. The check draws ``n_samples`` reports for each input and passes
+    when the outputs lie on the mechanism's declared ``output_grid_``, or,
+    for finite outputs, when no input produces a value that another input
+    should have produced but never did; continuous outputs without a grid
+    fail.
 
-    - if the fitted mechanism declares ``output_grid_ = (offset, step)``
-      (arrays of shape (n_features,)): verifies that every reported
-      coordinate ``j`` of every input equals ``offset[j] + k step[j]`` for
-      an integer ``k``, up to ``rtol`` relative to ``max(1, |k|)``; passes
-      when none is off the grid. An off-grid value that every input
-      produces (the same float, e.g. the ``mid`` of unsampled coordinates)
-      is an input-independent constant and is not counted;
-    - else, if every output coordinate takes at most ``max_values`` distinct
-      values (finite outputs: one-bit, multi-bit, GRR codes): for each pair
-      of inputs ``(a, b)`` and coordinate, flags the values that ``a``
-      produced and ``b`` never did although an ``epsilon``-LDP mechanism
-      gives them probability at least ``e^-epsilon P_a(v)`` under ``b``,
-      i.e. an expected count of at least ``min_expected`` among ``b``'s
-      reports (with a Clopper-Pearson lower bound on ``P_a(v)``, so a false
-      alarm has probability below ``e^-min_expected``); passes when none is
-      flagged;
-    - else fails: "continuous floating-point output with no fixed grid".
+    Read more in the :ref:`User Guide <check_output_grid>`.
 
     Parameters
     ----------
@@ -103,10 +87,14 @@ def check_output_grid(mechanism, x_values, n_samples=5_000, *, max_values=256, e
     -------
     result : GridCheckResult
 
+    See Also
+    --------
+    skldp.audit.audit_mechanism : A lower bound on the privacy loss.
+
     References
     ----------
-    I. Mironov, "On significance of the least significant bits for
-    differential privacy", ACM CCS 2012.
+    .. [1] I. Mironov, "On Significance of the Least Significant Bits for
+       Differential Privacy", ACM CCS 2012.
 
     Examples
     --------

@@ -58,6 +58,8 @@ def audit_ledger(estimator, x0, x1, *, y0, y1, classes=None, n_samples=4_000,
     collection, and the lower bound is compared with what the ledger charged
     those users (their local epsilon on features and labels).
 
+    Read more in the :ref:`User Guide <audit_ledger>`.
+
     Parameters
     ----------
     estimator : estimator
@@ -72,6 +74,7 @@ def audit_ledger(estimator, x0, x1, *, y0, y1, classes=None, n_samples=4_000,
     n_samples : int, default=4000
         Users per input.
     confidence : float, default=0.95
+        Family-wise confidence over every output audited and event tried.
     outputs : {"all", "collections", "joint"}, default="all"
         As :func:`audit_collections`.
     events : {"auto", "values", "cells"}, default="auto"
@@ -79,13 +82,8 @@ def audit_ledger(estimator, x0, x1, *, y0, y1, classes=None, n_samples=4_000,
     fit_params : dict or None
         Passed to ``fit``.
     predictions : bool, default=False
-        Also audit what the fitted estimator releases about each user: its
-        predicted label joins the user's record. Everything the server does
-        after the reports is post-processing, so it may not raise the bound;
-        this catches a step that reads data the users never sent (clean labels,
-        raw features). The graph is then edgeless, so that a user's prediction
-        depends on its own reports only (and on the model, shared by both
-        groups).
+        Also audit each user's predicted label (on an edgeless graph): it
+        catches a step that reads data the users never sent.
     random_state : int, default=0
         The audit's own randomness (user ids, event selection).
 

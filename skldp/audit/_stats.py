@@ -324,30 +324,10 @@ def audit_pair(reports_0, reports_1, *, events="auto", confidence=0.95, max_valu
                                     {\mathrm{CP}_{upper}(\hat P(E \mid x_1))}
 
     holds with the chosen confidence. The bound is maximised over a family of
-    events in both directions, and each Clopper-Pearson bound is taken at
-    level ``(1 - confidence) / (number of bounds used)`` (Bonferroni), so the
+    output events in both directions, with a Bonferroni correction, so the
     maximum is a valid lower bound at ``confidence``.
 
-    Events (``events=``):
-
-    - ``"values"``: every distinct output (a row: a tuple of values for a
-      joint output) is an event, evaluated on all reports; ``4 K`` bounds for
-      ``K`` distinct outputs. For finite output sets (randomized response,
-      one-bit reports, codes).
-    - ``"cells"``: the reports of each input are split at random into a
-      selection part (``selection_fraction``) and an evaluation part. On the
-      selection part each coordinate is cut into codes (frequent values keep
-      their own code; other values go to quantile bins) and the joint codes
-      form cells; cells are ranked by their estimated likelihood ratio and
-      the union of the top cells (a half-line of the ratio, which includes
-      half-lines and bins of a single coordinate) that maximises the bound on
-      the selection part is chosen, one event per direction. The bound is
-      then computed on the evaluation part only, which the choice never saw:
-      4 bounds. With many continuous coordinates the cells are those of a
-      score, the sum over coordinates of per-coordinate log likelihood
-      ratios estimated on the selection part.
-    - ``"auto"``: ``"values"`` when there are at most ``max_values`` distinct
-      outputs, else ``"cells"``.
+    Read more in the :ref:`User Guide <audit_pair>`.
 
     Parameters
     ----------
@@ -357,6 +337,9 @@ def audit_pair(reports_0, reports_1, *, events="auto", confidence=0.95, max_valu
         can only lower the true privacy loss, so any bound on it is a bound
         on the mechanism.
     events : {"auto", "values", "cells"}, default="auto"
+        The events tried: every distinct output (``"values"``), unions of
+        cells chosen on a separate part of the reports (``"cells"``), or
+        ``"values"`` up to ``max_values`` distinct outputs (``"auto"``).
     confidence : float, default=0.95
         Probability that the bound holds, in (0, 1).
     max_values : int, default=64
@@ -375,15 +358,14 @@ def audit_pair(reports_0, reports_1, *, events="auto", confidence=0.95, max_valu
 
     See Also
     --------
-    audit_mechanism : draws the reports of a scikit-learn style mechanism.
+    skldp.audit.audit_mechanism : Draws the reports of a scikit-learn style mechanism.
 
     References
     ----------
-    M. Jagielski, J. Ullman, A. Oprea, "Auditing Differentially Private
-    Machine Learning: How Private is Private SGD?", NeurIPS 2020 (Clopper-
-    Pearson lower bounds on epsilon). Z. Ding, Y. Wang, G. Wang, D. Zhang,
-    D. Kifer, "Detecting Violations of Differential Privacy", CCS 2018 (event
-    selection on separate samples).
+    .. [1] M. Jagielski, J. Ullman and A. Oprea, "Auditing Differentially
+       Private Machine Learning: How Private is Private SGD?", NeurIPS 2020.
+    .. [2] Z. Ding, Y. Wang, G. Wang, D. Zhang and D. Kifer, "Detecting
+       Violations of Differential Privacy", CCS 2018.
 
     Examples
     --------
