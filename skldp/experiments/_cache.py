@@ -90,36 +90,14 @@ def _reports_features(step):
 class GraphCache:
     """On-disk cache of the whole-graph outputs of graph steps, shared by processes.
 
-    Inside ``with GraphCache(location):`` every graph step
-    (:class:`~skldp.base.GraphTransformerMixin`: mechanisms, propagation)
-    looks its whole-graph output up on disk before computing it, in the
-    spirit of ``Pipeline(memory=...)``. The key is the fitted step's token
-    (``skldp.base.fitted_token``: class, parameters and fitted public
-    state, including the collection seed ``seed_``) and a content hash of the
-    input graph (:func:`graph_content_key`), so a perturbation or a
-    propagation computed by one process (a joblib worker, a Dask worker on the
-    same file system) is read by every other instead of being computed again.
-    A lock file per entry makes a second process wait for the first rather
-    than compute the same entry twice (POSIX ``flock``; without it both
-    compute and the last write wins, with identical content).
+    Inside ``with GraphCache(location):`` every graph step (mechanisms,
+    propagation) looks its whole-graph output up on disk before computing it,
+    keyed by the fitted step and a content hash of the input graph, so an
+    output computed by one process is read by every other. Only reports and
+    functions of reports are stored unless ``allow_raw=True``; the directory
+    is as sensitive as the reports.
 
-    :class:`CachedPipeline` activates a cache in whichever process fits or
-    predicts (``GridSearchCV(..., n_jobs=2)`` workers included), and
-    :func:`skldp.experiments.run_study` does so for every run of a sweep.
-
-    **What is stored (privacy).** Only *reports* and functions of reports: the
-    output of a local DP feature mechanism of finite ``eps``, and the output
-    of a step whose input features are such reports (propagated reports; the
-    graph structure is used as the server holds it, and is never written).
-    Raw features, outputs computed from raw features (non-private or
-    graph-only baselines, ``NodeWise`` scaling) and adjacency matrices are
-    never written unless ``allow_raw=True``. Even so the cache directory is
-    as sensitive as the reports themselves: keep it where the reports are
-    allowed to be, and delete it with them. With an integer
-    ``random_state`` (a simulation) the key is computed from it, so anyone
-    who can read the cache and guess small seeds can tell which seed made an
-    entry: as the README says, a fixed ``random_state`` is for simulations,
-    not for deployment.
+    Read more in the :ref:`User Guide <graph_cache>`.
 
     Parameters
     ----------
@@ -145,7 +123,7 @@ class GraphCache:
 
     See Also
     --------
-    CachedPipeline : a Pipeline that activates a cache where it runs.
+    skldp.experiments.CachedPipeline : A Pipeline that activates a cache where it runs.
 
     Examples
     --------
