@@ -139,7 +139,7 @@ class GCNAggregation(GraphTransformerMixin, BaseEstimator):
     >>> G = GraphData(np.array([[1.0], [3.0]]), A)
     >>> np.round(np.asarray(GCNAggregation().fit_transform(G)), 6)  # (1 + 3) / 2
     array([[2.],
-           [2.]])
+           [2.]], dtype=float32)
     """
 
     def __init__(self, self_loops=True, normalization="sym", *, dtype="float32", n_jobs=None):

@@ -69,7 +69,7 @@ class KProp(GraphTransformerMixin, BaseEstimator):
     >>> A = sp.csr_array(np.array([[0, 1, 0], [1, 0, 1], [0, 1, 0]]))
     >>> G = GraphData(np.array([[3.0], [0.0], [6.0]]), A)
     >>> np.round(np.asarray(KProp(steps=1).fit_transform(G)).ravel(), 6)
-    array([1.5, 3. , 3. ])
+    array([1.5, 3. , 3. ], dtype=float32)
     """
 
     def __init__(self, steps=1, self_loops=True, normalization="rw", *, dtype="float32",
