@@ -702,12 +702,9 @@ class _DPTrainerBase(PrivateStepMixin, GraphClassifierMixin, BaseEstimator):
 
 _CLASSES_PARAM = """
     classes : array-like or None, default=None
-        The public label domain (e.g. ``[0, 1, 2, 3]``). ``classes_`` is its
-        sorted set of unique values, even if some class has no training label;
-        labels outside it raise a ``ValueError``. ``None`` reads the classes
-        from the private training labels, which reveals which classes occur
-        (not covered by ``epsilon_``), hence a
-        :class:`~skldp.exceptions.PrivacyLeakWarning`."""
+        The public label domain; labels outside it raise a ``ValueError``.
+        ``None`` reads it from the private training labels (not covered by
+        ``epsilon_``), with a :class:`~skldp.exceptions.PrivacyLeakWarning`."""
 
 _COMMON_PARAMS = """
     batch_size : int, default=1000
@@ -721,13 +718,12 @@ _COMMON_PARAMS = """
     lr : float, default=0.01
         Learning rate (Adam step size, or SGD step ``eta``).
     optimizer : {"adam", "sgd"}, default="adam"
-        DP-Adam (Algorithm 3) or DP-SGD (Algorithm 1). Both average the noisy
-        sum over the batch (``u~ / m``) before the update; the privacy cost is
-        the same (the optimiser only post-processes the noisy sums).
+        DP-Adam or DP-SGD; the privacy cost is the same (the optimiser only
+        post-processes the noisy sums).
     noise_multiplier : float >= 0, default=1.0
-        ``z``: noise standard deviation over the node-level sensitivity of one
-        update (see Notes). Ignored when ``target_epsilon`` is given. ``0``
-        (with ``max_grad_norm=None``) trains without privacy.
+        ``z``: noise standard deviation over the sensitivity of one update.
+        Ignored with ``target_epsilon``; ``0`` (with ``max_grad_norm=None``)
+        trains without privacy.
     target_epsilon : float or None, default=None
         If given, ``z`` is calibrated by bisection so that the whole training
         run is (``target_epsilon``, ``delta``) node-level DP.
@@ -738,48 +734,36 @@ _COMMON_PARAMS = """
         one per group). With ``clip_percentile`` it is the scaling factor
         ``C_f``. ``None`` disables clipping (only with ``noise_multiplier=0``).
     clip_percentile : float in (0, 100] or None, default=None
-        **Not private.** If given, the thresholds are ``C_f`` times this
-        percentile of each group's per-node gradient norms at initialisation
-        (the paper's choice, with 75), computed on the training data. This
-        extra look at the data is not covered by ``epsilon_``, hence a
+        **Not private.** The thresholds are ``C_f`` times this percentile of
+        each group's per-node gradient norms at initialisation, with a
         :class:`~skldp.exceptions.PrivacyLeakWarning`.
     hidden_size : int, default=64
         Width of every hidden layer.
     encoder_layers, decoder_layers : int, default=1
         Number of linear layers of the encoder and decoder MLPs.
     activation : {"tanh", "relu", "elu"}, default="tanh"
+        Non-linearity of the hidden layers.
     validation : array-like or None, default=None
-        Validation nodes (node positions, or a boolean mask over the graph's
-        nodes; ``fit`` then needs a GraphData view): the fit rows among them
-        are left out of the training set (and of ``N_train``, the batches and
-        the accounting) and the iterate with the lowest cross-entropy on them
-        is kept. ``None`` (the default) releases the last iterate, as the
-        authors' code does. **Not covered by** ``epsilon_`` unless the
-        validation rows' labels and features (and for DP-GNN, those of their
-        neighbours, read to score them) are public, hence a
-        :class:`~skldp.exceptions.PrivacyLeakWarning`; the noise, the
-        clipping and ``epsilon_`` (for all ``T`` steps) are those of training
-        on the other rows. Read more in the User Guide ("Validation nodes").
+        Validation nodes, left out of training, whose loss selects the
+        iterate; ``None`` releases the last iterate. **Not covered by**
+        ``epsilon_`` (a :class:`~skldp.exceptions.PrivacyLeakWarning`); see
+        :ref:`validation_nodes`.
     patience : int or None, default=None
         With ``validation``, stop after this many steps without a lower
         validation loss (``None``: run all ``T`` steps, keep the best).
     device : str, default="auto"
         "auto" uses CUDA when available.
     random_state : int, RandomState, Generator or None, default=None
-        Seeds the degree-bounded sample, the batches, the initialisation and
-        the noise, as separate streams (keyed hashes of ``random_state``, the
-        stream and the estimator's parameters); numpy's and torch's global
-        generators are neither used nor changed. ``None`` (the default) draws
-        every seed from the operating system's entropy: use it for anything
-        released. **An explicit integer makes the DP noise and the batches
-        reproducible by anyone who knows it**, which voids the guarantee
-        against that person: fine for simulations and tests, not for
-        deployment.
+        Seeds the sample, the batches, the initialisation and the noise.
+        ``None`` draws them from the operating system's entropy; **an integer
+        makes the noise reproducible**: for simulations only.
     verbose : int, default=0
+        Log the training progress.
 """
 
 _COMMON_ATTRS = """
     classes_ : ndarray
+        The public label domain.
     module_ : torch.nn.Module
         The trained network (on the CPU).
     epsilon_, delta_ : float
@@ -791,7 +775,7 @@ _COMMON_ATTRS = """
         Clipping threshold of each layer group.
     noise_std_ : dict
         Standard deviation of the noise added to each group's clipped sum
-        (including the rounding inflation, see Notes).
+        (including ``sensitivity_inflation_``).
     grid_step_ : dict or None
         Grid step (a power of two) of each group's noisy sum; ``None`` without noise.
     sensitivity_inflation_ : float
@@ -806,41 +790,15 @@ _COMMON_ATTRS = """
     best_step_ : int or None
         Step (0-based) whose iterate was kept (``None`` without ``validation``).
     n_train_ : int
+        Number of training nodes ``N_train``.
     fit_time_ : float
         Seconds spent in the training loop.
 """
 
 
 _GRID_NOTES = """
-    *Noise on a grid.* Floating-point Gaussian noise leaks through the
-    low-order bits of its sum with the data (Mironov 2012). Each coordinate
-    of a group's clipped sum is therefore rounded to the grid ``step * Z`` by
-    unbiased randomized rounding (``step * floor(x / step + u)``,
-    ``u ~ U[0, 1)``) and Gaussian noise rounded to the same grid is added, so
-    the released noisy sum is an integer multiple of ``step`` whatever the
-    data (a "rounded Gaussian"; computed in float64 from integers, exact up
-    to ``2**52`` grid points). ``step`` is the largest power of two below
-    ``2**-20 min(z, 1)`` times the group's un-inflated sensitivity, i.e. at
-    most ``2**-20`` times both the sensitivity and the noise std. *Cost:*
-    with the same ``u``, neighbouring sums ``x, x'`` round to ``r, r'`` with
-    ``|r_i - r'_i| < |x_i - x'_i| + step`` per coordinate, so (after
-    rescaling group ``l`` by ``1 / C_l``) ``||r - r'|| <= Delta + s`` with
-    ``s = sqrt(sum_l p_l (step_l / C_l)^2) <= 2**-20 min(z, 1) Delta sqrt(p)``
-    for ``p`` parameters. Rounding the noise is post-processing of the
-    Gaussian mechanism on ``r``, and the mixture over ``u`` keeps its
-    guarantee (quasi-convexity of Rényi divergence under a shared coupling).
-    The noise is scaled to the inflated sensitivity, ``sigma = z (Delta + s)``,
-    so the accountant's ``z`` and ``epsilon_`` stay sound; the factor
-    ``1 + s / Delta`` is ``sensitivity_inflation_`` (``1 + 4e-4`` for 150,000
-    parameters). Not covered: the float32 rounding of the clipped sums
-    themselves (relative ``~1e-7`` per term) and the deviation of the
-    floating-point normal sampler from an exact normal far in its tails.
-
-    *Randomness.* Gaussian noise, randomized rounding, batches,
-    initialisation and the degree-bounded sample use local generators with
-    separate seeds (see ``random_state``), never numpy's or torch's global
-    state; batch membership is as secret as the noise (amplification by
-    subsampling assumes it is).
+    The noisy sums are released on a grid, so that floating-point noise does
+    not leak the data, and all randomness comes from local generators.
 """
 
 
@@ -848,20 +806,14 @@ _GRID_NOTES = """
 class DPGNNClassifier(_DPTrainerBase):
     __doc__ = """Node-level differentially private 1-layer GNN (DP-GNN, Daigavane et al., 2021).
 
-    The model is a 1-layer GCN with MLP encoder and decoder (eq. (2)),
-    ``y_v = MLP_dec(act(A_v act(MLP_enc(X)) Theta_agg))`` with the
-    "inverse-degree" normalisation ``(D + I)^-1 (A + I)`` (Appendix E). It is
-    trained with DP-Adam (Algorithm 3) or DP-SGD (Algorithm 1) on a training
-    graph in which every node has at most ``K`` neighbours (Algorithm 2, see
-    :func:`degree_bounded_sample`). At each step a batch of ``m`` training
-    nodes is drawn without replacement; each node's gradient is split into
-    three groups (encoder, aggregation, decoder), each clipped to its
-    threshold ``C_l``, summed over the batch, and Gaussian noise is added.
-    The released parameters are (``epsilon_``, ``delta_``) node-level DP
-    (Definition 1: a node's features, label and edges), by Theorem 1 and the
-    accountant in :mod:`skldp.accounting`. Inference may use the full
-    neighbourhood (Appendix B); predictions for a node then reveal its
-    neighbours' features to it (setting 1 of §4).
+    A 1-layer GCN with MLP encoder and decoder, trained with DP-Adam or
+    DP-SGD on a training graph whose degrees are bounded by ``max_degree``:
+    each node's gradient is clipped per layer group and Gaussian noise is
+    added to their sum over a batch. The released parameters are
+    (``epsilon_``, ``delta_``) node-level DP: a node's features, label and
+    edges.
+
+    Read more in the :ref:`User Guide <dpgnn>`.
 
     Parameters
     ----------
@@ -873,42 +825,22 @@ class DPGNNClassifier(_DPTrainerBase):
     protects_ : tuple
         ``("features", "labels", "edges")``.
 
+    See Also
+    --------
+    skldp.central.DPMLPClassifier : The same training without the graph.
+    skldp.central.degree_bounded_sample : The degree-bounded training graph.
+
     Notes
     -----
-    *Sensitivity and noise.* One node affects at most ``K + 1`` clipped
-    per-node gradients of a batch (its own and its neighbours'), so the sum of
-    clipped gradients has node-level sensitivity ``2 (K + 1) C`` where ``C``
-    bounds a clipped gradient's norm (Lemma 1). With per-group clipping to
-    ``C_1..C_L`` the paper adds noise ``lambda 2 (K + 1) C_l`` to group ``l``
-    and states that the cost depends only on ``lambda``. Made precise: after
-    rescaling group ``l`` by ``1 / C_l`` the clipped gradient has norm at most
-    ``sqrt(L)``, so the update is a Gaussian mechanism with multiplier
-    ``lambda / sqrt(L)``. Here ``noise_multiplier`` is that effective
-    multiplier ``z`` (the one the accountant sees) and group ``l`` receives
-    noise of standard deviation ``z sqrt(L) 2 (K + 1) C_l`` (``noise_std_``).
-    With equal thresholds this is the usual isotropic noise for the overall
-    clipping norm ``sqrt(L) C`` (times ``sensitivity_inflation_``, below).
-
-    *Accountant.* Theorem 1 (hypergeometric RDP over the number of the
-    ``K + 1`` affected nodes in a batch), composed over the steps and
-    converted with Balle et al. (2020) / Canonne et al. (2020), the same
-    conversion as ``dp_accounting.rdp.compute_epsilon``.
+    One node affects at most ``K + 1`` clipped per-node gradients of a batch,
+    so the noise is scaled to the node-level sensitivity ``2 (K + 1) C``;
+    ``noise_multiplier`` is the effective multiplier the accountant sees.
 """ + _GRID_NOTES + """
-    *Caveats.* As in the paper, the guarantee is stated for the
-    degree-bounded training graph produced by Algorithm 2 (the sampling step
-    itself is taken as given), Theorem 1 treats the batch size ``m`` and
-    ``N_train`` as public, and node ids and the set of training nodes are
-    public. ``max_grad_norm`` defaults to a fixed value; ``clip_percentile``
-    reproduces the paper's data-dependent thresholds but is not private.
-
     References
     ----------
-    .. [1] Daigavane, A. et al., "Node-level differentially private graph
-       neural networks", arXiv:2111.15521, 2021:
-       eq. (2), Algorithms 1-3, Lemma 1,
-       Theorem 1, §5 "Gradient Clipping", Appendix E.
-    .. [2] Mironov, I., "On significance of the least significant bits for
-       differential privacy", CCS 2012.
+    .. [1] A. Daigavane, G. Madan, A. Sinha, A. G. Thakurta, G. Aggarwal and
+       P. Jain, "Node-Level Differentially Private Graph Neural Networks",
+       arXiv:2111.15521, 2021, eq. (2), Algorithms 1-3, Lemma 1, Theorem 1.
 
     Examples
     --------
@@ -1021,60 +953,42 @@ class DPGNNClassifier(_DPTrainerBase):
 class DPMLPClassifier(_DPTrainerBase):
     __doc__ = """MLP trained with DP-Adam / DP-SGD on node features only (DP-MLP baseline).
 
-    The private baseline of Daigavane et al. (2021, §5, "DP-MLP"): an MLP encoder and
-    decoder, no graph. It shares the DP optimiser of
-    :class:`DPGNNClassifier` with ``K = 0``: each example affects one clipped
-    gradient and the noise is scaled to the replace-one sensitivity ``2 C``
-    of the clipped sum. Accepts a :class:`~skldp.GraphData` view (its rows'
-    features) or a plain array.
+    The private baseline of DP-GNN: an MLP encoder and decoder, no graph,
+    trained by the same DP optimiser with ``K = 0``. Accepts a
+    :class:`~skldp.GraphData` view (its rows' features) or a plain array.
+
+    Read more in the :ref:`User Guide <dpmlp>`.
 
     Parameters
     ----------""" + _CLASSES_PARAM + """
     accountant : {"combined", "wor", "hypergeometric"}, default="combined"
-        How ``epsilon_`` is computed (and ``z`` calibrated); all three are
-        sound bounds for batches of fixed size drawn without replacement under
-        the replace-one relation (``N`` public), see
-        :func:`skldp.accounting.compute_dpsgd_epsilon`. ``"wor"``: the
-        subsampled-Gaussian RDP bound of Wang, Balle & Kasiviswanathan (2019,
-        Thm. 27), computed by Google's ``dp-accounting``; tight for small
-        batch fractions ``q = m / N`` (epsilon 3.6 for ``z = 1``,
-        ``N = 10,000``, batches of 100, 1,000 steps, ``delta = 1e-5``).
-        ``"hypergeometric"``: Theorem 1 of Daigavane et al. (2021) with ``K = 0`` (the
-        paper's DP-MLP accounting, no extra dependency); loose for small ``q``
-        (epsilon 26.1 in the same example) but tighter than ``"wor"`` when
-        ``q`` exceeds about 1/4. ``"combined"``: the per-order minimum of both
-        RDP curves, converted by dp-accounting; never worse than either.
-        ``"combined"`` and ``"wor"`` need the optional dependency
-        (``pip install "skldp[accounting]"``); without it ``fit`` raises an
-        ``ImportError`` rather than silently switching accountant.""" + _COMMON_PARAMS + """
+        How ``epsilon_`` is computed: the subsampled-Gaussian bound
+        (``"wor"``), DP-GNN's Theorem 1 (``"hypergeometric"``) or the minimum
+        of both (``"combined"``; it and ``"wor"`` need ``skldp[accounting]``).""" + _COMMON_PARAMS + """
     Attributes
     ----------""" + _COMMON_ATTRS + """
     privacy_model : "central"
     protects_ : tuple
         ``("features", "labels")``; the graph is not used.
 
+    See Also
+    --------
+    skldp.central.DPGNNClassifier : The same training with the graph.
+    skldp.accounting.compute_dpsgd_epsilon : The accountants.
+
     Notes
     -----
-    *Accountant and sensitivity.* Replacing one example changes one clipped
-    gradient (each group ``l`` of norm ``<= C_l``), so after rescaling group
-    ``l`` by ``1 / C_l`` the sum moves by at most ``2 sqrt(L)``; group ``l``
-    gets noise ``z sqrt(L) 2 C_l`` (times ``sensitivity_inflation_``), so
-    ``z = sigma / (2 C)`` is exactly the ``noise_multiplier`` of
-    ``dp_accounting.GaussianDpEvent``: the ``"wor"`` curve is that of
-    ``SampledWithoutReplacementDpEvent(N, m, GaussianDpEvent(z))`` in an
-    ``RdpAccountant`` with ``NeighboringRelation.REPLACE_ONE`` (``N``
-    public), times ``T``.
+    Replacing one example changes one clipped gradient, so the noise is
+    scaled to the replace-one sensitivity ``2 C``.
 """ + _GRID_NOTES + """
     References
     ----------
-    .. [1] Daigavane, A. et al., "Node-level differentially private graph
-       neural networks", arXiv:2111.15521, 2021:
-       §5 "Methods" (DP-MLP), Algorithm 3, Theorem 1.
-    .. [2] Abadi, M. et al., "Deep learning with differential privacy", CCS 2016.
-    .. [3] Wang, Y.-X., Balle, B., Kasiviswanathan, S., "Subsampled Rényi
-       differential privacy and analytical moments accountant", AISTATS 2019.
-    .. [4] Mironov, I., "On significance of the least significant bits for
-       differential privacy", CCS 2012.
+    .. [1] A. Daigavane et al., "Node-Level Differentially Private Graph Neural
+       Networks", arXiv:2111.15521, 2021, §5 (DP-MLP), Theorem 1.
+    .. [2] M. Abadi et al., "Deep Learning with Differential Privacy", CCS 2016.
+    .. [3] Y.-X. Wang, B. Balle and S. Kasiviswanathan, "Subsampled Rényi
+       Differential Privacy and Analytical Moments Accountant", AISTATS 2019,
+       Theorem 27.
 
     Examples
     --------
