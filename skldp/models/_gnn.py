@@ -518,13 +518,9 @@ def _params_doc(hidden_size=16, activation="relu", dropout=0.5, lr=0.01, heads=N
         Dropout on the normalised attention coefficients of every layer
         (Velickovic et al., 2018, §3.3).
     input_scale : "auto" or float > 0, default="auto"
-        A constant that multiplies every input feature. ``"auto"``: when the
-        root-mean-square entry of the graph's features exceeds 1, its
-        inverse, else 1 (row-normalised or binary features are left as they
-        are). On large inputs, such as unbiased multi-bit reports (±1550 on
-        Cora at eps = 1), the attention starts saturated (each node attends
-        to one neighbour) and, with attention dropout, training collapses.
-        Read more in the :ref:`User Guide <gat_input_scale>`."""
+        A constant that multiplies every input feature. ``"auto"``: the
+        inverse of the root-mean-square entry of the graph's features when it
+        exceeds 1, else 1. See :ref:`gat_input_scale`."""
     return f"""
     Parameters
     ----------
@@ -548,12 +544,9 @@ def _params_doc(hidden_size=16, activation="relu", dropout=0.5, lr=0.01, heads=N
         rows (``validation``, else a stratified ``validation_fraction`` of the
         fit rows) and stop after ``patience`` epochs without improvement.
     validation : array-like or None, default=None
-        Validation nodes: node positions, or a boolean mask over the graph's
-        nodes (e.g. the Planetoid validation split). Fit on the training and
-        validation nodes together, ``fit(G[train | val], y[train | val])``:
-        the fit rows among them are left out of the loss and select the
-        weights. ``None``: hold out ``validation_fraction`` of the fit rows.
-        Read more in the :ref:`User Guide <validation_nodes>`.
+        Validation nodes (positions or a boolean mask over the graph's nodes),
+        fitted with the training nodes; ``None``: hold out
+        ``validation_fraction`` of the fit rows. See :ref:`validation_nodes`.
     validation_fraction : float in (0, 1), default=0.1
         Share of the fit rows held out for early stopping without ``validation``.
     patience : int, default=50
@@ -562,20 +555,14 @@ def _params_doc(hidden_size=16, activation="relu", dropout=0.5, lr=0.01, heads=N
         Torch device; ``"auto"`` uses CUDA when ``torch.cuda.is_available()``.
         Naming an unavailable device is a ``ValueError``.
     random_state : int, RandomState, Generator or None, default=None
-        Seeds the initial weights, dropout and the validation split through
-        generators local to ``fit``: torch's global generator is neither read
-        nor changed, so fits in parallel threads do not disturb each other.
-        An int makes ``fit`` reproducible (bit for bit on the CPU; on CUDA the
-        scatter-adds of GAT's attention sum in a varying order).
+        Seeds the initial weights, dropout and the validation split
+        (generators local to ``fit``). An int makes ``fit`` reproducible.
     verbose : int, default=0
         Log the loss of every epoch (logger ``skldp.models``, INFO).
     label_mechanism : label mechanism or None, default=None
-        Label local DP, e.g. ``LabelRandomizedResponse(eps_y, classes=...)``.
-        When set, ``fit`` randomizes each training (and validation) node's
-        label once, keyed by its node id, with a fitted clone stored in
-        ``label_mechanism_``; no clean label is used anywhere, early stopping
-        included (it then monitors the loss on noisy labels). ``classes_`` is
-        the mechanism's public label domain. ``privacy_report`` finds it.
+        Label local DP, e.g. ``LabelRandomizedResponse(eps_y, classes=...)``:
+        ``fit`` randomizes each fit row's label once and uses no clean label,
+        early stopping included.
 """
 
 
@@ -617,21 +604,22 @@ GNNClassifierBase.__doc__ = """Full-batch GNN node classifier on a :class:`~skld
     ``fit(G[train], y[train])`` propagates over the whole graph of ``G`` and
     fits the loss on the view's rows; ``predict(G[test])`` likewise.
     Subclasses set ``_conv`` (the layer type).
+
+    Read more in the :ref:`User Guide <gnn_classifiers>`.
     """ + _params_doc() + _ATTRS_DOC + _FULL_BATCH_NOTES
 
 
 class GCNClassifier(GNNClassifierBase):
     __doc__ = """Graph convolutional network node classifier.
 
-    Each layer computes D^-1/2 (A + I) D^-1/2 H W (Kipf & Welling, ICLR 2017,
-    eq. (2)); this is the model of the GCN experiments of Sajadmanesh &
-    Gatica-Perez (arXiv 2020; CCS 2021), Bhaila et al. (SDM 2024) and Lin et
-    al. (IEEE TIFS 2022).
+    Each layer computes ``D^-1/2 (A + I) D^-1/2 H W``, trained full batch.
+
+    Read more in the :ref:`User Guide <gnn_classifiers>`.
     """ + _params_doc() + _ATTRS_DOC + _FULL_BATCH_NOTES + """
     References
     ----------
-    Kipf & Welling, "Semi-Supervised Classification with Graph Convolutional
-    Networks", ICLR 2017.
+    .. [1] T. N. Kipf and M. Welling, "Semi-Supervised Classification with
+       Graph Convolutional Networks", ICLR 2017, eq. (2).
 
     Examples
     --------
@@ -649,14 +637,15 @@ class GCNClassifier(GNNClassifierBase):
 class SAGEClassifier(GNNClassifierBase):
     __doc__ = """GraphSAGE node classifier with the mean aggregator.
 
-    Each layer computes H W_self + mean_{j in N(i)} H_j W_neigh (Hamilton et
-    al., NeurIPS 2017, Algorithm 1 with the mean aggregator, full batch). This
-    is the backbone of LPGNN (later version) and RGNN (Bhaila et al., SDM 2024).
+    Each layer computes ``H W_self + mean_{j in N(i)} H_j W_neigh``, trained
+    full batch.
+
+    Read more in the :ref:`User Guide <gnn_classifiers>`.
     """ + _params_doc() + _ATTRS_DOC + _FULL_BATCH_NOTES + """
     References
     ----------
-    Hamilton, Ying & Leskovec, "Inductive Representation Learning on Large
-    Graphs", NeurIPS 2017.
+    .. [1] W. L. Hamilton, R. Ying and J. Leskovec, "Inductive Representation
+       Learning on Large Graphs", NeurIPS 2017, Algorithm 1.
 
     Examples
     --------
@@ -675,16 +664,18 @@ class SAGEClassifier(GNNClassifierBase):
 class GATClassifier(GNNClassifierBase):
     __doc__ = """Graph attention network node classifier.
 
-    Multi-head attention over each node's neighbours and itself (Velickovic et
-    al., ICLR 2018, eqs. (1)-(4)); hidden layers concatenate ``heads`` heads,
-    the output layer uses one head.
+    Multi-head attention over each node's neighbours and itself; hidden
+    layers concatenate ``heads`` heads, the output layer uses one head.
+
+    Read more in the :ref:`User Guide <gnn_classifiers>`.
     """ + _params_doc(hidden_size=8, activation="elu", dropout=0.6, lr=0.005,
                       heads=8) + _ATTRS_DOC + """    input_scale_ : float
         The constant that multiplied the input features (see ``input_scale``).
 """ + _FULL_BATCH_NOTES + """
     References
     ----------
-    Velickovic et al., "Graph Attention Networks", ICLR 2018.
+    .. [1] P. Veličković, G. Cucurull, A. Casanova, A. Romero, P. Liò and
+       Y. Bengio, "Graph Attention Networks", ICLR 2018, eqs. (1)-(4).
 
     Examples
     --------
