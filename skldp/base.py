@@ -5,7 +5,7 @@ import functools
 import numpy as np
 import scipy.sparse as sp
 from joblib import hash as joblib_hash
-from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin, clone
+from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin, _fit_context, clone
 from sklearn.utils._set_output import _wrap_data_with_container
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
@@ -23,7 +23,7 @@ from .population._spec import (
 )
 from .utils._random import _GOLDEN, _mix, array_fingerprint, collection_seed
 from .utils.validation import (
-    check_eps,
+    EPS_CONSTRAINT,
     check_finite_features,
     check_graph_data,
     check_input_features,
@@ -563,11 +563,16 @@ class LDPMechanism(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
 
     protects = ("features",)
     _graph_requirements = {}
+    _parameter_constraints = {
+        "eps": [EPS_CONSTRAINT],
+        "feature_range": [None, "array-like"],   # resolve_feature_range checks the pair
+        "random_state": ["random_state"],
+    }
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Validate ``eps``, store the bounds and fix the collection (or adopt the
         collection whose reports ``X`` holds, see ``skldp.base.collected_spec``)."""
-        self._validate_params_common()
         spec = collected_spec(X, "features")
         if spec is not None:
             return self._fit_collected(X, spec)
@@ -578,7 +583,7 @@ class LDPMechanism(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
         self.feature_min_, self.feature_max_ = resolve_feature_range(
             self.feature_range, Xf, owner=type(self).__name__)
         self.n_features_in_ = Xf.shape[1]
-        self._validate_params()
+        self._setup_fit()
         self.population_ = population_of(X if isinstance(X, GraphData) else Xf)
         self._open_collection(population, epsilon=self._epsilon_total(),
                               device_steps=device_steps, public_state=self._public_state())
@@ -599,7 +604,7 @@ class LDPMechanism(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
                              f"has {self.n_features_in_} features.")
         self.feature_min_ = np.asarray(ps["feature_min"], dtype=np.float64)
         self.feature_max_ = np.asarray(ps["feature_max"], dtype=np.float64)
-        self._validate_params()
+        self._setup_fit()
         if public_value(self._public_state()) != ps:
             raise ValueError(f"{type(self).__name__} with these parameters would fix another "
                              f"public state than collection {spec.id}'s.")
@@ -677,11 +682,13 @@ class LDPMechanism(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
             return X.features
         return check_array(X, accept_sparse="csr", dtype=np.float64, ensure_all_finite=False)
 
-    def _validate_params_common(self):
-        check_eps(self.eps)
+    def _setup_fit(self):
+        """Fit-time set-up once ``n_features_in_`` and the bounds are known: the checks
+        that depend on the data or on several parameters, and the derived attributes.
 
-    def _validate_params(self):
-        """Hook for subclass parameter checks (after n_features_in_ is known)."""
+        The type and range of each parameter are declared in ``_parameter_constraints``
+        and checked before, by ``fit`` (scikit-learn's ``_validate_params``).
+        """
 
     def _scale(self, X, lo=-1.0, hi=1.0):
         """Affinely map clipped features from [feature_min_, feature_max_] to [lo, hi] (dense)."""

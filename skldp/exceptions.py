@@ -1,5 +1,9 @@
 """Warnings and errors specific to skldp."""
 
+from sklearn.utils._param_validation import (
+    InvalidParameterError as _SklearnInvalidParameterError,
+)
+
 __all__ = ["PrivacyLeakWarning", "PrivacyBudgetError", "InvalidParameterError"]
 
 
@@ -17,9 +21,8 @@ class PrivacyBudgetError(ValueError):
     """A requested privacy guarantee cannot be met with the given settings."""
 
 
-class InvalidParameterError(ValueError, TypeError):
-    """A hyper-parameter has the wrong type or is out of its range.
-
-    A subclass of both ``ValueError`` and ``TypeError`` (as scikit-learn's own
-    ``InvalidParameterError``), so callers may catch either.
-    """
+# scikit-learn's own class, not a look-alike: the declared ``_parameter_constraints``
+# (checked by ``sklearn.base._fit_context`` at fit) raise it, and so do skldp's
+# hand-written checks, so that one ``except InvalidParameterError`` catches both. It
+# subclasses both ``ValueError`` and ``TypeError``, so callers may catch either.
+InvalidParameterError = _SklearnInvalidParameterError

@@ -3,7 +3,8 @@
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, _fit_context
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..base import (
@@ -19,7 +20,7 @@ from ..device._edges import flip_probability, randomized_lists
 from ..device._kinds import directory_digest
 from ..device._random import pair_uniforms as _pair_uniforms  # noqa: F401
 from ..population._digest import list_digests
-from ..utils.validation import check_eps, check_graph_data, check_int
+from ..utils.validation import EPS_CONSTRAINT, check_eps, check_graph_data, check_int
 from ._grid import check_eps_per_coordinate
 
 __all__ = ["EdgeRR", "randomized_adjacency_lists"]
@@ -300,6 +301,12 @@ class EdgeRR(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
     """
 
     _graph_requirements = {"require_adjacency": True}
+    _parameter_constraints = {
+        "eps": [EPS_CONSTRAINT],
+        "symmetrize": [StrOptions(set(_SYMMETRIZE))],
+        "binarize": ["boolean"],
+        "random_state": ["random_state"],
+    }
 
     def __init__(self, eps=1.0, *, symmetrize="or", binarize=False, random_state=None):
         self.eps = eps
@@ -309,10 +316,11 @@ class EdgeRR(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
 
     protects = ("edges",)
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Validate the parameters and the graph, fix the collection."""
         G = check_graph_data(X, self, require_adjacency=True)
-        self._check_params()
+        self._setup_fit()
         spec = collected_spec(G, "adjacency")
         if spec is not None:
             return self._fit_collected(G, spec)
@@ -335,14 +343,10 @@ class EdgeRR(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
         check_population(self, check_graph_data(X, self, require_adjacency=True))
         return super().transform(X)
 
-    def _check_params(self):
+    def _setup_fit(self):
         # Flips are drawn from 53-bit uniforms: a flip probability 1/(1 + e^eps) must
         # stay far above 2^-53 to be sampled with a small relative error.
-        check_eps_per_coordinate(check_eps(self.eps), "eps", type(self).__name__, limit=20.0)
-        if self.symmetrize not in _SYMMETRIZE:
-            raise ValueError(f"symmetrize must be one of {_SYMMETRIZE}, got {self.symmetrize!r}.")
-        if not isinstance(self.binarize, (bool, np.bool_)):
-            raise TypeError(f"binarize must be a bool, got {self.binarize!r}.")
+        check_eps_per_coordinate(self.eps, "eps", type(self).__name__, limit=20.0)
 
     def _lists(self, G):
         """The users' 0/1 adjacency lists (CSR), after the input checks."""

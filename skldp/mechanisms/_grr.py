@@ -13,10 +13,12 @@ of binary columns and binarises them (:func:`group_features`,
 """
 
 import warnings
+from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, _fit_context
+from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_array, check_is_fitted
 
 from .._graph_data import GraphData
@@ -30,7 +32,7 @@ from ..base import (
 from ..device._kinds import grr_probabilities, grrfs_encode
 from ..exceptions import PrivacyLeakWarning
 from ..utils._blocks import row_blocks
-from ..utils.validation import check_eps, check_finite_features, check_int
+from ..utils.validation import EPS_CONSTRAINT, check_finite_features, check_int
 from ._grid import check_eps_per_coordinate
 
 __all__ = ["GRRFSMechanism", "grrfs_epsilon", "grrfs_paper_epsilon", "grr_probabilities",
@@ -309,9 +311,12 @@ class FeatureGrouper(GraphTransformerMixin, BaseEstimator):
     _graph_requirements = {}
     _device_side = True   # a fixed map of each user's own row
 
+    _parameter_constraints = {"group_size": [Interval(Integral, 1, None, closed="left")]}
+
     def __init__(self, group_size=70):
         self.group_size = group_size
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Check ``X`` and ``group_size`` (nothing is learned)."""
         if isinstance(X, GraphData):
@@ -444,6 +449,15 @@ class GRRFSMechanism(LDPMechanism):
     (3, 3)
     """
 
+    _parameter_constraints = {
+        "eps": [EPS_CONSTRAINT],
+        "m": [Interval(Integral, 1, None, closed="left")],
+        "domain_sizes": ["array-like", Real, None],   # integers >= 2: checked in fit
+        "categories": ["array-like", None],
+        "bin_edges": ["array-like", dict, None],
+        "random_state": ["random_state"],
+    }
+
     def __init__(self, eps=1.0, *, m=1, domain_sizes=None, categories=None, bin_edges=None,
                  random_state=None):
         self.eps = eps
@@ -454,9 +468,10 @@ class GRRFSMechanism(LDPMechanism):
         self.random_state = random_state
 
     # ------------------------------------------------------------------ fitting
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Validate the parameters, fix the public domains and draw the seed."""
-        check_eps_per_coordinate(check_eps(self.eps), "eps", type(self).__name__)
+        check_eps_per_coordinate(self.eps, "eps", type(self).__name__)
         spec = collected_spec(X, "features")
         if spec is not None:
             return self._fit_collected(X, spec)

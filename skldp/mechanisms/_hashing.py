@@ -1,13 +1,17 @@
 """A public, data-independent dimension reduction applied on the device before a mechanism."""
 
+from numbers import Integral, Real
+
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, _fit_context
+from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_array, check_is_fitted
 
 from .._graph_data import GraphData
 from ..base import GraphTransformerMixin
-from ..utils.validation import check_finite_features, check_int
+from ..exceptions import InvalidParameterError
+from ..utils.validation import check_finite_features
 
 __all__ = ["FeatureHashing"]
 
@@ -67,20 +71,25 @@ class FeatureHashing(GraphTransformerMixin, BaseEstimator):
     _graph_requirements = {}
     _device_side = True   # a public map of each user's own row: runs on the device
 
+    _parameter_constraints = {
+        "n_components": [Interval(Integral, 1, None, closed="left")],
+        "clip": [Interval(Real, 0, np.inf, closed="neither")],
+        "random_state": ["random_state"],   # an integer only: checked in fit, with why
+    }
+
     def __init__(self, n_components=64, *, clip=1.0, random_state=0):
         self.n_components = n_components
         self.clip = clip
         self.random_state = random_state
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Fix the public map for the number of features of ``X`` (its values are not read)."""
-        check_int(self.n_components, "n_components", 1)
-        if not np.isfinite(self.clip) or self.clip <= 0:
-            raise ValueError(f"clip must be a positive finite number, got {self.clip!r}.")
         if not isinstance(self.random_state, (int, np.integer)) or isinstance(self.random_state,
                                                                              bool):
-            raise TypeError("random_state must be an integer: the hash is public and every "
-                            f"user must apply the same one; got {self.random_state!r}.")
+            raise InvalidParameterError(
+                "random_state must be an integer: the hash is public and every user must "
+                f"apply the same one; got {self.random_state!r}.")
         d = X.shape[1]
         rng = np.random.default_rng(int(self.random_state))
         self.bucket_ = rng.integers(0, self.n_components, size=d)

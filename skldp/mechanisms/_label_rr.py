@@ -3,7 +3,7 @@
 import warnings
 
 import numpy as np
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from .._graph_data import GraphData
@@ -12,7 +12,7 @@ from ..device._kinds import label_encode, label_flip_q
 from ..exceptions import PrivacyLeakWarning
 from ..population import default_population
 from ..population._digest import label_digests
-from ..utils.validation import check_eps
+from ..utils.validation import EPS_CONSTRAINT, check_eps
 from ._grid import check_eps_per_coordinate
 
 __all__ = ["LabelRandomizedResponse"]
@@ -99,12 +99,18 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
     """
 
     protects = ("labels",)
+    _parameter_constraints = {
+        "eps": [EPS_CONSTRAINT],
+        "classes": ["array-like", None],
+        "random_state": ["random_state"],
+    }
 
     def __init__(self, eps=1.0, *, classes=None, random_state=None):
         self.eps = eps
         self.classes = classes
         self.random_state = random_state
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X=None, y=None):
         """Validate ``eps``, fix the label domain and draw the collection's seed.
 
@@ -120,7 +126,7 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
         -------
         self
         """
-        eps = check_eps_per_coordinate(check_eps(self.eps), "eps", type(self).__name__)
+        eps = check_eps_per_coordinate(self.eps, "eps", type(self).__name__)
         if self.classes is not None:
             classes = np.unique(np.asarray(self.classes))
             if len(classes) != len(np.asarray(self.classes).ravel()):

@@ -83,7 +83,7 @@ class LaplaceMechanism(LDPMechanism):
         self.feature_range = feature_range
         self.random_state = random_state
 
-    def _validate_params(self):
+    def _setup_fit(self):
         d = self.n_features_in_
         eps_j = self.epsilon_per_feature_ = float(self.eps) / d
         check_eps_per_coordinate(eps_j, "eps / n_features", type(self).__name__)

@@ -1,6 +1,9 @@
 """The multi-bit mechanism of LPGNN (sample m of d features, one bit each)."""
 
+from numbers import Integral
+
 import numpy as np
+from sklearn.utils._param_validation import Interval
 
 from ..base import LDPMechanism
 from ..device._kinds import multi_bit_encode
@@ -84,13 +87,16 @@ class MultiBitMechanism(LDPMechanism):
     5
     """
 
+    _parameter_constraints = {**LDPMechanism._parameter_constraints,
+                              "m": [Interval(Integral, 1, None, closed="left"), None]}
+
     def __init__(self, eps=1.0, *, m=None, feature_range=None, random_state=None):
         self.eps = eps
         self.m = m
         self.feature_range = feature_range
         self.random_state = random_state
 
-    def _validate_params(self):
+    def _setup_fit(self):
         d = self.n_features_in_
         self.m_ = m = _n_sampled(self.m, "m", d, self.eps, _EPS_PER_DIM)
         self.epsilon_per_feature_ = float(self.eps) / m

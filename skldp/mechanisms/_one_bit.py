@@ -82,15 +82,16 @@ class OneBitMechanism(LDPMechanism):
     array([-0.582,  1.582])
     """
 
+    _parameter_constraints = {**LDPMechanism._parameter_constraints,
+                              "split_eps": ["boolean"]}
+
     def __init__(self, eps=1.0, *, feature_range=None, split_eps=False, random_state=None):
         self.eps = eps
         self.feature_range = feature_range
         self.split_eps = split_eps
         self.random_state = random_state
 
-    def _validate_params(self):
-        if not isinstance(self.split_eps, (bool, np.bool_)):
-            raise TypeError(f"split_eps must be a bool, got {self.split_eps!r}.")
+    def _setup_fit(self):
         d = self.n_features_in_
         self.epsilon_per_feature_ = float(self.eps) / d if self.split_eps else float(self.eps)
         check_eps_per_coordinate(self.epsilon_per_feature_, "the budget per feature",

@@ -1,6 +1,9 @@
 """The Piecewise mechanism (Wang et al. 2019) with k-of-d sampling."""
 
+from numbers import Integral
+
 import numpy as np
+from sklearn.utils._param_validation import Interval
 
 from ..base import LDPMechanism
 from ..device._kinds import PM_LOG2_STEPS, piecewise_encode, pm_estimate_map, pm_grid
@@ -105,13 +108,16 @@ class PiecewiseMechanism(LDPMechanism):
     (6, 3)
     """
 
+    _parameter_constraints = {**LDPMechanism._parameter_constraints,
+                              "k": [Interval(Integral, 1, None, closed="left"), None]}
+
     def __init__(self, eps=1.0, *, k=None, feature_range=None, random_state=None):
         self.eps = eps
         self.k = k
         self.feature_range = feature_range
         self.random_state = random_state
 
-    def _validate_params(self):
+    def _setup_fit(self):
         d = self.n_features_in_
         self.k_ = k = _n_sampled(self.k, "k", d, self.eps, _EPS_PER_DIM)
         self.epsilon_per_feature_ = float(self.eps) / k

@@ -1,15 +1,18 @@
 """Set-valued local DP for sparse binary features: padding-and-sampling, then a frequency oracle."""
 
 import warnings
+from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.base import _fit_context
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._graph_data import GraphData
 from ..base import LDPMechanism, boundary_input, collected_spec, population_of
 from ..device._kinds import frequency_oracle_probabilities, set_valued_encode
 from ..exceptions import PrivacyLeakWarning
-from ..utils.validation import check_finite_features, check_int
+from ..utils.validation import EPS_CONSTRAINT, check_finite_features
 from ._grid import check_eps_per_coordinate
 
 __all__ = ["SetValuedMechanism", "frequency_oracle_probabilities", "set_valued_variance"]
@@ -150,6 +153,16 @@ class SetValuedMechanism(LDPMechanism):
     True
     """
 
+    _parameter_constraints = {
+        "eps": [EPS_CONSTRAINT],
+        "ell": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
+        "oracle": [StrOptions(set(_ORACLES))],
+        "max_set_size": [Interval(Integral, 1, None, closed="left"), None],
+        # a negative threshold would put every zero in the set
+        "binarize": [Interval(Real, 0, np.inf, closed="left"), None],
+        "random_state": ["random_state"],
+    }
+
     def __init__(self, eps=1.0, *, ell=1, oracle="auto", max_set_size=None, binarize=None,
                  random_state=None):
         self.eps = eps
@@ -174,6 +187,7 @@ class SetValuedMechanism(LDPMechanism):
         return (0.0, 1.0)
 
     # ------------------------------------------------------------ fit
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Validate the public parameters, fix ``ell`` and the oracle, draw the collection's seed.
 
@@ -189,7 +203,6 @@ class SetValuedMechanism(LDPMechanism):
         -------
         self : SetValuedMechanism
         """
-        self._validate_params_common()
         spec = collected_spec(X, "features")
         if spec is not None:
             return self._fit_collected(X, spec)
@@ -203,8 +216,6 @@ class SetValuedMechanism(LDPMechanism):
         self.feature_min_, self.feature_max_ = np.zeros(d), np.ones(d)
         self._fix_ell(S)
         eps = check_eps_per_coordinate(self.eps, "eps", type(self).__name__)
-        if self.oracle not in _ORACLES:
-            raise ValueError(f"oracle must be one of {_ORACLES}, got {self.oracle!r}.")
         self.oracle_ = _best_oracle(eps, d) if self.oracle == "auto" else self.oracle
         self.p_, self.q_ = frequency_oracle_probabilities(eps, d + 1, self.oracle_)
         if np.isinf(eps):
@@ -232,8 +243,6 @@ class SetValuedMechanism(LDPMechanism):
         self.output_grid_ = (np.full(d, lo), np.full(d, step))
 
     def _fix_ell(self, S):
-        if self.max_set_size is not None:
-            check_int(self.max_set_size, "max_set_size", 1)
         if isinstance(self.ell, str) and self.ell == "auto":
             if self.max_set_size is not None:
                 self.ell_ = int(self.max_set_size)
@@ -244,7 +253,7 @@ class SetValuedMechanism(LDPMechanism):
                 "fixed ell.", PrivacyLeakWarning, stacklevel=3)
             self.ell_ = max(1, int(S.getnnz(axis=1).max(initial=0)))
             return
-        self.ell_ = check_int(self.ell, "ell", 1)
+        self.ell_ = int(self.ell)
 
     def _sets(self, X):
         """The users' sets as a binary CSR matrix with sorted indices."""
@@ -258,10 +267,6 @@ class SetValuedMechanism(LDPMechanism):
                     "public threshold binarize=t (the set is {j : x_j > t}) for other values.")
         else:
             t = float(self.binarize)
-            if not np.isfinite(t) or t < 0:
-                # a negative threshold would put every zero in the set
-                raise ValueError(f"binarize must be a finite number >= 0 or None, got "
-                                 f"{self.binarize!r}.")
             S.data = (S.data > t).astype(np.float64)
             S.eliminate_zeros()
         S.sort_indices()

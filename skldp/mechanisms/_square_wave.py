@@ -1,7 +1,10 @@
 """The HDS (High-Dimensional Square wave) mechanism of PrivGE [Li et al., CIKM 2024, §3.1]."""
 
+from numbers import Integral
+
 import numpy as np
 import scipy.sparse as sp
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..base import LDPMechanism
 from ..device._kinds import (
@@ -178,6 +181,10 @@ class HDSMechanism(LDPMechanism):
     True
     """
 
+    _parameter_constraints = {
+        **LDPMechanism._parameter_constraints,
+        "k": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"}), None]}
+
     def __init__(self, eps=1.0, *, k=None, feature_range=None, random_state=None):
         self.eps = eps
         self.k = k
@@ -185,7 +192,7 @@ class HDSMechanism(LDPMechanism):
         self.random_state = random_state
 
     # ------------------------------------------------------------ parameters
-    def _validate_params(self):
+    def _setup_fit(self):
         d = self.n_features_in_
         if isinstance(self.k, str) and self.k == "auto":
             k = hds_optimal_k(float(self.eps), d)

@@ -5,29 +5,35 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.utils._param_validation import Interval
 
 from .._graph_data import GraphData
 from ..exceptions import InvalidParameterError, PrivacyLeakWarning
 from ._arrays import check_finite_features, frame_column_names
 from ._blocks import row_blocks
 
-__all__ = ["check_eps", "check_int", "check_graph_data", "check_finite_features",
+__all__ = ["EPS_CONSTRAINT", "check_eps", "check_int", "check_graph_data", "check_finite_features",
            "resolve_feature_range", "clip_to_range", "input_feature_names",
            "check_input_features"]
+
+
+#: The declared constraint of a privacy budget (``_parameter_constraints``): a real
+#: number > 0, ``inf`` meaning no privacy.
+EPS_CONSTRAINT = Interval(numbers.Real, 0, np.inf, closed="right")
 
 
 def check_eps(eps, name="eps", allow_inf=True):
     """Validate a privacy budget: a real number > 0 (``inf`` = no privacy, if allowed)."""
     if isinstance(eps, bool) or not isinstance(eps, numbers.Real):
-        raise TypeError(f"{name} must be a positive real number, got {eps!r}.")
+        raise InvalidParameterError(f"{name} must be a positive real number, got {eps!r}.")
     eps = float(eps)
     if np.isnan(eps):
-        raise ValueError(f"{name} must be a positive real number, got NaN.")
+        raise InvalidParameterError(f"{name} must be a positive real number, got NaN.")
     if eps <= 0:
-        raise ValueError(f"{name} must be > 0, got {eps}. A privacy budget of 0 or less "
-                         "gives no usable output.")
+        raise InvalidParameterError(f"{name} must be > 0, got {eps}. A privacy budget of 0 "
+                                    "or less gives no usable output.")
     if np.isinf(eps) and not allow_inf:
-        raise ValueError(f"{name} must be finite for this mechanism.")
+        raise InvalidParameterError(f"{name} must be finite for this mechanism.")
     return eps
 
 
