@@ -10,7 +10,7 @@ from scipy import stats
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skldp import GraphData
-from skldp.exceptions import PrivacyLeakWarning
+from skldp.exceptions import InvalidParameterError, PrivacyLeakWarning
 from skldp.mechanisms import (
     FeatureGrouper,
     GRRFSMechanism,
@@ -232,13 +232,15 @@ def test_group_features_matches_paper_dimensions():
 
 def test_bad_input():
     X = np.array([[0.0, 1.0], [1.0, 0.0]])
-    with pytest.raises(ValueError, match="eps must be > 0"):
+    eps_range = r"The 'eps' parameter of GRRFSMechanism must be a float in the range \(0.0, inf\]"
+    with pytest.raises(InvalidParameterError, match=eps_range):
         GRRFSMechanism(0.0, m=1, domain_sizes=2).fit(X)
-    with pytest.raises(ValueError, match="eps must be > 0"):
+    with pytest.raises(InvalidParameterError, match=eps_range):
         GRRFSMechanism(-1.0, m=1, domain_sizes=2).fit(X)
-    for m in (0, 3):
-        with pytest.raises(ValueError, match="m must be an integer in 1..2"):
-            GRRFSMechanism(1.0, m=m, domain_sizes=2).fit(X)
+    with pytest.raises(InvalidParameterError, match=r"The 'm' parameter of GRRFSMechanism"):
+        GRRFSMechanism(1.0, m=0, domain_sizes=2).fit(X)
+    with pytest.raises(ValueError, match="m must be an integer in 1..2"):
+        GRRFSMechanism(1.0, m=3, domain_sizes=2).fit(X)
     with pytest.raises(ValueError, match="domain size must be >= 2"):
         GRRFSMechanism(1.0, m=1, domain_sizes=[2, 1]).fit(np.zeros((2, 2)))
     with pytest.raises(ValueError, match="outside its domain"):

@@ -253,8 +253,9 @@ def test_binarize_threshold():
         SetValuedMechanism(1.0, binarize=float("nan")).fit(X)
 
 
-@pytest.mark.parametrize("kw,match", [({"ell": 0}, "ell must"), ({"ell": 1.5}, "ell must"),
-                                      ({"ell": "big"}, "ell must"),
+@pytest.mark.parametrize("kw,match", [({"ell": 0}, "'ell' parameter"),
+                                      ({"ell": 1.5}, "'ell' parameter"),
+                                      ({"ell": "big"}, "'ell' parameter"),
                                       ({"oracle": "olh"}, "oracle"),
                                       ({"ell": "auto", "max_set_size": 0}, "max_set_size")])
 def test_bad_parameters(kw, match):

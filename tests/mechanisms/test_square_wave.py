@@ -235,10 +235,16 @@ def test_bad_eps(eps, err):
         HDSMechanism(eps=eps, feature_range=(0, 1)).fit(np.zeros((3, 2)))
 
 
-@pytest.mark.parametrize("k,err", [(0, ValueError), (5, ValueError), (-2, ValueError),
-                                   (2.5, TypeError), (True, TypeError)])
-def test_bad_k(k, err):
-    with pytest.raises(err, match="k must"):
+_K_RANGE = (r"The 'k' parameter of HDSMechanism must be an int in the range \[1, inf\), "
+            r"a str among \{'auto'\} or None")
+_K_FEATURES = r"k must be an integer in 1..4 \(n_features=4\)"
+
+
+@pytest.mark.parametrize("k,err,match", [(0, ValueError, _K_RANGE), (5, ValueError, _K_FEATURES),
+                                         (-2, ValueError, _K_RANGE), (2.5, TypeError, _K_RANGE),
+                                         (True, TypeError, _K_FEATURES)])
+def test_bad_k(k, err, match):
+    with pytest.raises(err, match=match):
         HDSMechanism(k=k, feature_range=(0, 1)).fit(np.zeros((3, 4)))
 
 
