@@ -13,12 +13,11 @@ of binary columns and binarises them (:func:`group_features`,
 """
 
 import warnings
-from numbers import Integral, Real
+from numbers import Real
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, _fit_context
-from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_array, check_is_fitted
 
 from .._graph_data import GraphData
@@ -32,7 +31,7 @@ from ..base import (
 from ..device._kinds import grr_probabilities, grrfs_encode
 from ..exceptions import PrivacyLeakWarning
 from ..utils._blocks import row_blocks
-from ..utils.validation import EPS_CONSTRAINT, check_finite_features, check_int
+from ..utils.validation import EPS_CONSTRAINT, Count, check_finite_features, check_int
 from ._grid import check_eps_per_coordinate
 
 __all__ = ["GRRFSMechanism", "grrfs_epsilon", "grrfs_paper_epsilon", "grr_probabilities",
@@ -311,7 +310,7 @@ class FeatureGrouper(GraphTransformerMixin, BaseEstimator):
     _graph_requirements = {}
     _device_side = True   # a fixed map of each user's own row
 
-    _parameter_constraints = {"group_size": [Interval(Integral, 1, None, closed="left")]}
+    _parameter_constraints = {"group_size": [Count(1)]}
 
     def __init__(self, group_size=70):
         self.group_size = group_size
@@ -451,7 +450,7 @@ class GRRFSMechanism(LDPMechanism):
 
     _parameter_constraints = {
         "eps": [EPS_CONSTRAINT],
-        "m": [Interval(Integral, 1, None, closed="left")],
+        "m": [Count(1)],
         "domain_sizes": ["array-like", Real, None],   # integers >= 2: checked in fit
         "categories": ["array-like", None],
         "bin_edges": ["array-like", dict, None],

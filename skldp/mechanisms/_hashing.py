@@ -1,6 +1,6 @@
 """A public, data-independent dimension reduction applied on the device before a mechanism."""
 
-from numbers import Integral, Real
+from numbers import Real
 
 import numpy as np
 import scipy.sparse as sp
@@ -11,7 +11,7 @@ from sklearn.utils.validation import check_array, check_is_fitted
 from .._graph_data import GraphData
 from ..base import GraphTransformerMixin
 from ..exceptions import InvalidParameterError
-from ..utils.validation import check_finite_features
+from ..utils.validation import Count, check_finite_features
 
 __all__ = ["FeatureHashing"]
 
@@ -72,7 +72,7 @@ class FeatureHashing(GraphTransformerMixin, BaseEstimator):
     _device_side = True   # a public map of each user's own row: runs on the device
 
     _parameter_constraints = {
-        "n_components": [Interval(Integral, 1, None, closed="left")],
+        "n_components": [Count(1)],
         "clip": [Interval(Real, 0, np.inf, closed="neither")],
         "random_state": ["random_state"],   # an integer only: checked in fit, with why
     }

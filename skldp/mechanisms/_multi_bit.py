@@ -1,12 +1,10 @@
 """The multi-bit mechanism of LPGNN (sample m of d features, one bit each)."""
 
-from numbers import Integral
-
 import numpy as np
-from sklearn.utils._param_validation import Interval
 
 from ..base import LDPMechanism
 from ..device._kinds import multi_bit_encode
+from ..utils.validation import Count
 from ._feature_reports import _assemble_sampled, _n_sampled, _variance_input
 from ._grid import check_eps_per_coordinate
 
@@ -88,7 +86,7 @@ class MultiBitMechanism(LDPMechanism):
     """
 
     _parameter_constraints = {**LDPMechanism._parameter_constraints,
-                              "m": [Interval(Integral, 1, None, closed="left"), None]}
+                              "m": [Count(1), None]}
 
     def __init__(self, eps=1.0, *, m=None, feature_range=None, random_state=None):
         self.eps = eps

@@ -1,13 +1,11 @@
 """The Piecewise mechanism (Wang et al. 2019) with k-of-d sampling."""
 
-from numbers import Integral
-
 import numpy as np
-from sklearn.utils._param_validation import Interval
 
 from ..base import LDPMechanism
 from ..device._kinds import PM_LOG2_STEPS, piecewise_encode, pm_estimate_map, pm_grid
 from ..utils._blocks import row_blocks
+from ..utils.validation import Count
 from ._feature_reports import (
     _BLOCK_ENTRIES,
     _assemble_sampled,
@@ -109,7 +107,7 @@ class PiecewiseMechanism(LDPMechanism):
     """
 
     _parameter_constraints = {**LDPMechanism._parameter_constraints,
-                              "k": [Interval(Integral, 1, None, closed="left"), None]}
+                              "k": [Count(1), None]}
 
     def __init__(self, eps=1.0, *, k=None, feature_range=None, random_state=None):
         self.eps = eps

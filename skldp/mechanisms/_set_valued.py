@@ -1,7 +1,7 @@
 """Set-valued local DP for sparse binary features: padding-and-sampling, then a frequency oracle."""
 
 import warnings
-from numbers import Integral, Real
+from numbers import Real
 
 import numpy as np
 import scipy.sparse as sp
@@ -12,7 +12,7 @@ from .._graph_data import GraphData
 from ..base import LDPMechanism, boundary_input, collected_spec, population_of
 from ..device._kinds import frequency_oracle_probabilities, set_valued_encode
 from ..exceptions import PrivacyLeakWarning
-from ..utils.validation import EPS_CONSTRAINT, check_finite_features
+from ..utils.validation import EPS_CONSTRAINT, Count, check_finite_features
 from ._grid import check_eps_per_coordinate
 
 __all__ = ["SetValuedMechanism", "frequency_oracle_probabilities", "set_valued_variance"]
@@ -155,9 +155,9 @@ class SetValuedMechanism(LDPMechanism):
 
     _parameter_constraints = {
         "eps": [EPS_CONSTRAINT],
-        "ell": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
+        "ell": [Count(1), StrOptions({"auto"})],
         "oracle": [StrOptions(set(_ORACLES))],
-        "max_set_size": [Interval(Integral, 1, None, closed="left"), None],
+        "max_set_size": [Count(1), None],
         # a negative threshold would put every zero in the set
         "binarize": [Interval(Real, 0, np.inf, closed="left"), None],
         "random_state": ["random_state"],

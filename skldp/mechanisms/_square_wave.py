@@ -1,10 +1,8 @@
 """The HDS (High-Dimensional Square wave) mechanism of PrivGE [Li et al., CIKM 2024, §3.1]."""
 
-from numbers import Integral
-
 import numpy as np
 import scipy.sparse as sp
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import StrOptions
 
 from ..base import LDPMechanism
 from ..device._kinds import (
@@ -16,7 +14,7 @@ from ..device._kinds import (
     take,
 )
 from ..utils._random import sample_k_of_d
-from ..utils.validation import check_int
+from ..utils.validation import Count, check_int
 from ._grid import check_eps_per_coordinate
 
 __all__ = ["HDSMechanism", "hds_estimator_variance", "hds_optimal_k"]
@@ -183,7 +181,7 @@ class HDSMechanism(LDPMechanism):
 
     _parameter_constraints = {
         **LDPMechanism._parameter_constraints,
-        "k": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"}), None]}
+        "k": [Count(1), StrOptions({"auto"}), None]}
 
     def __init__(self, eps=1.0, *, k=None, feature_range=None, random_state=None):
         self.eps = eps

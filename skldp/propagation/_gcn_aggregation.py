@@ -2,11 +2,12 @@
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, _fit_context
+from sklearn.utils._param_validation import StrOptions
 
 from ..base import GraphTransformerMixin
 from ..utils._adjacency import normalized_adjacency
-from ._spmm import check_dtype, n_threads, repeated_spmm
+from ._spmm import DTYPE_CONSTRAINT, DTYPES, N_JOBS_CONSTRAINT, repeated_spmm
 
 __all__ = ["GCNAggregation"]
 
@@ -15,14 +16,13 @@ _NORMALIZATIONS = ("sym", "rw", None)
 _DENSIFY_ABOVE = 0.25
 
 
-def _check_options(est):
-    if not isinstance(est.self_loops, (bool, np.bool_)):
-        raise TypeError(f"self_loops must be a bool, got {est.self_loops!r}.")
-    if est.normalization not in _NORMALIZATIONS:
-        raise ValueError(f"normalization must be 'sym', 'rw' or None, got "
-                         f"{est.normalization!r}.")
-    n_threads(est.n_jobs)
-    return check_dtype(est.dtype)
+# The declared constraints of the options GCNAggregation and KProp share.
+_OPTION_CONSTRAINTS = {
+    "self_loops": ["boolean"],
+    "normalization": [StrOptions({"sym", "rw"}), None],
+    "dtype": DTYPE_CONSTRAINT,
+    "n_jobs": N_JOBS_CONSTRAINT,
+}
 
 
 def propagation_matrix(A, self_loops=True, normalization="sym", dtype=np.float32):
@@ -148,20 +148,23 @@ class GCNAggregation(GraphTransformerMixin, BaseEstimator):
         self.dtype = dtype
         self.n_jobs = n_jobs
 
+    _parameter_constraints = _OPTION_CONSTRAINTS
+
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Check the options and that ``X`` is a GraphData with a graph."""
-        _check_options(self)
         return super().fit(X, y)
 
     def _transform_graph(self, G):
-        dtype = _check_options(self)
+        dtype = DTYPES[self.dtype]
         P = graph_propagation_matrix(G, self.self_loops, self.normalization, dtype)
         return G.with_features(apply_propagation(P, G.features, 1, self.n_jobs),
                                feature_names=G.feature_names)
 
     def propagation_matrix(self, X):
         """The operator ``P`` (CSR, all nodes) used on the graph of ``X``."""
-        dtype = _check_options(self)
+        self._validate_params()   # a public method that may run before fit
+        dtype = DTYPES[self.dtype]
         from ..utils.validation import check_graph_data
         G = check_graph_data(X, self, require_adjacency=True)
         return graph_propagation_matrix(G, self.self_loops, self.normalization, dtype)

@@ -1,10 +1,11 @@
 """KProp: K-step aggregation of LPGNN to denoise private features."""
 
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, _fit_context
 
 from ..base import GraphTransformerMixin
-from ..utils.validation import check_int
-from ._gcn_aggregation import _check_options, apply_propagation, graph_propagation_matrix
+from ..utils.validation import Count
+from ._gcn_aggregation import _OPTION_CONSTRAINTS, apply_propagation, graph_propagation_matrix
+from ._spmm import DTYPES
 
 __all__ = ["KProp"]
 
@@ -80,15 +81,17 @@ class KProp(GraphTransformerMixin, BaseEstimator):
         self.dtype = dtype
         self.n_jobs = n_jobs
 
+    _parameter_constraints = {"steps": [Count(0)],
+                              **_OPTION_CONSTRAINTS}
+
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Check the options and that ``X`` is a GraphData with a graph."""
-        check_int(self.steps, "steps")
-        _check_options(self)
         return super().fit(X, y)
 
     def _transform_graph(self, G):
-        K = check_int(self.steps, "steps")
-        dtype = _check_options(self)
+        K = int(self.steps)
+        dtype = DTYPES[self.dtype]
         if K == 0:
             return G
         P = graph_propagation_matrix(G, self.self_loops, self.normalization, dtype)

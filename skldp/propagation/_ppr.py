@@ -6,12 +6,14 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, _fit_context
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..base import GraphTransformerMixin
 from ..utils._adjacency import _row_chunks, row_sums, scale_csr
-from ..utils.validation import check_int
+from ..utils.validation import Count
+from ._spmm import N_JOBS_CONSTRAINT
 from ._spmm import n_threads as _n_threads
 
 __all__ = ["PPRPropagation"]
@@ -131,6 +133,19 @@ class PPRPropagation(GraphTransformerMixin, BaseEstimator):
     (3, 3)
     """
 
+    _parameter_constraints = {
+        "alpha": [Interval(numbers.Real, 0, 1, closed="right")],
+        "r": [Interval(numbers.Real, 0, 1, closed="both")],
+        "tol": [Interval(numbers.Real, 0, None, closed="neither")],
+        "max_iter": [Count(1)],
+        "solver": [StrOptions(set(_SOLVERS))],
+        "add_self_loops": ["boolean"],
+        "dtype": [StrOptions(set(_DTYPES))],
+        "backend": [StrOptions(set(_BACKENDS))],
+        "device": "no_validation",   # resolve_device checks it (torch is imported lazily)
+        "n_jobs": N_JOBS_CONSTRAINT,
+    }
+
     def __init__(self, alpha=0.1, r=0.5, *, tol=1e-3, max_iter=1000, solver="auto",
                  add_self_loops=False, dtype="float32", backend="auto", device="auto",
                  n_jobs=None):
@@ -146,32 +161,14 @@ class PPRPropagation(GraphTransformerMixin, BaseEstimator):
         self.n_jobs = n_jobs
 
     # ------------------------------------------------------------ parameters
-    def _validate_params(self):
-        def real(name, v):
-            if isinstance(v, bool) or not isinstance(v, numbers.Real) or np.isnan(v):
-                raise TypeError(f"{name} must be a real number, got {v!r}.")
-            return float(v)
-
-        if not 0 < real("alpha", self.alpha) <= 1:
-            raise ValueError(f"alpha must be in (0, 1], got {self.alpha}.")
-        if not 0 <= real("r", self.r) <= 1:
-            raise ValueError(f"r must be in [0, 1], got {self.r}.")
-        if not real("tol", self.tol) > 0:
-            raise ValueError(f"tol must be > 0, got {self.tol}.")
-        check_int(self.max_iter, "max_iter", 1)
-        if self.solver not in _SOLVERS:
-            raise ValueError(f"solver must be one of {_SOLVERS}, got {self.solver!r}.")
-        if self.dtype not in _DTYPES:
-            raise ValueError(f"dtype must be one of {sorted(_DTYPES)}, got {self.dtype!r}.")
-        if self.backend not in _BACKENDS:
-            raise ValueError(f"backend must be one of {_BACKENDS}, got {self.backend!r}.")
-        _n_threads(self.n_jobs)
+    def _setup_fit(self):
         device = resolve_device(self.device)
         # device None means "auto" too (resolve_device): scipy then simply runs on the CPU
         if self.backend == "scipy" and device.type != "cpu" and self.device not in ("auto", None):
             raise ValueError(f"backend='scipy' runs on the CPU; device={self.device!r} needs "
                              "backend='torch' or 'auto'.")
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Check the parameters and that ``X`` is a GraphData with a graph.
 
@@ -185,7 +182,7 @@ class PPRPropagation(GraphTransformerMixin, BaseEstimator):
         -------
         self
         """
-        self._validate_params()
+        self._setup_fit()
         return super().fit(X, y)
 
     def _use_torch(self):
@@ -197,7 +194,6 @@ class PPRPropagation(GraphTransformerMixin, BaseEstimator):
 
     # ----------------------------------------------------------- propagation
     def _transform_graph(self, G):
-        self._validate_params()
         dtype = _DTYPES[self.dtype]
         solver = self.solver
         if solver == "auto":

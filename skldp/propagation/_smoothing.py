@@ -2,12 +2,12 @@
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, _fit_context
 
 from ..base import GraphTransformerMixin
 from ..utils._adjacency import normalized_adjacency, scale_csr
-from ..utils.validation import check_int
-from ._spmm import check_dtype, n_threads, repeated_spmm
+from ..utils.validation import Count, check_int
+from ._spmm import DTYPE_CONSTRAINT, DTYPES, N_JOBS_CONSTRAINT, check_dtype, repeated_spmm
 
 __all__ = ["FeatureSmoothing", "smooth_features", "smooth_labels"]
 
@@ -181,16 +181,21 @@ class FeatureSmoothing(GraphTransformerMixin, BaseEstimator):
         self.dtype = dtype
         self.n_jobs = n_jobs
 
+    _parameter_constraints = {
+        "steps": [Count(0)],
+        "self_loops": ["boolean"],
+        "dtype": DTYPE_CONSTRAINT,
+        "n_jobs": N_JOBS_CONSTRAINT,
+    }
+
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Check the input and the number of steps."""
-        check_int(self.steps, "steps")
-        check_dtype(self.dtype)
-        n_threads(self.n_jobs)
         return super().fit(X, y)
 
     def _transform_graph(self, G):
-        steps = check_int(self.steps, "steps")
-        dtype = check_dtype(self.dtype)
+        steps = int(self.steps)
+        dtype = DTYPES[self.dtype]
         if steps == 0:
             return G.with_features(G.features, feature_names=G.feature_names)
         # the operator is built once per graph (kept with the adjacency)

@@ -5,12 +5,17 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+from sklearn.utils._param_validation import Options, StrOptions
 
-from ..utils.validation import check_int
+from ..utils.validation import Count, check_int
 
 __all__ = ["n_threads", "check_dtype", "repeated_spmm"]
 
 DTYPES = {"float32": np.float32, "float64": np.float64}
+# The declared constraints (``_parameter_constraints``) of the steps' dtype and n_jobs.
+DTYPE_CONSTRAINT = [StrOptions(set(DTYPES))]
+N_JOBS_CONSTRAINT = [Count(1),
+                     Options(numbers.Integral, {-1}), None]
 # Column blocks of at most this width: each thread streams its own block
 # through all the steps (no synchronisation between steps).
 _BLOCK_COLUMNS = 128

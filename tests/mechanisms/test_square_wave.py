@@ -242,7 +242,7 @@ _K_FEATURES = r"k must be an integer in 1..4 \(n_features=4\)"
 
 @pytest.mark.parametrize("k,err,match", [(0, ValueError, _K_RANGE), (5, ValueError, _K_FEATURES),
                                          (-2, ValueError, _K_RANGE), (2.5, TypeError, _K_RANGE),
-                                         (True, TypeError, _K_FEATURES)])
+                                         (True, TypeError, _K_RANGE)])
 def test_bad_k(k, err, match):
     with pytest.raises(err, match=match):
         HDSMechanism(k=k, feature_range=(0, 1)).fit(np.zeros((3, 4)))
