@@ -1,16 +1,16 @@
 """Correct and Smooth (Huang et al., ICLR 2021): label propagation around any classifier."""
 
-import numbers
 import uuid
+from numbers import Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
+from sklearn.base import BaseEstimator, MetaEstimatorMixin, _fit_context, clone
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from ..base import GraphClassifierMixin
-from ..utils.validation import check_int
+from ..utils.validation import LABEL_MECHANISM_CONSTRAINT, Count
 from ._graph_ops import (
-    check_real,
     check_view,
     fit_label_mechanism,
     node_positions,
@@ -125,18 +125,17 @@ class CorrectAndSmooth(MetaEstimatorMixin, GraphClassifierMixin, BaseEstimator):
         self.scale = scale
         self.label_mechanism = label_mechanism
 
-    def _validate_params(self):
-        check_real(self.alpha1, "alpha1", 0.0, 1.0, low_open=False)
-        check_real(self.alpha2, "alpha2", 0.0, 1.0, low_open=False)
-        check_int(self.n_iter, "n_iter", 0)
-        if not (isinstance(self.scale, str) and self.scale == "auto"):
-            if isinstance(self.scale, (bool, str)) or not isinstance(self.scale, numbers.Real):
-                raise TypeError(f"scale must be 'auto' or a positive number, got {self.scale!r}.")
-            check_real(self.scale, "scale", 0.0, np.inf)
-        if not hasattr(self.estimator, "fit") or not hasattr(self.estimator, "predict_proba"):
-            raise TypeError("estimator must be a classifier with fit and predict_proba, got "
-                            f"{type(self.estimator).__name__}.")
+    _parameter_constraints = {
+        "estimator": [HasMethods(["fit", "predict_proba"])],
+        "alpha1": [Interval(Real, 0, 1, closed="left")],
+        "alpha2": [Interval(Real, 0, 1, closed="left")],
+        "n_iter": [Count(0)],
+        "scale": [StrOptions({"auto"}), Interval(Real, 0, np.inf, closed="neither")],
+        "label_mechanism": LABEL_MECHANISM_CONSTRAINT,
+    }
 
+    # not prefer_skip_nested_validation: the estimator is the user's, unchecked
+    @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y):
         """Fit the base model on the view and store the training labels.
 
@@ -151,7 +150,6 @@ class CorrectAndSmooth(MetaEstimatorMixin, GraphClassifierMixin, BaseEstimator):
         -------
         self
         """
-        self._validate_params()
         name = type(self).__name__
         G = check_view(X, name)
         y = column_or_1d(np.asarray(y), warn=True)
@@ -210,7 +208,6 @@ class CorrectAndSmooth(MetaEstimatorMixin, GraphClassifierMixin, BaseEstimator):
         return Z
 
     def _correct_and_smooth(self, G):
-        self._validate_params()
         name = type(self).__name__
         S = sym_normalized_adjacency(G, owner=name)
         Z = self._base_proba(G)

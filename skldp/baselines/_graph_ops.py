@@ -1,6 +1,5 @@
 """Sparse operators and solvers shared by the feature-free baselines."""
 
-import numbers
 
 import numpy as np
 import scipy.sparse as sp
@@ -8,22 +7,8 @@ from sklearn.base import clone
 
 from .._graph_data import GraphData
 
-__all__ = ["sym_normalized_adjacency", "solve_shifted", "node_positions", "check_real",
+__all__ = ["sym_normalized_adjacency", "solve_shifted", "node_positions",
            "fit_label_mechanism", "fitted_label_mechanism", "check_view"]
-
-
-def check_real(value, name, low, high, *, low_open=True, high_open=True):
-    """Validate a real hyper-parameter in an interval; returns it as ``float``."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or np.isnan(value):
-        raise TypeError(f"{name} must be a real number, got {value!r}.")
-    v = float(value)
-    ok_low = v > low if low_open else v >= low
-    ok_high = v < high if high_open else v <= high
-    if not (ok_low and ok_high):
-        lb = "(" if low_open else "["
-        hb = ")" if high_open else "]"
-        raise ValueError(f"{name} must be in {lb}{low}, {high}{hb}, got {value!r}.")
-    return v
 
 
 def sym_normalized_adjacency(G, dtype=np.float64, owner="This step"):

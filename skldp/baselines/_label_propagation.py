@@ -1,17 +1,18 @@
 """Label propagation (Zhou et al., NIPS 2004): a classifier that uses the graph and no feature."""
 
 import warnings
+from numbers import Real
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, _fit_context
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from ..base import GraphClassifierMixin, fitted_token
-from ..utils.validation import check_int
+from ..utils.validation import LABEL_MECHANISM_CONSTRAINT, Count
 from ._graph_ops import (
-    check_real,
     check_view,
     fit_label_mechanism,
     node_positions,
@@ -107,13 +108,16 @@ class LabelPropagationClassifier(GraphClassifierMixin, BaseEstimator):
         self.tol = tol
         self.max_iter = max_iter
 
-    def _validate_params(self):
-        check_real(self.alpha, "alpha", 0.0, 1.0, low_open=False)
-        check_real(self.tol, "tol", 0.0, np.inf)
-        check_int(self.max_iter, "max_iter", 1)
-        if not isinstance(self.noise_correction, (bool, np.bool_)):
-            raise TypeError(f"noise_correction must be a bool, got {self.noise_correction!r}.")
+    _parameter_constraints = {
+        "alpha": [Interval(Real, 0, 1, closed="left")],
+        "label_mechanism": LABEL_MECHANISM_CONSTRAINT,
+        "noise_correction": ["boolean"],
+        "tol": [Interval(Real, 0, np.inf, closed="neither")],
+        "max_iter": [Count(1)],
+    }
 
+    # not prefer_skip_nested_validation: the label mechanism is the user's, unchecked
+    @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y):
         """Store the training nodes and their (possibly randomized) labels.
 
@@ -128,7 +132,6 @@ class LabelPropagationClassifier(GraphClassifierMixin, BaseEstimator):
         -------
         self
         """
-        self._validate_params()
         G = check_view(X, type(self).__name__)
         y = column_or_1d(np.asarray(y), warn=True)
         if len(y) != len(G):
@@ -178,7 +181,6 @@ class LabelPropagationClassifier(GraphClassifierMixin, BaseEstimator):
 
     def _propagate(self, G):
         """Normalised ``F`` for all nodes of ``G``'s graph."""
-        self._validate_params()
         name = type(self).__name__
         S = sym_normalized_adjacency(G, owner=name)
         pos = node_positions(G, self.train_keys_, name)

@@ -1,16 +1,18 @@
 """Node features computed from the graph structure alone (no node feature, no budget)."""
 
+from numbers import Real
+
 import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator, eigsh
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, _fit_context
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..base import GraphTransformerMixin
 from ..utils._random import collection_seed, node_normals
-from ..utils.validation import check_int
-from ._graph_ops import check_real
+from ..utils.validation import Count
 
 __all__ = ["StructuralFeatures"]
 
@@ -97,21 +99,25 @@ class StructuralFeatures(GraphTransformerMixin, BaseEstimator):
         self.dtype = dtype
         self.random_state = random_state
 
-    def _validate_params(self):
-        check_int(self.degree_bins, "degree_bins", 0)
-        check_int(self.n_eigenvectors, "n_eigenvectors", 0)
-        check_int(self.n_components, "n_components", 0)
-        check_int(self.n_steps, "n_steps", 1)
-        check_real(self.alpha, "alpha", 0.0, 1.0)
-        if self.dtype not in _DTYPES:
-            raise ValueError(f"dtype must be one of {sorted(_DTYPES)}, got {self.dtype!r}.")
+    _parameter_constraints = {
+        "degree_bins": [Count(0)],
+        "n_eigenvectors": [Count(0)],
+        "n_components": [Count(0)],
+        "n_steps": [Count(1)],
+        "alpha": [Interval(Real, 0, 1, closed="neither")],
+        "dtype": [StrOptions(set(_DTYPES))],
+        "random_state": ["random_state"],
+    }
+
+    def _setup_fit(self):
         width = (self.degree_bins + 1 if self.degree_bins else 0) + self.n_eigenvectors \
             + self.n_components
         if width == 0:
             raise ValueError("StructuralFeatures needs at least one block: set degree_bins, "
                              "n_eigenvectors or n_components > 0.")
-        return width
+        self.n_features_out_ = width
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Check the parameters and the graph, and draw the projection's seed.
 
@@ -125,7 +131,7 @@ class StructuralFeatures(GraphTransformerMixin, BaseEstimator):
         -------
         self
         """
-        self.n_features_out_ = self._validate_params()
+        self._setup_fit()
         super().fit(X, y)
         # A public random matrix: its own stream, never shared with a mechanism's seed.
         self.projection_seed_ = collection_seed(
@@ -144,7 +150,6 @@ class StructuralFeatures(GraphTransformerMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ blocks
     def _transform_graph(self, G):
-        self._validate_params()
         dtype = _DTYPES[self.dtype]
         A = sp.csr_matrix(G.adjacency, dtype=np.float64)
         deg = np.asarray(A.sum(axis=1)).ravel()

@@ -5,17 +5,16 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import HasMethods, Interval
 
 from .._graph_data import GraphData
 from ..exceptions import InvalidParameterError, PrivacyLeakWarning
 from ._arrays import check_finite_features, frame_column_names
 from ._blocks import row_blocks
 
-__all__ = ["Count", "EPS_CONSTRAINT", "check_eps", "check_int", "check_graph_data",
-           "check_finite_features",
-           "resolve_feature_range", "clip_to_range", "input_feature_names",
-           "check_input_features"]
+__all__ = ["Count", "EPS_CONSTRAINT", "LABEL_MECHANISM_CONSTRAINT", "check_eps", "check_int",
+           "check_graph_data", "check_finite_features", "resolve_feature_range", "clip_to_range",
+           "input_feature_names", "check_input_features"]
 
 
 class Count(Interval):
@@ -34,6 +33,10 @@ class Count(Interval):
 #: The declared constraint of a privacy budget (``_parameter_constraints``): a real
 #: number > 0, ``inf`` meaning no privacy.
 EPS_CONSTRAINT = Interval(numbers.Real, 0, np.inf, closed="right")
+
+#: The declared constraint of a ``label_mechanism`` parameter (e.g. a
+#: :class:`~skldp.mechanisms.LabelRandomizedResponse`).
+LABEL_MECHANISM_CONSTRAINT = [HasMethods(["fit", "randomize"]), None]
 
 
 def check_eps(eps, name="eps", allow_inf=True):
