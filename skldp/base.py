@@ -6,6 +6,7 @@ import numpy as np
 import scipy.sparse as sp
 from joblib import hash as joblib_hash
 from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin, _fit_context, clone
+from sklearn.utils._param_validation import HasMethods
 from sklearn.utils._set_output import _wrap_data_with_container
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
@@ -765,6 +766,8 @@ class NodeWise(GraphTransformerMixin, BaseEstimator):
     """
 
     _graph_requirements = {}
+    _parameter_constraints = {"estimator": [HasMethods(["fit", "transform"])],
+                              "on_device": ["boolean"]}
 
     def __init__(self, estimator, *, on_device=False):
         self.estimator = estimator
@@ -774,6 +777,8 @@ class NodeWise(GraphTransformerMixin, BaseEstimator):
     def _device_side(self):
         return bool(self.on_device)
 
+    # not prefer_skip_nested_validation: the wrapped transformer is the user's, unchecked
+    @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y=None):
         # Fit on the view's rows in the store's own format (sparse stays sparse), the
         # same format transform() passes for all nodes.

@@ -3,14 +3,14 @@
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from ..accounting._rdp import check_max_degree
 from ..base import GraphTransformerMixin
 from ..utils._random import draw_seed
-from ..utils.validation import check_graph_data
+from ..utils.validation import Count, check_graph_data
 
 __all__ = ["degree_bounded_sample", "DegreeBoundedSampler"]
 
@@ -173,10 +173,13 @@ class DegreeBoundedSampler(GraphTransformerMixin, BaseEstimator):
 
     _graph_requirements = {"require_symmetric": True}
 
+    _parameter_constraints = {"max_degree": [Count(0)], "random_state": ["random_state"]}
+
     def __init__(self, max_degree=10, *, random_state=None):
         self.max_degree = max_degree
         self.random_state = random_state
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Check the graph and draw the sample's seed.
 
@@ -192,7 +195,6 @@ class DegreeBoundedSampler(GraphTransformerMixin, BaseEstimator):
         self : DegreeBoundedSampler
             The fitted transformer.
         """
-        check_max_degree(self.max_degree)
         G = check_graph_data(X, self, **self._graph_requirements)
         self.n_features_in_ = G.shape[1]
         self.seed_ = draw_seed(self.random_state)

@@ -4,14 +4,16 @@
 """
 
 
+from numbers import Real
+
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, _fit_context
 
 from ..base import GraphTransformerMixin
 from ..mechanisms._grr import grr_probabilities
 from ..utils._adjacency import normalized_adjacency
-from ..utils.validation import check_eps, check_graph_data, check_int
+from ..utils.validation import EPS_CONSTRAINT, Count, check_graph_data, check_int
 
 __all__ = ["FrequencyReconstructor", "mean_propagation_matrix"]
 
@@ -118,6 +120,15 @@ class FrequencyReconstructor(GraphTransformerMixin, BaseEstimator):
 
     _graph_requirements = {"require_adjacency": True, "require_finite": True}
 
+    _parameter_constraints = {
+        "eps": [EPS_CONSTRAINT],
+        "m": [Count(1)],
+        "domain_sizes": ["array-like", Real, None],
+        "hops": [Count(0)],
+        "self_loops": ["boolean"],
+        "clip": ["boolean"],
+    }
+
     def __init__(self, eps=1.0, m=1, *, domain_sizes=None, hops=2, self_loops=True, clip=True):
         self.eps = eps
         self.m = m
@@ -132,11 +143,10 @@ class FrequencyReconstructor(GraphTransformerMixin, BaseEstimator):
         return cls(eps=mechanism.eps, m=mechanism.m,
                    domain_sizes=np.asarray(mechanism.domain_sizes_).tolist(), **params)
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Check the graph and the protocol parameters (nothing is learned)."""
         G = check_graph_data(X, self, **self._graph_requirements)
-        check_eps(self.eps)
-        check_int(self.hops, "hops")
         d = G.shape[1]
         check_int(self.m, "m", 1, d, maximum_is=f"n_features={d}")
         if self.domain_sizes is not None:

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from skldp import GraphData
+from skldp import GraphData, InvalidParameterError
 from skldp.mechanisms import GRRFSMechanism
 from skldp.reconstruction import FrequencyReconstructor, mean_propagation_matrix
 
@@ -87,7 +87,9 @@ def test_one_hot_is_sparse():
 
 def test_bad_input():
     G, _, _ = _sbm(n=30)
-    with pytest.raises(ValueError, match="eps must be > 0"):
+    with pytest.raises(InvalidParameterError,
+                       match=r"The 'eps' parameter of FrequencyReconstructor must be a float "
+                             r"in the range \(0.0, inf\]"):
         FrequencyReconstructor(0.0, 1).fit(G)
     with pytest.raises(ValueError, match="m must be"):
         FrequencyReconstructor(1.0, 7).fit(G)
