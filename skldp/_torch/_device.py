@@ -5,7 +5,11 @@ import numbers
 
 import torch
 
-__all__ = ["resolve_device", "module_on", "host_to_device"]
+__all__ = ["DEVICE_CONSTRAINT", "resolve_device", "module_on", "host_to_device"]
+
+#: The declared constraint of a ``device`` parameter (``_parameter_constraints``);
+#: :func:`resolve_device` checks that the device named exists.
+DEVICE_CONSTRAINT = [str, torch.device, numbers.Integral, None]
 
 
 def resolve_device(device="auto"):

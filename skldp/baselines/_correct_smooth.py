@@ -5,11 +5,11 @@ from numbers import Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, _fit_context, clone
-from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from ..base import GraphClassifierMixin
-from ..utils.validation import LABEL_MECHANISM_CONSTRAINT, Count
+from ..utils.validation import LABEL_MECHANISM_CONSTRAINT, Count, Interval
 from ._graph_ops import (
     check_view,
     fit_label_mechanism,

@@ -7,11 +7,10 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from ..base import GraphClassifierMixin, fitted_token
-from ..utils.validation import LABEL_MECHANISM_CONSTRAINT, Count
+from ..utils.validation import LABEL_MECHANISM_CONSTRAINT, Count, Interval
 from ._graph_ops import (
     check_view,
     fit_label_mechanism,

@@ -7,12 +7,12 @@ import scipy.linalg
 import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator, eigsh
 from sklearn.base import BaseEstimator, _fit_context
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..base import GraphTransformerMixin
 from ..utils._random import collection_seed, node_normals
-from ..utils.validation import Count
+from ..utils.validation import Count, Interval
 
 __all__ = ["StructuralFeatures"]
 

@@ -5,13 +5,12 @@ from numbers import Real
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, _fit_context
-from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_array, check_is_fitted
 
 from .._graph_data import GraphData
 from ..base import GraphTransformerMixin
 from ..exceptions import InvalidParameterError
-from ..utils.validation import Count, check_finite_features
+from ..utils.validation import Count, Interval, check_finite_features
 
 __all__ = ["FeatureHashing"]
 

@@ -6,13 +6,13 @@ from numbers import Real
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import _fit_context
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import StrOptions
 
 from .._graph_data import GraphData
 from ..base import LDPMechanism, boundary_input, collected_spec, population_of
 from ..device._kinds import frequency_oracle_probabilities, set_valued_encode
 from ..exceptions import PrivacyLeakWarning
-from ..utils.validation import EPS_CONSTRAINT, Count, check_finite_features
+from ..utils.validation import EPS_CONSTRAINT, Count, Interval, check_finite_features
 from ._grid import check_eps_per_coordinate
 
 __all__ = ["SetValuedMechanism", "frequency_oracle_probabilities", "set_valued_variance"]

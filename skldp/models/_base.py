@@ -1,8 +1,11 @@
 """Base of the torch node classifiers (MLP head, GNNs): data, module and the one trainer."""
 
+from numbers import Real
+
 import numpy as np
 import torch
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, _fit_context
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._graph_data import GraphData
@@ -21,11 +24,12 @@ from .._torch import (
     torch_generator,
     train,
 )
+from .._torch._device import DEVICE_CONSTRAINT
 from ..base import GraphClassifierMixin, note_feature_read
 from ..model_selection._validation import validation_split
 from ..utils._logging import verbose_logger
 from ..utils._random import draw_seed
-from ..utils.validation import check_int
+from ..utils.validation import Count, Interval, check_int
 
 __all__ = ["TorchClassifierBase"]
 
@@ -95,14 +99,23 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
             return class_cross_entropy(logits, targets)
         return -(targets * class_softmax(logits, log=True)).sum(dim=1).mean()
 
-    def _validate_hyperparameters(self):
-        check_int(self.epochs, "epochs", 1)
-        if self.lr <= 0:
-            raise ValueError(f"lr must be > 0, got {self.lr}.")
-        check_int(self.batch_size, "batch_size", 1, allow_none=True)
-        if isinstance(self.early_stopping, str) and self.early_stopping != "auto":
-            raise ValueError(f"early_stopping must be True, False or 'auto', got "
-                             f"{self.early_stopping!r}.")
+    #: The constraints of the parameters every torch classifier has (subclasses add theirs).
+    _parameter_constraints = {
+        "lr": [Interval(Real, 0, np.inf, closed="neither")],
+        "weight_decay": [Interval(Real, 0, np.inf, closed="left")],
+        "epochs": [Count(1)],
+        "batch_size": [Count(1), None],
+        "early_stopping": ["boolean", StrOptions({"auto"})],
+        "validation": ["array-like", None],   # check_validation checks what it names
+        "validation_fraction": [Interval(Real, 0, 1, closed="both")],
+        "patience": [Count(1), None],
+        "device": DEVICE_CONSTRAINT,
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
+    def _setup_fit(self):
+        """The checks of several parameters together, after the declared ones."""
         if self.early_stopping:
             if not 0 < self.validation_fraction < 1:
                 raise ValueError("validation_fraction must be in (0, 1) when "
@@ -110,6 +123,7 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
             check_int(self.patience, "patience", 1)
 
     # ------------------------------------------------------------------ fit
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Train on the rows of ``X`` (a GraphData view or an array) with labels ``y``.
 
@@ -126,7 +140,7 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
             The fitted estimator.
         """
         note_feature_read(self, X)   # raw features read here are read in the clear
-        self._validate_hyperparameters()
+        self._setup_fit()
         if not isinstance(X, GraphData):
             from sklearn.utils.validation import check_array
             X = check_array(X, accept_sparse="csr", dtype=np.float32)

@@ -1,18 +1,19 @@
 """Full-batch GNN classifiers on sparse adjacency: GCN, GraphSAGE, GAT."""
 
-import numbers
+from numbers import Real
 
 import numpy as np
 import scipy.sparse as sp
 import torch
 import torch.nn.functional as F
-from sklearn.base import clone
+from sklearn.base import _fit_context, clone
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import column_or_1d
 from torch import nn
 
 from .._torch import dropout, sparse_matmul, to_torch_dense, to_torch_sparse
 from ..utils._adjacency import normalized_adjacency
-from ..utils.validation import check_graph_data, check_int
+from ..utils.validation import LABEL_MECHANISM_CONSTRAINT, Count, Interval, check_graph_data
 from ._base import TorchClassifierBase
 
 __all__ = ["GCNClassifier", "SAGEClassifier", "GATClassifier", "GNNClassifierBase",
@@ -385,6 +386,14 @@ class GNNClassifierBase(TorchClassifierBase):
     # The docstring (with the Parameters section shared by the subclasses) is set below.
 
     _conv = None
+    _parameter_constraints = {
+        **TorchClassifierBase._parameter_constraints,
+        "hidden_size": [Count(1)],
+        "n_layers": [Count(1)],
+        "activation": [StrOptions(set(_ACTIVATIONS))],
+        "dropout": [Interval(Real, 0, 1, closed="left")],
+        "label_mechanism": LABEL_MECHANISM_CONSTRAINT,
+    }
 
     def __init__(self, hidden_size=16, *, n_layers=2, activation="relu", dropout=0.5,
                  lr=0.01, weight_decay=5e-4, epochs=200, early_stopping=True, validation=None,
@@ -408,23 +417,9 @@ class GNNClassifierBase(TorchClassifierBase):
 
     batch_size = None  # full batch: every step sees the whole graph
 
-    def _validate_hyperparameters(self):
-        super()._validate_hyperparameters()
-        check_int(self.n_layers, "n_layers", 1)
-        if self.activation not in _ACTIVATIONS:
-            raise ValueError(f"activation must be one of {sorted(_ACTIVATIONS)}, "
-                             f"got {self.activation!r}.")
-        if not isinstance(self.dropout, numbers.Real) or not 0 <= self.dropout < 1:
-            raise ValueError(f"dropout must be in [0, 1), got {self.dropout!r}.")
-        check_int(self.hidden_size, "hidden_size", 1)
-        if not isinstance(self.weight_decay, numbers.Real) or not self.weight_decay >= 0:
-            raise ValueError(f"weight_decay must be >= 0, got {self.weight_decay!r}.")
-        lm = self.label_mechanism
-        if lm is not None and not (hasattr(lm, "randomize") and hasattr(lm, "fit")):
-            raise TypeError("label_mechanism must be a label mechanism with fit and randomize "
-                            f"(e.g. LabelRandomizedResponse), got {type(lm).__name__}.")
-
     # ------------------------------------------------------------------ fit
+    # not prefer_skip_nested_validation: the label mechanism is the user's, unchecked
+    @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y):
         """Train on the rows of the view ``X`` with labels ``y``.
 
@@ -446,7 +441,6 @@ class GNNClassifierBase(TorchClassifierBase):
         -------
         self
         """
-        self._validate_hyperparameters()
         G = check_graph_data(X, self, require_adjacency=True)
         y = column_or_1d(np.asarray(y), warn=True)
         if len(y) != len(G):
@@ -705,19 +699,15 @@ class GATClassifier(GNNClassifierBase):
         self.attention_dropout = attention_dropout
         self.input_scale = input_scale
 
-    def _validate_hyperparameters(self):
-        super()._validate_hyperparameters()
-        p = self.attention_dropout
-        if not isinstance(p, numbers.Real) or not 0 <= p < 1:
-            raise ValueError(f"attention_dropout must be in [0, 1), got {p!r}.")
-        c = self.input_scale
-        if not (isinstance(c, str) and c == "auto") and not (
-                isinstance(c, numbers.Real) and not isinstance(c, bool) and np.isfinite(c)
-                and c > 0):
-            raise ValueError(f"input_scale must be 'auto' or a finite number > 0, got {c!r}.")
+    _parameter_constraints = {
+        **GNNClassifierBase._parameter_constraints,
+        "heads": [Count(1)],
+        "attention_dropout": [Interval(Real, 0, 1, closed="left")],
+        "input_scale": [StrOptions({"auto"}), Interval(Real, 0, np.inf, closed="neither")],
+    }
 
+    @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y):
-        self._validate_hyperparameters()
         G = check_graph_data(X, self, require_adjacency=True, require_finite=True)
         self.input_scale_ = (rms_input_scale(G) if isinstance(self.input_scale, str)
                              else float(self.input_scale))

@@ -4,14 +4,15 @@ VGAE as in Sajadmanesh & Gatica-Perez (arXiv 2020), the Hadamard head as in
 Li et al. (CIKM 2024).
 """
 
-import numbers
+from numbers import Real
 
 import numpy as np
 import scipy.sparse as sp
 import torch
 import torch.nn.functional as F
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, _fit_context
 from sklearn.metrics import roc_auc_score
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 from torch import nn
 
@@ -32,12 +33,13 @@ from .._torch import (
     torch_generator,
     train,
 )
+from .._torch._device import DEVICE_CONSTRAINT
 from ..base import GraphClassifierMixin, note_feature_read
 from ..model_selection._edge_splits import PairData
 from ..model_selection._validation import validation_split
 from ..utils._logging import verbose_logger
 from ..utils._random import draw_seed
-from ..utils.validation import check_finite_features, check_int
+from ..utils.validation import Count, Interval, check_finite_features, check_int
 from ._gnn import _GCNConv, graph_tensors
 
 __all__ = ["VGAELinkPredictor", "HadamardLinkPredictor"]
@@ -54,13 +56,23 @@ def _check_pairdata(X, owner):
 class _LinkPredictorBase(GraphClassifierMixin, BaseEstimator):
     """Shared input handling: PairData rows, binary labels, validation pairs, ROC-AUC score."""
 
-    def _validate_common(self):
-        check_int(self.epochs, "epochs", 1)
-        check_int(self.patience, "patience", 1)
-        if not (isinstance(self.lr, numbers.Real) and self.lr > 0):
-            raise ValueError(f"lr must be > 0, got {self.lr!r}.")
-        if not (isinstance(self.weight_decay, numbers.Real) and self.weight_decay >= 0):
-            raise ValueError(f"weight_decay must be >= 0, got {self.weight_decay!r}.")
+    #: The constraints of the parameters both link predictors have (subclasses add theirs).
+    _parameter_constraints = {
+        "dropout": [Interval(Real, 0, 1, closed="left")],
+        "lr": [Interval(Real, 0, np.inf, closed="neither")],
+        "weight_decay": [Interval(Real, 0, np.inf, closed="left")],
+        "epochs": [Count(1)],
+        "patience": [Count(1)],
+        "early_stopping": ["boolean", StrOptions({"auto"})],
+        "validation": ["array-like", None],   # check_validation checks what it names
+        "validation_fraction": [Interval(Real, 0, 1, closed="both")],
+        "device": DEVICE_CONSTRAINT,
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
+    def _setup_fit(self):
+        """The checks of several parameters together, after the declared ones."""
         if self.early_stopping and not 0 < self.validation_fraction < 1:
             raise ValueError("validation_fraction must be in (0, 1) when early_stopping=True, "
                              f"got {self.validation_fraction}.")
@@ -326,6 +338,18 @@ class VGAELinkPredictor(_LinkPredictorBase):
     True
     """
 
+    _parameter_constraints = {
+        **_LinkPredictorBase._parameter_constraints,
+        "hidden_size": [Count(1)],
+        "embedding_size": [Count(1)],
+        "batch_norm": ["boolean"],
+        "variational": ["boolean"],
+        "min_epochs": [Count(0)],
+        "check_every": [Count(1)],
+        "negative_sampling": [StrOptions({"per_epoch", "given"})],
+        "negative_ratio": [Interval(Real, 0, np.inf, closed="neither")],
+    }
+
     def __init__(self, hidden_size=32, embedding_size=16, *, batch_norm=True, variational=True,
                  dropout=0.0, lr=0.01, weight_decay=0.01, epochs=500, min_epochs=100,
                  check_every=10, patience=10, negative_sampling="per_epoch",
@@ -352,27 +376,13 @@ class VGAELinkPredictor(_LinkPredictorBase):
         self.random_state = random_state
         self.verbose = verbose
 
-    def _validate_params(self):
-        self._validate_common()
-        check_int(self.hidden_size, "hidden_size", 1)
-        check_int(self.embedding_size, "embedding_size", 1)
-        check_int(self.min_epochs, "min_epochs", 0)
-        check_int(self.check_every, "check_every", 1)
-        if not 0 <= self.dropout < 1:
-            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}.")
-        if self.negative_sampling not in ("per_epoch", "given"):
-            raise ValueError("negative_sampling must be 'per_epoch' or 'given', got "
-                             f"{self.negative_sampling!r}.")
-        if not (isinstance(self.negative_ratio, numbers.Real) and self.negative_ratio > 0
-                and np.isfinite(self.negative_ratio)):
-            raise ValueError(f"negative_ratio must be a finite number > 0, got "
-                             f"{self.negative_ratio!r}.")
 
     def _tensors(self, X, device):
         G = X.graph
         check_finite_features(G.features)
         return graph_tensors(G, device, "gcn")
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Train the auto-encoder on the pairs of ``X`` (labels ``y``: edge / non-edge).
 
@@ -388,7 +398,7 @@ class VGAELinkPredictor(_LinkPredictorBase):
         self
         """
         note_feature_read(self, X)   # raw features read here are read in the clear
-        self._validate_params()
+        self._setup_fit()
         X, y_enc = self._encode_pairs(X, y)
         self.n_features_in_ = X.shape[1]
         seed = draw_seed(self.random_state)
@@ -626,6 +636,15 @@ class HadamardLinkPredictor(_LinkPredictorBase):
     True
     """
 
+    _parameter_constraints = {
+        **_LinkPredictorBase._parameter_constraints,
+        "head": [StrOptions({"logistic", "mlp"})],
+        "hidden_layer_sizes": ["array-like"],   # entries checked in fit
+        "loss": [StrOptions({"bce", "pairwise"})],
+        "standardize": ["boolean"],
+        "batch_size": [Count(1)],
+    }
+
     def __init__(self, head="logistic", *, hidden_layer_sizes=(64,), loss="bce",
                  standardize=True, dropout=0.0, lr=0.01, weight_decay=0.0, epochs=100,
                  batch_size=1024, early_stopping=True, validation=None,
@@ -648,15 +667,7 @@ class HadamardLinkPredictor(_LinkPredictorBase):
         self.random_state = random_state
         self.verbose = verbose
 
-    def _validate_params(self):
-        self._validate_common()
-        check_int(self.batch_size, "batch_size", 1)
-        if self.head not in ("logistic", "mlp"):
-            raise ValueError(f"head must be 'logistic' or 'mlp', got {self.head!r}.")
-        if self.loss not in ("bce", "pairwise"):
-            raise ValueError(f"loss must be 'bce' or 'pairwise', got {self.loss!r}.")
-        if not 0 <= self.dropout < 1:
-            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}.")
+    def _hidden_sizes(self):
         hidden = tuple(self.hidden_layer_sizes) if self.head == "mlp" else ()
         for h in hidden:
             check_int(h, "hidden_layer_sizes entries", 1)
@@ -694,6 +705,7 @@ class HadamardLinkPredictor(_LinkPredictorBase):
             return logits.sum() * 0.0
         return F.softplus(neg[None, :] - pos[:, None]).mean()
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Train the head on the pairs of ``X`` (labels ``y``: edge / non-edge).
 
@@ -709,7 +721,8 @@ class HadamardLinkPredictor(_LinkPredictorBase):
         self
         """
         note_feature_read(self, X)   # raw features read here are read in the clear
-        hidden = self._validate_params()
+        self._setup_fit()
+        hidden = self._hidden_sizes()
         X, y_enc = self._encode_pairs(X, y)
         self.n_features_in_ = X.shape[1]
         seed = draw_seed(self.random_state)

@@ -5,11 +5,13 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 import torch.nn.functional as F
+from sklearn.base import _fit_context
+from sklearn.utils._param_validation import StrOptions
 
 from .._torch import class_softmax
 from ..mechanisms._label_rr import LabelRandomizedResponse
 from ..propagation._gcn_aggregation import apply_propagation, graph_propagation_matrix
-from ..utils.validation import check_eps, check_graph_data, check_int
+from ..utils.validation import EPS_CONSTRAINT, Count, check_graph_data
 from ._gnn import (
     GNNClassifierBase,
     GNNEncoder,
@@ -172,6 +174,22 @@ class LPGNNClassifier(GNNClassifierBase):
     (1000,)
     """
 
+    _parameter_constraints = {
+        **GNNClassifierBase._parameter_constraints,
+        "eps_y": [EPS_CONSTRAINT],
+        "classes": ["array-like", None],
+        "x_steps": [Count(0)],
+        "y_steps": [Count(0)],
+        "backbone": [StrOptions(set(_BACKBONES))],
+        "self_loops": ["boolean"],
+        "normalization": [StrOptions(set(_NORMALIZATIONS))],
+        "propagate_predictions": ["boolean"],
+        "forward_correction": ["boolean"],
+        "disagreement": [StrOptions(set(_DISAGREEMENT))],
+        "selection": [StrOptions({"accuracy", "loss"})],
+        "heads": [Count(1)],
+    }
+
     def __init__(self, eps_y=1.0, *, classes=None, x_steps=4, y_steps=2, backbone="sage",
                  self_loops=False, normalization="sym", propagate_predictions=True,
                  forward_correction=True, disagreement="relabel",
@@ -198,28 +216,6 @@ class LPGNNClassifier(GNNClassifierBase):
         self.heads = heads
         self.selection = selection
 
-    # ------------------------------------------------------------ checks
-    def _validate_hyperparameters(self):
-        super()._validate_hyperparameters()
-        if self.selection not in ("accuracy", "loss"):
-            raise ValueError(f"selection must be 'accuracy' or 'loss', got {self.selection!r}.")
-        check_eps(self.eps_y, "eps_y")
-        check_int(self.x_steps, "x_steps")
-        check_int(self.y_steps, "y_steps")
-        if self.backbone not in _BACKBONES:
-            raise ValueError(f"backbone must be one of {_BACKBONES}, got {self.backbone!r}.")
-        if self.disagreement not in _DISAGREEMENT:
-            raise ValueError(f"disagreement must be one of {_DISAGREEMENT}, "
-                             f"got {self.disagreement!r}.")
-        if not isinstance(self.self_loops, (bool, np.bool_)):
-            raise TypeError(f"self_loops must be a bool, got {self.self_loops!r}.")
-        if self.normalization not in _NORMALIZATIONS:
-            raise ValueError(f"normalization must be one of {_NORMALIZATIONS}, "
-                             f"got {self.normalization!r}.")
-        if not isinstance(self.propagate_predictions, (bool, np.bool_)):
-            raise TypeError(f"propagate_predictions must be a bool, "
-                            f"got {self.propagate_predictions!r}.")
-
     @property
     def _conv(self):
         return self.backbone
@@ -231,6 +227,7 @@ class LPGNNClassifier(GNNClassifierBase):
         return LabelRandomizedResponse(self.eps_y, classes=self.classes,
                                        random_state=self.random_state).fit(y=y)
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Randomize the labels, denoise them by propagation and train (see class doc).
 

@@ -2,16 +2,19 @@
 
 import copy
 import numbers
+from numbers import Real
 
 import numpy as np
 import scipy.sparse as sp
 import torch
+from sklearn.base import _fit_context
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted
 from torch import nn
 
 from .._graph_data import GraphData
 from .._torch import Dropout, resolve_device
-from ..utils.validation import check_finite_features
+from ..utils.validation import Count, Interval, check_finite_features
 from ._base import TorchClassifierBase
 
 __all__ = ["MLPHead"]
@@ -232,6 +235,14 @@ class MLPHead(TorchClassifierBase):
     True
     """
 
+    _parameter_constraints = {
+        **TorchClassifierBase._parameter_constraints,
+        "hidden_layer_sizes": ["array-like", Count(1)],   # entries checked in _setup_fit
+        "normalization": [StrOptions({n for n in _NORMALIZATIONS if n}), None],
+        "activation": [StrOptions(set(_ACTIVATIONS))],
+        "dropout": [Interval(Real, 0, 1, closed="left")],
+    }
+
     def __init__(self, hidden_layer_sizes=(), *, normalization="l2", activation="relu",
                  dropout=0.5, lr=0.05, weight_decay=5e-5, epochs=300, batch_size=None,
                  early_stopping="auto", validation=None, validation_fraction=0.1, patience=100,
@@ -268,23 +279,9 @@ class MLPHead(TorchClassifierBase):
                              f"{self.hidden_layer_sizes!r}.")
         return tuple(int(h) for h in sizes)
 
-    def _validate_hyperparameters(self):
+    def _setup_fit(self):
         self._hidden_sizes()
-        if self.activation not in _ACTIVATIONS:
-            raise ValueError(f"activation must be one of {sorted(_ACTIVATIONS)}, got "
-                             f"{self.activation!r}.")
-        if self.normalization not in _NORMALIZATIONS:
-            raise ValueError(f"normalization must be one of {_NORMALIZATIONS}, got "
-                             f"{self.normalization!r}.")
-        if not isinstance(self.dropout, numbers.Real) or not 0 <= self.dropout < 1:
-            raise ValueError(f"dropout must be in [0, 1), got {self.dropout!r}.")
-        if not isinstance(self.lr, numbers.Real) or not np.isfinite(self.lr):
-            raise ValueError(f"lr must be a finite number > 0, got {self.lr!r}.")
-        if (not isinstance(self.weight_decay, numbers.Real) or not self.weight_decay >= 0
-                or not np.isfinite(self.weight_decay)):
-            raise ValueError(f"weight_decay must be a finite number >= 0, got "
-                             f"{self.weight_decay!r}.")
-        super()._validate_hyperparameters()
+        super()._setup_fit()
 
     # ----------------------------------------------------------------- hooks
     def _prepare(self, X, device):
@@ -352,6 +349,7 @@ class MLPHead(TorchClassifierBase):
         return module(data[positions])
 
     # ------------------------------------------------------------------- fit
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Train on the rows of ``X`` (a GraphData view, dense or sparse array) with labels ``y``.
 

@@ -3,10 +3,12 @@
 Bhaila et al., SDM 2024, §IV-B, §IV-C, Algorithms 2 and 3, eq. (15).
 """
 
-import numbers
+from numbers import Real
 
 import numpy as np
 import torch
+from sklearn.base import _fit_context
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import column_or_1d
 
 from .._torch import class_softmax
@@ -14,7 +16,7 @@ from ..mechanisms._label_rr import LabelRandomizedResponse
 from ..reconstruction._labels import reconstruct_labels
 from ..reconstruction._llp import cluster_label_proportions, llp_kl_loss, metis_clusters
 from ..utils._random import draw_seed
-from ..utils.validation import check_eps, check_graph_data, check_int
+from ..utils.validation import EPS_CONSTRAINT, Count, Interval, check_graph_data
 from ._base import TorchClassifierBase
 from ._gnn import _ACTIVATIONS, GNNEncoder, graph_tensors
 
@@ -142,6 +144,22 @@ class RGNNClassifier(TorchClassifierBase):
     (1000,)
     """
 
+    _parameter_constraints = {
+        **TorchClassifierBase._parameter_constraints,
+        "backbone": [StrOptions(set(_BACKBONES))],
+        "eps_y": [EPS_CONSTRAINT],
+        "hops_y": [Count(0)],
+        "alpha": [Interval(Real, 0, np.inf, closed="left")],
+        "n_clusters": [Count(1)],
+        "reconstruct_labels": ["boolean"],
+        "classes": ["array-like", None],
+        "hidden_size": [Count(1)],
+        "heads": [Count(1)],
+        "n_layers": [Count(1)],
+        "activation": [StrOptions(set(_ACTIVATIONS))],
+        "dropout": [Interval(Real, 0, 1, closed="left")],
+    }
+
     def __init__(self, backbone="sage", *, eps_y=1.0, hops_y=2, alpha=1.0, n_clusters=64,
                  reconstruct_labels=True, classes=None, hidden_size=16, heads=4, n_layers=2,
                  activation="relu", dropout=0.5, lr=0.01, weight_decay=5e-4, epochs=100,
@@ -172,25 +190,8 @@ class RGNNClassifier(TorchClassifierBase):
 
     batch_size = None  # full batch: every step sees the whole graph
 
-    # ---------------------------------------------------------------- checks
-    def _validate_hyperparameters(self):
-        super()._validate_hyperparameters()
-        if self.backbone not in _BACKBONES:
-            raise ValueError(f"backbone must be one of {_BACKBONES}, got {self.backbone!r}.")
-        check_eps(self.eps_y, name="eps_y")
-        check_int(self.hops_y, "hops_y")
-        for name in ("n_clusters", "hidden_size", "n_layers", "heads"):
-            check_int(getattr(self, name), name, 1)
-        if not isinstance(self.alpha, numbers.Real) or not np.isfinite(self.alpha) \
-                or self.alpha < 0:
-            raise ValueError(f"alpha must be a finite number >= 0, got {self.alpha!r}.")
-        if self.activation not in _ACTIVATIONS:
-            raise ValueError(f"activation must be one of {sorted(_ACTIVATIONS)}, "
-                             f"got {self.activation!r}.")
-        if not isinstance(self.dropout, numbers.Real) or not 0 <= self.dropout < 1:
-            raise ValueError(f"dropout must be in [0, 1), got {self.dropout!r}.")
-
     # -------------------------------------------------------------- training
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Randomise the training labels, reconstruct them and train the GNN.
 
@@ -208,7 +209,6 @@ class RGNNClassifier(TorchClassifierBase):
         self
         """
         G = check_graph_data(X, self, require_adjacency=True)
-        self._validate_hyperparameters()
         if self.n_clusters > G.n_nodes:
             raise ValueError(f"n_clusters={self.n_clusters} exceeds the number of nodes "
                              f"({G.n_nodes}).")

@@ -1,12 +1,14 @@
 """Solitude: GNN training on an edge-LDP graph with learned graph-structure denoising."""
 
 import hashlib
-import numbers
 import warnings
+from numbers import Real
 
 import numpy as np
 import scipy.sparse as sp
 import torch
+from sklearn.base import _fit_context
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._torch import (
@@ -27,7 +29,7 @@ from .._torch import (
 from ..model_selection._validation import validation_split
 from ..propagation._smoothing import smooth_features, smooth_labels
 from ..utils._random import draw_seed
-from ..utils.validation import check_graph_data, check_int
+from ..utils.validation import Count, Interval, check_graph_data
 from ._base import TorchClassifierBase
 from ._gnn import _ACTIVATIONS, GNNClassifierBase, GNNEncoder, graph_tensors
 
@@ -330,6 +332,22 @@ class SolitudeClassifier(GNNClassifierBase):
     (2708, 2708)
     """
 
+    _parameter_constraints = {
+        **TorchClassifierBase._parameter_constraints,
+        "backbone": [StrOptions(set(_BACKBONES))],
+        "hidden_size": [Count(1)],
+        "n_layers": [Count(1)],
+        "activation": [StrOptions(set(_ACTIVATIONS))],
+        "dropout": [Interval(Real, 0, 1, closed="left")],
+        "feature_steps": [Count(0)],
+        "label_steps": [Count(0)],
+        "learn_structure": ["boolean"],
+        "lambda_fro": [Interval(Real, 0, np.inf, closed="left")],
+        "lambda_l1": [Interval(Real, 0, np.inf, closed="left")],
+        "lr_adj": [Interval(Real, 0, None, closed="neither")],
+        "adj_every": [Count(1)],
+    }
+
     def __init__(self, backbone="gcn", hidden_size=16, *, n_layers=2, activation="selu",
                  dropout=0.5, lr=0.01, weight_decay=5e-4, epochs=500, feature_steps=0,
                  label_steps=0, learn_structure=True, lambda_fro=1e-3, lambda_l1=1e-3,
@@ -363,27 +381,6 @@ class SolitudeClassifier(GNNClassifierBase):
     def _conv(self):
         return self.backbone
 
-    # ------------------------------------------------------------ validation
-    def _validate_hyperparameters(self):
-        TorchClassifierBase._validate_hyperparameters(self)
-        if self.backbone not in _BACKBONES:
-            raise ValueError(f"backbone must be one of {_BACKBONES}, got {self.backbone!r}.")
-        for name in ("n_layers", "hidden_size", "adj_every"):
-            check_int(getattr(self, name), name, 1)
-        for name in ("feature_steps", "label_steps"):
-            check_int(getattr(self, name), name)
-        if self.activation not in _ACTIVATIONS:
-            raise ValueError(f"activation must be one of {sorted(_ACTIVATIONS)}, "
-                             f"got {self.activation!r}.")
-        if not isinstance(self.dropout, numbers.Real) or not 0 <= self.dropout < 1:
-            raise ValueError(f"dropout must be in [0, 1), got {self.dropout!r}.")
-        for name in ("lambda_fro", "lambda_l1", "weight_decay"):
-            v = getattr(self, name)
-            if not isinstance(v, numbers.Real) or not v >= 0 or not np.isfinite(v):
-                raise ValueError(f"{name} must be a finite number >= 0, got {v!r}.")
-        if not isinstance(self.lr_adj, numbers.Real) or not self.lr_adj > 0:
-            raise ValueError(f"lr_adj must be > 0, got {self.lr_adj!r}.")
-
     # ---------------------------------------------------------------- data
     def _features(self, G):
         """Features of all nodes after ``feature_steps`` smoothing steps (memoised on G)."""
@@ -399,6 +396,7 @@ class SolitudeClassifier(GNNClassifierBase):
         return out._replace(G.rows)
 
     # ------------------------------------------------------------------ fit
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Learn the backbone and the calibrated graph on the rows of the view ``X``.
 
@@ -413,7 +411,7 @@ class SolitudeClassifier(GNNClassifierBase):
         -------
         self
         """
-        self._validate_hyperparameters()
+        self._setup_fit()
         G = check_graph_data(X, self, require_adjacency=True)
         y_enc = self._encode_labels(y, len(G))
         self.n_features_in_ = G.shape[1]

@@ -8,11 +8,11 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import StrOptions
 
 from ..base import GraphTransformerMixin
 from ..utils._adjacency import _row_chunks, row_sums, scale_csr
-from ..utils.validation import Count
+from ..utils.validation import Count, Interval
 from ._spmm import N_JOBS_CONSTRAINT
 from ._spmm import n_threads as _n_threads
 

@@ -5,29 +5,35 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.utils._param_validation import HasMethods, Interval
+from sklearn.utils._param_validation import HasMethods
+from sklearn.utils._param_validation import Interval as _Interval
 
 from .._graph_data import GraphData
 from ..exceptions import InvalidParameterError, PrivacyLeakWarning
 from ._arrays import check_finite_features, frame_column_names
 from ._blocks import row_blocks
 
-__all__ = ["Count", "EPS_CONSTRAINT", "LABEL_MECHANISM_CONSTRAINT", "check_eps", "check_int",
-           "check_graph_data", "check_finite_features", "resolve_feature_range", "clip_to_range",
-           "input_feature_names", "check_input_features"]
+__all__ = ["Count", "Interval", "EPS_CONSTRAINT", "LABEL_MECHANISM_CONSTRAINT", "check_eps",
+           "check_int", "check_graph_data", "check_finite_features", "resolve_feature_range",
+           "clip_to_range", "input_feature_names", "check_input_features"]
+
+
+class Interval(_Interval):
+    """scikit-learn's ``Interval`` constraint (``_parameter_constraints``), booleans refused:
+    ``True`` is a number in Python but never a count, a rate or a budget (as in
+    :func:`check_int`)."""
+
+    def is_satisfied_by(self, val):
+        return not isinstance(val, bool) and super().is_satisfied_by(val)
 
 
 class Count(Interval):
-    """The declared constraint (``_parameter_constraints``) of a count: an integer in
-    ``left..right`` (no upper bound when ``right`` is None), booleans refused (``True``
-    is an ``int`` in Python but never a count, as in :func:`check_int`)."""
+    """The declared constraint of a count: an integer in ``left..right`` (no upper bound
+    when ``right`` is None), booleans refused."""
 
     def __init__(self, left, right=None):
         super().__init__(numbers.Integral, left, right,
                          closed="left" if right is None else "both")
-
-    def is_satisfied_by(self, val):
-        return not isinstance(val, bool) and super().is_satisfied_by(val)
 
 
 #: The declared constraint of a privacy budget (``_parameter_constraints``): a real

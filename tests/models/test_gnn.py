@@ -176,7 +176,8 @@ def test_bad_hyperparameters(param, value, data):
 
 def test_bad_label_mechanism(data):
     G, y, tr, te = data
-    with pytest.raises(TypeError, match="label mechanism"):
+    with pytest.raises(TypeError, match="The 'label_mechanism' parameter of GCNClassifier must "
+                                        "be an object implementing 'fit' and 'randomize'"):
         GCNClassifier(epochs=2, label_mechanism="rr").fit(G[tr], y[tr])
 
 

@@ -123,7 +123,8 @@ def test_without_pymetis_the_default_asks_for_it(graph, monkeypatch):
 def test_bad_input(graph):
     G, y = graph
     rows = np.arange(10)
-    with pytest.raises(ValueError, match="eps_y must be > 0"):
+    with pytest.raises(ValueError, match=r"The 'eps_y' parameter of RGNNClassifier must be a "
+                                         r"float in the range \(0.0, inf\]"):
         RGNNClassifier(eps_y=0).fit(G[rows], y[rows])
     with pytest.raises(ValueError, match="n_clusters=200 exceeds the number of nodes"):
         RGNNClassifier(n_clusters=200, classes=[0, 1, 2]).fit(G[rows], y[rows])
