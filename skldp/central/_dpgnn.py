@@ -29,7 +29,8 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 import torch.nn.functional as F
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, _fit_context
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_array, check_is_fitted, column_or_1d
 from torch import nn
@@ -45,11 +46,10 @@ from .._torch import (
     sparse_csr_tensor,
     train,
 )
+from .._torch._device import DEVICE_CONSTRAINT
 from ..accounting._dpsgd import calibrate_dpsgd_noise_multiplier, compute_dpsgd_epsilon
 from ..accounting._rdp import (
     calibrate_noise_multiplier,
-    check_delta,
-    check_max_degree,
     compute_epsilon,
 )
 from ..base import GraphClassifierMixin, PrivateStepMixin
@@ -60,7 +60,13 @@ from ..population._spec import public_params, step_kind
 from ..utils._adjacency import normalized_adjacency
 from ..utils._logging import verbose_logger
 from ..utils._random import collection_seed
-from ..utils.validation import check_finite_features, check_graph_data, check_int
+from ..utils.validation import (
+    Count,
+    Interval,
+    check_finite_features,
+    check_graph_data,
+    check_int,
+)
 from ._sampling import degree_bounded_sample
 
 __all__ = ["DPGNNClassifier", "DPMLPClassifier"]
@@ -373,6 +379,31 @@ class _DPTrainerBase(PrivateStepMixin, GraphClassifierMixin, BaseEstimator):
                                 "decoder_layers", "activation", "device", "verbose",
                                 "random_state", "max_grad_norm", "clip_percentile", "classes",
                                 "validation", "patience"})
+    #: The constraints of the parameters both trainers have (subclasses add theirs).
+    _parameter_constraints = {
+        "classes": ["array-like", None],
+        "batch_size": [Count(1)],
+        "n_steps": [Count(1), None],           # needed when epochs is None (_setup_fit)
+        "epochs": [Interval(numbers.Real, 0, None, closed="neither"), None],
+        "lr": [Interval(numbers.Real, 0, np.inf, closed="neither")],
+        "optimizer": [StrOptions({"adam", "sgd"})],
+        "noise_multiplier": [Interval(numbers.Real, 0, None, closed="left"), None],
+        "target_epsilon": [Interval(numbers.Real, 0, None, closed="neither"), None],
+        "delta": [Interval(numbers.Real, 0, 1, closed="neither"), None],
+        # a number, one per layer group (dict or list), or None: checked in _thresholds
+        "max_grad_norm": [Interval(numbers.Real, 0, np.inf, closed="neither"), dict,
+                          "array-like", None],
+        "clip_percentile": [Interval(numbers.Real, 0, 100, closed="right"), None],
+        "hidden_size": [Count(1)],
+        "encoder_layers": [Count(1)],
+        "decoder_layers": [Count(1)],
+        "activation": [StrOptions(set(_ACT))],
+        "validation": ["array-like", None],   # check_validation checks what it names
+        "patience": [Count(1), None],
+        "device": DEVICE_CONSTRAINT,
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
 
     # ------------------------------------------------------------ accounting
     def _record_training(self, population, eps, delta, n_train):
@@ -460,36 +491,13 @@ class _DPTrainerBase(PrivateStepMixin, GraphClassifierMixin, BaseEstimator):
                 lambda target: calibrate_noise_multiplier(target, delta, N, m, K, T))
 
     # ------------------------------------------------------------ validation
-    def _validate_common(self):
-        if self.optimizer not in ("adam", "sgd"):
-            raise ValueError(f"optimizer must be 'adam' or 'sgd', got {self.optimizer!r}.")
-        if self.activation not in _ACT:
-            raise ValueError(f"activation must be one of {sorted(_ACT)}, got "
-                             f"{self.activation!r}.")
-        for name in ("hidden_size", "encoder_layers", "decoder_layers"):
-            check_int(getattr(self, name), name, 1)
-        if isinstance(self.lr, bool) or not isinstance(self.lr, numbers.Real) or \
-                not np.isfinite(self.lr) or self.lr <= 0:
-            raise ValueError(f"lr must be a finite number > 0, got {self.lr!r}.")
-        check_int(self.batch_size, "batch_size", 1)
-        if self.epochs is not None:
-            if isinstance(self.epochs, bool) or not isinstance(self.epochs, numbers.Real) or \
-                    not self.epochs > 0:
-                raise ValueError(f"epochs must be a number > 0 or None, got {self.epochs!r}.")
-        else:
+    def _setup_fit(self):
+        """The checks of several parameters together, after the declared ones."""
+        if self.epochs is None:
             check_int(self.n_steps, "n_steps", 1)
-        z = self.noise_multiplier
-        if self.target_epsilon is None:
-            if isinstance(z, bool) or not isinstance(z, numbers.Real) or np.isnan(z) or z < 0:
-                raise ValueError("noise_multiplier must be a number >= 0 (0 = no privacy), "
-                                 f"got {z!r}.")
-        if self.delta is not None:
-            check_delta(self.delta)
-        check_int(self.patience, "patience", 1, allow_none=True)
-        if self.clip_percentile is not None:
-            p = self.clip_percentile
-            if isinstance(p, bool) or not isinstance(p, numbers.Real) or not 0 < p <= 100:
-                raise ValueError(f"clip_percentile must be in (0, 100] or None, got {p!r}.")
+        if self.target_epsilon is None and self.noise_multiplier is None:
+            raise ValueError("noise_multiplier must be a number >= 0 (0 = no privacy), "
+                             "got None; or give target_epsilon.")
 
     def _thresholds(self, groups):
         C = self.max_grad_norm
@@ -861,6 +869,9 @@ class DPGNNClassifier(_DPTrainerBase):
 
     protects = ("features", "labels", "edges")
 
+    _parameter_constraints = {**_DPTrainerBase._parameter_constraints,
+                              "max_degree": [Count(0)]}
+
     def __init__(self, max_degree=10, *, classes=None, batch_size=1000, n_steps=200,
                  epochs=None, lr=0.01, optimizer="adam", noise_multiplier=1.0,
                  target_epsilon=None, delta=None, max_grad_norm=1.0, clip_percentile=None,
@@ -888,6 +899,7 @@ class DPGNNClassifier(_DPTrainerBase):
         self.random_state = random_state
         self.verbose = verbose
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Train on the view's rows (the training nodes) over the whole graph of ``X``.
 
@@ -903,8 +915,8 @@ class DPGNNClassifier(_DPTrainerBase):
         self : DPGNNClassifier
             The fitted estimator.
         """
-        K = check_max_degree(self.max_degree)
-        self._validate_common()
+        K = int(self.max_degree)
+        self._setup_fit()
         G = check_graph_data(X, self, require_symmetric=True)
         check_finite_features(G.features)
         y_enc = self._encode_targets(y, len(G))
@@ -1006,6 +1018,10 @@ class DPMLPClassifier(_DPTrainerBase):
 
     protects = ("features", "labels")
 
+    _parameter_constraints = {
+        **_DPTrainerBase._parameter_constraints,
+        "accountant": [StrOptions({"combined", "wor", "hypergeometric"})]}
+
     def __init__(self, *, classes=None, accountant="combined", batch_size=1000,
                  n_steps=200, epochs=None, lr=0.01, optimizer="adam", noise_multiplier=1.0,
                  target_epsilon=None, delta=None, max_grad_norm=1.0, clip_percentile=None,
@@ -1041,10 +1057,7 @@ class DPMLPClassifier(_DPTrainerBase):
     def _accountant(self, N, m, K, T, delta):
         if self.accountant == "hypergeometric":
             return super()._accountant(N, m, K, T, delta)
-        bound = {"combined": "combined", "wor": "wor"}.get(self.accountant)
-        if bound is None:
-            raise ValueError("accountant must be 'combined', 'wor' or 'hypergeometric', got "
-                             f"{self.accountant!r}.")
+        bound = {"combined": "combined", "wor": "wor"}[self.accountant]
         # Replace-one with per-example clipping: the clipped sum has sensitivity 2 C
         # (here 2 sqrt(L) in the rescaled space) and z = sigma / (2 C) is exactly the
         # noise multiplier of dp-accounting's GaussianDpEvent (skldp.accounting._dpsgd).
@@ -1060,6 +1073,7 @@ class DPMLPClassifier(_DPTrainerBase):
         check_finite_features(Xf)
         return Xf
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Train on the rows of ``X`` (features only) with labels ``y``.
 
@@ -1076,7 +1090,7 @@ class DPMLPClassifier(_DPTrainerBase):
         self : DPMLPClassifier
             The fitted estimator.
         """
-        self._validate_common()
+        self._setup_fit()
         Xf = self._rows(X)
         if Xf.shape[0] < 2:
             raise ValueError(f"{type(self).__name__} needs at least 2 samples, got "
