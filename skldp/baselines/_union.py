@@ -1,7 +1,10 @@
 """A FeatureUnion of graph transformers: hybrid structural / private-feature inputs."""
 
+from numbers import Integral
+
 import numpy as np
 import scipy.sparse as sp
+from sklearn.base import _fit_context
 from sklearn.pipeline import FeatureUnion
 
 from .._graph_data import GraphData, reads_users_data
@@ -62,6 +65,21 @@ class GraphFeatureUnion(FeatureUnion, auto_wrap_output_keys=None):
     >>> union.fit_transform(G[[0, 1]]).shape
     (2, 11)
     """
+
+    # scikit-learn's FeatureUnion declares none; the branches check their own at fit.
+    _parameter_constraints = {
+        "transformer_list": [list],
+        "n_jobs": [Integral, None],
+        "transformer_weights": [dict, None],
+        "verbose": ["verbose"],
+        "verbose_feature_names_out": ["boolean"],
+    }
+
+    # not prefer_skip_nested_validation: the branches are the user's, unchecked
+    @_fit_context(prefer_skip_nested_validation=False)
+    def fit(self, X, y=None, **params):
+        """Fit every branch on ``X`` (FeatureUnion's fit, the parameters checked first)."""
+        return super().fit(X, y, **params)
 
     def fit_transform(self, X, y=None, **params):
         """Fit every branch on ``X`` and return their concatenated outputs for its rows."""
