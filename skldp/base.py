@@ -25,6 +25,7 @@ from .population._spec import (
 from .utils._random import _GOLDEN, _mix, array_fingerprint, collection_seed
 from .utils.validation import (
     EPS_CONSTRAINT,
+    RANDOM_STATE_CONSTRAINT,
     check_finite_features,
     check_graph_data,
     check_input_features,
@@ -567,7 +568,7 @@ class LDPMechanism(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
     _parameter_constraints = {
         "eps": [EPS_CONSTRAINT],
         "feature_range": [None, "array-like"],   # resolve_feature_range checks the pair
-        "random_state": ["random_state"],
+        "random_state": RANDOM_STATE_CONSTRAINT,
     }
 
     @_fit_context(prefer_skip_nested_validation=True)

@@ -12,7 +12,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..base import GraphTransformerMixin
 from ..utils._random import collection_seed, node_normals
-from ..utils.validation import Count, Interval
+from ..utils.validation import RANDOM_STATE_CONSTRAINT, Count, Interval
 
 __all__ = ["StructuralFeatures"]
 
@@ -106,7 +106,7 @@ class StructuralFeatures(GraphTransformerMixin, BaseEstimator):
         "n_steps": [Count(1)],
         "alpha": [Interval(Real, 0, 1, closed="neither")],
         "dtype": [StrOptions(set(_DTYPES))],
-        "random_state": ["random_state"],
+        "random_state": RANDOM_STATE_CONSTRAINT,
     }
 
     def _setup_fit(self):

@@ -61,6 +61,7 @@ from ..utils._adjacency import normalized_adjacency
 from ..utils._logging import verbose_logger
 from ..utils._random import collection_seed
 from ..utils.validation import (
+    RANDOM_STATE_CONSTRAINT,
     Count,
     Interval,
     check_finite_features,
@@ -401,7 +402,7 @@ class _DPTrainerBase(PrivateStepMixin, GraphClassifierMixin, BaseEstimator):
         "validation": ["array-like", None],   # check_validation checks what it names
         "patience": [Count(1), None],
         "device": DEVICE_CONSTRAINT,
-        "random_state": ["random_state"],
+        "random_state": RANDOM_STATE_CONSTRAINT,
         "verbose": ["verbose"],
     }
 

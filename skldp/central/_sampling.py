@@ -10,7 +10,7 @@ from sklearn.utils.validation import check_is_fitted
 from ..accounting._rdp import check_max_degree
 from ..base import GraphTransformerMixin
 from ..utils._random import draw_seed
-from ..utils.validation import Count, check_graph_data
+from ..utils.validation import RANDOM_STATE_CONSTRAINT, Count, check_graph_data
 
 __all__ = ["degree_bounded_sample", "DegreeBoundedSampler"]
 
@@ -173,7 +173,7 @@ class DegreeBoundedSampler(GraphTransformerMixin, BaseEstimator):
 
     _graph_requirements = {"require_symmetric": True}
 
-    _parameter_constraints = {"max_degree": [Count(0)], "random_state": ["random_state"]}
+    _parameter_constraints = {"max_degree": [Count(0)], "random_state": RANDOM_STATE_CONSTRAINT}
 
     def __init__(self, max_degree=10, *, random_state=None):
         self.max_degree = max_degree

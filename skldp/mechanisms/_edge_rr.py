@@ -20,7 +20,13 @@ from ..device._edges import flip_probability, randomized_lists
 from ..device._kinds import directory_digest
 from ..device._random import pair_uniforms as _pair_uniforms  # noqa: F401
 from ..population._digest import list_digests
-from ..utils.validation import EPS_CONSTRAINT, check_eps, check_graph_data, check_int
+from ..utils.validation import (
+    EPS_CONSTRAINT,
+    RANDOM_STATE_CONSTRAINT,
+    check_eps,
+    check_graph_data,
+    check_int,
+)
 from ._grid import check_eps_per_coordinate
 
 __all__ = ["EdgeRR", "randomized_adjacency_lists"]
@@ -305,7 +311,7 @@ class EdgeRR(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
         "eps": [EPS_CONSTRAINT],
         "symmetrize": [StrOptions(set(_SYMMETRIZE))],
         "binarize": ["boolean"],
-        "random_state": ["random_state"],
+        "random_state": RANDOM_STATE_CONSTRAINT,
     }
 
     def __init__(self, eps=1.0, *, symmetrize="or", binarize=False, random_state=None):

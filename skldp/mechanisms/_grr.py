@@ -31,7 +31,13 @@ from ..base import (
 from ..device._kinds import grr_probabilities, grrfs_encode
 from ..exceptions import PrivacyLeakWarning
 from ..utils._blocks import row_blocks
-from ..utils.validation import EPS_CONSTRAINT, Count, check_finite_features, check_int
+from ..utils.validation import (
+    EPS_CONSTRAINT,
+    RANDOM_STATE_CONSTRAINT,
+    Count,
+    check_finite_features,
+    check_int,
+)
 from ._grid import check_eps_per_coordinate
 
 __all__ = ["GRRFSMechanism", "grrfs_epsilon", "grrfs_paper_epsilon", "grr_probabilities",
@@ -454,7 +460,7 @@ class GRRFSMechanism(LDPMechanism):
         "domain_sizes": ["array-like", Real, None],   # integers >= 2: checked in fit
         "categories": ["array-like", None],
         "bin_edges": ["array-like", dict, None],
-        "random_state": ["random_state"],
+        "random_state": RANDOM_STATE_CONSTRAINT,
     }
 
     def __init__(self, eps=1.0, *, m=1, domain_sizes=None, categories=None, bin_edges=None,

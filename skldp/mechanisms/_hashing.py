@@ -10,7 +10,7 @@ from sklearn.utils.validation import check_array, check_is_fitted
 from .._graph_data import GraphData
 from ..base import GraphTransformerMixin
 from ..exceptions import InvalidParameterError
-from ..utils.validation import Count, Interval, check_finite_features
+from ..utils.validation import RANDOM_STATE_CONSTRAINT, Count, Interval, check_finite_features
 
 __all__ = ["FeatureHashing"]
 
@@ -73,7 +73,7 @@ class FeatureHashing(GraphTransformerMixin, BaseEstimator):
     _parameter_constraints = {
         "n_components": [Count(1)],
         "clip": [Interval(Real, 0, np.inf, closed="neither")],
-        "random_state": ["random_state"],   # an integer only: checked in fit, with why
+        "random_state": RANDOM_STATE_CONSTRAINT,   # an integer only: checked in fit, with why
     }
 
     def __init__(self, n_components=64, *, clip=1.0, random_state=0):

@@ -12,7 +12,7 @@ from ..device._kinds import label_encode, label_flip_q
 from ..exceptions import PrivacyLeakWarning
 from ..population import default_population
 from ..population._digest import label_digests
-from ..utils.validation import EPS_CONSTRAINT, check_eps
+from ..utils.validation import EPS_CONSTRAINT, RANDOM_STATE_CONSTRAINT, check_eps
 from ._grid import check_eps_per_coordinate
 
 __all__ = ["LabelRandomizedResponse"]
@@ -102,7 +102,7 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
     _parameter_constraints = {
         "eps": [EPS_CONSTRAINT],
         "classes": ["array-like", None],
-        "random_state": ["random_state"],
+        "random_state": RANDOM_STATE_CONSTRAINT,
     }
 
     def __init__(self, eps=1.0, *, classes=None, random_state=None):

@@ -12,7 +12,13 @@ from .._graph_data import GraphData
 from ..base import LDPMechanism, boundary_input, collected_spec, population_of
 from ..device._kinds import frequency_oracle_probabilities, set_valued_encode
 from ..exceptions import PrivacyLeakWarning
-from ..utils.validation import EPS_CONSTRAINT, Count, Interval, check_finite_features
+from ..utils.validation import (
+    EPS_CONSTRAINT,
+    RANDOM_STATE_CONSTRAINT,
+    Count,
+    Interval,
+    check_finite_features,
+)
 from ._grid import check_eps_per_coordinate
 
 __all__ = ["SetValuedMechanism", "frequency_oracle_probabilities", "set_valued_variance"]
@@ -160,7 +166,7 @@ class SetValuedMechanism(LDPMechanism):
         "max_set_size": [Count(1), None],
         # a negative threshold would put every zero in the set
         "binarize": [Interval(Real, 0, np.inf, closed="left"), None],
-        "random_state": ["random_state"],
+        "random_state": RANDOM_STATE_CONSTRAINT,
     }
 
     def __init__(self, eps=1.0, *, ell=1, oracle="auto", max_set_size=None, binarize=None,

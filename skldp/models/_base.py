@@ -29,7 +29,7 @@ from ..base import GraphClassifierMixin, note_feature_read
 from ..model_selection._validation import validation_split
 from ..utils._logging import verbose_logger
 from ..utils._random import draw_seed
-from ..utils.validation import Count, Interval, check_int
+from ..utils.validation import RANDOM_STATE_CONSTRAINT, Count, Interval, check_int
 
 __all__ = ["TorchClassifierBase"]
 
@@ -110,7 +110,7 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
         "validation_fraction": [Interval(Real, 0, 1, closed="both")],
         "patience": [Count(1), None],
         "device": DEVICE_CONSTRAINT,
-        "random_state": ["random_state"],
+        "random_state": RANDOM_STATE_CONSTRAINT,
         "verbose": ["verbose"],
     }
 

@@ -39,7 +39,13 @@ from ..model_selection._edge_splits import PairData
 from ..model_selection._validation import validation_split
 from ..utils._logging import verbose_logger
 from ..utils._random import draw_seed
-from ..utils.validation import Count, Interval, check_finite_features, check_int
+from ..utils.validation import (
+    RANDOM_STATE_CONSTRAINT,
+    Count,
+    Interval,
+    check_finite_features,
+    check_int,
+)
 from ._gnn import _GCNConv, graph_tensors
 
 __all__ = ["VGAELinkPredictor", "HadamardLinkPredictor"]
@@ -67,7 +73,7 @@ class _LinkPredictorBase(GraphClassifierMixin, BaseEstimator):
         "validation": ["array-like", None],   # check_validation checks what it names
         "validation_fraction": [Interval(Real, 0, 1, closed="both")],
         "device": DEVICE_CONSTRAINT,
-        "random_state": ["random_state"],
+        "random_state": RANDOM_STATE_CONSTRAINT,
         "verbose": ["verbose"],
     }
 

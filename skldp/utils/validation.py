@@ -13,7 +13,8 @@ from ..exceptions import InvalidParameterError, PrivacyLeakWarning
 from ._arrays import check_finite_features, frame_column_names
 from ._blocks import row_blocks
 
-__all__ = ["Count", "Interval", "EPS_CONSTRAINT", "LABEL_MECHANISM_CONSTRAINT", "check_eps",
+__all__ = ["Count", "Interval", "EPS_CONSTRAINT", "LABEL_MECHANISM_CONSTRAINT",
+           "RANDOM_STATE_CONSTRAINT", "check_eps",
            "check_int", "check_graph_data", "check_finite_features", "resolve_feature_range",
            "clip_to_range", "input_feature_names", "check_input_features"]
 
@@ -39,6 +40,10 @@ class Count(Interval):
 #: The declared constraint of a privacy budget (``_parameter_constraints``): a real
 #: number > 0, ``inf`` meaning no privacy.
 EPS_CONSTRAINT = Interval(numbers.Real, 0, np.inf, closed="right")
+
+#: The declared constraint of a ``random_state`` parameter: scikit-learn's (None, an
+#: integer, a RandomState) or a numpy Generator (see ``skldp.utils._random.draw_seed``).
+RANDOM_STATE_CONSTRAINT = ["random_state", np.random.Generator]
 
 #: The declared constraint of a ``label_mechanism`` parameter (e.g. a
 #: :class:`~skldp.mechanisms.LabelRandomizedResponse`).
