@@ -13,6 +13,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_array, check_is_fitted, column_or_1d
 
 from ._graph_data import GraphData, reads_users_data
+from .exceptions import InvalidParameterError
 from .population._digest import feature_digests
 from .population._population import array_population
 from .population._spec import (
@@ -195,6 +196,11 @@ class PrivateStepMixin:
         with the population's secret (``_bind_collection``), and its id a digest
         of its content: neither reveals the seed or ``random_state``.
         """
+        # The ledger's own invariant, even where scikit-learn's parameter checks are
+        # skipped (set_config(skip_parameter_validation=True)): an answer costs eps > 0.
+        if not float(epsilon) > 0:
+            raise InvalidParameterError(f"{type(self).__name__}: the budget of a report must "
+                                        f"be > 0 (check eps), got {epsilon!r}.")
         spec = CollectionSpec(id="", kind=step_kind(self), protects=tuple(self.protects),
                               epsilon=float(epsilon), delta=float(delta),
                               model=self.privacy_model, params=public_params(self),

@@ -147,3 +147,19 @@ def test_eps_accepts_inf_and_refuses_zero_nan_and_booleans(graph):
                            match=r"The 'eps' parameter of HDSMechanism must be a float in "
                                  r"the range \(0.0, inf\]"):
             HDSMechanism(eps=bad, feature_range=(0, 1)).fit(G)
+
+
+def test_a_collection_refuses_a_non_positive_budget_even_without_the_declared_checks(graph):
+    # scikit-learn's skip_parameter_validation skips the declared constraints; the
+    # ledger still refuses to record a report that costs eps <= 0.
+    from sklearn import config_context
+
+    from skldp.mechanisms import HDSMechanism, LabelRandomizedResponse
+    G, y = graph
+    with config_context(skip_parameter_validation=True):
+        for bad in (0.0, -1.0):
+            with pytest.raises(InvalidParameterError, match="budget of a report must be > 0"):
+                HDSMechanism(eps=bad, feature_range=(0, 1)).fit(G)
+        for bad in (0.0, -1.0, np.nan):
+            with pytest.raises(InvalidParameterError, match="budget of a report must be > 0"):
+                LabelRandomizedResponse(eps=bad, classes=[0, 1]).fit(G, y)
