@@ -977,7 +977,8 @@ class DPMLPClassifier(_DPTrainerBase):
     accountant : {"combined", "wor", "hypergeometric"}, default="combined"
         How ``epsilon_`` is computed: the subsampled-Gaussian bound
         (``"wor"``), DP-GNN's Theorem 1 (``"hypergeometric"``) or the minimum
-        of both (``"combined"``; it and ``"wor"`` need ``skldp[accounting]``).""" + _COMMON_PARAMS + """
+        of both (``"combined"``; it and ``"wor"`` need
+        ``skldp[accounting]``).""" + _COMMON_PARAMS + """
     Attributes
     ----------""" + _COMMON_ATTRS + """
     privacy_model : "central"
