@@ -1,5 +1,6 @@
 """Registered studies: ``python -m skldp reproduce <name>``."""
 
+from ._budget_split import budget_split_study
 from ._dpgnn import dpgnn_study
 from ._label_scarce import label_scarce_study
 from ._link_prediction import link_prediction_study
@@ -12,12 +13,12 @@ from ._solitude import solitude_study
 
 __all__ = ["get_study", "list_studies", "privge_study", "rgnn_study", "solitude_study",
            "link_prediction_study", "dpgnn_study", "lpgnn_study",
-           "lpgnn_mae_study", "planetoid_study", "label_scarce_study"]
+           "lpgnn_mae_study", "planetoid_study", "label_scarce_study", "budget_split_study"]
 
 _STUDIES = {"privge": privge_study, "rgnn": rgnn_study, "solitude": solitude_study,
             "link_prediction": link_prediction_study, "dpgnn": dpgnn_study,
             "lpgnn": lpgnn_study, "lpgnn_mae": lpgnn_mae_study, "planetoid": planetoid_study,
-            "label_scarce": label_scarce_study}
+            "label_scarce": label_scarce_study, "budget_split": budget_split_study}
 
 
 def list_studies():

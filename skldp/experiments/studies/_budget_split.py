@@ -1,0 +1,384 @@
+"""The total-budget study: with labels private too, how should a user's budget be split?
+
+Each user has one total budget ``B`` in {1, 2, 4, 8} for everything it sends.
+A split gives ``eps_x = share * B`` to its features and ``eps_y = B - eps_x``
+to its label (users with a label: the training and validation nodes; the other
+users send their features only). Shares 1/4, 1/2 and 3/4 go through LPGNN's
+pipeline (multi-bit -> LPGNN with randomized labels, Sajadmanesh & Gatica-Perez,
+CCS 2021) and through Correct and Smooth around multi-bit -> PPR -> MLP on
+randomized labels (and the same with PrivGE's HDS, Li et al., CIKM 2024,
+in place of multi-bit); share 0 (all of ``B`` on the label, features unused) through
+label propagation and C&S(structural features -> MLP) on labels randomized at
+``B``, both with the backward noise correction, and LPGNN's own label model
+(its label propagation and corrected loss) on structural features instead of
+private ones, which tells what LPGNN's gain owes to its label model rather than
+to the features. The raw features with clean
+labels are the ceiling. Both regimes: random 50/25/25 splits and 20 training
+plus 30 validation labels per class. Every setting and every early stop is
+chosen on the validation nodes, against the labels the validation users sent.
+
+Each run checks the ledger of its users: every user who sent a label spent
+``B`` in all, and no user spent more.
+"""
+
+import functools
+
+import numpy as np
+from sklearn.base import BaseEstimator
+
+from .._study import Grid, Method, Study, default_split
+from ._label_scarce import NORMALIZATION, paired_difference, scarce_masks
+from ._private_features import candidates, fit_select, private_input
+from ._run import run_on_split
+
+__all__ = ["budget_split_study", "BudgetRun", "BUDGETS", "SHARES", "KINDS", "DATASETS",
+           "RANDOM", "SCARCE", "split_rows", "budget_split_table", "budget_split_figure",
+           "check_ledger"]
+
+BUDGETS = [1.0, 2.0, 4.0, 8.0]
+SHARES = [0.25, 0.5, 0.75]         # the features' share of B (share 0: the feature-free kinds)
+DATASETS = ("cora", "citeseer", "facebook")
+RANDOM = "50/25/25"
+SCARCE = "20/30 per class"
+
+# kind -> (role, label); the order is the tables' order
+KINDS = {
+    "raw": ("raw-features", "raw features → PPR → MLP, clean labels (ceiling)"),
+    "lp": ("feature-free", "label propagation, labels at ε = B"),
+    "structural-cs": ("feature-free", "C&S(structural → MLP), labels at ε = B"),
+    "lpgnn-labels": ("feature-free", "structural → LPGNN, labels at ε = B"),
+    "lpgnn": ("private", "multi-bit → LPGNN"),
+    "multibit-cs": ("private", "C&S(multi-bit → PPR → MLP)"),
+    "hds-cs": ("private", "C&S(HDS → PPR → MLP)"),
+}
+
+
+def check_ledger(G, budget, rtol=1e-9):
+    """Check that every user who sent a label spent ``budget`` in all, and none more.
+
+    Parameters
+    ----------
+    G : GraphData
+        The run's users (their ledger).
+    budget : float
+        The total budget per user.
+    rtol : float, default=1e-9
+        Relative tolerance of the comparison.
+
+    Returns
+    -------
+    spent : dict
+        ``max_user_epsilon`` (the most one user spent), ``label_senders``
+        and ``label_sender_epsilon_min`` (the least a label sender spent).
+
+    Raises
+    ------
+    AssertionError
+        When a user spent more than ``budget`` or a label sender less.
+    """
+    users, total = G.ledger.per_user()
+    senders, _ = G.ledger.per_user("labels")
+    tol = rtol * budget
+    most = float(total.max(initial=0.0))
+    if most > budget + tol:   # raised, not asserted: python -O must not skip the check
+        raise AssertionError(f"a user spent {most} > B = {budget}")
+    if len(senders) == 0:
+        raise AssertionError("no user sent a label")
+    least = float(total[np.isin(users, senders)].min())
+    if abs(least - budget) > tol or abs(most - budget) > tol:
+        raise AssertionError(f"the label senders spent {least} to {most}, not B = {budget}")
+    return {"max_user_epsilon": most, "label_senders": float(len(senders)),
+            "label_sender_epsilon_min": least}
+
+
+class BudgetRun(BaseEstimator):
+    """One run of the total-budget study (``run(G, y, masks)`` gives the test accuracy).
+
+    Parameters
+    ----------
+    kind : str, default="lpgnn"
+        A key of ``KINDS``.
+    budget : float or None, default=None
+        Total budget per user ``B`` (all kinds but ``"raw"``).
+    share : float, default=0.0
+        The features' share of ``B`` (0 for the feature-free kinds).
+    dataset : str, default="cora"
+        The dataset (German credit: its columns with public bounds, standardised).
+    random_state : int, default=0
+        Seed of the collections and the models.
+    """
+
+    def __init__(self, kind="lpgnn", budget=None, share=0.0, dataset="cora", random_state=0):
+        self.kind = kind
+        self.budget = budget
+        self.share = share
+        self.dataset = dataset
+        self.random_state = random_state
+
+    def run(self, G, y, masks):
+        """Fit every candidate, choose on the validation nodes, score the test nodes.
+
+        Parameters
+        ----------
+        G : GraphData
+            The whole graph (the run's own users).
+        y : ndarray of shape (n_nodes,)
+            Labels.
+        masks : tuple of three boolean ndarrays
+            Train, validation and test masks.
+
+        Returns
+        -------
+        metrics : dict of str -> float
+        """
+        if self.kind not in KINDS:
+            raise ValueError(f"kind must be one of {list(KINDS)}, got {self.kind!r}.")
+        role = KINDS[self.kind][0]
+        y = np.asarray(y)
+        if role == "raw-features":
+            cands = candidates("raw", seed=self.random_state, val=masks[1],
+                               normalization=NORMALIZATION.get(self.dataset, "l2"))
+            metrics, self.model_ = fit_select(cands, G, y, masks)
+            return metrics
+        B, share = float(self.budget), float(self.share)
+        if role == "feature-free" and share != 0:
+            raise ValueError(f"kind {self.kind!r} uses no feature: share must be 0.")
+        if role == "private" and not 0 < share < 1:
+            raise ValueError(f"share must be in (0, 1) for kind {self.kind!r}, got {share}.")
+        eps_x = share * B
+        eps_y = B - eps_x
+        classes = np.unique(y[y >= 0])   # the public label domain
+        Gin = G
+        if self.kind == "lpgnn-labels":
+            cands = _lpgnn_on_structure(eps_y, classes, self.random_state, masks[1])
+        else:
+            Gin, fr = private_input(G, self.dataset) if role == "private" else (G, (0, 1))
+            cands = candidates(self.kind, eps=eps_x if role == "private" else None,
+                               eps_y=eps_y, classes=classes, seed=self.random_state,
+                               val=masks[1], feature_range=fr,
+                               normalization=NORMALIZATION.get(self.dataset, "l2"))
+        metrics, self.model_ = fit_select(cands, Gin, y, masks)
+        # the test users answer the feature collection when they are scored
+        metrics.update(check_ledger(Gin, B))
+        return metrics
+
+
+def _lpgnn_on_structure(eps_y, classes, seed, val):
+    """LPGNN on public structural features: its label model with all of B on the labels."""
+    from sklearn.pipeline import Pipeline
+
+    from ...baselines import StructuralFeatures
+    from ...models import LPGNNClassifier
+    from ._private_features import LPGNN_X_STEPS
+    return [({"x_steps": k}, Pipeline([
+        ("structure", StructuralFeatures(random_state=seed)),
+        ("clf", LPGNNClassifier(eps_y=eps_y, classes=classes, x_steps=k, validation=val,
+                                random_state=seed))]), "fit") for k in LPGNN_X_STEPS]
+
+
+def _make(kind, ctx):
+    return BudgetRun(kind=kind, dataset=ctx.dataset, random_state=ctx.seed)
+
+
+def _masks_random(y, seed):
+    return default_split(y, seed)
+
+
+def budget_split_study(datasets=DATASETS, seeds=range(10), budgets=BUDGETS, shares=SHARES,
+                       regimes=(RANDOM, SCARCE), kinds=None):
+    """The total-budget sweep.
+
+    Parameters
+    ----------
+    datasets : sequence of str, default=DATASETS
+        Datasets (Facebook needs ``SKLDP_DATASETS_DIR``).
+    seeds : sequence of int, default=range(10)
+        Seeds of the split, the collections and the models.
+    budgets : sequence of float, default=BUDGETS
+        Total budgets per user.
+    shares : sequence of float, default=SHARES
+        The features' shares of the budget (private kinds).
+    regimes : sequence of str, default=(RANDOM, SCARCE)
+        Splits: ``RANDOM`` (50/25/25) and ``SCARCE`` (20/30 per class).
+    kinds : sequence of str or None, default=None
+        Restrict to these kinds of ``KINDS`` (the same run keys).
+
+    Returns
+    -------
+    study : Study
+    """
+    kinds = list(KINDS) if kinds is None else list(kinds)
+    unknown = [k for k in kinds if k not in KINDS]
+    if unknown:
+        raise ValueError(f"unknown kinds {unknown}; one of {list(KINDS)}.")
+    splits = {RANDOM: _masks_random, SCARCE: scarce_masks}
+    bad = [r for r in regimes if r not in splits]
+    if bad:
+        raise ValueError(f"unknown regimes {bad}; one of {list(splits)}.")
+    if any(not 0 < float(s) < 1 for s in shares):
+        raise ValueError(f"shares must lie in (0, 1), got {list(shares)}.")
+    if any(not float(b) > 0 for b in budgets):
+        raise ValueError(f"budgets must be positive, got {list(budgets)}.")
+    methods = {}
+    for kind in kinds:
+        role = KINDS[kind][0]
+        params = ({} if role == "raw-features" else
+                  {"budget": list(budgets)} if role == "feature-free" else
+                  {"budget": list(budgets), "share": list(shares)})
+        methods[kind] = Method(functools.partial(_make, kind), [Grid(params)], role=role,
+                               evaluate=run_on_split, label=KINDS[kind][1])
+    return Study(
+        name="budget_split", datasets=list(datasets), seeds=seeds, methods=methods,
+        splits={r: splits[r] for r in regimes},
+        title="Total budget — how should a user split one budget between features and label?",
+        description="Test accuracy when each user has one total budget B for its features and "
+                    "its label; share = the features' part of B; every choice on the "
+                    "validation nodes (their randomized labels).",
+        quick={"datasets": ["cora"], "seeds": [0],
+               "grid": {k: ({"budget": [2.0], "share": [0.5]}
+                            if KINDS[k][0] == "private" else {"budget": [2.0]})
+                        for k in methods if KINDS[k][0] != "raw-features"}},
+        report=budget_split_table,
+    )
+
+
+def _cells(records):
+    """``{(dataset, split, kind, budget, share): {seed: accuracy}}``."""
+    out = {}
+    for r in records:
+        if "accuracy" not in r.get("metrics", {}):
+            continue
+        p = r.get("params", {})
+        key = (r["dataset"], r["split"], r["method"], p.get("budget"), p.get("share", 0.0))
+        out.setdefault(key, {})[r["seed"]] = r["metrics"]["accuracy"]
+    return out
+
+
+def split_rows(records):
+    """Per dataset, regime and budget: the best split against all of it on the labels.
+
+    The best cell of each side is the one with the highest mean test accuracy
+    (the page reports it; a user would choose on validation, which the
+    recommender does with the study's table).
+
+    Parameters
+    ----------
+    records : list of dict
+        The study's records.
+
+    Returns
+    -------
+    rows : list of dict
+        ``dataset``, ``split``, ``budget``, ``labels`` (best share-0 cell),
+        ``split_cell`` (best cell with share > 0), ``raw`` (the ceiling),
+        ``diff`` (paired mean, standard error and n of split minus labels) and
+        ``winner`` (``"features+labels"``, ``"labels"`` or ``"tie"``: the
+        difference within 2 standard errors).
+    """
+    cells = _cells(records)
+    rows = []
+    keys = sorted({(d, s, b) for (d, s, k, b, _) in cells if b is not None},
+                  key=lambda t: (t[0], t[1], t[2]))
+    for ds, sp, b in keys:
+        def best(role, ds=ds, sp=sp, b=b):
+            got = [(np.mean(list(v.values())), k, sh, v) for (d, s, k, bb, sh), v in
+                   cells.items() if d == ds and s == sp and bb == b and KINDS.get(k, ("",))[0]
+                   == role]
+            return max(got, key=lambda g: g[0]) if got else None
+        labels, split = best("feature-free"), best("private")
+        raw = [(np.mean(list(v.values())), k, None, v) for (d, s, k, bb, _), v in cells.items()
+               if d == ds and s == sp and k == "raw"]
+        row = {"dataset": ds, "split": sp, "budget": b, "labels": labels, "split_cell": split,
+               "raw": raw[0] if raw else None, "diff": None, "winner": None}
+        if labels and split:
+            m, se, n = paired_difference(split[3], labels[3])
+            row["diff"] = (m, se, n)
+            row["winner"] = ("tie" if n < 2 or abs(m) <= 2 * se else
+                             "features+labels" if m > 0 else "labels")
+        rows.append(row)
+    return rows
+
+
+def _fmt(cell):
+    if cell is None:
+        return "—"
+    _, kind, share, v = cell
+    vals = 100 * np.array(list(v.values()))
+    at = f", share {share:g}" if share else ""
+    return f"{KINDS[kind][1]}{at}: {vals.mean():.1f} ± {vals.std():.1f}"
+
+
+def budget_split_table(records):
+    """The verdict table: best split against all of the budget on the labels, per budget.
+
+    Parameters
+    ----------
+    records : list of dict
+        The study's records.
+
+    Returns
+    -------
+    text : str
+        Markdown.
+    """
+    lines = ["| dataset | regime | B | all on labels (best) | best split (share = features' part) "
+             "| split − labels (paired, ± SE, n) | winner | raw features, clean labels |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in split_rows(records):
+        d = "—" if r["diff"] is None else \
+            f"{100 * r['diff'][0]:+.1f} ± {100 * r['diff'][1]:.1f} ({r['diff'][2]})"
+        lines.append(f"| {r['dataset']} | {r['split']} | {r['budget']:g} | {_fmt(r['labels'])} "
+                     f"| {_fmt(r['split_cell'])} | {d} | {r['winner'] or '—'} "
+                     f"| {_fmt(r['raw'])} |")
+    return "\n".join(lines)
+
+
+def budget_split_figure(records, path):
+    """Accuracy against the total budget: each split, the feature-free models, the ceiling.
+
+    One panel per dataset and regime.
+
+    Parameters
+    ----------
+    records : list of dict
+        The study's records.
+    path : str or path-like
+        Where the PNG is written.
+
+    Returns
+    -------
+    path : pathlib.Path
+    """
+    from pathlib import Path
+
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    cells = _cells(records)
+    panels = sorted({(d, s) for (d, s, *_) in cells})
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.6), squeeze=False)
+    for ax, (ds, sp) in zip(axes[0], panels, strict=True):
+        mine = {k: v for k, v in cells.items() if k[0] == ds and k[1] == sp}
+        curves = sorted({(k[2], k[4]) for k in mine if k[2] != "raw"})
+        for kind, share in curves:
+            pts = sorted((k[3], v) for k, v in mine.items() if (k[2], k[4]) == (kind, share))
+            xs = [b for b, _ in pts]
+            ms = [100 * np.mean(list(v.values())) for _, v in pts]
+            ss = [100 * np.std(list(v.values())) for _, v in pts]
+            lab = KINDS[kind][1].split(",")[0] + (f", share {share:g}" if share else ", share 0")
+            ax.errorbar(xs, ms, yerr=ss, marker="o" if share else "s", capsize=3, label=lab,
+                        ls="-" if share else "--")
+        for k, v in mine.items():
+            if k[2] == "raw":
+                ax.axhline(100 * np.mean(list(v.values())), color="gray", ls=":",
+                           label="raw features, clean labels")
+        ax.set_xscale("log", base=2)
+        ax.set_title(f"{ds}, {sp}", fontsize=9)
+        ax.set_xlabel("total budget B per user")
+        ax.set_ylabel("test accuracy (%)")
+        ax.legend(fontsize=6)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

@@ -1,0 +1,122 @@
+"""The total-budget study: its grid, the ledger's total per user, its verdict table."""
+
+import numpy as np
+import pytest
+
+from skldp.datasets import load_dataset
+from skldp.experiments import run_study
+from skldp.experiments.studies import get_study, list_studies
+from skldp.experiments.studies._budget_split import (
+    BUDGETS,
+    KINDS,
+    RANDOM,
+    SCARCE,
+    SHARES,
+    BudgetRun,
+    budget_split_study,
+    budget_split_table,
+    check_ledger,
+    split_rows,
+)
+from skldp.model_selection import random_node_split
+
+
+def test_grid_every_split_of_every_budget_in_both_regimes():
+    assert "budget_split" in list_studies()
+    study = get_study("budget_split", datasets=["cora", "citeseer"], seeds=range(3))
+    runs = study.runs()
+    assert {r.split for r in runs} == {RANDOM, SCARCE}
+    per_cell = {}
+    for r in runs:
+        per_cell.setdefault((r.dataset, r.split, r.seed), []).append(r)
+    assert len(per_cell) == 2 * 2 * 3
+    for cell in per_cell.values():
+        params = {(r.method, tuple(sorted(r.param_dict.items()))) for r in cell}
+        private = {(b, s) for m, p in params if KINDS[m][0] == "private"
+                   for b, s in [(dict(p)["budget"], dict(p)["share"])]}
+        assert private == {(b, s) for b in BUDGETS for s in SHARES}
+        for kind in ("lp", "structural-cs", "lpgnn-labels"):   # all of B on the label
+            assert {dict(p)["budget"] for m, p in params if m == kind} == set(BUDGETS)
+            assert all("share" not in dict(p) for m, p in params if m == kind)
+        assert ("raw", ()) in params                           # the ceiling: no budget
+        n_private = sum(KINDS[k][0] == "private" for k in KINDS)
+        assert len(cell) == 1 + 3 * len(BUDGETS) + n_private * len(BUDGETS) * len(SHARES)
+    assert study.report is budget_split_table
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"shares": [0.0, 0.5]}, "shares"), ({"shares": [1.0]}, "shares"),
+    ({"budgets": [0.0, 1.0]}, "budgets"), ({"regimes": ["planetoid"]}, "regimes"),
+    ({"kinds": ["gcn"]}, "kinds")])
+def test_bad_grid_is_refused(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        budget_split_study(**kwargs)
+
+
+def test_quick_run_every_label_sender_spends_exactly_the_budget(tmp_path):
+    # German credit (bundled, 1,000 users): one split of B = 2 and all of it on the label
+    study = budget_split_study(datasets=["german"], seeds=[0], budgets=[2.0], shares=[0.25],
+                               regimes=[RANDOM], kinds=["lp", "lpgnn"])
+    res = run_study(study, tmp_path, progress=False)
+    assert not res.failed and len(res.done) == 2
+    y = np.asarray(load_dataset("german").target)
+    train, val, _ = random_node_split(y, 0.5, 0.25, 0.25, random_state=0)
+    for rec in res.records:
+        assert rec["eps_spent"] == pytest.approx(2.0)      # the runner's ledger read
+        assert rec["metrics"]["max_user_epsilon"] == pytest.approx(2.0)
+        assert rec["metrics"]["label_sender_epsilon_min"] == pytest.approx(2.0)
+        assert rec["metrics"]["label_senders"] == (train | val).sum()
+        assert 0.4 < rec["metrics"]["accuracy"] <= 1.0
+
+
+def test_ledger_check_fails_when_the_total_is_not_the_budget():
+    b = load_dataset("german")
+    G, y = b.data.new_simulation(), np.asarray(b.target)
+    masks = random_node_split(y, 0.5, 0.25, 0.25, random_state=1)
+    out = BudgetRun("lp", budget=1.0, random_state=1).run(G, y, masks)
+    assert out["max_user_epsilon"] == pytest.approx(1.0)
+    with pytest.raises(AssertionError, match="spent"):
+        check_ledger(G, 0.5)          # a user spent more than this
+    with pytest.raises(AssertionError, match="label senders"):
+        check_ledger(G, 2.0)          # the label senders spent less
+    with pytest.raises(AssertionError, match="no user sent a label"):
+        check_ledger(b.data.new_simulation(), 1.0)
+
+
+def test_run_refuses_a_share_that_does_not_fit_its_kind():
+    b = load_dataset("german")
+    G, y = b.data, np.asarray(b.target)
+    masks = random_node_split(y, 0.5, 0.25, 0.25, random_state=0)
+    with pytest.raises(ValueError, match="share"):
+        BudgetRun("lp", budget=1.0, share=0.5).run(G.new_simulation(), y, masks)
+    with pytest.raises(ValueError, match="share"):
+        BudgetRun("lpgnn", budget=1.0, share=0.0).run(G.new_simulation(), y, masks)
+    with pytest.raises(ValueError, match="kind"):
+        BudgetRun("gcn", budget=1.0).run(G.new_simulation(), y, masks)
+
+
+def _rec(method, params, seed, acc):
+    return {"dataset": "d", "split": RANDOM, "method": method, "params": params,
+            "seed": seed, "metrics": {"accuracy": acc}}
+
+
+def test_verdict_pairs_the_best_split_with_the_best_label_only_model():
+    recs = []
+    for s, (lp, split, raw) in enumerate([(0.70, 0.60, 0.9), (0.72, 0.61, 0.9),
+                                          (0.71, 0.63, 0.9)]):
+        recs += [_rec("lp", {"budget": 2.0}, s, lp),
+                 _rec("structural-cs", {"budget": 2.0}, s, lp - 0.1),
+                 _rec("lpgnn", {"budget": 2.0, "share": 0.25}, s, split),
+                 _rec("lpgnn", {"budget": 2.0, "share": 0.5}, s, split - 0.2),
+                 _rec("raw", {}, s, raw)]
+    (row,) = split_rows(recs)
+    assert row["labels"][1] == "lp" and row["split_cell"][1:3] == ("lpgnn", 0.25)
+    mean, se, n = row["diff"]
+    assert n == 3 and mean == pytest.approx(-0.0967, abs=1e-3) and se > 0
+    assert row["winner"] == "labels"
+    text = budget_split_table(recs)
+    assert "| d | 50/25/25 | 2 |" in text and "labels |" in text and "90.0 ± 0.0" in text
+    # the same cells within noise: a tie
+    recs[2]["metrics"]["accuracy"] = 0.75
+    recs[7]["metrics"]["accuracy"] = 0.60
+    assert split_rows(recs)[0]["winner"] == "tie"
