@@ -50,7 +50,7 @@ class BudgetSplit:
 
 
 def _label_signal(eps, n_classes):
-    """The non-unit eigenvalue of randomized response's transition matrix, (e^eps - 1)/(e^eps + c - 1)."""
+    """The non-unit eigenvalue of randomized response's matrix: (e^eps - 1)/(e^eps + c - 1)."""
     if math.isinf(eps):
         return 1.0
     e = math.exp(min(eps, 700.0))
@@ -58,7 +58,7 @@ def _label_signal(eps, n_classes):
 
 
 def _feature_snr(eps, n_features, mean_degree):
-    """1 / variance of a coordinate of multi-bit reports in [0, 1], averaged over 1 + degree users."""
+    """1 / variance of a multi-bit coordinate in [0, 1], averaged over 1 + degree users."""
     if eps <= 0:
         return 0.0
     import numpy as np
