@@ -15,7 +15,10 @@ from skldp.experiments.studies._budget_split import (
     BudgetRun,
     budget_split_study,
     budget_split_table,
+    cells_table,
     check_ledger,
+    public_quantities,
+    recommender_check,
     split_rows,
 )
 from skldp.model_selection import random_node_split
@@ -120,3 +123,24 @@ def test_verdict_pairs_the_best_split_with_the_best_label_only_model():
     recs[2]["metrics"]["accuracy"] = 0.75
     recs[7]["metrics"]["accuracy"] = 0.60
     assert split_rows(recs)[0]["winner"] == "tie"
+
+
+def test_cells_table_and_recommender_check_on_cora():
+    recs = []
+    for s, (lp, split) in enumerate([(0.70, 0.60), (0.72, 0.61), (0.71, 0.63)]):
+        recs += [_rec("lp", {"budget": 1.0}, s, lp),
+                 _rec("lpgnn", {"budget": 1.0, "share": 0.25}, s, split),
+                 _rec("raw", {}, s, 0.9)]
+    for r in recs:
+        r["dataset"] = "cora"
+    table = cells_table(recs, "cora", RANDOM)
+    assert "| label propagation | 0 | 71.0 ± 0.8 | 3 |" in table
+    assert "| multi-bit → LPGNN | 0.25 | 61.3 ± 1.2 | 3 |" in table
+    assert "| raw features → PPR → MLP | — (clean labels, raw features) | 90.0 ± 0.0 | 3 |" in table
+    q = public_quantities("cora", RANDOM)
+    assert (q["n_nodes"], q["n_features"], q["n_classes"]) == (2708, 1433, 7)
+    assert 3.5 < q["mean_degree"] < 4.5 and q["labelled_fraction"] == pytest.approx(0.75)
+    assert public_quantities("cora", SCARCE)["labelled_fraction"] == pytest.approx(350 / 2708)
+    text = recommender_check(recs)
+    assert "| cora | 50/25/25 | 1 | 0.00 / 1.00 | labels | yes |" in text
+    assert "agrees with the study in 1 of 1 cells" in text

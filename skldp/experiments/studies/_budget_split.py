@@ -33,7 +33,7 @@ from ._run import run_on_split
 
 __all__ = ["budget_split_study", "BudgetRun", "BUDGETS", "SHARES", "KINDS", "DATASETS",
            "RANDOM", "SCARCE", "split_rows", "budget_split_table", "budget_split_figure",
-           "check_ledger"]
+           "check_ledger", "cells_table", "public_quantities", "recommender_check"]
 
 BUDGETS = [1.0, 2.0, 4.0, 8.0]
 SHARES = [0.25, 0.5, 0.75]         # the features' share of B (share 0: the feature-free kinds)
@@ -382,3 +382,108 @@ def budget_split_figure(records, path):
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def cells_table(records, dataset, split):
+    """Mean ± std of every cell of one dataset and regime: a row per model and share, a
+    column per total budget.
+
+    Parameters
+    ----------
+    records : list of dict
+        The study's records.
+    dataset, split : str
+        The panel.
+
+    Returns
+    -------
+    text : str
+        Markdown.
+    """
+    cells = {k: v for k, v in _cells(records).items() if k[0] == dataset and k[1] == split}
+    budgets = sorted({k[3] for k in cells if k[3] is not None})
+    lines = ["| model | share of B on features | " + " | ".join(f"B = {b:g}" for b in budgets)
+             + " | seeds |", "|---|---|" + "---|" * len(budgets) + "---|"]
+    order = list(KINDS)
+    for kind, share in sorted({(k[2], k[4]) for k in cells},
+                              key=lambda t: (order.index(t[0]), t[1])):
+        row, seeds = [], 0
+        for b in budgets if kind != "raw" else [None]:
+            v = cells.get((dataset, split, kind, b, share))
+            if v is None:
+                row.append("—")
+                continue
+            vals = 100 * np.array(list(v.values()))
+            seeds = max(seeds, len(vals))
+            row.append(f"{vals.mean():.1f} ± {vals.std():.1f}")
+        if kind == "raw":    # no budget: the same value under every B
+            row = row * len(budgets)
+        label = KINDS[kind][1].split(",")[0].replace(" (ceiling)", "")
+        what = "— (clean labels, raw features)" if kind == "raw" else f"{share:g}"
+        lines.append(f"| {label} | {what} | " + " | ".join(row) + f" | {seeds} |")
+    return "\n".join(lines)
+
+
+def public_quantities(dataset, split):
+    """The public quantities of :func:`~skldp.accounting.recommend_budget_split` for a panel.
+
+    Parameters
+    ----------
+    dataset : str
+        The dataset.
+    split : str
+        ``RANDOM`` (3/4 of the labelled nodes send a label: training and
+        validation) or ``SCARCE`` (50 per class).
+
+    Returns
+    -------
+    quantities : dict
+        ``n_nodes``, ``n_features``, ``n_classes``, ``labelled_fraction``,
+        ``mean_degree``.
+    """
+    from ...datasets import load_dataset
+    bunch = load_dataset(dataset)
+    G, y = bunch.data, np.asarray(bunch.target)
+    n, d = G.shape
+    classes = np.unique(y[y >= 0])
+    A = G.adjacency
+    senders = 0.75 * (y >= 0).sum() if split == RANDOM else 50 * len(classes)
+    return {"n_nodes": int(n), "n_features": int(d), "n_classes": int(len(classes)),
+            "labelled_fraction": float(senders / n), "mean_degree": float(A.nnz / n)}
+
+
+def recommender_check(records):
+    """The recommended split of each panel and budget beside the study's verdict.
+
+    The recommendation agrees when the study's best cell on its side (all on
+    the label, or a split) is the best or within two standard errors of it.
+
+    Parameters
+    ----------
+    records : list of dict
+        The study's records.
+
+    Returns
+    -------
+    text : str
+        Markdown.
+    """
+    from ...accounting import recommend_budget_split
+    lines = ["| dataset | regime | B | recommended ε features / label | study's winner | "
+             "agrees |", "|---|---|---|---|---|---|"]
+    quantities, agree, total = {}, 0, 0
+    for r in split_rows(records):
+        if r["winner"] is None:
+            continue
+        key = (r["dataset"], r["split"])
+        if key not in quantities:
+            quantities[key] = public_quantities(*key)
+        rec = recommend_budget_split(r["budget"], **quantities[key])
+        ok = r["winner"] == "tie" or (r["winner"] == "labels") == (rec.eps_features == 0)
+        agree += ok
+        total += 1
+        lines.append(f"| {r['dataset']} | {r['split']} | {r['budget']:g} | "
+                     f"{rec.eps_features:.2f} / {rec.eps_labels:.2f} | {r['winner']} | "
+                     f"{'yes' if ok else 'no'} |")
+    lines += ["", f"The recommendation agrees with the study in {agree} of {total} cells."]
+    return "\n".join(lines)
