@@ -98,31 +98,40 @@ def test_run_refuses_a_share_that_does_not_fit_its_kind():
         BudgetRun("gcn", budget=1.0).run(G.new_simulation(), y, masks)
 
 
-def _rec(method, params, seed, acc):
+def _rec(method, params, seed, acc, val=None):
     return {"dataset": "d", "split": RANDOM, "method": method, "params": params,
-            "seed": seed, "metrics": {"accuracy": acc}}
+            "seed": seed, "metrics": {"accuracy": acc, "val_accuracy": acc if val is None
+                                      else val}}
 
 
-def test_verdict_pairs_the_best_split_with_the_best_label_only_model():
+def _records(lp, split, shift=0.0):
     recs = []
-    for s, (lp, split, raw) in enumerate([(0.70, 0.60, 0.9), (0.72, 0.61, 0.9),
-                                          (0.71, 0.63, 0.9)]):
-        recs += [_rec("lp", {"budget": 2.0}, s, lp),
-                 _rec("structural-cs", {"budget": 2.0}, s, lp - 0.1),
-                 _rec("lpgnn", {"budget": 2.0, "share": 0.25}, s, split),
-                 _rec("lpgnn", {"budget": 2.0, "share": 0.5}, s, split - 0.2),
-                 _rec("raw", {}, s, raw)]
+    for s, (a, b) in enumerate(zip(lp, split, strict=True)):
+        recs += [_rec("lp", {"budget": 2.0}, s, a),
+                 # better on test, worse on validation: never chosen
+                 _rec("structural-cs", {"budget": 2.0}, s, a + 0.2, val=a - 0.3),
+                 _rec("lpgnn", {"budget": 2.0, "share": 0.25}, s, b),
+                 _rec("multibit-cs", {"budget": 2.0, "share": 0.25}, s, b - 0.1),
+                 _rec("lpgnn", {"budget": 2.0, "share": 0.5}, s, b - 0.2 + shift),
+                 _rec("raw", {}, s, 0.9)]
+    return recs
+
+
+def test_verdict_chooses_on_validation_and_pairs_each_split_with_the_label_only_model():
+    recs = _records([0.70, 0.72, 0.71], [0.60, 0.61, 0.63])
     (row,) = split_rows(recs)
-    assert row["labels"][1] == "lp" and row["split_cell"][1:3] == ("lpgnn", 0.25)
-    mean, se, n = row["diff"]
+    assert row["labels"][0] == "lp"          # chosen on validation, not on test
+    assert row["shares"][0.25][0][0] == "lpgnn"
+    mean, se, n = row["shares"][0.25][1]
     assert n == 3 and mean == pytest.approx(-0.0967, abs=1e-3) and se > 0
     assert row["winner"] == "labels"
     text = budget_split_table(recs)
-    assert "| d | 50/25/25 | 2 |" in text and "labels |" in text and "90.0 ± 0.0" in text
-    # the same cells within noise: a tie
-    recs[2]["metrics"]["accuracy"] = 0.75
-    recs[7]["metrics"]["accuracy"] = 0.60
-    assert split_rows(recs)[0]["winner"] == "tie"
+    assert "| d | 50/25/25 | 2 | label propagation: 71.0 ± 0.8 |" in text
+    assert "-9.7 ± " in text and "| labels | raw features → PPR → MLP: 90.0 ± 0.0 |" in text
+    # a split within noise: a tie; a split far above: it wins
+    assert split_rows(_records([0.70, 0.72, 0.71], [0.75, 0.64, 0.70]))[0]["winner"] == "tie"
+    win = split_rows(_records([0.70, 0.72, 0.71], [0.60, 0.61, 0.63], shift=0.35))[0]
+    assert win["winner"] == "share 0.5"
 
 
 def test_cells_table_and_recommender_check_on_cora():

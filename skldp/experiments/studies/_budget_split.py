@@ -33,7 +33,8 @@ from ._run import run_on_split
 
 __all__ = ["budget_split_study", "BudgetRun", "BUDGETS", "SHARES", "KINDS", "DATASETS",
            "RANDOM", "SCARCE", "split_rows", "budget_split_table", "budget_split_figure",
-           "check_ledger", "cells_table", "public_quantities", "recommender_check"]
+           "check_ledger", "cells_table", "public_quantities",
+           "recommender_check"]
 
 BUDGETS = [1.0, 2.0, 4.0, 8.0]
 SHARES = [0.25, 0.5, 0.75]         # the features' share of B (share 0: the feature-free kinds)
@@ -242,24 +243,38 @@ def budget_split_study(datasets=DATASETS, seeds=range(10), budgets=BUDGETS, shar
     )
 
 
-def _cells(records):
-    """``{(dataset, split, kind, budget, share): {seed: accuracy}}``."""
+def _cells(records, metric="accuracy"):
+    """``{(dataset, split, kind, budget, share): {seed: metric}}``."""
     out = {}
     for r in records:
-        if "accuracy" not in r.get("metrics", {}):
+        if metric not in r.get("metrics", {}):
             continue
         p = r.get("params", {})
         key = (r["dataset"], r["split"], r["method"], p.get("budget"), p.get("share", 0.0))
-        out.setdefault(key, {})[r["seed"]] = r["metrics"]["accuracy"]
+        out.setdefault(key, {})[r["seed"]] = r["metrics"][metric]
     return out
 
 
-def split_rows(records):
-    """Per dataset, regime and budget: the best split against all of it on the labels.
+def _chosen(cells, ds, sp, b, share, kinds):
+    """The cell of ``kinds`` at this share with the best mean validation accuracy.
 
-    The best cell of each side is the one with the highest mean test accuracy
-    (the page reports it; a user would choose on validation, which the
-    recommender does with the study's table).
+    Within one share every model reads labels randomized at the same budget,
+    so their validation accuracies compare; no choice reads a test label.
+    Returns ``(kind, {seed: test accuracy})`` or ``None``.
+    """
+    got = [(np.mean(list(val.values())), key[2], test) for key, (test, val) in cells.items()
+           if key[:2] == (ds, sp) and key[3] == b and key[4] == share and key[2] in kinds]
+    return max(got, key=lambda g: g[0])[1:] if got else None
+
+
+def split_rows(records):
+    """Per dataset, regime and budget: each split against all of it on the label.
+
+    For every share of ``B`` on the features (0: all on the label), the model
+    is the one with the best mean validation accuracy over the seeds (the
+    validation users' randomized labels; the same label budget within a
+    share). Each split's test accuracy is compared with all-on-the-label's,
+    paired by seed.
 
     Parameters
     ----------
@@ -269,47 +284,63 @@ def split_rows(records):
     Returns
     -------
     rows : list of dict
-        ``dataset``, ``split``, ``budget``, ``labels`` (best share-0 cell),
-        ``split_cell`` (best cell with share > 0), ``raw`` (the ceiling),
-        ``diff`` (paired mean, standard error and n of split minus labels) and
-        ``winner`` (``"features+labels"``, ``"labels"`` or ``"tie"``: the
-        difference within 2 standard errors).
+        ``dataset``, ``split``, ``budget``; ``labels``: the chosen share-0
+        cell ``(kind, {seed: accuracy})``; ``shares``: ``{share: (cell,
+        (mean, se, n))}``, the paired difference split minus label only;
+        ``raw``: the ceiling's cell; ``winner``: ``"labels"`` (every split
+        below by more than 2 standard errors), ``"share s"`` (the split with
+        the largest difference, above by more than 2 standard errors) or
+        ``"tie"``.
     """
-    cells = _cells(records)
+    test, val = _cells(records), _cells(records, "val_accuracy")
+    cells = {k: (v, val.get(k, {})) for k, v in test.items()}
+    private = [k for k in KINDS if KINDS[k][0] == "private"]
+    free = [k for k in KINDS if KINDS[k][0] == "feature-free"]
     rows = []
-    keys = sorted({(d, s, b) for (d, s, k, b, _) in cells if b is not None},
-                  key=lambda t: (t[0], t[1], t[2]))
+    keys = sorted({(d, s, b) for (d, s, k, b, _) in cells if b is not None})
     for ds, sp, b in keys:
-        def best(role, ds=ds, sp=sp, b=b):
-            got = [(np.mean(list(v.values())), k, sh, v) for (d, s, k, bb, sh), v in
-                   cells.items() if d == ds and s == sp and bb == b and KINDS.get(k, ("",))[0]
-                   == role]
-            return max(got, key=lambda g: g[0]) if got else None
-        labels, split = best("feature-free"), best("private")
-        raw = [(np.mean(list(v.values())), k, None, v) for (d, s, k, bb, _), v in cells.items()
+        labels = _chosen(cells, ds, sp, b, 0.0, free)
+        raw = [("raw", v) for (d, s, k, _, _), v in test.items()
                if d == ds and s == sp and k == "raw"]
-        row = {"dataset": ds, "split": sp, "budget": b, "labels": labels, "split_cell": split,
-               "raw": raw[0] if raw else None, "diff": None, "winner": None}
-        if labels and split:
-            m, se, n = paired_difference(split[3], labels[3])
-            row["diff"] = (m, se, n)
-            row["winner"] = ("tie" if n < 2 or abs(m) <= 2 * se else
-                             "features+labels" if m > 0 else "labels")
+        row = {"dataset": ds, "split": sp, "budget": b, "labels": labels, "shares": {},
+               "raw": raw[0] if raw else None, "winner": None}
+        for share in sorted({k[4] for k in cells if k[:2] == (ds, sp) and k[3] == b
+                             and k[4] > 0}):
+            cell = _chosen(cells, ds, sp, b, share, private)
+            diff = paired_difference(cell[1], labels[1]) if cell and labels else None
+            row["shares"][share] = (cell, diff)
+        diffs = {sh: d for sh, (_, d) in row["shares"].items() if d is not None and d[2] > 1}
+        if diffs:
+            top = max(diffs, key=lambda sh: diffs[sh][0])
+            m, se, _ = diffs[top]
+            if m > 2 * se:
+                row["winner"] = f"share {top:g}"
+            elif all(d[0] < -2 * d[1] for d in diffs.values()):
+                row["winner"] = "labels"
+            else:
+                row["winner"] = "tie"
         rows.append(row)
     return rows
 
 
-def _fmt(cell):
+def _fmt(cell, share=None):
     if cell is None:
         return "—"
-    _, kind, share, v = cell
+    kind, v = cell
     vals = 100 * np.array(list(v.values()))
-    at = f", share {share:g}" if share else ""
-    return f"{KINDS[kind][1]}{at}: {vals.mean():.1f} ± {vals.std():.1f}"
+    label = KINDS[kind][1].split(",")[0].replace(" (ceiling)", "")
+    return f"{label}: {vals.mean():.1f} ± {vals.std():.1f}"
+
+
+def _fmt_diff(diff):
+    if diff is None:
+        return "—"
+    m, se, n = diff
+    return f"{100 * m:+.1f} ± {100 * se:.1f} (n = {n})"
 
 
 def budget_split_table(records):
-    """The verdict table: best split against all of the budget on the labels, per budget.
+    """The verdict table: each split of ``B`` against all of it on the label.
 
     Parameters
     ----------
@@ -321,22 +352,28 @@ def budget_split_table(records):
     text : str
         Markdown.
     """
-    lines = ["| dataset | regime | B | all on labels (best) | best split (share = features' part) "
-             "| split − labels (paired, ± SE, n) | winner | raw features, clean labels |",
-             "|---|---|---|---|---|---|---|---|"]
-    for r in split_rows(records):
-        d = "—" if r["diff"] is None else \
-            f"{100 * r['diff'][0]:+.1f} ± {100 * r['diff'][1]:.1f} ({r['diff'][2]})"
+    rows = split_rows(records)
+    shares = sorted({sh for r in rows for sh in r["shares"]})
+    lines = ["| dataset | regime | B | all on the label | "
+             + " | ".join(f"share {sh:g} on features: model; minus label only" for sh in shares)
+             + " | winner | raw features, clean labels |",
+             "|---|---|---|---|" + "---|" * len(shares) + "---|---|"]
+    for r in rows:
+        parts = []
+        for sh in shares:
+            cell, diff = r["shares"].get(sh, (None, None))
+            parts.append("—" if cell is None else f"{_fmt(cell)}; {_fmt_diff(diff)}")
         lines.append(f"| {r['dataset']} | {r['split']} | {r['budget']:g} | {_fmt(r['labels'])} "
-                     f"| {_fmt(r['split_cell'])} | {d} | {r['winner'] or '—'} "
-                     f"| {_fmt(r['raw'])} |")
+                     f"| " + " | ".join(parts) + f" | {r['winner'] or '—'} | {_fmt(r['raw'])} |")
     return "\n".join(lines)
 
 
 def budget_split_figure(records, path):
-    """Accuracy against the total budget: each split, the feature-free models, the ceiling.
+    """Accuracy against the total budget, one panel per dataset and regime.
 
-    One panel per dataset and regime.
+    Curves: all of ``B`` on the label, and each share of ``B`` on the
+    features, each with its model chosen on validation (as in
+    :func:`split_rows`); the raw features with clean labels as a line.
 
     Parameters
     ----------
@@ -354,24 +391,24 @@ def budget_split_figure(records, path):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    cells = _cells(records)
-    panels = sorted({(d, s) for (d, s, *_) in cells})
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.6), squeeze=False)
+    rows = split_rows(records)
+    panels = list(dict.fromkeys((r["dataset"], r["split"]) for r in rows))
+    fig, axes = plt.subplots(1, len(panels), figsize=(3.6 * len(panels), 3.4), squeeze=False)
     for ax, (ds, sp) in zip(axes[0], panels, strict=True):
-        mine = {k: v for k, v in cells.items() if k[0] == ds and k[1] == sp}
-        curves = sorted({(k[2], k[4]) for k in mine if k[2] != "raw"})
-        for kind, share in curves:
-            pts = sorted((k[3], v) for k, v in mine.items() if (k[2], k[4]) == (kind, share))
-            xs = [b for b, _ in pts]
-            ms = [100 * np.mean(list(v.values())) for _, v in pts]
-            ss = [100 * np.std(list(v.values())) for _, v in pts]
-            lab = KINDS[kind][1].split(",")[0] + (f", share {share:g}" if share else ", share 0")
-            ax.errorbar(xs, ms, yerr=ss, marker="o" if share else "s", capsize=3, label=lab,
-                        ls="-" if share else "--")
-        for k, v in mine.items():
-            if k[2] == "raw":
-                ax.axhline(100 * np.mean(list(v.values())), color="gray", ls=":",
-                           label="raw features, clean labels")
+        mine = [r for r in rows if (r["dataset"], r["split"]) == (ds, sp)]
+        curves = {0.0: [(r["budget"], r["labels"]) for r in mine]}
+        for sh in sorted({sh for r in mine for sh in r["shares"]}):
+            curves[sh] = [(r["budget"], r["shares"][sh][0]) for r in mine if sh in r["shares"]]
+        for sh, pts in curves.items():
+            pts = [(bud, 100 * np.array(list(c[1].values()))) for bud, c in pts if c]
+            label = "all on the label" if sh == 0 else f"share {sh:g} on features"
+            ax.errorbar([p[0] for p in pts], [p[1].mean() for p in pts],
+                        yerr=[p[1].std() for p in pts], marker="s" if sh == 0 else "o",
+                        capsize=3, label=label, lw=2.2 if sh == 0 else 1.2,
+                        color="k" if sh == 0 else None)
+        if mine[0]["raw"]:
+            ax.axhline(100 * np.mean(list(mine[0]["raw"][1].values())), color="gray", ls=":",
+                       label="raw features, clean labels")
         ax.set_xscale("log", base=2)
         ax.set_title(f"{ds}, {sp}", fontsize=9)
         ax.set_xlabel("total budget B per user")
@@ -455,8 +492,9 @@ def public_quantities(dataset, split):
 def recommender_check(records):
     """The recommended split of each panel and budget beside the study's verdict.
 
-    The recommendation agrees when the study's best cell on its side (all on
-    the label, or a split) is the best or within two standard errors of it.
+    All on the label agrees unless a split beats it by more than two standard
+    errors of the paired difference; a split agrees unless all on the label
+    beats every split so.
 
     Parameters
     ----------
@@ -479,6 +517,7 @@ def recommender_check(records):
         if key not in quantities:
             quantities[key] = public_quantities(*key)
         rec = recommend_budget_split(r["budget"], **quantities[key])
+        # all on the label agrees unless a split wins; a split agrees unless the label wins
         ok = r["winner"] == "tie" or (r["winner"] == "labels") == (rec.eps_features == 0)
         agree += ok
         total += 1
