@@ -392,7 +392,8 @@ def budget_split_figure(records, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     rows = split_rows(records)
-    panels = list(dict.fromkeys((r["dataset"], r["split"]) for r in rows))
+    panels = sorted(dict.fromkeys((r["dataset"], r["split"]) for r in rows),
+                    key=lambda p: (p[0], p[1] != RANDOM))
     fig, axes = plt.subplots(1, len(panels), figsize=(3.6 * len(panels), 3.4), squeeze=False)
     for ax, (ds, sp) in zip(axes[0], panels, strict=True):
         mine = [r for r in rows if (r["dataset"], r["split"]) == (ds, sp)]
@@ -410,6 +411,8 @@ def budget_split_figure(records, path):
             ax.axhline(100 * np.mean(list(mine[0]["raw"][1].values())), color="gray", ls=":",
                        label="raw features, clean labels")
         ax.set_xscale("log", base=2)
+        budgets = sorted({r["budget"] for r in mine})
+        ax.set_xticks(budgets, [f"{b:g}" for b in budgets])
         ax.set_title(f"{ds}, {sp}", fontsize=9)
         ax.set_xlabel("total budget B per user")
         ax.set_ylabel("test accuracy (%)")
