@@ -50,8 +50,8 @@ SETTING = """\
   hold the outcome: `eps_spent` (from the runner's `privacy_report`),
   `max_user_epsilon` and `label_sender_epsilon_min`.
 * **Models.** With features: multi-bit (ε_x) → LPGNN with `eps_y` (Sajadmanesh &
-  Gatica-Perez, CCS 2021), and C&S around multi-bit → PPR → MLP or HDS → PPR → MLP
-  (PrivGE's mechanism, Li et al., CIKM 2024), with labels randomized at ε_y. All on
+  Gatica-Perez, CCS 2021), and C&S around multi-bit → PPR → MLP with labels
+  randomized at ε_y. All on
   the label: label propagation, C&S(structural features → MLP) and structural
   features → LPGNN, with labels randomized at B. `LabelRandomizedResponse` does the
   randomizing; the models apply the backward noise correction (LPGNN its corrected
@@ -114,8 +114,9 @@ def _not_run(records):
                      f"of {len(seeds)} paired seeds.")
     lines.append(f"* Every budget ({', '.join(f'{b:g}' for b in BUDGETS)}) and every share "
                  f"({', '.join(f'{s:g}' for s in SHARES)}, and 0) ran in each panel above. "
-                 "Only multi-bit and HDS feature reports were tried; the set-valued and "
-                 "grouped GRR-FS pipelines of the label-scarce study were not.")
+                 "Only multi-bit feature reports were tried. PrivGE's HDS mechanism, the "
+                 "set-valued and the grouped GRR-FS pipelines of the label-scarce study were "
+                 "not run.")
     return "\n".join(lines)
 
 

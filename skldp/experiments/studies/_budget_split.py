@@ -6,8 +6,7 @@ to its label (users with a label: the training and validation nodes; the other
 users send their features only). Shares 1/4, 1/2 and 3/4 go through LPGNN's
 pipeline (multi-bit -> LPGNN with randomized labels, Sajadmanesh & Gatica-Perez,
 CCS 2021) and through Correct and Smooth around multi-bit -> PPR -> MLP on
-randomized labels (and the same with PrivGE's HDS, Li et al., CIKM 2024,
-in place of multi-bit); share 0 (all of ``B`` on the label, features unused) through
+randomized labels; share 0 (all of ``B`` on the label, features unused) through
 label propagation and C&S(structural features -> MLP) on labels randomized at
 ``B``, both with the backward noise correction, and LPGNN's own label model
 (its label propagation and corrected loss) on structural features instead of
@@ -50,7 +49,6 @@ KINDS = {
     "lpgnn-labels": ("feature-free", "structural → LPGNN, labels at ε = B"),
     "lpgnn": ("private", "multi-bit → LPGNN"),
     "multibit-cs": ("private", "C&S(multi-bit → PPR → MLP)"),
-    "hds-cs": ("private", "C&S(HDS → PPR → MLP)"),
 }
 
 
