@@ -86,8 +86,8 @@ def _answer(rows):
     if split_wins:
         out[-1] += " (" + ", ".join(f"{r['dataset']}, {r['split']}, B = {r['budget']:g}: "
                                    f"{r['winner']}" for r in split_wins) + ")"
-    out[-1] += ". The paired difference of the best split (share 1/4 almost everywhere), " \
-               "test accuracy minus the label-only model's, in points:"
+    out[-1] += (". The paired difference in test accuracy of the split that came closest, "
+                "minus the label-only model's, in points (its share in brackets):")
     out.append("")
     panels = list(dict.fromkeys((r["dataset"], r["split"]) for r in done))
     for ds, sp in panels:
