@@ -107,7 +107,7 @@ def _answer(rows):
             + ", ".join(f"{KINDS[k][1]} in {n}" for k, n in with_features.items())
             + f" of the {sum(with_features.values())} (cell, share) pairs. LPGNN on structural "
             "features, with all of B on the label, "
-            "therefore measures what LPGNN's label model (label propagation of the noisy "
+            "measures what LPGNN's label model (label propagation of the noisy "
             "labels and its corrected loss) gives without any feature report."]
     return "\n".join(out)
 
