@@ -8,13 +8,13 @@ pipeline (multi-bit -> LPGNN with randomized labels, Sajadmanesh & Gatica-Perez,
 CCS 2021) and through Correct and Smooth around multi-bit -> PPR -> MLP on
 randomized labels; share 0 (all of ``B`` on the label, features unused) through
 label propagation and C&S(structural features -> MLP) on labels randomized at
-``B``, both with the backward noise correction, and LPGNN's own label model
-(its label propagation and corrected loss) on structural features instead of
-private ones, which tells what LPGNN's gain owes to its label model rather than
-to the features. The raw features with clean
-labels are the ceiling. Both regimes: random 50/25/25 splits and 20 training
-plus 30 validation labels per class. Every setting and every early stop is
-chosen on the validation nodes, against the labels the validation users sent.
+``B``, both with the backward noise correction, and through LPGNN's own label
+model (its label propagation and corrected loss) on structural features instead
+of private ones, which tells what LPGNN's gain owes to its label model rather
+than to the features. The raw features with clean labels are the ceiling. Both
+regimes: random 50/25/25 splits and 20 training plus 30 validation labels per
+class. Every setting and every early stop is chosen on the validation nodes,
+against the labels the validation users sent.
 
 Each run checks the ledger of its users: every user who sent a label spent
 ``B`` in all, and no user spent more.
