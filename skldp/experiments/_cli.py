@@ -22,6 +22,8 @@ def _parser():
                    help="a small subset (its own runs file <study>_quick_runs.jsonl)")
     p.add_argument("--datasets", nargs="+", default=None, help="restrict to these datasets")
     p.add_argument("--seeds", type=int, default=None, help="number of seeds (0..N-1)")
+    p.add_argument("--eps", type=float, nargs="+", default=None,
+                   help="restrict to these budgets (studies with an eps grid: label_scarce)")
     p.add_argument("--n-jobs", type=int, default=1, help="parallel runs (default: 1)")
     p.add_argument("--backend", choices=BACKENDS, default="loky",
                    help="joblib backend (dask/ray need the extras skldp[dask], skldp[ray])")
@@ -78,10 +80,16 @@ def reproduce_main(argv):
         kwargs["datasets"] = args.datasets
     if args.seeds:
         kwargs["seeds"] = range(args.seeds)
+    if args.eps:
+        kwargs["eps"] = args.eps
     try:
         study = get_study(args.study, **kwargs)
     except ValueError as exc:
         p.error(str(exc))
+    except TypeError:
+        if "eps" not in kwargs:
+            raise
+        p.error(f"study {args.study!r} takes no --eps (its budgets are fixed).")
     if args.quick:
         study = study.quick_variant()
     results = Path(args.results_dir or ("docs/results" if Path("docs/results").is_dir()

@@ -107,7 +107,8 @@ def summary_markdown(rows, *, scale=100.0, digits=1, labels=None):
 
 
 def plot_summary(rows, path, *, roles=None, labels=None, metric="accuracy", scale=100.0):
-    """Figure of the metric against eps, one panel per dataset.
+    """Figure of the metric against eps, one panel per dataset (and split, where a
+    dataset has several).
 
     Private methods are curves over their finite eps (error bars: std over
     seeds); their eps = inf runs and the methods whose role is a baseline
@@ -141,15 +142,17 @@ def plot_summary(rows, path, *, roles=None, labels=None, metric="accuracy", scal
         logger.info("matplotlib is not installed: no figure")
         return None
     roles, labels = roles or {}, labels or {}
-    datasets = list(dict.fromkeys(r["dataset"] for r in rows))
-    fig, axes = plt.subplots(1, len(datasets), figsize=(4.5 * len(datasets), 3.6),
+    # one panel per dataset, or per dataset and split where a dataset has several splits
+    panels = list(dict.fromkeys((r["dataset"], r.get("split", "")) for r in rows))
+    n_splits = {ds: sum(d == ds for d, _ in panels) for ds, _ in panels}
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.5 * len(panels), 3.6),
                              squeeze=False)
     # cycled: a study may draw more reference lines than there are styles
     styles = itertools.cycle(["--", ":", "-.", (0, (5, 1)), (0, (3, 1, 1, 1))])
     style_of, color_of = {}, {}
     colors = itertools.cycle([f"C{i}" for i in range(1, 10)])
-    for ax, ds in zip(axes[0], datasets, strict=True):
-        mine = [r for r in rows if r["dataset"] == ds]
+    for ax, (ds, split) in zip(axes[0], panels, strict=True):
+        mine = [r for r in rows if r["dataset"] == ds and r.get("split", "") == split]
         finite = [r["eps"] for r in mine if isinstance(r["eps"], (int, float))
                   and math.isfinite(r["eps"]) and r["eps"] > 0]
         for m in dict.fromkeys(r["method"] for r in mine):
@@ -174,7 +177,7 @@ def plot_summary(rows, path, *, roles=None, labels=None, metric="accuracy", scal
                                alpha=0.08, color=color)
         if finite:
             ax.set_xscale("log")
-        ax.set_title(ds)
+        ax.set_title(ds if n_splits[ds] == 1 else f"{ds} ({split})")
         ax.set_xlabel("ε per user")
         ax.set_ylabel(f"{metric} (%)" if scale == 100 else metric)
         ax.legend(fontsize=7)

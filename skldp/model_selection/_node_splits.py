@@ -47,15 +47,15 @@ def random_node_split(y, train_size=0.5, val_size=0.25, test_size=0.25, *, strat
     return tuple(masks)
 
 
-def per_class_node_split(y, n_train=20, n_val=30, *, random_state=None):
+def per_class_node_split(y, n_train=20, n_val=30, *, small_classes="raise",
+                         random_state=None):
     """Random split with a fixed number of training and validation nodes per class.
 
     The label-scarce protocol of the Planetoid benchmarks (Yang et al., ICML
-    2016; Kipf and Welling, ICLR 2017): ``n_train`` labelled nodes of each class
-    train, ``n_val`` of each class validate, every other labelled node
-    (``y >= 0``) is a test node. A class with fewer than ``3 (n_train + n_val)``
-    nodes gives at most a third of its nodes to each of training and
-    validation, so that it keeps test nodes (a class of 16 nodes: 5, 5, 6).
+    2016; Kipf and Welling, ICLR 2017; Shchur et al., "Pitfalls of graph
+    neural network evaluation", 2018): ``n_train`` labelled nodes of each
+    class train, ``n_val`` of each class validate, every other labelled node
+    (``y >= 0``) is a test node.
 
     Parameters
     ----------
@@ -65,12 +65,23 @@ def per_class_node_split(y, n_train=20, n_val=30, *, random_state=None):
         Training nodes per class.
     n_val : int, default=30
         Validation nodes per class.
+    small_classes : {"raise", "shrink"}, default="raise"
+        What to do with a class of fewer than ``n_train + n_val + 1`` labelled
+        nodes (too few to keep a test node): ``"raise"`` a ``ValueError``;
+        ``"shrink"``: a third of its nodes train, a third validate, the rest
+        test (a class of 16 nodes: 5, 5, 6).
     random_state : int, RandomState or None, default=None
         Seeds the draw.
 
     Returns
     -------
     train_mask, val_mask, test_mask : ndarray of bool, shape (n_nodes,)
+
+    Raises
+    ------
+    ValueError
+        If a class is too small (with ``small_classes="raise"``), or if no
+        node is labelled.
 
     Examples
     --------
@@ -85,16 +96,23 @@ def per_class_node_split(y, n_train=20, n_val=30, *, random_state=None):
     for name, v in (("n_train", n_train), ("n_val", n_val)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
             raise ValueError(f"{name} must be an integer >= 0, got {v!r}.")
+    if small_classes not in ("raise", "shrink"):
+        raise ValueError(f"small_classes must be 'raise' or 'shrink', got {small_classes!r}.")
     labelled = np.flatnonzero(y >= 0)
     if len(labelled) == 0:
         raise ValueError("y has no labelled node (all -1).")
+    classes, counts = np.unique(y[labelled], return_counts=True)
+    small = counts < n_train + n_val + 1
+    if small_classes == "raise" and small.any():
+        raise ValueError(
+            f"class(es) {classes[small].tolist()} have {counts[small].tolist()} labelled nodes; "
+            f"each class needs at least n_train + n_val + 1 = {n_train + n_val + 1} (one test "
+            f"node). Lower n_train / n_val, or pass small_classes='shrink'.")
     rng = check_random_state(random_state)
     train, val = np.zeros(len(y), dtype=bool), np.zeros(len(y), dtype=bool)
-    for c in np.unique(y[labelled]):
+    for c, is_small in zip(classes, small, strict=True):
         idx = rng.permutation(labelled[y[labelled] == c])
-        small = len(idx) < 3 * (n_train + n_val)
-        k_tr = min(n_train, len(idx) // 3) if small else n_train
-        k_va = min(n_val, len(idx) // 3) if small else n_val
+        k_tr, k_va = (len(idx) // 3, len(idx) // 3) if is_small else (n_train, n_val)
         train[idx[:k_tr]] = True
         val[idx[k_tr:k_tr + k_va]] = True
     test = (y >= 0) & ~train & ~val
