@@ -1,10 +1,15 @@
-"""Paper splits: random 50/25/25 over labelled nodes, Planetoid, LabelledKFold."""
+"""Paper splits: random 50/25/25 over labelled nodes, n per class, Planetoid, LabelledKFold."""
 
 import numpy as np
 import pytest
 
 from skldp.datasets import load_cora, load_dataset
-from skldp.model_selection import LabelledKFold, planetoid_split, random_node_split
+from skldp.model_selection import (
+    LabelledKFold,
+    per_class_node_split,
+    planetoid_split,
+    random_node_split,
+)
 
 
 def _labels():
@@ -80,3 +85,47 @@ def test_labelled_kfold():
         np.testing.assert_array_equal(a, b)
     unshuffled = [te for _, te in LabelledKFold(4, shuffle=False).split(None, y)]
     assert len(unshuffled) == 4
+
+
+def test_per_class_node_split_sizes_per_class_and_disjointness():
+    y = np.repeat([0, 1, 2], [120, 75, 60])
+    y[::9] = -1     # unlabelled nodes are in no part
+    tr, va, te = per_class_node_split(y, 20, 30, random_state=0)
+    for c in range(3):
+        assert (tr & (y == c)).sum() == 20 and (va & (y == c)).sum() == 30
+        assert (te & (y == c)).sum() == (y == c).sum() - 50   # every other labelled node
+    assert not (tr & va).any() and not (tr & te).any() and not (va & te).any()
+    assert np.array_equal(tr | va | te, y >= 0)
+
+
+def test_per_class_node_split_is_determined_by_its_seed():
+    y = np.repeat(np.arange(4), 80)
+    a = per_class_node_split(y, random_state=7)
+    b = per_class_node_split(y, random_state=np.random.RandomState(7))
+    c = per_class_node_split(y, random_state=8)
+    assert all(np.array_equal(m, n) for m, n in zip(a, b, strict=True))
+    assert not np.array_equal(a[0], c[0]) and not np.array_equal(a[1], c[1])
+
+
+def test_per_class_node_split_small_class_raises_or_shrinks():
+    y = np.repeat([0, 1, 2], [100, 50, 16])   # 50 = n_train + n_val: no test node left
+    with pytest.raises(ValueError, match=r"class\(es\) \[1, 2\] have \[50, 16\].*at least "
+                                         r"n_train \+ n_val \+ 1 = 51"):
+        per_class_node_split(y, 20, 30, random_state=0)
+    tr, va, te = per_class_node_split(y, 20, 30, small_classes="shrink", random_state=0)
+    assert [(tr & (y == c)).sum() for c in range(3)] == [20, 16, 5]
+    assert [(va & (y == c)).sum() for c in range(3)] == [30, 16, 5]
+    assert [(te & (y == c)).sum() for c in range(3)] == [50, 18, 6]
+    # exactly one node to spare is enough
+    tr, va, te = per_class_node_split(np.repeat([0, 1], 51), 20, 30, random_state=0)
+    assert te.sum() == 2
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"n_train": -1}, "n_train"), ({"n_val": 2.5}, "n_val"), ({"n_train": True}, "n_train"),
+    ({"small_classes": "drop"}, "small_classes")])
+def test_per_class_node_split_bad_arguments(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        per_class_node_split(np.repeat([0, 1], 100), **kwargs)
+    with pytest.raises(ValueError, match="no labelled node"):
+        per_class_node_split(-np.ones(10, dtype=int))
