@@ -17,6 +17,7 @@ from skldp.experiments.studies._label_scarce import (
     ScarceRun,
     label_scarce_report,
     label_scarce_study,
+    label_scarce_table,
     label_scarce_verdict,
     paired_difference,
     scarce_masks,
@@ -124,6 +125,11 @@ def test_verdict_chooses_on_validation_and_pairs_over_seeds():
     assert f"{100 * d.mean():+.1f} ± {100 * se:.1f} (n = 3) | yes |" in line
     assert "label propagation: 61.0 ± 0.8 (n = 3)" in line
     assert "on 1 dataset(s): d." in text
+    table = label_scarce_table(records)
+    acc = 100 * np.array([0.66, 0.69, 0.64])
+    assert f"| multi-bit → PPR → MLP | 1 | {acc.mean():.1f} ± {acc.std():.1f} |" in table
+    assert "| PrivGE: HDS → PPR → MLP | 8 | 99.0 ± 0.0 |" in table
+    assert table.index("label propagation") < table.index("PrivGE")   # the order of KINDS
     # a noisy difference is not a win
     records = _records({("lp", None): [(0.7, 0.60), (0.7, 0.70), (0.7, 0.50)],
                         ("hds", 2.0): [(0.8, 0.70), (0.8, 0.60), (0.8, 0.55)]})

@@ -34,7 +34,7 @@ from ._private_features import (
 from ._run import run_on_split
 
 __all__ = ["label_scarce_study", "ScarceRun", "EPS", "DATASETS", "KINDS", "scarce_masks",
-           "label_scarce_verdict", "label_scarce_report",
+           "label_scarce_verdict", "label_scarce_report", "label_scarce_table",
            "verdict_rows", "paired_difference"]
 
 EPS = [0.5, 1.0, 2.0, 4.0, 8.0]
@@ -315,7 +315,7 @@ def label_scarce_verdict(records, split=SCARCE):
             beats = "yes" if n > 1 and m > 2 * se else "no"
             if beats == "yes":
                 wins.append(row["dataset"])
-            d = f"{100 * m:+.1f} ± {100 * se:.1f} (n = {n})"
+            d = f"{100 * m:+.1f} ± {'—' if n < 2 else f'{100 * se:.1f}'} (n = {n})"
         lines.append(f"| {row['dataset']} | {_fmt(row['free'])} | {_fmt(row['private'])} | {d} "
                      f"| {beats} | {_fmt(row['raw'])} |")
     lines += ["", f"The best ε ≤ 2 pipeline beats the best feature-free model by more than 2 "
@@ -324,8 +324,47 @@ def label_scarce_verdict(records, split=SCARCE):
     return "\n".join(lines)
 
 
+def label_scarce_table(records, split=SCARCE):
+    """Test accuracy of every pipeline and budget, one column per dataset.
+
+    Parameters
+    ----------
+    records : list of dict
+        The study's records.
+    split : str, default=SCARCE
+        The split.
+
+    Returns
+    -------
+    text : str
+        Markdown: mean ± std over seeds (%), ``(n)`` the seeds where fewer
+        than the most of the table.
+    """
+    cells = _by_cell(records, split)
+    datasets = list(dict.fromkeys(d for d, _, _ in cells))
+    n_max = max((len(v) for v in cells.values()), default=0)
+    lines = [f"Split {split}: test accuracy (%), mean ± std over seeds.", "",
+             "| pipeline | ε | " + " | ".join(datasets) + " |",
+             "|---|---|" + "---|" * len(datasets)]
+    rows = sorted({(k, e) for _, k, e in cells if k in KINDS},
+                  key=lambda ke: (list(KINDS).index(ke[0]), -1 if ke[1] is None else ke[1]))
+    for kind, e in rows:
+        out = []
+        for ds in datasets:
+            v = cells.get((ds, kind, e))
+            if v is None:
+                out.append("—")
+                continue
+            acc = 100 * np.array([a for _, a in v.values()])
+            n = "" if len(acc) == n_max else f" ({len(acc)})"
+            out.append(f"{acc.mean():.1f} ± {acc.std():.1f}{n}")
+        eps = "∞ (clear)" if KINDS[kind][0] == "raw-features" else "—" if e is None else f"{e:g}"
+        lines.append(f"| {KINDS[kind][1]} | {eps} | " + " | ".join(out) + " |")
+    return "\n".join(lines)
+
+
 def label_scarce_report(records):
-    """The verdict tables of both splits (the public split's where it was run).
+    """The verdict and the full table of each split (the public split's where it was run).
 
     Parameters
     ----------
@@ -338,4 +377,5 @@ def label_scarce_report(records):
         Markdown.
     """
     splits = [s for s in (SCARCE, "planetoid") if any(r.get("split") == s for r in records)]
-    return "\n\n".join(label_scarce_verdict(records, s) for s in splits)
+    return "\n\n".join(f(records, s) for s in splits
+                       for f in (label_scarce_verdict, label_scarce_table))
