@@ -150,7 +150,9 @@ def plot_summary(rows, path, *, roles=None, labels=None, metric="accuracy", scal
     # cycled: a study may draw more reference lines than there are styles
     styles = itertools.cycle(["--", ":", "-.", (0, (5, 1)), (0, (3, 1, 1, 1))])
     style_of, color_of = {}, {}
-    colors = itertools.cycle([f"C{i}" for i in range(1, 10)])
+    # reference lines in dark colours, apart from the curves' default cycle
+    colors = itertools.cycle(["black", "dimgray", "saddlebrown", "darkgreen", "navy", "purple",
+                              "darkred", "olive"])
     for ax, (ds, split) in zip(axes[0], panels, strict=True):
         mine = [r for r in rows if r["dataset"] == ds and r.get("split", "") == split]
         finite = [r["eps"] for r in mine if isinstance(r["eps"], (int, float))
@@ -177,14 +179,25 @@ def plot_summary(rows, path, *, roles=None, labels=None, metric="accuracy", scal
                                alpha=0.08, color=color)
         if finite:
             ax.set_xscale("log")
+            ticks = sorted(set(finite))
+            ax.set_xticks(ticks, [f"{e:g}" for e in ticks])
+            ax.minorticks_off()
         ax.set_title(ds if n_splits[ds] == 1 else f"{ds} ({split})")
         ax.set_xlabel("ε per user")
         ax.set_ylabel(f"{metric} (%)" if scale == 100 else metric)
-        ax.legend(fontsize=7)
+        if len(panels) == 1:
+            ax.legend(fontsize=7)
     fig.tight_layout()
+    if len(panels) > 1:   # one legend for every panel, below them
+        seen = {}
+        for ax in axes[0]:
+            for handle, text in zip(*ax.get_legend_handles_labels(), strict=True):
+                seen.setdefault(text, handle)
+        fig.legend(list(seen.values()), list(seen), loc="upper center", fontsize=8,
+                   bbox_to_anchor=(0.5, 0.0), ncol=min(4, len(seen)), frameon=False)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
     return path
 
