@@ -24,6 +24,8 @@ def _parser():
     p.add_argument("--seeds", type=int, default=None, help="number of seeds (0..N-1)")
     p.add_argument("--eps", type=float, nargs="+", default=None,
                    help="restrict to these budgets (studies with an eps grid: label_scarce)")
+    p.add_argument("--kinds", nargs="+", default=None,
+                   help="restrict to these pipelines (studies with kinds: label_scarce)")
     p.add_argument("--n-jobs", type=int, default=1, help="parallel runs (default: 1)")
     p.add_argument("--backend", choices=BACKENDS, default="loky",
                    help="joblib backend (dask/ray need the extras skldp[dask], skldp[ray])")
@@ -82,14 +84,17 @@ def reproduce_main(argv):
         kwargs["seeds"] = range(args.seeds)
     if args.eps:
         kwargs["eps"] = args.eps
+    if args.kinds:
+        kwargs["kinds"] = args.kinds
     try:
         study = get_study(args.study, **kwargs)
     except ValueError as exc:
         p.error(str(exc))
     except TypeError:
-        if "eps" not in kwargs:
+        extra = [f"--{k}" for k in ("eps", "kinds") if k in kwargs]
+        if not extra:
             raise
-        p.error(f"study {args.study!r} takes no --eps (its budgets are fixed).")
+        p.error(f"study {args.study!r} takes no {' or '.join(extra)}.")
     if args.quick:
         study = study.quick_variant()
     results = Path(args.results_dir or ("docs/results" if Path("docs/results").is_dir()

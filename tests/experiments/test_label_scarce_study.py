@@ -185,7 +185,7 @@ def test_figure_has_a_panel_per_dataset_and_split(tmp_path, monkeypatch):
     assert titles == [f"d ({SCARCE})", "d (planetoid)", "e"]
 
 
-def test_reproduce_passes_eps_to_the_study(tmp_path, monkeypatch):
+def test_reproduce_passes_eps_and_kinds_to_the_study(tmp_path, monkeypatch):
     import skldp.experiments.studies as studies
     from skldp.experiments._cli import reproduce_main
     seen = {}
@@ -197,8 +197,10 @@ def test_reproduce_passes_eps_to_the_study(tmp_path, monkeypatch):
 
     monkeypatch.setattr(studies, "get_study", spy)
     code = reproduce_main(["label_scarce", "--datasets", "german", "--seeds", "1", "--eps", "1",
-                           "2", "--max-runs", "0", "--results-dir", str(tmp_path),
-                           "--no-progress"])
+                           "2", "--kinds", "lp", "hds", "--max-runs", "0", "--results-dir",
+                           str(tmp_path), "--no-progress"])
     assert code == 0 and seen["eps"] == [1.0, 2.0] and seen["datasets"] == ["german"]
-    with pytest.raises(SystemExit):
-        reproduce_main(["privge", "--eps", "1", "--results-dir", str(tmp_path)])
+    assert seen["kinds"] == ["lp", "hds"]
+    for option in ("--eps", "--kinds"):
+        with pytest.raises(SystemExit):
+            reproduce_main(["privge", option, "1", "--results-dir", str(tmp_path)])
