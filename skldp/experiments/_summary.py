@@ -149,7 +149,7 @@ def plot_summary(rows, path, *, roles=None, labels=None, metric="accuracy", scal
                              squeeze=False)
     # cycled: a study may draw more reference lines than there are styles
     styles = itertools.cycle(["--", ":", "-.", (0, (5, 1)), (0, (3, 1, 1, 1))])
-    style_of, color_of = {}, {}
+    style_of, color_of, curve_color = {}, {}, {}
     # reference lines in dark colours, apart from the curves' default cycle
     colors = itertools.cycle(["black", "dimgray", "saddlebrown", "darkgreen", "navy", "purple",
                               "darkred", "olive"])
@@ -165,7 +165,8 @@ def plot_summary(rows, path, *, roles=None, labels=None, metric="accuracy", scal
             if curve:
                 ax.errorbar([r["eps"] for r in curve], [r["mean"] * scale for r in curve],
                             yerr=[r["std"] * scale for r in curve], marker="o", capsize=3,
-                            label=name)
+                            label=name,   # one colour per method in every panel
+                            color=curve_color.setdefault(name, f"C{len(curve_color) % 10}"))
             flat = [(f"{name} (ε = ∞)", r) for r in rs
                     if r["eps"] is not None and math.isinf(r["eps"])]
             if roles.get(m, "private") != "private":
