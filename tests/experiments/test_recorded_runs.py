@@ -1,0 +1,60 @@
+"""Recorded runs still reproduce: a few small keys of the result pages, run again.
+
+The tables of the results pages are written from their runs files; when the library
+changes what a recorded setting gives, the page no longer describes the library.
+These keys (Cora, a second or less each) are re-run and compared with their records:
+a difference of more than a few test nodes means the page must be regenerated.
+"""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from skldp.experiments._runner import _run_one
+from skldp.experiments.studies import get_study
+
+RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results"
+
+# (study, key): a torch model, a private pipeline and a feature-free model per page
+KEYS = [
+    ("planetoid", 'cora|GCN|planetoid|7|{"regime": "train-only"}'),
+    ("planetoid", 'cora|PPR -> MLPHead|planetoid|7|{"regime": "train-only"}'),
+    ("planetoid", 'cora|label propagation|planetoid|7|{"regime": "train-only"}'),
+    ("label_scarce", 'cora|hds|20/30 per class|0|{"eps": 2.0}'),
+    ("label_scarce", 'cora|multibit|20/30 per class|0|{"eps": 1.0}'),
+    ("label_scarce", 'cora|lpgnn|20/30 per class|2|{"eps": 1.0}'),
+    ("budget_split", 'cora|lpgnn|20/30 per class|3|{"budget": 8.0, "share": 0.75}'),
+    ("budget_split", 'cora|lp|50/25/25|3|{"budget": 2.0}'),
+]
+
+# The runs were recorded on one thread; float32 sums on another machine's BLAS may still
+# move a torch model by a node or two, no more.
+TOLERANCE = 0.005
+
+
+def _record(study, key):
+    for line in (RESULTS / f"{study}_runs.jsonl").read_text().splitlines():
+        rec = json.loads(line)
+        if rec.get("key") == key and "metrics" in rec:
+            return rec
+    raise LookupError(f"{key!r} is not recorded in {study}_runs.jsonl")
+
+
+@pytest.mark.parametrize(("study", "key"), KEYS, ids=[f"{s}:{k.split('|')[1]}" for s, k in KEYS])
+def test_recorded_run_reproduces(study, key, monkeypatch):
+    # one thread, as recorded (the runner otherwise takes this process's share of the CPUs,
+    # which depends on the load, and a float32 sum's order with it)
+    monkeypatch.setenv("SKLDP_NUM_THREADS", "1")
+    rec = _record(study, key)
+    st = get_study(study)
+    spec = next((s for s in st.runs() if s.key == key), None)
+    assert spec is not None, f"{key!r} is no longer a run of the {study} study"
+    out = _run_one(st, spec, None)
+    assert "error" not in out, out.get("error")
+    recorded, today = rec["metrics"]["accuracy"], out["metrics"]["accuracy"]
+    assert today == pytest.approx(recorded, abs=TOLERANCE), (
+        f"{study} {key}: recorded accuracy {recorded:.4f}, today {today:.4f}; "
+        f"regenerate the page (python -m skldp reproduce {study})")
+    if study != "planetoid":  # recorded before eps_spent was read from the users' ledger
+        assert out["eps_spent"] == rec["eps_spent"]
