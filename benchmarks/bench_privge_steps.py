@@ -18,15 +18,14 @@ Usage::
 """
 
 import argparse
-import json
 import os
 import platform
-import subprocess
 import sys
 import time
 import warnings
 
 import numpy as np
+from _worker import emit, run_worker  # this folder (run as a script)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 STEPS = ("HDS", "PPR", "head fit", "score", "total")
@@ -65,7 +64,7 @@ def worker(threads):
     acc = timed("score", lambda: clf.score(Z[te], y[te]))
     out["total"] = tuple(sum(out[k][i] for k in STEPS[:-1]) for i in range(2))
     out["accuracy"], out["epochs"] = float(acc), int(clf.n_iter_)
-    print("RESULT " + json.dumps(out))
+    emit(out)
 
 
 def _run(src, a):
@@ -80,13 +79,7 @@ def _run(src, a):
     if a.cpus:
         cpus = {int(c) for c in a.cpus.split(",")}
         pin = lambda: os.sched_setaffinity(0, cpus)  # noqa: E731
-    res = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=src,
-                         preexec_fn=pin)
-    line = [x for x in res.stdout.splitlines() if x.startswith("RESULT ")]
-    if res.returncode or not line:
-        sys.stderr.write(res.stderr[-3000:])
-        raise SystemExit(f"worker on {src} failed (rc={res.returncode})")
-    return json.loads(line[-1][len("RESULT "):])
+    return run_worker(cmd, src, env, preexec_fn=pin)
 
 
 def main(argv=None):

@@ -28,15 +28,14 @@ CUDA). Usage::
 """
 
 import argparse
-import json
 import os
 import platform
-import subprocess
 import sys
 import time
 import warnings
 
 import numpy as np
+from _worker import emit, run_worker  # this folder (run as a script)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -88,19 +87,14 @@ def worker(n, backends, full):
         G.with_features(X, source="public")))
     out["GCNAggregation, graph seen"], _ = _timed(lambda: GCNAggregation().fit_transform(
         G.with_features(X + 1, source="public")))
-    print("RESULT " + json.dumps(out))
+    emit(out)
 
 
 def _run(src, a):
     env = dict(os.environ, PYTHONPATH=src)
     cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--nodes", str(a.nodes),
            "--backends", *a.backends] + (["--full"] if a.full else [])
-    res = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=src)
-    line = [x for x in res.stdout.splitlines() if x.startswith("RESULT ")]
-    if res.returncode or not line:
-        sys.stderr.write(res.stderr[-3000:])
-        raise SystemExit(f"worker on {src} failed (rc={res.returncode})")
-    return json.loads(line[-1][len("RESULT "):])
+    return run_worker(cmd, src, env)
 
 
 def main(argv=None):
