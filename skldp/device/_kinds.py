@@ -374,9 +374,9 @@ class _Plan:
         self.d = _int(spec, _state(spec, "n_features"), "n_features", 1)
 
     # -- the device side
-    def prepare(self, rows):
-        """The users' device inputs from their raw rows (after the on-device steps)."""
-        X = np.asarray(rows, dtype=np.float64)
+    def _rows(self, rows, copy=False):
+        """The users' raw rows as a finite 2-D float64 array of ``d`` columns."""
+        X = (np.array if copy else np.asarray)(rows, dtype=np.float64)
         if X.ndim == 1:
             X = X[None, :]
         if X.ndim != 2 or X.shape[1] != self.d:
@@ -384,7 +384,11 @@ class _Plan:
                              f"shape {X.shape}.")
         if not np.all(np.isfinite(X)):
             raise ValueError("a feature row must be finite (no NaN or infinity).")
-        return np.clip(X, self.lo, self.hi)   # the public bounds
+        return X
+
+    def prepare(self, rows):
+        """The users' device inputs from their raw rows (after the on-device steps)."""
+        return np.clip(self._rows(rows), self.lo, self.hi)   # the public bounds
 
     # -- the wire format
     def field_specs(self):
@@ -600,14 +604,7 @@ class _SetValued(_Plan):
         self.p, self.q = frequency_oracle_probabilities(self.eps, self.d + 1, self.oracle)
 
     def prepare(self, rows):
-        X = np.asarray(rows, dtype=np.float64)
-        if X.ndim == 1:
-            X = X[None, :]
-        if X.ndim != 2 or X.shape[1] != self.d:
-            raise ValueError(f"SetValuedMechanism expects rows of {self.d} features, got "
-                             f"shape {X.shape}.")
-        if not np.all(np.isfinite(X)):
-            raise ValueError("a feature row must be finite (no NaN or infinity).")
+        X = self._rows(rows)
         if self.binarize is None:
             if np.any((X != 0) & (X != 1)):
                 raise ValueError("SetValuedMechanism needs binary features (0 or 1).")
@@ -647,14 +644,7 @@ class _GRRFS(_Plan):
         self.bin_edges = None if edges is None else _edge_items(edges, self.d)
 
     def prepare(self, rows):
-        X = np.array(rows, dtype=np.float64)
-        if X.ndim == 1:
-            X = X[None, :]
-        if X.ndim != 2 or X.shape[1] != self.d:
-            raise ValueError(f"GRRFSMechanism expects rows of {self.d} features, got shape "
-                             f"{X.shape}.")
-        if not np.all(np.isfinite(X)):
-            raise ValueError("a feature row must be finite (no NaN or infinity).")
+        X = self._rows(rows, copy=True)   # binned in place below
         if self.bin_edges is not None:
             for j, e in self.bin_edges:
                 X[:, j] = np.digitize(X[:, j], e)
