@@ -170,10 +170,10 @@ def bench_lpgnn_fit(G, epochs=20):
     from sklearn.pipeline import Pipeline
 
     from skldp.datasets import load_dataset
-    from skldp.experiments.studies._lpgnn import PAPER_OPTIONS
     from skldp.mechanisms import MultiBitMechanism
     from skldp.model_selection import random_node_split
     from skldp.models import LPGNNClassifier
+    from studies.lpgnn import PAPER_OPTIONS
     y = np.asarray(load_dataset(DATASET).target)
     tr, va, _ = random_node_split(y, random_state=0)
     pipe = Pipeline([("mb", MultiBitMechanism(1.0, feature_range=(0, 1), random_state=0)),

@@ -350,7 +350,7 @@ def skldp_privge(dataset, cfg, seed, official_path):
 def skldp_rgnn(dataset, cfg, seed):
     import numpy as np
 
-    from skldp.experiments.studies._rgnn import RGNNRun, categorical_data
+    from studies.rgnn import RGNNRun, categorical_data
     G, y, tr, va, te = load_split(dataset, seed)
     Gc, yc = categorical_data(G, y, dict(group=cfg["group"]))
     fit = tr | va

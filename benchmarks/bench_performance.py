@@ -207,10 +207,10 @@ def section_lpgnn(epochs=200):
     from sklearn.pipeline import Pipeline
 
     from skldp.datasets import load_dataset
-    from skldp.experiments.studies._lpgnn import PAPER_OPTIONS
     from skldp.mechanisms import MultiBitMechanism
     from skldp.model_selection import random_node_split
     from skldp.models import LPGNNClassifier
+    from studies.lpgnn import PAPER_OPTIONS
     torch.set_num_threads(1)   # as the measurement (one thread each)
     b = load_dataset("cora")
     G, y = b.data, np.asarray(b.target)

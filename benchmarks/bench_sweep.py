@@ -40,8 +40,11 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import cloudpickle  # noqa: E402  (a dependency of dask and of joblib's loky)
 
 from skldp.experiments import _runner, run_study  # noqa: E402
-from skldp.experiments.studies import privge_study  # noqa: E402
-from skldp.experiments.studies._privge import EPS, privge_pipeline  # noqa: E402
+from studies.privge import (  # noqa: E402
+    EPS,
+    privge_pipeline,
+    privge_study,  # noqa: E402
+)
 
 
 def one_thread_privge(ctx):

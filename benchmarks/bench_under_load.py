@@ -45,7 +45,7 @@ try:   # what `python -m skldp reproduce` does first (absent from older code)
 except ImportError:
     pass
 from skldp.experiments import run_study
-from skldp.experiments.studies import get_study
+from studies import get_study
 out, runs = sys.argv[1], int(sys.argv[2])
 study = get_study("lpgnn", datasets=["cora"])
 study = dataclasses.replace(study, name="lpgnn_load",

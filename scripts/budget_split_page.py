@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from skldp.experiments.studies._budget_split import (
+from studies.budget_split import (
     BUDGETS,
     DATASETS,
     KINDS,

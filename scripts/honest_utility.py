@@ -45,7 +45,6 @@ from skldp.baselines import (  # noqa: E402
     StructuralFeatures,
 )
 from skldp.datasets import load_dataset  # noqa: E402
-from skldp.experiments.studies._lpgnn import PAPER_OPTIONS  # noqa: E402
 from skldp.mechanisms import (  # noqa: E402
     HDSMechanism,
     MultiBitMechanism,
@@ -55,6 +54,7 @@ from skldp.mechanisms import (  # noqa: E402
 from skldp.model_selection import random_node_split  # noqa: E402
 from skldp.models import LPGNNClassifier, MLPHead, SolitudeClassifier  # noqa: E402
 from skldp.propagation import PPRPropagation  # noqa: E402
+from studies.lpgnn import PAPER_OPTIONS  # noqa: E402
 
 HERE = Path(__file__).resolve().parents[1] / "docs" / "results"
 RUNS = HERE / "honest_utility_runs.jsonl"

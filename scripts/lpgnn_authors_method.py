@@ -39,10 +39,10 @@ import torch  # noqa: E402
 from feature_free_rows import lp_accuracy  # noqa: E402  (this folder: the pages' search)
 
 from skldp.datasets import load_dataset  # noqa: E402
-from skldp.experiments.studies import _lpgnn as lpgnn_study  # noqa: E402
 from skldp.mechanisms import MultiBitMechanism  # noqa: E402
 from skldp.model_selection import random_node_split  # noqa: E402
 from skldp.models import LPGNNClassifier  # noqa: E402
+from studies import lpgnn as lpgnn_study  # noqa: E402
 
 EPS_X, EPS_Y = 1.0, 1.0
 SETTINGS = dict(eps_y=EPS_Y, x_steps=2, y_steps=8, backbone="sage", hidden_size=16,

@@ -39,7 +39,8 @@ import numpy as np  # noqa: E402
 
 from skldp.datasets import load_dataset  # noqa: E402
 from skldp.experiments import RunSpec, load_runs, run_study  # noqa: E402
-from skldp.experiments.studies._dpgnn import (  # noqa: E402
+from skldp.model_selection import random_node_split  # noqa: E402
+from studies.dpgnn import (  # noqa: E402
     ABLATION_BATCH,
     ABLATION_DATASET,
     ABLATION_EPS,
@@ -51,7 +52,6 @@ from skldp.experiments.studies._dpgnn import (  # noqa: E402
     VERSION,
     dpgnn_study,
 )
-from skldp.model_selection import random_node_split  # noqa: E402
 
 EPS = [int(e) for e in EPS]  # as the tables show them
 ABLATION_EPS = int(ABLATION_EPS)

@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from skldp.experiments import load_runs, run_study
-from skldp.experiments.studies._link_prediction import SYSTEMS, link_prediction_study
+from studies.link_prediction import SYSTEMS, link_prediction_study
 
 # Paper values (AUC %, mean and std) for the table.
 TABLE_LPGNN = {  # Table 2, link prediction

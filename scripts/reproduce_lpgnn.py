@@ -46,7 +46,7 @@ import torch  # noqa: E402
 torch.set_num_threads(1)
 
 from skldp.experiments import RunSpec, load_runs, run_study  # noqa: E402
-from skldp.experiments.studies._lpgnn import (  # noqa: E402
+from studies.lpgnn import (  # noqa: E402
     CONFIG,
     LPGNN_EPS_X,
     LPGNN_EPS_Y,

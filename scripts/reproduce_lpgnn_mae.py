@@ -36,7 +36,7 @@ import numpy as np
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 from skldp.experiments import load_runs, run_study  # noqa: E402
-from skldp.experiments.studies._lpgnn_mae import (  # noqa: E402
+from studies.lpgnn_mae import (  # noqa: E402
     DATASETS,
     EPSILONS,
     MECHANISMS,

@@ -33,8 +33,11 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 from skldp.experiments import load_runs, run_study, summarize, write_summary  # noqa: E402
-from skldp.experiments.studies import privge_study  # noqa: E402
-from skldp.experiments.studies._privge import CONFIG, EPS  # noqa: E402
+from studies.privge import (  # noqa: E402
+    CONFIG,
+    EPS,
+    privge_study,  # noqa: E402
+)
 
 # Values the paper states in its text (Figure 2 itself is an image that is not
 # in the text). Everything else is "figure only".

@@ -50,7 +50,7 @@ import torch  # noqa: E402
 
 from skldp.exceptions import PrivacyLeakWarning  # noqa: E402
 from skldp.experiments import RunSpec, load_runs, run_study  # noqa: E402
-from skldp.experiments.studies._rgnn import (  # noqa: E402
+from studies.rgnn import (  # noqa: E402
     ABLATION_EPS,
     EPS_X,
     EPS_Y,

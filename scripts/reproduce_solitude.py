@@ -38,7 +38,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import torch  # noqa: E402
 
 from skldp.experiments import RunSpec, load_runs, run_study  # noqa: E402
-from skldp.experiments.studies._solitude import EPS_A, KINDS, solitude_study  # noqa: E402
+from studies.solitude import EPS_A, KINDS, solitude_study  # noqa: E402
 
 torch.set_num_threads(1)
 

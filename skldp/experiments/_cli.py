@@ -1,6 +1,7 @@
 """``python -m skldp reproduce <study>``: run a registered study and write its summary."""
 
 import argparse
+import importlib
 import logging
 import shlex
 import sys
@@ -11,13 +12,34 @@ from ._runner import BACKENDS
 __all__ = ["reproduce_main"]
 
 
-def _parser():
-    from .studies import list_studies
+NO_STUDIES = ("the paper studies are not in the installed package: they live in the "
+              "studies/ folder of skldp's source repository; run this command from the root "
+              "of a clone")
+
+
+def paper_studies():
+    """The repository's ``studies`` package (the paper studies), or None.
+
+    It is found on ``sys.path``, which ``python -m`` starts with the current
+    folder: run from the root of a clone of the repository.
+    """
+    try:
+        module = importlib.import_module("studies")
+    except ModuleNotFoundError as exc:
+        if exc.name != "studies":
+            raise
+        return None
+    # another package of that name is not ours
+    return module if hasattr(module, "get_study") and hasattr(module, "RUNS_DIR") else None
+
+
+def _parser(studies):
     p = argparse.ArgumentParser(
         prog="python -m skldp reproduce",
-        description="Run a registered study (resumable: runs already in its runs file are "
-                    "skipped), then write its summary table and figure.")
-    p.add_argument("study", help=f"study name, one of {list_studies()}")
+        description="Run a paper study (resumable: runs already in its runs file are "
+                    "skipped), then write its results page and figure.")
+    names = f"one of {studies.list_studies()}" if studies is not None else NO_STUDIES
+    p.add_argument("study", help=f"study name, {names}")
     p.add_argument("--quick", action="store_true",
                    help="a small subset (its own runs file <study>_quick_runs.jsonl)")
     p.add_argument("--datasets", nargs="+", default=None, help="restrict to these datasets")
@@ -32,9 +54,12 @@ def _parser():
     p.add_argument("--scheduler", default=None,
                    help="address of an existing Dask scheduler (tcp://host:8786) or Ray "
                         "cluster; default: start a local one with --n-jobs workers")
+    p.add_argument("--runs-dir", default=None,
+                   help="folder of the study's runs file (default: studies/runs)")
+    p.add_argument("--pages-dir", default=None,
+                   help="folder of the results page and figure (default: docs/results)")
     p.add_argument("--results-dir", default=None,
-                   help="folder of the runs file and summary (default: docs/results if it "
-                        "exists here, else ./results)")
+                   help="one folder for the runs file and the page (sets both of the above)")
     p.add_argument("--cache", default=None,
                    help="GraphCache directory shared by the workers (as sensitive as the "
                         "reports; see the user guide)")
@@ -64,11 +89,12 @@ def reproduce_main(argv):
         0 when every run is recorded, 1 when some failed or are missing.
     """
     from ._runner import run_study
-    from ._summary import write_summary
-    from .studies import get_study
 
-    p = _parser()
+    studies = paper_studies()
+    p = _parser(studies)
     args = p.parse_args(argv)
+    if studies is None:
+        p.error(NO_STUDIES + ".")
     if args.n_jobs == 0 or args.n_jobs < -1:
         p.error("--n-jobs must be >= 1 or -1")
     if args.seeds is not None and args.seeds < 1:
@@ -87,7 +113,7 @@ def reproduce_main(argv):
     if args.kinds:
         kwargs["kinds"] = args.kinds
     try:
-        study = get_study(args.study, **kwargs)
+        study = studies.get_study(args.study, **kwargs)
     except ValueError as exc:
         p.error(str(exc))
     except TypeError:
@@ -97,14 +123,18 @@ def reproduce_main(argv):
         p.error(f"study {args.study!r} takes no {' or '.join(extra)}.")
     if args.quick:
         study = study.quick_variant()
-    results = Path(args.results_dir or ("docs/results" if Path("docs/results").is_dir()
-                                        else "results"))
+    runs_dir = Path(args.runs_dir or args.results_dir or studies.RUNS_DIR)
+    pages_dir = Path(args.pages_dir or args.results_dir or studies.PAGES_DIR)
     command = "python -m skldp reproduce " + " ".join(shlex.quote(a) for a in argv)
-    res = run_study(study, results, n_jobs=args.n_jobs, backend=args.backend,
+    res = run_study(study, runs_dir, n_jobs=args.n_jobs, backend=args.backend,
                     scheduler=args.scheduler, cache=args.cache, retries=args.retries,
                     progress=not args.no_progress, max_runs=args.max_runs,
                     note=args.note or command)
-    paths = write_summary(study, res.records, results, command=command)
+    if args.quick:   # a few runs: the generic summary, <name>_quick_summary.md
+        from ._summary import write_summary
+        paths = write_summary(study, res.records, pages_dir, command=command)
+    else:   # the study's page, from every run its runs file holds
+        paths = studies.write_page(args.study, res.records, pages_dir)
     print(f"{study.name}: {len(res.done)} run(s) done, {len(res.skipped)} already recorded, "
           f"{len(res.elsewhere)} taken by another process, {len(res.failed)} failed, "
           f"{len(res.missing)} missing ({res.wall_s:.0f} s)")

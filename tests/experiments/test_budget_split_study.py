@@ -5,8 +5,9 @@ import pytest
 
 from skldp.datasets import load_dataset
 from skldp.experiments import run_study
-from skldp.experiments.studies import get_study, list_studies
-from skldp.experiments.studies._budget_split import (
+from skldp.model_selection import random_node_split
+from studies import get_study, list_studies
+from studies.budget_split import (
     BUDGETS,
     KINDS,
     RANDOM,
@@ -21,7 +22,6 @@ from skldp.experiments.studies._budget_split import (
     recommender_check,
     split_rows,
 )
-from skldp.model_selection import random_node_split
 
 
 def test_grid_every_split_of_every_budget_in_both_regimes():

@@ -10,7 +10,7 @@ import pytest
 from skldp.__main__ import main
 
 CODES = {"GL06", "GL07", "GL08", "SS01", "PR01", "PR02", "PR03", "PR10"}
-MODULES = ["skldp.experiments", "skldp.experiments.studies"]
+MODULES = ["skldp.experiments", "studies"]
 
 
 def _objects():
@@ -19,6 +19,8 @@ def _objects():
         mod = importlib.import_module(modname)
         for name in mod.__all__:
             obj = getattr(mod, name)
+            if not callable(obj):   # constants (studies.RUNS_DIR)
+                continue
             out[f"{obj.__module__}.{obj.__qualname__}"] = obj
     return out
 
@@ -96,3 +98,24 @@ def test_progress_bar_with_tqdm_and_silent_without(monkeypatch, capsys):
     bar.update("x")
     bar.close()
     assert bar.bar is None and capsys.readouterr() == ("", "")
+
+
+def test_cli_says_where_the_studies_are_when_they_cannot_be_imported(monkeypatch, capsys):
+    # an installed skldp without a clone: no "studies" package on sys.path
+    import skldp.experiments._cli as cli
+    monkeypatch.setattr(cli, "paper_studies", lambda: None)
+    with pytest.raises(SystemExit) as e:
+        main(["reproduce", "privge"])
+    assert e.value.code == 2
+    assert "studies/ folder of skldp's source repository" in capsys.readouterr().err
+
+
+def test_former_studies_module_still_works_with_a_future_warning():
+    import studies
+    from studies.privge import privge_study
+    with pytest.warns(FutureWarning, match="studies/ package"):
+        from skldp.experiments.studies import privge_study as former
+    assert former is privge_study
+    with pytest.warns(FutureWarning):
+        from skldp.experiments.studies import list_studies
+    assert list_studies() == studies.list_studies()

@@ -8,8 +8,8 @@ import pytest
 
 from skldp.datasets import load_dataset
 from skldp.experiments import load_runs, run_study, validate_study
-from skldp.experiments.studies import get_study, list_studies
-from skldp.experiments.studies._label_scarce import (
+from studies import get_study, list_studies
+from studies.label_scarce import (
     DATASETS,
     EPS,
     KINDS,
@@ -186,7 +186,7 @@ def test_figure_has_a_panel_per_dataset_and_split(tmp_path, monkeypatch):
 
 
 def test_reproduce_passes_eps_and_kinds_to_the_study(tmp_path, monkeypatch):
-    import skldp.experiments.studies as studies
+    import studies as studies
     from skldp.experiments._cli import reproduce_main
     seen = {}
     real = studies.get_study

@@ -7,16 +7,15 @@ the quick variants run end to end.
 
 import json
 import shutil
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from skldp.__main__ import main
 from skldp.experiments import load_runs, run_study, write_summary
-from skldp.experiments.studies import get_study, list_studies
+from studies import RUNS_DIR as RESULTS
+from studies import get_study, list_studies
 
-RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results"
 NEW = ("lpgnn", "link_prediction", "dpgnn", "lpgnn_mae")
 COMMITTED = {"lpgnn": 650, "link_prediction": 350, "dpgnn": 144,  # runs of each study's grid
              "lpgnn_mae": 300}

@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 
 from skldp.datasets import load_dataset
-from skldp.experiments.studies import get_study, list_studies
-from skldp.experiments.studies._planetoid import KINDS, PlanetoidRun, planetoid_table
 from skldp.model_selection import planetoid_split
+from studies import get_study, list_studies
+from studies.planetoid import KINDS, PlanetoidRun, planetoid_table
 
 
 def test_registered_with_both_regimes_and_ten_seeds():

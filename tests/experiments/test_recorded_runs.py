@@ -7,14 +7,12 @@ a difference of more than a few test nodes means the page must be regenerated.
 """
 
 import json
-from pathlib import Path
 
 import pytest
 
 from skldp.experiments._runner import _run_one
-from skldp.experiments.studies import get_study
-
-RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results"
+from studies import RUNS_DIR as RESULTS
+from studies import get_study
 
 # (study, key): a torch model, a private pipeline and a feature-free model per page
 KEYS = [

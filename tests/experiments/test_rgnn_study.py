@@ -1,15 +1,14 @@
 """The registered ``rgnn`` study: its quick grid validates, its keys are those of the runs file."""
 
-from pathlib import Path
 
 import pytest
 
 from skldp.__main__ import main
 from skldp.experiments import load_runs, validate_study
-from skldp.experiments.studies import get_study, list_studies
-from skldp.experiments.studies._rgnn import KINDS, TABLE_METHODS
+from studies import RUNS_DIR, get_study, list_studies
+from studies.rgnn import KINDS, TABLE_METHODS
 
-RUNS = Path(__file__).resolve().parents[2] / "docs" / "results" / "rgnn_runs.jsonl"
+RUNS = RUNS_DIR / "rgnn_runs.jsonl"
 
 
 def test_rgnn_is_registered_with_a_quick_grid_that_validates(dataset_file):

@@ -1,16 +1,15 @@
 """The registered ``solitude`` study: quick grid, data preparation, keys of the runs file."""
 
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from skldp.datasets import load_dataset
 from skldp.experiments import load_runs, validate_study
-from skldp.experiments.studies import get_study, list_studies
-from skldp.experiments.studies._solitude import KINDS, largest_component_data
+from studies import RUNS_DIR, get_study, list_studies
+from studies.solitude import KINDS, largest_component_data
 
-RUNS = Path(__file__).resolve().parents[2] / "docs" / "results" / "solitude_runs.jsonl"
+RUNS = RUNS_DIR / "solitude_runs.jsonl"
 
 
 def test_solitude_quick_grid_validates():

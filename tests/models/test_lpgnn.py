@@ -300,7 +300,7 @@ def test_propagated_predictions_change_the_training(data):
 
 def test_defaults_are_the_authors_configuration():
     """The results pages call the studies' LPGNN-AUTHORS rows "the classifier's defaults"."""
-    from skldp.experiments.studies._lpgnn import AUTHORS_OPTIONS, PAPER_OPTIONS
+    from studies.lpgnn import AUTHORS_OPTIONS, PAPER_OPTIONS
     params = LPGNNClassifier().get_params()
     assert {k: params[k] for k in AUTHORS_OPTIONS} == AUTHORS_OPTIONS
     assert PAPER_OPTIONS.keys() == AUTHORS_OPTIONS.keys() and PAPER_OPTIONS != AUTHORS_OPTIONS

@@ -21,9 +21,10 @@ import warnings
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from .._study import Grid, Method, Study, default_split
-from ._link_prediction import as_recorded
-from ._run import run_on_split
+from skldp.experiments import Grid, Method, Study, default_split
+
+from .common import run_on_split
+from .link_prediction import as_recorded
 
 __all__ = ["lpgnn_study", "LPGNNRun", "planetoid", "TABLE2_EPS", "LPGNN_EPS_X",
            "LPGNN_EPS_Y", "CONFIG"]
@@ -46,8 +47,8 @@ SPLITS = {"table2": "planetoid", "lpgnn": "random-50/25/25"}
 
 @functools.lru_cache(maxsize=8)
 def _planetoid_masks(dataset):
-    from ...datasets import load_dataset
-    from ...model_selection import planetoid_split
+    from skldp.datasets import load_dataset
+    from skldp.model_selection import planetoid_split
     return planetoid_split(load_dataset(dataset))
 
 
@@ -106,7 +107,7 @@ def lpgnn_classifier(eps_y, n_classes, x_steps, y_steps, epochs, seed, **options
     ``options`` are further ``LPGNNClassifier`` parameters; they replace the study's
     ``PAPER_OPTIONS`` (e.g. ``normalization="sym"``).
     """
-    from ...models import LPGNNClassifier
+    from skldp.models import LPGNNClassifier
     return LPGNNClassifier(eps_y=float(eps_y), classes=np.arange(n_classes), x_steps=x_steps,
                            y_steps=y_steps, backbone="sage", hidden_size=16, activation="selu",
                            dropout=0.5, lr=0.01, weight_decay=1e-4, epochs=epochs, patience=20,
@@ -152,8 +153,8 @@ class LPGNNRun(BaseEstimator):
         self.random_state = random_state
 
     def _table2(self, G, y, masks):
-        from ...mechanisms import LaplaceMechanism, OneBitMechanism, PiecewiseMechanism
-        from ...models import GCNClassifier
+        from skldp.mechanisms import LaplaceMechanism, OneBitMechanism, PiecewiseMechanism
+        from skldp.models import GCNClassifier
         tr, va, te = masks
         seed, d, kind = self.random_state, G.shape[1], self.kind
         eps = as_recorded(self.eps)
@@ -183,7 +184,7 @@ class LPGNNRun(BaseEstimator):
     def _lpgnn(self, G, y, masks):
         from sklearn.pipeline import Pipeline
 
-        from ...mechanisms import MultiBitMechanism
+        from skldp.mechanisms import MultiBitMechanism
         if self.kind not in ("LPGNN", "LPGNN-AUTHORS", "GRAPH-ONLY"):
             raise ValueError(f"part lpgnn has the methods LPGNN, LPGNN-AUTHORS and GRAPH-ONLY, "
                              f"not {self.kind!r}.")
@@ -305,3 +306,6 @@ def lpgnn_study(datasets=("cora", "citeseer", "facebook"), seeds=range(5),
                     "label RR at eps_y.",
         quick={"datasets": ["cora"], "seeds": [0], "grid": quick},
     )
+
+
+make_study = lpgnn_study   # the registry's name (studies.get_study)

@@ -89,12 +89,12 @@ def binary_features(dataset):
 
 
 def _head(seed, val, normalization):
-    from ...models import MLPHead
+    from skldp.models import MLPHead
     return MLPHead(normalization=normalization, validation=val, random_state=seed)
 
 
 def _mechanism(family, eps, seed, feature_range):
-    from ...mechanisms import HDSMechanism, MultiBitMechanism, SetValuedMechanism
+    from skldp.mechanisms import HDSMechanism, MultiBitMechanism, SetValuedMechanism
     rs = 1000 + seed       # the collection of this seed (the model's seed differs)
     if family == "hds":
         return HDSMechanism(eps, k="auto", feature_range=feature_range, random_state=rs)
@@ -106,7 +106,7 @@ def _mechanism(family, eps, seed, feature_range):
 
 
 def _label_mechanism(eps_y, classes, seed):
-    from ...mechanisms import LabelRandomizedResponse
+    from skldp.mechanisms import LabelRandomizedResponse
     if eps_y is None or np.isinf(eps_y):
         return None
     return LabelRandomizedResponse(float(eps_y), classes=classes, random_state=2000 + seed)
@@ -146,13 +146,13 @@ def candidates(kind, *, eps=None, eps_y=None, classes=None, seed=0, val=None,
         The setting, the unfitted estimator and the rows it fits on
         (``"fit"`` or ``"train"``).
     """
-    from ...baselines import (
+    from skldp.baselines import (
         CorrectAndSmooth,
         GraphFeatureUnion,
         LabelPropagationClassifier,
         StructuralFeatures,
     )
-    from ...propagation import PPRPropagation
+    from skldp.propagation import PPRPropagation
     lm = _label_mechanism(eps_y, classes, seed)
     s = seed
 
@@ -193,16 +193,16 @@ def candidates(kind, *, eps=None, eps_y=None, classes=None, seed=0, val=None,
                                       ("ppr", ppr(a))]))])),
             ("clf", _head(s, val, normalization))]), "fit") for a in ALPHAS]
     if kind == "lpgnn":
-        from ...models import LPGNNClassifier
+        from skldp.models import LPGNNClassifier
         ey = np.inf if eps_y is None else float(eps_y)
         return [({"x_steps": k}, Pipeline([
             ("mech", _mechanism("multibit", eps, s, feature_range)),
             ("clf", LPGNNClassifier(eps_y=ey, classes=classes, x_steps=k, validation=val,
                                     random_state=s))]), "fit") for k in LPGNN_X_STEPS]
     if kind == "rgnn":
-        from ...mechanisms import FeatureGrouper, GRRFSMechanism
-        from ...models import RGNNClassifier
-        from ...reconstruction import FrequencyReconstructor
+        from skldp.mechanisms import FeatureGrouper, GRRFSMechanism
+        from skldp.models import RGNNClassifier
+        from skldp.reconstruction import FrequencyReconstructor
         if rgnn is None:
             raise ValueError("kind 'rgnn' needs its (group size, hops, clusters).")
         group, hops, clusters = rgnn

@@ -22,7 +22,7 @@ import warnings
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from .._study import Grid, Method, Study
+from skldp.experiments import Grid, Method, Study
 
 __all__ = ["link_prediction_study", "LinkPredictionRun", "edge_split", "as_recorded",
            "SYSTEMS"]
@@ -145,7 +145,7 @@ class LinkPredictionRun(BaseEstimator):
         self.random_state = random_state
 
     def _mechanism(self, d):
-        from ...mechanisms import (
+        from skldp.mechanisms import (
             HDSMechanism,
             LaplaceMechanism,
             MultiBitMechanism,
@@ -189,9 +189,9 @@ class LinkPredictionRun(BaseEstimator):
         """
         from sklearn.pipeline import Pipeline
 
-        from ...model_selection import random_edge_split
-        from ...models import HadamardLinkPredictor, VGAELinkPredictor
-        from ...propagation import PPRPropagation
+        from skldp.model_selection import random_edge_split
+        from skldp.models import HadamardLinkPredictor, VGAELinkPredictor
+        from skldp.propagation import PPRPropagation
         if self.paper not in (LPGNN, PRIVGE):
             raise ValueError(f"paper must be {LPGNN!r} or {PRIVGE!r}, got {self.paper!r}.")
         seed = self.random_state
@@ -330,3 +330,6 @@ def link_prediction_study(datasets=("cora", "citeseer", "facebook"), seeds=range
         quick={"datasets": ["cora"], "seeds": [0],
                "grid": quick_grid},
     )
+
+
+make_study = link_prediction_study   # the registry's name (studies.get_study)

@@ -14,9 +14,10 @@ import warnings
 
 import numpy as np
 
-from .._study import Method, Study, default_split
-from ._lpgnn import AUTHORS_OPTIONS, PAPER_OPTIONS
-from ._run import CollectionRun
+from skldp.experiments import Method, Study, default_split
+
+from .common import CollectionRun
+from .lpgnn import AUTHORS_OPTIONS, PAPER_OPTIONS
 
 __all__ = ["rgnn_study", "RGNNRun", "categorical_data", "EPS_X", "EPS_Y", "CONFIG"]
 
@@ -62,8 +63,8 @@ def categorical_data(G, y, config):
     y : ndarray of shape (n_nodes,)
         Labels, ``-1`` where the node is unlabelled.
     """
-    from ...exceptions import PrivacyLeakWarning
-    from ...mechanisms import discretize, group_features, quantile_bin_edges
+    from skldp.exceptions import PrivacyLeakWarning
+    from skldp.mechanisms import discretize, group_features, quantile_bin_edges
     y = np.asarray(y)
     if config.get("group"):
         X = group_features(G.features, config["group"])
@@ -156,9 +157,9 @@ class RGNNRun(CollectionRun):
         self.classes_ = np.unique(y)
         if self.kind == "graph-only":
             return self._fit_graph_only(whole, G.rows, y)
-        from ...mechanisms import GRRFSMechanism, MultiBitMechanism
-        from ...models import LPGNNClassifier, RGNNClassifier
-        from ...reconstruction import FrequencyReconstructor
+        from skldp.mechanisms import GRRFSMechanism, MultiBitMechanism
+        from skldp.models import LPGNNClassifier, RGNNClassifier
+        from skldp.reconstruction import FrequencyReconstructor
         sizes = domain_sizes(whole.features)
         hops, kind = self.hops, self.kind
         if kind == "RGNN-K16":
@@ -204,9 +205,9 @@ class RGNNRun(CollectionRun):
     def _fit_graph_only(self, whole, rows, y):
         # Label propagation of the noisy labels (the paper's Algorithm 2 at the test nodes:
         # masked propagation, T^-1, argmax); no feature.
-        from ...mechanisms import LabelRandomizedResponse
-        from ...reconstruction import mean_propagation_matrix
-        from ...utils import draw_seed
+        from skldp.mechanisms import LabelRandomizedResponse
+        from skldp.reconstruction import mean_propagation_matrix
+        from skldp.utils import draw_seed
         mech = LabelRandomizedResponse(self.eps_y, classes=self.classes_,
                                        random_state=draw_seed(self.random_state) % (2**32)).fit()
         noisy = mech.randomize_encoded(mech.encode(y), whole.node_keys[rows])
@@ -340,3 +341,6 @@ def rgnn_study(datasets=DATASETS, seeds=range(5), methods=TABLE_METHODS):
                "grid": {m: ({"eps": [None], "eps_y": [1.0]} if m in ("graph-only", "raw-features")
                             else {"eps": [1.0], "eps_y": [1.0]}) for m in methods}},
     )
+
+
+make_study = rgnn_study   # the registry's name (studies.get_study)

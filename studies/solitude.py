@@ -11,9 +11,10 @@ the same keys (method, split ``random-50/25/25``, seed, ``backbone``, ``eps_a``)
 
 import numpy as np
 
-from .._study import Method, Study, default_split
-from ._lpgnn import AUTHORS_OPTIONS, PAPER_OPTIONS
-from ._run import CollectionRun
+from skldp.experiments import Method, Study, default_split
+
+from .common import CollectionRun
+from .lpgnn import AUTHORS_OPTIONS, PAPER_OPTIONS
 
 __all__ = ["solitude_study", "SolitudeRun", "largest_component_data", "EPS_A", "KINDS"]
 
@@ -55,7 +56,7 @@ def largest_component_data(G, y, config):
     """
     import scipy.sparse as sp
 
-    from ... import GraphData
+    from skldp import GraphData
     A = sp.csr_matrix(G.adjacency)
     A = ((A + A.T) > 0).astype(np.float32)
     A.setdiag(0)
@@ -100,7 +101,7 @@ class SolitudeRun(CollectionRun):
         self.random_state = random_state
 
     def _model(self):
-        from ...models import GCNClassifier, LPGNNClassifier, SAGEClassifier, SolitudeClassifier
+        from skldp.models import GCNClassifier, LPGNNClassifier, SAGEClassifier, SolitudeClassifier
         seed = self.random_state
         if self.kind in ("base", "raw_features"):
             cls = {"gcn": GCNClassifier, "sage": SAGEClassifier}[self.backbone]
@@ -127,7 +128,7 @@ class SolitudeRun(CollectionRun):
         -------
         self : SolitudeRun
         """
-        from ...mechanisms import EdgeRR, MultiBitMechanism
+        from skldp.mechanisms import EdgeRR, MultiBitMechanism
         if self.kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}.")
         y = np.asarray(y)
@@ -143,7 +144,7 @@ class SolitudeRun(CollectionRun):
                                       random_state=1000 + self.random_state).fit(Gx)
         self.graph_in_ = self.edge_mechanism_.transform(Gx)
         if self.kind == "graph_only":
-            from ...propagation import smooth_labels
+            from skldp.propagation import smooth_labels
             Y0 = np.zeros((whole.n_nodes, int(y.max()) + 1))
             Y0[G.rows, y] = 1
             self.propagated_ = smooth_labels(Y0, self.graph_in_.adjacency, 8).argmax(1)
@@ -255,3 +256,6 @@ def solitude_study(datasets=DATASETS, seeds=range(5), methods=KINDS):
         quick={"datasets": ["cora"], "seeds": [0],
                "grid": {m: {"backbone": ["gcn"], "eps_a": [8.0]} for m in methods}},
     )
+
+
+make_study = solitude_study   # the registry's name (studies.get_study)

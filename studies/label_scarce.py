@@ -22,16 +22,17 @@ import functools
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from .._study import Grid, Method, Study
-from ._lpgnn import planetoid
-from ._private_features import (
+from skldp.experiments import Grid, Method, Study
+
+from .common import run_on_split
+from .lpgnn import planetoid
+from .private_features import (
     RGNN_CONFIG,
     binary_features,
     candidates,
     fit_select,
     private_input,
 )
-from ._run import run_on_split
 
 __all__ = ["label_scarce_study", "ScarceRun", "EPS", "DATASETS", "KINDS", "scarce_masks",
            "label_scarce_verdict", "label_scarce_report", "label_scarce_table",
@@ -74,7 +75,7 @@ def scarce_masks(y, seed):
     A class too small for 20 + 30 + 1 nodes (LastFM Asia has one of 16) gives a
     third of its nodes to training, a third to validation.
     """
-    from ...model_selection import per_class_node_split
+    from skldp.model_selection import per_class_node_split
     return per_class_node_split(y, N_TRAIN, N_VAL, small_classes="shrink", random_state=seed)
 
 
@@ -379,3 +380,6 @@ def label_scarce_report(records):
     splits = [s for s in (SCARCE, "planetoid") if any(r.get("split") == s for r in records)]
     return "\n\n".join(f(records, s) for s in splits
                        for f in (label_scarce_verdict, label_scarce_table))
+
+
+make_study = label_scarce_study   # the registry's name (studies.get_study)

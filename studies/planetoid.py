@@ -24,8 +24,9 @@ import warnings
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from .._study import Method, Study
-from ._run import run_on_split
+from skldp.experiments import Method, Study
+
+from .common import run_on_split
 
 __all__ = ["planetoid_study", "PlanetoidRun", "KINDS", "REGIMES", "REFERENCE",
            "planetoid_table"]
@@ -57,8 +58,8 @@ PYG_GCN_ISSUE = {"cora": (82.0, 0.6), "citeseer": (70.9, 1.1)}
 
 def planetoid_masks(y, seed, dataset):
     """The public split stored in the dataset file (the same for every seed)."""
-    from ...datasets import load_dataset
-    from ...model_selection import planetoid_split
+    from skldp.datasets import load_dataset
+    from skldp.model_selection import planetoid_split
     return planetoid_split(load_dataset(dataset))
 
 
@@ -85,10 +86,10 @@ class PlanetoidRun(BaseEstimator):
         from sklearn.pipeline import make_pipeline
         from sklearn.preprocessing import Normalizer
 
-        from ...base import NodeWise
-        from ...baselines import LabelPropagationClassifier
-        from ...models import GATClassifier, GCNClassifier, MLPHead
-        from ...propagation import PPRPropagation
+        from skldp.base import NodeWise
+        from skldp.baselines import LabelPropagationClassifier
+        from skldp.models import GATClassifier, GCNClassifier, MLPHead
+        from skldp.propagation import PPRPropagation
         v = {"validation": val} if self.regime == "validation" else {}
         s = self.random_state
         row_normalised = NodeWise(Normalizer(norm="l1"))
@@ -233,3 +234,6 @@ def planetoid_table(records):
     lines.append("")
     lines.append(f"Test accuracy (%), mean ± std over {n} seeds.")
     return "\n".join(lines)
+
+
+make_study = planetoid_study   # the registry's name (studies.get_study)

@@ -16,9 +16,10 @@ import warnings
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from .._study import Grid, Method, Study, default_split
-from ._link_prediction import as_recorded
-from ._run import run_on_split
+from skldp.experiments import Grid, Method, Study, default_split
+
+from .common import run_on_split
+from .link_prediction import as_recorded
 
 __all__ = ["dpgnn_study", "DPGNNRun", "SETTINGS", "EPS", "KINDS", "VERSION"]
 
@@ -102,9 +103,9 @@ class DPGNNRun(BaseEstimator):
             ``accuracy`` (test), ``val_accuracy`` and, where they apply,
             ``epsilon``, ``delta``, ``z``, ``selected_steps`` or ``alpha``.
         """
-        from ...baselines import LabelPropagationClassifier
-        from ...central import DPGNNClassifier, DPMLPClassifier
-        from ...models import GCNClassifier
+        from skldp.baselines import LabelPropagationClassifier
+        from skldp.central import DPGNNClassifier, DPMLPClassifier
+        from skldp.models import GCNClassifier
         if int(self.version) != VERSION:
             raise ValueError(f"only code version {VERSION} runs (version 1 runs were made "
                              f"before the privacy audit), got {self.version!r}.")
@@ -232,3 +233,6 @@ def dpgnn_study(datasets=("facebook", "twitch_ENGB"), seeds=range(5), ablations=
                     "Facebook with two seeds.",
         quick={"datasets": ["twitch_ENGB"], "seeds": [0], "grid": quick},
     )
+
+
+make_study = dpgnn_study   # the registry's name (studies.get_study)

@@ -25,10 +25,11 @@ import functools
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from .._study import Grid, Method, Study, default_split
-from ._label_scarce import NORMALIZATION, paired_difference, scarce_masks
-from ._private_features import candidates, fit_select, private_input
-from ._run import run_on_split
+from skldp.experiments import Grid, Method, Study, default_split
+
+from .common import run_on_split
+from .label_scarce import NORMALIZATION, paired_difference, scarce_masks
+from .private_features import candidates, fit_select, private_input
 
 __all__ = ["budget_split_study", "BudgetRun", "BUDGETS", "SHARES", "KINDS", "DATASETS",
            "RANDOM", "SCARCE", "split_rows", "budget_split_table", "budget_split_figure",
@@ -166,9 +167,10 @@ def _lpgnn_on_structure(eps_y, classes, seed, val):
     """LPGNN on public structural features: its label model with all of B on the labels."""
     from sklearn.pipeline import Pipeline
 
-    from ...baselines import StructuralFeatures
-    from ...models import LPGNNClassifier
-    from ._private_features import LPGNN_X_STEPS
+    from skldp.baselines import StructuralFeatures
+    from skldp.models import LPGNNClassifier
+
+    from .private_features import LPGNN_X_STEPS
     return [({"x_steps": k}, Pipeline([
         ("structure", StructuralFeatures(random_state=seed)),
         ("clf", LPGNNClassifier(eps_y=eps_y, classes=classes, x_steps=k, validation=val,
@@ -479,7 +481,7 @@ def public_quantities(dataset, split):
         ``n_nodes``, ``n_features``, ``n_classes``, ``labelled_fraction``,
         ``mean_degree``.
     """
-    from ...datasets import load_dataset
+    from skldp.datasets import load_dataset
     bunch = load_dataset(dataset)
     G, y = bunch.data, np.asarray(bunch.target)
     n, d = G.shape
@@ -507,7 +509,7 @@ def recommender_check(records):
     text : str
         Markdown.
     """
-    from ...accounting import recommend_budget_split
+    from skldp.accounting import recommend_budget_split
     lines = ["| dataset | regime | B | recommended ε features / label | study's winner | "
              "agrees |", "|---|---|---|---|---|---|"]
     quantities, agree, total = {}, 0, 0
@@ -527,3 +529,6 @@ def recommender_check(records):
                      f"{'yes' if ok else 'no'} |")
     lines += ["", f"The recommendation agrees with the study in {agree} of {total} cells."]
     return "\n".join(lines)
+
+
+make_study = budget_split_study   # the registry's name (studies.get_study)

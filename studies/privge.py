@@ -3,7 +3,7 @@
 import numpy as np
 from sklearn.pipeline import Pipeline
 
-from .._study import Method, Study
+from skldp.experiments import Method, Study
 
 __all__ = ["privge_study", "EPS"]
 
@@ -25,9 +25,9 @@ CONFIG = {
 def privge_pipeline(ctx):
     """HDS -> PPR -> MLP head; k = d at eps = inf (HDS's encoding of every feature, no noise:
     each value scaled to [-1, 1]; not the raw features, see :func:`raw_features_pipeline`)."""
-    from ...mechanisms import HDSMechanism
-    from ...models import MLPHead
-    from ...propagation import PPRPropagation
+    from skldp.mechanisms import HDSMechanism
+    from skldp.models import MLPHead
+    from skldp.propagation import PPRPropagation
     cfg = ctx.config
     eps = ctx.params.get("hds__eps", 1.0)
     k = ctx.n_features if np.isinf(eps) else cfg["k"]
@@ -48,8 +48,8 @@ def raw_features_pipeline(ctx):
 
 def graph_only_pipeline(ctx):
     """The same propagation and head, fitted on label-independent noise features."""
-    from ...models import MLPHead
-    from ...propagation import PPRPropagation
+    from skldp.models import MLPHead
+    from skldp.propagation import PPRPropagation
     cfg = ctx.config
     return Pipeline([
         ("ppr", PPRPropagation(alpha=cfg["alpha"], r=cfg["r"], tol=PPR_TOL, solver=PPR_SOLVER)),
@@ -60,7 +60,7 @@ def graph_only_pipeline(ctx):
 
 def noise_features(G, y, config):
     """Uniform noise of the features' shape (drawn once, seed 12345), same graph."""
-    from ... import GraphData
+    from skldp import GraphData
     n, d = G.shape
     noise = np.random.default_rng(12345).uniform(-1, 1, size=(n, d)).astype(np.float32)
     return GraphData(noise, G.adjacency), y
@@ -103,3 +103,6 @@ def privge_study(datasets=("cora", "facebook"), seeds=range(5)):
                "grid": {"hds": {"hds__eps": [1.0, float("inf")]}},
                "configs": {"cora": {"epochs": 20}}},
     )
+
+
+make_study = privge_study   # the registry's name (studies.get_study)

@@ -16,7 +16,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 
-from .._study import Grid, Method, Study
+from skldp.experiments import Grid, Method, Study
 
 __all__ = ["lpgnn_mae_study", "MAERun", "EPSILONS", "MECHANISMS", "DATASETS"]
 
@@ -59,7 +59,7 @@ def make_mechanism(name, eps, d, seed):
     -------
     mechanism : estimator
     """
-    from ...mechanisms import LaplaceMechanism, OneBitMechanism, PiecewiseMechanism
+    from skldp.mechanisms import LaplaceMechanism, OneBitMechanism, PiecewiseMechanism
     if name == "PGC":
         return OneBitMechanism(eps=eps, feature_range=(0, 1), random_state=seed)
     if name == "LM":
@@ -101,7 +101,7 @@ def rmse(T, E):
 
 def _truth(dataset, G):
     if dataset not in _TRUTH:
-        from ...propagation import GCNAggregation
+        from skldp.propagation import GCNAggregation
         X = G.features
         lo = min(X.data.min(), 0.0) if sp.issparse(X) else X.min()
         if lo < 0 or X.max() > 1:
@@ -150,9 +150,10 @@ class MAERun(BaseEstimator):
             MAE by degree ``mae_deg_<k>`` for degrees up to the 99 % quantile
             ``deg_q99``.
         """
-        from ... import GraphData
-        from ...metrics import aggregation_mae, mae_by_degree
-        from ._link_prediction import as_recorded
+        from skldp import GraphData
+        from skldp.metrics import aggregation_mae, mae_by_degree
+
+        from .link_prediction import as_recorded
         # The truth and the predictions are the evaluator's, computed on a copy of the
         # data held by other simulated devices: they are not part of what G's users send.
         evaluator = GraphData(G.features, G.adjacency)
@@ -227,3 +228,6 @@ def lpgnn_mae_study(datasets=DATASETS, seeds=range(5)):
         quick={"datasets": ["cora"], "seeds": [0],
                "grid": {m: [Grid({"eps": [1]})] for m in MECHANISMS}},
     )
+
+
+make_study = lpgnn_mae_study   # the registry's name (studies.get_study)
