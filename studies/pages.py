@@ -1,0 +1,75 @@
+"""Results pages: hand-written text around blocks that a study's ``write_page`` fills.
+
+A block of a page is delimited by ``<!-- generated: NAME -->`` and
+``<!-- end generated -->`` lines; :func:`fill_blocks` replaces what lies
+between them and leaves every other line as it is, so that a page's question,
+answer and discussion are written by hand and its tables come from the runs.
+"""
+
+import re
+from pathlib import Path
+
+__all__ = ["fill_blocks", "command_block"]
+
+_BLOCK = re.compile(r"(<!-- generated: (?P<name>[\w-]+) -->\n)(?P<body>.*?)"
+                    r"(<!-- end generated -->)", re.DOTALL)
+
+
+def fill_blocks(path, blocks):
+    """Replace the generated blocks of the page ``path``.
+
+    Parameters
+    ----------
+    path : path-like
+        The page (markdown).
+    blocks : dict of str -> str
+        Name -> new content of each block.
+
+    Returns
+    -------
+    path : pathlib.Path
+
+    Raises
+    ------
+    ValueError
+        A block of ``blocks`` has no markers in the page (the text would be lost).
+    """
+    path = Path(path)
+    text = path.read_text(encoding="utf-8")
+    found = {m.group("name") for m in _BLOCK.finditer(text)}
+    missing = sorted(set(blocks) - found)
+    if missing:
+        raise ValueError(f"{path.name}: no block {missing} (lines '<!-- generated: NAME -->' "
+                         "and '<!-- end generated -->' mark one); the page is unchanged.")
+
+    def replace(m):
+        body = blocks.get(m.group("name"))
+        if body is None:
+            return m.group(0)
+        return m.group(1) + body.rstrip("\n") + "\n" + m.group(4)
+
+    path.write_text(_BLOCK.sub(replace, text), encoding="utf-8")
+    return path
+
+
+def command_block(name, n_records, command=None):
+    """The lines that say how to reproduce a page and where its runs are.
+
+    Parameters
+    ----------
+    name : str
+        The study's name.
+    n_records : int
+        Records in its runs file.
+    command : str or None, default=None
+        The command (default: ``python -m skldp reproduce <name>``).
+
+    Returns
+    -------
+    markdown : str
+    """
+    command = command or f"python -m skldp reproduce {name}"
+    return (f"From the root of a clone of the repository (resumable: recorded runs are "
+            f"skipped; the page is rewritten from the runs file):\n\n```\n{command}\n```\n\n"
+            f"Runs: `studies/runs/{name}_runs.jsonl` ({n_records} records; each says how its "
+            "sweep was scheduled).\n")
