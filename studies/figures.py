@@ -1,21 +1,17 @@
-"""Figures of the results pages: accuracy (or AUC) against epsilon, from the runs files.
+"""Figures of the results pages: accuracy (or AUC) against epsilon, from a study's records.
 
-Reads the ``<study>_runs.jsonl`` files of ``docs/results`` (one per study, written by
-the reproduction scripts) and draws one figure per page, ``docs/results/fig_<page>.png``:
-the mean over seeds of each private method against its epsilon, the raw-feature (non-private) model
-as a dashed line and the feature-free (graph-only) model as a dotted line where the
-runs have them. PrivGE's page draws its own figure (``scripts/reproduce_privge.py``).
-
-Usage::
-
-    python scripts/results_figures.py            # all pages
-    python scripts/results_figures.py lpgnn rgnn # some pages
+Shared drawing helpers, and one function per page that draws
+``fig_<page>.png`` from the study's records: the mean over seeds of each private
+method against its epsilon, the raw-feature (non-private) model as a dashed line
+and the feature-free (graph-only) model as a dotted line where the runs have them.
+Needs matplotlib (``pip install -e ".[experiments]"``).
 """
 
-import argparse
-import json
 import math
 from collections import defaultdict
+
+__all__ = ["flat_records", "flat", "mean_by", "group", "finite", "curve", "hline", "finish",
+           "lpgnn", "rgnn", "solitude", "link_prediction", "dpgnn"]
 from pathlib import Path
 
 import matplotlib
@@ -24,19 +20,12 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
+
+def flat_records(records):
+    return [flat(r) for r in records]
 
 
-def _runs(*patterns):
-    rows = []
-    for pattern in patterns:
-        for path in sorted(RESULTS.glob(pattern)):
-            rows += [_flat(json.loads(line)) for line in path.read_text().splitlines()
-                     if line.strip()]
-    return rows
-
-
-def _flat(record):
+def flat(record):
     """A runner record with its settings (``params``) and ``acc`` at the top level, as the
     scripts' older records have them; fields already there win."""
     extra = dict(record.get("params") or {})
@@ -46,12 +35,12 @@ def _flat(record):
     return {**extra, **record}
 
 
-def _mean(rows, key, scale=1.0):
+def mean_by(rows, key, scale=1.0):
     """Mean of ``row[key]`` per group: ``{group: mean}`` with rows already grouped."""
     return {g: scale * float(np.mean([r[key] for r in rs])) for g, rs in rows.items()}
 
 
-def _group(rows, *keys, where=lambda r: True):
+def group(rows, *keys, where=lambda r: True):
     out = defaultdict(list)
     for r in rows:
         if where(r):
@@ -59,24 +48,24 @@ def _group(rows, *keys, where=lambda r: True):
     return out
 
 
-def _finite(v):
+def finite(v):
     return v is not None and not (isinstance(v, float) and math.isinf(v))
 
 
-def _curve(ax, points, **kw):
+def curve(ax, points, **kw):
     """Plot {eps: value} sorted by eps."""
-    eps = sorted(e for e in points if _finite(e))
+    eps = sorted(e for e in points if finite(e))
     if eps:
         ax.plot(eps, [points[e] for e in eps], **{"marker": "o", **kw})
 
 
-def _hline(ax, value, kind, label):
+def hline(ax, value, kind, label):
     if value is not None:
         style = {"raw": dict(ls="--", color="k"), "graph": dict(ls=":", color="gray")}[kind]
         ax.axhline(value, lw=1.2, label=label, **style)
 
 
-def _finish(fig, axes, page, ylabel, xlabel="ε"):
+def finish(fig, axes, path, ylabel, xlabel="ε"):
     for ax in np.ravel(axes):
         if not ax.has_data():
             ax.set_visible(False)
@@ -98,32 +87,31 @@ def _finish(fig, axes, page, ylabel, xlabel="ε"):
     fig.legend([handles[lab] for lab in labels], labels, loc="lower center",
                ncol=min(len(labels), 4), fontsize=8, frameon=False)
     fig.tight_layout(rect=(0, 0.04 + 0.04 * math.ceil(len(labels) / 4), 1, 1))
-    path = RESULTS / f"fig_{page}.png"
     fig.savefig(path, dpi=110)
     plt.close(fig)
-    print(f"wrote {path.relative_to(RESULTS.parents[1])}")
+    return path
 
 
-def lpgnn():
-    runs = _runs("lpgnn_runs.jsonl")
+def lpgnn(records, pages_dir):
+    runs = flat_records(records)
     rows = [r for r in runs if r["part"] == "table2"]
     lpg = [r for r in runs if r["part"] == "lpgnn"]
     fig, axes = plt.subplots(1, 5, figsize=(16, 3.6), sharey=False)
     for ax, ds in zip(axes[:2], ["cora", "citeseer"], strict=True):
-        g = _mean(_group(rows, "method", "eps", where=lambda r, ds=ds: r["dataset"] == ds), "acc")
+        g = mean_by(group(rows, "method", "eps", where=lambda r, ds=ds: r["dataset"] == ds), "acc")
         for m, c in [("LM", "C0"), ("PM", "C1"), ("PGC", "C2")]:
-            _curve(ax, {e: v for (mm, e), v in g.items() if mm == m}, color=c,
+            curve(ax, {e: v for (mm, e), v in g.items() if mm == m}, color=c,
                    label=f"GCN on {m} reports")
-        _hline(ax, g.get(("RAW", None)), "raw", "raw features")
-        _hline(ax, g.get(("GRAPH-ONLY", None)), "graph", "graph only")
+        hline(ax, g.get(("RAW", None)), "raw", "raw features")
+        hline(ax, g.get(("GRAPH-ONLY", None)), "graph", "graph only")
         ax.set_title(f"Table 2, {ds}")
     for ax, ds in zip(axes[2:], ["cora", "citeseer", "facebook"], strict=True):
-        g = _mean(_group(lpg, "method", "eps_x", "eps_y",
+        g = mean_by(group(lpg, "method", "eps_x", "eps_y",
                          where=lambda r, ds=ds: r["dataset"] == ds), "acc")
         for i, ey in enumerate([1.0, 2.0, 3.0]):
-            _curve(ax, {ex: v for (m, ex, eyy), v in g.items() if m == "LPGNN" and eyy == ey},
+            curve(ax, {ex: v for (m, ex, eyy), v in g.items() if m == "LPGNN" and eyy == ey},
                    color=f"C{i + 3}", label=f"LPGNN, ε_y = {ey:g}")
-            _curve(ax, {ex: v for (m, ex, eyy), v in g.items()
+            curve(ax, {ex: v for (m, ex, eyy), v in g.items()
                         if m == "LPGNN-AUTHORS" and eyy == ey},
                    color=f"C{i + 3}", ls="-.", marker="s",
                    label=f"LPGNN, authors' code (the defaults), ε_y = {ey:g}")
@@ -133,106 +121,90 @@ def lpgnn():
                            label=f"graph only, ε_y = {ey:g}")
         ax.set_title(f"LPGNN, {ds}")
         ax.set_xlabel("ε_x")
-    _finish(fig, axes, "lpgnn", "test accuracy")
+    return finish(fig, axes, Path(pages_dir) / "fig_lpgnn.png", "test accuracy")
 
 
-def rgnn():
+def rgnn(records, pages_dir):
     # Records written by the runner (skldp.experiments) name the model "method" and keep
     # the accuracy and the budgets in "metrics" and "params".
     rows = [r if "model" in r else {**r, "model": r["method"], "acc": r["metrics"]["accuracy"],
                                     **r["params"]}
-            for r in _runs("rgnn_runs.jsonl")]
+            for r in flat_records(records)]
     datasets = ["cora", "citeseer", "facebook", "german_rgnn", "student_rgnn"]
     fig, axes = plt.subplots(1, len(datasets), figsize=(16, 3.6))
     for ax, ds in zip(axes, datasets, strict=True):
-        g = _mean(_group(rows, "model", "eps", "eps_y", where=lambda r, ds=ds: r["dataset"] == ds),
+        g = mean_by(group(rows, "model", "eps", "eps_y", where=lambda r, ds=ds: r["dataset"] == ds),
                   "acc")
         for model, ls in [("RGNN", "-"), ("GraphSAGE", "--")]:
             for eps, c in [(1.0, "C0"), (0.1, "C1")]:
-                _curve(ax, {ey: v for (m, e, ey), v in g.items() if m == model and e == eps},
+                curve(ax, {ey: v for (m, e, ey), v in g.items() if m == model and e == eps},
                        color=c, ls=ls, label=f"{model}, ε = {eps:g} per feature")
-        _curve(ax, {ey: v for (m, e, ey), v in g.items() if m == "graph-only"},
+        curve(ax, {ey: v for (m, e, ey), v in g.items() if m == "graph-only"},
                color="gray", ls=":", label="graph only (noisy labels, no feature)")
         ax.set_title(ds)
     for ax in axes:
         ax.set_xlabel("ε_y (labels)")
-    _finish(fig, axes, "rgnn", "test accuracy", xlabel="ε_y (labels)")
+    return finish(fig, axes, Path(pages_dir) / "fig_rgnn.png", "test accuracy",
+                  xlabel="ε_y (labels)")
 
 
-def solitude():
+def solitude(records, pages_dir):
     # Records written by the runner keep the budgets in "params", the accuracy in "metrics".
     rows = [r if "eps_a" in r else {**r, **r["params"], "acc": r["metrics"]["accuracy"]}
-            for r in _runs("solitude_runs.jsonl")]
+            for r in flat_records(records)]
     panels = [(ds, bb) for ds in ["cora", "citeseer"] for bb in ["gcn", "sage"]]
     fig, axes = plt.subplots(1, 4, figsize=(14, 3.6))
     for ax, (ds, bb) in zip(axes, panels, strict=True):
-        g = _mean(_group(rows, "method", "eps_a",
+        g = mean_by(group(rows, "method", "eps_a",
                          where=lambda r, ds=ds, bb=bb: r["dataset"] == ds and r["backbone"] == bb),
                   "acc")
         for m, c in [("base", "C0"), ("lpgnn", "C1"), ("solitude", "C2")]:
-            _curve(ax, {e: v for (mm, e), v in g.items() if mm == m}, color=c,
+            curve(ax, {e: v for (mm, e), v in g.items() if mm == m}, color=c,
                    label={"base": "GNN on the received graph", "lpgnn": "LPGNN-style",
                           "solitude": "Solitude"}[m])
-        _curve(ax, {e: v for (mm, e), v in g.items() if mm == "graph_only"}, color="gray",
+        curve(ax, {e: v for (mm, e), v in g.items() if mm == "graph_only"}, color="gray",
                ls=":", label="graph only (no feature)")
         ax.set_title(f"{ds}, {'GCN' if bb == 'gcn' else 'GraphSAGE'}")
-    _finish(fig, axes, "solitude", "test accuracy", xlabel="ε_a (edges)")
+    return finish(fig, axes, Path(pages_dir) / "fig_solitude.png", "test accuracy",
+                  xlabel="ε_a (edges)")
 
 
-def link_prediction():
+def link_prediction(records, pages_dir):
     # The main runs only: the ablations (non-default loss or negative ratio) are reported apart.
-    rows = [r for r in _runs("link_prediction_runs.jsonl")
+    rows = [r for r in flat_records(records)
             if "loss" not in r and "negative_ratio" not in r]
     panels = [("000", "cora"), ("000", "citeseer"), ("002", "cora"), ("002", "facebook")]
     colors = {m: f"C{i}" for i, m in enumerate(["LM", "PM", "PGC", "LP", "MB", "HDS"])}
     fig, axes = plt.subplots(1, 4, figsize=(14, 3.6))
     for ax, (paper, ds) in zip(axes, panels, strict=True):
-        g = _mean(_group(rows, "method", "eps",
+        g = mean_by(group(rows, "method", "eps",
                          where=lambda r, p=paper, ds=ds: r["paper"] == p and r["dataset"] == ds),
                   "auc")
-        for m in sorted({m for m, e in g if _finite(e)}):
-            _curve(ax, {e: v for (mm, e), v in g.items() if mm == m}, color=colors[m],
+        for m in sorted({m for m, e in g if finite(e)}):
+            curve(ax, {e: v for (mm, e), v in g.items() if mm == m}, color=colors[m],
                    label=f"{m} reports")
         raw = g.get(("RAW", None), g.get(("inf", None)))
-        _hline(ax, raw, "raw", "raw features")
-        _hline(ax, g.get(("GRAPH", None)), "graph", "graph only")
+        hline(ax, raw, "raw", "raw features")
+        hline(ax, g.get(("GRAPH", None)), "graph", "graph only")
         ax.set_title(f"{'LPGNN (VGAE)' if paper == '000' else 'PrivGE (Hadamard)'}, {ds}")
-    _finish(fig, axes, "link_prediction", "test ROC-AUC (%)")
+    return finish(fig, axes, Path(pages_dir) / "fig_link_prediction.png", "test ROC-AUC (%)")
 
 
-def dpgnn():
-    rows = _runs("dpgnn_runs.jsonl")
+def dpgnn(records, pages_dir):
+    rows = flat_records(records)
     datasets = ["facebook", "twitch_ENGB"]
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
     for ax, ds in zip(axes, datasets, strict=True):
-        g = _mean(_group(rows, "method", "eps",
+        g = mean_by(group(rows, "method", "eps",
                          where=lambda r, ds=ds: r["dataset"] == ds and r.get("table") == "main"),
                   "test", 100)
         for m, c in [("DP-GNN", "C0"), ("DP-MLP", "C1")]:
-            _curve(ax, {e: v for (mm, e), v in g.items() if mm == m}, color=c, label=m)
+            curve(ax, {e: v for (mm, e), v in g.items() if mm == m}, color=c, label=m)
         for m, c in [("GCN (1-layer, MLP enc/dec)", "C0"), ("MLP", "C1")]:
             if (m, None) in g:
                 ax.axhline(g[m, None], ls="--", color=c, lw=1.2, label=f"{m}, non-private")
-        _hline(ax, g.get(("label propagation (feature-free)", None)), "graph",
+        hline(ax, g.get(("label propagation (feature-free)", None)), "graph",
                "label propagation (graph only)")
         ax.set_title(ds)
-    _finish(fig, axes, "dpgnn", "test accuracy (%)", xlabel="node-level ε")
-
-
-PAGES = {"lpgnn": lpgnn, "rgnn": rgnn, "solitude": solitude,
-         "link_prediction": link_prediction, "dpgnn": dpgnn}
-
-
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("pages", nargs="*", help=f"pages to draw (default: {', '.join(PAGES)})")
-    pages = parser.parse_args(argv).pages or list(PAGES)
-    unknown = set(pages) - set(PAGES)
-    if unknown:
-        parser.error(f"unknown pages {sorted(unknown)}; choose from {list(PAGES)}")
-    for page in pages:
-        PAGES[page]()
-
-
-if __name__ == "__main__":
-    main()
+    return finish(fig, axes, Path(pages_dir) / "fig_dpgnn.png", "test accuracy (%)",
+                  xlabel="node-level ε")
