@@ -22,7 +22,7 @@ Usage::
     OMP_NUM_THREADS=1 SKLDP_DATASETS_DIR=... nice python benchmarks/bench_sweep.py --quick
 
 ``--quick`` sweeps Cora (2 eps x 2 seeds, head <= 20 epochs) instead, to check the
-command end to end in a few minutes. Results: ``docs/results/sweep_benchmark.md``
+command end to end in a few minutes. Results: ``docs/performance/sweep_benchmark.md``
 (``--out``).
 """
 
@@ -114,7 +114,7 @@ def main(argv=None):
     p.add_argument("--quick", action="store_true")
     p.add_argument("--modes", nargs="+", default=["serial", "2 processes (loky)",
                                                    "Dask LocalCluster (2 workers)"])
-    p.add_argument("--out", default="docs/results/sweep_benchmark.md")
+    p.add_argument("--out", default="docs/performance/sweep_benchmark.md")
     args = p.parse_args(argv)
     import torch
     torch.set_num_threads(1)

@@ -16,7 +16,7 @@ A part that fails or runs out of time is reported as such and the others go
 on; a row that needs a missing optional package (pymetis, dp-accounting,
 torch_geometric) says so. It writes to ``--out-dir`` (five files):
 ``summary.md`` (the GPU table with the machine, versions and date),
-``performance.md`` (``docs/results/performance.md`` with that table in place of
+``performance.md`` (``docs/performance/performance.md`` with that table in place of
 its GPU section: copy it over the page), ``results.json`` (every row),
 ``pytest.txt`` (the test run's last lines) and ``parts.log`` (each part's
 command, time and last lines of output).
@@ -43,7 +43,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-PAGE = os.path.join(ROOT, "docs", "results", "performance.md")
+PAGE = os.path.join(ROOT, "docs", "performance", "performance.md")
 BEGIN, END = "<!-- gpu-check:begin -->", "<!-- gpu-check:end -->"
 
 # part -> (seconds it may take at most, the least worth starting it with)

@@ -62,7 +62,7 @@ def test_gpu_check_replaces_the_page_section():
     # a page without the markers gets the section at its end
     assert mod.with_section("# P\n", "S").endswith("S\n")
     # the page itself has the markers, once
-    text = (ROOT / "docs" / "results" / "performance.md").read_text()
+    text = (ROOT / "docs" / "performance" / "performance.md").read_text()
     assert text.count(mod.BEGIN) == text.count(mod.END) == 1
 
 
