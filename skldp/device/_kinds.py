@@ -177,9 +177,14 @@ def take(X, cols):
     return np.asarray(X, dtype=np.float64)[rows, cols]
 
 
-def hds_encode(X, lo, hi, k, grid, seed, keys):
-    """HDS: ``k`` sampled columns (increasing) and the square wave's cell of each."""
-    cols = sample_k_of_d(seed, keys, X.shape[1], k, stream=0)
+def hds_encode(X, lo, hi, k, grid, seed, keys, cols=None):
+    """HDS: ``k`` sampled columns (increasing) and the square wave's cell of each.
+
+    ``cols``: the columns ``sample_k_of_d(seed, keys, d, k, stream=0)``, when the
+    caller (the server's simulation) has drawn them elsewhere.
+    """
+    if cols is None:
+        cols = sample_k_of_d(seed, keys, X.shape[1], k, stream=0)
     t = 2.0 * (take(X, cols) - lo[cols]) / (hi[cols] - lo[cols]) - 1.0
     cells = grid.sample((t + 1.0) / 2.0, node_uniforms(seed, keys, k, stream=3),
                         node_uniforms_fine(seed, keys, k, stream=2),

@@ -217,14 +217,23 @@ class HDSMechanism(LDPMechanism):
 
     def _perturb(self, X, keys):
         keys = np.asarray(keys, dtype=np.uint64)
+        cols = self._sample_columns(keys, X.shape[1])
         if np.isinf(float(self.eps)):
             # the eps -> inf limit: b -> 0 and the band holds all the mass
-            cols = sample_k_of_d(self.seed_, keys, X.shape[1], self.k_, stream=0)
             lo, hi = self.feature_min_[cols], self.feature_max_[cols]
             return self._assemble(X, cols, 2.0 * (take(X, cols) - lo) / (hi - lo) - 1.0)
         report = hds_encode(X, self.feature_min_, self.feature_max_, self.k_, self._grid(),
-                            self.seed_, keys)
+                            self.seed_, keys, cols=cols)
         return self._decode(report, X)
+
+    def _sample_columns(self, keys, d):
+        """The users' k columns: the devices' draw, its n * d hashes on the GPU if any."""
+        from .._torch._counter_random import sample_k_of_d as on_device
+        from .._torch._counter_random import sampling_device
+        device = sampling_device(len(keys), d)
+        if device is None:
+            return sample_k_of_d(self.seed_, keys, d, self.k_, stream=0)
+        return on_device(self.seed_, keys, d, self.k_, stream=0, device=device)
 
     def _decode(self, report, X=None):
         """The server's matrix of reports from the devices' (columns, cells)."""

@@ -1,0 +1,62 @@
+"""The k-of-d sampler on a torch device gives the devices' columns, bit for bit."""
+
+import numpy as np
+import pytest
+import torch
+
+from skldp._torch import _counter_random
+from skldp._torch._counter_random import sample_k_of_d, sampling_device
+from skldp.device._random import sample_k_of_d as on_the_host
+from skldp.mechanisms import HDSMechanism
+
+
+def _keys(n, seed=0):
+    rng = np.random.default_rng(seed)
+    # keys with the top bit set too (uint64 words that are negative as int64)
+    return rng.integers(0, 2 ** 63, n, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
+
+
+@pytest.mark.parametrize(("n", "d", "k", "seed", "stream"),
+                         [(300, 50, 5, 7, 0), (200, 1000, 64, 2 ** 63 + 5, 3), (50, 8, 8, 0, 0),
+                          (100, 30, 1, 123, 1)])
+def test_torch_sampler_gives_the_hosts_columns(n, d, k, seed, stream):
+    keys = _keys(n, seed % 97)
+    assert np.array_equal(sample_k_of_d(seed, keys, d, k, stream, device="cpu"),
+                          on_the_host(seed, keys, d, k, stream=stream))
+
+
+def test_blocks_do_not_change_the_columns(monkeypatch):
+    keys = _keys(257)
+    whole = sample_k_of_d(3, keys, 40, 6)
+    monkeypatch.setattr(_counter_random, "_CHUNK", 40 * 16)   # blocks of 16 users
+    assert np.array_equal(sample_k_of_d(3, keys, 40, 6), whole)
+
+
+def test_bad_k_is_refused():
+    with pytest.raises(ValueError, match="k must be in 1..5"):
+        sample_k_of_d(0, _keys(3), 5, 6)
+
+
+def test_small_draws_stay_on_the_host():
+    assert sampling_device(10, 10) is None
+    if not torch.cuda.is_available():
+        assert sampling_device(10 ** 6, 10 ** 4) is None
+
+
+def _dense(a):
+    return a.toarray() if hasattr(a, "toarray") else np.asarray(a)
+
+
+@pytest.mark.parametrize("eps", [1.0, np.inf])
+def test_hds_reports_do_not_depend_on_where_the_columns_were_drawn(monkeypatch, eps):
+    X = np.random.default_rng(0).random((120, 40))
+    mech = HDSMechanism(eps=eps, k=4, feature_range=(0, 1), random_state=5)
+    host = mech.fit_transform(X)
+    calls = []
+    real = _counter_random.sample_k_of_d
+    monkeypatch.setattr(_counter_random, "sampling_device", lambda n, d: torch.device("cpu"))
+    monkeypatch.setattr(_counter_random, "sample_k_of_d",
+                        lambda *a, **kw: calls.append(kw["device"]) or real(*a, **kw))
+    torch_side = mech.fit_transform(X)
+    assert calls == [torch.device("cpu")]
+    assert np.array_equal(_dense(torch_side), _dense(host))
