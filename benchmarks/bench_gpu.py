@@ -193,6 +193,27 @@ def case_privge(devices):
     return rows
 
 
+def case_hds_columns(devices):
+    """HDS's k-of-d column draw for Facebook's users: the devices' numpy code against the
+    same hashes in torch on each device (the metric: 1 when the columns are identical)."""
+    from skldp._torch._counter_random import sample_k_of_d as on_device
+    from skldp.device._random import sample_k_of_d as on_the_host
+    G, _, _, _, hds = _facebook_reports()
+    n, d, k = G.n_nodes, G.shape[1], hds.k
+    keys = np.arange(n, dtype=np.uint64)
+    s, ref = _timed("cpu", lambda: on_the_host(7, keys, d, k))
+    rows = [dict(case=f"HDS columns, {n} users, {k} of {d} (numpy, the devices' code)",
+                 device="cpu", seconds=s, metric=1.0, metric_name="same columns",
+                 gpu_gib=None)]
+    for dev in devices:
+        _reset_peak(dev)
+        s, cols = _timed(dev, lambda dev=dev: on_device(7, keys, d, k, device=dev))
+        rows.append(dict(case=f"HDS columns, {n} users, {k} of {d} (torch)", device=dev,
+                         seconds=s, metric=float(np.array_equal(cols, ref)),
+                         metric_name="same columns", gpu_gib=_peak_gib(dev)))
+    return rows
+
+
 def _node_models(d, classes, n_train):
     from sklearn.pipeline import Pipeline
 
@@ -362,9 +383,9 @@ def case_huge(devices, n=10_000_000):
     return _privge_at_scale(devices[-1:], n, f"{n} users / {10 * n} edges")
 
 
-CASES = {"ppr": case_ppr, "privge": case_privge, "models": case_models,
-         "large": case_large, "huge": case_huge}
-DEFAULT_CASES = ["ppr", "privge", "models"]
+CASES = {"ppr": case_ppr, "hds_columns": case_hds_columns, "privge": case_privge,
+         "models": case_models, "large": case_large, "huge": case_huge}
+DEFAULT_CASES = ["ppr", "hds_columns", "privge", "models"]
 
 
 # ------------------------------------------------------------------- reporting

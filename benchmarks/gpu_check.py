@@ -70,7 +70,7 @@ def commands(out, smoke):
             tests += ["-n", "8"]
     return {
         "tests": tests,
-        "bench": bench + ["--cases", "ppr", "privge", "models",
+        "bench": bench + ["--cases", "ppr", "hds_columns", "privge", "models",
                           "--json", os.path.join(out, "_bench.json")],
         "pyg": [py, os.path.join(HERE, "bench_pyg.py"), "--json", os.path.join(out, "_pyg.json")]
         + (["--seeds", "2", "--epochs", "3", "--datasets", "cora"] if smoke else ["--seeds", "5"]),
