@@ -16,8 +16,8 @@ RUNS_DIR = Path(__file__).resolve().parent / "runs"
 PAGES_DIR = Path(__file__).resolve().parent.parent / "docs" / "results"
 
 # name -> module of this package
-_STUDIES = ("budget_split", "dpgnn", "label_scarce", "link_prediction", "lpgnn", "lpgnn_mae",
-            "planetoid", "privge", "rgnn", "solitude")
+_STUDIES = ("budget_split", "dpgnn", "honest_utility", "label_scarce", "link_prediction", "lpgnn",
+            "lpgnn_mae", "planetoid", "privge", "rgnn", "solitude")
 
 
 def _module(name):

@@ -21,6 +21,7 @@ Each run checks the ledger of its users: every user who sent a label spent
 """
 
 import functools
+from pathlib import Path
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -29,12 +30,13 @@ from skldp.experiments import Grid, Method, Study, default_split
 
 from .common import run_on_split
 from .label_scarce import NORMALIZATION, paired_difference, scarce_masks
+from .pages import command_block, fill_blocks
 from .private_features import candidates, fit_select, private_input
 
 __all__ = ["budget_split_study", "BudgetRun", "BUDGETS", "SHARES", "KINDS", "DATASETS",
            "RANDOM", "SCARCE", "split_rows", "budget_split_table", "budget_split_figure",
            "check_ledger", "cells_table", "public_quantities",
-           "recommender_check"]
+           "recommender_check", "write_page"]
 
 BUDGETS = [1.0, 2.0, 4.0, 8.0]
 SHARES = [0.25, 0.5, 0.75]         # the features' share of B (share 0: the feature-free kinds)
@@ -384,13 +386,15 @@ def budget_split_figure(records, path):
 
     Returns
     -------
-    path : pathlib.Path
+    path : pathlib.Path or None
+        ``None`` when matplotlib is not installed.
     """
-    from pathlib import Path
-
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
     rows = split_rows(records)
     panels = sorted(dict.fromkeys((r["dataset"], r["split"]) for r in rows),
                     key=lambda p: (p[0], p[1] != RANDOM))
@@ -529,6 +533,159 @@ def recommender_check(records):
                      f"{'yes' if ok else 'no'} |")
     lines += ["", f"The recommendation agrees with the study in {agree} of {total} cells."]
     return "\n".join(lines)
+
+
+def _answer(rows):
+    """The verdict in words, from :func:`split_rows`."""
+    done = [r for r in rows if r["winner"] is not None]
+    wins = {w: sum(r["winner"] == w for r in done) for w in ("labels", "tie")}
+    split_wins = [r for r in done if r["winner"].startswith("share")]
+    verdict = ("All of B on the label" if not split_wins else
+               "All of B on the label, except where a split wins below")
+    out = [f"**Answer.** {verdict}. In {wins['labels']} of {len(done)} cells "
+           "(dataset × regime × B), every split is below the label-only model by more than "
+           f"two standard errors. In {wins['tie']} cells the best split is within noise of "
+           f"it, and in {len(split_wins)} a split wins"]
+    if split_wins:
+        out[-1] += " (" + ", ".join(f"{r['dataset']}, {r['split']}, B = {r['budget']:g}: "
+                                   f"{r['winner']}" for r in split_wins) + ")"
+    out[-1] += (". The paired difference in test accuracy of the split that came closest, "
+                "minus the label-only model's, in points (its share in brackets):")
+    out.append("")
+    for ds, sp in dict.fromkeys((r["dataset"], r["split"]) for r in done):
+        parts = []
+        for r in (r for r in done if (r["dataset"], r["split"]) == (ds, sp)):
+            sh, (cell, (m, se, n)) = max(r["shares"].items(), key=lambda t: t[1][1][0])
+            parts.append(f"B = {r['budget']:g}: {100 * m:+.1f} ± {100 * se:.1f} "
+                         f"(share {sh:g}; {r['winner']})")
+        out.append(f"* {ds}, {sp}: " + "; ".join(parts) + ".")
+    chosen = [r["labels"][0] for r in done if r["labels"]]
+    by = {k: chosen.count(k) for k in dict.fromkeys(chosen)}
+    split_kinds = [c[0] for r in done for c, _ in r["shares"].values() if c]
+    with_features = {k: split_kinds.count(k) for k in dict.fromkeys(split_kinds)}
+    out += ["", "The label-only model chosen on validation was "
+            + ", ".join(f"{KINDS[k][1].split(',')[0]} in {n}" for k, n in by.items())
+            + f" of the {len(chosen)} cells. With features, the model chosen was "
+            + ", ".join(f"{KINDS[k][1]} in {n}" for k, n in with_features.items())
+            + f" of the {sum(with_features.values())} (cell, share) pairs. LPGNN on structural "
+            "features, with all of B on the label, measures what LPGNN's label model (label "
+            "propagation of the noisy labels and its corrected loss) gives without any "
+            "feature report."]
+    return "\n".join(out)
+
+
+def _motivating_pair(records):
+    """The motivating comparison: label propagation at eps 2 against multi-bit(1) -> LPGNN(1)."""
+    def cell(ds, kind, params):
+        v = [100 * r["metrics"]["accuracy"] for r in records if r["dataset"] == ds
+             and r["split"] == RANDOM and r["method"] == kind and r["params"] == params]
+        return f"{np.mean(v):.1f} ± {np.std(v):.1f}" if v else "—"
+    parts = [f"{ds} {cell(ds, 'lp', {'budget': 2.0})} against "
+             f"{cell(ds, 'lpgnn', {'budget': 2.0, 'share': 0.5})}"
+             for ds in dict.fromkeys(r["dataset"] for r in records)]
+    return ("At B = 2 on 50/25/25 splits, label propagation on labels randomized at 2 against "
+            "multi-bit(ε = 1) → LPGNN(eps_y = 1), the comparison that motivated this study: "
+            + "; ".join(parts) + ".")
+
+
+def _seed_count(records):
+    n = sorted({len(v) for v in _cells(records).values()})
+    return "no" if not n else str(n[0]) if n[0] == n[-1] else f"{n[0]}-{n[-1]}"
+
+
+def _table(records):
+    return (f"Test accuracy (%), mean ± std over {_seed_count(records)} seeds (the split, the "
+            "collections and the models); the difference is paired by seed (± its standard "
+            "error). Every model is chosen on the validation nodes.\n\n"
+            + budget_split_table(records) + "\n\n" + _motivating_pair(records))
+
+
+def _command(records):
+    datasets = [d for d in DATASETS if any(r["dataset"] == d for r in records)]
+    datasets += sorted({r["dataset"] for r in records} - set(datasets))
+    seeds = max((r["seed"] for r in records), default=-1) + 1
+    return ("export OMP_NUM_THREADS=1 SKLDP_DATASETS_DIR=<datasets folder>\n"
+            f"python -m skldp reproduce budget_split --datasets {' '.join(datasets)} "
+            f"--seeds {seeds}")
+
+
+def _ledger(records):
+    budgeted = [r for r in records if r["method"] != "raw"]
+    ok = all(abs(r["eps_spent"] - r["params"]["budget"]) < 1e-9
+             and abs(r["metrics"]["label_sender_epsilon_min"] - r["params"]["budget"]) < 1e-9
+             for r in budgeted)
+    return (f"Ledger: in {'all' if ok else 'NOT all'} of the {len(budgeted)} runs with a "
+            "budget, every user who sent a label spent exactly B and no user spent more "
+            "(the runner's `eps_spent` and each run's own check).")
+
+
+def _cells_and_gaps(records):
+    """Every cell of each panel, then what of the study's grid (its defaults) was not run."""
+    out = []
+    panels = list(dict.fromkeys((r["dataset"], r["split"]) for r in split_rows(records)))
+    for ds, sp in panels:
+        out += [f"## All cells: {ds}, {sp}", "", cells_table(records, ds, sp), ""]
+    planned = budget_split_study()
+    recorded = {r["key"] for r in records}
+    seeds = sorted({r["seed"] for r in records})
+    lines = ["## Cells of the planned grid that were not run", ""]
+    missing = [f"{ds} ({sp})" for ds in planned.datasets for sp in planned.splits
+               if (ds, sp) not in {(r["dataset"], r["split"]) for r in records}]
+    if missing:
+        lines.append(f"* Datasets and regimes: {', '.join(missing)}.")
+    if len(seeds) < len(planned.seeds):
+        lines.append(f"* Seeds: {len(seeds)} of the {len(planned.seeds)} planned (seeds "
+                     f"{', '.join(map(str, seeds))} ran). The standard errors are those of "
+                     f"{len(seeds)} paired seeds.")
+    gaps = [s.key for s in planned.runs() if (s.dataset, s.split) in set(panels)
+            and s.seed in seeds and s.key not in recorded]
+    if gaps:
+        lines.append(f"* In the panels above, {len(gaps)} runs of the seeds that ran are "
+                     "missing.")
+    else:
+        lines.append(f"* Every budget ({', '.join(f'{b:g}' for b in BUDGETS)}) and every "
+                     f"share ({', '.join(f'{s:g}' for s in SHARES)}, and 0) ran in each panel "
+                     "above, with every seed that ran.")
+    lines.append("* Only multi-bit feature reports were tried. PrivGE's HDS mechanism, the "
+                 "set-valued and the grouped GRR-FS pipelines of the label-scarce study were "
+                 "not run.")
+    labels = "; ".join(f"`{k}`: {v[1]}" for k, v in KINDS.items())
+    return "\n".join(out + lines + ["", f"Models (record `method`): {labels}."])
+
+
+def write_page(records, pages_dir):
+    """Write ``budget_split.md`` and ``fig_budget_split.png`` from the study's runs.
+
+    Parameters
+    ----------
+    records : list of dict
+        The study's records (its runs file); any number of seeds.
+    pages_dir : pathlib.Path
+        Folder of the page.
+
+    Returns
+    -------
+    paths : dict of str -> pathlib.Path
+        ``"page"`` and (with matplotlib) ``"figure"``.
+    """
+    pages_dir = Path(pages_dir)
+    page = fill_blocks(pages_dir / "budget_split.md", {
+        "answer": _answer(split_rows(records)),
+        "table": _table(records),
+        "command": command_block("budget_split", len(records), _command(records)),
+        "figure": "![Test accuracy against the total budget B](fig_budget_split.png)\n\n"
+                  "*Test accuracy against the total budget; black squares: all of B on the "
+                  "label; circles: a share of B on the features; each with its model chosen "
+                  "on validation; dotted: raw features with clean labels.*",
+        "ledger": _ledger(records),
+        "recommender": recommender_check(records),
+        "cells": _cells_and_gaps(records)})
+    out = {"page": page}
+    figure = budget_split_figure(records, pages_dir / "fig_budget_split.png") \
+        if records else None
+    if figure is not None:
+        out["figure"] = figure
+    return out
 
 
 make_study = budget_split_study   # the registry's name (studies.get_study)

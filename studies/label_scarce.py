@@ -18,6 +18,7 @@ steps) and every early stop is chosen on the validation nodes.
 """
 
 import functools
+from pathlib import Path
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -26,6 +27,7 @@ from skldp.experiments import Grid, Method, Study
 
 from .common import run_on_split
 from .lpgnn import planetoid
+from .pages import command_block, fill_blocks
 from .private_features import (
     RGNN_CONFIG,
     binary_features,
@@ -36,7 +38,7 @@ from .private_features import (
 
 __all__ = ["label_scarce_study", "ScarceRun", "EPS", "DATASETS", "KINDS", "scarce_masks",
            "label_scarce_verdict", "label_scarce_report", "label_scarce_table",
-           "verdict_rows", "paired_difference"]
+           "verdict_rows", "paired_difference", "write_page"]
 
 EPS = [0.5, 1.0, 2.0, 4.0, 8.0]
 DATASETS = ("cora", "citeseer", "facebook", "twitch_ENGB", "wiki_chameleon",
@@ -380,6 +382,137 @@ def label_scarce_report(records):
     splits = [s for s in (SCARCE, "planetoid") if any(r.get("split") == s for r in records)]
     return "\n\n".join(f(records, s) for s in splits
                        for f in (label_scarce_verdict, label_scarce_table))
+
+
+def _answer(records):
+    """The verdict in words: how many datasets, and every paired difference."""
+    splits = [s for s in (SCARCE, "planetoid") if any(r.get("split") == s for r in records)]
+    out = []
+    for split in splits:
+        rows = [r for r in verdict_rows(records, split) if "diff" in r]
+        wins = [r["dataset"] for r in rows
+                if r["diff"][2] > 1 and r["diff"][0] > 2 * r["diff"][1]]
+        diffs = "; ".join(f"{r['dataset']} {100 * r['diff'][0]:+.1f} ± "
+                          f"{100 * r['diff'][1]:.1f} (n = {r['diff'][2]})" for r in rows)
+        if split == SCARCE:
+            head = (f"**Answer: on {len(wins)} of the {len(rows)} datasets run"
+                    + (f" ({', '.join(wins)})" if wins else "")
+                    + f"; the goal of three is {'met' if len(wins) >= 3 else 'not met'}.**")
+            out.append(f"{head} On the {split} splits, the best ε ≤ 2 pipeline minus the best "
+                       f"feature-free model, in points, paired by seed (± its standard error; "
+                       f"n seeds): {diffs}.")
+        else:
+            out.append(f"On the public Planetoid split: {diffs}; more than twice the standard "
+                       f"error on {', '.join(wins) if wins else 'none'}.")
+    gaps = []
+    for r in verdict_rows(records, SCARCE):
+        if r["free"] and r["raw"]:
+            raw = np.mean(list(r["raw"][2].values()))
+            free = np.mean(list(r["free"][2].values()))
+            gaps.append(f"{r['dataset']} {100 * (raw - free):+.1f}")
+    if gaps:
+        out.append("The raw-feature ceiling minus the best feature-free model, 20/30 splits, "
+                   "in points: " + "; ".join(gaps) + ".")
+    return "\n\n".join(out)
+
+
+def _seeds(seeds):
+    seeds = sorted(seeds)
+    if seeds == list(range(seeds[0], seeds[-1] + 1)):
+        return f"{seeds[0]}-{seeds[-1]}" if len(seeds) > 1 else f"{seeds[0]}"
+    return ", ".join(map(str, seeds))
+
+
+def _command(records):
+    """One command per group of datasets that ran the same pipelines, budgets and seeds."""
+    ran = {}
+    for r in records:
+        k, e, s = ran.setdefault(r["dataset"], (set(), set(), set()))
+        k.add(r["method"])
+        s.add(r["seed"])
+        if r["params"].get("eps") is not None:
+            e.add(r["params"]["eps"])
+    groups = {}
+    for ds in sorted(ran, key=lambda d: (DATASETS + (d,)).index(d)):
+        k, e, s = ran[ds]
+        # every row that applies to the dataset: no --kinds
+        k = None if k == set(label_scarce_study([ds]).methods) else frozenset(k)
+        groups.setdefault((k, frozenset(e), max(s) + 1), []).append(ds)
+    lines = ["export OMP_NUM_THREADS=1 SKLDP_DATASETS_DIR=<datasets folder>"]
+    for (kinds, eps, n), datasets in groups.items():
+        cmd = (f"python -m skldp reproduce label_scarce --datasets {' '.join(datasets)} "
+               f"--seeds {n}")
+        if eps:
+            cmd += " --eps " + " ".join(f"{e:g}" for e in sorted(eps))
+        if kinds is not None:
+            cmd += " --kinds " + " ".join(k for k in KINDS if k in kinds)
+        lines.append(cmd)
+    return "\n".join(lines)
+
+
+def _coverage(records):
+    """What of the study's grid (its defaults) the runs hold, per dataset."""
+    recorded = {r["key"] for r in records}
+    lines = [f"**What was run.** {len(records)} runs of the study's grid (its defaults: "
+             f"{len(DATASETS)} datasets, seeds 0-9, ε in "
+             f"{{{', '.join(f'{e:g}' for e in EPS)}}}):", ""]
+    for ds in DATASETS:
+        specs = label_scarce_study([ds]).runs()
+        mine = [s for s in specs if s.key in recorded]
+        if not mine:
+            lines.append(f"* {ds}: not run ({len(specs)} runs).")
+            continue
+        seeds = _seeds({s.seed for s in mine})
+        kinds = [k for k in KINDS if any(s.method == k for s in mine)]
+        missing = [k for k in KINDS if k not in kinds and any(s.method == k for s in specs)]
+        eps = sorted({dict(s.params)["eps"] for s in mine if "eps" in dict(s.params)})
+        splits = sorted({s.split for s in mine})
+        text = (f"* {ds}: {len(mine)} of {len(specs)} runs; split{'s' * (len(splits) > 1)} "
+                f"{', '.join(splits)}; seeds {seeds}; {len(kinds)} rows")
+        if eps:
+            text += f", ε in {{{', '.join(f'{e:g}' for e in eps)}}}"
+        if missing:
+            text += "; rows not run: " + ", ".join(KINDS[k][1] for k in missing)
+        lines.append(text + ".")
+    return "\n".join(lines)
+
+
+def _figure(records, pages_dir):
+    from skldp.experiments import plot_summary, summarize
+    study = label_scarce_study()
+    return plot_summary(summarize(records), Path(pages_dir) / "label_scarce.png",
+                        roles={m: meth.role for m, meth in study.methods.items()},
+                        labels={m: meth.label or m for m, meth in study.methods.items()})
+
+
+def write_page(records, pages_dir):
+    """Write ``label_scarce.md`` (answer, verdicts, command, coverage, tables) and its figure.
+
+    Parameters
+    ----------
+    records : list of dict
+        The study's records (its runs file); any number of seeds.
+    pages_dir : pathlib.Path
+        Folder of the page.
+
+    Returns
+    -------
+    paths : dict of str -> pathlib.Path
+        ``"page"`` and (with matplotlib) ``"figure"``.
+    """
+    splits = [s for s in (SCARCE, "planetoid") if any(r.get("split") == s for r in records)]
+    page = fill_blocks(Path(pages_dir) / "label_scarce.md", {
+        "answer": _answer(records),
+        "verdict": "\n\n".join(label_scarce_verdict(records, s) for s in splits),
+        "figure": "![Test accuracy against eps per dataset and split](label_scarce.png)",
+        "command": command_block("label_scarce", len(records), _command(records)),
+        "coverage": _coverage(records),
+        "tables": "\n\n".join(label_scarce_table(records, s) for s in splits)})
+    out = {"page": page}
+    figure = _figure(records, pages_dir) if records else None
+    if figure is not None:
+        out["figure"] = figure
+    return out
 
 
 make_study = label_scarce_study   # the registry's name (studies.get_study)

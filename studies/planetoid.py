@@ -20,6 +20,7 @@ the papers' values.
 import functools
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -27,9 +28,10 @@ from sklearn.base import BaseEstimator
 from skldp.experiments import Method, Study
 
 from .common import run_on_split
+from .pages import command_block, fill_blocks
 
 __all__ = ["planetoid_study", "PlanetoidRun", "KINDS", "REGIMES", "REFERENCE",
-           "planetoid_table"]
+           "planetoid_table", "write_page"]
 
 KINDS = ("GCN", "GCN (raw features)", "GAT", "PPR -> MLPHead", "PPR -> MLPHead (former)",
          "label propagation")
@@ -40,20 +42,25 @@ LP_ALPHAS = (0.5, 0.8, 0.9, 0.99)
 FORMER_HEAD = dict(hidden_layer_sizes=(64,), normalization="standardize", lr=0.01,
                    weight_decay=5e-4, epochs=100, patience=20, early_stopping=True)
 
-# Published test accuracies (%) on the same split: ``(cora, citeseer)``.
-REFERENCE = {
-    "GCN": ("PyG GCN (this machine, benchmarks/bench_planetoid.py)", None,
-            "Kipf & Welling 2017, Table 2", (81.5, 70.3)),
-    "GAT": (None, None, "Veličković et al. 2018, Table 2", (83.0, 72.5)),
-    "PPR -> MLPHead": (None, None, "scikit-learn LogisticRegression(C=10) on the same PPR "
-                       "rows, L2-normalised (Cora)", (83.3, None)),
-    "label propagation": (None, None, "Kipf & Welling 2017, Table 2 (LP)", (68.0, 45.3)),
-}
+# Display name of each kind in the table.
+LABELS = {"PPR -> MLPHead": "PPR → MLPHead",
+          "PPR -> MLPHead (former)": "PPR → MLPHead, former defaults",
+          "label propagation": "label propagation (no feature)"}
 #: PyTorch Geometric's GCN example (2 layers of 16, dropout 0.5, Adam 0.01, weight decay
 #: 5e-4 on the first layer, row-normalised features, 200 epochs, the epoch of best
-#: validation accuracy), run on the same files with 10 seeds.
+#: validation accuracy), run on the same files with 10 seeds by
+#: ``benchmarks/bench_planetoid.py`` (it needs PyTorch Geometric: not a run of this study).
 PYG_GCN = {"cora": (81.6, 0.9), "citeseer": (70.7, 1.1)}
-PYG_GCN_ISSUE = {"cora": (82.0, 0.6), "citeseer": (70.9, 1.1)}
+# Published test accuracies (%) on the same split, ``(cora, citeseer)``, and one
+# reference of the PPR pipeline's head: a linear model on the same propagated rows.
+REFERENCE = {
+    "GCN": ("Kipf & Welling, ICLR 2017, Table 2", (81.5, 70.3)),
+    "GAT": ("Veličković et al., ICLR 2018, Table 2", (83.0, 72.5)),
+    "PPR -> MLPHead": ("scikit-learn `LogisticRegression(C=10)` on the same PPR rows, "
+                       "L2-normalised", (83.3, None)),
+    "label propagation": ("Kipf & Welling, ICLR 2017, Table 2", (68.0, 45.3)),
+}
+PAGE = "planetoid.md"
 
 
 def planetoid_masks(y, seed, dataset):
@@ -197,6 +204,19 @@ def _cell(values):
     return f"{v.mean():.1f} ± {v.std():.1f}"
 
 
+def _reference(kind):
+    refs = []
+    if kind == "GCN":
+        refs.append("PyG's GCN, same files, 10 seeds: " + ", ".join(
+            f"{m:.1f} ± {s:.1f}" for m, s in PYG_GCN.values()))
+    if kind in REFERENCE:
+        source, (cora, citeseer) = REFERENCE[kind]
+        values = (f"{cora:.1f} (Cora)" if citeseer is None
+                  else f"{cora:.1f}, {citeseer:.1f}")
+        refs.append(f"{source}: {values}")
+    return "; ".join(refs) or "—"
+
+
 def planetoid_table(records):
     """The Markdown table of the study beside PyTorch Geometric's GCN and the papers.
 
@@ -209,31 +229,46 @@ def planetoid_table(records):
     -------
     text : str
     """
-    acc, secs = {}, {}
+    acc, seeds = {}, set()
     for r in records:
         key = (r["method"], r["params"].get("regime"), r["dataset"])
         acc.setdefault(key, []).append(r["metrics"]["accuracy"])
-        secs.setdefault(key, []).append(r["metrics"].get("fit_seconds", np.nan))
-    n = max((len(v) for v in acc.values()), default=0)
+        seeds.add(r.get("seed"))
     lines = ["| model | Cora, validation | Cora, train-only | CiteSeer, validation | "
              "CiteSeer, train-only | reference (Cora, CiteSeer) |",
              "|---|---|---|---|---|---|"]
     for kind in KINDS:
         cells = [_cell(acc.get((kind, regime, ds), []))
                  for ds in ("cora", "citeseer") for regime in REGIMES]
-        ref = REFERENCE.get(kind)
-        refs = []
-        if kind == "GCN":
-            refs.append("PyG, same files: " + ", ".join(
-                f"{m:.1f} ± {s:.1f}" for m, s in PYG_GCN.values()))
-        if ref is not None:
-            refs.append(f"{ref[2]}: " + ", ".join("—" if v is None else f"{v:.1f}"
-                                                   for v in ref[3]))
-        lines.append(f"| {kind} | " + " | ".join([cells[0], cells[1], cells[2], cells[3]])
-                     + f" | {'; '.join(refs) or '—'} |")
-    lines.append("")
-    lines.append(f"Test accuracy (%), mean ± std over {n} seeds.")
-    return "\n".join(lines)
+        lines.append(f"| {LABELS.get(kind, kind)} | " + " | ".join(cells)
+                     + f" | {_reference(kind)} |")
+    n = sorted(len(v) for v in acc.values())
+    count = "no" if not n else str(n[0]) if n[0] == n[-1] else f"{n[0]}-{n[-1]}"
+    caption = (f"Test accuracy (%), mean ± std over {count} seeds (the model's seed; the split "
+               "is fixed).")
+    return caption + "\n\n" + "\n".join(lines)
+
+
+def write_page(records, pages_dir):
+    """Write the table and the command block of ``planetoid.md`` from the study's runs.
+
+    Parameters
+    ----------
+    records : list of dict
+        The study's records (its runs file).
+    pages_dir : pathlib.Path
+        Folder of the page.
+
+    Returns
+    -------
+    paths : dict of str -> pathlib.Path
+        ``"page"`` (no figure: there is no privacy budget on this page).
+    """
+    page = fill_blocks(Path(pages_dir) / PAGE, {
+        "table": planetoid_table(records),
+        "command": command_block("planetoid", len(records),
+                                 "python -m skldp reproduce planetoid --n-jobs 2")})
+    return {"page": page}
 
 
 make_study = planetoid_study   # the registry's name (studies.get_study)

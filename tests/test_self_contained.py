@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # Parts of the tree a user receives: the package, the documentation sources, the gallery
 # scripts, the benchmark and study scripts and the top-level pages.
-WALKED = ("skldp", "docs", "examples", "benchmarks", "scripts")
+WALKED = ("skldp", "docs", "examples", "benchmarks", "scripts", "studies")
 TOP_FILES = ("README.md", "CONTRIBUTING.md")
 SUFFIXES = {".py", ".rst", ".md"}
 # Build outputs and pages generated from the sources above (checked through their sources).
@@ -73,7 +73,7 @@ def test_walk_covers_package_and_docs():
     files = {p.relative_to(ROOT).as_posix() for p in _files()}
     assert "skldp/base.py" in files
     assert "README.md" in files
-    assert "benchmarks/bench_performance.py" in files and "scripts/honest_utility.py" in files
+    assert "benchmarks/bench_performance.py" in files and "studies/honest_utility.py" in files
     assert any(f.startswith("docs/") and f.endswith(".rst") for f in files)
     assert not any(f.startswith("docs/_build/") for f in files)
 

@@ -2,6 +2,7 @@
 
 import json
 import math
+import shutil
 
 import numpy as np
 import pytest
@@ -196,6 +197,7 @@ def test_reproduce_passes_eps_and_kinds_to_the_study(tmp_path, monkeypatch):
         return real(name, **kwargs)
 
     monkeypatch.setattr(studies, "get_study", spy)
+    shutil.copy(studies.PAGES_DIR / "label_scarce.md", tmp_path)   # the page it fills
     code = reproduce_main(["label_scarce", "--datasets", "german", "--seeds", "1", "--eps", "1",
                            "2", "--kinds", "lp", "hds", "--max-runs", "0", "--results-dir",
                            str(tmp_path), "--no-progress"])

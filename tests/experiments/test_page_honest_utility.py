@@ -1,0 +1,95 @@
+"""The honest-utility study: registered over its recorded keys (nothing left to run), its
+page written from its runs file byte for byte."""
+
+import math
+import shutil
+
+import numpy as np
+import pytest
+
+from skldp.datasets import load_dataset
+from skldp.experiments import default_split, load_runs, run_study
+from studies import PAGES_DIR, RUNS_DIR, get_study, list_studies, write_page
+from studies.honest_utility import PIPELINES, SIGNALS, HonestRun
+
+PAGE = "honest_utility.md"
+RUNS = RUNS_DIR / "honest_utility_runs.jsonl"
+
+
+@pytest.fixture(scope="module")
+def records():
+    return load_runs(RUNS, "honest_utility")
+
+
+def test_the_study_is_its_recorded_runs(records):
+    assert "honest_utility" in list_studies()
+    keys = [s.key for s in get_study("honest_utility").runs()]
+    assert len(keys) == len(set(keys)) == len(records) == 1585
+    assert set(keys) == {r["key"] for r in records}
+
+
+def test_records_keep_the_former_keys_and_fields(records):
+    legacy = [r["legacy_key"] for r in records]
+    assert len(set(legacy)) == len(legacy)
+    for r in records:
+        assert r["method"] == r["pipeline"] and r["legacy_key"].split("|")[1] == r["pipeline"]
+        eps = r["params"].get("eps")
+        assert (eps is None and r["eps"] is None) or math.isclose(eps, r["eps"])
+        if r["pipeline"] in SIGNALS:
+            assert r["metrics"]["fisher"] == r["fisher"] and r["seed"] == 0
+        else:
+            assert r["pipeline"] in PIPELINES
+            assert r["metrics"]["accuracy"] == r["acc"] and r["eps_spent"] == r["epsilon_spent"]
+
+
+def test_run_study_over_a_copy_of_the_runs_runs_none(tmp_path):
+    shutil.copy(RUNS, tmp_path)
+    before = (tmp_path / RUNS.name).read_bytes()
+    res = run_study(get_study("honest_utility"), tmp_path, progress=False)
+    assert res.done == [] and res.failed == {} and len(res.skipped) == 1585
+    assert (tmp_path / RUNS.name).read_bytes() == before
+
+
+def test_a_feature_free_run_gives_its_recorded_accuracy(records):
+    # label propagation is deterministic: today's run is the recorded one
+    bunch = load_dataset("cora")
+    G, y = bunch.data.new_simulation(), np.asarray(bunch.target)
+    out = HonestRun("feature-free: label propagation", dataset="cora",
+                    random_state=0).run(G, y, default_split(y, 0))
+    rec = next(r for r in records
+               if r["key"] == "cora|feature-free: label propagation|50/25/25|0|{}")
+    assert out == rec["metrics"]
+
+
+def test_bad_runs_are_refused():
+    bunch = load_dataset("cora")
+    G, y = bunch.data, np.asarray(bunch.target)
+    with pytest.raises(ValueError, match="pipeline must be one of"):
+        HonestRun("GCN").run(G, y, default_split(y, 0))
+    with pytest.raises(ValueError, match="needs eps"):
+        HonestRun("multi-bit -> PPR -> MLP").run(G, y, default_split(y, 0))
+
+
+def test_write_page_gives_back_the_committed_page(tmp_path, records):
+    pytest.importorskip("matplotlib")
+    shutil.copy(PAGES_DIR / PAGE, tmp_path)
+    paths = write_page("honest_utility", records, tmp_path)
+    assert paths["page"].read_bytes() == (PAGES_DIR / PAGE).read_bytes()
+    assert paths["figure"] == tmp_path / "honest_utility.png"
+    assert paths["figure"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_page_follows_the_records(tmp_path, records, monkeypatch):
+    import studies.honest_utility as module
+    monkeypatch.setattr(module, "_figure", lambda records, path: None)
+    shutil.copy(PAGES_DIR / PAGE, tmp_path)
+    few = [r for r in records if r["seed"] < 2]
+    text = write_page("honest_utility", few, tmp_path)["page"].read_text()
+    assert "(n=5)" not in text and "(n=2)" in text and "--seeds 2\n" in text
+    assert f"honest_utility_runs.jsonl` ({len(few)} records" in text
+
+
+def test_a_page_without_its_blocks_is_refused(tmp_path, records):
+    (tmp_path / PAGE).write_text("# Honest utility\n")
+    with pytest.raises(ValueError, match="no block"):
+        write_page("honest_utility", records, tmp_path)
