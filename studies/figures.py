@@ -11,7 +11,7 @@ import math
 from collections import defaultdict
 
 __all__ = ["flat_records", "flat", "mean_by", "group", "finite", "curve", "hline", "finish",
-           "lpgnn", "rgnn", "solitude", "dpgnn"]
+           "lpgnn", "rgnn", "solitude"]
 from pathlib import Path
 
 import matplotlib
@@ -167,23 +167,3 @@ def solitude(records, pages_dir):
         ax.set_title(f"{ds}, {'GCN' if bb == 'gcn' else 'GraphSAGE'}")
     return finish(fig, axes, Path(pages_dir) / "fig_solitude.png", "test accuracy",
                   xlabel="ε_a (edges)")
-
-
-def dpgnn(records, pages_dir):
-    rows = flat_records(records)
-    datasets = ["facebook", "twitch_ENGB"]
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
-    for ax, ds in zip(axes, datasets, strict=True):
-        g = mean_by(group(rows, "method", "eps",
-                         where=lambda r, ds=ds: r["dataset"] == ds and r.get("table") == "main"),
-                  "test", 100)
-        for m, c in [("DP-GNN", "C0"), ("DP-MLP", "C1")]:
-            curve(ax, {e: v for (mm, e), v in g.items() if mm == m}, color=c, label=m)
-        for m, c in [("GCN (1-layer, MLP enc/dec)", "C0"), ("MLP", "C1")]:
-            if (m, None) in g:
-                ax.axhline(g[m, None], ls="--", color=c, lw=1.2, label=f"{m}, non-private")
-        hline(ax, g.get(("label propagation (feature-free)", None)), "graph",
-               "label propagation (graph only)")
-        ax.set_title(ds)
-    return finish(fig, axes, Path(pages_dir) / "fig_dpgnn.png", "test accuracy (%)",
-                  xlabel="node-level ε")
