@@ -16,7 +16,7 @@ Sections (each heavy one in its own subprocess, so that its peak RSS is its own)
 * ``privge``: Facebook PrivGE end to end, ``HDS(eps=1, k=50) -> PPR(alpha=0.05,
   r=0.1) -> MLPHead(epochs=100)``, fitted on the 50 + 25 % split of seed 0
   (validation fraction 1/3) and scored on the 25 % test nodes, as in
-  ``scripts/reproduce_privge.py``: wall time, peak RSS, test accuracy.
+  the ``privge`` study (``studies/privge.py``): wall time, peak RSS, test accuracy.
 * ``lpgnn``: LPGNN on Cora (multi-bit eps_x = 1, eps_y = 1, Kx = 16, Ky = 2, SAGE
   with 16 hidden units, as in ``scripts/reproduce_lpgnn.py``), one torch thread:
   milliseconds per training epoch ((200-epoch fit - 1-epoch fit) / 199, no early

@@ -69,7 +69,7 @@ numpydoc_validation_checks = set()
 templates_path = ["_templates"]
 exclude_patterns = ["_build", "_templates", "auto_examples/*.ipynb", "auto_examples/*.py",
                     "auto_examples/*.zip", "auto_examples/*.json", "auto_examples/*.md5",
-                    "results/*.json", "results/*.jsonl", "results/*_discussion.md"]
+                    "results/*.json", "results/*.jsonl"]
 
 # Results pages are Markdown written by the reproduction scripts; some start their
 # sections at level 3 under the page title.
@@ -256,7 +256,7 @@ def _write_results_index():
     """
     here = DOCS / "results"
     here.mkdir(exist_ok=True)
-    pages = sorted(p.stem for p in here.glob("*.md") if not p.stem.endswith("_discussion"))
+    pages = sorted(p.stem for p in here.glob("*.md"))
     index = here / "index.rst"
     old = index.read_text(encoding="utf-8") if index.exists() else "Results\n=======\n\n"
     head = old.split(".. toctree::")[0]

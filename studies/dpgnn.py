@@ -3,15 +3,19 @@
 DP-GNN against DP-MLP, the non-private MLP and 1-layer GCNs and a feature-free
 label propagation at eps in {1, 4, 10, 30} (delta = 1/(10 N_train)) on a random
 50/25/25 split of Facebook and twitch_ENGB, plus the batch-size and degree
-ablations (the paper's Tables 2 and 3) on Facebook with two seeds. The runs are
-those of ``docs/results/dpgnn_runs.jsonl``: the same keys (method, split
-``random-50/25/25``, seed, ``table``, ``eps``, ``batch_size``, ``max_degree`` and
-the code ``version``: 2 for the code after the privacy audit, the only one that
-runs now; the version-1 records stay in the file for the tables' † cells).
+ablations (the paper's Tables 2 and 3) on Facebook with two seeds, and the
+noise multiplier that each accountant needs for DP-MLP at the main table's
+settings (no training). The runs are those of ``studies/runs/dpgnn_runs.jsonl``:
+the same keys (method, split ``random-50/25/25``, seed, ``table``, ``eps``,
+``batch_size``, ``max_degree`` and the code ``version``: 2 for the code after the
+privacy audit, the only one that runs now; the version-1 records stay in the file
+for the tables' † cells). ``write_page`` renders ``docs/results/dpgnn.md`` and
+``fig_dpgnn.png`` from them.
 """
 
 import functools
 import warnings
+from pathlib import Path
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -20,8 +24,10 @@ from skldp.experiments import Grid, Method, Study, default_split
 
 from .common import run_on_split
 from .link_prediction import as_recorded
+from .pages import command_block, fill_blocks
 
-__all__ = ["dpgnn_study", "DPGNNRun", "SETTINGS", "EPS", "KINDS", "VERSION"]
+__all__ = ["dpgnn_study", "write_page", "DPGNNRun", "AccountantRun", "SETTINGS", "EPS",
+           "KINDS", "VERSION", "ACCOUNTANTS"]
 
 EPS = [1.0, 4.0, 10.0, 30.0]
 # Hyperparameters chosen on the validation split of facebook, seed 0 (a small grid over
@@ -172,8 +178,73 @@ class DPGNNRun(BaseEstimator):
 
 
 
+ACCOUNTANTS = {   # metric name -> the accountant, as the page names it
+    "z_wor": "wor (dp-accounting, Thm. 27)",
+    "z_theorem1": "hypergeometric (Theorem 1, K = 0)",
+    "z_combined": "combined (per-order minimum)",
+}
+ACCOUNTANT_METHOD = "DP-MLP accountants"
+
+
+class AccountantRun(BaseEstimator):
+    """The noise multiplier DP-MLP needs under each accountant (no training).
+
+    ``run(G, y, masks)`` calibrates, for the main table's settings of ``dataset``
+    (batch, steps) and the split's training-set size N (delta = 1/(10 N)), the
+    noise multiplier z that reaches ``eps`` with dp-accounting's bound for
+    batches drawn without replacement (Wang, Balle & Kasiviswanathan, AISTATS
+    2019, Thm. 27), with Theorem 1 of the DP-GNN paper at K = 0, and with their
+    per-order minimum (``DPMLPClassifier``'s ``accountant="combined"``).
+
+    Parameters
+    ----------
+    eps : float, default=1.0
+        Target epsilon.
+    dataset : str, default="facebook"
+        The dataset (its settings: ``SETTINGS``).
+    """
+
+    def __init__(self, eps=1.0, dataset="facebook"):
+        self.eps = eps
+        self.dataset = dataset
+
+    def run(self, G, y, masks):
+        """Calibrate z under each accountant.
+
+        Parameters
+        ----------
+        G : GraphData
+            The whole graph (not read).
+        y : ndarray of shape (n_nodes,)
+            Labels (not read).
+        masks : tuple of three boolean ndarrays
+            Train, validation and test masks (N = the training nodes).
+
+        Returns
+        -------
+        metrics : dict of str -> float
+            ``n_train``, ``batch_size``, ``n_steps`` and one ``z_*`` per name of
+            ``ACCOUNTANTS``.
+        """
+        from skldp.accounting import (
+            calibrate_dpsgd_noise_multiplier,
+            calibrate_noise_multiplier,
+        )
+        s = SETTINGS[self.dataset]
+        N, m, T = int(np.count_nonzero(masks[0])), s["batch_size"], s["n_steps"]
+        eps, delta = float(self.eps), 1.0 / (10 * N)
+        return {"n_train": float(N), "batch_size": float(m), "n_steps": float(T),
+                "z_wor": calibrate_dpsgd_noise_multiplier(eps, delta, N, m, T, bound="wor"),
+                "z_theorem1": calibrate_noise_multiplier(eps, delta, N, m, 0, T),
+                "z_combined": calibrate_dpsgd_noise_multiplier(eps, delta, N, m, T)}
+
+
 def _make(kind, ctx):
     return DPGNNRun(kind=kind, dataset=ctx.dataset, random_state=ctx.seed)
+
+
+def _make_accountants(ctx):
+    return AccountantRun(dataset=ctx.dataset)
 
 
 def _main(eps):
@@ -221,9 +292,13 @@ def dpgnn_study(datasets=("facebook", "twitch_ENGB"), seeds=range(5), ablations=
     methods = {kind: Method(functools.partial(_make, kind), grids[kind],
                             role=ROLES.get(kind, "private"), evaluate=run_on_split,
                             label=LABELS.get(kind, kind)) for kind in KINDS}
-    # --quick: twitch_ENGB, seed 0, the main table at eps = 1 (no ablation)
+    # no training: one seed (N_train is the same for every seed's split)
+    methods[ACCOUNTANT_METHOD] = Method(_make_accountants, [Grid({"eps": EPS}, seeds=[0])],
+                                        role="baseline", evaluate=run_on_split)
+    # --quick: twitch_ENGB, seed 0, the main table at eps = 1 (no ablation, no accountant)
     quick = {kind: [Grid(_main([1.0] if kind in ("DP-GNN", "DP-MLP") else [None]))]
              for kind in KINDS}
+    quick[ACCOUNTANT_METHOD] = [Grid({"eps": [1.0]}, datasets=[])]
     return Study(
         name="dpgnn", datasets=list(datasets), seeds=seeds, methods=methods,
         splits={"random-50/25/25": default_split},
@@ -236,3 +311,217 @@ def dpgnn_study(datasets=("facebook", "twitch_ENGB"), seeds=range(5), ablations=
 
 
 make_study = dpgnn_study   # the registry's name (studies.get_study)
+
+
+FIGURE = "fig_dpgnn.png"
+
+
+def _fields(r):
+    """A record's cell values at the top level (``test``, ``val``, the grid values, the
+    privacy metrics), for records of the runner and of the script before it alike."""
+    if "test" in r:
+        return r
+    m = r["metrics"]
+    return {**r, **r["params"], "test": m.get("accuracy"), "val": m.get("val_accuracy"),
+            **{k: m[k] for k in ("epsilon", "delta", "z", "selected_steps", "alpha")
+               if k in m}}
+
+
+def _ms(vals):
+    vals = np.asarray(vals) * 100
+    if len(vals) == 0:
+        return "-"
+    return f"{vals.mean():.1f} ± {vals.std(ddof=1) if len(vals) > 1 else 0.0:.1f} (n={len(vals)})"
+
+
+def _version(r):
+    return r.get("version", 1)
+
+
+def tables(records):
+    """The page's tables (markdown): the main table per dataset and the two ablations.
+
+    Parameters
+    ----------
+    records : list of dict
+        The study's runs.
+
+    Returns
+    -------
+    markdown : str
+    """
+    recs = [_fields(r) for r in records if r["method"] != ACCOUNTANT_METHOD]
+    eps_list = [int(e) for e in EPS]   # as the tables show them
+    abl_eps = int(ABLATION_EPS)
+
+    def select(table, method, name, eps=None, version=None, **kw):
+        """Matching runs; version None: the newest version that has any (and that version)."""
+        sel = [r for r in recs if r["table"] == table and r["method"] == method
+               and r["dataset"] == name and r.get("eps") == eps
+               and all(r.get(k) == v for k, v in kw.items())]
+        if version is None:
+            version = max((_version(r) for r in sel), default=VERSION)
+        return [r for r in sel if _version(r) == version], version
+
+    def cell(table, method, name, eps=None, version=None, **kw):
+        sel, v = select(table, method, name, eps, version, **kw)
+        mark = "" if v == VERSION or not sel else " †"
+        return _ms([r["test"] for r in sel]) + mark
+
+    def stat_cell(key, fmt, table, method, name, eps, version=None):
+        sel, _ = select(table, method, name, eps, version)
+        return fmt.format(max(r[key] for r in sel)) if sel else "-"
+
+    lines = ["### Test accuracy (%), mean ± std over seeds (n = number of seeds)", "",
+             "† = cell made with the code before the privacy audit (version 1: float noise, "
+             "no grid, seeds not split into streams); all other cells: current code.", ""]
+    for name, s in SETTINGS.items():
+        lines += [f"**{name}** (DP runs: batch {s['batch_size']}, K = {s['max_degree']}, "
+                  f"T = {s['n_steps']} steps, hidden {s['hidden_size']}, DP-Adam lr "
+                  f"{s['lr']}, C = 1 per layer group)", "",
+                  "| method | " + " | ".join(f"eps = {e}" for e in eps_list) + " |",
+                  "|---|" + "---|" * len(eps_list)]
+        rows = [("DP-GNN (Theorem 1 accountant)", "DP-GNN", None),
+                ("DP-GNN (K=3)", "DP-GNN (K=3)", None),
+                ("DP-MLP (combined accountant)", "DP-MLP", VERSION),
+                ("DP-MLP (Theorem 1 with K = 0, before the audit)", "DP-MLP", 1)]
+        for label, m, v in rows:
+            lines.append(f"| {label} | "
+                         + " | ".join(cell("main", m, name, e, v) for e in eps_list) + " |")
+        for m in ("MLP", "GCN (1-layer, MLP enc/dec)", "GCNClassifier(n_layers=1)",
+                  FEATURE_FREE):
+            v = cell("main", m, name)
+            lines.append(f"| {m} (non-private) | " + " | ".join([v] * len(eps_list)) + " |")
+        gaps = []
+        for e in eps_list:
+            a = [r["test"] for r in select("main", "DP-GNN", name, e)[0]]
+            g = [r["test"] for r in select("main", "GCN (1-layer, MLP enc/dec)", name)[0]]
+            gaps.append(f"{100 * (np.mean(g) - np.mean(a)):.1f}" if a and g else "-")
+        lines.append("| gap GCN - DP-GNN | " + " | ".join(gaps) + " |")
+        for label, m, v in (("DP-GNN", "DP-GNN", None), ("DP-MLP", "DP-MLP", VERSION)):
+            lines.append(f"| achieved eps, {label} (max over seeds) | "
+                         + " | ".join(stat_cell("epsilon", "{:.3g}", "main", m, name, e, v)
+                                      for e in eps_list) + " |")
+        for label, m, v in (("DP-GNN", "DP-GNN", None),
+                            ("DP-MLP, combined", "DP-MLP", VERSION),
+                            ("DP-MLP, Theorem 1 (before the audit)", "DP-MLP", 1)):
+            lines.append(f"| noise multiplier z, {label} | "
+                         + " | ".join(stat_cell("z", "{:.3g}", "main", m, name, e, v)
+                                      for e in eps_list) + " |")
+        lines.append("")
+    lines += [f"### Batch-size ablation (Table 2 analogue), {ABLATION_DATASET}, "
+              f"eps = {abl_eps}, K = {BATCH_ABLATION_K}", "",
+              "| batch size | DP-GNN test acc (%) |", "|---|---|"]
+    for m in ABLATION_BATCH:
+        acc = cell("batch", "DP-GNN", ABLATION_DATASET, abl_eps, batch_size=m)
+        lines.append(f"| {m} | {acc} |")
+    lines += ["", f"### Degree ablation (Table 3 analogue), {ABLATION_DATASET}, "
+              f"eps = {abl_eps}, batch {SETTINGS[ABLATION_DATASET]['batch_size']}", "",
+              "| K | GCN (non-private, same K) | DP-GNN | gap |", "|---|---|---|---|"]
+    for K in ABLATION_K:
+        a = [r["test"] for r in select("degree", "DP-GNN", ABLATION_DATASET, abl_eps,
+                                       max_degree=K)[0]]
+        g = [r["test"] for r in select("degree", "GCN (1-layer, MLP enc/dec)",
+                                       ABLATION_DATASET, max_degree=K)[0]]
+        gap = f"{100 * (np.mean(g) - np.mean(a)):.1f}" if a and g else "-"
+        gcn = cell("degree", "GCN (1-layer, MLP enc/dec)", ABLATION_DATASET, max_degree=K)
+        dp = cell("degree", "DP-GNN", ABLATION_DATASET, abl_eps, max_degree=K)
+        lines.append(f"| {K} | {gcn} | {dp} | {gap} |")
+    return "\n".join(lines)
+
+
+def accountant_table(records):
+    """Markdown: the noise multiplier z DP-MLP needs under each accountant (its runs).
+
+    Parameters
+    ----------
+    records : list of dict
+        The study's runs (those of ``ACCOUNTANT_METHOD``).
+
+    Returns
+    -------
+    markdown : str
+    """
+    eps_list = [int(e) for e in EPS]
+    runs = {(r["dataset"], float(r["params"]["eps"])): r["metrics"] for r in records
+            if r["method"] == ACCOUNTANT_METHOD}
+    lines = ["| dataset | N_train | batch | q = m/N | accountant | "
+             + " | ".join(f"z at eps = {e}" for e in eps_list) + " |",
+             "|---|---|---|---|---|" + "---|" * len(eps_list)]
+    for name in SETTINGS:
+        mine = [runs.get((name, float(e))) for e in eps_list]
+        known = next((m for m in mine if m is not None), None)
+        if known is None:
+            continue
+        N, m = int(known["n_train"]), int(known["batch_size"])
+        for key, label in ACCOUNTANTS.items():
+            lines.append(f"| {name} | {N} | {m} | {m / N:.3f} | {label} | "
+                         + " | ".join("-" if z is None else f"{z[key]:.3g}" for z in mine)
+                         + " |")
+    return "\n".join(lines)
+
+
+def figure(records, pages_dir):
+    """Draw ``fig_dpgnn.png``: test accuracy against node-level eps, one panel per dataset.
+
+    Parameters
+    ----------
+    records : list of dict
+        The study's runs.
+    pages_dir : path-like
+        Where the figure is written.
+
+    Returns
+    -------
+    path : pathlib.Path
+    """
+    import matplotlib.pyplot as plt
+
+    from .figures import curve, finish, group, hline, mean_by
+    rows = [_fields(r) for r in records if r["method"] != ACCOUNTANT_METHOD]
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
+    for ax, ds in zip(axes, SETTINGS, strict=True):
+        g = mean_by(group(rows, "method", "eps",
+                          where=lambda r, ds=ds: r["dataset"] == ds and r.get("table") == "main"),
+                    "test", 100)
+        for m, c in [("DP-GNN", "C0"), ("DP-MLP", "C1")]:
+            curve(ax, {e: v for (mm, e), v in g.items() if mm == m}, color=c, label=m)
+        for m, c in [("GCN (1-layer, MLP enc/dec)", "C0"), ("MLP", "C1")]:
+            if (m, None) in g:
+                ax.axhline(g[m, None], ls="--", color=c, lw=1.2, label=f"{m}, non-private")
+        hline(ax, g.get((FEATURE_FREE, None)), "graph", "label propagation (graph only)")
+        ax.set_title(ds)
+    return finish(fig, axes, Path(pages_dir) / FIGURE, "test accuracy (%)",
+                  xlabel="node-level ε")
+
+
+def write_page(records, pages_dir):
+    """Write ``dpgnn.md`` (its tables and command) and its figure from the runs.
+
+    Parameters
+    ----------
+    records : list of dict
+        The study's runs (``studies/runs/dpgnn_runs.jsonl``).
+    pages_dir : path-like
+        The folder of the page (the documentation's results folder).
+
+    Returns
+    -------
+    paths : dict of str -> pathlib.Path
+        ``"page"`` and, where matplotlib is installed, ``"figure"``.
+    """
+    pages_dir = Path(pages_dir)
+    page = fill_blocks(pages_dir / "dpgnn.md", {
+        "table": tables(records),
+        "accountants": accountant_table(records),
+        "figure": "![Test accuracy against node-level ε (mean over seeds); dashed: "
+                  f"non-private models, dotted: label propagation]({FIGURE})",
+        "command": command_block("dpgnn", len(records)),
+    })
+    paths = {"page": page}
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:   # the page without its figure
+        return paths
+    paths["figure"] = figure(records, pages_dir)
+    return paths

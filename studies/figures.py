@@ -11,7 +11,7 @@ import math
 from collections import defaultdict
 
 __all__ = ["flat_records", "flat", "mean_by", "group", "finite", "curve", "hline", "finish",
-           "lpgnn", "rgnn", "solitude", "link_prediction", "dpgnn"]
+           "lpgnn", "rgnn", "solitude"]
 from pathlib import Path
 
 import matplotlib
@@ -167,44 +167,3 @@ def solitude(records, pages_dir):
         ax.set_title(f"{ds}, {'GCN' if bb == 'gcn' else 'GraphSAGE'}")
     return finish(fig, axes, Path(pages_dir) / "fig_solitude.png", "test accuracy",
                   xlabel="ε_a (edges)")
-
-
-def link_prediction(records, pages_dir):
-    # The main runs only: the ablations (non-default loss or negative ratio) are reported apart.
-    rows = [r for r in flat_records(records)
-            if "loss" not in r and "negative_ratio" not in r]
-    panels = [("000", "cora"), ("000", "citeseer"), ("002", "cora"), ("002", "facebook")]
-    colors = {m: f"C{i}" for i, m in enumerate(["LM", "PM", "PGC", "LP", "MB", "HDS"])}
-    fig, axes = plt.subplots(1, 4, figsize=(14, 3.6))
-    for ax, (paper, ds) in zip(axes, panels, strict=True):
-        g = mean_by(group(rows, "method", "eps",
-                         where=lambda r, p=paper, ds=ds: r["paper"] == p and r["dataset"] == ds),
-                  "auc")
-        for m in sorted({m for m, e in g if finite(e)}):
-            curve(ax, {e: v for (mm, e), v in g.items() if mm == m}, color=colors[m],
-                   label=f"{m} reports")
-        raw = g.get(("RAW", None), g.get(("inf", None)))
-        hline(ax, raw, "raw", "raw features")
-        hline(ax, g.get(("GRAPH", None)), "graph", "graph only")
-        ax.set_title(f"{'LPGNN (VGAE)' if paper == '000' else 'PrivGE (Hadamard)'}, {ds}")
-    return finish(fig, axes, Path(pages_dir) / "fig_link_prediction.png", "test ROC-AUC (%)")
-
-
-def dpgnn(records, pages_dir):
-    rows = flat_records(records)
-    datasets = ["facebook", "twitch_ENGB"]
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
-    for ax, ds in zip(axes, datasets, strict=True):
-        g = mean_by(group(rows, "method", "eps",
-                         where=lambda r, ds=ds: r["dataset"] == ds and r.get("table") == "main"),
-                  "test", 100)
-        for m, c in [("DP-GNN", "C0"), ("DP-MLP", "C1")]:
-            curve(ax, {e: v for (mm, e), v in g.items() if mm == m}, color=c, label=m)
-        for m, c in [("GCN (1-layer, MLP enc/dec)", "C0"), ("MLP", "C1")]:
-            if (m, None) in g:
-                ax.axhline(g[m, None], ls="--", color=c, lw=1.2, label=f"{m}, non-private")
-        hline(ax, g.get(("label propagation (feature-free)", None)), "graph",
-               "label propagation (graph only)")
-        ax.set_title(ds)
-    return finish(fig, axes, Path(pages_dir) / "fig_dpgnn.png", "test accuracy (%)",
-                  xlabel="node-level ε")

@@ -18,14 +18,17 @@ values ``negative_ratio`` / ``loss``), so a recorded run is not run again.
 
 import functools
 import warnings
+from pathlib import Path
 
 import numpy as np
 from sklearn.base import BaseEstimator
 
 from skldp.experiments import Grid, Method, Study
 
-__all__ = ["link_prediction_study", "LinkPredictionRun", "edge_split", "as_recorded",
-           "SYSTEMS"]
+from .pages import command_block, fill_blocks
+
+__all__ = ["link_prediction_study", "LinkPredictionRun", "StructuralLinkRun", "edge_split",
+           "as_recorded", "structural_scores", "write_page", "SYSTEMS", "SCORES"]
 
 LPGNN, PRIVGE = "000", "002"  # values of the records' "paper" field (the system)
 SYSTEMS = {"lpgnn": LPGNN, "privge": PRIVGE}
@@ -222,6 +225,78 @@ class LinkPredictionRun(BaseEstimator):
         return 100 * float(auc)
 
 
+SCORES = ("common neighbours", "Adamic-Adar", "resource allocation")
+
+
+def structural_scores(A, pairs):
+    """Common neighbours, Adamic-Adar and resource allocation scores of node pairs.
+
+    Parameters
+    ----------
+    A : sparse matrix of shape (n_nodes, n_nodes)
+        The (training) graph; its weights are ignored.
+    pairs : ndarray of shape (n_pairs, 2)
+        Node pairs.
+
+    Returns
+    -------
+    scores : dict of str -> ndarray of shape (n_pairs,)
+        One array per name of ``SCORES``.
+    """
+    import scipy.sparse as sp
+    A = sp.csr_matrix(A, dtype=np.float64)
+    A.data[:] = 1.0
+    deg = np.asarray(A.sum(axis=1)).ravel()
+    u, v = pairs[:, 0], pairs[:, 1]
+    weights = (np.ones_like(deg), 1.0 / np.log(np.maximum(deg, 2.0)), 1.0 / np.maximum(deg, 1.0))
+    return {name: np.asarray((A @ sp.diags(w))[u].multiply(A[v]).sum(axis=1)).ravel()
+            for name, w in zip(SCORES, weights, strict=True)}
+
+
+class StructuralLinkRun(BaseEstimator):
+    """The feature-free floor of link prediction: a structural score of each pair.
+
+    ``run(G)`` splits the edges as :class:`LinkPredictionRun` does, scores the
+    validation and test pairs over the training graph (held-out edges removed)
+    by common neighbours, Adamic-Adar and resource allocation, and reports the
+    test AUC of the score with the best validation AUC (no feature, no budget).
+
+    Parameters
+    ----------
+    random_state : int, default=0
+        Seed of the edge split.
+    """
+
+    def __init__(self, random_state=0):
+        self.random_state = random_state
+
+    def run(self, G):
+        """Split the edges of ``G`` and return the test AUCs (%) of the scores.
+
+        Parameters
+        ----------
+        G : GraphData
+            The whole graph.
+
+        Returns
+        -------
+        metrics : dict of str -> float
+            ``auc`` (the score chosen on validation), ``chosen`` (its index in
+            ``SCORES``) and each score's test AUC (``auc_0``, ``auc_1``, ``auc_2``).
+        """
+        from sklearn.metrics import roc_auc_score
+
+        from skldp.model_selection import random_edge_split
+        P_tr, P_va, P_te, _, y_va, y_te = random_edge_split(G, random_state=self.random_state)
+        A = P_tr.graph.adjacency   # the training graph: held-out edges removed
+        s_va, s_te = structural_scores(A, P_va.pairs), structural_scores(A, P_te.pairs)
+        val = [roc_auc_score(y_va, s_va[name]) for name in SCORES]
+        test = [100 * float(roc_auc_score(y_te, s_te[name])) for name in SCORES]
+        chosen = int(np.argmax(val))   # the first of equals
+        return {"auc": test[chosen], "chosen": float(chosen),
+                **{f"auc_{i}": t for i, t in enumerate(test)}}
+
+
 def evaluate(estimator, G, y, masks):
     """Run one link-prediction run; the edge split is made from the run's seed.
 
@@ -241,11 +316,16 @@ def evaluate(estimator, G, y, masks):
     metrics : dict
         ``{"auc": test AUC in percent}``.
     """
-    return {"auc": estimator.run(G)}
+    out = estimator.run(G)
+    return out if isinstance(out, dict) else {"auc": out}
 
 
 def _make(kind, ctx):
     return LinkPredictionRun(kind=kind, random_state=ctx.seed, **ctx.config)
+
+
+def _make_structural(ctx):
+    return StructuralLinkRun(random_state=ctx.seed)
 
 
 def _parts(kind, systems, seeds):
@@ -268,8 +348,10 @@ def _parts(kind, systems, seeds):
     return parts
 
 
+STRUCTURAL = "structural"   # the feature-free floor (no system, no features)
 LABELS = {"RAW": "RAW features (VGAE)", "inf": "raw features (PPR + Hadamard)",
-          "GRAPH": "graph-only (random features)"}
+          "GRAPH": "graph-only (random features)",
+          STRUCTURAL: "structural score (CN / AA / RA, chosen on validation AUC)"}
 
 
 def link_prediction_study(datasets=("cora", "citeseer", "facebook"), seeds=range(5),
@@ -314,6 +396,11 @@ def link_prediction_study(datasets=("cora", "citeseer", "facebook"), seeds=range
             "feature-free" if kind == "GRAPH" else "raw-features")
         methods[kind] = Method(functools.partial(_make, kind), parts, role=role,
                                evaluate=evaluate, label=LABELS.get(kind, kind))
+    structural = [d for d in ("cora", "citeseer", "facebook") if d in datasets]
+    if structural:
+        methods[STRUCTURAL] = Method(_make_structural, [Grid({}, datasets=structural)],
+                                     role="feature-free", evaluate=evaluate,
+                                     label=LABELS[STRUCTURAL])
     # --quick: one VGAE and one PrivGE run with a mechanism, and VGAE's graph-only, on Cora
     quick = {"PGC": (LPGNN, 1.0), "HDS": (PRIVGE, 1.0), "GRAPH": (LPGNN, None)}
     quick_grid = {m: [Grid({"paper": [quick[m][0]], "eps": [quick[m][1]]}, datasets=["cora"])
@@ -333,3 +420,188 @@ def link_prediction_study(datasets=("cora", "citeseer", "facebook"), seeds=range
 
 
 make_study = link_prediction_study   # the registry's name (studies.get_study)
+
+
+# The papers' Table 2 (test AUC %, mean and std), one value per eps of EPS[system]; the
+# Cora MB cells at eps 1 and 5 of the PrivGE paper were lost in the text extraction (None).
+PAPER = {
+    LPGNN: {
+        "cora": {"LM": [(84.9, .5), (87.9, .8), (89.3, .8)],
+                 "PM": [(85.1, .9), (88.6, 1.0), (91.0, .6)],
+                 "PGC": [(85.4, .9), (90.6, .6), (92.1, .5)],
+                 "RAW": [(91.9, .6)] * 3},
+        "citeseer": {"LM": [(77.2, .8), (81.6, .7), (84.3, .9)],
+                     "PM": [(78.8, 1.1), (84.2, 1.0), (88.1, .6)],
+                     "PGC": [(79.0, 1.1), (87.2, .5), (90.0, .5)],
+                     "RAW": [(89.6, .8)] * 3},
+    },
+    PRIVGE: {
+        "cora": {"LP": [(75.2, 3.1), (76.0, 3.5), (75.0, 3.7), (75.2, 3.6)],
+                 "PM": [(73.2, 3.2), (78.2, 1.1), (77.0, 1.7), (75.2, 2.1)],
+                 "MB": [None, (78.3, 1.4), (78.3, 1.1), None],
+                 "HDS": [(82.4, 1.5), (82.7, .8), (82.5, .9), (82.3, .8)],
+                 "inf": [(93.1, .3)] * 4},
+        "facebook": {"LP": [(81.9, 3.2), (84.7, 2.7), (85.6, 1.1), (86.0, 1.2)],
+                     "PM": [(92.1, .5), (93.2, .5), (93.3, .3), (89.9, .3)],
+                     "MB": [(92.6, 3.8), (92.8, 2.3), (93.1, 2.2), (87.7, .9)],
+                     "HDS": [(96.7, .1), (96.7, .1), (96.6, .1), (96.6, .1)],
+                     "inf": [(95.6, .1)] * 4},
+    },
+}
+SYSTEM_NAME = {LPGNN: "PGC/LPGNN", PRIVGE: "PrivGE"}
+ABLATION_KEYS = ("negative_ratio", "loss")
+FIGURE = "fig_link_prediction.png"
+
+
+def _ablation(params):
+    return ", ".join(f"{k} = {params[k]:g}" if isinstance(params[k], float)
+                     else f"{k} = {params[k]}" for k in ABLATION_KEYS if k in params)
+
+
+def _fmt(values):
+    if not values:
+        return "–"
+    v = np.asarray(values)
+    return f"{v.mean():.1f} ± {v.std():.1f} (n={len(v)})"
+
+
+def _paper(value):
+    return "–" if value is None else f"{value[0]:.1f} ± {value[1]:.1f}"
+
+
+def _eps_label(e):
+    return f"{int(e)}" if float(e).is_integer() else f"{e:g}"
+
+
+def tables(records):
+    """The page's tables (markdown): each paper's Table 2 beside ours, and the ablations.
+
+    Parameters
+    ----------
+    records : list of dict
+        The study's runs.
+
+    Returns
+    -------
+    markdown : str
+    """
+    main, ablation, structural = {}, {}, {}
+    for r in records:
+        p, auc = r["params"], r["metrics"]["auc"]
+        if r["method"] == STRUCTURAL:
+            structural.setdefault(r["dataset"], []).append(auc)
+        elif _ablation(p):
+            key = (p["paper"], r["dataset"], r["method"], p["eps"], _ablation(p))
+            ablation.setdefault(key, []).append(auc)
+        else:
+            eps = None if p["eps"] is None else float(p["eps"])
+            main.setdefault((p["paper"], r["dataset"], r["method"], eps), []).append(auc)
+    lines = []
+    for system in (LPGNN, PRIVGE):
+        eps_list = EPS[system]
+        lines += [f"### {SYSTEM_NAME[system]} paper", "",
+                  "| dataset | method | " + " | ".join(f"ε = {_eps_label(e)}: paper | ours"
+                                                      for e in eps_list) + " |",
+                  "|" + "---|" * (2 + 2 * len(eps_list))]
+        for dataset, rows in PAPER[system].items():
+            if not any(k[:2] == (system, dataset) for k in main):
+                continue
+            for method, paper in rows.items():
+                cells = []
+                for e, pv in zip(eps_list, paper, strict=True):
+                    ours = main.get((system, dataset, method,
+                                     None if method == RAW[system] else e), [])
+                    cells += [_paper(pv), _fmt(ours)]
+                lines.append(f"| {dataset} | {method} | " + " | ".join(cells) + " |")
+            for label, values in (("graph-only", main.get((system, dataset, "GRAPH", None))),
+                                  ("feature-free: CN / AA / RA", structural.get(dataset))):
+                lines.append(f"| {dataset} | {label} | "
+                             + " | ".join(["–", _fmt(values or [])] * len(eps_list)) + " |")
+        lines.append("")
+    if ablation:
+        lines += ["### Ablations", "", "| paper | dataset | method | ε | setting | ours |",
+                  "|---|---|---|---|---|---|"]
+        for (p, ds, m, e, k), v in sorted(ablation.items(), key=str):
+            e = "–" if e is None else f"{e:g}"
+            lines.append(f"| {SYSTEM_NAME[p]} | {ds} | {m} | {e} | {k} | {_fmt(v)} |")
+        lines.append("")
+    lines.append("\"paper\" is the paper's Table 2; \"ours\" is mean ± std over seeds "
+                 "(n = seeds). Methods without noise repeat their value in every ε column. "
+                 "The Cora MB cells at ε = 1 and 5 of the PrivGE paper were lost in the text "
+                 "extraction.")
+    return "\n".join(lines)
+
+
+def figure(records, pages_dir):
+    """Draw ``fig_link_prediction.png``: test AUC against ε, one panel per paper and dataset.
+
+    Parameters
+    ----------
+    records : list of dict
+        The study's runs.
+    pages_dir : path-like
+        Where the figure is written.
+
+    Returns
+    -------
+    path : pathlib.Path
+    """
+    import matplotlib.pyplot as plt
+
+    from .figures import curve, finish, group, hline, mean_by
+    # the main runs only: the ablations (non-default loss or negative ratio) are apart
+    rows = [{**r["params"], "dataset": r["dataset"], "method": r["method"],
+             "auc": r["metrics"]["auc"]} for r in records
+            if "loss" not in r["params"] and "negative_ratio" not in r["params"]]
+    structural = mean_by(group(rows, "dataset", where=lambda r: r["method"] == STRUCTURAL),
+                         "auc")
+    panels = [(LPGNN, "cora"), (LPGNN, "citeseer"), (PRIVGE, "cora"), (PRIVGE, "facebook")]
+    colors = {m: f"C{i}" for i, m in enumerate(["LM", "PM", "PGC", "LP", "MB", "HDS"])}
+    fig, axes = plt.subplots(1, 4, figsize=(14, 3.6))
+    for ax, (paper, ds) in zip(axes, panels, strict=True):
+        g = mean_by(group(rows, "method", "eps",
+                          where=lambda r, p=paper, ds=ds: r.get("paper") == p
+                          and r["dataset"] == ds), "auc")
+        g = {(m, None if e is None else float(e)): v for (m, e), v in g.items()}
+        for m in sorted({m for m, e in g if e is not None}):
+            curve(ax, {e: v for (mm, e), v in g.items() if mm == m}, color=colors[m],
+                  label=f"{m} reports")
+        hline(ax, g.get((RAW[paper], None)), "raw", "raw features")
+        hline(ax, g.get(("GRAPH", None)), "graph", "graph only (random features)")
+        value = structural.get((ds,))
+        if value is not None:
+            ax.axhline(value, ls="-.", color="C7", lw=1.2,
+                       label="structural score (CN / AA / RA)")
+        ax.set_title(f"{'PGC/LPGNN (VGAE)' if paper == LPGNN else 'PrivGE (Hadamard)'}, {ds}")
+    return finish(fig, axes, Path(pages_dir) / FIGURE, "test ROC-AUC (%)")
+
+
+def write_page(records, pages_dir):
+    """Write ``link_prediction.md`` (its tables and command) and its figure from the runs.
+
+    Parameters
+    ----------
+    records : list of dict
+        The study's runs (``studies/runs/link_prediction_runs.jsonl``).
+    pages_dir : path-like
+        The folder of the page (the documentation's results folder).
+
+    Returns
+    -------
+    paths : dict of str -> pathlib.Path
+        ``"page"`` and, where matplotlib is installed, ``"figure"``.
+    """
+    pages_dir = Path(pages_dir)
+    page = fill_blocks(pages_dir / "link_prediction.md", {
+        "table": tables(records),
+        "figure": f"![Test ROC-AUC against ε (mean over seeds); dashed: raw features, "
+                  f"dotted: graph only, dash-dotted: structural score]({FIGURE})",
+        "command": command_block("link_prediction", len(records)),
+    })
+    paths = {"page": page}
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:   # the page without its figure
+        return paths
+    paths["figure"] = figure(records, pages_dir)
+    return paths
