@@ -18,7 +18,7 @@ Sections (each heavy one in its own subprocess, so that its peak RSS is its own)
   (validation fraction 1/3) and scored on the 25 % test nodes, as in
   the ``privge`` study (``studies/privge.py``): wall time, peak RSS, test accuracy.
 * ``lpgnn``: LPGNN on Cora (multi-bit eps_x = 1, eps_y = 1, Kx = 16, Ky = 2, SAGE
-  with 16 hidden units, as in ``scripts/reproduce_lpgnn.py``), one torch thread:
+  with 16 hidden units, as in the LPGNN study), one torch thread:
   milliseconds per training epoch ((200-epoch fit - 1-epoch fit) / 199, no early
   stop) and the 200-epoch fit end to end.
 * ``--large``: the 1M-user / 10M-edge synthetic graph (uniform random edges,

@@ -11,7 +11,7 @@ import math
 from collections import defaultdict
 
 __all__ = ["flat_records", "flat", "mean_by", "group", "finite", "curve", "hline", "finish",
-           "lpgnn", "rgnn", "solitude"]
+           "rgnn", "solitude"]
 from pathlib import Path
 
 import matplotlib
@@ -90,38 +90,6 @@ def finish(fig, axes, path, ylabel, xlabel="ε"):
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
-
-
-def lpgnn(records, pages_dir):
-    runs = flat_records(records)
-    rows = [r for r in runs if r["part"] == "table2"]
-    lpg = [r for r in runs if r["part"] == "lpgnn"]
-    fig, axes = plt.subplots(1, 5, figsize=(16, 3.6), sharey=False)
-    for ax, ds in zip(axes[:2], ["cora", "citeseer"], strict=True):
-        g = mean_by(group(rows, "method", "eps", where=lambda r, ds=ds: r["dataset"] == ds), "acc")
-        for m, c in [("LM", "C0"), ("PM", "C1"), ("PGC", "C2")]:
-            curve(ax, {e: v for (mm, e), v in g.items() if mm == m}, color=c,
-                   label=f"GCN on {m} reports")
-        hline(ax, g.get(("RAW", None)), "raw", "raw features")
-        hline(ax, g.get(("GRAPH-ONLY", None)), "graph", "graph only")
-        ax.set_title(f"Table 2, {ds}")
-    for ax, ds in zip(axes[2:], ["cora", "citeseer", "facebook"], strict=True):
-        g = mean_by(group(lpg, "method", "eps_x", "eps_y",
-                         where=lambda r, ds=ds: r["dataset"] == ds), "acc")
-        for i, ey in enumerate([1.0, 2.0, 3.0]):
-            curve(ax, {ex: v for (m, ex, eyy), v in g.items() if m == "LPGNN" and eyy == ey},
-                   color=f"C{i + 3}", label=f"LPGNN, ε_y = {ey:g}")
-            curve(ax, {ex: v for (m, ex, eyy), v in g.items()
-                        if m == "LPGNN-AUTHORS" and eyy == ey},
-                   color=f"C{i + 3}", ls="-.", marker="s",
-                   label=f"LPGNN, authors' code (the defaults), ε_y = {ey:g}")
-            graph = g.get(("GRAPH-ONLY", None, ey))
-            if graph is not None:
-                ax.axhline(graph, ls=":", color=f"C{i + 3}", lw=1.2,
-                           label=f"graph only, ε_y = {ey:g}")
-        ax.set_title(f"LPGNN, {ds}")
-        ax.set_xlabel("ε_x")
-    return finish(fig, axes, Path(pages_dir) / "fig_lpgnn.png", "test accuracy")
 
 
 def rgnn(records, pages_dir):

@@ -7,10 +7,12 @@ aggregated with the first-layer graph convolution estimator (the paper's eq. (4)
 the true features: the per-node mean absolute error (eq. (8)) averaged over all
 nodes, the RMSE over nodes and features, their predictions from the mechanisms'
 variance formulas, and (at ``eps = 1``) the MAE by node degree. Each seed is an
-independent collection. No split: every node is used.
+independent collection. No split: every node is used. :func:`write_page` writes
+the page ``docs/results/lpgnn_mae.md`` and its figure from the runs.
 """
 
 import functools
+from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
@@ -18,7 +20,8 @@ from sklearn.base import BaseEstimator
 
 from skldp.experiments import Grid, Method, Study
 
-__all__ = ["lpgnn_mae_study", "MAERun", "EPSILONS", "MECHANISMS", "DATASETS"]
+__all__ = ["lpgnn_mae_study", "MAERun", "EPSILONS", "MECHANISMS", "DATASETS", "write_page",
+           "main_table", "details", "figure"]
 
 DATASETS = ("cora", "citeseer", "twitch_ENGB", "facebook")
 EPSILONS = [1, 3, 5, 7, 9]
@@ -231,3 +234,193 @@ def lpgnn_mae_study(datasets=DATASETS, seeds=range(5)):
 
 
 make_study = lpgnn_mae_study   # the registry's name (studies.get_study)
+
+
+# ------------------------------------------------------------------------------ the page
+PAGE = "lpgnn_mae.md"
+FIGURE = "fig_lpgnn_mae.png"
+# The paper's Table 3 (mean feature value after scaling to [0, 1]).
+PAPER_XBAR = {"cora": 0.013, "citeseer": 0.009, "twitch_ENGB": 0.008, "facebook": None}
+# What the paper's §5.1 states about Figure 2 (the figure's numbers are not in the text).
+PAPER_CLAIM = {
+    "cora": "PGC < PM < LM at every eps; MAE decreases with eps",
+    "citeseer": "PGC < PM < LM at every eps; MAE decreases with eps",
+    "twitch_ENGB": "PGC < PM < LM at every eps (paper: Twitch UK, 2,545 features)",
+    "facebook": "not in the PGC/LPGNN paper",
+}
+DEGREES_SHOWN = (1, 2, 3, 5, 10, 20, 50)
+
+
+def _cells(records):
+    """``{(dataset, mechanism, eps): [metrics of each seed]}``."""
+    out = {}
+    for r in records:
+        out.setdefault((r["dataset"], r["method"], float(r["params"]["eps"])), []).append(
+            r["metrics"])
+    return out
+
+
+def _fmt(vals):
+    vals = np.asarray(vals, dtype=float)
+    if len(vals) == 1:
+        return f"{vals[0]:.4f}"
+    return f"{vals.mean():.4f} ± {vals.std(ddof=1):.4f}"
+
+
+def _datasets(cells):
+    return [d for d in DATASETS if any(k[0] == d for k in cells)]
+
+
+def main_table(records):
+    """The MAE of each mechanism per dataset and eps (mean ± std over collections).
+
+    Parameters
+    ----------
+    records : list of dict
+        The study's runs.
+
+    Returns
+    -------
+    markdown : str
+    """
+    cells = _cells(records)
+    lines = ["Mean absolute error of the aggregated estimate (eq. (8), averaged over all "
+             "nodes), mean ± std over independent collections (n = collections per cell); "
+             "budget ε per feature.", "",
+             "| dataset | ε | LM | PM | PGC | order | n |", "|---|---|---|---|---|---|---|"]
+    for name in _datasets(cells):
+        for eps in EPSILONS:
+            row, means, n = [], {}, set()
+            for m in MECHANISMS:
+                sel = cells.get((name, m, float(eps)), [])
+                n.add(len(sel))
+                if sel:
+                    means[m] = np.mean([x["mae"] for x in sel])
+                row.append(_fmt([x["mae"] for x in sel]) if sel else "—")
+            order = " < ".join(sorted(means, key=means.get)) if len(means) == 3 else "—"
+            lines.append(f"| {name} | {eps} | " + " | ".join(row)
+                         + f" | {order} | {'/'.join(str(k) for k in sorted(n))} |")
+    return "\n".join(lines)
+
+
+def details(records):
+    """Per dataset: the MAE beside its Gaussian prediction, the RMSE beside its exact
+    prediction, and the MAE by node degree at eps = 1.
+
+    Parameters
+    ----------
+    records : list of dict
+        The study's runs.
+
+    Returns
+    -------
+    markdown : str
+    """
+    cells = _cells(records)
+    lines = []
+    for name in _datasets(cells):
+        first = next(v[0] for k, v in cells.items() if k[0] == name)
+        seeds = sorted({r["seed"] for r in records if r["dataset"] == name})
+        xb = PAPER_XBAR[name]
+        lines += [f"### {name} (n = {int(first['n'])}, d = {int(first['d'])}, mean x = "
+                  f"{first['xbar']:.4f}" + (f"; paper Table 3: {xb})" if xb else ")"), "",
+                  f"Paper (§5.1): {PAPER_CLAIM[name]}. Seeds: {len(seeds)}.", "",
+                  "| ε | " + " | ".join(f"{m} MAE | {m} Gauss. pred." for m in MECHANISMS)
+                  + " |", "|---" * (2 * len(MECHANISMS) + 1) + "|"]
+        for key, pred in (("mae", "gaussian_pred"), ("rmse", "rmse_pred")):
+            if key == "rmse":
+                lines += ["", "RMSE over nodes and features against its exact prediction from "
+                          "the variance formulas:", "",
+                          "| ε | " + " | ".join(f"{m} RMSE | {m} pred." for m in MECHANISMS)
+                          + " |", "|---" * (2 * len(MECHANISMS) + 1) + "|"]
+            for eps in EPSILONS:
+                row = [str(eps)]
+                for m in MECHANISMS:
+                    sel = cells.get((name, m, float(eps)), [])
+                    p = [x[pred] for x in sel if pred in x]
+                    row += [_fmt([x[key] for x in sel]) if sel else "—",
+                            f"{p[0]:.4f}" if p else "—"]
+                lines.append("| " + " | ".join(row) + " |")
+        by = {m: cells.get((name, m, float(BY_DEGREE_EPS)), []) for m in MECHANISMS}
+        if all(by.values()) and all("deg_q99" in x for v in by.values() for x in v):
+            dmax = int(by["PGC"][0]["deg_q99"])
+            shown = sorted({k for k in DEGREES_SHOWN if k <= dmax} | {dmax})
+            lines += ["", f"MAE by node degree at ε = {BY_DEGREE_EPS} (Figure 3 of the paper; "
+                      f"degrees up to the 99 % quantile, {dmax}), mean over the collections:",
+                      "", "| degree | " + " | ".join(MECHANISMS) + " |",
+                      "|---" * (len(MECHANISMS) + 1) + "|"]
+            for k in shown:
+                vals = [[x[f"mae_deg_{k}"] for x in by[m] if f"mae_deg_{k}" in x]
+                        for m in MECHANISMS]
+                lines.append(f"| {k} | " + " | ".join(f"{np.mean(v):.4f}" if v else "—"
+                                                      for v in vals) + " |")
+        lines.append("")
+    wall = sum(r.get("wall_s") or 0.0 for r in records) / 60
+    cpu = sum(r.get("cpu_s") or 0.0 for r in records) / 60
+    lines.append(f"Compute of the {len(records)} recorded runs: {wall:.1f} min of wall time, "
+                 f"{cpu:.1f} min of CPU time (one thread per run).")
+    return "\n".join(lines)
+
+
+def figure(records, pages_dir):
+    """``fig_lpgnn_mae.png``: the MAE against eps, one panel per dataset (log scales).
+
+    Parameters
+    ----------
+    records : list of dict
+        The study's runs.
+    pages_dir : path-like
+        The folder of the page.
+
+    Returns
+    -------
+    path : pathlib.Path
+    """
+    import matplotlib.pyplot as plt
+
+    from .figures import curve, finish
+    cells = _cells(records)
+    names = _datasets(cells)
+    fig, axes = plt.subplots(1, len(names), figsize=(3.4 * len(names), 3.4), squeeze=False)
+    for ax, name in zip(axes[0], names, strict=True):
+        for i, m in enumerate(MECHANISMS):
+            curve(ax, {e: float(np.mean([x["mae"] for x in v]))
+                       for (d, mm, e), v in cells.items() if d == name and mm == m},
+                  color=f"C{i}", label=f"{m} reports, GCN aggregation")
+        ax.set_yscale("log")
+        ax.set_title(name)
+    return finish(fig, axes[0], Path(pages_dir) / FIGURE, "MAE (mean over nodes)",
+                  xlabel="ε per feature")
+
+
+def write_page(records, pages_dir):
+    """Write ``lpgnn_mae.md`` (its tables and command) and its figure from the runs.
+
+    Parameters
+    ----------
+    records : list of dict
+        The study's runs (``studies/runs/lpgnn_mae_runs.jsonl``).
+    pages_dir : path-like
+        The folder of the page (the documentation's results folder).
+
+    Returns
+    -------
+    paths : dict of str -> pathlib.Path
+        ``"page"`` and, where matplotlib is installed, ``"figure"``.
+    """
+    from .pages import command_block, fill_blocks
+    pages_dir = Path(pages_dir)
+    page = fill_blocks(pages_dir / PAGE, {
+        "table": main_table(records),
+        "figure": f"![MAE of the aggregated estimate against ε per feature, one panel per "
+                  f"dataset (log scales)]({FIGURE})",
+        "command": command_block("lpgnn_mae", len(records)),
+        "details": details(records),
+    })
+    paths = {"page": page}
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return paths
+    paths["figure"] = figure(records, pages_dir)
+    return paths
