@@ -31,10 +31,16 @@ def fill_blocks(path, blocks):
 
     Raises
     ------
+    FileNotFoundError
+        The page does not exist.
     ValueError
         A block of ``blocks`` has no markers in the page (the text would be lost).
     """
     path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such page. A study's page is written by hand "
+                                "around its generated blocks: copy it from docs/results/ "
+                                "into the pages folder first.")
     text = path.read_text(encoding="utf-8")
     found = {m.group("name") for m in _BLOCK.finditer(text)}
     missing = sorted(set(blocks) - found)

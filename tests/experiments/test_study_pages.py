@@ -27,3 +27,8 @@ def test_command_block_names_the_runs_file():
     text = command_block("planetoid", 240)
     assert "python -m skldp reproduce planetoid" in text
     assert "studies/runs/planetoid_runs.jsonl` (240 records" in text
+
+
+def test_fill_blocks_says_when_the_page_is_missing(tmp_path):
+    with pytest.raises(FileNotFoundError, match="copy it from docs/results"):
+        fill_blocks(tmp_path / "p.md", {"table": "x"})
