@@ -27,8 +27,8 @@ KEYS = [
     ("budget_split", 'cora|lp|50/25/25|3|{"budget": 2.0}'),
     ("rgnn", 'student_rgnn|RGNN|random-50/25/25|0|{"eps": 1.0, "eps_y": 1.0}'),
     ("rgnn", 'german_rgnn|graph-only|random-50/25/25|0|{"eps": null, "eps_y": 1.0}'),
+    ("solitude", 'cora|lpgnn|random-50/25/25|0|{"backbone": "gcn", "eps_a": 8.0}'),
     ("solitude", 'cora|label_propagation|random-50/25/25|0|{"eps_a": 8.0}'),
-    ("solitude", 'citeseer|label_propagation|random-50/25/25|1|{"eps_a": 7.0}'),
 ]
 
 # The runs were recorded on one thread; float32 sums on another machine's BLAS may still
