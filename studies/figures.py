@@ -1,17 +1,13 @@
-"""Figures of the results pages: accuracy (or AUC) against epsilon, from a study's records.
+"""Drawing helpers of the results pages' figures (accuracy or AUC against epsilon).
 
-Shared drawing helpers, and one function per page that draws
-``fig_<page>.png`` from the study's records: the mean over seeds of each private
-method against its epsilon, the raw-feature (non-private) model as a dashed line
-and the feature-free (graph-only) model as a dotted line where the runs have them.
-Needs matplotlib (``pip install -e ".[experiments]"``).
+Each study module draws its page's figure from its records with these: the mean
+over seeds of each private method against its epsilon (:func:`curve`), the
+raw-feature (non-private) model as a dashed line and the feature-free model as a
+dotted line (:func:`hline`). Needs matplotlib (``pip install -e ".[experiments]"``).
 """
 
 import math
 from collections import defaultdict
-
-__all__ = ["flat_records", "flat", "mean_by", "group", "finite", "curve", "hline", "finish",
-           "rgnn", "solitude"]
 from pathlib import Path
 
 import matplotlib
@@ -19,6 +15,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+
+__all__ = ["flat_records", "flat", "mean_by", "group", "finite", "curve", "hline", "finish"]
 
 
 def flat_records(records):
@@ -92,46 +90,3 @@ def finish(fig, axes, path, ylabel, xlabel="ε"):
     return path
 
 
-def rgnn(records, pages_dir):
-    # Records written by the runner (skldp.experiments) name the model "method" and keep
-    # the accuracy and the budgets in "metrics" and "params".
-    rows = [r if "model" in r else {**r, "model": r["method"], "acc": r["metrics"]["accuracy"],
-                                    **r["params"]}
-            for r in flat_records(records)]
-    datasets = ["cora", "citeseer", "facebook", "german_rgnn", "student_rgnn"]
-    fig, axes = plt.subplots(1, len(datasets), figsize=(16, 3.6))
-    for ax, ds in zip(axes, datasets, strict=True):
-        g = mean_by(group(rows, "model", "eps", "eps_y", where=lambda r, ds=ds: r["dataset"] == ds),
-                  "acc")
-        for model, ls in [("RGNN", "-"), ("GraphSAGE", "--")]:
-            for eps, c in [(1.0, "C0"), (0.1, "C1")]:
-                curve(ax, {ey: v for (m, e, ey), v in g.items() if m == model and e == eps},
-                       color=c, ls=ls, label=f"{model}, ε = {eps:g} per feature")
-        curve(ax, {ey: v for (m, e, ey), v in g.items() if m == "graph-only"},
-               color="gray", ls=":", label="graph only (noisy labels, no feature)")
-        ax.set_title(ds)
-    for ax in axes:
-        ax.set_xlabel("ε_y (labels)")
-    return finish(fig, axes, Path(pages_dir) / "fig_rgnn.png", "test accuracy",
-                  xlabel="ε_y (labels)")
-
-
-def solitude(records, pages_dir):
-    # Records written by the runner keep the budgets in "params", the accuracy in "metrics".
-    rows = [r if "eps_a" in r else {**r, **r["params"], "acc": r["metrics"]["accuracy"]}
-            for r in flat_records(records)]
-    panels = [(ds, bb) for ds in ["cora", "citeseer"] for bb in ["gcn", "sage"]]
-    fig, axes = plt.subplots(1, 4, figsize=(14, 3.6))
-    for ax, (ds, bb) in zip(axes, panels, strict=True):
-        g = mean_by(group(rows, "method", "eps_a",
-                         where=lambda r, ds=ds, bb=bb: r["dataset"] == ds and r["backbone"] == bb),
-                  "acc")
-        for m, c in [("base", "C0"), ("lpgnn", "C1"), ("solitude", "C2")]:
-            curve(ax, {e: v for (mm, e), v in g.items() if mm == m}, color=c,
-                   label={"base": "GNN on the received graph", "lpgnn": "LPGNN-style",
-                          "solitude": "Solitude"}[m])
-        curve(ax, {e: v for (mm, e), v in g.items() if mm == "graph_only"}, color="gray",
-               ls=":", label="graph only (no feature)")
-        ax.set_title(f"{ds}, {'GCN' if bb == 'gcn' else 'GraphSAGE'}")
-    return finish(fig, axes, Path(pages_dir) / "fig_solitude.png", "test accuracy",
-                  xlabel="ε_a (edges)")

@@ -1,25 +1,26 @@
-"""The RGNN study (Bhaila et al., SDM 2024): Table II and the ablation of §V-B3.
+"""The RGNN study (Bhaila et al., SIAM SDM 2024): Table II and the ablation of §V-B3.
 
 Every run perturbs the features of all users with GRR-FS (``m = 10`` sampled
 features, ``eps`` per feature) and the labels of the training and validation
 users with randomized response at ``eps_y``, then fits the model on the 75 %
 of the labelled nodes (the model early-stops on a third of them) and scores
-the 25 % test nodes with their true labels. The runs are those of
-``docs/results/rgnn_runs.jsonl``: the same keys (method, split
-``random-50/25/25``, seed, ``eps`` and ``eps_y``), so a recorded run is not
-run again.
+the 25 % test nodes with their true labels. ``write_page`` renders
+``docs/results/rgnn.md`` and its figure from the runs
+(``studies/runs/rgnn_runs.jsonl``).
 """
 
 import warnings
+from pathlib import Path
 
 import numpy as np
 
-from skldp.experiments import Method, Study, default_split
+from skldp.experiments import Grid, Method, Study, default_split
 
 from .common import CollectionRun
 from .lpgnn import AUTHORS_OPTIONS, PAPER_OPTIONS
 
-__all__ = ["rgnn_study", "RGNNRun", "categorical_data", "EPS_X", "EPS_Y", "CONFIG"]
+__all__ = ["rgnn_study", "RGNNRun", "categorical_data", "write_page", "EPS_X", "EPS_Y",
+           "CONFIG"]
 
 M = 10
 EPOCHS = 100
@@ -153,7 +154,7 @@ class RGNNRun(CollectionRun):
         if self.kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}.")
         y = np.asarray(y)
-        whole = G._replace(np.arange(G.n_nodes))
+        whole = G.full()
         self.classes_ = np.unique(y)
         if self.kind == "graph-only":
             return self._fit_graph_only(whole, G.rows, y)
@@ -210,7 +211,9 @@ class RGNNRun(CollectionRun):
         from skldp.utils import draw_seed
         mech = LabelRandomizedResponse(self.eps_y, classes=self.classes_,
                                        random_state=draw_seed(self.random_state) % (2**32)).fit()
-        noisy = mech.randomize_encoded(mech.encode(y), whole.node_keys[rows])
+        # through the run's users (G's population): their ledger is charged, and two runs
+        # in one process are two collections, not one asked twice
+        noisy = mech.randomize_encoded(mech.encode(y), whole[rows])
         c = len(mech.classes_)
         Y = np.zeros((whole.n_nodes, c + 1))
         Y[rows, noisy] = 1.0
@@ -280,9 +283,26 @@ def _rgnn_noisy_x(ctx):
 TABLE_METHODS = ("RGNN", "GraphSAGE", "LPGNN", "LPGNN-sound", "LPGNN-AUTHORS", "graph-only",
                  "raw-features")
 DATASETS = ("student_rgnn", "german_rgnn", "cora", "citeseer", "facebook")
+# K = 16 and the ablations run on the two citation graphs; the LPGNN baselines on Facebook
+# with three seeds (CPU time).
+CITATION = ("cora", "citeseer")
+CITATION_ONLY = ("RGNN-K16", "RGNN-LLP", "RGNN(noisy y)", "RGNN(noisy x)")
+LPGNN_KINDS = ("LPGNN", "LPGNN-sound", "LPGNN-AUTHORS")
+FACEBOOK_SEEDS = (0, 1, 2)
 
 
-def rgnn_study(datasets=DATASETS, seeds=range(5), methods=TABLE_METHODS):
+def _grid(method, params):
+    """The grid parts of ``method``: where it runs (datasets, seeds) and its values."""
+    if method in CITATION_ONLY:
+        return [Grid(params, datasets=CITATION)]
+    if method in LPGNN_KINDS:
+        others = [d for d in DATASETS if d != "facebook"]
+        return [Grid(params, datasets=others),
+                Grid(params, datasets=["facebook"], seeds=FACEBOOK_SEEDS)]
+    return params
+
+
+def rgnn_study(datasets=DATASETS, seeds=range(5), methods=KINDS):
     """The RGNN sweep: Table II (eps x eps_y), K = 16 and the ablation at eps = eps_y = 1.
 
     Parameters
@@ -291,10 +311,10 @@ def rgnn_study(datasets=DATASETS, seeds=range(5), methods=TABLE_METHODS):
         Datasets with settings in ``CONFIG`` (the five of Table II).
     seeds : sequence of int, default=range(5)
         Seeds of the split, the collections and the model.
-    methods : sequence of str, default=TABLE_METHODS
-        Methods of ``KINDS`` to run: Table II's by default; the results page
-        also runs ``RGNN-K16`` and the ablations (``RGNN-LLP``,
-        ``RGNN(noisy y)``, ``RGNN(noisy x)``) on Cora and CiteSeer.
+    methods : sequence of str, default=KINDS
+        Methods of ``KINDS`` to run. ``RGNN-K16`` and the ablations
+        (``RGNN-LLP``, ``RGNN(noisy y)``, ``RGNN(noisy x)``) run on Cora and
+        CiteSeer only, the LPGNN baselines on Facebook with seeds 0-2 only.
 
     Returns
     -------
@@ -308,39 +328,217 @@ def rgnn_study(datasets=DATASETS, seeds=range(5), methods=TABLE_METHODS):
         raise ValueError(f"rgnn has the methods {list(KINDS)}, not {bad}.")
     table = {"eps": EPS_X, "eps_y": EPS_Y}
     ablation = {"eps": [ABLATION_EPS[0]], "eps_y": [ABLATION_EPS[1]]}
-    data = categorical_data
-    every = {
-        "RGNN": Method(_rgnn, table, data=data, label="RGNN"),
-        "GraphSAGE": Method(_graphsage, table, data=data, label="GraphSAGE on the reports"),
-        "LPGNN": Method(_lpgnn, table, data=data, label="LPGNN (multi-bit, paper's eps_x)"),
-        "LPGNN-sound": Method(_lpgnn_sound, table, data=data, label="LPGNN (multi-bit, m·eps)"),
-        "LPGNN-AUTHORS": Method(_lpgnn_authors, table, data=data,
-                                label="LPGNN, the authors' code (multi-bit, m·eps)"),
-        "RGNN-K16": Method(_rgnn_k16, table, data=data, label="RGNN, K = 16"),
-        "graph-only": Method(_graph_only, {"eps": [None], "eps_y": EPS_Y}, role="feature-free",
-                             data=data, label="graph-only (label propagation)"),
-        "raw-features": Method(_raw_features, {"eps": [None], "eps_y": EPS_Y},
-                               role="raw-features", data=data,
-                               label="RGNN on the clean features (eps = inf, labels at eps_y)"),
-        "RGNN-LLP": Method(_rgnn_llp, ablation, data=data, label="RGNN without LLP"),
-        "RGNN(noisy y)": Method(_rgnn_noisy_y, ablation, data=data,
-                                label="RGNN on the noisy labels"),
-        "RGNN(noisy x)": Method(_rgnn_noisy_x, ablation, data=data,
-                                label="RGNN on the raw reports"),
+    no_feature = {"eps": [None], "eps_y": EPS_Y}
+    every = {   # (factory, values, role, label)
+        "RGNN": (_rgnn, table, "private", "RGNN"),
+        "GraphSAGE": (_graphsage, table, "private", "GraphSAGE on the reports"),
+        "LPGNN": (_lpgnn, table, "private", "LPGNN (multi-bit, paper's eps_x)"),
+        "LPGNN-sound": (_lpgnn_sound, table, "private", "LPGNN (multi-bit, m·eps)"),
+        "LPGNN-AUTHORS": (_lpgnn_authors, table, "private",
+                          "LPGNN, the authors' code (multi-bit, m·eps)"),
+        "RGNN-K16": (_rgnn_k16, table, "private", "RGNN, K = 16"),
+        "graph-only": (_graph_only, no_feature, "feature-free", "graph-only (label propagation)"),
+        "raw-features": (_raw_features, no_feature, "raw-features",
+                         "RGNN on the clean features (eps = inf, labels at eps_y)"),
+        "RGNN-LLP": (_rgnn_llp, ablation, "private", "RGNN without LLP"),
+        "RGNN(noisy y)": (_rgnn_noisy_y, ablation, "private", "RGNN on the noisy labels"),
+        "RGNN(noisy x)": (_rgnn_noisy_x, ablation, "private", "RGNN on the raw reports"),
     }
-    methods = {m: every[m] for m in methods}
+    chosen = {}
+    for m in methods:
+        factory, params, role, label = every[m]
+        chosen[m] = Method(factory, _grid(m, params), role=role, data=categorical_data,
+                           label=label)
+    quick = {m: ({"eps": [None], "eps_y": [1.0]} if m in ("graph-only", "raw-features")
+                 else {"eps": [1.0], "eps_y": [1.0]})
+             for m in methods if m not in CITATION_ONLY}
     return Study(
-        name="rgnn", datasets=list(datasets), seeds=seeds, methods=methods,
+        name="rgnn", datasets=list(datasets), seeds=seeds, methods=chosen,
         splits={"random-50/25/25": default_split},
         configs={d: CONFIG[d] for d in datasets},
         title="RGNN — node classification under feature and label LDP",
         description="Test accuracy on a random 50/25/25 split; GRR-FS features (m = 10, eps "
                     "per feature), labels by randomized response at eps_y; graph-only: "
                     "label propagation of the noisy labels.",
-        quick={"datasets": ["student_rgnn"], "seeds": [0],
-               "grid": {m: ({"eps": [None], "eps_y": [1.0]} if m in ("graph-only", "raw-features")
-                            else {"eps": [1.0], "eps_y": [1.0]}) for m in methods}},
+        quick={"datasets": ["student_rgnn"], "seeds": [0], "grid": quick},
     )
 
 
 make_study = rgnn_study   # the registry's name (studies.get_study)
+
+
+# ------------------------------------------------------------------------------ the page
+
+PAGE, FIGURE = "rgnn.md", "fig_rgnn.png"
+# The paper's Table II (accuracy %, mean and std over 5 runs), columns eps_y = 3, 2, 1, 0.5.
+PAPER = {
+    ("citeseer", 1.0): {"GraphSAGE": [(24.4, 1.3), (24.3, 2.6), (20.5, 1.2), (19.4, 0.9)],
+                        "LPGNN": [(45.6, 12.2), (51.7, 1.8), (46.4, 1.6), (26.9, 5.9)],
+                        "RGNN": [(55.7, 1.4), (52.6, 2.7), (47.1, 2.8), (36.2, 4.7)]},
+    ("citeseer", 0.1): {"GraphSAGE": [(25.2, 1.3), (24.6, 1.1), (19.4, 1.2), (19.4, 1.2)],
+                        "LPGNN": [(53.1, 1.9), (51.3, 3.4), (47.3, 1.8), (31.1, 6.3)],
+                        "RGNN": [(51.7, 2.1), (51.3, 2.3), (45.1, 3.2), (34.6, 3.0)]},
+    ("cora", 1.0): {"GraphSAGE": [(31.5, 1.9), (28.0, 1.6), (25.9, 2.4), (20.4, 4.4)],
+                    "LPGNN": [(55.5, 15.4), (39.5, 14.2), (34.1, 8.4), (37.8, 14.2)],
+                    "RGNN": [(77.8, 2.0), (75.5, 1.6), (67.5, 3.8), (41.9, 3.0)]},
+    ("cora", 0.1): {"GraphSAGE": [(32.2, 1.9), (28.5, 0.8), (24.8, 2.4), (21.0, 3.3)],
+                    "LPGNN": [(68.5, 1.8), (63.8, 5.4), (60.6, 3.5), (44.8, 13.2)],
+                    "RGNN": [(77.0, 1.5), (75.8, 2.0), (66.6, 5.0), (40.6, 2.3)]},
+    ("facebook", 1.0): {"GraphSAGE": [(46.4, 1.3), (45.2, 1.3), (35.5, 1.1), (29.7, 1.4)],
+                        "LPGNN": [(70.4, 2.1), (69.3, 1.7), (67.6, 1.9), (58.7, 10.8)],
+                        "RGNN": [(76.3, 0.9), (75.9, 1.1), (72.6, 1.6), (64.5, 1.6)]},
+    ("facebook", 0.1): {"GraphSAGE": [(42.0, 1.3), (41.4, 1.5), (33.5, 1.2), (29.6, 1.3)],
+                        "LPGNN": [(76.3, 0.9), (75.8, 0.8), (73.1, 0.3), (67.4, 1.3)],
+                        "RGNN": [(76.5, 0.8), (76.1, 1.2), (73.2, 1.2), (63.4, 1.1)]},
+    ("german_rgnn", 1.0): {"GraphSAGE": [(76.8, 3.1), (73.1, 4.3), (70.9, 2.8), (70.1, 4.2)],
+                           "LPGNN": [(69.6, 1.5)] * 4,
+                           "RGNN": [(82.2, 3.5), (82.3, 3.5), (82.2, 6.2), (83.1, 7.9)]},
+    ("german_rgnn", 0.1): {"GraphSAGE": [(74.1, 5.2), (72.3, 2.9), (70.8, 2.6), (69.3, 6.3)],
+                           "LPGNN": [(74.7, 5.0), (73.1, 7.0), (71.3, 6.7), (72.8, 5.0)],
+                           "RGNN": [(81.9, 4.4), (81.9, 4.2), (82.9, 6.9), (83.2, 7.1)]},
+    ("student_rgnn", 1.0): {"GraphSAGE": [(73.6, 4.5), (68.9, 3.1), (63.8, 7.8), (56.2, 3.8)],
+                            "LPGNN": [(90.3, 2.4), (89.9, 2.0), (85.1, 4.1), (76.7, 9.7)],
+                            "RGNN": [(88.9, 1.6), (87.8, 1.2), (88.2, 0.9), (82.1, 3.6)]},
+    ("student_rgnn", 0.1): {"GraphSAGE": [(73.2, 4.7), (68.8, 4.9), (62.2, 6.7), (56.9, 3.6)],
+                            "LPGNN": [(88.1, 1.9), (89.7, 1.9), (87.4, 2.2), (78.1, 9.7)],
+                            "RGNN": [(88.5, 1.7), (88.5, 1.1), (87.4, 1.5), (81.7, 4.2)]},
+}
+# §V-B3 on CiteSeer: RGNN, RGNN w/o LLP, RGNN on perturbed labels, RGNN on perturbed features.
+PAPER_ABLATION = {"citeseer": {"RGNN": (40.2, 1.9), "RGNN-LLP": (34.0, 3.2),
+                               "RGNN(noisy y)": (28.3, 6.6), "RGNN(noisy x)": (23.6, 1.5)}}
+ABLATIONS = ("RGNN", "RGNN-LLP", "RGNN(noisy y)", "RGNN(noisy x)")
+
+
+def _accuracies(records):
+    """``{(dataset, method, eps, eps_y): [accuracy, ...]}`` over the seeds."""
+    out = {}
+    for r in records:
+        if "metrics" not in r:
+            continue
+        p = r["params"]
+        key = (r["dataset"], r["method"], p.get("eps"), p.get("eps_y"))
+        out.setdefault(key, []).append(r["metrics"]["accuracy"])
+    return out
+
+
+def _cell(values):
+    if not values:
+        return "not run"
+    v = 100 * np.asarray(values)
+    return f"{v.mean():.1f} ± {v.std():.1f} (n={len(v)})"
+
+
+def _paper(value):
+    return f"{value[0]} ± {value[1]}"
+
+
+def table_block(records):
+    """Table II beside the paper's, one row per dataset, eps and eps_y (markdown)."""
+    acc = _accuracies(records)
+    head = ["dataset", "eps (per feature)", "eps_x = m·eps (sound)", "eps_y", "paper RGNN",
+            "ours RGNN", "gap", "ours RGNN K=16", "paper GraphSAGE", "ours GraphSAGE",
+            "paper LPGNN", "ours LPGNN (multi-bit at paper's eps_x)",
+            "ours LPGNN (multi-bit at m·eps)", "ours LPGNN, authors' code (multi-bit at m·eps)",
+            "graph-only (label prop.)", "raw features (RGNN at eps = inf)"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for name in ("cora", "citeseer", "facebook", "german_rgnn", "student_rgnn"):
+        for eps in EPS_X:
+            paper = PAPER[name, eps]
+            for i, eps_y in enumerate(EPS_Y):
+                ours = {m: acc.get((name, m, eps, eps_y), [])
+                        for m in ("RGNN", "GraphSAGE", "LPGNN", "LPGNN-sound", "LPGNN-AUTHORS",
+                                  "RGNN-K16")}
+                rgnn = ours["RGNN"]
+                gap = f"{100 * np.mean(rgnn) - paper['RGNN'][i][0]:+.1f}" if rgnn else ""
+                cells = [name, f"{eps:g}", f"{M * eps:g}", f"{eps_y:g}",
+                         _paper(paper["RGNN"][i]), _cell(rgnn), gap,
+                         _cell(ours["RGNN-K16"]) if name in CITATION else "-",
+                         _paper(paper["GraphSAGE"][i]), _cell(ours["GraphSAGE"]),
+                         _paper(paper["LPGNN"][i]), _cell(ours["LPGNN"]),
+                         _cell(ours["LPGNN-sound"]), _cell(ours["LPGNN-AUTHORS"]),
+                         _cell(acc.get((name, "graph-only", None, eps_y))),
+                         _cell(acc.get((name, "raw-features", None, eps_y)))]
+                lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def ablation_block(records):
+    """The ablation of §V-B3 on Cora and CiteSeer beside the paper's (markdown)."""
+    acc = _accuracies(records)
+    eps, eps_y = ABLATION_EPS
+    lines = [f"| dataset | variant | paper (CiteSeer, budgets lost) | ours (eps = {eps:g}, "
+             f"i.e. eps_x = m·eps = {M * eps:g}; eps_y = {eps_y:g}) |", "|---|---|---|---|"]
+    for name in ("citeseer", "cora"):
+        for kind in ABLATIONS:
+            paper = PAPER_ABLATION.get(name, {}).get(kind)
+            lines.append(f"| {name} | {kind} | {_paper(paper) if paper else '-'} | "
+                         f"{_cell(acc.get((name, kind, eps, eps_y)))} |")
+    return "\n".join(lines) + "\n"
+
+
+def figure(records, pages_dir):
+    """Draw ``fig_rgnn.png``: accuracy against eps_y per dataset, from the runs.
+
+    Parameters
+    ----------
+    records : list of dict
+        The study's runs.
+    pages_dir : path-like
+        Folder of the figure.
+
+    Returns
+    -------
+    path : pathlib.Path
+    """
+    import matplotlib.pyplot as plt
+
+    from .figures import curve, finish, flat_records, group, mean_by
+    rows = flat_records(records)
+    datasets = ["cora", "citeseer", "facebook", "german_rgnn", "student_rgnn"]
+    fig, axes = plt.subplots(1, len(datasets), figsize=(16, 3.6))
+    for ax, ds in zip(axes, datasets, strict=True):
+        g = mean_by(group(rows, "method", "eps", "eps_y",
+                          where=lambda r, ds=ds: r["dataset"] == ds), "acc")
+        for model, ls in [("RGNN", "-"), ("GraphSAGE", "--")]:
+            for eps, c in [(1.0, "C0"), (0.1, "C1")]:
+                curve(ax, {ey: v for (m, e, ey), v in g.items() if m == model and e == eps},
+                      color=c, ls=ls, label=f"{model}, ε = {eps:g} per feature")
+        curve(ax, {ey: v for (m, e, ey), v in g.items() if m == "graph-only"},
+              color="gray", ls=":", label="graph only (noisy labels, no feature)")
+        ax.set_title(ds)
+    return finish(fig, axes, Path(pages_dir) / FIGURE, "test accuracy", xlabel="ε_y (labels)")
+
+
+def write_page(records, pages_dir):
+    """Write ``rgnn.md`` (its tables and command) and ``fig_rgnn.png`` from the runs.
+
+    Parameters
+    ----------
+    records : list of dict
+        The study's runs (``studies/runs/rgnn_runs.jsonl``).
+    pages_dir : path-like
+        The folder of the page (the documentation's results folder).
+
+    Returns
+    -------
+    paths : dict of str -> pathlib.Path
+        ``"page"`` and, where matplotlib is installed, ``"figure"``.
+    """
+    from .pages import command_block, fill_blocks
+    pages_dir = Path(pages_dir)
+    page = fill_blocks(pages_dir / PAGE, {
+        "table": table_block(records),
+        "figure": f"![Accuracy against the label budget ε_y (mean over seeds)]({FIGURE})\n\n"
+                  "*Accuracy against the label budget ε_y, mean over seeds: RGNN (solid) and "
+                  "GraphSAGE on the reports (dashed) at the two per-feature ε; dotted, "
+                  "label propagation of the noisy labels (no feature).*",
+        "command": command_block("rgnn", len(records)),
+        "ablation": ablation_block(records),
+    })
+    paths = {"page": page}
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return paths
+    paths["figure"] = figure(records, pages_dir)
+    return paths

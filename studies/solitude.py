@@ -5,23 +5,33 @@ and their adjacency list with edge randomized response at ``eps_a`` (reports
 kept directed); a GCN or GraphSAGE backbone is then trained on the received
 graph (base), after feature KProp (LPGNN-style), or with Solitude's learned
 structure denoising; graph-only is label propagation of the training labels
-over the received graph. The runs are those of ``docs/results/solitude_runs.jsonl``:
-the same keys (method, split ``random-50/25/25``, seed, ``backbone``, ``eps_a``).
+over the received graph, and the feature-free floor is label propagation with its
+alpha chosen on the validation nodes. ``write_page`` renders
+``docs/results/solitude.md`` and its figure from the runs
+(``studies/runs/solitude_runs.jsonl``).
 """
 
+from pathlib import Path
+
 import numpy as np
+from sklearn.base import BaseEstimator
 
 from skldp.experiments import Method, Study, default_split
 
-from .common import CollectionRun
+from .common import CollectionRun, run_on_split
 from .lpgnn import AUTHORS_OPTIONS, PAPER_OPTIONS
 
-__all__ = ["solitude_study", "SolitudeRun", "largest_component_data", "EPS_A", "KINDS"]
+__all__ = ["solitude_study", "SolitudeRun", "LabelPropagationRun", "largest_component_data",
+           "write_page", "EPS_A", "KINDS", "METHODS"]
 
 EPS_X = 1.0
 EPS_A = [7.0, 7.3, 7.5, 7.7, 7.9, 8.0]
 BACKBONES = ["gcn", "sage"]
 KINDS = ("graph_only", "base", "lpgnn", "solitude", "lpgnn_authors", "raw_features")
+# the methods of the study: the kinds of SolitudeRun and label propagation with its alpha
+# chosen on the validation nodes (LabelPropagationRun)
+METHODS = KINDS + ("label_propagation",)
+ALPHAS = (0.5, 0.8, 0.9, 0.99)
 DATASETS = ("cora", "citeseer")
 # Fixed hyper-parameters (the paper grid-searches them per setting).
 COMMON = dict(hidden_size=16, activation="selu", dropout=0.5, lr=0.01, weight_decay=5e-4)
@@ -132,7 +142,7 @@ class SolitudeRun(CollectionRun):
         if self.kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}.")
         y = np.asarray(y)
-        whole = G._replace(np.arange(G.n_nodes))
+        whole = G.full()
         self.classes_ = np.unique(y)
         if self.kind == "raw_features":  # the clean features; the graph still at eps_a
             Gx = whole
@@ -154,6 +164,60 @@ class SolitudeRun(CollectionRun):
 
     def _predict_graph_only(self, G):
         return self.propagated_[G.rows]
+
+
+class LabelPropagationRun(BaseEstimator):
+    """The feature-free floor of the study: label propagation over the received graph.
+
+    The users' adjacency lists are collected as for :class:`SolitudeRun`
+    (edge RR at ``eps_a``, the same seed); the directed reports are
+    symmetrised (an edge if either endpoint reported it: post-processing)
+    and :class:`~skldp.baselines.LabelPropagationClassifier` spreads the
+    training labels, its ``alpha`` (``ALPHAS``) chosen on the validation
+    nodes. No feature is collected.
+
+    Parameters
+    ----------
+    eps_a : float, default=8.0
+        Edge budget of each user's adjacency list.
+    random_state : int, default=0
+        Seed of the collection (``1000 + random_state``, as for ``SolitudeRun``).
+    """
+
+    def __init__(self, eps_a=8.0, random_state=0):
+        self.eps_a = eps_a
+        self.random_state = random_state
+
+    def run(self, G, y, masks):
+        """Collect the graph, choose alpha on the validation nodes, score the test nodes.
+
+        Parameters
+        ----------
+        G : GraphData
+            The whole graph.
+        y : ndarray of shape (n_nodes,)
+            Labels.
+        masks : tuple of three boolean ndarrays
+            Train, validation and test masks.
+
+        Returns
+        -------
+        metrics : dict of str -> float
+            ``accuracy`` on the test nodes and the chosen ``alpha``.
+        """
+        import scipy.sparse as sp
+
+        from skldp.baselines import LabelPropagationClassifier
+        from skldp.mechanisms import EdgeRR
+        train, val, test = masks
+        self.edge_mechanism_ = EdgeRR(self.eps_a, symmetrize="directed",
+                                      random_state=1000 + self.random_state).fit(G)
+        A = sp.csr_matrix(self.edge_mechanism_.transform(G).adjacency)
+        U = G.with_adjacency(A.maximum(A.T))
+        fits = [LabelPropagationClassifier(alpha).fit(U[train], y[train]) for alpha in ALPHAS]
+        self.model_ = max(fits, key=lambda lp: lp.score(U[val], y[val]))   # first of ties
+        return {"accuracy": float(self.model_.score(U[test], y[test])),
+                "alpha": float(self.model_.alpha)}
 
 
 def fit_on_train(estimator, G, y, masks):
@@ -207,7 +271,11 @@ def _raw_features(ctx):
     return _make("raw_features", ctx)
 
 
-def solitude_study(datasets=DATASETS, seeds=range(5), methods=KINDS):
+def _label_propagation(ctx):
+    return LabelPropagationRun(random_state=ctx.seed)
+
+
+def solitude_study(datasets=DATASETS, seeds=range(5), methods=METHODS):
     """The Solitude sweep: six methods x two backbones x six edge budgets.
 
     Parameters
@@ -216,8 +284,9 @@ def solitude_study(datasets=DATASETS, seeds=range(5), methods=KINDS):
         ``"cora"`` and/or ``"citeseer"``.
     seeds : sequence of int, default=range(5)
         Seeds of the split, the collections and the model.
-    methods : sequence of str, default=KINDS
-        Methods to run.
+    methods : sequence of str, default=METHODS
+        Methods to run (``label_propagation`` sweeps ``eps_a`` only: it has no
+        backbone).
 
     Returns
     -------
@@ -226,9 +295,9 @@ def solitude_study(datasets=DATASETS, seeds=range(5), methods=KINDS):
     unknown = [d for d in datasets if d not in DATASETS]
     if unknown:
         raise ValueError(f"solitude has settings for {list(DATASETS)} only, not {unknown}.")
-    bad = [m for m in methods if m not in KINDS]
+    bad = [m for m in methods if m not in METHODS]
     if bad:
-        raise ValueError(f"solitude has the methods {list(KINDS)}, not {bad}.")
+        raise ValueError(f"solitude has the methods {list(METHODS)}, not {bad}.")
     grid = {"backbone": BACKBONES, "eps_a": EPS_A}
     data, evaluate = largest_component_data, fit_on_train
     every = {
@@ -243,6 +312,9 @@ def solitude_study(datasets=DATASETS, seeds=range(5), methods=KINDS):
         "raw_features": Method(_raw_features, grid, role="raw-features", data=data,
                                evaluate=evaluate,
                                label="GNN on the clean features and the received graph"),
+        "label_propagation": Method(_label_propagation, {"eps_a": EPS_A}, role="feature-free",
+                                    data=data, evaluate=run_on_split,
+                                    label="label propagation, alpha on validation"),
     }
     return Study(
         name="solitude", datasets=list(datasets), seeds=seeds,
@@ -254,8 +326,159 @@ def solitude_study(datasets=DATASETS, seeds=range(5), methods=KINDS):
                     "by the multi-bit mechanism at eps_x = 1, adjacency lists by edge RR at "
                     "eps_a (directed reports).",
         quick={"datasets": ["cora"], "seeds": [0],
-               "grid": {m: {"backbone": ["gcn"], "eps_a": [8.0]} for m in methods}},
+               "grid": {m: {"eps_a": [8.0]} if m == "label_propagation"
+                        else {"backbone": ["gcn"], "eps_a": [8.0]} for m in methods}},
     )
 
 
 make_study = solitude_study   # the registry's name (studies.get_study)
+
+
+# ------------------------------------------------------------------------------ the page
+
+PAGE, FIGURE = "solitude.md", "fig_solitude.png"
+# The paper's Table III (eps_x = 1): dataset -> backbone -> method -> values for EPS_A
+PAPER = {
+    "cora": {
+        "sage": {"base": [(50.9, 3.8), (54.9, 3.7), (57.2, 2.5), (61.4, 2.6), (63.7, 2.4),
+                          (63.2, 3.2)],
+                 "lpgnn": [(62.5, 1.6), (69.2, 1.6), (72.9, 2.3), (74.7, 0.9), (75.3, 1.2),
+                           (76.4, 0.8)],
+                 "solitude": [(66.4, 1.7), (72.4, 1.2), (75.8, 0.9), (76.7, 1.1), (77.9, 0.6),
+                              (79.0, 0.6)]},
+        "gcn": {"base": [(60.8, 2.0), (63.1, 3.4), (64.8, 3.7), (66.9, 4.0), (68.1, 4.0),
+                         (68.6, 3.8)],
+                "lpgnn": [(67.9, 1.2), (69.4, 1.4), (73.7, 1.8), (74.4, 0.5), (75.7, 1.0),
+                          (76.3, 0.9)],
+                "solitude": [(68.4, 2.3), (72.6, 1.4), (75.2, 1.2), (76.1, 0.5), (77.3, 0.9),
+                             (77.8, 0.5)]},
+    },
+    "citeseer": {
+        "sage": {"base": [(35.0, 1.8), (39.1, 1.3), (42.3, 1.5), (44.5, 1.2), (45.7, 1.8),
+                          (44.5, 1.9)],
+                 "lpgnn": [(46.8, 2.0), (49.7, 0.7), (50.7, 1.4), (51.2, 1.4), (53.3, 0.9),
+                           (54.5, 1.2)],
+                 "solitude": [(50.1, 1.3), (52.7, 1.0), (54.0, 1.0), (55.6, 0.8), (56.3, 1.0),
+                              (57.0, 1.4)]},
+        "gcn": {"base": [(39.7, 3.0), (45.3, 1.8), (48.3, 2.9), (49.6, 1.3), (52.5, 2.1),
+                         (52.8, 2.5)],
+                "lpgnn": [(47.8, 1.1), (50.1, 1.8), (52.3, 1.2), (53.7, 1.3), (55.6, 1.3),
+                          (55.6, 1.5)],
+                "solitude": [(49.8, 1.4), (53.4, 1.0), (55.1, 0.8), (56.4, 1.5), (58.2, 0.7),
+                             (58.0, 2.5)]},
+    },
+}
+ROWS = {"base": "base", "lpgnn": "lpgnn", "lpgnn_authors": "lpgnn_authors",
+        "solitude": "solitude", "graph_only": "graph_only",
+        "label_propagation": "label propagation, alpha on validation",
+        "raw_features": "raw features, clean"}
+BACKBONE_NAMES = {"sage": "GraphSAGE", "gcn": "GCN"}
+
+
+def _accuracies(records):
+    """``{(dataset, backbone, method, eps_a): [accuracy %, ...]}``; label propagation
+    (no backbone) under both backbones."""
+    out = {}
+    for r in records:
+        if "metrics" not in r:
+            continue
+        p = r["params"]
+        for backbone in [p["backbone"]] if "backbone" in p else BACKBONES:
+            key = (r["dataset"], backbone, r["method"], p["eps_a"])
+            out.setdefault(key, []).append(100 * r["metrics"]["accuracy"])
+    return out
+
+
+def _cell(values):
+    if not values:
+        return "—"
+    if len(values) == 1:
+        return f"{values[0]:.1f} (n=1)"
+    return f"{np.mean(values):.1f} ± {np.std(values):.1f} (n={len(values)})"
+
+
+def tables_block(records):
+    """Table III beside the paper's: one table per dataset and backbone (markdown)."""
+    acc = _accuracies(records)
+    lines = []
+    for name in DATASETS:
+        for backbone in ("sage", "gcn"):
+            lines += [f"### {name} — {BACKBONE_NAMES[backbone]}", "",
+                      "| method | " + " | ".join(f"eps_a={e}" for e in EPS_A) + " |",
+                      "|---" * (len(EPS_A) + 1) + "|"]
+            for method, label in ROWS.items():
+                paper = PAPER[name][backbone].get(method)
+                if paper:
+                    lines.append(f"| {method} (paper) | " + " | ".join(
+                        f"{m:.1f} ± {s:.1f}" for m, s in paper) + " |")
+                lines.append(f"| {label} (ours) | " + " | ".join(
+                    _cell(acc.get((name, backbone, method, e))) for e in EPS_A) + " |")
+            lines.append("")
+    return "\n".join(lines)
+
+
+def figure(records, pages_dir):
+    """Draw ``fig_solitude.png``: accuracy against eps_a per dataset and backbone.
+
+    Parameters
+    ----------
+    records : list of dict
+        The study's runs.
+    pages_dir : path-like
+        Folder of the figure.
+
+    Returns
+    -------
+    path : pathlib.Path
+    """
+    import matplotlib.pyplot as plt
+
+    from .figures import curve, finish, flat_records, group, mean_by
+    rows = flat_records(records)
+    panels = [(ds, bb) for ds in DATASETS for bb in BACKBONES]
+    fig, axes = plt.subplots(1, len(panels), figsize=(14, 3.6))
+    for ax, (ds, bb) in zip(axes, panels, strict=True):
+        g = mean_by(group(rows, "method", "eps_a", where=lambda r, ds=ds, bb=bb: (
+            r["dataset"] == ds and r.get("backbone", bb) == bb)), "acc")
+        for m, c in [("base", "C0"), ("lpgnn", "C1"), ("solitude", "C2")]:
+            curve(ax, {e: v for (mm, e), v in g.items() if mm == m}, color=c,
+                  label={"base": "GNN on the received graph", "lpgnn": "LPGNN-style",
+                         "solitude": "Solitude"}[m])
+        curve(ax, {e: v for (mm, e), v in g.items() if mm == "graph_only"}, color="gray",
+              ls=":", label="graph only (no feature)")
+        ax.set_title(f"{ds}, {BACKBONE_NAMES[bb]}")
+    return finish(fig, axes, Path(pages_dir) / FIGURE, "test accuracy", xlabel="ε_a (edges)")
+
+
+def write_page(records, pages_dir):
+    """Write ``solitude.md`` (its tables and command) and ``fig_solitude.png`` from the runs.
+
+    Parameters
+    ----------
+    records : list of dict
+        The study's runs (``studies/runs/solitude_runs.jsonl``).
+    pages_dir : path-like
+        The folder of the page (the documentation's results folder).
+
+    Returns
+    -------
+    paths : dict of str -> pathlib.Path
+        ``"page"`` and, where matplotlib is installed, ``"figure"``.
+    """
+    from .pages import command_block, fill_blocks
+    pages_dir = Path(pages_dir)
+    page = fill_blocks(pages_dir / PAGE, {
+        "tables": tables_block(records),
+        "figure": f"![Accuracy against the edge budget ε_a (mean over seeds)]({FIGURE})\n\n"
+                  "*Accuracy against the edge budget ε_a, mean over seeds; dotted: label "
+                  "propagation of the training labels over the received graph (no "
+                  "feature).*",
+        "command": command_block("solitude", len(records)),
+    })
+    paths = {"page": page}
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return paths
+    paths["figure"] = figure(records, pages_dir)
+    return paths

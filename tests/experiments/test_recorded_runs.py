@@ -2,8 +2,9 @@
 
 The tables of the results pages are written from their runs files; when the library
 changes what a recorded setting gives, the page no longer describes the library.
-These keys (Cora, a few seconds or less each) are re-run and compared with their records:
-a difference of more than a few test nodes means the page must be regenerated.
+These keys (Cora, and RGNN's Student and German; a few seconds or less each) are
+re-run and compared with their records: a difference of more than a few test nodes means
+the page must be regenerated.
 """
 
 import json
@@ -30,6 +31,10 @@ KEYS = [
     ("lpgnn", 'cora|LABEL-PROPAGATION|random-50/25/25|0|{"eps_x": null, "eps_y": 1.0, '
               '"part": "lpgnn"}'),
     ("lpgnn_mae", 'cora|PGC|all-nodes|0|{"eps": 1.0}'),
+    ("rgnn", 'student_rgnn|RGNN|random-50/25/25|0|{"eps": 1.0, "eps_y": 1.0}'),
+    ("rgnn", 'german_rgnn|graph-only|random-50/25/25|0|{"eps": null, "eps_y": 1.0}'),
+    ("solitude", 'cora|lpgnn|random-50/25/25|0|{"backbone": "gcn", "eps_a": 8.0}'),
+    ("solitude", 'cora|label_propagation|random-50/25/25|0|{"eps_a": 8.0}'),
 ]
 
 # The runs were recorded on one thread; float32 sums on another machine's BLAS may still
