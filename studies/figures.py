@@ -8,7 +8,6 @@ dotted line (:func:`hline`). Needs matplotlib (``pip install -e ".[experiments]"
 
 import math
 from collections import defaultdict
-from pathlib import Path
 
 import matplotlib
 
