@@ -35,6 +35,8 @@ KEYS = [
     ("rgnn", 'cora|graph-only|random-50/25/25|0|{"eps": null, "eps_y": 1.0}'),
     ("rgnn", 'student_rgnn|RGNN|random-50/25/25|0|{"eps": 1.0, "eps_y": 1.0}'),
     ("rgnn", 'german_rgnn|graph-only|random-50/25/25|0|{"eps": null, "eps_y": 1.0}'),
+    ("honest_utility", 'german|hybrid: [structural, HDS -> PPR] -> MLP|50/25/25|2|{"eps": 2.0}'),
+    ("honest_utility", 'cora|LPGNN: multi-bit -> KProp GNN|50/25/25|3|{"eps": 2.0}'),
     ("solitude", 'cora|lpgnn|random-50/25/25|0|{"backbone": "gcn", "eps_a": 8.0}'),
     ("solitude", 'cora|label_propagation|random-50/25/25|0|{"eps_a": 8.0}'),
 ]
