@@ -70,8 +70,4 @@ def write_page(name, records, pages_dir=PAGES_DIR):
     paths : dict of str -> pathlib.Path
         What was written (``"page"``, ``"figure"``).
     """
-    module = _module(name)
-    if not hasattr(module, "write_page"):   # the generic summary page
-        from skldp.experiments import write_summary
-        return write_summary(module.make_study(), records, pages_dir)
-    return module.write_page(records, Path(pages_dir))
+    return _module(name).write_page(records, Path(pages_dir))

@@ -32,3 +32,12 @@ def test_command_block_names_the_runs_file():
 def test_fill_blocks_says_when_the_page_is_missing(tmp_path):
     with pytest.raises(FileNotFoundError, match="copy it from docs/results"):
         fill_blocks(tmp_path / "p.md", {"table": "x"})
+
+
+def test_every_study_writes_its_own_page():
+    import importlib
+
+    import studies
+    for name in studies.list_studies():
+        module = importlib.import_module(f"studies.{name}")
+        assert callable(module.make_study) and callable(module.write_page), name
