@@ -37,6 +37,7 @@ KEYS = [
     ("rgnn", 'german_rgnn|graph-only|random-50/25/25|0|{"eps": null, "eps_y": 1.0}'),
     ("honest_utility", 'german|hybrid: [structural, HDS -> PPR] -> MLP|50/25/25|2|{"eps": 2.0}'),
     ("honest_utility", 'cora|LPGNN: multi-bit -> KProp GNN|50/25/25|3|{"eps": 2.0}'),
+    ("privge", 'cora|hds|random|0|{"hds__eps": 1.0}'),
     ("link_prediction", 'cora|HDS|edge-85/5/10|1|{"eps": 1.0, "loss": "pairwise", '
                         '"paper": "002"}'),
     ("solitude", 'cora|lpgnn|random-50/25/25|0|{"backbone": "gcn", "eps_a": 8.0}'),
