@@ -654,20 +654,7 @@ def _cells_and_gaps(records):
 
 
 def write_page(records, pages_dir):
-    """Write ``budget_split.md`` and ``fig_budget_split.png`` from the study's runs.
-
-    Parameters
-    ----------
-    records : list of dict
-        The study's records (its runs file); any number of seeds.
-    pages_dir : pathlib.Path
-        Folder of the page.
-
-    Returns
-    -------
-    paths : dict of str -> pathlib.Path
-        ``"page"`` and (with matplotlib) ``"figure"``.
-    """
+    """This study's page and figure from its runs (``studies.write_page``)."""
     pages_dir = Path(pages_dir)
     page = fill_blocks(pages_dir / "budget_split.md", {
         "answer": _answer(split_rows(records)),

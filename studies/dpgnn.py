@@ -24,7 +24,7 @@ from skldp.experiments import Grid, Method, Study, default_split
 
 from .common import run_on_split
 from .link_prediction import as_recorded
-from .pages import command_block, fill_blocks
+from .pages import command_block, fill_blocks, with_figure
 
 __all__ = ["dpgnn_study", "write_page", "DPGNNRun", "AccountantRun", "SETTINGS", "EPS",
            "KINDS", "VERSION", "ACCOUNTANTS"]
@@ -496,20 +496,7 @@ def figure(records, pages_dir):
 
 
 def write_page(records, pages_dir):
-    """Write ``dpgnn.md`` (its tables and command) and its figure from the runs.
-
-    Parameters
-    ----------
-    records : list of dict
-        The study's runs (``studies/runs/dpgnn_runs.jsonl``).
-    pages_dir : path-like
-        The folder of the page (the documentation's results folder).
-
-    Returns
-    -------
-    paths : dict of str -> pathlib.Path
-        ``"page"`` and, where matplotlib is installed, ``"figure"``.
-    """
+    """This study's page and figure from its runs (``studies.write_page``)."""
     pages_dir = Path(pages_dir)
     page = fill_blocks(pages_dir / "dpgnn.md", {
         "table": tables(records),
@@ -518,10 +505,4 @@ def write_page(records, pages_dir):
                   f"non-private models, dotted: label propagation]({FIGURE})",
         "command": command_block("dpgnn", len(records)),
     })
-    paths = {"page": page}
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:   # the page without its figure
-        return paths
-    paths["figure"] = figure(records, pages_dir)
-    return paths
+    return with_figure(page, lambda: figure(records, pages_dir))

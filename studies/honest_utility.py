@@ -482,20 +482,7 @@ def _figure(records, path):
 
 
 def write_page(records, pages_dir):
-    """Write ``honest_utility.md`` (verdict, figure, command, tables) and its figure.
-
-    Parameters
-    ----------
-    records : list of dict
-        The study's records (its runs file).
-    pages_dir : pathlib.Path
-        Folder of the page.
-
-    Returns
-    -------
-    paths : dict of str -> pathlib.Path
-        ``"page"`` and (with matplotlib) ``"figure"``.
-    """
+    """This study's page and figure from its runs (``studies.write_page``)."""
     pages_dir = Path(pages_dir)
     seeds = max((r["seed"] for r in records), default=-1) + 1
     command = ("export OMP_NUM_THREADS=1 SKLDP_DATASETS_DIR=<datasets folder>\n"

@@ -486,20 +486,7 @@ def _figure(records, pages_dir):
 
 
 def write_page(records, pages_dir):
-    """Write ``label_scarce.md`` (answer, verdicts, command, coverage, tables) and its figure.
-
-    Parameters
-    ----------
-    records : list of dict
-        The study's records (its runs file); any number of seeds.
-    pages_dir : pathlib.Path
-        Folder of the page.
-
-    Returns
-    -------
-    paths : dict of str -> pathlib.Path
-        ``"page"`` and (with matplotlib) ``"figure"``.
-    """
+    """This study's page and figure from its runs (``studies.write_page``)."""
     splits = [s for s in (SCARCE, "planetoid") if any(r.get("split") == s for r in records)]
     page = fill_blocks(Path(pages_dir) / "label_scarce.md", {
         "answer": _answer(records),

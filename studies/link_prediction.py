@@ -25,7 +25,7 @@ from sklearn.base import BaseEstimator
 
 from skldp.experiments import Grid, Method, Study
 
-from .pages import command_block, fill_blocks
+from .pages import command_block, fill_blocks, with_figure
 
 __all__ = ["link_prediction_study", "LinkPredictionRun", "StructuralLinkRun", "edge_split",
            "as_recorded", "structural_scores", "write_page", "SYSTEMS", "SCORES"]
@@ -577,20 +577,7 @@ def figure(records, pages_dir):
 
 
 def write_page(records, pages_dir):
-    """Write ``link_prediction.md`` (its tables and command) and its figure from the runs.
-
-    Parameters
-    ----------
-    records : list of dict
-        The study's runs (``studies/runs/link_prediction_runs.jsonl``).
-    pages_dir : path-like
-        The folder of the page (the documentation's results folder).
-
-    Returns
-    -------
-    paths : dict of str -> pathlib.Path
-        ``"page"`` and, where matplotlib is installed, ``"figure"``.
-    """
+    """This study's page and figure from its runs (``studies.write_page``)."""
     pages_dir = Path(pages_dir)
     page = fill_blocks(pages_dir / "link_prediction.md", {
         "table": tables(records),
@@ -598,10 +585,4 @@ def write_page(records, pages_dir):
                   f"dotted: graph only, dash-dotted: structural score]({FIGURE})",
         "command": command_block("link_prediction", len(records)),
     })
-    paths = {"page": page}
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:   # the page without its figure
-        return paths
-    paths["figure"] = figure(records, pages_dir)
-    return paths
+    return with_figure(page, lambda: figure(records, pages_dir))

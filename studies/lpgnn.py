@@ -727,21 +727,8 @@ def figure(records, pages_dir):
 
 
 def write_page(records, pages_dir):
-    """Write ``lpgnn.md`` (its tables and command) and ``fig_lpgnn.png`` from the runs.
-
-    Parameters
-    ----------
-    records : list of dict
-        The study's runs (``studies/runs/lpgnn_runs.jsonl``).
-    pages_dir : path-like
-        The folder of the page (the documentation's results folder).
-
-    Returns
-    -------
-    paths : dict of str -> pathlib.Path
-        ``"page"`` and, where matplotlib is installed, ``"figure"``.
-    """
-    from .pages import command_block, fill_blocks
+    """This study's page and figure from its runs (``studies.write_page``)."""
+    from .pages import command_block, fill_blocks, with_figure
     pages_dir = Path(pages_dir)
     page = fill_blocks(pages_dir / PAGE, {
         "table": table2_block(records),
@@ -757,10 +744,4 @@ def write_page(records, pages_dir):
         "bench": bench_block(records),
         "settings": settings_block(records),
     })
-    paths = {"page": page}
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        return paths
-    paths["figure"] = figure(records, pages_dir)
-    return paths
+    return with_figure(page, lambda: figure(records, pages_dir))

@@ -9,7 +9,7 @@ answer and discussion are written by hand and its tables come from the runs.
 import re
 from pathlib import Path
 
-__all__ = ["fill_blocks", "command_block"]
+__all__ = ["fill_blocks", "command_block", "with_figure"]
 
 _BLOCK = re.compile(r"(<!-- generated: (?P<name>[\w-]+) -->\n)(?P<body>.*?)"
                     r"(<!-- end generated -->)", re.DOTALL)
@@ -79,3 +79,24 @@ def command_block(name, n_records, command=None):
             f"skipped; the page is rewritten from the runs file):\n\n```\n{command}\n```\n\n"
             f"Runs: `studies/runs/{name}_runs.jsonl` ({n_records} records; each says how its "
             "sweep was scheduled).\n")
+
+
+def with_figure(page, draw):
+    """``{"page": page, "figure": draw()}``, or the page alone without matplotlib.
+
+    Parameters
+    ----------
+    page : pathlib.Path
+        The page written.
+    draw : callable
+        Draws the page's figure and returns its path.
+
+    Returns
+    -------
+    paths : dict of str -> pathlib.Path
+    """
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:   # the page is complete without its figure
+        return {"page": page}
+    return {"page": page, "figure": draw()}

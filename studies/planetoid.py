@@ -250,20 +250,7 @@ def planetoid_table(records):
 
 
 def write_page(records, pages_dir):
-    """Write the table and the command block of ``planetoid.md`` from the study's runs.
-
-    Parameters
-    ----------
-    records : list of dict
-        The study's records (its runs file).
-    pages_dir : pathlib.Path
-        Folder of the page.
-
-    Returns
-    -------
-    paths : dict of str -> pathlib.Path
-        ``"page"`` (no figure: there is no privacy budget on this page).
-    """
+    """This study's page and figure from its runs (``studies.write_page``)."""
     page = fill_blocks(Path(pages_dir) / PAGE, {
         "table": planetoid_table(records),
         "command": command_block("planetoid", len(records),

@@ -237,20 +237,7 @@ def _table(rows, dataset):
 
 
 def write_page(records, pages_dir):
-    """Write ``privge.md`` (its tables and command) and ``privge.png`` from the runs.
-
-    Parameters
-    ----------
-    records : list of dict
-        The study's runs (``studies/runs/privge_runs.jsonl``).
-    pages_dir : path-like
-        The folder of the page (the documentation's results folder).
-
-    Returns
-    -------
-    paths : dict of str -> pathlib.Path
-        ``"page"`` and, where matplotlib is installed, ``"figure"``.
-    """
+    """This study's page and figure from its runs (``studies.write_page``)."""
     from skldp.experiments import plot_summary
     pages_dir = Path(pages_dir)
     study = privge_study()

@@ -21,26 +21,6 @@ def records():
     return load_runs(RUNS_DIR / "dpgnn_runs.jsonl", "dpgnn")
 
 
-def _blank_blocks(text):
-    out, inside = [], False
-    for line in text.splitlines(keepends=True):
-        if line.startswith("<!-- end generated"):
-            inside = False
-        if not inside:
-            out.append(line)
-        if line.startswith("<!-- generated:"):
-            inside = True
-    return "".join(out)
-
-
-def test_write_page_gives_back_the_committed_page(records, tmp_path):
-    committed = PAGE.read_bytes()
-    blank = _blank_blocks(committed.decode("utf-8"))
-    assert "<!-- generated: accountants -->\n<!-- end generated -->" in blank
-    (tmp_path / "dpgnn.md").write_text(blank, encoding="utf-8")
-    assert write_page(records, tmp_path)["page"].read_bytes() == committed
-
-
 def test_the_accountant_table_follows_its_runs(records, tmp_path):
     runs = [r for r in records if r["method"] == ACCOUNTANT_METHOD]
     assert sorted((r["dataset"], r["params"]["eps"]) for r in runs) == sorted(
@@ -58,22 +38,6 @@ def test_the_accountant_table_follows_its_runs(records, tmp_path):
     rows = [line for line in text.splitlines()
             if any(f"| {label} |" in line for label in ACCOUNTANTS.values())]
     assert len(rows) == len(ACCOUNTANTS) and all(r.startswith("| facebook |") for r in rows)
-
-
-def test_write_page_draws_the_figure(records, tmp_path):
-    pytest.importorskip("matplotlib")
-    shutil.copy(PAGE, tmp_path / "dpgnn.md")
-    paths = write_page(records, tmp_path)
-    assert paths["figure"] == tmp_path / "fig_dpgnn.png"
-    assert paths["figure"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-
-
-def test_a_page_without_its_markers_is_refused(records, tmp_path):
-    (tmp_path / "dpgnn.md").write_text("# DP-GNN\n\n<!-- generated: table -->\n"
-                                       "<!-- end generated -->\n", encoding="utf-8")
-    with pytest.raises(ValueError, match=r"dpgnn.md: no block \['accountants', 'command', "
-                                         r"'figure'\]"):
-        write_page(records, tmp_path)
 
 
 def test_the_accountants_are_one_run_per_dataset_and_eps():

@@ -74,15 +74,6 @@ def test_bad_runs_are_refused():
         HonestRun("multi-bit -> PPR -> MLP").run(G, y, default_split(y, 0))
 
 
-def test_write_page_gives_back_the_committed_page(tmp_path, records):
-    pytest.importorskip("matplotlib")
-    shutil.copy(PAGES_DIR / PAGE, tmp_path)
-    paths = write_page("honest_utility", records, tmp_path)
-    assert paths["page"].read_bytes() == (PAGES_DIR / PAGE).read_bytes()
-    assert paths["figure"] == tmp_path / "honest_utility.png"
-    assert paths["figure"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-
-
 def test_the_page_follows_the_records(tmp_path, records, monkeypatch):
     import studies.honest_utility as module
     monkeypatch.setattr(module, "_figure", lambda records, path: None)
@@ -91,9 +82,3 @@ def test_the_page_follows_the_records(tmp_path, records, monkeypatch):
     text = write_page("honest_utility", few, tmp_path)["page"].read_text()
     assert "(n=5)" not in text and "(n=2)" in text and "--seeds 2\n" in text
     assert f"honest_utility_runs.jsonl` ({len(few)} records" in text
-
-
-def test_a_page_without_its_blocks_is_refused(tmp_path, records):
-    (tmp_path / PAGE).write_text("# Honest utility\n")
-    with pytest.raises(ValueError, match="no block"):
-        write_page("honest_utility", records, tmp_path)

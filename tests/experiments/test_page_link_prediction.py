@@ -30,27 +30,6 @@ def records():
     return load_runs(RUNS_DIR / "link_prediction_runs.jsonl", "link_prediction")
 
 
-def _blank_blocks(text):
-    out, inside = [], False
-    for line in text.splitlines(keepends=True):
-        if line.startswith("<!-- end generated"):
-            inside = False
-        if not inside:
-            out.append(line)
-        if line.startswith("<!-- generated:"):
-            inside = True
-    return "".join(out)
-
-
-def test_write_page_gives_back_the_committed_page(records, tmp_path):
-    committed = PAGE.read_bytes()
-    blank = _blank_blocks(committed.decode("utf-8"))
-    assert "<!-- generated: table -->\n<!-- end generated -->" in blank
-    (tmp_path / "link_prediction.md").write_text(blank, encoding="utf-8")
-    paths = write_page(records, tmp_path)
-    assert paths["page"].read_bytes() == committed
-
-
 def test_the_tables_follow_the_runs(records, tmp_path):
     kept = [r for r in records if not (r["method"] == STRUCTURAL and r["dataset"] == "cora")]
     shutil.copy(PAGE, tmp_path / "link_prediction.md")
@@ -61,21 +40,6 @@ def test_the_tables_follow_the_runs(records, tmp_path):
     assert rows[0].endswith("| – | – | – | – | – | – |")
     assert "67.6 ± 1.1 (n=5)" in rows[1] and "93.0 ± 0.2 (n=5)" in rows[3]
     assert f"({len(kept)} records;" in text
-
-
-def test_write_page_draws_the_figure(records, tmp_path):
-    pytest.importorskip("matplotlib")
-    shutil.copy(PAGE, tmp_path / "link_prediction.md")
-    paths = write_page(records, tmp_path)
-    assert paths["figure"] == tmp_path / "fig_link_prediction.png"
-    assert paths["figure"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-
-
-def test_a_page_without_its_markers_is_refused(records, tmp_path):
-    (tmp_path / "link_prediction.md").write_text("# Link prediction\n", encoding="utf-8")
-    with pytest.raises(ValueError, match=r"link_prediction.md: no block \['command', "
-                                         r"'figure', 'table'\]"):
-        write_page(records, tmp_path)
 
 
 def test_structural_scores_by_their_definition():

@@ -5,14 +5,12 @@ cannot disagree with its runs), the figure is drawn, and a page without its mark
 refused.
 """
 
-import shutil
 
 import pytest
 
 from skldp.experiments import load_runs
 from studies import PAGES_DIR, RUNS_DIR
-from studies import write_page as write_any_page
-from studies.rgnn import ablation_block, table_block, write_page
+from studies.rgnn import ablation_block, table_block
 
 PAGE = PAGES_DIR / "rgnn.md"
 BLOCKS = ["ablation", "command", "figure", "table"]
@@ -21,34 +19,6 @@ BLOCKS = ["ablation", "command", "figure", "table"]
 @pytest.fixture
 def records():
     return load_runs(RUNS_DIR / "rgnn_runs.jsonl", "rgnn")
-
-
-def _blank_blocks(text):
-    """The page with every generated block emptied (its hand-written text kept)."""
-    out, inside = [], False
-    for line in text.splitlines(keepends=True):
-        if line.startswith("<!-- end generated"):
-            inside = False
-        if not inside:
-            out.append(line)
-        if line.startswith("<!-- generated:"):
-            inside = True
-    return "".join(out)
-
-
-def test_write_page_gives_back_the_committed_page(records, tmp_path):
-    committed = PAGE.read_bytes()
-    blank = _blank_blocks(committed.decode("utf-8"))
-    assert blank != committed.decode("utf-8")
-    assert all(f"<!-- generated: {b} -->" in blank for b in BLOCKS)
-    (tmp_path / "rgnn.md").write_text(blank, encoding="utf-8")
-    paths = write_page(records, tmp_path)
-    assert paths["page"] == tmp_path / "rgnn.md"
-    assert paths["page"].read_bytes() == committed
-    # the registry's write_page is this one
-    shutil.copy(PAGE, tmp_path / "rgnn.md")
-    write_any_page("rgnn", records, tmp_path)
-    assert (tmp_path / "rgnn.md").read_bytes() == committed
 
 
 def test_the_tables_follow_the_runs(records):
@@ -63,18 +33,3 @@ def test_the_tables_follow_the_runs(records):
     assert "not run" not in "\n".join(v for k, v in rows.items() if k != "| german_rgnn")
     assert "| citeseer | RGNN-LLP | 34.0 ± 3.2 |" in ablation_block(records)
     assert "(n=5)" in ablation_block(records)
-
-
-def test_write_page_draws_the_figure(records, tmp_path):
-    pytest.importorskip("matplotlib")
-    shutil.copy(PAGE, tmp_path / "rgnn.md")
-    paths = write_page(records, tmp_path)
-    assert paths["figure"] == tmp_path / "fig_rgnn.png"
-    assert paths["figure"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-
-
-def test_a_page_without_its_markers_is_refused(records, tmp_path):
-    (tmp_path / "rgnn.md").write_text("# RGNN\n\nno generated blocks\n", encoding="utf-8")
-    with pytest.raises(ValueError, match="no block"):
-        write_page(records, tmp_path)
-    assert (tmp_path / "rgnn.md").read_text(encoding="utf-8") == "# RGNN\n\nno generated blocks\n"

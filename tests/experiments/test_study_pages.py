@@ -41,3 +41,60 @@ def test_every_study_writes_its_own_page():
     for name in studies.list_studies():
         module = importlib.import_module(f"studies.{name}")
         assert callable(module.make_study) and callable(module.write_page), name
+
+
+# ---------------------------------------------------------------- every study's page
+STUDIES = __import__("studies").list_studies()
+
+
+def _records(name):
+    from skldp.experiments import load_runs
+    from studies import RUNS_DIR
+    return load_runs(RUNS_DIR / f"{name}_runs.jsonl", name)
+
+
+def _page(name):
+    import importlib
+
+    from studies import PAGES_DIR
+    module = importlib.import_module(f"studies.{name}")
+    return PAGES_DIR / getattr(module, "PAGE", f"{name}.md")
+
+
+def _blank_blocks(text):
+    """The page with every generated block emptied (its hand-written text kept)."""
+    out, inside = [], False
+    for line in text.splitlines(keepends=True):
+        if line.startswith("<!-- end generated"):
+            inside = False
+        if not inside:
+            out.append(line)
+        if line.startswith("<!-- generated:"):
+            inside = True
+    return "".join(out)
+
+
+@pytest.mark.parametrize("name", STUDIES)
+def test_write_page_gives_back_the_committed_page(name, tmp_path):
+    # the committed page is what its runs give: a page cannot disagree with its runs
+    import studies
+    page = _page(name)
+    committed = page.read_bytes()
+    blank = _blank_blocks(committed.decode("utf-8"))
+    assert blank != committed.decode("utf-8") and "<!-- generated: " in blank
+    (tmp_path / page.name).write_text(blank, encoding="utf-8")
+    paths = studies.write_page(name, _records(name), tmp_path)
+    assert paths["page"] == tmp_path / page.name
+    assert paths["page"].read_bytes() == committed
+    if "figure" in paths:   # drawn where matplotlib is installed
+        assert paths["figure"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize("name", STUDIES)
+def test_a_page_without_its_blocks_is_refused(name, tmp_path):
+    import studies
+    page = tmp_path / _page(name).name
+    page.write_text("# a page with no generated block\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="no block"):
+        studies.write_page(name, _records(name), tmp_path)
+    assert page.read_text(encoding="utf-8") == "# a page with no generated block\n"
