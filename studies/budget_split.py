@@ -343,16 +343,6 @@ def _fmt_diff(diff):
 
 def budget_split_table(records):
     """The verdict table: each split of ``B`` against all of it on the label.
-
-    Parameters
-    ----------
-    records : list of dict
-        The study's records.
-
-    Returns
-    -------
-    text : str
-        Markdown.
     """
     rows = split_rows(records)
     shares = sorted({sh for r in rows for sh in r["shares"]})
@@ -502,16 +492,6 @@ def recommender_check(records):
     All on the label agrees unless a split beats it by more than two standard
     errors of the paired difference; a split agrees unless all on the label
     beats every split so.
-
-    Parameters
-    ----------
-    records : list of dict
-        The study's records.
-
-    Returns
-    -------
-    text : str
-        Markdown.
     """
     from skldp.accounting import recommend_budget_split
     lines = ["| dataset | regime | B | recommended ε features / label | study's winner | "

@@ -340,15 +340,6 @@ def _version(r):
 
 def tables(records):
     """The page's tables (markdown): the main table per dataset and the two ablations.
-
-    Parameters
-    ----------
-    records : list of dict
-        The study's runs.
-
-    Returns
-    -------
-    markdown : str
     """
     recs = [_fields(r) for r in records if r["method"] != ACCOUNTANT_METHOD]
     eps_list = [int(e) for e in EPS]   # as the tables show them
@@ -432,15 +423,6 @@ def tables(records):
 
 def accountant_table(records):
     """Markdown: the noise multiplier z DP-MLP needs under each accountant (its runs).
-
-    Parameters
-    ----------
-    records : list of dict
-        The study's runs (those of ``ACCOUNTANT_METHOD``).
-
-    Returns
-    -------
-    markdown : str
     """
     eps_list = [int(e) for e in EPS]
     runs = {(r["dataset"], float(r["params"]["eps"])): r["metrics"] for r in records

@@ -366,16 +366,6 @@ def verdict_table(records):
 
     The best private cell is picked over pipelines and eps after the runs (its
     margin is optimistic); SE is that of the difference of two independent means.
-
-    Parameters
-    ----------
-    records : list of dict
-        The study's records.
-
-    Returns
-    -------
-    text : str
-        Markdown.
     """
     eps_all = _eps(records)
     lines = ["| dataset | best feature-free | best private, eps <= 2 | difference | SE |",

@@ -368,16 +368,6 @@ def label_scarce_table(records, split=SCARCE):
 
 def label_scarce_report(records):
     """The verdict and the full table of each split (the public split's where it was run).
-
-    Parameters
-    ----------
-    records : list of dict
-        The study's records.
-
-    Returns
-    -------
-    text : str
-        Markdown.
     """
     splits = [s for s in (SCARCE, "planetoid") if any(r.get("split") == s for r in records)]
     return "\n\n".join(f(records, s) for s in splits

@@ -475,15 +475,6 @@ def _eps_label(e):
 
 def tables(records):
     """The page's tables (markdown): each paper's Table 2 beside ours, and the ablations.
-
-    Parameters
-    ----------
-    records : list of dict
-        The study's runs.
-
-    Returns
-    -------
-    markdown : str
     """
     main, ablation, structural = {}, {}, {}
     for r in records:

@@ -434,15 +434,6 @@ def _eps(e):
 
 def table2_block(records):
     """Table 2 of the paper beside skldp's runs, with the two feature-free rows.
-
-    Parameters
-    ----------
-    records : list of dict
-        The study's runs.
-
-    Returns
-    -------
-    markdown : str
     """
     lines = ["Test accuracy (%, the paper's micro-F1) on the Planetoid public split; skldp = "
              "mean ± std over seeds (n = runs), paper = mean ± std over 10 runs; Δ = skldp − "
@@ -495,15 +486,6 @@ def _datasets(records, part="lpgnn"):
 
 def lpgnn_block(records):
     """The ε_x × ε_y tables of LPGNN (the papers' description), with the feature-free rows.
-
-    Parameters
-    ----------
-    records : list of dict
-        The study's runs.
-
-    Returns
-    -------
-    markdown : str
     """
     lines = []
     for name in _datasets(records):
@@ -540,15 +522,6 @@ def _count(records, better, worse, datasets, eps_x):
 
 def authors_block(records):
     """The same tables for the authors' configuration, and how the two compare.
-
-    Parameters
-    ----------
-    records : list of dict
-        The study's runs.
-
-    Returns
-    -------
-    markdown : str
     """
     names = [d for d in _datasets(records)
              if any(r["dataset"] == d and r["method"] == "LPGNN-AUTHORS" for r in records)]
@@ -573,15 +546,6 @@ def authors_block(records):
 
 def papers_block(records):
     """The values the papers report for LPGNN in other settings, beside the nearest cell.
-
-    Parameters
-    ----------
-    records : list of dict
-        The study's runs.
-
-    Returns
-    -------
-    markdown : str
     """
     lines = ["| dataset | source | their setting | their value | skldp, nearest cell |",
              "|---|---|---|---|---|"]
@@ -614,15 +578,6 @@ def papers_block(records):
 
 def bench_block(records):
     """Part ``bench``: each of the authors' changes alone and both, on Cora.
-
-    Parameters
-    ----------
-    records : list of dict
-        The study's runs.
-
-    Returns
-    -------
-    markdown : str
     """
     seeds = sorted({r["seed"] for r in records if r["params"]["part"] == "bench"})
     lines = [f"Cora, ε_y = 1, the random 50/25/25 splits of seeds {seeds[0]}-{seeds[-1]}; test "
@@ -643,15 +598,6 @@ def bench_block(records):
 
 def settings_block(records):
     """The papers' description against the authors' code at the study's settings, ε_x = 1.
-
-    Parameters
-    ----------
-    records : list of dict
-        The study's runs.
-
-    Returns
-    -------
-    markdown : str
     """
     lines = ["| dataset, ε_y | the papers' description | the authors' code (the defaults) | "
              "raw features (ε_x = ∞), the authors' code | feature-free: label propagation |",

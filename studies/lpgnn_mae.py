@@ -273,15 +273,6 @@ def _datasets(cells):
 
 def main_table(records):
     """The MAE of each mechanism per dataset and eps (mean ± std over collections).
-
-    Parameters
-    ----------
-    records : list of dict
-        The study's runs.
-
-    Returns
-    -------
-    markdown : str
     """
     cells = _cells(records)
     lines = ["Mean absolute error of the aggregated estimate (eq. (8), averaged over all "
@@ -306,15 +297,6 @@ def main_table(records):
 def details(records):
     """Per dataset: the MAE beside its Gaussian prediction, the RMSE beside its exact
     prediction, and the MAE by node degree at eps = 1.
-
-    Parameters
-    ----------
-    records : list of dict
-        The study's runs.
-
-    Returns
-    -------
-    markdown : str
     """
     cells = _cells(records)
     lines = []

@@ -219,15 +219,6 @@ def _reference(kind):
 
 def planetoid_table(records):
     """The Markdown table of the study beside PyTorch Geometric's GCN and the papers.
-
-    Parameters
-    ----------
-    records : list of dict
-        Records of the study's runs file.
-
-    Returns
-    -------
-    text : str
     """
     acc, seeds = {}, set()
     for r in records:
