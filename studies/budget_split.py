@@ -120,18 +120,8 @@ class BudgetRun(BaseEstimator):
     def run(self, G, y, masks):
         """Fit every candidate, choose on the validation nodes, score the test nodes.
 
-        Parameters
-        ----------
-        G : GraphData
-            The whole graph (the run's own users).
-        y : ndarray of shape (n_nodes,)
-            Labels.
-        masks : tuple of three boolean ndarrays
-            Train, validation and test masks.
-
-        Returns
-        -------
-        metrics : dict of str -> float
+        ``G`` is the whole graph, ``masks`` its train, validation and test masks; the
+        metrics are those of the test nodes unless named otherwise.
         """
         if self.kind not in KINDS:
             raise ValueError(f"kind must be one of {list(KINDS)}, got {self.kind!r}.")

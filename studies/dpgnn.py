@@ -94,20 +94,8 @@ class DPGNNRun(BaseEstimator):
     def run(self, G, y, masks):
         """Fit the model of ``kind`` and score it on the validation and test nodes.
 
-        Parameters
-        ----------
-        G : GraphData
-            The whole graph.
-        y : ndarray of shape (n_nodes,)
-            Labels.
-        masks : tuple of three boolean ndarrays
-            Train, validation and test masks.
-
-        Returns
-        -------
-        metrics : dict of str -> float
-            ``accuracy`` (test), ``val_accuracy`` and, where they apply,
-            ``epsilon``, ``delta``, ``z``, ``selected_steps`` or ``alpha``.
+        ``G`` is the whole graph, ``masks`` its train, validation and test masks; the
+        metrics are those of the test nodes unless named otherwise.
         """
         from skldp.baselines import LabelPropagationClassifier
         from skldp.central import DPGNNClassifier, DPMLPClassifier
@@ -211,20 +199,8 @@ class AccountantRun(BaseEstimator):
     def run(self, G, y, masks):
         """Calibrate z under each accountant.
 
-        Parameters
-        ----------
-        G : GraphData
-            The whole graph (not read).
-        y : ndarray of shape (n_nodes,)
-            Labels (not read).
-        masks : tuple of three boolean ndarrays
-            Train, validation and test masks (N = the training nodes).
-
-        Returns
-        -------
-        metrics : dict of str -> float
-            ``n_train``, ``batch_size``, ``n_steps`` and one ``z_*`` per name of
-            ``ACCOUNTANTS``.
+        ``G`` is the whole graph, ``masks`` its train, validation and test masks; the
+        metrics are those of the test nodes unless named otherwise.
         """
         from skldp.accounting import (
             calibrate_dpsgd_noise_multiplier,
@@ -445,17 +421,6 @@ def accountant_table(records):
 
 def figure(records, pages_dir):
     """Draw ``fig_dpgnn.png``: test accuracy against node-level eps, one panel per dataset.
-
-    Parameters
-    ----------
-    records : list of dict
-        The study's runs.
-    pages_dir : path-like
-        Where the figure is written.
-
-    Returns
-    -------
-    path : pathlib.Path
     """
     import matplotlib.pyplot as plt
 

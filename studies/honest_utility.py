@@ -240,20 +240,8 @@ class HonestRun(BaseEstimator):
     def run(self, G, y, masks):
         """Search on the training nodes (3 folds), score the test nodes.
 
-        Parameters
-        ----------
-        G : GraphData
-            The whole graph (the run's own users).
-        y : ndarray of shape (n_nodes,)
-            Labels.
-        masks : tuple of three boolean ndarrays
-            Train, validation and test masks (the validation nodes are not used).
-
-        Returns
-        -------
-        metrics : dict of str -> float
-            ``accuracy`` and the searched settings chosen (``best_<name>``); for
-            ``SIGNALS`` the Fisher ratios.
+        ``G`` is the whole graph, ``masks`` its train, validation and test masks; the
+        metrics are those of the test nodes unless named otherwise.
         """
         tr, _, te = masks
         y = np.asarray(y)

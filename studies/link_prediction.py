@@ -525,17 +525,6 @@ def tables(records):
 
 def figure(records, pages_dir):
     """Draw ``fig_link_prediction.png``: test AUC against ε, one panel per paper and dataset.
-
-    Parameters
-    ----------
-    records : list of dict
-        The study's runs.
-    pages_dir : path-like
-        Where the figure is written.
-
-    Returns
-    -------
-    path : pathlib.Path
     """
     import matplotlib.pyplot as plt
 

@@ -255,19 +255,8 @@ class LPGNNRun(BaseEstimator):
     def run(self, G, y, masks):
         """Fit on the training nodes (early stopping on the validation nodes), score the test nodes.
 
-        Parameters
-        ----------
-        G : GraphData
-            The whole graph.
-        y : ndarray of shape (n_nodes,)
-            Labels.
-        masks : tuple of three boolean ndarrays
-            Train, validation and test masks.
-
-        Returns
-        -------
-        metrics : dict of str -> float
-            ``accuracy`` (test) and, for part ``lpgnn``, ``label_agreement``.
+        ``G`` is the whole graph, ``masks`` its train, validation and test masks; the
+        metrics are those of the test nodes unless named otherwise.
         """
         if self.part not in SPLITS:
             raise ValueError(f"part must be one of {sorted(SPLITS)}, got {self.part!r}.")
@@ -622,17 +611,6 @@ def settings_block(records):
 
 def figure(records, pages_dir):
     """``fig_lpgnn.png``: accuracy against ε, Table 2 and the LPGNN pipeline.
-
-    Parameters
-    ----------
-    records : list of dict
-        The study's runs.
-    pages_dir : path-like
-        The folder of the page.
-
-    Returns
-    -------
-    path : pathlib.Path
     """
     import matplotlib.pyplot as plt
 

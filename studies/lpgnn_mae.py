@@ -346,17 +346,6 @@ def details(records):
 
 def figure(records, pages_dir):
     """``fig_lpgnn_mae.png``: the MAE against eps, one panel per dataset (log scales).
-
-    Parameters
-    ----------
-    records : list of dict
-        The study's runs.
-    pages_dir : path-like
-        The folder of the page.
-
-    Returns
-    -------
-    path : pathlib.Path
     """
     import matplotlib.pyplot as plt
 

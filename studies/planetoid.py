@@ -117,20 +117,8 @@ class PlanetoidRun(BaseEstimator):
     def run(self, G, y, masks):
         """Fit in ``regime`` and score the test nodes (and, for the record, the validation nodes).
 
-        Parameters
-        ----------
-        G : GraphData
-            The whole graph.
-        y : ndarray of shape (n_nodes,)
-            Labels.
-        masks : tuple of three boolean ndarrays
-            The public train, validation and test masks.
-
-        Returns
-        -------
-        metrics : dict of str -> float
-            ``accuracy`` (test), ``val_accuracy``, ``fit_seconds`` and, for
-            the models with a choice made on the validation nodes, ``alpha``.
+        ``G`` is the whole graph, ``masks`` its train, validation and test masks; the
+        metrics are those of the test nodes unless named otherwise.
         """
         if self.kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}.")

@@ -102,19 +102,8 @@ class LabelPropagationRun(BaseEstimator):
     def run(self, G, y, masks):
         """Fit on the training nodes, choose alpha on the validation nodes, score the test.
 
-        Parameters
-        ----------
-        G : GraphData
-            The whole graph (its features are not read).
-        y : ndarray of shape (n_nodes,)
-            Labels.
-        masks : tuple of three boolean ndarrays
-            Train, validation and test masks.
-
-        Returns
-        -------
-        metrics : dict of str -> float
-            ``accuracy`` (test), ``val_accuracy`` and the chosen ``alpha``.
+        ``G`` is the whole graph, ``masks`` its train, validation and test masks; the
+        metrics are those of the test nodes unless named otherwise.
         """
         from skldp.baselines import LabelPropagationClassifier
         tr, va, te = masks

@@ -478,17 +478,6 @@ def ablation_block(records):
 
 def figure(records, pages_dir):
     """Draw ``fig_rgnn.png``: accuracy against eps_y per dataset, from the runs.
-
-    Parameters
-    ----------
-    records : list of dict
-        The study's runs.
-    pages_dir : path-like
-        Folder of the figure.
-
-    Returns
-    -------
-    path : pathlib.Path
     """
     import matplotlib.pyplot as plt
 

@@ -191,19 +191,8 @@ class LabelPropagationRun(BaseEstimator):
     def run(self, G, y, masks):
         """Collect the graph, choose alpha on the validation nodes, score the test nodes.
 
-        Parameters
-        ----------
-        G : GraphData
-            The whole graph.
-        y : ndarray of shape (n_nodes,)
-            Labels.
-        masks : tuple of three boolean ndarrays
-            Train, validation and test masks.
-
-        Returns
-        -------
-        metrics : dict of str -> float
-            ``accuracy`` on the test nodes and the chosen ``alpha``.
+        ``G`` is the whole graph, ``masks`` its train, validation and test masks; the
+        metrics are those of the test nodes unless named otherwise.
         """
         import scipy.sparse as sp
 
@@ -419,17 +408,6 @@ def tables_block(records):
 
 def figure(records, pages_dir):
     """Draw ``fig_solitude.png``: accuracy against eps_a per dataset and backbone.
-
-    Parameters
-    ----------
-    records : list of dict
-        The study's runs.
-    pages_dir : path-like
-        Folder of the figure.
-
-    Returns
-    -------
-    path : pathlib.Path
     """
     import matplotlib.pyplot as plt
 
