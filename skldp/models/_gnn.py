@@ -502,7 +502,8 @@ class GNNClassifierBase(TorchClassifierBase):
                                                              positions)))
 
 
-def _params_doc(hidden_size=16, activation="relu", dropout=0.5, lr=0.01, heads=None):
+def _params_doc(hidden_size=16, activation="relu", dropout=0.5, lr=0.01, heads=None, epochs=200,
+                patience=50):
     """The Parameters section of the GNN classifiers (their defaults differ)."""
     heads_doc = "" if heads is None else f"""
     heads : int, default={heads}
@@ -531,7 +532,7 @@ def _params_doc(hidden_size=16, activation="relu", dropout=0.5, lr=0.01, heads=N
         Adam learning rate.
     weight_decay : float, default=5e-4
         Adam L2 penalty.
-    epochs : int, default=200
+    epochs : int, default={epochs}
         Maximum number of epochs; each is one full-batch step (see Notes).
     early_stopping : bool, default=True
         Keep the weights of the epoch with the lowest loss on the validation
@@ -543,7 +544,7 @@ def _params_doc(hidden_size=16, activation="relu", dropout=0.5, lr=0.01, heads=N
         ``validation_fraction`` of the fit rows. See :ref:`validation_nodes`.
     validation_fraction : float in (0, 1), default=0.1
         Share of the fit rows held out for early stopping without ``validation``.
-    patience : int, default=50
+    patience : int, default={patience}
         Epochs without improvement of the validation loss before stopping.
     device : {{"auto", "cpu", "cuda", ...}}, default="auto"
         Torch device; ``"auto"`` uses CUDA when ``torch.cuda.is_available()``.
@@ -663,7 +664,7 @@ class GATClassifier(GNNClassifierBase):
 
     Read more in the :ref:`User Guide <gnn_classifiers>`.
     """ + _params_doc(hidden_size=8, activation="elu", dropout=0.6, lr=0.005,
-                      heads=8) + _ATTRS_DOC + """    input_scale_ : float
+                      heads=8, epochs=1000, patience=100) + _ATTRS_DOC + """    input_scale_ : float
         The constant that multiplied the input features (see ``input_scale``).
 """ + _FULL_BATCH_NOTES + """
     References
@@ -686,8 +687,8 @@ class GATClassifier(GNNClassifierBase):
 
     def __init__(self, hidden_size=8, *, heads=8, attention_dropout=0.6, input_scale="auto",
                  n_layers=2, activation="elu", dropout=0.6, lr=0.005, weight_decay=5e-4,
-                 epochs=200, early_stopping=True, validation=None,
-                 validation_fraction=0.1, patience=50, device="auto", random_state=None,
+                 epochs=1000, early_stopping=True, validation=None,
+                 validation_fraction=0.1, patience=100, device="auto", random_state=None,
                  verbose=0, label_mechanism=None):
         super().__init__(hidden_size, n_layers=n_layers, activation=activation, dropout=dropout,
                          lr=lr, weight_decay=weight_decay, epochs=epochs,
