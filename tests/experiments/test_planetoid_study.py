@@ -40,3 +40,21 @@ def test_table_beside_the_references():
     row = next(line for line in text.splitlines() if line.startswith("| GCN |"))
     assert "81.0 ± 1.0" in row and "70.0 ± 0.0" in row and "Kipf & Welling" in row
     assert "| GAT | — | — | — | — |" in text
+
+
+def test_ppr_pipeline_chooses_its_weight_decay_on_validation_nodes_only(monkeypatch):
+    import studies.planetoid as module
+    grid = ({"alpha": 0.1, "weight_decay": 5e-5}, {"alpha": 0.1, "weight_decay": 5e-2})
+    monkeypatch.setattr(module, "PPR_GRID", grid)
+    b = load_dataset("citeseer")
+    G, y = b.data, np.asarray(b.target)
+    masks = planetoid_split(b)
+    out = PlanetoidRun("PPR -> MLPHead", "validation").run(G, y, masks)
+    assert {"alpha": out["alpha"], "weight_decay": out["weight_decay"]} in grid
+    # scrambling the test labels changes neither the choice nor the validation accuracy
+    scrambled = y.copy()
+    test = masks[2]
+    scrambled[test] = np.random.default_rng(0).permutation(scrambled[test])
+    again = PlanetoidRun("PPR -> MLPHead", "validation").run(G, scrambled, masks)
+    assert again["weight_decay"] == out["weight_decay"]
+    assert again["val_accuracy"] == out["val_accuracy"]
