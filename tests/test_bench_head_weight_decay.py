@@ -1,0 +1,43 @@
+"""benchmarks/bench_head_weight_decay.py: its cells choose a weight decay without a test label."""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from skldp.datasets import load_dataset
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _bench():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import bench_head_weight_decay as bench
+    finally:
+        sys.path.pop(0)
+    return bench
+
+
+def test_a_validation_split_reports_the_decay_its_validation_nodes_chose():
+    bench = _bench()
+    bunch = load_dataset("cora")
+    accs, chosen = bench.cell(bunch, "20/30", "raw", 0)
+    assert len(accs) == len(bench.DECAYS) + 1 and chosen in bench.DECAYS
+    # the chosen column is the fixed column of the decay chosen, not the best test score
+    assert accs[-1] == accs[bench.DECAYS.index(chosen)]
+    assert 0.7 < accs[0] < 0.9   # the default head on Cora's raw features
+
+
+def test_no_split_fits_on_a_test_node():
+    bench = _bench()
+    bunch = load_dataset("cora")
+    y = np.asarray(bunch.target)
+    for split, n_fit, has_val in (("public", 140, False), ("20/30", 350, True),
+                                  ("50/25/25", None, False)):
+        fit, val, test = bench._masks(bunch, y, split, 0)
+        assert not (fit & test).any() and (val is not None) == has_val
+        if n_fit is not None:
+            assert fit.sum() == n_fit
+        if has_val:
+            assert (val <= fit).all()   # the head early-stops on them, never trains
