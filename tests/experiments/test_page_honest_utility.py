@@ -30,10 +30,11 @@ def test_the_study_is_its_recorded_runs(records):
 
 def test_records_keep_the_former_keys_and_fields(records):
     # records made before the study was a study keep their former key and fields; those
-    # made again since (all but Facebook's) are the runner's
+    # made again since (every dataset's but LastFM's feature-free runs) are the runner's
     former = [r for r in records if "legacy_key" in r]
     assert {r["dataset"] for r in records if "legacy_key" not in r} == {
-        "cora", "citeseer", "german", "twitch_ENGB", "wiki_chameleon"}
+        "cora", "citeseer", "facebook", "german", "twitch_ENGB", "wiki_chameleon"}
+    assert {r["dataset"] for r in former} == {"lastfm_asia_nofeatures"}
     legacy = [r["legacy_key"] for r in former]
     assert len(set(legacy)) == len(legacy)
     for r in former:
