@@ -5,6 +5,10 @@ another dataset runs when the loader finds it locally (``SKLDP_DATASETS_DIR`` or
 download cache) and skips otherwise. Tests never download.
 """
 
+import importlib
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -79,3 +83,17 @@ def _under_meta(fn):
 def under_meta():
     """The function :func:`_under_meta`."""
     return _under_meta
+
+
+@pytest.fixture
+def benchmark_script():
+    """Import a script of ``benchmarks/`` (not a package) as a module: ``load(name)``."""
+    folder = str(Path(__file__).resolve().parents[1] / "benchmarks")
+
+    def load(name):
+        sys.path.insert(0, folder)
+        try:
+            return importlib.import_module(name)
+        finally:
+            sys.path.pop(0)
+    return load

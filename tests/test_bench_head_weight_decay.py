@@ -1,26 +1,12 @@
 """benchmarks/bench_head_weight_decay.py: its cells choose a weight decay without a test label."""
 
-import sys
-from pathlib import Path
-
 import numpy as np
 
 from skldp.datasets import load_dataset
 
-ROOT = Path(__file__).resolve().parents[1]
 
-
-def _bench():
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        import bench_head_weight_decay as bench
-    finally:
-        sys.path.pop(0)
-    return bench
-
-
-def test_a_validation_split_reports_the_decay_its_validation_nodes_chose():
-    bench = _bench()
+def test_a_validation_split_reports_the_decay_its_validation_nodes_chose(benchmark_script):
+    bench = benchmark_script("bench_head_weight_decay")
     bunch = load_dataset("cora")
     accs, chosen = bench.cell(bunch, "20/30", "raw", 0)
     assert len(accs) == len(bench.DECAYS) + 1 and chosen in bench.DECAYS
@@ -29,8 +15,8 @@ def test_a_validation_split_reports_the_decay_its_validation_nodes_chose():
     assert 0.7 < accs[0] < 0.9   # the default head on Cora's raw features
 
 
-def test_no_split_fits_on_a_test_node():
-    bench = _bench()
+def test_no_split_fits_on_a_test_node(benchmark_script):
+    bench = benchmark_script("bench_head_weight_decay")
     bunch = load_dataset("cora")
     y = np.asarray(bunch.target)
     for split, n_fit, has_val in (("public", 140, False), ("20/30", 350, True),

@@ -9,16 +9,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _bench_official():
-    """The benchmark script as a module (benchmarks/ is not a package)."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        import bench_official
-    finally:
-        sys.path.pop(0)
-    return bench_official
-
-
 def test_floor_worker_imports_torch_and_sklearn_only(tmp_path):
     out = tmp_path / "floor.json"
     code = ("import runpy, sys; sys.argv = sys.argv[1:]; "
@@ -35,8 +25,8 @@ def test_floor_worker_imports_torch_and_sklearn_only(tmp_path):
     assert math.isnan(row["accuracy"]) and row["inner_s"] > 0 and row["torch_threads"] == 1
 
 
-def test_floor_row_prints_without_accuracy():
-    bench_official = _bench_official()
+def test_floor_row_prints_without_accuracy(benchmark_script):
+    bench_official = benchmark_script("bench_official")
     row = dict(side="floor", timed_out=False, returncode=0, wall_s=3.2, cpu_s=3.1,
                peak_rss_mib=324.0, accuracy=float("nan"), load_before=(0.5,),
                load_after=(0.6,), inner_s=1.2)
@@ -44,10 +34,11 @@ def test_floor_row_prints_without_accuracy():
     assert "--" in line and "nan" not in line and "3.2 s" in line
 
 
-def test_compile_sources_writes_bytecode_for_every_module(tmp_path, monkeypatch):
+def test_compile_sources_writes_bytecode_for_every_module(tmp_path, monkeypatch,
+                                                          benchmark_script):
     # The environment may forbid writing bytecode on import; compileall must not care.
     monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
-    bench_official = _bench_official()
+    bench_official = benchmark_script("bench_official")
     pkg = tmp_path / "pkg"
     (pkg / "sub").mkdir(parents=True)
     for f in (pkg / "a.py", pkg / "sub" / "b.py"):
@@ -63,8 +54,8 @@ def _side(side, wall, repeat=0, timed_out=False, returncode=0):
                 repeat=repeat)
 
 
-def test_ratio_summary_reports_the_work_above_the_floor():
-    bench_official = _bench_official()
+def test_ratio_summary_reports_the_work_above_the_floor(benchmark_script):
+    bench_official = benchmark_script("bench_official")
     rows = [_side("official", 14.0, 0), _side("official", 15.0, 1), _side("official", 16.0, 2),
             _side("skldp", 6.0, 0), _side("skldp", 6.0, 1), _side("skldp", 99.0, 2, returncode=1),
             _side("floor", 5.0, 0), _side("floor", 5.0, 1)]

@@ -1,20 +1,11 @@
 """benchmarks/bench_sparse_matmul.py: its comparison rows (timings are not checked)."""
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import scipy.sparse as sp
 
-ROOT = Path(__file__).resolve().parents[1]
 
-
-def test_compare_times_both_products_on_both_layouts():
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        import bench_sparse_matmul as bench
-    finally:
-        sys.path.pop(0)
+def test_compare_times_both_products_on_both_layouts(benchmark_script):
+    bench = benchmark_script("bench_sparse_matmul")
     A = sp.random(60, 60, density=0.1, random_state=0, format="csr", dtype=np.float32)
     rows = bench.compare("toy", A, (3, 5), repeat=2)
     assert [(r[1], r[2]) for r in rows] == [(3, "contiguous"), (3, "column slice"),
