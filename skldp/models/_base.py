@@ -147,6 +147,7 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
         y_enc = self._encode_labels(y, X.shape[0])
         self.n_features_in_ = X.shape[1]
         seed = draw_seed(self.random_state)
+        weight_decay = self._fit_weight_decay(X, y, seed)
         device = resolve_device(self.device)
         data, index = self._prepare(X, device)
         targets = self._fit_targets(y_enc, X).to(device)
@@ -159,7 +160,7 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
         module = build_module(lambda: self._build_module(X.shape[1], len(self.classes_)),
                               torch_generator(stream_seed(seed, "init"))).to(device)
         drop_gen = torch_generator(stream_seed(seed, "dropout"), device)
-        opt = Adam(module.parameters(), lr=self.lr, weight_decay=self.weight_decay)
+        opt = Adam(module.parameters(), lr=self.lr, weight_decay=weight_decay)
         rng = np.random.default_rng(seed)
         index_t = torch.as_tensor(index, device=device)
         with dropout_generator(drop_gen):
@@ -170,6 +171,10 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
         self.best_epoch_ = result.best_epoch
         self.module_ = module.cpu().eval()
         return self
+
+    def _fit_weight_decay(self, X, y, seed):
+        """Hook: the L2 penalty of this fit (``weight_decay``; a head may choose it)."""
+        return self.weight_decay
 
     def _split_forward(self, module, data):
         """Hook: the forward pass as ``(first, rest)`` when its first stage draws nothing.

@@ -23,7 +23,9 @@ def _blobs(n=300, d=6, seed=0):
 
 
 def _fast(**kw):
-    params = dict(hidden_layer_sizes=(16,), epochs=60, dropout=0.1, random_state=0)
+    # a fixed penalty: these tests are of the training, not of weight_decay="auto"'s choice
+    params = dict(hidden_layer_sizes=(16,), epochs=60, dropout=0.1, weight_decay=5e-5,
+                  random_state=0)
     params.update(kw)
     return MLPHead(**params)
 
@@ -247,6 +249,69 @@ def test_early_stopping_auto_holds_out_rows_only_when_there_are_many():
         MLPHead(early_stopping="sometimes").fit(X, y)
 
 
+def _words(n, d=400, seed=0):
+    """Few rows, many noisy columns, the class in a handful: a penalty matters."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 3, size=n)
+    X = rng.random((n, d)) < 0.05
+    for c in range(3):
+        X[y == c, 5 * c:5 * c + 5] |= rng.random(((y == c).sum(), 5)) < 0.5
+    return X.astype(float), y
+
+
+def test_auto_weight_decay_is_cross_validated_on_few_rows(monkeypatch):
+    from skldp.models import _mlp
+    X, y = _words(1100)
+    tr, te = slice(0, 90), slice(100, None)
+    searched = []
+    fit = _mlp.MLPHead._choose_weight_decay
+
+    def spy(self, *args):
+        w = fit(self, *args)
+        searched.append(w)
+        return w
+
+    monkeypatch.setattr(_mlp.MLPHead, "_choose_weight_decay", spy)
+    auto = MLPHead(random_state=0).fit(X[tr], y[tr])
+    # one search among the grid (the candidates' own fits choose nothing), then the
+    # final fit is the plain fit at the chosen penalty
+    assert searched == [auto.weight_decay_] and auto.weight_decay_ in _mlp._AUTO_DECAYS
+    fixed = MLPHead(weight_decay=auto.weight_decay_, random_state=0).fit(X[tr], y[tr])
+    np.testing.assert_array_equal(auto.predict_proba(X[te]), fixed.predict_proba(X[te]))
+    # with 90 rows of 400 noisy columns the default's tiny penalty over-fits
+    assert auto.weight_decay_ > 5e-5
+    small = MLPHead(weight_decay=5e-5, random_state=0).fit(X[tr], y[tr])
+    assert auto.score(X[te], y[te]) > small.score(X[te], y[te]) + 0.02
+    # reproducible with random_state
+    again = MLPHead(random_state=0).fit(X[tr], y[tr])
+    assert again.weight_decay_ == auto.weight_decay_
+
+
+def test_auto_weight_decay_is_fixed_with_many_rows_or_validation_nodes(monkeypatch):
+    from skldp.models import _mlp
+
+    def no_search(*args, **kwargs):
+        raise AssertionError("no cross-validation expected")
+
+    X, y = _words(1100)
+    monkeypatch.setattr("sklearn.model_selection.GridSearchCV.fit", no_search)
+    assert MLPHead(epochs=3, random_state=0).fit(X[:1000], y[:1000]).weight_decay_ == 5e-5
+    G = GraphData(X[:200], sp.identity(200, format="csr"))
+    val = np.zeros(200, bool)
+    val[150:] = True
+    head = MLPHead(epochs=3, validation=val, random_state=0).fit(G, y[:200])
+    assert head.weight_decay_ == 5e-5
+    # a class of one row leaves no fold to hold it out
+    y1 = y[:50].copy()
+    y1[0] = 7
+    assert MLPHead(epochs=3, random_state=0).fit(X[:50], y1).weight_decay_ == 5e-5
+    # a number is used as given
+    assert MLPHead(weight_decay=0.01, epochs=3).fit(X[:50], y[:50]).weight_decay_ == 0.01
+    with pytest.raises(ValueError, match="weight_decay"):
+        MLPHead(weight_decay="best").fit(X[:50], y[:50])
+    assert _mlp._AUTO_DECAY_ROWS == 1000
+
+
 def test_full_batch_reads_its_rows_in_place(monkeypatch):
     # A full batch reads the same rows every epoch: the normalised rows are stored
     # training rows first, then validation rows, and each epoch reads both blocks in
@@ -263,7 +328,7 @@ def test_full_batch_reads_its_rows_in_place(monkeypatch):
 
     monkeypatch.setattr(_mlp._Standardized, "rows", spy)
     kw = dict(hidden_layer_sizes=(), epochs=15, early_stopping=True, validation_fraction=0.25,
-              random_state=0, device="cpu")
+              weight_decay=5e-5, random_state=0, device="cpu")
     arranged = MLPHead(**kw).fit(X, y)
     assert len(seen) == 2 * 15 and all(seen)
     # the same fit as gathering the same rows in the same order, bit for bit
