@@ -176,9 +176,10 @@ class MLPHead(TorchClassifierBase):
         Adam learning rate.
     weight_decay : float or "auto", default="auto"
         Adam L2 penalty. ``"auto"``: fitted on fewer than 1,000 rows
-        without ``validation``, chosen by a stratified 5-fold
-        cross-validation (accuracy) of the fit rows among nine values from
-        1e-5 to 0.1; otherwise 5e-5. See :ref:`mlp_head`.
+        without ``validation`` (and two rows of every class at least), chosen
+        by a stratified 5-fold cross-validation (accuracy) of the fit rows
+        among nine values from 1e-5 to 0.1; otherwise 5e-5. See
+        :ref:`mlp_head`.
     epochs : int, default=300
         Maximum number of passes over the training rows.
     batch_size : int or None, default=None
