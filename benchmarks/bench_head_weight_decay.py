@@ -2,7 +2,7 @@
 
 The PPR pipeline's head at the fixed weight decays 5e-5, 5e-4, 5e-3 and 5e-2,
 at its default (``weight_decay="auto"``: a 5-fold cross-validation of the fit
-rows when they are fewer than 1,000 and no validation node is given, else
+rows when they are fewer than 500 and no validation node is given, else
 5e-5) and, where the split has validation nodes, at the fixed decay they choose
 (never a test node), on Cora and CiteSeer:
 

@@ -295,7 +295,7 @@ def test_auto_weight_decay_is_fixed_with_many_rows_or_validation_nodes(monkeypat
 
     X, y = _words(1100)
     monkeypatch.setattr("sklearn.model_selection.GridSearchCV.fit", no_search)
-    assert MLPHead(epochs=3, random_state=0).fit(X[:1000], y[:1000]).weight_decay_ == 5e-5
+    assert MLPHead(epochs=3, random_state=0).fit(X[:500], y[:500]).weight_decay_ == 5e-5
     G = GraphData(X[:200], sp.identity(200, format="csr"))
     val = np.zeros(200, bool)
     val[150:] = True
@@ -309,7 +309,7 @@ def test_auto_weight_decay_is_fixed_with_many_rows_or_validation_nodes(monkeypat
     assert MLPHead(weight_decay=0.01, epochs=3).fit(X[:50], y[:50]).weight_decay_ == 0.01
     with pytest.raises(ValueError, match="weight_decay"):
         MLPHead(weight_decay="best").fit(X[:50], y[:50])
-    assert _mlp._AUTO_DECAY_ROWS == 1000
+    assert _mlp._AUTO_DECAY_ROWS == 500
 
 
 def test_full_batch_reads_its_rows_in_place(monkeypatch):
