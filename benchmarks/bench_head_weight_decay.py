@@ -73,8 +73,10 @@ def cell(bunch, split, features, seed):
     pre = Pipeline(steps).fit(G[fit])
     Zf, Zt = pre.transform(G[fit]), pre.transform(G[te])
     kw = {} if val is None else {"validation": val}
-    heads = [MLPHead(weight_decay=w, random_state=seed, **kw).fit(Zf, y[fit]) for w in DECAYS]
     default = MLPHead(random_state=seed, **kw).fit(Zf, y[fit])
+    # the default at a fixed decay of the grid is that head (same seed): not fitted twice
+    heads = [default if w == default.weight_decay_ else
+             MLPHead(weight_decay=w, random_state=seed, **kw).fit(Zf, y[fit]) for w in DECAYS]
     accs = [h.score(Zt, y[te]) for h in heads] + [default.score(Zt, y[te])]
     if val is None:
         return accs + [float("nan")], default.weight_decay_, None

@@ -264,10 +264,10 @@ def test_auto_weight_decay_is_cross_validated_on_few_rows(monkeypatch):
     X, y = _words(1100)
     tr, te = slice(0, 90), slice(100, None)
     searched = []
-    fit = _mlp.MLPHead._choose_weight_decay
+    choose = _mlp.MLPHead._choose_weight_decay
 
     def spy(self, *args):
-        w = fit(self, *args)
+        w = choose(self, *args)
         searched.append(w)
         return w
 
