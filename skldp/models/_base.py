@@ -172,6 +172,10 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
         self.module_ = module.cpu().eval()
         return self
 
+    def _validation_score(self, logits, targets, positions):
+        """Hook: what early stopping minimises on the validation rows (the loss)."""
+        return self._loss(logits, targets, positions)
+
     def _fit_weight_decay(self, X, y, seed):
         """Hook: the L2 penalty of this fit (``weight_decay``; a head may choose it)."""
         return self.weight_decay
@@ -247,7 +251,7 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
                 with torch.no_grad():
                     logits = self._forward(module, data, pos_val)
             with torch.no_grad():
-                return self._loss(logits, tgt_val, pos_val)
+                return self._validation_score(logits, tgt_val, pos_val)
 
         stopper = None
         if val is not None:

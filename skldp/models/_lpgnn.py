@@ -186,7 +186,6 @@ class LPGNNClassifier(GNNClassifierBase):
         "propagate_predictions": ["boolean"],
         "forward_correction": ["boolean"],
         "disagreement": [StrOptions(set(_DISAGREEMENT))],
-        "selection": [StrOptions({"accuracy", "loss"})],
         "heads": [Count(1)],
     }
 
@@ -200,8 +199,8 @@ class LPGNNClassifier(GNNClassifierBase):
         super().__init__(hidden_size, n_layers=n_layers, activation=activation, dropout=dropout,
                          lr=lr, weight_decay=weight_decay, epochs=epochs,
                          early_stopping=early_stopping, validation=validation,
-                         validation_fraction=validation_fraction,
-                         patience=patience, device=device, random_state=random_state,
+                         validation_fraction=validation_fraction, patience=patience,
+                         selection=selection, device=device, random_state=random_state,
                          verbose=verbose, label_mechanism=None)
         self.eps_y = eps_y
         self.classes = classes
@@ -214,7 +213,6 @@ class LPGNNClassifier(GNNClassifierBase):
         self.forward_correction = forward_correction
         self.disagreement = disagreement
         self.heads = heads
-        self.selection = selection
 
     @property
     def _conv(self):
@@ -289,19 +287,9 @@ class LPGNNClassifier(GNNClassifierBase):
         return torch.as_tensor(target, dtype=torch.long, device="cpu")
 
     def _loss(self, logits, targets, positions):
-        # Targets of dropped rows are -100: nll_loss ignores them, the score masks them.
+        # Targets of dropped rows are -100: nll_loss ignores them, as the selection does.
         # Nothing here reads a value on the host (no wait for the device per step).
         drops = self.disagreement == "drop"
-        if self.selection == "accuracy" and not torch.is_grad_enabled():
-            # The monitored validation score (computed without gradients): the
-            # error rate against the (denoised) noisy validation labels. Under
-            # symmetric RR, E[noisy acc] = q + (p - q) * clean acc, so it ranks
-            # epochs like the clean accuracy would, without touching clean labels.
-            valid = targets >= 0
-            n_valid = valid.sum()
-            hits = (logits.argmax(dim=1) == targets).logical_and_(valid)
-            err = 1.0 - hits.sum().double() / n_valid.clamp_min(1)
-            return torch.where(n_valid > 0, err, torch.zeros_like(err))
         if self._trains_on_propagated():
             logp = logits  # _output's propagated log-posteriors
         elif self._corrects():

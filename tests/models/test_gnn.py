@@ -166,7 +166,7 @@ def test_rejects_unlabelled_and_bad_shapes(data):
 @pytest.mark.parametrize("param,value", [
     ("hidden_size", 0), ("hidden_size", 2.5), ("n_layers", 0), ("activation", "foo"),
     ("dropout", 1.0), ("dropout", -0.1), ("lr", 0.0), ("epochs", 0), ("weight_decay", -1.0),
-    ("patience", 0), ("validation_fraction", 1.0),
+    ("patience", 0), ("validation_fraction", 1.0), ("selection", "f1"),
 ])
 def test_bad_hyperparameters(param, value, data):
     G, y, tr, te = data
@@ -224,6 +224,27 @@ def test_validation_rows_never_train(data):
     # identical training trajectory, only the monitored loss differs
     np.testing.assert_allclose(a.loss_curve_, b.loss_curve_, rtol=1e-5)
     assert not np.allclose(a.validation_scores_, b.validation_scores_)
+
+
+@pytest.mark.parametrize("cls", CLASSIFIERS)
+def test_selection_by_accuracy_keeps_the_first_best_epoch(cls, data):
+    """With selection="accuracy" the scores are error rates and the kept weights the best's."""
+    G, y, tr, te = data
+    val = te[:40]
+    fit = np.concatenate([tr, val])
+    clf = cls(random_state=0, validation=val, selection="accuracy", **FAST).fit(G[fit], y[fit])
+    scores = np.asarray(clf.validation_scores_)
+    np.testing.assert_allclose(scores * len(val), np.round(scores * len(val)), atol=1e-9)
+    assert clf.best_epoch_ == int(np.argmin(scores))   # the first epoch of the lowest error
+    assert 1 - scores.min() == pytest.approx(clf.score(G[val], y[val]))
+    by_loss = cls(random_state=0, validation=val, selection="loss", **FAST).fit(G[fit], y[fit])
+    losses = np.asarray(by_loss.validation_scores_) * len(val)
+    assert not np.allclose(losses, np.round(losses))   # cross-entropies, not error counts
+
+
+def test_selection_defaults_follow_the_papers():
+    assert GCNClassifier().selection == SAGEClassifier().selection == "loss"
+    assert GATClassifier().selection == "accuracy"   # Velickovic et al. select on accuracy
 
 
 # ------------------------------------------------------------------ label LDP
