@@ -685,8 +685,7 @@ class GATClassifier(GNNClassifierBase):
 
     Read more in the :ref:`User Guide <gnn_classifiers>`.
     """ + _params_doc(hidden_size=8, activation="elu", dropout=0.6, lr=0.005,
-                      heads=8, epochs=1000, patience=100,
-                      selection="accuracy") + _ATTRS_DOC + """    input_scale_ : float
+                      heads=8, epochs=1000, patience=100) + _ATTRS_DOC + """    input_scale_ : float
         The constant that multiplied the input features (see ``input_scale``).
 """ + _FULL_BATCH_NOTES + """
     References
@@ -710,7 +709,7 @@ class GATClassifier(GNNClassifierBase):
     def __init__(self, hidden_size=8, *, heads=8, attention_dropout=0.6, input_scale="auto",
                  n_layers=2, activation="elu", dropout=0.6, lr=0.005, weight_decay=5e-4,
                  epochs=1000, early_stopping=True, validation=None,
-                 validation_fraction=0.1, patience=100, selection="accuracy", device="auto",
+                 validation_fraction=0.1, patience=100, selection="loss", device="auto",
                  random_state=None, verbose=0, label_mechanism=None):
         super().__init__(hidden_size, n_layers=n_layers, activation=activation, dropout=dropout,
                          lr=lr, weight_decay=weight_decay, epochs=epochs,

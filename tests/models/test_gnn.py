@@ -10,7 +10,7 @@ import torch
 from skldp import GraphData
 from skldp.accounting import privacy_report
 from skldp.mechanisms import LabelRandomizedResponse
-from skldp.models import GATClassifier, GCNClassifier, SAGEClassifier
+from skldp.models import GATClassifier, GCNClassifier, LPGNNClassifier, SAGEClassifier
 from skldp.models._gnn import (
     OffsetSparseFeatures,
     PropagatedFeatures,
@@ -242,9 +242,10 @@ def test_selection_by_accuracy_keeps_the_first_best_epoch(cls, data):
     assert not np.allclose(losses, np.round(losses))   # cross-entropies, not error counts
 
 
-def test_selection_defaults_follow_the_papers():
+def test_selection_defaults():
     assert GCNClassifier().selection == SAGEClassifier().selection == "loss"
-    assert GATClassifier().selection == "accuracy"   # Velickovic et al. select on accuracy
+    assert GATClassifier().selection == "loss"
+    assert LPGNNClassifier().selection == "accuracy"
 
 
 # ------------------------------------------------------------------ label LDP
