@@ -552,7 +552,9 @@ def _motivating_pair(records):
         return f"{np.mean(v):.1f} ± {np.std(v):.1f}" if v else "—"
     parts = [f"{ds} {cell(ds, 'lp', {'budget': 2.0})} against "
              f"{cell(ds, 'lpgnn', {'budget': 2.0, 'share': 0.5})}"
-             for ds in dict.fromkeys(r["dataset"] for r in records)]
+             for ds in dict.fromkeys(r["dataset"] for r in records if r["split"] == RANDOM)]
+    if not parts:
+        return ""
     return ("At B = 2 on 50/25/25 splits, label propagation on labels randomized at 2 against "
             "multi-bit(ε = 1) → LPGNN(eps_y = 1), the comparison that motivated this study: "
             + "; ".join(parts) + ".")
@@ -567,7 +569,8 @@ def _table(records):
     return (f"Test accuracy (%), mean ± std over {_seed_count(records)} seeds (the split, the "
             "collections and the models); the difference is paired by seed (± its standard "
             "error). Every model is chosen on the validation nodes.\n\n"
-            + budget_split_table(records) + "\n\n" + _motivating_pair(records))
+            + budget_split_table(records)
+            + "".join("\n\n" + m for m in [_motivating_pair(records)] if m))
 
 
 def _command(records):

@@ -29,3 +29,12 @@ def test_fewer_seeds_change_every_count_of_the_page(tmp_path, records, monkeypat
     # a run missing from a panel is said, not hidden
     text = write_page("budget_split", few[1:], tmp_path)["page"].read_text()
     assert "runs of the seeds that ran are missing" in text
+
+
+def test_the_motivating_pair_names_only_datasets_with_random_splits(records):
+    from studies.budget_split import RANDOM, SCARCE, _table
+    assert "—" not in _table(records).split("the comparison that motivated this study")[1]
+    scarce = [r for r in records if r["split"] == SCARCE]
+    assert "motivated" not in _table(scarce)   # no 50/25/25 split: no sentence, no dashes
+    one = [r for r in records if r["split"] == RANDOM and r["dataset"] == "cora"] + scarce
+    assert "citeseer" not in _table(one).split("motivated this study")[1]
