@@ -97,7 +97,8 @@ def recommend_budget_split(total_budget, *, n_nodes, n_features, n_classes, labe
     when the one-hop average of their multi-bit reports is informative
     (``feature_snr >= FEATURE_SNR_MIN``). It was checked on Cora and CiteSeer,
     with total budgets 1 to 8, random 50/25/25 splits and 20 training labels
-    per class. In all 16 cells the recommended split (all on the label) was
+    per class, and on Facebook with 20 training labels per class. In all 20
+    cells the recommended split (all on the label) was
     the best, or within two standard errors of the paired difference of the
     best. Outside that range (few, dense features; many neighbours; budgets
     far above 8) the rule extrapolates from the mechanisms' variances, and no
