@@ -566,11 +566,11 @@ def _seed_count(records):
 
 
 def _table(records):
+    pair = _motivating_pair(records)
     return (f"Test accuracy (%), mean ± std over {_seed_count(records)} seeds (the split, the "
             "collections and the models); the difference is paired by seed (± its standard "
             "error). Every model is chosen on the validation nodes.\n\n"
-            + budget_split_table(records)
-            + "".join("\n\n" + m for m in [_motivating_pair(records)] if m))
+            + budget_split_table(records) + (f"\n\n{pair}" if pair else ""))
 
 
 def _command(records):
