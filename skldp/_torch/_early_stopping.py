@@ -12,6 +12,11 @@ no later check improves): the kept weights, ``best_epoch`` and the epoch
 count are those of the host path. A check costs ``11 + len(tensors)`` small
 kernels and no wait (on small graphs, kernel launches are what an epoch
 costs on a GPU).
+
+A score with several criteria (a 1-d tensor, e.g. the validation loss and
+error rate) follows the rule of Veličković et al.'s released GAT code: a
+check at least as good as every earlier one on every criterion keeps its
+weights; a check at least as good on any criterion resets the patience.
 """
 
 import math
@@ -23,6 +28,11 @@ __all__ = ["EarlyStopper"]
 
 class EarlyStopper:
     """Track validation scores (lower is better) and the weights of the best one.
+
+    A 0-d score improves when it is below the best one minus ``tol``. A 1-d
+    score (several criteria, each lower is better) is kept when no criterion
+    is above its best so far, and resets the patience when one criterion is
+    not above its best (ties count: an error rate on few rows often ties).
 
     Parameters
     ----------
@@ -36,7 +46,7 @@ class EarlyStopper:
     min_epochs : int, default=0
         Never stop before this many epochs.
     tol : float, default=1e-6
-        A check improves when its score is below the best one minus ``tol``.
+        A 0-d score improves when it is below the best one minus ``tol``.
     sync_every : int, default=1
         Checks between two reads of the stop flag on the host; 1 reads every
         check and keeps the state on the host (the CPU path).
@@ -72,7 +82,8 @@ class EarlyStopper:
         Parameters
         ----------
         score : torch.Tensor or float
-            The validation score, a 0-d tensor (lower is better).
+            The validation score, a 0-d tensor, or a 1-d tensor of criteria
+            (lower is better).
         epoch : int
             The epoch that was validated.
 
@@ -84,20 +95,30 @@ class EarlyStopper:
         """
         self._checks += 1
         if not self.lazy:
-            return self._update_host(float(score), epoch)
+            return self._update_host(score, epoch)
         return self._update_device(score, epoch)
 
     def _update_host(self, score, epoch):
-        if score < self._score - self.tol:
-            self._score, self._bad, self._best_epoch = score, 0, epoch
+        if torch.is_tensor(score) and score.dim() == 1:
+            s = score.detach().double().cpu()
+            best = torch.full_like(s, math.inf) if isinstance(self._score, float) else self._score
+            not_worse = s <= best
+            resets, keeps = bool(not_worse.any()), bool(not_worse.all())
+            self._score = torch.where(not_worse, s, best)   # NaN never becomes the best
+        else:
+            score = float(score)
+            resets = keeps = score < self._score - self.tol
+            if keeps:
+                self._score = score
+        if keeps:
+            self._best_epoch = epoch
             with torch.no_grad():
                 if self._best is None:
                     self._best = [t.detach().clone() for t in self.tensors]
                 else:
                     for b, t in zip(self._best, self.tensors, strict=True):
                         b.copy_(t)
-        else:
-            self._bad += 1
+        self._bad = 0 if resets else self._bad + 1
         stop = (self.patience is not None and self._bad >= self.patience
                 and epoch + 1 >= self.min_epochs)
         if stop:
@@ -107,15 +128,22 @@ class EarlyStopper:
     def _update_device(self, score, epoch):
         score = torch.as_tensor(score, device=self._score.device).to(torch.float64)
         # After the stop the best score is -inf (the latch): no check improves any more
-        improved = score < self._score - self.tol
+        if score.dim() == 1:
+            if self._score.dim() == 0:
+                self._score = self._score.expand(score.shape).clone()
+            not_worse = score <= self._score
+            resets, keeps = not_worse.any(), not_worse.all()
+            self._score = torch.where(not_worse, score, self._score)
+        else:
+            resets = keeps = score < self._score - self.tol
+            self._score = torch.where(keeps, score, self._score)
         with torch.no_grad():
             if self._best is None:
                 self._best = [t.detach().clone() for t in self.tensors]
             for b, t in zip(self._best, self.tensors, strict=True):
-                torch.where(improved, t, b, out=b)
-        self._score = torch.where(improved, score, self._score)
-        self._best_epoch = torch.where(improved, epoch, self._best_epoch)
-        self._bad = torch.where(improved, 0, self._bad + 1)
+                torch.where(keeps, t, b, out=b)
+        self._best_epoch = torch.where(keeps, epoch, self._best_epoch)
+        self._bad = torch.where(resets, 0, self._bad + 1)
         if self.patience is None or epoch + 1 < self.min_epochs:
             return False
         newly = (self._bad >= self.patience) & (self._stop_epoch < 0)

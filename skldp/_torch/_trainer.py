@@ -51,7 +51,8 @@ class TrainResult:
     loss_curve : list of float
         Training loss of each counted epoch (empty when ``step`` returns ``None``).
     validation_scores : list of float
-        Score of each counted validation check.
+        Score of each counted validation check (a list of the criteria per
+        check when the score has several).
     best_epoch : int or None
         Epoch (0-based) of the best check, whose weights were restored.
     """
@@ -75,8 +76,9 @@ def train(step, epochs, *, validate=None, stopper=None, check_every=1, log=None,
         Maximum number of epochs.
     validate : callable or None, default=None
         ``validate(epoch) -> torch.Tensor``: the validation score of the weights
-        after ``epoch`` (lower is better). ``None``: no checks, the last
-        weights are kept.
+        after ``epoch`` (lower is better), 0-d or a 1-d tensor of criteria
+        (see :class:`~skldp._torch.EarlyStopper`). ``None``: no checks, the
+        last weights are kept.
     stopper : EarlyStopper or None, default=None
         Decides when to stop and keeps the best weights; needs ``validate``.
         After the loop its best weights are restored.
@@ -84,7 +86,8 @@ def train(step, epochs, *, validate=None, stopper=None, check_every=1, log=None,
         Validate after every ``check_every``-th epoch.
     log : callable or None, default=None
         ``log(epoch, loss, score, seconds)`` after every epoch (``score`` is
-        ``None`` without a check); reading the values waits for the device.
+        a float, a list of floats for several criteria, or ``None`` without a
+        check); reading the values waits for the device.
     device : str or torch.device, default="cpu"
         Where the loss curve and the scores are kept.
 
@@ -95,7 +98,7 @@ def train(step, epochs, *, validate=None, stopper=None, check_every=1, log=None,
     epochs = int(epochs)
     f64 = dict(dtype=torch.float64, device=device)
     losses = torch.zeros(epochs, **f64)
-    scores = torch.zeros(max(1, epochs // check_every) if validate is not None else 0, **f64)
+    scores = None   # allocated at the first check (a score may hold several criteria)
     has_loss = False
     n_checks = 0
     epoch = -1
@@ -109,13 +112,17 @@ def train(step, epochs, *, validate=None, stopper=None, check_every=1, log=None,
         stop = False
         if validate is not None and (epoch + 1) % check_every == 0:
             score = validate(epoch)
-            scores[n_checks] = score.detach() if torch.is_tensor(score) else score
+            score = (score.detach() if torch.is_tensor(score)
+                     else torch.tensor(float(score), dtype=torch.float64))
+            if scores is None:
+                scores = torch.zeros((max(1, epochs // check_every), *score.shape), **f64)
+            scores[n_checks] = score
             n_checks += 1
             if stopper is not None:
                 stop = stopper.update(score, epoch)
         if log is not None:
             log(epoch, float(losses[epoch]) if loss is not None else None,
-                None if score is None else float(score), time.perf_counter() - t0)
+                None if score is None else score.tolist(), time.perf_counter() - t0)
         if stop:
             break
     n_iter = epoch + 1
@@ -128,6 +135,6 @@ def train(step, epochs, *, validate=None, stopper=None, check_every=1, log=None,
     return TrainResult(
         n_iter=n_iter,
         loss_curve=losses[:n_iter].tolist() if has_loss else [],
-        validation_scores=scores[:n_counted].tolist(),
+        validation_scores=[] if scores is None else scores[:n_counted].tolist(),
         best_epoch=stopper.best_epoch if stopper is not None else None)
 

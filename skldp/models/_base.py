@@ -173,7 +173,10 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
         return self
 
     def _validation_score(self, logits, targets, positions):
-        """Hook: what early stopping minimises on the validation rows (the loss)."""
+        """Hook: what early stopping minimises on the validation rows (the loss).
+
+        A 0-d tensor, or a 1-d tensor of criteria (see :class:`~skldp._torch.EarlyStopper`).
+        """
         return self._loss(logits, targets, positions)
 
     def _fit_weight_decay(self, X, y, seed):
@@ -264,13 +267,19 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
     def _epoch_logger(self):
         """``log`` of the training loop: one INFO line per epoch."""
         logger, name, epochs = verbose_logger(__name__), type(self).__name__, self.epochs
+        names = self._validation_names()
 
         def log(epoch, loss, score, seconds):
             msg = f"epoch {epoch + 1}/{epochs} loss {loss:.4f}"
             if score is not None:
-                msg += f" val_loss {score:.4f}"
+                values = score if isinstance(score, list) else [score]
+                msg += "".join(f" {n} {v:.4f}" for n, v in zip(names, values, strict=True))
             logger.info("[%s] %s (%.2fs)", name, msg, seconds)
         return log
+
+    def _validation_names(self):
+        """Hook: the names of the criteria :meth:`_validation_score` returns, for the log."""
+        return ("val_loss",)
 
     # -------------------------------------------------------------- predict
     def _logits(self, X):

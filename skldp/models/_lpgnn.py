@@ -96,9 +96,11 @@ class LPGNNClassifier(GNNClassifierBase):
         Share of the fit rows held out without ``validation``.
     patience : int, default=50
         Epochs without improvement before stopping.
-    selection : {"accuracy", "loss"}, default="accuracy"
+    selection : {"accuracy", "loss", "both", "auto"}, default="accuracy"
         What early stopping monitors on the validation rows: the error rate
-        against their denoised noisy labels, or the corrected loss.
+        against their denoised noisy labels, the corrected loss, or both (as
+        :class:`GATClassifier`; ``"auto"``: ``"both"`` with ``validation``
+        nodes, else the loss).
     heads : int, default=4
         Attention heads of the GAT backbone.
     device : {"auto", "cpu", "cuda", ...}, default="auto"

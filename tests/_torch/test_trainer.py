@@ -56,6 +56,58 @@ def test_stopping_rule():
     assert res.n_iter == len(scores) and res.best_epoch == 2
 
 
+def _reference_rule(pairs, patience):
+    """Veličković et al.'s rule on (loss, error) pairs, written as their released code."""
+    best_acc, best_loss, bad, kept = -math.inf, math.inf, 0, None
+    for epoch, (loss, err) in enumerate(pairs):
+        acc = 1 - err
+        if acc >= best_acc or loss <= best_loss:
+            if acc >= best_acc and loss <= best_loss:
+                kept = epoch
+            best_acc, best_loss, bad = max(acc, best_acc), min(loss, best_loss), 0
+        else:
+            bad += 1
+        if bad >= patience:
+            return kept, epoch + 1
+    return kept, len(pairs)
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("sync_every", [1, 7])
+def test_several_criteria_follow_the_reference_rule(seed, sync_every):
+    """A 1-d score keeps an epoch as good as every earlier one on each criterion and
+    resets the patience when one criterion is as good (ties count), on both paths."""
+    rng = np.random.default_rng(seed)
+    losses = _scores(seed)
+    errors = np.round(0.5 - 0.3 * np.linspace(0, 1, len(losses)) ** 0.5
+                      + rng.normal(0, 0.05, len(losses)), 1)   # coarse: many ties
+    pairs = np.c_[losses, errors]
+    w = torch.zeros(3)
+    stopper = EarlyStopper([w], 5, sync_every=sync_every)
+
+    def step(epoch):
+        w.fill_(epoch)
+
+    res = train(step, len(pairs), validate=lambda e: torch.tensor(pairs[e]), stopper=stopper)
+    kept, n_iter = _reference_rule(pairs, 5)
+    assert (res.best_epoch, res.n_iter) == (kept, n_iter)
+    assert float(w[0]) == kept
+    assert res.validation_scores == pairs[:n_iter].tolist()
+
+
+def test_several_criteria_with_nan():
+    w = torch.zeros(1)
+    s = EarlyStopper([w], 2)
+    assert not s.update(torch.tensor([1.0, 0.5]), 0)
+    assert not s.update(torch.tensor([float("nan"), 0.5]), 1)   # the error ties: a reset
+    assert s.best_epoch == 0
+    assert not s.update(torch.tensor([0.9, 0.5]), 2)            # NaN never became the best
+    assert s.best_epoch == 2
+    assert not s.update(torch.tensor([float("nan")] * 2), 3)
+    assert s.update(torch.tensor([float("nan")] * 2), 4)
+    assert s.stop_epoch == 4
+
+
 def test_tolerance_and_nan_scores():
     w = torch.zeros(1)
     s = EarlyStopper([w], 2, tol=0.1)

@@ -242,9 +242,43 @@ def test_selection_by_accuracy_keeps_the_first_best_epoch(cls, data):
     assert not np.allclose(losses, np.round(losses))   # cross-entropies, not error counts
 
 
+@pytest.mark.parametrize("cls", CLASSIFIERS)
+def test_selection_by_both_keeps_an_epoch_best_on_loss_and_accuracy(cls, data):
+    """With selection="both" the scores are [loss, error] pairs; the kept epoch is as good
+    as every earlier one on both, and its weights are restored."""
+    G, y, tr, te = data
+    val = te[:40]
+    fit = np.concatenate([tr, val])
+    clf = cls(random_state=0, validation=val, selection="both", **FAST).fit(G[fit], y[fit])
+    scores = np.asarray(clf.validation_scores_)
+    assert scores.shape == (clf.n_iter_, 2)
+    b = clf.best_epoch_
+    assert np.all(scores[b] <= scores[:b + 1].min(axis=0))
+    assert 1 - scores[b, 1] == pytest.approx(clf.score(G[val], y[val]))
+    by_loss = cls(random_state=0, validation=val, selection="loss", **FAST).fit(G[fit], y[fit])
+    np.testing.assert_allclose(scores[:, 0], by_loss.validation_scores_[:clf.n_iter_], rtol=1e-5)
+
+
+def test_selection_auto_watches_both_only_on_given_validation_nodes(data, caplog):
+    G, y, tr, te = data
+    val = te[:40]
+    fit = np.concatenate([tr, val])
+    kw = dict(random_state=0, **FAST)
+    given = GATClassifier(validation=val, **kw).fit(G[fit], y[fit])
+    both = GATClassifier(validation=val, selection="both", **kw).fit(G[fit], y[fit])
+    np.testing.assert_array_equal(given.validation_scores_, both.validation_scores_)
+    held_out = GATClassifier(**kw).fit(G[tr], y[tr])
+    by_loss = GATClassifier(selection="loss", **kw).fit(G[tr], y[tr])
+    np.testing.assert_array_equal(held_out.validation_scores_, by_loss.validation_scores_)
+    assert np.ndim(held_out.validation_scores_) == 1
+    with caplog.at_level("INFO", logger="skldp.models"):
+        GATClassifier(validation=val, verbose=1, **{**kw, "epochs": 2}).fit(G[fit], y[fit])
+    assert "val_loss" in caplog.text and "val_error" in caplog.text
+
+
 def test_selection_defaults():
     assert GCNClassifier().selection == SAGEClassifier().selection == "loss"
-    assert GATClassifier().selection == "loss"
+    assert GATClassifier().selection == "auto"
     assert LPGNNClassifier().selection == "accuracy"
 
 
