@@ -9,6 +9,7 @@ from skldp.model_selection import random_node_split
 from studies import get_study, list_studies
 from studies.budget_split import (
     BUDGETS,
+    DATASET_SHAPES,
     KINDS,
     RANDOM,
     SCARCE,
@@ -150,6 +151,19 @@ def test_cells_table_and_recommender_check_on_cora():
     assert (q["n_nodes"], q["n_features"], q["n_classes"]) == (2708, 1433, 7)
     assert 3.5 < q["mean_degree"] < 4.5 and q["labelled_fraction"] == pytest.approx(0.75)
     assert public_quantities("cora", SCARCE)["labelled_fraction"] == pytest.approx(350 / 2708)
+    with pytest.raises(ValueError, match="no recorded shape"):
+        public_quantities("nowhere", RANDOM)
     text = recommender_check(recs)
     assert "| cora | 50/25/25 | 1 | 0.00 / 1.00 | labels | yes |" in text
     assert "agrees with the study in 1 of 1 cells" in text
+
+
+@pytest.mark.parametrize("dataset", sorted(DATASET_SHAPES))
+def test_recorded_dataset_shapes_are_the_datasets(dataset, dataset_file):
+    """The page's public quantities are written down: they must be those of the data."""
+    dataset_file(dataset)   # skips a dataset not available offline
+    bunch = load_dataset(dataset)
+    y = np.asarray(bunch.target)
+    n, d = bunch.data.shape
+    assert DATASET_SHAPES[dataset] == (n, d, len(np.unique(y[y >= 0])), int((y >= 0).sum()),
+                                       bunch.data.adjacency.nnz)
