@@ -527,15 +527,16 @@ def _answer(rows):
     if split_wins:
         out[-1] += " (" + ", ".join(f"{r['dataset']}, {r['split']}, B = {r['budget']:g}: "
                                    f"{r['winner']}" for r in split_wins) + ")"
-    out[-1] += (". The paired difference in test accuracy of the split that came closest, "
-                "minus the label-only model's, in points (its share in brackets):")
+    out[-1] += (". The paired difference in test accuracy of the best split, minus the "
+                "label-only model's, in points (its share and the cell's verdict in brackets):")
     out.append("")
     for ds, sp in dict.fromkeys((r["dataset"], r["split"]) for r in done):
         parts = []
         for r in (r for r in done if (r["dataset"], r["split"]) == (ds, sp)):
             sh, (cell, (m, se, n)) = max(r["shares"].items(), key=lambda t: t[1][1][0])
+            verdict = "the split wins" if r["winner"].startswith("share") else r["winner"]
             parts.append(f"B = {r['budget']:g}: {100 * m:+.1f} ± {100 * se:.1f} "
-                         f"(share {sh:g}; {r['winner']})")
+                         f"(share {sh:g}; {verdict})")
         out.append(f"* {ds}, {sp}: " + "; ".join(parts) + ".")
     chosen = [r["labels"][0] for r in done if r["labels"]]
     by = {k: chosen.count(k) for k in dict.fromkeys(chosen)}
