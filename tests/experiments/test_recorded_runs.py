@@ -10,6 +10,7 @@ the page must be regenerated.
 import json
 
 import pytest
+import torch
 
 from skldp.experiments._runner import _run_one
 from studies import RUNS_DIR as RESULTS
@@ -64,6 +65,9 @@ def test_recorded_run_reproduces(study, key, monkeypatch, dataset_file):
     # one thread, as recorded (the runner otherwise takes this process's share of the CPUs,
     # which depends on the load, and a float32 sum's order with it)
     monkeypatch.setenv("SKLDP_NUM_THREADS", "1")
+    # on the CPU, as recorded: device="auto" would pick a GPU, whose random streams
+    # (dropout, initial weights) are not the CPU's
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     rec = _record(study, key)
     st = get_study(study)
     spec = next((s for s in st.runs() if s.key == key), None)
