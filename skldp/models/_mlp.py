@@ -85,6 +85,50 @@ class _Standardized:
         return self.t[positions]
 
 
+class _DeviceStandardized:
+    """Dense training rows moved to an accelerator raw and normalised there, once.
+
+    The device path of :class:`_Standardized`: the column statistics and the
+    normalisation (float64 arithmetic, stored as float32) run on the device, so
+    the host only gathers and sends the float32 rows (on CUDA the host's float64
+    passes over the rows took most of a large head's fit).
+    """
+
+    def __init__(self, X, device):
+        self.device = device
+        X = np.asarray(X)
+        self.t = torch.empty(X.shape, dtype=torch.float32, device=device)
+        self._step = max(1, _STATS_CHUNK // max(X.shape[1], 1))
+        for s in range(0, X.shape[0], self._step):
+            self.t[s:s + self._step] = torch.as_tensor(
+                np.asarray(X[s:s + self._step], dtype=np.float32), device=device)
+
+    def _chunks(self):
+        return (self.t[s:s + self._step].double()
+                for s in range(0, self.t.shape[0], self._step))
+
+    def column_stats(self):
+        """Column mean and standard deviation, as :func:`_column_stats` computes them."""
+        n = self.t.shape[0]   # at least 2 (MLPHead.fit)
+        mean = sum(c.sum(0) for c in self._chunks()) / n
+        var = sum(((c - mean) ** 2).sum(0) for c in self._chunks()) / n
+        return _scale_stats(mean.cpu().numpy(), var.cpu().numpy())
+
+    def normalize(self, norm):
+        """Apply ``norm`` (float64 tensor -> tensor) to every row, in place."""
+        for s in range(0, self.t.shape[0], self._step):
+            self.t[s:s + self._step] = norm(self.t[s:s + self._step].double())
+
+    def arrange(self, order):
+        where = np.full(self.t.shape[0], -1, dtype=np.intp)
+        where[order] = np.arange(len(order))
+        self.t = self.t[torch.as_tensor(np.asarray(order, dtype=np.intp), device=self.device)]
+        return where
+
+    def rows(self, positions):
+        return self.t[positions]
+
+
 class _SparseRows:
     """CSR rows kept on the CPU; densified per batch on the target device."""
 
@@ -124,6 +168,11 @@ class _CenterL2(nn.Module):
 _NORMALIZATIONS = ("l2", "standardize", None)
 
 
+def _normalise_on(device):
+    """Whether the training rows are normalised on ``device`` (an accelerator) itself."""
+    return device.type != "cpu"
+
+
 def _column_stats(X):
     """Column mean and standard deviation (1 for constant columns) of dense or CSR X."""
     if sp.issparse(X):
@@ -141,6 +190,11 @@ def _column_stats(X):
         var = sum(((X[s:s + step] - mean) ** 2).sum(axis=0)
                   for s in range(0, X.shape[0], step)) / n
         mean, var = np.full(X.shape[1:], mean), np.full(X.shape[1:], var)  # 0 rows: scalars
+    return _scale_stats(mean, var)
+
+
+def _scale_stats(mean, var):
+    """``(mean, std)`` with 1 as the scale of constant columns."""
     std = np.sqrt(var)
     return mean, np.where(std > 1e-12 * np.maximum(1.0, np.abs(mean)), std, 1.0)
 
@@ -309,6 +363,11 @@ class MLPHead(TorchClassifierBase):
         if sp.issparse(X) and n * d * 4 <= _DENSE_BYTES:
             X = X.toarray()   # densified once: the same statistics as a dense input
         fitting = not hasattr(self, "module_") or getattr(self, "_fitting", False)
+        if fitting and not sp.issparse(X) and _normalise_on(device):
+            data = _DeviceStandardized(X, device)
+            self._stats = data.column_stats()  # training rows only; consumed by _build_module
+            data.normalize(self._normalize_tensor)
+            return data, np.arange(n)
         if fitting:
             self._stats = _column_stats(X)  # training rows only; consumed by _build_module
         if sp.issparse(X):
@@ -336,6 +395,17 @@ class MLPHead(TorchClassifierBase):
             return Z / np.maximum(np.linalg.norm(Z, axis=1, keepdims=True), 1e-12)
         return X
 
+    def _normalize_tensor(self, T):
+        """:meth:`_normalize_rows` on a float64 tensor, stored back as float32."""
+        mean, scale = (torch.as_tensor(v, dtype=torch.float64, device=T.device)
+                       for v in self._stats)
+        if self.normalization == "standardize":
+            T = (T - mean) / scale
+        elif self.normalization == "l2":
+            T = T - mean
+            T = T / torch.linalg.vector_norm(T, dim=1, keepdim=True).clamp_min(1e-12)
+        return T.float()
+
     def _build_module(self, n_features, n_classes):
         act = _ACTIVATIONS[self.activation]
         layers, width = [self._input_norm()], n_features
@@ -346,8 +416,8 @@ class MLPHead(TorchClassifierBase):
         return nn.Sequential(*layers)
 
     def _train(self, module, opt, data, index_t, targets, local, val, rng, device):
-        if isinstance(data, _Standardized) and (self.batch_size is None
-                                                 or self.batch_size >= len(local)):
+        if isinstance(data, (_Standardized, _DeviceStandardized)) and (
+                self.batch_size is None or self.batch_size >= len(local)):
             # A full batch reads the same rows every epoch: store them in that order
             order = local if val is None else np.concatenate([local, val])
             where = data.arrange(index_t.cpu().numpy()[order])
@@ -360,7 +430,7 @@ class MLPHead(TorchClassifierBase):
                 return module(data.rows(positions))
             return torch.cat([module(data.rows(positions[s:s + _CHUNK_ROWS]))
                               for s in range(0, len(positions), _CHUNK_ROWS)])
-        if isinstance(data, _Standardized):
+        if isinstance(data, (_Standardized, _DeviceStandardized)):
             return module[1:](data.rows(positions))
         return module(data[positions])
 

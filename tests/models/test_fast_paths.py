@@ -40,6 +40,52 @@ def test_column_stats_in_row_chunks_match_numpy(monkeypatch):
                                expected[order[[5, 2, 50]]], rtol=1e-5, atol=1e-5)
 
 
+def test_rows_normalised_on_the_device_match_the_host(monkeypatch):
+    monkeypatch.setattr(_mlp, "_STATS_CHUNK", 12)   # several chunks of rows
+    rng = np.random.default_rng(3)
+    X = (rng.normal(size=(41, 4)) * [1, 10, 1e-3, 0] + [0, 5, 1e4, 3]).astype(np.float32)
+    D = _mlp._DeviceStandardized(X, torch.device("cpu"))
+    mean, scale = D.column_stats()
+    host_mean, host_scale = _mlp._column_stats(X)
+    np.testing.assert_allclose(mean, host_mean, rtol=1e-12)
+    np.testing.assert_allclose(scale, host_scale, rtol=1e-9)
+    assert scale[3] == 1.0
+    for normalization in ["l2", "standardize", None]:
+        head = MLPHead(normalization=normalization)
+        head._stats = (mean, scale)
+        D = _mlp._DeviceStandardized(X, torch.device("cpu"))
+        D.normalize(head._normalize_tensor)
+        assert D.t.dtype == torch.float32
+        expected = head._normalize_rows(X.astype(np.float64))
+        np.testing.assert_allclose(D.rows(torch.arange(41)).numpy(), expected, rtol=1e-6,
+                                   atol=1e-6)
+    order = rng.permutation(41)
+    where = D.arrange(order)
+    np.testing.assert_array_equal(where[order], np.arange(41))
+    np.testing.assert_array_equal(D.rows(torch.arange(5)).numpy(), X[order[:5]])
+
+
+@pytest.mark.parametrize("batch_size", [None, 16])
+def test_mlp_head_normalising_on_the_device_fits_as_on_the_host(monkeypatch, batch_size):
+    # the accelerator's path, forced on the CPU: the same model up to float rounding
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(120, 5)) * [1, 2, 3, 4, 5] + 2
+    y = (X[:, 0] + X[:, 1] / 2 > 3).astype(int)
+    kw = dict(hidden_layer_sizes=(8,), epochs=20, batch_size=batch_size, random_state=0)
+    host = MLPHead(**kw).fit(X, y)
+    monkeypatch.setattr(_mlp, "_normalise_on", lambda device: True)
+    built = []
+    init = _mlp._DeviceStandardized.__init__
+    monkeypatch.setattr(_mlp._DeviceStandardized, "__init__",
+                        lambda self, *a: built.append(1) or init(self, *a))
+    dev = MLPHead(**kw).fit(X, y)
+    assert built   # the device path ran
+    np.testing.assert_allclose(dev.module_[0].mean.numpy(), host.module_[0].mean.numpy(),
+                               rtol=1e-6)
+    np.testing.assert_allclose(dev.predict_proba(X), host.predict_proba(X), atol=1e-4)
+    assert dev.n_iter_ == host.n_iter_
+
+
 def test_mlp_trained_on_standardised_rows_predicts_through_its_own_layer():
     rng = np.random.default_rng(1)
     X = rng.normal(size=(200, 6)) * 3 + 7
