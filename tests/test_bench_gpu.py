@@ -68,6 +68,17 @@ def test_gpu_check_replaces_the_page_section():
     assert text.count(mod.BEGIN) == text.count(mod.END) == 1
 
 
+def test_gpu_check_names_the_tests_that_failed():
+    mod = _gpu_check()
+    out = ("....F.\n=== short test summary info ===\n"
+           "FAILED tests/a.py::test_x[cpu] - AssertionError: 1 != 2\nERROR tests/b.py::test_y\n"
+           "=== 2 failed, 10 passed in 3.2s ===\n")
+    assert mod._pytest_summary(out) == ("2 failed, 10 passed in 3.2s; failed: "
+                                        "`tests/a.py::test_x[cpu]`, `tests/b.py::test_y`")
+    assert mod._pytest_summary("== 3 passed in 1s ==") == "3 passed in 1s"
+    assert mod._pytest_summary("") == "no summary (see pytest.txt)"
+
+
 def test_gpu_check_smoke_one_part(tmp_path):
     """The check runs a part in its own process, within its budget, and writes its files."""
     mod = _gpu_check()
