@@ -571,6 +571,9 @@ class LDPMechanism(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
 
     protects = ("features",)
     _graph_requirements = {}
+    # dtype of the dense device input (clip_to_range); None keeps float32 rows as they
+    # are, for a device program that widens only the values it takes
+    _input_dtype = np.float64
     _parameter_constraints = {
         "eps": [EPS_CONSTRAINT],
         "feature_range": [None, "array-like"],   # resolve_feature_range checks the pair
@@ -682,7 +685,8 @@ class LDPMechanism(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
         nothing more): the report is a function of this input only.
         """
         check_finite_features(X)
-        return clip_to_range(X, self.feature_min_, self.feature_max_, owner=type(self).__name__)
+        return clip_to_range(X, self.feature_min_, self.feature_max_, owner=type(self).__name__,
+                             dtype=self._input_dtype)
 
     def _all_features(self, X):
         if isinstance(X, GraphData):

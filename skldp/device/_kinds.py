@@ -174,7 +174,8 @@ def take(X, cols):
     if hasattr(X, "tocsr"):
         r = np.repeat(np.arange(X.shape[0]), cols.shape[1])
         return np.asarray(X.tocsr()[r, cols.ravel()], dtype=np.float64).reshape(cols.shape)
-    return np.asarray(X, dtype=np.float64)[rows, cols]
+    # the k values gathered first, then widened: no float64 copy of a float32 X
+    return np.asarray(np.asarray(X)[rows, cols], dtype=np.float64)
 
 
 def hds_encode(X, lo, hi, k, grid, seed, keys, cols=None):

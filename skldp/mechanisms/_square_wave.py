@@ -182,6 +182,7 @@ class HDSMechanism(LDPMechanism):
     _parameter_constraints = {
         **LDPMechanism._parameter_constraints,
         "k": [Count(1), StrOptions({"auto"}), None]}
+    _input_dtype = None   # the encoder widens the k values it takes: no float64 copy of X
 
     def __init__(self, eps=1.0, *, k=None, feature_range=None, random_state=None):
         self.eps = eps

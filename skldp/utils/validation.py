@@ -229,10 +229,12 @@ def _bound(value, d, name):
     return np.broadcast_to(b, (d,)).copy()
 
 
-def clip_to_range(X, lo, hi, owner="mechanism"):
+def clip_to_range(X, lo, hi, owner="mechanism", dtype=np.float64):
     """Clip features into [lo, hi] per column, warning when anything was clipped.
 
-    Sparse input stays sparse when 0 lies inside every column's range.
+    Sparse input stays sparse when 0 lies inside every column's range. Dense
+    input becomes ``dtype``; ``dtype=None`` keeps a float32 or float64 input's
+    own (for readers that widen the values they take).
     """
     if sp.issparse(X):
         if np.all(lo <= 0) and np.all(hi >= 0):
@@ -245,7 +247,10 @@ def clip_to_range(X, lo, hi, owner="mechanism"):
                 _warn_clip(n_bad, owner)
             return X
         X = X.toarray()
-    X = np.asarray(X, dtype=np.float64)
+    if dtype is None:
+        X = np.asarray(X)
+        dtype = X.dtype if X.dtype in (np.float32, np.float64) else np.float64
+    X = np.asarray(X, dtype=dtype)
     # Count the values outside the range in row blocks (NaN was refused before):
     # in range, which is the usual case, X is returned without a clipped copy.
     n_bad = sum(int(np.count_nonzero((X[rows] < lo) | (X[rows] > hi)))

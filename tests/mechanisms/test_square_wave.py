@@ -172,6 +172,30 @@ def test_same_report_for_subsets_orders_and_after_pickle(graph):
     np.testing.assert_array_equal(np.asarray(hds.transform(G2)), full[perm])
 
 
+@pytest.mark.parametrize("eps", [1.0, np.inf])
+def test_float32_rows_give_the_reports_of_their_float64_values(monkeypatch, eps):
+    # the device input keeps float32 rows (no float64 copy of all of X); the users answer
+    # as about the same values widened: same reports, same digests (asked again about
+    # the float64 rows, the same users are not refused and pay nothing more)
+    from skldp import base
+    from skldp.population._digest import feature_digests
+    rng = np.random.default_rng(5)
+    X32 = rng.random((300, 40), dtype=np.float32)
+    G32 = GraphData(X32, sp.csr_matrix((300, 300)), node_ids=np.arange(300))
+    G64 = GraphData(X32.astype(np.float64), node_ids=np.arange(300), population=G32.population)
+    inputs = []
+    clip = base.clip_to_range
+    monkeypatch.setattr(base, "clip_to_range",
+                        lambda *a, **k: inputs.append(clip(*a, **k)) or inputs[-1])
+    hds = HDSMechanism(eps=eps, k=4, feature_range=(0, 1), random_state=3).fit(G32)
+    R32, R64 = hds.transform(G32).features, hds.transform(G64).features
+    assert [x.dtype for x in inputs] == [np.float32, np.float64]
+    np.testing.assert_array_equal(feature_digests(inputs[0]), feature_digests(inputs[1]))
+    assert (R32 != R64).nnz == 0
+    assert G32.population is G64.population
+    assert G32.population.ledger.local_epsilon == eps   # charged once
+
+
 def test_fit_transform_equals_fit_then_transform(graph):
     hds = HDSMechanism(eps=1.0, k=4, feature_range=(0, 1), random_state=5)
     a = np.asarray(hds.fit_transform(graph[:20]))

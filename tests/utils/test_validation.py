@@ -80,6 +80,18 @@ def test_clip_to_range_in_range_returns_a_read_only_view():
     assert out32.dtype == np.float64 and np.array_equal(out32, X.astype(np.float32))
 
 
+def test_clip_to_range_can_keep_a_float_dtype():
+    X = np.linspace(0, 1, 40, dtype=np.float32).reshape(8, 5)
+    lo, hi = np.zeros(5), np.ones(5)
+    out = clip_to_range(X, lo, hi, dtype=None)
+    assert out.dtype == np.float32 and np.shares_memory(out, X) and not out.flags.writeable
+    assert clip_to_range(X.astype(int), lo, hi, dtype=None).dtype == np.float64
+    X[0, 0] = 2.0
+    with pytest.warns(UserWarning, match="1 feature values lay outside"):
+        out = clip_to_range(X, lo, hi, dtype=None)
+    assert out[0, 0] == 1.0 and X[0, 0] == 2.0
+
+
 def test_clip_to_range_clips_and_counts_across_row_blocks(monkeypatch):
     rng = np.random.default_rng(0)
     X = rng.uniform(-0.5, 1.5, size=(300, 1000))   # blocks of 262 rows
