@@ -511,7 +511,12 @@ class MLPHead(TorchClassifierBase):
                 out = (torch.cat(outs) if outs
                        else torch.zeros((0, len(self.classes_)), device=device))
             else:
-                out = module(data.double())
+                # in row chunks: a large prediction's float64 temporaries stay small (at
+                # 5M rows of 128 features, four whole-matrix copies made the GPU's peak)
+                step = max(_CHUNK_ROWS, _STATS_CHUNK // max(data.shape[1], 1))
+                out = (torch.cat([module(data[s:s + step].double())
+                                  for s in range(0, data.shape[0], step)])
+                       if data.shape[0] else module(data.double()))
         return out.cpu().numpy()
 
     def __sklearn_tags__(self):

@@ -86,6 +86,24 @@ def test_mlp_head_normalising_on_the_device_fits_as_on_the_host(monkeypatch, bat
     assert dev.n_iter_ == host.n_iter_
 
 
+def test_mlp_head_predicts_in_row_chunks_as_in_one_piece(monkeypatch):
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(300, 6))
+    y = (X[:, 0] > 0).astype(int)
+    clf = MLPHead(hidden_layer_sizes=(8,), epochs=10, random_state=0).fit(X, y)
+    whole = clf.decision_function(X)
+    monkeypatch.setattr(_mlp, "_CHUNK_ROWS", 7)
+    monkeypatch.setattr(_mlp, "_STATS_CHUNK", 1)   # chunks of 7 rows
+    calls = []
+    forward = clf.module_.forward
+    monkeypatch.setattr(torch.nn.Sequential, "forward",
+                        lambda self, x: calls.append(len(x)) or forward.__func__(self, x))
+    np.testing.assert_allclose(clf.decision_function(X), whole, rtol=1e-12, atol=1e-12)
+    assert calls == [7] * 42 + [6]
+    from skldp import GraphData
+    assert clf.predict_proba(GraphData(X)[np.zeros(300, bool)]).shape == (0, 2)
+
+
 def test_mlp_trained_on_standardised_rows_predicts_through_its_own_layer():
     rng = np.random.default_rng(1)
     X = rng.normal(size=(200, 6)) * 3 + 7
