@@ -68,6 +68,16 @@ def test_gpu_check_replaces_the_page_section():
     assert text.count(mod.BEGIN) == text.count(mod.END) == 1
 
 
+def test_table_gives_a_ratio_only_where_the_cpu_ran(bench):
+    row = dict(metric=0.5, metric_name="accuracy", gpu_gib=None)
+    rows = [dict(row, case="both", device="cpu", seconds=4.0),
+            dict(row, case="both", device="cuda", seconds=2.0, gpu_gib=1.0),
+            dict(row, case="10M", device="cuda", seconds=3.0, gpu_gib=1.0)]
+    lines = bench._table(rows, [], "", 0.0).splitlines()
+    assert lines[-3].endswith("| — | 1.0× |") and lines[-2].endswith("| 1.00 | 2.0× |")
+    assert lines[-1].endswith("| 1.00 | — |")
+
+
 def test_gpu_check_names_the_tests_that_failed():
     mod = _gpu_check()
     out = ("....F.\n=== short test summary info ===\n"
