@@ -14,7 +14,8 @@ and reports the median wall time per run (from the runs' records) and the
 ratio pair / alone (the goal: at most 1.3). Rounds alternate between the
 trees and settings, so load from other jobs hits all of them; each figure is
 the median over ``--rounds`` rounds. Settings: the default, and
-``OMP_NUM_THREADS=1`` (the issue's workaround) for reference.
+``OMP_NUM_THREADS=1`` (the issue's workaround) and ``OMP_WAIT_POLICY=ACTIVE``
+(OpenMP's spinning threads, which ``reproduce`` turns off) for reference.
 
 Usage::
 
@@ -96,12 +97,17 @@ def main(argv=None):
     ap.add_argument("--runs", type=int, default=12, help="runs per process")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--settings", nargs="+", default=["default", "omp1"],
-                    choices=["default", "omp1"])
+                    choices=["default", "omp1", "active", "spin"])
     ap.add_argument("--out", default=None)
     a = ap.parse_args(argv)
     trees = ([("before", os.path.abspath(a.baseline))] if a.baseline else []) \
         + [("after", os.path.dirname(HERE))]
-    envs = {"default": {}, "omp1": {"OMP_NUM_THREADS": "1"}}
+    # active: OpenMP threads spin while they wait (OpenMP's default; reproduce sets PASSIVE)
+    envs = {"default": {}, "omp1": {"OMP_NUM_THREADS": "1"},
+            "active": {"OMP_WAIT_POLICY": "ACTIVE"},
+            "spin": {"OMP_WAIT_POLICY": "", "GOMP_SPINCOUNT": "10000"}}
+    names = {"default": "default", "omp1": "OMP_NUM_THREADS=1",
+             "active": "OMP_WAIT_POLICY=ACTIVE", "spin": "GOMP_SPINCOUNT=10000"}
     started = time.strftime("%Y-%m-%d %H:%M", time.gmtime())
     got = {}
     for _ in range(a.rounds):
@@ -125,8 +131,7 @@ def main(argv=None):
         for setting in a.settings:
             alone = float(np.median(got[(tree, setting, 1)]))
             pair = float(np.median(got[(tree, setting, 2)]))
-            name = "default" if setting == "default" else "OMP_NUM_THREADS=1"
-            lines.append(f"| {tree} | {name} | {alone:.2f} | {pair:.2f} | {pair / alone:.2f} |")
+            lines.append(f"| {tree} | {names[setting]} | {alone:.2f} | {pair:.2f} | {pair / alone:.2f} |")
     table = "\n".join(lines)
     print(table)
     if a.out:
