@@ -16,7 +16,8 @@ Cases:
   (``backend="scipy"``): wall time and the largest relative column error
   against a scipy solve at tol 1e-8.
 * ``privge``: Facebook PrivGE end to end (HDS -> PPR -> ``MLPHead``, eps = 1,
-  as ``bench_performance.py --sections privge``), PPR and head on the device.
+  as ``bench_performance.py --sections privge``), PPR and head on the device; and
+  ``LPGNNClassifier`` on Facebook's multi-bit reports.
 * ``models``: on Cora, multi-bit eps = 1 reports (the graph and the labels in
   the clear) fed to ``MLPHead`` (after PPR), ``GCNClassifier``,
   ``SAGEClassifier``, ``GATClassifier``, ``LPGNNClassifier`` (eps_y = 1),
@@ -190,6 +191,15 @@ def case_privge(devices):
         rows.append(dict(case="Facebook PrivGE eps=1 end to end", device=d, seconds=s,
                          metric=float(acc), metric_name="test accuracy",
                          gpu_gib=_peak_gib(d)))
+    # LPGNN on Facebook's multi-bit reports (the goal: >= 5x faster on CUDA)
+    from skldp.mechanisms import MultiBitMechanism
+    from skldp.models import LPGNNClassifier
+    reports = MultiBitMechanism(1.0, feature_range=(0, 1), random_state=0).fit_transform(G)
+    for d in devices:
+        model = LPGNNClassifier(eps_y=1.0, classes=np.unique(y), device=d, random_state=0)
+        rows.append(_guarded("Facebook LPGNNClassifier(eps_y=1), multi-bit eps=1 reports", d,
+                             "test accuracy", lambda m=model: m.fit(reports[fit], y[fit])
+                             .score(reports[te], y[te])))
     return rows
 
 

@@ -131,7 +131,8 @@ def main(argv=None):
         for setting in a.settings:
             alone = float(np.median(got[(tree, setting, 1)]))
             pair = float(np.median(got[(tree, setting, 2)]))
-            lines.append(f"| {tree} | {names[setting]} | {alone:.2f} | {pair:.2f} | {pair / alone:.2f} |")
+            lines.append(f"| {tree} | {names[setting]} | {alone:.2f} | {pair:.2f} | "
+                         f"{pair / alone:.2f} |")
     table = "\n".join(lines)
     print(table)
     if a.out:
