@@ -91,7 +91,7 @@ class _DeviceStandardized:
     The device path of :class:`_Standardized`: the column statistics and the
     normalisation (float64 arithmetic, stored as float32) run on the device, so
     the host only gathers and sends the float32 rows (on CUDA the host's float64
-    passes over the rows took most of a large head's fit).
+    passes over the rows were about half of a large head's fit).
     """
 
     def __init__(self, X, device):
@@ -512,7 +512,7 @@ class MLPHead(TorchClassifierBase):
                        else torch.zeros((0, len(self.classes_)), device=device))
             else:
                 # in row chunks: a large prediction's float64 temporaries stay small (at
-                # 5M rows of 128 features, four whole-matrix copies made the GPU's peak)
+                # 5M rows of 128 features, four whole-matrix copies are about 18 GB)
                 step = max(_CHUNK_ROWS, _STATS_CHUNK // max(data.shape[1], 1))
                 out = (torch.cat([module(data[s:s + step].double())
                                   for s in range(0, data.shape[0], step)])
