@@ -72,7 +72,8 @@ def commands(out, smoke):
         # the slowest tests listed (--durations): where the part's time goes on the card
         tests = [py, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rfE", "--durations=25"]
         if _has("xdist"):
-            tests += ["-n", str(max(1, min(16, _usable_cpus())))]
+            from skldp.utils import available_cpus
+            tests += ["-n", str(min(16, available_cpus()))]
     return {
         "tests": tests,
         "bench": bench + ["--cases", "ppr", "hds_columns", "privge", "models",
@@ -84,10 +85,6 @@ def commands(out, smoke):
         "huge": bench + ["--cases", "huge", "--json", os.path.join(out, "_huge.json")]
         + (["--huge-nodes", "3000"] if smoke else []),
     }
-
-
-def _usable_cpus():
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
 
 
 def _tail(text, n=40):
@@ -156,7 +153,8 @@ def machine():
         pyg += torch_geometric.__version__
     except ImportError:
         pyg += "not installed"
-    cpus = _usable_cpus()
+    from skldp.utils import available_cpus
+    cpus = available_cpus()
     return (f"{gpu}; {cpus} CPUs ({platform.machine()}); Python {platform.python_version()}, "
             f"torch {torch.__version__}, numpy {numpy.__version__}, scipy {scipy.__version__}, "
             f"scikit-learn {sklearn.__version__}, {pyg}; "

@@ -38,6 +38,13 @@ _AUTO_FOLDS = 5
 _DECAY = 5e-5
 
 
+def _store_map(n, order):
+    """Map from the ``n`` positions to rows of a store holding the rows ``order`` (-1: absent)."""
+    where = np.full(n, -1, dtype=np.intp)
+    where[order] = np.arange(len(order))
+    return where
+
+
 class _Standardized:
     """Dense training rows normalised once before the epochs.
 
@@ -58,9 +65,7 @@ class _Standardized:
         """Store the rows ``order`` (positions of ``X``), in that order; returns the map
         from positions of ``X`` to rows of the store (-1: not stored)."""
         self._build(np.asarray(order, dtype=np.intp))
-        where = np.full(self._n, -1, dtype=np.intp)
-        where[order] = np.arange(len(order))
-        return where
+        return _store_map(self._n, order)
 
     def _build(self, order=None):
         X, self._X = self._X, None
@@ -120,8 +125,8 @@ class _DeviceStandardized:
             self.t[s:s + self._step] = norm(self.t[s:s + self._step].double())
 
     def arrange(self, order):
-        where = np.full(self.t.shape[0], -1, dtype=np.intp)
-        where[order] = np.arange(len(order))
+        """:meth:`_Standardized.arrange`, the rows reordered on the device."""
+        where = _store_map(self.t.shape[0], order)
         self.t = self.t[torch.as_tensor(np.asarray(order, dtype=np.intp), device=self.device)]
         return where
 
