@@ -750,7 +750,8 @@ class _TorchOps:
         """``D^(r-1/2) W`` into the host array ``out`` (one transfer)."""
         if self.right is not None:
             W.mul_(self.right)
-        out[...] = W.cpu().numpy()
+        # straight into the host array: no second host buffer of the block to fill and copy
+        self.torch.from_numpy(out).copy_(W)
 
     def spmm(self, H):
         with self.torch.no_grad():

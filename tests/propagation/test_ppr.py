@@ -56,6 +56,27 @@ def test_matches_direct_solve(small_graph, solver, backend, sparse_x, alpha, r):
     np.testing.assert_allclose(Z.features, expected, rtol=1e-8, atol=1e-10)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_torch_column_blocks_fill_every_column(small_graph, monkeypatch, dtype):
+    # blocks narrower than the features: each solve lands in a strided slice of the output
+    from skldp.propagation import _ppr
+    A, X, _ = small_graph
+    G = GraphData(X, A)
+    whole = PPRPropagation(tol=1e-10, dtype=dtype, backend="torch", device="cpu").fit_transform(G)
+    n, d = X.shape
+    monkeypatch.setattr(_ppr, "_BLOCK_ELEMENTS", 2 * n)   # blocks of 2 columns
+    widths = []
+    get_block = _ppr._TorchOps.get_block
+    monkeypatch.setattr(_ppr._TorchOps, "get_block",
+                        lambda self, W, out: widths.append(out.shape[1]) or get_block(self, W, out))
+    blocks = PPRPropagation(tol=1e-10, dtype=dtype, backend="torch",
+                            device="cpu").fit_transform(GraphData(X, A))
+    assert widths[0] == 2 < d and sum(widths) == d
+    assert blocks.features.dtype == np.dtype(dtype)
+    np.testing.assert_allclose(blocks.features, whole.features, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(blocks.features, _direct(A, X, 0.1, 0.5), rtol=1e-4, atol=1e-5)
+
+
 def test_direct_solve_equals_series_of_eq_12(small_graph):
     # guards the reference itself: eq. (12) as a truncated series
     A, X, _ = small_graph
