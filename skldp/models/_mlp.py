@@ -100,7 +100,7 @@ class _DeviceStandardized:
     """
 
     def __init__(self, X, device):
-        self.device = device
+        self.device, self._blocks = device, None
         X = np.asarray(X)
         self.t = torch.empty(X.shape, dtype=torch.float32, device=device)
         self._step = max(1, _STATS_CHUNK // max(X.shape[1], 1))
@@ -128,10 +128,22 @@ class _DeviceStandardized:
         """:meth:`_Standardized.arrange`, the rows reordered on the device."""
         where = _store_map(self.t.shape[0], order)
         self.t = self.t[torch.as_tensor(np.asarray(order, dtype=np.intp), device=self.device)]
+        self._blocks = {}   # id of a positions tensor -> (it, its block of rows or None)
         return where
 
     def rows(self, positions):
-        return self.t[positions]
+        if self._blocks is None:   # not arranged: mini-batches gather their rows
+            return self.t[positions]
+        # An arranged full batch asks for the same two tensors (training, validation
+        # rows) every epoch: whether each is a block of rows is read from the device
+        # once, then the block is read in place (no gather of n x d values per epoch)
+        seen = self._blocks.get(id(positions))
+        if seen is None or seen[0] is not positions:
+            p = positions
+            block = (int(p[0]), int(p[-1]) + 1) if len(p) and (
+                len(p) == 1 or bool((p.diff() == 1).all())) else None
+            self._blocks[id(positions)] = seen = (positions, block)
+        return self.t[positions] if seen[1] is None else self.t[seen[1][0]:seen[1][1]]
 
 
 class _SparseRows:

@@ -59,10 +59,21 @@ def test_rows_normalised_on_the_device_match_the_host(monkeypatch):
         expected = head._normalize_rows(X.astype(np.float64))
         np.testing.assert_allclose(D.rows(torch.arange(41)).numpy(), expected, rtol=1e-6,
                                    atol=1e-6)
+    gathered = D.rows(torch.arange(3, 8))   # not arranged: a gather
+    assert gathered.untyped_storage().data_ptr() != D.t.untyped_storage().data_ptr()
+    D = _mlp._DeviceStandardized(X, torch.device("cpu"))
     order = rng.permutation(41)
     where = D.arrange(order)
     np.testing.assert_array_equal(where[order], np.arange(41))
-    np.testing.assert_array_equal(D.rows(torch.arange(5)).numpy(), X[order[:5]])
+    # arranged: a block of rows is read in place, the same tensor every epoch
+    block = torch.arange(0, 30)
+    for _ in range(2):
+        rows = D.rows(block)
+        assert rows.untyped_storage().data_ptr() == D.t.untyped_storage().data_ptr()
+        np.testing.assert_array_equal(rows.numpy(), X[order[:30]])
+    scattered = torch.tensor([5, 2, 40])
+    np.testing.assert_array_equal(D.rows(scattered).numpy(), X[order[[5, 2, 40]]])
+    assert D.rows(torch.tensor([], dtype=torch.int64)).shape == (0, 4)
 
 
 @pytest.mark.parametrize("batch_size", [None, 16])
