@@ -17,7 +17,8 @@ overall budget (``--budget``, 285 s), in this order:
    ``--parts huge --budget 175``).
 
 A part that fails or runs out of time is reported as such and the others go
-on; a row that needs a missing optional package (pymetis, dp-accounting,
+on (a part out of time is interrupted first, so that pytest still prints its
+summary: the tests that failed so far and the slowest); a row that needs a missing optional package (pymetis, dp-accounting,
 torch_geometric) says so. It writes to ``--out-dir`` (five files):
 ``summary.md`` (the GPU table with the machine, versions and date),
 ``performance.md`` (``docs/performance/performance.md`` with that table in place of
@@ -41,6 +42,7 @@ import json
 import os
 import platform
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -54,6 +56,7 @@ BEGIN, END = "<!-- gpu-check:begin -->", "<!-- gpu-check:end -->"
 LIMITS = {"bench": (110, 30), "pyg": (60, 15), "large": (80, 20), "tests": (180, 30),
           "huge": (170, 40)}
 PARTS = list(LIMITS)
+GRACE = 10   # seconds a part has to report after its interruption
 
 
 def _has(module):
@@ -108,19 +111,24 @@ def run_parts(parts, out, smoke, budget):
             records.append(rec)
             continue
         t0 = time.monotonic()
+        proc = subprocess.Popen(cmds[name], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
         try:
-            res = subprocess.run(cmds[name], cwd=ROOT, env=env, capture_output=True,
-                                 text=True, timeout=min(limit, left))
-            rec.update(status="ok" if res.returncode == 0 else f"exit {res.returncode}",
-                       output=_tail(res.stdout + "\n" + res.stderr))
-            if name == "tests":
-                rec["pytest"] = res.stdout
-        except subprocess.TimeoutExpired as exc:
-            text = (exc.stdout or b"").decode(errors="replace") if isinstance(
-                exc.stdout, bytes) else (exc.stdout or "")
-            rec.update(status="timed out", output=_tail(text))
-            if name == "tests":
-                rec["pytest"] = text
+            stdout, stderr = proc.communicate(timeout=max(1.0, min(limit, left) - GRACE))
+            rec["status"] = "ok" if proc.returncode == 0 else f"exit {proc.returncode}"
+        except subprocess.TimeoutExpired:
+            # interrupted, not killed: pytest then prints its summary, with the tests that
+            # failed so far and the slowest ones
+            proc.send_signal(signal.SIGINT)
+            try:
+                stdout, stderr = proc.communicate(timeout=GRACE)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                stdout, stderr = proc.communicate()
+            rec["status"] = "timed out"
+        rec["output"] = _tail(stdout + "\n" + stderr)
+        if name == "tests":
+            rec["pytest"] = stdout
         rec["seconds"] = time.monotonic() - t0
         print(f"[{name}: {rec['status']}, {rec['seconds']:.0f} s]", file=sys.stderr, flush=True)
         records.append(rec)

@@ -1,6 +1,8 @@
 """benchmarks/bench_gpu.py runs every case (on the CPU here), so a GPU session can use it as is."""
 
 import importlib.util
+import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -108,6 +110,25 @@ def test_gpu_check_smoke_one_part(tmp_path):
     # a part with no time left is reported, not run
     records = mod.run_parts(["pyg"], str(tmp_path), True, budget=1)
     assert records[0]["status"] == "not run"
+
+
+def test_gpu_check_interrupts_a_part_out_of_time(tmp_path, monkeypatch):
+    """A part past its limit is interrupted (pytest still reports), then reported."""
+    mod = _gpu_check()
+    monkeypatch.setattr(mod, "LIMITS", {**mod.LIMITS, "tests": (12, 1)})
+    monkeypatch.setattr(mod, "GRACE", 8)
+    slow = tmp_path / "test_slow.py"
+    slow.write_text("import time\n\ndef test_a():\n    pass\n\n"
+                    "def test_b():\n    time.sleep(60)\n")
+    monkeypatch.setattr(mod, "commands", lambda out, smoke: {"tests": [
+        sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--durations=3",
+        str(slow)]})
+    t0 = time.monotonic()
+    records = mod.run_parts(["tests"], str(tmp_path), False, budget=100)
+    assert time.monotonic() - t0 < 30
+    assert records[0]["status"] == "timed out"
+    assert "KeyboardInterrupt" in records[0]["pytest"]   # pytest's own summary came back
+    assert "1 passed" in mod._pytest_summary(records[0]["pytest"])
 
 
 @pytest.mark.slow
