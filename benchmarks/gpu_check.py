@@ -18,8 +18,9 @@ overall budget (``--budget``, 285 s), in this order:
 
 A part that fails or runs out of time is reported as such and the others go
 on (a part out of time is interrupted first, so that pytest still prints its
-summary: the tests that failed so far and the slowest); a row that needs a missing optional package (pymetis, dp-accounting,
-torch_geometric) says so. It writes to ``--out-dir`` (five files):
+summary: the tests that failed so far and the slowest); a row that needs a
+missing optional package (pymetis, dp-accounting, torch_geometric) says so. It
+writes to ``--out-dir`` (five files):
 ``summary.md`` (the GPU table with the machine, versions and date),
 ``performance.md`` (``docs/performance/performance.md`` with that table in place of
 its GPU section: copy it over the page), ``results.json`` (every row),
