@@ -15,9 +15,10 @@ masked off.
 import numpy as np
 import torch
 
-from ..device._random import _GOLDEN, _M1, _M2, _row_keys
+from ..device._random import _FINE_STREAM_OFFSET, _GOLDEN, _M1, _M2, _row_keys
 
-__all__ = ["sample_k_of_d", "sampling_device"]
+__all__ = ["sample_k_of_d", "sampling_device", "node_uniforms", "node_uniforms_fine",
+           "square_wave_cells"]
 
 # n * d hashes from which a CUDA device pays for its start-up and transfers
 _MIN_HASHES_ON_CUDA = 1 << 22
@@ -92,3 +93,53 @@ def sample_k_of_d(seed, keys, d, k, stream=0, device="cpu"):
         top = _shift_right(_mix(rows[s:s + step, None] + cols[None, :]), 11)
         out[s:s + step] = torch.topk(top, k, dim=1, largest=False, sorted=False).indices
     return out.sort(dim=1).values.cpu().numpy()
+
+
+def _node_words(seed, keys, n_cols, stream, device):
+    """The devices' ``_node_words`` as int64 words on ``device``, shape (len(keys), n_cols)."""
+    rows = torch.from_numpy(_row_keys(seed, keys, stream).view(np.int64)).to(device)
+    cols = torch.arange(1, n_cols + 1, dtype=torch.int64, device=device) * _G
+    return _mix(rows[:, None] + cols[None, :])
+
+
+def node_uniforms(seed, keys, n_cols, stream=0, device="cpu"):
+    """The devices' ``node_uniforms`` on a torch device: the same float64 values."""
+    top = _shift_right(_node_words(seed, keys, n_cols, stream, device), 11)
+    return (top.double() + 0.5) * (1.0 / (1 << 53))
+
+
+def node_uniforms_fine(seed, keys, n_cols, stream=0, device="cpu"):
+    """The devices' ``node_uniforms_fine`` on a torch device: the same float64 values."""
+    r = _shift_right(_node_words(seed, keys, n_cols, stream, device), 11).double()
+    v = _shift_right(_node_words(seed, keys, n_cols, stream + _FINE_STREAM_OFFSET, device),
+                     12).double() * (1.0 / (1 << 52))
+    return ((r + v) * (1.0 / (1 << 53))).clamp_min(np.finfo(np.float64).smallest_subnormal)
+
+
+def square_wave_cells(grid, t, seed, keys, device="cpu"):
+    """HDS's cells (the devices' ``hds_encode`` after the columns) on a torch device.
+
+    ``t``: the users' sampled values scaled to [-1, 1], shape (n, k), float64 on
+    the host. The same uniforms (streams 3, 2 and 1) and the same float64
+    arithmetic as ``TwoLevelGrid.sample``, one operation at a time (no fused
+    multiply-add), so the same cells; returned as int64 on the host.
+    """
+    n, k = t.shape
+    t = np.ascontiguousarray(t, dtype=np.float64)
+    cells = np.empty((n, k), dtype=np.int64)
+    step = max(1, _CHUNK // (4 * k))   # four hashes per value
+    for s in range(0, n, step):
+        rows = slice(s, s + step)
+        u_round = node_uniforms(seed, keys[rows], k, stream=3, device=device)
+        u_piece = node_uniforms_fine(seed, keys[rows], k, stream=2, device=device)
+        u_pos = node_uniforms(seed, keys[rows], k, stream=1, device=device)
+        v = (torch.from_numpy(t[rows]).to(device) + 1.0) / 2.0
+        v = v * grid.n_steps
+        lo = torch.floor(v)
+        start = (lo + (u_round < (v - lo))).long() * grid.cells_per_step
+        band = start + torch.clamp_max((u_pos * grid.n_band).long(), grid.n_band - 1)
+        out = torch.clamp_max((u_pos * grid.n_out).long(), grid.n_out - 1)
+        out = out + grid.n_band * (out >= start)
+        cells[rows] = torch.where(u_piece < grid.p_outside, out, band).cpu().numpy()
+    return cells
+

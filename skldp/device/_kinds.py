@@ -178,6 +178,11 @@ def take(X, cols):
     return np.asarray(np.asarray(X)[rows, cols], dtype=np.float64)
 
 
+def hds_inputs(X, lo, hi, cols):
+    """HDS's sampled values ``X[i, cols[i, j]]`` scaled from the bounds to [-1, 1]."""
+    return 2.0 * (take(X, cols) - lo[cols]) / (hi[cols] - lo[cols]) - 1.0
+
+
 def hds_encode(X, lo, hi, k, grid, seed, keys, cols=None):
     """HDS: ``k`` sampled columns (increasing) and the square wave's cell of each.
 
@@ -186,7 +191,7 @@ def hds_encode(X, lo, hi, k, grid, seed, keys, cols=None):
     """
     if cols is None:
         cols = sample_k_of_d(seed, keys, X.shape[1], k, stream=0)
-    t = 2.0 * (take(X, cols) - lo[cols]) / (hi[cols] - lo[cols]) - 1.0
+    t = hds_inputs(X, lo, hi, cols)
     cells = grid.sample((t + 1.0) / 2.0, node_uniforms(seed, keys, k, stream=3),
                         node_uniforms_fine(seed, keys, k, stream=2),
                         node_uniforms(seed, keys, k, stream=1))

@@ -9,6 +9,7 @@ from ..device._kinds import (
     HDS_CELL,
     HDS_LOG2_CELLS,
     hds_encode,
+    hds_inputs,
     square_wave_b,
     square_wave_grid,
     take,
@@ -217,24 +218,25 @@ class HDSMechanism(LDPMechanism):
         return {**super()._public_state(), "k": self.k_}
 
     def _perturb(self, X, keys):
+        from .._torch import _counter_random as on_device
         keys = np.asarray(keys, dtype=np.uint64)
-        cols = self._sample_columns(keys, X.shape[1])
+        d = X.shape[1]
+        # The devices' program, its hashes on the GPU when there is one and the draw is
+        # large: the same columns and cells, so the same reports
+        device = on_device.sampling_device(len(keys), d)
+        cols = (sample_k_of_d(self.seed_, keys, d, self.k_, stream=0) if device is None else
+                on_device.sample_k_of_d(self.seed_, keys, d, self.k_, stream=0, device=device))
         if np.isinf(float(self.eps)):
             # the eps -> inf limit: b -> 0 and the band holds all the mass
             lo, hi = self.feature_min_[cols], self.feature_max_[cols]
             return self._assemble(X, cols, 2.0 * (take(X, cols) - lo) / (hi - lo) - 1.0)
-        report = hds_encode(X, self.feature_min_, self.feature_max_, self.k_, self._grid(),
-                            self.seed_, keys, cols=cols)
-        return self._decode(report, X)
-
-    def _sample_columns(self, keys, d):
-        """The users' k columns: the devices' draw, its n * d hashes on the GPU if any."""
-        from .._torch._counter_random import sample_k_of_d as on_device
-        from .._torch._counter_random import sampling_device
-        device = sampling_device(len(keys), d)
+        lo, hi = self.feature_min_, self.feature_max_
         if device is None:
-            return sample_k_of_d(self.seed_, keys, d, self.k_, stream=0)
-        return on_device(self.seed_, keys, d, self.k_, stream=0, device=device)
+            report = hds_encode(X, lo, hi, self.k_, self._grid(), self.seed_, keys, cols=cols)
+        else:
+            report = {"i": cols, "c": on_device.square_wave_cells(
+                self._grid(), hds_inputs(X, lo, hi, cols), self.seed_, keys, device=device)}
+        return self._decode(report, X)
 
     def _decode(self, report, X=None):
         """The server's matrix of reports from the devices' (columns, cells)."""

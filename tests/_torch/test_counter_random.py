@@ -5,7 +5,15 @@ import pytest
 import torch
 
 from skldp._torch import _counter_random
-from skldp._torch._counter_random import sample_k_of_d, sampling_device
+from skldp._torch._counter_random import (
+    node_uniforms,
+    node_uniforms_fine,
+    sample_k_of_d,
+    sampling_device,
+    square_wave_cells,
+)
+from skldp.device import _random as host
+from skldp.device._kinds import square_wave_grid
 from skldp.device._random import sample_k_of_d as on_the_host
 from skldp.mechanisms import HDSMechanism
 
@@ -48,15 +56,45 @@ def _dense(a):
 
 
 @pytest.mark.parametrize("eps", [1.0, np.inf])
-def test_hds_reports_do_not_depend_on_where_the_columns_were_drawn(monkeypatch, eps):
+def test_hds_reports_do_not_depend_on_where_the_devices_program_ran(monkeypatch, eps):
     X = np.random.default_rng(0).random((120, 40))
     mech = HDSMechanism(eps=eps, k=4, feature_range=(0, 1), random_state=5)
     host = mech.fit_transform(X)
     calls = []
     real = _counter_random.sample_k_of_d
+    cells = _counter_random.square_wave_cells
     monkeypatch.setattr(_counter_random, "sampling_device", lambda n, d: torch.device("cpu"))
     monkeypatch.setattr(_counter_random, "sample_k_of_d",
                         lambda *a, **kw: calls.append(kw["device"]) or real(*a, **kw))
+    monkeypatch.setattr(_counter_random, "square_wave_cells",
+                        lambda *a, **kw: calls.append("cells") or cells(*a, **kw))
     torch_side = mech.fit_transform(X)
-    assert calls == [torch.device("cpu")]
+    # the columns, and the cells too where there is noise, drawn by torch
+    assert calls == [torch.device("cpu")] + (["cells"] if np.isfinite(eps) else [])
     assert np.array_equal(_dense(torch_side), _dense(host))
+
+
+@pytest.mark.parametrize(("seed", "stream"), [(7, 0), (2 ** 63 + 5, 3), (0, 2), (123, 1)])
+def test_torch_uniforms_are_the_hosts(seed, stream):
+    keys = _keys(64, seed % 89)
+    for k in (1, 5, 17):
+        assert np.array_equal(node_uniforms(seed, keys, k, stream).numpy(),
+                              host.node_uniforms(seed, keys, k, stream))
+        assert np.array_equal(node_uniforms_fine(seed, keys, k, stream).numpy(),
+                              host.node_uniforms_fine(seed, keys, k, stream))
+
+
+@pytest.mark.parametrize(("eps", "k"), [(0.05, 1), (1.0, 5), (8.0, 3), (40.0, 2)])
+def test_torch_square_wave_cells_are_the_hosts(eps, k, monkeypatch):
+    grid, _ = square_wave_grid(eps)
+    rng = np.random.default_rng(k)
+    n = 500
+    t = rng.uniform(-1, 1, (n, k))
+    t[:5] = [-1.0] * k, [1.0] * k, [0.0] * k, [-1 + 1e-12] * k, [1 - 1e-12] * k   # edges
+    keys, seed = _keys(n, 3), 2 ** 63 + 11
+    expected = grid.sample((t + 1.0) / 2.0, host.node_uniforms(seed, keys, k, stream=3),
+                           host.node_uniforms_fine(seed, keys, k, stream=2),
+                           host.node_uniforms(seed, keys, k, stream=1))
+    assert np.array_equal(square_wave_cells(grid, t, seed, keys), expected)
+    monkeypatch.setattr(_counter_random, "_CHUNK", 4 * k * 7)   # blocks of 7 users
+    assert np.array_equal(square_wave_cells(grid, t, seed, keys), expected)
