@@ -18,7 +18,7 @@ import torch
 from ..device._random import _FINE_STREAM_OFFSET, _GOLDEN, _M1, _M2, _row_keys
 
 __all__ = ["sample_k_of_d", "sampling_device", "node_uniforms", "node_uniforms_fine",
-           "square_wave_cells"]
+           "square_wave_cells", "digest_sums"]
 
 # n * d hashes from which a CUDA device pays for its start-up and transfers
 _MIN_HASHES_ON_CUDA = 1 << 22
@@ -142,4 +142,18 @@ def square_wave_cells(grid, t, seed, keys, device="cpu"):
         out = out + grid.n_band * (out >= start)
         cells[rows] = torch.where(u_piece < grid.p_outside, out, band).cpu().numpy()
     return cells
+
+
+def digest_sums(B, words, device):
+    """The inner sums of ``feature_digests`` for dense rows ``B`` on a torch device.
+
+    ``sum_j mix(bits(B_ij) ^ words_j)`` over the non-zero entries, modulo 2^64 (int64
+    sums wrap as uint64 ones do); returned as uint64 on the host.
+    """
+    t = torch.from_numpy(np.ascontiguousarray(B)).to(device).double()
+    bits = (t + 0.0).view(torch.int64)   # -0.0 read as 0.0
+    w = torch.from_numpy(np.asarray(words).view(np.int64)).to(device)
+    terms = _mix(bits ^ w[None, :])
+    terms[t == 0] = 0
+    return terms.sum(dim=1).cpu().numpy().view(np.uint64)
 

@@ -16,6 +16,8 @@ counts) spreads over all 64 bits; a collision then has probability about
 keyed tags of them).
 """
 
+import sys
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -25,6 +27,7 @@ from ..utils._random import _GOLDEN, _mix
 __all__ = ["feature_digests", "list_digests", "label_digests", "report_keys", "answer_tags"]
 
 _BLOCK = 1 << 21                     # entries per block of dense rows
+_DEVICE_BLOCK = 1 << 24              # the same on a GPU (fewer, larger transfers)
 _FEATURE_SALT = np.uint64(0x6A09E667F3BCC909)
 _LIST_SALT = np.uint64(0xBB67AE8584CAA73B)
 _LABEL_SALT = np.uint64(0x3C6EF372FE94F82B)
@@ -76,12 +79,29 @@ def feature_digests(X):
             _add_by_row(out, X.indptr.astype(np.int64), terms)
         else:
             X = np.asarray(X)
-            for rows in row_blocks(n, d, _BLOCK):
+            device = _hashing_device(n, d)
+            for rows in row_blocks(n, d, _BLOCK if device is None else _DEVICE_BLOCK):
+                if device is not None:   # the same sums, by torch on the GPU
+                    from .._torch._counter_random import digest_sums
+                    out[rows] = digest_sums(X[rows], words, device)
+                    continue
                 B = X[rows]
                 terms = _entry_terms(_value_bits(B), words)
                 terms[B == 0] = 0
                 out[rows] = terms.sum(axis=1, dtype=np.uint64)
         return _mix(out ^ _FEATURE_SALT)
+
+
+def _hashing_device(n, d):
+    """The GPU on which to hash ``n x d`` dense entries, or None (numpy on the host).
+
+    Only in a process that has already imported torch: the digests alone never
+    import it (a CPU-only mechanism would pay for torch's import).
+    """
+    if "torch" not in sys.modules:
+        return None
+    from .._torch._counter_random import sampling_device
+    return sampling_device(n, d)
 
 
 def _add_by_row(out, indptr, terms):

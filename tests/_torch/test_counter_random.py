@@ -98,3 +98,28 @@ def test_torch_square_wave_cells_are_the_hosts(eps, k, monkeypatch):
     assert np.array_equal(square_wave_cells(grid, t, seed, keys), expected)
     monkeypatch.setattr(_counter_random, "_CHUNK", 4 * k * 7)   # blocks of 7 users
     assert np.array_equal(square_wave_cells(grid, t, seed, keys), expected)
+
+
+def test_torch_digest_sums_are_the_hosts(monkeypatch):
+    from skldp.population import _digest
+    rng = np.random.default_rng(9)
+    X = rng.normal(size=(300, 23)) * 10.0 ** rng.integers(-300, 300, (300, 23))
+    X[rng.random(X.shape) < 0.3] = 0.0
+    X[0, :5] = [-0.0, 5e-324, -1e308, 1.0, -1.0]   # signed zero, subnormal, extremes
+    X32 = (X / np.abs(X).max() * 1e30).astype(np.float32)   # within float32's range
+    host = [_digest.feature_digests(X), _digest.feature_digests(X32)]
+    monkeypatch.setattr(_digest, "_hashing_device", lambda n, d: torch.device("cpu"))
+    monkeypatch.setattr(_digest, "_DEVICE_BLOCK", 23 * 40)   # blocks of 40 rows
+    assert np.array_equal(_digest.feature_digests(X), host[0])
+    assert np.array_equal(_digest.feature_digests(X32), host[1])
+    assert len(np.unique(host[0])) == 300
+
+
+def test_digests_import_no_torch_of_their_own():
+    import subprocess
+    import sys
+    code = ("import sys, numpy as np\nfrom skldp.population._digest import feature_digests\n"
+            "feature_digests(np.ones((3000, 2000)))\nprint('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "False"
