@@ -15,6 +15,9 @@ Cases:
   reports (k = 50, alpha 0.05, r 0.1, as PrivGE), and the CPU default
   (``backend="scipy"``): wall time and the largest relative column error
   against a scipy solve at tol 1e-8.
+* ``hds_columns``: HDS's device program for Facebook's users, its k-of-d column
+  draw and its square-wave cells, in numpy (the devices' code) and in torch on
+  each device (the metric: 1 when they are the same).
 * ``privge``: Facebook PrivGE end to end (HDS -> PPR -> ``MLPHead``, eps = 1,
   as ``bench_performance.py --sections privge``), PPR and head on the device; and
   ``LPGNNClassifier`` on Facebook's multi-bit reports.
@@ -222,6 +225,27 @@ def case_hds_columns(devices):
         rows.append(dict(case=f"HDS columns, {n} users, {k} of {d} (torch)", device=dev,
                          seconds=s, metric=float(np.array_equal(cols, ref)),
                          metric_name="same columns", gpu_gib=_peak_gib(dev)))
+    # then the square wave's cells of the same users, at eps = 1
+    from skldp._torch._counter_random import square_wave_cells
+    from skldp.device._kinds import hds_inputs, square_wave_grid
+    from skldp.device._random import node_uniforms, node_uniforms_fine
+    grid, _ = square_wave_grid(1.0 / k)
+    t = hds_inputs(np.asarray(G.features), np.zeros(d), np.ones(d), ref)
+
+    def on_the_host_cells():
+        return grid.sample((t + 1.0) / 2.0, node_uniforms(7, keys, k, stream=3),
+                           node_uniforms_fine(7, keys, k, stream=2),
+                           node_uniforms(7, keys, k, stream=1))
+    s, cells = _timed("cpu", on_the_host_cells)
+    rows.append(dict(case=f"HDS cells, {n} users x {k} (numpy, the devices' code)",
+                     device="cpu", seconds=s, metric=1.0, metric_name="same cells",
+                     gpu_gib=None))
+    for dev in devices:
+        _reset_peak(dev)
+        s, got = _timed(dev, lambda dev=dev: square_wave_cells(grid, t, 7, keys, device=dev))
+        rows.append(dict(case=f"HDS cells, {n} users x {k} (torch)", device=dev, seconds=s,
+                         metric=float(np.array_equal(got, cells)), metric_name="same cells",
+                         gpu_gib=_peak_gib(dev)))
     return rows
 
 

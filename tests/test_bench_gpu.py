@@ -34,9 +34,9 @@ def test_every_case_runs_and_reports(bench, tmp_path):
     out = tmp_path / "table.md"
     rows = bench.main(["--devices", "cpu", "--out", str(out)])
     cases = [r["case"] for r in rows]
-    assert len(cases) == len(set(cases)) == 2 + 2 + 2 + 8 + 2
-    hds = [r for r in rows if r["case"].startswith("HDS columns")]
-    assert len(hds) == 2 and all(r["metric"] == 1.0 for r in hds)   # the devices' columns
+    assert len(cases) == len(set(cases)) == 2 + 4 + 2 + 8 + 2
+    hds = [r for r in rows if r["case"].startswith(("HDS columns", "HDS cells"))]
+    assert len(hds) == 4 and all(r["metric"] == 1.0 for r in hds)   # the devices' draws
     for r in rows:
         assert r["device"] == "cpu" and r["seconds"] > 0 and r["gpu_gib"] is None
         assert np.isfinite(r["metric"])
@@ -137,10 +137,10 @@ def test_gpu_check_smoke_every_part(tmp_path):
     records, rows, pyg = mod.main(["--smoke", "--budget", "900", "--out-dir", str(tmp_path)])
     assert [r["status"] for r in records] == ["ok"] * len(mod.PARTS)
     devices = 2 if torch.cuda.is_available() else 1
-    # ppr: scipy + torch per device; HDS columns: numpy + torch per device; privge and
-    # LPGNN on Facebook, 8 models, 2 link predictors, large per device; huge on the last
-    # device only
-    assert len(rows) == 2 + devices * (1 + 1 + 2 + 8 + 2 + 1) + 1 and len(pyg) == 2
+    # ppr: scipy + torch per device; HDS columns and cells: numpy + torch per device;
+    # privge and LPGNN on Facebook, 8 models, 2 link predictors, large per device; huge
+    # on the last device only
+    assert len(rows) == 3 + devices * (1 + 2 + 2 + 8 + 2 + 1) + 1 and len(pyg) == 2
 
 
 def test_sharded_reports_are_the_reports_of_the_whole_graph(bench, binary_sbm):

@@ -1,4 +1,5 @@
-"""The devices' counter-based k-of-d sampler on a torch device, bit for bit.
+"""The devices' counter-based hashes on a torch device, bit for bit: HDS's k-of-d
+sampler, its uniforms and square-wave cells, and the digests of the users' rows.
 
 The devices' ``sample_k_of_d`` draws one uniform per user and feature and keeps
 the ``k`` smallest: ``n * d`` hashes, the HDS mechanism's main cost (about 2 s for
