@@ -95,6 +95,10 @@ def _tail(text, n=40):
     return "\n".join(text.splitlines()[-n:])
 
 
+def _default_sigint():
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def run_parts(parts, out, smoke, budget):
     """Run ``parts`` in order within ``budget`` seconds; one record per part."""
     cmds = commands(out, smoke)
@@ -112,8 +116,9 @@ def run_parts(parts, out, smoke, budget):
             records.append(rec)
             continue
         t0 = time.monotonic()
+        # SIGINT as by default in the part (a shell's background job inherits it ignored)
         proc = subprocess.Popen(cmds[name], cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
+                                stderr=subprocess.PIPE, text=True, preexec_fn=_default_sigint)
         try:
             stdout, stderr = proc.communicate(timeout=max(1.0, min(limit, left) - GRACE))
             rec["status"] = "ok" if proc.returncode == 0 else f"exit {proc.returncode}"

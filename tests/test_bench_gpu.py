@@ -115,7 +115,7 @@ def test_gpu_check_smoke_one_part(tmp_path):
 def test_gpu_check_interrupts_a_part_out_of_time(tmp_path, monkeypatch):
     """A part past its limit is interrupted (pytest still reports), then reported."""
     mod = _gpu_check()
-    monkeypatch.setattr(mod, "LIMITS", {**mod.LIMITS, "tests": (12, 1)})
+    monkeypatch.setattr(mod, "LIMITS", {**mod.LIMITS, "tests": (20, 1)})
     monkeypatch.setattr(mod, "GRACE", 8)
     slow = tmp_path / "test_slow.py"
     slow.write_text("import time\n\ndef test_a():\n    pass\n\n"
@@ -125,7 +125,7 @@ def test_gpu_check_interrupts_a_part_out_of_time(tmp_path, monkeypatch):
         str(slow)]})
     t0 = time.monotonic()
     records = mod.run_parts(["tests"], str(tmp_path), False, budget=100)
-    assert time.monotonic() - t0 < 30
+    assert time.monotonic() - t0 < 40
     assert records[0]["status"] == "timed out"
     assert "KeyboardInterrupt" in records[0]["pytest"]   # pytest's own summary came back
     assert "1 passed" in mod._pytest_summary(records[0]["pytest"])
