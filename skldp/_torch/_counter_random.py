@@ -13,6 +13,8 @@ as uint64 does, and a logical right shift is an arithmetic one with the sign bit
 masked off.
 """
 
+import warnings
+
 import numpy as np
 import torch
 
@@ -151,7 +153,10 @@ def digest_sums(B, words, device):
     ``sum_j mix(bits(B_ij) ^ words_j)`` over the non-zero entries, modulo 2^64 (int64
     sums wrap as uint64 ones do); returned as uint64 on the host.
     """
-    t = torch.from_numpy(np.ascontiguousarray(B)).to(device).double()
+    with warnings.catch_warnings():
+        # the clipped device input is read-only; it is only read here
+        warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+        t = torch.from_numpy(np.ascontiguousarray(B)).to(device).double()
     bits = (t + 0.0).view(torch.int64)   # -0.0 read as 0.0
     w = torch.from_numpy(np.asarray(words).view(np.int64)).to(device)
     terms = _mix(bits ^ w[None, :])

@@ -2,6 +2,7 @@
 
 import copy
 import numbers
+import warnings
 from numbers import Real
 
 import numpy as np
@@ -104,9 +105,12 @@ class _DeviceStandardized:
         X = np.asarray(X)
         self.t = torch.empty(X.shape, dtype=torch.float32, device=device)
         self._step = max(1, _STATS_CHUNK // max(X.shape[1], 1))
-        for s in range(0, X.shape[0], self._step):
-            self.t[s:s + self._step] = torch.as_tensor(
-                np.asarray(X[s:s + self._step], dtype=np.float32), device=device)
+        with warnings.catch_warnings():
+            # rows of a read-only input (a memory map, a mechanism's output) are only read
+            warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+            for s in range(0, X.shape[0], self._step):
+                self.t[s:s + self._step] = torch.as_tensor(
+                    np.asarray(X[s:s + self._step], dtype=np.float32), device=device)
 
     def _chunks(self):
         return (self.t[s:s + self._step].double()
