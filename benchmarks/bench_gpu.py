@@ -230,7 +230,7 @@ def case_hds_columns(devices):
     from skldp.device._kinds import hds_inputs, square_wave_grid
     from skldp.device._random import node_uniforms, node_uniforms_fine
     grid, _ = square_wave_grid(1.0 / k)
-    t = hds_inputs(np.asarray(G.features), np.zeros(d), np.ones(d), ref)
+    t = hds_inputs(G.features, np.zeros(d), np.ones(d), ref)   # dense or sparse
 
     def on_the_host_cells():
         return grid.sample((t + 1.0) / 2.0, node_uniforms(7, keys, k, stream=3),
