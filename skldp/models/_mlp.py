@@ -39,6 +39,11 @@ _AUTO_FOLDS = 5
 _DECAY = 5e-5
 
 
+def _chunk_rows(d):
+    """Rows per chunk of ``d`` features: ``_STATS_CHUNK`` entries, at least one row."""
+    return max(1, _STATS_CHUNK // max(d, 1))
+
+
 def _store_map(n, order):
     """Map from the ``n`` positions to rows of a store holding the rows ``order`` (-1: absent)."""
     where = np.full(n, -1, dtype=np.intp)
@@ -73,7 +78,7 @@ class _Standardized:
         self._n = X.shape[0]
         n = X.shape[0] if order is None else len(order)
         Z = np.empty((n, X.shape[1]), dtype=np.float32)
-        step = max(1, _STATS_CHUNK // max(X.shape[1], 1))
+        step = _chunk_rows(X.shape[1])
         for s in range(0, n, step):
             Z[s:s + step] = self._norm(X[s:s + step] if order is None else X[order[s:s + step]])
         self.a = Z if self.device.type == "cpu" else None
@@ -104,7 +109,7 @@ class _DeviceStandardized:
         self.device, self._blocks = device, None
         X = np.asarray(X)
         self.t = torch.empty(X.shape, dtype=torch.float32, device=device)
-        self._step = max(1, _STATS_CHUNK // max(X.shape[1], 1))
+        self._step = _chunk_rows(X.shape[1])
         with warnings.catch_warnings():
             # rows of a read-only input (a memory map, a mechanism's output) are only read
             warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
@@ -205,7 +210,7 @@ def _column_stats(X):
         # two passes over row chunks in float64: no float64 copy of all of X
         X = np.asarray(X)
         n = max(X.shape[0], 1)
-        step = max(1, _STATS_CHUNK // max(X.shape[1], 1))
+        step = _chunk_rows(X.shape[1])
         mean = sum(X[s:s + step].sum(axis=0, dtype=np.float64)
                    for s in range(0, X.shape[0], step)) / n
         var = sum(((X[s:s + step] - mean) ** 2).sum(axis=0)
@@ -534,7 +539,7 @@ class MLPHead(TorchClassifierBase):
             else:
                 # in row chunks: a large prediction's float64 temporaries stay small (at
                 # 5M rows of 128 features, four whole-matrix copies are about 18 GB)
-                step = max(_CHUNK_ROWS, _STATS_CHUNK // max(data.shape[1], 1))
+                step = max(_CHUNK_ROWS, _chunk_rows(data.shape[1]))
                 out = (torch.cat([module(data[s:s + step].double())
                                   for s in range(0, data.shape[0], step)])
                        if data.shape[0] else module(data.double()))

@@ -80,9 +80,10 @@ def feature_digests(X):
         else:
             X = np.asarray(X)
             device = _hashing_device(n, d)
+            if device is not None:   # the same sums, by torch on the GPU
+                from .._torch._counter_random import digest_sums
             for rows in row_blocks(n, d, _BLOCK if device is None else _DEVICE_BLOCK):
-                if device is not None:   # the same sums, by torch on the GPU
-                    from .._torch._counter_random import digest_sums
+                if device is not None:
                     out[rows] = digest_sums(X[rows], words, device)
                     continue
                 B = X[rows]
