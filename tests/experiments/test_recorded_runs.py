@@ -7,6 +7,7 @@ re-run and compared with their records: a difference of more than a few test nod
 the page must be regenerated.
 """
 
+import importlib.util
 import json
 
 import pytest
@@ -24,11 +25,12 @@ KEYS = [
     ("label_scarce", 'cora|hds|20/30 per class|0|{"eps": 2.0}'),
     ("label_scarce", 'cora|multibit|20/30 per class|0|{"eps": 1.0}'),
     ("label_scarce", 'cora|lpgnn|20/30 per class|2|{"eps": 1.0}'),
-    ("budget_split", 'cora|lpgnn|20/30 per class|3|{"budget": 8.0, "share": 0.75}'),
+    ("budget_split", 'cora|lpgnn|20/30 per class|3|{"budget": 8.0, "share": 0.25}'),
     ("budget_split", 'cora|lp|50/25/25|3|{"budget": 2.0}'),
     ("lpgnn", 'cora|PGC|planetoid|0|{"eps": 1.0, "part": "table2"}'),
     ("lpgnn", 'cora|LPGNN|random-50/25/25|0|{"eps_x": 1.0, "eps_y": 1.0, "part": "lpgnn"}'),
-    ("lpgnn", 'cora|LPGNN-AUTHORS|random-50/25/25|0|{"eps_x": 1.0, "eps_y": 1.0, "part": "lpgnn"}'),
+    ("lpgnn", 'cora|LPGNN-AUTHORS|random-50/25/25|0|{"eps_x": 0.1, "eps_y": Infinity, '
+              '"part": "lpgnn"}'),
     ("lpgnn", 'cora|LABEL-PROPAGATION|random-50/25/25|0|{"eps_x": null, "eps_y": 1.0, '
               '"part": "lpgnn"}'),
     ("lpgnn_mae", 'cora|PGC|all-nodes|0|{"eps": 1.0}'),
@@ -46,9 +48,19 @@ KEYS = [
 ]
 
 # The runs were recorded on one thread; float32 sums on another machine's BLAS may still
-# move a torch model by a node or two, no more. The MAE of an aggregation (float64, no
-# model) may move in its last digits only: far less than its spread over seeds (2e-4).
+# move a torch model by a node or two, no more. Some LPGNN runs on noisy labels move far
+# more with the order of those sums alone (the CPU's vector width): e.g. budget 8, share
+# 0.75 gave 58.9 (recorded), 59.5 (AVX2), 58.9 (no vectors) and 57.7 % (a 16-CPU host);
+# LPGNN-AUTHORS at eps_x = 0.1, eps_y = 1 gave 62.2, 57.3 and 53.9 %. Such keys are not
+# kept here: each key below moved less than the tolerance between AVX2 and no vectors.
+# The MAE of an aggregation (float64, no model) may move in its last digits only: far
+# less than its spread over seeds (2e-4).
 TOLERANCE = {"accuracy": 0.005, "auc": 0.5, "mae": 1e-5}   # auc in points
+
+
+def _needs_pymetis(study, key):
+    # RGNN's label-proportion term (alpha > 0) clusters the graph with METIS
+    return study == "rgnn" and key.split("|")[1] == "RGNN"
 
 
 def _record(study, key):
@@ -62,6 +74,8 @@ def _record(study, key):
 @pytest.mark.parametrize(("study", "key"), KEYS, ids=[f"{s}:{k.split('|')[1]}" for s, k in KEYS])
 def test_recorded_run_reproduces(study, key, monkeypatch, dataset_file):
     dataset_file(key.split("|")[0])   # skips RGNN's graphs where they are not offline
+    if _needs_pymetis(study, key) and importlib.util.find_spec("pymetis") is None:
+        pytest.skip("RGNN's recorded runs use METIS: pip install 'skldp[metis]'")
     # one thread, as recorded (the runner otherwise takes this process's share of the CPUs,
     # which depends on the load, and a float32 sum's order with it)
     monkeypatch.setenv("SKLDP_NUM_THREADS", "1")
