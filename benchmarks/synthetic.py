@@ -14,6 +14,8 @@ few seconds with about 4 GB of temporaries besides the result:
   (so that the symmetry is checked by two sparse products instead of a
   transpose).
 
+With ``device="cuda"`` the same is drawn on the GPU and copied to the host.
+
 Used by ``bench_privge.py``, ``bench_performance.py --large``,
 ``bench_gpu.py --large`` and ``gpu_check.py``.
 """
@@ -28,7 +30,7 @@ _BLOCK = 1 << 24   # features drawn per block (64 MiB of float32)
 
 
 def uniform_graph(n=169_343, d=128, n_edges=1_200_000, n_classes=40, seed=0, verbose=False,
-                  hints=True):
+                  hints=True, device=None):
     """A uniform random undirected graph with uniform [0, 1) float32 features.
 
     Parameters
@@ -48,6 +50,12 @@ def uniform_graph(n=169_343, d=128, n_edges=1_200_000, n_classes=40, seed=0, ver
     hints : bool
         Build ``GraphData(X, A, node_ids=..., symmetric=True)``; ``False``: the
         plain ``GraphData(X, A)`` (as a user would, or an older skldp takes).
+    device : str or None
+        ``None``: numpy and scipy draw and build everything on the host. A torch
+        device (``"cuda"``): the edges are drawn, sorted and merged there and the
+        features drawn there, then copied to the host (at 10M users, seconds
+        instead of half a minute of single-threaded host work). Another random
+        stream: the same distribution, another graph than ``device=None``'s.
 
     Returns
     -------
@@ -56,8 +64,10 @@ def uniform_graph(n=169_343, d=128, n_edges=1_200_000, n_classes=40, seed=0, ver
     """
     import scipy.sparse as sp
 
-    from skldp import GraphData
     t0 = time.perf_counter()
+    if device is not None:
+        A, X, y, t1 = _drawn_with_torch(n, d, n_edges, n_classes, seed, device)
+        return _finish(X, A, y, hints, verbose, t0, t1)
     rng = np.random.default_rng(seed)
     itype = np.int32 if n < 2**31 and 2 * n_edges < 2**31 else np.int64
     # both directions in one pair of arrays: (src, dst) then (dst, src)
@@ -81,6 +91,12 @@ def uniform_graph(n=169_343, d=128, n_edges=1_200_000, n_classes=40, seed=0, ver
     for s in range(0, n, step):             # blocks: no float64 temporary of n x d
         X[s:s + step] = rng.random((min(step, n - s), d), dtype=np.float32)
     y = rng.integers(0, n_classes, n)
+    return _finish(X, A, y, hints, verbose, t0, t1)
+
+
+def _finish(X, A, y, hints, verbose, t0, t1):
+    from skldp import GraphData
+    n = X.shape[0]
     t2 = time.perf_counter()
     G = GraphData(X, A, node_ids=np.arange(n), symmetric=True) if hints else GraphData(X, A)
     t3 = time.perf_counter()
@@ -88,3 +104,41 @@ def uniform_graph(n=169_343, d=128, n_edges=1_200_000, n_classes=40, seed=0, ver
         print(f"uniform_graph({n}, {A.nnz // 2} edges): edges {t1 - t0:.1f} s, features "
               f"{t2 - t1:.1f} s, GraphData {t3 - t2:.1f} s", flush=True)
     return G, y
+
+
+def _drawn_with_torch(n, d, n_edges, n_classes, seed, device):
+    """``(A, X, y, t_edges)`` drawn on a torch device, returned on the host."""
+    import scipy.sparse as sp
+    import torch
+    gen = torch.Generator(device=device).manual_seed(seed)
+    src = torch.randint(0, n, (n_edges,), generator=gen, device=device)
+    dst = torch.randint(0, n, (n_edges,), generator=gen, device=device)
+    keep = src != dst                                        # no self loops
+    src, dst = src[keep], dst[keep]
+    # both directions, as one int64 key per entry (row * n + column): sorted and merged,
+    # the keys are the CSR order
+    key = torch.cat([src * n + dst, dst * n + src])
+    del src, dst, keep
+    key = torch.unique(key)                                  # sorted, repeats merged
+    rows = torch.div(key, n, rounding_mode="floor")
+    itype = np.int32 if n < 2**31 and len(key) < 2**31 else np.int64
+    tt = torch.int32 if itype == np.int32 else torch.int64
+    indices = (key - rows * n).to(tt).cpu().numpy()
+    counts = torch.bincount(rows, minlength=n)
+    del key, rows
+    indptr = np.zeros(n + 1, dtype=itype)
+    np.cumsum(counts.cpu().numpy(), out=indptr[1:])
+    A = sp.csr_matrix((np.ones(len(indices), dtype=np.float32), indices, indptr),
+                      shape=(n, n))
+    A.has_sorted_indices = True
+    t1 = time.perf_counter()
+    X = np.empty((n, d), dtype=np.float32)
+    step = max(1, _BLOCK // max(d, 1))
+    out = torch.from_numpy(X)
+    for s in range(0, n, step):
+        m = min(step, n - s)
+        out[s:s + m].copy_(torch.rand((m, d), generator=gen, device=device))
+    y = torch.randint(0, n_classes, (n,), generator=gen, device=device).cpu().numpy()
+    if torch.device(device).type == "cuda":
+        torch.cuda.empty_cache()   # the sort's temporaries: the card is the pipeline's
+    return A, X, y, t1

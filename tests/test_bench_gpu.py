@@ -159,3 +159,34 @@ def test_sharded_reports_are_the_reports_of_the_whole_graph(bench, binary_sbm):
     mech0 = HDSMechanism(eps=1.0, k=3, feature_range=(0, 1), random_state=0).fit(G0)
     assert (sp.csr_matrix(bench.sharded_reports(mech0, G0, n_jobs=1).features)
             != sp.csr_matrix(mech0.transform(G0).features)).nnz == 0
+
+
+@pytest.mark.parametrize("device", [None, "cpu"])
+def test_synthetic_graph_is_simple_undirected_and_drawn_alike(device, monkeypatch):
+    # the benchmarks' graph, drawn by numpy or on a torch device (the GPU check's way)
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    from synthetic import uniform_graph
+    n, m = 2000, 20_000
+    G, y = uniform_graph(n, d=8, n_edges=m, n_classes=5, device=device)
+    A = G.adjacency
+    assert A.shape == (n, n) and A.has_canonical_format
+    assert (A != A.T).nnz == 0 and A.diagonal().sum() == 0 and (A.data == 1).all()
+    assert 0.99 * 2 * m < A.nnz <= 2 * m          # a few self loops and repeats dropped
+    X = G.features
+    assert X.shape == (n, 8) and X.dtype == np.float32 and 0 <= X.min() and X.max() < 1
+    assert abs(X.mean() - 0.5) < 0.01 and set(np.unique(y)) == set(range(5))
+    deg = np.diff(A.indptr)                       # uniform endpoints: Poisson(20) degrees
+    assert abs(deg.mean() - 2 * m / n) < 0.5 and deg.var() < 2 * deg.mean()
+
+
+def test_gpu_check_gives_each_test_worker_its_share_of_threads(monkeypatch):
+    mod = _gpu_check()
+    monkeypatch.setattr(mod, "_has", lambda module: True)
+    import skldp.utils
+    monkeypatch.setattr(skldp.utils, "available_cpus", lambda: 16)
+    assert mod.part_env("tests", smoke=False) == {"OMP_NUM_THREADS": "1"}
+    assert mod.part_env("bench", smoke=False) == {} == mod.part_env("tests", smoke=True)
+    monkeypatch.setattr(skldp.utils, "available_cpus", lambda: 40)   # 16 workers at most
+    assert mod.part_env("tests", smoke=False) == {"OMP_NUM_THREADS": "2"}
+    monkeypatch.setattr(mod, "_has", lambda module: False)           # no xdist: one process
+    assert mod.part_env("tests", smoke=False) == {}
