@@ -232,7 +232,7 @@ class PPRPropagation(GraphTransformerMixin, BaseEstimator):
             X = sp.csc_matrix(X)  # cheap column blocks
         n, d = X.shape
         Z = np.empty((n, d), dtype=dtype)
-        block = ops.block_columns(n, d)
+        block = ops.block_columns(n, d, solver)
         run = {"cg": self._cg, "chebyshev": self._chebyshev, "power": self._power}[solver]
         not_converged = products = 0
         for s in range(0, d, block):
@@ -629,9 +629,11 @@ def _ordered_operator(M, left, right, sym):
 # Devices on which the torch backend normalises the adjacency itself (the tests add "cpu").
 _NORMALISE_ON = ("cuda",)
 # Device memory a block of columns may use on CUDA: a quarter of the free memory, at
-# most this much (about eight blocks of n x width float32 are alive in a solve).
+# most this much. Blocks of n x width alive at once in a solve: Chebyshev's sum, its
+# last two terms and the next (and one spare for the product's workspace); conjugate
+# gradients and the power series keep more, with temporaries.
 _CUDA_BLOCK_BYTES = 8 << 30
-_LIVE_BLOCKS = 8
+_LIVE_BLOCKS = {"chebyshev": 5, "cg": 8, "power": 8}
 
 
 class _TorchOps:
@@ -714,13 +716,18 @@ class _TorchOps:
         ops._fused = True
         return ops
 
-    def block_columns(self, n, d):
-        """Columns per block: a memory budget on CUDA, ``_BLOCK_ELEMENTS`` elsewhere."""
+    def block_columns(self, n, d, solver="cg"):
+        """Columns per block: a memory budget on CUDA, ``_BLOCK_ELEMENTS`` elsewhere.
+
+        On CUDA the blocks are as few as the budget allows and of equal width (each
+        block reads the whole adjacency once per product).
+        """
         if self.device.type == "cuda":
             free, _ = self.torch.cuda.mem_get_info(self.device)
             budget = min(free // 4, _CUDA_BLOCK_BYTES)
-            per_column = max(n, 1) * _LIVE_BLOCKS * self.dtype.itemsize
-            return int(max(1, min(d, budget // per_column)))
+            per_column = max(n, 1) * _LIVE_BLOCKS[solver] * self.dtype.itemsize
+            widest = int(max(1, min(d, budget // per_column)))
+            return -(-d // -(-d // widest)) if d else widest   # d / ceil(d / widest), rounded up
         return max(1, _BLOCK_ELEMENTS // max(n, 1))
 
     def put_block(self, Xb):

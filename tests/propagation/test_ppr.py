@@ -77,6 +77,24 @@ def test_torch_column_blocks_fill_every_column(small_graph, monkeypatch, dtype):
     np.testing.assert_allclose(blocks.features, _direct(A, X, 0.1, 0.5), rtol=1e-4, atol=1e-5)
 
 
+def test_cuda_blocks_are_as_few_and_as_even_as_the_memory_budget_allows():
+    # the block width on a card (memory stubbed: no card here): each block reads the whole
+    # adjacency per product, so 128 columns go in the fewest blocks the budget allows
+    from types import SimpleNamespace
+
+    from skldp.propagation import _ppr
+    ops = _ppr._TorchOps.__new__(_ppr._TorchOps)
+    ops.device, ops.dtype = SimpleNamespace(type="cuda"), np.dtype(np.float32)
+    free = 140 << 30
+    ops.torch = SimpleNamespace(cuda=SimpleNamespace(mem_get_info=lambda dev: (free, free)))
+    n = 10_000_000      # 40 MB a column: 8 GiB hold 42 columns of Chebyshev's 5 live blocks
+    assert ops.block_columns(n, 128, "chebyshev") == 32                    # 4 blocks, not 3 + 2
+    assert ops.block_columns(n, 128, "cg") == 26                           # 8 live: 5 blocks
+    assert ops.block_columns(1000, 128, "chebyshev") == 128                # one block
+    free = 4 * 5 * 4 * n * 3                                                 # a quarter: 3 columns
+    assert ops.block_columns(n, 10, "chebyshev") == 3 and ops.block_columns(n, 2, "cg") == 1
+
+
 def test_direct_solve_equals_series_of_eq_12(small_graph):
     # guards the reference itself: eq. (12) as a truncated series
     A, X, _ = small_graph
