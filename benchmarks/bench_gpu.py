@@ -201,10 +201,42 @@ def case_privge(devices):
     reports = MultiBitMechanism(1.0, feature_range=(0, 1), random_state=0).fit_transform(G)
     for d in devices:
         model = LPGNNClassifier(eps_y=1.0, classes=np.unique(y), device=d, random_state=0)
+
+        def run(m=model):
+            return m.fit(reports[fit], y[fit]).score(reports[te], y[te])
+
         rows.append(_guarded("Facebook LPGNNClassifier(eps_y=1), multi-bit eps=1 reports", d,
-                             "test accuracy", lambda m=model: m.fit(reports[fit], y[fit])
-                             .score(reports[te], y[te])))
+                             "test accuracy", run))
+        if PROFILE_DIR and str(d).startswith("cuda"):
+            _profile(run, d, os.path.join(PROFILE_DIR, "lpgnn_facebook_profile.txt"))
     return rows
+
+
+PROFILE_DIR = None   # --profile-dir: where the CUDA profiles go
+
+
+def _profile(fn, device, path):
+    """Write where ``fn``'s time goes on ``device`` (torch.profiler) to ``path``: its
+    wall time beside the kernels' busy time, and the costliest operators."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+    acts = [ProfilerActivity.CPU]
+    if str(device).startswith("cuda"):
+        acts.append(ProfilerActivity.CUDA)
+    try:
+        with profile(activities=acts) as prof:
+            s, _ = _timed(device, fn)
+    except Exception as exc:   # a profile is a help, not a result
+        print(f"no profile: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return
+    events = prof.key_averages()
+    busy = sum(e.self_device_time_total for e in events) / 1e6
+    launches = sum(e.count for e in events if e.key.startswith("cudaLaunchKernel"))
+    with open(path, "w") as f:
+        f.write(f"wall {s:.3f} s under the profiler; kernels busy {busy:.3f} s; "
+                f"{launches} kernel launches; torch {torch.__version__}\n\n")
+        f.write(events.table(sort_by="self_device_time_total", row_limit=25) + "\n")
+        f.write(events.table(sort_by="self_cpu_time_total", row_limit=25) + "\n")
 
 
 def case_hds_columns(devices):
@@ -403,7 +435,8 @@ def _privge_at_scale(devices, n, label):
     for d in devices:
         _reset_peak(d)
         try:
-            s_ppr, Z = _timed(d, lambda d=d: PPRPropagation(device=d).fit_transform(R))
+            ppr = PPRPropagation(device=d)
+            s_ppr, Z = _timed(d, lambda p=ppr: p.fit_transform(R))
             clf = MLPHead(hidden_layer_sizes=(64,), epochs=100, validation_fraction=1 / 3,
                           patience=10, device=d, random_state=0)
             s_head, acc = _timed(d, lambda c=clf, Z=Z: c.fit(Z[fit], y[fit]).score(Z[~fit],
@@ -412,12 +445,39 @@ def _privge_at_scale(devices, n, label):
             rows.append(_skipped(f"{label}: PPR + MLPHead", d, exc))
             continue
         del Z
+        peak = _peak_gib(d)
+        info = ppr._run_info   # products solved, in blocks of how many columns
+        solve = f"{info['products']} products of {info['block_columns']} columns"
+        if str(d).startswith("cuda"):   # (the CPU's solver is scipy's, not torch's product)
+            bare = _bare_products(R.adjacency, info["products"], info["block_columns"], d)
+            solve += f": {bare:.2f} s bare"
         rows.append(dict(case=f"{label}: PPR + MLPHead", device=d, seconds=s_ppr + s_head,
                          metric=float(acc),
-                         metric_name=f"accuracy; PPR {s_ppr:.1f} s, head {s_head:.1f} s; "
-                                     f"{built}, HDS {where} {t_hds:.1f} s",
-                         gpu_gib=_peak_gib(d)))
+                         metric_name=f"accuracy; PPR {s_ppr:.1f} s ({solve}), head "
+                                     f"{s_head:.1f} s; {built}, HDS {where} {t_hds:.1f} s",
+                         gpu_gib=peak))
     return rows
+
+
+def _bare_products(A, products, width, device, repeats=3):
+    """Seconds of ``products`` bare sparse products ``A @ H`` (``H``: n x ``width``
+    float32) on ``device``: what PPR's solve cannot go below."""
+    import torch
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+        M = torch.sparse_csr_tensor(torch.from_numpy(A.indptr), torch.from_numpy(A.indices),
+                                    torch.from_numpy(A.data.astype(np.float32, copy=False)),
+                                    size=A.shape, check_invariants=False).to(device)
+    H = torch.rand(A.shape[0], width, device=device)
+
+    def run(times):
+        for _ in range(times):
+            out = M @ H
+        return out
+
+    run(1)   # warm
+    s, _ = _timed(device, lambda: run(repeats))
+    return s / repeats * products
 
 
 def case_large(devices, n=1_000_000):
@@ -472,9 +532,13 @@ def main(argv=None):
                     default=["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"])
     ap.add_argument("--out", default=None, help="also write the Markdown table here")
     ap.add_argument("--json", default=None, help="also write the rows here (JSON)")
+    ap.add_argument("--profile-dir", default=None,
+                    help="write CUDA profiles (LPGNN on Facebook) to this folder")
     ap.add_argument("--tiny", action="store_true",
                     help="small stand-ins for Cora and Facebook (a check, not a measurement)")
     a = ap.parse_args(argv)
+    global PROFILE_DIR
+    PROFILE_DIR = a.profile_dir
     if a.tiny:
         use_tiny_data()
     warnings.simplefilter("ignore")

@@ -19,12 +19,13 @@ A part that fails or runs out of time is reported as such and the others go
 on (a part out of time is interrupted first, so that pytest still prints its
 summary: the tests that failed so far and the slowest); a row that needs a
 missing optional package (pymetis, dp-accounting, torch_geometric) says so. It
-writes to ``--out-dir`` (five files):
+writes to ``--out-dir``:
 ``summary.md`` (the GPU table with the machine, versions and date),
 ``performance.md`` (``docs/performance/performance.md`` with that table in place of
 its GPU section: copy it over the page), ``results.json`` (every row),
 ``pytest.txt`` (the test run's last lines) and ``parts.log`` (each part's
-command, time and last lines of output).
+command, time and last lines of output); with a GPU also
+``lpgnn_facebook_profile.txt`` (where LPGNN's time on Facebook goes on the card).
 
 Command (from the repository root, with a copy of the datasets folder in
 ``.gpudata``)::
@@ -109,7 +110,7 @@ def commands(out, smoke):
     return {
         "tests": tests,
         "bench": bench + ["--cases", "ppr", "hds_columns", "privge", "models",
-                          "--json", os.path.join(out, "_bench.json")],
+                          "--json", os.path.join(out, "_bench.json"), "--profile-dir", out],
         "pyg": [py, os.path.join(HERE, "bench_pyg.py"), "--json", os.path.join(out, "_pyg.json")]
         + (["--seeds", "2", "--epochs", "3", "--datasets", "cora"] if smoke else ["--seeds", "5"]),
         "large": bench + ["--cases", "large", "--json", os.path.join(out, "_large.json")]
