@@ -483,7 +483,9 @@ class GraphData:
         if st._one_sided is None:
             info = st.info()
             if info.one_sided is None:
-                info.one_sided = _is_one_sided(st.adjacency)
+                # a symmetric matrix has as many entries above the diagonal as below
+                info.one_sided = (False if (st._symmetric or info.symmetric)
+                                  else _is_one_sided(st.adjacency))
             st._one_sided = info.one_sided
         return st._one_sided
 

@@ -251,10 +251,13 @@ def clip_to_range(X, lo, hi, owner="mechanism", dtype=np.float64):
         X = np.asarray(X)
         dtype = X.dtype if X.dtype in (np.float32, np.float64) else np.float64
     X = np.asarray(X, dtype=dtype)
-    # Count the values outside the range in row blocks (NaN was refused before):
-    # in range, which is the usual case, X is returned without a clipped copy.
-    n_bad = sum(int(np.count_nonzero((X[rows] < lo) | (X[rows] > hi)))
-                for rows in row_blocks(*X.shape, 1 << 18))
+    # In range, the usual case, X is returned without a clipped copy. The columns'
+    # extremes say so in one reading pass (NaN was refused before); the values outside
+    # are counted, in row blocks, only when some column has any.
+    n_bad = 0
+    if X.size and (np.any(X.min(axis=0) < lo) or np.any(X.max(axis=0) > hi)):
+        n_bad = sum(int(np.count_nonzero((X[rows] < lo) | (X[rows] > hi)))
+                    for rows in row_blocks(*X.shape, 1 << 18))
     if not n_bad:
         X = X.view()
         X.flags.writeable = False  # possibly the caller's array: mechanisms only read it

@@ -77,6 +77,30 @@ def test_torch_column_blocks_fill_every_column(small_graph, monkeypatch, dtype):
     np.testing.assert_allclose(blocks.features, _direct(A, X, 0.1, 0.5), rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("blocks", [False, True])
+def test_output_pages_mapped_during_the_solve_are_all_overwritten(small_graph, monkeypatch,
+                                                                  blocks):
+    # the CUDA path maps the output's pages (zeros) while the card solves: every value
+    # must still come from the solve, in one block or in several
+    from skldp.propagation import _ppr
+    A, X, _ = small_graph
+    want = PPRPropagation(tol=1e-10, backend="torch", device="cpu").fit_transform(
+        GraphData(X, A)).features
+    monkeypatch.setattr(_ppr, "_TOUCH_ON", ("cpu",))
+    touched = []
+    touch = _ppr._touch_pages
+    monkeypatch.setattr(_ppr, "_touch_pages", lambda Z: touched.append(Z.shape) or touch(Z))
+    if blocks:
+        monkeypatch.setattr(_ppr, "_BLOCK_ELEMENTS", 2 * X.shape[0])
+    got = PPRPropagation(tol=1e-10, backend="torch", device="cpu").fit_transform(
+        GraphData(X, A)).features
+    assert touched == [X.shape]
+    np.testing.assert_array_equal(got, want)
+    Z = np.full((3, 2048), 7.0, np.float32)      # one zero per 4 KiB page
+    _ppr._touch_pages(Z)
+    assert (Z == 0).sum() == 3 * 2048 // 1024 and Z[0, 0] == 0 and Z[0, 1] == 7
+
+
 def test_cuda_blocks_are_as_few_and_as_even_as_the_memory_budget_allows():
     # the block width on a card (memory stubbed: no card here): each block reads the whole
     # adjacency per product, so 128 columns go in the fewest blocks the budget allows
