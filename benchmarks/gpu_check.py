@@ -273,7 +273,9 @@ def main(argv=None):
     records = run_parts(a.parts, out, a.smoke, a.budget)
     rows = _rows(out, "bench") + _rows(out, "large") + _rows(out, "huge")
     pyg_rows = _rows(out, "pyg")
-    section = summary(records, rows, pyg_rows, argv, a.smoke)
+    # the page names the output folder as the command line did, not this machine's path
+    shown = ["$OUT" if x == a.out_dir else x.replace(a.out_dir, "$OUT") for x in argv]
+    section = summary(records, rows, pyg_rows, shown, a.smoke)
     with open(os.path.join(out, "summary.md"), "w") as f:
         f.write(section + "\n")
     with open(PAGE) as f:

@@ -105,6 +105,7 @@ def test_gpu_check_smoke_one_part(tmp_path):
     assert files == ["parts.log", "performance.md", "pytest.txt", "results.json", "summary.md"]
     summary = (tmp_path / "summary.md").read_text()
     assert "Smoke run" in summary and "2000 users" in summary and " passed" in summary
+    assert "--out-dir $OUT" in summary and str(tmp_path) not in summary   # no machine path
     page = (tmp_path / "performance.md").read_text()
     assert summary.strip() in page
     # a part with no time left is reported, not run
