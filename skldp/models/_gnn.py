@@ -123,6 +123,42 @@ class PropagatedFeatures:
         return _repeated_matmul(self.P, h, self.steps)
 
 
+# Devices on which the propagated input is computed once, densely, where it fits (the
+# tests add "cpu"): each epoch is then one dense product instead of K sparse products
+# forward and K backward, each several kernel launches and tens of microseconds of host
+# time on a GPU. On the CPU the lazy product on n x hidden values is cheaper.
+_DENSE_PROPAGATION_ON = ("cuda",)
+_DENSE_PROPAGATION_MAX = 1 << 28   # entries of P^K X (1 GiB of float32)
+
+
+def propagated_features(G, x, P, steps, device, key):
+    """``P^steps X`` for the first layer: dense on a GPU where it fits, else lazy.
+
+    ``x`` is the features' operand on ``device`` (dense, sparse or offset-sparse),
+    ``P`` a :class:`SparseOperand`; ``key`` names ``P`` (the dense result is kept
+    with the graph's features under it).
+    """
+    n, d = G.features.shape
+    if device.type not in _DENSE_PROPAGATION_ON or n * d > _DENSE_PROPAGATION_MAX:
+        return PropagatedFeatures(x, P, steps)
+    memo_key = ("skldp.dense_propagation", key, int(steps), str(device))
+    D = G.memo_get(memo_key)
+    if D is None:
+        with torch.no_grad():
+            D = _repeated_matmul(P.A, _dense(x), steps)
+        G.memo_set(memo_key, D)
+    return D
+
+
+def _dense(x):
+    """A features operand as a dense tensor."""
+    if isinstance(x, OffsetSparseFeatures):
+        return _dense(x.S).add_(x.offset[None, :])
+    if isinstance(x, SparseOperand):
+        return x.A.to_dense()
+    return x.to_dense() if x.layout != torch.strided else x
+
+
 class OffsetSparseFeatures:
     """Dense features stored as ``1 c^T + S`` (a constant row plus a sparse matrix).
 

@@ -15,11 +15,11 @@ from ..utils.validation import EPS_CONSTRAINT, Count, check_graph_data
 from ._gnn import (
     GNNClassifierBase,
     GNNEncoder,
-    PropagatedFeatures,
     SparseOperand,
     feature_tensor,
     graph_tensors,
     offset_sparse_features,
+    propagated_features,
 )
 
 __all__ = ["LPGNNClassifier"]
@@ -343,15 +343,16 @@ class LPGNNClassifier(GNNClassifierBase):
             x = feature_tensor(G, device, operand=True)
         if self.x_steps > 0 or self._propagates_predictions():
             symmetric = self.normalization == "sym" and G.is_symmetric()
+            key = ("lpgnn_kprop", self.self_loops, self.normalization, symmetric, str(device))
             P = G.operator(  # once per graph and device (kept with the adjacency)
-                ("lpgnn_kprop", self.self_loops, self.normalization, symmetric, str(device)),
-                lambda A: SparseOperand.from_scipy(
+                key, lambda A: SparseOperand.from_scipy(
                     graph_propagation_matrix(G, self.self_loops, self.normalization), device,
                     symmetric=symmetric))
         if self.x_steps > 0:
-            # KProp of the features, applied lazily after the first linear map
-            # (exact: P^K X W = P^K (X W)), so it costs K products on n x hidden.
-            x = PropagatedFeatures(x, P, self.x_steps)
+            # KProp of the features: on the CPU applied lazily after the first linear map
+            # (exact: P^K X W = P^K (X W)), so it costs K products on n x hidden; on a
+            # GPU computed once where it fits
+            x = propagated_features(G, x, P, self.x_steps, device, key)
         if self._propagates_predictions():
             g["label_prop"] = P
         return (x, g), G.rows
