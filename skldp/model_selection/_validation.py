@@ -10,8 +10,12 @@ held-out fold's labels never reach ``fit``. The user guide ("Validation
 nodes") explains the choice against the alternatives.
 """
 
+import math
+
 import numpy as np
 from sklearn.model_selection import train_test_split
+from sklearn.utils import check_random_state
+from sklearn.utils.extmath import _approximate_mode
 
 from .._graph_data import GraphData
 from ._edge_splits import PairData
@@ -96,11 +100,38 @@ def _held_out(X, v, owner):
 
 def _fraction_split(y_enc, n, fraction, n_classes, seed):
     """A ``fraction`` of ``n`` rows, stratified when every class can be on both sides."""
-    n_val = int(np.ceil(fraction * n))
-    strat = (y_enc if np.bincount(y_enc).min() >= 2 and min(n_val, n - n_val) >= n_classes
-             else None)
-    return train_test_split(np.arange(n), test_size=fraction, random_state=seed % (2**31),
-                            stratify=strat)
+    n_val = math.ceil(fraction * n)
+    if np.bincount(y_enc).min() >= 2 and min(n_val, n - n_val) >= n_classes:
+        return _stratified_split(y_enc, n_val, seed % (2**31))
+    return train_test_split(np.arange(n), test_size=fraction, random_state=seed % (2**31))
+
+
+def _stratified_split(y, n_test, seed):
+    """``train_test_split(np.arange(len(y)), test_size=n_test, stratify=y,
+    random_state=seed)``: the same draws in the same order (scikit-learn's
+    ``StratifiedShuffleSplit``), without its lists of one Python int per row (2.2 s
+    of a 5M-row head's fit; tests hold the two equal)."""
+    n_train = len(y) - n_test
+    y = np.asarray(y)
+    if y.dtype.kind in "iu" and len(y) and 0 <= y.min() and y.max() < 2**16:
+        # encoded labels: counted, not sorted, and stably ordered by a radix sort (a
+        # stable order is unique: the same as a comparison sort's)
+        counts = np.bincount(y)
+        present = counts > 0
+        class_counts = counts[present]
+        y_indices = (np.cumsum(present) - 1).astype(np.uint16)[y]
+    else:
+        _, y_indices, class_counts = np.unique(y, return_inverse=True, return_counts=True)
+    class_indices = np.split(np.argsort(y_indices, kind="stable"), np.cumsum(class_counts)[:-1])
+    rng = check_random_state(seed)
+    n_i = _approximate_mode(class_counts, n_train, rng)
+    t_i = _approximate_mode(class_counts - n_i, n_test, rng)
+    train, test = [], []
+    for i, rows in enumerate(class_indices):
+        rows = rows.take(rng.permutation(class_counts[i]), mode="clip")
+        train.append(rows[:n_i[i]])
+        test.append(rows[n_i[i]:n_i[i] + t_i[i]])
+    return rng.permutation(np.concatenate(train)), rng.permutation(np.concatenate(test))
 
 
 def validation_split(X, y_enc, *, validation, early_stopping, validation_fraction, seed,

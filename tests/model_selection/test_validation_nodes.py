@@ -182,3 +182,29 @@ def test_central_trainers_select_an_iterate_with_the_same_noise_and_budget(cls):
         warnings.simplefilter("ignore", PrivacyLeakWarning)
         stop = cls(validation=va, patience=2, **kw).fit(G[fit], y[fit])
     assert stop.n_iter_ <= 15 and stop.steps_ == 15 and stop.epsilon_ == plain.epsilon_
+
+
+def test_stratified_fraction_split_is_scikit_learns():
+    # the heads' validation rows: scikit-learn's stratified split, draw for draw (without
+    # its per-row Python lists), for encoded, gapped, narrow and float labels
+    from sklearn.model_selection import train_test_split
+
+    from skldp.model_selection._validation import _stratified_split
+    rng = np.random.default_rng(0)
+    checked = 0
+    for trial in range(120):
+        n, c = int(rng.integers(20, 2000)), int(rng.integers(2, 12))
+        y = rng.choice(c, size=n, p=rng.dirichlet(np.ones(c)))
+        y = [y, y * 7 + 3, y.astype(np.int32), y.astype(float) / 2][trial % 4]
+        fraction = float(rng.choice([0.1, 0.25, 1 / 3, 0.5]))
+        seed = int(rng.integers(0, 2**31))
+        n_val = int(np.ceil(fraction * n))
+        counts = np.unique(y, return_counts=True)[1]
+        if counts.min() < 2 or min(n_val, n - n_val) < len(counts):
+            continue
+        want = train_test_split(np.arange(n), test_size=fraction, random_state=seed, stratify=y)
+        got = _stratified_split(y, n_val, seed)
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
+        checked += 1
+    assert checked > 60
