@@ -235,6 +235,7 @@ class PPRPropagation(GraphTransformerMixin, BaseEstimator):
         block = ops.block_columns(n, d, solver)
         run = {"cg": self._cg, "chebyshev": self._chebyshev, "power": self._power}[solver]
         not_converged = products = 0
+        staging = None
         for s in range(0, d, block):
             Fb = ops.put_block(X[:, s:s + block])     # D^(1/2 - r) X on the device
             Wb, ok, its = run(ops, Fb)
@@ -242,10 +243,15 @@ class PPRPropagation(GraphTransformerMixin, BaseEstimator):
             if s == 0 and device.type in _TOUCH_ON:
                 # while the card solves (Chebyshev queues its products without a wait),
                 # the host maps the output's pages: otherwise the copy back does, at
-                # half the speed or less (a fresh array's first touch)
+                # half the speed or less (a fresh array's first touch). A block of
+                # columns is not contiguous in the output: it comes back through one
+                # contiguous buffer, mapped once (else torch maps a new one per block)
                 _touch_pages(Z)
+                if block < d:
+                    staging = np.empty(n * block, dtype=dtype)
+                    _touch_pages(staging)
             products += its
-            ops.get_block(Wb, Z[:, s:s + block])      # D^(r - 1/2) W back to the host
+            ops.get_block(Wb, Z[:, s:s + block], staging)   # D^(r - 1/2) W to the host
             not_converged += not ok
         self._run_info = dict(products=products, block_columns=block, n_jobs=1, order=None)
         self._warn_not_converged(not_converged)
@@ -768,12 +774,18 @@ class _TorchOps:
             F.mul_(self.left)
         return F.to(self.tdtype)
 
-    def get_block(self, W, out):
-        """``D^(r-1/2) W`` into the host array ``out`` (one transfer)."""
+    def get_block(self, W, out, staging=None):
+        """``D^(r-1/2) W`` into the host array ``out`` (one transfer), through the
+        flat host buffer ``staging`` (at least ``out.size`` values) when given."""
         if self.right is not None:
             W.mul_(self.right)
-        # straight into the host array: no second host buffer of the block to fill and copy
-        self.torch.from_numpy(out).copy_(W)
+        if staging is None or out.flags.c_contiguous:
+            # straight into the host array: no second host buffer to fill and copy
+            self.torch.from_numpy(out).copy_(W)
+            return
+        buf = staging[:out.size].reshape(out.shape)
+        self.torch.from_numpy(buf).copy_(W)
+        np.copyto(out, buf)
 
     def spmm(self, H):
         with self.torch.no_grad():

@@ -68,7 +68,8 @@ def test_torch_column_blocks_fill_every_column(small_graph, monkeypatch, dtype):
     widths = []
     get_block = _ppr._TorchOps.get_block
     monkeypatch.setattr(_ppr._TorchOps, "get_block",
-                        lambda self, W, out: widths.append(out.shape[1]) or get_block(self, W, out))
+                        lambda self, W, out, *rest: widths.append(out.shape[1])
+                        or get_block(self, W, out, *rest))
     blocks = PPRPropagation(tol=1e-10, dtype=dtype, backend="torch",
                             device="cpu").fit_transform(GraphData(X, A))
     assert widths[0] == 2 < d and sum(widths) == d
@@ -80,8 +81,8 @@ def test_torch_column_blocks_fill_every_column(small_graph, monkeypatch, dtype):
 @pytest.mark.parametrize("blocks", [False, True])
 def test_output_pages_mapped_during_the_solve_are_all_overwritten(small_graph, monkeypatch,
                                                                   blocks):
-    # the CUDA path maps the output's pages (zeros) while the card solves: every value
-    # must still come from the solve, in one block or in several
+    # the CUDA path maps the output's pages (zeros) while the card solves, and brings
+    # blocks of columns back through one buffer: every value must come from the solve
     from skldp.propagation import _ppr
     A, X, _ = small_graph
     want = PPRPropagation(tol=1e-10, backend="torch", device="cpu").fit_transform(
@@ -94,7 +95,8 @@ def test_output_pages_mapped_during_the_solve_are_all_overwritten(small_graph, m
         monkeypatch.setattr(_ppr, "_BLOCK_ELEMENTS", 2 * X.shape[0])
     got = PPRPropagation(tol=1e-10, backend="torch", device="cpu").fit_transform(
         GraphData(X, A)).features
-    assert touched == [X.shape]
+    # blocks come back through one contiguous buffer of a block's size, mapped too
+    assert touched == ([X.shape, (2 * X.shape[0],)] if blocks else [X.shape])
     np.testing.assert_array_equal(got, want)
     Z = np.full((3, 2048), 7.0, np.float32)      # one zero per 4 KiB page
     _ppr._touch_pages(Z)
