@@ -229,7 +229,7 @@ class PPRPropagation(GraphTransformerMixin, BaseEstimator):
 
         ops = G.operator(key, build)
         if sp.issparse(X):
-            X = sp.csc_matrix(X)  # cheap column blocks
+            X = _DeviceEntries(X, device)   # sent once; blocks of columns made there
         n, d = X.shape
         Z = np.empty((n, d), dtype=dtype)
         block = ops.block_columns(n, d, solver)
@@ -637,6 +637,42 @@ def _ordered_operator(M, left, right, sym):
     return Mp, perm, sl, sr, runner
 
 
+class _DeviceEntries:
+    """The stored entries of a sparse matrix, sent to a device once as (row, column,
+    value) triples; ``X[:, s:e]`` gives a block of columns that is densified there."""
+
+    class Columns:
+        def __init__(self, entries, s, e):
+            self.entries, self.s, self.e = entries, s, e
+            self.shape = (entries.shape[0], e - s)
+
+        def dense(self):
+            """The block as a dense float64 tensor (duplicates add up, as toarray())."""
+            torch, t = self.entries.torch, self.entries
+            F = torch.zeros(self.shape, dtype=torch.float64, device=t.cols.device)
+            if self.s == 0 and self.e == t.shape[1]:
+                F.index_put_((t.rows, t.cols), t.vals, accumulate=True)
+            else:
+                m = (t.cols >= self.s) & (t.cols < self.e)
+                F.index_put_((t.rows[m], t.cols[m] - self.s), t.vals[m], accumulate=True)
+            return F
+
+    def __init__(self, X, device):
+        import torch
+        self.torch = torch
+        X = sp.csr_matrix(X)
+        self.shape = X.shape
+        counts = torch.from_numpy(np.diff(X.indptr).astype(np.int64)).to(device)
+        self.rows = torch.repeat_interleave(torch.arange(X.shape[0], device=device), counts,
+                                            output_size=X.nnz)
+        self.cols = torch.from_numpy(X.indices.astype(np.int64)).to(device)
+        self.vals = torch.from_numpy(X.data.astype(np.float64)).to(device)
+
+    def __getitem__(self, key):
+        _, cols = key   # X[:, s:e], as the column blocks of a dense X are taken
+        return self.Columns(self, cols.start, min(cols.stop, self.shape[1]))
+
+
 # Devices whose solve runs beside the host (the tests add "cpu").
 _TOUCH_ON = ("cuda",)
 
@@ -759,14 +795,8 @@ class _TorchOps:
         """
         torch = self.torch
         n, b = Xb.shape
-        if sp.issparse(Xb):
-            Xb = sp.csc_matrix(Xb)
-            F = torch.zeros((n, b), dtype=torch.float64, device=self.device)
-            cols = np.repeat(np.arange(b, dtype=np.int64), np.diff(Xb.indptr))
-            F.index_put_((torch.from_numpy(Xb.indices.astype(np.int64)).to(self.device),
-                          torch.from_numpy(cols).to(self.device)),
-                         torch.from_numpy(Xb.data.astype(np.float64)).to(self.device),
-                         accumulate=True)   # duplicates add up, as toarray()
+        if isinstance(Xb, _DeviceEntries.Columns):
+            F = Xb.dense()
         else:   # a copy of its own: the solve works in place, never on the caller's array
             F = torch.empty((n, b), dtype=torch.float64, device=self.device)
             F.copy_(torch.from_numpy(np.ascontiguousarray(Xb)))

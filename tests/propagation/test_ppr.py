@@ -56,11 +56,15 @@ def test_matches_direct_solve(small_graph, solver, backend, sparse_x, alpha, r):
     np.testing.assert_allclose(Z.features, expected, rtol=1e-8, atol=1e-10)
 
 
+@pytest.mark.parametrize("sparse_x", [False, True])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_torch_column_blocks_fill_every_column(small_graph, monkeypatch, dtype):
+def test_torch_column_blocks_fill_every_column(small_graph, monkeypatch, dtype, sparse_x):
     # blocks narrower than the features: each solve lands in a strided slice of the output
+    # (sparse features: their entries sent once, each block densified on the device)
     from skldp.propagation import _ppr
     A, X, _ = small_graph
+    if sparse_x:
+        X = sp.csr_matrix(np.where(np.abs(X) > 0.5, X, 0))
     G = GraphData(X, A)
     whole = PPRPropagation(tol=1e-10, dtype=dtype, backend="torch", device="cpu").fit_transform(G)
     n, d = X.shape
