@@ -651,10 +651,11 @@ class _DeviceEntries:
             torch, t = self.entries.torch, self.entries
             F = torch.zeros(self.shape, dtype=torch.float64, device=t.cols.device)
             if self.s == 0 and self.e == t.shape[1]:
-                F.index_put_((t.rows, t.cols), t.vals, accumulate=True)
+                F.index_put_((t.rows.long(), t.cols.long()), t.vals, accumulate=True)
             else:
                 m = (t.cols >= self.s) & (t.cols < self.e)
-                F.index_put_((t.rows[m], t.cols[m] - self.s), t.vals[m], accumulate=True)
+                F.index_put_((t.rows[m].long(), t.cols[m].long() - self.s), t.vals[m],
+                             accumulate=True)
             return F
 
     def __init__(self, X, device):
@@ -662,10 +663,12 @@ class _DeviceEntries:
         self.torch = torch
         X = sp.csr_matrix(X)
         self.shape = X.shape
+        # int32 indices when they fit (kept through the solve; widened per block)
+        idx = torch.int32 if max(X.shape) < 2**31 else torch.int64
         counts = torch.from_numpy(np.diff(X.indptr).astype(np.int64)).to(device)
-        self.rows = torch.repeat_interleave(torch.arange(X.shape[0], device=device), counts,
-                                            output_size=X.nnz)
-        self.cols = torch.from_numpy(X.indices.astype(np.int64)).to(device)
+        self.rows = torch.repeat_interleave(
+            torch.arange(X.shape[0], device=device, dtype=idx), counts, output_size=X.nnz)
+        self.cols = torch.from_numpy(X.indices).to(device=device, dtype=idx)
         self.vals = torch.from_numpy(X.data.astype(np.float64)).to(device)
 
     def __getitem__(self, key):
