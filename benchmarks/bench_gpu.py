@@ -457,8 +457,8 @@ def _privge_at_scale(devices, n, label):
             solve += f": {bare:.2f} s bare"
         rows.append(dict(case=f"{label}: PPR + MLPHead", device=d, seconds=s_ppr + s_head,
                          metric=float(acc),
-                         metric_name=f"accuracy; PPR {s_ppr:.1f} s ({solve}), head "
-                                     f"{s_head:.1f} s; {built}, HDS {where} {t_hds:.1f} s",
+                         metric_name=f"accuracy; PPR {s_ppr:.2f} s ({solve}), head "
+                                     f"{s_head:.2f} s; {built}, HDS {where} {t_hds:.1f} s",
                          gpu_gib=peak))
     return rows
 
