@@ -776,7 +776,7 @@ class _TorchOps:
         ops._fused = True
         return ops
 
-    def block_columns(self, n, d, solver="cg"):
+    def block_columns(self, n, d, solver):
         """Columns per block: a memory budget on CUDA, ``_BLOCK_ELEMENTS`` elsewhere.
 
         On CUDA the blocks are as few as the budget allows and of equal width (each
