@@ -318,6 +318,21 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
         z = self._logits(X)
         return z[:, 1] - z[:, 0] if z.shape[1] == 2 else z
 
+    def predict(self, X):
+        """Most probable class of each row.
+
+        Parameters
+        ----------
+        X : GraphData or array-like of shape (n_rows, n_features)
+            Rows to classify.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_rows,)
+            The class of the largest logit (the softmax keeps the order).
+        """
+        return self.classes_[np.argmax(self._logits(X), axis=1)]
+
     def predict_proba(self, X):
         """Class probabilities of the rows of ``X``.
 
