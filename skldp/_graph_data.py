@@ -93,13 +93,16 @@ _KEEP = object()   # "this part of the store is unchanged"
 class _GraphStore:
     """Whole-graph storage shared by all views of one attributed graph."""
 
-    __slots__ = ("features", "adjacency", "node_ids", "feature_names", "token",
+    __slots__ = ("_features", "_on_device", "adjacency", "node_ids", "feature_names", "token",
                  "_memo", "_node_keys", "_symmetric", "_one_sided", "_finite",
                  "population", "feature_origin", "adjacency_origin", "_info")
 
     def __init__(self, features, adjacency, node_ids, feature_names, population,
-                 feature_origin=RAW, adjacency_origin=RAW):
-        self.features = features
+                 feature_origin=RAW, adjacency_origin=RAW, on_device=None):
+        # Features computed on an accelerator stay there (``_on_device``, a torch
+        # tensor) for the next step on it; the host copy is made on first read.
+        self._features = features
+        self._on_device = on_device
         self.adjacency = adjacency
         self.node_ids = node_ids
         self.feature_names = feature_names
@@ -118,13 +121,45 @@ class _GraphStore:
         self.adjacency_origin = adjacency_origin
         self._info = None   # the adjacency's shared checks and operators (lazily)
 
-    def derive(self, features=_KEEP, adjacency=_KEEP, feature_names=_KEEP, **origins):
-        """A new store of the same users, with some parts replaced (caches kept where valid)."""
-        new = _GraphStore(self.features if features is _KEEP else features,
+    @property
+    def features(self):
+        """The features of all nodes on the host (copied from the device on first read)."""
+        if self._features is None:
+            self._features = self._on_device.cpu().numpy()
+        return self._features
+
+    @property
+    def shape(self):
+        """``(n_nodes, n_features)``, without copying features held on a device."""
+        return tuple((self._on_device if self._features is None else self._features).shape)
+
+    def on_device(self, device):
+        """The features as a torch tensor on ``device`` when they are held there, else ``None``."""
+        t = self._on_device
+        if t is None or t.device.type != device.type or (
+                device.index is not None and t.device.index != device.index):
+            return None
+        return t
+
+    def same(self, other, part):
+        """Whether this store holds the very ``part`` ("features", "adjacency") of ``other``."""
+        if part == "features":   # (compared where they are: no copy from a device)
+            return self._features is other._features and self._on_device is other._on_device
+        return getattr(self, part) is getattr(other, part)
+
+    def derive(self, features=_KEEP, adjacency=_KEEP, feature_names=_KEEP, on_device=None,
+               **origins):
+        """A new store of the same users, with some parts replaced (caches kept where valid).
+
+        ``features=None`` with ``on_device`` (a torch tensor): features held on a device.
+        """
+        keep = features is _KEEP
+        new = _GraphStore(self._features if keep else features,
                           self.adjacency if adjacency is _KEEP else adjacency,
                           self.node_ids,
                           self.feature_names if feature_names is _KEEP else feature_names,
-                          self.population, self.feature_origin, self.adjacency_origin)
+                          self.population, self.feature_origin, self.adjacency_origin,
+                          on_device=self._on_device if keep else on_device)
         new._node_keys = self._node_keys
         if adjacency is _KEEP:
             new._symmetric, new._one_sided = self._symmetric, self._one_sided
@@ -146,16 +181,21 @@ class _GraphStore:
     # The memo holds derived whole-graph results, the adjacency info operators
     # derived from the graph; both are cheap to rebuild, so they never travel
     # through pickle (joblib workers start empty).
+    # Features held on a device travel as their host copy.
     def __getstate__(self):
-        return {s: getattr(self, s) for s in self.__slots__ if s not in ("_memo", "_info")}
+        state = {s: getattr(self, s) for s in self.__slots__
+                 if s not in ("_memo", "_info", "_features", "_on_device")}
+        state["features"] = self.features
+        return state
 
     def __setstate__(self, state):
         for s in ("_one_sided", "_finite"):  # stores pickled before these caches existed
             setattr(self, s, None)
         self.population, self.feature_origin, self.adjacency_origin = Population(), RAW, RAW
+        self._on_device = None
         for k, v in state.items():
             if k != "_population":          # stores pickled before the population existed
-                setattr(self, k, v)
+                setattr(self, "_features" if k == "features" else k, v)
         self._memo = OrderedDict()
         self._info = None
 
@@ -354,7 +394,7 @@ class GraphData:
     # ----------------------------------------------------------- array protocol
     @property
     def shape(self):
-        return (len(self.rows), self._store.features.shape[1])
+        return (len(self.rows), self._store.shape[1])
 
     def __len__(self):
         return len(self.rows)
@@ -384,7 +424,7 @@ class GraphData:
     @property
     def n_nodes(self):
         """Number of nodes in the whole graph (not only the view)."""
-        return self._store.features.shape[0]
+        return self._store.shape[0]
 
     @property
     def features(self):
@@ -439,8 +479,9 @@ class GraphData:
         Returns a view of the same rows; the arrays are shared, not copied.
         """
         st = self._store
-        new = _GraphStore(st.features, st.adjacency, st.node_ids, st.feature_names,
-                          Population(budget), st.feature_origin, st.adjacency_origin)
+        new = _GraphStore(st._features, st.adjacency, st.node_ids, st.feature_names,
+                          Population(budget), st.feature_origin, st.adjacency_origin,
+                          on_device=st._on_device)
         for name in ("_node_keys", "_symmetric", "_one_sided", "_finite"):
             setattr(new, name, getattr(st, name))
         return GraphData._from_store(new, self.rows)
@@ -546,6 +587,24 @@ class GraphData:
                                  feature_origin=_origin(source, "with_features"))
         return GraphData._from_store(new, self.rows)
 
+    def _with_features_on_device(self, T, feature_names=None, *, source="server"):
+        """:meth:`with_features` for a torch tensor ``T`` of all nodes' features, kept
+        where it is: a step on the same device reads it there (``_features_on``), any
+        other reader gets the host copy, made on first read."""
+        if T.ndim != 2 or T.shape[0] != self.n_nodes or not T.is_floating_point():
+            raise ValueError(f"features on a device must be a 2-D floating tensor with "
+                             f"{self.n_nodes} rows, got {tuple(T.shape)} {T.dtype}.")
+        if feature_names is not None:
+            feature_names = _as_feature_names(feature_names, T.shape[1])
+        new = self._store.derive(features=None, feature_names=feature_names, on_device=T,
+                                 feature_origin=_origin(source, "with_features"))
+        return GraphData._from_store(new, self.rows)
+
+    def _features_on(self, device):
+        """All nodes' features as a torch tensor on ``device`` when the graph holds them
+        there (see ``_with_features_on_device``), else ``None``."""
+        return self._store.on_device(device)
+
     def with_adjacency(self, adjacency, *, source="server"):
         """Return the same rows over a new store whose adjacency is ``adjacency``.
 
@@ -560,7 +619,7 @@ class GraphData:
     def _with_feature_names(self, feature_names):
         """The same rows, features and graph under other column names (a new store)."""
         new = self._store.derive(
-            feature_names=_as_feature_names(feature_names, self._store.features.shape[1]))
+            feature_names=_as_feature_names(feature_names, self._store.shape[1]))
         return GraphData._from_store(new, self.rows)
 
     def full(self):
@@ -698,8 +757,11 @@ def _row_positions(key, n_rows):
 
 def _nbytes(value):
     """Approximate memory held by a memo entry (features of a GraphData, or an array)."""
-    if isinstance(value, GraphData):
-        value = value.features
+    if isinstance(value, GraphData):   # host and device copies of its features
+        st = value._store
+        t = st._on_device
+        held = 0 if t is None else t.numel() * t.element_size()
+        return held + (0 if st._features is None else _nbytes(st._features))
     if sp.issparse(value):
         return value.data.nbytes + value.indices.nbytes + value.indptr.nbytes
     return getattr(value, "nbytes", 0)

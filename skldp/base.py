@@ -492,7 +492,7 @@ class GraphTransformerMixin(TransformerMixin, auto_wrap_output_keys=None):
         name = type(self).__name__
         read = reads_users_data(src.feature_origin) and self._reads_features
         for part, origin in (("features", "feature_origin"), ("adjacency", "adjacency_origin")):
-            if getattr(st, part) is getattr(src, part):
+            if st.same(src, part):
                 continue
             before = getattr(src, origin)
             if (part == "features" and "features" in getattr(self, "protects", ())) or \

@@ -361,3 +361,34 @@ def test_operators_are_built_once_and_shared_by_the_graph():
     assert len(built) == n + 1
     with pytest.raises(ValueError, match="no adjacency"):
         GraphData(X).operator("k", build)
+
+
+def test_features_held_on_a_device_are_copied_to_the_host_on_first_read_only():
+    # a step on an accelerator leaves its output there; the host copy is lazy
+    import torch
+
+    from skldp._graph_data import _nbytes
+    rng = np.random.default_rng(0)
+    A = sp.random(6, 6, density=0.4, random_state=0, format="csr")
+    G = GraphData(rng.random((6, 3)), A)
+    T = torch.arange(12, dtype=torch.float32).reshape(6, 2)
+    H = G[[1, 4]]._with_features_on_device(T, feature_names=["a", "b"])
+    st = H._store
+    assert H.shape == (2, 2) and H.n_nodes == 6 and st._features is None
+    assert H._features_on(torch.device("cpu")) is T
+    assert G._features_on(torch.device("cpu")) is None          # held on the host
+    assert _nbytes(H) == T.numel() * 4 and st._features is None  # the memo counts it
+    # views, names and new simulations share the device copy without a host one
+    for other in (H.full(), H._with_feature_names(["c", "d"]), H.new_simulation()):
+        assert other._store._on_device is T and other._store._features is None
+    np.testing.assert_array_equal(np.asarray(H), T.numpy()[[1, 4]])   # read: copied
+    np.testing.assert_array_equal(H.features, T.numpy())
+    assert st._features is not None and H._features_on(torch.device("cpu")) is T
+    # pickled as the host copy (a worker holds no device tensor)
+    K = pickle.loads(pickle.dumps(G._with_features_on_device(T)))
+    assert K._store._on_device is None
+    np.testing.assert_array_equal(K.features, T.numpy())
+    with pytest.raises(ValueError, match="2-D floating tensor with 6 rows"):
+        G._with_features_on_device(torch.zeros(5, 2))
+    with pytest.raises(ValueError, match="2-D floating tensor"):
+        G._with_features_on_device(torch.zeros(6, 2, dtype=torch.int64))

@@ -147,7 +147,7 @@ class PairData(GraphData):
 
     @property
     def shape(self):
-        return (len(self.pairs), self._store.features.shape[1])
+        return (len(self.pairs), self._store.shape[1])
 
     def __len__(self):
         return len(self.pairs)

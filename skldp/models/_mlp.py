@@ -107,6 +107,9 @@ class _DeviceStandardized:
 
     def __init__(self, X, device):
         self.device, self._blocks = device, None
+        if isinstance(X, torch.Tensor):   # rows already on the device (gathered there)
+            self.t, self._step = X.float(), _chunk_rows(X.shape[1])
+            return
         X = np.asarray(X)
         self.t = torch.empty(X.shape, dtype=torch.float32, device=device)
         self._step = _chunk_rows(X.shape[1])
@@ -382,13 +385,18 @@ class MLPHead(TorchClassifierBase):
     # ----------------------------------------------------------------- hooks
     def _prepare(self, X, device):
         if isinstance(X, GraphData):
-            # Only the view's own rows are read: the head needs no graph.
-            X = X.features[X.rows]
+            # Only the view's own rows are read: the head needs no graph. Features a
+            # step left on this device (PPRPropagation on CUDA) are gathered there.
+            T = X._features_on(device) if _normalise_on(device) else None
+            X = X.features[X.rows] if T is None else \
+                T[torch.as_tensor(X.rows, device=device)]
             check_finite_features(X)
         n, d = X.shape
         if sp.issparse(X) and n * d * 4 <= _DENSE_BYTES:
             X = X.toarray()   # densified once: the same statistics as a dense input
         fitting = not hasattr(self, "module_") or getattr(self, "_fitting", False)
+        if isinstance(X, torch.Tensor) and not fitting:
+            return X.float(), np.arange(n)   # float32 rows, as a host array would be sent
         if fitting and not sp.issparse(X) and _normalise_on(device):
             data = _DeviceStandardized(X, device)
             self._stats = data.column_stats()  # training rows only; consumed by _build_module

@@ -206,14 +206,18 @@ class PPRPropagation(GraphTransformerMixin, BaseEstimator):
             Z = self._transform_cpu(G, X, dtype, solver)
             return G.with_features(Z, feature_names=G.feature_names)
         Z = self._transform_torch(G, X, dtype, solver, resolve_device(self.device))
+        if not isinstance(Z, np.ndarray):   # kept on the device for the next step there
+            return G._with_features_on_device(Z, feature_names=G.feature_names)
         return G.with_features(Z, feature_names=G.feature_names)
 
     def _transform_torch(self, G, X, dtype, solver, device):
         """torch path: the operator on ``device`` once per graph, column blocks there.
 
         Each block of the features goes to the device once (sparse features as
-        their non-zeros, densified there), is scaled, solved and scaled there,
-        and comes back once; nothing else crosses between host and device.
+        their non-zeros, densified there), is scaled, solved and scaled there.
+        On CUDA the output stays there (a tensor: the next step on the card reads
+        it in place, see ``_keeps_output``); otherwise each block comes back once.
+        Nothing else crosses between host and device.
         """
         loops, r = bool(self.add_self_loops), float(self.r)
         sym = solver != "power"
@@ -231,8 +235,14 @@ class PPRPropagation(GraphTransformerMixin, BaseEstimator):
         if sp.issparse(X):
             X = _DeviceEntries(X, device)   # sent once; blocks of columns made there
         n, d = X.shape
-        Z = np.empty((n, d), dtype=dtype)
+        keep = ops.keeps_output(n, d)
         block = ops.block_columns(n, d, solver)
+        if keep and block < d:   # (one block is its own output: nothing to reserve)
+            block = ops.block_columns(n, d, solver, reserved=n * d * ops.dtype.itemsize)
+        if not keep:
+            Z = np.empty((n, d), dtype=dtype)
+        elif block < d:
+            Z = ops.torch.empty((n, d), dtype=ops.tdtype, device=device)
         run = {"cg": self._cg, "chebyshev": self._chebyshev, "power": self._power}[solver]
         not_converged = products = 0
         staging = None
@@ -240,6 +250,14 @@ class PPRPropagation(GraphTransformerMixin, BaseEstimator):
             Fb = ops.put_block(X[:, s:s + block])     # D^(1/2 - r) X on the device
             Wb, ok, its = run(ops, Fb)
             del Fb
+            products += its
+            not_converged += not ok
+            if keep:   # D^(r - 1/2) W, stays on the device
+                if block >= d:
+                    Z = ops.scale_into(Wb)
+                else:
+                    ops.scale_into(Wb, Z[:, s:s + block])
+                continue
             if s == 0 and device.type in _TOUCH_ON:
                 # while the card solves (Chebyshev queues its products without a wait),
                 # the host maps the output's pages: otherwise the copy back does, at
@@ -250,9 +268,7 @@ class PPRPropagation(GraphTransformerMixin, BaseEstimator):
                 if block < d:
                     staging = np.empty(n * block, dtype=dtype)
                     _touch_pages(staging)
-            products += its
             ops.get_block(Wb, Z[:, s:s + block], staging)   # D^(r - 1/2) W to the host
-            not_converged += not ok
         self._run_info = dict(products=products, block_columns=block, n_jobs=1, order=None)
         self._warn_not_converged(not_converged)
         return Z
@@ -686,6 +702,10 @@ def _touch_pages(Z, page=4096):
     flat[::max(1, page // Z.itemsize)] = 0
 
 
+# Devices on which the torch backend's output stays, a tensor for the next step there
+# (the tests add "cpu").
+_KEEP_OUTPUT_ON = ("cuda",)
+
 # Devices on which the torch backend normalises the adjacency itself (the tests add "cpu").
 _NORMALISE_ON = ("cuda",)
 # Device memory a block of columns may use on CUDA: a quarter of the free memory, at
@@ -776,15 +796,26 @@ class _TorchOps:
         ops._fused = True
         return ops
 
-    def block_columns(self, n, d, solver):
+    def keeps_output(self, n, d):
+        """Whether the ``n x d`` output stays on the device: on CUDA, when it takes at
+        most a quarter of the free memory (else it comes back to the host block by block)."""
+        if self.device.type not in _KEEP_OUTPUT_ON:
+            return False
+        if self.device.type != "cuda":
+            return True
+        free, _ = self.torch.cuda.mem_get_info(self.device)
+        return n * d * self.dtype.itemsize <= free // 4
+
+    def block_columns(self, n, d, solver, reserved=0):
         """Columns per block: a memory budget on CUDA, ``_BLOCK_ELEMENTS`` elsewhere.
 
         On CUDA the blocks are as few as the budget allows and of equal width (each
-        block reads the whole adjacency once per product).
+        block reads the whole adjacency once per product); ``reserved`` bytes of
+        the budget are already taken (the output, when it stays on the device).
         """
         if self.device.type == "cuda":
             free, _ = self.torch.cuda.mem_get_info(self.device)
-            budget = min(free // 4, _CUDA_BLOCK_BYTES)
+            budget = max(0, min(free // 4, _CUDA_BLOCK_BYTES) - reserved)
             per_column = max(n, 1) * _LIVE_BLOCKS[solver] * self.dtype.itemsize
             widest = int(max(1, min(d, budget // per_column)))
             return -(-d // -(-d // widest)) if d else widest   # d / ceil(d / widest), rounded up
@@ -819,6 +850,15 @@ class _TorchOps:
         buf = staging[:out.size].reshape(out.shape)
         self.torch.from_numpy(buf).copy_(W)
         np.copyto(out, buf)
+
+    def scale_into(self, W, out=None):
+        """``D^(r-1/2) W`` into ``out`` (a block of columns of the output on the
+        device; ``None``: in place, ``W`` is the output). Returns the output."""
+        if out is None:
+            return W if self.right is None else W.mul_(self.right)
+        if self.right is None:
+            return out.copy_(W)
+        return self.torch.mul(W, self.right, out=out)
 
     def spmm(self, H):
         with self.torch.no_grad():

@@ -11,7 +11,14 @@ __all__ = ["check_finite_features", "frame_column_names"]
 
 
 def check_finite_features(X, name="features"):
-    """Raise a clear error if a dense or sparse matrix holds NaN or inf."""
+    """Raise a clear error if a dense or sparse matrix (or a torch tensor) holds NaN or inf."""
+    if type(X).__module__.startswith("torch"):   # on its device: one number comes back
+        import torch
+        if not bool(torch.isfinite(X.sum(dtype=torch.float64))) and \
+                not bool(X.isfinite().all()):
+            bad = (~X.isfinite()).nonzero()[0].tolist()
+            raise ValueError(_not_finite(name, bad))
+        return X
     data = X.data if sp.issparse(X) else np.asarray(X)
     # Fast path without a boolean temporary of the data's size: a sum is finite only if
     # every term is (it may overflow to inf for finite terms; then check element-wise).
@@ -20,10 +27,14 @@ def check_finite_features(X, name="features"):
             return X
     if not np.all(np.isfinite(data)):
         bad = np.argwhere(~np.isfinite(X.toarray() if sp.issparse(X) else data))[0]
-        raise ValueError(f"{name} contain NaN or infinite values (first at row {bad[0]}, "
-                         f"column {bad[-1]}). Impute them before privatisation, e.g. with "
-                         "NodeWise(SimpleImputer()).")
+        raise ValueError(_not_finite(name, bad))
     return X
+
+
+def _not_finite(name, bad):
+    return (f"{name} contain NaN or infinite values (first at row {bad[0]}, column "
+            f"{bad[-1]}). Impute them before privatisation, e.g. with "
+            "NodeWise(SimpleImputer()).")
 
 
 def frame_column_names(X):

@@ -303,3 +303,51 @@ def test_no_shared_first_layer_when_it_draws_dropout():
     assert clf._split_forward(module, (dense_x, g)) is None   # dropout on a dense input
     module.input_dropout = 0.0
     assert clf._split_forward(module, (dense_x, g)) is not None
+
+
+def test_mlp_head_reads_features_left_on_its_device_there(monkeypatch):
+    # PPRPropagation -> MLPHead on an accelerator (forced on the CPU): the head gathers
+    # its rows from the propagation's output on the device, never from a host copy,
+    # and fits and predicts as from host features
+    from sklearn.pipeline import make_pipeline
+
+    from skldp import GraphData
+    from skldp._graph_data import _GraphStore
+    from skldp.propagation import PPRPropagation, _ppr
+    rng = np.random.default_rng(7)
+    n = 900   # >= 500 fit rows: no weight-decay search (it reads the rows on the host)
+    y = rng.integers(0, 3, n)
+    X = rng.normal(size=(n, 6)) + y[:, None]
+    A = sp.random(n, n, density=0.01, random_state=7, format="csr")
+    A = ((A + A.T) > 0).astype(float)
+    fit = rng.random(n) < 0.7
+    monkeypatch.setattr(_mlp, "_normalise_on", lambda device: True)
+
+    def run():
+        pipe = make_pipeline(PPRPropagation(backend="torch", device="cpu"),
+                             MLPHead(hidden_layer_sizes=(8,), epochs=30, device="cpu",
+                                     random_state=0))
+        G = GraphData(X, A)
+        pipe.fit(G[fit], y[fit])
+        return pipe.predict_proba(G[~fit])
+
+    host = run()
+    monkeypatch.setattr(_ppr, "_KEEP_OUTPUT_ON", ("cpu",))
+    copied = []
+    read = _GraphStore.features.fget
+    monkeypatch.setattr(_GraphStore, "features", property(
+        lambda st: copied.append(st._features is None) or read(st)))
+    kept = run()
+    assert not any(copied)   # no host copy of the propagated features was made
+    np.testing.assert_array_equal(kept, host)
+
+
+def test_mlp_head_rejects_non_finite_features_on_its_device(monkeypatch):
+    from skldp import GraphData
+    monkeypatch.setattr(_mlp, "_normalise_on", lambda device: True)
+    T = torch.ones(40, 3)
+    T[17, 2] = float("nan")
+    G = GraphData(np.zeros((40, 3)))._with_features_on_device(T)
+    y = np.arange(40) % 2
+    with pytest.raises(ValueError, match=r"NaN or infinite values \(first at row 17, column 2"):
+        MLPHead(epochs=2, device="cpu").fit(G, y)

@@ -437,3 +437,33 @@ def test_operator_normalised_on_the_device(small_graph, monkeypatch, r, solver):
     B[:, 0] = 0
     assert _ppr._TorchOps.normalised_on_device(
         GraphData(X, B.tocsr()).adjacency, sym, r, np.float64, torch.device("cpu")) is None
+
+
+@pytest.mark.parametrize("blocks", [False, True])
+def test_output_kept_on_the_device_is_the_output_brought_back(small_graph, monkeypatch,
+                                                              blocks):
+    # on CUDA the output stays on the card for the next step (forced here on the CPU):
+    # the same values, whole or written block of columns by block, and no host copy
+    import torch
+
+    from skldp.propagation import _ppr
+    A, X, _ = small_graph
+    want = PPRPropagation(tol=1e-10, backend="torch", device="cpu").fit_transform(
+        GraphData(X, A)).features
+    monkeypatch.setattr(_ppr, "_KEEP_OUTPUT_ON", ("cpu",))
+    if blocks:
+        monkeypatch.setattr(_ppr, "_BLOCK_ELEMENTS", 2 * X.shape[0])
+    ppr = PPRPropagation(tol=1e-10, backend="torch", device="cpu")
+    Z = ppr.fit_transform(GraphData(X, A))
+    assert min(ppr._run_info["block_columns"], X.shape[1]) == (2 if blocks else X.shape[1])
+    T = Z._features_on(torch.device("cpu"))
+    assert T is not None and Z._store._features is None
+    assert T.dtype == torch.float32 and T.shape == X.shape
+    np.testing.assert_array_equal(T.numpy(), want)
+    np.testing.assert_array_equal(Z.features, want)   # the host copy, made on reading
+    # the scipy backend, and torch on a device that does not keep it, give host arrays
+    assert PPRPropagation(backend="scipy").fit_transform(
+        GraphData(X, A))._store._on_device is None
+    monkeypatch.setattr(_ppr, "_KEEP_OUTPUT_ON", ("cuda",))
+    assert PPRPropagation(backend="torch", device="cpu").fit_transform(
+        GraphData(X, A))._store._on_device is None
