@@ -171,8 +171,9 @@ def case_ppr(devices):
         s, Z = _timed(d, lambda p=ppr: p.fit_transform(R))
         err = np.abs(np.asarray(Z.features, np.float64) - ref).max(axis=0) \
             / np.maximum(np.abs(ref).max(axis=0), 1e-30)
+        kept = " (output kept on the device)" if Z._store._on_device is not None else ""
         rows.append(dict(case=f"PPRPropagation(backend={backend!r}), Facebook eps=1 HDS "
-                         "reports", device=d, seconds=s, metric=float(err.max()),
+                         f"reports{kept}", device=d, seconds=s, metric=float(err.max()),
                          metric_name="max column rel. error vs scipy (tol 1e-8)",
                          gpu_gib=_peak_gib(d)))
     return rows
@@ -450,10 +451,12 @@ def _privge_at_scale(devices, n, label):
         except Exception as exc:
             rows.append(_skipped(f"{label}: PPR + MLPHead", d, exc))
             continue
+        kept = Z._store._on_device is not None
         del Z
         peak = _peak_gib(d)
         info = ppr._run_info   # products solved, in blocks of how many columns
         solve = f"{info['products']} products of {info['block_columns']} columns"
+        solve += ", output kept on the device" if kept else ""
         if str(d).startswith("cuda"):   # (the CPU's solver is scipy's, not torch's product)
             bare = _bare_products(R.adjacency, info["products"], info["block_columns"], d)
             solve += f": {bare:.2f} s bare"

@@ -331,7 +331,8 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
         y_pred : ndarray of shape (n_rows,)
             The class of the largest logit (the softmax keeps the order).
         """
-        return self.classes_[np.argmax(self._logits(X), axis=1)]
+        z = self._logits(X)   # (raises NotFittedError before classes_ is read)
+        return self.classes_[np.argmax(z, axis=1)]
 
     def predict_proba(self, X):
         """Class probabilities of the rows of ``X``.

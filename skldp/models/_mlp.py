@@ -102,17 +102,16 @@ class _DeviceStandardized:
     The device path of :class:`_Standardized`: the column statistics and the
     normalisation (float64 arithmetic, stored as float32) run on the device, so
     the host only gathers and sends the float32 rows (on CUDA the host's float64
-    passes over the rows were about half of a large head's fit).
+    passes over the rows were about half of a large head's fit). Rows of
+    features already on the device (:meth:`of_rows`) are gathered there, once,
+    in the order :meth:`arrange` gives: a single copy of the training rows.
     """
 
     def __init__(self, X, device):
-        self.device, self._blocks = device, None
-        if isinstance(X, torch.Tensor):   # rows already on the device (gathered there)
-            self.t, self._step = X.float(), _chunk_rows(X.shape[1])
-            return
+        self.device, self._blocks, self._src = device, None, None
         X = np.asarray(X)
         self.t = torch.empty(X.shape, dtype=torch.float32, device=device)
-        self._step = _chunk_rows(X.shape[1])
+        self._n, self._step = X.shape[0], _chunk_rows(X.shape[1])
         with warnings.catch_warnings():
             # rows of a read-only input (a memory map, a mechanism's output) are only read
             warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
@@ -120,30 +119,66 @@ class _DeviceStandardized:
                 self.t[s:s + self._step] = torch.as_tensor(
                     np.asarray(X[s:s + self._step], dtype=np.float32), device=device)
 
+    @classmethod
+    def of_rows(cls, T, rows):
+        """The rows ``rows`` (a tensor of positions) of ``T``, all nodes' features on the
+        device, gathered when first needed (NaN or inf raise in :meth:`column_stats`)."""
+        self = cls.__new__(cls)
+        self.device, self._blocks, self.t, self._norm = T.device, None, None, None
+        self._src, self._rows = T, rows
+        self._n, self._step = len(rows), _chunk_rows(T.shape[1])
+        return self
+
+    def _chunk(self, s, order=None):
+        """Rows ``s:s + step`` (of ``order`` when given) as float32, from where they are."""
+        if self.t is not None:
+            return self.t[s:s + self._step]
+        at = self._rows[s:s + self._step] if order is None else self._rows[order[s:s + self._step]]
+        return self._src[at].float()   # float32, as rows sent from the host are
+
     def _chunks(self):
-        return (self.t[s:s + self._step].double()
-                for s in range(0, self.t.shape[0], self._step))
+        return (self._chunk(s).double() for s in range(0, self._n, self._step))
 
     def column_stats(self):
         """Column mean and standard deviation, as :func:`_column_stats` computes them."""
-        n = self.t.shape[0]   # at least 2 (MLPHead.fit)
+        n = self._n   # at least 2 (MLPHead.fit)
         mean = sum(c.sum(0) for c in self._chunks()) / n
+        if self._src is not None and not bool(mean.isfinite().all()):
+            check_finite_features(self._src[self._rows])   # raises, naming the row
         var = sum(((c - mean) ** 2).sum(0) for c in self._chunks()) / n
         return _scale_stats(mean.cpu().numpy(), var.cpu().numpy())
 
     def normalize(self, norm):
-        """Apply ``norm`` (float64 tensor -> tensor) to every row, in place."""
-        for s in range(0, self.t.shape[0], self._step):
+        """Apply ``norm`` (float64 tensor -> tensor) to every row, in place (rows still
+        to be gathered: as they are gathered)."""
+        if self.t is None:
+            self._norm = norm
+            return
+        for s in range(0, self._n, self._step):
             self.t[s:s + self._step] = norm(self.t[s:s + self._step].double())
+
+    def _gather(self, order=None):
+        """The rows from the device's features (in ``order``), normalised, as ``t``."""
+        t = torch.empty((self._n, self._src.shape[1]), dtype=torch.float32, device=self.device)
+        for s in range(0, self._n, self._step):
+            c = self._chunk(s, order)
+            t[s:s + self._step] = c if self._norm is None else self._norm(c.double())
+        self.t, self._src, self._rows = t, None, None
 
     def arrange(self, order):
         """:meth:`_Standardized.arrange`, the rows reordered on the device."""
-        where = _store_map(self.t.shape[0], order)
-        self.t = self.t[torch.as_tensor(np.asarray(order, dtype=np.intp), device=self.device)]
+        where = _store_map(self._n, order)
+        order = torch.as_tensor(np.asarray(order, dtype=np.intp), device=self.device)
+        if self.t is None:
+            self._gather(order)
+        else:
+            self.t = self.t[order]
         self._blocks = {}   # id of a positions tensor -> (it, its block of rows or None)
         return where
 
     def rows(self, positions):
+        if self.t is None:
+            self._gather()
         if self._blocks is None:   # not arranged: mini-batches gather their rows
             return self.t[positions]
         # An arranged full batch asks for the same two tensors (training, validation
@@ -388,15 +423,14 @@ class MLPHead(TorchClassifierBase):
             # Only the view's own rows are read: the head needs no graph. Features a
             # step left on this device (PPRPropagation on CUDA) are gathered there.
             T = X._features_on(device) if _normalise_on(device) else None
-            X = X.features[X.rows] if T is None else \
-                T[torch.as_tensor(X.rows, device=device)]
+            if T is not None:
+                return self._prepare_held(T, torch.as_tensor(X.rows, device=device))
+            X = X.features[X.rows]
             check_finite_features(X)
         n, d = X.shape
         if sp.issparse(X) and n * d * 4 <= _DENSE_BYTES:
             X = X.toarray()   # densified once: the same statistics as a dense input
         fitting = not hasattr(self, "module_") or getattr(self, "_fitting", False)
-        if isinstance(X, torch.Tensor) and not fitting:
-            return X.float(), np.arange(n)   # float32 rows, as a host array would be sent
         if fitting and not sp.issparse(X) and _normalise_on(device):
             data = _DeviceStandardized(X, device)
             self._stats = data.column_stats()  # training rows only; consumed by _build_module
@@ -411,6 +445,16 @@ class MLPHead(TorchClassifierBase):
         else:
             data = torch.as_tensor(np.asarray(X, dtype=np.float32), device=device)
         return data, np.arange(n)
+
+    def _prepare_held(self, T, rows):
+        """:meth:`_prepare` of the rows ``rows`` of ``T``, features held on the device."""
+        if not hasattr(self, "module_") or getattr(self, "_fitting", False):
+            data = _DeviceStandardized.of_rows(T, rows)
+            self._stats = data.column_stats()  # training rows only; consumed by _build_module
+            data.normalize(self._normalize_tensor)
+        else:   # float32 rows, as a host array would be sent
+            data = check_finite_features(T[rows]).float()
+        return data, np.arange(len(rows))
 
     def _input_norm(self):
         """The first layer: the input normalisation with the training rows' statistics."""

@@ -305,7 +305,8 @@ def test_no_shared_first_layer_when_it_draws_dropout():
     assert clf._split_forward(module, (dense_x, g)) is not None
 
 
-def test_mlp_head_reads_features_left_on_its_device_there(monkeypatch):
+@pytest.mark.parametrize("batch_size", [None, 128])
+def test_mlp_head_reads_features_left_on_its_device_there(monkeypatch, batch_size):
     # PPRPropagation -> MLPHead on an accelerator (forced on the CPU): the head gathers
     # its rows from the propagation's output on the device, never from a host copy,
     # and fits and predicts as from host features
@@ -326,7 +327,7 @@ def test_mlp_head_reads_features_left_on_its_device_there(monkeypatch):
     def run():
         pipe = make_pipeline(PPRPropagation(backend="torch", device="cpu"),
                              MLPHead(hidden_layer_sizes=(8,), epochs=30, device="cpu",
-                                     random_state=0))
+                                     batch_size=batch_size, random_state=0))
         G = GraphData(X, A)
         pipe.fit(G[fit], y[fit])
         return pipe.predict_proba(G[~fit])
@@ -340,6 +341,12 @@ def test_mlp_head_reads_features_left_on_its_device_there(monkeypatch):
     kept = run()
     assert not any(copied)   # no host copy of the propagated features was made
     np.testing.assert_array_equal(kept, host)
+    # the training rows were gathered there once, in the order of the full batch
+    data = _mlp._DeviceStandardized.of_rows(torch.arange(12.).reshape(6, 2),
+                                            torch.tensor([4, 0, 2]))
+    assert data.t is None
+    data.arrange([2, 0, 1])
+    np.testing.assert_array_equal(data.t.numpy(), [[4, 5], [8, 9], [0, 1]])
 
 
 def test_mlp_head_rejects_non_finite_features_on_its_device(monkeypatch):
