@@ -23,6 +23,7 @@ from .population._spec import (
     public_value,
     step_kind,
 )
+from .utils._arrays import unique_inverse
 from .utils._random import _GOLDEN, _mix, array_fingerprint, collection_seed
 from .utils.validation import (
     EPS_CONSTRAINT,
@@ -851,7 +852,7 @@ class GraphClassifierMixin(ClassifierMixin):
         if np.issubdtype(y.dtype, np.number) and np.any(y == -1):
             raise ValueError("y contains -1 (unlabelled) for some rows; fit only on labelled "
                              "nodes, e.g. G[y >= 0], y[y >= 0].")
-        self.classes_, y_enc = np.unique(y, return_inverse=True)
+        self.classes_, y_enc = unique_inverse(y)
         if len(self.classes_) < 2:
             raise ValueError(f"y has a single class ({self.classes_.tolist()[0]!r}); need at "
                              "least two.")
