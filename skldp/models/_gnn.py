@@ -17,7 +17,8 @@ from ..utils.validation import LABEL_MECHANISM_CONSTRAINT, Count, Interval, chec
 from ._base import TorchClassifierBase
 
 __all__ = ["GCNClassifier", "SAGEClassifier", "GATClassifier", "GNNClassifierBase",
-           "graph_tensors", "GNNEncoder", "PropagatedFeatures", "OffsetSparseFeatures",
+           "graph_tensors", "GNNEncoder", "PropagatedFeatures", "AggregatedFeatures",
+           "aggregated_features", "OffsetSparseFeatures",
            "offset_sparse_features", "feature_tensor"]
 
 _ACTIVATIONS = {"relu": F.relu, "elu": F.elu, "selu": F.selu, "tanh": torch.tanh,
@@ -136,18 +137,53 @@ def propagated_features(G, x, P, steps, device, key):
 
     ``x`` is the features' operand on ``device`` (dense, sparse or offset-sparse),
     ``P`` a :class:`SparseOperand`; ``key`` names ``P`` (the dense result is kept
-    with the graph's features under it).
+    with the graph's features under it). Returns the input and the key of the dense
+    result (``None`` when lazy).
     """
     n, d = G.features.shape
     if device.type not in _DENSE_PROPAGATION_ON or n * d > _DENSE_PROPAGATION_MAX:
-        return PropagatedFeatures(x, P, steps)
+        return PropagatedFeatures(x, P, steps), None
     memo_key = ("skldp.dense_propagation", key, int(steps), str(device))
     D = G.memo_get(memo_key)
     if D is None:
         with torch.no_grad():
             D = _repeated_matmul(P.A, _dense(x), steps)
         G.memo_set(memo_key, D)
-    return D
+    return D, memo_key
+
+
+class AggregatedFeatures:
+    """A constant dense input ``x`` with its neighbourhood aggregation ``A x``, made once.
+
+    A first convolution's ``A (x W)`` is ``(A x) W``: with a fixed input (LPGNN's
+    KProp of its features, no input dropout) an epoch's first layer is then dense
+    products alone, without a sparse product forward, backward and in validation.
+    """
+
+    layout = "aggregated"  # not torch.strided: GNNEncoder draws no input dropout
+
+    def __init__(self, x, aggregated):
+        self.x, self.aggregated = x, aggregated
+
+
+_AGGREGATIONS = {"gcn": "a_sym", "sage": "a_mean"}   # the first layer's operator in g
+
+
+def aggregated_features(G, x, g, conv, key):
+    """``x`` with its first layer's aggregation (:class:`AggregatedFeatures`) for a dense
+    ``x`` on a device of ``_DENSE_PROPAGATION_ON`` and a GCN or SAGE first layer, else
+    ``x``. ``key`` names ``x`` among the graph's results (the aggregation is kept there)."""
+    agg = _AGGREGATIONS.get(conv)
+    if agg is None or not isinstance(x, torch.Tensor) or x.layout != torch.strided or \
+            x.device.type not in _DENSE_PROPAGATION_ON:
+        return x
+    memo_key = ("skldp.aggregated_input", key, agg)
+    AX = G.memo_get(memo_key)
+    if AX is None:
+        with torch.no_grad():
+            AX = _spmm(g, agg, x)
+        G.memo_set(memo_key, AX)
+    return AggregatedFeatures(x, AX)
 
 
 def _dense(x):
@@ -229,6 +265,8 @@ class _GCNConv(nn.Module):
         self.lin = nn.Linear(n_in, n_out)
 
     def forward(self, x, g):
+        if isinstance(x, AggregatedFeatures):   # (A x) W + b: A x made once
+            return torch.addmm(self.lin.bias, x.aggregated, self.lin.weight.t())
         return _spmm(g, "a_sym", _matmul(x, self.lin.weight.t())).add_(self.lin.bias)
 
 
@@ -241,6 +279,9 @@ class _SAGEConv(nn.Module):
         self.lin_neigh = nn.Linear(n_in, n_out, bias=False)
 
     def forward(self, x, g):
+        if isinstance(x, AggregatedFeatures):   # X W_self + b + (A X) W_neigh: A X made once
+            return torch.addmm(self.lin_self.bias, x.x, self.lin_self.weight.t()).add_(
+                x.aggregated @ self.lin_neigh.weight.t())
         # One product [X W_neigh, X W_self] instead of two: one pass over X (one
         # lazy propagation when X is PropagatedFeatures), one autograd node. The
         # transposes are concatenated: one contiguous copy, not a cat then a copy.

@@ -16,6 +16,7 @@ from ._gnn import (
     GNNClassifierBase,
     GNNEncoder,
     SparseOperand,
+    aggregated_features,
     feature_tensor,
     graph_tensors,
     offset_sparse_features,
@@ -352,7 +353,9 @@ class LPGNNClassifier(GNNClassifierBase):
             # KProp of the features: on the CPU applied lazily after the first linear map
             # (exact: P^K X W = P^K (X W)), so it costs K products on n x hidden; on a
             # GPU computed once where it fits
-            x = propagated_features(G, x, P, self.x_steps, device, key)
+            x, dense_key = propagated_features(G, x, P, self.x_steps, device, key)
+            if dense_key is not None:   # fixed and dense: the first aggregation made once
+                x = aggregated_features(G, x, g, self.backbone, dense_key)
         if self._propagates_predictions():
             g["label_prop"] = P
         return (x, g), G.rows

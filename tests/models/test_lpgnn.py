@@ -306,17 +306,20 @@ def test_defaults_are_the_authors_configuration():
     assert PAPER_OPTIONS.keys() == AUTHORS_OPTIONS.keys() and PAPER_OPTIONS != AUTHORS_OPTIONS
 
 
-@pytest.mark.parametrize("reports", [False, True])
-def test_dense_propagated_input_trains_as_the_lazy_one(data, monkeypatch, reports):
+@pytest.mark.parametrize("reports, backbone", [(False, "sage"), (True, "sage"),
+                                               (False, "gcn")])
+def test_dense_propagated_input_trains_as_the_lazy_one(data, monkeypatch, reports, backbone):
     # the GPU's path (forced on the CPU): P^K X computed once, densely, kept with the
-    # features; the same model as P^K (X W) each epoch, with fewer sparse products
+    # features, and so is its first aggregation A P^K X; the same model as
+    # A P^K (X W) each epoch, with fewer sparse products
     import skldp._torch._sparse as sparse
     from skldp.models import _gnn
     G, y, tr, te = data
+    G = G.new_simulation()   # a store of its own: nothing kept from another test
     if reports:   # multi-bit reports: a constant per column plus a sparse matrix
         G = MultiBitMechanism(eps=1.0, feature_range=(0, 1), random_state=0).fit_transform(G)
     kw = dict(eps_y=2.0, classes=[0, 1, 2], x_steps=3, random_state=0, epochs=15,
-              device="cpu")
+              device="cpu", backbone=backbone)
     products = []
     matmul = sparse.sparse_matmul
     monkeypatch.setattr(_gnn, "sparse_matmul", lambda A, h: products.append(1) or matmul(A, h))
@@ -326,15 +329,19 @@ def test_dense_propagated_input_trains_as_the_lazy_one(data, monkeypatch, report
     products.clear()
     dense = LPGNNClassifier(**kw).fit(G[tr], y[tr])
     assert lazy.n_iter_ == dense.n_iter_ == 15
-    # the 3 products once before training, then at least 3 forward and 3 backward
-    # fewer per epoch
+    # the 3 + 1 products once before training, then at least 3 + 1 forward and as
+    # many backward fewer per epoch
     n_dense = len(products)
-    assert n_dense <= n_lazy - 2 * 3 * 15 + 3
+    assert n_dense <= n_lazy - 2 * 4 * 15 + 4
     np.testing.assert_allclose(dense.predict_proba(G[te]), lazy.predict_proba(G[te]),
                                atol=1e-4)
     products.clear()
     LPGNNClassifier(**kw).fit(G[tr], y[tr])           # kept with the graph's features
-    assert len(products) == n_dense - 3
+    assert len(products) == n_dense - 4
+    monkeypatch.setattr(_gnn, "_AGGREGATIONS", {})      # no pre-aggregation: 1 more
+    products.clear()
+    LPGNNClassifier(**kw).fit(G[tr], y[tr])
+    assert len(products) >= n_dense - 4 + 2 * 15
     monkeypatch.setattr(_gnn, "_DENSE_PROPAGATION_MAX", 10)   # too large: lazy again
     products.clear()
     LPGNNClassifier(**kw).fit(G[tr], y[tr])
