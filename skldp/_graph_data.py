@@ -136,10 +136,13 @@ class _GraphStore:
     def on_device(self, device):
         """The features as a torch tensor on ``device`` when they are held there, else ``None``."""
         t = self._on_device
-        if t is None or t.device.type != device.type or (
-                device.index is not None and t.device.index != device.index):
+        if t is None or t.device.type != device.type:
             return None
-        return t
+        index = device.index
+        if index is None and device.type == "cuda":   # "cuda": the current card
+            import torch
+            index = torch.cuda.current_device()
+        return t if index is None or t.device.index == index else None
 
     def same(self, other, part):
         """Whether this store holds the very ``part`` ("features", "adjacency") of ``other``."""
