@@ -183,6 +183,14 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
         """Hook: the L2 penalty of this fit (``weight_decay``; a head may choose it)."""
         return self.weight_decay
 
+    def _batch_chunk_rows(self, n_rows):
+        """Hook: rows per chunk of a full batch of ``n_rows`` (``None``: all at once).
+
+        Only for a loss that is a mean over rows (the chunks' losses are weighted by
+        their share of the rows) and a forward pass row by row.
+        """
+        return None
+
     def _split_forward(self, module, data):
         """Hook: the forward pass as ``(first, rest)`` when its first stage draws nothing.
 
@@ -208,9 +216,17 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
         bs = len(local) if self.batch_size is None else self.batch_size
         nxt = {}  # the first stage at the last validated weights, reused by the next step
 
+        chunks = None
         if full_batch:
             # The rows of the full batch and of the validation, gathered once
             pos_fit, tgt_fit = index_t[fixed_t], targets[fixed_t]
+            # A very large batch in row chunks (_batch_chunk_rows): one gradient, summed
+            # over chunks whose activations stay small; each chunk's tensors made once
+            rows = self._batch_chunk_rows(len(local)) if split is None else None
+            if rows is not None and rows < len(local):
+                chunks = [(pos_fit[s:s + rows], tgt_fit[s:s + rows],
+                           len(fixed_t[s:s + rows]) / len(local))
+                          for s in range(0, len(local), rows)]
         if val_t is not None:
             pos_val, tgt_val = index_t[val_t], targets[val_t]
 
@@ -222,6 +238,15 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
                 h = nxt.pop("h", None)
                 if h is None:
                     h = split[0]()
+            if chunks is not None:
+                opt.zero_grad()
+                total = 0.0
+                for pos, tgt, share in chunks:   # the batch's mean loss, chunk by chunk
+                    loss = self._loss(self._forward(module, data, pos), tgt, pos) * share
+                    loss.backward()
+                    total = total + loss.detach()
+                opt.step()
+                return total
             if full_batch:
                 opt.zero_grad()
                 logits = (split[1](h, pos_fit, True) if split is not None

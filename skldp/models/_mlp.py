@@ -27,6 +27,10 @@ _ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh, "elu": nn.ELU, "gelu": nn.GELU
 # otherwise batch by batch (so a large bag-of-words matrix never lives densely).
 _DENSE_BYTES = 1 << 28
 _CHUNK_ROWS = 4096
+# A full batch whose widest layer output exceeds this many bytes trains in row chunks
+# (the same gradient, summed): at 3.3M rows and 64 hidden units a step's activations
+# took several GB of a GPU.
+_ACTIVATION_BYTES = 1 << 28
 _STATS_CHUNK = 1 << 22   # entries per row chunk of the column statistics
 
 # weight_decay="auto": below this many fit rows (and without validation nodes) the
@@ -511,6 +515,10 @@ class MLPHead(TorchClassifierBase):
         if isinstance(data, (_Standardized, _DeviceStandardized)):
             return module[1:](data.rows(positions))
         return module(data[positions])
+
+    def _batch_chunk_rows(self, n_rows):
+        width = max(self._hidden_sizes() + (len(self.classes_),))
+        return max(1, _ACTIVATION_BYTES // (4 * width))
 
     def _fit_weight_decay(self, X, y, seed):
         self.weight_decay_ = (self._choose_weight_decay(X, y, seed)

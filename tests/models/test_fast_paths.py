@@ -358,3 +358,26 @@ def test_mlp_head_rejects_non_finite_features_on_its_device(monkeypatch):
     y = np.arange(40) % 2
     with pytest.raises(ValueError, match=r"NaN or infinite values \(first at row 17, column 2"):
         MLPHead(epochs=2, device="cpu").fit(G, y)
+
+
+@pytest.mark.parametrize("hidden", [(), (8,)])
+def test_mlp_head_trains_a_large_full_batch_in_row_chunks_as_at_once(monkeypatch, hidden):
+    # a full batch whose activations would be large is summed over row chunks: the same
+    # gradient (the chunks' mean losses weighted by their shares), up to rounding
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(1000, 5))
+    y = (X[:, 0] + X[:, 1] ** 2 > 1).astype(int) + (X[:, 2] > 1)
+    kw = dict(hidden_layer_sizes=hidden, dropout=0.0, epochs=40, random_state=0,
+              device="cpu")
+    whole = MLPHead(**kw).fit(X, y)
+    chunks = []
+    loss = MLPHead._loss
+    monkeypatch.setattr(MLPHead, "_loss", lambda self, z, t, p: chunks.append(len(z)) or
+                        loss(self, z, t, p))
+    width = max(hidden + (3,))                                         # 3 classes
+    monkeypatch.setattr(_mlp, "_ACTIVATION_BYTES", 4 * width * 300)   # 300 rows per chunk
+    parts = MLPHead(**kw).fit(X, y)
+    # 900 training rows (early stopping holds out 100): chunks of 300 each epoch
+    assert chunks[:3] == [300, 300, 300] and parts.n_iter_ == whole.n_iter_
+    np.testing.assert_allclose(parts.loss_curve_, whole.loss_curve_, rtol=1e-5)
+    np.testing.assert_allclose(parts.predict_proba(X), whole.predict_proba(X), atol=1e-5)
