@@ -197,6 +197,20 @@ class _DeviceStandardized:
         return self.t[positions] if seen[1] is None else self.t[seen[1][0]:seen[1][1]]
 
 
+class _HeldRows:
+    """Rows ``rows`` of ``T`` (all nodes' features on the device) to predict, gathered
+    chunk by chunk as float32 (as a host array would be sent): no copy of them all."""
+
+    def __init__(self, T, rows):
+        # all nodes finite (one pass, no copy) or the rows themselves: else the error
+        if not bool(torch.isfinite(T.sum(dtype=torch.float64))):
+            check_finite_features(T[rows])
+        self.T, self.index, self.shape = T, rows, (len(rows), T.shape[1])
+
+    def __getitem__(self, key):   # a slice of the rows
+        return self.T[self.index[key]].float()
+
+
 class _SparseRows:
     """CSR rows kept on the CPU; densified per batch on the target device."""
 
@@ -456,8 +470,8 @@ class MLPHead(TorchClassifierBase):
             data = _DeviceStandardized.of_rows(T, rows)
             self._stats = data.column_stats()  # training rows only; consumed by _build_module
             data.normalize(self._normalize_tensor)
-        else:   # float32 rows, as a host array would be sent
-            data = check_finite_features(T[rows]).float()
+        else:
+            data = _HeldRows(T, rows)
         return data, np.arange(len(rows))
 
     def _input_norm(self):
@@ -597,12 +611,14 @@ class MLPHead(TorchClassifierBase):
                 out = (torch.cat(outs) if outs
                        else torch.zeros((0, len(self.classes_)), device=device))
             else:
-                # in row chunks: a large prediction's float64 temporaries stay small (at
-                # 5M rows of 128 features, four whole-matrix copies are about 18 GB)
+                # in row chunks, each chunk's scores to the host: a large prediction's
+                # float64 temporaries stay small (at 5M rows of 128 features, four
+                # whole-matrix copies are about 18 GB) and its scores leave the device
                 step = max(_CHUNK_ROWS, _chunk_rows(data.shape[1]))
-                out = (torch.cat([module(data[s:s + step].double())
-                                  for s in range(0, data.shape[0], step)])
-                       if data.shape[0] else module(data.double()))
+                out = np.empty((data.shape[0], len(self.classes_)))
+                for s in range(0, data.shape[0], step):
+                    out[s:s + step] = module(data[s:s + step].double()).cpu().numpy()
+                return out
         return out.cpu().numpy()
 
     def __sklearn_tags__(self):

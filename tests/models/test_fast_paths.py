@@ -358,6 +358,11 @@ def test_mlp_head_rejects_non_finite_features_on_its_device(monkeypatch):
     y = np.arange(40) % 2
     with pytest.raises(ValueError, match=r"NaN or infinite values \(first at row 17, column 2"):
         MLPHead(epochs=2, device="cpu").fit(G, y)
+    # predicting: rows of the view are checked (named within it), other nodes' are not
+    clf = MLPHead(epochs=2, device="cpu").fit(G[:10], y[:10])
+    assert clf.predict(G[20:]).shape == (20,)
+    with pytest.raises(ValueError, match=r"first at row 7, column 2"):
+        clf.predict(G[10:30])
 
 
 @pytest.mark.parametrize("hidden", [(), (8,)])
