@@ -26,3 +26,34 @@ def run_worker(cmd, src, env, preexec_fn=None):
         sys.stderr.write(res.stderr[-3000:])
         raise SystemExit(f"worker on {src} failed (rc={res.returncode})")
     return json.loads(line[-1][len(PREFIX):])
+
+
+def _better(old, new):
+    """The smaller of two figures: seconds, or (wall, CPU) pairs compared item by item."""
+    if old is None:
+        return new
+    if isinstance(new, (list, tuple)):
+        return tuple(min(a, b) for a, b in zip(old, new, strict=True))
+    return min(old, new)
+
+
+def alternate(sources, run, repeat, keys=None):
+    """Best figures of each source over ``repeat`` rounds, the sources taken in turn.
+
+    ``run(src)`` returns a dict of figures (seconds, or (wall, CPU) pairs); ``keys``
+    picks which are timings (default: every number or pair). Taking the sources
+    alternately lets load from other processes hit them all. Returns one dict of best
+    figures per source, and each source's last result.
+    """
+    best, last = [{} for _ in sources], [None] * len(sources)
+    for _ in range(repeat):
+        for i, src in enumerate(sources):
+            res = last[i] = run(src)
+            for k, v in res.items():
+                timing = isinstance(v, (int, float)) or (
+                    isinstance(v, (list, tuple)) and all(isinstance(x, (int, float)) for x in v))
+                if (k in keys) if keys is not None else timing:
+                    best[i][k] = _better(best[i].get(k), v)
+            print(f"[{'baseline' if i < len(sources) - 1 else 'current'}: {res}]",
+                  file=sys.stderr, flush=True)
+    return best, last

@@ -25,7 +25,7 @@ import time
 import warnings
 
 import numpy as np
-from _worker import emit, run_worker  # this folder (run as a script)
+from _worker import alternate, emit, run_worker  # this folder (run as a script)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 STEPS = ("HDS", "PPR", "head fit", "score", "total")
@@ -95,18 +95,8 @@ def main(argv=None):
         return worker(a.threads)
     current = os.path.dirname(HERE)
     sources = ([os.path.abspath(a.baseline)] if a.baseline else []) + [current]
-    best = [{} for _ in sources]
-    meta = [{} for _ in sources]
     started = time.strftime("%Y-%m-%d %H:%M", time.gmtime())
-    for _ in range(a.repeat):
-        for i, src in enumerate(sources):
-            res = _run(src, a)
-            for k in STEPS:
-                old = best[i].get(k, (np.inf, np.inf))
-                best[i][k] = (min(old[0], res[k][0]), min(old[1], res[k][1]))
-            meta[i] = {"accuracy": res["accuracy"], "epochs": res["epochs"]}
-            print(f"[{'baseline' if i < len(sources) - 1 else 'current'}: {res}]",
-                  file=sys.stderr, flush=True)
+    best, meta = alternate(sources, lambda src: _run(src, a), a.repeat, keys=STEPS)
     cpus = a.cpus or f"{len(os.sched_getaffinity(0))} CPUs"
     lines = [f"Facebook PrivGE eps = 1 on the CPU, step by step; {cpus}, "
              f"{a.threads or 'default'} threads, {platform.machine()}, load average "

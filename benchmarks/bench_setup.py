@@ -35,7 +35,7 @@ import time
 import warnings
 
 import numpy as np
-from _worker import emit, run_worker  # this folder (run as a script)
+from _worker import alternate, emit, run_worker  # this folder (run as a script)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -112,16 +112,8 @@ def main(argv=None):
         return worker(a.nodes, a.backends, a.full)
     current = os.path.dirname(HERE)
     sources = ([os.path.abspath(a.baseline)] if a.baseline else []) + [current]
-    best = [{} for _ in sources]
     started = time.strftime("%Y-%m-%d %H:%M", time.gmtime())
-    for _ in range(a.repeat):
-        for i, src in enumerate(sources):
-            res = _run(src, a)
-            for k, v in res.items():
-                if k != "source":
-                    best[i][k] = min(best[i].get(k, np.inf), v)
-            print(f"[{'baseline' if i < len(sources) - 1 else 'current'}: {res}]",
-                  file=sys.stderr, flush=True)
+    best, _ = alternate(sources, lambda src: _run(src, a), a.repeat)
     names = list(best[-1])
     lines = [f"Propagation set-up, {a.nodes} users / {10 * a.nodes} edges; "
              f"{len(os.sched_getaffinity(0))} CPUs, {platform.machine()}, load average "
