@@ -431,7 +431,10 @@ class GraphData:
 
     @property
     def features(self):
-        """Features of all nodes (dense ndarray or CSR matrix), shared, read-only by contract."""
+        """Features of all nodes (dense ndarray or CSR matrix), shared, read-only by contract.
+
+        Features a GPU step left on its device are copied to the host on first read.
+        """
         return self._store.features
 
     @property
