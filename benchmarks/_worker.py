@@ -57,3 +57,33 @@ def alternate(sources, run, repeat, keys=None):
             print(f"[{'baseline' if i < len(sources) - 1 else 'current'}: {res}]",
                   file=sys.stderr, flush=True)
     return best, last
+
+
+def wall_and_cpu(v):
+    """A (wall, CPU) pair of seconds as a table cell."""
+    return f"{v[0]:.2f} / {v[1]:.2f}"
+
+
+def before_after(best, steps, fmt=wall_and_cpu, digits=2):
+    """Markdown table rows of :func:`alternate`'s figures: each step before and after,
+    and their ratio (of the wall times), or the one source's figures alone."""
+    if len(best) == 1:
+        return ["| step | s |", "|---|---|"] + [f"| {k} | {fmt(best[0][k])} |" for k in steps]
+
+    def wall(v):
+        return v[0] if isinstance(v, (list, tuple)) else v
+    rows = ["| step | before | after | before / after (wall) |", "|---|---|---|---|"]
+    for k in steps:
+        b, c = best[0].get(k), best[1][k]
+        ratio = f"{wall(b) / wall(c):.{digits}f}×" if b is not None else "—"
+        rows.append(f"| {k} | {'—' if b is None else fmt(b)} | {fmt(c)} | {ratio} |")
+    return rows
+
+
+def publish(lines, out=None):
+    """Print the table (and write it to ``out``)."""
+    table = "\n".join(lines)
+    print(table)
+    if out:
+        with open(out, "w") as f:
+            f.write(table + "\n")

@@ -26,7 +26,7 @@ import time
 import warnings
 
 import numpy as np
-from _worker import alternate, emit, run_worker  # this folder (run as a script)
+from _worker import alternate, before_after, emit, publish, run_worker  # this folder
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 STEPS = ("head fit", "score")
@@ -89,18 +89,7 @@ def main(argv=None):
              f"{a.repeat} alternating rounds; wall / CPU seconds.", "",
              "Command: `python benchmarks/bench_head_scale.py "
              + " ".join(sys.argv[1:] if argv is None else argv) + "`", ""]
-    fmt = lambda v: f"{v[0]:.2f} / {v[1]:.2f}"  # noqa: E731
-    if len(sources) == 2:
-        lines += ["| step | before | after | before / after (wall) |", "|---|---|---|---|"]
-        lines += [f"| {k} | {fmt(best[0][k])} | {fmt(best[1][k])} | "
-                  f"{best[0][k][0] / best[1][k][0]:.2f}× |" for k in STEPS]
-    else:
-        lines += ["| step | s |", "|---|---|"] + [f"| {k} | {fmt(best[0][k])} |" for k in STEPS]
-    table = "\n".join(lines)
-    print(table)
-    if a.out:
-        with open(a.out, "w") as f:
-            f.write(table + "\n")
+    publish(lines + before_after(best, STEPS), a.out)
     return best
 
 

@@ -25,7 +25,7 @@ import time
 import warnings
 
 import numpy as np
-from _worker import alternate, emit, run_worker  # this folder (run as a script)
+from _worker import alternate, before_after, emit, publish, run_worker  # this folder
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 STEPS = ("HDS", "PPR", "head fit", "score", "total")
@@ -104,23 +104,11 @@ def main(argv=None):
              f"{a.repeat} alternating rounds; wall / CPU seconds.", "",
              "Command: `python benchmarks/bench_privge_steps.py "
              + " ".join(sys.argv[1:] if argv is None else argv) + "`", ""]
-    fmt = lambda v: f"{v[0]:.2f} / {v[1]:.2f}"  # noqa: E731
-    if len(sources) == 2:
-        lines += ["| step | before | after | before / after (wall) |", "|---|---|---|---|"]
-        for k in STEPS:
-            b, c = best[0][k], best[1][k]
-            lines.append(f"| {k} | {fmt(b)} | {fmt(c)} | {b[0] / c[0]:.2f}× |")
-    else:
-        lines += ["| step | s |", "|---|---|"] + [f"| {k} | {fmt(best[0][k])} |"
-                                                  for k in STEPS]
+    lines += before_after(best, STEPS)
     lines += ["", "Test accuracy and head epochs: " + "; ".join(
         f"{'before' if i < len(sources) - 1 else 'after'} {m['accuracy']:.4f}, "
         f"{m['epochs']} epochs" for i, m in enumerate(meta))]
-    table = "\n".join(lines)
-    print(table)
-    if a.out:
-        with open(a.out, "w") as f:
-            f.write(table + "\n")
+    publish(lines, a.out)
     return best
 
 

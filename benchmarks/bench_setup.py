@@ -35,7 +35,7 @@ import time
 import warnings
 
 import numpy as np
-from _worker import alternate, emit, run_worker  # this folder (run as a script)
+from _worker import alternate, before_after, emit, publish, run_worker  # this folder
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -121,18 +121,8 @@ def main(argv=None):
              f"{a.repeat} alternating rounds.", "",
              "Command: `python benchmarks/bench_setup.py "
              + " ".join(sys.argv[1:] if argv is None else argv) + "`", ""]
-    if len(sources) == 2:
-        lines += ["| step | before s | after s | before / after |", "|---|---|---|---|"]
-        for k in names:
-            b, c = best[0].get(k, np.nan), best[1][k]
-            lines.append(f"| {k} | {b:.3f} | {c:.3f} | {b / c:.1f}× |")
-    else:
-        lines += ["| step | s |", "|---|---|"] + [f"| {k} | {best[0][k]:.3f} |" for k in names]
-    table = "\n".join(lines)
-    print(table)
-    if a.out:
-        with open(a.out, "w") as f:
-            f.write(table + "\n")
+    lines += before_after(best, names, fmt=lambda v: f"{v:.3f}", digits=1)
+    publish(lines, a.out)
     return best
 
 
