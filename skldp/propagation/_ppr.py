@@ -216,7 +216,8 @@ class PPRPropagation(GraphTransformerMixin, BaseEstimator):
         Each block of the features goes to the device once (sparse features as
         their non-zeros, densified there), is scaled, solved and scaled there.
         On CUDA the output stays there (a tensor: the next step on the card reads
-        it in place, see ``_keeps_output``); otherwise each block comes back once.
+        it in place, see ``_TorchOps.keeps_output``); otherwise each block comes back
+        once.
         Nothing else crosses between host and device.
         """
         loops, r = bool(self.add_self_loops), float(self.r)
@@ -241,7 +242,7 @@ class PPRPropagation(GraphTransformerMixin, BaseEstimator):
             block = ops.block_columns(n, d, solver, reserved=n * d * ops.dtype.itemsize)
         if not keep:
             Z = np.empty((n, d), dtype=dtype)
-        elif block < d:
+        elif block < d or d == 0:
             Z = ops.torch.empty((n, d), dtype=ops.tdtype, device=device)
         run = {"cg": self._cg, "chebyshev": self._chebyshev, "power": self._power}[solver]
         not_converged = products = 0
