@@ -305,8 +305,9 @@ def test_no_shared_first_layer_when_it_draws_dropout():
     assert clf._split_forward(module, (dense_x, g)) is not None
 
 
-@pytest.mark.parametrize("batch_size", [None, 128])
-def test_mlp_head_reads_features_left_on_its_device_there(monkeypatch, batch_size):
+@pytest.mark.parametrize("batch_size, dtype", [(None, "float32"), (128, "float32"),
+                                               (None, "float64")])
+def test_mlp_head_reads_features_left_on_its_device_there(monkeypatch, batch_size, dtype):
     # PPRPropagation -> MLPHead on an accelerator (forced on the CPU): the head gathers
     # its rows from the propagation's output on the device, never from a host copy,
     # and fits and predicts as from host features
@@ -325,7 +326,7 @@ def test_mlp_head_reads_features_left_on_its_device_there(monkeypatch, batch_siz
     monkeypatch.setattr(_mlp, "_normalise_on", lambda device: True)
 
     def run():
-        pipe = make_pipeline(PPRPropagation(backend="torch", device="cpu"),
+        pipe = make_pipeline(PPRPropagation(backend="torch", device="cpu", dtype=dtype),
                              MLPHead(hidden_layer_sizes=(8,), epochs=30, device="cpu",
                                      batch_size=batch_size, random_state=0))
         G = GraphData(X, A)
