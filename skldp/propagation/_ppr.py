@@ -111,9 +111,11 @@ class PPRPropagation(GraphTransformerMixin, BaseEstimator):
 
     Notes
     -----
-    Input features may be dense or sparse; the output is dense. Directed
-    graphs are supported (power iteration), not symmetrised. NaN or infinite
-    features anywhere in the graph raise a ``ValueError``.
+    Input features may be dense or sparse; the output is dense. On CUDA it
+    stays on the card for the next step there, its host copy made on first
+    read (:ref:`ppr_propagation`). Directed graphs are supported (power
+    iteration), not symmetrised. NaN or infinite features anywhere in the
+    graph raise a ``ValueError``.
 
     References
     ----------
