@@ -543,11 +543,18 @@ class GraphData:
         features) and is done once per graph: the result is cached on the
         shared store, as for :meth:`is_symmetric`.
         """
+        self._check_finite(step)
+        return self._store.features
+
+    def _check_finite(self, step="This step"):
+        """:meth:`require_finite_features` without returning them: features held on a
+        device are checked there, without a host copy."""
         st = self._store
         if not st._finite:
-            check_finite_features(st.features, name=f"the features given to {step}")
+            X = st.features if st._on_device is None or st._features is not None \
+                else st._on_device
+            check_finite_features(X, name=f"the features given to {step}")
             st._finite = True
-        return st.features
 
     def require_adjacency(self, step="This step"):
         """Return the adjacency or raise a clear error if the graph is unknown."""

@@ -140,7 +140,7 @@ def propagated_features(G, x, P, steps, device, key):
     with the graph's features under it). Returns the input and the key of the dense
     result (``None`` when lazy).
     """
-    n, d = G.features.shape
+    n, d = G.n_nodes, G.shape[1]
     if device.type not in _DENSE_PROPAGATION_ON or n * d > _DENSE_PROPAGATION_MAX:
         return PropagatedFeatures(x, P, steps), None
     memo_key = ("skldp.dense_propagation", key, int(steps), str(device))
@@ -215,7 +215,10 @@ class OffsetSparseFeatures:
 
 def offset_sparse_features(G, device, max_density=0.25):
     """``OffsetSparseFeatures`` of ``G.features`` when its dense features are mostly a
-    per-column constant (the column median), else ``None``. Cached on the graph."""
+    per-column constant (the column median), else ``None``. Cached on the graph;
+    ``None`` for features a step left on ``device`` (dense outputs, read there)."""
+    if G._features_on(device) is not None:
+        return None
     X = G.features
     if sp.issparse(X):
         return None
@@ -415,6 +418,10 @@ def feature_tensor(G, device, operand=False):
     features (NaN, inf) of any node are refused with a ``ValueError``:
     propagation would spread them to every node.
     """
+    T = G._features_on(device)
+    if T is not None:   # left on the device by the step before (PPRPropagation on CUDA)
+        G._check_finite("GNN")
+        return T.float()
     X = G.require_finite_features("GNN")  # cached on the graph: checked once
     if sp.issparse(X) and X.nnz < _SPARSE_DENSITY * X.shape[0] * max(X.shape[1], 1):
         return SparseOperand.from_scipy(X, device) if operand else to_torch_sparse(X, device)
@@ -432,7 +439,7 @@ def graph_tensors(G, device, conv="gcn", self_loops=True, features=True):
     if features:
         x = feature_tensor(G, device)
     else:
-        G.require_finite_features("GNN")
+        G._check_finite("GNN")
         x = None
     g = {"n": A.shape[0]}
     symmetric = G.is_symmetric()

@@ -132,7 +132,7 @@ def check_graph_data(X, estimator=None, require_adjacency=False, require_symmetr
                 "is an undirected graph whose edges were stored once, symmetrise it first: "
                 "A.maximum(A.T).", UserWarning, stacklevel=3)
     if require_finite:
-        X.require_finite_features(name)
+        X._check_finite(name)
     return X
 
 

@@ -387,3 +387,30 @@ def test_mlp_head_trains_a_large_full_batch_in_row_chunks_as_at_once(monkeypatch
     assert chunks[:3] == [300, 300, 300] and parts.n_iter_ == whole.n_iter_
     np.testing.assert_allclose(parts.loss_curve_, whole.loss_curve_, rtol=1e-5)
     np.testing.assert_allclose(parts.predict_proba(X), whole.predict_proba(X), atol=1e-5)
+
+
+@pytest.mark.parametrize("model", [GCNClassifier, LPGNNClassifier])
+def test_gnn_reads_features_left_on_its_device_there(small_graph, monkeypatch, model):
+    # features a step left on the device (PPRPropagation on CUDA; here a CPU tensor): the
+    # GNN checks and reads them there, no host copy, the same model as from the host
+    from skldp import GraphData
+    from skldp._graph_data import _GraphStore
+    A, X, y = small_graph
+    T = torch.as_tensor(X, dtype=torch.float32)
+    kw = dict(epochs=5, random_state=0, device="cpu")
+    if model is LPGNNClassifier:
+        kw.update(eps_y=np.inf, classes=[0, 1])
+    want = model(**kw).fit(GraphData(T.numpy(), A), y).predict_proba(GraphData(T.numpy(), A))
+    copied = []
+    read = _GraphStore.features.fget
+    monkeypatch.setattr(_GraphStore, "features", property(
+        lambda st: copied.append(st._features is None) or read(st)))
+    H = GraphData(np.zeros_like(X), A)._with_features_on_device(T)
+    got = model(**kw).fit(H, y).predict_proba(H)
+    assert not any(copied)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    T2 = T.clone()
+    T2[3, 1] = float("inf")
+    with pytest.raises(ValueError, match=r"first at row 3, column 1"):
+        model(**kw).fit(GraphData(np.zeros_like(X), A)._with_features_on_device(T2), y)
+    assert not any(copied)
