@@ -29,7 +29,7 @@ _DENSE_BYTES = 1 << 28
 _CHUNK_ROWS = 4096
 # A full batch whose widest layer output exceeds this many bytes trains in row chunks
 # (the same gradient, summed): at 3.3M rows and 64 hidden units a step's activations
-# took several GB of a GPU.
+# took about 2 GB more.
 _ACTIVATION_BYTES = 1 << 28
 _STATS_CHUNK = 1 << 22   # entries per row chunk of the column statistics
 
