@@ -858,9 +858,12 @@ def rms_input_scale(G):
     key = ("skldp.rms_input_scale",)
     scale = G.memo_get(key)
     if scale is None:
-        X = G.features
+        st = G._store
+        X = st._on_device if st._features is None else st.features
         n, d = X.shape
-        if sp.issparse(X):
+        if isinstance(X, torch.Tensor):   # left on a device by a step: summed there
+            sq = float(torch.linalg.vector_norm(X, dtype=torch.float64)) ** 2
+        elif sp.issparse(X):
             sq = float(np.square(sp.csr_matrix(X).data, dtype=np.float64).sum())
         else:
             X = np.asarray(X)

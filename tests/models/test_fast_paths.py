@@ -12,7 +12,7 @@ from skldp._torch import (
     sparse_matmul,
     to_torch_sparse,
 )
-from skldp.models import GCNClassifier, LPGNNClassifier, MLPHead, _gnn, _mlp
+from skldp.models import GATClassifier, GCNClassifier, LPGNNClassifier, MLPHead, _gnn, _mlp
 from skldp.models._gnn import PropagatedFeatures, SparseOperand, _matmul, _SAGEConv, _spmm
 
 
@@ -389,7 +389,7 @@ def test_mlp_head_trains_a_large_full_batch_in_row_chunks_as_at_once(monkeypatch
     np.testing.assert_allclose(parts.predict_proba(X), whole.predict_proba(X), atol=1e-5)
 
 
-@pytest.mark.parametrize("model", [GCNClassifier, LPGNNClassifier])
+@pytest.mark.parametrize("model", [GCNClassifier, LPGNNClassifier, GATClassifier])
 def test_gnn_reads_features_left_on_its_device_there(small_graph, monkeypatch, model):
     # features a step left on the device (PPRPropagation on CUDA; here a CPU tensor): the
     # GNN checks and reads them there, no host copy, the same model as from the host
@@ -409,6 +409,11 @@ def test_gnn_reads_features_left_on_its_device_there(small_graph, monkeypatch, m
     got = model(**kw).fit(H, y).predict_proba(H)
     assert not any(copied)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    if model is GATClassifier:   # its input scale, summed on the device
+        big = GraphData(np.zeros_like(X), A)._with_features_on_device(T * 10)
+        np.testing.assert_allclose(_gnn.rms_input_scale(big), _gnn.rms_input_scale(
+            GraphData((T * 10).numpy(), A)), rtol=1e-12)
+        assert _gnn.rms_input_scale(big) < 1
     T2 = T.clone()
     T2[3, 1] = float("inf")
     with pytest.raises(ValueError, match=r"first at row 3, column 1"):
