@@ -82,6 +82,11 @@ def test_torch_column_blocks_fill_every_column(small_graph, monkeypatch, dtype, 
     np.testing.assert_allclose(blocks.features, _direct(A, X, 0.1, 0.5), rtol=1e-4, atol=1e-5)
 
 
+def _torch_ppr():
+    """The torch backend on the CPU, solved tightly (the card's paths are forced on it)."""
+    return PPRPropagation(tol=1e-10, backend="torch", device="cpu")
+
+
 @pytest.mark.parametrize("blocks", [False, True])
 def test_output_pages_mapped_during_the_solve_are_all_overwritten(small_graph, monkeypatch,
                                                                   blocks):
@@ -89,16 +94,14 @@ def test_output_pages_mapped_during_the_solve_are_all_overwritten(small_graph, m
     # blocks of columns back through one buffer: every value must come from the solve
     from skldp.propagation import _ppr
     A, X, _ = small_graph
-    want = PPRPropagation(tol=1e-10, backend="torch", device="cpu").fit_transform(
-        GraphData(X, A)).features
+    want = _torch_ppr().fit_transform(GraphData(X, A)).features
     monkeypatch.setattr(_ppr, "_TOUCH_ON", ("cpu",))
     touched = []
     touch = _ppr._touch_pages
     monkeypatch.setattr(_ppr, "_touch_pages", lambda Z: touched.append(Z.shape) or touch(Z))
     if blocks:
         monkeypatch.setattr(_ppr, "_BLOCK_ELEMENTS", 2 * X.shape[0])
-    got = PPRPropagation(tol=1e-10, backend="torch", device="cpu").fit_transform(
-        GraphData(X, A)).features
+    got = _torch_ppr().fit_transform(GraphData(X, A)).features
     # blocks come back through one contiguous buffer of a block's size, mapped too
     assert touched == ([X.shape, (2 * X.shape[0],)] if blocks else [X.shape])
     np.testing.assert_array_equal(got, want)
@@ -448,12 +451,11 @@ def test_output_kept_on_the_device_is_the_output_brought_back(small_graph, monke
 
     from skldp.propagation import _ppr
     A, X, _ = small_graph
-    want = PPRPropagation(tol=1e-10, backend="torch", device="cpu").fit_transform(
-        GraphData(X, A)).features
+    want = _torch_ppr().fit_transform(GraphData(X, A)).features
     monkeypatch.setattr(_ppr, "_KEEP_OUTPUT_ON", ("cpu",))
     if blocks:
         monkeypatch.setattr(_ppr, "_BLOCK_ELEMENTS", 2 * X.shape[0])
-    ppr = PPRPropagation(tol=1e-10, backend="torch", device="cpu")
+    ppr = _torch_ppr()
     Z = ppr.fit_transform(GraphData(X, A))
     assert min(ppr._run_info["block_columns"], X.shape[1]) == (2 if blocks else X.shape[1])
     T = Z._features_on(torch.device("cpu"))
