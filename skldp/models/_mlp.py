@@ -15,6 +15,7 @@ from torch import nn
 
 from .._graph_data import GraphData
 from .._torch import Dropout, resolve_device, stream_seed
+from ..utils._arrays import torch_sum_is_finite
 from ..utils.validation import Count, Interval, check_finite_features
 from ._base import TorchClassifierBase
 
@@ -203,7 +204,7 @@ class _HeldRows:
 
     def __init__(self, T, rows):
         # all nodes finite (one pass, no copy) or the rows themselves: else the error
-        if not bool(torch.isfinite(T.sum(dtype=torch.float64))):
+        if not torch_sum_is_finite(T):
             check_finite_features(T[rows])
         self.T, self.index, self.shape = T, rows, (len(rows), T.shape[1])
 

@@ -7,17 +7,22 @@ apart from ``validation`` (which imports ``GraphData``) leaves no import cycle.
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["check_finite_features", "frame_column_names", "unique_inverse"]
+__all__ = ["check_finite_features", "frame_column_names", "torch_blocks_sum",
+           "torch_sum_is_finite", "unique_inverse"]
 
 
 def check_finite_features(X, name="features"):
     """Raise a clear error if a dense or sparse matrix (or a torch tensor) holds NaN or inf."""
     if type(X).__module__.startswith("torch"):   # on its device: one number comes back
-        import torch
-        if not bool(torch.isfinite(X.sum(dtype=torch.float64))) and \
-                not bool(X.isfinite().all()):
-            bad = (~X.isfinite()).nonzero()[0].tolist()
-            raise ValueError(_not_finite(name, bad))
+        if torch_sum_is_finite(X):
+            return X
+        step = _torch_row_step(X)
+        for s in range(0, X.shape[0], step):   # the sum overflowed, or an entry is bad
+            bad = (~X[s:s + step].isfinite()).nonzero()
+            if len(bad):
+                first = bad[0].tolist()
+                first[0] += s
+                raise ValueError(_not_finite(name, first))
         return X
     data = X.data if sp.issparse(X) else np.asarray(X)
     # Fast path without a boolean temporary of the data's size: a sum is finite only if
@@ -29,6 +34,36 @@ def check_finite_features(X, name="features"):
         bad = np.argwhere(~np.isfinite(X.toarray() if sp.issparse(X) else data))[0]
         raise ValueError(_not_finite(name, bad))
     return X
+
+
+# Elements per block of a tensor reduced in float64: torch casts a whole input to a
+# reduction's dtype first (a float32 tensor's float64 copy takes twice its memory).
+_TORCH_BLOCK = 1 << 24
+
+
+def _torch_row_step(X):
+    """Rows of the tensor ``X`` per block of at most ``_TORCH_BLOCK`` elements (one at least)."""
+    per_row = X[0].numel() if X.dim() and X.shape[0] else 1
+    return max(1, _TORCH_BLOCK // max(per_row, 1))
+
+
+def torch_blocks_sum(X, fn):
+    """``sum(fn(block))`` over blocks of rows of the tensor ``X`` (``fn`` returns a
+    float64 scalar tensor): the total stays on the device, no float64 copy of ``X``."""
+    import torch
+    X = X.reshape(1) if X.dim() == 0 else X
+    step = _torch_row_step(X)
+    total = torch.zeros((), dtype=torch.float64, device=X.device)
+    for s in range(0, X.shape[0], step):
+        total += fn(X[s:s + step])
+    return total
+
+
+def torch_sum_is_finite(X):
+    """Whether the float64 sum of the tensor ``X`` is finite (it is if every entry is;
+    an overflow of finite entries reads as not finite). One number leaves the device."""
+    import torch
+    return bool(torch.isfinite(torch_blocks_sum(X, lambda b: b.sum(dtype=torch.float64))))
 
 
 def _not_finite(name, bad):

@@ -3,8 +3,10 @@
 import numpy as np
 import pytest
 import torch
+from torch.profiler import ProfilerActivity, profile
 
-from skldp.utils._arrays import check_finite_features, unique_inverse
+from skldp.utils import _arrays
+from skldp.utils._arrays import check_finite_features, torch_blocks_sum, unique_inverse
 
 
 @pytest.mark.parametrize("y", [
@@ -36,3 +38,32 @@ def test_finite_check_of_a_tensor_names_the_first_bad_entry():
     # finite values whose sum overflows float32 are finite
     big = torch.full((4, 2), 3e38)
     assert check_finite_features(big) is big
+
+
+def _largest_allocation(fn):
+    """Bytes of the largest single allocation ``fn`` makes (the profiler sees the
+    temporaries inside an operator, as a reduction's cast of its whole input)."""
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        fn()
+    return max(e.self_cpu_memory_usage for e in prof.events())
+
+
+def test_tensor_reductions_go_by_blocks_without_a_float64_copy(monkeypatch):
+    # torch casts a whole input to a reduction's dtype: a float32 tensor summed in
+    # float64 at once makes a copy twice its size (10 GB beside 10M users' features)
+    monkeypatch.setattr(_arrays, "_TORCH_BLOCK", 1000)
+    T = torch.rand(997, 40, dtype=torch.float32)
+    whole = _largest_allocation(lambda: T.sum(dtype=torch.float64))
+    assert whole == 2 * T.numel() * 4   # (what the blocks avoid)
+    assert _largest_allocation(lambda: check_finite_features(T)) <= 1000 * 8
+    square = lambda b: b.double().square().sum()   # noqa: E731
+    assert _largest_allocation(lambda: torch_blocks_sum(T, square)) <= 1000 * 8
+    np.testing.assert_allclose(float(torch_blocks_sum(T, square)),
+                               float((T.double() ** 2).sum()), rtol=1e-12)
+    # a bad entry in a later block is named by its row in the whole tensor
+    T[613, 7] = float("nan")
+    with pytest.raises(ValueError, match=r"first at row 613, column 7"):
+        check_finite_features(T)
+    T[613, 7] = 0
+    T[:, 0] = 3e38   # finite entries whose float32 sum would overflow
+    assert check_finite_features(T) is T
