@@ -13,8 +13,9 @@ from torch import nn
 
 from .._torch import dropout, sparse_matmul, to_torch_dense, to_torch_sparse
 from ..utils._adjacency import normalized_adjacency
+from ..utils._arrays import torch_blocks_sum
 from ..utils.validation import LABEL_MECHANISM_CONSTRAINT, Count, Interval, check_graph_data
-from ._base import TorchClassifierBase
+from ._base import TorchClassifierBase, take_rows
 
 __all__ = ["GCNClassifier", "SAGEClassifier", "GATClassifier", "GNNClassifierBase",
            "graph_tensors", "GNNEncoder", "PropagatedFeatures", "AggregatedFeatures",
@@ -603,7 +604,7 @@ class GNNClassifierBase(TorchClassifierBase):
 
     def _output(self, z, g, positions):
         """Hook: what the loss sees from the logits ``z`` of all nodes (their rows)."""
-        return z[positions]
+        return take_rows(z, positions)
 
     def _split_forward(self, module, data):
         if type(self)._forward is not GNNClassifierBase._forward:
@@ -862,7 +863,7 @@ def rms_input_scale(G):
         X = st._on_device if st._features is None else st.features
         n, d = X.shape
         if isinstance(X, torch.Tensor):   # left on a device by a step: summed there
-            sq = float(torch.linalg.vector_norm(X, dtype=torch.float64)) ** 2
+            sq = float(torch_blocks_sum(X, lambda b: b.double().square().sum()))
         elif sp.issparse(X):
             sq = float(np.square(sp.csr_matrix(X).data, dtype=np.float64).sum())
         else:

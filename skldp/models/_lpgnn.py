@@ -12,6 +12,7 @@ from .._torch import class_softmax
 from ..mechanisms._label_rr import LabelRandomizedResponse
 from ..propagation._gcn_aggregation import apply_propagation, graph_propagation_matrix
 from ..utils.validation import EPS_CONSTRAINT, Count, check_graph_data
+from ._base import take_rows
 from ._gnn import (
     GNNClassifierBase,
     GNNEncoder,
@@ -328,12 +329,12 @@ class LPGNNClassifier(GNNClassifierBase):
 
     def _output(self, z, g, positions):
         if not self._trains_on_propagated():
-            return z[positions]  # validation and predictions: the model's own outputs
+            return take_rows(z, positions)  # validation and predictions: the model's own outputs
         # Training with propagated predictions (step 4): all nodes' noisy-label
         # posteriors through the labels' KProp, renormalized by a softmax as in the
         # authors' code; log-probabilities of the loss rows.
         p = g["label_prop"].matmul(self._noisy_posterior(z), self.y_steps)
-        return class_softmax(p[positions], log=True)
+        return class_softmax(take_rows(p, positions), log=True)
 
     # ------------------------------------------------------------ network
     def _prepare(self, X, device):

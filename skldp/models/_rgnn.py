@@ -17,7 +17,7 @@ from ..reconstruction._labels import reconstruct_labels
 from ..reconstruction._llp import cluster_label_proportions, llp_kl_loss, metis_clusters
 from ..utils._random import draw_seed
 from ..utils.validation import EPS_CONSTRAINT, Count, Interval, check_graph_data
-from ._base import TorchClassifierBase
+from ._base import TorchClassifierBase, take_rows
 from ._gnn import _ACTIVATIONS, GNNEncoder, graph_tensors
 
 __all__ = ["RGNNClassifier"]
@@ -287,4 +287,4 @@ class RGNNClassifier(TorchClassifierBase):
 
     def _forward(self, module, data, positions):
         x, g = data
-        return module(x, g)[positions]
+        return take_rows(module(x, g), positions)

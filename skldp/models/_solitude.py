@@ -30,7 +30,7 @@ from ..model_selection._validation import validation_split
 from ..propagation._smoothing import smooth_features, smooth_labels
 from ..utils._random import draw_seed
 from ..utils.validation import Count, Interval, check_graph_data
-from ._base import TorchClassifierBase
+from ._base import TorchClassifierBase, take_rows
 from ._gnn import _ACTIVATIONS, GNNClassifierBase, GNNEncoder, graph_tensors
 
 __all__ = ["SolitudeClassifier"]
@@ -461,7 +461,7 @@ class SolitudeClassifier(GNNClassifierBase):
             # (a) Adam step on the model, graph fixed
             module.train()
             opt.zero_grad()
-            loss = task_loss(module(x, graph["fixed"])[pos_train], train_targets)
+            loss = task_loss(take_rows(module(x, graph["fixed"]), pos_train), train_targets)
             loss.backward()
             opt.step()
             # (b) Adam step on A^c for CE + lambda_1 ||A^c - A||_F^2, prox of lambda_2 ||.||_1
@@ -470,7 +470,8 @@ class SolitudeClassifier(GNNClassifierBase):
                 opt_adj.zero_grad()
                 # eq. (13) sums the cross entropy over the labelled nodes; the scale matters
                 # here because it is weighed against lambda_1 and lambda_2
-                ce = task_loss(module(x, struct.graph(w))[pos_train], train_targets, "sum")
+                ce = task_loss(take_rows(module(x, struct.graph(w)), pos_train), train_targets,
+                               "sum")
                 fro = (struct.t_mult * (w - struct.t_target) ** 2).sum()
                 (ce + self.lambda_fro * fro).backward()
                 opt_adj.step()
@@ -527,7 +528,7 @@ class SolitudeClassifier(GNNClassifierBase):
 
     def _forward(self, module, data, positions):
         x, g = data
-        return module(x, g)[positions]
+        return take_rows(module(x, g), positions)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -314,3 +314,19 @@ def test_importing_and_fitting_leave_the_users_warning_filters_alone():
                          timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.strip() == "ok"
+
+
+def test_rows_of_the_logits_are_taken_by_index_select():
+    # the same rows and gradient as advanced indexing, whose backward sorts the indices
+    # (two sorts and a scatter per epoch on CUDA); index_select's is one scatter-add
+    from skldp.models._base import take_rows
+    z = torch.randn(50, 3, requires_grad=True)
+    positions = torch.tensor([7, 3, 41, 0, 19])
+    out = take_rows(z, positions)
+    assert type(out.grad_fn).__name__.startswith("IndexSelectBackward")
+    (out ** 2).sum().backward()
+    got, z.grad = z.grad.clone(), None
+    (z[positions] ** 2).sum().backward()
+    torch.testing.assert_close(out, z[positions], rtol=0, atol=0)
+    torch.testing.assert_close(got, z.grad, rtol=0, atol=0)
+    assert take_rows(z, slice(2, 4)).shape == (2, 3)   # anything else: indexing as before
