@@ -9,9 +9,9 @@ value), and the host reads whether training stopped only every ``sync_every``
 checks. Training may then run up to ``sync_every - 1`` epochs past the
 stopping point, but the stop is latched (the best score becomes ``-inf``, so
 no later check improves): the kept weights, ``best_epoch`` and the epoch
-count are those of the host path. A check costs ``11 + len(tensors)`` small
-kernels and no wait (on small graphs, kernel launches are what an epoch
-costs on a GPU).
+count are those of the host path. A check costs about a dozen small kernels
+(the tracked tensors are kept as one flat copy per dtype) and no wait (on small
+graphs, kernel launches are what an epoch costs on a GPU).
 
 A score with several criteria (a 1-d tensor, e.g. the validation loss and
 error rate) follows the rule of Veličković et al.'s released GAT code: a
@@ -59,6 +59,8 @@ class EarlyStopper:
         self.tol = float(tol)
         self.sync_every = max(1, int(sync_every))
         self._best = None       # copies of the tensors at the best check
+        self._groups = None     # (lazy) positions of the tensors in each flat copy
+        self._views = None      # (lazy) their flat views, per group
         self._checks = 0
         if self.sync_every == 1:
             self._score, self._bad, self._best_epoch, self._stop_epoch = math.inf, 0, None, None
@@ -138,10 +140,18 @@ class EarlyStopper:
             resets = keeps = score < self._score - self.tol
             self._score = torch.where(keeps, score, self._score)
         with torch.no_grad():
-            if self._best is None:
-                self._best = [t.detach().clone() for t in self.tensors]
-            for b, t in zip(self._best, self.tensors, strict=True):
-                torch.where(keeps, t, b, out=b)
+            if self._best is None:   # one flat copy per dtype and device
+                groups = {}
+                for i, t in enumerate(self.tensors):
+                    groups.setdefault((t.dtype, t.device), []).append(i)
+                self._groups = list(groups.values())
+                # flat views of contiguous tensors, made once (they see in-place updates)
+                self._views = [[self.tensors[i].view(-1) for i in g]
+                               if all(self.tensors[i].is_contiguous() for i in g) else None
+                               for g in self._groups]
+                self._best = [self._flat(k).clone() for k in range(len(self._groups))]
+            for k, b in enumerate(self._best):
+                torch.where(keeps, self._flat(k), b, out=b)
         self._best_epoch = torch.where(keeps, epoch, self._best_epoch)
         self._bad = torch.where(resets, 0, self._bad + 1)
         if self.patience is None or epoch + 1 < self.min_epochs:
@@ -152,6 +162,12 @@ class EarlyStopper:
         if self._checks % self.sync_every:
             return False
         return bool(self._stop_epoch >= 0)
+
+    def _flat(self, k):
+        """The tensors of group ``k`` as one flat tensor: a check then updates the best
+        copy in two kernels (a concatenation and a ``where``), not one per tensor."""
+        parts = self._views[k] or [self.tensors[i].reshape(-1) for i in self._groups[k]]
+        return parts[0] if len(parts) == 1 else torch.cat(parts)
 
     @property
     def best_epoch(self):
@@ -175,6 +191,12 @@ class EarlyStopper:
         if self._best is None or self.best_epoch is None:
             return False
         with torch.no_grad():
-            for b, t in zip(self._best, self.tensors, strict=True):
-                t.copy_(b)
+            if not self.lazy:
+                for b, t in zip(self._best, self.tensors, strict=True):
+                    t.copy_(b)
+                return True
+            for b, g in zip(self._best, self._groups, strict=True):
+                parts = b.split([self.tensors[i].numel() for i in g])
+                for i, part in zip(g, parts, strict=True):
+                    self.tensors[i].copy_(part.view_as(self.tensors[i]))
         return True

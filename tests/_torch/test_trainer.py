@@ -192,3 +192,29 @@ def test_host_to_device():
     # another device: an asynchronous copy (pinned first on CUDA)
     m = host_to_device(a, "meta", dtype=torch.float64)
     assert m.device.type == "meta" and m.dtype == torch.float64 and m.shape == (5,)
+
+
+def test_device_path_restores_tensors_of_several_shapes_and_dtypes():
+    # the device path keeps one flat copy per dtype: each tensor comes back in its shape
+    tensors = [torch.zeros(2, 3), torch.zeros(4), torch.zeros((), dtype=torch.int64),
+               torch.zeros(3, dtype=torch.float64), torch.zeros(1, 2),
+               torch.zeros(3, 2, dtype=torch.float64).t()]   # not contiguous
+    scores = [3.0, 1.0, 2.0, 2.5, 0.5, 4.0, 5.0]
+    kept = {}
+    for sync_every in (1, 4):
+        ts = [t.clone() if t.is_contiguous() else t.clone().t().contiguous().t()
+              for t in tensors]
+        stopper = EarlyStopper(ts, None, sync_every=sync_every)
+        for epoch, score in enumerate(scores):
+            for k, t in enumerate(ts):   # each tensor a value of its own at each epoch
+                t.fill_(10 * epoch + k)
+            if epoch == 5:   # a diverged check: never kept, never leaks into the best
+                ts[0].fill_(float("nan"))
+            stopper.update(torch.tensor(score) if sync_every > 1 else score, epoch)
+        assert stopper.restore() and stopper.best_epoch == 4
+        kept[sync_every] = ts
+        for k, t in enumerate(ts):
+            assert t.shape == tensors[k].shape and t.dtype == tensors[k].dtype
+            assert t.is_contiguous() == tensors[k].is_contiguous()
+            assert torch.equal(t, torch.full_like(t, 40 + k))
+    assert all(torch.equal(a, b) for a, b in zip(kept[1], kept[4], strict=True))
