@@ -669,12 +669,14 @@ class _DeviceEntries:
             """The block as a dense float64 tensor (duplicates add up, as toarray())."""
             torch, t = self.entries.torch, self.entries
             F = torch.zeros(self.shape, dtype=torch.float64, device=t.cols.device)
+            # without repeated entries a plain scatter does (accumulating sorts them first)
+            add = not t.canonical
             if self.s == 0 and self.e == t.shape[1]:
-                F.index_put_((t.rows.long(), t.cols.long()), t.vals, accumulate=True)
+                F.index_put_((t.rows.long(), t.cols.long()), t.vals, accumulate=add)
             else:
                 m = (t.cols >= self.s) & (t.cols < self.e)
                 F.index_put_((t.rows[m].long(), t.cols[m].long() - self.s), t.vals[m],
-                             accumulate=True)
+                             accumulate=add)
             return F
 
     def __init__(self, X, device):
@@ -682,6 +684,7 @@ class _DeviceEntries:
         self.torch = torch
         X = sp.csr_matrix(X)
         self.shape = X.shape
+        self.canonical = bool(X.has_canonical_format)   # no entry stored twice
         # int32 indices when they fit (kept through the solve; widened per block)
         idx = torch.int32 if max(X.shape) < 2**31 else torch.int64
         counts = torch.from_numpy(np.diff(X.indptr).astype(np.int64)).to(device)

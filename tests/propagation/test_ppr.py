@@ -82,6 +82,21 @@ def test_torch_column_blocks_fill_every_column(small_graph, monkeypatch, dtype, 
     np.testing.assert_allclose(blocks.features, _direct(A, X, 0.1, 0.5), rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("canonical", [True, False])
+def test_sparse_feature_blocks_densify_as_toarray(canonical):
+    # entries stored twice add up (as toarray()); canonical entries are scattered as they are
+    import torch
+
+    from skldp.propagation._ppr import _DeviceEntries
+    indices = [0, 1, 2, 1, 3] if canonical else [2, 0, 2, 1, 3]   # row 0: column 2 twice
+    X = sp.csr_matrix((np.arange(1.0, 6.0), indices, [0, 3, 3, 4, 5]), shape=(4, 4))
+    assert X.has_canonical_format == canonical
+    entries = _DeviceEntries(X, torch.device("cpu"))
+    assert entries.canonical == canonical
+    np.testing.assert_array_equal(entries[:, 0:4].dense().numpy(), X.toarray())
+    np.testing.assert_array_equal(entries[:, 1:3].dense().numpy(), X.toarray()[:, 1:3])
+
+
 def _torch_ppr():
     """The torch backend on the CPU, solved tightly (the card's paths are forced on it)."""
     return PPRPropagation(tol=1e-10, backend="torch", device="cpu")
