@@ -13,7 +13,8 @@ overall budget (``--budget``, 285 s), in this order:
    card);
 5. ``tests``: the test suite, every torch model on CUDA through ``device="auto"``
    (``pytest -n <CPUs, at most 16>`` when pytest-xdist is installed, each worker
-   with its share of the CPUs' threads), with the time the parts before left it;
+   with its share of the CPUs' threads, the tests marked ``long`` handed out
+   first), with the time the parts before left it;
 6. ``profile``: with a GPU and the time left, where LPGNN's time on Facebook goes
    on the card (``lpgnn_facebook_profile.txt``): last, and in a process of its own,
    since CUDA work after the profiler seemed to stay slower.
@@ -108,7 +109,10 @@ def commands(out, smoke):
         workers = _test_workers()
         if workers:
             tests += ["-n", str(workers)]
-            if _xdist_at_least(3, 2):
+            if _xdist_at_least(3, 3):
+                # one test at a time, in order: the long tests first (tests/conftest.py)
+                tests += ["--dist", "load", "--maxschedchunk", "1"]
+            elif _xdist_at_least(3, 2):
                 tests += ["--dist", "worksteal"]   # idle workers take queued tests
     return {
         "tests": tests,

@@ -91,6 +91,7 @@ def test_gpu_check_names_the_tests_that_failed():
     assert mod._pytest_summary("") == "no summary (see pytest.txt)"
 
 
+@pytest.mark.long
 def test_gpu_check_smoke_one_part(tmp_path):
     """The check runs a part in its own process, within its budget, and writes its files."""
     mod = _gpu_check()
@@ -113,6 +114,7 @@ def test_gpu_check_smoke_one_part(tmp_path):
     assert records[0]["status"] == "not run"
 
 
+@pytest.mark.long
 def test_gpu_check_interrupts_a_part_out_of_time(tmp_path, monkeypatch):
     """A part past its limit is interrupted (pytest still reports), then reported."""
     mod = _gpu_check()

@@ -1,6 +1,7 @@
 """benchmarks/bench_head_weight_decay.py: its cells choose a weight decay without a test label."""
 
 import numpy as np
+import pytest
 
 from skldp.datasets import load_dataset
 
@@ -17,6 +18,7 @@ def test_a_validation_split_reports_the_decay_its_validation_nodes_chose(benchma
     assert 0.7 < accs[0] < 0.9   # the 5e-5 head on Cora's raw features
 
 
+@pytest.mark.long
 def test_without_validation_nodes_the_default_chooses_its_own_decay(benchmark_script):
     bench = benchmark_script("bench_head_weight_decay")
     accs, default, chosen = bench.cell(load_dataset("cora"), "public", "raw", 0)

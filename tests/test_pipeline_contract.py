@@ -60,6 +60,7 @@ class SpyClassifier(ClassifierMixin, BaseEstimator):
 
 
 # ------------------------------------------------------------ model selection
+@pytest.mark.long
 def test_cross_val_score_on_labelled_view(graph):
     G, y, fit, test = graph
     lab = np.flatnonzero(fit)
@@ -90,6 +91,7 @@ def test_grid_search_refit_parallel(graph):
     assert [s.epsilon for s in rep.spends if s.step] == [search.best_params_["hds__eps"]]
 
 
+@pytest.mark.long
 def test_grid_search_sequential_matches_manual_refit(graph):
     G, y, fit, test = graph
     lab = np.flatnonzero(fit)
@@ -144,6 +146,7 @@ def test_report_identical_at_fit_and_predict_time(graph):
     np.testing.assert_array_equal(np.asarray(hds.transform(G2)), full[perm])
 
 
+@pytest.mark.long
 def test_report_identical_across_pickle_and_clone(graph):
     G, y, fit, test = graph
     pipe = _pipe(seed=7).fit(G[fit], y[fit])
@@ -192,6 +195,7 @@ def test_feature_names_through_a_fitted_pipeline(graph):
     assert clone(pipe).named_steps["ppr"]._sklearn_output_config == {"transform": "pandas"}
 
 
+@pytest.mark.long
 def test_nodewise_scaler_before_graph_step(graph):
     G, y, fit, test = graph
     pipe = Pipeline([("scale", NodeWise(StandardScaler())), ("ppr", PPRPropagation(alpha=0.3)),

@@ -61,6 +61,7 @@ def test_unseeded_mechanism_is_a_new_collection_per_fit(data):
     assert rep.local_epsilon == pytest.approx(7.0)
 
 
+@pytest.mark.long
 def test_search_over_eps_and_k(data):
     G, y = data
     rep = privacy_report(GridSearchCV(_pipe(), {"hds__eps": [0.5, 4.0], "hds__k": [1, 2]},

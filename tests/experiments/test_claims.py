@@ -8,6 +8,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from skldp.experiments import load_runs
 from skldp.experiments._claims import RunClaims
 
@@ -56,6 +58,7 @@ def _wait_ready(tmp_path, names, timeout=120):
     (tmp_path / "go").touch()
 
 
+@pytest.mark.long
 def test_two_processes_share_a_study_and_never_repeat_a_run(tmp_path):
     procs = [_start(tmp_path, n) for n in ("a", "b")]
     _wait_ready(tmp_path, ["a", "b"])
@@ -73,6 +76,7 @@ def test_two_processes_share_a_study_and_never_repeat_a_run(tmp_path):
     assert not any((tmp_path / "shared_claims").glob("*.claim"))   # all released
 
 
+@pytest.mark.long
 def test_a_killed_sweep_leaves_nothing_half_done(tmp_path):
     p = _start(tmp_path, "a", RUN_SECONDS="1.0", RUNS="6")
     _wait_ready(tmp_path, ["a"])

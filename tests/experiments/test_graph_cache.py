@@ -58,6 +58,7 @@ def _pipe(counter, cls=Pipeline, eps=2.0, **kw):
                 ("clf", LogisticRegression(max_iter=300))], **kw)
 
 
+@pytest.mark.long
 def test_grid_search_n_jobs_2_perturbs_and_propagates_once(graph, tmp_path):
     G, y = graph
     # One counter folder for both searches: it is a parameter, so part of the collection.

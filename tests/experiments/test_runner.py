@@ -166,6 +166,7 @@ def _dying_study(tmp_path, always):
                                                     "always": always}})
 
 
+@pytest.mark.long
 def test_dead_worker_is_retried_never_recorded_twice(tmp_path):
     res = run_study(_dying_study(tmp_path, False), tmp_path, n_jobs=2, retries=1,
                     progress=False)
@@ -174,6 +175,7 @@ def test_dead_worker_is_retried_never_recorded_twice(tmp_path):
     assert res.missing == [] and len(res.done) == 3
 
 
+@pytest.mark.long
 def test_dead_worker_runs_are_reported_missing(tmp_path):
     res = run_study(_dying_study(tmp_path, True), tmp_path, n_jobs=2, retries=1,
                     progress=False)

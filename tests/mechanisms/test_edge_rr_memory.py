@@ -121,6 +121,7 @@ def test_graph_with_isolated_and_empty_rows(monkeypatch):
             _assert_same(R, _reference(A, G.node_keys, eps, mech.seed_, mode, True))
 
 
+@pytest.mark.long
 def test_symmetrized_peak_memory_is_near_the_output(monkeypatch):
     """The 'or' graph is built without a second copy of the reports or of itself.
 

@@ -163,6 +163,7 @@ def test_fit_leaves_the_global_torch_generator_alone(graph, name):
     assert torch.equal(torch.get_rng_state(), before)
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("name", ALL_MODELS)
 def test_training_ignores_global_draws_made_meanwhile(graph, name, monkeypatch):
     """Another thread drawing from torch's global generator (e.g. a concurrent CV fold

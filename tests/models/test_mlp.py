@@ -211,6 +211,7 @@ _EXPECTED_FAILED = {
 }
 
 
+@pytest.mark.long
 @parametrize_with_checks([MLPHead(hidden_layer_sizes=(16,), epochs=30, random_state=0)],
                          expected_failed_checks=lambda est: _EXPECTED_FAILED)
 def test_sklearn_compatible(estimator, check):
@@ -259,6 +260,7 @@ def _words(n, d=400, seed=0):
     return X.astype(float), y
 
 
+@pytest.mark.long
 def test_auto_weight_decay_is_cross_validated_on_few_rows(monkeypatch):
     from skldp.models import _mlp
     X, y = _words(1100)

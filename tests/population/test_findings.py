@@ -170,6 +170,7 @@ def test_4_a_changed_on_device_step_is_refused(sbm):
 
 
 # 5 ----------------------------------------------------------------------------------------
+@pytest.mark.long
 def test_5_nested_and_unusual_searches_are_counted(sbm):
     G, y = sbm
     grid = {"hds__eps": [0.5, 1.0, 4.0]}

@@ -99,6 +99,7 @@ def test_the_same_users_under_another_graph_share_the_ledger(sbm):
     assert G.ledger.local_epsilon == pytest.approx(3.0)   # the original read the journal
 
 
+@pytest.mark.long
 def test_search_in_worker_processes_gives_the_sequential_ledger(sbm):
     G, y = sbm
     grid = {"hds__eps": [0.5, 2.0], "ppr__alpha": [0.1, 0.2]}

@@ -1,0 +1,31 @@
+"""The suite's own configuration: the order of the tests on pytest-xdist's workers."""
+
+from types import SimpleNamespace
+
+from conftest import pytest_collection_modifyitems
+
+
+class _Item:
+    def __init__(self, name, long):
+        self.name, self.long = name, long
+
+    def get_closest_marker(self, name):
+        return object() if name == "long" and self.long else None
+
+
+def _items():
+    return [_Item("a", False), _Item("L1", True), _Item("b", False), _Item("c", False),
+            _Item("L2", True), _Item("d", False)]
+
+
+def test_long_tests_go_first_every_other_one_on_xdist_workers():
+    items = _items()
+    pytest_collection_modifyitems(SimpleNamespace(workerinput={}), items)
+    # handed out two to a worker: each of the first two workers starts with a long test
+    assert [it.name for it in items] == ["L1", "a", "L2", "b", "c", "d"]
+
+
+def test_order_is_pytests_without_workers():
+    items = _items()
+    pytest_collection_modifyitems(SimpleNamespace(), items)
+    assert [it.name for it in items] == ["a", "L1", "b", "c", "L2", "d"]
