@@ -1,8 +1,20 @@
 """The suite's own configuration: the order of the tests on pytest-xdist's workers."""
 
+from pathlib import Path
 from types import SimpleNamespace
 
-from conftest import pytest_collection_modifyitems
+import pytest
+
+
+@pytest.fixture
+def modify_items(request):
+    """This folder's ``pytest_collection_modifyitems``, from the conftest plugin pytest
+    loaded (``import conftest`` may find another folder's conftest.py)."""
+    path = Path(__file__).with_name("conftest.py").resolve()
+    for plugin in request.config.pluginmanager.get_plugins():
+        if Path(getattr(plugin, "__file__", "") or "").resolve() == path:
+            return plugin.pytest_collection_modifyitems
+    raise AssertionError("tests/conftest.py is not loaded")
 
 
 class _Item:
@@ -18,14 +30,14 @@ def _items():
             _Item("L2", True), _Item("d", False)]
 
 
-def test_long_tests_go_first_every_other_one_on_xdist_workers():
+def test_long_tests_go_first_every_other_one_on_xdist_workers(modify_items):
     items = _items()
-    pytest_collection_modifyitems(SimpleNamespace(workerinput={}), items)
+    modify_items(SimpleNamespace(workerinput={}), items)
     # handed out two to a worker: each of the first two workers starts with a long test
     assert [it.name for it in items] == ["L1", "a", "L2", "b", "c", "d"]
 
 
-def test_order_is_pytests_without_workers():
+def test_order_is_pytests_without_workers(modify_items):
     items = _items()
-    pytest_collection_modifyitems(SimpleNamespace(), items)
+    modify_items(SimpleNamespace(), items)
     assert [it.name for it in items] == ["a", "L1", "b", "c", "L2", "d"]
