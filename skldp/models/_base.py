@@ -34,7 +34,6 @@ from ..utils.validation import RANDOM_STATE_CONSTRAINT, Count, Interval, check_i
 __all__ = ["TorchClassifierBase"]
 
 
-
 def take_rows(z, positions):
     """``z[positions]`` for a 1-D tensor of row indices, as ``index_select``: its gradient
     is one scatter-add, where advanced indexing's sorts the indices first (on CUDA two
@@ -43,6 +42,7 @@ def take_rows(z, positions):
             torch.int64, torch.int32):
         return z.index_select(0, positions)
     return z[positions]
+
 
 class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
     """Base of torch classifiers: Adam, early stopping, device handling.

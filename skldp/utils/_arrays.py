@@ -16,9 +16,10 @@ def check_finite_features(X, name="features"):
     if type(X).__module__.startswith("torch"):   # on its device: one number comes back
         if torch_sum_is_finite(X):
             return X
-        step = _torch_row_step(X)
-        for s in range(0, X.shape[0], step):   # the sum overflowed, or an entry is bad
-            bad = (~X[s:s + step].isfinite()).nonzero()
+        rows = X.reshape(1) if X.dim() == 0 else X
+        step = _torch_row_step(rows)
+        for s in range(0, rows.shape[0], step):   # the sum overflowed, or an entry is bad
+            bad = (~rows[s:s + step].isfinite()).nonzero()
             if len(bad):
                 first = bad[0].tolist()
                 first[0] += s
