@@ -7,6 +7,8 @@ apart from ``validation`` (which imports ``GraphData``) leaves no import cycle.
 import numpy as np
 import scipy.sparse as sp
 
+from ._blocks import row_blocks
+
 __all__ = ["check_finite_features", "frame_column_names", "torch_blocks_sum",
            "torch_sum_is_finite", "unique_inverse"]
 
@@ -16,13 +18,12 @@ def check_finite_features(X, name="features"):
     if type(X).__module__.startswith("torch"):   # on its device: one number comes back
         if torch_sum_is_finite(X):
             return X
-        rows = X.reshape(1) if X.dim() == 0 else X
-        step = _torch_row_step(rows)
-        for s in range(0, rows.shape[0], step):   # the sum overflowed, or an entry is bad
-            bad = (~rows[s:s + step].isfinite()).nonzero()
+        X1 = X.reshape(1) if X.dim() == 0 else X
+        for rows in _tensor_row_blocks(X1):   # the sum overflowed, or an entry is bad
+            bad = (~X1[rows].isfinite()).nonzero()
             if len(bad):
                 first = bad[0].tolist()
-                first[0] += s
+                first[0] += rows.start
                 raise ValueError(_not_finite(name, first))
         return X
     data = X.data if sp.issparse(X) else np.asarray(X)
@@ -42,10 +43,9 @@ def check_finite_features(X, name="features"):
 _TORCH_BLOCK = 1 << 24
 
 
-def _torch_row_step(X):
-    """Rows of the tensor ``X`` per block of at most ``_TORCH_BLOCK`` elements (one at least)."""
-    per_row = X[0].numel() if X.dim() and X.shape[0] else 1
-    return max(1, _TORCH_BLOCK // max(per_row, 1))
+def _tensor_row_blocks(X):
+    """:func:`row_blocks` of the (at least 1-d) tensor ``X``, ``_TORCH_BLOCK`` entries each."""
+    return row_blocks(X.shape[0], X[0].numel() if X.shape[0] else 1, _TORCH_BLOCK)
 
 
 def torch_blocks_sum(X, fn):
@@ -53,10 +53,9 @@ def torch_blocks_sum(X, fn):
     float64 scalar tensor): the total stays on the device, no float64 copy of ``X``."""
     import torch
     X = X.reshape(1) if X.dim() == 0 else X
-    step = _torch_row_step(X)
     total = torch.zeros((), dtype=torch.float64, device=X.device)
-    for s in range(0, X.shape[0], step):
-        total += fn(X[s:s + step])
+    for rows in _tensor_row_blocks(X):
+        total += fn(X[rows])
     return total
 
 
