@@ -8,14 +8,18 @@ overall budget (``--budget``, 285 s), in this order:
    model on Cora);
 2. ``pyg``: ``bench_pyg.py``, skldp's GCNClassifier beside PyTorch Geometric's
    GCN on Cora and CiteSeer (Planetoid public split);
-3. ``large``: PrivGE at 1M users / 10M edges on the CPU and on CUDA;
+3. ``large``: PrivGE at 1M users / 10M edges on CUDA (on the CPU when there is
+   no GPU);
 4. ``huge``: PrivGE at 10M users / 100M edges on CUDA (the graph drawn on the
    card);
 5. ``tests``: the test suite, every torch model on CUDA through ``device="auto"``
    (``pytest -n <CPUs, at most 16>`` when pytest-xdist is installed, each worker
    with its share of the CPUs' threads, the tests marked ``long`` handed out
    first), with the time the parts before left it;
-6. ``profile``: with a GPU and the time left, where LPGNN's time on Facebook goes
+6. ``large_cpu``: with a GPU and the time left, the 1M-user case on the CPU, the
+   row that gives ``large`` its CPU / CUDA ratio (about 25 s: after the suite, so
+   that the suite has its time);
+7. ``profile``: with a GPU and the time left, where LPGNN's time on Facebook goes
    on the card (``lpgnn_facebook_profile.txt``): last, and in a process of its own,
    since CUDA work after the profiler seemed to stay slower.
 
@@ -58,8 +62,10 @@ PAGE = os.path.join(ROOT, "docs", "performance", "performance.md")
 BEGIN, END = "<!-- gpu-check:begin -->", "<!-- gpu-check:end -->"
 
 # part -> (seconds it may take at most, the least worth starting it with)
-LIMITS = {"bench": (110, 30), "pyg": (60, 15), "large": (80, 20), "huge": (120, 40),
-          "tests": (180, 30), "profile": (60, 25)}
+LIMITS = {"bench": (110, 30), "pyg": (60, 15), "large": (60, 15), "huge": (120, 40),
+          "tests": (180, 30), "large_cpu": (60, 30), "profile": (60, 25)}
+# parts that only make sense beside a GPU (without one, "large" already ran on the CPU)
+GPU_ONLY = {"large_cpu"}
 PARTS = list(LIMITS)
 GRACE = 10   # seconds a part has to report after its interruption
 
@@ -67,6 +73,11 @@ GRACE = 10   # seconds a part has to report after its interruption
 def _has(module):
     import importlib.util
     return importlib.util.find_spec(module) is not None
+
+
+def _has_gpu():
+    import torch
+    return torch.cuda.is_available()
 
 
 def _test_workers():
@@ -96,8 +107,10 @@ def part_env(name, smoke):
     return {"OMP_NUM_THREADS": str(max(1, available_cpus() // workers))}
 
 
-def commands(out, smoke):
-    """The command of each part (``out``: the output folder)."""
+def commands(out, smoke, gpu=None):
+    """The command of each part (``out``: the output folder; ``gpu``: whether there is
+    one, asked of torch when None)."""
+    gpu = _has_gpu() if gpu is None else gpu
     py = sys.executable
     bench = [py, os.path.join(HERE, "bench_gpu.py")] + (["--tiny"] if smoke else [])
     if smoke:
@@ -121,7 +134,12 @@ def commands(out, smoke):
         "profile": bench + ["--cases", "profile", "--profile-dir", out],
         "pyg": [py, os.path.join(HERE, "bench_pyg.py"), "--json", os.path.join(out, "_pyg.json")]
         + (["--seeds", "2", "--epochs", "3", "--datasets", "cora"] if smoke else ["--seeds", "5"]),
-        "large": bench + ["--cases", "large", "--json", os.path.join(out, "_large.json")]
+        # the CPU's 1M-user row (~25 s) waits for part large_cpu, after the suite
+        "large": bench + ["--cases", "large", "--json", os.path.join(out, "_large.json"),
+                          "--devices", "cuda" if gpu else "cpu"]
+        + (["--large-nodes", "2000"] if smoke else []),
+        "large_cpu": bench + ["--cases", "large", "--json", os.path.join(out, "_large_cpu.json"),
+                              "--devices", "cpu"]
         + (["--large-nodes", "2000"] if smoke else []),
         "huge": bench + ["--cases", "huge", "--json", os.path.join(out, "_huge.json")]
         + (["--huge-nodes", "3000"] if smoke else []),
@@ -138,7 +156,8 @@ def _default_sigint():
 
 def run_parts(parts, out, smoke, budget):
     """Run ``parts`` in order within ``budget`` seconds; one record per part."""
-    cmds = commands(out, smoke)
+    gpu = _has_gpu()
+    cmds = commands(out, smoke, gpu)
     # the parts run this checkout's skldp, whatever is installed
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [ROOT] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
@@ -150,6 +169,10 @@ def run_parts(parts, out, smoke, budget):
         extra = part_env(name, smoke)
         rec = {"part": name, "command": " ".join([f"{k}={v}" for k, v in extra.items()]
                                                  + cmds[name])}
+        if name in GPU_ONLY and not gpu:
+            rec.update(status="not run", why="no GPU")
+            records.append(rec)
+            continue
         if left < least:
             rec.update(status="not run", why=f"{left:.0f} s left of the {budget:.0f} s budget")
             records.append(rec)
@@ -241,7 +264,7 @@ def summary(records, rows, pyg_rows, argv, smoke):
         lines += [f"Test suite (every model with `device=\"auto\"`: CUDA when there is one): "
                   f"{got} ({t['status']}).", ""]
     if rows:
-        table = _table(rows, ["(parts bench, large, huge)"], "", 0.0).split("\n")
+        table = _table(rows, ["(parts bench, large, large_cpu, huge)"], "", 0.0).split("\n")
         lines += table[table.index("") + 1:] + [""]   # the rows, without its own header
     if pyg_rows:
         lines += ["Same files, same protocol: skldp's GCNClassifier and PyTorch Geometric's "
@@ -279,7 +302,8 @@ def main(argv=None):
     os.makedirs(out, exist_ok=True)
     t0 = time.monotonic()
     records = run_parts(a.parts, out, a.smoke, a.budget)
-    rows = _rows(out, "bench") + _rows(out, "large") + _rows(out, "huge")
+    # the 1M-user CPU row before its CUDA row, as bench_gpu puts a case's devices
+    rows = _rows(out, "bench") + _rows(out, "large_cpu") + _rows(out, "large") + _rows(out, "huge")
     pyg_rows = _rows(out, "pyg")
     # the page names the output folder as the command line did, not this machine's path
     shown = ["$OUT" if x == a.out_dir else x.replace(a.out_dir, "$OUT") for x in argv]

@@ -123,7 +123,7 @@ def test_gpu_check_interrupts_a_part_out_of_time(tmp_path, monkeypatch):
     slow = tmp_path / "test_slow.py"
     slow.write_text("import time\n\ndef test_a():\n    pass\n\n"
                     "def test_b():\n    time.sleep(60)\n")
-    monkeypatch.setattr(mod, "commands", lambda out, smoke: {"tests": [
+    monkeypatch.setattr(mod, "commands", lambda out, smoke, gpu=None: {"tests": [
         sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--durations=3",
         str(slow)]})
     t0 = time.monotonic()
@@ -138,12 +138,18 @@ def test_gpu_check_interrupts_a_part_out_of_time(tmp_path, monkeypatch):
 def test_gpu_check_smoke_every_part(tmp_path):
     mod = _gpu_check()
     records, rows, pyg = mod.main(["--smoke", "--budget", "900", "--out-dir", str(tmp_path)])
-    assert [r["status"] for r in records] == ["ok"] * len(mod.PARTS)
-    devices = 2 if torch.cuda.is_available() else 1
+    gpu = torch.cuda.is_available()
+    # without a GPU the large case ran on the CPU in part large: no second CPU row
+    assert [r["status"] for r in records] == ["ok" if gpu or r["part"] != "large_cpu"
+                                              else "not run" for r in records]
+    assert [r["part"] for r in records] == mod.PARTS
+    devices = 2 if gpu else 1
     # ppr: scipy + torch per device; HDS columns and cells: numpy + torch per device;
     # privge and LPGNN on Facebook, 8 models, 2 link predictors, large per device; huge
     # on the last device only
     assert len(rows) == 3 + devices * (1 + 2 + 2 + 8 + 2 + 1) + 1 and len(pyg) == 2
+    large = [r for r in rows if r["case"].startswith("2000 users")]
+    assert [r["device"] for r in large] == (["cpu", "cuda"] if gpu else ["cpu"])
 
 
 def test_sharded_reports_are_the_reports_of_the_whole_graph(bench, binary_sbm):
@@ -180,6 +186,22 @@ def test_synthetic_graph_is_simple_undirected_and_drawn_alike(device, monkeypatc
     assert abs(X.mean() - 0.5) < 0.01 and set(np.unique(y)) == set(range(5))
     deg = np.diff(A.indptr)                       # uniform endpoints: Poisson(20) degrees
     assert abs(deg.mean() - 2 * m / n) < 0.5 and deg.var() < 2 * deg.mean()
+
+
+def test_gpu_check_runs_the_cpu_row_of_the_large_case_after_the_suite(tmp_path, monkeypatch):
+    """With a GPU, part large runs on CUDA and its CPU row waits until after the tests;
+    without one, large runs on the CPU and large_cpu is not run."""
+    mod = _gpu_check()
+    order = mod.PARTS
+    assert order.index("huge") < order.index("tests") < order.index("large_cpu")
+    with_gpu = mod.commands(str(tmp_path), smoke=False, gpu=True)
+    assert with_gpu["large"][-2:] == ["--devices", "cuda"]
+    assert with_gpu["large_cpu"][-2:] == ["--devices", "cpu"]
+    assert mod.commands(str(tmp_path), smoke=False, gpu=False)["large"][-2:] == ["--devices",
+                                                                                 "cpu"]
+    monkeypatch.setattr(mod, "_has_gpu", lambda: False)
+    records = mod.run_parts(["large_cpu"], str(tmp_path), True, budget=100)
+    assert records[0]["status"] == "not run" and records[0]["why"] == "no GPU"
 
 
 def test_gpu_check_gives_each_test_worker_its_share_of_threads(monkeypatch):
