@@ -685,7 +685,7 @@ class LDPMechanism(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
         Two raw rows with the same device input get the same report (and cost
         nothing more): the report is a function of this input only.
         """
-        check_finite_features(X)
+        # (clip_to_range refuses NaN and inf: its range check reads them)
         return clip_to_range(X, self.feature_min_, self.feature_max_, owner=type(self).__name__,
                              dtype=self._input_dtype)
 

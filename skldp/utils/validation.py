@@ -10,7 +10,7 @@ from sklearn.utils._param_validation import Interval as _Interval
 
 from .._graph_data import GraphData
 from ..exceptions import InvalidParameterError, PrivacyLeakWarning
-from ._arrays import check_finite_features, frame_column_names
+from ._arrays import check_finite_features, frame_column_names, within_bounds
 from ._blocks import row_blocks
 
 __all__ = ["Count", "Interval", "EPS_CONSTRAINT", "LABEL_MECHANISM_CONSTRAINT",
@@ -234,9 +234,11 @@ def clip_to_range(X, lo, hi, owner="mechanism", dtype=np.float64):
 
     Sparse input stays sparse when 0 lies inside every column's range. Dense
     input becomes ``dtype``; ``dtype=None`` keeps a float32 or float64 input's
-    own (for readers that widen the values they take).
+    own (for readers that widen the values they take). NaN or infinite values
+    raise a ``ValueError`` (:func:`check_finite_features`'s).
     """
     if sp.issparse(X):
+        check_finite_features(X)
         if np.all(lo <= 0) and np.all(hi >= 0):
             X = sp.csr_matrix(X, copy=True)
             cols = X.indices
@@ -251,17 +253,16 @@ def clip_to_range(X, lo, hi, owner="mechanism", dtype=np.float64):
         X = np.asarray(X)
         dtype = X.dtype if X.dtype in (np.float32, np.float64) else np.float64
     X = np.asarray(X, dtype=dtype)
-    # In range, the usual case, X is returned without a clipped copy. The columns'
-    # extremes say so in one reading pass (NaN was refused before); the values outside
-    # are counted, in row blocks, only when some column has any.
-    n_bad = 0
-    if X.size and (np.any(X.min(axis=0) < lo) or np.any(X.max(axis=0) > hi)):
-        n_bad = sum(int(np.count_nonzero((X[rows] < lo) | (X[rows] > hi)))
-                    for rows in row_blocks(*X.shape, 1 << 18))
-    if not n_bad:
+    # In range, the usual case, X is returned without a clipped copy after one reading
+    # pass, which also shows it finite (NaN and inf are outside any finite bounds).
+    # Otherwise bad values are refused, and the values outside counted in row blocks.
+    if within_bounds(X, lo, hi):
         X = X.view()
         X.flags.writeable = False  # possibly the caller's array: mechanisms only read it
         return X
+    check_finite_features(X)
+    n_bad = sum(int(np.count_nonzero((X[rows] < lo) | (X[rows] > hi)))
+                for rows in row_blocks(*X.shape, 1 << 18))
     _warn_clip(n_bad, owner)
     return np.clip(X, lo, hi)
 

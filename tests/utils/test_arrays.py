@@ -1,4 +1,5 @@
-"""Tests of the array helpers: labels' unique values, and the finite check of tensors."""
+"""Tests of the array helpers: labels' unique values, the finite check of tensors, and
+the range check of arrays."""
 
 import numpy as np
 import pytest
@@ -6,7 +7,12 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from skldp.utils import _arrays
-from skldp.utils._arrays import check_finite_features, torch_blocks_sum, unique_inverse
+from skldp.utils._arrays import (
+    check_finite_features,
+    torch_blocks_sum,
+    unique_inverse,
+    within_bounds,
+)
 
 
 @pytest.mark.parametrize("y", [
@@ -67,3 +73,32 @@ def test_tensor_reductions_go_by_blocks_without_a_float64_copy(monkeypatch):
     T[613, 7] = 0
     T[:, 0] = 3e38   # finite entries whose float32 sum would overflow
     assert check_finite_features(T) is T
+
+
+@pytest.mark.parametrize("torch_loaded", [True, False])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_within_bounds_reads_every_entry_and_refuses_nan_and_inf(torch_loaded, dtype,
+                                                                  monkeypatch):
+    """One pass over the extremes (torch's when loaded, numpy's else) when the bounds are
+    alike, one per column otherwise: the same answers."""
+    import sys
+    if not torch_loaded:
+        monkeypatch.delitem(sys.modules, "torch")
+    X = np.random.default_rng(0).uniform(0.2, 0.8, (50, 6)).astype(dtype)
+    same_lo, same_hi = np.zeros(6), np.ones(6)
+    assert within_bounds(X, same_lo, same_hi)
+    assert within_bounds(X[:0], same_lo, same_hi)
+    X.flags.writeable = False             # a read-only input is read, without a warning
+    assert within_bounds(X[:, ::2], same_lo[:3], same_hi[:3])   # not contiguous
+    per_lo, per_hi = np.zeros(6), np.full(6, 0.5)   # one column's bound differs
+    per_hi[1:] = 1.0
+    assert within_bounds(X, per_lo, per_hi) == bool(X[:, 0].max() <= 0.5) is False
+    assert within_bounds(np.where(np.arange(6) == 0, 0.4, X), per_lo, per_hi)
+    for bad, where in [(np.nan, (3, 4)), (np.inf, (0, 0)), (-np.inf, (49, 5)), (1.5, (9, 1)),
+                       (-0.1, (2, 2))]:
+        Y = X.copy()
+        Y[where] = bad
+        assert not within_bounds(Y, same_lo, same_hi)
+        assert not within_bounds(Y, per_lo, np.maximum(per_hi, 1.0))
+    if not torch_loaded:
+        assert "torch" not in sys.modules   # not imported for the check

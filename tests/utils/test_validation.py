@@ -103,6 +103,30 @@ def test_clip_to_range_clips_and_counts_across_row_blocks(monkeypatch):
     assert X.min() < 0                  # the input is not clipped in place
 
 
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_clip_to_range_refuses_nan_and_inf_naming_the_entry(bad, sparse):
+    """The range check also reads NaN and inf (no finiteness pass of its own): refused,
+    never clipped into range."""
+    import scipy.sparse as sp
+    X = np.linspace(0.1, 0.9, 40).reshape(8, 5)
+    X[6, 3] = bad
+    with pytest.raises(ValueError, match=r"contain NaN or infinite values \(first at row 6, "
+                                         r"column 3\)"):
+        clip_to_range(sp.csr_matrix(X) if sparse else X, np.zeros(5), np.ones(5))
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_mechanism_refuses_a_bad_entry_it_would_perturb(bad):
+    from skldp.mechanisms import HDSMechanism
+    X = np.random.default_rng(0).random((30, 4)).astype(np.float32)
+    X[7, 2] = bad
+    G = GraphData(X)
+    hds = HDSMechanism(eps=1.0, feature_range=(0, 1), random_state=0)
+    with pytest.raises(ValueError, match=r"first at row 7, column 2"):
+        hds.fit(G[np.arange(30) != 7]).transform(G)
+
+
 @pytest.mark.parametrize("feature_range, side, shape", [
     ((np.zeros(2), 1.0), "lo", "(2,)"),
     ((0.0, np.ones(4)), "hi", "(4,)"),
