@@ -89,11 +89,13 @@ def within_bounds(X, lo, hi):
 def _extremes(X):
     """``(X.min(), X.max())`` of a dense float array, in one pass where torch can."""
     torch = sys.modules.get("torch")   # never imported for this alone: 2 s the first time
-    if torch is not None and X.dtype in (np.float32, np.float64):
+    # (a view of X's memory: only an array stored in one piece, never a copy of it)
+    if (torch is not None and X.dtype in (np.float32, np.float64)
+            and (X.flags.c_contiguous or X.flags.f_contiguous)):
         with warnings.catch_warnings():
             # a read-only array (the caller's, or a memory map) is only read here
             warnings.simplefilter("ignore", UserWarning)
-            T = torch.from_numpy(np.ascontiguousarray(X))
+            T = torch.from_numpy(X)
         smallest, largest = T.aminmax()
         return float(smallest), float(largest)
     return X.min(), X.max()

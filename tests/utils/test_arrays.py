@@ -90,6 +90,7 @@ def test_within_bounds_reads_every_entry_and_refuses_nan_and_inf(torch_loaded, d
     assert within_bounds(X[:0], same_lo, same_hi)
     X.flags.writeable = False             # a read-only input is read, without a warning
     assert within_bounds(X[:, ::2], same_lo[:3], same_hi[:3])   # not contiguous
+    assert not within_bounds(np.asfortranarray(X), same_lo, np.full(6, 0.5))
     per_lo, per_hi = np.zeros(6), np.full(6, 0.5)   # one column's bound differs
     per_hi[1:] = 1.0
     assert within_bounds(X, per_lo, per_hi) == bool(X[:, 0].max() <= 0.5) is False
