@@ -1,6 +1,7 @@
 """A torch multi-layer perceptron head for node embeddings (PrivGE's classifier)."""
 
 import copy
+import itertools
 import numbers
 import warnings
 from numbers import Real
@@ -71,11 +72,13 @@ class _Standardized:
     def __init__(self, X, norm, device):
         self._X, self._norm, self.device = np.asarray(X), norm, device
         self.a = self.t = None
+        self._blocks = None   # once arranged: id of a positions tensor -> (it, its block)
 
     def arrange(self, order):
         """Store the rows ``order`` (positions of ``X``), in that order; returns the map
         from positions of ``X`` to rows of the store (-1: not stored)."""
         self._build(np.asarray(order, dtype=np.intp))
+        self._blocks = {}
         return _store_map(self._n, order)
 
     def _build(self, order=None):
@@ -93,9 +96,17 @@ class _Standardized:
         if self._X is not None:
             self._build()
         if self.a is not None:
+            # an arranged full batch asks for the same tensors (training, validation
+            # rows) every epoch: a block of rows in place, found once for each
+            seen = self._blocks.get(id(positions)) if self._blocks is not None else None
+            if seen is not None and seen[0] is positions:
+                return seen[1]
             p = positions.numpy()
             if len(p) and p[-1] - p[0] == len(p) - 1 and (len(p) == 1 or (np.diff(p) == 1).all()):
-                return self.t[p[0]:p[-1] + 1]   # a block in place (an arranged full batch)
+                block = self.t[p[0]:p[-1] + 1]
+                if self._blocks is not None:
+                    self._blocks[id(positions)] = (positions, block)
+                return block
             # numpy's take gathers rows ~4x faster than torch indexing
             return torch.from_numpy(np.take(self.a, p, axis=0))
         return self.t[positions]
@@ -528,7 +539,12 @@ class MLPHead(TorchClassifierBase):
             return torch.cat([module(data.rows(positions[s:s + _CHUNK_ROWS]))
                               for s in range(0, len(positions), _CHUNK_ROWS)])
         if isinstance(data, (_Standardized, _DeviceStandardized)):
-            return module[1:](data.rows(positions))
+            # the layers after the input normalisation, in turn (module[1:] would build
+            # a new Sequential at every step: a tenth of a small fit's host time)
+            h = data.rows(positions)
+            for layer in itertools.islice(module, 1, None):
+                h = layer(h)
+            return h
         return module(data[positions])
 
     def _batch_chunk_rows(self, n_rows):

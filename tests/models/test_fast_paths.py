@@ -97,6 +97,26 @@ def test_mlp_head_normalising_on_the_device_fits_as_on_the_host(monkeypatch, bat
     assert dev.n_iter_ == host.n_iter_
 
 
+def test_full_batch_reads_its_training_and_validation_rows_in_place(monkeypatch):
+    """An arranged full batch: each epoch's training and validation rows are blocks of
+    the normalised store (views, no gather), each found once; mini-batches gather."""
+    rng = np.random.default_rng(0)
+    X, y = rng.random((90, 6)), np.arange(90) % 3
+    reads = []
+    rows = _mlp._Standardized.rows
+    monkeypatch.setattr(_mlp._Standardized, "rows",
+                        lambda self, p: reads.append((self, rows(self, p))) or reads[-1][1])
+    MLPHead(epochs=12, early_stopping=True, validation_fraction=0.3, patience=50, weight_decay=1e-4,
+            random_state=0).fit(X, y)
+    data = reads[0][0]
+    assert len(reads) >= 24 and {id(d) for d, _ in reads} == {id(data)}
+    assert all(out._base is data.t for _, out in reads)   # slices of the store
+    assert len(data._blocks) == 2                            # training, validation
+    reads.clear()
+    MLPHead(epochs=3, batch_size=16, weight_decay=1e-4, random_state=0).fit(X, y)
+    assert reads and all(out._base is not reads[0][0].t for _, out in reads)
+
+
 def test_mlp_head_predicts_in_row_chunks_as_in_one_piece(monkeypatch):
     rng = np.random.default_rng(6)
     X = rng.normal(size=(300, 6))
