@@ -70,20 +70,23 @@ def torch_sum_is_finite(X):
 
 
 def within_bounds(X, lo, hi):
-    """Whether every entry of the dense array ``X`` lies in ``[lo[j], hi[j]]`` of its
-    column ``j`` (finite bounds): ``False`` if any entry is NaN or infinite.
+    """Whether every entry of the dense array ``X`` is finite and lies in
+    ``[lo[j], hi[j]]`` of its column ``j``.
 
     Bounds alike for every column (the usual case) need one reading pass: ``X``'s
     smallest and largest entries, by torch's ``aminmax`` on the process's threads when
     torch is loaded (3x numpy's two passes on 2 cores), else numpy's ``min`` and
-    ``max``. Each compares false with NaN, so no finiteness pass is needed.
+    ``max``. NaN and inf show in the extremes, so no finiteness pass is needed.
     """
     if X.size == 0:
         return True
     if np.all(lo == lo[0]) and np.all(hi == hi[0]):
         smallest, largest = _extremes(X)
-        return bool(smallest >= lo[0] and largest <= hi[0])
-    return bool(np.all(X.min(axis=0) >= lo) and np.all(X.max(axis=0) <= hi))
+    else:
+        smallest, largest = X.min(axis=0), X.max(axis=0)
+    # (finite extremes: infinite bounds would let inf through)
+    return bool(np.all(np.isfinite(smallest)) and np.all(np.isfinite(largest))
+                and np.all(smallest >= lo) and np.all(largest <= hi))
 
 
 def _extremes(X):

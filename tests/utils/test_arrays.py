@@ -101,5 +101,7 @@ def test_within_bounds_reads_every_entry_and_refuses_nan_and_inf(torch_loaded, d
         Y[where] = bad
         assert not within_bounds(Y, same_lo, same_hi)
         assert not within_bounds(Y, per_lo, np.maximum(per_hi, 1.0))
+        if np.isinf(bad):   # infinite bounds do not let inf through
+            assert not within_bounds(Y, np.full(6, -np.inf), np.full(6, np.inf))
     if not torch_loaded:
         assert "torch" not in sys.modules   # not imported for the check
