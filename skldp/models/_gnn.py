@@ -538,7 +538,10 @@ class GNNClassifierBase(TorchClassifierBase):
         if mech is not None:
             y = mech.randomize(y, G)   # the users answer through their population
             self.label_mechanism_ = mech
-        return super().fit(G, y)
+        try:
+            return super().fit(G, y)
+        finally:
+            self.__dict__.pop("_targets_seen", None)
 
     def _selection(self):
         """``selection`` with "auto" resolved: "both" on given validation nodes, else "loss"."""
@@ -559,16 +562,29 @@ class GNNClassifierBase(TorchClassifierBase):
         # The error rate of the rows with a target (a target of -100 is ignored, as by
         # the loss). With randomized labels it is the error against the noisy labels:
         # under symmetric RR, E[noisy acc] = q + (p - q) * clean acc, so it ranks epochs
-        # as the clean accuracy would. Nothing is read on the host (no wait per epoch).
-        valid = targets >= 0
-        n_valid = valid.sum()
-        hits = (logits.argmax(dim=1) == targets).logical_and_(valid)
-        err = 1.0 - hits.sum().double() / n_valid.clamp_min(1)
-        err = torch.where(n_valid > 0, err, torch.zeros_like(err))
+        # as the clean accuracy would. Nothing is read on the host per epoch.
+        valid, n_valid = self._rows_with_a_target(targets)
+        if n_valid == 0:
+            err = torch.zeros((), dtype=torch.float64, device=logits.device)
+        else:
+            hits = logits.argmax(dim=1) == targets
+            if valid is not None:
+                hits.logical_and_(valid)
+            err = 1.0 - hits.sum().double() / n_valid
         if selection == "accuracy":
             return err
         loss = super()._validation_score(logits, targets, positions)
         return torch.stack([loss.double(), err])
+
+    def _rows_with_a_target(self, targets):
+        """``(mask or None when every row has one, count)`` of the validation rows with
+        a target: the same tensor every epoch, so read once per fit (one wait)."""
+        seen = self.__dict__.get("_targets_seen")
+        if seen is None or seen[0] is not targets:
+            valid = targets >= 0
+            n = int(valid.sum())
+            seen = self._targets_seen = (targets, None if n == len(targets) else valid, n)
+        return seen[1], seen[2]
 
     def _make_label_mechanism(self, y):
         """A fitted clone of ``label_mechanism`` (``None`` when labels are not private)."""

@@ -259,6 +259,28 @@ def test_selection_by_both_keeps_an_epoch_best_on_loss_and_accuracy(cls, data):
     np.testing.assert_allclose(scores[:, 0], by_loss.validation_scores_[:clf.n_iter_], rtol=1e-5)
 
 
+def test_validation_error_counts_only_rows_with_a_target():
+    """The error rate ignores targets of -100 (dropped rows) and is 0 with none left;
+    the rows with a target are found once per targets tensor, and forgotten after fit."""
+    clf = LPGNNClassifier(selection="accuracy")
+    logits = torch.tensor([[2.0, 0.0], [0.0, 2.0], [2.0, 0.0], [0.0, 2.0]])
+    score = clf._validation_score
+    every = torch.tensor([0, 0, 0, 1])
+    assert float(score(logits, every, None)) == pytest.approx(0.25)
+    some = torch.tensor([0, -100, -100, 0])      # one hit, one miss among the two kept
+    assert float(score(logits, some, None)) == pytest.approx(0.5)
+    assert clf._targets_seen[0] is some and clf._targets_seen[2] == 2
+    assert float(score(logits, torch.full((4,), -100), None)) == 0.0
+    both = LPGNNClassifier(selection="both")._validation_score(logits, some, None)
+    assert both.shape == (2,) and float(both[1]) == pytest.approx(0.5)
+
+
+def test_fit_forgets_its_validation_targets(data):
+    G, y, tr, te = data
+    clf = LPGNNClassifier(random_state=0, selection="accuracy", **FAST).fit(G[tr], y[tr])
+    assert clf.validation_scores_ and "_targets_seen" not in clf.__dict__
+
+
 def test_selection_auto_watches_both_only_on_given_validation_nodes(data, caplog):
     G, y, tr, te = data
     val = te[:40]
