@@ -8,8 +8,8 @@ weights (lower is better). The loop owns everything else: the loss curve, the
 validation scores, the :class:`~skldp._torch.EarlyStopper`, the log and when
 the host waits for the device.
 
-Losses and scores stay on the device in preallocated tensors; the host reads
-them once, at the end (or every epoch with ``log``, which formats them). On
+Losses and scores stay where the steps made them (on the device); the host reads
+them once, at the end, in one stack (or every epoch with ``log``, which formats them). On
 an accelerator the stop flag is read every ``sync_every`` checks only
 (:func:`default_sync_every`), so a fit of a few hundred small full-batch
 epochs does not wait for the GPU hundreds of times.
@@ -63,8 +63,7 @@ class TrainResult:
     best_epoch: int = None
 
 
-def train(step, epochs, *, validate=None, stopper=None, check_every=1, log=None,
-          device="cpu"):
+def train(step, epochs, *, validate=None, stopper=None, check_every=1, log=None):
     """Run up to ``epochs`` epochs of ``step`` with validation checks and early stopping.
 
     Parameters
@@ -88,40 +87,31 @@ def train(step, epochs, *, validate=None, stopper=None, check_every=1, log=None,
         ``log(epoch, loss, score, seconds)`` after every epoch (``score`` is
         a float, a list of floats for several criteria, or ``None`` without a
         check); reading the values waits for the device.
-    device : str or torch.device, default="cpu"
-        Where the loss curve and the scores are kept.
 
     Returns
     -------
     TrainResult
     """
     epochs = int(epochs)
-    f64 = dict(dtype=torch.float64, device=device)
-    losses = torch.zeros(epochs, **f64)
-    scores = None   # allocated at the first check (a score may hold several criteria)
-    has_loss = False
-    n_checks = 0
+    # each epoch's loss and score tensors, stacked once at the end: no copy per epoch
+    # (on a GPU each copy is a kernel launch, and launches are what a small epoch costs)
+    losses, scores = [], []
     epoch = -1
     for epoch in range(epochs):
         t0 = time.perf_counter() if log is not None else 0.0
         loss = step(epoch)
-        if loss is not None:
-            losses[epoch] = loss.detach()
-            has_loss = True
+        losses.append(None if loss is None else loss.detach())
         score = None
         stop = False
         if validate is not None and (epoch + 1) % check_every == 0:
             score = validate(epoch)
             score = (score.detach() if torch.is_tensor(score)
                      else torch.tensor(float(score), dtype=torch.float64))
-            if scores is None:
-                scores = torch.zeros((max(1, epochs // check_every), *score.shape), **f64)
-            scores[n_checks] = score
-            n_checks += 1
+            scores.append(score)
             if stopper is not None:
                 stop = stopper.update(score, epoch)
         if log is not None:
-            log(epoch, float(losses[epoch]) if loss is not None else None,
+            log(epoch, float(loss) if loss is not None else None,
                 None if score is None else score.tolist(), time.perf_counter() - t0)
         if stop:
             break
@@ -132,9 +122,26 @@ def train(step, epochs, *, validate=None, stopper=None, check_every=1, log=None,
             n_iter = stopped_at + 1
         stopper.restore()
     n_counted = n_iter // check_every if validate is not None else 0
+    has_loss = any(v is not None for v in losses)
     return TrainResult(
         n_iter=n_iter,
-        loss_curve=losses[:n_iter].tolist() if has_loss else [],
-        validation_scores=[] if scores is None else scores[:n_counted].tolist(),
+        loss_curve=_float64_list(losses[:n_iter]) if has_loss else [],
+        validation_scores=_float64_list(scores[:n_counted]),
         best_epoch=stopper.best_epoch if stopper is not None else None)
+
+
+def _float64_list(values):
+    """The values of equal-shaped tensors (``None``: 0) as float64 lists, read in one
+    transfer: one stack per dtype and device, not one copy per epoch."""
+    if not values:
+        return []
+    like = next(v for v in values if v is not None)
+    groups = {}
+    for i, v in enumerate(values):
+        if v is not None:
+            groups.setdefault((v.dtype, v.device), []).append(i)
+    out = torch.zeros((len(values), *like.shape), dtype=torch.float64, device="cpu")
+    for idx in groups.values():
+        out[idx] = torch.stack([values[i] for i in idx]).double().cpu()
+    return out.tolist()
 

@@ -634,7 +634,7 @@ class _DPTrainerBase(PrivateStepMixin, GraphClassifierMixin, BaseEstimator):
                                               t + 1, steps, time.perf_counter() - t0)
 
         t0 = time.perf_counter()
-        result = train(dp_step, steps, validate=validate, stopper=stopper, device=device,
+        result = train(dp_step, steps, validate=validate, stopper=stopper,
                        log=log if self.verbose else None)
         self.n_iter_ = result.n_iter
         self.validation_scores_ = result.validation_scores

@@ -296,8 +296,7 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
             stopper = EarlyStopper(list(module.state_dict().values()), self.patience,
                                    sync_every=default_sync_every(device))
         return train(step, self.epochs, validate=validate if val is not None else None,
-                     stopper=stopper, log=self._epoch_logger() if self.verbose else None,
-                     device=device)
+                     stopper=stopper, log=self._epoch_logger() if self.verbose else None)
 
     def _epoch_logger(self):
         """``log`` of the training loop: one INFO line per epoch."""

@@ -472,7 +472,7 @@ class VGAELinkPredictor(_LinkPredictorBase):
                                    sync_every=default_sync_every(device))
         with dropout_generator(torch_generator(stream_seed(seed, "dropout"), device)):
             result = train(step, self.epochs, validate=validate, stopper=stopper,
-                           check_every=self.check_every, device=device,
+                           check_every=self.check_every,
                            log=self._epoch_logger() if self.verbose else None)
         return self._finish_training(module, result)
 
@@ -771,7 +771,7 @@ class HadamardLinkPredictor(_LinkPredictorBase):
                                    sync_every=default_sync_every(device))
         with dropout_generator(torch_generator(stream_seed(seed, "dropout"), device)):
             result = train(step, self.epochs, validate=validate, stopper=stopper,
-                           device=device, log=self._epoch_logger() if self.verbose else None)
+                           log=self._epoch_logger() if self.verbose else None)
         return self._finish_training(module, result)
 
     def decision_function(self, X):

@@ -493,8 +493,7 @@ class SolitudeClassifier(GNNClassifierBase):
                                    sync_every=default_sync_every(device))
         with dropout_generator(drop_gen):
             result = train(step, self.epochs, validate=validate if val is not None else None,
-                           stopper=stopper, device=device,
-                           log=self._epoch_logger() if self.verbose else None)
+                           stopper=stopper, log=self._epoch_logger() if self.verbose else None)
         self.n_iter_ = result.n_iter
         self.loss_curve_ = result.loss_curve
         self.validation_scores_ = result.validation_scores

@@ -218,3 +218,34 @@ def test_device_path_restores_tensors_of_several_shapes_and_dtypes():
             assert t.is_contiguous() == tensors[k].is_contiguous()
             assert torch.equal(t, torch.full_like(t, 40 + k))
     assert all(torch.equal(a, b) for a, b in zip(kept[1], kept[4], strict=True))
+
+
+def test_losses_and_scores_are_read_once_not_copied_every_epoch():
+    """The loop keeps each epoch's tensors and stacks them at the end: as many copies for
+    5 epochs as for 40 (on a GPU a copy per epoch is a kernel launch per epoch)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Copies(TorchDispatchMode):
+        n = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if func.__name__.startswith(("copy_", "_to_copy", "index_put")):
+                Copies.n += 1
+            return func(*args, **(kwargs or {}))
+
+    def run(epochs):
+        losses = [torch.tensor(1.0 / (e + 1)) for e in range(epochs)]          # float32
+        scores = [torch.tensor([2.0 - e, 0.5], dtype=torch.float64) for e in range(epochs)]
+        Copies.n = 0
+        with Copies():
+            res = train(lambda e: None if e == 1 else losses[e], epochs,
+                        validate=lambda e: scores[e])
+        return res, Copies.n
+
+    res, few = run(5)
+    _, many = run(40)
+    assert few == many
+    # float32's values, exactly; a step without a loss counts 0
+    assert res.loss_curve == [float(torch.tensor(1.0 / (e + 1))) if e != 1 else 0.0
+                              for e in range(5)]
+    assert res.validation_scores == [[2.0 - e, 0.5] for e in range(5)]
