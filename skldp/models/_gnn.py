@@ -570,7 +570,7 @@ class GNNClassifierBase(TorchClassifierBase):
             hits = logits.argmax(dim=1) == targets
             if valid is not None:
                 hits.logical_and_(valid)
-            err = 1.0 - hits.sum().double() / n_valid
+            err = 1.0 - hits.sum(dtype=torch.float64) / n_valid   # (counted in float64)
         if selection == "accuracy":
             return err
         loss = super()._validation_score(logits, targets, positions)
