@@ -691,7 +691,8 @@ class _DeviceEntries:
         self.rows = torch.repeat_interleave(
             torch.arange(X.shape[0], device=device, dtype=idx), counts, output_size=X.nnz)
         self.cols = torch.from_numpy(X.indices).to(device=device, dtype=idx)
-        self.vals = torch.from_numpy(X.data.astype(np.float64)).to(device)
+        # (float64 values are sent as they are: no host copy first; nothing writes them)
+        self.vals = torch.from_numpy(X.data.astype(np.float64, copy=False)).to(device)
 
     def __getitem__(self, key):
         _, cols = key   # X[:, s:e], as the column blocks of a dense X are taken
