@@ -70,7 +70,8 @@ def train(step, epochs, *, validate=None, stopper=None, check_every=1, log=None)
     ----------
     step : callable
         ``step(epoch) -> torch.Tensor or None``: one epoch of updates; returns
-        its training loss (a 0-d tensor, kept on the device) or ``None``.
+        its training loss (a 0-d tensor, kept on the device and never written
+        again: the loop keeps it, not a copy) or ``None``.
     epochs : int
         Maximum number of epochs.
     validate : callable or None, default=None
