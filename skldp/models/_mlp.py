@@ -57,6 +57,26 @@ def _store_map(n, order):
     return where
 
 
+def _arranged_block(blocks, positions):
+    """``(start, stop)`` when the rows ``positions`` of an arranged store are one block
+    of it, else ``None``; ``blocks`` is the store's memo (``None``: not arranged, so
+    mini-batches, which gather their rows).
+
+    An arranged full batch asks for the same two tensors (training, validation rows)
+    every epoch: whether each is a block is read once (from the device, one wait),
+    then the block is read in place (no gather of n x d values per epoch).
+    """
+    if blocks is None:
+        return None
+    seen = blocks.get(id(positions))
+    if seen is None or seen[0] is not positions:
+        p = positions
+        block = (int(p[0]), int(p[-1]) + 1) if len(p) and (
+            len(p) == 1 or bool((p.diff() == 1).all())) else None
+        blocks[id(positions)] = seen = (positions, block)
+    return seen[1]
+
+
 class _Standardized:
     """Dense training rows normalised once before the epochs.
 
@@ -72,7 +92,7 @@ class _Standardized:
     def __init__(self, X, norm, device):
         self._X, self._norm, self.device = np.asarray(X), norm, device
         self.a = self.t = None
-        self._blocks = None   # once arranged: id of a positions tensor -> (it, its block)
+        self._blocks = None   # once arranged: _arranged_block's memo
 
     def arrange(self, order):
         """Store the rows ``order`` (positions of ``X``), in that order; returns the map
@@ -95,20 +115,12 @@ class _Standardized:
     def rows(self, positions):
         if self._X is not None:
             self._build()
+        block = _arranged_block(self._blocks, positions)
+        if block is not None:   # an arranged full batch: a block of rows, in place
+            return self.t[block[0]:block[1]]
         if self.a is not None:
-            # an arranged full batch asks for the same tensors (training, validation
-            # rows) every epoch: a block of rows in place, found once for each
-            seen = self._blocks.get(id(positions)) if self._blocks is not None else None
-            if seen is not None and seen[0] is positions:
-                return seen[1]
-            p = positions.numpy()
-            if len(p) and p[-1] - p[0] == len(p) - 1 and (len(p) == 1 or (np.diff(p) == 1).all()):
-                block = self.t[p[0]:p[-1] + 1]
-                if self._blocks is not None:
-                    self._blocks[id(positions)] = (positions, block)
-                return block
             # numpy's take gathers rows ~4x faster than torch indexing
-            return torch.from_numpy(np.take(self.a, p, axis=0))
+            return torch.from_numpy(np.take(self.a, positions.numpy(), axis=0))
         return self.t[positions]
 
 
@@ -189,24 +201,14 @@ class _DeviceStandardized:
             self._gather(order)
         else:
             self.t = self.t[order]
-        self._blocks = {}   # id of a positions tensor -> (it, its block of rows or None)
+        self._blocks = {}   # _arranged_block's memo
         return where
 
     def rows(self, positions):
         if self.t is None:
             self._gather()
-        if self._blocks is None:   # not arranged: mini-batches gather their rows
-            return self.t[positions]
-        # An arranged full batch asks for the same two tensors (training, validation
-        # rows) every epoch: whether each is a block of rows is read from the device
-        # once, then the block is read in place (no gather of n x d values per epoch)
-        seen = self._blocks.get(id(positions))
-        if seen is None or seen[0] is not positions:
-            p = positions
-            block = (int(p[0]), int(p[-1]) + 1) if len(p) and (
-                len(p) == 1 or bool((p.diff() == 1).all())) else None
-            self._blocks[id(positions)] = seen = (positions, block)
-        return self.t[positions] if seen[1] is None else self.t[seen[1][0]:seen[1][1]]
+        block = _arranged_block(self._blocks, positions)
+        return self.t[positions] if block is None else self.t[block[0]:block[1]]
 
 
 class _HeldRows:
