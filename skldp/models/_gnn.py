@@ -324,15 +324,18 @@ class _GATConv(nn.Module):
         if scale != 1.0:   # (c x) W = c (x W): the input stays as it is (sparse, offset)
             h = h * scale
         h = h.view(-1, self.heads, self.n_out)
-        e = F.leaky_relu((h * self.att_src).sum(-1)[src] + (h * self.att_dst).sum(-1)[dst], 0.2)
+        # rows gathered with index_select: its gradient is a scatter-add (indexing's
+        # accumulating index_put made CPU fits with several threads differ run to run)
+        e = F.leaky_relu(take_rows((h * self.att_src).sum(-1), src)
+                         + take_rows((h * self.att_dst).sum(-1), dst), 0.2)
         e_max = torch.full((n, self.heads), -torch.inf, device=e.device, dtype=e.dtype)
         e_max = e_max.scatter_reduce(0, dst[:, None].expand_as(e), e, reduce="amax")
-        w = torch.exp(e - e_max[dst])
+        w = torch.exp(e - take_rows(e_max, dst))
         denom = torch.zeros((n, self.heads), device=e.device, dtype=e.dtype).index_add_(0, dst, w)
-        alpha = w / denom[dst]
+        alpha = w / take_rows(denom, dst)
         alpha = dropout(alpha, getattr(self, "attention_dropout", 0.0), self.training)
         out = torch.zeros((n, self.heads, self.n_out), device=e.device, dtype=h.dtype)
-        out.index_add_(0, dst, alpha[..., None] * h[src])
+        out.index_add_(0, dst, alpha[..., None] * take_rows(h, src))
         out = out.reshape(n, -1) if self.concat else out.mean(dim=1)
         return out + self.bias
 

@@ -180,20 +180,23 @@ class _EdgeStructure:
     def graph(self, w):
         """The GNN's propagation tensors for pair weights ``w`` (differentiable in ``w``)."""
         n = self.n
-        vals = w[self.t_param]
+        # entries gathered with index_select (take_rows): their gradients are scatter-adds
+        # (indexing's accumulating index_put made CPU fits with several threads differ)
+        vals = take_rows(w, self.t_param)
         if self.conv == "gcn":
             vals = torch.cat([vals, torch.ones(n, device=vals.device, dtype=vals.dtype)])
             row, col = self.t_row, self.t_col
             deg = torch.zeros(n, device=vals.device, dtype=vals.dtype).index_add_(0, row, vals)
             dinv = deg.clamp_min(1e-12).pow(-0.5)
-            op = _WeightedOperand(self.pattern, self.pattern.values(vals * dinv[row] * dinv[col]))
+            op = _WeightedOperand(self.pattern, self.pattern.values(
+                vals * take_rows(dinv, row) * take_rows(dinv, col)))
             return {"n": n, "a_sym_op": op, "a_sym": op.A}
         # mean aggregation D^-1 A^c with the degree floored at 1: once edges are pruned to
         # tiny weights their messages shrink instead of being re-normalised (and their
         # gradients amplified) by a near-zero degree
         deg = torch.zeros(n, device=vals.device, dtype=vals.dtype).index_add_(0, self.t_row, vals)
         dinv = 1.0 / deg.clamp_min(1.0)
-        op = _WeightedOperand(self.pattern, self.pattern.values(vals * dinv[self.t_row]))
+        op = _WeightedOperand(self.pattern, self.pattern.values(vals * take_rows(dinv, self.t_row)))
         return {"n": n, "a_mean_op": op, "a_mean": op.A}
 
     def to_csr(self, w):

@@ -154,6 +154,29 @@ def _fit_predict(name, G, y):
     return est.fit(G, y).predict_proba(G)
 
 
+@pytest.mark.parametrize("make", [
+    lambda: GATClassifier(heads=2, epochs=2, device="cpu", random_state=0),
+    lambda: SolitudeClassifier(epochs=3, device="cpu", random_state=0),
+], ids=["gat", "solitude"])
+def test_fits_on_several_threads_are_reproducible(make):
+    """The same random_state gives the same model with several CPU threads: the
+    gradients of gathered rows are scatter-adds, not indexing's accumulating index_put
+    (which summed in a different order from run to run)."""
+    rng = np.random.default_rng(0)
+    n = 1500
+    A = sp.random(n, n, density=0.01, random_state=1, format="csr")
+    G = GraphData(rng.random((n, 10)), ((A + A.T) > 0).astype(float))
+    y = rng.integers(0, 3, n)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        runs = [make().fit(G, y).predict_proba(G) for _ in range(4)]
+    finally:
+        torch.set_num_threads(threads)
+    for r in runs[1:]:
+        np.testing.assert_array_equal(r, runs[0])
+
+
 @pytest.mark.parametrize("name", ALL_MODELS)
 def test_fit_leaves_the_global_torch_generator_alone(graph, name):
     G, y = graph
