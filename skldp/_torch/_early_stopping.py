@@ -7,9 +7,9 @@ best score, the patience counter and the stopping epoch are tensors, the best
 weights are updated with ``torch.where`` in place (no branch on a device
 value), and the host reads whether training stopped only every ``sync_every``
 checks. Training may then run up to ``sync_every - 1`` epochs past the
-stopping point, but the stop is latched (the best score becomes ``-inf``, so
-no later check improves): the kept weights, ``best_epoch`` and the epoch
-count are those of the host path. A check costs about a dozen small kernels
+stopping point, but the stop is latched (the best score becomes NaN, so
+no later check improves or resets the patience): the kept weights, ``best_epoch`` and the epoch
+count are those of the host path. A check costs about ten small kernels
 (the tracked tensors are kept as one flat copy per dtype) and no wait (on small
 graphs, kernel launches are what an epoch costs on a GPU).
 
@@ -69,9 +69,13 @@ class EarlyStopper:
             f64 = dict(dtype=torch.float64, device=device)
             i64 = dict(dtype=torch.int64, device=device)
             self._score = torch.tensor(math.inf, **f64)
-            self._bad = torch.zeros((), **i64)
             self._best_epoch = torch.full((), -1, **i64)
-            self._stop_epoch = torch.full((), -1, **i64)   # -1: not stopped
+            # the patience counter as the check (1-based) of the last reset: a check's
+            # counter is its number minus that one; 0 is "before the first check"
+            self._last_reset = torch.zeros((), **i64)
+            self._stopped = None         # whether the rule has fired (a device bool)
+            self._epochs = []            # the epoch of each check (on the host)
+            self._first_stoppable = None  # the first check past min_epochs
 
     @property
     def lazy(self):
@@ -128,8 +132,10 @@ class EarlyStopper:
         return stop
 
     def _update_device(self, score, epoch):
+        check = self._checks
+        self._epochs.append(epoch)
         score = torch.as_tensor(score, device=self._score.device).to(torch.float64)
-        # After the stop the best score is -inf (the latch): no check improves any more
+        # After the stop the best score is NaN (the latch): no check improves or resets
         if score.dim() == 1:
             if self._score.dim() == 0:
                 self._score = self._score.expand(score.shape).clone()
@@ -153,15 +159,17 @@ class EarlyStopper:
             for k, b in enumerate(self._best):
                 torch.where(keeps, self._flat(k), b, out=b)
         self._best_epoch = torch.where(keeps, epoch, self._best_epoch)
-        self._bad = torch.where(resets, 0, self._bad + 1)
+        self._last_reset = torch.where(resets, check, self._last_reset)
         if self.patience is None or epoch + 1 < self.min_epochs:
             return False
-        newly = (self._bad >= self.patience) & (self._stop_epoch < 0)
-        self._stop_epoch = torch.where(newly, epoch, self._stop_epoch)
-        self._score = torch.where(newly, -math.inf, self._score)
-        if self._checks % self.sync_every:
+        if self._first_stoppable is None:
+            self._first_stoppable = check
+        # the counter reached the patience; once it has, the latch freezes the last reset
+        self._stopped = self._last_reset <= check - self.patience
+        self._score = torch.where(self._stopped, math.nan, self._score)
+        if check % self.sync_every:
             return False
-        return bool(self._stop_epoch >= 0)
+        return bool(self._stopped)
 
     def _flat(self, k):
         """The tensors of group ``k`` as one flat tensor: a check then updates the best
@@ -178,8 +186,13 @@ class EarlyStopper:
     @property
     def stop_epoch(self):
         """Epoch (0-based) at which the stopping rule fired, ``None`` if it did not."""
-        e = self._stop_epoch if not self.lazy else int(self._stop_epoch)
-        return None if e is None or e < 0 else int(e)
+        if not self.lazy:
+            return self._stop_epoch
+        if self._stopped is None or not bool(self._stopped):
+            return None
+        # the check where the counter first reached the patience (not before min_epochs)
+        check = max(int(self._last_reset) + self.patience, self._first_stoppable)
+        return self._epochs[check - 1]
 
     def restore(self):
         """Copy the best check's weights back into the tracked tensors (if any check improved).

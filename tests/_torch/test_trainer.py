@@ -160,6 +160,47 @@ def test_device_path_with_min_epochs(seed, min_epochs):
     assert torch.equal(w_host, w_lazy)
 
 
+@pytest.mark.parametrize("check_every", [2, 3])
+@pytest.mark.parametrize("min_epochs", [0, 20])
+def test_device_path_with_check_every(check_every, min_epochs):
+    """The patience counts checks, not epochs, on both paths."""
+    scores = _scores(1, 90)
+    results = {}
+    for sync_every in (1, 4):
+        w = torch.zeros(3)
+        stopper = EarlyStopper([w], 3, min_epochs=min_epochs, sync_every=sync_every)
+
+        def step(epoch, w=w):
+            w.fill_(epoch)
+
+        res = train(step, len(scores), validate=lambda e: torch.tensor(scores[e]),
+                    stopper=stopper, check_every=check_every)
+        results[sync_every] = (res.n_iter, res.best_epoch, res.validation_scores, float(w[0]))
+    assert results[4] == results[1]
+    assert results[1][0] < len(scores)   # the rule fired
+
+
+@pytest.mark.parametrize("score_dim", [0, 1])
+def test_device_path_latch_holds_against_minus_infinity(score_dim):
+    """Checks the lazy path runs past the stop never improve, not even on -inf."""
+    scores = np.r_[3.0, 2.0, 1.0, [1.5] * 4, [-np.inf] * 10]
+    results = {}
+    for sync_every in (1, 8):
+        w = torch.zeros(3)
+        stopper = EarlyStopper([w], 4, sync_every=sync_every)
+
+        def step(epoch, w=w):
+            w.fill_(epoch)
+
+        def validate(e):
+            return torch.tensor([scores[e]] * 2 if score_dim else scores[e])
+
+        res = train(step, len(scores), validate=validate, stopper=stopper)
+        results[sync_every] = (res.n_iter, res.best_epoch, float(w[0]))
+    assert results[1] == (7, 2, 2.0)
+    assert results[8] == results[1]
+
+
 def test_device_path_reads_values_only_every_sync_every(monkeypatch):
     """On an accelerator a read waits for the device: the lazy stopper's loop reads the
     stop flag every ``sync_every`` checks and nothing else until the end."""
