@@ -36,9 +36,10 @@ Cases:
   is one, else on the CPU in row shards over processes (each user's report
   depends only on its row and key, so the shards give the reports of the whole
   graph), then PPR and MLPHead on the device; the row says where the time went.
-* ``profile``: no rows; where LPGNN's time on Facebook goes on each CUDA device
-  (torch.profiler), written to ``--profile-dir``. Run it in a process of its own:
-  after the profiler, CUDA work in the process seemed to stay slower.
+* ``profile``: no rows; where the time of LPGNN on Facebook and of PPR's first
+  call on 1M users goes on each CUDA device (torch.profiler), written to
+  ``--profile-dir``. Run it in a process of its own: after the profiler, CUDA
+  work in the process seemed to stay slower.
 
 A model or case that cannot run (an optional package missing, e.g. pymetis for
 RGNN's METIS clusters) gives a row marked "skipped" with the error, and the
@@ -249,13 +250,25 @@ PROFILE_DIR = None
 
 
 def case_profile(devices):
-    """Where LPGNN's time on Facebook goes on each CUDA device (``--profile-dir``); no rows."""
+    """Where the time goes on each CUDA device (``--profile-dir``): LPGNN on Facebook,
+    and PPR's first call on 1M users (the operator's set-up beside the products); no rows."""
     for d in devices:
         if str(d).startswith("cuda"):
             run = _lpgnn_facebook(d)
             run()   # warm: the reports, the operators, the kernels' first launches
             _profile(run, d, os.path.join(PROFILE_DIR or ".", "lpgnn_facebook_profile.txt"))
+            profile_ppr(d, 1_000_000, os.path.join(PROFILE_DIR or ".", "ppr_1m_profile.txt"))
     return []
+
+
+def profile_ppr(device, n, path):
+    """Write where PPR's first call on ``n`` users' HDS reports goes on ``device`` (as
+    timed by the large cases: a fresh graph, so the operator is built and sent)."""
+    from skldp.propagation import PPRPropagation
+    R = _reports_at_scale(n).R
+    _warm_up([device])
+    ppr = PPRPropagation(device=device, backend="torch")   # (on CUDA, what "auto" picks)
+    _profile(lambda: ppr.fit_transform(R), device, path)
 
 
 def _profile(fn, device, path):
@@ -449,15 +462,16 @@ def sharded_reports(mech, G, n_jobs=None):
     return G.with_features(Z, feature_names=G.feature_names, source="public")  # the reports
 
 
-def _privge_at_scale(devices, n, label):
-    """HDS (with a GPU: in this process; else sharded over the CPUs) -> PPR -> MLPHead on
-    each device, ``n`` users, ``10 n`` edges."""
+def _reports_at_scale(n):
+    """A uniform graph of ``n`` users and ``10 n`` edges, its labels, the half of its users
+    the mechanism is fitted on, their eps = 1 HDS reports (``R``), and how and where
+    the graph and the reports were made (``built``, ``t_hds``, ``where``)."""
+    from types import SimpleNamespace
+
     import torch
     from synthetic import uniform_graph
 
     from skldp.mechanisms import HDSMechanism
-    from skldp.models import MLPHead
-    from skldp.propagation import PPRPropagation
     # drawn on the card when there is one (seconds, where the host takes half a minute at
     # 10M users): the graph and the reports are the input, not what is timed
     on = "cuda" if torch.cuda.is_available() else None
@@ -476,6 +490,16 @@ def _privge_at_scale(devices, n, label):
     else:
         R, where = sharded_reports(hds, G), f"on {os.cpu_count()} CPUs"
     t_hds = time.perf_counter() - t0
+    return SimpleNamespace(G=G, y=y, fit=fit, R=R, built=built, t_hds=t_hds, where=where)
+
+
+def _privge_at_scale(devices, n, label):
+    """HDS (with a GPU: in this process; else sharded over the CPUs) -> PPR -> MLPHead on
+    each device, ``n`` users, ``10 n`` edges."""
+    from skldp.models import MLPHead
+    from skldp.propagation import PPRPropagation
+    data = _reports_at_scale(n)
+    R, y, fit = data.R, data.y, data.fit
     rows = []
     for d in devices:
         _reset_peak(d)
@@ -501,7 +525,8 @@ def _privge_at_scale(devices, n, label):
         rows.append(dict(case=f"{label}: PPR + MLPHead", device=d, seconds=s_ppr + s_head,
                          metric=float(acc),
                          metric_name=f"accuracy; PPR {s_ppr:.2f} s ({solve}), head "
-                                     f"{s_head:.2f} s; {built}, HDS {where} {t_hds:.1f} s",
+                                     f"{s_head:.2f} s; {data.built}, HDS {data.where} "
+                                     f"{data.t_hds:.1f} s",
                          gpu_gib=peak))
     return rows
 

@@ -19,9 +19,10 @@ overall budget (``--budget``, 285 s), in this order:
 6. ``large_cpu``: with a GPU and at least 40 s left, the 1M-user case on the CPU,
    the row that gives ``large`` its CPU / CUDA ratio (about 30 s: after the suite,
    so that the suite has its time);
-7. ``profile``: with a GPU and the time left, where LPGNN's time on Facebook goes
-   on the card (``lpgnn_facebook_profile.txt``): last, and in a process of its own,
-   since CUDA work after the profiler seemed to stay slower.
+7. ``profile``: with a GPU and the time left, where the time goes on the card
+   (``lpgnn_facebook_profile.txt``: LPGNN on Facebook; ``ppr_1m_profile.txt``:
+   PPR's first call on 1M users): last, and in a process of its own, since CUDA
+   work after the profiler seemed to stay slower.
 
 A part that fails or runs out of time is reported as such and the others go
 on (a part out of time is interrupted first, so that pytest still prints its
@@ -33,7 +34,7 @@ writes to ``--out-dir``:
 its GPU section: copy it over the page), ``results.json`` (every row),
 ``pytest.txt`` (the test run's last lines) and ``parts.log`` (each part's
 command, time and last lines of output); with a GPU also
-``lpgnn_facebook_profile.txt`` (part ``profile``).
+``lpgnn_facebook_profile.txt`` and ``ppr_1m_profile.txt`` (part ``profile``).
 
 Command (from the repository root, with a copy of the datasets folder in
 ``.gpudata``)::

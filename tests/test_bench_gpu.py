@@ -152,6 +152,16 @@ def test_gpu_check_smoke_every_part(tmp_path):
     assert [r["device"] for r in large] == (["cpu", "cuda"] if gpu else ["cpu"])
 
 
+def test_ppr_profile_says_where_the_first_call_goes(bench, tmp_path):
+    """Part ``profile``'s PPR profile (on the CPU here): the wall time and the operators."""
+    path = tmp_path / "ppr_profile.txt"
+    bench.profile_ppr("cpu", 3000, str(path))
+    text = path.read_text()
+    wall = float(text.split()[1])
+    assert text.startswith("wall ") and 0 < wall < 60
+    assert "Self CPU" in text and "sparse" in text   # the products are among the operators
+
+
 def test_sharded_reports_are_the_reports_of_the_whole_graph(bench, binary_sbm):
     """Each user's report depends only on its row and key: shards give the same reports."""
     import scipy.sparse as sp
