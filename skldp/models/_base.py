@@ -44,6 +44,18 @@ def take_rows(z, positions):
     return z[positions]
 
 
+def gather_rows(z, index):
+    """``z[index]`` for a 1-D index whose entries repeat (the ends of edges or pairs),
+    with a gradient that sums each row's copies in the same order in every run:
+    ``index_select`` on the CPU (its scatter-add walks the index in turn, where
+    indexing's accumulating ``index_put`` splits it between threads), indexing
+    elsewhere (on CUDA ``index_put`` sorts the index first, where ``index_add``
+    adds with atomics)."""
+    if z.device.type == "cpu":
+        return z.index_select(0, index)
+    return z[index]
+
+
 class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
     """Base of torch classifiers: Adam, early stopping, device handling.
 

@@ -46,6 +46,7 @@ from ..utils.validation import (
     check_finite_features,
     check_int,
 )
+from ._base import gather_rows, take_rows
 from ._gnn import _GCNConv, graph_tensors
 
 __all__ = ["VGAELinkPredictor", "HadamardLinkPredictor"]
@@ -208,7 +209,7 @@ class _VGAEModule(nn.Module):
 
 
 def _pair_logits(z, pairs):
-    return (z[pairs[:, 0]] * z[pairs[:, 1]]).sum(dim=1)
+    return (gather_rows(z, pairs[:, 0]) * gather_rows(z, pairs[:, 1])).sum(dim=1)
 
 
 def _balanced_bce(logits, targets, pos, neg):
@@ -219,12 +220,12 @@ def _balanced_bce(logits, targets, pos, neg):
     the labels, since a mask, or asking whether it is empty, makes the host wait for
     the device at every call.
     """
-    loss = logits.new_zeros(())
-    if pos is not None:
-        loss = loss + F.binary_cross_entropy_with_logits(logits[pos], targets[pos])
-    if neg is not None:
-        loss = loss + F.binary_cross_entropy_with_logits(logits[neg], targets[neg])
-    return loss
+    # each side's rows taken once (index_select: its gradient one scatter, no sort)
+    sides = [F.binary_cross_entropy_with_logits(take_rows(logits, i), take_rows(targets, i))
+             for i in (pos, neg) if i is not None]
+    if not sides:
+        return logits.new_zeros(())
+    return sides[0] if len(sides) == 1 else sides[0] + sides[1]
 
 
 def _label_positions(y, device):

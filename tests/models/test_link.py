@@ -3,6 +3,7 @@ import pickle
 import numpy as np
 import pytest
 import scipy.sparse as sp
+import torch
 from sklearn.base import clone
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
@@ -97,6 +98,26 @@ def test_vgae_reproducible_and_picklable(split):
     assert len(a.validation_scores_) == a.n_iter_ // 5
     assert a.n_iter_ >= 20
     assert a.best_epoch_ is not None and (a.best_epoch_ + 1) % 5 == 0
+
+
+def test_vgae_fits_on_several_threads_are_reproducible():
+    """The same random_state gives the same model with several CPU threads: the pairs'
+    rows are gathered with index_select, whose gradient sums each row's copies in
+    turn (indexing's accumulating index_put split them between threads)."""
+    rng = np.random.default_rng(0)
+    n = 3000
+    A = sp.random(n, n, density=0.004, random_state=1, format="csr")
+    G = GraphData(rng.random((n, 32)), ((A + A.T) > 0).astype(float))
+    P_tr, _, P_te, y_tr, _, _ = random_edge_split(G, random_state=0)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        runs = [VGAELinkPredictor(epochs=20, device="cpu", random_state=0).fit(
+            P_tr, y_tr).decision_function(P_te) for _ in range(3)]
+    finally:
+        torch.set_num_threads(threads)
+    for r in runs[1:]:
+        np.testing.assert_array_equal(r, runs[0])
 
 
 def test_vgae_paper_architecture():
