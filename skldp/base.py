@@ -844,10 +844,18 @@ class GraphClassifierMixin(ClassifierMixin):
     invented for a node.
     """
 
-    def _encode_labels(self, y, n_rows):
+    def _check_labels(self, y, n_rows):
+        """``y`` as a 1-D array of ``n_rows`` labels, at least one (an empty fit is an error)."""
         y = column_or_1d(y, warn=True)
         if len(y) != n_rows:
             raise ValueError(f"X has {n_rows} rows but y has {len(y)} labels.")
+        if n_rows == 0:
+            raise ValueError(f"{type(self).__name__} got 0 rows to fit on (an empty "
+                             "selection of nodes or pairs?); fit needs labelled rows.")
+        return y
+
+    def _encode_labels(self, y, n_rows):
+        y = self._check_labels(y, n_rows)
         check_classification_targets(y)
         if np.issubdtype(y.dtype, np.number) and np.any(y == -1):
             raise ValueError("y contains -1 (unlabelled) for some rows; fit only on labelled "

@@ -297,3 +297,33 @@ def test_cora_pipeline_end_to_end():
                      ("clf", MLPHead(validation_fraction=1 / 3, random_state=0))])
     pipe.fit(G[train | val], y[train | val])
     assert pipe.score(G[test], y[test]) > 0.8
+
+
+def _classifiers():
+    from skldp.baselines import CorrectAndSmooth, LabelPropagationClassifier
+    from skldp.central import DPGNNClassifier, DPMLPClassifier
+    from skldp.models import (
+        GATClassifier,
+        GCNClassifier,
+        LPGNNClassifier,
+        RGNNClassifier,
+        SAGEClassifier,
+        SolitudeClassifier,
+    )
+    return [MLPHead(epochs=2), GCNClassifier(epochs=2), SAGEClassifier(epochs=2),
+            GATClassifier(epochs=2), LPGNNClassifier(epochs=2, classes=[0, 1, 2]),
+            LPGNNClassifier(epochs=2, eps_y=np.inf, classes=[0, 1, 2]),
+            RGNNClassifier(epochs=2, alpha=0.0, classes=[0, 1, 2]), SolitudeClassifier(epochs=2),
+            DPGNNClassifier(epochs=1, classes=[0, 1, 2]), DPGNNClassifier(epochs=1),
+            DPMLPClassifier(epochs=1, classes=[0, 1, 2]), LabelPropagationClassifier(),
+            CorrectAndSmooth(LabelPropagationClassifier())]
+
+
+@pytest.mark.parametrize("clf", _classifiers(), ids=lambda c: type(c).__name__)
+def test_a_fit_on_no_rows_is_a_clear_error(graph, clf):
+    """An empty view (a split that selected nothing) is refused by name, not with an
+    IndexError from deep inside, nor fitted on nothing (a model given its classes)."""
+    G, y, _, _ = graph
+    none = np.array([], dtype=int)
+    with pytest.raises(ValueError, match=r"got 0 rows to fit on|n_samples = 0"):
+        clf.fit(G[none], y[none])

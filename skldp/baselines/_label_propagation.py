@@ -7,7 +7,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils.validation import check_is_fitted, column_or_1d
+from sklearn.utils.validation import check_is_fitted
 
 from ..base import GraphClassifierMixin, fitted_token
 from ..utils.validation import LABEL_MECHANISM_CONSTRAINT, Count, Interval
@@ -132,9 +132,7 @@ class LabelPropagationClassifier(GraphClassifierMixin, BaseEstimator):
         self
         """
         G = check_view(X, type(self).__name__)
-        y = column_or_1d(np.asarray(y), warn=True)
-        if len(y) != len(G):
-            raise ValueError(f"X has {len(G)} rows but y has {len(y)} labels.")
+        y = self._check_labels(np.asarray(y), len(G))
         y_used, mech = fit_label_mechanism(self, G, y)
         if mech is None:
             y_enc = self._encode_labels(y_used, len(G))

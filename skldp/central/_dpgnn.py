@@ -32,7 +32,7 @@ import torch.nn.functional as F
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_array, check_is_fitted, column_or_1d
+from sklearn.utils.validation import check_array, check_is_fitted
 from torch import nn
 from torch.func import functional_call, grad, vmap
 
@@ -457,9 +457,7 @@ class _DPTrainerBase(PrivateStepMixin, GraphClassifierMixin, BaseEstimator):
         if len(classes) < 2:
             raise ValueError(f"classes must hold at least two distinct labels, got "
                              f"{self.classes!r}.")
-        y = column_or_1d(y, warn=True)
-        if len(y) != n_rows:
-            raise ValueError(f"X has {n_rows} rows but y has {len(y)} labels.")
+        y = self._check_labels(y, n_rows)
         check_classification_targets(y)
         unknown = ~np.isin(y, classes)
         if unknown.any():

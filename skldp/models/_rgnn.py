@@ -9,7 +9,6 @@ import numpy as np
 import torch
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import StrOptions
-from sklearn.utils.validation import column_or_1d
 
 from .._torch import class_softmax
 from ..mechanisms._label_rr import LabelRandomizedResponse
@@ -48,7 +47,8 @@ class RGNNClassifier(TorchClassifierBase):
     alpha : float, default=1.0
         Weight of the LLP term (0 disables it).
     n_clusters : int, default=64
-        METIS parts (bags); must not exceed the number of nodes.
+        METIS parts (bags); must not exceed the number of nodes (unused when
+        ``alpha=0``).
     reconstruct_labels : bool, default=True
         ``False`` trains on the raw noisy labels (one-hot), the "perturbed
         labels" ablation and the GraphSAGE baseline of Bhaila et al.
@@ -209,12 +209,10 @@ class RGNNClassifier(TorchClassifierBase):
         self
         """
         G = check_graph_data(X, self, require_adjacency=True)
-        if self.n_clusters > G.n_nodes:
+        if self.alpha > 0 and self.n_clusters > G.n_nodes:   # (alpha = 0: no clusters)
             raise ValueError(f"n_clusters={self.n_clusters} exceeds the number of nodes "
                              f"({G.n_nodes}).")
-        y = column_or_1d(np.asarray(y), warn=True)
-        if len(y) != len(G):
-            raise ValueError(f"X has {len(G)} rows but y has {len(y)} labels.")
+        y = self._check_labels(np.asarray(y), len(G))
         # The label collection's seed is hashed from random_state with the label
         # mechanism's identity, so it shares no random numbers with any feature report.
         mech = LabelRandomizedResponse(self.eps_y, classes=self.classes,
@@ -229,6 +227,7 @@ class RGNNClassifier(TorchClassifierBase):
 
     def _encode_labels(self, y, n_rows):
         # The label domain is the mechanism's (public) one, whatever the noisy labels hold.
+        y = self._check_labels(y, n_rows)
         mech = self.label_mechanism_
         self.classes_ = mech.classes_
         return mech.encode(y)

@@ -128,6 +128,8 @@ def test_bad_input(graph):
         RGNNClassifier(eps_y=0).fit(G[rows], y[rows])
     with pytest.raises(ValueError, match="n_clusters=200 exceeds the number of nodes"):
         RGNNClassifier(n_clusters=200, classes=[0, 1, 2]).fit(G[rows], y[rows])
+    # without the LLP term there are no clusters: n_clusters is not checked
+    RGNNClassifier(n_clusters=200, alpha=0.0, epochs=2, classes=[0, 1, 2]).fit(G[rows], y[rows])
     with pytest.raises(ValueError, match="not in classes"):
         RGNNClassifier(classes=[0, 1], epochs=2).fit(G[rows], np.r_[y[:9], 2])
     with pytest.raises(ValueError, match="-1"):
