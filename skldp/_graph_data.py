@@ -33,7 +33,7 @@ class _AdjacencyInfo:
     """
 
     __slots__ = ("_roots", "signature", "symmetric", "one_sided", "operators", "lock",
-                 "__weakref__")
+                 "warned", "__weakref__")
 
     def __init__(self, A):
         # weak references to the arrays owning the memory (views of them, as scipy
@@ -44,6 +44,7 @@ class _AdjacencyInfo:
         self.one_sided = None
         self.operators = OrderedDict()
         self.lock = threading.Lock()
+        self.warned = set()   # the warnings about this graph already given (once each)
 
     def describes(self, A):
         arrays = (A.data, A.indices, A.indptr)
@@ -535,6 +536,18 @@ class GraphData:
                                   else _is_one_sided(st.adjacency))
             st._one_sided = info.one_sided
         return st._one_sided
+
+    def _first_warning(self, kind):
+        """Whether the warning ``kind`` about this graph's adjacency is due: true once
+        per adjacency (every view and step of the graph shares it), then false."""
+        st = self._store
+        if st.adjacency is None:
+            return False
+        warned = st.info().warned
+        if kind in warned:
+            return False
+        warned.add(kind)
+        return True
 
     def require_finite_features(self, step="This step"):
         """Return the features of all nodes, raising if any is NaN or infinite.

@@ -8,7 +8,6 @@ import torch
 import torch.nn.functional as F
 from sklearn.base import _fit_context, clone
 from sklearn.utils._param_validation import StrOptions
-from sklearn.utils.validation import column_or_1d
 from torch import nn
 
 from .._torch import dropout, sparse_matmul, to_torch_dense, to_torch_sparse
@@ -532,9 +531,7 @@ class GNNClassifierBase(TorchClassifierBase):
         self
         """
         G = check_graph_data(X, self, require_adjacency=True)
-        y = column_or_1d(np.asarray(y), warn=True)
-        if len(y) != len(G):
-            raise ValueError(f"X has {len(G)} rows but y has {len(y)} labels.")
+        y = self._check_labels(np.asarray(y), len(G))   # before any label is collected
         if hasattr(self, "label_mechanism_"):
             del self.label_mechanism_
         mech = self._make_label_mechanism(y)

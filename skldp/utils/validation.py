@@ -106,7 +106,7 @@ def check_graph_data(X, estimator=None, require_adjacency=False, require_symmetr
         accepted (row ``v`` lists the nodes ``v`` aggregates), but one whose
         edges all lie on one side of the diagonal, typically an undirected
         edge list stored once, gets a ``UserWarning`` suggesting
-        ``A.maximum(A.T)``.
+        ``A.maximum(A.T)``, once per graph.
     require_symmetric : bool, default=False
         Refuse an unknown or directed graph.
     require_finite : bool, default=False
@@ -125,7 +125,7 @@ def check_graph_data(X, estimator=None, require_adjacency=False, require_symmetr
         X.require_symmetric(name)
     elif require_adjacency:
         X.require_adjacency(name)
-        if X.is_one_sided():
+        if X.is_one_sided() and X._first_warning("one_sided"):   # once per graph
             warnings.warn(
                 f"{name}: every edge of the adjacency lies on one side of the diagonal, so the "
                 "graph is directed and row v reaches only the nodes u with A[v, u] != 0. If it "

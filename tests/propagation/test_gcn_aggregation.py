@@ -170,6 +170,26 @@ def test_one_sided_adjacency_warns():
                                rtol=1e-6)
 
 
+def test_one_sided_adjacency_warns_once_per_graph():
+    """The warning is about the graph: the first step that reads it says so, once (a
+    GNN's fit checks its input at several levels; fit_transform is fit, then transform)."""
+    import warnings
+
+    from skldp.models import GCNClassifier
+    from skldp.propagation import KProp
+    A, X = _toy_graph()
+    G = GraphData(X, sp.csr_matrix(np.triu(A)))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        GCNAggregation().fit_transform(G)
+        GCNClassifier(epochs=2, random_state=0).fit(G, [0, 1, 0, 1, 0, 1]).predict(G)
+        KProp().fit_transform(G[[0, 1]])   # a view of the same graph
+    one_sided = [w for w in caught if "one side of the diagonal" in str(w.message)]
+    assert len(one_sided) == 1 and "GCNAggregation:" in str(one_sided[0].message)
+    with pytest.warns(UserWarning, match="one side of the diagonal"):   # another graph
+        GCNAggregation().fit_transform(GraphData(X, sp.csr_matrix(np.tril(A))))
+
+
 @pytest.mark.parametrize("self_loops", [True, False])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_sym_operator_equals_shared_normalized_adjacency(self_loops, dtype):
