@@ -106,14 +106,15 @@ def test_full_batch_reads_its_training_and_validation_rows_in_place(monkeypatch)
     rows = _mlp._Standardized.rows
     monkeypatch.setattr(_mlp._Standardized, "rows",
                         lambda self, p: reads.append((self, rows(self, p))) or reads[-1][1])
+    # (the host store: on a GPU the device's store, which shares _arranged_block)
     MLPHead(epochs=12, early_stopping=True, validation_fraction=0.3, patience=50, weight_decay=1e-4,
-            random_state=0).fit(X, y)
+            random_state=0, device="cpu").fit(X, y)
     data = reads[0][0]
     assert len(reads) >= 24 and {id(d) for d, _ in reads} == {id(data)}
     assert all(out._base is data.t for _, out in reads)   # slices of the store
     assert len(data._blocks) == 2                            # training, validation
     reads.clear()
-    MLPHead(epochs=3, batch_size=16, weight_decay=1e-4, random_state=0).fit(X, y)
+    MLPHead(epochs=3, batch_size=16, weight_decay=1e-4, random_state=0, device="cpu").fit(X, y)
     assert reads and all(out._base is not reads[0][0].t for _, out in reads)
 
 
