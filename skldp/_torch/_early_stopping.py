@@ -5,14 +5,15 @@ weights only when they improve. On an accelerator reading a score waits for
 every queued kernel, so the stopper keeps its state on the device instead: the
 best score and the patience counter are tensors, the best weights are updated
 with ``torch.where`` in place (no branch on a device value), and the host
-reads whether training stopped only every ``sync_every`` checks. Training may then run up to ``sync_every - 1`` epochs past the
-stopping point, but the stop is latched (the best score becomes NaN, so no
-later check improves or resets the patience): the kept weights,
-``best_epoch`` and the epoch count are those of the host path. The patience
-counter is kept as the number of the check that last reset it, and the
-stopping epoch is found from it when read. A check costs about ten small
-kernels (the tracked tensors are kept as one flat copy per dtype) and no wait
-(on small graphs, kernel launches are what an epoch costs on a GPU).
+reads whether training stopped only every ``sync_every`` checks. Training may
+then run up to ``sync_every - 1`` epochs past the stopping point, but the stop
+is latched (the best score becomes NaN, so no later check improves or resets
+the patience): the kept weights, ``best_epoch`` and the epoch count are those
+of the host path. The patience counter is kept as the number of the check
+that last reset it, and the stopping epoch is found from it when read. A
+check costs about ten small kernels (the tracked tensors are kept as one flat
+copy per dtype) and no wait (on small graphs, kernel launches are what an
+epoch costs on a GPU).
 
 A score with several criteria (a 1-d tensor, e.g. the validation loss and
 error rate) follows the rule of Veličković et al.'s released GAT code: a
