@@ -75,9 +75,8 @@ class EarlyStopper:
             # the patience counter as the check (1-based) of the last reset: a check's
             # counter is its number minus that one; 0 is "before the first check"
             self._last_reset = torch.zeros((), **i64)
-            self._stopped = None         # whether the rule has fired (a device bool)
-            self._epochs = []            # the epoch of each check (on the host)
-            self._first_stoppable = None  # the first check past min_epochs
+            self._stopped = None   # whether the rule has fired (a device bool)
+            self._epochs = []      # the epoch of each check (on the host)
 
     @property
     def lazy(self):
@@ -164,8 +163,6 @@ class EarlyStopper:
         self._last_reset = torch.where(resets, check, self._last_reset)
         if self.patience is None or epoch + 1 < self.min_epochs:
             return False
-        if self._first_stoppable is None:
-            self._first_stoppable = check
         # the counter reached the patience; once it has, the latch freezes the last reset
         self._stopped = self._last_reset <= check - self.patience
         self._score = torch.where(self._stopped, math.nan, self._score)
@@ -192,8 +189,9 @@ class EarlyStopper:
             return self._stop_epoch
         if self._stopped is None or not bool(self._stopped):
             return None
-        # the check where the counter first reached the patience (not before min_epochs)
-        check = max(int(self._last_reset) + self.patience, self._first_stoppable)
+        # the check where the counter first reached the patience, not before min_epochs
+        first = next(c for c, e in enumerate(self._epochs, 1) if e + 1 >= self.min_epochs)
+        check = max(int(self._last_reset) + self.patience, first)
         return self._epochs[check - 1]
 
     def restore(self):
