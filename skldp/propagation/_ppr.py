@@ -665,19 +665,30 @@ class _DeviceEntries:
             self.entries, self.s, self.e = entries, s, e
             self.shape = (entries.shape[0], e - s)
 
-        def dense(self):
-            """The block as a dense float64 tensor (duplicates add up, as toarray())."""
+        def dense(self, left=None, dtype=None):
+            """The block as a dense tensor (duplicates add up, as toarray()), its rows
+            scaled by the float64 column ``left`` in float64 and rounded once to ``dtype``
+            (float64 when ``None``)."""
             torch, t = self.entries.torch, self.entries
-            F = torch.zeros(self.shape, dtype=torch.float64, device=t.cols.device)
-            # without repeated entries a plain scatter does (accumulating sorts them first)
-            add = not t.canonical
+            dtype = torch.float64 if dtype is None else dtype
             if self.s == 0 and self.e == t.shape[1]:
-                F.index_put_((t.rows.long(), t.cols.long()), t.vals, accumulate=add)
+                rows, cols, vals = t.rows.long(), t.cols.long(), t.vals
             else:
                 m = (t.cols >= self.s) & (t.cols < self.e)
-                F.index_put_((t.rows[m].long(), t.cols[m].long() - self.s), t.vals[m],
-                             accumulate=add)
-            return F
+                rows, cols, vals = t.rows[m].long(), t.cols[m].long() - self.s, t.vals[m]
+            if t.canonical:
+                # each entry alone in its cell: scaled and rounded entry by entry, then
+                # a plain scatter into a block of the output's dtype (no float64 block)
+                if left is not None:
+                    vals = vals * left[:, 0].index_select(0, rows)
+                F = torch.zeros(self.shape, dtype=dtype, device=t.cols.device)
+                F.index_put_((rows, cols), vals.to(dtype))
+                return F
+            F = torch.zeros(self.shape, dtype=torch.float64, device=t.cols.device)
+            F.index_put_((rows, cols), vals, accumulate=True)   # duplicates add up first
+            if left is not None:
+                F.mul_(left)
+            return F.to(dtype)
 
     def __init__(self, X, device):
         import torch
@@ -835,12 +846,11 @@ class _TorchOps:
         the scaling is done in float64 and rounded once, as on the CPU path.
         """
         torch = self.torch
-        n, b = Xb.shape
         if isinstance(Xb, _DeviceEntries.Columns):
-            F = Xb.dense()
-        else:   # a copy of its own: the solve works in place, never on the caller's array
-            F = torch.empty((n, b), dtype=torch.float64, device=self.device)
-            F.copy_(torch.from_numpy(np.ascontiguousarray(Xb)))
+            return Xb.dense(self.left, self.tdtype)
+        # a copy of its own: the solve works in place, never on the caller's array
+        F = torch.empty(Xb.shape, dtype=torch.float64, device=self.device)
+        F.copy_(torch.from_numpy(np.ascontiguousarray(Xb)))
         if self.left is not None:
             F.mul_(self.left)
         return F.to(self.tdtype)

@@ -95,6 +95,13 @@ def test_sparse_feature_blocks_densify_as_toarray(canonical):
     assert entries.canonical == canonical
     np.testing.assert_array_equal(entries[:, 0:4].dense().numpy(), X.toarray())
     np.testing.assert_array_equal(entries[:, 1:3].dense().numpy(), X.toarray()[:, 1:3])
+    # scaled by row in float64 and rounded once to float32, as the dense block would be
+    left = torch.tensor([[1 / 3], [0.7], [np.pi], [1e-3]], dtype=torch.float64)
+    expect = (X.toarray() * left.numpy()).astype(np.float32)
+    for cols in (slice(0, 4), slice(1, 3)):
+        F = entries[:, cols].dense(left, torch.float32)
+        assert F.dtype == torch.float32
+        np.testing.assert_array_equal(F.numpy(), expect[:, cols])
 
 
 def _torch_ppr():
