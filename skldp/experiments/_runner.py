@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..utils._threads import share_cpus, size_thread_pools
+from ..utils._threads import run_threads, share_cpus, size_thread_pools
 from ._cache import GraphCache
 from ._claims import RunClaims
 from ._runs import RunsFile
@@ -193,11 +193,12 @@ def _forget_run(spec):
 
 def _run_one(study, spec, cache):
     """Run one setting in this process and return its record (or an error record)."""
-    # this process's share of the CPUs, now (other sweeps may have started or ended)
-    threads = size_thread_pools()
     t0, c0 = time.perf_counter(), time.process_time()
     try:
         G, y = _method_input(study, spec)
+        # this process's share of the CPUs, now (other sweeps may have started or
+        # ended), or one thread on a small graph
+        threads = size_thread_pools(run_threads(G.n_nodes if hasattr(G, "n_nodes") else len(G)))
         # Each run is its own deployment: new simulated users, an empty ledger, so that
         # eps_spent is what this run's users sent. (A method's plain-array input has no users.)
         if hasattr(G, "new_simulation"):
@@ -365,7 +366,8 @@ def run_study(study, results_dir="results", *, n_jobs=1, backend="loky", schedul
     that each run is done by one process; the runs another process holds are
     reported in ``elsewhere``. The claims of a killed process are taken over.
     Each run sizes torch's and the BLAS thread pools to this process's share of the CPUs
-    (:func:`skldp.utils.thread_share`; ``SKLDP_NUM_THREADS`` overrides it), and
+    (:func:`skldp.utils.thread_share`; one thread on a graph of fewer than 5,000 nodes;
+    ``SKLDP_NUM_THREADS`` overrides both), and
     the sweep declares its ``n_jobs`` parallel runs to the other skldp processes
     on the same CPUs (:func:`skldp.utils.share_cpus`).
 

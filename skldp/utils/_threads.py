@@ -185,6 +185,34 @@ def thread_share():
 
 
 
+#: A study run on a graph of fewer nodes runs on one thread (:func:`run_threads`).
+SMALL_GRAPH_NODES = 5000
+
+
+def run_threads(n_nodes):
+    """Threads for one study run on a graph of ``n_nodes`` nodes.
+
+    :func:`thread_share`, but one thread on a graph of fewer than
+    :data:`SMALL_GRAPH_NODES` nodes: its operations are too small for a second
+    thread to gain what waking it costs (on 2 cores, one thread ran Cora's and
+    CiteSeer's runs 1.2-2.2x faster than two; the scaling page has the figures).
+    ``SKLDP_NUM_THREADS``, when set, is kept whatever the graph.
+
+    Parameters
+    ----------
+    n_nodes : int
+        Nodes of the run's graph.
+
+    Returns
+    -------
+    int
+    """
+    share = thread_share()
+    if os.environ.get(ENV_NUM_THREADS, "").strip():
+        return share
+    return 1 if n_nodes < SMALL_GRAPH_NODES else share
+
+
 def size_thread_pools(n=None):
     """Set torch's and the BLAS/OpenMP pools' threads to ``n`` (default :func:`thread_share`).
 

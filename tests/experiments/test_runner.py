@@ -55,6 +55,18 @@ def _study(name="tiny", seeds=(0, 1), grid=None, **kw):
     return Study(name, ["german"], methods, seeds=list(seeds), **kw)
 
 
+def test_each_run_records_its_threads_one_on_a_small_graph(tmp_path, monkeypatch):
+    from skldp.utils import _threads, thread_share
+    monkeypatch.delenv("SKLDP_NUM_THREADS", raising=False)
+    run_study(_study(seeds=(0,)), tmp_path / "small", progress=False)
+    assert {r["threads"] for r in load_runs(tmp_path / "small" / "tiny_runs.jsonl",
+                                            "tiny")} == {1}   # German: 1,000 nodes
+    monkeypatch.setattr(_threads, "SMALL_GRAPH_NODES", 0)
+    run_study(_study(seeds=(0,)), tmp_path / "any", progress=False)
+    assert {r["threads"] for r in load_runs(tmp_path / "any" / "tiny_runs.jsonl",
+                                            "tiny")} == {thread_share()}
+
+
 def test_sweep_records_resumes_and_summarises(tmp_path):
     study = _study()
     res = run_study(study, tmp_path, progress=False)

@@ -78,6 +78,15 @@ def test_processes_on_the_same_cpus_share_them(registry):
         elsewhere.wait()
 
 
+def test_a_run_on_a_small_graph_takes_one_thread(registry, monkeypatch):
+    assert thread_share() == 2
+    small = _threads.SMALL_GRAPH_NODES - 1
+    assert _threads.run_threads(small) == 1          # waking a second costs more than it gains
+    assert _threads.run_threads(_threads.SMALL_GRAPH_NODES) == 2
+    monkeypatch.setenv("SKLDP_NUM_THREADS", "2")     # the user's word, whatever the graph
+    assert _threads.run_threads(small) == 2
+
+
 def test_size_thread_pools_sets_torch_and_blas():
     from threadpoolctl import threadpool_info
     before = torch.get_num_threads()
