@@ -194,9 +194,8 @@ def run_threads(n_nodes):
 
     :func:`thread_share`, but one thread on a graph of fewer than
     :data:`SMALL_GRAPH_NODES` nodes: its operations are too small for a second
-    thread to gain what waking it costs (on 2 cores, one thread ran Cora's and
-    CiteSeer's runs 1.2-2.2x faster than two; the scaling page has the figures).
-    ``SKLDP_NUM_THREADS``, when set, is kept whatever the graph.
+    thread to gain what waking it costs (measured on the user guide's Scaling
+    page). ``SKLDP_NUM_THREADS``, when set, is kept whatever the graph.
 
     Parameters
     ----------
