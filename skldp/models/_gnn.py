@@ -597,7 +597,6 @@ class GNNClassifierBase(TorchClassifierBase):
         if mech is None:
             return super()._encode_labels(y, n_rows)
         # The label domain is the mechanism's public one, whatever the noisy labels hold.
-        y = self._check_labels(y, n_rows)
         self.classes_ = mech.classes_
         return mech.encode(y)
 

@@ -258,7 +258,6 @@ class LPGNNClassifier(GNNClassifierBase):
     def _encode_labels(self, y, n_rows):
         if getattr(self, "label_mechanism_", None) is None and self.classes is not None:
             # Not private, but the public domain is known: keep its order and size.
-            y = self._check_labels(y, n_rows)
             classes = np.unique(np.asarray(self.classes))
             enc = LabelRandomizedResponse(np.inf, classes=classes).fit()
             self.classes_ = classes

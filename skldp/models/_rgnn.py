@@ -227,7 +227,6 @@ class RGNNClassifier(TorchClassifierBase):
 
     def _encode_labels(self, y, n_rows):
         # The label domain is the mechanism's (public) one, whatever the noisy labels hold.
-        y = self._check_labels(y, n_rows)
         mech = self.label_mechanism_
         self.classes_ = mech.classes_
         return mech.encode(y)
