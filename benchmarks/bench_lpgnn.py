@@ -34,6 +34,8 @@ import tracemalloc
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+if os.path.dirname(HERE) not in sys.path:   # the checkout's studies (and skldp if not installed)
+    sys.path.append(os.path.dirname(HERE))
 DATASET = "facebook"
 
 

@@ -69,6 +69,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
+if REPO not in sys.path:   # the checkout's studies (and skldp if not installed)
+    sys.path.append(REPO)
 
 SYSTEMS = ("lpgnn", "privge", "rgnn")
 

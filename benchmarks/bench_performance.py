@@ -48,10 +48,8 @@ import warnings
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-try:
-    import skldp  # noqa: F401
-except ImportError:   # run from a source checkout without installing it
-    sys.path.insert(0, os.path.dirname(HERE))
+if os.path.dirname(HERE) not in sys.path:   # the checkout's studies (and skldp if not installed)
+    sys.path.append(os.path.dirname(HERE))
 
 
 def _rss_gib():

@@ -36,6 +36,9 @@ import tempfile
 import time
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:   # the checkout's studies (and skldp if not installed)
+    sys.path.append(ROOT)
 
 import cloudpickle  # noqa: E402  (a dependency of dask and of joblib's loky)
 

@@ -35,6 +35,8 @@ import time
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+if os.path.dirname(HERE) not in sys.path:   # the checkout's studies (and skldp if not installed)
+    sys.path.append(os.path.dirname(HERE))
 
 WORKER = r'''
 import dataclasses, json, sys, time
