@@ -121,6 +121,9 @@ def _report_lists(A, keys, eps, seed, report_keys=None):
     # Users are processed in blocks of about _BLOCK_DRAWS expected entries (every draw is
     # keyed by the user, so the blocks do not change the draws).
     work = np.cumsum(deg + np.ceil((n - 1 - deg) * q).astype(np.int64) + 1)
+    # each block's columns are kept in the narrowest dtype that holds a user's position:
+    # the reports are the largest arrays of the collection
+    col_dtype = _index_dtype(n, 0)
     ptrs, parts = [np.zeros(1, np.int64)], []
     start = 0
     while start < n:
@@ -136,13 +139,14 @@ def _report_lists(A, keys, eps, seed, report_keys=None):
                                     keys[indices[lo:hi][order]], n, q)
         # back to storage order, sorted within each row
         rows = np.repeat(np.arange(stop - start, dtype=np.int64), np.diff(ptr))
-        parts.append(np.sort(rows * n + by_key[got]) - rows * n)
+        parts.append((np.sort(rows * n + by_key[got]) - rows * n).astype(col_dtype))
         ptrs.append(ptr[1:] + ptrs[-1][-1])
         start = stop
     out_ptr = np.concatenate(ptrs)
     idx_dtype = _index_dtype(n, int(out_ptr[-1]))
-    cols_out = np.concatenate(parts).astype(idx_dtype) if parts else np.zeros(0, idx_dtype)
-    return out_ptr.astype(idx_dtype), cols_out
+    cols_out = np.concatenate(parts) if parts else np.zeros(0, idx_dtype)
+    parts.clear()
+    return out_ptr.astype(idx_dtype), cols_out.astype(idx_dtype, copy=False)
 
 
 def _row_sums(indptr, mask):
