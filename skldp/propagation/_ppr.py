@@ -879,12 +879,18 @@ class _TorchOps:
 
     def spmm(self, H):
         with self.torch.no_grad():
+            if self.device.type == "cpu":   # the embedding-bag product: 2x torch.sparse.mm's
+                from .._torch._sparse import sparse_matmul
+                return sparse_matmul(self.M, H)
             return self.M @ H
 
     def spmm_twice_minus(self, H, prev):
-        """``2 M H - prev`` in one fused product where the backend has it."""
+        """``2 M H - prev`` in one fused product where the backend has it (not the CPU:
+        there the embedding-bag product, then two passes, is faster)."""
         torch = self.torch
         with torch.no_grad():
+            if self.device.type == "cpu":
+                return self.spmm(H).mul_(2.0).sub_(prev)
             if self._fused:
                 try:
                     return torch.addmm(prev, self.M, H, beta=-1.0, alpha=2.0)

@@ -56,6 +56,24 @@ def test_matches_direct_solve(small_graph, solver, backend, sparse_x, alpha, r):
     np.testing.assert_allclose(Z.features, expected, rtol=1e-8, atol=1e-10)
 
 
+@pytest.mark.parametrize("solver", ["chebyshev", "cg", "power"])
+def test_torch_backend_on_the_cpu_multiplies_with_embedding_bags(solver, monkeypatch):
+    # torch.sparse.mm's CPU kernel is 2-3x slower than the embedding-bag product
+    import torch
+    rng = np.random.default_rng(0)
+    A = sp.random(300, 300, density=0.05, random_state=0)
+    A = sp.csr_matrix(((A + A.T) > 0).astype(float))
+    X = rng.random((300, 20))
+    bags = []
+    real_bag = torch.embedding_bag
+    monkeypatch.setattr(torch, "embedding_bag", lambda *a: bags.append(1) or real_bag(*a))
+    ppr = PPRPropagation(solver=solver, backend="torch", device="cpu", tol=1e-6)
+    Z = ppr.fit_transform(GraphData(X, A)).features
+    assert len(bags) == ppr._run_info["products"] > 0
+    ref = PPRPropagation(solver=solver, backend="scipy", tol=1e-6).fit_transform(GraphData(X, A))
+    np.testing.assert_allclose(Z, ref.features, rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize("sparse_x", [False, True])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_torch_column_blocks_fill_every_column(small_graph, monkeypatch, dtype, sparse_x):
