@@ -6,7 +6,8 @@ Sections (each heavy one in its own subprocess, so that its peak RSS is its own)
   and ``PPRPropagation`` (alpha 0.05, r 0.1, on eps = 1 HDS reports) on Facebook
   (its first ``--columns`` feature columns, 1,024 by default, to keep the run short),
   against a bare loop of the same sparse x dense products (same operator,
-  same dtype, same column-block width and number of products) in the same
+  same dtype, same column-block width and number of products, by the kernel
+  each step uses: scipy's, or torch's embedding bag for PPR in float32) in the same
   process, with 1 thread (``n_jobs=1``) and with every CPU (``n_jobs=None``);
   float32 (default) and float64 (``--dtypes``). Times are the best of ``--repeat``
   runs taken alternately (skldp, bare, skldp, ...), so a burst of load from other
@@ -107,6 +108,17 @@ def _ratio_rows(A, X, dtype, repeat):
     return rows
 
 
+def _fastest_product(M, B):
+    """``M @ B`` by the kernel PPR's CPU path uses: torch's embedding bag in float32,
+    scipy's CSR kernel in float64."""
+    if B.dtype != np.float32:
+        return lambda: M @ B
+    import torch
+    ptr, idx = torch.from_numpy(M.indptr), torch.from_numpy(M.indices.astype(M.indptr.dtype))
+    val, Bt = torch.from_numpy(M.data), torch.from_numpy(B)
+    return lambda: torch.embedding_bag(Bt, idx, ptr, False, 0, False, val, True)[0]
+
+
 def _ppr_row(A, R, dtype, repeat):
     """PPRPropagation (Facebook settings) vs the same number of products of its operator."""
     import scipy.sparse as sp
@@ -129,10 +141,11 @@ def _ppr_row(A, R, dtype, repeat):
     Mp = sp.csr_matrix(M[perm][:, perm] * -0.95, dtype=dt)
     Mp.sort_indices()
     B = np.random.default_rng(0).random((A.shape[0], w)).astype(dt)
+    product = _fastest_product(Mp, B)
 
     def bare():
         for _ in range(products):
-            Mp @ B
+            product()
 
     cpu = []
     t1, tb, t2 = _best_alternating([lambda: ppr(1), bare, lambda: ppr(None)], repeat, cpu)
@@ -317,10 +330,11 @@ def _table(results, args, started, elapsed):
                   f"(Facebook, first {args_columns(args)} feature columns)",
                   "",
                   "Bare loop: `P @ X` repeated, same operator, dtype, block width and number "
-                  "of products, one thread. Ratio = skldp time / bare time (1.0 = the bare "
-                  "rate; below 1 with both cores). Best of the alternating repeats, wall "
-                  "time and, for the one-thread runs, CPU (process) time; load = 1-minute "
-                  "load average after the row.", "",
+                  "of products, one thread (PPR in float32: torch's embedding-bag product, "
+                  "the kernel of its solve; otherwise scipy's). Ratio = skldp time / bare "
+                  "time (1.0 = the bare rate; below 1 with both cores). Best of the "
+                  "alternating repeats, wall time and, for the one-thread runs, CPU "
+                  "(process) time; load = 1-minute load average after the row.", "",
                   "| step | dtype | products x columns | bare s | skldp 1 thread s | ratio | "
                   "CPU: bare s | CPU: skldp 1 thread s | CPU ratio | skldp all CPUs s | "
                   "ratio | load |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]

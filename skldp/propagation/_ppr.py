@@ -1,5 +1,6 @@
 """Personalized PageRank feature propagation of PrivGE [Li et al., CIKM 2024, Eq. 12]."""
 
+import contextlib
 import numbers
 import warnings
 from concurrent.futures import ThreadPoolExecutor
@@ -12,6 +13,7 @@ from sklearn.utils._param_validation import StrOptions
 
 from ..base import GraphTransformerMixin
 from ..utils._adjacency import _row_chunks, row_sums, scale_csr
+from ..utils._threads import torch_threads
 from ..utils.validation import Count, Interval
 from ._spmm import N_JOBS_CONSTRAINT
 from ._spmm import n_threads as _n_threads
@@ -34,6 +36,7 @@ _CPU_BLOCK_ELEMENTS = 1 << 24
 # block arrays stay in cache between the updates that read them.
 _CHUNK_ELEMENTS = 1 << 16
 _BACKENDS = ("auto", "scipy", "torch")
+_nothing = contextlib.nullcontext
 _SOLVERS = ("auto", "chebyshev", "cg", "power")
 _DTYPES = {"float32": np.float32, "float64": np.float64}
 
@@ -85,9 +88,9 @@ class PPRPropagation(GraphTransformerMixin, BaseEstimator):
     dtype : {"float32", "float64"}, default="float32"
         Precision of the computation and of the output.
     backend : {"auto", "scipy", "torch"}, default="auto"
-        ``"scipy"``: scipy sparse products on the CPU; ``"torch"``: torch
-        sparse CSR products on ``device``; ``"auto"``: torch when ``device``
-        resolves to CUDA, scipy otherwise.
+        ``"scipy"``: the CPU path (scipy's CSR arrays; see the User Guide for
+        its kernels); ``"torch"``: torch sparse CSR products on ``device``;
+        ``"auto"``: torch when ``device`` resolves to CUDA, scipy otherwise.
     device : str, default="auto"
         Torch device of the torch backend (``"auto"``: CUDA when available).
     n_jobs : int or None, default=None
@@ -333,13 +336,18 @@ class PPRPropagation(GraphTransformerMixin, BaseEstimator):
             Z[perm, s:s + width] = Wb
             return ok, its
 
-        if jobs > 1 and len(starts) > 1:
-            with ThreadPoolExecutor(min(jobs, len(starts))) as pool:
-                res = list(pool.map(one_block, starts))
-        else:
-            res = [one_block(s) for s in starts]
+        # float32 Chebyshev products run on torch's embedding-bag kernel: one torch
+        # thread in each of the blocks' threads
+        with torch_threads(1) if solver == "chebyshev" and dtype == np.float32 else _nothing():
+            if jobs > 1 and len(starts) > 1:
+                jobs = min(jobs, len(starts))
+                with ThreadPoolExecutor(jobs) as pool:
+                    res = list(pool.map(one_block, starts))
+            else:
+                jobs = 1
+                res = [one_block(s) for s in starts]
         self._run_info = dict(products=sum(r[1] for r in res), block_columns=width,
-                              n_jobs=min(jobs, len(starts)), order=perm)
+                              n_jobs=jobs, order=perm)
         self._warn_not_converged(sum(not r[0] for r in res))
         return Z
 
@@ -503,7 +511,8 @@ def _chebyshev_runner(S):
     operator is ``[2 S, gamma_k I]`` applied to ``[b_(k+1); F]`` (so adding
     ``gamma_k F`` happens inside the product, one more entry per row), and it
     accumulates into the buffer holding ``b_(k+2)`` (scipy's CSR kernel adds into
-    its output). The buffers hold ``b_k`` up to a sign ``c_k = -c_(k+2)``, so the
+    its output; in float32, torch's embedding-bag kernel, twice as fast, makes the
+    product and it is added). The buffers hold ``b_k`` up to a sign ``c_k = -c_(k+2)``, so the
     ``S`` part alternates between ``2 S`` and ``-2 S`` and no pass negates a buffer.
     The two buffers and ``F`` lie in one array ``[B_0; F; B_1]``: the product reads
     ``[B_0; F]`` (operator ``[S-part, diag]``) or ``[F; B_1]`` (``[diag, S-part]``).
@@ -522,7 +531,10 @@ def _chebyshev_runner(S):
     idx[1][s_pos[1]], idx[1][first] = S.indices + n, rows
     diag = {0: last, 1: first}
 
+    bags = None   # torch views of the index arrays, made at the first float32 solve
+
     def run(_unused, F, a, tol, max_iter):
+        nonlocal bags
         gamma, ok = chebyshev_coefficients(a, tol, max_iter)
         K = len(gamma) - 1
         dt = F.dtype.type
@@ -533,6 +545,10 @@ def _chebyshev_runner(S):
         big[n:2 * n] = F
         buf = {0: big[:n], 1: big[2 * n:]}
         data = {}   # (layout, sign of the S part) -> values (2 S), diagonal set per step
+        if F.dtype == np.float32 and bags is None:
+            import torch
+            bags = (torch, torch.from_numpy(indptr),
+                    {0: torch.from_numpy(idx[0]), 1: torch.from_numpy(idx[1])})
 
         def step(src, sign, scale, g):
             # buf[1 - src] += [sign scale S, g I] [buf[src]; F]  (layout = src)
@@ -544,7 +560,13 @@ def _chebyshev_runner(S):
                 v *= dt(0.5)
             v[diag[src]] = g
             X = big[:2 * n] if src == 0 else big[n:]
-            _sparsetools_matvecs(n, 2 * n, w, indptr, idx[src], v, X, buf[1 - src])
+            if F.dtype == np.float32:   # torch's embedding-bag kernel: 2x scipy's in float32
+                torch, ptr_t, idx_t = bags
+                torch.from_numpy(buf[1 - src]).add_(torch.embedding_bag(
+                    torch.from_numpy(X), idx_t[src], ptr_t, False, 0, False,
+                    torch.from_numpy(v), True)[0])
+            else:
+                _sparsetools_matvecs(n, 2 * n, w, indptr, idx[src], v, X, buf[1 - src])
 
         # b_K = gamma_K F into buffer 0 (c_K = 1); buffer 1 holds b_(K+1) = 0 (c = 1)
         np.multiply(F, dt(gamma[K]), out=buf[0])

@@ -246,6 +246,26 @@ def size_thread_pools(n=None):
 _APPLIED = {}
 
 
+@contextlib.contextmanager
+def torch_threads(n):
+    """torch's intra-op threads set to ``n`` inside the block, restored after it.
+
+    Parameters
+    ----------
+    n : int
+        Threads (>= 1).
+    """
+    import torch
+    before = torch.get_num_threads()
+    if before != n:
+        torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        if before != n:
+            torch.set_num_threads(before)
+
+
 def passive_waiting():
     """Make OpenMP threads sleep while they wait (``OMP_WAIT_POLICY=PASSIVE``), if unset.
 

@@ -100,6 +100,17 @@ def test_size_thread_pools_sets_torch_and_blas():
         size_thread_pools(before)
 
 
+def test_torch_threads_sets_and_restores_even_after_an_error():
+    before = torch.get_num_threads()
+    inner = 1 if before > 1 else 2
+    with _threads.torch_threads(inner):
+        assert torch.get_num_threads() == inner
+    assert torch.get_num_threads() == before
+    with pytest.raises(KeyError), _threads.torch_threads(inner):
+        raise KeyError("a failed step")
+    assert torch.get_num_threads() == before
+
+
 def test_passive_waiting_is_set_for_the_reproduce_command():
     """`python -m skldp reproduce` sets OMP_WAIT_POLICY before torch is imported; a
     user's value is kept."""
