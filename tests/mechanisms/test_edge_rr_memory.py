@@ -121,6 +121,18 @@ def test_graph_with_isolated_and_empty_rows(monkeypatch):
             _assert_same(R, _reference(A, G.node_keys, eps, mech.seed_, mode, True))
 
 
+def _transform_peak(n, eps, symmetrize, monkeypatch):
+    """``(R, traced peak of EdgeRR's transform, R's bytes)`` on a graph of ``n`` users."""
+    monkeypatch.setattr(er, "_BLOCK_DRAWS", 1 << 16)  # temporaries small against the output
+    G, _ = _graph(n, 5 / n, 0)
+    mech = EdgeRR(eps, symmetrize=symmetrize, random_state=0).fit(G)
+    tracemalloc.start()
+    R = mech.transform(G).adjacency
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return R, peak, R.data.nbytes + R.indices.nbytes + R.indptr.nbytes
+
+
 @pytest.mark.long
 def test_symmetrized_peak_memory_is_near_the_output(monkeypatch):
     """The 'or' graph is built without a second copy of the reports or of itself.
@@ -129,15 +141,7 @@ def test_symmetrized_peak_memory_is_near_the_output(monkeypatch):
     path held the reports, their transpose and a union buffer of both at once
     (over 3x the output); the streamed one stays below 2x.
     """
-    monkeypatch.setattr(er, "_BLOCK_DRAWS", 1 << 16)  # temporaries small against the output
-    n = 20_000
-    G, _ = _graph(n, 5 / n, 0)
-    mech = EdgeRR(4.0, symmetrize="or", random_state=0).fit(G)
-    tracemalloc.start()
-    R = mech.transform(G).adjacency
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    out_bytes = R.data.nbytes + R.indices.nbytes + R.indptr.nbytes
+    R, peak, out_bytes = _transform_peak(20_000, 4.0, "or", monkeypatch)
     assert R.nnz > 2e6
     assert peak < 2.0 * out_bytes, (peak, out_bytes)
 
@@ -149,15 +153,7 @@ def test_directed_reports_peak_memory_is_near_the_output(monkeypatch):
     converting held five times the indices (2.5x the output); now the blocks and
     their join, twice the indices.
     """
-    monkeypatch.setattr(er, "_BLOCK_DRAWS", 1 << 16)  # temporaries small against the output
-    n = 6_000
-    G, _ = _graph(n, 5 / n, 0)
-    mech = EdgeRR(3.0, symmetrize="directed", random_state=0).fit(G)
-    tracemalloc.start()
-    R = mech.transform(G).adjacency
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    out_bytes = R.data.nbytes + R.indices.nbytes + R.indptr.nbytes
+    R, peak, out_bytes = _transform_peak(6_000, 3.0, "directed", monkeypatch)
     assert R.indices.dtype == np.int32 and R.nnz > 2e5
     assert peak < 1.3 * out_bytes, (peak, out_bytes)
 
