@@ -36,7 +36,6 @@ _CPU_BLOCK_ELEMENTS = 1 << 24
 # block arrays stay in cache between the updates that read them.
 _CHUNK_ELEMENTS = 1 << 16
 _BACKENDS = ("auto", "scipy", "torch")
-_nothing = contextlib.nullcontext
 _SOLVERS = ("auto", "chebyshev", "cg", "power")
 _DTYPES = {"float32": np.float32, "float64": np.float64}
 
@@ -338,7 +337,8 @@ class PPRPropagation(GraphTransformerMixin, BaseEstimator):
 
         # float32 Chebyshev products run on torch's embedding-bag kernel: one torch
         # thread in each of the blocks' threads
-        with torch_threads(1) if solver == "chebyshev" and dtype == np.float32 else _nothing():
+        bags = solver == "chebyshev" and dtype == np.float32
+        with torch_threads(1) if bags else contextlib.nullcontext():
             if jobs > 1 and len(starts) > 1:
                 jobs = min(jobs, len(starts))
                 with ThreadPoolExecutor(jobs) as pool:
@@ -512,8 +512,9 @@ def _chebyshev_runner(S):
     ``gamma_k F`` happens inside the product, one more entry per row), and it
     accumulates into the buffer holding ``b_(k+2)`` (scipy's CSR kernel adds into
     its output; in float32, torch's embedding-bag kernel, twice as fast, makes the
-    product and it is added). The buffers hold ``b_k`` up to a sign ``c_k = -c_(k+2)``, so the
-    ``S`` part alternates between ``2 S`` and ``-2 S`` and no pass negates a buffer.
+    product and it is added). The buffers hold ``b_k`` up to a sign
+    ``c_k = -c_(k+2)``, so the ``S`` part alternates between ``2 S`` and ``-2 S``
+    and no pass negates a buffer.
     The two buffers and ``F`` lie in one array ``[B_0; F; B_1]``: the product reads
     ``[B_0; F]`` (operator ``[S-part, diag]``) or ``[F; B_1]`` (``[diag, S-part]``).
     """
