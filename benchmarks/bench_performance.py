@@ -109,14 +109,15 @@ def _ratio_rows(A, X, dtype, repeat):
 
 
 def _fastest_product(M, B):
-    """``M @ B`` by the kernel PPR's CPU path uses: torch's embedding bag in float32,
-    scipy's CSR kernel in float64."""
+    """``M @ B`` by the kernel PPR's CPU path uses: torch's embedding bag in float32
+    (``sparse_matmul``), scipy's CSR kernel in float64."""
     if B.dtype != np.float32:
         return lambda: M @ B
     import torch
-    ptr, idx = torch.from_numpy(M.indptr), torch.from_numpy(M.indices.astype(M.indptr.dtype))
-    val, Bt = torch.from_numpy(M.data), torch.from_numpy(B)
-    return lambda: torch.embedding_bag(Bt, idx, ptr, False, 0, False, val, True)[0]
+
+    from skldp._torch._sparse import sparse_matmul, to_torch_sparse
+    Mt, Bt = to_torch_sparse(M), torch.from_numpy(B)
+    return lambda: sparse_matmul(Mt, Bt)
 
 
 def _ppr_row(A, R, dtype, repeat):

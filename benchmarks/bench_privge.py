@@ -78,9 +78,9 @@ def worker(name, k, threads, epochs):
                      rss_mb=_rss_mb()))
     ppr = PPRPropagation()  # the defaults: alpha=0.1, r=0.5, tol=1e-3, float32
     Z, wall, peak = _measure(lambda: ppr.fit(R).transform(R))
-    solver = "chebyshev" if R.is_symmetric() else "power"   # what solver="auto" takes
     rows.append(dict(dataset=name, n=n, d=d, edges=G.adjacency.nnz // 2,
-                     step=f"PPR alpha=0.1 r=0.5 ({solver})", wall_s=wall, cpu_s=_measure.cpu,
+                     step=f"PPR alpha=0.1 r=0.5 ({ppr._run_info['solver']})", wall_s=wall,
+                     cpu_s=_measure.cpu,
                      traced_peak_mb=peak,
                      rss_mb=_rss_mb()))
     try:

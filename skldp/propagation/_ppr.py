@@ -274,7 +274,8 @@ class PPRPropagation(GraphTransformerMixin, BaseEstimator):
                     staging = np.empty(n * block, dtype=dtype)
                     _touch_pages(staging)
             ops.get_block(Wb, Z[:, s:s + block], staging)   # D^(r - 1/2) W to the host
-        self._run_info = dict(products=products, block_columns=block, n_jobs=1, order=None)
+        self._run_info = dict(products=products, block_columns=block, n_jobs=1, order=None,
+                              solver=solver)
         self._warn_not_converged(not_converged)
         return Z
 
@@ -347,7 +348,7 @@ class PPRPropagation(GraphTransformerMixin, BaseEstimator):
                 jobs = 1
                 res = [one_block(s) for s in starts]
         self._run_info = dict(products=sum(r[1] for r in res), block_columns=width,
-                              n_jobs=jobs, order=perm)
+                              n_jobs=jobs, order=perm, solver=solver)
         self._warn_not_converged(sum(not r[0] for r in res))
         return Z
 
