@@ -91,7 +91,7 @@ def test_cpu_chebyshev_multiplies_with_embedding_bags_in_float32(dtype, n_jobs, 
         return real_bag(*a)
 
     monkeypatch.setattr(torch, "embedding_bag", spy)
-    ppr = PPRPropagation(dtype=dtype, tol=1e-6, n_jobs=n_jobs)
+    ppr = PPRPropagation(dtype=dtype, tol=1e-6, n_jobs=n_jobs, device="cpu")
     Z = ppr.fit_transform(GraphData(X, A)).features
     assert ppr._run_info["products"] > 0
     assert bags == ([1] * ppr._run_info["products"] if dtype == "float32" else [])
