@@ -14,7 +14,7 @@ Cases:
 * ``ppr``: ``PPRPropagation(backend="torch")`` on Facebook's eps = 1 HDS
   reports (k = 50, alpha 0.05, r 0.1, as PrivGE), and the CPU default
   (``backend="scipy"``): wall time and the largest relative column error
-  against a scipy solve at tol 1e-8.
+  against a float64 solve at tol 1e-8.
 * ``hds_columns``: HDS's device program for Facebook's users, its k-of-d column
   draw and its square-wave cells, in numpy (the devices' code) and in torch on
   each device (the metric: 1 when they are the same).
@@ -36,10 +36,13 @@ Cases:
   is one, else on the CPU in row shards over processes (each user's report
   depends only on its row and key, so the shards give the reports of the whole
   graph), then PPR and MLPHead on the device; the row says where the time went.
-* ``profile``: no rows; where the time of LPGNN on Facebook and of PPR's first
-  call on 1M users goes on each CUDA device (torch.profiler), written to
-  ``--profile-dir``. Run it in a process of its own: after the profiler, CUDA
-  work in the process seemed to stay slower.
+* ``profile``: no rows; where the time of LPGNN on Facebook goes on each CUDA
+  device (torch.profiler), written to ``--profile-dir``.
+
+With ``--profile-dir``, cases ``models`` and ``large`` also profile what they timed
+on CUDA (VGAE on Cora; PPR's first call on a fresh 1M-user graph), after every case
+of the run is timed: after the profiler, CUDA work in the process seemed to stay
+slower.
 
 A model or case that cannot run (an optional package missing, e.g. pymetis for
 RGNN's METIS clusters) gives a row marked "skipped" with the error, and the
@@ -179,7 +182,11 @@ def case_ppr(devices):
     from skldp.propagation import PPRPropagation
     G, _, fit, _, hds = _facebook_reports()
     R = hds.fit_transform(G)
-    ref = PPRPropagation(alpha=0.05, r=0.1, backend="scipy", tol=1e-8).fit_transform(R)
+    # the reference: a float64 solve at tol 1e-8, on the card when there is one (seconds
+    # less than on the host's CPUs)
+    cuda = [d for d in devices if str(d).startswith("cuda")]
+    ref = PPRPropagation(alpha=0.05, r=0.1, tol=1e-8, dtype="float64",
+                         device=cuda[0] if cuda else "cpu").fit_transform(R)
     ref = np.asarray(ref.features)
     rows = []
     # The CPU default (scipy, Chebyshev series) as the reference speed of the CPU path.
@@ -194,7 +201,7 @@ def case_ppr(devices):
         kept = "; output kept on the device" if Z._store._on_device is not None else ""
         rows.append(dict(case=f"PPRPropagation(backend={backend!r}), Facebook eps=1 HDS "
                          "reports", device=d, seconds=s, metric=float(err.max()),
-                         metric_name=f"max column rel. error vs scipy (tol 1e-8){kept}",
+                         metric_name=f"max column rel. error vs float64 (tol 1e-8){kept}",
                          gpu_gib=_peak_gib(d)))
     return rows
 
@@ -243,21 +250,42 @@ def _lpgnn_facebook(device, data=None):
     return run
 
 
-# --profile-dir: where the CUDA profiles go (case "profile"). A case of its own, for a
-# process of its own: once the profiler has run, CUDA work seems to stay slower in the
-# process (on an H200, Cora's models timed after it took 1.3-1.8x their time without).
+# --profile-dir: where the CUDA profiles go. Once the profiler has run, CUDA work seems
+# to stay slower in the process (on an H200, Cora's models timed after it took 1.3-1.8x
+# their time without): a case that profiles what it timed queues the profile in
+# PROFILES, taken after every case of the process is timed (main).
 PROFILE_DIR = None
+PROFILES = []
+
+
+def _queue_profile(device, name, write):
+    """Queue ``write(path)``, a profile on CUDA ``device`` to ``--profile-dir``/``name``,
+    for after every timed case (nothing without ``--profile-dir`` or on the CPU)."""
+    if PROFILE_DIR is not None and str(device).startswith("cuda"):
+        PROFILES.append((name, lambda: write(os.path.join(PROFILE_DIR, name))))
+
+
+def _take_profiles():
+    while PROFILES:
+        name, take = PROFILES.pop(0)
+        t0 = time.perf_counter()
+        try:
+            take()
+        except Exception as exc:   # a profile is a help, not a result
+            print(f"no profile {name}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(f"[profile {name}: {time.perf_counter() - t0:.0f} s]", file=sys.stderr,
+              flush=True)
 
 
 def case_profile(devices):
-    """Where the time goes on each CUDA device (``--profile-dir``): LPGNN on Facebook,
-    and PPR's first call on 1M users (the operator's set-up beside the products); no rows."""
+    """Where the time of LPGNN on Facebook goes on each CUDA device (``--profile-dir``);
+    no rows. (Cases ``models`` and ``large`` profile VGAE on Cora and PPR's first call
+    on 1M users after their timings.)"""
     for d in devices:
         if str(d).startswith("cuda"):
             run = _lpgnn_facebook(d)
             run()   # warm: the reports, the operators, the kernels' first launches
             _profile(run, d, os.path.join(PROFILE_DIR or ".", "lpgnn_facebook_profile.txt"))
-            profile_ppr(d, 1_000_000, os.path.join(PROFILE_DIR or ".", "ppr_1m_profile.txt"))
     return []
 
 
@@ -405,6 +433,9 @@ def case_models(devices):
             model.set_params(**{key: P_va.pairs})
             rows.append(_guarded(f"Cora links {name}", d, "test ROC-AUC", lambda m=model:
                                  m.fit(P_fit, y_fit).score(P_te, y_te)))
+            if name.startswith("VGAE"):   # the one model on Cora not yet faster on CUDA
+                _queue_profile(d, "vgae_cora_profile.txt", lambda path, m=model, d=d:
+                               _profile(lambda: m.fit(P_fit, y_fit), d, path))
     return rows
 
 
@@ -551,7 +582,11 @@ def _bare_products(A, products, width, device, repeats=3):
 
 
 def case_large(devices, n=1_000_000):
-    return _privge_at_scale(devices, n, f"{n} users / {10 * n} edges")
+    rows = _privge_at_scale(devices, n, f"{n} users / {10 * n} edges")
+    name = "ppr_1m_profile.txt" if n == 1_000_000 else f"ppr_{n}_profile.txt"
+    for d in devices:   # PPR's first call on a fresh graph: its set-up beside its products
+        _queue_profile(d, name, lambda path, d=d: profile_ppr(d, n, path))
+    return rows
 
 
 def case_huge(devices, n=10_000_000):
@@ -604,7 +639,8 @@ def main(argv=None):
     ap.add_argument("--out", default=None, help="also write the Markdown table here")
     ap.add_argument("--json", default=None, help="also write the rows here (JSON)")
     ap.add_argument("--profile-dir", default=None,
-                    help="where case 'profile' writes its CUDA profile (LPGNN on Facebook)")
+                    help="where the CUDA profiles go (case 'profile': LPGNN on Facebook; "
+                         "cases 'models' and 'large': VGAE on Cora, PPR on 1M users)")
     ap.add_argument("--tiny", action="store_true",
                     help="small stand-ins for Cora and Facebook (a check, not a measurement)")
     a = ap.parse_args(argv)
@@ -641,6 +677,7 @@ def main(argv=None):
     if a.json:
         with open(a.json, "w") as f:
             json.dump(rows, f, indent=1)
+    _take_profiles()   # after the rows are written: a profile is a help, not a result
     return rows
 
 

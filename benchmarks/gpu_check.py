@@ -19,10 +19,14 @@ overall budget (``--budget``, 285 s), in this order:
 6. ``large_cpu``: with a GPU and at least 40 s left, the 1M-user case on the CPU,
    the row that gives ``large`` its CPU / CUDA ratio (about 30 s: after the suite,
    so that the suite has its time);
-7. ``profile``: with a GPU and the time left, where the time goes on the card
-   (``lpgnn_facebook_profile.txt``: LPGNN on Facebook; ``ppr_1m_profile.txt``:
-   PPR's first call on 1M users): last, and in a process of its own, since CUDA
-   work after the profiler seemed to stay slower.
+7. ``profile``: with a GPU and the time left, where the time of LPGNN on
+   Facebook goes on the card (``lpgnn_facebook_profile.txt``): last, and in a
+   process of its own, since CUDA work after the profiler seemed to stay slower.
+
+With a GPU, parts ``bench`` and ``large`` also profile, after their timed cases,
+VGAE on Cora (``vgae_cora_profile.txt``) and PPR's first call on 1M users
+(``ppr_1m_profile.txt``): the two cases short of the issue's goals, profiled
+whatever time the suite leaves.
 
 A part that fails or runs out of time is reported as such and the others go
 on (a part out of time is interrupted first, so that pytest still prints its
@@ -33,8 +37,7 @@ writes to ``--out-dir``:
 ``performance.md`` (``docs/performance/performance.md`` with that table in place of
 its GPU section: copy it over the page), ``results.json`` (every row),
 ``pytest.txt`` (the test run's last lines) and ``parts.log`` (each part's
-command, time and last lines of output); with a GPU also
-``lpgnn_facebook_profile.txt`` and ``ppr_1m_profile.txt`` (part ``profile``).
+command, time and last lines of output); with a GPU also the profiles above.
 
 Command (from the repository root, with a copy of the datasets folder in
 ``.gpudata``)::
@@ -130,14 +133,16 @@ def commands(out, smoke, gpu=None):
                 tests += ["--dist", "worksteal"]   # idle workers take queued tests
     return {
         "tests": tests,
+        # with a GPU, bench and large also profile VGAE on Cora and PPR on 1M users on
+        # the card, after their timed cases
         "bench": bench + ["--cases", "ppr", "hds_columns", "privge", "models",
-                          "--json", os.path.join(out, "_bench.json")],
+                          "--json", os.path.join(out, "_bench.json"), "--profile-dir", out],
         "profile": bench + ["--cases", "profile", "--profile-dir", out],
         "pyg": [py, os.path.join(HERE, "bench_pyg.py"), "--json", os.path.join(out, "_pyg.json")]
         + (["--seeds", "2", "--epochs", "3", "--datasets", "cora"] if smoke else ["--seeds", "5"]),
         # the CPU's 1M-user row (~25 s) waits for part large_cpu, after the suite
         "large": bench + ["--cases", "large", "--json", os.path.join(out, "_large.json"),
-                          "--devices", "cuda" if gpu else "cpu"]
+                          "--profile-dir", out, "--devices", "cuda" if gpu else "cpu"]
         + (["--large-nodes", "2000"] if smoke else []),
         "large_cpu": bench + ["--cases", "large", "--json", os.path.join(out, "_large_cpu.json"),
                               "--devices", "cpu"]

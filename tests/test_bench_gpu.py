@@ -103,7 +103,8 @@ def test_gpu_check_smoke_one_part(tmp_path):
     device = "cuda" if torch.cuda.is_available() else "cpu"
     assert [r["device"] for r in rows] == [device]
     assert all(r["case"].startswith("2000 users") and r["seconds"] > 0 for r in rows)
-    files = sorted(p.name for p in tmp_path.iterdir())
+    # (with a GPU, part large also writes PPR's profile)
+    files = sorted(p.name for p in tmp_path.iterdir() if not p.name.endswith("_profile.txt"))
     assert files == ["parts.log", "performance.md", "pytest.txt", "results.json", "summary.md"]
     summary = (tmp_path / "summary.md").read_text()
     assert "Smoke run" in summary and "2000 users" in summary and " passed" in summary
@@ -163,6 +164,30 @@ def test_ppr_profile_says_where_the_first_call_goes(bench, tmp_path):
     assert "Self CPU" in text and "sparse" in text   # the products are among the operators
 
 
+def test_profiles_are_taken_after_every_case_is_timed(bench, tmp_path, monkeypatch):
+    """A case queues its CUDA profile; main takes it after the rows are written (the
+    profiler slows later CUDA work), and a failing profile does not stop the run."""
+    taken = []
+
+    def case(devices):
+        for d in ("cpu", "cuda"):   # the CPU is never profiled
+            bench._queue_profile(d, f"{d}_profile.txt", lambda path: taken.append(
+                (Path(path).name, (tmp_path / "rows.json").exists())))
+        bench._queue_profile("cuda", "bad_profile.txt", lambda path: 1 / 0)
+        return [dict(case="c", device="cpu", seconds=0.1, metric=1.0, metric_name="m",
+                     gpu_gib=None)]
+
+    monkeypatch.setattr(bench, "CASES", dict(bench.CASES, ppr=case))
+    monkeypatch.setattr(bench, "_warm_up", lambda devices: None)
+    rows = bench.main(["--cases", "ppr", "--devices", "cpu", "--json",
+                       str(tmp_path / "rows.json"), "--profile-dir", str(tmp_path)])
+    assert [r["case"] for r in rows] == ["c"]
+    assert taken == [("cuda_profile.txt", True)] and bench.PROFILES == []
+    bench.PROFILE_DIR = None
+    bench._queue_profile("cuda", "none.txt", lambda path: taken.append(path))
+    assert bench.PROFILES == []   # no --profile-dir: nothing queued
+
+
 def test_sharded_reports_are_the_reports_of_the_whole_graph(bench, binary_sbm):
     """Each user's report depends only on its row and key: shards give the same reports."""
     import scipy.sparse as sp
@@ -207,6 +232,8 @@ def test_gpu_check_runs_the_cpu_row_of_the_large_case_after_the_suite(tmp_path, 
     assert order.index("huge") < order.index("tests") < order.index("large_cpu")
     with_gpu = mod.commands(str(tmp_path), smoke=False, gpu=True)
     assert with_gpu["large"][-2:] == ["--devices", "cuda"]
+    for part in ("bench", "large"):   # they profile, on CUDA, what they timed
+        assert with_gpu[part][with_gpu[part].index("--profile-dir") + 1] == str(tmp_path)
     assert with_gpu["large_cpu"][-2:] == ["--devices", "cpu"]
     assert mod.commands(str(tmp_path), smoke=False, gpu=False)["large"][-2:] == ["--devices",
                                                                                  "cpu"]
