@@ -78,7 +78,8 @@ def _best_alternating(fns, repeat, cpu=None):
 
 # ----------------------------------------------------------------- propagation
 def _ratio_rows(A, X, dtype, repeat):
-    """GCNAggregation, KProp(8), FeatureSmoothing(2) vs ``P @ X`` loops."""
+    """GCNAggregation, KProp(8), FeatureSmoothing(2) vs bare loops of their products (in
+    float32 on torch's embedding-bag kernel, by blocks of columns, as the steps)."""
     from skldp import GraphData
     from skldp.propagation import FeatureSmoothing, GCNAggregation, KProp
     from skldp.propagation._gcn_aggregation import propagation_matrix
@@ -90,11 +91,27 @@ def _ratio_rows(A, X, dtype, repeat):
               normalized_adjacency(A, False, "rw", dtype=dt, isolated_keep_own=True), 2)]
     rows = []
     for name, cls, kw, P, steps in cases:
-        def bare(P=P, steps=steps):
-            Z = X
-            for _ in range(steps):
-                Z = P @ Z
-            return Z
+        if dt == np.float32:
+            # the kernel and the block width the steps use in float32: torch's embedding
+            # bag on blocks of _BAG_COLUMNS columns
+            import torch
+
+            from skldp._torch._sparse import sparse_matmul, to_torch_sparse
+            from skldp.propagation._spmm import _BAG_COLUMNS
+            Pt = to_torch_sparse(P)
+            blocks = [torch.from_numpy(np.ascontiguousarray(X[:, s:s + _BAG_COLUMNS]))
+                      for s in range(0, X.shape[1], _BAG_COLUMNS)]
+
+            def bare(Pt=Pt, blocks=blocks, steps=steps):
+                for Z in blocks:
+                    for _ in range(steps):
+                        Z = sparse_matmul(Pt, Z)
+        else:
+            def bare(P=P, steps=steps):
+                Z = X
+                for _ in range(steps):
+                    Z = P @ Z
+                return Z
 
         def skl(jobs, cls=cls, kw=kw):
             # a fresh graph each time: the result is memoised per graph

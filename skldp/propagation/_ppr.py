@@ -15,7 +15,7 @@ from ..base import GraphTransformerMixin
 from ..utils._adjacency import _row_chunks, row_sums, scale_csr
 from ..utils._threads import torch_threads
 from ..utils.validation import Count, Interval
-from ._spmm import N_JOBS_CONSTRAINT
+from ._spmm import _BAG_COLUMNS, N_JOBS_CONSTRAINT
 from ._spmm import n_threads as _n_threads
 
 __all__ = ["PPRPropagation"]
@@ -313,7 +313,11 @@ class PPRPropagation(GraphTransformerMixin, BaseEstimator):
             Mp.has_sorted_indices = True
         if sp.issparse(X):
             X = sp.csc_matrix(sp.csr_matrix(X)[perm])
-        width = max(1, min(_CPU_BLOCK_COLUMNS, _CPU_BLOCK_ELEMENTS // max(n, 1)))
+        # float32 Chebyshev products run on torch's embedding-bag kernel (fastest on
+        # narrow blocks), one torch thread in each of the blocks' threads
+        bags = solver == "chebyshev" and dtype == np.float32
+        cols = _BAG_COLUMNS if bags else _CPU_BLOCK_COLUMNS
+        width = max(1, min(cols, _CPU_BLOCK_ELEMENTS // max(n, 1)))
         jobs = _n_threads(self.n_jobs)
         if d > 1:   # at least one block per thread
             width = max(1, min(width, -(-d // jobs)))
@@ -336,9 +340,6 @@ class PPRPropagation(GraphTransformerMixin, BaseEstimator):
             Z[perm, s:s + width] = Wb
             return ok, its
 
-        # float32 Chebyshev products run on torch's embedding-bag kernel: one torch
-        # thread in each of the blocks' threads
-        bags = solver == "chebyshev" and dtype == np.float32
         with torch_threads(1) if bags else contextlib.nullcontext():
             if jobs > 1 and len(starts) > 1:
                 jobs = min(jobs, len(starts))

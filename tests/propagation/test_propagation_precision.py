@@ -1,5 +1,7 @@
 """Precision (dtype) and threading (n_jobs) of the propagation transformers."""
 
+import sys
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -71,6 +73,56 @@ def test_repeated_spmm_blocks_equal_one_product(monkeypatch):
     np.testing.assert_allclose(_spmm.repeated_spmm(P, X, 2, n_jobs=2), exp, rtol=1e-12)
     np.testing.assert_array_equal(_spmm.repeated_spmm(P, X, 0, n_jobs=2), X)
     assert _spmm.repeated_spmm(P.astype(np.float32), X, 1, 2).dtype == np.float32
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_repeated_spmm_multiplies_float32_with_embedding_bags_in_narrow_blocks(
+        dtype, n_jobs, monkeypatch):
+    # torch's kernel is 3-4x scipy's in float32 on blocks of 32-64 columns, not on wide
+    # ones: narrow blocks even on one thread, each block's thread with one torch thread
+    import torch
+    monkeypatch.setattr(_spmm, "_PARALLEL_MIN_WORK", 0)
+    G = _graph(d=70)
+    P = (sp.csr_matrix(G.adjacency, dtype=np.float64) / 8.0).astype(dtype)
+    X = np.asarray(G.features, dtype=dtype)
+    calls, real_bag, threads = [], torch.embedding_bag, torch.get_num_threads()
+
+    def spy(weight, *args):
+        calls.append((weight.shape[1], torch.get_num_threads()))
+        return real_bag(weight, *args)
+
+    monkeypatch.setattr(torch, "embedding_bag", spy)
+    Z = _spmm.repeated_spmm(P, X, 3, n_jobs)
+    X64 = X.astype(np.float64)
+    P64 = P.astype(np.float64)
+    exp = P64 @ (P64 @ (P64 @ X64))
+    np.testing.assert_allclose(Z, exp, rtol=1e-5 if dtype == np.float32 else 1e-12,
+                               atol=1e-6 if dtype == np.float32 else 0)
+    assert Z.dtype == dtype and torch.get_num_threads() == threads
+    if dtype == np.float32:
+        widths = [w for w, _ in calls]
+        assert max(widths) <= _spmm._BAG_COLUMNS and sum(widths) == 3 * 70
+        assert {t for _, t in calls} == {1}
+        np.testing.assert_array_equal(Z, _spmm.repeated_spmm(P, X, 3, 3 - n_jobs))
+    else:
+        assert calls == []
+
+
+def test_repeated_spmm_imports_torch_only_for_work_that_pays_for_it(monkeypatch):
+    P = sp.identity(4, dtype=np.float32, format="csr")
+    assert _spmm._product(P, 1)[1]                         # torch loaded: its kernel
+    assert not _spmm._product(P.astype(np.float64), 1 << 40)[1]   # float64: scipy's
+    monkeypatch.delitem(sys.modules, "torch")
+    product, bags = _spmm._product(P, _spmm._IMPORT_TORCH_MIN_WORK - 1)
+    assert not bags and "torch" not in sys.modules
+    np.testing.assert_array_equal(product(np.ones((4, 2), np.float32)), np.ones((4, 2)))
+
+
+def test_repeated_spmm_refuses_features_of_another_graph():
+    P = sp.identity(4, dtype=np.float32, format="csr")
+    with pytest.raises(ValueError, match="operator by 3 rows"):
+        _spmm.repeated_spmm(P, np.ones((3, 2)), 1)
 
 
 @pytest.mark.parametrize("make", STEPS)
