@@ -117,9 +117,9 @@ def repeated_spmm(P, X, steps, n_jobs=None):
         return X
     P = P.tocsr()
     product, bags = _product(P, P.nnz * d * steps)
-    # the column blocks are the parallelism: torch's own pool would nest in it
     if P.nnz * d < _PARALLEL_MIN_WORK:
         jobs = 1
+    # the column blocks are the parallelism: torch's own pool would nest in it
     with torch_threads(1) if bags else contextlib.nullcontext():
         if jobs <= 1 and not (bags and d > _BAG_COLUMNS):
             Z = np.ascontiguousarray(X)
