@@ -289,12 +289,18 @@ def case_profile(devices):
     return []
 
 
-def profile_ppr(device, n, path):
+def profile_ppr(device, n, path, R=None):
     """Write where PPR's first call on ``n`` users' HDS reports goes on ``device`` (as
-    timed by the large cases: a fresh graph, so the operator is built and sent)."""
+    timed by the large cases: a fresh graph, so the operator is built and sent).
+    ``R``: reports made already (a large case's), profiled over a copy of their graph;
+    ``None``: made here."""
+    from skldp import GraphData
     from skldp.propagation import PPRPropagation
-    R = _reports_at_scale(n).R
-    _warm_up([device])
+    if R is None:
+        R = _reports_at_scale(n).R
+        _warm_up([device])
+    else:   # a new adjacency is a new graph: nothing of the timed run is reused
+        R = GraphData(R.features, R.adjacency.copy(), node_ids=R.node_ids, symmetric=True)
     ppr = PPRPropagation(device=device, backend="torch")   # (on CUDA, what "auto" picks)
     _profile(lambda: ppr.fit_transform(R), device, path)
 
@@ -524,15 +530,18 @@ def _reports_at_scale(n):
     return SimpleNamespace(G=G, y=y, fit=fit, R=R, built=built, t_hds=t_hds, where=where)
 
 
-def _privge_at_scale(devices, n, label):
+def _privge_at_scale(devices, n, label, profile=None):
     """HDS (with a GPU: in this process; else sharded over the CPUs) -> PPR -> MLPHead on
-    each device, ``n`` users, ``10 n`` edges."""
+    each device, ``n`` users, ``10 n`` edges; with ``profile`` (a file name), PPR's
+    first call on the same reports over a fresh graph is profiled after the timings."""
     from skldp.models import MLPHead
     from skldp.propagation import PPRPropagation
     data = _reports_at_scale(n)
     R, y, fit = data.R, data.y, data.fit
     rows = []
     for d in devices:
+        if profile:
+            _queue_profile(d, profile, lambda path, d=d: profile_ppr(d, n, path, R))
         _reset_peak(d)
         try:
             ppr = PPRPropagation(device=d)
@@ -582,11 +591,9 @@ def _bare_products(A, products, width, device, repeats=3):
 
 
 def case_large(devices, n=1_000_000):
-    rows = _privge_at_scale(devices, n, f"{n} users / {10 * n} edges")
-    name = "ppr_1m_profile.txt" if n == 1_000_000 else f"ppr_{n}_profile.txt"
-    for d in devices:   # PPR's first call on a fresh graph: its set-up beside its products
-        _queue_profile(d, name, lambda path, d=d: profile_ppr(d, n, path))
-    return rows
+    # and PPR's first call on a fresh graph profiled: its set-up beside its products
+    return _privge_at_scale(devices, n, f"{n} users / {10 * n} edges",
+                            "ppr_1m_profile.txt" if n == 1_000_000 else f"ppr_{n}_profile.txt")
 
 
 def case_huge(devices, n=10_000_000):

@@ -154,14 +154,28 @@ def test_gpu_check_smoke_every_part(tmp_path):
     assert [r["device"] for r in large] == (["cpu", "cuda"] if gpu else ["cpu"])
 
 
-def test_ppr_profile_says_where_the_first_call_goes(bench, tmp_path):
-    """Part ``profile``'s PPR profile (on the CPU here): the wall time and the operators."""
+def test_ppr_profile_says_where_the_first_call_goes(bench, tmp_path, monkeypatch):
+    """Part ``large``'s PPR profile (on the CPU here): the wall time and the operators."""
+    from skldp.propagation import PPRPropagation, _ppr
     path = tmp_path / "ppr_profile.txt"
     bench.profile_ppr("cpu", 3000, str(path))
     text = path.read_text()
     wall = float(text.split()[1])
     assert text.startswith("wall ") and 0 < wall < 60
     assert "Self CPU" in text and "sparse" in text   # the products are among the operators
+    # a large case's reports, profiled over a copy of their graph: the operator that
+    # their timed run built is built again
+    R = bench._reports_at_scale(3000).R
+    PPRPropagation(device="cpu", backend="torch").fit_transform(R)
+    built, real_init = [], _ppr._TorchOps.__init__
+
+    def spy(self, *args, **kwargs):
+        built.append(1)
+        real_init(self, *args, **kwargs)
+
+    monkeypatch.setattr(_ppr._TorchOps, "__init__", spy)
+    bench.profile_ppr("cpu", 3000, str(path), R)
+    assert built == [1] and path.read_text().startswith("wall ")
 
 
 def test_profiles_are_taken_after_every_case_is_timed(bench, tmp_path, monkeypatch):
