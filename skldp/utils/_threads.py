@@ -250,6 +250,10 @@ _APPLIED = {}
 def torch_threads(n):
     """torch's intra-op threads set to ``n`` inside the block, restored after it.
 
+    torch keeps the count per thread: it is set in the calling thread, and
+    threads started inside the block (a pool of column blocks) take it; each
+    thread that enters the block restores its own count.
+
     Parameters
     ----------
     n : int
