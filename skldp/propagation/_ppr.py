@@ -2,6 +2,7 @@
 
 import contextlib
 import numbers
+import threading
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 
@@ -533,6 +534,17 @@ def _chebyshev_runner(S):
     idx[0][s_pos[0]], idx[0][last] = S.indices, n + rows
     idx[1][s_pos[1]], idx[1][first] = S.indices + n, rows
     diag = {0: last, 1: first}
+    # (layout, sign, dtype) -> the values of [sign 2 S, 0 I]: made once per graph, copied
+    # by each block (a copy is ~10x cheaper than filling the S entries through a mask)
+    base, base_lock = {}, threading.Lock()
+
+    def values(src, sign, dtype):
+        with base_lock:
+            v = base.get((src, sign, dtype.str))
+            if v is None:
+                v = base[src, sign, dtype.str] = np.zeros(nnz, dtype=dtype)
+                v[s_pos[src]] = S.data * dtype.type(2 * sign)
+        return v.copy()
 
     bags = None   # torch views of the index arrays, made at the first float32 solve
 
@@ -557,8 +569,7 @@ def _chebyshev_runner(S):
             # buf[1 - src] += [sign scale S, g I] [buf[src]; F]  (layout = src)
             v = data.get((src, sign))
             if v is None:   # in practice two arrays: layout 0 with -2 S, layout 1 with 2 S
-                v = data[src, sign] = np.empty(nnz, dtype=F.dtype)
-                v[s_pos[src]] = S.data * dt(2 * sign)
+                v = data[src, sign] = values(src, sign, F.dtype)
             if scale == 1:   # the last step: S instead of 2 S
                 v *= dt(0.5)
             v[diag[src]] = g
