@@ -66,7 +66,9 @@ def _product(P, work):
     """``Z -> P @ Z`` for dense C-ordered ``Z``: in float32 torch's embedding-bag
     kernel (the CSR rows as weighted bags of ``Z``'s rows, 2-3x scipy's kernel on one
     thread) when torch is loaded or ``work`` pays for its import; else scipy's.
-    Also returns whether it is torch's (to be run with one torch thread per block)."""
+    Also returns whether it is torch's (to be run with one torch thread per block).
+    Not ``sparse_matmul``, which picks torch's other kernel for narrow blocks of a small
+    graph: the output would then depend on the block width, and so on ``n_jobs``."""
     if P.dtype != np.float32 or ("torch" not in sys.modules
                                  and work < _IMPORT_TORCH_MIN_WORK):
         return (lambda Z: np.asarray(P @ Z)), False
