@@ -6,7 +6,8 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
-__all__ = ["sparse_csr_tensor", "sparse_matmul", "to_torch_sparse", "to_torch_dense"]
+__all__ = ["sparse_csr_tensor", "sparse_matmul", "bag_matmul", "to_torch_sparse",
+           "to_torch_dense"]
 
 _CSR_BETA_WARNED = False
 
@@ -65,13 +66,31 @@ def sparse_matmul(A, h):
     if (A.layout is torch.sparse_csr and h.dtype is torch.float32 and A.dtype is torch.float32
             and A.device.type == "cpu" and (h.shape[1] >= 16 or A._nnz() >= _BAG_MIN_NNZ)
             and not (h.requires_grad and torch.is_grad_enabled())):
-        # torch.embedding_bag itself (F.embedding_bag's checks cost as much as the
-        # product on Cora), in "sum" mode (0) over the CSR rows as bags; detach: a
-        # tensor that requires a gradient (inside a custom backward, with autograd
-        # off) would make the bag keep the bookkeeping of its own backward
-        return torch.embedding_bag(h.detach().contiguous(), A.col_indices(), A.crow_indices(),
-                                   False, 0, False, A.values(), True)[0]
+        # detach: a tensor that requires a gradient (inside a custom backward, with
+        # autograd off) would make the bag keep the bookkeeping of its own backward
+        return bag_matmul(A.crow_indices(), A.col_indices(), A.values(), h.detach())
     return torch.sparse.mm(A, h)
+
+
+def bag_matmul(indptr, indices, values, h):
+    """``A @ h`` for the CSR arrays of ``A`` (tensors; ``indptr`` and ``indices`` of one
+    integer dtype) by torch's embedding-bag kernel: row ``i`` of ``A`` is the bag of
+    rows ``h[j]`` weighted by ``A[i, j]``, summed. CPU, float32; no autograd.
+
+    Parameters
+    ----------
+    indptr, indices, values : torch.Tensor
+        CSR arrays of ``A`` (shape (m, n)).
+    h : torch.Tensor of shape (n, k)
+
+    Returns
+    -------
+    torch.Tensor of shape (m, k)
+    """
+    # torch.embedding_bag itself (F.embedding_bag's checks cost as much as the product
+    # on Cora), in "sum" mode (0), the last offset included
+    return torch.embedding_bag(h.contiguous(), indices, indptr, False, 0, False, values,
+                               True)[0]
 
 
 def to_torch_sparse(A, device="cpu", dtype=torch.float32):

@@ -64,27 +64,24 @@ def check_dtype(dtype):
 
 def _product(P, work):
     """``Z -> P @ Z`` for dense C-ordered ``Z``: in float32 torch's embedding-bag
-    kernel (the CSR rows as weighted bags of ``Z``'s rows, 2-3x scipy's kernel on one
-    thread) when torch is loaded or ``work`` pays for its import; else scipy's.
-    Also returns whether it is torch's (to be run with one torch thread per block).
+    kernel (``bag_matmul``, 2-3x scipy's kernel on one thread) when torch is loaded or
+    ``work`` pays for its import; else scipy's. Also returns whether it is torch's (to
+    be run with one torch thread per block).
     Not ``sparse_matmul``, which picks torch's other kernel for narrow blocks of a small
     graph: the output would then depend on the block width, and so on ``n_jobs``."""
     if P.dtype != np.float32 or ("torch" not in sys.modules
                                  and work < _IMPORT_TORCH_MIN_WORK):
         return (lambda Z: np.asarray(P @ Z)), False
     import torch
+
+    from .._torch._sparse import bag_matmul
     itype = np.int32 if P.nnz < 2 ** 31 and P.shape[1] < 2 ** 31 else np.int64
 
     def tensor(a):   # torch reads a read-only array but warns (at most the caller's input)
         return torch.from_numpy(a if a.flags.writeable else a.copy())
-    offsets = tensor(P.indptr.astype(itype, copy=False))
-    indices = tensor(P.indices.astype(itype, copy=False))
-    weights = tensor(P.data)
-
-    def product(Z):
-        return torch.embedding_bag(tensor(Z), indices, offsets, False, 0, False,
-                                   weights, True)[0].numpy()
-    return product, True
+    arrays = (tensor(P.indptr.astype(itype, copy=False)),
+              tensor(P.indices.astype(itype, copy=False)), tensor(P.data))
+    return (lambda Z: bag_matmul(*arrays, tensor(Z)).numpy()), True
 
 
 def repeated_spmm(P, X, steps, n_jobs=None):
