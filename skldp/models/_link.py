@@ -46,7 +46,7 @@ from ..utils.validation import (
     check_finite_features,
     check_int,
 )
-from ._base import gather_rows, take_rows
+from ._base import gather_rows
 from ._gnn import _GCNConv, graph_tensors
 
 __all__ = ["VGAELinkPredictor", "HadamardLinkPredictor"]
@@ -209,40 +209,71 @@ class _VGAEModule(nn.Module):
 
 
 def _pair_logits(z, pairs):
-    return (gather_rows(z, pairs[:, 0]) * gather_rows(z, pairs[:, 1])).sum(dim=1)
+    """Logits ``z_u . z_v`` of the pairs in the columns of a ``(2, m)`` tensor.
 
-
-def _balanced_bce(logits, targets, pos, neg):
-    """Mean BCE over positives plus mean BCE over negatives (PyG-style recon loss).
-
-    ``pos`` and ``neg`` index the positive and the negative pairs (ascending, as a
-    boolean mask would; ``None`` when there is none): found once on the host from
-    the labels, since a mask, or asking whether it is empty, makes the host wait for
-    the device at every call.
+    Both ends are taken in one gather: one backward scatter (on CUDA, one sort of
+    the index instead of two), and the two halves' gradients are joined by one stack.
     """
-    # each side's rows taken once (index_select: its gradient one scatter, no sort)
-    sides = [F.binary_cross_entropy_with_logits(take_rows(logits, i), take_rows(targets, i))
-             for i in (pos, neg) if i is not None]
-    if not sides:
-        return logits.new_zeros(())
-    return sides[0] if len(sides) == 1 else sides[0] + sides[1]
+    a, b = gather_rows(z, pairs.reshape(-1)).view(2, -1, z.shape[1]).unbind(0)
+    return (a * b).sum(dim=1)
 
 
-def _label_positions(y, device):
-    """``(pos, neg)`` for :func:`_balanced_bce`: the positions of ``y > 0.5`` and of
-    ``y <= 0.5`` (``None`` for an empty side)."""
+def _positives_first(pairs, y):
+    """The pairs as a ``(2, m)`` array, positives (``y > 0.5``) first, each side in its
+    order, and the number of positives."""
     y = np.asarray(y)
-    return tuple(torch.as_tensor(i, dtype=torch.long, device=device) if len(i) else None
-                 for i in (np.flatnonzero(y > 0.5), np.flatnonzero(y <= 0.5)))
+    order = np.r_[np.flatnonzero(y > 0.5), np.flatnonzero(y <= 0.5)]
+    return np.ascontiguousarray(np.asarray(pairs)[order].T), int((y > 0.5).sum())
 
 
-def _with_negatives(neg, start, count, device):
-    """``neg`` followed by the positions ``start, ..., start + count - 1`` (made on the
-    device: no copy from the host)."""
-    if count == 0:
-        return neg
-    extra = torch.arange(start, start + count, dtype=torch.long, device=device)
-    return extra if neg is None else torch.cat([neg, extra])
+class _BalancedBCE:
+    """The mean BCE over the positive pairs plus the mean BCE over the negative pairs
+    (PyG's reconstruction loss) of logits ordered positives first.
+
+    One weighted sum (weights ``1 / n_pos`` and ``1 / n_neg``): no mask or index per
+    side, and nothing read on the host. The targets and the side of each position
+    are made once, for up to ``n_max`` logits.
+    """
+
+    def __init__(self, n_pos, n_max, device):
+        self.n_pos = int(n_pos)
+        self.is_pos = torch.arange(n_max, device=device) < self.n_pos
+        self.targets = self.is_pos.float()
+
+    def __call__(self, logits):
+        m = logits.shape[0]
+        n_neg = m - self.n_pos
+        w = torch.where(self.is_pos[:m], 1.0 / max(self.n_pos, 1), 1.0 / max(n_neg, 1))
+        return F.binary_cross_entropy_with_logits(logits, self.targets[:m], weight=w,
+                                                  reduction="sum")
+
+
+class _GaussianLatent(torch.autograd.Function):
+    """``z = mu + eps * exp(logstd)`` and the loss's KL term, one autograd node.
+
+    The KL divergence of ``N(mu, exp(logstd)^2)`` from ``N(0, 1)``, summed over the
+    entries, times ``scale``: ``scale * sum(mu^2 + exp(2 logstd) - 2 logstd - 1)``.
+    Its gradient is written out: a few kernels where autograd's graph of the same
+    formulas launches about twenty (on a GPU, launches are what a small epoch costs).
+    """
+
+    @staticmethod
+    def forward(ctx, mu, logstd, eps, scale):
+        std = torch.exp(logstd)
+        noise = eps * std
+        var = std.mul_(std)
+        kl = torch.addcmul(var, mu, mu).sub_(logstd, alpha=2).sum()
+        ctx.save_for_backward(mu, noise, var)
+        ctx.scale = scale
+        return mu + noise, kl.sub_(mu.numel()).mul_(scale)
+
+    @staticmethod
+    def backward(ctx, grad_z, grad_kl):
+        mu, noise, var = ctx.saved_tensors
+        g2 = grad_kl * (2 * ctx.scale)   # d kl / d mu = g2 mu; d kl / d logstd = g2 (var - 1)
+        grad_mu = torch.addcmul(grad_z, mu, g2)
+        grad_logstd = torch.addcmul(grad_z * noise, var, g2).sub_(g2)
+        return grad_mu, grad_logstd, None, None
 
 
 class VGAELinkPredictor(_LinkPredictorBase):
@@ -417,10 +448,14 @@ class VGAELinkPredictor(_LinkPredictorBase):
         A = X.graph.adjacency
         codes = np.sort(sp.triu(A, 1).tocoo().row.astype(np.int64) * n
                         + sp.triu(A, 1).tocoo().col)
-        n_pos = int(tr_y.sum())
+        # positives first: the loss's sides are the logits' two ends, found with no index
+        tr_pairs, n_pos = _positives_first(tr_pairs, tr_y)
         n_fresh = int(np.ceil(self.negative_ratio * n_pos))
         tp = torch.as_tensor(tr_pairs, device=device)
-        ty = torch.as_tensor(tr_y, dtype=torch.float32, device=device)
+        fresh_each_epoch = self.negative_sampling == "per_epoch" and n_pos > 0
+        tr_loss = _BalancedBCE(n_pos, tp.shape[1] + (n_fresh if fresh_each_epoch else 0),
+                               device)
+        kl_scale = 0.5 / (n * n)   # the KL term: its mean over the n nodes, divided by n
         # Local generators only (init, dropout and the reparameterisation noise):
         # torch's global generator is neither read nor advanced.
         module = build_module(lambda: _VGAEModule(X.shape[1], self.hidden_size,
@@ -428,45 +463,40 @@ class VGAELinkPredictor(_LinkPredictorBase):
                                                   self.dropout, self.variational),
                               torch_generator(stream_seed(seed, "init"))).to(device)
         opt = Adam(module.parameters(), lr=self.lr, weight_decay=self.weight_decay)
-        fresh_each_epoch = self.negative_sampling == "per_epoch" and n_pos > 0
-        tr_sides = _label_positions(tr_y, device)
 
         def step(epoch):
             module.train()
             opt.zero_grad()
             mu, logstd = module(x, g)
+            kl = None
             if logstd is None:
                 z = mu
             else:  # reparameterisation, drawn from the fit's own generator
                 eps = torch.randn(mu.shape, generator=current_generator(), device=mu.device,
                                   dtype=mu.dtype)
-                z = mu + eps * torch.exp(logstd)
-            pairs, targets, (pos, neg) = tp, ty, tr_sides
+                z, kl = _GaussianLatent.apply(mu, logstd, eps, kl_scale)
+            pairs = tp
             if fresh_each_epoch:
                 # queued to the device without a wait (pinned memory)
                 fresh = host_to_device(_random_non_edges(rng, n, codes, n_fresh), device)
-                pairs = torch.cat([tp, fresh])
-                targets = torch.cat([ty, ty.new_zeros(len(fresh))])
-                neg = _with_negatives(neg, len(tp), len(fresh), device)
-            loss = _balanced_bce(_pair_logits(z, pairs), targets, pos, neg)
-            if logstd is not None:
-                kl = -0.5 * torch.mean(torch.sum(1 + 2 * logstd - mu ** 2
-                                                 - torch.exp(logstd) ** 2, dim=1))
-                loss = loss + kl / n
+                pairs = torch.cat([tp, fresh], dim=1)
+            loss = tr_loss(_pair_logits(z, pairs))
+            if kl is not None:
+                loss = loss + kl
             loss.backward()
             opt.step()
             return loss
 
         validate = stopper = None
         if va_pairs is not None:
+            va_pairs, n_va_pos = _positives_first(va_pairs, va_y)
             vp = torch.as_tensor(va_pairs, device=device)
-            vy = torch.as_tensor(va_y, dtype=torch.float32, device=device)
-            va_sides = _label_positions(va_y, device)
+            va_loss = _BalancedBCE(n_va_pos, vp.shape[1], device)
 
             def validate(epoch):
                 module.eval()
                 with torch.no_grad():
-                    return _balanced_bce(_pair_logits(module(x, g)[0], vp), vy, *va_sides)
+                    return va_loss(_pair_logits(module(x, g)[0], vp))
 
             stopper = EarlyStopper(list(module.state_dict().values()), self.patience,
                                    min_epochs=self.min_epochs,
@@ -512,13 +542,14 @@ class VGAELinkPredictor(_LinkPredictorBase):
             Logit of ``classes_[1]`` ("edge") for each pair.
         """
         z = self.embed(X)
-        pairs = torch.as_tensor(X.pairs, device=z.device)
+        pairs = torch.as_tensor(np.ascontiguousarray(X.pairs.T), device=z.device)
         with torch.no_grad():
             return _pair_logits(z, pairs).cpu().numpy().astype(np.float64)
 
 
 def _random_non_edges(rng, n, codes, m):
-    """About ``m`` uniform random pairs (u != v) that are not edges (codes u*n+v, u<v)."""
+    """About ``m`` uniform random pairs (u != v) that are not edges (codes u*n+v, u<v), as
+    the columns of a ``(2, m')`` array."""
     u = rng.integers(0, n, size=m)
     v = rng.integers(0, n, size=m)
     lo, hi = np.minimum(u, v), np.maximum(u, v)
@@ -528,7 +559,7 @@ def _random_non_edges(rng, n, codes, m):
         keep = (u != v) & (codes[pos] != c)
     else:
         keep = u != v
-    return np.stack([lo[keep], hi[keep]], axis=1)
+    return np.stack([lo[keep], hi[keep]])
 
 
 # ----------------------------------------------------------------------- Hadamard

@@ -247,25 +247,95 @@ def test_predict_elsewhere_keeps_the_fitted_weights_on_the_cpu(split, make):
                                rtol=tol, atol=tol * np.abs(expected).max())
 
 
-def test_balanced_bce_on_positions_equals_the_masked_loss():
+def test_balanced_bce_equals_the_two_sides_masked_means():
     import torch
     import torch.nn.functional as F
 
-    from skldp.models._link import _balanced_bce, _label_positions, _with_negatives
+    from skldp.models._link import _BalancedBCE, _positives_first
     rng = np.random.default_rng(0)
     y = (rng.random(50) < 0.3).astype(np.float32)
-    y_all = np.r_[y, np.zeros(7, np.float32)]          # 7 fresh negatives appended
-    logits = torch.as_tensor(rng.normal(size=57), dtype=torch.float32)
-    t = torch.as_tensor(y_all)
-    pos, neg = _label_positions(y, "cpu")
-    neg = _with_negatives(neg, 50, 7, "cpu")
+    pairs = rng.integers(0, 9, size=(50, 2))
+    ordered, n_pos = _positives_first(pairs, y)
+    assert n_pos == int(y.sum()) and ordered.shape == (2, 50)
+    # positives first, each side in its own order
+    np.testing.assert_array_equal(ordered.T, np.r_[pairs[y > 0.5], pairs[y <= 0.5]])
+    t = torch.as_tensor(np.r_[np.sort(y)[::-1], np.zeros(7, np.float32)].copy())
+    logits = torch.tensor(rng.normal(size=57), dtype=torch.float32, requires_grad=True)
+    loss = _BalancedBCE(n_pos, 60, "cpu")   # room for more logits than these 57
     masked = (F.binary_cross_entropy_with_logits(logits[t > 0.5], t[t > 0.5])
               + F.binary_cross_entropy_with_logits(logits[t <= 0.5], t[t <= 0.5]))
-    assert torch.equal(_balanced_bce(logits, t, pos, neg), masked)
+    got = loss(logits)
+    torch.testing.assert_close(got, masked, rtol=1e-6, atol=0)
+    g1, = torch.autograd.grad(got, logits)
+    g2, = torch.autograd.grad(masked, logits)
+    torch.testing.assert_close(g1, g2, rtol=1e-5, atol=1e-8)
     # one side empty: its term is left out
-    pos0, neg0 = _label_positions(np.zeros(5), "cpu")
-    assert pos0 is None and neg0.tolist() == [0, 1, 2, 3, 4]
-    assert _with_negatives(None, 5, 2, "cpu").tolist() == [5, 6]
+    only_neg = _BalancedBCE(0, 5, "cpu")(logits[:5])
+    torch.testing.assert_close(only_neg, F.binary_cross_entropy_with_logits(
+        logits[:5], torch.zeros(5)), rtol=1e-6, atol=0)
+
+
+def test_gaussian_latent_gradient_is_the_formulas_gradient():
+    """The reparameterisation and the KL term as one node: the same values and gradients
+    as autograd's graph of the formulas (float64)."""
+    import torch
+
+    from skldp.models._link import _GaussianLatent
+    gen = torch.Generator().manual_seed(0)
+    mu, logstd = (torch.randn(6, 3, generator=gen, dtype=torch.float64, requires_grad=True)
+                  for _ in range(2))
+    eps = torch.randn(6, 3, generator=gen, dtype=torch.float64)
+    scale = 0.5 / 36
+    z, kl = _GaussianLatent.apply(mu, logstd, eps, scale)
+    z_ref = mu + eps * torch.exp(logstd)
+    kl_ref = -0.5 * torch.mean(torch.sum(1 + 2 * logstd - mu ** 2
+                                         - torch.exp(logstd) ** 2, dim=1)) / 6
+    torch.testing.assert_close(z, z_ref)
+    torch.testing.assert_close(kl, kl_ref)
+    up = torch.randn(6, 3, generator=gen, dtype=torch.float64)
+    got = torch.autograd.grad((z * up).sum() + 3 * kl, (mu, logstd))
+    ref = torch.autograd.grad((z_ref * up).sum() + 3 * kl_ref, (mu, logstd))
+    for a, b in zip(got, ref):
+        torch.testing.assert_close(a, b)
+    assert torch.autograd.gradcheck(lambda m, s: _GaussianLatent.apply(m, s, eps, scale),
+                                    (mu, logstd))
+
+
+def test_vgae_epoch_gathers_both_ends_of_the_pairs_once(split, monkeypatch):
+    """A training epoch takes the pairs' rows of ``z`` in one gather (one scatter back):
+    on CUDA each gather's gradient sorts its index."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from skldp.models import _link
+
+    class Count(TorchDispatchMode):
+        on = False
+        ops = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if Count.on:
+                Count.ops.append(func.overloadpacket.__name__)
+            return func(*args, **(kwargs or {}))
+
+    real_train = _link.train
+
+    def train(step, epochs, **kw):
+        def counted(epoch):
+            Count.on = epoch == 2
+            try:
+                return step(epoch)
+            finally:
+                Count.on = False
+        return real_train(counted, epochs, **kw)
+
+    monkeypatch.setattr(_link, "train", train)
+    P_tr, P_va, P_te, y_tr, y_va, y_te = split
+    with Count():
+        _vgae(epochs=4, min_epochs=4).fit(P_tr, y_tr)
+    gathers = [op for op in Count.ops if op in ("index_select", "index", "gather")]
+    scatters = [op for op in Count.ops if op in ("index_add", "index_put", "scatter_add")]
+    assert gathers == ["index_select"] and scatters == ["index_add"]
 
 
 def test_vgae_epochs_read_nothing_on_the_host(split, monkeypatch):
