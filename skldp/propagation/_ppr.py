@@ -14,6 +14,7 @@ from sklearn.utils._param_validation import StrOptions
 
 from ..base import GraphTransformerMixin
 from ..utils._adjacency import _row_chunks, row_sums, scale_csr
+from ..utils._blocks import column_block, put_column_block
 from ..utils._threads import torch_threads
 from ..utils.validation import Count, Interval
 from ._spmm import _BAG_COLUMNS, N_JOBS_CONSTRAINT
@@ -332,13 +333,16 @@ class PPRPropagation(GraphTransformerMixin, BaseEstimator):
         scale = (a * sl)[:, None]
 
         def one_block(s):
-            Xb = X[:, s:s + width].toarray() if sp.issparse(X) else X[perm, s:s + width]
+            if sp.issparse(X):
+                Xb = X[:, s:s + width].toarray()
+            else:
+                Xb = column_block(X, s, width, perm)
             # alpha D^(1/2-r) X in float64, rounded once to dtype, C order: one pass
             F = np.empty(Xb.shape, dtype=dtype)
             np.multiply(np.asarray(Xb, dtype=np.float64), scale, out=F, casting="same_kind")
             Wb, ok, its = run(Mp, F, a, tol, max_iter)
             Wb *= sr[:, None]
-            Z[perm, s:s + width] = Wb
+            put_column_block(Z, s, Wb, perm)
             return ok, its
 
         with torch_threads(1) if bags else contextlib.nullcontext():

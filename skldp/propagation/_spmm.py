@@ -9,6 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from sklearn.utils._param_validation import Options, StrOptions
 
+from ..utils._blocks import column_block, put_column_block
 from ..utils._threads import torch_threads
 from ..utils.validation import Count, check_int
 
@@ -130,10 +131,10 @@ def repeated_spmm(P, X, steps, n_jobs=None):
         out = np.empty((P.shape[0], d), dtype=P.dtype)
 
         def block(s):
-            Z = np.ascontiguousarray(X[:, s:s + width])
+            Z = column_block(X, s, width)
             for _ in range(steps):
                 Z = product(Z)
-            out[:, s:s + width] = Z
+            put_column_block(out, s, Z)
 
         if jobs <= 1:
             for s in range(0, d, width):
