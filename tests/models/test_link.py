@@ -295,7 +295,7 @@ def test_gaussian_latent_gradient_is_the_formulas_gradient():
     up = torch.randn(6, 3, generator=gen, dtype=torch.float64)
     got = torch.autograd.grad((z * up).sum() + 3 * kl, (mu, logstd))
     ref = torch.autograd.grad((z_ref * up).sum() + 3 * kl_ref, (mu, logstd))
-    for a, b in zip(got, ref):
+    for a, b in zip(got, ref, strict=True):
         torch.testing.assert_close(a, b)
     assert torch.autograd.gradcheck(lambda m, s: _GaussianLatent.apply(m, s, eps, scale),
                                     (mu, logstd))
@@ -304,7 +304,6 @@ def test_gaussian_latent_gradient_is_the_formulas_gradient():
 def test_vgae_epoch_gathers_both_ends_of_the_pairs_once(split, monkeypatch):
     """A training epoch takes the pairs' rows of ``z`` in one gather (one scatter back):
     on CUDA each gather's gradient sorts its index."""
-    import torch
     from torch.utils._python_dispatch import TorchDispatchMode
 
     from skldp.models import _link
