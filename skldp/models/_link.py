@@ -47,7 +47,15 @@ from ..utils.validation import (
     check_int,
 )
 from ._base import gather_rows
-from ._gnn import _GCNConv, graph_tensors
+from ._gnn import (
+    _DENSE_PROPAGATION_MAX,
+    _DENSE_PROPAGATION_ON,
+    _GCNConv,
+    aggregated_features,
+    feature_tensor,
+    graph_tensors,
+    offset_sparse_features,
+)
 
 __all__ = ["VGAELinkPredictor", "HadamardLinkPredictor"]
 
@@ -416,9 +424,28 @@ class VGAELinkPredictor(_LinkPredictorBase):
 
 
     def _tensors(self, X, device):
+        """The encoder's input and the graph's tensors.
+
+        Without input dropout the input is fixed, and two exact forms of it save
+        work: on a GPU the first layer's aggregation ``A X`` made once (an epoch's
+        first layer is then one dense product, no sparse product forward and back),
+        elsewhere the features as a constant row plus a sparse matrix when they are
+        mostly constant by column (reports of sampling mechanisms, e.g. multi-bit:
+        ``X W`` costs the sparse entries only).
+        """
         G = X.graph
         check_finite_features(G.features)
-        return graph_tensors(G, device, "gcn")
+        _, g = graph_tensors(G, device, "gcn", features=False)
+        if self.dropout == 0:
+            if device.type in _DENSE_PROPAGATION_ON:
+                x = feature_tensor(G, device)
+                if x.numel() <= _DENSE_PROPAGATION_MAX:   # A X beside X on the device
+                    x = aggregated_features(G, x, g, "gcn", ("vgae_input", str(device)))
+                return x, g
+            x = offset_sparse_features(G, device)
+            if x is not None:
+                return x, g
+        return feature_tensor(G, device), g
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):

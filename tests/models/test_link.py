@@ -353,3 +353,33 @@ def test_vgae_epochs_read_nothing_on_the_host(split, monkeypatch):
     est.fit(P_fit, y_fit)
     assert est.n_iter_ == 60
     assert len(reads) <= 4   # after training: the best and stopping epochs
+
+
+def test_vgae_input_forms_give_the_same_model(split, monkeypatch):
+    """Without input dropout the encoder reads multi-bit reports as a constant plus a
+    sparse part (the CPU) or with their aggregation made once (a GPU; forced here on
+    the CPU): exact forms of the dense input, the same model up to rounding."""
+    from skldp.mechanisms import MultiBitMechanism
+    from skldp.models import _gnn, _link
+    from skldp.models._gnn import AggregatedFeatures, OffsetSparseFeatures
+
+    P_tr, P_va, P_te, y_tr, y_va, y_te = split
+    R = MultiBitMechanism(1.0, feature_range=(0, 1), random_state=0).fit_transform(P_tr.graph)
+    P_fit = P_tr._rebase(R)
+    device = torch.device("cpu")
+    est = _vgae(epochs=6, min_epochs=6)
+    assert isinstance(est._tensors(P_fit, device)[0], OffsetSparseFeatures)
+    sparse_form = est.fit(P_fit, y_tr).decision_function(P_te._rebase(R))
+    with monkeypatch.context() as mp:
+        mp.setattr(_link, "offset_sparse_features", lambda G, device: None)
+        assert est._tensors(P_fit, device)[0].layout == torch.strided
+        dense = clone(est).fit(P_fit, y_tr).decision_function(P_te._rebase(R))
+    with monkeypatch.context() as mp:
+        mp.setattr(_link, "_DENSE_PROPAGATION_ON", ("cuda", "cpu"))
+        mp.setattr(_gnn, "_DENSE_PROPAGATION_ON", ("cuda", "cpu"))
+        assert isinstance(est._tensors(P_fit, device)[0], AggregatedFeatures)
+        aggregated = clone(est).fit(P_fit, y_tr).decision_function(P_te._rebase(R))
+    np.testing.assert_allclose(sparse_form, dense, rtol=1e-4, atol=1e-4 * np.abs(dense).max())
+    np.testing.assert_allclose(aggregated, dense, rtol=1e-4, atol=1e-4 * np.abs(dense).max())
+    # input dropout needs the dense features
+    assert est.set_params(dropout=0.5)._tensors(P_fit, device)[0].layout == torch.strided
