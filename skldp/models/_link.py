@@ -473,8 +473,8 @@ class VGAELinkPredictor(_LinkPredictorBase):
         tr_pairs, tr_y, va_pairs, va_y = self._split_validation(X, y_enc, seed)
         n = X.n_nodes
         A = X.graph.adjacency
-        codes = np.sort(sp.triu(A, 1).tocoo().row.astype(np.int64) * n
-                        + sp.triu(A, 1).tocoo().col)
+        upper = sp.triu(A, 1).tocoo()   # the edges u < v, as codes u * n + v
+        codes = np.sort(upper.row.astype(np.int64) * n + upper.col)
         # positives first: the loss's sides are the logits' two ends, found with no index
         tr_pairs, n_pos = _positives_first(tr_pairs, tr_y)
         n_fresh = int(np.ceil(self.negative_ratio * n_pos))
