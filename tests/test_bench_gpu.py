@@ -267,3 +267,28 @@ def test_gpu_check_gives_each_test_worker_its_share_of_threads(monkeypatch):
     assert mod.part_env("tests", smoke=False) == {"OMP_NUM_THREADS": "2"}
     monkeypatch.setattr(mod, "_has", lambda module: False)           # no xdist: one process
     assert mod.part_env("tests", smoke=False) == {}
+
+
+def test_operations_per_epoch_are_counted_per_epoch(bench, monkeypatch, capsys):
+    """benchmarks/bench_epoch_ops.py: a fit's operations grow by about the same count
+    each epoch (set-up and prediction cancel; the early stopper copies the weights only
+    at the checks that improve), and the card's path changes what it counts."""
+    spec = importlib.util.spec_from_file_location("bench_epoch_ops",
+                                                  ROOT / "benchmarks" / "bench_epoch_ops.py")
+    ops = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ops)
+    monkeypatch.setitem(sys.modules, "bench_gpu", bench)   # the small stand-in for Cora
+    from skldp.models import GCNClassifier
+    G, y, fit, _ = bench._cora()
+    gcn = GCNClassifier(device="cpu", random_state=0)
+    one = ops.count_per_epoch(gcn, lambda m: m.fit(G[fit], y[fit]), (2, 4))
+    other = ops.count_per_epoch(gcn, lambda m: m.fit(G[fit], y[fit]), (3, 7))
+    assert one["ops"] > 20 and abs(one["ops"] - other["ops"]) <= 3
+    # the card's path: the stop flag is read every 16 checks, not every check
+    ops.card_path(monkeypatch.setattr)
+    card = ops.count_per_epoch(gcn, lambda m: m.fit(G[fit], y[fit]), (2, 4))
+    assert card["ops"] != one["ops"]
+    ops.main(["--models", "VGAELinkPredictor", "--epochs", "2", "4", "--cpu-path"])
+    row = [line for line in capsys.readouterr().out.splitlines()
+           if line.startswith("| VGAELinkPredictor")]
+    assert len(row) == 1 and float(row[0].split("|")[2]) > 20
