@@ -38,7 +38,8 @@ def card_path(set_attribute=setattr):
     import skldp.models._link as link
     for module in list(sys.modules.values()):
         name = getattr(module, "__name__", "") or ""
-        if name.startswith("skldp.") and hasattr(module, "default_sync_every"):
+        # (vars: a module's own names, without the deprecation warnings of a __getattr__)
+        if name.startswith("skldp.") and "default_sync_every" in vars(module):
             set_attribute(module, "default_sync_every", lambda device: 16)
     for module in (gnn, link):
         set_attribute(module, "_DENSE_PROPAGATION_ON", ("cuda", "cpu"))
