@@ -51,6 +51,7 @@ from ._gnn import (
     _DENSE_PROPAGATION_MAX,
     _DENSE_PROPAGATION_ON,
     _GCNConv,
+    _spmm,
     aggregated_features,
     feature_tensor,
     graph_tensors,
@@ -206,14 +207,21 @@ class _VGAEModule(nn.Module):
         self.conv_logstd = _GCNConv(hidden, out) if variational else None
         self.dropout = dropout
 
-    def forward(self, x, g):
+    def forward(self, x, g, means_only=False):
+        """``(mu, logstd)``; ``logstd`` is ``None`` for a GAE or with ``means_only``."""
         if x.layout == torch.strided:
             x = dropout(x, self.dropout, self.training)
         h = F.relu(self.bn(self.conv1(x, g)))
         h = dropout(h, self.dropout, self.training)
-        mu = self.conv_mu(h, g)
-        logstd = None if self.conv_logstd is None else self.conv_logstd(h, g).clamp(max=10.0)
-        return mu, logstd
+        if self.conv_logstd is None or means_only:
+            return self.conv_mu(h, g), None
+        # both heads in one product, one sparse product forward and back: on a GPU,
+        # a third fewer launches for them (the weights are joined, not the layers)
+        w = torch.cat([self.conv_mu.lin.weight, self.conv_logstd.lin.weight])
+        b = torch.cat([self.conv_mu.lin.bias, self.conv_logstd.lin.bias])
+        mu, logstd = _spmm(g, "a_sym", h @ w.t()).add_(b).split(self.conv_mu.lin.out_features,
+                                                                 dim=1)
+        return mu, logstd.clamp(max=10.0)
 
 
 def _pair_logits(z, pairs):
@@ -523,7 +531,7 @@ class VGAELinkPredictor(_LinkPredictorBase):
             def validate(epoch):
                 module.eval()
                 with torch.no_grad():
-                    return va_loss(_pair_logits(module(x, g)[0], vp))
+                    return va_loss(_pair_logits(module(x, g, means_only=True)[0], vp))
 
             stopper = EarlyStopper(list(module.state_dict().values()), self.patience,
                                    min_epochs=self.min_epochs,
@@ -552,7 +560,7 @@ class VGAELinkPredictor(_LinkPredictorBase):
         x, g = self._tensors(X, device)
         module = module_on(self.module_, device)
         with torch.no_grad():
-            z = module(x, g)[0]
+            z = module(x, g, means_only=True)[0]
         return z
 
     def decision_function(self, X):

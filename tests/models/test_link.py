@@ -383,3 +383,32 @@ def test_vgae_input_forms_give_the_same_model(split, monkeypatch):
     np.testing.assert_allclose(aggregated, dense, rtol=1e-4, atol=1e-4 * np.abs(dense).max())
     # input dropout needs the dense features
     assert est.set_params(dropout=0.5)._tensors(P_fit, device)[0].layout == torch.strided
+
+
+def test_vgae_heads_in_one_product_are_the_two_convolutions(split):
+    """The mean and log-sigma heads run as one product with joined weights: the values
+    and every parameter's gradient of the two convolutions taken apart."""
+    import torch.nn.functional as F
+
+    from skldp.models._gnn import graph_tensors
+    from skldp.models._link import _VGAEModule
+
+    G = split[0].graph
+    x, g = graph_tensors(G, torch.device("cpu"), "gcn")
+    torch.manual_seed(0)
+    module = _VGAEModule(G.shape[1], 8, 4, batch_norm=False, dropout=0.0, variational=True)
+    mu, logstd = module(x, g)
+    h = F.relu(module.conv1(x, g))
+    mu_ref, logstd_ref = module.conv_mu(h, g), module.conv_logstd(h, g).clamp(max=10.0)
+    torch.testing.assert_close(mu, mu_ref)
+    torch.testing.assert_close(logstd, logstd_ref)
+    up = torch.randn(2, *mu.shape, generator=torch.Generator().manual_seed(1))
+    params = list(module.parameters())
+    got = torch.autograd.grad((mu * up[0]).sum() + (logstd * up[1]).sum(), params)
+    ref = torch.autograd.grad((mu_ref * up[0]).sum() + (logstd_ref * up[1]).sum(), params)
+    for a, b in zip(got, ref, strict=True):
+        torch.testing.assert_close(a, b)
+    # the means alone (validation, prediction): the same means, no second head
+    means, none = module(x, g, means_only=True)
+    assert none is None
+    torch.testing.assert_close(means, mu_ref)
