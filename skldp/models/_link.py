@@ -442,8 +442,7 @@ class VGAELinkPredictor(_LinkPredictorBase):
         ``X W`` costs the sparse entries only).
         """
         G = X.graph
-        check_finite_features(G.features)
-        _, g = graph_tensors(G, device, "gcn", features=False)
+        _, g = graph_tensors(G, device, "gcn", features=False)   # checks finite (once per graph)
         if self.dropout == 0:
             if device.type in _DENSE_PROPAGATION_ON:
                 x = feature_tensor(G, device)
