@@ -71,9 +71,8 @@ def _with_epochs(est, epochs):
     est = clone(est)
     last = est.steps[-1][1] if hasattr(est, "steps") else est
     params = last.get_params()
-    new = {"epochs": epochs} if "epochs" in params and "n_steps" not in params else {}
-    if "n_steps" in params:
-        new = {"n_steps": epochs}
+    # DP-GNN counts steps (its epochs=None defers to n_steps)
+    new = {"n_steps": epochs} if "n_steps" in params else {"epochs": epochs}
     if "patience" in params:
         new["patience"] = 10 ** 6
     if "min_epochs" in params:
