@@ -7,7 +7,6 @@ Li et al. (CIKM 2024).
 from numbers import Real
 
 import numpy as np
-import scipy.sparse as sp
 import torch
 import torch.nn.functional as F
 from sklearn.base import BaseEstimator, _fit_context
@@ -35,7 +34,7 @@ from .._torch import (
 )
 from .._torch._device import DEVICE_CONSTRAINT
 from ..base import GraphClassifierMixin, note_feature_read
-from ..model_selection._edge_splits import PairData
+from ..model_selection._edge_splits import PairData, edge_codes, edge_lookup
 from ..model_selection._validation import validation_split
 from ..utils._logging import verbose_logger
 from ..utils._random import draw_seed
@@ -479,14 +478,13 @@ class VGAELinkPredictor(_LinkPredictorBase):
         x, g = self._tensors(X, device)
         tr_pairs, tr_y, va_pairs, va_y = self._split_validation(X, y_enc, seed)
         n = X.n_nodes
-        A = X.graph.adjacency
-        upper = sp.triu(A, 1).tocoo()   # the edges u < v, as codes u * n + v
-        codes = np.sort(upper.row.astype(np.int64) * n + upper.col)
         # positives first: the loss's sides are the logits' two ends, found with no index
         tr_pairs, n_pos = _positives_first(tr_pairs, tr_y)
         n_fresh = int(np.ceil(self.negative_ratio * n_pos))
         tp = torch.as_tensor(tr_pairs, device=device)
         fresh_each_epoch = self.negative_sampling == "per_epoch" and n_pos > 0
+        if fresh_each_epoch:
+            is_edge = edge_lookup(edge_codes(X.graph.adjacency), n)
         tr_loss = _BalancedBCE(n_pos, tp.shape[1] + (n_fresh if fresh_each_epoch else 0),
                                device)
         kl_scale = 0.5 / (n * n)   # the KL term: its mean over the n nodes, divided by n
@@ -512,7 +510,7 @@ class VGAELinkPredictor(_LinkPredictorBase):
             pairs = tp
             if fresh_each_epoch:
                 # queued to the device without a wait (pinned memory)
-                fresh = host_to_device(_random_non_edges(rng, n, codes, n_fresh), device)
+                fresh = host_to_device(_random_non_edges(rng, n, is_edge, n_fresh), device)
                 pairs = torch.cat([tp, fresh], dim=1)
             loss = tr_loss(_pair_logits(z, pairs))
             if kl is not None:
@@ -581,18 +579,13 @@ class VGAELinkPredictor(_LinkPredictorBase):
             return _pair_logits(z, pairs).cpu().numpy().astype(np.float64)
 
 
-def _random_non_edges(rng, n, codes, m):
-    """About ``m`` uniform random pairs (u != v) that are not edges (codes u*n+v, u<v), as
-    the columns of a ``(2, m')`` array."""
+def _random_non_edges(rng, n, is_edge, m):
+    """About ``m`` uniform random pairs (u != v) that are not edges (``is_edge``: an
+    ``edge_lookup``), as the columns of a ``(2, m')`` array."""
     u = rng.integers(0, n, size=m)
     v = rng.integers(0, n, size=m)
     lo, hi = np.minimum(u, v), np.maximum(u, v)
-    c = lo * n + hi
-    if len(codes):
-        pos = np.minimum(np.searchsorted(codes, c), len(codes) - 1)
-        keep = (u != v) & (codes[pos] != c)
-    else:
-        keep = u != v
+    keep = (u != v) & ~is_edge(lo * n + hi)
     return np.stack([lo[keep], hi[keep]])
 
 

@@ -105,6 +105,28 @@ def test_sample_non_edges_properties_both_paths(monkeypatch):
     assert hits.max() < reps * p + 8 * np.sqrt(reps * p * (1 - p)) + 2
 
 
+def test_edge_lookup_bitmap_and_search_agree_with_the_edges(monkeypatch):
+    """Pair codes are looked up in a bitmap (small graphs) or by binary search in the
+    sorted codes (large ones): both say exactly which pairs are edges, weights and
+    the lower triangle apart."""
+    import skldp.model_selection._edge_splits as es
+    A = sp.random(70, 70, density=0.1, random_state=0, format="csr")
+    A = (A + A.T).tocsr()
+    A.data[::3] = 2.5   # any stored weight is an edge
+    n = A.shape[0]
+    i, j = np.triu_indices(n, k=1)
+    c = i.astype(np.int64) * n + j
+    truth = np.asarray(A[i, j]).ravel() != 0
+    codes = es.edge_codes(A)
+    assert np.all(np.diff(codes) > 0) and len(codes) == truth.sum()
+    for budget in (1 << 26, 0):   # bitmap; binary search
+        monkeypatch.setattr(es, "_EDGE_BITMAP_BYTES", budget)
+        is_edge = es.edge_lookup(codes, n)
+        assert np.array_equal(is_edge(c), truth)
+        empty = es.edge_lookup(es.edge_codes(sp.csr_matrix((n, n))), n)
+        assert not empty(c).any() and empty(c).shape == c.shape
+
+
 def test_all_non_edges_and_too_many():
     A = sp.csr_array(np.array([[0, 1, 0, 0], [1, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0]]))
     pairs = sample_non_edges(A, 5, random_state=0)  # 6 pairs - 1 edge = 5 non-edges
