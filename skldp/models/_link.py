@@ -444,10 +444,14 @@ class VGAELinkPredictor(_LinkPredictorBase):
         _, g = graph_tensors(G, device, "gcn", features=False)   # checks finite (once per graph)
         if self.dropout == 0:
             if device.type in _DENSE_PROPAGATION_ON:
-                x = feature_tensor(G, device)
-                if x.numel() <= _DENSE_PROPAGATION_MAX:   # A X beside X on the device
-                    x = aggregated_features(G, x, g, "gcn", ("vgae_input", str(device)))
-                return x, g
+                key = ("skldp.vgae_input", str(device))
+                x = G.memo_get(key)
+                if x is None:
+                    x = feature_tensor(G, device)
+                    if x.layout != torch.strided or x.numel() > _DENSE_PROPAGATION_MAX:
+                        return x, g
+                    G.memo_set(key, x)   # kept with the graph, as A X is: sent once
+                return aggregated_features(G, x, g, "gcn", key), g   # A X beside X
             x = offset_sparse_features(G, device)
             if x is not None:
                 return x, g

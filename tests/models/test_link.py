@@ -385,6 +385,27 @@ def test_vgae_input_forms_give_the_same_model(split, monkeypatch):
     assert est.set_params(dropout=0.5)._tensors(P_fit, device)[0].layout == torch.strided
 
 
+def test_vgae_on_a_gpu_sends_the_features_once_per_graph(split, monkeypatch):
+    """On a GPU's path (forced here on the CPU) the dense input and its aggregation are
+    kept with the graph: a second fit on it sends no features and trains the same
+    model."""
+    from skldp.models import _gnn, _link
+
+    monkeypatch.setattr(_link, "_DENSE_PROPAGATION_ON", ("cuda", "cpu"))
+    monkeypatch.setattr(_gnn, "_DENSE_PROPAGATION_ON", ("cuda", "cpu"))
+    sent = []
+    feature_tensor = _link.feature_tensor
+    monkeypatch.setattr(_link, "feature_tensor",
+                        lambda G, device: (sent.append(1), feature_tensor(G, device))[1])
+    P_tr, P_va, P_te, y_tr, y_va, y_te = split
+    est = _vgae(epochs=5, min_epochs=5, device="cpu")
+    first = est.fit(P_tr, y_tr).decision_function(P_te)
+    assert len(sent) == 1   # the fit and its prediction share one copy
+    second = clone(est).fit(P_tr, y_tr).decision_function(P_te)
+    assert len(sent) == 1
+    np.testing.assert_array_equal(first, second)
+
+
 def test_vgae_heads_in_one_product_are_the_two_convolutions(split):
     """The mean and log-sigma heads run as one product with joined weights: the values
     and every parameter's gradient of the two convolutions taken apart."""
