@@ -501,7 +501,8 @@ class VGAELinkPredictor(_LinkPredictorBase):
         opt = Adam(module.parameters(), lr=self.lr, weight_decay=self.weight_decay)
 
         def step(epoch):
-            module.train()
+            if not module.training:  # a toggle walks every submodule
+                module.train()
             opt.zero_grad()
             mu, logstd = module(x, g)
             kl = None
@@ -808,7 +809,8 @@ class HadamardLinkPredictor(_LinkPredictorBase):
         opt = Adam(module.parameters(), lr=self.lr, weight_decay=self.weight_decay)
 
         def step(epoch):
-            module.train()
+            if not module.training:  # a toggle walks every submodule
+                module.train()
             order = host_to_device(rng.permutation(len(tp)), device)   # no wait
             total = torch.zeros((), dtype=torch.float64, device=device)
             for s in range(0, len(order), self.batch_size):

@@ -462,7 +462,8 @@ class SolitudeClassifier(GNNClassifierBase):
 
         def step(epoch):
             # (a) Adam step on the model, graph fixed
-            module.train()
+            if not module.training:  # a toggle walks every submodule
+                module.train()
             opt.zero_grad()
             loss = task_loss(take_rows(module(x, graph["fixed"]), pos_train), train_targets)
             loss.backward()
