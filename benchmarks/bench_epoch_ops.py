@@ -14,16 +14,24 @@ the card's launches up to torch's own decompositions (an operation may launch mo
 than one kernel on CUDA). No GPU needed: a measure of launches that a session
 without a card can take before and after a change.
 
+With ``--host-time`` a second column gives the other half of a small epoch's cost
+on a GPU: the host's time per epoch (Python, torch's dispatch, the host-side work
+of each step) measured on ``bench_gpu.py``'s 150-node stand-in graph, where the
+arithmetic is negligible, on one thread, by the same difference of two fits (best
+of ``--repeat``, alternated).
+
 Usage::
 
     SKLDP_DATASETS_DIR=/path/to/datasets python benchmarks/bench_epoch_ops.py \\
-        [--models VGAELinkPredictor GCNClassifier] [--epochs 4 12] [--cpu-path]
+        [--models VGAELinkPredictor GCNClassifier] [--epochs 4 12] [--cpu-path] \\
+        [--host-time] [--repeat 5]
 """
 
 import argparse
 import collections
 import os
 import sys
+import time
 
 import numpy as np
 
@@ -95,6 +103,43 @@ def count_per_epoch(est, fit, epochs=(4, 12)):
     return per_epoch
 
 
+def host_ms_per_epoch(est, fit, epochs=(20, 120), repeat=5):
+    """Host milliseconds per epoch of ``est`` (``fit(est)`` fits it): fits of the two
+    epoch counts alternated, best of ``repeat`` each, their difference per epoch."""
+    models = [_with_epochs(est, e) for e in epochs]
+    best = [float("inf")] * 2
+    for _ in range(repeat):
+        for i, model in enumerate(models):
+            start = time.perf_counter()
+            fit(model)
+            best[i] = min(best[i], time.perf_counter() - start)
+    return (best[1] - best[0]) / (epochs[1] - epochs[0]) * 1e3
+
+
+def _cases(G, y, fit, few_rows=False):
+    """``bench_gpu.py``'s case ``models`` on the graph ``G`` (labels ``y``, rows ``fit``):
+    name -> (estimator, function fitting it on eps = 1 multi-bit reports).
+
+    ``few_rows``: MLPHead's weight decay fixed at the value its ``"auto"`` takes on
+    Cora's many rows, where on few it would cross-validate (45 more fits).
+    """
+    import bench_gpu
+
+    from skldp.mechanisms import MultiBitMechanism
+    from skldp.model_selection import random_edge_split
+    from skldp.models._mlp import _DECAY
+    R = MultiBitMechanism(1.0, feature_range=(0, 1), random_state=0).fit_transform(G)
+    models = bench_gpu._node_models("cpu", np.unique(y), int(fit.sum()))
+    if few_rows:
+        models["PPR -> MLPHead"].set_params(clf__weight_decay=_DECAY)
+    cases = {name: (est, lambda m: m.fit(R[fit], y[fit])) for name, est in models.items()}
+    P_tr, P_va, _, y_tr, y_va, _ = random_edge_split(R, random_state=0)
+    P_fit, y_fit = P_tr.concat(P_va), np.r_[y_tr, y_va]
+    for name, est in bench_gpu._link_cases("cpu").items():
+        cases[name] = (est, lambda m: m.fit(P_fit, y_fit))
+    return cases
+
+
 def main(argv=None):
     import bench_gpu
 
@@ -103,35 +148,37 @@ def main(argv=None):
     parser.add_argument("--epochs", nargs=2, type=int, default=[4, 12])
     parser.add_argument("--cpu-path", action="store_true",
                         help="count the CPU's code paths instead of the card's")
+    parser.add_argument("--host-time", action="store_true",
+                        help="also time each epoch on the host, on a 150-node graph")
+    parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args(argv)
     if not args.cpu_path:
         card_path()
-    from skldp.mechanisms import MultiBitMechanism
-    from skldp.model_selection import random_edge_split
-    G, y, fit, te = bench_gpu._cora()
-    R = MultiBitMechanism(1.0, feature_range=(0, 1), random_state=0).fit_transform(G)
-    cases = {name: (est, lambda m: m.fit(R[fit], y[fit]))
-             for name, est in bench_gpu._node_models("cpu", np.unique(y),
-                                                     int(fit.sum())).items()}
-    P_tr, P_va, _, y_tr, y_va, _ = random_edge_split(R, random_state=0)
-    P_fit, y_fit = P_tr.concat(P_va), np.r_[y_tr, y_va]
-    for name, est in bench_gpu._link_cases("cpu").items():
-        cases[name] = (est, lambda m: m.fit(P_fit, y_fit))
+    G, y, fit, _ = bench_gpu._cora()
+    cases = _cases(G, y, fit)
+    tiny = {}
+    if args.host_time:
+        import torch
+        torch.set_num_threads(1)
+        G_small, y_small, fit_small, _ = bench_gpu._tiny()
+        tiny = _cases(G_small, y_small, fit_small, few_rows=True)
     print(f"Operations per epoch on Cora ({'CPU' if args.cpu_path else 'the card'}'s "
           f"code paths; fits of {args.epochs[0]} and {args.epochs[1]} epochs)\n")
-    print("| model | operations per epoch | views per epoch | commonest |")
-    print("|---|---|---|---|")
+    host = " host ms per epoch (150 nodes) |" if tiny else ""
+    print(f"| model | operations per epoch | views per epoch |{host} commonest |")
+    print("|---|---|---|---|" + ("---|" if tiny else ""))
     for name, (est, fit_one) in cases.items():
         if args.models and name not in args.models:
             continue
         try:
             c = count_per_epoch(est, fit_one, args.epochs)
+            ms = f" {host_ms_per_epoch(*tiny[name], repeat=args.repeat):.2f} |" if tiny else ""
         except Exception as exc:   # an optional package missing (pymetis)
-            print(f"| {name} | skipped: {type(exc).__name__}: {exc} | | |")
+            print(f"| {name} | skipped: {type(exc).__name__}: {exc} | | |" + (" |" if tiny else ""))
             continue
         top = sorted(((v, k) for k, v in c.items() if k not in ("ops", "views") and v > 0),
                      reverse=True)[:5]
-        print(f"| {name} | {c.get('ops', 0):.1f} | {c.get('views', 0):.1f} | "
+        print(f"| {name} | {c.get('ops', 0):.1f} | {c.get('views', 0):.1f} |{ms} "
               + ", ".join(f"{k} {v:g}" for v, k in top) + " |", flush=True)
 
 

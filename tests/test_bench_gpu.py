@@ -292,3 +292,9 @@ def test_operations_per_epoch_are_counted_per_epoch(bench, monkeypatch, capsys):
     row = [line for line in capsys.readouterr().out.splitlines()
            if line.startswith("| VGAELinkPredictor")]
     assert len(row) == 1 and float(row[0].split("|")[2]) > 20
+    # --host-time: a column of host milliseconds per epoch (more epochs take longer)
+    ops.main(["--models", "GCNClassifier", "--epochs", "2", "4", "--cpu-path",
+              "--host-time", "--repeat", "1"])
+    row = [line for line in capsys.readouterr().out.splitlines()
+           if line.startswith("| GCNClassifier")]
+    assert len(row) == 1 and float(row[0].split("|")[4]) > 0
