@@ -91,6 +91,7 @@ def _with_epochs(est, epochs):
 
 def count_per_epoch(est, fit, epochs=(4, 12)):
     """Operations (and the commonest ones) per epoch of ``est``: ``fit(est)`` fits it."""
+    fit(_with_epochs(est, epochs[0]))   # what a graph keeps (its tensors) made before both
     totals = []
     for e in epochs:
         counter = _Counter()
