@@ -441,6 +441,8 @@ class VGAELinkPredictor(_LinkPredictorBase):
         ``X W`` costs the sparse entries only).
         """
         G = X.graph
+        # an undirected model: a pair's score is symmetric, and a non-edge is one both ways
+        G.require_symmetric(type(self).__name__)
         _, g = graph_tensors(G, device, "gcn", features=False)   # checks finite (once per graph)
         if self.dropout == 0:
             if device.type in _DENSE_PROPAGATION_ON:
@@ -464,7 +466,8 @@ class VGAELinkPredictor(_LinkPredictorBase):
         Parameters
         ----------
         X : PairData
-            Training (and ``validation``) pairs over the training graph.
+            Training (and ``validation``) pairs over the training graph, which
+            must be undirected (a symmetric adjacency).
         y : array-like of shape (n_pairs,)
             Binary labels; ``classes_[1]`` (e.g. 1) marks edges.
 

@@ -385,6 +385,20 @@ def test_vgae_input_forms_give_the_same_model(split, monkeypatch):
     assert est.set_params(dropout=0.5)._tensors(P_fit, device)[0].layout == torch.strided
 
 
+def test_vgae_refuses_a_directed_graph():
+    """The decoder's score is symmetric and a fresh non-edge must be one both ways: a
+    directed training graph is refused, with the fix, not trained on."""
+    rng = np.random.default_rng(0)
+    A = sp.random(40, 40, density=0.1, random_state=0, format="csr")
+    A.setdiag(0)
+    A.eliminate_zeros()
+    P = PairData(GraphData(rng.random((40, 4)), A), [[0, 1], [2, 3], [4, 5], [6, 7]])
+    with pytest.raises(ValueError, match="undirected.*A.maximum"):
+        _vgae(epochs=2).fit(P, [1, 0, 1, 0])
+    P = PairData(GraphData(rng.random((40, 4)), A.maximum(A.T)), P.pairs)
+    assert _vgae(epochs=2).fit(P, [1, 0, 1, 0]).n_iter_ == 2
+
+
 def test_vgae_on_a_gpu_sends_the_features_once_per_graph(split, monkeypatch):
     """On a GPU's path (forced here on the CPU) the dense input and its aggregation are
     kept with the graph: a second fit on it sends no features and trains the same
