@@ -491,7 +491,8 @@ class VGAELinkPredictor(_LinkPredictorBase):
         tp = torch.as_tensor(tr_pairs, device=device)
         fresh_each_epoch = self.negative_sampling == "per_epoch" and n_pos > 0
         if fresh_each_epoch:
-            is_edge = edge_lookup(edge_codes(X.graph.adjacency), n)
+            fresh_pairs = _fresh_non_edges(rng, n, edge_lookup(edge_codes(X.graph.adjacency), n),
+                                           n_fresh, self.epochs, device)
         tr_loss = _BalancedBCE(n_pos, tp.shape[1] + (n_fresh if fresh_each_epoch else 0),
                                device)
         kl_scale = 0.5 / (n * n)   # the KL term: its mean over the n nodes, divided by n
@@ -517,9 +518,7 @@ class VGAELinkPredictor(_LinkPredictorBase):
                 z, kl = _GaussianLatent.apply(mu, logstd, eps, kl_scale)
             pairs = tp
             if fresh_each_epoch:
-                # queued to the device without a wait (pinned memory)
-                fresh = host_to_device(_random_non_edges(rng, n, is_edge, n_fresh), device)
-                pairs = torch.cat([tp, fresh], dim=1)
+                pairs = torch.cat([tp, next(fresh_pairs)], dim=1)
             loss = tr_loss(_pair_logits(z, pairs))
             if kl is not None:
                 loss = loss + kl
@@ -587,14 +586,31 @@ class VGAELinkPredictor(_LinkPredictorBase):
             return _pair_logits(z, pairs).cpu().numpy().astype(np.float64)
 
 
-def _random_non_edges(rng, n, is_edge, m):
-    """About ``m`` uniform random pairs (u != v) that are not edges (``is_edge``: an
-    ``edge_lookup``), as the columns of a ``(2, m')`` array."""
-    u = rng.integers(0, n, size=m)
-    v = rng.integers(0, n, size=m)
-    lo, hi = np.minimum(u, v), np.maximum(u, v)
-    keep = (u != v) & ~is_edge(lo * n + hi)
-    return np.stack([lo[keep], hi[keep]])
+# Node draws per batch of epochs' fresh negatives (int64 each, and a few temporaries)
+_FRESH_DRAWS = 1 << 20
+
+
+def _fresh_non_edges(rng, n, is_edge, m, epochs, device):
+    """Each epoch's fresh negatives: about ``m`` uniform random pairs (u != v) that are not
+    edges (``is_edge``: an ``edge_lookup``), as a ``(2, m')`` tensor on ``device``.
+
+    Drawn for a batch of epochs at once (numpy's generator gives the same integers
+    asked for at once or in parts: the pairs of drawing epoch by epoch) and sent to the
+    device once per batch (pinned, without a wait): an epoch costs the host a slice,
+    where a draw of its own cost a dozen array operations and a transfer.
+    """
+    per_batch = max(1, _FRESH_DRAWS // (2 * m))
+    while epochs > 0:
+        k = min(per_batch, epochs)
+        epochs -= k
+        uv = rng.integers(0, n, size=(k, 2, m))
+        u, v = uv[:, 0], uv[:, 1]
+        lo, hi = np.minimum(u, v), np.maximum(u, v)
+        keep = (u != v) & ~is_edge(lo * n + hi)
+        batch = host_to_device(np.stack([lo[keep], hi[keep]]), device)   # epoch by epoch
+        ends = np.cumsum(keep.sum(axis=1))
+        for start, end in zip(np.r_[0, ends[:-1]], ends, strict=True):
+            yield batch[:, start:end]
 
 
 # ----------------------------------------------------------------------- Hadamard

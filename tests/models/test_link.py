@@ -385,6 +385,30 @@ def test_vgae_input_forms_give_the_same_model(split, monkeypatch):
     assert est.set_params(dropout=0.5)._tensors(P_fit, device)[0].layout == torch.strided
 
 
+def test_fresh_negatives_do_not_depend_on_the_batch_of_epochs(monkeypatch):
+    """Each epoch's fresh negatives are non-edges (u < v) drawn uniformly, and drawing
+    several epochs at once gives every epoch the pairs it gets drawn alone."""
+    from skldp.model_selection._edge_splits import edge_codes, edge_lookup
+    from skldp.models import _link
+
+    A = sp.random(50, 50, density=0.05, random_state=0, format="csr")
+    A = (A + A.T).tocsr()
+    is_edge = edge_lookup(edge_codes(A), 50)
+
+    def epochs(draws):
+        monkeypatch.setattr(_link, "_FRESH_DRAWS", draws)
+        fresh = _link._fresh_non_edges(np.random.default_rng(0), 50, is_edge, 30, 7, "cpu")
+        return [t.numpy() for t in fresh]
+
+    alone, batched = epochs(1), epochs(1 << 20)   # one epoch per draw; all seven at once
+    assert len(alone) == len(batched) == 7
+    for a, b in zip(alone, batched, strict=True):
+        np.testing.assert_array_equal(a, b)
+        assert a.shape[0] == 2 and 15 < a.shape[1] <= 30   # rejections: edges, u == v
+        assert np.all(a[0] < a[1]) and not np.asarray(A[a[0], a[1]]).any()
+    assert not np.array_equal(alone[0], alone[1])   # fresh each epoch
+
+
 def test_vgae_refuses_a_directed_graph():
     """The decoder's score is symmetric and a fresh non-edge must be one both ways: a
     directed training graph is refused, with the fix, not trained on."""
