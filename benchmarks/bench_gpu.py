@@ -434,7 +434,7 @@ def case_models(devices):
         for name, model in _node_models(d, classes, int(fit.sum())).items():
             data = G if name.startswith("DPGNN") else reports
             rows.append(_guarded(f"Cora {name}", d, "test accuracy", lambda m=model, x=data:
-                                 m.fit(x[fit], y[fit]).score(x[te], y[te])))
+                                 m.fit(x[fit], y[fit]).score(x[te], y[te]), model))
     P_tr, P_va, P_te, y_tr, y_va, y_te = random_edge_split(reports, random_state=0)
     P_fit, y_fit = P_tr.concat(P_va), np.r_[y_tr, y_va]  # the validation pairs validate
     for d in devices:
@@ -442,22 +442,26 @@ def case_models(devices):
             key = "validation" if name.startswith("VGAE") else "link__validation"
             model.set_params(**{key: P_va.pairs})
             rows.append(_guarded(f"Cora links {name}", d, "test ROC-AUC", lambda m=model:
-                                 m.fit(P_fit, y_fit).score(P_te, y_te)))
+                                 m.fit(P_fit, y_fit).score(P_te, y_te), model))
             if name.startswith("VGAE"):   # the one model on Cora not yet faster on CUDA
                 _queue_profile(d, "vgae_cora_profile.txt", lambda path, m=model, d=d:
                                _profile(lambda: m.fit(P_fit, y_fit), d, path))
     return rows
 
 
-def _guarded(case, d, metric_name, fn):
-    """One timed row, or a row marked skipped with the error (the run goes on)."""
+def _guarded(case, d, metric_name, fn, model=None):
+    """One timed row, or a row marked skipped with the error (the run goes on). With
+    ``model`` (fitted by ``fn``), the row says how many iterations (epochs; DP-GNN's
+    steps) its fit ran: early stopping may stop the devices' fits at different ones."""
     _reset_peak(d)
     try:
         s, value = _timed(d, fn)
     except Exception as exc:   # e.g. ImportError: an optional package is missing
         return _skipped(case, d, exc)
+    last = model.steps[-1][1] if hasattr(model, "steps") else model
+    epochs = getattr(last, "n_iter_", None)
     return dict(case=case, device=d, seconds=s, metric=float(value), metric_name=metric_name,
-                gpu_gib=_peak_gib(d))
+                gpu_gib=_peak_gib(d), epochs=None if epochs is None else int(epochs))
 
 
 def _skipped(case, d, exc):
@@ -629,8 +633,9 @@ def _table(rows, argv, started, elapsed):
         # no CPU row of the case (10M users run on CUDA only): no ratio
         ratio = (f"{cpu[r['case']] / r['seconds']:.1f}×" if r["case"] in cpu else "—")
         gib = "—" if r["gpu_gib"] is None else f"{r['gpu_gib']:.2f}"
+        epochs = f"; {r['epochs']} iterations" if r.get("epochs") is not None else ""
         lines.append(f"| {r['case']} | {r['device']} | {r['seconds']:.2f} | "
-                     f"{r['metric']:.4g} ({r['metric_name']}) | {gib} | {ratio} |")
+                     f"{r['metric']:.4g} ({r['metric_name']}{epochs}) | {gib} | {ratio} |")
     return "\n".join(lines)
 
 

@@ -46,6 +46,11 @@ def test_every_case_runs_and_reports(bench, tmp_path):
     assert np.median(acc) > 0.5                           # 3 classes: chance is 1/3
     table = out.read_text()
     assert table.count("\n| ") == 1 + len(rows)
+    # each model's row says how many epochs (DP-GNN: steps) its fit ran: early stopping
+    # may stop the devices at different epochs
+    fitted = [r for r in rows if r["case"].startswith("Cora ")]
+    assert len(fitted) == 8 + 2 and all(r["epochs"] >= 1 for r in fitted)
+    assert table.count(" iterations) |") == len(fitted)
     # the machine's GPU is named even when only the CPU is measured
     assert ("GPU: none" in table) == (not torch.cuda.is_available())
 
