@@ -310,17 +310,17 @@ def sample_non_edges(A, n_samples, random_state=None):
                          f"{available} (n={n} nodes, {len(codes)} edges).")
     if n_samples == 0:
         return np.empty((0, 2), dtype=np.int64)
+    is_edge = edge_lookup(codes, n)
     if total <= _ENUMERATE_MAX or n_samples > available // 2:
         if total > 4 * _ENUMERATE_MAX:
             raise ValueError(f"asked for {n_samples} of {available} non-edges; sampling more "
                              "than half of the non-edges of a large graph is not supported.")
         iu, ju = np.triu_indices(n, k=1)
         all_codes = iu.astype(np.int64) * n + ju
-        free = all_codes[~np.isin(all_codes, codes, assume_unique=True)]
+        free = all_codes[~is_edge(all_codes)]
         chosen = rng.choice(len(free), size=n_samples, replace=False)
         c = free[chosen]
         return np.stack([c // n, c % n], axis=1)
-    is_edge = edge_lookup(codes, n)
     out = np.empty(0, dtype=np.int64)
     while len(out) < n_samples:
         m = int(1.2 * (n_samples - len(out))) + 64
