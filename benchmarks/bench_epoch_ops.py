@@ -75,9 +75,10 @@ class _Counter:
 def _with_epochs(est, epochs):
     """``est`` (or a pipeline's last step) set to run exactly ``epochs`` epochs with its
     validation checks."""
+    from bench_gpu import final_step
     from sklearn.base import clone
     est = clone(est)
-    last = est.steps[-1][1] if hasattr(est, "steps") else est
+    last = final_step(est)
     params = last.get_params()
     # DP-GNN counts steps (its epochs=None defers to n_steps)
     new = {"n_steps": epochs} if "n_steps" in params else {"epochs": epochs}

@@ -449,6 +449,11 @@ def case_models(devices):
     return rows
 
 
+def final_step(model):
+    """A pipeline's last step, or the model itself."""
+    return model.steps[-1][1] if hasattr(model, "steps") else model
+
+
 def _guarded(case, d, metric_name, fn, model=None):
     """One timed row, or a row marked skipped with the error (the run goes on). With
     ``model`` (fitted by ``fn``), the row says how many iterations (epochs; DP-GNN's
@@ -458,8 +463,7 @@ def _guarded(case, d, metric_name, fn, model=None):
         s, value = _timed(d, fn)
     except Exception as exc:   # e.g. ImportError: an optional package is missing
         return _skipped(case, d, exc)
-    last = model.steps[-1][1] if hasattr(model, "steps") else model
-    epochs = getattr(last, "n_iter_", None)
+    epochs = getattr(final_step(model), "n_iter_", None)
     return dict(case=case, device=d, seconds=s, metric=float(value), metric_name=metric_name,
                 gpu_gib=_peak_gib(d), epochs=None if epochs is None else int(epochs))
 
