@@ -1,6 +1,6 @@
 """skldp: differential privacy for learning on graphs, with the scikit-learn API."""
 
-import importlib
+import importlib as _importlib
 
 __version__ = "0.1.0"
 
@@ -26,10 +26,10 @@ def __getattr__(name):
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'skldp' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
+    value = getattr(_importlib.import_module(module, __name__), name)
     globals()[name] = value
     return value
 
 
-def __dir__():
-    return sorted(set(globals()) | set(__all__))
+def __dir__():   # the public names and the subpackages imported so far
+    return sorted(set(__all__) | {n for n in globals() if not n.startswith("_")})

@@ -81,3 +81,11 @@ def test_no_import_cycles():
     graph = import_graph(mods)
     assert "skldp.utils.validation" in graph["skldp.base"]  # the graph is read
     assert cycles(graph) == []
+
+
+def test_the_package_lists_its_public_names():
+    import skldp
+    names = dir(skldp)
+    assert set(skldp.__all__) <= set(names)
+    assert not [n for n in names if n.startswith("_") and n != "__version__"]
+    assert "importlib" not in names   # the lazy loader's helper stays private
