@@ -119,9 +119,14 @@ def encode(spec, data, *, seed, key, user=None, directory=None):
     return p.row(batch, 0)
 
 
-def _input_digest(data, user):
-    """A hash of what the device answered about (to refuse answering about other data)."""
+def _input_digest(data, user, edges=False):
+    """A hash of what the device answered about (to refuse answering about other data).
+
+    ``edges``: ``data`` is a list of neighbours, whose order and repeats do not change
+    the report (the same set, the same answer)."""
     h = hashlib.sha256(repr(user).encode())
+    if edges:
+        data = sorted({json.dumps(_json_id(v), default=str) for v in data})
     try:
         h.update(np.ascontiguousarray(np.asarray(data, dtype=np.float64)).tobytes())
     except (TypeError, ValueError):   # labels that are strings, lists of string ids
@@ -151,11 +156,13 @@ class Device:
 
     Examples
     --------
+    The server publishes a spec (here made by :func:`skldp.population.collection_spec`;
+    a device reads it as JSON); the device answers it about its own data:
+
     >>> from skldp.device import Device
-    >>> spec = {"id": "0123456789abcdef", "kind": "skldp.mechanisms.LabelRandomizedResponse",
-    ...         "protects": ["labels"], "epsilon": 1.0, "delta": 0.0, "model": "local",
-    ...         "params": {"eps": 1.0, "classes": [0, 1, 2]},
-    ...         "public_state": {"classes": [0, 1, 2]}, "device_steps": [], "version": 2}
+    >>> from skldp.mechanisms import LabelRandomizedResponse
+    >>> from skldp.population import collection_spec
+    >>> spec = collection_spec(LabelRandomizedResponse(1.0, classes=[0, 1, 2])).to_json()
     >>> record = Device(user=17).answer(spec, 2)
     >>> sorted(record), record["report"]["y"] in (0, 1, 2)
     (['collection', 'report', 'user'], True)
@@ -165,6 +172,8 @@ class Device:
         self.user = user
         self.path = path
         self.max_epsilon = None if max_epsilon is None else float(max_epsilon)
+        if self.max_epsilon is not None and not self.max_epsilon >= 0:
+            raise ValueError(f"max_epsilon must be a number >= 0 or None, got {max_epsilon!r}.")
         self._answers = {}
         if path is not None and os.path.exists(path):
             with open(path, encoding="utf-8") as fh:
@@ -192,7 +201,7 @@ class Device:
             The spec is invalid, or would take the device past ``max_epsilon``.
         """
         spec, _ = _validated(spec)
-        digest = _input_digest(data, self.user)
+        digest = _input_digest(data, self.user, edges="edges" in spec.protects)
         old = self._answers.get(spec.id)
         if old is not None:
             if old["input"] != digest:
@@ -201,8 +210,8 @@ class Device:
                     "again would spend its budget again. The server must open a new "
                     "collection (a new spec id) to ask about the new data.")
             return old["record"]
-        if self.max_epsilon is not None and self.spent + spec.epsilon > self.max_epsilon * (
-                1 + 1e-12):
+        if self.max_epsilon is not None and not self.spent + spec.epsilon <= self.max_epsilon * (
+                1 + 1e-12):   # (written to refuse a NaN too)
             from ._spec import SpecError
             raise SpecError(f"answering {spec.describe()} would take this device to epsilon="
                             f"{self.spent + spec.epsilon:.4g}, above its cap of "

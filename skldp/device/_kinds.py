@@ -359,7 +359,7 @@ def _bounds(spec, d):
 
 
 def _check_cost(spec, cost):
-    if spec.epsilon < cost * (1 - 1e-9):
+    if not spec.epsilon >= cost * (1 - 1e-9):   # (written to refuse a NaN too)
         raise SpecError(f"{_short(spec)} spec states epsilon={spec.epsilon:.6g} but its "
                         f"parameters spend {cost:.6g} per user; a device refuses it.")
     if spec.protects != (_KIND_PROTECTS[spec.kind],):

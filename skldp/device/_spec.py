@@ -166,6 +166,11 @@ class CollectionSpec:
                    public_state=dict(data.get("public_state", {})),
                    device_steps=tuple(data.get("device_steps", ())), version=version,
                    nonce=str(data["nonce"]))
+        if math.isnan(spec.epsilon) or spec.epsilon < 0:   # (a NaN would pass every cap)
+            raise SpecError(f"collection spec epsilon must be a number >= 0, got "
+                            f"{data['epsilon']!r}.")
+        if not 0 <= spec.delta <= 1:   # (NaN fails too)
+            raise SpecError(f"collection spec delta must be in [0, 1], got {data.get('delta')!r}.")
         if spec.model not in ("local", "central", "clear"):
             raise SpecError(f"collection spec model must be 'local', 'central' or 'clear', "
                             f"got {spec.model!r}.")

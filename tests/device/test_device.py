@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from skldp.device import AlreadyAnswered, Device, SpecError, encode, plan, read_spec
+from skldp.device import AlreadyAnswered, Device, Directory, SpecError, encode, plan, read_spec
 from skldp.mechanisms import EdgeRR, HDSMechanism, LabelRandomizedResponse, MultiBitMechanism
 from skldp.population import collection_spec
 
@@ -49,6 +49,9 @@ def test_spec_is_public_json_and_round_trips(hds_spec):
     ({"public_state__feature_max": [1.0] * 5}, "n_features=6"),
     ({"public_state__feature_max": [0.0] * 6}, "feature_min < feature_max"),
     ({"epsilon": 0.5}, "spend 1 per user"),
+    ({"epsilon": "nan"}, "epsilon must be a number >= 0"),   # a NaN passes every cap
+    ({"epsilon": -1.0}, "epsilon must be a number >= 0"),
+    ({"delta": "nan"}, "delta must be in \\[0, 1\\]"),
     ({"params__eps": "inf"}, "protects nothing"),
     ({"params__eps": -1}, "must be > 0"),
     ({"public_state__k": 7}, "outside 1..6"),
@@ -114,6 +117,21 @@ def test_device_budget_cap(hds_spec):
     other = collection_spec(MultiBitMechanism(1.0, m=1, feature_range=(0, 1)), n_features=6)
     with pytest.raises(SpecError, match="above its cap"):
         dev.answer(other, np.zeros(6))
+    for bad in (float("nan"), -1.0):
+        with pytest.raises(ValueError, match="max_epsilon must be a number >= 0"):
+            Device(user=1, max_epsilon=bad)
+
+
+def test_device_answers_a_neighbour_set_in_any_order():
+    ids = ["u0", "u1", "u2", "u3"]
+    spec = collection_spec(EdgeRR(2.0, symmetrize="or"), node_ids=ids)
+    dev = Device("u0")
+    first = dev.answer(spec, ["u1", "u2"], directory=Directory(ids))
+    # the same neighbours, reordered or repeated: the same report, nothing spent again
+    assert dev.answer(spec, ["u2", "u1", "u2"], directory=Directory(ids)) == first
+    assert dev.spent == 2.0
+    with pytest.raises(AlreadyAnswered):
+        dev.answer(spec, ["u1", "u3"], directory=Directory(ids))
 
 
 def test_device_input_checks(hds_spec):
