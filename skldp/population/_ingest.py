@@ -63,18 +63,19 @@ def _records(source, fmt):
         path = os.fspath(source)
         fmt = fmt or ("columnar" if path.endswith(_COLUMNAR) else "jsonl")
         if fmt in ("parquet", "arrow", "feather", "columnar"):
-            yield from _read_columnar(path)
+            yield from _read_columnar(path, fmt)
             return
-        with open(path, encoding="utf-8") as fh:
+        with open(path, "rb") as fh:   # a line that is not UTF-8 is one malformed report
             yield from _lines(fh)
         return
     if hasattr(source, "read") or hasattr(source, "__iter__"):
-        items = iter(source)
-        for item in items:
+        for item in iter(source):
             if isinstance(item, dict):
                 yield item
-            else:
+            elif isinstance(item, (str, bytes)):
                 yield from _lines([item])
+            else:   # neither a record nor a line of JSON
+                yield None
         return
     raise TypeError(f"reports come from a path, a file object or an iterable of records, got "
                     f"{type(source).__name__}.")
@@ -92,19 +93,28 @@ def _lines(lines):
             yield None
 
 
-def _read_columnar(path):
+def _read_columnar(path, fmt):
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError:  # pragma: no cover - the optional extra
         raise ImportError("Reading Parquet or Arrow reports needs pyarrow: pip install "
                           "'skldp[io]'.") from None
-    if path.endswith(".parquet"):
+    if fmt == "parquet" or (fmt == "columnar" and path.endswith(".parquet")):
         table = pq.read_table(path)
     else:
         with pa.memory_map(path) as source:
             table = pa.ipc.open_file(source).read_all()
-    yield from table.to_pylist()
+    for rec in table.to_pylist():
+        # a column holds every record's field: where a record had none, it reads None
+        yield _without_nulls(rec)
+
+
+def _without_nulls(value):
+    """A record read from a column store, without the fields it did not have."""
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    return value
 
 
 def write_reports(records, path):
@@ -126,7 +136,9 @@ def write_reports(records, path):
         except ImportError:  # pragma: no cover - the optional extra
             raise ImportError("Writing Parquet or Arrow reports needs pyarrow: pip install "
                               "'skldp[io]'.") from None
-        table = pa.Table.from_pylist(records)
+        # a column per field of any record (from_pylist would take the first record's)
+        names = list(dict.fromkeys(k for rec in records for k in rec))
+        table = pa.table({k: [rec.get(k) for rec in records] for k in names})
         if path.endswith(".parquet"):
             pq.write_table(table, path)
         else:
@@ -158,7 +170,7 @@ def read_reports(source, spec, *, users=None, format=None):
         The collection's spec.
     users : array-like or None, default=None
         The users allowed to answer (the directory); others are refused.
-    format : {"jsonl", "parquet", "arrow"} or None
+    format : {"jsonl", "parquet", "arrow", "feather"} or None
         Read from the file name when ``None``.
 
     Returns
@@ -172,6 +184,9 @@ def read_reports(source, spec, *, users=None, format=None):
     >>> received.refused                                    # doctest: +SKIP
     Counter({'duplicate': 3, 'out of domain': 1})
     """
+    if format not in (None, "jsonl", "parquet", "arrow", "feather"):
+        raise ValueError(f"format must be 'jsonl', 'parquet', 'arrow', 'feather' or None, got "
+                         f"{format!r}.")
     spec = read_spec(spec)
     p = plan(spec)
     allowed = None if users is None else set(_id_key(u) for u in users)

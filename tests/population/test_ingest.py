@@ -106,6 +106,40 @@ def test_file_formats_round_trip(fleet, tmp_path):
             np.testing.assert_array_equal(la, lb)
 
 
+def test_every_bad_record_is_counted_not_fatal(fleet, tmp_path):
+    G, y, labelled, ((sx, rx), _, _) = fleet
+    good = [json.dumps(r).encode() for r in rx[:3]]
+    path = tmp_path / "reports.jsonl"
+    path.write_bytes(b"\n".join(good[:2] + [b"\xff\xfe not UTF-8"] + good[2:]) + b"\n")
+    got = read_reports(str(path), sx)
+    assert len(got) == 3 and got.refused == {"malformed": 1}
+    got = read_reports([None, [1, 2], 5] + rx[:3], sx)   # neither records nor lines
+    assert len(got) == 3 and got.refused == {"malformed": 3}
+    with pytest.raises(ValueError, match="format must be"):
+        read_reports(str(path), sx, format="csv")
+
+
+@pytest.mark.parametrize("ext", ["parquet", "arrow"])
+def test_columnar_files_keep_each_record_as_sent(fleet, tmp_path, ext):
+    # a column store has a column per field of any record: one odd record must not
+    # make the others malformed, nor lose its own extra field
+    pytest.importorskip("pyarrow")
+    G, y, labelled, ((sx, rx), _, _) = fleet
+    rx = rx[:5]
+    cases = {"extra report field": [dict(r) for r in rx[:4]]
+             + [dict(rx[4], report=dict(rx[4]["report"], z=1))],
+             "extra field first": [dict(rx[0], sent_at=1)] + rx[1:],
+             "extra field last": rx[:4] + [dict(rx[4], sent_at=1)]}
+    for name, records in cases.items():
+        write_reports(records, tmp_path / f"r.{ext}")
+        got = read_reports(str(tmp_path / f"r.{ext}"), sx)
+        assert len(got) == 4 and got.refused == {"malformed": 1}, name
+    # the format named, whatever the file's name
+    write_reports(rx, tmp_path / f"r.{ext}")
+    (tmp_path / "r.bin").write_bytes((tmp_path / f"r.{ext}").read_bytes())
+    assert len(read_reports(str(tmp_path / "r.bin"), sx, format=ext)) == 5
+
+
 def test_received_graph_trains_pipelines_and_states_the_budget(fleet):
     G, y, labelled, ((sx, rx), (sy, ry), (se, re_)) = fleet
     ids = G.node_ids.tolist()
