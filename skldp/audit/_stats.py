@@ -47,6 +47,7 @@ def clopper_pearson(k, n, alpha, side):
 
     Examples
     --------
+    >>> from skldp.audit import clopper_pearson
     >>> round(float(clopper_pearson(0, 100, 0.05, "upper")), 4)   # the "rule of three"
     0.0295
     """

@@ -104,6 +104,7 @@ def grrfs_epsilon(eps, m, d=None):
 
     Examples
     --------
+    >>> from skldp.mechanisms import grrfs_epsilon
     >>> grrfs_epsilon(1.0, 10, 53)    # CiteSeer after grouping (paper: "8.3")
     10.0
     """
@@ -150,6 +151,7 @@ def grrfs_paper_epsilon(eps, m, d):
 
     Examples
     --------
+    >>> from skldp.mechanisms import grrfs_paper_epsilon
     >>> round(grrfs_paper_epsilon(1.0, 10, 53), 2)   # CiteSeer after grouping (d = 53)
     8.33
     >>> round(grrfs_paper_epsilon(2.0, 1, 2), 2)     # the worst-case ratio is e^2 here
@@ -273,6 +275,7 @@ def group_features(X, group_size):
     Examples
     --------
     >>> import numpy as np
+    >>> from skldp.mechanisms import group_features
     >>> group_features(np.array([[0, 1, 0, 0, 0], [0, 0, 0, 0, 1]]), 2)
     array([[1., 0., 0.],
            [0., 0., 1.]])
@@ -309,6 +312,7 @@ class FeatureGrouper(GraphTransformerMixin, BaseEstimator):
     Examples
     --------
     >>> import numpy as np
+    >>> from skldp.mechanisms import FeatureGrouper
     >>> FeatureGrouper(group_size=2).fit_transform(np.eye(4)).shape
     (4, 2)
     """

@@ -170,7 +170,7 @@ class FeatureSmoothing(GraphTransformerMixin, BaseEstimator):
     >>> A = sp.csr_array(np.array([[0, 1, 1], [1, 0, 0], [1, 0, 0]]))
     >>> G = GraphData(np.array([[0.], [3.], [6.]]), A)
     >>> np.asarray(FeatureSmoothing(steps=1).fit_transform(G)).ravel()
-    array([4.5, 0. , 0. ])
+    array([4.5, 0. , 0. ], dtype=float32)
     """
 
     _graph_requirements = {"require_adjacency": True, "require_finite": True}

@@ -29,6 +29,7 @@ def project_simplex(V):
 
     Examples
     --------
+    >>> from skldp.reconstruction import project_simplex
     >>> project_simplex([0.8, 0.6, -0.4])
     array([0.6, 0.4, 0. ])
     """
