@@ -170,7 +170,7 @@ def run(dataset="cora", eps=1.0, seeds=5, epochs=100, out=None):
           f"random 50/25/25 splits, {seeds} seed(s)", file=out, flush=True)
     # Label propagation needs an undirected graph; a directed one is symmetrised.
     A = G.adjacency
-    G_lp = G if G.is_symmetric() else G.with_adjacency(A.maximum(A.T))
+    G_lp = G if G.is_symmetric() else G._with_new_adjacency(A.maximum(A.T))
     scores = {key: [] for key in ROWS}
     report = None
     t0 = time.perf_counter()

@@ -10,7 +10,7 @@ from collections import OrderedDict
 import numpy as np
 import scipy.sparse as sp
 
-from .device._random import ids_to_keys
+from .device._random import _as_integers, ids_to_keys
 from .population._population import Population
 from .utils._arrays import check_finite_features, frame_column_names
 
@@ -26,10 +26,11 @@ class _AdjacencyInfo:
 
     Shared by every store that holds the same adjacency arrays: the views, the
     stores derived with new features (a mechanism's reports, a propagation's
-    output) and fresh ``GraphData(X, A)`` built on the same matrix. So the
-    symmetry check runs once per graph, and a normalised adjacency (or its copy
+    output) and a fresh ``GraphData(X, G.adjacency)`` on a graph's own matrix. So
+    the symmetry check runs once per graph, and a normalised adjacency (or its copy
     on a GPU) is built once and reused by every step. It lives as long as a store
-    holding it; the adjacency is read-only by contract, so nothing here goes stale.
+    holding it. The arrays are GraphData's own (``_as_adjacency`` copies a caller's
+    matrix), read-only by contract: a caller editing its matrix cannot make this stale.
     """
 
     __slots__ = ("_roots", "signature", "symmetric", "one_sided", "operators", "lock",
@@ -65,17 +66,29 @@ def _signature(A):
                  for a in (A.data, A.indices, A.indptr)) + (A.shape,)
 
 
+# The ledger's name for features read through ``np.asarray(G)`` (no dots: a kind's
+# last dotted part is its name in reports).
+_EXPORT = "Array export of the features (np_asarray, a step outside skldp)"
+
 _INFOS = {}   # memory signature of an adjacency -> weakref to its _AdjacencyInfo
 _INFOS_LOCK = threading.RLock()   # re-entrant: a collection may run `drop` inside
+
+
+def _held_info(A):
+    """The live :class:`_AdjacencyInfo` of the CSR arrays of ``A``, or ``None``: not
+    ``None`` iff a store holds these very arrays (validated when it took them)."""
+    with _INFOS_LOCK:
+        ref = _INFOS.get(_signature(A))
+        info = ref() if ref is not None else None
+        return info if info is not None and info.describes(A) else None
 
 
 def _adjacency_info(A):
     """The :class:`_AdjacencyInfo` of the CSR arrays of ``A`` (shared, created once)."""
     key = _signature(A)
     with _INFOS_LOCK:
-        ref = _INFOS.get(key)
-        info = ref() if ref is not None else None
-        if info is None or not info.describes(A):
+        info = _held_info(A)
+        if info is None:
             info = _AdjacencyInfo(A)
 
             def drop(r, key=key):
@@ -120,7 +133,9 @@ class _GraphStore:
         self.population = population
         self.feature_origin = feature_origin
         self.adjacency_origin = adjacency_origin
-        self._info = None   # the adjacency's shared checks and operators (lazily)
+        # The adjacency's shared checks and operators, registered now: it also marks
+        # the arrays as a graph's own, which a fresh GraphData takes without a copy.
+        self._info = None if adjacency is None else _adjacency_info(adjacency)
 
     @property
     def features(self):
@@ -202,6 +217,7 @@ class _GraphStore:
                 setattr(self, "_features" if k == "features" else k, v)
         self._memo = OrderedDict()
         self._info = None
+        self.info()   # registers the arrays (see __init__)
 
 
 def _as_features(features):
@@ -209,7 +225,9 @@ def _as_features(features):
         X = sp.csr_matrix(features)
         if not np.issubdtype(X.dtype, np.floating):
             X = X.astype(np.float64)
-        X.sum_duplicates()
+        if not X.has_canonical_format:   # sum_duplicates edits in place: not the caller's
+            X = _private(X, features)
+            X.sum_duplicates()
         return X
     X = np.asarray(features)
     if X.dtype == object or not (np.issubdtype(X.dtype, np.number) or X.dtype == bool):
@@ -224,7 +242,16 @@ def _as_features(features):
     return X
 
 
-def _as_adjacency(adjacency, n_nodes, node_ids):
+def _as_adjacency(adjacency, n_nodes, node_ids, owned=False):
+    """The adjacency as a canonical float32 CSR matrix whose arrays are GraphData's own.
+
+    The caller's arrays are copied (when the conversion did not already make new
+    ones): GraphData never edits the caller's matrix, and an edit of it never
+    reaches a graph or the checks and operators cached for it. A graph's own
+    matrix (``G.adjacency``, read-only by contract) is taken as it is, sharing them;
+    so is a matrix the library just made and hands over (``owned``): at 1M users an
+    edge mechanism's output is 5 GiB.
+    """
     if adjacency is None:
         return None
     # A networkx graph exists only if networkx was imported: checking sys.modules
@@ -236,9 +263,18 @@ def _as_adjacency(adjacency, n_nodes, node_ids):
                              "nodes against the feature rows.")
         if set(adjacency.nodes) != set(node_ids.tolist()):
             raise ValueError("The networkx graph's nodes differ from node_ids.")
+        if adjacency.is_multigraph():   # parallel edges are summed: check each one
+            for u, v, w in adjacency.edges(data="weight", default=1):
+                if w < 0:
+                    raise ValueError(f"adjacency contains a negative weight, {w!r} on an "
+                                     f"edge from {u!r} to {v!r}; weights must be >= 0.")
         adjacency = nx.to_scipy_sparse_array(adjacency, nodelist=list(node_ids),
                                              format="csr")
     if sp.issparse(adjacency):
+        # before the conversion, which sums duplicate entries: -1 and +1 at one
+        # position must not pass as an absent edge
+        if adjacency.format in ("coo", "csr", "csc", "bsr"):
+            _check_not_negative(adjacency)
         A = sp.csr_matrix(adjacency, dtype=np.float32)
     else:
         A = np.asarray(adjacency)
@@ -249,16 +285,54 @@ def _as_adjacency(adjacency, n_nodes, node_ids):
         raise ValueError(f"adjacency must be square, got shape {A.shape}.")
     if A.shape[0] != n_nodes:
         raise ValueError(f"adjacency has {A.shape[0]} nodes but features have {n_nodes} rows.")
+    if _held_info(A) is not None:   # a graph's own matrix: checked when it was taken
+        return A
+    if not owned:
+        A = _private(A, adjacency)
     A.sum_duplicates()
     A.eliminate_zeros()
     # min and max propagate NaN and show +-inf: no boolean temporary of the size of the data
     lo, hi = (A.data.min(), A.data.max()) if A.nnz else (0.0, 0.0)
     if not (np.isfinite(lo) and np.isfinite(hi)):
-        raise ValueError("adjacency contains NaN or infinite weights.")
-    if lo < 0:
-        raise ValueError("adjacency contains negative weights.")
+        raise ValueError("adjacency contains NaN or infinite weights (after float32 "
+                         "conversion); weights must be finite and >= 0.")
+    _check_not_negative(A)
     A.sort_indices()
     return A
+
+
+def _private(M, source):
+    """``M`` with a copy of every array it shares with ``source`` (the caller's matrix),
+    so that ``M`` can be edited in place; ``M`` itself when the conversion made new ones."""
+    if not sp.issparse(source):
+        return M
+    theirs = [a for v in vars(source).values()
+              for a in (v if isinstance(v, tuple) else (v,)) if isinstance(a, np.ndarray)]
+    for name in ("data", "indices", "indptr"):   # M is a new matrix object: set on it
+        a = getattr(M, name)
+        if any(np.may_share_memory(a, b) for b in theirs):
+            setattr(M, name, a.copy())
+    return M
+
+
+def _check_not_negative(M):
+    """Raise if a stored entry of the sparse matrix ``M`` (COO, CSR, CSC or BSR) is negative."""
+    d = M.data
+    if d.size == 0 or np.iscomplexobj(d):
+        return
+    lo = d.min()
+    if not lo < 0 or not np.isfinite(lo):   # NaN and -inf: the finite check names them
+        return
+    k = int(np.flatnonzero(d.reshape(-1) < 0)[0])   # only on the error path
+    where = ""
+    if M.format == "coo":
+        where = f" at row {M.row[k]}, column {M.col[k]}"
+    elif M.format in ("csr", "csc"):
+        outer = int(np.searchsorted(M.indptr, k, side="right")) - 1
+        i, j = (outer, M.indices[k]) if M.format == "csr" else (M.indices[k], outer)
+        where = f" at row {i}, column {j}"
+    raise ValueError(f"adjacency contains a negative weight, {d.reshape(-1)[k]}{where} "
+                     "(duplicate entries are not summed first); weights must be >= 0.")
 
 
 class GraphData:
@@ -282,10 +356,17 @@ class GraphData:
         Adjacency of shape (n_nodes, n_nodes). ``None`` means the server does
         not know the graph (e.g. it is collected with edge LDP later). A
         networkx graph is converted in the order given by ``node_ids``.
+        Stored as a canonical float32 CSR matrix of GraphData's own: a sparse
+        matrix whose arrays would be kept is copied, so the caller's matrix is
+        never edited and may be edited afterwards (a graph's own
+        ``G.adjacency`` is shared, not copied). Weights must be finite and
+        non-negative, each stored entry before duplicates are summed.
     node_ids : array-like of shape (n_nodes,), default=None
         Unique, stable user identifiers. Local DP mechanisms key each user's
         report on its id, so a user answers once whatever rows are selected.
-        Defaults to ``0..n_nodes-1``.
+        Integers in an object array (as pandas gives) are stored and keyed as
+        the same integers in an integer array. Missing ids (None, NaN, NaT,
+        pandas' NA) are refused. Defaults to ``0..n_nodes-1``.
     feature_names : array-like of str of shape (n_features,), default=None
         Names of the feature columns. ``None`` takes a pandas DataFrame's
         column names when they are all strings (scikit-learn's rule).
@@ -293,7 +374,9 @@ class GraphData:
         Per-user cap on the total epsilon the users may spend (local
         collections plus central trainings); a collection that would exceed it
         raises :class:`~skldp.population.BudgetExceededError` before anything
-        is sent. ``None``: no cap.
+        is sent. ``None``: no cap. With ``population``, it sets the shared cap
+        if there is none; another cap than the one there is an error (change it
+        with ``G.population.set_budget``).
     population : GraphData, Population or None, default=None
         The simulated devices these users are. ``None`` makes new ones (a new
         ledger); the GraphData of the same users (e.g. their updated data)
@@ -346,10 +429,13 @@ class GraphData:
         if node_ids is None:
             ids = np.arange(n)
         else:
-            ids = np.asarray(node_ids)
+            # integers held in an object array (as pandas gives) are stored, and keyed,
+            # as the same integers in an integer array
+            ids = _as_integers(np.asarray(node_ids))
             if ids.ndim != 1 or len(ids) != n:
                 raise ValueError(f"node_ids must have length {n} (one per feature row), "
                                  f"got shape {ids.shape}.")
+            _check_no_missing_id(ids)
             if not _all_unique(ids):
                 raise ValueError("node_ids must be unique.")
         A = _as_adjacency(adjacency, n, ids if node_ids is not None else None)
@@ -363,6 +449,13 @@ class GraphData:
             if not isinstance(population, Population):
                 raise TypeError("population must be a GraphData or a Population, got "
                                 f"{type(population).__name__}.")
+            if budget is not None and population.budget is not None and \
+                    float(budget) != population.budget:
+                # the same users, the same cap: a new view of them must not move it
+                raise ValueError(
+                    f"budget={budget!r}, but these users' population already has a budget of "
+                    f"{population.budget:.4g} per user, which this GraphData shares. Change "
+                    "it explicitly with G.population.set_budget(...).")
             if budget is not None:
                 population.set_budget(budget)
         self._store = _GraphStore(X, A, ids, feature_names, population)
@@ -414,7 +507,12 @@ class GraphData:
         return self._replace(self.rows[_row_positions(key, len(self.rows))])
 
     def __array__(self, dtype=None, copy=None):
-        X = self._store.features[self.rows]
+        st = self._store
+        if reads_users_data(st.feature_origin):
+            # the features leave as a plain array, which carries no history: whatever
+            # reads it (a scikit-learn step, the user's code) reads the users' data
+            st.population.note_clear_read(_EXPORT, "features", self.node_keys, st.token)
+        X = st.features[self.rows]
         out = X.toarray() if sp.issparse(X) else X
         return out if dtype is None else out.astype(dtype, copy=False)
 
@@ -440,7 +538,11 @@ class GraphData:
 
     @property
     def adjacency(self):
-        """CSR adjacency of the whole graph, or ``None`` when the graph is unknown."""
+        """CSR adjacency of the whole graph, or ``None`` when the graph is unknown.
+
+        Shared, read-only by contract: the checks and operators cached for the
+        graph describe it. Edit a copy (``G.adjacency.copy()``).
+        """
         return self._store.adjacency
 
     @property
@@ -489,7 +591,7 @@ class GraphData:
         new = _GraphStore(st._features, st.adjacency, st.node_ids, st.feature_names,
                           Population(budget), st.feature_origin, st.adjacency_origin,
                           on_device=st._on_device)
-        for name in ("_node_keys", "_symmetric", "_one_sided", "_finite"):
+        for name in ("_node_keys", "_symmetric", "_one_sided", "_finite", "_info"):
             setattr(new, name, getattr(st, name))
         return GraphData._from_store(new, self.rows)
 
@@ -638,7 +740,12 @@ class GraphData:
         :meth:`with_features`: ``"users"`` for the users' own adjacency lists
         (an edge mechanism may read them).
         """
-        A = _as_adjacency(adjacency, self.n_nodes, None)
+        return self._with_new_adjacency(adjacency, source=source, owned=False)
+
+    def _with_new_adjacency(self, adjacency, *, source="server", owned=True):
+        """:meth:`with_adjacency` for a matrix the library just made and no one else holds
+        (``owned``): taken without a copy."""
+        A = _as_adjacency(adjacency, self.n_nodes, None, owned=owned)
         new = self._store.derive(adjacency=A, adjacency_origin=_origin(source, "with_adjacency"))
         return GraphData._from_store(new, self.rows)
 
@@ -850,10 +957,43 @@ def _is_one_sided(A):
     return (upper == 0) != (lower == 0)
 
 
+def _check_no_missing_id(ids):
+    """Raise if an id of the 1-D array ``ids`` is missing (None, NaN, NaT, pandas' NA):
+    NaN equals nothing, so NaN ids would pass the uniqueness check as distinct users."""
+    kind = ids.dtype.kind
+    if kind in "fc":
+        bad = np.flatnonzero(np.isnan(ids))
+    elif kind in "mM":
+        bad = np.flatnonzero(np.isnat(ids))
+    elif kind == "O" and not all(issubclass(t, (str, bytes, numbers.Integral))
+                                 for t in set(map(type, ids))):
+        bad = [i for i, v in enumerate(ids) if _is_missing(v)]
+    else:
+        return
+    if len(bad):
+        i = int(bad[0])
+        v = ids[i].item() if isinstance(ids[i], np.generic) else ids[i]
+        raise ValueError(f"node_ids has a missing id, {v!r} at position {i} "
+                         f"({len(bad)} missing in all); every node needs a unique id: drop "
+                         "those rows or give them ids first.")
+
+
+def _is_missing(v):
+    if v is None:
+        return True
+    try:
+        return bool(v != v)       # NaN, NaT
+    except TypeError:             # pandas' NA: its truth value is ambiguous
+        return True
+
+
 def _all_unique(ids):
     """Whether the 1-D array ``ids`` has no repeated value (a sort: numpy's hash-based
     ``unique`` is 20x slower on a million integers)."""
     if ids.dtype == object:
-        return len(np.unique(ids)) == len(ids)
+        try:
+            return len(np.unique(ids)) == len(ids)
+        except TypeError:   # ids of several types (numbers and text) do not sort
+            return len(set(ids.tolist())) == len(ids)
     s = np.sort(ids, kind="stable")
     return not np.any(s[1:] == s[:-1])

@@ -392,3 +392,118 @@ def test_features_held_on_a_device_are_copied_to_the_host_on_first_read_only():
         G._with_features_on_device(torch.zeros(5, 2))
     with pytest.raises(ValueError, match="2-D floating tensor"):
         G._with_features_on_device(torch.zeros(6, 2, dtype=torch.int64))
+
+
+# ------------------------------------------------ the caller's matrix, ids, weights
+def test_graph_never_edits_the_callers_matrix_nor_follows_its_edits():
+    # a float32 CSR with an unsorted row, a duplicate and an explicit zero: the
+    # canonical form GraphData needs is built on its own copy
+    data = np.array([2, 1, 1, 0, 1], np.float32)
+    indices = np.array([2, 1, 1, 0, 0], np.int32)
+    indptr = np.array([0, 3, 4, 5], np.int32)
+    for dtype in (np.float32, np.float64):   # kept as they are, or converted
+        A = sp.csr_matrix((data.astype(dtype), indices, indptr), shape=(3, 3))
+        before = [a.copy() for a in (A.data, A.indices, A.indptr)]
+        G = GraphData(np.ones((3, 1)), A)
+        for a, b in zip((A.data, A.indices, A.indptr), before, strict=True):
+            np.testing.assert_array_equal(a, b)
+        assert G.adjacency.nnz == 3 and G.adjacency[0, 1] == 2
+    # sparse features likewise
+    F = sp.csr_matrix((np.array([1., 2., 3.]), np.array([1, 0, 1]), np.array([0, 3])),
+                      shape=(1, 2))
+    G = GraphData(F)
+    np.testing.assert_array_equal(F.indices, [1, 0, 1])
+    np.testing.assert_array_equal(G.features.toarray(), [[2., 4.]])
+
+    # the caller edits its matrix in place: a new GraphData sees the new contents,
+    # not the symmetry or the operators computed for the old ones
+    A = sp.csr_matrix(np.ones((6, 6), np.float32) - np.eye(6, dtype=np.float32))
+    X = np.random.default_rng(0).normal(size=(6, 3))
+    G1 = GraphData(X, A)
+    op = G1.operator("k", lambda adj: adj.data.copy())
+    assert G1.is_symmetric()
+    A.data[:] = np.arange(1, A.nnz + 1, dtype=np.float32) ** 3
+    G2 = GraphData(X, A)
+    assert not G2.is_symmetric()
+    np.testing.assert_array_equal(G2.operator("k", lambda adj: adj.data.copy()), A.data)
+    # the first graph keeps what it was given
+    assert G1.is_symmetric() and np.all(G1.adjacency.data == 1)
+    assert G1.operator("k", lambda adj: adj.data.copy()) is op
+    # a graph's own matrix is still taken as it is (no copy, caches shared)
+    assert GraphData(X, G1.adjacency).operator("k", None) is op
+
+
+def test_model_predicts_on_the_edited_matrix_not_the_cached_one():
+    from skldp.models import GCNClassifier
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(6, 3)), np.array([0, 0, 0, 1, 1, 1])
+    A = sp.csr_matrix(np.ones((6, 6), np.float32) - np.eye(6, dtype=np.float32))
+    G1 = GraphData(X, A)   # alive, as the caches it holds
+    m = GCNClassifier(epochs=5, early_stopping=False, random_state=0).fit(G1, y)
+    A.data[:] = np.arange(1, A.nnz + 1, dtype=np.float32) ** 3
+    np.testing.assert_array_equal(m.predict_proba(GraphData(X, A)),
+                                  m.predict_proba(GraphData(X, A.copy())))
+
+
+def test_integer_ids_get_the_same_keys_whatever_array_holds_them():
+    from skldp.device._random import ids_to_keys
+    X = np.random.default_rng(0).random((4, 2))
+    ids = np.array([10, 11, 12, 13])
+    G1 = GraphData(X, node_ids=ids)
+    for other in (ids.astype(object), np.array([10, np.int64(11), np.uint8(12), 13], object)):
+        G2 = GraphData(X, node_ids=other, population=G1)
+        np.testing.assert_array_equal(G2.node_keys, G1.node_keys)
+        assert G2.all_node_ids.dtype == np.int64
+        np.testing.assert_array_equal(ids_to_keys(other), G1.node_keys)
+    # pandas' integer index as object (e.g. after a concat with strings dropped)
+    pd = pytest.importorskip("pandas")
+    s = pd.Series([10, 11, 12, 13], dtype=object)
+    np.testing.assert_array_equal(GraphData(X, node_ids=s).node_keys, G1.node_keys)
+    # beyond int64: uint64, as numpy holds them; mixed with text: hashed as text
+    big = np.array([2**63, 1, 2, 3], dtype=object)
+    np.testing.assert_array_equal(GraphData(X, node_ids=big).node_keys,
+                                  np.array([2**63, 1, 2, 3], np.uint64))
+    mixed = np.array([10, "11", 12, 13], dtype=object)
+    assert GraphData(X, node_ids=mixed).node_keys[0] != 10
+    # the same integer and its duplicate in another type are one id
+    with pytest.raises(ValueError, match="unique"):
+        GraphData(X, node_ids=np.array([10, np.int64(10), 12, 13], object))
+
+
+@pytest.mark.parametrize("ids", [
+    [1.0, np.nan, np.nan],
+    np.array([1, None, 3], dtype=object),
+    np.array(["a", None, "c"], dtype=object),
+    np.array(["a", float("nan"), "c"], dtype=object),
+    np.array(["2020-01-01", "NaT", "2020-01-03"], dtype="datetime64[D]"),
+], ids=["float-nan", "object-none", "str-none", "str-nan", "nat"])
+def test_missing_node_ids_are_refused(ids):
+    with pytest.raises(ValueError, match=r"node_ids has a missing id, .* at position 1"):
+        GraphData(np.zeros((3, 1)), node_ids=ids)
+
+
+def test_missing_node_ids_from_pandas_are_refused():
+    pd = pytest.importorskip("pandas")
+    ids = pd.array([1, pd.NA, 3], dtype=object)
+    with pytest.raises(ValueError, match="missing id"):
+        GraphData(np.zeros((3, 1)), node_ids=np.asarray(ids, dtype=object))
+
+
+def test_negative_entry_cancelled_by_a_duplicate_is_refused():
+    # -1 and +1 at (0, 1): summed they would be an absent edge
+    C = sp.coo_matrix((np.array([1., -1., 1.]), ([0, 0, 1], [1, 1, 0])), shape=(3, 3))
+    for M in (C, sp.csr_matrix((C.data, C.col, np.array([0, 2, 3, 3])), shape=(3, 3)),
+              sp.csc_matrix((C.data, C.row, np.array([0, 1, 3, 3])), shape=(3, 3))):
+        with pytest.raises(ValueError, match=r"negative weight, -1.0 at row 0, column 1"):
+            GraphData(np.eye(3), M)
+    with pytest.raises(ValueError, match="negative weight"):
+        GraphData(np.eye(3)).with_adjacency(C)
+    g = nx.MultiGraph()
+    g.add_edge("a", "b", weight=1.0)
+    g.add_edge("a", "b", weight=-1.0)
+    g.add_node("c")
+    with pytest.raises(ValueError, match="negative weight, -1.0 on an edge"):
+        GraphData(np.eye(3), g, node_ids=["a", "b", "c"])
+    # positive duplicates are still summed
+    D = sp.coo_matrix((np.array([1., 2.]), ([0, 0], [1, 1])), shape=(3, 3))
+    assert GraphData(np.eye(3), D).adjacency[0, 1] == 3

@@ -220,4 +220,4 @@ class DegreeBoundedSampler(GraphTransformerMixin, BaseEstimator):
     def _transform_graph(self, G):
         S = degree_bounded_sample(G.adjacency, self.max_degree,
                                   random_state=np.random.default_rng(self.seed_))
-        return G.with_adjacency(S)
+        return G._with_new_adjacency(S)

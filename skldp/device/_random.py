@@ -15,6 +15,7 @@ with 64-bit integers and IEEE doubles.
 """
 
 import hashlib
+import numbers
 
 import numpy as np
 
@@ -185,10 +186,31 @@ def sample_columns(seed, keys, d, k, stream=0):
     return out
 
 
+def _as_integers(ids):
+    """``ids`` as an int64 (else uint64) array when it is an object array of integers only.
+
+    pandas hands integer ids in object arrays: converted, an integer id gets the
+    same key whatever array holds it. Any other array is returned unchanged, and
+    so are integers beyond 64 bits (hashed as text, as before).
+    """
+    if ids.dtype != object or ids.size == 0:
+        return ids
+    types = set(map(type, ids.ravel()))
+    if not all(issubclass(t, numbers.Integral) and not issubclass(t, bool) for t in types):
+        return ids
+    for dtype in (np.int64, np.uint64):
+        try:
+            return ids.astype(dtype)
+        except OverflowError:
+            pass
+    return ids
+
+
 def ids_to_keys(ids):
-    """Stable uint64 key per user id: integers map to themselves (modulo 2^64), any
-    other id to the first 8 bytes (little-endian) of the BLAKE2b digest of ``str(id)``."""
-    ids = np.asarray(ids)
+    """Stable uint64 key per user id: integers map to themselves (modulo 2^64), whether
+    in an integer array or an object array of integers only; any other id maps to the
+    first 8 bytes (little-endian) of the BLAKE2b digest of ``str(id)``."""
+    ids = _as_integers(np.asarray(ids))
     if np.issubdtype(ids.dtype, np.integer):
         return ids.astype(np.uint64)
     digests = [hashlib.blake2b(str(i).encode(), digest_size=8).digest() for i in ids]

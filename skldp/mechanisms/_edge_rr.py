@@ -415,7 +415,7 @@ class EdgeRR(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
             if len(rows) != len(self.saved_keys_):
                 raise ValueError("EdgeRR was saved without its secret for another set of "
                                  "users; a randomized graph cannot be drawn for new users.")
-            return G.with_adjacency(self.saved_adjacency_[rows][:, rows])
+            return G._with_new_adjacency(self.saved_adjacency_[rows][:, rows])
         population, device_steps = boundary_input(self, G, "adjacency")
         self._check_device_steps(device_steps)
         if G.n_nodes != self.collection_.public_state["n_users"]:
@@ -435,7 +435,7 @@ class EdgeRR(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
         if self.symmetrize != "directed":
             # rebinding frees the directed reports before the float32 data is allocated
             indptr, cols = _symmetrize(indptr, cols, self.symmetrize)
-        return G.with_adjacency(_ones_csr(indptr, cols, n))
+        return G._with_new_adjacency(_ones_csr(indptr, cols, n))
 
     def expected_n_edges(self, n_nodes, n_edges):
         """Expected number of stored (directed) entries of the server's adjacency.
