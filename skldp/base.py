@@ -106,6 +106,7 @@ def note_feature_read(step, X):
     st = X._store
     if reads_users_data(st.feature_origin):
         st.population.note_clear_read(step_kind(step), "features", X.node_keys, st.token)
+        step.ledger_ = st.population.ledger   # where the read was charged (privacy_report)
 
 
 def saved_positions(saved_keys, keys, owner):

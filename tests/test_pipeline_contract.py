@@ -281,9 +281,12 @@ def test_privacy_report_states_epsilon_per_user(graph):
     text = str(rep)
     assert "hds: HDSMechanism epsilon=1.5 (local DP; protects features" in text
     assert "total local epsilon per user: 1.5" in text
-    # a non-private pipeline says so
+    # a non-private pipeline says so: PPR read the users' features in the clear, and the
+    # report reads the users' ledger, with the collection of the fit above
     plain = Pipeline([("ppr", PPRPropagation()), ("clf", SpyClassifier())]).fit(G[fit], y[fit])
-    assert "nothing is protected" in str(privacy_report(plain))
+    rep = privacy_report(plain)
+    assert rep.local_epsilon == np.inf and "PPRPropagation read the users' features in the " \
+        "clear: epsilon=inf" in str(rep)
 
 
 @pytest.mark.slow

@@ -4,6 +4,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
 
 from .._graph_data import GraphData
 
@@ -75,6 +76,10 @@ class PrivacyReport:
     by_what : dict
         The largest local epsilon of one user on reports that protect
         ``"features"``, ``"labels"``, ``"edges"``.
+    no_private_step : bool
+        Nothing in the estimator leads to its users' ledger and it holds a step
+        from outside skldp (which records nothing): it was fitted on the data as
+        it is, so ``local_epsilon`` is ``inf``.
     """
 
     spends: list = field(default_factory=list)
@@ -83,6 +88,7 @@ class PrivacyReport:
     central_delta: float = 0.0
     budget: float = None
     by_what: dict = field(default_factory=dict)
+    no_private_step: bool = False
 
     @property
     def central(self):
@@ -95,12 +101,18 @@ class PrivacyReport:
         return self.local_epsilon + self.central_epsilon
 
     def epsilon_for(self, what):
-        """The largest local epsilon one user spent on reports that protect ``what``."""
+        """The largest local epsilon one user spent on reports that protect ``what``
+        (``"features"``, ``"labels"`` or ``"edges"``)."""
+        if what not in ("features", "labels", "edges"):
+            raise ValueError(f"what must be 'features', 'labels' or 'edges', got {what!r}.")
         return float(self.by_what.get(what, 0.0))
 
     def __str__(self):
+        if self.no_private_step:
+            return ("No differentially private step found: the estimator was fitted on the "
+                    "users' data as it is, nothing is protected (epsilon = inf).")
         if not self.spends:
-            return "No differentially private step found: nothing is protected (epsilon = inf)."
+            return "The users sent no report and no step read their data (epsilon = 0)."
         lines = []
         for s in self.spends:
             d = f", delta={s.delta:.3g}" if s.delta else ""
@@ -153,8 +165,9 @@ def _children(est):
 
 
 def _private_steps(estimator):
-    """``{collection id: path}`` of the fitted private steps held in ``estimator``, and the
-    ledgers they write to."""
+    """``{collection id: path}`` of the fitted private steps held in ``estimator``, the
+    ledgers its steps wrote to, and the paths of its steps from outside skldp (which
+    record nothing: what they read is not known)."""
     held, ledgers, seen = {}, [], set()
 
     def walk(est, path):
@@ -162,15 +175,20 @@ def _private_steps(estimator):
             return
         seen.add(id(est))
         spec, ledger = getattr(est, "collection_", None), getattr(est, "ledger_", None)
-        if spec is not None and ledger is not None:
-            held.setdefault(spec.id, path or type(est).__name__)
+        if ledger is not None:   # a private step, or a step charged for a read in the clear
+            if spec is not None:
+                held.setdefault(spec.id, path or type(est).__name__)
             if all(ledger is not other for other in ledgers):
                 ledgers.append(ledger)
-        for name, child in _children(est):
+        children = list(_children(est))
+        if not children and not type(est).__module__.startswith("skldp."):
+            foreign.append(path or type(est).__name__)
+        for name, child in children:
             walk(child, f"{path}.{name}" if path else name)
 
+    foreign = []
     walk(estimator, "")
-    return held, ledgers
+    return held, ledgers, foreign
 
 
 def privacy_report(estimator):
@@ -194,6 +212,11 @@ def privacy_report(estimator):
     -------
     report : PrivacyReport
 
+    Raises
+    ------
+    sklearn.exceptions.NotFittedError
+        The estimator is not fitted.
+
     Examples
     --------
     >>> from skldp.accounting import privacy_report
@@ -202,7 +225,12 @@ def privacy_report(estimator):
     if isinstance(estimator, GraphData):
         held, ledgers = {}, [estimator.ledger]
     else:
-        held, ledgers = _private_steps(estimator)
+        if not isinstance(estimator, BaseEstimator):
+            raise TypeError(f"privacy_report takes a fitted estimator (a pipeline, a search) or "
+                            f"a GraphData, got {type(estimator).__name__}.")
+        if hasattr(estimator, "fit"):
+            check_is_fitted(estimator)
+        held, ledgers, foreign = _private_steps(estimator)
         if not ledgers and hasattr(estimator, "cv_results_") and \
                 not hasattr(estimator, "best_estimator_"):
             raise ValueError(
@@ -210,6 +238,10 @@ def privacy_report(estimator):
                 "the users' ledger; what its fits collected was still spent. Pass the data it "
                 "was fitted on instead: privacy_report(G).")
     report = PrivacyReport()
+    if not isinstance(estimator, GraphData) and not ledgers and foreign:
+        # nothing leads to a ledger, and a step from outside skldp was fitted on the
+        # data as it was: the users' data, for all the report can tell
+        report.no_private_step, report.local_epsilon = True, float("inf")
     for ledger in ledgers:
         for entry in ledger.entries():
             spec = entry.spec

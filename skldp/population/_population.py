@@ -4,6 +4,7 @@ import base64
 import contextlib
 import hashlib
 import json
+import numbers
 import os
 import secrets
 import shutil
@@ -104,6 +105,12 @@ class Population:
         """
         budget = _check_budget(budget)
         with self._exclusive():
+            self._sync_locked()
+            spent = self.ledger.total_epsilon
+            if budget is not None and spent > budget + _TOL:
+                raise ValueError(f"budget={budget:.4g} is below what a user has already spent "
+                                 f"(epsilon={spent:.4g}): a cap cannot undo reports that were "
+                                 "sent.")
             self.budget = budget
             self._write({"budget": budget})
         return self
@@ -121,6 +128,13 @@ class Population:
         over = after > self.budget + _TOL
         if np.any(over):
             worst = float(after.max())
+            if spec.model == "clear":   # no budget admits a read in the clear
+                raise BudgetExceededError(
+                    f"{spec.kind.rsplit('.', 1)[-1]} would read the features of "
+                    f"{int(over.sum())} user(s) in the clear (epsilon=inf), which no budget "
+                    f"admits (this population's is {self.budget:.4g} per user). Nothing was "
+                    "read. Put a mechanism before it (e.g. MultiBitMechanism), so that it "
+                    "reads the users' reports.")
             raise BudgetExceededError(
                 f"{spec.describe()} would take {int(over.sum())} user(s) to epsilon="
                 f"{worst:.4g}, above this population's budget of {self.budget:.4g} per user "
@@ -467,10 +481,10 @@ def _unreachable():
 def _check_budget(budget):
     if budget is None:
         return None
-    b = float(budget)
-    if not b > 0:
+    if isinstance(budget, (bool, np.bool_)) or not isinstance(budget, numbers.Real) or \
+            not budget > 0:   # (a NaN is not > 0)
         raise ValueError(f"budget must be a number > 0 or None, got {budget!r}.")
-    return b
+    return float(budget)
 
 
 class _Answers:

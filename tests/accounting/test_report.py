@@ -145,3 +145,53 @@ def test_report_of_the_data_and_of_a_search_without_refit(data):
         privacy_report(gs)
     rep = privacy_report(G)
     assert len(rep.spends) == 2 and rep.local_epsilon == pytest.approx(1.5)
+
+
+def test_a_model_fitted_on_the_users_data_as_it_is_reports_inf():
+    # a model that reads the features in the clear leads to the ledger it charged; a step
+    # from outside skldp records nothing, so with no ledger the report cannot say less than inf
+    from sklearn.exceptions import NotFittedError
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 40)
+    G = GraphData(rng.random((40, 3)))
+    rep = privacy_report(Pipeline([("c", MLPHead(epochs=2))]).fit(G, y))
+    assert rep.local_epsilon == np.inf and not rep.no_private_step
+    assert [s.model for s in rep.spends] == ["clear"] and rep.spends[0].kind == "MLPHead"
+    rep = privacy_report(Pipeline([("c", LogisticRegression())]).fit(rng.random((40, 3)), y))
+    assert rep.local_epsilon == rep.total_epsilon == np.inf and rep.no_private_step
+    assert "nothing is protected" in str(rep)
+    # the data's own ledger, untouched: nothing spent, and the report says so
+    fresh = privacy_report(GraphData(rng.random((40, 3))))
+    assert fresh.local_epsilon == 0 and "epsilon = 0" in str(fresh)
+    with pytest.raises(NotFittedError):
+        privacy_report(Pipeline([("c", MLPHead())]))
+    with pytest.raises(TypeError, match="takes a fitted estimator"):
+        privacy_report(np.zeros((3, 3)))
+
+
+def test_features_exported_to_a_step_outside_skldp_are_read_in_the_clear():
+    # np.asarray(G) hands the users' raw features to a step that records nothing (a
+    # scikit-learn scaler or model): the users' ledger charges the read
+    import scipy.sparse as sp
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.preprocessing import StandardScaler
+
+    from skldp.mechanisms import EdgeRR, MultiBitMechanism
+    rng = np.random.default_rng(0)
+    X, y = rng.random((60, 5)), rng.integers(0, 2, 60)
+    A = sp.triu(sp.random(60, 60, density=0.05, random_state=0, format="csr"), 1)
+    A = ((A + A.T) > 0).astype(float)
+    edges = EdgeRR(eps=1.0, random_state=0)
+    for tail in ([("s", StandardScaler()), ("c", MLPHead(epochs=2))],
+                 [("c", LogisticRegression())]):
+        rep = privacy_report(Pipeline([("e", edges)] + tail).fit(GraphData(X, A), y))
+        assert rep.local_epsilon == rep.epsilon_for("features") == np.inf
+        assert "Array export of the features" in str(rep)
+    # after a mechanism the array holds the users' reports: nothing more is charged
+    reports = Pipeline([("m", MultiBitMechanism(1.0, feature_range=(0, 1), random_state=0)),
+                        ("s", StandardScaler()), ("c", LogisticRegression())])
+    assert privacy_report(reports.fit(GraphData(X, A), y)).local_epsilon == 1.0
+    with pytest.raises(ValueError, match="what must be"):
+        privacy_report(GraphData(X)).epsilon_for("feature")

@@ -340,7 +340,10 @@ def test_label_mechanism_privacy_report_and_classes(data):
     assert [s.kind for s in rep.spends if s.model == "clear"] == ["SAGEClassifier"]
     clf.set_params(label_mechanism=None).fit(G[tr], y[tr])
     assert not hasattr(clf, "label_mechanism_")
-    assert privacy_report(clf).spends == []          # no private step leads to a ledger
+    # the model still leads to its users' ledger, where the first fit's labels are spent
+    rep = privacy_report(clf)
+    assert np.isinf(rep.local_epsilon) and rep.epsilon_for("labels") == 2.0
+    assert [s.step for s in rep.spends if s.model == "local"] == [""]   # not this fit's
 
 
 def test_strong_label_noise_hurts(data):

@@ -164,6 +164,26 @@ def test_a_population_can_be_built_and_capped_directly():
     np.testing.assert_allclose(pop.remaining(G.node_keys), 2.0)
 
 
+def test_a_cap_is_a_number_that_neither_a_view_nor_a_lower_cap_can_move():
+    X = np.random.default_rng(0).random((30, 4))
+    for bad in ("10", True, float("nan")):
+        with pytest.raises(ValueError, match="budget must be a number"):
+            GraphData(X, budget=bad)
+    G = GraphData(X, budget=1.0)
+    OneBitMechanism(0.25, feature_range=(0, 1), random_state=0).fit_transform(G)   # 1 in all
+    # the same users' updated data shares their cap; it cannot bring another one
+    with pytest.raises(ValueError, match="already has a budget of 1"):
+        GraphData(X, population=G, budget=100)
+    assert GraphData(X, population=G, budget=1.0).population.budget == 1.0
+    with pytest.raises(ValueError, match="below what a user has already spent"):
+        G.population.set_budget(0.5)
+    assert G.population.set_budget(3.0).budget == 3.0   # raised explicitly: allowed
+    # a read in the clear: no budget admits it, and the error says what to do instead
+    capped = GraphData(X, budget=2.0)
+    with pytest.raises(BudgetExceededError, match="no budget admits.*Put a mechanism"):
+        MLPHead(epochs=1).fit(capped, np.arange(30) % 2)
+
+
 def test_a_public_per_user_map_may_run_on_the_device(sbm):
     from sklearn.impute import SimpleImputer
 
