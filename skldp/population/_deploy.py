@@ -64,6 +64,12 @@ def collection_spec(estimator, *, n_features=None, node_ids=None, simulation=Fal
             "reports. In a deployment each device draws its own secret randomness: set "
             "random_state=None, or pass simulation=True if this is a simulation.")
     spec = getattr(estimator, "collection_", None)
+    fitted_spec = spec
+    if spec is not None and "edges" not in getattr(estimator, "protects", ("edges",)):
+        # a fitted mechanism may hold a public value it read from the private data (its
+        # bounds, its classes): its parameters, fitted on a placeholder, must not need one
+        n_features = getattr(estimator, "n_features_in_", n_features)
+        spec = None
     if spec is None:
         with warnings.catch_warnings():
             # the placeholder is no data: a public value read from it would be made up
@@ -73,6 +79,7 @@ def collection_spec(estimator, *, n_features=None, node_ids=None, simulation=Fal
             except PrivacyLeakWarning as w:
                 raise ValueError(f"{name} reads a public value from the data it is fitted on "
                                  f"({w}); a spec needs it from public knowledge.") from None
+        spec = fitted_spec or spec
     if spec.model != "local":
         raise ValueError(f"{name} is a central-DP step: devices answer local collections only.")
     if not spec.id:   # not bound to simulated users (a label randomizer): a fresh nonce

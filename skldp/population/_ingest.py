@@ -37,12 +37,18 @@ class ReceivedReports:
         wrong types or lengths), ``"out of domain"`` (a value outside its public
         domain), ``"other collection"``, ``"unknown user"`` and ``"duplicate"``
         (a user who answered twice keeps its first answer).
+    again : collections.Counter
+        Users who sent further reports that differ from their first (refused as
+        duplicates, but sent: each is an independent answer that costs the
+        budget again): user id -> number of such reports. :func:`received_graph`
+        charges them. A report sent again unchanged costs nothing.
     """
 
     spec: object
     users: list = field(default_factory=list)
     reports: dict = field(default_factory=dict)
     refused: Counter = field(default_factory=Counter)
+    again: Counter = field(default_factory=Counter)
 
     def __len__(self):
         return len(self.users)
@@ -170,6 +176,7 @@ def read_reports(source, spec, *, users=None, format=None):
         The collection's spec.
     users : array-like or None, default=None
         The users allowed to answer (the directory); others are refused.
+        Required for an edge collection (its lists name positions in it).
     format : {"jsonl", "parquet", "arrow", "feather"} or None
         Read from the file name when ``None``.
 
@@ -191,13 +198,16 @@ def read_reports(source, spec, *, users=None, format=None):
     p = plan(spec)
     allowed = None if users is None else set(_id_key(u) for u in users)
     own_position = None
+    if users is None and "edges" in spec.protects:
+        raise ValueError("an edge collection is read with users=: the directory its lists "
+                         "name (node_ids), so that a list naming its own sender is refused.")
     if users is not None and "edges" in spec.protects:   # a list must not name its sender
         ukeys = ids_to_keys(np.asarray(list(users)))
         order = np.sort(ukeys)
         own_position = {u: int(np.searchsorted(order, k))
                         for u, k in zip((_id_key(u) for u in users), ukeys, strict=True)}
     out = ReceivedReports(spec)
-    seen = set()
+    seen = {}   # user -> the distinct reports it sent (canonical JSON)
     fields = {name: [] for name in p.field_specs()}
     for rec in _records(source, format):
         if not isinstance(rec, dict) or set(rec) != {"collection", "user", "report"}:
@@ -222,10 +232,14 @@ def read_reports(source, spec, *, users=None, format=None):
         if own_position is not None and own_position[uid] in set(report["l"].tolist()):
             out.refused["out of domain"] += 1
             continue
+        sent = json.dumps(rec["report"], sort_keys=True)
         if uid in seen:
             out.refused["duplicate"] += 1
+            if sent not in seen[uid]:   # another answer, not a resend: it was sent all the same
+                seen[uid].add(sent)
+                out.again[user] += 1
             continue
-        seen.add(uid)
+        seen[uid] = {sent}
         out.users.append(user)
         for name, value in report.items():
             fields[name].append(value)
@@ -308,11 +322,13 @@ def received_graph(*, features=None, labels=None, edges=None, node_ids=None, bud
         X, rows = _decoded_features(features, position, n, missing_features,
                                     mechanism_from_spec)
         population.receive(features.spec, keys[rows])
+        _charge_again(population, features, position, keys)
         feature_origin = ("reports", features.spec)
     A, adjacency_origin = None, ("derived", "were not collected")
     if edges is not None:
         A, rows = _received_adjacency(edges, keys, position)
         population.receive(edges.spec, keys[rows])
+        _charge_again(population, edges, position, keys)
         adjacency_origin = ("reports", edges.spec)
     y = None
     if labels is not None:
@@ -323,10 +339,22 @@ def received_graph(*, features=None, labels=None, edges=None, node_ids=None, bud
         pos = labels.reports["y"].astype(np.int64) if len(labels) else np.zeros(0, np.int64)
         y[rows] = classes[pos]
         population.receive(labels.spec, keys[rows], reports=pos)
+        _charge_again(population, labels, position, keys)
     G = GraphData(X, A, node_ids=ids, population=population)
     G._store.feature_origin = feature_origin
     G._store.adjacency_origin = adjacency_origin
     return G, y
+
+
+def _charge_again(population, received, position, keys):
+    """Charge the further answers users sent of ``received``'s collection (``again``): the
+    k-th further answer as a collection of its own, so the ledger adds it to the user."""
+    most = max(received.again.values(), default=0)
+    for k in range(1, most + 1):
+        users = [u for u, n in received.again.items() if n >= k]
+        rows = [position[_id_key(u)] for u in users if _id_key(u) in position]
+        spec = received.spec.with_nonce(f"{received.spec.nonce} (answer {k + 1})")
+        population.receive(spec, keys[np.asarray(rows, dtype=np.int64)])
 
 
 def _rows_of(received, position):

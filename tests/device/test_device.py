@@ -166,3 +166,16 @@ def test_a_spec_changed_after_it_was_made_is_refused(hds_spec):
     with pytest.raises(SpecError, match="does not match its content"):
         read_spec(data)
     assert hds_spec.content_id() == hds_spec.id
+
+
+def test_a_fitted_mechanism_with_bounds_from_the_data_gives_no_spec():
+    from skldp.exceptions import PrivacyLeakWarning
+    from skldp.mechanisms import OneBitMechanism
+    X = np.array([[3.7, 120.0], [5.1, 80.0]])          # private rows
+    with pytest.warns(PrivacyLeakWarning):
+        leaky = OneBitMechanism(0.5).fit(X)             # its bounds are X's extremes
+    with pytest.raises(ValueError, match="reads a public value"):
+        collection_spec(leaky)
+    rows = np.random.default_rng(0).random((5, 3))
+    public = HDSMechanism(1.0, k=1, feature_range=(0, 1)).fit(rows)
+    assert collection_spec(public).id == public.collection_.id   # its own collection

@@ -95,15 +95,32 @@ def test_refused_reports_are_counted(fleet):
 
 def test_file_formats_round_trip(fleet, tmp_path):
     G, y, labelled, ((sx, rx), (sy, ry), (se, re_)) = fleet
+    ids = G.node_ids.tolist()
     write_reports(re_, tmp_path / "edges.jsonl")
-    a = read_reports(str(tmp_path / "edges.jsonl"), se)
+    a = read_reports(str(tmp_path / "edges.jsonl"), se, users=ids)
+    with pytest.raises(ValueError, match="read with users="):
+        read_reports(str(tmp_path / "edges.jsonl"), se)   # no directory: no list can be checked
     pytest.importorskip("pyarrow")
     for name in ("edges.parquet", "edges.arrow"):
         write_reports(re_, str(tmp_path / name))
-        b = read_reports(str(tmp_path / name), se)
+        b = read_reports(str(tmp_path / name), se, users=ids)
         assert b.users == a.users and b.refused == a.refused
         for la, lb in zip(a.reports["l"], b.reports["l"], strict=True):
             np.testing.assert_array_equal(la, lb)
+
+
+def test_a_user_who_sent_another_answer_is_charged_for_it(fleet):
+    # a device that forgot its answer sends a fresh one: refused as a duplicate, but sent,
+    # so it costs the budget again; a resend of the same report costs nothing
+    G, y, labelled, ((sx, rx), _, _) = fleet
+    ids = G.node_ids.tolist()
+    other = dict(rx[0], report=rx[1]["report"])        # user 0's second, different answer
+    got = read_reports(rx + [other, dict(rx[2])], sx, users=ids)
+    assert got.refused == {"duplicate": 2} and got.again == {rx[0]["user"]: 1}
+    Gr, _ = received_graph(features=got, node_ids=ids)
+    spent = Gr.ledger.spent(Gr.node_keys)
+    assert spent[0] == 2 * sx.epsilon and np.all(spent[1:] == sx.epsilon)
+    assert privacy_report(Gr).local_epsilon == 2 * sx.epsilon
 
 
 def test_every_bad_record_is_counted_not_fatal(fleet, tmp_path):
@@ -189,7 +206,7 @@ def test_collected_labels_feed_the_label_models(fleet):
     G, y, labelled, ((sx, rx), (sy, ry), (se, re_)) = fleet
     ids = G.node_ids.tolist()
     Gr, yr = received_graph(features=read_reports(rx, sx), labels=read_reports(ry, sy),
-                            edges=read_reports(re_, se), node_ids=ids)
+                            edges=read_reports(re_, se, users=ids), node_ids=ids)
     lab = yr >= 0
     lp = LabelPropagationClassifier(label_mechanism=LabelRandomizedResponse.from_spec(sy))
     lp.fit(Gr[lab], yr[lab])
@@ -214,7 +231,7 @@ def test_received_labels_feed_rgnn(fleet):
     from skldp.models import RGNNClassifier
     G, y, labelled, (_, (sy, ry), (se, re_)) = fleet
     ids = G.node_ids.tolist()
-    Gr, yr = received_graph(labels=read_reports(ry, sy), edges=read_reports(re_, se),
+    Gr, yr = received_graph(labels=read_reports(ry, sy), edges=read_reports(re_, se, users=ids),
                             node_ids=ids)
     lab = yr >= 0
     Gx = Gr.with_features(G.features)   # features that are not private in this test
