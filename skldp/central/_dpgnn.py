@@ -134,6 +134,15 @@ class _OneLayerGNN(nn.Module):
 
 
 # ------------------------------------------------------------ feature helpers
+def _check_min_features(shape, owner):
+    """Refuse 0 features: the first layer would have no input (and its initialisation
+    divides by its input width)."""
+    if shape[1] < 1:
+        raise ValueError(f"Found {shape[1]} feature(s) (shape={tuple(shape)}) while a minimum "
+                         f"of 1 is required by {owner}. Give each node at least one feature, "
+                         "e.g. a constant column or its degree.")
+
+
 class _Features:
     """All nodes' features on the CPU; gathers rows as torch tensors on the device."""
 
@@ -917,6 +926,7 @@ class DPGNNClassifier(_DPTrainerBase):
         K = int(self.max_degree)
         self._setup_fit()
         G = check_graph_data(X, self, require_symmetric=True)
+        _check_min_features(G.shape, type(self).__name__)
         check_finite_features(G.features)
         y_enc = self._encode_targets(y, len(G))
         tr, va = self._validation_rows(G, y_enc)
@@ -956,6 +966,8 @@ class DPGNNClassifier(_DPTrainerBase):
         if G.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {G.shape[1]} features, but {type(self).__name__} is "
                              f"expecting {self.n_features_in_} features as input.")
+        # as in fit: NaN features would give NaN probabilities and a made-up class
+        check_finite_features(G.features)
         feats = _Features(G.features, resolve_device(self.device))
         return self._logits(feats, G.rows, A_rows=self._aggregator(G)[G.rows])
 
@@ -1069,7 +1081,8 @@ class DPMLPClassifier(_DPTrainerBase):
         if isinstance(X, GraphData):
             Xf = X.features[X.rows]
         else:
-            Xf = check_array(X, accept_sparse="csr", dtype=np.float32)
+            Xf = check_array(X, accept_sparse="csr", dtype=np.float32, estimator=self)
+        _check_min_features(Xf.shape, type(self).__name__)
         check_finite_features(Xf)
         return Xf
 

@@ -6,7 +6,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import check_random_state
 
-from .._graph_data import GraphData
+from .._graph_data import GraphData, _is_symmetric
 
 __all__ = ["PairData", "random_edge_split", "sample_non_edges"]
 
@@ -276,7 +276,7 @@ def edge_lookup(codes, n):
 
 
 def sample_non_edges(A, n_samples, random_state=None):
-    """Sample distinct node pairs ``(i < j)`` that are not edges of ``A``.
+    """Sample distinct node pairs ``(i < j)`` that are not edges of an undirected graph.
 
     Vectorised: small graphs enumerate the complement of ``A`` and draw
     without replacement; large ones draw batches of random pairs and reject
@@ -284,8 +284,10 @@ def sample_non_edges(A, n_samples, random_state=None):
 
     Parameters
     ----------
-    A : sparse matrix of shape (n, n)
-        Symmetric adjacency; every stored entry (any weight) is an edge.
+    A : GraphData, sparse matrix or array-like of shape (n, n)
+        The graph: a :class:`~skldp.GraphData` (its adjacency, all nodes), or
+        a square adjacency. It must be undirected: every stored entry (any
+        weight) is an edge, and ``A[i, j]`` is stored iff ``A[j, i]`` is.
     n_samples : int
         Number of non-edges to return.
     random_state : int, RandomState or None
@@ -298,8 +300,51 @@ def sample_non_edges(A, n_samples, random_state=None):
     Raises
     ------
     ValueError
-        If the graph has fewer than ``n_samples`` non-edges.
+        If ``A`` is not square, a GraphData has no adjacency, the graph is
+        directed (an entry stored on one side of the diagonal only, e.g. an
+        edge list stored once; symmetrise it first with ``A.maximum(A.T)``),
+        ``n_samples`` is negative, or the graph has fewer than ``n_samples``
+        non-edges.
     """
+    if isinstance(n_samples, bool) or not isinstance(n_samples, numbers.Integral) \
+            or n_samples < 0:
+        raise ValueError(f"n_samples must be an integer >= 0, got {n_samples!r}.")
+    return _sample_non_edges(_undirected_adjacency(A), int(n_samples), random_state)
+
+
+def _undirected_adjacency(A):
+    """``A`` (a GraphData or a matrix) as a canonical CSR matrix, refused unless square
+    with a symmetric sparsity pattern: the sampler reads the upper triangle only."""
+    if isinstance(A, GraphData):
+        G = A
+        A = G.require_adjacency("sample_non_edges")
+        if G.is_symmetric():   # cached on the graph: no transpose here
+            return A
+    elif not sp.issparse(A):
+        A = np.asarray(A)
+        if A.ndim != 2:
+            raise ValueError(f"sample_non_edges needs a square adjacency matrix, got an "
+                             f"array of shape {A.shape}.")
+    if A.shape[0] != A.shape[1]:
+        raise ValueError(f"sample_non_edges needs a square adjacency matrix, got shape "
+                         f"{A.shape}.")
+    A = sp.csr_matrix(A)
+    if not A.has_canonical_format:   # sorted, no duplicates; the caller's matrix is kept
+        A = A.copy()
+        A.sum_duplicates()
+    # the pattern only: weights may differ both ways, a missing reverse entry may not
+    pattern = sp.csr_matrix((np.ones(A.nnz, dtype=np.int8), A.indices, A.indptr),
+                            shape=A.shape)
+    if not _is_symmetric(pattern):
+        raise ValueError("sample_non_edges needs an undirected graph, but the adjacency "
+                         "stores some edges on one side of the diagonal only (a directed "
+                         "graph, or an edge list stored once). Symmetrise it first, e.g. "
+                         "A.maximum(A.T).")
+    return A
+
+
+def _sample_non_edges(A, n_samples, random_state):
+    """:func:`sample_non_edges` on a symmetric (checked) adjacency."""
     rng = check_random_state(random_state)
     n = A.shape[0]
     codes = edge_codes(A)
@@ -414,7 +459,7 @@ def random_edge_split(G, val_size=0.05, test_size=0.1, *, negative_ratio=1.0,
     n_train = m - n_val - n_test
     parts = np.split(edges, [n_train, n_train + n_val])
     n_neg = [int(round(negative_ratio * len(p))) for p in parts]
-    neg = sample_non_edges(A, sum(n_neg), rng)
+    neg = _sample_non_edges(A, sum(n_neg), rng)   # A is symmetric (checked above)
     neg_parts = np.split(neg, np.cumsum(n_neg)[:2])
 
     held = np.concatenate(parts[1:])
@@ -427,7 +472,7 @@ def random_edge_split(G, val_size=0.05, test_size=0.1, *, negative_ratio=1.0,
     else:
         A_train = A
     # The evaluation protocol: every user's own list without the held-out pairs.
-    G_train = G.full().with_adjacency(A_train, source="users")
+    G_train = G.full()._with_new_adjacency(A_train, source="users")
 
     out_P, out_y = [], []
     for pos, ng in zip(parts, neg_parts, strict=True):

@@ -1,23 +1,59 @@
 """Node splits used by the papers: random 50/25/25 over labelled nodes, Planetoid."""
 
+import numbers
+
 import numpy as np
 from sklearn.model_selection import StratifiedKFold
 from sklearn.utils import check_random_state
+from sklearn.utils.validation import column_or_1d
 
 __all__ = ["random_node_split", "per_class_node_split", "planetoid_split", "LabelledKFold"]
+
+_UNLABELLED_MARKERS = ("-1 (any negative number or NaN) for numeric labels, None or NaN for "
+                   "non-numeric ones")
+
+
+def _is_unlabelled(v):
+    return v is None or (isinstance(v, numbers.Real) and not v >= 0)   # NaN: not >= 0
+
+
+def _labelled_mask(y):
+    """Which nodes of ``y`` are labelled, for numeric and non-numeric labels alike.
+
+    Numeric labels mark an unlabelled node with ``-1`` (any negative number or
+    NaN); ``y >= 0`` cannot compare strings, so non-numeric labels (str,
+    object) mark it with ``None`` (or NaN, as pandas does), element-wise.
+    """
+    y = column_or_1d(y)
+    if y.dtype.kind in "biuf":
+        with np.errstate(invalid="ignore"):
+            return y >= 0
+    if y.dtype.kind == "O":
+        return np.fromiter((not _is_unlabelled(v) for v in y), dtype=bool, count=len(y))
+    return np.ones(len(y), dtype=bool)   # str, bytes...: no value marks "unlabelled"
+
+
+def _labelled_nodes(y):
+    labelled = np.flatnonzero(_labelled_mask(y))
+    if len(labelled) == 0:
+        raise ValueError(f"y has no labelled node: each of its {len(y)} labels marks an "
+                         f"unlabelled node ({_UNLABELLED_MARKERS}).")
+    return labelled
 
 
 def random_node_split(y, train_size=0.5, val_size=0.25, test_size=0.25, *, stratify=False,
                       random_state=None):
-    """Random split of the labelled nodes (``y >= 0``) into train/val/test masks.
+    """Random split of the labelled nodes into train/val/test masks.
 
     The default 50/25/25 is the split of PrivGE [Li et al., CIKM 2024, §4.1], RGNN and
-    Solitude. Unlabelled nodes (``y == -1``) are in no part.
+    Solitude. Unlabelled nodes are in no part.
 
     Parameters
     ----------
     y : array-like of shape (n_nodes,)
-        Labels, ``-1`` for unlabelled nodes.
+        Labels of any type (numbers, strings...). Unlabelled nodes are marked
+        ``-1`` (any negative number or NaN) for numeric labels, ``None`` (or
+        NaN) for non-numeric ones.
     train_size, val_size, test_size : float
         Fractions of the labelled nodes; must sum to at most 1.
     stratify : bool, default=False
@@ -27,14 +63,19 @@ def random_node_split(y, train_size=0.5, val_size=0.25, test_size=0.25, *, strat
     Returns
     -------
     train_mask, val_mask, test_mask : ndarray of bool, shape (n_nodes,)
+
+    Examples
+    --------
+    >>> from skldp.model_selection import random_node_split
+    >>> tr, va, te = random_node_split(["a", "b", None, "a"], random_state=0)
+    >>> int(tr.sum()), int(va.sum()), int(te.sum()), bool(tr[2] or va[2] or te[2])
+    (1, 1, 1, False)
     """
-    y = np.asarray(y)
+    y = column_or_1d(y)
     sizes = np.array([train_size, val_size, test_size], dtype=float)
     if np.any(sizes < 0) or sizes.sum() > 1 + 1e-9:
         raise ValueError(f"split fractions must be >= 0 and sum to at most 1, got {sizes}.")
-    labelled = np.flatnonzero(y >= 0)
-    if len(labelled) == 0:
-        raise ValueError("y has no labelled node (all -1).")
+    labelled = _labelled_nodes(y)
     rng = check_random_state(random_state)
     masks = [np.zeros(len(y), dtype=bool) for _ in range(3)]
     groups = [labelled[y[labelled] == c] for c in np.unique(y[labelled])] if stratify \
@@ -55,12 +96,14 @@ def per_class_node_split(y, n_train=20, n_val=30, *, small_classes="raise",
     2016; Kipf and Welling, ICLR 2017; Shchur et al., "Pitfalls of graph
     neural network evaluation", 2018): ``n_train`` labelled nodes of each
     class train, ``n_val`` of each class validate, every other labelled node
-    (``y >= 0``) is a test node.
+    is a test node.
 
     Parameters
     ----------
     y : array-like of shape (n_nodes,)
-        Labels, ``-1`` for unlabelled nodes (in no part).
+        Labels of any type; unlabelled nodes (in no part) are marked ``-1``
+        (any negative number or NaN) for numeric labels, ``None`` (or NaN)
+        for non-numeric ones.
     n_train : int, default=20
         Training nodes per class.
     n_val : int, default=30
@@ -92,15 +135,13 @@ def per_class_node_split(y, n_train=20, n_val=30, *, small_classes="raise",
     >>> int(tr.sum()), int(va.sum()), int(te.sum())
     (40, 60, 100)
     """
-    y = np.asarray(y)
+    y = column_or_1d(y)
     for name, v in (("n_train", n_train), ("n_val", n_val)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
             raise ValueError(f"{name} must be an integer >= 0, got {v!r}.")
     if small_classes not in ("raise", "shrink"):
         raise ValueError(f"small_classes must be 'raise' or 'shrink', got {small_classes!r}.")
-    labelled = np.flatnonzero(y >= 0)
-    if len(labelled) == 0:
-        raise ValueError("y has no labelled node (all -1).")
+    labelled = _labelled_nodes(y)
     classes, counts = np.unique(y[labelled], return_counts=True)
     small = counts < n_train + n_val + 1
     if small_classes == "raise" and small.any():
@@ -115,7 +156,7 @@ def per_class_node_split(y, n_train=20, n_val=30, *, small_classes="raise",
         k_tr, k_va = (len(idx) // 3, len(idx) // 3) if is_small else (n_train, n_val)
         train[idx[:k_tr]] = True
         val[idx[k_tr:k_tr + k_va]] = True
-    test = (y >= 0) & ~train & ~val
+    test = _labelled_mask(y) & ~train & ~val
     return train, val, test
 
 
@@ -144,9 +185,10 @@ def planetoid_split(bunch):
 
 
 class LabelledKFold:
-    """Stratified K-fold over labelled nodes only (``y >= 0``).
+    """Stratified K-fold over labelled nodes only.
 
-    Unlabelled rows (``y == -1``, the semi-supervised convention) are never put
+    Unlabelled rows (``-1`` for numeric labels, the semi-supervised
+    convention; ``None`` or NaN for non-numeric ones) are never put
     in a training or test fold, so no invented label reaches ``fit``. Use with
     ``cross_val_score(pipe, G, y, cv=LabelledKFold(5))`` on a whole graph.
 
@@ -188,7 +230,8 @@ class LabelledKFold:
         X : object
             Ignored (the folds depend on ``y`` only).
         y : array-like of shape (n_samples,)
-            Labels, ``-1`` for unlabelled rows (never in a fold).
+            Labels; unlabelled rows (never in a fold) are marked ``-1`` for
+            numeric labels, ``None`` or NaN for non-numeric ones.
         groups : object
             Ignored.
 
@@ -197,8 +240,8 @@ class LabelledKFold:
         train, test : ndarray of int
             Positions of the rows in the training and test part of the fold.
         """
-        y = np.asarray(y)
-        labelled = np.flatnonzero(y >= 0)
+        y = column_or_1d(y)
+        labelled = np.flatnonzero(_labelled_mask(y))
         skf = StratifiedKFold(self.n_splits, shuffle=self.shuffle,
                               random_state=self.random_state if self.shuffle else None)
         for tr, te in skf.split(labelled, y[labelled]):

@@ -428,3 +428,38 @@ def test_without_dp_accounting(small_graph, monkeypatch):
         DPMLPClassifier(**kw).fit(X, y)
     clf = DPMLPClassifier(accountant="hypergeometric", **kw).fit(X, y)
     assert np.isfinite(clf.epsilon_)
+
+
+def test_predict_refuses_nan_features_as_fit_does(small_graph):
+    G, y = _graph(small_graph)
+    X = np.asarray(G.features, dtype=float)
+    clf = DPGNNClassifier(batch_size=10, n_steps=5, random_state=0, **CL).fit(G, y)
+    Xn = X.copy()
+    Xn[0, 0] = np.nan
+    Gn = GraphData(Xn, G.adjacency)
+    with pytest.raises(ValueError, match="NaN"):
+        clf.fit(Gn, y)
+    for method in (clf.predict_proba, clf.predict, clf.decision_function):
+        with pytest.raises(ValueError, match=r"NaN or infinite values \(first at row 0"):
+            method(Gn[[0, 1]])
+    Xn[0, 0] = np.inf   # sparse features too
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        clf.predict(GraphData(sp.csr_matrix(Xn), G.adjacency)[[0, 1]])
+    mlp = DPMLPClassifier(batch_size=10, n_steps=5, random_state=0, **HYP, **CL).fit(G, y)
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        mlp.predict_proba(Gn[[0, 1]])
+
+
+@pytest.mark.parametrize("Est", [DPGNNClassifier, DPMLPClassifier])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_zero_features_is_a_clear_error(small_graph, Est, sparse):
+    A, _, y = small_graph
+    X0 = sp.csr_matrix((len(y), 0)) if sparse else np.zeros((len(y), 0))
+    extra = HYP if Est is DPMLPClassifier else {}
+    clf = Est(batch_size=10, n_steps=5, random_state=0, **extra, **CL)
+    with pytest.raises(ValueError, match=r"Found 0 feature\(s\) \(shape=\(60, 0\)\) while a "
+                                         rf"minimum of 1 is required by {Est.__name__}"):
+        clf.fit(GraphData(X0, A), y)
+    if Est is DPMLPClassifier:   # a plain array: scikit-learn's own check
+        with pytest.raises(ValueError, match=r"0 feature\(s\) \(shape=\(60, 0\)\)"):
+            clf.fit(X0, y)

@@ -231,3 +231,52 @@ def test_pairdata_has_one_home_and_the_old_name_warns():
     assert old is PairData
     with pytest.raises(AttributeError, match="no attribute 'Nope'"):
         getattr(skldp.models, "Nope")  # noqa: B009
+
+
+def test_sample_non_edges_reads_a_graphdata_through_its_adjacency():
+    # a complete graph has no non-edge, whatever its features (5 x 2 zeros)
+    K = np.ones((5, 5)) - np.eye(5)
+    with pytest.raises(ValueError, match="only 0"):
+        sample_non_edges(GraphData(np.zeros((5, 2)), K), 3, random_state=0)
+    # a view samples over all nodes of its graph, as the matrix does
+    G = _sbm(n=30)
+    for H in (G, G[[0, 1, 2]]):
+        pairs = sample_non_edges(H, 50, random_state=0)
+        np.testing.assert_array_equal(pairs, sample_non_edges(G.adjacency, 50, random_state=0))
+        assert np.all(np.asarray(G.adjacency[pairs[:, 0], pairs[:, 1]]).ravel() == 0)
+    with pytest.raises(ValueError, match="no adjacency"):
+        sample_non_edges(GraphData(np.zeros((5, 2)), None), 1, random_state=0)
+
+
+@pytest.mark.parametrize("one_sided", [np.tril, np.triu])
+def test_sample_non_edges_refuses_one_sided_or_directed_graphs(one_sided):
+    # edges stored on one side of the diagonal only must not come back as non-edges
+    L = one_sided(np.ones((4, 4)), 0) - np.eye(4)
+    for A in (sp.csr_matrix(L), sp.csr_array(L), L, GraphData(np.eye(4), L)):
+        with pytest.raises(ValueError, match=r"undirected graph.*A\.maximum\(A\.T\)"):
+            sample_non_edges(A, 3, random_state=0)
+    # symmetrised, it is accepted; the pattern counts, not the weights
+    S = sp.csr_matrix(L).maximum(sp.csr_matrix(L).T).tolil()
+    S[1, 3] = 0
+    S[3, 1] = 0
+    S[0, 1] = 2.5
+    assert sample_non_edges(sp.csr_matrix(S), 1, random_state=0).tolist() == [[1, 3]]
+
+
+def test_sample_non_edges_refuses_non_square_input():
+    for A in (np.ones((5, 2)), sp.csr_matrix(np.ones((5, 2))), np.ones(5)):
+        with pytest.raises(ValueError, match="square adjacency"):
+            sample_non_edges(A, 3, random_state=0)
+    with pytest.raises(ValueError, match="n_samples must be an integer >= 0, got -1"):
+        sample_non_edges(_sbm(n=10).adjacency, -1, random_state=0)
+
+
+def test_sample_non_edges_keeps_a_non_canonical_input_unchanged():
+    # duplicates are summed on a copy: the caller's matrix is left as it was
+    A = sp.csr_matrix((np.ones(4), np.array([1, 1, 0, 0]), np.array([0, 2, 4, 4])),
+                      shape=(3, 3))
+    assert not A.has_canonical_format
+    before = A.indices.copy()
+    assert sample_non_edges(A, 2, random_state=0).tolist() in ([[0, 2], [1, 2]],
+                                                               [[1, 2], [0, 2]])
+    np.testing.assert_array_equal(A.indices, before)

@@ -129,3 +129,52 @@ def test_per_class_node_split_bad_arguments(kwargs, match):
         per_class_node_split(np.repeat([0, 1], 100), **kwargs)
     with pytest.raises(ValueError, match="no labelled node"):
         per_class_node_split(-np.ones(10, dtype=int))
+
+
+def _string_labels():
+    """``_labels()`` with class names; ``None`` (object array) marks the unlabelled nodes."""
+    y = _labels()
+    names = np.array(["ant", "bee", "cat"], dtype=object)[np.maximum(y, 0)]
+    names[y == -1] = None
+    return y, names
+
+
+def test_random_node_split_string_labels_same_split_as_numeric():
+    y = _labels()
+    # fixed-width strings: every node is labelled, the split is that of labels >= 0
+    s = np.array(["a", "b", "c"])[np.repeat([0, 1, 2], [50, 30, 20])]
+    for stratify in (False, True):
+        got = random_node_split(s, stratify=stratify, random_state=0)
+        want = random_node_split(np.repeat([0, 1, 2], [50, 30, 20]), stratify=stratify,
+                                 random_state=0)
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_array_equal(g, w)
+    # None (or NaN, pandas' missing value) marks an unlabelled node: in no part
+    y, names = _string_labels()
+    for missing in (None, np.nan):
+        names[y == -1] = missing
+        for stratify in (False, True):
+            got = random_node_split(names, stratify=stratify, random_state=0)
+            want = random_node_split(y, stratify=stratify, random_state=0)
+            for g, w in zip(got, want, strict=True):
+                np.testing.assert_array_equal(g, w)
+            assert not (got[0] | got[1] | got[2])[y == -1].any()
+    assert [m.tolist() for m in random_node_split(["a", "b", "a"], random_state=0)] == \
+        [m.tolist() for m in random_node_split([0, 1, 0], random_state=0)]
+    with pytest.raises(ValueError, match="no labelled node.*None or NaN for non-numeric"):
+        random_node_split(np.array([None, None], dtype=object))
+    with pytest.raises(ValueError, match="1d array"):
+        random_node_split(np.zeros((4, 2)))
+
+
+def test_per_class_node_split_and_labelled_kfold_string_labels():
+    y, names = _string_labels()
+    got = per_class_node_split(names, 5, 5, random_state=0)
+    want = per_class_node_split(y, 5, 5, random_state=0)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w)
+    for (tr, te), (tr0, te0) in zip(LabelledKFold(3, random_state=0).split(None, names),
+                                    LabelledKFold(3, random_state=0).split(None, y),
+                                    strict=True):
+        np.testing.assert_array_equal(tr, tr0)
+        np.testing.assert_array_equal(te, te0)
