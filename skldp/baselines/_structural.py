@@ -1,5 +1,6 @@
 """Node features computed from the graph structure alone (no node feature, no budget)."""
 
+import warnings
 from numbers import Real
 
 import numpy as np
@@ -38,7 +39,10 @@ class StructuralFeatures(GraphTransformerMixin, BaseEstimator):
     degree_bins : int, default=16
         Number of log2 degree bins (0 leaves the degree block out).
     n_eigenvectors : int, default=32
-        Number of spectral columns (0 leaves the block out).
+        Number of spectral columns (0 leaves the block out). A graph of ``n``
+        nodes has only ``n`` eigenvectors: on a smaller graph the columns past
+        the ``n``-th are zeros, with a warning (the output width stays
+        ``n_features_out_``, so fitted steps downstream still apply).
     n_components : int, default=256
         Width of the random projection (0 leaves the block out).
     n_steps : int, default=30
@@ -174,6 +178,14 @@ class StructuralFeatures(GraphTransformerMixin, BaseEstimator):
     def _spectral_block(self, A, deg, dtype):
         n = A.shape[0]
         k = min(self.n_eigenvectors, n)
+        if k < self.n_eigenvectors:
+            # the width is part of the fitted contract (n_features_out_, the names): keep it,
+            # but say that the extra columns carry nothing
+            warnings.warn(
+                f"StructuralFeatures: n_eigenvectors={self.n_eigenvectors} but a graph of "
+                f"{n} nodes has only {n} eigenvectors, so the last "
+                f"{self.n_eigenvectors - k} spectral columns are all zeros. Set "
+                f"n_eigenvectors <= {n}.", UserWarning, stacklevel=2)
         tau = float(deg.mean())
         dt = 1.0 / np.sqrt(deg + tau) if tau > 0 else np.where(deg > 0, 1.0, 0.0)
 

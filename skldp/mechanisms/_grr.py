@@ -166,6 +166,13 @@ def _column_name(names, j):
     return f"column {j}" if names is None else f"column {j} ({names[j]!r})"
 
 
+def _check_domain_sizes(sizes, names):
+    bad = np.flatnonzero(sizes < 2)
+    if len(bad):
+        raise ValueError(f"every domain size must be >= 2; {_column_name(names, bad[0])} "
+                         f"has {sizes[bad[0]]}.")
+
+
 def _dense_block(X, rows):
     B = X[rows]
     return B.toarray() if sp.issparse(B) else np.asarray(B, dtype=np.float64)
@@ -502,10 +509,18 @@ class GRRFSMechanism(LDPMechanism):
                                 for c in self.categories]
             sizes = np.array([len(c) for c in self.categories_])
         elif self.domain_sizes is not None:
-            sizes = np.broadcast_to(np.asarray(self.domain_sizes), (d,)).copy()
+            sizes = np.asarray(self.domain_sizes)
+            if sizes.ndim == 0:   # one size for every feature
+                sizes = np.full(d, sizes)
+            elif sizes.shape != (d,):
+                raise ValueError(f"domain_sizes must have one entry per feature ({d}), got "
+                                 f"{sizes.size if sizes.ndim == 1 else sizes.shape}.")
             if not np.issubdtype(sizes.dtype, np.number) or np.any(sizes != np.round(sizes)):
                 raise ValueError(f"domain_sizes must be integers, got {self.domain_sizes!r}.")
             sizes = sizes.astype(np.int64)
+            # before the codes are read: a size < 2 would otherwise be reported as a code
+            # outside a nonsensical domain such as 0..-2
+            _check_domain_sizes(sizes, names)
         else:
             sizes = None
         codes = self._codes(Xf, names, sizes, check_range=sizes is not None)
@@ -520,10 +535,7 @@ class GRRFSMechanism(LDPMechanism):
                           "domain_sizes or categories from public knowledge.",
                           PrivacyLeakWarning, stacklevel=2)
             sizes = np.maximum(codes.max(axis=0).astype(np.int64) + 1, 2)
-        bad = np.flatnonzero(sizes < 2)
-        if len(bad):
-            raise ValueError(f"every domain size must be >= 2; {_column_name(names, bad[0])} "
-                             f"has {sizes[bad[0]]}.")
+        _check_domain_sizes(sizes, names)
         self.domain_sizes_ = sizes
         self.p_, self.q_ = grr_probabilities(float(self.eps), sizes)
         self.sampling_rate_ = self.m / d

@@ -10,7 +10,13 @@ from sklearn.utils.validation import check_array, check_is_fitted
 from .._graph_data import GraphData
 from ..base import GraphTransformerMixin
 from ..exceptions import InvalidParameterError
-from ..utils.validation import RANDOM_STATE_CONSTRAINT, Count, Interval, check_finite_features
+from ..utils.validation import (
+    RANDOM_STATE_CONSTRAINT,
+    Count,
+    Interval,
+    check_finite_features,
+    check_input_features,
+)
 
 __all__ = ["FeatureHashing"]
 
@@ -89,6 +95,9 @@ class FeatureHashing(GraphTransformerMixin, BaseEstimator):
             raise InvalidParameterError(
                 "random_state must be an integer: the hash is public and every user must "
                 f"apply the same one; got {self.random_state!r}.")
+        if not isinstance(X, GraphData):
+            # scikit-learn's 2-D check (a 1-D X would fail below on X.shape[1])
+            X = check_array(X, accept_sparse="csr", dtype=np.float64, ensure_all_finite=False)
         d = X.shape[1]
         rng = np.random.default_rng(int(self.random_state))
         self.bucket_ = rng.integers(0, self.n_components, size=d)
@@ -114,6 +123,25 @@ class FeatureHashing(GraphTransformerMixin, BaseEstimator):
         X = check_array(X, accept_sparse="csr", dtype=np.float64, ensure_all_finite=False)
         self._check_n_features(X)
         return self._hash(X)
+
+    def get_feature_names_out(self, input_features=None):
+        """``hash0``, ``hash1``, ... (one name per output column).
+
+        Parameters
+        ----------
+        input_features : array-like of str or None, default=None
+            Checked against ``feature_names_in_`` / ``n_features_in_`` as in
+            scikit-learn; the output names do not depend on them.
+
+        Returns
+        -------
+        feature_names_out : ndarray of str objects
+            ``n_components`` names.
+        """
+        check_is_fitted(self, "bucket_")
+        check_input_features(self, input_features)
+        # hashing makes new columns: the input names would not match their number
+        return np.asarray([f"hash{i}" for i in range(self.n_components)], dtype=object)
 
     def _transform_graph(self, G):
         return G.with_features(self._hash(G.features))

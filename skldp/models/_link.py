@@ -469,7 +469,12 @@ class VGAELinkPredictor(_LinkPredictorBase):
             Training (and ``validation``) pairs over the training graph, which
             must be undirected (a symmetric adjacency).
         y : array-like of shape (n_pairs,)
-            Binary labels; ``classes_[1]`` (e.g. 1) marks edges.
+            Binary labels; ``classes_[1]`` (e.g. 1, the last in sorted order)
+            marks edges. A ValueError if the labels read the other way round:
+            fewer than half of the training pairs labelled ``classes_[1]`` are
+            edges of the training graph and those labelled ``classes_[0]`` are
+            edges more often (e.g. labels ``["nonedge", "edge"]``, whose sorted
+            order is reversed).
 
         Returns
         -------
@@ -485,14 +490,15 @@ class VGAELinkPredictor(_LinkPredictorBase):
         x, g = self._tensors(X, device)
         tr_pairs, tr_y, va_pairs, va_y = self._split_validation(X, y_enc, seed)
         n = X.n_nodes
+        is_edge = edge_lookup(edge_codes(X.graph.adjacency), n)
+        self._check_edge_class(tr_pairs, tr_y, n, is_edge)
         # positives first: the loss's sides are the logits' two ends, found with no index
         tr_pairs, n_pos = _positives_first(tr_pairs, tr_y)
         n_fresh = int(np.ceil(self.negative_ratio * n_pos))
         tp = torch.as_tensor(tr_pairs, device=device)
         fresh_each_epoch = self.negative_sampling == "per_epoch" and n_pos > 0
         if fresh_each_epoch:
-            fresh_pairs = _fresh_non_edges(rng, n, edge_lookup(edge_codes(X.graph.adjacency), n),
-                                           n_fresh, self.epochs, device)
+            fresh_pairs = _fresh_non_edges(rng, n, is_edge, n_fresh, self.epochs, device)
         tr_loss = _BalancedBCE(n_pos, tp.shape[1] + (n_fresh if fresh_each_epoch else 0),
                                device)
         kl_scale = 0.5 / (n * n)   # the KL term: its mean over the n nodes, divided by n
@@ -545,6 +551,35 @@ class VGAELinkPredictor(_LinkPredictorBase):
                            check_every=self.check_every,
                            log=self._epoch_logger() if self.verbose else None)
         return self._finish_training(module, result)
+
+    def _check_edge_class(self, pairs, y_enc, n, is_edge):
+        """Refuse labels whose ``classes_[1]`` is not the edge class.
+
+        The auto-encoder reconstructs the training graph, whose edges are the
+        positive training pairs (``random_edge_split``). ``classes_[1]`` comes
+        from the sorted labels, so labels such as ``["nonedge", "edge"]`` make
+        the non-edges the positives and the model learns the opposite,
+        silently. Refused when fewer than half of the ``classes_[1]`` pairs are
+        edges and the ``classes_[0]`` pairs are edges more often: labels that
+        read the other way round (pairs that are not edges on either side, as
+        on a graph without the training edges, are left alone).
+        """
+        pairs, y_enc = np.asarray(pairs), np.asarray(y_enc)
+        lo = np.minimum(pairs[:, 0], pairs[:, 1]).astype(np.int64)
+        hi = np.maximum(pairs[:, 0], pairs[:, 1]).astype(np.int64)
+        edge = is_edge(lo * n + hi) if len(pairs) else np.zeros(0, dtype=bool)
+        pos, neg = edge[y_enc == 1], edge[y_enc == 0]
+        if not len(pos) or not len(neg):
+            return
+        if 2 * pos.sum() < len(pos) and neg.mean() > pos.mean():
+            classes = self.classes_.tolist()
+            raise ValueError(
+                f"{type(self).__name__}: only {int(pos.sum())} of the {len(pos)} training "
+                f"pairs labelled classes_[1]={classes[1]!r} are edges of the training graph, "
+                f"against {int(neg.sum())} of the {len(neg)} labelled {classes[0]!r}. "
+                f"classes_ is {classes!r} (the sorted labels) and classes_[1] marks edges: "
+                "pass 0/1 labels (1 = edge), or labels whose sorted order puts the edge "
+                "label last.")
 
     def embed(self, X):
         """Node embeddings ``mu`` of all nodes of ``X``'s graph.

@@ -1,6 +1,7 @@
 """StructuralFeatures: blocks against dense references, determinism, scaling, pipelines."""
 
 import tracemalloc
+import warnings
 
 import numpy as np
 import pytest
@@ -186,3 +187,19 @@ def test_projection_block_scales_to_100k_nodes():
     # Sparse products over an n x 32 block: memory linear in n (a dense n x n
     # operator would need 40 GB); speed is measured in benchmarks/, not here.
     assert peak < 12 * Z.features.nbytes, peak   # about 5x here
+
+
+def test_more_eigenvectors_than_nodes_warns_and_keeps_the_width(graph):
+    G, _ = graph
+    sf = StructuralFeatures(n_eigenvectors=1000, n_components=8, random_state=0)
+    with pytest.warns(UserWarning, match=r"n_eigenvectors=1000 but a graph of 60 nodes has "
+                                         r"only 60 eigenvectors.*last 940 spectral columns"):
+        Z = np.asarray(sf.fit_transform(G))
+    assert Z.shape == (60, 17 + 1000 + 8) == (60, sf.n_features_out_)
+    spectral = Z[:, 17:17 + 1000]
+    assert np.abs(spectral[:, :60]).max(axis=0).min() > 0   # the real eigenvectors
+    np.testing.assert_array_equal(spectral[:, 60:], 0.0)
+    # a graph with enough nodes for every column stays silent
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        StructuralFeatures(n_eigenvectors=60, n_components=8, random_state=0).fit_transform(G)

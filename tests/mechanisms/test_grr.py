@@ -285,3 +285,21 @@ def test_shared_public_edges_need_no_domain_sizes():
         mech.fit(X)
     np.testing.assert_array_equal(mech.domain_sizes_, [3, 3])
     np.testing.assert_array_equal(mech.transform(X), [[0, 1], [1, 2]])
+
+
+def test_domain_sizes_are_checked_before_the_codes():
+    XB = (np.random.default_rng(0).random((10, 6)) > 0.5).astype(float)
+    with pytest.raises(ValueError,
+                       match=r"domain_sizes must have one entry per feature \(6\), got 2"):
+        GRRFSMechanism(domain_sizes=[2, 2], random_state=0).fit_transform(XB)
+    with pytest.raises(ValueError, match="one entry per feature"):
+        GRRFSMechanism(domain_sizes=[[2] * 6], random_state=0).fit(XB)
+    for bad in (-1, 1, 0):
+        with pytest.raises(ValueError, match=r"every domain size must be >= 2; column 0 has"):
+            GRRFSMechanism(domain_sizes=bad, random_state=0).fit_transform(XB)
+    G = GraphData(XB, feature_names=list("abcdef"))
+    with pytest.raises(ValueError, match=r"domain size must be >= 2; column 2 \('c'\) has 1"):
+        GRRFSMechanism(domain_sizes=[2, 2, 1, 2, 2, 2], random_state=0).fit(G)
+    # a scalar still applies to every feature
+    mech = GRRFSMechanism(domain_sizes=3, random_state=0).fit(XB)
+    np.testing.assert_array_equal(mech.domain_sizes_, [3] * 6)

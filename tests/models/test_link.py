@@ -471,3 +471,23 @@ def test_vgae_heads_in_one_product_are_the_two_convolutions(split):
     means, none = module(x, g, means_only=True)
     assert none is None
     torch.testing.assert_close(means, mu_ref)
+
+
+def test_vgae_refuses_labels_whose_sorted_order_makes_non_edges_positive(split):
+    P_tr, _, P_te, y_tr, _, y_te = split
+    lab = np.array(["nonedge", "edge"])   # sorted: classes_ = ['edge', 'nonedge']
+    with pytest.raises(ValueError, match=r"classes_\[1\]='nonedge' are edges of the training "
+                                         r"graph.*\['edge', 'nonedge'\].*classes_\[1\] marks "
+                                         r"edges: pass 0/1 labels"):
+        _vgae().fit(P_tr, lab[y_tr])
+    # also with the edges and non-edges swapped as 0/1
+    with pytest.raises(ValueError, match="are edges of the training graph"):
+        _vgae().fit(P_tr, 1 - y_tr)
+    # labels whose sorted order puts the edge label last fit as 0/1 labels do
+    good = np.array(["a_nonedge", "b_edge"])
+    est = _vgae().fit(P_tr, good[y_tr])
+    ref = _vgae().fit(P_tr, y_tr)
+    np.testing.assert_array_equal(est.decision_function(P_te), ref.decision_function(P_te))
+    # validation pairs (not edges of the training graph) are not counted as training pairs
+    est, P_fit, y_fit = _with_validation(_vgae(), split)
+    est.fit(P_fit, y_fit)

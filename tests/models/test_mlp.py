@@ -344,3 +344,20 @@ def test_full_batch_reads_its_rows_in_place(monkeypatch):
     seen.clear()
     MLPHead(**{**kw, "batch_size": 64}).fit(X, y)
     assert seen and not all(seen)
+
+
+def test_column_vector_y_warns_once_and_fits_as_1d():
+    import warnings
+
+    from sklearn.exceptions import DataConversionWarning
+    X = np.random.default_rng(0).random((60, 4))
+    y = (X[:, 0] > .5).astype(int)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        # weight_decay="auto" on 60 rows: a cross-validated choice, many inner fits
+        head = MLPHead(epochs=30, random_state=0).fit(X, y[:, None])
+    conversions = [x for x in w if issubclass(x.category, DataConversionWarning)]
+    assert len(conversions) == 1, [str(x.message) for x in conversions]
+    ref = MLPHead(epochs=30, random_state=0).fit(X, y)
+    assert head.weight_decay_ == ref.weight_decay_
+    np.testing.assert_array_equal(head.predict_proba(X), ref.predict_proba(X))
