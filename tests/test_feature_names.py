@@ -21,7 +21,7 @@ from sklearn.utils.estimator_checks import (
 )
 
 from skldp import GraphData, NodeWise
-from skldp.central import DegreeBoundedSampler
+from skldp.central import DegreeBoundedSampler, DPGNNClassifier, DPMLPClassifier
 from skldp.mechanisms import (
     EdgeRR,
     FeatureGrouper,
@@ -32,6 +32,7 @@ from skldp.mechanisms import (
     OneBitMechanism,
     PiecewiseMechanism,
 )
+from skldp.models import GCNClassifier, MLPHead, SolitudeClassifier
 from skldp.propagation import FeatureSmoothing, GCNAggregation, KProp, PPRPropagation
 from skldp.reconstruction import FrequencyReconstructor
 
@@ -215,3 +216,37 @@ def test_dataframe_columns_become_feature_names():
     # a step fitted on the graph sees the names
     hds = HDSMechanism(eps=1.0, feature_range=(0, 1), random_state=0).fit(G)
     assert list(hds.feature_names_in_) == list(NAMES)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: MLPHead(epochs=2, weight_decay=1e-4),
+    lambda: GCNClassifier(epochs=2),
+    lambda: SolitudeClassifier(epochs=2),
+    lambda: DPMLPClassifier(classes=[0, 1], batch_size=5, n_steps=2),
+    lambda: DPGNNClassifier(classes=[0, 1], batch_size=5, n_steps=2),
+], ids=["MLPHead", "GCN", "Solitude", "DPMLP", "DPGNN"])
+def test_classifiers_refuse_columns_named_otherwise_than_in_fit(named_graph, make):
+    # the same columns in another order would be predicted on silently wrong
+    G = named_graph
+    y = np.arange(G.n_nodes) % 2
+    clf = make().fit(G[:20], y[:20])
+    np.testing.assert_array_equal(clf.feature_names_in_, NAMES)
+    clf.predict(G[20:])
+    order = [2, 1, 0]
+    shuffled = GraphData(np.asarray(G.features)[:, order], G.adjacency,
+                         node_ids=G.node_ids, feature_names=NAMES[order])
+    with pytest.raises(ValueError, match="same order as they were in fit"):
+        clf.predict(shuffled[20:])
+    renamed = GraphData(np.asarray(G.features), G.adjacency, node_ids=G.node_ids,
+                        feature_names=["a", "b", "c"])
+    with pytest.raises(ValueError, match="unseen at fit time"):
+        clf.predict(renamed[20:])
+
+
+def test_a_model_fitted_on_a_frame_checks_the_frame_it_predicts():
+    X = pd.DataFrame(np.random.default_rng(0).random((40, 3)), columns=NAMES)
+    clf = MLPHead(epochs=2, weight_decay=1e-4).fit(X, np.arange(40) % 2)
+    clf.predict(X)
+    clf.predict(X.to_numpy())   # unnamed input: not checked, as in scikit-learn
+    with pytest.raises(ValueError, match="same order"):
+        clf.predict(X[NAMES[::-1]])

@@ -64,9 +64,11 @@ from ..utils.validation import (
     RANDOM_STATE_CONSTRAINT,
     Count,
     Interval,
+    check_feature_names,
     check_finite_features,
     check_graph_data,
     check_int,
+    record_feature_names,
 )
 from ._sampling import degree_bounded_sample
 
@@ -939,6 +941,7 @@ class DPGNNClassifier(_DPTrainerBase):
             raise ValueError(f"batch_size={self.batch_size} is larger than the training set "
                              f"({len(G)} nodes); use batch_size <= {len(G)}.")
         self.n_features_in_ = G.shape[1]
+        record_feature_names(self, G)
         S = degree_bounded_sample(
             G.adjacency, K, nodes=G.rows,
             random_state=np.random.default_rng(self._stream_seed("DPGNN-degree-sample")))
@@ -963,6 +966,7 @@ class DPGNNClassifier(_DPTrainerBase):
         """Logits of the rows of ``X``, aggregating over their full neighbourhoods."""
         check_is_fitted(self, "module_")
         G = check_graph_data(X, self, require_adjacency=True)
+        check_feature_names(self, G)
         if G.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {G.shape[1]} features, but {type(self).__name__} is "
                              f"expecting {self.n_features_in_} features as input.")
@@ -1110,6 +1114,7 @@ class DPMLPClassifier(_DPTrainerBase):
                              f"n_samples = {Xf.shape[0]}.")
         y_enc = self._encode_targets(y, Xf.shape[0])
         self.n_features_in_ = Xf.shape[1]
+        record_feature_names(self, X)
         device = resolve_device(self.device)
         tr, va = self._validation_rows(X, y_enc)
         validation = None
@@ -1131,6 +1136,7 @@ class DPMLPClassifier(_DPTrainerBase):
     def _raw_logits(self, X):
         """Logits of the rows of ``X``."""
         check_is_fitted(self, "module_")
+        check_feature_names(self, X)
         Xf = self._rows(X)
         if Xf.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {Xf.shape[1]} features, but {type(self).__name__} is "

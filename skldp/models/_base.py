@@ -29,7 +29,14 @@ from ..base import GraphClassifierMixin, note_feature_read
 from ..model_selection._validation import validation_split
 from ..utils._logging import verbose_logger
 from ..utils._random import draw_seed
-from ..utils.validation import RANDOM_STATE_CONSTRAINT, Count, Interval, check_int
+from ..utils.validation import (
+    RANDOM_STATE_CONSTRAINT,
+    Count,
+    Interval,
+    check_feature_names,
+    check_int,
+    record_feature_names,
+)
 
 __all__ = ["TorchClassifierBase"]
 
@@ -163,6 +170,7 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
         """
         note_feature_read(self, X)   # raw features read here are read in the clear
         self._setup_fit()
+        record_feature_names(self, X)
         if not isinstance(X, GraphData):
             from sklearn.utils.validation import check_array
             X = check_array(X, accept_sparse="csr", dtype=np.float32)
@@ -331,6 +339,7 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
     def _logits(self, X):
         """Logits (pre-softmax scores) of the rows of X, shape (n_rows, n_classes)."""
         check_is_fitted(self, "module_")
+        check_feature_names(self, X)
         if not isinstance(X, GraphData):
             from sklearn.utils.validation import check_array
             X = check_array(X, accept_sparse="csr", dtype=np.float32)

@@ -17,7 +17,7 @@ from torch import nn
 from .._graph_data import GraphData
 from .._torch import Dropout, resolve_device, stream_seed
 from ..utils._arrays import torch_sum_is_finite
-from ..utils.validation import Count, Interval, check_finite_features
+from ..utils.validation import Count, Interval, check_feature_names, check_finite_features
 from ._base import TorchClassifierBase
 
 __all__ = ["MLPHead"]
@@ -612,6 +612,7 @@ class MLPHead(TorchClassifierBase):
 
     # --------------------------------------------------------------- predict
     def _logits(self, X):
+        check_feature_names(self, X)
         n_in = getattr(self, "n_features_in_", None)
         shape = getattr(X, "shape", None)
         if n_in is not None and shape is not None and len(shape) == 2 and shape[1] != n_in:

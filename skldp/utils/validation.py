@@ -16,7 +16,8 @@ from ._blocks import row_blocks
 __all__ = ["Count", "Interval", "EPS_CONSTRAINT", "LABEL_MECHANISM_CONSTRAINT",
            "RANDOM_STATE_CONSTRAINT", "check_eps",
            "check_int", "check_graph_data", "check_finite_features", "resolve_feature_range",
-           "clip_to_range", "input_feature_names", "check_input_features"]
+           "clip_to_range", "input_feature_names", "check_input_features",
+           "record_feature_names", "check_feature_names"]
 
 
 class Interval(_Interval):
@@ -146,6 +147,39 @@ def input_feature_names(X):
     if isinstance(X, GraphData):
         return None if X.feature_names is None else np.asarray(X.feature_names, dtype=object)
     return frame_column_names(X)
+
+
+def record_feature_names(estimator, X):
+    """Set ``feature_names_in_`` to the names of ``X`` (a fit), or drop it when ``X`` has
+    none, as scikit-learn's estimators do."""
+    names = input_feature_names(X)
+    if names is None:
+        estimator.__dict__.pop("feature_names_in_", None)
+    else:
+        estimator.feature_names_in_ = names
+
+
+def check_feature_names(estimator, X):
+    """Refuse ``X`` whose column names differ from those seen in fit (scikit-learn's rule):
+    the same columns in another order would otherwise be predicted on, silently wrong.
+    Unnamed input, or an estimator fitted on unnamed input, is not checked."""
+    fitted = getattr(estimator, "feature_names_in_", None)
+    names = input_feature_names(X)
+    if fitted is None or names is None:
+        return
+    if len(names) == len(fitted) and np.all(names == fitted):
+        return
+    unseen = [n for n in names if n not in set(fitted)]
+    missing = [n for n in fitted if n not in set(names)]
+    msg = "The feature names should match those that were passed during fit.\n"
+    if unseen:
+        msg += "Feature names unseen at fit time:\n" + "".join(f"- {n}\n" for n in unseen[:5])
+    if missing:
+        msg += ("Feature names seen at fit time, yet now missing:\n"
+                + "".join(f"- {n}\n" for n in missing[:5]))
+    if not unseen and not missing:
+        msg += "Feature names must be in the same order as they were in fit.\n"
+    raise ValueError(msg)
 
 
 def check_input_features(estimator, input_features=None):
