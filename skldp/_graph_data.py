@@ -271,9 +271,13 @@ def _as_adjacency(adjacency, n_nodes, node_ids, owned=False):
         adjacency = nx.to_scipy_sparse_array(adjacency, nodelist=list(node_ids),
                                              format="csr")
     if sp.issparse(adjacency):
+        if adjacency.format == "csr" and adjacency.dtype == np.float32 and \
+                _held_info(adjacency) is not None:   # a graph's own: checked when taken
+            return adjacency
         # before the conversion, which sums duplicate entries: -1 and +1 at one
-        # position must not pass as an absent edge
-        if adjacency.format in ("coo", "csr", "csc", "bsr"):
+        # position must not pass as an absent edge (only where there may be duplicates)
+        if adjacency.format in ("coo", "csr", "csc", "bsr") and not (
+                adjacency.format != "coo" and adjacency.has_canonical_format):
             _check_not_negative(adjacency)
         A = sp.csr_matrix(adjacency, dtype=np.float32)
     else:
@@ -296,7 +300,8 @@ def _as_adjacency(adjacency, n_nodes, node_ids, owned=False):
     if not (np.isfinite(lo) and np.isfinite(hi)):
         raise ValueError("adjacency contains NaN or infinite weights (after float32 "
                          "conversion); weights must be finite and >= 0.")
-    _check_not_negative(A)
+    if lo < 0:
+        _check_not_negative(A)   # raises, naming the entry
     A.sort_indices()
     return A
 
@@ -509,9 +514,10 @@ class GraphData:
     def __array__(self, dtype=None, copy=None):
         st = self._store
         if reads_users_data(st.feature_origin):
-            # the features leave as a plain array, which carries no history: whatever
-            # reads it (a scikit-learn step, the user's code) reads the users' data
-            st.population.note_clear_read(_EXPORT, "features", self.node_keys, st.token)
+            # the view's features leave as a plain array, which carries no history:
+            # whatever reads it (a scikit-learn step, the user's code) reads those users'
+            # data. No token: another view's rows are other users.
+            st.population.note_clear_read(_EXPORT, "features", self.node_keys[self.rows])
         X = st.features[self.rows]
         out = X.toarray() if sp.issparse(X) else X
         return out if dtype is None else out.astype(dtype, copy=False)

@@ -32,7 +32,7 @@ from .utils.validation import (
     check_graph_data,
     check_input_features,
     clip_to_range,
-    input_feature_names,
+    record_feature_names,
     resolve_feature_range,
 )
 
@@ -93,20 +93,30 @@ def boundary_input(step, X, part="features"):
     return st.population, origin[1]
 
 
-def note_feature_read(step, X):
+def note_feature_read(step, X, fitting=False):
     """Record in the users' ledger that a server-side ``step`` reads their features in the
     clear (the raw data, or data computed from it on the server): epsilon is infinite.
 
-    Mechanisms, on-device steps and steps that do not read features record nothing;
-    nor do plain arrays (no history).
+    The step keeps the ledger it charged (``ledger_``, read by ``privacy_report``), set
+    anew by each fit (``fitting``) and kept by later calls on other graphs. A plain array
+    carries no users, so nothing can be recorded: the step is marked instead
+    (``_reads_unrecorded``), and a report that finds no ledger states ``inf``.
+    Mechanisms, on-device steps and steps that do not read features record nothing.
     """
-    if not isinstance(X, GraphData) or isinstance(step, PrivateStepMixin) or \
-            getattr(step, "_device_side", False) or not getattr(step, "_reads_features", True):
+    if isinstance(step, PrivateStepMixin) or getattr(step, "_device_side", False) or \
+            not getattr(step, "_reads_features", True):
+        return
+    if fitting:
+        step.__dict__.pop("ledger_", None)
+        step.__dict__.pop("_reads_unrecorded", None)
+    if not isinstance(X, GraphData):
+        step._reads_unrecorded = True
         return
     st = X._store
     if reads_users_data(st.feature_origin):
         st.population.note_clear_read(step_kind(step), "features", X.node_keys, st.token)
-        step.ledger_ = st.population.ledger   # where the read was charged (privacy_report)
+        if not hasattr(step, "ledger_"):
+            step.ledger_ = st.population.ledger
 
 
 def saved_positions(saved_keys, keys, owner):
@@ -326,11 +336,7 @@ def _records_feature_names(fit):
     @functools.wraps(fit)
     def wrapped(self, *args, **kwargs):
         out = fit(self, *args, **kwargs)
-        names = input_feature_names(args[0] if args else kwargs.get("X"))
-        if names is None:
-            self.__dict__.pop("feature_names_in_", None)
-        else:
-            self.feature_names_in_ = names
+        record_feature_names(self, args[0] if args else kwargs.get("X"))
         return out
 
     wrapped._skldp_records_names = True
@@ -399,6 +405,8 @@ class GraphTransformerMixin(TransformerMixin, auto_wrap_output_keys=None):
         """Check the input; most propagation steps learn nothing."""
         G = check_graph_data(X, self, **self._graph_requirements)
         self.n_features_in_ = G.shape[1]
+        self.__dict__.pop("ledger_", None)   # set by the first transform after this fit
+        self.__dict__.pop("_reads_unrecorded", None)
         return self
 
     @_wraps_plain_output
@@ -796,7 +804,7 @@ class NodeWise(GraphTransformerMixin, BaseEstimator):
         # Fit on the view's rows in the store's own format (sparse stays sparse), the
         # same format transform() passes for all nodes.
         if not self.on_device:
-            note_feature_read(self, X)
+            note_feature_read(self, X, fitting=True)
         rows = X.features[X.rows] if isinstance(X, GraphData) else X
         est = clone(self.estimator)
         if isinstance(X, GraphData) and hasattr(est, "set_output"):

@@ -77,9 +77,10 @@ class PrivacyReport:
         The largest local epsilon of one user on reports that protect
         ``"features"``, ``"labels"``, ``"edges"``.
     no_private_step : bool
-        Nothing in the estimator leads to its users' ledger and it holds a step
-        from outside skldp (which records nothing): it was fitted on the data as
-        it is, so ``local_epsilon`` is ``inf``.
+        Nothing in the estimator leads to its users' ledger, and one of its steps
+        read data no ledger records (a step from outside skldp, or a model
+        fitted on a plain array): it was fitted on the data as it is, so
+        ``local_epsilon`` is ``inf``.
     """
 
     spends: list = field(default_factory=list)
@@ -166,8 +167,9 @@ def _children(est):
 
 def _private_steps(estimator):
     """``{collection id: path}`` of the fitted private steps held in ``estimator``, the
-    ledgers its steps wrote to, and the paths of its steps from outside skldp (which
-    record nothing: what they read is not known)."""
+    ledgers its steps wrote to, and the paths of the steps whose reads no ledger holds:
+    steps from outside skldp (they record nothing) and skldp steps that read a plain
+    array (no users to charge)."""
     held, ledgers, seen = {}, [], set()
 
     def walk(est, path):
@@ -181,7 +183,8 @@ def _private_steps(estimator):
             if all(ledger is not other for other in ledgers):
                 ledgers.append(ledger)
         children = list(_children(est))
-        if not children and not type(est).__module__.startswith("skldp."):
+        if getattr(est, "_reads_unrecorded", False) or (
+                not children and not type(est).__module__.startswith("skldp.")):
             foreign.append(path or type(est).__name__)
         for name, child in children:
             walk(child, f"{path}.{name}" if path else name)
@@ -242,6 +245,7 @@ def privacy_report(estimator):
         # nothing leads to a ledger, and a step from outside skldp was fitted on the
         # data as it was: the users' data, for all the report can tell
         report.no_private_step, report.local_epsilon = True, float("inf")
+        report.by_what["features"] = float("inf")
     for ledger in ledgers:
         for entry in ledger.entries():
             spec = entry.spec

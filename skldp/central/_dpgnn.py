@@ -965,13 +965,13 @@ class DPGNNClassifier(_DPTrainerBase):
     def _raw_logits(self, X):
         """Logits of the rows of ``X``, aggregating over their full neighbourhoods."""
         check_is_fitted(self, "module_")
-        G = check_graph_data(X, self, require_adjacency=True)
+        # finite as in fit (NaN features would give NaN probabilities and a made-up
+        # class); checked once per graph
+        G = check_graph_data(X, self, require_adjacency=True, require_finite=True)
         check_feature_names(self, G)
         if G.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {G.shape[1]} features, but {type(self).__name__} is "
                              f"expecting {self.n_features_in_} features as input.")
-        # as in fit: NaN features would give NaN probabilities and a made-up class
-        check_finite_features(G.features)
         feats = _Features(G.features, resolve_device(self.device))
         return self._logits(feats, G.rows, A_rows=self._aggregator(G)[G.rows])
 

@@ -168,7 +168,7 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
         self : TorchClassifierBase
             The fitted estimator.
         """
-        note_feature_read(self, X)   # raw features read here are read in the clear
+        note_feature_read(self, X, fitting=True)   # raw features read here: in the clear
         self._setup_fit()
         record_feature_names(self, X)
         if not isinstance(X, GraphData):

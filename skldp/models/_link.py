@@ -480,7 +480,7 @@ class VGAELinkPredictor(_LinkPredictorBase):
         -------
         self
         """
-        note_feature_read(self, X)   # raw features read here are read in the clear
+        note_feature_read(self, X, fitting=True)   # raw features read here: in the clear
         self._setup_fit()
         X, y_enc = self._encode_pairs(X, y)
         self.n_features_in_ = X.shape[1]
@@ -844,7 +844,7 @@ class HadamardLinkPredictor(_LinkPredictorBase):
         -------
         self
         """
-        note_feature_read(self, X)   # raw features read here are read in the clear
+        note_feature_read(self, X, fitting=True)   # raw features read here: in the clear
         self._setup_fit()
         hidden = self._hidden_sizes()
         X, y_enc = self._encode_pairs(X, y)

@@ -64,27 +64,31 @@ def collection_spec(estimator, *, n_features=None, node_ids=None, simulation=Fal
             "reports. In a deployment each device draws its own secret randomness: set "
             "random_state=None, or pass simulation=True if this is a simulation.")
     spec = getattr(estimator, "collection_", None)
-    fitted_spec = spec
-    if spec is not None and "edges" not in getattr(estimator, "protects", ("edges",)):
-        # a fitted mechanism may hold a public value it read from the private data (its
-        # bounds, its classes): its parameters, fitted on a placeholder, must not need one
-        n_features = getattr(estimator, "n_features_in_", n_features)
-        spec = None
     if spec is None:
-        with warnings.catch_warnings():
-            # the placeholder is no data: a public value read from it would be made up
-            warnings.simplefilter("error", PrivacyLeakWarning)
-            try:
-                spec = _fit_placeholder(clone(estimator), name, n_features, node_ids)
-            except PrivacyLeakWarning as w:
-                raise ValueError(f"{name} reads a public value from the data it is fitted on "
-                                 f"({w}); a spec needs it from public knowledge.") from None
-        spec = fitted_spec or spec
+        spec = _placeholder_spec(estimator, name, n_features, node_ids)
+    elif "edges" not in estimator.protects:
+        # a fitted mechanism may hold a public value it read from the private data (its
+        # bounds, its classes): its parameters alone must fix every public value
+        _placeholder_spec(estimator, name, getattr(estimator, "n_features_in_", n_features),
+                          node_ids)
     if spec.model != "local":
         raise ValueError(f"{name} is a central-DP step: devices answer local collections only.")
     if not spec.id:   # not bound to simulated users (a label randomizer): a fresh nonce
         spec = spec.with_nonce(secrets.token_hex(8))
     return read_spec(spec.to_dict())   # validated as a device reads it
+
+
+def _placeholder_spec(estimator, name, n_features, node_ids):
+    """The spec of ``estimator``'s parameters, fitted on a placeholder (no data): an
+    error if a public value would have to be read from the data."""
+    with warnings.catch_warnings():
+        # the placeholder is no data: a public value read from it would be made up
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        try:
+            return _fit_placeholder(clone(estimator), name, n_features, node_ids)
+        except PrivacyLeakWarning as w:
+            raise ValueError(f"{name} reads a public value from the data it is fitted on "
+                             f"({w}); a spec needs it from public knowledge.") from None
 
 
 def _fit_placeholder(est, name, n_features, node_ids):

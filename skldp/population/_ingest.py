@@ -1,5 +1,6 @@
 """Reports from real devices: read them, validate them against their spec, build the graph."""
 
+import dataclasses
 import json
 import os
 from collections import Counter
@@ -207,7 +208,8 @@ def read_reports(source, spec, *, users=None, format=None):
         own_position = {u: int(np.searchsorted(order, k))
                         for u, k in zip((_id_key(u) for u in users), ukeys, strict=True)}
     out = ReceivedReports(spec)
-    seen = {}   # user -> the distinct reports it sent (canonical JSON)
+    seen = {}     # user -> position of its first report
+    further = {}  # user -> its further answers that differ from the first (canonical JSON)
     fields = {name: [] for name in p.field_specs()}
     for rec in _records(source, format):
         if not isinstance(rec, dict) or set(rec) != {"collection", "user", "report"}:
@@ -232,14 +234,17 @@ def read_reports(source, spec, *, users=None, format=None):
         if own_position is not None and own_position[uid] in set(report["l"].tolist()):
             out.refused["out of domain"] += 1
             continue
-        sent = json.dumps(rec["report"], sort_keys=True)
         if uid in seen:
             out.refused["duplicate"] += 1
-            if sent not in seen[uid]:   # another answer, not a resend: it was sent all the same
-                seen[uid].add(sent)
-                out.again[user] += 1
+            i = seen[uid]
+            if not all(np.array_equal(v, fields[k][i]) for k, v in report.items()):
+                # another answer, not a resend: refused, but sent all the same
+                sent = json.dumps(rec["report"], sort_keys=True)
+                if sent not in further.setdefault(uid, set()):
+                    further[uid].add(sent)
+                    out.again[user] += 1
             continue
-        seen[uid] = {sent}
+        seen[uid] = len(out.users)
         out.users.append(user)
         for name, value in report.items():
             fields[name].append(value)
@@ -348,12 +353,14 @@ def received_graph(*, features=None, labels=None, edges=None, node_ids=None, bud
 
 def _charge_again(population, received, position, keys):
     """Charge the further answers users sent of ``received``'s collection (``again``): the
-    k-th further answer as a collection of its own, so the ledger adds it to the user."""
-    most = max(received.again.values(), default=0)
-    for k in range(1, most + 1):
-        users = [u for u, n in received.again.items() if n >= k]
-        rows = [position[_id_key(u)] for u in users if _id_key(u) in position]
-        spec = received.spec.with_nonce(f"{received.spec.nonce} (answer {k + 1})")
+    users who sent ``c`` of them as one collection of ``c`` times its epsilon, which the
+    ledger adds to what they spent."""
+    by_count = {}
+    for u, c in received.again.items():
+        by_count.setdefault(c, []).append(position[_id_key(u)])
+    for c, rows in sorted(by_count.items()):
+        spec = dataclasses.replace(received.spec, epsilon=c * received.spec.epsilon)
+        spec = spec.with_nonce(f"{received.spec.nonce} ({c} further answers)")
         population.receive(spec, keys[np.asarray(rows, dtype=np.int64)])
 
 

@@ -255,8 +255,9 @@ class Population:
 
     def note_clear_read(self, kind, part, node_keys, token=None):
         """Charge the users an infinite epsilon: a server-side step (``kind``) reads their
-        ``part`` in the clear. Once per step kind and graph (``token``)."""
-        if (kind, part, token) in self._clear_reads:
+        ``part`` in the clear. Once per step kind and graph (``token``); with no token,
+        the users not charged yet are found at each call (a view's rows)."""
+        if token is not None and (kind, part, token) in self._clear_reads:
             return
         spec = CollectionSpec(id="", kind=kind, protects=(part,), epsilon=float("inf"),
                               model="clear", params={"reads": part}).with_nonce("in the clear")
@@ -270,7 +271,8 @@ class Population:
                 self._record(spec, new_keys, new_tags)
                 self._write({"local": spec.to_dict(), "keys": _b64(new_keys),
                              "tags": _b64(new_tags)})
-        self._clear_reads.add((kind, part, token))
+        if token is not None:
+            self._clear_reads.add((kind, part, token))
 
     def record_training(self, spec, n_users):
         """A central-DP training on the data of ``n_users`` users (checked against the budget)."""

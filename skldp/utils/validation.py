@@ -169,8 +169,9 @@ def check_feature_names(estimator, X):
         return
     if len(names) == len(fitted) and np.all(names == fitted):
         return
-    unseen = [n for n in names if n not in set(fitted)]
-    missing = [n for n in fitted if n not in set(names)]
+    seen_in_fit, given = set(fitted), set(names)
+    unseen = [n for n in names if n not in seen_in_fit]
+    missing = [n for n in fitted if n not in given]
     msg = "The feature names should match those that were passed during fit.\n"
     if unseen:
         msg += "Feature names unseen at fit time:\n" + "".join(f"- {n}\n" for n in unseen[:5])

@@ -195,3 +195,18 @@ def test_features_exported_to_a_step_outside_skldp_are_read_in_the_clear():
     assert privacy_report(reports.fit(GraphData(X, A), y)).local_epsilon == 1.0
     with pytest.raises(ValueError, match="what must be"):
         privacy_report(GraphData(X)).epsilon_for("feature")
+
+
+def test_an_export_charges_the_rows_that_left_and_a_refit_resets_the_ledger():
+    X, y = np.random.default_rng(0).random((60, 3)), np.arange(60) % 2
+    G = GraphData(X)
+    np.asarray(G[:30])
+    assert int(np.isinf(G.ledger.spent(G.node_keys)).sum()) == 30   # the view's users only
+    np.asarray(G[20:40])
+    assert int(np.isinf(G.ledger.spent(G.node_keys)).sum()) == 40   # and then 10 more
+    # a model fitted on a plain array records nothing and leads to no ledger: inf
+    clf = MLPHead(epochs=2).fit(G, y)
+    assert privacy_report(clf).spends                 # its users' ledger
+    clf.fit(X, y)                                     # refitted: that ledger is not this fit's
+    rep = privacy_report(clf)
+    assert rep.no_private_step and rep.local_epsilon == rep.epsilon_for("features") == np.inf
