@@ -37,6 +37,7 @@ from .utils.validation import (
 )
 
 __all__ = ["GraphTransformerMixin", "LDPMechanism", "NodeWise", "GraphClassifierMixin",
+           "NumberedColumnsMixin",
            "PrivateStepMixin", "fitted_token", "check_population", "population_of",
            "boundary_input", "saved_positions", "collected_spec"]
 
@@ -354,6 +355,32 @@ def _wraps_plain_output(method):
 
     wrapped._skldp_wraps_output = True
     return wrapped
+
+
+class NumberedColumnsMixin:
+    """For a step that makes new columns: ``get_feature_names_out`` names them
+    ``<prefix>0``, ``<prefix>1``, ... (the class's ``_column_prefix``, as many as
+    ``_n_columns_out()`` gives). Put it before :class:`GraphTransformerMixin`."""
+
+    _column_prefix = "x"
+
+    def get_feature_names_out(self, input_features=None):
+        """One name per output column: the step's prefix and the column's number.
+
+        Parameters
+        ----------
+        input_features : array-like of str or None, default=None
+            Checked against ``feature_names_in_`` / ``n_features_in_`` as in
+            scikit-learn; the output names do not depend on them.
+
+        Returns
+        -------
+        feature_names_out : ndarray of str objects
+        """
+        check_is_fitted(self)
+        check_input_features(self, input_features)
+        return np.asarray([f"{self._column_prefix}{i}" for i in range(self._n_columns_out())],
+                          dtype=object)
 
 
 class GraphTransformerMixin(TransformerMixin, auto_wrap_output_keys=None):

@@ -24,6 +24,7 @@ from .._graph_data import GraphData
 from ..base import (
     GraphTransformerMixin,
     LDPMechanism,
+    NumberedColumnsMixin,
     boundary_input,
     collected_spec,
     population_of,
@@ -298,7 +299,7 @@ def group_features(X, group_size):
     return (S.toarray() > 0).astype(np.float64)
 
 
-class FeatureGrouper(GraphTransformerMixin, BaseEstimator):
+class FeatureGrouper(NumberedColumnsMixin, GraphTransformerMixin, BaseEstimator):
     """Transformer form of :func:`group_features` (works on GraphData and arrays).
 
     Parameters
@@ -351,23 +352,10 @@ class FeatureGrouper(GraphTransformerMixin, BaseEstimator):
         self._check_n_features(X)
         return group_features(X, self.group_size)
 
-    def get_feature_names_out(self, input_features=None):
-        """``group0``, ``group1``, ... (one name per group).
+    _column_prefix = "group"
 
-        Parameters
-        ----------
-        input_features : array-like of str or None, default=None
-            Checked against ``feature_names_in_`` / ``n_features_in_`` as in
-            scikit-learn; the output names do not depend on them.
-
-        Returns
-        -------
-        feature_names_out : ndarray of str objects
-        """
-        from ..utils.validation import check_input_features
-        check_is_fitted(self, "n_features_out_")
-        check_input_features(self, input_features)
-        return np.asarray([f"group{g}" for g in range(self.n_features_out_)], dtype=object)
+    def _n_columns_out(self):
+        return self.n_features_out_
 
     def _transform_graph(self, G):
         return G.with_features(group_features(G.features, self.group_size))

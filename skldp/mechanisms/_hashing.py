@@ -8,20 +8,19 @@ from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils.validation import check_array, check_is_fitted
 
 from .._graph_data import GraphData
-from ..base import GraphTransformerMixin
+from ..base import GraphTransformerMixin, NumberedColumnsMixin
 from ..exceptions import InvalidParameterError
 from ..utils.validation import (
     RANDOM_STATE_CONSTRAINT,
     Count,
     Interval,
     check_finite_features,
-    check_input_features,
 )
 
 __all__ = ["FeatureHashing"]
 
 
-class FeatureHashing(GraphTransformerMixin, BaseEstimator):
+class FeatureHashing(NumberedColumnsMixin, GraphTransformerMixin, BaseEstimator):
     """Signed feature hashing to ``n_components`` columns, clipped to a public range.
 
     Hashing the features with a public map fixed in advance, the same for
@@ -124,24 +123,11 @@ class FeatureHashing(GraphTransformerMixin, BaseEstimator):
         self._check_n_features(X)
         return self._hash(X)
 
-    def get_feature_names_out(self, input_features=None):
-        """``hash0``, ``hash1``, ... (one name per output column).
+    _column_prefix = "hash"
 
-        Parameters
-        ----------
-        input_features : array-like of str or None, default=None
-            Checked against ``feature_names_in_`` / ``n_features_in_`` as in
-            scikit-learn; the output names do not depend on them.
-
-        Returns
-        -------
-        feature_names_out : ndarray of str objects
-            ``n_components`` names.
-        """
-        check_is_fitted(self, "bucket_")
-        check_input_features(self, input_features)
+    def _n_columns_out(self):
         # hashing makes new columns: the input names would not match their number
-        return np.asarray([f"hash{i}" for i in range(self.n_components)], dtype=object)
+        return self.n_components
 
     def _transform_graph(self, G):
         return G.with_features(self._hash(G.features))
