@@ -323,6 +323,24 @@ def _classifiers():
 
 
 @pytest.mark.parametrize("clf", _classifiers(), ids=lambda c: type(c).__name__)
+def test_a_classifier_on_the_raw_features_is_charged_for_reading_them(graph, clf):
+    """Every model that reads the users' raw features on the server says so in the
+    ledger (epsilon inf); central-DP trainings protect them by their own epsilon, and
+    label propagation reads the graph and the labels only."""
+    G, y, fit, _ = graph
+    G = G.new_simulation()   # users who have sent nothing yet
+    if "batch_size" in clf.get_params():
+        clf = clone(clf).set_params(batch_size=10)   # the graph's few training nodes
+    rep = privacy_report(clf.fit(G[fit], y[fit]))
+    if type(clf).__name__ in ("DPGNNClassifier", "DPMLPClassifier"):
+        assert rep.epsilon_for("features") == 0 and rep.central_epsilon > 0
+    elif type(clf).__name__ in ("LabelPropagationClassifier", "CorrectAndSmooth"):
+        assert rep.epsilon_for("features") == 0
+    else:
+        assert rep.epsilon_for("features") == np.inf, type(clf).__name__
+
+
+@pytest.mark.parametrize("clf", _classifiers(), ids=lambda c: type(c).__name__)
 def test_a_fit_on_no_rows_is_a_clear_error(graph, clf):
     """An empty view (a split that selected nothing) is refused by name, not with an
     IndexError from deep inside, nor fitted on nothing (a model given its classes)."""
