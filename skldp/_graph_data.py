@@ -311,8 +311,9 @@ def _private(M, source):
     so that ``M`` can be edited in place; ``M`` itself when the conversion made new ones."""
     if not sp.issparse(source):
         return M
-    theirs = [a for v in vars(source).values()
-              for a in (v if isinstance(v, tuple) else (v,)) if isinstance(a, np.ndarray)]
+    # the arrays a sparse matrix keeps (COO's row and col: its conversion makes new ones)
+    theirs = [a for a in (getattr(source, n, None) for n in ("data", "indices", "indptr"))
+              if isinstance(a, np.ndarray)]
     for name in ("data", "indices", "indptr"):   # M is a new matrix object: set on it
         a = getattr(M, name)
         if any(np.may_share_memory(a, b) for b in theirs):

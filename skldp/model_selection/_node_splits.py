@@ -156,7 +156,9 @@ def per_class_node_split(y, n_train=20, n_val=30, *, small_classes="raise",
         k_tr, k_va = (len(idx) // 3, len(idx) // 3) if is_small else (n_train, n_val)
         train[idx[:k_tr]] = True
         val[idx[k_tr:k_tr + k_va]] = True
-    test = _labelled_mask(y) & ~train & ~val
+    test = np.zeros(len(y), dtype=bool)
+    test[labelled] = True   # the labelled nodes found above: no second pass over y
+    test &= ~train & ~val
     return train, val, test
 
 
