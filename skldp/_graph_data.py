@@ -370,9 +370,9 @@ class GraphData:
     node_ids : array-like of shape (n_nodes,), default=None
         Unique, stable user identifiers. Local DP mechanisms key each user's
         report on its id, so a user answers once whatever rows are selected.
-        Integers in an object array (as pandas gives) are stored and keyed as
-        the same integers in an integer array. Missing ids (None, NaN, NaT,
-        pandas' NA) are refused. Defaults to ``0..n_nodes-1``.
+        Integers in an object array (as pandas gives) and floats with integer
+        values (``7.0``) are stored and keyed as those integers. Missing ids
+        (None, NaN, NaT, pandas' NA) are refused. Defaults to ``0..n_nodes-1``.
     feature_names : array-like of str of shape (n_features,), default=None
         Names of the feature columns. ``None`` takes a pandas DataFrame's
         column names when they are all strings (scikit-learn's rule).

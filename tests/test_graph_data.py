@@ -459,15 +459,25 @@ def test_integer_ids_get_the_same_keys_whatever_array_holds_them():
     pd = pytest.importorskip("pandas")
     s = pd.Series([10, 11, 12, 13], dtype=object)
     np.testing.assert_array_equal(GraphData(X, node_ids=s).node_keys, G1.node_keys)
-    # beyond int64: uint64, as numpy holds them; mixed with text: hashed as text
+    # beyond int64: uint64, as numpy holds them; beside text, an integer keeps its key
     big = np.array([2**63, 1, 2, 3], dtype=object)
     np.testing.assert_array_equal(GraphData(X, node_ids=big).node_keys,
                                   np.array([2**63, 1, 2, 3], np.uint64))
-    mixed = np.array([10, "11", 12, 13], dtype=object)
-    assert GraphData(X, node_ids=mixed).node_keys[0] != 10
+    mixed = GraphData(X, node_ids=np.array([10, "11", 12.0, 13], dtype=object)).node_keys
+    np.testing.assert_array_equal(mixed[[0, 2, 3]], G1.node_keys[[0, 2, 3]])
+    assert mixed[1] not in G1.node_keys and mixed[1] == ids_to_keys(["11"])[0]
+    # floats with integer values (a pandas column with gaps reads so) are those integers
+    G3 = GraphData(X, node_ids=ids.astype(np.float64), population=G1)
+    np.testing.assert_array_equal(G3.node_keys, G1.node_keys)
+    assert G3.all_node_ids.dtype == np.int64
+    halves = ids_to_keys(np.array([10.5, 11.0]))
+    assert halves[0] == ids_to_keys(["10.5"])[0] and halves[1] == 11
+    assert ids_to_keys(np.array([2**70, 1], dtype=object))[0] == ids_to_keys([str(2**70)])[0]
     # the same integer and its duplicate in another type are one id
     with pytest.raises(ValueError, match="unique"):
         GraphData(X, node_ids=np.array([10, np.int64(10), 12, 13], object))
+    with pytest.raises(ValueError, match="unique"):
+        GraphData(X, node_ids=np.array([10, 10.0, 12, 13], object))
 
 
 @pytest.mark.parametrize("ids", [

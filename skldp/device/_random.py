@@ -186,32 +186,53 @@ def sample_columns(seed, keys, d, k, stream=0):
     return out
 
 
-def _as_integers(ids):
-    """``ids`` as an int64 (else uint64) array when it is an object array of integers only.
+def _integer_value(v):
+    """The int that the id ``v`` names (an integer, or a float with an integer value),
+    else None: the same user is the same key whether its id reads 7, 7.0 or np.int32(7)."""
+    if isinstance(v, (bool, np.bool_)):
+        return None
+    if isinstance(v, numbers.Integral):
+        return int(v)
+    if isinstance(v, (float, np.floating)) and np.isfinite(v) and float(v).is_integer():
+        return int(v)
+    return None
 
-    pandas hands integer ids in object arrays: converted, an integer id gets the
-    same key whatever array holds it. Any other array is returned unchanged, and
-    so are integers beyond 64 bits (hashed as text, as before).
-    """
-    if ids.dtype != object or ids.size == 0:
+
+def _as_integers(ids):
+    """``ids`` as an int64 (else uint64) array when every id is an integer, in an object
+    array (as pandas gives) or as a float with an integer value (1.0, as a column with
+    gaps reads); any other array is returned unchanged, and so are integers beyond 64
+    bits (hashed as text)."""
+    if ids.size == 0 or ids.dtype.kind not in "fO":
         return ids
-    types = set(map(type, ids.ravel()))
-    if not all(issubclass(t, numbers.Integral) and not issubclass(t, bool) for t in types):
+    if ids.dtype.kind == "f":
+        exact = np.isfinite(ids).all() and (ids == np.round(ids)).all()
+        return ids.astype(np.int64) if exact and (np.abs(ids) < 2.0 ** 63).all() else ids
+    values = [_integer_value(v) for v in ids.ravel()]
+    if any(v is None for v in values):
         return ids
+    values = np.array(values, dtype=object).reshape(ids.shape)
     for dtype in (np.int64, np.uint64):
-        try:
-            return ids.astype(dtype)
-        except OverflowError:
-            pass
+        if np.all(values >= np.iinfo(dtype).min) and np.all(values <= np.iinfo(dtype).max):
+            return values.astype(dtype)
     return ids
 
 
 def ids_to_keys(ids):
-    """Stable uint64 key per user id: integers map to themselves (modulo 2^64), whether
-    in an integer array or an object array of integers only; any other id maps to the
-    first 8 bytes (little-endian) of the BLAKE2b digest of ``str(id)``."""
+    """Stable uint64 key per user id: an integer id within 64 bits (of any integer type,
+    or a float with an integer value, in any array) maps to itself modulo 2^64; any
+    other id maps to the first 8 bytes (little-endian) of the BLAKE2b digest of
+    ``str(id)``."""
     ids = _as_integers(np.asarray(ids))
     if np.issubdtype(ids.dtype, np.integer):
         return ids.astype(np.uint64)
-    digests = [hashlib.blake2b(str(i).encode(), digest_size=8).digest() for i in ids]
-    return np.frombuffer(b"".join(digests), dtype="<u8").astype(np.uint64)
+    if ids.dtype.kind in "US":   # text only: no id names an integer
+        digests = [hashlib.blake2b(str(i).encode(), digest_size=8).digest() for i in ids]
+        return np.frombuffer(b"".join(digests), dtype="<u8").astype(np.uint64)
+    keys = np.empty(len(ids), dtype=np.uint64)
+    for i, v in enumerate(ids):
+        n = _integer_value(v)
+        in_range = n is not None and -(1 << 63) <= n < (1 << 64)
+        keys[i] = n % (1 << 64) if in_range else int.from_bytes(
+            hashlib.blake2b(str(v).encode(), digest_size=8).digest(), "little")
+    return keys
