@@ -92,36 +92,35 @@ class TwoLevelGrid:
         out = out + self.n_band * (out >= start)
         return np.where(u_piece < self.p_outside, out, band)
 
-    def _moments_at(self, i):
-        """E[j], E[j^2] of the cell given lattice index ``i`` (exact sums)."""
-        s = i * float(self.cells_per_step)
-        B, D = float(self.n_band), float(self.n_cells)
-
-        def sums(a, b):  # sum and sum of squares of the integers a..b-1
-            s1 = (b * (b - 1) - a * (a - 1)) / 2.0
-            s2 = ((b - 1) * b * (2 * b - 1) - (a - 1) * a * (2 * a - 1)) / 6.0
-            return s1, s2
-
-        b1, b2 = sums(s, s + B)
-        a1, a2 = sums(0.0, D)
-        po = self.p_outside
-        m1 = (1 - po) * b1 / B + po * (a1 - b1) / self.n_out
-        m2 = (1 - po) * b2 / B + po * (a2 - b2) / self.n_out
-        return m1, m2
+    def slope(self):
+        """``B`` of ``E[j | s] = A + B s`` at band start ``s`` (closed form: subtracting
+        the sums of order ``n_cells^3`` that give it loses its digits at small ``eps``)."""
+        nb = float(self.n_band)
+        return nb * np.expm1(self.eps) / (self.n_out + np.exp(self.eps) * nb)
 
     def affine_mean(self):
         """``(A, B)`` with ``E[j | i] = A + B i`` (the mean is affine in the lattice index)."""
-        m0, _ = self._moments_at(np.float64(0.0))
-        m1, _ = self._moments_at(np.float64(1.0))
-        return m0, m1 - m0
+        nb, no = float(self.n_band), float(self.n_out)
+        return (nb - 1.0) / 2.0 + self.p_outside * (no + nb) / 2.0, \
+            self.slope() * self.cells_per_step
+
+    def _variance_at(self, i):
+        """``Var[j | i]`` as a sum of non-negative terms (band, outside, between them)."""
+        nb, no = float(self.n_band), float(self.n_out)
+        s = i * float(self.cells_per_step)
+        po = self.p_outside
+        r = (no - s) / no   # share of the outside cells above the band
+        var_band = (nb * nb - 1.0) / 12.0
+        var_out = (no * no - 1.0) / 12.0 + nb * nb * r * (1.0 - r) + nb * r * s
+        gap = s + (nb - 1.0) / 2.0 - ((no - 1.0) / 2.0 + nb * r)   # band mean - outside mean
+        return (1.0 - po) * var_band + po * var_out + (1.0 - po) * po * gap * gap
 
     def moments(self, t):
         """``E[j]`` and ``Var[j]`` for inputs ``t`` in [0, 1], rounding included."""
         v = np.asarray(t, dtype=np.float64) * self.n_steps
         i0 = np.floor(v)
         f = v - i0
-        m1a, m2a = self._moments_at(i0)
-        m1b, m2b = self._moments_at(i0 + 1)
-        mean = (1 - f) * m1a + f * m1b
-        second = (1 - f) * m2a + f * m2b
-        return mean, second - mean ** 2
+        A, B = self.affine_mean()
+        var = (1 - f) * self._variance_at(i0) + f * self._variance_at(i0 + 1) \
+            + B * B * f * (1 - f)   # the randomized rounding's share
+        return A + B * v, var

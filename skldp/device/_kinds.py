@@ -29,7 +29,8 @@ from ._random import (
 )
 
 __all__ = ["KINDS", "plan", "ReportError", "take", "square_wave_b", "square_wave_grid", "pm_grid",
-           "pm_estimate_map", "laplace_grid", "hds_encode", "one_bit_encode", "multi_bit_encode",
+           "pm_estimate_map", "laplace_grid", "MIN_EPS_PER_COORDINATE",
+           "LAPLACE_MAX_EPS_PER_COORDINATE", "hds_encode", "one_bit_encode", "multi_bit_encode",
            "piecewise_encode", "laplace_encode", "set_valued_encode", "grrfs_encode",
            "label_encode", "directory_digest", "frequency_oracle_probabilities",
            "grr_probabilities", "label_flip_q"]
@@ -92,16 +93,37 @@ def pm_estimate_map(grid):
     """``(c0, c1)`` with ``t_hat = c0 + c1 j`` unbiased for ``t``."""
     A, B = grid.affine_mean()
     c1 = 2.0 / (grid.n_steps * B)
-    return -1.0 - A * c1, c1
+    return float(-1.0 - A * c1), float(c1)
 
 
 LAPLACE_LOG2_CELLS = 20
 LAPLACE_MAX_LOG2_SCALE = 30
 
+#: The smallest budget of one coordinate (one value, one report) the mechanisms accept.
+#: Below it the discrete Laplace scale ``N / eps`` exceeds the ``2^30`` cells its
+#: floating-point sampler is exact for (with ``N = 1`` cell per range), and ``e^eps``
+#: differs from 1 by fewer than ~2^22 ulps, so every frequency or unbiasing estimate
+#: (dividing by ``p - q``) loses more than ~1e-6 of its relative accuracy.
+MIN_EPS_PER_COORDINATE = 2.0 ** -LAPLACE_MAX_LOG2_SCALE
+
+#: The largest budget per feature of the Laplace mechanism: its clamp margin,
+#: ``max(1, 50 - eps)`` noise scales, stays at 20 scales or more, so the clamp moves a
+#: mass below ``e^-20`` (a bias below 4e-11 of the range, a relative variance error
+#: below 3e-8). Above it the reports of values near the bounds would be biased.
+LAPLACE_MAX_EPS_PER_COORDINATE = 30.0
+
 
 def laplace_grid(eps_j):
     """``(N, s, margin)`` of the discrete Laplace mechanism at ``eps_j`` per feature: cells
-    per range, noise scale in cells, and the clamp margin of the output."""
+    per range, noise scale in cells, and the clamp margin of the output.
+
+    Raises ``ValueError`` for ``eps_j`` outside ``[MIN_EPS_PER_COORDINATE,
+    LAPLACE_MAX_EPS_PER_COORDINATE]`` (callers check it first with a clearer message).
+    """
+    if not MIN_EPS_PER_COORDINATE <= eps_j <= LAPLACE_MAX_EPS_PER_COORDINATE:
+        raise ValueError(f"the Laplace budget per feature must be in "
+                         f"[2^-{LAPLACE_MAX_LOG2_SCALE}, {LAPLACE_MAX_EPS_PER_COORDINATE:g}], "
+                         f"got {eps_j!r}.")
     log2_cells = int(np.clip(np.floor(np.log2(2.0 ** LAPLACE_MAX_LOG2_SCALE * eps_j)), 0,
                              LAPLACE_LOG2_CELLS))
     N = 1 << log2_cells
@@ -352,9 +374,12 @@ def _bounds(spec, d):
     if lo.shape != (d,) or hi.shape != (d,):
         raise SpecError(f"{_short(spec)}: feature_min and feature_max must have n_features={d} "
                         f"entries, got {lo.size} and {hi.size}.")
-    if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi))) or np.any(hi <= lo):
+    with np.errstate(over="ignore", invalid="ignore"):
+        width = hi - lo
+    # a width that overflows to inf would turn every scaled input into 0, inf or NaN
+    if not np.all(np.isfinite(width)) or np.any(~(width > 0)):
         raise SpecError(f"{_short(spec)}: every bound must be finite with feature_min < "
-                        "feature_max.")
+                        "feature_max and feature_max - feature_min finite.")
     return lo, hi
 
 
@@ -370,7 +395,11 @@ def _check_cost(spec, cost):
 def _per_coordinate(spec, eps, limit=MAX_EPS_PER_COORDINATE):
     if eps > limit:
         raise SpecError(f"{_short(spec)}: the budget per coordinate is {eps:.6g}, above "
-                        f"{limit:g}, which floating-point sampling cannot honour.")
+                        f"{limit:g}, the most this kind's sampling honours exactly.")
+    if eps < MIN_EPS_PER_COORDINATE:
+        raise SpecError(f"{_short(spec)}: the budget per coordinate is {eps:.6g}, below "
+                        f"2^-{LAPLACE_MAX_LOG2_SCALE} (about {MIN_EPS_PER_COORDINATE:.3g}), "
+                        "where the samplers and estimates lose their accuracy.")
 
 
 # ------------------------------------------------------------------------------ kinds
@@ -584,7 +613,7 @@ class _Laplace(_Plan):
         eps = _eps(spec)
         self.lo, self.hi = _bounds(spec, self.d)
         self.eps_j = eps / self.d
-        _per_coordinate(spec, self.eps_j)
+        _per_coordinate(spec, self.eps_j, limit=LAPLACE_MAX_EPS_PER_COORDINATE)
         _check_cost(spec, eps)
         self.N, _, self.margin = laplace_grid(self.eps_j)
 

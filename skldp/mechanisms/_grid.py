@@ -38,6 +38,7 @@ from ..device._grid import (  # noqa: F401
     discrete_laplace,
     randomized_round,
 )
+from ..device._kinds import MIN_EPS_PER_COORDINATE
 
 __all__ = ["randomized_round", "discrete_laplace", "discrete_laplace_variance",
            "TwoLevelGrid"]
@@ -52,13 +53,25 @@ def discrete_laplace_variance(scale):
 
 def check_eps_per_coordinate(eps, what="eps per coordinate", owner="This mechanism",
                              limit=MAX_EPS_PER_COORDINATE):
-    """Refuse a finite budget per coordinate above :data:`MAX_EPS_PER_COORDINATE`.
+    """Refuse a finite budget per coordinate outside ``[MIN_EPS_PER_COORDINATE, limit]``.
 
-    Beyond it, an output's probability ``e^-eps`` is below what floating-point
-    uniforms can resolve, so the sampler would never produce it for one input
-    while another input does: the guarantee would be infinite, not ``eps``.
+    Above ``limit`` (:data:`MAX_EPS_PER_COORDINATE` by default), an output's
+    probability ``e^-eps`` is below what floating-point uniforms can resolve, so
+    the sampler would never produce it for one input while another input does:
+    the guarantee would be infinite, not ``eps``. Below
+    :data:`~skldp.device._kinds.MIN_EPS_PER_COORDINATE` (``2^-30``) the discrete
+    Laplace sampler leaves its exact range and ``e^eps`` is too close to 1 for
+    the estimates that divide by ``p - q`` (``p == q`` in floating point at
+    ``eps < 1.1e-16``).
     """
     eps = float(eps)
+    if eps < MIN_EPS_PER_COORDINATE:
+        raise ValueError(
+            f"{owner}: {what} is {eps:.6g}, below 2^-30 (about "
+            f"{MIN_EPS_PER_COORDINATE:.3g}), the smallest budget per coordinate the "
+            "samplers and estimates are accurate for. Such a budget gives reports "
+            "that carry no usable information: use a larger eps (or fewer features "
+            "per report).")
     if np.isfinite(eps) and eps > limit:
         raise ValueError(
             f"{owner}: {what} is {eps:.6g}, above {limit:g}. Output "

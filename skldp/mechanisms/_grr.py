@@ -631,22 +631,51 @@ class GRRFSMechanism(LDPMechanism):
         Parameters
         ----------
         reports : array-like of shape (n, d) or (n,)
-            Report codes of ``n`` users (all features, or feature ``j`` only).
+            Report codes of ``n`` users (all features, or feature ``j`` only):
+            integers in ``0..c_j - 1``.
         j : int or None
-            Feature of a 1-D ``reports``; ``None`` estimates every feature.
+            Feature of a 1-D ``reports`` (required then), or the column of a
+            2-D one to estimate; ``None`` estimates every feature of a 2-D
+            ``reports``.
 
         Returns
         -------
         f_hat : ndarray of shape (c_j,) or list of them
+
+        Raises
+        ------
+        ValueError
+            1-D reports without ``j``, a shape that does not match the
+            features, or a code that is not an integer in ``0..c_j - 1``.
         """
         check_is_fitted(self, "epsilon_")
         R = np.asarray(reports)
-        if j is not None or R.ndim == 1:
-            col = R if R.ndim == 1 else R[:, j]
-            c = self.domain_sizes_[j]
-            observed = np.bincount(col.astype(np.int64), minlength=c)[:c] / len(col)
-            return self.invert_observed(observed, j)
-        return [self.estimate_frequencies(R[:, jj], jj) for jj in range(R.shape[1])]
+        d = self.n_features_in_
+        if R.ndim not in (1, 2):
+            raise ValueError(f"reports must be 1-D (one feature) or 2-D (n, {d}), got shape "
+                             f"{R.shape}.")
+        if R.ndim == 1 and j is None:
+            raise ValueError("1-D reports hold the codes of one feature: pass its index j "
+                             "(estimate_frequencies(reports, j)).")
+        if R.ndim == 2 and R.shape[1] != d:
+            raise ValueError(f"reports must have {d} columns (one per feature), got "
+                             f"{R.shape[1]}.")
+        if j is None:
+            return [self.estimate_frequencies(R[:, jj], jj) for jj in range(d)]
+        j = check_int(j, "j", 0, d - 1, maximum_is=f"n_features - 1 = {d - 1}")
+        col = R if R.ndim == 1 else R[:, j]
+        c = int(self.domain_sizes_[j])
+        # a code outside 0..c-1 would count in the denominator without a bin (or be
+        # truncated into one): refuse it rather than return frequencies that are off
+        if (not np.issubdtype(col.dtype, np.number) or np.issubdtype(col.dtype, np.complexfloating)
+                or not np.all(np.isfinite(col)) or np.any(col != np.round(col))
+                or np.any(col < 0) or np.any(col >= c)):
+            raise ValueError(f"reports of feature {j} must be integer codes 0..{c - 1} (its "
+                             f"domain size is {c}); pass GRRFSMechanism's reports unchanged.")
+        if len(col) == 0:
+            raise ValueError("estimate_frequencies needs at least one report.")
+        observed = np.bincount(col.astype(np.int64), minlength=c) / len(col)
+        return self.invert_observed(observed, j)
 
     def invert_observed(self, observed, j):
         """Invert P(k) of eq. (8): observed proportions (..., c_j) -> frequency estimates."""

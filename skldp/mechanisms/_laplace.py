@@ -3,7 +3,7 @@
 import numpy as np
 
 from ..base import LDPMechanism
-from ..device._kinds import laplace_encode, laplace_grid
+from ..device._kinds import LAPLACE_MAX_EPS_PER_COORDINATE, laplace_encode, laplace_grid
 from ..utils._blocks import row_blocks
 from ._feature_reports import _BLOCK_ENTRIES, _dense_rows, _variance_input
 from ._grid import check_eps_per_coordinate, discrete_laplace_variance
@@ -20,9 +20,12 @@ class LaplaceMechanism(LDPMechanism):
     .. math:: b_j = \frac{\Delta_j}{\epsilon / d} = \frac{d\,(hi_j - lo_j)}{\epsilon},
 
     an unbiased report of variance ``2 b_j^2``; the whole report is
-    ``eps``-LDP per user. The noise is discrete Laplace noise on a fixed grid,
-    so that the guarantee holds exactly in floating point. The output is
-    dense.
+    ``eps``-LDP per user. ``eps / d`` must lie in ``[2^-30, 30]``: below, the
+    noise scale leaves the sampler's exact range; above, the fixed clamp of
+    the reports (``max(1, 50 - eps/d)`` noise scales beyond the range) would
+    bias them (at ``eps / d <= 30`` it moves a mass below ``e^-20``). The
+    noise is discrete Laplace noise on a fixed grid, so that the guarantee
+    holds exactly in floating point. The output is dense.
 
     Read more in the :ref:`User Guide <laplace_mechanism>`.
 
@@ -86,6 +89,16 @@ class LaplaceMechanism(LDPMechanism):
     def _setup_fit(self):
         d = self.n_features_in_
         eps_j = self.epsilon_per_feature_ = float(self.eps) / d
+        if np.isfinite(eps_j) and eps_j > LAPLACE_MAX_EPS_PER_COORDINATE:
+            # the device clamps to max(1, 50 - eps/d) noise scales beyond the range (part
+            # of the wire format): above 30 the clamp biases reports near the bounds
+            raise ValueError(
+                f"LaplaceMechanism: eps / n_features is {eps_j:.6g}, above "
+                f"{LAPLACE_MAX_EPS_PER_COORDINATE:g}. The reports are clamped to "
+                "max(1, 50 - eps/d) noise scales beyond the range, which biases the "
+                "reports of values near the bounds above that budget. Use "
+                f"eps <= {LAPLACE_MAX_EPS_PER_COORDINATE:g} * n_features, or eps=np.inf "
+                "for no noise.")
         check_eps_per_coordinate(eps_j, "eps / n_features", type(self).__name__)
         delta = self.feature_max_ - self.feature_min_
         self.scale_ = delta / eps_j

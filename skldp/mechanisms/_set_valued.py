@@ -182,11 +182,11 @@ class SetValuedMechanism(LDPMechanism):
     def feature_range(self):
         """Public input bounds: ``(0, 1)``, or ``None`` when ``ell`` is read from the data.
 
-        Not a parameter: it tells the privacy accounting
-        (:func:`skldp.accounting.privacy_report`) whether a public value of
-        the collection comes from the private data (``ell="auto"`` without
-        ``max_set_size``), as ``feature_range=None`` does for the other
-        mechanisms.
+        Not a parameter: ``None`` says that a public value of the collection
+        (``ell``, with ``ell="auto"`` and no ``max_set_size``) is read from the
+        private data. What flags that value is the
+        :class:`~skldp.exceptions.PrivacyLeakWarning` that :meth:`fit` emits;
+        :func:`skldp.accounting.privacy_report` does not read this property.
         """
         if isinstance(self.ell, str) and self.ell == "auto" and self.max_set_size is None:
             return None

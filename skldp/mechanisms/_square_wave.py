@@ -155,7 +155,9 @@ class HDSMechanism(LDPMechanism):
     Notes
     -----
     The output is a CSR matrix with exactly ``k`` stored entries per row when
-    the input is sparse or ``k < d / 4``, otherwise a dense ndarray (float64),
+    ``k < d / 4``, or when the input is sparse and ``feature_range`` contains
+    0 for every feature (a sparse input whose range excludes 0 is densified
+    by the clipping); otherwise it is a dense ndarray (float64). This holds
     for every ``eps`` including inf.
 
     References

@@ -11,6 +11,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, _fit_context
 
 from ..base import GraphTransformerMixin
+from ..mechanisms._grid import check_eps_per_coordinate
 from ..mechanisms._grr import grr_probabilities
 from ..utils._adjacency import normalized_adjacency
 from ..utils.validation import EPS_CONSTRAINT, Count, check_graph_data, check_int
@@ -51,6 +52,26 @@ def _as_codes(X):
                              "0..c-1); place it after GRRFSMechanism.")
         out[s:s + step] = B
     return out
+
+
+def _own_where_lost(lam, own_codes, c):
+    """Proportions of reports reached, renormalised; a node's own report where none is.
+
+    Without self-loops, a node with no out-neighbours (or whose paths end at such
+    nodes within ``hops`` steps) keeps a share of mass below 1, down to 0; as in
+    :func:`~skldp.reconstruction.reconstruct_labels`, its proportions are those of the
+    reports it reaches, and its own report when it reaches none.
+    """
+    mass = lam.sum(axis=1)
+    lost = np.abs(mass - 1.0) > 1e-9   # rows of a row-stochastic product sum to 1
+    if not lost.any():
+        return lam
+    lam = lam.copy()
+    reached = lost & (mass > 1e-12)
+    lam[reached] /= mass[reached, None]
+    none = lost & ~reached
+    lam[none] = np.eye(c)[own_codes[none]]
+    return lam
 
 
 class FrequencyReconstructor(GraphTransformerMixin, BaseEstimator):
@@ -95,7 +116,10 @@ class FrequencyReconstructor(GraphTransformerMixin, BaseEstimator):
 
     Notes
     -----
-    Directed graphs are supported, not symmetrised. NaN or infinite reports
+    Directed graphs are supported, not symmetrised. With ``self_loops=False``
+    a node that reaches no report within ``hops`` steps (no out-neighbours)
+    is reconstructed from its own report, and one that loses part of its
+    mass to such nodes from the reports it reaches. NaN or infinite reports
     raise a ``ValueError``.
 
     References
@@ -148,18 +172,32 @@ class FrequencyReconstructor(GraphTransformerMixin, BaseEstimator):
         """Check the graph and the protocol parameters (nothing is learned)."""
         G = check_graph_data(X, self, **self._graph_requirements)
         d = G.shape[1]
+        check_eps_per_coordinate(self.eps, "eps", type(self).__name__)   # GRRFSMechanism's
         check_int(self.m, "m", 1, d, maximum_is=f"n_features={d}")
         if self.domain_sizes is not None:
-            sizes = np.broadcast_to(np.asarray(self.domain_sizes), (d,))
-            if np.any(sizes < 2):
-                raise ValueError("every domain size must be >= 2.")
+            self._public_sizes(d)
         self.n_features_in_ = d
         return self
+
+    def _public_sizes(self, d):
+        """``domain_sizes`` as ``d`` integers >= 2 (GRRFSMechanism's check: no truncation)."""
+        sizes = np.asarray(self.domain_sizes)
+        if sizes.ndim == 0:
+            sizes = np.full(d, sizes)
+        elif sizes.shape != (d,):
+            raise ValueError(f"domain_sizes must have one entry per feature ({d}), got "
+                             f"{sizes.size if sizes.ndim == 1 else sizes.shape}.")
+        if (not np.issubdtype(sizes.dtype, np.number)
+                or np.any(sizes != np.round(sizes))):
+            raise ValueError(f"domain_sizes must be integers, got {self.domain_sizes!r}.")
+        if np.any(sizes < 2):
+            raise ValueError("every domain size must be >= 2.")
+        return sizes.astype(np.int64)
 
     def _sizes(self, codes):
         d = codes.shape[1]
         if self.domain_sizes is not None:
-            return np.broadcast_to(np.asarray(self.domain_sizes, dtype=np.int64), (d,)).copy()
+            return self._public_sizes(d)
         return np.maximum(codes.max(axis=0).astype(np.int64) + 1, 2)
 
     def _transform_graph(self, G):
@@ -215,7 +253,7 @@ class FrequencyReconstructor(GraphTransformerMixin, BaseEstimator):
             pos = 0
             for j in cols:  # loop over features (d is small), never over nodes
                 cj = sizes[j]
-                lam = L[:, pos:pos + cj]
+                lam = _own_where_lost(L[:, pos:pos + cj], codes[:, j], cj)
                 f = (lam - r * q[j] - (1 - r) / cj) / (r * (p[j] - q[j]))
                 if cj == 2:
                     out[:, j] = np.clip(f[:, 1], 0, 1) if self.clip else f[:, 1]

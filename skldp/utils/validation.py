@@ -248,6 +248,13 @@ def resolve_feature_range(feature_range, X, owner="mechanism"):
         raise ValueError("feature_range must be finite.")
     if np.any(hi <= lo):
         raise ValueError("feature_range must have lo < hi for every feature.")
+    with np.errstate(over="ignore"):
+        width = hi - lo
+    if not np.all(np.isfinite(width)):
+        # the mechanisms divide by hi - lo: an overflowed width gives inf or NaN reports
+        raise ValueError(f"feature_range's width hi - lo overflows to inf "
+                         f"(lo={float(np.min(lo))!r}, hi={float(np.max(hi))!r}); use bounds "
+                         "whose difference is a finite float (below about 1.8e308).")
     return lo, hi
 
 

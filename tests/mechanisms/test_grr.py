@@ -303,3 +303,24 @@ def test_domain_sizes_are_checked_before_the_codes():
     # a scalar still applies to every feature
     mech = GRRFSMechanism(domain_sizes=3, random_state=0).fit(XB)
     np.testing.assert_array_equal(mech.domain_sizes_, [3] * 6)
+
+
+def test_estimate_frequencies_refuses_codes_outside_domain():
+    # codes >= c_j were counted without a bin, fractions truncated, negatives a numpy error
+    X = np.array([[0, 1], [1, 0], [1, 1], [0, 0]], float)
+    mech = GRRFSMechanism(np.inf, m=2, domain_sizes=2, random_state=0).fit(X)
+    np.testing.assert_allclose(mech.estimate_frequencies(np.array([0, 1, 1, 1]), 0),
+                               [0.25, 0.75])
+    for bad in ([0, 1, 7, 9], [0.0, 0.9, 1.5, 1.0], [0, -1], [0, np.nan]):
+        with pytest.raises(ValueError, match="integer codes 0..1"):
+            mech.estimate_frequencies(np.array(bad), 0)
+
+
+def test_estimate_frequencies_1d_needs_j():
+    X = np.array([[0, 1], [1, 0]], float)
+    mech = GRRFSMechanism(np.inf, m=2, domain_sizes=2, random_state=0).fit(X)
+    with pytest.raises(ValueError, match="pass its index j"):
+        mech.estimate_frequencies(np.array([0, 1]))
+    with pytest.raises(ValueError, match="2 columns"):
+        mech.estimate_frequencies(np.zeros((2, 3)))
+    assert len(mech.estimate_frequencies(X)) == 2

@@ -278,3 +278,11 @@ def test_sklearn_compatible(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyLeakWarning)
         check(estimator)
+
+
+def test_feature_range_docstring_names_the_warning():
+    # it claimed privacy_report reads the property; the PrivacyLeakWarning of fit flags it
+    doc = SetValuedMechanism.feature_range.__doc__
+    assert "PrivacyLeakWarning" in doc and "does not read" in doc
+    with pytest.warns(PrivacyLeakWarning):
+        SetValuedMechanism(1.0, ell="auto").fit(np.eye(4))

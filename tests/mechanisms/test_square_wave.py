@@ -311,3 +311,14 @@ def test_sklearn_compatible(estimator, check):
         warnings.simplefilter("ignore", PrivacyLeakWarning)
         warnings.simplefilter("ignore", UserWarning)
         check(estimator)
+
+
+@pytest.mark.parametrize("fr, sparse_out", [((0, 1), True), ((0.5, 2), False)])
+def test_sparse_output_follows_notes(fr, sparse_out):
+    # the Notes said a sparse input always gives CSR; one whose range excludes 0 is densified
+    X = sp.random(20, 4, density=0.5, random_state=0, format="csr")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        Z = HDSMechanism(1.0, k=2, feature_range=fr, random_state=0).fit(X).transform(X)
+    assert sp.issparse(Z) is sparse_out
+    assert "range excludes" in HDSMechanism.__doc__

@@ -113,3 +113,44 @@ def test_non_finite_reports_are_refused():
     with pytest.raises(ValueError, match=r"FrequencyReconstructor contain NaN or infinite "
                                          r"values \(first at row 2, column 1\)"):
         FrequencyReconstructor(1.0, 1).fit(GraphData(X, G.adjacency))
+
+
+def test_no_self_loops_node_without_neighbours_uses_own_report():
+    # an isolated node got an all-zero proportion row and a confident code 0
+    n = 6
+    X = np.array([[1, 3]] * n, dtype=float)
+    A = sp.lil_matrix((n, n))
+    A[1, 2] = A[2, 1] = 1.0
+    G = GraphData(X, A.tocsr())
+    mech = GRRFSMechanism(np.inf, m=2, domain_sizes=[2, 4], random_state=0).fit(G)
+    R = mech.transform(G)
+    for hops in (1, 2):
+        rec = FrequencyReconstructor.from_mechanism(mech, hops=hops, self_loops=False)
+        np.testing.assert_array_equal(rec.fit_transform(R).features, X)
+
+
+def test_no_self_loops_partial_mass_renormalised():
+    # node 0 -> {1, 2}; node 1 is a sink: with two hops node 0 reaches only node 2's path
+    X = np.array([[0], [1], [1]], dtype=float)
+    A = sp.csr_matrix(np.array([[0, 1, 1], [0, 0, 0], [1, 0, 0]], dtype=float))
+    G = GraphData(X, A)
+    mech = GRRFSMechanism(np.inf, m=1, domain_sizes=2, random_state=0).fit(G)
+    rec = FrequencyReconstructor.from_mechanism(mech, hops=2, self_loops=False)
+    Z = rec.fit_transform(mech.transform(G)).features
+    assert np.all((Z >= 0) & (Z <= 1))
+    assert Z[1, 0] == 1.0          # the sink: its own report
+
+
+@pytest.mark.parametrize("sizes", [2.5, [2, 2.5]])
+def test_non_integer_domain_sizes_refused(sizes):
+    R = np.array([[0, 1], [1, 0], [1, 1], [0, 0]], float)
+    G = GraphData(R, sp.csr_matrix(np.ones((4, 4)) - np.eye(4)))
+    with pytest.raises(ValueError, match="domain_sizes must be integers"):
+        FrequencyReconstructor(1.0, 1, domain_sizes=sizes, hops=0).fit_transform(G)
+
+
+def test_tiny_eps_refused():
+    R = np.array([[0, 1], [1, 0]], float)
+    G = GraphData(R, sp.csr_matrix(np.ones((2, 2)) - np.eye(2)))
+    with pytest.raises(ValueError, match="below 2\\^-30"):
+        FrequencyReconstructor(1e-17, 1, domain_sizes=2, hops=0).fit(G)
