@@ -4,6 +4,7 @@ import base64
 import contextlib
 import hashlib
 import json
+import multiprocessing
 import numbers
 import os
 import secrets
@@ -535,10 +536,31 @@ _ARRAYS = {}                       # content hash of a plain array -> its popula
 _REGISTRY_LOCK = threading.Lock()
 
 
+def _refuse_in_worker_process(users):
+    """Refuse users known to this process only when it is a worker of another process.
+
+    A GraphData's population travels to worker processes with its journal, so what
+    its users send there reaches the ledger the caller reads. The users of a plain
+    array (or of bare keys) are known by a registry of this process: in a worker
+    (joblib/loky, multiprocessing, Dask on one machine) they would be new devices
+    with a new secret, and their spends would never reach the caller's report or cap.
+    """
+    if multiprocessing.parent_process() is not None:
+        raise RuntimeError(
+            f"A private step on {users} ran in a worker process. Such users are known to "
+            "one process only: their reports here would come from new devices, and what "
+            "they spent would reach neither privacy_report nor the budget of the process "
+            "that started the work. Wrap the data in a GraphData (its ledger is shared "
+            "with worker processes), or run the search or cross-validation with n_jobs=1.")
+
+
 def default_population():
     """The population of users named only by their node keys (labels randomized with bare
-    keys instead of a GraphData view)."""
+    keys instead of a GraphData view).
+
+    Raises ``RuntimeError`` in a worker process (see :func:`array_population`)."""
     global _DEFAULT
+    _refuse_in_worker_process("users named by bare keys")
     with _REGISTRY_LOCK:
         if _DEFAULT is None:
             _DEFAULT = Population()
@@ -560,7 +582,15 @@ def array_population(fingerprint):
     Returns
     -------
     population : Population
+
+    Raises
+    ------
+    RuntimeError
+        In a worker process (joblib/loky, multiprocessing, Dask on one machine):
+        its registry is not the caller's, so the spends would not be counted.
+        A :class:`~skldp.GraphData`'s population is shared with workers instead.
     """
+    _refuse_in_worker_process("a plain array")
     with _REGISTRY_LOCK:
         pop = _ARRAYS.get(fingerprint)
         if pop is None:

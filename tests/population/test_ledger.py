@@ -110,6 +110,25 @@ def test_search_in_worker_processes_gives_the_sequential_ledger(sbm):
     assert G2.ledger.local_epsilon == pytest.approx(2.5)
 
 
+def _private_fit_on_a_plain_array(seed):
+    from skldp.mechanisms import LaplaceMechanism
+    X = np.random.default_rng(seed).random((20, 3))
+    return LaplaceMechanism(1.0, feature_range=(0, 1), random_state=0).fit_transform(X).shape
+
+
+@pytest.mark.long
+def test_a_plain_array_private_step_is_refused_in_a_worker_process():
+    # its users are known to one process only: a worker's spends would reach neither the
+    # caller's report nor its cap (a search with n_jobs=2 reported the refit alone)
+    from joblib import Parallel, delayed
+    assert _private_fit_on_a_plain_array(0) == (20, 3)   # in this process: fine
+    with pytest.raises(RuntimeError, match="worker process.*GraphData.*n_jobs=1"):
+        Parallel(n_jobs=2)(delayed(_private_fit_on_a_plain_array)(i) for i in range(2))
+    from skldp.population import default_population
+    with pytest.raises(RuntimeError, match="bare keys ran in a worker process"):
+        Parallel(n_jobs=2)(delayed(default_population)() for _ in range(2))
+
+
 @pytest.mark.slow  # starts a Dask LocalCluster
 def test_search_on_a_dask_cluster_gives_the_sequential_ledger(sbm):
     pytest.importorskip("distributed")
