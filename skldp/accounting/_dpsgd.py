@@ -40,6 +40,7 @@ import numpy as np
 from ._rdp import (
     _bisect_noise_multiplier,
     _check_noise,
+    _check_rtol,
     _check_setting,
     _check_target,
     check_delta,
@@ -167,7 +168,7 @@ def compute_dpsgd_epsilon(noise_multiplier, n_train, batch_size, steps, delta, o
 
     Parameters
     ----------
-    noise_multiplier : float >= 0
+    noise_multiplier : float >= 0, finite
         ``z = sigma / (2 C)``: the noise standard deviation over the
         replace-one sensitivity ``2 C`` of the clipped sum. ``0``: no privacy.
     n_train : int
@@ -234,7 +235,7 @@ def calibrate_dpsgd_noise_multiplier(target_epsilon, delta, n_train, batch_size,
         See :func:`compute_dpsgd_epsilon`.
     orders : sequence of float > 1, default=None
         See :func:`compute_dpsgd_epsilon`.
-    rtol : float, default=1e-4
+    rtol : float in (0, 1), default=1e-4
         Relative tolerance of the bisection.
     bound : {"combined", "wor"}, default="combined"
         See :func:`compute_dpsgd_epsilon`.
@@ -258,6 +259,7 @@ def calibrate_dpsgd_noise_multiplier(target_epsilon, delta, n_train, batch_size,
     True
     """
     dpa = _import_dp_accounting()
+    _check_rtol(rtol)
     target = _check_target(target_epsilon)
     delta = check_delta(delta)
     N, m, _, T = _check_setting(n_train, batch_size, 0, steps)

@@ -36,7 +36,7 @@ from sklearn.utils.validation import check_array, check_is_fitted
 from torch import nn
 from torch.func import functional_call, grad, vmap
 
-from .._graph_data import GraphData
+from .._graph_data import GraphData, reads_users_data
 from .._torch import (
     SGD,
     Adam,
@@ -52,14 +52,14 @@ from ..accounting._rdp import (
     calibrate_noise_multiplier,
     compute_epsilon,
 )
-from ..base import GraphClassifierMixin, PrivateStepMixin
+from ..base import GraphClassifierMixin, PrivateStepMixin, array_node_keys
 from ..exceptions import PrivacyLeakWarning
 from ..model_selection._validation import validation_split
-from ..population import CollectionSpec, default_population
+from ..population import BudgetExceededError, CollectionSpec, default_population
 from ..population._spec import public_params, step_kind
 from ..utils._adjacency import normalized_adjacency
 from ..utils._logging import verbose_logger
-from ..utils._random import collection_seed
+from ..utils._random import array_fingerprint, collection_seed
 from ..utils.validation import (
     RANDOM_STATE_CONSTRAINT,
     Count,
@@ -171,10 +171,20 @@ class _Features:
         return x, _csr_tensor(R.T.tocsr(), self.device)
 
     def row_dots(self, a, b):
-        """``<x_a[i], x_b[i]>`` for index arrays ``a``, ``b`` (numpy)."""
+        """``<x_a[i], x_b[i]>`` for index arrays ``a``, ``b`` (numpy), in float64.
+
+        Products of float32 numbers are exact in float64; the ghost norm subtracts
+        these dots from one another, which float32 sums cannot afford.
+        """
         if self.sparse:
-            return np.asarray(self.X[a].multiply(self.X[b]).sum(axis=1)).ravel()
-        return np.einsum("ij,ij->i", self.X[a], self.X[b])
+            Xa, Xb = self.X[a].astype(np.float64), self.X[b].astype(np.float64)
+            return np.asarray(Xa.multiply(Xb).sum(axis=1)).ravel()
+        return np.einsum("ij,ij->i", self.X[a], self.X[b], dtype=np.float64)
+
+    def dense_rows(self, idx):
+        """Rows ``idx`` as a dense float64 numpy array."""
+        R = self.X[idx]
+        return (R.toarray() if self.sparse else R).astype(np.float64)
 
 
 def _csr_tensor(R, device):
@@ -197,9 +207,9 @@ def _first_layer_grads(x, xt, D):
 
 
 def _neighbourhood_gram(feats, nb, chunk=8192):
-    """Gram matrices ``<x_u, x_u'>`` of each row's neighbourhood, shape (N, K+1, K+1)."""
+    """Gram matrices ``<x_u, x_u'>`` of each row's neighbourhood, shape (N, k, k), float64."""
     N, k = nb.shape
-    out = np.empty((N, k, k), dtype=np.float32)
+    out = np.empty((N, k, k), dtype=np.float64)
     for s in range(0, N, chunk):  # blocks of nodes, a loop over (K+1)^2 pairs inside
         b = nb[s:s + chunk]
         for i in range(k):
@@ -211,8 +221,11 @@ def _neighbourhood_gram(feats, nb, chunk=8192):
 
 
 def _padded_neighbourhoods(S, nodes, K):
-    """Indices (N, K+1) [self, neighbours..., padding=self] and row-normalised weights.
+    """Indices (N, k) [self, neighbours..., padding=self] and row-normalised weights.
 
+    ``k - 1 = min(K, largest degree of the nodes in S)``: the padding follows the
+    sampled graph, not the bound ``K`` (a generous ``K`` would otherwise allocate
+    ``N (K+1)^2`` Gram entries of zeros; the accountant still uses ``K``).
     Weights follow ``(D + I)^-1 (A + I)`` on the sampled graph ``S`` (the
     "inverse-degree" normalisation of Daigavane et al., 2021, Appendix E);
     padding gets 0.
@@ -221,10 +234,15 @@ def _padded_neighbourhoods(S, nodes, K):
     nodes = np.asarray(nodes, dtype=np.int64)
     deg = np.diff(S.indptr)[nodes]
     N = len(nodes)
-    nb = np.repeat(nodes[:, None], K + 1, axis=1)
-    w = np.zeros((N, K + 1), dtype=np.float32)
+    top = int(deg.max(initial=0))
+    if top > K:
+        raise ValueError(f"a node has {top} neighbours in the sampled graph, more than "
+                         f"max_degree={K}; sample it with degree_bounded_sample(A, {K}).")
+    width = top + 1
+    nb = np.repeat(nodes[:, None], width, axis=1)
+    w = np.zeros((N, width), dtype=np.float32)
     w[:, 0] = 1.0 / (deg + 1)
-    if K > 0 and deg.sum() > 0:
+    if top > 0:
         starts = S.indptr[nodes]
         row = np.repeat(np.arange(N), deg)
         pos = np.arange(deg.sum()) - np.repeat(np.cumsum(deg) - deg, deg)
@@ -291,29 +309,70 @@ class _PerNodeGradients:
             z1 = _linear(x, self.module.enc_in).reshape(len(idx), self.nb.shape[1], -1)
         return z1, x, xt
 
+    #: The ghost norm is a sum of signed terms; below this fraction of the sum of their
+    #: absolute values, cancellation may have eaten its digits: such nodes get an
+    #: explicit per-node gradient instead.
+    GHOST_CANCELLATION = 1e-6
+
     def parts(self, idx):
-        """Per-node gradients (all but the first layer), ``dl/dz1`` and per-group norms."""
+        """Per-node gradients (all but the first layer), ``dl/dz1`` and per-group norms.
+
+        Returns ``(x, xt, explicit), g_rest, delta_z, norms``. ``explicit`` maps the
+        positions (in ``idx``) of nodes whose ghost norm cancels to their explicit
+        first-layer gradients ``(weight, bias)`` in float64. A non-finite norm is
+        returned as ``inf`` (the node's gradient of that group is then dropped).
+        """
         z1, x, xt = self.z1(idx)
         rest = {n: self.params[n].detach() for n in self.rest_names}
         g_rest, delta_z = self._per_node(rest, z1, self.w_t[idx], self.y_t[idx])
         sq = {g: torch.zeros(len(idx), device=self.device) for g in self.groups}
-        dd = torch.einsum("bih,bjh->bij", delta_z, delta_z)
-        sq["enc"] = sq["enc"] + (self.gram[idx] * dd).sum(dim=(1, 2)) \
-            + delta_z.sum(dim=1).pow(2).sum(dim=1)
+        # ghost norm sum <x_u,x_u'><d_u,d_u'> + |sum d_u|^2 in float64: in float32 its
+        # cancellation gave norms 9% too small (the clipped gradient then exceeded C) or NaN
+        d64 = delta_z.double()
+        terms = self.gram[idx] * torch.einsum("bih,bjh->bij", d64, d64)
+        bias_sq = d64.sum(dim=1).pow(2).sum(dim=1)
+        enc_sq = terms.sum(dim=(1, 2)) + bias_sq
+        scale = terms.abs().sum(dim=(1, 2)) + bias_sq
+        explicit = {}
+        for j in torch.nonzero(enc_sq < self.GHOST_CANCELLATION * scale).flatten().tolist():
+            Xv = torch.as_tensor(self.feats.dense_rows(self.nb[idx[j]]), device=self.device)
+            gW, gb = d64[j].t() @ Xv, d64[j].sum(dim=0)
+            explicit[j] = (gW, gb)
+            enc_sq[j] = gW.pow(2).sum() + gb.pow(2).sum()
+        sq["enc"] = sq["enc"] + enc_sq.clamp(min=0.0)
         for n, g in g_rest.items():
             sq[self.group_of[n]] = sq[self.group_of[n]] + g.reshape(len(idx), -1).pow(2).sum(1)
-        return (x, xt), g_rest, delta_z, {g: v.sqrt() for g, v in sq.items()}
+        inf = torch.tensor(math.inf, device=self.device)
+        norms = {g: torch.where(torch.isfinite(v), v.sqrt(), inf) for g, v in sq.items()}
+        return (x, xt, explicit), g_rest, delta_z, norms
 
     def clipped_sum(self, idx, C):
-        """``sum_v Clip_{C_l}(grad_l l_v)`` for each layer group ``l`` (Algorithm 1)."""
-        (x, xt), g_rest, delta_z, nrm = self.parts(idx)
-        c = {g: torch.clamp(C[g] / (nrm[g] + 1e-12), max=1.0) for g in self.groups}
-        # first encoder layer: clipped sum X_b^T (c * delta), never per node
-        D = (c["enc"][:, None, None] * delta_z).reshape(-1, delta_z.shape[-1])
-        out = dict(zip(("enc_in.weight", "enc_in.bias"), _first_layer_grads(x, xt, D),
-                       strict=True))
+        """``sum_v Clip_{C_l}(grad_l l_v)`` for each layer group ``l`` (Algorithm 1).
+
+        A node whose norm is not finite contributes nothing to that group (as if its
+        norm were infinite): its contribution stays within ``C`` whatever its data, as
+        the guarantee needs, where a NaN would spread to the whole sum.
+        """
+        (x, xt, explicit), g_rest, delta_z, nrm = self.parts(idx)
+        keep = {g: torch.isfinite(nrm[g]) for g in self.groups}
+        c = {g: torch.where(keep[g], torch.clamp(C[g] / (nrm[g] + 1e-12), max=1.0), 0.0)
+             for g in self.groups}
+        # first encoder layer: clipped sum X_b^T (c * delta), never per node; the nodes
+        # with an explicit gradient are added as such (it is the one whose norm was taken)
+        use = keep["enc"].clone()
+        use[list(explicit)] = False
+        c_enc = c["enc"].to(delta_z.dtype)
+        D = torch.where(use[:, None, None], c_enc[:, None, None] * delta_z, 0.0)
+        gW, gb = _first_layer_grads(x, xt, D.reshape(-1, delta_z.shape[-1]))
+        for j, (eW, eb) in explicit.items():
+            if keep["enc"][j]:
+                gW = gW + (c["enc"][j].double() * eW).to(gW.dtype)
+                gb = gb + (c["enc"][j].double() * eb).to(gb.dtype)
+        out = {"enc_in.weight": gW, "enc_in.bias": gb}
         for n, g in g_rest.items():
-            out[n] = torch.einsum("b,b...->...", c[self.group_of[n]], g)
+            k = keep[self.group_of[n]].reshape(-1, *([1] * (g.dim() - 1)))
+            out[n] = torch.einsum("b,b...->...", c[self.group_of[n]].to(g.dtype),
+                                  torch.where(k, g, 0.0))
         return out
 
     def summed(self, idx):
@@ -432,6 +491,32 @@ class _DPTrainerBase(PrivateStepMixin, GraphClassifierMixin, BaseEstimator):
         population.record_training(spec, n_train)
         self.collection_, self.ledger_ = spec, population.ledger
 
+    def _clear_reads(self, population, reads):
+        """Charge the users whose data a non-private option reads (epsilon = inf).
+
+        ``reads`` lists ``(option, part, node_keys)``: ``option`` (clip_percentile,
+        validation) reads ``part`` of those users in the clear. Done before anything is
+        read or trained: a population with a budget refuses it, and nothing happens.
+        """
+        for option, part, keys in reads:
+            if keys is None or len(keys) == 0:
+                continue
+            try:
+                population.note_clear_read(f"{step_kind(self)}({option})", part,
+                                           np.unique(np.asarray(keys, dtype=np.uint64)))
+            except BudgetExceededError as exc:
+                what = {"clip_percentile": "sets the clipping thresholds from the private "
+                                           "per-node gradient norms",
+                        "validation": "selects the iterate on the validation nodes' loss"}
+                raise BudgetExceededError(
+                    f"{type(self).__name__}({option}=...) {what[option]}, reading the {part} "
+                    f"of {len(np.unique(keys))} user(s) in the clear (epsilon=inf), which no "
+                    f"privacy budget admits (this population's is {population.budget:.4g} "
+                    f"per user). Nothing was trained. Use {option}=None"
+                    + (" and fixed max_grad_norm values." if option == "clip_percentile"
+                       else " (release the last iterate), or pick the iterate on public "
+                       "data outside the fit.")) from exc
+
     # ------------------------------------------------------------ randomness
     def _stream_seed(self, stream):
         """Seed of one independent random stream of this fit.
@@ -490,7 +575,8 @@ class _DPTrainerBase(PrivateStepMixin, GraphClassifierMixin, BaseEstimator):
             f"{type(self).__name__}(validation=...) keeps the iterate with the lowest loss on "
             "the validation rows: that choice reads their labels and features (and, for "
             "DP-GNN, their neighbours' features) outside the DP training, so epsilon_ covers "
-            "it only if those data are public.", PrivacyLeakWarning, stacklevel=3)
+            "it only if those data are public; the ledger charges those users epsilon=inf.",
+            PrivacyLeakWarning, stacklevel=3)
         return validation_split(X, y_enc, validation=self.validation, early_stopping=True,
                                 validation_fraction=None, seed=0, owner=self)
 
@@ -535,12 +621,13 @@ class _DPTrainerBase(PrivateStepMixin, GraphClassifierMixin, BaseEstimator):
 
     # ------------------------------------------------------------- training
     def _dp_fit(self, feats, nb, w, y_enc, n_features, account_K, population,
-                validation=None):
+                validation=None, clear_reads=()):
         """Train on neighbourhoods ``nb``/``w`` (one row per training node).
 
         ``validation`` is ``None`` or ``(feats, rows, A_rows, y_enc)`` of the
         validation rows (``A_rows``: their rows of the inference aggregator, or
-        ``None`` without a graph).
+        ``None`` without a graph). ``clear_reads`` (see :meth:`_clear_reads`) are
+        charged before the training.
         """
         N = len(nb)
         m = int(self.batch_size)
@@ -572,6 +659,9 @@ class _DPTrainerBase(PrivateStepMixin, GraphClassifierMixin, BaseEstimator):
         else:
             z = float(self.noise_multiplier)
         eps = eps_of(z) if private and z > 0 else math.inf
+        # clip_percentile reads gradient norms only when clipping (private)
+        self._clear_reads(population, [r for r in clear_reads
+                                       if r[0] != "clip_percentile" or private])
         self._record_training(population, eps, delta, N)
 
         y_t = torch.as_tensor(y_enc, dtype=torch.long, device=device)
@@ -584,8 +674,9 @@ class _DPTrainerBase(PrivateStepMixin, GraphClassifierMixin, BaseEstimator):
             warnings.warn(
                 "clip_percentile reads the gradient norms of the private training data to "
                 "set the clipping thresholds; this step is not differentially private and "
-                "is not counted in epsilon_. Pass fixed max_grad_norm values for a "
-                "guarantee that covers every step.", PrivacyLeakWarning, stacklevel=3)
+                "is not counted in epsilon_ (the ledger charges the users it reads "
+                "epsilon=inf). Pass fixed max_grad_norm values for a guarantee that covers "
+                "every step.", PrivacyLeakWarning, stacklevel=3)
             norms = {g: [] for g in groups}
             for s in range(0, N, m):
                 _, _, _, nrm = engine.parts(np.arange(s, min(s + m, N)))
@@ -594,6 +685,10 @@ class _DPTrainerBase(PrivateStepMixin, GraphClassifierMixin, BaseEstimator):
             C = {g: C[g] * max(float(np.percentile(np.concatenate(norms[g]),
                                                    self.clip_percentile)), 1e-12)
                  for g in groups}
+            if not all(math.isfinite(c) for c in C.values()):   # inf: non-finite norms
+                raise ValueError(f"clip_percentile={self.clip_percentile} gives non-finite "
+                                 f"clipping thresholds {C}: some gradient norms are not "
+                                 "finite. Use a lower percentile or fixed max_grad_norm.")
 
         # Noise per group (class Notes): scaling group g by 1/C_g gives L clipped
         # blocks of norm <= 1, a vector of norm <= sqrt(L), so the rescaled update
@@ -754,7 +849,9 @@ _COMMON_PARAMS = """
     clip_percentile : float in (0, 100] or None, default=None
         **Not private.** The thresholds are ``C_f`` times this percentile of
         each group's per-node gradient norms at initialisation, with a
-        :class:`~skldp.exceptions.PrivacyLeakWarning`.
+        :class:`~skldp.exceptions.PrivacyLeakWarning`; the ledger charges the
+        users it reads (training nodes, their neighbourhoods) epsilon = inf,
+        which a population with a budget refuses.
     hidden_size : int, default=64
         Width of every hidden layer.
     encoder_layers, decoder_layers : int, default=1
@@ -764,8 +861,10 @@ _COMMON_PARAMS = """
     validation : array-like or None, default=None
         Validation nodes, left out of training, whose loss selects the
         iterate; ``None`` releases the last iterate. **Not covered by**
-        ``epsilon_`` (a :class:`~skldp.exceptions.PrivacyLeakWarning`); see
-        :ref:`validation_nodes`.
+        ``epsilon_`` (a :class:`~skldp.exceptions.PrivacyLeakWarning`): the
+        ledger charges the validation nodes (and, for DP-GNN, their
+        neighbours' features and edges) epsilon = inf, which a population with
+        a budget refuses; see :ref:`validation_nodes`.
     patience : int or None, default=None
         With ``validation``, stop after this many steps without a lower
         validation loss (``None``: run all ``T`` steps, keep the best).
@@ -829,7 +928,9 @@ class DPGNNClassifier(_DPTrainerBase):
     each node's gradient is clipped per layer group and Gaussian noise is
     added to their sum over a batch. The released parameters are
     (``epsilon_``, ``delta_``) node-level DP: a node's features, label and
-    edges.
+    edges, under the zero-out relation (the training set and its size are
+    public), on the sampled training graph taken as given (see the User
+    Guide's caveats).
 
     Read more in the :ref:`User Guide <dpgnn>`.
 
@@ -950,9 +1051,32 @@ class DPGNNClassifier(_DPTrainerBase):
         validation = None
         if G_val is not None:  # scored like predict: over their full neighbourhoods
             validation = (feats, G_val.rows, self._aggregator(G_val)[G_val.rows], y_val)
-        self._dp_fit(feats, nb, w, y_enc, G.shape[1], K, G.population, validation)
+        self._dp_fit(feats, nb, w, y_enc, G.shape[1], K, G.population, validation,
+                     clear_reads=self._graph_clear_reads(G, nb, validation))
         self.protects_ = tuple(self.protects)
         return self
+
+    def _graph_clear_reads(self, G, nb, validation):
+        """Who the non-private options read (:meth:`_clear_reads`): with clip_percentile
+        the training nodes' labels and the features and edges of their sampled
+        neighbourhoods; with validation the validation nodes' labels and the features
+        and edges of their full neighbourhoods. Features and edges that are already
+        reports of a local mechanism cost nothing more."""
+        st, keys = G._store, G.node_keys
+        data_parts = [p for p, origin in (("features", st.feature_origin),
+                                          ("edges", st.adjacency_origin))
+                      if reads_users_data(origin)]
+        reads = []
+        if self.clip_percentile is not None:
+            seen = np.unique(nb)
+            reads += [("clip_percentile", "labels", keys[G.rows])]
+            reads += [("clip_percentile", p, keys[seen]) for p in data_parts]
+        if validation is not None:
+            _, rows, A_rows, _ = validation
+            seen = np.union1d(rows, sp.csr_matrix(A_rows).indices)
+            reads += [("validation", "labels", keys[rows])]
+            reads += [("validation", p, keys[seen]) for p in data_parts]
+        return reads
 
     def _aggregator(self, G):
         """The inference aggregator ``D^-1 A`` of ``G``'s graph (memoised on the graph)."""
@@ -1117,6 +1241,7 @@ class DPMLPClassifier(_DPTrainerBase):
         record_feature_names(self, X)
         device = resolve_device(self.device)
         tr, va = self._validation_rows(X, y_enc)
+        clear_reads = self._array_clear_reads(X, Xf, tr, va)
         validation = None
         if va is not None:
             validation = (_Features(Xf[va], device), np.arange(len(va)), None, y_enc[va])
@@ -1129,9 +1254,28 @@ class DPMLPClassifier(_DPTrainerBase):
                      # plain arrays carry no user ids: every training on them is charged
                      # to one process-wide ledger (a search's folds are other arrays)
                      X.population if isinstance(X, GraphData) else default_population(),
-                     validation)
+                     validation, clear_reads)
         self.protects_ = tuple(self.protects)
         return self
+
+    def _array_clear_reads(self, X, Xf, tr, va):
+        """Who the non-private options read (:meth:`_clear_reads`): the training rows
+        (clip_percentile) and the validation rows (validation), features and labels.
+        A plain array's rows are keyed as its users (``array_node_keys``) on the
+        process-wide ledger its training is charged to."""
+        if isinstance(X, GraphData):
+            keys = X.node_keys[X.rows]
+            parts = ["labels"] + (["features"] if reads_users_data(X._store.feature_origin)
+                                  else [])
+        else:
+            keys = array_node_keys(array_fingerprint(Xf), Xf.shape[0])
+            parts = ["labels", "features"]
+        reads = []
+        if self.clip_percentile is not None:
+            reads += [("clip_percentile", p, keys[tr]) for p in parts]
+        if va is not None:
+            reads += [("validation", p, keys[va]) for p in parts]
+        return reads
 
     def _raw_logits(self, X):
         """Logits of the rows of ``X``."""

@@ -124,3 +124,13 @@ def test_combined_is_the_per_order_minimum_of_two_valid_bounds():
                                                                           bound="wor")
     with pytest.raises(ValueError, match="bound"):
         compute_dpsgd_epsilon(1.0, 100, 10, 10, 1e-5, bound="poisson")
+
+
+def test_infinite_noise_and_bad_rtol_are_refused():
+    with pytest.raises(ValueError, match="noise_multiplier must be finite"):
+        compute_dpsgd_epsilon(float("inf"), 1000, 10, 10, 1e-5)
+    with pytest.raises(ValueError, match="noise_multiplier must be finite"):
+        dpsgd_rdp(float("inf"), 1000, 10, 10)
+    for rtol in (0.0, -0.1, 1.5):   # rtol <= 0 used to hang the bisection
+        with pytest.raises(ValueError, match=r"rtol must be a number in the open interval"):
+            calibrate_dpsgd_noise_multiplier(1.0, 1e-5, 100, 10, 10, rtol=rtol)

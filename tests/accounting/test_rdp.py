@@ -169,3 +169,85 @@ def test_bad_target_and_orders():
     with pytest.raises(ValueError, match="noise_multiplier"):
         dpgnn_rdp(-1.0, 100, 10, 2)
     assert np.all(DEFAULT_ORDERS > 1)
+
+
+# ------------------------------------------- numerical accuracy of Theorem 1
+def _theorem1_exact(z, N, m, K, alpha, prec=60):
+    """gamma(alpha) of Theorem 1 in high-precision decimal arithmetic (exact rational pmf)."""
+    import decimal
+    with decimal.localcontext() as ctx:
+        ctx.prec = prec
+        D = decimal.Decimal
+        k = min(K + 1, N)
+        total, norm_ = D(0), D(math.comb(N, m))
+        a = D(float(alpha))   # the exact binary values the accountant is given
+        e = a * (a - 1) / (2 * D(K + 1) ** 2 * D(float(z)) ** 2)
+        for r in range(max(0, m - (N - k)), min(k, m) + 1):
+            p = D(math.comb(k, r) * math.comb(N - k, m - r)) / norm_
+            total += p * (e * r * r).exp()
+        return float(total.ln() / (a - 1))
+
+
+@pytest.mark.parametrize("z,N,m,K", [(1.0, 10**6, 1, 5), (5.0, 10**7, 100, 0),
+                                     (0.8, 10**5, 1000, 10), (2.0, 3000, 1500, 40),
+                                     (0.5, 200, 50, 3), (30.0, 10**6, 10**4, 20)])
+def test_never_below_exact_theorem1(z, N, m, K):
+    # scipy's hypergeom.logpmf sums to 1 - 1e-9: the RDP came out below Theorem 1
+    # (0.0 instead of 8.4e-08 in the first setting).
+    orders = np.array([1.01, 1.5, 2.0, 8.0, 64.0, 1024.0])
+    got = dpgnn_rdp(z, N, m, K, steps=1, orders=orders)
+    want = np.array([_theorem1_exact(z, N, m, K, a) for a in orders])
+    assert np.all(got >= want), (got - want) / want
+    np.testing.assert_allclose(got, want, rtol=1e-8)
+
+
+def test_epsilon_of_many_tiny_steps_is_not_underestimated():
+    z, N, m, K, T, delta = 5.0, 10**7, 100, 0, 10**5, 0.1
+    orders = DEFAULT_ORDERS[DEFAULT_ORDERS <= 64]
+    want = rdp_to_epsilon(orders, T * np.array([_theorem1_exact(z, N, m, K, a)
+                                                for a in orders]), delta)[0]
+    got = compute_epsilon(z, N, m, K, T, delta, orders=orders)
+    assert want <= got <= want * (1 + 1e-8)
+
+
+def test_rdp_to_epsilon_refuses_negative_or_nan_rdp():
+    with pytest.raises(ValueError, match=r"rdp must be >= 0.*orders \[4.0\]"):
+        rdp_to_epsilon([2.0, 4.0], [0.5, -3.0], 1e-5)
+    with pytest.raises(ValueError, match=r"rdp must be >= 0.*orders \[2.0\]"):
+        rdp_to_epsilon([2.0, 4.0], [float("nan"), 1.0], 1e-5)
+    # inf means the order gives no bound: allowed, the other order is used
+    eps, order = rdp_to_epsilon([2.0, 4.0], [float("inf"), 1.0], 1e-5)
+    assert order == 4.0 and eps == rdp_to_epsilon([4.0], [1.0], 1e-5)[0]
+
+
+@pytest.mark.parametrize("rtol", [0.0, -0.1, 1.0, float("nan"), float("inf"), "1e-3"])
+def test_calibration_refuses_a_bad_rtol(rtol):
+    with pytest.raises(ValueError, match=r"rtol must be a number in the open interval \(0, 1\)"):
+        calibrate_noise_multiplier(1.0, 1e-5, 100, 10, 2, 10, rtol=rtol)
+
+
+def test_bisection_stops_at_adjacent_floats():
+    # rtol below the float spacing: the bracket cannot shrink below one ulp; it used
+    # to loop forever. eps_of fails the test instead of hanging.
+    from skldp.accounting._rdp import _bisect_noise_multiplier
+    calls = []
+
+    def eps_of(z, steps):
+        calls.append(z)
+        if len(calls) > 5000:
+            raise AssertionError("the bisection does not terminate")
+        return compute_epsilon(z, 100, 10, 2, steps, 1e-5)
+
+    z = _bisect_noise_multiplier(eps_of, 1.0, 10, 1e-17, setting="", advice="")
+    assert compute_epsilon(z, 100, 10, 2, 10, 1e-5) <= 1.0
+    assert compute_epsilon(np.nextafter(z, 0), 100, 10, 2, 10, 1e-5) > 1.0 or \
+        compute_epsilon(np.nextafter(np.nextafter(z, 0), 0), 100, 10, 2, 10, 1e-5) > 1.0
+
+
+def test_infinite_noise_is_refused():
+    # z = inf used to give epsilon 0 here and a bare "math domain error" in DP-SGD's
+    # accountant: both refuse it now, by name
+    with pytest.raises(ValueError, match="noise_multiplier must be finite"):
+        compute_epsilon(float("inf"), 1000, 10, 2, 10, 1e-5)
+    with pytest.raises(ValueError, match="noise_multiplier must be finite"):
+        dpgnn_rdp(float("inf"), 1000, 10, 2)

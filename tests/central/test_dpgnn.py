@@ -463,3 +463,218 @@ def test_zero_features_is_a_clear_error(small_graph, Est, sparse):
     if Est is DPMLPClassifier:   # a plain array: scikit-learn's own check
         with pytest.raises(ValueError, match=r"0 feature\(s\) \(shape=\(60, 0\)\)"):
             clf.fit(X0, y)
+
+
+# ----------------------------------------------- ghost norm: cancellation, NaN
+def _cancelling_pair(M, sparse=False):
+    """Two adjacent nodes whose features nearly cancel (M a, -M a + b): the first layer's
+    ghost norm is a difference of terms of size M^2, its result of size 1."""
+    rng = np.random.default_rng(0)
+    d = 4
+    a, b = rng.normal(size=d), rng.normal(size=d) * 0.5
+    X = np.stack([M * a, -M * a + b]).astype(np.float32)
+    X = sp.csr_matrix(X) if sparse else X
+    A = sp.csr_matrix(np.array([[0, 1], [1, 0]], float))
+    nb, w = _padded_neighbourhoods(A, np.array([0, 1]), 1)
+    mod = _OneLayerGNN(d, 2, 4, 1, 1, "tanh", True, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():   # an iterate where tanh is not saturated
+        mod.enc_in.weight.mul_(1e-3 / M)
+        mod.enc_in.bias.zero_()
+    eng = _PerNodeGradients(mod, _Features(X, torch.device("cpu")), nb, torch.as_tensor(w),
+                            torch.as_tensor([0, 1]))
+    return eng, X, nb
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("M", [1e3, 1e4, 3e4, 1e6])
+def test_ghost_norm_survives_cancellation_and_clipping_holds(M, sparse):
+    # In float32 the ghost norm came out 9% too small at M = 3e4 (the clipped gradient
+    # exceeded C) and NaN at M = 1e4 (the whole clipped sum became NaN).
+    eng, X, nb = _cancelling_pair(M, sparse)
+    _, _, dz, nrm = eng.parts(np.array([0]))
+    Xd = X.toarray() if sparse else X
+    D = dz[0].double().numpy()
+    exact = math.sqrt(np.linalg.norm(D.T @ Xd[nb[0]].astype(np.float64)) ** 2
+                      + np.linalg.norm(D.sum(0)) ** 2)
+    assert float(nrm["enc"]) == pytest.approx(exact, rel=1e-6)
+    C = exact / 2   # clipping is active: the clipped gradient must have norm C
+    cs = eng.clipped_sum(np.array([0]), {"enc": C, "agg": 1.0, "dec": 1.0})
+    got = math.sqrt(float(cs["enc_in.weight"].double().pow(2).sum()
+                          + cs["enc_in.bias"].double().pow(2).sum()))
+    assert got <= C * (1 + 1e-6) and got == pytest.approx(C, rel=1e-6)
+
+
+def test_a_non_finite_norm_drops_the_node_instead_of_spreading_nan(small_graph):
+    G, y = _graph(small_graph)
+    rows = np.arange(20)
+    S = degree_bounded_sample(G.adjacency, 3, nodes=rows, random_state=0)
+    nb, w = _padded_neighbourhoods(S, rows, 3)
+    module = _OneLayerGNN(G.shape[1], 2, 8, 1, 1, "tanh", True,
+                          generator=torch.Generator().manual_seed(0))
+    eng = _PerNodeGradients(module, _Features(G.features, torch.device("cpu")), nb,
+                            torch.as_tensor(w), torch.as_tensor(y[rows]))
+    idx = np.array([0, 1, 2, 3])
+    C = {g: 0.1 for g in eng.groups}
+    want = eng.clipped_sum(idx[1:], C)   # what the three finite nodes give
+    real = eng._per_node
+
+    def poisoned(rest, z1, wv, yv):      # node 0's gradients overflow
+        g, dz = real(rest, z1, wv, yv)
+        g = {n: torch.cat([torch.full_like(t[:1], float("inf")), t[1:]]) for n, t in g.items()}
+        return g, torch.cat([torch.full_like(dz[:1], float("nan")), dz[1:]])
+    eng._per_node = poisoned
+    _, _, _, nrm = eng.parts(idx)
+    assert all(math.isinf(float(v[0])) and torch.isfinite(v[1:]).all() for v in nrm.values())
+    got = eng.clipped_sum(idx, C)
+    for n in want:
+        assert torch.isfinite(got[n]).all()
+        torch.testing.assert_close(got[n], want[n], rtol=1e-5, atol=1e-7)
+
+
+def test_gram_is_float64():
+    eng, _, _ = _cancelling_pair(1e4)
+    assert eng.gram.dtype == torch.float64
+
+
+# --------------------------------------------- padding follows the sampled graph
+def test_padding_follows_the_sampled_graph_not_max_degree(small_graph):
+    G, _ = _graph(small_graph)
+    rows = np.arange(0, 60, 2)
+    S = degree_bounded_sample(G.adjacency, 10**6, nodes=rows, random_state=0)
+    top = int(np.diff(sp.csr_matrix(S).indptr)[rows].max())
+    nb, w = _padded_neighbourhoods(S, rows, 10**6)   # used to allocate (K+1) columns
+    assert nb.shape == w.shape == (30, top + 1)
+    nb_t, w_t = _padded_neighbourhoods(S, rows, top)   # the same arrays, bit for bit
+    np.testing.assert_array_equal(nb, nb_t)
+    np.testing.assert_array_equal(w, w_t)
+    with pytest.raises(ValueError, match="more than max_degree"):
+        _padded_neighbourhoods(S, rows, top - 1)
+
+
+def test_a_huge_max_degree_fits_and_only_the_accountant_sees_it(small_graph):
+    # max_degree=10**6 on a graph of max degree ~20 used to ask for 100 TiB
+    G, y = _graph(small_graph)
+    tr = np.arange(0, 60, 2)
+    kw = dict(batch_size=10, n_steps=3, noise_multiplier=1.0, hidden_size=4, random_state=0,
+              device="cpu", **CL)
+    big = DPGNNClassifier(max_degree=10**6, **kw).fit(G[tr], y[tr])
+    assert big.epsilon_ == compute_epsilon(1.0, len(tr), 10, 10**6, 3, big.delta_)
+    assert big.noise_std_["enc"] == pytest.approx(
+        1.0 * math.sqrt(3) * 2 * (10**6 + 1) * big.sensitivity_inflation_, rel=1e-12)
+    assert np.isfinite(big.predict_proba(G)).all()
+
+
+def test_padding_width_does_not_change_the_fit(small_graph, monkeypatch):
+    # pad to K as before vs to the sampled graph's degree: the same model, to rounding
+    import skldp.central._dpgnn as mod
+    G, y = _graph(small_graph)
+    tr = np.arange(0, 60, 2)
+    kw = dict(max_degree=40, batch_size=10, n_steps=4, noise_multiplier=1.0, hidden_size=4,
+              random_state=0, device="cpu", **CL)
+    a = DPGNNClassifier(**kw).fit(G[tr], y[tr])
+    real = mod._padded_neighbourhoods
+
+    def padded_to_K(S, nodes, K):
+        nb, w = real(S, nodes, K)
+        extra = K + 1 - nb.shape[1]
+        return (np.hstack([nb, np.repeat(nb[:, :1], extra, axis=1)]),
+                np.hstack([w, np.zeros((len(w), extra), np.float32)]))
+    monkeypatch.setattr(mod, "_padded_neighbourhoods", padded_to_K)
+    b = DPGNNClassifier(**kw).fit(G[tr], y[tr])
+    assert a.noise_std_ == b.noise_std_ and a.epsilon_ == b.epsilon_
+    for k, v in a.module_.state_dict().items():
+        torch.testing.assert_close(v, b.module_.state_dict()[k], rtol=1e-5, atol=1e-6)
+
+
+# -------------------------------------------- non-private options on the ledger
+def _simulated(small_graph, budget=None):
+    G, y = _graph(small_graph)
+    return G.new_simulation(budget=budget), y
+
+
+@pytest.mark.parametrize("Est", [DPGNNClassifier, DPMLPClassifier])
+def test_clip_percentile_is_charged_as_a_read_in_the_clear(small_graph, Est):
+    G, y = _simulated(small_graph)
+    tr = np.arange(0, 60, 2)
+    extra = dict(max_degree=2) if Est is DPGNNClassifier else HYP
+    with pytest.warns(PrivacyLeakWarning, match="not differentially private"):
+        clf = Est(batch_size=10, n_steps=2, clip_percentile=75, hidden_size=4,
+                  random_state=0, device="cpu", **extra, **CL).fit(G[tr], y[tr])
+    rep = privacy_report(clf)
+    assert math.isinf(rep.local_epsilon) and math.isinf(rep.epsilon_for("labels"))
+    clear = {(s.kind, s.protects[0]): s.n_users for s in rep.spends if s.model == "clear"}
+    name = f"{Est.__name__}(clip_percentile)"
+    assert clear[(name, "labels")] == len(tr)          # the training nodes' labels
+    assert clear[(name, "features")] >= len(tr)        # (DP-GNN: and their neighbours')
+    # fixed thresholds read nothing in the clear
+    G2, _ = _simulated(small_graph)
+    fixed = Est(batch_size=10, n_steps=2, hidden_size=4, random_state=0, device="cpu",
+                **extra, **CL).fit(G2[tr], y[tr])
+    assert privacy_report(fixed).local_epsilon == 0.0
+
+
+@pytest.mark.parametrize("Est", [DPGNNClassifier, DPMLPClassifier])
+def test_validation_is_charged_on_the_validation_nodes(small_graph, Est):
+    G, y = _simulated(small_graph)
+    fit, va = np.arange(40), np.arange(30, 40)
+    extra = dict(max_degree=2) if Est is DPGNNClassifier else HYP
+    with pytest.warns(PrivacyLeakWarning, match="validation"):
+        clf = Est(batch_size=10, n_steps=2, validation=va, hidden_size=4, random_state=0,
+                  device="cpu", **extra, **CL).fit(G[fit], y[fit])
+    rep = privacy_report(clf)
+    assert math.isinf(rep.local_epsilon)
+    clear = {(s.kind, s.protects[0]): s.n_users for s in rep.spends if s.model == "clear"}
+    assert clear[(f"{Est.__name__}(validation)", "labels")] == len(va)
+    if Est is DPMLPClassifier:
+        assert clear[("DPMLPClassifier(validation)", "features")] == len(va)
+    else:   # scored over their full neighbourhoods: their neighbours' features too
+        A = sp.csr_matrix(G.adjacency)
+        seen = np.union1d(va, A[va].indices)
+        assert clear[("DPGNNClassifier(validation)", "features")] == len(seen)
+        assert clear[("DPGNNClassifier(validation)", "edges")] == len(seen)
+    # the training nodes that are nobody's neighbour here are not charged in the clear
+    assert rep.central and rep.central[0].n_users == 30
+
+
+@pytest.mark.parametrize("Est", [DPGNNClassifier, DPMLPClassifier])
+@pytest.mark.parametrize("option", ["clip_percentile", "validation"])
+def test_a_budget_refuses_the_non_private_options(small_graph, Est, option):
+    G, y = _simulated(small_graph, budget=100.0)
+    fit = np.arange(40)
+    extra = dict(max_degree=2) if Est is DPGNNClassifier else HYP
+    opt = {"clip_percentile": dict(clip_percentile=75),
+           "validation": dict(validation=np.arange(30, 40))}[option]
+    clf = Est(batch_size=10, n_steps=2, hidden_size=4, random_state=0, device="cpu",
+              **opt, **extra, **CL)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        with pytest.raises(PrivacyBudgetError, match=rf"{option}=\.\.\..*in the clear.*"
+                                                     rf"Nothing was trained\. Use {option}=None"):
+            clf.fit(G[fit], y[fit])
+    assert not hasattr(clf, "module_")
+    assert G.ledger.entries() == []            # nothing recorded, not even the training
+    # without the option the same budget admits the training
+    Est(batch_size=10, n_steps=2, hidden_size=4, random_state=0, device="cpu", **extra,
+        **CL).fit(G[fit], y[fit])
+
+
+def test_dpmlp_on_a_plain_array_charges_its_rows(small_graph):
+    _, X, y = small_graph
+    X = X + np.random.default_rng(7).normal(size=X.shape) * 1e-3   # users of this test only
+    with pytest.warns(PrivacyLeakWarning):
+        clf = DPMLPClassifier(batch_size=10, n_steps=2, clip_percentile=75,
+                              hidden_size=4, random_state=0, device="cpu", **HYP,
+                              **CL).fit(X, y)
+    rep = privacy_report(clf)
+    assert math.isinf(rep.local_epsilon)
+    assert any(s.kind == "DPMLPClassifier(clip_percentile)" and s.n_users == len(X)
+               for s in rep.spends)
+
+
+def test_classes_none_is_only_warned_about(small_graph):
+    G, y = _simulated(small_graph)
+    tr = np.arange(0, 60, 2)
+    with pytest.warns(PrivacyLeakWarning, match="classes"):
+        clf = DPGNNClassifier(max_degree=2, batch_size=10, n_steps=2, hidden_size=4,
+                              random_state=0, device="cpu").fit(G[tr], y[tr])
+    assert privacy_report(clf).local_epsilon == 0.0
