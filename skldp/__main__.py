@@ -138,6 +138,12 @@ def run(dataset="cora", eps=1.0, seeds=5, epochs=100, out=None):
     report : skldp.accounting.PrivacyReport
         The privacy report of the last fitted private pipeline.
     """
+    scores, report, _ = _run(dataset, eps, seeds, epochs, out)
+    return scores, report
+
+
+def _run(dataset, eps, seeds, epochs, out):
+    """:func:`run`, and the feature range given to HDS (``None``: read from the data)."""
     from sklearn.pipeline import Pipeline
 
     from . import GraphData
@@ -200,7 +206,16 @@ def run(dataset="cora", eps=1.0, seeds=5, epochs=100, out=None):
         report = privacy_report(private)
         print(f"  seed {seed}: " + "  ".join(f"{k} {scores[k][-1]:.3f}" for k in ROWS)
               + f"  ({time.perf_counter() - t0:.0f}s)", file=out, flush=True)
-    return scores, report
+    return scores, report, feature_range
+
+
+def _epsilon_line(report, feature_range):
+    """The budget line; with bounds read from the private data, epsilon does not cover them."""
+    line = f"epsilon spent per user: {report.local_epsilon:g}"
+    if feature_range is None:
+        line += (", with the feature bounds read from the data: not covered by epsilon "
+                 "(the dataset's public bounds are unknown)")
+    return line + " on the node features (HDS, local DP; from skldp.accounting.privacy_report)"
 
 
 def _verdict(private, floor, floor_name):
@@ -241,8 +256,27 @@ def main(argv=None):
 
     ``python -m skldp reproduce <study> [--quick] [--n-jobs N] [--backend B]``
     runs a registered study instead (see :mod:`skldp.experiments`).
+
+    A user error (an unknown or unavailable dataset, a damaged runs file) ends
+    with a one-line message and status 1, Ctrl-C with status 130.
     """
     argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print("skldp: interrupted", file=sys.stderr)
+        return 130
+    except (ValueError, OSError) as exc:   # RunsFileError is a ValueError
+        sys.exit(_error_line(exc))
+
+
+def _error_line(exc):
+    """``skldp: <message>`` on one line, for a user error."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return f"skldp: {text}"
+
+
+def _main(argv):
     if argv and argv[0] == "reproduce":
         # before torch is imported: waiting OpenMP threads sleep instead of spinning,
         # so a sweep sharing its CPUs with other jobs is not slowed tenfold
@@ -252,7 +286,8 @@ def main(argv=None):
         return reproduce_main(argv[1:])
     args = _parse(argv)
     t0 = time.perf_counter()
-    scores, report = run(args.dataset, args.eps, args.seeds, args.epochs)
+    scores, report, feature_range = _run(args.dataset, args.eps, args.seeds, args.epochs,
+                                         sys.stdout)
     print(f"test accuracy (%), mean ± std over {args.seeds} seed(s):")
     for key, label in ROWS.items():
         s = np.asarray(scores[key]) * 100
@@ -261,8 +296,7 @@ def main(argv=None):
     floor = max(("graph-only", "feature-free"), key=lambda k: np.mean(scores[k]))
     print(_verdict(scores["private"], scores[floor],
                    {"graph-only": "graph-only", "feature-free": "label propagation"}[floor]))
-    print(f"epsilon spent per user: {report.local_epsilon:g} on the node features (HDS, "
-          "local DP; from skldp.accounting.privacy_report)")
+    print(_epsilon_line(report, feature_range))
     print(f"total time {time.perf_counter() - t0:.0f}s")
     return 0
 

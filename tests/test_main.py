@@ -16,7 +16,7 @@ def _row(out, key):
     return float(m.group(1)), float(m.group(2))
 
 
-def _check_output(out, dataset, header, eps, seeds=1):
+def _check_output(out, dataset, header, eps, seeds=1, bounds_from_data=False):
     lines = out.splitlines()
     assert lines[0].startswith(f"skldp {dataset}: {header}"), lines[0]
     seed_lines = [line for line in lines if line.startswith("  seed ")]
@@ -33,8 +33,16 @@ def _check_output(out, dataset, header, eps, seeds=1):
     verdicts = [line for line in lines if line.startswith("private ")]
     assert len(verdicts) == 1 and "the better feature-free row (" in verdicts[0], verdicts
     # the budget is printed once, from the privacy report
-    assert out.count("epsilon") == 1
-    assert f"epsilon spent per user: {eps} on the node features" in out
+    budget = [line for line in lines if line.startswith("epsilon spent per user")]
+    assert len(budget) == 1, budget
+    if bounds_from_data:   # the bounds came from the private data: epsilon does not cover them
+        assert budget[0].startswith(
+            f"epsilon spent per user: {eps}, with the feature bounds read from the data: "
+            "not covered by epsilon"), budget
+        assert " on the node features" in budget[0]
+    else:
+        assert out.count("epsilon") == 1
+        assert f"epsilon spent per user: {eps} on the node features" in out
 
 
 def test_main_tiny_setting(capsys):
@@ -44,7 +52,19 @@ def test_main_tiny_setting(capsys):
     with pytest.warns(PrivacyLeakWarning):
         assert main(["--dataset", "german", "--seeds", "1", "--epochs", "3",
                      "--eps", "2"]) == 0
-    _check_output(capsys.readouterr().out, "german", "1000 nodes, 27 features", 2)
+    _check_output(capsys.readouterr().out, "german", "1000 nodes, 27 features", 2,
+                  bounds_from_data=True)
+
+
+def test_epsilon_line_says_when_bounds_come_from_the_data():
+    from types import SimpleNamespace
+
+    from skldp.__main__ import _epsilon_line
+    report = SimpleNamespace(local_epsilon=1.0)
+    assert _epsilon_line(report, (0.0, 1.0)).startswith("epsilon spent per user: 1 on the node")
+    line = _epsilon_line(report, None)
+    assert line.startswith("epsilon spent per user: 1, with the feature bounds read from the "
+                           "data: not covered by epsilon")
 
 
 def test_non_private_row_is_the_raw_features_without_a_mechanism(monkeypatch):
@@ -131,3 +151,28 @@ def test_module_entry_point_help():
         assert f"\n  {key} " in r.stdout
     assert "graph-only    uniform noise features" in r.stdout
     assert "PrivGE demo" in r.stdout and "python -m skldp reproduce <study>" in r.stdout
+
+
+def test_user_errors_end_in_one_line_not_a_traceback(monkeypatch, capsys):
+    from skldp import __main__ as job
+    with pytest.raises(SystemExit) as e:   # unknown dataset: was a ValueError traceback
+        main(["--dataset", "nope", "--seeds", "1"])
+    assert e.value.code.startswith("skldp: Unknown dataset 'nope'; choose one of")
+    assert "\n" not in e.value.code
+
+    def unavailable(*args, **kwargs):
+        raise OSError("Could not download the raw file of dataset 'facebook'.\nPoint "
+                      "SKLDP_DATASETS_DIR at a folder")
+
+    monkeypatch.setattr(job, "_run", unavailable)
+    with pytest.raises(SystemExit) as e:
+        main(["--dataset", "facebook", "--seeds", "1"])
+    assert e.value.code == ("skldp: Could not download the raw file of dataset 'facebook'. "
+                            "Point SKLDP_DATASETS_DIR at a folder")
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(job, "_run", interrupted)
+    assert main(["--seeds", "1"]) == 130
+    assert capsys.readouterr().err.strip() == "skldp: interrupted"

@@ -21,27 +21,46 @@ def paper_studies():
     """The repository's ``studies`` package (the paper studies), or None.
 
     It is found on ``sys.path``, which ``python -m`` starts with the current
-    folder: run from the root of a clone of the repository.
+    folder, or else in the current folder (the ``skldp`` console script does
+    not put it on ``sys.path``): run from the root of a clone of the repository.
     """
     try:
         module = importlib.import_module("studies")
     except ModuleNotFoundError as exc:
         if exc.name != "studies":
             raise
-        return None
+        cwd = Path.cwd()
+        if not (cwd / "studies" / "__init__.py").is_file() or str(cwd) in sys.path:
+            return None
+        sys.path.insert(0, str(cwd))
+        try:
+            module = importlib.import_module("studies")
+        except ModuleNotFoundError as exc:  # pragma: no cover - a broken folder
+            sys.path.remove(str(cwd))
+            if exc.name != "studies":
+                raise
+            return None
     # another package of that name is not ours
     return module if hasattr(module, "get_study") and hasattr(module, "RUNS_DIR") else None
 
 
+def _prog():
+    """``skldp reproduce`` under the console script, else ``python -m skldp reproduce``."""
+    from ..__main__ import _prog as main_prog
+    return f"{main_prog()} reproduce"
+
+
 def _parser(studies):
     p = argparse.ArgumentParser(
-        prog="python -m skldp reproduce",
+        prog=_prog(),
         description="Run a paper study (resumable: runs already in its runs file are "
                     "skipped), then write its results page and figure.")
     names = f"one of {studies.list_studies()}" if studies is not None else NO_STUDIES
     p.add_argument("study", help=f"study name, {names}")
     p.add_argument("--quick", action="store_true",
-                   help="a small subset (its own runs file <study>_quick_runs.jsonl)")
+                   help="a small subset with its own datasets, seeds and eps (not with "
+                        "--datasets, --seeds, --eps; its own runs file "
+                        "<study>_quick_runs.jsonl)")
     p.add_argument("--datasets", nargs="+", default=None, help="restrict to these datasets")
     p.add_argument("--seeds", type=int, default=None, help="number of seeds (0..N-1)")
     p.add_argument("--eps", type=float, nargs="+", default=None,
@@ -86,8 +105,23 @@ def reproduce_main(argv):
     Returns
     -------
     status : int
-        0 when every run is recorded, 1 when some failed or are missing.
+        0 when every run is recorded, 1 when some failed or are missing (or
+        on a user error: an unavailable dataset, a damaged runs file; one
+        line on stderr), 130 when interrupted (Ctrl-C; the recorded runs are
+        kept).
     """
+    try:
+        return _reproduce(argv)
+    except KeyboardInterrupt:
+        print("skldp reproduce: interrupted; the runs recorded so far are kept, the same "
+              "command resumes", file=sys.stderr)
+        return 130
+    except (ValueError, OSError) as exc:   # RunsFileError is a ValueError
+        text = " ".join(str(exc).split()) or type(exc).__name__
+        sys.exit(f"skldp reproduce: {text}")
+
+
+def _reproduce(argv):
     from ._runner import run_study
 
     studies = paper_studies()
@@ -99,6 +133,15 @@ def reproduce_main(argv):
         p.error("--n-jobs must be >= 1 or -1")
     if args.seeds is not None and args.seeds < 1:
         p.error("--seeds must be >= 1")
+    if args.quick and (args.datasets or args.seeds is not None or args.eps):
+        p.error("--quick fixes its own datasets, seeds and eps; drop --quick to choose them "
+                "(--datasets, --seeds, --eps)")
+    if args.max_runs is not None and args.max_runs < 0:
+        p.error("--max-runs must be >= 0")
+    if args.retries < 0:
+        p.error("--retries must be >= 0")
+    if args.eps is not None and not all(e > 0 for e in args.eps):
+        p.error("--eps values must be > 0 (inf: no noise)")
     # -v / -vv raise skldp's loggers only (not those of Dask or Ray)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
     logging.getLogger("skldp").setLevel(
@@ -125,7 +168,7 @@ def reproduce_main(argv):
         study = study.quick_variant()
     runs_dir = Path(args.runs_dir or args.results_dir or studies.RUNS_DIR)
     pages_dir = Path(args.pages_dir or args.results_dir or studies.PAGES_DIR)
-    command = "python -m skldp reproduce " + " ".join(shlex.quote(a) for a in argv)
+    command = _prog() + " " + " ".join(shlex.quote(a) for a in argv)
     res = run_study(study, runs_dir, n_jobs=args.n_jobs, backend=args.backend,
                     scheduler=args.scheduler, cache=args.cache, retries=args.retries,
                     progress=not args.no_progress, max_runs=args.max_runs,

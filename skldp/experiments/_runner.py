@@ -346,6 +346,35 @@ def validate_study(study):
             continue
         seen.add(spec.method)
         build_estimator(study, spec)
+    # every grid value, not only the first: a bad value (eps=-1) fails here, not in each
+    # run; one estimator per method and grid value (on the first dataset that has it)
+    checked = set()
+    for spec in runs:
+        sig = (spec.method, repr(sorted(spec.param_dict.items())))
+        if sig not in checked:
+            checked.add(sig)
+            _validate_params(build_estimator(study, spec))
+
+
+def _validate_params(est):
+    """Check the parameters of ``est`` and of every estimator it holds (pipeline steps,
+    nested estimators) against their declared constraints (scikit-learn's
+    ``_parameter_constraints``), as ``fit`` would, before any run is dispatched."""
+    stack, seen = [est], set()
+    while stack:
+        e = stack.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        if hasattr(e, "_validate_params") and hasattr(e, "_parameter_constraints"):
+            e._validate_params()
+        if hasattr(e, "get_params"):
+            stack.extend(v for v in e.get_params(deep=False).values()
+                         if hasattr(v, "get_params"))
+            for name, step, *_ in getattr(e, "steps", None) or getattr(
+                    e, "transformer_list", None) or []:
+                if hasattr(step, "get_params"):
+                    stack.append(step)
 
 
 def run_study(study, results_dir="results", *, n_jobs=1, backend="loky", scheduler=None,
@@ -405,6 +434,11 @@ def run_study(study, results_dir="results", *, n_jobs=1, backend="loky", schedul
 
     if not isinstance(study, Study):
         raise TypeError(f"run_study needs a Study, got {type(study).__name__}.")
+    if max_runs is not None and (isinstance(max_runs, bool) or int(max_runs) != max_runs
+                                 or max_runs < 0):
+        raise ValueError(f"max_runs must be an int >= 0 or None, got {max_runs!r}.")
+    if isinstance(retries, bool) or int(retries) != retries or retries < 0:
+        raise ValueError(f"retries must be an int >= 0, got {retries!r}.")
     # Declared before anything else (the checks below load datasets): a sweep started
     # beside this one then sizes even its first run with this one counted.
     local = backend in ("loky", "threading", "sequential") or scheduler is None
@@ -434,6 +468,22 @@ def _run_study(study, results_dir, n_jobs, backend, scheduler, cache, retries, p
     try:
         with parallel_backend(backend, n_jobs, scheduler):
             _dispatch(study, todo, cache, n_jobs, retries, runs_file, result, bar, claims)
+            # a run another process held when this one came to it, and that is still not
+            # recorded now that its claim is gone (that process was killed, or the run
+            # failed there): run it here (its stale claim is taken over), not counted done
+            while True:
+                runs_file.refresh()
+                orphans = [s for s in todo if s.key in result.elsewhere
+                           and s.key not in runs_file and claims.claims.owner(s.key) is None]
+                if not orphans:
+                    break
+                logger.warning("study %s: %d run(s) claimed by another process are not "
+                               "recorded and their claims are gone; running them here",
+                               study.name, len(orphans))
+                for s in orphans:
+                    result.elsewhere.remove(s.key)
+                _dispatch(study, orphans, cache, n_jobs, retries, runs_file, result, bar,
+                          claims)
     finally:
         bar.close()
         claims.release_all()

@@ -33,6 +33,12 @@ def _parse(path, text, study, first_line=1):
             raise RunsFileError(
                 f"{path}:{lineno}: record of study {rec['study']!r}, but this file is read "
                 f"as the runs of study {study!r}. Use another results folder or name.")
+        if not isinstance(rec.get("metrics"), dict):
+            # a run without its scores would count as recorded (never run again) and yet
+            # drop out of every table
+            raise RunsFileError(
+                f"{path}:{lineno}: record {rec['key']!r} has no 'metrics' dict. Fix or delete "
+                "this line (its run is then done again).")
         key = rec["key"]
         if key in seen:
             # Never counted twice: keep the first record of a key.
@@ -63,8 +69,9 @@ def load_runs(path, study=None):
     Raises
     ------
     RunsFileError
-        A line that is not a JSON record, or a record of another study; the
-        message names the file and line.
+        A line that is not a JSON record, a record without ``study``, ``key``
+        or a ``metrics`` dict, or a record of another study; the message names
+        the file and line.
     """
     path = Path(path)
     if not path.exists():
@@ -153,7 +160,8 @@ class RunsFile:
         Parameters
         ----------
         record : dict
-            A record with at least ``key``; ``study`` is set to this file's.
+            A record with at least ``key`` and a ``metrics`` dict; ``study`` is
+            set to this file's.
 
         Returns
         -------
@@ -168,6 +176,8 @@ class RunsFile:
         key = record["key"]
         if key in self._keys:
             return False
+        if not isinstance(record.get("metrics"), dict):
+            raise RunsFileError(f"record {key!r} has no 'metrics' dict; not written.")
         record = {"study": self.study, **record}
         if record["study"] != self.study:
             raise RunsFileError(f"record of study {record['study']!r} written to the runs of "

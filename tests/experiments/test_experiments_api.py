@@ -119,3 +119,103 @@ def test_former_studies_module_still_works_with_a_future_warning():
     with pytest.warns(FutureWarning):
         from skldp.experiments.studies import list_studies
     assert list_studies() == studies.list_studies()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--max-runs", "-3"], "--max-runs must be >= 0"),
+    (["--retries", "-1"], "--retries must be >= 0"),
+])
+def test_cli_rejects_negative_counts(argv, message, capsys, tmp_path):
+    with pytest.raises(SystemExit) as e:
+        main(["reproduce", "privge", "--quick", "--results-dir", str(tmp_path), *argv])
+    assert e.value.code == 2
+    assert message in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())
+
+
+def test_cli_rejects_non_positive_eps(capsys, tmp_path):
+    with pytest.raises(SystemExit) as e:
+        main(["reproduce", "label_scarce", "--eps", "-1", "--kinds", "hds", "--datasets",
+              "cora", "--seeds", "1", "--results-dir", str(tmp_path)])
+    assert e.value.code == 2
+    assert "--eps values must be > 0" in capsys.readouterr().err
+
+
+def test_cli_user_errors_end_in_one_line(monkeypatch, capsys, tmp_path):
+    import json
+
+    import skldp.experiments._runner as runner
+    # a damaged runs-file line: was a RunsFileError traceback
+    (tmp_path / "privge_quick_runs.jsonl").write_text('{"study": "privge_quick", "key": \n')
+    with pytest.raises(SystemExit) as e:
+        main(["reproduce", "privge", "--quick", "--results-dir", str(tmp_path),
+              "--no-progress"])
+    assert e.value.code.startswith("skldp reproduce: ")
+    assert "privge_quick_runs.jsonl:1: not a JSON record" in e.value.code
+    assert "\n" not in e.value.code
+    (tmp_path / "privge_quick_runs.jsonl").write_text(
+        json.dumps({"study": "privge_quick", "key": "k"}) + "\n")
+    with pytest.raises(SystemExit, match="no 'metrics' dict"):
+        main(["reproduce", "privge", "--quick", "--results-dir", str(tmp_path)])
+    (tmp_path / "privge_quick_runs.jsonl").unlink()
+
+    def unavailable(*args, **kwargs):   # a dataset neither bundled nor downloadable
+        raise OSError("Could not download the raw file of dataset 'facebook'.")
+
+    monkeypatch.setattr(runner, "run_study", unavailable)
+    with pytest.raises(SystemExit) as e:
+        main(["reproduce", "privge", "--quick", "--results-dir", str(tmp_path)])
+    assert e.value.code == ("skldp reproduce: Could not download the raw file of dataset "
+                            "'facebook'.")
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner, "run_study", interrupted)
+    assert main(["reproduce", "privge", "--quick", "--results-dir", str(tmp_path)]) == 130
+    assert "interrupted; the runs recorded so far are kept" in capsys.readouterr().err
+
+
+def test_studies_found_in_the_current_folder_without_it_on_sys_path(monkeypatch, tmp_path):
+    # the `skldp` console script does not put the current folder on sys.path: from the root
+    # of a clone, `skldp reproduce` said "run this command from the root of a clone"
+    import sys
+    from pathlib import Path
+
+    import skldp.experiments._cli as cli
+    root = Path(__file__).resolve().parents[2]
+    for name in [m for m in sys.modules if m == "studies" or m.startswith("studies.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path
+                                      if p not in ("", ".", str(root))])
+    monkeypatch.chdir(tmp_path)          # elsewhere: not found
+    assert cli.paper_studies() is None
+    monkeypatch.chdir(root)              # the root of the clone: found
+    module = cli.paper_studies()
+    assert module is not None and Path(module.__file__).parent == root / "studies"
+
+
+def test_reproduce_usage_names_the_program_it_was_run_as(monkeypatch, capsys):
+    import sys
+    monkeypatch.setattr(sys, "argv", ["/usr/local/bin/skldp", "reproduce", "--help"])
+    with pytest.raises(SystemExit):
+        main(["reproduce", "--help"])
+    assert capsys.readouterr().out.startswith("usage: skldp reproduce ")
+    monkeypatch.setattr(sys, "argv", ["/x/skldp/__main__.py", "reproduce", "--help"])
+    with pytest.raises(SystemExit):
+        main(["reproduce", "--help"])
+    assert capsys.readouterr().out.startswith("usage: python -m skldp reproduce ")
+
+
+@pytest.mark.parametrize("extra", [["--seeds", "1"], ["--datasets", "facebook"],
+                                   ["--eps", "0.5"]])
+def test_quick_with_its_own_choices_is_refused(extra, capsys, tmp_path):
+    # --quick silently replaced them (--seeds 1 ran seeds 0 and 1; --eps 0.5 ran eps 1
+    # and 2; --datasets facebook crashed with a KeyError)
+    study = "label_scarce" if extra[0] == "--eps" else "privge"
+    with pytest.raises(SystemExit) as e:
+        main(["reproduce", study, "--quick", *extra, "--results-dir", str(tmp_path)])
+    assert e.value.code == 2
+    assert "--quick fixes its own datasets, seeds and eps; drop --quick to choose them" \
+        in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())

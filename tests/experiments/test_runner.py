@@ -136,10 +136,10 @@ def test_bad_study_input(tmp_path):
 
 def test_runs_file_of_another_study_or_damaged(tmp_path):
     f = tmp_path / "tiny_runs.jsonl"
-    f.write_text(json.dumps({"study": "other", "key": "k"}) + "\n")
+    f.write_text(json.dumps({"study": "other", "key": "k", "metrics": {}}) + "\n")
     with pytest.raises(RunsFileError, match=r"tiny_runs.jsonl:1: record of study 'other'"):
         run_study(_study(), tmp_path, progress=False)
-    good = [json.dumps({"study": "tiny", "key": f"k{i}"}) for i in range(3)]
+    good = [json.dumps({"study": "tiny", "key": f"k{i}", "metrics": {}}) for i in range(3)]
     f.write_text("\n".join([good[0], good[1], '{"study": "tiny", "key": ', good[2]]) + "\n")
     before = f.read_bytes()
     with pytest.raises(RunsFileError, match=r"tiny_runs.jsonl:3: not a JSON record"):
@@ -150,13 +150,15 @@ def test_runs_file_of_another_study_or_damaged(tmp_path):
 def test_key_never_recorded_twice(tmp_path):
     f = tmp_path / "t_runs.jsonl"
     rf = RunsFile(f, "t")
-    assert rf.append({"key": "a", "v": 1}) and not rf.append({"key": "a", "v": 2})
+    assert rf.append({"key": "a", "v": 1, "metrics": {}})
+    assert not rf.append({"key": "a", "v": 2, "metrics": {}})
     # a line cut short by a killed writer, then a new record: the new one stays readable
     with open(f, "a") as fh:
         fh.write('{"study": "t", "key": "b"')
     with pytest.raises(RunsFileError, match=":2:"):
         RunsFile(f, "t")
-    f.write_text(f.read_text() + "\n" + json.dumps({"study": "t", "key": "a", "v": 3}) + "\n")
+    f.write_text(f.read_text() + "\n"
+                 + json.dumps({"study": "t", "key": "a", "v": 3, "metrics": {}}) + "\n")
     lines = f.read_text().splitlines()
     f.write_text("\n".join([lines[0], lines[2]]) + "\n")  # the damaged line deleted by hand
     recs = load_runs(f, "t")
@@ -222,3 +224,77 @@ def test_runs_leave_no_memoised_reports_on_the_loaded_graph(tmp_path):
     assert seen and min(seen) >= 1            # the runs did memoise their reports ...
     G = _runner._DATA["german"][0]
     assert len(G._store._memo) == 0           # ... and left none behind
+
+
+def test_negative_max_runs_or_retries_are_refused(tmp_path):
+    # max_runs=-3 used to slice todo[:-3] (all but the last 3 runs)
+    for kw in ({"max_runs": -3}, {"retries": -1}):
+        with pytest.raises(ValueError, match="must be an int >= 0"):
+            run_study(_study(), tmp_path, progress=False, **kw)
+    assert not (tmp_path / "tiny_runs.jsonl").exists()
+
+
+def test_bad_grid_value_fails_up_front_not_in_every_run(tmp_path):
+    # eps=-1 (second grid value) used to pass the checks and fail in each of its runs
+    from skldp.experiments._runner import validate_study
+    study = _study(grid={"hds__eps": [1.0, -1.0]})
+    with pytest.raises(ValueError, match="eps"):
+        validate_study(study)
+    with pytest.raises(ValueError, match="eps"):
+        run_study(study, tmp_path, progress=False)
+    assert not (tmp_path / "tiny_runs.jsonl").exists()
+
+
+def test_record_without_metrics_is_refused_with_its_line(tmp_path):
+    # it used to count as recorded (never run again) and silently drop out of the tables
+    f = tmp_path / "tiny_runs.jsonl"
+    lines = [{"study": "tiny", "key": "k0", "metrics": {"accuracy": 0.5}},
+             {"study": "tiny", "key": "k1"},
+             {"study": "tiny", "key": "k2", "metrics": None}]
+    f.write_text("\n".join(json.dumps(r) for r in lines[:2]) + "\n")
+    with pytest.raises(RunsFileError, match=r"tiny_runs.jsonl:2: record 'k1' has no 'metrics'"):
+        load_runs(f, "tiny")
+    with pytest.raises(RunsFileError, match=r"tiny_runs.jsonl:2: .*no 'metrics'"):
+        run_study(_study(), tmp_path, progress=False)
+    f.write_text("\n".join(json.dumps(r) for r in (lines[0], lines[2])) + "\n")
+    with pytest.raises(RunsFileError, match=":2: record 'k2'"):
+        RunsFile(f, "tiny")
+    with pytest.raises(RunsFileError, match="no 'metrics'"):
+        RunsFile(tmp_path / "new_runs.jsonl", "new").append({"key": "x"})
+
+
+def test_run_whose_claimant_dies_is_run_here_not_counted_elsewhere(tmp_path, monkeypatch):
+    # sweep B finds a run claimed by a live sweep A, which is then SIGKILLed before recording
+    # it: B used to report it "elsewhere", 0 missing, and finish with a run unrecorded
+    import subprocess
+    import sys
+
+    from skldp.experiments._claims import RunClaims
+    from skldp.utils._threads import _start_time
+    study = _study(grid={"hds__eps": [1.0]})
+    key = study.runs()[1].key
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        claims = RunClaims(tmp_path / "tiny_runs.jsonl")
+        path = claims._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"key": key, "host": os.uname().nodename,
+                                    "pid": sleeper.pid, "start": _start_time(sleeper.pid)}))
+        acquire = RunClaims.acquire
+
+        def acquire_then_kill_the_holder(self, k):
+            got = acquire(self, k)
+            if k == key and not got:   # held by the live sweep A, which is killed now
+                sleeper.kill()
+                sleeper.wait()
+            return got
+
+        monkeypatch.setattr(RunClaims, "acquire", acquire_then_kill_the_holder)
+        res = run_study(study, tmp_path, backend="sequential", progress=False)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert sorted(res.done) == sorted(s.key for s in study.runs())
+    assert res.elsewhere == [] and not res.missing
+    assert len(load_runs(tmp_path / "tiny_runs.jsonl", "tiny")) == len(study.runs())
+    assert not any((tmp_path / "tiny_claims").glob("*.claim"))
