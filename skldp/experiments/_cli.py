@@ -168,6 +168,11 @@ def _reproduce(argv):
         study = study.quick_variant()
     runs_dir = Path(args.runs_dir or args.results_dir or studies.RUNS_DIR)
     pages_dir = Path(args.pages_dir or args.results_dir or studies.PAGES_DIR)
+    page = pages_dir / f"{args.study}.md"
+    if not args.quick and not page.is_file():   # before the runs, not after them
+        p.error(f"{page}: no such page. A study's page is written by hand around its "
+                "generated blocks: copy it from docs/results/ into the pages folder first "
+                "(or use --quick, which writes a summary of its own).")
     command = _prog() + " " + " ".join(shlex.quote(a) for a in argv)
     res = run_study(study, runs_dir, n_jobs=args.n_jobs, backend=args.backend,
                     scheduler=args.scheduler, cache=args.cache, retries=args.retries,

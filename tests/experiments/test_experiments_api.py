@@ -141,6 +141,17 @@ def test_cli_rejects_non_positive_eps(capsys, tmp_path):
     assert "--eps values must be > 0" in capsys.readouterr().err
 
 
+def test_cli_needs_the_page_before_running(capsys, tmp_path):
+    # a full study fills its hand-written page: without it the runs were all made first,
+    # then a traceback
+    with pytest.raises(SystemExit) as e:
+        main(["reproduce", "label_scarce", "--kinds", "hds", "--datasets", "cora", "--seeds",
+              "1", "--results-dir", str(tmp_path)])
+    assert e.value.code == 2
+    assert "label_scarce.md: no such page" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())   # nothing was run
+
+
 def test_cli_user_errors_end_in_one_line(monkeypatch, capsys, tmp_path):
     import json
 
