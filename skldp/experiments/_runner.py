@@ -358,23 +358,13 @@ def validate_study(study):
 
 def _validate_params(est):
     """Check the parameters of ``est`` and of every estimator it holds (pipeline steps,
-    nested estimators) against their declared constraints (scikit-learn's
-    ``_parameter_constraints``), as ``fit`` would, before any run is dispatched."""
-    stack, seen = [est], set()
-    while stack:
-        e = stack.pop()
-        if id(e) in seen:
-            continue
-        seen.add(id(e))
-        if hasattr(e, "_validate_params") and hasattr(e, "_parameter_constraints"):
+    nested estimators: ``get_params(deep=True)`` names them all) against their declared
+    constraints (scikit-learn's ``_parameter_constraints``), as ``fit`` would, before any
+    run is dispatched."""
+    held = [v for v in est.get_params(deep=True).values() if hasattr(v, "get_params")]
+    for e in [est, *held]:
+        if hasattr(e, "_parameter_constraints"):
             e._validate_params()
-        if hasattr(e, "get_params"):
-            stack.extend(v for v in e.get_params(deep=False).values()
-                         if hasattr(v, "get_params"))
-            for name, step, *_ in getattr(e, "steps", None) or getattr(
-                    e, "transformer_list", None) or []:
-                if hasattr(step, "get_params"):
-                    stack.append(step)
 
 
 def run_study(study, results_dir="results", *, n_jobs=1, backend="loky", scheduler=None,
