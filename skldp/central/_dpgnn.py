@@ -181,11 +181,6 @@ class _Features:
             return np.asarray(Xa.multiply(Xb).sum(axis=1)).ravel()
         return np.einsum("ij,ij->i", self.X[a], self.X[b], dtype=np.float64)
 
-    def dense_rows(self, idx):
-        """Rows ``idx`` as a dense float64 numpy array."""
-        R = self.X[idx]
-        return (R.toarray() if self.sparse else R).astype(np.float64)
-
 
 def _csr_tensor(R, device):
     R = sp.csr_matrix(R)
@@ -309,42 +304,39 @@ class _PerNodeGradients:
             z1 = _linear(x, self.module.enc_in).reshape(len(idx), self.nb.shape[1], -1)
         return z1, x, xt
 
-    #: The ghost norm is a sum of signed terms; below this fraction of the sum of their
-    #: absolute values, cancellation may have eaten its digits: such nodes get an
-    #: explicit per-node gradient instead.
-    GHOST_CANCELLATION = 1e-6
+    #: Below this share of the sum of its terms' absolute values, the ghost norm's signed
+    #: sum has lost digits to cancellation (and the float32 sum that adds the node's
+    #: gradient is no longer small beside it): the node's norm is then bounded instead.
+    GHOST_CANCELLATION = 1e-2
 
     def parts(self, idx):
         """Per-node gradients (all but the first layer), ``dl/dz1`` and per-group norms.
 
-        Returns ``(x, xt, explicit), g_rest, delta_z, norms``. ``explicit`` maps the
-        positions (in ``idx``) of nodes whose ghost norm cancels to their explicit
-        first-layer gradients ``(weight, bias)`` in float64. A non-finite norm is
-        returned as ``inf`` (the node's gradient of that group is then dropped).
+        The first layer's norm is the ghost norm ``sum <x_u,x_u'><d_u,d_u'>`` in
+        float64, or, where that sum cancels, its bound ``sum_u |x_u| |d_u|`` (the
+        triangle inequality: the node is clipped more, never less); no host
+        synchronisation either way. A non-finite norm is returned as ``inf`` (the
+        node's gradient of that group is then dropped).
         """
         z1, x, xt = self.z1(idx)
         rest = {n: self.params[n].detach() for n in self.rest_names}
         g_rest, delta_z = self._per_node(rest, z1, self.w_t[idx], self.y_t[idx])
         sq = {g: torch.zeros(len(idx), device=self.device) for g in self.groups}
-        # ghost norm sum <x_u,x_u'><d_u,d_u'> + |sum d_u|^2 in float64: in float32 its
-        # cancellation gave norms 9% too small (the clipped gradient then exceeded C) or NaN
-        d64 = delta_z.double()
-        terms = self.gram[idx] * torch.einsum("bih,bjh->bij", d64, d64)
-        bias_sq = d64.sum(dim=1).pow(2).sum(dim=1)
-        enc_sq = terms.sum(dim=(1, 2)) + bias_sq
-        scale = terms.abs().sum(dim=(1, 2)) + bias_sq
-        explicit = {}
-        for j in torch.nonzero(enc_sq < self.GHOST_CANCELLATION * scale).flatten().tolist():
-            Xv = torch.as_tensor(self.feats.dense_rows(self.nb[idx[j]]), device=self.device)
-            gW, gb = d64[j].t() @ Xv, d64[j].sum(dim=0)
-            explicit[j] = (gW, gb)
-            enc_sq[j] = gW.pow(2).sum() + gb.pow(2).sum()
-        sq["enc"] = sq["enc"] + enc_sq.clamp(min=0.0)
+        # in float32 this sum's cancellation gave norms 9% too small (the clipped gradient
+        # then exceeded C) or NaN, for large, nearly opposite features of two neighbours
+        d64, gram = delta_z.double(), self.gram[idx]
+        terms = gram * torch.einsum("bih,bjh->bij", d64, d64)
+        w_sq = terms.sum(dim=(1, 2))
+        bound = (torch.diagonal(gram, dim1=1, dim2=2).clamp(min=0).sqrt()
+                 * d64.norm(dim=2)).sum(dim=1)
+        w_sq = torch.where(w_sq >= self.GHOST_CANCELLATION * terms.abs().sum(dim=(1, 2)),
+                           w_sq, bound * bound)
+        sq["enc"] = w_sq + d64.sum(dim=1).pow(2).sum(dim=1)
         for n, g in g_rest.items():
             sq[self.group_of[n]] = sq[self.group_of[n]] + g.reshape(len(idx), -1).pow(2).sum(1)
         inf = torch.tensor(math.inf, device=self.device)
         norms = {g: torch.where(torch.isfinite(v), v.sqrt(), inf) for g, v in sq.items()}
-        return (x, xt, explicit), g_rest, delta_z, norms
+        return (x, xt), g_rest, delta_z, norms
 
     def clipped_sum(self, idx, C):
         """``sum_v Clip_{C_l}(grad_l l_v)`` for each layer group ``l`` (Algorithm 1).
@@ -353,22 +345,15 @@ class _PerNodeGradients:
         norm were infinite): its contribution stays within ``C`` whatever its data, as
         the guarantee needs, where a NaN would spread to the whole sum.
         """
-        (x, xt, explicit), g_rest, delta_z, nrm = self.parts(idx)
+        (x, xt), g_rest, delta_z, nrm = self.parts(idx)
         keep = {g: torch.isfinite(nrm[g]) for g in self.groups}
         c = {g: torch.where(keep[g], torch.clamp(C[g] / (nrm[g] + 1e-12), max=1.0), 0.0)
              for g in self.groups}
-        # first encoder layer: clipped sum X_b^T (c * delta), never per node; the nodes
-        # with an explicit gradient are added as such (it is the one whose norm was taken)
-        use = keep["enc"].clone()
-        use[list(explicit)] = False
+        # first encoder layer: clipped sum X_b^T (c * delta), never per node
         c_enc = c["enc"].to(delta_z.dtype)
-        D = torch.where(use[:, None, None], c_enc[:, None, None] * delta_z, 0.0)
-        gW, gb = _first_layer_grads(x, xt, D.reshape(-1, delta_z.shape[-1]))
-        for j, (eW, eb) in explicit.items():
-            if keep["enc"][j]:
-                gW = gW + (c["enc"][j].double() * eW).to(gW.dtype)
-                gb = gb + (c["enc"][j].double() * eb).to(gb.dtype)
-        out = {"enc_in.weight": gW, "enc_in.bias": gb}
+        D = torch.where(keep["enc"][:, None, None], c_enc[:, None, None] * delta_z, 0.0)
+        out = dict(zip(("enc_in.weight", "enc_in.bias"),
+                       _first_layer_grads(x, xt, D.reshape(-1, delta_z.shape[-1])), strict=True))
         for n, g in g_rest.items():
             k = keep[self.group_of[n]].reshape(-1, *([1] * (g.dim() - 1)))
             out[n] = torch.einsum("b,b...->...", c[self.group_of[n]].to(g.dtype),
@@ -1263,6 +1248,8 @@ class DPMLPClassifier(_DPTrainerBase):
         (clip_percentile) and the validation rows (validation), features and labels.
         A plain array's rows are keyed as its users (``array_node_keys``) on the
         process-wide ledger its training is charged to."""
+        if self.clip_percentile is None and va is None:
+            return []   # nothing read in the clear (and no hash of a large array)
         if isinstance(X, GraphData):
             keys = X.node_keys[X.rows]
             parts = ["labels"] + (["features"] if reads_users_data(X._store.feature_origin)

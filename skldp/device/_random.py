@@ -208,10 +208,16 @@ def _as_integers(ids):
     if ids.dtype.kind == "f":
         exact = np.isfinite(ids).all() and (ids == np.round(ids)).all()
         return ids.astype(np.int64) if exact and (np.abs(ids) < 2.0 ** 63).all() else ids
-    values = [_integer_value(v) for v in ids.ravel()]
-    if any(v is None for v in values):
-        return ids
-    values = np.array(values, dtype=object).reshape(ids.shape)
+    types = set(map(type, ids.ravel()))
+    if not all(issubclass(t, (numbers.Integral, float, np.floating)) for t in types):
+        return ids   # text (or other objects) among them: not all integers
+    if any(issubclass(t, (bool, np.bool_, float, np.floating)) for t in types):
+        values = [_integer_value(v) for v in ids.ravel()]   # floats: which are integers
+        if any(v is None for v in values):
+            return ids
+        values = np.array(values, dtype=object).reshape(ids.shape)
+    else:
+        values = ids   # integers only
     for dtype in (np.int64, np.uint64):
         if np.all(values >= np.iinfo(dtype).min) and np.all(values <= np.iinfo(dtype).max):
             return values.astype(dtype)
@@ -226,7 +232,9 @@ def ids_to_keys(ids):
     ids = _as_integers(np.asarray(ids))
     if np.issubdtype(ids.dtype, np.integer):
         return ids.astype(np.uint64)
-    if ids.dtype.kind in "US":   # text only: no id names an integer
+    if ids.dtype.kind in "US" or (ids.dtype == object and not any(
+            issubclass(t, (numbers.Integral, float, np.floating)) for t in set(map(type, ids)))):
+        # no id is a number (text, as pandas' string ids): each is hashed
         digests = [hashlib.blake2b(str(i).encode(), digest_size=8).digest() for i in ids]
         return np.frombuffer(b"".join(digests), dtype="<u8").astype(np.uint64)
     keys = np.empty(len(ids), dtype=np.uint64)
