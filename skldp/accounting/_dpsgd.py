@@ -40,7 +40,6 @@ import numpy as np
 from ._rdp import (
     _bisect_noise_multiplier,
     _check_noise,
-    _check_rtol,
     _check_setting,
     _check_target,
     check_delta,
@@ -259,7 +258,6 @@ def calibrate_dpsgd_noise_multiplier(target_epsilon, delta, n_train, batch_size,
     True
     """
     dpa = _import_dp_accounting()
-    _check_rtol(rtol)
     target = _check_target(target_epsilon)
     delta = check_delta(delta)
     N, m, _, T = _check_setting(n_train, batch_size, 0, steps)

@@ -167,6 +167,26 @@ def _column_name(names, j):
     return f"column {j}" if names is None else f"column {j} ({names[j]!r})"
 
 
+def public_domain_sizes(domain_sizes, d, names=None):
+    """``domain_sizes`` (one for all or one per feature) as ``d`` int64 sizes >= 2.
+
+    Refuses, with a clear error, another length, a non-integer (2.5 is not read
+    as 2) or a non-finite size.
+    """
+    sizes = np.asarray(domain_sizes)
+    if sizes.ndim == 0:   # one size for every feature
+        sizes = np.full(d, sizes)
+    elif sizes.shape != (d,):
+        raise ValueError(f"domain_sizes must have one entry per feature ({d}), got "
+                         f"{sizes.size if sizes.ndim == 1 else sizes.shape}.")
+    if (not np.issubdtype(sizes.dtype, np.number) or not np.all(np.isfinite(sizes))
+            or np.any(sizes != np.round(sizes))):
+        raise ValueError(f"domain_sizes must be integers, got {domain_sizes!r}.")
+    sizes = sizes.astype(np.int64)
+    _check_domain_sizes(sizes, names)
+    return sizes
+
+
 def _check_domain_sizes(sizes, names):
     bad = np.flatnonzero(sizes < 2)
     if len(bad):
@@ -497,18 +517,9 @@ class GRRFSMechanism(LDPMechanism):
                                 for c in self.categories]
             sizes = np.array([len(c) for c in self.categories_])
         elif self.domain_sizes is not None:
-            sizes = np.asarray(self.domain_sizes)
-            if sizes.ndim == 0:   # one size for every feature
-                sizes = np.full(d, sizes)
-            elif sizes.shape != (d,):
-                raise ValueError(f"domain_sizes must have one entry per feature ({d}), got "
-                                 f"{sizes.size if sizes.ndim == 1 else sizes.shape}.")
-            if not np.issubdtype(sizes.dtype, np.number) or np.any(sizes != np.round(sizes)):
-                raise ValueError(f"domain_sizes must be integers, got {self.domain_sizes!r}.")
-            sizes = sizes.astype(np.int64)
             # before the codes are read: a size < 2 would otherwise be reported as a code
             # outside a nonsensical domain such as 0..-2
-            _check_domain_sizes(sizes, names)
+            sizes = public_domain_sizes(self.domain_sizes, d, names)
         else:
             sizes = None
         codes = self._codes(Xf, names, sizes, check_range=sizes is not None)

@@ -99,7 +99,7 @@ class LaplaceMechanism(LDPMechanism):
                 "reports of values near the bounds above that budget. Use "
                 f"eps <= {LAPLACE_MAX_EPS_PER_COORDINATE:g} * n_features, or eps=np.inf "
                 "for no noise.")
-        check_eps_per_coordinate(eps_j, "eps / n_features", type(self).__name__)
+        check_eps_per_coordinate(eps_j, "eps / n_features", type(self).__name__)   # the floor
         delta = self.feature_max_ - self.feature_min_
         self.scale_ = delta / eps_j
         if np.isinf(eps_j):

@@ -12,7 +12,7 @@ from sklearn.base import BaseEstimator, _fit_context
 
 from ..base import GraphTransformerMixin
 from ..mechanisms._grid import check_eps_per_coordinate
-from ..mechanisms._grr import grr_probabilities
+from ..mechanisms._grr import grr_probabilities, public_domain_sizes
 from ..utils._adjacency import normalized_adjacency
 from ..utils.validation import EPS_CONSTRAINT, Count, check_graph_data, check_int
 
@@ -175,29 +175,14 @@ class FrequencyReconstructor(GraphTransformerMixin, BaseEstimator):
         check_eps_per_coordinate(self.eps, "eps", type(self).__name__)   # GRRFSMechanism's
         check_int(self.m, "m", 1, d, maximum_is=f"n_features={d}")
         if self.domain_sizes is not None:
-            self._public_sizes(d)
+            public_domain_sizes(self.domain_sizes, d)
         self.n_features_in_ = d
         return self
-
-    def _public_sizes(self, d):
-        """``domain_sizes`` as ``d`` integers >= 2 (GRRFSMechanism's check: no truncation)."""
-        sizes = np.asarray(self.domain_sizes)
-        if sizes.ndim == 0:
-            sizes = np.full(d, sizes)
-        elif sizes.shape != (d,):
-            raise ValueError(f"domain_sizes must have one entry per feature ({d}), got "
-                             f"{sizes.size if sizes.ndim == 1 else sizes.shape}.")
-        if (not np.issubdtype(sizes.dtype, np.number)
-                or np.any(sizes != np.round(sizes))):
-            raise ValueError(f"domain_sizes must be integers, got {self.domain_sizes!r}.")
-        if np.any(sizes < 2):
-            raise ValueError("every domain size must be >= 2.")
-        return sizes.astype(np.int64)
 
     def _sizes(self, codes):
         d = codes.shape[1]
         if self.domain_sizes is not None:
-            return self._public_sizes(d)
+            return public_domain_sizes(self.domain_sizes, d)
         return np.maximum(codes.max(axis=0).astype(np.int64) + 1, 2)
 
     def _transform_graph(self, G):

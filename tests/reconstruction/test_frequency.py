@@ -139,6 +139,19 @@ def test_no_self_loops_partial_mass_renormalised():
     Z = rec.fit_transform(mech.transform(G)).features
     assert np.all((Z >= 0) & (Z <= 1))
     assert Z[1, 0] == 1.0          # the sink: its own report
+    # the proportions themselves: a row that lost mass is renormalised over what it
+    # reaches, an empty one takes its own report, a whole one is unchanged
+    from skldp.reconstruction._frequency import _own_where_lost
+    lam = np.array([[0.5, 0.0], [0.0, 0.0], [0.2, 0.8], [0.1, 0.3]])
+    got = _own_where_lost(lam, np.array([1, 1, 0, 0]), 2)
+    np.testing.assert_allclose(got, [[1.0, 0.0], [0.0, 1.0], [0.2, 0.8], [0.25, 0.75]])
+
+
+def test_non_finite_domain_size_refused():
+    R = np.array([[0, 1], [1, 0]], float)
+    G = GraphData(R, sp.csr_matrix(np.ones((2, 2)) - np.eye(2)))
+    with pytest.raises(ValueError, match="domain_sizes must be integers"):
+        FrequencyReconstructor(1.0, 1, domain_sizes=np.inf, hops=0).fit(G)
 
 
 @pytest.mark.parametrize("sizes", [2.5, [2, 2.5]])
