@@ -891,11 +891,11 @@ class GraphClassifierMixin(ClassifierMixin):
         return y
 
     def _encode_labels(self, y, n_rows):
+        from .model_selection._node_splits import _check_all_labelled
+
         y = self._check_labels(y, n_rows)
+        _check_all_labelled(y)   # the splitters' test: -2, NaN, None are unlabelled too
         check_classification_targets(y)
-        if np.issubdtype(y.dtype, np.number) and np.any(y == -1):
-            raise ValueError("y contains -1 (unlabelled) for some rows; fit only on labelled "
-                             "nodes, e.g. G[y >= 0], y[y >= 0].")
         self.classes_, y_enc = unique_inverse(y)
         if len(self.classes_) < 2:
             raise ValueError(f"y has a single class ({self.classes_.tolist()[0]!r}); need at "

@@ -1,6 +1,5 @@
 """Draw the reports of mechanisms (alone, or collections on the same users) and audit them."""
 
-import numbers
 import warnings
 
 import numpy as np
@@ -10,7 +9,7 @@ from sklearn.base import clone
 from .._graph_data import GraphData
 from ..exceptions import PrivacyLeakWarning
 from ..population import Population
-from ._stats import AuditResult, _check_confidence, audit_pair
+from ._stats import AuditResult, _check_confidence, _check_count, audit_pair
 
 __all__ = ["audit_mechanism", "audit_collections"]
 
@@ -43,6 +42,10 @@ class _Collection:
 
     def __init__(self, item, d, index):
         mech, columns = (item if isinstance(item, tuple) and len(item) == 2 else (item, None))
+        if isinstance(mech, type):
+            raise TypeError(f"mechanism {index} is the class {mech.__name__}, not a mechanism: "
+                            f"pass an instance, e.g. {mech.__name__}(eps=...) with its public "
+                            "parameters.")
         self.mech = mech
         if hasattr(mech, "fit") and hasattr(mech, "randomize") and not hasattr(mech, "transform"):
             self.kind = "labels"
@@ -118,6 +121,12 @@ class _Collection:
             y = Xc[:, 0]
             classes = getattr(est, "classes_", None)
             if classes is not None and np.issubdtype(np.asarray(classes).dtype, np.number):
+                bad = ~np.isin(y, np.asarray(classes))
+                if bad.any():   # a cast would silently turn 0.5 into the class 0
+                    raise ValueError(
+                        f"the label input of mechanism {self.name} must be one of its "
+                        f"classes, got {np.unique(y[bad])[:10].tolist()}; classes are "
+                        f"{np.asarray(classes).tolist()}. Pass labels that are classes.")
                 y = y.astype(np.asarray(classes).dtype)
             Z = est.randomize(y, GraphData(Xc, node_ids=ids, population=population))
             if classes is not None:
@@ -176,12 +185,6 @@ def _check_inputs(xs):
     if d == 0:
         raise ValueError("inputs must hold at least one value.")
     return [a.ravel() for a in arrs]
-
-
-def _check_count(n, name, minimum):
-    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {n!r}.")
-    return int(n)
 
 
 def _draw_reports(items, xs, n_per_input, rng, batch_size=None):

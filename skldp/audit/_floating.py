@@ -6,7 +6,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._collections import _check_count, _draw_reports
-from ._stats import clopper_pearson
+from ._stats import _clopper_pearson
 
 __all__ = ["GridCheckResult", "check_output_grid", "additive_support_check"]
 
@@ -68,8 +68,8 @@ def check_output_grid(mechanism, x_values, n_samples=5_000, *, max_values=256, e
         An unfitted mechanism with its public bounds, as for
         :func:`~skldp.audit.audit_mechanism`.
     x_values : array-like of shape (n_inputs, n_features)
-        Inputs to compare (e.g. the bounds of ``feature_range`` and points
-        inside).
+        At least two inputs to compare (e.g. the bounds of ``feature_range``
+        and points inside).
     n_samples : int, default=5000
         Reports per input.
     max_values : int, default=256
@@ -111,6 +111,10 @@ def check_output_grid(mechanism, x_values, n_samples=5_000, *, max_values=256, e
         xs = xs[:, None]
     if xs.ndim != 2 or len(xs) == 0:
         raise ValueError("x_values must be a 2-D array (n_inputs, n_features) of inputs.")
+    if len(xs) < 2:
+        raise ValueError(f"x_values needs at least 2 inputs (rows) to compare the outputs "
+                         f"of, got {len(xs)}: add e.g. the other bound of feature_range.")
+    max_values = _check_count(max_values, "max_values", 1)
     rng = np.random.default_rng(random_state)
     colls, reports = _draw_reports([mechanism], list(xs), n_samples, rng)
     fitted, per_input = colls[0].fitted, reports[0]
@@ -186,7 +190,7 @@ def _check_finite(per_input, eps, min_expected, n_distinct):
                 if not missing.any():
                     continue
                 na, nb = len(per_input[a]), len(per_input[b])
-                p_low = clopper_pearson(ca[missing], na, 1e-3, "lower")
+                p_low = _clopper_pearson(ca[missing], na, 1e-3, "lower")
                 expected = p_low * np.exp(-eps) * nb
                 for v, c, e in zip(va[missing], ca[missing], np.atleast_1d(expected),
                                    strict=True):

@@ -10,6 +10,7 @@ Violations of Differential Privacy", CCS 2018).
 """
 
 import math
+import numbers
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -51,6 +52,32 @@ def clopper_pearson(k, n, alpha, side):
     >>> round(float(clopper_pearson(0, 100, 0.05, "upper")), 4)   # the "rule of three"
     0.0295
     """
+    if side not in ("lower", "upper"):
+        raise ValueError(f"side must be 'lower' or 'upper', got {side!r}.")
+    k, n = _as_counts(k, "k"), _as_counts(n, "n")
+    if np.any(n < 1) or np.any(k > n):
+        raise ValueError(f"need n >= 1 trials and 0 <= k <= n successes, got k={k.tolist()}, "
+                         f"n={n.tolist()}.")
+    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) \
+            or not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must be a number in (0, 1) (1 - the confidence), got "
+                         f"{alpha!r}.")
+    return _clopper_pearson(k, n, alpha, side)
+
+
+def _as_counts(v, name):
+    """``v`` as a float array of counts (integers >= 0), or a ``ValueError``."""
+    a = np.asarray(v)
+    if a.dtype == bool or a.dtype.kind not in "iuf":
+        raise ValueError(f"{name} must be integer counts, got {v!r}.")
+    a = a.astype(np.float64)
+    if not np.all(np.isfinite(a)) or np.any(a < 0) or np.any(a != np.floor(a)):
+        raise ValueError(f"{name} must be integer counts >= 0, got {a.tolist()}.")
+    return a
+
+
+def _clopper_pearson(k, n, alpha, side):
+    """:func:`clopper_pearson` without its checks (the audit's own counts)."""
     k = np.asarray(k, dtype=np.float64)
     n = np.asarray(n, dtype=np.float64)
     if side == "lower":
@@ -66,8 +93,8 @@ def clopper_pearson(k, n, alpha, side):
 
 def _log_ratio_bound(k_num, n_num, k_den, n_den, alpha):
     """``ln(CP_lower(k_num / n_num) / CP_upper(k_den / n_den))`` at level ``alpha`` each."""
-    lo = clopper_pearson(k_num, n_num, alpha, "lower")
-    hi = clopper_pearson(k_den, n_den, alpha, "upper")
+    lo = _clopper_pearson(k_num, n_num, alpha, "lower")
+    hi = _clopper_pearson(k_den, n_den, alpha, "upper")
     with np.errstate(divide="ignore"):
         return np.log(lo) - np.log(hi)
 
@@ -210,6 +237,12 @@ def _as_reports(R, name):
     return R
 
 
+def _check_count(n, name, minimum):
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {n!r}.")
+    return int(n)
+
+
 def _check_confidence(confidence):
     if isinstance(confidence, bool) or not isinstance(confidence, (int, float, np.floating)) \
             or not 0.0 < float(confidence) < 1.0:
@@ -343,9 +376,9 @@ def audit_pair(reports_0, reports_1, *, events="auto", confidence=0.95, max_valu
         ``"values"`` up to ``max_values`` distinct outputs (``"auto"``).
     confidence : float, default=0.95
         Probability that the bound holds, in (0, 1).
-    max_values : int, default=64
+    max_values : int >= 1, default=64
         ``"auto"`` audits with ``"values"`` up to this many distinct outputs.
-    max_cells : int or None, default=None
+    max_cells : int >= 2 or None, default=None
         Most cells of ``"cells"``; ``None``: ``min(1024, n_selection // 8)``
         (at least 16) so that cells hold a few reports each.
     selection_fraction : float, default=0.5
@@ -390,6 +423,9 @@ def audit_pair(reports_0, reports_1, *, events="auto", confidence=0.95, max_valu
                          f"{A.shape[1]} and {B.shape[1]}.")
     if not 0.0 < selection_fraction < 1.0:
         raise ValueError(f"selection_fraction must be in (0, 1), got {selection_fraction!r}.")
+    max_values = _check_count(max_values, "max_values", 1)
+    if max_cells is not None:   # one cell is the whole output space: it compares nothing
+        max_cells = _check_count(max_cells, "max_cells (or None)", 2)
     alpha = 1.0 - confidence
     if events == "auto":
         n_rows = len(_unique_rows(np.concatenate([A, B]))[0])

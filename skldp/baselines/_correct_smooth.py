@@ -9,6 +9,7 @@ from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from ..base import GraphClassifierMixin
+from ..model_selection._node_splits import _check_all_labelled
 from ..utils.validation import LABEL_MECHANISM_CONSTRAINT, Count, Interval
 from ._graph_ops import (
     check_view,
@@ -155,6 +156,7 @@ class CorrectAndSmooth(MetaEstimatorMixin, GraphClassifierMixin, BaseEstimator):
         y = column_or_1d(np.asarray(y), warn=True)
         if len(y) != len(G):
             raise ValueError(f"X has {len(G)} rows but y has {len(y)} labels.")
+        _check_all_labelled(y)   # a scikit-learn base would learn -2 as a class
         y_used, own = fit_label_mechanism(self, G, y)
         with G.population.recording() as records:
             self.estimator_ = clone(self.estimator).fit(G, y_used)

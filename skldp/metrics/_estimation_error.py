@@ -71,6 +71,8 @@ def aggregation_mae(true_aggregate, estimated_aggregate, *, per_node=True):
                          f"shape {E.shape}.")
     if T.shape[1] == 0:
         raise ValueError("The aggregates have no feature column.")
+    if T.shape[0] == 0:
+        raise ValueError("The aggregates have no row (node): there is no error to measure.")
     if sp.issparse(T) and sp.issparse(E):
         total = np.asarray(abs(T - E).sum(axis=1)).ravel()
     else:
@@ -171,8 +173,13 @@ def mae_by_degree(mae, degree, *, max_degree=None):
     >>> mae_by_degree([1.0, 3.0, 5.0], [1, 1, 2])
     (array([1, 2]), array([2., 5.]))
     """
-    mae = np.asarray(mae, dtype=np.float64).ravel()
-    degree = np.asarray(degree).ravel()
+    mae = np.asarray(mae, dtype=np.float64)
+    degree = np.asarray(degree)
+    if mae.ndim != 1 or degree.ndim != 1:
+        raise ValueError(f"mae and degree must be 1-D (one value per node), got shapes "
+                         f"{mae.shape} and {degree.shape}.")
+    if not np.all(np.isfinite(mae)):
+        raise ValueError("mae contains NaN or infinite values.")
     if mae.shape != degree.shape:
         raise ValueError(f"mae has {mae.size} values but degree has {degree.size}.")
     if not np.issubdtype(degree.dtype, np.integer):

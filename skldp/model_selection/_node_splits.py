@@ -1,20 +1,27 @@
 """Node splits used by the papers: random 50/25/25 over labelled nodes, Planetoid."""
 
 import numbers
+import sys
 
 import numpy as np
 from sklearn.model_selection import StratifiedKFold
 from sklearn.utils import check_random_state
+from sklearn.utils.extmath import _approximate_mode
 from sklearn.utils.validation import column_or_1d
 
 __all__ = ["random_node_split", "per_class_node_split", "planetoid_split", "LabelledKFold"]
 
-_UNLABELLED_MARKERS = ("-1 (any negative number or NaN) for numeric labels, None or NaN for "
-                   "non-numeric ones")
+_UNLABELLED_MARKERS = ("-1 (any negative number or NaN) for numeric labels, None, NaN or "
+                       "pd.NA for non-numeric ones")
 
 
 def _is_unlabelled(v):
-    return v is None or (isinstance(v, numbers.Real) and not v >= 0)   # NaN: not >= 0
+    if v is None:
+        return True
+    if isinstance(v, numbers.Real):
+        return not v >= 0   # NaN: not >= 0
+    pd = sys.modules.get("pandas")   # a pd.NA exists only once pandas is imported
+    return pd is not None and v is getattr(pd, "NA", None)
 
 
 def _labelled_mask(y):
@@ -22,7 +29,8 @@ def _labelled_mask(y):
 
     Numeric labels mark an unlabelled node with ``-1`` (any negative number or
     NaN); ``y >= 0`` cannot compare strings, so non-numeric labels (str,
-    object) mark it with ``None`` (or NaN, as pandas does), element-wise.
+    object) mark it with ``None`` (or NaN or ``pd.NA``, as pandas does),
+    element-wise.
     """
     y = column_or_1d(y)
     if y.dtype.kind in "biuf":
@@ -31,6 +39,16 @@ def _labelled_mask(y):
     if y.dtype.kind == "O":
         return np.fromiter((not _is_unlabelled(v) for v in y), dtype=bool, count=len(y))
     return np.ones(len(y), dtype=bool)   # str, bytes...: no value marks "unlabelled"
+
+
+def _check_all_labelled(y):
+    """Raise a ``ValueError`` if a row of ``y`` is unlabelled (before a ``fit``)."""
+    y = column_or_1d(y)
+    unlabelled = ~_labelled_mask(y)
+    if unlabelled.any():
+        raise ValueError(f"y marks {int(unlabelled.sum())} row(s) unlabelled "
+                         f"({_UNLABELLED_MARKERS}), e.g. {y[unlabelled][:5].tolist()}; "
+                         "fit only on labelled nodes, e.g. G[y >= 0], y[y >= 0].")
 
 
 def _labelled_nodes(y):
@@ -53,11 +71,14 @@ def random_node_split(y, train_size=0.5, val_size=0.25, test_size=0.25, *, strat
     y : array-like of shape (n_nodes,)
         Labels of any type (numbers, strings...). Unlabelled nodes are marked
         ``-1`` (any negative number or NaN) for numeric labels, ``None`` (or
-        NaN) for non-numeric ones.
-    train_size, val_size, test_size : float
-        Fractions of the labelled nodes; must sum to at most 1.
+        NaN, ``pd.NA``) for non-numeric ones.
+    train_size, val_size, test_size : float or None
+        Fractions of the labelled nodes; must sum to at most 1. One of them
+        may be ``None``: the rest of the labelled nodes (as in scikit-learn).
     stratify : bool, default=False
-        Keep class proportions in each part.
+        Keep class proportions in each part: each part's size is split
+        among the classes as scikit-learn's ``StratifiedShuffleSplit`` does
+        (the rounding is spread over the classes).
     random_state : int, RandomState or None
 
     Returns
@@ -72,20 +93,51 @@ def random_node_split(y, train_size=0.5, val_size=0.25, test_size=0.25, *, strat
     (1, 1, 1, False)
     """
     y = column_or_1d(y)
-    sizes = np.array([train_size, val_size, test_size], dtype=float)
-    if np.any(sizes < 0) or sizes.sum() > 1 + 1e-9:
-        raise ValueError(f"split fractions must be >= 0 and sum to at most 1, got {sizes}.")
+    sizes = _check_fractions(train_size=train_size, val_size=val_size, test_size=test_size)
     labelled = _labelled_nodes(y)
     rng = check_random_state(random_state)
     masks = [np.zeros(len(y), dtype=bool) for _ in range(3)]
-    groups = [labelled[y[labelled] == c] for c in np.unique(y[labelled])] if stratify \
-        else [labelled]
-    for idx in groups:
-        idx = rng.permutation(idx)
-        cuts = np.floor(np.cumsum(sizes) * len(idx) + 1e-9).astype(int)
-        for mask, part in zip(masks, np.split(idx, cuts[:3])[:3], strict=True):
+    n = len(labelled)
+    cuts = np.minimum(np.floor(np.cumsum(sizes) * n + 1e-9).astype(int), n)
+    if sizes.sum() >= 1 - 1e-9:
+        cuts[-1] = n    # every labelled node in a part, whatever the float rounding
+    if not stratify:
+        idx = rng.permutation(labelled)
+        for mask, part in zip(masks, np.split(idx, cuts)[:3], strict=True):
+            mask[part] = True
+        return tuple(masks)
+    # per-class counts of each part: StratifiedShuffleSplit's rounding, so that the
+    # parts keep their requested sizes (flooring per class fills the last part)
+    _, y_idx, left = np.unique(y[labelled], return_inverse=True, return_counts=True)
+    per_part = []
+    for total in np.diff(cuts, prepend=0):
+        k = _approximate_mode(left, int(total), rng)
+        per_part.append(k)
+        left = left - k
+    class_cuts = np.cumsum(per_part, axis=0)
+    for c in range(len(left)):
+        idx = rng.permutation(labelled[y_idx == c])
+        for mask, part in zip(masks, np.split(idx, class_cuts[:, c])[:3], strict=True):
             mask[part] = True
     return tuple(masks)
+
+
+def _check_fractions(**fractions):
+    """The three split fractions as floats, a ``None`` one being the rest."""
+    if sum(v is None for v in fractions.values()) > 1:
+        raise ValueError(f"at most one split fraction may be None (the rest of the labelled "
+                         f"nodes), got {fractions}.")
+    for name, v in fractions.items():
+        if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Real)
+                              or not np.isfinite(v) or v < 0):
+            raise ValueError(f"{name} must be a finite fraction >= 0 (or None: the rest of "
+                             f"the labelled nodes), got {v!r}.")
+    given = sum(float(v) for v in fractions.values() if v is not None)
+    if given > 1 + 1e-9:
+        raise ValueError(f"split fractions must be >= 0 and sum to at most 1, got "
+                         f"{fractions}.")
+    return np.array([max(0.0, 1.0 - given) if v is None else float(v)
+                     for v in fractions.values()])
 
 
 def per_class_node_split(y, n_train=20, n_val=30, *, small_classes="raise",
@@ -102,8 +154,8 @@ def per_class_node_split(y, n_train=20, n_val=30, *, small_classes="raise",
     ----------
     y : array-like of shape (n_nodes,)
         Labels of any type; unlabelled nodes (in no part) are marked ``-1``
-        (any negative number or NaN) for numeric labels, ``None`` (or NaN)
-        for non-numeric ones.
+        (any negative number or NaN) for numeric labels, ``None`` (or NaN,
+        ``pd.NA``) for non-numeric ones.
     n_train : int, default=20
         Training nodes per class.
     n_val : int, default=30
@@ -112,7 +164,9 @@ def per_class_node_split(y, n_train=20, n_val=30, *, small_classes="raise",
         What to do with a class of fewer than ``n_train + n_val + 1`` labelled
         nodes (too few to keep a test node): ``"raise"`` a ``ValueError``;
         ``"shrink"``: a third of its nodes train, a third validate, the rest
-        test (a class of 16 nodes: 5, 5, 6).
+        test (a class of 16 nodes: 5, 5, 6), never more than ``n_train`` and
+        ``n_val``; a class of 1 or 2 nodes still trains on one node (if
+        ``n_train >= 1``) and keeps one test node if it has two.
     random_state : int, RandomState or None, default=None
         Seeds the draw.
 
@@ -153,13 +207,20 @@ def per_class_node_split(y, n_train=20, n_val=30, *, small_classes="raise",
     train, val = np.zeros(len(y), dtype=bool), np.zeros(len(y), dtype=bool)
     for c, is_small in zip(classes, small, strict=True):
         idx = rng.permutation(labelled[y[labelled] == c])
-        k_tr, k_va = (len(idx) // 3, len(idx) // 3) if is_small else (n_train, n_val)
+        k_tr, k_va = _shrunk_counts(len(idx), n_train, n_val) if is_small else (n_train, n_val)
         train[idx[:k_tr]] = True
         val[idx[k_tr:k_tr + k_va]] = True
     test = np.zeros(len(y), dtype=bool)
     test[labelled] = True   # the labelled nodes found above: no second pass over y
     test &= ~train & ~val
     return train, val, test
+
+
+def _shrunk_counts(m, n_train, n_val):
+    """Training and validation nodes of a class of ``m < n_train + n_val + 1`` nodes."""
+    k_tr = min(n_train, max(m // 3, 1))                  # one training node if it can
+    k_va = min(n_val, m // 3, max(m - k_tr - 1, 0))      # one test node if it can
+    return k_tr, k_va
 
 
 def planetoid_split(bunch):
@@ -190,7 +251,7 @@ class LabelledKFold:
     """Stratified K-fold over labelled nodes only.
 
     Unlabelled rows (``-1`` for numeric labels, the semi-supervised
-    convention; ``None`` or NaN for non-numeric ones) are never put
+    convention; ``None``, NaN or ``pd.NA`` for non-numeric) are never put
     in a training or test fold, so no invented label reaches ``fit``. Use with
     ``cross_val_score(pipe, G, y, cv=LabelledKFold(5))`` on a whole graph.
 
@@ -233,7 +294,7 @@ class LabelledKFold:
             Ignored (the folds depend on ``y`` only).
         y : array-like of shape (n_samples,)
             Labels; unlabelled rows (never in a fold) are marked ``-1`` for
-            numeric labels, ``None`` or NaN for non-numeric ones.
+            numeric labels, ``None``, NaN or ``pd.NA`` for non-numeric ones.
         groups : object
             Ignored.
 

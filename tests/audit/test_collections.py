@@ -105,6 +105,14 @@ def test_label_randomized_response_alone():
     assert 1.3 < res.epsilon_lower <= 1.5
 
 
+@pytest.mark.parametrize("x1", [0.5, 1.9, 3.0])
+def test_label_input_that_is_not_a_class_is_refused(x1):
+    # was cast to the class dtype: 0.5 audited as 0 (0 vs 0, bound 0), 1.9 as 1
+    rr = LabelRandomizedResponse(1.0, classes=[0, 1, 2], random_state=0)
+    with pytest.raises(ValueError, match="must be one of its classes"):
+        audit_mechanism(rr, [0.0], [x1], n_samples=10)
+
+
 def test_edge_rr_alone_one_bit_of_a_list():
     res = audit_mechanism(EdgeRR(1.0, random_state=0), [0], [1], n_samples=10_000)
     assert res.epsilon_claimed == 1.0
@@ -226,6 +234,11 @@ def test_bad_arguments():
         audit_collections([], LO, HI)
     with pytest.raises(TypeError, match="callable"):
         audit_collections([3], LO, HI, n_samples=10)
+    # a class, not an instance: was "get_params() missing 1 required positional argument"
+    with pytest.raises(TypeError, match="class OneBitMechanism, not a mechanism.*instance"):
+        audit_mechanism(OneBitMechanism, [0.0], [1.0], n_samples=10)
+    with pytest.raises(TypeError, match="class LabelRandomizedResponse"):
+        audit_collections([(LabelRandomizedResponse, [0])], LO, HI, n_samples=10)
     with pytest.raises(ValueError, match="one column"):
         audit_collections([LabelRandomizedResponse(1.0, classes=[0, 1])], LO, HI,
                           n_samples=10)

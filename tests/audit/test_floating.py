@@ -189,3 +189,13 @@ def test_shared_off_grid_constant_is_tolerated_but_not_an_input_specific_one():
     bad = check_output_grid(fill(0.31), [[0.0], [1.0]], n_samples=2000)
     assert not bad.passed
     assert 0.45 < bad.fraction_off_grid < 0.55  # neither fill value is shared any more
+
+
+def test_check_output_grid_needs_two_inputs():
+    # one input passed (passed=True) having compared nothing
+    mech = OneBitMechanism(eps=1.0, feature_range=(0, 1), random_state=0)
+    with pytest.raises(ValueError, match="at least 2 inputs"):
+        check_output_grid(mech, [[0.0]], n_samples=100)
+    with pytest.raises(ValueError, match="max_values must be an integer >= 1"):
+        check_output_grid(mech, [[0.0], [1.0]], n_samples=100, max_values=0)
+

@@ -24,6 +24,22 @@ def test_clopper_pearson_closed_forms():
         clopper_pearson(1, 2, 0.1, "both")
 
 
+@pytest.mark.parametrize("k, n, alpha, match", [
+    (5, 3, 0.05, "0 <= k <= n"), (-1, 3, 0.05, "k must be integer counts >= 0"),
+    (1, 0, 0.05, "n >= 1"), (1, 10, 1.5, "alpha must be a number in"),
+    (1, 10, 0.0, "alpha"), (1, 10, np.nan, "alpha"), (1.5, 10, 0.05, "k must be integer"),
+    ([1, 11], 10, 0.05, "0 <= k <= n"), (1, np.inf, 0.05, "n must be integer"),
+    ("1", 10, 0.05, "k must be integer"), (True, 10, 0.05, "k must be integer")])
+def test_clopper_pearson_refuses_invalid_arguments(k, n, alpha, match):
+    # returned 0.549 for k > n, 0 for k < 0, 1 for n = 0, nan for alpha > 1
+    with pytest.raises(ValueError, match=match):
+        clopper_pearson(k, n, alpha, "lower")
+
+
+def test_clopper_pearson_accepts_integer_valued_floats():
+    assert clopper_pearson(3.0, 10.0, 0.05, "upper") == clopper_pearson(3, 10, 0.05, "upper")
+
+
 @pytest.mark.parametrize("events", ["values", "cells"])
 def test_randomized_response_bound_is_below_the_truth(events):
     # 200 small audits at 95% confidence: the bound exceeds the true eps in at most
@@ -148,6 +164,13 @@ def test_summary_mentions_bound_and_event():
     (dict(confidence=1.0), "confidence"),
     (dict(confidence=True), "confidence"),
     (dict(selection_fraction=0.0), "selection_fraction"),
+    # max_cells / max_values were accepted at any value
+    (dict(events="cells", max_cells=-5), r"max_cells \(or None\) must be an integer >= 2"),
+    (dict(events="cells", max_cells=0), "max_cells"),
+    (dict(events="cells", max_cells=1), "max_cells"),
+    (dict(events="cells", max_cells=2.5), "max_cells"),
+    (dict(max_values=-1), "max_values must be an integer >= 1"),
+    (dict(max_values=0), "max_values"),
 ])
 def test_bad_parameters(kwargs, match):
     with pytest.raises(ValueError, match=match):

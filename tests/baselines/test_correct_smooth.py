@@ -170,3 +170,13 @@ def test_errors(weak):
         CorrectAndSmooth(LogisticRegression(), scale=-1.0).fit(G, y)
     with pytest.raises(TypeError, match="GraphData"):
         CorrectAndSmooth(LogisticRegression()).fit(np.asarray(G), y)
+
+
+@pytest.mark.parametrize("base", [LogisticRegression(), LabelPropagationClassifier()])
+def test_unlabelled_rows_are_refused(weak, base):
+    # -2 (unlabelled for skldp.model_selection) was learnt as a class
+    G, y, _ = weak
+    y = y.copy()
+    y[:2] = -2
+    with pytest.raises(ValueError, match="unlabelled.*fit only on labelled"):
+        CorrectAndSmooth(base).fit(G, y)

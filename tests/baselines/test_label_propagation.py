@@ -186,3 +186,17 @@ def test_convergence_warning(graph):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         LabelPropagationClassifier().fit(G[::2], y[::2]).predict_proba(G)
+
+
+@pytest.mark.parametrize("marker", [-2, np.nan, None])
+def test_every_unlabelled_marker_is_refused(graph, marker):
+    # only -1 was refused: -2 became a class (and was predicted), None gave a TypeError
+    G, y = graph
+    y = y.astype(object if marker is None else float)
+    y[0] = marker
+    with pytest.raises(ValueError, match=r"1 row\(s\) unlabelled.*fit only on labelled"):
+        LabelPropagationClassifier().fit(G, y)
+    names = np.array(["a", "b"], dtype=object)[np.asarray(graph[1])]
+    names[3] = None
+    with pytest.raises(ValueError, match="unlabelled"):
+        LabelPropagationClassifier().fit(G, names)

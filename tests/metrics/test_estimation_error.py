@@ -29,6 +29,9 @@ def test_mae_errors():
         aggregation_mae(np.zeros(3), np.zeros(3))
     with pytest.raises(ValueError, match="NaN"):
         aggregation_mae(np.zeros((1, 2)), np.array([[np.nan, 0.0]]))
+    for per_node in (True, False):   # 0 rows gave nan and a RuntimeWarning
+        with pytest.raises(ValueError, match="no row"):
+            aggregation_mae(np.zeros((0, 3)), np.zeros((0, 3)), per_node=per_node)
 
 
 def _graph(n=400, seed=0):
@@ -86,6 +89,21 @@ def test_mae_by_degree():
         mae_by_degree([1.0], [-1])
     with pytest.raises(ValueError, match="integers"):
         mae_by_degree([1.0], [1.5])
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_mae_by_degree_refuses_non_finite_mae(bad):
+    # a NaN propagated silently into its degree's mean
+    with pytest.raises(ValueError, match="mae contains NaN or infinite"):
+        mae_by_degree([1.0, bad, 3.0], [1, 1, 2])
+
+
+def test_mae_by_degree_requires_1d():
+    # 2-D inputs were flattened
+    with pytest.raises(ValueError, match="must be 1-D"):
+        mae_by_degree(np.ones((2, 2)), np.ones((2, 2), int))
+    with pytest.raises(ValueError, match="must be 1-D"):
+        mae_by_degree(np.ones(4), np.ones((2, 2), int))
 
 
 def test_requires_graph():

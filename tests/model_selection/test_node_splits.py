@@ -48,6 +48,41 @@ def test_random_node_split_stratified():
     assert tr.sum() + va.sum() + te.sum() == (y >= 0).sum()
 
 
+def test_random_node_split_stratified_keeps_the_part_sizes():
+    # flooring per class put the rounding in the last parts: 50 classes of 3 gave (50, 50, 50)
+    y = np.repeat(np.arange(50), 3)
+    tr, va, te = random_node_split(y, 0.5, 0.25, 0.25, stratify=True, random_state=0)
+    assert (tr.sum(), va.sum(), te.sum()) == (75, 37, 38)
+    assert not (tr & va).any() and not (tr & te).any() and not (va & te).any()
+    assert np.all(np.bincount(y[tr]) >= 1)      # every class of 3 trains on 1 or 2 nodes
+    # same part sizes as the unstratified split, and a singleton class can train
+    y = np.repeat([0, 1], [1, 99])
+    trained = 0
+    for seed in range(20):
+        tr, va, te = random_node_split(y, 0.5, 0.25, 0.25, stratify=True, random_state=seed)
+        assert (tr.sum(), va.sum(), te.sum()) == (50, 25, 25)
+        assert (tr | va | te)[y == 0].all()
+        trained += int(tr[y == 0].sum())
+    assert 0 < trained < 20
+
+
+def test_random_node_split_none_fraction_is_the_rest():
+    # None gave a RuntimeWarning and an empty test part, 25 labelled nodes in no part
+    y = np.repeat([0, 1], 50)
+    for stratify in (False, True):
+        tr, va, te = random_node_split(y, 0.5, 0.25, None, stratify=stratify, random_state=0)
+        assert (tr.sum(), va.sum(), te.sum()) == (50, 25, 25)
+        tr, va, te = random_node_split(y, None, 0.2, 0.1, stratify=stratify, random_state=0)
+        assert (tr.sum(), va.sum(), te.sum()) == (70, 20, 10)
+    tr, va, te = random_node_split(np.arange(10**6) % 3, 0.7, 0.2, None, random_state=0)
+    assert tr.sum() + va.sum() + te.sum() == 10**6     # no node lost to float rounding
+    with pytest.raises(ValueError, match="at most one split fraction may be None"):
+        random_node_split(y, 0.5, None, None)
+    for bad in (np.nan, np.inf, "0.5"):
+        with pytest.raises(ValueError, match="test_size must be a finite fraction"):
+            random_node_split(y, 0.5, 0.25, bad)
+
+
 def test_random_node_split_partial_and_errors():
     y = _labels()
     tr, va, te = random_node_split(y, 0.1, 0.1, 0.1, random_state=0)
@@ -121,6 +156,24 @@ def test_per_class_node_split_small_class_raises_or_shrinks():
     assert te.sum() == 2
 
 
+@pytest.mark.parametrize("m, n_train, n_val, want", [
+    (60, 1, 100, (1, 20, 39)),   # a third would be 20 > n_train = 1 training nodes
+    (30, 2, 40, (2, 10, 18)),
+    (25, 20, 5, (8, 5, 12)),     # n_val caps the validation nodes
+    (16, 20, 30, (5, 5, 6)),
+    (3, 20, 30, (1, 1, 1)),
+    (2, 20, 30, (1, 0, 1)),      # a class of 2 got no training node
+    (1, 20, 30, (1, 0, 0)),
+    (1, 0, 30, (0, 0, 1)),
+])
+def test_per_class_node_split_shrink_never_exceeds_the_request(m, n_train, n_val, want):
+    y = np.repeat([0, 1], [200, m])
+    tr, va, te = per_class_node_split(y, n_train, n_val, small_classes="shrink",
+                                      random_state=0)
+    assert (tr[y == 1].sum(), va[y == 1].sum(), te[y == 1].sum()) == want
+    assert (tr[y == 0].sum(), va[y == 0].sum()) == (n_train, n_val)
+
+
 @pytest.mark.parametrize("kwargs, match", [
     ({"n_train": -1}, "n_train"), ({"n_val": 2.5}, "n_val"), ({"n_train": True}, "n_train"),
     ({"small_classes": "drop"}, "small_classes")])
@@ -161,7 +214,7 @@ def test_random_node_split_string_labels_same_split_as_numeric():
             assert not (got[0] | got[1] | got[2])[y == -1].any()
     assert [m.tolist() for m in random_node_split(["a", "b", "a"], random_state=0)] == \
         [m.tolist() for m in random_node_split([0, 1, 0], random_state=0)]
-    with pytest.raises(ValueError, match="no labelled node.*None or NaN for non-numeric"):
+    with pytest.raises(ValueError, match="no labelled node.*None, NaN or pd.NA for non-numeric"):
         random_node_split(np.array([None, None], dtype=object))
     with pytest.raises(ValueError, match="1d array"):
         random_node_split(np.zeros((4, 2)))
@@ -174,6 +227,26 @@ def test_per_class_node_split_and_labelled_kfold_string_labels():
     for g, w in zip(got, want, strict=True):
         np.testing.assert_array_equal(g, w)
     for (tr, te), (tr0, te0) in zip(LabelledKFold(3, random_state=0).split(None, names),
+                                    LabelledKFold(3, random_state=0).split(None, y),
+                                    strict=True):
+        np.testing.assert_array_equal(tr, tr0)
+        np.testing.assert_array_equal(te, te0)
+
+
+def test_pandas_na_marks_an_unlabelled_node():
+    # pd.NA raised "boolean value of NA is ambiguous" in all three splitters
+    pd = pytest.importorskip("pandas")
+    y, names = _string_labels()
+    s = pd.Series(names, dtype="string")      # None becomes pd.NA
+    assert s.isna().sum() == (y == -1).sum()
+    for stratify in (False, True):
+        got = random_node_split(s, stratify=stratify, random_state=0)
+        want = random_node_split(y, stratify=stratify, random_state=0)
+        assert all(np.array_equal(g, w) for g, w in zip(got, want, strict=True))
+    got = per_class_node_split(s, 5, 5, random_state=0)
+    want = per_class_node_split(y, 5, 5, random_state=0)
+    assert all(np.array_equal(g, w) for g, w in zip(got, want, strict=True))
+    for (tr, te), (tr0, te0) in zip(LabelledKFold(3, random_state=0).split(None, s),
                                     LabelledKFold(3, random_state=0).split(None, y),
                                     strict=True):
         np.testing.assert_array_equal(tr, tr0)
