@@ -253,7 +253,8 @@ class LabelledKFold:
     Unlabelled rows (``-1`` for numeric labels, the semi-supervised
     convention; ``None``, NaN or ``pd.NA`` for non-numeric) are never put
     in a training or test fold, so no invented label reaches ``fit``. Use with
-    ``cross_val_score(pipe, G, y, cv=LabelledKFold(5))`` on a whole graph.
+    ``cross_val_score(pipe, G, y, cv=LabelledKFold(5))`` on a whole graph; a
+    search's refit uses every row, so pass it ``refit=False`` there.
 
     Parameters
     ----------
