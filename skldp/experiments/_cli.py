@@ -45,9 +45,9 @@ def paper_studies():
 
 
 def _prog():
-    """``skldp reproduce`` under the console script, else ``python -m skldp reproduce``."""
-    from ..__main__ import _prog as main_prog
-    return f"{main_prog()} reproduce"
+    """``skldp reproduce`` under the console script, else ``python -m skldp reproduce``
+    (as ``skldp.__main__`` names itself; importing it from here would be a cycle)."""
+    return ("skldp" if Path(sys.argv[0]).name == "skldp" else "python -m skldp") + " reproduce"
 
 
 def _parser(studies):

@@ -65,7 +65,7 @@ def check_eps_per_coordinate(eps, what="eps per coordinate", owner="This mechani
     ``eps < 1.1e-16``).
     """
     eps = float(eps)
-    if eps < MIN_EPS_PER_COORDINATE:
+    if 0 < eps < MIN_EPS_PER_COORDINATE:   # eps <= 0 is the ledger's to refuse
         raise ValueError(
             f"{owner}: {what} is {eps:.6g}, below 2^-30 (about "
             f"{MIN_EPS_PER_COORDINATE:.3g}), the smallest budget per coordinate the "
