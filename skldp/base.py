@@ -891,9 +891,11 @@ class GraphClassifierMixin(ClassifierMixin):
         return y
 
     def _encode_labels(self, y, n_rows):
-        from .model_selection._node_splits import _check_all_labelled
+        from .model_selection._node_splits import _check_all_labelled, _labelled_mask
 
         y = self._check_labels(y, n_rows)
+        if y.dtype.kind == "f":   # a continuous target gets scikit-learn's error first
+            check_classification_targets(y[_labelled_mask(y)])
         _check_all_labelled(y)   # the splitters' test: -2, NaN, None are unlabelled too
         check_classification_targets(y)
         self.classes_, y_enc = unique_inverse(y)
