@@ -5,8 +5,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-from ._collections import _check_count, _draw_reports
-from ._stats import _clopper_pearson
+from ._collections import _draw_reports
+from ._stats import _check_count, _clopper_pearson
 
 __all__ = ["GridCheckResult", "check_output_grid", "additive_support_check"]
 

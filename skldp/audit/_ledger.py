@@ -7,8 +7,8 @@ import scipy.sparse as sp
 from sklearn.base import clone
 
 from .._graph_data import GraphData
-from ._collections import _check_count, _check_inputs
-from ._stats import AuditResult, _check_confidence, audit_pair
+from ._collections import _check_inputs
+from ._stats import AuditResult, _check_confidence, _check_count, audit_pair
 
 __all__ = ["audit_ledger"]
 
