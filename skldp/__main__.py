@@ -40,6 +40,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .utils._command import run_command
+
 __all__ = ["main", "run"]
 
 ROWS = {
@@ -73,7 +75,8 @@ _EPILOG = """\
 This program is the PrivGE demo. The registered paper studies (sweeps over
 datasets, pipelines, eps and seeds) run with
   {prog} reproduce <study> [--quick] [--n-jobs N] [--backend loky|dask|ray]
-see {prog} reproduce --help."""
+see {prog} reproduce --help. An error ends in one line; with SKLDP_TRACEBACK=1
+in the environment it shows its traceback instead."""
 
 
 def _prog():
@@ -258,22 +261,11 @@ def main(argv=None):
     runs a registered study instead (see :mod:`skldp.experiments`).
 
     A user error (an unknown or unavailable dataset, a damaged runs file) ends
-    with a one-line message and status 1, Ctrl-C with status 130.
+    with a one-line message and status 1 (``SKLDP_TRACEBACK=1`` shows its
+    traceback instead), Ctrl-C with status 130.
     """
     argv = sys.argv[1:] if argv is None else list(argv)
-    try:
-        return _main(argv)
-    except KeyboardInterrupt:
-        print("skldp: interrupted", file=sys.stderr)
-        return 130
-    except (ValueError, OSError) as exc:   # RunsFileError is a ValueError
-        sys.exit(_error_line(exc))
-
-
-def _error_line(exc):
-    """``skldp: <message>`` on one line, for a user error."""
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return f"skldp: {text}"
+    return run_command(_main, argv, "skldp")
 
 
 def _main(argv):

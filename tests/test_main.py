@@ -176,3 +176,13 @@ def test_user_errors_end_in_one_line_not_a_traceback(monkeypatch, capsys):
     monkeypatch.setattr(job, "_run", interrupted)
     assert main(["--seeds", "1"]) == 130
     assert capsys.readouterr().err.strip() == "skldp: interrupted"
+
+
+def test_traceback_variable_shows_where_an_error_was_raised(monkeypatch):
+    # a ValueError from an internal bug would otherwise be one line with no location
+    monkeypatch.setenv("SKLDP_TRACEBACK", "1")
+    with pytest.raises(ValueError, match="Unknown dataset 'nope'"):
+        main(["--dataset", "nope", "--seeds", "1"])
+    monkeypatch.setenv("SKLDP_TRACEBACK", "0")
+    with pytest.raises(SystemExit, match="^skldp: Unknown dataset 'nope'"):
+        main(["--dataset", "nope", "--seeds", "1"])

@@ -7,6 +7,7 @@ import shlex
 import sys
 from pathlib import Path
 
+from ..utils._command import run_command
 from ._runner import BACKENDS
 
 __all__ = ["reproduce_main"]
@@ -54,7 +55,9 @@ def _parser(studies):
     p = argparse.ArgumentParser(
         prog=_prog(),
         description="Run a paper study (resumable: runs already in its runs file are "
-                    "skipped), then write its results page and figure.")
+                    "skipped), then write its results page and figure.",
+        epilog="An error ends in one line; with SKLDP_TRACEBACK=1 in the environment it "
+               "shows its traceback instead.")
     names = f"one of {studies.list_studies()}" if studies is not None else NO_STUDIES
     p.add_argument("study", help=f"study name, {names}")
     p.add_argument("--quick", action="store_true",
@@ -107,18 +110,12 @@ def reproduce_main(argv):
     status : int
         0 when every run is recorded, 1 when some failed or are missing (or
         on a user error: an unavailable dataset, a damaged runs file; one
-        line on stderr), 130 when interrupted (Ctrl-C; the recorded runs are
-        kept).
+        line on stderr, or its traceback with ``SKLDP_TRACEBACK=1``), 130
+        when interrupted (Ctrl-C; the recorded runs are kept).
     """
-    try:
-        return _reproduce(argv)
-    except KeyboardInterrupt:
-        print("skldp reproduce: interrupted; the runs recorded so far are kept, the same "
-              "command resumes", file=sys.stderr)
-        return 130
-    except (ValueError, OSError) as exc:   # RunsFileError is a ValueError
-        text = " ".join(str(exc).split()) or type(exc).__name__
-        sys.exit(f"skldp reproduce: {text}")
+    return run_command(_reproduce, argv, "skldp reproduce",
+                       interrupted="interrupted; the runs recorded so far are kept, the "
+                                   "same command resumes")
 
 
 def _reproduce(argv):
@@ -182,7 +179,10 @@ def _reproduce(argv):
         from ._summary import write_summary
         paths = write_summary(study, res.records, pages_dir, command=command)
     else:   # the study's page, from every run its runs file holds
-        paths = studies.write_page(args.study, res.records, pages_dir)
+        # the page names the runs file it was written from (the repository's by default)
+        elsewhere = runs_dir.resolve() != Path(studies.RUNS_DIR).resolve()
+        paths = studies.write_page(args.study, res.records, pages_dir,
+                                   runs_file=res.runs_file if elsewhere else None)
     print(f"{study.name}: {len(res.done)} run(s) done, {len(res.skipped)} already recorded, "
           f"{len(res.elsewhere)} taken by another process, {len(res.failed)} failed, "
           f"{len(res.missing)} missing ({res.wall_s:.0f} s)")

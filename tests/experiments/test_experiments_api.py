@@ -178,6 +178,10 @@ def test_cli_user_errors_end_in_one_line(monkeypatch, capsys, tmp_path):
         main(["reproduce", "privge", "--quick", "--results-dir", str(tmp_path)])
     assert e.value.code == ("skldp reproduce: Could not download the raw file of dataset "
                             "'facebook'.")
+    monkeypatch.setenv("SKLDP_TRACEBACK", "1")   # the traceback, on request
+    with pytest.raises(OSError, match="Could not download"):
+        main(["reproduce", "privge", "--quick", "--results-dir", str(tmp_path)])
+    monkeypatch.delenv("SKLDP_TRACEBACK")
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
