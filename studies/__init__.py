@@ -53,7 +53,7 @@ def get_study(name, **kwargs):
     return _module(name).make_study(**kwargs)
 
 
-def write_page(name, records, pages_dir=PAGES_DIR):
+def write_page(name, records, pages_dir=PAGES_DIR, runs_file=None):
     """Write the results page of study ``name`` (and its figure) from its runs.
 
     Parameters
@@ -64,10 +64,13 @@ def write_page(name, records, pages_dir=PAGES_DIR):
         The study's records (its runs file).
     pages_dir : path-like, default=PAGES_DIR
         Folder of the page (the documentation's results folder).
+    runs_file : path-like or None, default=None
+        The runs file the records were read from, as the page names it
+        (default: the repository's, ``studies/runs/<name>_runs.jsonl``).
 
     Returns
     -------
     paths : dict of str -> pathlib.Path
         What was written (``"page"``, ``"figure"``).
     """
-    return _module(name).write_page(records, Path(pages_dir))
+    return _module(name).write_page(records, Path(pages_dir), runs_file=runs_file)

@@ -58,7 +58,7 @@ def fill_blocks(path, blocks):
     return path
 
 
-def command_block(name, n_records, command=None):
+def command_block(name, n_records, command=None, runs_file=None):
     """The lines that say how to reproduce a page and where its runs are.
 
     Parameters
@@ -69,15 +69,19 @@ def command_block(name, n_records, command=None):
         Records in its runs file.
     command : str or None, default=None
         The command (default: ``python -m skldp reproduce <name>``).
+    runs_file : path-like or None, default=None
+        The runs file the page was written from (default: the repository's,
+        ``studies/runs/<name>_runs.jsonl``).
 
     Returns
     -------
     markdown : str
     """
     command = command or f"python -m skldp reproduce {name}"
+    runs_file = runs_file or f"studies/runs/{name}_runs.jsonl"
     return (f"From the root of a clone of the repository (resumable: recorded runs are "
             f"skipped; the page is rewritten from the runs file):\n\n```\n{command}\n```\n\n"
-            f"Runs: `studies/runs/{name}_runs.jsonl` ({n_records} records; each says how its "
+            f"Runs: `{runs_file}` ({n_records} records; each says how its "
             "sweep was scheduled).\n")
 
 

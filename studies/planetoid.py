@@ -231,12 +231,13 @@ def planetoid_table(records):
     return caption + "\n\n" + "\n".join(lines)
 
 
-def write_page(records, pages_dir):
+def write_page(records, pages_dir, runs_file=None):
     """This study's page and figure from its runs (``studies.write_page``)."""
     page = fill_blocks(Path(pages_dir) / PAGE, {
         "table": planetoid_table(records),
         "command": command_block("planetoid", len(records),
-                                 "python -m skldp reproduce planetoid --n-jobs 2")})
+                                 "python -m skldp reproduce planetoid --n-jobs 2",
+                                 runs_file=runs_file)})
     return {"page": page}
 
 

@@ -225,7 +225,7 @@ def _table(rows, dataset):
     return lines
 
 
-def write_page(records, pages_dir):
+def write_page(records, pages_dir, runs_file=None):
     """This study's page and figure from its runs (``studies.write_page``)."""
     from skldp.experiments import plot_summary
     pages_dir = Path(pages_dir)
@@ -240,7 +240,7 @@ def write_page(records, pages_dir):
     page = fill_blocks(pages_dir / "privge.md", {
         "table": "\n".join(table),
         "figure": f"![test accuracy against ε, one panel per dataset]({FIGURE})",
-        "command": command_block("privge", len(records)),
+        "command": command_block("privge", len(records), runs_file=runs_file),
     })
     paths = {"page": page}
     figure = plot_summary(rows, pages_dir / FIGURE,

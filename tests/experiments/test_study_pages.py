@@ -98,3 +98,17 @@ def test_a_page_without_its_blocks_is_refused(name, tmp_path):
     with pytest.raises(ValueError, match="no block"):
         studies.write_page(name, _records(name), tmp_path)
     assert page.read_text(encoding="utf-8") == "# a page with no generated block\n"
+
+
+@pytest.mark.parametrize("name", STUDIES)
+def test_a_page_names_the_runs_file_it_was_written_from(name, tmp_path):
+    # with --runs-dir elsewhere, the page named the repository's runs file
+    import studies
+    page = _page(name)
+    (tmp_path / page.name).write_text(_blank_blocks(page.read_text(encoding="utf-8")),
+                                      encoding="utf-8")
+    elsewhere = tmp_path / "runs" / f"{name}_runs.jsonl"
+    studies.write_page(name, _records(name), tmp_path, runs_file=elsewhere)
+    text = (tmp_path / page.name).read_text(encoding="utf-8")
+    assert f"Runs: `{elsewhere}` (" in text
+    assert f"studies/runs/{name}_runs.jsonl" not in text
