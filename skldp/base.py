@@ -671,8 +671,10 @@ class LDPMechanism(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
         self._check_n_features(X)
         check_finite_features(X)
         check_population(self, X)
-        return self._reports_for(X, array_node_keys(self.population_, X.shape[0]),
-                                 array_population(self.population_), ())
+        keys = array_node_keys(self.population_, X.shape[0])
+        if not hasattr(self, "seed_"):   # the saved reports: no device answers (any process)
+            return self._reports_for(X, keys, None, ())
+        return self._reports_for(X, keys, array_population(self.population_), ())
 
     def _transform_graph(self, G):
         if getattr(self, "collected_", False):

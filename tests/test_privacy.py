@@ -77,6 +77,21 @@ def test_plain_array_mechanism_without_secret():
     np.testing.assert_array_equal(mech.transform(X), Z)
 
 
+def test_saved_reports_are_served_in_a_worker_process(monkeypatch):
+    # no device answers them, so the worker-process refusal does not apply (it did)
+    import multiprocessing
+    X = np.random.default_rng(0).random((20, 3))
+    mech = HDSMechanism(1.0, feature_range=(0, 1), random_state=0).fit(X)
+    Z = mech.transform(X)
+    monkeypatch.setattr(multiprocessing, "parent_process", lambda: object())
+    with pytest.raises(RuntimeError, match="worker process"):   # with its secret: refused
+        mech.transform(X)
+    monkeypatch.undo()
+    forget_secrets(mech, X)
+    monkeypatch.setattr(multiprocessing, "parent_process", lambda: object())
+    np.testing.assert_array_equal(mech.transform(X), Z)
+
+
 def test_secrets_inside_unions_and_meta_estimators_are_forgotten(small_graph):
     from skldp.baselines import CorrectAndSmooth, GraphFeatureUnion, StructuralFeatures
     A, X, y = small_graph
