@@ -352,7 +352,11 @@ class Population:
                 return
             if not self._reachable:
                 raise _unreachable()
-            with open(self._journal, "a+b") as fh:
+            try:
+                fh = open(self._journal, "a+b")
+            except FileNotFoundError:   # the original ended and removed the journal's folder
+                raise _unreachable() from None
+            with fh:
                 if fcntl is not None:
                     fcntl.flock(fh, fcntl.LOCK_EX)
                 try:

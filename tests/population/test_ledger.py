@@ -157,6 +157,19 @@ def test_an_unreachable_ledger_refuses_to_collect(sbm, tmp_path):
     assert fresh.ledger.local_epsilon == 1.0
 
 
+def test_a_copy_whose_original_ended_refuses_to_collect(sbm):
+    # the original removes the journal's folder when it is collected: the copy raised a
+    # bare FileNotFoundError
+    import gc
+    G, _ = sbm
+    G = G.new_simulation()
+    copy = pickle.loads(pickle.dumps(G))
+    del G
+    gc.collect()
+    with pytest.raises(RuntimeError, match="would not be counted"):
+        HDSMechanism(1.0, feature_range=(0, 1), random_state=0).fit_transform(copy)
+
+
 def test_the_spec_is_public_json_and_the_ledger_keeps_no_secret(sbm):
     G, _ = sbm
     mech = HDSMechanism(1.0, feature_range=(0, 1), random_state=0).fit(G)
