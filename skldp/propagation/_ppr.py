@@ -228,7 +228,8 @@ class PPRPropagation(GraphTransformerMixin, BaseEstimator):
         """
         loops, r = bool(self.add_self_loops), float(self.r)
         sym = solver != "power"
-        key = ("ppr_torch", sym, None if sym else r, loops, np.dtype(dtype).str, str(device))
+        # r is in the key for both solvers: the symmetric ones keep D^(1/2-r), D^(r-1/2)
+        key = ("ppr_torch", sym, r, loops, np.dtype(dtype).str, str(device))
 
         def build(A):
             if device.type in _NORMALISE_ON and not loops:   # normalised on the device
@@ -301,8 +302,8 @@ class PPRPropagation(GraphTransformerMixin, BaseEstimator):
         n, d = X.shape
         a, tol, max_iter = float(self.alpha), float(self.tol), int(self.max_iter)
         sym = solver != "power"
-        key = ("ppr_cpu", sym, None if sym else float(self.r), bool(self.add_self_loops),
-               np.dtype(dtype).str)
+        # r is in the key for both solvers: the symmetric ones keep D^(1/2-r), D^(r-1/2)
+        key = ("ppr_cpu", sym, float(self.r), bool(self.add_self_loops), np.dtype(dtype).str)
 
         def build(A):   # the ordered operator only: the plain one is not kept
             return _ordered_operator(*_ppr_operator(A, sym, float(self.r),

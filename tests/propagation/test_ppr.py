@@ -549,3 +549,24 @@ def test_output_kept_on_the_device_is_the_output_brought_back(small_graph, monke
     monkeypatch.setattr(_ppr, "_KEEP_OUTPUT_ON", ("cuda",))
     assert PPRPropagation(backend="torch", device="cpu").fit_transform(
         GraphData(X, A))._store._on_device is None
+
+
+@pytest.mark.parametrize("solver,backend", [("chebyshev", "scipy"), ("cg", "scipy"),
+                                            ("chebyshev", "torch"), ("cg", "torch")])
+def test_another_r_on_the_same_graph_is_solved_with_its_own_scalings(solver, backend):
+    # the graph's cached operator was keyed without r for the symmetric solvers, but it
+    # keeps D^(1/2-r) and D^(r-1/2): a second r on a graph was off by 16-32 %
+    rng = np.random.default_rng(0)
+    A = sp.random(40, 40, density=0.15, random_state=1, format="csr")
+    A = sp.csr_matrix(((A + A.T) > 0).astype(float))
+    A.setdiag(0)
+    A.eliminate_zeros()
+    X = rng.random((40, 4))
+    G = GraphData(X, A)
+    kw = dict(alpha=0.1, tol=1e-8, solver=solver, dtype="float64", backend=backend)
+    if backend == "torch":
+        kw["device"] = "cpu"
+    for r in (0.5, 0.0, 1.0):
+        Z = PPRPropagation(r=r, **kw).fit_transform(G).features
+        np.testing.assert_allclose(np.asarray(Z), _direct(A, X, 0.1, r), rtol=1e-5,
+                                   atol=1e-7)
