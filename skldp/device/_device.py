@@ -114,7 +114,11 @@ def encode(spec, data, *, seed, key, user=None, directory=None):
     elif p.protects == "labels":
         batch = p.encode(p.prepare([data]), seed, keys)
     else:
-        rows = np.asarray(data, dtype=np.float64).reshape(1, -1)
+        rows = np.asarray(data, dtype=np.float64)
+        if rows.ndim > 1 and rows.shape[0] != 1:
+            raise ValueError(f"A device answers about one row (its user's), got an array of "
+                             f"shape {rows.shape}.")
+        rows = rows.reshape(1, -1)
         batch = p.encode(p.prepare(device_steps(spec, rows)), seed, keys)
     return p.row(batch, 0)
 
@@ -205,6 +209,9 @@ class Device:
         old = self._answers.get(spec.id)
         if old is not None:
             if old["input"] != digest:
+                # input this spec cannot take gets its own error, not "other data"
+                if "edges" not in spec.protects or directory is not None:
+                    encode(spec, data, seed=0, key=0, user=self.user, directory=directory)
                 raise AlreadyAnswered(
                     f"this device answered collection {spec.id} about other data; answering "
                     "again would spend its budget again. The server must open a new "

@@ -102,6 +102,11 @@ def test_device_answers_once_and_refuses_changed_data(hds_spec, tmp_path):
     assert dev.spent == 1.0
     with pytest.raises(AlreadyAnswered, match="new collection"):
         dev.answer(hds_spec, x[::-1])
+    # input the spec cannot take: its own error, also after an answer (it said "other data")
+    with pytest.raises(ValueError, match="rows of 6 features, got shape \\(1, 5\\)"):
+        dev.answer(hds_spec, x[:5])
+    with pytest.raises(ValueError, match="one row .*shape \\(2, 6\\)"):   # said (1, 12)
+        Device(user="bob").answer(hds_spec, np.zeros((2, 6)))
     # the answers survive a restart; the secret seed is not stored
     again = Device(user="alice", path=path)
     assert again.answer(hds_spec, x) == first
