@@ -260,9 +260,9 @@ def privacy_report(estimator):
         report.central_delta += ledger.central_delta
         for what in ("features", "labels", "edges"):
             report.by_what[what] = report.by_what.get(what, 0.0) + ledger.epsilon_for(what)
-        population = ledger._device_side() if ledger._device_side is not None else None
-        if population is not None and population.budget is not None:
-            report.budget = population.budget
+        ledger._sync()
+        if ledger._cap() is not None:
+            report.budget = ledger._cap()
     if np.isinf(report.local_epsilon):
         report.local_epsilon = float("inf")
     return report

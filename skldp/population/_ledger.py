@@ -111,6 +111,7 @@ class Ledger:
         self._device_side = None   # a weak reference to the population, to read its journal
         self._journal = None       # the population's journal, once it is shared
         self._offset = 0           # bytes of it read (a ledger on its own: see _sync)
+        self._budget = None        # the users' cap when saved (a ledger on its own)
 
     # ------------------------------------------------------------------ writing
     def _add(self, spec, keys):
@@ -155,8 +156,16 @@ class Ledger:
                     self._add_central(CollectionSpec.from_dict(rec["central"],
                                                                check_kind=False),
                                       rec["n_users"])
+                elif "budget" in rec:
+                    self._budget = rec["budget"]
 
     # ------------------------------------------------------------------ reading
+    def _cap(self):
+        """The users' budget cap: their population's, or the last one known (a ledger
+        saved with an estimator, whose population is gone or elsewhere)."""
+        pop = self._device_side() if self._device_side is not None else None
+        return pop.budget if pop is not None else self._budget
+
     def mark(self):
         """A sequence number: :meth:`entries` ``(since=mark)`` lists what was answered after it."""
         self._sync()
@@ -287,10 +296,11 @@ class Ledger:
             state = dict(self.__dict__)
         state.pop("_lock")
         state["_device_side"] = None
+        state["_budget"] = pop.budget if pop is not None else self._budget
         return state
 
     def __setstate__(self, state):
-        self.__dict__.update({"_journal": None, "_offset": 0, **state})
+        self.__dict__.update({"_journal": None, "_offset": 0, "_budget": None, **state})
         self._lock = threading.RLock()
         if self._journal is not None and os.path.exists(self._journal):
             self._local, self._central, self._seq, self._offset = {}, {}, 0, 0

@@ -85,6 +85,7 @@ class Population:
         self.budget = _check_budget(budget)
         self.simulated = bool(simulated)
         self.ledger = Ledger()
+        self.ledger._budget = self.budget   # what a report says once this population is gone
         self._secret = secrets.randbits(63)
         self._answers = {}     # collection id -> _Answers: who answered, about what
         self._received = {}    # collection id -> {key: report} the server kept (labels)
@@ -112,7 +113,7 @@ class Population:
                 raise ValueError(f"budget={budget:.4g} is below what a user has already spent "
                                  f"(epsilon={spent:.4g}): a cap cannot undo reports that were "
                                  "sent.")
-            self.budget = budget
+            self.budget = self.ledger._budget = budget
             self._write({"budget": budget})
         return self
 
@@ -187,6 +188,8 @@ class Population:
                 "received (give it that collection's parameters, e.g. "
                 "skldp.population.mechanism_from_spec(spec)); to ask the devices again, "
                 "publish a new spec.")
+        if self._secret is None:   # a copy that cannot reach the devices' secret
+            raise _unreachable()
         node_keys = np.asarray(node_keys, dtype=np.uint64)
         rkeys = report_keys(node_keys, digests)
         tags = answer_tags(self._secret, spec.id, rkeys)
@@ -222,6 +225,8 @@ class Population:
             Reports the server keeps for post-processing (labels: the received
             label positions, read back with :meth:`received`).
         """
+        if self._secret is None:
+            raise _unreachable()
         node_keys = np.asarray(node_keys, dtype=np.uint64)
         tags = answer_tags(self._secret, spec.id, node_keys)   # one answer per user
         with self._exclusive():
@@ -395,7 +400,7 @@ class Population:
     def _apply(self, rec):
         """Apply one journal record: an answer batch, a central training or a budget."""
         if "budget" in rec:
-            self.budget = rec["budget"]
+            self.budget = self.ledger._budget = rec["budget"]
             return
         if "central" in rec:
             self.ledger._add_central(CollectionSpec.from_dict(rec["central"], check_kind=False),
@@ -438,8 +443,7 @@ class Population:
             self._offset = fh.tell()
         self._journal = path
         self.ledger._journal = path
-        # Only the original removes the folder, when it is garbage collected.
-        weakref.finalize(self, shutil.rmtree, folder, True)
+        self._folder = _FOLDERS[folder] = _JournalFolder(folder)
 
     # ---------------------------------------------------------------- pickling
     def __getstate__(self):
@@ -461,12 +465,15 @@ class Population:
             os.path.join(os.path.dirname(self._journal), "secret")
         self._reachable = secret is not None and os.path.exists(secret)
         self._secret = None
+        # a copy in the original's process keeps the folder while it lives
+        self._folder = None if secret is None else _FOLDERS.get(os.path.dirname(secret))
         if self._reachable:
             with open(secret) as fh:
                 self._secret = int(fh.read())
             self.ledger = Ledger()                 # rebuilt from the journal, from its start
             self.ledger._journal = self._journal
         self.ledger._device_side = weakref.ref(self)
+        self.ledger._budget = self.budget
         if self._reachable:
             self._sync()
 
@@ -474,6 +481,19 @@ class Population:
         cap = "no budget cap" if self.budget is None else f"budget {self.budget:g} per user"
         real = "" if self.simulated else ", real devices"
         return f"<Population {self.id[:8]}: {len(self.ledger)} collection(s), {cap}{real}>"
+
+
+class _JournalFolder:
+    """The journal's private folder, removed when the last population of this process
+    that holds it (the original, or a copy made here by pickle or deepcopy) is collected.
+    Copies in other processes do not hold it: they need the original alive."""
+
+    def __init__(self, path):
+        self.path = path
+        weakref.finalize(self, shutil.rmtree, path, True)
+
+
+_FOLDERS = weakref.WeakValueDictionary()   # folder path -> _JournalFolder
 
 
 def _unreachable():

@@ -157,15 +157,52 @@ def test_an_unreachable_ledger_refuses_to_collect(sbm, tmp_path):
     assert fresh.ledger.local_epsilon == 1.0
 
 
-def test_a_copy_whose_original_ended_refuses_to_collect(sbm):
-    # the original removes the journal's folder when it is collected: the copy raised a
-    # bare FileNotFoundError
+def test_a_copy_outlives_its_original_in_the_same_process(sbm):
+    # the original removed the journal's folder when it was collected: the copy's ledger
+    # and collections raised a bare FileNotFoundError
     import gc
     G, _ = sbm
-    G = G.new_simulation()
+    G = G.new_simulation(budget=3.0)
+    HDSMechanism(1.0, feature_range=(0, 1), random_state=0).fit_transform(G)
     copy = pickle.loads(pickle.dumps(G))
     del G
     gc.collect()
+    assert copy.ledger.local_epsilon == 1.0
+    HDSMechanism(1.5, feature_range=(0, 1), random_state=0).fit_transform(copy)
+    assert copy.ledger.local_epsilon == 2.5
+    with pytest.raises(BudgetExceededError):   # the cap holds
+        HDSMechanism(1.0, feature_range=(0, 1), random_state=1).fit_transform(copy)
+
+
+def test_the_report_keeps_the_cap_after_pickling_and_once_the_graph_is_gone(sbm):
+    # the report read the cap through the population only: a saved pipeline's report, or
+    # one made once the GraphData was collected, had no budget line
+    import gc
+    G, y = sbm
+    G = G.new_simulation(budget=2.0)
+    mech = HDSMechanism(1.0, feature_range=(0, 1), random_state=0)
+    mech.fit_transform(G)
+    assert privacy_report(mech).budget == 2.0
+    assert privacy_report(pickle.loads(pickle.dumps(mech))).budget == 2.0
+    G.population.set_budget(1.5)
+    assert privacy_report(pickle.loads(pickle.dumps(mech))).budget == 1.5
+    del G
+    gc.collect()
+    report = privacy_report(mech)
+    assert report.budget == 1.5 and "budget: 1.5 per user" in str(report)
+
+
+def test_a_copy_loaded_after_every_holder_ended_refuses_to_collect(sbm):
+    # as a pipeline saved with its graph and loaded once the saving process has ended:
+    # it raised a TypeError (no secret) instead of the documented error
+    import gc
+    G, _ = sbm
+    G = G.new_simulation()
+    blob = pickle.dumps(G)
+    del G
+    gc.collect()
+    copy = pickle.loads(blob)
+    assert copy.ledger.local_epsilon == 0.0   # what it knew when it was saved
     with pytest.raises(RuntimeError, match="would not be counted"):
         HDSMechanism(1.0, feature_range=(0, 1), random_state=0).fit_transform(copy)
 
