@@ -115,4 +115,7 @@ def to_torch_dense(X, device="cpu", dtype=torch.float32):
     """Dense or scipy sparse features -> dense torch tensor."""
     if sp.issparse(X):
         X = X.toarray()
-    return torch.as_tensor(np.asarray(X), dtype=dtype, device=device)
+    X = np.asarray(X)
+    if not X.flags.writeable:   # torch would share (and warn about) read-only memory
+        X = X.copy()
+    return torch.as_tensor(X, dtype=dtype, device=device)
