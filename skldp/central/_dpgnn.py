@@ -29,6 +29,7 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 import torch.nn.functional as F
+from joblib import hash as joblib_hash
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.multiclass import check_classification_targets
@@ -55,7 +56,12 @@ from ..accounting._rdp import (
 from ..base import GraphClassifierMixin, PrivateStepMixin, array_node_keys
 from ..exceptions import PrivacyLeakWarning
 from ..model_selection._validation import validation_split
-from ..population import BudgetExceededError, CollectionSpec, default_population
+from ..population import (
+    BudgetExceededError,
+    CollectionSpec,
+    default_population,
+    feature_digests,
+)
 from ..population._spec import public_params, step_kind
 from ..utils._adjacency import normalized_adjacency
 from ..utils._logging import verbose_logger
@@ -135,7 +141,34 @@ class _OneLayerGNN(nn.Module):
                 for name, _ in self.named_parameters()}
 
 
-# ------------------------------------------------------------ feature helpers
+# ------------------------------------------------------------ fit input helpers
+def _check_distinct_users(keys, owner):
+    """Refuse a training set that holds a user more than once (``keys``: their node keys).
+
+    The accountants count each training row as one user: a user present twice
+    (e.g. a class oversampled with ``G[idx]`` and repeated ids) moves two clipped
+    gradients, and is protected only at group size 2, not by ``epsilon_``.
+    """
+    keys = np.asarray(keys)
+    n_distinct = len(np.unique(keys))
+    if n_distinct != len(keys):
+        raise ValueError(
+            f"{owner}: the training view contains repeated nodes ({len(keys)} rows, "
+            f"{n_distinct} distinct users); each node may appear once (node-level privacy "
+            "counts each node once, and epsilon_ would not cover a user present twice). "
+            "Do not oversample private rows; weight the classes in the model instead.")
+
+
+def _fit_digest(*parts):
+    """One hash of what a fit reads (arrays and content fingerprints), for its seeds.
+
+    Computed once per fit, only with an explicit ``random_state`` (see
+    :meth:`_DPTrainerBase._stream_seed`); never stored on the estimator (an
+    unkeyed hash of the training data would tell which data it was).
+    """
+    return joblib_hash(parts)
+
+
 def _check_min_features(shape, owner):
     """Refuse 0 features: the first layer would have no input (and its initialisation
     divides by its input width)."""
@@ -503,23 +536,36 @@ class _DPTrainerBase(PrivateStepMixin, GraphClassifierMixin, BaseEstimator):
                        "data outside the fit.")) from exc
 
     # ------------------------------------------------------------ randomness
-    def _stream_seed(self, stream):
+    def _stream_seed(self, stream, data=None):
         """Seed of one independent random stream of this fit.
 
         A keyed hash of ``random_state`` and the stream's identity (its name,
-        the estimator's class and its privacy-relevant parameters): the noise,
-        the batches, the initialisation and the degree-bounded sample never
-        share random numbers, and two fits with the same integer
-        ``random_state`` but, say, different ``target_epsilon`` do not reuse
-        the same noise (which would let ``(x1 sigma2 - x2 sigma1)`` reveal the
-        clipped sums). ``random_state=None`` takes each seed from the OS's
-        entropy.
+        the estimator's class, its privacy-relevant parameters and ``data``,
+        the fit's :func:`_fit_digest` of what it trains on): the noise, the
+        batches, the initialisation and the degree-bounded sample never share
+        random numbers; two fits with the same integer ``random_state`` but,
+        say, different ``target_epsilon`` do not reuse the same noise (which
+        would let ``(x1 sigma2 - x2 sigma1)`` reveal the clipped sums); and
+        neither do two trainings on different data (the folds of a
+        cross-validation, neighbouring datasets), whose difference would
+        otherwise be a difference of clipped sums without noise. The same fit
+        on the same data draws the same numbers. ``random_state=None`` takes
+        each seed from the OS's entropy (``data`` is then not needed).
         """
         # validation and patience choose among the noisy iterates; they change
-        # neither the collection nor its noise (and would not hash: an array)
+        # neither the collection nor its noise (the rows they hold out are in ``data``)
         params = {k: v for k, v in self.get_params().items()
                   if k not in ("random_state", "verbose", "device", "validation", "patience")}
-        return collection_seed(self.random_state, (stream, type(self).__name__, params))
+        identity = (stream, type(self).__name__, params)
+        return collection_seed(self.random_state,
+                               identity if data is None else identity + (data,))
+
+    def _data_digest(self, *parts):
+        """:func:`_fit_digest` of ``parts`` (callables are called), or ``None`` with
+        ``random_state=None``, whose seeds come from the OS's entropy (no hashing)."""
+        if self.random_state is None:
+            return None
+        return _fit_digest(*(p() if callable(p) else p for p in parts))
 
     # ---------------------------------------------------------------- labels
     def _encode_targets(self, y, n_rows):
@@ -606,13 +652,14 @@ class _DPTrainerBase(PrivateStepMixin, GraphClassifierMixin, BaseEstimator):
 
     # ------------------------------------------------------------- training
     def _dp_fit(self, feats, nb, w, y_enc, n_features, account_K, population,
-                validation=None, clear_reads=()):
+                validation=None, clear_reads=(), data=None):
         """Train on neighbourhoods ``nb``/``w`` (one row per training node).
 
         ``validation`` is ``None`` or ``(feats, rows, A_rows, y_enc)`` of the
         validation rows (``A_rows``: their rows of the inference aggregator, or
         ``None`` without a graph). ``clear_reads`` (see :meth:`_clear_reads`) are
-        charged before the training.
+        charged before the training. ``data`` is the fit's digest of its input
+        (:meth:`_data_digest`), part of every stream's seed.
         """
         N = len(nb)
         m = int(self.batch_size)
@@ -625,10 +672,10 @@ class _DPTrainerBase(PrivateStepMixin, GraphClassifierMixin, BaseEstimator):
         delta = float(self.delta) if self.delta is not None else 1.0 / (10.0 * N)
         device = resolve_device(self.device)
         # Three independent streams, none of them numpy's or torch's global state.
-        batch_rng = np.random.default_rng(self._stream_seed("DPSGD-batches"))
-        init_gen = torch.Generator().manual_seed(self._stream_seed("DPSGD-init"))
+        batch_rng = np.random.default_rng(self._stream_seed("DPSGD-batches", data))
+        init_gen = torch.Generator().manual_seed(self._stream_seed("DPSGD-init", data))
         noise_gen = torch.Generator(device=device).manual_seed(
-            self._stream_seed("DPSGD-noise"))
+            self._stream_seed("DPSGD-noise", data))
 
         module = _OneLayerGNN(n_features, len(self.classes_), int(self.hidden_size),
                               int(self.encoder_layers), int(self.decoder_layers),
@@ -1020,9 +1067,13 @@ class DPGNNClassifier(_DPTrainerBase):
         tr, va = self._validation_rows(G, y_enc)
         G_val, y_val = (G._replace(G.rows[va]), y_enc[va]) if va is not None else (None, None)
         G, y_enc = (G._replace(G.rows[tr]), y_enc[tr]) if va is not None else (G, y_enc)
-        if len(np.unique(G.rows)) != len(G.rows):
-            raise ValueError("the training view contains repeated nodes; each node may "
-                             "appear once (node-level privacy counts each node once).")
+        keys = G.node_keys[G.rows]
+        _check_distinct_users(keys, type(self).__name__)
+        # what the training reads: its rows (their users), their labels, and the features
+        # and graph its neighbourhoods are drawn from (not the validation labels)
+        data = self._data_digest(G.rows, keys, y_enc,
+                                 lambda: array_fingerprint(G.features),
+                                 lambda: array_fingerprint(G.adjacency))
         if int(self.batch_size) > len(G):
             raise ValueError(f"batch_size={self.batch_size} is larger than the training set "
                              f"({len(G)} nodes); use batch_size <= {len(G)}.")
@@ -1030,14 +1081,14 @@ class DPGNNClassifier(_DPTrainerBase):
         record_feature_names(self, G)
         S = degree_bounded_sample(
             G.adjacency, K, nodes=G.rows,
-            random_state=np.random.default_rng(self._stream_seed("DPGNN-degree-sample")))
+            random_state=np.random.default_rng(self._stream_seed("DPGNN-degree-sample", data)))
         nb, w = _padded_neighbourhoods(S, G.rows, K)
         feats = _Features(G.features, resolve_device(self.device))
         validation = None
         if G_val is not None:  # scored like predict: over their full neighbourhoods
             validation = (feats, G_val.rows, self._aggregator(G_val)[G_val.rows], y_val)
         self._dp_fit(feats, nb, w, y_enc, G.shape[1], K, G.population, validation,
-                     clear_reads=self._graph_clear_reads(G, nb, validation))
+                     clear_reads=self._graph_clear_reads(G, nb, validation), data=data)
         self.protects_ = tuple(self.protects)
         return self
 
@@ -1226,6 +1277,16 @@ class DPMLPClassifier(_DPTrainerBase):
         record_feature_names(self, X)
         device = resolve_device(self.device)
         tr, va = self._validation_rows(X, y_enc)
+        graph = isinstance(X, GraphData)
+        keys = X.node_keys[X.rows][tr] if graph else None
+        if graph:   # a plain array's rows are its users; a view may repeat one
+            _check_distinct_users(keys, type(self).__name__)
+        # what the training reads: its rows' users (a plain array: their order), labels
+        # and features (one digest per row; not the validation rows')
+        # (a sparse Xf may be the caller's matrix, which feature_digests would canonicalise
+        # in place: it gets a copy of the rows)
+        data = self._data_digest(keys, y_enc[tr], lambda: feature_digests(
+            Xf[tr] if va is not None or sp.issparse(Xf) else Xf))
         clear_reads = self._array_clear_reads(X, Xf, tr, va)
         validation = None
         if va is not None:
@@ -1238,8 +1299,8 @@ class DPMLPClassifier(_DPTrainerBase):
         self._dp_fit(feats, nb, w, y_enc, Xf.shape[1], 0,
                      # plain arrays carry no user ids: every training on them is charged
                      # to one process-wide ledger (a search's folds are other arrays)
-                     X.population if isinstance(X, GraphData) else default_population(),
-                     validation, clear_reads)
+                     X.population if graph else default_population(),
+                     validation, clear_reads, data)
         self.protects_ = tuple(self.protects)
         return self
 
