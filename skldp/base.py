@@ -1,11 +1,13 @@
 """Base classes: graph transformers, local DP mechanisms, NodeWise, graph classifiers."""
 
 import functools
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
 from joblib import hash as joblib_hash
 from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin, _fit_context, clone
+from sklearn.utils import get_tags
 from sklearn.utils._param_validation import HasMethods
 from sklearn.utils._set_output import _wrap_data_with_container
 from sklearn.utils.metaestimators import available_if
@@ -15,7 +17,7 @@ from sklearn.utils.validation import check_array, check_is_fitted, column_or_1d
 from ._graph_data import GraphData, reads_users_data
 from .exceptions import InvalidParameterError
 from .population._digest import feature_digests
-from .population._population import array_population
+from .population._population import BudgetExceededError, array_population
 from .population._spec import (
     CollectionSpec,
     device_step_spec,
@@ -39,7 +41,7 @@ from .utils.validation import (
 __all__ = ["GraphTransformerMixin", "LDPMechanism", "NodeWise", "GraphClassifierMixin",
            "NumberedColumnsMixin",
            "PrivateStepMixin", "fitted_token", "check_population", "population_of",
-           "boundary_input", "saved_positions", "collected_spec"]
+           "boundary_input", "saved_positions", "collected_spec", "edges_read_by"]
 
 
 def collected_spec(X, part="features"):
@@ -53,6 +55,13 @@ def collected_spec(X, part="features"):
     return origin[1] if origin[0] == "reports" else None
 
 
+def edges_read_by(origin):
+    """The server steps that computed data of this ``origin`` from the users' raw edges
+    (the adjacency before an edge mechanism collected it): a tuple of step names, empty
+    when none did (see ``GraphTransformerMixin._mark_origin``)."""
+    return tuple(origin[3]) if origin[0] == "derived" and len(origin) > 3 else ()
+
+
 def boundary_input(step, X, part="features"):
     """The population behind ``X`` and the public on-device steps its ``part`` went through.
 
@@ -60,9 +69,11 @@ def boundary_input(step, X, part="features"):
     that data after public, stateless on-device steps (a fixed hashing, a fixed
     clip). Features or an adjacency computed on the server (by a step fitted on
     other users' data, by propagation, or from reports) are refused with an
-    error that says what to do instead. Plain arrays carry no history: they are
-    taken as the users' data, and their users are those of
-    :func:`~skldp.population.array_population`.
+    error that says what to do instead. An edge mechanism (``part="adjacency"``) also
+    refuses a view whose features a server step computed from the users' true edges
+    (propagation before the edge mechanism): what it passes on would reveal them.
+    Plain arrays carry no history: they are taken as the users' data, and their users
+    are those of :func:`~skldp.population.array_population`.
 
     Returns
     -------
@@ -91,6 +102,15 @@ def boundary_input(step, X, part="features"):
             "the users' data give the mechanism public bounds (feature_range=...); a public, "
             "stateless on-device step (FeatureHashing) may come first; and steps after the "
             "mechanism (scaling its reports) are free post-processing.")
+    readers = edges_read_by(st.feature_origin) if part == "adjacency" else ()
+    if readers:
+        name = type(step).__name__
+        raise ValueError(
+            f"{name} collects the users' edges, but a step before {name} read the true edges "
+            f"({', '.join(readers)}): the features {name} would pass on were computed on the "
+            "server from the users' raw adjacency, so they reveal the edges whatever eps. "
+            f"Put {name} first, so that propagation, aggregation and structural features "
+            "read the users' reports.")
     return st.population, origin[1]
 
 
@@ -516,18 +536,33 @@ class GraphTransformerMixin(TransformerMixin, auto_wrap_output_keys=None):
     #: in their ledger as reading them in the clear.
     _reads_features = True
 
+    @property
+    def _reads_adjacency(self):
+        """Whether the step reads the adjacency of its input: it requires one (the
+        ``_graph_requirements`` propagation, aggregation and structural features declare)."""
+        req = self._graph_requirements
+        return bool(req.get("require_adjacency") or req.get("require_symmetric"))
+
     def _mark_origin(self, G, out):
         """Record where the parts of ``out`` this step replaced come from (see boundary_input).
 
         An origin is ``("raw", on-device steps)`` (the users' data), ``("reports", spec)``,
         or ``("derived", description, from the users' data?)``: whether a step after this
-        one reads the users' data (in the clear) depends on the last item.
+        one reads the users' data (in the clear) depends on the third item. Features
+        computed from the users' raw edges (a step that reads an adjacency no edge
+        mechanism collected, or features computed from such features) carry a fourth
+        item, the names of the steps that read those edges (:func:`edges_read_by`): an
+        edge mechanism after them is refused.
         """
         src, st = G._store, out._store
         if st is src:
             return out
         name = type(self).__name__
         read = reads_users_data(src.feature_origin) and self._reads_features
+        edges = edges_read_by(src.feature_origin) if self._reads_features else ()
+        if self._reads_adjacency and reads_users_data(src.adjacency_origin) and \
+                name not in edges:
+            edges += (name,)
         for part, origin in (("features", "feature_origin"), ("adjacency", "adjacency_origin")):
             if st.same(src, part):
                 continue
@@ -542,6 +577,9 @@ class GraphTransformerMixin(TransformerMixin, auto_wrap_output_keys=None):
                                     "raw data", True)
             else:
                 after = ("derived", f"were computed on the server by {name}", False)
+            if part == "features" and edges and after[0] == "derived" and \
+                    "features" not in getattr(self, "protects", ()):
+                after += (edges,)
             setattr(st, origin, after)
         return out
 
@@ -788,6 +826,12 @@ class NodeWise(GraphTransformerMixin, BaseEstimator):
     fitted on the users' rows (``StandardScaler()``) runs on the server; a
     mechanism after it is refused.
 
+    The labels ``y`` reach the wrapped transformer only when it needs them (its
+    tags require ``y``, or it cannot be fitted without them, as ``SelectKBest``):
+    its output is then a function of the clean labels, so the users of a
+    GraphData are charged a read of their labels in the clear (epsilon inf,
+    refused under a budget). Unsupervised transformers get ``y=None``.
+
     Parameters
     ----------
     estimator : transformer
@@ -842,9 +886,66 @@ class NodeWise(GraphTransformerMixin, BaseEstimator):
             # A public map: fitted on one row of zeros, never on any user's data.
             shape = (1, X.shape[1])
             rows, y = (sp.csr_matrix(shape) if sp.issparse(rows) else np.zeros(shape)), None
-        self.estimator_ = est.fit(rows, y)
+        self.estimator_ = self._fit_estimator(est, rows, X, y)
         self.n_features_in_ = X.shape[1]
         return self
+
+    def _fit_estimator(self, est, rows, X, y):
+        """Fit ``est`` on ``rows``, with the labels ``y`` only when it needs them.
+
+        It needs them when its tags say so (``target_tags.required``) or when it cannot
+        be fitted without them (``SelectKBest``, ``SelectFromModel``, whose tags allow
+        ``y=None``): an unsupervised transformer gets ``y=None``, as it ignores ``y``.
+        Labels of a GraphData's users handed to it are read in the clear by this
+        server-side step: the users are charged an infinite epsilon for their labels
+        (a population with a budget refuses it, and the fitted transformer is dropped).
+        """
+        if y is None:
+            return est.fit(rows, None)
+        try:
+            required = get_tags(est).target_tags.required
+        except AttributeError:   # a transformer without scikit-learn's tags: tried without y
+            required = False
+        if not required:
+            try:
+                # the warnings of a fit that fails for want of y are not the user's business
+                with warnings.catch_warnings(record=True) as caught:
+                    fitted = est.fit(rows, None)
+            except Warning:   # a warning turned into an error: the fit's own error
+                raise
+            except Exception:   # it needs y: fitted with the labels below
+                est = clone(est)
+            else:
+                for w in caught:   # the warnings of the fit that is kept, as they came
+                    warnings.warn_explicit(w.message, w.category, w.filename, w.lineno,
+                                           source=w.source)
+                return fitted
+        # charged once the fit succeeds (a failed fit read nothing it releases); under a
+        # budget the fitted transformer is dropped before anything is returned
+        fitted = est.fit(rows, y)
+        self._note_label_read(X)
+        return fitted
+
+    def _note_label_read(self, X):
+        """Charge the users of the view ``X`` (its rows, the labelled ones) a read of their
+        labels in the clear (epsilon inf); the step keeps ``ledger_``, as for features."""
+        if not isinstance(X, GraphData):
+            self._reads_unrecorded = True   # no users to charge: the report states inf
+            return
+        st = X._store
+        keys = np.unique(X.node_keys[X.rows])
+        try:
+            st.population.note_clear_read(step_kind(self), "labels", keys)
+        except BudgetExceededError as exc:
+            raise BudgetExceededError(
+                f"NodeWise({type(self.estimator).__name__}) fits on the labels y of "
+                f"{len(keys)} user(s), reading them in the clear (epsilon=inf), which no "
+                f"privacy budget admits (this population's is {st.population.budget:.4g} per "
+                "user). Nothing was kept. Use an unsupervised transformer here, or collect "
+                "the labels with a label mechanism (LabelRandomizedResponse) and fit on its "
+                "reports.") from exc
+        if not hasattr(self, "ledger_"):
+            self.ledger_ = st.population.ledger
 
     def transform(self, X):
         check_is_fitted(self, "estimator_")

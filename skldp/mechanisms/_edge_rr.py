@@ -291,6 +291,10 @@ class EdgeRR(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
     An asymmetric input is accepted only with ``symmetrize="directed"``;
     otherwise symmetrise it first (``A.maximum(A.T)``).
 
+    Put it before every step that reads the graph (propagation, aggregation,
+    structural features): features such a step computed from the true
+    adjacency would reveal the edges whatever ``eps``, and are refused.
+
     References
     ----------
     .. [1] W. Lin, B. Li and C. Wang, "Towards Private Learning on
