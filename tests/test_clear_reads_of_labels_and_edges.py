@@ -158,6 +158,17 @@ def test_an_edge_mechanism_after_a_step_that_read_the_true_edges_is_refused(sbm,
     assert all("edges" not in e.spec.protects for e in G.ledger.entries())
 
 
+def test_a_union_with_a_branch_that_read_the_true_edges_is_refused_too(sbm):
+    # the union rebuilt its output and dropped the mark: EdgeRR after it was accepted
+    from skldp.baselines import GraphFeatureUnion
+    G, y = sbm
+    pipe = Pipeline([("mb", _mb()),
+                     ("union", GraphFeatureUnion([("k", KProp(steps=2)), ("p", "passthrough")])),
+                     ("edges", EdgeRR(eps=2.0, random_state=0))])
+    with pytest.raises(ValueError, match=r"read the true edges \(KProp\)"):
+        pipe.fit(G[:50], y[:50])
+
+
 def test_structural_features_read_the_true_edges_too(sbm):
     G, _ = sbm
     Z = StructuralFeatures(degree_bins=2, n_eigenvectors=2, n_components=4,

@@ -8,6 +8,7 @@ from sklearn.base import _fit_context
 from sklearn.pipeline import FeatureUnion
 
 from .._graph_data import GraphData, reads_users_data
+from ..base import edges_read_by
 from ..utils.validation import check_graph_data
 
 __all__ = ["GraphFeatureUnion"]
@@ -146,8 +147,16 @@ class GraphFeatureUnion(FeatureUnion, auto_wrap_output_keys=None):
         # The union is the users' data (in the clear) if any branch is: a "passthrough"
         # branch, or a step that computed its output from their raw features.
         tainted = any(reads_users_data(out._store.feature_origin) for _, out, _ in outs)
-        return G.full().with_features(Z, feature_names=names,
-                                      source="server" if tainted else "public")
+        union = G.full().with_features(Z, feature_names=names,
+                                       source="server" if tainted else "public")
+        # and computed from the users' raw edges if any branch's output is (an edge
+        # mechanism after the union refuses it, see skldp.base.edges_read_by)
+        readers = tuple(dict.fromkeys(
+            r for _, out, _ in outs for r in edges_read_by(out._store.feature_origin)))
+        origin = union._store.feature_origin
+        if readers and origin[0] == "derived":
+            union._store.feature_origin = origin[:3] + (readers,)
+        return union
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
