@@ -72,9 +72,11 @@ def feature_digests(X):
     out = np.zeros(n, dtype=np.uint64)
     with np.errstate(over="ignore"):
         if sp.issparse(X):
-            X = sp.csr_matrix(X)
-            X.sum_duplicates()
-            X.eliminate_zeros()
+            X = sp.csr_matrix(X)   # (shares a CSR input's arrays: canonicalised on a copy)
+            if not X.has_canonical_format or not np.all(X.data):
+                X = X.copy()
+                X.sum_duplicates()
+                X.eliminate_zeros()
             terms = _entry_terms(_value_bits(X.data), words[X.indices])
             _add_by_row(out, X.indptr.astype(np.int64), terms)
         else:

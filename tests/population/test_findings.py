@@ -286,3 +286,19 @@ def test_integer_budgets_and_bounds_are_the_same_request_as_floats():
         again = MultiBitMechanism(eps=eps, feature_range=bounds, random_state=0)
         np.testing.assert_array_equal(again.fit_transform(G).features, Z)
     assert G.ledger.local_epsilon == 1.0 and len(G.ledger) == 1
+
+
+def test_feature_digests_leave_the_callers_sparse_matrix_as_it_was():
+    # the digest canonicalised a CSR input in place (sorted its indices, dropped its
+    # explicit zeros from arrays its indptr still counted)
+    import numpy as np
+    import scipy.sparse as sp
+
+    from skldp.population import feature_digests
+    A = sp.csr_matrix((np.array([1.0, 0.0, 2.0, 3.0]), np.array([2, 0, 1, 1]),
+                       np.array([0, 2, 4])), shape=(2, 3))
+    before = [a.copy() for a in (A.data, A.indices, A.indptr)]
+    digests = feature_digests(A)
+    for old, now in zip(before, (A.data, A.indices, A.indptr), strict=True):
+        np.testing.assert_array_equal(old, now)
+    np.testing.assert_array_equal(digests, feature_digests(A.toarray()))
