@@ -503,7 +503,10 @@ class _DPTrainerBase(PrivateStepMixin, GraphClassifierMixin, BaseEstimator):
         """
         spec = CollectionSpec(id="", kind=step_kind(self),
                               protects=tuple(self.protects), epsilon=float(eps),
-                              delta=float(delta), model="central", params=public_params(self),
+                              delta=float(delta), model="central",
+                              # where and how verbosely it runs is not part of the release
+                              params=public_params(self, exclude=("random_state", "device",
+                                                                  "verbose")),
                               public_state={"n_train": int(n_train)}
                               ).with_nonce(uuid.uuid4().hex[:16])
         population.record_training(spec, n_train)

@@ -188,3 +188,16 @@ def test_validation_rows_do_not_change_the_training_noise(small_graph, Est, extr
     for k, v in _params(plain).items():
         np.testing.assert_array_equal(v, _params(sel)[k])
 
+
+
+def test_a_torch_device_object_is_accepted(small_graph):
+    # device=torch.device("cpu") passed the parameter check, then failed in the training's
+    # spec ("device is not a public value a spec can hold")
+    import torch
+    G, y = _graph(small_graph)
+    kw = dict(n_steps=2, batch_size=10, classes=np.unique(y), device=torch.device("cpu"),
+              random_state=0)
+    dpmlp = DPMLPClassifier(**kw).fit(np.asarray(G.features), y)
+    dpgnn = DPGNNClassifier(**kw).fit(G, y)
+    for est in (dpmlp, dpgnn):
+        assert "device" not in est.collection_.params
