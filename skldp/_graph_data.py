@@ -66,9 +66,10 @@ def _signature(A):
                  for a in (A.data, A.indices, A.indptr)) + (A.shape,)
 
 
-# The ledger's name for features read through ``np.asarray(G)`` (no dots: a kind's
-# last dotted part is its name in reports).
+# The ledger's names for features read through ``np.asarray(G)`` and ``G.to_pandas()``
+# (no dots: a kind's last dotted part is its name in reports).
 _EXPORT = "Array export of the features (np_asarray, a step outside skldp)"
+_PANDAS_EXPORT = "DataFrame export of the features (GraphData_to_pandas, a step outside skldp)"
 
 _INFOS = {}   # memory signature of an adjacency -> weakref to its _AdjacencyInfo
 _INFOS_LOCK = threading.RLock()   # re-entrant: a collection may run `drop` inside
@@ -514,14 +515,21 @@ class GraphData:
 
     def __array__(self, dtype=None, copy=None):
         st = self._store
-        if reads_users_data(st.feature_origin):
-            # the view's features leave as a plain array, which carries no history:
-            # whatever reads it (a scikit-learn step, the user's code) reads those users'
-            # data. No token: another view's rows are other users.
-            st.population.note_clear_read(_EXPORT, "features", self.node_keys[self.rows])
+        self._note_export(_EXPORT, self.rows)
         X = st.features[self.rows]
         out = X.toarray() if sp.issparse(X) else X
         return out if dtype is None else out.astype(dtype, copy=False)
+
+    def _note_export(self, kind, rows):
+        """Charge the users at positions ``rows`` a read of their features in the clear
+        (epsilon inf; refused under a budget) when the features are the users' data: they
+        leave as a plain container (an array, a DataFrame), which carries no history, so
+        whatever reads it (a scikit-learn step, the user's code) reads those users' data.
+        Reports, and what is computed from them, cost nothing more. No token: another
+        view's rows are other users."""
+        st = self._store
+        if reads_users_data(st.feature_origin):
+            st.population.note_clear_read(kind, "features", self.node_keys[rows])
 
     def __repr__(self):
         A = self._store.adjacency
@@ -593,8 +601,28 @@ class GraphData:
 
         For repeated experiments on one dataset, each a separate deployment.
         Returns a view of the same rows; the arrays are shared, not copied.
+
+        Raises
+        ------
+        ValueError
+            If the graph holds reports that real devices sent
+            (:func:`skldp.population.received_graph`): those users spent their
+            budget on them, and a simulation cannot replay them with an empty ledger.
         """
         st = self._store
+        received = [part for part, origin in (("features", st.feature_origin),
+                                              ("edges", st.adjacency_origin))
+                    if origin[0] == "reports"]
+        if received or not st.population.simulated:
+            specs = getattr(st.population, "_collected", {}).values()
+            what = "; ".join(spec.describe() for spec in specs) or ", ".join(received)
+            raise ValueError(
+                "new_simulation() gives the data to new simulated devices with an empty "
+                "ledger, but this graph holds reports that real devices sent (" + what +
+                "): those users spent that budget when they sent them, and a simulation "
+                "cannot replay their reports at no cost. Train on this graph (its ledger "
+                "states what they spent); to simulate deployments, build a GraphData of "
+                "raw data, whose new_simulation() makes the devices answer anew.")
         new = _GraphStore(st._features, st.adjacency, st.node_ids, st.feature_names,
                           Population(budget), st.feature_origin, st.adjacency_origin,
                           on_device=st._on_device)
@@ -825,8 +853,14 @@ class GraphData:
 
     # ------------------------------------------------------------------ export
     def to_pandas(self):
-        """The selected rows as a :class:`pandas.DataFrame` indexed by node id."""
+        """The selected rows as a :class:`pandas.DataFrame` indexed by node id.
+
+        Like ``np.asarray(G)``, it hands the features to code that records nothing:
+        when they are the users' data (not reports), the view's users are charged a
+        read in the clear (epsilon inf), which a population with a budget refuses.
+        """
         import pandas as pd
+        self._note_export(_PANDAS_EXPORT, self.rows)
         X = self._store.features[self.rows]
         names = self.feature_names
         cols = list(names) if names is not None else [f"x{i}" for i in range(self.shape[1])]

@@ -6,7 +6,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import check_random_state
 
-from .._graph_data import GraphData, _is_symmetric
+from .._graph_data import _EXPORT, GraphData, _is_symmetric
 
 __all__ = ["PairData", "random_edge_split", "sample_non_edges"]
 
@@ -38,6 +38,9 @@ class PairData(GraphData):
     A plain scikit-learn estimator sees ``np.asarray(P)``: the Hadamard
     product ``x_u * x_v`` of the endpoint features, shape
     ``(n_pairs, n_features)`` (the edge features of [Li et al., CIKM 2024, §4.1]).
+    When those features are the users' data (not reports), the users at both
+    ends of the pairs are charged a read in the clear (epsilon inf), as for
+    ``np.asarray(G)``.
 
     Parameters
     ----------
@@ -86,6 +89,10 @@ class PairData(GraphData):
             raise TypeError(f"graph must be a skldp.GraphData, got {type(graph).__name__}.")
         self._store = graph._store
         self.pairs = _check_pairs(pairs, graph.n_nodes)
+        # Where the labels of the pairs were read (for the link predictors' ledger): the
+        # adjacency origin random_edge_split labelled them from; None for the caller's
+        # pairs, whose labels may be the users' true edges.
+        self._labels_from = None
 
     @classmethod
     def from_node_ids(cls, graph, id_pairs):
@@ -112,11 +119,17 @@ class PairData(GraphData):
         return cls(graph, order[pos].reshape(id_pairs.shape))
 
     @classmethod
-    def _from_pairs(cls, store, pairs):
+    def _from_pairs(cls, store, pairs, labels_from=None):
         obj = cls.__new__(cls)
         obj._store = store
         obj.pairs = pairs
+        obj._labels_from = labels_from
         return obj
+
+    def _labels(self):
+        """Where the pairs' labels were read (``_labels_from``; ``None`` for a PairData
+        pickled before it existed: labels of unknown origin)."""
+        return getattr(self, "_labels_from", None)
 
     def concat(self, *others):
         """The pairs of ``self`` followed by those of ``others``, over the same graph.
@@ -137,8 +150,11 @@ class PairData(GraphData):
             if not isinstance(o, PairData) or o._store is not self._store:
                 raise ValueError("PairData.concat joins pairs over the same graph only (e.g. "
                                  "those of one random_edge_split).")
+        # labels read from one origin stay so; a mix is of unknown origin
+        same = all(o._labels() == self._labels() for o in others)
         return PairData._from_pairs(self._store,
-                                    np.concatenate([self.pairs] + [o.pairs for o in others]))
+                                    np.concatenate([self.pairs] + [o.pairs for o in others]),
+                                    self._labels() if same else None)
 
     # ----------------------------------------------------------- array protocol
     @property
@@ -165,9 +181,11 @@ class PairData(GraphData):
             if key.dtype == bool and key.shape != (len(self.pairs),):
                 raise IndexError(f"boolean index of length {len(key)} does not match "
                                  f"{len(self.pairs)} pairs.")
-        return PairData._from_pairs(self._store, self.pairs[key])
+        return PairData._from_pairs(self._store, self.pairs[key], self._labels())
 
     def __array__(self, dtype=None, copy=None):
+        # x_u * x_v leaves as a plain array: the users at both ends are read in the clear
+        self._note_export(_EXPORT, self.rows)
         out = hadamard_features(self.features, self.pairs)
         return out if dtype is None else out.astype(dtype, copy=False)
 
@@ -193,7 +211,7 @@ class PairData(GraphData):
         if full.n_nodes != self.n_nodes:
             raise ValueError(f"cannot move {len(self)} pairs over {self.n_nodes} nodes onto "
                              f"a graph of {full.n_nodes} nodes.")
-        return PairData._from_pairs(full._store, self.pairs)
+        return PairData._from_pairs(full._store, self.pairs, self._labels())
 
     def with_features(self, features, feature_names=None, *, source="server"):
         """The same pairs over a graph holding new node ``features``."""
@@ -420,6 +438,17 @@ def random_edge_split(G, val_size=0.05, test_size=0.1, *, negative_ratio=1.0,
         If the graph is unknown or directed (asymmetric adjacency), the
         fractions are invalid, or more non-edges are asked for than exist.
 
+    Notes
+    -----
+    The labels are the edges of ``G``, and the training graph keeps the
+    origin of ``G``'s adjacency. Split the true graph and put an edge
+    mechanism (:class:`~skldp.mechanisms.EdgeRR`) in the pipeline, and the
+    link predictor trains on the collected graph with the true edges as
+    labels: the users at the ends of its training pairs are charged a read of
+    their edges in the clear. Split the mechanism's output instead
+    (``random_edge_split(EdgeRR(...).fit_transform(G))``) to label the pairs
+    from the collected graph: nothing more is charged.
+
     References
     ----------
     S. Sajadmanesh, D. Gatica-Perez. When Differential Privacy Meets Graph
@@ -471,14 +500,19 @@ def random_edge_split(G, val_size=0.05, test_size=0.1, *, negative_ratio=1.0,
         A_train.eliminate_zeros()
     else:
         A_train = A
-    # The evaluation protocol: every user's own list without the held-out pairs.
+    # The evaluation protocol: every user's own list without the held-out pairs. The
+    # training graph keeps the origin of G's adjacency: the users' own lists stay theirs
+    # (an edge mechanism may collect them), reports stay reports (not collected again).
     G_train = G.full()._with_new_adjacency(A_train, source="users")
+    labels_from = G._store.adjacency_origin
+    G_train._store.adjacency_origin = labels_from
 
     out_P, out_y = [], []
     for pos, ng in zip(parts, neg_parts, strict=True):
         pairs = np.concatenate([pos, ng]).astype(np.intp)
         y = np.r_[np.ones(len(pos), dtype=np.int64), np.zeros(len(ng), dtype=np.int64)]
         order = rng.permutation(len(y))
-        out_P.append(PairData._from_pairs(G_train._store, pairs[order]))
+        # the labels are G's edges: what a link predictor fitted on them reads
+        out_P.append(PairData._from_pairs(G_train._store, pairs[order], labels_from))
         out_y.append(y[order])
     return (*out_P, *out_y)

@@ -337,8 +337,15 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
 
     # -------------------------------------------------------------- predict
     def _logits(self, X):
-        """Logits (pre-softmax scores) of the rows of X, shape (n_rows, n_classes)."""
+        """Logits (pre-softmax scores) of the rows of X, shape (n_rows, n_classes).
+
+        Every prediction path (``predict``, ``predict_proba``, ``decision_function``)
+        comes here. The forward pass reads the features of ``X``'s graph: raw ones are
+        charged as read in the clear, exactly as ``fit`` is (refused under a budget),
+        before anything is read; once per graph, as the ledger remembers its token.
+        """
         check_is_fitted(self, "module_")
+        note_feature_read(self, X)   # raw features read here: in the clear
         check_feature_names(self, X)
         if not isinstance(X, GraphData):
             from sklearn.utils.validation import check_array

@@ -15,6 +15,7 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 from torch import nn
 
+from .._graph_data import reads_users_data
 from .._torch import (
     Adam,
     Dropout,
@@ -36,6 +37,8 @@ from .._torch._device import DEVICE_CONSTRAINT
 from ..base import GraphClassifierMixin, note_feature_read
 from ..model_selection._edge_splits import PairData, edge_codes, edge_lookup
 from ..model_selection._validation import validation_split
+from ..population._population import BudgetExceededError
+from ..population._spec import step_kind
 from ..utils._logging import verbose_logger
 from ..utils._random import draw_seed
 from ..utils.validation import (
@@ -58,6 +61,14 @@ from ._gnn import (
 )
 
 __all__ = ["VGAELinkPredictor", "HadamardLinkPredictor"]
+
+
+def _edges_collected(origin):
+    """Whether an adjacency of this origin was collected by an edge mechanism: reports
+    real devices sent, or the output of a step that protects edges (``EdgeRR``; see
+    ``GraphTransformerMixin._mark_origin``), not the users' true lists."""
+    return origin[0] == "reports" or (
+        origin[0] == "derived" and str(origin[1]).startswith("are the reports of"))
 
 
 def _check_pairdata(X, owner):
@@ -98,7 +109,42 @@ class _LinkPredictorBase(GraphClassifierMixin, BaseEstimator):
         if len(self.classes_) != 2:
             raise ValueError(f"link prediction needs two classes (non-edge, edge), got "
                              f"{len(self.classes_)}: {self.classes_!r}.")
+        self._note_label_read(X)
         return X, y_enc
+
+    def _note_label_read(self, X):
+        """Charge the users at the ends of the fit pairs a read of their edges in the clear.
+
+        The labels ``y`` say which pairs are edges. When an edge mechanism collected the
+        graph the model trains on (``EdgeRR`` before it), the edges are meant to be
+        private, but labels read from the users' true graph (``random_edge_split`` of
+        the raw graph, or pairs of unknown origin) hand the true edges of those pairs to
+        the model: epsilon inf for the users at both ends, refused under a budget. Pairs
+        labelled from the collected graph itself (``random_edge_split`` of the mechanism's
+        output) read nothing more. Without an edge mechanism the graph is taken as given
+        to the server, as documented (docs/privacy.rst), and nothing is charged.
+        """
+        st = X._store
+        if not _edges_collected(st.adjacency_origin):
+            return
+        labels_from = X._labels()
+        if labels_from is not None and not reads_users_data(labels_from):
+            return   # labelled from the collected reports: post-processing
+        keys = X.node_keys[np.unique(X.pairs)]
+        try:
+            st.population.note_clear_read(step_kind(self), "edges", keys)
+        except BudgetExceededError as exc:
+            raise BudgetExceededError(
+                f"{type(self).__name__} would train on pair labels read from the users' "
+                "true graph (or of unknown origin: pairs the caller built) for "
+                f"{len(keys)} user(s) whose edges an edge mechanism collected: it reads those "
+                "edges in the clear (epsilon=inf), which no privacy budget admits (this "
+                f"population's is {st.population.budget:.4g} per user). Nothing was fitted. "
+                "Label the pairs from the collected graph instead: split the edge "
+                "mechanism's output, random_edge_split(EdgeRR(...).fit_transform(G)), and "
+                "leave the edge mechanism out of the pipeline.") from exc
+        if not hasattr(self, "ledger_"):
+            self.ledger_ = st.population.ledger
 
     def _split_validation(self, X, y_enc, seed):
         """Training and validation (pairs, labels): the fit pairs named by ``validation``, or a
@@ -133,12 +179,16 @@ class _LinkPredictorBase(GraphClassifierMixin, BaseEstimator):
         return log
 
     def _check_fitted_pairs(self, X):
-        """``X`` as PairData with as many node features as at fit time."""
+        """``X`` as PairData with as many node features as at fit time; raw node features
+        are charged as read in the clear (``note_feature_read``), as ``fit`` does."""
         check_is_fitted(self, "module_")
         X = _check_pairdata(X, self)
         if X.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is "
                              f"expecting {self.n_features_in_} features as input.")
+        # every prediction path reads the node features here: raw ones are read in the
+        # clear, as at fit (once per graph: the ledger remembers the graph's token)
+        note_feature_read(self, X)
         return X
 
     def predict_proba(self, X):

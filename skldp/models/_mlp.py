@@ -16,6 +16,7 @@ from torch import nn
 
 from .._graph_data import GraphData
 from .._torch import Dropout, resolve_device, stream_seed
+from ..base import note_feature_read
 from ..utils._arrays import torch_sum_is_finite
 from ..utils.validation import Count, Interval, check_feature_names, check_finite_features
 from ._base import TorchClassifierBase
@@ -619,6 +620,7 @@ class MLPHead(TorchClassifierBase):
             raise ValueError(f"X has {shape[1]} features, but {type(self).__name__} is "
                              f"expecting {n_in} features as input.")
         check_is_fitted(self, "module_")
+        note_feature_read(self, X)   # raw features read here: in the clear, as at fit
         if not isinstance(X, GraphData):
             X = check_array(X, accept_sparse="csr", dtype=np.float32)
         device = resolve_device(self.device)
