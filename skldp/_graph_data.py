@@ -359,6 +359,9 @@ class GraphData:
     ----------
     features : array-like or sparse matrix of shape (n_nodes, n_features)
         Node features. Scipy sparse arrays and matrices stay sparse (CSR).
+        A float array is kept, not copied (as scikit-learn's estimators read
+        theirs): do not edit it afterwards, or pass a copy (steps keep results
+        computed from it).
     adjacency : sparse matrix, ndarray, networkx.Graph or None, default=None
         Adjacency of shape (n_nodes, n_nodes). ``None`` means the server does
         not know the graph (e.g. it is collected with edge LDP later). A
@@ -710,7 +713,9 @@ class GraphData:
         """Return the adjacency or raise a clear error if the graph is unknown."""
         if self._store.adjacency is None:
             raise ValueError(f"{step} needs the graph, but this GraphData has no adjacency "
-                             "(adjacency=None). Collect it first, e.g. with EdgeRR.")
+                             "(adjacency=None). Build it with the users' adjacency "
+                             "(GraphData(X, A)), or with the edge reports they sent "
+                             "(skldp.population.received_graph).")
         return self._store.adjacency
 
     def require_symmetric(self, step="This step"):
