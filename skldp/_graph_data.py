@@ -12,7 +12,7 @@ import scipy.sparse as sp
 
 from .device._random import _as_integers, ids_to_keys
 from .population._population import Population
-from .utils._arrays import check_finite_features, frame_column_names
+from .utils._arrays import check_finite_features, check_float32_range, frame_column_names
 
 __all__ = ["GraphData"]
 
@@ -224,23 +224,37 @@ class _GraphStore:
 def _as_features(features):
     if sp.issparse(features):
         X = sp.csr_matrix(features)
-        if not np.issubdtype(X.dtype, np.floating):
+        _check_real(X.dtype)
+        if X.dtype not in (np.float32, np.float64):
             X = X.astype(np.float64)
         if not X.has_canonical_format:   # sum_duplicates edits in place: not the caller's
             X = _private(X, features)
             X.sum_duplicates()
         return X
     X = np.asarray(features)
+    if X.dtype == object and hasattr(features, "to_numpy"):
+        # pandas' nullable dtypes (Float64, Int64) come out as objects: as floats, NA as NaN
+        try:
+            X = features.to_numpy(dtype=np.float64, na_value=np.nan)
+        except (TypeError, ValueError):
+            pass
     if X.dtype == object or not (np.issubdtype(X.dtype, np.number) or X.dtype == bool):
         raise TypeError(f"features must be numeric, got dtype {X.dtype}.")
+    _check_real(X.dtype)
     if X.ndim == 1:
         raise ValueError("features must be 2-D (n_nodes, n_features); got a 1-D array. "
                          "Reshape with features.reshape(-1, 1) for a single feature.")
     if X.ndim != 2:
         raise ValueError(f"features must be 2-D, got {X.ndim} dimensions.")
-    if not np.issubdtype(X.dtype, np.floating):
+    if X.dtype not in (np.float32, np.float64):   # integers, bools, float16, longdouble
         X = X.astype(np.float64)
     return X
+
+
+def _check_real(dtype):
+    if np.issubdtype(dtype, np.complexfloating):
+        raise TypeError(f"features must be real numbers, got dtype {dtype} (the imaginary "
+                        "part would be dropped).")
 
 
 def _as_adjacency(adjacency, n_nodes, node_ids, owned=False):
@@ -690,7 +704,8 @@ class GraphData:
         return True
 
     def require_finite_features(self, step="This step"):
-        """Return the features of all nodes, raising if any is NaN or infinite.
+        """Return the features of all nodes, raising if any is NaN, infinite or beyond
+        float32's range (in which graph steps and models compute).
 
         The check covers the whole graph (graph steps mix every node's
         features) and is done once per graph: the result is cached on the
@@ -707,6 +722,7 @@ class GraphData:
             X = st.features if st._on_device is None or st._features is not None \
                 else st._on_device
             check_finite_features(X, name=f"the features given to {step}")
+            check_float32_range(X, name=f"the features given to {step}")
             st._finite = True
 
     def require_adjacency(self, step="This step"):

@@ -286,7 +286,9 @@ def test_known_symmetry_answers_one_sidedness_without_a_scan(monkeypatch):
 def test_finite_check_is_exact_when_the_sum_overflows():
     huge = np.array([[1e308, 1e308], [1e308, -1.0]])
     G = GraphData(huge)
-    assert G.require_finite_features("Step") is G.features  # finite, though the sum is inf
+    # finite, though the sum is inf: refused for float32's range, not as non-finite
+    with pytest.raises(ValueError, match="exceed float32's range"):
+        G.require_finite_features("Step")
     huge[1, 1] = np.nan
     with pytest.raises(ValueError, match=r"first at row 1, column 1"):
         GraphData(huge).require_finite_features("Step")
@@ -517,3 +519,38 @@ def test_negative_entry_cancelled_by_a_duplicate_is_refused():
     # positive duplicates are still summed
     D = sp.coo_matrix((np.array([1., 2.]), ([0, 0], [1, 1])), shape=(3, 3))
     assert GraphData(np.eye(3), D).adjacency[0, 1] == 3
+
+
+def test_feature_dtypes_are_real_floats_torch_can_read():
+    # complex features lost their imaginary part with a numpy warning only; longdouble
+    # features reached torch, which cannot read them; pandas' nullable dtypes were refused
+    import pandas as pd
+    X = np.arange(6.0).reshape(3, 2)
+    for bad in (X + 1j, sp.csr_matrix(X + 1j)):
+        with pytest.raises(TypeError, match="real numbers, got dtype complex128"):
+            GraphData(bad)
+    for dtype in (np.longdouble, np.float16, np.int32, bool):
+        assert GraphData(X.astype(dtype)).features.dtype == np.float64
+    assert GraphData(sp.csr_matrix(X.astype(np.longdouble))).features.dtype == np.float64
+    G = GraphData(pd.DataFrame(X, columns=["a", "b"]).astype("Float64"))
+    np.testing.assert_array_equal(G.features, X)
+    assert list(G.feature_names) == ["a", "b"]
+
+
+def test_features_beyond_float32_are_refused_by_graph_steps_and_models():
+    # finite in float64, inf in float32: KProp gave inf, GCN and DP-MLP NaN probabilities
+    from skldp.central import DPMLPClassifier
+    from skldp.models import GCNClassifier
+    from skldp.propagation import KProp
+    rng = np.random.default_rng(0)
+    X = rng.random((30, 3)) * 1e39
+    A = sp.random(30, 30, density=0.2, random_state=0, format="csr")
+    A = sp.csr_matrix(((A + A.T) > 0).astype(float))
+    y = rng.integers(0, 2, 30)
+    for fit in (lambda G: KProp().fit_transform(G),
+                lambda G: GCNClassifier(epochs=1, random_state=0).fit(G[:20], y[:20]),
+                lambda G: DPMLPClassifier(n_steps=1, batch_size=10, random_state=0,
+                                          classes=[0, 1]).fit(G[:20], y[:20])):
+        with pytest.raises(ValueError, match="exceed float32's range"):
+            fit(GraphData(X, A))
+    KProp().fit_transform(GraphData(X / 1e10, A))   # within range: fine

@@ -64,6 +64,7 @@ from ..population import (
 )
 from ..population._spec import public_params, step_kind
 from ..utils._adjacency import normalized_adjacency
+from ..utils._arrays import check_float32_range
 from ..utils._logging import verbose_logger
 from ..utils._random import array_fingerprint, collection_seed
 from ..utils.validation import (
@@ -1066,6 +1067,7 @@ class DPGNNClassifier(_DPTrainerBase):
         G = check_graph_data(X, self, require_symmetric=True)
         _check_min_features(G.shape, type(self).__name__)
         check_finite_features(G.features)
+        check_float32_range(G.features)
         y_enc = self._encode_targets(y, len(G))
         tr, va = self._validation_rows(G, y_enc)
         G_val, y_val = (G._replace(G.rows[va]), y_enc[va]) if va is not None else (None, None)
@@ -1251,6 +1253,7 @@ class DPMLPClassifier(_DPTrainerBase):
             Xf = check_array(X, accept_sparse="csr", dtype=np.float32, estimator=self)
         _check_min_features(Xf.shape, type(self).__name__)
         check_finite_features(Xf)
+        check_float32_range(Xf)
         return Xf
 
     @_fit_context(prefer_skip_nested_validation=True)

@@ -12,7 +12,7 @@ import scipy.sparse as sp
 
 from ._blocks import row_blocks
 
-__all__ = ["check_finite_features", "frame_column_names", "torch_blocks_sum",
+__all__ = ["check_finite_features", "check_float32_range", "frame_column_names", "torch_blocks_sum",
            "torch_sum_is_finite", "unique_inverse", "within_bounds"]
 
 
@@ -38,6 +38,20 @@ def check_finite_features(X, name="features"):
     if not np.all(np.isfinite(data)):
         bad = np.argwhere(~np.isfinite(X.toarray() if sp.issparse(X) else data))[0]
         raise ValueError(_not_finite(name, bad))
+    return X
+
+
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def check_float32_range(X, name="features"):
+    """Refuse float64 data beyond float32's range: graph steps and models compute in
+    float32 by default, where it would become inf (and then NaN probabilities)."""
+    data = X.data if sp.issparse(X) else X
+    if isinstance(data, np.ndarray) and data.dtype == np.float64 and data.size and \
+            max(-float(data.min()), float(data.max())) > _FLOAT32_MAX:
+        raise ValueError(f"{name} exceed float32's range (|x| <= {_FLOAT32_MAX:.3g}), in "
+                         "which graph steps and models compute: rescale them.")
     return X
 
 
