@@ -268,6 +268,8 @@ class Population:
         spec = CollectionSpec(id="", kind=kind, protects=(part,), epsilon=float("inf"),
                               model="clear", params={"reads": part}).with_nonce("in the clear")
         node_keys = np.asarray(node_keys, dtype=np.uint64)
+        if self._secret is None and self._charged_in_clear(part, node_keys):
+            return   # a saved copy whose users were charged this read already (e.g. at fit)
         with self._exclusive():
             self._sync_locked()
             tags = answer_tags(self._secret or 0, spec.id, node_keys)
@@ -279,6 +281,12 @@ class Population:
                              "tags": _b64(new_tags)})
         if token is not None:
             self._clear_reads.add((kind, part, token))
+
+    def _charged_in_clear(self, part, node_keys):
+        """Whether every one of ``node_keys`` already has an infinite epsilon for ``part``."""
+        users, eps = self.ledger.per_user(part)
+        charged = users[np.isinf(eps)]
+        return bool(np.isin(node_keys, charged).all())
 
     def record_training(self, spec, n_users):
         """A central-DP training on the data of ``n_users`` users (checked against the budget)."""

@@ -174,6 +174,23 @@ def test_a_copy_outlives_its_original_in_the_same_process(sbm):
         HDSMechanism(1.0, feature_range=(0, 1), random_state=1).fit_transform(copy)
 
 
+def test_a_saved_model_predicts_on_its_saved_raw_graph_once_every_holder_ended(sbm):
+    # the model charged its read of the raw features at fit; reading them again at predict
+    # asked the unreachable ledger and raised
+    import gc
+    G, y = sbm
+    G = G.new_simulation()
+    model = MLPHead(epochs=2, random_state=0).fit(G[:60], y[:60])
+    expected = model.predict(G[60:])
+    blob = pickle.dumps((model, G))
+    del model, G
+    gc.collect()
+    model, G = pickle.loads(blob)
+    np.testing.assert_array_equal(model.predict(G[60:]), expected)
+    with pytest.raises(RuntimeError, match="would not be counted"):   # a new read: refused
+        HDSMechanism(1.0, feature_range=(0, 1), random_state=0).fit_transform(G)
+
+
 def test_the_report_keeps_the_cap_after_pickling_and_once_the_graph_is_gone(sbm):
     # the report read the cap through the population only: a saved pipeline's report, or
     # one made once the GraphData was collected, had no budget line
