@@ -1289,10 +1289,8 @@ class DPMLPClassifier(_DPTrainerBase):
             _check_distinct_users(keys, type(self).__name__)
         # what the training reads: its rows' users (a plain array: their order), labels
         # and features (one digest per row; not the validation rows')
-        # (a sparse Xf may be the caller's matrix, which feature_digests would canonicalise
-        # in place: it gets a copy of the rows)
         data = self._data_digest(keys, y_enc[tr], lambda: feature_digests(
-            Xf[tr] if va is not None or sp.issparse(Xf) else Xf))
+            Xf[tr] if va is not None else Xf))
         clear_reads = self._array_clear_reads(X, Xf, tr, va)
         validation = None
         if va is not None:

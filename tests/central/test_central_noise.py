@@ -51,8 +51,11 @@ def test_validation_rows_are_not_counted_as_repeats(small_graph):
     """The check is on the training rows (the ones the accountant counts)."""
     G, y = _graph(small_graph)
     kw = dict(batch_size=10, n_steps=2, hidden_size=4, random_state=0, **CL)
+    rows = np.r_[0:50, 40:45]   # users 40..44 twice, both times among the validation ids
     with pytest.warns(PrivacyLeakWarning):   # validation reads its rows in the clear
-        DPMLPClassifier(validation=np.arange(40, 50), **HYP, **kw).fit(G[:50], y[:50])
+        DPMLPClassifier(validation=np.arange(40, 50), **HYP, **kw).fit(G[rows], y[rows])
+    with pytest.raises(ValueError, match="repeated nodes"):   # now both times in training
+        DPMLPClassifier(validation=np.arange(45, 55), **HYP, **kw).fit(G[rows], y[rows])
 
 
 # ------------------------------------------------------ independent noise
