@@ -709,10 +709,9 @@ class LDPMechanism(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
         self._check_n_features(X)
         check_finite_features(X)
         check_population(self, X)
-        keys = array_node_keys(self.population_, X.shape[0])
-        if not hasattr(self, "seed_"):   # the saved reports: no device answers (any process)
-            return self._reports_for(X, keys, None, ())
-        return self._reports_for(X, keys, array_population(self.population_), ())
+        # (the population only if devices answer: saved reports are served in any process)
+        return self._reports_for(X, array_node_keys(self.population_, X.shape[0]),
+                                 lambda: array_population(self.population_), ())
 
     def _transform_graph(self, G):
         if getattr(self, "collected_", False):
@@ -722,10 +721,13 @@ class LDPMechanism(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
         return G.with_features(Z, feature_names=G.feature_names)
 
     def _reports_for(self, X, node_keys, population, device_steps):
-        """The users' answers, through their population; the saved ones without the secret."""
+        """The users' answers, through their population (or a function giving it); the
+        saved ones without the secret."""
         if not hasattr(self, "seed_"):
             rows = saved_positions(self.saved_keys_, node_keys, type(self).__name__)
             return self.saved_reports_[rows]
+        if callable(population):
+            population = population()
         self._check_device_steps(device_steps)
         Xd = self._device_input(X)
         return population.collect(self.collection_, node_keys, feature_digests(Xd),

@@ -117,5 +117,5 @@ def to_torch_dense(X, device="cpu", dtype=torch.float32):
         X = X.toarray()
     X = np.asarray(X)
     if not X.flags.writeable:   # torch would share (and warn about) read-only memory
-        X = X.copy()
+        X = X.astype(torch.empty(0, dtype=dtype).numpy().dtype)   # one copy, converted
     return torch.as_tensor(X, dtype=dtype, device=device)
