@@ -170,6 +170,16 @@ def _fit_digest(*parts):
     return joblib_hash(parts)
 
 
+def _graph_fingerprints(G):
+    """Content hashes of the graph's features and adjacency, computed once per graph (a
+    search fits many candidates and folds on it; the graph holds the data anyway)."""
+    key = ("DP-GNN fingerprint of the features",)
+    features = G.memo_get(key)
+    if features is None:
+        features = G.memo_set(key, array_fingerprint(G.features))
+    return features, G.operator(("DP-GNN fingerprint",), array_fingerprint)
+
+
 def _check_min_features(shape, owner):
     """Refuse 0 features: the first layer would have no input (and its initialisation
     divides by its input width)."""
@@ -1076,9 +1086,7 @@ class DPGNNClassifier(_DPTrainerBase):
         _check_distinct_users(keys, type(self).__name__)
         # what the training reads: its rows (their users), their labels, and the features
         # and graph its neighbourhoods are drawn from (not the validation labels)
-        data = self._data_digest(G.rows, keys, y_enc,
-                                 lambda: array_fingerprint(G.features),
-                                 lambda: array_fingerprint(G.adjacency))
+        data = self._data_digest(G.rows, keys, y_enc, lambda: _graph_fingerprints(G))
         if int(self.batch_size) > len(G):
             raise ValueError(f"batch_size={self.batch_size} is larger than the training set "
                              f"({len(G)} nodes); use batch_size <= {len(G)}.")

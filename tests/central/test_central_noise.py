@@ -176,6 +176,19 @@ def test_data_digest_is_computed_once_per_fit(small_graph, monkeypatch):
     assert len(calls) == 2
 
 
+def test_dpgnn_hashes_a_graph_once_across_fits(small_graph, monkeypatch):
+    # every seeded fit hashed the whole graph (about 1 s for 200k x 128 features): a
+    # search's candidates and folds now reuse the graph's fingerprints
+    G, y = _graph(small_graph)
+    calls = []
+    real = dpgnn.array_fingerprint
+    monkeypatch.setattr(dpgnn, "array_fingerprint", lambda X: calls.append(1) or real(X))
+    kw = dict(batch_size=10, n_steps=1, hidden_size=4, max_degree=2, **CL)
+    for seed, rows in ((0, slice(0, 30)), (1, slice(0, 30)), (0, slice(30, 60))):
+        DPGNNClassifier(random_state=seed, **kw).fit(G[rows], y[rows])
+    assert len(calls) == 2   # the features and the adjacency, once
+
+
 @pytest.mark.parametrize("Est,extra", [(DPMLPClassifier, HYP), (DPGNNClassifier, {})],
                          ids=["DPMLP", "DPGNN"])
 def test_validation_rows_do_not_change_the_training_noise(small_graph, Est, extra):
