@@ -41,7 +41,8 @@ from .utils.validation import (
 __all__ = ["GraphTransformerMixin", "LDPMechanism", "NodeWise", "GraphClassifierMixin",
            "NumberedColumnsMixin",
            "PrivateStepMixin", "fitted_token", "check_population", "population_of",
-           "boundary_input", "saved_positions", "collected_spec", "edges_read_by"]
+           "boundary_input", "saved_positions", "collected_spec", "edges_read_by",
+           "edges_collected", "note_edge_read"]
 
 
 def collected_spec(X, part="features"):
@@ -53,6 +54,14 @@ def collected_spec(X, part="features"):
     st = X._store
     origin = st.feature_origin if part == "features" else st.adjacency_origin
     return origin[1] if origin[0] == "reports" else None
+
+
+def edges_collected(origin):
+    """Whether an adjacency of this ``origin`` holds edges an edge mechanism collected (the
+    reports real devices sent, an edge mechanism's output, or what a server step computed
+    from either: a degree-bounded sample of them), not the users' true lists."""
+    return origin[0] == "reports" or (origin[0] == "derived" and len(origin) > 3 and
+                                      origin[3] is True)
 
 
 def edges_read_by(origin):
@@ -138,6 +147,25 @@ def note_feature_read(step, X, fitting=False):
         st.population.note_clear_read(step_kind(step), "features", X.node_keys, st.token)
         if not hasattr(step, "ledger_"):
             step.ledger_ = st.population.ledger
+
+
+def note_edge_read(step, X, fitting=False):
+    """A model fitted on collected edges reads the users' true edges in the clear when it is
+    given a graph of them (at predict): recorded in their ledger, epsilon infinite.
+
+    At ``fitting`` the step remembers whether its training graph's edges were collected
+    (:func:`edges_collected`); fitted on the true graph, which the threat model takes as
+    given, it is charged nothing for reading it again.
+    """
+    if fitting:
+        step._fit_on_collected_edges = isinstance(X, GraphData) and \
+            edges_collected(X._store.adjacency_origin)
+        return
+    if not getattr(step, "_fit_on_collected_edges", False) or not isinstance(X, GraphData):
+        return
+    st = X._store
+    if st.adjacency is not None and reads_users_data(st.adjacency_origin):
+        st.population.note_clear_read(step_kind(step), "edges", X.node_keys, st.token)
 
 
 def saved_positions(saved_keys, keys, owner):
@@ -552,7 +580,9 @@ class GraphTransformerMixin(TransformerMixin, auto_wrap_output_keys=None):
         computed from the users' raw edges (a step that reads an adjacency no edge
         mechanism collected, or features computed from such features) carry a fourth
         item, the names of the steps that read those edges (:func:`edges_read_by`): an
-        edge mechanism after them is refused.
+        edge mechanism after them is refused. An adjacency an edge mechanism collected,
+        or computed from such an adjacency, carries ``True`` as its fourth item
+        (:func:`edges_collected`).
         """
         src, st = G._store, out._store
         if st is src:
@@ -567,9 +597,10 @@ class GraphTransformerMixin(TransformerMixin, auto_wrap_output_keys=None):
             if st.same(src, part):
                 continue
             before = getattr(src, origin)
-            if (part == "features" and "features" in getattr(self, "protects", ())) or \
-                    (part == "adjacency" and "edges" in getattr(self, "protects", ())):
+            if part == "features" and "features" in getattr(self, "protects", ()):
                 after = ("derived", f"are the reports of {name}", False)
+            elif part == "adjacency" and "edges" in getattr(self, "protects", ()):
+                after = ("derived", f"are the reports of {name}", False, True)
             elif self._device_side and before[0] == "raw" and part == "features":
                 after = ("raw", before[1] + (device_step_spec(self),))
             elif read if part == "features" else reads_users_data(before):
@@ -580,6 +611,8 @@ class GraphTransformerMixin(TransformerMixin, auto_wrap_output_keys=None):
             if part == "features" and edges and after[0] == "derived" and \
                     "features" not in getattr(self, "protects", ()):
                 after += (edges,)
+            if part == "adjacency" and len(after) == 3 and edges_collected(before):
+                after += (True,)   # computed from collected edges (a sample of them)
             setattr(st, origin, after)
         return out
 
@@ -929,8 +962,9 @@ class NodeWise(GraphTransformerMixin, BaseEstimator):
         return fitted
 
     def _note_label_read(self, X):
-        """Charge the users of the view ``X`` (its rows, the labelled ones) a read of their
-        labels in the clear (epsilon inf); the step keeps ``ledger_``, as for features."""
+        """Charge the users of the view ``X`` (its rows: ``y`` holds one label or marker for
+        each) a read of their labels in the clear (epsilon inf); the step keeps
+        ``ledger_``, as for features."""
         if not isinstance(X, GraphData):
             self._reads_unrecorded = True   # no users to charge: the report states inf
             return

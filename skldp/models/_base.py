@@ -25,7 +25,7 @@ from .._torch import (
     train,
 )
 from .._torch._device import DEVICE_CONSTRAINT
-from ..base import GraphClassifierMixin, note_feature_read
+from ..base import GraphClassifierMixin, note_edge_read, note_feature_read
 from ..model_selection._validation import validation_split
 from ..utils._logging import verbose_logger
 from ..utils._random import draw_seed
@@ -169,6 +169,7 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
             The fitted estimator.
         """
         note_feature_read(self, X, fitting=True)   # raw features read here: in the clear
+        note_edge_read(self, X, fitting=True)
         self._setup_fit()
         record_feature_names(self, X)
         if not isinstance(X, GraphData):
@@ -346,6 +347,7 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
         """
         check_is_fitted(self, "module_")
         note_feature_read(self, X)   # raw features read here: in the clear
+        note_edge_read(self, X)      # and the true edges, if it was fitted on collected ones
         check_feature_names(self, X)
         if not isinstance(X, GraphData):
             from sklearn.utils.validation import check_array

@@ -34,7 +34,7 @@ from .._torch import (
     train,
 )
 from .._torch._device import DEVICE_CONSTRAINT
-from ..base import GraphClassifierMixin, note_feature_read
+from ..base import GraphClassifierMixin, edges_collected, note_edge_read, note_feature_read
 from ..model_selection._edge_splits import PairData, edge_codes, edge_lookup
 from ..model_selection._validation import validation_split
 from ..population._population import BudgetExceededError
@@ -61,14 +61,6 @@ from ._gnn import (
 )
 
 __all__ = ["VGAELinkPredictor", "HadamardLinkPredictor"]
-
-
-def _edges_collected(origin):
-    """Whether an adjacency of this origin was collected by an edge mechanism: reports
-    real devices sent, or the output of a step that protects edges (``EdgeRR``; see
-    ``GraphTransformerMixin._mark_origin``), not the users' true lists."""
-    return origin[0] == "reports" or (
-        origin[0] == "derived" and str(origin[1]).startswith("are the reports of"))
 
 
 def _check_pairdata(X, owner):
@@ -125,7 +117,7 @@ class _LinkPredictorBase(GraphClassifierMixin, BaseEstimator):
         to the server, as documented (docs/privacy.rst), and nothing is charged.
         """
         st = X._store
-        if not _edges_collected(st.adjacency_origin):
+        if not edges_collected(st.adjacency_origin):
             return
         labels_from = X._labels()
         if labels_from is not None and not reads_users_data(labels_from):
@@ -189,6 +181,7 @@ class _LinkPredictorBase(GraphClassifierMixin, BaseEstimator):
         # every prediction path reads the node features here: raw ones are read in the
         # clear, as at fit (once per graph: the ledger remembers the graph's token)
         note_feature_read(self, X)
+        note_edge_read(self, X)   # the true edges, if it was fitted on collected ones
         return X
 
     def predict_proba(self, X):
@@ -531,6 +524,7 @@ class VGAELinkPredictor(_LinkPredictorBase):
         self
         """
         note_feature_read(self, X, fitting=True)   # raw features read here: in the clear
+        note_edge_read(self, X, fitting=True)
         self._setup_fit()
         X, y_enc = self._encode_pairs(X, y)
         self.n_features_in_ = X.shape[1]

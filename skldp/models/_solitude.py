@@ -26,7 +26,7 @@ from .._torch import (
     torch_generator,
     train,
 )
-from ..base import note_feature_read
+from ..base import note_edge_read, note_feature_read
 from ..model_selection._validation import validation_split
 from ..propagation._smoothing import smooth_features, smooth_labels
 from ..utils._random import draw_seed
@@ -416,6 +416,7 @@ class SolitudeClassifier(GNNClassifierBase):
         self
         """
         note_feature_read(self, X, fitting=True)   # raw features read here: in the clear
+        note_edge_read(self, X, fitting=True)
         self._setup_fit()
         G = check_graph_data(X, self, require_adjacency=True)
         y_enc = self._encode_labels(y, len(G))

@@ -131,12 +131,15 @@ class Population:
         if np.any(over):
             worst = float(after.max())
             if spec.model == "clear":   # no budget admits a read in the clear
+                part = spec.protects[0]
+                mechanism = {"features": "MultiBitMechanism", "labels":
+                             "LabelRandomizedResponse", "edges": "EdgeRR"}.get(part, "")
                 raise BudgetExceededError(
-                    f"{spec.kind.rsplit('.', 1)[-1]} would read the features of "
+                    f"{spec.kind.rsplit('.', 1)[-1]} would read the {part} of "
                     f"{int(over.sum())} user(s) in the clear (epsilon=inf), which no budget "
                     f"admits (this population's is {self.budget:.4g} per user). Nothing was "
-                    "read. Put a mechanism before it (e.g. MultiBitMechanism), so that it "
-                    "reads the users' reports.")
+                    f"read. Put a mechanism before it (e.g. {mechanism}), so that it reads "
+                    "the users' reports.")
             raise BudgetExceededError(
                 f"{spec.describe()} would take {int(over.sum())} user(s) to epsilon="
                 f"{worst:.4g}, above this population's budget of {self.budget:.4g} per user "

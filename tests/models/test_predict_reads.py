@@ -194,6 +194,43 @@ def test_true_edge_labels_on_a_collected_graph_are_refused_under_a_budget(name):
 
 
 @pytest.mark.parametrize("name", sorted(LINKS))
+def test_a_server_step_after_the_edge_mechanism_keeps_the_edges_collected(name):
+    # a degree-bounded sample of EdgeRR's graph hid the collection: true pair labels were
+    # accepted under a budget, and the report gave the edges EdgeRR's epsilon
+    from skldp.central import DegreeBoundedSampler
+    G, _ = _graph(budget=5.0)
+    P_tr, _, _, y_tr, _, _ = _split(G)
+    pipe = Pipeline([("edges", EdgeRR(eps=1.0, random_state=0)),
+                     ("mb", MultiBitMechanism(eps=1.0, feature_range=(0, 1), random_state=0)),
+                     ("deg", DegreeBoundedSampler(50, random_state=0)),
+                     ("link", LINKS[name]())])
+    with pytest.raises(BudgetExceededError, match="pair labels"):
+        pipe.fit(P_tr, y_tr)
+
+
+def test_a_model_fitted_on_collected_edges_is_charged_for_true_edges_at_predict():
+    # it aggregated over the true graph at predict with nothing charged, even under a cap
+    G, y = _graph(budget=3.0)
+    noisy = EdgeRR(eps=1.0, random_state=0).fit_transform(G)
+    Z = _reports(noisy)
+    gcn = GCNClassifier(epochs=5, random_state=0).fit(Z[:60], y[:60])
+    gcn.predict(Z[60:])                              # the collected graph: nothing more
+    true_graph = _reports(G)                          # the same reports over the true edges
+    with pytest.raises(BudgetExceededError, match="read the edges .* in the clear"):
+        gcn.predict(true_graph[60:])
+    H, _ = _graph()                                   # no budget: charged
+    gcn = GCNClassifier(epochs=5, random_state=0).fit(
+        _reports(EdgeRR(eps=1.0, random_state=0).fit_transform(H))[:60], y[:60])
+    gcn.predict(_reports(H)[60:])
+    assert privacy_report(H).epsilon_for("edges") == np.inf
+    # fitted on the true graph (taken as given), reading it again costs nothing
+    K, _ = _graph()
+    GCNClassifier(epochs=5, random_state=0).fit(_reports(K)[:60], y[:60]).predict(
+        _reports(K)[60:])
+    assert privacy_report(K).epsilon_for("edges") == 0
+
+
+@pytest.mark.parametrize("name", sorted(LINKS))
 def test_pairs_labelled_from_the_collected_graph_read_no_true_edge(name):
     G, _ = _graph(budget=5.0)
     noisy = EdgeRR(eps=1.0, random_state=0).fit_transform(G)
