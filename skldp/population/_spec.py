@@ -55,20 +55,14 @@ def public_params(step, exclude=("random_state",)):
 
 def _as_real(name, value):
     """Budgets and bounds as floats: ``eps=1`` and ``eps=1.0`` are one request (one
-    collection, answered once), and so are ``feature_range=(0, 1)`` and ``(0.0, 1.0)``,
-    ``bin_edges`` and an on-device step's ``clip``."""
+    collection, answered once), and so are ``feature_range=(0, 1)`` and ``(0.0, 1.0)``."""
     def real(v):
         if isinstance(v, (tuple, list, np.ndarray)):   # per-feature bounds
             return [real(u) for u in np.asarray(v, dtype=object).tolist()]
-        if isinstance(v, dict):   # bin edges per feature
-            return {k: real(u) for k, u in v.items()}
         return float(v) if isinstance(v, numbers.Integral) and not isinstance(
             v, (bool, np.bool_)) else v
-    return real(value) if name in _REAL_PARAMS or name.startswith("eps_") else value
-
-
-# the real-valued budgets and bounds of the mechanisms and on-device steps
-_REAL_PARAMS = ("eps", "feature_range", "bin_edges", "clip")
+    return real(value) if name in ("eps", "feature_range") or name.startswith("eps_") \
+        else value
 
 
 def device_step_spec(step):

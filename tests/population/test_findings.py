@@ -286,13 +286,6 @@ def test_integer_budgets_and_bounds_are_the_same_request_as_floats():
         again = MultiBitMechanism(eps=eps, feature_range=bounds, random_state=0)
         np.testing.assert_array_equal(again.fit_transform(G).features, Z)
     assert G.ledger.local_epsilon == 1.0 and len(G.ledger) == 1
-    from skldp.mechanisms import GRRFSMechanism
-    codes = np.random.default_rng(1).random((30, 2)) * 2 - 1
-    H = GraphData(codes, node_ids=np.arange(30))
-    for edges in ([-1, 0, 1], [-1.0, 0.0, 1.0], {0: [-1, 0, 1], 1: [-1, 0, 1]},
-                  {0: [-1.0, 0.0, 1.0], 1: [-1.0, 0.0, 1.0]}):
-        GRRFSMechanism(1.0, m=1, bin_edges=edges, random_state=0).fit_transform(H)
-    assert len(H.ledger) == 2   # a list and a per-feature dict: two requests, not four
 
 
 def test_feature_digests_leave_the_callers_sparse_matrix_as_it_was():
