@@ -49,20 +49,8 @@ def step_kind(step):
 
 def public_params(step, exclude=("random_state",)):
     """The step's parameters as public values, without ``random_state`` (a secret)."""
-    return {k: public_value(_as_real(k, v))
-            for k, v in sorted(step.get_params(deep=False).items()) if k not in exclude}
-
-
-def _as_real(name, value):
-    """Budgets and bounds as floats: ``eps=1`` and ``eps=1.0`` are one request (one
-    collection, answered once), and so are ``feature_range=(0, 1)`` and ``(0.0, 1.0)``."""
-    def real(v):
-        if isinstance(v, (tuple, list, np.ndarray)):   # per-feature bounds
-            return [real(u) for u in np.asarray(v, dtype=object).tolist()]
-        return float(v) if isinstance(v, numbers.Integral) and not isinstance(
-            v, (bool, np.bool_)) else v
-    return real(value) if name in ("eps", "feature_range") or name.startswith("eps_") \
-        else value
+    return {k: public_value(v) for k, v in sorted(step.get_params(deep=False).items())
+            if k not in exclude}
 
 
 def device_step_spec(step):

@@ -271,23 +271,6 @@ def test_8_budgets_beyond_what_floats_can_sample_are_refused(make):
         make(30.0).fit(X)
 
 
-def test_integer_budgets_and_bounds_are_the_same_request_as_floats():
-    # eps=1 and eps=1.0 were two collections: the users were charged twice, with
-    # independent noise, and a cap refused the second
-    import numpy as np
-
-    from skldp import GraphData
-    from skldp.mechanisms import MultiBitMechanism
-    X = np.random.default_rng(0).random((30, 3))
-    G = GraphData(X, node_ids=np.arange(30), budget=1.5)
-    first = MultiBitMechanism(eps=1.0, feature_range=(0.0, 1.0), random_state=0)
-    Z = first.fit_transform(G).features
-    for eps, bounds in [(1, (0, 1)), (np.int64(1), np.array([0, 1])), (1.0, [0, 1.0])]:
-        again = MultiBitMechanism(eps=eps, feature_range=bounds, random_state=0)
-        np.testing.assert_array_equal(again.fit_transform(G).features, Z)
-    assert G.ledger.local_epsilon == 1.0 and len(G.ledger) == 1
-
-
 def test_feature_digests_leave_the_callers_sparse_matrix_as_it_was():
     # the digest canonicalised a CSR input in place (sorted its indices, dropped its
     # explicit zeros from arrays its indptr still counted)
