@@ -42,7 +42,7 @@ __all__ = ["GraphTransformerMixin", "LDPMechanism", "NodeWise", "GraphClassifier
            "NumberedColumnsMixin",
            "PrivateStepMixin", "fitted_token", "check_population", "population_of",
            "boundary_input", "saved_positions", "collected_spec", "edges_read_by",
-           "edges_collected", "note_edge_read"]
+           "edges_collected", "note_edge_read", "charge_clear_read"]
 
 
 def collected_spec(X, part="features"):
@@ -147,6 +147,22 @@ def note_feature_read(step, X, fitting=False):
         st.population.note_clear_read(step_kind(step), "features", X.node_keys, st.token)
         if not hasattr(step, "ledger_"):
             step.ledger_ = st.population.ledger
+
+
+def charge_clear_read(step, X, part, keys, refusal):
+    """Charge the users ``keys`` of the GraphData ``X`` a read of their ``part`` in the clear
+    by ``step`` (epsilon inf); the step keeps ``ledger_``, as :func:`note_feature_read`
+    does. Under a budget it refuses with ``refusal``, a pair of sentences: what the step
+    reads (the budget is named after it), and what to do instead."""
+    st = X._store
+    try:
+        st.population.note_clear_read(step_kind(step), part, keys)
+    except BudgetExceededError as exc:
+        raise BudgetExceededError(
+            f"{refusal[0]}, which no privacy budget admits (this population's is "
+            f"{st.population.budget:.4g} per user). {refusal[1]}") from exc
+    if not hasattr(step, "ledger_"):
+        step.ledger_ = st.population.ledger
 
 
 def note_edge_read(step, X, fitting=False):
@@ -968,20 +984,12 @@ class NodeWise(GraphTransformerMixin, BaseEstimator):
         if not isinstance(X, GraphData):
             self._reads_unrecorded = True   # no users to charge: the report states inf
             return
-        st = X._store
         keys = np.unique(X.node_keys[X.rows])
-        try:
-            st.population.note_clear_read(step_kind(self), "labels", keys)
-        except BudgetExceededError as exc:
-            raise BudgetExceededError(
-                f"NodeWise({type(self.estimator).__name__}) fits on the labels y of "
-                f"{len(keys)} user(s), reading them in the clear (epsilon=inf), which no "
-                f"privacy budget admits (this population's is {st.population.budget:.4g} per "
-                "user). Nothing was kept. Use an unsupervised transformer here, or collect "
-                "the labels with a label mechanism (LabelRandomizedResponse) and fit on its "
-                "reports.") from exc
-        if not hasattr(self, "ledger_"):
-            self.ledger_ = st.population.ledger
+        charge_clear_read(self, X, "labels", keys, (
+            f"NodeWise({type(self.estimator).__name__}) fits on the labels y of {len(keys)} "
+            "user(s), reading them in the clear (epsilon=inf)",
+            "Nothing was kept. Use an unsupervised transformer here, or collect the labels "
+            "with a label mechanism (LabelRandomizedResponse) and fit on its reports."))
 
     def transform(self, X):
         check_is_fitted(self, "estimator_")

@@ -34,11 +34,15 @@ from .._torch import (
     train,
 )
 from .._torch._device import DEVICE_CONSTRAINT
-from ..base import GraphClassifierMixin, edges_collected, note_edge_read, note_feature_read
+from ..base import (
+    GraphClassifierMixin,
+    charge_clear_read,
+    edges_collected,
+    note_edge_read,
+    note_feature_read,
+)
 from ..model_selection._edge_splits import PairData, edge_codes, edge_lookup
 from ..model_selection._validation import validation_split
-from ..population._population import BudgetExceededError
-from ..population._spec import step_kind
 from ..utils._logging import verbose_logger
 from ..utils._random import draw_seed
 from ..utils.validation import (
@@ -123,20 +127,14 @@ class _LinkPredictorBase(GraphClassifierMixin, BaseEstimator):
         if labels_from is not None and not reads_users_data(labels_from):
             return   # labelled from the collected reports: post-processing
         keys = X.node_keys[np.unique(X.pairs)]
-        try:
-            st.population.note_clear_read(step_kind(self), "edges", keys)
-        except BudgetExceededError as exc:
-            raise BudgetExceededError(
-                f"{type(self).__name__} would train on pair labels read from the users' "
-                "true graph (or of unknown origin: pairs the caller built) for "
-                f"{len(keys)} user(s) whose edges an edge mechanism collected: it reads those "
-                "edges in the clear (epsilon=inf), which no privacy budget admits (this "
-                f"population's is {st.population.budget:.4g} per user). Nothing was fitted. "
-                "Label the pairs from the collected graph instead: split the edge "
-                "mechanism's output, random_edge_split(EdgeRR(...).fit_transform(G)), and "
-                "leave the edge mechanism out of the pipeline.") from exc
-        if not hasattr(self, "ledger_"):
-            self.ledger_ = st.population.ledger
+        charge_clear_read(self, X, "edges", keys, (
+            f"{type(self).__name__} would train on pair labels read from the users' true "
+            f"graph (or of unknown origin: pairs the caller built) for {len(keys)} user(s) "
+            "whose edges an edge mechanism collected: it reads those edges in the clear "
+            "(epsilon=inf)",
+            "Nothing was fitted. Label the pairs from the collected graph instead: split the "
+            "edge mechanism's output, random_edge_split(EdgeRR(...).fit_transform(G)), and "
+            "leave the edge mechanism out of the pipeline."))
 
     def _split_validation(self, X, y_enc, seed):
         """Training and validation (pairs, labels): the fit pairs named by ``validation``, or a
