@@ -163,13 +163,18 @@ def test_link_prediction_on_raw_features_is_refused_under_a_budget(name):
     link.predict(mb.transform(P_te))
 
 
+def _on_collected_edges(link, *between):
+    """EdgeRR -> multi-bit features -> (steps ``between``) -> ``link``."""
+    return Pipeline([("edges", EdgeRR(eps=1.0, random_state=0)),
+                     ("mb", MultiBitMechanism(eps=1.0, feature_range=(0, 1), random_state=0)),
+                     *between, ("link", link)])
+
+
 @pytest.mark.parametrize("name", sorted(LINKS))
 def test_true_edge_labels_on_a_collected_graph_are_read_in_the_clear(name):
     G, _ = _graph()
     P_tr, _, _, y_tr, _, _ = _split(G)
-    pipe = Pipeline([("edges", EdgeRR(eps=1.0, random_state=0)),
-                     ("mb", MultiBitMechanism(eps=1.0, feature_range=(0, 1), random_state=0)),
-                     ("link", LINKS[name]())]).fit(P_tr, y_tr)
+    pipe = _on_collected_edges(LINKS[name]()).fit(P_tr, y_tr)
     rep = privacy_report(pipe)
     assert rep.epsilon_for("edges") == rep.local_epsilon == np.inf
     assert rep.epsilon_for("features") == pytest.approx(1.0)
@@ -185,9 +190,7 @@ def test_true_edge_labels_on_a_collected_graph_are_read_in_the_clear(name):
 def test_true_edge_labels_on_a_collected_graph_are_refused_under_a_budget(name):
     G, _ = _graph(budget=5.0)
     P_tr, _, _, y_tr, _, _ = _split(G)
-    pipe = Pipeline([("edges", EdgeRR(eps=1.0, random_state=0)),
-                     ("mb", MultiBitMechanism(eps=1.0, feature_range=(0, 1), random_state=0)),
-                     ("link", LINKS[name]())])
+    pipe = _on_collected_edges(LINKS[name]())
     with pytest.raises(BudgetExceededError, match="pair labels"):
         pipe.fit(P_tr, y_tr)
     assert np.isfinite(G.ledger.local_epsilon)
@@ -200,10 +203,7 @@ def test_a_server_step_after_the_edge_mechanism_keeps_the_edges_collected(name):
     from skldp.central import DegreeBoundedSampler
     G, _ = _graph(budget=5.0)
     P_tr, _, _, y_tr, _, _ = _split(G)
-    pipe = Pipeline([("edges", EdgeRR(eps=1.0, random_state=0)),
-                     ("mb", MultiBitMechanism(eps=1.0, feature_range=(0, 1), random_state=0)),
-                     ("deg", DegreeBoundedSampler(50, random_state=0)),
-                     ("link", LINKS[name]())])
+    pipe = _on_collected_edges(LINKS[name](), ("deg", DegreeBoundedSampler(50, random_state=0)))
     with pytest.raises(BudgetExceededError, match="pair labels"):
         pipe.fit(P_tr, y_tr)
 
