@@ -388,12 +388,13 @@ def fitted_token(estimator):
     return joblib_hash((type(estimator).__module__, type(estimator).__qualname__, params, state))
 
 
-def _records_feature_names(fit):
-    """Wrap ``fit`` so that it sets ``feature_names_in_`` as scikit-learn does.
+def _records_fit_input(fit):
+    """Wrap ``fit`` so that it records what later calls compare with.
 
     The names of ``X`` (a GraphData's ``feature_names``, a DataFrame's string
-    columns) are stored after a successful fit; unnamed input removes those of
-    an earlier fit.
+    columns) are stored after a successful fit, as scikit-learn does; unnamed input
+    removes those of an earlier fit. A server step that reads the adjacency also
+    notes whether it was fitted on collected edges (:func:`note_edge_read`).
     """
     if getattr(fit, "_skldp_records_names", False):
         return fit
@@ -401,7 +402,10 @@ def _records_feature_names(fit):
     @functools.wraps(fit)
     def wrapped(self, *args, **kwargs):
         out = fit(self, *args, **kwargs)
-        record_feature_names(self, args[0] if args else kwargs.get("X"))
+        X = args[0] if args else kwargs.get("X")
+        record_feature_names(self, X)
+        if self._reads_adjacency and not isinstance(self, PrivateStepMixin):
+            note_edge_read(self, X, fitting=True)
         return out
 
     wrapped._skldp_records_names = True
@@ -486,12 +490,12 @@ class GraphTransformerMixin(TransformerMixin, auto_wrap_output_keys=None):
         super().__init_subclass__(auto_wrap_output_keys=None, **kwargs)
         cls._sklearn_auto_wrap_output_keys = {"transform"}
         if "fit" in cls.__dict__:
-            cls.fit = _records_feature_names(cls.__dict__["fit"])
+            cls.fit = _records_fit_input(cls.__dict__["fit"])
         for method in ("transform", "fit_transform"):
             if method in cls.__dict__:
                 setattr(cls, method, _wraps_plain_output(cls.__dict__[method]))
 
-    @_records_feature_names
+    @_records_fit_input
     def fit(self, X, y=None):
         """Check the input; most propagation steps learn nothing."""
         G = check_graph_data(X, self, **self._graph_requirements)
@@ -507,6 +511,8 @@ class GraphTransformerMixin(TransformerMixin, auto_wrap_output_keys=None):
         G = check_graph_data(X, self, **self._graph_requirements)
         self._check_n_features(G)
         note_feature_read(self, G)
+        if self._reads_adjacency and not isinstance(self, PrivateStepMixin):
+            note_edge_read(self, G)   # the true edges, if it was fitted on collected ones
         out = self._memoised_full(G)
         # Views whose rows are not nodes (PairData: node pairs) re-wrap the result themselves.
         rebase = getattr(G, "_rebase", None)

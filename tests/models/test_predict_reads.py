@@ -275,3 +275,37 @@ def test_split_keeps_the_origin_of_the_graph_and_the_labels():
     mixed = Q_tr.concat(PairData._from_pairs(Q_tr._store, Q_tr.pairs[:3]))   # one unknown
     assert mixed._labels_from is None
     assert PairData(noisy, [[0, 1]])._labels_from is None
+
+
+def _graph_steps():
+    from skldp.baselines import StructuralFeatures
+    from skldp.central import DegreeBoundedSampler
+    from skldp.propagation import FeatureSmoothing, GCNAggregation, KProp, PPRPropagation
+    return {"ppr": PPRPropagation, "kprop": KProp, "gcn_aggregation": GCNAggregation,
+            "smoothing": FeatureSmoothing, "structural": StructuralFeatures,
+            "degree_sample": lambda: DegreeBoundedSampler(50, random_state=0)}
+
+
+@pytest.mark.parametrize("name", sorted(_graph_steps()))
+def test_a_graph_step_fitted_on_collected_edges_is_charged_for_true_edges(name):
+    # only models were charged: propagation at predict read the true graph for free
+    step = _graph_steps()[name]
+    G, y = _graph(budget=3.0)
+    Z = _reports(EdgeRR(eps=1.0, random_state=0).fit_transform(G))
+    pipe = Pipeline([("graph", step()), ("clf", MLPHead(epochs=5, random_state=0))])
+    pipe.fit(Z[:60], y[:60]).predict(Z[60:])       # the collected graph: nothing more
+    assert G.ledger.epsilon_for("edges") == pytest.approx(1.0)
+    with pytest.raises(BudgetExceededError, match="in the clear"):
+        pipe.predict(_reports(G)[60:])            # the same reports over the true edges
+    H, _ = _graph()                                 # no budget: charged
+    pipe = Pipeline([("graph", step()), ("clf", MLPHead(epochs=5, random_state=0))])
+    pipe.fit(_reports(EdgeRR(eps=1.0, random_state=0).fit_transform(H))[:60], y[:60])
+    pipe.predict(_reports(H)[60:])
+    rep = privacy_report(H)
+    assert rep.epsilon_for("edges") == np.inf
+    assert "read the users' edges in the clear" in str(rep)
+    # fitted on the true graph (taken as given), reading it again costs nothing
+    K, _ = _graph()
+    Pipeline([("graph", step()), ("clf", MLPHead(epochs=5, random_state=0))]).fit(
+        _reports(K)[:60], y[:60]).predict(_reports(K)[60:])
+    assert privacy_report(K).epsilon_for("edges") == 0
