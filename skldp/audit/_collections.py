@@ -80,7 +80,6 @@ class _Collection:
         self.name = f"{index}:{name}"
         self.epsilon = None
         self.fitted = None
-        self._edge_fitted = {}
         if self.kind in ("features", "edges"):
             params = mech.get_params(deep=False)
             if "feature_range" in params and params["feature_range"] is None:
@@ -158,13 +157,12 @@ class _Collection:
         on = np.flatnonzero(bit == 1)
         A = sp.csr_matrix((np.ones(len(on)), (on, partner[on])), shape=(n, n))
         G = GraphData(X, A, node_ids=ids, population=population)
-        est = self._edge_fitted.get(n)
-        if est is None:  # the seed depends on the graph size: one fit per size
-            est = clone(self.mech)
-            if "symmetrize" in est.get_params(deep=False):
-                est.set_params(symmetrize="directed")
-            est = self._edge_fitted[n] = self._fit(est, G)
-        R = est.transform(G)
+        # one collection per batch: a report is drawn over its graph's directory (the
+        # mechanism refuses another one), and each batch's users answer once
+        est = clone(self.mech)
+        if "symmetrize" in est.get_params(deep=False):
+            est.set_params(symmetrize="directed")
+        R = self._fit(est, G).transform(G)
         R = sp.csr_matrix(R.adjacency if isinstance(R, GraphData) else R)
         to_partner = np.asarray(R[np.arange(n), partner]).ravel() != 0
         others = R.getnnz(axis=1) - to_partner

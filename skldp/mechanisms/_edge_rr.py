@@ -403,9 +403,25 @@ class EdgeRR(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
         self.saved_adjacency_ = self._transform_graph(G).adjacency
         del self.seed_
 
+    def _check_directory(self, G):
+        """Refuse a graph whose users (the directory) are not the collection's: a report
+        depends on the directory it was drawn over (the non-neighbours skipped, in key
+        order), so another directory would draw a second report of the same list."""
+        ps = self.collection_.public_state
+        if G.n_nodes != ps["n_users"]:
+            raise ValueError(f"EdgeRR was fitted on a graph of {ps['n_users']} users; this "
+                             f"one has {G.n_nodes}. Each user's list is a bit per other user: "
+                             "fit it again for another set of users.")
+        if directory_digest(G.node_keys) != ps["directory"]:
+            raise ValueError("EdgeRR was fitted on a graph of other users (its directory, the "
+                             "set of the users' ids, differs): each user's list is a bit per "
+                             "other user of that directory, and drawing it over another one "
+                             "would send a second report. Fit it again for these users.")
+
     def _answer(self, G):
         """Record that the users of ``G`` answer (when an on-disk cache holds the reports)."""
         if hasattr(self, "seed_"):
+            self._check_directory(G)
             population, _ = boundary_input(self, G, "adjacency")
             A = self._lists(G)
             population.collect(self.collection_, G.node_keys, list_digests(A, G.node_keys),
@@ -422,11 +438,7 @@ class EdgeRR(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
             return G._with_new_adjacency(self.saved_adjacency_[rows][:, rows])
         population, device_steps = boundary_input(self, G, "adjacency")
         self._check_device_steps(device_steps)
-        if G.n_nodes != self.collection_.public_state["n_users"]:
-            raise ValueError(f"EdgeRR was fitted on a graph of "
-                             f"{self.collection_.public_state['n_users']} users; this one has "
-                             f"{G.n_nodes}. Each user's list is a bit per other user: fit it "
-                             "again for another set of users.")
+        self._check_directory(G)
         A = self._lists(G)
         n = A.shape[0]
 

@@ -133,6 +133,30 @@ def test_determinism_and_per_user_reports():
     assert (Rp != R1[perm][:, perm]).nnz == 0
 
 
+def test_another_directory_of_the_same_users_is_refused():
+    # a report skips over the non-neighbours in key order: drawn over another directory
+    # (one user replaced), every unchanged list was sent again, differently, charged once
+    n = 120
+    A = _random_graph(n, 0.05).tolil()
+    A[n - 1, :] = 0
+    A[:, n - 1] = 0
+    A = sp.csr_matrix(A)
+    ids = np.arange(n) + 10
+    G1 = GraphData(np.zeros((n, 1)), A, node_ids=ids)
+    other = ids.copy()
+    other[-1] = 0
+    G2 = GraphData(np.zeros((n, 1)), A, node_ids=other, population=G1)
+    mech = EdgeRR(1.0, symmetrize="directed", random_state=0).fit(G1)
+    mech.transform(G1)
+    with pytest.raises(ValueError, match="directory"):
+        mech.transform(G2)
+    assert len(G1.ledger) == 1
+    # the same directory in another order is the same collection
+    perm = np.random.default_rng(1).permutation(n)
+    Gp = GraphData(np.zeros((n, 1)), A[perm][:, perm], node_ids=ids[perm], population=G1)
+    assert (mech.transform(Gp).adjacency != mech.transform(G1).adjacency[perm][:, perm]).nnz == 0
+
+
 def test_attributes_and_features_untouched():
     G, A = _graph(100, 0.05)
     mech = EdgeRR(3.0, random_state=0).fit(G)
