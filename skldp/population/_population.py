@@ -82,10 +82,10 @@ class Population:
 
     def __init__(self, budget=None, *, simulated=True):
         self.id = uuid.uuid4().hex
-        self.budget = _check_budget(budget)
+        self._budget_cap = _check_budget(budget)
         self.simulated = bool(simulated)
         self.ledger = Ledger()
-        self.ledger._budget = self.budget   # what a report says once this population is gone
+        self.ledger._budget = self._budget_cap   # what a report says once the population is gone
         self._secret = secrets.randbits(63)
         self._answers = {}     # collection id -> _Answers: who answered, about what
         self._received = {}    # collection id -> {key: report} the server kept (labels)
@@ -100,6 +100,13 @@ class Population:
         self.ledger._device_side = weakref.ref(self)
 
     # ---------------------------------------------------------------- budget
+    @property
+    def budget(self):
+        """The per-user cap on the total epsilon (``None``: no cap), as last set by this
+        population or a copy of it (:meth:`set_budget`)."""
+        self._sync()
+        return self._budget_cap
+
     def set_budget(self, budget):
         """Cap each user's total epsilon (``None`` removes the cap); returns ``self``.
 
@@ -113,21 +120,22 @@ class Population:
                 raise ValueError(f"budget={budget:.4g} is below what a user has already spent "
                                  f"(epsilon={spent:.4g}): a cap cannot undo reports that were "
                                  "sent.")
-            self.budget = self.ledger._budget = budget
+            self._budget_cap = self.ledger._budget = budget
             self._write({"budget": budget})
         return self
 
     def remaining(self, node_keys):
         """Budget left to each of the users ``node_keys`` (``inf`` without a cap)."""
         spent = self.ledger.spent(node_keys) + self.ledger.central_epsilon
-        return (np.inf if self.budget is None else self.budget) - spent
+        cap = self.budget
+        return (np.inf if cap is None else cap) - spent
 
     def _check_budget(self, spec, keys, n_answers=1):
-        if self.budget is None:
+        if self._budget_cap is None:
             return
         before = self.ledger.spent(keys) + self.ledger.central_epsilon
         after = before + spec.epsilon * n_answers
-        over = after > self.budget + _TOL
+        over = after > self._budget_cap + _TOL
         if np.any(over):
             worst = float(after.max())
             if spec.model == "clear":   # no budget admits a read in the clear
@@ -137,12 +145,12 @@ class Population:
                 raise BudgetExceededError(
                     f"{spec.kind.rsplit('.', 1)[-1]} would read the {part} of "
                     f"{int(over.sum())} user(s) in the clear (epsilon=inf), which no budget "
-                    f"admits (this population's is {self.budget:.4g} per user). Nothing was "
+                    f"admits (this population's is {self._budget_cap:.4g} per user). Nothing was "
                     f"read. Put a mechanism before it (e.g. {mechanism}), so that it reads "
                     "the users' reports.")
             raise BudgetExceededError(
                 f"{spec.describe()} would take {int(over.sum())} user(s) to epsilon="
-                f"{worst:.4g}, above this population's budget of {self.budget:.4g} per user "
+                f"{worst:.4g}, above this population's budget of {self._budget_cap:.4g} per user "
                 f"(they have spent up to {float(before.max()):.4g}). Nothing was sent. Lower "
                 "eps, fix the mechanisms' parameters (an integer random_state) so that a "
                 "search reuses one collection, or raise the budget.")
@@ -295,12 +303,12 @@ class Population:
         """A central-DP training on the data of ``n_users`` users (checked against the budget)."""
         with self._exclusive():
             self._sync_locked()
-            if self.budget is not None:
+            if self._budget_cap is not None:
                 total = self.ledger.total_epsilon + spec.epsilon
-                if total > self.budget + _TOL:
+                if total > self._budget_cap + _TOL:
                     raise BudgetExceededError(
                         f"{spec.describe()} would take the users to epsilon={total:.4g}, "
-                        f"above this population's budget of {self.budget:.4g} per user. "
+                        f"above this population's budget of {self._budget_cap:.4g} per user. "
                         "Nothing was trained.")
             self.ledger._add_central(spec, n_users)
             self._write({"central": spec.to_dict(), "n_users": int(n_users)})
@@ -411,7 +419,7 @@ class Population:
     def _apply(self, rec):
         """Apply one journal record: an answer batch, a central training or a budget."""
         if "budget" in rec:
-            self.budget = self.ledger._budget = rec["budget"]
+            self._budget_cap = self.ledger._budget = rec["budget"]
             return
         if "central" in rec:
             self.ledger._add_central(CollectionSpec.from_dict(rec["central"], check_kind=False),
@@ -450,7 +458,7 @@ class Population:
             for spec, n_users, _ in self.ledger._central.values():
                 fh.write((json.dumps({"central": spec.to_dict(), "n_users": n_users})
                           + "\n").encode())
-            fh.write((json.dumps({"budget": self.budget}) + "\n").encode())
+            fh.write((json.dumps({"budget": self._budget_cap}) + "\n").encode())
             self._offset = fh.tell()
         self._journal = path
         self.ledger._journal = path
@@ -463,11 +471,14 @@ class Population:
         with self._lock:
             if self._journal is None:
                 self._open_journal()
-            return {"id": self.id, "budget": self.budget, "simulated": self.simulated,
+            return {"id": self.id, "_budget_cap": self._budget_cap, "simulated": self.simulated,
                     "ledger": self.ledger, "_journal": self._journal,
                     "_collected": dict(self._collected), "_received": dict(self._received)}
 
     def __setstate__(self, state):
+        state = dict(state)
+        if "budget" in state:   # pickled before the cap became a property
+            state["_budget_cap"] = state.pop("budget")
         self.__dict__.update(state)
         self._lock = threading.RLock()
         self._recorders, self._answers, self._fh, self._offset = [], {}, None, 0
@@ -484,12 +495,13 @@ class Population:
             self.ledger = Ledger()                 # rebuilt from the journal, from its start
             self.ledger._journal = self._journal
         self.ledger._device_side = weakref.ref(self)
-        self.ledger._budget = self.budget
+        self.ledger._budget = self._budget_cap
         if self._reachable:
             self._sync()
 
     def __repr__(self):
-        cap = "no budget cap" if self.budget is None else f"budget {self.budget:g} per user"
+        cap = self._budget_cap
+        cap = "no budget cap" if cap is None else f"budget {cap:g} per user"
         real = "" if self.simulated else ", real devices"
         return f"<Population {self.id[:8]}: {len(self.ledger)} collection(s), {cap}{real}>"
 

@@ -157,6 +157,18 @@ def test_a_budget_set_after_a_copy_was_made_holds_in_the_copy(sbm):
     assert G.ledger.local_epsilon == 0.0
 
 
+def test_a_budget_a_copy_set_is_the_original_s_budget(sbm):
+    # the cap held, but the original's attribute still read the old value
+    G, _ = sbm
+    copy = pickle.loads(pickle.dumps(G))            # e.g. a worker's
+    copy.population.set_budget(2.5)
+    assert G.population.budget == 2.5
+    assert G.population.remaining(G.node_keys[:1]) == pytest.approx([2.5])
+    assert privacy_report(G).budget == 2.5
+    with pytest.raises(AttributeError):
+        G.population.budget = 9.0                   # only set_budget writes the journal
+
+
 def test_a_saved_ledger_stays_current_while_its_journal_is_there(sbm):
     G, _ = sbm
     mech = HDSMechanism(1.0, feature_range=(0, 1), random_state=0).fit(G)
