@@ -22,6 +22,7 @@ from ._edges import flip_probability, randomized_lists
 from ._errors import SpecError
 from ._grid import MAX_EPS_PER_COORDINATE, TwoLevelGrid, discrete_laplace, randomized_round
 from ._random import (
+    node_bernoulli_fine,
     node_uniforms,
     node_uniforms_fine,
     sample_columns,
@@ -185,6 +186,13 @@ def _sigmoid_neg(eps):
     return 1.0 / (1.0 + np.exp(eps))
 
 
+def _bit_probabilities(unit, eps):
+    """One-bit's probabilities of a 1 and of a 0 for inputs ``unit`` in [0, 1], each
+    computed directly: either can be as small as ``1 / (1 + e^eps)``."""
+    t = np.tanh(eps / 2.0)
+    return _sigmoid_neg(eps) + unit * t, _sigmoid_neg(eps) + (1.0 - unit) * t
+
+
 # ---------------------------------------------------------------------- device programs
 # Each takes the users' device inputs (clipped to the public bounds), the seed and the
 # users' keys, and returns their reports as integer arrays. Streams and layouts are part
@@ -223,16 +231,16 @@ def hds_encode(X, lo, hi, k, grid, seed, keys, cols=None):
 def one_bit_encode(X, lo, hi, eps, seed, keys):
     """One-bit: one biased bit per feature (uniforms of stream 0)."""
     unit = (np.asarray(X, dtype=np.float64) - lo) / (hi - lo)
-    p_one = _sigmoid_neg(eps) + unit * np.tanh(eps / 2.0)
-    return {"b": node_uniforms_fine(seed, keys, X.shape[1], stream=0) < p_one}
+    p_one, p_zero = _bit_probabilities(unit, eps)
+    return {"b": node_bernoulli_fine(seed, keys, X.shape[1], 0, p_one, p_zero)}
 
 
 def multi_bit_encode(X, lo, hi, m, eps, seed, keys):
     """Multi-bit: ``m`` sampled columns (increasing) and a +-1 bit each (1 = +1)."""
     idx = sample_columns(seed, keys, X.shape[1], m, stream=0)
     unit = (take(X, idx) - lo[idx]) / (hi[idx] - lo[idx])
-    p_plus = _sigmoid_neg(eps) + unit * np.tanh(eps / 2.0)
-    return {"i": idx, "b": node_uniforms_fine(seed, keys, m, stream=1) < p_plus}
+    p_plus, p_minus = _bit_probabilities(unit, eps)
+    return {"i": idx, "b": node_bernoulli_fine(seed, keys, m, 1, p_plus, p_minus)}
 
 
 def piecewise_encode(X, lo, hi, k, grid, seed, keys):
@@ -304,7 +312,10 @@ def grrfs_encode(codes, sizes, m, q, seed, keys):
     u_keep = node_uniforms_fine(seed, keys, d, stream=1)
     u_val = node_uniforms(seed, keys, d, stream=2)
     x = np.asarray(codes, dtype=np.int64)
-    other = (x + 1 + np.floor(u_val * (sizes - 1)).astype(np.int64)) % sizes
+    # clamped as the label and set-valued programs are: u (c - 1) rounds to c - 1 for the
+    # largest uniforms, which would report x itself as "another" code
+    other = (x + 1 + np.minimum(np.floor(u_val * (sizes - 1)).astype(np.int64),
+                                np.maximum(sizes - 2, 0))) % sizes
     grr = np.where(u_keep >= (sizes - 1) * q, x, other)
     uniform = np.minimum(np.floor(u_val * sizes).astype(np.int64), sizes - 1)
     return {"c": np.where(sampled, grr, uniform)}

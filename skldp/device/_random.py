@@ -19,7 +19,7 @@ import numbers
 
 import numpy as np
 
-__all__ = ["node_uniforms", "node_uniforms_fine", "node_uniforms_ragged",
+__all__ = ["node_uniforms", "node_uniforms_fine", "node_bernoulli_fine", "node_uniforms_ragged",
            "node_uniforms_ragged_fine", "pair_uniforms", "sample_k_of_d", "sample_columns",
            "ids_to_keys"]
 
@@ -98,6 +98,30 @@ def node_uniforms_fine(seed, keys, n_cols, stream=0):
     v = (w2 >> np.uint64(12)).astype(np.float64) * (1.0 / (1 << 52))
     u = (r + v) * (1.0 / (1 << 53))
     return np.maximum(u, np.finfo(np.float64).smallest_subnormal)
+
+
+def node_bernoulli_fine(seed, keys, n_cols, stream, p, p_complement):
+    """Draws that are ``True`` with probability ``p`` (same shape as the draws), with
+    full relative precision whether ``p`` or ``1 - p`` is tiny.
+
+    ``u < p`` with the uniforms of :func:`node_uniforms_fine` resolves a tiny ``p``, but
+    not a tiny ``1 - p``: a double just below 1 is a multiple of 2^-53, so a ``1 - p``
+    below that has no uniform at all (the output "False" would be impossible). Where
+    ``p > 1/2`` the same two words give the complement ``1 - u = ((2^53 - r) - v)
+    2^-53`` exactly, compared with ``p_complement`` (the caller's accurate ``1 - p``):
+    the same event as ``u < p``, up to rounding.
+    """
+    return _bernoulli_from_words(_node_words(seed, keys, n_cols, stream),
+                                 _node_words(seed, keys, n_cols, stream + _FINE_STREAM_OFFSET),
+                                 p, p_complement)
+
+
+def _bernoulli_from_words(w1, w2, p, p_complement):
+    r = (w1 >> np.uint64(11)).astype(np.float64)
+    v = (w2 >> np.uint64(12)).astype(np.float64) * (1.0 / (1 << 52))
+    u = np.maximum((r + v) * (1.0 / (1 << 53)), np.finfo(np.float64).smallest_subnormal)
+    complement = ((float(1 << 53) - r) - v) * (1.0 / (1 << 53))
+    return np.where(np.broadcast_to(p, u.shape) <= 0.5, u < p, complement > p_complement)
 
 
 def _ragged_words(seed, keys, counts, stream, start):

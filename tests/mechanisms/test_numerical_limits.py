@@ -162,3 +162,56 @@ def test_overflowing_feature_range_refused(make):
 def test_overflowing_bounds_refused_by_device():
     with pytest.raises(SpecError, match="finite"):
         plan(_spec("OneBitMechanism", 1.0, feature_min=[-1e308], feature_max=[1e308]))
+
+
+def _words_in_cell(k, n):
+    """Words whose uniform lies in the ``k``-th cell below 1 (``r = 2^53 - k``), with the
+    fine part ``v`` on a grid of ``n`` values."""
+    w1 = np.full(n, np.uint64((1 << 53) - k) << np.uint64(11))
+    w2 = (np.arange(n, dtype=np.uint64) * np.uint64((1 << 52) // n)) << np.uint64(12)
+    return w1, w2
+
+
+@pytest.mark.parametrize("eps", [34.5, 36.0, 40.0, 50.0])
+def test_a_bit_with_a_tiny_probability_of_zero_is_sampled_exactly(eps):
+    # one-bit and multi-bit compared u < p with p = 1 - 1/(1 + e^eps): near 1 a uniform
+    # is a multiple of 2^-53, so the probability of a 0 for an input at the upper bound
+    # was rounded to a multiple of 2^-54 (wrong by up to half itself around eps 36: the
+    # ratio of a 0's probabilities exceeded e^eps)
+    from skldp.device._kinds import _bit_probabilities
+    from skldp.device._random import _bernoulli_from_words
+    p_one, p_zero = _bit_probabilities(np.array(1.0), eps)
+    cells = float(p_zero) * 2.0 ** 53    # P(0) in cells of 2^-53 below 1
+    n = 1 << 20
+    for k in range(1, int(cells) + 3):
+        zeros = ~_bernoulli_from_words(*_words_in_cell(k, n), p_one, p_zero)
+        # P(0 | the k-th cell) is the part of that cell within P(0) of 1
+        assert zeros.mean() == pytest.approx(np.clip(cells - (k - 1), 0, 1), rel=1e-3,
+                                             abs=2.0 / n)
+
+
+def test_bits_of_ordinary_probabilities_are_those_of_u_below_p():
+    from skldp.device._kinds import _bit_probabilities
+    from skldp.device._random import _node_words, node_bernoulli_fine, node_uniforms_fine
+    keys = np.arange(200_000, dtype=np.uint64)
+    unit = np.random.default_rng(0).random((len(keys), 3))
+    for eps in (0.1, 1.0, 8.0):
+        p_one, p_zero = _bit_probabilities(unit, eps)
+        np.testing.assert_array_equal(node_bernoulli_fine(7, keys, 3, 5, p_one, p_zero),
+                                      node_uniforms_fine(7, keys, 3, stream=5) < p_one)
+    assert _node_words(7, keys[:2], 1, 5).dtype == np.uint64
+
+
+def test_a_grrfs_flip_never_reports_the_true_code(monkeypatch):
+    # the largest uniform times (c - 1) rounds to c - 1: "another code" was x itself
+    from skldp.device import _kinds
+    top = ((2.0 ** 53 - 1) + 0.5) * 2.0 ** -53
+    monkeypatch.setattr(_kinds, "node_uniforms", lambda seed, keys, d, stream: np.full(
+        (len(keys), d), top))
+    monkeypatch.setattr(_kinds, "node_uniforms_fine", lambda seed, keys, d, stream: np.full(
+        (len(keys), d), 1e-300))                    # every sampled code flips
+    sizes = np.array([3, 4, 7, 100])
+    codes = np.zeros((5, 4), dtype=np.int64)
+    out = _kinds.grrfs_encode(codes, sizes, 4, 0.1, 0, np.arange(5, dtype=np.uint64))["c"]
+    assert np.all(out != codes)
+    assert np.all(out == sizes - 1)                 # the last of the other codes
