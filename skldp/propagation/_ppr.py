@@ -370,7 +370,7 @@ class PPRPropagation(GraphTransformerMixin, BaseEstimator):
             H = ops.spmm(H)
             H *= 1.0 - a
             Z += H
-            # ||T|| <= 1 (r = 1/2): the remainder is at most ||H|| (1 - a) / a
+            # ||T|| <= 1 (r = 1/2, undirected): the remainder is at most ||H|| (1 - a) / a
             if ops.norm(H) * (1.0 - a) <= tol * a * ops.norm(Z):
                 return Z, True, it + 1
         return Z, False, self.max_iter
