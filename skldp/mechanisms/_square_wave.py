@@ -56,8 +56,10 @@ def hds_estimator_variance(eps, k, d, x2=1.0 / 3.0):
     k = np.asarray(k, dtype=np.float64)
     e = eps / k
     b = np.vectorize(square_wave_b)(e)
-    with np.errstate(over="ignore"):
-        w = b * np.exp(np.minimum(e, 700.0))
+    # w = b e^eps', in closed form where b e^eps' would underflow times overflow
+    with np.errstate(over="ignore", under="ignore"):
+        w = np.where(e > 30.0, (e - 1.0 + np.exp(-e)) / (1.0 - (1.0 + e) * np.exp(-e)),
+                     b * np.exp(np.minimum(e, 30.0)))
     C = (k / d) * (w - b) / (w + 1.0)
     const = k * (b * b * w + 3 * b * b + 3 * b + 1) / (3.0 * d * (w + 1.0))
     return (const + (C - C * C) * x2) / (C * C)

@@ -65,3 +65,13 @@ def test_feature_hashing_is_public_bounded_and_costs_no_budget():
         FeatureHashing(16, random_state=None).fit(X)
     with pytest.raises(ValueError, match="NaN"):
         h1.transform(np.where(X > 0, np.nan, 0.0))
+
+
+def test_hds_estimator_variance_stays_finite_at_huge_budgets():
+    # b underflowed to 0 above about 709 per coordinate: the variance came out inf
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        v = hds_estimator_variance(np.array([29.99, 30.01, 700.0, 800.0, 1e5]), 1, 10, x2=0.0)
+    assert np.all(np.isfinite(v)) and np.all(np.diff(v) < 0)
+    assert v[0] == pytest.approx(v[1], rel=1e-3)     # continuous where the closed form starts
