@@ -12,6 +12,7 @@ refuses new users with a clear error (their reports would need the secret).
 from sklearn.base import BaseEstimator
 from sklearn.pipeline import Pipeline
 
+from .accounting._report import holds_fitted_estimators
 from .base import PrivateStepMixin
 
 __all__ = ["forget_secrets"]
@@ -88,6 +89,8 @@ def _estimators(root):
         if isinstance(obj, BaseEstimator):
             yield obj
             todo.extend(vars(obj).values())
+        elif holds_fitted_estimators(obj):
+            todo.extend(vars(obj).values())
         elif isinstance(obj, dict):
             todo.extend(obj.values())
         elif isinstance(obj, (list, tuple)):
@@ -122,6 +125,8 @@ def _forget_tree(est, X):
             if branch not in (None, "drop", "passthrough"):
                 _forget_tree(branch, X)
         return
+    for fold in getattr(est, "calibrated_classifiers_", ()):   # CalibratedClassifierCV
+        _forget_tree(fold.estimator, X)
     _forget(est, X)
     inner = getattr(est, "estimator_", None)             # meta-estimators (CorrectAndSmooth)
     if inner is not None and hasattr(inner, "get_params"):

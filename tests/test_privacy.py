@@ -112,3 +112,40 @@ def test_secrets_inside_unions_and_meta_estimators_are_forgotten(small_graph):
         forget_secrets(model, G)
         assert not _has_seed(model)
         np.testing.assert_array_equal(model.predict(G[40:]), before)
+
+
+def test_secrets_inside_calibrated_folds_are_reported_and_forgotten(small_graph):
+    # CalibratedClassifierCV keeps its folds in objects that are not estimators: the
+    # report said "no private step" (epsilon inf) and forget_secrets left every seed_
+    from sklearn.calibration import CalibratedClassifierCV
+
+    from skldp.accounting import privacy_report
+    A, X, y = small_graph
+    G = GraphData(X, A)
+    pipe = Pipeline([("hds", HDSMechanism(1.0, k=2, feature_range=(-1, 2), random_state=0)),
+                     ("ppr", PPRPropagation()), ("clf", MLPHead(epochs=5, random_state=0))])
+    cal = CalibratedClassifierCV(pipe, cv=2).fit(G[:40], y[:40])
+    rep = privacy_report(cal)
+    assert not rep.no_private_step and rep.local_epsilon == pytest.approx(1.0)
+    assert "HDSMechanism epsilon=1" in str(rep)
+    before = cal.predict_proba(G[40:])
+    assert _has_seed(cal.calibrated_classifiers_[0].estimator)
+    forget_secrets(cal, G)
+    assert not any(_has_seed(fold.estimator) for fold in cal.calibrated_classifiers_)
+    np.testing.assert_allclose(pickle.loads(pickle.dumps(cal)).predict_proba(G[40:]), before)
+
+
+@pytest.mark.parametrize("skipped", ["passthrough", None])
+def test_a_report_skips_a_pipeline_s_empty_steps(small_graph, skipped):
+    # the non-private baseline (the mechanism step left out) crashed privacy_report
+    from sklearn.model_selection import GridSearchCV
+
+    from skldp.accounting import privacy_report
+    A, X, y = small_graph
+    G = GraphData(X, A)
+    pipe = Pipeline([("hds", skipped), ("ppr", PPRPropagation()),
+                     ("clf", MLPHead(epochs=5, random_state=0))]).fit(G[:40], y[:40])
+    assert privacy_report(pipe).local_epsilon == np.inf
+    H = GraphData(X, A)
+    search = GridSearchCV(pipe, {"hds": [skipped]}, cv=2).fit(H[:40], y[:40])
+    assert privacy_report(search).by_what["features"] == np.inf

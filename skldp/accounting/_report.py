@@ -138,10 +138,21 @@ class PrivacyReport:
                 + "\n".join(lines))
 
 
+def holds_fitted_estimators(value):
+    """Whether ``value`` is an object scikit-learn keeps fitted estimators in without
+    being one (``CalibratedClassifierCV``'s folds): the walks over an estimator's fitted
+    steps (here and :func:`skldp.privacy.forget_secrets`) look inside it."""
+    return not isinstance(value, (BaseEstimator, type)) and hasattr(value, "__dict__") and \
+        type(value).__module__.startswith("sklearn.")
+
+
 def _estimators_in(value, name):
     """(name, estimator) pairs held in a value: an estimator, or lists/tuples/dicts of them."""
     if isinstance(value, BaseEstimator):
         yield name, value
+    elif holds_fitted_estimators(value):   # e.g. CalibratedClassifierCV's folds
+        for k, v in sorted(vars(value).items()):
+            yield from _estimators_in(v, f"{name}.{k}" if name else k)
     elif isinstance(value, dict):
         for k, v in value.items():
             yield from _estimators_in(v, f"{name}.{k}")
@@ -158,7 +169,8 @@ def _children(est):
     steps = getattr(est, "steps", None)
     if isinstance(steps, list) and all(isinstance(s, tuple) and len(s) == 2 for s in steps):
         for name, step in steps:
-            yield name, step
+            if step not in (None, "passthrough"):
+                yield name, step
         return
     for key, value in sorted(vars(est).items()):
         if key == "transformer_list" or (key.endswith("_") and not key.startswith("_")):
