@@ -4,7 +4,7 @@ import numbers
 import sys
 
 import numpy as np
-from sklearn.model_selection import StratifiedKFold
+from sklearn.model_selection import BaseCrossValidator, StratifiedKFold
 from sklearn.utils import check_random_state
 from sklearn.utils.extmath import _approximate_mode
 from sklearn.utils.validation import column_or_1d
@@ -247,7 +247,7 @@ def planetoid_split(bunch):
     return bunch.train_mask, bunch.val_mask, bunch.test_mask
 
 
-class LabelledKFold:
+class LabelledKFold(BaseCrossValidator):
     """Stratified K-fold over labelled nodes only.
 
     Unlabelled rows (``-1`` for numeric labels, the semi-supervised

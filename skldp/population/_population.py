@@ -128,7 +128,9 @@ class Population:
         """Budget left to each of the users ``node_keys`` (``inf`` without a cap)."""
         spent = self.ledger.spent(node_keys) + self.ledger.central_epsilon
         cap = self.budget
-        return (np.inf if cap is None else cap) - spent
+        if cap is None:   # no cap: nothing runs out, even after a read in the clear (inf)
+            return np.full(np.shape(spent), np.inf)
+        return cap - spent
 
     def _check_budget(self, spec, keys, n_answers=1):
         if self._budget_cap is None:

@@ -251,3 +251,13 @@ def test_pandas_na_marks_an_unlabelled_node():
                                     strict=True):
         np.testing.assert_array_equal(tr, tr0)
         np.testing.assert_array_equal(te, te0)
+
+
+def test_labelled_kfold_prints_its_parameters():
+    # it printed as <... object at 0x...>, inside a search's repr too
+    from sklearn.model_selection import GridSearchCV
+    from sklearn.tree import DecisionTreeClassifier
+    cv = LabelledKFold(3, shuffle=False)
+    assert repr(cv) == "LabelledKFold(n_splits=3, random_state=None, shuffle=False)"
+    assert "cv=LabelledKFold(n_splits=3" in repr(GridSearchCV(DecisionTreeClassifier(), {},
+                                                               cv=cv))

@@ -169,6 +169,19 @@ def test_a_budget_a_copy_set_is_the_original_s_budget(sbm):
         G.population.budget = 9.0                   # only set_budget writes the journal
 
 
+def test_without_a_cap_a_user_read_in_the_clear_has_budget_left(sbm):
+    # remaining() gave inf - inf = NaN once a step read the features in the clear
+    from sklearn.linear_model import LogisticRegression
+    G, y = sbm
+    LogisticRegression().fit(G, y)                  # np.asarray(G): read in the clear
+    assert G.ledger.local_epsilon == np.inf
+    assert np.all(G.population.remaining(G.node_keys) == np.inf)
+    H, _ = sbm
+    H = H.new_simulation(budget=2.0)
+    HDSMechanism(1.0, feature_range=(0, 1), random_state=0).fit_transform(H)
+    assert H.population.remaining(H.node_keys[:2]) == pytest.approx([1.0, 1.0])
+
+
 def test_a_saved_ledger_stays_current_while_its_journal_is_there(sbm):
     G, _ = sbm
     mech = HDSMechanism(1.0, feature_range=(0, 1), random_state=0).fit(G)
