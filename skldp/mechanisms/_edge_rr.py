@@ -262,7 +262,9 @@ class EdgeRR(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
     symmetrize : {"or", "and", "directed"}, default="or"
         How the server turns the directed reports into its graph: row ``i``
         is user ``i``'s report (``"directed"``), or ``{i, j}`` is an edge if
-        either (``"or"``) or both (``"and"``) endpoints reported it.
+        either (``"or"``) or both (``"and"``) endpoints reported it. It is
+        part of the collection's spec: each value is a collection of its own,
+        charged again.
     binarize : bool, default=False
         Treat every positive weight as an edge; otherwise a weighted
         adjacency raises an error.
