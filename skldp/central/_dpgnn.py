@@ -1128,11 +1128,17 @@ class DPGNNClassifier(_DPTrainerBase):
         return reads
 
     def _aggregator(self, G):
-        """The inference aggregator ``D^-1 A`` of ``G``'s graph (memoised on the graph)."""
+        """The inference aggregator ``D^-1 (A + I)`` of ``G``'s graph (memoised on the
+        graph), over the graph training samples from: 0/1, without self loops (the
+        degree-bounded sample ignores weights and drops self loops)."""
         key = ("skldp.dpgnn.adj_rw", G.token)
         P = G.memo_get(key)
         if P is None:
-            P = G.memo_set(key, normalized_adjacency(G.adjacency, kind="rw"))
+            A = sp.csr_matrix(G.adjacency, dtype=np.float32, copy=True)
+            A.setdiag(0)
+            A.eliminate_zeros()
+            A.data[:] = 1.0
+            P = G.memo_set(key, normalized_adjacency(A, kind="rw"))
         return P
 
     def _raw_logits(self, X):

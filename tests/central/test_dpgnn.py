@@ -696,3 +696,16 @@ def test_classes_none_is_only_warned_about(small_graph):
         clf = DPGNNClassifier(max_degree=2, batch_size=10, n_steps=2, hidden_size=4,
                               random_state=0, device="cpu").fit(G[tr], y[tr])
     assert privacy_report(clf).local_epsilon == 0.0
+
+
+def test_dpgnn_predicts_over_the_graph_it_trains_on(small_graph):
+    # training samples a 0/1 graph without self loops; predict aggregated with the
+    # weights and self loops, so scaling every weight changed the predictions
+    A, X, y = small_graph
+    A = sp.csr_matrix(A, dtype=np.float64)
+    clf = DPGNNClassifier(max_degree=5, classes=np.unique(y), batch_size=20, n_steps=20,
+                          noise_multiplier=0.0, max_grad_norm=None, random_state=0)
+    clf.fit(GraphData(X, A)[:40], y[:40])
+    p = clf.predict_proba(GraphData(X, A)[40:])
+    for B in (A * 1000.0, A * 0.001, A + sp.eye(A.shape[0])):
+        np.testing.assert_allclose(clf.predict_proba(GraphData(X, B)[40:]), p, atol=1e-6)
