@@ -462,6 +462,13 @@ class GraphData:
             _check_no_missing_id(ids)
             if not _all_unique(ids):
                 raise ValueError("node_ids must be unique.")
+            if ids.dtype == object and not _all_unique(_ids_to_keys(ids)):
+                # ids of mixed types: a number and its text (1.5 and "1.5"), or -1 and
+                # 2**64 - 1, are one user key (integer arrays cannot hold both)
+                raise ValueError(
+                    "node_ids must name distinct users, but some are the same user key: a "
+                    "number and its text (1.5 and '1.5'), or integers equal modulo 2**64. "
+                    "Give ids of one type.")
         A = _as_adjacency(adjacency, n, ids if node_ids is not None else None)
         if feature_names is not None:
             feature_names = _as_feature_names(feature_names, X.shape[1])

@@ -554,3 +554,11 @@ def test_features_beyond_float32_are_refused_by_graph_steps_and_models():
         with pytest.raises(ValueError, match="exceed float32's range"):
             fit(GraphData(X, A))
     KProp().fit_transform(GraphData(X / 1e10, A))   # within range: fine
+
+
+@pytest.mark.parametrize("ids", [[-1, 2**64 - 1, 5, 6], [1.5, "1.5", "a", "b"]])
+def test_ids_that_are_one_user_key_are_refused(ids):
+    # they passed as unique, and every keyed step (noise, ledger, label seeds) merged them
+    with pytest.raises(ValueError, match="same user key"):
+        GraphData(np.eye(4), np.zeros((4, 4)), node_ids=np.array(ids, dtype=object))
+    GraphData(np.eye(4), np.zeros((4, 4)), node_ids=np.array([1.5, "x", 7, "a"], dtype=object))
