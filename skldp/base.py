@@ -12,7 +12,7 @@ from sklearn.utils._param_validation import HasMethods
 from sklearn.utils._set_output import _wrap_data_with_container
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_array, check_is_fitted, column_or_1d
+from sklearn.utils.validation import _num_features, check_array, check_is_fitted, column_or_1d
 
 from ._graph_data import GraphData, reads_users_data
 from .exceptions import InvalidParameterError
@@ -30,6 +30,7 @@ from .utils._random import _GOLDEN, _mix, array_fingerprint, collection_seed
 from .utils.validation import (
     EPS_CONSTRAINT,
     RANDOM_STATE_CONSTRAINT,
+    check_feature_names,
     check_finite_features,
     check_graph_data,
     check_input_features,
@@ -413,12 +414,23 @@ def _records_fit_input(fit):
 
 
 def _wraps_plain_output(method):
-    """Wrap ``transform``: plain-array outputs follow ``set_output``; GraphData never."""
+    """Wrap ``transform`` (or ``fit_transform``): plain-array outputs follow ``set_output``;
+    GraphData never.
+
+    ``transform`` first compares the names of ``X`` (a GraphData's ``feature_names``, a
+    DataFrame's string columns) with those seen in fit, as scikit-learn does
+    (:func:`~skldp.utils.validation.check_feature_names`): the same columns in another
+    order would otherwise be transformed silently wrong. A step that reads no feature
+    (``_reads_features = False``) is not checked.
+    """
     if getattr(method, "_skldp_wraps_output", False):
         return method
+    checks_names = method.__name__ == "transform"
 
     @functools.wraps(method)
     def wrapped(self, X, *args, **kwargs):
+        if checks_names and self._reads_features:
+            check_feature_names(self, X)
         return self._wrap_plain_output(method(self, X, *args, **kwargs), X)
 
     wrapped._skldp_wraps_output = True
@@ -468,7 +480,9 @@ class GraphTransformerMixin(TransformerMixin, auto_wrap_output_keys=None):
     override it.
 
     **Feature names** follow scikit-learn: ``fit`` on a GraphData with
-    ``feature_names`` (or a pandas DataFrame) sets ``feature_names_in_``, and
+    ``feature_names`` (or a pandas DataFrame) sets ``feature_names_in_``,
+    :meth:`transform` refuses named input whose names differ from them (the
+    same columns in another order included; unnamed input is not checked), and
     :meth:`get_feature_names_out` gives the output names (the input names by
     default: a step that keeps its columns). The output GraphData carries
     them, so ``G.to_pandas()`` after a pipeline has the right columns; a step
@@ -864,8 +878,8 @@ class NodeWise(GraphTransformerMixin, BaseEstimator):
 
     It is fitted on the rows of the view (the training nodes) and applied to
     all nodes, so that a graph step placed after it sees a whole graph
-    (Design page, "Plain transformers before graph steps"). On plain arrays it
-    behaves like the wrapped
+    (Design page, "Plain transformers before graph steps"). On plain data (an
+    array, a list of rows, a DataFrame) it behaves like the wrapped
     transformer.
 
     It accepts missing or infinite features (e.g. ``NodeWise(SimpleImputer())``
@@ -935,16 +949,19 @@ class NodeWise(GraphTransformerMixin, BaseEstimator):
         # same format transform() passes for all nodes.
         if not self.on_device:
             note_feature_read(self, X, fitting=True)
-        rows = X.features[X.rows] if isinstance(X, GraphData) else X
+        graph = isinstance(X, GraphData)
+        # A plain array-like (a list of rows, a DataFrame) reaches the wrapped transformer
+        # as it is, which validates it as in scikit-learn; only its width is read here.
+        rows = X.features[X.rows] if graph else X
         est = clone(self.estimator)
-        if isinstance(X, GraphData) and hasattr(est, "set_output"):
+        if graph and hasattr(est, "set_output"):
             est.set_output(transform="default")  # a global pandas output must not reach the store
         if self.on_device:
             # A public map: fitted on one row of zeros, never on any user's data.
-            shape = (1, X.shape[1])
+            shape = (1, X.shape[1] if graph else _num_features(X))
             rows, y = (sp.csr_matrix(shape) if sp.issparse(rows) else np.zeros(shape)), None
         self.estimator_ = self._fit_estimator(est, rows, X, y)
-        self.n_features_in_ = X.shape[1]
+        self.n_features_in_ = X.shape[1] if graph else _num_features(X)
         return self
 
     def _fit_estimator(self, est, rows, X, y):

@@ -250,3 +250,48 @@ def test_a_model_fitted_on_a_frame_checks_the_frame_it_predicts():
     clf.predict(X.to_numpy())   # unnamed input: not checked, as in scikit-learn
     with pytest.raises(ValueError, match="same order"):
         clf.predict(X[NAMES[::-1]])
+
+
+# ------------------------------------------------------- names checked at transform
+def _named_otherwise(G, order, names):
+    """The same users (``population=G``) with their columns in ``order``, named ``names``."""
+    return GraphData(np.asarray(G.features)[:, order], G.adjacency, node_ids=G.node_ids,
+                     feature_names=names, population=G)
+
+
+@pytest.mark.parametrize("step", _one_to_one_steps() + [FeatureGrouper(group_size=1)],
+                         ids=lambda s: type(s).__name__)
+def test_graph_steps_refuse_columns_named_otherwise_than_in_fit(named_graph, step):
+    # the same columns in another order would be transformed silently wrong
+    G = named_graph
+    step.fit(G[:20])
+    step.transform(G[20:])   # another view of the same graph: the same names
+    with pytest.raises(ValueError, match="same order as they were in fit"):
+        step.transform(_named_otherwise(G, [2, 1, 0], NAMES[[2, 1, 0]]))
+    with pytest.raises(ValueError, match="unseen at fit time"):
+        step.transform(_named_otherwise(G, [0, 1, 2], ["a", "b", "c"]))
+
+
+def test_nodewise_scaler_refuses_reordered_columns():
+    # a scaler fitted on (age, income) and given (income, age) scaled each column with
+    # the other's statistics (column means ~5000 and ~-5)
+    rng = np.random.default_rng(0)
+    X = np.c_[rng.normal(40, 10, 100), rng.normal(50000, 1e4, 100)]
+    G = GraphData(X, None, feature_names=["age", "income"])
+    nw = NodeWise(StandardScaler()).fit(G)
+    with pytest.raises(ValueError, match="The feature names should match"):
+        nw.transform(GraphData(X[:, ::-1], None, feature_names=["income", "age"], population=G))
+    with pytest.raises(ValueError, match="The feature names should match"):
+        nw.transform(pd.DataFrame(X[:, ::-1], columns=["income", "age"]))
+    # unnamed input is not checked (as for the models); the right order passes
+    out = np.asarray(nw.transform(GraphData(X, None, population=G)))
+    np.testing.assert_allclose(out.mean(axis=0), 0.0, atol=1e-9)
+
+
+@pytest.mark.filterwarnings("ignore::skldp.exceptions.PrivacyLeakWarning")
+def test_mechanism_fitted_on_a_frame_refuses_reordered_columns():
+    df = pd.DataFrame(np.random.default_rng(0).random((20, 3)), columns=NAMES)
+    mech = LaplaceMechanism(eps=1.0, feature_range=(0, 1), random_state=0).fit(df)
+    mech.transform(df)
+    with pytest.raises(ValueError, match="same order as they were in fit"):
+        mech.transform(df[NAMES[::-1]])

@@ -17,7 +17,15 @@ __all__ = ["check_finite_features", "check_float32_range", "frame_column_names",
 
 
 def check_finite_features(X, name="features"):
-    """Raise a clear error if a dense or sparse matrix (or a torch tensor) holds NaN or inf."""
+    """Raise a clear error if a dense or sparse matrix (or a torch tensor) holds NaN or inf.
+
+    The message advises where to impute them. Under the default ``name`` (the check of
+    a local DP mechanism, an on-device step or a model on an array) it is a public,
+    stateless step on each device, the one a mechanism accepts before it. A ``name``
+    that names a server step (``"the features given to PPRPropagation"``, from
+    :meth:`skldp.GraphData.require_finite_features`) gets an imputer in front of that
+    step: a mechanism's reports hold no NaN, so there are none before it.
+    """
     if type(X).__module__.startswith("torch"):   # on its device: one number comes back
         if torch_sum_is_finite(X):
             return X
@@ -118,10 +126,23 @@ def _extremes(X):
     return X.min(), X.max()
 
 
+# A public, stateless map each device runs on its own row: the imputer a local DP
+# mechanism accepts before it (one fitted on the users' rows runs on the server).
+_DEVICE_IMPUTER = 'NodeWise(SimpleImputer(strategy="constant", fill_value=0.0), on_device=True)'
+
+
 def _not_finite(name, bad):
-    return (f"{name} contain NaN or infinite values (first at row {bad[0]}, column "
-            f"{bad[-1]}). Impute them before privatisation, e.g. with "
-            "NodeWise(SimpleImputer()).")
+    where = f"{name} contain NaN or infinite values (first at row {bad[0]}, column {bad[-1]}). "
+    if name == "features":   # a mechanism's (or an on-device step's, or a model's) check
+        return where + (
+            "Impute them first; before a local DP mechanism, on each user's device with a "
+            f"public, stateless step: {_DEVICE_IMPUTER} (the mechanism refuses an imputer "
+            "fitted on the users' data, such as NodeWise(SimpleImputer()), which runs on "
+            "the server).")
+    return where + (   # a server step's: the features are no mechanism's reports
+        "Impute them before this step, e.g. with NodeWise(SimpleImputer()). In a local DP "
+        "pipeline the mechanism comes first (its reports hold no NaN): impute on each "
+        f"user's device before it, with {_DEVICE_IMPUTER}.")
 
 
 def frame_column_names(X):

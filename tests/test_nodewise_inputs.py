@@ -1,0 +1,75 @@
+"""NodeWise on the inputs a scikit-learn transformer takes, and the advice on missing values.
+
+On plain data ``NodeWise`` behaves like the transformer it wraps (a list of rows
+included). NaN refused by a mechanism or a graph step comes with an advice that
+works there: an on-device constant imputer before a mechanism (a server-fitted
+imputer is refused), an imputer in front of a server step.
+"""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.impute import SimpleImputer
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import StandardScaler
+
+from skldp import GraphData, NodeWise
+from skldp.mechanisms import HDSMechanism, OneBitMechanism
+from skldp.propagation import PPRPropagation
+
+ROWS = [[0.0, 1.0], [1.0, 2.0], [3.0, 5.0]]
+
+
+@pytest.mark.parametrize("on_device", [False, True])
+def test_nodewise_takes_a_list_of_rows(on_device):
+    ref = StandardScaler().fit(np.zeros((1, 2)) if on_device else ROWS)
+    nw = NodeWise(StandardScaler(), on_device=on_device)
+    np.testing.assert_allclose(nw.fit_transform(ROWS), ref.transform(ROWS))
+    assert nw.n_features_in_ == 2
+    np.testing.assert_allclose(nw.fit(ROWS).transform(ROWS[:2]), ref.transform(ROWS[:2]))
+
+
+def test_nodewise_on_a_list_refuses_what_the_transformer_refuses():
+    with pytest.raises(ValueError, match="Expected 2D array"):
+        NodeWise(StandardScaler()).fit([1.0, 2.0])
+
+
+def _graph_with_a_nan():
+    rng = np.random.default_rng(0)
+    n = 40
+    A = np.triu(rng.random((n, n)) < 0.2, 1)
+    X = rng.random((n, 4))
+    X[3, 2] = np.nan
+    return GraphData(X, sp.csr_matrix((A | A.T).astype(float)))
+
+
+def _mech():
+    return HDSMechanism(eps=1.0, feature_range=(0, 1), random_state=0)
+
+
+def test_a_mechanism_advises_the_on_device_imputer_that_it_accepts():
+    G = _graph_with_a_nan()
+    with pytest.raises(ValueError, match="row 3, column 2") as err:
+        _mech().fit(G)
+    advice = 'NodeWise(SimpleImputer(strategy="constant", fill_value=0.0), on_device=True)'
+    assert advice in str(err.value)
+    # a server-fitted imputer is refused by the mechanism: the advice must not be it
+    with pytest.raises(ValueError, match="computed on the server by NodeWise"):
+        Pipeline([("imp", NodeWise(SimpleImputer())), ("m", _mech())]).fit(G)
+    # following the advice works, and propagation after the mechanism finds no NaN
+    pipe = Pipeline([("imp", NodeWise(SimpleImputer(strategy="constant", fill_value=0.0),
+                                      on_device=True)),
+                     ("m", OneBitMechanism(eps=1.0, feature_range=(0, 1), random_state=0)),
+                     ("ppr", PPRPropagation())])
+    assert np.all(np.isfinite(np.asarray(pipe.fit_transform(G))))
+
+
+def test_a_server_step_advises_an_imputer_in_front_of_it():
+    G = _graph_with_a_nan()
+    with pytest.raises(ValueError, match="PPRPropagation contain NaN") as err:
+        PPRPropagation().fit(G)
+    msg = str(err.value)
+    assert "Impute them before this step, e.g. with NodeWise(SimpleImputer())" in msg
+    assert "on_device=True" in msg   # and where to impute in a local DP pipeline
+    out = Pipeline([("imp", NodeWise(SimpleImputer())), ("ppr", PPRPropagation())]).fit_transform(G)
+    assert np.all(np.isfinite(np.asarray(out)))
