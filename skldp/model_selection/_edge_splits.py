@@ -99,24 +99,38 @@ class PairData(GraphData):
         """Build from pairs of node *ids* (``graph.all_node_ids``) instead of positions.
 
         Raises ``ValueError`` naming the first id that is not a node of the graph.
+        Ids of several types (numbers and text, as ``GraphData`` accepts) are
+        looked up by equality: the text ``"1"`` is not the number ``1``.
         """
         ids = graph.all_node_ids
-        id_pairs = np.asarray(id_pairs)
+        # object ids: each id keeps its type (a list [[1, "b"]] would become text)
+        id_pairs = np.asarray(id_pairs, dtype=object if ids.dtype == object else None)
         if id_pairs.ndim != 2 or id_pairs.shape[1] != 2:
             raise ValueError(f"id_pairs must have shape (n_pairs, 2), got {id_pairs.shape}.")
-        order = np.argsort(ids, kind="stable")
         flat = id_pairs.ravel()
         try:
-            pos = np.searchsorted(ids[order], flat)
+            order = np.argsort(ids, kind="stable")
+            pos = np.minimum(np.searchsorted(ids[order], flat), len(ids) - 1)
+            found = np.asarray(ids[order][pos] == flat, dtype=bool)
+            pos = order[pos]
         except TypeError as exc:
-            raise ValueError(f"id_pairs of dtype {id_pairs.dtype} cannot be compared with "
-                             f"node ids of dtype {ids.dtype}.") from exc
-        pos = np.minimum(pos, len(ids) - 1)
-        found = ids[order][pos] == flat
+            if ids.dtype != object:
+                raise ValueError(f"id_pairs of dtype {id_pairs.dtype} cannot be compared with "
+                                 f"node ids of dtype {ids.dtype}.") from exc
+            # ids (or id_pairs) of several types do not sort: look each id up by equality
+            where = {v: i for i, v in enumerate(ids.tolist())}
+            try:
+                pos = np.array([where.get(v, -1) for v in flat.tolist()], dtype=np.intp)
+            except TypeError as exc2:   # an unhashable id_pairs entry (a list, ...)
+                raise ValueError("id_pairs hold values that cannot be node ids: "
+                                 f"{exc2}.") from exc2
+            found = pos >= 0
         if not np.all(found):
-            raise ValueError(f"id_pairs refer to unknown node id {flat[~found][0].item()!r} "
+            bad = flat[~found][0]
+            bad = bad.item() if isinstance(bad, np.generic) else bad
+            raise ValueError(f"id_pairs refer to unknown node id {bad!r} "
                              f"({np.count_nonzero(~found)} unknown in all).")
-        return cls(graph, order[pos].reshape(id_pairs.shape))
+        return cls(graph, pos.reshape(id_pairs.shape))
 
     @classmethod
     def _from_pairs(cls, store, pairs, labels_from=None):
@@ -181,6 +195,8 @@ class PairData(GraphData):
             if key.dtype == bool and key.shape != (len(self.pairs),):
                 raise IndexError(f"boolean index of length {len(key)} does not match "
                                  f"{len(self.pairs)} pairs.")
+            if key.size == 0:  # P[[]]: np.asarray([]) is float; no pair, as GraphData[[]]
+                key = np.zeros(0, dtype=np.intp)
         return PairData._from_pairs(self._store, self.pairs[key], self._labels())
 
     def __array__(self, dtype=None, copy=None):

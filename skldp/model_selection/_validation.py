@@ -76,9 +76,10 @@ def _held_out(X, v, owner):
         n = X.n_nodes
         if v.size and (v.min() < 0 or v.max() >= n):
             raise ValueError(f"validation pairs refer to nodes outside 0..{n - 1}.")
-        codes = np.unique(v[:, 0].astype(np.int64) * n + v[:, 1])
-        mine = X.pairs[:, 0].astype(np.int64) * n + X.pairs[:, 1]
-        return np.isin(mine, codes)
+        # a pair is unordered (the link predictors score (u, v) as (v, u)): matched
+        # in either orientation
+        v, mine = np.sort(v, axis=1).astype(np.int64), np.sort(X.pairs, axis=1).astype(np.int64)
+        return np.isin(mine[:, 0] * n + mine[:, 1], np.unique(v[:, 0] * n + v[:, 1]))
     if not isinstance(X, GraphData):
         raise ValueError(f"{name}(validation=...) names nodes of a graph, but X is a plain "
                          "array whose rows have no node identity; fit on a GraphData view "
@@ -183,14 +184,16 @@ def validation_split(X, y_enc, *, validation, early_stopping, validation_fractio
         raise ValueError(f"{name}: validation rows are only used for early stopping; set "
                          "early_stopping=True or validation=None.")
     held = _held_out(X, v, owner)
+    what, rows, both = ("pair", "pairs", "P_train.concat(P_val)") if isinstance(X, PairData) \
+        else ("node", "rows", "G[train | val]")
     if not held.any():
         raise ValueError(
-            f"{name}: none of the {n} rows given to fit is a validation node. Fit on the "
-            "training and validation nodes together (fit(G[train | val], y[train | val])); in "
-            "a cross-validation whose held-out fold is the validation nodes, split them over "
+            f"{name}: none of the {n} {rows} given to fit is a validation {what}. Fit on the "
+            f"training and validation {what}s together (fit({both}, y_train_and_val)); in a "
+            f"cross-validation whose held-out fold is the validation {what}s, split them over "
             "the folds instead (see the user guide, 'Validation nodes').")
     if held.all():
-        raise ValueError(f"{name}: all {n} rows given to fit are validation nodes; nothing "
-                         "is left to train on.")
+        raise ValueError(f"{name}: all {n} {rows} given to fit are validation {what}s; "
+                         "nothing is left to train on.")
     return np.flatnonzero(~held), np.flatnonzero(held)
 

@@ -327,10 +327,11 @@ class MLPHead(TorchClassifierBase):
         Adam learning rate.
     weight_decay : float or "auto", default="auto"
         Adam L2 penalty. ``"auto"``: fitted on fewer than 500 rows
-        without ``validation`` (and two rows of every class at least), chosen
-        by a stratified 5-fold cross-validation (accuracy) of the fit rows
-        among nine values from 1e-5 to 0.1; otherwise 5e-5. See
-        :ref:`mlp_head`.
+        without ``validation``, chosen by a stratified 5-fold
+        cross-validation (accuracy) of the fit rows among nine values from
+        1e-5 to 0.1 (as many folds as the smallest class has rows, when that
+        is 2 to 4); otherwise 5e-5, also when a class has a single fit row
+        (with a warning). See :ref:`mlp_head`.
     epochs : int, default=300
         Maximum number of passes over the training rows.
     batch_size : int or None, default=None
@@ -562,9 +563,19 @@ class MLPHead(TorchClassifierBase):
     def _choose_weight_decay(self, X, y, seed):
         """``weight_decay="auto"``: cross-validated on few fit rows, else the fixed default."""
         n = X.shape[0]
-        _, counts = np.unique(np.asarray(y), return_counts=True)
+        if self.validation is not None or n >= _AUTO_DECAY_ROWS:
+            return _DECAY
+        # every class in every training fold: fewer folds for a class of 2 to 4 rows
+        classes, counts = np.unique(np.asarray(y), return_counts=True)
         folds = min(_AUTO_FOLDS, int(counts.min()))
-        if self.validation is not None or n >= _AUTO_DECAY_ROWS or folds < 2:
+        if folds < 2:
+            one = classes[np.argmin(counts)]
+            one = one.item() if isinstance(one, np.generic) else one
+            warnings.warn(
+                f"{type(self).__name__}: weight_decay='auto' is not cross-validated: class "
+                f"{one!r} has a single fit row, which no fold can both train on and "
+                f"validate; weight_decay_ is {_DECAY}. Pass a number to set it.",
+                UserWarning, stacklevel=7)
             return _DECAY
         from sklearn.base import clone
         from sklearn.model_selection import GridSearchCV, StratifiedKFold
