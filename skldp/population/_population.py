@@ -103,8 +103,10 @@ class Population:
     @property
     def budget(self):
         """The per-user cap on the total epsilon (``None``: no cap), as last set by this
-        population or a copy of it (:meth:`set_budget`)."""
-        self._sync()
+        population or a copy of it (:meth:`set_budget`); the last one known when the
+        journal is gone (the original ended)."""
+        if self._journal is not None and os.path.exists(self._journal):
+            self._sync()
         return self._budget_cap
 
     def set_budget(self, budget):
