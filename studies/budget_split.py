@@ -336,17 +336,19 @@ def budget_split_table(records):
     """
     rows = split_rows(records)
     shares = sorted({sh for r in rows for sh in r["shares"]})
-    lines = ["| dataset | regime | B | all on the label | "
-             + " | ".join(f"share {sh:g} on features: model; minus label only" for sh in shares)
-             + " | winner | raw features, clean labels |",
-             "|---|---|---|---|" + "---|" * len(shares) + "---|---|"]
+    # one cell per share (none in a sweep without private runs, e.g. --quick --max-runs 1)
+    header = ["dataset", "regime", "B", "all on the label",
+              *(f"share {sh:g} on features: model; minus label only" for sh in shares),
+              "winner", "raw features, clean labels"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for r in rows:
         parts = []
         for sh in shares:
             cell, diff = r["shares"].get(sh, (None, None))
             parts.append("—" if cell is None else f"{_fmt(cell)}; {_fmt_diff(diff)}")
-        lines.append(f"| {r['dataset']} | {r['split']} | {r['budget']:g} | {_fmt(r['labels'])} "
-                     f"| " + " | ".join(parts) + f" | {r['winner'] or '—'} | {_fmt(r['raw'])} |")
+        cells = [r["dataset"], r["split"], f"{r['budget']:g}", _fmt(r["labels"]), *parts,
+                 r["winner"] or "—", _fmt(r["raw"])]
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 

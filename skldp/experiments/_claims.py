@@ -1,15 +1,16 @@
 """Claims on runs, so that processes sweeping the same study share the work.
 
-Before a run starts, its worker claims it: a small file per run key in
-``<results_dir>/<study>_claims/``, holding the claimant's host, pid and start
-time. A run is started only by the process that got its claim; the claim is
-removed once the run is recorded in the runs file (or has failed). Every claim
-operation holds an exclusive ``flock`` on the folder's lock file, which the
-kernel releases when a process dies, so a ``SIGKILL`` never leaves the folder
-locked. A claim whose process is gone (same host: its pid no longer runs, or
-runs another program) is stale and is taken over; a claim from another host is
-taken over after ``STALE_AFTER`` seconds, since its process cannot be checked
-from here.
+Before a run is dispatched, the process that drives the sweep claims it (its
+workers never see the claims): a small file per run key in
+``<results_dir>/<study>_claims/``, holding the driver's host, pid and start
+time. A run is dispatched only by the process that got its claim; that process
+removes the claim once the run is recorded in the runs file (or has failed, or
+is reported missing). Every claim operation holds an exclusive ``flock`` on the
+folder's lock file, which the kernel releases when a process dies, so a
+``SIGKILL`` never leaves the folder locked. A claim whose process is gone (same
+host: its pid no longer runs, or runs another program) is stale and is taken
+over; a claim from another host is taken over after ``STALE_AFTER`` seconds,
+since its process cannot be checked from here.
 """
 
 import contextlib

@@ -5,6 +5,7 @@ import importlib
 import logging
 import shlex
 import sys
+import tempfile
 from pathlib import Path
 
 from ..utils._command import run_command
@@ -108,14 +109,32 @@ def reproduce_main(argv):
     Returns
     -------
     status : int
-        0 when every run is recorded, 1 when some failed or are missing (or
-        on a user error: an unavailable dataset, a damaged runs file; one
-        line on stderr, or its traceback with ``SKLDP_TRACEBACK=1``), 130
-        when interrupted (Ctrl-C; the recorded runs are kept).
+        0 when no run failed or went missing: every run is recorded, but for
+        those that ``--max-runs`` leaves for a later call (the summary line
+        counts them) and those that another process is still running; 1 when
+        some failed or are missing, or on a user error (an unknown study or
+        dataset, an unavailable dataset, a damaged runs file, a folder that
+        cannot be written; one line on stderr, or its traceback with
+        ``SKLDP_TRACEBACK=1``); 2 on an error in the command line itself (an
+        unknown option, a missing or out-of-range value: argparse's usage and
+        message); 130 when interrupted (Ctrl-C; the recorded runs are kept).
     """
     return run_command(_reproduce, argv, "skldp reproduce",
                        interrupted="interrupted; the runs recorded so far are kept, the "
                                    "same command resumes")
+
+
+def _check_writable(folder, what):
+    """Fail before any run when ``folder`` cannot be created or written into (it was
+    found only once every run was done, when the page was written)."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        raise OSError(f"{folder}: cannot write the {what} there ({exc.strerror or exc}); "
+                      "nothing was run. Choose another folder (--runs-dir, --pages-dir or "
+                      "--results-dir).") from None
 
 
 def _reproduce(argv):
@@ -154,8 +173,8 @@ def _reproduce(argv):
         kwargs["kinds"] = args.kinds
     try:
         study = studies.get_study(args.study, **kwargs)
-    except ValueError as exc:
-        p.error(str(exc))
+    # an unknown study, dataset or kind (a ValueError) ends as a user error: one line,
+    # status 1 (run_command)
     except TypeError:
         extra = [f"--{k}" for k in ("eps", "kinds") if k in kwargs]
         if not extra:
@@ -170,6 +189,16 @@ def _reproduce(argv):
         p.error(f"{page}: no such page. A study's page is written by hand around its "
                 "generated blocks: copy it from docs/results/ into the pages folder first "
                 "(or use --quick, which writes a summary of its own).")
+    # before the runs: an unwritable folder was found only once every run was done
+    _check_writable(runs_dir, "runs file")
+    _check_writable(pages_dir, "results page")
+    if not args.quick:
+        try:
+            with open(page, "r+b"):   # rewritten in place after the runs
+                pass
+        except OSError as exc:
+            raise OSError(f"{page}: cannot rewrite the page ({exc.strerror or exc}); nothing "
+                          "was run.") from None
     command = _prog() + " " + " ".join(shlex.quote(a) for a in argv)
     res = run_study(study, runs_dir, n_jobs=args.n_jobs, backend=args.backend,
                     scheduler=args.scheduler, cache=args.cache, retries=args.retries,
@@ -185,7 +214,9 @@ def _reproduce(argv):
                                    runs_file=res.runs_file if elsewhere else None)
     print(f"{study.name}: {len(res.done)} run(s) done, {len(res.skipped)} already recorded, "
           f"{len(res.elsewhere)} taken by another process, {len(res.failed)} failed, "
-          f"{len(res.missing)} missing ({res.wall_s:.0f} s)")
+          f"{len(res.missing)} missing"
+          + (f", {len(res.remaining)} left for later (--max-runs)"
+             if args.max_runs is not None else "") + f" ({res.wall_s:.0f} s)")
     print(f"runs: {res.runs_file}")
     for kind, path in paths.items():
         print(f"{kind}: {path}")

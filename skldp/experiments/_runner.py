@@ -52,6 +52,8 @@ class SweepResult:
     elsewhere : list of str
         Keys of runs that another process sweeping the same study had claimed
         or recorded when this one came to them (not run here).
+    remaining : list of str
+        Keys of runs left for a later call by ``max_runs`` (not started).
     wall_s : float
         Wall time of this call.
     """
@@ -63,6 +65,7 @@ class SweepResult:
     failed: dict = field(default_factory=dict)
     missing: list = field(default_factory=list)
     elsewhere: list = field(default_factory=list)
+    remaining: list = field(default_factory=list)
     wall_s: float = 0.0
 
 
@@ -208,6 +211,10 @@ def _run_one(study, spec, cache):
         evaluate = study.methods[spec.method].evaluate or fit_and_score
         with GraphCache(cache) if cache is not None else contextlib.nullcontext():
             metrics = evaluate(est, G, y, masks)
+        # a record without a number would be a damaged line of the runs file: the run fails
+        metrics = {k: float(v) for k, v in metrics.items()}
+        if not metrics:
+            raise ValueError(f"the evaluation of run {spec.key!r} returned no metric.")
         privacy, eps_spent = _privacy(est, G)
         info = _info(est)
     except Exception:
@@ -217,7 +224,7 @@ def _run_one(study, spec, cache):
     return {
         "key": spec.key, "dataset": spec.dataset, "method": spec.method,
         "split": spec.split, "seed": spec.seed, "params": spec.param_dict,
-        "metrics": {k: float(v) for k, v in metrics.items()},
+        "metrics": metrics,
         "eps_spent": eps_spent, "privacy": privacy, "info": info,
         "wall_s": round(time.perf_counter() - t0, 3),
         "cpu_s": round(time.process_time() - c0, 3),
@@ -411,7 +418,8 @@ def run_study(study, results_dir="results", *, n_jobs=1, backend="loky", schedul
     progress : bool, default=True
         Show a tqdm progress bar with the time left (if tqdm is installed).
     max_runs : int or None, default=None
-        Run at most this many of the remaining runs (for a partial sweep).
+        Run at most this many of the remaining runs (for a partial sweep); the
+        others are reported in ``remaining``.
     note : str or None, default=None
         How this sweep was scheduled (its command, priority, what ran beside
         it): written into each of its records as ``sweep``, so that the runs
@@ -449,6 +457,7 @@ def _run_study(study, results_dir, n_jobs, backend, scheduler, cache, retries, p
     result.skipped = [s.key for s in specs if s.key in runs_file]
     todo = [s for s in specs if s.key not in runs_file]
     if max_runs is not None:
+        result.remaining = [s.key for s in todo[max_runs:]]
         todo = todo[:max_runs]
     logger.info("study %s: %d runs, %d recorded, %d to run (backend %s, n_jobs %s)",
                 study.name, len(specs), len(result.skipped), len(todo), backend, n_jobs)

@@ -15,9 +15,49 @@ class RunsFileError(ValueError):
     """A runs file that cannot be used as it is (another study, a damaged line)."""
 
 
-def _parse(path, text, study, first_line=1):
+def _identity_problem(rec):
+    """What is wrong with the ``study`` and ``key`` of ``rec`` (a message), or None."""
+    if not isinstance(rec, dict) or "key" not in rec or "study" not in rec:
+        return "a record needs 'study' and 'key' fields."
+    for name in ("study", "key"):
+        if not isinstance(rec[name], str) or not rec[name]:
+            return f"the record's {name!r} is {rec[name]!r}, not a non-empty string."
+    return None
+
+
+def _metrics_problem(rec):
+    """What is wrong with the ``metrics`` of ``rec`` (a message), or None.
+
+    A record needs at least one metric, each a number: a run without its scores
+    would count as recorded (never run again) and yet drop out of every table.
+    """
+    key, metrics = rec["key"], rec.get("metrics")
+    if not isinstance(metrics, dict):
+        return f"record {key!r} has no 'metrics' dict."
+    if not metrics:
+        return f"record {key!r} has no metric (its 'metrics' dict is empty)."
+    for name, value in metrics.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return f"record {key!r}: metric {name!r} is {value!r}, not a number."
+    return None
+
+
+_FIX = " Fix or delete this line (its run is then done again)."
+
+
+def _parse(path, data, study, first_line=1):
+    """The records of ``data`` (bytes: whole lines of a runs file), each key once."""
     records, seen = [], {}
-    for lineno, line in enumerate(text.splitlines(), start=first_line):
+    lines = data.split(b"\n")
+    if lines and not lines[-1]:
+        lines.pop()   # after the last newline
+    for lineno, raw in enumerate(lines, start=first_line):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise RunsFileError(
+                f"{path}:{lineno}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at column "
+                f"{exc.start + 1}).{_FIX}") from None
         if not line.strip():
             continue
         try:
@@ -27,18 +67,16 @@ def _parse(path, text, study, first_line=1):
                 f"{path}:{lineno}: not a JSON record ({exc.msg}). The other lines are "
                 "untouched; fix or delete this line (a line cut short by a killed writer "
                 "can be deleted: its run is then done again).") from None
-        if not isinstance(rec, dict) or "key" not in rec or "study" not in rec:
-            raise RunsFileError(f"{path}:{lineno}: a record needs 'study' and 'key' fields.")
+        problem = _identity_problem(rec)
+        if problem is not None:
+            raise RunsFileError(f"{path}:{lineno}: {problem}{_FIX}")
         if study is not None and rec["study"] != study:
             raise RunsFileError(
                 f"{path}:{lineno}: record of study {rec['study']!r}, but this file is read "
                 f"as the runs of study {study!r}. Use another results folder or name.")
-        if not isinstance(rec.get("metrics"), dict):
-            # a run without its scores would count as recorded (never run again) and yet
-            # drop out of every table
-            raise RunsFileError(
-                f"{path}:{lineno}: record {rec['key']!r} has no 'metrics' dict. Fix or delete "
-                "this line (its run is then done again).")
+        problem = _metrics_problem(rec)
+        if problem is not None:
+            raise RunsFileError(f"{path}:{lineno}: {problem}{_FIX}")
         key = rec["key"]
         if key in seen:
             # Never counted twice: keep the first record of a key.
@@ -69,14 +107,15 @@ def load_runs(path, study=None):
     Raises
     ------
     RunsFileError
-        A line that is not a JSON record, a record without ``study``, ``key``
-        or a ``metrics`` dict, or a record of another study; the message names
-        the file and line.
+        A line that is not UTF-8 text or not a JSON record, a record without
+        ``study`` or ``key`` strings or without a ``metrics`` dict of at least
+        one number, or a record of another study; the message names the file
+        and line.
     """
     path = Path(path)
     if not path.exists():
         return []
-    return _parse(path, path.read_text(encoding="utf-8"), study)
+    return _parse(path, path.read_bytes(), study)
 
 
 class RunsFile:
@@ -144,11 +183,10 @@ class RunsFile:
         end = len(data) if partial else data.rfind(b"\n") + 1
         if end == 0:
             return []
-        text = data[:end].decode("utf-8")
-        new = [r for r in _parse(self.path, text, self.study, self._lines + 1)
+        new = [r for r in _parse(self.path, data[:end], self.study, self._lines + 1)
                if r["key"] not in self._keys]
         self._offset += end
-        self._lines += text.count("\n")
+        self._lines += data.count(b"\n", 0, end)
         for r in new:
             self._keys.add(r["key"])
             self.records.append(r)
@@ -160,25 +198,35 @@ class RunsFile:
         Parameters
         ----------
         record : dict
-            A record with at least ``key`` and a ``metrics`` dict; ``study`` is
-            set to this file's.
+            A record with at least a ``key`` string and a ``metrics`` dict of
+            at least one number; ``study`` is set to this file's.
 
         Returns
         -------
         written : bool
             False when the key was already recorded (nothing written).
+
+        Raises
+        ------
+        RunsFileError
+            A record that the file could not be read back with (see
+            :func:`load_runs`); nothing is written.
         """
         with self._lock:
             return self._append(record)
 
     def _append(self, record):
         import fcntl
+        record = {"study": self.study, **record}
+        problem = _identity_problem(record)
+        if problem is not None:
+            raise RunsFileError(f"{problem[:-1]}; not written.")
         key = record["key"]
         if key in self._keys:
             return False
-        if not isinstance(record.get("metrics"), dict):
-            raise RunsFileError(f"record {key!r} has no 'metrics' dict; not written.")
-        record = {"study": self.study, **record}
+        problem = _metrics_problem(record)
+        if problem is not None:
+            raise RunsFileError(f"{problem[:-1]}; not written.")
         if record["study"] != self.study:
             raise RunsFileError(f"record of study {record['study']!r} written to the runs of "
                                 f"{self.study!r}.")

@@ -136,10 +136,10 @@ def test_bad_study_input(tmp_path):
 
 def test_runs_file_of_another_study_or_damaged(tmp_path):
     f = tmp_path / "tiny_runs.jsonl"
-    f.write_text(json.dumps({"study": "other", "key": "k", "metrics": {}}) + "\n")
+    f.write_text(json.dumps({"study": "other", "key": "k", "metrics": {"acc": 1}}) + "\n")
     with pytest.raises(RunsFileError, match=r"tiny_runs.jsonl:1: record of study 'other'"):
         run_study(_study(), tmp_path, progress=False)
-    good = [json.dumps({"study": "tiny", "key": f"k{i}", "metrics": {}}) for i in range(3)]
+    good = [json.dumps({"study": "tiny", "key": f"k{i}", "metrics": {"acc": 1}}) for i in range(3)]
     f.write_text("\n".join([good[0], good[1], '{"study": "tiny", "key": ', good[2]]) + "\n")
     before = f.read_bytes()
     with pytest.raises(RunsFileError, match=r"tiny_runs.jsonl:3: not a JSON record"):
@@ -150,15 +150,15 @@ def test_runs_file_of_another_study_or_damaged(tmp_path):
 def test_key_never_recorded_twice(tmp_path):
     f = tmp_path / "t_runs.jsonl"
     rf = RunsFile(f, "t")
-    assert rf.append({"key": "a", "v": 1, "metrics": {}})
-    assert not rf.append({"key": "a", "v": 2, "metrics": {}})
+    assert rf.append({"key": "a", "v": 1, "metrics": {"acc": 1}})
+    assert not rf.append({"key": "a", "v": 2, "metrics": {"acc": 1}})
     # a line cut short by a killed writer, then a new record: the new one stays readable
     with open(f, "a") as fh:
         fh.write('{"study": "t", "key": "b"')
     with pytest.raises(RunsFileError, match=":2:"):
         RunsFile(f, "t")
     f.write_text(f.read_text() + "\n"
-                 + json.dumps({"study": "t", "key": "a", "v": 3, "metrics": {}}) + "\n")
+                 + json.dumps({"study": "t", "key": "a", "v": 3, "metrics": {"acc": 1}}) + "\n")
     lines = f.read_text().splitlines()
     f.write_text("\n".join([lines[0], lines[2]]) + "\n")  # the damaged line deleted by hand
     recs = load_runs(f, "t")
