@@ -128,7 +128,8 @@ def note_feature_read(step, X, fitting=False):
     """Record in the users' ledger that a server-side ``step`` reads their features in the
     clear (the raw data, or data computed from it on the server): epsilon is infinite.
 
-    The step keeps the ledger it charged (``ledger_``, read by ``privacy_report``), set
+    The step keeps the ledger of the users it read (``ledger_``, read by
+    ``privacy_report``, whether it charged it or read their reports), set
     anew by each fit (``fitting``) and kept by later calls on other graphs. A plain array
     carries no users, so nothing can be recorded: the step is marked instead
     (``_reads_unrecorded``), and a report that finds no ledger states ``inf``.
@@ -146,8 +147,8 @@ def note_feature_read(step, X, fitting=False):
     st = X._store
     if reads_users_data(st.feature_origin):
         st.population.note_clear_read(step_kind(step), "features", X.node_keys, st.token)
-        if not hasattr(step, "ledger_"):
-            step.ledger_ = st.population.ledger
+    if not hasattr(step, "ledger_"):   # reports too: the step's report lists what they sent
+        step.ledger_ = st.population.ledger
 
 
 def charge_clear_read(step, X, part, keys, refusal):

@@ -132,8 +132,9 @@ def test_an_unsupervised_transformer_reads_no_labels_and_is_unchanged(sbm, make)
     ref = make().fit(np.asarray(Z.features)[:40], y[:40])
     np.testing.assert_array_equal(np.asarray(step.transform(Z).features),
                                   ref.transform(np.asarray(Z.features)))
-    assert _label_reads(G.ledger) == [] and not hasattr(step, "ledger_")
+    assert _label_reads(G.ledger) == [] and step.ledger_ is G.ledger   # reports: kept
     assert privacy_report(G).epsilon_for("labels") == 0.0
+    assert privacy_report(step).epsilon_for("features") == pytest.approx(1.0)
     # on the users' raw features: charged for the features, as before, not for labels
     raw = NodeWise(make()).fit(G[:40], y[:40])
     assert _label_reads(G.ledger) == [] and raw.ledger_ is G.ledger

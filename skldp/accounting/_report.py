@@ -113,14 +113,17 @@ class PrivacyReport:
             return ("No differentially private step found: the estimator was fitted on the "
                     "users' data as it is, nothing is protected (epsilon = inf).")
         if not self.spends:
-            return "The users sent no report and no step read their data (epsilon = 0)."
+            return ("The users' ledger records no report and no read in the clear "
+                    "(epsilon = 0); the graph and the training labels given to fit are taken "
+                    "as given (see the threat model).")
         lines = []
         for s in self.spends:
             d = f", delta={s.delta:.3g}" if s.delta else ""
             where = s.step or "not kept by this estimator (another fit on these users)"
             if s.model == "clear":
+                who = f"{s.n_users} users" if s.n_users else "a plain array: no known users"
                 lines.append(f"  {s.kind} read the users' {', '.join(s.protects)} in the clear: "
-                             f"epsilon=inf ({s.n_users} users)")
+                             f"epsilon=inf ({who})")
                 continue
             lines.append(f"  {where}: {s.kind} epsilon={s.epsilon:.4g}{d} ({s.model} DP; protects "
                          f"{', '.join(s.protects)}; {s.n_users} users)")
@@ -179,9 +182,9 @@ def _children(est):
 
 def _private_steps(estimator):
     """``{collection id: path}`` of the fitted private steps held in ``estimator``, the
-    ledgers its steps wrote to, and the paths of the steps whose reads no ledger holds:
-    steps from outside skldp (they record nothing) and skldp steps that read a plain
-    array (no users to charge)."""
+    ledgers its steps wrote to, the paths of the steps from outside skldp (they record
+    nothing), and the (path, class) of the skldp steps that read a plain array in the
+    clear (no users to charge)."""
     held, ledgers, seen = {}, [], set()
 
     def walk(est, path):
@@ -195,15 +198,16 @@ def _private_steps(estimator):
             if all(ledger is not other for other in ledgers):
                 ledgers.append(ledger)
         children = list(_children(est))
-        if getattr(est, "_reads_unrecorded", False) or (
-                not children and not type(est).__module__.startswith("skldp.")):
+        if getattr(est, "_reads_unrecorded", False):
+            unrecorded.append((path or type(est).__name__, type(est).__name__))
+        elif not children and not type(est).__module__.startswith("skldp."):
             foreign.append(path or type(est).__name__)
         for name, child in children:
             walk(child, f"{path}.{name}" if path else name)
 
-    foreign = []
+    foreign, unrecorded = [], []
     walk(estimator, "")
-    return held, ledgers, foreign
+    return held, ledgers, foreign, unrecorded
 
 
 def privacy_report(estimator):
@@ -245,7 +249,7 @@ def privacy_report(estimator):
                             f"a GraphData, got {type(estimator).__name__}.")
         if hasattr(estimator, "fit"):
             check_is_fitted(estimator)
-        held, ledgers, foreign = _private_steps(estimator)
+        held, ledgers, foreign, unrecorded = _private_steps(estimator)
         if not ledgers and hasattr(estimator, "cv_results_") and \
                 not hasattr(estimator, "best_estimator_"):
             raise ValueError(
@@ -253,7 +257,7 @@ def privacy_report(estimator):
                 "the users' ledger; what its fits collected was still spent. Pass the data it "
                 "was fitted on instead: privacy_report(G).")
     report = PrivacyReport()
-    if not isinstance(estimator, GraphData) and not ledgers and foreign:
+    if not isinstance(estimator, GraphData) and not ledgers and (foreign or unrecorded):
         # nothing leads to a ledger, and a step from outside skldp was fitted on the
         # data as it was: the users' data, for all the report can tell
         report.no_private_step, report.local_epsilon = True, float("inf")
@@ -275,6 +279,12 @@ def privacy_report(estimator):
         ledger._sync()
         if ledger._cap() is not None:
             report.budget = ledger._cap()
+    for path, kind in (unrecorded if ledgers and not isinstance(estimator, GraphData) else ()):
+        # beside its users' ledger, a step read a plain array in the clear: its rows are no
+        # known users, so no ledger holds the read, and any user's data may be among them
+        report.spends.append(PrivacySpend(step=path, epsilon=float("inf"), delta=0.0,
+                                          protects=("features",), model="clear", kind=kind))
+        report.local_epsilon = report.by_what["features"] = float("inf")
     if np.isinf(report.local_epsilon):
         report.local_epsilon = float("inf")
     return report

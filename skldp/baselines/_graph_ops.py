@@ -106,6 +106,9 @@ def fit_label_mechanism(owner, G, y):
     """
     if hasattr(owner, "label_mechanism_"):
         del owner.label_mechanism_
+    # the users' ledger: the estimator's privacy report lists what they sent (features,
+    # labels or edges collected by other fits, or real devices)
+    owner.ledger_ = G.population.ledger
     lm = owner.label_mechanism
     if lm is None:
         return y, None

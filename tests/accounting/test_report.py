@@ -210,3 +210,24 @@ def test_an_export_charges_the_rows_that_left_and_a_refit_resets_the_ledger():
     clf.fit(X, y)                                     # refitted: that ledger is not this fit's
     rep = privacy_report(clf)
     assert rep.no_private_step and rep.local_epsilon == rep.epsilon_for("features") == np.inf
+
+
+def test_a_model_fitted_on_reports_made_elsewhere_reports_them():
+    # the report of a pipeline fitted on reports (a mechanism fitted outside it, or real
+    # devices) said the users sent no report (epsilon = 0)
+    import scipy.sparse as sp
+
+    from skldp.baselines import LabelPropagationClassifier
+    rng = np.random.default_rng(0)
+    A = sp.random(60, 60, density=0.1, random_state=0, format="csr")
+    G, y = GraphData(rng.random((60, 3)), ((A + A.T) > 0).astype(float)), np.arange(60) % 2
+    Z = HDSMechanism(1.0, feature_range=(0, 1), random_state=0).fit_transform(G)
+    pipe = Pipeline([("ppr", PPRPropagation()), ("clf", MLPHead(epochs=2))]).fit(Z[:40], y[:40])
+    rep = privacy_report(pipe)
+    assert rep.local_epsilon == pytest.approx(1.0) and "HDSMechanism epsilon=1" in str(rep)
+    lp = LabelPropagationClassifier().fit(G[:40], y[:40])    # its labels taken as given
+    assert privacy_report(lp).local_epsilon == pytest.approx(1.0)
+    # beside that ledger, a read of a plain array (no known users) is still inf
+    pipe[-1].predict(np.asarray(Z.features)[:5])
+    rep = privacy_report(pipe)
+    assert rep.local_epsilon == np.inf and "a plain array: no known users" in str(rep)
