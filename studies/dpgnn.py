@@ -307,7 +307,7 @@ def _ms(vals):
     vals = np.asarray(vals) * 100
     if len(vals) == 0:
         return "-"
-    return f"{vals.mean():.1f} ± {vals.std(ddof=1) if len(vals) > 1 else 0.0:.1f} (n={len(vals)})"
+    return f"{vals.mean():.1f} ± {vals.std():.1f} (n={len(vals)})"
 
 
 def _version(r):

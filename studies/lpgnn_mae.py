@@ -264,7 +264,7 @@ def _fmt(vals):
     vals = np.asarray(vals, dtype=float)
     if len(vals) == 1:
         return f"{vals[0]:.4f}"
-    return f"{vals.mean():.4f} ± {vals.std(ddof=1):.4f}"
+    return f"{vals.mean():.4f} ± {vals.std():.4f}"
 
 
 def _datasets(cells):
