@@ -14,9 +14,9 @@ Importing this package imports numpy only (not scikit-learn, scipy or torch).
 Read more in the User Guide ("Deploying local DP").
 """
 
-from ._device import AlreadyAnswered, Device, Directory, encode
+from ._device import AlreadyAnswered, Device, DeviceStateError, Directory, encode
 from ._kinds import KINDS, ReportError, plan
 from ._spec import SPEC_VERSION, CollectionSpec, SpecError, read_spec
 
-__all__ = ["AlreadyAnswered", "CollectionSpec", "Device", "Directory", "KINDS", "ReportError",
-           "SPEC_VERSION", "SpecError", "encode", "plan", "read_spec"]
+__all__ = ["AlreadyAnswered", "CollectionSpec", "Device", "DeviceStateError", "Directory", "KINDS",
+           "ReportError", "SPEC_VERSION", "SpecError", "encode", "plan", "read_spec"]

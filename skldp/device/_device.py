@@ -1,18 +1,33 @@
 """One user's device: answers each collection once, with its own secret randomness."""
 
+import contextlib
+import copy
 import hashlib
 import json
+import math
 import os
+import re
 import secrets
+import tempfile
+import threading
 
 import numpy as np
 
+from ._errors import DeviceStateError
 from ._kinds import directory_digest, plan
 from ._random import ids_to_keys
-from ._spec import CollectionSpec, read_spec
+from ._spec import CollectionSpec, SpecError, read_spec
 from ._steps import device_steps
 
-__all__ = ["Device", "Directory", "encode", "AlreadyAnswered"]
+try:   # POSIX: an advisory lock serializes the devices (processes, threads) on one state file
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None
+
+__all__ = ["Device", "Directory", "encode", "AlreadyAnswered", "DeviceStateError"]
+
+#: The answer id a device draws for each answer: 16 lowercase hex digits.
+ANSWER_ID = re.compile(r"[0-9a-f]{16}")
 
 
 class AlreadyAnswered(RuntimeError):
@@ -114,13 +129,24 @@ def encode(spec, data, *, seed, key, user=None, directory=None):
     elif p.protects == "labels":
         batch = p.encode(p.prepare([data]), seed, keys)
     else:
-        rows = np.asarray(data, dtype=np.float64)
+        rows = np.asarray(_dense_row(data), dtype=np.float64)
         if rows.ndim > 1 and rows.shape[0] != 1:
             raise ValueError(f"A device answers about one row (its user's), got an array of "
                              f"shape {rows.shape}.")
         rows = rows.reshape(1, -1)
         batch = p.encode(p.prepare(device_steps(spec, rows)), seed, keys)
     return p.row(batch, 0)
+
+
+def _dense_row(data):
+    """A feature row given as a one-row sparse matrix (scipy's, duck-typed: the device does
+    not import scipy) as a dense array; anything else as it is."""
+    if hasattr(data, "toarray") and hasattr(data, "shape") and hasattr(data, "nnz"):
+        if len(data.shape) != 2 or data.shape[0] != 1:
+            raise ValueError(f"A device answers about one row (its user's), got a sparse "
+                             f"matrix of shape {data.shape}.")
+        return np.asarray(data.toarray(), dtype=np.float64).reshape(-1)
+    return data
 
 
 def _input_digest(data, user, edges=False):
@@ -144,8 +170,14 @@ class Device:
     The report of a collection is drawn with a seed and a key taken from the
     operating system's entropy (:mod:`secrets`), used once and never stored: the
     device keeps only its answers (and a hash of what it answered about), so that
-    asking again returns the same report and costs nothing, while asking about
-    changed data is refused (a second answer would spend the budget again).
+    asking again returns the same record (a **resend**, which costs nothing), while
+    asking about changed data is refused (a second answer would spend the budget
+    again).
+
+    Each answer carries an **answer id** (``"answer"``: 16 hex digits the device
+    draws from its entropy when it answers, kept with the answer): a resend repeats
+    it, so the server tells a resend (the same answer id and report) from a further,
+    independent answer (charged again), whatever the reports hold.
 
     Parameters
     ----------
@@ -153,7 +185,12 @@ class Device:
         The user's id, sent with every report (the server learns who answered).
     path : str or None, default=None
         A JSON file where the answers are kept across restarts. ``None`` keeps
-        them in memory only.
+        them in memory only. Several ``Device`` objects (threads, processes) may
+        share one file: each answer reads it again under an exclusive lock
+        (``path + ".lock"``, :func:`fcntl.flock` where the system has it),
+        decides, and replaces the file atomically. A file that is not a state
+        this class wrote raises ``DeviceStateError``: it is never reset,
+        since answering its collections again would spend their budget again.
     max_epsilon : float or None, default=None
         The device's own cap on the total epsilon it spends over all the
         collections it answers; a spec that would exceed it is refused.
@@ -167,35 +204,88 @@ class Device:
     >>> from skldp.mechanisms import LabelRandomizedResponse
     >>> from skldp.population import collection_spec
     >>> spec = collection_spec(LabelRandomizedResponse(1.0, classes=[0, 1, 2])).to_json()
-    >>> record = Device(user=17).answer(spec, 2)
+    >>> device = Device(user=17)
+    >>> record = device.answer(spec, 2)
     >>> sorted(record), record["report"]["y"] in (0, 1, 2)
-    (['collection', 'report', 'user'], True)
+    (['answer', 'collection', 'report', 'user'], True)
+    >>> device.answer(spec, 2) == record          # a resend: the same answer id and report
+    True
     """
 
     def __init__(self, user, *, path=None, max_epsilon=None):
         self.user = user
-        self.path = path
+        self.path = None if path is None else os.fspath(path)
         self.max_epsilon = None if max_epsilon is None else float(max_epsilon)
         if self.max_epsilon is not None and not self.max_epsilon >= 0:
             raise ValueError(f"max_epsilon must be a number >= 0 or None, got {max_epsilon!r}.")
         self._answers = {}
-        if path is not None and os.path.exists(path):
-            with open(path, encoding="utf-8") as fh:
-                self._answers = json.load(fh)
+        self._thread_lock = threading.Lock()
+        if self.path is not None:
+            self._answers = self._read_state()   # a corrupted state is an error now, not later
 
     @property
     def spent(self):
-        """The epsilon this device has spent over every collection it answered."""
-        return float(sum(a["epsilon"] for a in self._answers.values()))
+        """The epsilon this device has spent over every collection it answered (read from
+        its state file, which other ``Device`` objects on the same file may have added to)."""
+        answers = self._answers if self.path is None else self._read_state()
+        return _spent(answers)
+
+    # -- the state
+    @contextlib.contextmanager
+    def _locked(self):
+        """Hold the device's state exclusively: this object's threads, and every process
+        or object that locks the same state file."""
+        with self._thread_lock:
+            if self.path is None or fcntl is None:
+                yield
+                return
+            fd = os.open(self.path + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                yield
+            finally:
+                os.close(fd)   # (releases the lock)
+
+    def _read_state(self):
+        if not os.path.exists(self.path):
+            return {}
+        try:
+            with open(self.path, encoding="utf-8") as fh:
+                data = json.load(fh)
+        except (ValueError, RecursionError) as e:   # not JSON, not UTF-8, truncated
+            raise _state_error(self.path, f"it is not JSON: {type(e).__name__}") from None
+        _check_state(data, self.path, _json_id(self.user))
+        return data
+
+    def _write_state(self, answers):
+        folder = os.path.dirname(os.path.abspath(self.path))
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=os.path.basename(self.path) + ".",
+                                   suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump(answers, fh)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, self.path)   # atomic: a reader sees the old state or the new
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.remove(tmp)
+            raise
 
     def answer(self, spec, data, *, directory=None):
         """This user's report of ``spec`` about ``data`` (see :func:`encode`).
 
+        Asked again about the same data, the device returns the same record (a
+        resend: same answer id, same report), which costs nothing.
+
         Returns
         -------
         record : dict
-            ``{"collection": spec id, "user": user id, "report": {...}}``, the
-            line the device sends.
+            ``{"collection": spec id, "user": user id, "answer": answer id,
+            "report": {...}}``, the line the device sends. The answer id is 16
+            hex digits drawn from the operating system's entropy when the device
+            answered: it says nothing about the data, and tells the server that
+            a record it receives again is a resend, not a new answer.
 
         Raises
         ------
@@ -203,36 +293,83 @@ class Device:
             The device answered this collection about other data.
         SpecError
             The spec is invalid, or would take the device past ``max_epsilon``.
+        DeviceStateError
+            The state file is corrupted (see :class:`Device`).
         """
-        spec, _ = _validated(spec)
+        spec, p = _validated(spec)
+        if p.protects == "features":
+            data = _dense_row(data)
         digest = _input_digest(data, self.user, edges="edges" in spec.protects)
-        old = self._answers.get(spec.id)
-        if old is not None:
-            if old["input"] != digest:
-                # input this spec cannot take gets its own error, not "other data"
-                if "edges" not in spec.protects or directory is not None:
-                    encode(spec, data, seed=0, key=0, user=self.user, directory=directory)
-                raise AlreadyAnswered(
-                    f"this device answered collection {spec.id} about other data; answering "
-                    "again would spend its budget again. The server must open a new "
-                    "collection (a new spec id) to ask about the new data.")
-            return old["record"]
-        if self.max_epsilon is not None and not self.spent + spec.epsilon <= self.max_epsilon * (
-                1 + 1e-12):   # (written to refuse a NaN too)
-            from ._spec import SpecError
-            raise SpecError(f"answering {spec.describe()} would take this device to epsilon="
-                            f"{self.spent + spec.epsilon:.4g}, above its cap of "
-                            f"{self.max_epsilon:.4g}.")
-        report = encode(spec, data, seed=secrets.randbits(63), key=secrets.randbits(64),
-                        user=self.user, directory=directory)
-        record = {"collection": spec.id, "user": _json_id(self.user), "report": report}
-        self._answers[spec.id] = {"input": digest, "record": record, "epsilon": spec.epsilon}
-        if self.path is not None:
-            tmp = self.path + ".tmp"
-            with open(tmp, "w", encoding="utf-8") as fh:
-                json.dump(self._answers, fh)
-            os.replace(tmp, self.path)
-        return record
+        with self._locked():
+            # read again under the lock: another Device on this file may have answered
+            answers = self._answers if self.path is None else self._read_state()
+            old = answers.get(spec.id)
+            if old is not None:
+                if old["input"] != digest:
+                    # input this spec cannot take gets its own error, not "other data"
+                    if "edges" not in spec.protects or directory is not None:
+                        encode(spec, data, seed=0, key=0, user=self.user, directory=directory)
+                    raise AlreadyAnswered(
+                        f"this device answered collection {spec.id} about other data; "
+                        "answering again would spend its budget again. The server must open "
+                        "a new collection (a new spec id) to ask about the new data.")
+                self._answers = answers
+                return copy.deepcopy(old["record"])
+            spent = _spent(answers)
+            if self.max_epsilon is not None and not spent + spec.epsilon <= \
+                    self.max_epsilon * (1 + 1e-12):   # (written to refuse a NaN too)
+                raise SpecError(f"answering {spec.describe()} would take this device to "
+                                f"epsilon={spent + spec.epsilon:.4g}, above its cap of "
+                                f"{self.max_epsilon:.4g}.")
+            report = encode(spec, data, seed=secrets.randbits(63), key=secrets.randbits(64),
+                            user=self.user, directory=directory)
+            record = {"collection": spec.id, "user": _json_id(self.user),
+                      "answer": secrets.token_hex(8), "report": report}
+            answers = dict(answers)
+            answers[spec.id] = {"input": digest, "record": record, "epsilon": spec.epsilon}
+            if self.path is not None:
+                self._write_state(answers)
+            self._answers = answers
+            return copy.deepcopy(record)
+
+
+def _spent(answers):
+    return float(sum(a["epsilon"] for a in answers.values()))
+
+
+def _state_error(path, why):
+    return DeviceStateError(
+        f"the device state file {path!r} is not a state this device wrote ({why}). Do not "
+        "delete it or start afresh: the answers it held were sent, and answering their "
+        "collections again would spend their budget again. Restore the file from a backup; "
+        "if it is lost, this device must not answer the collections it held again.")
+
+
+def _check_state(data, path, user):
+    """Refuse a state file that is not ``{collection id: {"input", "record", "epsilon"}}``
+    as :class:`Device` writes it, for this user."""
+    if not isinstance(data, dict):
+        raise _state_error(path, f"a JSON object is expected, got {type(data).__name__}")
+    user = json.loads(json.dumps(user, default=str))   # as the records hold it
+    for cid, entry in data.items():
+        if not isinstance(entry, dict) or not {"input", "record", "epsilon"} <= set(entry):
+            raise _state_error(path, "an entry lacks its input, record or epsilon")
+        rec, eps = entry["record"], entry["epsilon"]
+        if not isinstance(entry["input"], str):
+            raise _state_error(path, "an entry's input is not a string")
+        if isinstance(eps, bool) or not isinstance(eps, (int, float)) or math.isnan(eps) \
+                or eps < 0:
+            raise _state_error(path, "an entry's epsilon is not a number >= 0")
+        if not isinstance(rec, dict) or not {"collection", "user", "report"} <= set(rec) \
+                or not set(rec) <= {"collection", "user", "answer", "report"}:
+            raise _state_error(path, "an entry's record does not have the fields of a record")
+        if rec["collection"] != cid or not isinstance(rec["report"], dict):
+            raise _state_error(path, "an entry's record is not of its collection")
+        if "answer" in rec and not (isinstance(rec["answer"], str)
+                                    and ANSWER_ID.fullmatch(rec["answer"])):
+            raise _state_error(path, "an entry's answer id is not 16 hex digits")
+        if rec["user"] != user:
+            raise _state_error(path, "it holds another user's answers")
 
 
 def _json_id(user):

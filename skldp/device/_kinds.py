@@ -366,7 +366,8 @@ def _state(spec, name):
 
 
 def _int(spec, value, name, lo=None, hi=None):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (
+            isinstance(value, float) and (not math.isfinite(value) or value != int(value))):
         raise SpecError(f"{_short(spec)}: {name} must be an integer, got {value!r}.")
     value = int(value)
     if (lo is not None and value < lo) or (hi is not None and value > hi):
@@ -485,6 +486,9 @@ class _Plan:
             if typ == "int":
                 if isinstance(v, bool) or not isinstance(v, int):
                     raise ReportError("malformed", f"field {name!r} must be an integer.")
+                if not -(1 << 63) <= v < (1 << 63):   # (np.int64 would raise OverflowError)
+                    raise ReportError("out of domain", f"field {name!r} has a value outside "
+                                                       "its domain.")
                 a = np.asarray(v, dtype=np.int64)
             else:
                 if not isinstance(v, list) or any(isinstance(e, bool) or not isinstance(e, int)
@@ -686,13 +690,28 @@ class _GRRFS(_Plan):
         sizes = _state(spec, "domain_sizes")
         if not isinstance(sizes, list) or len(sizes) != self.d:
             raise SpecError(f"GRRFSMechanism: domain_sizes must list {self.d} sizes.")
-        self.sizes = np.array([_int(spec, c, "a domain size", 2) for c in sizes], np.int64)
+        self.sizes = np.array([_int(spec, c, "a domain size", 2, 1 << 53) for c in sizes],
+                              np.int64)
         self.q = grr_probabilities(self.eps, self.sizes)[1]
         cats = spec.params.get("categories")
-        self.categories = None if cats is None else [np.unique(np.asarray(c, np.float64))
-                                                     for c in cats]
         edges = spec.params.get("bin_edges")
-        self.bin_edges = None if edges is None else _edge_items(edges, self.d)
+        try:
+            self.categories = None if cats is None else [np.unique(np.asarray(c, np.float64))
+                                                         for c in cats]
+            self.bin_edges = None if edges is None else _edge_items(edges, self.d)
+        except (TypeError, ValueError, OverflowError):
+            raise SpecError("GRRFSMechanism: categories must list each feature's values (numbers) "
+                            "and bin_edges give increasing numbers per feature.") from None
+        if self.categories is not None and (
+                len(self.categories) != self.d or
+                [len(c) for c in self.categories] != self.sizes.tolist() or
+                any(c.ndim != 1 or not np.all(np.isfinite(c)) for c in self.categories)):
+            raise SpecError(f"GRRFSMechanism: categories must list the {self.d} features' "
+                            "finite values, as many as each feature's domain size.")
+        if self.bin_edges is not None and any(
+                not 0 <= j < self.d or e.ndim != 1 for j, e in self.bin_edges):
+            raise SpecError(f"GRRFSMechanism: bin_edges must give 1-D edges of columns "
+                            f"0..{self.d - 1}.")
 
     def prepare(self, rows):
         X = self._rows(rows, copy=True)   # binned in place below
@@ -718,6 +737,22 @@ class _GRRFS(_Plan):
         return grrfs_encode(codes, self.sizes, self.m, self.q, seed, keys)
 
 
+def _check_classes(classes):
+    """A label domain of distinct numbers (not -1), strings or booleans: -1 and ``None``
+    are the "no report" of the received labels (:func:`skldp.population.received_graph`),
+    so a class with that value could not be told from a user who sent nothing."""
+    for c in classes:
+        if c is None or isinstance(c, (list, dict)) or \
+                (isinstance(c, float) and not math.isfinite(c)):
+            raise SpecError(f"LabelRandomizedResponse: every class must be a number, a string "
+                            f"or a boolean (not null, NaN or a list), got {c!r}.")
+        if not isinstance(c, (bool, str)) and c == -1:
+            raise SpecError("LabelRandomizedResponse: classes must not contain -1, the "
+                            "'no report' marker of the received labels.")
+    if len({(type(c) is str, c) for c in classes}) != len(classes):
+        raise SpecError("LabelRandomizedResponse: classes contains duplicates.")
+
+
 def _edge_items(bin_edges, d):
     """(column, increasing edges) pairs of a spec's ``bin_edges`` (see skldp's discretize)."""
     if isinstance(bin_edges, dict):
@@ -740,6 +775,7 @@ class _Label(_Plan):
         classes = _state(spec, "classes")
         if not isinstance(classes, list) or len(classes) < 2:
             raise SpecError("LabelRandomizedResponse: classes must list at least two labels.")
+        _check_classes(classes)
         self.classes = classes
         self.c = len(classes)
         self.q = label_flip_q(self.eps, self.c)
@@ -750,9 +786,9 @@ class _Label(_Plan):
         for i, y in enumerate(labels.tolist()):
             try:
                 out[i] = self.classes.index(y)
-            except ValueError:
-                raise ValueError(f"label {y!r} is not in the collection's classes "
-                                 f"{self.classes}.") from None
+            except ValueError:   # (the label is the user's private data: not in the message)
+                raise ValueError(f"the label is not in the collection's classes (it is not "
+                                 f"one of the spec's {self.c} classes).") from None
         return out
 
     def field_specs(self):
@@ -837,6 +873,9 @@ def plan(spec):
                         f"{sorted(KINDS)}.")
     if spec.model != "local":
         raise SpecError(f"{spec.kind} spec must be a local collection, got {spec.model!r}.")
+    if spec.delta != 0:
+        raise SpecError(f"{_short(spec)} spec states delta={spec.delta!r}; a local collection "
+                        "is pure epsilon-LDP, its delta is 0.")
     from ._steps import STEP_KINDS
     for step in spec.device_steps:
         kind = step.get("kind") if isinstance(step, dict) else None
@@ -844,4 +883,61 @@ def plan(spec):
             raise SpecError(f"{spec.kind} spec has the on-device step {kind!r}, which devices "
                             f"do not run (they run {sorted(STEP_KINDS)} before feature "
                             "mechanisms).")
-    return cls(spec)
+    p = cls(spec)
+    if spec.device_steps:
+        _check_steps(spec, p.d)
+    return p
+
+
+#: The most columns an on-device FeatureHashing step may write when the step after it
+#: (a FeatureGrouper) does not fix its width: one row of them is 8 MiB of float64.
+MAX_HASHED_COLUMNS = 1 << 20
+
+
+def _check_steps(spec, d):
+    """Validate the parameters of a spec's on-device steps before a device runs them.
+
+    Each step's output must be what the next one reads: walking back from the
+    mechanism's ``n_features`` ``d``, a FeatureHashing step writes exactly the width
+    the next step reads (``n_components = d`` before the mechanism), and a
+    FeatureGrouper of ``g`` columns per group reads ``(m - 1) g + 1 .. m g`` columns to
+    write ``m``. A spec is refused here, before any allocation, rather than when a
+    device has hashed its row to a width the spec chose."""
+    lo, hi = d, d   # the widths the next step (first, the mechanism) reads
+    for step in reversed(spec.device_steps):
+        kind = step["kind"].rsplit(".", 1)[-1]
+        params = step.get("params")
+        if set(step) - {"kind", "params"} or not isinstance(params, dict):
+            raise SpecError(f"{_short(spec)}: an on-device step is {{\"kind\": ..., "
+                            f"\"params\": {{...}}}}, got the fields {sorted(step)}.")
+        if kind == "FeatureHashing":
+            if set(params) != {"n_components", "clip", "random_state"}:
+                raise SpecError(f"{_short(spec)}: the FeatureHashing step has the parameters "
+                                f"n_components, clip and random_state, got {sorted(params)}.")
+            n = _step_int(spec, params["n_components"], "FeatureHashing n_components")
+            _step_int(spec, params["random_state"], "FeatureHashing random_state", lo=0)
+            clip = params["clip"]
+            if isinstance(clip, bool) or not isinstance(clip, (int, float)) or \
+                    not 0 < clip < math.inf:
+                raise SpecError(f"{_short(spec)}: the FeatureHashing step's clip must be a "
+                                f"finite number > 0, got {clip!r}.")
+            top = min(hi, max(d, MAX_HASHED_COLUMNS))
+            if not lo <= n <= top:
+                want = f"{lo}" if lo == hi else f"{lo}..{top}"
+                raise SpecError(f"{_short(spec)}: the FeatureHashing step writes "
+                                f"n_components={n} columns, but the step after it reads "
+                                f"{want} (the mechanism reads n_features={d}).")
+            lo, hi = 1, math.inf   # it reads a row of any width
+        else:   # FeatureGrouper (plan checked the kinds)
+            if set(params) != {"group_size"}:
+                raise SpecError(f"{_short(spec)}: the FeatureGrouper step has the parameter "
+                                f"group_size, got {sorted(params)}.")
+            g = _step_int(spec, params["group_size"], "FeatureGrouper group_size")
+            lo, hi = (lo - 1) * g + 1, hi * g
+
+
+def _step_int(spec, value, name, lo=1):
+    if isinstance(value, bool) or not isinstance(value, int) or value < lo:
+        raise SpecError(f"{_short(spec)}: the {name} must be an integer >= {lo}, got "
+                        f"{value!r}.")
+    return value

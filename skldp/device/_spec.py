@@ -51,9 +51,14 @@ class CollectionSpec:
     Attributes
     ----------
     id : str
-        The collection's identifier (public, 16 hex digits): a digest of every
-        other field, so that a spec changed after it was published (a smaller
-        ``epsilon``, say) is refused when it is read.
+        The collection's identifier (public, 16 hex digits): an unkeyed digest
+        of every other field. A spec whose content no longer matches its id (a
+        copy garbled or edited by mistake) is refused when it is read; the digest
+        is not a signature, so whoever changes a field can compute the new id: it
+        does not protect a device from a server (or a relay) that publishes other
+        parameters. A device protects its user with its own cap,
+        ``Device(max_epsilon=...)``, and by checking every spec against what its
+        parameters spend (:func:`read_spec`).
     kind : str
         The mechanism, e.g. ``"skldp.mechanisms.HDSMechanism"``.
     protects : tuple of str
@@ -62,7 +67,7 @@ class CollectionSpec:
         What one answer costs each user (local DP), or the training's epsilon
         (central DP).
     delta : float
-        0 for local DP.
+        0 for local DP (a local collection with another delta is refused).
     model : {"local", "central", "clear"}
         ``"clear"``: a server-side step that read the users' data in the clear
         (recorded with an infinite ``epsilon``).
@@ -190,6 +195,8 @@ class CollectionSpec:
             data = json.loads(text)
         except json.JSONDecodeError as e:
             raise SpecError(f"a collection spec must be JSON: {e}.") from None
+        except RecursionError:
+            raise SpecError("a collection spec must be JSON: it nests too deep.") from None
         return cls.from_dict(data, check_kind=check_kind)
 
     def describe(self):
@@ -214,8 +221,12 @@ def read_spec(source):
     Raises
     ------
     SpecError
-        For a wrong version, an unknown kind, a missing bound or parameters
-        whose cost exceeds the spec's ``epsilon``.
+        For a wrong version, an unknown kind, a missing bound, a parameter that
+        is not a finite number of its kind, parameters whose cost exceeds the
+        spec's ``epsilon``, a local collection whose ``delta`` is not 0, a label
+        domain holding ``-1`` or ``null``, or on-device steps whose parameters do
+        not fit (a FeatureHashing step writes exactly the width the next step
+        reads): all checked before the device allocates anything for the spec.
     """
     if isinstance(source, CollectionSpec):
         return CollectionSpec.from_dict(source.to_dict())

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
+from ..device._device import ANSWER_ID
 from ..device._kinds import ReportError, directory_digest, plan
 from ..device._random import ids_to_keys
 from ..device._spec import read_spec
@@ -39,10 +40,15 @@ class ReceivedReports:
         domain), ``"other collection"``, ``"unknown user"`` and ``"duplicate"``
         (a user who answered twice keeps its first answer).
     again : collections.Counter
-        Users who sent further reports that differ from their first (refused as
-        duplicates, but sent: each is an independent answer that costs the
-        budget again): user id -> number of such reports. :func:`received_graph`
-        charges them. A report sent again unchanged costs nothing.
+        Users who sent further answers (refused as duplicates, but sent: each is
+        an independent answer that costs the budget again): user id -> number of
+        them. :func:`received_graph` charges them. A further valid record of a
+        user is free only when it is a **resend**: it repeats the answer id
+        (``"answer"``) and the report of an earlier record of that user exactly.
+        Any other further valid record is a further answer, whatever its report
+        holds (two independent answers may coincide), and so is every further
+        record of a user when it carries no answer id (a device that does not
+        send one cannot be told from a device that answered again).
     """
 
     spec: object
@@ -96,7 +102,7 @@ def _lines(lines):
             continue
         try:
             yield json.loads(line)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):   # not JSON, or nested past the parser's depth
             yield None
 
 
@@ -131,7 +137,8 @@ def write_reports(records, path):
     Parameters
     ----------
     records : iterable of dict
-        ``{"collection": id, "user": id, "report": {...}}`` as a device sends them.
+        ``{"collection": id, "user": id, "answer": answer id, "report": {...}}`` as
+        a device sends them (a record without an answer id is written without it).
     path : str
     """
     path = os.fspath(path)
@@ -164,20 +171,28 @@ def read_reports(source, spec, *, users=None, format=None):
     given), its fields (shape and domain, per mechanism: the sampled indices
     increasing and in range, the cells, bits and codes in their public domains,
     an adjacency list of known positions). A user who answered twice keeps its
-    first answer. Refused reports are counted by reason, never used.
+    first answer; its further answers (not its resends: the same answer id and
+    report again) are counted in ``again`` and charged by :func:`received_graph`.
+    Refused reports are counted by reason, never used.
 
     Parameters
     ----------
     source : path, file object or iterable
         JSON lines (a ``.jsonl`` file, a stream of lines, or records as dicts),
         or a Parquet / Arrow file (``.parquet``, ``.arrow``, ``.feather``; needs
-        pyarrow). Each record is ``{"collection": id, "user": id, "report":
-        {...}}`` (:meth:`skldp.device.Device.answer`).
+        pyarrow). Each record is ``{"collection": id, "user": id, "answer":
+        answer id, "report": {...}}`` (:meth:`skldp.device.Device.answer`); the
+        answer id (16 hex digits) may be absent (older devices), at a cost: see
+        ``ReceivedReports.again``.
     spec : CollectionSpec, dict, JSON text or path
         The collection's spec.
     users : array-like or None, default=None
-        The users allowed to answer (the directory); others are refused.
-        Required for an edge collection (its lists name positions in it).
+        The users allowed to answer; others are refused. Required for an edge
+        collection, where it is the collection's directory: every user its lists
+        may name, the ``node_ids`` its spec was made from (checked against the
+        spec's size and digest, as :func:`received_graph` checks ``node_ids``; a
+        list naming its own sender is refused). To ignore some senders of an edge
+        collection, read it with the whole directory and drop them afterwards.
     format : {"jsonl", "parquet", "arrow", "feather"} or None
         Read from the file name when ``None``.
 
@@ -203,16 +218,29 @@ def read_reports(source, spec, *, users=None, format=None):
         raise ValueError("an edge collection is read with users=: the directory its lists "
                          "name (node_ids), so that a list naming its own sender is refused.")
     if users is not None and "edges" in spec.protects:   # a list must not name its sender
-        ukeys = ids_to_keys(np.asarray(list(users)))
+        users = list(users)
+        ukeys = ids_to_keys(np.asarray(users))
+        if len(ukeys) != spec.public_state["n_users"] or \
+                directory_digest(ukeys) != spec.public_state["directory"]:
+            raise ValueError(f"users is not the directory of edge collection {spec.id} (its "
+                             "size or digest differs): an edge collection is read with "
+                             "users= the node_ids its spec was made from, every user its lists "
+                             "may name. Read it with the whole directory, then drop the "
+                             "senders to ignore.")
         order = np.sort(ukeys)
         own_position = {u: int(np.searchsorted(order, k))
                         for u, k in zip((_id_key(u) for u in users), ukeys, strict=True)}
     out = ReceivedReports(spec)
     seen = {}     # user -> position of its first report
-    further = {}  # user -> its further answers that differ from the first (canonical JSON)
+    sent = {}     # user -> the (answer id, report) of its records: a repeat is a resend
     fields = {name: [] for name in p.field_specs()}
     for rec in _records(source, format):
-        if not isinstance(rec, dict) or set(rec) != {"collection", "user", "report"}:
+        if not isinstance(rec, dict) or not {"collection", "user", "report"} <= set(rec) or \
+                not set(rec) <= _RECORD_FIELDS:
+            out.refused["malformed"] += 1
+            continue
+        answer = rec.get("answer")
+        if "answer" in rec and not (isinstance(answer, str) and ANSWER_ID.fullmatch(answer)):
             out.refused["malformed"] += 1
             continue
         if rec["collection"] != spec.id:
@@ -234,16 +262,17 @@ def read_reports(source, spec, *, users=None, format=None):
         if own_position is not None and own_position[uid] in set(report["l"].tolist()):
             out.refused["out of domain"] += 1
             continue
+        this = None if answer is None else (answer, _canonical(report))
         if uid in seen:
             out.refused["duplicate"] += 1
-            i = seen[uid]
-            if not all(np.array_equal(v, fields[k][i]) for k, v in report.items()):
-                # another answer, not a resend: refused, but sent all the same
-                sent = json.dumps(rec["report"], sort_keys=True)
-                if sent not in further.setdefault(uid, set()):
-                    further[uid].add(sent)
-                    out.again[user] += 1
+            if this is None or this not in sent[uid]:
+                # a further answer, not a resend: refused, but sent all the same; the
+                # reports are not compared (two independent answers may coincide)
+                out.again[user] += 1
+                if this is not None:
+                    sent[uid].add(this)
             continue
+        sent[uid] = set() if this is None else {this}
         seen[uid] = len(out.users)
         out.users.append(user)
         for name, value in report.items():
@@ -258,6 +287,15 @@ def read_reports(source, spec, *, users=None, format=None):
             shape = (0,) if length is None else (0, length)
             out.reports[name] = np.zeros(shape, dtype=bool if typ == "bits" else np.int64)
     return out
+
+
+_RECORD_FIELDS = {"collection", "user", "answer", "report"}
+
+
+def _canonical(report):
+    """A validated report's fields as hashable data (equal iff the reports are)."""
+    return tuple((name, np.asarray(v).dtype.str, np.asarray(v).tolist().__repr__())
+                 for name, v in sorted(report.items()))
 
 
 def _id_key(user):

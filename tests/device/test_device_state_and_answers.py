@@ -1,0 +1,279 @@
+"""A device's state (one file shared by several Device objects, validated on load), the
+answer id a resend repeats, and specs refused when they are read (before any allocation)."""
+
+import hashlib
+import json
+import re
+import threading
+
+import numpy as np
+import pytest
+
+from skldp.device import AlreadyAnswered, Device, SpecError, encode, read_spec
+from skldp.mechanisms import (
+    FeatureGrouper,
+    FeatureHashing,
+    HDSMechanism,
+    LabelRandomizedResponse,
+    SetValuedMechanism,
+)
+from skldp.population import collection_spec
+from skldp.population._spec import device_step_spec
+
+
+@pytest.fixture
+def hds_spec():
+    return collection_spec(HDSMechanism(2.0, k=2, feature_range=(0, 1)), n_features=4)
+
+
+def _reid(d):
+    """A hand-made spec with the id its content gives (what anyone can compute)."""
+    d = dict(d)
+    d.pop("id", None)
+    text = json.dumps(d, sort_keys=True).encode()
+    d["id"] = hashlib.blake2b(text, digest_size=8, person=b"skldp-spec-id").hexdigest()
+    return d
+
+
+X = np.array([0.0, 1.0, 0.5, 0.2])
+
+
+# ------------------------------------------------------------------------- answer ids
+def test_an_answer_carries_an_answer_id_that_a_resend_repeats(hds_spec, tmp_path):
+    path = str(tmp_path / "state.json")
+    dev = Device("alice", path=path)
+    first = dev.answer(hds_spec, X)
+    assert set(first) == {"collection", "user", "answer", "report"}
+    assert re.fullmatch("[0-9a-f]{16}", first["answer"])
+    assert dev.answer(hds_spec, X) == first                     # a resend
+    assert Device("alice", path=path).answer(hds_spec, X) == first   # after a restart
+    # a caller that changes the returned record does not change the device's answer
+    first["report"]["i"] = [9, 9]
+    assert dev.answer(hds_spec, X)["report"]["i"] != [9, 9]
+    # each answer draws its own id: two devices, two ids
+    other = Device("bob").answer(hds_spec, X)
+    assert other["answer"] != dev.answer(hds_spec, X)["answer"]
+
+
+def test_a_state_written_before_answer_ids_is_read(hds_spec, tmp_path):
+    path = tmp_path / "old.json"
+    rec = {"collection": hds_spec.id, "user": "alice", "report": {"i": [0, 1], "c": [1, 2]}}
+    old = {hds_spec.id: {"input": "x", "record": rec, "epsilon": 2.0}}
+    path.write_text(json.dumps(old))
+    dev = Device("alice", path=str(path))
+    assert dev.spent == 2.0
+    with pytest.raises(AlreadyAnswered):
+        dev.answer(hds_spec, X)   # its input digest differs
+
+
+# --------------------------------------------------------------- one file, many devices
+def test_two_devices_on_one_state_file_share_it(hds_spec, tmp_path):
+    path = str(tmp_path / "state.json")
+    a, b = Device("u", path=path, max_epsilon=3), Device("u", path=path, max_epsilon=3)
+    ra = a.answer(hds_spec, X)
+    assert b.answer(hds_spec, X) == ra                 # b sees a's answer: a resend
+    assert a.spent == b.spent == 2.0
+    other = collection_spec(HDSMechanism(2.0, k=2, feature_range=(0, 1)), n_features=4)
+    with pytest.raises(SpecError, match="above its cap"):
+        b.answer(other, X)                             # 2 + 2 > 3, whoever answered first
+    with pytest.raises(AlreadyAnswered):
+        b.answer(hds_spec, 1 - X)
+    # no answer is lost: each writes the file again from what it holds under the lock
+    path2 = str(tmp_path / "state2.json")
+    a, b = Device("u", path=path2, max_epsilon=5), Device("u", path=path2, max_epsilon=5)
+    a.answer(hds_spec, X)
+    rb = b.answer(other, X)
+    with open(path2) as fh:
+        assert set(json.load(fh)) == {hds_spec.id, other.id}
+    assert Device("u", path=path2).answer(other, X) == rb
+
+
+def test_concurrent_devices_on_one_file_stay_under_the_cap(tmp_path):
+    path = str(tmp_path / "state.json")
+    specs = [collection_spec(LabelRandomizedResponse(1.0, classes=[0, 1])) for _ in range(12)]
+    barrier = threading.Barrier(len(specs))
+    results = []
+
+    def run(spec):
+        dev = Device("u", path=path, max_epsilon=5)
+        barrier.wait()
+        try:
+            results.append(dev.answer(spec, 1)["collection"])
+        except SpecError:
+            results.append(None)
+
+    threads = [threading.Thread(target=run, args=(s,)) for s in specs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    answered = [r for r in results if r is not None]
+    assert len(answered) == 5
+    with open(path) as fh:
+        assert sorted(json.load(fh)) == sorted(answered)
+    assert Device("u", path=path).spent == 5.0
+
+
+# --------------------------------------------------------------------- corrupted state
+@pytest.mark.parametrize("content,why", [
+    ("", "not JSON"),
+    ("{", "not JSON"),
+    ("[]", "JSON object is expected, got list"),
+    ("null", "JSON object is expected, got NoneType"),
+    ('{"x": 1}', "lacks its input, record or epsilon"),
+    ('{"x": {"input": "a", "record": {}, "epsilon": 1}}', "fields of a record"),
+    ('{"x": {"input": 1, "record": {}, "epsilon": 1}}', "input is not a string"),
+    ('{"x": {"input": "a", "record": {"collection": "x", "user": "u", "report": {}}, '
+     '"epsilon": "1"}}', "epsilon is not a number"),
+    ('{"x": {"input": "a", "record": {"collection": "x", "user": "u", "report": {}}, '
+     '"epsilon": NaN}}', "epsilon is not a number"),
+    ('{"x": {"input": "a", "record": {"collection": "y", "user": "u", "report": {}}, '
+     '"epsilon": 1}}', "not of its collection"),
+    ('{"x": {"input": "a", "record": {"collection": "x", "user": "v", "report": {}}, '
+     '"epsilon": 1}}', "another user's"),
+    ('{"x": {"input": "a", "record": {"collection": "x", "user": "u", "answer": 5, '
+     '"report": {}}, "epsilon": 1}}', "answer id"),
+])
+def test_a_corrupted_state_is_an_error_never_a_reset(hds_spec, tmp_path, content, why):
+    from skldp.device._errors import DeviceStateError
+    path = tmp_path / "state.json"
+    path.write_text(content)
+    with pytest.raises(DeviceStateError, match=why) as info:
+        Device("u", path=str(path))
+    assert "answering their collections again would spend" in str(info.value)
+    # corrupted after the device was made: answer() reads it again, and refuses
+    path.write_text("{}")
+    dev = Device("u", path=str(path))
+    path.write_text(content)
+    with pytest.raises(DeviceStateError):
+        dev.answer(hds_spec, X)
+    with pytest.raises(DeviceStateError):
+        _ = dev.spent
+    assert path.read_text() == content                 # left as it was, for its owner
+
+
+# --------------------------------------------------------------------- device inputs
+def test_a_sparse_row_is_a_row(hds_spec):
+    sp = pytest.importorskip("scipy.sparse")
+    ref = encode(hds_spec, X, seed=1, key=2)
+    for fmt in (sp.csr_matrix, sp.coo_matrix, sp.csr_array):
+        assert encode(hds_spec, fmt(X[None, :]), seed=1, key=2) == ref
+    with pytest.raises(ValueError, match="one row .*sparse matrix of shape \\(2, 4\\)"):
+        encode(hds_spec, sp.csr_matrix(np.vstack([X, X])), seed=1, key=2)
+    # the device's memory of what it answered about reads the row's values
+    sv = collection_spec(SetValuedMechanism(1.0, ell=1, oracle="oue"), n_features=3000)
+    a = np.zeros(3000)
+    a[1:12] = 1
+    b = a.copy()
+    b[10], b[2999] = 0, 1
+    dev = Device("u")
+    first = dev.answer(sv, sp.csr_matrix(a))
+    assert dev.answer(sv, a) == first
+    with pytest.raises(AlreadyAnswered):
+        dev.answer(sv, sp.csr_matrix(b))
+
+
+def test_a_label_outside_the_classes_is_not_echoed():
+    spec = collection_spec(LabelRandomizedResponse(1.0, classes=[0, 1]))
+    with pytest.raises(ValueError, match="not one of the spec's 2 classes") as info:
+        Device("u").answer(spec, "secret-diagnosis")
+    assert "secret" not in str(info.value)
+
+
+# ------------------------------------------------------------------ specs refused on read
+@pytest.mark.parametrize("where,name,value", [
+    ("public_state", "n_features", float("inf")),
+    ("public_state", "n_features", float("nan")),
+    ("public_state", "k", float("inf")),
+    ("public_state", "k", float("nan")),
+    ("public_state", "k", "2"),
+])
+def test_non_finite_integers_are_spec_errors(hds_spec, where, name, value):
+    d = hds_spec.to_dict()
+    d[where][name] = value
+    with pytest.raises(SpecError, match=f"{name} must be an integer"):
+        read_spec(json.dumps(_reid(d)))
+
+
+def test_a_local_collection_has_delta_zero(hds_spec):
+    for spec in (hds_spec, collection_spec(LabelRandomizedResponse(1.0, classes=[0, 1]))):
+        d = spec.to_dict()
+        d["delta"] = 0.5
+        with pytest.raises(SpecError, match="delta=0.5; a local collection"):
+            read_spec(_reid(d))
+        with pytest.raises(SpecError, match="delta"):
+            Device("u").answer(_reid(d), 1 if "Label" in spec.kind else X)
+
+
+@pytest.mark.parametrize("classes,msg", [
+    ([-1, 1], "must not contain -1"),
+    ([0, -1.0], "must not contain -1"),
+    ([None, "a"], "not null"),
+    (["a", "nan", float("nan")], "not null, NaN"),
+    ([[1], [2]], "not null, NaN or a list"),
+    ([0, 1, 1], "duplicates"),
+])
+def test_a_label_domain_without_the_no_report_marker(classes, msg):
+    d = collection_spec(LabelRandomizedResponse(1.0, classes=[0, 1])).to_dict()
+    d["params"]["classes"] = d["public_state"]["classes"] = classes
+    with pytest.raises(SpecError, match=msg):
+        read_spec(_reid(d))
+
+
+def _with_steps(spec, steps):
+    d = spec.to_dict()
+    d["device_steps"] = steps
+    return _reid(d)
+
+
+def _hashing(n, clip=1.0, random_state=0, **extra):
+    return {"kind": "skldp.mechanisms.FeatureHashing",
+            "params": {"n_components": n, "clip": clip, "random_state": random_state, **extra}}
+
+
+def _grouper(g):
+    return {"kind": "skldp.mechanisms.FeatureGrouper", "params": {"group_size": g}}
+
+
+def test_on_device_steps_are_checked_when_the_spec_is_read(hds_spec):
+    import tracemalloc
+    # the step's width must be what the mechanism reads: refused before any allocation
+    tracemalloc.start()
+    with pytest.raises(SpecError, match="n_components=200000000 columns, but the step after "
+                                        "it reads 4"):
+        read_spec(json.dumps(_with_steps(hds_spec, [_hashing(200_000_000)])))
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 50e6
+    bad = [([_hashing(4, random_state=-1)], "random_state must be an integer >= 0"),
+           ([_hashing(4, random_state=True)], "random_state must be an integer >= 0"),
+           ([_hashing(4, random_state=None)], "random_state must be an integer >= 0"),
+           ([_hashing(4.0)], "n_components must be an integer >= 1"),
+           ([_hashing(4, clip=0)], "clip must be a finite number > 0"),
+           ([_hashing(4, clip="inf")], "clip must be a finite number > 0"),
+           ([_hashing(4, evil=1)], "has the parameters n_components, clip and random_state"),
+           ([_hashing(5)], "n_components=5 columns"),
+           ([{"kind": "skldp.mechanisms.FeatureHashing", "params": [4]}], "an on-device step"),
+           ([_grouper(0)], "group_size must be an integer >= 1"),
+           # a grouper of 2 writes 4 columns from 7..8: a hashing to 9 does not fit
+           ([_hashing(9), _grouper(2)], "reads 7..8"),
+           ([_hashing(6), _grouper(2)], "reads 7..8"),
+           # a grouper that does not fix the width: the hashing is capped all the same
+           ([_hashing(200_000_000), _grouper(100_000_000)], "n_components=200000000")]
+    for steps, msg in bad:
+        with pytest.raises(SpecError, match=msg):
+            read_spec(_with_steps(hds_spec, steps))
+    for steps in ([_hashing(4)], [_hashing(8), _grouper(2)], [_hashing(7), _grouper(2)],
+                  [_grouper(3)], [_grouper(2), _hashing(4)]):
+        spec = read_spec(_with_steps(hds_spec, steps))
+        Device("u").answer(spec, np.ones(10))
+
+
+def test_a_spec_with_steps_made_by_the_server_is_read():
+    raw = np.zeros((1, 30))
+    hashing = FeatureHashing(8, clip=1.0, random_state=3).fit(raw)
+    grouper = FeatureGrouper(group_size=2).fit(np.zeros((1, 8)))
+    spec = collection_spec(HDSMechanism(2.0, k=2, feature_range=(0, 1)), n_features=4)
+    d = _with_steps(spec, [device_step_spec(hashing), device_step_spec(grouper)])
+    assert read_spec(d).device_steps[0]["params"]["n_components"] == 8
+    Device("u").answer(d, np.ones(30))
