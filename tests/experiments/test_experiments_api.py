@@ -168,6 +168,10 @@ def test_cli_user_errors_end_in_one_line(monkeypatch, capsys, tmp_path):
         json.dumps({"study": "privge_quick", "key": "k"}) + "\n")
     with pytest.raises(SystemExit, match="no 'metrics' dict"):
         main(["reproduce", "privge", "--quick", "--results-dir", str(tmp_path)])
+    (tmp_path / "privge_quick_runs.jsonl").write_text(   # a key that is no string
+        json.dumps({"study": "privge_quick", "key": ["x"], "metrics": {"accuracy": 0.5}}) + "\n")
+    with pytest.raises(SystemExit, match=r"privge_quick_runs.jsonl:1: the record's 'key'"):
+        main(["reproduce", "privge", "--quick", "--results-dir", str(tmp_path)])
     (tmp_path / "privge_quick_runs.jsonl").unlink()
 
     def unavailable(*args, **kwargs):   # a dataset neither bundled nor downloadable

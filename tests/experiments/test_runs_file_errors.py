@@ -67,17 +67,6 @@ def test_record_without_a_number_is_not_written(tmp_path):
     assert [r["key"] for r in load_runs(rf.path, "t")] == ["a"]
 
 
-def test_cli_damaged_line_in_one_line(tmp_path):
-    f = tmp_path / "privge_quick_runs.jsonl"
-    _write(f, {"study": "privge_quick", "key": ["x"], "metrics": {"accuracy": 0.5}})
-    with pytest.raises(SystemExit) as e:
-        main(["reproduce", "privge", "--quick", "--results-dir", str(tmp_path),
-              "--no-progress"])
-    assert e.value.code.startswith("skldp reproduce: ")
-    assert "privge_quick_runs.jsonl:1: the record's 'key'" in e.value.code
-    assert "\n" not in e.value.code
-
-
 def _features(G, y, config):
     return G.features, y
 
