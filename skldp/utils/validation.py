@@ -261,6 +261,9 @@ def resolve_feature_range(feature_range, X, owner="mechanism"):
 def _bound(value, d, name):
     """One side of ``feature_range``: a scalar, or one value per feature (length ``d``)."""
     try:
+        # text ("0") and booleans would be read as numbers: refused as any other non-number
+        if np.asarray(value).dtype.kind in "USb":
+            raise TypeError
         b = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError):
         raise ValueError(f"feature_range's {name} must be a number or an array of numbers, "

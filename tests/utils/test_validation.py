@@ -146,3 +146,11 @@ def test_feature_range_of_the_wrong_length_names_the_expected_length(feature_ran
     hds = HDSMechanism(eps=1.0, feature_range=(0.0, [1, 2, 3]), random_state=0).fit(X)
     np.testing.assert_array_equal(hds.feature_max_, [1, 2, 3])
     np.testing.assert_array_equal(hds.feature_min_, [0, 0, 0])
+
+
+@pytest.mark.parametrize("bounds", [("0", "1"), (False, True), (["0", "0"], [1, 1])])
+def test_feature_range_of_text_or_booleans_is_refused(bounds):
+    # "0" and "1" were read as numbers (and written into the spec as text)
+    from skldp.utils.validation import resolve_feature_range
+    with pytest.raises(ValueError, match="must be a number"):
+        resolve_feature_range(bounds, np.zeros((3, 2)))
