@@ -139,10 +139,12 @@ def note_feature_read(step, X, fitting=False):
             not getattr(step, "_reads_features", True):
         return
     if fitting:
-        step.__dict__.pop("ledger_", None)
-        step.__dict__.pop("_reads_unrecorded", None)
+        for name in ("ledger_", "_reads_unrecorded", "_reads_plain_beside_users"):
+            step.__dict__.pop(name, None)
     if not isinstance(X, GraphData):
         step._reads_unrecorded = True
+        if hasattr(step, "ledger_"):   # fitted on users, then given rows of no known users
+            step._reads_plain_beside_users = True
         return
     st = X._store
     if reads_users_data(st.feature_origin):

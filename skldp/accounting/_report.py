@@ -182,9 +182,10 @@ def _children(est):
 
 def _private_steps(estimator):
     """``{collection id: path}`` of the fitted private steps held in ``estimator``, the
-    ledgers its steps wrote to, the paths of the steps from outside skldp (they record
-    nothing), and the (path, class) of the skldp steps that read a plain array in the
-    clear (no users to charge)."""
+    ledgers its steps wrote to, the paths of the steps whose reads no ledger holds (steps
+    from outside skldp, which record nothing, and skldp steps that read a plain array: no
+    users to charge), and the (path, class) of the steps that read a plain array after
+    reading the users of a ledger (a GraphData): rows of no known users beside them."""
     held, ledgers, seen = {}, [], set()
 
     def walk(est, path):
@@ -198,9 +199,10 @@ def _private_steps(estimator):
             if all(ledger is not other for other in ledgers):
                 ledgers.append(ledger)
         children = list(_children(est))
-        if getattr(est, "_reads_unrecorded", False):
+        if getattr(est, "_reads_plain_beside_users", False):
             unrecorded.append((path or type(est).__name__, type(est).__name__))
-        elif not children and not type(est).__module__.startswith("skldp."):
+        if getattr(est, "_reads_unrecorded", False) or (
+                not children and not type(est).__module__.startswith("skldp.")):
             foreign.append(path or type(est).__name__)
         for name, child in children:
             walk(child, f"{path}.{name}" if path else name)
@@ -257,7 +259,7 @@ def privacy_report(estimator):
                 "the users' ledger; what its fits collected was still spent. Pass the data it "
                 "was fitted on instead: privacy_report(G).")
     report = PrivacyReport()
-    if not isinstance(estimator, GraphData) and not ledgers and (foreign or unrecorded):
+    if not isinstance(estimator, GraphData) and not ledgers and foreign:
         # nothing leads to a ledger, and a step from outside skldp was fitted on the
         # data as it was: the users' data, for all the report can tell
         report.no_private_step, report.local_epsilon = True, float("inf")

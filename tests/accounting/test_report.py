@@ -231,3 +231,19 @@ def test_a_model_fitted_on_reports_made_elsewhere_reports_them():
     pipe[-1].predict(np.asarray(Z.features)[:5])
     rep = privacy_report(pipe)
     assert rep.local_epsilon == np.inf and "a plain array: no known users" in str(rep)
+
+
+def test_a_pipeline_on_plain_arrays_reports_its_mechanism():
+    # a step after the mechanism reads its reports, as plain arrays: not a read in the clear
+    from sklearn.preprocessing import StandardScaler
+
+    from skldp import NodeWise
+    from skldp.mechanisms import OneBitMechanism
+    rng = np.random.default_rng(0)
+    X = rng.random((60, 4))
+    y = (X[:, 0] > 0.5).astype(int)
+    for last in ([("clf", MLPHead(epochs=2))],
+                 [("s", NodeWise(StandardScaler())), ("clf", MLPHead(epochs=2))]):
+        pipe = Pipeline([("m", OneBitMechanism(1.0, feature_range=(0, 1), random_state=0)),
+                         *last]).fit(X, y)
+        assert privacy_report(pipe).local_epsilon == pytest.approx(4.0)
