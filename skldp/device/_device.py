@@ -164,6 +164,18 @@ def _input_digest(data, user, edges=False):
     return h.hexdigest()
 
 
+_PATH_LOCKS = {}                 # real path of a state file -> its lock in this process
+_PATH_LOCKS_GUARD = threading.Lock()
+
+
+def _path_lock(path):
+    """The lock of one state file in this process: every ``Device`` object on that file
+    takes it (their own locks would not exclude each other)."""
+    key = os.path.realpath(path)
+    with _PATH_LOCKS_GUARD:
+        return _PATH_LOCKS.setdefault(key, threading.Lock())
+
+
 class Device:
     """A user's device: it answers each collection once and remembers its answer.
 
@@ -185,12 +197,14 @@ class Device:
         The user's id, sent with every report (the server learns who answered).
     path : str or None, default=None
         A JSON file where the answers are kept across restarts. ``None`` keeps
-        them in memory only. Several ``Device`` objects (threads, processes) may
-        share one file: each answer reads it again under an exclusive lock
-        (``path + ".lock"``, :func:`fcntl.flock` where the system has it),
-        decides, and replaces the file atomically. A file that is not a state
-        this class wrote raises ``DeviceStateError``: it is never reset,
-        since answering its collections again would spend their budget again.
+        them in memory only. Several ``Device`` objects may share one file: each
+        answer reads it again under an exclusive lock, decides, and replaces the
+        file atomically. The lock holds across the threads and objects of one
+        process, and across processes where the system has :func:`fcntl.flock`
+        (``path + ".lock"``; POSIX); elsewhere give each process its own file.
+        A file that is not a state this class wrote raises ``DeviceStateError``:
+        it is never reset, since answering its collections again would spend
+        their budget again.
     max_epsilon : float or None, default=None
         The device's own cap on the total epsilon it spends over all the
         collections it answers; a spec that would exceed it is refused.
@@ -235,7 +249,7 @@ class Device:
     def _locked(self):
         """Hold the device's state exclusively: this object's threads, and every process
         or object that locks the same state file."""
-        with self._thread_lock:
+        with self._thread_lock if self.path is None else _path_lock(self.path):
             if self.path is None or fcntl is None:
                 yield
                 return

@@ -277,3 +277,39 @@ def test_a_spec_with_steps_made_by_the_server_is_read():
     d = _with_steps(spec, [device_step_spec(hashing), device_step_spec(grouper)])
     assert read_spec(d).device_steps[0]["params"]["n_components"] == 8
     Device("u").answer(d, np.ones(30))
+
+
+def test_two_devices_on_one_file_exclude_each_other_without_fcntl(tmp_path, monkeypatch):
+    # where fcntl is missing (Windows) each object held its own lock only: both answered
+    # past max_epsilon and the file kept one of the two answers
+    import time
+
+    import skldp.device._device as device_module
+    monkeypatch.setattr(device_module, "fcntl", None)
+    encode = device_module.encode
+
+    def encode_slowly(*args, **kwargs):
+        time.sleep(0.2)
+        return encode(*args, **kwargs)
+
+    monkeypatch.setattr(device_module, "encode", encode_slowly)
+    specs = [collection_spec(LabelRandomizedResponse(1.0, classes=[0, 1])).to_json()
+             for _ in range(2)]
+    path = tmp_path / "state.json"
+    devices = [Device(7, path=path, max_epsilon=1.5) for _ in range(2)]
+    outcomes = []
+
+    def answer(device, spec):
+        try:
+            outcomes.append(device.answer(spec, 1))
+        except SpecError:
+            outcomes.append(None)
+
+    threads = [threading.Thread(target=answer, args=(d, s))
+               for d, s in zip(devices, specs, strict=True)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sum(o is not None for o in outcomes) == 1          # the cap held
+    assert Device(7, path=path).spent == pytest.approx(1.0)   # and the file kept the answer
