@@ -1,5 +1,6 @@
 """What the users of a fitted estimator sent: a per-user privacy report read from the ledger."""
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -145,8 +146,8 @@ def holds_fitted_estimators(value):
     """Whether ``value`` is an object scikit-learn keeps fitted estimators in without
     being one (``CalibratedClassifierCV``'s folds): the walks over an estimator's fitted
     steps (here and :func:`skldp.privacy.forget_secrets`) look inside it."""
-    return not isinstance(value, (BaseEstimator, type)) and hasattr(value, "__dict__") and \
-        type(value).__module__.startswith("sklearn.")
+    return not isinstance(value, (BaseEstimator, type, Mapping, list, tuple)) and \
+        hasattr(value, "__dict__") and type(value).__module__.startswith("sklearn.")
 
 
 def _estimators_in(value, name):

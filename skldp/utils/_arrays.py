@@ -136,9 +136,9 @@ def _not_finite(name, bad):
     if name == "features":   # a mechanism's (or an on-device step's, or a model's) check
         return where + (
             "Impute them first; before a local DP mechanism, on each user's device with a "
-            f"public, stateless step: {_DEVICE_IMPUTER} (the mechanism refuses an imputer "
-            "fitted on the users' data, such as NodeWise(SimpleImputer()), which runs on "
-            "the server).")
+            f"public, stateless step: in a simulation {_DEVICE_IMPUTER}, on real devices "
+            "before skldp.device encodes the row (the mechanism refuses an imputer fitted on "
+            "the users' data, such as NodeWise(SimpleImputer()), which runs on the server).")
     return where + (   # a server step's: the features are no mechanism's reports
         "Impute them before this step, e.g. with NodeWise(SimpleImputer()). In a local DP "
         "pipeline the mechanism comes first (its reports hold no NaN): impute on each "

@@ -247,3 +247,14 @@ def test_a_pipeline_on_plain_arrays_reports_its_mechanism():
         pipe = Pipeline([("m", OneBitMechanism(1.0, feature_range=(0, 1), random_state=0)),
                          *last]).fit(X, y)
         assert privacy_report(pipe).local_epsilon == pytest.approx(4.0)
+
+
+def test_estimators_held_in_a_bunch_are_walked():
+    # scikit-learn's Bunch is a dict with a __dict__: it was walked as an object, and the
+    # estimators it holds (a VotingClassifier's named_estimators_) were skipped
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.utils import Bunch
+
+    from skldp.accounting._report import _estimators_in
+    lr = LogisticRegression()
+    assert list(_estimators_in(Bunch(m=lr), "named")) == [("named.m", lr)]
