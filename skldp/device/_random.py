@@ -92,12 +92,21 @@ def node_uniforms_fine(seed, keys, n_cols, stream=0):
     ``a`` down to 2^-100. Used where a mechanism compares a uniform with a tiny
     probability or takes its logarithm (discrete Laplace tails, grid mechanisms).
     """
-    w1 = _node_words(seed, keys, n_cols, stream)
-    w2 = _node_words(seed, keys, n_cols, stream + _FINE_STREAM_OFFSET)
+    r, v = _fine_parts(_node_words(seed, keys, n_cols, stream),
+                       _node_words(seed, keys, n_cols, stream + _FINE_STREAM_OFFSET))
+    return _fine_uniform(r, v)
+
+
+def _fine_parts(w1, w2):
+    """The fine uniform's two parts: ``r``, the top 53 bits of ``w1``, and ``v`` in [0, 1)
+    from ``w2``; the uniform is ``(r + v) 2^-53``."""
     r = (w1 >> np.uint64(11)).astype(np.float64)
     v = (w2 >> np.uint64(12)).astype(np.float64) * (1.0 / (1 << 52))
-    u = (r + v) * (1.0 / (1 << 53))
-    return np.maximum(u, np.finfo(np.float64).smallest_subnormal)
+    return r, v
+
+
+def _fine_uniform(r, v):
+    return np.maximum((r + v) * (1.0 / (1 << 53)), np.finfo(np.float64).smallest_subnormal)
 
 
 def node_bernoulli_fine(seed, keys, n_cols, stream, p, p_complement):
@@ -117,9 +126,8 @@ def node_bernoulli_fine(seed, keys, n_cols, stream, p, p_complement):
 
 
 def _bernoulli_from_words(w1, w2, p, p_complement):
-    r = (w1 >> np.uint64(11)).astype(np.float64)
-    v = (w2 >> np.uint64(12)).astype(np.float64) * (1.0 / (1 << 52))
-    u = np.maximum((r + v) * (1.0 / (1 << 53)), np.finfo(np.float64).smallest_subnormal)
+    r, v = _fine_parts(w1, w2)
+    u = _fine_uniform(r, v)
     complement = ((float(1 << 53) - r) - v) * (1.0 / (1 << 53))
     return np.where(np.broadcast_to(p, u.shape) <= 0.5, u < p, complement > p_complement)
 

@@ -389,11 +389,8 @@ class EdgeRR(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
         return A
 
     def _restore_public_state(self, spec, G):
-        ps = spec.public_state
-        if G is not None and (G.n_nodes != ps["n_users"]
-                              or directory_digest(G.node_keys) != ps["directory"]):
-            raise ValueError(f"This graph's users are not those of collection {spec.id} "
-                             "(its directory differs).")
+        if G is not None:
+            self._check_directory(G, spec)
         self.n_features_in_ = None if G is None else G.shape[1]
         self.flip_probability_ = _flip_probability(float(self.eps))
 
@@ -405,11 +402,12 @@ class EdgeRR(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
         self.saved_adjacency_ = self._transform_graph(G).adjacency
         del self.seed_
 
-    def _check_directory(self, G):
-        """Refuse a graph whose users (the directory) are not the collection's: a report
-        depends on the directory it was drawn over (the non-neighbours skipped, in key
-        order), so another directory would draw a second report of the same list."""
-        ps = self.collection_.public_state
+    def _check_directory(self, G, spec=None):
+        """Refuse a graph whose users (the directory) are not those of the collection
+        (``spec``, by default this fit's): a report depends on the directory it was drawn
+        over (the non-neighbours skipped, in key order), so another directory would draw a
+        second report of the same list."""
+        ps = (spec or self.collection_).public_state
         if G.n_nodes != ps["n_users"]:
             raise ValueError(f"EdgeRR was fitted on a graph of {ps['n_users']} users; this "
                              f"one has {G.n_nodes}. Each user's list is a bit per other user: "
