@@ -921,12 +921,16 @@ def _check_steps(spec, d):
                     not 0 < clip < math.inf:
                 raise SpecError(f"{_short(spec)}: the FeatureHashing step's clip must be a "
                                 f"finite number > 0, got {clip!r}.")
-            top = min(hi, max(d, MAX_HASHED_COLUMNS))
-            if not lo <= n <= top:
-                want = f"{lo}" if lo == hi else f"{lo}..{top}"
+            if not lo <= n <= hi:
+                want = f"{lo}" if lo == hi else f"{lo}..{hi}"
                 raise SpecError(f"{_short(spec)}: the FeatureHashing step writes "
                                 f"n_components={n} columns, but the step after it reads "
                                 f"{want} (the mechanism reads n_features={d}).")
+            cap = max(d, MAX_HASHED_COLUMNS)
+            if n > cap:   # bounds a device's memory when the steps after it read any width
+                raise SpecError(f"{_short(spec)}: the FeatureHashing step writes "
+                                f"n_components={n} columns; devices hash a row to at most "
+                                f"{cap} (the mechanism's n_features or 2^20).")
             lo, hi = 1, math.inf   # it reads a row of any width
         else:   # FeatureGrouper (plan checked the kinds)
             if set(params) != {"group_size"}:

@@ -37,21 +37,16 @@ def group_rows(X, group_size):
     return out
 
 
+# The steps' parameters were checked when the spec was read (skldp.device._kinds, one
+# validator for every device program), before any row is hashed or grouped.
 def _hashing(params, X):
-    n, clip, rs = params.get("n_components"), params.get("clip"), params.get("random_state")
-    if not isinstance(n, int) or n < 1 or not isinstance(rs, int) or \
-            not isinstance(clip, (int, float)) or not clip > 0:
-        raise SpecError(f"FeatureHashing step needs n_components >= 1, clip > 0 and an "
-                        f"integer random_state, got {params}.")
-    bucket, sign = feature_hashing_map(X.shape[1], n, rs)
-    return hash_rows(X, bucket, sign, n, float(clip))
+    n = params["n_components"]
+    bucket, sign = feature_hashing_map(X.shape[1], n, params["random_state"])
+    return hash_rows(X, bucket, sign, n, float(params["clip"]))
 
 
 def _grouping(params, X):
-    g = params.get("group_size")
-    if not isinstance(g, int) or g < 1:
-        raise SpecError(f"FeatureGrouper step needs group_size >= 1, got {params}.")
-    return group_rows(X, g)
+    return group_rows(X, params["group_size"])
 
 
 STEP_KINDS = {"skldp.mechanisms.FeatureHashing": _hashing,
