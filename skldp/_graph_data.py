@@ -450,6 +450,7 @@ class GraphData:
         n = X.shape[0]
         if n == 0:
             raise ValueError("GraphData needs at least one node; got an empty feature matrix.")
+        keys = None   # computed here only for ids of mixed types (checked), else lazily
         if node_ids is None:
             ids = np.arange(n)
         else:
@@ -462,7 +463,8 @@ class GraphData:
             _check_no_missing_id(ids)
             if not _all_unique(ids):
                 raise ValueError("node_ids must be unique.")
-            if ids.dtype == object and not _all_unique(_ids_to_keys(ids)):
+            keys = _ids_to_keys(ids) if ids.dtype == object else None
+            if keys is not None and not _all_unique(keys):
                 # ids of mixed types: a number and its text (1.5 and "1.5"), or -1 and
                 # 2**64 - 1, are one user key (integer arrays cannot hold both)
                 raise ValueError(
@@ -490,6 +492,7 @@ class GraphData:
             if budget is not None:
                 population.set_budget(budget)
         self._store = _GraphStore(X, A, ids, feature_names, population)
+        self._store._node_keys = keys   # the keys the check computed: not hashed again
         self.rows = np.arange(n)
         if symmetric is not None:
             if not isinstance(symmetric, (bool, np.bool_)):
