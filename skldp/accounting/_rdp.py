@@ -404,10 +404,11 @@ def _bisect_noise_multiplier(eps_of, target, T, rtol, setting, advice):
                     t_lo = t_mid
                 else:
                     t_hi = t_mid
+            fewer = f"at most steps={t_lo}, " if t_lo > 0 else ""   # not even one step fits
             raise PrivacyBudgetError(
                 f"target_epsilon={target} is unreachable with steps={T} ({setting}): even "
-                f"noise_multiplier={_MAX_NOISE_MULTIPLIER:g} gives epsilon={floor:.4g}. Use at "
-                f"most steps={t_lo}, {advice}, or a target_epsilon >= {floor:.4g}.")
+                f"noise_multiplier={_MAX_NOISE_MULTIPLIER:g} gives epsilon={floor:.4g}. Use "
+                f"{fewer}{advice}, or a target_epsilon >= {floor:.4g}.")
         hi = min(2.0 * hi, _MAX_NOISE_MULTIPLIER)
     lo = hi / 2.0 if hi > 1.0 else 0.0
     if lo == 0.0:

@@ -740,15 +740,18 @@ class _DPTrainerBase(PrivateStepMixin, GraphClassifierMixin, BaseEstimator):
         # blocks of norm <= 1, a vector of norm <= sqrt(L), so the rescaled update
         # has node-level sensitivity 2 (K+1) sqrt(L) (Lemma 1). Randomized rounding
         # to the grid step_g moves each coordinate by less than step_g, which adds
-        # at most sqrt(sum_g p_g (step_g / C_g)^2) to that sensitivity; the noise
-        # std is z times the inflated sensitivity, so the accountant's z holds.
+        # at most s = sqrt(sum_g p_g (step_g / C_g)^2). The accountant's term for i
+        # of the K+1 affected nodes in a batch assumes the share i / (K+1) of the
+        # sensitivity, but the rounding adds the whole s for any i >= 1: the noise
+        # std is z (base + (K+1) s), so that 2 i sqrt(L) + s <= i (base + (K+1) s) / (K+1).
         L = len(groups)
         base = 2.0 * (account_K + 1) * math.sqrt(L)
         if private and z > 0:
             step = {g: _grid_step(min(z, 1.0) * base * C[g]) for g in groups}
             n_par = {g: sum(p.numel() for n, p in params.items() if group_of[n] == g)
                      for g in groups}
-            slack = math.sqrt(sum(n_par[g] * (step[g] / C[g]) ** 2 for g in groups))
+            slack = (account_K + 1) * math.sqrt(
+                sum(n_par[g] * (step[g] / C[g]) ** 2 for g in groups))
             sigma = {g: z * (base + slack) * C[g] for g in groups}
             inflation = (base + slack) / base
         else:

@@ -159,6 +159,10 @@ def test_unreachable_target_says_what_would_reach_it():
     t_ok = int(msg.split("Use at most steps=")[1].split(",")[0])
     assert t_ok >= 1
     calibrate_noise_multiplier(1e-3, 1e-5, 100, 100, 3, t_ok)
+    # Not even one step reaches it: no advice to run none.
+    with pytest.raises(PrivacyBudgetError, match=r"unreachable with steps=1 ") as info:
+        calibrate_noise_multiplier(1e-6, 1e-5, 100, 100, 3, 1)
+    assert "steps=0" not in str(info.value) and "target_epsilon >=" in str(info.value)
 
 
 def test_bad_target_and_orders():

@@ -349,9 +349,14 @@ def test_grid_and_sensitivity_inflation_in_a_fit(small_graph):
         assert step <= 2.0 ** -GRID_BITS * min(clf.noise_std_[g], base * C[g])
         assert step > 2.0 ** -GRID_BITS * min(0.8, 1.0) * base * C[g] / 2
         slack += n_par[g] * (step / C[g]) ** 2
-    infl = 1 + math.sqrt(slack) / base
+    s = math.sqrt(slack)   # the rounding's whole slack, whatever the affected nodes
+    infl = 1 + 3 * s / base   # (K + 1) s: the accountant shares the sensitivity over K + 1
     assert clf.sensitivity_inflation_ == pytest.approx(infl, rel=1e-12)
-    assert 1 < infl < 1 + 2.0 ** -GRID_BITS * math.sqrt(sum(n_par.values())) + 1e-12
+    assert 1 < infl < 1 + 3 * 2.0 ** -GRID_BITS * math.sqrt(sum(n_par.values())) + 1e-12
+    # Theorem 1's term for i of the K + 1 affected nodes in a batch takes the sensitivity
+    # i / (K + 1) of z's; the rounding adds its whole slack to each: 2 i sqrt(L) + s.
+    for i in (1, 2, 3):
+        assert (2 * i * math.sqrt(3) + s) / (0.8 * base * infl) <= i / (3 * 0.8) * (1 + 1e-12)
     for g in C:
         assert clf.noise_std_[g] == pytest.approx(0.8 * base * C[g] * infl, rel=1e-12)
     free = DPGNNClassifier(max_degree=2, batch_size=10, n_steps=2, noise_multiplier=0,
