@@ -9,6 +9,7 @@ pipeline can be pickled and shared: it still predicts for those users, and
 refuses new users with a clear error (their reports would need the secret).
 """
 
+import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.pipeline import Pipeline
 
@@ -28,7 +29,9 @@ def forget_secrets(estimator, X):
     classifiers drop ``seed_`` (their reports were used in ``fit``). Then every
     private step (local mechanisms, central trainers, classifiers that randomize
     labels), fitted or not (a search's template too), gets ``random_state=None``:
-    an integer or a generator would give the seeds back. Afterwards
+    an integer or a generator would give the seeds back. So do the values a
+    search tried for their ``random_state`` (in its grid, ``cv_results_`` and
+    ``best_params_``). Afterwards
     ``transform`` / ``predict`` work for those users and raise a ``ValueError``
     for any other user.
 
@@ -66,7 +69,53 @@ def forget_secrets(estimator, X):
     for est in _estimators(estimator):
         if _makes_secrets(est) and "random_state" in vars(est):
             est.random_state = None
+    for est in _estimators(estimator):
+        if hasattr(est, "cv_results_") or hasattr(est, "best_params_"):
+            _forget_searched_seeds(est)
     return estimator
+
+
+def _forget_searched_seeds(search):
+    """Set to None the ``random_state`` values a search tried for private steps.
+
+    They are the secrets themselves: ``best_params_``, ``cv_results_`` and the
+    grid would give every forgotten ``seed_`` back.
+    """
+    template = getattr(search, "estimator", None)
+    if template is None or not hasattr(template, "get_params"):
+        return
+    params = template.get_params(deep=True)
+    grids = getattr(search, "param_grid", None)
+    if grids is None:
+        grids = getattr(search, "param_distributions", None)
+    grids = grids if isinstance(grids, list) else [grids] if isinstance(grids, dict) else []
+    results = getattr(search, "cv_results_", {})
+    keys = {k for g in grids for k in g} | {k for c in results.get("params", ()) for k in c} | \
+        set(getattr(search, "best_params_", {}))
+
+    def secret(key):
+        if key.rsplit("__", 1)[-1] != "random_state":
+            return False
+        owner = template if "__" not in key else params.get(key.rsplit("__", 1)[0])
+        return owner is None or _makes_secrets(owner)   # unknown owner: forget it too
+
+    for key in filter(secret, keys):
+        for grid in grids:
+            if key in grid:
+                values = grid[key]
+                if hasattr(values, "rvs") and "random_state" in vars(search):
+                    search.random_state = None   # the search's seed would redraw them
+                grid[key] = [None] * len(values) if hasattr(values, "__len__") else [None]
+        for candidate in results.get("params", ()):
+            if key in candidate:
+                candidate[key] = None
+        column = results.get(f"param_{key}")
+        if column is not None:
+            mask = np.ma.getmaskarray(column)
+            results[f"param_{key}"] = np.ma.MaskedArray(
+                np.full(len(column), None, dtype=object), mask=mask)
+        if key in getattr(search, "best_params_", {}):
+            search.best_params_[key] = None
 
 
 def _makes_secrets(est):

@@ -149,3 +149,40 @@ def test_a_report_skips_a_pipeline_s_empty_steps(small_graph, skipped):
     H = GraphData(X, A)
     search = GridSearchCV(pipe, {"hds": [skipped]}, cv=2).fit(H[:40], y[:40])
     assert privacy_report(search).by_what["features"] == np.inf
+
+
+@pytest.mark.parametrize("search_kind", ["grid", "randomized"])
+def test_searched_seeds_of_private_steps_are_forgotten(small_graph, search_kind):
+    # a search over a mechanism's random_state kept the tried integers (grid,
+    # cv_results_, best_params_): each gives its collection's seed_ back
+    from scipy.stats import randint
+    from sklearn.model_selection import GridSearchCV, RandomizedSearchCV
+
+    from skldp.utils import collection_seed
+    A, X, y = small_graph
+    G = GraphData(X, A)
+    pipe = Pipeline([("hds", HDSMechanism(1.0, k=2, feature_range=(-1, 2), random_state=0)),
+                     ("clf", MLPHead(epochs=3, random_state=0))])
+    grid = {"hds__random_state": [987_654_321, 55_555], "clf__random_state": [3, 4]}
+    if search_kind == "grid":
+        search = GridSearchCV(pipe, grid, cv=2)
+    else:
+        grid["hds__random_state"] = randint(0, 10**9)
+        search = RandomizedSearchCV(pipe, grid, n_iter=2, cv=2, random_state=0)
+    search.fit(G[:40], y[:40])
+    mech = search.best_estimator_[0]
+    seed, body = mech.seed_, mech.collection_.body()
+    assert collection_seed(search.best_params_["hds__random_state"], body) == seed
+    forget_secrets(search, G)
+    blob = pickle.dumps(search)
+    assert str(seed).encode() not in blob and seed.to_bytes(8, "little") not in blob
+    assert search.best_params_["hds__random_state"] is None
+    assert all(c["hds__random_state"] is None for c in search.cv_results_["params"])
+    assert set(search.cv_results_["param_hds__random_state"]) == {None}
+    grid_kept = search.param_grid if search_kind == "grid" else search.param_distributions
+    assert set(grid_kept["hds__random_state"]) == {None}
+    if search_kind == "randomized":
+        assert search.random_state is None   # it would draw the same seeds again
+    # the model's own seed is not a user's secret: it stays
+    assert search.best_params_["clf__random_state"] in (3, 4)
+    assert {c["clf__random_state"] for c in search.cv_results_["params"]} <= {3, 4}
