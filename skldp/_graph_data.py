@@ -18,6 +18,7 @@ __all__ = ["GraphData"]
 
 _MEMO_SIZE = 8            # whole-graph results kept per graph ...
 _MEMO_BYTES = 1 << 30     # ... and at most this many bytes of them (the newest is always kept)
+_MEMO_LOCK = threading.Lock()   # searches in threads share a graph and its memo
 _OPERATORS_SIZE = 6       # operators derived from one adjacency (normalised, on a device)
 
 
@@ -829,20 +830,22 @@ class GraphData:
     def memo_get(self, key):
         """Cached whole-graph result for ``key`` or ``None`` (see :meth:`memo_set`)."""
         memo = self._store._memo
-        if key in memo:
-            memo.move_to_end(key)
-            return memo[key]
+        with _MEMO_LOCK:
+            if key in memo:
+                memo.move_to_end(key)
+                return memo[key]
         return None
 
     def memo_set(self, key, value):
         """Cache a whole-graph result on the shared store (a small LRU, never on estimators)."""
         memo = self._store._memo
-        memo[key] = value
-        memo.move_to_end(key)
-        # Dense reports of a large graph are big (0.8 GB for facebook): bound bytes too.
-        while len(memo) > 1 and (len(memo) > _MEMO_SIZE or
-                                 sum(_nbytes(v) for v in memo.values()) > _MEMO_BYTES):
-            memo.popitem(last=False)
+        with _MEMO_LOCK:
+            memo[key] = value
+            memo.move_to_end(key)
+            # Dense reports of a large graph are big (0.8 GB for facebook): bound bytes too.
+            while len(memo) > 1 and (len(memo) > _MEMO_SIZE or
+                                     sum(_nbytes(v) for v in memo.values()) > _MEMO_BYTES):
+                memo.popitem(last=False)
         return value
 
     def operator(self, key, build):

@@ -562,3 +562,33 @@ def test_ids_that_are_one_user_key_are_refused(ids):
     with pytest.raises(ValueError, match="same user key"):
         GraphData(np.eye(4), np.zeros((4, 4)), node_ids=np.array(ids, dtype=object))
     GraphData(np.eye(4), np.zeros((4, 4)), node_ids=np.array([1.5, "x", 7, "a"], dtype=object))
+
+
+def test_the_memo_is_shared_safely_by_threads():
+    # joblib's threading backend shares one graph between searches: the unlocked memo
+    # raised "OrderedDict mutated during iteration" (or a KeyError) when two evicted at once
+    import sys
+    import threading
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)   # switch threads as often as possible
+    G = GraphData(np.zeros((5, 2)))
+    errors = []
+
+    def worker(t):
+        try:
+            for i in range(2000):
+                if G.memo_get(("k", t, i % 20)) is None:
+                    G.memo_set(("k", t, i % 20), np.zeros(10))
+        except Exception as exc:   # noqa: BLE001 - any error of a thread is the failure
+            errors.append(repr(exc))
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(4)]
+    try:
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+    finally:
+        sys.setswitchinterval(old)
+    assert errors == []
