@@ -511,7 +511,15 @@ class _Claims:
             key = spec.key
             if key not in self.held:
                 self.runs_file.refresh()
-                if key in self.runs_file or not self.claims.acquire(key):
+                taken = key in self.runs_file or not self.claims.acquire(key)
+                if not taken:
+                    # Another sweep may have recorded it and released its claim between
+                    # the refresh and the claim: it appends before it releases.
+                    self.runs_file.refresh()
+                    if key in self.runs_file:
+                        self.claims.release(key)
+                        taken = True
+                if taken:
                     self.result.elsewhere.append(key)
                     self.bar.update("elsewhere")
                     return False

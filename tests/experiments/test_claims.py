@@ -122,3 +122,27 @@ def test_claims_of_live_and_dead_processes(tmp_path):
     assert claims.owner("k2") is None and claims.acquire("k2")
     claims.release("k2")
     assert not claims._path("k2").exists()
+
+
+def test_a_run_recorded_between_the_check_and_the_claim_is_not_run_again(tmp_path):
+    # Another sweep may append a run and release its claim after this sweep found the
+    # run unrecorded and before it claims it: the claim then succeeds, and the run was
+    # dispatched a second time.
+    import types
+
+    from skldp.experiments._runner import SweepResult, _Claims
+    from skldp.experiments._runs import RunsFile
+
+    path = tmp_path / "s_runs.jsonl"
+    runs, claims = RunsFile(path, "s"), RunClaims(path)
+    acquire = claims.acquire
+
+    def acquire_after_the_other_sweep(key):
+        RunsFile(path, "s").append({"key": key, "metrics": {"accuracy": 0.5}})
+        return acquire(key)
+
+    claims.acquire = acquire_after_the_other_sweep
+    result = SweepResult(path)
+    take = _Claims(claims, runs, result, types.SimpleNamespace(update=lambda *a: None)).take
+    assert not take(types.SimpleNamespace(key="cora|X|0"))
+    assert result.elsewhere == ["cora|X|0"] and claims.owner("cora|X|0") is None
