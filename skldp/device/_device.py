@@ -237,6 +237,20 @@ class Device:
         if self.path is not None:
             self._answers = self._read_state()   # a corrupted state is an error now, not later
 
+    def __getstate__(self):
+        if self.path is None:
+            # Two copies of an in-memory state would each answer, and each spend the cap.
+            raise TypeError(
+                f"A Device without a path (user {self.user!r}) keeps its answers in memory and "
+                "cannot be pickled or copied: each copy would answer collections again and "
+                "spend max_epsilon again. Give it a state file, Device(user, path=...), which "
+                "every copy and process shares.")
+        return {k: v for k, v in vars(self).items() if k != "_thread_lock"}
+
+    def __setstate__(self, state):
+        vars(self).update(state)
+        self._thread_lock = threading.Lock()
+
     @property
     def spent(self):
         """The epsilon this device has spent over every collection it answered (read from

@@ -313,3 +313,22 @@ def test_two_devices_on_one_file_exclude_each_other_without_fcntl(tmp_path, monk
         t.join()
     assert sum(o is not None for o in outcomes) == 1          # the cap held
     assert Device(7, path=path).spent == pytest.approx(1.0)   # and the file kept the answer
+
+
+def test_a_device_copies_only_with_its_state_file(hds_spec, tmp_path):
+    # pickling failed on the thread lock; an in-memory copy would answer again and
+    # spend max_epsilon again, so it is refused with the way out
+    import copy
+    import pickle
+
+    with pytest.raises(TypeError, match="path="):
+        pickle.dumps(Device("alice", max_epsilon=4))
+    with pytest.raises(TypeError, match="path="):
+        copy.deepcopy(Device("alice"))
+    dev = Device("alice", path=str(tmp_path / "state.json"), max_epsilon=3)
+    first = dev.answer(hds_spec, X)
+    twin = pickle.loads(pickle.dumps(dev))
+    assert twin.answer(hds_spec, X) == first and twin.spent == dev.spent == 2.0
+    other = collection_spec(HDSMechanism(2.0, k=2, feature_range=(0, 2)), n_features=4)
+    with pytest.raises(ValueError, match="max_epsilon|budget|cap"):
+        twin.answer(other, X)   # the copy shares the original's spend
