@@ -30,6 +30,14 @@ def _eps_of(params):
     return None
 
 
+def _eps_order(eps):
+    """Sort key of a declared eps: numbers ascending (inf last of them), then other
+    values, then none (a row without eps)."""
+    if isinstance(eps, (int, float)) and not isinstance(eps, bool) and not math.isnan(eps):
+        return (0, float(eps))
+    return (2, 0.0) if eps is None else (1, 0.0)
+
+
 def summarize(records, metric="accuracy"):
     """Group runs by setting (all but the seed) and give mean, std and n of a metric.
 
@@ -43,10 +51,13 @@ def summarize(records, metric="accuracy"):
     Returns
     -------
     rows : list of dict
-        One row per (dataset, method, split, grid values), in first-seen order,
-        with ``mean``, ``std`` (population std, as numpy), ``n``, ``seeds``,
-        ``eps`` (declared) and ``eps_spent`` (from ``privacy_report``; the
-        largest over the seeds).
+        One row per (dataset, method, split, grid values), with ``mean``,
+        ``std`` (population std, as numpy), ``n``, ``seeds``, ``eps``
+        (declared) and ``eps_spent`` (from ``privacy_report``; the largest
+        over the seeds). Datasets, methods and splits come in first-seen
+        order; the rows of one (dataset, method, split) by declared eps,
+        ascending with inf last, then those without eps; rows of equal eps
+        (other grid values) in first-seen order.
     """
     groups = OrderedDict()
     for r in records:
@@ -69,6 +80,14 @@ def summarize(records, metric="accuracy"):
         rows.append({**g, "mean": float(v.mean()), "std": float(v.std()), "n": len(v),
                      "eps": _eps_of(g["params"]),
                      "eps_spent": max(spent) if spent else None})
+    first = {}   # first-seen position of each dataset, its methods and their splits
+    for r in rows:
+        for key in ((r["dataset"],), (r["dataset"], r["method"]),
+                    (r["dataset"], r["method"], r["split"])):
+            first.setdefault(key, len(first))
+    rows.sort(key=lambda r: (first[r["dataset"],], first[r["dataset"], r["method"]],
+                             first[r["dataset"], r["method"], r["split"]],
+                             _eps_order(r["eps"])))
     return rows
 
 

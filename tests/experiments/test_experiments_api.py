@@ -238,3 +238,38 @@ def test_quick_with_its_own_choices_is_refused(extra, capsys, tmp_path):
     assert "--quick fixes its own datasets, seeds and eps; drop --quick to choose them" \
         in capsys.readouterr().err
     assert not list(tmp_path.iterdir())
+
+
+def test_summary_rows_sorted_by_eps_methods_in_first_seen_order(tmp_path):
+    # the eps rows came out in record order (eps = 1, 0.5, 2, inf on a study's page)
+    import math
+
+    from skldp.experiments import Method, Study, summarize, write_summary
+
+    def rec(method, eps, seed, dataset="cora", acc=0.5):
+        params = {} if eps is False else {"hds__eps": eps}
+        return {"dataset": dataset, "method": method, "split": "random", "seed": seed,
+                "params": params, "metrics": {"accuracy": acc}, "eps_spent": None}
+
+    order = [1.0, math.inf, 0.5, None, 2.0]
+    records = [rec("lp", False, 0)]
+    records += [rec("hds", e, s) for s in (0, 1) for e in order]
+    records += [rec("raw", False, 0), rec("hds", 0.5, 0, "citeseer"), rec("lp", False, 0,
+                                                                          "citeseer"),
+                rec("hds", 0.1, 0, "citeseer")]
+    rows = summarize(records)
+    assert [(r["dataset"], r["method"], r["eps"]) for r in rows] == [
+        ("cora", "lp", None), ("cora", "hds", 0.5), ("cora", "hds", 1.0),
+        ("cora", "hds", 2.0), ("cora", "hds", math.inf), ("cora", "hds", None),
+        ("cora", "raw", None), ("citeseer", "hds", 0.1), ("citeseer", "hds", 0.5),
+        ("citeseer", "lp", None)]
+    assert all(r["n"] == 2 for r in rows if r["method"] == "hds" and r["dataset"] == "cora")
+    study = Study("order", ["cora", "citeseer"], {m: Method(lambda ctx: None)
+                                                  for m in ("lp", "hds", "raw")})
+    text = write_summary(study, records, tmp_path)["markdown"].read_text()
+    cells = [line.split(" | ")[0].lstrip("| ") + " " + line.split(" | ")[2]
+             for line in text.splitlines() if line.startswith("| ") and "---" not in line
+             and not line.startswith("| method")]
+    assert cells == ["lp —", "hds hds__eps=0.5", "hds hds__eps=1", "hds hds__eps=2",
+                     "hds hds__eps=inf", "hds hds__eps=—", "raw —",
+                     "hds hds__eps=0.1", "hds hds__eps=0.5", "lp —"]
