@@ -162,7 +162,7 @@ def test_searched_seeds_of_private_steps_are_forgotten(small_graph, search_kind)
     A, X, y = small_graph
     G = GraphData(X, A)
     pipe = Pipeline([("hds", HDSMechanism(1.0, k=2, feature_range=(-1, 2), random_state=0)),
-                     ("clf", MLPHead(epochs=3, random_state=0))])
+                     ("clf", MLPHead(epochs=3, weight_decay=0.0, random_state=0))])
     grid = {"hds__random_state": [987_654_321, 55_555], "clf__random_state": [3, 4]}
     if search_kind == "grid":
         search = GridSearchCV(pipe, grid, cv=2)
