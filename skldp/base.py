@@ -894,9 +894,11 @@ class NodeWise(GraphTransformerMixin, BaseEstimator):
     Before a local DP mechanism only a transform each user's device can run on its
     own data may stand (Design page, "Local DP is a protocol"): pass
     ``on_device=True`` for a public per-user map such as
-    ``SimpleImputer(strategy="constant")`` or a ``FunctionTransformer``. It is
-    then fitted on one public row of zeros, never on the users' data, and its
-    parameters become part of the mechanism's collection spec. A transformer
+    ``SimpleImputer(strategy="constant")``. It is then fitted on one public row
+    of zeros, never on the users' data, and its parameters become part of the
+    mechanism's collection spec, so they must be plain values (numbers,
+    strings, lists): a ``FunctionTransformer``'s function cannot be written
+    there (apply it to each user's row before building the GraphData). A transformer
     fitted on the users' rows (``StandardScaler()``) runs on the server; a
     mechanism after it is refused.
 
@@ -960,6 +962,14 @@ class NodeWise(GraphTransformerMixin, BaseEstimator):
         if graph and hasattr(est, "set_output"):
             est.set_output(transform="default")  # a global pandas output must not reach the store
         if self.on_device:
+            try:   # the devices read the step from the spec: its parameters must be public values
+                device_step_spec(est)
+            except TypeError as exc:
+                raise ValueError(
+                    f"NodeWise(on_device=True) writes {type(est).__name__} into the collection "
+                    f"spec that the users' devices run, but {exc} Only parameters that are "
+                    "numbers, strings or lists can be: apply a function to each user's row "
+                    "before building the GraphData instead.") from None
             # A public map: fitted on one row of zeros, never on any user's data.
             shape = (1, X.shape[1] if graph else _num_features(X))
             rows, y = (sp.csr_matrix(shape) if sp.issparse(rows) else np.zeros(shape)), None

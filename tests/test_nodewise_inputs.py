@@ -73,3 +73,12 @@ def test_a_server_step_advises_an_imputer_in_front_of_it():
     assert "on_device=True" in msg   # and where to impute in a local DP pipeline
     out = Pipeline([("imp", NodeWise(SimpleImputer())), ("ppr", PPRPropagation())]).fit_transform(G)
     assert np.all(np.isfinite(np.asarray(out)))
+
+
+def test_an_on_device_step_whose_parameters_no_spec_can_hold_is_refused_at_fit():
+    # a FunctionTransformer's function reached the spec only at transform, as a TypeError
+    from sklearn.preprocessing import FunctionTransformer
+
+    G = GraphData(np.random.default_rng(0).random((20, 3)))
+    with pytest.raises(ValueError, match="NodeWise\\(on_device=True\\).*FunctionTransformer"):
+        NodeWise(FunctionTransformer(np.log1p), on_device=True).fit(G)
