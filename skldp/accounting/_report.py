@@ -38,6 +38,8 @@ class PrivacySpend:
         Users who answered it.
     kind : str
         The mechanism or trainer, e.g. ``"HDSMechanism"``.
+    reason : str
+        For a read in the clear that no ledger holds: why it is charged.
     """
 
     step: str
@@ -48,6 +50,7 @@ class PrivacySpend:
     collection: str = ""
     n_users: int = 0
     kind: str = ""
+    reason: str = ""
 
 
 @dataclass
@@ -122,7 +125,8 @@ class PrivacyReport:
             d = f", delta={s.delta:.3g}" if s.delta else ""
             where = s.step or "not kept by this estimator (another fit on these users)"
             if s.model == "clear":
-                who = f"{s.n_users} users" if s.n_users else "a plain array: no known users"
+                who = f"{s.n_users} users" if s.n_users else (
+                    s.reason or "a plain array: no known users")
                 lines.append(f"  {s.kind} read the users' {', '.join(s.protects)} in the clear: "
                              f"epsilon=inf ({who})")
                 continue
@@ -201,7 +205,17 @@ def _private_steps(estimator):
                 ledgers.append(ledger)
         children = list(_children(est))
         if getattr(est, "_reads_plain_beside_users", False):
-            unrecorded.append((path or type(est).__name__, type(est).__name__))
+            unrecorded.append((path or type(est).__name__, type(est).__name__, ""))
+        if isinstance(getattr(est, "steps", None), list):
+            # Steps from outside skldp before a feature mechanism were fitted on the users'
+            # raw rows (only skldp's on-device steps may stand there); the mechanism after
+            # them reads a plain array, so no ledger a report reaches holds that read.
+            first = next((i for i, (_, c) in enumerate(children) if _perturbs_features(c)),
+                         None)
+            for name, child in children[:first or 0]:
+                if not type(child).__module__.startswith("skldp."):
+                    unrecorded.append((f"{path}.{name}" if path else name,
+                                       type(child).__name__, _BEFORE_MECHANISM))
         if getattr(est, "_reads_unrecorded", False) or (
                 not children and not type(est).__module__.startswith("skldp.")):
             foreign.append(path or type(est).__name__)
@@ -211,6 +225,22 @@ def _private_steps(estimator):
     foreign, unrecorded = [], []
     walk(estimator, "")
     return held, ledgers, foreign, unrecorded
+
+
+_BEFORE_MECHANISM = ("fitted on the users' rows before a mechanism: only on-device steps, "
+                     "NodeWise(..., on_device=True), may stand there")
+
+
+def _perturbs_features(est, seen=None):
+    """Whether ``est`` or a step inside it is a fitted local mechanism of features."""
+    seen = set() if seen is None else seen
+    if id(est) in seen:
+        return False
+    seen.add(id(est))
+    spec = getattr(est, "collection_", None)
+    if spec is not None and spec.model == "local" and "features" in spec.protects:
+        return True
+    return any(_perturbs_features(c, seen) for _, c in _children(est))
 
 
 def privacy_report(estimator):
@@ -282,11 +312,13 @@ def privacy_report(estimator):
         ledger._sync()
         if ledger._cap() is not None:
             report.budget = ledger._cap()
-    for path, kind in (unrecorded if ledgers and not isinstance(estimator, GraphData) else ()):
-        # beside its users' ledger, a step read a plain array in the clear: its rows are no
-        # known users, so no ledger holds the read, and any user's data may be among them
+    for path, kind, reason in (unrecorded if ledgers and not isinstance(estimator, GraphData)
+                               else ()):
+        # beside its users' ledger, a step read a plain array in the clear (its rows are no
+        # known users), or the users' rows before a mechanism: no ledger here holds the read
         report.spends.append(PrivacySpend(step=path, epsilon=float("inf"), delta=0.0,
-                                          protects=("features",), model="clear", kind=kind))
+                                          protects=("features",), model="clear", kind=kind,
+                                          reason=reason))
         report.local_epsilon = report.by_what["features"] = float("inf")
     if np.isinf(report.local_epsilon):
         report.local_epsilon = float("inf")

@@ -258,3 +258,36 @@ def test_estimators_held_in_a_bunch_are_walked():
     from skldp.accounting._report import _estimators_in
     lr = LogisticRegression()
     assert list(_estimators_in(Bunch(m=lr), "named")) == [("named.m", lr)]
+
+
+@pytest.mark.parametrize("as_graph", [True, False])
+def test_a_plain_step_fitted_before_a_mechanism_read_the_users_in_the_clear(as_graph):
+    # The scaler learns from every user's raw row, the mechanism after it reads a plain
+    # array: the report printed the mechanism's epsilon alone (the graph's ledger said inf).
+    from sklearn.impute import SimpleImputer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.preprocessing import FunctionTransformer, StandardScaler
+
+    from skldp import NodeWise
+    from skldp.mechanisms import MultiBitMechanism
+
+    rng = np.random.default_rng(55)   # a plain array's users are its content: its own
+    X, y = rng.random((60, 4)), rng.integers(0, 3, 60)
+
+    def report(first, second):
+        pipe = Pipeline([("a", first), ("b", second), ("clf", LogisticRegression())])
+        return privacy_report(pipe.fit(GraphData(X) if as_graph else X, y))
+
+    def mech():
+        return MultiBitMechanism(eps=1.0, feature_range=(-3, 3), random_state=0)
+
+    for before in (StandardScaler(), FunctionTransformer(np.log1p)):
+        rep = report(before, mech())
+        assert rep.local_epsilon == rep.by_what["features"] == np.inf
+        assert f"{type(before).__name__} read the users' features in the clear" in str(rep)
+        assert "before a mechanism" in str(rep)
+    # after the mechanism, or on the device, a step reads no raw row
+    assert report(mech(), StandardScaler(with_mean=False)).local_epsilon == 1.0
+    if as_graph:
+        on_device = NodeWise(SimpleImputer(strategy="constant"), on_device=True)
+        assert report(on_device, mech()).local_epsilon == 1.0
