@@ -148,7 +148,8 @@ class BudgetRun(BaseEstimator):
             cands = candidates(self.kind, eps=eps_x if role == "private" else None,
                                eps_y=eps_y, classes=classes, seed=self.random_state,
                                val=masks[1], feature_range=fr,
-                               normalization=NORMALIZATION.get(self.dataset, "l2"))
+                               normalization=NORMALIZATION.get(self.dataset, "l2"),
+                               lp_sources="fit")   # the labels LPGNN propagates
         metrics, self.model_ = fit_select(cands, Gin, y, masks)
         # the test users answer the feature collection when they are scored
         metrics.update(check_ledger(Gin, B))
@@ -525,7 +526,7 @@ def _answer(rows):
     out = [f"**Answer.** {verdict}. In {wins['labels']} of {len(done)} cells "
            "(dataset × regime × B), every split is below the label-only model by more than "
            f"two standard errors. In {wins['tie']} cells the best split is within noise of "
-           f"it, and in {len(split_wins)} a split wins"]
+           f"it, and in {len(split_wins) or 'none'} a split wins"]
     if split_wins:
         out[-1] += " (" + ", ".join(f"{r['dataset']}, {r['split']}, B = {r['budget']:g}: "
                                    f"{r['winner']}" for r in split_wins) + ")"

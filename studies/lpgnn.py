@@ -129,11 +129,13 @@ def lpgnn_classifier(eps_y, n_classes, x_steps, y_steps, epochs, seed, **options
                            **{**settings, **options})
 
 
-def label_propagation(G, y, masks, eps_y, seed):
+def label_propagation(G, y, masks, eps_y, seed, sources="train"):
     """Label propagation (feature-free), ``alpha`` chosen on the validation labels.
 
     Its training labels are randomized at ``eps_y`` (``None`` or ``inf``: clean) and
     the validation users answer the same collection, so the choice reads no clean label.
+    ``sources="fit"``: the chosen ``alpha`` then propagates the training and validation
+    labels to the test nodes, the rows whose labels LPGNN propagates.
 
     Returns
     -------
@@ -141,7 +143,8 @@ def label_propagation(G, y, masks, eps_y, seed):
         ``accuracy`` (test), ``val_accuracy`` and the chosen ``alpha``.
     """
     from .private_features import candidates, fit_select
-    cands = candidates("lp", eps_y=eps_y, classes=np.unique(y[y >= 0]), seed=seed)
+    cands = candidates("lp", eps_y=eps_y, classes=np.unique(y[y >= 0]), seed=seed,
+                       lp_sources=sources)
     metrics, _ = fit_select(cands, G, y, masks)
     return {k: metrics[k] for k in ("accuracy", "val_accuracy", "alpha")}
 
@@ -222,8 +225,8 @@ class LPGNNRun(BaseEstimator):
         from sklearn.pipeline import Pipeline
 
         from skldp.mechanisms import MultiBitMechanism
-        if self.kind == "LABEL-PROPAGATION":
-            return label_propagation(G, y, masks, self.eps_y, self.random_state)
+        if self.kind == "LABEL-PROPAGATION":   # LPGNN propagates the validation labels too
+            return label_propagation(G, y, masks, self.eps_y, self.random_state, "fit")
         if self.kind not in (*OPTIONS, "GRAPH-ONLY"):
             raise ValueError(f"part {self.part} has the methods {[*OPTIONS]}, GRAPH-ONLY and "
                              f"LABEL-PROPAGATION, not {self.kind!r}.")

@@ -98,7 +98,7 @@ def recommend_budget_split(total_budget, *, n_nodes, n_features, n_classes, labe
     (``feature_snr >= FEATURE_SNR_MIN``). The total-budget study checked it on
     Cora, CiteSeer and Facebook (budgets 1 to 8, random 50/25/25 splits and 20
     training labels per class): it was the best split, or within noise of the
-    best, in 23 of 24 cells. Outside that range (few, dense features; many
+    best, in all 24 cells. Outside that range (few, dense features; many
     neighbours; budgets far above 8) the rule extrapolates from the
     mechanisms' variances, and no study has checked it there.
 

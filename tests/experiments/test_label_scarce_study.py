@@ -206,3 +206,24 @@ def test_reproduce_passes_eps_and_kinds_to_the_study(tmp_path, monkeypatch):
     for option in ("--eps", "--kinds"):
         with pytest.raises(SystemExit):
             reproduce_main(["privge", option, "1", "--results-dir", str(tmp_path)])
+
+
+def test_the_lp_floor_can_propagate_the_labels_lpgnn_propagates():
+    # LPGNN's label denoising reads the validation labels; beside it (the LPGNN and
+    # total-budget studies) the floor propagates them too, alpha still chosen with the
+    # training labels alone as sources
+    from skldp.baselines import LabelPropagationClassifier
+    from studies.private_features import candidates, fit_select
+
+    b = load_dataset("german")
+    G, y = b.data, np.asarray(b.target)
+    tr, va, te = masks = scarce_masks(y, 0)
+    train_only, _ = fit_select(candidates("lp"), G, y, masks)
+    both, model = fit_select(candidates("lp", lp_sources="fit"), G, y, masks)
+    assert both["alpha"] == train_only["alpha"]
+    assert both["val_accuracy"] == train_only["val_accuracy"]
+    fit = tr | va
+    expected = LabelPropagationClassifier(both["alpha"]).fit(G[fit], y[fit])
+    np.testing.assert_array_equal(model.predict(G[te]), expected.predict(G[te]))
+    with pytest.raises(ValueError, match="lp_sources"):
+        candidates("lp", lp_sources="all")
