@@ -7,7 +7,9 @@ Where a dataset is looked for, in order:
    Planetoid, MIT; the LastFM Asia graph from FEATHER, MIT; German credit
    from NIFTY, MIT, of the UCI data, CC BY 4.0);
 2. the folder named by the environment variable ``SKLDP_DATASETS_DIR``
-   (e.g. a shared folder of prepared ``.npz`` files);
+   (e.g. a shared folder of prepared ``.npz`` files); set to a path that is not
+   a folder, it is an error (``NotADirectoryError``) for the datasets not
+   bundled, never skipped;
 3. the cache folder ``data_home`` (``SKLDP_DATA_HOME``, default
    ``~/.cache/skldp``);
 4. a download into the cache: from a mirror of the ``.npz`` files if one is
@@ -193,7 +195,17 @@ def _locate(name, data_home, base_url, download_if_missing, source_url=None):
                 return _verified(p, sha, name)
     local = os.environ.get("SKLDP_DATASETS_DIR")
     if local:
-        p = Path(local).expanduser() / fname
+        folder = Path(local).expanduser()
+        if not folder.is_dir():
+            # a mistyped folder was skipped silently: the dataset then came from the cache
+            # or failed later with a download error that did not name the folder
+            what = "is not a folder" if folder.exists() else "does not exist"
+            raise NotADirectoryError(
+                f"SKLDP_DATASETS_DIR is set to {local!r}, which {what}. Dataset {name!r} is "
+                "not bundled with skldp and is looked for in that folder before the cache "
+                f"and a download: point SKLDP_DATASETS_DIR at the folder holding {fname}, "
+                "or unset it to use the cache (SKLDP_DATA_HOME) and the download.")
+        p = folder / fname
         if p.exists():
             return _verified(p, sha, name)
     cached = get_data_home(data_home) / fname
@@ -256,6 +268,16 @@ def load_dataset(name, *, data_home=None, base_url=None, source_url=None,
         ``-1`` = unlabelled), ``train_mask``/``val_mask``/``test_mask`` where the
         source defines a split, ``feature_names``, ``DESCR``, ``name`` and the
         extras of the file (``class_names``, ``sens``, ``traffic``, ``top10_mask``).
+
+    Raises
+    ------
+    ValueError
+        If ``name`` is not a dataset of :func:`list_datasets`.
+    NotADirectoryError
+        If ``SKLDP_DATASETS_DIR`` is set to a path that is not a folder and the
+        dataset is not bundled (a bundled one loads from the package).
+    FileNotFoundError
+        If the dataset is found nowhere and ``download_if_missing=False``.
 
     Examples
     --------

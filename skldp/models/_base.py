@@ -149,7 +149,8 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
             if not 0 < self.validation_fraction < 1:
                 raise ValueError("validation_fraction must be in (0, 1) when "
                                  f"early_stopping=True, got {self.validation_fraction}.")
-            check_int(self.patience, "patience", 1)
+            if self.patience is not None:   # None: never stop, run all epochs, keep the best
+                check_int(self.patience, "patience", 1)
 
     # ------------------------------------------------------------------ fit
     @_fit_context(prefer_skip_nested_validation=True)

@@ -4,6 +4,7 @@ VGAE as in Sajadmanesh & Gatica-Perez (arXiv 2020), the Hadamard head as in
 Li et al. (CIKM 2024).
 """
 
+import warnings
 from numbers import Real
 
 import numpy as np
@@ -73,6 +74,21 @@ def _check_pairdata(X, owner):
                         f"skldp.model_selection.PairData (e.g. from random_edge_split), not "
                         f"{type(X).__name__}.")
     return X
+
+
+def _edges_among(X, pairs):
+    """Whether each pair ``(u, v)`` is an edge of the graph of ``X``, in either orientation.
+
+    A lookup of the pairs' entries in the CSR adjacency (scipy's ``csr_sample_values``:
+    no copy of the graph, a binary search per pair in a canonical adjacency); all
+    ``False`` when the graph is unknown (``adjacency=None``).
+    """
+    A = X._store.adjacency
+    pairs = np.asarray(pairs)
+    if A is None or not len(pairs):
+        return np.zeros(len(pairs), dtype=bool)
+    u, v = pairs[:, 0], pairs[:, 1]
+    return (np.asarray(A[u, v]).ravel() != 0) | (np.asarray(A[v, u]).ravel() != 0)
 
 
 class _LinkPredictorBase(GraphClassifierMixin, BaseEstimator):
@@ -146,7 +162,40 @@ class _LinkPredictorBase(GraphClassifierMixin, BaseEstimator):
         pairs = X.pairs
         if va is None:
             return pairs[tr], y_enc[tr], None, None
+        if self.validation is not None:
+            # the pairs named by ``validation`` are held out: none should be an edge of the
+            # training graph (a share held out by ``validation_fraction`` is training pairs,
+            # edges by construction, and is not checked)
+            self._warn_edges(X, pairs[va], "validation")
         return pairs[tr], y_enc[tr], pairs[va], y_enc[va]
+
+    def _warn_edges(self, X, pairs, what="scored"):
+        """A ``UserWarning`` when some of ``pairs`` (those scored, or the ``validation``
+        pairs at fit) are edges of the graph of ``X``: a pair one predicts is not an edge
+        of the graph given, and a held-out edge left in it leaks to the model."""
+        k = int(np.count_nonzero(_edges_among(X, pairs)))
+        if not k:
+            return
+        name, m = type(self).__name__, len(pairs)
+        if what == "validation":
+            head = (f"{name}: {k} of the {m} validation pairs are edges of the graph it is "
+                    "fitted on. Validation pairs are held out: an edge left in the graph is "
+                    "seen in training (by the encoder, or by the propagation that made the "
+                    "features), so early stopping judges the model on edges it saw.")
+        else:
+            head = (f"{name}: {k} of the {m} pairs scored are edges of the graph they are "
+                    "given on (PairData.graph). A pair one predicts is not an edge of that "
+                    "graph: a held-out (test) edge left in it is seen by the model (its "
+                    "encoder, or the propagation that made the features) and its score is "
+                    "optimistic.")
+        tail = (" Give the pairs over the training graph, with the held-out pairs removed: "
+                "the PairData of random_edge_split live on it.")
+        if edges_collected(X._store.adjacency_origin):
+            tail += (" On edges an edge mechanism collected, split its output "
+                     "(random_edge_split(EdgeRR(...).fit_transform(G))) rather than "
+                     "randomizing the training graph in the pipeline, where random edges join "
+                     "some of the pairs.")
+        warnings.warn(head + tail, UserWarning, stacklevel=3)
 
     def _finish_training(self, module, result):
         """The fitted attributes (the best validated weights are already restored)."""
@@ -381,6 +430,8 @@ class VGAELinkPredictor(_LinkPredictorBase):
         Validation pairs (e.g. ``P_val.pairs``), fitted with the training
         pairs (``P_train.concat(P_val)``); ``None``: hold out
         ``validation_fraction`` of the fit pairs. See :ref:`validation_nodes`.
+        These pairs are held out: ``fit`` warns (``UserWarning``) if some are
+        edges of the graph it is given.
     validation_fraction : float, default=0.05
         Share of the fit pairs held out (stratified) without ``validation``.
     device : str, default="auto"
@@ -650,14 +701,24 @@ class VGAELinkPredictor(_LinkPredictorBase):
         Parameters
         ----------
         X : PairData
-            Pairs over the graph the predictor was fitted on.
+            Pairs over the graph the predictor was fitted on (the training
+            graph, held-out edges removed).
 
         Returns
         -------
         scores : ndarray of shape (n_pairs,)
             Logit of ``classes_[1]`` ("edge") for each pair.
+
+        Warns
+        -----
+        UserWarning
+            If some of the pairs are edges of ``X``'s graph (either
+            orientation): a held-out edge left in the graph the encoder reads.
+            Every scoring method (``predict``, ``predict_proba``, ``score``)
+            goes through this one.
         """
         z = self.embed(X)
+        self._warn_edges(X, X.pairs)
         pairs = torch.as_tensor(np.ascontiguousarray(X.pairs.T), device=z.device)
         with torch.no_grad():
             return _pair_logits(z, pairs).cpu().numpy().astype(np.float64)
@@ -752,6 +813,8 @@ class HadamardLinkPredictor(_LinkPredictorBase):
         Validation pairs (e.g. ``P_val.pairs``), fitted with the training
         pairs (``P_train.concat(P_val)``); ``None``: hold out
         ``validation_fraction`` of the fit pairs. See :ref:`validation_nodes`.
+        These pairs are held out: ``fit`` warns (``UserWarning``) if some are
+        edges of the graph it is given.
     validation_fraction : float, default=0.05
         Share of the fit pairs held out (stratified) without ``validation``.
     patience : int, default=10
@@ -947,13 +1010,23 @@ class HadamardLinkPredictor(_LinkPredictorBase):
         -------
         scores : ndarray of shape (n_pairs,)
             Logit of ``classes_[1]`` ("edge") for each pair.
+
+        Warns
+        -----
+        UserWarning
+            If some of the pairs are edges of ``X``'s graph (either
+            orientation): a held-out edge left in the graph that propagation
+            read to make the embeddings. Every scoring method (``predict``,
+            ``predict_proba``, ``score``) goes through this one.
         """
         X = self._check_fitted_pairs(X)
+        self._warn_edges(X, X.pairs)
         device = resolve_device(self.device)
         z = self._embeddings(X, device)
         module = module_on(self.module_, device)
         with torch.no_grad():
-            out = _chunked_logits(module, z, torch.as_tensor(X.pairs, device=device))
+            pairs = np.ascontiguousarray(X.pairs)   # pairs[:, ::-1] is a negative stride
+            out = _chunked_logits(module, z, torch.as_tensor(pairs, device=device))
         return out.cpu().numpy().astype(np.float64)
 
 

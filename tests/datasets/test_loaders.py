@@ -121,6 +121,32 @@ def test_file_not_found_message(monkeypatch, tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_datasets_dir_that_is_not_a_folder_is_an_error(monkeypatch, tmp_path):
+    """A mistyped SKLDP_DATASETS_DIR was skipped silently: the loader went on to the cache
+    and a download, whose error did not say the folder was missing."""
+    monkeypatch.delenv("SKLDP_DATA_URL", raising=False)
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("SKLDP_DATA_HOME", str(cache))
+    a_file = tmp_path / "a_file"
+    a_file.write_text("")
+    for path, what in ((tmp_path / "missing", "does not exist"), (a_file, "is not a folder")):
+        monkeypatch.setenv("SKLDP_DATASETS_DIR", str(path))
+        with pytest.raises(NotADirectoryError,
+                           match=f"SKLDP_DATASETS_DIR is set to '{path}', which {what}. "
+                                 "Dataset 'student_rgnn' is not bundled"):
+            # the unreachable source (port 9): no download is tried, nothing is cached
+            load_dataset("student_rgnn", source_url="http://127.0.0.1:9")
+        with pytest.raises(NotADirectoryError, match="SKLDP_DATASETS_DIR"):
+            _loaders._locate("student_rgnn", None, None, download_if_missing=False)
+        # the bundled datasets load from the package whatever the variable says
+        assert load_cora().data.shape == (2708, 1433)
+    assert not cache.exists()
+    # an existing folder without the file: on to the cache (then the download), as before
+    monkeypatch.setenv("SKLDP_DATASETS_DIR", str(tmp_path))
+    with pytest.raises(FileNotFoundError, match="student_rgnn.npz"):
+        load_dataset("student_rgnn", download_if_missing=False)
+
+
 def test_unknown_dataset():
     with pytest.raises(ValueError, match="Unknown dataset 'nope'"):
         load_dataset("nope")

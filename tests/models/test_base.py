@@ -7,6 +7,7 @@ random generator, and clear device errors.
 import subprocess
 import sys
 import textwrap
+import warnings
 
 import numpy as np
 import pytest
@@ -146,7 +147,10 @@ def _fit_predict(name, G, y):
     est = ALL_MODELS[name]()
     if name in ("vgae", "hadamard"):
         X, t = _pairs(G, y)
-        return est.fit(X, t).decision_function(X)
+        est.fit(X, t)
+        with warnings.catch_warnings():   # the training pairs: edges of the graph, as meant
+            warnings.filterwarnings("ignore", ".*pairs scored are edges of the graph")
+            return est.decision_function(X)
     if name == "solitude_noisy":
         G = EdgeRR(4.0, random_state=0).fit_transform(G)
     if name == "mlp":
@@ -354,3 +358,29 @@ def test_rows_of_the_logits_are_taken_by_index_select():
     torch.testing.assert_close(out, z[positions], rtol=0, atol=0)
     torch.testing.assert_close(got, z.grad, rtol=0, atol=0)
     assert take_rows(z, slice(2, 4)).shape == (2, 3)   # anything else: indexing as before
+
+
+# ---------------------------------------------------------------------- patience=None
+@pytest.mark.parametrize("name", [*GRAPH_CLASSIFIERS, "mlp"])
+def test_patience_none_runs_every_epoch_and_keeps_the_best(graph, name):
+    """``patience=None`` was allowed by the declared constraints but refused by the fit's
+    own check. It never stops: every epoch runs, and the best validated iterate is kept
+    (the model of a patience no run reaches)."""
+    G, y = graph
+    X = np.asarray(G.features) if name == "mlp" else G
+    make = ALL_MODELS[name]
+    # a large step: the validation loss of GCN and the MLP is lowest early (epochs 5-6)
+    kw = dict(epochs=40, lr=0.3, early_stopping=True, validation_fraction=0.3)
+    est = make().set_params(patience=None, **kw).fit(X, y)
+    assert est.n_iter_ == 40 and len(est.validation_scores_) == 40
+    ref = make().set_params(patience=10 ** 6, **kw).fit(X, y)
+    assert est.best_epoch_ == ref.best_epoch_
+    np.testing.assert_array_equal(est.predict_proba(X), ref.predict_proba(X))
+    scores = np.asarray(est.validation_scores_, dtype=float)
+    if scores.ndim == 1:   # one criterion: the kept epoch is the first of the lowest loss
+        assert scores[est.best_epoch_] <= scores.min() + 1e-6
+    if name in ("gcn", "mlp"):   # the kept weights: those after epoch best_epoch_
+        assert est.best_epoch_ < 20
+        last = make().set_params(patience=None, **{**kw, "epochs": est.best_epoch_ + 1})
+        np.testing.assert_allclose(last.fit(X, y).predict_proba(X), est.predict_proba(X),
+                                   rtol=1e-6, atol=1e-7)

@@ -1,4 +1,5 @@
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -151,6 +152,9 @@ def test_pipeline_with_mechanism_and_propagation(split):
     assert pipe2.score(P_te, y_te) > 0.7
 
 
+# the folds share one graph: each held-out fold's edges are in it (warned about, as tested
+# in test_cross_validation_over_one_graph_warns)
+@pytest.mark.filterwarnings("ignore:.*pairs scored are edges of the graph:UserWarning")
 def test_cross_validation_and_grid_search(split):
     P_tr, _, _, y_tr, _, _ = split
     pipe = Pipeline([("ppr", PPRPropagation(alpha=0.2)),
@@ -491,3 +495,100 @@ def test_vgae_refuses_labels_whose_sorted_order_makes_non_edges_positive(split):
     # validation pairs (not edges of the training graph) are not counted as training pairs
     est, P_fit, y_fit = _with_validation(_vgae(), split)
     est.fit(P_fit, y_fit)
+
+
+# ------------------------------------------------- scored pairs that are edges of the graph
+_EDGE_WARNING = "are edges of the graph"
+
+
+@pytest.mark.parametrize("make", [_vgae, _had])
+def test_scoring_pairs_that_are_edges_of_the_graph_warns(split, make):
+    """Test pairs over a graph holding the held-out test edges (here: the full graph) were
+    scored silently, with an optimistic AUC. Every scoring method warns, counting the pairs
+    that are edges in either orientation; pairs over the training graph do not warn."""
+    P_tr, P_va, P_te, y_tr, y_va, y_te = split
+    est, P_fit, y_fit = _with_validation(make(), split)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=f".*{_EDGE_WARNING}")
+        est.fit(P_fit, y_fit)            # validation pairs are no edges of the training graph
+        est.score(P_te, y_te)            # nor are the test pairs
+        est.predict(P_va)
+    full = _graph()                      # the graph split: the test edges are in it
+    n_pos, m = int(y_te.sum()), len(y_te)
+    msg = rf"{type(est).__name__}: {n_pos} of the {m} pairs scored {_EDGE_WARNING}"
+    for pairs in (P_te.pairs, P_te.pairs[:, ::-1].copy()):     # either orientation
+        P_leak = PairData(full, pairs)
+        for method, args in (("decision_function", ()), ("predict_proba", ()),
+                             ("predict", ()), ("score", (y_te,))):
+            with pytest.warns(UserWarning, match=msg) as rec:
+                getattr(est, method)(P_leak, *args)
+            assert sum(_EDGE_WARNING in str(w.message) for w in rec) == 1   # once per call
+    assert "random_edge_split" in str(rec[0].message)
+
+
+def test_scored_edges_are_counted_in_either_orientation_of_a_directed_graph(split):
+    """An edge stored on one side of the diagonal only counts for the pair both ways."""
+    P_tr, _, _, y_tr, _, _ = split
+    est = _had(epochs=2, early_stopping=False).fit(P_tr, y_tr)
+    full = _graph()
+    upper = sp.csr_array(sp.triu(full.adjacency, 1))
+    G = GraphData(full.features, upper)
+    e = np.stack(upper.nonzero(), axis=1)[:5]             # (u, v), u < v: stored
+    non = np.array([[0, 1], [0, 2]])
+    non = non[np.asarray(full.adjacency[non[:, 0], non[:, 1]]).ravel() == 0]
+    for pairs in (e, e[:, ::-1].copy()):
+        with pytest.warns(UserWarning, match=rf"5 of the {5 + len(non)} pairs scored"):
+            est.decision_function(PairData(G, np.r_[pairs, non]))
+
+
+@pytest.mark.parametrize("make", [_vgae, _had])
+def test_validation_pairs_that_are_edges_of_the_graph_warn_at_fit(split, make):
+    """Validation pairs are held out: those that are edges of the graph given to fit warn;
+    training pairs (edges by construction), and a validation_fraction share of them, not."""
+    P_tr, P_va, _, y_tr, y_va, _ = split
+    full = _graph()
+    P_fit = PairData(full, np.r_[P_tr.pairs, P_va.pairs])   # validation edges left in
+    with pytest.warns(UserWarning, match=rf"{int(y_va.sum())} of the {len(y_va)} validation "
+                                         rf"pairs {_EDGE_WARNING} it is fitted on"):
+        make().set_params(validation=P_va.pairs).fit(P_fit, np.r_[y_tr, y_va])
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=f".*{_EDGE_WARNING}")
+        make().fit(P_tr, y_tr)                               # validation_fraction: no warning
+
+
+def test_pairs_randomized_into_edges_by_an_edge_mechanism_warn_with_the_split_to_use(split):
+    """Randomizing the training graph in the pipeline adds edges between some test pairs:
+    the message says to split the mechanism's output instead."""
+    from skldp.mechanisms import EdgeRR
+    P_tr, _, P_te, y_tr, _, y_te = split
+    pipe = Pipeline([("edges", EdgeRR(eps=1.0, random_state=0)),
+                     ("ppr", PPRPropagation(alpha=0.2)), ("link", _had(epochs=2))])
+    pipe.fit(P_tr, y_tr)
+    with pytest.warns(UserWarning, match=r"pairs scored are edges(.|\n)*split its output "
+                                         r"\(random_edge_split\(EdgeRR"):
+        pipe.predict(P_te)
+
+
+def test_cross_validation_over_one_graph_warns(split):
+    """The folds of one PairData share its graph: a held-out fold's positives are edges of
+    it (the optimistic scores PairData's Notes describe), and scoring them warns."""
+    P_tr, _, _, y_tr, _, _ = split
+    pipe = Pipeline([("ppr", PPRPropagation(alpha=0.2)),
+                     ("link", _had(epochs=2, early_stopping=False))])
+    with pytest.warns(UserWarning, match=f"pairs scored {_EDGE_WARNING}"):
+        cross_val_score(pipe, P_tr, y_tr, cv=2, scoring="roc_auc")
+
+
+def test_pairs_given_in_reverse_are_scored():
+    # a PairData of pairs[:, ::-1] holds a negative-stride view: torch refused it
+    from skldp.models import HadamardLinkPredictor
+
+    G = _graph()
+    pairs = np.array([[0, 5], [1, 7], [2, 9], [3, 11]])
+    X = PairData(G, pairs)
+    model = HadamardLinkPredictor(epochs=3, random_state=0).fit(X, np.array([1, 0, 1, 0]))
+    with warnings.catch_warnings():   # some of these pairs are edges: not the point here
+        warnings.simplefilter("ignore")
+        forward = model.decision_function(X)
+        backward = model.decision_function(PairData(G, pairs[:, ::-1]))
+    np.testing.assert_allclose(backward, forward, rtol=1e-6)
