@@ -109,7 +109,8 @@ def _parse(argv):
 
 def _feature_range(X):
     """(0, 1) for binary bag-of-words data; ``None`` (bounds from the data, with a
-    PrivacyLeakWarning) for raw numeric data, whose public bounds we do not know."""
+    PrivacyLeakWarning, charged as a read in the clear: epsilon inf) for raw numeric
+    data, whose public bounds we do not know."""
     data = X.data if hasattr(X, "data") and not isinstance(X, np.ndarray) else X
     if np.size(data) == 0 or (np.min(data) >= 0 and np.max(data) <= 1):
         return (0.0, 1.0)
@@ -213,11 +214,13 @@ def _run(dataset, eps, seeds, epochs, out):
 
 
 def _epsilon_line(report, feature_range):
-    """The budget line; with bounds read from the private data, epsilon does not cover them."""
+    """The budget line; with bounds read from the private data the report charges that read
+    in the clear (epsilon inf), and the line gives HDS's own epsilon beside it."""
     line = f"epsilon spent per user: {report.local_epsilon:g}"
     if feature_range is None:
-        line += (", with the feature bounds read from the data: not covered by epsilon "
-                 "(the dataset's public bounds are unknown)")
+        hds = sum(s.epsilon for s in getattr(report, "spends", ()) if s.model == "local")
+        line += (f", as the feature bounds were read from the data in the clear (the "
+                 f"dataset's public bounds are unknown; HDS's reports alone: {hds:g})")
     return line + " on the node features (HDS, local DP; from skldp.accounting.privacy_report)"
 
 

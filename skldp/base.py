@@ -43,7 +43,7 @@ __all__ = ["GraphTransformerMixin", "LDPMechanism", "NodeWise", "GraphClassifier
            "NumberedColumnsMixin",
            "PrivateStepMixin", "fitted_token", "check_population", "population_of",
            "boundary_input", "saved_positions", "collected_spec", "edges_read_by",
-           "edges_collected", "note_edge_read", "charge_clear_read"]
+           "edges_collected", "note_edge_read", "charge_clear_read", "charge_public_read"]
 
 
 def collected_spec(X, part="features"):
@@ -167,6 +167,30 @@ def charge_clear_read(step, X, part, keys, refusal):
             f"{st.population.budget:.4g} per user). {refusal[1]}") from exc
     if not hasattr(step, "ledger_"):
         step.ledger_ = st.population.ledger
+
+
+def charge_public_read(step, population, keys, part, option, read, instead, kind=None):
+    """Charge the users ``keys`` of ``population`` a read of their ``part`` in the clear
+    (epsilon inf): ``step`` derives a public parameter from their data because ``option``
+    (e.g. ``"feature_range=None"``) gives none. The read is named ``<kind>(<option>)`` in the
+    ledger (``kind``: the step's, or the one given). Under a budget it refuses with a
+    :class:`BudgetExceededError` that says what the step ``read`` and what to pass
+    ``instead``; call it before anything derived from the read is kept or released. A
+    plain array's users are those of its own population
+    (:func:`~skldp.population.array_population`, keys :func:`array_node_keys`)."""
+    keys = np.unique(np.asarray(keys, dtype=np.uint64))
+    if len(keys) == 0:
+        return
+    kind = step_kind(step) if kind is None else kind
+    name = f"{kind.rsplit('.', 1)[-1]}({option})"
+    try:
+        population.note_clear_read(f"{kind}({option})", part, keys)
+    except BudgetExceededError as exc:
+        raise BudgetExceededError(
+            f"{name} reads {read} from the {part} of {len(keys)} user(s), a read in the "
+            f"clear (epsilon=inf) that no privacy budget admits (this population's is "
+            f"{population.budget:.4g} per user). Nothing was collected. Pass "
+            f"{instead}.") from exc
 
 
 def note_edge_read(step, X, fitting=False):
@@ -739,13 +763,24 @@ class LDPMechanism(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
         population, device_steps = boundary_input(self, X if isinstance(X, GraphData) else Xf)
         check_finite_features(Xf)
         self.feature_min_, self.feature_max_ = resolve_feature_range(
-            self.feature_range, Xf, owner=type(self).__name__)
+            self.feature_range, Xf, owner=type(self).__name__,
+            on_read=lambda: self._charge_bounds_read(X, Xf, population))
         self.n_features_in_ = Xf.shape[1]
         self._setup_fit()
         self.population_ = population_of(X if isinstance(X, GraphData) else Xf)
         self._open_collection(population, epsilon=self._epsilon_total(),
                               device_steps=device_steps, public_state=self._public_state())
         return self
+
+    def _charge_bounds_read(self, X, Xf, population, option="feature_range=None",
+                            read="the feature bounds (each column's minimum and maximum)",
+                            instead="feature_range=(lo, hi) from public knowledge"):
+        """Charge the users whose features a public value is read from (every row of ``X``:
+        a GraphData's whole store, or a plain array's rows) a read in the clear, before the
+        value is derived (:func:`charge_public_read`)."""
+        keys = X.node_keys if isinstance(X, GraphData) else \
+            array_node_keys(population_of(Xf), Xf.shape[0])
+        charge_public_read(self, population, keys, "features", option, read, instead)
 
     def _public_state(self):
         """Public values fixed at fit that the spec must state (bounds, dimensions)."""

@@ -35,10 +35,11 @@ def _check_output(out, dataset, header, eps, seeds=1, bounds_from_data=False):
     # the budget is printed once, from the privacy report
     budget = [line for line in lines if line.startswith("epsilon spent per user")]
     assert len(budget) == 1, budget
-    if bounds_from_data:   # the bounds came from the private data: epsilon does not cover them
+    if bounds_from_data:   # the bounds came from the private data: a read in the clear
         assert budget[0].startswith(
-            f"epsilon spent per user: {eps}, with the feature bounds read from the data: "
-            "not covered by epsilon"), budget
+            "epsilon spent per user: inf, as the feature bounds were read from the data in "
+            f"the clear (the dataset's public bounds are unknown; HDS's reports alone: {eps})"
+        ), budget
         assert " on the node features" in budget[0]
     else:
         assert out.count("epsilon") == 1
@@ -62,9 +63,13 @@ def test_epsilon_line_says_when_bounds_come_from_the_data():
     from skldp.__main__ import _epsilon_line
     report = SimpleNamespace(local_epsilon=1.0)
     assert _epsilon_line(report, (0.0, 1.0)).startswith("epsilon spent per user: 1 on the node")
+    report = SimpleNamespace(local_epsilon=float("inf"),
+                             spends=[SimpleNamespace(model="clear", epsilon=float("inf")),
+                                     SimpleNamespace(model="local", epsilon=1.0)])
     line = _epsilon_line(report, None)
-    assert line.startswith("epsilon spent per user: 1, with the feature bounds read from the "
-                           "data: not covered by epsilon")
+    assert line.startswith("epsilon spent per user: inf, as the feature bounds were read from "
+                           "the data in the clear (the dataset's public bounds are unknown; "
+                           "HDS's reports alone: 1)")
 
 
 def test_non_private_row_is_the_raw_features_without_a_mechanism(monkeypatch):
@@ -93,7 +98,9 @@ def test_non_private_row_is_the_raw_features_without_a_mechanism(monkeypatch):
     assert graph_only[:2] == (["PPRPropagation", "MLPHead"], False)
     assert raw[3] == private[3] == graph_only[3]
     assert set(scores) == set(ROWS) and all(len(v) == 1 for v in scores.values())
-    assert report.local_epsilon == 1.0
+    # german's bounds are read from the data: charged in the clear, beside HDS's eps
+    assert report.local_epsilon == float("inf")
+    assert [s.epsilon for s in report.spends if s.model == "local"] == [1.0]
 
 
 @pytest.mark.parametrize("private, floor, word", [

@@ -527,8 +527,9 @@ class _DPTrainerBase(PrivateStepMixin, GraphClassifierMixin, BaseEstimator):
         """Charge the users whose data a non-private option reads (epsilon = inf).
 
         ``reads`` lists ``(option, part, node_keys)``: ``option`` (clip_percentile,
-        validation) reads ``part`` of those users in the clear. Done before anything is
-        read or trained: a population with a budget refuses it, and nothing happens.
+        validation, classes=None) reads ``part`` of those users in the clear. Done before
+        anything is read or trained: a population with a budget refuses it, and nothing
+        happens (the label domain read for ``classes=None`` is dropped).
         """
         for option, part, keys in reads:
             if keys is None or len(keys) == 0:
@@ -537,6 +538,15 @@ class _DPTrainerBase(PrivateStepMixin, GraphClassifierMixin, BaseEstimator):
                 population.note_clear_read(f"{step_kind(self)}({option})", part,
                                            np.unique(np.asarray(keys, dtype=np.uint64)))
             except BudgetExceededError as exc:
+                if option == "classes=None":
+                    self.__dict__.pop("classes_", None)
+                    raise BudgetExceededError(
+                        f"{type(self).__name__}(classes=None) reads the label domain (which "
+                        f"classes occur) from the labels of {len(np.unique(keys))} user(s) "
+                        "in the clear (epsilon=inf), which no privacy budget admits (this "
+                        f"population's is {population.budget:.4g} per user). Nothing was "
+                        "trained. Pass the public label domain, e.g. classes=[0, 1, 2, 3]."
+                    ) from exc
                 what = {"clip_percentile": "sets the clipping thresholds from the private "
                                            "per-node gradient norms",
                         "validation": "selects the iterate on the validation nodes' loss"}
@@ -588,8 +598,9 @@ class _DPTrainerBase(PrivateStepMixin, GraphClassifierMixin, BaseEstimator):
             warnings.warn(
                 f"{type(self).__name__}(classes=None) reads the set of classes from the "
                 "private training labels, which reveals which classes occur (not covered by "
-                "epsilon_). Pass the public label domain, e.g. classes=[0, 1, 2, 3].",
-                PrivacyLeakWarning, stacklevel=3)
+                "epsilon_): the ledger charges those users a read of their labels in the "
+                "clear (epsilon=inf). Pass the public label domain, e.g. "
+                "classes=[0, 1, 2, 3].", PrivacyLeakWarning, stacklevel=3)
             return self._encode_labels(y, n_rows)
         classes = np.asarray(self.classes)
         if classes.ndim != 1:
@@ -866,7 +877,10 @@ _CLASSES_PARAM = """
     classes : array-like or None, default=None
         The public label domain; labels outside it raise a ``ValueError``.
         ``None`` reads it from the private training labels (not covered by
-        ``epsilon_``), with a :class:`~skldp.exceptions.PrivacyLeakWarning`."""
+        ``epsilon_``), with a :class:`~skldp.exceptions.PrivacyLeakWarning`:
+        the ledger charges the users of the fit rows a read of their labels
+        in the clear (epsilon = inf), which a population with a budget
+        refuses."""
 
 _COMMON_PARAMS = """
     batch_size : int, default=1000
@@ -1082,6 +1096,8 @@ class DPGNNClassifier(_DPTrainerBase):
         check_finite_features(G.features)
         check_float32_range(G.features)
         y_enc = self._encode_targets(y, len(G))
+        # classes=None read the label domain from the labels of every fit row
+        classes_keys = G.node_keys[G.rows] if self.classes is None else None
         tr, va = self._validation_rows(G, y_enc)
         G_val, y_val = (G._replace(G.rows[va]), y_enc[va]) if va is not None else (None, None)
         G, y_enc = (G._replace(G.rows[tr]), y_enc[tr]) if va is not None else (G, y_enc)
@@ -1104,12 +1120,14 @@ class DPGNNClassifier(_DPTrainerBase):
         if G_val is not None:  # scored like predict: over their full neighbourhoods
             validation = (feats, G_val.rows, self._aggregator(G_val)[G_val.rows], y_val)
         self._dp_fit(feats, nb, w, y_enc, G.shape[1], K, G.population, validation,
-                     clear_reads=self._graph_clear_reads(G, nb, validation), data=data)
+                     clear_reads=self._graph_clear_reads(G, nb, validation, classes_keys),
+                     data=data)
         self.protects_ = tuple(self.protects)
         return self
 
-    def _graph_clear_reads(self, G, nb, validation):
-        """Who the non-private options read (:meth:`_clear_reads`): with clip_percentile
+    def _graph_clear_reads(self, G, nb, validation, classes_keys=None):
+        """Who the non-private options read (:meth:`_clear_reads`): with classes=None the
+        labels of every fit row (``classes_keys``, their users); with clip_percentile
         the training nodes' labels and the features and edges of their sampled
         neighbourhoods; with validation the validation nodes' labels and the features
         and edges of their full neighbourhoods. Features and edges that are already
@@ -1119,6 +1137,8 @@ class DPGNNClassifier(_DPTrainerBase):
                                           ("edges", st.adjacency_origin))
                       if reads_users_data(origin)]
         reads = []
+        if classes_keys is not None:
+            reads += [("classes=None", "labels", classes_keys)]
         if self.clip_percentile is not None:
             seen = np.unique(nb)
             reads += [("clip_percentile", "labels", keys[G.rows])]
@@ -1326,11 +1346,11 @@ class DPMLPClassifier(_DPTrainerBase):
         return self
 
     def _array_clear_reads(self, X, Xf, tr, va):
-        """Who the non-private options read (:meth:`_clear_reads`): the training rows
-        (clip_percentile) and the validation rows (validation), features and labels.
-        A plain array's rows are keyed as its users (``array_node_keys``) on the
-        process-wide ledger its training is charged to."""
-        if self.clip_percentile is None and va is None:
+        """Who the non-private options read (:meth:`_clear_reads`): every fit row's label
+        (classes=None), the training rows (clip_percentile) and the validation rows
+        (validation), features and labels. A plain array's rows are keyed as its users
+        (``array_node_keys``) on the process-wide ledger its training is charged to."""
+        if self.clip_percentile is None and va is None and self.classes is not None:
             return []   # nothing read in the clear (and no hash of a large array)
         if isinstance(X, GraphData):
             keys = X.node_keys[X.rows]
@@ -1339,7 +1359,7 @@ class DPMLPClassifier(_DPTrainerBase):
         else:
             keys = array_node_keys(array_fingerprint(Xf), Xf.shape[0])
             parts = ["labels", "features"]
-        reads = []
+        reads = [("classes=None", "labels", keys)] if self.classes is None else []
         if self.clip_percentile is not None:
             reads += [("clip_percentile", p, keys[tr]) for p in parts]
         if va is not None:

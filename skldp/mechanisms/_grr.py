@@ -409,8 +409,10 @@ class GRRFSMechanism(LDPMechanism):
         Number of features each user randomises, in ``1..d``.
     domain_sizes : int or array-like of int of shape (n_features,), default=None
         Public domain size ``c_j >= 2`` of each feature. ``None`` with
-        ``categories=None`` reads ``max code + 1`` (at least 2) from the data
-        with a :class:`~skldp.exceptions.PrivacyLeakWarning`.
+        ``categories=None`` (and a column without ``bin_edges``) reads
+        ``max code + 1`` (at least 2) from the data, charged as a read in the
+        clear (epsilon inf; refused under a budget), with a
+        :class:`~skldp.exceptions.PrivacyLeakWarning`.
     categories : list of array-like, default=None
         Public list of the values of each feature; values are mapped to their
         position in the sorted list (like ``OrdinalEncoder``). Exclusive with
@@ -530,9 +532,14 @@ class GRRFSMechanism(LDPMechanism):
                 sizes = np.array([binned[j] for j in range(d)], dtype=np.int64)
         if sizes is None:
             warnings.warn("GRRFSMechanism: domain_sizes was not given, so the domains are read "
-                          "from the private data, which leaks information about it. Pass "
+                          "from the private data in the clear: the ledger charges the users a "
+                          "read of their features in the clear (epsilon=inf). Pass "
                           "domain_sizes or categories from public knowledge.",
                           PrivacyLeakWarning, stacklevel=2)
+            self._charge_bounds_read(
+                X, Xf, population, option="domain_sizes=None",
+                read="the domain sizes (each column's largest code)",
+                instead="domain_sizes=[...] or categories=[...] from public knowledge")
             sizes = np.maximum(codes.max(axis=0).astype(np.int64) + 1, 2)
         _check_domain_sizes(sizes, names)
         self.domain_sizes_ = sizes

@@ -7,7 +7,7 @@ from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from .._graph_data import GraphData
-from ..base import PrivateStepMixin
+from ..base import PrivateStepMixin, charge_public_read
 from ..device._kinds import label_encode, label_flip_q
 from ..exceptions import PrivacyLeakWarning
 from ..population import default_population
@@ -43,8 +43,9 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
         (no privacy).
     classes : array-like or None, default=None
         The public label domain (all classes a user may hold). ``None`` takes
-        it from the labels passed to :meth:`fit`, with a
-        :class:`~skldp.exceptions.PrivacyLeakWarning`.
+        it from the labels passed to :meth:`fit`, charged as a read of those
+        users' labels in the clear (epsilon inf; refused under a budget, before
+        any label is sent), with a :class:`~skldp.exceptions.PrivacyLeakWarning`.
     random_state : int, RandomState, Generator or None, default=None
         Seed of the collection. ``None`` draws a new collection per fit.
 
@@ -120,13 +121,16 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
             The users whose labels it will randomize, to bind its ledger now;
             otherwise the first :meth:`randomize` binds it.
         y : array-like or None
-            Labels; only used (with a warning) when ``classes`` is ``None``.
+            Labels; only used (with a warning) when ``classes`` is ``None``:
+            their users (the rows of ``X``, or else those of the first
+            :meth:`randomize`) are charged a read of their labels in the clear.
 
         Returns
         -------
         self
         """
         eps = check_eps_per_coordinate(self.eps, "eps", type(self).__name__)
+        self.__dict__.pop("_classes_read", None)
         if self.classes is not None:
             classes = np.unique(np.asarray(self.classes))
             if len(classes) != len(np.asarray(self.classes).ravel()):
@@ -137,9 +141,15 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
                                  "classes=[...] (or labels y to derive it, which leaks).")
             y = self._check_y(y)
             warnings.warn("LabelRandomizedResponse: classes was not given, so the label domain "
-                          "is taken from the private labels, which leaks which classes occur. "
-                          "Pass classes=[...] from public knowledge.", PrivacyLeakWarning,
-                          stacklevel=2)
+                          "is read from the private labels in the clear, which reveals which "
+                          "classes occur: the ledger charges those users a read of their "
+                          "labels in the clear (epsilon=inf). Pass classes=[...] from public "
+                          "knowledge.", PrivacyLeakWarning, stacklevel=2)
+            # charged before the domain is derived: at once when X names these labels'
+            # users, else at the first randomize (its users), before any label is sent
+            self._classes_read = True
+            if isinstance(X, GraphData) and X.population.simulated and len(X) == len(y):
+                self._charge_classes_read(X.population, X.node_keys[X.rows])
             classes = np.unique(y)
         if classes.dtype.kind in "fc" and np.any(np.isnan(classes)):
             raise ValueError("classes must not contain NaN.")
@@ -166,6 +176,20 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
                               public_state={"classes": classes.tolist()})
         self.population_ = None if population is None else "graph:" + population.id
         return self
+
+    def _charge_classes_read(self, population, node_keys):
+        """Charge the users whose labels ``classes=None`` read the label domain from (once,
+        before any label is sent): a read of their labels in the clear (epsilon inf),
+        named after the option, or after the classifier that made this mechanism
+        (``_classes_read_by``, its step kind)."""
+        if not self.__dict__.get("_classes_read"):
+            return
+        by = self.__dict__.get("_classes_read_by")
+        name = by.rsplit(".", 1)[-1] if by else type(self).__name__
+        charge_public_read(self, population, node_keys, "labels", "classes=None",
+                           "the label domain (which classes occur)",
+                           f"classes=[...] (the public label domain) to {name}", kind=by)
+        self._classes_read = False
 
     @staticmethod
     def _check_y(y):
@@ -210,6 +234,7 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
         self._check_unchanged()
         y_enc = np.asarray(y_enc, dtype=np.int64)
         population, node_keys = self._users(keys, len(y_enc))
+        self._charge_classes_read(population, node_keys)
         return population.collect(self.collection_, node_keys, label_digests(y_enc),
                                   lambda rkeys: self._encode_report(y_enc, rkeys), keep=True)
 

@@ -34,8 +34,9 @@ class MultiBitMechanism(LDPMechanism):
         Number of sampled features, in ``1..d``. ``None`` uses LPGNN's rule
         ``max(1, min(d, floor(eps / 2.18)))``.
     feature_range : tuple (lo, hi) of scalars or arrays of shape (n_features,), default=None
-        Public bounds of each feature; ``None`` reads them from the data with
-        a :class:`~skldp.exceptions.PrivacyLeakWarning`. Values outside are
+        Public bounds of each feature. ``None``: read from the data, charged
+        as a read in the clear (epsilon inf; refused under a budget), with a
+        :class:`~skldp.exceptions.PrivacyLeakWarning`. Values outside are
         clipped with a warning.
     random_state : int, RandomState, Generator or None, default=None
         Seed of the collection; reports are a pure function of the seed and

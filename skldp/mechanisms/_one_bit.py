@@ -34,8 +34,9 @@ class OneBitMechanism(LDPMechanism):
         Privacy budget (> 0, ``inf`` = no noise: the clipped features are
         returned unchanged). Per feature or per user, see ``split_eps``.
     feature_range : tuple (lo, hi) of scalars or arrays of shape (n_features,), default=None
-        Public bounds ``[alpha, beta]`` of each feature. ``None`` reads them
-        from the data with a :class:`~skldp.exceptions.PrivacyLeakWarning`.
+        Public bounds ``[alpha, beta]`` of each feature. ``None``: read from
+        the data, charged as a read in the clear (epsilon inf; refused under a
+        budget), with a :class:`~skldp.exceptions.PrivacyLeakWarning`.
         Values outside are clipped with a warning.
     split_eps : bool, default=False
         ``False``: ``eps`` per feature (as in the paper), ``epsilon_ = d * eps``.

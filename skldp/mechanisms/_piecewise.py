@@ -52,7 +52,8 @@ class PiecewiseMechanism(LDPMechanism):
         Number of sampled features in ``1..d``; ``None`` uses Wang et al.'s
         rule ``max(1, min(d, floor(eps / 2.5)))``.
     feature_range : tuple (lo, hi) of scalars or arrays of shape (n_features,), default=None
-        Public bounds; ``None`` reads them from the data with a
+        Public bounds. ``None``: read from the data, charged as a read in the
+        clear (epsilon inf; refused under a budget), with a
         :class:`~skldp.exceptions.PrivacyLeakWarning`. Values outside are
         clipped with a warning.
     random_state : int, RandomState, Generator or None, default=None

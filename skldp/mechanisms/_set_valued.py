@@ -88,7 +88,10 @@ class SetValuedMechanism(LDPMechanism):
         Per-user privacy budget (the whole set). ``np.inf`` reports the
         sampled item exactly.
     ell : int or "auto", default=1
-        Padding length (public); ``"auto"`` takes ``max_set_size``.
+        Padding length (public); ``"auto"`` takes ``max_set_size``, or without
+        it reads the largest set size from the data, charged as a read in the
+        clear (epsilon inf; refused under a budget), with a
+        :class:`~skldp.exceptions.PrivacyLeakWarning`.
     oracle : {"auto", "grr", "oue"}, default="auto"
         Frequency oracle. ``"auto"``: GRR when ``d - 1 < 3 e^eps``, OUE
         otherwise (the smaller noise floor).
@@ -184,9 +187,11 @@ class SetValuedMechanism(LDPMechanism):
 
         Not a parameter: ``None`` says that a public value of the collection
         (``ell``, with ``ell="auto"`` and no ``max_set_size``) is read from the
-        private data. What flags that value is the
-        :class:`~skldp.exceptions.PrivacyLeakWarning` that :meth:`fit` emits;
-        :func:`skldp.accounting.privacy_report` does not read this property.
+        private data. :meth:`fit` then emits a
+        :class:`~skldp.exceptions.PrivacyLeakWarning` and charges the users that
+        read in the clear (epsilon inf) in their ledger, which
+        :func:`skldp.accounting.privacy_report` reads; it does not read this
+        property.
         """
         if isinstance(self.ell, str) and self.ell == "auto" and self.max_set_size is None:
             return None
@@ -220,7 +225,10 @@ class SetValuedMechanism(LDPMechanism):
         d = Xf.shape[1]
         self.n_features_in_ = d
         self.feature_min_, self.feature_max_ = np.zeros(d), np.ones(d)
-        self._fix_ell(S)
+        self._fix_ell(S, lambda: self._charge_bounds_read(
+            X, Xf, population, option="ell='auto', max_set_size=None",
+            read="ell (the largest set size)",
+            instead="a public bound max_set_size=... or a fixed ell"))
         eps = check_eps_per_coordinate(self.eps, "eps", type(self).__name__)
         self.oracle_ = _best_oracle(eps, d) if self.oracle == "auto" else self.oracle
         self.p_, self.q_ = frequency_oracle_probabilities(eps, d + 1, self.oracle_)
@@ -248,15 +256,17 @@ class SetValuedMechanism(LDPMechanism):
         lo, step = self._values()
         self.output_grid_ = (np.full(d, lo), np.full(d, step))
 
-    def _fix_ell(self, S):
+    def _fix_ell(self, S, on_read):
         if isinstance(self.ell, str) and self.ell == "auto":
             if self.max_set_size is not None:
                 self.ell_ = int(self.max_set_size)
                 return
             warnings.warn(
                 "SetValuedMechanism(ell='auto') without max_set_size reads the largest set "
-                "size from the private data; give a public bound (max_set_size=...) or a "
-                "fixed ell.", PrivacyLeakWarning, stacklevel=3)
+                "size from the private data in the clear: the ledger charges the users a "
+                "read of their features in the clear (epsilon=inf). Give a public bound "
+                "(max_set_size=...) or a fixed ell.", PrivacyLeakWarning, stacklevel=3)
+            on_read()   # charged (refused under a budget) before the size is read
             self.ell_ = max(1, int(S.getnnz(axis=1).max(initial=0)))
             return
         self.ell_ = int(self.ell)

@@ -119,7 +119,8 @@ class HDSMechanism(LDPMechanism):
         for ``eps`` and ``d`` (no data).
     feature_range : tuple (lo, hi) of float or arrays of shape (n_features,), default=None
         Public bounds of the raw features; values outside are clipped with a
-        warning. ``None`` reads them from the private data and emits a
+        warning. ``None``: read from the data, charged as a read in the clear
+        (epsilon inf; refused under a budget), with a
         :class:`~skldp.exceptions.PrivacyLeakWarning`.
     random_state : int, RandomState instance or None, default=None
         Seeds the collection. ``None`` draws a new collection (a new use of

@@ -10,6 +10,7 @@ from sklearn.utils._param_validation import StrOptions
 
 from .._torch import class_softmax
 from ..mechanisms._label_rr import LabelRandomizedResponse
+from ..population._spec import step_kind
 from ..propagation._gcn_aggregation import apply_propagation, graph_propagation_matrix
 from ..utils.validation import EPS_CONSTRAINT, Count, check_graph_data
 from ._base import take_rows
@@ -53,7 +54,9 @@ class LPGNNClassifier(GNNClassifierBase):
         Label budget per user (``inf``: labels are not private, no RR, no
         correction).
     classes : array-like or None, default=None
-        Public label domain. ``None`` derives it from the training labels with a
+        Public label domain. ``None`` derives it from the training labels; with
+        a finite ``eps_y`` that is charged as a read of their labels in the
+        clear (epsilon inf; refused under a budget), with a
         :class:`~skldp.exceptions.PrivacyLeakWarning`.
     x_steps : int, default=4
         KProp steps over the features (``Kx``).
@@ -226,8 +229,11 @@ class LPGNNClassifier(GNNClassifierBase):
     def _make_label_mechanism(self, y):
         if np.isinf(float(self.eps_y)):
             return None
-        return LabelRandomizedResponse(self.eps_y, classes=self.classes,
-                                       random_state=self.random_state).fit(y=y)
+        mech = LabelRandomizedResponse(self.eps_y, classes=self.classes,
+                                       random_state=self.random_state)
+        if self.classes is None:   # the domain read from y is charged under this name
+            mech._classes_read_by = step_kind(self)
+        return mech.fit(y=y)
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):

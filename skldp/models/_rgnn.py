@@ -12,6 +12,7 @@ from sklearn.utils._param_validation import StrOptions
 
 from .._torch import class_softmax
 from ..mechanisms._label_rr import LabelRandomizedResponse
+from ..population._spec import step_kind
 from ..reconstruction._labels import reconstruct_labels
 from ..reconstruction._llp import cluster_label_proportions, llp_kl_loss, metis_clusters
 from ..utils._random import draw_seed
@@ -53,8 +54,9 @@ class RGNNClassifier(TorchClassifierBase):
         ``False`` trains on the raw noisy labels (one-hot), the "perturbed
         labels" ablation and the GraphSAGE baseline of Bhaila et al.
     classes : array-like or None, default=None
-        Public label domain; ``None`` takes it from the training labels
-        (with a :class:`~skldp.exceptions.PrivacyLeakWarning`).
+        Public label domain. ``None`` takes it from the training labels,
+        charged as a read of their labels in the clear (epsilon inf; refused
+        under a budget), with a :class:`~skldp.exceptions.PrivacyLeakWarning`.
     hidden_size : int, default=16
         Width of the hidden layers.
     heads : int, default=4
@@ -217,6 +219,8 @@ class RGNNClassifier(TorchClassifierBase):
         # mechanism's identity, so it shares no random numbers with any feature report.
         mech = LabelRandomizedResponse(self.eps_y, classes=self.classes,
                                        random_state=self.random_state)
+        if self.classes is None:   # the domain read from y is charged under this name
+            mech._classes_read_by = step_kind(self)
         mech.fit(y=None if self.classes is not None else y)
         y_noisy = mech.randomize(y, G)  # unseen labels raise here
         self.label_mechanism_ = mech

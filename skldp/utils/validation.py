@@ -221,19 +221,23 @@ def _col_min_max(X):
     return X.min(axis=0), X.max(axis=0)
 
 
-def resolve_feature_range(feature_range, X, owner="mechanism"):
+def resolve_feature_range(feature_range, X, owner="mechanism", on_read=None):
     """Per-column bounds (lo, hi) from the user's ``feature_range``.
 
     ``feature_range`` is ``(lo, hi)`` with scalars or arrays of length d. When
     it is ``None`` the bounds are read from ``X`` (the private data) with a
-    :class:`PrivacyLeakWarning`.
+    :class:`PrivacyLeakWarning`, after ``on_read()`` (a mechanism charges the
+    users that read in the clear there, and may refuse it under a budget).
     """
     d = X.shape[1]
     if feature_range is None:
-        warnings.warn(f"{owner}: feature_range was not given, so the bounds are taken from "
-                      "the private data, which leaks information about it. Pass "
+        warnings.warn(f"{owner}: feature_range was not given, so the bounds are read from "
+                      "the private data in the clear: the ledger charges the users a read "
+                      "of their features in the clear (epsilon=inf). Pass "
                       "feature_range=(lo, hi) from public knowledge.", PrivacyLeakWarning,
                       stacklevel=3)
+        if on_read is not None:
+            on_read()
         lo, hi = _col_min_max(X)
         hi = np.where(hi > lo, hi, lo + 1.0)  # constant columns: any non-empty range
     else:

@@ -694,13 +694,63 @@ def test_dpmlp_on_a_plain_array_charges_its_rows(small_graph):
                for s in rep.spends)
 
 
-def test_classes_none_is_only_warned_about(small_graph):
+@pytest.mark.parametrize("Est", [DPGNNClassifier, DPMLPClassifier])
+def test_classes_none_is_charged_as_a_read_of_the_labels(small_graph, Est):
+    # it was only warned about: the report and a budget cap showed the training's epsilon
     G, y = _simulated(small_graph)
-    tr = np.arange(0, 60, 2)
-    with pytest.warns(PrivacyLeakWarning, match="classes"):
-        clf = DPGNNClassifier(max_degree=2, batch_size=10, n_steps=2, hidden_size=4,
-                              random_state=0, device="cpu").fit(G[tr], y[tr])
-    assert privacy_report(clf).local_epsilon == 0.0
+    fit, va = np.arange(40), np.arange(30, 40)
+    extra = dict(max_degree=2) if Est is DPGNNClassifier else HYP
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)   # (validation's warning)
+        with pytest.warns(PrivacyLeakWarning, match=r"classes=None.*charges.*epsilon=inf"):
+            clf = Est(batch_size=10, n_steps=2, hidden_size=4, validation=va,
+                      random_state=0, device="cpu", **extra).fit(G[fit], y[fit])
+    line = (f"{Est.__name__}(classes=None) read the users' labels in the clear: "
+            "epsilon=inf (40 users)")   # every fit row's label, the validation rows' too
+    for rep in (privacy_report(clf), privacy_report(G)):
+        assert math.isinf(rep.local_epsilon) and math.isinf(rep.epsilon_for("labels"))
+        assert line in str(rep)
+    # the public domain reads nothing in the clear
+    G2, _ = _simulated(small_graph)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        clf = Est(batch_size=10, n_steps=2, hidden_size=4, random_state=0, device="cpu",
+                  **extra, **CL).fit(G2[fit], y[fit])
+    assert [s.model for s in privacy_report(clf).spends] == ["central"]
+
+
+@pytest.mark.parametrize("Est", [DPGNNClassifier, DPMLPClassifier])
+def test_a_budget_refuses_classes_none(small_graph, Est):
+    G, y = _simulated(small_graph, budget=100.0)
+    fit = np.arange(40)
+    extra = dict(max_degree=2) if Est is DPGNNClassifier else HYP
+    clf = Est(batch_size=10, n_steps=2, hidden_size=4, random_state=0, device="cpu", **extra)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        with pytest.raises(PrivacyBudgetError,
+                           match=r"classes=None\) reads the label domain.*40 user\(s\) in the "
+                                 r"clear.*Nothing was trained\. Pass the public label domain"):
+            clf.fit(G[fit], y[fit])
+    assert not hasattr(clf, "module_") and not hasattr(clf, "classes_")
+    assert G.ledger.entries() == []            # nothing recorded, not even the training
+    Est(batch_size=10, n_steps=2, hidden_size=4, random_state=0, device="cpu", **extra,
+        **CL).fit(G[fit], y[fit])
+    assert [e.spec.model for e in G.ledger.entries()] == ["central"]
+
+
+def test_dpmlp_classes_none_on_a_plain_array_is_charged_to_its_rows(small_graph):
+    from sklearn.pipeline import Pipeline
+    _, X, y = small_graph
+    X = X + np.random.default_rng(8).normal(size=X.shape) * 1e-3   # users of this test only
+    pipe = Pipeline([("clf", DPMLPClassifier(batch_size=10, n_steps=2, hidden_size=4,
+                                             random_state=0, device="cpu", **HYP))])
+    with pytest.warns(PrivacyLeakWarning, match="classes=None"):
+        pipe.fit(X, y)
+    rep = privacy_report(pipe)
+    assert math.isinf(rep.local_epsilon)
+    # (one process-wide ledger for plain arrays: other tests' rows may be on it too)
+    assert "DPMLPClassifier(classes=None) read the users' labels in the clear: epsilon=inf (" \
+        in str(rep)
 
 
 def test_dpgnn_predicts_over_the_graph_it_trains_on(small_graph):

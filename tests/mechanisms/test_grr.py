@@ -324,3 +324,51 @@ def test_estimate_frequencies_1d_needs_j():
     with pytest.raises(ValueError, match="2 columns"):
         mech.estimate_frequencies(np.zeros((2, 3)))
     assert len(mech.estimate_frequencies(X)) == 2
+
+
+def test_domain_sizes_read_from_the_data_are_a_read_in_the_clear():
+    import warnings
+
+    from sklearn.pipeline import Pipeline
+
+    from skldp.accounting import privacy_report
+    from skldp.models import MLPHead
+    from skldp.population import BudgetExceededError
+    X = np.random.default_rng(3).integers(0, 3, size=(30, 4)).astype(float)
+    X[7, 1] = 9.0                                  # one user's code fixes a public size
+    line = ("GRRFSMechanism(domain_sizes=None) read the users' features in the clear: "
+            "epsilon=inf (30 users)")
+    G = GraphData(X)
+    with pytest.warns(PrivacyLeakWarning, match=r"domain_sizes.*charges.*epsilon=inf"):
+        mech = GRRFSMechanism(1.0, random_state=0).fit(G)
+    assert mech.domain_sizes_[1] == 10
+    mech.transform(G)
+    for rep in (privacy_report(G), privacy_report(mech)):
+        assert np.isinf(rep.local_epsilon) and line in str(rep)
+    # bin edges that leave a column without a public size read it too; on a plain array
+    # the array's rows are the users
+    pipe = Pipeline([("grr", GRRFSMechanism(1.0, bin_edges={0: [1.5]}, random_state=0)),
+                     ("clf", MLPHead(epochs=1, early_stopping=False, random_state=0))])
+    with pytest.warns(PrivacyLeakWarning, match="domain_sizes"):
+        pipe.fit(X, np.arange(30) % 2)
+    rep = privacy_report(pipe)
+    assert np.isinf(rep.local_epsilon) and line in str(rep)
+    # under a budget: refused before a size is read, with what to pass instead
+    capped = GraphData(X, budget=10.0)
+    mech = GRRFSMechanism(1.0, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        with pytest.raises(BudgetExceededError, match=r"domain_sizes=None\).*30 user\(s\).*"
+                                                      r"Pass domain_sizes=\[\.\.\.\] or "
+                                                      r"categories=\[\.\.\.\]"):
+            mech.fit(capped)
+    assert capped.ledger.entries() == [] and not hasattr(mech, "domain_sizes_")
+    # public domains (sizes, categories or edges for every column): no read, no warning,
+    # the same budget admits the collection at m * eps
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        for kw in (dict(domain_sizes=10), dict(categories=[range(10)] * 4),
+                   dict(bin_edges=[0.5, 1.5, 2.5])):
+            GRRFSMechanism(1.0, random_state=0, **kw).fit_transform(capped)
+    assert [e.spec.model for e in capped.ledger.entries()] == ["local"] * 3
+    assert privacy_report(capped).local_epsilon == 3.0

@@ -166,3 +166,48 @@ def test_nan_labels_and_a_single_class_give_plain_messages():
         LabelRandomizedResponse(1.0, classes=np.array(["a"])).fit()
     with pytest.raises(ValueError, match="classes must not contain NaN"):
         LabelRandomizedResponse(1.0, classes=[0.0, np.nan]).fit()
+
+
+def test_classes_read_from_the_labels_are_a_read_in_the_clear():
+    import warnings
+
+    from skldp.accounting import privacy_report
+    from skldp.population import BudgetExceededError
+    y = np.zeros(50, dtype=int)
+    y[17] = 9                                      # only user 17 holds class 9
+    line = ("LabelRandomizedResponse(classes=None) read the users' labels in the clear: "
+            "epsilon=inf (50 users)")
+    # users named at the first randomize: charged there, before any label is sent
+    G = GraphData(np.zeros((50, 1)))
+    with pytest.warns(PrivacyLeakWarning, match=r"classes.*charges.*epsilon=inf"):
+        rr = LabelRandomizedResponse(1.0, random_state=0).fit(y=y)
+    assert rr.collection_.public_state["classes"] == [0, 9]
+    rr.randomize(y, G)
+    rr.randomize(y, G)                             # charged once
+    for rep in (privacy_report(G), privacy_report(rr)):
+        assert np.isinf(rep.local_epsilon) and np.isinf(rep.epsilon_for("labels"))
+        assert line in str(rep)
+    assert sum(s.model == "clear" for s in privacy_report(G).spends) == 1
+    # users named at fit (their view): charged at once
+    G2 = GraphData(np.zeros((50, 1)))
+    with pytest.warns(PrivacyLeakWarning, match="classes"):
+        LabelRandomizedResponse(1.0, random_state=0).fit(G2, y)
+    assert line in str(privacy_report(G2))
+    # under a budget: refused before any label is sent, with what to pass instead
+    for at_fit in (False, True):
+        capped = GraphData(np.zeros((50, 1)), budget=10.0)
+        rr = LabelRandomizedResponse(1.0, random_state=0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PrivacyLeakWarning)
+            with pytest.raises(BudgetExceededError, match=r"classes=None\) reads the label "
+                                                          r"domain.*50 user\(s\).*Pass classes="):
+                if at_fit:
+                    rr.fit(capped, y)
+                else:
+                    rr.fit(y=y).randomize(y, capped)
+        assert capped.ledger.entries() == []
+    # a public domain: nothing read, no warning, the same budget admits the collection
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        LabelRandomizedResponse(1.0, classes=[0, 9], random_state=0).fit().randomize(y, capped)
+    assert privacy_report(capped).local_epsilon == 1.0

@@ -286,3 +286,38 @@ def test_feature_range_docstring_names_the_warning():
     assert "PrivacyLeakWarning" in doc and "does not read" in doc
     with pytest.warns(PrivacyLeakWarning):
         SetValuedMechanism(1.0, ell="auto").fit(np.eye(4))
+
+
+def test_ell_read_from_the_data_is_a_read_in_the_clear():
+    from skldp.population import BudgetExceededError
+    X = np.zeros((20, 6))
+    X[:, 0] = 1.0
+    X[3, :5] = 1.0                                 # one user's set fixes the public ell
+    line = ("SetValuedMechanism(ell='auto', max_set_size=None) read the users' features "
+            "in the clear: epsilon=inf (20 users)")
+    G = GraphData(X)
+    with pytest.warns(PrivacyLeakWarning, match=r"max_set_size.*charges.*epsilon=inf"):
+        mech = SetValuedMechanism(1.0, ell="auto", random_state=0).fit(G)
+    assert mech.ell_ == 5
+    mech.transform(G)
+    for rep in (privacy_report(G), privacy_report(mech)):
+        assert np.isinf(rep.local_epsilon) and line in str(rep)
+    pipe = Pipeline([("sv", SetValuedMechanism(1.0, ell="auto", random_state=0)),
+                     ("clf", MLPHead(epochs=1, early_stopping=False, random_state=0))])
+    with pytest.warns(PrivacyLeakWarning, match="max_set_size"):
+        pipe.fit(X[:, ::-1].copy(), np.arange(20) % 2)   # a plain array: its own users
+    rep = privacy_report(pipe)
+    assert np.isinf(rep.local_epsilon) and line in str(rep)
+    capped = GraphData(X, budget=10.0)
+    mech = SetValuedMechanism(1.0, ell="auto", random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        with pytest.raises(BudgetExceededError, match=r"ell='auto', max_set_size=None\).*"
+                                                      r"Pass a public bound max_set_size="):
+            mech.fit(capped)
+    assert capped.ledger.entries() == [] and not hasattr(mech, "ell_")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        SetValuedMechanism(1.0, ell="auto", max_set_size=5, random_state=0).fit_transform(capped)
+        SetValuedMechanism(1.0, ell=2, random_state=0).fit_transform(capped)
+    assert privacy_report(capped).local_epsilon == 2.0

@@ -2,6 +2,7 @@
 capped before it is sent, and known to the parent of every worker process."""
 
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -10,6 +11,7 @@ from sklearn.pipeline import Pipeline
 
 from skldp import GraphData
 from skldp.accounting import privacy_report
+from skldp.exceptions import PrivacyLeakWarning
 from skldp.mechanisms import HDSMechanism, LabelRandomizedResponse, OneBitMechanism
 from skldp.models import MLPHead
 from skldp.population import BudgetExceededError, CollectionSpec, Ledger, Population
@@ -290,3 +292,79 @@ def test_a_public_per_user_map_may_run_on_the_device(sbm):
     pipe.set_params(impute__on_device=False)
     with pytest.raises(ValueError, match="no device can compute"):
         pipe.fit(G, y)
+
+
+# ------------------------------------------- public bounds read from the users' data
+_BOUNDED = [("LaplaceMechanism", {}), ("MultiBitMechanism", {}), ("OneBitMechanism", {}),
+            ("PiecewiseMechanism", {}), ("HDSMechanism", {"k": 2})]
+
+
+def _bounded(name, kw, **extra):
+    import skldp.mechanisms as mechanisms
+    return getattr(mechanisms, name)(1.0, random_state=0, **kw, **extra)
+
+
+@pytest.mark.parametrize("name, kw", _BOUNDED)
+def test_bounds_read_from_the_data_are_a_read_in_the_clear(name, kw):
+    # feature_range=None published one user's exact maximum in the spec, while the ledger
+    # and the report showed the mechanism's eps alone
+    X = np.random.default_rng(0).random((50, 3))
+    X[17, 2] = 123.456
+    G = GraphData(X)
+    with pytest.warns(PrivacyLeakWarning, match=r"feature_range.*charges.*epsilon=inf"):
+        mech = _bounded(name, kw).fit(G)
+    mech.transform(G)
+    line = f"{name}(feature_range=None) read the users' features in the clear: epsilon=inf"
+    for rep in (privacy_report(G), privacy_report(mech)):
+        assert np.isinf(rep.local_epsilon) and np.isinf(rep.epsilon_for("features"))
+        assert f"{line} (50 users)" in str(rep)
+    # a pipeline on a plain array: its rows are the users of that array's ledger
+    Xa = X + 1e-3
+    pipe = Pipeline([("mech", _bounded(name, kw)),
+                     ("clf", MLPHead(epochs=1, early_stopping=False, random_state=0))])
+    with pytest.warns(PrivacyLeakWarning, match="feature_range"):
+        pipe.fit(Xa, np.arange(50) % 2)
+    rep = privacy_report(pipe)
+    assert np.isinf(rep.local_epsilon) and f"{line} (50 users)" in str(rep)
+
+
+@pytest.mark.parametrize("name, kw", _BOUNDED)
+def test_a_budget_refuses_bounds_read_from_the_data(name, kw):
+    X = np.random.default_rng(1).random((40, 3))
+    G = GraphData(X, budget=5.0)
+    mech = _bounded(name, kw)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        with pytest.raises(BudgetExceededError,
+                           match=rf"{name}\(feature_range=None\) reads the feature bounds .* 40 "
+                                 r"user\(s\).*Pass feature_range=\(lo, hi\) from public"):
+            mech.fit(G)
+    assert G.ledger.entries() == []                 # nothing charged, nothing collected
+    assert not hasattr(mech, "feature_max_") and not hasattr(mech, "collection_")
+    # public bounds: the same budget admits the collection, which is charged eps alone
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        pub = _bounded(name, kw, feature_range=(0, 1)).fit(G)
+        pub.transform(G)
+    assert [e.spec.model for e in G.ledger.entries()] == ["local"]
+    assert privacy_report(G).local_epsilon == pub.epsilon_ < 5.0
+
+
+@pytest.mark.parametrize("name, kw", _BOUNDED)
+def test_public_bounds_keep_their_collection(name, kw):
+    # the spec and the seed of a collection with public bounds (recorded runs depend on
+    # them): the values of the release before bounds read from the data were charged
+    from skldp.device._spec import body_digest
+    X = np.random.default_rng(2).random((20, 3))
+    mech = _bounded(name, kw, feature_range=(0, 1)).fit(GraphData(X))
+    assert mech.collection_.public_state["feature_max"] == [1.0, 1.0, 1.0]
+    assert (mech.seed_, body_digest(mech.collection_.body())) == _PUBLIC_BOUNDS[name]
+
+
+_PUBLIC_BOUNDS = {
+    "LaplaceMechanism": (6449312152857507519, "e5c80cc1082e08be1b7dbd3a5ab166df"),
+    "MultiBitMechanism": (4363772283766256661, "e1bfa6d98e63ed92156c17d6e16c0a09"),
+    "OneBitMechanism": (6515564647032421291, "7fb5a416f8cf6094d5626cff2b1b961b"),
+    "PiecewiseMechanism": (237465710570215996, "01d183a8c4d5e11c414d1de0684e8b2c"),
+    "HDSMechanism": (1674017825138103187, "0bea53af1b378a16903dd4bfb33a6776"),
+}
