@@ -678,8 +678,10 @@ def _params_doc(hidden_size=16, activation="relu", dropout=0.5, lr=0.01, heads=N
         ``validation_fraction`` of the fit rows. See :ref:`validation_nodes`.
     validation_fraction : float in (0, 1), default=0.1
         Share of the fit rows held out for early stopping without ``validation``.
-    patience : int, default={patience}
-        Epochs without improvement of the validation score before stopping.
+    patience : int or None, default={patience}
+        Epochs without improvement of the validation score before stopping;
+        ``None``: never stop (all ``epochs`` run; the best validated epoch is
+        still kept).
     selection : {{"auto", "loss", "accuracy", "both"}}, default="{selection}"
         What early stopping monitors on the validation rows: the loss, the
         accuracy (the first epoch of the best one is kept), or both (an epoch

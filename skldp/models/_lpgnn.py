@@ -99,8 +99,10 @@ class LPGNNClassifier(GNNClassifierBase):
         ``validation_fraction`` of the fit rows. See :ref:`validation_nodes`.
     validation_fraction : float, default=0.1
         Share of the fit rows held out without ``validation``.
-    patience : int, default=50
-        Epochs without improvement before stopping.
+    patience : int or None, default=50
+        Epochs without improvement before stopping;
+        ``None``: never stop (all ``epochs`` run; the best validated epoch is
+        still kept).
     selection : {"accuracy", "loss", "both", "auto"}, default="accuracy"
         What early stopping monitors on the validation rows: the error rate
         against their denoised noisy labels, the corrected loss, or both (as

@@ -347,8 +347,10 @@ class MLPHead(TorchClassifierBase):
     validation_fraction : float in (0, 1), default=0.1
         Share of the fit rows held out for early stopping without
         ``validation`` (stratified when every class has two rows).
-    patience : int, default=100
-        Epochs without improvement of the validation loss before stopping.
+    patience : int or None, default=100
+        Epochs without improvement of the validation loss before stopping;
+        ``None``: never stop (all ``epochs`` run; the best validated epoch is
+        still kept).
     device : {"auto", "cpu", "cuda", ...}, default="auto"
         Torch device; ``"auto"`` uses CUDA when available.
     random_state : int, RandomState, Generator or None, default=None

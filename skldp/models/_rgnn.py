@@ -83,8 +83,10 @@ class RGNNClassifier(TorchClassifierBase):
         ``validation_fraction`` of the fit rows. See :ref:`validation_nodes`.
     validation_fraction : float in (0, 1), default=0.1
         Share of the fit rows held out for early stopping without ``validation``.
-    patience : int, default=100
-        Epochs without improvement of the validation loss before stopping.
+    patience : int or None, default=100
+        Epochs without improvement of the validation loss before stopping;
+        ``None``: never stop (all ``epochs`` run; the best validated epoch is
+        still kept).
     device : {"auto", "cpu", "cuda", ...}, default="auto"
         Torch device; ``"auto"`` uses CUDA when ``torch.cuda.is_available()``.
     random_state : int, RandomState, Generator or None, default=None
