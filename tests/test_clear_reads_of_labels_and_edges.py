@@ -200,3 +200,38 @@ def test_a_sampled_adjacency_is_still_refused_as_before(sbm):
     S = DegreeBoundedSampler(3, random_state=0).fit_transform(KProp().fit_transform(G))
     with pytest.raises(ValueError, match="no device can compute"):
         EdgeRR(eps=2.0, random_state=0).fit(S)
+
+
+# ------------------------------------------- labels (a classifier's label domain)
+@pytest.mark.parametrize("name", ["LPGNNClassifier", "RGNNClassifier"])
+def test_a_label_domain_read_from_the_labels_is_charged(binary_sbm, name):
+    # classes=None was only warned about: the report and a budget cap showed eps_x + eps_y
+    from skldp import PrivacyLeakWarning, models
+
+    G0, y = binary_sbm(n=60, d=6)
+    rows = np.arange(0, 60, 2)
+    options = {"alpha": 0.0} if name == "RGNNClassifier" else {"device": "cpu"}
+
+    def pipe(**kw):
+        clf = getattr(models, name)(eps_y=1.0, epochs=2, random_state=0, **options, **kw)
+        return Pipeline([("mb", _mb()), ("clf", clf)])
+
+    G = G0.new_simulation()
+    with pytest.warns(PrivacyLeakWarning, match=r"classes.*charges.*epsilon=inf"):
+        fitted = pipe().fit(G[rows], y[rows])
+    line = (f"{name}(classes=None) read the users' labels in the clear: epsilon=inf "
+            f"({len(rows)} users)")
+    for report in (privacy_report(fitted), privacy_report(G)):
+        assert np.isinf(report.epsilon_for("labels")) and line in str(report)
+    capped = G0.new_simulation(budget=10.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        with pytest.raises(BudgetExceededError, match=rf"{name}\(classes=None\) reads the label "
+                                                      rf"domain.*to {name}"):
+            pipe().fit(capped[rows], y[rows])
+    # no label was sent (the features were collected before the classifier)
+    assert [e.spec.protects for e in capped.ledger.entries()] == [("features",)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        fitted = pipe(classes=np.unique(y)).fit(capped[rows], y[rows])
+    assert privacy_report(fitted).local_epsilon == 2.0

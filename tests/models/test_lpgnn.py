@@ -346,39 +346,3 @@ def test_dense_propagated_input_trains_as_the_lazy_one(data, monkeypatch, report
     products.clear()
     LPGNNClassifier(**kw).fit(G[tr], y[tr])
     assert len(products) == n_lazy
-
-
-def test_classes_none_is_charged_as_a_read_of_the_labels(data):
-    # it was only warned about: the report and a budget cap showed eps_x + eps_y
-    import warnings
-
-    from skldp.exceptions import PrivacyLeakWarning
-    from skldp.population import BudgetExceededError
-    G0, y, tr, _ = data
-
-    def pipe(**kw):
-        return Pipeline([("mb", MultiBitMechanism(1.0, feature_range=(0, 1), random_state=0)),
-                         ("clf", LPGNNClassifier(eps_y=1.0, epochs=2, device="cpu",
-                                                 random_state=0, **kw))])
-    G = G0.new_simulation()
-    with pytest.warns(PrivacyLeakWarning, match=r"classes.*charges.*epsilon=inf"):
-        p = pipe().fit(G[tr], y[tr])
-    line = (f"LPGNNClassifier(classes=None) read the users' labels in the clear: epsilon=inf "
-            f"({len(tr)} users)")
-    for rep in (privacy_report(p), privacy_report(G)):
-        assert np.isinf(rep.local_epsilon) and np.isinf(rep.epsilon_for("labels"))
-        assert line in str(rep)
-    capped = G0.new_simulation(budget=10.0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", PrivacyLeakWarning)
-        with pytest.raises(BudgetExceededError, match=r"LPGNNClassifier\(classes=None\) reads "
-                                                      r"the label domain.*Pass classes=\[\.\.\.\]"
-                                                      r" \(the public label domain\) to "
-                                                      "LPGNNClassifier"):
-            pipe().fit(capped[tr], y[tr])
-    # no label was sent (the features were collected before the classifier)
-    assert [e.spec.protects for e in capped.ledger.entries()] == [("features",)]
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", PrivacyLeakWarning)
-        p = pipe(classes=[0, 1, 2]).fit(capped[tr], y[tr])
-    assert privacy_report(p).local_epsilon == 2.0

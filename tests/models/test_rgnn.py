@@ -144,38 +144,3 @@ def test_bad_input(graph):
         warnings.simplefilter("ignore", PrivacyLeakWarning)
         with pytest.raises(ValueError, match="needs the graph"):
             RGNNClassifier().fit(GraphData(np.zeros((3, 2))), [0, 1, 0])
-
-
-def test_classes_none_is_charged_as_a_read_of_the_labels(graph):
-    # it was only warned about: the report and a budget cap showed eps_x + eps_y
-    import warnings
-
-    from sklearn.pipeline import Pipeline
-
-    from skldp.population import BudgetExceededError
-    G0, y = graph
-    rows = np.arange(0, len(y), 2)
-
-    def pipe(**kw):
-        return Pipeline([("grr", GRRFSMechanism(1.0, domain_sizes=2, random_state=0)),
-                         ("clf", RGNNClassifier(eps_y=1.0, alpha=0.0, epochs=2,
-                                                random_state=0, **kw))])
-    G = G0.new_simulation()
-    with pytest.warns(PrivacyLeakWarning, match=r"classes.*charges.*epsilon=inf"):
-        p = pipe().fit(G[rows], y[rows])
-    line = (f"RGNNClassifier(classes=None) read the users' labels in the clear: epsilon=inf "
-            f"({len(rows)} users)")
-    for rep in (privacy_report(p), privacy_report(G)):
-        assert np.isinf(rep.local_epsilon) and np.isinf(rep.epsilon_for("labels"))
-        assert line in str(rep)
-    capped = G0.new_simulation(budget=10.0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", PrivacyLeakWarning)
-        with pytest.raises(BudgetExceededError, match=r"RGNNClassifier\(classes=None\) reads "
-                                                      r"the label domain.*to RGNNClassifier"):
-            pipe().fit(capped[rows], y[rows])
-    assert [e.spec.protects for e in capped.ledger.entries()] == [("features",)]
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", PrivacyLeakWarning)
-        p = pipe(classes=[0, 1, 2]).fit(capped[rows], y[rows])
-    assert privacy_report(p).local_epsilon == 2.0
