@@ -70,16 +70,17 @@ def forget_secrets(estimator, X):
         if _makes_secrets(est) and "random_state" in vars(est):
             est.random_state = None
     for est in _estimators(estimator):
-        if hasattr(est, "cv_results_") or hasattr(est, "best_params_"):
+        if any(hasattr(est, a) for a in ("param_grid", "param_distributions", "cv_results_")):
             _forget_searched_seeds(est)
     return estimator
 
 
 def _forget_searched_seeds(search):
-    """Set to None the ``random_state`` values a search tried for private steps.
+    """Set to None the ``random_state`` values a search tries for private steps.
 
     They are the secrets themselves: ``best_params_``, ``cv_results_`` and the
-    grid would give every forgotten ``seed_`` back.
+    grid would give every forgotten ``seed_`` back. A search inside another
+    one's template is not fitted, but its grid holds them too.
     """
     template = getattr(search, "estimator", None)
     if template is None or not hasattr(template, "get_params"):
@@ -90,32 +91,47 @@ def _forget_searched_seeds(search):
         grids = getattr(search, "param_distributions", None)
     grids = grids if isinstance(grids, list) else [grids] if isinstance(grids, dict) else []
     results = getattr(search, "cv_results_", {})
-    keys = {k for g in grids for k in g} | {k for c in results.get("params", ()) for k in c} | \
-        set(getattr(search, "best_params_", {}))
 
-    def secret(key):
+    def secret(key, setting, many):
+        """Whether ``key`` seeds a private step, the step as the template or ``setting`` (a
+        grid of lists when ``many``, or one candidate) makes it; unknown: yes."""
         if key.rsplit("__", 1)[-1] != "random_state":
             return False
-        owner = template if "__" not in key else params.get(key.rsplit("__", 1)[0])
-        return owner is None or _makes_secrets(owner)   # unknown owner: forget it too
+        path = key.rsplit("__", 1)[0] if "__" in key else ""
+        owners = [template] if not path else _owners(path, setting, params, many)
+        return any(not isinstance(o, BaseEstimator) or _makes_secrets(o) for o in owners)
 
-    for key in filter(secret, keys):
-        for grid in grids:
-            if key in grid:
-                values = grid[key]
-                if hasattr(values, "rvs") and "random_state" in vars(search):
-                    search.random_state = None   # the search's seed would redraw them
-                grid[key] = [None] * len(values) if hasattr(values, "__len__") else [None]
-        for candidate in results.get("params", ()):
-            if key in candidate:
-                candidate[key] = None
+    for grid in grids:
+        for key in [k for k in grid if secret(k, grid, True)]:
+            values = grid[key]
+            if hasattr(values, "rvs") and "random_state" in vars(search):
+                search.random_state = None   # the search's seed would draw them again
+            grid[key] = [None] * len(values) if hasattr(values, "__len__") else [None]
+    forgotten = set()
+    for candidate in [*results.get("params", ()), getattr(search, "best_params_", {})]:
+        for key in [k for k in candidate if secret(k, candidate, False)]:
+            candidate[key] = None
+            forgotten.add(key)
+    for key in forgotten:
         column = results.get(f"param_{key}")
         if column is not None:
-            mask = np.ma.getmaskarray(column)
             results[f"param_{key}"] = np.ma.MaskedArray(
-                np.full(len(column), None, dtype=object), mask=mask)
-        if key in getattr(search, "best_params_", {}):
-            search.best_params_[key] = None
+                np.full(len(column), None, dtype=object), mask=np.ma.getmaskarray(column))
+
+
+def _owners(path, setting, params, many):
+    """The steps at ``path`` (``"a__b"``) as ``setting`` sets them (itself, or a step above
+    it), else the template's (``params``)."""
+    parts = path.split("__")
+    for i in range(len(parts), 0, -1):
+        head, rest = "__".join(parts[:i]), "__".join(parts[i:])
+        if head in setting:
+            values = setting[head]
+            values = list(values) if many and isinstance(values, (list, tuple)) else [values]
+            return [v if not rest else
+                    (v.get_params(deep=True).get(rest) if hasattr(v, "get_params") else None)
+                    for v in values]
+    return [params.get(path)]
 
 
 def _makes_secrets(est):

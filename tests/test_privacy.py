@@ -186,3 +186,32 @@ def test_searched_seeds_of_private_steps_are_forgotten(small_graph, search_kind)
     # the model's own seed is not a user's secret: it stays
     assert search.best_params_["clf__random_state"] in (3, 4)
     assert {c["clf__random_state"] for c in search.cv_results_["params"]} <= {3, 4}
+
+
+@pytest.mark.parametrize("layout", ["passthrough template", "scaler template", "nested"])
+def test_searched_seeds_are_forgotten_whatever_the_search_s_layout(layout):
+    # a grid that supplies the private step itself (the template's step being
+    # "passthrough" crashed; a public one kept the seeds), and a search in another
+    # search's template (unfitted: its grid kept the seeds)
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import GridSearchCV
+    from sklearn.preprocessing import StandardScaler
+
+    rng = np.random.default_rng(3)
+    G, y = GraphData(rng.random((80, 4))), np.tile([0, 1], 40)
+    seeds = [987_654_321, 55_555_555]
+
+    def pipe(first):
+        return Pipeline([("m", first), ("clf", LogisticRegression())])
+
+    hds = HDSMechanism(1.0, k=2, feature_range=(0, 1), random_state=0)
+    if layout == "nested":
+        inner = GridSearchCV(pipe(hds), {"m__random_state": seeds}, cv=2)
+        search = GridSearchCV(inner, {"estimator__m__eps": [1.0, 2.0]}, cv=2)
+    else:
+        first = "passthrough" if layout == "passthrough template" else StandardScaler()
+        search = GridSearchCV(pipe(first), [{"m": [hds], "m__random_state": seeds}], cv=2)
+    forget_secrets(search.fit(G, y), G)
+    blob = pickle.dumps(search)
+    # pickle writes these ints in 4 bytes (BININT)
+    assert not any(s.to_bytes(4, "little") in blob for s in seeds)
