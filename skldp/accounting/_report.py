@@ -207,15 +207,14 @@ def _private_steps(estimator):
         if getattr(est, "_reads_plain_beside_users", False):
             unrecorded.append((path or type(est).__name__, type(est).__name__, ""))
         if isinstance(getattr(est, "steps", None), list):
-            # Steps from outside skldp before a feature mechanism were fitted on the users'
-            # raw rows (only skldp's on-device steps may stand there); the mechanism after
-            # them reads a plain array, so no ledger a report reaches holds that read.
+            # Steps before a feature mechanism were fitted on the users' raw rows, unless
+            # they run on the device; the mechanism after them reads a plain array, so no
+            # ledger a report reaches holds that read.
             first = next((i for i, (_, c) in enumerate(children) if _perturbs_features(c)),
                          None)
             for name, child in children[:first or 0]:
-                if not type(child).__module__.startswith("skldp."):
-                    unrecorded.append((f"{path}.{name}" if path else name,
-                                       type(child).__name__, _BEFORE_MECHANISM))
+                for where, kind in _raw_readers(child, f"{path}.{name}" if path else name):
+                    unrecorded.append((where, kind, _BEFORE_MECHANISM))
         if getattr(est, "_reads_unrecorded", False) or (
                 not children and not type(est).__module__.startswith("skldp.")):
             foreign.append(path or type(est).__name__)
@@ -229,6 +228,19 @@ def _private_steps(estimator):
 
 _BEFORE_MECHANISM = ("fitted on the users' rows before a mechanism: only on-device steps, "
                      "NodeWise(..., on_device=True), may stand there")
+
+
+def _raw_readers(est, path):
+    """(path, class) of the steps in ``est`` (a step before a feature mechanism) that read
+    the rows they are given: every step but the on-device ones and those that read no
+    feature; containers (pipelines, unions, column transformers) by their steps."""
+    if getattr(est, "_device_side", False) or not getattr(est, "_reads_features", True):
+        return []
+    children = list(_children(est))
+    if not children:
+        return [(path, type(est).__name__)]
+    return [found for name, child in children
+            for found in _raw_readers(child, f"{path}.{name}")]
 
 
 def _perturbs_features(est, seen=None):

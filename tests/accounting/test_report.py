@@ -286,8 +286,14 @@ def test_a_plain_step_fitted_before_a_mechanism_read_the_users_in_the_clear(as_g
         assert rep.local_epsilon == rep.by_what["features"] == np.inf
         assert f"{type(before).__name__} read the users' features in the clear" in str(rep)
         assert "before a mechanism" in str(rep)
-    # after the mechanism, or on the device, a step reads no raw row
+    if not as_graph:   # (on a GraphData the mechanism refuses the server's output)
+        rep = report(NodeWise(StandardScaler()), mech())
+        assert rep.local_epsilon == np.inf and "StandardScaler read" in str(rep)
+    # after the mechanism, or on the device (inside a container too), a step reads no raw row
     assert report(mech(), StandardScaler(with_mean=False)).local_epsilon == 1.0
-    if as_graph:
-        on_device = NodeWise(SimpleImputer(strategy="constant"), on_device=True)
-        assert report(on_device, mech()).local_epsilon == 1.0
+
+    def on_device():
+        return NodeWise(SimpleImputer(strategy="constant"), on_device=True)
+
+    assert report(on_device(), mech()).local_epsilon == 1.0
+    assert report(Pipeline([("od", on_device())]), mech()).local_epsilon == 1.0
