@@ -166,8 +166,9 @@ class RGNNRun(CollectionRun):
         if kind == "RGNN-K16":
             hops, kind = 16, "RGNN"
         seed = self.random_state
-        common = dict(eps_y=self.eps_y, hops_y=hops, n_clusters=self.n_clusters, epochs=EPOCHS,
-                      validation_fraction=1 / 3, patience=EPOCHS, random_state=seed)
+        common = dict(eps_y=self.eps_y, classes=self.classes_, hops_y=hops,
+                      n_clusters=self.n_clusters, epochs=EPOCHS, validation_fraction=1 / 3,
+                      patience=EPOCHS, random_state=seed)
         if kind == "raw-features":  # RGNN at eps = inf: the clean features, propagated
             rec = FrequencyReconstructor(np.inf, M, domain_sizes=sizes, hops=hops).fit(whole)
             self.graph_in_ = rec.transform(whole)
