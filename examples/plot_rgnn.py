@@ -92,13 +92,15 @@ fig.tight_layout()
 # ------------------
 # On users who have sent nothing yet and whose features nothing read: the
 # report counts the features sent through GRR-FS (``m * eps = 10``) and the
-# training labels sent through GRR (``eps_y = 1``).
+# training labels sent through GRR (``eps_y = 1``). The label domain is public
+# (``classes``): read from the labels, it would be a read in the clear.
 users = G.new_simulation()
 pipe = Pipeline([
     ("grrfs", GRRFSMechanism(1.0, m=10, domain_sizes=2, random_state=0)),
     ("rec", FrequencyReconstructor(1.0, 10, domain_sizes=2, hops=8)),
-    ("clf", RGNNClassifier(eps_y=1.0, hops_y=8, n_clusters=64, alpha=1.0, epochs=100,
-                           validation_fraction=1 / 3, patience=100, random_state=0)),
+    ("clf", RGNNClassifier(eps_y=1.0, classes=np.unique(y[y >= 0]), hops_y=8, n_clusters=64,
+                           alpha=1.0, epochs=100, validation_fraction=1 / 3, patience=100,
+                           random_state=0)),
 ])
 pipe.fit(users[rows], y[rows])
 print(f"test accuracy: {pipe.score(users[test], y[test]):.3f}")

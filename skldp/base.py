@@ -189,7 +189,7 @@ def charge_public_read(step, population, keys, part, option, read, instead, kind
         raise BudgetExceededError(
             f"{name} reads {read} from the {part} of {len(keys)} user(s), a read in the "
             f"clear (epsilon=inf) that no privacy budget admits (this population's is "
-            f"{population.budget:.4g} per user). Nothing was collected. Pass "
+            f"{population.budget:.4g} per user). The step read nothing. Pass "
             f"{instead}.") from exc
 
 

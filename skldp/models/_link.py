@@ -177,7 +177,12 @@ class _LinkPredictorBase(GraphClassifierMixin, BaseEstimator):
         if not k:
             return
         name, m = type(self).__name__, len(pairs)
-        if what == "validation":
+        collected = edges_collected(X._store.adjacency_origin)
+        if collected:
+            noun = "pairs scored" if what == "scored" else "validation pairs"
+            head = (f"{name}: {k} of the {m} {noun} are edges of the graph an edge mechanism "
+                    "collected (PairData.graph), and the model sees those edges.")
+        elif what == "validation":
             head = (f"{name}: {k} of the {m} validation pairs are edges of the graph it is "
                     "fitted on. Validation pairs are held out: an edge left in the graph is "
                     "seen in training (by the encoder, or by the propagation that made the "
@@ -190,7 +195,7 @@ class _LinkPredictorBase(GraphClassifierMixin, BaseEstimator):
                     "optimistic.")
         tail = (" Give the pairs over the training graph, with the held-out pairs removed: "
                 "the PairData of random_edge_split live on it.")
-        if edges_collected(X._store.adjacency_origin):
+        if collected:
             tail += (" On edges an edge mechanism collected, split its output "
                      "(random_edge_split(EdgeRR(...).fit_transform(G))) rather than "
                      "randomizing the training graph in the pipeline, where random edges join "

@@ -330,5 +330,5 @@ def test_a_device_copies_only_with_its_state_file(hds_spec, tmp_path):
     twin = pickle.loads(pickle.dumps(dev))
     assert twin.answer(hds_spec, X) == first and twin.spent == dev.spent == 2.0
     other = collection_spec(HDSMechanism(2.0, k=2, feature_range=(0, 2)), n_features=4)
-    with pytest.raises(ValueError, match="max_epsilon|budget|cap"):
+    with pytest.raises(SpecError, match=r"take this device to epsilon=4, above its cap of 3"):
         twin.answer(other, X)   # the copy shares the original's spend
