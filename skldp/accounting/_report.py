@@ -232,9 +232,11 @@ _BEFORE_MECHANISM = ("fitted on the users' rows before a mechanism: only on-devi
 
 def _raw_readers(est, path):
     """(path, class) of the steps in ``est`` (a step before a feature mechanism) that read
-    the rows they are given: every step but the on-device ones and those that read no
-    feature; containers (pipelines, unions, column transformers) by their steps."""
-    if getattr(est, "_device_side", False) or not getattr(est, "_reads_features", True):
+    the rows they are given: every step but the on-device ones, the mechanisms and those
+    that read no feature; containers (pipelines, unions, column transformers) by their
+    steps."""
+    if getattr(est, "_device_side", False) or not getattr(est, "_reads_features", True) or \
+            getattr(est, "collection_", None) is not None:   # a mechanism (of the edges)
         return []
     children = list(_children(est))
     if not children:
