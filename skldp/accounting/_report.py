@@ -215,6 +215,17 @@ def _private_steps(estimator):
             for name, child in children[:first or 0]:
                 for where, kind in _raw_readers(child, f"{path}.{name}" if path else name):
                     unrecorded.append((where, kind, _BEFORE_MECHANISM))
+        branches = _branches(est)
+        if any(_perturbs_features(b) for _, b in branches if not isinstance(b, str)):
+            # Branches beside a feature mechanism (a union, a column transformer) pass what
+            # they read of the users' rows on to what follows: in the clear.
+            for name, branch in branches:
+                where = f"{path}.{name}" if path else name
+                if isinstance(branch, str):   # "passthrough": the raw columns themselves
+                    unrecorded.append((where, branch, _BESIDE_MECHANISM))
+                elif not _perturbs_features(branch):
+                    unrecorded.extend((w, kind, _BESIDE_MECHANISM)
+                                      for w, kind in _raw_readers(branch, where))
         if getattr(est, "_reads_unrecorded", False) or (
                 not children and not type(est).__module__.startswith("skldp.")):
             foreign.append(path or type(est).__name__)
@@ -228,6 +239,23 @@ def _private_steps(estimator):
 
 _BEFORE_MECHANISM = ("fitted on the users' rows before a mechanism: only on-device steps, "
                      "NodeWise(..., on_device=True), may stand there")
+
+
+_BESIDE_MECHANISM = ("passed the users' rows on beside a mechanism (a branch of a union or "
+                     "a column transformer), in the clear")
+
+
+def _branches(est):
+    """(name, step) of the branches of a fitted union or column transformer (steps or
+    ``"passthrough"``; dropped ones left out), else ``[]``."""
+    if isinstance(getattr(est, "transformers_", None), list):   # ColumnTransformer
+        items = [(name, step) for name, step, _ in est.transformers_]
+    elif isinstance(getattr(est, "transformer_list", None), list):   # FeatureUnion
+        items = list(est.transformer_list)
+    else:
+        return []
+    return [(name, step) for name, step in items
+            if step is not None and not (isinstance(step, str) and step != "passthrough")]
 
 
 def _raw_readers(est, path):

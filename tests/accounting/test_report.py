@@ -297,3 +297,37 @@ def test_a_plain_step_fitted_before_a_mechanism_read_the_users_in_the_clear(as_g
 
     assert report(on_device(), mech()).local_epsilon == 1.0
     assert report(Pipeline([("od", on_device())]), mech()).local_epsilon == 1.0
+
+
+def test_branches_beside_a_mechanism_pass_the_users_rows_on_in_the_clear():
+    # a column transformer with a mechanism on some columns and a scaler (or passthrough)
+    # on the others printed the mechanism's epsilon alone on a plain array
+    from sklearn.compose import ColumnTransformer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import FeatureUnion
+    from sklearn.preprocessing import StandardScaler
+
+    from skldp.baselines import GraphFeatureUnion, StructuralFeatures
+    from skldp.mechanisms import MultiBitMechanism
+
+    rng = np.random.default_rng(56)   # a plain array's users are its content: its own
+    X, y = rng.random((60, 4)), rng.integers(0, 3, 60)
+
+    def mech():
+        return MultiBitMechanism(eps=1.0, feature_range=(0, 1), random_state=0)
+
+    def report(first, data=X):
+        pipe = Pipeline([("first", first), ("clf", LogisticRegression())])
+        return privacy_report(pipe.fit(data, y))
+
+    for beside in (StandardScaler(), "passthrough"):
+        rep = report(ColumnTransformer([("m", mech(), [0, 1]), ("other", beside, [2, 3])]))
+        assert rep.local_epsilon == np.inf and "beside a mechanism" in str(rep)
+    rep = report(FeatureUnion([("m", mech()), ("raw", "passthrough")]))
+    assert rep.local_epsilon == np.inf
+    # the mechanism alone, or beside a step that reads the graph only: no raw row passes
+    assert report(ColumnTransformer([("m", mech(), [0, 1, 2, 3])])).local_epsilon == 1.0
+    A = (rng.random((60, 60)) < 0.1).astype(float)
+    union = GraphFeatureUnion([("structure", StructuralFeatures(random_state=0)),
+                               ("private", mech())])
+    assert report(union, GraphData(X, np.maximum(A, A.T))).local_epsilon == 1.0
