@@ -12,6 +12,7 @@ from ..device._kinds import label_encode, label_flip_q
 from ..exceptions import PrivacyLeakWarning
 from ..population import default_population
 from ..population._digest import label_digests
+from ..population._spec import step_kind
 from ..utils.validation import EPS_CONSTRAINT, RANDOM_STATE_CONSTRAINT, check_eps
 from ._grid import check_eps_per_coordinate
 
@@ -360,3 +361,14 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
         idx = self.encode(y_noisy)
         o = np.bincount(idx, minlength=len(self.classes_)) / max(len(idx), 1)
         return np.linalg.solve(self.transition_matrix_.T, o)
+
+
+def classifier_label_mechanism(clf):
+    """The label randomiser of a classifier with ``eps_y`` and ``classes`` (LPGNN, RGNN),
+    unfitted; with ``classes=None`` the domain it reads from the labels is charged under
+    the classifier's name."""
+    mech = LabelRandomizedResponse(clf.eps_y, classes=clf.classes,
+                                   random_state=clf.random_state)
+    if clf.classes is None:
+        mech._classes_read_by = step_kind(clf)
+    return mech

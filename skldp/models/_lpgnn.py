@@ -9,8 +9,7 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import StrOptions
 
 from .._torch import class_softmax
-from ..mechanisms._label_rr import LabelRandomizedResponse
-from ..population._spec import step_kind
+from ..mechanisms._label_rr import LabelRandomizedResponse, classifier_label_mechanism
 from ..propagation._gcn_aggregation import apply_propagation, graph_propagation_matrix
 from ..utils.validation import EPS_CONSTRAINT, Count, check_graph_data
 from ._base import take_rows
@@ -231,11 +230,7 @@ class LPGNNClassifier(GNNClassifierBase):
     def _make_label_mechanism(self, y):
         if np.isinf(float(self.eps_y)):
             return None
-        mech = LabelRandomizedResponse(self.eps_y, classes=self.classes,
-                                       random_state=self.random_state)
-        if self.classes is None:   # the domain read from y is charged under this name
-            mech._classes_read_by = step_kind(self)
-        return mech.fit(y=y)
+        return classifier_label_mechanism(self).fit(y=y)
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):

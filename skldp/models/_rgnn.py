@@ -11,8 +11,7 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import StrOptions
 
 from .._torch import class_softmax
-from ..mechanisms._label_rr import LabelRandomizedResponse
-from ..population._spec import step_kind
+from ..mechanisms._label_rr import classifier_label_mechanism
 from ..reconstruction._labels import reconstruct_labels
 from ..reconstruction._llp import cluster_label_proportions, llp_kl_loss, metis_clusters
 from ..utils._random import draw_seed
@@ -219,10 +218,7 @@ class RGNNClassifier(TorchClassifierBase):
         y = self._check_labels(np.asarray(y), len(G))
         # The label collection's seed is hashed from random_state with the label
         # mechanism's identity, so it shares no random numbers with any feature report.
-        mech = LabelRandomizedResponse(self.eps_y, classes=self.classes,
-                                       random_state=self.random_state)
-        if self.classes is None:   # the domain read from y is charged under this name
-            mech._classes_read_by = step_kind(self)
+        mech = classifier_label_mechanism(self)
         mech.fit(y=None if self.classes is not None else y)
         y_noisy = mech.randomize(y, G)  # unseen labels raise here
         self.label_mechanism_ = mech
