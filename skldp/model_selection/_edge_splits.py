@@ -103,6 +103,13 @@ class PairData(GraphData):
         looked up by equality: the text ``"1"`` is not the number ``1``.
         """
         ids = graph.all_node_ids
+        # Python and numpy compare True equal to 1: True would pass as node id 1 (and a
+        # list [[True, 2]] becomes integers below), so look for bools before converting
+        given = id_pairs if isinstance(id_pairs, np.ndarray) else \
+            np.asarray(id_pairs, dtype=object)
+        if _holds_bools(given.ravel()) and not _holds_bools(ids):
+            raise ValueError("id_pairs hold True or False, which are not node ids of this "
+                             "graph (True would be looked up as the id 1). Pass the ids.")
         # object ids: each id keeps its type (a list [[1, "b"]] would become text)
         id_pairs = np.asarray(id_pairs, dtype=object if ids.dtype == object else None)
         if id_pairs.ndim != 2 or id_pairs.shape[1] != 2:
@@ -532,3 +539,10 @@ def random_edge_split(G, val_size=0.05, test_size=0.1, *, negative_ratio=1.0,
         out_P.append(PairData._from_pairs(G_train._store, pairs[order], labels_from))
         out_y.append(y[order])
     return (*out_P, *out_y)
+
+
+def _holds_bools(values):
+    """Whether a 1-d array is boolean or holds a Python or numpy bool among objects."""
+    if values.dtype == bool:
+        return True
+    return values.dtype == object and any(isinstance(v, (bool, np.bool_)) for v in values)

@@ -35,6 +35,14 @@ def test_from_node_ids_of_another_type_is_a_value_error():
     assert PairData.from_node_ids(G, [[30, 10]]).pairs.tolist() == [[2, 0]]
 
 
+@pytest.mark.parametrize("pairs", [[[True, 2]], np.array([[True, False]]), [[np.True_, 0]]])
+@pytest.mark.parametrize("ids", [np.arange(3), np.array([1, "b", 3.5], dtype=object)])
+def test_from_node_ids_refuses_bools(pairs, ids):
+    # True compares equal to 1: it was looked up as the node id 1
+    with pytest.raises(ValueError, match="True or False, which are not node ids"):
+        PairData.from_node_ids(_path(3, node_ids=ids), pairs)
+
+
 def test_empty_list_selects_no_pair():
     G = _path(4, node_ids=np.arange(4))
     P = PairData(G, [[0, 1], [0, 2]])
