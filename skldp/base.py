@@ -396,6 +396,21 @@ class PrivateStepMixin:
 _GRAPH_CACHES = []
 
 
+def clone_private_step(step):
+    """``clone(step)`` that keeps a ``random_state`` given as a RandomState or Generator.
+
+    ``clone`` copies such an object: the copy would draw the same seed at every fit
+    (one collection for every fit, where the step alone makes a new one), the same
+    seed the caller's object then gives the model that holds the step, so a collection's
+    key would be a model's training seed.
+    """
+    copy = clone(step)
+    rs = getattr(step, "random_state", None)
+    if isinstance(rs, (np.random.RandomState, np.random.Generator)):
+        copy.set_params(random_state=rs)
+    return copy
+
+
 def fitted_token(estimator):
     """A hash of an estimator's parameters and fitted state.
 

@@ -3,9 +3,9 @@
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import clone
 
 from .._graph_data import GraphData
+from ..base import clone_private_step
 
 __all__ = ["sym_normalized_adjacency", "solve_shifted", "node_positions",
            "fit_label_mechanism", "fitted_label_mechanism", "check_view"]
@@ -115,7 +115,7 @@ def fit_label_mechanism(owner, G, y):
     if not (hasattr(lm, "randomize") and hasattr(lm, "fit")):
         raise TypeError("label_mechanism must be a label mechanism with fit and randomize "
                         f"(e.g. LabelRandomizedResponse), got {type(lm).__name__}.")
-    mech = clone(lm).fit(y=y)
+    mech = clone_private_step(lm).fit(y=y)
     y_noisy = mech.randomize(y, G)   # the users answer through their population
     owner.label_mechanism_ = mech
     return y_noisy, mech

@@ -6,11 +6,12 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 import torch.nn.functional as F
-from sklearn.base import _fit_context, clone
+from sklearn.base import _fit_context
 from sklearn.utils._param_validation import StrOptions
 from torch import nn
 
 from .._torch import dropout, sparse_matmul, to_torch_dense, to_torch_sparse
+from ..base import clone_private_step
 from ..utils._adjacency import normalized_adjacency
 from ..utils._arrays import torch_blocks_sum
 from ..utils.validation import LABEL_MECHANISM_CONSTRAINT, Count, Interval, check_graph_data
@@ -590,7 +591,7 @@ class GNNClassifierBase(TorchClassifierBase):
         """A fitted clone of ``label_mechanism`` (``None`` when labels are not private)."""
         if self.label_mechanism is None:
             return None
-        return clone(self.label_mechanism).fit(y=y)
+        return clone_private_step(self.label_mechanism).fit(y=y)
 
     def _encode_labels(self, y, n_rows):
         mech = getattr(self, "label_mechanism_", None)

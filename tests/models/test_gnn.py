@@ -9,6 +9,7 @@ import torch
 
 from skldp import GraphData
 from skldp.accounting import privacy_report
+from skldp.baselines import LabelPropagationClassifier
 from skldp.mechanisms import LabelRandomizedResponse
 from skldp.models import GATClassifier, GCNClassifier, LPGNNClassifier, SAGEClassifier
 from skldp.models._gnn import (
@@ -323,6 +324,36 @@ def test_label_mechanism_uses_only_noisy_labels(data):
     np.testing.assert_allclose(a.validation_scores_, b.validation_scores_, rtol=1e-5)
     assert a.label_mechanism_ is not mech and a.label_mechanism_.epsilon_ == 1.0
     assert not hasattr(mech, "seed_")  # the parameter is not fitted in place
+
+
+@pytest.mark.parametrize("make", [
+    lambda lm, rs: GCNClassifier(epochs=2, device="cpu", label_mechanism=lm, random_state=rs),
+    lambda lm, rs: LabelPropagationClassifier(label_mechanism=lm)])
+def test_label_mechanism_with_a_random_state_object_draws_from_it(data, make, monkeypatch):
+    """A RandomState given to the label mechanism is used, not copied: each fit is a new
+    collection (as for the mechanism alone), and a model given the same object never
+    draws the collection's key as its own training seed."""
+    import skldp.models._base as models_base
+    import skldp.utils._random as random_mod
+    G, y, tr, te = data
+    G = G.new_simulation()
+    drawn, draw = [], random_mod.draw_seed
+
+    def spy(rs):
+        drawn.append(draw(rs))
+        return drawn[-1]
+    monkeypatch.setattr(random_mod, "draw_seed", spy)
+    monkeypatch.setattr(models_base, "draw_seed", spy)
+    rs = np.random.RandomState(7)
+    clf = make(LabelRandomizedResponse(1.0, classes=[0, 1, 2], random_state=rs), rs)
+    ids = []
+    for _ in range(3):
+        drawn.clear()
+        ids.append(clf.fit(G[tr], y[tr]).label_mechanism_.collection_.id)
+        assert len(drawn) == len(set(drawn))   # no seed drawn twice from the one object
+    assert len(set(ids)) == 3
+    labels = [e for e in G.ledger.entries() if "labels" in e.spec.protects]
+    assert len(labels) == 3
 
 
 def test_label_mechanism_privacy_report_and_classes(data):
