@@ -67,6 +67,8 @@ def _flipped_slots(seed, rkeys, n_free, q):
         cur = cur + np.bincount(owner, weights=gap + 1, minlength=m).astype(np.int64)
         used += draws
         active = active & (cur < n_free)
+    if not owners:   # every user is linked to every other: no free slot to flip in
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
     owner, slot = np.concatenate(owners), np.concatenate(slots)
     if len(owners) > 1:   # rounds append later slots: order by (owner, slot)
         order = np.argsort(owner, kind="stable")

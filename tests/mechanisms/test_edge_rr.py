@@ -46,6 +46,20 @@ def test_keep_and_flip_rates_match_formula(eps):
     assert abs(flip - q) < 5 * np.sqrt(q * (1 - q) / n_non)
 
 
+@pytest.mark.parametrize("n", [2, 60])
+def test_complete_graph_has_nothing_to_flip_in(n):
+    # every user is linked to every other: no free slot (this crashed), only drops
+    A = sp.csr_matrix(np.ones((n, n)) - np.eye(n))
+    G = GraphData(np.zeros((n, 1)), A)
+    mech = EdgeRR(1.0, symmetrize="directed", random_state=0).fit(G)
+    R = mech.transform(G).adjacency
+    kept, n_true = R.multiply(A).sum(), A.nnz
+    assert R.nnz == kept          # no edge outside the true ones
+    keep = kept / n_true
+    q = mech.flip_probability_
+    assert abs(keep - (1 - q)) < 5 * np.sqrt(q * (1 - q) / n_true)
+
+
 def test_single_bit_ldp_ratio():
     """P(report 1 | bit 1) / P(report 1 | bit 0) estimates e^eps (eq. (6))."""
     eps = 1.0
