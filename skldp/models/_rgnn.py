@@ -248,9 +248,12 @@ class RGNNClassifier(TorchClassifierBase):
         self.cluster_proportions_ = None
         if self.alpha > 0:
             # Never the mechanism's seed_: METIS's output would reveal bits of the secret.
+            seed, k = draw_seed(self.random_state) % (2**31), int(self.n_clusters)
             try:
-                clusters = metis_clusters(A, int(self.n_clusters),
-                                          seed=draw_seed(self.random_state) % (2**31))
+                # once per graph and seed (the folds of a search reuse it): METIS is most
+                # of a large graph's fit, and its result depends on the structure alone
+                clusters = G.operator(("metis", k, seed),
+                                      lambda adj: metis_clusters(adj, k, seed=seed)).copy()
             except ImportError as exc:
                 raise ImportError(f"{exc} RGNNClassifier(alpha={self.alpha}) uses METIS for "
                                   "its label-proportion term; alpha=0 trains without it.") \

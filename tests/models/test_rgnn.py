@@ -107,6 +107,21 @@ def test_classes_none_warns_and_alpha0_skips_metis(graph):
     assert clf.clusters_ is None and not hasattr(clf, "_llp_state")
 
 
+def test_metis_runs_once_per_graph_and_seed(graph, monkeypatch):
+    import skldp.models._rgnn as rgnn
+    calls, metis = [], rgnn.metis_clusters
+    monkeypatch.setattr(rgnn, "metis_clusters",
+                        lambda *a, **kw: calls.append(kw) or metis(*a, **kw))
+    G, y = graph
+    a, _ = _fit(G, y, epochs=2)
+    b, _ = _fit(G, y, epochs=2, lr=0.02)        # another setting of the model, same seed
+    assert len(calls) == 1 and np.array_equal(a.clusters_, b.clusters_)
+    a.clusters_[:] = -1                          # the fitted attribute is the model's own
+    c, _ = _fit(G, y, epochs=2, random_state=1)  # another seed partitions again
+    assert len(calls) == 2 and c.clusters_.min() == 0
+    assert np.array_equal(_fit(G, y, epochs=2)[0].clusters_, b.clusters_)
+
+
 def test_without_pymetis_the_default_asks_for_it(graph, monkeypatch):
     # The default alpha > 0 needs METIS (the metis extra): a clear error, no silent
     # change of method; alpha=0 trains without the label-proportion term.
