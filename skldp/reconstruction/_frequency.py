@@ -4,13 +4,14 @@
 """
 
 
+import warnings
 from numbers import Real
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, _fit_context
 
-from ..base import GraphTransformerMixin
+from ..base import GraphTransformerMixin, collected_spec
 from ..mechanisms._grid import check_eps_per_coordinate
 from ..mechanisms._grr import grr_probabilities, public_domain_sizes
 from ..utils._adjacency import normalized_adjacency
@@ -19,6 +20,8 @@ from ..utils.validation import EPS_CONSTRAINT, Count, check_graph_data, check_in
 __all__ = ["FrequencyReconstructor", "mean_propagation_matrix"]
 
 _BLOCK_ENTRIES = 1 << 22  # n x (one-hot columns) per block: bounds the dense temporaries
+_GRRFS_KIND = "skldp.mechanisms.GRRFSMechanism"
+_GRRFS_SIMULATED = ("derived", "are the reports of GRRFSMechanism", False)
 
 
 def mean_propagation_matrix(A, self_loops=True):
@@ -122,6 +125,15 @@ class FrequencyReconstructor(GraphTransformerMixin, BaseEstimator):
     mass to such nodes from the reports it reaches. NaN or infinite reports
     raise a ``ValueError``.
 
+    On a :class:`~skldp.GraphData` the origin of the features is checked:
+    the reports of a collection real devices sent
+    (:func:`~skldp.population.received_graph`) raise a ``ValueError`` when
+    ``eps``, ``m`` or the domain sizes differ from the collection's, and
+    features that are not GRR-FS reports (raw features, another mechanism's
+    reports, features computed on the server) give a ``UserWarning``: the
+    inversion assumes GRR-FS reports. Raw features with ``eps=inf`` and
+    ``m = n_features`` are accepted silently (they equal those reports).
+
     References
     ----------
     .. [1] K. Bhaila, W. Huang, Y. Wu and X. Wu, "Local Differential Privacy in
@@ -176,8 +188,52 @@ class FrequencyReconstructor(GraphTransformerMixin, BaseEstimator):
         check_int(self.m, "m", 1, d, maximum_is=f"n_features={d}")
         if self.domain_sizes is not None:
             public_domain_sizes(self.domain_sizes, d)
+        self._check_reports(G)
         self.n_features_in_ = d
         return self
+
+    def _check_reports(self, G):
+        """Refuse another protocol than the collection's; warn on features that are
+        not GRR-FS reports (the inversion would return meaningless values)."""
+        origin = G._store.feature_origin
+        spec = collected_spec(G)
+        d = G.shape[1]
+        if spec is not None and spec.kind == _GRRFS_KIND:
+            want = {"eps": float(spec.params["eps"]), "m": int(spec.params["m"]),
+                    "domain_sizes": np.asarray(spec.public_state["domain_sizes"], np.int64)}
+            if self.domain_sizes is not None:
+                sizes = public_domain_sizes(self.domain_sizes, d)
+            else:   # read from the reports, as transform does
+                hi = G.full().features.max(axis=0)
+                hi = hi.toarray() if sp.issparse(hi) else np.asarray(hi)
+                sizes = np.maximum(hi.ravel().astype(np.int64) + 1, 2)
+            have = {"eps": float(self.eps), "m": int(self.m), "domain_sizes": sizes}
+            diff = [f"{k}={np.asarray(have[k]).tolist()} (collection: "
+                    f"{np.asarray(want[k]).tolist()})"
+                    for k in want if not np.array_equal(have[k], want[k])]
+            if diff:
+                raise ValueError(
+                    f"{type(self).__name__} reconstructs the reports of collection {spec.id} "
+                    f"with other parameters: {', '.join(diff)}. Copy the collection's with "
+                    "FrequencyReconstructor.from_mechanism(skldp.population."
+                    "mechanism_from_spec(spec), hops=...), spec being the collection's.")
+            return
+        if spec is None and origin == _GRRFS_SIMULATED:
+            return
+        if origin[0] == "raw":
+            if np.isinf(float(self.eps)) and int(self.m) == d:
+                return   # GRR-FS at eps=inf with every feature reports the raw codes
+            what = "are the users' raw features"
+        elif spec is not None:
+            what = f"are the reports of collection {spec.id} ({spec.describe()})"
+        else:
+            what = origin[1]
+        warnings.warn(
+            f"{type(self).__name__} inverts GRR-FS reports, but its input features {what}: "
+            "on other features its output is no frequency estimate. Put it right after "
+            "GRRFSMechanism, or read real devices' reports with "
+            "skldp.population.received_graph (reports saved from a simulation and loaded "
+            "again lose their origin: then ignore this warning).", UserWarning, stacklevel=2)
 
     def _sizes(self, codes):
         d = codes.shape[1]
@@ -186,6 +242,7 @@ class FrequencyReconstructor(GraphTransformerMixin, BaseEstimator):
         return np.maximum(codes.max(axis=0).astype(np.int64) + 1, 2)
 
     def _transform_graph(self, G):
+        self._check_reports(G)
         codes = _as_codes(G.features)
         sizes = self._sizes(codes)
         bad = np.flatnonzero(codes.max(axis=0) >= sizes)

@@ -78,7 +78,8 @@ def test_output_is_a_view_and_memoised():
 
 def test_one_hot_is_sparse():
     G, _, _ = _sbm(n=60)
-    rec = FrequencyReconstructor(1.0, 2, domain_sizes=2, hops=0).fit(G)
+    with pytest.warns(UserWarning, match="raw features"):
+        rec = FrequencyReconstructor(1.0, 2, domain_sizes=2, hops=0).fit(G)
     codes = np.asarray(G).astype(np.int64)
     L = rec.propagated_proportions(codes, G.adjacency, np.full(6, 2), np.arange(6))
     np.testing.assert_array_equal(L.sum(axis=1), np.full(60, 6))
@@ -100,7 +101,8 @@ def test_bad_input():
     with pytest.raises(TypeError, match="GraphData"):
         FrequencyReconstructor(1.0, 1).fit(np.zeros((3, 2)))
     bad = G.with_features(np.full((30, 6), 0.5))
-    with pytest.raises(ValueError, match="integer codes"):
+    with pytest.raises(ValueError, match="integer codes"), \
+            pytest.warns(UserWarning, match="not GRR-FS|set on the server"):
         FrequencyReconstructor(1.0, 1).fit(bad).transform(bad)
     with pytest.raises(ValueError, match="needs the graph"):
         FrequencyReconstructor(1.0, 1).fit(GraphData(np.zeros((3, 2))))
