@@ -159,12 +159,28 @@ def frequency_oracle_probabilities(eps, domain_size, oracle):
     """
     if np.isinf(eps):
         return 1.0, 0.0
-    e = np.exp(eps)
+    e = _exp(eps)
     if oracle == "grr":
+        if np.isinf(e):
+            return _grr_large_eps(eps, domain_size)
         return e / (e + domain_size - 1.0), 1.0 / (e + domain_size - 1.0)
     if oracle == "oue":
         return 0.5, 1.0 / (e + 1.0)
     raise ValueError(f"oracle must be 'grr' or 'oue', got {oracle!r}.")
+
+
+def _exp(eps):
+    """``e^eps``, ``inf`` without a warning where it overflows (``eps > 709.78``)."""
+    with np.errstate(over="ignore"):
+        return np.exp(eps)
+
+
+def _grr_large_eps(eps, c):
+    """GRR's ``(p, q)`` where ``e^eps`` overflows: ``e / (e + c - 1)`` is ``inf / inf``,
+    so divide through by ``e`` (only there: below, the reports' probabilities stay
+    bit for bit those of the device program)."""
+    t = np.exp(-eps)
+    return 1.0 / (1.0 + (c - 1.0) * t), t / (1.0 + (c - 1.0) * t)
 
 
 def grr_probabilities(eps, c):
@@ -172,7 +188,9 @@ def grr_probabilities(eps, c):
     c = np.asarray(c, dtype=np.float64)
     if np.isinf(eps):
         return np.ones_like(c), np.zeros_like(c)
-    e = np.exp(eps)
+    e = _exp(eps)
+    if np.isinf(e):
+        return _grr_large_eps(eps, c)
     return e / (e + c - 1.0), 1.0 / (e + c - 1.0)
 
 

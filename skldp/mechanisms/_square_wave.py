@@ -52,9 +52,24 @@ def hds_estimator_variance(eps, k, d, x2=1.0 / 3.0):
     Returns
     -------
     float or ndarray
+        ``eps = inf`` gives the variance of the sampling alone, ``(d / k - 1) x2``.
+
+    Raises
+    ------
+    ValueError
+        If a ``k`` is outside ``1..d``.
     """
     k = np.asarray(k, dtype=np.float64)
+    bad = (k < 1) | (k > d) | (k != np.round(k))
+    if np.any(bad):
+        raise ValueError(f"k must be an integer in 1..{d} (n_features={d}), got "
+                         f"{k[bad].ravel()[0]:g}.")
     e = eps / k
+    # eps = inf: no noise, C = k / d and the report varies by the sampling alone (the
+    # formula below would be inf / inf there); a stand-in budget keeps it finite
+    none = np.isinf(e)
+    if np.any(none):
+        e = np.where(none, 1.0, e)
     b = np.vectorize(square_wave_b)(e)
     # w = b e^eps', in closed form where b e^eps' would underflow times overflow
     with np.errstate(over="ignore", under="ignore"):
@@ -62,7 +77,10 @@ def hds_estimator_variance(eps, k, d, x2=1.0 / 3.0):
                      b * np.exp(np.minimum(e, 30.0)))
     C = (k / d) * (w - b) / (w + 1.0)
     const = k * (b * b * w + 3 * b * b + 3 * b + 1) / (3.0 * d * (w + 1.0))
-    return (const + (C - C * C) * x2) / (C * C)
+    var = (const + (C - C * C) * x2) / (C * C)
+    if np.any(none):
+        var = np.where(none, (d / k - 1.0) * x2, var)[()]
+    return var
 
 
 def hds_optimal_k(eps, d, max_k=None):
