@@ -9,6 +9,8 @@ from ._frequency import mean_propagation_matrix
 __all__ = ["project_simplex", "grr_transition_matrix", "reconstruct_labels",
            "unbiased_label_distribution"]
 
+_LARGE = 2.0 ** 20   # rows of project_simplex beyond this magnitude are shifted first
+
 
 def project_simplex(V):
     """Euclidean projection of each row of ``V`` onto the probability simplex.
@@ -39,13 +41,20 @@ def project_simplex(V):
     if not np.all(np.isfinite(V2)):
         raise ValueError("project_simplex needs finite values.")
     c = V2.shape[1]
-    U = -np.sort(-V2, axis=1)
-    css = np.cumsum(U, axis=1) - 1.0
-    j = np.arange(1, c + 1)
-    cond = U - css / j > 0
-    rho = c - np.argmax(cond[:, ::-1], axis=1)  # last index where cond holds (1-based)
-    theta = css[np.arange(len(U)), rho - 1] / rho
-    W = np.maximum(V2 - theta[:, None], 0.0)
+    # The projection is invariant to shifting a row; a row of large values is shifted
+    # by its max first, else its cumulative sums round the -1 away (theta misses the
+    # simplex). Other rows are left as they are, so their results stay bit for bit.
+    # (Entries more than ~1.8e308 below their row's max become -inf: projected to 0.)
+    big = np.abs(V2).max(axis=1, initial=0.0, keepdims=True) > _LARGE
+    with np.errstate(over="ignore", invalid="ignore"):
+        V2 = V2 - np.where(big, V2.max(axis=1, initial=-np.inf, keepdims=True), 0.0)
+        U = -np.sort(-V2, axis=1)
+        css = np.cumsum(U, axis=1) - 1.0
+        j = np.arange(1, c + 1)
+        cond = U - css / j > 0
+        rho = c - np.argmax(cond[:, ::-1], axis=1)  # last index where cond holds (1-based)
+        theta = css[np.arange(len(U)), rho - 1] / rho
+        W = np.maximum(V2 - theta[:, None], 0.0)
     return W[0] if one_d else W
 
 
@@ -91,7 +100,12 @@ def unbiased_label_distribution(observed, T, project=True):
         The unbiased (or projected) estimates of the true proportions.
     """
     observed = np.asarray(observed, dtype=np.float64)
-    est = np.linalg.solve(np.asarray(T).T, observed.reshape(-1, observed.shape[-1]).T).T
+    try:
+        est = np.linalg.solve(np.asarray(T).T, observed.reshape(-1, observed.shape[-1]).T).T
+    except np.linalg.LinAlgError as err:
+        raise ValueError("the transition matrix T is singular, so the observed proportions "
+                         "cannot be unbiased: its budget is too small to invert (use a "
+                         "larger eps).") from err
     if project:
         est = project_simplex(est)
     return est.reshape(observed.shape)

@@ -1,0 +1,41 @@
+"""Label reconstruction at the edges of floating point: a transition matrix too close to
+uniform to invert, and simplex projections of large estimates."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+from skldp.reconstruction import grr_transition_matrix, project_simplex, unbiased_label_distribution
+
+
+def test_singular_transition_matrix_gives_a_clear_error():
+    T = grr_transition_matrix(1e-17, 3)   # every entry 1/3 in floating point
+    with pytest.raises(ValueError, match="transition matrix T is singular.*budget is too small"):
+        unbiased_label_distribution(np.array([[0.5, 0.3, 0.2]]), T)
+
+
+@pytest.mark.parametrize("row, expected", [
+    ([1e16, 0.0, 0.0], [1.0, 0.0, 0.0]),
+    ([1e300, -1e300, 1e300], [0.5, 0.0, 0.5]),
+    ([1e308, -1e308, 1e308], [0.5, 0.0, 0.5]),   # the shift overflows to -inf: a 0
+    ([-1e16, -1e16 - 4.0, 3e7], [0.0, 0.0, 1.0]),
+    ([2e7, 2e7 + 0.5, 0.0], [0.25, 0.75, 0.0]),
+])
+def test_large_rows_are_projected_onto_the_simplex(row, expected):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        W = project_simplex([row])
+    np.testing.assert_allclose(W, [expected], atol=1e-12)
+    assert W.sum() == pytest.approx(1.0) and W.min() >= 0
+
+
+def test_ordinary_rows_are_unchanged_bit_for_bit():
+    # the reference: the sort-based algorithm as written before large rows were shifted
+    V = np.random.default_rng(0).uniform(-10, 10, (5000, 6))
+    U = -np.sort(-V, axis=1)
+    css = np.cumsum(U, axis=1) - 1.0
+    cond = U - css / np.arange(1, 7) > 0
+    rho = 6 - np.argmax(cond[:, ::-1], axis=1)
+    theta = css[np.arange(len(U)), rho - 1] / rho
+    assert np.array_equal(project_simplex(V), np.maximum(V - theta[:, None], 0.0))
