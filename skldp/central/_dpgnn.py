@@ -1093,7 +1093,7 @@ class DPGNNClassifier(_DPTrainerBase):
         self._setup_fit()
         G = check_graph_data(X, self, require_symmetric=True)
         _check_min_features(G.shape, type(self).__name__)
-        check_finite_features(G.features)
+        check_finite_features(G.features, name=f"the features given to {type(self).__name__}")
         check_float32_range(G.features)
         y_enc = self._encode_targets(y, len(G))
         # classes=None read the label domain from the labels of every fit row
@@ -1289,7 +1289,7 @@ class DPMLPClassifier(_DPTrainerBase):
         else:
             Xf = check_array(X, accept_sparse="csr", dtype=np.float32, estimator=self)
         _check_min_features(Xf.shape, type(self).__name__)
-        check_finite_features(Xf)
+        check_finite_features(Xf, name=f"the features given to {type(self).__name__}")
         check_float32_range(Xf)
         return Xf
 

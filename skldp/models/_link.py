@@ -910,7 +910,7 @@ class HadamardLinkPredictor(_LinkPredictorBase):
     @staticmethod
     def _embeddings(X, device):
         Z = X.features
-        check_finite_features(Z)
+        check_finite_features(Z, name="the features given to HadamardLinkPredictor")
         return to_torch_dense(Z, device)
 
     def _moments(self, z, pairs):

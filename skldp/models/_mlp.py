@@ -44,6 +44,7 @@ _AUTO_DECAY_ROWS = 500
 _AUTO_DECAYS = tuple(float(w) for w in np.logspace(-5, -1, 9))
 _AUTO_FOLDS = 5
 _DECAY = 5e-5
+_GIVEN = "the features given to MLPHead"   # NaN advice: a server step, no mechanism
 
 
 def _chunk_rows(d):
@@ -173,7 +174,7 @@ class _DeviceStandardized:
         n = self._n   # at least 2 (MLPHead.fit)
         mean = sum(c.sum(0) for c in self._chunks()) / n
         if self._src is not None and not bool(mean.isfinite().all()):
-            check_finite_features(self._src[self._rows])   # raises, naming the row
+            check_finite_features(self._src[self._rows], name=_GIVEN)   # raises, naming the row
         var = sum(((c - mean) ** 2).sum(0) for c in self._chunks()) / n
         return _scale_stats(mean.cpu().numpy(), var.cpu().numpy())
 
@@ -219,7 +220,7 @@ class _HeldRows:
     def __init__(self, T, rows):
         # all nodes finite (one pass, no copy) or the rows themselves: else the error
         if not torch_sum_is_finite(T):
-            check_finite_features(T[rows])
+            check_finite_features(T[rows], name=_GIVEN)
         self.T, self.index, self.shape = T, rows, (len(rows), T.shape[1])
 
     def __getitem__(self, key):   # a slice of the rows
@@ -462,7 +463,7 @@ class MLPHead(TorchClassifierBase):
             if T is not None:
                 return self._prepare_held(T, torch.as_tensor(X.rows, device=device))
             X = X.features[X.rows]
-            check_finite_features(X)
+            check_finite_features(X, name=f"the features given to {type(self).__name__}")
         n, d = X.shape
         if sp.issparse(X) and n * d * 4 <= _DENSE_BYTES:
             X = X.toarray()   # densified once: the same statistics as a dense input
@@ -583,7 +584,7 @@ class MLPHead(TorchClassifierBase):
         from sklearn.model_selection import GridSearchCV, StratifiedKFold
         if isinstance(X, GraphData):
             X = X.features[X.rows]   # the rows alone: the folds need no graph
-            check_finite_features(X)
+            check_finite_features(X, name=f"the features given to {type(self).__name__}")
         cv_seed = stream_seed(seed, "weight_decay") % (1 << 32)
         # each candidate seeded alike, so that the comparison is of the penalty alone
         search = GridSearchCV(

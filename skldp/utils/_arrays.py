@@ -20,11 +20,11 @@ def check_finite_features(X, name="features"):
     """Raise a clear error if a dense or sparse matrix (or a torch tensor) holds NaN or inf.
 
     The message advises where to impute them. Under the default ``name`` (the check of
-    a local DP mechanism, an on-device step or a model on an array) it is a public,
-    stateless step on each device, the one a mechanism accepts before it. A ``name``
-    that names a server step (``"the features given to PPRPropagation"``, from
-    :meth:`skldp.GraphData.require_finite_features`) gets an imputer in front of that
-    step: a mechanism's reports hold no NaN, so there are none before it.
+    a local DP mechanism or an on-device step) it is a public, stateless step on each
+    device, the one a mechanism accepts before it. A ``name`` that names a server step
+    (``"the features given to PPRPropagation"``, from
+    :meth:`skldp.GraphData.require_finite_features`, or to a model) gets an imputer in
+    front of that step: a mechanism's reports hold no NaN, so there are none before it.
     """
     if type(X).__module__.startswith("torch"):   # on its device: one number comes back
         if torch_sum_is_finite(X):
@@ -133,7 +133,7 @@ _DEVICE_IMPUTER = 'NodeWise(SimpleImputer(strategy="constant", fill_value=0.0), 
 
 def _not_finite(name, bad):
     where = f"{name} contain NaN or infinite values (first at row {bad[0]}, column {bad[-1]}). "
-    if name == "features":   # a mechanism's (or an on-device step's, or a model's) check
+    if name == "features":   # a mechanism's (or an on-device step's) check
         return where + (
             "Impute them first; before a local DP mechanism, on each user's device with a "
             f"public, stateless step: in a simulation {_DEVICE_IMPUTER}, on real devices "
