@@ -1,6 +1,7 @@
 """Link prediction samples (node pairs on a graph) and the 85/5/10 random edge split."""
 
 import numbers
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
@@ -461,6 +462,12 @@ def random_edge_split(G, val_size=0.05, test_size=0.1, *, negative_ratio=1.0,
         If the graph is unknown or directed (asymmetric adjacency), the
         fractions are invalid, or more non-edges are asked for than exist.
 
+    Warns
+    -----
+    UserWarning
+        If a positive ``val_size`` or ``test_size`` rounds down to no edge
+        (a graph of few edges): that part holds no pairs.
+
     Notes
     -----
     The labels are the edges of ``G``, and the training graph keeps the
@@ -513,6 +520,17 @@ def random_edge_split(G, val_size=0.05, test_size=0.1, *, negative_ratio=1.0,
     n_neg = [int(round(negative_ratio * len(p))) for p in parts]
     neg = _sample_non_edges(A, sum(n_neg), rng)   # A is symmetric (checked above)
     neg_parts = np.split(neg, np.cumsum(n_neg)[:2])
+
+    # (after the checks: a refused split does not warn as well)
+    empty = [f"{name}={size!r} gives no {part} edge"
+             for name, size, part, k in (("val_size", val_size, "validation", n_val),
+                                         ("test_size", test_size, "test", n_test))
+             if size > 0 and k == 0]
+    if empty:   # rounded down to nothing: an evaluation on it would score no pair
+        warnings.warn(f"random_edge_split: the graph has {m} undirected edge"
+                      f"{'s' if m != 1 else ''}, so {' and '.join(empty)} (the parts are "
+                      "rounded down): those parts hold no pairs. Use larger fractions or a "
+                      "larger graph.", UserWarning, stacklevel=2)
 
     held = np.concatenate(parts[1:])
     if len(held):
