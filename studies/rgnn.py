@@ -170,7 +170,10 @@ class RGNNRun(CollectionRun):
                       n_clusters=self.n_clusters, epochs=EPOCHS, validation_fraction=1 / 3,
                       patience=EPOCHS, random_state=seed)
         if kind == "raw-features":  # RGNN at eps = inf: the clean features, propagated
-            rec = FrequencyReconstructor(np.inf, M, domain_sizes=sizes, hops=hops).fit(whole)
+            # every feature (m = d): with m < d the inversion would undo a sampling that
+            # never happened, and sharpen every propagated mean towards 0 or 1
+            rec = FrequencyReconstructor(np.inf, whole.shape[1], domain_sizes=sizes,
+                                         hops=hops).fit(whole)
             self.graph_in_ = rec.transform(whole)
             self.model_ = RGNNClassifier(alpha=self.alpha, **common)
             self.model_.fit(self.graph_in_[G.rows], y)

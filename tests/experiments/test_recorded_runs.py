@@ -38,6 +38,7 @@ KEYS = [
     ("rgnn", 'cora|graph-only|random-50/25/25|0|{"eps": null, "eps_y": 1.0}'),
     ("rgnn", 'student_rgnn|RGNN|random-50/25/25|0|{"eps": 1.0, "eps_y": 1.0}'),
     ("rgnn", 'german_rgnn|graph-only|random-50/25/25|0|{"eps": null, "eps_y": 1.0}'),
+    ("rgnn", 'cora|raw-features|random-50/25/25|0|{"eps": null, "eps_y": 2.0}'),
     ("honest_utility", 'german|hybrid: [structural, HDS -> PPR] -> MLP|50/25/25|2|{"eps": 2.0}'),
     ("honest_utility", 'cora|LPGNN: multi-bit -> KProp GNN|50/25/25|3|{"eps": 2.0}'),
     ("privge", 'cora|hds|random|0|{"hds__eps": 1.0}'),
@@ -60,7 +61,7 @@ TOLERANCE = {"accuracy": 0.005, "auc": 0.5, "mae": 1e-5}   # auc in points
 
 def _needs_pymetis(study, key):
     # RGNN's label-proportion term (alpha > 0) clusters the graph with METIS
-    return study == "rgnn" and key.split("|")[1] == "RGNN"
+    return study == "rgnn" and key.split("|")[1] in ("RGNN", "raw-features")
 
 
 def _record(study, key):
