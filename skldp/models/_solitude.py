@@ -56,8 +56,13 @@ class _WeightedSpMM(torch.autograd.Function):
     ``grad @ h^T`` and then keeps the stored entries; on Facebook (22,470
     nodes) that is a 2 GiB product per step. Here the gradient of the values is
     computed on the stored entries only: ``dv[e] = <grad[row_e], h[col_e]>``
-    (``O(nnz * width)``), and that of ``h`` is a product with ``A^T``.
+    (``O(nnz * width)``, in blocks of entries so that the gathered rows never
+    take ``nnz * width`` numbers at once), and that of ``h`` is a product with ``A^T``.
     """
+
+    # entries per block of the values' gradient: 3 blocks of 2^16 x width floats
+    # (3 MiB at width 4, 12 MiB at 16) in place of 3 of nnz x width
+    _BLOCK = 1 << 16
 
     @staticmethod
     def forward(ctx, v, h, pattern):
@@ -71,39 +76,70 @@ class _WeightedSpMM(torch.autograd.Function):
         p = ctx.pattern
         grad_v = grad_h = None
         if ctx.needs_input_grad[0]:
-            grad_v = (grad.index_select(0, p.rows) * h.index_select(0, p.cols)).sum(1)
+            # each entry's sum runs over its own row of width numbers: blocks of
+            # entries give the same numbers as one product over all of them
+            grad_v = torch.empty(p.size, dtype=grad.dtype, device=grad.device)
+            for s in range(0, p.size, _WeightedSpMM._BLOCK):
+                e = min(s + _WeightedSpMM._BLOCK, p.size)
+                torch.sum(grad.index_select(0, p.rows[s:e]) * h.index_select(0, p.cols[s:e]),
+                          1, out=grad_v[s:e])
         if ctx.needs_input_grad[1]:
             grad_h = sparse_matmul(p.matrix_t(v), grad)
         return grad_v, grad_h, None
+
+
+def _index_dtype(*sizes):
+    """int32 for indices when every count in ``sizes`` fits, else int64 (numpy dtype)."""
+    return np.int32 if max(sizes) < 2**31 else np.int64
 
 
 class _SparsePattern:
     """The CSR pattern of ``n x n`` entries ``(row, col)`` and of its transpose.
 
     Repeated entries are summed (``slot``), as a COO tensor's ``coalesce`` would.
+    All index tensors are int32 when ``n`` and the number of entries allow (half
+    the memory; the gathers and scatter-adds they drive give the same numbers in
+    the same order as with int64): ``rows``/``cols`` (the pattern's entries in CSR
+    order, ``cols`` doubling as the CSR column indices), ``slot`` (entry ->
+    pattern entry), ``order_t`` (the pattern's entries in column-major order) and
+    the CSR arrays of ``A`` and ``A^T``.
     """
 
     def __init__(self, row, col, n, device):
-        codes = np.asarray(row, np.int64) * n + np.asarray(col, np.int64)
-        uniq, slot = np.unique(codes, return_inverse=True)  # row-major: the CSR order
-        rows, cols = uniq // n, uniq % n
-        order_t = np.lexsort((rows, cols))                   # column-major: CSR of A^T
-        # int32 CSR indices when they fit: half the memory for the embedding-bag product,
-        # and MKL (torch.sparse.mm's fallback) would convert int64 ones at every product
-        small = max(len(uniq), n) < 2**31
+        row, col = np.asarray(row), np.asarray(col)
+        m = len(row)
+        idx = _index_dtype(m, n + 1)
+        codes = row.astype(np.int64)
+        codes *= n
+        codes += col
+        if m == 0 or np.all(codes[1:] > codes[:-1]):
+            # already the CSR order, no repeats (the usual sorted CSR input): the pattern
+            # is the entries themselves, as np.unique would find
+            del codes
+            slot = np.arange(m, dtype=idx)
+            rows, cols = row.astype(idx, copy=False), col.astype(idx, copy=False)
+        else:
+            uniq, slot = np.unique(codes, return_inverse=True)  # row-major: the CSR order
+            del codes
+            slot = slot.astype(idx)
+            rows, cols = (uniq // n).astype(idx), (uniq % n).astype(idx)
+            del uniq
+        size = len(rows)
+        crow = np.zeros(n + 1, dtype=idx)
+        np.cumsum(np.bincount(rows, minlength=n), out=crow[1:])
+        # the transpose by scipy's counting sort (csr -> csc): entries by column, then by
+        # row (each column's entries come in row order), as np.lexsort((rows, cols))
+        At = sp.csr_matrix((np.arange(size, dtype=idx), cols, crow), shape=(n, n),
+                           copy=False).T.tocsr()
 
-        def t(a, index=False):
-            dtype = torch.int32 if index and small else torch.long
-            return torch.as_tensor(a, dtype=dtype, device=device)
+        def t(a):
+            return torch.as_tensor(a, device=device)
 
-        def crow(r):  # row pointers of entries sorted by row
-            return t(np.concatenate([[0], np.cumsum(np.bincount(r, minlength=n))]), True)
-
-        self.n, self.size = n, len(uniq)
+        self.n, self.size = n, size
         self.slot, self.rows, self.cols = t(slot), t(rows), t(cols)
-        self.crow, self.crow_t = crow(rows), crow(cols[order_t])
-        self.csr_cols, self.csr_cols_t = t(cols, True), t(rows[order_t], True)
-        self.order_t = t(order_t)
+        self.crow, self.crow_t = t(crow), t(At.indptr.astype(idx, copy=False))
+        self.csr_cols, self.csr_cols_t = self.cols, t(At.indices.astype(idx, copy=False))
+        self.order_t = t(At.data)
 
     def values(self, entry_values):
         """Values of the unique entries (differentiable in ``entry_values``)."""
@@ -117,7 +153,8 @@ class _SparsePattern:
 
     def matrix_t(self, v):
         """``A^T`` with values ``v``."""
-        return sparse_csr_tensor(self.crow_t, self.csr_cols_t, v.detach()[self.order_t],
+        return sparse_csr_tensor(self.crow_t, self.csr_cols_t,
+                                 v.detach().index_select(0, self.order_t),
                                  (self.n, self.n), device=v.device, check_invariants=False)
 
 
@@ -141,42 +178,70 @@ class _EdgeStructure:
     adjacency only (``nnz`` numbers, never ``n^2``). For a symmetric received
     graph one weight is shared by ``(i, j)`` and ``(j, i)`` so the learned
     graph stays undirected.
+
+    Index arrays are int32 when the sizes allow, and each is kept once: ``row``
+    and ``col`` are views of the first ``nnz`` entries of ``t_row``/``t_col``
+    (on the CPU) and ``param_of_entry`` shares ``t_param``'s memory.
     """
 
     def __init__(self, A, conv, device):
         A = sp.csr_matrix(A)
         A.sort_indices()
-        n = A.shape[0]
-        coo = A.tocoo()
-        row, col = coo.row.astype(np.int64), coo.col.astype(np.int64)
+        n, nnz = A.shape[0], A.nnz
+        idx = _index_dtype(nnz + n, n + 1)
+        # the COO rows and columns of the CSR entries (A.tocoo()'s, in int32 when they fit)
+        row = np.repeat(np.arange(n, dtype=idx), np.diff(A.indptr))
+        col = A.indices.astype(idx)
         self.n, self.conv, self.device = n, conv, device
-        self.symmetric = A.nnz == 0 or (A != A.T).nnz == 0
+        self.symmetric = nnz == 0 or (A != A.T).nnz == 0
         if self.symmetric:
-            lo, hi = np.minimum(row, col), np.maximum(row, col)
-            codes = lo * n + hi
-            uniq, inv = np.unique(codes, return_inverse=True)
-            first = np.zeros(len(uniq), dtype=np.int64)
-            first[inv[::-1]] = np.arange(len(inv))[::-1]  # first entry of each pair
-            self.param_of_entry = inv
+            codes = np.minimum(row, col).astype(np.int64) * n
+            codes += np.maximum(row, col)
+            # the first entry of each pair: np.unique sorts stably when asked for it
+            uniq, first, inv = np.unique(codes, return_index=True, return_inverse=True)
+            del codes
+            param_of_entry = inv.astype(idx)
+            del inv
             target = np.asarray(A.data, dtype=np.float64)[first]
+            del first
             # a pair (i, j), i != j, is stored twice; a self loop once
-            self.multiplicity = np.where(uniq // n == uniq % n, 1.0, 2.0)
+            multiplicity = np.where(uniq // n == uniq % n, 1.0, 2.0)
+            del uniq
         else:
-            self.param_of_entry = np.arange(A.nnz)
+            param_of_entry = np.arange(nnz, dtype=idx)
             target = np.asarray(A.data, dtype=np.float64)
-            self.multiplicity = np.ones(A.nnz)
-        self.target = np.clip(target, 0.0, 1.0)
-        self.row, self.col = row, col
-        t = lambda a, dt=torch.long: torch.as_tensor(a, dtype=dt, device=device)  # noqa: E731
-        self.t_param = t(self.param_of_entry)
-        self.t_target = t(self.target, torch.float32)
-        self.t_mult = t(self.multiplicity, torch.float32)
+            multiplicity = np.ones(nnz)
+        # float32 as the weights they initialise (one rounding of the clipped float64 values)
+        self.target = np.clip(target, 0.0, 1.0).astype(np.float32)
+        del target
+
+        def t(a, dt=None):
+            return torch.as_tensor(a, dtype=dt, device=device)
+
+        self.t_param = t(param_of_entry)
+        self.t_target = t(self.target)
+        self.t_mult = t(multiplicity, torch.float32)
+        del multiplicity
         # the entries the GNN multiplies by: the GCN adds a self loop of weight 1 per node
         if conv == "gcn":
-            loops = np.arange(n)
+            loops = np.arange(n, dtype=idx)
             row, col = np.concatenate([row, loops]), np.concatenate([col, loops])
         self.t_row, self.t_col = t(row), t(col)
         self.pattern = _SparsePattern(row, col, n, device)
+        self._nnz = nnz
+
+    @property
+    def param_of_entry(self):
+        """The parameter (pair) of each stored entry of the received adjacency."""
+        return self.t_param.cpu().numpy()
+
+    @property
+    def row(self):
+        return self.t_row[:self._nnz].cpu().numpy()
+
+    @property
+    def col(self):
+        return self.t_col[:self._nnz].cpu().numpy()
 
     def graph(self, w):
         """The GNN's propagation tensors for pair weights ``w`` (differentiable in ``w``)."""
