@@ -556,14 +556,18 @@ def _int_width(low, high):
     return 8
 
 
+_HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
+
+
 def _read_bits(v, length, name):
-    if not isinstance(v, str) or len(v) != 2 * ((length + 7) // 8):
-        raise ReportError("malformed", f"field {name!r} must be {(length + 7) // 8} bytes "
-                                       "in hex.")
-    try:
-        raw = np.frombuffer(bytes.fromhex(v), dtype=np.uint8)
-    except ValueError:
-        raise ReportError("malformed", f"field {name!r} is not hex.") from None
+    n_bytes = (length + 7) // 8
+    # exactly 2 hex digits a byte: bytes.fromhex skips whitespace, so "62  " would pass a
+    # length check and read as fewer bytes (a report of the wrong width)
+    if not isinstance(v, str) or len(v) != 2 * n_bytes or \
+            not set(v) <= _HEX_DIGITS:
+        raise ReportError("malformed", f"field {name!r} must be {n_bytes} bytes in hex "
+                                       f"({2 * n_bytes} digits 0-9, a-f or A-F, nothing else).")
+    raw = np.frombuffer(bytes.fromhex(v), dtype=np.uint8)
     bits = np.unpackbits(raw)
     if bits[length:].any():
         raise ReportError("out of domain", f"field {name!r} has padding bits set.")

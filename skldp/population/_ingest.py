@@ -3,8 +3,11 @@
 import dataclasses
 import json
 import os
+import warnings
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -13,11 +16,36 @@ from ..device._device import ANSWER_ID
 from ..device._kinds import ReportError, directory_digest, plan
 from ..device._random import ids_to_keys
 from ..device._spec import read_spec
-from ._population import Population
+from ._population import BudgetExceededError, Population
 
 __all__ = ["ReceivedReports", "read_reports", "write_reports", "received_graph"]
 
 _COLUMNAR = (".parquet", ".arrow", ".feather")
+_MAX_REFUSED_RECORDS = 100   # enough to trace a fault; a flood must not grow the result
+
+
+class RefusedRecord(NamedTuple):
+    """One refused record: where it was, whom it claimed to be from, and why.
+
+    Attributes
+    ----------
+    index : int
+        Its position in the source (0-based): the item of a list, the line of
+        a JSON-lines file, the row of a Parquet or Arrow file.
+    user, answer : object
+        Its ``"user"`` and ``"answer"`` fields as sent (``None`` when absent
+        or when the record is not an object).
+    reason : str
+        The reason it is counted under in ``ReceivedReports.refused``.
+    message : str
+        What is wrong with it.
+    """
+
+    index: int
+    user: object
+    answer: object
+    reason: str
+    message: str
 
 
 @dataclass
@@ -38,7 +66,8 @@ class ReceivedReports:
         Refused reports by reason: ``"malformed"`` (not JSON, missing fields,
         wrong types or lengths), ``"out of domain"`` (a value outside its public
         domain), ``"other collection"``, ``"unknown user"`` and ``"duplicate"``
-        (a user who answered twice keeps its first answer).
+        (a user who answered twice keeps its first answer), and ``"sender
+        mismatch"`` (its user is not its authenticated sender, ``senders=``).
     again : collections.Counter
         Users who sent further answers (refused as duplicates, but sent: each is
         an independent answer that costs the budget again): user id -> number of
@@ -49,6 +78,9 @@ class ReceivedReports:
         holds (two independent answers may coincide), and so is every further
         record of a user when it carries no answer id (a device that does not
         send one cannot be told from a device that answered again).
+    refused_records : list of RefusedRecord
+        The first 100 refused records (in source order): their index, user,
+        answer id, reason and message, to trace a refusal back to its sender.
     """
 
     spec: object
@@ -56,6 +88,7 @@ class ReceivedReports:
     reports: dict = field(default_factory=dict)
     refused: Counter = field(default_factory=Counter)
     again: Counter = field(default_factory=Counter)
+    refused_records: list = field(default_factory=list)
 
     def __len__(self):
         return len(self.users)
@@ -71,39 +104,51 @@ class ReceivedReports:
 
 
 def _records(source, fmt):
-    """Yield each record (a dict) or a marker of a line that is not JSON."""
+    """Yield ``(index, record)`` for each record (a dict, or ``None`` for a line that is not
+    JSON), ``index`` its position in ``source`` (item, line or row)."""
+    if isinstance(source, (dict, bytes, bytearray)):
+        # a dict would be read key by key, bytes byte by byte: every "record" malformed
+        raise TypeError(f"reports come as a list of records (dicts or JSON lines), a path or a "
+                        f"file object, got a {type(source).__name__}: wrap a single record in "
+                        "a list, and split JSON text into lines.")
     if isinstance(source, (str, os.PathLike)):
         path = os.fspath(source)
+        if isinstance(path, str) and path.lstrip().startswith(("{", "[")) and \
+                not os.path.exists(path):
+            raise ValueError(f"source looks like JSON text, not a path ({path!r:.60}): pass "
+                             "the parsed records (a list of dicts), a list of JSON lines, or "
+                             "the path of a file.")
         fmt = fmt or ("columnar" if path.endswith(_COLUMNAR) else "jsonl")
         if fmt in ("parquet", "arrow", "feather", "columnar"):
-            yield from _read_columnar(path, fmt)
+            yield from enumerate(_read_columnar(path, fmt))
             return
         with open(path, "rb") as fh:   # a line that is not UTF-8 is one malformed report
             yield from _lines(fh)
         return
     if hasattr(source, "read") or hasattr(source, "__iter__"):
-        for item in iter(source):
+        for i, item in enumerate(source):
             if isinstance(item, dict):
-                yield item
+                yield i, item
             elif isinstance(item, (str, bytes)):
-                yield from _lines([item])
+                for _, rec in _lines([item]):
+                    yield i, rec
             else:   # neither a record nor a line of JSON
-                yield None
+                yield i, None
         return
     raise TypeError(f"reports come from a path, a file object or an iterable of records, got "
                     f"{type(source).__name__}.")
 
 
 def _lines(lines):
-    for line in lines:
+    for i, line in enumerate(lines):
         if isinstance(line, bytes):
             line = line.decode("utf-8", errors="replace")
         if not line.strip():
             continue
         try:
-            yield json.loads(line)
+            yield i, json.loads(line)
         except (ValueError, RecursionError):   # not JSON, or nested past the parser's depth
-            yield None
+            yield i, None
 
 
 def _read_columnar(path, fmt):
@@ -164,35 +209,49 @@ def write_reports(records, path):
             fh.write(json.dumps(rec) + "\n")
 
 
-def read_reports(source, spec, *, users=None, format=None):
+def read_reports(source, spec, *, users=None, senders=None, format=None):
     """Read the reports of one collection and validate each against its spec.
 
     Every report is checked: its collection id, its user (one of ``users`` when
-    given), its fields (shape and domain, per mechanism: the sampled indices
-    increasing and in range, the cells, bits and codes in their public domains,
-    an adjacency list of known positions). A user who answered twice keeps its
-    first answer; its further answers (not its resends: the same answer id and
-    report again) are counted in ``again`` and charged by :func:`received_graph`.
-    Refused reports are counted by reason, never used.
+    given, and its authenticated sender when ``senders`` is given), its fields
+    (shape and domain, per mechanism: the sampled indices increasing and in
+    range, the cells, bits and codes in their public domains, an adjacency list
+    of known positions). A user who answered twice keeps its first answer; its
+    further answers (not its resends: the same answer id and report again) are
+    counted in ``again`` and charged by :func:`received_graph`. Refused reports
+    are counted by reason, never used.
+
+    The ``"user"`` field is what the sender wrote: set it from the channel that
+    authenticated the sender (or pass ``senders``), never trust it alone. A
+    record claiming another user's id takes that user's place, and its further
+    answers are charged to that user.
 
     Parameters
     ----------
     source : path, file object or iterable
-        JSON lines (a ``.jsonl`` file, a stream of lines, or records as dicts),
-        or a Parquet / Arrow file (``.parquet``, ``.arrow``, ``.feather``; needs
-        pyarrow). Each record is ``{"collection": id, "user": id, "answer":
-        answer id, "report": {...}}`` (:meth:`skldp.device.Device.answer`); the
-        answer id (16 hex digits) may be absent (older devices), at a cost: see
-        ``ReceivedReports.again``.
+        JSON lines (a ``.jsonl`` file, a stream of lines, or a list of records
+        as dicts), or a Parquet / Arrow file (``.parquet``, ``.arrow``,
+        ``.feather``; needs pyarrow). Each record is ``{"collection": id,
+        "user": id, "answer": answer id, "report": {...}}``
+        (:meth:`skldp.device.Device.answer`); the answer id (16 hex digits) may
+        be absent (older devices), at a cost: see ``ReceivedReports.again``.
     spec : CollectionSpec, dict, JSON text or path
         The collection's spec.
     users : array-like or None, default=None
-        The users allowed to answer; others are refused. Required for an edge
-        collection, where it is the collection's directory: every user its lists
-        may name, the ``node_ids`` its spec was made from (checked against the
-        spec's size and digest, as :func:`received_graph` checks ``node_ids``; a
-        list naming its own sender is refused). To ignore some senders of an edge
-        collection, read it with the whole directory and drop them afterwards.
+        The users allowed to answer (the directory of enrolled users); others
+        are refused. ``None`` admits any id a record claims, each a node of the
+        graph (a warning: anyone who can send records can add users). Required
+        for an edge collection, where it is the collection's directory: every
+        user its lists may name, the ``node_ids`` its spec was made from
+        (checked against the spec's size and digest, as :func:`received_graph`
+        checks ``node_ids``; a list naming its own sender is refused). To ignore
+        some senders of an edge collection, read it with the whole directory and
+        drop them afterwards.
+    senders : sequence or None, default=None
+        The authenticated sender of each item of ``source`` (a list or tuple of
+        records, same length): a record whose ``"user"`` is not its sender is
+        refused (``"sender mismatch"``). ``None``: the ``"user"`` field is
+        trusted (set it from the authenticated channel before reading).
     format : {"jsonl", "parquet", "arrow", "feather"} or None
         Read from the file name when ``None``.
 
@@ -202,9 +261,9 @@ def read_reports(source, spec, *, users=None, format=None):
 
     Examples
     --------
-    >>> from skldp.population import read_reports           # doctest: +SKIP
-    >>> received = read_reports("labels.jsonl", spec)        # doctest: +SKIP
-    >>> received.refused                                    # doctest: +SKIP
+    >>> from skldp.population import read_reports                   # doctest: +SKIP
+    >>> received = read_reports("labels.jsonl", spec, users=ids)     # doctest: +SKIP
+    >>> received.refused                                            # doctest: +SKIP
     Counter({'duplicate': 3, 'out of domain': 1})
     """
     if format not in (None, "jsonl", "parquet", "arrow", "feather"):
@@ -212,11 +271,26 @@ def read_reports(source, spec, *, users=None, format=None):
                          f"{format!r}.")
     spec = read_spec(spec)
     p = plan(spec)
+    if senders is not None:
+        if not isinstance(source, Sequence) or isinstance(source, (str, bytes)):
+            raise TypeError("senders= pairs each record with its sender: pass the records as "
+                            "a list or tuple (read a file or stream into one first), or set "
+                            "each record's user from its authenticated sender and pass "
+                            "senders=None.")
+        senders = [_id_key(u) for u in senders]
+        if len(senders) != len(source):
+            raise ValueError(f"senders has {len(senders)} entries for {len(source)} records: "
+                             "pass one authenticated sender per record, in the same order.")
     allowed = None if users is None else set(_id_key(u) for u in users)
     own_position = None
     if users is None and "edges" in spec.protects:
         raise ValueError("an edge collection is read with users=: the directory its lists "
                          "name (node_ids), so that a list naming its own sender is refused.")
+    if users is None:
+        warnings.warn(f"read_reports of collection {spec.id} without users=: any id a record "
+                      "claims becomes a user (a node of the graph), so anyone who can send "
+                      "records can add users and outvote the others. Pass users= the "
+                      "directory of enrolled users.", UserWarning, stacklevel=2)
     if users is not None and "edges" in spec.protects:   # a list must not name its sender
         users = list(users)
         ukeys = ids_to_keys(np.asarray(users))
@@ -233,35 +307,44 @@ def read_reports(source, spec, *, users=None, format=None):
     out = ReceivedReports(spec)
     seen = {}     # user -> position of its first report
     sent = {}     # user -> the (answer id, report) of its records: a repeat is a resend
-    fields = {name: [] for name in p.field_specs()}
-    for rec in _records(source, format):
+    specs = p.field_specs()
+    fields = {name: [] for name in specs}
+    for index, rec in _records(source, format):
+        reason, message = None, None
         if not isinstance(rec, dict) or not {"collection", "user", "report"} <= set(rec) or \
                 not set(rec) <= _RECORD_FIELDS:
-            out.refused["malformed"] += 1
+            reason, message = "malformed", ("a record is a JSON object with the fields "
+                                            "collection, user, report and (optional) answer.")
+        elif "answer" in rec and not (isinstance(rec["answer"], str)
+                                      and ANSWER_ID.fullmatch(rec["answer"])):
+            reason, message = "malformed", "its answer id is not 16 lowercase hex digits."
+        elif rec["collection"] != spec.id:
+            reason, message = "other collection", f"it is not a report of {spec.id}."
+        elif not isinstance(rec["user"], (int, str)) or isinstance(rec["user"], bool):
+            reason, message = "malformed", "its user id is not a string or an integer."
+        elif senders is not None and _id_key(rec["user"]) != senders[index]:
+            reason, message = "sender mismatch", (f"it claims user {rec['user']!r:.40} but "
+                                                  f"was sent by {senders[index]!r:.40}.")
+        elif allowed is not None and _id_key(rec["user"]) not in allowed:
+            reason, message = "unknown user", "its user is not in users."
+        if reason is None:
+            try:
+                report = p.check(rec["report"])
+                _check_shapes(report, specs)
+            except ReportError as e:
+                reason, message = e.reason, str(e)
+        if reason is None and own_position is not None and \
+                own_position[_id_key(rec["user"])] in set(report["l"].tolist()):
+            reason, message = "out of domain", "its adjacency list names its own sender."
+        if reason is not None:
+            out.refused[reason] += 1
+            if len(out.refused_records) < _MAX_REFUSED_RECORDS:
+                got = rec if isinstance(rec, dict) else {}
+                out.refused_records.append(RefusedRecord(index, got.get("user"),
+                                                         got.get("answer"), reason, message))
             continue
-        answer = rec.get("answer")
-        if "answer" in rec and not (isinstance(answer, str) and ANSWER_ID.fullmatch(answer)):
-            out.refused["malformed"] += 1
-            continue
-        if rec["collection"] != spec.id:
-            out.refused["other collection"] += 1
-            continue
-        user = rec["user"]
-        if not isinstance(user, (int, str)) or isinstance(user, bool):
-            out.refused["malformed"] += 1
-            continue
+        user, answer = rec["user"], rec.get("answer")
         uid = _id_key(user)
-        if allowed is not None and uid not in allowed:
-            out.refused["unknown user"] += 1
-            continue
-        try:
-            report = p.check(rec["report"])
-        except ReportError as e:
-            out.refused[e.reason] += 1
-            continue
-        if own_position is not None and own_position[uid] in set(report["l"].tolist()):
-            out.refused["out of domain"] += 1
-            continue
         this = None if answer is None else (answer, _canonical(report))
         if uid in seen:
             out.refused["duplicate"] += 1
@@ -278,15 +361,26 @@ def read_reports(source, spec, *, users=None, format=None):
         for name, value in report.items():
             fields[name].append(value)
     for name, values in fields.items():
-        if p.field_specs()[name][0] == "list":
+        if specs[name][0] == "list":
             out.reports[name] = values
         elif values:
             out.reports[name] = np.stack(values)
         else:
-            typ, length = p.field_specs()[name][:2]
+            typ, length = specs[name][:2]
             shape = (0,) if length is None else (0, length)
             out.reports[name] = np.zeros(shape, dtype=bool if typ == "bits" else np.int64)
     return out
+
+
+def _check_shapes(report, specs):
+    """Refuse a validated report whose fields do not have their spec's shapes, so that the
+    batch stacks (a check that slipped would otherwise crash it, or change its width)."""
+    for name, (typ, length, _, _) in specs.items():
+        shape = np.shape(report.get(name))
+        want = None if typ == "list" else (() if length is None else (length,))
+        if name not in report or (len(shape) != 1 if want is None else shape != want):
+            raise ReportError("malformed", f"field {name!r} has shape {shape}, not "
+                                           f"{'a list' if want is None else want}.")
 
 
 _RECORD_FIELDS = {"collection", "user", "answer", "report"}
@@ -304,7 +398,7 @@ def _id_key(user):
 
 
 def received_graph(*, features=None, labels=None, edges=None, node_ids=None, budget=None,
-                   missing_features="error"):
+                   missing_features="error", missing_lists="warn"):
     """The server's graph from the reports real devices sent.
 
     The features are the feature collection's reports decoded by its mechanism
@@ -334,6 +428,11 @@ def received_graph(*, features=None, labels=None, edges=None, node_ids=None, bud
         A user without a feature report: an error, or a row of the decoded
         "no report" value (0 for HDS, the range's centre for the others: the
         feature carries no information about that user).
+    missing_lists : {"warn", "empty", "error"}, default="warn"
+        A user of the edge collection's directory without an adjacency list: read
+        as an empty list (it reports no edge; its edges are still read from the
+        lists of their other endpoints), with a warning that counts them, or
+        silently (``"empty"``: the lists are known to be partial), or an error.
 
     Returns
     -------
@@ -345,6 +444,11 @@ def received_graph(*, features=None, labels=None, edges=None, node_ids=None, bud
     """
     from .._graph_data import GraphData
     from ._deploy import mechanism_from_spec
+    for argument, received in (("features", features), ("labels", labels), ("edges", edges)):
+        _check_part(argument, received)
+    if missing_lists not in ("warn", "empty", "error"):
+        raise ValueError(f"missing_lists must be 'warn', 'empty' or 'error', got "
+                         f"{missing_lists!r}.")
     if node_ids is None:
         source = features if features is not None else labels
         if source is None:
@@ -369,7 +473,7 @@ def received_graph(*, features=None, labels=None, edges=None, node_ids=None, bud
         feature_origin = ("reports", features.spec)
     A, adjacency_origin = None, ("derived", "were not collected")
     if edges is not None:
-        A, rows = _received_adjacency(edges, keys, position)
+        A, rows = _received_adjacency(edges, keys, position, missing_lists)
         population.receive(edges.spec, keys[rows])
         _charge_again(population, edges, position, keys)
         adjacency_origin = ("reports", edges.spec)
@@ -389,17 +493,46 @@ def received_graph(*, features=None, labels=None, edges=None, node_ids=None, bud
     return G, y
 
 
+def _check_part(argument, received):
+    """Refuse reports passed as another part of the graph than their collection protects."""
+    if received is None:
+        return
+    if not isinstance(received, ReceivedReports):
+        raise TypeError(f"received_graph: {argument}= takes the reports read_reports returns, "
+                        f"got {type(received).__name__}.")
+    protects = tuple(received.spec.protects)
+    if argument not in protects:
+        raise ValueError(f"received_graph: {argument}= expects the reports of a collection that "
+                         f"protects {argument}, got those of {received.spec.id}, "
+                         f"{received.spec.describe()}: pass them as {protects[0]}=.")
+
+
 def _charge_again(population, received, position, keys):
     """Charge the further answers users sent of ``received``'s collection (``again``): the
     users who sent ``c`` of them as one collection of ``c`` times its epsilon, which the
     ledger adds to what they spent."""
     by_count = {}
     for u, c in received.again.items():
-        by_count.setdefault(c, []).append(position[_id_key(u)])
-    for c, rows in sorted(by_count.items()):
+        by_count.setdefault(c, []).append(u)
+    for c, users in sorted(by_count.items()):
         spec = dataclasses.replace(received.spec, epsilon=c * received.spec.epsilon)
         spec = spec.with_nonce(f"{received.spec.nonce} ({c} further answers)")
-        population.receive(spec, keys[np.asarray(rows, dtype=np.int64)])
+        rows = np.asarray([position[_id_key(u)] for u in users], dtype=np.int64)
+        try:
+            population.receive(spec, keys[rows])
+        except BudgetExceededError as e:
+            # name who sent them: a flood of forged records charges its victim, not its sender
+            named = ", ".join(f"{u!r:.40}" for u in users[:5]) + (", ..." if len(users) > 5 else "")
+            # the ledger's advice (lower eps, ...) is for new collections: keep its numbers
+            why = str(e).split(" Nothing was sent.")[0].rstrip(".")
+            raise BudgetExceededError(
+                f"{len(users)} user(s) ({named}) sent {c} further answer(s) each of collection "
+                f"{received.spec.id} ({sum(received.again.values())} further answers in all); "
+                f"each is charged its epsilon again, and {why}. No graph was built. Further "
+                "answers come from devices that answered again, or from replays and "
+                "impersonation (a record's user is what its sender wrote): check "
+                "ReceivedReports.again, and read the reports with senders= (or set each "
+                "record's user from its authenticated sender).") from e
 
 
 def _rows_of(received, position):
@@ -443,7 +576,7 @@ def _decoded_features(received, position, n, missing, mechanism_from_spec):
     return out, rows
 
 
-def _received_adjacency(received, keys, position):
+def _received_adjacency(received, keys, position, missing):
     spec = received.spec
     n = len(keys)
     if spec.public_state["n_users"] != n or spec.public_state["directory"] != \
@@ -451,6 +584,15 @@ def _received_adjacency(received, keys, position):
         raise ValueError(f"node_ids are not the directory of edge collection {spec.id} (its "
                          "size or digest differs): the lists name other users.")
     rows = _rows_of(received, position)
+    absent = n - len(rows)
+    if absent and missing != "empty":
+        message = (f"{absent} of the {n} users of edge collection {spec.id} sent no adjacency "
+                   "list: each is read as an empty list (its edges are read only from the "
+                   "lists of their other endpoints)")
+        if missing == "error":
+            raise ValueError(message + "; pass missing_lists='empty' to read them so.")
+        warnings.warn(message + ". Pass missing_lists='empty' when that is expected.",
+                      UserWarning, stacklevel=3)
     by_key = np.argsort(keys, kind="stable")
     lists = received.reports["l"]
     counts = np.array([len(a) for a in lists], dtype=np.int64)

@@ -89,7 +89,7 @@ def test_refused_reports_are_counted(fleet):
     # the first answer of a user is kept
     first = dict(rx[7], report=dict(rx[7]["report"]))
     second = dict(rx[7], report={"i": [0, 1, 2], "c": [1, 2, 3]})
-    got = read_reports([first, second], sx)
+    got = read_reports([first, second], sx, users=G.node_ids.tolist())
     np.testing.assert_array_equal(got.reports["c"][0], first["report"]["c"])
 
 
@@ -125,12 +125,13 @@ def test_a_user_who_sent_another_answer_is_charged_for_it(fleet):
 
 def test_every_bad_record_is_counted_not_fatal(fleet, tmp_path):
     G, y, labelled, ((sx, rx), _, _) = fleet
+    ids = G.node_ids.tolist()
     good = [json.dumps(r).encode() for r in rx[:3]]
     path = tmp_path / "reports.jsonl"
     path.write_bytes(b"\n".join(good[:2] + [b"\xff\xfe not UTF-8"] + good[2:]) + b"\n")
-    got = read_reports(str(path), sx)
+    got = read_reports(str(path), sx, users=ids)
     assert len(got) == 3 and got.refused == {"malformed": 1}
-    got = read_reports([None, [1, 2], 5] + rx[:3], sx)   # neither records nor lines
+    got = read_reports([None, [1, 2], 5] + rx[:3], sx, users=ids)   # neither records nor lines
     assert len(got) == 3 and got.refused == {"malformed": 3}
     with pytest.raises(ValueError, match="format must be"):
         read_reports(str(path), sx, format="csv")
@@ -142,6 +143,7 @@ def test_columnar_files_keep_each_record_as_sent(fleet, tmp_path, ext):
     # make the others malformed, nor lose its own extra field
     pytest.importorskip("pyarrow")
     G, y, labelled, ((sx, rx), _, _) = fleet
+    ids = G.node_ids.tolist()
     rx = rx[:5]
     cases = {"extra report field": [dict(r) for r in rx[:4]]
              + [dict(rx[4], report=dict(rx[4]["report"], z=1))],
@@ -149,18 +151,19 @@ def test_columnar_files_keep_each_record_as_sent(fleet, tmp_path, ext):
              "extra field last": rx[:4] + [dict(rx[4], sent_at=1)]}
     for name, records in cases.items():
         write_reports(records, tmp_path / f"r.{ext}")
-        got = read_reports(str(tmp_path / f"r.{ext}"), sx)
+        got = read_reports(str(tmp_path / f"r.{ext}"), sx, users=ids)
         assert len(got) == 4 and got.refused == {"malformed": 1}, name
     # the format named, whatever the file's name
     write_reports(rx, tmp_path / f"r.{ext}")
     (tmp_path / "r.bin").write_bytes((tmp_path / f"r.{ext}").read_bytes())
-    assert len(read_reports(str(tmp_path / "r.bin"), sx, format=ext)) == 5
+    assert len(read_reports(str(tmp_path / "r.bin"), sx, users=ids, format=ext)) == 5
 
 
 def test_received_graph_trains_pipelines_and_states_the_budget(fleet):
     G, y, labelled, ((sx, rx), (sy, ry), (se, re_)) = fleet
     ids = G.node_ids.tolist()
-    Gr, yr = received_graph(features=read_reports(rx, sx), labels=read_reports(ry, sy),
+    Gr, yr = received_graph(features=read_reports(rx, sx, users=ids),
+                            labels=read_reports(ry, sy, users=ids),
                             edges=read_reports(re_, se, users=ids), node_ids=ids)
     assert Gr.shape == G.shape and Gr.is_symmetric() and not Gr.population.simulated
     np.testing.assert_array_equal(yr >= 0, labelled)
@@ -187,7 +190,9 @@ def test_received_graph_trains_pipelines_and_states_the_budget(fleet):
 
 def test_mismatching_or_new_perturbation_is_refused(fleet):
     G, y, labelled, ((sx, rx), (sy, ry), _) = fleet
-    Gr, yr = received_graph(features=read_reports(rx, sx), labels=read_reports(ry, sy))
+    ids = G.node_ids.tolist()
+    Gr, yr = received_graph(features=read_reports(rx, sx, users=ids),
+                            labels=read_reports(ry, sy, users=ids))
     with pytest.raises(ValueError, match="other parameters: eps=1.0"):
         HDSMechanism(1.0, k=3, feature_range=(0, 1)).fit(Gr)
     with pytest.raises(ValueError, match="another mechanism's"):
@@ -205,7 +210,8 @@ def test_mismatching_or_new_perturbation_is_refused(fleet):
 def test_collected_labels_feed_the_label_models(fleet):
     G, y, labelled, ((sx, rx), (sy, ry), (se, re_)) = fleet
     ids = G.node_ids.tolist()
-    Gr, yr = received_graph(features=read_reports(rx, sx), labels=read_reports(ry, sy),
+    Gr, yr = received_graph(features=read_reports(rx, sx, users=ids),
+                            labels=read_reports(ry, sy, users=ids),
                             edges=read_reports(re_, se, users=ids), node_ids=ids)
     lab = yr >= 0
     lp = LabelPropagationClassifier(label_mechanism=LabelRandomizedResponse.from_spec(sy))
@@ -231,8 +237,8 @@ def test_received_labels_feed_rgnn(fleet):
     from skldp.models import RGNNClassifier
     G, y, labelled, (_, (sy, ry), (se, re_)) = fleet
     ids = G.node_ids.tolist()
-    Gr, yr = received_graph(labels=read_reports(ry, sy), edges=read_reports(re_, se, users=ids),
-                            node_ids=ids)
+    Gr, yr = received_graph(labels=read_reports(ry, sy, users=ids),
+                            edges=read_reports(re_, se, users=ids), node_ids=ids)
     lab = yr >= 0
     Gx = Gr.with_features(G.features)   # features that are not private in this test
     rg = RGNNClassifier(eps_y=2.0, classes=[0, 1, 2], n_clusters=4, epochs=3, random_state=0)
@@ -242,14 +248,16 @@ def test_received_labels_feed_rgnn(fleet):
 
 def test_budget_cap_on_receive(fleet):
     G, y, labelled, ((sx, rx), (sy, ry), _) = fleet
+    ids = G.node_ids.tolist()
     with pytest.raises(BudgetExceededError):
-        received_graph(features=read_reports(rx, sx), labels=read_reports(ry, sy), budget=3.0)
+        received_graph(features=read_reports(rx, sx, users=ids),
+                       labels=read_reports(ry, sy, users=ids), budget=3.0)
 
 
 def test_missing_feature_reports(fleet):
     G, y, labelled, ((sx, rx), _, _) = fleet
     ids = G.node_ids.tolist()
-    part = read_reports(rx[:-5], sx)
+    part = read_reports(rx[:-5], sx, users=ids)
     with pytest.raises(ValueError, match="5 of the 90 users sent no report"):
         received_graph(features=part, node_ids=ids)
     Gr, _ = received_graph(features=part, node_ids=ids, missing_features="zero")
@@ -263,7 +271,7 @@ def test_decoded_reports_are_the_unbiased_estimates(mech):
     spec = collection_spec(mech, n_features=3)
     x = np.array([0.2, 0.5, 0.9])
     recs = [Device(user=i).answer(spec, x) for i in range(3000)]
-    Gr, _ = received_graph(features=read_reports(recs, spec))
+    Gr, _ = received_graph(features=read_reports(recs, spec, users=range(3000)))
     Z = Gr.features.toarray() if hasattr(Gr.features, "toarray") else Gr.features
     se = Z.std(axis=0) / np.sqrt(len(Z))
     assert np.all(np.abs(Z.mean(axis=0) - x) < 4.5 * se)

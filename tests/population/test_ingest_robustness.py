@@ -71,7 +71,7 @@ def test_answer_ids_are_checked():
     spec = collection_spec(LabelRandomizedResponse(2.0, classes=[0, 1, 2]))
     rec = Device("a").answer(spec, 1)
     for bad in (5, None, "xyz", "0123456789ABCDEF", "0123456789abcdef0", ["0" * 16]):
-        got = read_reports([dict(rec, answer=bad)], spec)
+        got = read_reports([dict(rec, answer=bad)], spec, users=["a"])
         assert len(got) == 0 and got.refused == {"malformed": 1}, bad
 
 
@@ -139,5 +139,5 @@ def test_one_huge_integer_is_one_refused_report(value):
 def test_a_line_nested_too_deep_is_one_malformed_report():
     ly = collection_spec(LabelRandomizedResponse(1.0, classes=[0, 1]))
     recs = [json.dumps(Device(u).answer(ly, 1)) for u in ("a", "b")]
-    got = read_reports(recs + ["[" * 100_000 + "]" * 100_000], ly)
+    got = read_reports(recs + ["[" * 100_000 + "]" * 100_000], ly, users=["a", "b"])
     assert len(got) == 2 and got.refused == {"malformed": 1}

@@ -32,7 +32,8 @@ def _received(G, mech):
     spec = collection_spec(mech, n_features=G.shape[1])
     X = G.features
     sent = [Device(user=int(u)).answer(spec, X[i]) for i, u in enumerate(G.node_ids)]
-    R, _ = received_graph(features=read_reports(sent, spec), node_ids=G.node_ids)
+    R, _ = received_graph(features=read_reports(sent, spec, users=G.node_ids),
+                          node_ids=G.node_ids)
     return spec, R.with_adjacency(G.adjacency)
 
 

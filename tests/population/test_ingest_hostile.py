@@ -1,0 +1,216 @@
+"""Ingestion against hostile or careless senders: bits padded with whitespace, records that
+claim another user, sybil ids, wrong collections passed to received_graph, and refusals
+that can be traced back to their record."""
+
+import json
+import secrets
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from skldp.device import Device, Directory
+from skldp.device._kinds import ReportError, plan
+from skldp.mechanisms import (
+    EdgeRR,
+    LabelRandomizedResponse,
+    MultiBitMechanism,
+    OneBitMechanism,
+    SetValuedMechanism,
+)
+from skldp.population import (
+    BudgetExceededError,
+    _ingest,
+    collection_spec,
+    read_reports,
+    received_graph,
+)
+
+N, D = 12, 10
+IDS = [f"user{i}" for i in range(N)]
+_rng = np.random.default_rng(0)
+X = (_rng.random((N, D)) < 0.3).astype(float)
+Y = _rng.integers(0, 3, N)
+
+
+def _answers(spec, data=X):
+    return [Device(user=u).answer(spec, data[i]) for i, u in enumerate(IDS)]
+
+
+def _labels():
+    spec = collection_spec(LabelRandomizedResponse(2.0, classes=[0, 1, 2]))
+    return spec, [Device(user=u).answer(spec, int(Y[i])) for i, u in enumerate(IDS)]
+
+
+def _edges(symmetrize="or"):
+    A = sp.random(N, N, density=0.3, random_state=0, format="csr")
+    A = sp.csr_matrix(((A + A.T) > 0).astype(float))
+    A.setdiag(0)
+    A.eliminate_zeros()
+    spec = collection_spec(EdgeRR(4.0, symmetrize=symmetrize), node_ids=IDS)
+    directory = Directory(IDS)
+    return spec, [Device(user=u).answer(spec, [IDS[j] for j in A[i].indices],
+                                        directory=directory) for i, u in enumerate(IDS)]
+
+
+def _with_bits(rec, bits):
+    return dict(rec, report=dict(rec["report"], b=bits))
+
+
+BIT_MECHANISMS = [OneBitMechanism(1.0, feature_range=(0, 1)),
+                  MultiBitMechanism(1.0, m=2, feature_range=(0, 1)),
+                  SetValuedMechanism(1.0, oracle="oue")]
+
+
+@pytest.mark.parametrize("mech", BIT_MECHANISMS, ids=lambda m: type(m).__name__)
+def test_bits_padded_with_whitespace_are_refused_per_record(mech):
+    # bytes.fromhex skips whitespace: "62  " once passed the length check and read as
+    # fewer bits, which crashed the batch (np.stack) or changed the graph's width
+    spec = collection_spec(mech, n_features=D)
+    recs = _answers(spec)
+    v = recs[0]["report"]["b"]
+    for bad in (v[:-2] + "  ", "\t\t" + v[:-2], v[:-2] + "\n\n", " " * len(v)):
+        with pytest.raises(ReportError, match="in hex") as e:
+            plan(spec).check(_with_bits(recs[0], bad)["report"])
+        assert e.value.reason == "malformed"
+        got = read_reports([_with_bits(recs[0], bad)] + recs[1:], spec, users=IDS)
+        assert len(got) == N - 1 and got.refused == {"malformed": 1}, repr(bad)
+        # every record short the same way: all refused, no graph of the wrong width
+        short = read_reports([_with_bits(r, r["report"]["b"][:-2] + "  ") for r in recs],
+                             spec, users=IDS)
+        assert len(short) == 0 and short.refused == {"malformed": N}
+    upper = read_reports([_with_bits(r, r["report"]["b"].upper()) for r in recs], spec,
+                         users=IDS)
+    assert len(upper) == N   # hex digits in either case are hex
+    G, _ = received_graph(features=upper, node_ids=IDS)
+    assert G.features.shape == (N, D)
+
+
+def test_a_report_of_the_wrong_shape_is_refused_not_stacked(monkeypatch):
+    # defence in depth: a check that let a wrong shape through must cost one record
+    spec = collection_spec(OneBitMechanism(1.0, feature_range=(0, 1)), n_features=D)
+    recs = _answers(spec)
+    real = plan(spec)
+
+    class Leaky:
+        def field_specs(self):
+            return real.field_specs()
+
+        def check(self, report):
+            out = real.check(report)
+            return {"b": out["b"][:-2]} if report is recs[3]["report"] else out
+
+    monkeypatch.setattr(_ingest, "plan", lambda spec: Leaky())
+    got = read_reports(recs, spec, users=IDS)
+    assert len(got) == N - 1 and got.refused == {"malformed": 1}
+    assert got.reports["b"].shape == (N - 1, D)
+    assert got.refused_records[0].index == 3 and "shape" in got.refused_records[0].message
+
+
+def test_refused_records_say_which_record_and_why():
+    spec, recs = _labels()
+    bad = [dict(recs[0], report={"y": 7}),                 # out of domain
+           dict(recs[1], user="mallory"),                  # unknown user
+           "not json",
+           dict(recs[2], collection="ffffffffffffffff")]
+    got = read_reports(bad + recs, spec, users=IDS)
+    assert got.refused == {"out of domain": 1, "unknown user": 1, "malformed": 1,
+                           "other collection": 1}
+    by_index = {r.index: r for r in got.refused_records}
+    assert set(by_index) == {0, 1, 2, 3}
+    assert by_index[0].user == "user0" and by_index[0].answer == recs[0]["answer"]
+    assert by_index[0].reason == "out of domain" and "0..2" in by_index[0].message
+    assert by_index[1].user == "mallory" and by_index[1].reason == "unknown user"
+    assert by_index[2].user is None and by_index[2].reason == "malformed"
+    # bounded: a flood of bad records does not grow the result without end
+    flood = [dict(recs[0], report={"y": 9})] * 250
+    got = read_reports(flood, spec, users=IDS)
+    assert got.refused == {"out of domain": 250} and len(got.refused_records) == 100
+    assert [r.index for r in got.refused_records] == list(range(100))
+
+
+@pytest.mark.parametrize("argument,part", [("features", "labels"), ("labels", "features"),
+                                           ("edges", "features"), ("features", "edges"),
+                                           ("labels", "edges")])
+def test_received_graph_says_which_collection_an_argument_expects(argument, part):
+    if part == "edges":
+        spec, recs = _edges()
+    elif part == "labels":
+        spec, recs = _labels()
+    else:
+        spec = collection_spec(OneBitMechanism(1.0, feature_range=(0, 1)), n_features=D)
+        recs = _answers(spec)
+    got = read_reports(recs, spec, users=IDS)
+    with pytest.raises(ValueError, match=f"{argument}= expects the reports of a collection "
+                                         f"that protects {argument}.*pass them as {part}="):
+        received_graph(node_ids=IDS, **{argument: got})
+
+
+def test_reading_without_users_warns_that_any_id_becomes_a_user():
+    spec, recs = _labels()
+    sybils = [{"collection": spec.id, "user": f"sybil{i}", "answer": secrets.token_hex(8),
+               "report": {"y": 2}} for i in range(50)]
+    with pytest.warns(UserWarning, match="any id a record claims becomes a user.*users="):
+        got = read_reports(recs + sybils, spec)
+    assert len(got) == N + 50
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = read_reports(recs + sybils, spec, users=IDS)
+    assert len(got) == N and got.refused == {"unknown user": 50}
+
+
+def test_senders_refuse_a_record_that_claims_another_user():
+    spec, recs = _labels()
+    forged = [{"collection": spec.id, "user": "user1", "answer": secrets.token_hex(8),
+               "report": {"y": 2}} for _ in range(20)]
+    sources = forged + recs
+    senders = ["user5"] * 20 + IDS
+    got = read_reports(sources, spec, users=IDS, senders=senders)
+    assert len(got) == N and got.refused == {"sender mismatch": 20} and not got.again
+    assert got.refused_records[0].user == "user1"
+    assert "user5" in got.refused_records[0].message
+    # without senders, the forged records win and charge their victim
+    trusted = read_reports(sources, spec, users=IDS)
+    assert trusted.again == {"user1": 20}
+    with pytest.raises(ValueError, match="1 records"):
+        read_reports(recs[:1], spec, users=IDS, senders=IDS[:2])
+    with pytest.raises(TypeError, match="list or tuple"):
+        read_reports(iter(recs), spec, users=IDS, senders=IDS)
+
+
+def test_a_budget_refused_for_further_answers_names_their_users():
+    spec, recs = _labels()
+    flood = [{"collection": spec.id, "user": "user1", "answer": secrets.token_hex(8),
+              "report": {"y": 0}} for _ in range(30)]
+    got = read_reports(recs + flood, spec, users=IDS)
+    with pytest.raises(BudgetExceededError, match=r"'user1'.*30 further answer.*"
+                                                  r"impersonation.*senders="):
+        received_graph(labels=got, node_ids=IDS, budget=10.0)
+
+
+def test_users_without_a_list_are_counted_in_a_warning():
+    spec, recs = _edges()
+    got = read_reports(recs[:6], spec, users=IDS)
+    with pytest.warns(UserWarning, match="6 of the 12 users .* sent no adjacency list"):
+        received_graph(edges=got, node_ids=IDS)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        G, _ = received_graph(edges=got, node_ids=IDS, missing_lists="empty")
+        received_graph(edges=read_reports(recs, spec, users=IDS), node_ids=IDS)
+    assert G.adjacency.shape == (N, N)
+    with pytest.raises(ValueError, match="sent no adjacency list"):
+        received_graph(edges=got, node_ids=IDS, missing_lists="error")
+    with pytest.raises(ValueError, match="missing_lists must be"):
+        received_graph(edges=got, node_ids=IDS, missing_lists="ignore")
+
+
+def test_one_record_or_json_text_as_source_says_what_to_pass():
+    spec, recs = _labels()
+    with pytest.raises(TypeError, match="wrap a single record in a list"):
+        read_reports(recs[0], spec, users=IDS)
+    with pytest.raises(TypeError, match="bytes"):
+        read_reports(b'{"collection": 1}', spec, users=IDS)
+    for text in (json.dumps(recs[0]), json.dumps(recs[:2]), "  " + json.dumps(recs[0])):
+        with pytest.raises(ValueError, match="looks like JSON text"):
+            read_reports(text, spec, users=IDS)
