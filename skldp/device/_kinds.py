@@ -494,7 +494,7 @@ class _Plan:
         specs = self.field_specs()
         if set(report) != set(specs):
             raise ReportError("malformed", f"a {_short(self.spec)} report has the fields "
-                                           f"{sorted(specs)}, got {sorted(report)}.")
+                                           f"{sorted(specs)}, got {sorted(map(repr, report))}.")
         out = {}
         for name, (typ, length, low, high) in specs.items():
             v = report[name]

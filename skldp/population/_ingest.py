@@ -318,7 +318,7 @@ def read_reports(source, spec, *, users=None, senders=None, format=None):
         elif "answer" in rec and not (isinstance(rec["answer"], str)
                                       and ANSWER_ID.fullmatch(rec["answer"])):
             reason, message = "malformed", "its answer id is not 16 lowercase hex digits."
-        elif rec["collection"] != spec.id:
+        elif not isinstance(rec["collection"], str) or rec["collection"] != spec.id:
             reason, message = "other collection", f"it is not a report of {spec.id}."
         elif not isinstance(rec["user"], (int, str)) or isinstance(rec["user"], bool):
             reason, message = "malformed", "its user id is not a string or an integer."

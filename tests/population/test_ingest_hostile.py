@@ -214,3 +214,13 @@ def test_one_record_or_json_text_as_source_says_what_to_pass():
     for text in (json.dumps(recs[0]), json.dumps(recs[:2]), "  " + json.dumps(recs[0])):
         with pytest.raises(ValueError, match="looks like JSON text"):
             read_reports(text, spec, users=IDS)
+
+
+def test_records_that_python_cannot_compare_are_refused_not_raised():
+    # records passed as dicts can hold what JSON cannot: keys of mixed types, an array
+    ly = collection_spec(LabelRandomizedResponse(1.0, classes=[0, 1]))
+    recs = [Device(u).answer(ly, 1) for u in IDS[:2]]
+    recs.append({"collection": ly.id, "user": IDS[2], "report": {"y": 1, 3: 4}})
+    recs.append({"collection": np.array([1, 2]), "user": IDS[3], "report": {"y": 1}})
+    got = read_reports(recs, ly, users=IDS)
+    assert len(got) == 2 and got.refused == {"malformed": 1, "other collection": 1}
