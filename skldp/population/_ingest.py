@@ -398,7 +398,7 @@ def _id_key(user):
 
 
 def received_graph(*, features=None, labels=None, edges=None, node_ids=None, budget=None,
-                   missing_features="error", missing_lists="warn"):
+                   population=None, missing_features="error", missing_lists="warn"):
     """The server's graph from the reports real devices sent.
 
     The features are the feature collection's reports decoded by its mechanism
@@ -424,6 +424,12 @@ def received_graph(*, features=None, labels=None, edges=None, node_ids=None, bud
     budget : float or None, default=None
         Per-user cap of the graph's population; what was received is charged
         first (a collection above the cap raises).
+    population : Population, GraphData or None, default=None
+        The users' population (``simulated=False``), or a graph of it, when
+        they already sent other collections: its ledger is charged, so the cap
+        and :func:`skldp.accounting.privacy_report` count what they sent in
+        every call. ``None``: a new population, whose ledger knows this call's
+        reports only.
     missing_features : {"error", "zero"}, default="error"
         A user without a feature report: an error, or a row of the decoded
         "no report" value (0 for HDS, the range's centre for the others: the
@@ -463,18 +469,18 @@ def received_graph(*, features=None, labels=None, edges=None, node_ids=None, bud
     if len(np.unique(keys)) != n:
         raise ValueError("node_ids must be unique.")
     position = {_id_key(u): i for i, u in enumerate(ids.tolist())}
-    population = Population(budget, simulated=False)
+    population = _receiving_population(population, budget)
     X, feature_origin = np.zeros((n, 0)), ("derived", "were not collected")
     if features is not None:
         X, rows = _decoded_features(features, position, n, missing_features,
                                     mechanism_from_spec)
-        population.receive(features.spec, keys[rows])
+        _receive(population, features.spec, keys[rows])
         _charge_again(population, features, position, keys)
         feature_origin = ("reports", features.spec)
     A, adjacency_origin = None, ("derived", "were not collected")
     if edges is not None:
         A, rows = _received_adjacency(edges, keys, position, missing_lists)
-        population.receive(edges.spec, keys[rows])
+        _receive(population, edges.spec, keys[rows])
         _charge_again(population, edges, position, keys)
         adjacency_origin = ("reports", edges.spec)
     y = None
@@ -485,12 +491,46 @@ def received_graph(*, features=None, labels=None, edges=None, node_ids=None, bud
         y = np.full(n, -1, dtype=classes.dtype) if numeric else np.full(n, None, dtype=object)
         pos = labels.reports["y"].astype(np.int64) if len(labels) else np.zeros(0, np.int64)
         y[rows] = classes[pos]
-        population.receive(labels.spec, keys[rows], reports=pos)
+        _receive(population, labels.spec, keys[rows], reports=pos)
         _charge_again(population, labels, position, keys)
     G = GraphData(X, A, node_ids=ids, population=population)
     G._store.feature_origin = feature_origin
     G._store.adjacency_origin = adjacency_origin
     return G, y
+
+
+def _receive(population, spec, keys, reports=None):
+    """Charge what the users sent; a refusal says the reports came and are left unused."""
+    try:
+        population.receive(spec, keys, reports=reports)
+    except BudgetExceededError as e:
+        # the ledger's advice (lower eps, ...) is for collections not yet made
+        why = str(e).split(" Nothing was sent.")[0].rstrip(".")
+        raise BudgetExceededError(
+            f"{why}. The reports were received but not used: no graph was built. If the "
+            "users agreed to spend more, raise the budget (population.set_budget).") from e
+
+
+def _receiving_population(population, budget):
+    """The population that ``received_graph`` charges: a new one, or the caller's."""
+    from .._graph_data import GraphData
+    if population is None:
+        return Population(budget, simulated=False)
+    population = population.population if isinstance(population, GraphData) else population
+    if not isinstance(population, Population):
+        raise TypeError("population must be a Population or a GraphData, got "
+                        f"{type(population).__name__}.")
+    if population.simulated:
+        raise ValueError("received_graph charges a population of real devices "
+                         "(Population(simulated=False), or the graph an earlier "
+                         "received_graph returned); this one simulates its devices.")
+    if budget is not None:
+        if population.budget is not None and float(budget) != population.budget:
+            raise ValueError(f"budget={budget!r}, but the population already has a budget of "
+                             f"{population.budget:.4g} per user. Change it explicitly with "
+                             "population.set_budget(...).")
+        population.set_budget(budget)
+    return population
 
 
 def _check_part(argument, received):

@@ -254,6 +254,28 @@ def test_budget_cap_on_receive(fleet):
                        labels=read_reports(ry, sy, users=ids), budget=3.0)
 
 
+def test_a_population_counts_what_several_calls_received(fleet):
+    # features and labels ingested in two calls: each graph's ledger alone says 2, the
+    # users spent 4; charged into one population, the cap sees both
+    G, y, labelled, ((sx, rx), (sy, ry), _) = fleet
+    ids = G.node_ids.tolist()
+    feats, labs = read_reports(rx, sx, users=ids), read_reports(ry, sy, users=ids)
+    first, _ = received_graph(features=feats, node_ids=ids, budget=3.0)
+    alone, _ = received_graph(labels=labs, node_ids=ids, budget=3.0)
+    assert privacy_report(alone).local_epsilon == 2.0
+    with pytest.raises(BudgetExceededError, match="received but not used"):
+        received_graph(labels=labs, node_ids=ids, population=first)
+    again, _ = received_graph(features=feats, node_ids=ids, population=first)
+    assert privacy_report(again).local_epsilon == 2.0      # the same reports: not charged twice
+    with pytest.raises(ValueError, match="already has a budget of 3"):
+        received_graph(labels=labs, node_ids=ids, population=first, budget=5.0)
+    first.population.set_budget(5.0)
+    both, _ = received_graph(labels=labs, node_ids=ids, population=first.population)
+    assert privacy_report(both).local_epsilon == 4.0
+    with pytest.raises(ValueError, match="simulates its devices"):
+        received_graph(labels=labs, node_ids=ids, population=G)
+
+
 def test_missing_feature_reports(fleet):
     G, y, labelled, ((sx, rx), _, _) = fleet
     ids = G.node_ids.tolist()
