@@ -81,8 +81,7 @@ def command_block(name, n_records, command=None, runs_file=None):
     runs_file = runs_file or f"studies/runs/{name}_runs.jsonl"
     return (f"From the root of a clone of the repository (resumable: recorded runs are "
             f"skipped; the page is rewritten from the runs file):\n\n```\n{command}\n```\n\n"
-            f"Runs: `{runs_file}` ({n_records} records; each says how its "
-            "sweep was scheduled).\n")
+            f"Runs: `{runs_file}` ({n_records} records; one per run).\n")
 
 
 def with_figure(page, draw):
