@@ -232,6 +232,7 @@ def _as_features(features):
             X = _private(X, features)
             X.sum_duplicates()
         return X
+    _check_numeric_columns(features)
     X = np.asarray(features)
     if X.dtype == object and hasattr(features, "to_numpy"):
         # pandas' nullable dtypes (Float64, Int64) come out as objects: as floats, NA as NaN
@@ -250,6 +251,47 @@ def _as_features(features):
     if X.dtype not in (np.float32, np.float64):   # integers, bools, float16, longdouble
         X = X.astype(np.float64)
     return X
+
+
+# What pandas' ``infer_dtype`` calls columns of values that are not numbers (dates, text):
+# ``to_numpy(float)`` would turn dates into nanoseconds since 1970 and parse numeric text.
+_NOT_NUMBERS = {"string", "bytes", "datetime", "datetime64", "date", "time", "timedelta",
+                "timedelta64", "period", "interval"}
+
+
+def _check_numeric_columns(features):
+    """Raise if a column of the pandas DataFrame ``features`` holds dates, durations,
+    periods or text (a categorical of them included), naming the columns."""
+    pd = sys.modules.get("pandas")   # a DataFrame exists only if pandas was imported
+    if pd is None or not isinstance(features, pd.DataFrame):
+        return
+    bad = []
+    for j, dtype in enumerate(features.dtypes):
+        if isinstance(dtype, pd.SparseDtype):
+            dtype = dtype.subtype
+        values = None
+        if isinstance(dtype, pd.CategoricalDtype):   # its values are its categories
+            values, dtype = dtype.categories, dtype.categories.dtype
+        what = None
+        if dtype.kind in "mM":
+            what = str(dtype)
+        elif dtype.kind in "OUSV":   # objects, text, periods, intervals: look at the values
+            values = features.iloc[:, j] if values is None else values
+            kind = pd.api.types.infer_dtype(values, skipna=True)
+            if kind in _NOT_NUMBERS or (kind.startswith("mixed") and any(
+                    isinstance(v, (str, bytes)) for v in values)):
+                what = kind
+        if what is not None:
+            if isinstance(features.dtypes.iloc[j], pd.CategoricalDtype):
+                what = f"categorical of {what}"
+            bad.append(f"{features.columns[j]!r} ({what})")
+    if bad:
+        raise TypeError(
+            f"features must be numeric, but column(s) {', '.join(bad[:5])}"
+            f"{f' and {len(bad) - 5} more' if len(bad) > 5 else ''} of the DataFrame are "
+            "not numbers. Convert them first: a categorical with df[col].cat.codes (or "
+            "one-hot, pd.get_dummies), a date or duration in a unit of your choice, e.g. "
+            "(df[col] - start) / pd.Timedelta('1D'), numeric text with pd.to_numeric.")
 
 
 def _check_real(dtype):
@@ -278,7 +320,8 @@ def _as_adjacency(adjacency, n_nodes, node_ids, owned=False):
             raise ValueError("A networkx graph needs node_ids to fix the order of its "
                              "nodes against the feature rows.")
         if set(adjacency.nodes) != set(node_ids.tolist()):
-            raise ValueError("The networkx graph's nodes differ from node_ids.")
+            raise ValueError("The networkx graph's nodes differ from node_ids"
+                             f"{_set_difference(adjacency.nodes, node_ids, 'node')}.")
         if adjacency.is_multigraph():   # parallel edges are summed: check each one
             for u, v, w in adjacency.edges(data="weight", default=1):
                 if w < 0:
@@ -298,6 +341,9 @@ def _as_adjacency(adjacency, n_nodes, node_ids, owned=False):
         A = sp.csr_matrix(adjacency, dtype=np.float32)
     else:
         A = np.asarray(adjacency)
+        pd = sys.modules.get("pandas")   # a DataFrame exists only if pandas was imported
+        if pd is not None and isinstance(adjacency, pd.DataFrame):
+            A = _labelled_in_order(adjacency, A, node_ids)
         if A.ndim != 2:
             raise ValueError(f"adjacency must be 2-D, got {A.ndim} dimensions.")
         A = sp.csr_matrix(A, dtype=np.float32)
@@ -320,6 +366,91 @@ def _as_adjacency(adjacency, n_nodes, node_ids, owned=False):
         _check_not_negative(A)   # raises, naming the entry
     A.sort_indices()
     return A
+
+
+def _check_frame_index(features, ids):
+    """Raise if the features are a DataFrame whose index names users other than the
+    node ids, row for row (rows are read by position).
+
+    pandas' default index (a RangeIndex) and an index sharing no label with the ids
+    (row numbers left by a filter, against text ids) are positions, read as before.
+    """
+    pd = sys.modules.get("pandas")
+    if pd is None or not isinstance(features, pd.DataFrame):
+        return
+    index = features.index
+    if _is_range(index, len(index)) or index.equals(pd.Index(ids)):
+        return
+    if set(index).isdisjoint(ids.tolist()):
+        return
+    raise ValueError(
+        "The features DataFrame's index holds node ids, but not node_ids in order: its "
+        "rows would be read by position, each given to another user. Reorder it "
+        "(features.loc[node_ids]), or drop the index (features.reset_index(drop=True)) "
+        "if the rows already follow node_ids.")
+
+
+def _labelled_in_order(frame, A, node_ids):
+    """The array ``A`` of the DataFrame adjacency ``frame``, its rows and columns in the
+    order of ``node_ids`` when its labels are node ids.
+
+    Labels that are ``node_ids`` on both axes (as ``nx.to_pandas_adjacency`` gives)
+    are matched against them. Labels ``0..n-1`` in order (pandas' default, or as
+    ``read_csv`` gives them back, columns as text) are positions, read as such. Any
+    other labels are node ids that need ``node_ids``, as a networkx graph does.
+    """
+    index, columns = frame.index, frame.columns
+    n = len(index)
+    if all(_is_range(labels, n) for labels in (index, columns)):
+        return A   # pandas' own labels: positions
+    same = index.is_unique and columns.is_unique and set(index) == set(columns)
+    if same and node_ids is not None and set(index) == set(node_ids.tolist()):
+        rows, cols = index.get_indexer(list(node_ids)), columns.get_indexer(list(node_ids))
+        return A[np.ix_(rows, cols)]
+    if all(_are_positions(labels) for labels in (index, columns)):
+        return A   # 0..n-1 in order: positions, whatever node_ids are (as before)
+    if not same:
+        raise ValueError(
+            "A DataFrame adjacency must be labelled by the same node ids on its index and "
+            "its columns, each once (as nx.to_pandas_adjacency gives), or carry pandas' "
+            "default labels 0..n-1 on both; give adjacency.to_numpy() if its rows and "
+            "columns are already in the order of the feature rows.")
+    if node_ids is None:
+        raise ValueError(
+            "A DataFrame adjacency labelled by node ids needs node_ids to fix the order "
+            "of its rows and columns against the feature rows (e.g. "
+            "node_ids=adjacency.index when the feature rows follow it); give "
+            "adjacency.to_numpy() if it is already in the order of the feature rows.")
+    raise ValueError("The DataFrame adjacency's labels differ from node_ids"
+                     f"{_set_difference(index, node_ids, 'label')}.")
+
+
+def _is_range(labels, n):
+    """Whether ``labels`` are pandas' default labels ``RangeIndex(n)``."""
+    pd = sys.modules["pandas"]
+    return isinstance(labels, pd.RangeIndex) and labels.start == 0 and labels.step == 1 \
+        and len(labels) == n
+
+
+def _are_positions(labels):
+    """Whether ``labels`` are ``0..n-1`` in order, as integers or as their text."""
+    values = labels.tolist()
+    return values == list(range(len(values))) or \
+        values == [str(i) for i in range(len(values))]
+
+
+def _set_difference(labels, node_ids, what):
+    """A sample of the ``labels`` missing from ``node_ids`` and of the ids missing from
+    ``labels``, to end an error message (": 1 node(s) not in node_ids (3); ...")."""
+    ids, labels = set(node_ids.tolist()), set(labels)
+    missing, extra = sorted(labels - ids, key=repr), sorted(ids - labels, key=repr)
+    parts = [f"{len(d)} {name} ({', '.join(map(repr, d[:3]))}{', ...' if len(d) > 3 else ''})"
+             for d, name in ((missing, f"{what}(s) not in node_ids"),
+                             (extra, f"id(s) not a {what}")) if d]
+    if set(map(str, missing)) & set(map(str, extra)):   # 2 against '2'
+        parts.append("ids are compared with their type (2 is not '2'): pass node_ids as a "
+                     "list or an object array, not an array of strings")
+    return ": " + "; ".join(parts) if parts else ""
 
 
 def _private(M, source):
@@ -377,10 +508,12 @@ class GraphData:
         A float array is kept, not copied (as scikit-learn's estimators read
         theirs): do not edit it afterwards, or pass a copy (steps keep results
         computed from it).
-    adjacency : sparse matrix, ndarray, networkx.Graph or None, default=None
+    adjacency : sparse matrix, ndarray, networkx.Graph, DataFrame or None, default=None
         Adjacency of shape (n_nodes, n_nodes). ``None`` means the server does
         not know the graph (e.g. it is collected with edge LDP later). A
-        networkx graph is converted in the order given by ``node_ids``.
+        networkx graph is converted in the order given by ``node_ids``, and so
+        is a DataFrame labelled by node ids (``nx.to_pandas_adjacency``); one
+        with pandas' default labels is read by position.
         Stored as a canonical float32 CSR matrix of GraphData's own: a sparse
         matrix whose arrays would be kept is copied, so the caller's matrix is
         never edited and may be edited afterwards (a graph's own
@@ -391,7 +524,10 @@ class GraphData:
         report on its id, so a user answers once whatever rows are selected.
         Integers in an object array (as pandas gives) and floats with integer
         values (``7.0``) are stored and keyed as those integers. Missing ids
-        (None, NaN, NaT, pandas' NA) are refused. Defaults to ``0..n_nodes-1``.
+        (None, NaN, NaT, pandas' NA) are refused. A list mixing text and
+        numbers (or holding tuples, as networkx nodes) keeps each id as it is.
+        A features DataFrame indexed by node ids must follow them in order.
+        Defaults to ``0..n_nodes-1``.
     feature_names : array-like of str of shape (n_features,), default=None
         Names of the feature columns. ``None`` takes a pandas DataFrame's
         column names when they are all strings (scikit-learn's rule).
@@ -457,7 +593,7 @@ class GraphData:
         else:
             # integers held in an object array (as pandas gives) are stored, and keyed,
             # as the same integers in an integer array
-            ids = _as_integers(np.asarray(node_ids))
+            ids = _as_integers(_as_id_array(node_ids))
             if ids.ndim != 1 or len(ids) != n:
                 raise ValueError(f"node_ids must have length {n} (one per feature row), "
                                  f"got shape {ids.shape}.")
@@ -472,6 +608,7 @@ class GraphData:
                     "node_ids must name distinct users, but some are the same user key: a "
                     "number and its text (1.5 and '1.5'), or integers equal modulo 2**64. "
                     "Give ids of one type.")
+            _check_frame_index(features, ids)
         A = _as_adjacency(adjacency, n, ids if node_ids is not None else None)
         if feature_names is not None:
             feature_names = _as_feature_names(feature_names, X.shape[1])
@@ -536,7 +673,11 @@ class GraphData:
             if len(key) == 2 and key[1] is Ellipsis:
                 key = key[0]
             else:
-                raise IndexError("GraphData supports row (node) indexing only.")
+                raise IndexError(
+                    "GraphData supports row (node) indexing only. To select columns "
+                    "(a ColumnTransformer), wrap the step: "
+                    "skldp.NodeWise(ColumnTransformer(...)), with columns given by position "
+                    "(it receives the features as an array).")
         if isinstance(key, slice):
             return self._replace(self.rows[key])
         return self._replace(self.rows[_row_positions(key, len(self.rows))])
@@ -812,7 +953,10 @@ class GraphData:
     def _with_new_adjacency(self, adjacency, *, source="server", owned=True):
         """:meth:`with_adjacency` for a matrix the library just made and no one else holds
         (``owned``): taken without a copy."""
-        A = _as_adjacency(adjacency, self.n_nodes, None, owned=owned)
+        pd = sys.modules.get("pandas")   # a DataFrame's labels are this graph's node ids
+        ids = self._store.node_ids if pd is not None and isinstance(adjacency, pd.DataFrame) \
+            else None
+        A = _as_adjacency(adjacency, self.n_nodes, ids, owned=owned)
         new = self._store.derive(adjacency=A, adjacency_origin=_origin(source, "with_adjacency"))
         return GraphData._from_store(new, self.rows)
 
@@ -1030,6 +1174,37 @@ def _is_one_sided(A):
     upper = np.count_nonzero(A.indices > rows)
     lower = np.count_nonzero(A.indices < rows)
     return (upper == 0) != (lower == 0)
+
+
+def _as_id_array(node_ids):
+    """``node_ids`` as an array; a list or tuple mixing text and numbers (or holding
+    tuples, as networkx nodes may be) as a 1-D object array of the very ids.
+
+    ``np.asarray`` would turn ``["u1", 2]`` into the strings ``"u1", "2"`` (no longer
+    the graph's node 2) and tuples into rows of a 2-D array. Ids of one kind (numbers,
+    text) keep ``np.asarray``'s array, dtype included: their keys must not change.
+    """
+    try:
+        ids = np.asarray(node_ids)
+    except ValueError:   # tuples of several lengths
+        ids = None
+    # only text or a 2-D array (or an error) may have come from ids of several kinds
+    if not isinstance(node_ids, (list, tuple)) or (
+            ids is not None and ids.ndim == 1 and ids.dtype.kind not in "US"):
+        return np.asarray(node_ids) if ids is None else ids
+    kinds = set()
+    for t in set(map(type, node_ids)):   # a few types, however many ids
+        kind = next((k for k in (str, bytes, tuple) if issubclass(t, k)), None)
+        if kind is None and issubclass(t, (numbers.Number, np.bool_)):
+            kind = numbers.Number
+        if kind is None:   # a list, a date: np.asarray's array (or error), as before
+            return np.asarray(node_ids) if ids is None else ids
+        kinds.add(kind)
+    if tuple not in kinds and len(kinds) == 1:
+        return np.asarray(node_ids) if ids is None else ids
+    out = np.empty(len(node_ids), dtype=object)
+    out[:] = list(node_ids)   # element by element: tuples stay whole
+    return out
 
 
 def _check_no_missing_id(ids):

@@ -118,4 +118,6 @@ def to_torch_dense(X, device="cpu", dtype=torch.float32):
     X = np.asarray(X)
     if not X.flags.writeable:   # torch would share (and warn about) read-only memory
         X = X.astype(torch.empty(0, dtype=dtype).numpy().dtype)   # one copy, converted
+    elif any(s < 0 for s in X.strides):   # torch cannot wrap them (X[:, ::-1]): one copy
+        X = np.ascontiguousarray(X)
     return torch.as_tensor(X, dtype=dtype, device=device)

@@ -1,0 +1,147 @@
+"""GraphData built from pandas and networkx objects: labels, ids and dtypes."""
+
+import networkx as nx
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+
+from skldp import GraphData
+
+
+def _path_graph():
+    g = nx.Graph([("c", "a"), ("c", "b")])
+    g.add_node("d")
+    return g
+
+
+def test_dataframe_adjacency_is_read_by_node_id():
+    # nx.to_pandas_adjacency lists c first: its rows were read by position, and user
+    # "a" got c's neighbours
+    g = _path_graph()
+    D = nx.to_pandas_adjacency(g)
+    expected = GraphData(np.eye(4), g, node_ids=list("abcd")).adjacency.toarray()
+    G = GraphData(np.eye(4), D, node_ids=list("abcd"))
+    np.testing.assert_array_equal(G.adjacency.toarray(), expected)
+    np.testing.assert_array_equal(G.adjacency.toarray()[0], [0, 0, 1, 0])
+    # the graph's own ids order a new adjacency too
+    np.testing.assert_array_equal(
+        GraphData(np.eye(4), node_ids=list("abcd")).with_adjacency(D).adjacency.toarray(),
+        expected)
+    with pytest.raises(ValueError, match="needs node_ids"):
+        GraphData(np.eye(4), D)
+    with pytest.raises(ValueError, match=r"labels differ from node_ids: .*'d'.*'e'"):
+        GraphData(np.eye(4), D, node_ids=list("abce"))
+    with pytest.raises(ValueError, match="same node ids on its index and its columns"):
+        GraphData(np.eye(4), D.set_axis(list("wxyz"), axis=1), node_ids=list("abcd"))
+
+
+def test_dataframe_adjacency_with_position_labels_is_read_by_position():
+    A = nx.to_numpy_array(_path_graph())
+    ids = list("abcd")
+    for frame in (pd.DataFrame(A),                                  # pandas' default labels
+                  pd.DataFrame(A, index=np.arange(4), columns=np.arange(4)),
+                  pd.DataFrame(A, index=np.arange(4), columns=list("0123"))):   # read_csv
+        for node_ids in (None, ids):
+            G = GraphData(np.eye(4), frame, node_ids=node_ids)
+            np.testing.assert_array_equal(G.adjacency.toarray(), A)
+
+
+def test_features_dataframe_indexed_by_other_ids_is_refused():
+    X = pd.DataFrame({"x": [1.0, 2.0, 3.0]}, index=["b", "a", "c"])
+    with pytest.raises(ValueError, match=r"index holds node ids.*features\.loc\[node_ids\]"):
+        GraphData(X, node_ids=["a", "b", "c"])
+    np.testing.assert_array_equal(GraphData(X.loc[["a", "b", "c"]], node_ids=["a", "b", "c"])
+                                  .features.ravel(), [2, 1, 3])
+    # the index in node_ids' order, pandas' default index, or row numbers: by position
+    for frame, ids in ((X, ["b", "a", "c"]), (X.reset_index(drop=True), ["a", "b", "c"]),
+                       (X.set_axis([0, 4, 9]), ["a", "b", "c"])):
+        np.testing.assert_array_equal(GraphData(frame, node_ids=ids).features.ravel(), [1, 2, 3])
+
+
+@pytest.mark.parametrize("edges", [[("u1", 2), (2, 3)], [((0, 1), (0, 2)), ((0, 2), (1, 1))]])
+def test_networkx_nodes_of_mixed_types_or_tuples(edges):
+    # np.asarray made the strings "2", "3" of the nodes 2, 3 ("nodes differ"), and
+    # tuples rows of a 2-D array
+    g = nx.Graph(edges)
+    G = GraphData(np.eye(3), g, node_ids=list(g.nodes))
+    assert G.all_node_ids.tolist() == list(g.nodes)
+    np.testing.assert_array_equal(G.adjacency.toarray(), nx.to_numpy_array(g))
+    assert len(set(G.node_keys.tolist())) == 3
+
+
+def test_node_ids_of_one_type_keep_their_array_and_keys():
+    # node keys seed every collection: they and the stored ids must not change
+    for ids, dtype in (([5, 6, 7], np.int64), (["a", "b", "c"], np.dtype("<U1")),
+                       ((5.0, 6.0, 7.0), np.int64), ([1.5, 2, 3], np.float64)):
+        G = GraphData(np.eye(3), node_ids=ids)
+        assert G.all_node_ids.dtype == dtype
+        np.testing.assert_array_equal(G.node_keys, GraphData(np.eye(3), node_ids=np.asarray(
+            ids)).node_keys)
+
+
+def test_networkx_mismatch_names_the_differing_ids():
+    g = nx.Graph([("u1", 2), (2, 3)])
+    with pytest.raises(ValueError, match=r"nodes differ from node_ids: .*\(3\).*\(4\)"):
+        GraphData(np.eye(3), g, node_ids=["u1", 2, 4])
+    with pytest.raises(ValueError, match="compared with their type"):
+        GraphData(np.eye(3), g, node_ids=np.array(["u1", "2", "3"]))
+
+
+@pytest.mark.parametrize("column", [
+    pd.date_range("2020", periods=3), pd.date_range("2020", periods=3, tz="UTC"),
+    pd.to_timedelta([1, 2, 3], unit="D"), pd.period_range("2020", periods=3, freq="D"),
+    pd.Categorical(["a", "b", "a"]), pd.array(["1", "2", "3"], dtype="string"),
+    pd.Series(["1", "2", "3"], dtype=object)], ids=lambda c: str(getattr(c, "dtype", c)))
+def test_non_numeric_dataframe_columns_are_refused(column):
+    # beside a number column, dates became nanoseconds since 1970 (to_numpy(float))
+    X = pd.DataFrame({"x": [0.1, 0.2, 0.3], "t": column})
+    with pytest.raises(TypeError, match=r"features must be numeric, but column\(s\) 't'"):
+        GraphData(X)
+    with pytest.raises(TypeError, match="features must be numeric"):
+        GraphData(np.eye(3)).with_features(X)
+
+
+def test_numeric_extension_columns_still_convert():
+    X = np.array([[0.5, 1, 1], [np.nan, 2, 0], [1.5, 3, 1]])
+    frame = pd.DataFrame({"f": pd.array(X[:, 0], dtype="Float64"),
+                          "i": pd.array([1, 2, 3], dtype="Int64"),
+                          "b": pd.array([True, False, True], dtype="boolean"),
+                          "a": pd.array([1, 2, 3], dtype="int64[pyarrow]"),
+                          "c": pd.Categorical([1, 2, 1]),
+                          "o": pd.Series([1, 2.0, 3], dtype=object)})
+    G = GraphData(frame)
+    np.testing.assert_array_equal(G.features, np.c_[X, [1, 2, 3], [1, 2, 1], [1, 2, 3]])
+    assert G.features.dtype == np.float64
+
+
+def test_gnn_takes_features_with_negative_strides():
+    from skldp._torch._sparse import to_torch_dense
+    from skldp.models import GCNClassifier
+    rng = np.random.default_rng(0)
+    X = rng.random((20, 3))
+    np.testing.assert_array_equal(to_torch_dense(X[::-1, ::-1]).numpy(),
+                                  X[::-1, ::-1].astype(np.float32))
+    Xc = X.astype(np.float32)
+    assert np.shares_memory(to_torch_dense(Xc).numpy(), Xc)   # no copy otherwise
+    A = sp.random(20, 20, density=0.2, random_state=0, format="csr")
+    A = ((A + A.T) > 0).astype(float)
+    y = rng.integers(0, 2, 20)
+    G = GraphData(X[:, ::-1], A)
+    GCNClassifier(epochs=1, random_state=0).fit(G[:10], y[:10]).predict(G[10:])
+
+
+def test_column_selection_points_to_nodewise():
+    from sklearn.compose import ColumnTransformer
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from skldp import NodeWise
+    from skldp.propagation import KProp
+    A = sp.csr_matrix(np.ones((4, 4)) - np.eye(4))
+    G = GraphData(np.arange(8.0).reshape(4, 2), A)
+    ct = ColumnTransformer([("s", StandardScaler(), [0])])
+    with pytest.raises(IndexError, match=r"supports row \(node\) indexing only.*NodeWise"):
+        Pipeline([("kprop", KProp(steps=1)), ("ct", ct)]).fit_transform(G)
+    out = Pipeline([("kprop", KProp(steps=1)), ("ct", NodeWise(ct))]).fit_transform(G)
+    assert out.shape == (4, 1)
