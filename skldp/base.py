@@ -12,7 +12,7 @@ from sklearn.utils._param_validation import HasMethods
 from sklearn.utils._set_output import _wrap_data_with_container
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import _num_features, check_array, check_is_fitted, column_or_1d
+from sklearn.utils.validation import _num_features, check_array, check_is_fitted
 
 from ._graph_data import GraphData, reads_users_data
 from .exceptions import InvalidParameterError
@@ -1115,7 +1115,9 @@ class GraphClassifierMixin(ClassifierMixin):
 
     def _check_labels(self, y, n_rows):
         """``y`` as a 1-D array of ``n_rows`` labels, at least one (an empty fit is an error)."""
-        y = column_or_1d(y, warn=True)
+        from .model_selection._node_splits import _label_column
+
+        y = _label_column(y, warn=True)   # a list of strings keeps its NaN markers
         if len(y) != n_rows:
             raise ValueError(f"X has {n_rows} rows but y has {len(y)} labels.")
         if n_rows == 0:

@@ -6,12 +6,20 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import _fit_context
 from sklearn.pipeline import FeatureUnion
+from sklearn.preprocessing import FunctionTransformer
+from sklearn.utils.validation import check_is_fitted
 
 from .._graph_data import GraphData, reads_users_data
 from ..base import edges_read_by
-from ..utils.validation import check_graph_data
+from ..utils.validation import check_graph_data, check_input_features, record_feature_names
 
 __all__ = ["GraphFeatureUnion"]
+
+
+def _is_passthrough(trans):
+    # FeatureUnion runs "passthrough" as an identity FunctionTransformer, whose output
+    # wrapping (set_output, a global pandas config) would turn the GraphData into a frame
+    return isinstance(trans, FunctionTransformer) and trans.func is None
 
 
 class GraphFeatureUnion(FeatureUnion, auto_wrap_output_keys=None):
@@ -42,6 +50,9 @@ class GraphFeatureUnion(FeatureUnion, auto_wrap_output_keys=None):
     ----------
     n_features_in_ : int
         Number of input features (of the first branch).
+    feature_names_in_ : ndarray of str objects
+        Names of the input features (a GraphData's ``feature_names``), when it
+        has some.
 
     See Also
     --------
@@ -76,11 +87,64 @@ class GraphFeatureUnion(FeatureUnion, auto_wrap_output_keys=None):
         "verbose_feature_names_out": ["boolean"],
     }
 
+    # FeatureUnion's property reads the first branch's names (none for "passthrough"): the
+    # union records those of its own input instead, as the graph steps do.
+    @property
+    def feature_names_in_(self):
+        """Names of the input features seen in fit."""
+        try:
+            return self.__dict__["feature_names_in_"]
+        except KeyError:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute "
+                                 "'feature_names_in_'") from None
+
+    @feature_names_in_.setter
+    def feature_names_in_(self, names):
+        self.__dict__["feature_names_in_"] = names
+
     # not prefer_skip_nested_validation: the branches are the user's, unchecked
     @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y=None, **params):
         """Fit every branch on ``X`` (FeatureUnion's fit, the parameters checked first)."""
-        return super().fit(X, y, **params)
+        super().fit(X, y, **params)
+        record_feature_names(self, X)
+        return self
+
+    def set_output(self, *, transform=None):
+        """Set the output container of the branches, as FeatureUnion does.
+
+        The union's own output is a GraphData and stays one (as for every
+        graph step), so a pipeline's ``set_output(transform="pandas")``
+        reaches its plain steps and leaves the graph steps intact.
+
+        Parameters
+        ----------
+        transform : {"default", "pandas", "polars"} or None, default=None
+            Output container of the plain-array outputs.
+
+        Returns
+        -------
+        self : GraphFeatureUnion
+        """
+        return super().set_output(transform=transform)
+
+    def get_feature_names_out(self, input_features=None):
+        """Names of the output features: each branch's, prefixed with its name if verbose.
+
+        Parameters
+        ----------
+        input_features : array-like of str or None, default=None
+            Input names; ``None`` takes ``feature_names_in_`` when the union
+            was fitted on named features, else ``x0, x1, ...``.
+
+        Returns
+        -------
+        feature_names_out : ndarray of str objects
+        """
+        check_is_fitted(self)
+        if input_features is not None or "feature_names_in_" in self.__dict__:
+            input_features = check_input_features(self, input_features)
+        return super().get_feature_names_out(input_features)
 
     def fit_transform(self, X, y=None, **params):
         """Fit every branch on ``X`` and return their concatenated outputs for its rows."""
@@ -106,7 +170,7 @@ class GraphFeatureUnion(FeatureUnion, auto_wrap_output_keys=None):
         G = check_graph_data(X, self)
         outs = []
         for name, trans, weight in self._iter():
-            out = trans.transform(G)
+            out = G if _is_passthrough(trans) else trans.transform(G)
             if not isinstance(out, GraphData):
                 raise TypeError(f"Branch {name!r} returned {type(out).__name__}, not a "
                                 "GraphData: every branch must be a graph transformer (wrap "
@@ -118,7 +182,8 @@ class GraphFeatureUnion(FeatureUnion, auto_wrap_output_keys=None):
             outs.append((name, out, weight))
         if not outs:
             raise ValueError("GraphFeatureUnion has no branch left (all are 'drop').")
-        key = ("skldp.baselines.union",
+        # everything the output depends on: the names too (with or without prefixes)
+        key = ("skldp.baselines.union", bool(self.verbose_feature_names_out),
                tuple((name, out.token, None if w is None else float(w)) for name, out, w in outs))
         Z = G.memo_get(key)
         if Z is None:
@@ -133,16 +198,16 @@ class GraphFeatureUnion(FeatureUnion, auto_wrap_output_keys=None):
                 B = B * weight
             blocks.append(B)
             fn = out.feature_names
-            if names is not None and fn is not None:
-                prefix = f"{name}__" if self.verbose_feature_names_out else ""
-                names += [f"{prefix}{f}" for f in fn]
-            else:
-                names = None
+            if fn is None:   # scikit-learn's default names for this branch; others keep theirs
+                fn = [f"x{i}" for i in range(B.shape[1])]
+            prefix = f"{name}__" if self.verbose_feature_names_out else ""
+            names += [f"{prefix}{f}" for f in fn]
         if any(sp.issparse(B) for B in blocks):
             Z = sp.hstack([sp.csr_matrix(B) for B in blocks], format="csr")
         else:
             Z = np.hstack([np.asarray(B) for B in blocks])
-        if names is not None and len(set(names)) != len(names):
+        if len(set(names)) != len(names) or (   # unnamed in, unnamed out (the graph steps' rule)
+                G.feature_names is None and names == [f"x{i}" for i in range(len(names))]):
             names = None
         # The union is the users' data (in the clear) if any branch is: a "passthrough"
         # branch, or a step that computed its output from their raw features.
@@ -162,3 +227,8 @@ class GraphFeatureUnion(FeatureUnion, auto_wrap_output_keys=None):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
         return tags
+
+
+# auto_wrap_output_keys=None above: scikit-learn wraps no method, so the GraphData output is
+# never converted; these keys keep set_output available, as GraphTransformerMixin does.
+GraphFeatureUnion._sklearn_auto_wrap_output_keys = {"transform"}

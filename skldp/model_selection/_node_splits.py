@@ -24,6 +24,40 @@ def _is_unlabelled(v):
     return pd is not None and v is getattr(pd, "NA", None)
 
 
+def _is_nan(v):
+    return isinstance(v, (float, np.floating)) and v != v
+
+
+def _strings_with_nan(y):
+    """Whether the list ``y`` holds strings and NaN markers (with or without ``None``) only."""
+    flat = [v[0] if isinstance(v, (list, tuple)) and len(v) == 1 else v for v in y]
+    return (any(_is_nan(v) for v in flat) and any(isinstance(v, str) for v in flat)
+            and all(v is None or isinstance(v, str) or _is_nan(v) for v in flat))
+
+
+def _as_label_array(y):
+    """``np.asarray(y)``, except that a list of strings keeps its NaN markers.
+
+    NumPy turns a list of strings with a NaN (pandas' ``tolist()`` of missing
+    strings) into a str array where NaN is the text ``"nan"``: a class, every
+    row labelled. Such a list becomes an object array instead, as one with
+    ``None`` does; any other input gives ``np.asarray(y)``.
+    """
+    if isinstance(y, (list, tuple)) and _strings_with_nan(y):
+        return np.array(y, dtype=object)
+    return np.asarray(y)
+
+
+def _label_column(y, *, warn=False):
+    """``y`` as a 1-D array (``column_or_1d``), the NaN markers of string labels kept.
+
+    See :func:`_as_label_array`; any other input gives the same array as before.
+    """
+    if isinstance(y, (list, tuple)) and _strings_with_nan(y):
+        y = np.array(y, dtype=object)
+    return column_or_1d(y, warn=warn)
+
+
 def _labelled_mask(y):
     """Which nodes of ``y`` are labelled, for numeric and non-numeric labels alike.
 
@@ -32,7 +66,7 @@ def _labelled_mask(y):
     object) mark it with ``None`` (or NaN or ``pd.NA``, as pandas does),
     element-wise.
     """
-    y = column_or_1d(y)
+    y = _label_column(y)
     if y.dtype.kind in "biuf":
         with np.errstate(invalid="ignore"):
             return y >= 0
@@ -43,7 +77,7 @@ def _labelled_mask(y):
 
 def _check_all_labelled(y):
     """Raise a ``ValueError`` if a row of ``y`` is unlabelled (before a ``fit``)."""
-    y = column_or_1d(y)
+    y = _label_column(y)
     unlabelled = ~_labelled_mask(y)
     if unlabelled.any():
         raise ValueError(f"y marks {int(unlabelled.sum())} row(s) unlabelled "
@@ -92,7 +126,7 @@ def random_node_split(y, train_size=0.5, val_size=0.25, test_size=0.25, *, strat
     >>> int(tr.sum()), int(va.sum()), int(te.sum()), bool(tr[2] or va[2] or te[2])
     (1, 1, 1, False)
     """
-    y = column_or_1d(y)
+    y = _label_column(y)
     sizes = _check_fractions(train_size=train_size, val_size=val_size, test_size=test_size)
     labelled = _labelled_nodes(y)
     rng = check_random_state(random_state)
@@ -189,7 +223,7 @@ def per_class_node_split(y, n_train=20, n_val=30, *, small_classes="raise",
     >>> int(tr.sum()), int(va.sum()), int(te.sum())
     (40, 60, 100)
     """
-    y = column_or_1d(y)
+    y = _label_column(y)
     for name, v in (("n_train", n_train), ("n_val", n_val)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
             raise ValueError(f"{name} must be an integer >= 0, got {v!r}.")
@@ -304,7 +338,7 @@ class LabelledKFold(BaseCrossValidator):
         train, test : ndarray of int
             Positions of the rows in the training and test part of the fold.
         """
-        y = column_or_1d(y)
+        y = _label_column(y)
         labelled = np.flatnonzero(_labelled_mask(y))
         skf = StratifiedKFold(self.n_splits, shuffle=self.shuffle,
                               random_state=self.random_state if self.shuffle else None)

@@ -1,0 +1,74 @@
+"""A list of string labels with NaN markers (pandas' ``tolist()`` of missing strings)."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.base import BaseEstimator
+
+from skldp.base import GraphClassifierMixin
+from skldp.model_selection import LabelledKFold, per_class_node_split, random_node_split
+from skldp.model_selection._node_splits import _labelled_mask
+
+Y_NAN = ["a", "b", "a", "b", float("nan"), "b", "a", np.nan, "c", "c", "c", "a"]
+UNLABELLED = [4, 7]
+
+
+class _Clf(GraphClassifierMixin, BaseEstimator):
+    def fit(self, X, y):
+        self._encode_labels(y, len(X))
+        return self
+
+
+def test_nan_in_a_list_of_strings_marks_unlabelled_nodes():
+    assert np.flatnonzero(~_labelled_mask(Y_NAN)).tolist() == UNLABELLED
+    tr, va, te = random_node_split(Y_NAN, 0.5, 0.25, 0.25, random_state=0)
+    assert not (tr | va | te)[UNLABELLED].any()
+    assert (tr | va | te).sum() == len(Y_NAN) - 2
+    tr, va, te = per_class_node_split(Y_NAN, 1, 1, small_classes="shrink", random_state=0)
+    assert not (tr | va | te)[UNLABELLED].any()
+    folds = [te for _, te in LabelledKFold(2, random_state=0).split(None, Y_NAN)]
+    assert sorted(np.concatenate(folds).tolist()) == [i for i in range(12) if i not in UNLABELLED]
+
+
+def test_pandas_tolist_of_missing_strings_is_split_as_the_series():
+    ys = pd.Series(["a", None, "b", "a", "b", None, "a", "b"])
+    for a, b in zip(random_node_split(ys.tolist(), random_state=0),
+                    random_node_split(ys, random_state=0), strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert not np.any([m[[1, 5]] for m in random_node_split(ys.tolist(), random_state=0)])
+
+
+def test_fit_refuses_nan_in_a_list_of_strings_instead_of_learning_a_class_nan():
+    X = np.zeros((len(Y_NAN), 1))
+    with pytest.raises(ValueError, match="2 row"):
+        _Clf().fit(X, Y_NAN)
+    with pytest.raises(ValueError, match="2 row"):
+        _Clf().fit(X, tuple(Y_NAN))
+
+
+@pytest.mark.parametrize("y", [
+    ["a", "b", "a"],                       # strings only: the same str array as before
+    [0, 1, -1, 2],                         # numbers with a -1 marker
+    [0.0, 1.0, float("nan")],              # numbers with a NaN marker
+    ["a", None, "b"],                      # None: an object array already
+    ["a", 1.5, "nan"],                     # not a marker: unchanged (text "1.5")
+    np.array(["a", "nan"]),                # an array: never converted
+])
+def test_other_labels_give_the_same_array_as_before(y):
+    from sklearn.utils.validation import column_or_1d
+
+    from skldp.model_selection._node_splits import _as_label_array, _label_column
+
+    got, before = _label_column(y), column_or_1d(y)
+    assert got.dtype == before.dtype
+    np.testing.assert_array_equal(got, before)
+    got, before = _as_label_array(y), np.asarray(y)
+    assert got.dtype == before.dtype
+    np.testing.assert_array_equal(got, before)
+
+
+def test_as_label_array_keeps_the_nan_markers():
+    from skldp.model_selection._node_splits import _as_label_array
+
+    y = _as_label_array(Y_NAN)
+    assert y.dtype == object and np.flatnonzero(~_labelled_mask(y)).tolist() == UNLABELLED
