@@ -6,7 +6,7 @@ from numbers import Real
 import numpy as np
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, _fit_context, clone
 from sklearn.utils._param_validation import HasMethods, StrOptions
-from sklearn.utils.validation import check_is_fitted, column_or_1d
+from sklearn.utils.validation import check_is_fitted
 
 from ..base import GraphClassifierMixin
 from ..model_selection._node_splits import _check_all_labelled
@@ -153,7 +153,8 @@ class CorrectAndSmooth(MetaEstimatorMixin, GraphClassifierMixin, BaseEstimator):
         """
         name = type(self).__name__
         G = check_view(X, name)
-        y = column_or_1d(np.asarray(y), warn=True)
+        from ..model_selection._node_splits import _label_column
+        y = _label_column(y, warn=True)   # a list of strings keeps its NaN markers
         if len(y) != len(G):
             raise ValueError(f"X has {len(G)} rows but y has {len(y)} labels.")
         _check_all_labelled(y)   # a scikit-learn base would learn -2 as a class

@@ -132,7 +132,7 @@ class LabelPropagationClassifier(GraphClassifierMixin, BaseEstimator):
         self
         """
         G = check_view(X, type(self).__name__)
-        y = self._check_labels(np.asarray(y), len(G))
+        y = self._check_labels(y, len(G))
         y_used, mech = fit_label_mechanism(self, G, y)
         if mech is None:
             y_enc = self._encode_labels(y_used, len(G))

@@ -4,7 +4,7 @@ import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator, _fit_context
-from sklearn.utils.validation import check_is_fitted, column_or_1d
+from sklearn.utils.validation import check_is_fitted
 
 from .._graph_data import GraphData
 from ..base import PrivateStepMixin, charge_public_read
@@ -194,7 +194,14 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
 
     @staticmethod
     def _check_y(y):
-        y = column_or_1d(np.asarray(y), warn=False)
+        from ..model_selection._node_splits import _is_unlabelled, _label_column
+        y = _label_column(y)   # a list of strings keeps its NaN markers
+        if y.dtype == object:
+            marked = np.flatnonzero([_is_unlabelled(v) for v in y.tolist()])
+            if len(marked):
+                raise ValueError(f"y marks {len(marked)} row(s) unlabelled (None, NaN or pd.NA; "
+                                 f"first at row {int(marked[0])}): a label mechanism can only "
+                                 "randomize labels that exist. Pass labelled nodes only.")
         if y.dtype.kind in "fc" and np.any(np.isnan(y)):
             row = int(np.flatnonzero(np.isnan(y))[0])
             raise ValueError(f"y contains NaN (first at row {row}): a label mechanism can "

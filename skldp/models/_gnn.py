@@ -532,7 +532,7 @@ class GNNClassifierBase(TorchClassifierBase):
         self
         """
         G = check_graph_data(X, self, require_adjacency=True)
-        y = self._check_labels(np.asarray(y), len(G))   # before any label is collected
+        y = self._check_labels(y, len(G))   # before any label is collected
         if hasattr(self, "label_mechanism_"):
             del self.label_mechanism_
         mech = self._make_label_mechanism(y)

@@ -11,7 +11,7 @@ import scipy.sparse as sp
 import torch
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import StrOptions
-from sklearn.utils.validation import check_array, check_is_fitted, column_or_1d
+from sklearn.utils.validation import check_array, check_is_fitted
 from torch import nn
 
 from .._graph_data import GraphData
@@ -613,7 +613,8 @@ class MLPHead(TorchClassifierBase):
         """
         # Once, here: the weight_decay="auto" search refits on y many times, and a column
         # vector would warn (DataConversionWarning) at each of those fits.
-        y = column_or_1d(y, warn=True)
+        from ..model_selection._node_splits import _label_column
+        y = _label_column(y, warn=True)   # a list of strings keeps its NaN markers
         n = getattr(X, "shape", (None,))[0]
         if n == 1:
             raise ValueError("MLPHead needs at least two training rows, got n_samples=1.")

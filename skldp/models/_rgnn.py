@@ -215,7 +215,7 @@ class RGNNClassifier(TorchClassifierBase):
         if self.alpha > 0 and self.n_clusters > G.n_nodes:   # (alpha = 0: no clusters)
             raise ValueError(f"n_clusters={self.n_clusters} exceeds the number of nodes "
                              f"({G.n_nodes}).")
-        y = self._check_labels(np.asarray(y), len(G))
+        y = self._check_labels(y, len(G))
         # The label collection's seed is hashed from random_state with the label
         # mechanism's identity, so it shares no random numbers with any feature report.
         mech = classifier_label_mechanism(self)

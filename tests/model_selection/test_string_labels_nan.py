@@ -72,3 +72,28 @@ def test_as_label_array_keeps_the_nan_markers():
 
     y = _as_label_array(Y_NAN)
     assert y.dtype == object and np.flatnonzero(~_labelled_mask(y)).tolist() == UNLABELLED
+
+
+def _estimators():
+    from sklearn.linear_model import LogisticRegression
+
+    from skldp.baselines import CorrectAndSmooth, LabelPropagationClassifier
+    from skldp.models import GCNClassifier, MLPHead, RGNNClassifier
+    return [LabelPropagationClassifier(), CorrectAndSmooth(LogisticRegression()),
+            GCNClassifier(epochs=2, device="cpu"), MLPHead(),
+            RGNNClassifier(eps_y=1.0, classes=["a", "b", "c"], alpha=0.0, epochs=2)]
+
+
+@pytest.mark.parametrize("est", _estimators(), ids=lambda e: type(e).__name__)
+def test_estimators_refuse_nan_in_a_list_of_strings(est):
+    # pandas' tolist() of missing strings: the NaN was the text "nan", a class of its own
+    import scipy.sparse as sp
+
+    from skldp import GraphData
+    n = 30
+    A = sp.diags([np.ones(n - 1), np.ones(n - 1)], [-1, 1], format="csr")
+    G = GraphData(np.random.default_rng(0).random((n, 4)), A)
+    ys = [["a", "b", "c"][i % 3] for i in range(n)]
+    ys[5] = float("nan")
+    with pytest.raises(ValueError, match="unlabelled"):
+        est.fit(G, ys)
