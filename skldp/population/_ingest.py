@@ -1,6 +1,7 @@
 """Reports from real devices: read them, validate them against their spec, build the graph."""
 
 import dataclasses
+import hashlib
 import json
 import os
 import warnings
@@ -89,6 +90,9 @@ class ReceivedReports:
     refused: Counter = field(default_factory=Counter)
     again: Counter = field(default_factory=Counter)
     refused_records: list = field(default_factory=list)
+    # user -> digests of its answers in arrival order (the kept one first, then each further
+    # answer; None for one without an answer id): what a later batch is compared with
+    _answer_digests: dict = field(default_factory=dict, repr=False)
 
     def __len__(self):
         return len(self.users)
@@ -348,14 +352,22 @@ def read_reports(source, spec, *, users=None, senders=None, format=None):
         this = None if answer is None else (answer, _canonical(report))
         if uid in seen:
             out.refused["duplicate"] += 1
-            if this is None or this not in sent[uid]:
+            further = this is None or this not in sent[uid]
+            if further:
                 # a further answer, not a resend: refused, but sent all the same; the
                 # reports are not compared (two independent answers may coincide)
                 out.again[user] += 1
+                out._answer_digests[uid].append(_digest(this))
                 if this is not None:
                     sent[uid].add(this)
+            if len(out.refused_records) < _MAX_REFUSED_RECORDS:   # to trace impersonation
+                out.refused_records.append(RefusedRecord(
+                    index, user, answer, "duplicate",
+                    "a further answer of this user, charged again (its first is kept)"
+                    if further else "a resend of an answer already received (free)"))
             continue
         sent[uid] = set() if this is None else {this}
+        out._answer_digests[uid] = [_digest(this)]
         seen[uid] = len(out.users)
         out.users.append(user)
         for name, value in report.items():
@@ -390,6 +402,14 @@ def _canonical(report):
     """A validated report's fields as hashable data (equal iff the reports are)."""
     return tuple((name, np.asarray(v).dtype.str, np.asarray(v).tolist().__repr__())
                  for name, v in sorted(report.items()))
+
+
+def _digest(answer):
+    """A 64-bit digest of an answer (answer id and report), ``None`` for one without an id."""
+    if answer is None:
+        return None
+    text = repr(answer).encode()
+    return int.from_bytes(hashlib.blake2b(text, digest_size=8).digest(), "little")
 
 
 def _id_key(user):
@@ -504,10 +524,8 @@ def _receive(population, spec, keys, reports=None):
     try:
         population.receive(spec, keys, reports=reports)
     except BudgetExceededError as e:
-        # the ledger's advice (lower eps, ...) is for collections not yet made
-        why = str(e).split(" Nothing was sent.")[0].rstrip(".")
         raise BudgetExceededError(
-            f"{why}. The reports were received but not used: no graph was built. If the "
+            f"{_refusal(e)}. The reports were received but not used: no graph was built. If the "
             "users agreed to spend more, raise the budget (population.set_budget).") from e
 
 
@@ -548,31 +566,41 @@ def _check_part(argument, received):
 
 
 def _charge_again(population, received, position, keys):
-    """Charge the further answers users sent of ``received``'s collection (``again``): the
-    users who sent ``c`` of them as one collection of ``c`` times its epsilon, which the
-    ledger adds to what they spent."""
-    by_count = {}
-    for u, c in received.again.items():
-        by_count.setdefault(c, []).append(u)
-    for c, users in sorted(by_count.items()):
+    """Charge the further answers users sent of ``received``'s collection: those of this
+    batch (``again``) and, from users who answered it in an earlier batch of ``population``,
+    every answer that batch did not hold. The users who sent ``c`` of them are charged one
+    collection of ``c`` times its epsilon, which the ledger adds to what they spent."""
+    users = list(received.users)
+    rows = np.asarray([position[_id_key(u)] for u in users], dtype=np.int64)
+    digests = [received._answer_digests.get(_id_key(u), [None]) for u in users]
+    counts = population._unseen_answers(received.spec.id, keys[rows], digests)
+    for c in np.unique(counts[counts > 0]).tolist():
+        these = np.flatnonzero(counts == c)
+        population._further_charges += 1   # its own spec: an earlier charge is not this one
         spec = dataclasses.replace(received.spec, epsilon=c * received.spec.epsilon)
-        spec = spec.with_nonce(f"{received.spec.nonce} ({c} further answers)")
-        rows = np.asarray([position[_id_key(u)] for u in users], dtype=np.int64)
+        spec = spec.with_nonce(f"{received.spec.nonce} ({c} further answers, charge "
+                               f"{population._further_charges})")
         try:
-            population.receive(spec, keys[rows])
+            population.receive(spec, keys[rows[these]])
         except BudgetExceededError as e:
             # name who sent them: a flood of forged records charges its victim, not its sender
-            named = ", ".join(f"{u!r:.40}" for u in users[:5]) + (", ..." if len(users) > 5 else "")
-            # the ledger's advice (lower eps, ...) is for new collections: keep its numbers
-            why = str(e).split(" Nothing was sent.")[0].rstrip(".")
+            named = ", ".join(f"{users[i]!r:.40}" for i in these[:5]) + \
+                (", ..." if len(these) > 5 else "")
             raise BudgetExceededError(
-                f"{len(users)} user(s) ({named}) sent {c} further answer(s) each of collection "
-                f"{received.spec.id} ({sum(received.again.values())} further answers in all); "
-                f"each is charged its epsilon again, and {why}. No graph was built. Further "
-                "answers come from devices that answered again, or from replays and "
-                "impersonation (a record's user is what its sender wrote): check "
-                "ReceivedReports.again, and read the reports with senders= (or set each "
-                "record's user from its authenticated sender).") from e
+                f"{len(these)} user(s) ({named}) sent {c} further answer(s) each of collection "
+                f"{received.spec.id} ({int(counts.sum())} further answers in all, with those "
+                "of earlier batches this population received); each is charged its epsilon "
+                f"again, and {_refusal(e)}. No graph was built. Further answers come from "
+                "devices that answered again, or from replays and impersonation (a record's "
+                "user is what its sender wrote): check ReceivedReports.again, and read the "
+                "reports with senders= (or set each record's user from its authenticated "
+                "sender).") from e
+    population._remember_answers(received.spec.id, keys[rows], digests)
+
+
+def _refusal(error):
+    """The numbers of a budget refusal, without its advice (which is for new collections)."""
+    return str(error).split(" Nothing was sent.")[0].rstrip(".")
 
 
 def _rows_of(received, position):

@@ -89,6 +89,8 @@ class Population:
         self._secret = secrets.randbits(63)
         self._answers = {}     # collection id -> _Answers: who answered, about what
         self._received = {}    # collection id -> {key: report} the server kept (labels)
+        self._answer_digests = {}   # collection id -> {key: digests of the answers received}
+        self._further_charges = 0   # charges of further answers made (each its own spec)
         self._collected = {}   # collection id -> spec of reports received from real devices
         self._recorders = []   # audits: lists that receive (collection id, keys, reports)
         self._clear_reads = set()   # (step kind, part, graph token) already charged
@@ -254,9 +256,32 @@ class Population:
                              "tags": _b64(new_tags), "received": True})
             self._collected[spec.id] = spec
         if reports is not None:
-            kept = self._received.setdefault(spec.id, {})
-            for k, r in zip(node_keys.tolist(), np.asarray(reports).tolist(), strict=True):
-                kept.setdefault(k, r)
+            # the latest batch's: the graph built from it holds these (an earlier answer
+            # that a later batch replaced was charged all the same)
+            self._received.setdefault(spec.id, {}).update(
+                zip(node_keys.tolist(), np.asarray(reports).tolist(), strict=True))
+
+    def _unseen_answers(self, spec_id, node_keys, digests):
+        """How many answers of each user are new to the server: ``digests`` holds each
+        user's answers in a batch (the kept one first; ``None`` for one without an answer
+        id, never recognised). A user the server has not heard from before sent all but its
+        first afresh; another sent every answer not received before. Nothing is kept:
+        :meth:`_remember_answers` does, once they are charged."""
+        seen = self._answer_digests.get(spec_id, {})
+        out = np.zeros(len(digests), dtype=np.int64)
+        for i, (k, ds) in enumerate(zip(np.asarray(node_keys, np.uint64).tolist(), digests,
+                                        strict=True)):
+            known = seen.get(k)
+            out[i] = len(ds) - 1 if known is None else \
+                sum(d is None or d not in known for d in ds)
+        return out
+
+    def _remember_answers(self, spec_id, node_keys, digests):
+        """Keep the digests of the answers received (charged) for a later batch to compare."""
+        with self._lock:
+            seen = self._answer_digests.setdefault(spec_id, {})
+            for k, ds in zip(np.asarray(node_keys, np.uint64).tolist(), digests, strict=True):
+                seen.setdefault(k, set()).update(d for d in ds if d is not None)
 
     def collected(self, like=None):
         """Specs of the collections received from real devices (:meth:`receive`).
@@ -477,12 +502,16 @@ class Population:
                 self._open_journal()
             return {"id": self.id, "_budget_cap": self._budget_cap, "simulated": self.simulated,
                     "ledger": self.ledger, "_journal": self._journal,
-                    "_collected": dict(self._collected), "_received": dict(self._received)}
+                    "_collected": dict(self._collected), "_received": dict(self._received),
+                    "_answer_digests": dict(self._answer_digests),
+                    "_further_charges": self._further_charges}
 
     def __setstate__(self, state):
         state = dict(state)
         if "budget" in state:   # pickled before the cap became a property
             state["_budget_cap"] = state.pop("budget")
+        state.setdefault("_answer_digests", {})   # pickled before they were kept
+        state.setdefault("_further_charges", 0)
         self.__dict__.update(state)
         self._lock = threading.RLock()
         self._recorders, self._answers, self._fh, self._offset = [], {}, None, 0

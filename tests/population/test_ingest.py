@@ -3,6 +3,7 @@ from collected reports (no second perturbation) and the budget the ledger states
 
 import io
 import json
+import pickle
 
 import numpy as np
 import pytest
@@ -274,6 +275,37 @@ def test_a_population_counts_what_several_calls_received(fleet):
     assert privacy_report(both).local_epsilon == 4.0
     with pytest.raises(ValueError, match="simulates its devices"):
         received_graph(labels=labs, node_ids=ids, population=G)
+
+
+def test_a_later_batch_of_new_answers_is_charged():
+    # the same users answer the same collection again in a later batch (a second device,
+    # a replay under a new answer id, a forgery): charged as in one batch, resends free
+    sy = collection_spec(LabelRandomizedResponse(2.0, classes=[0, 1, 2]))
+    ids = ["a", "b", "c", "d"]
+    batch1 = [Device(user=u).answer(sy, 0) for u in ids]
+    batch2 = [Device(user=u).answer(sy, 1) for u in ids]
+    G1, _ = received_graph(labels=read_reports(batch1, sy, users=ids), node_ids=ids)
+    G2, _ = received_graph(labels=read_reports(batch1, sy, users=ids), node_ids=ids,
+                           population=G1)
+    assert privacy_report(G2).local_epsilon == 2.0          # a resend is free
+    G3, y3 = received_graph(labels=read_reports(batch2[:2], sy, users=ids), node_ids=ids,
+                            population=pickle.loads(pickle.dumps(G1.population)))
+    assert privacy_report(G3).local_epsilon == 4.0          # the new answers are charged
+    assert y3[:2].tolist() == [r["report"]["y"] for r in batch2[:2]]   # the new reports
+    G4, _ = received_graph(labels=read_reports(batch2[2:] + batch2[2:], sy, users=ids),
+                           node_ids=ids, population=G3)
+    assert privacy_report(G4).local_epsilon == 4.0          # ("c", "d") charged 4 once
+    # one further answer per user in two batches: two charges, not one spec seen twice
+    extra = [Device(user=u).answer(sy, 2) for u in ids]
+    more = [Device(user=u).answer(sy, 2) for u in ids]
+    G5, _ = received_graph(labels=read_reports(batch1 + extra, sy, users=ids), node_ids=ids)
+    G6, _ = received_graph(labels=read_reports(batch1 + more, sy, users=ids), node_ids=ids,
+                           population=G5, budget=None)
+    assert privacy_report(G6).local_epsilon == 6.0
+    with pytest.raises(BudgetExceededError, match="earlier batches"):
+        G5.population.set_budget(6.0)
+        received_graph(labels=read_reports(batch2, sy, users=ids), node_ids=ids,
+                       population=G5)
 
 
 def test_missing_feature_reports(fleet):

@@ -123,6 +123,12 @@ def test_refused_records_say_which_record_and_why():
     assert by_index[0].reason == "out of domain" and "0..2" in by_index[0].message
     assert by_index[1].user == "mallory" and by_index[1].reason == "unknown user"
     assert by_index[2].user is None and by_index[2].reason == "malformed"
+    # duplicates too: the genuine answer that came after a forged one is traceable
+    again = read_reports(recs + [recs[0], dict(recs[1], answer="0" * 16)], spec, users=IDS)
+    dup = {r.index: r for r in again.refused_records}
+    assert set(dup) == {len(recs), len(recs) + 1}
+    assert "resend" in dup[len(recs)].message and dup[len(recs)].reason == "duplicate"
+    assert "further answer" in dup[len(recs) + 1].message
     # bounded: a flood of bad records does not grow the result without end
     flood = [dict(recs[0], report={"y": 9})] * 250
     got = read_reports(flood, spec, users=IDS)
