@@ -28,7 +28,7 @@ from .._torch._device import DEVICE_CONSTRAINT
 from ..base import GraphClassifierMixin, note_edge_read, note_feature_read
 from ..model_selection._validation import validation_split
 from ..utils._logging import verbose_logger
-from ..utils._random import draw_seed
+from ..utils._random import training_seed
 from ..utils.validation import (
     RANDOM_STATE_CONSTRAINT,
     Count,
@@ -178,7 +178,7 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
             X = check_array(X, accept_sparse="csr", dtype=np.float32)
         y_enc = self._encode_labels(y, X.shape[0])
         self.n_features_in_ = X.shape[1]
-        seed = draw_seed(self.random_state)
+        seed = training_seed(self.random_state)
         weight_decay = self._fit_weight_decay(X, y, seed)
         device = resolve_device(self.device)
         data, index = self._prepare(X, device)

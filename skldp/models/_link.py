@@ -45,7 +45,7 @@ from ..base import (
 from ..model_selection._edge_splits import PairData, edge_codes, edge_lookup
 from ..model_selection._validation import validation_split
 from ..utils._logging import verbose_logger
-from ..utils._random import draw_seed
+from ..utils._random import training_seed
 from ..utils.validation import (
     RANDOM_STATE_CONSTRAINT,
     Count,
@@ -582,7 +582,7 @@ class VGAELinkPredictor(_LinkPredictorBase):
         self._setup_fit()
         X, y_enc = self._encode_pairs(X, y)
         self.n_features_in_ = X.shape[1]
-        seed = draw_seed(self.random_state)
+        seed = training_seed(self.random_state)
         rng = np.random.default_rng(seed)
         device = resolve_device(self.device)
         x, g = self._tensors(X, device)
@@ -959,7 +959,7 @@ class HadamardLinkPredictor(_LinkPredictorBase):
         hidden = self._hidden_sizes()
         X, y_enc = self._encode_pairs(X, y)
         self.n_features_in_ = X.shape[1]
-        seed = draw_seed(self.random_state)
+        seed = training_seed(self.random_state)
         rng = np.random.default_rng(seed)
         device = resolve_device(self.device)
         z = self._embeddings(X, device)

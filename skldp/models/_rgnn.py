@@ -14,7 +14,7 @@ from .._torch import class_softmax
 from ..mechanisms._label_rr import classifier_label_mechanism
 from ..reconstruction._labels import reconstruct_labels
 from ..reconstruction._llp import cluster_label_proportions, llp_kl_loss, metis_clusters
-from ..utils._random import draw_seed
+from ..utils._random import training_seed
 from ..utils.validation import EPS_CONSTRAINT, Count, Interval, check_graph_data
 from ._base import TorchClassifierBase, take_rows
 from ._gnn import _ACTIVATIONS, GNNEncoder, graph_tensors
@@ -248,7 +248,7 @@ class RGNNClassifier(TorchClassifierBase):
         self.cluster_proportions_ = None
         if self.alpha > 0:
             # Never the mechanism's seed_: METIS's output would reveal bits of the secret.
-            seed, k = draw_seed(self.random_state) % (2**31), int(self.n_clusters)
+            seed, k = training_seed(self.random_state) % (2**31), int(self.n_clusters)
             try:
                 # once per graph and seed (the folds of a search reuse it): METIS is most
                 # of a large graph's fit, and its result depends on the structure alone

@@ -29,7 +29,7 @@ from .._torch import (
 from ..base import note_edge_read, note_feature_read
 from ..model_selection._validation import validation_split
 from ..propagation._smoothing import smooth_features, smooth_labels
-from ..utils._random import draw_seed
+from ..utils._random import training_seed
 from ..utils.validation import Count, Interval, check_graph_data, record_feature_names
 from ._base import TorchClassifierBase, take_rows
 from ._gnn import _ACTIVATIONS, GNNClassifierBase, GNNEncoder, graph_tensors
@@ -489,7 +489,7 @@ class SolitudeClassifier(GNNClassifierBase):
         y_enc = self._encode_labels(y, len(G))
         self.n_features_in_ = G.shape[1]
         record_feature_names(self, G)
-        seed = draw_seed(self.random_state)
+        seed = training_seed(self.random_state)
         device = resolve_device(self.device)
         A = G.adjacency
         Gx = self._features(G)

@@ -38,7 +38,7 @@ from ._blocks import row_blocks
 
 __all__ = ["node_uniforms", "node_uniforms_fine", "node_normals", "node_uniforms_ragged",
            "sample_k_of_d",
-           "draw_seed", "collection_seed", "array_fingerprint"]
+           "draw_seed", "training_seed", "collection_seed", "array_fingerprint"]
 
 _FINGERPRINT_BLOCK = 1 << 18  # entries per row block of array_fingerprint (cache-sized)
 
@@ -56,6 +56,24 @@ def draw_seed(random_state):
     if isinstance(random_state, np.random.Generator):
         return int(random_state.integers(0, 2**63 - 1))
     return int(check_random_state(random_state).randint(0, 2**63 - 1, dtype=np.int64))
+
+
+def training_seed(random_state):
+    """The seed a model trains with (its initialisation, batches, validation split).
+
+    :func:`draw_seed`'s, except that a seed drawn from a ``RandomState`` or
+    ``Generator`` is hashed first: ``clone`` copies such an object into each
+    parameter that holds it, so a model and its label mechanism would draw the
+    same number, and the model's outputs would reveal the key of the
+    collection's seed. An integer ``random_state`` is public anyway, and keeps
+    its seed.
+    """
+    seed = draw_seed(random_state)
+    if isinstance(random_state, (np.random.RandomState, np.random.Generator)):
+        digest = hashlib.blake2b(seed.to_bytes(8, "little"), digest_size=8,
+                                 person=b"skldp-training").digest()
+        seed = int.from_bytes(digest, "little") & (2**63 - 1)
+    return seed
 
 
 def collection_seed(random_state, identity):

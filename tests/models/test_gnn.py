@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 import torch
+from sklearn.base import clone
 
 from skldp import GraphData
 from skldp.accounting import privacy_report
@@ -338,12 +339,17 @@ def test_label_mechanism_with_a_random_state_object_draws_from_it(data, make, mo
     G, y, tr, te = data
     G = G.new_simulation()
     drawn, draw = [], random_mod.draw_seed
+    trained, train = [], random_mod.training_seed
 
     def spy(rs):
         drawn.append(draw(rs))
         return drawn[-1]
+
+    def spy_training(rs):
+        trained.append(train(rs))
+        return trained[-1]
     monkeypatch.setattr(random_mod, "draw_seed", spy)
-    monkeypatch.setattr(models_base, "draw_seed", spy)
+    monkeypatch.setattr(models_base, "training_seed", spy_training)
     rs = np.random.RandomState(7)
     clf = make(LabelRandomizedResponse(1.0, classes=[0, 1, 2], random_state=rs), rs)
     ids = []
@@ -354,6 +360,11 @@ def test_label_mechanism_with_a_random_state_object_draws_from_it(data, make, mo
     assert len(set(ids)) == 3
     labels = [e for e in G.ledger.entries() if "labels" in e.spec.protects]
     assert len(labels) == 3
+    # a clone (every search makes them) copies the object into both parameters: the two
+    # copies draw the same number, but the model trains with a hash of it, never the key
+    drawn.clear()
+    clone(clf).fit(G[tr], y[tr])
+    assert not set(trained) & set(drawn)
 
 
 def test_label_mechanism_privacy_report_and_classes(data):
