@@ -259,12 +259,18 @@ _NOT_NUMBERS = {"string", "bytes", "datetime", "datetime64", "date", "time", "ti
                 "timedelta64", "period", "interval"}
 
 
+def _is_frame(value):
+    """Whether ``value`` is a pandas DataFrame (one exists only if pandas was imported)."""
+    pd = sys.modules.get("pandas")
+    return pd is not None and isinstance(value, pd.DataFrame)
+
+
 def _check_numeric_columns(features):
     """Raise if a column of the pandas DataFrame ``features`` holds dates, durations,
     periods or text (a categorical of them included), naming the columns."""
-    pd = sys.modules.get("pandas")   # a DataFrame exists only if pandas was imported
-    if pd is None or not isinstance(features, pd.DataFrame):
+    if not _is_frame(features):
         return
+    pd = sys.modules["pandas"]
     bad = []
     for j, dtype in enumerate(features.dtypes):
         if isinstance(dtype, pd.SparseDtype):
@@ -341,8 +347,7 @@ def _as_adjacency(adjacency, n_nodes, node_ids, owned=False):
         A = sp.csr_matrix(adjacency, dtype=np.float32)
     else:
         A = np.asarray(adjacency)
-        pd = sys.modules.get("pandas")   # a DataFrame exists only if pandas was imported
-        if pd is not None and isinstance(adjacency, pd.DataFrame):
+        if _is_frame(adjacency):
             A = _labelled_in_order(adjacency, A, node_ids)
         if A.ndim != 2:
             raise ValueError(f"adjacency must be 2-D, got {A.ndim} dimensions.")
@@ -375,9 +380,9 @@ def _check_frame_index(features, ids):
     pandas' default index (a RangeIndex) and an index sharing no label with the ids
     (row numbers left by a filter, against text ids) are positions, read as before.
     """
-    pd = sys.modules.get("pandas")
-    if pd is None or not isinstance(features, pd.DataFrame):
+    if not _is_frame(features):
         return
+    pd = sys.modules["pandas"]
     index = features.index
     if _is_range(index, len(index)) or index.equals(pd.Index(ids)):
         return
@@ -408,7 +413,16 @@ def _labelled_in_order(frame, A, node_ids):
         rows, cols = index.get_indexer(list(node_ids)), columns.get_indexer(list(node_ids))
         return A[np.ix_(rows, cols)]
     if all(_are_positions(labels) for labels in (index, columns)):
-        return A   # 0..n-1 in order: positions, whatever node_ids are (as before)
+        # 0..n-1 in order: positions, unless node_ids are these same labels in another
+        # order (a frame of ids 0..n-1 written to CSV and read back): then it is ambiguous
+        if node_ids is not None and _are_positions_in_another_order(node_ids):
+            raise ValueError(
+                "The DataFrame adjacency is labelled 0..n-1 in order, and node_ids are "
+                "the same labels in another order: are the labels positions or node ids? "
+                "Give adjacency.to_numpy() if its rows and columns follow the feature rows, "
+                "or adjacency.loc[node_ids, node_ids] (its labels of node_ids' type) if "
+                "they are node ids.")
+        return A
     if not same:
         raise ValueError(
             "A DataFrame adjacency must be labelled by the same node ids on its index and "
@@ -437,6 +451,13 @@ def _are_positions(labels):
     values = labels.tolist()
     return values == list(range(len(values))) or \
         values == [str(i) for i in range(len(values))]
+
+
+def _are_positions_in_another_order(node_ids):
+    """Whether ``node_ids`` are ``0..n-1`` (as integers or text) but not in that order."""
+    text = [str(v) for v in node_ids.tolist()]
+    order = [str(i) for i in range(len(text))]
+    return text != order and sorted(text) == sorted(order)
 
 
 def _set_difference(labels, node_ids, what):
@@ -917,6 +938,7 @@ class GraphData:
         X = _as_features(features)
         if X.shape[0] != self.n_nodes:
             raise ValueError(f"new features have {X.shape[0]} rows for {self.n_nodes} nodes.")
+        _check_frame_index(features, self._store.node_ids)
         if feature_names is not None:
             feature_names = _as_feature_names(feature_names, X.shape[1])
         new = self._store.derive(features=X, feature_names=feature_names,
@@ -953,9 +975,8 @@ class GraphData:
     def _with_new_adjacency(self, adjacency, *, source="server", owned=True):
         """:meth:`with_adjacency` for a matrix the library just made and no one else holds
         (``owned``): taken without a copy."""
-        pd = sys.modules.get("pandas")   # a DataFrame's labels are this graph's node ids
-        ids = self._store.node_ids if pd is not None and isinstance(adjacency, pd.DataFrame) \
-            else None
+        # a DataFrame's labels are this graph's node ids
+        ids = self._store.node_ids if _is_frame(adjacency) else None
         A = _as_adjacency(adjacency, self.n_nodes, ids, owned=owned)
         new = self._store.derive(adjacency=A, adjacency_origin=_origin(source, "with_adjacency"))
         return GraphData._from_store(new, self.rows)

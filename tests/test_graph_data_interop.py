@@ -59,6 +59,30 @@ def test_features_dataframe_indexed_by_other_ids_is_refused():
         np.testing.assert_array_equal(GraphData(frame, node_ids=ids).features.ravel(), [1, 2, 3])
 
 
+def test_csv_round_trip_of_ids_0_to_n_minus_1_in_another_order_is_refused():
+    # ids 0..2 written to CSV come back as positions (int index, text columns): read by
+    # position, users 2, 0, 1 got the neighbours of 0, 1, 2
+    import io
+    g = nx.Graph([(0, 1)])
+    g.add_node(2)
+    back = pd.read_csv(io.StringIO(nx.to_pandas_adjacency(g).to_csv()), index_col=0)
+    with pytest.raises(ValueError, match="positions or node ids"):
+        GraphData(np.eye(3), back, node_ids=[2, 0, 1])
+    want = nx.to_numpy_array(g, nodelist=[0, 1, 2])
+    np.testing.assert_array_equal(
+        GraphData(np.eye(3), back, node_ids=[0, 1, 2]).adjacency.toarray(), want)
+    np.testing.assert_array_equal(
+        GraphData(np.eye(3), back, node_ids=list("abc")).adjacency.toarray(), want)
+
+
+def test_with_features_checks_the_frame_index_too():
+    G = GraphData(np.eye(3), None, node_ids=["a", "b", "c"])
+    with pytest.raises(ValueError, match="not node_ids in order"):
+        G.with_features(pd.DataFrame({"x": [2.0, 1.0, 3.0]}, index=["b", "a", "c"]))
+    H = G.with_features(pd.DataFrame({"x": [1.0, 2.0, 3.0]}, index=["a", "b", "c"]))
+    assert H.features.ravel().tolist() == [1.0, 2.0, 3.0]
+
+
 @pytest.mark.parametrize("edges", [[("u1", 2), (2, 3)], [((0, 1), (0, 2)), ((0, 2), (1, 1))]])
 def test_networkx_nodes_of_mixed_types_or_tuples(edges):
     # np.asarray made the strings "2", "3" of the nodes 2, 3 ("nodes differ"), and
