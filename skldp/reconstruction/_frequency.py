@@ -211,6 +211,10 @@ class FrequencyReconstructor(GraphTransformerMixin, BaseEstimator):
             diff = [f"{k}={np.asarray(have[k]).tolist()} (collection: "
                     f"{np.asarray(want[k]).tolist()})"
                     for k in want if not np.array_equal(have[k], want[k])]
+            if diff and self.domain_sizes is None and diff[-1].startswith("domain_sizes"):
+                diff[-1] = (f"domain_sizes=None reads {diff[-1][len('domain_sizes='):]} from "
+                            "the largest codes received (a code no user reported is missed); "
+                            "pass the collection's domain_sizes")
             if diff:
                 raise ValueError(
                     f"{type(self).__name__} reconstructs the reports of collection {spec.id} "

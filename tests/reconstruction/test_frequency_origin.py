@@ -105,3 +105,14 @@ def test_grrfs_reports_and_the_clear_reference_do_not_warn():
     np.testing.assert_array_equal(Z.features, G.features)
     with pytest.warns(UserWarning, match="raw features"):   # m < d: a sampling undone
         FrequencyReconstructor(np.inf, 2, domain_sizes=2, hops=0).fit(G)
+
+
+def test_domain_sizes_read_from_the_codes_say_so():
+    # a top code no user reported: the sizes read from the reports are short, and the
+    # refusal says why instead of blaming parameters the user never gave
+    G = _graph()
+    spec, R = _received(G, GRRFSMechanism(20.0, m=4, domain_sizes=3))
+    assert R.features.max() < 2
+    with pytest.raises(ValueError, match=r"domain_sizes=None reads .* from the largest codes"):
+        FrequencyReconstructor(20.0, m=4).fit(R)
+    FrequencyReconstructor(20.0, m=4, domain_sizes=3).fit(R)
