@@ -110,24 +110,6 @@ class GraphFeatureUnion(FeatureUnion, auto_wrap_output_keys=None):
         record_feature_names(self, X)
         return self
 
-    def set_output(self, *, transform=None):
-        """Set the output container of the branches, as FeatureUnion does.
-
-        The union's own output is a GraphData and stays one (as for every
-        graph step), so a pipeline's ``set_output(transform="pandas")``
-        reaches its plain steps and leaves the graph steps intact.
-
-        Parameters
-        ----------
-        transform : {"default", "pandas", "polars"} or None, default=None
-            Output container of the plain-array outputs.
-
-        Returns
-        -------
-        self : GraphFeatureUnion
-        """
-        return super().set_output(transform=transform)
-
     def get_feature_names_out(self, input_features=None):
         """Names of the output features: each branch's, prefixed with its name if verbose.
 

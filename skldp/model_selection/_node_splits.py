@@ -35,23 +35,13 @@ def _strings_with_nan(y):
             and all(v is None or isinstance(v, str) or _is_nan(v) for v in flat))
 
 
-def _as_label_array(y):
-    """``np.asarray(y)``, except that a list of strings keeps its NaN markers.
+def _label_column(y, *, warn=False):
+    """``y`` as a 1-D array (``column_or_1d``), the NaN markers of string labels kept.
 
     NumPy turns a list of strings with a NaN (pandas' ``tolist()`` of missing
     strings) into a str array where NaN is the text ``"nan"``: a class, every
     row labelled. Such a list becomes an object array instead, as one with
-    ``None`` does; any other input gives ``np.asarray(y)``.
-    """
-    if isinstance(y, (list, tuple)) and _strings_with_nan(y):
-        return np.array(y, dtype=object)
-    return np.asarray(y)
-
-
-def _label_column(y, *, warn=False):
-    """``y`` as a 1-D array (``column_or_1d``), the NaN markers of string labels kept.
-
-    See :func:`_as_label_array`; any other input gives the same array as before.
+    ``None`` does; any other input gives the same array as before.
     """
     if isinstance(y, (list, tuple)) and _strings_with_nan(y):
         y = np.array(y, dtype=object)

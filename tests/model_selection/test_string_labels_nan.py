@@ -57,21 +57,11 @@ def test_fit_refuses_nan_in_a_list_of_strings_instead_of_learning_a_class_nan():
 def test_other_labels_give_the_same_array_as_before(y):
     from sklearn.utils.validation import column_or_1d
 
-    from skldp.model_selection._node_splits import _as_label_array, _label_column
+    from skldp.model_selection._node_splits import _label_column
 
     got, before = _label_column(y), column_or_1d(y)
     assert got.dtype == before.dtype
     np.testing.assert_array_equal(got, before)
-    got, before = _as_label_array(y), np.asarray(y)
-    assert got.dtype == before.dtype
-    np.testing.assert_array_equal(got, before)
-
-
-def test_as_label_array_keeps_the_nan_markers():
-    from skldp.model_selection._node_splits import _as_label_array
-
-    y = _as_label_array(Y_NAN)
-    assert y.dtype == object and np.flatnonzero(~_labelled_mask(y)).tolist() == UNLABELLED
 
 
 def _estimators():
