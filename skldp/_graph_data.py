@@ -938,7 +938,10 @@ class GraphData:
         X = _as_features(features)
         if X.shape[0] != self.n_nodes:
             raise ValueError(f"new features have {X.shape[0]} rows for {self.n_nodes} nodes.")
-        _check_frame_index(features, self._store.node_ids)
+        ids = self._store.node_ids
+        if not (ids.dtype.kind in "iu" and np.array_equal(ids, np.arange(len(ids)))):
+            # a graph of default ids reads a frame by position, as its constructor did
+            _check_frame_index(features, ids)
         if feature_names is not None:
             feature_names = _as_feature_names(feature_names, X.shape[1])
         new = self._store.derive(features=X, feature_names=feature_names,

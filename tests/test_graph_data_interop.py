@@ -81,6 +81,10 @@ def test_with_features_checks_the_frame_index_too():
         G.with_features(pd.DataFrame({"x": [2.0, 1.0, 3.0]}, index=["b", "a", "c"]))
     H = G.with_features(pd.DataFrame({"x": [1.0, 2.0, 3.0]}, index=["a", "b", "c"]))
     assert H.features.ravel().tolist() == [1.0, 2.0, 3.0]
+    # a graph of default ids reads any frame by position, as its constructor does
+    frame = pd.DataFrame({"x": [2.0, 1.0, 3.0]}, index=[1, 0, 2])
+    D = GraphData(np.eye(3), None).with_features(frame)
+    assert D.features.ravel().tolist() == GraphData(frame).features.ravel().tolist()
 
 
 @pytest.mark.parametrize("edges", [[("u1", 2), (2, 3)], [((0, 1), (0, 2)), ((0, 2), (1, 1))]])

@@ -9,7 +9,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..accounting._rdp import check_max_degree
 from ..base import GraphTransformerMixin
-from ..utils._random import draw_seed
+from ..utils._random import draw_seed, training_seed
 from ..utils.validation import RANDOM_STATE_CONSTRAINT, Count, check_graph_data
 
 __all__ = ["degree_bounded_sample", "DegreeBoundedSampler"]
@@ -197,7 +197,7 @@ class DegreeBoundedSampler(GraphTransformerMixin, BaseEstimator):
         """
         G = check_graph_data(X, self, **self._graph_requirements)
         self.n_features_in_ = G.shape[1]
-        self.seed_ = draw_seed(self.random_state)
+        self.seed_ = training_seed(self.random_state)   # never a collection's key
         return self
 
     def transform(self, X):

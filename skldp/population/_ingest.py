@@ -4,6 +4,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import secrets
 import warnings
 from collections import Counter
 from collections.abc import Sequence
@@ -569,19 +570,23 @@ def _charge_again(population, received, position, keys):
     """Charge the further answers users sent of ``received``'s collection: those of this
     batch (``again``) and, from users who answered it in an earlier batch of ``population``,
     every answer that batch did not hold. The users who sent ``c`` of them are charged one
-    collection of ``c`` times its epsilon, which the ledger adds to what they spent."""
+    collection of ``c`` times its epsilon, which the ledger adds to what they spent; what
+    is charged is remembered at once, so that a retry after a refusal charges it no more."""
     users = list(received.users)
     rows = np.asarray([position[_id_key(u)] for u in users], dtype=np.int64)
-    digests = [received._answer_digests.get(_id_key(u), [None]) for u in users]
+    digests = [_answers_of(received, u) for u in users]
     counts = population._unseen_answers(received.spec.id, keys[rows], digests)
+    done = np.flatnonzero(counts == 0)
+    population._remember_answers(received.spec.id, keys[rows[done]], [digests[i] for i in done])
     for c in np.unique(counts[counts > 0]).tolist():
         these = np.flatnonzero(counts == c)
-        population._further_charges += 1   # its own spec: an earlier charge is not this one
+        # a spec of its own (a random nonce): no earlier charge, here or in a copy of the
+        # population, is taken for this one
         spec = dataclasses.replace(received.spec, epsilon=c * received.spec.epsilon)
-        spec = spec.with_nonce(f"{received.spec.nonce} ({c} further answers, charge "
-                               f"{population._further_charges})")
+        spec = spec.with_nonce(f"{received.spec.nonce} ({c} further answers, "
+                               f"{secrets.token_hex(8)})")
         try:
-            population.receive(spec, keys[rows[these]])
+            population.receive(spec, keys[rows[these]], charge_only=True)
         except BudgetExceededError as e:
             # name who sent them: a flood of forged records charges its victim, not its sender
             named = ", ".join(f"{users[i]!r:.40}" for i in these[:5]) + \
@@ -595,7 +600,18 @@ def _charge_again(population, received, position, keys):
                 "user is what its sender wrote): check ReceivedReports.again, and read the "
                 "reports with senders= (or set each record's user from its authenticated "
                 "sender).") from e
-    population._remember_answers(received.spec.id, keys[rows], digests)
+        population._remember_answers(received.spec.id, keys[rows[these]],
+                                     [digests[i] for i in these])
+
+
+def _answers_of(received, user):
+    """The digests of a user's answers in ``received`` (the kept one first), as many as it
+    sent: unknown (``None``) where the reports carry none (built by hand, or read before
+    they were kept), so that each further answer counted in ``again`` is charged."""
+    digests = getattr(received, "_answer_digests", {}).get(_id_key(user))
+    n = 1 + received.again.get(user, 0)
+    digests = list(digests) if digests else [None]
+    return digests + [None] * (n - len(digests))
 
 
 def _refusal(error):

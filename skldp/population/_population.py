@@ -90,7 +90,6 @@ class Population:
         self._answers = {}     # collection id -> _Answers: who answered, about what
         self._received = {}    # collection id -> {key: report} the server kept (labels)
         self._answer_digests = {}   # collection id -> {key: digests of the answers received}
-        self._further_charges = 0   # charges of further answers made (each its own spec)
         self._collected = {}   # collection id -> spec of reports received from real devices
         self._recorders = []   # audits: lists that receive (collection id, keys, reports)
         self._clear_reads = set()   # (step kind, part, graph token) already charged
@@ -226,7 +225,7 @@ class Population:
             rec.append((spec, node_keys, reports))
         return reports
 
-    def receive(self, spec, node_keys, reports=None):
+    def receive(self, spec, node_keys, reports=None, charge_only=False):
         """Record the reports real devices sent for ``spec``: charged, not computed.
 
         Each user answers once (the caller keeps a user's first report); users
@@ -241,6 +240,10 @@ class Population:
         reports : array-like or None, default=None
             Reports the server keeps for post-processing (labels: the received
             label positions, read back with :meth:`received`).
+        charge_only : bool, default=False
+            Charge ``spec`` without listing it among the collections received
+            (:meth:`collected`): further answers to a collection, whose reports
+            are not used.
         """
         if self._secret is None:
             raise _unreachable()
@@ -253,8 +256,9 @@ class Population:
                 self._check_budget(spec, new_keys)
                 self._record(spec, new_keys, new_tags)
                 self._write({"local": spec.to_dict(), "keys": _b64(new_keys),
-                             "tags": _b64(new_tags), "received": True})
-            self._collected[spec.id] = spec
+                             "tags": _b64(new_tags), "received": not charge_only})
+            if not charge_only:
+                self._collected[spec.id] = spec
         if reports is not None:
             # the latest batch's: the graph built from it holds these (an earlier answer
             # that a later batch replaced was charged all the same)
@@ -503,15 +507,13 @@ class Population:
             return {"id": self.id, "_budget_cap": self._budget_cap, "simulated": self.simulated,
                     "ledger": self.ledger, "_journal": self._journal,
                     "_collected": dict(self._collected), "_received": dict(self._received),
-                    "_answer_digests": dict(self._answer_digests),
-                    "_further_charges": self._further_charges}
+                    "_answer_digests": dict(self._answer_digests)}
 
     def __setstate__(self, state):
         state = dict(state)
         if "budget" in state:   # pickled before the cap became a property
             state["_budget_cap"] = state.pop("budget")
         state.setdefault("_answer_digests", {})   # pickled before they were kept
-        state.setdefault("_further_charges", 0)
         self.__dict__.update(state)
         self._lock = threading.RLock()
         self._recorders, self._answers, self._fh, self._offset = [], {}, None, 0

@@ -107,3 +107,13 @@ def test_random_state_none_uses_os_entropy_not_numpy_global_state():
     np.random.seed(0)
     b = degree_bounded_sample(A, 2)
     assert _edges(a) != _edges(b)  # same global seed, different samples
+
+
+def test_sampler_seed_is_never_a_shared_objects_raw_draw():
+    # a RandomState shared with a mechanism is copied into both by clone: the sampler's
+    # public seed_ must not be the number the mechanism's collection is keyed with
+    from skldp.utils import draw_seed
+    G = GraphData(np.eye(4), sp.csr_matrix(np.ones((4, 4)) - np.eye(4)))
+    s = DegreeBoundedSampler(max_degree=2, random_state=np.random.RandomState(3)).fit(G)
+    assert s.seed_ != draw_seed(np.random.RandomState(3))
+    assert DegreeBoundedSampler(max_degree=2, random_state=3).fit(G).seed_ == draw_seed(3)

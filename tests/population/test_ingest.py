@@ -308,6 +308,49 @@ def test_a_later_batch_of_new_answers_is_charged():
                        population=G5)
 
 
+def test_further_answers_across_batches_copies_and_retries():
+    import copy
+
+    from skldp.population import Population
+    from skldp.population._ingest import ReceivedReports
+    sy = collection_spec(LabelRandomizedResponse(1.0, classes=[0, 1, 2]))
+    ids = ["a", "b", "c", "d"]
+
+    def batch(v):
+        return [Device(user=u).answer(sy, v) for u in ids]
+
+    def spent(G):
+        return G.ledger.spent(G.node_keys).tolist()
+    # a copy of the population and the original each charge a later batch: two charges
+    G1, _ = received_graph(labels=read_reports(batch(0), sy, users=ids), node_ids=ids)
+    copied = copy.deepcopy(G1.population)
+    received_graph(labels=read_reports(batch(1), sy, users=ids), node_ids=ids,
+                   population=copied)
+    G3, y3 = received_graph(labels=read_reports(batch(2), sy, users=ids), node_ids=ids,
+                            population=G1)
+    assert spent(G3) == [3.0] * 4
+    # a label model fits on the latest graph (the further answers' charges are no
+    # collection of their own)
+    ring = sp.csr_matrix(np.roll(np.eye(4), 1, axis=1) + np.roll(np.eye(4), -1, axis=1))
+    LabelPropagationClassifier(label_mechanism=LabelRandomizedResponse.from_spec(sy)).fit(
+        G3.with_adjacency(ring, source="public"), y3)
+    # refused part-way (b's 2 further answers), then retried with a larger cap: a's one
+    # further answer is charged once
+    recs = batch(0) + [Device(user="a").answer(sy, 1)] + \
+        [Device(user="b").answer(sy, v) for v in (1, 2)]
+    got = read_reports(recs, sy, users=ids)
+    P = Population(2.5, simulated=False)
+    with pytest.raises(BudgetExceededError):
+        received_graph(labels=got, node_ids=ids, population=P)
+    P.set_budget(10.0)
+    G, _ = received_graph(labels=got, node_ids=ids, population=P)
+    assert spent(G) == [2.0, 3.0, 1.0, 1.0]
+    # reports without their answers' digests (built by hand): again still counts
+    hand = ReceivedReports(got.spec, got.users, got.reports, got.refused, got.again)
+    G, _ = received_graph(labels=hand, node_ids=ids)
+    assert spent(G) == [2.0, 3.0, 1.0, 1.0]
+
+
 def test_missing_feature_reports(fleet):
     G, y, labelled, ((sx, rx), _, _) = fleet
     ids = G.node_ids.tolist()
