@@ -91,9 +91,12 @@ class ReceivedReports:
     refused: Counter = field(default_factory=Counter)
     again: Counter = field(default_factory=Counter)
     refused_records: list = field(default_factory=list)
-    # user -> digests of its answers in arrival order (the kept one first, then each further
-    # answer; None for one without an answer id): what a later batch is compared with
-    _answer_digests: dict = field(default_factory=dict, repr=False)
+
+    def __post_init__(self):
+        # user -> digests of its answers in arrival order (the kept one first, then each
+        # further answer; None for one without an answer id): what a later batch is
+        # compared with (read_reports fills it; not a field of the public record)
+        self._answer_digests = {}
 
     def __len__(self):
         return len(self.users)
