@@ -1,11 +1,15 @@
 """Reports from real devices: read them, validate them against their spec, build the graph."""
 
+import contextlib
 import dataclasses
 import hashlib
 import json
+import math
+import numbers
 import os
 import secrets
 import warnings
+from array import array
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -71,15 +75,21 @@ class ReceivedReports:
         (a user who answered twice keeps its first answer), and ``"sender
         mismatch"`` (its user is not its authenticated sender, ``senders=``).
     again : collections.Counter
-        Users who sent further answers (refused as duplicates, but sent: each is
-        an independent answer that costs the budget again): user id -> number of
-        them. :func:`received_graph` charges them. A further valid record of a
-        user is free only when it is a **resend**: it repeats the answer id
+        Users who sent answers that are not used: user id -> number of them.
+        Each was sent and costs the budget again; :func:`received_graph`
+        charges them. They are every record of a user but its kept one (refused
+        as a duplicate, or refused as ``"malformed"`` or ``"out of domain"``
+        when the record names this collection and a user it may charge, and
+        holds a report), whichever comes first; a user whose every record was
+        refused so is charged for each, and is not in ``users``. A further
+        record is free only when it is a **resend**: it repeats the answer id
         (``"answer"``) and the report of an earlier record of that user exactly.
-        Any other further valid record is a further answer, whatever its report
-        holds (two independent answers may coincide), and so is every further
-        record of a user when it carries no answer id (a device that does not
-        send one cannot be told from a device that answered again).
+        Any other is a further answer, whatever its report holds (two
+        independent answers may coincide), and so is every record without an
+        answer id (a device that does not send one cannot be told from a device
+        that answered again). Records refused as ``"unknown user"``, ``"other
+        collection"`` or ``"sender mismatch"``, or without a report, charge no
+        one: they name no user of this collection who sent them.
     refused_records : list of RefusedRecord
         The first 100 refused records (in source order): their index, user,
         answer id, reason and message, to trace a refusal back to its sender.
@@ -93,10 +103,11 @@ class ReceivedReports:
     refused_records: list = field(default_factory=list)
 
     def __post_init__(self):
-        # user -> digests of its answers in arrival order (the kept one first, then each
-        # further answer; None for one without an answer id): what a later batch is
-        # compared with (read_reports fills it; not a field of the public record)
-        self._answer_digests = {}
+        # 64-bit digests of the answers, what a later batch is compared with (read_reports
+        # fills them; not fields of the public record): the kept one of each user (aligned
+        # with users), and each further answer with its user; None: unknown (built by hand)
+        self._kept_digests = None
+        self._further_users, self._further_digests = None, None
 
     def __len__(self):
         return len(self.users)
@@ -171,9 +182,22 @@ def _read_columnar(path, fmt):
     else:
         with pa.memory_map(path) as source:
             table = pa.ipc.open_file(source).read_all()
+    as_json = _json_columns(table.schema.metadata)
     for rec in table.to_pylist():
-        # a column holds every record's field: where a record had none, it reads None
-        yield _without_nulls(rec)
+        try:   # a JSON column holds each value as its JSON text (see write_reports)
+            yield {k: (json.loads(v) if k in as_json else _without_nulls(v))
+                   for k, v in rec.items() if v is not None}
+        except (TypeError, ValueError, RecursionError):
+            yield None   # not JSON text: one malformed record
+
+
+def _json_columns(metadata):
+    """The columns a file written by :func:`write_reports` holds as JSON text."""
+    try:
+        names = json.loads((metadata or {}).get(_JSON_COLUMNS, b"[]"))
+    except (TypeError, ValueError, RecursionError):
+        return set()
+    return {n for n in names if isinstance(n, str)} if isinstance(names, list) else set()
 
 
 def _without_nulls(value):
@@ -183,19 +207,36 @@ def _without_nulls(value):
     return value
 
 
+_JSON_COLUMNS = b"skldp.json_columns"
+
+
 def write_reports(records, path):
     """Write report records (dicts) as JSON lines, or as Parquet / Arrow (``.parquet``,
     ``.arrow``, ``.feather``; needs pyarrow: ``pip install 'skldp[io]'``).
+
+    Every record reads back as written (:func:`read_reports`). A column store
+    types each field once: a field whose values no single type holds exactly
+    (ids that are integers for some users and text for others, a field set to
+    ``null``) is stored as each value's JSON text. A record that cannot be
+    written is an error that names it before anything is written, and the
+    file appears whole or not at all (it is written aside, then renamed).
 
     Parameters
     ----------
     records : iterable of dict
         ``{"collection": id, "user": id, "answer": answer id, "report": {...}}`` as
         a device sends them (a record without an answer id is written without it).
-    path : str
+        numpy scalars and arrays are written as the equal numbers and lists.
+    path : str or path-like
     """
     path = os.fspath(path)
     records = list(records)
+    for i, rec in enumerate(records):
+        if not isinstance(rec, dict):
+            raise TypeError(f"record {i} is a {type(rec).__name__}, not a dict: each record "
+                            "is {'collection': ..., 'user': ..., 'answer': ..., 'report': "
+                            "{...}}. Nothing was written.")
+    records = [_plain_record(rec, i) for i, rec in enumerate(records)]
     if path.endswith(_COLUMNAR):
         try:
             import pyarrow as pa
@@ -203,18 +244,129 @@ def write_reports(records, path):
         except ImportError:  # pragma: no cover - the optional extra
             raise ImportError("Writing Parquet or Arrow reports needs pyarrow: pip install "
                               "'skldp[io]'.") from None
-        # a column per field of any record (from_pylist would take the first record's)
-        names = list(dict.fromkeys(k for rec in records for k in rec))
-        table = pa.table({k: [rec.get(k) for rec in records] for k in names})
-        if path.endswith(".parquet"):
-            pq.write_table(table, path)
-        else:
-            with pa.OSFile(path, "wb") as sink, pa.ipc.new_file(sink, table.schema) as w:
-                w.write_table(table)
-        return
-    with open(path, "w", encoding="utf-8") as fh:
-        for rec in records:
-            fh.write(json.dumps(rec) + "\n")
+        table = _table(pa, records)   # whole before anything is written
+
+        def write(tmp):
+            if path.endswith(".parquet"):
+                pq.write_table(table, tmp)
+            else:
+                with pa.OSFile(tmp, "wb") as sink, pa.ipc.new_file(sink, table.schema) as w:
+                    w.write_table(table)
+    else:
+        lines = [_json_text(rec, i, None) + "\n" for i, rec in enumerate(records)]
+
+        def write(tmp):
+            with open(tmp, "x", encoding="utf-8") as fh:
+                fh.writelines(lines)
+    _replace(path, write)
+
+
+def _replace(path, write):
+    """``write`` a file aside in the same folder, then rename it to ``path``: a reader sees
+    the old file or the whole new one, and a failure leaves no partial file."""
+    tmp = f"{path}.{secrets.token_hex(6)}.part"
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+        raise
+
+
+def _table(pa, records):
+    """An Arrow table of ``records``: a column per field of any record (from_pylist would
+    take the first record's); JSON text where no Arrow type holds the values exactly."""
+    names = list(dict.fromkeys(k for rec in records for k in rec))
+    for name in names:
+        if not isinstance(name, str):
+            i = next(i for i, rec in enumerate(records) if name in rec)
+            raise TypeError(f"record {i} has a field named {name!r} "
+                            f"({type(name).__name__}): a column store names its columns with "
+                            "text. Nothing was written.")
+    columns, as_json = {}, []
+    for name in names:
+        values = [rec.get(name) for rec in records]
+        column = None
+        if not any(name in rec and rec[name] is None for rec in records):
+            # (a field set to null would read back as absent)
+            column = _exact_column(pa, values)
+        if column is None:
+            column = pa.array([_json_text(rec[name], i, name) if name in rec else None
+                               for i, rec in enumerate(records)], type=pa.string())
+            as_json.append(name)
+        columns[name] = column
+    return pa.table(columns).replace_schema_metadata(
+        {_JSON_COLUMNS: json.dumps(as_json).encode()})
+
+
+def _exact_column(pa, values):
+    """An Arrow array of ``values`` that reads back exactly as they are, or ``None``."""
+    try:
+        column = pa.array(values)
+        back = column.to_pylist()
+        if all(_same(v, _without_nulls(b)) for v, b in zip(values, back, strict=True)):
+            return column
+    except (pa.ArrowException, TypeError, ValueError, OverflowError, RecursionError):
+        pass   # mixed types, integers past 64 bits...
+    return None
+
+
+def _same(a, b):
+    """Equal values of the same types (1 is not 1.0 nor True; -0.0 is not 0.0)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        if len(a) != len(b):
+            return False
+        if set(map(type, a)) <= _ATOMS and a == b:   # a list of numbers or text, at C speed
+            return list(map(type, a)) == list(map(type, b))
+        return all(map(_same, a, b))
+    if isinstance(a, float):
+        return (a == b and math.copysign(1, a) == math.copysign(1, b)) or (a != a and b != b)
+    return a == b
+
+
+_ATOMS = {str, int, bool, type(None)}   # (floats: -0.0 == 0.0, nan != nan)
+
+
+def _plain(value):
+    """``value`` with numpy scalars and arrays as Python numbers and lists (tuples as
+    lists), as JSON and Arrow write them."""
+    if isinstance(value, dict):
+        return {_plain(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        if type(value) is list and set(map(type, value)) <= _PLAIN:
+            return value
+        return [_plain(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return _plain(value.tolist())
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+_PLAIN = {str, int, float, bool, type(None)}
+
+
+def _plain_record(rec, index):
+    try:
+        return _plain(rec)
+    except RecursionError:
+        raise TypeError(f"record {index} is nested too deep to be written. Nothing was "
+                        "written.") from None
+
+
+def _json_text(value, index, name):
+    """``value`` as JSON text, or an error that names its record (and field)."""
+    try:
+        return json.dumps(value)
+    except (TypeError, ValueError, RecursionError) as e:
+        where = f"record {index}" if name is None else f"field {name!r} of record {index}"
+        raise TypeError(f"{where} cannot be written as JSON ({type(e).__name__}: {e}). "
+                        "Nothing was written.") from None
 
 
 def read_reports(source, spec, *, users=None, senders=None, format=None):
@@ -224,10 +376,12 @@ def read_reports(source, spec, *, users=None, senders=None, format=None):
     given, and its authenticated sender when ``senders`` is given), its fields
     (shape and domain, per mechanism: the sampled indices increasing and in
     range, the cells, bits and codes in their public domains, an adjacency list
-    of known positions). A user who answered twice keeps its first answer; its
-    further answers (not its resends: the same answer id and report again) are
-    counted in ``again`` and charged by :func:`received_graph`. Refused reports
-    are counted by reason, never used.
+    of known positions). A user who answered twice keeps its first valid answer.
+    Every other record it sent is counted in ``again`` and charged by
+    :func:`received_graph`, unless it is a resend (the same answer id and report
+    again): a further valid answer, and a report refused as malformed or out of
+    domain, before or after the kept one (it was sent all the same). Refused
+    reports are counted by reason, never used.
 
     The ``"user"`` field is what the sender wrote: set it from the channel that
     authenticated the sender (or pass ``senders``), never trust it alone. A
@@ -242,7 +396,9 @@ def read_reports(source, spec, *, users=None, senders=None, format=None):
         ``.feather``; needs pyarrow). Each record is ``{"collection": id,
         "user": id, "answer": answer id, "report": {...}}``
         (:meth:`skldp.device.Device.answer`); the answer id (16 hex digits) may
-        be absent (older devices), at a cost: see ``ReceivedReports.again``.
+        be absent (older devices), at a cost: see ``ReceivedReports.again``. A
+        user id is a string or an integer (numpy's integers read as the equal
+        ``int``; bools and floats are malformed).
     spec : CollectionSpec, dict, JSON text or path
         The collection's spec.
     users : array-like or None, default=None
@@ -289,6 +445,7 @@ def read_reports(source, spec, *, users=None, senders=None, format=None):
         if len(senders) != len(source):
             raise ValueError(f"senders has {len(senders)} entries for {len(source)} records: "
                              "pass one authenticated sender per record, in the same order.")
+    users = None if users is None else list(users)   # (read twice for an edge collection)
     allowed = None if users is None else set(_id_key(u) for u in users)
     own_position = None
     if users is None and "edges" in spec.protects:
@@ -300,7 +457,6 @@ def read_reports(source, spec, *, users=None, senders=None, format=None):
                       "records can add users and outvote the others. Pass users= the "
                       "directory of enrolled users.", UserWarning, stacklevel=2)
     if users is not None and "edges" in spec.protects:   # a list must not name its sender
-        users = list(users)
         ukeys = ids_to_keys(np.asarray(users))
         if len(ukeys) != spec.public_state["n_users"] or \
                 directory_digest(ukeys) != spec.public_state["directory"]:
@@ -313,27 +469,30 @@ def read_reports(source, spec, *, users=None, senders=None, format=None):
         own_position = {u: int(np.searchsorted(order, k))
                         for u, k in zip((_id_key(u) for u in users), ukeys, strict=True)}
     out = ReceivedReports(spec)
-    seen = {}     # user -> position of its first report
-    sent = {}     # user -> the (answer id, report) of its records: a repeat is a resend
+    seen = {}     # user -> position of its kept report
+    kept = array("Q")        # the digest of each kept answer
+    extra = {}    # user -> digests of its other answers: a repeat is a resend
+    further_users, further = [], array("Q")
+    nonce = secrets.token_bytes(8)   # answers without an id: new at every read
     specs = p.field_specs()
     fields = {name: [] for name in specs}
     for index, rec in _records(source, format):
         reason, message = None, None
+        user = _user_of(rec)
         if not isinstance(rec, dict) or not {"collection", "user", "report"} <= set(rec) or \
                 not set(rec) <= _RECORD_FIELDS:
             reason, message = "malformed", ("a record is a JSON object with the fields "
                                             "collection, user, report and (optional) answer.")
-        elif "answer" in rec and not (isinstance(rec["answer"], str)
-                                      and ANSWER_ID.fullmatch(rec["answer"])):
+        elif "answer" in rec and not _is_answer_id(rec["answer"]):
             reason, message = "malformed", "its answer id is not 16 lowercase hex digits."
         elif not isinstance(rec["collection"], str) or rec["collection"] != spec.id:
             reason, message = "other collection", f"it is not a report of {spec.id}."
-        elif not isinstance(rec["user"], (int, str)) or isinstance(rec["user"], bool):
+        elif user is None:
             reason, message = "malformed", "its user id is not a string or an integer."
-        elif senders is not None and _id_key(rec["user"]) != senders[index]:
-            reason, message = "sender mismatch", (f"it claims user {rec['user']!r:.40} but "
+        elif senders is not None and user != senders[index]:
+            reason, message = "sender mismatch", (f"it claims user {user!r:.40} but "
                                                   f"was sent by {senders[index]!r:.40}.")
-        elif allowed is not None and _id_key(rec["user"]) not in allowed:
+        elif allowed is not None and user not in allowed:
             reason, message = "unknown user", "its user is not in users."
         if reason is None:
             try:
@@ -342,37 +501,53 @@ def read_reports(source, spec, *, users=None, senders=None, format=None):
             except ReportError as e:
                 reason, message = e.reason, str(e)
         if reason is None and own_position is not None and \
-                own_position[_id_key(rec["user"])] in set(report["l"].tolist()):
+                own_position[user] in set(report["l"].tolist()):
             reason, message = "out of domain", "its adjacency list names its own sender."
+        answer = rec.get("answer") if isinstance(rec, dict) and \
+            _is_answer_id(rec.get("answer")) else None
         if reason is not None:
+            # a report of this collection that names a user it may charge was sent, valid or
+            # not: an answer of that user, wherever it comes among the user's records
+            charge = reason in ("malformed", "out of domain") and user is not None and \
+                "report" in rec and isinstance(rec.get("collection"), str) and \
+                rec["collection"] == spec.id and \
+                (senders is None or user == senders[index]) and \
+                (allowed is None or user in allowed)
+            if charge:
+                d = _digest(("refused", answer, _raw_text(rec["report"]))) \
+                    if answer is not None else _new_digest(nonce, index)
+                charge = _further(d, user, seen, kept, extra)
+                if charge:
+                    out.again[user] += 1
+                    further_users.append(user)
+                    further.append(d)
+                message += " Charged to its user: a report was sent." if charge else \
+                    " A resend of a record already received (free)."
             out.refused[reason] += 1
             if len(out.refused_records) < _MAX_REFUSED_RECORDS:
                 got = rec if isinstance(rec, dict) else {}
                 out.refused_records.append(RefusedRecord(index, got.get("user"),
                                                          got.get("answer"), reason, message))
             continue
-        user, answer = rec["user"], rec.get("answer")
-        uid = _id_key(user)
-        this = None if answer is None else (answer, _canonical(report))
-        if uid in seen:
+        d = _digest((answer, _canonical(report))) if answer is not None else \
+            _new_digest(nonce, index)
+        if user in seen:
             out.refused["duplicate"] += 1
-            further = this is None or this not in sent[uid]
-            if further:
+            again = _further(d, user, seen, kept, extra)
+            if again:
                 # a further answer, not a resend: refused, but sent all the same; the
                 # reports are not compared (two independent answers may coincide)
                 out.again[user] += 1
-                out._answer_digests[uid].append(_digest(this))
-                if this is not None:
-                    sent[uid].add(this)
+                further_users.append(user)
+                further.append(d)
             if len(out.refused_records) < _MAX_REFUSED_RECORDS:   # to trace impersonation
                 out.refused_records.append(RefusedRecord(
                     index, user, answer, "duplicate",
                     "a further answer of this user, charged again (its first is kept)"
-                    if further else "a resend of an answer already received (free)"))
+                    if again else "a resend of an answer already received (free)"))
             continue
-        sent[uid] = set() if this is None else {this}
-        out._answer_digests[uid] = [_digest(this)]
-        seen[uid] = len(out.users)
+        seen[user] = len(out.users)
+        kept.append(d)
         out.users.append(user)
         for name, value in report.items():
             fields[name].append(value)
@@ -385,7 +560,45 @@ def read_reports(source, spec, *, users=None, senders=None, format=None):
             typ, length = specs[name][:2]
             shape = (0,) if length is None else (0, length)
             out.reports[name] = np.zeros(shape, dtype=bool if typ == "bits" else np.int64)
+    out._kept_digests = np.frombuffer(kept, dtype=np.uint64).copy()
+    out._further_users = further_users
+    out._further_digests = np.frombuffer(further, dtype=np.uint64).copy()
     return out
+
+
+def _further(digest, user, seen, kept, extra):
+    """Whether an answer of ``user`` is one the batch has not held yet (else a resend), and
+    remember it."""
+    if user in seen and kept[seen[user]] == digest:
+        return False
+    others = extra.setdefault(user, set())
+    if digest in others:
+        return False
+    others.add(digest)
+    return True
+
+
+def _user_of(rec):
+    """A record's user id as a plain ``str`` or ``int`` (numpy's integers read as the equal
+    int), or ``None`` when it is neither (a bool, a float, an array...)."""
+    user = rec.get("user") if isinstance(rec, dict) else None
+    if isinstance(user, (bool, np.bool_)):
+        return None
+    if isinstance(user, str):
+        return str(user)
+    if isinstance(user, numbers.Integral):
+        user = int(user)
+        if user.bit_length() > 64:   # (hashed as text: one too long for text is no id)
+            try:
+                str(user)
+            except ValueError:
+                return None
+        return user
+    return None
+
+
+def _is_answer_id(value):
+    return isinstance(value, str) and ANSWER_ID.fullmatch(value) is not None
 
 
 def _check_shapes(report, specs):
@@ -409,11 +622,32 @@ def _canonical(report):
 
 
 def _digest(answer):
-    """A 64-bit digest of an answer (answer id and report), ``None`` for one without an id."""
-    if answer is None:
-        return None
+    """A 64-bit digest of an answer: its answer id and report (the same as before refused
+    answers were charged, so that a population pickled then knows its answers)."""
     text = repr(answer).encode()
     return int.from_bytes(hashlib.blake2b(text, digest_size=8).digest(), "little")
+
+
+def _new_digest(nonce, index):
+    """The digest of an answer without an answer id: new at every read (never a resend)."""
+    text = nonce + int(index).to_bytes(8, "little")
+    return int.from_bytes(hashlib.blake2b(text, digest_size=8, person=b"skldp-no-id").digest(),
+                          "little")
+
+
+def _raw_text(report):
+    """A refused report as text: equal for a record sent again as it was."""
+    def plain(v):
+        if isinstance(v, np.ndarray):
+            return v.tolist()
+        return v.item() if isinstance(v, np.generic) else repr(v)
+    try:
+        return json.dumps(report, sort_keys=True, default=plain)
+    except (TypeError, ValueError, RecursionError):   # keys of mixed types, deep nesting
+        try:
+            return repr(report)
+        except (ValueError, RecursionError):   # (an int too long for text)
+            return secrets.token_hex(8)   # cannot be compared: never a resend
 
 
 def _id_key(user):
@@ -498,14 +732,14 @@ def received_graph(*, features=None, labels=None, edges=None, node_ids=None, bud
     if features is not None:
         X, rows = _decoded_features(features, position, n, missing_features,
                                     mechanism_from_spec)
-        _receive(population, features.spec, keys[rows])
-        _charge_again(population, features, position, keys)
+        charged = _receive(population, features.spec, keys[rows])
+        _charge_again(population, features, position, keys, charged)
         feature_origin = ("reports", features.spec)
     A, adjacency_origin = None, ("derived", "were not collected")
     if edges is not None:
         A, rows = _received_adjacency(edges, keys, position, missing_lists)
-        _receive(population, edges.spec, keys[rows])
-        _charge_again(population, edges, position, keys)
+        charged = _receive(population, edges.spec, keys[rows])
+        _charge_again(population, edges, position, keys, charged)
         adjacency_origin = ("reports", edges.spec)
     y = None
     if labels is not None:
@@ -515,8 +749,8 @@ def received_graph(*, features=None, labels=None, edges=None, node_ids=None, bud
         y = np.full(n, -1, dtype=classes.dtype) if numeric else np.full(n, None, dtype=object)
         pos = labels.reports["y"].astype(np.int64) if len(labels) else np.zeros(0, np.int64)
         y[rows] = classes[pos]
-        _receive(population, labels.spec, keys[rows], reports=pos)
-        _charge_again(population, labels, position, keys)
+        charged = _receive(population, labels.spec, keys[rows], reports=pos)
+        _charge_again(population, labels, position, keys, charged)
     G = GraphData(X, A, node_ids=ids, population=population)
     G._store.feature_origin = feature_origin
     G._store.adjacency_origin = adjacency_origin
@@ -524,9 +758,10 @@ def received_graph(*, features=None, labels=None, edges=None, node_ids=None, bud
 
 
 def _receive(population, spec, keys, reports=None):
-    """Charge what the users sent; a refusal says the reports came and are left unused."""
+    """Charge what the users sent (returns the users charged now); a refusal says the
+    reports came and are left unused."""
     try:
-        population.receive(spec, keys, reports=reports)
+        return population.receive(spec, keys, reports=reports)
     except BudgetExceededError as e:
         raise BudgetExceededError(
             f"{_refusal(e)}. The reports were received but not used: no graph was built. If the "
@@ -569,18 +804,21 @@ def _check_part(argument, received):
                          f"{received.spec.describe()}: pass them as {protects[0]}=.")
 
 
-def _charge_again(population, received, position, keys):
-    """Charge the further answers users sent of ``received``'s collection: those of this
-    batch (``again``) and, from users who answered it in an earlier batch of ``population``,
-    every answer that batch did not hold. The users who sent ``c`` of them are charged one
+def _charge_again(population, received, position, keys, charged):
+    """Charge the answers of ``received``'s collection that are not used: those of this batch
+    (``again``) and, from users who answered it in an earlier batch of ``population``, every
+    answer that batch did not hold. ``charged`` are the users whose kept answer
+    :meth:`Population.receive` charged now. The users who sent ``c`` of them are charged one
     collection of ``c`` times its epsilon, which the ledger adds to what they spent; what
     is charged is remembered at once, so that a retry after a refusal charges it no more."""
-    users = list(received.users)
-    rows = np.asarray([position[_id_key(u)] for u in users], dtype=np.int64)
-    digests = [_answers_of(received, u) for u in users]
-    counts = population._unseen_answers(received.spec.id, keys[rows], digests)
-    done = np.flatnonzero(counts == 0)
-    population._remember_answers(received.spec.id, keys[rows[done]], [digests[i] for i in done])
+    users, owner, digests, known, is_kept = _answer_entries(received)
+    ukeys = _keys_of(users, position, keys)
+    ekeys = ukeys[owner]
+    spec_id = received.spec.id
+    now = is_kept & np.isin(ekeys, charged)   # charged by receive: remembered with it
+    population._remember_answers(spec_id, ekeys[now & known], digests[now & known])
+    new = ~now & (~known | population._unseen_answers(spec_id, ekeys, digests))
+    counts = np.bincount(owner[new], minlength=len(users))
     for c in np.unique(counts[counts > 0]).tolist():
         these = np.flatnonzero(counts == c)
         # a spec of its own (a random nonce): no earlier charge, here or in a copy of the
@@ -589,32 +827,73 @@ def _charge_again(population, received, position, keys):
         spec = spec.with_nonce(f"{received.spec.nonce} ({c} further answers, "
                                f"{secrets.token_hex(8)})")
         try:
-            population.receive(spec, keys[rows[these]], charge_only=True)
+            population.receive(spec, ukeys[these], charge_only=True)
         except BudgetExceededError as e:
             # name who sent them: a flood of forged records charges its victim, not its sender
             named = ", ".join(f"{users[i]!r:.40}" for i in these[:5]) + \
                 (", ..." if len(these) > 5 else "")
             raise BudgetExceededError(
                 f"{len(these)} user(s) ({named}) sent {c} further answer(s) each of collection "
-                f"{received.spec.id} ({int(counts.sum())} further answers in all, with those "
+                f"{spec_id} ({int(counts.sum())} further answers in all, with those "
                 "of earlier batches this population received); each is charged its epsilon "
                 f"again, and {_refusal(e)}. No graph was built. Further answers come from "
                 "devices that answered again, or from replays and impersonation (a record's "
                 "user is what its sender wrote): check ReceivedReports.again, and read the "
                 "reports with senders= (or set each record's user from its authenticated "
                 "sender).") from e
-        population._remember_answers(received.spec.id, keys[rows[these]],
-                                     [digests[i] for i in these])
+        mine = new & known & np.isin(owner, these)
+        population._remember_answers(spec_id, ekeys[mine], digests[mine])
 
 
-def _answers_of(received, user):
-    """The digests of a user's answers in ``received`` (the kept one first), as many as it
-    sent: unknown (``None``) where the reports carry none (built by hand, or read before
-    they were kept), so that each further answer counted in ``again`` is charged."""
-    digests = getattr(received, "_answer_digests", {}).get(_id_key(user))
-    n = 1 + received.again.get(user, 0)
-    digests = list(digests) if digests else [None]
-    return digests + [None] * (n - len(digests))
+def _answer_entries(received):
+    """Every answer of ``received``, one entry each: ``(users, owner, digests, known,
+    kept)``, the users (those with a kept report first, then those whose every record was
+    refused), each answer's user (an index into ``users``), its digest, whether that is
+    known (reports built by hand hold none: each such answer is new), and whether it is
+    its user's kept answer."""
+    users = list(received.users)
+    index = {_id_key(u): i for i, u in enumerate(users)}
+    for u in received.again:
+        if _id_key(u) not in index:
+            index[_id_key(u)] = len(users)
+            users.append(u)
+    n_kept = len(received.users)
+    kept_d, f_users, f_d = _digests_of(received)
+    if f_users is None:   # unknown: as many unknown answers as again counts
+        f_users = [u for u, c in received.again.items() for _ in range(c)]
+    owner = np.concatenate([np.arange(n_kept, dtype=np.int64),
+                            np.asarray([index[_id_key(u)] for u in f_users], dtype=np.int64)])
+    digests = np.concatenate([np.zeros(n_kept, np.uint64) if kept_d is None else kept_d,
+                              np.zeros(len(f_users), np.uint64) if f_d is None else f_d])
+    known = np.concatenate([np.full(n_kept, kept_d is not None),
+                            np.full(len(f_users), f_d is not None)])
+    is_kept = np.arange(len(owner)) < n_kept
+    return users, owner, digests, known, is_kept
+
+
+def _digests_of(received):
+    """``(kept digests, further users, further digests)`` of ``received``, each ``None``
+    where unknown (built by hand, changed since it was read, or pickled before the digests
+    were kept): every such answer is then charged as new."""
+    kept = getattr(received, "_kept_digests", None)
+    f_users = getattr(received, "_further_users", None)
+    f_d = getattr(received, "_further_digests", None)
+    if kept is not None and len(kept) != len(received.users):
+        kept = None
+    if f_users is None or Counter(_id_key(u) for u in f_users) != \
+            Counter({_id_key(u): c for u, c in received.again.items() if c > 0}):
+        f_users, f_d = None, None
+    return kept, f_users, f_d
+
+
+def _keys_of(users, position, keys):
+    """The node keys of ``users``: their graph's, or (a user not in the graph whose records
+    were all refused, still charged) the key of its id."""
+    out = np.empty(len(users), dtype=np.uint64)
+    for i, u in enumerate(users):
+        r = position.get(_id_key(u))
+        out[i] = keys[r] if r is not None else ids_to_keys(np.asarray([u], dtype=object))[0]
+    return out
 
 
 def _refusal(error):

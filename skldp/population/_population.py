@@ -89,7 +89,7 @@ class Population:
         self._secret = secrets.randbits(63)
         self._answers = {}     # collection id -> _Answers: who answered, about what
         self._received = {}    # collection id -> {key: report} the server kept (labels)
-        self._answer_digests = {}   # collection id -> {key: digests of the answers received}
+        self._answer_digests = {}   # collection id -> _Digests of the answers received
         self._collected = {}   # collection id -> spec of reports received from real devices
         self._recorders = []   # audits: lists that receive (collection id, keys, reports)
         self._clear_reads = set()   # (step kind, part, graph token) already charged
@@ -244,6 +244,11 @@ class Population:
             Charge ``spec`` without listing it among the collections received
             (:meth:`collected`): further answers to a collection, whose reports
             are not used.
+
+        Returns
+        -------
+        new_keys : ndarray of uint64
+            The users charged now (those who had not answered ``spec`` before).
         """
         if self._secret is None:
             raise _unreachable()
@@ -264,28 +269,30 @@ class Population:
             # that a later batch replaced was charged all the same)
             self._received.setdefault(spec.id, {}).update(
                 zip(node_keys.tolist(), np.asarray(reports).tolist(), strict=True))
+        return new_keys
 
     def _unseen_answers(self, spec_id, node_keys, digests):
-        """How many answers of each user are new to the server: ``digests`` holds each
-        user's answers in a batch (the kept one first; ``None`` for one without an answer
-        id, never recognised). A user the server has not heard from before sent all but its
-        first afresh; another sent every answer not received before. Nothing is kept:
-        :meth:`_remember_answers` does, once they are charged."""
-        seen = self._answer_digests.get(spec_id, {})
-        out = np.zeros(len(digests), dtype=np.int64)
-        for i, (k, ds) in enumerate(zip(np.asarray(node_keys, np.uint64).tolist(), digests,
-                                        strict=True)):
-            known = seen.get(k)
-            out[i] = len(ds) - 1 if known is None else \
-                sum(d is None or d not in known for d in ds)
-        return out
+        """Which answers are new to the server: ``(node_keys[i], digests[i])`` is one answer
+        of a user (its 64-bit digest, ``skldp.population._ingest``). Nothing is kept:
+        :meth:`_remember_answers` does, once they are charged.
+
+        Returns
+        -------
+        unseen : ndarray of bool
+        """
+        with self._lock:
+            seen = self._answer_digests.get(spec_id)
+            if seen is None:
+                return np.ones(len(node_keys), dtype=bool)
+            return ~seen.contains(node_keys, digests)
 
     def _remember_answers(self, spec_id, node_keys, digests):
         """Keep the digests of the answers received (charged) for a later batch to compare."""
         with self._lock:
-            seen = self._answer_digests.setdefault(spec_id, {})
-            for k, ds in zip(np.asarray(node_keys, np.uint64).tolist(), digests, strict=True):
-                seen.setdefault(k, set()).update(d for d in ds if d is not None)
+            seen = self._answer_digests.get(spec_id)
+            if seen is None:
+                seen = self._answer_digests[spec_id] = _Digests()
+            seen.add(node_keys, digests)
 
     def collected(self, like=None):
         """Specs of the collections received from real devices (:meth:`receive`).
@@ -507,13 +514,15 @@ class Population:
             return {"id": self.id, "_budget_cap": self._budget_cap, "simulated": self.simulated,
                     "ledger": self.ledger, "_journal": self._journal,
                     "_collected": dict(self._collected), "_received": dict(self._received),
-                    "_answer_digests": dict(self._answer_digests)}
+                    "_answer_digests": {cid: d.merged() for cid, d in
+                                        self._answer_digests.items()}}
 
     def __setstate__(self, state):
         state = dict(state)
         if "budget" in state:   # pickled before the cap became a property
             state["_budget_cap"] = state.pop("budget")
-        state.setdefault("_answer_digests", {})   # pickled before they were kept
+        state["_answer_digests"] = {cid: _Digests.from_state(d) for cid, d in
+                                    state.get("_answer_digests", {}).items()}
         self.__dict__.update(state)
         self._lock = threading.RLock()
         self._recorders, self._answers, self._fh, self._offset = [], {}, None, 0
@@ -598,11 +607,51 @@ class _Answers:
         return self.keys, self.tags
 
 
-def _isin_sorted(x, sorted_ref):
-    if len(sorted_ref) == 0:
-        return np.zeros(len(x), dtype=bool)
-    pos = np.clip(np.searchsorted(sorted_ref, x), 0, len(sorted_ref) - 1)
-    return sorted_ref[pos] == x
+class _Digests:
+    """The digests of the answers received for one collection: ``(user key, digest)`` pairs,
+    16 bytes each, kept sorted and once (chunks added are merged when read)."""
+
+    __slots__ = ("pairs", "chunks")
+    PAIR = np.dtype([("key", "<u8"), ("digest", "<u8")])   # sorts by key, then digest
+
+    def __init__(self, pairs=None):
+        self.pairs = np.zeros(0, self.PAIR) if pairs is None else pairs
+        self.chunks = []
+
+    @classmethod
+    def from_state(cls, state):
+        """From a pickle: the pairs, or a dict ``{key: set of digests}`` (the older format)."""
+        if isinstance(state, dict):
+            out = cls()
+            pairs = [(k, d) for k, ds in state.items() for d in ds if d is not None]
+            out.add(*np.array(pairs, dtype=np.uint64).reshape(-1, 2).T)
+            return out
+        return cls(np.asarray(state, cls.PAIR))
+
+    @classmethod
+    def _pairs(cls, keys, digests):
+        keys, digests = np.asarray(keys, np.uint64), np.asarray(digests, np.uint64)
+        out = np.empty(len(keys), cls.PAIR)
+        out["key"], out["digest"] = keys, digests
+        return out
+
+    def add(self, keys, digests):
+        if len(keys):
+            self.chunks.append(self._pairs(keys, digests))
+
+    def merged(self):
+        """The pairs, sorted, each once."""
+        if self.chunks:
+            self.pairs, self.chunks = np.unique(np.concatenate([self.pairs] + self.chunks)), []
+        return self.pairs
+
+    def contains(self, keys, digests):
+        """Whether each ``(keys[i], digests[i])`` was added."""
+        pairs, sought = self.merged(), self._pairs(keys, digests)
+        if not len(pairs):
+            return np.zeros(len(sought), dtype=bool)
+        at = np.minimum(np.searchsorted(pairs, sought), len(pairs) - 1)
+        return pairs[at] == sought
 
 
 def _b64(a):
