@@ -13,13 +13,15 @@ _LAZY = {
     "GraphTransformerMixin": ".base",
     "LDPMechanism": ".base",
     "NodeWise": ".base",
+    "ToPandas": ".base",
     "InvalidParameterError": ".exceptions",
     "PrivacyBudgetError": ".exceptions",
     "PrivacyLeakWarning": ".exceptions",
 }
 
 __all__ = ["GraphData", "GraphClassifierMixin", "GraphTransformerMixin", "InvalidParameterError",
-           "LDPMechanism", "NodeWise", "PrivacyBudgetError", "PrivacyLeakWarning", "__version__"]
+           "LDPMechanism", "NodeWise", "PrivacyBudgetError", "PrivacyLeakWarning", "ToPandas",
+           "__version__"]
 
 
 def __getattr__(name):

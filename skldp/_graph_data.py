@@ -324,17 +324,24 @@ def _as_adjacency(adjacency, n_nodes, node_ids, owned=False):
     if nx is not None and isinstance(adjacency, nx.Graph):
         if node_ids is None:
             raise ValueError("A networkx graph needs node_ids to fix the order of its "
-                             "nodes against the feature rows.")
+                             "nodes against the feature rows (node_ids=list(graph.nodes) "
+                             "when the rows follow the graph's node order).")
         if set(adjacency.nodes) != set(node_ids.tolist()):
             raise ValueError("The networkx graph's nodes differ from node_ids"
                              f"{_set_difference(adjacency.nodes, node_ids, 'node')}.")
         if adjacency.is_multigraph():   # parallel edges are summed: check each one
             for u, v, w in adjacency.edges(data="weight", default=1):
+                if not isinstance(w, (numbers.Real, np.bool_)):   # text would be summed
+                    _check_networkx_weights(adjacency, None)
                 if w < 0:
                     raise ValueError(f"adjacency contains a negative weight, {w!r} on an "
                                      f"edge from {u!r} to {v!r}; weights must be >= 0.")
-        adjacency = nx.to_scipy_sparse_array(adjacency, nodelist=list(node_ids),
-                                             format="csr")
+        g = adjacency
+        try:
+            adjacency = nx.to_scipy_sparse_array(g, nodelist=list(node_ids), format="csr")
+        except (TypeError, ValueError) as exc:
+            _check_networkx_weights(g, exc)
+            raise
     if sp.issparse(adjacency):
         if adjacency.format == "csr" and adjacency.dtype == np.float32 and \
                 _held_info(adjacency) is not None:   # a graph's own: checked when taken
@@ -373,12 +380,25 @@ def _as_adjacency(adjacency, n_nodes, node_ids, owned=False):
     return A
 
 
-def _check_frame_index(features, ids):
+def _check_networkx_weights(g, exc):
+    """Raise a clear error naming the first edge of the networkx graph ``g`` whose
+    ``"weight"`` attribute is not a number (text, None), which scipy refused (``exc``)."""
+    for u, v, w in g.edges(data="weight", default=1):
+        if not isinstance(w, (numbers.Real, np.bool_)):
+            raise ValueError(
+                f"The networkx graph's edge ({u!r}, {v!r}) has the weight {w!r}, which is "
+                "not a number: GraphData reads each edge's 'weight' attribute (1 when it "
+                "has none). Give every weight as a number, or build an unweighted graph: "
+                "nx.to_scipy_sparse_array(g, nodelist=node_ids, weight=None).") from exc
+
+
+def _check_frame_index(features, ids, graph=False):
     """Raise if the features are a DataFrame whose index names users other than the
     node ids, row for row (rows are read by position).
 
     pandas' default index (a RangeIndex) and an index sharing no label with the ids
     (row numbers left by a filter, against text ids) are positions, read as before.
+    ``graph``: the ids are those of a graph (``with_features``), not the caller's.
     """
     if not _is_frame(features):
         return
@@ -386,13 +406,38 @@ def _check_frame_index(features, ids):
     index = features.index
     if _is_range(index, len(index)) or index.equals(pd.Index(ids)):
         return
-    if set(index).isdisjoint(ids.tolist()):
+    labels, wanted = index.tolist(), ids.tolist()
+    shared = set(labels).intersection(wanted)
+    if not shared:
         return
+    # the first row labelled by another node's id (else the first whose label differs)
+    differ = [i for i, (a, b) in enumerate(zip(labels, wanted, strict=True)) if a != b]
+    i = next((i for i in differ if labels[i] in shared), differ[0] if differ else 0)
+    what = (f"its row {i}, labelled {labels[i]!r}, would be read as the features of node id "
+            f"{wanted[i]!r} (rows are read by position, so each row would go to another user)")
+    order = "features.loc[G.all_node_ids]" if graph else "features.loc[node_ids]"
+    if index.is_unique and len(shared) == len(labels) == len(set(wanted)):
+        raise ValueError(
+            f"The features DataFrame's index holds node ids, but not node_ids in order: "
+            f"{what}. Reorder the rows: {order}.")
+    row_numbers = index.is_monotonic_increasing and all(
+        isinstance(a, (numbers.Integral, np.integer)) for a in labels)
+    drop = ("These labels look like the row numbers that a filter such as df[df.x > 0] "
+            "leaves: if they are, drop them with features.reset_index(drop=True)."
+            if row_numbers else "If the index holds row labels, not user ids, drop it with "
+            "features.reset_index(drop=True).")
+    keep = (f"If it holds the users' ids, reorder the rows to follow the graph's ({order})."
+            if graph else "If it holds the users' ids, pass node_ids=features.index, or "
+            f"reorder the rows to follow node_ids ({order}).")
+    ids_name = "the graph's node ids" if graph else "node_ids"
     raise ValueError(
-        "The features DataFrame's index holds node ids, but not node_ids in order: its "
-        "rows would be read by position, each given to another user. Reorder it "
-        "(features.loc[node_ids]), or drop the index (features.reset_index(drop=True)) "
-        "if the rows already follow node_ids.")
+        f"The features DataFrame's index ({_first(labels)}) shares {len(shared)} of its "
+        f"{len(labels)} labels with {ids_name}, but not in their order: {what}. {drop} {keep}")
+
+
+def _first(values, k=4):
+    """The first ``k`` of ``values`` as text: ``"0, 2, 3, 5, ..."``."""
+    return ", ".join(map(repr, values[:k])) + (", ..." if len(values) > k else "")
 
 
 def _labelled_in_order(frame, A, node_ids):
@@ -698,7 +743,10 @@ class GraphData:
                     "GraphData supports row (node) indexing only. To select columns "
                     "(a ColumnTransformer), wrap the step: "
                     "skldp.NodeWise(ColumnTransformer(...)), with columns given by position "
-                    "(it receives the features as an array).")
+                    "(it receives the features as an array). Tools that set columns "
+                    "(sklearn.inspection.partial_dependence) cannot inspect graph steps: "
+                    "apply them to the step after the graph steps, on an array of their "
+                    "output (np.asarray(pipe[:-1].transform(X))).")
         if isinstance(key, slice):
             return self._replace(self.rows[key])
         return self._replace(self.rows[_row_positions(key, len(self.rows))])
@@ -941,7 +989,7 @@ class GraphData:
         ids = self._store.node_ids
         if not (ids.dtype.kind in "iu" and np.array_equal(ids, np.arange(len(ids)))):
             # a graph of default ids reads a frame by position, as its constructor did
-            _check_frame_index(features, ids)
+            _check_frame_index(features, ids, graph=True)
         if feature_names is not None:
             feature_names = _as_feature_names(feature_names, X.shape[1])
         new = self._store.derive(features=X, feature_names=feature_names,

@@ -12,7 +12,12 @@ from sklearn.utils._param_validation import HasMethods
 from sklearn.utils._set_output import _wrap_data_with_container
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import _num_features, check_array, check_is_fitted
+from sklearn.utils.validation import (
+    _check_feature_names_in,
+    _num_features,
+    check_array,
+    check_is_fitted,
+)
 
 from ._graph_data import GraphData, reads_users_data
 from .exceptions import InvalidParameterError
@@ -39,7 +44,7 @@ from .utils.validation import (
     resolve_feature_range,
 )
 
-__all__ = ["GraphTransformerMixin", "LDPMechanism", "NodeWise", "GraphClassifierMixin",
+__all__ = ["GraphTransformerMixin", "LDPMechanism", "NodeWise", "ToPandas", "GraphClassifierMixin",
            "NumberedColumnsMixin",
            "PrivateStepMixin", "fitted_token", "check_population", "population_of",
            "boundary_input", "saved_positions", "collected_spec", "edges_read_by",
@@ -265,7 +270,9 @@ def check_population(estimator, X):
         raise ValueError(
             f"{name} was fitted on other users (a GraphData's population) and is given a "
             "plain array, whose rows are no known users. Transform a view of the GraphData it "
-            "was fitted on.")
+            "was fitted on. If you passed one, a scikit-learn tool converted it to an array "
+            "of its rows on the way (permutation_importance does): apply the tool to the "
+            "steps after the mechanism, on their input (pipe[:k].transform(X)).")
     raise ValueError(
         f"{name} was fitted on another array. Plain arrays carry no user ids, so row i is "
         "keyed by its position and row i of another array (another user) would receive the "
@@ -1103,6 +1110,130 @@ class NodeWise(GraphTransformerMixin, BaseEstimator):
         check_is_fitted(self, "estimator_")
         names = check_input_features(self, input_features)
         return np.asarray(self.estimator_.get_feature_names_out(names), dtype=object)
+
+
+class ToPandas(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):
+    """Hand the rows of a GraphData to plain scikit-learn steps as a pandas DataFrame.
+
+    Scikit-learn reads feature names and a row index from DataFrames only: a plain step
+    after graph steps, given their GraphData, sees ``x0, x1, ...`` and row numbers. Put
+    this step between them: its output is :meth:`GraphData.to_pandas`, the view's
+    rows indexed by node id, with the graph's feature names, so that the next steps
+    record ``feature_names_in_`` and ``set_output(transform="pandas")`` keeps the ids.
+    A :class:`~skldp.model_selection.PairData` gives the features a plain step sees,
+    ``x_u * x_v``, indexed by the pair's ids ``(u, v)``.
+
+    The frame is a plain container, as ``np.asarray(G)`` is: when the features are the
+    users' data (not reports), its users are charged a read in the clear (epsilon
+    inf; refused under a budget), exactly what the plain step after it would be charged.
+
+    Attributes
+    ----------
+    n_features_in_ : int
+        Number of input features.
+    feature_names_in_ : ndarray of str objects
+        The input's ``feature_names``, when it has some.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from sklearn.pipeline import make_pipeline
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> from skldp import GraphData
+    >>> from skldp import ToPandas
+    >>> from skldp.propagation import KProp
+    >>> A = sp.csr_array(np.array([[0, 1, 0], [1, 0, 1], [0, 1, 0]]))
+    >>> G = GraphData(np.arange(6.).reshape(3, 2), A, node_ids=["a", "b", "c"],
+    ...               feature_names=["age", "income"])
+    >>> pipe = make_pipeline(KProp(steps=1), ToPandas(),
+    ...                      StandardScaler().set_output(transform="pandas"))
+    >>> out = pipe.fit_transform(G[[0, 2]])
+    >>> list(out.columns), list(out.index)
+    (['age', 'income'], ['a', 'c'])
+    """
+
+    def fit(self, X, y=None):
+        """Record the input's width and feature names (nothing is read).
+
+        Parameters
+        ----------
+        X : GraphData
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : ToPandas
+        """
+        self._check_graph(X)
+        self.n_features_in_ = X.shape[1]
+        if X.feature_names is None:
+            self.__dict__.pop("feature_names_in_", None)
+        else:
+            self.feature_names_in_ = np.asarray(X.feature_names, dtype=object)
+        return self
+
+    def transform(self, X):
+        """The rows of ``X`` as a DataFrame indexed by node id (by ``(u, v)`` for pairs).
+
+        The frame carries its own column names: the plain steps after it compare them
+        with those they were fitted on, as scikit-learn does.
+
+        Parameters
+        ----------
+        X : GraphData
+
+        Returns
+        -------
+        frame : pandas.DataFrame of shape (n_rows, n_features)
+        """
+        check_is_fitted(self)
+        self._check_graph(X)
+        if getattr(X, "pairs", None) is None:
+            return X.to_pandas()
+        # node pairs (PairData): the features a plain step sees, x_u * x_v
+        import pandas as pd
+        ids = X.node_ids
+        index = pd.MultiIndex.from_arrays([ids[:, 0], ids[:, 1]], names=["u", "v"])
+        return pd.DataFrame(np.asarray(X), index=index, columns=self._names(X))
+
+    def get_feature_names_out(self, input_features=None):
+        """The input names (this step keeps its columns).
+
+        Parameters
+        ----------
+        input_features : array-like of str or None, default=None
+            Input names; ``None`` takes ``feature_names_in_`` when fitted on
+            named features, else ``x0, x1, ...``.
+
+        Returns
+        -------
+        feature_names_out : ndarray of str objects
+        """
+        check_is_fitted(self)
+        return _check_feature_names_in(self, input_features)
+
+    @staticmethod
+    def _names(X):
+        names = X.feature_names
+        return list(names) if names is not None else [f"x{i}" for i in range(X.shape[1])]
+
+    @staticmethod
+    def _check_graph(X):
+        if not isinstance(X, GraphData):
+            raise TypeError(f"ToPandas takes a skldp.GraphData (the output of graph steps), "
+                            f"not {type(X).__name__}.")
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+
+# auto_wrap_output_keys=None: the frame is never re-wrapped (a global pandas output would
+# rename nothing, a polars one would convert it); these keys keep set_output available, so
+# that Pipeline.set_output reaches the steps after it, as GraphTransformerMixin does.
+ToPandas._sklearn_auto_wrap_output_keys = {"transform"}
 
 
 class GraphClassifierMixin(ClassifierMixin):

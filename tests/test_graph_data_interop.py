@@ -59,6 +59,52 @@ def test_features_dataframe_indexed_by_other_ids_is_refused():
         np.testing.assert_array_equal(GraphData(frame, node_ids=ids).features.ravel(), [1, 2, 3])
 
 
+def test_filtered_frame_whose_row_numbers_overlap_integer_ids_says_what_happened():
+    # df[df.x > 0] keeps the row numbers 0, 2, 3, 5, some of them integer node ids: the
+    # message spoke of "node ids" that were never ids, and named no row
+    df = pd.DataFrame({"x": [1.0, -2.0, 3.0, 4.0, -1.0, 5.0], "z": np.arange(6.0)})
+    kept = df[df.x > 0]
+    with pytest.raises(ValueError, match=r"index \(0, 2, 3, 5\) shares 3 of its 4 labels .*"
+                                         r"row 1, labelled 2, would be read as the features of "
+                                         r"node id 1.*row numbers that a filter.*"
+                                         r"reset_index\(drop=True\).*node_ids=features\.index"):
+        GraphData(kept, node_ids=np.arange(4))
+    # either fix reads the intended rows
+    G = GraphData(kept.reset_index(drop=True), node_ids=np.arange(4))
+    np.testing.assert_array_equal(G.features[:, 1], [0, 2, 3, 5])
+    G = GraphData(kept, node_ids=kept.index)
+    assert G.all_node_ids.tolist() == [0, 2, 3, 5]
+    # default ids read the frame by position, as before; ids sharing no label too
+    np.testing.assert_array_equal(GraphData(kept).features[:, 1], [0, 2, 3, 5])
+    GraphData(kept, node_ids=[10, 11, 12, 13])
+    # a graph's new features name the graph's ids and what to do there
+    H = GraphData(np.eye(4), node_ids=[10, 3, 2, 0])
+    with pytest.raises(ValueError, match=r"with the graph's node ids.*"
+                                         r"features\.loc\[G\.all_node_ids\]"):
+        H.with_features(kept)
+    # an index of the very ids in another order: reorder it
+    with pytest.raises(ValueError, match=r"not node_ids in order: its row 0, labelled 0, "
+                                         r"would be read as the features of node id 5.*"
+                                         r"features\.loc\[node_ids\]"):
+        GraphData(kept, node_ids=[5, 3, 2, 0])
+
+
+@pytest.mark.parametrize("weight", ["3", None])
+@pytest.mark.parametrize("multi", [False, True])
+def test_networkx_weights_that_are_not_numbers_are_named(weight, multi):
+    # scipy said "does not support dtype <U1" (or object) without naming the edge
+    g = (nx.MultiGraph if multi else nx.Graph)()
+    g.add_edge("a", "b", weight=2.0, kind="friend")
+    g.add_edge("b", "c", weight=weight)
+    with pytest.raises(ValueError, match=rf"edge \('b', 'c'\) has the weight {weight!r}, "
+                                         r"which is not a number.*weight=None"):
+        GraphData(np.eye(3), g, node_ids=list("abc"))
+    # other edge attributes are ignored; the numeric weights are read
+    g.edges[("b", "c", 0) if multi else ("b", "c")]["weight"] = 1
+    A = GraphData(np.eye(3), g, node_ids=list("abc")).adjacency.toarray()
+    np.testing.assert_array_equal(A, [[0, 2, 0], [2, 0, 1], [0, 1, 0]])
+
+
 def test_csv_round_trip_of_ids_0_to_n_minus_1_in_another_order_is_refused():
     # ids 0..2 written to CSV come back as positions (int index, text columns): read by
     # position, users 2, 0, 1 got the neighbours of 0, 1, 2

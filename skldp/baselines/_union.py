@@ -138,13 +138,13 @@ class GraphFeatureUnion(FeatureUnion, auto_wrap_output_keys=None):
         Parameters
         ----------
         X : GraphData
-            A view of the graph.
+            A view of the graph, or a :class:`~skldp.model_selection.PairData`.
 
         Returns
         -------
         Xt : GraphData
-            The rows of ``X`` over a graph whose features are the
-            concatenation of the branches' outputs.
+            The rows of ``X`` (its pairs, for a PairData) over a graph whose
+            features are the concatenation of the branches' outputs.
         """
         if params:
             raise TypeError(f"GraphFeatureUnion.transform takes no parameters, got "
@@ -170,7 +170,10 @@ class GraphFeatureUnion(FeatureUnion, auto_wrap_output_keys=None):
         Z = G.memo_get(key)
         if Z is None:
             Z = G.memo_set(key, self._concatenate(G, outs))
-        return Z._replace(G.rows)
+        # Views whose rows are not nodes (PairData: node pairs) re-wrap the result themselves,
+        # as for the graph transformers (GraphTransformerMixin.transform)
+        rebase = getattr(G, "_rebase", None)
+        return Z._replace(G.rows) if rebase is None else rebase(Z)
 
     def _concatenate(self, G, outs):
         blocks, names = [], []

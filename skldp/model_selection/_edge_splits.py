@@ -1,5 +1,6 @@
 """Link prediction samples (node pairs on a graph) and the 85/5/10 random edge split."""
 
+import itertools
 import numbers
 import warnings
 
@@ -108,27 +109,29 @@ class PairData(GraphData):
         # list [[True, 2]] becomes integers below), so look for bools before converting
         given = id_pairs if isinstance(id_pairs, np.ndarray) else \
             np.asarray(id_pairs, dtype=object)
-        if _holds_bools(given.ravel()) and not _holds_bools(ids):
+        types = _types(given)
+        if _holds_bools(given, types) and not _holds_bools(ids):
             raise ValueError("id_pairs hold True or False, which are not node ids of this "
                              "graph (True would be looked up as the id 1). Pass the ids.")
-        # object ids: each id keeps its type (a list [[1, "b"]] would become text)
-        id_pairs = np.asarray(id_pairs, dtype=object if ids.dtype == object else None)
+        if ids.dtype == object:   # each id keeps its type (a list [[1, "b"]] would become text)
+            id_pairs = given.astype(object, copy=False)
+        elif given is not id_pairs:   # a list: numpy's array of it, converted once
+            id_pairs = _from_objects(given, types, id_pairs)
         if id_pairs.ndim != 2 or id_pairs.shape[1] != 2:
             raise ValueError(f"id_pairs must have shape (n_pairs, 2), got {id_pairs.shape}.")
         flat = id_pairs.ravel()
         try:
-            order = np.argsort(ids, kind="stable")
-            pos = np.minimum(np.searchsorted(ids[order], flat), len(ids) - 1)
-            found = np.asarray(ids[order][pos] == flat, dtype=bool)
-            pos = order[pos]
+            pos, found = _lookup(ids, flat)
         except TypeError as exc:
             if ids.dtype != object:
                 raise ValueError(f"id_pairs of dtype {id_pairs.dtype} cannot be compared with "
                                  f"node ids of dtype {ids.dtype}.") from exc
             # ids (or id_pairs) of several types do not sort: look each id up by equality
-            where = {v: i for i, v in enumerate(ids.tolist())}
+            # (a dict filled and read in C, without a loop in Python)
+            where = dict(zip(ids.tolist(), range(len(ids)), strict=True))
             try:
-                pos = np.array([where.get(v, -1) for v in flat.tolist()], dtype=np.intp)
+                pos = np.fromiter(map(where.get, flat.tolist(), itertools.repeat(-1)),
+                                  dtype=np.intp, count=len(flat))
             except TypeError as exc2:   # an unhashable id_pairs entry (a list, ...)
                 raise ValueError("id_pairs hold values that cannot be node ids: "
                                  f"{exc2}.") from exc2
@@ -195,7 +198,11 @@ class PairData(GraphData):
             if len(key) == 2 and key[1] is Ellipsis:
                 key = key[0]
             else:
-                raise IndexError("PairData supports row (pair) indexing only.")
+                raise IndexError(
+                    "PairData supports row (pair) indexing only. Tools that select or set "
+                    "columns (a ColumnTransformer, sklearn.inspection.partial_dependence) "
+                    "cannot take it: apply them to an array of the pairs' features "
+                    "(np.asarray(P), or of the output of the graph steps).")
         if isinstance(key, numbers.Integral):
             key = [key]
         if not isinstance(key, slice):
@@ -559,8 +566,57 @@ def random_edge_split(G, val_size=0.05, test_size=0.1, *, negative_ratio=1.0,
     return (*out_P, *out_y)
 
 
-def _holds_bools(values):
-    """Whether a 1-d array is boolean or holds a Python or numpy bool among objects."""
+def _types(values):
+    """The set of the types of an object array's values (built in C), else ``None``."""
+    return set(map(type, values.ravel())) if values.dtype == object else None
+
+
+def _holds_bools(values, types=None):
+    """Whether an array is boolean or holds a Python or numpy bool among objects
+    (``types``: its :func:`_types`, if known)."""
     if values.dtype == bool:
         return True
-    return values.dtype == object and any(isinstance(v, (bool, np.bool_)) for v in values)
+    if values.dtype != object:
+        return False
+    return any(issubclass(t, (bool, np.bool_)) for t in (types or _types(values)))
+
+
+def _from_objects(objects, types, source):
+    """``np.asarray(source)`` for a list ``source`` whose object array is ``objects`` (of
+    value ``types``): Python integers are cast from it rather than read again."""
+    if types == {int}:
+        try:
+            return objects.astype(np.int64)
+        except OverflowError:   # beyond int64: numpy's own choice below
+            pass
+    return np.asarray(source)
+
+
+# Integer ids spanning at most this many values per node (and at most _TABLE_MAX values)
+# are looked up in a table, one gather; wider ones (hashed ids) by a binary search.
+_TABLE_SPAN_PER_NODE = 8
+_TABLE_MAX = 1 << 26   # int32 entries: 256 MiB
+
+
+def _lookup(ids, values):
+    """Positions of ``values`` among the unique ``ids`` and whether each was found.
+
+    Raises ``TypeError`` when the two cannot be compared (ids of several types).
+    """
+    if ids.dtype.kind in "iu" and values.dtype.kind == ids.dtype.kind and len(values):
+        dtype = np.result_type(ids, values)   # (integers of one signedness: exact)
+        lo, hi = ids.min().astype(dtype), ids.max().astype(dtype)
+        span = int(hi) - int(lo) + 1
+        if span <= min(_TABLE_SPAN_PER_NODE * len(ids) + 1024, _TABLE_MAX):
+            table = np.full(span, -1, dtype=np.int32)
+            table[(ids.astype(dtype) - lo).astype(np.intp)] = np.arange(len(ids))
+            values = values.astype(dtype, copy=False)
+            inside = (values >= lo) & (values <= hi)   # no other value is a node
+            pos = np.full(len(values), -1, dtype=np.intp)
+            pos[inside] = table[(values[inside] - lo).astype(np.intp)]
+            found = pos >= 0
+            return np.where(found, pos, 0), found
+    order = np.argsort(ids, kind="stable")
+    pos = np.minimum(np.searchsorted(ids[order], values), len(ids) - 1)
+    found = np.asarray(ids[order][pos] == values, dtype=bool)
+    return order[pos], found

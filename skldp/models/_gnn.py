@@ -531,7 +531,8 @@ class GNNClassifierBase(TorchClassifierBase):
         -------
         self
         """
-        G = check_graph_data(X, self, require_adjacency=True)
+        # without features every node gets the same output: refused before anything is read
+        G = check_graph_data(X, self, require_adjacency=True, require_features=True)
         y = self._check_labels(y, len(G))   # before any label is collected
         if hasattr(self, "label_mechanism_"):
             del self.label_mechanism_

@@ -211,7 +211,7 @@ class RGNNClassifier(TorchClassifierBase):
         -------
         self
         """
-        G = check_graph_data(X, self, require_adjacency=True)
+        G = check_graph_data(X, self, require_adjacency=True, require_features=True)
         if self.alpha > 0 and self.n_clusters > G.n_nodes:   # (alpha = 0: no clusters)
             raise ValueError(f"n_clusters={self.n_clusters} exceeds the number of nodes "
                              f"({G.n_nodes}).")

@@ -482,6 +482,7 @@ class SolitudeClassifier(GNNClassifierBase):
         -------
         self
         """
+        check_graph_data(X, self, require_adjacency=True, require_features=True)  # before a read
         note_feature_read(self, X, fitting=True)   # raw features read here: in the clear
         note_edge_read(self, X, fitting=True)
         self._setup_fit()

@@ -16,7 +16,7 @@ from ._blocks import row_blocks
 __all__ = ["Count", "Interval", "EPS_CONSTRAINT", "LABEL_MECHANISM_CONSTRAINT",
            "RANDOM_STATE_CONSTRAINT", "check_eps",
            "check_int", "check_graph_data", "check_finite_features", "resolve_feature_range",
-           "clip_to_range", "input_feature_names", "check_input_features",
+           "clip_to_range", "input_feature_names", "check_input_features", "check_has_features",
            "record_feature_names", "check_feature_names"]
 
 
@@ -93,7 +93,7 @@ def check_int(value, name, minimum=0, maximum=None, *, maximum_is=None, allow_no
 
 
 def check_graph_data(X, estimator=None, require_adjacency=False, require_symmetric=False,
-                     require_finite=False):
+                     require_finite=False, require_features=False):
     """Ensure ``X`` is a :class:`GraphData` (with a graph and finite features if required).
 
     Parameters
@@ -113,6 +113,9 @@ def check_graph_data(X, estimator=None, require_adjacency=False, require_symmetr
     require_finite : bool, default=False
         Refuse NaN or infinite features anywhere in the graph (checked once
         per graph, see :meth:`skldp.GraphData.require_finite_features`).
+    require_features : bool, default=False
+        Refuse a graph without feature columns (``GraphData(np.zeros((n, 0)), A)``),
+        on which a model of the features predicts one output for every node.
 
     Returns
     -------
@@ -120,8 +123,14 @@ def check_graph_data(X, estimator=None, require_adjacency=False, require_symmetr
     """
     name = type(estimator).__name__ if estimator is not None else "This step"
     if not isinstance(X, GraphData):
-        raise TypeError(f"{name} needs the graph: pass a skldp.GraphData, not "
-                        f"{type(X).__name__}. Wrap your data as GraphData(features, adjacency).")
+        raise TypeError(
+            f"{name} needs the graph: pass a skldp.GraphData, not {type(X).__name__}. Wrap "
+            "your data as GraphData(features, adjacency)."
+            # a GraphData a scikit-learn tool turned into an array on the way
+            + (" If you passed a GraphData, a scikit-learn tool converted it to an array of "
+               "its rows on the way (permutation_importance does): apply the tool to the "
+               "step after the graph steps, on their output (pipe[:-1].transform(X))."
+               if isinstance(X, np.ndarray) else ""))
     if require_symmetric:
         X.require_symmetric(name)
     elif require_adjacency:
@@ -132,9 +141,29 @@ def check_graph_data(X, estimator=None, require_adjacency=False, require_symmetr
                 "graph is directed and row v reaches only the nodes u with A[v, u] != 0. If it "
                 "is an undirected graph whose edges were stored once, symmetrise it first: "
                 "A.maximum(A.T).", UserWarning, stacklevel=3)
+    if require_features:
+        check_has_features(X, name)
     if require_finite:
         X._check_finite(name)
     return X
+
+
+def check_has_features(X, step="This step"):
+    """Raise a clear error if ``X`` (a GraphData, an array) has no feature column.
+
+    A graph of 0 feature columns is valid (graph-only steps such as
+    :class:`~skldp.baselines.StructuralFeatures`, :class:`~skldp.mechanisms.EdgeRR`
+    or :class:`~skldp.baselines.LabelPropagationClassifier` need none); a step that
+    reads the features says so here, before anything is computed or charged.
+    """
+    shape = getattr(X, "shape", None)
+    if shape is None or len(shape) != 2 or shape[1] > 0:
+        return
+    raise ValueError(
+        f"{step} reads the node features, but this data has 0 feature columns (shape "
+        f"{tuple(shape)}). Give each node at least one feature (structural ones: "
+        "skldp.baselines.StructuralFeatures), or use a step that needs only the graph "
+        "(StructuralFeatures, EdgeRR, LabelPropagationClassifier).")
 
 
 def input_feature_names(X):
@@ -230,6 +259,8 @@ def resolve_feature_range(feature_range, X, owner="mechanism", on_read=None):
     users that read in the clear there, and may refuse it under a budget).
     """
     d = X.shape[1]
+    # before anything is read or charged: zero columns have no bounds (and no report)
+    check_has_features(X, owner)
     if feature_range is None:
         warnings.warn(f"{owner}: feature_range was not given, so the bounds are read from "
                       "the private data in the clear: the ledger charges the users a read "
