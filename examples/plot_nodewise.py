@@ -36,7 +36,7 @@ from sklearn.impute import SimpleImputer
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
 
-from skldp import NodeWise
+from skldp import NodeWise, ToPandas
 from skldp.accounting import privacy_report
 from skldp.datasets import load_cora
 from skldp.mechanisms import OneBitMechanism
@@ -139,3 +139,18 @@ plt.show()
 # Post-processing is free in privacy but not in accuracy: 64 components of
 # the noisy reports keep less of the signal than the PPR propagation of all
 # 1,433 coordinates at small ``eps``.
+
+# %%
+# Plain steps after the graph steps: feature names and node ids
+# -------------------------------------------------------------
+# A plain scikit-learn step placed after the graph steps receives the view's
+# rows as an array: it sees ``x0, x1, ...`` and row numbers. ``ToPandas``
+# hands it a DataFrame instead, indexed by node id with the graph's feature
+# names, and ``set_output(transform="pandas")`` keeps them. Here it frames the
+# propagated reports of the last deployment: post-processing, so the users'
+# report is unchanged.
+named = Pipeline([("features", pipe[:-1]), ("frame", ToPandas()),
+                  ("scale", StandardScaler().set_output(transform="pandas"))])
+Z = named.fit(users[fit]).transform(users[test])
+print(Z.iloc[:3, :4])
+print(privacy_report(users).local_epsilon == privacy_report(pipe).local_epsilon)
