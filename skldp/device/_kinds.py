@@ -15,6 +15,7 @@ first, padding bits 0) and ``"list"`` (increasing integers, any length).
 """
 
 import math
+import reprlib
 
 import numpy as np
 
@@ -490,7 +491,7 @@ class _Plan:
             increasing).
         """
         if not isinstance(report, dict):
-            raise ReportError("malformed", f"a report is a JSON object, got {report!r:.60}.")
+            raise ReportError("malformed", f"a report is a JSON object, got {_short(report)}.")
         specs = self.field_specs()
         if set(report) != set(specs):
             raise ReportError("malformed", f"a {_short(self.spec)} report has the fields "
@@ -967,3 +968,12 @@ def _step_int(spec, value, name, lo=1):
         raise SpecError(f"{_short(spec)}: the {name} must be an integer >= {lo}, got "
                         f"{value!r}.")
     return value
+
+
+def _short(value):
+    """A short text of a value a device sent, even one whose full text cannot be written
+    (an integer too long for text, nesting too deep)."""
+    try:
+        return reprlib.repr(value)
+    except (ValueError, RecursionError):
+        return f"a value of type {type(value).__name__}"

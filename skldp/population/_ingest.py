@@ -19,7 +19,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..device._device import ANSWER_ID
-from ..device._kinds import ReportError, directory_digest, plan
+from ..device._kinds import ReportError, _short, directory_digest, plan
 from ..device._random import ids_to_keys
 from ..device._spec import read_spec
 from ._population import BudgetExceededError, Population
@@ -304,12 +304,23 @@ def _exact_column(pa, values):
     """An Arrow array of ``values`` that reads back exactly as they are, or ``None``."""
     try:
         column = pa.array(values)
+        if not _has_children(pa, column.type):   # Parquet writes no struct without fields
+            return None
         back = column.to_pylist()
         if all(_same(v, _without_nulls(b)) for v, b in zip(values, back, strict=True)):
             return column
     except (pa.ArrowException, TypeError, ValueError, OverflowError, RecursionError):
         pass   # mixed types, integers past 64 bits...
     return None
+
+
+def _has_children(pa, typ):
+    """Whether every struct within ``typ`` has a field (``{}`` types as a struct without one)."""
+    if pa.types.is_struct(typ):
+        return typ.num_fields > 0 and all(_has_children(pa, f.type) for f in typ)
+    if pa.types.is_list(typ) or pa.types.is_large_list(typ):
+        return _has_children(pa, typ.value_type)
+    return True
 
 
 def _same(a, b):
@@ -336,7 +347,10 @@ def _plain(value):
     """``value`` with numpy scalars and arrays as Python numbers and lists (tuples as
     lists), as JSON and Arrow write them."""
     if isinstance(value, dict):
-        return {_plain(k): _plain(v) for k, v in value.items()}
+        other = [k for k in value if not isinstance(k, str)]
+        if other:   # JSON would write it as text: it would not read back as written
+            raise TypeError(f"a field name that is not text, {_short(other[0])}")
+        return {k: _plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         if type(value) is list and set(map(type, value)) <= _PLAIN:
             return value
@@ -357,6 +371,8 @@ def _plain_record(rec, index):
     except RecursionError:
         raise TypeError(f"record {index} is nested too deep to be written. Nothing was "
                         "written.") from None
+    except TypeError as e:   # it would not read back as written
+        raise TypeError(f"record {index} holds {e}. Nothing was written.") from None
 
 
 def _json_text(value, index, name):
@@ -680,8 +696,9 @@ def received_graph(*, features=None, labels=None, edges=None, node_ids=None, bud
         the users who sent a feature report (or a label report), in arrival
         order.
     budget : float or None, default=None
-        Per-user cap of the graph's population; what was received is charged
-        first (a collection above the cap raises).
+        Per-user cap of the graph's population. Reports that take a user above
+        it raise :class:`BudgetExceededError` and build no graph, but they are
+        charged all the same: they were sent.
     population : Population, GraphData or None, default=None
         The users' population (``simulated=False``), or a graph of it, when
         they already sent other collections: its ledger is charged, so the cap
@@ -719,7 +736,7 @@ def received_graph(*, features=None, labels=None, edges=None, node_ids=None, bud
             raise ValueError("received_graph needs node_ids, or a feature or label collection "
                              "whose senders are the users.")
         node_ids = list(source.users)
-    ids = np.asarray(node_ids)
+    ids = _id_array(node_ids)
     n = len(ids)
     if n == 0:
         raise ValueError("received_graph: no user.")
@@ -728,18 +745,19 @@ def received_graph(*, features=None, labels=None, edges=None, node_ids=None, bud
         raise ValueError("node_ids must be unique.")
     position = {_id_key(u): i for i, u in enumerate(ids.tolist())}
     population = _receiving_population(population, budget)
+    refusals = []   # budget refusals: the reports are charged all the same (they were sent)
     X, feature_origin = np.zeros((n, 0)), ("derived", "were not collected")
     if features is not None:
         X, rows = _decoded_features(features, position, n, missing_features,
                                     mechanism_from_spec)
-        charged = _receive(population, features.spec, keys[rows])
-        _charge_again(population, features, position, keys, charged)
+        charged = _receive(population, features.spec, keys[rows], refusals)
+        _charge_again(population, features, position, keys, charged, refusals)
         feature_origin = ("reports", features.spec)
     A, adjacency_origin = None, ("derived", "were not collected")
     if edges is not None:
         A, rows = _received_adjacency(edges, keys, position, missing_lists)
-        charged = _receive(population, edges.spec, keys[rows])
-        _charge_again(population, edges, position, keys, charged)
+        charged = _receive(population, edges.spec, keys[rows], refusals)
+        _charge_again(population, edges, position, keys, charged, refusals)
         adjacency_origin = ("reports", edges.spec)
     y = None
     if labels is not None:
@@ -749,23 +767,46 @@ def received_graph(*, features=None, labels=None, edges=None, node_ids=None, bud
         y = np.full(n, -1, dtype=classes.dtype) if numeric else np.full(n, None, dtype=object)
         pos = labels.reports["y"].astype(np.int64) if len(labels) else np.zeros(0, np.int64)
         y[rows] = classes[pos]
-        charged = _receive(population, labels.spec, keys[rows], reports=pos)
-        _charge_again(population, labels, position, keys, charged)
+        charged = _receive(population, labels.spec, keys[rows], refusals, reports=pos)
+        _charge_again(population, labels, position, keys, charged, refusals)
+    _refuse(refusals)
     G = GraphData(X, A, node_ids=ids, population=population)
     G._store.feature_origin = feature_origin
     G._store.adjacency_origin = adjacency_origin
     return G, y
 
 
-def _receive(population, spec, keys, reports=None):
-    """Charge what the users sent (returns the users charged now); a refusal says the
-    reports came and are left unused."""
+def _id_array(node_ids):
+    """``node_ids`` as an array; ids of several types (7 and "a") keep their types (numpy
+    would make text of them, and 7 would be no user's id)."""
+    values = node_ids.tolist() if isinstance(node_ids, np.ndarray) else list(node_ids)
+    ids = np.asarray(values)
+    if ids.dtype.kind in "US" and not all(isinstance(v, str) for v in values):
+        ids = np.empty(len(values), dtype=object)
+        ids[:] = values
+    return ids
+
+
+def _receive(population, spec, keys, refusals, reports=None, charge_only=False):
+    """Charge what the users sent (returns the users charged now). Reports that exceed the
+    budget were sent all the same: they are charged, and the refusal is added to
+    ``refusals`` (no graph is built)."""
     try:
-        return population.receive(spec, keys, reports=reports)
+        return population.receive(spec, keys, reports=reports, charge_only=charge_only)
     except BudgetExceededError as e:
+        refusals.append(e)
+        return population.receive(spec, keys, reports=reports, charge_only=charge_only,
+                                  check_budget=False)
+
+
+def _refuse(refusals):
+    """Raise the first budget refusal of a ``received_graph`` call, if any."""
+    if refusals:
         raise BudgetExceededError(
-            f"{_refusal(e)}. The reports were received but not used: no graph was built. If the "
-            "users agreed to spend more, raise the budget (population.set_budget).") from e
+            f"{_refusal(refusals[0])}. The reports were received, so the ledger charges "
+            "them (they were sent), but they are not used: no graph was built. If the users "
+            "agreed to spend more, raise the budget (population.set_budget) and call again "
+            "(what is charged now is not charged twice).") from refusals[0]
 
 
 def _receiving_population(population, budget):
@@ -804,13 +845,14 @@ def _check_part(argument, received):
                          f"{received.spec.describe()}: pass them as {protects[0]}=.")
 
 
-def _charge_again(population, received, position, keys, charged):
+def _charge_again(population, received, position, keys, charged, refusals):
     """Charge the answers of ``received``'s collection that are not used: those of this batch
     (``again``) and, from users who answered it in an earlier batch of ``population``, every
     answer that batch did not hold. ``charged`` are the users whose kept answer
     :meth:`Population.receive` charged now. The users who sent ``c`` of them are charged one
-    collection of ``c`` times its epsilon, which the ledger adds to what they spent; what
-    is charged is remembered at once, so that a retry after a refusal charges it no more."""
+    collection of ``c`` times its epsilon, which the ledger adds to what they spent (above
+    the budget too: the refusal is added to ``refusals``); what is charged is remembered at
+    once, so that a retry after a refusal charges it no more."""
     users, owner, digests, known, is_kept = _answer_entries(received)
     ukeys = _keys_of(users, position, keys)
     ekeys = ukeys[owner]
@@ -826,21 +868,20 @@ def _charge_again(population, received, position, keys, charged):
         spec = dataclasses.replace(received.spec, epsilon=c * received.spec.epsilon)
         spec = spec.with_nonce(f"{received.spec.nonce} ({c} further answers, "
                                f"{secrets.token_hex(8)})")
-        try:
-            population.receive(spec, ukeys[these], charge_only=True)
-        except BudgetExceededError as e:
+        refused = []
+        _receive(population, spec, ukeys[these], refused, charge_only=True)
+        if refused:
             # name who sent them: a flood of forged records charges its victim, not its sender
             named = ", ".join(f"{users[i]!r:.40}" for i in these[:5]) + \
                 (", ..." if len(these) > 5 else "")
-            raise BudgetExceededError(
+            refusals.append(BudgetExceededError(
                 f"{len(these)} user(s) ({named}) sent {c} further answer(s) each of collection "
                 f"{spec_id} ({int(counts.sum())} further answers in all, with those "
                 "of earlier batches this population received); each is charged its epsilon "
-                f"again, and {_refusal(e)}. No graph was built. Further answers come from "
-                "devices that answered again, or from replays and impersonation (a record's "
-                "user is what its sender wrote): check ReceivedReports.again, and read the "
-                "reports with senders= (or set each record's user from its authenticated "
-                "sender).") from e
+                f"again, and {_refusal(refused[0])}. Further answers come from devices that "
+                "answered again, or from replays and impersonation (a record's user is what "
+                "its sender wrote): check ReceivedReports.again, and read the reports with "
+                "senders= (or set each record's user from its authenticated sender)"))
         mine = new & known & np.isin(owner, these)
         population._remember_answers(spec_id, ekeys[mine], digests[mine])
 

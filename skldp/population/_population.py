@@ -225,7 +225,7 @@ class Population:
             rec.append((spec, node_keys, reports))
         return reports
 
-    def receive(self, spec, node_keys, reports=None, charge_only=False):
+    def receive(self, spec, node_keys, reports=None, charge_only=False, check_budget=True):
         """Record the reports real devices sent for ``spec``: charged, not computed.
 
         Each user answers once (the caller keeps a user's first report); users
@@ -244,6 +244,10 @@ class Population:
             Charge ``spec`` without listing it among the collections received
             (:meth:`collected`): further answers to a collection, whose reports
             are not used.
+        check_budget : bool, default=True
+            Refuse reports that take a user above the budget, recording nothing.
+            ``False`` records them all the same: reports that were sent, which
+            the ledger must count whether or not they are used.
 
         Returns
         -------
@@ -258,7 +262,8 @@ class Population:
             self._sync_locked()
             new_keys, new_tags = self._new_answers(spec, node_keys, tags, unique=False)
             if len(new_keys):
-                self._check_budget(spec, new_keys)
+                if check_budget:
+                    self._check_budget(spec, new_keys)
                 self._record(spec, new_keys, new_tags)
                 self._write({"local": spec.to_dict(), "keys": _b64(new_keys),
                              "tags": _b64(new_tags), "received": not charge_only})
@@ -280,6 +285,7 @@ class Population:
         -------
         unseen : ndarray of bool
         """
+        self._sync()   # what copies of this population received
         with self._lock:
             seen = self._answer_digests.get(spec_id)
             if seen is None:
@@ -288,11 +294,18 @@ class Population:
 
     def _remember_answers(self, spec_id, node_keys, digests):
         """Keep the digests of the answers received (charged) for a later batch to compare."""
-        with self._lock:
-            seen = self._answer_digests.get(spec_id)
-            if seen is None:
-                seen = self._answer_digests[spec_id] = _Digests()
-            seen.add(node_keys, digests)
+        node_keys = np.asarray(node_keys, np.uint64)
+        digests = np.asarray(digests, np.uint64)
+        with self._exclusive():
+            self._sync_locked()
+            self._add_digests(spec_id, node_keys, digests)
+            self._write({"digests": spec_id, "keys": _b64(node_keys), "d": _b64(digests)})
+
+    def _add_digests(self, spec_id, node_keys, digests):
+        seen = self._answer_digests.get(spec_id)
+        if seen is None:
+            seen = self._answer_digests[spec_id] = _Digests()
+        seen.add(node_keys, digests)
 
     def collected(self, like=None):
         """Specs of the collections received from real devices (:meth:`receive`).
@@ -461,6 +474,9 @@ class Population:
         if "budget" in rec:
             self._budget_cap = self.ledger._budget = rec["budget"]
             return
+        if "digests" in rec:   # answers a copy received (resends are free in every copy)
+            self._add_digests(rec["digests"], _unb64(rec["keys"]), _unb64(rec["d"]))
+            return
         if "central" in rec:
             self.ledger._add_central(CollectionSpec.from_dict(rec["central"], check_kind=False),
                                      rec["n_users"])
@@ -498,6 +514,10 @@ class Population:
             for spec, n_users, _ in self.ledger._central.values():
                 fh.write((json.dumps({"central": spec.to_dict(), "n_users": n_users})
                           + "\n").encode())
+            for cid, d in self._answer_digests.items():
+                pairs = d.merged()
+                fh.write((json.dumps({"digests": cid, "keys": _b64(pairs["key"].copy()),
+                                      "d": _b64(pairs["digest"].copy())}) + "\n").encode())
             fh.write((json.dumps({"budget": self._budget_cap}) + "\n").encode())
             self._offset = fh.tell()
         self._journal = path

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from skldp.device import Device
+from skldp.device._random import ids_to_keys
 from skldp.mechanisms import LabelRandomizedResponse
 from skldp.population import (
     Population,
@@ -104,6 +105,45 @@ def test_a_batch_a_copy_received_is_not_taken_for_the_originals(sy):
     assert _spent(G) == [2.0] * 4
 
 
+def test_a_resend_through_another_copy_of_the_population_is_free(sy):
+    # copies share one journal: the answers one received are known to the others
+    P = Population(simulated=False)
+    Q = copy.deepcopy(P)
+    first = _batch(sy, 0)
+    received_graph(labels=read_reports(first, sy, users=IDS), node_ids=IDS, population=Q)
+    G, _ = received_graph(labels=read_reports(first, sy, users=IDS), node_ids=IDS,
+                          population=P)
+    assert _spent(G) == [1.0] * 4
+    G, _ = received_graph(labels=read_reports(_batch(sy, 1), sy, users=IDS), node_ids=IDS,
+                          population=Q)
+    assert _spent(G) == [2.0] * 4
+
+
+def test_reports_over_the_budget_are_charged_though_refused(sy):
+    # the server received them: the ledger records what users sent, used or not
+    from skldp.population import BudgetExceededError
+    flood = [dict(Device("a").answer(sy, 1), report={"y": 9}) for _ in range(3)]
+    records = _batch(sy, 0) + flood
+    P = Population(2.0, simulated=False)
+    with pytest.raises(BudgetExceededError, match="'a'.*3 further answer.*the ledger "
+                                                  "charges them"):
+        received_graph(labels=read_reports(records, sy, users=IDS), node_ids=IDS,
+                       population=P)
+    keys = ids_to_keys(np.asarray(IDS))
+    assert P.ledger.spent(keys).tolist() == [4.0, 1.0, 1.0, 1.0]
+    P.set_budget(4.0)   # the retry charges nothing more
+    G, _ = received_graph(labels=read_reports(records, sy, users=IDS), node_ids=IDS,
+                          population=P)
+    assert _spent(G) == [4.0, 1.0, 1.0, 1.0]
+    # a whole collection above the cap
+    s2 = collection_spec(LabelRandomizedResponse(1.5, classes=[0, 1, 2]))
+    Q = Population(1.0, simulated=False)
+    with pytest.raises(BudgetExceededError, match="above this population's budget"):
+        received_graph(labels=read_reports(_batch(s2, 1), s2, users=IDS), node_ids=IDS,
+                       population=Q)
+    assert Q.ledger.local_epsilon == 1.5 and len(Q.ledger) == 1
+
+
 def test_the_same_reports_without_answer_ids_are_charged_once(sy):
     # each record without an answer id is a new answer at each read, but the same read
     # given again is the same records
@@ -193,15 +233,26 @@ def test_records_of_mixed_types_are_written_and_read_back_as_they_were(sy, tmp_p
                       dict(recs[0], answer=None),                  # a field set to null
                       dict(recs[2], report={"y": None}),
                       dict(recs[2], report=[1]),
+                      dict(recs[3], report={"y": 1, "meta": {}}),  # an empty object
                       {"collection": sy.id, "user": "a"}]
     path = str(tmp_path / f"r.{ext}")
     write_reports(records, path)
     assert _read_back(path) == _as_json(records)
     got = read_reports(path, sy, users=ids)
-    assert got.users == ids and got.refused == {"malformed": 7}
+    assert got.users == ids and got.refused == {"malformed": 8}
     # numpy scalars are written as the equal numbers
     write_reports([dict(recs[2], user=np.int64(3), report={"y": np.int8(1)})], path)
     assert _read_back(path) == _as_json([dict(recs[2], user=3, report={"y": 1})])
+
+
+@pytest.mark.parametrize("ext", ["parquet", "arrow"])
+def test_an_empty_object_in_a_report_is_written(sy, tmp_path, ext):
+    pytest.importorskip("pyarrow")
+    # Arrow types {} as a struct without fields, which Parquet cannot write
+    records = _batch(sy, 1)[:3] + [dict(_batch(sy, 1)[3], report={"y": 1, "meta": {}})]
+    path = str(tmp_path / f"r.{ext}")
+    write_reports(records, path)
+    assert _read_back(path) == _as_json(records)
 
 
 @pytest.mark.parametrize("ext", ["jsonl", "parquet", "arrow"])
@@ -246,3 +297,36 @@ def test_an_edge_collection_reads_its_directory_from_an_iterator():
             for i, u in enumerate(ids)]
     got = read_reports(recs, spec, users=iter(ids))   # (it was read twice: empty the second)
     assert len(got) == 6 and got.n_refused == 0
+
+
+@pytest.mark.filterwarnings("ignore:read_reports of collection")
+def test_user_ids_of_several_types_keep_their_types(sy):
+    recs = [Device(u).answer(sy, 1) for u in ("a", "b", 7)]
+    for got, ids in ((read_reports(recs, sy), None),
+                     (read_reports(recs, sy, users=["a", "b", 7]), ["a", "b", 7])):
+        G, y = received_graph(labels=got, node_ids=ids)
+        assert G.node_ids.tolist() == ["a", "b", 7]
+        assert y.tolist() == [r["report"]["y"] for r in recs]
+
+
+def test_a_report_whose_text_cannot_be_written_is_one_malformed_record(sy):
+    deep = []
+    inner = deep
+    for _ in range(5000):
+        inner.append([])
+        inner = inner[0]
+    recs = _batch(sy, 1) + [dict(_batch(sy, 1)[0], report=10**5000),
+                            dict(_batch(sy, 1)[1], report=deep)]
+    got = read_reports(recs, sy, users=IDS)
+    assert got.users == IDS and got.refused == {"malformed": 2}
+
+
+@pytest.mark.parametrize("ext", ["jsonl", "parquet"])
+def test_a_field_name_that_is_not_text_is_refused_before_writing(sy, tmp_path, ext):
+    if ext != "jsonl":
+        pytest.importorskip("pyarrow")
+    recs = _batch(sy, 1)
+    path = str(tmp_path / f"r.{ext}")
+    with pytest.raises(TypeError, match="record 1 holds a field name that is not text, 1"):
+        write_reports([recs[0], dict(recs[1], report={"y": 1, 1: 2})], path)
+    assert os.listdir(tmp_path) == []
