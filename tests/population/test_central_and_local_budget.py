@@ -1,0 +1,63 @@
+"""Local and central epsilons compose sequentially (they add up): in the ledger's
+``total_epsilon``, in the budget check of a local collection made after a central
+training, and in the check of a central training itself (which must count the
+training it is about to record)."""
+
+import uuid
+
+import numpy as np
+import pytest
+
+from skldp import GraphData
+from skldp.mechanisms import OneBitMechanism
+from skldp.population import BudgetExceededError, CollectionSpec
+
+
+def _central(eps):
+    # a central-DP training's public spec, a fresh nonce per training (a new id)
+    spec = CollectionSpec(id="", kind="skldp.central.DPGCN",
+                          protects=("features", "labels", "edges"), epsilon=eps,
+                          delta=1e-6, model="central", params={},
+                          public_state={"n_train": 10})
+    return spec.with_nonce(uuid.uuid4().hex[:16])
+
+
+def _graph(budget):
+    rng = np.random.default_rng(0)
+    return GraphData(rng.random((20, 2)), np.zeros((20, 20)), budget=budget)
+
+
+def test_local_and_central_add_up_and_the_cap_sees_both():
+    G = _graph(5.0)
+    # two features at 1.5 each: every user spends 3 locally
+    OneBitMechanism(1.5, feature_range=(0, 1), random_state=0).fit_transform(G)
+    pop = G.population
+    pop.record_training(_central(1.0), 20)
+    assert G.ledger.local_epsilon == pytest.approx(3.0)
+    assert G.ledger.central_epsilon == pytest.approx(1.0)
+    assert G.ledger.total_epsilon == pytest.approx(4.0)        # 3 + 1, not max(3, 1)
+    np.testing.assert_allclose(pop.remaining(G.node_keys), 1.0)
+    # 3 (local) + 1 (central) + 1.5 (new training) = 5.5 > 5: refused, nothing recorded
+    with pytest.raises(BudgetExceededError, match="Nothing was trained"):
+        pop.record_training(_central(1.5), 20)
+    assert G.ledger.central_epsilon == pytest.approx(1.0)
+    # a local collection after the training sees it: 4 + 2 x 0.6 = 5.2 > 5
+    with pytest.raises(BudgetExceededError, match="Nothing was sent"):
+        OneBitMechanism(0.6, feature_range=(0, 1), random_state=1).fit_transform(G)
+    assert G.ledger.local_epsilon == pytest.approx(3.0)
+    # a cap below what was spent (4) is refused
+    with pytest.raises(ValueError, match="below what a user has already spent"):
+        pop.set_budget(3.5)
+    # exactly at the cap is allowed: 4 + 1 = 5
+    pop.record_training(_central(1.0), 20)
+    assert G.ledger.total_epsilon == pytest.approx(5.0)
+
+
+def test_a_training_alone_is_checked_with_its_own_epsilon():
+    # nothing spent yet: a training above the cap is refused by its own epsilon
+    G = _graph(5.0)
+    with pytest.raises(BudgetExceededError):
+        G.population.record_training(_central(6.0), 20)
+    assert G.ledger.total_epsilon == 0.0 and len(G.ledger) == 0
+    G.population.record_training(_central(4.0), 20)
+    assert G.ledger.total_epsilon == pytest.approx(4.0)
