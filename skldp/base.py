@@ -1189,6 +1189,9 @@ class ToPandas(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):
         """
         check_is_fitted(self)
         self._check_graph(X)
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {X.shape[1]} features, but ToPandas was fitted on "
+                             f"{self.n_features_in_}.")
         if getattr(X, "pairs", None) is None:
             return X.to_pandas()
         # node pairs (PairData): the features a plain step sees, x_u * x_v

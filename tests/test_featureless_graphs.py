@@ -66,3 +66,25 @@ def test_feature_models_refuse_zero_columns_before_reading(name):
                                          "0 feature columns"):
         model.fit(G[:20], y[:20])
     assert G.ledger.local_epsilon == 0   # nothing read, no label collected
+
+
+@pytest.mark.parametrize("make", ["SetValuedMechanism", "GRRFSMechanism"])
+def test_discrete_feature_mechanisms_refuse_zero_columns_before_charging(make):
+    import skldp.mechanisms
+    G, _ = _featureless()
+    with pytest.raises(ValueError, match=f"{make} reads the node features, but this data "
+                                         "has 0 feature columns"):
+        getattr(skldp.mechanisms, make)(eps=1.0, random_state=0).fit(G)
+    assert G.ledger.local_epsilon == 0
+
+
+@pytest.mark.parametrize("name", ["HadamardLinkPredictor", "VGAELinkPredictor"])
+def test_link_predictors_refuse_zero_columns_before_reading(name):
+    import skldp.models
+    from skldp.model_selection import PairData
+    G, _ = _featureless()
+    P = PairData(G, [[0, 1], [2, 3], [4, 5], [6, 7]])
+    with pytest.raises(ValueError, match=f"{name} reads the node features, but this data "
+                                         "has 0 feature columns"):
+        getattr(skldp.models, name)().fit(P, [1, 0, 1, 0])
+    assert G.ledger.local_epsilon == 0

@@ -125,3 +125,7 @@ def test_checks_its_input():
         pipe.transform(renamed)
     with pytest.raises(ValueError, match="input_features is not equal to feature_names_in_"):
         pipe[0].get_feature_names_out(["a", "b", "c"])
+    # another width than at fit
+    narrow = GraphData(G.features[:, :2], G.adjacency, feature_names=NAMES[:2], population=G)
+    with pytest.raises(ValueError, match="X has 2 features, but ToPandas was fitted on 3"):
+        pipe[0].transform(narrow)

@@ -37,6 +37,7 @@ from ..utils.validation import (
     RANDOM_STATE_CONSTRAINT,
     Count,
     check_finite_features,
+    check_has_features,
     check_int,
 )
 from ._grid import check_eps_per_coordinate
@@ -504,6 +505,7 @@ class GRRFSMechanism(LDPMechanism):
         self.__dict__.pop("collected_", None)
         names = X.feature_names if isinstance(X, GraphData) else None
         Xf = self._all_features(X)
+        check_has_features(Xf, type(self).__name__)   # before anything is charged
         population, device_steps = boundary_input(self, X if isinstance(X, GraphData) else Xf)
         check_finite_features(Xf)
         d = Xf.shape[1]

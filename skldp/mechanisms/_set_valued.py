@@ -18,6 +18,7 @@ from ..utils.validation import (
     Count,
     Interval,
     check_finite_features,
+    check_has_features,
 )
 from ._grid import check_eps_per_coordinate
 
@@ -219,6 +220,7 @@ class SetValuedMechanism(LDPMechanism):
             return self._fit_collected(X, spec)
         self.__dict__.pop("collected_", None)
         Xf = self._all_features(X)
+        check_has_features(Xf, type(self).__name__)   # before anything is charged
         population, device_steps = boundary_input(self, X if isinstance(X, GraphData) else Xf)
         check_finite_features(Xf)
         S = self._sets(Xf)

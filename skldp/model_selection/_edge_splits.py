@@ -604,7 +604,8 @@ def _lookup(ids, values):
     Raises ``TypeError`` when the two cannot be compared (ids of several types).
     """
     if ids.dtype.kind in "iu" and values.dtype.kind == ids.dtype.kind and len(values):
-        dtype = np.result_type(ids, values)   # (integers of one signedness: exact)
+        # 64 bits of the ids' signedness: exact, and ids - lo cannot wrap (int8 would)
+        dtype = np.int64 if ids.dtype.kind == "i" else np.uint64
         lo, hi = ids.min().astype(dtype), ids.max().astype(dtype)
         span = int(hi) - int(lo) + 1
         if span <= min(_TABLE_SPAN_PER_NODE * len(ids) + 1024, _TABLE_MAX):

@@ -51,6 +51,7 @@ from ..utils.validation import (
     Count,
     Interval,
     check_finite_features,
+    check_has_features,
     check_int,
 )
 from ._base import gather_rows
@@ -577,6 +578,7 @@ class VGAELinkPredictor(_LinkPredictorBase):
         -------
         self
         """
+        check_has_features(X, type(self).__name__)   # one score for every pair: refused
         note_feature_read(self, X, fitting=True)   # raw features read here: in the clear
         note_edge_read(self, X, fitting=True)
         self._setup_fit()
@@ -954,6 +956,7 @@ class HadamardLinkPredictor(_LinkPredictorBase):
         -------
         self
         """
+        check_has_features(X, type(self).__name__)   # one score for every pair: refused
         note_feature_read(self, X, fitting=True)   # raw features read here: in the clear
         self._setup_fit()
         hidden = self._hidden_sizes()

@@ -22,7 +22,7 @@ from ..device._device import ANSWER_ID
 from ..device._kinds import ReportError, _short, directory_digest, plan
 from ..device._random import ids_to_keys
 from ..device._spec import read_spec
-from ._population import BudgetExceededError, Population
+from ._population import _TOL, BudgetExceededError, Population
 
 __all__ = ["ReceivedReports", "read_reports", "write_reports", "received_graph"]
 
@@ -698,7 +698,8 @@ def received_graph(*, features=None, labels=None, edges=None, node_ids=None, bud
     budget : float or None, default=None
         Per-user cap of the graph's population. Reports that take a user above
         it raise :class:`BudgetExceededError` and build no graph, but they are
-        charged all the same: they were sent.
+        charged all the same: they were sent (the error's ``population`` is the
+        population charged, to raise its budget and call again).
     population : Population, GraphData or None, default=None
         The users' population (``simulated=False``), or a graph of it, when
         they already sent other collections: its ledger is charged, so the cap
@@ -769,7 +770,7 @@ def received_graph(*, features=None, labels=None, edges=None, node_ids=None, bud
         y[rows] = classes[pos]
         charged = _receive(population, labels.spec, keys[rows], refusals, reports=pos)
         _charge_again(population, labels, position, keys, charged, refusals)
-    _refuse(refusals)
+    _refuse(refusals, population, keys)
     G = GraphData(X, A, node_ids=ids, population=population)
     G._store.feature_origin = feature_origin
     G._store.adjacency_origin = adjacency_origin
@@ -799,14 +800,29 @@ def _receive(population, spec, keys, refusals, reports=None, charge_only=False):
                                   check_budget=False)
 
 
-def _refuse(refusals):
-    """Raise the first budget refusal of a ``received_graph`` call, if any."""
+def _refuse(refusals, population, keys):
+    """Raise the first budget refusal of a ``received_graph`` call, if any, or if users of
+    the graph (``keys``) spent more than the budget before (reports refused earlier): the
+    error holds the ``population`` charged (``error.population``), to raise its budget and
+    retry."""
+    cap = population.budget
+    if not refusals and cap is not None:
+        spent = population.ledger.spent(keys) + population.ledger.central_epsilon
+        over = spent > cap + _TOL
+        if over.any():
+            refusals.append(BudgetExceededError(
+                f"{int(over.sum())} user(s) of this graph have spent up to epsilon="
+                f"{float(spent.max()):.4g}, above this population's budget of {cap:.4g} per "
+                "user"))
     if refusals:
-        raise BudgetExceededError(
+        error = BudgetExceededError(
             f"{_refusal(refusals[0])}. The reports were received, so the ledger charges "
             "them (they were sent), but they are not used: no graph was built. If the users "
-            "agreed to spend more, raise the budget (population.set_budget) and call again "
-            "(what is charged now is not charged twice).") from refusals[0]
+            "agreed to spend more, raise the budget (error.population.set_budget) and call "
+            "again with population=error.population (what is charged now is not charged "
+            "twice).")
+        error.population = population
+        raise error from refusals[0]
 
 
 def _receiving_population(population, budget):
@@ -822,11 +838,12 @@ def _receiving_population(population, budget):
         raise ValueError("received_graph charges a population of real devices "
                          "(Population(simulated=False), or the graph an earlier "
                          "received_graph returned); this one simulates its devices.")
-    if budget is not None:
-        if population.budget is not None and float(budget) != population.budget:
+    if budget is not None and population.budget is not None:
+        if float(budget) != population.budget:
             raise ValueError(f"budget={budget!r}, but the population already has a budget of "
                              f"{population.budget:.4g} per user. Change it explicitly with "
                              "population.set_budget(...).")
+    elif budget is not None:
         population.set_budget(budget)
     return population
 

@@ -296,6 +296,8 @@ class Population:
         """Keep the digests of the answers received (charged) for a later batch to compare."""
         node_keys = np.asarray(node_keys, np.uint64)
         digests = np.asarray(digests, np.uint64)
+        if not len(node_keys):
+            return
         with self._exclusive():
             self._sync_locked()
             self._add_digests(spec_id, node_keys, digests)

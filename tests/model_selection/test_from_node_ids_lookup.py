@@ -21,9 +21,10 @@ def _reference(ids, id_pairs):
     np.random.default_rng(0).choice(2 ** 62, 50, replace=False),  # hashed: a binary search
     np.arange(50, dtype=np.uint64) + np.uint64(2 ** 63),          # beyond int64
     np.arange(50, dtype=np.int32)[::-1],
+    np.linspace(-100, 100, 50).astype(np.int8),                   # ids - min wraps in int8
     np.array([f"user{i}" for i in range(50)]),
     np.array([i if i % 2 else f"u{i}" for i in range(50)], dtype=object),   # mixed types
-], ids=["dense", "hashed", "uint64", "int32", "text", "mixed"])
+], ids=["dense", "hashed", "uint64", "int32", "int8", "text", "mixed"])
 @pytest.mark.parametrize("as_list", [False, True], ids=["array", "list"])
 def test_positions_are_those_of_a_lookup_by_equality(ids, as_list):
     G = GraphData(np.eye(50), node_ids=ids)
@@ -49,6 +50,11 @@ def test_integer_ids_of_other_widths_and_values_out_of_range():
             PairData.from_node_ids(G, np.array([[5, unknown]], dtype=np.int64))
     with pytest.raises(ValueError, match=r"unknown node id 8 \(2 unknown in all\)"):
         PairData.from_node_ids(G, [[8, 5], [6, 100]])
+    # int16 ids over most of their range, dense enough for a table: ids - min would wrap
+    ids = np.unique(np.linspace(-30000, 30000, 8000).astype(np.int16))
+    wide = GraphData(np.zeros((len(ids), 1)), node_ids=ids)
+    pairs = PairData.from_node_ids(wide, np.stack([ids, np.roll(ids, 1)], 1)).pairs
+    np.testing.assert_array_equal(pairs[:, 0], np.arange(len(ids)))
     huge = GraphData(np.eye(2), node_ids=np.array([0, 2 ** 64 - 1], dtype=np.uint64))
     assert PairData.from_node_ids(huge, [[2 ** 64 - 1, 0]]).pairs.tolist() == [[1, 0]]
 

@@ -138,10 +138,19 @@ def test_reports_over_the_budget_are_charged_though_refused(sy):
     # a whole collection above the cap
     s2 = collection_spec(LabelRandomizedResponse(1.5, classes=[0, 1, 2]))
     Q = Population(1.0, simulated=False)
+    records = read_reports(_batch(s2, 1), s2, users=IDS)
     with pytest.raises(BudgetExceededError, match="above this population's budget"):
-        received_graph(labels=read_reports(_batch(s2, 1), s2, users=IDS), node_ids=IDS,
-                       population=Q)
+        received_graph(labels=records, node_ids=IDS, population=Q)
     assert Q.ledger.local_epsilon == 1.5 and len(Q.ledger) == 1
+    # the same call again (the same budget): refused again, nothing charged twice; a
+    # population made by the call is on the error, to raise its budget and retry
+    for population in (Q, None):
+        with pytest.raises(BudgetExceededError) as refused:
+            received_graph(labels=records, node_ids=IDS, population=population, budget=1.0)
+        assert refused.value.population.ledger.local_epsilon == 1.5
+    refused.value.population.set_budget(2.0)
+    G, _ = received_graph(labels=records, node_ids=IDS, population=refused.value.population)
+    assert _spent(G) == [1.5] * 4
 
 
 def test_the_same_reports_without_answer_ids_are_charged_once(sy):
@@ -330,3 +339,15 @@ def test_a_field_name_that_is_not_text_is_refused_before_writing(sy, tmp_path, e
     with pytest.raises(TypeError, match="record 1 holds a field name that is not text, 1"):
         write_reports([recs[0], dict(recs[1], report={"y": 1, 1: 2})], path)
     assert os.listdir(tmp_path) == []
+
+
+def test_a_call_that_adds_nothing_writes_nothing_to_the_journal(sy, tmp_path):
+    import copy
+    records = read_reports(_batch(sy, 0), sy, users=IDS)
+    G, _ = received_graph(labels=records, node_ids=IDS)
+    copy.deepcopy(G.population)   # copies share a journal
+    journal = G.population._journal
+    size = os.path.getsize(journal)
+    for _ in range(3):
+        received_graph(labels=records, node_ids=IDS, population=G)
+    assert os.path.getsize(journal) == size
