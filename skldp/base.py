@@ -910,17 +910,6 @@ class LDPMechanism(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
         and checked before, by ``fit`` (scikit-learn's ``_validate_params``).
         """
 
-    def _scale(self, X, lo=-1.0, hi=1.0):
-        """Affinely map clipped features from [feature_min_, feature_max_] to [lo, hi] (dense)."""
-        X = X.toarray() if sp.issparse(X) else np.asarray(X, dtype=np.float64)
-        unit = (X - self.feature_min_) / (self.feature_max_ - self.feature_min_)
-        return lo + (hi - lo) * unit
-
-    def _unscale(self, Z, lo=-1.0, hi=1.0):
-        """Inverse of :meth:`_scale` (keeps unbiased estimates unbiased)."""
-        unit = (np.asarray(Z) - lo) / (hi - lo)
-        return self.feature_min_ + unit * (self.feature_max_ - self.feature_min_)
-
     def _perturb(self, X, keys):  # pragma: no cover - abstract
         raise NotImplementedError
 

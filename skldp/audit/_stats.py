@@ -308,7 +308,7 @@ def _unique_rows(M):
     code = np.zeros(len(M), dtype=np.int64)
     for (_, inv), size in zip(cols, sizes, strict=True):
         code = code * size + inv.ravel()
-    ucode, first, inv = np.unique(code, return_index=True, return_inverse=True)
+    _, first, inv = np.unique(code, return_index=True, return_inverse=True)
     return M[first], inv.ravel()
 
 

@@ -8,7 +8,7 @@ from .._graph_data import GraphData
 from ..base import clone_private_step
 
 __all__ = ["sym_normalized_adjacency", "solve_shifted", "node_positions",
-           "fit_label_mechanism", "fitted_label_mechanism", "check_view"]
+           "fit_label_mechanism", "check_view"]
 
 
 def sym_normalized_adjacency(G, dtype=np.float64, owner="This step"):
@@ -119,14 +119,6 @@ def fit_label_mechanism(owner, G, y):
     y_noisy = mech.randomize(y, G)   # the users answer through their population
     owner.label_mechanism_ = mech
     return y_noisy, mech
-
-
-def fitted_label_mechanism(estimator):
-    """The fitted label mechanism of a classifier or of a pipeline's last step, or None."""
-    steps = getattr(estimator, "steps", None)
-    if isinstance(steps, list) and steps:
-        estimator = steps[-1][1]
-    return getattr(estimator, "label_mechanism_", None)
 
 
 def check_view(X, owner):

@@ -18,7 +18,6 @@ from ..base import (
 )
 from ..device._edges import flip_probability, randomized_lists
 from ..device._kinds import directory_digest
-from ..device._random import pair_uniforms as _pair_uniforms  # noqa: F401
 from ..population._digest import list_digests
 from ..utils.validation import (
     EPS_CONSTRAINT,

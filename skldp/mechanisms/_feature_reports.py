@@ -1,14 +1,13 @@
 """Pieces shared by the per-coordinate feature mechanisms (one-bit, multi-bit, Laplace,
-piecewise): reading the raw features in row blocks that bound temporary memory, sampling
-k of d coordinates per user as the devices do, assembling the sampled reports, and
-checking the inputs of ``variance``.
+piecewise): reading the raw features in row blocks that bound temporary memory, the
+number of sampled coordinates, assembling the sampled reports, and checking the inputs
+of ``variance``.
 """
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.validation import check_is_fitted
 
-from ..device._random import _FLOYD_MAX_K, sample_columns  # noqa: F401
 from ..utils.validation import check_int
 
 __all__ = []
@@ -23,21 +22,6 @@ def _dense_rows(X, rows):
     """Dense float64 copy of a row block of a dense or CSR matrix."""
     B = X[rows]
     return B.toarray() if sp.issparse(B) else np.asarray(B, dtype=np.float64)
-
-
-def _gather(X, rows, cols):
-    """``X[rows[i], cols[i, j]]`` for a dense or CSR ``X`` (vectorised)."""
-    if sp.issparse(X):
-        r = np.repeat(rows, cols.shape[1])
-        vals = sp.csr_matrix(X)[r, cols.ravel()]
-        return np.asarray(vals, dtype=np.float64).reshape(cols.shape)
-    return np.asarray(X, dtype=np.float64)[rows[:, None], cols]
-
-
-def _sample_columns(seed, keys, d, k, stream=0):
-    """k distinct columns out of d per node (increasing), as the devices draw them
-    (:func:`skldp.device._random.sample_columns`: Floyd's algorithm for small k)."""
-    return sample_columns(seed, keys, d, k, stream=stream)
 
 
 # Sampled reports are returned as CSR when every unsampled coordinate is 0

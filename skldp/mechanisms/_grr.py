@@ -195,11 +195,6 @@ def _check_domain_sizes(sizes, names):
                          f"has {sizes[bad[0]]}.")
 
 
-def _dense_block(X, rows):
-    B = X[rows]
-    return B.toarray() if sp.issparse(B) else np.asarray(B, dtype=np.float64)
-
-
 def _any_per_column(X, test):
     """``test(block).any(axis=0)`` over row blocks (bounded temporaries)."""
     out = np.zeros(X.shape[1], dtype=bool)
@@ -553,11 +548,6 @@ class GRRFSMechanism(LDPMechanism):
                               public_state={"n_features": d, "domain_sizes": sizes})
         self.paper_epsilon_ = grrfs_paper_epsilon(float(self.eps), self.m, d)
         return self
-
-    def _all_features(self, X):
-        if isinstance(X, GraphData):
-            return X.features
-        return check_array(X, accept_sparse="csr", dtype=np.float64, ensure_all_finite=False)
 
     def _restore_public_state(self, spec, X):
         ps = spec.public_state

@@ -3,7 +3,7 @@
 import numpy as np
 
 from ..base import LDPMechanism
-from ..device._kinds import PM_LOG2_STEPS, piecewise_encode, pm_estimate_map, pm_grid
+from ..device._kinds import piecewise_encode, pm_estimate_map, pm_grid
 from ..utils._blocks import row_blocks
 from ..utils.validation import Count
 from ._feature_reports import (
@@ -23,7 +23,6 @@ _EPS_PER_DIM = 2.5
 
 # The grid (the part of [-C, C] outside the central piece has 2^24 cells) and the
 # device program are the device encoder's: one implementation.
-_LOG2_STEPS = PM_LOG2_STEPS
 _pm_grid = pm_grid
 _pm_estimate_map = pm_estimate_map
 

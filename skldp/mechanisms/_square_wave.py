@@ -294,15 +294,6 @@ class HDSMechanism(LDPMechanism):
         m, v = grid.moments((xs + 1.0) / 2.0)
         return self._cell_values(m), v * _CELL ** 2
 
-    def _bias_factor(self):
-        """C of Lemma 3.2: E[report_j] = C x_j (x scaled to [-1, 1]); k / d when eps is inf."""
-        r = self.k_ / self.n_features_in_
-        if np.isinf(float(self.eps)):
-            return r
-        m_hi, _ = self._report_moments(np.float64(1.0))
-        m_lo, _ = self._report_moments(np.float64(-1.0))
-        return r * (m_hi - m_lo) / 2.0
-
     def mean(self, x):
         """Expected report ``C x`` of a user with raw features ``x`` (Lemma 3.2, eq. (8)).
 

@@ -724,7 +724,7 @@ def received_graph(*, features=None, labels=None, edges=None, node_ids=None, bud
         Each user's received label, ``-1`` (``None`` for non-numeric classes)
         for users who sent none; ``None`` without ``labels``.
     """
-    from .._graph_data import GraphData
+    from .._graph_data import GraphData, _as_id_array
     from ._deploy import mechanism_from_spec
     for argument, received in (("features", features), ("labels", labels), ("edges", edges)):
         _check_part(argument, received)
@@ -737,7 +737,8 @@ def received_graph(*, features=None, labels=None, edges=None, node_ids=None, bud
             raise ValueError("received_graph needs node_ids, or a feature or label collection "
                              "whose senders are the users.")
         node_ids = list(source.users)
-    ids = _id_array(node_ids)
+    # ids of several types (7 and "a") keep their types (np.asarray would make text of 7)
+    ids = _as_id_array(node_ids if isinstance(node_ids, np.ndarray) else list(node_ids))
     n = len(ids)
     if n == 0:
         raise ValueError("received_graph: no user.")
@@ -775,17 +776,6 @@ def received_graph(*, features=None, labels=None, edges=None, node_ids=None, bud
     G._store.feature_origin = feature_origin
     G._store.adjacency_origin = adjacency_origin
     return G, y
-
-
-def _id_array(node_ids):
-    """``node_ids`` as an array; ids of several types (7 and "a") keep their types (numpy
-    would make text of them, and 7 would be no user's id)."""
-    values = node_ids.tolist() if isinstance(node_ids, np.ndarray) else list(node_ids)
-    ids = np.asarray(values)
-    if ids.dtype.kind in "US" and not all(isinstance(v, str) for v in values):
-        ids = np.empty(len(values), dtype=object)
-        ids[:] = values
-    return ids
 
 
 def _receive(population, spec, keys, refusals, reports=None, charge_only=False):

@@ -11,7 +11,6 @@ from ._spmm import DTYPE_CONSTRAINT, DTYPES, N_JOBS_CONSTRAINT, repeated_spmm
 
 __all__ = ["GCNAggregation"]
 
-_NORMALIZATIONS = ("sym", "rw", None)
 # A sparse aggregate denser than this is returned as a dense array.
 _DENSIFY_ABOVE = 0.25
 

@@ -42,18 +42,6 @@ _SOLVERS = ("auto", "chebyshev", "cg", "power")
 _DTYPES = {"float32": np.float32, "float64": np.float64}
 
 
-def ppr_transition(A, r=0.5, add_self_loops=False, dtype=np.float64):
-    """The propagation matrix ``T = D^(r-1) A D^(-r)`` of eq. (12) as CSR.
-
-    ``D`` holds the (weighted) row sums of ``A``. A node without any edge
-    gets a self loop (degree 1) so that the normalisation is defined; its
-    propagated features are then its own features. With ``add_self_loops``
-    every node gets one (``A + I``), as in GCN/APPNP.
-    """
-    A, deg = _with_loops(A, add_self_loops)
-    return _scaled(A, deg ** (r - 1.0), deg ** (-r), dtype)
-
-
 class PPRPropagation(GraphTransformerMixin, BaseEstimator):
     """Personalized PageRank propagation of node features (PrivGE).
 
@@ -420,12 +408,6 @@ class PPRPropagation(GraphTransformerMixin, BaseEstimator):
             P = R + P * ops.safe_div(rs_new, rs)[None, :]
             rs = rs_new
         return W, False, self.max_iter
-
-
-def _spmm_add(Mneg, P, Q):
-    """``Q = P + Mneg @ P`` in one pass over ``Q`` (scipy's in-place CSR kernel)."""
-    np.copyto(Q, P)
-    _spmm_acc(Mneg, P, Q)
 
 
 def _spmm_acc(Mneg, P, Q):

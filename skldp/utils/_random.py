@@ -20,18 +20,11 @@ from joblib import hash as joblib_hash
 from scipy.special import ndtri
 
 from ..device._random import (  # noqa: F401  (the one implementation, shared with devices)
-    _FINE_STREAM_OFFSET,
     _GOLDEN,
-    _M1,
-    _M2,
     _mix,
-    _node_words,
-    _row_keys,
-    _to_unit,
     node_uniforms,
     node_uniforms_fine,
     node_uniforms_ragged,
-    sample_columns,
     sample_k_of_d,
 )
 from ._blocks import row_blocks

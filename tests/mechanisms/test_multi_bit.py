@@ -57,9 +57,9 @@ def test_exactly_m_sampled_coordinates_and_rectifier_values():
 @pytest.mark.parametrize("d, m", [(5, 2), (6, 3), (70, 66)])
 def test_sampled_subsets_are_uniform(d, m):
     """Every feature is sampled with probability m/d, every pair with m(m-1)/(d(d-1))."""
-    from skldp.mechanisms._feature_reports import _FLOYD_MAX_K, _sample_columns
+    from skldp.device._random import _FLOYD_MAX_K, sample_columns
     n = 30_000
-    S = _sample_columns(11, np.arange(n, dtype=np.uint64), d, m)
+    S = sample_columns(11, np.arange(n, dtype=np.uint64), d, m)
     assert (m > _FLOYD_MAX_K) == (d == 70)  # both code paths are covered
     assert np.all(np.diff(np.sort(S, axis=1), axis=1) > 0)  # distinct
     onehot = np.zeros((n, d))

@@ -11,7 +11,7 @@ from sklearn.pipeline import Pipeline
 from skldp import GraphData
 from skldp.mechanisms import HDSMechanism
 from skldp.propagation import PPRPropagation
-from skldp.propagation._ppr import chebyshev_coefficients, ppr_transition
+from skldp.propagation._ppr import _ppr_operator, chebyshev_coefficients
 
 
 def _direct(A, X, alpha, r, self_loops=False):
@@ -271,7 +271,7 @@ def test_add_self_loops(small_graph):
 
 def test_transition_matrix(small_graph):
     A, _, _ = small_graph
-    T = ppr_transition(A, r=0.5)
+    T, _, _ = _ppr_operator(A, sym=False, r=0.5, add_self_loops=False, dtype=np.float64)
     Ad = A.toarray()
     d = Ad.sum(1)
     np.testing.assert_allclose(T.toarray(), Ad / np.sqrt(np.outer(d, d)))

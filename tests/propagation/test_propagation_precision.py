@@ -11,7 +11,7 @@ from skldp.propagation import FeatureSmoothing, GCNAggregation, KProp, PPRPropag
 from skldp.propagation._ppr import (
     _cg_cpu,
     _chebyshev_runner,
-    _spmm_add,
+    _spmm_acc,
     chebyshev_coefficients,
 )
 
@@ -163,8 +163,8 @@ def test_cg_kernel_pieces():
     rng = np.random.default_rng(1)
     M = sp.random(40, 40, density=0.1, format="csr", random_state=1) * -0.5
     P = rng.normal(size=(40, 3))
-    Q = np.empty_like(P)
-    _spmm_add(M, P, Q)
+    Q = P.copy()
+    _spmm_acc(M, P, Q)
     np.testing.assert_allclose(Q, P + M @ P, rtol=1e-12)
     S = (M + M.T) / 4.0
     F = rng.normal(size=(40, 3))
