@@ -13,7 +13,8 @@ __all__ = ["FeatureSmoothing", "smooth_features", "smooth_labels"]
 
 
 def _sym_operator(A, self_loops):
-    """``D^-1/2 A D^-1/2`` (eq. (12)); a node without neighbours keeps its own row."""
+    """``D_out^-1/2 A D_in^-1/2`` (eq. (12); ``D^-1/2 A D^-1/2`` when ``A`` is symmetric); a
+    node without neighbours keeps its own row."""
     A = sp.csr_matrix(A, dtype=np.float64)
     n = A.shape[0]
     if self_loops:
@@ -87,7 +88,10 @@ def smooth_labels(Y, A, steps=2, self_loops=True):
     i.e. ``P <- D^-1/2 A D^-1/2 P``, starting from ``Y`` (one-hot rows for
     the labelled nodes, zero rows for the others). The result is returned
     as a distribution per row (rows normalised to sum to 1); a row that
-    received no label mass keeps its original value.
+    received no label mass keeps its original value. On a directed graph
+    ``|N(i)|`` is ``i``'s out-degree (its row) and ``|N(j)|`` is ``j``'s
+    in-degree (its column): ``D_out^-1/2 A D_in^-1/2``, as DGL's ``"both"``
+    normalisation; the two agree on an undirected graph.
 
     Parameters
     ----------

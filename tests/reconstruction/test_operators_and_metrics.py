@@ -70,3 +70,14 @@ def test_mae_by_degree_max_degree_is_inclusive():
     deg, mean = mae_by_degree([1.0, 3.0, 5.0, 7.0], [1, 1, 2, 3], max_degree=2)
     np.testing.assert_array_equal(deg, [1, 2])
     np.testing.assert_allclose(mean, [2.0, 5.0])
+
+
+def test_smooth_labels_on_a_directed_graph_scales_rows_by_out_and_columns_by_in_degree():
+    A = np.array([[0, 1, 1, 0], [0, 0, 1, 0], [1, 0, 0, 1], [0, 0, 1, 0]], dtype=float)
+    Y = np.eye(4)[:, :3]
+    out, inn = A.sum(axis=1), A.sum(axis=0)       # 2, 1, 2, 1 and 1, 1, 3, 1
+    T = A / np.sqrt(np.outer(out, inn))
+    P = T @ (T @ Y)
+    expected = P / P.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(smooth_labels(Y, sp.csr_matrix(A), steps=2, self_loops=False),
+                               expected, rtol=1e-12)
