@@ -10,6 +10,7 @@ from collections import OrderedDict
 import numpy as np
 import scipy.sparse as sp
 
+from .device._device import plain_id
 from .device._random import _as_integers, ids_to_keys
 from .population._population import Population
 from .utils._arrays import check_finite_features, check_float32_range, frame_column_names
@@ -1294,8 +1295,7 @@ def _check_no_missing_id(ids):
         return
     if len(bad):
         i = int(bad[0])
-        v = ids[i].item() if isinstance(ids[i], np.generic) else ids[i]
-        raise ValueError(f"node_ids has a missing id, {v!r} at position {i} "
+        raise ValueError(f"node_ids has a missing id, {plain_id(ids[i])!r} at position {i} "
                          f"({len(bad)} missing in all); every node needs a unique id: drop "
                          "those rows or give them ids first.")
 

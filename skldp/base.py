@@ -30,7 +30,7 @@ from .population._spec import (
     public_value,
     step_kind,
 )
-from .utils._arrays import unique_inverse
+from .utils._arrays import sorted_lookup, unique_inverse
 from .utils._random import _GOLDEN, _mix, array_fingerprint, collection_seed
 from .utils.validation import (
     EPS_CONSTRAINT,
@@ -219,10 +219,8 @@ def note_edge_read(step, X, fitting=False):
 
 def saved_positions(saved_keys, keys, owner):
     """Positions of ``keys`` among the saved users; a clear error for any other user."""
-    order = np.argsort(saved_keys, kind="stable")
-    pos = np.clip(np.searchsorted(saved_keys, keys, sorter=order), 0, len(order) - 1)
-    rows = order[pos]
-    missing = saved_keys[rows] != keys
+    rows, found = sorted_lookup(saved_keys, keys, sorter=np.argsort(saved_keys, kind="stable"))
+    missing = ~found
     if np.any(missing):
         raise ValueError(
             f"{owner} was saved without its secret (skldp.privacy.forget_secrets), so it "
@@ -824,9 +822,12 @@ class LDPMechanism(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
             raise ValueError(f"{type(self).__name__} with these parameters would fix another "
                              f"public state than collection {spec.id}'s.")
 
+    def _check_fitted(self):
+        check_is_fitted(self, "epsilon_")
+
     def transform(self, X):
         """The users' reports: one perturbation per user and input, reused on every call."""
-        check_is_fitted(self, "epsilon_")
+        self._check_fitted()
         self._check_unchanged()
         if isinstance(X, GraphData):
             check_population(self, X)

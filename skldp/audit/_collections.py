@@ -312,16 +312,25 @@ def audit_collections(mechanisms, x0, x1, *, n_samples=20_000, confidence=0.95,
     colls, reports = _draw_reports(list(mechanisms), [x0, x1], n_samples, rng, batch_size)
     if epsilon_claimed is None and all(c.epsilon is not None for c in colls):
         epsilon_claimed = float(sum(c.epsilon for c in colls))
+    parts = [(c.name, R0, R1) for c, (R0, R1) in zip(colls, reports, strict=True)]
+    return _audit_outputs(parts, outputs, confidence, epsilon_claimed, events=events, rng=rng)
+
+
+def _audit_outputs(parts, outputs, confidence, epsilon_claimed, *, events, rng):
+    """Audit the outputs of ``parts`` (``(name, R0, R1)``: one collection's reports for
+    the two inputs) that ``outputs`` selects, each coordinate, each collection and their
+    joint, with ``confidence`` split evenly among them (a union bound): the result is the
+    largest lower bound, holding every output's result."""
     comps = []
-    for c, (R0, R1) in zip(colls, reports, strict=True):
+    for name, R0, R1 in parts:
         k = R0.shape[1]
         if outputs == "all" and k > 1:
-            comps += [(f"{c.name}[{j}]", R0[:, [j]], R1[:, [j]]) for j in range(k)]
-        if outputs != "joint" or len(colls) == 1:
-            comps.append((c.name, R0, R1))
-    if len(colls) > 1:
-        comps.append(("joint", np.hstack([r[0] for r in reports]),
-                      np.hstack([r[1] for r in reports])))
+            comps += [(f"{name}[{j}]", R0[:, [j]], R1[:, [j]]) for j in range(k)]
+        if outputs != "joint" or len(parts) == 1:
+            comps.append((name, R0, R1))
+    if len(parts) > 1:
+        comps.append(("joint", np.hstack([R0 for _, R0, _ in parts]),
+                      np.hstack([R1 for _, _, R1 in parts])))
     each = 1.0 - (1.0 - confidence) / len(comps)
     results = []
     for name, R0, R1 in comps:

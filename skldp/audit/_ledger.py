@@ -7,8 +7,9 @@ import scipy.sparse as sp
 from sklearn.base import clone
 
 from .._graph_data import GraphData
-from ._collections import _check_inputs
-from ._stats import AuditResult, _check_confidence, _check_count, audit_pair
+from ..utils._arrays import sorted_lookup
+from ._collections import _audit_outputs, _check_inputs
+from ._stats import _check_confidence, _check_count
 
 __all__ = ["audit_ledger"]
 
@@ -138,28 +139,11 @@ def audit_ledger(estimator, x0, x1, *, y0, y1, classes=None, n_samples=4_000,
         raise ValueError("the estimator sent no feature or label report while it was fitted: "
                          "there is nothing to audit.")
     claimed = _charged(G.ledger, keys[:2 * n])
-    comps = []
+    parts = []
     for i, (spec, M) in enumerate(per_collection.values()):
         M = np.where(np.isnan(M), _NOT_SENT, M)
-        name = f"{i}:{spec.kind.rsplit('.', 1)[-1]}"
-        R0, R1 = M[:n], M[n:2 * n]
-        if outputs == "all" and M.shape[1] > 1:
-            comps += [(f"{name}[{j}]", R0[:, [j]], R1[:, [j]]) for j in range(M.shape[1])]
-        if outputs != "joint" or len(per_collection) == 1:
-            comps.append((name, R0, R1))
-    if len(per_collection) > 1:
-        joint = np.hstack([np.where(np.isnan(M), _NOT_SENT, M)
-                           for _, M in per_collection.values()])
-        comps.append(("joint", joint[:n], joint[n:2 * n]))
-    each = 1.0 - (1.0 - confidence) / len(comps)
-    results = []
-    for name, R0, R1 in comps:
-        r = audit_pair(R0, R1, events=events, confidence=each, random_state=rng)
-        results.append(AuditResult(r.epsilon_lower, r.epsilon_point, r.event, r.n,
-                                   r.confidence, r.method, r.counts, name))
-    best = max(results, key=lambda r: r.epsilon_lower)
-    return AuditResult(best.epsilon_lower, best.epsilon_point, best.event, best.n, confidence,
-                       "max", best.counts, best.output, claimed, tuple(results))
+        parts.append((f"{i}:{spec.kind.rsplit('.', 1)[-1]}", M[:n], M[n:2 * n]))
+    return _audit_outputs(parts, outputs, confidence, claimed, events=events, rng=rng)
 
 
 class _Released:
@@ -173,8 +157,6 @@ def _charged(ledger, keys):
     total = np.zeros(len(keys))
     for what in ("features", "labels"):
         users, eps = ledger.per_user(what)
-        if len(users):
-            pos = np.clip(np.searchsorted(users, keys), 0, len(users) - 1)
-            hit = users[pos] == keys
-            total[hit] += eps[pos[hit]]
+        pos, hit = sorted_lookup(users, keys)
+        total[hit] += eps[pos[hit]]
     return float(total.max())

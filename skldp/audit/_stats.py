@@ -18,6 +18,8 @@ import scipy.sparse as sp
 from scipy.stats import beta
 from sklearn.utils import check_random_state
 
+from ..utils._arrays import sorted_lookup
+
 __all__ = ["AuditEvent", "AuditResult", "audit_pair", "clopper_pearson"]
 
 _EVENTS = ("auto", "values", "cells")
@@ -269,7 +271,7 @@ class _Coder:
             big = counts >= max(5, atom_fraction * len(values))
             order = np.argsort(-counts[big], kind="stable")[: max(0, max_codes // 2)]
             self.atoms = np.sort(uniq[big][order])
-            rest = values[~_isin(values, self.atoms)]
+            rest = values[~sorted_lookup(self.atoms, values)[1]]
             n_bins = max(2, max_codes - len(self.atoms))
             qs = np.linspace(0.0, 1.0, n_bins + 1)[1:-1]
             self.edges = (np.unique(np.quantile(rest, qs)) if len(rest)
@@ -278,8 +280,7 @@ class _Coder:
 
     def transform(self, v):
         A = len(self.atoms)
-        pos = np.clip(np.searchsorted(self.atoms, v), 0, max(A - 1, 0))
-        is_atom = (self.atoms[pos] == v) if A else np.zeros(len(v), dtype=bool)
+        pos, is_atom = sorted_lookup(self.atoms, v)
         if self.edges is None:
             rest = np.full(len(v), A, dtype=np.int64)
         else:
@@ -310,13 +311,6 @@ def _unique_rows(M):
         code = code * size + inv.ravel()
     _, first, inv = np.unique(code, return_index=True, return_inverse=True)
     return M[first], inv.ravel()
-
-
-def _isin(v, sorted_ref):
-    if len(sorted_ref) == 0:
-        return np.zeros(len(v), dtype=bool)
-    pos = np.clip(np.searchsorted(sorted_ref, v), 0, len(sorted_ref) - 1)
-    return sorted_ref[pos] == v
 
 
 def _code_budgets(n_distinct, max_cells):

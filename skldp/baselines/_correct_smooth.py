@@ -10,9 +10,9 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..base import GraphClassifierMixin
 from ..model_selection._node_splits import _check_all_labelled
-from ..utils.validation import LABEL_MECHANISM_CONSTRAINT, Count, Interval
+from ..utils._arrays import sorted_lookup
+from ..utils.validation import LABEL_MECHANISM_CONSTRAINT, Count, Interval, check_graph_data
 from ._graph_ops import (
-    check_view,
     fit_label_mechanism,
     node_positions,
     sym_normalized_adjacency,
@@ -151,8 +151,7 @@ class CorrectAndSmooth(MetaEstimatorMixin, GraphClassifierMixin, BaseEstimator):
         -------
         self
         """
-        name = type(self).__name__
-        G = check_view(X, name)
+        G = check_graph_data(X, self, require_symmetric=True)
         from ..model_selection._node_splits import _label_column
         y = _label_column(y, warn=True)   # a list of strings keeps its NaN markers
         if len(y) != len(G):
@@ -171,9 +170,8 @@ class CorrectAndSmooth(MetaEstimatorMixin, GraphClassifierMixin, BaseEstimator):
         if sent is not None:
             y_used = sent
         self.classes_ = np.asarray(self.estimator_.classes_)
-        pos = np.searchsorted(self.classes_, y_used)
-        pos = np.clip(pos, 0, len(self.classes_) - 1)
-        if np.any(self.classes_[pos] != y_used):
+        pos, found = sorted_lookup(self.classes_, y_used)
+        if not found.all():
             raise ValueError("The base model's classes_ do not contain every training label.")
         self.train_keys_ = np.array(G.node_keys[G.rows], dtype=np.uint64)
         self.train_labels_ = pos.astype(np.int64)
@@ -194,7 +192,7 @@ class CorrectAndSmooth(MetaEstimatorMixin, GraphClassifierMixin, BaseEstimator):
         proba : ndarray of shape (n_rows, n_classes)
         """
         check_is_fitted(self, "train_labels_")
-        G = check_view(X, type(self).__name__)
+        G = check_graph_data(X, self, require_symmetric=True)
         key = ("skldp.baselines.correct_and_smooth", getattr(self, "_fit_stamp", None),
                float(self.alpha1), float(self.alpha2), int(self.n_iter), str(self.scale))
         P = G.memo_get(key)

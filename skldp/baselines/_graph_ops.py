@@ -4,11 +4,11 @@
 import numpy as np
 import scipy.sparse as sp
 
-from .._graph_data import GraphData
 from ..base import clone_private_step
+from ..utils._arrays import sorted_lookup
 
 __all__ = ["sym_normalized_adjacency", "solve_shifted", "node_positions",
-           "fit_label_mechanism", "check_view"]
+           "fit_label_mechanism"]
 
 
 def sym_normalized_adjacency(G, dtype=np.float64, owner="This step"):
@@ -80,9 +80,8 @@ def node_positions(G, keys, owner):
     order = G.memo_get(("skldp.baselines.key_order",))
     if order is None:
         order = G.memo_set(("skldp.baselines.key_order",), np.argsort(all_keys, kind="stable"))
-    pos = np.clip(np.searchsorted(all_keys, keys, sorter=order), 0, max(len(order) - 1, 0))
-    rows = order[pos]
-    missing = all_keys[rows] != keys
+    rows, found = sorted_lookup(all_keys, keys, sorter=order)
+    missing = ~found
     if np.any(missing):
         raise ValueError(f"{owner} was fitted on nodes that this graph does not hold "
                          f"({int(missing.sum())} training node(s) missing). Predict on a view "
@@ -119,12 +118,3 @@ def fit_label_mechanism(owner, G, y):
     y_noisy = mech.randomize(y, G)   # the users answer through their population
     owner.label_mechanism_ = mech
     return y_noisy, mech
-
-
-def check_view(X, owner):
-    """``X`` must be a GraphData view with a symmetric adjacency."""
-    if not isinstance(X, GraphData):
-        raise TypeError(f"{owner} needs the graph: pass a skldp.GraphData, not "
-                        f"{type(X).__name__}. Wrap your data as GraphData(features, adjacency).")
-    X.require_symmetric(owner)
-    return X

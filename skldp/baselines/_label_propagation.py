@@ -10,9 +10,8 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from ..base import GraphClassifierMixin, fitted_token
-from ..utils.validation import LABEL_MECHANISM_CONSTRAINT, Count, Interval
+from ..utils.validation import LABEL_MECHANISM_CONSTRAINT, Count, Interval, check_graph_data
 from ._graph_ops import (
-    check_view,
     fit_label_mechanism,
     node_positions,
     solve_shifted,
@@ -131,7 +130,7 @@ class LabelPropagationClassifier(GraphClassifierMixin, BaseEstimator):
         -------
         self
         """
-        G = check_view(X, type(self).__name__)
+        G = check_graph_data(X, self, require_symmetric=True)
         y = self._check_labels(y, len(G))
         y_used, mech = fit_label_mechanism(self, G, y)
         if mech is None:
@@ -158,7 +157,7 @@ class LabelPropagationClassifier(GraphClassifierMixin, BaseEstimator):
             Columns in the order of ``classes_``.
         """
         check_is_fitted(self, "train_labels_")
-        G = check_view(X, type(self).__name__)
+        G = check_graph_data(X, self, require_symmetric=True)
         key = ("skldp.baselines.label_propagation", fitted_token(self))
         P = G.memo_get(key)
         if P is None:

@@ -156,7 +156,7 @@ def _input_digest(data, user, edges=False):
     the report (the same set, the same answer)."""
     h = hashlib.sha256(repr(user).encode())
     if edges:
-        data = sorted({json.dumps(_json_id(v), default=str) for v in data})
+        data = sorted({json.dumps(plain_id(v), default=str) for v in data})
     try:
         h.update(np.ascontiguousarray(np.asarray(data, dtype=np.float64)).tobytes())
     except (TypeError, ValueError):   # labels that are strings, lists of string ids
@@ -282,7 +282,7 @@ class Device:
                 data = json.load(fh)
         except (ValueError, RecursionError) as e:   # not JSON, not UTF-8, truncated
             raise _state_error(self.path, f"it is not JSON: {type(e).__name__}") from None
-        _check_state(data, self.path, _json_id(self.user))
+        _check_state(data, self.path, plain_id(self.user))
         return data
 
     def _write_state(self, answers):
@@ -351,7 +351,7 @@ class Device:
                                 f"{self.max_epsilon:.4g}.")
             report = encode(spec, data, seed=secrets.randbits(63), key=secrets.randbits(64),
                             user=self.user, directory=directory)
-            record = {"collection": spec.id, "user": _json_id(self.user),
+            record = {"collection": spec.id, "user": plain_id(self.user),
                       "answer": secrets.token_hex(8), "report": report}
             answers = dict(answers)
             answers[spec.id] = {"input": digest, "record": record, "epsilon": spec.epsilon}
@@ -400,7 +400,7 @@ def _check_state(data, path, user):
             raise _state_error(path, "it holds another user's answers")
 
 
-def _json_id(user):
-    if isinstance(user, np.generic):
-        return user.item()
-    return user
+def plain_id(user):
+    """``user``'s id as a plain Python value (numpy's 3 becomes 3): it hashes and compares
+    as the plain id does, and JSON can write it."""
+    return user.item() if isinstance(user, np.generic) else user

@@ -19,6 +19,8 @@ from ..base import (
 from ..device._edges import flip_probability, randomized_lists
 from ..device._kinds import directory_digest
 from ..population._digest import list_digests
+from ..utils._adjacency import index_dtype
+from ..utils._arrays import sorted_lookup
 from ..utils.validation import (
     EPS_CONSTRAINT,
     RANDOM_STATE_CONSTRAINT,
@@ -77,10 +79,6 @@ def randomized_adjacency_lists(A, keys, eps, seed, report_keys=None):
     return _ones_csr(indptr, cols, A.shape[0])
 
 
-def _index_dtype(n, nnz):
-    return np.int32 if max(n, nnz) < 2**31 else np.int64
-
-
 def _ones_csr(indptr, cols, n):
     """A CSR matrix of float32 ones over a sorted pattern, sharing ``indptr`` and ``cols``."""
     R = sp.csr_matrix((np.ones(len(cols), dtype=np.float32), cols, indptr), shape=(n, n),
@@ -122,7 +120,7 @@ def _report_lists(A, keys, eps, seed, report_keys=None):
     work = np.cumsum(deg + np.ceil((n - 1 - deg) * q).astype(np.int64) + 1)
     # each block's columns are kept in the narrowest dtype that holds a user's position:
     # the reports are the largest arrays of the collection
-    col_dtype = _index_dtype(n, 0)
+    col_dtype = index_dtype(n)
     ptrs, parts = [np.zeros(1, np.int64)], []
     start = 0
     while start < n:
@@ -142,7 +140,7 @@ def _report_lists(A, keys, eps, seed, report_keys=None):
         ptrs.append(ptr[1:] + ptrs[-1][-1])
         start = stop
     out_ptr = np.concatenate(ptrs)
-    idx_dtype = _index_dtype(n, int(out_ptr[-1]))
+    idx_dtype = index_dtype(n, int(out_ptr[-1]))
     cols_out = np.concatenate(parts) if parts else np.zeros(0, idx_dtype)
     parts.clear()
     return out_ptr.astype(idx_dtype), cols_out.astype(idx_dtype, copy=False)
@@ -196,8 +194,8 @@ def _symmetrize(indptr, cols, mode):
     # small blocks: the binary searches then run within the cache
     for start, stop in _row_blocks(indptr + t_ptr, _SYM_BLOCK):
         lo, hi = indptr[start], indptr[stop]
-        both[lo:hi] = _isin_sorted(_block_codes(indptr, cols, start, stop, n),
-                                   _block_codes(t_ptr, t_cols, start, stop, n))
+        both[lo:hi] = sorted_lookup(_block_codes(t_ptr, t_cols, start, stop, n),
+                                    _block_codes(indptr, cols, start, stop, n))[1]
     del t_ptr, t_cols
     n_both = _row_sums(indptr, both)
     counts = n_both if mode == "and" else rowlen + collen - n_both
@@ -205,7 +203,7 @@ def _symmetrize(indptr, cols, mode):
     out_ptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(counts, out=out_ptr[1:])
     del counts
-    idx_dtype = _index_dtype(n, int(out_ptr[-1]))
+    idx_dtype = index_dtype(n, int(out_ptr[-1]))
     if mode == "and":  # R's sorted rows, filtered
         return out_ptr.astype(idx_dtype), cols[both]
     out = np.empty(int(out_ptr[-1]), dtype=idx_dtype)
@@ -229,14 +227,6 @@ def _symmetrize(indptr, cols, mode):
         codes.sort(kind="stable")
         out[out_ptr[start]:out_ptr[stop]] = codes % n
     return out_ptr.astype(idx_dtype), out
-
-
-def _isin_sorted(x, sorted_ref):
-    if len(sorted_ref) == 0:
-        return np.zeros(len(x), dtype=bool)
-    pos = np.searchsorted(sorted_ref, x)
-    pos[pos == len(sorted_ref)] = 0
-    return sorted_ref[pos] == x
 
 
 class EdgeRR(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):

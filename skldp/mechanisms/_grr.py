@@ -31,6 +31,7 @@ from ..base import (
 )
 from ..device._kinds import grr_probabilities, grrfs_encode
 from ..exceptions import PrivacyLeakWarning
+from ..utils._arrays import sorted_lookup
 from ..utils._blocks import row_blocks
 from ..utils.validation import (
     EPS_CONSTRAINT,
@@ -572,11 +573,10 @@ class GRRFSMechanism(LDPMechanism):
         if getattr(self, "categories_", None) is not None and self.categories is not None:
             out = np.empty(X.shape, dtype=np.int64)
             for j, cats in enumerate(self.categories_):
-                pos = np.clip(np.searchsorted(cats, X[:, j]), 0, len(cats) - 1)
-                bad = cats[pos] != X[:, j]
-                if bad.any():
+                pos, found = sorted_lookup(cats, X[:, j])
+                if not found.all():
                     raise ValueError(f"{_column_name(names, j)} holds the value "
-                                     f"{X[bad, j][0]!r}, which is not in its categories.")
+                                     f"{X[~found, j][0]!r}, which is not in its categories.")
                 out[:, j] = pos
             return out
         frac_cols = _any_per_column(X, lambda B: B != np.round(B))
@@ -631,7 +631,7 @@ class GRRFSMechanism(LDPMechanism):
         j : int
             Feature index.
         """
-        check_is_fitted(self, "epsilon_")
+        self._check_fitted()
         r, c = self.sampling_rate_, self.domain_sizes_[j]
         return r * (self.q_[j] + np.asarray(f) * (self.p_[j] - self.q_[j])) + (1 - r) / c
 
@@ -658,7 +658,7 @@ class GRRFSMechanism(LDPMechanism):
             1-D reports without ``j``, a shape that does not match the
             features, or a code that is not an integer in ``0..c_j - 1``.
         """
-        check_is_fitted(self, "epsilon_")
+        self._check_fitted()
         R = np.asarray(reports)
         d = self.n_features_in_
         if R.ndim not in (1, 2):

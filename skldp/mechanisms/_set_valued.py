@@ -375,7 +375,3 @@ class SetValuedMechanism(LDPMechanism):
             return self.ell_ ** 2 * share * (1.0 - share)
         P = self.q_ + share * (self.p_ - self.q_)
         return self.ell_ ** 2 * P * (1.0 - P) / (self.p_ - self.q_) ** 2
-
-    def _check_fitted(self):
-        from sklearn.utils.validation import check_is_fitted
-        check_is_fitted(self, "epsilon_")

@@ -341,7 +341,3 @@ class HDSMechanism(LDPMechanism):
             return (r - r * r) * xs ** 2   # only the sampling of the k dimensions varies
         m, v = self._report_moments(xs)
         return r * (v + m ** 2) - (r * m) ** 2   # reported with probability k / d
-
-    def _check_fitted(self):
-        from sklearn.utils.validation import check_is_fitted
-        check_is_fitted(self, "epsilon_")

@@ -9,6 +9,7 @@ import scipy.sparse as sp
 from sklearn.utils import check_random_state
 
 from .._graph_data import _EXPORT, GraphData, _is_symmetric
+from ..utils._arrays import sorted_lookup
 
 __all__ = ["PairData", "random_edge_split", "sample_non_edges"]
 
@@ -319,9 +320,7 @@ def edge_lookup(codes, n):
         bits = np.zeros(-(-n * n // 8), dtype=np.uint8)
         np.bitwise_or.at(bits, codes >> 3, (1 << (codes & 7)).astype(np.uint8))
         return lambda c: ((bits[c >> 3] >> (c & 7).astype(np.uint8)) & 1).astype(bool)
-    if not len(codes):
-        return lambda c: np.zeros(len(c), dtype=bool)
-    return lambda c: codes[np.minimum(np.searchsorted(codes, c), len(codes) - 1)] == c
+    return lambda c: sorted_lookup(codes, c)[1]
 
 
 def sample_non_edges(A, n_samples, random_state=None):
@@ -618,6 +617,5 @@ def _lookup(ids, values):
             found = pos >= 0
             return np.where(found, pos, 0), found
     order = np.argsort(ids, kind="stable")
-    pos = np.minimum(np.searchsorted(ids[order], values), len(ids) - 1)
-    found = np.asarray(ids[order][pos] == values, dtype=bool)
-    return order[pos], found
+    pos, found = sorted_lookup(ids[order], values)
+    return order[pos], np.asarray(found, dtype=bool)

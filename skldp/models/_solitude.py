@@ -29,6 +29,7 @@ from .._torch import (
 from ..base import note_edge_read, note_feature_read
 from ..model_selection._validation import validation_split
 from ..propagation._smoothing import smooth_features, smooth_labels
+from ..utils._adjacency import index_dtype
 from ..utils._random import training_seed
 from ..utils.validation import Count, Interval, check_graph_data, record_feature_names
 from ._base import TorchClassifierBase, take_rows
@@ -88,11 +89,6 @@ class _WeightedSpMM(torch.autograd.Function):
         return grad_v, grad_h, None
 
 
-def _index_dtype(*sizes):
-    """int32 for indices when every count in ``sizes`` fits, else int64 (numpy dtype)."""
-    return np.int32 if max(sizes) < 2**31 else np.int64
-
-
 class _SparsePattern:
     """The CSR pattern of ``n x n`` entries ``(row, col)`` and of its transpose.
 
@@ -108,7 +104,7 @@ class _SparsePattern:
     def __init__(self, row, col, n, device):
         row, col = np.asarray(row), np.asarray(col)
         m = len(row)
-        idx = _index_dtype(m, n + 1)
+        idx = index_dtype(m, n + 1)
         codes = row.astype(np.int64)
         codes *= n
         codes += col
@@ -188,7 +184,7 @@ class _EdgeStructure:
         A = sp.csr_matrix(A)
         A.sort_indices()
         n, nnz = A.shape[0], A.nnz
-        idx = _index_dtype(nnz + n, n + 1)
+        idx = index_dtype(nnz + n, n + 1)
         # the COO rows and columns of the CSR entries (A.tocoo()'s, in int32 when they fit)
         row = np.repeat(np.arange(n, dtype=idx), np.diff(A.indptr))
         col = A.indices.astype(idx)

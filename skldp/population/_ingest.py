@@ -18,7 +18,7 @@ from typing import NamedTuple
 import numpy as np
 import scipy.sparse as sp
 
-from ..device._device import ANSWER_ID
+from ..device._device import ANSWER_ID, plain_id
 from ..device._kinds import ReportError, _short, directory_digest, plan
 from ..device._random import ids_to_keys
 from ..device._spec import read_spec
@@ -457,12 +457,12 @@ def read_reports(source, spec, *, users=None, senders=None, format=None):
                             "a list or tuple (read a file or stream into one first), or set "
                             "each record's user from its authenticated sender and pass "
                             "senders=None.")
-        senders = [_id_key(u) for u in senders]
+        senders = [plain_id(u) for u in senders]
         if len(senders) != len(source):
             raise ValueError(f"senders has {len(senders)} entries for {len(source)} records: "
                              "pass one authenticated sender per record, in the same order.")
     users = None if users is None else list(users)   # (read twice for an edge collection)
-    allowed = None if users is None else set(_id_key(u) for u in users)
+    allowed = None if users is None else set(plain_id(u) for u in users)
     own_position = None
     if users is None and "edges" in spec.protects:
         raise ValueError("an edge collection is read with users=: the directory its lists "
@@ -483,7 +483,7 @@ def read_reports(source, spec, *, users=None, senders=None, format=None):
                              "senders to ignore.")
         order = np.sort(ukeys)
         own_position = {u: int(np.searchsorted(order, k))
-                        for u, k in zip((_id_key(u) for u in users), ukeys, strict=True)}
+                        for u, k in zip((plain_id(u) for u in users), ukeys, strict=True)}
     out = ReceivedReports(spec)
     seen = {}     # user -> position of its kept report
     kept = array("Q")        # the digest of each kept answer
@@ -666,11 +666,6 @@ def _raw_text(report):
             return secrets.token_hex(8)   # cannot be compared: never a resend
 
 
-def _id_key(user):
-    """A hashable form of a user id that equates 3 and numpy's 3."""
-    return user.item() if isinstance(user, np.generic) else user
-
-
 def received_graph(*, features=None, labels=None, edges=None, node_ids=None, budget=None,
                    population=None, missing_features="error", missing_lists="warn"):
     """The server's graph from the reports real devices sent.
@@ -745,7 +740,7 @@ def received_graph(*, features=None, labels=None, edges=None, node_ids=None, bud
     keys = ids_to_keys(ids)
     if len(np.unique(keys)) != n:
         raise ValueError("node_ids must be unique.")
-    position = {_id_key(u): i for i, u in enumerate(ids.tolist())}
+    position = {plain_id(u): i for i, u in enumerate(ids.tolist())}
     population = _receiving_population(population, budget)
     refusals = []   # budget refusals: the reports are charged all the same (they were sent)
     X, feature_origin = np.zeros((n, 0)), ("derived", "were not collected")
@@ -900,17 +895,17 @@ def _answer_entries(received):
     known (reports built by hand hold none: each such answer is new), and whether it is
     its user's kept answer."""
     users = list(received.users)
-    index = {_id_key(u): i for i, u in enumerate(users)}
+    index = {plain_id(u): i for i, u in enumerate(users)}
     for u in received.again:
-        if _id_key(u) not in index:
-            index[_id_key(u)] = len(users)
+        if plain_id(u) not in index:
+            index[plain_id(u)] = len(users)
             users.append(u)
     n_kept = len(received.users)
     kept_d, f_users, f_d = _digests_of(received)
     if f_users is None:   # unknown: as many unknown answers as again counts
         f_users = [u for u, c in received.again.items() for _ in range(c)]
     owner = np.concatenate([np.arange(n_kept, dtype=np.int64),
-                            np.asarray([index[_id_key(u)] for u in f_users], dtype=np.int64)])
+                            np.asarray([index[plain_id(u)] for u in f_users], dtype=np.int64)])
     digests = np.concatenate([np.zeros(n_kept, np.uint64) if kept_d is None else kept_d,
                               np.zeros(len(f_users), np.uint64) if f_d is None else f_d])
     known = np.concatenate([np.full(n_kept, kept_d is not None),
@@ -928,8 +923,8 @@ def _digests_of(received):
     f_d = getattr(received, "_further_digests", None)
     if kept is not None and len(kept) != len(received.users):
         kept = None
-    if f_users is None or Counter(_id_key(u) for u in f_users) != \
-            Counter({_id_key(u): c for u, c in received.again.items() if c > 0}):
+    if f_users is None or Counter(plain_id(u) for u in f_users) != \
+            Counter({plain_id(u): c for u, c in received.again.items() if c > 0}):
         f_users, f_d = None, None
     return kept, f_users, f_d
 
@@ -939,7 +934,7 @@ def _keys_of(users, position, keys):
     were all refused, still charged) the key of its id."""
     out = np.empty(len(users), dtype=np.uint64)
     for i, u in enumerate(users):
-        r = position.get(_id_key(u))
+        r = position.get(plain_id(u))
         out[i] = keys[r] if r is not None else ids_to_keys(np.asarray([u], dtype=object))[0]
     return out
 
@@ -952,7 +947,7 @@ def _refusal(error):
 def _rows_of(received, position):
     rows = []
     for u in received.users:
-        r = position.get(_id_key(u))
+        r = position.get(plain_id(u))
         if r is None:
             raise ValueError(f"user {u!r} sent a report of collection {received.spec.id} but "
                              "is not in node_ids; read the reports with users=node_ids.")

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..device._spec import CollectionSpec
+from ..utils._arrays import sorted_lookup
 
 try:  # a shared lock on the journal while reading it (POSIX)
     import fcntl
@@ -227,10 +228,8 @@ class Ledger:
         users, eps = self.per_user()
         keys = np.asarray(keys, dtype=np.uint64)
         out = np.zeros(len(keys))
-        if len(users):
-            pos = np.clip(np.searchsorted(users, keys), 0, len(users) - 1)
-            hit = users[pos] == keys
-            out[hit] = eps[pos[hit]]
+        pos, hit = sorted_lookup(users, keys)
+        out[hit] = eps[pos[hit]]
         return out
 
     @property

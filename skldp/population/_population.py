@@ -17,6 +17,7 @@ import weakref
 import numpy as np
 
 from ..exceptions import PrivacyBudgetError
+from ..utils._arrays import sorted_lookup
 from ._digest import answer_tags, report_keys
 from ._ledger import Ledger
 from ._spec import CollectionSpec
@@ -401,9 +402,8 @@ class Population:
         memory = self._answers.get(spec.id)
         if memory is not None:
             K, T = memory.merged()
-            pos = np.clip(np.searchsorted(K, keys), 0, max(len(K) - 1, 0))
-            known = (K[pos] == keys) if len(K) else np.zeros(len(keys), bool)
-            changed += int(np.count_nonzero(known & (T[pos] != tags))) if len(K) else 0
+            pos, known = sorted_lookup(K, keys)
+            changed += int(np.count_nonzero(T[pos[known]] != tags[known]))
             keys, tags = keys[~known], tags[~known]
         if changed:
             raise ValueError(
@@ -489,11 +489,8 @@ class Population:
             self._collected[spec.id] = spec
         memory = self._answers.get(spec.id)
         if memory is not None:      # written by this process too: apply what is new
-            K, _ = memory.merged()
-            if len(K):
-                pos = np.clip(np.searchsorted(K, keys), 0, len(K) - 1)
-                fresh = K[pos] != keys
-                keys, tags = keys[fresh], tags[fresh]
+            fresh = ~sorted_lookup(memory.merged()[0], keys)[1]
+            keys, tags = keys[fresh], tags[fresh]
         if len(keys):
             self._record(spec, keys, tags)
 
@@ -669,11 +666,7 @@ class _Digests:
 
     def contains(self, keys, digests):
         """Whether each ``(keys[i], digests[i])`` was added."""
-        pairs, sought = self.merged(), self._pairs(keys, digests)
-        if not len(pairs):
-            return np.zeros(len(sought), dtype=bool)
-        at = np.minimum(np.searchsorted(pairs, sought), len(pairs) - 1)
-        return pairs[at] == sought
+        return sorted_lookup(self.merged(), self._pairs(keys, digests))[1]
 
 
 def _b64(a):

@@ -10,7 +10,7 @@ matrices; the result shares ``A``'s index arrays when no entry becomes zero.
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["normalized_adjacency", "scale_csr", "row_sums"]
+__all__ = ["index_dtype", "normalized_adjacency", "scale_csr", "row_sums"]
 
 # Stored entries handled per pass: bounds the temporaries of large graphs
 # (32 MiB of float64 for the row factors of a chunk).
@@ -29,6 +29,11 @@ def _row_chunks(indptr, chunk=None):
     bounds = np.unique(np.concatenate([[0], cuts, [n]]))
     for r0, r1 in zip(bounds[:-1], bounds[1:], strict=True):
         yield int(r0), int(r1)
+
+
+def index_dtype(*sizes):
+    """int32 for indices when every count in ``sizes`` fits, else int64 (numpy dtype)."""
+    return np.int32 if max(sizes) < 2**31 else np.int64
 
 
 def row_sums(A, dtype=np.float64):

@@ -12,8 +12,8 @@ import scipy.sparse as sp
 
 from ._blocks import row_blocks
 
-__all__ = ["check_finite_features", "check_float32_range", "frame_column_names", "torch_blocks_sum",
-           "torch_sum_is_finite", "unique_inverse", "within_bounds"]
+__all__ = ["check_finite_features", "check_float32_range", "frame_column_names", "sorted_lookup",
+           "torch_blocks_sum", "torch_sum_is_finite", "unique_inverse", "within_bounds"]
 
 
 def check_finite_features(X, name="features"):
@@ -158,6 +158,23 @@ def frame_column_names(X):
     if len(names) and all(isinstance(c, str) for c in names):
         return names
     return None
+
+
+def sorted_lookup(sorted_ref, x, sorter=None):
+    """``(pos, found)``: where each of ``x`` is in ``sorted_ref`` and whether it is there.
+
+    ``sorted_ref`` is sorted, or ``sorter`` sorts it (as in ``np.searchsorted``); ``pos``
+    indexes ``sorted_ref`` itself, and is a valid index (meaningless) where not ``found``
+    (0 when ``sorted_ref`` is empty). One binary search, no copy of ``sorted_ref``.
+    """
+    n = len(sorted_ref)
+    if n == 0:
+        return np.zeros(np.shape(x), dtype=np.intp), np.zeros(np.shape(x), dtype=bool)
+    pos = np.searchsorted(sorted_ref, x, sorter=sorter)
+    np.minimum(pos, n - 1, out=pos)
+    if sorter is not None:
+        pos = sorter[pos]
+    return pos, sorted_ref[pos] == x
 
 
 def unique_inverse(y):

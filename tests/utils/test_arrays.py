@@ -105,3 +105,15 @@ def test_within_bounds_reads_every_entry_and_refuses_nan_and_inf(torch_loaded, d
             assert not within_bounds(Y, np.full(6, -np.inf), np.full(6, np.inf))
     if not torch_loaded:
         assert "torch" not in sys.modules   # not imported for the check
+
+
+@pytest.mark.parametrize("ref", [np.array([1, 3, 5]), np.array([], dtype=np.int64)])
+def test_sorted_lookup_finds_what_isin_finds(ref):
+    x = np.array([0, 1, 3, 4, 5, 9])
+    pos, found = _arrays.sorted_lookup(ref, x)
+    np.testing.assert_array_equal(found, np.isin(x, ref))
+    np.testing.assert_array_equal(ref[pos[found]], x[found])
+    shuffled = ref[::-1].copy()   # unsorted, with its sorter: positions in it
+    pos, found = _arrays.sorted_lookup(shuffled, x, sorter=np.argsort(shuffled))
+    np.testing.assert_array_equal(found, np.isin(x, ref))
+    np.testing.assert_array_equal(shuffled[pos[found]], x[found])
