@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from sklearn.utils._param_validation import Options, StrOptions
 
-from ..utils._blocks import column_block, put_column_block
+from ..utils._blocks import _rows_as_elements, column_block, put_column_block
 from ..utils._threads import torch_threads
 from ..utils.validation import Count, check_int
 
@@ -129,17 +129,43 @@ def repeated_spmm(P, X, steps, n_jobs=None):
         # torch's kernel is fastest on narrow blocks, even on one thread
         width = max(1, min(_BAG_COLUMNS if bags else _BLOCK_COLUMNS, -(-d // jobs)))
         out = np.empty((P.shape[0], d), dtype=P.dtype)
+        starts = range(0, d, width)
 
-        def block(s):
-            Z = column_block(X, s, width)
-            for _ in range(steps):
-                Z = product(Z)
-            put_column_block(out, s, Z)
+        def blocks(group):
+            if not bags:
+                for s in group:
+                    Z = column_block(X, s, width)
+                    for _ in range(steps):
+                        Z = product(Z)
+                    put_column_block(out, s, Z)
+                return
+            # float32 on torch's kernel: each block gathered into one buffer of this
+            # thread (still in cache from the last block) and copied out by torch (Facebook,
+            # 1,024 columns: 5-15 % off a step of one product)
+            import torch
+            out_t = torch.from_numpy(out)
+            buf = np.empty((n, width), dtype=P.dtype)
+            for s in group:
+                w = min(width, d - s)
+                Z = _gather(X, s, buf if w == width else np.empty((n, w), dtype=P.dtype))
+                for _ in range(steps):
+                    Z = product(Z)
+                out_t[:, s:s + w].copy_(torch.from_numpy(Z))
 
         if jobs <= 1:
-            for s in range(0, d, width):
-                block(s)
-        else:
+            blocks(starts)
+        else:   # every thread its own share of the blocks (and its own buffer)
+            jobs = min(jobs, len(starts))
             with ThreadPoolExecutor(jobs) as pool:
-                list(pool.map(block, range(0, d, width)))
+                list(pool.map(blocks, [starts[i::jobs] for i in range(jobs)]))
     return out
+
+
+def _gather(X, s, buf):
+    """``X[:, s:s + buf.shape[1]]`` copied into ``buf`` (C order), a row segment at a time."""
+    B = X[:, s:s + buf.shape[1]]
+    if B.strides[1] == B.itemsize:
+        _rows_as_elements(buf)[...] = _rows_as_elements(B)
+    else:
+        np.copyto(buf, B)
+    return buf

@@ -221,3 +221,52 @@ def test_ppr_scipy_backend_with_the_automatic_device_on_a_gpu_machine(monkeypatc
         np.testing.assert_array_equal(Z, ref)
     with pytest.raises(ValueError, match="backend='scipy' runs on the CPU"):
         PPRPropagation(backend="scipy", device="cuda").fit(G)
+
+
+@pytest.mark.parametrize("layout", ["C", "F", "read-only"])
+def test_repeated_spmm_float32_blocks_read_any_layout(layout, monkeypatch):
+    # the bag path gathers each block into a buffer of its thread: strided (Fortran-order)
+    # and read-only features give the same output as a C-ordered writable copy
+    monkeypatch.setattr(_spmm, "_PARALLEL_MIN_WORK", 0)
+    G = _graph(d=75)
+    P = (sp.csr_matrix(G.adjacency, dtype=np.float64) / 8.0).astype(np.float32)
+    X = np.asarray(G.features, dtype=np.float32)
+    want = _spmm.repeated_spmm(P, X.copy(), 2, 1)
+    Y = np.asfortranarray(X) if layout == "F" else X.copy()
+    if layout == "read-only":
+        Y.flags.writeable = False
+    for n_jobs in (1, 2):
+        np.testing.assert_array_equal(_spmm.repeated_spmm(P, Y, 2, n_jobs), want)
+    np.testing.assert_array_equal(Y, X)   # the input is left as it was
+
+
+@pytest.mark.parametrize("max_iter", [0, 1, 2, 1000])
+def test_chebyshev_float32_solve_follows_float64(max_iter):
+    # float32 runs its own recurrence (bare products, then two passes): it matches the
+    # float64 solve to float32 rounding, down to the shortest series (K = 0, 1, 2)
+    rng = np.random.default_rng(3)
+    M = sp.random(60, 60, density=0.1, format="csr", random_state=3)
+    S = (M + M.T) / 2
+    S = sp.csr_matrix(S / abs(sp.linalg.eigsh(S, k=1, which="LM")[0][0]))
+    F = rng.normal(size=(60, 5))
+    W64, ok64, its64 = _chebyshev_runner(S)(None, F.copy(), 0.3, 1e-6, max(max_iter, 1))
+    W32, ok32, its32 = _chebyshev_runner(sp.csr_matrix(S, dtype=np.float32))(
+        None, F.astype(np.float32), 0.3, 1e-6, max(max_iter, 1))
+    assert W32.dtype == np.float32 and (ok32, its32) == (ok64, its64)
+    np.testing.assert_allclose(W32, W64, rtol=1e-5, atol=1e-5 * np.abs(W64).max())
+    if max_iter == 0:   # alpha = 1: no product, the features scaled
+        W, ok, its = _chebyshev_runner(sp.csr_matrix(S, dtype=np.float32))(
+            None, F.astype(np.float32), 1.0, 1e-6, 5)
+        assert its == 0 and ok
+        np.testing.assert_array_equal(W, F.astype(np.float32))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_ppr_sparse_and_dense_features_give_the_same_output(dtype):
+    # sparse features are scaled entry by entry, dense ones block by block: same values
+    G = _graph(d=40)
+    X = np.where(np.random.default_rng(4).random(G.features.shape) < 0.1, G.features, 0.0)
+    A = G.adjacency
+    Zs = PPRPropagation(dtype=dtype, n_jobs=2).fit_transform(GraphData(sp.csr_matrix(X), A))
+    Zd = PPRPropagation(dtype=dtype, n_jobs=1).fit_transform(GraphData(X, A))
+    np.testing.assert_array_equal(np.asarray(Zs.features), np.asarray(Zd.features))
