@@ -1142,6 +1142,8 @@ class ToPandas(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):
     (['age', 'income'], ['a', 'c'])
     """
 
+    _parameter_constraints: dict = {}
+
     def fit(self, X, y=None):
         """Record the input's width and feature names (nothing is read).
 
