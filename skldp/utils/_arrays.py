@@ -170,8 +170,7 @@ def sorted_lookup(sorted_ref, x, sorter=None):
     n = len(sorted_ref)
     if n == 0:
         return np.zeros(np.shape(x), dtype=np.intp), np.zeros(np.shape(x), dtype=bool)
-    pos = np.searchsorted(sorted_ref, x, sorter=sorter)
-    np.minimum(pos, n - 1, out=pos)
+    pos = np.minimum(np.searchsorted(sorted_ref, x, sorter=sorter), n - 1)
     if sorter is not None:
         pos = sorter[pos]
     return pos, sorted_ref[pos] == x

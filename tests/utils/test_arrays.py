@@ -117,3 +117,6 @@ def test_sorted_lookup_finds_what_isin_finds(ref):
     pos, found = _arrays.sorted_lookup(shuffled, x, sorter=np.argsort(shuffled))
     np.testing.assert_array_equal(found, np.isin(x, ref))
     np.testing.assert_array_equal(shuffled[pos[found]], x[found])
+    # one value (0-d) gives 0-d answers
+    pos, found = _arrays.sorted_lookup(ref, np.int64(5))
+    assert found == (5 in ref.tolist()) and (not found or ref[pos] == 5)
