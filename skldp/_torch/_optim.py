@@ -8,7 +8,7 @@ GNN on a graph the size of Cora. The models here only need the textbook
 updates, so they are written out below with the same in-place operations, in
 the same order, as torch's single-tensor path (what ``torch.optim`` runs on
 CPU tensors by default): on CPU the parameters agree bit for bit with
-``torch.optim.Adam`` and ``torch.optim.SGD`` (tests/test_optim.py).
+``torch.optim.Adam`` and ``torch.optim.SGD`` (checked by the test suite).
 
 Adam runs torch's fused kernel (``torch._fused_adam_``, what
 ``torch.optim.Adam(fused=True)`` calls) when torch has it for the device: one

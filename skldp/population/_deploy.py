@@ -57,14 +57,14 @@ def collection_spec(estimator, *, n_features=None, node_ids=None, simulation=Fal
     ('skldp.mechanisms.HDSMechanism', 1.0, 2)
     """
     name = type(estimator).__name__
+    if getattr(estimator, "privacy_model", "local") != "local":
+        raise ValueError(f"{name} is a central-DP step: devices answer local collections only.")
     if getattr(estimator, "random_state", None) is not None and not simulation:
         raise ValueError(
             f"{name} has random_state={estimator.random_state!r}: a spec made from it would "
             "tie every report to a public number, and whoever knows it can invert the "
             "reports. In a deployment each device draws its own secret randomness: set "
             "random_state=None, or pass simulation=True if this is a simulation.")
-    if getattr(estimator, "privacy_model", "local") != "local":
-        raise ValueError(f"{name} is a central-DP step: devices answer local collections only.")
     spec = getattr(estimator, "collection_", None)
     if spec is None:
         spec = _placeholder_spec(estimator, name, n_features, node_ids)

@@ -795,10 +795,15 @@ def _refuse(refusals, population, keys):
         spent = population.ledger.spent(keys) + population.ledger.central_epsilon
         over = spent > cap + _TOL
         if over.any():
-            refusals.append(BudgetExceededError(
+            error = BudgetExceededError(
                 f"{int(over.sum())} user(s) of this graph have spent up to epsilon="
                 f"{float(spent.max()):.4g}, above this population's budget of {cap:.4g} per "
-                "user"))
+                "user, in reports received earlier (charged, and refused then). No graph "
+                "was built. If the users agreed to spend more, raise the budget "
+                "(error.population.set_budget) and call again with "
+                "population=error.population.")
+            error.population = population
+            raise error
     if refusals:
         error = BudgetExceededError(
             f"{_refusal(refusals[0])}. The reports were received, so the ledger charges "

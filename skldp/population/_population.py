@@ -33,7 +33,20 @@ _TOL = 1e-9   # budget comparisons: sums of floats
 
 
 class BudgetExceededError(PrivacyBudgetError):
-    """A collection would take some user past the population's budget; nothing was sent."""
+    """A collection would take some user past the population's budget.
+
+    Simulated devices send nothing then. Reports received from real devices
+    (:func:`~skldp.population.received_graph`) were sent: they are charged, and
+    no graph is built from them.
+
+    Attributes
+    ----------
+    population : Population or None
+        The population charged, when received reports were refused (raise its
+        budget and call again with ``population=`` it); ``None`` otherwise.
+    """
+
+    population = None
 
 
 class Population:

@@ -148,6 +148,9 @@ def test_reports_over_the_budget_are_charged_though_refused(sy):
         with pytest.raises(BudgetExceededError) as refused:
             received_graph(labels=records, node_ids=IDS, population=population, budget=1.0)
         assert refused.value.population.ledger.local_epsilon == 1.5
+        # (Q: charged at the first call; nothing is new now)
+        assert ("in reports received earlier" in str(refused.value)) == (population is Q)
+    assert BudgetExceededError("a simulated refusal").population is None
     refused.value.population.set_budget(2.0)
     G, _ = received_graph(labels=records, node_ids=IDS, population=refused.value.population)
     assert _spent(G) == [1.5] * 4
