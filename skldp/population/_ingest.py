@@ -4,7 +4,6 @@ import contextlib
 import dataclasses
 import hashlib
 import json
-import math
 import numbers
 import os
 import secrets
@@ -306,8 +305,8 @@ def _exact_column(pa, values):
         column = pa.array(values)
         if not _has_children(pa, column.type):   # Parquet writes no struct without fields
             return None
-        back = column.to_pylist()
-        if all(_same(v, _without_nulls(b)) for v, b in zip(values, back, strict=True)):
+        back = [_without_nulls(b) for b in column.to_pylist()]
+        if _same(values, back):
             return column
     except (pa.ArrowException, TypeError, ValueError, OverflowError, RecursionError):
         pass   # mixed types, integers past 64 bits...
@@ -324,23 +323,9 @@ def _has_children(pa, typ):
 
 
 def _same(a, b):
-    """Equal values of the same types (1 is not 1.0 nor True; -0.0 is not 0.0)."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, list):
-        if len(a) != len(b):
-            return False
-        if set(map(type, a)) <= _ATOMS and a == b:   # a list of numbers or text, at C speed
-            return list(map(type, a)) == list(map(type, b))
-        return all(map(_same, a, b))
-    if isinstance(a, float):
-        return (a == b and math.copysign(1, a) == math.copysign(1, b)) or (a != a and b != b)
-    return a == b
-
-
-_ATOMS = {str, int, bool, type(None)}   # (floats: -0.0 == 0.0, nan != nan)
+    """Equal values of the same types: the same JSON text (1 is not 1.0 nor true, -0.0 is
+    not 0.0)."""
+    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
 
 
 def _plain(value):
