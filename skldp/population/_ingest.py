@@ -183,11 +183,28 @@ def _read_columnar(path, fmt):
             table = pa.ipc.open_file(source).read_all()
     as_json = _json_columns(table.schema.metadata)
     for rec in table.to_pylist():
-        try:   # a JSON column holds each value as its JSON text (see write_reports)
-            yield {k: (json.loads(v) if k in as_json else _without_nulls(v))
-                   for k, v in rec.items() if v is not None}
-        except (TypeError, ValueError, RecursionError):
-            yield None   # not JSON text: one malformed record
+        # a JSON column holds each value as its JSON text (see write_reports)
+        yield {k: (_from_json_text(v) if k in as_json else _without_nulls(v))
+               for k, v in rec.items() if v is not None}
+
+
+class _NotJSON:
+    """A cell of a JSON column that is not JSON text: refused as its field's value would be
+    (a report that is not an object, a user id that is neither a string nor an integer),
+    while the record's other fields still name its user."""
+
+    def __init__(self, text):
+        self.text = text
+
+    def __repr__(self):
+        return f"not JSON text {self.text!r:.40}"
+
+
+def _from_json_text(text):
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError, RecursionError):
+        return _NotJSON(text)
 
 
 def _json_columns(metadata):

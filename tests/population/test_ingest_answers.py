@@ -258,6 +258,39 @@ def test_records_of_mixed_types_are_written_and_read_back_as_they_were(sy, tmp_p
 
 
 @pytest.mark.parametrize("ext", ["parquet", "arrow"])
+def test_a_cell_that_is_not_json_text_is_refused_and_its_user_charged(sy, tmp_path, ext):
+    # a file from another tool may hold a broken cell in a JSON column: the record is
+    # refused, but a report of its user was sent, so that user is charged
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.feather as feather
+    import pyarrow.parquet as pq
+    records = _batch(sy, 1)
+    records[1] = dict(records[1], report={"y": "1"})    # makes report a JSON column
+    path = str(tmp_path / f"r.{ext}")
+    write_reports(records, path)
+    table = pq.read_table(path) if ext == "parquet" else feather.read_table(path)
+    report = table.column("report").to_pylist()
+    report[0] = '{"y": 1'                               # cut short
+    table = table.set_column(table.schema.get_field_index("report"), "report",
+                             pa.array(report, pa.string()))
+    pq.write_table(table, path) if ext == "parquet" else feather.write_feather(table, path)
+    got = read_reports(path, sy, users=IDS)
+    assert got.users == ["c", "d"] and got.refused == {"malformed": 2}
+    assert got.again == {"a": 1, "b": 1}
+    assert "not JSON text" in got.refused_records[0].message
+    assert "Charged to its user" in got.refused_records[0].message
+    # a broken user cell names nobody: refused, nobody charged
+    table = table.set_column(table.schema.get_field_index("user"), "user",
+                             pa.array(['"a"', '"b"', '"c', '"d"'], pa.string()))
+    meta = dict(table.schema.metadata)
+    meta[b"skldp.json_columns"] = json.dumps(["report", "user"]).encode()
+    table = table.replace_schema_metadata(meta)
+    pq.write_table(table, path) if ext == "parquet" else feather.write_feather(table, path)
+    got = read_reports(path, sy, users=IDS)
+    assert got.refused == {"malformed": 3} and "c" not in got.again
+
+
+@pytest.mark.parametrize("ext", ["parquet", "arrow"])
 def test_an_empty_object_in_a_report_is_written(sy, tmp_path, ext):
     pytest.importorskip("pyarrow")
     # Arrow types {} as a struct without fields, which Parquet cannot write
