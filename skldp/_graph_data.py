@@ -301,9 +301,9 @@ def _check_numeric_columns(features):
             "(df[col] - start) / pd.Timedelta('1D'), numeric text with pd.to_numeric.")
 
 
-def _check_real(dtype):
+def _check_real(dtype, what="features"):
     if np.issubdtype(dtype, np.complexfloating):
-        raise TypeError(f"features must be real numbers, got dtype {dtype} (the imaginary "
+        raise TypeError(f"{what} must be real numbers, got dtype {dtype} (the imaginary "
                         "part would be dropped).")
 
 
@@ -332,7 +332,7 @@ def _as_adjacency(adjacency, n_nodes, node_ids, owned=False):
                              f"{_set_difference(adjacency.nodes, node_ids, 'node')}.")
         if adjacency.is_multigraph():   # parallel edges are summed: check each one
             for u, v, w in adjacency.edges(data="weight", default=1):
-                if not isinstance(w, (numbers.Real, np.bool_)):   # text would be summed
+                if not _plain_weight(w):   # text would be summed
                     _check_networkx_weights(adjacency, None)
                 if w < 0:
                     raise ValueError(f"adjacency contains a negative weight, {w!r} on an "
@@ -343,7 +343,10 @@ def _as_adjacency(adjacency, n_nodes, node_ids, owned=False):
         except (TypeError, ValueError) as exc:
             _check_networkx_weights(g, exc)
             raise
+        if adjacency.dtype.kind not in "biuf":   # complex: float32 would drop a part
+            _check_networkx_weights(g, None)
     if sp.issparse(adjacency):
+        _check_real(adjacency.dtype, "adjacency weights")
         if adjacency.format == "csr" and adjacency.dtype == np.float32 and \
                 _held_info(adjacency) is not None:   # a graph's own: checked when taken
             return adjacency
@@ -357,6 +360,7 @@ def _as_adjacency(adjacency, n_nodes, node_ids, owned=False):
         A = np.asarray(adjacency)
         if _is_frame(adjacency):
             A = _labelled_in_order(adjacency, A, node_ids)
+        _check_real(A.dtype, "adjacency weights")
         if A.ndim != 2:
             raise ValueError(f"adjacency must be 2-D, got {A.ndim} dimensions.")
         A = sp.csr_matrix(A, dtype=np.float32)
@@ -385,12 +389,20 @@ def _check_networkx_weights(g, exc):
     """Raise a clear error naming the first edge of the networkx graph ``g`` whose
     ``"weight"`` attribute is not a number (text, None), which scipy refused (``exc``)."""
     for u, v, w in g.edges(data="weight", default=1):
-        if not isinstance(w, (numbers.Real, np.bool_)):
+        if not _plain_weight(w):
             raise ValueError(
                 f"The networkx graph's edge ({u!r}, {v!r}) has the weight {w!r}, which is "
-                "not a number: GraphData reads each edge's 'weight' attribute (1 when it "
-                "has none). Give every weight as a number, or build an unweighted graph: "
-                "nx.to_scipy_sparse_array(g, nodelist=node_ids, weight=None).") from exc
+                "not a real number GraphData can store (an int, a float or a bool): it "
+                "reads each edge's 'weight' attribute (1 when it has none). Give every "
+                "weight as a float (float(w) for a Fraction or a Decimal), or build an "
+                "unweighted graph: nx.to_scipy_sparse_array(g, nodelist=node_ids, "
+                "weight=None).") from exc
+
+
+def _plain_weight(w):
+    """Whether numpy stores the weight ``w`` as the number it is (not an object or a
+    complex number)."""
+    return isinstance(w, (bool, int, float, np.bool_, np.integer, np.floating))
 
 
 def _check_frame_index(features, ids, graph=False):

@@ -1,5 +1,9 @@
 """GraphData built from pandas and networkx objects: labels, ids and dtypes."""
 
+import re
+from decimal import Decimal
+from fractions import Fraction
+
 import networkx as nx
 import numpy as np
 import pandas as pd
@@ -89,20 +93,34 @@ def test_filtered_frame_whose_row_numbers_overlap_integer_ids_says_what_happened
         GraphData(kept, node_ids=[5, 3, 2, 0])
 
 
-@pytest.mark.parametrize("weight", ["3", None])
+@pytest.mark.parametrize("weight", ["3", None, Fraction(1, 3), Decimal("0.5"), 1 + 2j,
+                                    np.complex64(1)])
 @pytest.mark.parametrize("multi", [False, True])
 def test_networkx_weights_that_are_not_numbers_are_named(weight, multi):
     # scipy said "does not support dtype <U1" (or object) without naming the edge
     g = (nx.MultiGraph if multi else nx.Graph)()
     g.add_edge("a", "b", weight=2.0, kind="friend")
     g.add_edge("b", "c", weight=weight)
-    with pytest.raises(ValueError, match=rf"edge \('b', 'c'\) has the weight {weight!r}, "
-                                         r"which is not a number.*weight=None"):
+    # Fraction: scipy's "does not support dtype object"; complex: the imaginary part
+    # was dropped with a warning
+    with pytest.raises(ValueError, match=rf"edge \('b', 'c'\) has the weight "
+                                         rf"{re.escape(repr(weight))}, which is not a real "
+                                         r"number.*float\(w\).*weight=None"):
         GraphData(np.eye(3), g, node_ids=list("abc"))
     # other edge attributes are ignored; the numeric weights are read
     g.edges[("b", "c", 0) if multi else ("b", "c")]["weight"] = 1
     A = GraphData(np.eye(3), g, node_ids=list("abc")).adjacency.toarray()
     np.testing.assert_array_equal(A, [[0, 2, 0], [2, 0, 1], [0, 1, 0]])
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_complex_adjacency_weights_are_refused(sparse):
+    A = np.array([[0, 1 + 1j, 0], [1 + 1j, 0, 1], [0, 1, 0]])
+    with pytest.raises(TypeError, match="adjacency weights must be real numbers, got dtype "
+                                        "complex128"):
+        GraphData(np.eye(3), sp.csr_matrix(A) if sparse else A)
+    A = GraphData(np.eye(3), sp.csr_matrix(A.real) if sparse else A.real).adjacency
+    np.testing.assert_array_equal(A.toarray(), [[0, 1, 0], [1, 0, 1], [0, 1, 0]])
 
 
 def test_csv_round_trip_of_ids_0_to_n_minus_1_in_another_order_is_refused():
