@@ -72,6 +72,13 @@ def test_training_nodes_restriction():
     assert np.all(train[e[:, 0]] | train[e[:, 1]])
     S_idx = degree_bounded_sample(A, 4, nodes=np.flatnonzero(train), random_state=0)
     assert (S != S_idx).nnz == 0
+    # an edge from a training node to another node is a candidate (Algorithm 2 adds a
+    # training node's edges): on a path 0-1-2-3 with K = 2 and training node 1, both of
+    # its edges are kept, and the edge 2-3 between two other nodes never is
+    path = sp.csr_matrix(np.eye(4, k=1) + np.eye(4, k=-1))
+    for nodes in ([1], [False, True, False, False]):
+        S = degree_bounded_sample(path, 2, nodes=nodes, random_state=0)
+        assert sorted(_edges(S)) == [(0, 1), (1, 2)]
 
 
 def test_bad_input():
