@@ -372,3 +372,22 @@ def test_decoded_reports_are_the_unbiased_estimates(mech):
     Z = Gr.features.toarray() if hasattr(Gr.features, "toarray") else Gr.features
     se = Z.std(axis=0) / np.sqrt(len(Z))
     assert np.all(np.abs(Z.mean(axis=0) - x) < 4.5 * se)
+
+
+def test_a_step_fitted_on_one_collection_refuses_the_reports_of_another(fleet):
+    # the same parameters, another collection (another id): the fitted step holds no
+    # secret, so it cannot stand for the other collection's mechanism
+    G, y, labelled, ((sx, rx), _, _) = fleet
+    ids = G.node_ids.tolist()
+    Gr, _ = received_graph(features=read_reports(rx, sx, users=ids), node_ids=ids)
+    (sx2, rx2), _, _ = _fleet(G, y, labelled)
+    assert sx2.id != sx.id and sx2.params == sx.params
+    Gr2, _ = received_graph(features=read_reports(rx2, sx2, users=ids), node_ids=ids,
+                            population=Gr)   # the same users, asked again
+    hds = HDSMechanism(2.0, k=3, feature_range=(0, 1)).fit(Gr)
+    assert hds.transform(Gr).features is Gr.features
+    with pytest.raises(ValueError, match=f"fitted on the reports of collection {sx.id}"):
+        hds.transform(Gr2)
+    with pytest.raises(ValueError, match=f"fitted on the reports of collection {sx.id}"):
+        # the same users' raw features: no reports at all
+        hds.transform(GraphData(G.features, G.adjacency, node_ids=ids, population=Gr))
