@@ -331,3 +331,27 @@ def test_branches_beside_a_mechanism_pass_the_users_rows_on_in_the_clear():
     union = GraphFeatureUnion([("structure", StructuralFeatures(random_state=0)),
                                ("private", mech())])
     assert report(union, GraphData(X, np.maximum(A, A.T))).local_epsilon == 1.0
+
+
+def test_a_step_before_an_edge_mechanism_is_not_said_to_stand_before_a_mechanism():
+    # only a mechanism of the features reads the rows a step before it returns; before an
+    # edge mechanism the step's read is the graph's own clear read, charged once
+    import scipy.sparse as sp
+    from sklearn.preprocessing import StandardScaler
+
+    from skldp import NodeWise
+    from skldp.mechanisms import EdgeRR
+    from skldp.models import GCNClassifier
+
+    rng = np.random.default_rng(0)
+    A = sp.random(40, 40, density=0.1, random_state=0)
+    A = sp.csr_matrix(((A + A.T) > 0).astype(float))
+    A.setdiag(0)
+    A.eliminate_zeros()
+    pipe = Pipeline([("scale", NodeWise(StandardScaler())),
+                     ("edges", EdgeRR(2.0, random_state=0)),
+                     ("clf", GCNClassifier(epochs=2, random_state=0))])
+    rep = privacy_report(pipe.fit(GraphData(rng.random((40, 4)), A), rng.integers(0, 2, 40)))
+    assert rep.by_what["edges"] == 2.0 and rep.by_what["features"] == np.inf
+    assert "before a mechanism" not in str(rep)
+    assert [s.kind for s in rep.spends if s.model == "clear"] == ["NodeWise", "GCNClassifier"]
