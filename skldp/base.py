@@ -449,7 +449,16 @@ def _records_fit_input(fit):
 
     @functools.wraps(fit)
     def wrapped(self, *args, **kwargs):
-        out = fit(self, *args, **kwargs)
+        before = set(vars(self))
+        try:
+            out = fit(self, *args, **kwargs)
+        except BaseException:
+            # a failed fit leaves no fitted attribute it set (check_is_fitted passed on a
+            # step whose transform said it was not fitted)
+            for name in set(vars(self)) - before:
+                if name.endswith("_") and not name.startswith("_"):
+                    del self.__dict__[name]
+            raise
         X = args[0] if args else kwargs.get("X")
         record_feature_names(self, X)
         if self._reads_adjacency and not isinstance(self, PrivateStepMixin):
@@ -716,6 +725,11 @@ class GraphTransformerMixin(TransformerMixin, auto_wrap_output_keys=None):
         return tags
 
 
+# Reports stay below float64's maximum (1.8e308) with room for the noise's tail and the
+# mechanisms' constant factors.
+_MAX_REPORT_SCALE = 1e300
+
+
 class LDPMechanism(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
     """Base class of local DP feature mechanisms.
 
@@ -765,6 +779,7 @@ class LDPMechanism(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
     # dtype of the dense device input (clip_to_range); None keeps float32 rows as they
     # are, for a device program that widens only the values it takes
     _input_dtype = np.float64
+    _reports_in_feature_units = True   # the reports scale the range's width back (not HDS)
     _parameter_constraints = {
         "eps": [EPS_CONSTRAINT],
         "feature_range": [None, "array-like"],   # resolve_feature_range checks the pair
@@ -786,7 +801,9 @@ class LDPMechanism(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
             self.feature_range, Xf, owner=type(self).__name__,
             on_read=lambda: self._charge_bounds_read(X, Xf, population))
         self.n_features_in_ = Xf.shape[1]
-        self._setup_fit()
+        with np.errstate(over="ignore"):   # (refused just below)
+            self._setup_fit()
+        self._check_report_scale()
         self.population_ = population_of(X if isinstance(X, GraphData) else Xf)
         self._open_collection(population, epsilon=self._epsilon_total(),
                               device_steps=device_steps, public_state=self._public_state())
@@ -817,10 +834,28 @@ class LDPMechanism(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
                              f"has {self.n_features_in_} features.")
         self.feature_min_ = np.asarray(ps["feature_min"], dtype=np.float64)
         self.feature_max_ = np.asarray(ps["feature_max"], dtype=np.float64)
-        self._setup_fit()
+        with np.errstate(over="ignore"):   # (refused just below)
+            self._setup_fit()
+        self._check_report_scale()
         if public_value(self._public_state()) != ps:
             raise ValueError(f"{type(self).__name__} with these parameters would fix another "
                              f"public state than collection {spec.id}'s.")
+
+    def _check_report_scale(self):
+        """Refuse bounds and a budget whose reports overflow float64: a report scales the
+        width of the range by up to a few times ``n_features / eps``."""
+        if not self._reports_in_feature_units:
+            return
+        eps = self._epsilon_total()
+        width = float(np.max(self.feature_max_ - self.feature_min_))
+        with np.errstate(over="ignore"):
+            scale = width * self.n_features_in_ / eps if np.isfinite(eps) else width
+        if not scale <= _MAX_REPORT_SCALE:
+            raise ValueError(
+                f"{type(self).__name__}: feature_range's width ({width:.3g}) times n_features "
+                f"/ eps ({self.n_features_in_} / {eps:.3g}) is {scale:.3g}; the reports scale "
+                "the width by about n_features / eps and would overflow to inf. Use narrower "
+                "public bounds (e.g. in the features' own unit) or a larger eps.")
 
     def _check_fitted(self):
         check_is_fitted(self, "epsilon_")

@@ -57,14 +57,14 @@ def test_check_graph_data_can_require_features():
 
 
 @pytest.mark.parametrize("name", ["GCNClassifier", "LPGNNClassifier", "RGNNClassifier",
-                                  "SolitudeClassifier"])
+                                  "SolitudeClassifier", "MLPHead"])
 def test_feature_models_refuse_zero_columns_before_reading(name):
     import skldp.models
     G, y = _featureless()
     model = getattr(skldp.models, name)()
     with pytest.raises(ValueError, match=f"{name} reads the node features, but this data has "
                                          "0 feature columns"):
-        model.fit(G[:20], y[:20])
+        model.fit(G[:20], y[:20])   # (MLPHead said "0 feature(s) (shape=(13, 0))")
     assert G.ledger.local_epsilon == 0   # nothing read, no label collected
 
 

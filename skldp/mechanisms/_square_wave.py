@@ -207,6 +207,7 @@ class HDSMechanism(LDPMechanism):
         **LDPMechanism._parameter_constraints,
         "k": [Count(1), StrOptions({"auto"}), None]}
     _input_dtype = None   # the encoder widens the k values it takes: no float64 copy of X
+    _reports_in_feature_units = False   # reports stay in the encoding's [-1, 1] scale
 
     def __init__(self, eps=1.0, *, k=None, feature_range=None, random_state=None):
         self.eps = eps

@@ -18,7 +18,13 @@ from .._graph_data import GraphData
 from .._torch import Dropout, resolve_device, stream_seed
 from ..base import note_feature_read
 from ..utils._arrays import torch_sum_is_finite
-from ..utils.validation import Count, Interval, check_feature_names, check_finite_features
+from ..utils.validation import (
+    Count,
+    Interval,
+    check_feature_names,
+    check_finite_features,
+    check_has_features,
+)
 from ._base import TorchClassifierBase
 
 __all__ = ["MLPHead"]
@@ -618,6 +624,7 @@ class MLPHead(TorchClassifierBase):
         n = getattr(X, "shape", (None,))[0]
         if n == 1:
             raise ValueError("MLPHead needs at least two training rows, got n_samples=1.")
+        check_has_features(X, "MLPHead")   # before the validation split takes rows away
         self._fitting = True
         try:
             super().fit(X, y)

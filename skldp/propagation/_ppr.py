@@ -73,7 +73,7 @@ class PPRPropagation(GraphTransformerMixin, BaseEstimator):
         power iteration otherwise.
     add_self_loops : bool, default=False
         Use ``A + I`` instead of ``A``. Nodes without edges always get a
-        self loop: their output equals their input.
+        self loop: their output is their input, to the solver's ``tol``.
     dtype : {"float32", "float64"}, default="float32"
         Precision of the computation and of the output.
     backend : {"auto", "scipy", "torch"}, default="auto"

@@ -128,8 +128,10 @@ def check_graph_data(X, estimator=None, require_adjacency=False, require_symmetr
             "your data as GraphData(features, adjacency)."
             # a GraphData a scikit-learn tool turned into an array on the way
             + (" If you passed a GraphData, a scikit-learn tool converted it to an array of "
-               "its rows on the way (permutation_importance does): apply the tool to the "
-               "step after the graph steps, on their output (pipe[:-1].transform(X))."
+               "its rows on the way (permutation_importance, BaggingClassifier and "
+               "SelfTrainingClassifier do; converting raw features charges their users a read in "
+               "the clear, epsilon=inf, see privacy_report): apply the tool to the step after "
+               "the graph steps, on their output (pipe[:-1].transform(X))."
                if isinstance(X, np.ndarray) else ""))
     if require_symmetric:
         X.require_symmetric(name)

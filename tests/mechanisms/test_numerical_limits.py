@@ -1,5 +1,6 @@
 """Budgets and ranges at the edges of floating point (2026-11-29 fixes)."""
 
+import dataclasses
 import warnings
 from fractions import Fraction
 
@@ -27,6 +28,7 @@ from skldp.mechanisms import (
     PiecewiseMechanism,
     SetValuedMechanism,
 )
+from skldp.population import collection_spec, mechanism_from_spec
 
 
 def _exact_moments(grid, i):
@@ -157,6 +159,36 @@ def test_laplace_clamp_negligible_at_max_eps():
 def test_overflowing_feature_range_refused(make):
     with pytest.raises(ValueError, match="overflows"):
         make().fit(np.array([[0.0], [1.0]]))
+
+
+@pytest.mark.parametrize("mech", [LaplaceMechanism, MultiBitMechanism, OneBitMechanism,
+                                  PiecewiseMechanism])
+def test_bounds_whose_reports_overflow_are_refused(mech):
+    # a finite width near float64's maximum passed, and the reports were +-inf (with numpy
+    # overflow warnings only); at the limit the reports are finite
+    X = np.array([[0.0, 1.0, 0.5], [1.0, 0.0, 0.5]] * 50)
+    with pytest.raises(ValueError, match=r"width \(1.8e\+308\) times n_features / eps .* "
+                                         "is inf.*overflow to inf"):
+        mech(1.0, feature_range=(0, np.finfo(float).max)).fit(X)
+    W = 1e300 * 1.0 / 3
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)   # no overflow on the way
+        Z = mech(1.0, feature_range=(0, W), random_state=0).fit_transform(X * W)
+    assert np.isfinite(Z).all()
+    # a spec of such bounds is refused where its reports are decoded
+    spec = collection_spec(mech(1.0, feature_range=(0, W)).fit(X * W))
+    big = dataclasses.replace(spec, public_state=dict(spec.public_state,
+                                                      feature_max=[1.7e308] * 3))
+    big = dataclasses.replace(big, id=big.content_id())
+    with pytest.raises(ValueError, match="overflow to inf"):
+        mechanism_from_spec(big)
+
+
+def test_hds_reports_stay_in_its_encoding_whatever_the_width():
+    X = np.array([[0.0, 1.0], [1.0, 0.0]])
+    Z = HDSMechanism(1.0, feature_range=(0, np.finfo(float).max),
+                     random_state=0).fit_transform(X)
+    assert np.isfinite(Z).all() and np.abs(Z).max() < 10
 
 
 def test_overflowing_bounds_refused_by_device():
