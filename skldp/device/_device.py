@@ -10,6 +10,7 @@ import re
 import secrets
 import tempfile
 import threading
+import warnings
 
 import numpy as np
 
@@ -30,9 +31,11 @@ __all__ = ["Device", "Directory", "encode", "AlreadyAnswered", "DeviceStateError
 ANSWER_ID = re.compile(r"[0-9a-f]{16}")
 
 
-class AlreadyAnswered(RuntimeError):
-    """The device answered this collection about other data; a second answer would spend
-    the budget again, so it is refused (the server must open a new collection)."""
+class AlreadyAnswered(UserWarning):
+    """Warned on the device when it is asked a collection again about other data: it
+    resends its first answer. A second answer would spend the budget again, and a refusal
+    would tell the server that the data changed; the server opens a new collection to ask
+    about new data."""
 
 
 class Directory:
@@ -119,23 +122,38 @@ def encode(spec, data, *, seed, key, user=None, directory=None):
     if p.protects == "edges":
         dkeys = _directory_keys(spec, directory)
         own = int(ids_to_keys(np.asarray([user]))[0])
+        if not np.isin(np.uint64(own), dkeys):
+            raise ValueError("The user is not in the directory.")
         nbr = ids_to_keys(np.asarray(list(data))) if len(data) else np.zeros(0, np.uint64)
-        known = np.isin(np.append(nbr, np.uint64(own)), dkeys)
-        if not known.all():
-            raise ValueError("The user or some neighbour is not in the directory.")
         if own in set(nbr.tolist()):
             raise ValueError("An adjacency list holds other users only (no self loop).")
-        batch = p.encode_one(own, nbr, dkeys, seed, keys[0])
-    elif p.protects == "labels":
-        batch = p.encode(p.prepare([data]), seed, keys)
+        # Neighbours outside the directory are no users of the graph: left out, never a
+        # refusal (a server could leave a user out of the directory to learn who knows it)
+        batch = p.encode_one(own, nbr[np.isin(nbr, dkeys)], dkeys, seed, keys[0])
+        return p.row(batch, 0)
+    # Values outside the public domain: replaced by random ones, never a refusal (whether
+    # a device answers must not depend on its data); drawn from the device's secret seed
+    rng = np.random.default_rng([int(seed) & 0x7FFFFFFFFFFFFFFF, int(keys[0]), _OUTSIDE])
+    if p.protects == "labels":
+        inputs, replaced = p.prepare_on_device([data], rng)
     else:
         rows = np.asarray(_dense_row(data), dtype=np.float64)
         if rows.ndim > 1 and rows.shape[0] != 1:
             raise ValueError(f"A device answers about one row (its user's), got an array of "
                              f"shape {rows.shape}.")
         rows = rows.reshape(1, -1)
-        batch = p.encode(p.prepare(device_steps(spec, rows)), seed, keys)
-    return p.row(batch, 0)
+        inputs, replaced = p.prepare_on_device(device_steps(spec, rows), rng)
+    if replaced:
+        # (on the device only: the server sees a report like any other)
+        warnings.warn(f"{replaced} value(s) outside the collection's public domain (its "
+                      "classes, categories or 0/1 features) were replaced by uniformly random "
+                      "ones before the report was drawn: a device answers whatever its data, "
+                      "so that who answers tells the server nothing.", UserWarning,
+                      stacklevel=3)
+    return p.row(p.encode(inputs, seed, keys), 0)
+
+
+_OUTSIDE = 0x6F75747369646521   # the stream of the values drawn for those outside the domain
 
 
 def _dense_row(data):
@@ -154,7 +172,7 @@ def _input_digest(data, user, edges=False):
 
     ``edges``: ``data`` is a list of neighbours, whose order and repeats do not change
     the report (the same set, the same answer)."""
-    h = hashlib.sha256(repr(user).encode())
+    h = hashlib.sha256(repr(plain_id(user)).encode())
     if edges:
         data = sorted({json.dumps(plain_id(v), default=str) for v in data})
     try:
@@ -182,9 +200,10 @@ class Device:
     The report of a collection is drawn with a seed and a key taken from the
     operating system's entropy (:mod:`secrets`), used once and never stored: the
     device keeps only its answers (and a hash of what it answered about), so that
-    asking again returns the same record (a **resend**, which costs nothing), while
-    asking about changed data is refused (a second answer would spend the budget
-    again).
+    asking again returns the same record (a **resend**, which costs nothing), also
+    about changed data, with a warning on the device (:class:`AlreadyAnswered`): a
+    second answer would spend the budget again, and a refusal would tell the server
+    that the data changed.
 
     Each answer carries an **answer id** (``"answer"``: 16 hex digits the device
     draws from its entropy when it answers, kept with the answer): a resend repeats
@@ -227,8 +246,16 @@ class Device:
     """
 
     def __init__(self, user, *, path=None, max_epsilon=None):
+        user = plain_id(user)
+        if isinstance(user, bool) or not isinstance(user, (str, int)):
+            # the server refuses such a record as malformed, and charges no one for it
+            raise TypeError(f"A user id is a string or an integer, got {user!r} (a "
+                            f"{type(user).__name__}). An id read as a float from a table "
+                            "with missing values (5.0) is int(5.0).")
         self.user = user
-        self.path = None if path is None else os.fspath(path)
+        # Resolved once: a relative path after a change of directory, or a link replaced
+        # by the state file, would be another state (and the cap spent again)
+        self.path = None if path is None else os.path.realpath(os.fspath(path))
         self.max_epsilon = None if max_epsilon is None else float(max_epsilon)
         if self.max_epsilon is not None and not self.max_epsilon >= 0:
             raise ValueError(f"max_epsilon must be a number >= 0 or None, got {max_epsilon!r}.")
@@ -303,8 +330,9 @@ class Device:
     def answer(self, spec, data, *, directory=None):
         """This user's report of ``spec`` about ``data`` (see :func:`encode`).
 
-        Asked again about the same data, the device returns the same record (a
-        resend: same answer id, same report), which costs nothing.
+        Asked again, the device returns the same record (a resend: same answer id,
+        same report), which costs nothing; about other data, it warns
+        (:class:`AlreadyAnswered`) and resends all the same.
 
         Returns
         -------
@@ -317,8 +345,6 @@ class Device:
 
         Raises
         ------
-        AlreadyAnswered
-            The device answered this collection about other data.
         SpecError
             The spec is invalid, or would take the device past ``max_epsilon``.
         DeviceStateError
@@ -336,11 +362,17 @@ class Device:
                 if old["input"] != digest:
                     # input this spec cannot take gets its own error, not "other data"
                     if "edges" not in spec.protects or directory is not None:
-                        encode(spec, data, seed=0, key=0, user=self.user, directory=directory)
-                    raise AlreadyAnswered(
-                        f"this device answered collection {spec.id} about other data; "
-                        "answering again would spend its budget again. The server must open "
-                        "a new collection (a new spec id) to ask about the new data.")
+                        with warnings.catch_warnings():
+                            warnings.simplefilter("ignore", UserWarning)
+                            encode(spec, data, seed=0, key=0, user=self.user,
+                                   directory=directory)
+                    # (on the device only: the server receives a resend, as for the same data)
+                    warnings.warn(AlreadyAnswered(
+                        f"this device answered collection {spec.id} about other data; it "
+                        "resends that answer. Answering again would spend its budget again, "
+                        "and refusing would tell the server that the data changed. The server "
+                        "opens a new collection (a new spec id) to ask about the new data."),
+                        stacklevel=2)
                 self._answers = answers
                 return copy.deepcopy(old["record"])
             spent = _spent(answers)

@@ -461,6 +461,15 @@ class _Plan:
         """The users' device inputs from their raw rows (after the on-device steps)."""
         return np.clip(self._rows(rows), self.lo, self.hi)   # the public bounds
 
+    def prepare_on_device(self, rows, rng):
+        """:meth:`prepare` on a device: a value outside the public domain is replaced by a
+        uniformly random one (drawn from ``rng``, the device's secret stream) instead of
+        refused, so that whether a device answers never depends on its data (a server could
+        choose a domain to learn who holds a value). Returns the inputs and how many values
+        were replaced. The report of a random in-domain value is a mixture of reports of
+        in-domain values: the same epsilon."""
+        return self.prepare(rows), 0
+
     # -- the wire format
     def field_specs(self):
         """``{name: (type, length, low, high)}``: the report's fields and their domains
@@ -491,7 +500,7 @@ class _Plan:
             increasing).
         """
         if not isinstance(report, dict):
-            raise ReportError("malformed", f"a report is a JSON object, got {_short(report)}.")
+            raise ReportError("malformed", f"a report is a JSON object, got {_value_text(report)}.")
         specs = self.field_specs()
         if set(report) != set(specs):
             raise ReportError("malformed", f"a {_short(self.spec)} report has the fields "
@@ -689,6 +698,12 @@ class _SetValued(_Plan):
             return X != 0
         return X > self.binarize
 
+    def prepare_on_device(self, rows, rng):
+        X = self._rows(rows, copy=True)
+        bad = (X != 0) & (X != 1) if self.binarize is None else np.zeros(X.shape, bool)
+        X[bad] = rng.integers(0, 2, size=int(bad.sum()))
+        return self.prepare(X), int(bad.sum())
+
     def field_specs(self):
         if self.oracle == "grr":
             return {"v": ("int", None, 0, self.d + 1)}
@@ -703,6 +718,11 @@ class _SetValued(_Plan):
                                  seed, keys)
 
 
+#: The largest domain of a GRR feature: its "another value" draw maps 2^53 equally likely
+#: uniforms onto c - 1 values, equal to a factor 1 + c / 2^53 (2^-29 here) of the probability.
+MAX_DOMAIN_SIZE = 1 << 24
+
+
 class _GRRFS(_Plan):
     def __init__(self, spec):
         super().__init__(spec)
@@ -713,8 +733,8 @@ class _GRRFS(_Plan):
         sizes = _state(spec, "domain_sizes")
         if not isinstance(sizes, list) or len(sizes) != self.d:
             raise SpecError(f"GRRFSMechanism: domain_sizes must list {self.d} sizes.")
-        self.sizes = np.array([_int(spec, c, "a domain size", 2, 1 << 53) for c in sizes],
-                              np.int64)
+        self.sizes = np.array([_int(spec, c, "a domain size", 2, MAX_DOMAIN_SIZE)
+                               for c in sizes], np.int64)
         self.q = grr_probabilities(self.eps, self.sizes)[1]
         cats = spec.params.get("categories")
         edges = spec.params.get("bin_edges")
@@ -736,22 +756,45 @@ class _GRRFS(_Plan):
             raise SpecError(f"GRRFSMechanism: bin_edges must give 1-D edges of columns "
                             f"0..{self.d - 1}.")
 
-    def prepare(self, rows):
-        X = self._rows(rows, copy=True)   # binned in place below
+    def _binned(self, rows):
+        X = self._rows(rows, copy=True)   # binned in place
         if self.bin_edges is not None:
             for j, e in self.bin_edges:
                 X[:, j] = np.digitize(X[:, j], e)
+        return X
+
+    def _outside(self, X, j):
+        """The rows whose feature ``j`` is outside its public domain."""
         if self.categories is not None:
-            out = np.empty(X.shape, dtype=np.int64)
-            for j, cats in enumerate(self.categories):
-                pos = np.clip(np.searchsorted(cats, X[:, j]), 0, len(cats) - 1)
-                if np.any(cats[pos] != X[:, j]):
-                    raise ValueError(f"feature {j} holds a value outside its categories.")
-                out[:, j] = pos
-            return out
-        if np.any(X != np.round(X)) or np.any(X < 0) or np.any(X >= self.sizes):
-            raise ValueError("GRRFSMechanism needs integer codes 0..c_j - 1 in each feature.")
-        return X.astype(np.int64)
+            return ~np.isin(X[:, j], self.categories[j])
+        x = X[:, j]
+        return (x != np.round(x)) | (x < 0) | (x >= self.sizes[j])
+
+    def _codes(self, X):
+        for j in range(self.d):
+            if self._outside(X, j).any():
+                raise ValueError(f"feature {j} holds a value outside its categories."
+                                 if self.categories is not None else
+                                 "GRRFSMechanism needs integer codes 0..c_j - 1 in each "
+                                 "feature.")
+        if self.categories is None:
+            return X.astype(np.int64)
+        return np.stack([np.searchsorted(c, X[:, j]) for j, c in enumerate(self.categories)],
+                        axis=1).astype(np.int64)
+
+    def prepare(self, rows):
+        return self._codes(self._binned(rows))
+
+    def prepare_on_device(self, rows, rng):
+        X, n = self._binned(rows), 0
+        for j in range(self.d):
+            bad = self._outside(X, j)
+            k = int(bad.sum())
+            if k:
+                draw = rng.integers(0, int(self.sizes[j]), size=k)
+                X[bad, j] = self.categories[j][draw] if self.categories is not None else draw
+                n += k
+        return self._codes(X), n
 
     def field_specs(self):
         return {"c": ("ints", self.d, 0, self.sizes)}
@@ -787,6 +830,14 @@ def _edge_items(bin_edges, d):
     return [(j, np.asarray(e, dtype=np.float64)) for j, e in items if e is not None]
 
 
+def _in_classes(y, classes):
+    try:
+        classes.index(y)
+    except ValueError:
+        return False
+    return True
+
+
 class _Label(_Plan):
     protects = "labels"
 
@@ -813,6 +864,13 @@ class _Label(_Plan):
                 raise ValueError(f"the label is not in the collection's classes (it is not "
                                  f"one of the spec's {self.c} classes).") from None
         return out
+
+    def prepare_on_device(self, labels, rng):
+        labels = np.atleast_1d(np.asarray(labels, dtype=object)).tolist()
+        known = [_in_classes(y, self.classes) for y in labels]
+        out = np.array([self.classes.index(y) if k else int(rng.integers(0, self.c))
+                        for y, k in zip(labels, known, strict=True)], dtype=np.int64)
+        return out, known.count(False)
 
     def field_specs(self):
         return {"y": ("int", None, 0, self.c)}
@@ -970,7 +1028,7 @@ def _step_int(spec, value, name, lo=1):
     return value
 
 
-def _short(value):
+def _value_text(value):
     """A short text of a value a device sent, even one whose full text cannot be written
     (an integer too long for text, nesting too deep)."""
     try:

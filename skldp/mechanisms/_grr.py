@@ -29,7 +29,7 @@ from ..base import (
     collected_spec,
     population_of,
 )
-from ..device._kinds import grr_probabilities, grrfs_encode
+from ..device._kinds import MAX_DOMAIN_SIZE, grr_probabilities, grrfs_encode
 from ..exceptions import PrivacyLeakWarning
 from ..utils._arrays import sorted_lookup
 from ..utils._blocks import row_blocks
@@ -194,6 +194,12 @@ def _check_domain_sizes(sizes, names):
     if len(bad):
         raise ValueError(f"every domain size must be >= 2; {_column_name(names, bad[0])} "
                          f"has {sizes[bad[0]]}.")
+    big = np.flatnonzero(sizes > MAX_DOMAIN_SIZE)
+    if len(big):
+        # beyond it the draw of "another value" is measurably non-uniform (more loss)
+        raise ValueError(f"every domain size must be at most 2^24 = {MAX_DOMAIN_SIZE:,}; "
+                         f"{_column_name(names, big[0])} has {sizes[big[0]]}. Group rare "
+                         "values, or hash them into fewer buckets.")
 
 
 def _any_per_column(X, test):

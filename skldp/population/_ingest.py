@@ -18,7 +18,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..device._device import ANSWER_ID, plain_id
-from ..device._kinds import ReportError, _short, directory_digest, plan
+from ..device._kinds import ReportError, _value_text, directory_digest, plan
 from ..device._random import ids_to_keys
 from ..device._spec import read_spec
 from ._population import _TOL, BudgetExceededError, Population
@@ -351,7 +351,7 @@ def _plain(value):
     if isinstance(value, dict):
         other = [k for k in value if not isinstance(k, str)]
         if other:   # JSON would write it as text: it would not read back as written
-            raise TypeError(f"a field name that is not text, {_short(other[0])}")
+            raise TypeError(f"a field name that is not text, {_value_text(other[0])}")
         return {k: _plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         if type(value) is list and set(map(type, value)) <= _PLAIN:
@@ -531,9 +531,17 @@ def read_reports(source, spec, *, users=None, senders=None, format=None):
                 rec["collection"] == spec.id and \
                 (senders is None or user == senders[index]) and \
                 (allowed is None or user in allowed)
+            if reason == "malformed" and senders is not None and user is None and \
+                    (not isinstance(rec, dict) or ("report" in rec and
+                                                   rec.get("collection") == spec.id)) and \
+                    (allowed is None or senders[index] in allowed):
+                # an authenticated sender's record that names no user (a line cut short in
+                # transit, its user id lost): sent all the same, charged to its sender
+                user, charge = senders[index], True
+                message += " Its user is its authenticated sender."
             if charge:
                 d = _digest(("refused", answer, _raw_text(rec["report"]))) \
-                    if answer is not None else _new_digest(nonce, index)
+                    if answer is not None and "report" in rec else _new_digest(nonce, index)
                 charge = _further(d, user, seen, kept, extra)
                 if charge:
                     out.again[user] += 1

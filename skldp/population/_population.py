@@ -178,7 +178,7 @@ class Population:
         """A public nonce for the collection whose seed is ``seed``: a keyed hash with the
         devices' secret, so that it reveals nothing about the seed."""
         if self._secret is None:
-            raise _unreachable()
+            raise _unreachable(self)
         return hashlib.blake2b(int(seed).to_bytes(8, "little"), digest_size=8,
                                key=int(self._secret).to_bytes(8, "little"),
                                person=b"skldp-nonce").hexdigest()
@@ -219,7 +219,7 @@ class Population:
                 "skldp.population.mechanism_from_spec(spec)); to ask the devices again, "
                 "publish a new spec.")
         if self._secret is None:   # a copy that cannot reach the devices' secret
-            raise _unreachable()
+            raise _unreachable(self)
         node_keys = np.asarray(node_keys, dtype=np.uint64)
         rkeys = report_keys(node_keys, digests)
         tags = answer_tags(self._secret, spec.id, rkeys)
@@ -269,7 +269,7 @@ class Population:
             The users charged now (those who had not answered ``spec`` before).
         """
         if self._secret is None:
-            raise _unreachable()
+            raise _unreachable(self)
         node_keys = np.asarray(node_keys, dtype=np.uint64)
         tags = answer_tags(self._secret, spec.id, node_keys)   # one answer per user
         with self._exclusive():
@@ -443,11 +443,11 @@ class Population:
                 yield
                 return
             if not self._reachable:
-                raise _unreachable()
+                raise _unreachable(self)
             try:
                 fh = open(self._journal, "a+b")
             except FileNotFoundError:   # the original ended and removed the journal's folder
-                raise _unreachable() from None
+                raise _unreachable(self) from None
             with fh:
                 if fcntl is not None:
                     fcntl.flock(fh, fcntl.LOCK_EX)
@@ -595,7 +595,15 @@ class _JournalFolder:
 _FOLDERS = weakref.WeakValueDictionary()   # folder path -> _JournalFolder
 
 
-def _unreachable():
+def _unreachable(population):
+    if not population.simulated:
+        return RuntimeError(
+            "These are reports that real devices sent to another process (one that has "
+            "ended, or another machine): its ledger is not saved, so what this copy receives "
+            "would not be counted with it. Keep the records you receive (write_reports) and "
+            "read them all again, the earlier batches with the new one, into one "
+            "received_graph: the answer ids make every resend free, so the ledger is rebuilt "
+            "as it was.")
     return RuntimeError(
         "This copy of the users' data was sent to a process that cannot reach the ledger "
         "of the original (another machine, or the original has ended), so what it collects "

@@ -247,3 +247,17 @@ def test_a_grrfs_flip_never_reports_the_true_code(monkeypatch):
     out = _kinds.grrfs_encode(codes, sizes, 4, 0.1, 0, np.arange(5, dtype=np.uint64))["c"]
     assert np.all(out != codes)
     assert np.all(out == sizes - 1)                 # the last of the other codes
+
+
+def test_grr_domains_beyond_2_to_the_24_are_refused():
+    # "another value" maps 2^53 equally likely uniforms onto c - 1 values: at c = 2^53 some
+    # value got twice the probability of others (up to eps + ln 2 of privacy loss)
+    from skldp.device._kinds import MAX_DOMAIN_SIZE
+    X = np.zeros((3, 2))
+    with pytest.raises(ValueError, match="at most 2\\^24 = 16,777,216; column 0"):
+        GRRFSMechanism(1.0, domain_sizes=[MAX_DOMAIN_SIZE + 1, 3]).fit(X)
+    spec = collection_spec(GRRFSMechanism(1.0, domain_sizes=[MAX_DOMAIN_SIZE, 3]).fit(X))
+    big = dataclasses.replace(spec, public_state=dict(spec.public_state,
+                                                      domain_sizes=[1 << 53, 3]))
+    with pytest.raises(SpecError, match="domain size"):
+        plan(dataclasses.replace(big, id=big.content_id()))

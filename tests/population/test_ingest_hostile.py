@@ -185,6 +185,24 @@ def test_senders_refuse_a_record_that_claims_another_user():
         read_reports(iter(recs), spec, users=IDS, senders=IDS)
 
 
+def test_a_record_cut_short_is_charged_to_its_authenticated_sender():
+    # a line cut in transit names no user, but the server holds most of its report: with
+    # senders=, its sender is charged (it was charged to no one)
+    spec, recs = _labels()
+    line = json.dumps(recs[0])
+    cut = [line[:-5], json.dumps(recs[1]), {"collection": spec.id, "report": {"y": 1}}]
+    got = read_reports(cut, spec, users=IDS, senders=IDS[:3])
+    assert got.users == [IDS[1]] and got.refused == {"malformed": 2}
+    assert got.again == {IDS[0]: 1, IDS[2]: 1}
+    assert "authenticated sender" in got.refused_records[0].message
+    # a record of another collection is not charged here; without senders, nobody
+    other = {"collection": "0" * 16, "report": {"y": 1}}
+    assert not read_reports([other], spec, users=IDS, senders=IDS[:1]).again
+    assert not read_reports(cut, spec, users=IDS).again
+    G, _ = received_graph(labels=got, node_ids=IDS)
+    assert G.ledger.spent(G.node_keys)[:3].tolist() == [spec.epsilon] * 3
+
+
 def test_a_budget_refused_for_further_answers_names_their_users():
     spec, recs = _labels()
     flood = [{"collection": spec.id, "user": "user1", "answer": secrets.token_hex(8),
@@ -230,3 +248,35 @@ def test_records_that_python_cannot_compare_are_refused_not_raised():
     recs.append({"collection": np.array([1, 2]), "user": IDS[3], "report": {"y": 1}})
     got = read_reports(recs, ly, users=IDS)
     assert len(got) == 2 and got.refused == {"malformed": 1, "other collection": 1}
+
+
+def test_a_received_population_in_another_process_says_how_to_rebuild_its_ledger(tmp_path):
+    # its ledger is not saved: the advice for simulations (new_simulation, collect before
+    # sending) does not apply to reports that real devices sent
+    import subprocess
+    import sys
+    spec, recs = _labels()
+    (tmp_path / "records.json").write_text(json.dumps([spec.to_json(), recs]))
+    head = ("import json, pickle\n"
+            "from skldp.device import read_spec\n"
+            "from skldp.population import read_reports, received_graph\n"
+            f"spec, recs = json.loads(open({str(tmp_path / 'records.json')!r}).read())\n"
+            "spec = read_spec(spec)\n")
+    save = head + (f"G, _ = received_graph(labels=read_reports(recs[:3], spec, users={IDS!r}),\n"
+                   f"                      node_ids={IDS!r})\n"
+                   f"open({str(tmp_path / 'g.pkl')!r}, 'wb').write(pickle.dumps(G))\n")
+    load = head + (f"G = pickle.loads(open({str(tmp_path / 'g.pkl')!r}, 'rb').read())\n"
+                   "try:\n"
+                   f"    received_graph(labels=read_reports(recs, spec, users={IDS!r}),\n"
+                   f"                   node_ids={IDS!r}, population=G)\n"
+                   "except RuntimeError as e:\n"
+                   "    print(e)\n")
+    for code in (save, load):   # the first process has ended when the second starts
+        run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             timeout=120)
+        assert run.returncode == 0, run.stderr
+    assert "real devices sent to another process" in run.stdout
+    assert "read them all again" in run.stdout and "new_simulation" not in run.stdout
+    # the advice works: every batch read again gives the ledger of the batches
+    again, _ = received_graph(labels=read_reports(recs, spec, users=IDS), node_ids=IDS)
+    assert again.ledger.spent(again.node_keys).tolist() == [spec.epsilon] * len(IDS)
