@@ -73,7 +73,7 @@ def graph_arrays(n, rows, cols, X, y, **extras):
     A = sp.csr_matrix((np.ones(r.size, np.float32), (r, c)), shape=(n, n))
     A.sum_duplicates()
     A.sort_indices()
-    X = sp.csr_matrix(X, dtype=np.float32)
+    X = sp.csr_matrix(X, dtype=np.float32, copy=True)   # compacted in place below
     X.sum_duplicates()
     X.eliminate_zeros()
     X.sort_indices()

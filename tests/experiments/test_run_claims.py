@@ -1,0 +1,105 @@
+"""Run claims: other hosts' claims, damaged claim files, the folder lock, and claims
+never left behind or taken from another sweep."""
+
+import fcntl
+import json
+import os
+import threading
+import time
+import types
+
+import pytest
+from sklearn.linear_model import LogisticRegression
+
+from skldp.experiments import Method, Study, run_study
+from skldp.experiments._claims import STALE_AFTER, RunClaims
+
+
+def _write_claim(claims, key, **rec):
+    path = claims._path(key)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"key": key, **rec}))
+    return path
+
+
+def test_a_claim_from_another_host_is_kept_until_it_is_stale(tmp_path):
+    # its process cannot be checked from here: only its age tells
+    claims = RunClaims(tmp_path / "s_runs.jsonl")
+    path = _write_claim(claims, "k", host="another-host.invalid", pid=1, start=None)
+    assert claims.owner("k")["host"] == "another-host.invalid"
+    assert not claims.acquire("k")
+    old = time.time() - STALE_AFTER - 60
+    os.utime(path, (old, old))
+    assert claims.owner("k") is None
+    assert claims.acquire("k") and claims.owner("k")["pid"] == os.getpid()
+    recent = time.time() - STALE_AFTER + 600
+    path = _write_claim(claims, "j", host="another-host.invalid", pid=1, start=None)
+    os.utime(path, (recent, recent))
+    assert claims.owner("j") is not None and not claims.acquire("j")
+
+
+@pytest.mark.parametrize("content", ["", '{"key": "k", "host"', "not json"])
+def test_a_damaged_claim_file_is_taken_over(tmp_path, content):
+    claims = RunClaims(tmp_path / "s_runs.jsonl")
+    claims._path("k").parent.mkdir(parents=True)
+    claims._path("k").write_text(content)
+    assert claims.owner("k") is None
+    assert claims.acquire("k") and claims.owner("k")["pid"] == os.getpid()
+
+
+def test_claims_wait_for_the_folder_lock(tmp_path):
+    claims = RunClaims(tmp_path / "s_runs.jsonl")
+    claims.folder.mkdir()
+    got = []
+    with open(claims.folder / ".lock", "a") as lock:   # another sweep is claiming
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        t = threading.Thread(target=lambda: got.append(claims.acquire("k")))
+        t.start()
+        time.sleep(0.3)
+        assert not got and not claims._path("k").exists()
+        fcntl.flock(lock, fcntl.LOCK_UN)
+    t.join(10)
+    assert got == [True]
+
+
+def test_a_sweep_releases_only_the_claims_it_holds(tmp_path):
+    # a run this sweep never took (another sweep's claim) must keep its claim when this
+    # sweep gives its runs back (e.g. after a worker died before the run was taken)
+    from skldp.experiments._runner import SweepResult, _Claims
+    from skldp.experiments._runs import RunsFile
+
+    path = tmp_path / "s_runs.jsonl"
+    claims = RunClaims(path)
+    assert claims.acquire("theirs")                       # held by someone else
+    mine = _Claims(RunClaims(path), RunsFile(path, "s"), SweepResult(path),
+                   types.SimpleNamespace(update=lambda *a: None))
+    mine.release("theirs")
+    mine.release_all()
+    assert claims._path("theirs").exists()
+    assert mine.take(types.SimpleNamespace(key="ours"))  # its own claim: released
+    mine.release("ours")
+    assert not claims._path("ours").exists()
+
+
+class Interrupted(BaseException):
+    """Like KeyboardInterrupt: not an Exception, so the run does not just fail."""
+
+
+def _interrupt(est, X, y, masks):
+    raise Interrupted
+
+
+def _plain(G, y, config):
+    return G.features, y
+
+
+def test_an_interrupted_sweep_leaves_no_claim(tmp_path):
+    # the claim of the run in progress would keep a live process (an interactive session,
+    # a notebook) holding a run that nobody does
+    study = Study("intr", ["german"],
+                  {"raw": Method(lambda ctx: LogisticRegression(), role="raw-features",
+                                 data=_plain, evaluate=_interrupt)}, seeds=[0, 1])
+    with pytest.raises(Interrupted):
+        run_study(study, tmp_path, backend="sequential", progress=False)
+    assert (tmp_path / "intr_claims").is_dir()
+    assert not list((tmp_path / "intr_claims").glob("*.claim"))

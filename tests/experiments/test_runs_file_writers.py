@@ -1,0 +1,148 @@
+"""The runs file as several writers and a killed one leave it: whole lines, each key once,
+the right line numbers, every record on disk before append returns."""
+
+import fcntl
+import json
+import os
+import threading
+import time
+
+import pytest
+
+from skldp.experiments import RunsFile, RunsFileError, _runs, load_runs
+
+
+def _rec(key, acc=0.5, study="t"):
+    return {"study": study, "key": key, "metrics": {"accuracy": acc}}
+
+
+def _line(rec):
+    return (json.dumps(rec) + "\n").encode()
+
+
+def test_two_writers_on_one_file_record_a_key_once(tmp_path):
+    # each sweep has its own RunsFile on the shared file: the second one must see, under
+    # the file lock, that the first one has recorded the key meanwhile
+    path = tmp_path / "t_runs.jsonl"
+    a, b = RunsFile(path, "t"), RunsFile(path, "t")
+    assert a.append({"key": "k", "metrics": {"accuracy": 0.1}})
+    assert not b.append({"key": "k", "metrics": {"accuracy": 0.2}})
+    assert "k" in b and [r["metrics"]["accuracy"] for r in b.records] == [0.1]
+    assert b.append({"key": "j", "metrics": {"accuracy": 0.3}})
+    assert not a.append({"key": "j", "metrics": {"accuracy": 0.4}})
+    assert [(r["key"], r["metrics"]["accuracy"]) for r in load_runs(path, "t")] == [
+        ("k", 0.1), ("j", 0.3)]
+    assert len(path.read_bytes().splitlines()) == 2
+
+
+def test_a_line_being_written_by_another_process_is_left_for_later(tmp_path):
+    path = tmp_path / "t_runs.jsonl"
+    path.write_bytes(_line(_rec("a")))
+    rf = RunsFile(path, "t")
+    whole = _line(_rec("b"))
+    with open(path, "ab") as f:          # another writer, half way through its line
+        f.write(whole[:10])
+    assert rf.refresh() == [] and "b" not in rf
+    with open(path, "ab") as f:
+        f.write(whole[10:])
+    assert [r["key"] for r in rf.refresh()] == ["b"] and len(rf) == 2
+
+
+def test_append_writes_a_whole_line_after_a_cut_one(tmp_path):
+    # a writer killed mid-line leaves no newline: the next record must not be glued to it
+    path = tmp_path / "t_runs.jsonl"
+    rf = RunsFile(path, "t")
+    assert rf.append({"key": "a", "metrics": {"accuracy": 0.5}})
+    with open(path, "ab") as f:
+        f.write(_line(_rec("b"))[:15])   # killed writer: no newline
+    # refresh() leaves a partial last line alone, so the append goes on
+    assert rf.append({"key": "c", "metrics": {"accuracy": 0.5}})
+    lines = path.read_bytes().split(b"\n")
+    assert lines[-1] == b"" and json.loads(lines[-2])["key"] == "c"
+    assert lines[1] == _line(_rec("b"))[:15]
+    with pytest.raises(RunsFileError, match=r"t_runs.jsonl:2: not a JSON record"):
+        load_runs(path, "t")
+
+
+def test_errors_after_appends_name_the_right_line(tmp_path):
+    path = tmp_path / "t_runs.jsonl"
+    path.write_bytes(_line(_rec("a")))
+    rf = RunsFile(path, "t")
+    for key in ("b", "c"):
+        assert rf.append({"key": key, "metrics": {"accuracy": 0.5}})
+    other = RunsFile(path, "t")
+    assert other.append({"key": "d", "metrics": {"accuracy": 0.5}})
+    assert [r["key"] for r in rf.refresh()] == ["d"]
+    assert [r["key"] for r in rf.refresh()] == []        # nothing read twice
+    with open(path, "ab") as f:
+        f.write(b'{"study": "t", "key": "e"}\n')          # line 5: no metrics
+    with pytest.raises(RunsFileError, match=r"t_runs.jsonl:5: record 'e' has no 'metrics'"):
+        rf.refresh()
+    with pytest.raises(RunsFileError, match=r"t_runs.jsonl:5: record 'e'"):
+        other.refresh()
+
+
+def test_refresh_skips_a_key_already_recorded(tmp_path):
+    # a key recorded twice (by a tool that bypassed the lock) counts once, as load_runs does
+    path = tmp_path / "t_runs.jsonl"
+    path.write_bytes(_line(_rec("a", 0.1)))
+    rf = RunsFile(path, "t")
+    with open(path, "ab") as f:
+        f.write(_line(_rec("a", 0.9)) + _line(_rec("b")))
+    assert [r["key"] for r in rf.refresh()] == ["b"]
+    assert [(r["key"], r["metrics"]["accuracy"]) for r in rf.records] == [("a", 0.1),
+                                                                          ("b", 0.5)]
+
+
+def test_append_syncs_the_record_to_disk(tmp_path, monkeypatch):
+    synced = []
+    fsync = os.fsync
+
+    def spy(fd):
+        synced.append(os.fstat(fd).st_size)
+        fsync(fd)
+
+    monkeypatch.setattr(_runs.os, "fsync", spy)
+    rf = RunsFile(tmp_path / "t_runs.jsonl", "t")
+    assert rf.append({"key": "a", "metrics": {"accuracy": 0.5}})
+    assert synced == [rf.path.stat().st_size]     # after the line was written
+
+
+def test_append_waits_for_the_file_lock(tmp_path):
+    path = tmp_path / "t_runs.jsonl"
+    path.write_bytes(_line(_rec("a")))
+    rf = RunsFile(path, "t")
+    done = []
+    with open(path, "ab") as other:               # another process is writing
+        fcntl.flock(other, fcntl.LOCK_EX)
+        t = threading.Thread(target=lambda: done.append(
+            rf.append({"key": "b", "metrics": {"accuracy": 0.5}})))
+        t.start()
+        time.sleep(0.3)
+        assert not done and path.read_bytes() == _line(_rec("a"))
+        other.write(_line(_rec("b", 0.7)))        # it records the same key, then unlocks
+        other.flush()
+        fcntl.flock(other, fcntl.LOCK_UN)
+    t.join(10)
+    assert done == [False]
+    assert [(r["key"], r["metrics"]["accuracy"]) for r in load_runs(path, "t")] == [
+        ("a", 0.5), ("b", 0.7)]
+
+
+@pytest.mark.parametrize("record, message", [
+    ({"key": "a", "metrics": {"accuracy": True}}, "metric 'accuracy' is True, not a number"),
+    ({"key": "", "metrics": {"accuracy": 0.5}}, "the record's 'key' is '', not a non-empty"),
+])
+def test_a_bool_metric_or_an_empty_key_is_refused(tmp_path, record, message):
+    rf = RunsFile(tmp_path / "t_runs.jsonl", "t")
+    with pytest.raises(RunsFileError, match=message):
+        rf.append(record)
+    assert not rf.path.exists()
+    rf.path.write_bytes(_line({"study": "t", **record}))
+    with pytest.raises(RunsFileError, match=f"t_runs.jsonl:1: .*{message}"):
+        load_runs(rf.path, "t")
+
+
+def test_load_runs_of_a_file_not_written_yet(tmp_path):
+    assert load_runs(tmp_path / "none_runs.jsonl", "none") == []
+    assert len(RunsFile(tmp_path / "none_runs.jsonl", "none")) == 0

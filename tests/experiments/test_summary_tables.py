@@ -1,0 +1,52 @@
+"""summarize and summary_markdown: groups, eps spent, row order and the printed numbers."""
+
+import math
+
+import pytest
+
+from skldp.experiments import summarize, summary_markdown
+
+
+def _rec(acc, seed=0, params=None, split="random", spent=None, method="m", dataset="d"):
+    return {"dataset": dataset, "method": method, "split": split, "seed": seed,
+            "params": {} if params is None else params, "metrics": {"accuracy": acc},
+            "eps_spent": spent}
+
+
+def test_eps_spent_is_the_largest_over_the_seeds_none_when_unknown():
+    rows = summarize([_rec(0.5, 0, spent=1.0), _rec(0.5, 1, spent=3.0), _rec(0.5, 2, spent=2.0),
+                      _rec(0.5, 3, spent=None)])
+    assert [r["eps_spent"] for r in rows] == [3.0]
+    assert summarize([_rec(0.5, 0), _rec(0.5, 1)])[0]["eps_spent"] is None
+    # a seed without a figure does not lower it
+    assert summarize([_rec(0.5, 0, spent=None), _rec(0.5, 1, spent=0.5)])[0]["eps_spent"] \
+        == 0.5
+
+
+def test_each_split_is_its_own_row():
+    rows = summarize([_rec(0.2, 0, split="public"), _rec(0.8, 0, split="random"),
+                      _rec(0.4, 1, split="public")])
+    assert [(r["split"], r["n"], r["mean"]) for r in rows] == [
+        ("public", 2, pytest.approx(0.3)), ("random", 1, pytest.approx(0.8))]
+
+
+def test_a_grid_value_named_eps_is_the_declared_eps():
+    rows = summarize([_rec(0.5, params={"eps": 2.0}), _rec(0.5, params={"eps": 0.5}),
+                      _rec(0.5, params={"clf__eps_scale": 9.0})])
+    assert [r["eps"] for r in rows] == [0.5, 2.0, None]
+
+
+def test_rows_with_another_eps_come_before_rows_without_one():
+    rows = summarize([_rec(0.5, params={}), _rec(0.5, params={"hds__eps": "auto"}),
+                      _rec(0.5, params={"hds__eps": math.inf}),
+                      _rec(0.5, params={"hds__eps": 1.0})])
+    assert [r["eps"] for r in rows] == [1.0, math.inf, "auto", None]
+
+
+def test_markdown_scales_mean_and_std():
+    rows = summarize([_rec(0.4, 0, spent=1.0), _rec(0.6, 1, spent=1.0)])
+    assert rows[0]["std"] == pytest.approx(0.1)
+    text = summary_markdown(rows)
+    assert "| m | random | — | 50.0 ± 10.0 | 2 | 1 |" in text.splitlines()
+    text = summary_markdown(rows, scale=1.0, digits=3, labels={"m": "Method M"})
+    assert "| Method M | random | — | 0.500 ± 0.100 | 2 | 1 |" in text.splitlines()
