@@ -449,15 +449,16 @@ def _records_fit_input(fit):
 
     @functools.wraps(fit)
     def wrapped(self, *args, **kwargs):
-        before = set(vars(self))
+        before = dict(vars(self))
         try:
             out = fit(self, *args, **kwargs)
         except BaseException:
-            # a failed fit leaves no fitted attribute it set (check_is_fitted passed on a
-            # step whose transform said it was not fitted)
-            for name in set(vars(self)) - before:
-                if name.endswith("_") and not name.startswith("_"):
-                    del self.__dict__[name]
+            # a failed fit leaves the step as it was: nothing half set (check_is_fitted
+            # passed on a step whose transform said it was not fitted), nothing overwritten
+            # (the earlier collection's seed with a failed fit's bounds, after the
+            # parameters were set back, answered a second time for free)
+            vars(self).clear()
+            vars(self).update(before)
             raise
         X = args[0] if args else kwargs.get("X")
         record_feature_names(self, X)

@@ -97,6 +97,13 @@ def encode(spec, data, *, seed, key, user=None, directory=None):
     system's entropy (:class:`Device`); the server's simulation draws them from the
     collection's seed and the user's report key.
 
+    Whether a report is made never depends on the data: a value outside the spec's
+    public domain (a label not in its classes, a category not in its domain, a
+    feature that is not 0 or 1 for a set-valued spec, a missing or infinite
+    feature) is replaced by a uniformly random one drawn from ``(seed, key)``, and
+    a neighbour outside the directory is left out, with a warning here on the
+    device (User Guide, "Deploying").
+
     Parameters
     ----------
     spec : CollectionSpec, dict or JSON text
@@ -117,6 +124,29 @@ def encode(spec, data, *, seed, key, user=None, directory=None):
     report : dict
         The report as JSON data (its fields are those of the kind's wire format).
     """
+    report, replaced, left_out = _encode(spec, data, seed=seed, key=key, user=user,
+                                         directory=directory)
+    _warn_outside(replaced, left_out, stacklevel=3)
+    return report
+
+
+def _warn_outside(replaced, left_out, stacklevel):
+    # (on the device only: the server receives a report like any other)
+    if replaced:
+        warnings.warn(f"{replaced} value(s) outside the collection's public domain (its "
+                      "classes, categories, 0/1 features, or a missing value) were replaced "
+                      "by uniformly random ones before the report was drawn: a device "
+                      "answers whatever its data, so that who answers tells the server "
+                      "nothing.", UserWarning, stacklevel=stacklevel)
+    if left_out:
+        warnings.warn(f"{left_out} neighbour(s) are not in the directory and were left out "
+                      "of the list (they are no users of the graph). A list names users by "
+                      "their ids, not by positions.", UserWarning, stacklevel=stacklevel)
+
+
+def _encode(spec, data, *, seed, key, user=None, directory=None):
+    """:func:`encode` without warnings: ``(report, values replaced, neighbours left out)``.
+    (It never touches the warning filters: devices may answer in threads.)"""
     spec, p = _validated(spec)
     keys = np.array([int(key) & 0xFFFFFFFFFFFFFFFF], dtype=np.uint64)
     if p.protects == "edges":
@@ -129,12 +159,16 @@ def encode(spec, data, *, seed, key, user=None, directory=None):
             raise ValueError("An adjacency list holds other users only (no self loop).")
         # Neighbours outside the directory are no users of the graph: left out, never a
         # refusal (a server could leave a user out of the directory to learn who knows it)
-        batch = p.encode_one(own, nbr[np.isin(nbr, dkeys)], dkeys, seed, keys[0])
-        return p.row(batch, 0)
+        known = np.isin(nbr, dkeys)
+        batch = p.encode_one(own, nbr[known], dkeys, seed, keys[0])
+        return p.row(batch, 0), 0, len(set(nbr[~known].tolist()))
     # Values outside the public domain: replaced by random ones, never a refusal (whether
     # a device answers must not depend on its data); drawn from the device's secret seed
     rng = np.random.default_rng([int(seed) & 0x7FFFFFFFFFFFFFFF, int(keys[0]), _OUTSIDE])
     if p.protects == "labels":
+        if isinstance(data, (list, tuple, dict, set, np.ndarray)):
+            raise TypeError(f"A device answers about one label (its user's), got a "
+                            f"{type(data).__name__}.")
         inputs, replaced = p.prepare_on_device([data], rng)
     else:
         rows = np.asarray(_dense_row(data), dtype=np.float64)
@@ -143,14 +177,7 @@ def encode(spec, data, *, seed, key, user=None, directory=None):
                              f"shape {rows.shape}.")
         rows = rows.reshape(1, -1)
         inputs, replaced = p.prepare_on_device(device_steps(spec, rows), rng)
-    if replaced:
-        # (on the device only: the server sees a report like any other)
-        warnings.warn(f"{replaced} value(s) outside the collection's public domain (its "
-                      "classes, categories or 0/1 features) were replaced by uniformly random "
-                      "ones before the report was drawn: a device answers whatever its data, "
-                      "so that who answers tells the server nothing.", UserWarning,
-                      stacklevel=3)
-    return p.row(p.encode(inputs, seed, keys), 0)
+    return p.row(p.encode(inputs, seed, keys), 0), replaced, 0
 
 
 _OUTSIDE = 0x6F75747369646521   # the stream of the values drawn for those outside the domain
@@ -354,43 +381,46 @@ class Device:
         if p.protects == "features":
             data = _dense_row(data)
         digest = _input_digest(data, self.user, edges="edges" in spec.protects)
+        changed = replaced = left_out = 0
         with self._locked():
             # read again under the lock: another Device on this file may have answered
             answers = self._answers if self.path is None else self._read_state()
             old = answers.get(spec.id)
             if old is not None:
-                if old["input"] != digest:
-                    # input this spec cannot take gets its own error, not "other data"
-                    if "edges" not in spec.protects or directory is not None:
-                        with warnings.catch_warnings():
-                            warnings.simplefilter("ignore", UserWarning)
-                            encode(spec, data, seed=0, key=0, user=self.user,
-                                   directory=directory)
-                    # (on the device only: the server receives a resend, as for the same data)
-                    warnings.warn(AlreadyAnswered(
-                        f"this device answered collection {spec.id} about other data; it "
-                        "resends that answer. Answering again would spend its budget again, "
-                        "and refusing would tell the server that the data changed. The server "
-                        "opens a new collection (a new spec id) to ask about the new data."),
-                        stacklevel=2)
-                self._answers = answers
-                return copy.deepcopy(old["record"])
-            spent = _spent(answers)
-            if self.max_epsilon is not None and not spent + spec.epsilon <= \
-                    self.max_epsilon * (1 + 1e-12):   # (written to refuse a NaN too)
-                raise SpecError(f"answering {spec.describe()} would take this device to "
-                                f"epsilon={spent + spec.epsilon:.4g}, above its cap of "
-                                f"{self.max_epsilon:.4g}.")
-            report = encode(spec, data, seed=secrets.randbits(63), key=secrets.randbits(64),
-                            user=self.user, directory=directory)
-            record = {"collection": spec.id, "user": plain_id(self.user),
-                      "answer": secrets.token_hex(8), "report": report}
-            answers = dict(answers)
-            answers[spec.id] = {"input": digest, "record": record, "epsilon": spec.epsilon}
-            if self.path is not None:
-                self._write_state(answers)
+                changed = old["input"] != digest
+                # input this spec cannot take gets its own error, not "other data"
+                if changed and ("edges" not in spec.protects or directory is not None):
+                    _encode(spec, data, seed=0, key=0, user=self.user, directory=directory)
+                record = old["record"]
+            else:
+                spent = _spent(answers)
+                if self.max_epsilon is not None and not spent + spec.epsilon <= \
+                        self.max_epsilon * (1 + 1e-12):   # (written to refuse a NaN too)
+                    raise SpecError(f"answering {spec.describe()} would take this device to "
+                                    f"epsilon={spent + spec.epsilon:.4g}, above its cap of "
+                                    f"{self.max_epsilon:.4g}.")
+                report, replaced, left_out = _encode(
+                    spec, data, seed=secrets.randbits(63), key=secrets.randbits(64),
+                    user=self.user, directory=directory)
+                record = {"collection": spec.id, "user": plain_id(self.user),
+                          "answer": secrets.token_hex(8), "report": report}
+                answers = dict(answers)
+                answers[spec.id] = {"input": digest, "record": record,
+                                    "epsilon": spec.epsilon}
+                if self.path is not None:
+                    self._write_state(answers)
             self._answers = answers
-            return copy.deepcopy(record)
+        # Warned after the answer is kept, on the device only (the server receives a report,
+        # or a resend, like any other): a warning turned into an error still leaves the
+        # record to resend when asked again
+        if changed:
+            warnings.warn(AlreadyAnswered(
+                f"this device answered collection {spec.id} about other data; it resends "
+                "that answer. Answering again would spend its budget again, and refusing "
+                "would tell the server that the data changed. The server opens a new "
+                "collection (a new spec id) to ask about the new data."), stacklevel=2)
+        _warn_outside(replaced, left_out, stacklevel=3)
+        return copy.deepcopy(record)
 
 
 def _spent(answers):

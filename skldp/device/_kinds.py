@@ -445,15 +445,16 @@ class _Plan:
         self.d = _int(spec, _state(spec, "n_features"), "n_features", 1)
 
     # -- the device side
-    def _rows(self, rows, copy=False):
-        """The users' raw rows as a finite 2-D float64 array of ``d`` columns."""
+    def _rows(self, rows, copy=False, finite=True):
+        """The users' raw rows as a 2-D float64 array of ``d`` columns (finite, unless
+        ``finite=False``)."""
         X = (np.array if copy else np.asarray)(rows, dtype=np.float64)
         if X.ndim == 1:
             X = X[None, :]
         if X.ndim != 2 or X.shape[1] != self.d:
             raise ValueError(f"{_short(self.spec)} expects rows of {self.d} features, got "
                              f"shape {X.shape}.")
-        if not np.all(np.isfinite(X)):
+        if finite and not np.all(np.isfinite(X)):
             raise ValueError("a feature row must be finite (no NaN or infinity).")
         return X
 
@@ -467,8 +468,16 @@ class _Plan:
         refused, so that whether a device answers never depends on its data (a server could
         choose a domain to learn who holds a value). Returns the inputs and how many values
         were replaced. The report of a random in-domain value is a mixture of reports of
-        in-domain values: the same epsilon."""
-        return self.prepare(rows), 0
+        in-domain values: the same epsilon. Here (numbers in public bounds): a missing
+        value (NaN) is drawn uniformly between the bounds, an infinite one is clipped."""
+        X = self._rows(rows, copy=True, finite=False)
+        missing = np.isnan(X)
+        n = int(missing.sum())
+        if n:
+            lo = np.broadcast_to(self.lo, X.shape)[missing]
+            hi = np.broadcast_to(self.hi, X.shape)[missing]
+            X[missing] = lo + (hi - lo) * rng.random(n)
+        return self.prepare(np.clip(X, self.lo, self.hi)), n
 
     # -- the wire format
     def field_specs(self):
@@ -688,6 +697,10 @@ class _SetValued(_Plan):
             raise SpecError(f"SetValuedMechanism: binarize must be a number >= 0 or null, got "
                             f"{t!r}.")
         self.binarize = t
+        if self.oracle == "grr" and self.d + 1 > MAX_DOMAIN_SIZE:
+            raise SpecError(f"SetValuedMechanism: the GRR oracle takes at most "
+                            f"{MAX_DOMAIN_SIZE - 1:,} items (the draw of another value is "
+                            "uniform only that far); use the OUE oracle.")
         self.p, self.q = frequency_oracle_probabilities(self.eps, self.d + 1, self.oracle)
 
     def prepare(self, rows):
@@ -699,8 +712,8 @@ class _SetValued(_Plan):
         return X > self.binarize
 
     def prepare_on_device(self, rows, rng):
-        X = self._rows(rows, copy=True)
-        bad = (X != 0) & (X != 1) if self.binarize is None else np.zeros(X.shape, bool)
+        X = self._rows(rows, copy=True, finite=False)
+        bad = (X != 0) & (X != 1) if self.binarize is None else np.isnan(X)
         X[bad] = rng.integers(0, 2, size=int(bad.sum()))
         return self.prepare(X), int(bad.sum())
 
@@ -756,11 +769,11 @@ class _GRRFS(_Plan):
             raise SpecError(f"GRRFSMechanism: bin_edges must give 1-D edges of columns "
                             f"0..{self.d - 1}.")
 
-    def _binned(self, rows):
-        X = self._rows(rows, copy=True)   # binned in place
+    def _binned(self, rows, finite=True):
+        X = self._rows(rows, copy=True, finite=finite)   # binned in place
         if self.bin_edges is not None:
             for j, e in self.bin_edges:
-                X[:, j] = np.digitize(X[:, j], e)
+                X[:, j] = np.where(np.isnan(X[:, j]), np.nan, np.digitize(X[:, j], e))
         return X
 
     def _outside(self, X, j):
@@ -786,7 +799,7 @@ class _GRRFS(_Plan):
         return self._codes(self._binned(rows))
 
     def prepare_on_device(self, rows, rng):
-        X, n = self._binned(rows), 0
+        X, n = self._binned(rows, finite=False), 0   # (NaN and inf: outside the domain)
         for j in range(self.d):
             bad = self._outside(X, j)
             k = int(bad.sum())
@@ -833,7 +846,7 @@ def _edge_items(bin_edges, d):
 def _in_classes(y, classes):
     try:
         classes.index(y)
-    except ValueError:
+    except Exception:   # (not there; or a value that does not compare, such as pandas' NA)
         return False
     return True
 
@@ -850,6 +863,8 @@ class _Label(_Plan):
         if not isinstance(classes, list) or len(classes) < 2:
             raise SpecError("LabelRandomizedResponse: classes must list at least two labels.")
         _check_classes(classes)
+        if len(classes) > MAX_DOMAIN_SIZE:   # (the draw of another class: see the constant)
+            raise SpecError(f"LabelRandomizedResponse: at most {MAX_DOMAIN_SIZE:,} classes.")
         self.classes = classes
         self.c = len(classes)
         self.q = label_flip_q(self.eps, self.c)
@@ -867,10 +882,12 @@ class _Label(_Plan):
 
     def prepare_on_device(self, labels, rng):
         labels = np.atleast_1d(np.asarray(labels, dtype=object)).tolist()
-        known = [_in_classes(y, self.classes) for y in labels]
-        out = np.array([self.classes.index(y) if k else int(rng.integers(0, self.c))
-                        for y, k in zip(labels, known, strict=True)], dtype=np.int64)
-        return out, known.count(False)
+        out = np.empty(len(labels), dtype=np.int64)
+        for i, y in enumerate(labels):
+            out[i] = self.classes.index(y) if _in_classes(y, self.classes) else -1
+        outside = out < 0
+        out[outside] = rng.integers(0, self.c, size=int(outside.sum()))
+        return out, int(outside.sum())
 
     def field_specs(self):
         return {"y": ("int", None, 0, self.c)}

@@ -411,7 +411,7 @@ class GRRFSMechanism(LDPMechanism):
     m : int, default=1
         Number of features each user randomises, in ``1..d``.
     domain_sizes : int or array-like of int of shape (n_features,), default=None
-        Public domain size ``c_j >= 2`` of each feature. ``None`` with
+        Public domain size ``2 <= c_j <= 2^24`` of each feature. ``None`` with
         ``categories=None`` (and a column without ``bin_edges``) reads
         ``max code + 1`` (at least 2) from the data, charged as a read in the
         clear (epsilon inf; refused under a budget), with a

@@ -532,8 +532,9 @@ def read_reports(source, spec, *, users=None, senders=None, format=None):
                 (senders is None or user == senders[index]) and \
                 (allowed is None or user in allowed)
             if reason == "malformed" and senders is not None and user is None and \
-                    (not isinstance(rec, dict) or ("report" in rec and
-                                                   rec.get("collection") == spec.id)) and \
+                    (not isinstance(rec, dict) or (
+                        "report" in rec and isinstance(rec.get("collection"), str) and
+                        rec["collection"] == spec.id)) and \
                     (allowed is None or senders[index] in allowed):
                 # an authenticated sender's record that names no user (a line cut short in
                 # transit, its user id lost): sent all the same, charged to its sender
@@ -541,7 +542,7 @@ def read_reports(source, spec, *, users=None, senders=None, format=None):
                 message += " Its user is its authenticated sender."
             if charge:
                 d = _digest(("refused", answer, _raw_text(rec["report"]))) \
-                    if answer is not None and "report" in rec else _new_digest(nonce, index)
+                    if answer is not None else _new_digest(nonce, index)
                 charge = _further(d, user, seen, kept, extra)
                 if charge:
                     out.again[user] += 1
@@ -664,6 +665,8 @@ def _new_digest(nonce, index):
 def _raw_text(report):
     """A refused report as text: equal for a record sent again as it was."""
     def plain(v):
+        if isinstance(v, _NotJSON):   # its whole text: two broken cells differ
+            return ["not JSON text", v.text]
         if isinstance(v, np.ndarray):
             return v.tolist()
         return v.item() if isinstance(v, np.generic) else repr(v)

@@ -290,6 +290,30 @@ def test_a_cell_that_is_not_json_text_is_refused_and_its_user_charged(sy, tmp_pa
     assert got.refused == {"malformed": 3} and "c" not in got.again
 
 
+def test_two_broken_cells_of_one_answer_id_are_two_answers(sy, tmp_path):
+    # a broken cell was compared by its text cut to 40 characters: a second, different one
+    # under the same answer id passed as a free resend
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+    rec = _batch(sy, 1)[0]
+    records = [rec, dict(rec, report={"y": "1"}), dict(rec)]   # report: a JSON column
+    path = str(tmp_path / "r.parquet")
+    write_reports(records, path)
+    table = pq.read_table(path)
+    broken = '{"y": 1, "padding": "' + "x" * 60
+    cells = [table.column("report").to_pylist()[0], broken + "A", broken + "B"]
+    table = table.set_column(table.schema.get_field_index("report"), "report",
+                             pa.array(cells, pa.string()))
+    pq.write_table(table, path)
+    got = read_reports(path, sy, users=IDS)
+    assert got.users == ["a"] and got.again == {"a": 2}
+    # the same broken cell twice is one resend
+    cells[2] = cells[1]
+    pq.write_table(table.set_column(table.schema.get_field_index("report"), "report",
+                                    pa.array(cells, pa.string())), path)
+    assert read_reports(path, sy, users=IDS).again == {"a": 1}
+
+
 @pytest.mark.parametrize("ext", ["parquet", "arrow"])
 def test_an_empty_object_in_a_report_is_written(sy, tmp_path, ext):
     pytest.importorskip("pyarrow")
