@@ -624,7 +624,8 @@ class MLPHead(TorchClassifierBase):
         n = getattr(X, "shape", (None,))[0]
         if n == 1:
             raise ValueError("MLPHead needs at least two training rows, got n_samples=1.")
-        check_has_features(X, "MLPHead")   # before the validation split takes rows away
+        if isinstance(X, GraphData):   # (arrays get scikit-learn's message)
+            check_has_features(X, "MLPHead")   # before the validation split takes rows away
         self._fitting = True
         try:
             super().fit(X, y)
