@@ -713,7 +713,7 @@ class _SetValued(_Plan):
 
     def prepare_on_device(self, rows, rng):
         X = self._rows(rows, copy=True, finite=False)
-        bad = (X != 0) & (X != 1) if self.binarize is None else np.isnan(X)
+        bad = (X != 0) & (X != 1) if self.binarize is None else ~np.isfinite(X)
         X[bad] = rng.integers(0, 2, size=int(bad.sum()))
         return self.prepare(X), int(bad.sum())
 

@@ -59,6 +59,11 @@ def test_a_feature_that_is_not_0_or_1_is_answered():
     with pytest.warns(UserWarning, match="1 value\\(s\\) outside"):
         report = encode(spec, [1.0, 0.0, 0.5, 0.0], seed=1, key=1)
     assert 0 <= report["v"] <= 4
+    binarized = collection_spec(SetValuedMechanism(1.0, ell=1, oracle="grr", binarize=0.5),
+                                n_features=4)
+    with pytest.warns(UserWarning, match="2 value\\(s\\) outside"):
+        report = encode(binarized, [np.inf, 0.0, np.nan, 0.7], seed=1, key=1)
+    assert 0 <= report["v"] <= 4
 
 
 def test_neighbours_outside_the_directory_are_left_out():
