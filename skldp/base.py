@@ -802,9 +802,7 @@ class LDPMechanism(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
             self.feature_range, Xf, owner=type(self).__name__,
             on_read=lambda: self._charge_bounds_read(X, Xf, population))
         self.n_features_in_ = Xf.shape[1]
-        with np.errstate(over="ignore"):   # (refused just below)
-            self._setup_fit()
-        self._check_report_scale()
+        self._setup_checked()
         self.population_ = population_of(X if isinstance(X, GraphData) else Xf)
         self._open_collection(population, epsilon=self._epsilon_total(),
                               device_steps=device_steps, public_state=self._public_state())
@@ -835,12 +833,16 @@ class LDPMechanism(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
                              f"has {self.n_features_in_} features.")
         self.feature_min_ = np.asarray(ps["feature_min"], dtype=np.float64)
         self.feature_max_ = np.asarray(ps["feature_max"], dtype=np.float64)
-        with np.errstate(over="ignore"):   # (refused just below)
-            self._setup_fit()
-        self._check_report_scale()
+        self._setup_checked()
         if public_value(self._public_state()) != ps:
             raise ValueError(f"{type(self).__name__} with these parameters would fix another "
                              f"public state than collection {spec.id}'s.")
+
+    def _setup_checked(self):
+        """:meth:`_setup_fit`, then refuse bounds and a budget whose reports overflow."""
+        with np.errstate(over="ignore"):   # (refused just below)
+            self._setup_fit()
+        self._check_report_scale()
 
     def _check_report_scale(self):
         """Refuse bounds and a budget whose reports overflow float64: a report scales the

@@ -843,12 +843,13 @@ def _edge_items(bin_edges, d):
     return [(j, np.asarray(e, dtype=np.float64)) for j, e in items if e is not None]
 
 
-def _in_classes(y, classes):
+def _class_position(y, classes):
+    """``y``'s position among ``classes``, or -1 (not there, or a value that does not
+    compare, such as pandas' NA)."""
     try:
-        classes.index(y)
-    except Exception:   # (not there; or a value that does not compare, such as pandas' NA)
-        return False
-    return True
+        return classes.index(y)
+    except Exception:
+        return -1
 
 
 class _Label(_Plan):
@@ -869,22 +870,19 @@ class _Label(_Plan):
         self.c = len(classes)
         self.q = label_flip_q(self.eps, self.c)
 
+    def _positions(self, labels):
+        labels = np.atleast_1d(np.asarray(labels, dtype=object)).tolist()
+        return np.array([_class_position(y, self.classes) for y in labels], dtype=np.int64)
+
     def prepare(self, labels):
-        labels = np.atleast_1d(np.asarray(labels, dtype=object))
-        out = np.empty(len(labels), dtype=np.int64)
-        for i, y in enumerate(labels.tolist()):
-            try:
-                out[i] = self.classes.index(y)
-            except ValueError:   # (the label is the user's private data: not in the message)
-                raise ValueError(f"the label is not in the collection's classes (it is not "
-                                 f"one of the spec's {self.c} classes).") from None
+        out = self._positions(labels)
+        if np.any(out < 0):   # (the label is the user's private data: not in the message)
+            raise ValueError(f"the label is not in the collection's classes (it is not one "
+                             f"of the spec's {self.c} classes).")
         return out
 
     def prepare_on_device(self, labels, rng):
-        labels = np.atleast_1d(np.asarray(labels, dtype=object)).tolist()
-        out = np.empty(len(labels), dtype=np.int64)
-        for i, y in enumerate(labels):
-            out[i] = self.classes.index(y) if _in_classes(y, self.classes) else -1
+        out = self._positions(labels)
         outside = out < 0
         out[outside] = rng.integers(0, self.c, size=int(outside.sum()))
         return out, int(outside.sum())
