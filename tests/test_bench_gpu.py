@@ -79,10 +79,16 @@ def test_table_gives_a_ratio_only_where_the_cpu_ran(bench):
     row = dict(metric=0.5, metric_name="accuracy", gpu_gib=None)
     rows = [dict(row, case="both", device="cpu", seconds=4.0),
             dict(row, case="both", device="cuda", seconds=2.0, gpu_gib=1.0),
-            dict(row, case="10M", device="cuda", seconds=3.0, gpu_gib=1.0)]
+            dict(row, case="10M", device="cuda", seconds=3.0, gpu_gib=1.0),
+            dict(row, case="near", device="cpu", seconds=0.573),
+            dict(row, case="near", device="cuda", seconds=0.587, gpu_gib=1.0),
+            dict(row, case="far", device="cpu", seconds=42.8),
+            dict(row, case="far", device="cuda", seconds=1.0, gpu_gib=1.0)]
     lines = bench._table(rows, [], "", 0.0).splitlines()
-    assert lines[-3].endswith("| — | 1.0× |") and lines[-2].endswith("| 1.00 | 2.0× |")
-    assert lines[-1].endswith("| 1.00 | — |")
+    assert lines[-7].endswith("| — | 1.00× |") and lines[-6].endswith("| 1.00 | 2.00× |")
+    assert lines[-5].endswith("| 1.00 | — |")
+    # two decimals below 10: 0.976 is not printed (nor plotted) as the goal's 1.0
+    assert lines[-3].endswith("| 0.98× |") and lines[-1].endswith("| 42.8× |")
 
 
 def test_gpu_check_names_the_tests_that_failed():
