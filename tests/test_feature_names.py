@@ -222,7 +222,7 @@ def test_dataframe_columns_become_feature_names():
     lambda: MLPHead(epochs=2, weight_decay=1e-4),
     lambda: GCNClassifier(epochs=2),
     lambda: SolitudeClassifier(epochs=2),
-    lambda: DPMLPClassifier(classes=[0, 1], batch_size=5, n_steps=2),
+    lambda: DPMLPClassifier(classes=[0, 1], accountant="hypergeometric", batch_size=5, n_steps=2),
     lambda: DPGNNClassifier(classes=[0, 1], batch_size=5, n_steps=2),
 ], ids=["MLPHead", "GCN", "Solitude", "DPMLP", "DPGNN"])
 def test_classifiers_refuse_columns_named_otherwise_than_in_fit(named_graph, make):

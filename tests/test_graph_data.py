@@ -1,5 +1,6 @@
 """GraphData: validation, input formats, views, memo and pickling."""
 
+import importlib.util
 import pickle
 import subprocess
 import sys
@@ -524,7 +525,6 @@ def test_negative_entry_cancelled_by_a_duplicate_is_refused():
 def test_feature_dtypes_are_real_floats_torch_can_read():
     # complex features lost their imaginary part with a numpy warning only; longdouble
     # features reached torch, which cannot read them; pandas' nullable dtypes were refused
-    import pandas as pd
     X = np.arange(6.0).reshape(3, 2)
     for bad in (X + 1j, sp.csr_matrix(X + 1j)):
         with pytest.raises(TypeError, match="real numbers, got dtype complex128"):
@@ -532,9 +532,11 @@ def test_feature_dtypes_are_real_floats_torch_can_read():
     for dtype in (np.longdouble, np.float16, np.int32, bool):
         assert GraphData(X.astype(dtype)).features.dtype == np.float64
     assert GraphData(sp.csr_matrix(X.astype(np.longdouble))).features.dtype == np.float64
-    G = GraphData(pd.DataFrame(X, columns=["a", "b"]).astype("Float64"))
-    np.testing.assert_array_equal(G.features, X)
-    assert list(G.feature_names) == ["a", "b"]
+    if importlib.util.find_spec("pandas") is not None:   # optional
+        import pandas as pd
+        G = GraphData(pd.DataFrame(X, columns=["a", "b"]).astype("Float64"))
+        np.testing.assert_array_equal(G.features, X)
+        assert list(G.feature_names) == ["a", "b"]
 
 
 def test_features_beyond_float32_are_refused_by_graph_steps_and_models():

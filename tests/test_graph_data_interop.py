@@ -6,11 +6,12 @@ from fractions import Fraction
 
 import networkx as nx
 import numpy as np
-import pandas as pd
 import pytest
 import scipy.sparse as sp
 
 from skldp import GraphData
+
+pd = pytest.importorskip("pandas")   # the frames and the networkx adjacency frames
 
 
 def _path_graph():

@@ -318,7 +318,8 @@ def _classifiers():
             LPGNNClassifier(epochs=2, eps_y=np.inf, classes=[0, 1, 2]),
             RGNNClassifier(epochs=2, alpha=0.0, classes=[0, 1, 2]), SolitudeClassifier(epochs=2),
             DPGNNClassifier(epochs=1, classes=[0, 1, 2]), DPGNNClassifier(epochs=1),
-            DPMLPClassifier(epochs=1, classes=[0, 1, 2]), LabelPropagationClassifier(),
+            DPMLPClassifier(epochs=1, classes=[0, 1, 2], accountant="hypergeometric"),
+            LabelPropagationClassifier(),
             CorrectAndSmooth(LabelPropagationClassifier())]
 
 

@@ -50,7 +50,7 @@ def test_central_trainings_of_two_ledgers_add_up():
         X = _rows(seed, n=60)
         y = (X[:, 0] > 0.5).astype(int)
         return DPMLPClassifier(classes=[0, 1], batch_size=20, n_steps=5, noise_multiplier=z,
-                               random_state=0).fit(GraphData(X), y)
+                               accountant="hypergeometric", random_state=0).fit(GraphData(X), y)
     a, b = dpmlp(0, 2.0), dpmlp(1, 1.0)
     assert a.ledger_ is not b.ledger_
     rep = privacy_report(_Holds(a, b).fit())
@@ -62,8 +62,9 @@ def test_central_trainings_of_two_ledgers_add_up():
 def test_total_and_budget_left_count_local_and_central_together():
     a = _collected(1.0, GraphData(_rows(0), budget=100.0))
     X = _rows(1, n=60)
+    y = (X[:, 0] > 0.5).astype(int)
     b = DPMLPClassifier(classes=[0, 1], batch_size=20, n_steps=5, noise_multiplier=2.0,
-                        random_state=0).fit(GraphData(X), (X[:, 0] > 0.5).astype(int))
+                        accountant="hypergeometric", random_state=0).fit(GraphData(X), y)
     rep = privacy_report(_Holds(a, b).fit())
     assert rep.local_epsilon == pytest.approx(1.0) and rep.central_epsilon > 0
     total = 1.0 + b.epsilon_

@@ -3,7 +3,6 @@
 import pickle
 
 import numpy as np
-import pandas as pd
 import pytest
 import sklearn
 from sklearn.base import clone
@@ -79,6 +78,7 @@ def test_an_unnamed_branch_gets_default_names_the_others_keep_theirs(graph):
 
 
 def test_set_output_keeps_the_union_a_graph_step(graph):
+    pd = pytest.importorskip("pandas")
     union = GraphFeatureUnion([("s", _structure()), ("raw", "passthrough")])
     pipe = Pipeline([("u", union), ("sc", StandardScaler())]).set_output(transform="pandas")
     out = pipe.fit_transform(graph[:30])

@@ -19,8 +19,9 @@ def test_every_batch_is_batch_size_distinct_rows(monkeypatch):
 
     monkeypatch.setattr(dpgnn._PerNodeGradients, "clipped_sum", spy)
     X = np.random.default_rng(0).uniform(size=(30, 4))
+    y = (X[:, 0] > 0.5).astype(int)
     DPMLPClassifier(classes=[0, 1], batch_size=25, n_steps=20, noise_multiplier=1.0,
-                    random_state=0).fit(GraphData(X), (X[:, 0] > 0.5).astype(int))
+                    accountant="hypergeometric", random_state=0).fit(GraphData(X), y)
     assert len(seen) == 20
     for idx in seen:
         assert len(idx) == 25 and len(np.unique(idx)) == 25

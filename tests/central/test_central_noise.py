@@ -213,7 +213,7 @@ def test_a_torch_device_object_is_accepted(small_graph):
     G, y = _graph(small_graph)
     kw = dict(n_steps=2, batch_size=10, classes=np.unique(y), device=torch.device("cpu"),
               random_state=0)
-    dpmlp = DPMLPClassifier(**kw).fit(np.asarray(G.features), y)
+    dpmlp = DPMLPClassifier(accountant="hypergeometric", **kw).fit(np.asarray(G.features), y)
     dpgnn = DPGNNClassifier(**kw).fit(G, y)
     for est in (dpmlp, dpgnn):
         assert "device" not in est.collection_.params

@@ -1,7 +1,6 @@
 """A list of string labels with NaN markers (pandas' ``tolist()`` of missing strings)."""
 
 import numpy as np
-import pandas as pd
 import pytest
 from sklearn.base import BaseEstimator
 
@@ -31,6 +30,7 @@ def test_nan_in_a_list_of_strings_marks_unlabelled_nodes():
 
 
 def test_pandas_tolist_of_missing_strings_is_split_as_the_series():
+    pd = pytest.importorskip("pandas")
     ys = pd.Series(["a", None, "b", "a", "b", None, "a", "b"])
     for a, b in zip(random_node_split(ys.tolist(), random_state=0),
                     random_node_split(ys, random_state=0), strict=True):

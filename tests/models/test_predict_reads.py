@@ -13,6 +13,7 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
+import torch
 from sklearn.pipeline import Pipeline
 
 from skldp import GraphData
@@ -51,7 +52,7 @@ MODELS = {
     "sage": lambda: SAGEClassifier(epochs=5, random_state=0),
     "solitude": lambda: SolitudeClassifier(epochs=5, random_state=0),
     "lpgnn": lambda: LPGNNClassifier(eps_y=1.0, classes=[0, 1, 2], epochs=5, random_state=0),
-    "rgnn": lambda: RGNNClassifier(eps_y=1.0, classes=[0, 1, 2], epochs=5, n_clusters=4,
+    "rgnn": lambda: RGNNClassifier(eps_y=1.0, classes=[0, 1, 2], epochs=5, alpha=0.0,
                                    random_state=0),
 }
 
@@ -73,8 +74,14 @@ def test_predicting_on_raw_features_is_charged_as_fit_is(name, method):
     assert f"{type(clf).__name__} read the users' features in the clear" in str(rep)
     # the model keeps the ledger it charged: its own report states inf
     assert privacy_report(clf).local_epsilon == np.inf
-    # a prediction on reports is unchanged by the charge
-    np.testing.assert_array_equal(getattr(clf, method)(Z[60:]), on_reports)
+    # a prediction on reports is unchanged by the charge: bit for bit on the CPU; on CUDA
+    # Solitude's learned degrees are scatter-adds whose order varies (the user guide's
+    # "Models" says so), in the last bits only
+    again = getattr(clf, method)(Z[60:])
+    if torch.cuda.is_available():
+        np.testing.assert_allclose(again, on_reports, rtol=1e-5, atol=1e-6)
+    else:
+        np.testing.assert_array_equal(again, on_reports)
 
 
 @pytest.mark.parametrize("name", sorted(MODELS))

@@ -11,8 +11,9 @@ from skldp.population import collection_spec
 
 def test_collection_spec_of_a_central_training_is_refused():
     X = np.random.default_rng(0).uniform(size=(60, 4))
+    y = (X[:, 0] > 0.5).astype(int)
     clf = DPMLPClassifier(classes=[0, 1], batch_size=20, n_steps=5, noise_multiplier=2.0,
-                          random_state=None).fit(GraphData(X), (X[:, 0] > 0.5).astype(int))
+                          accountant="hypergeometric", random_state=None).fit(GraphData(X), y)
     assert clf.collection_.model == "central"
     for step in (clf, DPMLPClassifier(classes=[0, 1]), DPMLPClassifier(random_state=0)):
         with pytest.raises(ValueError, match="central-DP step"):
