@@ -264,3 +264,17 @@ def test_training_forward_is_the_one_layer_gnn_on_the_sampled_graph(small_graph)
         h = P @ torch.tanh(mod.enc_in(Xt))
         want = mod.dec[0](torch.tanh(mod.agg(h)))[rows]
     torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("z", [0.3, 1.0, 4.0])
+def test_the_grid_is_finer_than_the_noise_by_two_to_the_twenty(small_graph, z):
+    # below z = 1 the grid follows the noise down: a step of 2^-20 of C alone would be
+    # coarse against a noise of z C (Notes, "Noise on a grid")
+    G, y = _graph(small_graph)
+    clf = DPMLPClassifier(batch_size=10, n_steps=1, noise_multiplier=z, random_state=0,
+                          **HYP, **CL).fit(G[:40], y[:40])
+    for g, step in clf.grid_step_.items():
+        assert step == 2.0 ** round(math.log2(step))                  # a power of two
+        assert step <= 2.0 ** -dpgnn.GRID_BITS * clf.noise_std_[g]
+        assert step > 2.0 ** (-dpgnn.GRID_BITS - 1) * clf.noise_std_[g] / (
+            max(z, 1.0) * clf.sensitivity_inflation_)                 # the largest such
