@@ -65,6 +65,16 @@ def test_invalid_specs_are_refused_on_load(hds_spec, change, msg):
         read_spec(_edit(hds_spec, **change))
 
 
+def test_label_and_edge_specs_refuse_on_device_steps():
+    # devices run FeatureHashing / FeatureGrouper before feature mechanisms only: a label
+    # or an edge spec with such a step asks for what no device program does
+    step = {"kind": "skldp.mechanisms.FeatureHashing", "params": {"n_features": 4}}
+    for spec in (collection_spec(LabelRandomizedResponse(2.0, classes=["a", "b"])),
+                 collection_spec(EdgeRR(2.0), node_ids=np.arange(5))):
+        with pytest.raises(SpecError, match="do not run"):
+            read_spec(_edit(spec, device_steps=[step]))
+
+
 def test_label_and_edge_specs_validate():
     spec = collection_spec(LabelRandomizedResponse(2.0, classes=["a", "b", "c"]))
     assert spec.public_state == {"classes": ["a", "b", "c"]}

@@ -1,0 +1,41 @@
+"""A record refused for its answer id (malformed) is charged to its user only when that user
+may be charged: an enrolled user who is its authenticated sender. A forged record never
+charges the user it names, and a stranger is never charged."""
+
+import numpy as np
+
+from skldp.mechanisms import LabelRandomizedResponse
+from skldp.population import collection_spec, read_reports
+
+USERS = ["a", "b"]
+
+
+def _record(spec, user, answer="not-an-answer-id"):
+    return {"collection": spec.id, "user": user, "answer": answer, "report": {"y": 1}}
+
+
+def _spec():
+    return collection_spec(LabelRandomizedResponse(1.0, classes=[0, 1, 2]))
+
+
+def test_a_bad_answer_id_from_the_authenticated_user_is_charged():
+    spec = _spec()
+    got = read_reports([_record(spec, "a")], spec, users=USERS, senders=["a"])
+    assert got.refused == {"malformed": 1} and got.again == {"a": 1}
+
+
+def test_a_forged_record_with_a_bad_answer_id_charges_no_one():
+    # "b" sends a record naming "a": refused, and "a" (the victim) is not charged for it
+    spec = _spec()
+    got = read_reports([_record(spec, "a")], spec, users=USERS, senders=["b"])
+    assert got.refused == {"malformed": 1} and got.again == {}
+    assert got.users == []
+
+
+def test_a_bad_answer_id_from_a_stranger_charges_no_one():
+    spec = _spec()
+    got = read_reports([_record(spec, "mallory"), _record(spec, "a", "0" * 16)], spec,
+                       users=USERS)
+    assert got.refused == {"malformed": 1} and got.again == {}
+    assert got.users == ["a"]
+    assert np.array_equal(got.reports["y"], [1])
