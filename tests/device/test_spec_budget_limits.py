@@ -43,3 +43,20 @@ def test_an_edge_budget_above_twenty_is_refused():
     read_spec(_forge(spec, params={"eps": 20.0}, epsilon=20.0))
     with pytest.raises(SpecError, match="above 20"):
         read_spec(_forge(spec, params={"eps": 30.0}, epsilon=30.0))
+
+
+def test_the_grr_set_oracle_takes_items_below_the_domain_limit_only():
+    # GRR draws "another value" uniformly only up to 2^24 values (the items and the padding
+    # item): a spec naming more items is refused; the OUE oracle takes them
+    from skldp.device import plan
+    from skldp.device._kinds import MAX_DOMAIN_SIZE
+    from skldp.mechanisms import SetValuedMechanism
+    spec = collection_spec(SetValuedMechanism(1.0, ell=1, oracle="grr"), n_features=5)
+
+    def items(n, oracle="grr"):
+        return _forge(spec, params={"oracle": oracle},
+                      public_state={**spec.public_state, "n_features": n, "oracle": oracle})
+    assert plan(read_spec(items(MAX_DOMAIN_SIZE - 1))).d == MAX_DOMAIN_SIZE - 1
+    with pytest.raises(SpecError, match="GRR oracle takes at most"):
+        read_spec(items(MAX_DOMAIN_SIZE))
+    assert plan(read_spec(items(MAX_DOMAIN_SIZE, "oue"))).d == MAX_DOMAIN_SIZE
