@@ -241,7 +241,9 @@ def _as_features(features):
             X = features.to_numpy(dtype=np.float64, na_value=np.nan)
         except (TypeError, ValueError):
             pass
-    if X.dtype == object or not (np.issubdtype(X.dtype, np.number) or X.dtype == bool):
+    # numpy counts durations (timedelta64) as integers: they are not features either
+    if X.dtype == object or X.dtype.kind == "m" or not (np.issubdtype(X.dtype, np.number)
+                                                         or X.dtype == bool):
         raise TypeError(f"features must be numeric, got dtype {X.dtype}.")
     _check_real(X.dtype)
     if X.ndim == 1:
@@ -361,6 +363,8 @@ def _as_adjacency(adjacency, n_nodes, node_ids, owned=False):
         if _is_frame(adjacency):
             A = _labelled_in_order(adjacency, A, node_ids)
         _check_real(A.dtype, "adjacency weights")
+        if A.dtype.kind in "mMUS":   # durations, dates, text: scipy would read them as numbers
+            raise TypeError(f"adjacency weights must be numbers, got dtype {A.dtype}.")
         if A.ndim != 2:
             raise ValueError(f"adjacency must be 2-D, got {A.ndim} dimensions.")
         A = sp.csr_matrix(A, dtype=np.float32)

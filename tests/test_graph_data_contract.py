@@ -1,0 +1,118 @@
+"""GraphData's contract: views select the right rows, bad input is refused, caches
+belong to the graph they describe."""
+
+import numpy as np
+import pytest
+
+from skldp import GraphData
+
+
+def _graph():
+    X = np.arange(10.).reshape(5, 2)
+    return GraphData(X, np.eye(5), node_ids=[10, 11, 12, 13, 14])
+
+
+# ------------------------------------------------------------------ views
+def test_a_slice_selects_rows_of_the_view_not_of_the_whole_graph():
+    G = _graph()
+    v = G[[4, 1, 3]]
+    w = v[1:]
+    np.testing.assert_array_equal(w.rows, [1, 3])
+    np.testing.assert_array_equal(w.node_ids, [11, 13])
+    np.testing.assert_array_equal(np.asarray(w), G.features[[1, 3]])
+    np.testing.assert_array_equal(v[::-1].node_ids, [13, 11, 14])
+
+
+def test_a_single_boolean_is_refused_even_on_a_one_row_view():
+    v = _graph()[[2]]
+    for key in (True, False, np.True_):
+        with pytest.raises(IndexError, match="single boolean"):
+            v[key]
+
+
+def test_to_pandas_is_indexed_by_the_views_node_ids():
+    pytest.importorskip("pandas")
+    G = _graph()
+    df = G[[3, 0]].to_pandas()
+    assert df.index.tolist() == [13, 10]
+    np.testing.assert_array_equal(df.to_numpy(), G.features[[3, 0]])
+
+
+# ------------------------------------------------------------- validation
+@pytest.mark.parametrize("features", [
+    np.array([["1", "2"], ["3", "4"]]),                                     # numeric text
+    np.array([["2020-01-01"], ["2020-01-02"]], dtype="datetime64[D]"),      # dates
+])
+def test_features_that_are_not_numbers_are_refused(features):
+    with pytest.raises(TypeError, match="numeric"):
+        GraphData(features)
+
+
+@pytest.mark.parametrize("dtype", ["timedelta64[s]", "datetime64[s]", "<U1"])
+def test_durations_dates_and_text_are_neither_features_nor_weights(dtype):
+    # numpy counts timedelta64 as an integer type: durations passed as counts of their unit
+    values = np.array([[0, 1], [1, 0]]).astype(dtype)
+    with pytest.raises(TypeError, match="numeric"):
+        GraphData(values)
+    with pytest.raises(TypeError, match="adjacency weights must be numbers"):
+        GraphData(np.ones((2, 1)), values)
+
+
+@pytest.mark.parametrize("bad", [-np.inf, np.inf, np.nan])
+def test_infinite_or_nan_adjacency_weights_are_refused(bad):
+    A = np.eye(3)
+    A[0, 1] = bad
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        GraphData(np.ones((3, 1)), A)
+
+
+# ------------------------------------------------------------------ caches
+def test_the_memo_is_not_shared_with_a_graph_of_other_features():
+    G = _graph()
+    G.memo_set("embedding", np.zeros(5))
+    H = G.with_features(np.ones((5, 2)))
+    assert H.token != G.token
+    assert H.memo_get("embedding") is None
+    H.memo_set("embedding", np.ones(5))
+    np.testing.assert_array_equal(G.memo_get("embedding"), 0)
+
+
+def test_finite_check_is_redone_for_new_features():
+    G = _graph()
+    G.require_finite_features("Step")
+    X = np.ones((5, 2))
+    X[2, 1] = np.nan
+    H = G.with_features(X)
+    with pytest.raises(ValueError):
+        H.require_finite_features("Step")
+    # the adjacency is unchanged: the view of the new features is still usable
+    assert H.adjacency is G.adjacency
+
+
+def test_a_claim_of_false_symmetry_stays_with_its_graph_not_the_matrix():
+    A = np.array([[0, 1, 0], [1, 0, 1], [0, 1, 0]])
+    G = GraphData(np.ones((3, 1)), A, symmetric=False)
+    assert not G.is_symmetric()
+    # a fresh GraphData on the same (symmetric) matrix checks it for itself
+    assert GraphData(np.zeros((3, 1)), G.adjacency).is_symmetric()
+
+
+def test_new_simulation_gives_the_same_data_to_new_devices():
+    G = _graph()
+    v = G[[3, 1]]
+    w = v.new_simulation(budget=2.0)
+    assert w.population is not G.population
+    assert w.population.budget == 2.0 and G.population.budget is None
+    np.testing.assert_array_equal(w.node_ids, [13, 11])
+    assert w.features is G.features and w.adjacency is G.adjacency
+
+
+def test_dataframe_adjacency_with_columns_in_another_order_is_read_by_label():
+    pd = pytest.importorskip("pandas")
+    ids = ["a", "b", "c"]
+    # directed weighted edges a -> b (1) and b -> c (2); columns in another order
+    frame = pd.DataFrame([[0., 0., 1.], [2., 0., 0.], [0., 0., 0.]],
+                         index=["a", "b", "c"], columns=["c", "a", "b"])
+    G = GraphData(np.ones((3, 1)), frame, node_ids=ids)
+    expected = np.array([[0, 1, 0], [0, 0, 2], [0, 0, 0]], dtype=np.float32)
+    np.testing.assert_array_equal(G.adjacency.toarray(), expected)
