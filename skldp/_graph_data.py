@@ -241,9 +241,8 @@ def _as_features(features):
             X = features.to_numpy(dtype=np.float64, na_value=np.nan)
         except (TypeError, ValueError):
             pass
-    # numpy counts durations (timedelta64) as integers: they are not features either
-    if X.dtype == object or X.dtype.kind == "m" or not (np.issubdtype(X.dtype, np.number)
-                                                         or X.dtype == bool):
+    # by kind: numpy counts durations (timedelta64) as integers (np.number)
+    if X.dtype.kind not in "biufc":   # complex: refused by _check_real, with its reason
         raise TypeError(f"features must be numeric, got dtype {X.dtype}.")
     _check_real(X.dtype)
     if X.ndim == 1:
