@@ -35,8 +35,8 @@ class _AdjacencyInfo:
     matrix), read-only by contract: a caller editing its matrix cannot make this stale.
     """
 
-    __slots__ = ("_roots", "signature", "symmetric", "one_sided", "operators", "lock",
-                 "warned", "__weakref__")
+    __slots__ = ("_roots", "signature", "symmetric", "one_sided", "unit_weights", "operators",
+                 "lock", "warned", "__weakref__")
 
     def __init__(self, A):
         # weak references to the arrays owning the memory (views of them, as scipy
@@ -45,6 +45,7 @@ class _AdjacencyInfo:
         self.signature = _signature(A)
         self.symmetric = None
         self.one_sided = None
+        self.unit_weights = None   # every stored weight is 1 (None: not known yet)
         self.operators = OrderedDict()
         self.lock = threading.Lock()
         self.warned = set()   # the warnings about this graph already given (once each)
@@ -309,7 +310,8 @@ def _check_real(dtype, what="features"):
 
 
 def _as_adjacency(adjacency, n_nodes, node_ids, owned=False):
-    """The adjacency as a canonical float32 CSR matrix whose arrays are GraphData's own.
+    """The adjacency as a canonical float32 CSR matrix whose arrays are GraphData's own,
+    and whether its weights are all 1 (``None`` for a graph's own matrix: known to it).
 
     The caller's arrays are copied (when the conversion did not already make new
     ones): GraphData never edits the caller's matrix, and an edit of it never
@@ -319,7 +321,7 @@ def _as_adjacency(adjacency, n_nodes, node_ids, owned=False):
     edge mechanism's output is 5 GiB.
     """
     if adjacency is None:
-        return None
+        return None, None
     # A networkx graph exists only if networkx was imported: checking sys.modules
     # spares every other caller networkx's import (about 0.2 s).
     nx = sys.modules.get("networkx")
@@ -350,7 +352,7 @@ def _as_adjacency(adjacency, n_nodes, node_ids, owned=False):
         _check_real(adjacency.dtype, "adjacency weights")
         if adjacency.format == "csr" and adjacency.dtype == np.float32 and \
                 _held_info(adjacency) is not None:   # a graph's own: checked when taken
-            return adjacency
+            return adjacency, None
         # before the conversion, which sums duplicate entries: -1 and +1 at one
         # position must not pass as an absent edge (only where there may be duplicates)
         if adjacency.format in ("coo", "csr", "csc", "bsr") and not (
@@ -372,7 +374,7 @@ def _as_adjacency(adjacency, n_nodes, node_ids, owned=False):
     if A.shape[0] != n_nodes:
         raise ValueError(f"adjacency has {A.shape[0]} nodes but features have {n_nodes} rows.")
     if _held_info(A) is not None:   # a graph's own matrix: checked when it was taken
-        return A
+        return A, None
     if not owned:
         A = _private(A, adjacency)
     A.sum_duplicates()
@@ -385,7 +387,7 @@ def _as_adjacency(adjacency, n_nodes, node_ids, owned=False):
     if lo < 0:
         _check_not_negative(A)   # raises, naming the entry
     A.sort_indices()
-    return A
+    return A, bool(lo == hi == 1) or A.nnz == 0
 
 
 def _check_networkx_weights(g, exc):
@@ -691,7 +693,7 @@ class GraphData:
                     "number and its text (1.5 and '1.5'), or integers equal modulo 2**64. "
                     "Give ids of one type.")
             _check_frame_index(features, ids)
-        A = _as_adjacency(adjacency, n, ids if node_ids is not None else None)
+        A, unit_weights = _as_adjacency(adjacency, n, ids if node_ids is not None else None)
         if feature_names is not None:
             feature_names = _as_feature_names(feature_names, X.shape[1])
         if population is None:
@@ -713,6 +715,8 @@ class GraphData:
                 population.set_budget(budget)
         self._store = _GraphStore(X, A, ids, feature_names, population)
         self._store._node_keys = keys   # the keys the check computed: not hashed again
+        if unit_weights is not None:   # (a fresh matrix: its own info)
+            self._store.info().unit_weights = unit_weights
         self.rows = np.arange(n)
         if symmetric is not None:
             if not isinstance(symmetric, (bool, np.bool_)):
@@ -908,6 +912,18 @@ class GraphData:
             st._symmetric = info.symmetric
         return st._symmetric
 
+    def _has_unit_weights(self):
+        """Whether every stored weight of the adjacency is 1 (known from the
+        constructor's checks, else found once per adjacency); ``False`` without one."""
+        st = self._store
+        if st.adjacency is None:
+            return False
+        info = st.info()
+        if info.unit_weights is None:
+            d = st.adjacency.data
+            info.unit_weights = d.size == 0 or bool(d.min() == 1 == d.max())
+        return info.unit_weights
+
     def is_one_sided(self):
         """Whether every edge lies on one side of the diagonal (cached).
 
@@ -1044,8 +1060,10 @@ class GraphData:
         (``owned``): taken without a copy."""
         # a DataFrame's labels are this graph's node ids
         ids = self._store.node_ids if _is_frame(adjacency) else None
-        A = _as_adjacency(adjacency, self.n_nodes, ids, owned=owned)
+        A, unit_weights = _as_adjacency(adjacency, self.n_nodes, ids, owned=owned)
         new = self._store.derive(adjacency=A, adjacency_origin=_origin(source, "with_adjacency"))
+        if unit_weights is not None:
+            new.info().unit_weights = unit_weights
         return GraphData._from_store(new, self.rows)
 
     def _with_feature_names(self, feature_names):

@@ -219,9 +219,11 @@ class PPRPropagation(GraphTransformerMixin, BaseEstimator):
         # r is in the key for both solvers: the symmetric ones keep D^(1/2-r), D^(r-1/2)
         key = ("ppr_torch", sym, r, loops, np.dtype(dtype).str, str(device))
 
+        unit = device.type in _NORMALISE_ON and not loops and G._has_unit_weights()
+
         def build(A):
             if device.type in _NORMALISE_ON and not loops:   # normalised on the device
-                ops = _TorchOps.normalised_on_device(A, sym, r, dtype, device)
+                ops = _TorchOps.normalised_on_device(A, sym, r, dtype, device, unit)
                 if ops is not None:
                     return ops
             M, left, right = _ppr_operator(A, sym, r, loops, dtype)
@@ -767,7 +769,10 @@ class _DeviceEntries:
         self.canonical = bool(X.has_canonical_format)   # no entry stored twice
         # int32 indices when they fit (kept through the solve; widened per block)
         idx = torch.int32 if max(X.shape) < 2**31 else torch.int64
-        counts = torch.from_numpy(np.diff(X.indptr).astype(np.int64)).to(device)
+        # the row pointers travel (int32 when they fit), not the rows' counts in int64
+        ptr = torch.from_numpy(X.indptr.astype(np.int32 if X.nnz < 2**31 else np.int64,
+                                                copy=False)).to(device)
+        counts = ptr[1:] - ptr[:-1]
         self.rows = torch.repeat_interleave(
             torch.arange(X.shape[0], device=device, dtype=idx), counts, output_size=X.nnz)
         self.cols = torch.from_numpy(X.indices).to(device=device, dtype=idx)
@@ -828,16 +833,18 @@ class _TorchOps:
         self._fused = True
 
     @classmethod
-    def normalised_on_device(cls, A, sym, r, dtype, device):
+    def normalised_on_device(cls, A, sym, r, dtype, device, unit_weights=False):
         """The operator of ``A`` built on ``device`` from its raw arrays, or ``None``.
 
         The adjacency goes to the device as it is (its float32 values and int32
         indices: as many bytes as the normalised operator) and is normalised
         there: degrees by products with a vector of ones, then the values
-        scaled in float64, as :func:`_ppr_operator` does on the host. Every
-        float64 temporary covers one chunk of rows. ``None`` (the caller builds
-        it on the host) when a node has no edge: it needs a self loop, a new
-        matrix.
+        scaled in float64, as :func:`_ppr_operator` does on the host. With
+        ``unit_weights`` (every stored weight is 1) only the indices travel:
+        the degrees are the rows' counts, the values the two factors' product,
+        the same numbers. Every float64 temporary covers one chunk of rows.
+        ``None`` (the caller builds it on the host) when a node has no edge: it
+        needs a self loop, a new matrix.
         """
         import torch
         n = A.shape[0]
@@ -845,32 +852,36 @@ class _TorchOps:
         idx = np.int32 if max(A.nnz, n) < 2**31 else np.int64
         indptr = torch.from_numpy(A.indptr.astype(idx, copy=False)).to(device)
         indices = torch.from_numpy(A.indices.astype(idx, copy=False)).to(device)
-        raw = torch.from_numpy(A.data).to(device)
+        raw = None if unit_weights else torch.from_numpy(A.data).to(device)
+        counts = indptr[1:] - indptr[:-1]
         chunks = list(_row_chunks(A.indptr))   # bounded float64 temporaries
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
-            deg = torch.empty(n, dtype=torch.float64, device=device)
-            ones = torch.ones((n, 1), dtype=torch.float64, device=device)
-            for r0, r1 in chunks:   # row sums in float64, a product per chunk of rows
-                lo, hi = int(A.indptr[r0]), int(A.indptr[r1])
-                block = torch.sparse_csr_tensor(indptr[r0:r1 + 1] - lo, indices[lo:hi],
-                                                raw[lo:hi].double(), size=(r1 - r0, n),
-                                                check_invariants=False)
-                deg[r0:r1] = (block @ ones).ravel()
-                del block
-            del ones
+            if raw is None:
+                deg = counts.to(torch.float64)
+            else:
+                deg = torch.empty(n, dtype=torch.float64, device=device)
+                ones = torch.ones((n, 1), dtype=torch.float64, device=device)
+                for r0, r1 in chunks:   # row sums in float64, a product per chunk of rows
+                    lo, hi = int(A.indptr[r0]), int(A.indptr[r1])
+                    block = torch.sparse_csr_tensor(indptr[r0:r1 + 1] - lo, indices[lo:hi],
+                                                    raw[lo:hi].double(), size=(r1 - r0, n),
+                                                    check_invariants=False)
+                    deg[r0:r1] = (block @ ones).ravel()
+                    del block
+                del ones
             if bool((deg == 0).any()):
                 return None
             if sym:
                 rows = cols = deg ** -0.5
             else:
                 rows, cols = deg ** (r - 1.0), deg ** (-r)
-            counts = indptr[1:] - indptr[:-1]
             values = torch.empty(A.nnz, dtype=tdtype, device=device)
             for r0, r1 in chunks:
                 lo, hi = int(A.indptr[r0]), int(A.indptr[r1])
                 v = torch.repeat_interleave(rows[r0:r1], counts[r0:r1], output_size=hi - lo)
-                v.mul_(raw[lo:hi])                  # (row factor * a_ij) ...
+                if raw is not None:
+                    v.mul_(raw[lo:hi])              # (row factor * a_ij) ...
                 v.mul_(cols[indices[lo:hi].long()])  # ... * column factor
                 values[lo:hi] = v
                 del v

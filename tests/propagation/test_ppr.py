@@ -522,6 +522,74 @@ def test_operator_normalised_on_the_device(small_graph, monkeypatch, r, solver):
         GraphData(X, B.tocsr()).adjacency, sym, r, np.float64, torch.device("cpu")) is None
 
 
+@pytest.mark.parametrize("sym", [True, False])
+def test_unit_weights_travel_as_indices_alone(small_graph, monkeypatch, sym):
+    """A graph whose weights are all 1 sends only its indices to the device: the
+    degrees are the rows' counts. The operator is bit for bit the one built from the
+    values, which are not read (garbage in them changes nothing); a weighted graph
+    takes the path that reads them, and PPR's output is the host path's either way."""
+    import torch
+
+    from skldp.propagation import _ppr
+    A, X, _ = small_graph
+    G = GraphData(X, A)
+    assert G._has_unit_weights()
+    cpu = torch.device("cpu")
+    ref = _ppr._TorchOps.normalised_on_device(G.adjacency, sym, 0.3, np.float32, cpu)
+    garbage = sp.csr_matrix((np.full(G.adjacency.nnz, np.nan, np.float32),
+                             G.adjacency.indices, G.adjacency.indptr), shape=A.shape)
+    unit = _ppr._TorchOps.normalised_on_device(garbage, sym, 0.3, np.float32, cpu, True)
+    for a, b in [(unit.M.crow_indices(), ref.M.crow_indices()),
+                 (unit.M.col_indices(), ref.M.col_indices()), (unit.M.values(), ref.M.values())]:
+        assert torch.equal(a, b)
+    assert (unit.left is None) == (ref.left is None) and (
+        unit.left is None or torch.equal(unit.left, ref.left) and torch.equal(unit.right,
+                                                                              ref.right))
+    seen = []
+    real = _ppr._TorchOps.normalised_on_device
+    monkeypatch.setattr(_ppr._TorchOps, "normalised_on_device", staticmethod(
+        lambda *a: seen.append(a[-1]) or real(*a)))
+    monkeypatch.setattr(_ppr, "_NORMALISE_ON", ("cuda", "cpu"))
+    W = sp.csr_matrix(A) * 2.0
+    W.data[:3] = 0.5
+    W = sp.csr_matrix((W + W.T) * 0.5)   # still symmetric, weights 2 and 1.25
+    solver = "chebyshev" if sym else "power"
+    for adjacency, is_unit in [(A, True), (W, False)]:
+        want = PPRPropagation(solver=solver, r=0.3, dtype="float64").fit_transform(
+            GraphData(X, adjacency))
+        got = PPRPropagation(solver=solver, r=0.3, backend="torch", device="cpu",
+                             dtype="float64").fit_transform(GraphData(X, adjacency))
+        assert seen.pop() is is_unit
+        np.testing.assert_allclose(got.features, want.features, rtol=1e-10, atol=1e-12)
+
+
+def test_unit_weights_known_per_graph(small_graph):
+    # from the constructor's checks, for new matrices, the graph's own and its pickle
+    import pickle
+    A, X, _ = small_graph
+    G = GraphData(X, A)
+    W = sp.csr_matrix(A) * 3.0
+    assert G._has_unit_weights() and not GraphData(X, W)._has_unit_weights()
+    assert not G.with_adjacency(W)._has_unit_weights()
+    assert GraphData(X, W).with_adjacency(A)._has_unit_weights()
+    assert GraphData(X, G.adjacency)._has_unit_weights()   # the graph's own matrix
+    assert G[:10]._has_unit_weights() and not GraphData(X)._has_unit_weights()
+    assert not pickle.loads(pickle.dumps(GraphData(X, W)))._has_unit_weights()
+    assert pickle.loads(pickle.dumps(G))._has_unit_weights()
+    assert GraphData(X, sp.csr_matrix(A.shape))._has_unit_weights()   # no edge: vacuous
+    for other in (2.0, 0.5):   # one weight of another value, as the first or the last
+        for k in (0, -1):
+            M = sp.csr_matrix(A, dtype=np.float64, copy=True)
+            M.data[k] = other
+            assert not GraphData(X, M)._has_unit_weights()
+            G2 = GraphData(X, M)
+            G2._store.info().unit_weights = None   # found from the values instead
+            assert not G2._has_unit_weights()
+    E = sp.csr_matrix(A, dtype=np.float64, copy=True)
+    E.data[0] = 1 + 1e-9   # 1 in float32, as the graph stores it
+    assert GraphData(X, E)._has_unit_weights()
+
+
 @pytest.mark.parametrize("blocks", [False, True])
 def test_output_kept_on_the_device_is_the_output_brought_back(small_graph, monkeypatch,
                                                               blocks):
