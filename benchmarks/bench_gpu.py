@@ -27,7 +27,11 @@ Cases:
   ``RGNNClassifier`` (eps_y = 1), ``SolitudeClassifier`` and the central
   ``DPGNNClassifier`` (raw features); and the link predictors
   ``VGAELinkPredictor`` and ``HadamardLinkPredictor`` on a 85/5/10 edge split
-  of Cora (test ROC-AUC).
+  of Cora (test ROC-AUC). Each timed fit follows a short fit (at most 20 epochs)
+  of the same model on the same device and a copy of the same data: CUDA loads a
+  kernel at its first launch, and a cold process's first fit on either device
+  pays for imports; the copy keeps the timed fit's own graph preparation (its
+  normalisation, its copies to the device) in the time.
 * ``large``: the 1M-user / 10M-edge PrivGE pipeline of
   ``bench_performance.py --large`` (wall time, peak GPU memory), on every device.
 * ``huge``: the same at 10M users / 100M edges, on the last device only (CUDA
@@ -423,23 +427,54 @@ def _link_cases(d):
     }
 
 
+def _fresh(G):
+    """The same graph in new arrays: no operator or memo made for one is found by the other."""
+    from skldp import GraphData
+    X = G.features
+    return GraphData(X.copy(), G.adjacency.copy(), node_ids=G.node_ids.copy())
+
+
+def _warm(model, run):
+    """``run(clone of model)`` shortened to at most 20 epochs (DP-GNN: steps), on a copy
+    of the data: the timed fit then finds every kernel it launches loaded (CUDA loads
+    one at its first launch, ~1-10 ms each) and the CPU's code warm, but no operator,
+    copy or memo of its own graph made."""
+    from sklearn.base import clone
+    m = clone(model)
+    params = m.get_params()
+    last = {k: k.rsplit("__", 1)[-1] for k in params}
+    m.set_params(**{k: min(v, 20) for k, v in params.items()
+                    if last[k] in ("epochs", "n_steps") and isinstance(v, int)},
+                 **{k: 0 for k in params if last[k] == "min_epochs"})
+    run(m)
+
+
 def case_models(devices):
+    """Every torch model on Cora's eps = 1 multi-bit reports, one timed fit and score
+    each, after a short warm-up fit of the same model on a copy of the same data."""
     from skldp.mechanisms import MultiBitMechanism
     from skldp.model_selection import random_edge_split
     G, y, fit, te = _cora()
     classes = np.unique(y)
     reports = MultiBitMechanism(1.0, feature_range=(0, 1), random_state=0).fit_transform(G)
+    copies = {"raw": _fresh(G), "reports": _fresh(reports)}
     rows = []
     for d in devices:
         for name, model in _node_models(d, classes, int(fit.sum())).items():
-            data = G if name.startswith("DPGNN") else reports
+            kind = "raw" if name.startswith("DPGNN") else "reports"
+            data = G if kind == "raw" else reports
+            _warm(model, lambda m, x=copies[kind]: m.fit(x[fit], y[fit]).score(x[te], y[te]))
             rows.append(_guarded(f"Cora {name}", d, "test accuracy", lambda m=model, x=data:
                                  m.fit(x[fit], y[fit]).score(x[te], y[te]), model))
     P_tr, P_va, P_te, y_tr, y_va, y_te = random_edge_split(reports, random_state=0)
     P_fit, y_fit = P_tr.concat(P_va), np.r_[y_tr, y_va]  # the validation pairs validate
+    W_tr, W_va, W_te, *_ = random_edge_split(copies["reports"], random_state=0)
+    W_fit = W_tr.concat(W_va)   # the same pairs over the copy's graph
     for d in devices:
         for name, model in _link_cases(d).items():
             key = "validation" if name.startswith("VGAE") else "link__validation"
+            _warm(model.set_params(**{key: W_va.pairs}),
+                  lambda m: m.fit(W_fit, y_fit).score(W_te, y_te))
             model.set_params(**{key: P_va.pairs})
             rows.append(_guarded(f"Cora links {name}", d, "test ROC-AUC", lambda m=model:
                                  m.fit(P_fit, y_fit).score(P_te, y_te), model))

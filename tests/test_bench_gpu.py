@@ -316,3 +316,32 @@ def test_operations_per_epoch_are_counted_per_epoch(bench, monkeypatch, capsys):
     row = [line for line in capsys.readouterr().out.splitlines()
            if line.startswith("| GCNClassifier")]
     assert len(row) == 1 and float(row[0].split("|")[4]) > 0
+
+
+def test_models_are_timed_after_a_short_warm_up_on_a_copy(bench, binary_sbm):
+    """Each model's timed fit follows a fit of a clone cut to 20 epochs (DP-GNN: steps) on
+    a copy of the data: the model itself keeps its settings, and the copy shares no
+    operator or memo with the graph the timed fit reads."""
+    from sklearn.pipeline import Pipeline
+
+    from skldp.central import DPGNNClassifier
+    from skldp.models import MLPHead, VGAELinkPredictor
+    from skldp.propagation import PPRPropagation
+    G, _ = binary_sbm(n=60, d=6)
+    copy = bench._fresh(G)
+    np.testing.assert_array_equal(np.asarray(copy.features), np.asarray(G.features))
+    assert (copy.adjacency != G.adjacency).nnz == 0
+    assert copy._store.info() is not G._store.info() and copy.token != G.token
+    seen = []
+    for model, want in [
+            (VGAELinkPredictor(epochs=200), {"epochs": 20, "min_epochs": 0}),
+            (Pipeline([("ppr", PPRPropagation()), ("clf", MLPHead(epochs=300))]),
+             {"clf__epochs": 20}),
+            (DPGNNClassifier(classes=[0, 1], n_steps=100), {"n_steps": 20}),
+            (MLPHead(epochs=5), {"epochs": 5})]:
+        before = model.get_params()
+        bench._warm(model, seen.append)
+        warmed = seen.pop()
+        assert warmed is not model and model.get_params().keys() == before.keys()
+        assert all(model.get_params()[k] == before[k] for k in want)
+        assert {k: warmed.get_params()[k] for k in want} == want
