@@ -882,7 +882,7 @@ class _TorchOps:
                 v = torch.repeat_interleave(rows[r0:r1], counts[r0:r1], output_size=hi - lo)
                 if raw is not None:
                     v.mul_(raw[lo:hi])              # (row factor * a_ij) ...
-                v.mul_(cols[indices[lo:hi].long()])  # ... * column factor
+                v.mul_(cols.index_select(0, indices[lo:hi]))  # ... * column factor
                 values[lo:hi] = v
                 del v
             ops = cls.__new__(cls)
