@@ -1,0 +1,69 @@
+"""GRR-FS's frequency estimation contract and its preprocessing.
+
+* ``estimate_frequencies`` refuses any code outside ``0..c_j - 1``, the largest
+  wrong one (``c_j``) included: it would otherwise add a bin to the estimate.
+* A mechanism rebuilt from its collection's spec (``mechanism_from_spec``) keeps
+  the sampling rate ``m / d`` of eqs. (5)-(8) of Bhaila et al. (SDM 2024), so it
+  estimates the same frequencies from the same reports.
+* ``discretize`` needs strictly increasing public edges (a repeated edge makes an
+  empty bin that a public domain size would count).
+"""
+
+import numpy as np
+import pytest
+
+from skldp.mechanisms import GRRFSMechanism, discretize
+from skldp.population import mechanism_from_spec
+
+
+def _fitted(m=2, sizes=(3, 2, 4), n=400, seed=0):
+    rng = np.random.default_rng(seed)
+    X = np.column_stack([rng.integers(0, c, n) for c in sizes])
+    mech = GRRFSMechanism(eps=1.0, m=m, domain_sizes=list(sizes), random_state=seed).fit(X)
+    return mech, X
+
+
+@pytest.mark.parametrize("j", [0, 1, 2])
+def test_code_equal_to_the_domain_size_is_refused(j):
+    """A report code ``c_j`` is one past the domain ``0..c_j - 1``: refused, as ``-1`` is."""
+    mech, X = _fitted()
+    reports = np.asarray(mech.transform(X))
+    c = int(mech.domain_sizes_[j])
+    for bad in (c, -1):
+        R = reports.copy()
+        R[0, j] = bad
+        with pytest.raises(ValueError, match="integer codes"):
+            mech.estimate_frequencies(R, j)
+        with pytest.raises(ValueError, match="integer codes"):
+            mech.estimate_frequencies(R[:, j], j)
+    # the largest valid code is accepted, and the estimate has one entry per code
+    R = reports.copy()
+    R[0, j] = c - 1
+    assert mech.estimate_frequencies(R, j).shape == (c,)
+
+
+def test_mechanism_rebuilt_from_its_spec_keeps_the_sampling_rate():
+    """The spec's mechanism uses ``r = m / d`` in P(k) (eq. (8)) and in the estimates."""
+    m, sizes = 2, (3, 2, 4)
+    mech, X = _fitted(m=m, sizes=sizes)
+    rebuilt = mechanism_from_spec(mech.collection_)
+    d = len(sizes)
+    assert rebuilt.sampling_rate_ == pytest.approx(m / d)
+    reports = np.asarray(mech.transform(X))
+    for j, c in enumerate(sizes):
+        e = np.exp(1.0)
+        p, q = e / (e + c - 1), 1 / (e + c - 1)
+        f = np.eye(c)[0]   # every user holds code 0
+        expected = (m / d) * (q + f * (p - q)) + (1 - m / d) / c
+        np.testing.assert_allclose(rebuilt.report_probabilities(f, j), expected)
+        np.testing.assert_allclose(rebuilt.estimate_frequencies(reports, j),
+                                   mech.estimate_frequencies(reports, j))
+
+
+def test_discretize_refuses_a_repeated_edge():
+    """Edges must be strictly increasing: a repeated edge is refused like a decreasing one."""
+    X = np.array([[0.1], [0.6], [0.9]])
+    for edges in ([0.5, 0.5], [0.2, 0.5, 0.5, 0.8], [0.5, 0.2]):
+        with pytest.raises(ValueError, match="strictly increasing"):
+            discretize(X, {0: edges})
+    np.testing.assert_array_equal(discretize(X, {0: [0.5, 0.8]}), [[0.0], [1.0], [2.0]])
