@@ -89,8 +89,14 @@ def _wor_rdp_one_step(z, N, m, orders):
                                 neighboring_relation=dpa.NeighboringRelation.REPLACE_ONE)
     # Replace-one: the clipped-gradient sum has L2 sensitivity 2 C, and
     # GaussianDpEvent's multiplier is sigma / sensitivity = sigma / (2 C) = z.
-    acc.compose(dpa.SampledWithoutReplacementDpEvent(N, m, dpa.GaussianDpEvent(z)))
-    return np.asarray(acc.rdp, dtype=float)
+    try:
+        acc.compose(dpa.SampledWithoutReplacementDpEvent(N, m, dpa.GaussianDpEvent(z)))
+    except (ZeroDivisionError, OverflowError):   # z below ~1e-200: no usable bound
+        return np.full(len(orders), np.inf)
+    rdp = np.asarray(acc.rdp, dtype=float)
+    # below z ~ 3e-152 dp-accounting's sums overflow to NaN at most orders, which its
+    # conversion skips (an epsilon of 0): an order without a bound has an infinite one
+    return np.where(np.isnan(rdp), np.inf, rdp)
 
 
 def _rdp(z, N, m, T, orders, bound):
