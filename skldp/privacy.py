@@ -9,6 +9,8 @@ pipeline can be pickled and shared: it still predicts for those users, and
 refuses new users with a clear error (their reports would need the secret).
 """
 
+import inspect
+
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.pipeline import Pipeline
@@ -202,5 +204,14 @@ def _forget(step, X):
     if hasattr(step, "seed_") and hasattr(step, "_forget_secret"):
         step._forget_secret(X)
     for value in list(vars(step).values()):   # e.g. a classifier's label_mechanism_
-        if value is not step and hasattr(value, "seed_") and hasattr(value, "_forget_secret"):
+        if value is not step and hasattr(value, "seed_") and hasattr(value, "_forget_secret") \
+                and not _needs_input(value):
             value._forget_secret()
+    # (a feature or edge mechanism held by another step needs the data that reaches it,
+    # which only that step knows: its secret stays, and forget_secrets says so)
+
+
+def _needs_input(mechanism):
+    """Whether ``mechanism._forget_secret`` needs the data it saw (it keeps their reports)."""
+    X = inspect.signature(mechanism._forget_secret).parameters.get("X")
+    return X is not None and X.default is inspect.Parameter.empty

@@ -4,6 +4,7 @@ import pickle
 
 import numpy as np
 import pytest
+from sklearn.base import BaseEstimator, TransformerMixin, clone
 from sklearn.pipeline import Pipeline
 
 from skldp import GraphData
@@ -215,3 +216,35 @@ def test_searched_seeds_are_forgotten_whatever_the_search_s_layout(layout):
     blob = pickle.dumps(search)
     # pickle writes these ints in 4 bytes (BININT)
     assert not any(s.to_bytes(4, "little") in blob for s in seeds)
+
+
+class _HoldsAMechanism(TransformerMixin, BaseEstimator):
+    """A user's meta-estimator fitting a feature mechanism it holds (``mechanism_``)."""
+
+    def __init__(self, mechanism=None):
+        self.mechanism = mechanism
+
+    def fit(self, X, y=None):
+        self.mechanism_ = clone(self.mechanism).fit(X)
+        return self
+
+    def transform(self, X):
+        return self.mechanism_.transform(X)
+
+
+def test_a_feature_mechanism_held_by_another_step_is_named_not_a_type_error():
+    """forget_secrets cannot know the data that reaches a feature mechanism inside an
+    unknown step: it refuses with its own message (it raised a TypeError of a missing
+    argument), and once the mechanism is forgotten with its own input, the whole is."""
+    X = np.random.default_rng(0).random((20, 3))
+    G = GraphData(X)
+    meta = _HoldsAMechanism(HDSMechanism(eps=1.0, feature_range=(0, 1),
+                                         random_state=0)).fit(G)
+    want = meta.transform(G).features
+    with pytest.raises(ValueError, match=r"could not tell what data reaches \['HDSMechanism'\]"):
+        forget_secrets(meta, G)
+    assert hasattr(meta.mechanism_, "seed_")   # nothing half done
+    forget_secrets(meta.mechanism_, G)
+    forget_secrets(meta, G)
+    assert not hasattr(meta.mechanism_, "seed_") and meta.mechanism.random_state is None
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(meta)).transform(G).features, want)
