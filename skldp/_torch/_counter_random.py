@@ -18,7 +18,7 @@ import warnings
 import numpy as np
 import torch
 
-from ..device._random import _FINE_STREAM_OFFSET, _GOLDEN, _M1, _M2, _row_keys
+from ..device._random import _BELOW_ONE, _FINE_STREAM_OFFSET, _GOLDEN, _M1, _M2, _row_keys
 
 __all__ = ["sample_k_of_d", "sampling_device", "node_uniforms", "node_uniforms_fine",
            "square_wave_cells", "digest_sums"]
@@ -108,7 +108,7 @@ def _node_words(seed, keys, n_cols, stream, device):
 def node_uniforms(seed, keys, n_cols, stream=0, device="cpu"):
     """The devices' ``node_uniforms`` on a torch device: the same float64 values."""
     top = _shift_right(_node_words(seed, keys, n_cols, stream, device), 11)
-    return (top.double() + 0.5) * (1.0 / (1 << 53))
+    return ((top.double() + 0.5) * (1.0 / (1 << 53))).clamp_(max=_BELOW_ONE)
 
 
 def node_uniforms_fine(seed, keys, n_cols, stream=0, device="cpu"):
@@ -116,7 +116,8 @@ def node_uniforms_fine(seed, keys, n_cols, stream=0, device="cpu"):
     r = _shift_right(_node_words(seed, keys, n_cols, stream, device), 11).double()
     v = _shift_right(_node_words(seed, keys, n_cols, stream + _FINE_STREAM_OFFSET, device),
                      12).double() * (1.0 / (1 << 52))
-    return ((r + v) * (1.0 / (1 << 53))).clamp_min(np.finfo(np.float64).smallest_subnormal)
+    return ((r + v) * (1.0 / (1 << 53))).clamp_(np.finfo(np.float64).smallest_subnormal,
+                                                _BELOW_ONE)
 
 
 def square_wave_cells(grid, t, seed, keys, device="cpu"):

@@ -43,9 +43,14 @@ def _row_keys(seed, keys, stream):
         return _mix(keys * _GOLDEN ^ _mix(s))
 
 
+# The largest double below 1: the top word's (2^53 - 1/2) / 2^53 would round up to 1.
+_BELOW_ONE = 1.0 - 2.0 ** -53
+
+
 def _to_unit(z):
-    # 53 random bits -> [0, 1); add half an ulp so 0 is never returned (safe for log/ppf).
-    return ((z >> np.uint64(11)).astype(np.float64) + 0.5) * (1.0 / (1 << 53))
+    # 53 random bits m -> (m + 1/2) / 2^53 in (0, 1): never 0 nor 1 (safe for log/ppf)
+    u = ((z >> np.uint64(11)).astype(np.float64) + 0.5) * (1.0 / (1 << 53))
+    return np.minimum(u, _BELOW_ONE, out=u)
 
 
 def _node_words(seed, keys, n_cols, stream):
@@ -106,7 +111,9 @@ def _fine_parts(w1, w2):
 
 
 def _fine_uniform(r, v):
-    return np.maximum((r + v) * (1.0 / (1 << 53)), np.finfo(np.float64).smallest_subnormal)
+    # in (0, 1): r = 2^53 - 1 with v >= 1/2 would round up to 1
+    return np.clip((r + v) * (1.0 / (1 << 53)), np.finfo(np.float64).smallest_subnormal,
+                   _BELOW_ONE)
 
 
 def node_bernoulli_fine(seed, keys, n_cols, stream, p, p_complement):
@@ -159,9 +166,7 @@ def node_uniforms_ragged_fine(seed, keys, counts, stream=0, start=None):
     :func:`node_uniforms_fine` near 0."""
     w1 = _ragged_words(seed, keys, counts, stream, start)
     w2 = _ragged_words(seed, keys, counts, stream + _FINE_STREAM_OFFSET, start)
-    r = (w1 >> np.uint64(11)).astype(np.float64)
-    v = (w2 >> np.uint64(12)).astype(np.float64) * (1.0 / (1 << 52))
-    return np.maximum((r + v) * (1.0 / (1 << 53)), np.finfo(np.float64).smallest_subnormal)
+    return _fine_uniform(*_fine_parts(w1, w2))
 
 
 def pair_uniforms(seed, ukeys, vkeys, stream):

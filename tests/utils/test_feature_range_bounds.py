@@ -1,0 +1,34 @@
+"""``feature_range`` must give every feature a non-empty interval, lo < hi.
+
+A mechanism scales each feature by ``hi - lo``: an empty range (lo == hi) would divide
+by zero and send NaN or infinite reports, or a report that says nothing while epsilon_
+states a cost. It is refused at fit, before any user answers.
+"""
+
+import numpy as np
+import pytest
+
+from skldp import GraphData
+from skldp.mechanisms import LaplaceMechanism, OneBitMechanism
+from skldp.utils.validation import resolve_feature_range
+
+
+@pytest.mark.parametrize("bounds", [(1.0, 1.0), (0.0, [1.0, 0.0]), ([0.0, 2.0], 2.0)])
+def test_an_empty_range_is_refused(bounds):
+    X = np.full((3, 2), 0.5)
+    with pytest.raises(ValueError, match="lo < hi"):
+        resolve_feature_range(bounds, X)
+
+
+@pytest.mark.parametrize("mech", [LaplaceMechanism, OneBitMechanism])
+def test_a_mechanism_with_an_empty_range_is_refused_before_anyone_answers(mech):
+    G = GraphData(np.full((4, 1), 0.5), node_ids=np.arange(4))
+    with pytest.raises(ValueError, match="lo < hi"):
+        mech(1.0, feature_range=(0.5, 0.5), random_state=0).fit(G)
+    assert len(G.ledger.entries()) == 0
+
+
+def test_a_narrow_but_non_empty_range_is_accepted():
+    lo, hi = resolve_feature_range((0.0, [1e-9, 1.0]), np.zeros((2, 2)))
+    np.testing.assert_array_equal(lo, [0.0, 0.0])
+    assert np.all(hi > lo)
