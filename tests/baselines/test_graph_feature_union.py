@@ -141,3 +141,36 @@ def test_errors(graph):
                            ("s", _structure())]).fit_transform(G)
     with pytest.raises(TypeError, match="GraphData"):
         GraphFeatureUnion([("s", _structure())]).fit(G).transform(np.asarray(G))
+
+
+# The union carries over what its branches were computed from: raw features (a
+# "passthrough" branch is a clear read) and true edges (an edge mechanism refuses them);
+# its memo tells apart unions that differ only in their weights.
+def test_a_passthrough_branch_makes_the_union_a_clear_read(graph):
+    G, y = graph
+    union = GraphFeatureUnion([("s", _structure()), ("raw", "passthrough")])
+    pipe = Pipeline([("u", union), ("clf", MLPHead(epochs=1, early_stopping=False,
+                                                   random_state=0))]).fit(G, y)
+    rep = privacy_report(pipe)
+    assert rep.epsilon_for("features") == np.inf and rep.local_epsilon == np.inf
+
+
+def test_an_edge_mechanism_refuses_structural_features_of_the_true_edges(graph):
+    G, _ = graph
+    Z = GraphFeatureUnion([("s", _structure())]).fit_transform(G)
+    with pytest.raises(ValueError, match="read the true edges"):
+        EdgeRR(1.0, random_state=0).fit_transform(Z)
+
+
+def test_unions_that_differ_only_in_weights(graph):
+    G, _ = graph
+    branches = [("s", _structure())]
+    one = np.asarray(GraphFeatureUnion(branches, transformer_weights={"s": 1.0})
+                     .fit_transform(G))
+    three = np.asarray(GraphFeatureUnion(branches, transformer_weights={"s": 3.0})
+                       .fit_transform(G))
+    np.testing.assert_allclose(three, 3.0 * one, rtol=1e-6)
+    union = GraphFeatureUnion(branches).fit(G)
+    plain = np.asarray(union.transform(G))
+    union.set_params(transformer_weights={"s": 2.0})
+    np.testing.assert_allclose(np.asarray(union.transform(G)), 2.0 * plain, rtol=1e-6)

@@ -10,7 +10,7 @@ import pytest
 
 from skldp import GraphData
 from skldp.mechanisms import OneBitMechanism
-from skldp.population import BudgetExceededError, CollectionSpec
+from skldp.population import BudgetExceededError, CollectionSpec, Ledger
 
 
 def _central(eps):
@@ -61,3 +61,26 @@ def test_a_training_alone_is_checked_with_its_own_epsilon():
     assert G.ledger.total_epsilon == 0.0 and len(G.ledger) == 0
     G.population.record_training(_central(4.0), 20)
     assert G.ledger.total_epsilon == pytest.approx(4.0)
+
+
+def test_entries_since_a_mark_list_only_what_came_after_it():
+    # local collections and central trainings alike
+    def local(eps):
+        return CollectionSpec(id="", kind="skldp.mechanisms.OneBitMechanism",
+                              protects=("features",), epsilon=eps).with_nonce(
+                                  uuid.uuid4().hex[:16])
+
+    led = Ledger()
+    keys = np.array([1, 2], np.uint64)
+    a, t1, b, t2 = local(1.0), _central(0.5), local(2.0), _central(0.25)
+    led._add(a, keys)
+    after_a = led.mark()
+    assert led.entries(since=after_a) == []        # a local collection before the mark
+    led._add_central(t1, 2)
+    after_t1 = led.mark()
+    assert led.entries(since=after_t1) == []       # a central training before the mark
+    led._add(b, keys)
+    led._add_central(t2, 2)
+    assert [e.spec.id for e in led.entries(since=after_a)] == [t1.id, b.id, t2.id]
+    assert [e.spec.id for e in led.entries(since=after_t1)] == [b.id, t2.id]
+    assert [e.spec.id for e in led.entries()] == [a.id, t1.id, b.id, t2.id]

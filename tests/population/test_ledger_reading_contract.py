@@ -2,8 +2,6 @@
 
 - ``epsilon_for(what)`` / ``per_user(protects=what)`` count every collection that
   protects ``what``, also one that protects several parts;
-- ``entries(since=mark())`` lists only what was answered after the mark (local
-  collections and central trainings alike);
 - a ledger saved twice (a saved pipeline loaded and saved again once its population is
   gone) keeps the users' cap.
 """
@@ -33,14 +31,6 @@ def _local(eps, protects=("features",)):
     return spec.with_nonce(uuid.uuid4().hex[:16])
 
 
-def _central(eps):
-    spec = CollectionSpec(id="", kind="skldp.central.DPGCN",
-                          protects=("features", "labels", "edges"), epsilon=eps,
-                          delta=1e-6, model="central", params={},
-                          public_state={"n_train": 10})
-    return spec.with_nonce(uuid.uuid4().hex[:16])
-
-
 def test_a_collection_protecting_several_parts_counts_for_each():
     led = Ledger()
     keys = np.array([1, 2], np.uint64)
@@ -52,23 +42,6 @@ def test_a_collection_protecting_several_parts_counts_for_each():
     np.testing.assert_array_equal(users, [1, 2])
     np.testing.assert_allclose(eps, [0.75, 0.5])
     assert led.epsilon_for("edges") == 0.0
-
-
-def test_entries_since_a_mark_list_only_what_came_after_it():
-    led = Ledger()
-    keys = np.array([1, 2], np.uint64)
-    a, t1, b, t2 = _local(1.0), _central(0.5), _local(2.0), _central(0.25)
-    led._add(a, keys)
-    after_a = led.mark()
-    assert led.entries(since=after_a) == []        # a local collection before the mark
-    led._add_central(t1, 2)
-    after_t1 = led.mark()
-    assert led.entries(since=after_t1) == []       # a central training before the mark
-    led._add(b, keys)
-    led._add_central(t2, 2)
-    assert [e.spec.id for e in led.entries(since=after_a)] == [t1.id, b.id, t2.id]
-    assert [e.spec.id for e in led.entries(since=after_t1)] == [b.id, t2.id]
-    assert [e.spec.id for e in led.entries()] == [a.id, t1.id, b.id, t2.id]
 
 
 def _saved_with_a_cap(cap):

@@ -1,17 +1,14 @@
-"""reconstruct_labels without self-loops and metis_clusters on raw adjacencies.
+"""reconstruct_labels without self-loops.
 
 reconstruct_labels (Bhaila et al., SDM 2024, Alg. 2) propagates the masked noisy labels
-over ``D^-1 (A + I)``, or ``D^-1 A`` with ``self_loops=False``; the existing tests only
-use the default. metis_clusters documents that it symmetrises the adjacency and ignores
-self loops: a directed copy, or one with self loops, of the same graph must give the
-same parts.
+over ``D^-1 (A + I)``, or ``D^-1 A`` with ``self_loops=False``.
 """
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from skldp.reconstruction import grr_transition_matrix, metis_clusters, reconstruct_labels
+from skldp.reconstruction import grr_transition_matrix, reconstruct_labels
 
 
 def _dense_reference(A, labelled, noisy, T, hops, self_loops):
@@ -41,23 +38,3 @@ def test_matches_dense_masked_propagation(self_loops):
                              project=False)
     ref = _dense_reference(A, labelled, noisy, T, 2, self_loops)
     np.testing.assert_allclose(got, ref, atol=1e-10)
-
-
-def _two_cliques(k=12):
-    B = np.ones((k, k)) - np.eye(k)
-    A = sp.block_diag([B, B]).tolil()
-    A[0, k] = A[k, 0] = 1
-    return sp.csr_matrix(A)
-
-
-def test_metis_symmetrises_and_ignores_self_loops():
-    pytest.importorskip("pymetis")
-    A = _two_cliques()
-    parts = metis_clusters(A.copy(), 2, seed=0)
-    assert len(set(parts[:12])) == 1 and len(set(parts[12:])) == 1 and parts[0] != parts[12]
-    directed = sp.triu(A, format="csr")
-    kept = directed.copy()
-    np.testing.assert_array_equal(metis_clusters(directed, 2, seed=0), parts)
-    assert (directed != kept).nnz == 0          # the caller's matrix is left as it was
-    loops = (A + 5 * sp.eye(24)).tocsr()
-    np.testing.assert_array_equal(metis_clusters(loops, 2, seed=0), parts)

@@ -31,6 +31,20 @@ def test_metis_finds_the_two_cliques():
     assert len(np.unique(many)) == 8 and np.bincount(many).max() <= 10
 
 
+def test_metis_symmetrises_and_ignores_self_loops():
+    # as documented: a directed copy, or one with self loops, gives the same parts
+    pytest.importorskip("pymetis")
+    A = _two_cliques()
+    parts = metis_clusters(A.copy(), 2, seed=0)
+    assert len(set(parts[:20])) == 1 and len(set(parts[20:])) == 1 and parts[0] != parts[20]
+    directed = sp.triu(A, format="csr")
+    kept = directed.copy()
+    np.testing.assert_array_equal(metis_clusters(directed, 2, seed=0), parts)
+    assert (directed != kept).nnz == 0          # the caller's matrix is left as it was
+    loops = (A + 5 * sp.eye(40)).tocsr()
+    np.testing.assert_array_equal(metis_clusters(loops, 2, seed=0), parts)
+
+
 def test_metis_bad_input():
     A = _two_cliques(3)
     with pytest.raises(ValueError, match="n_clusters must be an integer in 1..6"):
