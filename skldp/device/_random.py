@@ -50,7 +50,7 @@ _BELOW_ONE = 1.0 - 2.0 ** -53
 def _to_unit(z):
     # 53 random bits m -> (m + 1/2) / 2^53 in (0, 1): never 0 nor 1 (safe for log/ppf)
     u = ((z >> np.uint64(11)).astype(np.float64) + 0.5) * (1.0 / (1 << 53))
-    return np.minimum(u, _BELOW_ONE, out=u)
+    return np.minimum(u, _BELOW_ONE)
 
 
 def _node_words(seed, keys, n_cols, stream):
