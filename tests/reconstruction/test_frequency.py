@@ -147,6 +147,10 @@ def test_no_self_loops_partial_mass_renormalised():
     lam = np.array([[0.5, 0.0], [0.0, 0.0], [0.2, 0.8], [0.1, 0.3]])
     got = _own_where_lost(lam, np.array([1, 1, 0, 0]), 2)
     np.testing.assert_allclose(got, [[1.0, 0.0], [0.0, 1.0], [0.2, 0.8], [0.25, 0.75]])
+    # a small loss as well: a node of 2,000 out-neighbours, one of them a sink, keeps
+    # 1 - 1/2000 of its mass at two hops, and is renormalised all the same
+    small = _own_where_lost(np.array([[0.3, 0.6995]]), np.array([0]), 2)
+    np.testing.assert_allclose(small.sum(axis=1), 1.0, rtol=1e-12)
 
 
 def test_non_finite_domain_size_refused():

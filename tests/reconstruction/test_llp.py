@@ -45,6 +45,22 @@ def test_metis_symmetrises_and_ignores_self_loops():
     np.testing.assert_array_equal(metis_clusters(loops, 2, seed=0), parts)
 
 
+def test_metis_is_given_the_symmetric_graph_without_self_loops(monkeypatch):
+    # METIS needs each edge listed at both ends: a directed graph with self loops
+    # reaches it as its undirected simple graph
+    pymetis = pytest.importorskip("pymetis")
+    given = []
+    real = pymetis.part_graph
+    monkeypatch.setattr(pymetis, "part_graph",
+                        lambda k, graph, **kw: given.append(graph) or real(k, graph, **kw))
+    A = sp.csr_matrix(np.array([[2, 1, 0, 0], [0, 0, 1, 0], [0, 0, 1, 1], [0, 0, 0, 0]],
+                               dtype=float))
+    metis_clusters(A, 2, seed=0)
+    xadj, adjncy = np.asarray(given[0].adj_starts), np.asarray(given[0].adjacent)
+    S = sp.csr_matrix((np.ones(len(adjncy)), adjncy, xadj), shape=(4, 4)).toarray()
+    np.testing.assert_array_equal(S, [[0, 1, 0, 0], [1, 0, 1, 0], [0, 1, 0, 1], [0, 0, 1, 0]])
+
+
 def test_metis_bad_input():
     A = _two_cliques(3)
     with pytest.raises(ValueError, match="n_clusters must be an integer in 1..6"):
