@@ -35,6 +35,15 @@ def pytest_collection_modifyitems(config, items):
     items[:] = ordered + rest[len(long):]
 
 
+@pytest.fixture(autouse=True)
+def _plain_array_users_of_this_test(monkeypatch):
+    """Each test starts with no plain array's users known (as a new process would): a
+    report that adds every plain array's ledger of the process then reads this test's."""
+    from skldp.population import _population
+    monkeypatch.setattr(_population, "_ARRAYS", {})
+    monkeypatch.setattr(_population, "_DEFAULT", None)
+
+
 def _dataset_file(name):
     """Path of dataset ``name``'s ``.npz`` (bundled, ``SKLDP_DATASETS_DIR`` or the cache);
     skips the test when it is not available without a download."""

@@ -8,6 +8,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from .._graph_data import GraphData
+from ..population._population import plain_array_ledgers
 
 __all__ = ["PrivacySpend", "PrivacyReport", "privacy_report"]
 
@@ -85,6 +86,11 @@ class PrivacyReport:
         read data no ledger records (a step from outside skldp, or a model
         fitted on a plain array): it was fitted on the data as it is, so
         ``local_epsilon`` is ``inf``.
+    plain_arrays : bool
+        The estimator sent users of plain arrays to their ledgers. Plain arrays
+        carry no user ids (a search's folds, a slice or a copy of an array are
+        other arrays, which may hold the same people), so the report adds the
+        ledgers of every plain array of this process: an upper bound.
     """
 
     spends: list = field(default_factory=list)
@@ -94,6 +100,7 @@ class PrivacyReport:
     budget: float = None
     by_what: dict = field(default_factory=dict)
     no_private_step: bool = False
+    plain_arrays: bool = False
 
     @property
     def central(self):
@@ -123,7 +130,9 @@ class PrivacyReport:
         lines = []
         for s in self.spends:
             d = f", delta={s.delta:.3g}" if s.delta else ""
-            where = s.step or "not kept by this estimator (another fit on these users)"
+            where = s.step or ("not kept by this estimator (another fit, or another plain "
+                               "array)" if self.plain_arrays else
+                               "not kept by this estimator (another fit on these users)")
             if s.model == "clear":
                 who = f"{s.n_users} users" if s.n_users else (
                     s.reason or "a plain array: no known users")
@@ -136,6 +145,10 @@ class PrivacyReport:
             parts = ", ".join(f"{w} {e:.4g}" for w, e in self.by_what.items() if e)
             lines.append(f"  total local epsilon per user: {self.local_epsilon:.4g} (the most "
                          f"any user spent; {parts})")
+        if self.plain_arrays:
+            lines.append("  plain arrays carry no user ids: every plain array's reports and "
+                         "trainings in this process are added (an upper bound); give a "
+                         "GraphData to count each user's own")
         if self.central:
             lines.append(f"  central trainings: epsilon={self.central_epsilon:.4g}, "
                          f"delta={self.central_delta:.3g} (basic composition)")
@@ -332,6 +345,11 @@ def privacy_report(estimator):
                 "the users' ledger; what its fits collected was still spent. Pass the data it "
                 "was fitted on instead: privacy_report(G).")
     report = PrivacyReport()
+    plain = [] if isinstance(estimator, GraphData) else plain_array_ledgers()
+    if any(ledger is p for ledger in ledgers for p in plain):
+        # the same people may be in other plain arrays (a search's folds), under other keys
+        report.plain_arrays = True
+        ledgers += [p for p in plain if all(p is not ledger for ledger in ledgers)]
     if not isinstance(estimator, GraphData) and not ledgers and foreign:
         # nothing leads to a ledger, and a step from outside skldp was fitted on the
         # data as it was: the users' data, for all the report can tell

@@ -734,6 +734,24 @@ def default_population():
         return _DEFAULT
 
 
+def plain_array_ledgers():
+    """The ledgers of this process that users of plain arrays are charged on: each plain
+    array's (:func:`array_population`), and the process-wide one (:func:`default_population`),
+    which holds the central trainings on plain arrays.
+
+    Plain arrays carry no user ids: a search's folds, a slice or a copy of an array are
+    other arrays, which may hold the same people. :func:`~skldp.accounting.privacy_report`
+    adds all of these ledgers up once it reaches one of them.
+
+    Returns
+    -------
+    ledgers : list of Ledger
+    """
+    with _REGISTRY_LOCK:
+        pops = list(_ARRAYS.values()) + ([_DEFAULT] if _DEFAULT is not None else [])
+    return [pop.ledger for pop in pops]
+
+
 def array_population(fingerprint):
     """The population of the users of a plain array, known by its content hash.
 

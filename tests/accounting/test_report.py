@@ -122,7 +122,10 @@ def test_mechanisms_inside_feature_union_and_column_transformer_are_found():
                                                      random_state=0), [0, 1])])
     X2 = np.random.default_rng(12).random((30, 4))
     ct.fit_transform(X2)
-    assert privacy_report(ct).local_epsilon == pytest.approx(1.5)
+    rep = privacy_report(ct)
+    assert [s.epsilon for s in rep.spends if s.step] == [1.5]     # its own collection
+    # X2 may hold X's people (plain arrays carry no ids): the union's reports are added
+    assert rep.plain_arrays and rep.local_epsilon == pytest.approx(1.5 + 3.0)
 
 
 def test_an_estimator_without_private_steps_protects_nothing():
@@ -290,13 +293,21 @@ def test_a_plain_step_fitted_before_a_mechanism_read_the_users_in_the_clear(as_g
         rep = report(NodeWise(StandardScaler()), mech())
         assert rep.local_epsilon == np.inf and "StandardScaler read" in str(rep)
     # after the mechanism, or on the device (inside a container too), a step reads no raw row
-    assert report(mech(), StandardScaler(with_mean=False)).local_epsilon == 1.0
+    assert _its_own_collection_alone(report(mech(), StandardScaler(with_mean=False)))
 
     def on_device():
         return NodeWise(SimpleImputer(strategy="constant"), on_device=True)
 
-    assert report(on_device(), mech()).local_epsilon == 1.0
-    assert report(Pipeline([("od", on_device())]), mech()).local_epsilon == 1.0
+    assert _its_own_collection_alone(report(on_device(), mech()))
+    assert _its_own_collection_alone(report(Pipeline([("od", on_device())]), mech()))
+
+
+def _its_own_collection_alone(rep, eps=1.0):
+    """The report holds its step's collection of ``eps`` and no read in the clear (on a plain
+    array, the other plain arrays' collections of the test are added)."""
+    assert all(s.model != "clear" for s in rep.spends)
+    assert [s.epsilon for s in rep.spends if s.step] == [eps]
+    return rep.plain_arrays or rep.local_epsilon == eps
 
 
 def test_branches_beside_a_mechanism_pass_the_users_rows_on_in_the_clear():
@@ -326,7 +337,7 @@ def test_branches_beside_a_mechanism_pass_the_users_rows_on_in_the_clear():
     rep = report(FeatureUnion([("m", mech()), ("raw", "passthrough")]))
     assert rep.local_epsilon == np.inf
     # the mechanism alone, or beside a step that reads the graph only: no raw row passes
-    assert report(ColumnTransformer([("m", mech(), [0, 1, 2, 3])])).local_epsilon == 1.0
+    assert _its_own_collection_alone(report(ColumnTransformer([("m", mech(), [0, 1, 2, 3])])))
     A = (rng.random((60, 60)) < 0.1).astype(float)
     union = GraphFeatureUnion([("structure", StructuralFeatures(random_state=0)),
                                ("private", mech())])
@@ -355,3 +366,31 @@ def test_a_step_before_an_edge_mechanism_is_not_said_to_stand_before_a_mechanism
     assert rep.by_what["edges"] == 2.0 and rep.by_what["features"] == np.inf
     assert "before a mechanism" not in str(rep)
     assert [s.kind for s in rep.spends if s.model == "clear"] == ["NodeWise", "GCNClassifier"]
+
+
+def test_a_search_over_a_plain_array_adds_every_fold():
+    # Each fold of a plain array is another array, whose rows get other keys and
+    # independent noise: a person in two training folds and the refit sent three reports,
+    # and the report printed the refit's one (1.0).
+    import warnings
+
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import KFold
+
+    from skldp.mechanisms import MultiBitMechanism
+    rng = np.random.default_rng(0)
+    X, y = rng.random((60, 5)), rng.integers(0, 2, 60)
+    pipe = Pipeline([("m", MultiBitMechanism(eps=1.0, feature_range=(0, 1), random_state=0)),
+                     ("clf", LogisticRegression())])
+    with warnings.catch_warnings():   # each fold's scoring refuses the held-out array
+        warnings.simplefilter("ignore")
+        search = GridSearchCV(pipe, {"clf__C": [0.1, 1.0]}, cv=KFold(3)).fit(X, y)
+    rep = privacy_report(search)
+    assert rep.plain_arrays and rep.local_epsilon == pytest.approx(4.0)   # >= the true 3.0
+    assert "plain arrays carry no user ids" in str(rep)
+    # a GraphData's users are its own: the plain arrays of the process are not theirs
+    G = GraphData(X)
+    graph_rep = privacy_report(Pipeline([("m", MultiBitMechanism(eps=1.0, feature_range=(0, 1))),
+                                         ("clf", LogisticRegression())]).fit(G, y))
+    assert not graph_rep.plain_arrays and graph_rep.local_epsilon == pytest.approx(1.0)
+    assert privacy_report(G).local_epsilon == pytest.approx(1.0)
