@@ -817,7 +817,7 @@ class _GRRFS(_Plan):
 
 
 def _check_classes(classes):
-    """A label domain of distinct numbers (not -1), strings or booleans: -1 and ``None``
+    """A label domain of distinct numbers (not negative), strings or booleans: -1 and ``None``
     are the "no report" of the received labels (:func:`skldp.population.received_graph`),
     so a class with that value could not be told from a user who sent nothing."""
     for c in classes:
@@ -825,9 +825,10 @@ def _check_classes(classes):
                 (isinstance(c, float) and not math.isfinite(c)):
             raise SpecError(f"LabelRandomizedResponse: every class must be a number, a string "
                             f"or a boolean (not null, NaN or a list), got {c!r}.")
-        if not isinstance(c, (bool, str)) and c == -1:
-            raise SpecError("LabelRandomizedResponse: classes must not contain -1, the "
-                            "'no report' marker of the received labels.")
+        if not isinstance(c, (bool, str)) and c < 0:
+            raise SpecError("LabelRandomizedResponse: classes must not contain -1 or another "
+                            "negative number: -1 is the 'no report' marker of the received "
+                            "labels, and a negative label marks an unlabelled node.")
     if len({(type(c) is str, c) for c in classes}) != len(classes):
         raise SpecError("LabelRandomizedResponse: classes contains duplicates.")
 

@@ -157,8 +157,9 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
         if len(classes) < 2:
             raise ValueError(f"The label domain needs at least two classes, got "
                              f"{classes.tolist()}.")
-        if np.issubdtype(classes.dtype, np.number) and np.any(classes == -1):
-            raise ValueError("classes must not contain -1, the 'unlabelled' marker.")
+        if np.issubdtype(classes.dtype, np.number) and np.any(classes < 0):
+            raise ValueError("classes must not contain a negative number: -1 (any negative "
+                             "number) marks an unlabelled node.")
         self.classes_ = classes
         c = len(classes)
         # The flip probability (c - 1) q is computed directly: p = 1 - (c - 1) q rounds to
@@ -194,21 +195,20 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
 
     @staticmethod
     def _check_y(y):
-        from ..model_selection._node_splits import _is_unlabelled, _label_column
+        from sklearn.utils.multiclass import check_classification_targets
+
+        from ..model_selection._node_splits import (
+            _UNLABELLED_MARKERS,
+            _label_column,
+            _labelled_mask,
+        )
         y = _label_column(y)   # a list of strings keeps its NaN markers
-        if y.dtype == object:
-            marked = np.flatnonzero([_is_unlabelled(v) for v in y.tolist()])
-            if len(marked):
-                raise ValueError(f"y marks {len(marked)} row(s) unlabelled (None, NaN or pd.NA; "
-                                 f"first at row {int(marked[0])}): a label mechanism can only "
-                                 "randomize labels that exist. Pass labelled nodes only.")
-        if y.dtype.kind in "fc" and np.any(np.isnan(y)):
-            row = int(np.flatnonzero(np.isnan(y))[0])
-            raise ValueError(f"y contains NaN (first at row {row}): a label mechanism can "
-                             "only randomize labels that exist. Pass labelled nodes only.")
-        if np.issubdtype(y.dtype, np.number) and np.any(y == -1):
-            raise ValueError("y contains -1 (unlabelled) for some rows: a label mechanism can "
-                             "only randomize labels that exist. Pass labelled nodes only.")
+        marked = np.flatnonzero(~_labelled_mask(y))
+        if len(marked):
+            raise ValueError(f"y marks {len(marked)} row(s) unlabelled ({_UNLABELLED_MARKERS}; "
+                             f"first at row {int(marked[0])}): a label mechanism can only "
+                             "randomize labels that exist. Pass labelled nodes only.")
+        check_classification_targets(y)   # continuous or mixed labels are no classes
         return y
 
     def encode(self, y):

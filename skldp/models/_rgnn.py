@@ -41,7 +41,9 @@ class RGNNClassifier(TorchClassifierBase):
     backbone : {"sage", "gcn", "gat"}, default="sage"
         GNN trained on the reconstructed labels.
     eps_y : float, default=1.0
-        Label privacy budget per user (> 0, ``inf`` = true labels).
+        Label privacy budget per user (> 0; ``inf``: the users send their true
+        labels, a collection charged epsilon ``inf``, where ``LPGNNClassifier``
+        makes no label collection and takes the labels as given).
     hops_y : int, default=2
         Label propagation steps ``K_y`` (0 = each node's own noisy label).
     alpha : float, default=1.0

@@ -210,6 +210,7 @@ def test_a_local_collection_has_delta_zero(hds_spec):
 @pytest.mark.parametrize("classes,msg", [
     ([-1, 1], "must not contain -1"),
     ([0, -1.0], "must not contain -1"),
+    ([0, -2], "another negative number"),     # an unlabelled node's marker too
     ([None, "a"], "not null"),
     (["a", "nan", float("nan")], "not null, NaN"),
     ([[1], [2]], "not null, NaN or a list"),

@@ -156,9 +156,22 @@ def test_bad_labels():
         LabelRandomizedResponse(1.0, classes=[0, 1, 1]).fit()
 
 
+@pytest.mark.parametrize("y, match", [
+    ([0, -2, 1, 2], "unlabelled"),            # any negative number marks "unlabelled"
+    ([0.5, 1.5, 2.25, 0.75], "continuous"),   # no classes
+    (np.array([1, "a", 1, "a"], dtype=object), "Unknown label type"),
+])
+def test_labels_a_classifier_refuses_are_no_classes_of_the_mechanism(y, match):
+    # the domain read from such labels took -2 for a class, or one class per float
+    with pytest.raises(ValueError, match=match):   # before the domain is read
+        LabelRandomizedResponse(1.0).fit(y=np.asarray(y))
+    with pytest.raises(ValueError, match="negative number"):
+        LabelRandomizedResponse(1.0, classes=[-2, 0, 1]).fit()
+
+
 def test_nan_labels_and_a_single_class_give_plain_messages():
     rr = LabelRandomizedResponse(1.0, classes=[0, 1], random_state=0).fit()
-    with pytest.raises(ValueError, match=r"y contains NaN \(first at row 1\)"):
+    with pytest.raises(ValueError, match=r"y marks 1 row\(s\) unlabelled .*first at row 1\)"):
         rr.randomize(np.array([0.0, np.nan, 1.0]), np.arange(3))
     with pytest.raises(ValueError, match=r"needs at least two classes, got \[0\]\.$"):
         LabelRandomizedResponse(1.0, classes=[0]).fit()

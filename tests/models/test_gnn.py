@@ -396,6 +396,20 @@ def test_strong_label_noise_hurts(data):
     assert noisy < clean - 0.2
 
 
+def test_classifiers_with_a_label_mechanism_refuse_unlabelled_markers(data):
+    # a label mechanism reading its domain from y took -2 for a class, and randomized it
+    from skldp.models import LPGNNClassifier
+    G, y, tr, te = data
+    y_bad = y[tr].copy()
+    y_bad[0] = -2
+    for clf in (GCNClassifier(epochs=2, label_mechanism=LabelRandomizedResponse(1.0)),
+                LPGNNClassifier(epochs=2)):
+        with pytest.raises(ValueError, match="unlabelled"):
+            clf.fit(G[tr], y_bad)
+    with pytest.raises(ValueError, match="continuous"):
+        LPGNNClassifier(epochs=2).fit(G[tr], y[tr] + 0.5)
+
+
 def test_label_mechanism_rejects_unknown_labels(data):
     G, y, tr, te = data
     mech = LabelRandomizedResponse(1.0, classes=[0, 1], random_state=0)
