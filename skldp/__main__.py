@@ -213,15 +213,22 @@ def _run(dataset, eps, seeds, epochs, out):
     return scores, report, feature_range
 
 
-def _epsilon_line(report, feature_range):
+def _epsilon_line(report, feature_range, seeds=1):
     """The budget line; with bounds read from the private data the report charges that read
-    in the clear (epsilon inf), and the line gives HDS's own epsilon beside it."""
+    in the clear (epsilon inf), and the line gives HDS's own epsilon beside it. Each seed
+    is a new simulated deployment (``new_simulation``): the line says what the same people
+    would have spent in all of them."""
     line = f"epsilon spent per user: {report.local_epsilon:g}"
     if feature_range is None:
         hds = sum(s.epsilon for s in getattr(report, "spends", ()) if s.model == "local")
         line += (f", as the feature bounds were read from the data in the clear (the "
                  f"dataset's public bounds are unknown; HDS's reports alone: {hds:g})")
-    return line + " on the node features (HDS, local DP; from skldp.accounting.privacy_report)"
+    line += " on the node features (HDS, local DP; from skldp.accounting.privacy_report)"
+    if seeds > 1:
+        line += (f", in each seed's run: each of the {seeds} seeds is a new simulated "
+                 f"deployment, so one person in all of them would have spent "
+                 f"{seeds * report.local_epsilon:g}")
+    return line
 
 
 def _verdict(private, floor, floor_name):
@@ -291,7 +298,7 @@ def _main(argv):
     floor = max(("graph-only", "feature-free"), key=lambda k: np.mean(scores[k]))
     print(_verdict(scores["private"], scores[floor],
                    {"graph-only": "graph-only", "feature-free": "label propagation"}[floor]))
-    print(_epsilon_line(report, feature_range))
+    print(_epsilon_line(report, feature_range, args.seeds))
     print(f"total time {time.perf_counter() - t0:.0f}s")
     return 0
 

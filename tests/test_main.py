@@ -63,6 +63,10 @@ def test_epsilon_line_says_when_bounds_come_from_the_data():
     from skldp.__main__ import _epsilon_line
     report = SimpleNamespace(local_epsilon=1.0)
     assert _epsilon_line(report, (0.0, 1.0)).startswith("epsilon spent per user: 1 on the node")
+    # each seed is a new simulated deployment of the same people
+    assert _epsilon_line(report, (0.0, 1.0), seeds=5).endswith(
+        "each of the 5 seeds is a new simulated deployment, so one person in all of them "
+        "would have spent 5")
     report = SimpleNamespace(local_epsilon=float("inf"),
                              spends=[SimpleNamespace(model="clear", epsilon=float("inf")),
                                      SimpleNamespace(model="local", epsilon=1.0)])
