@@ -37,6 +37,7 @@ from ..utils.validation import (
     EPS_CONSTRAINT,
     RANDOM_STATE_CONSTRAINT,
     Count,
+    check_eps,
     check_finite_features,
     check_has_features,
     check_int,
@@ -94,6 +95,12 @@ def grrfs_epsilon(eps, m, d=None):
     -------
     epsilon : float
 
+    Raises
+    ------
+    InvalidParameterError
+        If ``eps`` is not a number > 0 (NaN, a string) or ``m`` is not an
+        integer in ``1..d`` (``m >= 1`` when ``d`` is None).
+
     See Also
     --------
     grrfs_paper_epsilon : the smaller value of Theorem 1 of Bhaila et al.
@@ -111,8 +118,9 @@ def grrfs_epsilon(eps, m, d=None):
     >>> grrfs_epsilon(1.0, 10, 53)    # CiteSeer after grouping (paper: "8.3")
     10.0
     """
-    if d is not None and not 1 <= m <= d:
-        raise ValueError(f"m must be in 1..d={d}, got {m}.")
+    eps = check_eps(eps, "eps")
+    d = check_int(d, "d", 1, allow_none=True)
+    m = check_int(m, "m", 1, d, maximum_is="d")
     return float(m * eps)
 
 
@@ -146,6 +154,12 @@ def grrfs_paper_epsilon(eps, m, d):
     epsilon : float
         The paper's number, for comparison only.
 
+    Raises
+    ------
+    InvalidParameterError
+        If ``eps`` is not a number > 0, ``d`` not an integer >= 1 or ``m``
+        not an integer in ``1..d``.
+
     References
     ----------
     K. Bhaila, W. Huang, Y. Wu, X. Wu, "Local Differential Privacy in Graph
@@ -160,6 +174,9 @@ def grrfs_paper_epsilon(eps, m, d):
     >>> round(grrfs_paper_epsilon(2.0, 1, 2), 2)     # the worst-case ratio is e^2 here
     1.43
     """
+    eps = check_eps(eps, "eps")
+    d = check_int(d, "d", 1)
+    m = check_int(m, "m", 1, d, maximum_is="d")
     if np.isinf(eps):
         return np.inf
     return float(np.log1p((m / d) * np.expm1(m * eps)))

@@ -51,8 +51,30 @@ def test_epsilon_limits():
     assert grrfs_epsilon(0.5, 1, 4) == 0.5
     assert grrfs_paper_epsilon(0.5, 1, 4) < 0.5
     assert np.isinf(grrfs_epsilon(np.inf, 1, 4)) and np.isinf(grrfs_paper_epsilon(np.inf, 1, 4))
-    with pytest.raises(ValueError, match="m must be in 1..d=4"):
+    with pytest.raises(ValueError, match=r"m must be an integer in 1\.\.4 \(d\)"):
         grrfs_epsilon(1.0, 5, 4)
+
+
+@pytest.mark.parametrize("func", [grrfs_epsilon, grrfs_paper_epsilon])
+@pytest.mark.parametrize("eps, m, d, match", [
+    ("1", 2, 4, "eps must be a positive real number"),   # was '1' * 2 + ... = 11.0
+    (-1.0, 2, 4, "eps must be > 0"),                    # was -2.0
+    (np.nan, 2, 4, "eps must be a positive real number, got NaN"),
+    (True, 2, 4, "eps must be a positive real number"),
+    (1.0, 0, 4, "m must be an integer in 1..4"),        # was 0.0
+    (1.0, 5, 4, "m must be an integer in 1..4"),
+    (1.0, 1.5, 4, "m must be an integer"),
+    (1.0, 1, 0, "d must be an integer >= 1"),
+])
+def test_epsilon_functions_refuse_bad_budgets_and_counts(func, eps, m, d, match):
+    with pytest.raises(InvalidParameterError, match=match):
+        func(eps, m, d)
+
+
+def test_grrfs_epsilon_checks_m_without_d():
+    with pytest.raises(InvalidParameterError, match="m must be an integer >= 1"):
+        grrfs_epsilon(1.0, 0)
+    assert grrfs_epsilon(1.0, 3) == 3.0
 
 
 def _exact_log_ratio(eps, m, sizes):
