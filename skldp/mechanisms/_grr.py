@@ -248,27 +248,68 @@ def quantile_bin_edges(X, n_bins=4, columns=None):
     -------
     edges : dict {column: ndarray}
         Strictly increasing inner edges (at most ``n_bins - 1`` of them) per column.
+
+    Raises
+    ------
+    InvalidParameterError
+        If ``n_bins`` is not an integer >= 2 or a column is not one of ``X``'s.
+    ValueError
+        If a column to bin holds NaN (impute it first).
     """
     warnings.warn("quantile_bin_edges reads bin edges from the private data, which leaks "
                   "information about it; pass public edges in deployment.",
                   PrivacyLeakWarning, stacklevel=2)
+    check_int(n_bins, "n_bins", 2)
     X = X.toarray() if sp.issparse(X) else np.asarray(X, dtype=np.float64)
-    cols = range(X.shape[1]) if columns is None else columns
+    d = X.shape[1]
+    cols = range(d) if columns is None else [_bin_column(j, d, "each of columns")
+                                             for j in columns]
     qs = np.linspace(0, 1, n_bins + 1)[1:-1]
-    return {int(j): np.unique(np.quantile(X[:, j], qs)) for j in cols}
+    edges = {}
+    for j in cols:
+        _check_no_nan(X[:, j], j)
+        edges[int(j)] = np.unique(np.quantile(X[:, j], qs))
+    return edges
+
+
+def _bin_column(j, d, name="bin_edges column"):
+    """A column named by ``bin_edges`` (or ``columns``) as an int in ``0..d - 1``; a
+    spec's JSON object has string keys."""
+    if isinstance(j, str) and j.strip().isdigit():
+        j = int(j)
+    return check_int(j, name, 0, d - 1, maximum_is="the last column of X")
+
+
+def _check_no_nan(x, j):
+    if np.isnan(x).any():
+        raise ValueError(f"column {j} holds NaN, which has no bin; impute it before "
+                         "binning.")
 
 
 def _edge_items(bin_edges, d):
     """(column, edges) pairs of a bin_edges spec: dict, list per column, or one 1-D array."""
-    if isinstance(bin_edges, dict):   # a spec's JSON object has string keys
-        return [(int(j), e) for j, e in bin_edges.items()]
-    seq = list(bin_edges)
-    if seq and all(np.ndim(e) == 0 and e is not None for e in seq):
-        return [(j, np.asarray(seq, dtype=np.float64)) for j in range(d)]  # same for all
-    if len(seq) != d:
-        raise ValueError(f"bin_edges must give edges (or None) for each of the {d} columns, "
-                         f"got {len(seq)} entries.")
-    return list(enumerate(seq))
+    if isinstance(bin_edges, dict):
+        items = [(_bin_column(j, d), e) for j, e in bin_edges.items()]
+    else:
+        seq = list(bin_edges)
+        if seq and all(np.ndim(e) == 0 and e is not None for e in seq):
+            items = [(j, seq) for j in range(d)]  # the same edges for every column
+        elif len(seq) != d:
+            raise ValueError(f"bin_edges must give edges (or None) for each of the {d} "
+                             f"columns, got {len(seq)} entries.")
+        else:
+            items = list(enumerate(seq))
+    return [(j, None if e is None else _checked_edges(e, j)) for j, e in items]
+
+
+def _checked_edges(edges, j):
+    edges = np.asarray(edges, dtype=np.float64)
+    # NaN passes np.diff(edges) <= 0 (a comparison with NaN is False); an infinite
+    # inner edge makes an empty bin, as a repeated one does
+    if edges.ndim != 1 or not np.all(np.isfinite(edges)) or np.any(np.diff(edges) <= 0):
+        raise ValueError(f"bin edges of column {j} must be a strictly increasing 1-D array "
+                         f"of finite numbers, got {edges.tolist()!r}.")
+    return edges
 
 
 def discretize(X, bin_edges):
@@ -288,15 +329,22 @@ def discretize(X, bin_edges):
     Returns
     -------
     codes : ndarray of shape (n, d), float64
+
+    Raises
+    ------
+    InvalidParameterError
+        If a column of ``bin_edges`` is not one of ``X``'s (``-1`` is not the
+        last column).
+    ValueError
+        If edges are not strictly increasing finite numbers, or a column to
+        bin holds NaN (impute it first).
     """
     X = X.toarray() if sp.issparse(X) else np.array(X, dtype=np.float64)
     items = _edge_items(bin_edges, X.shape[1])
     for j, edges in items:
         if edges is None:
             continue
-        edges = np.asarray(edges, dtype=np.float64)
-        if edges.ndim != 1 or np.any(np.diff(edges) <= 0):
-            raise ValueError(f"bin edges of column {j} must be a strictly increasing 1-D array.")
+        _check_no_nan(X[:, j], j)   # np.digitize puts NaN in the top bin
         X[:, j] = np.digitize(X[:, j], edges)
     return X
 
@@ -547,7 +595,7 @@ class GRRFSMechanism(LDPMechanism):
             sizes = None
         codes = self._codes(Xf, names, sizes, check_range=sizes is not None)
         if sizes is None and self.bin_edges is not None:
-            binned = {int(j): len(np.atleast_1d(e)) + 1
+            binned = {j: len(e) + 1
                       for j, e in _edge_items(self.bin_edges, d) if e is not None}
             if len(binned) == d:  # every domain is public: no need to read the data
                 sizes = np.array([binned[j] for j in range(d)], dtype=np.int64)

@@ -5,14 +5,16 @@
 * A mechanism rebuilt from its collection's spec (``mechanism_from_spec``) keeps
   the sampling rate ``m / d`` of eqs. (5)-(8) of Bhaila et al. (SDM 2024), so it
   estimates the same frequencies from the same reports.
-* ``discretize`` needs strictly increasing public edges (a repeated edge makes an
-  empty bin that a public domain size would count).
+* ``discretize`` needs strictly increasing finite public edges (a repeated edge
+  makes an empty bin that a public domain size would count), columns that ``X``
+  has, and no NaN in a binned column; ``quantile_bin_edges`` reads no NaN column.
 """
 
 import numpy as np
 import pytest
 
-from skldp.mechanisms import GRRFSMechanism, discretize
+from skldp.exceptions import InvalidParameterError, PrivacyLeakWarning
+from skldp.mechanisms import GRRFSMechanism, discretize, quantile_bin_edges
 from skldp.population import mechanism_from_spec
 
 
@@ -67,3 +69,48 @@ def test_discretize_refuses_a_repeated_edge():
         with pytest.raises(ValueError, match="strictly increasing"):
             discretize(X, {0: edges})
     np.testing.assert_array_equal(discretize(X, {0: [0.5, 0.8]}), [[0.0], [1.0], [2.0]])
+
+
+@pytest.mark.parametrize("edges", [[np.nan, 0.5], [0.2, np.nan], [-np.inf, 0.5], [0.2, np.inf]])
+def test_discretize_refuses_non_finite_edges(edges):
+    """NaN passed the "strictly increasing" check (a comparison with NaN is False) and
+    binned [0.1, 0.2, 0.9] as [2, 2, 1]; an infinite inner edge makes an empty bin."""
+    X = np.array([[0.1], [0.2], [0.9]])
+    with pytest.raises(ValueError, match="strictly increasing 1-D array of finite"):
+        discretize(X, [edges])
+    with pytest.raises(ValueError, match="strictly increasing 1-D array of finite"):
+        GRRFSMechanism(np.inf, bin_edges=[edges], random_state=0).fit(X)
+
+
+def test_discretize_refuses_nan_in_a_binned_column():
+    """np.digitize puts NaN in the top bin; a column without edges is left as it is."""
+    X = np.array([[np.nan, 0.2], [0.2, 1.0]])
+    with pytest.raises(ValueError, match="column 0 holds NaN"):
+        discretize(X, {0: [0.5]})
+    np.testing.assert_array_equal(discretize(X, {1: [0.5]}), [[np.nan, 0], [0.2, 1]])
+
+
+@pytest.mark.parametrize("key", [-1, 3, 10, "-1", 1.0, True])
+def test_discretize_refuses_a_column_x_does_not_have(key):
+    """-1 binned the last column, 10 raised numpy's IndexError."""
+    with pytest.raises(InvalidParameterError, match=r"bin_edges column must be an integer "
+                                                    r"in 0\.\.2"):
+        discretize(np.zeros((2, 3)), {key: [0.5]})
+    # a spec's JSON object has string keys
+    np.testing.assert_array_equal(discretize(np.ones((2, 3)), {"1": [0.5]})[:, 1], [1, 1])
+
+
+def test_quantile_bin_edges_refuses_nan_columns_and_too_few_bins():
+    """A NaN column gave [nan] edges, n_bins=0 no edges at all."""
+    X = np.array([[np.nan, 1.0], [1.0, 2.0], [2.0, 3.0]])
+    with pytest.warns(PrivacyLeakWarning), pytest.raises(ValueError, match="column 0 holds NaN"):
+        quantile_bin_edges(X, 2)
+    with pytest.warns(PrivacyLeakWarning):
+        assert quantile_bin_edges(X, 2, columns=[1])[1].tolist() == [2.0]
+    for n_bins in (0, 1, 2.0):
+        with pytest.warns(PrivacyLeakWarning), pytest.raises(InvalidParameterError,
+                                                             match="n_bins must be"):
+            quantile_bin_edges(X, n_bins)
+    with pytest.warns(PrivacyLeakWarning), pytest.raises(InvalidParameterError,
+                                                         match="each of columns"):
+        quantile_bin_edges(X, 2, columns=[2])
