@@ -765,9 +765,11 @@ class _GRRFS(_Plan):
             raise SpecError(f"GRRFSMechanism: categories must list the {self.d} features' "
                             "finite values, as many as each feature's domain size.")
         if self.bin_edges is not None and any(
-                not 0 <= j < self.d or e.ndim != 1 for j, e in self.bin_edges):
-            raise SpecError(f"GRRFSMechanism: bin_edges must give 1-D edges of columns "
-                            f"0..{self.d - 1}.")
+                not 0 <= j < self.d or e.ndim != 1 or not np.all(np.isfinite(e))
+                or np.any(np.diff(e) <= 0) for j, e in self.bin_edges):
+            # NaN passes np.diff(e) <= 0; np.digitize reads decreasing edges backwards
+            raise SpecError(f"GRRFSMechanism: bin_edges must give strictly increasing 1-D "
+                            f"finite edges of columns 0..{self.d - 1}.")
 
     def _binned(self, rows, finite=True):
         X = self._rows(rows, copy=True, finite=finite)   # binned in place

@@ -7,7 +7,13 @@ import numpy as np
 import pytest
 
 from skldp.device import AlreadyAnswered, Device, Directory, SpecError, encode, plan, read_spec
-from skldp.mechanisms import EdgeRR, HDSMechanism, LabelRandomizedResponse, MultiBitMechanism
+from skldp.mechanisms import (
+    EdgeRR,
+    GRRFSMechanism,
+    HDSMechanism,
+    LabelRandomizedResponse,
+    MultiBitMechanism,
+)
 from skldp.population import collection_spec
 
 
@@ -63,6 +69,18 @@ def test_spec_is_public_json_and_round_trips(hds_spec):
 def test_invalid_specs_are_refused_on_load(hds_spec, change, msg):
     with pytest.raises(SpecError, match=msg):
         read_spec(_edit(hds_spec, **change))
+
+
+@pytest.mark.parametrize("edges", [[float("nan"), 0.5], [0.5, 0.2], [0.2, 0.2],
+                                   [0.2, float("inf")]])
+def test_grrfs_spec_with_edges_that_are_not_increasing_finite_numbers_is_refused(edges):
+    # a device binned [nan, 0.5] and [0.5, 0.2] (np.digitize reads decreasing edges
+    # backwards) where the mechanism refuses them
+    spec = collection_spec(GRRFSMechanism(1.0, domain_sizes=[3], bin_edges=[[0.2, 0.5]]),
+                           n_features=1)
+    read_spec(spec.to_dict())
+    with pytest.raises(SpecError, match="strictly increasing 1-D finite edges"):
+        read_spec(_edit(spec, params__bin_edges=[edges]))
 
 
 def test_label_and_edge_specs_refuse_on_device_steps():
