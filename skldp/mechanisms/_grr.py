@@ -368,6 +368,11 @@ def group_features(X, group_size):
     -------
     grouped : ndarray of shape (n, ceil(d / group_size)), float64 in {0, 1}
 
+    Raises
+    ------
+    ValueError
+        If ``X`` holds NaN or inf (impute them first), as :class:`FeatureGrouper`.
+
     Examples
     --------
     >>> import numpy as np
@@ -378,6 +383,7 @@ def group_features(X, group_size):
     """
     check_int(group_size, "group_size", 1)
     X = sp.csr_matrix(X) if sp.issparse(X) else sp.csr_matrix(np.asarray(X, dtype=np.float64))
+    check_finite_features(X)   # a NaN next to a 1 made its group 0 (NaN > 0 is False)
     d = X.shape[1]
     n_groups = -(-d // group_size)
     # d x n_groups 0/1 membership matrix: the grouping is one sparse product.

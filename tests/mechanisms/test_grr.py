@@ -252,6 +252,17 @@ def test_group_features_matches_paper_dimensions():
         group_features(X, 0)
 
 
+@pytest.mark.parametrize("sparse", [False, True])
+def test_group_features_refuses_non_finite_input_as_feature_grouper(sparse):
+    # a NaN next to a 1 made the group 0 (abs(X) @ M is NaN, and NaN > 0 is False)
+    X = np.array([[np.nan, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, np.inf]])
+    X = sp.csr_matrix(X) if sparse else X
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        group_features(X, 2)
+    with pytest.raises(ValueError, match="NaN"):
+        FeatureGrouper(group_size=2).fit_transform(X)
+
+
 def test_bad_input():
     X = np.array([[0.0, 1.0], [1.0, 0.0]])
     eps_range = r"The 'eps' parameter of GRRFSMechanism must be a float in the range \(0.0, inf\]"
