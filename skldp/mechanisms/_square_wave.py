@@ -15,7 +15,7 @@ from ..device._kinds import (
     take,
 )
 from ..utils._random import sample_k_of_d
-from ..utils.validation import Count, check_int
+from ..utils.validation import Count, check_eps, check_int
 from ._grid import check_eps_per_coordinate
 
 __all__ = ["HDSMechanism", "hds_estimator_variance", "hds_optimal_k"]
@@ -102,7 +102,16 @@ def hds_optimal_k(eps, d, max_k=None):
     -------
     k : int
         Number of dimensions each user should report.
+
+    Raises
+    ------
+    InvalidParameterError
+        If ``eps`` is not a number > 0 (``inf`` allowed), ``d`` not an integer
+        >= 1 or ``max_k`` neither None nor an integer >= 1.
     """
+    eps = check_eps(eps, "eps")
+    d = check_int(d, "d", 1)
+    max_k = check_int(max_k, "max_k", 1, allow_none=True)
     if np.isinf(eps):
         return d
     hi = min(d, 1000 if max_k is None else max_k)

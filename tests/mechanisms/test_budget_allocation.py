@@ -6,6 +6,7 @@ from sklearn.pipeline import Pipeline
 
 from skldp import GraphData
 from skldp.accounting import privacy_report
+from skldp.exceptions import InvalidParameterError
 from skldp.mechanisms import FeatureHashing, HDSMechanism, hds_estimator_variance, hds_optimal_k
 
 
@@ -16,6 +17,22 @@ def test_optimal_k_minimises_the_estimator_variance(eps, d):
     ks = ks[eps / ks <= 50]
     assert k == ks[np.argmin(hds_estimator_variance(eps, ks, d))]
     assert 1 <= k <= d
+
+
+@pytest.mark.parametrize("eps, d, max_k, match", [
+    (np.nan, 10, None, "eps must be a positive real number, got NaN"),   # was 10
+    (-1.0, 10, None, "eps must be > 0"),                                 # was 1
+    (0.0, 10, None, "eps must be > 0"),
+    ("1", 10, None, "eps must be a positive real number"),    # was numpy's TypeError
+    (1.0, 0, None, "d must be an integer >= 1"),                         # was 0
+    (1.0, -1, None, "d must be an integer >= 1"),                        # was -1
+    (np.inf, 0, None, "d must be an integer >= 1"),
+    (1.0, 2.5, None, "d must be an integer"),
+    (1.0, 10, 0, "max_k must be an integer >= 1 or None"),
+])
+def test_optimal_k_refuses_bad_budgets_and_counts(eps, d, max_k, match):
+    with pytest.raises(InvalidParameterError, match=match):
+        hds_optimal_k(eps, d, max_k)
 
 
 @pytest.mark.parametrize("eps, k", [(1.0, 1), (8.0, 3), (4.0, 6)])
