@@ -91,8 +91,14 @@ def _wor_rdp_one_step(z, N, m, orders):
     # GaussianDpEvent's multiplier is sigma / sensitivity = sigma / (2 C) = z.
     try:
         acc.compose(dpa.SampledWithoutReplacementDpEvent(N, m, dpa.GaussianDpEvent(z)))
-    except (ZeroDivisionError, OverflowError):   # z below ~1e-200: no usable bound
-        return np.full(len(orders), np.inf)
+    except (ZeroDivisionError, OverflowError, ValueError):
+        if z < 1.0:   # z below ~1e-200: no usable bound
+            return np.full(len(orders), np.inf)
+        # above z ~ 1e9 dp-accounting fails ("math domain error", then OverflowError
+        # above ~1.3e154): the RDP of the Gaussian without sampling, alpha / (2 z^2),
+        # bounds the sampled one (joint convexity: the two batches differ in at most
+        # one example); (1 / z)^2, as z^2 overflows, underflows to 0
+        return np.asarray(orders) / 2.0 * (1.0 / z) ** 2
     rdp = np.asarray(acc.rdp, dtype=float)
     # below z ~ 3e-152 dp-accounting's sums overflow to NaN at most orders, which its
     # conversion skips (an epsilon of 0): an order without a bound has an infinite one

@@ -176,7 +176,10 @@ def dpgnn_rdp(noise_multiplier, n_train, batch_size, max_degree, steps=1, orders
     rho, logp = _hypergeom_logpmf(N, k, m)
     a = orders[:, None]
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-        expo = a * (a - 1.0) * rho[None, :] ** 2 / (2.0 * (K + 1) ** 2 * z ** 2)
+        if z < 1e150:
+            expo = a * (a - 1.0) * rho[None, :] ** 2 / (2.0 * (K + 1) ** 2 * z ** 2)
+        else:   # z ** 2 overflows (OverflowError above z ~ 1.3e154): divide first
+            expo = a * (a - 1.0) / 2.0 * (rho[None, :] / ((K + 1) * z)) ** 2
     expo[:, rho == 0] = 0.0   # (0 / 0 where z^2 underflows to 0, z below ~1e-162)
     # ln E[e^X] = ln(1 + E[e^X - 1]) (the rho = 0 term is exactly 0): no cancellation
     # when the RDP is tiny, where ln(sum p e^X) would be a difference of numbers near 1.

@@ -126,6 +126,18 @@ def test_combined_is_the_per_order_minimum_of_two_valid_bounds():
         compute_dpsgd_epsilon(1.0, 100, 10, 10, 1e-5, bound="poisson")
 
 
+@pytest.mark.parametrize("z", [1e10, 1e100, 1e155, 1e308])
+@pytest.mark.parametrize("bound", ["wor", "combined"])
+def test_huge_noise_gives_a_tiny_epsilon(bound, z):
+    # dp-accounting fails above z ~ 1e9 ("math domain error", OverflowError above
+    # ~1.3e154, which read as the tiny-z failure: inf); dpgnn_rdp's z ** 2 overflowed.
+    # The RDP of the Gaussian without sampling, alpha / (2 z^2), bounds the sampled one.
+    eps = compute_dpsgd_epsilon(z, 1000, 100, 10, 1e-5, bound=bound)
+    assert 0.0 <= eps <= compute_dpsgd_epsilon(1e4, 1000, 100, 10, 1e-5, bound=bound)
+    orders, rdp = dpsgd_rdp(z, 1000, 100, 10, bound=bound)
+    assert np.all(rdp >= 0) and np.all(rdp <= 10 * orders / 2 * (1 / z) ** 2 * (1 + 1e-9))
+
+
 def test_infinite_noise_and_bad_rtol_are_refused():
     with pytest.raises(ValueError, match="noise_multiplier must be finite"):
         compute_dpsgd_epsilon(float("inf"), 1000, 10, 10, 1e-5)

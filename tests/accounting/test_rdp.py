@@ -255,3 +255,19 @@ def test_infinite_noise_is_refused():
         compute_epsilon(float("inf"), 1000, 10, 2, 10, 1e-5)
     with pytest.raises(ValueError, match="noise_multiplier must be finite"):
         dpgnn_rdp(float("inf"), 1000, 10, 2)
+
+
+@pytest.mark.parametrize("z", [1e150, 1e155, 1e200, 1e308])
+def test_huge_noise_gives_a_tiny_rdp_and_epsilon(z):
+    # z ** 2 on a Python float raised OverflowError above z ~ 1.3e154 (dpgnn_rdp,
+    # compute_epsilon and the models that use them)
+    rdp = dpgnn_rdp(z, 1000, 100, 10, 100)
+    assert np.all(rdp >= 0) and np.all(rdp < 1e-290)
+    assert 0.0 <= compute_epsilon(z, 1000, 100, 10, 100, 1e-5) <= \
+        compute_epsilon(1e4, 1000, 100, 10, 100, 1e-5)
+    # for a large z the RDP is proportional to 1 / z^2, on both sides of z ~ 1.3e154
+    if z < 1e200:
+        orders = np.array([2.0, 8.0])
+        expected = dpgnn_rdp(1e100, 1000, 100, 10, 100, orders=orders) * (1e100 / z) ** 2
+        np.testing.assert_allclose(dpgnn_rdp(z, 1000, 100, 10, 100, orders=orders), expected,
+                                   rtol=1e-9)
