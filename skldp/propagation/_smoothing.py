@@ -4,8 +4,10 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, _fit_context
 
+from .._graph_data import _as_adjacency
 from ..base import GraphTransformerMixin
 from ..utils._adjacency import normalized_adjacency, scale_csr
+from ..utils._arrays import check_finite_features
 from ..utils.validation import Count, check_int
 from ._spmm import DTYPE_CONSTRAINT, DTYPES, N_JOBS_CONSTRAINT, check_dtype, repeated_spmm
 
@@ -30,6 +32,25 @@ def _sym_operator(A, self_loops):
         r = np.where(deg_out > 0, deg_out ** -0.5, 0.0)
         c = np.where(deg_in > 0, deg_in ** -0.5, 0.0)
     return scale_csr(A, r, c)
+
+
+def _check_graph(X, A, func, what="X"):
+    """Refuse what GraphData refuses: no adjacency, one that is not square or does not
+    match ``X``'s rows, NaN, infinite or negative weights, and non-finite ``X``
+    (NaN weights gave all-NaN output, or ``Y`` unchanged). ``A`` itself is left as it
+    is (the products read its float64 weights)."""
+    if A is None:
+        raise ValueError(f"{func} needs the adjacency A of shape (n_nodes, n_nodes), "
+                         "got None.")
+    if X.ndim != 2:
+        raise ValueError(f"{what} must be 2-D of shape (n_nodes, n_columns), got "
+                         f"{X.ndim} dimensions.")
+    shape = getattr(A, "shape", None)
+    if shape is not None and len(shape) == 2 and shape[0] == shape[1] != X.shape[0]:
+        raise ValueError(f"{what} must have one row per node of A ({shape[0]}), got "
+                         f"{X.shape[0]} rows.")
+    _as_adjacency(A, X.shape[0], None)
+    check_finite_features(X, name=f"the {what} given to {func}")
 
 
 def _mean_operator(A, self_loops, dtype):
@@ -61,9 +82,19 @@ def smooth_features(X, A, steps=2, self_loops=False, *, dtype="float64", n_jobs=
     Returns
     -------
     Z : same type as X
+
+    Raises
+    ------
+    ValueError
+        If ``A`` is None, not square, does not have one row per row of ``X``
+        or holds NaN, infinite or negative weights, or if ``X`` holds NaN or
+        inf (as :class:`~skldp.GraphData` and :class:`FeatureSmoothing`).
     """
     steps = check_int(steps, "steps")
     dtype = check_dtype(dtype)
+    if not sp.issparse(X):
+        X = np.asarray(X)
+    _check_graph(X, A, "smooth_features")
     if steps == 0:
         return X
     # eq. (11): row-normalised D^-1 A; a node without neighbours keeps its own row.
@@ -107,11 +138,17 @@ def smooth_labels(Y, A, steps=2, self_loops=True):
     Returns
     -------
     P : ndarray of shape (n_nodes, n_classes)
+
+    Raises
+    ------
+    ValueError
+        If ``A`` is None, not square, does not have one row per row of ``Y``
+        or holds NaN, infinite or negative weights, or if ``Y`` holds NaN or
+        inf.
     """
     steps = check_int(steps, "steps")
     Y = np.asarray(Y, dtype=np.float64)
-    if Y.ndim != 2 or Y.shape[0] != A.shape[0]:
-        raise ValueError(f"Y must have shape (n_nodes={A.shape[0]}, n_classes), got {Y.shape}.")
+    _check_graph(Y, A, "smooth_labels", "Y")
     if steps == 0:
         return Y.copy()
     T = _sym_operator(A, self_loops)

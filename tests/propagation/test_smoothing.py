@@ -94,6 +94,39 @@ def test_bad_steps_and_shapes():
         FeatureSmoothing().fit(GraphData(X))
 
 
+def _nan_weights(A):
+    W = sp.csr_matrix(A)
+    W.data[:] = np.nan
+    return W
+
+
+@pytest.mark.parametrize("func, what", [(smooth_features, "X"), (smooth_labels, "Y")])
+@pytest.mark.parametrize("bad, match", [
+    (None, "needs the adjacency A"),            # a (1, 1) operator, or an AttributeError
+    (_nan_weights, "NaN or infinite weights"),  # all-NaN output, or Y unchanged
+    (lambda A: -sp.csr_matrix(A), "negative weight"),
+    (lambda A: sp.csr_matrix(A)[:, :-1], "must be square"),   # scipy's error
+    (lambda A: sp.csr_matrix(A)[:-1, :-1], "must have one row per node of A"),
+])
+def test_smoothing_functions_check_the_adjacency_as_graph_data(func, what, bad, match):
+    A, X = _graph()
+    Y = np.eye(3)[np.arange(len(A)) % 3]
+    with pytest.raises(ValueError, match=match):
+        func(X if what == "X" else Y, bad if bad is None else bad(A), 1)
+
+
+def test_smoothing_functions_refuse_non_finite_inputs_as_feature_smoothing():
+    A, X = _graph()
+    X[5, 0] = np.nan
+    with pytest.raises(ValueError, match=r"X given to smooth_features contain NaN or infinite"
+                                         r" values \(first at row 5, column 0\)"):
+        smooth_features(X, sp.csr_matrix(A), 1)
+    Y = np.eye(3)[np.arange(len(A)) % 3]
+    Y[2, 1] = np.inf
+    with pytest.raises(ValueError, match="Y given to smooth_labels contain NaN or infinite"):
+        smooth_labels(Y, sp.csr_matrix(A), 1)
+
+
 def test_in_pipeline_with_edge_rr():
     from skldp.mechanisms import EdgeRR
     A, X = _graph()
