@@ -3,8 +3,8 @@
 import numpy as np
 import scipy.sparse as sp
 
-from ..utils.validation import check_int
-from ._frequency import mean_propagation_matrix
+from ..utils.validation import check_eps, check_int
+from ._frequency import check_adjacency, mean_propagation_matrix
 
 __all__ = ["project_simplex", "grr_transition_matrix", "reconstruct_labels",
            "unbiased_label_distribution"]
@@ -72,14 +72,53 @@ def grr_transition_matrix(eps, n_classes):
     -------
     T : ndarray of shape (n_classes, n_classes)
         ``T[i, j] = P(report j | true i)``; ``q = 1 / (e^eps + c - 1)``.
+
+    Raises
+    ------
+    InvalidParameterError
+        If ``eps`` is not a number > 0 or ``n_classes`` not an integer >= 2.
     """
-    c = int(n_classes)
+    eps = check_eps(eps, "eps")
+    c = check_int(n_classes, "n_classes", 2)
     if np.isinf(eps):
         return np.eye(c)
     e = np.exp(min(float(eps), 700.0))
     T = np.full((c, c), 1.0 / (e + c - 1))
     np.fill_diagonal(T, e / (e + c - 1))
     return T
+
+
+def check_transition_matrix(T, n_classes=None):
+    """``T`` as a float64 (c, c) matrix of finite numbers, ``c >= 2`` (``n_classes``
+    when given)."""
+    T = np.asarray(T, dtype=np.float64)
+    if T.ndim != 2 or T.shape[0] != T.shape[1] or T.shape[0] < 2 or (
+            n_classes is not None and T.shape[0] != n_classes):
+        want = "(c, c), c >= 2" if n_classes is None else \
+            f"({n_classes}, {n_classes}), one row per column of observed"
+        raise ValueError(f"the transition matrix T must have shape {want}, got {T.shape}.")
+    if not np.all(np.isfinite(T)):
+        raise ValueError("the transition matrix T holds NaN or infinite values.")
+    return T
+
+
+def check_codes(values, name, c=None, upper_is="the number of classes"):
+    """``values`` as a 1-D int64 array of integers in ``0..c - 1`` (``>= 0`` when ``c``
+    is None)."""
+    arr = np.asarray(values)
+    expected = "integers >= 0" if c is None else f"integers in 0..{c - 1} ({c}: {upper_is})"
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {arr.shape}.")
+    if arr.size and not (arr.dtype.kind in "iu" or (
+            arr.dtype.kind == "f" and np.all(np.isfinite(arr)) and
+            np.all(arr == np.round(arr)))):
+        raise ValueError(f"{name} must hold {expected}, got dtype {arr.dtype}.")
+    arr = arr.astype(np.int64)
+    bad = np.flatnonzero((arr < 0) | (arr >= c if c is not None else False))
+    if len(bad):
+        raise ValueError(f"{name} must hold {expected}; position {bad[0]} holds "
+                         f"{arr[bad[0]]}.")
+    return arr
 
 
 def unbiased_label_distribution(observed, T, project=True):
@@ -98,10 +137,19 @@ def unbiased_label_distribution(observed, T, project=True):
     -------
     pi_hat : ndarray of shape (..., c)
         The unbiased (or projected) estimates of the true proportions.
+
+    Raises
+    ------
+    ValueError
+        If ``T`` is not a square matrix of finite numbers with one row per
+        column of ``observed``, or if ``T`` is singular.
     """
     observed = np.asarray(observed, dtype=np.float64)
+    if observed.ndim == 0:
+        raise ValueError("observed must have shape (..., c), got a scalar.")
+    T = check_transition_matrix(T, observed.shape[-1])
     try:
-        est = np.linalg.solve(np.asarray(T).T, observed.reshape(-1, observed.shape[-1]).T).T
+        est = np.linalg.solve(T.T, observed.reshape(-1, observed.shape[-1]).T).T
     except np.linalg.LinAlgError as err:
         raise ValueError("the transition matrix T is singular, so the observed proportions "
                          "cannot be unbiased: its budget is too small to invert (use a "
@@ -142,6 +190,14 @@ def reconstruct_labels(A, labelled, noisy_labels, T, hops=2, self_loops=True, pr
     -------
     soft : ndarray of shape (len(labelled), c)
 
+    Raises
+    ------
+    ValueError
+        If ``A`` is not an adjacency GraphData accepts, ``labelled`` holds
+        positions outside ``0..n-1``, ``noisy_labels`` codes outside
+        ``0..c-1`` or another number of entries, or ``T`` is not a
+        ``(c, c)`` matrix of finite numbers.
+
     References
     ----------
     K. Bhaila, W. Huang, Y. Wu, X. Wu. Local Differential Privacy in Graph Neural
@@ -149,9 +205,14 @@ def reconstruct_labels(A, labelled, noisy_labels, T, hops=2, self_loops=True, pr
     eq. (14), Algorithm 2.
     """
     hops = check_int(hops, "hops")
-    labelled = np.asarray(labelled, dtype=np.int64)
-    noisy = np.asarray(noisy_labels, dtype=np.int64)
-    n, c = A.shape[0], T.shape[0]
+    n = check_adjacency(A)
+    T = check_transition_matrix(T)
+    c = T.shape[0]
+    labelled = check_codes(labelled, "labelled", n, "the number of nodes")
+    noisy = check_codes(noisy_labels, "noisy_labels", c, "T's number of classes")
+    if len(noisy) != len(labelled):
+        raise ValueError(f"noisy_labels must have one entry per labelled node "
+                         f"({len(labelled)}), got {len(noisy)}.")
     Y = sp.csr_matrix((np.ones(len(labelled)), (labelled, noisy)), shape=(n, c))
     Y = np.hstack([Y.toarray(), np.zeros((n, 1))])
     Y[labelled, c] = 1.0  # last column: the labelled indicator (the mask)

@@ -4,7 +4,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..utils.validation import check_int
-from ._labels import unbiased_label_distribution
+from ._labels import check_codes, check_transition_matrix, unbiased_label_distribution
 
 __all__ = ["metis_clusters", "cluster_label_proportions", "llp_kl_loss"]
 
@@ -71,11 +71,30 @@ def cluster_label_proportions(clusters, noisy_labels, T, n_clusters=None):
         clusters without labelled nodes are NaN.
     counts : ndarray of int of shape (n_clusters,)
         Labelled nodes per cluster.
+
+    Raises
+    ------
+    ValueError
+        If a cluster is negative (or ``>= n_clusters``), a noisy label is
+        outside ``0..c-1``, the two arrays differ in length or ``T`` is not a
+        ``(c, c)`` matrix of finite numbers.
     """
-    clusters = np.asarray(clusters, dtype=np.int64)
-    noisy = np.asarray(noisy_labels, dtype=np.int64)
+    T = check_transition_matrix(T)
     c = T.shape[0]
-    k = int(clusters.max()) + 1 if n_clusters is None else int(n_clusters)
+    if n_clusters is None:
+        raw = np.asarray(clusters)
+        if raw.size == 0:
+            raise ValueError("cluster_label_proportions needs n_clusters when no node "
+                             "is given.")
+        k = check_codes(raw, "clusters").max() + 1
+    else:
+        k = check_int(n_clusters, "n_clusters", 1)
+    clusters = check_codes(clusters, "clusters", k, "n_clusters")
+    noisy = check_codes(noisy_labels, "noisy_labels", c, "T's number of classes")
+    if len(noisy) != len(clusters):
+        raise ValueError(f"noisy_labels must have one entry per entry of clusters "
+                         f"({len(clusters)}), got {len(noisy)}.")
+    k = int(k)
     counts = np.bincount(clusters, minlength=k)
     obs = np.zeros((k, c))
     np.add.at(obs, (clusters, noisy), 1.0)

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from skldp.exceptions import InvalidParameterError
 from skldp.mechanisms import LabelRandomizedResponse
 from skldp.reconstruction import (
     grr_transition_matrix,
@@ -88,3 +89,44 @@ def test_masked_propagation_ignores_unlabelled_nodes_and_hops0():
     assert raw[0, 0] > 1 and raw[0, 1] < 0     # the unbiased estimate leaves the simplex
     with pytest.raises(ValueError, match="hops"):
         reconstruct_labels(A, [0], [0], T, hops=-1)
+
+
+@pytest.mark.parametrize("eps, c, match", [
+    (np.nan, 3, "eps must be a positive real number, got NaN"),   # was all NaN
+    (-1.0, 3, "eps must be > 0"),                    # was a valid-looking inverted matrix
+    ("1", 3, "eps must be a positive real number"),
+    (1.0, 0, "n_classes must be an integer >= 2"),   # was a (0, 0) matrix
+    (1.0, 1, "n_classes must be an integer >= 2"),
+    (1.0, 2.5, "n_classes must be an integer"),
+])
+def test_transition_matrix_refuses_bad_budgets_and_domains(eps, c, match):
+    with pytest.raises(InvalidParameterError, match=match):
+        grr_transition_matrix(eps, c)
+
+
+def test_reconstruct_labels_names_bad_codes_positions_and_shapes():
+    # codes outside 0..c-1 (or -1) gave scipy's index errors, a position >= n too
+    A = sp.csr_matrix(np.ones((6, 6)) - np.eye(6))
+    T = grr_transition_matrix(1.0, 3)
+    idx = np.arange(4)
+    for bad in ([0, 1, 3, 0], [0, -1, 2, 0], [0, 1.5, 2, 0]):
+        with pytest.raises(ValueError, match=r"noisy_labels must hold integers in 0\.\.2"):
+            reconstruct_labels(A, idx, np.array(bad), T)
+    with pytest.raises(ValueError, match=r"labelled must hold integers in 0\.\.5"):
+        reconstruct_labels(A, [0, 1, 2, 6], [0, 1, 2, 0], T)
+    with pytest.raises(ValueError, match="one entry per labelled node"):
+        reconstruct_labels(A, idx, [0, 1, 2], T)
+    with pytest.raises(ValueError, match="transition matrix T must have shape"):
+        reconstruct_labels(A, idx, [0, 1, 2, 0], T[:2])
+    with pytest.raises(ValueError, match="A must be an adjacency matrix"):
+        reconstruct_labels(None, idx, [0, 1, 2, 0], T)
+    assert reconstruct_labels(A, idx, [0, 1, 2, 0], T).shape == (4, 3)
+
+
+def test_unbiased_label_distribution_names_a_transition_of_another_size():
+    # a (3, 3) T with 2 columns of proportions raised numpy's gufunc error
+    T = grr_transition_matrix(1.0, 3)
+    with pytest.raises(ValueError, match=r"T must have shape \(2, 2\), one row per column"):
+        unbiased_label_distribution(np.full((4, 2), 0.5), T)
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        unbiased_label_distribution(np.full((4, 3), 1 / 3), np.full((3, 3), np.nan))

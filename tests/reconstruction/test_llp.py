@@ -89,6 +89,22 @@ def test_cluster_proportions_unbiased():
     np.testing.assert_allclose(props[:2].sum(axis=1), 1)
 
 
+def test_cluster_proportions_name_bad_clusters_and_codes():
+    # a negative cluster id or a code >= c gave numpy's errors
+    T = grr_transition_matrix(1.0, 3)
+    with pytest.raises(ValueError, match="clusters must hold integers >= 0; position 1"):
+        cluster_label_proportions([0, -1, 1], [0, 1, 2], T)
+    with pytest.raises(ValueError, match=r"clusters must hold integers in 0\.\.1"):
+        cluster_label_proportions([0, 1, 2], [0, 1, 2], T, n_clusters=2)
+    for bad in (3, -1):
+        with pytest.raises(ValueError, match=r"noisy_labels must hold integers in 0\.\.2"):
+            cluster_label_proportions([0, 1, 1], [0, 1, bad], T)
+    with pytest.raises(ValueError, match="one entry per entry of clusters"):
+        cluster_label_proportions([0, 1, 1], [0, 1], T)
+    props, counts = cluster_label_proportions([0, 1, 1], [0, 1, 2], T, n_clusters=3)
+    assert counts.tolist() == [1, 2, 0] and np.isnan(props[2]).all()
+
+
 def test_llp_kl_loss():
     target = torch.tensor([[0.5, 0.5], [0.9, 0.1], [float("nan")] * 2])
     proba = torch.tensor([[0.4, 0.6], [0.6, 0.4], [0.9, 0.1], [0.2, 0.8]], requires_grad=True)

@@ -32,6 +32,17 @@ def test_mean_propagation_matrix_is_row_normalised(self_loops):
                                expected, rtol=1e-12)
 
 
+@pytest.mark.parametrize("bad, match", [
+    (None, "A must be an adjacency matrix"),      # was a (1, 1) matrix
+    (sp.csr_matrix(np.full((3, 3), np.nan)), "NaN or infinite weights"),
+    (-sp.eye(3, format="csr"), "negative weight"),
+    (sp.csr_matrix(np.ones((3, 2))), "must be square"),
+])
+def test_mean_propagation_matrix_checks_the_adjacency_as_graph_data(bad, match):
+    with pytest.raises(ValueError, match=match):
+        mean_propagation_matrix(bad)
+
+
 def test_frequency_reconstructor_without_self_loops_averages_neighbours_only():
     # eps = inf, m = d: reports are the raw codes; with hops=1 the binary feature of
     # node v is the mean of its neighbours' codes (v itself excluded)
