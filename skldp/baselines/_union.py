@@ -1,6 +1,6 @@
 """A FeatureUnion of graph transformers: hybrid structural / private-feature inputs."""
 
-from numbers import Integral
+from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
@@ -11,6 +11,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._graph_data import GraphData, reads_users_data
 from ..base import edges_read_by
+from ..exceptions import InvalidParameterError
 from ..utils.validation import check_graph_data, check_input_features, record_feature_names
 
 __all__ = ["GraphFeatureUnion"]
@@ -40,7 +41,10 @@ class GraphFeatureUnion(FeatureUnion, auto_wrap_output_keys=None):
     n_jobs : int or None, default=None
         Number of jobs for fitting the branches (see FeatureUnion).
     transformer_weights : dict or None, default=None
-        Multiplicative weights of the branches' outputs, keyed by name.
+        Multiplicative weights of the branches' outputs, keyed by name: finite
+        numbers (a NaN or infinite weight raises at fit; scikit-learn's
+        ``FeatureUnion`` returns NaN features), names of branches (as in
+        ``FeatureUnion``).
     verbose : bool, default=False
         Print the time of each fit.
     verbose_feature_names_out : bool, default=True
@@ -106,6 +110,10 @@ class GraphFeatureUnion(FeatureUnion, auto_wrap_output_keys=None):
     @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y=None, **params):
         """Fit every branch on ``X`` (FeatureUnion's fit, the parameters checked first)."""
+        for name, w in (self.transformer_weights or {}).items():
+            if isinstance(w, bool) or not isinstance(w, Real) or not np.isfinite(w):
+                raise InvalidParameterError(f"transformer_weights[{name!r}] must be a finite "
+                                            f"number, got {w!r}.")
         super().fit(X, y, **params)
         record_feature_names(self, X)
         return self

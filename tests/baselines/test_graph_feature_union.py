@@ -143,6 +143,21 @@ def test_errors(graph):
         GraphFeatureUnion([("s", _structure())]).fit(G).transform(np.asarray(G))
 
 
+@pytest.mark.parametrize("weight", [np.nan, np.inf, -np.inf, "2", True])
+def test_weights_must_be_finite_numbers(graph, weight):
+    # a NaN weight gave all-NaN features (as scikit-learn's FeatureUnion does)
+    G, _ = graph
+    union = GraphFeatureUnion([("structure", _structure()), ("raw", "passthrough")],
+                              transformer_weights={"raw": weight})
+    with pytest.raises(ValueError, match=r"transformer_weights\['raw'\] must be a finite"):
+        union.fit(G)
+    # a name that is no branch's: FeatureUnion's own error
+    with pytest.raises(ValueError, match="not present in transformer_list"):
+        GraphFeatureUnion([("raw", "passthrough")], transformer_weights={"x": 1.0}).fit(G)
+    assert GraphFeatureUnion([("raw", "passthrough")],
+                             transformer_weights={"raw": -0.5}).fit_transform(G).shape == (60, 5)
+
+
 # The union carries over what its branches were computed from: raw features (a
 # "passthrough" branch is a clear read) and true edges (an edge mechanism refuses them);
 # its memo tells apart unions that differ only in their weights.
