@@ -10,15 +10,18 @@ from sklearn.utils._param_validation import StrOptions
 
 from .._graph_data import GraphData
 from ..base import LDPMechanism, boundary_input, collected_spec, population_of
-from ..device._kinds import frequency_oracle_probabilities, set_valued_encode
-from ..exceptions import PrivacyLeakWarning
+from ..device import _kinds
+from ..device._kinds import set_valued_encode
+from ..exceptions import InvalidParameterError, PrivacyLeakWarning
 from ..utils.validation import (
     EPS_CONSTRAINT,
     RANDOM_STATE_CONSTRAINT,
     Count,
     Interval,
+    check_eps,
     check_finite_features,
     check_has_features,
+    check_int,
 )
 from ._grid import check_eps_per_coordinate
 
@@ -27,6 +30,44 @@ __all__ = ["SetValuedMechanism", "frequency_oracle_probabilities", "set_valued_v
 _ORACLES = ("auto", "grr", "oue")
 
 _BLOCK_ENTRIES = 1 << 22  # rows x columns per block of OUE bits: bounds temporaries
+
+
+def frequency_oracle_probabilities(eps, domain_size, oracle):
+    """Report probabilities ``(p, q)`` of a frequency oracle on ``domain_size`` items.
+
+    GRR (generalized randomized response) reports the true item with
+    probability ``p = e^eps / (e^eps + D - 1)`` and each other item with
+    ``q = 1 / (e^eps + D - 1)``. OUE (optimized unary encoding, Wang et al.,
+    USENIX Security 2017) reports a bit per item: 1 with probability
+    ``p = 1/2`` for the true item and ``q = 1 / (e^eps + 1)`` for each other.
+    In both, item ``j`` is "seen" with probability ``q + 1[j = v] (p - q)``.
+    ``eps = inf`` gives ``(1, 0)``. The devices' program computes the same
+    numbers.
+
+    Parameters
+    ----------
+    eps : float
+        Budget of one report (> 0, ``inf`` allowed).
+    domain_size : int
+        Number of items ``D >= 2``.
+    oracle : {"grr", "oue"}
+        The frequency oracle.
+
+    Returns
+    -------
+    p, q : float
+
+    Raises
+    ------
+    InvalidParameterError
+        If ``eps`` is not a number > 0 or ``domain_size`` not an integer >= 2
+        (``D = 0`` gave ``p = 1.58``).
+    ValueError
+        If ``oracle`` is neither ``"grr"`` nor ``"oue"``.
+    """
+    eps = check_eps(eps, "eps")
+    domain_size = check_int(domain_size, "domain_size", 2)
+    return _kinds.frequency_oracle_probabilities(eps, domain_size, oracle)
 
 
 def set_valued_variance(eps, n_features, ell, oracle, share=0.0):
@@ -57,9 +98,21 @@ def set_valued_variance(eps, n_features, ell, oracle, share=0.0):
     Returns
     -------
     float or ndarray
+
+    Raises
+    ------
+    InvalidParameterError
+        If ``eps`` is not a number > 0, ``n_features`` or ``ell`` not an
+        integer >= 1, or ``share`` not in [0, 1] (NaN included).
     """
-    p, q = frequency_oracle_probabilities(float(eps), n_features + 1, oracle)
-    P = q + np.asarray(share, dtype=np.float64) * (p - q)
+    n_features = check_int(n_features, "n_features", 1)
+    ell = check_int(ell, "ell", 1)
+    share = np.asarray(share, dtype=np.float64)
+    if not np.all((share >= 0) & (share <= 1)):
+        raise InvalidParameterError(f"share must be a probability in [0, 1], got "
+                                    f"{share[~((share >= 0) & (share <= 1))].ravel()[0]!r}.")
+    p, q = frequency_oracle_probabilities(eps, n_features + 1, oracle)
+    P = q + share * (p - q)
     return ell * ell * P * (1.0 - P) / (p - q) ** 2
 
 

@@ -14,7 +14,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from skldp import GraphData
 from skldp.accounting import privacy_report
 from skldp.audit import audit_mechanism
-from skldp.exceptions import PrivacyLeakWarning
+from skldp.exceptions import InvalidParameterError, PrivacyLeakWarning
 from skldp.mechanisms import (
     SetValuedMechanism,
     frequency_oracle_probabilities,
@@ -321,3 +321,32 @@ def test_ell_read_from_the_data_is_a_read_in_the_clear():
         SetValuedMechanism(1.0, ell="auto", max_set_size=5, random_state=0).fit_transform(capped)
         SetValuedMechanism(1.0, ell=2, random_state=0).fit_transform(capped)
     assert privacy_report(capped).local_epsilon == 2.0
+
+
+@pytest.mark.parametrize("eps, D, match", [
+    (1.0, 0, "domain_size must be an integer >= 2"),   # was p = 1.58
+    (1.0, 1, "domain_size must be an integer >= 2"),
+    (1.0, 2.0, "domain_size must be an integer"),
+    (np.nan, 3, "eps must be a positive real number, got NaN"),   # was nan
+    (-1.0, 3, "eps must be > 0"),
+    (0.0, 3, "eps must be > 0"),
+])
+def test_oracle_probabilities_refuse_bad_budgets_and_domains(eps, D, match):
+    with pytest.raises(InvalidParameterError, match=match):
+        frequency_oracle_probabilities(eps, D, "grr")
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"ell": 0}, "ell must be an integer >= 1"),                 # was 0.0
+    ({"n_features": 0}, "n_features must be an integer >= 1"),
+    ({"share": 2.0}, r"share must be a probability in \[0, 1\]"),   # was accepted
+    ({"share": np.array([0.5, np.nan])}, "share must be a probability"),
+    ({"share": -0.1}, "share must be a probability"),
+    ({"eps": np.nan}, "eps must be a positive real number"),
+])
+def test_set_valued_variance_refuses_bad_padding_and_shares(kwargs, match):
+    args = {"eps": 1.0, "n_features": 10, "ell": 1, "oracle": "grr"} | kwargs
+    with pytest.raises(InvalidParameterError, match=match):
+        set_valued_variance(**args)
+    # the limits of share are valid
+    assert set_valued_variance(1.0, 10, 2, "oue", np.array([0.0, 1.0])).shape == (2,)
