@@ -25,7 +25,7 @@ class KProp(GraphTransformerMixin, BaseEstimator):
     ----------
     steps : int, default=1
         Number of aggregation steps ``K >= 0``; 0 returns the features
-        unchanged.
+        unchanged, in ``dtype``.
     self_loops : bool, default=True
         Include each node in its own neighbourhood.
     normalization : {"rw", "sym", None}, default="rw"
@@ -92,8 +92,11 @@ class KProp(GraphTransformerMixin, BaseEstimator):
     def _transform_graph(self, G):
         K = int(self.steps)
         dtype = DTYPES[self.dtype]
-        if K == 0:
-            return G
+        if K == 0:   # the features in dtype (float64 ones came back as float64)
+            X = G.features
+            if X.dtype == dtype:
+                return G
+            return G.with_features(X.astype(dtype), feature_names=G.feature_names)
         P = graph_propagation_matrix(G, self.self_loops, self.normalization, dtype)
         Z = apply_propagation(P, G.features, K, self.n_jobs)  # K products, not a node loop
         return G.with_features(Z, feature_names=G.feature_names)

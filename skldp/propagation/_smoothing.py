@@ -237,8 +237,9 @@ class FeatureSmoothing(GraphTransformerMixin, BaseEstimator):
     def _transform_graph(self, G):
         steps = int(self.steps)
         dtype = DTYPES[self.dtype]
-        if steps == 0:
-            return G.with_features(G.features, feature_names=G.feature_names)
+        if steps == 0:   # the features in dtype (float64 ones came back as float64)
+            return G.with_features(G.features.astype(dtype, copy=False),
+                                   feature_names=G.feature_names)
         # the operator is built once per graph (kept with the adjacency)
         T = G.operator(("smoothing_mean", bool(self.self_loops), np.dtype(dtype).str),
                        lambda A: _mean_operator(A, self.self_loops, dtype))

@@ -71,7 +71,18 @@ def test_zero_steps_is_identity_and_rows_of_view():
     A, X = _graph()
     G = GraphData(sp.csr_matrix(X), sp.csr_matrix(A))
     Z = KProp(steps=0).fit(G).transform(G[[4, 2]])
-    np.testing.assert_array_equal(np.asarray(Z), X[[4, 2]])
+    np.testing.assert_array_equal(np.asarray(Z), X[[4, 2]].astype(np.float32))
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_zero_steps_returns_the_features_in_dtype(sparse, dtype):
+    # steps=0 returned float64 features where steps >= 1 returns dtype
+    A, X = _graph()
+    G = GraphData(sp.csr_matrix(X) if sparse else X, sp.csr_matrix(A))
+    for steps in (0, 1):
+        Z = KProp(steps=steps, dtype=dtype).fit_transform(G)
+        assert Z.features.dtype == np.dtype(dtype)
 
 
 def test_sparse_stays_sparse_until_dense():

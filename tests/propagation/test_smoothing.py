@@ -55,6 +55,18 @@ def test_feature_smoothing_self_loops_sparse_and_zero_steps():
     assert smooth_features(X, sp.csr_matrix(A), 0) is X
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_feature_smoothing_zero_steps_returns_the_features_in_dtype(dtype):
+    # steps=0 returned float64 features where steps >= 1 returns dtype
+    A, X = _graph()
+    G = GraphData(X, sp.csr_matrix(A))
+    for steps in (0, 1):
+        Z = FeatureSmoothing(steps=steps, dtype=dtype).fit_transform(G)
+        assert Z.features.dtype == np.dtype(dtype)
+    Z = FeatureSmoothing(steps=0).fit_transform(G[[3, 1]])
+    np.testing.assert_array_equal(np.asarray(Z), X[[3, 1]].astype(np.float32))
+
+
 def test_label_smoothing_matches_eq12():
     A, _ = _graph(2)
     n, k = len(A), 3
