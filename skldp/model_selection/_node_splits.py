@@ -2,6 +2,7 @@
 
 import numbers
 import sys
+from collections.abc import Mapping
 
 import numpy as np
 from sklearn.model_selection import BaseCrossValidator, StratifiedKFold
@@ -262,9 +263,14 @@ def planetoid_split(bunch):
 
     Raises
     ------
+    TypeError
+        If ``bunch`` is not a dataset (a mapping such as a ``Bunch``).
     ValueError
         If the dataset defines no such split (only Cora, CiteSeer and PubMed do).
     """
+    if not isinstance(bunch, Mapping):   # None raised "argument of type ... not iterable"
+        raise TypeError(f"bunch must be a dataset from skldp.datasets.load_dataset, got "
+                        f"{type(bunch).__name__}.")
     if "train_mask" not in bunch:
         raise ValueError(f"Dataset {bunch.get('name', '?')!r} has no public split; use "
                          "random_node_split.")
@@ -330,6 +336,10 @@ class LabelledKFold(BaseCrossValidator):
         """
         y = _label_column(y)
         labelled = np.flatnonzero(_labelled_mask(y))
+        if len(labelled) == 0:   # scikit-learn's "Found array with 0 sample(s)"
+            raise ValueError(f"LabelledKFold found no labelled row among the {len(y)} rows "
+                             "of y: every label is -1 (or None, NaN, pd.NA), the "
+                             "'unlabelled' marker.")
         skf = StratifiedKFold(self.n_splits, shuffle=self.shuffle,
                               random_state=self.random_state if self.shuffle else None)
         for tr, te in skf.split(labelled, y[labelled]):

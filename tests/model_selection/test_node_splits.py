@@ -102,6 +102,8 @@ def test_planetoid_split():
     assert np.all(np.bincount(y[tr]) == 20)  # 20 per class
     with pytest.raises(ValueError, match="no public split"):
         planetoid_split(load_dataset("german"))
+    with pytest.raises(TypeError, match="bunch must be a dataset"):   # was "not iterable"
+        planetoid_split(None)
 
 
 def test_labelled_kfold():
@@ -120,6 +122,12 @@ def test_labelled_kfold():
         np.testing.assert_array_equal(a, b)
     unshuffled = [te for _, te in LabelledKFold(4, shuffle=False).split(None, y)]
     assert len(unshuffled) == 4
+
+
+def test_labelled_kfold_says_no_row_is_labelled():
+    # scikit-learn's "Found array with 0 sample(s)" before
+    with pytest.raises(ValueError, match="no labelled row among the 6 rows"):
+        list(LabelledKFold(3).split(np.zeros((6, 1)), -np.ones(6)))
 
 
 def test_per_class_node_split_sizes_per_class_and_disjointness():
