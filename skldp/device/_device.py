@@ -154,6 +154,7 @@ def _encode(spec, data, *, seed, key, user=None, directory=None):
         own = int(ids_to_keys(np.asarray([user]))[0])
         if not np.isin(np.uint64(own), dkeys):
             raise ValueError("The user is not in the directory.")
+        _check_neighbours(data)
         nbr = ids_to_keys(np.asarray(list(data))) if len(data) else np.zeros(0, np.uint64)
         if own in set(nbr.tolist()):
             raise ValueError("An adjacency list holds other users only (no self loop).")
@@ -194,6 +195,13 @@ def _dense_row(data):
     return data
 
 
+def _check_neighbours(data):
+    """An edge collection's data: an iterable of user ids (``[]`` for none), not None."""
+    if data is None or isinstance(data, (str, bytes)) or not hasattr(data, "__iter__"):
+        raise TypeError("the data of an edge collection is this user's neighbours, a list "
+                        f"of user ids ([] for none), got {data!r:.60}.")
+
+
 def _input_digest(data, user, edges=False):
     """A hash of what the device answered about (to refuse answering about other data).
 
@@ -201,6 +209,7 @@ def _input_digest(data, user, edges=False):
     the report (the same set, the same answer)."""
     h = hashlib.sha256(repr(plain_id(user)).encode())
     if edges:
+        _check_neighbours(data)
         data = sorted({json.dumps(plain_id(v), default=str) for v in data})
     try:
         h.update(np.ascontiguousarray(np.asarray(data, dtype=np.float64)).tobytes())

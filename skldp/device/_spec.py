@@ -10,6 +10,7 @@ import dataclasses
 import hashlib
 import json
 import math
+import os
 from dataclasses import dataclass, field
 
 from ._errors import SpecError
@@ -227,6 +228,9 @@ def read_spec(source):
         domain holding ``-1`` or ``null``, or on-device steps whose parameters do
         not fit (a FeatureHashing step writes exactly the width the next step
         reads): all checked before the device allocates anything for the spec.
+    TypeError
+        If ``source`` is not a spec, a dict, text, a path or a file object
+        (``None``, say).
     """
     if isinstance(source, CollectionSpec):
         return CollectionSpec.from_dict(source.to_dict())
@@ -234,6 +238,9 @@ def read_spec(source):
         return CollectionSpec.from_dict(source)
     if hasattr(source, "read"):
         return CollectionSpec.from_json(source.read())
+    if not isinstance(source, (str, os.PathLike)):   # None was opened as the file 'None'
+        raise TypeError(f"read_spec reads a CollectionSpec, a dict, JSON text, a path or a "
+                        f"file object, got {type(source).__name__}.")
     text = str(source)
     if not text.lstrip().startswith("{"):
         with open(text, encoding="utf-8") as fh:

@@ -83,6 +83,22 @@ def test_grrfs_spec_with_edges_that_are_not_increasing_finite_numbers_is_refused
         read_spec(_edit(spec, params__bin_edges=[edges]))
 
 
+def test_read_spec_refuses_none():
+    # None was opened as a file named 'None' (FileNotFoundError)
+    with pytest.raises(TypeError, match="read_spec reads a CollectionSpec"):
+        read_spec(None)
+
+
+def test_edge_answer_refuses_data_that_is_no_neighbour_list():
+    # None raised "'NoneType' object is not iterable"; a string was read as its characters
+    ids = np.arange(5)
+    spec = collection_spec(EdgeRR(2.0), node_ids=ids)
+    for bad in (None, "12", 3):
+        with pytest.raises(TypeError, match="this user's neighbours, a list of user ids"):
+            Device(0).answer(spec, bad, directory=Directory(ids))
+    assert "l" in Device(0).answer(spec, [], directory=Directory(ids))["report"]
+
+
 def test_label_and_edge_specs_refuse_on_device_steps():
     # devices run FeatureHashing / FeatureGrouper before feature mechanisms only: a label
     # or an edge spec with such a step asks for what no device program does
