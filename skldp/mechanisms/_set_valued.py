@@ -60,8 +60,7 @@ def frequency_oracle_probabilities(eps, domain_size, oracle):
     Raises
     ------
     InvalidParameterError
-        If ``eps`` is not a number > 0 or ``domain_size`` not an integer >= 2
-        (``D = 0`` gave ``p = 1.58``).
+        If ``eps`` is not a number > 0 or ``domain_size`` not an integer >= 2.
     ValueError
         If ``oracle`` is neither ``"grr"`` nor ``"oue"``.
     """

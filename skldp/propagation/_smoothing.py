@@ -36,9 +36,8 @@ def _sym_operator(A, self_loops):
 
 def _check_graph(X, A, func, what="X"):
     """Refuse what GraphData refuses: no adjacency, one that is not square or does not
-    match ``X``'s rows, NaN, infinite or negative weights, and non-finite ``X``
-    (NaN weights gave all-NaN output, or ``Y`` unchanged). ``A`` itself is left as it
-    is (the products read its float64 weights)."""
+    match ``X``'s rows, NaN, infinite or negative weights, and non-finite ``X``.
+    ``A`` itself is left as it is (the products read its float64 weights)."""
     if A is None:
         raise ValueError(f"{func} needs the adjacency A of shape (n_nodes, n_nodes), "
                          "got None.")
