@@ -148,7 +148,9 @@ def _records(source, fmt):
             if isinstance(item, dict):
                 yield i, item
             elif isinstance(item, (str, bytes)):
-                for _, rec in _lines([item]):
+                # an item of several lines (a relay's chunk) is as many records: not
+                # splitlines, which also splits inside a JSON string (U+2028, U+0085)
+                for _, rec in _lines(item.split("\n" if isinstance(item, str) else b"\n")):
                     yield i, rec
             else:   # neither a record nor a line of JSON
                 yield i, None
@@ -531,13 +533,15 @@ def read_reports(source, spec, *, users=None, senders=None, format=None):
                 rec["collection"] == spec.id and \
                 (senders is None or user == senders[index]) and \
                 (allowed is None or user in allowed)
-            if reason == "malformed" and senders is not None and user is None and \
+            if senders is not None and (reason == "sender mismatch" or (
+                    reason == "malformed" and user is None)) and \
                     (not isinstance(rec, dict) or (
                         "report" in rec and isinstance(rec.get("collection"), str) and
                         rec["collection"] == spec.id)) and \
                     (allowed is None or senders[index] in allowed):
                 # an authenticated sender's record that names no user (a line cut short in
-                # transit, its user id lost): sent all the same, charged to its sender
+                # transit, its user id lost) or another user (a second install of its app):
+                # sent all the same, over that sender's channel, and charged to it
                 user, charge = senders[index], True
                 message += " Its user is its authenticated sender."
             if charge:

@@ -192,7 +192,7 @@ def test_a_refused_report_is_charged_wherever_it_comes(sy):
     assert _spent(G) == [1.0, 1.0, 0.0, 0.0]
     got = read_reports([good["a"], dict(good["b"], report={"y": 9})], sy, users=IDS,
                        senders=["a", "c"])                        # sender mismatch
-    assert got.again == {} and got.refused == {"sender mismatch": 1}
+    assert got.again == {"c": 1} and got.refused == {"sender mismatch": 1}   # c sent it
     # a later batch: the same refused record again is free, another one is charged
     G2, _ = received_graph(labels=read_reports([good["a"], bad], sy, users=IDS),
                            node_ids=IDS)

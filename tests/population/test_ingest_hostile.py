@@ -173,7 +173,9 @@ def test_senders_refuse_a_record_that_claims_another_user():
     sources = forged + recs
     senders = ["user5"] * 20 + IDS
     got = read_reports(sources, spec, users=IDS, senders=senders)
-    assert len(got) == N and got.refused == {"sender mismatch": 20} and not got.again
+    assert len(got) == N and got.refused == {"sender mismatch": 20}
+    # user1 is not charged; user5 sent those 20 reports, each under a new answer id
+    assert got.again == {"user5": 20}
     assert got.refused_records[0].user == "user1"
     assert "user5" in got.refused_records[0].message
     # without senders, the forged records win and charge their victim
@@ -201,6 +203,38 @@ def test_a_record_cut_short_is_charged_to_its_authenticated_sender():
     assert not read_reports(cut, spec, users=IDS).again
     G, _ = received_graph(labels=got, node_ids=IDS)
     assert G.ledger.spent(G.node_keys)[:3].tolist() == [spec.epsilon] * 3
+
+
+def test_a_record_under_another_id_is_charged_to_its_authenticated_sender():
+    # A second install of user0's app under a mistyped id answered about user0's label
+    # again, over user0's channel: refused as a sender mismatch and charged to no one,
+    # while the server held two independent answers of user0 (printed 2.0, truth 4.0).
+    spec, recs = _labels()
+    second = Device(user="USER0").answer(spec, int(Y[0]))
+    got = read_reports([recs[0], second] + recs[1:], spec, users=IDS,
+                       senders=[IDS[0], IDS[0]] + IDS[1:])
+    assert got.refused == {"sender mismatch": 1} and got.again == {IDS[0]: 1}
+    G, _ = received_graph(labels=got, node_ids=IDS)
+    assert G.ledger.spent(G.node_keys)[:2].tolist() == [2 * spec.epsilon, spec.epsilon]
+    # a resend of it is free; a record of another collection charges nobody here
+    again = read_reports([recs[0], second, second] + recs[1:], spec, users=IDS,
+                         senders=[IDS[0]] * 3 + IDS[1:])
+    assert again.again == {IDS[0]: 1}
+    other = dict(second, collection="0" * 16)
+    assert not read_reports([other], spec, users=IDS, senders=IDS[:1]).again
+
+
+def test_an_item_of_several_lines_is_as_many_records():
+    # a relay's chunk of two answers in one item was one malformed record, charged once
+    spec, recs = _labels()
+    chunk = json.dumps(recs[0]) + "\n" + json.dumps(dict(recs[0], answer="0" * 16,
+                                                           report={"y": 1}))
+    got = read_reports([chunk] + recs[1:], spec, users=IDS, senders=IDS)
+    assert got.users[0] == IDS[0] and got.refused == {"duplicate": 1}
+    assert got.again == {IDS[0]: 1}
+    # CRLF lines, and bytes, read the same
+    for item in (chunk.replace("\n", "\r\n"), chunk.encode()):
+        assert read_reports([item] + recs[1:], spec, users=IDS).again == {IDS[0]: 1}
 
 
 def test_a_budget_refused_for_further_answers_names_their_users():
