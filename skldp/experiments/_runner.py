@@ -2,6 +2,7 @@
 
 import contextlib
 import logging
+import math
 import os
 import platform
 import time
@@ -215,6 +216,10 @@ def _run_one(study, spec, cache):
         metrics = {k: float(v) for k, v in metrics.items()}
         if not metrics:
             raise ValueError(f"the evaluation of run {spec.key!r} returned no metric.")
+        for k, v in metrics.items():
+            if math.isnan(v):
+                raise ValueError(f"the evaluation of run {spec.key!r} returned NaN for "
+                                 f"metric {k!r}, not a number.")
         privacy, eps_spent = _privacy(est, G)
         info = _info(est)
     except Exception:

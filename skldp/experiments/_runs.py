@@ -28,8 +28,9 @@ def _identity_problem(rec):
 def _metrics_problem(rec):
     """What is wrong with the ``metrics`` of ``rec`` (a message), or None.
 
-    A record needs at least one metric, each a number: a run without its scores
-    would count as recorded (never run again) and yet drop out of every table.
+    A record needs at least one metric, each a number and not NaN: a run without
+    its scores would count as recorded (never run again) and yet drop out of
+    every table. An infinite metric is a number (written ``Infinity``).
     """
     key, metrics = rec["key"], rec.get("metrics")
     if not isinstance(metrics, dict):
@@ -39,6 +40,8 @@ def _metrics_problem(rec):
     for name, value in metrics.items():
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             return f"record {key!r}: metric {name!r} is {value!r}, not a number."
+        if value != value:
+            return f"record {key!r}: metric {name!r} is NaN, not a number."
     return None
 
 
@@ -109,7 +112,7 @@ def load_runs(path, study=None):
     RunsFileError
         A line that is not UTF-8 text or not a JSON record, a record without
         ``study`` or ``key`` strings or without a ``metrics`` dict of at least
-        one number, or a record of another study; the message names the file
+        one number (NaN is refused), or a record of another study; the message names the file
         and line.
     """
     path = Path(path)
@@ -199,7 +202,7 @@ class RunsFile:
         ----------
         record : dict
             A record with at least a ``key`` string and a ``metrics`` dict of
-            at least one number; ``study`` is set to this file's.
+            at least one number, none NaN; ``study`` is set to this file's.
 
         Returns
         -------

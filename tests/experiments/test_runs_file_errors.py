@@ -28,6 +28,9 @@ GOOD = {"study": "tiny", "key": "k0", "metrics": {"accuracy": 0.5}}
     # was "could not convert string to float: 'high'" when the tables were made
     ({"study": "tiny", "key": "k1", "metrics": {"accuracy": "high"}},
      "record 'k1': metric 'accuracy' is 'high', not a number"),
+    # a NaN line (written by hand: the writer refuses it) counted as a finished run
+    ({"study": "tiny", "key": "k1", "metrics": {"accuracy": float("nan")}},
+     "record 'k1': metric 'accuracy' is NaN, not a number"),
 ])
 def test_damaged_record_names_file_and_line(tmp_path, bad, message):
     f = tmp_path / "tiny_runs.jsonl"
@@ -62,9 +65,12 @@ def test_record_without_a_number_is_not_written(tmp_path):
         rf.append({"key": "a", "metrics": {"acc": None}})
     with pytest.raises(RunsFileError, match="'key' is 3"):
         rf.append({"key": 3, "metrics": {"acc": 1.0}})
+    with pytest.raises(RunsFileError, match="metric 'acc' is NaN, not a number; not written"):
+        rf.append({"key": "a", "metrics": {"acc2": 1.0, "acc": float("nan")}})
     assert not rf.path.exists()
     assert rf.append({"key": "a", "metrics": {"acc": 1}})   # an int is a number
-    assert [r["key"] for r in load_runs(rf.path, "t")] == ["a"]
+    assert rf.append({"key": "b", "metrics": {"mae": float("inf")}})   # and so is inf
+    assert [r["key"] for r in load_runs(rf.path, "t")] == ["a", "b"]
 
 
 def _features(G, y, config):
@@ -77,12 +83,16 @@ def _study(evaluate):
     return Study("tiny", ["german"], {"raw": method}, seeds=[0])
 
 
-@pytest.mark.parametrize("metrics", [{}, {"accuracy": "high"}])
-def test_run_without_a_number_fails_and_is_not_recorded(tmp_path, metrics):
+@pytest.mark.parametrize("metrics, message", [
+    ({}, "returned no metric"), ({"accuracy": "high"}, "could not convert"),
+    # NaN was recorded as a finished run (never run again; the table said nan ± nan)
+    ({"accuracy": 0.5, "loss": float("nan")}, "returned NaN for metric 'loss'")])
+def test_run_without_a_number_fails_and_is_not_recorded(tmp_path, metrics, message):
     # {} was recorded (then never run again, in no table); "high" stopped the whole sweep
     res = run_study(_study(lambda est, X, y, masks: metrics), tmp_path, progress=False,
                     backend="sequential")
     assert list(res.failed) == [s.key for s in _study(None).runs()] and not res.done
+    assert all(message in error for error in res.failed.values())
     assert not (tmp_path / "tiny_runs.jsonl").exists()
 
 
