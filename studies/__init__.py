@@ -72,5 +72,13 @@ def write_page(name, records, pages_dir=PAGES_DIR, runs_file=None):
     -------
     paths : dict of str -> pathlib.Path
         What was written (``"page"``, ``"figure"``).
+
+    Raises
+    ------
+    ValueError
+        No record (the page and figure are left as they are).
     """
+    if not records:
+        raise ValueError(f"no run of study {name!r} is recorded: its page is not written "
+                         "(it would show no result).")
     return _module(name).write_page(records, Path(pages_dir), runs_file=runs_file)

@@ -204,7 +204,20 @@ def _reproduce(argv):
                     scheduler=args.scheduler, cache=args.cache, retries=args.retries,
                     progress=not args.no_progress, max_runs=args.max_runs,
                     note=args.note or command)
-    if args.quick:   # a few runs: the generic summary, <name>_quick_summary.md
+    print(f"{study.name}: {len(res.done)} run(s) done, {len(res.skipped)} already recorded, "
+          f"{len(res.elsewhere)} taken by another process, {len(res.failed)} failed, "
+          f"{len(res.missing)} missing"
+          + (f", {len(res.remaining)} left for later (--max-runs)"
+             if args.max_runs is not None else "") + f" ({res.wall_s:.0f} s)")
+    print(f"runs: {res.runs_file}")
+    # before the page: a page that cannot be written must not hide why the runs failed
+    for key, err in res.failed.items():
+        print(f"failed: {key}: {err.strip().splitlines()[-1]}", file=sys.stderr)
+    for key in res.missing:
+        print(f"missing (worker lost): {key}", file=sys.stderr)
+    if not res.records:   # nothing to summarise: the page (and its figure) are left as they are
+        print(f"no run recorded: {'summary' if args.quick else page} not written")
+    elif args.quick:   # a few runs: the generic summary, <name>_quick_summary.md
         from ._summary import write_summary
         paths = write_summary(study, res.records, pages_dir, command=command)
     else:   # the study's page, from every run its runs file holds
@@ -212,19 +225,10 @@ def _reproduce(argv):
         elsewhere = runs_dir.resolve() != Path(studies.RUNS_DIR).resolve()
         paths = studies.write_page(args.study, res.records, pages_dir,
                                    runs_file=res.runs_file if elsewhere else None)
-    print(f"{study.name}: {len(res.done)} run(s) done, {len(res.skipped)} already recorded, "
-          f"{len(res.elsewhere)} taken by another process, {len(res.failed)} failed, "
-          f"{len(res.missing)} missing"
-          + (f", {len(res.remaining)} left for later (--max-runs)"
-             if args.max_runs is not None else "") + f" ({res.wall_s:.0f} s)")
-    print(f"runs: {res.runs_file}")
-    for kind, path in paths.items():
-        print(f"{kind}: {path}")
-    table = getattr(study, "report", None)
-    if table is not None:   # a study's own table (e.g. beside the references)
-        print(table(res.records))
-    for key, err in res.failed.items():
-        print(f"failed: {key}: {err.strip().splitlines()[-1]}", file=sys.stderr)
-    for key in res.missing:
-        print(f"missing (worker lost): {key}", file=sys.stderr)
+    if res.records:
+        for kind, path in paths.items():
+            print(f"{kind}: {path}")
+        table = getattr(study, "report", None)
+        if table is not None:   # a study's own table (e.g. beside the references)
+            print(table(res.records))
     return 0 if not (res.failed or res.missing) else 1

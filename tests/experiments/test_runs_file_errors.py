@@ -1,6 +1,7 @@
 """Damaged runs files, user errors and partial sweeps: one clear line, the right status."""
 
 import json
+from pathlib import Path
 
 import pytest
 from sklearn.linear_model import LogisticRegression
@@ -130,7 +131,41 @@ def test_max_runs_reports_the_runs_left(tmp_path, capsys):
     n = len(studies.get_study("privge").quick_variant().runs())
     assert main(["reproduce", "privge", "--quick", "--max-runs", "0", "--no-progress",
                  "--results-dir", str(tmp_path)]) == 0
-    assert f"0 missing, {n} left for later (--max-runs)" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert f"0 missing, {n} left for later (--max-runs)" in out
+    assert "no run recorded: summary not written" in out
+    assert not (tmp_path / "privge_quick_summary.md").exists()
+
+
+def test_no_record_leaves_the_page_and_prints_the_failures_first(tmp_path, capsys,
+                                                                  monkeypatch):
+    # was "Number of columns must be a positive integer, not 0", after the page's cells
+    # were rewritten with "—", and the failures were never printed
+    import skldp.experiments._runner as runner
+    import studies
+    committed = (Path(studies.PAGES_DIR) / "privge.md").read_bytes()
+    (tmp_path / "privge.md").write_bytes(committed)
+    assert main(["reproduce", "privge", "--max-runs", "0", "--no-progress",
+                 "--results-dir", str(tmp_path)]) == 0
+    assert f"no run recorded: {tmp_path / 'privge.md'} not written" in capsys.readouterr().out
+    assert (tmp_path / "privge.md").read_bytes() == committed
+    assert not (tmp_path / "privge.png").exists()
+
+    # the failures are printed before the page is written (which may fail)
+    def failing(study, *args, **kwargs):
+        return runner.SweepResult(runs_file=tmp_path / "x", records=[{"key": "r"}],
+                                  failed={"k": "Trace\nValueError: boom\n"})
+
+    def no_page(*args, **kwargs):
+        raise RuntimeError("page")
+
+    monkeypatch.setattr(runner, "run_study", failing)
+    monkeypatch.setattr(studies, "write_page", no_page)
+    monkeypatch.setenv("SKLDP_TRACEBACK", "1")
+    with pytest.raises(RuntimeError, match="page"):
+        main(["reproduce", "privge", "--max-runs", "0", "--no-progress",
+              "--results-dir", str(tmp_path)])
+    assert "failed: k: ValueError: boom" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("where", ["/proc/x", "file/sub"])

@@ -112,3 +112,16 @@ def test_a_page_names_the_runs_file_it_was_written_from(name, tmp_path):
     text = (tmp_path / page.name).read_text(encoding="utf-8")
     assert f"Runs: `{elsewhere}` (" in text
     assert f"studies/runs/{name}_runs.jsonl" not in text
+
+
+@pytest.mark.parametrize("name", STUDIES)
+def test_write_page_without_records_leaves_the_page(name, tmp_path):
+    # was matplotlib's "Number of columns must be a positive integer, not 0" (7 studies)
+    # after the page's cells were rewritten with "—"
+    import studies
+    page = tmp_path / _page(name).name
+    page.write_bytes(_page(name).read_bytes())
+    with pytest.raises(ValueError, match=f"no run of study '{name}' is recorded"):
+        studies.write_page(name, [], tmp_path)
+    assert page.read_bytes() == _page(name).read_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [page.name]
