@@ -42,7 +42,8 @@ class StructuralFeatures(GraphTransformerMixin, BaseEstimator):
         Number of spectral columns (0 leaves the block out). A graph of ``n``
         nodes has only ``n`` eigenvectors: on a smaller graph the columns past
         the ``n``-th are zeros, with a warning (the output width stays
-        ``n_features_out_``, so fitted steps downstream still apply).
+        ``n_features_out_``, so fitted steps downstream still apply). On a
+        graph without edges every spectral column is zeros, with a warning.
     n_components : int, default=256
         Width of the random projection (0 leaves the block out).
     n_steps : int, default=30
@@ -186,6 +187,14 @@ class StructuralFeatures(GraphTransformerMixin, BaseEstimator):
                 f"{n} nodes has only {n} eigenvectors, so the last "
                 f"{self.n_eigenvectors - k} spectral columns are all zeros. Set "
                 f"n_eigenvectors <= {n}.", UserWarning, stacklevel=2)
+        out = np.zeros((n, self.n_eigenvectors), dtype=dtype)
+        if n and not A.count_nonzero():
+            # every basis is an eigenbasis of the zero operator: the one eigh returns would
+            # depend on the node order, so the columns carry nothing
+            warnings.warn(
+                "StructuralFeatures: the graph has no edge, so its spectral columns are "
+                "all zeros.", UserWarning, stacklevel=2)
+            return out
         tau = float(deg.mean())
         dt = 1.0 / np.sqrt(deg + tau) if tau > 0 else np.where(deg > 0, 1.0, 0.0)
 
@@ -208,7 +217,6 @@ class StructuralFeatures(GraphTransformerMixin, BaseEstimator):
         # Deterministic signs: the entry of largest magnitude of each column is positive.
         top = np.abs(V).argmax(axis=0)
         V = V * np.sign(V[top, np.arange(V.shape[1])])
-        out = np.zeros((n, self.n_eigenvectors), dtype=dtype)
         out[:, :k] = V * np.sqrt(n)
         return out
 

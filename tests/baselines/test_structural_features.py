@@ -189,6 +189,18 @@ def test_projection_block_scales_to_100k_nodes():
     assert peak < 12 * Z.features.nbytes, peak   # about 5x here
 
 
+def test_graph_without_edges_has_zero_spectral_columns_and_warns():
+    # were identity spikes (eigh's arbitrary basis of the zero operator): they followed
+    # the node order, so reordering the nodes changed each node's features
+    X = np.random.default_rng(0).random((6, 2))
+    sf = StructuralFeatures(n_eigenvectors=3, n_components=0, degree_bins=0, random_state=0)
+    with pytest.warns(UserWarning, match="the graph has no edge, so its spectral columns "
+                                         "are all zeros"):
+        Z = np.asarray(sf.fit_transform(GraphData(X, sp.csr_array((6, 6)))))
+    assert Z.shape == (6, 3)
+    np.testing.assert_array_equal(Z, 0.0)
+
+
 def test_more_eigenvectors_than_nodes_warns_and_keeps_the_width(graph):
     G, _ = graph
     sf = StructuralFeatures(n_eigenvectors=1000, n_components=8, random_state=0)
