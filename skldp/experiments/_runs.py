@@ -22,6 +22,13 @@ def _identity_problem(rec):
     for name in ("study", "key"):
         if not isinstance(rec[name], str) or not rec[name]:
             return f"the record's {name!r} is {rec[name]!r}, not a non-empty string."
+    # optional, but what summaries group by: of the type they read
+    for name in ("dataset", "method", "split"):
+        if name in rec and (not isinstance(rec[name], str) or not rec[name]):
+            return (f"record {rec['key']!r}: its {name!r} is {rec[name]!r}, not a non-empty "
+                    "string.")
+    if "params" in rec and not isinstance(rec["params"], dict):
+        return f"record {rec['key']!r}: its 'params' is {rec['params']!r}, not a dict."
     return None
 
 
@@ -112,7 +119,9 @@ def load_runs(path, study=None):
     RunsFileError
         A line that is not UTF-8 text or not a JSON record, a record without
         ``study`` or ``key`` strings or without a ``metrics`` dict of at least
-        one number (NaN is refused), or a record of another study; the message names the file
+        one number (NaN is refused), a ``dataset``, ``method`` or ``split``
+        that is not a string or ``params`` that is not a dict, or a record of
+        another study; the message names the file
         and line.
     """
     path = Path(path)

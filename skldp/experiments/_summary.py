@@ -30,10 +30,16 @@ def _eps_of(params):
     return None
 
 
+def _is_number(eps):
+    """Whether a declared eps is a number (not a bool, not NaN) that a figure can place."""
+    return (isinstance(eps, (int, float)) and not isinstance(eps, bool)
+            and not math.isnan(eps))
+
+
 def _eps_order(eps):
     """Sort key of a declared eps: numbers ascending (inf last of them), then other
     values, then none (a row without eps)."""
-    if isinstance(eps, (int, float)) and not isinstance(eps, bool) and not math.isnan(eps):
+    if _is_number(eps):
         return (0, float(eps))
     return (2, 0.0) if eps is None else (1, 0.0)
 
@@ -58,11 +64,24 @@ def summarize(records, metric="accuracy"):
         order; the rows of one (dataset, method, split) by declared eps,
         ascending with inf last, then those without eps; rows of equal eps
         (other grid values) in first-seen order.
+
+    Raises
+    ------
+    ValueError
+        A record with the metric but without ``dataset`` and ``method``
+        strings, or whose ``params`` is not a dict.
     """
     groups = OrderedDict()
     for r in records:
         if metric not in r.get("metrics", {}):
             continue
+        for name in ("dataset", "method"):
+            if not isinstance(r.get(name), str):
+                raise ValueError(f"record {r.get('key')!r} has no {name!r} string: a summary "
+                                 "groups the runs by dataset and method.")
+        if not isinstance(r.get("params", {}), dict):
+            raise ValueError(f"record {r.get('key')!r}: its 'params' is {r['params']!r}, "
+                             "not a dict.")
         key = (r["dataset"], r["method"], r.get("split", ""),
                json.dumps(r.get("params", {}), sort_keys=True))
         g = groups.setdefault(key, {"dataset": r["dataset"], "method": r["method"],
@@ -174,12 +193,12 @@ def plot_summary(rows, path, *, roles=None, labels=None, metric="accuracy", scal
                               "darkred", "olive"])
     for ax, (ds, split) in zip(axes[0], panels, strict=True):
         mine = [r for r in rows if r["dataset"] == ds and r.get("split", "") == split]
-        finite = [r["eps"] for r in mine if isinstance(r["eps"], (int, float))
+        finite = [r["eps"] for r in mine if _is_number(r["eps"])
                   and math.isfinite(r["eps"]) and r["eps"] > 0]
         for m in dict.fromkeys(r["method"] for r in mine):
             rs = [r for r in mine if r["method"] == m]
             name = labels.get(m, m)
-            curve = sorted((r for r in rs if r["eps"] is not None and math.isfinite(r["eps"])
+            curve = sorted((r for r in rs if _is_number(r["eps"]) and math.isfinite(r["eps"])
                             and roles.get(m, "private") == "private"), key=lambda r: r["eps"])
             if curve:
                 ax.errorbar([r["eps"] for r in curve], [r["mean"] * scale for r in curve],
@@ -187,7 +206,7 @@ def plot_summary(rows, path, *, roles=None, labels=None, metric="accuracy", scal
                             label=name,   # one colour per method in every panel
                             color=curve_color.setdefault(name, f"C{len(curve_color) % 10}"))
             flat = [(f"{name} (ε = ∞)", r) for r in rs
-                    if r["eps"] is not None and math.isinf(r["eps"])]
+                    if _is_number(r["eps"]) and math.isinf(r["eps"])]
             if roles.get(m, "private") != "private":
                 flat += [(name, r) for r in rs]
             for text, r in flat:

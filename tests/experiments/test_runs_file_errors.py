@@ -32,6 +32,11 @@ GOOD = {"study": "tiny", "key": "k0", "metrics": {"accuracy": 0.5}}
     # a NaN line (written by hand: the writer refuses it) counted as a finished run
     ({"study": "tiny", "key": "k1", "metrics": {"accuracy": float("nan")}},
      "record 'k1': metric 'accuracy' is NaN, not a number"),
+    # were an AttributeError and a TypeError when the summary was made
+    ({"study": "tiny", "key": "k1", "params": [1, 2], "metrics": {"accuracy": 0.5}},
+     "record 'k1': its 'params' is [1, 2], not a dict"),
+    ({"study": "tiny", "key": "k1", "dataset": 3, "metrics": {"accuracy": 0.5}},
+     "record 'k1': its 'dataset' is 3, not a non-empty string"),
 ])
 def test_damaged_record_names_file_and_line(tmp_path, bad, message):
     f = tmp_path / "tiny_runs.jsonl"

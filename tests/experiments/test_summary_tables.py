@@ -50,3 +50,23 @@ def test_markdown_scales_mean_and_std():
     assert "| m | random | — | 50.0 ± 10.0 | 2 | 1 |" in text.splitlines()
     text = summary_markdown(rows, scale=1.0, digits=3, labels={"m": "Method M"})
     assert "| Method M | random | — | 0.500 ± 0.100 | 2 | 1 |" in text.splitlines()
+
+
+def test_a_record_without_dataset_or_method_or_with_list_params_is_refused():
+    # were a bare KeyError 'dataset' and an AttributeError on params.items()
+    bare = {"key": "k1", "metrics": {"accuracy": 0.5}}
+    with pytest.raises(ValueError, match="record 'k1' has no 'dataset' string"):
+        summarize([bare])
+    with pytest.raises(ValueError, match="record 'k1' has no 'method' string"):
+        summarize([{**bare, "dataset": "cora"}])
+    with pytest.raises(ValueError, match=r"record 'k1': its 'params' is \[1, 2\], not a dict"):
+        summarize([{**bare, "dataset": "cora", "method": "m", "params": [1, 2]}])
+
+
+def test_a_declared_eps_that_is_not_a_number_is_drawn_without_eps(tmp_path):
+    # was TypeError from math.isfinite("auto") when the figure was drawn
+    pytest.importorskip("matplotlib")
+    from skldp.experiments import plot_summary
+    rows = summarize([_rec(0.5, params={"hds__eps": "auto"}), _rec(0.6, params={"hds__eps": 1.0}),
+                      _rec(0.7, params={"hds__eps": True})])
+    assert plot_summary(rows, tmp_path / "f.png").exists()
