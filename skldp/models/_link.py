@@ -274,10 +274,24 @@ class _LinkPredictorBase(GraphClassifierMixin, BaseEstimator):
         -------
         auc : float
             Area under the ROC curve.
+
+        Raises
+        ------
+        ValueError
+            Labels not in ``classes_``, or a ``y`` without both classes.
         """
         check_is_fitted(self, "module_")
         y = np.asarray(y)
-        return float(roc_auc_score(y == self.classes_[1], self.decision_function(X),
+        unknown = ~np.isin(y, self.classes_)
+        if unknown.any():
+            raise ValueError(f"y has labels {list(dict.fromkeys(y[unknown].tolist()))[:5]} "
+                             f"that are not in classes_ {self.classes_.tolist()}.")
+        is_edge = y == self.classes_[1]
+        if is_edge.all() or not is_edge.any():
+            raise ValueError("ROC-AUC needs both edges and non-edges: y has "
+                             + ("no pair." if not len(y) else
+                                f"only the class {y.flat[0]!r}."))
+        return float(roc_auc_score(is_edge, self.decision_function(X),
                                    sample_weight=sample_weight))
 
     def __sklearn_tags__(self):

@@ -592,3 +592,17 @@ def test_pairs_given_in_reverse_are_scored():
         forward = model.decision_function(X)
         backward = model.decision_function(PairData(G, pairs[:, ::-1]))
     np.testing.assert_allclose(backward, forward, rtol=1e-6)
+
+
+@pytest.mark.parametrize("make", [_vgae, _had])
+def test_score_refuses_unknown_labels_and_one_class(split, make):
+    # one class gave NaN with a warning; labels {0, 2} were read as non-edges and 2 ignored
+    P_tr, _, P_te, y_tr, _, y_te = split
+    est = make(epochs=2, min_epochs=1) if make is _vgae else make(epochs=2)
+    est.fit(P_tr, y_tr)
+    with pytest.raises(ValueError, match=r"labels \[2\] that are not in classes_ \[0, 1\]"):
+        est.score(P_te, y_te * 2)
+    for y in (np.ones(len(P_te)), np.zeros(len(P_te))):
+        with pytest.raises(ValueError, match="ROC-AUC needs both edges and non-edges"):
+            est.score(P_te, y)
+    assert 0 <= est.score(P_te, y_te) <= 1
