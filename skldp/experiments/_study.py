@@ -160,6 +160,24 @@ class RunContext:
     n_features: int
 
 
+def _once(values, what, where):
+    """``values`` (a list), each given once: a repeated one would be run twice."""
+    seen = []
+    for v in values:
+        if v in seen:
+            raise ValueError(f"{where}: {what} {v!r} is given twice (each run would be "
+                             f"done twice); give each {what} once.")
+        seen.append(v)
+    return values
+
+
+def _seeds(seeds, where):
+    """``seeds`` as a list of distinct non-negative ints (bools and floats refused)."""
+    from ..utils.validation import check_int
+    seeds = [check_int(s, f"{where} seeds[{i}]") for i, s in enumerate(seeds)]
+    return _once(seeds, "seed", where)
+
+
 def _canon_grid(grid):
     out = {}
     for name, values in dict(grid).items():
@@ -205,9 +223,9 @@ class Grid:
         if isinstance(self.datasets, str):
             self.datasets = [self.datasets]
         if self.datasets is not None:
-            self.datasets = list(self.datasets)
+            self.datasets = _once(list(self.datasets), "dataset", "Grid")
         if self.seeds is not None:
-            self.seeds = [int(s) for s in self.seeds]
+            self.seeds = _seeds(self.seeds, "Grid")
         if isinstance(self.splits, str):
             self.splits = [self.splits]
         if self.splits is not None:
@@ -297,12 +315,13 @@ class Study:
         Name of the study; the runs file is ``<name>_runs.jsonl``. Letters,
         digits, ``-`` and ``_`` only.
     datasets : sequence of str
-        Names for :func:`skldp.datasets.load_dataset`. Workers load them
-        themselves (the graph never travels with a task).
+        Names for :func:`skldp.datasets.load_dataset`, each given once. Workers
+        load them themselves (the graph never travels with a task).
     methods : dict of str -> Method
         The named pipelines.
     seeds : sequence of int, default=range(5)
-        Seeds; seed ``s`` fixes the split, the collections and the model's
+        Seeds, each given once (non-negative integers; floats and booleans are
+        refused); seed ``s`` fixes the split, the collections and the model's
         initialisation (the factory passes it on).
     splits : dict of str -> callable, default={"random": default_split}
         ``split(y, seed) -> (train, val, test)`` boolean masks; a split
@@ -370,7 +389,7 @@ class Study:
                              f"{self.name!r}.")
         if isinstance(self.datasets, str):
             self.datasets = [self.datasets]
-        self.datasets = list(self.datasets)
+        self.datasets = _once(list(self.datasets), "dataset", f"Study {self.name!r}")
         if not self.datasets:
             raise ValueError(f"Study {self.name!r} has no dataset.")
         if not self.methods:
@@ -379,7 +398,7 @@ class Study:
             if not isinstance(method, Method):
                 raise TypeError(f"methods[{m!r}] must be a skldp.experiments.Method, got "
                                 f"{type(method).__name__}.")
-        self.seeds = [int(s) for s in self.seeds]
+        self.seeds = _seeds(self.seeds, f"Study {self.name!r}")
         if not self.seeds:
             raise ValueError(f"Study {self.name!r} has no seed.")
         if not self.splits:

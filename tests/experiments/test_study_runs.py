@@ -85,3 +85,26 @@ def test_fit_and_score_fits_on_train_and_validation_and_scores_on_test():
     est = _Spy()
     assert fit_and_score(est, X, y, masks) == {"accuracy": pytest.approx(0.25)}
     assert est.fit_rows == [0, 1, 2, 3, 4] and est.score_rows == [6, 7]
+
+
+@pytest.mark.parametrize("kw, message", [
+    # were silently int(s): [0.7, 1.9, True] swept seeds [0, 1, 1]
+    ({"seeds": [0, 0.7]}, r"seeds\[1\] must be an integer >= 0, got 0.7"),
+    ({"seeds": [True]}, r"seeds\[0\] must be an integer >= 0, got True"),
+    # were evaluated twice and recorded once
+    ({"seeds": [0, 1, 0]}, "seed 0 is given twice"),
+    ({"datasets": ["a", "a"]}, "dataset 'a' is given twice"),
+])
+def test_seeds_are_integers_and_seeds_and_datasets_are_given_once(kw, message):
+    kw = {"datasets": ["a"], **kw}
+    with pytest.raises(ValueError, match=message):
+        Study("k", methods={"m": Method(_factory)}, **kw)
+    assert Study("k", ["a"], {"m": Method(_factory)}, seeds=np.arange(2)).seeds == [0, 1]
+
+
+def test_a_grid_part_refuses_float_or_repeated_seeds():
+    from skldp.experiments import Grid
+    with pytest.raises(ValueError, match=r"Grid seeds\[0\] must be an integer"):
+        Grid({}, seeds=[0.5])
+    with pytest.raises(ValueError, match="Grid: seed 1 is given twice"):
+        Grid({}, seeds=[1, 1])
