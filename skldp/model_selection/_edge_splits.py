@@ -265,16 +265,15 @@ def _check_pairs(pairs, n_nodes):
     if P.ndim != 2 or P.shape[1] != 2:
         raise ValueError(f"pairs must have shape (n_pairs, 2), got {P.shape}.")
     if P.size and not np.issubdtype(P.dtype, np.integer):
-        if np.issubdtype(P.dtype, np.floating) and np.all(P == np.round(P)):
-            P = P.astype(np.int64)
-        else:
+        if not (np.issubdtype(P.dtype, np.floating) and np.all(P == np.round(P))):
             raise TypeError(f"pairs must hold integer node positions, got dtype {P.dtype}.")
-    P = P.astype(np.intp, copy=False)
+    # before the cast, which would wrap inf or a huge position to another number
     bad = (P < 0) | (P >= n_nodes)
     if bad.any():
         i = np.argwhere(bad)[0]
         raise ValueError(f"pairs refer to unknown node position {P[i[0], i[1]]} (pair {i[0]}); "
                          f"the graph has {n_nodes} nodes (positions 0..{n_nodes - 1}).")
+    P = P.astype(np.intp, copy=False)
     loops = P[:, 0] == P[:, 1]
     if loops.any():
         raise ValueError(f"pairs contain {np.count_nonzero(loops)} self pair(s) (u == v), e.g. "

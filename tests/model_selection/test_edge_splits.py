@@ -1,5 +1,6 @@
 import importlib.util
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -168,6 +169,15 @@ def test_pairdata_validation():
         PairData(G, [[0.5, 1]])
     with pytest.raises(TypeError, match="GraphData"):
         PairData(np.eye(3), [[0, 1]])
+    # were "unknown node position -9223372036854775808" with a cast warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match=r"unknown node position inf \(pair 0\)"):
+            PairData(G, np.array([[0, np.inf]]))
+        with pytest.raises(ValueError, match=r"unknown node position 1e\+30"):
+            PairData(G, np.array([[0, 1e30]]))
+        with pytest.raises(ValueError, match="unknown node position 9223372036854775808"):
+            PairData(G, np.array([[0, 2**63]], dtype=np.uint64))
     # node ids instead of positions
     P = PairData.from_node_ids(G, [[7, 17], [97, 27]])
     np.testing.assert_array_equal(P.pairs, [[0, 1], [9, 2]])
