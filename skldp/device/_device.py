@@ -72,20 +72,23 @@ def _directory_keys(spec, directory):
     return directory.keys
 
 
-_PLANS = {}   # id(spec) -> (spec, plan): a spec object read once is not validated again
+# id(spec) -> (spec, its validated copy, plan): a spec object read once is not validated
+# again, and the device answers the copy, whatever is done later to the object's dicts
+_PLANS = {}
 
 
 def _validated(spec):
-    """(spec, plan) of a spec given as an object, a dict, JSON text or a path."""
+    """(spec, plan) of a spec given as an object, a dict, JSON text or a path: the spec as
+    read and validated, which shares nothing with ``spec``."""
     hit = _PLANS.get(id(spec))
     if hit is not None and hit[0] is spec:
-        return hit
+        return hit[1:]
     parsed = read_spec(spec)
     entry = (parsed, plan(parsed))
     if isinstance(spec, CollectionSpec):
         if len(_PLANS) > 64:
             _PLANS.clear()
-        _PLANS[id(spec)] = (spec, entry[1])
+        _PLANS[id(spec)] = (spec, *entry)
     return entry
 
 
@@ -213,7 +216,7 @@ def _input_digest(data, user, edges=False):
         data = sorted({json.dumps(plain_id(v), default=str) for v in data})
     try:
         h.update(np.ascontiguousarray(np.asarray(data, dtype=np.float64)).tobytes())
-    except (TypeError, ValueError):   # labels that are strings, lists of string ids
+    except (TypeError, ValueError, OverflowError):   # strings, string ids, huge integers
         h.update(json.dumps(np.asarray(data, dtype=object).tolist(), default=str).encode())
     return h.hexdigest()
 
@@ -456,8 +459,12 @@ def _check_state(data, path, user):
         rec, eps = entry["record"], entry["epsilon"]
         if not isinstance(entry["input"], str):
             raise _state_error(path, "an entry's input is not a string")
-        if isinstance(eps, bool) or not isinstance(eps, (int, float)) or math.isnan(eps) \
-                or eps < 0:
+        try:
+            bad = isinstance(eps, bool) or not isinstance(eps, (int, float)) or \
+                math.isnan(eps) or eps < 0
+        except OverflowError:   # an integer past float's range
+            bad = True
+        if bad:
             raise _state_error(path, "an entry's epsilon is not a number >= 0")
         if not isinstance(rec, dict) or not {"collection", "user", "report"} <= set(rec) \
                 or not set(rec) <= {"collection", "user", "answer", "report"}:

@@ -362,7 +362,7 @@ def _eps(spec, name="eps"):
     v = spec.params.get(name)
     try:
         eps = float(v)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):   # (an integer past float's range)
         raise SpecError(f"{_short(spec)}: parameter {name!r} must be a number, got {v!r}.") \
             from None
     if not eps > 0 or math.isnan(eps):
@@ -399,7 +399,7 @@ def _bounds(spec, d):
     try:
         lo = np.asarray(lo, dtype=np.float64).reshape(-1)
         hi = np.asarray(hi, dtype=np.float64).reshape(-1)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise SpecError(f"{_short(spec)}: feature_min and feature_max must be arrays of "
                         "numbers.") from None
     if lo.shape != (d,) or hi.shape != (d,):

@@ -6,6 +6,7 @@ from a mechanism; a device reads it with :func:`read_spec`, which validates it
 against the registry of mechanism kinds (:data:`skldp.device.KINDS`).
 """
 
+import copy
 import dataclasses
 import hashlib
 import json
@@ -37,7 +38,7 @@ def _number(v, what):
         raise SpecError(f"collection spec field {what!r} must be a number, got {v!r}.")
     try:
         return float(v)   # also reads "inf", "-inf" and "nan"
-    except ValueError:
+    except (ValueError, OverflowError):   # (an integer past float's range)
         raise SpecError(f"collection spec field {what!r} must be a number, got {v!r}.") from None
 
 
@@ -109,8 +110,8 @@ class CollectionSpec:
                 "device_steps": list(self.device_steps), "version": self.version}
 
     def to_dict(self):
-        """The spec as plain JSON data."""
-        return {"id": self.id, **self.body(), "epsilon": _json_number(self.epsilon),
+        """The spec as plain JSON data (a copy: changing it leaves the spec as it is)."""
+        return {"id": self.id, **copy.deepcopy(self.body()), "epsilon": _json_number(self.epsilon),
                 "delta": _json_number(self.delta), "nonce": self.nonce}
 
     def content_id(self):
@@ -165,12 +166,15 @@ class CollectionSpec:
             if name in data and not isinstance(data[name], (typ, tuple)):
                 raise SpecError(f"collection spec field {name!r} must be a JSON "
                                 f"{'object' if typ is dict else 'array'}, got {data[name]!r}.")
+        # deep copies: a spec read shares no list or dict with the data it was read from
         spec = cls(id=str(data["id"]), kind=str(data["kind"]),
                    protects=tuple(data["protects"]), epsilon=_number(data["epsilon"], "epsilon"),
                    delta=_number(data.get("delta", 0.0), "delta"),
-                   model=data.get("model", "local"), params=dict(data.get("params", {})),
-                   public_state=dict(data.get("public_state", {})),
-                   device_steps=tuple(data.get("device_steps", ())), version=version,
+                   model=data.get("model", "local"),
+                   params=copy.deepcopy(dict(data.get("params", {}))),
+                   public_state=copy.deepcopy(dict(data.get("public_state", {}))),
+                   device_steps=copy.deepcopy(tuple(data.get("device_steps", ()))),
+                   version=version,
                    nonce=str(data["nonce"]))
         if math.isnan(spec.epsilon) or spec.epsilon < 0:   # (a NaN would pass every cap)
             raise SpecError(f"collection spec epsilon must be a number >= 0, got "

@@ -57,6 +57,9 @@ def test_spec_is_public_json_and_round_trips(hds_spec):
     ({"epsilon": 0.5}, "spend 1 per user"),
     ({"epsilon": "nan"}, "epsilon must be a number >= 0"),   # a NaN passes every cap
     ({"epsilon": -1.0}, "epsilon must be a number >= 0"),
+    ({"epsilon": 10**400}, "epsilon' must be a number"),   # past float's range: no OverflowError
+    ({"params__eps": 10**400}, "'eps' must be a number"),
+    ({"public_state__feature_max": [10**400] * 6}, "arrays of numbers"),
     ({"delta": "nan"}, "delta must be in \\[0, 1\\]"),
     ({"params__eps": "inf"}, "protects nothing"),
     ({"params__eps": -1}, "must be > 0"),
@@ -215,6 +218,28 @@ def test_a_spec_changed_after_it_was_made_is_refused(hds_spec):
     with pytest.raises(SpecError, match="does not match its content"):
         read_spec(data)
     assert hds_spec.content_id() == hds_spec.id
+
+
+def test_a_spec_object_changed_after_an_answer_is_answered_as_it_was_read():
+    # the frozen spec's lists were the caller's: a class appended after a first answer
+    # reached the cached plan, and a label outside the 2-class domain was sent as itself
+    from skldp.mechanisms import LabelRandomizedResponse
+    spec = read_spec(collection_spec(LabelRandomizedResponse(1.0, classes=[0, 1])).to_json())
+    Device("a").answer(spec, 0)
+    spec.public_state["classes"].append(7)
+    with pytest.raises(SpecError, match="does not match its content"):
+        read_spec(spec)
+    with pytest.warns(UserWarning):   # 7 is outside the domain read: a random label
+        ys = {Device(f"u{i}").answer(spec, 7)["report"]["y"] for i in range(200)}
+    assert ys == {0, 1}
+    # a spec read, or written out, shares no list with the data it came from
+    data = spec.to_dict()
+    data["public_state"]["classes"].append(9)
+    assert spec.public_state["classes"] == [0, 1, 7]
+    fresh = collection_spec(LabelRandomizedResponse(1.0, classes=[0, 1])).to_dict()
+    read = read_spec(fresh)
+    fresh["public_state"]["classes"].append(5)
+    assert read.public_state["classes"] == [0, 1]
 
 
 def test_a_fitted_mechanism_with_bounds_from_the_data_gives_no_spec():

@@ -127,6 +127,9 @@ def test_concurrent_devices_on_one_file_stay_under_the_cap(tmp_path):
      '"epsilon": "1"}}', "epsilon is not a number"),
     ('{"x": {"input": "a", "record": {"collection": "x", "user": "u", "report": {}}, '
      '"epsilon": NaN}}', "epsilon is not a number"),
+    pytest.param('{"x": {"input": "a", "record": {"collection": "x", "user": "u", '
+                 '"report": {}}, "epsilon": 1' + "0" * 400 + '}}', "epsilon is not a number",
+                 id="epsilon-past-float-range"),
     ('{"x": {"input": "a", "record": {"collection": "y", "user": "u", "report": {}}, '
      '"epsilon": 1}}', "not of its collection"),
     ('{"x": {"input": "a", "record": {"collection": "x", "user": "v", "report": {}}, '
