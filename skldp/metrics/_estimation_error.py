@@ -6,8 +6,8 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import clone
 
-from .._graph_data import GraphData
-from ..utils.validation import check_graph_data
+from .._graph_data import GraphData, _check_real
+from ..utils.validation import check_graph_data, check_int
 
 __all__ = ["aggregation_mae", "aggregation_error", "mae_by_degree"]
 
@@ -17,9 +17,18 @@ _BLOCK_ENTRIES = 1 << 22
 def _as_matrix(X, name):
     if isinstance(X, GraphData):
         X = X.features[X.rows]
+    if not sp.issparse(X):
+        X = np.asarray(X)
+    _check_real(X.dtype, name)   # the imaginary part would be dropped (a ComplexWarning)
+    if X.dtype.kind not in "biufO":   # text, dates, durations
+        raise TypeError(f"{name} must hold numbers, got dtype {X.dtype}.")
     if sp.issparse(X):
         return sp.csr_matrix(X, dtype=np.float64)
-    X = np.asarray(X, dtype=np.float64)
+    if X.dtype == object:   # numpy would parse text ("2") and refuse complex numbers
+        bad = [v for v in X.flat if not isinstance(v, numbers.Real)][:1]
+        if bad:
+            raise TypeError(f"{name} must hold real numbers, got {bad[0]!r}.")
+    X = X.astype(np.float64, copy=False)
     if X.ndim != 2:
         raise ValueError(f"{name} must be 2-D (n_nodes, n_features), got shape {X.shape}.")
     return X
@@ -64,6 +73,8 @@ def aggregation_mae(true_aggregate, estimated_aggregate, *, per_node=True):
     >>> aggregation_mae(np.zeros((2, 2)), np.array([[1., -3.], [0., 0.5]]), per_node=False)
     1.125
     """
+    if not isinstance(per_node, (bool, np.bool_)):
+        raise TypeError(f"per_node must be True or False, got {per_node!r}.")
     T = _as_matrix(true_aggregate, "true_aggregate")
     E = _as_matrix(estimated_aggregate, "estimated_aggregate")
     if T.shape != E.shape:
@@ -155,9 +166,9 @@ def mae_by_degree(mae, degree, *, max_degree=None):
         Per-node MAE from :func:`aggregation_mae` or :func:`aggregation_error`.
     degree : array-like of int of shape (n_nodes,)
         Node degrees (e.g. ``np.diff(A.indptr)``).
-    max_degree : int or None, default=None
-        Largest degree kept; the paper uses the 99 % quantile of the degrees.
-        ``None`` keeps all.
+    max_degree : int >= 0 or None, default=None
+        Largest degree kept; the paper uses the 99 % quantile of the degrees
+        (``int(np.quantile(degree, 0.99))``). ``None`` keeps all.
 
     Returns
     -------
@@ -175,6 +186,7 @@ def mae_by_degree(mae, degree, *, max_degree=None):
     """
     mae = np.asarray(mae, dtype=np.float64)
     degree = np.asarray(degree)
+    max_degree = check_int(max_degree, "max_degree", allow_none=True)
     if mae.ndim != 1 or degree.ndim != 1:
         raise ValueError(f"mae and degree must be 1-D (one value per node), got shapes "
                          f"{mae.shape} and {degree.shape}.")
@@ -182,15 +194,21 @@ def mae_by_degree(mae, degree, *, max_degree=None):
         raise ValueError("mae contains NaN or infinite values.")
     if mae.shape != degree.shape:
         raise ValueError(f"mae has {mae.size} values but degree has {degree.size}.")
-    if not np.issubdtype(degree.dtype, np.integer):
+    if degree.dtype.kind not in "biuf":   # text, dates, complex, objects
+        raise TypeError(f"degree must hold non-negative integers, got dtype {degree.dtype}.")
+    if degree.size and degree.min() < 0:
+        raise ValueError("degree must be non-negative.")
+    if degree.dtype.kind == "f":
+        if not np.all(np.isfinite(degree)):
+            raise ValueError("degree contains NaN or infinite values; degrees must be "
+                             "non-negative integers.")
         if not np.all(degree == np.round(degree)):
             raise ValueError("degree must hold integers.")
-        degree = degree.astype(np.int64)
-    if np.any(degree < 0):
-        raise ValueError("degree must be non-negative.")
+    if degree.size and degree.max() > np.iinfo(np.int64).max:   # uint64, floats
+        raise ValueError(f"degree holds {int(degree.max())}, more than any graph's degree "
+                         "(degrees must be below 2**63).")
+    degree = degree.astype(np.int64, copy=False)
     if max_degree is not None:
-        if isinstance(max_degree, bool) or not isinstance(max_degree, numbers.Real):
-            raise TypeError(f"max_degree must be a number or None, got {max_degree!r}.")
         keep = degree <= max_degree
         mae, degree = mae[keep], degree[keep]
     counts = np.bincount(degree)

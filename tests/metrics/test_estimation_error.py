@@ -112,3 +112,51 @@ def test_requires_graph():
     with pytest.raises(ValueError, match="adjacency"):
         aggregation_error(GraphData(np.zeros((3, 2))),
                           OneBitMechanism(eps=1.0, feature_range=(0, 1)))
+
+
+@pytest.mark.parametrize("bad, match", [
+    (np.array([[1j]]), "real numbers.*complex"),        # was 0 with a ComplexWarning
+    (sp.csr_matrix(np.array([[1j]])), "real numbers.*complex"),
+    (np.array([[1, 2j]], dtype=object), "real numbers, got 2j"),
+    (np.array([[1, "2"]], dtype=object), "real numbers, got '2'"),   # was parsed as 2
+    (np.array([["a"]]), "must hold numbers"),
+])
+def test_aggregation_mae_refuses_complex_and_non_numeric_input(bad, match):
+    with pytest.raises(TypeError, match=match):
+        aggregation_mae(bad, np.zeros((1, bad.shape[1])))
+    with pytest.raises(TypeError, match="estimated_aggregate"):
+        aggregation_mae(np.zeros((1, bad.shape[1])), bad)
+
+
+@pytest.mark.parametrize("per_node", ["no", 1, None])
+def test_aggregation_mae_refuses_non_bool_per_node(per_node):
+    # "no" was taken as True
+    with pytest.raises(TypeError, match="per_node must be True or False"):
+        aggregation_mae(np.zeros((1, 1)), np.ones((1, 1)), per_node=per_node)
+    assert aggregation_mae(np.zeros((1, 1)), np.ones((1, 1)), per_node=np.False_) == 1.0
+
+
+@pytest.mark.parametrize("max_degree", [np.nan, 2.5, -1, True, "3"])
+def test_mae_by_degree_refuses_bad_max_degree(max_degree):
+    # nan kept no node and returned empty arrays
+    with pytest.raises(ValueError, match="max_degree must be an integer >= 0 or None"):
+        mae_by_degree([1.0, 2.0], [1, 2], max_degree=max_degree)
+
+
+@pytest.mark.parametrize("degree, error, match", [
+    (["1", "2"], TypeError, "degree must hold non-negative integers"),   # numpy's rint error
+    (np.array([2**63, 1], dtype=np.uint64), ValueError, "degree holds 9223372036854775808"),
+    ([np.nan, 1.0], ValueError, "degree contains NaN"),
+    ([np.inf, 1.0], ValueError, "degree contains NaN or infinite"),
+    (np.array([1, None], dtype=object), TypeError, "dtype object"),
+])
+def test_mae_by_degree_refuses_bad_degrees(degree, error, match):
+    with pytest.raises(error, match=match):
+        mae_by_degree([1.0, 2.0], degree)
+
+
+def test_mae_by_degree_accepts_unsigned_and_integral_float_degrees():
+    for degree in (np.array([2, 1], dtype=np.uint64), [2.0, 1.0]):
+        deg, mean = mae_by_degree([1.0, 2.0], degree, max_degree=np.int64(2))
+        np.testing.assert_array_equal(deg, [1, 2])
+        np.testing.assert_allclose(mean, [2.0, 1.0])
