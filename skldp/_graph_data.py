@@ -358,7 +358,7 @@ def _as_adjacency(adjacency, n_nodes, node_ids, owned=False):
         if adjacency.format in ("coo", "csr", "csc", "bsr") and not (
                 adjacency.format != "coo" and adjacency.has_canonical_format):
             _check_not_negative(adjacency)
-        A = sp.csr_matrix(adjacency, dtype=np.float32)
+        src, A = adjacency, sp.csr_matrix(adjacency, dtype=np.float32)
     else:
         A = np.asarray(adjacency)
         if _is_frame(adjacency):
@@ -368,13 +368,15 @@ def _as_adjacency(adjacency, n_nodes, node_ids, owned=False):
             raise TypeError(f"adjacency weights must be numbers, got dtype {A.dtype}.")
         if A.ndim != 2:
             raise ValueError(f"adjacency must be 2-D, got {A.ndim} dimensions.")
-        A = sp.csr_matrix(A, dtype=np.float32)
+        src, A = A, sp.csr_matrix(A, dtype=np.float32)
     if A.shape[0] != A.shape[1]:
         raise ValueError(f"adjacency must be square, got shape {A.shape}.")
     if A.shape[0] != n_nodes:
         raise ValueError(f"adjacency has {A.shape[0]} nodes but features have {n_nodes} rows.")
     if _held_info(A) is not None:   # a graph's own matrix: checked when it was taken
         return A, None
+    if src.dtype.kind == "f" and src.dtype.itemsize > 4:   # float64 weights may underflow
+        _check_no_underflow(src, A)
     if not owned:
         A = _private(A, adjacency)
     A.sum_duplicates()
@@ -388,6 +390,29 @@ def _as_adjacency(adjacency, n_nodes, node_ids, owned=False):
         _check_not_negative(A)   # raises, naming the entry
     A.sort_indices()
     return A, bool(lo == hi == 1) or A.nnz == 0
+
+
+def _check_no_underflow(src, A):
+    """Raise if a non-zero weight of ``src`` became 0 in its float32 conversion ``A``
+    (scipy stores it as an explicit zero, which ``eliminate_zeros`` would drop)."""
+    n_zero = A.nnz - np.count_nonzero(A.data)   # the only pass on valid input
+    if n_zero == 0:
+        return
+    if sp.issparse(src) and src.format in ("csr", "csc"):   # converted entry for entry
+        if n_zero == src.nnz - np.count_nonzero(src.data):   # the caller's explicit zeros
+            return
+    d = (src.data if src.format in ("coo", "csr", "csc") else sp.coo_array(src).data) \
+        if sp.issparse(src) else np.asarray(src).reshape(-1)
+    lost = d[(d != 0) & (d.astype(np.float32) == 0)]
+    if lost.size and lost.min() < 0:
+        raise ValueError(f"adjacency contains a negative weight, {float(lost.min())!r}; "
+                         "weights must be >= 0.")
+    if lost.size:
+        raise ValueError(
+            f"adjacency has {lost.size} positive weight(s) too small for float32, in which "
+            f"GraphData stores weights (e.g. {float(lost[0])!r}): they would become 0 and "
+            "their edges vanish. Rescale the weights (multiply them all by one constant) "
+            "or drop those edges.")
 
 
 def _check_networkx_weights(g, exc):
@@ -602,7 +627,8 @@ class GraphData:
         matrix whose arrays would be kept is copied, so the caller's matrix is
         never edited and may be edited afterwards (a graph's own
         ``G.adjacency`` is shared, not copied). Weights must be finite and
-        non-negative, each stored entry before duplicates are summed.
+        non-negative, each stored entry before duplicates are summed; a positive
+        weight that float32 rounds to 0 is refused.
     node_ids : array-like of shape (n_nodes,), default=None
         Unique, stable user identifiers. Local DP mechanisms key each user's
         report on its id, so a user answers once whatever rows are selected.

@@ -522,6 +522,28 @@ def test_negative_entry_cancelled_by_a_duplicate_is_refused():
     assert GraphData(np.eye(3), D).adjacency[0, 1] == 3
 
 
+def test_weights_that_underflow_in_float32_are_refused():
+    # 1e-50 is 0 in float32: the edge vanished silently (nnz 0)
+    W = np.array([[0, 1e-50, 1], [1e-50, 0, 0], [1, 0, 0]])
+    g = nx.Graph()
+    g.add_edge(0, 1, weight=1e-50)
+    g.add_edge(0, 2, weight=1.0)
+    for A in (W, sp.csr_matrix(W), sp.coo_matrix(W), sp.csc_matrix(W), sp.lil_matrix(W)):
+        with pytest.raises(ValueError, match=r"2 positive weight\(s\) too small for float32"):
+            GraphData(np.eye(3), A)
+    with pytest.raises(ValueError, match=r"2 positive weight\(s\).*e\.g\. 1e-50"):
+        GraphData(np.eye(3), g, node_ids=[0, 1, 2])
+    with pytest.raises(ValueError, match="too small for float32"):
+        GraphData(np.eye(3)).with_adjacency(W)
+    with pytest.raises(ValueError, match="negative weight, -1e-50"):   # was dropped too
+        GraphData(np.eye(3), sp.csr_matrix(-W))
+    # the caller's explicit zeros, and weights float32 rounds to its smallest, are kept
+    kept = sp.csr_matrix((np.array([0.0, 1e-45, 2.0]), [1, 2, 0], [0, 2, 3, 3]), shape=(3, 3))
+    for A in (kept, kept.tocoo()):
+        stored = GraphData(np.eye(3), A).adjacency
+        assert stored.nnz == 2 and stored[0, 2] == np.float32(1e-45)
+
+
 def test_feature_dtypes_are_real_floats_torch_can_read():
     # complex features lost their imaginary part with a numpy warning only; longdouble
     # features reached torch, which cannot read them; pandas' nullable dtypes were refused
