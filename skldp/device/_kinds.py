@@ -135,29 +135,9 @@ def laplace_grid(eps_j):
 
 
 def frequency_oracle_probabilities(eps, domain_size, oracle):
-    """Report probabilities ``(p, q)`` of a frequency oracle on ``domain_size`` items.
-
-    GRR (generalized randomized response) reports the true item with
-    probability ``p = e^eps / (e^eps + D - 1)`` and each other item with
-    ``q = 1 / (e^eps + D - 1)``. OUE (optimized unary encoding, Wang et al.,
-    USENIX Security 2017) reports a bit per item: 1 with probability
-    ``p = 1/2`` for the true item and ``q = 1 / (e^eps + 1)`` for each other.
-    In both, item ``j`` is "seen" with probability ``q + 1[j = v] (p - q)``.
-    ``eps = inf`` gives ``(1, 0)``.
-
-    Parameters
-    ----------
-    eps : float
-        Budget of one report.
-    domain_size : int
-        Number of items ``D``.
-    oracle : {"grr", "oue"}
-        The frequency oracle.
-
-    Returns
-    -------
-    p, q : float
-    """
+    """Report probabilities ``(p, q)`` of GRR or OUE on ``domain_size`` items (the formulas
+    are in :func:`skldp.mechanisms.frequency_oracle_probabilities`, which validates its
+    arguments; the device passes those of a checked spec)."""
     if np.isinf(eps):
         return 1.0, 0.0
     e = _exp(eps)

@@ -41,8 +41,7 @@ def frequency_oracle_probabilities(eps, domain_size, oracle):
     USENIX Security 2017) reports a bit per item: 1 with probability
     ``p = 1/2`` for the true item and ``q = 1 / (e^eps + 1)`` for each other.
     In both, item ``j`` is "seen" with probability ``q + 1[j = v] (p - q)``.
-    ``eps = inf`` gives ``(1, 0)``. The devices' program computes the same
-    numbers.
+    ``eps = inf`` gives ``(1, 0)``. The devices compute the same numbers.
 
     Parameters
     ----------
