@@ -4,11 +4,10 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, _fit_context
 
-from .._graph_data import _as_adjacency
 from ..base import GraphTransformerMixin
 from ..utils._adjacency import normalized_adjacency, scale_csr
 from ..utils._arrays import check_finite_features
-from ..utils.validation import Count, check_int
+from ..utils.validation import Count, check_adjacency, check_int
 from ._spmm import DTYPE_CONSTRAINT, DTYPES, N_JOBS_CONSTRAINT, check_dtype, repeated_spmm
 
 __all__ = ["FeatureSmoothing", "smooth_features", "smooth_labels"]
@@ -35,20 +34,15 @@ def _sym_operator(A, self_loops):
 
 
 def _check_graph(X, A, func, what="X"):
-    """Refuse what GraphData refuses: no adjacency, one that is not square or does not
-    match ``X``'s rows, NaN, infinite or negative weights, and non-finite ``X``.
-    ``A`` itself is left as it is (the products read its float64 weights)."""
+    """Refuse what GraphData and FeatureSmoothing refuse: an adjacency that is not one
+    (:func:`check_adjacency`) or does not match ``X``'s rows, and non-finite ``X``."""
     if A is None:
         raise ValueError(f"{func} needs the adjacency A of shape (n_nodes, n_nodes), "
                          "got None.")
     if X.ndim != 2:
         raise ValueError(f"{what} must be 2-D of shape (n_nodes, n_columns), got "
                          f"{X.ndim} dimensions.")
-    shape = getattr(A, "shape", None)
-    if shape is not None and len(shape) == 2 and shape[0] == shape[1] != X.shape[0]:
-        raise ValueError(f"{what} must have one row per node of A ({shape[0]}), got "
-                         f"{X.shape[0]} rows.")
-    _as_adjacency(A, X.shape[0], None)
+    check_adjacency(A, X.shape[0], rows=what)
     check_finite_features(X, name=f"the {what} given to {func}")
 
 

@@ -11,12 +11,17 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, _fit_context
 
-from .._graph_data import _as_adjacency
 from ..base import GraphTransformerMixin, collected_spec
 from ..mechanisms._grid import check_eps_per_coordinate
 from ..mechanisms._grr import grr_probabilities, public_domain_sizes
 from ..utils._adjacency import normalized_adjacency
-from ..utils.validation import EPS_CONSTRAINT, Count, check_graph_data, check_int
+from ..utils.validation import (
+    EPS_CONSTRAINT,
+    Count,
+    check_adjacency,
+    check_graph_data,
+    check_int,
+)
 
 __all__ = ["FrequencyReconstructor", "mean_propagation_matrix"]
 
@@ -48,17 +53,6 @@ def mean_propagation_matrix(A, self_loops=True):
     """
     check_adjacency(A)
     return normalized_adjacency(A, self_loops, "rw", dtype=np.float64)
-
-
-def check_adjacency(A, name="A"):
-    """Refuse what GraphData refuses (None, not square, NaN, infinite or negative
-    weights); returns the number of nodes. ``A`` itself is left as it is."""
-    shape = getattr(A, "shape", None)
-    if A is None or shape is None or len(shape) != 2:
-        raise ValueError(f"{name} must be an adjacency matrix of shape (n_nodes, n_nodes), "
-                         f"got {A!r:.80}.")
-    _as_adjacency(A, shape[0], None)
-    return shape[0]
 
 
 def _as_codes(X):

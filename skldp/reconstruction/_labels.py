@@ -3,8 +3,8 @@
 import numpy as np
 import scipy.sparse as sp
 
-from ..utils.validation import check_eps, check_int
-from ._frequency import check_adjacency, mean_propagation_matrix
+from ..utils.validation import check_adjacency, check_eps, check_int
+from ._frequency import mean_propagation_matrix
 
 __all__ = ["project_simplex", "grr_transition_matrix", "reconstruct_labels",
            "unbiased_label_distribution"]

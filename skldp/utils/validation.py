@@ -8,7 +8,7 @@ import scipy.sparse as sp
 from sklearn.utils._param_validation import HasMethods
 from sklearn.utils._param_validation import Interval as _Interval
 
-from .._graph_data import GraphData
+from .._graph_data import GraphData, _as_adjacency
 from ..exceptions import InvalidParameterError, PrivacyLeakWarning
 from ._arrays import check_finite_features, frame_column_names, within_bounds
 from ._blocks import row_blocks
@@ -90,6 +90,21 @@ def check_int(value, name, minimum=0, maximum=None, *, maximum_is=None, allow_no
     if value < minimum or (maximum is not None and value > maximum):
         raise InvalidParameterError(f"{name} must be {expected}, got {value!r}.")
     return int(value)
+
+
+def check_adjacency(A, n_nodes=None, name="A", rows="X"):
+    """Refuse an adjacency matrix GraphData would refuse (None, not square, NaN, infinite
+    or negative weights, another number of nodes than the ``n_nodes`` rows of ``rows``);
+    returns its number of nodes. ``A`` itself is left as it is."""
+    shape = getattr(A, "shape", None)
+    if A is None or shape is None or len(shape) != 2:
+        raise ValueError(f"{name} must be an adjacency matrix of shape (n_nodes, n_nodes), "
+                         f"got {A!r:.80}.")
+    if n_nodes is not None and shape[0] == shape[1] != n_nodes:
+        raise ValueError(f"{rows} must have one row per node of {name} ({shape[0]}), got "
+                         f"{n_nodes} rows.")
+    _as_adjacency(A, shape[0], None)
+    return shape[0]
 
 
 def check_graph_data(X, estimator=None, require_adjacency=False, require_symmetric=False,
