@@ -136,12 +136,16 @@ def smooth_labels(Y, A, steps=2, self_loops=True):
     ------
     ValueError
         If ``A`` is None, not square, does not have one row per row of ``Y``
-        or holds NaN, infinite or negative weights, or if ``Y`` holds NaN or
-        inf.
+        or holds NaN, infinite or negative weights, or if ``Y`` holds NaN,
+        inf or negative values.
     """
     steps = check_int(steps, "steps")
     Y = np.asarray(Y, dtype=np.float64)
     _check_graph(Y, A, "smooth_labels", "Y")
+    if (Y < 0).any():   # a row sum could cancel, and rows would not be distributions
+        r, c = np.argwhere(Y < 0)[0]
+        raise ValueError("Y given to smooth_labels must be non-negative (one-hot rows or "
+                         f"label distributions), got {float(Y[r, c])} at row {r}, column {c}.")
     if steps == 0:
         return Y.copy()
     T = _sym_operator(A, self_loops)

@@ -139,6 +139,14 @@ def test_smoothing_functions_refuse_non_finite_inputs_as_feature_smoothing():
         smooth_labels(Y, sp.csr_matrix(A), 1)
 
 
+def test_smooth_labels_refuses_negative_label_mass():
+    A, _ = _graph()
+    Y = np.eye(3)[np.arange(len(A)) % 3]
+    Y[4, 2] = -1.0   # row 4 would sum to 0 and keep -1 as a "probability"
+    with pytest.raises(ValueError, match=r"non-negative .* -1.0 at row 4, column 2"):
+        smooth_labels(Y, sp.csr_matrix(A), 1)
+
+
 def test_in_pipeline_with_edge_rr():
     from skldp.mechanisms import EdgeRR
     A, X = _graph()
