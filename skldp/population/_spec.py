@@ -7,7 +7,6 @@ devices read it.
 import numbers
 
 import numpy as np
-from sklearn.utils._param_validation import Interval
 
 from ..device._spec import SPEC_VERSION, CollectionSpec, SpecError, body_digest  # noqa: F401
 
@@ -49,28 +48,9 @@ def step_kind(step):
 
 
 def public_params(step, exclude=("random_state",)):
-    """The step's parameters as public values, without ``random_state`` (a secret).
-
-    A parameter declared real-valued only (``eps``) is written as a float, so that
-    ``eps=1`` and ``eps=1.0`` are the same request.
-    """
-    reals = _real_valued(step)
-    return {k: public_value(float(v) if k in reals and _is_int(v) else v)
-            for k, v in sorted(step.get_params(deep=False).items()) if k not in exclude}
-
-
-def _is_int(value):
-    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
-
-
-def _real_valued(step):
-    """The parameters whose declared constraints take real intervals and no integer one."""
-    out = set()
-    for name, constraints in getattr(step, "_parameter_constraints", {}).items():
-        kinds = {c.type for c in constraints if isinstance(c, Interval)}
-        if numbers.Real in kinds and numbers.Integral not in kinds:
-            out.add(name)
-    return out
+    """The step's parameters as public values, without ``random_state`` (a secret)."""
+    return {k: public_value(v) for k, v in sorted(step.get_params(deep=False).items())
+            if k not in exclude}
 
 
 def device_step_spec(step):
