@@ -105,6 +105,7 @@ def _adjacency_info(A):
 
 #: Origin of a store's features or adjacency: the users' raw data, after no on-device step.
 RAW = ("raw", ())
+_SET_AS_PUBLIC = " as public data"   # how the origin of data set with source="public" ends
 _KEEP = object()   # "this part of the store is unchanged"
 
 
@@ -890,8 +891,11 @@ class GraphData:
         ------
         ValueError
             If the graph holds reports that real devices sent
-            (:func:`skldp.population.received_graph`): those users spent their
-            budget on them, and a simulation cannot replay them with an empty ledger.
+            (:func:`skldp.population.received_graph`), or features or an
+            adjacency that a mechanism or a server-side step made in this
+            simulation (reports, or computed from them): those users spent
+            their budget on them, and a simulation cannot replay them with an
+            empty ledger. Call it on the raw graph, then apply the steps.
         """
         st = self._store
         received = [part for part, origin in (("features", st.feature_origin),
@@ -907,6 +911,18 @@ class GraphData:
                 "cannot replay their reports at no cost. Train on this graph (its ledger "
                 "states what they spent); to simulate deployments, build a GraphData of "
                 "raw data, whose new_simulation() makes the devices answer anew.")
+        made = [(part, origin[1]) for part, origin in (("features", st.feature_origin),
+                                                       ("adjacency", st.adjacency_origin))
+                if _made_by_a_step(origin)]
+        if made:
+            what = "; ".join(f"{part}: {how}" for part, how in made)
+            raise ValueError(
+                "new_simulation() gives the data to new simulated devices with an empty "
+                f"ledger, but this graph's data were made in this simulation ({what}): "
+                "its users may have spent budget on "
+                "them (reports, or values computed from reports), which an empty ledger would "
+                "not state. Call new_simulation() on the graph of raw data, then apply the "
+                "steps in the new simulation.")
         new = _GraphStore(st._features, st.adjacency, st.node_ids, st.feature_names,
                           Population(budget), st.feature_origin, st.adjacency_origin,
                           on_device=st._on_device)
@@ -1194,8 +1210,16 @@ def _origin(source, how):
     if source == "server":
         return ("derived", f"were set on the server with GraphData.{how}", True)
     if source == "public":
-        return ("derived", f"were set with GraphData.{how} as public data", False)
+        return ("derived", f"were set with GraphData.{how}{_SET_AS_PUBLIC}", False)
     raise ValueError(f"source must be 'server', 'users' or 'public', got {source!r}.")
+
+
+def _made_by_a_step(origin):
+    """Whether data of this origin are reports of a simulated collection or were computed
+    on the server from data that are not the users' own (reports, or public data: the two
+    are not told apart); data set with ``source="public"`` are the caller's word."""
+    return origin[0] == "derived" and not reads_users_data(origin) and \
+        not origin[1].endswith(_SET_AS_PUBLIC)
 
 
 def reads_users_data(origin):

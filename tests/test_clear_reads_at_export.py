@@ -15,6 +15,7 @@ from skldp.device import Device, Directory
 from skldp.mechanisms import EdgeRR, HDSMechanism, LabelRandomizedResponse, MultiBitMechanism
 from skldp.model_selection import PairData, random_edge_split
 from skldp.population import BudgetExceededError, collection_spec, read_reports, received_graph
+from skldp.propagation import KProp
 
 
 def _graph(n=80, d=5, seed=0, budget=None):
@@ -128,6 +129,27 @@ def test_new_simulation_refuses_reports_real_devices_sent(parts):
         with pytest.raises(ValueError, match="real devices sent"):
             view.new_simulation()
     assert privacy_report(G).local_epsilon == spent   # nothing changed
+
+
+@pytest.mark.parametrize("steps", [["mech"], ["mech", "kprop"], ["edges"]])
+def test_new_simulation_refuses_what_a_simulation_made(steps):
+    # Reports (or values computed from them) carry what their users spent in this
+    # simulation: new devices with an empty ledger would print less.
+    G, _ = _graph(budget=3.0)
+    out = G
+    for step in steps:
+        if step == "mech":
+            out = MultiBitMechanism(3.0, feature_range=(0, 1), random_state=0).fit_transform(out)
+        elif step == "kprop":
+            out = KProp(steps=1).fit_transform(out)
+        else:
+            out = EdgeRR(3.0, random_state=0).fit_transform(out)
+    for view in (out, out[:5]):
+        with pytest.raises(ValueError, match="made in this simulation"):
+            view.new_simulation(budget=3.0)
+    assert G.population.ledger.local_epsilon == pytest.approx(3.0)   # nothing changed
+    public = G.with_features(np.ones((G.n_nodes, 2)), source="public")
+    assert public.new_simulation().ledger.local_epsilon == 0        # the caller's word
 
 
 def test_new_simulation_of_simulated_users_still_works():
