@@ -198,6 +198,12 @@ def _children(est):
             yield from _estimators_in(value, key.rstrip("_") if key.endswith("_") else "")
 
 
+def _same_ledger(a, b):
+    """Whether two ledgers are one population's: the same object, or copies that read one
+    journal (a step fitted in a worker process brings back its copy)."""
+    return a is b or (a._journal is not None and a._journal == b._journal)
+
+
 def _private_steps(estimator):
     """``{collection id: path}`` of the fitted private steps held in ``estimator``, the
     ledgers its steps wrote to, the paths of the steps whose reads no ledger holds (steps
@@ -214,7 +220,7 @@ def _private_steps(estimator):
         if ledger is not None:   # a private step, or a step charged for a read in the clear
             if spec is not None:
                 held.setdefault(spec.id, path or type(est).__name__)
-            if all(ledger is not other for other in ledgers):
+            if not any(_same_ledger(ledger, other) for other in ledgers):
                 ledgers.append(ledger)
         children = list(_children(est))
         if getattr(est, "_reads_plain_beside_users", False):
@@ -346,10 +352,10 @@ def privacy_report(estimator):
                 "was fitted on instead: privacy_report(G).")
     report = PrivacyReport()
     plain = [] if isinstance(estimator, GraphData) else plain_array_ledgers()
-    if any(ledger is p for ledger in ledgers for p in plain):
+    if any(_same_ledger(ledger, p) for ledger in ledgers for p in plain):
         # the same people may be in other plain arrays (a search's folds), under other keys
         report.plain_arrays = True
-        ledgers += [p for p in plain if all(p is not ledger for ledger in ledgers)]
+        ledgers += [p for p in plain if not any(_same_ledger(p, led) for led in ledgers)]
     if not isinstance(estimator, GraphData) and not ledgers and foreign:
         # nothing leads to a ledger, and a step from outside skldp was fitted on the
         # data as it was: the users' data, for all the report can tell

@@ -158,7 +158,7 @@ class CorrectAndSmooth(MetaEstimatorMixin, GraphClassifierMixin, BaseEstimator):
             raise ValueError(f"X has {len(G)} rows but y has {len(y)} labels.")
         _check_all_labelled(y)   # a scikit-learn base would learn -2 as a class
         y_used, own = fit_label_mechanism(self, G, y)
-        with G.population.recording() as records:
+        with G.population.recording(protects=("labels",)) as records:
             self.estimator_ = clone(self.estimator).fit(G, y_used)
         # Labels the base model's fit randomized (at any depth: a pipeline, a search):
         # propagate the reports the users sent, never their clean labels.

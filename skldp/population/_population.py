@@ -7,6 +7,7 @@ import json
 import multiprocessing
 import numbers
 import os
+import pickle
 import secrets
 import shutil
 import tempfile
@@ -106,6 +107,8 @@ class Population:
         self._answer_digests = {}   # collection id -> _Digests of the answers received
         self._collected = {}   # collection id -> spec of reports received from real devices
         self._recorders = []   # audits: lists that receive (collection id, keys, reports)
+        self._recordings = {}  # id -> (list, protects) of this process's recordings
+        self._foreign = {}     # id -> protects: other processes' recordings (the journal's)
         self._clear_reads = set()   # (step kind, part, graph token) already charged
         self._lock = threading.RLock()
         self._journal = None   # path of the journal shared with other processes
@@ -231,12 +234,18 @@ class Population:
                 self._record(spec, new_keys, new_tags)
                 self._write({"local": spec.to_dict(), "keys": _b64(new_keys),
                              "tags": _b64(new_tags)})
+            foreign = sorted(rid for rid, protects in self._foreign.items()
+                             if _records(protects, spec))
         reports = encode(rkeys)
         if keep:
             kept = self._received.setdefault(spec.id, {})
             kept.update(zip(node_keys.tolist(), np.asarray(reports).tolist(), strict=True))
         for rec in self._recorders:
             rec.append((spec, node_keys, reports))
+        if foreign:   # another process records what the server receives: send it there
+            with self._exclusive():
+                self._write({"recorded": foreign, "spec": spec.to_dict(),
+                             "keys": _b64(node_keys), "reports": _pickled(reports)})
         return reports
 
     def receive(self, spec, node_keys, reports=None, charge_only=False, check_budget=True):
@@ -389,15 +398,34 @@ class Population:
         return [kept.get(int(k)) for k in np.asarray(node_keys, dtype=np.uint64)]
 
     @contextlib.contextmanager
-    def recording(self):
+    def recording(self, protects=None):
         """Collect every report sent while the block runs (for audits): yields a list of
-        ``(spec, node_keys, reports)``."""
-        rec = []
-        self._recorders.append(rec)
+        ``(spec, node_keys, reports)``.
+
+        Reports sent by copies of the population in worker processes (a search or
+        an ensemble with ``n_jobs``) reach the list through the journal when the
+        block ends. ``protects`` (e.g. ``("labels",)``) keeps the reports of those
+        collections only.
+        """
+        rec, rid = [], uuid.uuid4().hex
+        protects = None if protects is None else sorted(protects)
+        with self._lock:
+            self._recordings[rid] = (rec, protects)
+            self._recorders.append(_Recorder(rec, protects))
+            if self._journal is not None:
+                with self._exclusive():
+                    self._sync_locked()
+                    self._write({"recording": rid, "on": True, "protects": protects})
         try:
             yield rec
         finally:
-            self._recorders.remove(rec)
+            with self._lock:
+                if self._journal is not None and self._reachable:
+                    with self._exclusive():
+                        self._sync_locked()   # what the workers sent, into rec
+                        self._write({"recording": rid, "on": False})
+                del self._recordings[rid]
+                self._recorders = [r for r in self._recorders if r.rec is not rec]
 
     def _new_answers(self, spec, keys, tags, unique):
         """The users of a request who have not answered ``spec`` yet (and their tags).
@@ -485,7 +513,22 @@ class Population:
             self._apply(json.loads(line))
 
     def _apply(self, rec):
-        """Apply one journal record: an answer batch, a central training or a budget."""
+        """Apply one journal record: an answer batch, a central training, a budget, or a
+        recording that starts or ends and the reports sent to it."""
+        if "recording" in rec:
+            if rec["on"] and rec["recording"] not in self._recordings:
+                self._foreign[rec["recording"]] = rec.get("protects")
+            else:
+                self._foreign.pop(rec["recording"], None)
+            return
+        if "recorded" in rec:
+            mine = [self._recordings[r] for r in rec["recorded"] if r in self._recordings]
+            if mine:
+                spec = CollectionSpec.from_dict(rec["spec"], check_kind=False)
+                item = (spec, _unb64(rec["keys"]), _unpickled(rec["reports"]))
+                for out, _ in mine:
+                    out.append(item)
+            return
         if "budget" in rec:
             self._budget_cap = self.ledger._budget = rec["budget"]
             return
@@ -531,6 +574,9 @@ class Population:
                 fh.write((json.dumps({"digests": cid, "keys": _b64(pairs["key"].copy()),
                                       "d": _b64(pairs["digest"].copy())}) + "\n").encode())
             fh.write((json.dumps({"budget": self._budget_cap}) + "\n").encode())
+            for rid, (_, protects) in self._recordings.items():
+                fh.write((json.dumps({"recording": rid, "on": True, "protects": protects})
+                          + "\n").encode())
             self._offset = fh.tell()
         self._journal = path
         self.ledger._journal = path
@@ -558,6 +604,7 @@ class Population:
         self.__dict__.update(state)
         self._lock = threading.RLock()
         self._recorders, self._answers, self._fh, self._offset = [], {}, None, 0
+        self._recordings, self._foreign = {}, {}
         self._clear_reads = set()
         secret = None if self._journal is None else \
             os.path.join(os.path.dirname(self._journal), "secret")
@@ -688,6 +735,31 @@ class _Digests:
     def contains(self, keys, digests):
         """Whether each ``(keys[i], digests[i])`` was added."""
         return sorted_lookup(self.merged(), self._pairs(keys, digests))[1]
+
+
+class _Recorder:
+    """A recording of this process: its list, and the collections it keeps."""
+
+    def __init__(self, rec, protects):
+        self.rec, self.protects = rec, protects
+
+    def append(self, item):
+        if _records(self.protects, item[0]):
+            self.rec.append(item)
+
+
+def _records(protects, spec):
+    """Whether a recording that keeps ``protects`` (None: every collection) keeps ``spec``."""
+    return protects is None or any(p in protects for p in spec.protects)
+
+
+def _pickled(reports):
+    # the journal is in a private folder, read by this population's own processes only
+    return base64.b64encode(pickle.dumps(reports, protocol=pickle.HIGHEST_PROTOCOL)).decode()
+
+
+def _unpickled(text):
+    return pickle.loads(base64.b64decode(text))
 
 
 def _b64(a):

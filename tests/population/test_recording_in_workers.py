@@ -1,0 +1,74 @@
+"""A recording sees the reports that copies of the population send from worker processes
+(an ensemble or a search with n_jobs): Correct and Smooth propagates the labels the users
+sent, an audit sees every report, and a report counts the workers' ledger copies once."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from joblib import Parallel, delayed
+from sklearn.ensemble import VotingClassifier
+from sklearn.pipeline import Pipeline
+
+from skldp import GraphData
+from skldp.accounting import privacy_report
+from skldp.baselines import CorrectAndSmooth
+from skldp.mechanisms import LabelRandomizedResponse, OneBitMechanism
+from skldp.models import GCNClassifier
+
+
+def _graph(n=120, seed=0):
+    rng = np.random.default_rng(seed)
+    return GraphData(rng.random((n, 2)), sp.csr_matrix((n, n))), rng.integers(0, 2, n)
+
+
+def _randomize_labels(G, y):
+    rr = LabelRandomizedResponse(1.0, classes=[0, 1], random_state=0).fit()
+    return rr.randomize(y, G)
+
+
+def _send_features(G):
+    return OneBitMechanism(0.5, feature_range=(0, 1), random_state=0).fit_transform(G).shape
+
+
+@pytest.mark.long
+def test_a_recording_receives_the_reports_of_worker_processes():
+    G, y = _graph()
+    with G.population.recording() as everything, \
+            G.population.recording(protects=("labels",)) as labels:
+        (sent,) = Parallel(n_jobs=2)(delayed(_randomize_labels)(G, y) for _ in range(1))
+        Parallel(n_jobs=2)(delayed(_send_features)(G) for _ in range(1))
+    assert [s.protects for s, _, _ in everything] == [("labels",), ("features",)]
+    ((spec, keys, reports),) = labels
+    np.testing.assert_array_equal(keys, G.node_keys)
+    np.testing.assert_array_equal(np.asarray(spec.public_state["classes"])[reports], sent)
+    with G.population.recording() as later:   # a recording that ended receives nothing more
+        pass
+    Parallel(n_jobs=2)(delayed(_send_features)(G) for _ in range(1))
+    assert later == [] and len(everything) == 2
+
+
+def _base():
+    return Pipeline([
+        ("bit", OneBitMechanism(0.5, feature_range=(0, 1), split_eps=True, random_state=0)),
+        ("gcn", GCNClassifier(epochs=5, random_state=0, device="cpu",
+                              label_mechanism=LabelRandomizedResponse(1.0, classes=[0, 1],
+                                                                      random_state=0)))])
+
+
+@pytest.mark.long
+def test_correct_and_smooth_propagates_the_labels_sent_from_a_worker_process():
+    # The base model's label randomiser ran in a worker: C&S propagated the clean labels
+    # (audit lower bound 5.98 against the printed 1.5).
+    G, y = _graph()
+    fits = {}
+    for n_jobs in (1, 2):
+        users = G.new_simulation()
+        cs = CorrectAndSmooth(VotingClassifier([("g", _base())], voting="soft",
+                                               n_jobs=n_jobs)).fit(users, y)
+        fits[n_jobs] = cs, privacy_report(cs)
+    (one, rep1), (two, rep2) = fits[1], fits[2]
+    assert not np.array_equal(one.classes_[one.train_labels_], y)   # randomized labels
+    np.testing.assert_array_equal(two.train_labels_, one.train_labels_)
+    # the worker's copy of the ledger is the same population's: counted once
+    assert rep2.local_epsilon == pytest.approx(rep1.local_epsilon) == pytest.approx(1.5)
+    assert len(rep2.spends) == len(rep1.spends) == 2
