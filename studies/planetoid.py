@@ -236,7 +236,7 @@ def write_page(records, pages_dir, runs_file=None):
     page = fill_blocks(Path(pages_dir) / PAGE, {
         "table": planetoid_table(records),
         "command": command_block("planetoid", len(records),
-                                 "python -m skldp reproduce planetoid --n-jobs 2",
+                                 "python -m skldp reproduce planetoid",
                                  runs_file=runs_file)})
     return {"page": page}
 
