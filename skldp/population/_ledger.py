@@ -3,7 +3,9 @@
 import base64
 import json
 import os
+import shutil
 import threading
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -139,7 +141,8 @@ class Ledger:
     def _replay(self):
         """A ledger saved with an estimator (e.g. one returned by a worker) reads the
         journal of its population while that is reachable: it stays current, not a
-        snapshot of the moment it was saved."""
+        snapshot of the moment it was saved. A population's own ledger reads on from
+        where the population stopped when the population ends (``_JournalFolder``)."""
         with self._lock, open(self._journal, "rb") as fh:
             if fcntl is not None:
                 fcntl.flock(fh, fcntl.LOCK_SH)
@@ -150,9 +153,14 @@ class Ledger:
             for line in data[:end].splitlines():
                 rec = json.loads(line)
                 if "local" in rec:
+                    spec = CollectionSpec.from_dict(rec["local"], check_kind=False)
                     keys = np.frombuffer(base64.b64decode(rec["keys"]), dtype="<u8")
-                    self._add(CollectionSpec.from_dict(rec["local"], check_kind=False),
-                              keys.astype(np.uint64))
+                    keys = keys.astype(np.uint64)
+                    if spec.id in self._local:   # one answer per user: what is new
+                        keys = keys[~sorted_lookup(self._local[spec.id][1].merged()[0],
+                                                   keys)[1]]
+                    if len(keys):
+                        self._add(spec, keys)
                 elif "central" in rec:
                     self._add_central(CollectionSpec.from_dict(rec["central"],
                                                                check_kind=False),
@@ -302,4 +310,42 @@ class Ledger:
         self.__dict__.update({"_journal": None, "_offset": 0, "_budget": None, **state})
         self._lock = threading.RLock()
         if self._journal is not None and os.path.exists(self._journal):
+            # Rebuilt from the journal now, while it exists (it holds at least what was
+            # saved); the saved answers stay if it cannot be read.
+            saved = self._local, self._central, self._seq, self._offset
             self._local, self._central, self._seq, self._offset = {}, {}, 0, 0
+            try:
+                self._replay()
+            except OSError:
+                self._local, self._central, self._seq, self._offset = saved
+            folder = _FOLDERS.get(os.path.dirname(self._journal))
+            if folder is not None:   # this process removes it: read on before it does
+                folder.ledgers.add(self)
+
+
+class _JournalFolder:
+    """The journal's private folder, removed when the last population of this process
+    that holds it (the original, or a copy made here by pickle or deepcopy) is collected.
+    Copies in other processes do not hold it: they need the original alive.
+
+    The ledgers of this process that read the journal (the populations', and copies
+    saved with estimators) read what is left in it before it is removed: what worker
+    processes answered stays in them once the journal is gone.
+    """
+
+    def __init__(self, path):
+        self.path = path
+        self.ledgers = weakref.WeakSet()
+        weakref.finalize(self, _remove_folder, path, self.ledgers)
+
+
+def _remove_folder(path, ledgers):
+    for ledger in list(ledgers):
+        try:
+            ledger._replay()
+        except Exception:  # noqa: BLE001 - a finalizer must not raise: it keeps what it read
+            pass
+    shutil.rmtree(path, True)
+
+
+_FOLDERS = weakref.WeakValueDictionary()   # folder path -> _JournalFolder

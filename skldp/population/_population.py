@@ -9,7 +9,6 @@ import numbers
 import os
 import pickle
 import secrets
-import shutil
 import tempfile
 import threading
 import uuid
@@ -20,7 +19,7 @@ import numpy as np
 from ..exceptions import PrivacyBudgetError
 from ..utils._arrays import sorted_lookup
 from ._digest import answer_tags, report_keys
-from ._ledger import Ledger
+from ._ledger import _FOLDERS, Ledger, _JournalFolder
 from ._spec import CollectionSpec
 
 try:  # file locks for ledgers shared with worker processes (POSIX)
@@ -493,7 +492,7 @@ class Population:
         self._fh.seek(0, os.SEEK_END)
         self._fh.write((json.dumps(record) + "\n").encode())
         self._fh.flush()
-        self._offset = self._fh.tell()
+        self._offset = self.ledger._offset = self._fh.tell()
 
     def _sync(self):
         """Read what other processes wrote to the journal since the last read."""
@@ -508,9 +507,10 @@ class Population:
         self._fh.seek(self._offset)
         data = self._fh.read()
         end = data.rfind(b"\n") + 1
-        self._offset += end
         for line in data[:end].splitlines():
             self._apply(json.loads(line))
+        # the ledger has read what the population has (it reads on if the population ends)
+        self._offset = self.ledger._offset = self._offset + end
 
     def _apply(self, rec):
         """Apply one journal record: an answer batch, a central training, a budget, or a
@@ -577,10 +577,11 @@ class Population:
             for rid, (_, protects) in self._recordings.items():
                 fh.write((json.dumps({"recording": rid, "on": True, "protects": protects})
                           + "\n").encode())
-            self._offset = fh.tell()
+            self._offset = self.ledger._offset = fh.tell()
         self._journal = path
         self.ledger._journal = path
         self._folder = _FOLDERS[folder] = _JournalFolder(folder)
+        self._folder.ledgers.add(self.ledger)
 
     # ---------------------------------------------------------------- pickling
     def __getstate__(self):
@@ -612,6 +613,8 @@ class Population:
         self._secret = None
         # a copy in the original's process keeps the folder while it lives
         self._folder = None if secret is None else _FOLDERS.get(os.path.dirname(secret))
+        if self._folder is not None and self._reachable:
+            self._folder.ledgers.add(self.ledger)   # a fresh ledger, rebuilt below
         if self._reachable:
             with open(secret) as fh:
                 self._secret = int(fh.read())
@@ -629,17 +632,6 @@ class Population:
         return f"<Population {self.id[:8]}: {len(self.ledger)} collection(s), {cap}{real}>"
 
 
-class _JournalFolder:
-    """The journal's private folder, removed when the last population of this process
-    that holds it (the original, or a copy made here by pickle or deepcopy) is collected.
-    Copies in other processes do not hold it: they need the original alive."""
-
-    def __init__(self, path):
-        self.path = path
-        weakref.finalize(self, shutil.rmtree, path, True)
-
-
-_FOLDERS = weakref.WeakValueDictionary()   # folder path -> _JournalFolder
 
 
 def _unreachable(population):
