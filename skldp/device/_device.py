@@ -238,11 +238,13 @@ class Device:
 
     The report of a collection is drawn with a seed and a key taken from the
     operating system's entropy (:mod:`secrets`), used once and never stored: the
-    device keeps only its answers (and a hash of what it answered about), so that
-    asking again returns the same record (a **resend**, which costs nothing), also
-    about changed data, with a warning on the device (:class:`AlreadyAnswered`): a
+    device keeps only its answers (the records the server receives, and their
+    epsilon; nothing of the data they are about), so that asking again returns the
+    same record (a **resend**, which costs nothing), also about changed data: a
     second answer would spend the budget again, and a refusal would tell the server
-    that the data changed.
+    that the data changed. A ``Device`` object that saw the earlier data warns
+    (:class:`AlreadyAnswered`); it keeps a hash of that data in memory only (a hash
+    of a label or a 0/1 row in a file would give the data back to whoever reads it).
 
     Each answer carries an **answer id** (``"answer"``: 16 hex digits the device
     draws from its entropy when it answers, kept with the answer): a resend repeats
@@ -299,6 +301,7 @@ class Device:
         if self.max_epsilon is not None and not self.max_epsilon >= 0:
             raise ValueError(f"max_epsilon must be a number >= 0 or None, got {max_epsilon!r}.")
         self._answers = {}
+        self._inputs = {}   # collection id -> hash of the data answered about (memory only)
         self._thread_lock = threading.Lock()
         if self.path is not None:
             self._answers = self._read_state()   # a corrupted state is an error now, not later
@@ -311,10 +314,12 @@ class Device:
                 "cannot be pickled or copied: each copy would answer collections again and "
                 "spend max_epsilon again. Give it a state file, Device(user, path=...), which "
                 "every copy and process shares.")
-        return {k: v for k, v in vars(self).items() if k != "_thread_lock"}
+        # (the hashes of the data stay in this object's memory)
+        return {k: v for k, v in vars(self).items() if k not in ("_thread_lock", "_inputs")}
 
     def __setstate__(self, state):
         vars(self).update(state)
+        self._inputs = {}
         self._thread_lock = threading.Lock()
 
     @property
@@ -399,7 +404,9 @@ class Device:
             answers = self._answers if self.path is None else self._read_state()
             old = answers.get(spec.id)
             if old is not None:
-                changed = old["input"] != digest
+                # the data seen first by this object (or a state file's older entry)
+                seen = self._inputs.setdefault(spec.id, old.get("input", digest))
+                changed = seen != digest
                 # input this spec cannot take gets its own error, not "other data"
                 if changed and ("edges" not in spec.protects or directory is not None):
                     _encode(spec, data, seed=0, key=0, user=self.user, directory=directory)
@@ -416,9 +423,11 @@ class Device:
                     user=self.user, directory=directory)
                 record = {"collection": spec.id, "user": plain_id(self.user),
                           "answer": secrets.token_hex(8), "report": report}
-                answers = dict(answers)
-                answers[spec.id] = {"input": digest, "record": record,
-                                    "epsilon": spec.epsilon}
+                # nothing of the data in the state: older entries' hashes are dropped
+                answers = {cid: {k: v for k, v in a.items() if k != "input"}
+                           for cid, a in answers.items()}
+                answers[spec.id] = {"record": record, "epsilon": spec.epsilon}
+                self._inputs[spec.id] = digest
                 if self.path is not None:
                     self._write_state(answers)
             self._answers = answers
@@ -448,16 +457,17 @@ def _state_error(path, why):
 
 
 def _check_state(data, path, user):
-    """Refuse a state file that is not ``{collection id: {"input", "record", "epsilon"}}``
-    as :class:`Device` writes it, for this user."""
+    """Refuse a state file that is not ``{collection id: {"record", "epsilon"}}`` as
+    :class:`Device` writes it, for this user (entries written before 2026-11-30 also hold
+    an ``"input"`` hash)."""
     if not isinstance(data, dict):
         raise _state_error(path, f"a JSON object is expected, got {type(data).__name__}")
     user = json.loads(json.dumps(user, default=str))   # as the records hold it
     for cid, entry in data.items():
-        if not isinstance(entry, dict) or not {"input", "record", "epsilon"} <= set(entry):
-            raise _state_error(path, "an entry lacks its input, record or epsilon")
+        if not isinstance(entry, dict) or not {"record", "epsilon"} <= set(entry):
+            raise _state_error(path, "an entry lacks its record or epsilon")
         rec, eps = entry["record"], entry["epsilon"]
-        if not isinstance(entry["input"], str):
+        if not isinstance(entry.get("input", ""), str):
             raise _state_error(path, "an entry's input is not a string")
         try:
             bad = isinstance(eps, bool) or not isinstance(eps, (int, float)) or \

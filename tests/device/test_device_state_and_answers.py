@@ -3,8 +3,11 @@ answer id a resend repeats, and specs refused when they are read (before any all
 
 import hashlib
 import json
+import pickle
 import re
 import threading
+import warnings
+from contextlib import contextmanager
 
 import numpy as np
 import pytest
@@ -19,6 +22,13 @@ from skldp.mechanisms import (
 )
 from skldp.population import collection_spec
 from skldp.population._spec import device_step_spec
+
+
+@contextmanager
+def warnings_as_errors():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        yield
 
 
 @pytest.fixture
@@ -64,6 +74,41 @@ def test_a_state_written_before_answer_ids_is_read(hds_spec, tmp_path):
     assert dev.spent == 2.0
     with pytest.warns(AlreadyAnswered):
         assert dev.answer(hds_spec, X) == rec   # its input digest differs: resent
+
+
+def test_the_state_file_holds_nothing_of_the_data(tmp_path):
+    # It held sha256(user, data): a label or a 16-bit 0/1 row came back by brute force.
+    spec = collection_spec(LabelRandomizedResponse(1.0, classes=[0, 1, 2]))
+    path = tmp_path / "state.json"
+    dev = Device("alice", path=str(path))
+    rec = dev.answer(spec, 2)
+    (entry,) = json.loads(path.read_text()).values()
+    assert entry == {"record": rec, "epsilon": 1.0}
+    for guess in (0, 1, 2):   # what a reader of the file could test
+        h = hashlib.sha256(repr("alice").encode())
+        h.update(np.float64(guess).tobytes())
+        assert h.hexdigest() not in path.read_text()
+    # the object that answered still warns about changed data (its memory), a copy does not
+    # carry the hash, and a device started later warns once it saw the data
+    with pytest.warns(AlreadyAnswered):
+        assert dev.answer(spec, 0) == rec
+    assert pickle.loads(pickle.dumps(dev))._inputs == {}
+    later = Device("alice", path=str(path))
+    with warnings_as_errors():
+        assert later.answer(spec, 1) == rec      # a resend: it cannot tell, and says nothing
+    with pytest.warns(AlreadyAnswered):
+        assert later.answer(spec, 2) == rec      # other data than it saw
+
+
+def test_an_older_state_loses_its_hashes_at_the_next_answer(hds_spec, tmp_path):
+    path = tmp_path / "old.json"
+    rec = {"collection": "0" * 16, "user": "alice", "answer": "ab" * 8, "report": {"y": 0}}
+    path.write_text(json.dumps({"0" * 16: {"input": "x", "record": rec, "epsilon": 0.5}}))
+    dev = Device("alice", path=str(path))
+    dev.answer(hds_spec, X)
+    state = json.loads(path.read_text())
+    assert all("input" not in entry for entry in state.values()) and len(state) == 2
+    assert dev.spent == 2.5
 
 
 # --------------------------------------------------------------- one file, many devices
@@ -120,7 +165,7 @@ def test_concurrent_devices_on_one_file_stay_under_the_cap(tmp_path):
     ("{", "not JSON"),
     ("[]", "JSON object is expected, got list"),
     ("null", "JSON object is expected, got NoneType"),
-    ('{"x": 1}', "lacks its input, record or epsilon"),
+    ('{"x": 1}', "lacks its record or epsilon"),
     ('{"x": {"input": "a", "record": {}, "epsilon": 1}}', "fields of a record"),
     ('{"x": {"input": 1, "record": {}, "epsilon": 1}}', "input is not a string"),
     ('{"x": {"input": "a", "record": {"collection": "x", "user": "u", "report": {}}, '
