@@ -4,6 +4,7 @@ import contextlib
 import dataclasses
 import hashlib
 import json
+import math
 import numbers
 import os
 import secrets
@@ -525,6 +526,10 @@ def read_reports(source, spec, *, users=None, senders=None, format=None):
             reason, message = "out of domain", "its adjacency list names its own sender."
         answer = rec.get("answer") if isinstance(rec, dict) and \
             _is_answer_id(rec.get("answer")) else None
+        if reason == "malformed" and user is None and senders is None:
+            # an id read as a float (5.0, a table with gaps) keys as user 5: refused, and
+            # charged to that user (with senders, to its authenticated sender, below)
+            user = _integral_float_id(rec)
         if reason is not None:
             # a report of this collection that names a user it may charge was sent, valid or
             # not: an answer of that user, wherever it comes among the user's records
@@ -607,6 +612,14 @@ def _further(digest, user, seen, kept, extra):
         return False
     others.add(digest)
     return True
+
+
+def _integral_float_id(rec):
+    """The int a record's float user id equals (``5.0``), else ``None``."""
+    user = rec.get("user") if isinstance(rec, dict) else None
+    if isinstance(user, (float, np.floating)) and math.isfinite(user) and user == int(user):
+        return int(user)
+    return None
 
 
 def _user_of(rec):

@@ -39,3 +39,18 @@ def test_a_bad_answer_id_from_a_stranger_charges_no_one():
     assert got.refused == {"malformed": 1} and got.again == {}
     assert got.users == ["a"]
     assert np.array_equal(got.reports["y"], [1])
+
+
+def test_a_user_id_read_as_a_float_is_charged_to_that_user():
+    # user 0's second answer as {"user": 0.0} (a relay, a table with gaps) keys as user 0:
+    # it was refused and charged to no one (audit lower bound 1.9 against the printed 1)
+    spec = _spec()
+    first = {"collection": spec.id, "user": 0, "answer": "0" * 16, "report": {"y": 1}}
+    second = {"collection": spec.id, "user": 0.0, "answer": "1" * 16, "report": {"y": 2}}
+    got = read_reports([first, second], spec, users=[0, 1])
+    assert got.refused == {"malformed": 1} and got.again == {0: 1}
+    for odd in (0.5, float("nan"), float("inf")):    # no user's id: charged to no one
+        got = read_reports([first, dict(second, user=odd)], spec, users=[0, 1])
+        assert got.refused == {"malformed": 1} and got.again == {}
+    got = read_reports([first, dict(second, user=7.0)], spec, users=[0, 1])
+    assert got.again == {}                           # 7 is no user of the collection
