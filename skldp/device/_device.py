@@ -142,9 +142,10 @@ def _warn_outside(replaced, left_out, stacklevel):
                       "answers whatever its data, so that who answers tells the server "
                       "nothing.", UserWarning, stacklevel=stacklevel)
     if left_out:
-        warnings.warn(f"{left_out} neighbour(s) are not in the directory and were left out "
-                      "of the list (they are no users of the graph). A list names users by "
-                      "their ids, not by positions.", UserWarning, stacklevel=stacklevel)
+        warnings.warn(f"{left_out} neighbour(s) are not in the directory, or are the user "
+                      "itself, and were left out of the list (they are no other users of the "
+                      "graph). A list names users by their ids, not by positions.",
+                      UserWarning, stacklevel=stacklevel)
 
 
 def _encode(spec, data, *, seed, key, user=None, directory=None):
@@ -159,11 +160,10 @@ def _encode(spec, data, *, seed, key, user=None, directory=None):
             raise ValueError("The user is not in the directory.")
         _check_neighbours(data)
         nbr = ids_to_keys(np.asarray(list(data))) if len(data) else np.zeros(0, np.uint64)
-        if own in set(nbr.tolist()):
-            raise ValueError("An adjacency list holds other users only (no self loop).")
-        # Neighbours outside the directory are no users of the graph: left out, never a
-        # refusal (a server could leave a user out of the directory to learn who knows it)
-        known = np.isin(nbr, dkeys)
+        # Neighbours outside the directory are no users of the graph, and the user is not
+        # its own neighbour: left out, never a refusal (a server could leave a user out of
+        # the directory to learn who knows it)
+        known = np.isin(nbr, dkeys) & (nbr != np.uint64(own))
         batch = p.encode_one(own, nbr[known], dkeys, seed, keys[0])
         return p.row(batch, 0), 0, len(set(nbr[~known].tolist()))
     # Values outside the public domain: replaced by random ones, never a refusal (whether
@@ -175,7 +175,7 @@ def _encode(spec, data, *, seed, key, user=None, directory=None):
                             f"{type(data).__name__}.")
         inputs, replaced = p.prepare_on_device([data], rng)
     else:
-        rows = np.asarray(_dense_row(data), dtype=np.float64)
+        rows = _float_row(_dense_row(data))
         if rows.ndim > 1 and rows.shape[0] != 1:
             raise ValueError(f"A device answers about one row (its user's), got an array of "
                              f"shape {rows.shape}.")
@@ -196,6 +196,25 @@ def _dense_row(data):
                              f"matrix of shape {data.shape}.")
         return np.asarray(data.toarray(), dtype=np.float64).reshape(-1)
     return data
+
+
+def _float_row(data):
+    """A feature row as floats; a value that is no number (``"n/a"``) is missing (NaN), and
+    an integer past float's range is infinite: replaced or clipped as such values are, never
+    a refusal (whether a device answers must not depend on its data)."""
+    try:
+        return np.asarray(data, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError):
+        values = np.asarray(data, dtype=object)
+        out = np.full(values.shape, np.nan)
+        for i, v in np.ndenumerate(values):
+            try:
+                out[i] = float(v)
+            except OverflowError:
+                out[i] = math.inf if v > 0 else -math.inf
+            except (TypeError, ValueError):
+                pass
+        return out
 
 
 def _check_neighbours(data):

@@ -200,8 +200,21 @@ def test_device_input_checks(hds_spec):
         encode(espec, [1], seed=1, key=1, user=0, directory=ids[:-1])
     with pytest.raises(ValueError, match="user is not in the directory"):
         encode(espec, [1], seed=1, key=1, user=99, directory=ids)
-    with pytest.raises(ValueError, match="self loop"):
-        encode(espec, [0, 1], seed=1, key=1, user=0, directory=ids)
+    # its own id is left out as a stranger is, never a refusal (that would depend on the data)
+    with pytest.warns(UserWarning, match="or are the user itself, and were left out"):
+        own = encode(espec, [0, 1], seed=1, key=1, user=0, directory=ids)
+    assert own == encode(espec, [1], seed=1, key=1, user=0, directory=ids)
+
+
+def test_a_feature_that_is_no_number_is_missing_never_a_refusal(hds_spec):
+    # "n/a" raised ValueError and 10**400 OverflowError: whether a device answers depended
+    # on its data. A word is missing (drawn in the bounds), a huge integer is clipped.
+    row = [0.5, "n/a", None, 10**400, -(10**400), 0.25]
+    with pytest.warns(UserWarning, match=r"2 value\(s\) outside"):
+        got = encode(hds_spec, row, seed=1, key=1)
+    with pytest.warns(UserWarning, match=r"2 value\(s\) outside"):
+        same = encode(hds_spec, [0.5, np.nan, np.nan, np.inf, -np.inf, 0.25], seed=1, key=1)
+    assert got == same
 
 
 def test_report_sizes_are_stated(hds_spec):
