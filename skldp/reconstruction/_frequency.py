@@ -26,6 +26,7 @@ from ..utils.validation import (
 __all__ = ["FrequencyReconstructor", "mean_propagation_matrix"]
 
 _BLOCK_ENTRIES = 1 << 22  # n x (one-hot columns) per block: bounds the dense temporaries
+_TIE = 1e-9   # proportions closer than this are a tie (rounding, not data)
 _GRRFS_KIND = "skldp.mechanisms.GRRFSMechanism"
 _GRRFS_SIMULATED = ("derived", "are the reports of GRRFSMechanism", False)
 
@@ -317,7 +318,11 @@ class FrequencyReconstructor(GraphTransformerMixin, BaseEstimator):
                 if cj == 2:
                     out[:, j] = np.clip(f[:, 1], 0, 1) if self.clip else f[:, 1]
                 else:
-                    out[:, j] = np.argmax(f, axis=1)
+                    # the most frequent code: f rises with lam, and codes whose proportions
+                    # tie but for rounding (sums of neighbour counts in another order)
+                    # resolve to the first, whatever the node order
+                    top = lam.max(axis=1, keepdims=True)
+                    out[:, j] = np.argmax(lam >= top - _TIE, axis=1)
                 pos += cj
             start = stop
         return out
