@@ -204,6 +204,21 @@ def _same_ledger(a, b):
     return a is b or (a._journal is not None and a._journal == b._journal)
 
 
+def _add_ledger(ledgers, ledger):
+    """Add ``ledger`` to ``ledgers`` unless one of them is the same population's; of two
+    copies, keep the one that read more of the journal (copies saved at different times
+    and loaded once the journal is gone hold different snapshots)."""
+    for i, other in enumerate(ledgers):
+        if _same_ledger(ledger, other):
+            if ledger is not other:
+                ledger._sync()
+                other._sync()
+                if ledger._offset > other._offset:
+                    ledgers[i] = ledger
+            return
+    ledgers.append(ledger)
+
+
 def _private_steps(estimator):
     """``{collection id: path}`` of the fitted private steps held in ``estimator``, the
     ledgers its steps wrote to, the paths of the steps whose reads no ledger holds (steps
@@ -220,8 +235,7 @@ def _private_steps(estimator):
         if ledger is not None:   # a private step, or a step charged for a read in the clear
             if spec is not None:
                 held.setdefault(spec.id, path or type(est).__name__)
-            if not any(_same_ledger(ledger, other) for other in ledgers):
-                ledgers.append(ledger)
+            _add_ledger(ledgers, ledger)
         children = list(_children(est))
         if getattr(est, "_reads_plain_beside_users", False):
             unrecorded.append((path or type(est).__name__, type(est).__name__, ""))

@@ -307,17 +307,12 @@ class Ledger:
         return state
 
     def __setstate__(self, state):
+        # The answers saved are those of the journal's first _offset bytes (the population
+        # keeps the two equal): read on lazily from there (_sync), and keep them if the
+        # journal is gone.
         self.__dict__.update({"_journal": None, "_offset": 0, "_budget": None, **state})
         self._lock = threading.RLock()
-        if self._journal is not None and os.path.exists(self._journal):
-            # Rebuilt from the journal now, while it exists (it holds at least what was
-            # saved); the saved answers stay if it cannot be read.
-            saved = self._local, self._central, self._seq, self._offset
-            self._local, self._central, self._seq, self._offset = {}, {}, 0, 0
-            try:
-                self._replay()
-            except OSError:
-                self._local, self._central, self._seq, self._offset = saved
+        if self._journal is not None:
             folder = _FOLDERS.get(os.path.dirname(self._journal))
             if folder is not None:   # this process removes it: read on before it does
                 folder.ledgers.add(self)

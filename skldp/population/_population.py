@@ -243,6 +243,7 @@ class Population:
             rec.append((spec, node_keys, reports))
         if foreign:   # another process records what the server receives: send it there
             with self._exclusive():
+                self._sync_locked()   # (the write moves the offset past what others wrote)
                 self._write({"recorded": foreign, "spec": spec.to_dict(),
                              "keys": _b64(node_keys), "reports": _pickled(reports)})
         return reports
@@ -613,13 +614,13 @@ class Population:
         self._secret = None
         # a copy in the original's process keeps the folder while it lives
         self._folder = None if secret is None else _FOLDERS.get(os.path.dirname(secret))
-        if self._folder is not None and self._reachable:
-            self._folder.ledgers.add(self.ledger)   # a fresh ledger, rebuilt below
         if self._reachable:
             with open(secret) as fh:
                 self._secret = int(fh.read())
             self.ledger = Ledger()                 # rebuilt from the journal, from its start
             self.ledger._journal = self._journal
+            if self._folder is not None:   # read on before this process removes the journal
+                self._folder.ledgers.add(self.ledger)
         self.ledger._device_side = weakref.ref(self)
         self.ledger._budget = self._budget_cap
         if self._reachable:

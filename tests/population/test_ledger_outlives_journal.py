@@ -67,3 +67,36 @@ def test_the_population_ledger_reads_what_workers_answered_before_the_journal_go
     del G
     gc.collect()
     assert privacy_report(pipe).local_epsilon == pytest.approx(8.0)
+
+
+def test_of_two_saved_snapshots_the_report_keeps_the_later():
+    # Copies of one ledger saved at different times were taken as one: the first met won,
+    # and a pipeline of both steps printed 1 where its users had spent 3.
+    X, _ = _data()
+    G = GraphData(X)
+    first = MultiBitMechanism(eps=1.0, feature_range=(0, 1), random_state=1).fit(G)
+    first.transform(G)
+    saved_first = pickle.dumps(first)
+    second = MultiBitMechanism(eps=2.0, feature_range=(0, 1), random_state=2).fit(G)
+    second.transform(G)
+    saved_second = pickle.dumps(second)
+    del G, first, second
+    gc.collect()                                      # the journal is removed
+    both = Pipeline([("first", pickle.loads(saved_first)),
+                     ("second", pickle.loads(saved_second))])
+    assert privacy_report(both).local_epsilon == pytest.approx(3.0)
+
+
+@pytest.mark.parametrize("copy", [lambda G: pickle.loads(pickle.dumps(G)),
+                                  lambda G: __import__("copy").deepcopy(G)])
+def test_a_copy_made_in_the_process_reads_the_rest_of_the_journal(copy):
+    X, _ = _data()
+    G = GraphData(X)
+    MultiBitMechanism(eps=1.0, feature_range=(0, 1)).fit_transform(G)
+    twin = copy(G)
+    other = pickle.loads(pickle.dumps(G))   # e.g. a worker's copy, still in the journal
+    MultiBitMechanism(eps=1.0, feature_range=(0, 1)).fit_transform(other)
+    ledger = twin.ledger
+    del G, twin, other
+    gc.collect()
+    assert ledger.local_epsilon == pytest.approx(2.0) and len(ledger) == 2

@@ -2,6 +2,8 @@
 (an ensemble or a search with n_jobs): Correct and Smooth propagates the labels the users
 sent, an audit sees every report, and a report counts the workers' ledger copies once."""
 
+import pickle
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -72,3 +74,30 @@ def test_correct_and_smooth_propagates_the_labels_sent_from_a_worker_process():
     # the worker's copy of the ledger is the same population's: counted once
     assert rep2.local_epsilon == pytest.approx(rep1.local_epsilon) == pytest.approx(1.5)
     assert len(rep2.spends) == len(rep1.spends) == 2
+
+
+def test_a_copy_sending_reports_to_a_recording_still_reads_the_others_spends():
+    # The forwarded write moved the copy's offset past what other copies wrote while it
+    # encoded: their collections never reached its budget check (a user reached 2 of 1.5).
+    from skldp.population import BudgetExceededError, CollectionSpec, Population
+
+    def spec(i):
+        return CollectionSpec(id="", kind=f"skldp.test.K{i}", protects=("features",),
+                              epsilon=0.5).with_nonce(str(i))
+
+    main = Population(budget=1.5)
+    keys, digests = np.arange(1, 6, dtype=np.uint64), np.zeros(5, np.uint64)
+    with main.recording():
+        a = pickle.loads(pickle.dumps(main))      # two copies, as two workers hold
+        b = pickle.loads(pickle.dumps(main))
+
+        def encode_while_b_collects(report_keys):
+            b.collect(spec(2), keys, digests, lambda r: np.zeros(len(r)))
+            return np.zeros(len(report_keys))
+
+        a.collect(spec(1), keys, digests, encode_while_b_collects)
+        assert a.ledger.local_epsilon == pytest.approx(1.0)
+        a.collect(spec(3), keys, digests, lambda r: np.zeros(len(r)))
+        with pytest.raises(BudgetExceededError):
+            a.collect(spec(4), keys, digests, lambda r: np.zeros(len(r)))
+    assert main.ledger.local_epsilon == pytest.approx(1.5)
