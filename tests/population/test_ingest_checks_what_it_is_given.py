@@ -1,0 +1,101 @@
+"""read_reports and received_graph check what they are given, also reports changed after
+read_reports: users or node_ids that are not the edge collection's directory (same size,
+other ids), node_ids that repeat a user (refused before anything is charged), directed lists
+read as sent, lists that name their own user, kept users dropped by hand (their answers then
+charged as new), and further answers counted by hand."""
+
+import numpy as np
+import pytest
+
+from skldp.device import Device, Directory
+from skldp.device._random import ids_to_keys
+from skldp.mechanisms import EdgeRR, LabelRandomizedResponse
+from skldp.population import Population, collection_spec, read_reports, received_graph
+
+IDS = ["a", "b", "c", "d"]
+LISTS = {"a": ["b"], "b": ["a", "c"], "c": ["b"], "d": []}
+
+
+def _edges(senders=IDS):
+    se = collection_spec(EdgeRR(2.0, symmetrize="or"), node_ids=IDS)
+    directory = Directory(IDS)
+    recs = [Device(u).answer(se, LISTS[u], directory=directory) for u in senders]
+    return read_reports(recs, se, users=IDS)
+
+
+def _spent(G):
+    return G.ledger.spent(G.node_keys).tolist()
+
+
+def test_users_that_are_not_the_directory_are_refused_though_of_its_size():
+    se = collection_spec(EdgeRR(2.0, symmetrize="or"), node_ids=IDS)
+    recs = [Device(u).answer(se, LISTS[u], directory=Directory(IDS)) for u in IDS[:3]]
+    with pytest.raises(ValueError, match="not the directory"):
+        read_reports(recs, se, users=["a", "b", "c", "e"])
+    assert len(read_reports(recs, se, users=IDS)) == 3
+
+
+def test_node_ids_that_are_not_the_directory_are_refused_though_every_sender_is_in_them():
+    got = _edges(senders=IDS[:3])          # "d" sent no list
+    with pytest.raises(ValueError, match="not the directory"):
+        received_graph(edges=got, node_ids=["a", "b", "c", "e"], missing_lists="empty")
+    G, _ = received_graph(edges=got, node_ids=IDS, missing_lists="empty")
+    assert G.n_nodes == 4
+
+
+def test_a_list_naming_its_own_user_is_refused_by_received_graph():
+    got = _edges()
+    keys = ids_to_keys(np.asarray(IDS))
+    own = int(np.searchsorted(np.sort(keys), keys[0]))
+    got.reports["l"][0] = np.sort(np.append(got.reports["l"][0], own))   # changed by hand
+    with pytest.raises(ValueError, match="name their own user"):
+        received_graph(edges=got, node_ids=IDS)
+
+
+def test_users_dropped_by_hand_are_charged_and_the_rest_as_new_answers():
+    sy = collection_spec(LabelRandomizedResponse(1.0, classes=[0, 1, 2]))
+    recs = [Device(u).answer(sy, 1) for u in IDS]
+    got = read_reports(recs, sy, users=IDS)
+    got.users = got.users[:3]                            # "d" dropped after reading
+    got.reports["y"] = got.reports["y"][:3]
+    G, y = received_graph(labels=got, node_ids=IDS)
+    assert _spent(G) == [1.0, 1.0, 1.0, 0.0] and y[3] == -1
+    # its digests no longer match its users: a later batch's resends are charged as new
+    again, _ = received_graph(labels=read_reports(recs, sy, users=IDS), node_ids=IDS,
+                              population=G)
+    assert _spent(again) == [2.0, 2.0, 2.0, 1.0]
+
+
+def test_further_answers_counted_by_hand_are_charged_as_counted():
+    sy = collection_spec(LabelRandomizedResponse(1.0, classes=[0, 1, 2]))
+    recs = [Device(u).answer(sy, 1) for u in IDS] + [Device("a").answer(sy, 1)]
+    got = read_reports(recs, sy, users=IDS)
+    assert got.again == {"a": 1}
+    got.again["b"] += 2                                  # counted by hand: charged so
+    G, _ = received_graph(labels=got, node_ids=IDS)
+    assert _spent(G) == [2.0, 3.0, 1.0, 1.0]
+
+
+def test_node_ids_that_repeat_a_user_are_refused_before_anything_is_charged():
+    sy = collection_spec(LabelRandomizedResponse(1.0, classes=[0, 1, 2]))
+    got = read_reports([Device(u).answer(sy, 1) for u in IDS[:2]], sy, users=IDS)
+    P = Population(simulated=False)
+    with pytest.raises(ValueError, match="unique"):
+        received_graph(labels=got, node_ids=["a", "b", "a"], population=P)
+    assert P.ledger.entries() == []                      # a call refused for its arguments
+
+
+def test_directed_lists_are_read_as_sent():
+    se = collection_spec(EdgeRR(2.0, symmetrize="directed"), node_ids=IDS)
+    keys = ids_to_keys(np.asarray(IDS))
+    pos = {u: int(np.searchsorted(np.sort(keys), k)) for u, k in zip(IDS, keys, strict=True)}
+    # lists written by hand (any list of other users is a valid report): "a" names "b" only
+    lists = {"a": [pos["b"]], "b": [], "c": [pos["d"]], "d": [pos["c"]]}
+    recs = [{"collection": se.id, "user": u, "report": {"l": sorted(v)}}
+            for u, v in lists.items()]
+    got = read_reports(recs, se, users=IDS)
+    assert len(got) == 4 and not got.refused
+    G, _ = received_graph(edges=got, node_ids=IDS)
+    A = G.adjacency.toarray()
+    assert A[0, 1] == 1 and A[1, 0] == 0                 # not symmetrized
+    assert A[2, 3] == A[3, 2] == 1 and A.sum() == 3
