@@ -1,0 +1,42 @@
+"""read_spec refuses a spec whose fields are not of their type even when its id is the digest
+of its content: a boolean where a number is expected (JSON's true is not 1), and a model that
+is not "local", "central" or "clear" (which would skip the checks of a local spec)."""
+
+import hashlib
+import json
+
+import pytest
+
+from skldp.device import SpecError, read_spec
+from skldp.mechanisms import LabelRandomizedResponse
+from skldp.population import collection_spec
+
+
+def _with_id(d):
+    body = {k: v for k, v in d.items() if k != "id"}
+    text = json.dumps(body, sort_keys=True).encode()
+    return dict(d, id=hashlib.blake2b(text, digest_size=8, person=b"skldp-spec-id").hexdigest())
+
+
+@pytest.fixture
+def spec():
+    return collection_spec(LabelRandomizedResponse(1.0, classes=[0, 1, 2]))
+
+
+def test_the_id_helper_reproduces_a_spec_id(spec):
+    assert _with_id(spec.to_dict())["id"] == spec.id
+
+
+def test_a_boolean_epsilon_is_refused(spec):
+    d = spec.to_dict()
+    d["epsilon"] = True        # 1.0 would be this spec: the id matches as read
+    with pytest.raises(SpecError, match="'epsilon' must be a number"):
+        read_spec(d)
+    with pytest.raises(SpecError, match="'epsilon' must be a number"):
+        read_spec(json.dumps(d))
+
+
+def test_a_model_outside_the_three_is_refused_with_a_matching_id(spec):
+    d = _with_id(dict(spec.to_dict(), model="trusted"))
+    with pytest.raises(SpecError, match="model must be 'local', 'central' or 'clear'"):
+        read_spec(d)
