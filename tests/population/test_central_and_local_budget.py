@@ -7,6 +7,7 @@ import uuid
 
 import numpy as np
 import pytest
+from central_specs import central_spec
 
 from skldp import GraphData
 from skldp.mechanisms import OneBitMechanism
@@ -14,12 +15,7 @@ from skldp.population import BudgetExceededError, CollectionSpec, Ledger
 
 
 def _central(eps):
-    # a central-DP training's public spec, a fresh nonce per training (a new id)
-    spec = CollectionSpec(id="", kind="skldp.central.DPGCN",
-                          protects=("features", "labels", "edges"), epsilon=eps,
-                          delta=1e-6, model="central", params={},
-                          public_state={"n_train": 10})
-    return spec.with_nonce(uuid.uuid4().hex[:16])
+    return central_spec(eps, n_train=10)
 
 
 def _graph(budget):

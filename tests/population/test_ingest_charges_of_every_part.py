@@ -3,16 +3,15 @@ to an edge collection, a budget given with the population of earlier batches, a 
 training counted with the reports refused earlier, authenticated senders who are not users
 of the collection, and a sender outside node_ids whose every record was refused."""
 
-import uuid
 
 import numpy as np
 import pytest
+from central_specs import central_spec
 
 from skldp.device import Device, Directory
 from skldp.mechanisms import EdgeRR, LabelRandomizedResponse
 from skldp.population import (
     BudgetExceededError,
-    CollectionSpec,
     collection_spec,
     read_reports,
     received_graph,
@@ -27,11 +26,7 @@ def _labels():
 
 
 def _central(eps):
-    spec = CollectionSpec(id="", kind="skldp.central.DPGCN",
-                          protects=("features", "labels", "edges"), epsilon=eps,
-                          delta=1e-6, model="central", params={},
-                          public_state={"n_train": 4})
-    return spec.with_nonce(uuid.uuid4().hex[:16])
+    return central_spec(eps, n_train=4)
 
 
 def _spent(G):
