@@ -472,13 +472,6 @@ class _DPTrainerBase(PrivateStepMixin, GraphClassifierMixin, BaseEstimator):
 
     privacy_model = "central"
     _graph = True
-    # Parameters that do not change (epsilon, delta): the noise is calibrated to the
-    # clipping norm, and the model, optimiser and device are free. privacy_report uses
-    # the others to tell whether two trainings of a search have the same guarantee.
-    _not_accounted = frozenset({"lr", "optimizer", "hidden_size", "encoder_layers",
-                                "decoder_layers", "activation", "device", "verbose",
-                                "random_state", "max_grad_norm", "clip_percentile", "classes",
-                                "validation", "patience"})
     #: The constraints of the parameters both trainers have (subclasses add theirs).
     _parameter_constraints = {
         "classes": ["array-like", None],

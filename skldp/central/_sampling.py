@@ -93,7 +93,9 @@ def degree_bounded_sample(adjacency, max_degree, nodes=None, random_state=None):
     if (A != A.T).nnz:
         raise ValueError("degree_bounded_sample needs a symmetric adjacency; symmetrise it "
                          "first, e.g. A.maximum(A.T).")
-    coo = sp.triu(A, k=1).tocoo()
+    upper = sp.triu(A, k=1, format="csr")
+    upper.eliminate_zeros()   # a stored zero is no edge
+    coo = upper.tocoo()
     u, v = coo.row.astype(np.int64), coo.col.astype(np.int64)
     if nodes is not None:
         nodes = np.asarray(nodes)

@@ -124,3 +124,12 @@ def test_sampler_seed_is_never_a_shared_objects_raw_draw():
     s = DegreeBoundedSampler(max_degree=2, random_state=np.random.RandomState(3)).fit(G)
     assert s.seed_ != draw_seed(np.random.RandomState(3))
     assert DegreeBoundedSampler(max_degree=2, random_state=3).fit(G).seed_ == draw_seed(3)
+
+
+def test_stored_zeros_are_no_edges():
+    # a matrix whose entries are all stored zeros has no edge: 12 were sampled
+    A = sp.csr_matrix(np.ones((6, 6)) - np.eye(6))
+    A.data[:] = 0.0
+    before = A.copy()
+    assert degree_bounded_sample(A, 2, random_state=0).nnz == 0
+    assert (A != before).nnz == 0 and A.nnz == before.nnz   # the caller's matrix untouched
