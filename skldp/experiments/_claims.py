@@ -3,7 +3,8 @@
 Before a run is dispatched, the process that drives the sweep claims it (its
 workers never see the claims): a small file per run key in
 ``<results_dir>/<study>_claims/``, holding the driver's host, pid and start
-time. A run is dispatched only by the process that got its claim; that process
+time, and a token of the sweep (two sweeps of one process, in two threads, are
+two claimants). A run is dispatched only by the sweep that got its claim; it
 removes the claim once the run is recorded in the runs file (or has failed, or
 is reported missing). Every claim operation holds an exclusive ``flock`` on the
 folder's lock file, which the kernel releases when a process dies, so a
@@ -17,6 +18,7 @@ import contextlib
 import hashlib
 import json
 import os
+import secrets
 import socket
 import time
 from pathlib import Path
@@ -30,7 +32,10 @@ STALE_AFTER = 6 * 3600
 
 
 class RunClaims:
-    """The claim folder of one study's runs file (picklable: paths only).
+    """The claim folder of one study's runs file, as one claimant (picklable).
+
+    Each instance claims with its own token: another instance, even in this
+    process, cannot take its claims while this process runs.
 
     Parameters
     ----------
@@ -44,6 +49,7 @@ class RunClaims:
             "_runs.jsonl") else runs_path.stem
         self.folder = runs_path.parent / f"{stem}_claims"
         self.runs_path = runs_path
+        self.token = secrets.token_hex(8)
 
     @contextlib.contextmanager
     def _locked(self):
@@ -75,15 +81,18 @@ class RunClaims:
         return rec if age < STALE_AFTER else None
 
     def acquire(self, key):
-        """Claim ``key`` for this process; ``False`` when a live process holds it."""
+        """Claim ``key`` for this claimant; ``False`` when another live claimant holds it."""
         pid = os.getpid()
         rec = {"key": key, "host": socket.gethostname(), "pid": pid, "start": _start_time(pid),
+               "token": self.token,
                "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
         path = self._path(key)
         with self._locked():
             held = self.owner(key)
+            # the process alone is not the claimant: another sweep of it may hold the run
             if held is not None and not (held.get("host") == rec["host"]
-                                         and held.get("pid") == pid):
+                                         and held.get("pid") == pid
+                                         and held.get("token") == self.token):
                 return False
             tmp = path.with_suffix(".tmp")
             tmp.write_text(json.dumps(rec))

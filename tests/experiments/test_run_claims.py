@@ -38,6 +38,16 @@ def test_a_claim_from_another_host_is_kept_until_it_is_stale(tmp_path):
     assert claims.owner("j") is not None and not claims.acquire("j")
 
 
+def test_two_sweeps_of_one_process_do_not_take_each_others_claims(tmp_path):
+    # two run_study calls in two threads: the pid alone made each take the other's claim
+    # and every run was done twice
+    a, b = RunClaims(tmp_path / "s_runs.jsonl"), RunClaims(tmp_path / "s_runs.jsonl")
+    assert a.acquire("k") and a.acquire("k")            # its own claim again
+    assert not b.acquire("k") and b.owner("k")["token"] == a.token
+    a.release("k")
+    assert b.acquire("k") and not a.acquire("k")
+
+
 @pytest.mark.parametrize("content", ["", '{"key": "k", "host"', "not json"])
 def test_a_damaged_claim_file_is_taken_over(tmp_path, content):
     claims = RunClaims(tmp_path / "s_runs.jsonl")
