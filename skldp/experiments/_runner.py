@@ -51,8 +51,9 @@ class SweepResult:
         Keys of runs lost with a worker that died, after the retries (not
         recorded; run again next time).
     elsewhere : list of str
-        Keys of runs that another process sweeping the same study had claimed
-        or recorded when this one came to them (not run here).
+        Keys of runs that another sweep of the same study had claimed or
+        recorded when this one came to them (not run here), or recorded while
+        this one ran them (its result is not recorded).
     remaining : list of str
         Keys of runs left for a later call by ``max_runs`` (not started).
     wall_s : float
@@ -607,8 +608,14 @@ def _collect(rec, runs_file, result, bar):
         logger.error("run %s failed:\n%s", rec["key"], rec["error"])
         bar.update("failed")
         return
-    if runs_file.append(rec):
-        result.done.append(rec["key"])
+    if not runs_file.append(rec):
+        # another sweep recorded it meanwhile (its record counts; this one is dropped)
+        result.elsewhere.append(rec["key"])
+        logger.warning("run %s: already recorded by another sweep; this result is not "
+                       "recorded", rec["key"])
+        bar.update("elsewhere")
+        return
+    result.done.append(rec["key"])
     metric = ", ".join(f"{k} {v:.4f}" for k, v in rec["metrics"].items())
     logger.info("run %s: %s (%.1f s)", rec["key"], metric, rec["wall_s"])
     bar.update(metric)

@@ -298,3 +298,24 @@ def test_run_whose_claimant_dies_is_run_here_not_counted_elsewhere(tmp_path, mon
     assert res.elsewhere == [] and not res.missing
     assert len(load_runs(tmp_path / "tiny_runs.jsonl", "tiny")) == len(study.runs())
     assert not any((tmp_path / "tiny_claims").glob("*.claim"))
+
+
+def test_a_run_recorded_by_another_sweep_meanwhile_is_reported_elsewhere(tmp_path,
+                                                                          monkeypatch):
+    # another sweep records the run while this one runs it (its claim was taken over):
+    # the run was then in no list of the SweepResult
+    from skldp.experiments import _runner
+    study = _study(grid={"hds__eps": [1.0]}, seeds=(0,))
+    path = tmp_path / "tiny_runs.jsonl"
+    run_one = _runner._run_one
+
+    def recorded_meanwhile(study, spec, cache):
+        rec = run_one(study, spec, cache)
+        RunsFile(path, "tiny").append({"key": spec.key, "metrics": {"accuracy": 0.5}})
+        return rec
+
+    monkeypatch.setattr(_runner, "_run_one", recorded_meanwhile)
+    res = run_study(study, tmp_path, backend="sequential", progress=False)
+    keys = sorted(s.key for s in study.runs())
+    assert sorted(res.elsewhere) == keys and not res.done
+    assert [r["metrics"] for r in load_runs(path)] == [{"accuracy": 0.5}] * len(keys)
