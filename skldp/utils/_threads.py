@@ -24,6 +24,7 @@ figures: the user guide's Scaling page).
 """
 
 import contextlib
+import itertools
 import json
 import os
 import tempfile
@@ -102,8 +103,8 @@ def _alive(pid, start):
 
 
 def _registered():
-    """Live entries ``{pid: (weight, cpus)}`` of the registry; stale ones are removed."""
-    out = {}
+    """Live entries ``(pid, weight, cpus)`` of the registry; stale ones are removed."""
+    out = []
     folder = _registry()
     for name in os.listdir(folder):
         if not name.endswith(".json"):
@@ -116,11 +117,14 @@ def _registered():
         except (OSError, ValueError, KeyError, TypeError):
             continue   # being written, or not ours
         if _alive(pid, rec.get("start")):
-            out[pid] = (int(rec.get("weight", 1)), set(rec.get("cpus", [])))
+            out.append((pid, int(rec.get("weight", 1)), set(rec.get("cpus", []))))
         else:
             with contextlib.suppress(OSError):
                 os.remove(path)
     return out
+
+
+_CALLS = itertools.count()   # (next() on it is atomic: calls from threads get their own)
 
 
 @contextlib.contextmanager
@@ -128,7 +132,8 @@ def share_cpus(weight=1):
     """Declare that this process runs ``weight`` jobs at once on its CPUs.
 
     While the block runs, other skldp processes on the same CPUs count it when
-    they size their thread pools (:func:`thread_share`), and so does this one.
+    they size their thread pools (:func:`thread_share`), and so does this one;
+    blocks open at once in one process (two sweeps in two threads) add up.
     A process killed inside the block leaves a file that the others recognise
     as stale (its process is gone) and remove.
 
@@ -138,7 +143,8 @@ def share_cpus(weight=1):
         Jobs run at once by this process (e.g. ``n_jobs`` workers of a sweep).
     """
     pid = os.getpid()
-    path = os.path.join(_registry(), f"{pid}.json")
+    # a file per call: two calls of one process (two sweeps in two threads) each count
+    path = os.path.join(_registry(), f"{pid}-{next(_CALLS)}.json")
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
         json.dump({"pid": pid, "start": _start_time(pid), "weight": max(1, int(weight)),
@@ -174,8 +180,9 @@ def thread_share():
     cpus = available_cpus()
     mine = _affinity()
     entries = _registered()
-    jobs = sum(w for p, (w, c) in entries.items() if not c or c & mine)
-    if os.getpid() not in entries and os.getppid() not in entries:
+    jobs = sum(w for _, w, c in entries if not c or c & mine)
+    pids = {p for p, _, _ in entries}
+    if os.getpid() not in pids and os.getppid() not in pids:
         jobs += 1
     n = max(1, cpus // max(1, jobs))
     cap = os.environ.get("OMP_NUM_THREADS", "").strip()

@@ -78,6 +78,19 @@ def test_processes_on_the_same_cpus_share_them(registry):
         elsewhere.wait()
 
 
+def test_two_declarations_of_one_process_add_up(registry, monkeypatch):
+    # two sweeps in two threads: the second overwrote the first's entry (one file per
+    # pid, and one temporary file, which the other could rename away first), and the first
+    # to end removed it
+    monkeypatch.setattr(_threads, "_affinity", lambda: set(range(8)))
+    with share_cpus(2):
+        with share_cpus(2):
+            assert thread_share() == 2             # four jobs on eight CPUs
+        assert thread_share() == 4                 # the first is still declared
+    assert thread_share() == 8
+    assert not list(registry.glob("skldp-cpus-*/*"))
+
+
 def test_a_run_on_a_small_graph_takes_one_thread(registry, monkeypatch):
     assert thread_share() == 2
     small = _threads.SMALL_GRAPH_NODES - 1
