@@ -1,5 +1,7 @@
 """The runs file of a study: one JSON record per line, appended by one writer."""
 
+import contextlib
+import errno
 import json
 import logging
 import os
@@ -130,12 +132,23 @@ def load_runs(path, study=None):
     return _parse(path, path.read_bytes(), study)
 
 
+def _write_all(fd, data):
+    """Write all of ``data``: a write may take only part of it (a disk nearly full, a
+    file-size limit); the next write then raises, or writes the rest."""
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        if n == 0:   # (no progress and no error: never loop forever)
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        view = view[n:]
+
+
 class RunsFile:
     """Append-only JSON-lines store of a study's finished runs.
 
-    Each record is appended in one ``write`` of a whole line, under an
-    exclusive ``flock`` of the file and followed by ``fsync``, so a killed
-    writer loses at most the line being written and processes that sweep the
+    Each record is appended as a whole line, under an exclusive ``flock`` of
+    the file and followed by ``fsync``, so a killed writer loses at most the
+    line being written and processes that sweep the
     same study (each with its own ``RunsFile``) never interleave their lines. A
     key already recorded, by this process or another (:meth:`refresh` reads
     their new lines), is not written again.
@@ -223,6 +236,9 @@ class RunsFile:
         RunsFileError
             A record that the file could not be read back with (see
             :func:`load_runs`); nothing is written.
+        OSError
+            The line could not be written whole (a full disk, a file-size
+            limit); the file is cut back to what it held before.
         """
         with self._lock:
             return self._append(record)
@@ -253,7 +269,13 @@ class RunsFile:
             size = os.fstat(fd).st_size
             if size and os.pread(fd, 1, size - 1) != b"\n":
                 line = b"\n" + line               # after a line cut short by a killed writer
-            os.write(fd, line)
+            try:
+                _write_all(fd, line)
+            except BaseException:
+                # not recorded: no line cut short left for the next reader
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, size)
+                raise
             os.fsync(fd)
             self._offset = size + len(line)
             self._lines += line.count(b"\n")

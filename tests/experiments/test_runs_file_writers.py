@@ -108,6 +108,33 @@ def test_append_syncs_the_record_to_disk(tmp_path, monkeypatch):
     assert synced == [rf.path.stat().st_size]     # after the line was written
 
 
+def test_a_short_write_is_completed_or_undone(tmp_path, monkeypatch):
+    # a write may take part of a line (a disk nearly full, a file-size limit): the rest was
+    # dropped, the run counted as recorded and the next opening found a damaged line
+    path = tmp_path / "t_runs.jsonl"
+    rf = RunsFile(path, "t")
+    assert rf.append(_rec("a"))
+    write = os.write
+    monkeypatch.setattr(_runs.os, "write", lambda fd, data: write(fd, bytes(data[:7])))
+    assert rf.append(_rec("b"))                    # seven bytes at a time, to the end
+    full = []
+
+    def then_full(fd, data):
+        if full:
+            raise OSError(28, "No space left on device")
+        full.append(1)
+        return write(fd, bytes(data[:7]))
+
+    monkeypatch.setattr(_runs.os, "write", then_full)
+    with pytest.raises(OSError, match="No space"):
+        rf.append(_rec("c"))
+    monkeypatch.setattr(_runs.os, "write", write)
+    assert path.read_bytes() == _line(_rec("a")) + _line(_rec("b"))   # cut back
+    assert "c" not in rf and len(rf) == 2
+    assert rf.append(_rec("c")) and rf.refresh() == []                # offset kept right
+    assert [r["key"] for r in load_runs(path, "t")] == ["a", "b", "c"]
+
+
 def test_append_waits_for_the_file_lock(tmp_path):
     path = tmp_path / "t_runs.jsonl"
     path.write_bytes(_line(_rec("a")))
