@@ -10,8 +10,11 @@ is reported missing). Every claim operation holds an exclusive ``flock`` on the
 folder's lock file, which the kernel releases when a process dies, so a
 ``SIGKILL`` never leaves the folder locked. A claim whose process is gone (same
 host: its pid no longer runs, or runs another program) is stale and is taken
-over; a claim from another host is taken over after ``STALE_AFTER`` seconds,
-since its process cannot be checked from here.
+over; a claim from another host is taken over once its file time is
+``STALE_AFTER`` seconds away from this host's clock, since its process cannot
+be checked from here. Away in either direction: a time in the future means
+that the clocks (or the file server's) disagree, and such a claim is kept at
+most ``STALE_AFTER`` past the time it shows, never for good.
 """
 
 import contextlib
@@ -27,7 +30,8 @@ from ..utils._threads import _alive, _start_time
 
 __all__ = ["RunClaims", "STALE_AFTER"]
 
-#: Seconds after which a claim made on another host is taken over.
+#: Seconds between a claim's file time and this host's clock (either way) after which
+#: a claim made on another host is taken over.
 STALE_AFTER = 6 * 3600
 
 
@@ -78,7 +82,7 @@ class RunClaims:
             age = time.time() - path.stat().st_mtime
         except OSError:
             return None
-        return rec if age < STALE_AFTER else None
+        return rec if abs(age) < STALE_AFTER else None   # (a future time: clock skew)
 
     def acquire(self, key):
         """Claim ``key`` for this claimant; ``False`` when another live claimant holds it."""

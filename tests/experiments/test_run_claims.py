@@ -36,6 +36,15 @@ def test_a_claim_from_another_host_is_kept_until_it_is_stale(tmp_path):
     path = _write_claim(claims, "j", host="another-host.invalid", pid=1, start=None)
     os.utime(path, (recent, recent))
     assert claims.owner("j") is not None and not claims.acquire("j")
+    # a file time in the future (that host's clock, or the file server's, is ahead) was
+    # never stale: its run was skipped by every sweep for good
+    ahead = time.time() + STALE_AFTER + 60
+    os.utime(path, (ahead, ahead))
+    assert claims.owner("j") is None and claims.acquire("j")
+    path = _write_claim(claims, "i", host="another-host.invalid", pid=1, start=None)
+    soon = time.time() + 600                       # a little ahead: kept
+    os.utime(path, (soon, soon))
+    assert claims.owner("i") is not None and not claims.acquire("i")
 
 
 def test_two_sweeps_of_one_process_do_not_take_each_others_claims(tmp_path):
