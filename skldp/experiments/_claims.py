@@ -9,7 +9,7 @@ removes the claim once the run is recorded in the runs file (or has failed, or
 is reported missing). Every claim operation holds an exclusive ``flock`` on the
 folder's lock file, which the kernel releases when a process dies, so a
 ``SIGKILL`` never leaves the folder locked. A claim whose process is gone (same
-host: its pid no longer runs, or runs another program) is stale and is taken
+host: its pid no longer runs, is a zombie, or runs another program) is stale and is taken
 over; a claim from another host is taken over once its file time is
 ``STALE_AFTER`` seconds away from this host's clock, since its process cannot
 be checked from here. Away in either direction: a time in the future means

@@ -82,24 +82,45 @@ def _registry():
     return path
 
 
+def _stat(pid):
+    """The fields of ``/proc/<pid>/stat`` after the command name (the state first)."""
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()
+
+
 def _start_time(pid):
     """The start time of process ``pid`` (clock ticks since boot), or None if unknown."""
     try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[19]
+        return _stat(pid)[19]
     except (OSError, IndexError):
         return None
 
 
 def _alive(pid, start):
+    """Whether process ``pid`` runs, and is the one that started at ``start`` (if known).
+
+    On Linux, ``/proc`` tells: a zombie (killed, not yet reaped by its parent;
+    state Z or X) is dead, though ``kill(pid, 0)`` still finds it, and a reused
+    pid with another start time is another process. Elsewhere only
+    ``kill(pid, 0)`` tells.
+    """
+    if pid <= 0:
+        return False   # (kill(-1, 0) would ask about every process)
+    try:
+        fields = _stat(pid)
+        return fields[0] not in ("Z", "X") and (start is None or fields[19] == start)
+    except FileNotFoundError:
+        if os.path.isdir("/proc/self"):
+            return False   # Linux: no such process
+    except (OSError, IndexError):
+        pass   # not readable here: ask the kernel
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:  # pragma: no cover - another user's pid: alive
         return True
-    now = _start_time(pid)
-    return start is None or now is None or now == start   # a reused pid is another process
+    return True
 
 
 def _registered():

@@ -3,6 +3,7 @@
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -89,6 +90,41 @@ def test_two_declarations_of_one_process_add_up(registry, monkeypatch):
         assert thread_share() == 4                 # the first is still declared
     assert thread_share() == 8
     assert not list(registry.glob("skldp-cpus-*/*"))
+
+
+def _state(pid):
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="reads /proc (Linux)")
+def test_a_killed_process_not_yet_reaped_is_dead():
+    # a zombie still answers kill(pid, 0): its claims and its share of the CPUs were kept
+    # until its parent reaped it
+    p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    start = _threads._start_time(p.pid)
+    try:
+        assert _threads._alive(p.pid, start)
+        assert not _threads._alive(p.pid, str(int(start) + 1))   # a reused pid
+        p.kill()
+        for _ in range(500):
+            if _state(p.pid) == "Z":
+                break
+            time.sleep(0.01)
+        assert _state(p.pid) == "Z"
+        assert not _threads._alive(p.pid, start)
+    finally:
+        p.wait()
+    assert not _threads._alive(p.pid, start)
+    assert not _threads._alive(-1, None)           # a claim without a pid: no process
+
+
+def test_without_proc_the_kernel_tells(monkeypatch):
+    monkeypatch.setattr(_threads, "_stat", lambda pid: open(f"/absent/{pid}/stat"))
+    monkeypatch.setattr(_threads.os.path, "isdir", lambda path: False)
+    assert _threads._alive(os.getpid(), "whatever")
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    assert not _threads._alive(p.pid, None)
 
 
 def test_a_run_on_a_small_graph_takes_one_thread(registry, monkeypatch):
