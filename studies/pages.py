@@ -9,6 +9,8 @@ answer and discussion are written by hand and its tables come from the runs.
 import re
 from pathlib import Path
 
+from skldp.utils._atomic import replace_text
+
 __all__ = ["fill_blocks", "command_block", "with_figure"]
 
 _BLOCK = re.compile(r"(<!-- generated: (?P<name>[\w-]+) -->\n)(?P<body>.*?)"
@@ -35,6 +37,12 @@ def fill_blocks(path, blocks):
         The page does not exist.
     ValueError
         A block of ``blocks`` has no markers in the page (the text would be lost).
+
+    Notes
+    -----
+    The page is written whole to a new file that replaces it: a reader (or a
+    second ``reproduce`` filling the same page) never finds it truncated, and a
+    writer killed midway leaves the old page.
     """
     path = Path(path)
     if not path.is_file():
@@ -54,7 +62,7 @@ def fill_blocks(path, blocks):
             return m.group(0)
         return m.group(1) + body.rstrip("\n") + "\n" + m.group(4)
 
-    path.write_text(_BLOCK.sub(replace, text), encoding="utf-8")
+    replace_text(path, _BLOCK.sub(replace, text))   # never half written
     return path
 
 

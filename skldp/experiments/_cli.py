@@ -194,7 +194,8 @@ def _reproduce(argv):
     _check_writable(pages_dir, "results page")
     if not args.quick:
         try:
-            with open(page, "r+b"):   # rewritten in place after the runs
+            # rewritten after the runs (replaced whole): a page made read-only stays so
+            with open(page, "r+b"):
                 pass
         except OSError as exc:
             raise OSError(f"{page}: cannot rewrite the page ({exc.strerror or exc}); nothing "

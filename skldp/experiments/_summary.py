@@ -9,6 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..utils._atomic import replace_text
+
 __all__ = ["summarize", "summary_markdown", "plot_summary", "write_summary"]
 
 logger = logging.getLogger("skldp.experiments")
@@ -282,7 +284,7 @@ def write_summary(study, records, results_dir, *, command=None):
                                   labels=labels))
     md = results_dir / f"{study.name}_summary.md"
     md.parent.mkdir(parents=True, exist_ok=True)
-    md.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    replace_text(md, "\n".join(lines) + "\n")   # never half written
     out = {"markdown": md}
     if fig is not None:
         out["figure"] = fig

@@ -273,3 +273,17 @@ def test_summary_rows_sorted_by_eps_methods_in_first_seen_order(tmp_path):
     assert cells == ["lp —", "hds hds__eps=0.5", "hds hds__eps=1", "hds hds__eps=2",
                      "hds hds__eps=inf", "hds hds__eps=—", "raw —",
                      "hds hds__eps=0.1", "hds hds__eps=0.5", "lp —"]
+
+
+def test_write_summary_failing_midway_leaves_the_old_summary(tmp_path):
+    # the summary was truncated, then written: a failure (or a kill) midway emptied it
+    from skldp.experiments import Method, Study, write_summary
+
+    study = Study("whole", ["cora"], {"m": Method(lambda ctx: None)}, description="\udc80")
+    md = tmp_path / "whole_summary.md"
+    md.write_text("the old summary\n")
+    records = [{"dataset": "cora", "method": "m", "split": "random", "seed": 0,
+                "params": {"m__eps": 1.0}, "metrics": {"accuracy": 0.5}, "eps_spent": 1.0}]
+    with pytest.raises(UnicodeEncodeError):
+        write_summary(study, records, tmp_path)
+    assert md.read_text() == "the old summary\n"

@@ -23,6 +23,22 @@ def test_fill_blocks_refuses_a_block_without_markers(tmp_path):
     assert page.read_text() == "# T\n"
 
 
+def test_fill_blocks_failing_midway_leaves_the_page_whole(tmp_path):
+    # the page was truncated, then written: a writer that failed (or was killed) midway
+    # left it empty, and a reader meanwhile found it short
+    page = tmp_path / "p.md"
+    old = "# T\n<!-- generated: table -->\nold\n<!-- end generated -->\nhand\n"
+    page.write_text(old)
+    page.chmod(0o640)
+    with pytest.raises(UnicodeEncodeError):
+        fill_blocks(page, {"table": "\udc80"})   # cannot be written as UTF-8
+    assert page.read_text() == old
+    assert [p.name for p in tmp_path.iterdir()] == ["p.md"]   # no temporary file left
+    fill_blocks(page, {"table": "new"})
+    assert "new\n<!-- end generated -->" in page.read_text()
+    assert page.stat().st_mode & 0o777 == 0o640
+
+
 def test_command_block_names_the_runs_file():
     text = command_block("planetoid", 240)
     assert "python -m skldp reproduce planetoid" in text
