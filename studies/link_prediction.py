@@ -1,11 +1,11 @@
 """The link-prediction study: Table 2 of the PGC/LPGNN and of the PrivGE papers.
 
-System ``"000"`` (Sajadmanesh & Gatica-Perez, "When Differential Privacy Meets
-Graph Neural Networks", arXiv 2020, the PGC version of the CCS 2021 LPGNN paper):
-a VGAE with a two-layer GCN encoder on features perturbed by LM, PM or PGC with ``eps`` per feature, on the RAW features, or on
-random features (``GRAPH``, graph only). System ``"002"`` (Li et al., "PrivGE",
-CIKM 2024): features perturbed by LP, PM, MB or HDS with ``eps`` per user,
-personalised PageRank propagation, Hadamard edge features and a logistic head;
+System ``"000"`` (Sajadmanesh & Gatica-Perez, "When Differential Privacy Meets Graph
+Neural Networks", arXiv 2020, the PGC version of the CCS 2021 LPGNN paper): a VGAE with
+a two-layer GCN encoder on features perturbed by LM, PM or PGC with ``eps`` per feature,
+on the RAW features, or on random features (``GRAPH``, graph only). System ``"002"`` (Li
+et al., "PrivGE", CIKM 2024): features perturbed by LP, PM, MB or HDS with ``eps`` per
+user, personalised PageRank propagation, Hadamard edge features and a logistic head;
 ``inf`` propagates the raw features, ``GRAPH`` random ones.
 
 Every run splits the edges 85/5/10 with
