@@ -412,8 +412,8 @@ class Population:
         with self._lock:
             self._recordings[rid] = (rec, protects)
             self._recorders.append(_Recorder(rec, protects))
-            if self._journal is not None:
-                with self._exclusive():
+            if self._journal is not None and self._reachable:   # (a copy that cannot
+                with self._exclusive():                          # collect records here)
                     self._sync_locked()
                     self._write({"recording": rid, "on": True, "protects": protects})
         try:

@@ -101,3 +101,18 @@ def test_a_copy_sending_reports_to_a_recording_still_reads_the_others_spends():
         with pytest.raises(BudgetExceededError):
             a.collect(spec(4), keys, digests, lambda r: np.zeros(len(r)))
     assert main.ledger.local_epsilon == pytest.approx(1.5)
+
+
+def test_a_copy_that_cannot_collect_still_records():
+    # a GraphData loaded after its original ended cannot reach the journal: recording on
+    # it raised, so a Correct and Smooth whose base model collects nothing failed to fit
+    import gc
+    G, _ = _graph()
+    _send_features(G)
+    saved = pickle.dumps(G)
+    del G
+    gc.collect()
+    copy = pickle.loads(saved)
+    with copy.population.recording() as records:
+        pass
+    assert records == []
