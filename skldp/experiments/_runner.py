@@ -510,10 +510,15 @@ class _Claims:
         self.note = note   # how the sweep was scheduled, into each of its records
         self.held = set()
         self.lock = threading.Lock()   # joblib may consume the task generator in a thread
+        self.closed = False   # set by release_all: the sweep is over
 
     def take(self, spec):
         """Whether this process runs ``spec`` (claimed now, not recorded elsewhere)."""
         with self.lock:
+            if self.closed:
+                # joblib's dispatch thread may still ask after the sweep stopped (an
+                # error): a claim taken now would be held for as long as the process lives
+                return False
             key = spec.key
             if key not in self.held:
                 self.runs_file.refresh()
@@ -539,8 +544,12 @@ class _Claims:
                 self.held.discard(key)
 
     def release_all(self):
-        for key in list(self.held):
-            self.release(key)
+        """Release every claim held, and take none from now on."""
+        with self.lock:   # a take in progress finishes first, and its claim goes too
+            self.closed = True
+            for key in list(self.held):
+                self.claims.release(key)
+            self.held.clear()
 
 
 def _dispatch(study, todo, cache, n_jobs, retries, runs_file, result, bar, claims):

@@ -92,11 +92,10 @@ def test_a_sweep_releases_only_the_claims_it_holds(tmp_path):
     assert claims.acquire("theirs")                       # held by someone else
     mine = _Claims(RunClaims(path), RunsFile(path, "s"), SweepResult(path),
                    types.SimpleNamespace(update=lambda *a: None))
+    assert mine.take(types.SimpleNamespace(key="ours"))  # its own claim: released
     mine.release("theirs")
     mine.release_all()
     assert claims._path("theirs").exists()
-    assert mine.take(types.SimpleNamespace(key="ours"))  # its own claim: released
-    mine.release("ours")
     assert not claims._path("ours").exists()
 
 
@@ -122,3 +121,38 @@ def test_an_interrupted_sweep_leaves_no_claim(tmp_path):
         run_study(study, tmp_path, backend="sequential", progress=False)
     assert (tmp_path / "intr_claims").is_dir()
     assert not list((tmp_path / "intr_claims").glob("*.claim"))
+
+
+def test_a_stopped_sweep_takes_no_claim(tmp_path):
+    # after a sweep stopped on an error, joblib's dispatch thread kept taking runs: their
+    # claims stayed while the process lived, and every later sweep of it skipped the runs
+    from skldp.experiments._runner import SweepResult, _Claims
+    from skldp.experiments._runs import RunsFile
+
+    path = tmp_path / "s_runs.jsonl"
+    claims = RunClaims(path)
+    acquire, entered, go = claims.acquire, threading.Event(), threading.Event()
+
+    def slow_acquire(key):
+        entered.set()
+        go.wait(10)
+        return acquire(key)
+
+    claims.acquire = slow_acquire
+    mine = _Claims(claims, RunsFile(path, "s"), SweepResult(path),
+                   types.SimpleNamespace(update=lambda *a: None))
+    took = []
+    taker = threading.Thread(target=lambda: took.append(mine.take(types.SimpleNamespace(
+        key="during"))))
+    taker.start()
+    assert entered.wait(10)
+    closer = threading.Thread(target=mine.release_all)   # while a take is in progress
+    closer.start()
+    time.sleep(0.2)
+    go.set()
+    taker.join(10)
+    closer.join(10)
+    assert took == [True]
+    assert not mine.take(types.SimpleNamespace(key="after"))
+    assert not list(claims.folder.glob("*.claim"))
+    assert RunClaims(path).acquire("during") and RunClaims(path).acquire("after")
