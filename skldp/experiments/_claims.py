@@ -10,11 +10,11 @@ is reported missing). Every claim operation holds an exclusive ``flock`` on the
 folder's lock file, which the kernel releases when a process dies, so a
 ``SIGKILL`` never leaves the folder locked. A claim whose process is gone (same
 host: its pid no longer runs, is a zombie, or runs another program) is stale and is taken
-over; a claim from another host is taken over once its file time is
-``STALE_AFTER`` seconds away from this host's clock, since its process cannot
-be checked from here. Away in either direction: a time in the future means
-that the clocks (or the file server's) disagree, and such a claim is kept at
-most ``STALE_AFTER`` past the time it shows, never for good.
+over; a claim from another host is taken over once it is ``STALE_AFTER``
+seconds old, since its process cannot be checked from here. Its age is read on
+one clock, the file server's: the claim file's time against that of the lock
+file, touched under the lock, so that hosts whose clocks disagree still agree
+on it (and it only grows). A claim is released only by its claimant (its token).
 """
 
 import contextlib
@@ -30,8 +30,8 @@ from ..utils._threads import _alive, _start_time
 
 __all__ = ["RunClaims", "STALE_AFTER"]
 
-#: Seconds between a claim's file time and this host's clock (either way) after which
-#: a claim made on another host is taken over.
+#: Age in seconds (on the file server's clock) after which a claim made on another host
+#: is taken over.
 STALE_AFTER = 6 * 3600
 
 
@@ -57,32 +57,44 @@ class RunClaims:
 
     @contextlib.contextmanager
     def _locked(self):
+        """Hold the folder's lock; yields the time now on the folder's file server."""
         import fcntl
         self.folder.mkdir(parents=True, exist_ok=True)
         with open(self.folder / ".lock", "a") as f:
             fcntl.flock(f, fcntl.LOCK_EX)
             try:
-                yield
+                # touched: the server dates it, as it dates the claim files (this host's
+                # clock may be hours off theirs)
+                os.utime(f.fileno())
+                yield os.fstat(f.fileno()).st_mtime
             finally:
                 fcntl.flock(f, fcntl.LOCK_UN)
 
     def _path(self, key):
         return self.folder / (hashlib.sha1(key.encode()).hexdigest()[:20] + ".claim")
 
+    def _read(self, key):
+        try:
+            return json.loads(self._path(key).read_text())
+        except (OSError, ValueError):
+            return None
+
     def owner(self, key):
         """The live claim on ``key`` (a dict), or ``None``."""
-        path = self._path(key)
-        try:
-            rec = json.loads(path.read_text())
-        except (OSError, ValueError):
+        with self._locked() as now:
+            return self._owner(key, now)
+
+    def _owner(self, key, now):
+        rec = self._read(key)
+        if not isinstance(rec, dict):
             return None
         if rec.get("host") == socket.gethostname():
             return rec if _alive(int(rec.get("pid", -1)), rec.get("start")) else None
         try:
-            age = time.time() - path.stat().st_mtime
+            age = now - self._path(key).stat().st_mtime
         except OSError:
             return None
-        return rec if abs(age) < STALE_AFTER else None   # (a future time: clock skew)
+        return rec if age < STALE_AFTER else None
 
     def acquire(self, key):
         """Claim ``key`` for this claimant; ``False`` when another live claimant holds it."""
@@ -91,8 +103,8 @@ class RunClaims:
                "token": self.token,
                "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
         path = self._path(key)
-        with self._locked():
-            held = self.owner(key)
+        with self._locked() as now:
+            held = self._owner(key, now)
             # the process alone is not the claimant: another sweep of it may hold the run
             if held is not None and not (held.get("host") == rec["host"]
                                          and held.get("pid") == pid
@@ -104,7 +116,12 @@ class RunClaims:
         return True
 
     def release(self, key):
-        """Remove the claim on ``key`` (after its run is recorded or has failed)."""
+        """Remove this claimant's claim on ``key`` (after its run is recorded or has failed).
+
+        A claim of another claimant (which took this one's over) is left as it is.
+        """
         with self._locked():
-            with contextlib.suppress(OSError):
-                self._path(key).unlink()
+            rec = self._read(key)
+            if isinstance(rec, dict) and rec.get("token") == self.token:
+                with contextlib.suppress(OSError):
+                    self._path(key).unlink()

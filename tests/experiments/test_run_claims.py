@@ -36,16 +36,43 @@ def test_a_claim_from_another_host_is_kept_until_it_is_stale(tmp_path):
     path = _write_claim(claims, "j", host="another-host.invalid", pid=1, start=None)
     os.utime(path, (recent, recent))
     assert claims.owner("j") is not None and not claims.acquire("j")
-    # a file time in the future (that host's clock, or the file server's, is ahead) was
-    # never stale: its run was skipped by every sweep for good
+    # a file time ahead of the server's clock (a jump back) is young: kept, not stale at once
     ahead = time.time() + STALE_AFTER + 60
     os.utime(path, (ahead, ahead))
-    assert claims.owner("j") is None and claims.acquire("j")
-    path = _write_claim(claims, "i", host="another-host.invalid", pid=1, start=None)
-    soon = time.time() + 600                       # a little ahead: kept
-    os.utime(path, (soon, soon))
-    assert claims.owner("i") is not None and not claims.acquire("i")
+    assert claims.owner("j") is not None and not claims.acquire("j")
 
+
+def test_a_claims_age_is_read_on_the_file_servers_clock(tmp_path, monkeypatch):
+    # with abs(time.time() - mtime), a claim written just now by a host (or file server)
+    # whose clock is 7 h ahead was stale at once, and live again an hour later
+    from skldp.experiments import _claims
+
+    claims = RunClaims(tmp_path / "s_runs.jsonl")
+    _write_claim(claims, "k", host="another-host.invalid", pid=1, start=None, token="b")
+    for skew in (7 * 3600, -7 * 3600, 0):   # this host's clock, hours off
+        monkeypatch.setattr(_claims.time, "time", lambda skew=skew: os.path.getmtime(
+            claims._path("k")) + skew)
+        assert claims.owner("k") is not None and not claims.acquire("k")
+    monkeypatch.undo()
+    # the lock file is dated by the same clock as the claims: a claim older than it by
+    # STALE_AFTER is stale, whatever this host's clock says
+    old = os.path.getmtime(claims.folder / ".lock") - STALE_AFTER - 60
+    os.utime(claims._path("k"), (old, old))
+    assert claims.owner("k") is None and claims.acquire("k")
+
+
+def test_a_claimant_releases_only_its_own_claim(tmp_path):
+    # a sweep whose claim was taken over removed the new claimant's claim when its run
+    # ended, and a third sweep then took the run too
+    a, b = RunClaims(tmp_path / "s_runs.jsonl"), RunClaims(tmp_path / "s_runs.jsonl")
+    _write_claim(a, "k", host="another-host.invalid", pid=1, start=None, token="old")
+    old = time.time() - STALE_AFTER - 60
+    os.utime(a._path("k"), (old, old))
+    assert b.acquire("k")                          # taken over from a stale claimant
+    a.release("k")
+    assert b.owner("k")["token"] == b.token
+    b.release("k")
+    assert not b._path("k").exists()
 
 def test_two_sweeps_of_one_process_do_not_take_each_others_claims(tmp_path):
     # two run_study calls in two threads: the pid alone made each take the other's claim
