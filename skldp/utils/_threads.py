@@ -101,19 +101,17 @@ def _alive(pid, start):
 
     On Linux, ``/proc`` tells: a zombie (killed, not yet reaped by its parent;
     state Z or X) is dead, though ``kill(pid, 0)`` still finds it, and a reused
-    pid with another start time is another process. Elsewhere only
-    ``kill(pid, 0)`` tells.
+    pid with another start time is another process. Where its ``/proc`` entry
+    cannot be read (no ``/proc``, or one mounted with ``hidepid`` that hides
+    other users' processes) only ``kill(pid, 0)`` tells.
     """
     if pid <= 0:
         return False   # (kill(-1, 0) would ask about every process)
     try:
         fields = _stat(pid)
         return fields[0] not in ("Z", "X") and (start is None or fields[19] == start)
-    except FileNotFoundError:
-        if os.path.isdir("/proc/self"):
-            return False   # Linux: no such process
     except (OSError, IndexError):
-        pass   # not readable here: ask the kernel
+        pass   # absent or hidden (hidepid: another user's live process): ask the kernel
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

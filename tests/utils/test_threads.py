@@ -127,6 +127,20 @@ def test_without_proc_the_kernel_tells(monkeypatch):
     assert not _threads._alive(p.pid, None)
 
 
+@pytest.mark.parametrize("error", [FileNotFoundError, PermissionError])
+def test_a_process_hidden_in_proc_is_asked_of_the_kernel(monkeypatch, error):
+    # /proc mounted with hidepid hides other users' live processes: their claims were
+    # taken over and their share of the CPUs dropped
+    def hidden(pid):
+        raise error(f"/proc/{pid}/stat")
+
+    monkeypatch.setattr(_threads, "_stat", hidden)
+    assert _threads._alive(os.getpid(), "whatever")
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    assert not _threads._alive(p.pid, None)
+
+
 def test_a_run_on_a_small_graph_takes_one_thread(registry, monkeypatch):
     assert thread_share() == 2
     small = _threads.SMALL_GRAPH_NODES - 1
