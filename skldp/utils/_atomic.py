@@ -13,7 +13,12 @@ def replace_text(path, text, encoding="utf-8"):
 
     The rename is atomic: a reader finds the old text or the new, never a
     truncated file (two ``reproduce`` processes rewriting one results page,
-    one of them killed midway). A page that exists keeps its permissions; a
+    one of them killed midway). A page that exists keeps its permissions, and
+    its owner and group where this process may set them (the new file is
+    given them; a group it is not in is left as it gets). A page owned by
+    another user that this process cannot give away its file to (a page shared
+    by a group, rewritten by a member who does not own it) is rewritten in
+    place instead: it keeps its owner, but is not replaced atomically. A
     symbolic link is followed (its target is replaced).
 
     Parameters
@@ -25,19 +30,39 @@ def replace_text(path, text, encoding="utf-8"):
     encoding : str, default="utf-8"
     """
     path = os.path.realpath(path)
+    data = text.encode(encoding)   # (an encoding error leaves the page as it was)
+    try:
+        old = os.stat(path)
+    except FileNotFoundError:
+        old = None
     folder, name = os.path.split(path)
     tmp = os.path.join(folder, f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     # 0o666 less the umask, as a new file gets; an existing page's mode below
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
-        with os.fdopen(fd, "w", encoding=encoding) as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
             f.flush()
             os.fsync(f.fileno())   # the data before the rename, or a crash may empty the page
-        with contextlib.suppress(FileNotFoundError):
-            os.chmod(tmp, stat.S_IMODE(os.stat(path).st_mode))
+        if old is not None:
+            try:
+                os.chown(tmp, old.st_uid, old.st_gid)
+            except PermissionError:
+                if old.st_uid != os.geteuid():
+                    os.remove(tmp)
+                    _write_in_place(path, data)   # renamed over, it would become ours
+                    return
+            os.chmod(tmp, stat.S_IMODE(old.st_mode))
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.remove(tmp)
         raise
+
+
+def _write_in_place(path, data):
+    with open(path, "r+b") as f:
+        f.write(data)
+        f.truncate()   # (after the write: a reader finds no empty page meanwhile)
+        f.flush()
+        os.fsync(f.fileno())

@@ -26,3 +26,36 @@ def test_replace_text_keeps_the_mode_and_follows_a_link(tmp_path):
     replace_text(link, "new")
     assert link.is_symlink() and target.read_text() == "new"
     assert target.stat().st_mode & 0o777 == 0o600
+
+
+def test_a_page_owned_by_another_user_keeps_its_owner(tmp_path, monkeypatch):
+    # a group's shared page rewritten by a member became the member's: its owner could no
+    # longer write it. This process cannot give a file away: the page is written in place.
+    from skldp.utils import _atomic
+
+    path = tmp_path / "page.md"
+    path.write_text("old text, longer than the new\n")
+    inode = path.stat().st_ino
+
+    def not_permitted(*args):
+        raise PermissionError("chown")
+
+    monkeypatch.setattr(_atomic.os, "chown", not_permitted)
+    monkeypatch.setattr(_atomic.os, "geteuid", lambda: path.stat().st_uid + 1)
+    replace_text(path, "new\n")
+    assert path.read_text() == "new\n" and path.stat().st_ino == inode
+    assert os.listdir(tmp_path) == ["page.md"]
+    monkeypatch.undo()
+    replace_text(path, "ours\n")                   # our own page: replaced
+    assert path.read_text() == "ours\n" and path.stat().st_ino != inode
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0,
+                    reason="gives a file to another user")
+def test_a_page_replaced_by_root_keeps_its_owner_and_group(tmp_path):
+    path = tmp_path / "page.md"
+    path.write_text("old")
+    os.chown(path, 1000, 5000)
+    replace_text(path, "new")
+    assert path.read_text() == "new"
+    assert (path.stat().st_uid, path.stat().st_gid) == (1000, 5000)
