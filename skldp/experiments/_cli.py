@@ -3,6 +3,7 @@
 import argparse
 import importlib
 import logging
+import os
 import shlex
 import sys
 import tempfile
@@ -200,6 +201,10 @@ def _reproduce(argv):
         except OSError as exc:
             raise OSError(f"{page}: cannot rewrite the page ({exc.strerror or exc}); nothing "
                           "was run.") from None
+        # a link's target is replaced, through a new file in the target's folder
+        target = Path(os.path.realpath(page))
+        if target.parent != pages_dir.resolve():
+            _check_writable(target.parent, f"target of the results page {page}")
     command = _prog() + " " + " ".join(shlex.quote(a) for a in argv)
     res = run_study(study, runs_dir, n_jobs=args.n_jobs, backend=args.backend,
                     scheduler=args.scheduler, cache=args.cache, retries=args.retries,

@@ -205,3 +205,34 @@ def test_claims_are_taken_by_the_driver_not_the_workers():
     from skldp.experiments import _claims
     assert "its worker claims it" not in _claims.__doc__
     assert "the process that drives the sweep claims it" in _claims.__doc__
+
+
+def test_a_page_linked_into_an_unwritable_folder_fails_before_any_run(tmp_path,
+                                                                      monkeypatch):
+    # the page is replaced through a new file beside its target: the pages folder and the
+    # page were writable, and the page failed once every run was done
+    import skldp.experiments._cli as cli
+    import skldp.experiments._runner as runner
+
+    def no_run(*args, **kwargs):
+        raise AssertionError("ran")
+
+    (tmp_path / "pages").mkdir()
+    (tmp_path / "ro").mkdir()
+    (tmp_path / "ro" / "privge.md").write_text("old")
+    (tmp_path / "pages" / "privge.md").symlink_to(tmp_path / "ro" / "privge.md")
+    temporary_file = cli.tempfile.TemporaryFile
+
+    def read_only_ro(*args, dir=None, **kwargs):   # (root writes into a 0555 folder)
+        if Path(dir) == tmp_path / "ro":
+            raise PermissionError(13, "Permission denied")
+        return temporary_file(*args, dir=dir, **kwargs)
+
+    monkeypatch.setattr(runner, "run_study", no_run)
+    monkeypatch.setattr(cli.tempfile, "TemporaryFile", read_only_ro)
+    with pytest.raises(SystemExit) as e:
+        main(["reproduce", "privge", "--runs-dir", str(tmp_path / "runs"),
+              "--pages-dir", str(tmp_path / "pages"), "--no-progress"])
+    assert e.value.code.startswith(f"skldp reproduce: {tmp_path / 'ro'}: cannot write the "
+                                   f"target of the results page {tmp_path / 'pages'}")
+    assert "nothing was run" in e.value.code
