@@ -436,6 +436,25 @@ def _plain_weight(w):
     return isinstance(w, (bool, int, float, np.bool_, np.integer, np.floating))
 
 
+def _check_default_ids_name_users(features, n, population):
+    """Refuse ``population=`` without ``node_ids`` where the default ids ``0..n-1`` would
+    name users they are not: a frame's rows labelled otherwise, or rows that are not the
+    given graph's users in its order (another user would be charged for what they send)."""
+    named = _is_frame(features) and not _is_range(features.index, n)
+    if isinstance(population, GraphData):
+        ids = population._store.node_ids
+        named = named or len(ids) != n or not (ids.dtype.kind in "iu" and
+                                              np.array_equal(ids, np.arange(n)))
+    if named:
+        raise ValueError(
+            "population= says these rows are users already known, but without node_ids "
+            f"they are named 0..{n - 1}: the users of those ids, not necessarily theirs"
+            + (" (the features' index labels the rows otherwise)" if _is_frame(features)
+               and not _is_range(features.index, n) else "")
+            + ". Pass their ids: node_ids=... (e.g. features.index, or the rows' ids in "
+            "the first graph, G.all_node_ids[rows]).")
+
+
 def _check_frame_index(features, ids, graph=False):
     """Raise if the features are a DataFrame whose index names users other than the
     node ids, row for row (rows are read by position).
@@ -726,6 +745,8 @@ class GraphData:
         if population is None:
             population = Population(budget)
         else:
+            if node_ids is None:
+                _check_default_ids_name_users(features, n, population)
             population = population.population if isinstance(population, GraphData) \
                 else population
             if not isinstance(population, Population):

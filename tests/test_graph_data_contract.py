@@ -116,3 +116,20 @@ def test_dataframe_adjacency_with_columns_in_another_order_is_read_by_label():
     G = GraphData(np.ones((3, 1)), frame, node_ids=ids)
     expected = np.array([[0, 1, 0], [0, 0, 2], [0, 0, 0]], dtype=np.float32)
     np.testing.assert_array_equal(G.adjacency.toarray(), expected)
+
+
+def test_population_without_node_ids_must_name_the_same_users():
+    # rows 3-5 of a frame indexed by id were named 0-2: G's first three users were charged
+    # for what users 103-105 sent
+    pd = pytest.importorskip("pandas")
+    X = np.random.default_rng(0).random((6, 2))
+    df = pd.DataFrame(X, index=[100, 101, 102, 103, 104, 105])
+    G = GraphData(X)
+    for bad in (df.iloc[3:], X[3:], df):
+        with pytest.raises(ValueError, match="population= says these rows are users already"):
+            GraphData(bad, population=G)
+    with pytest.raises(ValueError, match="population= says"):
+        GraphData(X, population=GraphData(X, node_ids=[f"u{i}" for i in range(6)]))
+    assert GraphData(X + 1, population=G).population is G.population   # G's users, in order
+    H = GraphData(df.iloc[3:], node_ids=[3, 4, 5], population=G)
+    assert np.array_equal(H.node_keys, G.node_keys[3:])

@@ -119,13 +119,14 @@ def test_checks_its_input():
     # the frame carries its names: the plain step after it refuses other columns
     pipe = Pipeline([("frame", ToPandas()), ("scale", StandardScaler())]).fit(G)
     renamed = GraphData(G.features[:, ::-1], G.adjacency, feature_names=NAMES[::-1],
-                        population=G)
+                        node_ids=G.all_node_ids, population=G)
     assert list(pipe[0].transform(renamed).columns) == NAMES[::-1]
     with pytest.raises(ValueError, match="same order as they were in fit"):
         pipe.transform(renamed)
     with pytest.raises(ValueError, match="input_features is not equal to feature_names_in_"):
         pipe[0].get_feature_names_out(["a", "b", "c"])
     # another width than at fit
-    narrow = GraphData(G.features[:, :2], G.adjacency, feature_names=NAMES[:2], population=G)
+    narrow = GraphData(G.features[:, :2], G.adjacency, feature_names=NAMES[:2],
+                       node_ids=G.all_node_ids, population=G)
     with pytest.raises(ValueError, match="X has 2 features, but ToPandas was fitted on 3"):
         pipe[0].transform(narrow)
