@@ -438,10 +438,13 @@ def _plain_weight(w):
 
 def _check_default_ids_name_users(features, n, population):
     """Refuse ``population=`` without ``node_ids`` where the default ids ``0..n-1`` would
-    name users they are not: a frame's rows labelled otherwise, or rows that are not the
-    given graph's users in its order (another user would be charged for what they send)."""
+    name users they are not: a frame's rows labelled otherwise, rows that are not the
+    given graph's users in its order, or any rows of a bare Population (whose users' ids
+    it does not know): another user would be charged for what they send."""
     named = _is_frame(features) and not _is_range(features.index, n)
-    if isinstance(population, GraphData):
+    if not isinstance(population, GraphData):   # a Population does not know its users' ids
+        named = True
+    else:
         ids = population._store.node_ids
         named = named or len(ids) != n or not (ids.dtype.kind in "iu" and
                                               np.array_equal(ids, np.arange(n)))
@@ -1081,10 +1084,9 @@ class GraphData:
         X = _as_features(features)
         if X.shape[0] != self.n_nodes:
             raise ValueError(f"new features have {X.shape[0]} rows for {self.n_nodes} nodes.")
-        ids = self._store.node_ids
-        if not (ids.dtype.kind in "iu" and np.array_equal(ids, np.arange(len(ids)))):
-            # a graph of default ids reads a frame by position, as its constructor did
-            _check_frame_index(features, ids, graph=True)
+        # (default ids too: a frame of the users 0..n-1 in another order, or with one
+        # twice, would give a user another's row)
+        _check_frame_index(features, self._store.node_ids, graph=True)
         if feature_names is not None:
             feature_names = _as_feature_names(feature_names, X.shape[1])
         new = self._store.derive(features=X, feature_names=feature_names,

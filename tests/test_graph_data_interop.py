@@ -146,10 +146,14 @@ def test_with_features_checks_the_frame_index_too():
         G.with_features(pd.DataFrame({"x": [2.0, 1.0, 3.0]}, index=["b", "a", "c"]))
     H = G.with_features(pd.DataFrame({"x": [1.0, 2.0, 3.0]}, index=["a", "b", "c"]))
     assert H.features.ravel().tolist() == [1.0, 2.0, 3.0]
-    # a graph of default ids reads any frame by position, as its constructor does
-    frame = pd.DataFrame({"x": [2.0, 1.0, 3.0]}, index=[1, 0, 2])
-    D = GraphData(np.eye(3), None).with_features(frame)
-    assert D.features.ravel().tolist() == GraphData(frame).features.ravel().tolist()
+    # a graph of default ids too: its users 0..2 in another order, or one of them twice,
+    # would give a user another's row (the constructor, naming new users, reads by position)
+    D = GraphData(np.eye(3), None)
+    for index in ([1, 0, 2], [0, 0, 2]):
+        with pytest.raises(ValueError, match="index"):
+            D.with_features(pd.DataFrame({"x": [2.0, 1.0, 3.0]}, index=index))
+    frame = pd.DataFrame({"x": [2.0, 1.0, 3.0]}, index=["r", "s", "t"])   # row labels
+    assert D.with_features(frame).features.ravel().tolist() == [2.0, 1.0, 3.0]
 
 
 @pytest.mark.parametrize("edges", [[("u1", 2), (2, 3)], [((0, 1), (0, 2)), ((0, 2), (1, 1))]])

@@ -245,8 +245,10 @@ def test_the_spec_is_public_json_and_the_ledger_keeps_no_secret(sbm):
 def test_a_population_can_be_built_and_capped_directly():
     pop = Population(budget=2.0)
     X = np.random.default_rng(0).random((10, 3))
-    G = GraphData(X, population=pop)
+    G = GraphData(X, node_ids=np.arange(10), population=pop)
     assert G.population is pop and G.ledger is pop.ledger
+    with pytest.raises(ValueError, match="population= says"):   # whose users are rows 0..9?
+        GraphData(X, population=pop)
     with pytest.raises(ValueError, match="budget"):
         pop.set_budget(0)
     np.testing.assert_allclose(pop.remaining(G.node_keys), 2.0)
