@@ -261,23 +261,50 @@ def _as_integers(ids):
     return ids
 
 
+def _plain_element(v):
+    """``v`` with numpy's scalars made plain (``np.int64(0)`` becomes ``0``), inside tuples
+    too, recursively; a tuple with nothing to change is returned as it is."""
+    if isinstance(v, tuple):
+        items = tuple(_plain_element(x) for x in v)
+        if all(a is b for a, b in zip(items, v, strict=True)):
+            return v
+        if type(v) is tuple:
+            return items
+        make = getattr(type(v), "_make", None)   # a namedtuple
+        try:
+            return make(items) if make is not None else v
+        except Exception:   # a tuple subclass of its own construction: as it is
+            return v
+    if isinstance(v, (np.integer, np.floating, np.str_, np.bool_)):
+        return v.item()
+    return v
+
+
+def _id_text(v):
+    """The text whose digest is the key of a non-integer id: ``str(id)``, with numpy's
+    scalars inside a tuple written as the plain values they equal (numpy 2 writes
+    ``(np.int64(0), np.int64(0))``, which would key the user ``(0, 0)`` apart)."""
+    return str(_plain_element(v) if isinstance(v, tuple) else v)
+
+
 def ids_to_keys(ids):
     """Stable uint64 key per user id: an integer id within 64 bits (of any integer type,
     or a float with an integer value, in any array) maps to itself modulo 2^64; any
     other id maps to the first 8 bytes (little-endian) of the BLAKE2b digest of
-    ``str(id)``."""
+    ``str(id)`` (numpy's scalars inside a tuple written as the plain values they equal:
+    ``(np.int64(0), 0)`` is the user ``(0, 0)``)."""
     ids = _as_integers(np.asarray(ids))
     if np.issubdtype(ids.dtype, np.integer):
         return ids.astype(np.uint64)
     if ids.dtype.kind in "US" or (ids.dtype == object and not any(
             issubclass(t, (numbers.Integral, float, np.floating)) for t in set(map(type, ids)))):
         # no id is a number (text, as pandas' string ids): each is hashed
-        digests = [hashlib.blake2b(str(i).encode(), digest_size=8).digest() for i in ids]
+        digests = [hashlib.blake2b(_id_text(i).encode(), digest_size=8).digest() for i in ids]
         return np.frombuffer(b"".join(digests), dtype="<u8").astype(np.uint64)
     keys = np.empty(len(ids), dtype=np.uint64)
     for i, v in enumerate(ids):
         n = _integer_value(v)
         in_range = n is not None and -(1 << 63) <= n < (1 << 64)
         keys[i] = n % (1 << 64) if in_range else int.from_bytes(
-            hashlib.blake2b(str(v).encode(), digest_size=8).digest(), "little")
+            hashlib.blake2b(_id_text(v).encode(), digest_size=8).digest(), "little")
     return keys
