@@ -60,3 +60,52 @@ def test_networkx_tuple_nodes_of_numpy_ints_are_the_same_users():
     Gb2 = GraphData(X, g, node_ids=ids_np, population=Gb)
     with pytest.raises(ValueError, match="budget"):
         LaplaceMechanism(eps=1.0, feature_range=(0, 2), random_state=8).fit(Gb2).transform(Gb2)
+
+
+@pytest.mark.parametrize("ids", [
+    np.array([1234567890123456800, 5], dtype=np.float64),
+    [1234567890123456800.0, 5.0],
+    np.array([1234567890123456800.0, 5], dtype=object),
+    np.array([np.float64(-2.0 ** 53), "a"], dtype=object),
+    np.array([2.0 ** 60, 1.5], dtype=np.float32),
+], ids=["float64", "list", "object", "object-text", "float32"])
+def test_float_ids_beyond_2_53_are_refused(ids):
+    # user ...800 read from a float column is ...768: it was charged as another user
+    with pytest.raises(ValueError, match=r"float of magnitude 2\*\*53 or more.*Read the id "
+                                         r"column as integers"):
+        GraphData(np.zeros((2, 1)), node_ids=ids)
+    with pytest.raises(ValueError, match=r"2\*\*53 or more"):
+        ids_to_keys(np.asarray(ids))
+
+
+def test_float_ids_below_2_53_are_the_integers():
+    ids = np.array([2.0 ** 53 - 1, -(2.0 ** 53 - 1), 7.0])
+    expected = np.array([2**53 - 1, -(2**53 - 1), 7], dtype=np.int64).astype(np.uint64)
+    np.testing.assert_array_equal(GraphData(np.zeros((3, 1)), node_ids=ids).node_keys,
+                                  expected)
+    np.testing.assert_array_equal(ids_to_keys(ids.astype(object)), expected)
+    # inf (no integer) keeps its key: the digest of its text
+    assert ids_to_keys(np.array([np.inf, 1.5]))[0] == ids_to_keys(["inf"])[0]
+
+
+def test_a_record_of_a_float_id_beyond_2_53_is_charged_to_no_one():
+    from skldp.device import Device
+    from skldp.mechanisms import LabelRandomizedResponse
+    from skldp.population import collection_spec, read_reports, received_graph
+    ids = np.array([1234567890123456768, 1234567890123456800, 5], dtype=np.int64)
+    spec = collection_spec(LabelRandomizedResponse(1.0, classes=[0, 1]))
+    rec = Device(user=1234567890123456800).answer(spec, 1)
+    bad = dict(rec, user=float(rec["user"]))     # its id column read as float
+    good = Device(user=1234567890123456768).answer(spec, 0)
+    rr = read_reports([good, bad], spec, users=ids.tolist())
+    assert dict(rr.refused) == {"malformed": 1} and not any(rr.again.values())
+    G, _ = received_graph(labels=rr, node_ids=ids)
+    np.testing.assert_array_equal(G.ledger.spent(G.node_keys), [1.0, 0.0, 0.0])
+    # with senders=, the refused record is its authenticated sender's
+    rr = read_reports([good, bad], spec, users=ids.tolist(),
+                      senders=[1234567890123456768, 1234567890123456800])
+    assert dict(rr.again) == {1234567890123456800: 1}
+    # a float id below 2**53 still reads as that user (refused, charged to it)
+    small = Device(user=2**53 - 1).answer(spec, 1)
+    rr = read_reports([dict(small, user=float(2**53 - 1))], spec, users=[2**53 - 1])
+    assert dict(rr.again) == {2**53 - 1: 1}

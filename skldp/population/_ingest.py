@@ -615,9 +615,11 @@ def _further(digest, user, seen, kept, extra):
 
 
 def _integral_float_id(rec):
-    """The int a record's float user id equals (``5.0``), else ``None``."""
+    """The int a record's float user id equals (``5.0``), else ``None`` (also for a float
+    of magnitude 2**53 or more, which names no integer exactly: 2**53 + 1 reads 2**53)."""
     user = rec.get("user") if isinstance(rec, dict) else None
-    if isinstance(user, (float, np.floating)) and math.isfinite(user) and user == int(user):
+    if isinstance(user, (float, np.floating)) and math.isfinite(user) and \
+            abs(user) < 2.0 ** 53 and user == int(user):
         return int(user)
     return None
 
