@@ -1361,12 +1361,21 @@ def _as_id_array(node_ids):
 
     ``np.asarray`` would turn ``["u1", 2]`` into the strings ``"u1", "2"`` (no longer
     the graph's node 2) and tuples into rows of a 2-D array. Ids of one kind (numbers,
-    text) keep ``np.asarray``'s array, dtype included: their keys must not change.
+    text) keep ``np.asarray``'s array, dtype included: their keys must not change. But
+    integers of 2**53 or more that numpy would hold as floats (``[2**63 + 1, 5]``, or
+    beside a float) stay exact, in an object array: 2**63 + 1 would be user 2**63.
     """
     try:
         ids = np.asarray(node_ids)
     except ValueError:   # tuples of several lengths
         ids = None
+    if ids is not None and ids.dtype.kind == "f" and ids.ndim == 1 and \
+            isinstance(node_ids, (list, tuple)) and any(
+                isinstance(node_ids[i], numbers.Integral) and not isinstance(node_ids[i], bool)
+                for i in np.flatnonzero(np.abs(ids) >= 2.0 ** 53)):   # (smaller: exact)
+        out = np.empty(len(node_ids), dtype=object)
+        out[:] = list(node_ids)
+        return out
     # only text or a 2-D array (or an error) may have come from ids of several kinds
     if not isinstance(node_ids, (list, tuple)) or (
             ids is not None and ids.ndim == 1 and ids.dtype.kind not in "US"):

@@ -109,3 +109,39 @@ def test_a_record_of_a_float_id_beyond_2_53_is_charged_to_no_one():
     small = Device(user=2**53 - 1).answer(spec, 1)
     rr = read_reports([dict(small, user=float(2**53 - 1))], spec, users=[2**53 - 1])
     assert dict(rr.again) == {2**53 - 1: 1}
+
+
+def test_lists_of_integers_beyond_int64_stay_exact():
+    # numpy holds [2**63 + 1, 5] as float64: user 2**63 + 1 was keyed as user 2**63
+    a, b = 2**63 + 1, 2**63 + 3
+    G = GraphData(np.full((3, 1), 0.5), node_ids=[a, b, 2**63])
+    H = GraphData(np.full((2, 1), 0.5), population=G, node_ids=[a, 5])
+    assert H.all_node_ids.dtype == np.uint64 and H.all_node_ids.tolist() == [a, 5]
+    assert H.node_keys.tolist() == [a, 5]
+    m = LaplaceMechanism(eps=1.0, feature_range=(0, 1), random_state=4).fit(G)
+    r1, r2 = np.asarray(m.transform(G)), np.asarray(m.transform(H))
+    np.testing.assert_array_equal(r2[0], r1[0])   # the same user: the same report
+    for ids, keys in (([np.uint64(a), np.int64(5)], [a, 5]),
+                      ((a, 5.0), [a, 5]),
+                      ([2**60 + 1, 2.5], [2**60 + 1, int(ids_to_keys(["2.5"])[0])]),
+                      ([-1, 2**64 - 1, 2.5], None)):
+        if keys is None:   # -1 and 2**64 - 1 are one key: refused, not rounded
+            with pytest.raises(ValueError, match="same user key"):
+                GraphData(np.zeros((len(ids), 1)), node_ids=ids)
+            continue
+        assert GraphData(np.zeros((len(ids), 1)), node_ids=ids).node_keys.tolist() == keys
+    # ids that numpy holds exactly keep numpy's array, dtype included
+    for ids, dtype in (([1.0, 2.5], np.float64), ([True, 2.5], np.float64),
+                       ([1, 2], np.int64), ([2**63, 1], np.uint64)):
+        assert GraphData(np.zeros((2, 1)), node_ids=ids).all_node_ids.dtype == dtype
+
+
+def test_collections_read_big_integer_and_tuple_ids_as_graph_data_does():
+    from skldp.mechanisms import EdgeRR
+    from skldp.population import collection_spec, read_reports, received_graph
+    for ids in ([2**63 + 1, 2**63 + 3, 5], [(0, 0), (0, 1), ("x", 2)]):
+        keys = GraphData(np.zeros((3, 1)), node_ids=ids).node_keys
+        spec = collection_spec(EdgeRR(2.0), node_ids=ids)
+        assert len(read_reports([], spec, users=ids)) == 0   # users= is its directory
+        G, _ = received_graph(node_ids=ids)
+        np.testing.assert_array_equal(G.node_keys, keys)

@@ -94,7 +94,7 @@ def _placeholder_spec(estimator, name, n_features, node_ids):
 
 
 def _fit_placeholder(est, name, n_features, node_ids):
-    from .._graph_data import GraphData
+    from .._graph_data import GraphData, _as_id_array
     protects = getattr(est, "protects", ())
     if "labels" in protects:
         est.fit()
@@ -102,7 +102,8 @@ def _fit_placeholder(est, name, n_features, node_ids):
         if node_ids is None:
             raise ValueError(f"an unfitted {name} needs node_ids: the directory of users "
                              "whose lists it collects.")
-        ids = np.asarray(node_ids)
+        # as GraphData and received_graph read them (tuples whole, integers exact)
+        ids = _as_id_array(node_ids if isinstance(node_ids, np.ndarray) else list(node_ids))
         est.fit(GraphData(np.zeros((len(ids), 0)), _empty(len(ids)), node_ids=ids))
     elif "features" in protects:
         if not isinstance(n_features, numbers.Integral) or n_features < 1:

@@ -478,7 +478,8 @@ def read_reports(source, spec, *, users=None, senders=None, format=None):
                       "records can add users and outvote the others. Pass users= the "
                       "directory of enrolled users.", UserWarning, stacklevel=2)
     if users is not None and "edges" in spec.protects:   # a list must not name its sender
-        ukeys = ids_to_keys(np.asarray(users))
+        from .._graph_data import _as_id_array
+        ukeys = ids_to_keys(_as_id_array(users))   # as GraphData and received_graph do
         if len(ukeys) != spec.public_state["n_users"] or \
                 directory_digest(ukeys) != spec.public_state["directory"]:
             raise ValueError(f"users is not the directory of edge collection {spec.id} (its "
