@@ -11,7 +11,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .device._device import plain_id
-from .device._random import _as_integers, ids_to_keys
+from .device._random import _as_id_array, _as_integers, ids_to_keys
 from .population._population import Population
 from .utils._arrays import check_finite_features, check_float32_range, frame_column_names
 
@@ -1353,46 +1353,6 @@ def _is_one_sided(A):
     upper = np.count_nonzero(A.indices > rows)
     lower = np.count_nonzero(A.indices < rows)
     return (upper == 0) != (lower == 0)
-
-
-def _as_id_array(node_ids):
-    """``node_ids`` as an array; a list or tuple mixing text and numbers (or holding
-    tuples, as networkx nodes may be) as a 1-D object array of the very ids.
-
-    ``np.asarray`` would turn ``["u1", 2]`` into the strings ``"u1", "2"`` (no longer
-    the graph's node 2) and tuples into rows of a 2-D array. Ids of one kind (numbers,
-    text) keep ``np.asarray``'s array, dtype included: their keys must not change. But
-    integers of 2**53 or more that numpy would hold as floats (``[2**63 + 1, 5]``, or
-    beside a float) stay exact, in an object array: 2**63 + 1 would be user 2**63.
-    """
-    try:
-        ids = np.asarray(node_ids)
-    except ValueError:   # tuples of several lengths
-        ids = None
-    if ids is not None and ids.dtype.kind == "f" and ids.ndim == 1 and \
-            isinstance(node_ids, (list, tuple)) and any(
-                isinstance(node_ids[i], numbers.Integral) and not isinstance(node_ids[i], bool)
-                for i in np.flatnonzero(np.abs(ids) >= 2.0 ** 53)):   # (smaller: exact)
-        out = np.empty(len(node_ids), dtype=object)
-        out[:] = list(node_ids)
-        return out
-    # only text or a 2-D array (or an error) may have come from ids of several kinds
-    if not isinstance(node_ids, (list, tuple)) or (
-            ids is not None and ids.ndim == 1 and ids.dtype.kind not in "US"):
-        return np.asarray(node_ids) if ids is None else ids
-    kinds = set()
-    for t in set(map(type, node_ids)):   # a few types, however many ids
-        kind = next((k for k in (str, bytes, tuple) if issubclass(t, k)), None)
-        if kind is None and issubclass(t, (numbers.Number, np.bool_)):
-            kind = numbers.Number
-        if kind is None:   # a list, a date: np.asarray's array (or error), as before
-            return np.asarray(node_ids) if ids is None else ids
-        kinds.add(kind)
-    if tuple not in kinds and len(kinds) == 1:
-        return np.asarray(node_ids) if ids is None else ids
-    out = np.empty(len(node_ids), dtype=object)
-    out[:] = list(node_ids)   # element by element: tuples stay whole
-    return out
 
 
 def _check_no_missing_id(ids):

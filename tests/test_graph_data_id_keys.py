@@ -145,3 +145,22 @@ def test_collections_read_big_integer_and_tuple_ids_as_graph_data_does():
         assert len(read_reports([], spec, users=ids)) == 0   # users= is its directory
         G, _ = received_graph(node_ids=ids)
         np.testing.assert_array_equal(G.node_keys, keys)
+
+
+def test_devices_read_directories_and_neighbours_as_graph_data_does():
+    # a device's directory and lists went through np.asarray: [2**63 + 1, 5] became
+    # floats (neighbour 2**63 + 1 was user 2**63), and tuple ids rows of a 2-D array
+    from skldp.device import Device, Directory
+    from skldp.mechanisms import EdgeRR
+    from skldp.population import collection_spec, read_reports, received_graph
+    tuples = [(0, 0), (0, 1), ("x", 2), (1, 1)]   # (a device's user is an int or a str)
+    assert Directory(tuples).digest == \
+        collection_spec(EdgeRR(2.0), node_ids=tuples).public_state["directory"]
+    ids = [2**63 + 1, 2**63 + 3, 5, 2**63]
+    spec = collection_spec(EdgeRR(20.0), node_ids=ids)   # (flips: 1e-9)
+    assert Directory(ids).digest == spec.public_state["directory"]
+    exact = Directory(np.array(ids, dtype=np.uint64))
+    recs = [Device(ids[1]).answer(spec, [ids[0], ids[2]], directory=exact)]
+    G, _ = received_graph(edges=read_reports(recs, spec, users=ids), node_ids=ids,
+                          missing_lists="empty")
+    assert G.adjacency[1].nonzero()[1].tolist() == [0, 2]

@@ -16,7 +16,7 @@ import numpy as np
 
 from ._errors import DeviceStateError
 from ._kinds import directory_digest, plan
-from ._random import ids_to_keys
+from ._random import _as_id_array, ids_to_keys
 from ._spec import CollectionSpec, SpecError, read_spec
 from ._steps import device_steps
 
@@ -55,7 +55,7 @@ class Directory:
     """
 
     def __init__(self, ids):
-        self.keys = np.sort(ids_to_keys(np.asarray(list(ids))))
+        self.keys = np.sort(ids_to_keys(_as_id_array(list(ids))))   # as GraphData reads them
         self.digest = directory_digest(self.keys)
 
 
@@ -155,11 +155,11 @@ def _encode(spec, data, *, seed, key, user=None, directory=None):
     keys = np.array([int(key) & 0xFFFFFFFFFFFFFFFF], dtype=np.uint64)
     if p.protects == "edges":
         dkeys = _directory_keys(spec, directory)
-        own = int(ids_to_keys(np.asarray([user]))[0])
+        own = int(ids_to_keys(_as_id_array([user]))[0])
         if not np.isin(np.uint64(own), dkeys):
             raise ValueError("The user is not in the directory.")
         _check_neighbours(data)
-        nbr = ids_to_keys(np.asarray(list(data))) if len(data) else np.zeros(0, np.uint64)
+        nbr = ids_to_keys(_as_id_array(list(data))) if len(data) else np.zeros(0, np.uint64)
         # Neighbours outside the directory are no users of the graph, and the user is not
         # its own neighbour: left out, never a refusal (a server could leave a user out of
         # the directory to learn who knows it)

@@ -307,6 +307,46 @@ def _id_text(v):
     return str(_plain_element(v) if isinstance(v, tuple) else v)
 
 
+def _as_id_array(node_ids):
+    """``node_ids`` as an array; a list or tuple mixing text and numbers (or holding
+    tuples, as networkx nodes may be) as a 1-D object array of the very ids.
+
+    ``np.asarray`` would turn ``["u1", 2]`` into the strings ``"u1", "2"`` (no longer
+    the graph's node 2) and tuples into rows of a 2-D array. Ids of one kind (numbers,
+    text) keep ``np.asarray``'s array, dtype included: their keys must not change. But
+    integers of 2**53 or more that numpy would hold as floats (``[2**63 + 1, 5]``, or
+    beside a float) stay exact, in an object array: 2**63 + 1 would be user 2**63.
+    """
+    try:
+        ids = np.asarray(node_ids)
+    except ValueError:   # tuples of several lengths
+        ids = None
+    if ids is not None and ids.dtype.kind == "f" and ids.ndim == 1 and \
+            isinstance(node_ids, (list, tuple)) and any(
+                isinstance(node_ids[i], numbers.Integral) and not isinstance(node_ids[i], bool)
+                for i in np.flatnonzero(np.abs(ids) >= 2.0 ** 53)):   # (smaller: exact)
+        out = np.empty(len(node_ids), dtype=object)
+        out[:] = list(node_ids)
+        return out
+    # only text or a 2-D array (or an error) may have come from ids of several kinds
+    if not isinstance(node_ids, (list, tuple)) or (
+            ids is not None and ids.ndim == 1 and ids.dtype.kind not in "US"):
+        return np.asarray(node_ids) if ids is None else ids
+    kinds = set()
+    for t in set(map(type, node_ids)):   # a few types, however many ids
+        kind = next((k for k in (str, bytes, tuple) if issubclass(t, k)), None)
+        if kind is None and issubclass(t, (numbers.Number, np.bool_)):
+            kind = numbers.Number
+        if kind is None:   # a list, a date: np.asarray's array (or error), as before
+            return np.asarray(node_ids) if ids is None else ids
+        kinds.add(kind)
+    if tuple not in kinds and len(kinds) == 1:
+        return np.asarray(node_ids) if ids is None else ids
+    out = np.empty(len(node_ids), dtype=object)
+    out[:] = list(node_ids)   # element by element: tuples stay whole
+    return out
+
+
 def ids_to_keys(ids):
     """Stable uint64 key per user id: an integer id within 64 bits (of any integer type,
     or a float with an integer value, in any array) maps to itself modulo 2^64; any

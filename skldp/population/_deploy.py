@@ -94,7 +94,8 @@ def _placeholder_spec(estimator, name, n_features, node_ids):
 
 
 def _fit_placeholder(est, name, n_features, node_ids):
-    from .._graph_data import GraphData, _as_id_array
+    from .._graph_data import GraphData
+    from ..device._random import _as_id_array
     protects = getattr(est, "protects", ())
     if "labels" in protects:
         est.fit()

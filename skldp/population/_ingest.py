@@ -20,7 +20,7 @@ import scipy.sparse as sp
 
 from ..device._device import ANSWER_ID, plain_id
 from ..device._kinds import ReportError, _value_text, directory_digest, plan
-from ..device._random import ids_to_keys
+from ..device._random import _as_id_array, ids_to_keys
 from ..device._spec import read_spec
 from ._population import _TOL, BudgetExceededError, Population
 
@@ -478,7 +478,6 @@ def read_reports(source, spec, *, users=None, senders=None, format=None):
                       "records can add users and outvote the others. Pass users= the "
                       "directory of enrolled users.", UserWarning, stacklevel=2)
     if users is not None and "edges" in spec.protects:   # a list must not name its sender
-        from .._graph_data import _as_id_array
         ukeys = ids_to_keys(_as_id_array(users))   # as GraphData and received_graph do
         if len(ukeys) != spec.public_state["n_users"] or \
                 directory_digest(ukeys) != spec.public_state["directory"]:
@@ -752,7 +751,7 @@ def received_graph(*, features=None, labels=None, edges=None, node_ids=None, bud
         Each user's received label, ``-1`` (``None`` for non-numeric classes)
         for users who sent none; ``None`` without ``labels``.
     """
-    from .._graph_data import GraphData, _as_id_array
+    from .._graph_data import GraphData
     from ._deploy import mechanism_from_spec
     for argument, received in (("features", features), ("labels", labels), ("edges", edges)):
         _check_part(argument, received)
