@@ -1,6 +1,5 @@
 """Reports from real devices: read them, validate them against their spec, build the graph."""
 
-import contextlib
 import dataclasses
 import hashlib
 import json
@@ -22,6 +21,7 @@ from ..device._device import ANSWER_ID, plain_id
 from ..device._kinds import ReportError, _value_text, directory_digest, plan
 from ..device._random import _as_id_array, ids_to_keys
 from ..device._spec import read_spec
+from ..utils._atomic import replace_file
 from ._population import _TOL, BudgetExceededError, Population
 
 __all__ = ["ReceivedReports", "read_reports", "write_reports", "received_graph"]
@@ -277,20 +277,7 @@ def write_reports(records, path):
         def write(tmp):
             with open(tmp, "x", encoding="utf-8") as fh:
                 fh.writelines(lines)
-    _replace(path, write)
-
-
-def _replace(path, write):
-    """``write`` a file aside in the same folder, then rename it to ``path``: a reader sees
-    the old file or the whole new one, and a failure leaves no partial file."""
-    tmp = f"{path}.{secrets.token_hex(6)}.part"
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.remove(tmp)
-        raise
+    replace_file(path, write)   # a reader sees the old file or the whole new one
 
 
 def _table(pa, records):

@@ -5,7 +5,7 @@ import os
 import secrets
 import stat
 
-__all__ = ["replace_text"]
+__all__ = ["replace_text", "replace_file"]
 
 
 def replace_text(path, text, encoding="utf-8"):
@@ -35,25 +35,42 @@ def replace_text(path, text, encoding="utf-8"):
         old = os.stat(path)
     except FileNotFoundError:
         old = None
-    folder, name = os.path.split(path)
-    tmp = os.path.join(folder, f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    # 0o666 less the umask, as a new file gets; an existing page's mode below
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    try:
+
+    def write(tmp):
+        # 0o666 less the umask, as a new file gets; an existing page's mode in replace_file
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())   # the data before the rename, or a crash may empty the page
-        if old is not None:
+
+    if not replace_file(path, write, like=old):
+        _write_in_place(path, data)   # renamed over, another user's page would become ours
+
+
+def replace_file(path, write, like=None):
+    """``write(tmp)`` a new file beside ``path``, then rename it over ``path``.
+
+    A reader sees the old file or the whole new one, and a failure leaves no
+    partial file. ``like`` (an ``os.stat_result``) gives the new file its mode,
+    and its owner and group where this process may; returns ``False``, renaming
+    nothing, when ``like`` is another user's file this process cannot give its
+    file away to. ``True`` once renamed.
+    """
+    folder, name = os.path.split(os.fspath(path))
+    tmp = os.path.join(folder, f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    try:
+        write(tmp)
+        if like is not None:
             try:
-                os.chown(tmp, old.st_uid, old.st_gid)
+                os.chown(tmp, like.st_uid, like.st_gid)
             except PermissionError:
-                if old.st_uid != os.geteuid():
+                if like.st_uid != os.geteuid():
                     os.remove(tmp)
-                    _write_in_place(path, data)   # renamed over, it would become ours
-                    return
-            os.chmod(tmp, stat.S_IMODE(old.st_mode))
+                    return False
+            os.chmod(tmp, stat.S_IMODE(like.st_mode))
         os.replace(tmp, path)
+        return True
     except BaseException:
         with contextlib.suppress(OSError):
             os.remove(tmp)
