@@ -441,7 +441,7 @@ def _check_default_ids_name_users(features, n, population):
     name users they are not: a frame's rows labelled otherwise, rows that are not the
     given graph's users in its order, or any rows of a bare Population (whose users' ids
     it does not know): another user would be charged for what they send."""
-    named = _is_frame(features) and not _is_range(features.index, n)
+    named = _is_frame(features) and not _positions(features.index, n)
     if not isinstance(population, GraphData):   # a Population does not know its users' ids
         named = True
     else:
@@ -453,9 +453,16 @@ def _check_default_ids_name_users(features, n, population):
             "population= says these rows are users already known, but without node_ids "
             f"they are named 0..{n - 1}: the users of those ids, not necessarily theirs"
             + (" (the features' index labels the rows otherwise)" if _is_frame(features)
-               and not _is_range(features.index, n) else "")
+               and not _positions(features.index, n) else "")
             + ". Pass their ids: node_ids=... (e.g. features.index, or the rows' ids in "
             "the first graph, G.all_node_ids[rows]).")
+
+
+def _positions(index, n):
+    """Whether a frame's index labels its rows 0..n-1 in order (pandas' default, or the
+    default node ids, as ``G.to_pandas()`` of a graph of default ids gives)."""
+    return _is_range(index, n) or (len(index) == n and index.equals(
+        sys.modules["pandas"].Index(np.arange(n))))
 
 
 def _check_frame_index(features, ids, graph=False):
@@ -748,13 +755,13 @@ class GraphData:
         if population is None:
             population = Population(budget)
         else:
+            if not isinstance(population, (GraphData, Population)):
+                raise TypeError("population must be a GraphData or a Population, got "
+                                f"{type(population).__name__}.")
             if node_ids is None:
                 _check_default_ids_name_users(features, n, population)
             population = population.population if isinstance(population, GraphData) \
                 else population
-            if not isinstance(population, Population):
-                raise TypeError("population must be a GraphData or a Population, got "
-                                f"{type(population).__name__}.")
             if budget is not None and population.budget is not None and \
                     float(budget) != population.budget:
                 # the same users, the same cap: a new view of them must not move it

@@ -6,10 +6,12 @@ import hashlib
 import networkx as nx
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from skldp import GraphData
-from skldp.device._random import ids_to_keys
-from skldp.mechanisms import LaplaceMechanism
+from skldp.device._random import _as_id_array, _as_integers, ids_to_keys
+from skldp.mechanisms import EdgeRR, LaplaceMechanism
+from skldp.population import collection_spec, read_reports, received_graph
 
 
 def _objects(ids):
@@ -164,3 +166,41 @@ def test_devices_read_directories_and_neighbours_as_graph_data_does():
     G, _ = received_graph(edges=read_reports(recs, spec, users=ids), node_ids=ids,
                           missing_lists="empty")
     assert G.adjacency[1].nonzero()[1].tolist() == [0, 2]
+
+
+def test_every_numpy_scalar_in_a_tuple_keys_as_its_plain_value():
+    # np.bytes_ and np.complex128 were left as they are: (np.bytes_(b"a"), 1) is the user
+    # (b"a", 1) for GraphData ("node_ids must be unique"), but had another key
+    for odd, plain in ((np.bytes_(b"a"), b"a"), (np.complex128(1 + 2j), 1 + 2j)):
+        np.testing.assert_array_equal(ids_to_keys(_as_id_array([(odd, 1)])),
+                                      ids_to_keys(_as_id_array([(plain, 1)])))
+
+
+def test_a_bool_among_big_integers_is_the_integer_numpy_makes_it():
+    # in the exact-integer path False was hashed as the text "False" (key 0 elsewhere)
+    keys = ids_to_keys(_as_integers(_as_id_array([False, -1, 2**63 + 1])))
+    assert keys[0] == ids_to_keys(_as_integers(_as_id_array([False, -1, 5])))[0] == 0
+
+
+def test_a_pandas_index_of_ids_is_one_directory_everywhere():
+    # collection_spec and read_reports read a DatetimeIndex as a list of Timestamps (keyed
+    # as text), GraphData as datetime64: the placeholder spec was another directory
+    pd = pytest.importorskip("pandas")
+    idx = pd.date_range("2024-01-01", periods=4)
+    G = GraphData(np.zeros((4, 0)), sp.csr_array((4, 4)), node_ids=idx)
+    placeholder = collection_spec(EdgeRR(2.0), node_ids=idx)
+    assert placeholder.public_state["directory"] == \
+        collection_spec(EdgeRR(2.0).fit(G)).public_state["directory"]
+    rr = read_reports([], placeholder, users=idx)
+    received_graph(edges=rr, node_ids=idx)
+
+
+def test_population_accepts_a_frame_of_the_default_ids_in_order():
+    # G.to_pandas() of a graph of default ids is indexed 0..n-1: the same users, in order
+    pd = pytest.importorskip("pandas")
+    X = np.random.default_rng(0).random((5, 2))
+    G = GraphData(X)
+    frame = pd.DataFrame(X, index=pd.Index(np.arange(5), name="node_id"))
+    assert GraphData(frame, population=G).population is G.population
+    with pytest.raises(TypeError, match="population must be a GraphData or a Population"):
+        GraphData(X, population=3.0)

@@ -285,6 +285,8 @@ def _plain_element(v):
     """``v`` with numpy's scalars made plain (``np.int64(0)`` becomes ``0``), inside tuples
     too, recursively; a tuple with nothing to change is returned as it is."""
     if isinstance(v, tuple):
+        if not any(isinstance(x, (np.generic, tuple)) for x in v):
+            return v   # (most tuples: nothing to rebuild)
         items = tuple(_plain_element(x) for x in v)
         if all(a is b for a, b in zip(items, v, strict=True)):
             return v
@@ -295,7 +297,7 @@ def _plain_element(v):
             return make(items) if make is not None else v
         except Exception:   # a tuple subclass of its own construction: as it is
             return v
-    if isinstance(v, (np.integer, np.floating, np.str_, np.bool_)):
+    if isinstance(v, np.generic):   # np.int64, np.bytes_, np.complex128, np.datetime64...
         return v.item()
     return v
 
@@ -305,6 +307,13 @@ def _id_text(v):
     scalars inside a tuple written as the plain values they equal (numpy 2 writes
     ``(np.int64(0), np.int64(0))``, which would key the user ``(0, 0)`` apart)."""
     return str(_plain_element(v) if isinstance(v, tuple) else v)
+
+
+def _id_sequence(node_ids):
+    """Ids given as any iterable, as :func:`_as_id_array` takes them: arrays (a pandas
+    Index included) as they are, as GraphData reads them; anything else as a list."""
+    return node_ids if isinstance(node_ids, (list, tuple)) or hasattr(node_ids, "__array__") \
+        else list(node_ids)
 
 
 def _as_id_array(node_ids):
@@ -326,7 +335,8 @@ def _as_id_array(node_ids):
                 isinstance(node_ids[i], numbers.Integral) and not isinstance(node_ids[i], bool)
                 for i in np.flatnonzero(np.abs(ids) >= 2.0 ** 53)):   # (smaller: exact)
         out = np.empty(len(node_ids), dtype=object)
-        out[:] = list(node_ids)
+        # (a bool among them is the integer numpy would have made it, as before)
+        out[:] = [int(v) if isinstance(v, (bool, np.bool_)) else v for v in node_ids]
         return out
     # only text or a 2-D array (or an error) may have come from ids of several kinds
     if not isinstance(node_ids, (list, tuple)) or (
@@ -359,7 +369,9 @@ def ids_to_keys(ids):
     if ids.dtype.kind in "US" or (ids.dtype == object and not any(
             issubclass(t, (numbers.Integral, float, np.floating)) for t in set(map(type, ids)))):
         # no id is a number (text, as pandas' string ids): each is hashed
-        digests = [hashlib.blake2b(_id_text(i).encode(), digest_size=8).digest() for i in ids]
+        values = ids.tolist()   # (Python's str: no numpy scalar to look into)
+        texts = values if all(type(v) is str for v in values) else map(_id_text, values)
+        digests = [hashlib.blake2b(t.encode(), digest_size=8).digest() for t in texts]
         return np.frombuffer(b"".join(digests), dtype="<u8").astype(np.uint64)
     keys = np.empty(len(ids), dtype=np.uint64)
     for i, v in enumerate(ids):

@@ -95,7 +95,7 @@ def _placeholder_spec(estimator, name, n_features, node_ids):
 
 def _fit_placeholder(est, name, n_features, node_ids):
     from .._graph_data import GraphData
-    from ..device._random import _as_id_array
+    from ..device._random import _as_id_array, _id_sequence
     protects = getattr(est, "protects", ())
     if "labels" in protects:
         est.fit()
@@ -104,7 +104,7 @@ def _fit_placeholder(est, name, n_features, node_ids):
             raise ValueError(f"an unfitted {name} needs node_ids: the directory of users "
                              "whose lists it collects.")
         # as GraphData and received_graph read them (tuples whole, integers exact)
-        ids = _as_id_array(node_ids if isinstance(node_ids, np.ndarray) else list(node_ids))
+        ids = _as_id_array(_id_sequence(node_ids))
         est.fit(GraphData(np.zeros((len(ids), 0)), _empty(len(ids)), node_ids=ids))
     elif "features" in protects:
         if not isinstance(n_features, numbers.Integral) or n_features < 1:

@@ -19,7 +19,7 @@ import scipy.sparse as sp
 
 from ..device._device import ANSWER_ID, plain_id
 from ..device._kinds import ReportError, _value_text, directory_digest, plan
-from ..device._random import _as_id_array, ids_to_keys
+from ..device._random import _as_id_array, _id_sequence, ids_to_keys
 from ..device._spec import read_spec
 from ..utils._atomic import replace_file
 from ._population import _TOL, BudgetExceededError, Population
@@ -453,7 +453,8 @@ def read_reports(source, spec, *, users=None, senders=None, format=None):
         if len(senders) != len(source):
             raise ValueError(f"senders has {len(senders)} entries for {len(source)} records: "
                              "pass one authenticated sender per record, in the same order.")
-    users = None if users is None else list(users)   # (read twice for an edge collection)
+    directory = None if users is None else _id_sequence(users)   # (arrays as GraphData's)
+    users = None if users is None else list(directory)   # (read twice for an edge collection)
     allowed = None if users is None else set(plain_id(u) for u in users)
     own_position = None
     if users is None and "edges" in spec.protects:
@@ -465,7 +466,7 @@ def read_reports(source, spec, *, users=None, senders=None, format=None):
                       "records can add users and outvote the others. Pass users= the "
                       "directory of enrolled users.", UserWarning, stacklevel=2)
     if users is not None and "edges" in spec.protects:   # a list must not name its sender
-        ukeys = ids_to_keys(_as_id_array(users))   # as GraphData and received_graph do
+        ukeys = ids_to_keys(_as_id_array(directory))   # as GraphData and received_graph do
         if len(ukeys) != spec.public_state["n_users"] or \
                 directory_digest(ukeys) != spec.public_state["directory"]:
             raise ValueError(f"users is not the directory of edge collection {spec.id} (its "
@@ -752,7 +753,7 @@ def received_graph(*, features=None, labels=None, edges=None, node_ids=None, bud
                              "whose senders are the users.")
         node_ids = list(source.users)
     # ids of several types (7 and "a") keep their types (np.asarray would make text of 7)
-    ids = _as_id_array(node_ids if isinstance(node_ids, np.ndarray) else list(node_ids))
+    ids = _as_id_array(_id_sequence(node_ids))
     n = len(ids)
     if n == 0:
         raise ValueError("received_graph: no user.")

@@ -58,7 +58,8 @@ def replace_file(path, write, like=None):
     file away to. ``True`` once renamed.
     """
     folder, name = os.path.split(os.fspath(path))
-    tmp = os.path.join(folder, f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    # (the name cut short: a long one plus the suffix could pass the system's limit)
+    tmp = os.path.join(folder, f".{name[:64]}.{secrets.token_hex(6)}.tmp")
     try:
         write(tmp)
         if like is not None:

@@ -62,7 +62,7 @@ def test_a_page_replaced_by_root_keeps_its_owner_and_group(tmp_path):
 
 
 def test_a_temporary_file_left_by_a_killed_writer_is_ignored_by_git():
-    # a writer killed (SIGKILL) before its rename leaves .<page>.<pid>.<hex>.tmp beside
+    # a writer killed (SIGKILL) before its rename leaves .<page>.<hex>.tmp beside
     # the page: it showed in git status
     import shutil
     import subprocess
@@ -71,6 +71,6 @@ def test_a_temporary_file_left_by_a_killed_writer_is_ignored_by_git():
     root = Path(__file__).resolve().parents[2]
     if shutil.which("git") is None or not (root / ".git").exists():
         pytest.skip("not a git checkout")
-    left = "docs/results/.privge.md.12345.0badc0de.tmp"
+    left = "docs/results/.privge.md.0badc0de0000.tmp"
     out = subprocess.run(["git", "check-ignore", "-q", "--no-index", left], cwd=root)
     assert out.returncode == 0
