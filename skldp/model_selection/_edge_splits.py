@@ -8,7 +8,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import check_random_state
 
-from .._graph_data import _EXPORT, GraphData, _is_symmetric
+from .._graph_data import _EXPORT, GraphData, _is_symmetric, reads_users_data
 from ..utils._arrays import sorted_lookup
 
 __all__ = ["PairData", "random_edge_split", "sample_non_edges"]
@@ -156,6 +156,21 @@ class PairData(GraphData):
         """Where the pairs' labels were read (``_labels_from``; ``None`` for a PairData
         pickled before it existed: labels of unknown origin)."""
         return getattr(self, "_labels_from", None)
+
+    def _note_export(self, kind, rows):
+        """As :meth:`GraphData._note_export`, and: pairs whose labels were read from the
+        users' true graph (or of unknown origin) over edges an edge mechanism collected
+        leave with their labels' history lost, so whatever reads them with the labels (a
+        scikit-learn model's fit) reads those edges in the clear, as a link predictor's
+        fit on them would: the users at both ends are charged (epsilon inf)."""
+        super()._note_export(kind, rows)
+        from ..base import edges_collected
+        labels_from = self._labels()
+        if edges_collected(self._store.adjacency_origin) and (
+                labels_from is None or reads_users_data(labels_from)):
+            self._store.population.note_clear_read(
+                "Export of pairs labelled from the users' true edges (a step outside skldp)",
+                "edges", self.node_keys[np.unique(self.pairs)])
 
     def concat(self, *others):
         """The pairs of ``self`` followed by those of ``others``, over the same graph.

@@ -972,6 +972,7 @@ class HadamardLinkPredictor(_LinkPredictorBase):
         """
         check_has_features(X, type(self).__name__)   # one score for every pair: refused
         note_feature_read(self, X, fitting=True)   # raw features read here: in the clear
+        note_edge_read(self, X, fitting=True)   # (scoring reads the graph given: its edges)
         self._setup_fit()
         hidden = self._hidden_sizes()
         X, y_enc = self._encode_pairs(X, y)
