@@ -63,3 +63,15 @@ def test_a_hadamard_head_fitted_on_collected_edges_is_charged_for_true_edges():
     u, v = np.argwhere(sp.triu(G.adjacency, 1).toarray())[0]   # a true edge
     with pytest.raises(BudgetExceededError):
         head.decision_function(mb.transform(PairData(G, [[u, v]])))
+
+
+@pytest.mark.parametrize("model", ["MLPHead", "GCNClassifier", "LabelPropagationClassifier"])
+def test_node_classifiers_refuse_node_pairs(model):
+    # MLPHead raised scikit-learn's shape error or an IndexError, GCN an IndexError, and
+    # label propagation fitted pair labels as node labels
+    import skldp.baselines
+    import skldp.models
+    cls = getattr(skldp.models, model, None) or getattr(skldp.baselines, model)
+    P_tr, _, _, y_tr, _, _ = random_edge_split(_graph(), random_state=0)
+    with pytest.raises(TypeError, match="classifies nodes, but X is a PairData"):
+        cls().fit(P_tr, y_tr)

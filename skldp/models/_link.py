@@ -95,6 +95,8 @@ def _edges_among(X, pairs):
 class _LinkPredictorBase(GraphClassifierMixin, BaseEstimator):
     """Shared input handling: PairData rows, binary labels, validation pairs, ROC-AUC score."""
 
+    _predicts_pairs = True   # (check_graph_data refuses pairs to the node classifiers)
+
     #: The constraints of the parameters both link predictors have (subclasses add theirs).
     _parameter_constraints = {
         "dropout": [Interval(Real, 0, 1, closed="left")],

@@ -24,6 +24,7 @@ from ..utils.validation import (
     check_feature_names,
     check_finite_features,
     check_has_features,
+    refuse_pairs,
 )
 from ._base import TorchClassifierBase
 
@@ -625,6 +626,7 @@ class MLPHead(TorchClassifierBase):
         if n == 1:
             raise ValueError("MLPHead needs at least two training rows, got n_samples=1.")
         if isinstance(X, GraphData):   # (arrays get scikit-learn's message)
+            refuse_pairs(X, self)
             check_has_features(X, "MLPHead")   # before the validation split takes rows away
         self._fitting = True
         try:

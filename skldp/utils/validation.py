@@ -5,6 +5,7 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.base import is_classifier
 from sklearn.utils._param_validation import HasMethods
 from sklearn.utils._param_validation import Interval as _Interval
 
@@ -17,7 +18,7 @@ __all__ = ["Count", "Interval", "EPS_CONSTRAINT", "LABEL_MECHANISM_CONSTRAINT",
            "RANDOM_STATE_CONSTRAINT", "check_eps",
            "check_int", "check_graph_data", "check_finite_features", "resolve_feature_range",
            "clip_to_range", "input_feature_names", "check_input_features", "check_has_features",
-           "record_feature_names", "check_feature_names"]
+           "record_feature_names", "check_feature_names", "refuse_pairs"]
 
 
 class Interval(_Interval):
@@ -148,6 +149,7 @@ def check_graph_data(X, estimator=None, require_adjacency=False, require_symmetr
                "the clear, epsilon=inf, see privacy_report): apply the tool to the step after "
                "the graph steps, on their output (pipe[:-1].transform(X))."
                if isinstance(X, np.ndarray) else ""))
+    refuse_pairs(X, estimator)
     if require_symmetric:
         X.require_symmetric(name)
     elif require_adjacency:
@@ -163,6 +165,17 @@ def check_graph_data(X, estimator=None, require_adjacency=False, require_symmetr
     if require_finite:
         X._check_finite(name)
     return X
+
+
+def refuse_pairs(X, estimator):
+    """A node classifier given node pairs (a :class:`~skldp.model_selection.PairData`)
+    refuses them: it would read one node per pair position, or fail on the shapes."""
+    if hasattr(X, "pairs") and isinstance(X, GraphData) and estimator is not None and \
+            is_classifier(estimator) and not getattr(estimator, "_predicts_pairs", False):
+        raise TypeError(
+            f"{type(estimator).__name__} classifies nodes, but X is a PairData of node pairs. "
+            "Predict links with skldp.models.HadamardLinkPredictor or VGAELinkPredictor, or "
+            "pass a GraphData view of the nodes.")
 
 
 def check_has_features(X, step="This step"):
