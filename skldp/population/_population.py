@@ -105,8 +105,7 @@ class Population:
         self._received = {}    # collection id -> {key: report} the server kept (labels)
         self._answer_digests = {}   # collection id -> _Digests of the answers received
         self._collected = {}   # collection id -> spec of reports received from real devices
-        self._recorders = []   # audits: lists that receive (collection id, keys, reports)
-        self._recordings = {}  # id -> (list, protects) of this process's recordings
+        self._recordings = {}  # id -> _Recorder: this process's recordings (audits)
         self._foreign = {}     # id -> protects: other processes' recordings (the journal's)
         self._clear_reads = set()   # (step kind, part, graph token) already charged
         self._lock = threading.RLock()
@@ -239,8 +238,8 @@ class Population:
         if keep:
             kept = self._received.setdefault(spec.id, {})
             kept.update(zip(node_keys.tolist(), np.asarray(reports).tolist(), strict=True))
-        for rec in self._recorders:
-            rec.append((spec, node_keys, reports))
+        for recorder in list(self._recordings.values()):
+            recorder.append((spec, node_keys, reports))
         if foreign:   # another process records what the server receives: send it there
             with self._exclusive():
                 self._sync_locked()   # (the write moves the offset past what others wrote)
@@ -410,8 +409,7 @@ class Population:
         rec, rid = [], uuid.uuid4().hex
         protects = None if protects is None else sorted(protects)
         with self._lock:
-            self._recordings[rid] = (rec, protects)
-            self._recorders.append(_Recorder(rec, protects))
+            self._recordings[rid] = _Recorder(rec, protects)
             if self._journal is not None and self._reachable:   # (a copy that cannot
                 with self._exclusive():                          # collect records here)
                     self._sync_locked()
@@ -425,7 +423,6 @@ class Population:
                         self._sync_locked()   # what the workers sent, into rec
                         self._write({"recording": rid, "on": False})
                 del self._recordings[rid]
-                self._recorders = [r for r in self._recorders if r.rec is not rec]
 
     def _new_answers(self, spec, keys, tags, unique):
         """The users of a request who have not answered ``spec`` yet (and their tags).
@@ -527,8 +524,8 @@ class Population:
             if mine:
                 spec = CollectionSpec.from_dict(rec["spec"], check_kind=False)
                 item = (spec, _unb64(rec["keys"]), _unpickled(rec["reports"]))
-                for out, _ in mine:
-                    out.append(item)
+                for recorder in mine:
+                    recorder.append(item)
             return
         if "budget" in rec:
             self._budget_cap = self.ledger._budget = rec["budget"]
@@ -575,8 +572,9 @@ class Population:
                 fh.write((json.dumps({"digests": cid, "keys": _b64(pairs["key"].copy()),
                                       "d": _b64(pairs["digest"].copy())}) + "\n").encode())
             fh.write((json.dumps({"budget": self._budget_cap}) + "\n").encode())
-            for rid, (_, protects) in self._recordings.items():
-                fh.write((json.dumps({"recording": rid, "on": True, "protects": protects})
+            for rid, recorder in self._recordings.items():
+                fh.write((json.dumps({"recording": rid, "on": True,
+                                      "protects": recorder.protects})
                           + "\n").encode())
             self._offset = self.ledger._offset = fh.tell()
         self._journal = path
@@ -605,7 +603,7 @@ class Population:
                                     state.get("_answer_digests", {}).items()}
         self.__dict__.update(state)
         self._lock = threading.RLock()
-        self._recorders, self._answers, self._fh, self._offset = [], {}, None, 0
+        self._answers, self._fh, self._offset = {}, None, 0
         self._recordings, self._foreign = {}, {}
         self._clear_reads = set()
         secret = None if self._journal is None else \
