@@ -124,7 +124,8 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
         y : array-like or None
             Labels; only used (with a warning) when ``classes`` is ``None``:
             their users (the rows of ``X``, or else those of the first
-            :meth:`randomize`) are charged a read of their labels in the clear.
+            :meth:`randomize`, which must randomize as many labels) are charged a
+            read of their labels in the clear.
 
         Returns
         -------
@@ -148,7 +149,7 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
                           "knowledge.", PrivacyLeakWarning, stacklevel=2)
             # charged before the domain is derived: at once when X names these labels'
             # users, else at the first randomize (its users), before any label is sent
-            self._classes_read = True
+            self._classes_read = len(y)   # the users read: those of the first randomize
             if isinstance(X, GraphData) and X.population.simulated and len(X) == len(y):
                 self._charge_classes_read(X.population, X.node_keys[X.rows])
             classes = np.unique(y)
@@ -184,8 +185,17 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
         before any label is sent): a read of their labels in the clear (epsilon inf),
         named after the option, or after the classifier that made this mechanism
         (``_classes_read_by``, its step kind)."""
-        if not self.__dict__.get("_classes_read"):
+        n_read = self.__dict__.get("_classes_read")
+        if not n_read:
             return
+        if n_read is not True and len(node_keys) != n_read:
+            # charging these users would leave the others whose labels were read free
+            raise ValueError(
+                f"The label domain (classes=None) was read from {n_read} labels, but "
+                f"{len(node_keys)} users' labels are randomized: the ledger cannot tell whose "
+                "labels were read. Fit with X, the GraphData view of the users of y, or with "
+                "the labels of exactly the users randomized, or pass classes=[...] (the "
+                "public label domain).")
         by = self.__dict__.get("_classes_read_by")
         name = by.rsplit(".", 1)[-1] if by else type(self).__name__
         charge_public_read(self, population, node_keys, "labels", "classes=None",

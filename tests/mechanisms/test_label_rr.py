@@ -224,3 +224,22 @@ def test_classes_read_from_the_labels_are_a_read_in_the_clear():
         warnings.simplefilter("error", PrivacyLeakWarning)
         LabelRandomizedResponse(1.0, classes=[0, 9], random_state=0).fit().randomize(y, capped)
     assert privacy_report(capped).local_epsilon == 1.0
+
+
+def test_classes_read_from_more_labels_than_are_randomized_is_refused():
+    # The domain read from all labels, then only the first users randomized: charging
+    # those users alone left user 17 (the only holder of class 9) free. Refused, before
+    # any label is sent.
+    from skldp.accounting import privacy_report
+    y = np.zeros(50, dtype=int)
+    y[17] = 9
+    G = GraphData(np.zeros((50, 1)))
+    with pytest.warns(PrivacyLeakWarning, match="classes"):
+        rr = LabelRandomizedResponse(1.0, random_state=0).fit(y=y)
+    with pytest.raises(ValueError, match=r"read from 50 labels, but 10 users' labels are "
+                                         r"randomized.*Fit with X"):
+        rr.randomize(y[:10], G[np.arange(10)])
+    assert G.ledger.entries() == []
+    assert privacy_report(G).local_epsilon == 0
+    rr.randomize(y, G)                             # the users read: charged, then sent
+    assert np.isinf(privacy_report(G).epsilon_for("labels"))
