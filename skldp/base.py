@@ -1277,11 +1277,12 @@ class GraphClassifierMixin(ClassifierMixin):
     invented for a node.
     """
 
-    def _check_labels(self, y, n_rows):
-        """``y`` as a 1-D array of ``n_rows`` labels, at least one (an empty fit is an error)."""
+    def _check_labels(self, y, n_rows, X=None):
+        """``y`` as a 1-D array of ``n_rows`` labels, at least one (an empty fit is an error);
+        with ``X``, the GraphData they label, a Series indexed by other users is refused."""
         from .model_selection._node_splits import _label_column
 
-        y = _label_column(y, warn=True)   # a list of strings keeps its NaN markers
+        y = _label_column(y, warn=True, X=X)   # a list of strings keeps its NaN markers
         if len(y) != n_rows:
             raise ValueError(f"X has {n_rows} rows but y has {len(y)} labels.")
         if n_rows == 0:
@@ -1289,10 +1290,10 @@ class GraphClassifierMixin(ClassifierMixin):
                              "selection of nodes or pairs?); fit needs labelled rows.")
         return y
 
-    def _encode_labels(self, y, n_rows):
+    def _encode_labels(self, y, n_rows, X=None):
         from .model_selection._node_splits import _check_all_labelled, _labelled_mask
 
-        y = self._check_labels(y, n_rows)
+        y = self._check_labels(y, n_rows, X)
         if y.dtype.kind == "f":   # a continuous target gets scikit-learn's error first
             check_classification_targets(y[_labelled_mask(y)])
         _check_all_labelled(y)   # the splitters' test: -2, NaN, None are unlabelled too
@@ -1307,3 +1308,14 @@ class GraphClassifierMixin(ClassifierMixin):
         """Most probable class of each row."""
         proba = self.predict_proba(X)
         return self.classes_[np.argmax(proba, axis=1)]
+
+    def score(self, X, y, sample_weight=None):
+        """Mean accuracy on the rows of ``X`` with labels ``y`` (as scikit-learn's).
+
+        A pandas Series indexed by other users than ``X``'s rows is refused:
+        its labels would be compared with other users' predictions.
+        """
+        from .model_selection._node_splits import _check_label_index
+
+        _check_label_index(y, X)
+        return super().score(X, y, sample_weight=sample_weight)

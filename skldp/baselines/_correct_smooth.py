@@ -153,7 +153,7 @@ class CorrectAndSmooth(MetaEstimatorMixin, GraphClassifierMixin, BaseEstimator):
         """
         G = check_graph_data(X, self, require_symmetric=True)
         from ..model_selection._node_splits import _label_column
-        y = _label_column(y, warn=True)   # a list of strings keeps its NaN markers
+        y = _label_column(y, warn=True, X=G)   # a list of strings keeps its NaN markers
         if len(y) != len(G):
             raise ValueError(f"X has {len(G)} rows but y has {len(y)} labels.")
         _check_all_labelled(y)   # a scikit-learn base would learn -2 as a class

@@ -131,7 +131,7 @@ class LabelPropagationClassifier(GraphClassifierMixin, BaseEstimator):
         self
         """
         G = check_graph_data(X, self, require_symmetric=True)
-        y = self._check_labels(y, len(G))
+        y = self._check_labels(y, len(G), G)
         y_used, mech = fit_label_mechanism(self, G, y)
         if mech is None:
             y_enc = self._encode_labels(y_used, len(G))

@@ -585,7 +585,7 @@ class _DPTrainerBase(PrivateStepMixin, GraphClassifierMixin, BaseEstimator):
         return _fit_digest(*(p() if callable(p) else p for p in parts))
 
     # ---------------------------------------------------------------- labels
-    def _encode_targets(self, y, n_rows):
+    def _encode_targets(self, y, n_rows, X=None):
         """Encode ``y`` against the public label domain ``classes`` (sets ``classes_``)."""
         if self.classes is None:
             warnings.warn(
@@ -594,7 +594,7 @@ class _DPTrainerBase(PrivateStepMixin, GraphClassifierMixin, BaseEstimator):
                 "epsilon_): the ledger charges those users a read of their labels in the "
                 "clear (epsilon=inf). Pass the public label domain, e.g. "
                 "classes=[0, 1, 2, 3].", PrivacyLeakWarning, stacklevel=3)
-            return self._encode_labels(y, n_rows)
+            return self._encode_labels(y, n_rows, X)
         classes = np.asarray(self.classes)
         if classes.ndim != 1:
             raise ValueError(f"classes must be a 1-D array-like, got shape {classes.shape}.")
@@ -602,7 +602,7 @@ class _DPTrainerBase(PrivateStepMixin, GraphClassifierMixin, BaseEstimator):
         if len(classes) < 2:
             raise ValueError(f"classes must hold at least two distinct labels, got "
                              f"{self.classes!r}.")
-        y = self._check_labels(y, n_rows)
+        y = self._check_labels(y, n_rows, X)
         check_classification_targets(y)
         unknown = ~np.isin(y, classes)
         if unknown.any():
@@ -1088,7 +1088,7 @@ class DPGNNClassifier(_DPTrainerBase):
         _check_min_features(G.shape, type(self).__name__)
         check_finite_features(G.features, name=f"the features given to {type(self).__name__}")
         check_float32_range(G.features)
-        y_enc = self._encode_targets(y, len(G))
+        y_enc = self._encode_targets(y, len(G), G)
         # classes=None read the label domain from the labels of every fit row
         classes_keys = G.node_keys[G.rows] if self.classes is None else None
         tr, va = self._validation_rows(G, y_enc)
@@ -1308,7 +1308,7 @@ class DPMLPClassifier(_DPTrainerBase):
         if Xf.shape[0] < 2:
             raise ValueError(f"{type(self).__name__} needs at least 2 samples, got "
                              f"n_samples = {Xf.shape[0]}.")
-        y_enc = self._encode_targets(y, Xf.shape[0])
+        y_enc = self._encode_targets(y, Xf.shape[0], X)
         self.n_features_in_ = Xf.shape[1]
         record_feature_names(self, X)
         device = resolve_device(self.device)

@@ -340,6 +340,9 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
         y_noisy : ndarray of shape (n,)
             Reported labels, values in ``classes_``.
         """
+        if isinstance(keys, GraphData):
+            from ..model_selection._node_splits import _check_label_index
+            _check_label_index(y, keys)
         y_enc = self.encode(y)
         return self.classes_[self.randomize_encoded(y_enc, keys)]
 

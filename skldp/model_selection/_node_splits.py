@@ -36,17 +36,52 @@ def _strings_with_nan(y):
             and all(v is None or isinstance(v, str) or _is_nan(v) for v in flat))
 
 
-def _label_column(y, *, warn=False):
+def _label_column(y, *, warn=False, X=None):
     """``y`` as a 1-D array (``column_or_1d``), the NaN markers of string labels kept.
 
     NumPy turns a list of strings with a NaN (pandas' ``tolist()`` of missing
     strings) into a str array where NaN is the text ``"nan"``: a class, every
     row labelled. Such a list becomes an object array instead, as one with
-    ``None`` does; any other input gives the same array as before.
+    ``None`` does; any other input gives the same array as before. With ``X``
+    (the GraphData the labels are of), a pandas Series indexed by other users
+    than ``X``'s rows is refused (:func:`_check_label_index`).
     """
+    if X is not None:
+        _check_label_index(y, X)
     if isinstance(y, (list, tuple)) and _strings_with_nan(y):
         y = np.array(y, dtype=object)
     return column_or_1d(y, warn=warn)
+
+
+def _check_label_index(y, X):
+    """Refuse a pandas Series of labels whose index names users of ``X``'s graph other than
+    its rows, in their order: labels are read by position, so user ``a``'s label would be
+    taken for the user in ``a``'s position (and sent in that user's name).
+
+    An index that names no users of the graph (positions of a graph with other ids, a
+    new Series' ``RangeIndex`` from 0) is positional, as in scikit-learn.
+    """
+    pd = sys.modules.get("pandas")
+    if pd is None or not isinstance(y, pd.Series) or getattr(X, "_store", None) is None:
+        return
+    from ._edge_splits import PairData
+    index = y.index
+    if isinstance(X, PairData) or (isinstance(index, pd.RangeIndex) and index.start == 0
+                                   and index.step == 1):
+        return
+    from ..device._random import _as_id_array, ids_to_keys
+    try:
+        keys = ids_to_keys(_as_id_array(index.to_numpy()))   # as GraphData reads ids
+    except Exception:   # not ids (dates, intervals...): positional
+        return
+    rows = X.node_keys[X.rows]
+    if np.array_equal(keys, rows) or not np.isin(keys, X.node_keys).all():
+        return
+    raise ValueError(
+        "y is a pandas Series indexed by users of X's graph, but not by X's rows in their "
+        "order: labels are read by position, so users would get other users' labels. "
+        "Pass y.loc[X.node_ids] (labels in X's order), or y.to_numpy() if they already "
+        "are in that order.")
 
 
 def _labelled_mask(y):

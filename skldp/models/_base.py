@@ -176,7 +176,7 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
         if not isinstance(X, GraphData):
             from sklearn.utils.validation import check_array
             X = check_array(X, accept_sparse="csr", dtype=np.float32)
-        y_enc = self._encode_labels(y, X.shape[0])
+        y_enc = self._encode_labels(y, X.shape[0], X)
         self.n_features_in_ = X.shape[1]
         seed = training_seed(self.random_state)
         weight_decay = self._fit_weight_decay(X, y, seed)

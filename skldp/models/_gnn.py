@@ -533,7 +533,7 @@ class GNNClassifierBase(TorchClassifierBase):
         """
         # without features every node gets the same output: refused before anything is read
         G = check_graph_data(X, self, require_adjacency=True, require_features=True)
-        y = self._check_labels(y, len(G))   # before any label is collected
+        y = self._check_labels(y, len(G), G)   # before any label is collected
         if hasattr(self, "label_mechanism_"):
             del self.label_mechanism_
         mech = self._make_label_mechanism(y)
@@ -594,10 +594,10 @@ class GNNClassifierBase(TorchClassifierBase):
             return None
         return clone_private_step(self.label_mechanism).fit(y=y)
 
-    def _encode_labels(self, y, n_rows):
+    def _encode_labels(self, y, n_rows, X=None):
         mech = getattr(self, "label_mechanism_", None)
         if mech is None:
-            return super()._encode_labels(y, n_rows)
+            return super()._encode_labels(y, n_rows, X)
         # The label domain is the mechanism's public one, whatever the noisy labels hold.
         self.classes_ = mech.classes_
         return mech.encode(y)

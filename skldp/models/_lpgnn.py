@@ -258,14 +258,14 @@ class LPGNNClassifier(GNNClassifierBase):
             self.label_mechanism_ = None
         return self
 
-    def _encode_labels(self, y, n_rows):
+    def _encode_labels(self, y, n_rows, X=None):
         if getattr(self, "label_mechanism_", None) is None and self.classes is not None:
             # Not private, but the public domain is known: keep its order and size.
             classes = np.unique(np.asarray(self.classes))
             enc = LabelRandomizedResponse(np.inf, classes=classes).fit()
             self.classes_ = classes
             return enc.encode(y)
-        return super()._encode_labels(y, n_rows)
+        return super()._encode_labels(y, n_rows, X)
 
     def _fit_targets(self, y_enc, X):
         c = len(self.classes_)

@@ -621,7 +621,7 @@ class MLPHead(TorchClassifierBase):
         # Once, here: the weight_decay="auto" search refits on y many times, and a column
         # vector would warn (DataConversionWarning) at each of those fits.
         from ..model_selection._node_splits import _label_column
-        y = _label_column(y, warn=True)   # a list of strings keeps its NaN markers
+        y = _label_column(y, warn=True, X=X)   # a list of strings keeps its NaN markers
         n = getattr(X, "shape", (None,))[0]
         if n == 1:
             raise ValueError("MLPHead needs at least two training rows, got n_samples=1.")

@@ -217,7 +217,7 @@ class RGNNClassifier(TorchClassifierBase):
         if self.alpha > 0 and self.n_clusters > G.n_nodes:   # (alpha = 0: no clusters)
             raise ValueError(f"n_clusters={self.n_clusters} exceeds the number of nodes "
                              f"({G.n_nodes}).")
-        y = self._check_labels(y, len(G))
+        y = self._check_labels(y, len(G), G)
         # The label collection's seed is hashed from random_state with the label
         # mechanism's identity, so it shares no random numbers with any feature report.
         mech = classifier_label_mechanism(self)
@@ -229,7 +229,7 @@ class RGNNClassifier(TorchClassifierBase):
         finally:
             self.__dict__.pop("_llp_state", None)
 
-    def _encode_labels(self, y, n_rows):
+    def _encode_labels(self, y, n_rows, X=None):
         # The label domain is the mechanism's (public) one, whatever the noisy labels hold.
         mech = self.label_mechanism_
         self.classes_ = mech.classes_

@@ -478,12 +478,13 @@ class SolitudeClassifier(GNNClassifierBase):
         -------
         self
         """
-        check_graph_data(X, self, require_adjacency=True, require_features=True)  # before a read
+        G = check_graph_data(X, self, require_adjacency=True, require_features=True)
+        y = self._check_labels(y, len(G), G)   # (both before a read is charged)
         note_feature_read(self, X, fitting=True)   # raw features read here: in the clear
         note_edge_read(self, X, fitting=True)
         self._setup_fit()
         G = check_graph_data(X, self, require_adjacency=True)
-        y_enc = self._encode_labels(y, len(G))
+        y_enc = self._encode_labels(y, len(G), G)
         self.n_features_in_ = G.shape[1]
         record_feature_names(self, G)
         seed = training_seed(self.random_state)

@@ -1,0 +1,82 @@
+"""Labels given as a pandas Series indexed by user ids: read in X's row order or refused."""
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from skldp import GraphData
+from skldp.baselines import CorrectAndSmooth, LabelPropagationClassifier
+from skldp.central import DPGNNClassifier, DPMLPClassifier
+from skldp.mechanisms import LabelRandomizedResponse
+from skldp.models import GCNClassifier, LPGNNClassifier, MLPHead, SolitudeClassifier
+
+pd = pytest.importorskip("pandas")
+
+N = 40
+IDS = [f"u{i}" for i in range(N)]
+
+
+def _graph():
+    rng = np.random.default_rng(0)
+    A = sp.random(N, N, density=0.15, random_state=0, format="csr")
+    A = ((A + A.T) > 0).astype(float)
+    G = GraphData(rng.normal(size=(N, 3)), A, node_ids=IDS)
+    y = pd.Series(np.arange(N) % 2, index=IDS)
+    return G, y, rng.permutation(N)
+
+
+ESTIMATORS = [
+    GCNClassifier(epochs=2),
+    MLPHead(epochs=2),
+    LPGNNClassifier(epochs=2, eps_y=1.0, classes=[0, 1]),
+    SolitudeClassifier(epochs=2),
+    LabelPropagationClassifier(),
+    CorrectAndSmooth(MLPHead(epochs=2)),
+    DPGNNClassifier(epochs=1, classes=[0, 1], batch_size=10),
+    DPMLPClassifier(epochs=1, classes=[0, 1], batch_size=10),
+]
+
+
+@pytest.mark.parametrize("est", ESTIMATORS, ids=lambda e: type(e).__name__)
+def test_a_series_indexed_by_other_users_is_refused(est):
+    # Read by position, user ids[perm[0]] would be fitted on user u0's label (and a label
+    # mechanism would send u0's label in that user's name).
+    G, y, perm = _graph()
+    X = G[perm]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(ValueError, match=r"Series indexed by users of X's graph, but not "
+                                             r"by X's rows.*y\.loc\[X\.node_ids\]"):
+            est.fit(X, y)
+        assert G.ledger.entries() == []          # refused before any label was sent
+        est.fit(X, y.loc[X.node_ids])            # in X's order: fitted
+        with pytest.raises(ValueError, match="Series indexed by users"):
+            est.score(X, y)
+        assert est.score(X, y.loc[X.node_ids]) == est.score(X, y.loc[X.node_ids].to_numpy())
+
+
+def test_positional_series_are_read_by_position():
+    G, y, perm = _graph()
+    X = G[perm]
+    clf = GCNClassifier(epochs=2, random_state=0)
+    ref = clf.fit(X, y.to_numpy()[perm]).predict(G)
+    # a new Series (RangeIndex) and an index that names no user of the graph: positions
+    for labels in (pd.Series(y.to_numpy()[perm]),
+                   pd.Series(y.to_numpy()[perm], index=np.arange(N) + 7)):
+        np.testing.assert_array_equal(clf.fit(X, labels).predict(G), ref)
+
+
+def test_default_ids_and_the_label_randomizer():
+    # default ids 0..n-1: a Series indexed by the nodes, sliced with the view, is aligned;
+    # the whole Series with a permuted view is not
+    rng = np.random.default_rng(1)
+    G = GraphData(rng.normal(size=(N, 3)))
+    y = pd.Series(np.arange(N) % 3)
+    perm = rng.permutation(N)
+    rr = LabelRandomizedResponse(1.0, classes=[0, 1, 2], random_state=0).fit()
+    with pytest.raises(ValueError, match="Series indexed by users"):
+        rr.randomize(y.iloc[perm[::-1]], G[perm])
+    assert G.ledger.entries() == []
+    assert len(rr.randomize(y.iloc[perm], G[perm])) == N
