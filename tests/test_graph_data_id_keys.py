@@ -73,11 +73,21 @@ def test_networkx_tuple_nodes_of_numpy_ints_are_the_same_users():
 ], ids=["float64", "list", "object", "object-text", "float32"])
 def test_float_ids_beyond_2_53_are_refused(ids):
     # user ...800 read from a float column is ...768: it was charged as another user
-    with pytest.raises(ValueError, match=r"float of magnitude 2\*\*53 or more.*Read the id "
-                                         r"column as integers"):
+    with pytest.raises(ValueError, match=r"float(64|32) of magnitude 2\*\*(53|24) or more.*"
+                                         r"Read the id column as integers"):
         GraphData(np.zeros((2, 1)), node_ids=ids)
-    with pytest.raises(ValueError, match=r"2\*\*53 or more"):
+    with pytest.raises(ValueError, match=r"2\*\*(53|24) or more"):
         ids_to_keys(np.asarray(ids))
+
+
+def test_float32_ids_beyond_2_24_are_refused():
+    # users 16777217 and 16777216 read from a float32 column are one float: one key
+    with pytest.raises(ValueError, match=r"float32 of magnitude 2\*\*24 or more"):
+        GraphData(np.zeros((2, 1)), node_ids=np.array([2**24 + 1, 5], dtype=np.float32))
+    with pytest.raises(ValueError, match=r"float32 of magnitude 2\*\*24"):
+        ids_to_keys(np.array([np.float32(2**24), "a"], dtype=object))
+    below = np.array([2**24 - 1, 7], dtype=np.float32)
+    np.testing.assert_array_equal(ids_to_keys(below), np.array([2**24 - 1, 7], np.uint64))
 
 
 def test_float_ids_below_2_53_are_the_integers():

@@ -223,28 +223,32 @@ def sample_columns(seed, keys, d, k, stream=0):
     return out
 
 
-# A float id of this magnitude or more names no integer exactly: 2**53 + 1 reads 2**53.
-_FLOAT_EXACT = 2.0 ** 53
+def _exact_limit(dtype):
+    """The magnitude from which a float of ``dtype`` names no integer exactly: 2**53 for
+    float64, 2**24 for float32 (the integers next to it read the same float)."""
+    return 2.0 ** (np.finfo(dtype).nmant + 1)
 
 
 def _inexact_float_id(v):
+    bits = int(np.log2(_exact_limit(np.asarray(v).dtype)))
     raise ValueError(
-        f"The id {float(v)!r} is a float of magnitude 2**53 or more, which cannot name an integer "
-        f"user exactly: it reads {int(v)}, and the integers next to it read the same float "
-        "(a 64-bit id read from a float column was rounded). Read the id column as integers "
-        "(e.g. dtype=np.int64, or pandas' 'Int64' where it has gaps).")
+        f"The id {float(v)!r} is a {np.asarray(v).dtype} of magnitude 2**{bits} or more, which "
+        f"cannot name an integer user exactly: it reads {int(v)}, and the integers next to it "
+        "read the same float (an id read from a float column was rounded). Read the id "
+        "column as integers (e.g. dtype=np.int64, or pandas' 'Int64' where it has gaps).")
 
 
 def _integer_value(v):
     """The int that the id ``v`` names (an integer, or a float with an integer value),
     else None: the same user is the same key whether its id reads 7, 7.0 or np.int32(7).
-    A finite float of magnitude 2**53 or more is refused: it names no integer exactly."""
+    A finite float of magnitude 2**53 or more (a float32's 2**24) is refused: it names
+    no integer exactly."""
     if isinstance(v, (bool, np.bool_)):
         return None
     if isinstance(v, numbers.Integral):
         return int(v)
     if isinstance(v, (float, np.floating)) and np.isfinite(v):
-        if abs(v) >= _FLOAT_EXACT:
+        if abs(v) >= _exact_limit(np.asarray(v).dtype):   # (2**53; a float32's 2**24)
             _inexact_float_id(v)
         if float(v).is_integer():
             return int(v)
@@ -255,12 +259,13 @@ def _as_integers(ids):
     """``ids`` as an int64 (else uint64) array when every id is an integer, in an object
     array (as pandas gives) or as a float with an integer value (1.0, as a column with
     gaps reads); any other array is returned unchanged, and so are integers beyond 64
-    bits (hashed as text). A float id of magnitude 2**53 or more is refused."""
+    bits (hashed as text). A float id of magnitude 2**53 or more (a float32's 2**24) is
+    refused."""
     if ids.size == 0 or ids.dtype.kind not in "fO":
         return ids
     if ids.dtype.kind == "f":
         with np.errstate(invalid="ignore"):
-            big = np.flatnonzero(np.isfinite(ids) & (np.abs(ids) >= _FLOAT_EXACT))
+            big = np.flatnonzero(np.isfinite(ids) & (np.abs(ids) >= _exact_limit(ids.dtype)))
         if len(big):
             _inexact_float_id(ids.ravel()[big[0]])
         exact = np.isfinite(ids).all() and (ids == np.round(ids)).all()

@@ -19,7 +19,7 @@ import scipy.sparse as sp
 
 from ..device._device import ANSWER_ID, plain_id
 from ..device._kinds import ReportError, _value_text, directory_digest, plan
-from ..device._random import _as_id_array, _id_sequence, ids_to_keys
+from ..device._random import _as_id_array, _exact_limit, _id_sequence, ids_to_keys
 from ..device._spec import read_spec
 from ..utils._atomic import replace_file
 from ._population import _TOL, BudgetExceededError, Population
@@ -604,10 +604,11 @@ def _further(digest, user, seen, kept, extra):
 
 def _integral_float_id(rec):
     """The int a record's float user id equals (``5.0``), else ``None`` (also for a float
-    of magnitude 2**53 or more, which names no integer exactly: 2**53 + 1 reads 2**53)."""
+    of magnitude 2**53 or more, or a float32's 2**24, which names no integer exactly:
+    2**53 + 1 reads 2**53)."""
     user = rec.get("user") if isinstance(rec, dict) else None
     if isinstance(user, (float, np.floating)) and math.isfinite(user) and \
-            abs(user) < 2.0 ** 53 and user == int(user):
+            abs(user) < _exact_limit(np.asarray(user).dtype) and user == int(user):
         return int(user)
     return None
 
