@@ -325,16 +325,20 @@ class _JournalFolder:
 
     The ledgers of this process that read the journal (the populations', and copies
     saved with estimators) read what is left in it before it is removed: what worker
-    processes answered stays in them once the journal is gone.
+    processes answered stays in them once the journal is gone. A process forked from
+    this one inherits the object but never removes the folder: the original's process
+    owns it.
     """
 
     def __init__(self, path):
         self.path = path
         self.ledgers = weakref.WeakSet()
-        weakref.finalize(self, _remove_folder, path, self.ledgers)
+        weakref.finalize(self, _remove_folder, path, self.ledgers, os.getpid())
 
 
-def _remove_folder(path, ledgers):
+def _remove_folder(path, ledgers, owner):
+    if os.getpid() != owner:   # a forked child: the journal is its parent's
+        return
     for ledger in list(ledgers):
         try:
             ledger._replay()

@@ -114,6 +114,7 @@ class Population:
         self._reachable = True
         self._fh = None        # the journal, open while this thread holds it
         self.ledger._device_side = weakref.ref(self)
+        _LIVE.add(self)
 
     # ---------------------------------------------------------------- budget
     @property
@@ -764,6 +765,43 @@ def _unb64(s):
 _DEFAULT = None
 _ARRAYS = {}                       # content hash of a plain array -> its population
 _REGISTRY_LOCK = threading.Lock()
+
+#: The populations made in this process (they hold the devices' secret): shared before a fork.
+_LIVE = weakref.WeakSet()
+
+
+def _before_fork():
+    """Share every population's journal before ``os.fork`` (multiprocessing's "fork",
+    a ``ProcessPoolExecutor``): a forked child holds a copy made without pickling, which
+    would otherwise collect into its own memory, outside this process's ledger and cap."""
+    for population in list(_LIVE):
+        try:
+            with population._lock:
+                if population._journal is None and population._secret is not None:
+                    population._open_journal()
+        except Exception:  # noqa: BLE001 - the fork goes on; the child refuses (below)
+            pass
+
+
+def _after_fork_in_child():
+    """In a forked child: new locks (a parent's thread may have held one at the fork), the
+    journal reopened at the next use, the parent's recordings served through the journal,
+    and a population whose journal could not be opened unable to collect."""
+    global _REGISTRY_LOCK
+    _REGISTRY_LOCK = threading.Lock()
+    for population in list(_LIVE):
+        population._lock = threading.RLock()
+        population.ledger._lock = threading.RLock()
+        population._fh = None
+        for rid, recorder in population._recordings.items():   # the parent's: forwarded
+            population._foreign[rid] = recorder.protects
+        population._recordings = {}
+        if population._journal is None:
+            population._secret = None   # collect and receive raise: nothing to share through
+
+
+if hasattr(os, "register_at_fork"):   # POSIX
+    os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)
 
 
 def _refuse_in_worker_process(users):
