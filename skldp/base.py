@@ -983,7 +983,10 @@ class NodeWise(GraphTransformerMixin, BaseEstimator):
     of zeros, never on the users' data, and its parameters become part of the
     mechanism's collection spec, so they must be plain values (numbers,
     strings, lists): a ``FunctionTransformer``'s function cannot be written
-    there (apply it to each user's row before building the GraphData). A transformer
+    there (apply it to each user's row before building the GraphData). Its output
+    row must depend on its input row only: rows drawn at random are transformed
+    alone and compared with the simulation's output (a step that mixes rows is
+    refused before anything is sent). A transformer
     fitted on the users' rows (``StandardScaler()``) runs on the server; a
     mechanism after it is refused.
 
@@ -1119,7 +1122,40 @@ class NodeWise(GraphTransformerMixin, BaseEstimator):
         return self.estimator_.transform(X)
 
     def _transform_graph(self, G):
-        return G.with_features(self.estimator_.transform(G.features))
+        Z = self.estimator_.transform(G.features)
+        if self.on_device:
+            self._check_per_user(G.features, Z)
+        return G.with_features(Z)
+
+    #: Rows transformed alone to check that an on-device step maps each row by itself.
+    _ROWS_CHECKED = 16
+
+    def _check_per_user(self, X, Z):
+        """Refuse an on-device step whose output row depends on other rows than its own.
+
+        The simulation transforms the whole matrix at once, where each device would
+        transform its own row: a step that mixes rows (batch statistics, a random draw)
+        would put other users' data in each user's report, uncharged. Rows drawn at
+        random are transformed alone and compared with the whole matrix's output.
+        """
+        n = X.shape[0]
+        if n < 2:
+            return
+        rng = np.random.default_rng()
+        rows = rng.choice(n, size=min(n, self._ROWS_CHECKED), replace=False)
+        for i in rows:
+            alone = self.estimator_.transform(X[i:i + 1])
+            got, want = (np.asarray(a.toarray() if sp.issparse(a) else a, dtype=float)
+                         for a in (alone, Z[i:i + 1]))
+            if got.shape != want.shape or not np.allclose(got, want, rtol=1e-6, atol=1e-9,
+                                                          equal_nan=True):
+                raise ValueError(
+                    f"NodeWise({type(self.estimator).__name__}, on_device=True) is not a "
+                    f"per-user step: row {int(i)} transformed alone differs from its row in "
+                    "the transform of all rows, so each user's output would hold other "
+                    "users' data (or a random draw). Only a map of each row by itself may "
+                    "run on the devices; run this step on the server (on_device=False), "
+                    "after the mechanism.")
 
     @available_if(lambda self: hasattr(self.estimator, "get_feature_names_out"))
     def get_feature_names_out(self, input_features=None):

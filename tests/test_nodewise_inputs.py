@@ -82,3 +82,44 @@ def test_an_on_device_step_whose_parameters_no_spec_can_hold_is_refused_at_fit()
     G = GraphData(np.random.default_rng(0).random((20, 3)))
     with pytest.raises(ValueError, match="NodeWise\\(on_device=True\\).*FunctionTransformer"):
         NodeWise(FunctionTransformer(np.log1p), on_device=True).fit(G)
+
+
+class _AddOthers(StandardScaler):
+    """A transform with plain parameters that mixes rows: each row plus the others' sum."""
+
+    def transform(self, X, copy=None):
+        X = np.asarray(X, dtype=float)
+        return X + (X.sum(axis=0) - X)
+
+
+class _Centre(StandardScaler):
+    """Batch statistics in transform (each row minus the batch mean)."""
+
+    def transform(self, X, copy=None):
+        X = np.asarray(X, dtype=float)
+        return X - X.mean(axis=0)
+
+
+@pytest.mark.parametrize("step", [_AddOthers(), _Centre()], ids=["add-others", "centre"])
+def test_an_on_device_step_that_mixes_rows_is_refused_before_anything_is_sent(step):
+    # Before: the simulation transformed the whole matrix, so each user's one-bit report
+    # carried the target user's value: eps 0.5 printed, audit lower bound 2.87 (8 users).
+    X = np.zeros((8, 1))
+    X[0] = 1.0
+    G = GraphData(X, budget=1.0)
+    pipe = Pipeline([("dev", NodeWise(step, on_device=True)),
+                     ("bit", OneBitMechanism(eps=0.5, feature_range=(0, 1), random_state=0))])
+    with pytest.raises(ValueError, match=r"is not a per-user step: row \d+ transformed alone"):
+        pipe.fit_transform(G)
+    assert G.ledger.entries() == []
+
+
+def test_a_per_user_on_device_step_passes_the_check():
+    rng = np.random.default_rng(0)
+    X = rng.random((50, 3))
+    X[rng.random(X.shape) < 0.2] = np.nan
+    for Xg in (X, sp.csr_matrix(np.nan_to_num(X))):
+        G = GraphData(Xg)
+        out = NodeWise(SimpleImputer(strategy="constant", fill_value=0.0), on_device=True) \
+            .fit(G).transform(G)
+        assert np.all(np.isfinite(np.asarray(out)))
