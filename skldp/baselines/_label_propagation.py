@@ -9,7 +9,7 @@ from sklearn.base import BaseEstimator, _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
-from ..base import GraphClassifierMixin, fitted_token
+from ..base import GraphClassifierMixin, fitted_token, note_edge_read
 from ..utils.validation import LABEL_MECHANISM_CONSTRAINT, Count, Interval, check_graph_data
 from ._graph_ops import (
     fit_label_mechanism,
@@ -141,6 +141,7 @@ class LabelPropagationClassifier(GraphClassifierMixin, BaseEstimator):
         self.train_keys_ = np.array(G.node_keys[G.rows], dtype=np.uint64)
         self.train_labels_ = np.asarray(y_enc, dtype=np.int64)
         self.n_features_in_ = G.shape[1]
+        note_edge_read(self, G, fitting=True)   # whether its graph's edges were collected
         return self
 
     def predict_proba(self, X):
@@ -158,6 +159,7 @@ class LabelPropagationClassifier(GraphClassifierMixin, BaseEstimator):
         """
         check_is_fitted(self, "train_labels_")
         G = check_graph_data(X, self, require_symmetric=True)
+        note_edge_read(self, G)   # the true edges, if it was fitted on collected ones
         key = ("skldp.baselines.label_propagation", fitted_token(self))
         P = G.memo_get(key)
         if P is None:

@@ -53,7 +53,7 @@ from ..accounting._rdp import (
     calibrate_noise_multiplier,
     compute_epsilon,
 )
-from ..base import GraphClassifierMixin, PrivateStepMixin, array_node_keys
+from ..base import GraphClassifierMixin, PrivateStepMixin, array_node_keys, note_edge_read
 from ..exceptions import PrivacyLeakWarning
 from ..model_selection._validation import validation_split
 from ..population import (
@@ -1116,6 +1116,7 @@ class DPGNNClassifier(_DPTrainerBase):
                      clear_reads=self._graph_clear_reads(G, nb, validation, classes_keys),
                      data=data)
         self.protects_ = tuple(self.protects)
+        note_edge_read(self, G, fitting=True)   # whether its graph's edges were collected
         return self
 
     def _graph_clear_reads(self, G, nb, validation, classes_keys=None):
@@ -1164,6 +1165,9 @@ class DPGNNClassifier(_DPTrainerBase):
         # class); checked once per graph
         G = check_graph_data(X, self, require_adjacency=True, require_finite=True)
         check_feature_names(self, G)
+        # the full neighbourhoods of G's graph: its true edges, if the model was fitted on
+        # collected ones (charged before anything is read; refused under a budget)
+        note_edge_read(self, G)
         if G.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {G.shape[1]} features, but {type(self).__name__} is "
                              f"expecting {self.n_features_in_} features as input.")
