@@ -8,8 +8,9 @@ from sklearn.base import BaseEstimator, MetaEstimatorMixin, _fit_context, clone
 from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ..base import GraphClassifierMixin
+from ..base import GraphClassifierMixin, edges_collected, note_edge_read
 from ..model_selection._node_splits import _check_all_labelled
+from ..population import BudgetExceededError
 from ..utils._arrays import sorted_lookup
 from ..utils.validation import LABEL_MECHANISM_CONSTRAINT, Count, Interval, check_graph_data
 from ._graph_ops import (
@@ -51,6 +52,47 @@ def _labels_sent(G, records):
         "CorrectAndSmooth on the rows its base model was fitted on.")
 
 
+def _protections(estimator, records):
+    """The specs of what the base model's fit collected: the collections its fitted steps
+    hold (at any depth; an edge collection read from a memo sends nothing, but its step
+    holds it) and the reports sent while it was fitted (``records``)."""
+    from ..accounting._report import _children
+
+    specs, seen = [spec for spec, _, _ in records], set()
+
+    def walk(est):
+        if id(est) in seen:
+            return
+        seen.add(id(est))
+        spec = getattr(est, "collection_", None)
+        if spec is not None and hasattr(spec, "protects"):
+            specs.append(spec)
+        for _, child in _children(est):
+            walk(child)
+
+    walk(estimator)
+    return specs
+
+
+def _note_adjacency_read(cs, G):
+    """The propagation reads the adjacency of ``G``: when the fit protected the edges (its
+    base model was fitted on collected edges) and ``G`` holds the users' true edges, that
+    is a read of them in the clear (epsilon inf), charged as
+    :func:`~skldp.base.note_edge_read` charges it; refused under a budget."""
+    try:
+        note_edge_read(cs, G)
+    except BudgetExceededError as exc:
+        name = type(cs).__name__
+        raise BudgetExceededError(
+            f"{name} propagates over the adjacency of the graph it is given; its base "
+            "model was fitted on edges an edge mechanism collected, so propagating over the "
+            "users' true edges reads them in the clear (epsilon=inf), which no privacy "
+            f"budget admits (this population's is {G.population.budget:.4g} per user). "
+            f"Nothing was predicted. Collect the edges before {name} and give it the "
+            f"collected graph (Gr = EdgeRR(...).fit_transform(G); {name}(...).fit(Gr[train], "
+            "y)): it then propagates over the users' reports.") from exc
+
+
 class CorrectAndSmooth(MetaEstimatorMixin, GraphClassifierMixin, BaseEstimator):
     """Correct and Smooth: post-process any classifier's predictions with label propagation.
 
@@ -60,6 +102,11 @@ class CorrectAndSmooth(MetaEstimatorMixin, GraphClassifierMixin, BaseEstimator):
     predictions and propagates the corrected predictions to smooth them.
     Everything after the base model is post-processing of its output, the
     graph and the training labels (randomized ones with a label mechanism).
+
+    The propagation reads the graph it is given itself. When the base model
+    was fitted on edges an edge mechanism collected, ``predict`` on a graph of
+    the users' true edges reads them in the clear: charged epsilon=inf,
+    refused under a budget (give C&S the collected graph instead).
 
     Read more in the :ref:`User Guide <correct_and_smooth>`.
 
@@ -158,8 +205,8 @@ class CorrectAndSmooth(MetaEstimatorMixin, GraphClassifierMixin, BaseEstimator):
             raise ValueError(f"X has {len(G)} rows but y has {len(y)} labels.")
         _check_all_labelled(y)   # a scikit-learn base would learn -2 as a class
         y_used, own = fit_label_mechanism(self, G, y)
-        with G.population.recording(protects=("labels",)) as records:
-            self.estimator_ = clone(self.estimator).fit(G, y_used)
+        with G.population.recording(protects=("labels", "edges")) as records:
+            estimator = clone(self.estimator).fit(G, y_used)
         # Labels the base model's fit randomized (at any depth: a pipeline, a search):
         # propagate the reports the users sent, never their clean labels.
         sent, made = _labels_sent(G, records)
@@ -169,6 +216,12 @@ class CorrectAndSmooth(MetaEstimatorMixin, GraphClassifierMixin, BaseEstimator):
                              "one of them.")
         if sent is not None:
             y_used = sent
+        self.estimator_ = estimator
+        # The base model's fit protected the edges (an edge mechanism collected them): the
+        # adjacency C&S reads at predict is then its own read, in the clear if true edges.
+        self._fit_on_collected_edges = edges_collected(G._store.adjacency_origin) or any(
+            "edges" in s.protects and s.model == "local"
+            for s in _protections(estimator, records))
         self.classes_ = np.asarray(self.estimator_.classes_)
         pos, found = sorted_lookup(self.classes_, y_used)
         if not found.all():
@@ -193,6 +246,7 @@ class CorrectAndSmooth(MetaEstimatorMixin, GraphClassifierMixin, BaseEstimator):
         """
         check_is_fitted(self, "train_labels_")
         G = check_graph_data(X, self, require_symmetric=True)
+        _note_adjacency_read(self, G)
         key = ("skldp.baselines.correct_and_smooth", getattr(self, "_fit_stamp", None),
                float(self.alpha1), float(self.alpha2), int(self.n_iter), str(self.scale))
         P = G.memo_get(key)

@@ -1,0 +1,86 @@
+"""CorrectAndSmooth reads the graph itself: when its base model protected the edges (an
+edge mechanism collected them), what C&S reads in the clear is charged (epsilon=inf), and
+a budget refuses it. Nothing is charged when nothing protected them (taken as given)."""
+
+import numpy as np
+import pytest
+from sklearn.pipeline import Pipeline
+
+from skldp import GraphData
+from skldp.accounting import privacy_report
+from skldp.baselines import CorrectAndSmooth, LabelPropagationClassifier
+from skldp.mechanisms import EdgeRR
+from skldp.population import BudgetExceededError
+
+TRAIN = np.arange(0, 60, 2)
+
+
+@pytest.fixture
+def graph(small_graph):
+    A, X, y = small_graph
+    return (lambda budget=None: GraphData(X, A, budget=budget)), y
+
+
+def _collected_lp():
+    return Pipeline([("edges", EdgeRR(eps=1.0, random_state=0)),
+                     ("lp", LabelPropagationClassifier())])
+
+
+def _clear(report, what):
+    return [s for s in report.spends if s.model == "clear" and what in s.protects]
+
+
+# ------------------------------------------------- the base model collected the edges
+
+def test_propagating_over_the_true_edges_after_the_base_collected_them_is_charged(graph):
+    make, y = graph
+    G = make()
+    cs = CorrectAndSmooth(_collected_lp()).fit(G[TRAIN], y[TRAIN])
+    assert privacy_report(cs).epsilon_for("edges") == pytest.approx(1.0)   # fit: EdgeRR only
+    cs.predict_proba(G)   # C&S propagates over G's adjacency: the users' true edges
+    for report in (privacy_report(cs), privacy_report(G)):
+        assert report.epsilon_for("edges") == np.inf
+        assert "CorrectAndSmooth read the users' edges in the clear: epsilon=inf (60 users)" \
+            in str(report)
+
+
+def test_a_budget_refuses_the_true_edges_after_the_base_collected_them(graph):
+    make, y = graph
+    G = make(budget=1.0)
+    cs = CorrectAndSmooth(_collected_lp()).fit(G[TRAIN], y[TRAIN])
+    with pytest.raises(BudgetExceededError, match=r"CorrectAndSmooth propagates over the "
+                                                  r"adjacency.*Collect the edges before "
+                                                  r"CorrectAndSmooth"):
+        cs.predict(G[[0]])
+    assert privacy_report(G).epsilon_for("edges") == pytest.approx(1.0)
+
+
+def test_an_edge_collection_asked_again_for_free_is_seen_too(graph):
+    # the base's EdgeRR repeats a request already answered (free, not a new ledger entry):
+    # the edges C&S reads are still the ones that collection protected
+    make, y = graph
+    G = make()
+    EdgeRR(eps=1.0, random_state=0).fit_transform(G)
+    cs = CorrectAndSmooth(_collected_lp()).fit(G[TRAIN], y[TRAIN])
+    cs.predict(G)
+    assert privacy_report(G).epsilon_for("edges") == np.inf
+
+
+def test_given_the_collected_graph_it_propagates_over_the_reports(graph):
+    # the documented way: collect the edges first, give C&S the collected graph
+    make, y = graph
+    G = make(budget=1.0)
+    Gr = EdgeRR(eps=1.0, random_state=0).fit_transform(G)
+    cs = CorrectAndSmooth(LabelPropagationClassifier()).fit(Gr[TRAIN], y[TRAIN])
+    assert cs.score(Gr, y) > 0.6
+    report = privacy_report(cs)
+    assert report.local_epsilon == pytest.approx(1.0) and not _clear(report, "edges")
+    with pytest.raises(BudgetExceededError, match="Collect the edges before"):
+        cs.predict(G)    # the true graph, after a fit on the collected one
+
+
+def test_the_true_graph_is_taken_as_given_when_nothing_collected_it(graph):
+    make, y = graph
+    G = make(budget=1.0)
+    CorrectAndSmooth(LabelPropagationClassifier()).fit(G[TRAIN], y[TRAIN]).predict(G)
+    assert len(G.ledger) == 0
