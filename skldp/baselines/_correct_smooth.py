@@ -8,7 +8,7 @@ from sklearn.base import BaseEstimator, MetaEstimatorMixin, _fit_context, clone
 from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ..base import GraphClassifierMixin, edges_collected, note_edge_read
+from ..base import GraphClassifierMixin, charge_clear_read, edges_collected, note_edge_read
 from ..model_selection._node_splits import _check_all_labelled
 from ..population import BudgetExceededError
 from ..utils._arrays import sorted_lookup
@@ -52,13 +52,15 @@ def _labels_sent(G, records):
         "CorrectAndSmooth on the rows its base model was fitted on.")
 
 
-def _protections(estimator, records):
-    """The specs of what the base model's fit collected: the collections its fitted steps
-    hold (at any depth; an edge collection read from a memo sends nothing, but its step
-    holds it) and the reports sent while it was fitted (``records``)."""
+def _protections(estimator, records, entries):
+    """The specs of what the base model's fit collected or trained on: the collections and
+    central trainings its fitted steps hold (at any depth; an edge collection read from a
+    memo sends nothing, but its step holds it), the reports sent while it was fitted
+    (``records``) and the ledger's ``entries`` of that time (trainings of steps it does
+    not keep: a search's candidates)."""
     from ..accounting._report import _children
 
-    specs, seen = [spec for spec, _, _ in records], set()
+    specs, seen = [spec for spec, _, _ in records] + [e.spec for e in entries], set()
 
     def walk(est):
         if id(est) in seen:
@@ -74,23 +76,41 @@ def _protections(estimator, records):
     return specs
 
 
+def _charge_clean_labels(cs, G, specs):
+    """Charge the training users of ``G`` a read of their labels in the clear: a central-DP
+    base model (its trainings among ``specs``) protects them, but C&S propagates the clean
+    labels into its predictions, outside that guarantee. Refused under a budget, before
+    anything is kept."""
+    kinds = ", ".join(sorted({spec.kind.rsplit(".", 1)[-1] for spec in specs
+                              if spec.model == "central" and "labels" in spec.protects}))
+    charge_clear_read(cs, G, "labels", G.node_keys[G.rows], (
+        f"{type(cs).__name__} propagates the training labels into its predictions; its base "
+        f"model's central DP training ({kinds}) protects them, but the propagation reads the "
+        f"clean labels of {len(G)} user(s) in the clear (epsilon=inf)",
+        f"{type(cs).__name__} was not fitted. Give it a label_mechanism (e.g. "
+        "LabelRandomizedResponse): the base model and the propagation then both use the "
+        "labels the users sent."))
+
+
 def _note_adjacency_read(cs, G):
     """The propagation reads the adjacency of ``G``: when the fit protected the edges (its
-    base model was fitted on collected edges) and ``G`` holds the users' true edges, that
-    is a read of them in the clear (epsilon inf), charged as
-    :func:`~skldp.base.note_edge_read` charges it; refused under a budget."""
+    base model was fitted on collected edges, or by a central training that protects them)
+    and ``G`` holds the users' true edges, that is a read of them in the clear (epsilon
+    inf), charged as :func:`~skldp.base.note_edge_read` charges it; refused under a
+    budget."""
     try:
         note_edge_read(cs, G)
     except BudgetExceededError as exc:
         name = type(cs).__name__
         raise BudgetExceededError(
             f"{name} propagates over the adjacency of the graph it is given; its base "
-            "model was fitted on edges an edge mechanism collected, so propagating over the "
-            "users' true edges reads them in the clear (epsilon=inf), which no privacy "
-            f"budget admits (this population's is {G.population.budget:.4g} per user). "
-            f"Nothing was predicted. Collect the edges before {name} and give it the "
-            f"collected graph (Gr = EdgeRR(...).fit_transform(G); {name}(...).fit(Gr[train], "
-            "y)): it then propagates over the users' reports.") from exc
+            "model was fitted on edges an edge mechanism collected (or by a central DP "
+            "training that protects them), so propagating over the users' true edges reads "
+            "them in the clear (epsilon=inf), which no privacy budget admits (this "
+            f"population's is {G.population.budget:.4g} per user). Nothing was predicted. "
+            f"Collect the edges before {name} and give it the collected graph (Gr = "
+            f"EdgeRR(...).fit_transform(G); {name}(...).fit(Gr[train], y)): it then "
+            "propagates over the users' reports.") from exc
 
 
 class CorrectAndSmooth(MetaEstimatorMixin, GraphClassifierMixin, BaseEstimator):
@@ -103,10 +123,13 @@ class CorrectAndSmooth(MetaEstimatorMixin, GraphClassifierMixin, BaseEstimator):
     Everything after the base model is post-processing of its output, the
     graph and the training labels (randomized ones with a label mechanism).
 
-    The propagation reads the graph it is given itself. When the base model
-    was fitted on edges an edge mechanism collected, ``predict`` on a graph of
-    the users' true edges reads them in the clear: charged epsilon=inf,
-    refused under a budget (give C&S the collected graph instead).
+    The propagation reads the graph it is given and the training labels
+    itself. When the base model protected them, that read is in the clear and
+    charged (epsilon=inf; refused under a budget): ``predict`` on a graph of
+    the users' true edges after a base model fitted on collected edges (an
+    edge mechanism, or a central DP training that protects edges; give C&S the
+    collected graph instead), and ``fit`` with the clean labels around a
+    central DP model that protects them (set ``label_mechanism`` instead).
 
     Read more in the :ref:`User Guide <correct_and_smooth>`.
 
@@ -205,6 +228,8 @@ class CorrectAndSmooth(MetaEstimatorMixin, GraphClassifierMixin, BaseEstimator):
             raise ValueError(f"X has {len(G)} rows but y has {len(y)} labels.")
         _check_all_labelled(y)   # a scikit-learn base would learn -2 as a class
         y_used, own = fit_label_mechanism(self, G, y)
+        ledger = G.population.ledger
+        mark = ledger.mark()
         with G.population.recording(protects=("labels", "edges")) as records:
             estimator = clone(self.estimator).fit(G, y_used)
         # Labels the base model's fit randomized (at any depth: a pipeline, a search):
@@ -214,14 +239,18 @@ class CorrectAndSmooth(MetaEstimatorMixin, GraphClassifierMixin, BaseEstimator):
             raise ValueError("Both CorrectAndSmooth and its estimator randomize the labels: "
                              "two collections of each user's label. Set label_mechanism on "
                              "one of them.")
+        # What the base model's fit protected: edges an edge mechanism collected, and the
+        # parts a central DP training on these users covers. What C&S then reads itself
+        # (the clean labels here, the adjacency at predict) is a read in the clear.
+        specs = _protections(estimator, records, ledger.entries(since=mark))
         if sent is not None:
             y_used = sent
+        elif own is None and any(s.model == "central" and "labels" in s.protects
+                                 for s in specs):
+            _charge_clean_labels(self, G, specs)
         self.estimator_ = estimator
-        # The base model's fit protected the edges (an edge mechanism collected them): the
-        # adjacency C&S reads at predict is then its own read, in the clear if true edges.
         self._fit_on_collected_edges = edges_collected(G._store.adjacency_origin) or any(
-            "edges" in s.protects and s.model == "local"
-            for s in _protections(estimator, records))
+            "edges" in s.protects and s.model in ("local", "central") for s in specs)
         self.classes_ = np.asarray(self.estimator_.classes_)
         pos, found = sorted_lookup(self.classes_, y_used)
         if not found.all():

@@ -1,6 +1,7 @@
-"""CorrectAndSmooth reads the graph itself: when its base model protected the edges (an
-edge mechanism collected them), what C&S reads in the clear is charged (epsilon=inf), and
-a budget refuses it. Nothing is charged when nothing protected them (taken as given)."""
+"""CorrectAndSmooth reads the training labels and the graph itself: when its base model
+protected them (edges an edge mechanism collected, a central DP training that covers the
+labels or the edges), what C&S reads in the clear is charged (epsilon=inf), and a budget
+refuses it. Nothing is charged when nothing protected them (taken as given)."""
 
 import numpy as np
 import pytest
@@ -9,7 +10,8 @@ from sklearn.pipeline import Pipeline
 from skldp import GraphData
 from skldp.accounting import privacy_report
 from skldp.baselines import CorrectAndSmooth, LabelPropagationClassifier
-from skldp.mechanisms import EdgeRR
+from skldp.central import DPGNNClassifier, DPMLPClassifier
+from skldp.mechanisms import EdgeRR, LabelRandomizedResponse
 from skldp.population import BudgetExceededError
 
 TRAIN = np.arange(0, 60, 2)
@@ -24,6 +26,11 @@ def graph(small_graph):
 def _collected_lp():
     return Pipeline([("edges", EdgeRR(eps=1.0, random_state=0)),
                      ("lp", LabelPropagationClassifier())])
+
+
+def _dpgnn():
+    return DPGNNClassifier(max_degree=2, classes=[0, 1], batch_size=5, n_steps=2,
+                           noise_multiplier=5.0, hidden_size=4, device="cpu", random_state=0)
 
 
 def _clear(report, what):
@@ -84,3 +91,72 @@ def test_the_true_graph_is_taken_as_given_when_nothing_collected_it(graph):
     G = make(budget=1.0)
     CorrectAndSmooth(LabelPropagationClassifier()).fit(G[TRAIN], y[TRAIN]).predict(G)
     assert len(G.ledger) == 0
+
+
+# ------------------------------------------- a central DP base model (labels, edges)
+
+def test_a_central_base_that_protects_the_labels_charges_the_clean_labels(graph):
+    make, y = graph
+    G = make()
+    cs = CorrectAndSmooth(_dpgnn()).fit(G[TRAIN], y[TRAIN])
+    report = privacy_report(cs)
+    assert report.epsilon_for("labels") == np.inf
+    assert "CorrectAndSmooth read the users' labels in the clear: epsilon=inf (30 users)" \
+        in str(report)
+    assert not _clear(report, "edges")
+    cs.predict(G)   # DP-GNN protects the edges too: the true ones, propagated, are charged
+    assert privacy_report(cs).epsilon_for("edges") == np.inf
+
+
+def test_a_budget_refuses_the_clean_labels_to_a_central_base(graph):
+    make, y = graph
+    G = make(budget=10.0)
+    cs = CorrectAndSmooth(_dpgnn())
+    with pytest.raises(BudgetExceededError, match=r"central DP training \(DPGNNClassifier\) "
+                                                  r"protects them.*label_mechanism"):
+        cs.fit(G[TRAIN], y[TRAIN])
+    assert not hasattr(cs, "estimator_") and not hasattr(cs, "train_labels_")
+    assert privacy_report(G).epsilon_for("labels") == 0.0
+
+
+def test_a_central_base_with_collected_labels_and_edges_stays_finite(graph):
+    # what the refusals name: a label mechanism on C&S and the collected graph
+    make, y = graph
+    G = make(budget=10.0)
+    Gr = EdgeRR(eps=1.0, random_state=0).fit_transform(G)
+    rr = LabelRandomizedResponse(1.0, classes=[0, 1], random_state=0)
+    cs = CorrectAndSmooth(_dpgnn(), label_mechanism=rr).fit(Gr[TRAIN], y[TRAIN])
+    cs.predict(Gr)
+    report = privacy_report(cs)
+    assert not _clear(report, "labels") and not _clear(report, "edges")
+    assert report.local_epsilon == pytest.approx(2.0) and 0 < report.central_epsilon < 8
+
+
+def test_a_central_base_that_protects_the_edges_charges_the_true_ones(graph):
+    # labels collected (finite), graph given: DP-GNN's guarantee covers the edges, the
+    # propagation over the true ones does not
+    make, y = graph
+    G = make(budget=10.0)
+    rr = LabelRandomizedResponse(1.0, classes=[0, 1], random_state=0)
+    cs = CorrectAndSmooth(_dpgnn(), label_mechanism=rr).fit(G[TRAIN], y[TRAIN])
+    assert privacy_report(cs).epsilon_for("labels") == pytest.approx(1.0)
+    with pytest.raises(BudgetExceededError, match=r"or by a central DP training that "
+                                                  r"protects them.*Collect the edges"):
+        cs.predict(G)
+    assert privacy_report(G).epsilon_for("edges") == 0.0
+    H = make()
+    CorrectAndSmooth(_dpgnn(), label_mechanism=rr).fit(H[TRAIN], y[TRAIN]).predict(H)
+    assert privacy_report(H).epsilon_for("edges") == np.inf
+
+
+def test_a_central_base_that_does_not_use_the_graph_leaves_it_given(graph):
+    # DP-MLP protects features and labels: the labels are charged, the graph is not
+    make, y = graph
+    G = make()
+    mlp = DPMLPClassifier(classes=[0, 1], accountant="hypergeometric", batch_size=5,
+                          n_steps=2, noise_multiplier=5.0, hidden_size=4, device="cpu",
+                          random_state=0)
+    cs = CorrectAndSmooth(mlp).fit(G[TRAIN], y[TRAIN])
+    cs.predict(G)
+    report = privacy_report(cs)
+    assert report.epsilon_for("labels") == np.inf and report.epsilon_for("edges") == 0.0
