@@ -230,7 +230,7 @@ class CorrectAndSmooth(MetaEstimatorMixin, GraphClassifierMixin, BaseEstimator):
         y_used, own = fit_label_mechanism(self, G, y)
         ledger = G.population.ledger
         mark = ledger.mark()
-        with G.population.recording(protects=("labels", "edges")) as records:
+        with G.population.recording(protects=("labels",)) as records:
             estimator = clone(self.estimator).fit(G, y_used)
         # Labels the base model's fit randomized (at any depth: a pipeline, a search):
         # propagate the reports the users sent, never their clean labels.
