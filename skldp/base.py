@@ -1141,6 +1141,7 @@ class NodeWise(GraphTransformerMixin, BaseEstimator):
         n = X.shape[0]
         if n < 2:
             return
+        Z = Z.tocsr() if sp.issparse(Z) else Z   # (a COO output cannot be sliced)
         rng = np.random.default_rng()
         rows = rng.choice(n, size=min(n, self._ROWS_CHECKED), replace=False)
         for i in rows:

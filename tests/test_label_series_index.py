@@ -47,12 +47,12 @@ def test_a_series_indexed_by_other_users_is_refused(est):
     X = G[perm]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        with pytest.raises(ValueError, match=r"Series indexed by users of X's graph, but not "
-                                             r"by X's rows.*y\.loc\[X\.node_ids\]"):
+        with pytest.raises(ValueError, match=r"Series indexed by the users of X's rows, but "
+                                             r"in another order.*y\.loc\[X\.node_ids\]"):
             est.fit(X, y)
         assert G.ledger.entries() == []          # refused before any label was sent
         est.fit(X, y.loc[X.node_ids])            # in X's order: fitted
-        with pytest.raises(ValueError, match="Series indexed by users"):
+        with pytest.raises(ValueError, match="Series indexed by the users"):
             est.score(X, y)
         assert est.score(X, y.loc[X.node_ids]) == est.score(X, y.loc[X.node_ids].to_numpy())
 
@@ -76,7 +76,38 @@ def test_default_ids_and_the_label_randomizer():
     y = pd.Series(np.arange(N) % 3)
     perm = rng.permutation(N)
     rr = LabelRandomizedResponse(1.0, classes=[0, 1, 2], random_state=0).fit()
-    with pytest.raises(ValueError, match="Series indexed by users"):
+    with pytest.raises(ValueError, match="Series indexed by the users"):
         rr.randomize(y.iloc[perm[::-1]], G[perm])
     assert G.ledger.entries() == []
     assert len(rr.randomize(y.iloc[perm], G[perm])) == N
+
+
+def test_positions_kept_by_scikit_learn_splitters_are_positional():
+    # Before: each fold's y.iloc[train] kept positions as its index; where positions were
+    # also integer ids of the graph they were read as ids and refused (nan scores).
+    from sklearn.model_selection import cross_val_score, train_test_split
+    rng = np.random.default_rng(2)
+    A = sp.random(N, N, density=0.15, random_state=1, format="csr")
+    A = ((A + A.T) > 0).astype(float)
+    y_np = np.arange(N) % 2
+    for ids in (None, np.arange(1, N + 1)):      # default ids, and ids 1..n
+        G = GraphData(rng.normal(size=(N, 3)), A, node_ids=ids)
+        train = rng.permutation(N)[:30]
+        for y in (pd.Series(y_np[train]), pd.Series(y_np[train]).reset_index(drop=True)):
+            scores = cross_val_score(GCNClassifier(epochs=2), G[train], y, cv=3,
+                                     error_score="raise")
+            assert np.all(np.isfinite(scores))
+        y_all = pd.Series(y_np)                  # positions as the index
+        assert np.all(np.isfinite(cross_val_score(GCNClassifier(epochs=2), G, y_all, cv=3,
+                                                  error_score="raise")))
+        Xtr, Xte, ytr, yte = train_test_split(G, y_all, random_state=0)
+        clf = GCNClassifier(epochs=2).fit(Xtr, ytr)
+        assert clf.score(Xte, yte) == clf.score(Xte, yte.to_numpy())
+
+
+def test_a_one_column_frame_is_checked_too():
+    G, y, perm = _graph()
+    rr = LabelRandomizedResponse(1.0, classes=[0, 1], random_state=0).fit()
+    with pytest.raises(ValueError, match="Series indexed by the users"):
+        rr.randomize(y.to_frame(), G[perm])
+    assert G.ledger.entries() == []

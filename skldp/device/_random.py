@@ -223,6 +223,9 @@ def sample_columns(seed, keys, d, k, stream=0):
     return out
 
 
+_FLOAT64_EXACT = 2.0 ** 53   # (a Python float's, without asking numpy)
+
+
 def _exact_limit(dtype):
     """The magnitude from which a float of ``dtype`` names no integer exactly: 2**53 for
     float64, 2**24 for float32 (the integers next to it read the same float)."""
@@ -248,7 +251,8 @@ def _integer_value(v):
     if isinstance(v, numbers.Integral):
         return int(v)
     if isinstance(v, (float, np.floating)) and np.isfinite(v):
-        if abs(v) >= _exact_limit(np.asarray(v).dtype):   # (2**53; a float32's 2**24)
+        limit = _FLOAT64_EXACT if isinstance(v, float) else _exact_limit(np.asarray(v).dtype)
+        if abs(v) >= limit:   # (2**53; a float32's 2**24)
             _inexact_float_id(v)
         if float(v).is_integer():
             return int(v)

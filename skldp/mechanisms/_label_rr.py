@@ -1,5 +1,6 @@
 """Label local DP: k-ary randomized response on node labels (LPGNN, later version)."""
 
+import hashlib
 import warnings
 
 import numpy as np
@@ -17,6 +18,13 @@ from ..utils.validation import EPS_CONSTRAINT, RANDOM_STATE_CONSTRAINT, check_ep
 from ._grid import check_eps_per_coordinate
 
 __all__ = ["LabelRandomizedResponse"]
+
+
+def _labels_read(positions):
+    """(count, digest) of the labels the domain was read from, as class positions: the
+    first randomize must send these labels (it charges its users for the read)."""
+    positions = np.ascontiguousarray(positions, dtype=np.int64)
+    return len(positions), hashlib.blake2b(positions.tobytes(), digest_size=16).hexdigest()
 
 
 class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
@@ -149,10 +157,12 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
                           "knowledge.", PrivacyLeakWarning, stacklevel=2)
             # charged before the domain is derived: at once when X names these labels'
             # users, else at the first randomize (its users), before any label is sent
-            self._classes_read = len(y)   # the users read: those of the first randomize
+            self._classes_read = True
             if isinstance(X, GraphData) and X.population.simulated and len(X) == len(y):
                 self._charge_classes_read(X.population, X.node_keys[X.rows])
             classes = np.unique(y)
+            if self._classes_read:   # the users read: the first randomize's, of these labels
+                self._classes_read = _labels_read(np.searchsorted(classes, y))
         if classes.dtype.kind in "fc" and np.any(np.isnan(classes)):
             raise ValueError("classes must not contain NaN.")
         if len(classes) < 2:
@@ -180,22 +190,23 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
         self.population_ = None if population is None else "graph:" + population.id
         return self
 
-    def _charge_classes_read(self, population, node_keys):
+    def _charge_classes_read(self, population, node_keys, y_enc=None):
         """Charge the users whose labels ``classes=None`` read the label domain from (once,
         before any label is sent): a read of their labels in the clear (epsilon inf),
         named after the option, or after the classifier that made this mechanism
-        (``_classes_read_by``, its step kind)."""
-        n_read = self.__dict__.get("_classes_read")
-        if not n_read:
+        (``_classes_read_by``, its step kind). At the first randomize (``y_enc``, its
+        labels' positions) those are its users only if it randomizes the labels read."""
+        read = self.__dict__.get("_classes_read")
+        if not read:
             return
-        if n_read is not True and len(node_keys) != n_read:
+        if isinstance(read, tuple) and y_enc is not None and read != _labels_read(y_enc):
             # charging these users would leave the others whose labels were read free
             raise ValueError(
-                f"The label domain (classes=None) was read from {n_read} labels, but "
-                f"{len(node_keys)} users' labels are randomized: the ledger cannot tell whose "
-                "labels were read. Fit with X, the GraphData view of the users of y, or with "
-                "the labels of exactly the users randomized, or pass classes=[...] (the "
-                "public label domain).")
+                f"The label domain (classes=None) was read from {read[0]} labels, but other "
+                f"labels ({len(node_keys)}) are randomized: the ledger cannot tell whose "
+                "labels were read. Fit with X, the GraphData view of the users of y, or "
+                "randomize exactly the labels the domain was read from, or pass "
+                "classes=[...] (the public label domain).")
         by = self.__dict__.get("_classes_read_by")
         name = by.rsplit(".", 1)[-1] if by else type(self).__name__
         charge_public_read(self, population, node_keys, "labels", "classes=None",
@@ -252,7 +263,7 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
         self._check_unchanged()
         y_enc = np.asarray(y_enc, dtype=np.int64)
         population, node_keys = self._users(keys, len(y_enc))
-        self._charge_classes_read(population, node_keys)
+        self._charge_classes_read(population, node_keys, y_enc)
         return population.collect(self.collection_, node_keys, label_digests(y_enc),
                                   lambda rkeys: self._encode_report(y_enc, rkeys), keep=True)
 

@@ -54,34 +54,40 @@ def _label_column(y, *, warn=False, X=None):
 
 
 def _check_label_index(y, X):
-    """Refuse a pandas Series of labels whose index names users of ``X``'s graph other than
-    its rows, in their order: labels are read by position, so user ``a``'s label would be
-    taken for the user in ``a``'s position (and sent in that user's name).
+    """Refuse labels in a pandas Series (or one-column DataFrame) whose index names
+    exactly the users of ``X``'s rows, in another order: labels are read by position, so
+    user ``a``'s label would be taken for the user in ``a``'s position (and sent in that
+    user's name).
 
-    An index that names no users of the graph (positions of a graph with other ids, a
-    new Series' ``RangeIndex`` from 0) is positional, as in scikit-learn.
+    Any other index is positional, as in scikit-learn: a new Series' ``RangeIndex``,
+    the graph positions of ``X``'s rows (what scikit-learn's splitters keep), or
+    values that are not exactly these users' ids (positions of a graph with other ids).
     """
     pd = sys.modules.get("pandas")
-    if pd is None or not isinstance(y, pd.Series) or getattr(X, "_store", None) is None:
+    if pd is None or getattr(X, "_store", None) is None or not (
+            isinstance(y, pd.Series) or (isinstance(y, pd.DataFrame) and y.shape[1] == 1)):
         return
     from ._edge_splits import PairData
     index = y.index
-    if isinstance(X, PairData) or (isinstance(index, pd.RangeIndex) and index.start == 0
-                                   and index.step == 1):
+    if isinstance(X, PairData) or len(index) != len(X) or len(index) < 2 or (
+            isinstance(index, pd.RangeIndex) and index.start == 0 and index.step == 1):
         return
     from ..device._random import _as_id_array, ids_to_keys
     try:
         keys = ids_to_keys(_as_id_array(index.to_numpy()))   # as GraphData reads ids
+        positions = np.asarray(index)
+        if positions.dtype.kind in "iu" and np.array_equal(positions, X.rows):
+            return
     except Exception:   # not ids (dates, intervals...): positional
         return
     rows = X.node_keys[X.rows]
-    if np.array_equal(keys, rows) or not np.isin(keys, X.node_keys).all():
+    if np.array_equal(keys, rows) or not np.array_equal(np.sort(keys), np.sort(rows)):
         return
     raise ValueError(
-        "y is a pandas Series indexed by users of X's graph, but not by X's rows in their "
-        "order: labels are read by position, so users would get other users' labels. "
-        "Pass y.loc[X.node_ids] (labels in X's order), or y.to_numpy() if they already "
-        "are in that order.")
+        "y is a pandas Series indexed by the users of X's rows, but in another order: "
+        "labels are read by position, so users would get other users' labels. If its "
+        "index holds the users' ids, pass y.loc[X.node_ids] (labels in X's order); if it "
+        "holds row positions, pass y.to_numpy().")
 
 
 def _labelled_mask(y):

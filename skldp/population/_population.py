@@ -622,6 +622,7 @@ class Population:
                 self._folder.ledgers.add(self.ledger)
         self.ledger._device_side = weakref.ref(self)
         self.ledger._budget = self._budget_cap
+        _LIVE.add(self)   # (a forked child renews its locks)
         if self._reachable:
             self._sync()
 
@@ -766,29 +767,42 @@ _DEFAULT = None
 _ARRAYS = {}                       # content hash of a plain array -> its population
 _REGISTRY_LOCK = threading.Lock()
 
-#: The populations made in this process (they hold the devices' secret): shared before a fork.
+#: The populations of this process (made here, or copies): shared before a fork.
 _LIVE = weakref.WeakSet()
+_FORKED = False   # this process is a fork of one that ran skldp (os.fork included)
+_HELD = []        # the populations' locks, held by the forking thread across the fork
 
 
 def _before_fork():
     """Share every population's journal before ``os.fork`` (multiprocessing's "fork",
     a ``ProcessPoolExecutor``): a forked child holds a copy made without pickling, which
-    would otherwise collect into its own memory, outside this process's ledger and cap."""
+    would otherwise collect into its own memory, outside this process's ledger and cap.
+    Each population's lock is held across the fork, so that no thread of this process is
+    half-way through recording an answer when the child's copy is made."""
     for population in list(_LIVE):
+        population._lock.acquire()
+        _HELD.append(population)
         try:
-            with population._lock:
-                if population._journal is None and population._secret is not None:
-                    population._open_journal()
+            if population._journal is None and population._secret is not None:
+                population._open_journal()
         except Exception:  # noqa: BLE001 - the fork goes on; the child refuses (below)
             pass
 
 
+def _after_fork_in_parent():
+    while _HELD:
+        _HELD.pop()._lock.release()
+
+
 def _after_fork_in_child():
-    """In a forked child: new locks (a parent's thread may have held one at the fork), the
-    journal reopened at the next use, the parent's recordings served through the journal,
-    and a population whose journal could not be opened unable to collect."""
-    global _REGISTRY_LOCK
+    """In a forked child: new locks, the journal reopened at the next use, the parent's
+    recordings served through the journal, a population whose journal could not be
+    opened unable to collect, and no new users of plain arrays (known to this process
+    only, as in a multiprocessing worker)."""
+    global _REGISTRY_LOCK, _FORKED
     _REGISTRY_LOCK = threading.Lock()
+    _FORKED = True
+    _HELD.clear()
     for population in list(_LIVE):
         population._lock = threading.RLock()
         population.ledger._lock = threading.RLock()
@@ -801,7 +815,8 @@ def _after_fork_in_child():
 
 
 if hasattr(os, "register_at_fork"):   # POSIX
-    os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)
+    os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,
+                        after_in_child=_after_fork_in_child)
 
 
 def _refuse_in_worker_process(users):
@@ -813,7 +828,7 @@ def _refuse_in_worker_process(users):
     (joblib/loky, multiprocessing, Dask on one machine) they would be new devices
     with a new secret, and their spends would never reach the caller's report or cap.
     """
-    if multiprocessing.parent_process() is not None:
+    if multiprocessing.parent_process() is not None or _FORKED:
         raise RuntimeError(
             f"A private step on {users} ran in a worker process. Such users are known to "
             "one process only: their reports here would come from new devices, and what "

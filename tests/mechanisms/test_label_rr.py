@@ -236,10 +236,16 @@ def test_classes_read_from_more_labels_than_are_randomized_is_refused():
     G = GraphData(np.zeros((50, 1)))
     with pytest.warns(PrivacyLeakWarning, match="classes"):
         rr = LabelRandomizedResponse(1.0, random_state=0).fit(y=y)
-    with pytest.raises(ValueError, match=r"read from 50 labels, but 10 users' labels are "
+    with pytest.raises(ValueError, match=r"read from 50 labels, but other labels \(10\) are "
                                          r"randomized.*Fit with X"):
         rr.randomize(y[:10], G[np.arange(10)])
-    assert G.ledger.entries() == []
+    # as many users, other labels: users 0-49's labels read, users 50-99's sent
+    G100 = GraphData(np.zeros((100, 1)))
+    with pytest.warns(PrivacyLeakWarning, match="classes"):
+        rr100 = LabelRandomizedResponse(1.0, random_state=0).fit(y=np.r_[y, y[::-1]][:50])
+    with pytest.raises(ValueError, match=r"other labels \(50\) are randomized"):
+        rr100.randomize(np.r_[y, y[::-1]][50:], G100[np.arange(50, 100)])
+    assert G.ledger.entries() == [] and G100.ledger.entries() == []
     assert privacy_report(G).local_epsilon == 0
     rr.randomize(y, G)                             # the users read: charged, then sent
     assert np.isinf(privacy_report(G).epsilon_for("labels"))

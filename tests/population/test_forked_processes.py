@@ -107,3 +107,42 @@ def test_a_child_whose_population_has_no_journal_refuses(monkeypatch):
     G = GraphData(np.zeros((10, 1)))
     assert _in_child(_one_bit(G, 0)) == FAILED
     assert len(G.ledger) == 0
+
+
+def test_a_copy_held_by_another_thread_at_the_fork_is_usable_in_the_child():
+    # Before: a copy (deepcopy, unpickled) was not among the populations renewed in the
+    # child: a lock held by another thread at the fork stayed held there, and the child hung.
+    import copy
+    import threading
+    G = GraphData(np.zeros((20, 1)))
+    H = copy.deepcopy(G)
+    inside, release = threading.Event(), threading.Event()
+
+    def hold():
+        with H.population._lock:
+            inside.set()
+            release.wait(10)
+
+    t = threading.Thread(target=hold)
+    t.start()
+    inside.wait(10)
+    try:
+        # the fork waits for the lock (held across the fork), so release it meanwhile
+        threading.Timer(0.2, release.set).start()
+        assert _in_child(_one_bit(H, 0)) == SENT
+    finally:
+        release.set()
+        t.join()
+    assert len(G.ledger) == 1
+
+
+def test_a_plain_array_in_a_forked_child_is_refused():
+    # an array's users are known to one process: in an os.fork child they would be new
+    # devices, their spends outside the parent's report (as in a multiprocessing worker)
+    X = np.zeros((10, 1))
+
+    def collect():
+        OneBitMechanism(eps=1.0, feature_range=(0, 1), random_state=0).fit(X).transform(X)
+
+    assert _in_child(collect) == FAILED
+    collect()   # the parent itself may
