@@ -979,16 +979,13 @@ class NodeWise(GraphTransformerMixin, BaseEstimator):
     Before a local DP mechanism only a transform each user's device can run on its
     own data may stand (Design page, "Local DP is a protocol"): pass
     ``on_device=True`` for a public per-user map such as
-    ``SimpleImputer(strategy="constant")``. It is then fitted on one public row
-    of zeros, never on the users' data, and its parameters become part of the
-    mechanism's collection spec, so they must be plain values (numbers,
-    strings, lists): a ``FunctionTransformer``'s function cannot be written
-    there (apply it to each user's row before building the GraphData). Its output
-    row must depend on its input row only: rows drawn at random are transformed
-    alone and compared with the simulation's output (a step that mixes rows is
-    refused before anything is sent). A transformer
-    fitted on the users' rows (``StandardScaler()``) runs on the server; a
-    mechanism after it is refused.
+    ``SimpleImputer(strategy="constant")``. It is then fitted on a public row of
+    zeros, never on the users' data, and its parameters, written in the
+    mechanism's collection spec, must be plain values (numbers, strings, lists).
+    A step whose map depends on that row (``OneHotEncoder()`` without
+    ``categories``), or whose output row depends on other rows, is refused. A
+    transformer fitted on the users' rows (``StandardScaler()``) runs on the
+    server; a mechanism after it is refused.
 
     The labels ``y`` reach the wrapped transformer only when it needs them (its
     tags require ``y``, or it cannot be fitted without them, as ``SelectKBest``):
@@ -1062,8 +1059,53 @@ class NodeWise(GraphTransformerMixin, BaseEstimator):
             shape = (1, X.shape[1] if graph else _num_features(X))
             rows, y = (sp.csr_matrix(shape) if sp.issparse(rows) else np.zeros(shape)), None
         self.estimator_ = self._fit_estimator(est, rows, X, y)
+        if self.on_device:
+            self._check_public_fit(sp.issparse(rows), rows.shape[1], graph)
         self.n_features_in_ = X.shape[1] if graph else _num_features(X)
         return self
+
+    def _check_public_fit(self, sparse, d, graph):
+        """Refuse an on-device step whose fitted map depends on the row it is fitted on.
+
+        Fitted on the public row of zeros, ``OneHotEncoder()`` learns the category 0 only,
+        ``SimpleImputer(strategy="mean")`` fills 0, ``MinMaxScaler()`` does nothing: maps
+        whose state a device would learn from its user's data. A clone fitted on a row of
+        ones must map the probe rows (zeros, ones, missing values) the same.
+        """
+        def row(value):
+            r = np.full((1, d), value)
+            return sp.csr_matrix(r) if sparse else r
+
+        def out(est, probe):
+            try:
+                Z = est.transform(probe)
+            except Exception:   # a probe the step refuses (NaN): compared as refused
+                return None
+            return np.asarray(Z.toarray() if sp.issparse(Z) else Z, dtype=float)
+
+        other = clone(self.estimator)
+        if graph and hasattr(other, "set_output"):
+            other.set_output(transform="default")
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                other.fit(row(1.0))
+        except Exception:   # a row of ones is outside its public domain: nothing to compare
+            return
+        for value, what in ((0.0, "zeros"), (1.0, "ones"), (np.nan, "missing values")):
+            a, b = out(self.estimator_, row(value)), out(other, row(value))
+            if (a is None) != (b is None) or (a is not None and (
+                    a.shape != b.shape or not np.allclose(a, b, equal_nan=True))):
+                name = type(self.estimator).__name__
+                hint = " (for sparse features, keep_empty_features=True)" if sparse else ""
+                raise ValueError(
+                    f"NodeWise({name}, on_device=True) is fitted on a public row of zeros, but "
+                    "its map depends on that row: fitted on a row of ones, it transforms a "
+                    f"row of {what} differently. On the devices its state would come from "
+                    "each user's data. "
+                    "Fix the map with its parameters (e.g. OneHotEncoder(categories=...), "
+                    f"SimpleImputer(strategy='constant', fill_value=...){hint}), or run it on "
+                    "the server, after the mechanism.")
 
     def _fit_estimator(self, est, rows, X, y):
         """Fit ``est`` on ``rows``, with the labels ``y`` only when it needs them.

@@ -11,7 +11,7 @@ import pytest
 import scipy.sparse as sp
 from sklearn.impute import SimpleImputer
 from sklearn.pipeline import Pipeline
-from sklearn.preprocessing import StandardScaler
+from sklearn.preprocessing import Normalizer, StandardScaler
 
 from skldp import GraphData, NodeWise
 from skldp.mechanisms import HDSMechanism, OneBitMechanism
@@ -22,8 +22,10 @@ ROWS = [[0.0, 1.0], [1.0, 2.0], [3.0, 5.0]]
 
 @pytest.mark.parametrize("on_device", [False, True])
 def test_nodewise_takes_a_list_of_rows(on_device):
-    ref = StandardScaler().fit(np.zeros((1, 2)) if on_device else ROWS)
-    nw = NodeWise(StandardScaler(), on_device=on_device)
+    # (on the device a public map: a scaler fitted on the users' rows is refused there)
+    make = Normalizer if on_device else StandardScaler
+    ref = make().fit(np.zeros((1, 2)) if on_device else ROWS)
+    nw = NodeWise(make(), on_device=on_device)
     np.testing.assert_allclose(nw.fit_transform(ROWS), ref.transform(ROWS))
     assert nw.n_features_in_ == 2
     np.testing.assert_allclose(nw.fit(ROWS).transform(ROWS[:2]), ref.transform(ROWS[:2]))
@@ -120,6 +122,38 @@ def test_a_per_user_on_device_step_passes_the_check():
     X[rng.random(X.shape) < 0.2] = np.nan
     for Xg in (X, sp.csr_matrix(np.nan_to_num(X))):
         G = GraphData(Xg)
-        out = NodeWise(SimpleImputer(strategy="constant", fill_value=0.0), on_device=True) \
-            .fit(G).transform(G)
+        imputer = SimpleImputer(strategy="constant", fill_value=0.0, keep_empty_features=True)
+        out = NodeWise(imputer, on_device=True).fit(G).transform(G)
         assert np.all(np.isfinite(np.asarray(out)))
+
+
+@pytest.mark.parametrize("step", [
+    "OneHotEncoder(handle_unknown='ignore', dtype='float64')", "SimpleImputer(strategy='mean')",
+    "MinMaxScaler()", "StandardScaler()"])
+def test_an_on_device_step_whose_fit_reads_its_row_is_refused(step):
+    # Before: fitted on the public row of zeros, OneHotEncoder learnt the category 0 only
+    # (other categories became all-zero rows), the imputer filled 0, the scaler did nothing.
+    from sklearn.impute import SimpleImputer  # noqa: F401 - used by eval
+    from sklearn.preprocessing import MinMaxScaler, OneHotEncoder  # noqa: F401
+    G = GraphData(np.random.default_rng(0).integers(0, 3, (20, 2)).astype(float))
+    with pytest.raises(ValueError, match=r"fitted on a public row of zeros, but its map "
+                                         r"depends on that row"):
+        NodeWise(eval(step), on_device=True).fit(G)
+    assert G.ledger.entries() == []
+
+
+def test_public_maps_pass_the_fit_check():
+    from sklearn.preprocessing import Binarizer, OneHotEncoder, PolynomialFeatures
+    rng = np.random.default_rng(0)
+    G = GraphData(rng.integers(0, 3, (20, 2)).astype(float))
+    for step in (SimpleImputer(strategy="constant", fill_value=0.0), Normalizer(),
+                 Binarizer(), PolynomialFeatures(2),
+                 OneHotEncoder(categories=[[0.0, 1.0, 2.0]] * 2, dtype="float64")):
+        assert NodeWise(step, on_device=True).fit(G).transform(G).shape[0] == 20
+    # sparse rows: a constant imputer fitted on an empty row keeps no column unless told to
+    S = GraphData(sp.csr_matrix(rng.random((20, 3))))
+    with pytest.raises(ValueError, match="keep_empty_features=True"):
+        NodeWise(SimpleImputer(strategy="constant", fill_value=0.0), on_device=True).fit(S)
+    out = NodeWise(SimpleImputer(strategy="constant", fill_value=0.0, keep_empty_features=True),
+                   on_device=True).fit(S).transform(S)
+    assert out.shape == (20, 3)
