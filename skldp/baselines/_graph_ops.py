@@ -114,7 +114,7 @@ def fit_label_mechanism(owner, G, y):
     if not (hasattr(lm, "randomize") and hasattr(lm, "fit")):
         raise TypeError("label_mechanism must be a label mechanism with fit and randomize "
                         f"(e.g. LabelRandomizedResponse), got {type(lm).__name__}.")
-    mech = clone_private_step(lm).fit(y=y)
+    mech = clone_private_step(lm).fit(G, y)   # (its users: charged at fit for a read)
     y_noisy = mech.randomize(y, G)   # the users answer through their population
     owner.label_mechanism_ = mech
     return y_noisy, mech

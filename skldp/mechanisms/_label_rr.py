@@ -1,6 +1,5 @@
 """Label local DP: k-ary randomized response on node labels (LPGNN, later version)."""
 
-import hashlib
 import warnings
 
 import numpy as np
@@ -18,13 +17,6 @@ from ..utils.validation import EPS_CONSTRAINT, RANDOM_STATE_CONSTRAINT, check_ep
 from ._grid import check_eps_per_coordinate
 
 __all__ = ["LabelRandomizedResponse"]
-
-
-def _labels_read(positions):
-    """(count, digest) of the labels the domain was read from, as class positions: the
-    first randomize must send these labels (it charges its users for the read)."""
-    positions = np.ascontiguousarray(positions, dtype=np.int64)
-    return len(positions), hashlib.blake2b(positions.tobytes(), digest_size=16).hexdigest()
 
 
 class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
@@ -128,12 +120,12 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
         ----------
         X : GraphData or None
             The users whose labels it will randomize, to bind its ledger now;
-            otherwise the first :meth:`randomize` binds it.
+            otherwise the first :meth:`randomize` binds it. Required with
+            ``classes=None``: the view of the users of ``y``.
         y : array-like or None
             Labels; only used (with a warning) when ``classes`` is ``None``:
-            their users (the rows of ``X``, or else those of the first
-            :meth:`randomize`, which must randomize as many labels) are charged a
-            read of their labels in the clear.
+            their users, the rows of ``X``, are charged a read of their labels
+            in the clear.
 
         Returns
         -------
@@ -150,19 +142,21 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
                 raise ValueError("LabelRandomizedResponse needs the public label domain: pass "
                                  "classes=[...] (or labels y to derive it, which leaks).")
             y = self._check_y(y)
+            if not isinstance(X, GraphData) or len(X) != len(y):
+                raise ValueError(
+                    "LabelRandomizedResponse(classes=None) reads the label domain from the "
+                    "labels y: pass X, the GraphData view of their users (fit(G[rows], y)), "
+                    "so that the ledger charges them for that read at fit, or pass "
+                    "classes=[...] (the public label domain).")
             warnings.warn("LabelRandomizedResponse: classes was not given, so the label domain "
                           "is read from the private labels in the clear, which reveals which "
                           "classes occur: the ledger charges those users a read of their "
                           "labels in the clear (epsilon=inf). Pass classes=[...] from public "
                           "knowledge.", PrivacyLeakWarning, stacklevel=2)
-            # charged before the domain is derived: at once when X names these labels'
-            # users, else at the first randomize (its users), before any label is sent
-            self._classes_read = True
-            if isinstance(X, GraphData) and X.population.simulated and len(X) == len(y):
-                self._charge_classes_read(X.population, X.node_keys[X.rows])
+            # charged before the domain is derived (real devices' labels are reports)
+            self._classes_read = X.population.simulated
+            self._charge_classes_read(X.population, X.node_keys[X.rows])
             classes = np.unique(y)
-            if self._classes_read:   # the users read: the first randomize's, of these labels
-                self._classes_read = _labels_read(np.searchsorted(classes, y))
         if classes.dtype.kind in "fc" and np.any(np.isnan(classes)):
             raise ValueError("classes must not contain NaN.")
         if len(classes) < 2:
@@ -190,23 +184,14 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
         self.population_ = None if population is None else "graph:" + population.id
         return self
 
-    def _charge_classes_read(self, population, node_keys, y_enc=None):
+    def _charge_classes_read(self, population, node_keys):
         """Charge the users whose labels ``classes=None`` read the label domain from (once,
-        before any label is sent): a read of their labels in the clear (epsilon inf),
+        before the domain is derived): a read of their labels in the clear (epsilon inf),
         named after the option, or after the classifier that made this mechanism
-        (``_classes_read_by``, its step kind). At the first randomize (``y_enc``, its
-        labels' positions) those are its users only if it randomizes the labels read."""
-        read = self.__dict__.get("_classes_read")
-        if not read:
+        (``_classes_read_by``, its step kind). A mechanism saved by an older version
+        before its first randomize charges that randomize's users."""
+        if not self.__dict__.get("_classes_read"):
             return
-        if isinstance(read, tuple) and y_enc is not None and read != _labels_read(y_enc):
-            # charging these users would leave the others whose labels were read free
-            raise ValueError(
-                f"The label domain (classes=None) was read from {read[0]} labels, but other "
-                f"labels ({len(node_keys)}) are randomized: the ledger cannot tell whose "
-                "labels were read. Fit with X, the GraphData view of the users of y, or "
-                "randomize exactly the labels the domain was read from, or pass "
-                "classes=[...] (the public label domain).")
         by = self.__dict__.get("_classes_read_by")
         name = by.rsplit(".", 1)[-1] if by else type(self).__name__
         charge_public_read(self, population, node_keys, "labels", "classes=None",
@@ -263,7 +248,7 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
         self._check_unchanged()
         y_enc = np.asarray(y_enc, dtype=np.int64)
         population, node_keys = self._users(keys, len(y_enc))
-        self._charge_classes_read(population, node_keys, y_enc)
+        self._charge_classes_read(population, node_keys)
         return population.collect(self.collection_, node_keys, label_digests(y_enc),
                                   lambda rkeys: self._encode_report(y_enc, rkeys), keep=True)
 

@@ -536,7 +536,7 @@ class GNNClassifierBase(TorchClassifierBase):
         y = self._check_labels(y, len(G), G)   # before any label is collected
         if hasattr(self, "label_mechanism_"):
             del self.label_mechanism_
-        mech = self._make_label_mechanism(y)
+        mech = self._make_label_mechanism(G, y)
         if mech is not None:
             y = mech.randomize(y, G)   # the users answer through their population
             self.label_mechanism_ = mech
@@ -588,11 +588,11 @@ class GNNClassifierBase(TorchClassifierBase):
             seen = self._targets_seen = (targets, None if n == len(targets) else valid, n)
         return seen[1], seen[2]
 
-    def _make_label_mechanism(self, y):
+    def _make_label_mechanism(self, G, y):
         """A fitted clone of ``label_mechanism`` (``None`` when labels are not private)."""
         if self.label_mechanism is None:
             return None
-        return clone_private_step(self.label_mechanism).fit(y=y)
+        return clone_private_step(self.label_mechanism).fit(G, y)
 
     def _encode_labels(self, y, n_rows, X=None):
         mech = getattr(self, "label_mechanism_", None)

@@ -227,10 +227,10 @@ class LPGNNClassifier(GNNClassifierBase):
         return self.backbone
 
     # ------------------------------------------------------------ labels
-    def _make_label_mechanism(self, y):
+    def _make_label_mechanism(self, G, y):
         if np.isinf(float(self.eps_y)):
             return None
-        return classifier_label_mechanism(self).fit(y=y)
+        return classifier_label_mechanism(self).fit(G, y)
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):

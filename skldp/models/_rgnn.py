@@ -221,7 +221,7 @@ class RGNNClassifier(TorchClassifierBase):
         # The label collection's seed is hashed from random_state with the label
         # mechanism's identity, so it shares no random numbers with any feature report.
         mech = classifier_label_mechanism(self)
-        mech.fit(y=None if self.classes is not None else y)
+        mech.fit(G, None if self.classes is not None else y)
         y_noisy = mech.randomize(y, G)  # unseen labels raise here
         self.label_mechanism_ = mech
         try:

@@ -117,7 +117,7 @@ def test_attributes():
 def test_classes_from_data_warns():
     y = np.array([0, 1, 2, 1])
     with pytest.warns(PrivacyLeakWarning):
-        rr = LabelRandomizedResponse(1.0, random_state=0).fit(y=y)
+        rr = LabelRandomizedResponse(1.0, random_state=0).fit(GraphData(np.zeros((4, 1))), y)
     np.testing.assert_array_equal(rr.classes_, [0, 1, 2])
     with pytest.raises(ValueError, match="public label domain"):
         LabelRandomizedResponse(1.0).fit()
@@ -190,35 +190,27 @@ def test_classes_read_from_the_labels_are_a_read_in_the_clear():
     y[17] = 9                                      # only user 17 holds class 9
     line = ("LabelRandomizedResponse(classes=None) read the users' labels in the clear: "
             "epsilon=inf (50 users)")
-    # users named at the first randomize: charged there, before any label is sent
+    # the users of y named at fit (their view): charged there, before the domain is derived
     G = GraphData(np.zeros((50, 1)))
     with pytest.warns(PrivacyLeakWarning, match=r"classes.*charges.*epsilon=inf"):
-        rr = LabelRandomizedResponse(1.0, random_state=0).fit(y=y)
+        rr = LabelRandomizedResponse(1.0, random_state=0).fit(G, y)
     assert rr.collection_.public_state["classes"] == [0, 9]
+    assert line in str(privacy_report(G))
     rr.randomize(y, G)
     rr.randomize(y, G)                             # charged once
     for rep in (privacy_report(G), privacy_report(rr)):
         assert np.isinf(rep.local_epsilon) and np.isinf(rep.epsilon_for("labels"))
         assert line in str(rep)
     assert sum(s.model == "clear" for s in privacy_report(G).spends) == 1
-    # users named at fit (their view): charged at once
-    G2 = GraphData(np.zeros((50, 1)))
-    with pytest.warns(PrivacyLeakWarning, match="classes"):
-        LabelRandomizedResponse(1.0, random_state=0).fit(G2, y)
-    assert line in str(privacy_report(G2))
     # under a budget: refused before any label is sent, with what to pass instead
-    for at_fit in (False, True):
-        capped = GraphData(np.zeros((50, 1)), budget=10.0)
-        rr = LabelRandomizedResponse(1.0, random_state=0)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", PrivacyLeakWarning)
-            with pytest.raises(BudgetExceededError, match=r"classes=None\) reads the label "
-                                                          r"domain.*50 user\(s\).*Pass classes="):
-                if at_fit:
-                    rr.fit(capped, y)
-                else:
-                    rr.fit(y=y).randomize(y, capped)
-        assert capped.ledger.entries() == []
+    capped = GraphData(np.zeros((50, 1)), budget=10.0)
+    rr = LabelRandomizedResponse(1.0, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        with pytest.raises(BudgetExceededError, match=r"classes=None\) reads the label "
+                                                      r"domain.*50 user\(s\).*Pass classes="):
+            rr.fit(capped, y)
+    assert capped.ledger.entries() == []
     # a public domain: nothing read, no warning, the same budget admits the collection
     with warnings.catch_warnings():
         warnings.simplefilter("error", PrivacyLeakWarning)
@@ -226,26 +218,15 @@ def test_classes_read_from_the_labels_are_a_read_in_the_clear():
     assert privacy_report(capped).local_epsilon == 1.0
 
 
-def test_classes_read_from_more_labels_than_are_randomized_is_refused():
-    # The domain read from all labels, then only the first users randomized: charging
-    # those users alone left user 17 (the only holder of class 9) free. Refused, before
-    # any label is sent.
-    from skldp.accounting import privacy_report
+def test_classes_read_without_the_users_of_the_labels_is_refused():
+    # Before: fit(y=y) deferred the charge to the first randomize's users: randomizing
+    # others (or fewer) left the users read free, and a mechanism saved in between held
+    # which classes occur, charged to no one.
     y = np.zeros(50, dtype=int)
     y[17] = 9
     G = GraphData(np.zeros((50, 1)))
-    with pytest.warns(PrivacyLeakWarning, match="classes"):
-        rr = LabelRandomizedResponse(1.0, random_state=0).fit(y=y)
-    with pytest.raises(ValueError, match=r"read from 50 labels, but other labels \(10\) are "
-                                         r"randomized.*Fit with X"):
-        rr.randomize(y[:10], G[np.arange(10)])
-    # as many users, other labels: users 0-49's labels read, users 50-99's sent
-    G100 = GraphData(np.zeros((100, 1)))
-    with pytest.warns(PrivacyLeakWarning, match="classes"):
-        rr100 = LabelRandomizedResponse(1.0, random_state=0).fit(y=np.r_[y, y[::-1]][:50])
-    with pytest.raises(ValueError, match=r"other labels \(50\) are randomized"):
-        rr100.randomize(np.r_[y, y[::-1]][50:], G100[np.arange(50, 100)])
-    assert G.ledger.entries() == [] and G100.ledger.entries() == []
-    assert privacy_report(G).local_epsilon == 0
-    rr.randomize(y, G)                             # the users read: charged, then sent
-    assert np.isinf(privacy_report(G).epsilon_for("labels"))
+    for X in (None, G[np.arange(10)]):
+        with pytest.raises(ValueError, match=r"classes=None\) reads the label domain from the "
+                                             r"labels y: pass X, the GraphData view"):
+            LabelRandomizedResponse(1.0, random_state=0).fit(X, y)
+    assert G.ledger.entries() == []
