@@ -64,12 +64,12 @@ def _check_label_index(y, X):
     values that are not exactly these users' ids (positions of a graph with other ids).
     """
     pd = sys.modules.get("pandas")
+    # (a PairData's rows are pairs, its labels link labels: not checked here)
     if pd is None or getattr(X, "_store", None) is None or not (
             isinstance(y, pd.Series) or (isinstance(y, pd.DataFrame) and y.shape[1] == 1)):
         return
-    from ._edge_splits import PairData
     index = y.index
-    if isinstance(X, PairData) or len(index) != len(X) or len(index) < 2 or (
+    if hasattr(X, "pairs") or len(index) != len(X) or len(index) < 2 or (
             isinstance(index, pd.RangeIndex) and index.start == 0 and index.step == 1):
         return
     from ..device._random import _as_id_array, ids_to_keys
