@@ -465,6 +465,23 @@ def _positions(index, n):
         sys.modules["pandas"].Index(np.arange(n))))
 
 
+def _check_frame_index_is_positions(features, n):
+    """Raise if a features DataFrame given without ``node_ids`` labels its rows otherwise
+    than ``0..n-1`` in order: the rows would be named ``0..n-1`` and matched to the
+    adjacency by position, its index dropped."""
+    if not _is_frame(features) or _positions(features.index, n):
+        return
+    index = features.index
+    raise ValueError(
+        f"The features DataFrame's index ({_first(index.tolist())}) is not pandas' "
+        f"default 0..{n - 1}, but no node_ids were given: its rows would be named "
+        f"0..{n - 1} and matched to the adjacency's rows by position, the index "
+        "dropped. If the index holds the users' ids, pass node_ids=features.index (the "
+        "adjacency's rows and columns must follow that order); if it means nothing (row "
+        "numbers left by a filter such as df[df.x > 0]), drop it: "
+        "features.reset_index(drop=True).")
+
+
 def _check_frame_index(features, ids, graph=False):
     """Raise if the features are a DataFrame whose index names users other than the
     node ids, row for row (rows are read by position).
@@ -667,7 +684,8 @@ class GraphData:
         (None, NaN, NaT, pandas' NA) are refused. A list mixing text and
         numbers (or holding tuples, as networkx nodes) keeps each id as it is.
         A features DataFrame indexed by node ids must follow them in order.
-        Defaults to ``0..n_nodes-1``.
+        Defaults to ``0..n_nodes-1``, which needs a DataFrame's index to be
+        pandas' default (pass ``node_ids=features.index`` otherwise).
     feature_names : array-like of str of shape (n_features,), default=None
         Names of the feature columns. ``None`` takes a pandas DataFrame's
         column names when they are all strings (scikit-learn's rule).
@@ -729,6 +747,8 @@ class GraphData:
             raise ValueError("GraphData needs at least one node; got an empty feature matrix.")
         keys = None   # computed here only for ids of mixed types (checked), else lazily
         if node_ids is None:
+            if population is None:   # (else the check of population= names the users)
+                _check_frame_index_is_positions(features, n)
             ids = np.arange(n)
         else:
             # integers held in an object array (as pandas gives) are stored, and keyed,

@@ -64,6 +64,38 @@ def test_features_dataframe_indexed_by_other_ids_is_refused():
         np.testing.assert_array_equal(GraphData(frame, node_ids=ids).features.ravel(), [1, 2, 3])
 
 
+def test_frame_indexed_by_ids_without_node_ids_is_refused():
+    # the index was dropped without a word: ids became 0..n-1 and rows were matched to
+    # the adjacency by position ('cat', row 0, got ann's edge to bob)
+    A = sp.csr_array(np.array([[0, 1, 0, 0], [1, 0, 0, 0], [0, 0, 0, 1], [0, 0, 1, 0]],
+                              float))   # ann-bob, cat-dan in this order
+    ids = ["ann", "bob", "cat", "dan"]
+    feats = pd.DataFrame({"age": [45.0, 34, 51, 27]},
+                         index=pd.Index(["cat", "ann", "dan", "bob"], name="user"))
+    with pytest.raises(ValueError, match=r"index \('cat', 'ann', 'dan', 'bob'\) is not "
+                                         r"pandas' default 0\.\.3, but no node_ids.*"
+                                         r"node_ids=features\.index.*"
+                                         r"reset_index\(drop=True\)"):
+        GraphData(feats, A)
+    # the advice works: node_ids=features.index with the adjacency in that order
+    order = [ids.index(u) for u in feats.index]
+    G = GraphData(feats, A[np.ix_(order, order)], node_ids=feats.index)
+    assert G.all_node_ids.tolist() == ["cat", "ann", "dan", "bob"]
+    # the round trip through to_pandas() keeps the ids, given back as node_ids
+    G2 = GraphData(feats.loc[ids], A, node_ids=ids)
+    with pytest.raises(ValueError, match="no node_ids were given"):
+        GraphData(G2.to_pandas(), A)
+    frame = G2.to_pandas()
+    G3 = GraphData(frame, A, node_ids=frame.index)
+    assert G3.all_node_ids.tolist() == ids
+    np.testing.assert_array_equal(G3.features, G2.features)
+    # pandas' default index, and 0..n-1 in order (to_pandas() of default ids), are read
+    # as positions, as before
+    G4 = GraphData(feats.reset_index(drop=True), A)
+    assert G4.all_node_ids.tolist() == [0, 1, 2, 3]
+    GraphData(G4.to_pandas(), A)
+
+
 def test_filtered_frame_whose_row_numbers_overlap_integer_ids_says_what_happened():
     # df[df.x > 0] keeps the row numbers 0, 2, 3, 5, some of them integer node ids: the
     # message spoke of "node ids" that were never ids, and named no row
@@ -79,8 +111,10 @@ def test_filtered_frame_whose_row_numbers_overlap_integer_ids_says_what_happened
     np.testing.assert_array_equal(G.features[:, 1], [0, 2, 3, 5])
     G = GraphData(kept, node_ids=kept.index)
     assert G.all_node_ids.tolist() == [0, 2, 3, 5]
-    # default ids read the frame by position, as before; ids sharing no label too
-    np.testing.assert_array_equal(GraphData(kept).features[:, 1], [0, 2, 3, 5])
+    # without node_ids the labels would be dropped: refused (either fix above works);
+    # ids sharing no label with the index read the frame by position
+    with pytest.raises(ValueError, match=r"index \(0, 2, 3, 5\) is not pandas' default"):
+        GraphData(kept)
     GraphData(kept, node_ids=[10, 11, 12, 13])
     # a graph's new features name the graph's ids and what to do there
     H = GraphData(np.eye(4), node_ids=[10, 3, 2, 0])
