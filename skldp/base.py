@@ -116,7 +116,8 @@ def boundary_input(step, X, part="features"):
             "users' own data: put it before server-side steps; instead of a scaler fitted on "
             "the users' data give the mechanism public bounds (feature_range=...); a public, "
             "stateless on-device step (FeatureHashing) may come first; and steps after the "
-            "mechanism (scaling its reports) are free post-processing.")
+            "mechanism (scaling its reports) are free post-processing."
+            + (_clear_read_already_charged(X, part) if part == "features" else ""))
     readers = edges_read_by(st.feature_origin) if part == "adjacency" else ()
     if readers:
         name = type(step).__name__
@@ -127,6 +128,29 @@ def boundary_input(step, X, part="features"):
             f"Put {name} first, so that propagation, aggregation and structural features "
             "read the users' reports.")
     return st.population, origin[1]
+
+
+def _clear_read_already_charged(X, part):
+    """A sentence for a refusal of server-computed ``part``: the server steps that read
+    these users' ``part`` in the clear before it were charged (epsilon inf), which the
+    refusal does not undo, and how to start over; empty if none was."""
+    st = X._store
+    ledger = st.population.ledger
+    users, eps = ledger.per_user(part)
+    charged = users[np.isinf(eps)]
+    n = int(np.isin(np.unique(X.node_keys), charged).sum())
+    if not n:
+        return ""
+    kinds = sorted({e.spec.kind.rsplit(".", 1)[-1] for e in ledger.entries()
+                    if e.spec.model == "clear" and part in e.spec.protects})
+    restart = (" To start over, call G.new_simulation() on the graph of raw data (new "
+               "simulated devices, an empty ledger) and fit the corrected pipeline on it."
+               if st.population.simulated else "")
+    which = "An earlier step" if len(kinds) == 1 else "Earlier steps"
+    return (f" {which} ({', '.join(kinds)}) already read the raw {part} of "
+            f"{n} users of this graph in the clear: the ledger charged them epsilon=inf, "
+            "which this refusal does not undo, and the report of any pipeline fitted on "
+            f"these users states it.{restart}")
 
 
 def note_feature_read(step, X, fitting=False):

@@ -40,3 +40,42 @@ def test_a_failed_refit_leaves_the_step_as_it_was():
     assert {k: v for k, v in vars(m).items() if k != "feature_range"} == \
         {k: v for k, v in state.items() if k != "feature_range"}
     np.testing.assert_array_equal(m.set_params(feature_range=(0, 1)).transform(X), first)
+
+
+def test_a_refused_mechanism_says_the_earlier_read_was_charged_and_how_to_start_over():
+    # the refusal of a mechanism after NodeWise(StandardScaler()) did not say that the
+    # scaler's read of the raw features was already charged (epsilon inf): the corrected
+    # pipeline's report then stated inf, citing a step it did not contain
+    import scipy.sparse as sp
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from skldp import NodeWise
+    from skldp.accounting import privacy_report
+    from skldp.mechanisms import MultiBitMechanism
+
+    rng = np.random.default_rng(0)
+    X, y = rng.random((40, 3)), rng.integers(0, 2, 40)
+    A = sp.random(40, 40, density=0.1, random_state=0, format="csr")
+    G = GraphData(X, ((A + A.T) > 0).astype(float), node_ids=[f"u{i}" for i in range(40)])
+    bad = Pipeline([("sc", NodeWise(StandardScaler())),
+                    ("mb", MultiBitMechanism(eps=1.0, feature_range=(-3, 3), random_state=0)),
+                    ("clf", LogisticRegression())])
+    with pytest.raises(ValueError, match=r"no device can compute.*An earlier step \(NodeWise\) "
+                                         r"already read the raw features of 40 users.*"
+                                         r"epsilon=inf.*G\.new_simulation\(\) on the graph "
+                                         r"of raw data"):
+        bad.fit(G[:30], y[:30])
+    assert G.ledger.local_epsilon == np.inf
+    # the advice works: the raw graph starts over with an empty ledger
+    G0 = G.new_simulation()
+    good = Pipeline([("mb", MultiBitMechanism(eps=1.0, feature_range=(0, 1), random_state=0)),
+                     ("clf", LogisticRegression())]).fit(G0[:30], y[:30])
+    assert G0.ledger.local_epsilon == 1.0
+    assert "NodeWise" not in str(privacy_report(good))
+    # nothing read before it: no such sentence
+    H = GraphData(X).with_features(X, source="server")
+    with pytest.raises(ValueError, match="no device can compute") as info:
+        MultiBitMechanism(eps=1.0, feature_range=(0, 1)).fit(H)
+    assert "already read" not in str(info.value)
