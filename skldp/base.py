@@ -287,7 +287,10 @@ def check_population(estimator, X):
             "collection belongs to those users; to collect from these, fit it on them (a new "
             "collection). If these are the same users, build the GraphData with "
             "population=<the GraphData it was fitted on>; a changed input still needs a new "
-            "collection (a device answers one once).")
+            "collection (a device answers one once). A pipeline loaded from a file answers "
+            "only the users of the GraphData saved with it: save that GraphData with the "
+            "pipeline (after skldp.privacy.forget_secrets(pipe, G)) and predict on the "
+            "loaded one or its views; one rebuilt from the same table is new users.")
     if str(expected).startswith("graph:"):
         raise ValueError(
             f"{name} was fitted on other users (a GraphData's population) and is given a "

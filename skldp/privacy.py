@@ -39,7 +39,10 @@ def forget_secrets(estimator, X):
 
     Pass the whole graph (every user whose prediction you will need), e.g. the
     GraphData the pipeline was fitted on, not a view of the training rows only:
-    mechanisms store reports for all nodes of a GraphData.
+    mechanisms store reports for all nodes of a GraphData. Save that GraphData
+    with the estimator: a new process predicts on the loaded one (a GraphData
+    rebuilt from the same table is new users). Read more in the
+    :ref:`User Guide <data_contract>`.
 
     Parameters
     ----------
@@ -59,7 +62,7 @@ def forget_secrets(estimator, X):
     >>> import pickle
     >>> from skldp.privacy import forget_secrets
     >>> forget_secrets(pipe, G)                       # doctest: +SKIP
-    >>> blob = pickle.dumps(pipe)                     # doctest: +SKIP
+    >>> blob = pickle.dumps((pipe, G))                # doctest: +SKIP
     """
     _forget_tree(estimator, X)
     left = [type(e).__name__ for e in _estimators(estimator) if hasattr(e, "seed_")]

@@ -647,9 +647,13 @@ def _unreachable(population):
     return RuntimeError(
         "This copy of the users' data was sent to a process that cannot reach the ledger "
         "of the original (another machine, or the original has ended), so what it collects "
-        "would not be counted. Make the collections before sending the data (fit the "
-        "mechanisms first), run the search on one machine, or call "
-        "GraphData.new_simulation() to start a separate simulation with its own ledger.")
+        "would not be counted. A pipeline loaded from a file whose mechanisms kept their "
+        "secret (seed_) asks the devices again: in the process that fitted it, call "
+        "skldp.privacy.forget_secrets(pipe, G) before saving it, so that it serves the "
+        "users' reports without a ledger, and save G with it. Workers of a search: make "
+        "the collections before sending the data (fit the mechanisms first), run the "
+        "search on one machine, or call GraphData.new_simulation() to start a separate "
+        "simulation with its own ledger.")
 
 
 def _check_budget(budget):
