@@ -525,6 +525,30 @@ def _check_frame_index(features, ids, graph=False):
         f"{len(labels)} labels with {ids_name}, but not in their order: {what}. {drop} {keep}")
 
 
+def _mechanisms_of_calling_column_transformer():
+    """The names of the private steps (mechanisms) of the scikit-learn ColumnTransformer
+    that is indexing a GraphData's columns, found on the call stack (an error path only);
+    empty when none is found."""
+    compose = sys.modules.get("sklearn.compose")
+    if compose is None:
+        return ""
+    from .base import PrivateStepMixin
+
+    frame = sys._getframe(2)
+    for _ in range(12):   # _safe_indexing -> ColumnTransformer._call_func_on_transformers
+        if frame is None:
+            break
+        owner = frame.f_locals.get("self")
+        if isinstance(owner, compose.ColumnTransformer):
+            steps = [t for _, t, _ in owner.transformers if hasattr(t, "get_params")]
+            found = [type(e).__name__ for t in steps
+                     for e in [t, *t.get_params(deep=True).values()]
+                     if isinstance(e, PrivateStepMixin)]
+            return ", ".join(dict.fromkeys(found))
+        frame = frame.f_back
+    return ""
+
+
 def _first(values, k=4):
     """The first ``k`` of ``values`` as text: ``"0, 2, 3, 5, ..."``."""
     return ", ".join(map(repr, values[:k])) + (", ..." if len(values) > k else "")
@@ -837,9 +861,22 @@ class GraphData:
             if len(key) == 2 and key[1] is Ellipsis:
                 key = key[0]
             else:
+                mechanisms = _mechanisms_of_calling_column_transformer()
+                if mechanisms:
+                    raise IndexError(
+                        "GraphData supports row (node) indexing only, and a "
+                        f"ColumnTransformer cannot hold a local DP mechanism ({mechanisms}): "
+                        "its transformers receive arrays, which name no users, and "
+                        "NodeWise(ColumnTransformer(...)) would read every column in the "
+                        "clear. To make only some columns private, select them on the "
+                        "devices before the mechanism: Pipeline([('cols', skldp.NodeWise("
+                        "ColumnTransformer([('private', 'passthrough', [j, ...])]), "
+                        "on_device=True)), ('mech', ...)]), and join public columns to its "
+                        "reports with reports.with_features(..., source='public') (User "
+                        "Guide: Choosing a mechanism, 'Private and public columns').")
                 raise IndexError(
                     "GraphData supports row (node) indexing only. To select columns "
-                    "(a ColumnTransformer), wrap the step: "
+                    "(a ColumnTransformer of plain steps), wrap the step: "
                     "skldp.NodeWise(ColumnTransformer(...)), with columns given by position "
                     "(it receives the features as an array). Tools that set columns "
                     "(sklearn.inspection.partial_dependence) cannot inspect graph steps: "

@@ -276,3 +276,43 @@ def test_column_selection_points_to_nodewise():
         Pipeline([("kprop", KProp(steps=1)), ("ct", ct)]).fit_transform(G)
     out = Pipeline([("kprop", KProp(steps=1)), ("ct", NodeWise(ct))]).fit_transform(G)
     assert out.shape == (4, 1)
+
+
+def test_a_column_transformer_holding_a_mechanism_points_to_private_columns():
+    # the advice was NodeWise(ColumnTransformer(...)), which read every column in the clear
+    # (epsilon inf for every user) and then failed: the mechanism was given an array
+    from sklearn.compose import ColumnTransformer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import Pipeline
+
+    from skldp import NodeWise
+    from skldp.accounting import privacy_report
+    from skldp.mechanisms import PiecewiseMechanism
+    from skldp.propagation import KProp
+
+    rng = np.random.default_rng(0)
+    n = 30
+    visits, age = rng.integers(0, 30, n).astype(float), rng.integers(18, 90, n).astype(float)
+    y = (visits > 14).astype(int)
+    A = sp.csr_array(np.eye(n, k=1) + np.eye(n, k=-1))
+    G = GraphData(np.c_[visits, age], A, node_ids=[f"u{i}" for i in range(n)])
+    mech = PiecewiseMechanism(eps=1.0, feature_range=(18, 90), random_state=0)
+    ct = ColumnTransformer([("priv", mech, [1]), ("pub", "passthrough", [0])])
+    with pytest.raises(IndexError, match=r"cannot hold a local DP mechanism "
+                                         r"\(PiecewiseMechanism\).*on_device=True.*"
+                                         r"with_features\(\.\.\., source='public'\)"):
+        Pipeline([("ct", ct), ("clf", LogisticRegression())]).fit(G[:20], y[:20])
+    nested = ColumnTransformer([("priv", Pipeline([("m", mech)]), [1])])
+    with pytest.raises(IndexError, match=r"\(PiecewiseMechanism\)"):
+        nested.fit_transform(G)
+    assert len(G.ledger) == 0
+    # the advice works: the private column alone leaves the devices, the public one is
+    # joined to the reports, and the ledger holds the mechanism only
+    private = Pipeline([("cols", NodeWise(ColumnTransformer([("private", "passthrough", [1])]),
+                                          on_device=True)), ("mech", mech)])
+    reports = private.fit_transform(G)
+    mixed = reports.with_features(np.c_[reports.features, visits], source="public")
+    clf = Pipeline([("kp", KProp(1)), ("clf", LogisticRegression())]).fit(mixed[:20], y[:20])
+    clf.score(mixed[20:], y[20:])
+    assert G.ledger.local_epsilon == 1.0
+    assert privacy_report(private).local_epsilon == 1.0
