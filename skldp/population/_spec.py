@@ -48,9 +48,36 @@ def step_kind(step):
 
 
 def public_params(step, exclude=("random_state",)):
-    """The step's parameters as public values, without ``random_state`` (a secret)."""
-    return {k: public_value(v) for k, v in sorted(step.get_params(deep=False).items())
-            if k not in exclude}
+    """The step's parameters as public values, without ``random_state`` (a secret).
+
+    A parameter that is no public value raises a ``TypeError`` that names it (the
+    innermost one, for an estimator given as a parameter).
+    """
+    out = {}
+    for k, v in sorted(step.get_params(deep=False).items()):
+        if k in exclude:
+            continue
+        try:
+            out[k] = public_value(v)
+        except TypeError as exc:
+            if getattr(exc, "names_parameter", False):
+                raise
+            err = TypeError(f"the parameter {k}={v!r} of {type(step).__name__} is not a "
+                            f"public value a spec can hold{_as_text_hint(k, v)}.")
+            err.names_parameter = True
+            raise err from None
+    return out
+
+
+def _as_text_hint(name, value):
+    """How to give a type parameter (numpy's ``float64``) as the public text it names."""
+    if not isinstance(value, type):
+        return ""
+    try:
+        text = np.dtype(value).name
+    except TypeError:
+        return ""
+    return f" (a type): give it by its name, {name}={text!r}"
 
 
 def device_step_spec(step):
