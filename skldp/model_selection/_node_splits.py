@@ -112,9 +112,18 @@ def _check_all_labelled(y):
     y = _label_column(y)
     unlabelled = ~_labelled_mask(y)
     if unlabelled.any():
+        markers = list(dict.fromkeys(map(repr, y[unlabelled].tolist())))   # first seen
+        shown = ", ".join(markers[:5]) + (", ..." if len(markers) > 5 else "")
+        # (callers pass y converted: a list of the caller's is converted in the advice too)
+        if y.dtype.kind in "biuf":
+            keep = "y = np.asarray(y); G[y >= 0], y[y >= 0]"
+        else:   # y >= 0 cannot compare text: a mask of the labelled entries
+            mask = "pd.notna(y)" if "pandas" in sys.modules else \
+                "np.array([v is not None and v == v for v in y])"   # (NaN != NaN)
+            keep = f"y = np.asarray(y, dtype=object); keep = {mask}; G[keep], y[keep]"
         raise ValueError(f"y marks {int(unlabelled.sum())} row(s) unlabelled "
-                         f"({_UNLABELLED_MARKERS}), e.g. {y[unlabelled][:5].tolist()}; "
-                         "fit only on labelled nodes, e.g. G[y >= 0], y[y >= 0].")
+                         f"({_UNLABELLED_MARKERS}): {shown}. Fit only on labelled nodes, "
+                         f"e.g. {keep}.")
 
 
 def _labelled_nodes(y):

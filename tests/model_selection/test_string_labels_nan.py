@@ -87,3 +87,55 @@ def test_estimators_refuse_nan_in_a_list_of_strings(est):
     ys[5] = float("nan")
     with pytest.raises(ValueError, match="unlabelled"):
         est.fit(G, ys)
+
+
+def _run_advice(err, ns):
+    """Run the code the "unlabelled" error suggests, as a reader would paste it, keeping
+    the selection it ends with (``Gk, yk``)."""
+    code = str(err).split("Fit only on labelled nodes, e.g. ")[1].rstrip(".")
+    *first, last = code.split("; ")
+    exec("; ".join([*first, f"Gk, yk = {last}"]), ns)
+    return ns["Gk"], ns["yk"]
+
+
+@pytest.mark.parametrize("as_list", [False, True])
+@pytest.mark.parametrize("pandas", [True, False])
+def test_the_unlabelled_error_suggests_a_mask_that_works_for_string_labels(
+        as_list, pandas, monkeypatch):
+    # it suggested G[y >= 0], which raises a TypeError on strings
+    import sys
+
+    import scipy.sparse as sp
+
+    from skldp import GraphData
+    from skldp.baselines import LabelPropagationClassifier
+    if not pandas:
+        monkeypatch.delitem(sys.modules, "pandas", raising=False)
+    pd = pytest.importorskip("pandas") if pandas else None
+    G = GraphData(np.random.default_rng(0).random((4, 1)),
+                  sp.csr_array(np.ones((4, 4)) - np.eye(4)))
+    y = ["cat", None, "dog", np.nan] if as_list else \
+        np.array(["cat", None, "dog", np.nan], dtype=object)
+    with pytest.raises(ValueError, match=r"2 row\(s\) unlabelled .*: None, nan\. ") as info:
+        LabelPropagationClassifier().fit(G, y)
+    assert "y >= 0" not in str(info.value) and ("pd.notna" in str(info.value)) == pandas
+    Gk, yk = _run_advice(info.value, {"np": np, "pd": pd, "G": G, "y": y})
+    assert Gk.rows.tolist() == [0, 2]
+    LabelPropagationClassifier().fit(Gk, yk)
+
+
+@pytest.mark.parametrize("as_list", [False, True])
+def test_the_unlabelled_error_keeps_y_ge_0_for_numeric_labels(as_list):
+    import scipy.sparse as sp
+
+    from skldp import GraphData
+    from skldp.baselines import LabelPropagationClassifier
+    G = GraphData(np.random.default_rng(0).random((4, 1)),
+                  sp.csr_array(np.ones((4, 4)) - np.eye(4)))
+    y = [0, -1, 1, -1] if as_list else np.array([0, -1, 1, np.nan])
+    with pytest.raises(ValueError, match=r"e\.g\. y = np\.asarray\(y\); G\[y >= 0\], "
+                                         r"y\[y >= 0\]\.$") as info:
+        LabelPropagationClassifier().fit(G, y)
+    Gk, yk = _run_advice(info.value, {"np": np, "G": G, "y": y})
+    assert Gk.rows.tolist() == [0, 2]
+    LabelPropagationClassifier().fit(Gk, yk)
