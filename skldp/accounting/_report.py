@@ -194,6 +194,8 @@ def _children(est):
                 yield name, step
         return
     for key, value in sorted(vars(est).items()):
+        if key == "scorer_":   # a search's scorer holds the template it was given, not a fit
+            continue
         if key == "transformer_list" or (key.endswith("_") and not key.startswith("_")):
             yield from _estimators_in(value, key.rstrip("_") if key.endswith("_") else "")
 

@@ -40,6 +40,19 @@ def test_search_over_eps_sums_every_candidate(data):
     assert rep.local_epsilon == G.ledger.local_epsilon
 
 
+def test_a_fitted_template_is_not_named_after_the_search_scorer(data):
+    # the template, fitted before the search, was reported as "scorer._estimator.hds"
+    # (scikit-learn's scorer_ holds the template), as if the scorer had collected it
+    G, y = data
+    template = _pipe().set_params(hds__eps=2.0).fit(G, y)
+    gs = GridSearchCV(template, {"hds__eps": [0.5, 1.0]}, cv=2).fit(G, y)
+    rep = privacy_report(gs)
+    assert not any("scorer" in (s.step or "") for s in rep.spends)
+    assert "scorer" not in str(rep)
+    assert [s.step for s in rep.spends if s.step] == ["best_estimator.hds"]
+    assert rep.local_epsilon == pytest.approx(3.5)   # the template's 2 still counted
+
+
 def test_search_over_public_params_only_spends_once(data):
     G, y = data
     rep = privacy_report(GridSearchCV(_pipe(), {"ppr__alpha": [0.1, 0.2]}, cv=2).fit(G, y))
