@@ -824,7 +824,7 @@ class LDPMechanism(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
         self.__dict__.pop("collected_", None)
         Xf = self._all_features(X)
         population, device_steps = boundary_input(self, X if isinstance(X, GraphData) else Xf)
-        check_finite_features(Xf)
+        check_finite_features(Xf, feature_range=self.feature_range)
         self.feature_min_, self.feature_max_ = resolve_feature_range(
             self.feature_range, Xf, owner=type(self).__name__,
             on_read=lambda: self._charge_bounds_read(X, Xf, population))
@@ -902,7 +902,9 @@ class LDPMechanism(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
                              "give it the GraphData of those reports.")
         X = check_array(X, accept_sparse="csr", dtype=np.float64, ensure_all_finite=False)
         self._check_n_features(X)
-        check_finite_features(X)
+        bounds = (self.feature_min_, self.feature_max_) if hasattr(self, "feature_min_") \
+            else None   # (GRR-FS has domains, not bounds)
+        check_finite_features(X, feature_range=bounds)
         check_population(self, X)
         # (the population only if devices answer: saved reports are served in any process)
         return self._reports_for(X, array_node_keys(self.population_, X.shape[0]),

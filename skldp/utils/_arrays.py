@@ -16,7 +16,7 @@ __all__ = ["check_finite_features", "check_float32_range", "frame_column_names",
            "torch_blocks_sum", "torch_sum_is_finite", "unique_inverse", "within_bounds"]
 
 
-def check_finite_features(X, name="features"):
+def check_finite_features(X, name="features", feature_range=None):
     """Raise a clear error if a dense or sparse matrix (or a torch tensor) holds NaN or inf.
 
     The message advises where to impute them. Under the default ``name`` (the check of
@@ -25,6 +25,7 @@ def check_finite_features(X, name="features"):
     (``"the features given to PPRPropagation"``, from
     :meth:`skldp.GraphData.require_finite_features`, or to a model) gets an imputer in
     front of that step: a mechanism's reports hold no NaN, so there are none before it.
+    A mechanism's public ``feature_range`` gives the imputer a fill value inside it.
     """
     if type(X).__module__.startswith("torch"):   # on its device: one number comes back
         if torch_sum_is_finite(X):
@@ -35,7 +36,7 @@ def check_finite_features(X, name="features"):
             if len(bad):
                 first = bad[0].tolist()
                 first[0] += rows.start
-                raise ValueError(_not_finite(name, first))
+                raise ValueError(_not_finite(name, first, feature_range, X1.shape))
         return X
     data = X.data if sp.issparse(X) else np.asarray(X)
     # Fast path without a boolean temporary of the data's size: a sum is finite only if
@@ -45,7 +46,7 @@ def check_finite_features(X, name="features"):
             return X
     if not np.all(np.isfinite(data)):
         bad = np.argwhere(~np.isfinite(X.toarray() if sp.issparse(X) else data))[0]
-        raise ValueError(_not_finite(name, bad))
+        raise ValueError(_not_finite(name, bad, feature_range, X.shape))
     return X
 
 
@@ -128,21 +129,46 @@ def _extremes(X):
 
 # A public, stateless map each device runs on its own row: the imputer a local DP
 # mechanism accepts before it (one fitted on the users' rows runs on the server).
-_DEVICE_IMPUTER = 'NodeWise(SimpleImputer(strategy="constant", fill_value=0.0), on_device=True)'
+_DEVICE_IMPUTER = 'NodeWise(SimpleImputer(strategy="constant", fill_value={}), on_device=True)'
 
 
-def _not_finite(name, bad):
+def _fill_value(feature_range, shape, column):
+    """A fill value inside the public ``feature_range`` (the largest lower bound, when it
+    is in every feature's range; else ``column``'s lower bound) and a sentence saying so;
+    ``(0.0, "")`` when the range is unknown or malformed (its own check names that)."""
+    if feature_range is None or len(shape) != 2:
+        return 0.0, ""
+    try:
+        lo, hi = feature_range
+        lo, hi = (np.broadcast_to(np.asarray(b, dtype=np.float64), (shape[1],))
+                  for b in (lo, hi))
+    except (TypeError, ValueError):
+        return 0.0, ""
+    if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi))):
+        return 0.0, ""
+    if lo.max() <= hi.min():
+        return float(lo.max()), f" ({float(lo.max())!r} lies in every feature's feature_range.)"
+    fill = float(lo[column])
+    return fill, (f" ({fill!r} is column {column}'s lower bound; no one value lies in every "
+                  "feature's feature_range, so a NaN of another column filled with it is "
+                  "clipped into that column's range.)")
+
+
+def _not_finite(name, bad, feature_range=None, shape=()):
     where = f"{name} contain NaN or infinite values (first at row {bad[0]}, column {bad[-1]}). "
     if name == "features":   # a mechanism's (or an on-device step's) check
+        fill, why = _fill_value(feature_range, shape, int(bad[-1]))
         return where + (
             "Impute them first; before a local DP mechanism, on each user's device with a "
-            f"public, stateless step: in a simulation {_DEVICE_IMPUTER}, on real devices "
-            "before skldp.device encodes the row (the mechanism refuses an imputer fitted on "
-            "the users' data, such as NodeWise(SimpleImputer()), which runs on the server).")
+            f"public, stateless step: in a simulation {_DEVICE_IMPUTER.format(repr(fill))}, "
+            "on real devices before skldp.device encodes the row (the mechanism refuses an "
+            "imputer fitted on the users' data, such as NodeWise(SimpleImputer()), which runs "
+            f"on the server).{why}")
     return where + (   # a server step's: the features are no mechanism's reports
         "Impute them before this step, e.g. with NodeWise(SimpleImputer()). In a local DP "
         "pipeline the mechanism comes first (its reports hold no NaN): impute on each "
-        f"user's device before it, with {_DEVICE_IMPUTER}.")
+        f"user's device before it, with {_DEVICE_IMPUTER.format('0.0')} (a fill_value "
+        "inside the mechanism's feature_range).")
 
 
 def frame_column_names(X):
