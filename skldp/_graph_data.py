@@ -783,7 +783,7 @@ class GraphData:
                                  f"got shape {ids.shape}.")
             _check_no_missing_id(ids)
             if not _all_unique(ids):
-                raise ValueError("node_ids must be unique.")
+                raise ValueError(duplicate_ids_message(ids))
             keys = _ids_to_keys(ids) if ids.dtype == object else None
             if keys is not None and not _all_unique(keys):
                 # ids of mixed types: a number and its text (1.5 and "1.5"), or -1 and
@@ -1446,6 +1446,33 @@ def _is_missing(v):
         return bool(v != v)       # NaN, NaT
     except TypeError:             # pandas' NA: its truth value is ambiguous
         return True
+
+
+def duplicate_ids_message(ids, keys=None):
+    """The error for ``node_ids`` that name a user twice: how many ids repeat and the
+    first of them with its rows (an error path: ``keys``, the users' keys, default to
+    the ids' own)."""
+    keys = _ids_to_keys(ids) if keys is None else np.asarray(keys)
+    ids = ids.tolist() if isinstance(ids, np.ndarray) else list(ids)   # (plain reprs)
+    order = np.argsort(keys, kind="stable")
+    sk = keys[order]
+    starts = np.flatnonzero(np.r_[True, sk[1:] != sk[:-1]])
+    counts = np.diff(np.r_[starts, len(sk)])
+    repeated = starts[counts > 1]
+    if not len(repeated):
+        return "node_ids must be unique."
+    # the repeated id whose first row comes first, and its rows
+    groups = [order[s:s + c] for s, c in zip(starts, counts, strict=True) if c > 1]
+    rows = min(groups, key=lambda g: g[0])
+    values = [ids[i] for i in rows.tolist()]
+    extra = int((counts[counts > 1] - 1).sum())
+    shown = ", ".join(map(str, rows[:5].tolist())) + \
+        (f" and {len(rows) - 5} more" if len(rows) > 5 else "")
+    same = all(v == values[0] and type(v) is type(values[0]) for v in values)
+    what = (f"{values[0]!r} is at rows {shown}" if same else
+            f"{', '.join(map(repr, values[:5]))} (rows {shown}) are one user key")
+    return (f"node_ids must be unique, but {len(repeated)} id(s) appear more than once "
+            f"({extra} extra row(s)): {what}.")
 
 
 def _all_unique(ids):

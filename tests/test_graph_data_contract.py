@@ -133,3 +133,18 @@ def test_population_without_node_ids_must_name_the_same_users():
     assert GraphData(X + 1, population=G).population is G.population   # G's users, in order
     H = GraphData(df.iloc[3:], node_ids=[3, 4, 5], population=G)
     assert np.array_equal(H.node_keys, G.node_keys[3:])
+
+
+def test_duplicate_node_ids_are_named_and_counted():
+    # "node_ids must be unique." named no id: in a million users, which one?
+    ids = ["a", "b", "a", "c", "b", "a"]
+    with pytest.raises(ValueError, match=r"^node_ids must be unique, but 2 id\(s\) appear more "
+                                         r"than once \(3 extra row\(s\)\): 'a' is at rows 0, "
+                                         r"2, 5\.$"):
+        GraphData(np.zeros((6, 1)), node_ids=ids)
+    ids = list(range(10)) + [7] * 8
+    with pytest.raises(ValueError, match=r"1 id\(s\) appear more than once \(8 extra row\(s\)"
+                                         r"\): 7 is at rows 7, 10, 11, 12, 13 and 4 more\.$"):
+        GraphData(np.zeros((18, 1)), node_ids=ids)
+    with pytest.raises(ValueError, match=r"\): 1 is at rows 0, 2\.$"):   # 1.0 is user 1
+        GraphData(np.zeros((3, 1)), node_ids=np.array([1.0, 2.0, 1.0]))

@@ -760,7 +760,8 @@ def received_graph(*, features=None, labels=None, edges=None, node_ids=None, bud
         raise ValueError("received_graph: no user.")
     keys = ids_to_keys(ids)
     if len(np.unique(keys)) != n:
-        raise ValueError("node_ids must be unique.")
+        from .._graph_data import duplicate_ids_message
+        raise ValueError(duplicate_ids_message(ids.tolist(), keys))
     position = {plain_id(u): i for i, u in enumerate(ids.tolist())}
     population = _receiving_population(population, budget)
     refusals = []   # budget refusals: the reports are charged all the same (they were sent)

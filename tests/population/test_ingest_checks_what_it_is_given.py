@@ -99,3 +99,9 @@ def test_directed_lists_are_read_as_sent():
     A = G.adjacency.toarray()
     assert A[0, 1] == 1 and A[1, 0] == 0                 # not symmetrized
     assert A[2, 3] == A[3, 2] == 1 and A.sum() == 3
+
+
+def test_received_graph_names_a_duplicated_user():
+    with pytest.raises(ValueError, match=r"node_ids must be unique, but 1 id\(s\) appear more "
+                                         r"than once \(1 extra row\(s\)\): 'a' is at rows 0, 2"):
+        received_graph(node_ids=["a", "b", "a"])
