@@ -122,7 +122,7 @@ def _check_all_labelled(y):
                 "np.array([v is not None and v == v for v in y])"   # (NaN != NaN)
             keep = f"y = np.asarray(y, dtype=object); keep = {mask}; G[keep], y[keep]"
         raise ValueError(f"y marks {int(unlabelled.sum())} row(s) unlabelled "
-                         f"({_UNLABELLED_MARKERS}): {shown}. Fit only on labelled nodes, "
+                         f"({_UNLABELLED_MARKERS}): {shown}; fit only on labelled nodes, "
                          f"e.g. {keep}.")
 
 

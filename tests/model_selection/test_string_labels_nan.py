@@ -92,7 +92,7 @@ def test_estimators_refuse_nan_in_a_list_of_strings(est):
 def _run_advice(err, ns):
     """Run the code the "unlabelled" error suggests, as a reader would paste it, keeping
     the selection it ends with (``Gk, yk``)."""
-    code = str(err).split("Fit only on labelled nodes, e.g. ")[1].rstrip(".")
+    code = str(err).split("fit only on labelled nodes, e.g. ")[1].rstrip(".")
     *first, last = code.split("; ")
     exec("; ".join([*first, f"Gk, yk = {last}"]), ns)
     return ns["Gk"], ns["yk"]
@@ -116,7 +116,7 @@ def test_the_unlabelled_error_suggests_a_mask_that_works_for_string_labels(
                   sp.csr_array(np.ones((4, 4)) - np.eye(4)))
     y = ["cat", None, "dog", np.nan] if as_list else \
         np.array(["cat", None, "dog", np.nan], dtype=object)
-    with pytest.raises(ValueError, match=r"2 row\(s\) unlabelled .*: None, nan\. ") as info:
+    with pytest.raises(ValueError, match=r"2 row\(s\) unlabelled .*: None, nan; ") as info:
         LabelPropagationClassifier().fit(G, y)
     assert "y >= 0" not in str(info.value) and ("pd.notna" in str(info.value)) == pandas
     Gk, yk = _run_advice(info.value, {"np": np, "pd": pd, "G": G, "y": y})
