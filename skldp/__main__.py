@@ -107,16 +107,6 @@ def _parse(argv):
     return args
 
 
-def _feature_range(X):
-    """(0, 1) for binary bag-of-words data; ``None`` (bounds from the data, with a
-    PrivacyLeakWarning, charged as a read in the clear: epsilon inf) for raw numeric
-    data, whose public bounds we do not know."""
-    data = X.data if hasattr(X, "data") and not isinstance(X, np.ndarray) else X
-    if np.size(data) == 0 or (np.min(data) >= 0 and np.max(data) <= 1):
-        return (0.0, 1.0)
-    return None
-
-
 def run(dataset="cora", eps=1.0, seeds=5, epochs=100, out=None):
     """Run the main job and return ``{row: list of test accuracies}`` and the report.
 
@@ -167,7 +157,10 @@ def _run(dataset, eps, seeds, epochs, out):
         raise SystemExit(f"Dataset {dataset!r} has no node features; PrivGE privatises "
                          "features, so choose a dataset with features.")
     labelled = y >= 0
-    feature_range = _feature_range(G.features)
+    # The dataset's public bounds ((0, 1) for binary features); None: read from the data
+    # by HDS, with a PrivacyLeakWarning, charged as a read in the clear (epsilon inf).
+    # Never chosen by looking at the users' values, which would be a read uncharged.
+    feature_range = bunch.feature_range
     # Features with no information about the labels: uniform noise of the same
     # shape, drawn once (the graph-only row of every seed shares it).
     noise = np.random.default_rng(12345).uniform(-1.0, 1.0, size=(n, d)).astype(np.float32)

@@ -1098,11 +1098,16 @@ class NodeWise(GraphTransformerMixin, BaseEstimator):
 
         Fitted on the public row of zeros, ``OneHotEncoder()`` learns the category 0 only,
         ``SimpleImputer(strategy="mean")`` fills 0, ``MinMaxScaler()`` does nothing: maps
-        whose state a device would learn from its user's data. A clone fitted on a row of
-        ones must map the probe rows (zeros, ones, missing values) the same.
+        whose state a device would learn from its user's data. Clones fitted on a row of
+        ones, on a row of varied values and on both (a spread: ``MaxAbsScaler``,
+        ``StandardScaler(with_mean=False)``) must map the probe rows (those rows, zeros,
+        missing values) the same; rows outside the step's public domain (its fit raises)
+        are not compared.
         """
-        def row(value):
-            r = np.full((1, d), value)
+        varied = np.linspace(-2.5, 3.7, d) if d > 1 else np.array([-2.5])
+
+        def row(*values):
+            r = np.vstack([np.broadcast_to(np.asarray(v, dtype=float), (1, d)) for v in values])
             return sp.csr_matrix(r) if sparse else r
 
         def out(est, probe):
@@ -1112,29 +1117,33 @@ class NodeWise(GraphTransformerMixin, BaseEstimator):
                 return None
             return np.asarray(Z.toarray() if sp.issparse(Z) else Z, dtype=float)
 
-        other = clone(self.estimator)
-        if graph and hasattr(other, "set_output"):
-            other.set_output(transform="default")
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                other.fit(row(1.0))
-        except Exception:   # a row of ones is outside its public domain: nothing to compare
-            return
-        for value, what in ((0.0, "zeros"), (1.0, "ones"), (np.nan, "missing values")):
-            a, b = out(self.estimator_, row(value)), out(other, row(value))
-            if (a is None) != (b is None) or (a is not None and (
-                    a.shape != b.shape or not np.allclose(a, b, equal_nan=True))):
+        probes = ((0.0, "zeros"), (1.0, "ones"), (varied, "varied values"),
+                  (np.nan, "missing values"))
+        for fitted_on, named in (((1.0,), "ones"), ((varied,), "varied values"),
+                                 ((1.0, varied), "ones and one of varied values")):
+            other = clone(self.estimator)
+            if graph and hasattr(other, "set_output"):
+                other.set_output(transform="default")
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    other.fit(row(*fitted_on))
+            except Exception:   # outside its public domain: nothing to compare
+                continue
+            for value, what in probes:
+                a, b = out(self.estimator_, row(value)), out(other, row(value))
+                if (a is None) == (b is None) and (a is None or (
+                        a.shape == b.shape and np.allclose(a, b, equal_nan=True))):
+                    continue
                 name = type(self.estimator).__name__
                 hint = " (for sparse features, keep_empty_features=True)" if sparse else ""
                 raise ValueError(
                     f"NodeWise({name}, on_device=True) is fitted on a public row of zeros, but "
-                    "its map depends on that row: fitted on a row of ones, it transforms a "
-                    f"row of {what} differently. On the devices its state would come from "
-                    "each user's data. "
-                    "Fix the map with its parameters (e.g. OneHotEncoder(categories=...), "
-                    f"SimpleImputer(strategy='constant', fill_value=...){hint}), or run it on "
-                    "the server, after the mechanism.")
+                    f"its map depends on that row: fitted on rows of {named}, it transforms "
+                    f"a row of {what} differently. On the devices its state would come from "
+                    "each user's data. Fix the map with its parameters (e.g. "
+                    "OneHotEncoder(categories=...), SimpleImputer(strategy='constant', "
+                    f"fill_value=...){hint}), or run it on the server, after the mechanism.")
 
     def _fit_estimator(self, est, rows, X, y):
         """Fit ``est`` on ``rows``, with the labels ``y`` only when it needs them.

@@ -129,12 +129,18 @@ def test_a_per_user_on_device_step_passes_the_check():
 
 @pytest.mark.parametrize("step", [
     "OneHotEncoder(handle_unknown='ignore', dtype='float64')", "SimpleImputer(strategy='mean')",
-    "MinMaxScaler()", "StandardScaler()"])
+    "MinMaxScaler()", "StandardScaler()", "MaxAbsScaler()", "StandardScaler(with_mean=False)",
+    "RobustScaler(with_centering=False)"])
 def test_an_on_device_step_whose_fit_reads_its_row_is_refused(step):
     # Before: fitted on the public row of zeros, OneHotEncoder learnt the category 0 only
     # (other categories became all-zero rows), the imputer filled 0, the scaler did nothing.
     from sklearn.impute import SimpleImputer  # noqa: F401 - used by eval
-    from sklearn.preprocessing import MinMaxScaler, OneHotEncoder  # noqa: F401
+    from sklearn.preprocessing import (  # noqa: F401
+        MaxAbsScaler,
+        MinMaxScaler,
+        OneHotEncoder,
+        RobustScaler,
+    )
     G = GraphData(np.random.default_rng(0).integers(0, 3, (20, 2)).astype(float))
     with pytest.raises(ValueError, match=r"fitted on a public row of zeros, but its map "
                                          r"depends on that row"):

@@ -52,15 +52,13 @@ def _labels_sent(G, records):
         "CorrectAndSmooth on the rows its base model was fitted on.")
 
 
-def _protections(estimator, records, entries):
-    """The specs of what the base model's fit collected or trained on: the collections and
-    central trainings its fitted steps hold (at any depth; an edge collection read from a
-    memo sends nothing, but its step holds it), the reports sent while it was fitted
-    (``records``) and the ledger's ``entries`` of that time (trainings of steps it does
-    not keep: a search's candidates)."""
+def _protections(estimator):
+    """The specs of the collections and central trainings the fitted base model holds, at
+    any depth (an edge collection read from a memo sends nothing, but its step holds it).
+    Its own only: other threads' collections on the same users in that time are not its."""
     from ..accounting._report import _children
 
-    specs, seen = [spec for spec, _, _ in records] + [e.spec for e in entries], set()
+    specs, seen = [], set()
 
     def walk(est):
         if id(est) in seen:
@@ -74,6 +72,23 @@ def _protections(estimator, records, entries):
 
     walk(estimator)
     return specs
+
+
+def _sent_already(G, y):
+    """Whether ``y`` are the labels the users of ``G`` sent in a label collection (reports
+    the server kept): propagating them reads nothing more than they sent."""
+    population, keys = G.population, G.node_keys[G.rows]
+    for entry in population.ledger.entries():
+        spec = entry.spec
+        if spec.model != "local" or "labels" not in spec.protects:
+            continue
+        sent = population.received(spec.id, keys)
+        if any(r is None for r in sent):
+            continue
+        classes = np.asarray(spec.public_state["classes"])
+        if np.array_equal(classes[np.asarray(sent, dtype=np.int64)], np.asarray(y)):
+            return True
+    return False
 
 
 def _charge_clean_labels(cs, G, specs):
@@ -228,25 +243,27 @@ class CorrectAndSmooth(MetaEstimatorMixin, GraphClassifierMixin, BaseEstimator):
             raise ValueError(f"X has {len(G)} rows but y has {len(y)} labels.")
         _check_all_labelled(y)   # a scikit-learn base would learn -2 as a class
         y_used, own = fit_label_mechanism(self, G, y)
-        ledger = G.population.ledger
-        mark = ledger.mark()
         with G.population.recording(protects=("labels",)) as records:
             estimator = clone(self.estimator).fit(G, y_used)
+        # What the base model's fit protected: edges an edge mechanism collected, and the
+        # parts a central DP training on these users covers. What C&S then reads itself
+        # (the clean labels here, the adjacency at predict) is a read in the clear.
+        specs = _protections(estimator)
         # Labels the base model's fit randomized (at any depth: a pipeline, a search):
-        # propagate the reports the users sent, never their clean labels.
+        # propagate the reports the users sent, never their clean labels. Those of its
+        # own label collections when it holds them (another thread's are not its).
+        own_labels = {s.id for s in specs if "labels" in s.protects and s.model == "local"}
+        if own_labels:
+            records = [r for r in records if r[0].id in own_labels]
         sent, made = _labels_sent(G, records)
         if own is not None and made:
             raise ValueError("Both CorrectAndSmooth and its estimator randomize the labels: "
                              "two collections of each user's label. Set label_mechanism on "
                              "one of them.")
-        # What the base model's fit protected: edges an edge mechanism collected, and the
-        # parts a central DP training on these users covers. What C&S then reads itself
-        # (the clean labels here, the adjacency at predict) is a read in the clear.
-        specs = _protections(estimator, records, ledger.entries(since=mark))
         if sent is not None:
             y_used = sent
         elif own is None and any(s.model == "central" and "labels" in s.protects
-                                 for s in specs):
+                                 for s in specs) and not _sent_already(G, y_used):
             _charge_clean_labels(self, G, specs)
         self.estimator_ = estimator
         self._fit_on_collected_edges = edges_collected(G._store.adjacency_origin) or any(

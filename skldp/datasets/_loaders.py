@@ -240,6 +240,11 @@ def _read_npz(path):
     return out
 
 
+#: Datasets whose features are binary by their schema (bag-of-words, MUSAE's): their
+#: public bounds are (0, 1), known without reading any user's value.
+_BINARY_FEATURES = frozenset({"citeseer", "cora", "facebook", "twitch_ENGB", "wiki_chameleon"})
+
+
 def load_dataset(name, *, data_home=None, base_url=None, source_url=None,
                  download_if_missing=True):
     """Load a real graph dataset as a scikit-learn :class:`~sklearn.utils.Bunch`.
@@ -266,8 +271,11 @@ def load_dataset(name, *, data_home=None, base_url=None, source_url=None,
     bunch : Bunch
         ``data`` (:class:`~skldp.GraphData` of all nodes), ``target`` (int,
         ``-1`` = unlabelled), ``train_mask``/``val_mask``/``test_mask`` where the
-        source defines a split, ``feature_names``, ``DESCR``, ``name`` and the
-        extras of the file (``class_names``, ``sens``, ``traffic``, ``top10_mask``).
+        source defines a split, ``feature_names``, ``DESCR``, ``name``,
+        ``feature_range`` (the features' public bounds where the dataset's
+        schema fixes them, ``(0.0, 1.0)`` for binary features, else ``None``)
+        and the extras of the file (``class_names``, ``sens``, ``traffic``,
+        ``top10_mask``).
 
     Raises
     ------
@@ -293,7 +301,8 @@ def load_dataset(name, *, data_home=None, base_url=None, source_url=None,
     names = raw.pop("names")
     G = GraphData(raw["X"], raw["A"], feature_names=names)
     bunch = Bunch(data=G, target=raw["y"], feature_names=names, name=name,
-                  DESCR=DATASETS[name][2], filename=str(path))
+                  DESCR=DATASETS[name][2], filename=str(path),
+                  feature_range=(0.0, 1.0) if name in _BINARY_FEATURES else None)
     for key in ("train_mask", "val_mask", "test_mask") + _EXTRAS:
         if key in raw and key != "feature_names":
             bunch[key] = raw[key]

@@ -112,6 +112,7 @@ class Ledger:
         self._seq = 0
         self._lock = threading.RLock()
         self._device_side = None   # a weak reference to the population, to read its journal
+        _LEDGERS.add(self)
         self._journal = None       # the population's journal, once it is shared
         self._offset = 0           # bytes of it read (a ledger on its own: see _sync)
         self._budget = None        # the users' cap when saved (a ledger on its own)
@@ -146,8 +147,12 @@ class Ledger:
         with self._lock, open(self._journal, "rb") as fh:
             if fcntl is not None:
                 fcntl.flock(fh, fcntl.LOCK_SH)
-            fh.seek(self._offset)
-            data = fh.read()
+            try:
+                fh.seek(self._offset)
+                data = fh.read()
+            finally:
+                if fcntl is not None:
+                    fcntl.flock(fh, fcntl.LOCK_UN)
             end = data.rfind(b"\n") + 1
             self._offset += end
             for line in data[:end].splitlines():
@@ -312,6 +317,7 @@ class Ledger:
         # journal is gone.
         self.__dict__.update({"_journal": None, "_offset": 0, "_budget": None, **state})
         self._lock = threading.RLock()
+        _LEDGERS.add(self)
         if self._journal is not None:
             folder = _FOLDERS.get(os.path.dirname(self._journal))
             if folder is not None:   # this process removes it: read on before it does
@@ -348,3 +354,4 @@ def _remove_folder(path, ledgers, owner):
 
 
 _FOLDERS = weakref.WeakValueDictionary()   # folder path -> _JournalFolder
+_LEDGERS = weakref.WeakSet()   # every ledger of the process: their locks renewed at a fork

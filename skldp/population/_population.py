@@ -19,7 +19,7 @@ import numpy as np
 from ..exceptions import PrivacyBudgetError
 from ..utils._arrays import sorted_lookup
 from ._digest import answer_tags, report_keys
-from ._ledger import _FOLDERS, Ledger, _JournalFolder
+from ._ledger import _FOLDERS, _LEDGERS, Ledger, _JournalFolder
 from ._spec import CollectionSpec
 
 try:  # file locks for ledgers shared with worker processes (POSIX)
@@ -774,28 +774,35 @@ _REGISTRY_LOCK = threading.Lock()
 #: The populations of this process (made here, or copies): shared before a fork.
 _LIVE = weakref.WeakSet()
 _FORKED = False   # this process is a fork of one that ran skldp (os.fork included)
-_HELD = []        # the populations' locks, held by the forking thread across the fork
+_FORK_LOCK = threading.Lock()   # one fork at a time holds the locks below
+_HELD = []        # the locks the forking thread holds across the fork
 
 
 def _before_fork():
     """Share every population's journal before ``os.fork`` (multiprocessing's "fork",
     a ``ProcessPoolExecutor``): a forked child holds a copy made without pickling, which
     would otherwise collect into its own memory, outside this process's ledger and cap.
-    Each population's lock is held across the fork, so that no thread of this process is
-    half-way through recording an answer when the child's copy is made."""
-    for population in list(_LIVE):
+    Every population's and ledger's lock is held across the fork (populations first, as
+    everywhere), so that no thread of this process is half-way through recording an
+    answer, or holds a lock on the journal, when the child's copy is made."""
+    _FORK_LOCK.acquire()
+    for population in sorted(_LIVE, key=id):
         population._lock.acquire()
-        _HELD.append(population)
+        _HELD.append(population._lock)
         try:
             if population._journal is None and population._secret is not None:
                 population._open_journal()
         except Exception:  # noqa: BLE001 - the fork goes on; the child refuses (below)
             pass
+    for ledger in sorted(_LEDGERS, key=id):
+        ledger._lock.acquire()
+        _HELD.append(ledger._lock)
 
 
 def _after_fork_in_parent():
     while _HELD:
-        _HELD.pop()._lock.release()
+        _HELD.pop().release()
+    _FORK_LOCK.release()
 
 
 def _after_fork_in_child():
@@ -803,13 +810,14 @@ def _after_fork_in_child():
     recordings served through the journal, a population whose journal could not be
     opened unable to collect, and no new users of plain arrays (known to this process
     only, as in a multiprocessing worker)."""
-    global _REGISTRY_LOCK, _FORKED
-    _REGISTRY_LOCK = threading.Lock()
+    global _REGISTRY_LOCK, _FORKED, _FORK_LOCK
+    _REGISTRY_LOCK, _FORK_LOCK = threading.Lock(), threading.Lock()
     _FORKED = True
     _HELD.clear()
+    for ledger in list(_LEDGERS):
+        ledger._lock = threading.RLock()
     for population in list(_LIVE):
         population._lock = threading.RLock()
-        population.ledger._lock = threading.RLock()
         population._fh = None
         for rid, recorder in population._recordings.items():   # the parent's: forwarded
             population._foreign[rid] = recorder.protects

@@ -160,3 +160,40 @@ def test_a_central_base_that_does_not_use_the_graph_leaves_it_given(graph):
     cs.predict(G)
     report = privacy_report(cs)
     assert report.epsilon_for("labels") == np.inf and report.epsilon_for("edges") == 0.0
+
+
+# ------------------------------------------- only the base model's own collections count
+
+class _CollectsAside(LabelPropagationClassifier):
+    """Label propagation on the graph it is given, after an edge collection it does not
+    keep: what another thread collecting on the same users does meanwhile."""
+
+    def fit(self, X, y):
+        EdgeRR(eps=1.0, random_state=3).fit_transform(X.full())
+        return super().fit(X, y)
+
+
+def test_a_collection_the_base_does_not_hold_is_not_its(graph):
+    # Before: every collection on the population during the base's fit counted (the
+    # ledger since a mark): another thread's EdgeRR made C&S charge (or refuse) its
+    # propagation over the true graph, on which its base was fitted.
+    make, y = graph
+    G = make(budget=5.0)
+    cs = CorrectAndSmooth(_CollectsAside()).fit(G[TRAIN], y[TRAIN])
+    cs.predict_proba(G)   # the base read the true graph: taken as given, as C&S's read
+    assert privacy_report(G).epsilon_for("edges") == pytest.approx(1.0)   # the aside only
+    assert _clear(privacy_report(G), "edges") == []
+
+
+def test_labels_the_users_sent_before_are_not_clean_labels(graph):
+    # Before: labels randomized before C&S (and passed as y) were charged as a read of the
+    # clean labels around a central base; the budget refused them.
+    make, y = graph
+    G = make(budget=10.0)
+    rr = LabelRandomizedResponse(1.0, classes=[0, 1], random_state=0).fit()
+    y_sent = rr.randomize(y[TRAIN], G[TRAIN])
+    cs = CorrectAndSmooth(DPMLPClassifier(classes=[0, 1], batch_size=5, epochs=1,
+                                          noise_multiplier=5.0, random_state=0))
+    cs.fit(G[TRAIN], y_sent)
+    assert privacy_report(G).epsilon_for("labels") == pytest.approx(1.0)
+    assert _clear(privacy_report(G), "labels") == []

@@ -146,3 +146,29 @@ def test_a_plain_array_in_a_forked_child_is_refused():
 
     assert _in_child(collect) == FAILED
     collect()   # the parent itself may
+
+
+def test_threads_forking_at_once_leave_the_locks_free():
+    # Before: one list of held locks for every forking thread: a thread released another's
+    # locks ("cannot release un-acquired lock"), and the populations stayed locked.
+    import threading
+    G = GraphData(np.zeros((5, 1)))
+    errors = []
+
+    def forks():
+        try:
+            for _ in range(15):
+                assert _in_child(lambda: None) == SENT
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=forks) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert errors == []
+    assert G.population._lock.acquire(timeout=5)
+    G.population._lock.release()
+    assert G.ledger._lock.acquire(timeout=5)
+    G.ledger._lock.release()
