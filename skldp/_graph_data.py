@@ -532,7 +532,9 @@ def _mechanisms_of_calling_column_transformer():
     compose = sys.modules.get("sklearn.compose")
     if compose is None:
         return ""
-    from .base import PrivateStepMixin
+
+    def private(e):   # a private step (skldp.base.PrivateStepMixin), told by its protocol
+        return hasattr(e, "_open_collection") and hasattr(e, "protects")
 
     frame = sys._getframe(2)
     for _ in range(12):   # _safe_indexing -> ColumnTransformer._call_func_on_transformers
@@ -543,7 +545,7 @@ def _mechanisms_of_calling_column_transformer():
             steps = [t for _, t, _ in owner.transformers if hasattr(t, "get_params")]
             found = [type(e).__name__ for t in steps
                      for e in [t, *t.get_params(deep=True).values()]
-                     if isinstance(e, PrivateStepMixin)]
+                     if private(e)]
             return ", ".join(dict.fromkeys(found))
         frame = frame.f_back
     return ""
