@@ -1099,12 +1099,15 @@ class NodeWise(GraphTransformerMixin, BaseEstimator):
         Fitted on the public row of zeros, ``OneHotEncoder()`` learns the category 0 only,
         ``SimpleImputer(strategy="mean")`` fills 0, ``MinMaxScaler()`` does nothing: maps
         whose state a device would learn from its user's data. Clones fitted on a row of
-        ones, on a row of varied values and on both (a spread: ``MaxAbsScaler``,
-        ``StandardScaler(with_mean=False)``) must map the probe rows (those rows, zeros,
-        missing values) the same; rows outside the step's public domain (its fit raises)
-        are not compared.
+        ones, on rows of varied values (signed, and positive for steps that refuse
+        negatives), on pairs of them (a spread: ``MaxAbsScaler``,
+        ``StandardScaler(with_mean=False)``) and on zeros with a missing row
+        (``add_indicator=True``) must map the probe rows (those rows, zeros, missing
+        values) the same; rows outside the step's public domain (its fit raises) are not
+        compared.
         """
         varied = np.linspace(-2.5, 3.7, d) if d > 1 else np.array([-2.5])
+        positive = np.linspace(0.5, 3.7, d) if d > 1 else np.array([0.5])
 
         def row(*values):
             r = np.vstack([np.broadcast_to(np.asarray(v, dtype=float), (1, d)) for v in values])
@@ -1118,9 +1121,11 @@ class NodeWise(GraphTransformerMixin, BaseEstimator):
             return np.asarray(Z.toarray() if sp.issparse(Z) else Z, dtype=float)
 
         probes = ((0.0, "zeros"), (1.0, "ones"), (varied, "varied values"),
-                  (np.nan, "missing values"))
+                  (positive, "positive values"), (np.nan, "missing values"))
         for fitted_on, named in (((1.0,), "ones"), ((varied,), "varied values"),
-                                 ((1.0, varied), "ones and one of varied values")):
+                                 ((1.0, varied), "ones and one of varied values"),
+                                 ((1.0, positive), "ones and one of positive values"),
+                                 ((0.0, np.nan), "zeros and one of missing values")):
             other = clone(self.estimator)
             if graph and hasattr(other, "set_output"):
                 other.set_output(transform="default")

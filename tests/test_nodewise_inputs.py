@@ -163,3 +163,19 @@ def test_public_maps_pass_the_fit_check():
     out = NodeWise(SimpleImputer(strategy="constant", fill_value=0.0, keep_empty_features=True),
                    on_device=True).fit(S).transform(S)
     assert out.shape == (20, 3)
+
+
+def test_on_device_steps_whose_state_a_missing_value_or_a_positive_spread_sets_are_refused():
+    # Before: fitted only on rows without a missing value, or on signed rows a sparse step
+    # refuses, these passed: indicator columns vanished, a quantile map sent every row to 0.
+    from sklearn.impute import MissingIndicator
+    from sklearn.preprocessing import QuantileTransformer
+    rng = np.random.default_rng(0)
+    dense = GraphData(rng.random((20, 3)))
+    sparse = GraphData(sp.csr_matrix(rng.random((20, 3))))
+    for G, step in ((dense, SimpleImputer(strategy="constant", fill_value=0.0,
+                                          add_indicator=True)),
+                    (dense, MissingIndicator()),   # (features="all" is a public map)
+                    (sparse, QuantileTransformer(n_quantiles=5))):
+        with pytest.raises(ValueError, match="its map depends on that row"):
+            NodeWise(step, on_device=True).fit(G)

@@ -190,8 +190,15 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
         named after the option, or after the classifier that made this mechanism
         (``_classes_read_by``, its step kind). A mechanism saved by an older version
         before its first randomize charges that randomize's users."""
-        if not self.__dict__.get("_classes_read"):
+        read = self.__dict__.get("_classes_read")
+        if not read:
             return
+        if isinstance(read, tuple):   # (the previous version's deferred read)
+            raise ValueError(
+                "This LabelRandomizedResponse(classes=None) was saved by an older version "
+                "between fit and its first randomize: whose labels the label domain was read "
+                "from is not known, so that read cannot be charged. Fit it again with X, the "
+                "GraphData view of the users of y, or pass classes=[...].")
         by = self.__dict__.get("_classes_read_by")
         name = by.rsplit(".", 1)[-1] if by else type(self).__name__
         charge_public_read(self, population, node_keys, "labels", "classes=None",
@@ -263,14 +270,24 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
         self._check_unchanged()
         spec = self.collection_ if getattr(self, "collected_", False) else \
             population.collected(like=self.collection_)
+        if spec is None and self.classes is None:
+            # the domain read from the received labels may lack a class no one reported:
+            # the collection of this kind and budget, with its public domain
+            same = [s for s in population.collected() if s.kind == self.collection_.kind
+                    and s.epsilon == self.collection_.epsilon and "classes" in s.public_state]
+            if len(same) == 1:
+                spec, labels = same[0], self.classes_[y_enc]
+                self._restore_public_state(spec)
+                y_enc = self.encode(labels)
         if spec is None:
             raise ValueError(
                 "These users' devices are real: their labels were randomized on the devices "
                 "and cannot be randomized again here, and no label collection they answered "
                 f"has this mechanism's parameters (eps={self.eps!r}, classes="
-                f"{self.classes_.tolist()}). Received: "
+                f"{self.classes_.tolist() if self.classes is not None else None}). Received: "
                 f"{[s.describe() for s in population.collected()]}. Build the mechanism "
-                "from the collection's spec (LabelRandomizedResponse.from_spec(spec)).")
+                "from the collection's spec (LabelRandomizedResponse.from_spec(spec)), or "
+                "give it that collection's eps and classes=[...].")
         sent = population.received(spec.id, node_keys)
         missing = sum(r is None for r in sent)
         if missing:
@@ -340,7 +357,8 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
             from ..model_selection._node_splits import _check_label_index
             _check_label_index(y, keys)
         y_enc = self.encode(y)
-        return self.classes_[self.randomize_encoded(y_enc, keys)]
+        sent = self.randomize_encoded(y_enc, keys)
+        return self.classes_[sent]   # (received labels may have set the domain: read after)
 
     def _users(self, keys, n):
         """(population, node keys) of the users ``keys``; binds the ledger at first use."""

@@ -115,8 +115,14 @@ def _check_all_labelled(y):
         markers = list(dict.fromkeys(map(repr, y[unlabelled].tolist())))   # first seen
         shown = ", ".join(markers[:5]) + (", ..." if len(markers) > 5 else "")
         # (callers pass y converted: a list of the caller's is converted in the advice too)
+        labelled = y[~unlabelled]
         if y.dtype.kind in "biuf":
             keep = "y = np.asarray(y); G[y >= 0], y[y >= 0]"
+        elif y.dtype.kind == "O" and all(isinstance(v, numbers.Real) and not isinstance(
+                v, (bool, np.bool_)) for v in labelled):
+            # numbers with None among them (JSON's null): integers once the markers go
+            keep = ("keep = np.array([v is not None and v == v and v >= 0 for v in y]); "
+                    "G[keep], np.asarray(y, dtype=object)[keep].astype(int)")
         else:   # y >= 0 cannot compare text: a mask of the labelled entries
             mask = "pd.notna(y)" if "pandas" in sys.modules else \
                 "np.array([v is not None and v == v for v in y])"   # (NaN != NaN)

@@ -36,7 +36,9 @@ def check_finite_features(X, name="features", feature_range=None):
             if len(bad):
                 first = bad[0].tolist()
                 first[0] += rows.start
-                raise ValueError(_not_finite(name, first, feature_range, X1.shape))
+                value = float(X1[tuple(first)])
+                raise ValueError(_not_finite(name, first, feature_range, X1.shape,
+                                             infinite=np.isinf(value)))
         return X
     data = X.data if sp.issparse(X) else np.asarray(X)
     # Fast path without a boolean temporary of the data's size: a sum is finite only if
@@ -45,8 +47,10 @@ def check_finite_features(X, name="features", feature_range=None):
         if data.dtype.kind in "fc" and np.isfinite(data.sum()):
             return X
     if not np.all(np.isfinite(data)):
-        bad = np.argwhere(~np.isfinite(X.toarray() if sp.issparse(X) else data))[0]
-        raise ValueError(_not_finite(name, bad, feature_range, X.shape))
+        dense = X.toarray() if sp.issparse(X) else data
+        bad = np.argwhere(~np.isfinite(dense))[0]
+        raise ValueError(_not_finite(name, bad, feature_range, X.shape, sp.issparse(X),
+                                     np.isinf(dense[tuple(bad)])))
     return X
 
 
@@ -129,7 +133,7 @@ def _extremes(X):
 
 # A public, stateless map each device runs on its own row: the imputer a local DP
 # mechanism accepts before it (one fitted on the users' rows runs on the server).
-_DEVICE_IMPUTER = 'NodeWise(SimpleImputer(strategy="constant", fill_value={}), on_device=True)'
+_DEVICE_IMPUTER = 'NodeWise(SimpleImputer(strategy="constant", fill_value={}{}), on_device=True)'
 
 
 def _fill_value(feature_range, shape, column):
@@ -154,20 +158,25 @@ def _fill_value(feature_range, shape, column):
                   "clipped into that column's range.)")
 
 
-def _not_finite(name, bad, feature_range=None, shape=()):
+def _not_finite(name, bad, feature_range=None, shape=(), sparse=False, infinite=False):
     where = f"{name} contain NaN or infinite values (first at row {bad[0]}, column {bad[-1]}). "
+    # (an imputer fitted on an empty sparse row keeps no column unless told to)
+    keep = ", keep_empty_features=True" if sparse else ""
+    inf = ("That one is infinite: an imputer fills missing values only, so replace "
+           "infinities on each user's device first (e.g. np.nan_to_num(row, posinf=hi, "
+           "neginf=lo) with public bounds lo, hi), then impute any NaN. " if infinite else "")
     if name == "features":   # a mechanism's (or an on-device step's) check
         fill, why = _fill_value(feature_range, shape, int(bad[-1]))
-        return where + (
+        return where + inf + (
             "Impute them first; before a local DP mechanism, on each user's device with a "
-            f"public, stateless step: in a simulation {_DEVICE_IMPUTER.format(repr(fill))}, "
-            "on real devices before skldp.device encodes the row (the mechanism refuses an "
+            f"public, stateless step: in a simulation {_DEVICE_IMPUTER.format(repr(fill), keep)}"
+            ", on real devices before skldp.device encodes the row (the mechanism refuses an "
             "imputer fitted on the users' data, such as NodeWise(SimpleImputer()), which runs "
             f"on the server).{why}")
-    return where + (   # a server step's: the features are no mechanism's reports
+    return where + inf + (   # a server step's: the features are no mechanism's reports
         "Impute them before this step, e.g. with NodeWise(SimpleImputer()). In a local DP "
         "pipeline the mechanism comes first (its reports hold no NaN): impute on each "
-        f"user's device before it, with {_DEVICE_IMPUTER.format('0.0')} (a fill_value "
+        f"user's device before it, with {_DEVICE_IMPUTER.format('0.0', keep)} (a fill_value "
         "inside the mechanism's feature_range).")
 
 

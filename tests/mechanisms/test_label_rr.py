@@ -230,3 +230,39 @@ def test_classes_read_without_the_users_of_the_labels_is_refused():
                                              r"labels y: pass X, the GraphData view"):
             LabelRandomizedResponse(1.0, random_state=0).fit(X, y)
     assert G.ledger.entries() == []
+
+
+def test_a_previous_versions_deferred_read_is_refused():
+    # a mechanism saved between fit(y=...) and its first randomize by the previous version
+    # held (count, digest) of the labels read: whose they were is not known any more
+    rr = LabelRandomizedResponse(1.0, classes=[0, 1], random_state=0).fit()
+    rr._classes_read = (50, "0" * 32)
+    G = GraphData(np.zeros((10, 1)))
+    with pytest.raises(ValueError, match="saved by an older version between fit and its first"):
+        rr.randomize(np.zeros(10, dtype=int), G)
+    assert G.ledger.entries() == []
+
+
+def test_received_labels_with_classes_none_take_the_collections_domain():
+    # Before: classes=None on a received graph never matched the collection (its spec
+    # states the classes), so every classifier with a label mechanism refused it.
+    import warnings
+
+    from skldp.device import Device
+    from skldp.models import LPGNNClassifier
+    from skldp.population import collection_spec, read_reports, received_graph
+    n = 30
+    ids = [f"u{i}" for i in range(n)]
+    y = np.arange(n) % 3                                # class 3 is in the domain, unsent
+    spec = collection_spec(LabelRandomizedResponse(2.0, classes=[0, 1, 2, 3]))
+    recs = [Device(user=u, max_epsilon=10).answer(spec, int(y[i])) for i, u in enumerate(ids)]
+    G0, y_sent = received_graph(labels=read_reports(recs, spec, users=ids), node_ids=ids)
+    G = GraphData(np.ones((n, 1)), np.eye(n, k=1) + np.eye(n, k=-1), node_ids=ids,
+                  population=G0)
+    keep = y_sent >= 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = LPGNNClassifier(eps_y=2.0, epochs=1, random_state=0).fit(G[keep], y_sent[keep])
+    assert clf.label_mechanism_.classes_.tolist() == [0, 1, 2, 3]
+    assert clf.label_mechanism_.collection_.id == spec.id
+    assert G.ledger.epsilon_for("labels") == 2.0   # (the features: raw, read in the clear)

@@ -57,3 +57,31 @@ def test_without_a_public_range_the_fill_value_stays_0():
     with pytest.raises(ValueError, match=r"fill_value=0\.0\)") as info:
         PiecewiseMechanism(eps=1.0, feature_range=None).fit(_graph())
     assert "lies in every" not in str(info.value)
+
+
+def test_the_advice_for_sparse_features_and_for_infinities_works():
+    # Before: the advised imputer kept no column of sparse rows (the on-device check then
+    # refused it), and an infinity got an imputer's advice, which fails on it.
+    import re
+    import warnings
+
+    import scipy.sparse as sp
+
+    from skldp import GraphData, NodeWise  # noqa: F401 - used by eval
+    from skldp.mechanisms import OneBitMechanism
+    X = np.random.default_rng(0).random((10, 3))
+    X[2, 1] = np.nan
+    G = GraphData(sp.csr_matrix(X))
+    with pytest.raises(ValueError) as err:
+        OneBitMechanism(eps=1.0, feature_range=(0, 1)).fit(G)
+    advice = re.search(r"NodeWise\(SimpleImputer\(.*?\), on_device=True\)", str(err.value))[0]
+    assert "keep_empty_features=True" in advice
+    from sklearn.impute import SimpleImputer  # noqa: F401 - used by eval
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = eval(advice).fit(G).transform(G)
+    assert np.all(np.isfinite(np.asarray(out.features.toarray())))
+    X[2, 1] = np.inf
+    with pytest.raises(ValueError, match=r"That one is infinite: an imputer fills missing "
+                                         r"values only"):
+        OneBitMechanism(eps=1.0, feature_range=(0, 1)).fit(GraphData(X))

@@ -139,3 +139,21 @@ def test_the_unlabelled_error_keeps_y_ge_0_for_numeric_labels(as_list):
     Gk, yk = _run_advice(info.value, {"np": np, "G": G, "y": y})
     assert Gk.rows.tolist() == [0, 2]
     LabelPropagationClassifier().fit(Gk, yk)
+
+
+def test_the_advice_for_numbers_with_none_markers_works():
+    # Before: integers with None (JSON's null) got the text labels' advice, whose mask kept
+    # the integers as objects (an unknown label type) and kept -1.
+    import re
+
+    from skldp import GraphData
+    from skldp.baselines import LabelPropagationClassifier
+    y = [0, 1, None, -1, 1, 0]
+    G = GraphData(np.zeros((6, 1)), np.ones((6, 6)) - np.eye(6))
+    with pytest.raises(ValueError) as err:
+        LabelPropagationClassifier().fit(G, y)
+    advice = re.search(r"e\.g\. (keep = .*)\.$", str(err.value))[1]
+    keep = np.array([v is not None and v == v and v >= 0 for v in y])
+    assert advice.startswith("keep = np.array([v is not None and v == v and v >= 0")
+    Gk, yk = eval(advice.split("; ", 1)[1], {"np": np, "G": G, "keep": keep, "y": y})
+    LabelPropagationClassifier().fit(Gk, yk)
