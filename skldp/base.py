@@ -1079,16 +1079,29 @@ class NodeWise(GraphTransformerMixin, BaseEstimator):
             try:   # the devices read the step from the spec: its parameters must be public values
                 device_step_spec(est)
             except TypeError as exc:
+                named = "give it by its name" in str(exc)   # a type: its name is the fix
                 raise ValueError(
                     f"NodeWise(on_device=True) writes {type(est).__name__} into the collection "
-                    f"spec that the users' devices run, but {exc} Only parameters that are "
-                    "numbers, strings or lists can be: apply a function to each user's row "
-                    "before building the GraphData instead.") from None
+                    f"spec that the users' devices run, but {exc}" + ("" if named else
+                    " Only parameters that are numbers, strings or lists can be: apply a "
+                    "function to each user's row before building the GraphData "
+                    "instead.")) from None
             # A public map: fitted on one row of zeros, never on any user's data.
             shape = (1, X.shape[1] if graph else _num_features(X))
             rows, y = (sp.csr_matrix(shape) if sp.issparse(rows) else np.zeros(shape)), None
-        self.estimator_ = self._fit_estimator(est, rows, X, y)
-        if self.on_device:
+        if not self.on_device:
+            self.estimator_ = self._fit_estimator(est, rows, X, y)
+        else:
+            try:
+                self.estimator_ = self._fit_estimator(est, rows, X, y)
+            except Exception as exc:   # nothing of the users' was read: say what it needs
+                imputer = any(type(e).__name__ == "SimpleImputer"
+                              for e in [est, *est.get_params(deep=True).values()])
+                hint = (" (on sparse features an imputer needs keep_empty_features=True)"
+                        if sp.issparse(rows) and imputer else "")
+                raise ValueError(
+                    f"NodeWise({type(est).__name__}, on_device=True) is fitted on a public "
+                    f"row of zeros, and that fit failed{hint}: {exc}") from exc
             self._check_public_fit(sp.issparse(rows), rows.shape[1], graph)
         self.n_features_in_ = X.shape[1] if graph else _num_features(X)
         return self
@@ -1101,10 +1114,10 @@ class NodeWise(GraphTransformerMixin, BaseEstimator):
         whose state a device would learn from its user's data. Clones fitted on a row of
         ones, on rows of varied values (signed, and positive for steps that refuse
         negatives), on pairs of them (a spread: ``MaxAbsScaler``,
-        ``StandardScaler(with_mean=False)``) and on zeros with a missing row
-        (``add_indicator=True``) must map the probe rows (those rows, zeros, missing
-        values) the same; rows outside the step's public domain (its fit raises) are not
-        compared.
+        ``StandardScaler(with_mean=False)``), on four different rows (quantiles) and on
+        zeros with a missing row (``add_indicator=True``) must map the probe rows (those
+        rows, zeros, missing values) the same; rows outside the step's public domain (its
+        fit raises) are not compared.
         """
         varied = np.linspace(-2.5, 3.7, d) if d > 1 else np.array([-2.5])
         positive = np.linspace(0.5, 3.7, d) if d > 1 else np.array([0.5])
@@ -1125,6 +1138,7 @@ class NodeWise(GraphTransformerMixin, BaseEstimator):
         for fitted_on, named in (((1.0,), "ones"), ((varied,), "varied values"),
                                  ((1.0, varied), "ones and one of varied values"),
                                  ((1.0, positive), "ones and one of positive values"),
+                                 ((0.0, 1.0, varied, positive), "four different values"),
                                  ((0.0, np.nan), "zeros and one of missing values")):
             other = clone(self.estimator)
             if graph and hasattr(other, "set_output"):
@@ -1147,8 +1161,9 @@ class NodeWise(GraphTransformerMixin, BaseEstimator):
                     f"its map depends on that row: fitted on rows of {named}, it transforms "
                     f"a row of {what} differently. On the devices its state would come from "
                     "each user's data. Fix the map with its parameters (e.g. "
-                    "OneHotEncoder(categories=...), SimpleImputer(strategy='constant', "
-                    f"fill_value=...){hint}), or run it on the server, after the mechanism.")
+                    "OneHotEncoder(categories=[...], dtype='float64'), SimpleImputer("
+                    f"strategy='constant', fill_value=...){hint}), or run it on the server, "
+                    "after the mechanism.")
 
     def _fit_estimator(self, est, rows, X, y):
         """Fit ``est`` on ``rows``, with the labels ``y`` only when it needs them.

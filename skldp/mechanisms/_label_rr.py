@@ -12,7 +12,7 @@ from ..device._kinds import label_encode, label_flip_q
 from ..exceptions import PrivacyLeakWarning
 from ..population import default_population
 from ..population._digest import label_digests
-from ..population._spec import step_kind
+from ..population._spec import public_params, step_kind
 from ..utils.validation import EPS_CONSTRAINT, RANDOM_STATE_CONSTRAINT, check_eps
 from ._grid import check_eps_per_coordinate
 
@@ -148,14 +148,15 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
                     "labels y: pass X, the GraphData view of their users (fit(G[rows], y)), "
                     "so that the ledger charges them for that read at fit, or pass "
                     "classes=[...] (the public label domain).")
-            warnings.warn("LabelRandomizedResponse: classes was not given, so the label domain "
-                          "is read from the private labels in the clear, which reveals which "
-                          "classes occur: the ledger charges those users a read of their "
-                          "labels in the clear (epsilon=inf). Pass classes=[...] from public "
-                          "knowledge.", PrivacyLeakWarning, stacklevel=2)
-            # charged before the domain is derived (real devices' labels are reports)
-            self._classes_read = X.population.simulated
-            self._charge_classes_read(X.population, X.node_keys[X.rows])
+            if X.population.simulated:   # (real devices' labels are reports: nothing read)
+                warnings.warn("LabelRandomizedResponse: classes was not given, so the label "
+                              "domain is read from the private labels in the clear, which "
+                              "reveals which classes occur: the ledger charges those users a "
+                              "read of their labels in the clear (epsilon=inf). Pass "
+                              "classes=[...] from public knowledge.", PrivacyLeakWarning,
+                              stacklevel=2)
+                # charged before the domain is derived
+                self._charge_classes_read(X.population, X.node_keys[X.rows])
             classes = np.unique(y)
         if classes.dtype.kind in "fc" and np.any(np.isnan(classes)):
             raise ValueError("classes must not contain NaN.")
@@ -185,26 +186,26 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
         return self
 
     def _charge_classes_read(self, population, node_keys):
-        """Charge the users whose labels ``classes=None`` read the label domain from (once,
-        before the domain is derived): a read of their labels in the clear (epsilon inf),
-        named after the option, or after the classifier that made this mechanism
-        (``_classes_read_by``, its step kind). A mechanism saved by an older version
-        before its first randomize charges that randomize's users."""
-        read = self.__dict__.get("_classes_read")
-        if not read:
-            return
-        if isinstance(read, tuple):   # (the previous version's deferred read)
-            raise ValueError(
-                "This LabelRandomizedResponse(classes=None) was saved by an older version "
-                "between fit and its first randomize: whose labels the label domain was read "
-                "from is not known, so that read cannot be charged. Fit it again with X, the "
-                "GraphData view of the users of y, or pass classes=[...].")
+        """Charge the users whose labels ``classes=None`` read the label domain from (at
+        fit, before the domain is derived): a read of their labels in the clear (epsilon
+        inf), named after the option, or after the classifier that made this mechanism
+        (``_classes_read_by``, its step kind)."""
         by = self.__dict__.get("_classes_read_by")
         name = by.rsplit(".", 1)[-1] if by else type(self).__name__
         charge_public_read(self, population, node_keys, "labels", "classes=None",
                            "the label domain (which classes occur)",
                            f"classes=[...] (the public label domain) to {name}", kind=by)
-        self._classes_read = False
+
+    def _refuse_a_pending_read(self):
+        """Refuse a mechanism saved by an older version between ``fit(y=...)`` and its
+        first randomize: the read of the label domain was to be charged to that
+        randomize's users, but whose labels were read is not known."""
+        if self.__dict__.get("_classes_read"):
+            raise ValueError(
+                "This LabelRandomizedResponse(classes=None) was saved by an older version "
+                "between fit and its first randomize: whose labels the label domain was read "
+                "from is not known, so that read cannot be charged. Fit it again with X, the "
+                "GraphData view of the users of y, or pass classes=[...].")
 
     @staticmethod
     def _check_y(y):
@@ -255,7 +256,7 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
         self._check_unchanged()
         y_enc = np.asarray(y_enc, dtype=np.int64)
         population, node_keys = self._users(keys, len(y_enc))
-        self._charge_classes_read(population, node_keys)
+        self._refuse_a_pending_read()
         return population.collect(self.collection_, node_keys, label_digests(y_enc),
                                   lambda rkeys: self._encode_report(y_enc, rkeys), keep=True)
 
@@ -269,25 +270,14 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
         """The labels real devices sent (no new randomization): ``y_enc`` must be them."""
         self._check_unchanged()
         spec = self.collection_ if getattr(self, "collected_", False) else \
-            population.collected(like=self.collection_)
-        if spec is None and self.classes is None:
+            self._received_collection(population, node_keys, self.classes_[y_enc])
+        if self.classes is None and spec is not self.collection_:
             # the domain read from the received labels may lack a class no one reported:
-            # the collection of this kind and budget, with its public domain
-            same = [s for s in population.collected() if s.kind == self.collection_.kind
-                    and s.epsilon == self.collection_.epsilon and "classes" in s.public_state]
-            if len(same) == 1:
-                spec, labels = same[0], self.classes_[y_enc]
-                self._restore_public_state(spec)
-                y_enc = self.encode(labels)
-        if spec is None:
-            raise ValueError(
-                "These users' devices are real: their labels were randomized on the devices "
-                "and cannot be randomized again here, and no label collection they answered "
-                f"has this mechanism's parameters (eps={self.eps!r}, classes="
-                f"{self.classes_.tolist() if self.classes is not None else None}). Received: "
-                f"{[s.describe() for s in population.collected()]}. Build the mechanism "
-                "from the collection's spec (LabelRandomizedResponse.from_spec(spec)), or "
-                "give it that collection's eps and classes=[...].")
+            # the collection's public one
+            labels, bound = self.classes_[y_enc], self.population_
+            self._restore_public_state(spec)
+            self.population_ = bound
+            y_enc = self.encode(labels)
         sent = population.received(spec.id, node_keys)
         missing = sum(r is None for r in sent)
         if missing:
@@ -302,6 +292,48 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
         self.collected_ = True
         self.__dict__.pop("seed_", None)
         return sent
+
+    def _received_collection(self, population, node_keys, labels):
+        """The label collection of this kind and budget (and ``classes``, when given) that
+        these users answered with ``labels``; with none, the one error that says why."""
+        def domain(spec):
+            return np.asarray(spec.public_state.get("classes", []))
+
+        like = [s for s in population.collected()
+                if s.kind == self.collection_.kind and s.epsilon == self.collection_.epsilon
+                and "classes" in s.public_state
+                and (self.classes is None or np.array_equal(domain(s), self.classes_))]
+        answered = []
+        for s in like:
+            sent = population.received(s.id, node_keys)
+            if all(r is not None for r in sent) and np.array_equal(
+                    domain(s)[np.asarray(sent, dtype=np.int64)], labels):
+                answered.append(s)
+        if len(answered) == 1 or (not answered and len(like) == 1):
+            return (answered or like)[0]   # (a single candidate: its checks say what differs)
+        if not like:
+            raise ValueError(
+                "These users' devices are real: their labels were randomized on the devices "
+                "and cannot be randomized again here, and no label collection they answered "
+                f"has this mechanism's parameters (eps={self.eps!r}, classes="
+                f"{self.classes_.tolist() if self.classes is not None else None}). Received: "
+                f"{[s.describe() for s in population.collected()]}. Build the mechanism "
+                "from the collection's spec (LabelRandomizedResponse.from_spec(spec)), or "
+                "give it that collection's eps and classes=[...].")
+        which = "; ".join(f"{s.id} (classes {domain(s).tolist()})" for s in (answered or like))
+        raise ValueError(
+            f"{'Several' if answered else 'None'} of the label collections of this budget "
+            f"({which}) hold these labels of these users: pass the classes=[...] of the one "
+            "they answered, or build the mechanism from its spec "
+            "(LabelRandomizedResponse.from_spec(spec)).")
+
+    def _check_unchanged(self):
+        # (with classes=None on received labels, the domain is the collection's)
+        if self.classes is None and getattr(self, "collected_", False):
+            mine = {k: v for k, v in public_params(self).items() if k != "classes"}
+            if mine == {k: v for k, v in self.collection_.params.items() if k != "classes"}:
+                return
+        super()._check_unchanged()
 
     def _restore_public_state(self, spec, X=None):
         """The fitted state of a label collection from its spec alone."""

@@ -121,7 +121,9 @@ def _check_all_labelled(y):
         elif y.dtype.kind == "O" and all(isinstance(v, numbers.Real) and not isinstance(
                 v, (bool, np.bool_)) for v in labelled):
             # numbers with None among them (JSON's null): integers once the markers go
-            keep = ("keep = np.array([v is not None and v == v and v >= 0 for v in y]); "
+            labelled_test = "pd.notna(v)" if "pandas" in sys.modules else \
+                "v is not None and v == v"   # (pandas' NA has no truth value)
+            keep = (f"keep = np.array([{labelled_test} and v >= 0 for v in y]); "
                     "G[keep], np.asarray(y, dtype=object)[keep].astype(int)")
         else:   # y >= 0 cannot compare text: a mask of the labelled entries
             mask = "pd.notna(y)" if "pandas" in sys.modules else \

@@ -136,6 +136,16 @@ def _extremes(X):
 _DEVICE_IMPUTER = 'NodeWise(SimpleImputer(strategy="constant", fill_value={}{}), on_device=True)'
 
 
+def _column_bounds(feature_range, shape, column):
+    """``"lo, hi"``: the public bounds of ``column`` as text, or the words when unknown."""
+    try:
+        lo, hi = (float(np.broadcast_to(np.asarray(b, dtype=np.float64), (shape[1],))[column])
+                  for b in feature_range)
+    except (TypeError, ValueError, IndexError):
+        return "lo, hi"
+    return f"{lo!r}, {hi!r}" if np.isfinite(lo) and np.isfinite(hi) else "lo, hi"
+
+
 def _fill_value(feature_range, shape, column):
     """A fill value inside the public ``feature_range`` (the largest lower bound, when it
     is in every feature's range; else ``column``'s lower bound) and a sentence saying so;
@@ -162,10 +172,14 @@ def _not_finite(name, bad, feature_range=None, shape=(), sparse=False, infinite=
     where = f"{name} contain NaN or infinite values (first at row {bad[0]}, column {bad[-1]}). "
     # (an imputer fitted on an empty sparse row keeps no column unless told to)
     keep = ", keep_empty_features=True" if sparse else ""
-    inf = ("That one is infinite: an imputer fills missing values only, so replace "
-           "infinities on each user's device first (e.g. np.nan_to_num(row, posinf=hi, "
-           "neginf=lo) with public bounds lo, hi), then impute any NaN. " if infinite else "")
+    bounds = _column_bounds(feature_range, shape, int(bad[-1])) \
+        if feature_range is not None and len(shape) == 2 else "lo, hi"
     if name == "features":   # a mechanism's (or an on-device step's) check
+        # (np.clip keeps NaN for the imputer; nan_to_num would make it 0, maybe out of range)
+        inf = ("That one is infinite: an imputer fills missing values only, so clip each "
+               f"user's row into the public bounds first (np.clip(row, {bounds}), on the "
+               "device, or before building the GraphData in a simulation), then impute any "
+               "NaN. " if infinite else "")
         fill, why = _fill_value(feature_range, shape, int(bad[-1]))
         return where + inf + (
             "Impute them first; before a local DP mechanism, on each user's device with a "
@@ -173,6 +187,9 @@ def _not_finite(name, bad, feature_range=None, shape=(), sparse=False, infinite=
             ", on real devices before skldp.device encodes the row (the mechanism refuses an "
             "imputer fitted on the users' data, such as NodeWise(SimpleImputer()), which runs "
             f"on the server).{why}")
+    inf = ("That one is infinite: an imputer fills missing values only, so clip the "
+           f"features first (G.with_features(np.clip(G.features, {bounds}))). "
+           if infinite else "")
     return where + inf + (   # a server step's: the features are no mechanism's reports
         "Impute them before this step, e.g. with NodeWise(SimpleImputer()). In a local DP "
         "pipeline the mechanism comes first (its reports hold no NaN): impute on each "

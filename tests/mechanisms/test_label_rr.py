@@ -266,3 +266,34 @@ def test_received_labels_with_classes_none_take_the_collections_domain():
     assert clf.label_mechanism_.classes_.tolist() == [0, 1, 2, 3]
     assert clf.label_mechanism_.collection_.id == spec.id
     assert G.ledger.epsilon_for("labels") == 2.0   # (the features: raw, read in the clear)
+
+
+def test_received_labels_are_matched_to_the_collection_these_users_answered():
+    # Before: of two received label collections of one budget, classes=None refused both
+    # and an explicit domain took the last one, which these users had not answered.
+    import warnings
+
+    from skldp.device import Device
+    from skldp.models import LPGNNClassifier
+    from skldp.population import collection_spec, read_reports, received_graph
+
+    def collect(users, classes, population=None):
+        spec = collection_spec(LabelRandomizedResponse(2.0, classes=classes))
+        recs = [Device(user=u, max_epsilon=100).answer(spec, i % 3)
+                for i, u in enumerate(users)]
+        G0, y_sent = received_graph(labels=read_reports(recs, spec, users=users),
+                                    node_ids=users, population=population)
+        return spec, G0, y_sent
+
+    ids = [f"u{i}" for i in range(30)]
+    first, G0, y_sent = collect(ids, [0, 1, 2, 3])
+    collect([f"v{i}" for i in range(30)], [0, 1, 2, 3], population=G0)   # other users
+    G = GraphData(np.ones((30, 1)), np.eye(30, k=1) + np.eye(30, k=-1), node_ids=ids,
+                  population=G0)
+    keep = y_sent >= 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for classes in (None, [0, 1, 2, 3]):
+            clf = LPGNNClassifier(eps_y=2.0, classes=classes, epochs=1, random_state=0)
+            clf.fit(G[keep], y_sent[keep])
+            assert clf.label_mechanism_.collection_.id == first.id
