@@ -780,6 +780,8 @@ class GraphData:
             # integers held in an object array (as pandas gives) are stored, and keyed,
             # as the same integers in an integer array
             ids = _as_integers(_as_id_array(node_ids))
+            if ids is node_ids or getattr(ids, "base", None) is not None:
+                ids = ids.copy()   # (the caller's array: an edit would rename the users)
             if ids.ndim != 1 or len(ids) != n:
                 raise ValueError(f"node_ids must have length {n} (one per feature row), "
                                  f"got shape {ids.shape}.")
@@ -848,7 +850,8 @@ class GraphData:
         return obj
 
     def _replace(self, rows):
-        return GraphData._from_store(self._store, np.asarray(rows, dtype=np.intp))
+        # (contiguous: a reversed slice's negative strides reach torch.as_tensor otherwise)
+        return GraphData._from_store(self._store, np.ascontiguousarray(rows, dtype=np.intp))
 
     # ----------------------------------------------------------- array protocol
     @property
@@ -1317,7 +1320,7 @@ def reads_users_data(origin):
 
 
 def _as_feature_names(names, n_features):
-    names = np.asarray(names, dtype=object)
+    names = np.array(names, dtype=object)   # (a copy: the caller may edit its array)
     if names.shape != (n_features,):
         raise ValueError(f"feature_names must have length {n_features}, got {names.shape}.")
     return names

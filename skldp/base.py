@@ -1,6 +1,8 @@
 """Base classes: graph transformers, local DP mechanisms, NodeWise, graph classifiers."""
 
 import functools
+import types
+import uuid
 import warnings
 
 import numpy as np
@@ -460,7 +462,34 @@ def fitted_token(estimator):
     spec = state.get("collection_")
     if spec is not None:
         state["collection_"] = (spec.body(), spec.epsilon, spec.delta)
-    return joblib_hash((type(estimator).__module__, type(estimator).__qualname__, params, state))
+    try:
+        return joblib_hash((type(estimator).__module__, type(estimator).__qualname__, params,
+                            state, _function_contents(estimator)))
+    except Exception:  # noqa: BLE001 - unpicklable (a lambda): a token of its own, no sharing
+        return uuid.uuid4().hex
+
+
+def _function_contents(estimator):
+    """What the Python functions among an estimator's parameters compute (their code,
+    constants, defaults and closure): joblib's hash names a function by its module and
+    name only, so a function redefined under the same name would find the old output in
+    the memo (or a GraphCache). A function whose closure cannot be hashed gets a new
+    token (nothing shared)."""
+    try:
+        values = estimator.get_params(deep=True).values()
+    except Exception:   # (not a scikit-learn estimator)
+        return ()
+    out = []
+    for f in values:
+        if isinstance(f, types.FunctionType):
+            code = f.__code__
+            cells = tuple(c.cell_contents for c in (f.__closure__ or ()))
+            try:
+                out.append(joblib_hash((code.co_code, code.co_consts, code.co_names,
+                                        f.__defaults__, f.__kwdefaults__, cells)))
+            except Exception:  # noqa: BLE001 - an unhashable closure: never shared
+                out.append(uuid.uuid4().hex)
+    return tuple(out)
 
 
 def _records_fit_input(fit):
@@ -1450,9 +1479,15 @@ class GraphClassifierMixin(ClassifierMixin):
         """Mean accuracy on the rows of ``X`` with labels ``y`` (as scikit-learn's).
 
         A pandas Series indexed by other users than ``X``'s rows is refused:
-        its labels would be compared with other users' predictions.
+        its labels would be compared with other users' predictions; so are
+        unlabelled markers (``-1``), which would count as errors.
         """
-        from .model_selection._node_splits import _check_label_index
+        from .model_selection._node_splits import (
+            _check_all_labelled,
+            _check_label_index,
+            _label_column,
+        )
 
         _check_label_index(y, X)
+        _check_all_labelled(_label_column(y))
         return super().score(X, y, sample_weight=sample_weight)

@@ -1,0 +1,71 @@
+"""Silent wrong answers found by a hunt: memo keys of redefined functions, unlabelled
+markers counted by score, reversed views, node ids edited after the graph was built."""
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.preprocessing import FunctionTransformer
+
+from skldp import GraphData, NodeWise
+from skldp.baselines import LabelPropagationClassifier
+from skldp.models import GCNClassifier
+
+
+def _graph(n=30):
+    rng = np.random.default_rng(0)
+    A = sp.random(n, n, density=0.2, random_state=0, format="csr")
+    return GraphData(rng.random((n, 3)), ((A + A.T) > 0).astype(float)), np.arange(n) % 2
+
+
+def test_a_function_redefined_under_its_name_is_not_served_from_the_memo():
+    # Before: the memo key named a function by module and name: the redefined function
+    # got the old function's output on the same graph.
+    G, _ = _graph()
+
+    def f(x):
+        return x * 2
+
+    first = np.asarray(NodeWise(FunctionTransformer(f)).fit(G).transform(G).features)
+
+    def f(x):  # noqa: F811 - redefined under its name, as in a notebook
+        return x * 3
+
+    second = np.asarray(NodeWise(FunctionTransformer(f)).fit(G).transform(G).features)
+    np.testing.assert_allclose(second, first * 1.5)
+    # a lambda (unpicklable) works too: a token of its own
+    third = NodeWise(FunctionTransformer(lambda x: x * 4)).fit(G).transform(G)
+    np.testing.assert_allclose(np.asarray(third.features), first * 2)
+
+
+def test_score_refuses_unlabelled_markers():
+    # Before: score(G, y) with the documented whole-graph y counted each -1 as an error.
+    G, y = _graph()
+    clf = LabelPropagationClassifier().fit(G[np.arange(0, 30, 3)], y[::3])
+    y_graph = y.copy()
+    y_graph[::3] = -1
+    with pytest.raises(ValueError, match=r"y marks 10 row\(s\) unlabelled"):
+        clf.score(G, y_graph)
+    keep = y_graph >= 0
+    assert 0 <= clf.score(G[keep], y_graph[keep]) <= 1
+
+
+def test_a_reversed_view_is_predicted_in_its_order():
+    # Before: torch refused the reversed view's negative strides.
+    G, y = _graph()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = GCNClassifier(epochs=2, random_state=0).fit(G, y)
+    np.testing.assert_array_equal(clf.predict_proba(G[::-1]), clf.predict_proba(G)[::-1])
+
+
+def test_node_ids_and_feature_names_are_copied():
+    # Before: the caller's arrays were kept: editing them renamed users (a duplicate id
+    # slipped past the check) while the keys kept the old ids.
+    ids = np.array([10, 11, 12])
+    names = np.array(["age", "income"], dtype=object)
+    G = GraphData(np.zeros((3, 2)), node_ids=ids, feature_names=names)
+    ids[1], names[0] = 10, "height"
+    assert G.node_ids.tolist() == [10, 11, 12]
+    assert list(G.feature_names) == ["age", "income"]
