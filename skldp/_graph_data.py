@@ -819,6 +819,9 @@ class GraphData:
                     "it explicitly with G.population.set_budget(...).")
             if budget is not None:
                 population.set_budget(budget)
+        for shared in (ids, feature_names):   # read through the getters: never edited
+            if isinstance(shared, np.ndarray):
+                shared.flags.writeable = False
         self._store = _GraphStore(X, A, ids, feature_names, population)
         self._store._node_keys = keys   # the keys the check computed: not hashed again
         if unit_weights is not None:   # (a fresh matrix: its own info)

@@ -1,13 +1,11 @@
 """Base classes: graph transformers, local DP mechanisms, NodeWise, graph classifiers."""
 
 import functools
-import types
 import uuid
 import warnings
 
 import numpy as np
 import scipy.sparse as sp
-from joblib import hash as joblib_hash
 from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin, _fit_context, clone
 from sklearn.utils import get_tags
 from sklearn.utils._param_validation import HasMethods
@@ -33,6 +31,7 @@ from .population._spec import (
     step_kind,
 )
 from .utils._arrays import sorted_lookup, unique_inverse
+from .utils._hashing import content_hash
 from .utils._random import _GOLDEN, _mix, array_fingerprint, collection_seed
 from .utils.validation import (
     EPS_CONSTRAINT,
@@ -463,33 +462,14 @@ def fitted_token(estimator):
     if spec is not None:
         state["collection_"] = (spec.body(), spec.epsilon, spec.delta)
     try:
-        return joblib_hash((type(estimator).__module__, type(estimator).__qualname__, params,
-                            state, _function_contents(estimator)))
-    except Exception:  # noqa: BLE001 - unpicklable (a lambda): a token of its own, no sharing
-        return uuid.uuid4().hex
+        return content_hash((type(estimator).__module__, type(estimator).__qualname__, params,
+                             state))
+    except Exception:  # noqa: BLE001 - unhashable (a lock in a closure): no sharing
+        return UNSHARED + uuid.uuid4().hex
 
 
-def _function_contents(estimator):
-    """What the Python functions among an estimator's parameters compute (their code,
-    constants, defaults and closure): joblib's hash names a function by its module and
-    name only, so a function redefined under the same name would find the old output in
-    the memo (or a GraphCache). A function whose closure cannot be hashed gets a new
-    token (nothing shared)."""
-    try:
-        values = estimator.get_params(deep=True).values()
-    except Exception:   # (not a scikit-learn estimator)
-        return ()
-    out = []
-    for f in values:
-        if isinstance(f, types.FunctionType):
-            code = f.__code__
-            cells = tuple(c.cell_contents for c in (f.__closure__ or ()))
-            try:
-                out.append(joblib_hash((code.co_code, code.co_consts, code.co_names,
-                                        f.__defaults__, f.__kwdefaults__, cells)))
-            except Exception:  # noqa: BLE001 - an unhashable closure: never shared
-                out.append(uuid.uuid4().hex)
-    return tuple(out)
+#: The prefix of a token that keys nothing twice: no memo or cache entry is shared.
+UNSHARED = "unshared:"
 
 
 def _records_fit_input(fit):
@@ -1124,7 +1104,8 @@ class NodeWise(GraphTransformerMixin, BaseEstimator):
             try:
                 self.estimator_ = self._fit_estimator(est, rows, X, y)
             except Exception as exc:   # nothing of the users' was read: say what it needs
-                imputer = any(type(e).__name__ == "SimpleImputer"
+                imputer = any(type(e).__name__ == "SimpleImputer" and
+                              not getattr(e, "keep_empty_features", False)
                               for e in [est, *est.get_params(deep=True).values()])
                 hint = (" (on sparse features an imputer needs keep_empty_features=True)"
                         if sp.issparse(rows) and imputer else "")
@@ -1489,5 +1470,5 @@ class GraphClassifierMixin(ClassifierMixin):
         )
 
         _check_label_index(y, X)
-        _check_all_labelled(_label_column(y))
+        _check_all_labelled(_label_column(y), action="score")
         return super().score(X, y, sample_weight=sample_weight)

@@ -69,3 +69,43 @@ def test_node_ids_and_feature_names_are_copied():
     ids[1], names[0] = 10, "height"
     assert G.node_ids.tolist() == [10, 11, 12]
     assert list(G.feature_names) == ["age", "income"]
+
+
+def _twice(X):
+    return np.column_stack([X[:, j] * 2 for j in range(X.shape[1])])   # (a comprehension)
+
+
+def test_a_function_holding_a_comprehension_keys_the_memo_once():
+    # Before (the first fix): joblib could not hash the comprehension's code object, and
+    # each call got a fresh token: no memo reuse, a new GraphCache entry every run.
+    from skldp.base import fitted_token
+    step = NodeWise(FunctionTransformer(_twice)).fit(np.zeros((2, 3)))
+    assert fitted_token(step) == fitted_token(step)
+    assert not fitted_token(step).startswith("unshared:")
+
+
+_FACTOR = 2
+
+
+def _scaled(X):
+    return X * _FACTOR
+
+
+def test_a_global_the_function_reads_keys_the_memo():
+    global _FACTOR
+    G, _ = _graph()
+    try:
+        first = np.asarray(NodeWise(FunctionTransformer(_scaled)).fit(G).transform(G).features)
+        _FACTOR = 3
+        second = np.asarray(NodeWise(FunctionTransformer(_scaled)).fit(G).transform(G).features)
+    finally:
+        _FACTOR = 2
+    np.testing.assert_allclose(second, first * 1.5)
+
+
+def test_the_getters_arrays_are_read_only():
+    G = GraphData(np.zeros((3, 2)), node_ids=[10, 11, 12], feature_names=["a", "b"])
+    with pytest.raises(ValueError, match="read-only"):
+        G.all_node_ids[1] = 10
+    with pytest.raises(ValueError, match="read-only"):
+        G.feature_names[0] = "c"

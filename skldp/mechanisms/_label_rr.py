@@ -133,6 +133,7 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
         """
         eps = check_eps_per_coordinate(self.eps, "eps", type(self).__name__)
         self.__dict__.pop("_classes_read", None)
+        self.__dict__.pop("collected_", None)   # (a refit opens a new collection)
         if self.classes is not None:
             classes = np.unique(np.asarray(self.classes))
             if len(classes) != len(np.asarray(self.classes).ravel()):
@@ -311,6 +312,9 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
                 answered.append(s)
         if len(answered) == 1 or (not answered and len(like) == 1):
             return (answered or like)[0]   # (a single candidate: its checks say what differs)
+        if len(answered) > 1 and all(np.array_equal(domain(s), domain(answered[0]))
+                                     for s in answered):
+            return answered[-1]   # rounds that gave these users the same labels: any of them
         if not like:
             raise ValueError(
                 "These users' devices are real: their labels were randomized on the devices "

@@ -107,7 +107,13 @@ def _labelled_mask(y):
     return np.ones(len(y), dtype=bool)   # str, bytes...: no value marks "unlabelled"
 
 
-def _check_all_labelled(y):
+def _holds_pandas_na(markers):
+    """Whether pandas' ``NA`` is among ``markers`` (then the user has pandas)."""
+    pd = sys.modules.get("pandas")
+    return pd is not None and any(v is pd.NA for v in markers)
+
+
+def _check_all_labelled(y, action="fit"):
     """Raise a ``ValueError`` if a row of ``y`` is unlabelled (before a ``fit``)."""
     y = _label_column(y)
     unlabelled = ~_labelled_mask(y)
@@ -121,16 +127,17 @@ def _check_all_labelled(y):
         elif y.dtype.kind == "O" and all(isinstance(v, numbers.Real) and not isinstance(
                 v, (bool, np.bool_)) for v in labelled):
             # numbers with None among them (JSON's null): integers once the markers go
-            labelled_test = "pd.notna(v)" if "pandas" in sys.modules else \
-                "v is not None and v == v"   # (pandas' NA has no truth value)
+            # (pandas' NA has no truth value: pd.notna where the user's labels hold it)
+            labelled_test = "pd.notna(v)" if _holds_pandas_na(y[unlabelled]) else \
+                "v is not None and v == v"
             keep = (f"keep = np.array([{labelled_test} and v >= 0 for v in y]); "
                     "G[keep], np.asarray(y, dtype=object)[keep].astype(int)")
         else:   # y >= 0 cannot compare text: a mask of the labelled entries
-            mask = "pd.notna(y)" if "pandas" in sys.modules else \
+            mask = "pd.notna(y)" if _holds_pandas_na(y[unlabelled]) else \
                 "np.array([v is not None and v == v for v in y])"   # (NaN != NaN)
             keep = f"y = np.asarray(y, dtype=object); keep = {mask}; G[keep], y[keep]"
         raise ValueError(f"y marks {int(unlabelled.sum())} row(s) unlabelled "
-                         f"({_UNLABELLED_MARKERS}): {shown}; fit only on labelled nodes, "
+                         f"({_UNLABELLED_MARKERS}): {shown}; {action} only on labelled nodes, "
                          f"e.g. {keep}.")
 
 

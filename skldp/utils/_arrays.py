@@ -136,14 +136,18 @@ def _extremes(X):
 _DEVICE_IMPUTER = 'NodeWise(SimpleImputer(strategy="constant", fill_value={}{}), on_device=True)'
 
 
-def _column_bounds(feature_range, shape, column):
-    """``"lo, hi"``: the public bounds of ``column`` as text, or the words when unknown."""
+def _bounds_text(feature_range):
+    """``"lo, hi"``: the public bounds as text (two numbers, or one list of each column's),
+    or the words when unknown."""
     try:
-        lo, hi = (float(np.broadcast_to(np.asarray(b, dtype=np.float64), (shape[1],))[column])
-                  for b in feature_range)
-    except (TypeError, ValueError, IndexError):
+        lo, hi = (np.asarray(b, dtype=np.float64) for b in feature_range)
+    except (TypeError, ValueError):
         return "lo, hi"
-    return f"{lo!r}, {hi!r}" if np.isfinite(lo) and np.isfinite(hi) else "lo, hi"
+    if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi))):
+        return "lo, hi"
+    if lo.ndim == 0 and hi.ndim == 0:
+        return f"{float(lo)!r}, {float(hi)!r}"
+    return f"{lo.tolist()!r}, {hi.tolist()!r}"   # (per column: each clipped into its own)
 
 
 def _fill_value(feature_range, shape, column):
@@ -172,8 +176,7 @@ def _not_finite(name, bad, feature_range=None, shape=(), sparse=False, infinite=
     where = f"{name} contain NaN or infinite values (first at row {bad[0]}, column {bad[-1]}). "
     # (an imputer fitted on an empty sparse row keeps no column unless told to)
     keep = ", keep_empty_features=True" if sparse else ""
-    bounds = _column_bounds(feature_range, shape, int(bad[-1])) \
-        if feature_range is not None and len(shape) == 2 else "lo, hi"
+    bounds = _bounds_text(feature_range) if feature_range is not None else "lo, hi"
     if name == "features":   # a mechanism's (or an on-device step's) check
         # (np.clip keeps NaN for the imputer; nan_to_num would make it 0, maybe out of range)
         inf = ("That one is infinite: an imputer fills missing values only, so clip each "
@@ -187,9 +190,10 @@ def _not_finite(name, bad, feature_range=None, shape=(), sparse=False, infinite=
             ", on real devices before skldp.device encodes the row (the mechanism refuses an "
             "imputer fitted on the users' data, such as NodeWise(SimpleImputer()), which runs "
             f"on the server).{why}")
+    clip = (f"X = G.features.copy(); X.data = np.clip(X.data, {bounds}); G.with_features(X)"
+            if sparse else f"G.with_features(np.clip(G.features, {bounds}))")
     inf = ("That one is infinite: an imputer fills missing values only, so clip the "
-           f"features first (G.with_features(np.clip(G.features, {bounds}))). "
-           if infinite else "")
+           f"features first ({clip}). " if infinite else "")
     return where + inf + (   # a server step's: the features are no mechanism's reports
         "Impute them before this step, e.g. with NodeWise(SimpleImputer()). In a local DP "
         "pipeline the mechanism comes first (its reports hold no NaN): impute on each "

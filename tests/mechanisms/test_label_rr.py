@@ -297,3 +297,22 @@ def test_received_labels_are_matched_to_the_collection_these_users_answered():
             clf = LPGNNClassifier(eps_y=2.0, classes=classes, epochs=1, random_state=0)
             clf.fit(G[keep], y_sent[keep])
             assert clf.label_mechanism_.collection_.id == first.id
+
+
+def test_a_refit_on_received_labels_and_rounds_with_the_same_reports():
+    # Before: a refit kept collected_ and read its new (unanswered) collection; two rounds
+    # giving these users the same labels were refused as ambiguous.
+    from skldp.device import Device
+    from skldp.population import collection_spec, read_reports, received_graph
+    ids = [f"u{i}" for i in range(20)]
+    y = np.arange(20) % 3
+    spec = collection_spec(LabelRandomizedResponse(50.0, classes=[0, 1, 2]))
+    recs = [Device(user=u, max_epsilon=1000).answer(spec, int(y[i])) for i, u in enumerate(ids)]
+    G, y1 = received_graph(labels=read_reports(recs, spec, users=ids), node_ids=ids)
+    spec2 = collection_spec(LabelRandomizedResponse(50.0, classes=[0, 1, 2]), node_ids=ids)
+    recs2 = [Device(user=u, max_epsilon=1000).answer(spec2, int(y[i]))
+             for i, u in enumerate(ids)]
+    received_graph(labels=read_reports(recs2, spec2, users=ids), node_ids=ids, population=G)
+    rr = LabelRandomizedResponse(50.0, classes=[0, 1, 2])
+    for _ in range(2):                              # fitted twice
+        np.testing.assert_array_equal(rr.fit(G, y1).randomize(y1, G), y1)
