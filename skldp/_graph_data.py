@@ -227,6 +227,8 @@ class _GraphStore:
 
 def _as_features(features):
     if sp.issparse(features):
+        if features.dtype.kind in "biu" and features.dtype.itemsize < 8:
+            features = features.astype(np.float64)   # (duplicates summed without overflow)
         X = sp.csr_matrix(features)
         _check_real(X.dtype)
         if X.dtype not in (np.float32, np.float64):
@@ -359,11 +361,22 @@ def _as_adjacency(adjacency, n_nodes, node_ids, owned=False):
         if adjacency.format in ("coo", "csr", "csc", "bsr") and not (
                 adjacency.format != "coo" and adjacency.has_canonical_format):
             _check_not_negative(adjacency)
+        if adjacency.dtype.kind in "biu" and adjacency.dtype.itemsize < 8:
+            # duplicates are summed in the matrix's dtype: 200 + 100 in uint8 would be 44
+            adjacency = adjacency.astype(np.float64)
         src, A = adjacency, sp.csr_matrix(adjacency, dtype=np.float32)
     else:
         A = np.asarray(adjacency)
         if _is_frame(adjacency):
             A = _labelled_in_order(adjacency, A, node_ids)
+        if A.dtype == object:   # None, pandas' NA, text: no weight (None read as no edge)
+            bad = next(((i, v) for i, v in enumerate(A.ravel()) if isinstance(v, (
+                str, bytes, bool, np.bool_)) or not isinstance(v, numbers.Real)), None)
+            if bad is not None:
+                r, c = divmod(bad[0], A.shape[1]) if A.ndim == 2 else (bad[0], 0)
+                raise TypeError(f"adjacency weights must be numbers, got {bad[1]!r} at row "
+                                f"{r}, column {c} (a missing weight is no edge: write 0).")
+            A = A.astype(np.float64)
         _check_real(A.dtype, "adjacency weights")
         if A.dtype.kind in "mMUS":   # durations, dates, text: scipy would read them as numbers
             raise TypeError(f"adjacency weights must be numbers, got dtype {A.dtype}.")
@@ -499,6 +512,13 @@ def _check_frame_index(features, ids, graph=False):
     labels, wanted = index.tolist(), ids.tolist()
     shared = set(labels).intersection(wanted)
     if not shared:
+        if set(map(str, labels)) == set(map(str, wanted)) and len(labels) == len(wanted):
+            # the ids written as text (or as numbers): other values of another type
+            raise ValueError(
+                f"The features DataFrame's index ({_first(labels)}) holds the node ids "
+                f"({_first(wanted)}) as another type: ids are compared with their type, so "
+                "its rows would be read by position. Convert the index to the ids' type "
+                "(e.g. features.index = features.index.astype(int)) or pass it as node_ids.")
         return
     # the first row labelled by another node's id (else the first whose label differs)
     differ = [i for i, (a, b) in enumerate(zip(labels, wanted, strict=True)) if a != b]
@@ -1159,6 +1179,8 @@ class GraphData:
         # (default ids too: a frame of the users 0..n-1 in another order, or with one
         # twice, would give a user another's row)
         _check_frame_index(features, self._store.node_ids, graph=True)
+        if feature_names is None:   # a frame's string columns, as the constructor reads them
+            feature_names = frame_column_names(features)
         if feature_names is not None:
             feature_names = _as_feature_names(feature_names, X.shape[1])
         new = self._store.derive(features=X, feature_names=feature_names,

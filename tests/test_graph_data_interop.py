@@ -316,3 +316,21 @@ def test_a_column_transformer_holding_a_mechanism_points_to_private_columns():
     clf.score(mixed[20:], y[20:])
     assert G.ledger.local_epsilon == 1.0
     assert privacy_report(private).local_epsilon == 1.0
+
+
+def test_graph_construction_silent_errors_found_by_a_hunt():
+    # with_features dropped a frame's names; small-int COO duplicates overflowed; None in
+    # an object adjacency was no edge; an index of the ids as text was read by position
+    pd = pytest.importorskip("pandas")
+    import scipy.sparse as sp
+    df = pd.DataFrame({"age": [20.0, 30.0, 40.0], "income": [1.0, 2.0, 3.0]})
+    G = GraphData(df)
+    assert list(G.with_features(df[["income", "age"]]).feature_names) == ["income", "age"]
+    A = sp.coo_matrix((np.array([200, 100], dtype=np.uint8), ([0, 0], [1, 1])), shape=(3, 3))
+    assert GraphData(np.zeros((3, 1)), A, symmetric=False).adjacency[0, 1] == 300
+    obj = np.array([[0, 1, None], [1, 0, 1], [None, 1, 0]], dtype=object)
+    with pytest.raises(TypeError, match=r"adjacency weights must be numbers, got None"):
+        GraphData(np.zeros((3, 1)), obj)
+    frame = pd.DataFrame({"x": [1.0, 2.0, 3.0]}, index=["12", "11", "10"])
+    with pytest.raises(ValueError, match="holds the node ids .* as another type"):
+        GraphData(frame, node_ids=[10, 11, 12])

@@ -101,6 +101,8 @@ class PrivacyReport:
     by_what: dict = field(default_factory=dict)
     no_private_step: bool = False
     plain_arrays: bool = False
+    n_ledgers: int = 0           # ledgers added up (several: an upper bound)
+    of_graph: bool = False       # the report of a GraphData's users, not of an estimator
 
     @property
     def central(self):
@@ -121,8 +123,9 @@ class PrivacyReport:
 
     def __str__(self):
         if self.no_private_step:
-            return ("No differentially private step found: the estimator was fitted on the "
-                    "users' data as it is, nothing is protected (epsilon = inf).")
+            return ("No differentially private step found: for all the report can tell, the "
+                    "estimator was fitted on the users' data as it is, nothing is protected "
+                    "(epsilon = inf).")
         if not self.spends:
             return ("The users' ledger records no report and no read in the clear "
                     "(epsilon = 0); the graph and the training labels given to fit are taken "
@@ -130,33 +133,47 @@ class PrivacyReport:
         lines = []
         for s in self.spends:
             d = f", delta={s.delta:.3g}" if s.delta else ""
-            where = s.step or ("not kept by this estimator (another fit, or another plain "
+            where = s.step or (f"collection {s.collection}" if self.of_graph else
+                               "not kept by this estimator (another fit, or another plain "
                                "array)" if self.plain_arrays else
                                "not kept by this estimator (another fit on these users)")
             if s.model == "clear":
-                who = f"{s.n_users} users" if s.n_users else (
+                who = _users(s.n_users) if s.n_users else (
                     s.reason or "a plain array: no known users")
                 lines.append(f"  {s.kind} read the users' {', '.join(s.protects)} in the clear: "
                              f"epsilon=inf ({who})")
                 continue
             lines.append(f"  {where}: {s.kind} epsilon={s.epsilon:.4g}{d} ({s.model} DP; protects "
-                         f"{', '.join(s.protects)}; {s.n_users} users)")
+                         f"{', '.join(s.protects)}; {_users(s.n_users)})")
+        added = self.plain_arrays or self.n_ledgers > 1
         if any(s.model in ("local", "clear") for s in self.spends):
             parts = ", ".join(f"{w} {e:.4g}" for w, e in self.by_what.items() if e)
-            lines.append(f"  total local epsilon per user: {self.local_epsilon:.4g} (the most "
-                         f"any user spent; {parts})")
+            most = (f"at most {self.local_epsilon:.4g} (the ledgers' largest spends added, an "
+                    f"upper bound; {parts})" if added else
+                    f"{self.local_epsilon:.4g} (the most any user spent; {parts})")
+            lines.append(f"  total local epsilon per user: {most}")
         if self.plain_arrays:
-            lines.append("  plain arrays carry no user ids: every plain array's reports and "
-                         "trainings in this process are added (an upper bound); give a "
-                         "GraphData to count each user's own")
+            lines.append("  plain arrays carry no user ids (nor do labels given by bare node "
+                         "keys): every plain array's reports and trainings in this process are "
+                         "added (an upper bound); give a GraphData to count each user's own")
+        elif self.n_ledgers > 1:
+            lines.append(f"  {self.n_ledgers} populations' ledgers are added (an upper bound: "
+                         "they may hold the same people under other ids)")
         if self.central:
             lines.append(f"  central trainings: epsilon={self.central_epsilon:.4g}, "
-                         f"delta={self.central_delta:.3g} (basic composition)")
+                         f"delta={self.central_delta:.3g} (basic composition; node-level, a "
+                         "user's data added or removed: replacing it costs up to twice)")
         if self.budget is not None:
-            lines.append(f"  budget: {self.budget:.4g} per user; "
-                         f"{self.budget - self.total_epsilon:.4g} left to the user who spent most")
+            lines.append(f"  budget: {self.budget:.4g} per user"
+                         + ("" if added else
+                            f"; at least {self.budget - self.total_epsilon:.4g} left to "
+                            "each user"))
         return ("Privacy spent per user (the ledger: what each user sent):\n"
                 + "\n".join(lines))
+
+
+def _users(n):
+    return f"{n} user" if n == 1 else f"{n} users"
 
 
 def holds_fitted_estimators(value):
@@ -353,7 +370,9 @@ def privacy_report(estimator):
     """
     if isinstance(estimator, GraphData):
         held, ledgers = {}, [estimator.ledger]
+        report_of_graph = True
     else:
+        report_of_graph = False
         if not isinstance(estimator, BaseEstimator):
             raise TypeError(f"privacy_report takes a fitted estimator (a pipeline, a search) or "
                             f"a GraphData, got {type(estimator).__name__}.")
@@ -366,7 +385,7 @@ def privacy_report(estimator):
                 "This search kept no fitted estimator (refit=False), so nothing in it leads to "
                 "the users' ledger; what its fits collected was still spent. Pass the data it "
                 "was fitted on instead: privacy_report(G).")
-    report = PrivacyReport()
+    report = PrivacyReport(of_graph=report_of_graph)
     plain = [] if isinstance(estimator, GraphData) else plain_array_ledgers()
     if any(_same_ledger(ledger, p) for ledger in ledgers for p in plain):
         # the same people may be in other plain arrays (a search's folds), under other keys
@@ -404,4 +423,5 @@ def privacy_report(estimator):
         report.local_epsilon = report.by_what["features"] = float("inf")
     if np.isinf(report.local_epsilon):
         report.local_epsilon = float("inf")
+    report.n_ledgers = len(ledgers)
     return report

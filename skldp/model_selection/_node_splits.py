@@ -81,6 +81,15 @@ def _check_label_index(y, X):
     except Exception:   # not ids (dates, intervals...): positional
         return
     rows = X.node_keys[X.rows]
+    if not np.isin(keys, X.node_keys).any():   # the ids written as another type ("12", 12)?
+        labels, ids = [str(v) for v in index.tolist()], [str(v) for v in X.node_ids.tolist()]
+        if sorted(labels) == sorted(ids) and labels != ids:
+            raise ValueError(
+                "y is a pandas Series indexed by the ids of X's rows written as another type "
+                "(ids are compared with their type), in another order: labels are read by "
+                "position, so users would get other users' labels. Convert the index to "
+                "the ids' type and pass y.loc[X.node_ids].")
+        return
     if np.array_equal(keys, rows) or not np.array_equal(np.sort(keys), np.sort(rows)):
         return
     raise ValueError(

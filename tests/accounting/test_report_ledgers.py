@@ -70,4 +70,19 @@ def test_total_and_budget_left_count_local_and_central_together():
     total = 1.0 + b.epsilon_
     assert rep.total_epsilon == pytest.approx(total)
     assert rep.budget == 100.0
-    assert f"{100.0 - total:.4g} left" in str(rep)
+    # two populations (other people, or the same under other ids): their largest spends
+    # are added, an upper bound; no one user is said to have that much left
+    assert "2 populations' ledgers are added (an upper bound" in str(rep)
+    assert "budget: 100 per user\n" in str(rep) + "\n" and "left" not in str(rep)
+    single = privacy_report(a)
+    assert f"at least {100.0 - 1.0:.4g} left to each user" in str(single)
+
+
+def test_the_report_of_a_graph_names_its_collections():
+    # Before: every line of privacy_report(G) read "not kept by this estimator (another fit
+    # on these users)", of an estimator that does not exist.
+    G = GraphData(_rows(0))
+    mech = _collected(1.0, G)
+    text = str(privacy_report(G))
+    assert f"collection {mech.collection_.id}: HDSMechanism epsilon=1" in text
+    assert "not kept by this estimator" not in text
