@@ -225,6 +225,17 @@ class _GraphStore:
         self.info()   # registers the arrays (see __init__)
 
 
+def _a_weight(v):
+    """Whether ``v`` (an entry of an object adjacency) is a number (a bool, a Decimal)."""
+    if v is None or isinstance(v, (str, bytes)):
+        return False
+    try:
+        float(v)
+    except (TypeError, ValueError):   # pandas' NA, other objects
+        return False
+    return True
+
+
 def _as_features(features):
     if sp.issparse(features):
         if features.dtype.kind in "biu" and features.dtype.itemsize < 8:
@@ -370,8 +381,7 @@ def _as_adjacency(adjacency, n_nodes, node_ids, owned=False):
         if _is_frame(adjacency):
             A = _labelled_in_order(adjacency, A, node_ids)
         if A.dtype == object:   # None, pandas' NA, text: no weight (None read as no edge)
-            bad = next(((i, v) for i, v in enumerate(A.ravel()) if isinstance(v, (
-                str, bytes, bool, np.bool_)) or not isinstance(v, numbers.Real)), None)
+            bad = next(((i, v) for i, v in enumerate(A.ravel()) if not _a_weight(v)), None)
             if bad is not None:
                 r, c = divmod(bad[0], A.shape[1]) if A.ndim == 2 else (bad[0], 0)
                 raise TypeError(f"adjacency weights must be numbers, got {bad[1]!r} at row "
@@ -512,13 +522,16 @@ def _check_frame_index(features, ids, graph=False):
     labels, wanted = index.tolist(), ids.tolist()
     shared = set(labels).intersection(wanted)
     if not shared:
-        if set(map(str, labels)) == set(map(str, wanted)) and len(labels) == len(wanted):
-            # the ids written as text (or as numbers): other values of another type
+        as_text = [str(v) for v in labels]
+        if as_text != [str(v) for v in wanted] and sorted(as_text) == sorted(map(str, wanted)):
+            # the ids written as another type, in another order (in order: read as meant)
+            kind = "str" if isinstance(wanted[0], str) else "int"
             raise ValueError(
                 f"The features DataFrame's index ({_first(labels)}) holds the node ids "
-                f"({_first(wanted)}) as another type: ids are compared with their type, so "
-                "its rows would be read by position. Convert the index to the ids' type "
-                "(e.g. features.index = features.index.astype(int)) or pass it as node_ids.")
+                f"({_first(wanted)}) as another type, in another order: ids are compared "
+                "with their type, so its rows would be read by position. Convert the index "
+                f"to the ids' type and reorder (features.index = features.index.astype({kind})"
+                f"; then features.loc[{'G.all_node_ids' if graph else 'node_ids'}]).")
         return
     # the first row labelled by another node's id (else the first whose label differs)
     differ = [i for i, (a, b) in enumerate(zip(labels, wanted, strict=True)) if a != b]

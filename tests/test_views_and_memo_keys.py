@@ -109,3 +109,24 @@ def test_the_getters_arrays_are_read_only():
         G.all_node_ids[1] = 10
     with pytest.raises(ValueError, match="read-only"):
         G.feature_names[0] = "c"
+
+
+def test_tokens_read_argument_names_set_literals_and_survive_a_pickle():
+    # review findings: swapped argument names kept the token (a stale memo); a set literal
+    # of strings made it depend on the hash seed; a pickled step hashed differently
+    import pickle
+
+    from skldp.base import fitted_token
+
+    def f(X, a=1.0, b=1.0):
+        return X * a - b
+
+    g_src = "def f(X, b=1.0, a=1.0):\n    return X * b - a\n"
+    scope = {}
+    exec(g_src, scope)
+    t1 = fitted_token(NodeWise(FunctionTransformer(f, kw_args={"a": 5})).fit(np.zeros((1, 2))))
+    t2 = fitted_token(NodeWise(FunctionTransformer(scope["f"], kw_args={"a": 5}))
+                      .fit(np.zeros((1, 2))))
+    assert t1 != t2
+    step = NodeWise(FunctionTransformer(_twice)).fit(np.zeros((2, 3)))
+    assert fitted_token(pickle.loads(pickle.dumps(step))) == fitted_token(step)

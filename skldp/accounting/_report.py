@@ -77,7 +77,10 @@ class PrivacyReport:
     central_epsilon, central_delta : float
         The central trainings composed (sums).
     budget : float or None
-        The population's per-user cap.
+        The population's per-user cap (``None`` when the ledgers' populations
+        have different caps: see ``budgets``).
+    budgets : tuple
+        Each ledger's cap (``None``: no cap) when they differ, else empty.
     by_what : dict
         The largest local epsilon of one user on reports that protect
         ``"features"``, ``"labels"``, ``"edges"``.
@@ -102,6 +105,7 @@ class PrivacyReport:
     no_private_step: bool = False
     plain_arrays: bool = False
     n_ledgers: int = 0           # ledgers added up (several: an upper bound)
+    budgets: tuple = ()          # the ledgers' caps, when they differ (budget is then None)
     of_graph: bool = False       # the report of a GraphData's users, not of an estimator
 
     @property
@@ -163,6 +167,9 @@ class PrivacyReport:
             lines.append(f"  central trainings: epsilon={self.central_epsilon:.4g}, "
                          f"delta={self.central_delta:.3g} (basic composition; node-level, a "
                          "user's data added or removed: replacing it costs up to twice)")
+        if self.budgets:
+            caps = ", ".join("none" if c is None else f"{c:.4g}" for c in self.budgets)
+            lines.append(f"  budgets per user of the {len(self.budgets)} populations: {caps}")
         if self.budget is not None:
             lines.append(f"  budget: {self.budget:.4g} per user"
                          + ("" if added else
@@ -386,6 +393,7 @@ def privacy_report(estimator):
                 "the users' ledger; what its fits collected was still spent. Pass the data it "
                 "was fitted on instead: privacy_report(G).")
     report = PrivacyReport(of_graph=report_of_graph)
+    caps = []   # each ledger's (its population's) budget cap
     plain = [] if isinstance(estimator, GraphData) else plain_array_ledgers()
     if any(_same_ledger(ledger, p) for ledger in ledgers for p in plain):
         # the same people may be in other plain arrays (a search's folds), under other keys
@@ -411,8 +419,7 @@ def privacy_report(estimator):
         for what in ("features", "labels", "edges"):
             report.by_what[what] = report.by_what.get(what, 0.0) + ledger.epsilon_for(what)
         ledger._sync()
-        if ledger._cap() is not None:
-            report.budget = ledger._cap()
+        caps.append(ledger._cap())
     for path, kind, reason in (unrecorded if ledgers and not isinstance(estimator, GraphData)
                                else ()):
         # beside its users' ledger, a step read a plain array in the clear (its rows are no
@@ -424,4 +431,8 @@ def privacy_report(estimator):
     if np.isinf(report.local_epsilon):
         report.local_epsilon = float("inf")
     report.n_ledgers = len(ledgers)
+    if caps and all(c == caps[0] for c in caps):   # one cap for all: stated
+        report.budget = caps[0]
+    elif any(c is not None for c in caps):
+        report.budgets = tuple(caps)
     return report

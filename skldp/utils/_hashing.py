@@ -5,7 +5,7 @@ import sys
 import sysconfig
 import types
 
-from joblib.hashing import Hasher
+from joblib.hashing import NumpyHasher
 
 __all__ = ["content_hash"]
 
@@ -14,16 +14,28 @@ _LIBRARY_PATHS = tuple(p for p in {sysconfig.get_paths().get(k) for k in
 
 
 def _named(obj):
-    """Whether ``obj`` (a function or class) comes from the standard library or an
-    installed package: its name identifies it (its code changes with a version only)."""
-    module = sys.modules.get(getattr(obj, "__module__", None) or "")
+    """Whether ``obj`` (a function or class) comes from the standard library, an installed
+    package or skldp itself: its name identifies it (its code changes with a version)."""
+    name = getattr(obj, "__module__", None) or ""
+    if name == "skldp" or name.startswith("skldp."):
+        return True
+    module = sys.modules.get(name)
     path = getattr(module, "__file__", None) or ""
     return bool(path) and (path.startswith(_LIBRARY_PATHS) or "site-packages" in path)
 
 
+def _const(c):
+    if isinstance(c, types.CodeType):
+        return _code_parts(c)
+    if isinstance(c, frozenset):   # (a set literal: pickled in the hash seed's order)
+        return ("frozenset", sorted(map(repr, c)))
+    return c
+
+
 def _code_parts(code):
-    return (code.co_code, code.co_names, tuple(
-        _code_parts(c) if isinstance(c, types.CodeType) else c for c in code.co_consts))
+    return (code.co_code, code.co_names, code.co_varnames, code.co_argcount,
+            code.co_posonlyargcount, code.co_kwonlyargcount, code.co_flags,
+            tuple(_const(c) for c in code.co_consts))
 
 
 def _global_names(code):
@@ -43,7 +55,7 @@ class _Class:
     """Stands for a class of the user's in the hash: its name and attributes."""
 
 
-class _ContentHasher(Hasher):
+class _ContentHasher(NumpyHasher):
     """joblib's hasher, where a function or class of the user's (not of an installed
     package) is hashed by its content: joblib's names it by its module and name, so one
     redefined under its name (a notebook, an edited module) would hash the same."""
@@ -75,12 +87,22 @@ class _ContentHasher(Hasher):
                 return _Function, (content_hash(parts, self._inside),)
             finally:
                 self._inside.discard(id(obj))
-        if isinstance(obj, type) and obj.__module__ == "__main__":
-            attrs = tuple(sorted((k, v) for k, v in vars(obj).items()
-                                 if isinstance(v, (types.FunctionType, int, float, str, bool,
-                                                   tuple, type(None)))))
-            return _Class, (obj.__qualname__, content_hash(attrs, self._inside))
+        if isinstance(obj, type) and not _named(obj):
+            attrs = tuple(sorted((k, _attribute(v)) for k, v in vars(obj).items()
+                                 if k not in ("__dict__", "__weakref__", "__doc__")))
+            bases = tuple(b for b in obj.__bases__ if b is not object)
+            return _Class, (obj.__qualname__, bases,
+                            content_hash(attrs, self._inside))
         return NotImplemented
+
+
+def _attribute(v):
+    """A class attribute as hashed: a static or class method, a property, by its functions."""
+    if isinstance(v, (staticmethod, classmethod)):
+        return (type(v).__name__, v.__func__)
+    if isinstance(v, property):
+        return ("property", v.fget, v.fset, v.fdel)
+    return v
 
 
 def content_hash(obj, _inside=None):

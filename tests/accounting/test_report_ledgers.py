@@ -69,11 +69,13 @@ def test_total_and_budget_left_count_local_and_central_together():
     assert rep.local_epsilon == pytest.approx(1.0) and rep.central_epsilon > 0
     total = 1.0 + b.epsilon_
     assert rep.total_epsilon == pytest.approx(total)
-    assert rep.budget == 100.0
     # two populations (other people, or the same under other ids): their largest spends
-    # are added, an upper bound; no one user is said to have that much left
+    # are added, an upper bound; no one user is said to have that much left, and each
+    # population's cap is its own (one had none: the report stated the other's for both)
+    assert rep.budget is None and rep.budgets == (100.0, None)
     assert "2 populations' ledgers are added (an upper bound" in str(rep)
-    assert "budget: 100 per user\n" in str(rep) + "\n" and "left" not in str(rep)
+    assert "budgets per user of the 2 populations: 100, none" in str(rep)
+    assert "left" not in str(rep)
     single = privacy_report(a)
     assert f"at least {100.0 - 1.0:.4g} left to each user" in str(single)
 
