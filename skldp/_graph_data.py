@@ -1,5 +1,6 @@
 """The data contract shared by every graph-aware step: :class:`GraphData`."""
 
+import decimal
 import numbers
 import sys
 import threading
@@ -226,12 +227,13 @@ class _GraphStore:
 
 
 def _a_weight(v):
-    """Whether ``v`` (an entry of an object adjacency) is a number (a bool, a Decimal)."""
-    if v is None or isinstance(v, (str, bytes)):
+    """Whether ``v`` (an entry of an object adjacency) is a real number (a bool, a
+    Decimal): not text, bytes, a complex number, None or pandas' NA."""
+    if not isinstance(v, (numbers.Real, np.bool_, decimal.Decimal)):
         return False
     try:
         float(v)
-    except (TypeError, ValueError):   # pandas' NA, other objects
+    except (TypeError, ValueError, OverflowError):
         return False
     return True
 

@@ -462,8 +462,8 @@ def fitted_token(estimator):
     if spec is not None:
         state["collection_"] = (spec.body(), spec.epsilon, spec.delta)
     try:
-        return content_hash((type(estimator).__module__, type(estimator).__qualname__, params,
-                             state))
+        # (its class by content too: a step class redefined in a notebook is another step)
+        return content_hash((type(estimator), params, state))
     except Exception:  # noqa: BLE001 - unhashable (a lock in a closure): no sharing
         return UNSHARED + uuid.uuid4().hex
 

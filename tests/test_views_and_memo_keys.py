@@ -130,3 +130,52 @@ def test_tokens_read_argument_names_set_literals_and_survive_a_pickle():
     assert t1 != t2
     step = NodeWise(FunctionTransformer(_twice)).fit(np.zeros((2, 3)))
     assert fitted_token(pickle.loads(pickle.dumps(step))) == fitted_token(step)
+
+
+def test_tokens_of_builtins_enums_slots_and_recursive_classes_are_stable():
+    # review findings: builtin types were hashed by content (endless recursion: a fresh
+    # "unshared" token at every call, nothing memoised), so were enums, slotted classes
+    # and classes referring to themselves
+    import enum
+
+    from skldp.utils._hashing import content_hash
+
+    class Mode(enum.Enum):
+        FAST = 1
+
+    class Slotted:
+        __slots__ = ("a",)
+
+    class Node:
+        pass
+
+    Node.parent = Node
+    for value in (float, frozenset({"a", "b"}), 1 + 2j, range(3), Mode.FAST, Slotted, Node):
+        assert content_hash(value) == content_hash(value)
+
+
+def test_a_redefined_step_class_is_another_step():
+    from sklearn.base import BaseEstimator, TransformerMixin
+
+    from skldp.base import fitted_token
+
+    def make(factor):
+        class Scale(TransformerMixin, BaseEstimator):
+            def fit(self, X, y=None):
+                return self
+
+            def transform(self, X):
+                return X * factor
+        return Scale
+
+    assert fitted_token(make(1)().fit(None)) != fitted_token(make(100)().fit(None))
+
+
+def test_an_object_adjacency_of_complex_numbers_or_bytes_is_refused():
+    from decimal import Decimal
+    for bad in (1 + 2j, np.complex64(3), bytearray(b"2")):
+        A = np.array([[0, bad], [bad, 0]], dtype=object)
+        with pytest.raises(TypeError, match="adjacency weights must be numbers"):
+            GraphData(np.zeros((2, 1)), A)
+    ok = np.array([[0, Decimal("2")], [Decimal("2"), 0]], dtype=object)
+    assert GraphData(np.zeros((2, 1)), ok).adjacency[0, 1] == 2

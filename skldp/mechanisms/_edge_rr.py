@@ -362,7 +362,9 @@ class EdgeRR(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
                              f"over the other users); got {n}.")
         if A.nnz and A.diagonal().any():
             raise ValueError("The adjacency has self loops; an adjacency list holds other "
-                             "users only. Remove them first (A.setdiag(0); A.eliminate_zeros()).")
+                             "users only. Remove them first, on a copy (the graph's adjacency "
+                             "is shared, read-only by contract): A = G.adjacency.copy(); "
+                             "A.setdiag(0); A.eliminate_zeros(); G = G.with_adjacency(A).")
         if A.nnz and np.any(A.data != 1):
             if not self.binarize:
                 raise ValueError("EdgeRR needs a 0/1 adjacency (each user's list is a bit "

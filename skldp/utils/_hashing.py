@@ -19,9 +19,12 @@ def _named(obj):
     name = getattr(obj, "__module__", None) or ""
     if name == "skldp" or name.startswith("skldp."):
         return True
-    module = sys.modules.get(name)
-    path = getattr(module, "__file__", None) or ""
-    return bool(path) and (path.startswith(_LIBRARY_PATHS) or "site-packages" in path)
+    if name == "__main__":   # (a script, a notebook, python -c: the user's)
+        return False
+    path = getattr(sys.modules.get(name), "__file__", None)
+    if not path:   # builtins, frozen modules
+        return name in sys.builtin_module_names or name in sys.modules
+    return path.startswith(_LIBRARY_PATHS) or "site-packages" in path
 
 
 def _const(c):
@@ -58,42 +61,69 @@ class _Class:
 class _ContentHasher(NumpyHasher):
     """joblib's hasher, where a function or class of the user's (not of an installed
     package) is hashed by its content: joblib's names it by its module and name, so one
-    redefined under its name (a notebook, an edited module) would hash the same."""
+    redefined under its name (a notebook, an edited module) would hash the same.
 
-    def __init__(self):
+    A class whose content cannot be hashed (a lock among its attributes, an ABC's
+    registry) is hashed by its name, as joblib does; a function or class met again while
+    it is being hashed (recursion) by its name; each is hashed once per call.
+    """
+
+    def __init__(self, shared=None):
         super().__init__()
-        self._inside = set()   # functions being hashed: a recursive reference by name
+        # (objects being hashed, digests made): shared with the nested hashes of one call
+        self._inside, self._done = shared if shared is not None else (set(), {})
 
     def save(self, obj):
         if isinstance(obj, types.MethodType) and not _named(obj.__func__):
             obj = (obj.__func__, obj.__self__)   # (joblib's: the method's name only)
+        elif isinstance(obj, frozenset):   # (pickled in the hash seed's order)
+            obj = ("frozenset", sorted(map(repr, obj)))
         super().save(obj)
 
     def reducer_override(self, obj):
         if isinstance(obj, types.FunctionType) and not _named(obj):
-            if id(obj) in self._inside:
-                return _Function, (obj.__module__, obj.__qualname__)
-            self._inside.add(id(obj))
-            try:
-                scope = obj.__globals__
-                reads = tuple(sorted(
-                    (name, ("module", scope[name].__name__)
-                     if isinstance(scope[name], types.ModuleType) else scope[name])
-                    for name in _global_names(obj.__code__) if name in scope))
-                cells = tuple(c.cell_contents for c in (obj.__closure__ or ()))
-                parts = (obj.__module__, obj.__qualname__, _code_parts(obj.__code__),
-                         obj.__defaults__, obj.__kwdefaults__, cells, reads)
-                # hashed here, while the function is marked as being hashed
-                return _Function, (content_hash(parts, self._inside),)
-            finally:
-                self._inside.discard(id(obj))
+            return _Function, self._digest(obj, _function_parts, strict=True)
         if isinstance(obj, type) and not _named(obj):
-            attrs = tuple(sorted((k, _attribute(v)) for k, v in vars(obj).items()
-                                 if k not in ("__dict__", "__weakref__", "__doc__")))
-            bases = tuple(b for b in obj.__bases__ if b is not object)
-            return _Class, (obj.__qualname__, bases,
-                            content_hash(attrs, self._inside))
+            return _Class, self._digest(obj, _class_parts, strict=False)
         return NotImplemented
+
+    def _digest(self, obj, parts, strict):
+        """``(module, name, digest of parts(obj))``; by name alone on recursion, or (unless
+        ``strict``) when the parts cannot be hashed."""
+        key = id(obj)
+        name = (obj.__module__, obj.__qualname__)
+        if key in self._inside:
+            return name
+        if key not in self._done:
+            self._inside.add(key)
+            try:
+                self._done[key] = name + (
+                    _ContentHasher((self._inside, self._done)).hash(parts(obj)),)
+            except Exception:
+                if strict:
+                    raise
+                self._done[key] = name
+            finally:
+                self._inside.discard(key)
+        return self._done[key]
+
+
+def _function_parts(f):
+    """What a function computes: its code, defaults, closure and the globals it reads
+    (modules by name)."""
+    scope = f.__globals__
+    reads = tuple(sorted(
+        (name, ("module", scope[name].__name__)
+         if isinstance(scope[name], types.ModuleType) else scope[name])
+        for name in _global_names(f.__code__) if name in scope))
+    cells = tuple(c.cell_contents for c in (f.__closure__ or ()))
+    return (_code_parts(f.__code__), f.__defaults__, f.__kwdefaults__, cells, reads)
+
+
+def _class_parts(cls):
+    attrs = tuple(sorted((k, _attribute(v)) for k, v in vars(cls).items()
+                         if k not in ("__dict__", "__weakref__", "__doc__", "_abc_impl")))
+    return tuple(b for b in cls.__bases__ if b is not object), attrs
 
 
 def _attribute(v):
@@ -105,7 +135,7 @@ def _attribute(v):
     return v
 
 
-def content_hash(obj, _inside=None):
+def content_hash(obj):
     """A hexadecimal digest of ``obj``, as ``joblib.hash``, with the user's functions and
     classes hashed by their content.
 
@@ -114,7 +144,4 @@ def content_hash(obj, _inside=None):
     pickle.PicklingError, TypeError
         If ``obj`` holds something that cannot be hashed (a lock in a closure).
     """
-    hasher = _ContentHasher()
-    if _inside is not None:
-        hasher._inside = _inside
-    return hasher.hash(obj)
+    return _ContentHasher().hash(obj)
