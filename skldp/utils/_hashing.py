@@ -27,18 +27,12 @@ def _named(obj):
     return path.startswith(_LIBRARY_PATHS) or "site-packages" in path
 
 
-def _const(c):
-    if isinstance(c, types.CodeType):
-        return _code_parts(c)
-    if isinstance(c, frozenset):   # (a set literal: pickled in the hash seed's order)
-        return ("frozenset", sorted(map(repr, c)))
-    return c
-
-
 def _code_parts(code):
+    # (a set literal among the constants is a frozenset: the hasher sorts it)
     return (code.co_code, code.co_names, code.co_varnames, code.co_argcount,
             code.co_posonlyargcount, code.co_kwonlyargcount, code.co_flags,
-            tuple(_const(c) for c in code.co_consts))
+            tuple(_code_parts(c) if isinstance(c, types.CodeType) else c
+                  for c in code.co_consts))
 
 
 def _global_names(code):
