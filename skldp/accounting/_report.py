@@ -94,6 +94,11 @@ class PrivacyReport:
         carry no user ids (a search's folds, a slice or a copy of an array are
         other arrays, which may hold the same people), so the report adds the
         ledgers of every plain array of this process: an upper bound.
+    n_ledgers : int
+        The ledgers added up (more than one: the totals are an upper bound).
+    of_graph : bool
+        The report of a GraphData's users (its lines name collections by id),
+        not of an estimator.
     """
 
     spends: list = field(default_factory=list)
