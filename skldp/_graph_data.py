@@ -1232,8 +1232,10 @@ class GraphData:
     def _with_new_adjacency(self, adjacency, *, source="server", owned=True):
         """:meth:`with_adjacency` for a matrix the library just made and no one else holds
         (``owned``): taken without a copy."""
-        # a DataFrame's labels are this graph's node ids
-        ids = self._store.node_ids if _is_frame(adjacency) else None
+        # a DataFrame's labels, a networkx graph's nodes, are this graph's node ids
+        nx = sys.modules.get("networkx")
+        named = _is_frame(adjacency) or (nx is not None and isinstance(adjacency, nx.Graph))
+        ids = self._store.node_ids if named else None
         A, unit_weights = _as_adjacency(adjacency, self.n_nodes, ids, owned=owned)
         new = self._store.derive(adjacency=A, adjacency_origin=_origin(source, "with_adjacency"))
         if unit_weights is not None:

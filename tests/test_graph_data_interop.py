@@ -334,3 +334,13 @@ def test_graph_construction_silent_errors_found_by_a_hunt():
     frame = pd.DataFrame({"x": [1.0, 2.0, 3.0]}, index=["12", "11", "10"])
     with pytest.raises(ValueError, match="holds the node ids .* as another type"):
         GraphData(frame, node_ids=[10, 11, 12])
+
+
+def test_with_adjacency_takes_a_networkx_graph_over_the_graphs_ids():
+    # Before: with_adjacency(networkx graph) asked for node_ids, which it does not take.
+    nx = pytest.importorskip("networkx")
+    g = nx.Graph()
+    g.add_edges_from([("c", "a"), ("b", "c")])
+    G = GraphData(np.zeros((3, 1)), node_ids=["a", "b", "c"])
+    A = G.with_adjacency(g).adjacency.toarray()
+    np.testing.assert_array_equal(A, [[0, 0, 1], [0, 0, 1], [1, 1, 0]])
