@@ -999,6 +999,11 @@ class LDPMechanism(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
         return tags
 
 
+def _dense(Z):
+    """A transformer's output (dense or sparse) as a float array, to compare outputs."""
+    return np.asarray(Z.toarray() if sp.issparse(Z) else Z, dtype=float)
+
+
 class NodeWise(GraphTransformerMixin, BaseEstimator):
     """Apply a plain scikit-learn transformer to the features of every node.
 
@@ -1141,7 +1146,7 @@ class NodeWise(GraphTransformerMixin, BaseEstimator):
                 Z = est.transform(probe)
             except Exception:   # a probe the step refuses (NaN): compared as refused
                 return None
-            return np.asarray(Z.toarray() if sp.issparse(Z) else Z, dtype=float)
+            return _dense(Z)
 
         probes = ((0.0, "zeros"), (1.0, "ones"), (varied, "varied values"),
                   (positive, "positive values"), (np.nan, "missing values"))
@@ -1256,8 +1261,7 @@ class NodeWise(GraphTransformerMixin, BaseEstimator):
         rows = rng.choice(n, size=min(n, self._ROWS_CHECKED), replace=False)
         for i in rows:
             alone = self.estimator_.transform(X[i:i + 1])
-            got, want = (np.asarray(a.toarray() if sp.issparse(a) else a, dtype=float)
-                         for a in (alone, Z[i:i + 1]))
+            got, want = _dense(alone), _dense(Z[i:i + 1])
             if got.shape != want.shape or not np.allclose(got, want, rtol=1e-6, atol=1e-9,
                                                           equal_nan=True):
                 raise ValueError(

@@ -9,6 +9,7 @@ from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..base import GraphClassifierMixin, charge_clear_read, edges_collected, note_edge_read
+from ..mechanisms._label_rr import sent_these_labels
 from ..model_selection._node_splits import _check_all_labelled
 from ..population import BudgetExceededError
 from ..utils._arrays import sorted_lookup
@@ -78,17 +79,9 @@ def _sent_already(G, y):
     """Whether ``y`` are the labels the users of ``G`` sent in a label collection (reports
     the server kept): propagating them reads nothing more than they sent."""
     population, keys = G.population, G.node_keys[G.rows]
-    for entry in population.ledger.entries():
-        spec = entry.spec
-        if spec.model != "local" or "labels" not in spec.protects:
-            continue
-        sent = population.received(spec.id, keys)
-        if any(r is None for r in sent):
-            continue
-        classes = np.asarray(spec.public_state["classes"])
-        if np.array_equal(classes[np.asarray(sent, dtype=np.int64)], np.asarray(y)):
-            return True
-    return False
+    return any(sent_these_labels(population, e.spec, keys, y)
+               for e in population.ledger.entries()
+               if e.spec.model == "local" and "labels" in e.spec.protects)
 
 
 def _charge_clean_labels(cs, G, specs):

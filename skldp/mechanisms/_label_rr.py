@@ -19,6 +19,16 @@ from ._grid import check_eps_per_coordinate
 __all__ = ["LabelRandomizedResponse"]
 
 
+def sent_these_labels(population, spec, node_keys, labels):
+    """Whether the users ``node_keys`` answered the label collection ``spec`` and the
+    reports the server kept read ``labels`` in its public domain."""
+    sent = population.received(spec.id, node_keys)
+    if any(r is None for r in sent):
+        return False
+    classes = np.asarray(spec.public_state.get("classes", []))
+    return np.array_equal(classes[np.asarray(sent, dtype=np.int64)], np.asarray(labels))
+
+
 class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
     r"""k-ary randomized response on node labels, deterministic per node id.
 
@@ -304,12 +314,7 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
                 if s.kind == self.collection_.kind and s.epsilon == self.collection_.epsilon
                 and "classes" in s.public_state
                 and (self.classes is None or np.array_equal(domain(s), self.classes_))]
-        answered = []
-        for s in like:
-            sent = population.received(s.id, node_keys)
-            if all(r is not None for r in sent) and np.array_equal(
-                    domain(s)[np.asarray(sent, dtype=np.int64)], labels):
-                answered.append(s)
+        answered = [s for s in like if sent_these_labels(population, s, node_keys, labels)]
         if len(answered) == 1 or (not answered and len(like) == 1):
             return (answered or like)[0]   # (a single candidate: its checks say what differs)
         if len(answered) > 1 and all(np.array_equal(domain(s), domain(answered[0]))
