@@ -36,7 +36,7 @@ class PrivacySpend:
     collection : str
         The collection's id (its public spec is in the ledger).
     n_users : int
-        Users who answered it.
+        Users who answered it (a central training: users whose data it read).
     kind : str
         The mechanism or trainer, e.g. ``"HDSMechanism"``.
     reason : str
@@ -152,8 +152,11 @@ class PrivacyReport:
                 lines.append(f"  {s.kind} read the users' {', '.join(s.protects)} in the clear: "
                              f"epsilon=inf ({who})")
                 continue
+            # a central training reads its nodes' neighbours too (DP-GNN): count them all
+            who = f"{_users(s.n_users)}' data read" if s.model == "central" else \
+                _users(s.n_users)
             lines.append(f"  {where}: {s.kind} epsilon={s.epsilon:.4g}{d} ({s.model} DP; protects "
-                         f"{', '.join(s.protects)}; {_users(s.n_users)})")
+                         f"{', '.join(s.protects)}; {who})")
         added = self.plain_arrays or self.n_ledgers > 1
         if any(s.model in ("local", "clear") for s in self.spends):
             parts = ", ".join(f"{w} {e:.4g}" for w, e in self.by_what.items() if e)

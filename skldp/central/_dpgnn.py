@@ -499,8 +499,9 @@ class _DPTrainerBase(PrivateStepMixin, GraphClassifierMixin, BaseEstimator):
     }
 
     # ------------------------------------------------------------ accounting
-    def _record_training(self, population, eps, delta, n_train):
-        """Charge the users for this training (before it runs: a capped budget refuses it).
+    def _record_training(self, population, eps, delta, n_train, n_users):
+        """Charge the ``n_users`` whose data a training on ``n_train`` nodes reads (before
+        it runs: a capped budget refuses it).
 
         Each training is a new event: two trainings on different data release two
         models, even with the same seed.
@@ -513,7 +514,7 @@ class _DPTrainerBase(PrivateStepMixin, GraphClassifierMixin, BaseEstimator):
                                                                   "verbose")),
                               public_state={"n_train": int(n_train)}
                               ).with_nonce(uuid.uuid4().hex[:16])
-        population.record_training(spec, n_train)
+        population.record_training(spec, n_users)
         self.collection_, self.ledger_ = spec, population.ledger
 
     def _clear_reads(self, population, reads):
@@ -712,7 +713,8 @@ class _DPTrainerBase(PrivateStepMixin, GraphClassifierMixin, BaseEstimator):
         # clip_percentile reads gradient norms only when clipping (private)
         self._clear_reads(population, [r for r in clear_reads
                                        if r[0] != "clip_percentile" or private])
-        self._record_training(population, eps, delta, N)
+        # the users whose data the training reads: its nodes and their sampled neighbours
+        self._record_training(population, eps, delta, N, np.unique(nb).size)
 
         y_t = torch.as_tensor(y_enc, dtype=torch.long, device=device)
         w_t = torch.as_tensor(w, device=device)
