@@ -808,7 +808,6 @@ class _DPTrainerBase(PrivateStepMixin, GraphClassifierMixin, BaseEstimator):
         self.n_train_ = N
         self.epsilon_ = float(eps)
         self.delta_ = delta
-        self.fit_time_ = time.perf_counter() - t0
         return self
 
     def _logits(self, feats, rows, A_rows=None):
@@ -966,8 +965,6 @@ _COMMON_ATTRS = """
         Step (0-based) whose iterate was kept (``None`` without ``validation``).
     n_train_ : int
         Number of training nodes ``N_train``.
-    fit_time_ : float
-        Seconds spent in the training loop.
 """
 
 
