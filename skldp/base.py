@@ -1022,10 +1022,10 @@ class NodeWise(GraphTransformerMixin, BaseEstimator):
     Before a local DP mechanism only a transform each user's device can run on its
     own data may stand (Design page, "Local DP is a protocol"): pass
     ``on_device=True`` for a public per-user map such as
-    ``SimpleImputer(strategy="constant")``. It is then fitted on a public row of
+    ``SimpleImputer(strategy="constant")``. It is then fitted on public rows of
     zeros, never on the users' data, and its parameters, written in the
     mechanism's collection spec, must be plain values (numbers, strings, lists).
-    A step whose map depends on that row (``OneHotEncoder()`` without
+    A step whose map depends on those rows (``OneHotEncoder()`` without
     ``categories``), or whose output row depends on other rows, is refused. A
     transformer fitted on the users' rows (``StandardScaler()``) runs on the
     server; a mechanism after it is refused.
@@ -1100,8 +1100,9 @@ class NodeWise(GraphTransformerMixin, BaseEstimator):
                     " Only parameters that are numbers, strings or lists can be: apply a "
                     "function to each user's row before building the GraphData "
                     "instead.")) from None
-            # A public map: fitted on one row of zeros, never on any user's data.
-            shape = (1, X.shape[1] if graph else _num_features(X))
+            # A public map: fitted on two rows of zeros (some steps need two rows, e.g.
+            # SplineTransformer), never on any user's data.
+            shape = (2, X.shape[1] if graph else _num_features(X))
             rows, y = (sp.csr_matrix(shape) if sp.issparse(rows) else np.zeros(shape)), None
         if not self.on_device:
             self.estimator_ = self._fit_estimator(est, rows, X, y)
@@ -1115,8 +1116,8 @@ class NodeWise(GraphTransformerMixin, BaseEstimator):
                 hint = (" (on sparse features an imputer needs keep_empty_features=True)"
                         if sp.issparse(rows) and imputer else "")
                 raise ValueError(
-                    f"NodeWise({type(est).__name__}, on_device=True) is fitted on a public "
-                    f"row of zeros, and that fit failed{hint}: {exc}") from exc
+                    f"NodeWise({type(est).__name__}, on_device=True) is fitted on public "
+                    f"rows of zeros, and that fit failed{hint}: {exc}") from exc
             self._check_public_fit(sp.issparse(rows), rows.shape[1], graph)
         self.n_features_in_ = X.shape[1] if graph else _num_features(X)
         return self
@@ -1124,7 +1125,7 @@ class NodeWise(GraphTransformerMixin, BaseEstimator):
     def _check_public_fit(self, sparse, d, graph):
         """Refuse an on-device step whose fitted map depends on the row it is fitted on.
 
-        Fitted on the public row of zeros, ``OneHotEncoder()`` learns the category 0 only,
+        Fitted on the public rows of zeros, ``OneHotEncoder()`` learns the category 0 only,
         ``SimpleImputer(strategy="mean")`` fills 0, ``MinMaxScaler()`` does nothing: maps
         whose state a device would learn from its user's data. Clones fitted on a row of
         ones, on rows of varied values (signed, and positive for steps that refuse
@@ -1172,8 +1173,8 @@ class NodeWise(GraphTransformerMixin, BaseEstimator):
                 name = type(self.estimator).__name__
                 hint = " (for sparse features, keep_empty_features=True)" if sparse else ""
                 raise ValueError(
-                    f"NodeWise({name}, on_device=True) is fitted on a public row of zeros, but "
-                    f"its map depends on that row: fitted on rows of {named}, it transforms "
+                    f"NodeWise({name}, on_device=True) is fitted on public rows of zeros, but "
+                    f"its map depends on those rows: fitted on rows of {named}, it transforms "
                     f"a row of {what} differently. On the devices its state would come from "
                     "each user's data. Fix the map with its parameters (e.g. "
                     "OneHotEncoder(categories=[...], dtype='float64'), SimpleImputer("

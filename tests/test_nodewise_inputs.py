@@ -132,7 +132,7 @@ def test_a_per_user_on_device_step_passes_the_check():
     "MinMaxScaler()", "StandardScaler()", "MaxAbsScaler()", "StandardScaler(with_mean=False)",
     "RobustScaler(with_centering=False)"])
 def test_an_on_device_step_whose_fit_reads_its_row_is_refused(step):
-    # Before: fitted on the public row of zeros, OneHotEncoder learnt the category 0 only
+    # Before: fitted on a public row of zeros, OneHotEncoder learnt the category 0 only
     # (other categories became all-zero rows), the imputer filled 0, the scaler did nothing.
     from sklearn.impute import SimpleImputer  # noqa: F401 - used by eval
     from sklearn.preprocessing import (  # noqa: F401
@@ -142,8 +142,8 @@ def test_an_on_device_step_whose_fit_reads_its_row_is_refused(step):
         RobustScaler,
     )
     G = GraphData(np.random.default_rng(0).integers(0, 3, (20, 2)).astype(float))
-    with pytest.raises(ValueError, match=r"fitted on a public row of zeros, but its map "
-                                         r"depends on that row"):
+    with pytest.raises(ValueError, match=r"fitted on public rows of zeros, but its map "
+                                         r"depends on those rows"):
         NodeWise(eval(step), on_device=True).fit(G)
     assert G.ledger.entries() == []
 
@@ -177,5 +177,22 @@ def test_on_device_steps_whose_state_a_missing_value_or_a_positive_spread_sets_a
                                           add_indicator=True)),
                     (dense, MissingIndicator()),   # (features="all" is a public map)
                     (sparse, QuantileTransformer(n_quantiles=5))):
-        with pytest.raises(ValueError, match="its map depends on that row"):
+        with pytest.raises(ValueError, match="its map depends on those rows"):
             NodeWise(step, on_device=True).fit(G)
+
+
+def test_a_step_that_needs_two_rows_to_fit_runs_on_the_device():
+    from sklearn.base import clone
+
+    # Before: fitted on one public row of zeros, SplineTransformer (two rows at least) was
+    # refused even with public knots.
+    from sklearn.preprocessing import SplineTransformer
+    X = np.random.default_rng(0).random((20, 2))
+    G = GraphData(X)
+    knots = np.array([[0.0, 0.0], [0.5, 0.5], [1.0, 1.0]])
+    step = SplineTransformer(knots=knots, extrapolation="constant")
+    out = NodeWise(step, on_device=True).fit(G).transform(G)
+    np.testing.assert_allclose(out, clone(step).fit(X).transform(X))
+    # knots taken from the rows fitted on: a state each device would learn from its user
+    with pytest.raises(ValueError, match="its map depends on those rows"):
+        NodeWise(SplineTransformer(), on_device=True).fit(G)
