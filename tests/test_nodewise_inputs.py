@@ -182,11 +182,11 @@ def test_on_device_steps_whose_state_a_missing_value_or_a_positive_spread_sets_a
 
 
 def test_a_step_that_needs_two_rows_to_fit_runs_on_the_device():
-    from sklearn.base import clone
-
     # Before: fitted on one public row of zeros, SplineTransformer (two rows at least) was
     # refused even with public knots.
+    from sklearn.base import clone
     from sklearn.preprocessing import SplineTransformer
+
     X = np.random.default_rng(0).random((20, 2))
     G = GraphData(X)
     knots = np.array([[0.0, 0.0], [0.5, 0.5], [1.0, 1.0]])
