@@ -61,6 +61,23 @@ def test_pair_features_of_reports_cost_nothing_more():
     np.testing.assert_array_equal(before, np.asarray(pipe[:-1].transform(P_te)))
 
 
+def test_pairs_labelled_from_the_true_edges_leave_through_to_pandas_charged_too():
+    # Before: np.asarray(P) charged the edges, P.to_pandas() (the same pairs) did not.
+    G, _ = _graph()
+    P_tr, _, _, _, _, _ = random_edge_split(G, random_state=0)
+    Pc = EdgeRR(1.0, random_state=0).fit_transform(P_tr)   # collected graph, true labels
+    assert privacy_report(G).epsilon_for("edges") == pytest.approx(1.0)
+    df = Pc.to_pandas()
+    assert list(df.columns) == ["u", "v"] and len(df) == len(Pc)
+    assert privacy_report(G).epsilon_for("edges") == np.inf
+    assert np.all(np.isinf(G.ledger.spent(G.node_keys)[np.unique(Pc.pairs)]))
+    # pairs labelled from the collected graph leave free
+    H, _ = _graph(seed=1)
+    Hc = EdgeRR(4.0, random_state=0).fit_transform(H)
+    random_edge_split(Hc, random_state=0)[0].to_pandas()
+    assert privacy_report(H).epsilon_for("edges") == pytest.approx(4.0)
+
+
 def test_pair_export_values_are_unchanged():
     G, _ = _graph()
     P = PairData(G, [[0, 1], [2, 5]])

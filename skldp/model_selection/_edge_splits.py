@@ -164,6 +164,11 @@ class PairData(GraphData):
         scikit-learn model's fit) reads those edges in the clear, as a link predictor's
         fit on them would: the users at both ends are charged (epsilon inf)."""
         super()._note_export(kind, rows)
+        self._note_pairs_export()
+
+    def _note_pairs_export(self):
+        """The pairs' part of :meth:`_note_export` (the pairs leave, with or without
+        features)."""
         from ..base import edges_collected
         labels_from = self._labels()
         if edges_collected(self._store.adjacency_origin) and (
@@ -269,8 +274,14 @@ class PairData(GraphData):
         return self._rebase(self.full().with_adjacency(adjacency, source=source))
 
     def to_pandas(self):
-        """The pairs as a DataFrame of endpoint node ids (columns ``u``, ``v``)."""
+        """The pairs as a DataFrame of endpoint node ids (columns ``u``, ``v``).
+
+        Like ``np.asarray(P)``, it hands the pairs to code that records nothing: pairs
+        labelled from the users' true edges over collected edges charge the users at
+        both ends a read of their edges in the clear (epsilon inf).
+        """
         import pandas as pd
+        self._note_pairs_export()
         ids = self.node_ids
         return pd.DataFrame({"u": ids[:, 0], "v": ids[:, 1]})
 
