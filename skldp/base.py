@@ -192,11 +192,17 @@ def charge_clear_read(step, X, part, keys, refusal):
     try:
         st.population.note_clear_read(step_kind(step), part, keys)
     except BudgetExceededError as exc:
-        raise BudgetExceededError(
-            f"{refusal[0]}, which no privacy budget admits (this population's is "
-            f"{st.population.budget:.4g} per user). {refusal[1]}") from exc
+        raise clear_read_refusal(st.population, refusal) from exc
     if not hasattr(step, "ledger_"):
         step.ledger_ = st.population.ledger
+
+
+def clear_read_refusal(population, refusal):
+    """The error :func:`charge_clear_read` refuses with under ``population``'s budget (also
+    for a step that refuses before it spends anything on the way to that read)."""
+    return BudgetExceededError(
+        f"{refusal[0]}, which no privacy budget admits (this population's is "
+        f"{population.budget:.4g} per user). {refusal[1]}")
 
 
 def charge_public_read(step, population, keys, part, option, read, instead, kind=None):

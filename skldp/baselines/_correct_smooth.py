@@ -8,7 +8,14 @@ from sklearn.base import BaseEstimator, MetaEstimatorMixin, _fit_context, clone
 from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ..base import GraphClassifierMixin, charge_clear_read, edges_collected, note_edge_read
+from ..base import (
+    GraphClassifierMixin,
+    PrivateStepMixin,
+    charge_clear_read,
+    clear_read_refusal,
+    edges_collected,
+    note_edge_read,
+)
 from ..mechanisms._label_rr import sent_these_labels
 from ..model_selection._node_splits import _check_all_labelled
 from ..population import BudgetExceededError
@@ -84,6 +91,19 @@ def _sent_already(G, y):
                if e.spec.model == "local" and "labels" in e.spec.protects)
 
 
+def _clean_labels_refusal(cs, G, kinds):
+    """What C&S reads when it propagates the clean labels of ``G`` around a central DP
+    training (``kinds``) that protects them, and what to do instead (the pair
+    :func:`~skldp.base.charge_clear_read` refuses with)."""
+    name = type(cs).__name__
+    return (f"{name} propagates the training labels into its predictions; its base "
+            f"model's central DP training ({kinds}) protects them, but the propagation reads "
+            f"the clean labels of {len(G)} user(s) in the clear (epsilon=inf)",
+            f"{name} was not fitted. Give it a label_mechanism (e.g. "
+            "LabelRandomizedResponse): the base model and the propagation then both use the "
+            "labels the users sent.")
+
+
 def _charge_clean_labels(cs, G, specs):
     """Charge the training users of ``G`` a read of their labels in the clear: a central-DP
     base model (its trainings among ``specs``) protects them, but C&S propagates the clean
@@ -91,13 +111,59 @@ def _charge_clean_labels(cs, G, specs):
     anything is kept."""
     kinds = ", ".join(sorted({spec.kind.rsplit(".", 1)[-1] for spec in specs
                               if spec.model == "central" and "labels" in spec.protects}))
-    charge_clear_read(cs, G, "labels", G.node_keys[G.rows], (
-        f"{type(cs).__name__} propagates the training labels into its predictions; its base "
-        f"model's central DP training ({kinds}) protects them, but the propagation reads the "
-        f"clean labels of {len(G)} user(s) in the clear (epsilon=inf)",
-        f"{type(cs).__name__} was not fitted. Give it a label_mechanism (e.g. "
-        "LabelRandomizedResponse): the base model and the propagation then both use the "
-        "labels the users sent."))
+    charge_clear_read(cs, G, "labels", G.node_keys[G.rows], _clean_labels_refusal(cs, G, kinds))
+
+
+def _central_label_steps(estimator):
+    """The central DP trainings protecting the labels that fitting ``estimator`` surely
+    runs, with no label randomized: known from its parameters only when it is made of skldp
+    and scikit-learn estimators (a user's own class may randomize labels in ``fit``), none
+    of which randomizes labels (a label mechanism, ``eps_y``), and no parameter maps names
+    to estimators (a search's grid may swap them). Empty when unknown."""
+    steps, seen, todo = [], set(), [estimator]
+    while todo:
+        obj = todo.pop()
+        if id(obj) in seen or obj is None or isinstance(obj, (str, Real, type)):
+            continue
+        seen.add(id(obj))
+        if isinstance(obj, (list, tuple)):
+            todo.extend(obj)
+        elif isinstance(obj, dict):
+            if _holds_estimator(obj):
+                return []   # a grid that sets steps (or a map of them): not known yet
+        elif hasattr(obj, "fit"):
+            if not type(obj).__module__.startswith(("skldp.", "sklearn.")):
+                return []
+            if isinstance(obj, PrivateStepMixin) and "labels" in obj.protects and \
+                    obj.privacy_model == "local":
+                return []
+            params = obj.get_params(deep=False) if hasattr(obj, "get_params") else {}
+            if params.get("label_mechanism") is not None or "eps_y" in params:
+                return []
+            if getattr(obj, "privacy_model", None) == "central" and "labels" in obj.protects:
+                steps.append(obj)
+            todo.extend(params.values())
+    return steps
+
+
+def _holds_estimator(obj):
+    if isinstance(obj, dict):
+        return any(_holds_estimator(v) for v in obj.values())
+    if isinstance(obj, (list, tuple)):
+        return any(_holds_estimator(v) for v in obj)
+    return hasattr(obj, "fit")
+
+
+def _refuse_clean_labels_early(cs, G, y):
+    """Refuse before the base model spends anything when its fit will surely end in the
+    refused read of the clean labels (a central DP training protecting them, no label
+    mechanism, ``y`` not labels the users sent, a budget): same error as after the fit."""
+    steps = _central_label_steps(cs.estimator)
+    if not steps or np.isinf(G.population.remaining(G.node_keys[G.rows])).all() or \
+            _sent_already(G, y):
+        return
+    kinds = ", ".join(sorted({type(step).__name__ for step in steps}))
+    raise clear_read_refusal(G.population, _clean_labels_refusal(cs, G, kinds))
 
 
 def _note_adjacency_read(cs, G):
@@ -235,6 +301,8 @@ class CorrectAndSmooth(MetaEstimatorMixin, GraphClassifierMixin, BaseEstimator):
         if len(y) != len(G):
             raise ValueError(f"X has {len(G)} rows but y has {len(y)} labels.")
         _check_all_labelled(y)   # a scikit-learn base would learn -2 as a class
+        if self.label_mechanism is None:   # before the base model spends anything
+            _refuse_clean_labels_early(self, G, y)
         y_used, own = fit_label_mechanism(self, G, y)
         with G.population.recording(protects=("labels",)) as records:
             estimator = clone(self.estimator).fit(G, y_used)

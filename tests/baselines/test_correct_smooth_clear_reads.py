@@ -5,6 +5,8 @@ refuses it. Nothing is charged when nothing protected them (taken as given)."""
 
 import numpy as np
 import pytest
+from sklearn.base import clone
+from sklearn.ensemble import VotingClassifier
 from sklearn.pipeline import Pipeline
 
 from skldp import GraphData
@@ -198,3 +200,61 @@ def test_labels_the_users_sent_before_are_not_clean_labels(graph):
     cs.fit(G[TRAIN], y_sent)
     assert privacy_report(G).epsilon_for("labels") == pytest.approx(1.0)
     assert _clear(privacy_report(G), "labels") == []
+
+
+# --------------------------------- refused before a central base model spends anything
+
+def _dpmlp():
+    return DPMLPClassifier(classes=[0, 1], accountant="hypergeometric", batch_size=5,
+                           n_steps=2, noise_multiplier=5.0, hidden_size=4, device="cpu",
+                           random_state=0)
+
+
+class _OwnWrapper(DPMLPClassifier):
+    """A user's own class: what its fit does is not known from its parameters."""
+
+
+@pytest.mark.parametrize("base", [
+    _dpgnn, lambda: Pipeline([("mlp", _dpmlp())]),
+    lambda: VotingClassifier([("mlp", _dpmlp()), ("lp", LabelPropagationClassifier())],
+                             voting="soft")])
+def test_the_refusal_of_the_clean_labels_comes_before_the_central_training(graph, base):
+    # Before: the base's DP-SGD training ran and was charged (central epsilon 0.22 of a
+    # budget of 10), then C&S refused the clean labels: the spend bought nothing.
+    make, y = graph
+    G = make(budget=10.0)
+    with pytest.raises(BudgetExceededError, match=r"central DP training \(DP\w+Classifier\) "
+                                                  r"protects them.*label_mechanism"):
+        CorrectAndSmooth(base()).fit(G[TRAIN], y[TRAIN])
+    assert len(G.ledger) == 0 and privacy_report(G).central_epsilon == 0.0
+
+
+def test_the_early_refusal_says_what_the_refusal_after_the_fit_says(graph):
+    # a user's own class around the trainer is not known before its fit: refused after it,
+    # with the same words (the base's spend is then kept)
+    make, y = graph
+    early, late = make(budget=10.0), make(budget=10.0)
+    with pytest.raises(BudgetExceededError) as first:
+        CorrectAndSmooth(_dpmlp()).fit(early[TRAIN], y[TRAIN])
+    with pytest.raises(BudgetExceededError) as second:
+        CorrectAndSmooth(_OwnWrapper(**_dpmlp().get_params())).fit(late[TRAIN], y[TRAIN])
+    assert str(first.value) == str(second.value).replace("_OwnWrapper", "DPMLPClassifier")
+    assert len(early.ledger) == 0 and privacy_report(late).central_epsilon > 0
+
+
+def test_a_label_mechanism_in_the_base_is_not_refused_early(graph):
+    # the base randomizes the labels it is given: C&S propagates what the users sent
+    make, y = graph
+    G = make(budget=10.0)
+    rr = LabelRandomizedResponse(1.0, classes=[0, 1], random_state=0)
+    base = VotingClassifier([("mlp", _dpmlp()),
+                             ("lp", LabelPropagationClassifier(label_mechanism=rr))],
+                            voting="soft")
+    cs = CorrectAndSmooth(base).fit(G[TRAIN], y[TRAIN])
+    report = privacy_report(G)
+    assert report.epsilon_for("labels") == pytest.approx(1.0) and report.central_epsilon > 0
+    with pytest.raises(BudgetExceededError, match="label_mechanism"):   # and without it:
+        CorrectAndSmooth(clone(base).set_params(lp__label_mechanism=None)).fit(
+            G[TRAIN], y[TRAIN])
+    assert privacy_report(G).central_epsilon == report.central_epsilon   # nothing more
+    assert cs.train_labels_.shape == (len(TRAIN),)
