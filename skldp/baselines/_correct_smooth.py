@@ -34,10 +34,10 @@ __all__ = ["CorrectAndSmooth"]
 def _labels_sent(G, records):
     """The labels the users of ``G`` sent while the base model was fitted.
 
-    ``records`` are every label report sent through the users' population in
+    ``records`` are the label reports sent through the users' population in
     that time (:meth:`~skldp.population.Population.recording`: a repeated
-    request, which costs nothing, is seen too), whatever estimator made it,
-    however deeply nested. The labels are those of the latest collection that
+    request, which costs nothing, is seen too) by the collections the fitted
+    base model holds, however deeply nested. The labels are those of the latest collection that
     every user of ``G`` answered; ``None`` if no label was randomized.
     """
     labels = [(spec, keys, reports) for spec, keys, reports in records
@@ -91,11 +91,22 @@ def _sent_already(G, y):
                if e.spec.model == "local" and "labels" in e.spec.protects)
 
 
-def _clean_labels_refusal(cs, G, kinds):
-    """What C&S reads when it propagates the clean labels of ``G`` around a central DP
-    training (``kinds``) that protects them, and what to do instead (the pair
-    :func:`~skldp.base.charge_clear_read` refuses with)."""
+def _clean_labels_refusal(cs, G, kinds, unattributed=False):
+    """What C&S reads when it propagates the clean labels of ``G``, and what to do instead
+    (the pair :func:`~skldp.base.charge_clear_read` refuses with)."""
     name = type(cs).__name__
+    if unattributed:
+        what = (f"{name} propagates the training labels into its predictions; label reports "
+                "were sent during its base model's fit by a collection the fitted base model "
+                "does not hold (a label mechanism it keeps out of sight, or another fit on "
+                "the same users meanwhile), so it cannot tell which labels its base model "
+                f"used and propagates the clean labels of {len(G)} user(s), a read in the "
+                "clear (epsilon=inf)")
+        instead = (f"{name} was not fitted. Keep the fitted label mechanism on the base "
+                   "model as a fitted attribute (a public name ending in '_', e.g. "
+                   "self.label_mechanism_), or give CorrectAndSmooth the label_mechanism: "
+                   "the propagation then uses the labels the users sent.")
+        return what, instead
     return (f"{name} propagates the training labels into its predictions; its base "
             f"model's central DP training ({kinds}) protects them, but the propagation reads "
             f"the clean labels of {len(G)} user(s) in the clear (epsilon=inf)",
@@ -104,14 +115,16 @@ def _clean_labels_refusal(cs, G, kinds):
             "labels the users sent.")
 
 
-def _charge_clean_labels(cs, G, specs):
+def _charge_clean_labels(cs, G, specs, unattributed=False):
     """Charge the training users of ``G`` a read of their labels in the clear: a central-DP
-    base model (its trainings among ``specs``) protects them, but C&S propagates the clean
-    labels into its predictions, outside that guarantee. Refused under a budget, before
-    anything is kept."""
+    base model (its trainings among ``specs``) protects them, or label reports of these
+    users that the fitted base does not hold were sent during its fit (``unattributed``),
+    but C&S propagates the clean labels into its predictions, outside any guarantee.
+    Refused under a budget, before anything is kept."""
     kinds = ", ".join(sorted({spec.kind.rsplit(".", 1)[-1] for spec in specs
                               if spec.model == "central" and "labels" in spec.protects}))
-    charge_clear_read(cs, G, "labels", G.node_keys[G.rows], _clean_labels_refusal(cs, G, kinds))
+    charge_clear_read(cs, G, "labels", G.node_keys[G.rows],
+                      _clean_labels_refusal(cs, G, kinds, unattributed))
 
 
 def _central_label_steps(estimator):
@@ -203,7 +216,10 @@ class CorrectAndSmooth(MetaEstimatorMixin, GraphClassifierMixin, BaseEstimator):
     the users' true edges after a base model fitted on collected edges (an
     edge mechanism, or a central DP training that protects edges; give C&S the
     collected graph instead), and ``fit`` with the clean labels around a
-    central DP model that protects them (set ``label_mechanism`` instead).
+    central DP model that protects them (set ``label_mechanism`` instead; under
+    a budget refused before the base trains when its parameters show it), or
+    after label reports that the fitted base model does not hold (keep its
+    mechanism on a fitted attribute).
 
     Read more in the :ref:`User Guide <correct_and_smooth>`.
 
@@ -311,21 +327,25 @@ class CorrectAndSmooth(MetaEstimatorMixin, GraphClassifierMixin, BaseEstimator):
         # (the clean labels here, the adjacency at predict) is a read in the clear.
         specs = _protections(estimator)
         # Labels the base model's fit randomized (at any depth: a pipeline, a search):
-        # propagate the reports the users sent, never their clean labels. Those of its
-        # own label collections when it holds them (another thread's are not its).
+        # propagate the reports the users sent, never their clean labels. Only those of
+        # the label collections the fitted base holds: a report of these users by any
+        # other collection meanwhile (a mechanism the base keeps out of sight, or another
+        # thread's) may or may not be what the base used, so C&S cannot propagate it.
         own_labels = {s.id for s in specs if "labels" in s.protects and s.model == "local"}
-        if own_labels:
-            records = [r for r in records if r[0].id in own_labels]
-        sent, made = _labels_sent(G, records)
+        keys = G.node_keys[G.rows]
+        unattributed = not own_labels and any(
+            np.isin(np.asarray(k, dtype=np.uint64), keys).any()
+            for spec, k, _ in records if spec.model == "local")
+        sent, made = _labels_sent(G, [r for r in records if r[0].id in own_labels])
         if own is not None and made:
             raise ValueError("Both CorrectAndSmooth and its estimator randomize the labels: "
                              "two collections of each user's label. Set label_mechanism on "
                              "one of them.")
         if sent is not None:
             y_used = sent
-        elif own is None and any(s.model == "central" and "labels" in s.protects
-                                 for s in specs) and not _sent_already(G, y_used):
-            _charge_clean_labels(self, G, specs)
+        elif own is None and not _sent_already(G, y_used) and (unattributed or any(
+                s.model == "central" and "labels" in s.protects for s in specs)):
+            _charge_clean_labels(self, G, specs, unattributed)
         self.estimator_ = estimator
         self._fit_on_collected_edges = edges_collected(G._store.adjacency_origin) or any(
             "edges" in s.protects and s.model in ("local", "central") for s in specs)

@@ -3,6 +3,8 @@ protected them (edges an edge mechanism collected, a central DP training that co
 labels or the edges), what C&S reads in the clear is charged (epsilon=inf), and a budget
 refuses it. Nothing is charged when nothing protected them (taken as given)."""
 
+import threading
+
 import numpy as np
 import pytest
 from sklearn.base import clone
@@ -258,3 +260,100 @@ def test_a_label_mechanism_in_the_base_is_not_refused_early(graph):
             G[TRAIN], y[TRAIN])
     assert privacy_report(G).central_epsilon == report.central_epsilon   # nothing more
     assert cs.train_labels_.shape == (len(TRAIN),)
+
+
+# ------------------------------- label reports the fitted base model does not hold
+
+def _randomize(X, y, seed=5):
+    return LabelRandomizedResponse(1.0, classes=[0, 1], random_state=seed).fit().randomize(
+        y, X)
+
+
+class _RandomizesOutOfSight(LabelPropagationClassifier):
+    """Randomizes its labels itself and keeps the mechanism nowhere C&S can see it."""
+
+    def fit(self, X, y):
+        return super().fit(X, _randomize(X, y))
+
+
+class _RandomizesInSight(LabelPropagationClassifier):
+    """The same, keeping the fitted mechanism as a fitted attribute."""
+
+    def fit(self, X, y):
+        self.rr_ = LabelRandomizedResponse(1.0, classes=[0, 1], random_state=5).fit()
+        return super().fit(X, self.rr_.randomize(y, X))
+
+
+class _AnotherThreadCollects:
+    """A base model's fit during which another thread collects the labels of ``rows``."""
+
+    rows = None
+
+    def fit(self, X, y):
+        G = X.full()
+        rows = np.arange(len(G)) if self.rows is None else self.rows
+        other = threading.Thread(target=_randomize, args=(G[rows], _Y[rows], 7))
+        other.start()
+        other.join()
+        return super().fit(X, y)
+
+
+_Y = np.repeat([0, 1], 30)
+
+
+class _CentralWithThread(_AnotherThreadCollects, DPMLPClassifier):
+    pass
+
+
+class _PlainWithThread(_AnotherThreadCollects, LabelPropagationClassifier):
+    pass
+
+
+class _PlainWithThreadOnOthers(_PlainWithThread):
+    rows = np.arange(1, 60, 2)   # users outside the training rows
+
+
+def test_labels_randomized_out_of_sight_are_charged_as_clean(graph):
+    # Before: C&S propagated every label report sent during the base's fit as the base's,
+    # whoever sent it. Now only the collections the fitted base holds count; in doubt, C&S
+    # propagates the clean labels and is charged their read.
+    make, y = graph
+    G = make(budget=10.0)
+    with pytest.raises(BudgetExceededError, match=r"does not hold.*label_mechanism_"):
+        CorrectAndSmooth(_RandomizesOutOfSight()).fit(G[TRAIN], y[TRAIN])
+    assert privacy_report(G).epsilon_for("labels") == pytest.approx(1.0)   # its own only
+    H = make()
+    cs = CorrectAndSmooth(_RandomizesOutOfSight()).fit(H[TRAIN], y[TRAIN])
+    np.testing.assert_array_equal(cs.classes_[cs.train_labels_], y[TRAIN])
+    assert privacy_report(cs).epsilon_for("labels") == np.inf
+    # kept in sight, its reports are propagated and the budget admits the fit
+    cs = CorrectAndSmooth(_RandomizesInSight()).fit(G[TRAIN], y[TRAIN])
+    np.testing.assert_array_equal(cs.classes_[cs.train_labels_], _randomize(G[TRAIN], y[TRAIN]))
+    assert privacy_report(G).epsilon_for("labels") == pytest.approx(1.0)
+
+
+def test_another_threads_label_collection_does_not_make_the_clean_labels_free(graph):
+    # Before: around a central base, another thread's collection of the same users' labels
+    # during the fit was taken as the base's: C&S propagated its reports and charged nothing
+    make, y = graph
+    G = make()
+    cs = CorrectAndSmooth(_CentralWithThread(**_dpmlp().get_params())).fit(G[TRAIN], y[TRAIN])
+    np.testing.assert_array_equal(cs.classes_[cs.train_labels_], y[TRAIN])
+    report = privacy_report(G)
+    assert report.epsilon_for("labels") == np.inf and _clear(report, "labels")
+
+
+def test_another_threads_label_collection_meets_no_spurious_error(graph):
+    # Before: with C&S's own label mechanism, "Both CorrectAndSmooth and its estimator
+    # randomize the labels"; of other users only, "no label collection covers every
+    # training user". Neither concerns the labels C&S propagates.
+    make, y = graph
+    G = make(budget=10.0)
+    rr = LabelRandomizedResponse(1.0, classes=[0, 1], random_state=0)
+    cs = CorrectAndSmooth(_PlainWithThread(), label_mechanism=rr).fit(G[TRAIN], y[TRAIN])
+    np.testing.assert_array_equal(cs.classes_[cs.train_labels_],
+                                  cs.label_mechanism_.randomize(y[TRAIN], G[TRAIN]))
+    H = make(budget=10.0)
+    cs = CorrectAndSmooth(_PlainWithThreadOnOthers()).fit(H[TRAIN], y[TRAIN])
+    np.testing.assert_array_equal(cs.classes_[cs.train_labels_], y[TRAIN])
+    assert privacy_report(H).epsilon_for("labels") == pytest.approx(1.0)   # the thread's
