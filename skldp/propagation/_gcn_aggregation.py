@@ -6,7 +6,7 @@ from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import StrOptions
 
 from ..base import GraphTransformerMixin
-from ..utils._adjacency import normalized_adjacency
+from ..utils._adjacency import normalized_adjacency, with_remaining_self_loops
 from ._spmm import DTYPE_CONSTRAINT, DTYPES, N_JOBS_CONSTRAINT, repeated_spmm
 
 __all__ = ["GCNAggregation"]
@@ -28,16 +28,17 @@ def propagation_matrix(A, self_loops=True, normalization="sym", dtype=np.float32
     """The aggregation operator ``P`` (CSR, ``dtype``) such that the output is ``P @ X``.
 
     ``"sym"``: ``D^-1/2 (A + I) D^-1/2``; ``"rw"``: ``D^-1 (A + I)``; ``None``:
-    ``A + I`` (plain sum). ``I`` only with ``self_loops``; ``D`` is the
+    ``A + I`` (plain sum). ``I`` only with ``self_loops``, on the nodes without
+    a self loop (an existing loop keeps its weight, as PyTorch Geometric's
+    ``gcn_norm``); ``D`` is the
     diagonal of row sums of the (self-looped) adjacency. Rows with no
     neighbour are zero. Reuses ``skldp.utils._adjacency.normalized_adjacency``
     (the stored values scaled, no sparse products).
     """
     if normalization is None:
-        P = sp.csr_matrix(A, dtype=dtype)
         if self_loops:
-            P = sp.csr_matrix(P + sp.eye(P.shape[0], dtype=dtype, format="csr"))
-        return P
+            return sp.csr_matrix(with_remaining_self_loops(A, dtype))
+        return sp.csr_matrix(A, dtype=dtype)
     return normalized_adjacency(A, self_loops=self_loops, kind=normalization, dtype=dtype)
 
 
@@ -92,7 +93,8 @@ class GCNAggregation(GraphTransformerMixin, BaseEstimator):
     Parameters
     ----------
     self_loops : bool, default=True
-        Include each node in its own neighbourhood (``A + I``).
+        Include each node in its own neighbourhood (``A + I``); a self loop
+        already in the graph keeps its weight (no second loop is added).
     normalization : {"sym", "rw", None}, default="sym"
         ``P = D^-1/2 (A + I) D^-1/2`` (GCN), ``D^-1 (A + I)`` (the mean over
         the neighbourhood) or ``A + I`` (the sum).

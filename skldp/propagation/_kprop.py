@@ -27,7 +27,8 @@ class KProp(GraphTransformerMixin, BaseEstimator):
         Number of aggregation steps ``K >= 0``; 0 returns the features
         unchanged, in ``dtype``.
     self_loops : bool, default=True
-        Include each node in its own neighbourhood.
+        Include each node in its own neighbourhood; a self loop already in the
+        graph keeps its weight (no second loop is added).
     normalization : {"rw", "sym", None}, default="rw"
         ``P = D^-1 (A + I)`` (mean), ``D^-1/2 (A + I) D^-1/2`` (GCN) or
         ``A + I`` (sum).

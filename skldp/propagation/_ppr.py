@@ -13,7 +13,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import StrOptions
 
 from ..base import GraphTransformerMixin
-from ..utils._adjacency import _row_chunks, row_sums, scale_csr
+from ..utils._adjacency import _row_chunks, row_sums, scale_csr, with_remaining_self_loops
 from ..utils._blocks import column_block, put_column_block
 from ..utils._threads import torch_threads
 from ..utils.validation import Count, Interval
@@ -72,7 +72,8 @@ class PPRPropagation(GraphTransformerMixin, BaseEstimator):
         ``"auto"``: the Chebyshev series when the adjacency is symmetric,
         power iteration otherwise.
     add_self_loops : bool, default=False
-        Use ``A + I`` instead of ``A``. Nodes without edges always get a
+        Use ``A + I`` instead of ``A`` (a self loop already in the graph keeps
+        its weight). Nodes without edges always get a
         self loop: their output is their input, to the solver's ``tol``.
     dtype : {"float32", "float64"}, default="float32"
         Precision of the computation and of the output.
@@ -659,14 +660,15 @@ def _power_cpu(Mneg, F, a, tol, max_iter):
 
 
 def _with_loops(A, add_self_loops):
-    """``(A', deg)``: ``A`` (plus ``I`` with ``add_self_loops``, plus a self loop on
+    """``(A', deg)``: ``A`` (plus ``I`` with ``add_self_loops``, on the nodes without a
+    self loop; plus a self loop on
     each node without edges) and its row sums in float64.
 
     Without self loops and isolated nodes ``A`` itself is returned (no copy); the
     degrees are summed in float64 from its values (``row_sums``).
     """
-    if add_self_loops:
-        A = sp.csr_matrix(A, dtype=np.float64) + sp.eye(A.shape[0], format="csr")
+    if add_self_loops:   # an existing self loop keeps its weight (PyG's rule)
+        A = with_remaining_self_loops(A, np.float64)
     deg = row_sums(A, np.float64)
     isolated = deg == 0
     if isolated.any():   # a self loop, so that D^-r is defined: output = input

@@ -5,7 +5,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, _fit_context
 
 from ..base import GraphTransformerMixin
-from ..utils._adjacency import normalized_adjacency, scale_csr
+from ..utils._adjacency import normalized_adjacency, scale_csr, with_remaining_self_loops
 from ..utils._arrays import check_finite_features
 from ..utils.validation import Count, check_adjacency, check_int
 from ._spmm import DTYPE_CONSTRAINT, DTYPES, N_JOBS_CONSTRAINT, check_dtype, repeated_spmm
@@ -17,9 +17,8 @@ def _sym_operator(A, self_loops):
     """``D_out^-1/2 A D_in^-1/2`` (eq. (12); ``D^-1/2 A D^-1/2`` when ``A`` is symmetric); a
     node without neighbours keeps its own row."""
     A = sp.csr_matrix(A, dtype=np.float64)
-    n = A.shape[0]
-    if self_loops:
-        A = A + sp.eye(n, format="csr")
+    if self_loops:   # an existing self loop keeps its weight
+        A = with_remaining_self_loops(A)
     deg_out = np.asarray(A.sum(axis=1)).ravel()
     deg_in = np.asarray(A.sum(axis=0)).ravel()
     isolated = (deg_out == 0) & (deg_in == 0)

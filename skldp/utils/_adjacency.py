@@ -10,7 +10,8 @@ matrices; the result shares ``A``'s index arrays when no entry becomes zero.
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["index_dtype", "normalized_adjacency", "scale_csr", "row_sums"]
+__all__ = ["index_dtype", "normalized_adjacency", "scale_csr", "row_sums",
+           "with_remaining_self_loops"]
 
 # Stored entries handled per pass: bounds the temporaries of large graphs
 # (32 MiB of float64 for the row factors of a chunk).
@@ -54,6 +55,19 @@ def row_sums(A, dtype=np.float64):
                                A.indptr[r0:r1 + 1] - lo), shape=(r1 - r0, m))
         out[r0:r1] = block @ ones
     return out
+
+
+def with_remaining_self_loops(A, dtype=None):
+    """``A`` (CSR, ``dtype``) with a self loop of weight 1 on each node that has none.
+
+    A node's own loop keeps its weight, as PyTorch Geometric's
+    ``add_remaining_self_loops`` (used by ``gcn_norm``) does: ``A + I`` would
+    give a node with a loop of weight 1 a loop of weight 2. A stored zero on
+    the diagonal counts as no loop.
+    """
+    A = sp.csr_matrix(A, dtype=dtype)
+    missing = (A.diagonal() == 0).astype(A.dtype)
+    return A + sp.diags(missing, format="csr")
 
 
 def scale_csr(A, left=None, right=None, dtype=None):
@@ -113,6 +127,7 @@ def normalized_adjacency(A, self_loops=True, kind="sym", *, dtype=np.float32,
 
     ``kind="sym"``: D^-1/2 (A + I) D^-1/2 (Kipf & Welling 2017, eq. (2));
     ``kind="rw"``: D^-1 (A + I) (row-normalised mean aggregation).
+    ``A + I`` keeps existing self loops' weights (:func:`with_remaining_self_loops`).
     A node without neighbours (an all-zero row) gets a zero row, or the identity
     row with ``isolated_keep_own`` (it keeps its own features).
     The values are those of the products with diagonal matrices
@@ -120,10 +135,7 @@ def normalized_adjacency(A, self_loops=True, kind="sym", *, dtype=np.float32,
     """
     if kind not in ("sym", "rw"):
         raise ValueError(f"kind must be 'sym' or 'rw', got {kind!r}.")
-    A = sp.csr_matrix(A, dtype=dtype)
-    n = A.shape[0]
-    if self_loops:
-        A = A + sp.eye(n, dtype=dtype, format="csr")
+    A = with_remaining_self_loops(A, dtype) if self_loops else sp.csr_matrix(A, dtype=dtype)
     deg = np.asarray(A.sum(axis=1)).ravel()
     if isolated_keep_own and np.any(deg == 0):
         A = A + sp.diags((deg == 0).astype(dtype), format="csr")
