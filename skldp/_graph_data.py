@@ -868,15 +868,13 @@ class GraphData:
             if A is None:
                 raise ValueError("symmetric was given without an adjacency.")
             info = self._store.info()
-            if info.symmetric is None:
-                if symmetric and not _probably_symmetric(A):
-                    raise ValueError("symmetric=True, but the adjacency is not symmetric. "
-                                     "Symmetrise it, e.g. A.maximum(A.T), or leave "
-                                     "symmetric=None.")
-                if symmetric:   # a claim of False stays with this graph, not the matrix
-                    info.symmetric = True
-            elif symmetric and not info.symmetric:
-                raise ValueError("symmetric=True, but the adjacency is not symmetric.")
+            if symmetric and not (info.symmetric if info.symmetric is not None
+                                  else _probably_symmetric(A)):
+                raise ValueError("symmetric=True, but the adjacency is not symmetric. "
+                                 "Symmetrise it, e.g. A.maximum(A.T), or leave "
+                                 "symmetric=None.")
+            if symmetric:   # a claim of False stays with this graph, not the matrix
+                info.symmetric = True
             self._store._symmetric = bool(symmetric) if info.symmetric is None \
                 else info.symmetric
 
@@ -1164,9 +1162,22 @@ class GraphData:
         """Return the adjacency, raising if it is unknown or not symmetric."""
         A = self.require_adjacency(step)
         if not self.is_symmetric():
-            raise ValueError(f"{step} needs an undirected graph, but the adjacency is not "
-                             "symmetric. Symmetrise it first, e.g. A.maximum(A.T).")
+            raise ValueError(f"{step} needs an undirected graph, {self._why_not_symmetric()}")
         return A
+
+    def _why_not_symmetric(self):
+        """The end of an error for a graph that counts as not symmetric: ``"but ..."``
+        with what to do. A symmetric matrix counts as not symmetric only when the
+        constructor was told ``symmetric=False``: the message says so."""
+        info = self._store.info()
+        if info.symmetric is None:   # (only the caller's symmetric=False was known)
+            info.symmetric = _is_symmetric(self._store.adjacency)
+        if info.symmetric:
+            return ("but this GraphData was built with symmetric=False, although its "
+                    "adjacency is symmetric (it equals its transpose). Pass symmetric=True, "
+                    "or leave symmetric=None (checked when a step first asks).")
+        return ("but the adjacency is not symmetric. Symmetrise it first, e.g. "
+                "A.maximum(A.T).")
 
     # ----------------------------------------------------------- derived views
     def with_features(self, features, feature_names=None, *, source="server"):

@@ -616,3 +616,31 @@ def test_the_memo_is_shared_safely_by_threads():
     finally:
         sys.setswitchinterval(old)
     assert errors == []
+
+
+def test_a_symmetric_matrix_stated_not_symmetric_gets_advice_on_the_statement():
+    from skldp.mechanisms import EdgeRR
+    from skldp.propagation import PPRPropagation
+    A = sp.csr_matrix(np.array([[0, 1, 0], [1, 0, 1], [0, 1, 0]], dtype=float))
+    X = np.eye(3)
+    G = GraphData(X, A, symmetric=False)
+    stated = r"built with symmetric=False, although its adjacency is symmetric.*symmetric=True"
+    with pytest.raises(ValueError, match=stated) as err:
+        G.require_symmetric("Step")
+    assert "A.maximum(A.T)" not in str(err.value)   # symmetrising would not help
+    with pytest.raises(ValueError, match=stated):
+        PPRPropagation(solver="cg").fit_transform(G)
+    with pytest.raises(ValueError, match=stated):
+        EdgeRR(eps=1.0).fit_transform(G)
+    # a matrix that is not symmetric keeps the advice to symmetrise it
+    D = GraphData(X, sp.triu(A, format="csr"), symmetric=False)
+    with pytest.raises(ValueError, match=r"is not symmetric\. Symmetrise it first"):
+        D.require_symmetric("Step")
+
+
+def test_symmetric_true_on_a_matrix_known_not_symmetric_gets_the_advice():
+    A, X = _sym_graph()
+    G = GraphData(X, sp.triu(A, format="csr"))
+    assert not G.is_symmetric()   # known for this matrix from now on
+    with pytest.raises(ValueError, match=r"not symmetric\. Symmetrise it.*symmetric=None"):
+        GraphData(X, G.adjacency, symmetric=True)

@@ -373,10 +373,10 @@ class EdgeRR(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
             A = A.copy()
             A.data[:] = 1.0
         if self.symmetrize != "directed" and not G.is_symmetric():
-            raise ValueError("EdgeRR(symmetrize=%r) needs an undirected (symmetric) adjacency, "
-                             "since both endpoints report an edge. Symmetrise it first "
-                             "(A.maximum(A.T)) or use symmetrize='directed', where row i is "
-                             "user i's list." % self.symmetrize)
+            raise ValueError(f"EdgeRR(symmetrize={self.symmetrize!r}) needs an undirected "
+                             "(symmetric) adjacency, since both endpoints report an edge, "
+                             f"{G._why_not_symmetric()} Or use symmetrize='directed', where "
+                             "row i is user i's list.")
         return A
 
     def _restore_public_state(self, spec, G):

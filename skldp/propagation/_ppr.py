@@ -194,8 +194,9 @@ class PPRPropagation(GraphTransformerMixin, BaseEstimator):
         if solver == "auto":
             solver = "chebyshev" if G.is_symmetric() else "power"
         elif solver in ("cg", "chebyshev") and not G.is_symmetric():
-            raise ValueError(f"solver={solver!r} needs a symmetric adjacency; use "
-                             "solver='power' for a directed graph.")
+            raise ValueError(f"solver={solver!r} needs a symmetric adjacency, "
+                             f"{G._why_not_symmetric()} Use solver='power' for a directed "
+                             "graph.")
         X = G.features
         if not self._use_torch():
             Z = self._transform_cpu(G, X, dtype, solver)
