@@ -104,6 +104,26 @@ def _adjacency_info(A):
             _INFOS[key] = weakref.ref(info, drop)
         return info
 
+def _read_only_features(X):
+    """``X`` with read-only arrays: a read-only view of a writeable array (the caller's
+    array keeps its flags), or a new sparse matrix over such views."""
+    if X is None:
+        return X
+    if sp.issparse(X):   # CSR (_as_features)
+        if any(a.flags.writeable for a in (X.data, X.indices, X.indptr)):
+            canonical = X.has_canonical_format
+            X = type(X)((X.data.view(), X.indices.view(), X.indptr.view()), shape=X.shape,
+                        copy=False)
+            X.has_canonical_format = canonical
+            for a in (X.data, X.indices, X.indptr):   # views, or the constructor's copies
+                a.flags.writeable = False
+        return X
+    if X.flags.writeable:
+        X = X.view()
+        X.flags.writeable = False
+    return X
+
+
 #: Origin of a store's features or adjacency: the users' raw data, after no on-device step.
 RAW = ("raw", ())
 _SET_AS_PUBLIC = " as public data"   # how the origin of data set with source="public" ends
@@ -121,8 +141,13 @@ class _GraphStore:
                  feature_origin=RAW, adjacency_origin=RAW, on_device=None):
         # Features computed on an accelerator stay there (``_on_device``, a torch
         # tensor) for the next step on it; the host copy is made on first read.
-        self._features = features
+        # Read-only: the graph is public structure computed once (its checks and
+        # operators are cached), so an edit in place would leave them stale.
+        self._features = _read_only_features(features)
         self._on_device = on_device
+        if adjacency is not None:   # GraphData's own arrays (_as_adjacency copies the caller's)
+            for a in (adjacency.data, adjacency.indices, adjacency.indptr):
+                a.flags.writeable = False
         self.adjacency = adjacency
         self.node_ids = node_ids
         self.feature_names = feature_names
@@ -147,7 +172,7 @@ class _GraphStore:
     def features(self):
         """The features of all nodes on the host (copied from the device on first read)."""
         if self._features is None:
-            self._features = self._on_device.cpu().numpy()
+            self._features = _read_only_features(self._on_device.cpu().numpy())
         return self._features
 
     @property
@@ -959,7 +984,8 @@ class GraphData:
 
     @property
     def features(self):
-        """Features of all nodes (dense ndarray or CSR matrix), shared, read-only by contract.
+        """Features of all nodes (dense ndarray or CSR matrix), shared and read-only (its
+        arrays are not writeable; edit a copy).
 
         Features a GPU step left on its device are copied to the host on first read.
         """
@@ -969,8 +995,9 @@ class GraphData:
     def adjacency(self):
         """CSR adjacency of the whole graph, or ``None`` when the graph is unknown.
 
-        Shared, read-only by contract: the checks and operators cached for the
-        graph describe it. Edit a copy (``G.adjacency.copy()``).
+        Shared and read-only (its arrays are not writeable): the checks and
+        operators cached for the graph describe it. Edit a copy
+        (``G.adjacency.copy()``).
         """
         return self._store.adjacency
 

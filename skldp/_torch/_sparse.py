@@ -6,7 +6,7 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
-__all__ = ["sparse_csr_tensor", "sparse_matmul", "bag_matmul", "to_torch_sparse",
+__all__ = ["sparse_csr_tensor", "sparse_matmul", "bag_matmul", "read_tensor", "to_torch_sparse",
            "to_torch_dense"]
 
 _CSR_BETA_WARNED = False
@@ -93,6 +93,16 @@ def bag_matmul(indptr, indices, values, h):
                                True)[0]
 
 
+def read_tensor(a):
+    """``torch.from_numpy(a)`` for an array that is only read, without a copy even when
+    it is read-only (a graph's adjacency and features are): torch would warn."""
+    if a.flags.writeable:
+        return torch.from_numpy(a)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+        return torch.from_numpy(a)
+
+
 def to_torch_sparse(A, device="cpu", dtype=torch.float32):
     """scipy sparse matrix -> torch sparse CSR tensor (stays sparse on the device).
 
@@ -117,7 +127,8 @@ def to_torch_dense(X, device="cpu", dtype=torch.float32):
         X = X.toarray()
     X = np.asarray(X)
     if not X.flags.writeable:   # torch would share (and warn about) read-only memory
-        X = X.astype(torch.empty(0, dtype=dtype).numpy().dtype)   # one copy, converted
+        # one copy, converted (the dtype read on the CPU: the default device may be another)
+        X = X.astype(torch.empty(0, dtype=dtype, device="cpu").numpy().dtype)
     elif any(s < 0 for s in X.strides):   # torch cannot wrap them (X[:, ::-1]): one copy
         X = np.ascontiguousarray(X)
     return torch.as_tensor(X, dtype=dtype, device=device)

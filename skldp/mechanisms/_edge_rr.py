@@ -364,7 +364,8 @@ class EdgeRR(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
             raise ValueError("The adjacency has self loops; an adjacency list holds other "
                              "users only. Remove them first, on a copy (the graph's adjacency "
                              "is shared, read-only by contract): A = G.adjacency.copy(); "
-                             "A.setdiag(0); A.eliminate_zeros(); G = G.with_adjacency(A).")
+                             "A.setdiag(0); A.eliminate_zeros(); G = G.with_adjacency(A, "
+                             "source='users').")
         if A.nnz and np.any(A.data != 1):
             if not self.binarize:
                 raise ValueError("EdgeRR needs a 0/1 adjacency (each user's list is a bit "

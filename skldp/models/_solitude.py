@@ -182,7 +182,8 @@ class _EdgeStructure:
 
     def __init__(self, A, conv, device):
         A = sp.csr_matrix(A)
-        A.sort_indices()
+        if not A.has_sorted_indices:   # sorted on a copy: A may be the graph's (read-only)
+            A = A.sorted_indices()
         n, nnz = A.shape[0], A.nnz
         idx = index_dtype(nnz + n, n + 1)
         # the COO rows and columns of the CSR entries (A.tocoo()'s, in int32 when they fit)

@@ -29,6 +29,12 @@ def resolve_device(device):
     return _resolve(device)
 
 
+def read_tensor(a):
+    # imported lazily, as above
+    from .._torch._sparse import read_tensor as _read
+    return _read(a)
+
+
 _BLOCK_ELEMENTS = 1 << 23  # dense entries per column block (64 MiB in float64)
 # CPU (scipy) path: blocks of at most this many columns (wider blocks gain nothing once
 # the rows are in RCM order) and of at most _CPU_BLOCK_ELEMENTS entries.
@@ -773,14 +779,14 @@ class _DeviceEntries:
         # int32 indices when they fit (kept through the solve; widened per block)
         idx = torch.int32 if max(X.shape) < 2**31 else torch.int64
         # the row pointers travel (int32 when they fit), not the rows' counts in int64
-        ptr = torch.from_numpy(X.indptr.astype(np.int32 if X.nnz < 2**31 else np.int64,
-                                                copy=False)).to(device)
+        ptr = read_tensor(X.indptr.astype(np.int32 if X.nnz < 2**31 else np.int64,
+                                          copy=False)).to(device)
         counts = ptr[1:] - ptr[:-1]
         self.rows = torch.repeat_interleave(
             torch.arange(X.shape[0], device=device, dtype=idx), counts, output_size=X.nnz)
-        self.cols = torch.from_numpy(X.indices).to(device=device, dtype=idx)
+        self.cols = read_tensor(X.indices).to(device=device, dtype=idx)
         # (float64 values are sent as they are: no host copy first; nothing writes them)
-        self.vals = torch.from_numpy(X.data.astype(np.float64, copy=False)).to(device)
+        self.vals = read_tensor(X.data.astype(np.float64, copy=False)).to(device)
 
     def __getitem__(self, key):
         _, cols = key   # X[:, s:e], as the column blocks of a dense X are taken
@@ -825,9 +831,9 @@ class _TorchOps:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
             self.M = torch.sparse_csr_tensor(
-                torch.from_numpy(M.indptr.astype(idx, copy=False)).to(device),
-                torch.from_numpy(M.indices.astype(idx, copy=False)).to(device),
-                torch.from_numpy(M.data.astype(dtype, copy=False)).to(device),
+                read_tensor(M.indptr.astype(idx, copy=False)).to(device),
+                read_tensor(M.indices.astype(idx, copy=False)).to(device),
+                read_tensor(M.data.astype(dtype, copy=False)).to(device),
                 size=M.shape, dtype=self.tdtype, device=device, check_invariants=False)
         self.left = None if left is None else torch.from_numpy(
             np.asarray(left, np.float64)).to(device)[:, None]
@@ -853,9 +859,9 @@ class _TorchOps:
         n = A.shape[0]
         tdtype = torch.float32 if dtype == np.float32 else torch.float64
         idx = np.int32 if max(A.nnz, n) < 2**31 else np.int64
-        indptr = torch.from_numpy(A.indptr.astype(idx, copy=False)).to(device)
-        indices = torch.from_numpy(A.indices.astype(idx, copy=False)).to(device)
-        raw = None if unit_weights else torch.from_numpy(A.data).to(device)
+        indptr = read_tensor(A.indptr.astype(idx, copy=False)).to(device)
+        indices = read_tensor(A.indices.astype(idx, copy=False)).to(device)
+        raw = None if unit_weights else read_tensor(A.data).to(device)
         counts = indptr[1:] - indptr[:-1]
         chunks = list(_row_chunks(A.indptr))   # bounded float64 temporaries
         with warnings.catch_warnings():
@@ -933,7 +939,7 @@ class _TorchOps:
             return Xb.dense(self.left, self.tdtype)
         # a copy of its own: the solve works in place, never on the caller's array
         F = torch.empty(Xb.shape, dtype=torch.float64, device=self.device)
-        F.copy_(torch.from_numpy(np.ascontiguousarray(Xb)))
+        F.copy_(read_tensor(np.ascontiguousarray(Xb)))
         if self.left is not None:
             F.mul_(self.left)
         return F.to(self.tdtype)

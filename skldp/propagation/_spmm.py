@@ -73,13 +73,10 @@ def _product(P, work):
     if P.dtype != np.float32 or ("torch" not in sys.modules
                                  and work < _IMPORT_TORCH_MIN_WORK):
         return (lambda Z: np.asarray(P @ Z)), False
-    import torch
-
+    # (read_tensor: the graph's read-only arrays are read without a copy)
     from .._torch._sparse import bag_matmul
+    from .._torch._sparse import read_tensor as tensor
     itype = np.int32 if P.nnz < 2 ** 31 and P.shape[1] < 2 ** 31 else np.int64
-
-    def tensor(a):   # torch reads a read-only array but warns (at most the caller's input)
-        return torch.from_numpy(a if a.flags.writeable else a.copy())
     arrays = (tensor(P.indptr.astype(itype, copy=False)),
               tensor(P.indices.astype(itype, copy=False)), tensor(P.data))
     return (lambda Z: bag_matmul(*arrays, tensor(Z)).numpy()), True

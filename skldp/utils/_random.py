@@ -121,10 +121,11 @@ def array_fingerprint(X):
         h.update(repr(tuple(int(s) for s in X.shape)).encode())  # python ints, as scipy's
         _hash_dense_csr(h, X)
         return h.hexdigest()
-    X = sp.csr_matrix(X, dtype=np.float64)
-    X.sum_duplicates()
-    X.eliminate_zeros()
-    X.sort_indices()
+    X = sp.csr_matrix(X, dtype=np.float64)   # (may share the caller's read-only arrays)
+    if not X.has_canonical_format or not np.all(X.data):   # canonicalised on a copy
+        X = X.copy()
+        X.sum_duplicates()
+        X.eliminate_zeros()
     h.update(repr(X.shape).encode())
     for part in (X.data, X.indices.astype(np.int64), X.indptr.astype(np.int64)):
         h.update(np.ascontiguousarray(part).view(np.uint8))
