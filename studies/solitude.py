@@ -82,9 +82,9 @@ def largest_component_data(G, y, config):
 class SolitudeRun(CollectionRun):
     """One run of the Solitude study: the collections of all users, then one model.
 
-    ``fit(G[rows], y[rows])`` perturbs the features (multi-bit, ``eps_x = 1``)
-    and the adjacency lists (edge RR at ``eps_a``) of every node and fits
-    the model of ``kind`` on the fitted rows.
+    ``fit(G[rows], y[rows])`` perturbs the features (multi-bit, ``eps_x = 1``;
+    none for raw_features and graph_only) and the adjacency lists (edge RR at
+    ``eps_a``) of every node and fits the model of ``kind`` on the fitted rows.
 
     Parameters
     ----------
@@ -144,7 +144,9 @@ class SolitudeRun(CollectionRun):
         y = np.asarray(y)
         whole = G.full()
         self.classes_ = np.unique(y)
-        if self.kind == "raw_features":  # the clean features; the graph still at eps_a
+        if self.kind in ("raw_features", "graph_only"):
+            # raw_features: the clean features; graph_only uses none, so collects none;
+            # the graph is still collected at eps_a
             Gx = whole
         else:
             self.feature_mechanism_ = MultiBitMechanism(EPS_X, feature_range=(0, 1),
