@@ -3,6 +3,7 @@
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from skldp.datasets import load_dataset
 from skldp.experiments import load_runs, validate_study
@@ -41,3 +42,20 @@ def test_solitude_keys_are_the_recorded_runs():
     assert len(keys) == len(set(keys)) == len(recorded) and set(keys) == recorded
     with pytest.raises(ValueError, match="solitude has the methods"):
         get_study("solitude", methods=["gat"])
+
+
+def test_graph_only_collects_no_features():
+    # label propagation reads only the received graph: its users spend eps_a, not 1 + eps_a
+    from skldp import GraphData
+    from skldp.accounting import privacy_report
+    from studies.solitude import SolitudeRun
+    rng = np.random.default_rng(0)
+    A = sp.random(30, 30, density=0.2, random_state=0, format="csr")
+    A = ((A + A.T) > 0).astype(float)
+    A.setdiag(0)
+    A.eliminate_zeros()
+    G, y = GraphData(rng.random((30, 4)), A), np.arange(30) % 2
+    run = SolitudeRun(kind="graph_only", eps_a=2.0, random_state=0).fit(G[:20], y[:20])
+    assert not hasattr(run, "feature_mechanism_")
+    assert privacy_report(G).local_epsilon == 2.0
+    assert run.predict(G[20:]).shape == (10,)
