@@ -11,8 +11,7 @@ Cora and CiteSeer with the public Planetoid split stored in the dataset files
 
 Rows: GCN and GAT on row-normalised features (``NodeWise(Normalizer("l1"))``,
 PyTorch Geometric's ``NormalizeFeatures``), GCN on the raw features,
-``PPRPropagation -> MLPHead`` at the current and at the former head defaults,
-and label propagation (no feature). The table puts them beside PyTorch
+``PPRPropagation -> MLPHead`` and label propagation (no feature). The table puts them beside PyTorch
 Geometric's GCN run on the same files (``benchmarks/bench_planetoid.py``) and
 the papers' values.
 """
@@ -33,8 +32,7 @@ from .pages import command_block, fill_blocks
 __all__ = ["planetoid_study", "PlanetoidRun", "KINDS", "REGIMES", "REFERENCE",
            "planetoid_table", "write_page"]
 
-KINDS = ("GCN", "GCN (raw features)", "GAT", "PPR -> MLPHead", "PPR -> MLPHead (former)",
-         "label propagation")
+KINDS = ("GCN", "GCN (raw features)", "GAT", "PPR -> MLPHead", "label propagation")
 REGIMES = ("validation", "train-only")
 # Chosen on the validation nodes' accuracy in the validation regime (the first of the grid
 # on a tie). The PPR pipeline's grid is PPR's alpha x the head's weight decay, as SGC and
@@ -42,13 +40,9 @@ REGIMES = ("validation", "train-only")
 PPR_GRID = tuple({"alpha": a, "weight_decay": w} for a in (0.1, 0.2)
                  for w in (5e-5, 5e-4, 5e-3, 5e-2))
 LP_GRID = tuple({"alpha": a} for a in (0.5, 0.8, 0.9, 0.99))
-# MLPHead's defaults before 2026-11-26: one hidden layer, standardised columns.
-FORMER_HEAD = dict(hidden_layer_sizes=(64,), normalization="standardize", lr=0.01,
-                   weight_decay=5e-4, epochs=100, patience=20, early_stopping=True)
 
 # Display name of each kind in the table.
 LABELS = {"PPR -> MLPHead": "PPR → MLPHead",
-          "PPR -> MLPHead (former)": "PPR → MLPHead, former defaults",
           "label propagation": "label propagation (no feature)"}
 #: PyTorch Geometric's GCN example (2 layers of 16, dropout 0.5, Adam 0.01, weight decay
 #: 5e-4 on the first layer, row-normalised features, 200 epochs, the epoch of best
@@ -114,9 +108,6 @@ class PlanetoidRun(BaseEstimator):
             head = {"weight_decay": over["weight_decay"]} if "weight_decay" in over else {}
             return make_pipeline(PPRPropagation(alpha=over.get("alpha", 0.1)),
                                  MLPHead(random_state=s, **head, **v))
-        if self.kind == "PPR -> MLPHead (former)":
-            return make_pipeline(PPRPropagation(alpha=0.1),
-                                 MLPHead(random_state=s, **FORMER_HEAD, **v))
         return LabelPropagationClassifier(alpha=over.get("alpha", 0.9))
 
     def run(self, G, y, masks):
