@@ -212,9 +212,8 @@ def _table(rows, dataset):
         paper = "—" if paper_eps is None else PAPER_TEXT.get((dataset, paper_eps),
                                                              ("figure only",))[0]
         eps = "∞ (no mechanism)" if method == "raw" else "— (no feature)"
+        # the raw features are read in the clear: the report says inf
         spent = "—" if r is None or r["eps_spent"] is None else _eps(r["eps_spent"])
-        if method == "raw":   # no report: the server reads the features in the clear
-            spent = "— (no report)"
         lines.append(f"| {label} | {eps} | {paper} | {_cell(r)} | {spent} |")
     lines.append("")
     for (ds, e), (_, source) in PAPER_TEXT.items():

@@ -33,6 +33,9 @@ def test_the_table_follows_the_runs(records, tmp_path):
     assert lp_rows[0].split(" | ")[3] == "85.0 ± 1.0 (n=5)"      # Cora
     assert lp_rows[1].split(" | ")[3] == "—"                      # Facebook: no run
     assert f"({len(kept)} records;" in text
+    # the ceiling reads the raw features in the clear: the report column says so (inf)
+    ceiling = [line for line in text.splitlines() if "(the ceiling)" in line]
+    assert len(ceiling) == 2 and all(line.split(" | ")[4] == "∞ |" for line in ceiling)
 
 
 def test_the_feature_free_floor_is_a_method_of_the_study(records):
