@@ -7,10 +7,9 @@ ablations (the paper's Tables 2 and 3) on Facebook with two seeds, and the
 noise multiplier that each accountant needs for DP-MLP at the main table's
 settings (no training). The runs are those of ``studies/runs/dpgnn_runs.jsonl``:
 the same keys (method, split ``random-50/25/25``, seed, ``table``, ``eps``,
-``batch_size``, ``max_degree`` and the code ``version``: 2 for the code after the
-privacy audit, the only one that runs now; the version-1 records stay in the file
-for the tables' † cells). ``write_page`` renders ``docs/results/dpgnn.md`` and
-``fig_dpgnn.png`` from them.
+``batch_size``, ``max_degree`` and the code ``version``: 2, the only one that runs
+now; the version-1 records are the tables' † cells). ``write_page`` renders
+``docs/results/dpgnn.md`` and ``fig_dpgnn.png`` from them.
 """
 
 import functools
@@ -340,8 +339,9 @@ def tables(records):
         return fmt.format(max(r[key] for r in sel)) if sel else "-"
 
     lines = ["### Test accuracy (%), mean ± std over seeds (n = number of seeds)", "",
-             "† = cell made with the code before the privacy audit (version 1: float noise, "
-             "no grid, seeds not split into streams); all other cells: current code.", ""]
+             "† = made with code version 1 (float noise, no grid, seeds not split into "
+             "streams; `version` in the runs file), which no longer runs; all other cells: "
+             "the current code, version 2.", ""]
     for name, s in SETTINGS.items():
         lines += [f"**{name}** (DP runs: batch {s['batch_size']}, K = {s['max_degree']}, "
                   f"T = {s['n_steps']} steps, hidden {s['hidden_size']}, DP-Adam lr "
@@ -351,7 +351,7 @@ def tables(records):
         rows = [("DP-GNN (Theorem 1 accountant)", "DP-GNN", None),
                 ("DP-GNN (K=3)", "DP-GNN (K=3)", None),
                 ("DP-MLP (combined accountant)", "DP-MLP", VERSION),
-                ("DP-MLP (Theorem 1 with K = 0, before the audit)", "DP-MLP", 1)]
+                ("DP-MLP (Theorem 1 accountant with K = 0)", "DP-MLP", 1)]
         for label, m, v in rows:
             lines.append(f"| {label} | "
                          + " | ".join(cell("main", m, name, e, v) for e in eps_list) + " |")
@@ -371,7 +371,7 @@ def tables(records):
                                       for e in eps_list) + " |")
         for label, m, v in (("DP-GNN", "DP-GNN", None),
                             ("DP-MLP, combined", "DP-MLP", VERSION),
-                            ("DP-MLP, Theorem 1 (before the audit)", "DP-MLP", 1)):
+                            ("DP-MLP, Theorem 1 with K = 0 †", "DP-MLP", 1)):
             lines.append(f"| noise multiplier z, {label} | "
                          + " | ".join(stat_cell("z", "{:.3g}", "main", m, name, e, v)
                                       for e in eps_list) + " |")
@@ -429,7 +429,8 @@ def figure(records, pages_dir):
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
     for ax, ds in zip(axes, SETTINGS, strict=True):
         g = mean_by(group(rows, "method", "eps",
-                          where=lambda r, ds=ds: r["dataset"] == ds and r.get("table") == "main"),
+                          where=lambda r, ds=ds: r["dataset"] == ds and r.get("table") == "main"
+                          and _version(r) == VERSION),
                     "test", 100)
         for m, c in [("DP-GNN", "C0"), ("DP-MLP", "C1")]:
             curve(ax, {e: v for (mm, e), v in g.items() if mm == m}, color=c, label=m)
