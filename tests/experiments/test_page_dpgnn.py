@@ -45,3 +45,25 @@ def test_the_accountants_are_one_run_per_dataset_and_eps():
     runs = [s for s in study.runs() if s.method == ACCOUNTANT_METHOD]
     assert len(runs) == len(SETTINGS) * len(EPS) and {s.seed for s in runs} == {0}
     assert all(s.method != ACCOUNTANT_METHOD for s in study.quick_variant().runs())
+
+
+def test_the_figure_draws_the_current_code_only(records, tmp_path, monkeypatch):
+    # the version-1 runs (the † cells) use other code and, for DP-MLP, another accountant
+    pytest.importorskip("matplotlib")
+    import studies.figures
+    from studies.dpgnn import VERSION, _fields, _version, figure
+    drawn = {}
+    real = studies.figures.curve
+
+    def spy(ax, points, **kw):
+        drawn[kw.get("label")] = drawn.get(kw.get("label"), []) + [dict(points)]
+        return real(ax, points, **kw)
+
+    monkeypatch.setattr(studies.figures, "curve", spy)
+    figure(records, tmp_path)
+    rows = [_fields(r) for r in records if r["method"] == "DP-MLP"
+            and r["dataset"] == "facebook" and _version(_fields(r)) == VERSION]
+    at30 = [r["test"] for r in rows if r["eps"] == 30]
+    assert len(at30) == 5
+    want = 100 * sum(at30) / len(at30)
+    assert drawn["DP-MLP"][0][30.0] == pytest.approx(want)
