@@ -970,6 +970,19 @@ class GraphData:
         if reads_users_data(st.feature_origin):
             st.population.note_clear_read(kind, "features", self.node_keys[rows])
 
+    def _note_true_graph_read(self, kind):
+        """A server step (``kind``) reads this graph's adjacency. When it holds the users'
+        true edges (not collected by an edge mechanism), the read is charged as a read of
+        their edges in the clear if an edge mechanism collects those users' edges, before
+        or after (:meth:`Population.note_true_graph_read
+        <skldp.population.Population.note_true_graph_read>`); otherwise the graph is
+        taken as given. Once per step kind and graph."""
+        st = self._store
+        origin = st.adjacency_origin
+        if st.adjacency is not None and reads_users_data(origin) and \
+                not edges_collected(origin):
+            st.population.note_true_graph_read(kind, self.node_keys, st.token)
+
     def __repr__(self):
         A = self._store.adjacency
         edges = "unknown graph" if A is None else f"{A.nnz} directed edges"
@@ -1392,6 +1405,14 @@ def _made_by_a_step(origin):
     are not told apart); data set with ``source="public"`` are the caller's word."""
     return origin[0] == "derived" and not reads_users_data(origin) and \
         not origin[1].endswith(_SET_AS_PUBLIC)
+
+
+def edges_collected(origin):
+    """Whether an adjacency of this ``origin`` holds edges an edge mechanism collected (the
+    reports real devices sent, an edge mechanism's output, or what a server step computed
+    from either: a degree-bounded sample of them), not the users' true lists."""
+    return origin[0] == "reports" or (origin[0] == "derived" and len(origin) > 3 and
+                                      origin[3] is True)
 
 
 def reads_users_data(origin):

@@ -19,7 +19,7 @@ from sklearn.utils.validation import (
     check_is_fitted,
 )
 
-from ._graph_data import GraphData, reads_users_data
+from ._graph_data import GraphData, edges_collected, reads_users_data
 from .exceptions import InvalidParameterError
 from .population._digest import feature_digests
 from .population._population import BudgetExceededError, array_population
@@ -61,14 +61,6 @@ def collected_spec(X, part="features"):
     st = X._store
     origin = st.feature_origin if part == "features" else st.adjacency_origin
     return origin[1] if origin[0] == "reports" else None
-
-
-def edges_collected(origin):
-    """Whether an adjacency of this ``origin`` holds edges an edge mechanism collected (the
-    reports real devices sent, an edge mechanism's output, or what a server step computed
-    from either: a degree-bounded sample of them), not the users' true lists."""
-    return origin[0] == "reports" or (origin[0] == "derived" and len(origin) > 3 and
-                                      origin[3] is True)
 
 
 def edges_read_by(origin):
@@ -230,22 +222,32 @@ def charge_public_read(step, population, keys, part, option, read, instead, kind
 
 
 def note_edge_read(step, X, fitting=False):
-    """A model fitted on collected edges reads the users' true edges in the clear when it is
-    given a graph of them (at predict): recorded in their ledger, epsilon infinite.
+    """A server ``step`` reads the adjacency of ``X`` (at fit, or at predict).
 
     At ``fitting`` the step remembers whether its training graph's edges were collected
-    (:func:`edges_collected`); fitted on the true graph, which the threat model takes as
-    given, it is charged nothing for reading it again.
+    (:func:`edges_collected`). A model fitted on collected edges that is then given a
+    graph of the true edges reads them in the clear: charged in the users' ledger,
+    epsilon infinite. Any other read of the users' true graph is taken as given, unless
+    an edge mechanism collects those users' edges, before or after: then it is charged
+    the same (``GraphData._note_true_graph_read``). A central DP training's own fit
+    (``PrivateStepMixin``) is covered by its guarantee, and a step that reads no
+    adjacency (``_reads_adjacency = False``) reads nothing here.
     """
-    if fitting:
-        step._fit_on_collected_edges = isinstance(X, GraphData) and \
-            edges_collected(X._store.adjacency_origin)
-        return
-    if not getattr(step, "_fit_on_collected_edges", False) or not isinstance(X, GraphData):
+    if not isinstance(X, GraphData):
+        if fitting:
+            step._fit_on_collected_edges = False
         return
     st = X._store
-    if st.adjacency is not None and reads_users_data(st.adjacency_origin):
-        st.population.note_clear_read(step_kind(step), "edges", X.node_keys, st.token)
+    if fitting:
+        step._fit_on_collected_edges = edges_collected(st.adjacency_origin)
+        if isinstance(step, PrivateStepMixin):
+            return
+    elif getattr(step, "_fit_on_collected_edges", False):
+        if st.adjacency is not None and reads_users_data(st.adjacency_origin):
+            st.population.note_clear_read(step_kind(step), "edges", X.node_keys, st.token)
+        return
+    if getattr(step, "_reads_adjacency", True):
+        X._note_true_graph_read(step_kind(step))
 
 
 def saved_positions(saved_keys, keys, owner):

@@ -188,6 +188,8 @@ def _note_adjacency_read(cs, G):
     try:
         note_edge_read(cs, G)
     except BudgetExceededError as exc:
+        if not getattr(cs, "_fit_on_collected_edges", False):
+            raise   # a read of a true graph whose edges were collected elsewhere: said there
         name = type(cs).__name__
         raise BudgetExceededError(
             f"{name} propagates over the adjacency of the graph it is given; its base "

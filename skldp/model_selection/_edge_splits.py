@@ -391,6 +391,7 @@ def _undirected_adjacency(A):
     if isinstance(A, GraphData):
         G = A
         A = G.require_adjacency("sample_non_edges")
+        G._note_true_graph_read("skldp.model_selection.sample_non_edges")
         if G.is_symmetric():   # cached on the graph: no transpose here
             return A
     elif not sp.issparse(A):
@@ -532,6 +533,7 @@ def random_edge_split(G, val_size=0.05, test_size=0.1, *, negative_ratio=1.0,
     if not isinstance(G, GraphData):
         raise TypeError(f"random_edge_split needs a skldp.GraphData, got {type(G).__name__}.")
     A = G.require_symmetric("random_edge_split")
+    G._note_true_graph_read("skldp.model_selection.random_edge_split")
     for name, v in (("val_size", val_size), ("test_size", test_size),
                     ("negative_ratio", negative_ratio)):
         if isinstance(v, bool) or not isinstance(v, numbers.Real) or not np.isfinite(v) \

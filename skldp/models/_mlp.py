@@ -421,6 +421,9 @@ class MLPHead(TorchClassifierBase):
         "weight_decay": [Interval(Real, 0, np.inf, closed="left"), StrOptions({"auto"})],
     }
 
+    #: It reads the features of its rows only, never the adjacency (see note_edge_read).
+    _reads_adjacency = False
+
     def __init__(self, hidden_layer_sizes=(), *, normalization="l2", activation="relu",
                  dropout=0.5, lr=0.05, weight_decay="auto", epochs=300, batch_size=None,
                  early_stopping="auto", validation=None, validation_fraction=0.1, patience=100,

@@ -108,6 +108,7 @@ class Population:
         self._recordings = {}  # id -> _Recorder: this process's recordings (audits)
         self._foreign = {}     # id -> protects: other processes' recordings (the journal's)
         self._clear_reads = set()   # (step kind, part, graph token) already charged
+        self._true_reads = {}   # (step kind, graph token) -> the users whose true graph it read
         self._lock = threading.RLock()
         self._journal = None   # path of the journal shared with other processes
         self._offset = 0       # bytes of the journal already read
@@ -229,10 +230,12 @@ class Population:
             self._sync_locked()
             new_keys, new_tags = self._new_answers(spec, node_keys, tags, unique)
             if len(new_keys):
+                charge_reads = self._charge_true_reads(spec, new_keys)
                 self._check_budget(spec, new_keys)
                 self._record(spec, new_keys, new_tags)
                 self._write({"local": spec.to_dict(), "keys": _b64(new_keys),
                              "tags": _b64(new_tags)})
+                charge_reads()
             foreign = sorted(rid for rid, protects in self._foreign.items()
                              if _records(protects, spec))
         reports = encode(rkeys)
@@ -285,11 +288,13 @@ class Population:
             self._sync_locked()
             new_keys, new_tags = self._new_answers(spec, node_keys, tags, unique=False)
             if len(new_keys):
+                charge_reads = self._charge_true_reads(spec, new_keys, check_budget)
                 if check_budget:
                     self._check_budget(spec, new_keys)
                 self._record(spec, new_keys, new_tags)
                 self._write({"local": spec.to_dict(), "keys": _b64(new_keys),
                              "tags": _b64(new_tags), "received": not charge_only})
+                charge_reads()
             if not charge_only:
                 self._collected[spec.id] = spec
         if reports is not None:
@@ -354,22 +359,121 @@ class Population:
         the users not charged yet are found at each call (a view's rows)."""
         if token is not None and (kind, part, token) in self._clear_reads:
             return
-        spec = CollectionSpec(id="", kind=kind, protects=(part,), epsilon=float("inf"),
-                              model="clear", params={"reads": part}).with_nonce("in the clear")
         node_keys = np.asarray(node_keys, dtype=np.uint64)
         if self._secret is None and self._charged_in_clear(part, node_keys):
             return   # a saved copy whose users were charged this read already (e.g. at fit)
         with self._exclusive():
             self._sync_locked()
-            tags = answer_tags(self._secret or 0, spec.id, node_keys)
-            new_keys, new_tags = self._new_answers(spec, node_keys, tags, unique=True)
-            if len(new_keys):
-                self._check_budget(spec, new_keys)
-                self._record(spec, new_keys, new_tags)
-                self._write({"local": spec.to_dict(), "keys": _b64(new_keys),
-                             "tags": _b64(new_tags)})
+            self._record_clear_read(kind, part, node_keys)
         if token is not None:
             self._clear_reads.add((kind, part, token))
+
+    def _record_clear_read(self, kind, part, node_keys, check_budget=True):
+        """:meth:`note_clear_read` with the journal held (unique ``node_keys``)."""
+        spec = CollectionSpec(id="", kind=kind, protects=(part,), epsilon=float("inf"),
+                              model="clear", params={"reads": part}).with_nonce("in the clear")
+        tags = answer_tags(self._secret or 0, spec.id, node_keys)
+        new_keys, new_tags = self._new_answers(spec, node_keys, tags, unique=True)
+        if len(new_keys):
+            if check_budget:
+                self._check_budget(spec, new_keys)
+            self._record(spec, new_keys, new_tags)
+            self._write({"local": spec.to_dict(), "keys": _b64(new_keys),
+                         "tags": _b64(new_tags)})
+
+    def note_true_graph_read(self, kind, node_keys, token):
+        """A server step (``kind``) reads the true adjacency (graph ``token``) of the users
+        ``node_keys``: taken as given, unless an edge mechanism collects these users' edges.
+
+        If one did (the ledger holds reports of their edges), those users are charged a
+        read of their edges in the clear now (epsilon inf; refused under a budget).
+        Otherwise the read is remembered (in the journal too, for copies of the
+        population), and a later collection of their edges charges it (:meth:`collect`,
+        :meth:`receive`). Once per step kind and graph.
+        """
+        if (kind, token) in self._true_reads:
+            return
+        node_keys = np.unique(np.asarray(node_keys, dtype=np.uint64))
+        if self._secret is None or not self._reachable:
+            # a copy that cannot collect: no edge collection can follow here
+            if len(self._edges_collected_among(node_keys)):
+                self._refuse_true_read(kind, node_keys)
+                self.note_clear_read(kind, "edges", self._edges_collected_among(node_keys))
+            self._true_reads[(kind, token)] = node_keys
+            return
+        with self._exclusive():
+            self._sync_locked()
+            if (kind, token) in self._true_reads:   # a copy's, read from the journal
+                return
+            hit = self._edges_collected_among(node_keys)
+            if len(hit):
+                self._refuse_true_read(kind, node_keys)
+                self._record_clear_read(kind, "edges", hit)
+            self._true_reads[(kind, token)] = node_keys
+            self._write({"true_read": kind, "token": token, "keys": _b64(node_keys)})
+
+    def _edge_collections(self):
+        """The collections of edges in the ledger (reports; reads in the clear excluded):
+        a list of ``(spec, users)``."""
+        with self.ledger._lock:
+            return [(spec, ans.merged()[0]) for spec, ans in self.ledger._local.values()
+                    if "edges" in spec.protects and spec.model != "clear"]
+
+    def _edges_collected_among(self, keys):
+        """Those of ``keys`` whose edges a collection in the ledger holds."""
+        users = [k for _, k in self._edge_collections()]
+        return keys[np.isin(keys, np.concatenate(users))] if users else keys[:0]
+
+    def _refuse_true_read(self, kind, node_keys):
+        """Under a budget, refuse a read of the true graph of users whose edges were collected."""
+        if self._budget_cap is None:
+            return
+        hit = [spec for spec, k in self._edge_collections() if np.isin(k, node_keys).any()]
+        raise BudgetExceededError(
+            f"{kind.rsplit('.', 1)[-1]} would read the true graph of "
+            f"{len(self._edges_collected_among(node_keys))} user(s) whose edges an edge "
+            f"mechanism collected ({'; '.join(s.describe() for s in hit)}): a read of their "
+            "edges in the clear (epsilon=inf), which no budget admits (this population's is "
+            f"{self._budget_cap:.4g} per user). Nothing was read. Give it the collected graph "
+            "(the edge mechanism's output), or run the comparison on the true graph on a "
+            "separate simulation: G.new_simulation() of the raw graph (new simulated "
+            "devices, an empty ledger).")
+
+    def _true_reads_of(self, spec, keys):
+        """The earlier reads of the true graph that a collection ``spec`` from the users
+        ``keys`` makes count: ``[(step kind, users to charge)]``, empty unless ``spec``
+        collects edges."""
+        if "edges" not in spec.protects or spec.model == "clear" or not self._true_reads:
+            return []
+        out = {}
+        for (kind, _), read in self._true_reads.items():
+            hit = keys[np.isin(keys, read)]
+            if len(hit):
+                out[kind] = np.union1d(out.get(kind, hit[:0]), hit)
+        return sorted(out.items())
+
+    def _charge_true_reads(self, spec, keys, check_budget=True):
+        """Charge the earlier reads of these users' true graph (:meth:`_true_reads_of`) as
+        reads of their edges in the clear; under a budget (``check_budget``) refuse the
+        collection ``spec`` instead, before anything is recorded. Returns a callable
+        that charges them (after the collection is recorded)."""
+        reads = self._true_reads_of(spec, np.asarray(keys, np.uint64))
+        if reads and check_budget and self._budget_cap is not None:
+            kinds = ", ".join(k.rsplit(".", 1)[-1] for k, _ in reads)
+            n = len(np.unique(np.concatenate([k for _, k in reads])))
+            raise BudgetExceededError(
+                f"{spec.describe()} would collect the edges of {n} user(s) whose true graph "
+                f"the server already read ({kinds}): collecting their edges makes that read "
+                "count as a read of their edges in the clear (epsilon=inf), which no budget "
+                f"admits (this population's is {self._budget_cap:.4g} per user). Nothing was "
+                "sent. Run the comparison on the true graph on a separate simulation: "
+                "G.new_simulation() of the raw graph (new simulated devices, an empty "
+                "ledger), and collect the edges on the other one.")
+
+        def charge():
+            for kind, hit in reads:
+                self._record_clear_read(kind, "edges", hit, check_budget=False)
+        return charge
 
     def _charged_in_clear(self, part, node_keys):
         """Whether every one of ``node_keys`` already has an infinite epsilon for ``part``."""
@@ -534,6 +638,9 @@ class Population:
         if "digests" in rec:   # answers a copy received (resends are free in every copy)
             self._add_digests(rec["digests"], _unb64(rec["keys"]), _unb64(rec["d"]))
             return
+        if "true_read" in rec:   # a copy's read of the true graph (see note_true_graph_read)
+            self._true_reads.setdefault((rec["true_read"], rec["token"]), _unb64(rec["keys"]))
+            return
         if "central" in rec:
             self.ledger._add_central(CollectionSpec.from_dict(rec["central"], check_kind=False),
                                      rec["n_users"])
@@ -573,6 +680,9 @@ class Population:
                 fh.write((json.dumps({"digests": cid, "keys": _b64(pairs["key"].copy()),
                                       "d": _b64(pairs["digest"].copy())}) + "\n").encode())
             fh.write((json.dumps({"budget": self._budget_cap}) + "\n").encode())
+            for (kind, token), keys in self._true_reads.items():
+                fh.write((json.dumps({"true_read": kind, "token": token, "keys": _b64(keys)})
+                          + "\n").encode())
             for rid, recorder in self._recordings.items():
                 fh.write((json.dumps({"recording": rid, "on": True,
                                       "protects": recorder.protects})
@@ -607,6 +717,7 @@ class Population:
         self._answers, self._fh, self._offset = {}, None, 0
         self._recordings, self._foreign = {}, {}
         self._clear_reads = set()
+        self._true_reads = {}   # read from the journal (a copy cut off from it collects nothing)
         secret = None if self._journal is None else \
             os.path.join(os.path.dirname(self._journal), "secret")
         self._reachable = secret is not None and os.path.exists(secret)
