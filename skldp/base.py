@@ -627,7 +627,7 @@ class GraphTransformerMixin(TransformerMixin, auto_wrap_output_keys=None):
         self._check_n_features(G)
         note_feature_read(self, G)
         if self._reads_adjacency and not isinstance(self, PrivateStepMixin):
-            note_edge_read(self, G)   # the true edges, if it was fitted on collected ones
+            note_edge_read(self, G)   # the edges it reads (charged when due)
         out = self._memoised_full(G)
         # Views whose rows are not nodes (PairData: node pairs) re-wrap the result themselves.
         rebase = getattr(G, "_rebase", None)

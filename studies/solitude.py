@@ -204,7 +204,9 @@ class LabelPropagationRun(BaseEstimator):
         self.edge_mechanism_ = EdgeRR(self.eps_a, symmetrize="directed",
                                       random_state=1000 + self.random_state).fit(G)
         A = sp.csr_matrix(self.edge_mechanism_.transform(G).adjacency)
-        U = G.with_adjacency(A.maximum(A.T))
+        # post-processing of the reports, not the users' true lists (which a model reading
+        # them would be charged for, these users' edges being collected)
+        U = G.with_adjacency(A.maximum(A.T), source="public")
         fits = [LabelPropagationClassifier(alpha).fit(U[train], y[train]) for alpha in ALPHAS]
         self.model_ = max(fits, key=lambda lp: lp.score(U[val], y[val]))   # first of ties
         return {"accuracy": float(self.model_.score(U[test], y[test])),

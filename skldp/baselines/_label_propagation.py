@@ -159,7 +159,7 @@ class LabelPropagationClassifier(GraphClassifierMixin, BaseEstimator):
         """
         check_is_fitted(self, "train_labels_")
         G = check_graph_data(X, self, require_symmetric=True)
-        note_edge_read(self, G)   # the true edges, if it was fitted on collected ones
+        note_edge_read(self, G)   # the edges it reads (charged when due)
         key = ("skldp.baselines.label_propagation", fitted_token(self))
         P = G.memo_get(key)
         if P is None:

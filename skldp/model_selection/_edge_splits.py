@@ -360,7 +360,9 @@ def sample_non_edges(A, n_samples, random_state=None):
     A : GraphData, sparse matrix or array-like of shape (n, n)
         The graph: a :class:`~skldp.GraphData` (its adjacency, all nodes), or
         a square adjacency. It must be undirected: every stored entry (any
-        weight) is an edge, and ``A[i, j]`` is stored iff ``A[j, i]`` is.
+        weight) is an edge, and ``A[i, j]`` is stored iff ``A[j, i]`` is. A
+        GraphData of the users' true edges is a read of them, charged as in
+        :func:`random_edge_split` once their edges are collected.
     n_samples : int
         Number of non-edges to return.
     random_state : int, RandomState or None
@@ -503,11 +505,10 @@ def random_edge_split(G, val_size=0.05, test_size=0.1, *, negative_ratio=1.0,
     Notes
     -----
     The labels are the edges of ``G``, and the training graph keeps the
-    origin of ``G``'s adjacency. Split the true graph and put an edge
-    mechanism (:class:`~skldp.mechanisms.EdgeRR`) in the pipeline, and the
-    link predictor trains on the collected graph with the true edges as
-    labels: the users at the ends of its training pairs are charged a read of
-    their edges in the clear. Split the mechanism's output instead
+    origin of ``G``'s adjacency. Splitting the true graph reads it: when an
+    edge mechanism (:class:`~skldp.mechanisms.EdgeRR`) collects these users'
+    edges, before or after the split (in the pipeline too), they are charged
+    a read of their edges in the clear. Split the mechanism's output instead
     (``random_edge_split(EdgeRR(...).fit_transform(G))``) to label the pairs
     from the collected graph: nothing more is charged.
 

@@ -348,7 +348,7 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
         """
         check_is_fitted(self, "module_")
         note_feature_read(self, X)   # raw features read here: in the clear
-        note_edge_read(self, X)      # and the true edges, if it was fitted on collected ones
+        note_edge_read(self, X)      # and the edges (charged when due)
         check_feature_names(self, X)
         if not isinstance(X, GraphData):
             from sklearn.utils.validation import check_array

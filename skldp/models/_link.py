@@ -236,7 +236,7 @@ class _LinkPredictorBase(GraphClassifierMixin, BaseEstimator):
         # every prediction path reads the node features here: raw ones are read in the
         # clear, as at fit (once per graph: the ledger remembers the graph's token)
         note_feature_read(self, X)
-        note_edge_read(self, X)   # the true edges, if it was fitted on collected ones
+        note_edge_read(self, X)   # the edges it reads (charged when due)
         return X
 
     def predict_proba(self, X):

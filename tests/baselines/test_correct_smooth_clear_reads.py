@@ -181,12 +181,18 @@ def test_a_collection_the_base_does_not_hold_is_not_its(graph):
     # Before: every collection on the population during the base's fit counted (the
     # ledger since a mark): another thread's EdgeRR made C&S charge (or refuse) its
     # propagation over the true graph, on which its base was fitted.
+    # Now the base's read of the true graph counts, these users' edges being collected
+    # (aside): charged as that read, not as a C&S fitted on collected edges.
     make, y = graph
     G = make(budget=5.0)
+    with pytest.raises(BudgetExceededError, match="_CollectsAside would read the true graph"):
+        CorrectAndSmooth(_CollectsAside()).fit(G[TRAIN], y[TRAIN])
+    G = make()
     cs = CorrectAndSmooth(_CollectsAside()).fit(G[TRAIN], y[TRAIN])
-    cs.predict_proba(G)   # the base read the true graph: taken as given, as C&S's read
-    assert privacy_report(G).epsilon_for("edges") == pytest.approx(1.0)   # the aside only
-    assert _clear(privacy_report(G), "edges") == []
+    cs.predict_proba(G)
+    assert sorted(e.spec.kind.rsplit(".", 1)[-1] for e in G.ledger.entries()
+                  if e.spec.model == "clear") == ["CorrectAndSmooth", "_CollectsAside"]
+    assert not cs._fit_on_collected_edges   # the aside collection is not its base's
 
 
 def test_labels_the_users_sent_before_are_not_clean_labels(graph):
