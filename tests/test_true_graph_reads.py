@@ -190,3 +190,20 @@ def test_a_read_is_written_once_per_step_and_graph():
     KProp(1).fit_transform(G[:5])
     KProp(2).fit_transform(G)
     assert os.path.getsize(G.population._journal) == size
+
+
+def test_a_central_training_and_a_head_that_reads_no_graph_are_not_reads_at_fit():
+    # DP-GNN's guarantee covers the graph it trains on; its predictions over the full true
+    # neighbourhoods are not covered (a read). MLPHead reads no adjacency.
+    from skldp.central import DPGNNClassifier
+    from skldp.models import MLPHead
+    G = _graph()
+    EdgeRR(1.0, random_state=0).fit_transform(G)
+    y = np.arange(G.n_nodes) % 2
+    MLPHead(random_state=0).fit(G, y).predict(G)
+    dp = DPGNNClassifier(max_degree=2, classes=[0, 1], batch_size=5, n_steps=2,
+                         noise_multiplier=5.0, hidden_size=4, device="cpu",
+                         random_state=0).fit(G, y)
+    assert _reads(G) == []
+    dp.predict(G)
+    assert _reads(G) == ["DPGNNClassifier"]
