@@ -261,6 +261,28 @@ def test_chebyshev_float32_solve_follows_float64(max_iter):
         np.testing.assert_array_equal(W, F.astype(np.float32))
 
 
+@pytest.mark.parametrize("density", [0.03, 0.5])
+def test_chebyshev_float32_adds_sparse_features_through_their_non_zeros(density, monkeypatch):
+    # a block of features with few non-zeros (HDS reports) is added to each term of the
+    # recurrence through them, not by a pass over the block: the same solve
+    import torch
+    rng = np.random.default_rng(5)
+    M = sp.random(200, 200, density=0.05, format="csr", random_state=5)
+    S = (M + M.T) / 2
+    S = sp.csr_matrix(S / abs(sp.linalg.eigsh(S, k=1, which="LM")[0][0]))
+    F = np.where(rng.random((200, 8)) < density, rng.normal(size=(200, 8)), 0.0)
+    scattered = []
+    real = torch.Tensor.index_add_
+    monkeypatch.setattr(torch.Tensor, "index_add_",
+                        lambda self, *a, **k: scattered.append(1) or real(self, *a, **k))
+    W64, _, its = _chebyshev_runner(S)(None, F.copy(), 0.1, 1e-6, 1000)
+    W32, _, its32 = _chebyshev_runner(sp.csr_matrix(S, dtype=np.float32))(
+        None, F.astype(np.float32), 0.1, 1e-6, 1000)
+    assert its32 == its > 1
+    assert len(scattered) == (its if density < 1 / 16 else 0)   # once per product
+    np.testing.assert_allclose(W32, W64, rtol=1e-5, atol=1e-5 * np.abs(W64).max())
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_ppr_sparse_and_dense_features_give_the_same_output(dtype):
     # sparse features are scaled entry by entry, dense ones block by block: same values
