@@ -351,8 +351,9 @@ class PPRPropagation(GraphTransformerMixin, BaseEstimator):
                 Xb = X[:, s:s + width].toarray() if sp.issparse(X) else \
                     column_block(column_block(X, s, width), 0, width, perm)
                 F = np.empty(Xb.shape, dtype=dtype)
-                np.multiply(np.asarray(Xb, dtype=np.float64), scale, out=F,
-                            casting="same_kind")
+                # float32 features are cast to float64 chunk by chunk inside the
+                # product (no float64 copy of the block)
+                np.multiply(Xb, scale, out=F, casting="same_kind")
             Wb, ok, its = run(Mp, F, a, tol, max_iter)
             Wb *= sr[:, None]
             put_column_block(Z, s, column_block(Wb, 0, Wb.shape[1], inv))
