@@ -312,8 +312,10 @@ class PPRPropagation(GraphTransformerMixin, BaseEstimator):
 
         Mp, perm, sl, sr, runner = G.operator(key, build)   # once per graph
         if solver != "chebyshev":
-            # -(1 - alpha) T: one pass over the values (alpha differs between calls)
-            Mp = sp.csr_matrix((Mp.data * (a - 1.0), Mp.indices, Mp.indptr), shape=Mp.shape)
+            # -(1 - alpha) T for CG, (1 - alpha) T for the power series: one pass over
+            # the values (alpha differs between calls)
+            factor = a - 1.0 if solver == "cg" else 1.0 - a
+            Mp = sp.csr_matrix((Mp.data * factor, Mp.indices, Mp.indptr), shape=Mp.shape)
             Mp.has_sorted_indices = True
         if sp.issparse(X):
             X = sp.csc_matrix(sp.csr_matrix(X)[perm])
@@ -668,18 +670,28 @@ def _sparsetools_matvecs(n_row, n_col, w, indptr, indices, data, X, Y):
         Y += sp.csr_matrix((data, indices, indptr), shape=(n_row, n_col)) @ X
 
 
-def _power_cpu(Mneg, F, a, tol, max_iter):
-    """Power series ``sum_l ((1-a) T)^l F`` (``Mneg = -(1-a) T``), see ``_power``."""
+def _power_cpu(M, F, a, tol, max_iter):
+    """Power series ``sum_l ((1-a) T)^l F`` (``M = (1-a) T``), see ``_power``.
+
+    The same stopping rule, without a pass over ``Z`` for its norm at each step:
+    ``||Z||`` is at most its last computed value plus the norms of the terms added
+    since, and it is computed only once that bound would let the series stop.
+    """
     Z = F.copy()
     H = F
     if a == 1.0 or not np.any(H):
         return Z, True, 0
+    z_bound = float(np.linalg.norm(Z))
     for it in range(max_iter):
-        H = Mneg @ H
-        H *= -1.0
+        H = M @ H
         Z += H
-        if float(np.linalg.norm(H)) * (1.0 - a) <= tol * a * float(np.linalg.norm(Z)):
-            return Z, True, it + 1
+        h = float(np.linalg.norm(H))
+        z_bound += h
+        # (the bound is widened by far more than the rounding of the norms)
+        if h * (1.0 - a) <= tol * a * z_bound * (1.0 + 1e-3):
+            z_bound = float(np.linalg.norm(Z))
+            if h * (1.0 - a) <= tol * a * z_bound:
+                return Z, True, it + 1
     return Z, False, max_iter
 
 

@@ -11,6 +11,7 @@ from skldp.propagation import FeatureSmoothing, GCNAggregation, KProp, PPRPropag
 from skldp.propagation._ppr import (
     _cg_cpu,
     _chebyshev_runner,
+    _power_cpu,
     _spmm_acc,
     chebyshev_coefficients,
 )
@@ -175,6 +176,32 @@ def test_cg_kernel_pieces():
     assert not ok and its == 1
     W, ok, its = _cg_cpu(sp.csr_matrix(S), F.copy(), 1.0, 1e-12, 5)
     np.testing.assert_array_equal(W, F)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_power_kernel_stops_as_the_exact_rule_without_a_norm_of_z_per_step(dtype,
+                                                                           monkeypatch):
+    # ||Z|| is only computed once a bound on it would let the series stop: the same
+    # stopping step and output as checking ||H|| (1 - a) <= tol a ||Z|| at every step
+    rng = np.random.default_rng(2)
+    M = sp.random(80, 80, density=0.08, format="csr", random_state=2, dtype=dtype)
+    T = sp.csr_matrix(M / np.maximum(abs(M).sum(axis=1), 1e-9), dtype=dtype)
+    F = rng.normal(size=(80, 4)).astype(dtype)
+    a, tol = 0.1, 1e-4
+    Z, H, want = F.copy(), F.copy(), None
+    for it in range(500):   # the rule as written in PPRPropagation._power
+        H = (T * dtype(1 - a)) @ H
+        Z += H
+        if np.linalg.norm(H) * (1 - a) <= tol * a * np.linalg.norm(Z):
+            want = it + 1
+            break
+    norms = []
+    real = np.linalg.norm
+    monkeypatch.setattr(np.linalg, "norm", lambda x, *k: norms.append(1) or real(x, *k))
+    W, ok, its = _power_cpu(sp.csr_matrix(T * dtype(1 - a)), F.copy(), a, tol, 500)
+    assert ok and its == want > 10
+    assert len(norms) < 1.5 * its   # (twice per step before)
+    np.testing.assert_array_equal(W, Z)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
