@@ -17,7 +17,7 @@ from ..utils._adjacency import _row_chunks, row_sums, scale_csr, with_remaining_
 from ..utils._blocks import column_block, put_column_block
 from ..utils._threads import torch_threads
 from ..utils.validation import Count, Interval
-from ._spmm import _BAG_COLUMNS, N_JOBS_CONSTRAINT
+from ._spmm import _BAG_COLUMNS, N_JOBS_CONSTRAINT, _product
 from ._spmm import n_threads as _n_threads
 
 __all__ = ["PPRPropagation"]
@@ -319,10 +319,11 @@ class PPRPropagation(GraphTransformerMixin, BaseEstimator):
             Mp.has_sorted_indices = True
         if sp.issparse(X):
             X = sp.csc_matrix(sp.csr_matrix(X)[perm])
-        # float32 Chebyshev products run on torch's embedding-bag kernel (fastest on
-        # narrow blocks), one torch thread in each of the blocks' threads
-        bags = solver == "chebyshev" and dtype == np.float32
-        cols = _BAG_COLUMNS if bags else _CPU_BLOCK_COLUMNS
+        # float32 Chebyshev and power products run on torch's embedding-bag kernel
+        # (fastest on narrow blocks), one torch thread in each of the blocks' threads
+        bags = solver != "cg" and dtype == np.float32
+        # (the power series keeps the blocks of float64: its stopping rule is per block)
+        cols = _BAG_COLUMNS if bags and solver == "chebyshev" else _CPU_BLOCK_COLUMNS
         width = max(1, min(cols, _CPU_BLOCK_ELEMENTS // max(n, 1)))
         jobs = _n_threads(self.n_jobs)
         if d > 1:   # at least one block per thread
@@ -671,7 +672,8 @@ def _sparsetools_matvecs(n_row, n_col, w, indptr, indices, data, X, Y):
 
 
 def _power_cpu(M, F, a, tol, max_iter):
-    """Power series ``sum_l ((1-a) T)^l F`` (``M = (1-a) T``), see ``_power``.
+    """Power series ``sum_l ((1-a) T)^l F`` (``M = (1-a) T``), see ``_power``; in
+    float32 the products run on torch's embedding-bag kernel (as the Chebyshev solve's).
 
     The same stopping rule, without a pass over ``Z`` for its norm at each step:
     ``||Z||`` is at most its last computed value plus the norms of the terms added
@@ -681,9 +683,10 @@ def _power_cpu(M, F, a, tol, max_iter):
     H = F
     if a == 1.0 or not np.any(H):
         return Z, True, 0
+    product, _ = _product(M, np.inf)   # float32: torch's embedding-bag kernel
     z_bound = float(np.linalg.norm(Z))
     for it in range(max_iter):
-        H = M @ H
+        H = product(H)
         Z += H
         h = float(np.linalg.norm(H))
         z_bound += h

@@ -201,7 +201,9 @@ def test_power_kernel_stops_as_the_exact_rule_without_a_norm_of_z_per_step(dtype
     W, ok, its = _power_cpu(sp.csr_matrix(T * dtype(1 - a)), F.copy(), a, tol, 500)
     assert ok and its == want > 10
     assert len(norms) < 1.5 * its   # (twice per step before)
-    np.testing.assert_array_equal(W, Z)
+    if dtype == np.float64:   # float32 multiplies on torch's kernel: float32 rounding
+        np.testing.assert_array_equal(W, Z)
+    np.testing.assert_allclose(W, Z, rtol=1e-5, atol=1e-5 * np.abs(Z).max())
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
