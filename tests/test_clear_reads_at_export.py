@@ -63,14 +63,16 @@ def test_pair_features_of_reports_cost_nothing_more():
 
 def test_pairs_labelled_from_the_true_edges_leave_through_to_pandas_charged_too():
     # Before: np.asarray(P) charged the edges, P.to_pandas() (the same pairs) did not.
+    # Pairs built by hand over the collected graph: their labels are of unknown origin.
     G, _ = _graph()
-    P_tr, _, _, _, _, _ = random_edge_split(G, random_state=0)
-    Pc = EdgeRR(1.0, random_state=0).fit_transform(P_tr)   # collected graph, true labels
+    Gc = EdgeRR(1.0, random_state=0).fit_transform(G)
+    Pc = PairData(Gc, [[0, 1], [2, 5], [3, 7]])
     assert privacy_report(G).epsilon_for("edges") == pytest.approx(1.0)
     df = Pc.to_pandas()
     assert list(df.columns) == ["u", "v"] and len(df) == len(Pc)
     assert privacy_report(G).epsilon_for("edges") == np.inf
-    assert np.all(np.isinf(G.ledger.spent(G.node_keys)[np.unique(Pc.pairs)]))
+    spent = G.ledger.spent(G.node_keys)
+    assert np.all(np.isinf(spent[[0, 1, 2, 3, 5, 7]])) and np.isfinite(spent[4])
     # pairs labelled from the collected graph leave free
     H, _ = _graph(seed=1)
     Hc = EdgeRR(4.0, random_state=0).fit_transform(H)
