@@ -974,14 +974,14 @@ class GraphData:
         """A server step (``kind``) reads this graph's adjacency. When it holds the users'
         true edges (not collected by an edge mechanism), the read is charged as a read of
         their edges in the clear if an edge mechanism collects those users' edges, before
-        or after (:meth:`Population.note_true_graph_read
-        <skldp.population.Population.note_true_graph_read>`); otherwise the graph is
+        or after (:meth:`Population.note_true_read
+        <skldp.population.Population.note_true_read>`); otherwise the graph is
         taken as given. Once per step kind and graph."""
         st = self._store
         origin = st.adjacency_origin
         if st.adjacency is not None and reads_users_data(origin) and \
                 not edges_collected(origin):
-            st.population.note_true_graph_read(kind, self.node_keys, st.token)
+            st.population.note_true_read(kind, "edges", self.node_keys, st.token)
 
     def __repr__(self):
         A = self._store.adjacency

@@ -250,6 +250,49 @@ def note_edge_read(step, X, fitting=False):
         X._note_true_graph_read(step_kind(step))
 
 
+def sent_these_labels(population, spec, node_keys, labels):
+    """Whether the users ``node_keys`` answered the label collection ``spec`` and the
+    reports the server kept read ``labels`` in its public domain."""
+    sent = population.received(spec.id, node_keys)
+    if any(r is None for r in sent):
+        return False
+    classes = np.asarray(spec.public_state.get("classes", []))
+    return np.array_equal(classes[np.asarray(sent, dtype=np.int64)], np.asarray(labels))
+
+
+def labels_sent(G, y):
+    """Whether ``y`` are the labels the users of the view ``G`` sent in a label collection
+    (reports the server kept): a step given them reads nothing more than they sent."""
+    population, keys = G.population, G.node_keys[G.rows]
+    return any(sent_these_labels(population, e.spec, keys, y)
+               for e in population.ledger.entries()
+               if e.spec.model == "local" and "labels" in e.spec.protects)
+
+
+def note_label_read(step, X, y):
+    """A server ``step`` fits on the labels ``y`` of the rows of ``X``.
+
+    Labels the users sent (a label mechanism's reports: the step's own
+    ``label_mechanism_``, or ``y`` are the reports a collection kept,
+    :func:`labels_sent`) read nothing more. Clean labels are taken as given,
+    unless a label mechanism collects those users' labels, before or after: then
+    the read is charged as a read of their labels in the clear (epsilon inf, refused
+    under a budget; :meth:`Population.note_true_read
+    <skldp.population.Population.note_true_read>`). A central DP training
+    (``PrivateStepMixin``) protects the labels by its guarantee.
+    """
+    if not isinstance(X, GraphData) or isinstance(step, PrivateStepMixin) or \
+            getattr(step, "label_mechanism_", None) is not None:
+        return
+    from .model_selection._node_splits import _label_column
+
+    if labels_sent(X, _label_column(y)):
+        return
+    keys = np.unique(X.node_keys[X.rows])
+    X.population.note_true_read(step_kind(step), "labels", keys,
+                                f"{X._store.token}:{content_hash(keys)}")
+
+
 def saved_positions(saved_keys, keys, owner):
     """Positions of ``keys`` among the saved users; a clear error for any other user."""
     rows, found = sorted_lookup(saved_keys, keys, sorter=np.argsort(saved_keys, kind="stable"))

@@ -14,9 +14,10 @@ from ..base import (
     charge_clear_read,
     clear_read_refusal,
     edges_collected,
+    labels_sent,
     note_edge_read,
+    note_label_read,
 )
-from ..mechanisms._label_rr import sent_these_labels
 from ..model_selection._node_splits import _check_all_labelled
 from ..population import BudgetExceededError
 from ..utils._arrays import sorted_lookup
@@ -80,15 +81,6 @@ def _protections(estimator):
 
     walk(estimator)
     return specs
-
-
-def _sent_already(G, y):
-    """Whether ``y`` are the labels the users of ``G`` sent in a label collection (reports
-    the server kept): propagating them reads nothing more than they sent."""
-    population, keys = G.population, G.node_keys[G.rows]
-    return any(sent_these_labels(population, e.spec, keys, y)
-               for e in population.ledger.entries()
-               if e.spec.model == "local" and "labels" in e.spec.protects)
 
 
 def _clean_labels_refusal(cs, G, kinds, unattributed=False):
@@ -173,7 +165,7 @@ def _refuse_clean_labels_early(cs, G, y):
     mechanism, ``y`` not labels the users sent, a budget): same error as after the fit."""
     steps = _central_label_steps(cs.estimator)
     if not steps or np.isinf(G.population.remaining(G.node_keys[G.rows])).all() or \
-            _sent_already(G, y):
+            labels_sent(G, y):
         return
     kinds = ", ".join(sorted({type(step).__name__ for step in steps}))
     raise clear_read_refusal(G.population, _clean_labels_refusal(cs, G, kinds))
@@ -345,9 +337,12 @@ class CorrectAndSmooth(MetaEstimatorMixin, GraphClassifierMixin, BaseEstimator):
                              "one of them.")
         if sent is not None:
             y_used = sent
-        elif own is None and not _sent_already(G, y_used) and (unattributed or any(
-                s.model == "central" and "labels" in s.protects for s in specs)):
-            _charge_clean_labels(self, G, specs, unattributed)
+        elif own is None and not labels_sent(G, y_used):
+            if unattributed or any(s.model == "central" and "labels" in s.protects
+                                   for s in specs):
+                _charge_clean_labels(self, G, specs, unattributed)
+            else:   # it propagates the clean labels (a plain base model read them too)
+                note_label_read(self, G, y_used)
         self.estimator_ = estimator
         self._fit_on_collected_edges = edges_collected(G._store.adjacency_origin) or any(
             "edges" in s.protects and s.model in ("local", "central") for s in specs)

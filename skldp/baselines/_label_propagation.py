@@ -9,7 +9,7 @@ from sklearn.base import BaseEstimator, _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
-from ..base import GraphClassifierMixin, fitted_token, note_edge_read
+from ..base import GraphClassifierMixin, fitted_token, note_edge_read, note_label_read
 from ..utils.validation import LABEL_MECHANISM_CONSTRAINT, Count, Interval, check_graph_data
 from ._graph_ops import (
     fit_label_mechanism,
@@ -135,6 +135,7 @@ class LabelPropagationClassifier(GraphClassifierMixin, BaseEstimator):
         y_used, mech = fit_label_mechanism(self, G, y)
         if mech is None:
             y_enc = self._encode_labels(y_used, len(G))
+            note_label_read(self, G, y_used)
         else:
             self.classes_ = mech.classes_
             y_enc = mech.encode(y_used)

@@ -7,7 +7,7 @@ from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils.validation import check_is_fitted
 
 from .._graph_data import GraphData
-from ..base import PrivateStepMixin, charge_public_read
+from ..base import PrivateStepMixin, charge_public_read, sent_these_labels
 from ..device._kinds import label_encode, label_flip_q
 from ..exceptions import PrivacyLeakWarning
 from ..population import default_population
@@ -17,16 +17,6 @@ from ..utils.validation import EPS_CONSTRAINT, RANDOM_STATE_CONSTRAINT, check_ep
 from ._grid import check_eps_per_coordinate
 
 __all__ = ["LabelRandomizedResponse"]
-
-
-def sent_these_labels(population, spec, node_keys, labels):
-    """Whether the users ``node_keys`` answered the label collection ``spec`` and the
-    reports the server kept read ``labels`` in its public domain."""
-    sent = population.received(spec.id, node_keys)
-    if any(r is None for r in sent):
-        return False
-    classes = np.asarray(spec.public_state.get("classes", []))
-    return np.array_equal(classes[np.asarray(sent, dtype=np.int64)], np.asarray(labels))
 
 
 class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):

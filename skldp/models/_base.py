@@ -25,7 +25,7 @@ from .._torch import (
     train,
 )
 from .._torch._device import DEVICE_CONSTRAINT
-from ..base import GraphClassifierMixin, note_edge_read, note_feature_read
+from ..base import GraphClassifierMixin, note_edge_read, note_feature_read, note_label_read
 from ..model_selection._validation import validation_split
 from ..utils._logging import verbose_logger
 from ..utils._random import training_seed
@@ -177,6 +177,7 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
             from sklearn.utils.validation import check_array
             X = check_array(X, accept_sparse="csr", dtype=np.float32)
         y_enc = self._encode_labels(y, X.shape[0], X)
+        note_label_read(self, X, y)   # clean labels: charged once a label mechanism collects them
         self.n_features_in_ = X.shape[1]
         seed = training_seed(self.random_state)
         weight_decay = self._fit_weight_decay(X, y, seed)

@@ -26,7 +26,7 @@ from .._torch import (
     torch_generator,
     train,
 )
-from ..base import note_edge_read, note_feature_read
+from ..base import note_edge_read, note_feature_read, note_label_read
 from ..model_selection._validation import validation_split
 from ..propagation._smoothing import smooth_features, smooth_labels
 from ..utils._adjacency import index_dtype
@@ -486,6 +486,7 @@ class SolitudeClassifier(GNNClassifierBase):
         self._setup_fit()
         G = check_graph_data(X, self, require_adjacency=True)
         y_enc = self._encode_labels(y, len(G), G)
+        note_label_read(self, G, y)
         self.n_features_in_ = G.shape[1]
         record_feature_names(self, G)
         seed = training_seed(self.random_state)

@@ -108,7 +108,8 @@ class Population:
         self._recordings = {}  # id -> _Recorder: this process's recordings (audits)
         self._foreign = {}     # id -> protects: other processes' recordings (the journal's)
         self._clear_reads = set()   # (step kind, part, graph token) already charged
-        self._true_reads = {}   # (step kind, graph token) -> the users whose true graph it read
+        # (step kind, part, token) -> the users whose true graph or clean labels it read
+        self._true_reads = {}
         self._lock = threading.RLock()
         self._journal = None   # path of the journal shared with other processes
         self._offset = 0       # bytes of the journal already read
@@ -381,99 +382,118 @@ class Population:
             self._write({"local": spec.to_dict(), "keys": _b64(new_keys),
                          "tags": _b64(new_tags)})
 
-    def note_true_graph_read(self, kind, node_keys, token):
-        """A server step (``kind``) reads the true adjacency (graph ``token``) of the users
-        ``node_keys`` (distinct): taken as given, unless an edge mechanism collects these users' edges.
+    def note_true_read(self, kind, part, node_keys, token):
+        """A server step (``kind``) reads the users' true ``part`` ("edges": their true
+        adjacency, graph ``token``; "labels": their clean labels) of the users ``node_keys``
+        (distinct): taken as given, unless a mechanism collects these users' ``part``.
 
-        If one did (the ledger holds reports of their edges), those users are charged a
-        read of their edges in the clear now (epsilon inf; refused under a budget).
-        Otherwise the read is remembered (in the journal too, for copies of the
-        population), and a later collection of their edges charges it (:meth:`collect`,
-        :meth:`receive`). Once per step kind and graph.
+        If one did (the ledger holds reports of it), those users are charged a read of
+        their ``part`` in the clear now (epsilon inf; refused under a budget). Otherwise
+        the read is remembered (in the journal too, for copies of the population), and a
+        later collection of their ``part`` charges it (:meth:`collect`, :meth:`receive`).
+        Once per step kind, part and ``token``.
         """
-        if (kind, token) in self._true_reads:
+        key = (kind, part, token)
+        if key in self._true_reads:
             return
         # a graph's keys (distinct users), kept without a copy: a sort of 10M keys is ~1 s
         node_keys = np.asarray(node_keys, dtype=np.uint64)
         if self._secret is None or not self._reachable:
-            # a copy that cannot collect: no edge collection can follow here
-            if len(self._edges_collected_among(node_keys)):
-                self._refuse_true_read(kind, node_keys)
-                self.note_clear_read(kind, "edges", self._edges_collected_among(node_keys))
-            self._true_reads[(kind, token)] = node_keys
+            # a copy that cannot collect: no collection can follow here
+            hit = self._collected_among(part, node_keys)
+            if len(hit):
+                self._refuse_true_read(kind, part, node_keys)
+                self.note_clear_read(kind, part, hit)
+            self._true_reads[key] = node_keys
             return
         with self._exclusive():
             self._sync_locked()
-            if (kind, token) in self._true_reads:   # a copy's, read from the journal
+            if key in self._true_reads:   # a copy's, read from the journal
                 return
-            hit = self._edges_collected_among(node_keys)
+            hit = self._collected_among(part, node_keys)
             if len(hit):
-                self._refuse_true_read(kind, node_keys)
-                self._record_clear_read(kind, "edges", hit)
-            self._true_reads[(kind, token)] = node_keys
-            self._write({"true_read": kind, "token": token, "keys": _b64(node_keys)})
+                self._refuse_true_read(kind, part, node_keys)
+                self._record_clear_read(kind, part, hit)
+            self._true_reads[key] = node_keys
+            self._write({"true_read": kind, "part": part, "token": token,
+                         "keys": _b64(node_keys)})
 
-    def _edge_collections(self):
-        """The collections of edges in the ledger (reports; reads in the clear excluded):
-        a list of ``(spec, users)``."""
+    def _collections_of(self, part):
+        """The collections of the users' ``part`` in the ledger (reports; reads in the
+        clear excluded): a list of ``(spec, users)``."""
         with self.ledger._lock:
             return [(spec, ans.merged()[0]) for spec, ans in self.ledger._local.values()
-                    if "edges" in spec.protects and spec.model != "clear"]
+                    if part in spec.protects and spec.model != "clear"]
 
-    def _edges_collected_among(self, keys):
-        """Those of ``keys`` whose edges a collection in the ledger holds."""
-        users = [k for _, k in self._edge_collections()]
+    def _collected_among(self, part, keys):
+        """Those of ``keys`` whose ``part`` a collection in the ledger holds."""
+        users = [k for _, k in self._collections_of(part)]
         return keys[np.isin(keys, np.concatenate(users))] if users else keys[:0]
 
-    def _refuse_true_read(self, kind, node_keys):
-        """Under a budget, refuse a read of the true graph of users whose edges were collected."""
+    #: What a read of the true part is, what collects it, and what to give the step instead.
+    _TRUE_PARTS = {
+        "edges": ("the true graph", "an edge mechanism",
+                  "Give it the collected graph (the edge mechanism's output)"),
+        "labels": ("the clean labels", "a label mechanism",
+                   "Fit it on the labels the users sent (the label mechanism's output) or "
+                   "give it a label_mechanism"),
+    }
+
+    def _refuse_true_read(self, kind, part, node_keys):
+        """Under a budget, refuse a read of the true ``part`` of users whose ``part`` was
+        collected."""
         if self._budget_cap is None:
             return
-        hit = [spec for spec, k in self._edge_collections() if np.isin(k, node_keys).any()]
+        what, mechanism, instead = self._TRUE_PARTS[part]
+        hit = [spec for spec, k in self._collections_of(part) if np.isin(k, node_keys).any()]
         raise BudgetExceededError(
-            f"{kind.rsplit('.', 1)[-1]} would read the true graph of "
-            f"{len(self._edges_collected_among(node_keys))} user(s) whose edges an edge "
-            f"mechanism collected ({'; '.join(s.describe() for s in hit)}): a read of their "
-            "edges in the clear (epsilon=inf), which no budget admits (this population's is "
-            f"{self._budget_cap:.4g} per user). Nothing was read. Give it the collected graph "
-            "(the edge mechanism's output), or run the comparison on the true graph on a "
-            "separate simulation: G.new_simulation() of the raw graph (new simulated "
-            "devices, an empty ledger).")
+            f"{kind.rsplit('.', 1)[-1]} would read {what} of "
+            f"{len(self._collected_among(part, node_keys))} user(s) whose {part} {mechanism} "
+            f"collected ({'; '.join(s.describe() for s in hit)}): a read of their {part} in "
+            "the clear (epsilon=inf), which no budget admits (this population's is "
+            f"{self._budget_cap:.4g} per user). Nothing was read. {instead}, or run the "
+            f"comparison on {what} on a separate simulation: G.new_simulation() of the raw "
+            "graph (new simulated devices, an empty ledger).")
 
     def _true_reads_of(self, spec, keys):
-        """The earlier reads of the true graph that a collection ``spec`` from the users
-        ``keys`` makes count: ``[(step kind, users to charge)]``, empty unless ``spec``
-        collects edges."""
-        if "edges" not in spec.protects or spec.model == "clear" or not self._true_reads:
+        """The earlier reads of the users' true parts that a collection ``spec`` from the
+        users ``keys`` makes count: ``[(step kind, part, users to charge)]``, empty unless
+        ``spec`` collects a part that was read."""
+        if spec.model == "clear" or not self._true_reads:
             return []
         out = {}
-        for (kind, _), read in self._true_reads.items():
+        for (kind, part, _), read in self._true_reads.items():
+            if part not in spec.protects:
+                continue
             hit = keys[np.isin(keys, read)]
             if len(hit):
-                out[kind] = np.union1d(out.get(kind, hit[:0]), hit)
-        return sorted(out.items())
+                out[kind, part] = np.union1d(out.get((kind, part), hit[:0]), hit)
+        return [(kind, part, hit) for (kind, part), hit in sorted(out.items())]
 
     def _charge_true_reads(self, spec, keys, check_budget=True):
-        """Charge the earlier reads of these users' true graph (:meth:`_true_reads_of`) as
-        reads of their edges in the clear; under a budget (``check_budget``) refuse the
+        """Charge the earlier reads of these users' true parts (:meth:`_true_reads_of`) as
+        reads of those parts in the clear; under a budget (``check_budget``) refuse the
         collection ``spec`` instead, before anything is recorded. Returns a callable
         that charges them (after the collection is recorded)."""
         reads = self._true_reads_of(spec, np.asarray(keys, np.uint64))
         if reads and check_budget and self._budget_cap is not None:
-            kinds = ", ".join(k.rsplit(".", 1)[-1] for k, _ in reads)
-            n = len(np.unique(np.concatenate([k for _, k in reads])))
+            kinds = ", ".join(sorted({k.rsplit(".", 1)[-1] for k, _, _ in reads}))
+            parts = sorted({p for _, p, _ in reads})
+            n = len(np.unique(np.concatenate([k for _, _, k in reads])))
+            what = " and ".join(self._TRUE_PARTS[p][0] for p in parts)
+            parts = " and ".join(parts)
             raise BudgetExceededError(
-                f"{spec.describe()} would collect the edges of {n} user(s) whose true graph "
-                f"the server already read ({kinds}): collecting their edges makes that read "
-                "count as a read of their edges in the clear (epsilon=inf), which no budget "
-                f"admits (this population's is {self._budget_cap:.4g} per user). Nothing was "
-                "sent. Run the comparison on the true graph on a separate simulation: "
+                f"{spec.describe()} would collect the {parts} of {n} user(s) whose {what} "
+                f"the server already read ({kinds}): collecting their {parts} makes that read "
+                f"count as a read of their {parts} in the clear (epsilon=inf), which no "
+                f"budget admits (this population's is {self._budget_cap:.4g} per user). "
+                f"Nothing was sent. Run the comparison on {what} on a separate simulation: "
                 "G.new_simulation() of the raw graph (new simulated devices, an empty "
-                "ledger), and collect the edges on the other one.")
+                f"ledger), and collect the {parts} on the other one.")
 
         def charge():
-            for kind, hit in reads:
-                self._record_clear_read(kind, "edges", hit, check_budget=False)
+            for kind, part, hit in reads:
+                self._record_clear_read(kind, part, hit, check_budget=False)
         return charge
 
     def _charged_in_clear(self, part, node_keys):
@@ -639,8 +659,9 @@ class Population:
         if "digests" in rec:   # answers a copy received (resends are free in every copy)
             self._add_digests(rec["digests"], _unb64(rec["keys"]), _unb64(rec["d"]))
             return
-        if "true_read" in rec:   # a copy's read of the true graph (see note_true_graph_read)
-            self._true_reads.setdefault((rec["true_read"], rec["token"]), _unb64(rec["keys"]))
+        if "true_read" in rec:   # a copy's read of a true part (see note_true_read)
+            self._true_reads.setdefault((rec["true_read"], rec.get("part", "edges"),
+                                         rec["token"]), _unb64(rec["keys"]))
             return
         if "central" in rec:
             self.ledger._add_central(CollectionSpec.from_dict(rec["central"], check_kind=False),
@@ -681,9 +702,9 @@ class Population:
                 fh.write((json.dumps({"digests": cid, "keys": _b64(pairs["key"].copy()),
                                       "d": _b64(pairs["digest"].copy())}) + "\n").encode())
             fh.write((json.dumps({"budget": self._budget_cap}) + "\n").encode())
-            for (kind, token), keys in self._true_reads.items():
-                fh.write((json.dumps({"true_read": kind, "token": token, "keys": _b64(keys)})
-                          + "\n").encode())
+            for (kind, part, token), keys in self._true_reads.items():
+                fh.write((json.dumps({"true_read": kind, "part": part, "token": token,
+                                      "keys": _b64(keys)}) + "\n").encode())
             for rid, recorder in self._recordings.items():
                 fh.write((json.dumps({"recording": rid, "on": True,
                                       "protects": recorder.protects})
