@@ -192,6 +192,23 @@ def test_a_read_is_written_once_per_step_and_graph():
     assert os.path.getsize(G.population._journal) == size
 
 
+def test_the_journal_names_a_graphs_users_once_for_reads_of_several_steps():
+    import json
+
+    from skldp.propagation import GCNAggregation
+    G = _graph()
+    copy = pickle.loads(pickle.dumps(G))   # a copy sharing the journal
+    KProp(1).fit_transform(G)
+    GCNAggregation().fit_transform(G)
+    with open(G.population._journal) as fh:
+        reads = [r for r in map(json.loads, fh) if "true_read" in r]
+    assert [("keys" in r, "keys_of" in r) for r in reads] == [(True, False), (False, True)]
+    copy.population._sync()   # the copy reads both reads back, with their users
+    EdgeRR(1.0, random_state=0).fit_transform(copy)
+    assert _reads(copy) == ["GCNAggregation", "KProp"]
+    assert np.all(np.isinf(copy.ledger.spent(copy.node_keys)))
+
+
 def test_a_central_training_and_a_head_that_reads_no_graph_are_not_reads_at_fit():
     # DP-GNN's guarantee covers the graph it trains on; its predictions over the full true
     # neighbourhoods are not covered (a read). MLPHead reads no adjacency.

@@ -110,6 +110,7 @@ class Population:
         self._clear_reads = set()   # (step kind, part, graph token) already charged
         # (step kind, part, token) -> the users whose true graph or clean labels it read
         self._true_reads = {}
+        self._journal_keys = {}   # digest -> users named in the journal (see _keys_record)
         self._lock = threading.RLock()
         self._journal = None   # path of the journal shared with other processes
         self._offset = 0       # bytes of the journal already read
@@ -416,7 +417,20 @@ class Population:
                 self._record_clear_read(kind, part, hit)
             self._true_reads[key] = node_keys
             self._write({"true_read": kind, "part": part, "token": token,
-                         "keys": _b64(node_keys)})
+                         **self._keys_record(node_keys)})
+
+    def _keys_record(self, keys):
+        """How a journal record names the users ``keys``: their keys the first time in this
+        journal, then the digest of that record (the reads of one graph share its users:
+        10 MB of keys per read at 1M users otherwise)."""
+        return {} if self._journal is None else self._keys_record_for(keys)
+
+    def _keys_record_for(self, keys):
+        digest = hashlib.blake2b(keys.tobytes(), digest_size=16).hexdigest()
+        if digest in self._journal_keys:
+            return {"keys_of": digest}
+        self._journal_keys[digest] = keys
+        return {"keys": _b64(keys), "digest": digest}
 
     def _collections_of(self, part):
         """The collections of the users' ``part`` in the ledger (reports; reads in the
@@ -660,8 +674,11 @@ class Population:
             self._add_digests(rec["digests"], _unb64(rec["keys"]), _unb64(rec["d"]))
             return
         if "true_read" in rec:   # a copy's read of a true part (see note_true_read)
+            keys = _unb64(rec["keys"]) if "keys" in rec else self._journal_keys[rec["keys_of"]]
+            if "digest" in rec:
+                self._journal_keys[rec["digest"]] = keys
             self._true_reads.setdefault((rec["true_read"], rec.get("part", "edges"),
-                                         rec["token"]), _unb64(rec["keys"]))
+                                         rec["token"]), keys)
             return
         if "central" in rec:
             self.ledger._add_central(CollectionSpec.from_dict(rec["central"], check_kind=False),
@@ -702,9 +719,11 @@ class Population:
                 fh.write((json.dumps({"digests": cid, "keys": _b64(pairs["key"].copy()),
                                       "d": _b64(pairs["digest"].copy())}) + "\n").encode())
             fh.write((json.dumps({"budget": self._budget_cap}) + "\n").encode())
+            self._journal_keys = {}   # a new journal: each set of users written once again
             for (kind, part, token), keys in self._true_reads.items():
-                fh.write((json.dumps({"true_read": kind, "part": part, "token": token,
-                                      "keys": _b64(keys)}) + "\n").encode())
+                ref = self._keys_record_for(keys)
+                fh.write((json.dumps({"true_read": kind, "part": part, "token": token, **ref})
+                          + "\n").encode())
             for rid, recorder in self._recordings.items():
                 fh.write((json.dumps({"recording": rid, "on": True,
                                       "protects": recorder.protects})
@@ -740,6 +759,7 @@ class Population:
         self._recordings, self._foreign = {}, {}
         self._clear_reads = set()
         self._true_reads = {}   # read from the journal (a copy cut off from it collects nothing)
+        self._journal_keys = {}
         secret = None if self._journal is None else \
             os.path.join(os.path.dirname(self._journal), "secret")
         self._reachable = secret is not None and os.path.exists(secret)
