@@ -1216,6 +1216,12 @@ class GraphData:
             return ("but this GraphData was built with symmetric=False, although its "
                     "adjacency is symmetric (it equals its transpose). Pass symmetric=True, "
                     "or leave symmetric=None (checked when a step first asks).")
+        if edges_collected(self._store.adjacency_origin):   # directed reports
+            return ("but the adjacency (edges an edge mechanism collected) is not symmetric. "
+                    "Collect them with EdgeRR(symmetrize='or') (or 'and'), or symmetrise the "
+                    "reports as public post-processing: G.with_adjacency(A.maximum(A.T), "
+                    "source='public') with A = G.adjacency (with the default "
+                    "source='server' the result counts as the users' true graph).")
         return ("but the adjacency is not symmetric. Symmetrise it first, e.g. "
                 "A.maximum(A.T).")
 
@@ -1276,7 +1282,11 @@ class GraphData:
 
         ``source`` says where the new adjacency comes from, as for
         :meth:`with_features`: ``"users"`` for the users' own adjacency lists
-        (an edge mechanism may read them).
+        (an edge mechanism may read them); ``"public"`` for one computed from
+        the reports an edge mechanism collected (``A.maximum(A.T)`` of
+        directed reports). With the default ``"server"`` it counts as the
+        users' true graph: once their edges are collected, a step that reads it
+        is charged a read of their edges in the clear.
         """
         return self._with_new_adjacency(adjacency, source=source, owned=False)
 

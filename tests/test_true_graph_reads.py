@@ -224,3 +224,19 @@ def test_a_central_training_and_a_head_that_reads_no_graph_are_not_reads_at_fit(
     assert _reads(G) == []
     dp.predict(G)
     assert _reads(G) == ["DPGNNClassifier"]
+
+
+def test_directed_reports_are_told_how_to_symmetrise_them_without_a_true_graph_read():
+    # Before: the advice was "Symmetrise it first, e.g. A.maximum(A.T)"; with_adjacency's
+    # default source then made the result count as the users' true graph (edges inf).
+    from skldp.baselines import LabelPropagationClassifier
+    G = _graph(budget=5.0)
+    Gc = EdgeRR(2.0, symmetrize="directed", random_state=0).fit_transform(G)
+    y = np.arange(G.n_nodes) % 2
+    with pytest.raises(ValueError, match=r"source='public'") as info:
+        LabelPropagationClassifier().fit(Gc, y)
+    assert "EdgeRR(symmetrize='or')" in str(info.value)
+    A = Gc.adjacency
+    U = Gc.with_adjacency(A.maximum(A.T), source="public")   # as the message says
+    LabelPropagationClassifier().fit(U, y)
+    assert _edges(G) == 2.0
