@@ -240,3 +240,13 @@ def test_directed_reports_are_told_how_to_symmetrise_them_without_a_true_graph_r
     U = Gc.with_adjacency(A.maximum(A.T), source="public")   # as the message says
     LabelPropagationClassifier().fit(U, y)
     assert _edges(G) == 2.0
+
+
+def test_a_split_of_the_true_graph_then_a_collection_is_told_to_split_the_collected_one():
+    G = _graph(budget=5.0)
+    P_tr = random_edge_split(G, random_state=0)[0]
+    with pytest.raises(BudgetExceededError, match=r"split the collected graph instead"):
+        EdgeRR(4.0, random_state=0).fit_transform(P_tr.graph)
+    Gc = EdgeRR(4.0, random_state=0).fit_transform(G.new_simulation())   # as it says
+    random_edge_split(Gc, random_state=0)
+    assert _edges(Gc) == 4.0

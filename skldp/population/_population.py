@@ -503,7 +503,11 @@ class Population:
                 f"budget admits (this population's is {self._budget_cap:.4g} per user). "
                 f"Nothing was sent. Run the comparison on {what} on a separate simulation: "
                 "G.new_simulation() of the raw graph (new simulated devices, an empty "
-                f"ledger), and collect the {parts} on the other one.")
+                f"ledger), and collect the {parts} on the other one."
+                + (" To hold out edges for link prediction, split the collected graph "
+                   "instead: random_edge_split(EdgeRR(...).fit_transform(G))." if
+                   any(k.endswith(("random_edge_split", "sample_non_edges"))
+                       for k, _, _ in reads) else ""))
 
         def charge():
             for kind, part, hit in reads:
