@@ -5,6 +5,7 @@ import hashlib
 import json
 import math
 import numbers
+import operator
 import os
 import secrets
 import warnings
@@ -87,9 +88,12 @@ class ReceivedReports:
         Any other is a further answer, whatever its report holds (two
         independent answers may coincide), and so is every record without an
         answer id (a device that does not send one cannot be told from a device
-        that answered again). Records refused as ``"unknown user"``, ``"other
-        collection"`` or ``"sender mismatch"``, or without a report, charge no
-        one: they name no user of this collection who sent them.
+        that answered again). Records refused as ``"other collection"`` or
+        ``"sender mismatch"``, or without a report, charge no one: they name no
+        user of this collection who sent them. Those of a user not in
+        ``users`` (``"unknown user"``) are kept aside: :func:`received_graph`
+        gives them to its population, which charges them once that user is one
+        of its users (a user of a graph it builds, or one charged before).
     refused_records : list of RefusedRecord
         The first 100 refused records (in source order): their index, user,
         answer id, reason and message, to trace a refusal back to its sender.
@@ -108,6 +112,9 @@ class ReceivedReports:
         # with users), and each further answer with its user; None: unknown (built by hand)
         self._kept_digests = None
         self._further_users, self._further_digests = None, None
+        # the answers of users not in users= (each once, with its digest): received_graph
+        # hands them to the population, which charges them if the user joins it
+        self._held_users, self._held_digests = [], np.zeros(0, np.uint64)
 
     def __len__(self):
         return len(self.users)
@@ -337,16 +344,18 @@ def _same(a, b):
 
 def _plain(value):
     """``value`` with numpy scalars and arrays as Python numbers and lists (tuples as
-    lists), as JSON and Arrow write them."""
+    lists), as JSON and Arrow write them (``value`` itself when it holds none)."""
     if isinstance(value, dict):
         other = [k for k in value if not isinstance(k, str)]
         if other:   # JSON would write it as text: it would not read back as written
             raise TypeError(f"a field name that is not text, {_value_text(other[0])}")
-        return {k: _plain(v) for k, v in value.items()}
+        out = {k: _plain(v) for k, v in value.items()}
+        return value if all(out[k] is v for k, v in value.items()) else out
     if isinstance(value, (list, tuple)):
         if type(value) is list and set(map(type, value)) <= _PLAIN:
             return value
-        return [_plain(v) for v in value]
+        out = [_plain(v) for v in value]
+        return value if type(value) is list and all(map(operator.is_, out, value)) else out
     if isinstance(value, np.ndarray):
         return _plain(value.tolist())
     if isinstance(value, np.generic):
@@ -406,12 +415,15 @@ def read_reports(source, spec, *, users=None, senders=None, format=None):
         (:meth:`skldp.device.Device.answer`); the answer id (16 hex digits) may
         be absent (older devices), at a cost: see ``ReceivedReports.again``. A
         user id is a string or an integer (numpy's integers read as the equal
-        ``int``; bools and floats are malformed).
+        ``int``; bools and floats are malformed). numpy scalars and arrays
+        read as the numbers and lists :func:`write_reports` writes for them,
+        then are validated as any record.
     spec : CollectionSpec, dict, JSON text or path
         The collection's spec.
     users : array-like or None, default=None
         The users allowed to answer (the directory of enrolled users); others
-        are refused. ``None`` admits any id a record claims, each a node of the
+        are refused, and their answers charged if they join later (see
+        ``ReceivedReports.again``). ``None`` admits any id a record claims, each a node of the
         graph (a warning: anyone who can send records can add users). Required
         for an edge collection, where it is the collection's directory: every
         user its lists may name, the ``node_ids`` its spec was made from
@@ -485,8 +497,10 @@ def read_reports(source, spec, *, users=None, senders=None, format=None):
     nonce = secrets.token_bytes(8)   # answers without an id: new at every read
     specs = p.field_specs()
     fields = {name: [] for name in specs}
+    held_users, held, held_seen = [], array("Q"), set()
     for index, rec in _records(source, format):
         reason, message = None, None
+        rec = _plain_or_same(rec)   # numpy values read as write_reports writes them
         user = _user_of(rec)
         if not isinstance(rec, dict) or not {"collection", "user", "report"} <= set(rec) or \
                 not set(rec) <= _RECORD_FIELDS:
@@ -503,12 +517,16 @@ def read_reports(source, spec, *, users=None, senders=None, format=None):
                                                   f"was sent by {senders[index]!r:.40}.")
         elif allowed is not None and user not in allowed:
             reason, message = "unknown user", "its user is not in users."
-        if reason is None:
+        held_reason = None   # what a user not in users= would have been refused for
+        if reason is None or reason == "unknown user":
             try:
                 report = p.check(rec["report"])
                 _check_shapes(report, specs)
             except ReportError as e:
-                reason, message = e.reason, str(e)
+                if reason is None:
+                    reason, message = e.reason, str(e)
+                else:
+                    held_reason = e.reason
         if reason is None and own_position is not None and \
                 own_position[user] in set(report["l"].tolist()):
             reason, message = "out of domain", "its adjacency list names its own sender."
@@ -521,21 +539,23 @@ def read_reports(source, spec, *, users=None, senders=None, format=None):
         if reason is not None:
             # a report of this collection that names a user it may charge was sent, valid or
             # not: an answer of that user, wherever it comes among the user's records
-            charge = reason in ("malformed", "out of domain") and user is not None and \
-                "report" in rec and isinstance(rec.get("collection"), str) and \
-                rec["collection"] == spec.id and \
-                (senders is None or user == senders[index]) and \
-                (allowed is None or user in allowed)
+            names = reason in ("malformed", "out of domain", "unknown user") and \
+                user is not None and "report" in rec and \
+                isinstance(rec.get("collection"), str) and rec["collection"] == spec.id and \
+                (senders is None or user == senders[index])
+            charge = names and (allowed is None or user in allowed)
+            hold = names and not charge
             if senders is not None and (reason == "sender mismatch" or (
                     reason == "malformed" and user is None)) and \
                     (not isinstance(rec, dict) or (
                         "report" in rec and isinstance(rec.get("collection"), str) and
-                        rec["collection"] == spec.id)) and \
-                    (allowed is None or senders[index] in allowed):
+                        rec["collection"] == spec.id)):
                 # an authenticated sender's record that names no user (a line cut short in
                 # transit, its user id lost) or another user (a second install of its app):
                 # sent all the same, over that sender's channel, and charged to it
-                user, charge = senders[index], True
+                user = senders[index]
+                charge = allowed is None or user in allowed
+                hold = not charge
                 message += " Its user is its authenticated sender."
             if charge:
                 d = _digest(("refused", answer, _raw_text(rec["report"]))) \
@@ -547,6 +567,19 @@ def read_reports(source, spec, *, users=None, senders=None, format=None):
                     further.append(d)
                 message += " Charged to its user: a report was sent." if charge else \
                     " A resend of a record already received (free)."
+            elif hold:
+                # a user not in users= sent it: the population keeps it, and charges it if
+                # that user joins (a later directory) or is one of its users already
+                d = _digest((answer, _canonical(report))) if answer is not None and \
+                    reason == "unknown user" and held_reason is None else \
+                    _digest(("refused", answer, _raw_text(rec["report"]))) \
+                    if answer is not None else _new_digest(nonce, index)
+                if (user, d) not in held_seen:
+                    held_seen.add((user, d))
+                    held_users.append(user)
+                    held.append(d)
+                message += (" Kept for its user: charged if that user is a user of the "
+                            "population this is received into, or joins it later.")
             out.refused[reason] += 1
             if len(out.refused_records) < _MAX_REFUSED_RECORDS:
                 got = rec if isinstance(rec, dict) else {}
@@ -587,7 +620,21 @@ def read_reports(source, spec, *, users=None, senders=None, format=None):
     out._kept_digests = np.frombuffer(kept, dtype=np.uint64).copy()
     out._further_users = further_users
     out._further_digests = np.frombuffer(further, dtype=np.uint64).copy()
+    out._held_users = held_users
+    out._held_digests = np.frombuffer(held, dtype=np.uint64).copy()
     return out
+
+
+def _plain_or_same(rec):
+    """A record with numpy scalars and arrays as the Python numbers and lists that
+    :func:`write_reports` writes for them (then validated as any record); as it is when
+    it cannot be converted (it is refused as it stands)."""
+    if not isinstance(rec, dict):
+        return rec
+    try:
+        return _plain(rec)
+    except (TypeError, RecursionError):
+        return rec
 
 
 def _further(digest, user, seen, kept, extra):
@@ -714,14 +761,16 @@ def received_graph(*, features=None, labels=None, edges=None, node_ids=None, bud
     budget : float or None, default=None
         Per-user cap of the graph's population. Reports that take a user above
         it raise :class:`BudgetExceededError` and build no graph, but they are
-        charged all the same: they were sent (the error's ``population`` is the
-        population charged, to raise its budget and call again).
+        charged all the same, with every other collection of the call: they were
+        sent (the error states what the users spent in all; its ``population``
+        is the population charged, to raise its budget and call again).
     population : Population, GraphData or None, default=None
         The users' population (``simulated=False``), or a graph of it, when
         they already sent other collections: its ledger is charged, so the cap
         and :func:`skldp.accounting.privacy_report` count what they sent in
         every call. ``None``: a new population, whose ledger knows this call's
-        reports only.
+        reports only. Answers that earlier batches refused as from unknown
+        users are charged here to those of them that are its users now.
     missing_features : {"error", "zero"}, default="error"
         A user without a feature report: an error, or a row of the decoded
         "no report" value (0 for HDS, the range's centre for the others: the
@@ -788,7 +837,12 @@ def received_graph(*, features=None, labels=None, edges=None, node_ids=None, bud
         y[rows] = classes[pos]
         charged = _receive(population, labels.spec, keys[rows], refusals, reports=pos)
         _charge_again(population, labels, position, keys, charged, refusals)
-    _refuse(refusals, population, keys)
+    parts = [(name, r) for name, r in (("features", features), ("edges", edges),
+                                        ("labels", labels)) if r is not None]
+    for _, received in parts:
+        _hold(population, received)
+    _charge_held(population, keys, ids, refusals)
+    _refuse(refusals, population, keys, parts)
     G = GraphData(X, A, node_ids=ids, population=population)
     G._store.feature_origin = feature_origin
     G._store.adjacency_origin = adjacency_origin
@@ -798,20 +852,28 @@ def received_graph(*, features=None, labels=None, edges=None, node_ids=None, bud
 def _receive(population, spec, keys, refusals, reports=None, charge_only=False):
     """Charge what the users sent (returns the users charged now). Reports that exceed the
     budget were sent all the same: they are charged, and the refusal is added to
-    ``refusals`` (no graph is built)."""
+    ``refusals`` (no graph is built), with the users it charged (``.keys``)."""
     try:
         return population.receive(spec, keys, reports=reports, charge_only=charge_only)
     except BudgetExceededError as e:
-        refusals.append(e)
-        return population.receive(spec, keys, reports=reports, charge_only=charge_only,
-                                  check_budget=False)
+        new = population.receive(spec, keys, reports=reports, charge_only=charge_only,
+                                 check_budget=False)
+        cap = population.budget
+        over = population.ledger.spent(keys) + population.ledger.central_epsilon > cap + _TOL
+        # what it took them to: the call's other collections may add to it (see _refuse)
+        error = BudgetExceededError(f"{spec.describe()} took {int(over.sum())} user(s) above "
+                                    f"this population's budget of {cap:.4g} per user")
+        error.__cause__, error.keys = e, np.asarray(keys, np.uint64)
+        refusals.append(error)
+        return new
 
 
-def _refuse(refusals, population, keys):
-    """Raise the first budget refusal of a ``received_graph`` call, if any, or if users of
-    the graph (``keys``) spent more than the budget before (reports refused earlier): the
-    error holds the ``population`` charged (``error.population``), to raise its budget and
-    retry."""
+def _refuse(refusals, population, keys, parts=()):
+    """Raise the first budget refusal of a ``received_graph`` call, if any, with what the
+    users it names spent once the whole call (``parts``: ``(name, ReceivedReports)``) was
+    charged, or if users of the graph (``keys``) spent more than the budget before (reports
+    refused earlier): the error holds the ``population`` charged (``error.population``), to
+    raise its budget and retry."""
     cap = population.budget
     if not refusals and cap is not None:
         spent = population.ledger.spent(keys) + population.ledger.central_epsilon
@@ -827,14 +889,25 @@ def _refuse(refusals, population, keys):
             error.population = population
             raise error
     if refusals:
+        # every answer of the call was charged (they were sent): state the totals, not the
+        # first refusal's step alone
+        named = np.unique(np.concatenate([getattr(e, "keys", np.zeros(0, np.uint64))
+                                          for e in refusals]))
+        spent = population.ledger.spent(named) + population.ledger.central_epsilon
+        over = spent > cap + _TOL
+        charged = ", ".join(r.spec.describe() for _, r in parts)
         error = BudgetExceededError(
-            f"{_refusal(refusals[0])}. The reports were received, so the ledger charges "
-            "them (they were sent), but they are not used: no graph was built. If the users "
+            f"{_refusal(refusals[0])}. With every answer this call received charged "
+            f"({charged}, further answers included), {int(over.sum())} user(s) have spent "
+            f"up to epsilon={float(spent.max(initial=0.0)):.4g} in all, above this "
+            f"population's budget of {cap:.4g} per user. The reports were received, so the "
+            "ledger charges them (they were sent), but they are not used: no graph was "
+            "built. If the users "
             "agreed to spend more, raise the budget (error.population.set_budget) and call "
             "again with population=error.population (what is charged now is not charged "
             "twice).")
         error.population = population
-        raise error from refusals[0]
+        raise error from refusals[0].__cause__ or refusals[0]
 
 
 def _receiving_population(population, budget):
@@ -890,29 +963,87 @@ def _charge_again(population, received, position, keys, charged, refusals):
     population._remember_answers(spec_id, ekeys[now & known], digests[now & known])
     new = ~now & (~known | population._unseen_answers(spec_id, ekeys, digests))
     counts = np.bincount(owner[new], minlength=len(users))
+
+    def why(n, named, c, cause):
+        return (f"{n} user(s) ({named}) sent {c} further answer(s) each of collection "
+                f"{spec_id} ({int(counts.sum())} further answers in all, with those of "
+                "earlier batches this population received); each is charged its epsilon "
+                f"again, and {cause}. Further answers come from devices that answered again, "
+                "or from replays and impersonation (a record's user is what its sender "
+                "wrote): check ReceivedReports.again, and read the reports with senders= (or "
+                "set each record's user from its authenticated sender)")
+
+    def remember(these):
+        mine = new & known & np.isin(owner, these)
+        population._remember_answers(spec_id, ekeys[mine], digests[mine])
+
+    _charge_further(population, received.spec, users, ukeys, counts, refusals, why, remember)
+
+
+def _charge_further(population, spec, users, ukeys, counts, refusals, why, remember):
+    """Charge user ``i`` (``users[i]``, key ``ukeys[i]``) ``counts[i]`` further answers of
+    ``spec``: those who sent ``c`` of them one collection of ``c`` times its epsilon, which
+    the ledger adds to what they spent (above the budget too: a refusal, its message
+    ``why(n_users, named, c, cause)``, is added to ``refusals``); ``remember(these)`` keeps
+    those answers once charged, so that a retry after a refusal charges them no more."""
     for c in np.unique(counts[counts > 0]).tolist():
         these = np.flatnonzero(counts == c)
         # a spec of its own (a random nonce): no earlier charge, here or in a copy of the
         # population, is taken for this one
-        spec = dataclasses.replace(received.spec, epsilon=c * received.spec.epsilon)
-        spec = spec.with_nonce(f"{received.spec.nonce} ({c} further answers, "
-                               f"{secrets.token_hex(8)})")
+        again = dataclasses.replace(spec, epsilon=c * spec.epsilon)
+        again = again.with_nonce(f"{spec.nonce} ({c} further answers, "
+                                 f"{secrets.token_hex(8)})")
         refused = []
-        _receive(population, spec, ukeys[these], refused, charge_only=True)
+        _receive(population, again, ukeys[these], refused, charge_only=True)
         if refused:
             # name who sent them: a flood of forged records charges its victim, not its sender
             named = ", ".join(f"{users[i]!r:.40}" for i in these[:5]) + \
                 (", ..." if len(these) > 5 else "")
-            refusals.append(BudgetExceededError(
-                f"{len(these)} user(s) ({named}) sent {c} further answer(s) each of collection "
-                f"{spec_id} ({int(counts.sum())} further answers in all, with those "
-                "of earlier batches this population received); each is charged its epsilon "
-                f"again, and {_refusal(refused[0])}. Further answers come from devices that "
-                "answered again, or from replays and impersonation (a record's user is what "
-                "its sender wrote): check ReceivedReports.again, and read the reports with "
-                "senders= (or set each record's user from its authenticated sender)"))
-        mine = new & known & np.isin(owner, these)
-        population._remember_answers(spec_id, ekeys[mine], digests[mine])
+            error = BudgetExceededError(why(len(these), named, c, _refusal(refused[0])))
+            error.__cause__, error.keys = refused[0].__cause__, refused[0].keys
+            refusals.append(error)
+        remember(these)
+
+
+def _hold(population, received):
+    """Give ``population`` the answers of ``received`` from users not in its ``users=``."""
+    users = getattr(received, "_held_users", None)
+    if users:
+        population._hold_answers(received.spec, ids_to_keys(_as_id_array(list(users))),
+                                 received._held_digests)
+
+
+def _charge_held(population, keys, ids, refusals):
+    """Charge the answers that users sent while not in the directory (refused as unknown
+    users, kept by the population) once each such user is one of the population's: a user
+    of this graph (``keys``, ids ``ids``), or one charged before (a user since removed from
+    the directory). Their first answer to a collection is charged as the answer a read with
+    them in ``users=`` would have kept; the others, and any to a collection they had
+    answered, as further answers; resends are free."""
+    for spec, pairs in population._held_answers():
+        hkeys, hd = pairs["key"], pairs["digest"]
+        if not len(hkeys):
+            continue
+        joined = np.isin(hkeys, keys) | (population.ledger.spent(hkeys) > 0)
+        new = joined & population._unseen_answers(spec.id, hkeys, hd)
+        if not new.any():
+            continue
+        ukeys, owner = np.unique(hkeys[new], return_inverse=True)
+        counts = np.bincount(owner, minlength=len(ukeys))
+        # the first answer of a user that had not answered this collection
+        first = _receive(population, spec, ukeys, refusals, charge_only=True)
+        counts = counts - np.isin(ukeys, first)
+        name = {int(k): u for k, u in zip(keys.tolist(), ids.tolist(), strict=True)}
+        users = [name.get(int(k), f"key {int(k):#018x}") for k in ukeys.tolist()]
+
+        def why(n, named, c, cause, spec=spec):
+            return (f"{n} user(s) ({named}) sent {c} further answer(s) each of collection "
+                    f"{spec.id} while not in the directory (read_reports' users=), which are "
+                    f"charged now that they are users of this population, and {cause}")
+
+        _charge_further(population, spec, users, ukeys, counts, refusals, why,
+                        lambda these: None)
+        population._remember_answers(spec.id, hkeys[new], hd[new])
 
 
 def _answer_entries(received):

@@ -104,6 +104,9 @@ class Population:
         self._answers = {}     # collection id -> _Answers: who answered, about what
         self._received = {}    # collection id -> {key: report} the server kept (labels)
         self._answer_digests = {}   # collection id -> _Digests of the answers received
+        # collection id -> (spec, _Digests): answers received from users that were not in
+        # the directory then; charged once the user is one of this population's (_held)
+        self._held = {}
         self._collected = {}   # collection id -> spec of reports received from real devices
         self._recordings = {}  # id -> _Recorder: this process's recordings (audits)
         self._foreign = {}     # id -> protects: other processes' recordings (the journal's)
@@ -332,6 +335,31 @@ class Population:
             self._sync_locked()
             self._add_digests(spec_id, node_keys, digests)
             self._write({"digests": spec_id, "keys": _b64(node_keys), "d": _b64(digests)})
+
+    def _hold_answers(self, spec, node_keys, digests):
+        """Keep answers of users that were not in the directory when they arrived (refused
+        as unknown users): they were sent, and are charged if the user joins
+        (:meth:`_held_answers`)."""
+        node_keys = np.asarray(node_keys, np.uint64)
+        digests = np.asarray(digests, np.uint64)
+        if not len(node_keys):
+            return
+        with self._exclusive():
+            self._sync_locked()
+            self._add_held(spec, node_keys, digests)
+            self._write({"held": spec.to_dict(), "keys": _b64(node_keys), "d": _b64(digests)})
+
+    def _add_held(self, spec, node_keys, digests):
+        if spec.id not in self._held:
+            self._held[spec.id] = (spec, _Digests())
+        self._held[spec.id][1].add(node_keys, digests)
+
+    def _held_answers(self):
+        """``[(spec, pairs)]``: the answers kept by :meth:`_hold_answers`, ``(key, digest)``
+        pairs per collection (those charged since are among the remembered answers)."""
+        self._sync()
+        with self._lock:
+            return [(spec, d.merged()) for spec, d in self._held.values()]
 
     def _add_digests(self, spec_id, node_keys, digests):
         seen = self._answer_digests.get(spec_id)
@@ -677,6 +705,10 @@ class Population:
         if "digests" in rec:   # answers a copy received (resends are free in every copy)
             self._add_digests(rec["digests"], _unb64(rec["keys"]), _unb64(rec["d"]))
             return
+        if "held" in rec:   # answers of users not in the directory then (_hold_answers)
+            self._add_held(CollectionSpec.from_dict(rec["held"], check_kind=False),
+                           _unb64(rec["keys"]), _unb64(rec["d"]))
+            return
         if "true_read" in rec:   # a copy's read of a true part (see note_true_read)
             keys = _unb64(rec["keys"]) if "keys" in rec else self._journal_keys[rec["keys_of"]]
             if "digest" in rec:
@@ -722,6 +754,10 @@ class Population:
                 pairs = d.merged()
                 fh.write((json.dumps({"digests": cid, "keys": _b64(pairs["key"].copy()),
                                       "d": _b64(pairs["digest"].copy())}) + "\n").encode())
+            for spec, d in self._held.values():
+                pairs = d.merged()
+                fh.write((json.dumps({"held": spec.to_dict(), "keys": _b64(pairs["key"].copy()),
+                                      "d": _b64(pairs["digest"].copy())}) + "\n").encode())
             fh.write((json.dumps({"budget": self._budget_cap}) + "\n").encode())
             self._journal_keys = {}   # a new journal: each set of users written once again
             for (kind, part, token), keys in self._true_reads.items():
@@ -749,7 +785,9 @@ class Population:
                     "ledger": self.ledger, "_journal": self._journal,
                     "_collected": dict(self._collected), "_received": dict(self._received),
                     "_answer_digests": {cid: d.merged() for cid, d in
-                                        self._answer_digests.items()}}
+                                        self._answer_digests.items()},
+                    "_held": {cid: (spec, d.merged()) for cid, (spec, d) in
+                              self._held.items()}}
 
     def __setstate__(self, state):
         state = dict(state)
@@ -757,6 +795,8 @@ class Population:
             state["_budget_cap"] = state.pop("budget")
         state["_answer_digests"] = {cid: _Digests.from_state(d) for cid, d in
                                     state.get("_answer_digests", {}).items()}
+        state["_held"] = {cid: (spec, _Digests.from_state(d)) for cid, (spec, d) in
+                          state.get("_held", {}).items()}
         self.__dict__.update(state)
         self._lock = threading.RLock()
         self._answers, self._fh, self._offset = {}, None, 0

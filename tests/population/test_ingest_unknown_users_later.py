@@ -1,0 +1,134 @@
+"""Answers of users not in the directory when they arrived (charged once the user is one of
+the population's, as a full re-read would), reports holding numpy values, and the totals a
+budget refusal of received_graph states."""
+
+import pickle
+
+import numpy as np
+import pytest
+
+from skldp.device import Device
+from skldp.device._random import ids_to_keys
+from skldp.mechanisms import HDSMechanism, LabelRandomizedResponse
+from skldp.population import (
+    BudgetExceededError,
+    collection_spec,
+    read_reports,
+    received_graph,
+)
+
+IDS = ["a", "b", "c"]
+LATE = IDS + ["late"]
+
+
+@pytest.fixture(scope="module")
+def sy():
+    return collection_spec(LabelRandomizedResponse(1.0, classes=[0, 1]))
+
+
+def _spent(population, user):
+    return float(population.ledger.spent(ids_to_keys(np.asarray([user], dtype=object)))[0])
+
+
+def _base(spec):
+    return [Device(u).answer(spec, 1) for u in IDS]
+
+
+def test_a_user_unknown_then_enrolled_is_charged_as_a_full_reread_charges(sy):
+    for resend in (False, True):
+        first = Device("late").answer(sy, 1)
+        second = first if resend else Device("late").answer(sy, 1)   # same record, or new
+        G1, _ = received_graph(labels=read_reports(_base(sy) + [first], sy, users=IDS),
+                               node_ids=IDS)
+        assert _spent(G1.population, "late") == 0.0   # unknown: nobody's yet
+        G2, _ = received_graph(labels=read_reports([second], sy, users=LATE), node_ids=LATE,
+                               population=G1)
+        full, _ = received_graph(labels=read_reports(_base(sy) + [first, second], sy,
+                                                     users=LATE), node_ids=LATE)
+        assert _spent(full.population, "late") == (1.0 if resend else 2.0)
+        assert _spent(G2.population, "late") == _spent(full.population, "late")
+
+
+def test_a_held_answer_is_charged_when_its_user_joins_without_answering_again(sy):
+    G1, _ = received_graph(labels=read_reports(_base(sy) + [Device("late").answer(sy, 0)],
+                                               sy, users=IDS), node_ids=IDS)
+    sy2 = collection_spec(LabelRandomizedResponse(2.0, classes=[0, 1]))
+    recs = [Device(u).answer(sy2, 0) for u in LATE]
+    G2, _ = received_graph(labels=read_reports(recs, sy2, users=LATE), node_ids=LATE,
+                           population=G1)
+    assert _spent(G2.population, "late") == 3.0   # sy's answer held from batch 1, and sy2's
+    # charged once: a later call charges it no more
+    G3, _ = received_graph(labels=read_reports(recs, sy2, users=LATE), node_ids=LATE,
+                           population=G2)
+    assert _spent(G3.population, "late") == 3.0
+
+
+def test_a_user_removed_from_the_directory_is_charged_for_what_it_sends(sy):
+    recs = _base(sy)
+    G1, _ = received_graph(labels=read_reports(recs, sy, users=IDS), node_ids=IDS)
+    # "c" left the directory; it resends its answer (free) and answers again (charged)
+    batch = [recs[2], Device("c").answer(sy, 0)]
+    got = read_reports(batch, sy, users=IDS[:2])
+    assert got.refused == {"unknown user": 2}
+    G2, _ = received_graph(labels=read_reports(recs[:2], sy, users=IDS[:2]),
+                           node_ids=IDS[:2], population=G1)
+    assert _spent(G2.population, "c") == 1.0
+    received_graph(labels=got, node_ids=IDS[:2], population=G2)
+    assert _spent(G2.population, "c") == 2.0
+    # ids never enrolled are charged nothing (anyone can send records under any id)
+    flood = [Device("mallory").answer(sy, 1) for _ in range(3)]
+    received_graph(labels=read_reports(flood, sy, users=IDS[:2]), node_ids=IDS[:2],
+                   population=G2)
+    assert _spent(G2.population, "mallory") == 0.0
+
+
+def test_held_answers_survive_a_pickle_of_the_population(sy):
+    G1, _ = received_graph(labels=read_reports(_base(sy) + [Device("late").answer(sy, 1)],
+                                               sy, users=IDS), node_ids=IDS)
+    P = pickle.loads(pickle.dumps(G1.population))
+    assert sy.id in P._held
+    G2, _ = received_graph(labels=read_reports([Device("late").answer(sy, 1)], sy,
+                                               users=LATE), node_ids=LATE, population=P)
+    assert _spent(G2.population, "late") == 2.0
+
+
+# ------------------------------------------------------------ numpy values
+def test_reports_holding_numpy_values_read_as_their_plain_records():
+    spec = collection_spec(HDSMechanism(2.0, k=2, feature_range=(0, 1)), n_features=6)
+    X = np.eye(6)[:3]
+    recs = [Device(u).answer(spec, X[i]) for i, u in enumerate(IDS)]
+    np_recs = [{**r, "user": np.str_(r["user"]), "answer": np.str_(r["answer"]),
+                "report": {k: np.asarray(v) for k, v in r["report"].items()}} for r in recs]
+    got = read_reports(np_recs, spec, users=IDS)
+    plain = read_reports(recs, spec, users=IDS)
+    assert len(got) == 3 and not got.refused and not got.again
+    for name in plain.reports:
+        np.testing.assert_array_equal(got.reports[name], plain.reports[name])
+    # the same answers: a batch of the plain records after the numpy ones is all resends
+    G, _ = received_graph(features=got, node_ids=IDS)
+    G, _ = received_graph(features=plain, node_ids=IDS, population=G)
+    assert G.ledger.spent(G.node_keys).tolist() == [2.0] * 3
+
+
+def test_numpy_values_are_validated_as_their_plain_values(sy):
+    rec = Device("a").answer(sy, 1)
+    bad = [dict(rec, report={"y": np.bool_(True)}), dict(rec, report={"y": np.int64(7)})]
+    got = read_reports(bad, sy, users=IDS)
+    assert got.refused == {"malformed": 1, "out of domain": 1}
+
+
+# ------------------------------------------------------------ budget refusals
+def test_a_budget_refusal_states_what_the_whole_call_charged():
+    sx = collection_spec(HDSMechanism(2.0, k=2, feature_range=(0, 1)), n_features=4)
+    sy = collection_spec(LabelRandomizedResponse(1.0, classes=[0, 1]))
+    X = np.eye(4)[:3]
+    rx = [Device(u).answer(sx, X[i]) for i, u in enumerate(IDS)] + [Device("a").answer(sx, X[0])]
+    ry = [Device(u).answer(sy, 1) for u in IDS]
+    with pytest.raises(BudgetExceededError) as refused:
+        received_graph(features=read_reports(rx, sx, users=IDS),
+                       labels=read_reports(ry, sy, users=IDS), node_ids=IDS, budget=3.5)
+    total = _spent(refused.value.population, "a")
+    assert total == 5.0   # the labels were charged too: they were received
+    message = str(refused.value)
+    assert f"up to epsilon={total:.4g} in all" in message
+    assert sx.describe() in message and sy.describe() in message
