@@ -23,6 +23,7 @@ from ._graph_data import GraphData, edges_collected, reads_users_data
 from .exceptions import InvalidParameterError
 from .population._digest import feature_digests
 from .population._population import BudgetExceededError, array_population
+from .population._reports import collection_of
 from .population._spec import (
     CollectionSpec,
     device_step_spec,
@@ -261,19 +262,25 @@ def sent_these_labels(population, spec, node_keys, labels):
 
 
 def labels_sent(G, y):
-    """Whether ``y`` are the labels the users of the view ``G`` sent in a label collection
-    (reports the server kept): a step given them reads nothing more than they sent."""
+    """Whether ``y`` are the labels the users of the view ``G`` sent in a label collection:
+    ``y`` is marked with that collection (:class:`~skldp.population.LabelReports`, what
+    ``randomize`` and ``received_graph`` return), these users answered it, and its values
+    are their reports. Decided on provenance, not on values alone: clean labels that equal
+    the reports by chance are clean labels (else a charge would tell which labels flipped)."""
+    cid = collection_of(y)
+    if cid is None:
+        return False
     population, keys = G.population, G.node_keys[G.rows]
     return any(sent_these_labels(population, e.spec, keys, y)
                for e in population.ledger.entries()
-               if e.spec.model == "local" and "labels" in e.spec.protects)
+               if e.spec.id == cid and e.spec.model == "local" and "labels" in e.spec.protects)
 
 
 def note_label_read(step, X, y):
     """A server ``step`` fits on the labels ``y`` of the rows of ``X``.
 
     Labels the users sent (a label mechanism's reports: the step's own
-    ``label_mechanism_``, or ``y`` are the reports a collection kept,
+    ``label_mechanism_``, or ``y`` marked as the reports of a collection,
     :func:`labels_sent`) read nothing more. Clean labels are taken as given,
     unless a label mechanism collects those users' labels, before or after: then
     the read is charged as a read of their labels in the clear (epsilon inf, refused

@@ -12,6 +12,7 @@ from ..device._kinds import label_encode, label_flip_q
 from ..exceptions import PrivacyLeakWarning
 from ..population import default_population
 from ..population._digest import label_digests
+from ..population._reports import LabelReports
 from ..population._spec import public_params, step_kind
 from ..utils.validation import EPS_CONSTRAINT, RANDOM_STATE_CONSTRAINT, check_eps
 from ._grid import check_eps_per_coordinate
@@ -381,15 +382,20 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
 
         Returns
         -------
-        y_noisy : ndarray of shape (n,)
-            Reported labels, values in ``classes_``.
+        y_noisy : LabelReports of shape (n,)
+            Reported labels, values in ``classes_``: a read-only array marked with
+            this collection (:class:`~skldp.population.LabelReports`), which a
+            classifier fits on without reading a clean label. ``y_noisy[rows]``
+            keeps the mark; an edited or computed copy (``y_noisy + 0``,
+            ``np.array(list(y_noisy))``) counts as clean labels.
         """
         if isinstance(keys, GraphData):
             from ..model_selection._node_splits import _check_label_index
             _check_label_index(y, keys)
         y_enc = self.encode(y)
         sent = self.randomize_encoded(y_enc, keys)
-        return self.classes_[sent]   # (received labels may have set the domain: read after)
+        # (received labels may have set the domain and the collection: read after)
+        return LabelReports(self.classes_[sent], self.collection_.id)
 
     def _users(self, keys, n):
         """(population, node keys) of the users ``keys``; binds the ledger at first use."""

@@ -10,6 +10,8 @@ from sklearn.utils import check_random_state
 from sklearn.utils.extmath import _approximate_mode
 from sklearn.utils.validation import column_or_1d
 
+from ..population._reports import LabelReports, collection_of
+
 __all__ = ["random_node_split", "per_class_node_split", "planetoid_split", "LabelledKFold"]
 
 _UNLABELLED_MARKERS = ("-1 (any negative number or NaN) for numeric labels, None, NaN or "
@@ -50,7 +52,9 @@ def _label_column(y, *, warn=False, X=None):
         _check_label_index(y, X)
     if isinstance(y, (list, tuple)) and _strings_with_nan(y):
         y = np.array(y, dtype=object)
-    return column_or_1d(y, warn=warn)
+    cid = collection_of(y)   # reports the users sent stay marked (a fit reads them free)
+    y1 = column_or_1d(y, warn=warn)
+    return y1 if cid is None else LabelReports(y1, cid)
 
 
 def _check_label_index(y, X):

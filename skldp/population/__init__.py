@@ -17,10 +17,11 @@ from ._digest import feature_digests, label_digests, list_digests, report_keys
 from ._ingest import ReceivedReports, read_reports, received_graph, write_reports
 from ._ledger import Ledger, LedgerEntry
 from ._population import BudgetExceededError, Population, array_population, default_population
+from ._reports import LabelReports
 from ._spec import SPEC_VERSION, CollectionSpec, SpecError
 
 __all__ = ["BudgetExceededError", "CollectionSpec", "Ledger", "LedgerEntry", "Population",
-           "ReceivedReports", "SPEC_VERSION", "SpecError", "array_population",
+           "LabelReports", "ReceivedReports", "SPEC_VERSION", "SpecError", "array_population",
            "collection_spec", "default_population", "feature_digests", "label_digests",
            "list_digests", "mechanism_from_spec", "read_reports", "received_graph",
            "report_keys", "write_reports"]

@@ -24,6 +24,7 @@ from ..device._random import _as_id_array, _exact_limit, _id_sequence, ids_to_ke
 from ..device._spec import read_spec
 from ..utils._atomic import replace_file
 from ._population import _TOL, BudgetExceededError, Population
+from ._reports import LabelReports
 
 __all__ = ["ReceivedReports", "read_reports", "write_reports", "received_graph"]
 
@@ -785,9 +786,11 @@ def received_graph(*, features=None, labels=None, edges=None, node_ids=None, bud
     -------
     G : GraphData
         Features (or an empty matrix), adjacency (or ``None``), node ids.
-    y : ndarray or None
+    y : LabelReports or None
         Each user's received label, ``-1`` (``None`` for non-numeric classes)
-        for users who sent none; ``None`` without ``labels``.
+        for users who sent none; ``None`` without ``labels``. Marked with the
+        label collection (:class:`LabelReports`): a fit on ``y[sent]`` reads
+        what they sent, not clean labels.
     """
     from .._graph_data import GraphData
     from ._deploy import mechanism_from_spec
@@ -846,7 +849,7 @@ def received_graph(*, features=None, labels=None, edges=None, node_ids=None, bud
     G = GraphData(X, A, node_ids=ids, population=population)
     G._store.feature_origin = feature_origin
     G._store.adjacency_origin = adjacency_origin
-    return G, y
+    return G, (None if y is None else LabelReports(y, labels.spec.id))
 
 
 def _receive(population, spec, keys, refusals, reports=None, charge_only=False):
