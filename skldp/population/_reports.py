@@ -21,6 +21,18 @@ class LabelReports(np.ndarray):
         The reports, in the collection's label domain.
     collection : str
         The id of the collection (``CollectionSpec.id``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skldp import GraphData
+    >>> from skldp.mechanisms import LabelRandomizedResponse
+    >>> rr = LabelRandomizedResponse(1.0, classes=[0, 1], random_state=0).fit()
+    >>> y = rr.randomize(np.array([0, 1, 1, 0]), GraphData(np.zeros((4, 1))))
+    >>> y[[0, 2]].collection == y.collection == rr.collection_.id   # indexing keeps it
+    True
+    >>> type(y + 0).__name__   # computed: plain labels, read as clean labels
+    'ndarray'
     """
 
     def __new__(cls, labels, collection):
