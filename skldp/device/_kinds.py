@@ -811,6 +811,9 @@ def _check_classes(classes):
             raise SpecError("LabelRandomizedResponse: classes must not contain -1 or another "
                             "negative number: -1 is the 'no report' marker of the received "
                             "labels, and a negative label marks an unlabelled node.")
+    if len({type(c) is str for c in classes}) > 1:   # (the server's NumPy makes them text)
+        raise SpecError("LabelRandomizedResponse: classes mixes strings and other values: a "
+                        "label domain must be all strings or all numbers.")
     if len({(type(c) is str, c) for c in classes}) != len(classes):
         raise SpecError("LabelRandomizedResponse: classes contains duplicates.")
 

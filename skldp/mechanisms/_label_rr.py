@@ -20,6 +20,22 @@ from ._grid import check_eps_per_coordinate
 __all__ = ["LabelRandomizedResponse"]
 
 
+def _check_one_type(values, name):
+    """Refuse a label domain that mixes text and other values (``[0, "a"]``): NumPy makes
+    them all text (``["0", "a"]``), the domain the spec publishes, so a device holding
+    the number 0 would find its label outside it and send a random class."""
+    if isinstance(values, np.ndarray) and values.dtype != object:
+        return
+    flat = np.asarray(values, dtype=object).ravel()
+    text = [isinstance(v, str) for v in flat]
+    if any(text) and not all(text):
+        first = flat[text.index(False)] if text[0] else flat[text.index(True)]
+        raise ValueError(f"{name} mixes text and other values ({flat[0]!r} and {first!r}): "
+                         "a label domain must be all strings or all numbers, since the spec "
+                         "publishes one type and a device's label must match it exactly. "
+                         "Give the labels of one type (e.g. all as strings).")
+
+
 class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
     r"""k-ary randomized response on node labels, deterministic per node id.
 
@@ -136,6 +152,7 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
         self.__dict__.pop("_classes_read", None)
         self.__dict__.pop("collected_", None)   # (a refit opens a new collection)
         if self.classes is not None:
+            _check_one_type(self.classes, "classes")
             classes = np.unique(np.asarray(self.classes))
             if len(classes) != len(np.asarray(self.classes).ravel()):
                 raise ValueError("classes contains duplicates.")
@@ -143,7 +160,8 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
             if y is None:
                 raise ValueError("LabelRandomizedResponse needs the public label domain: pass "
                                  "classes=[...] (or labels y to derive it, which leaks).")
-            y = self._check_y(y)
+            y, raw = self._check_y(y), y
+            _check_one_type(raw, "y")   # (after _check_y: its unlabelled markers first)
             if not isinstance(X, GraphData) or len(X) != len(y):
                 raise ValueError(
                     "LabelRandomizedResponse(classes=None) reads the label domain from the "
