@@ -73,7 +73,7 @@ def feature_cases():
     add("HDSMechanism", HDSMechanism(4.0, k=20, feature_range=(-1, 2)), 50)
     hashing = FeatureHashing(8, clip=1.0, random_state=3).fit(np.zeros((1, 30)))
     add("HDSMechanism", HDSMechanism(2.0, k=2, feature_range=(-1, 1)), 8,
-        steps=[device_step_spec(hashing)], binary=True, raw_d=30)
+        steps=[device_step_spec(hashing, 30)], binary=True, raw_d=30)
     add("OneBitMechanism", OneBitMechanism(0.5, feature_range=(0, 1)), 12)
     add("OneBitMechanism", OneBitMechanism(8.0, feature_range=(0, 1), split_eps=True), 20)
     add("MultiBitMechanism", MultiBitMechanism(1.0, m=1, feature_range=(0, 1)), 10)

@@ -402,7 +402,9 @@ class PrivateStepMixin:
                               model=self.privacy_model, params=public_params(self),
                               public_state=public_value(public_state or {}),
                               device_steps=tuple(device_steps))
-        self.seed_ = collection_seed(self.random_state, spec.body())
+        # keyed by the request, not the spec format's version: the seeds (and the recorded
+        # runs) of version 3 stay; a request that changed (a step's width) is another seed
+        self.seed_ = collection_seed(self.random_state, {**spec.body(), "version": 3})
         self.collection_ = spec
         self.epsilon_ = float(epsilon)
         self.protects_ = tuple(self.protects)
@@ -789,7 +791,7 @@ class GraphTransformerMixin(TransformerMixin, auto_wrap_output_keys=None):
             elif part == "adjacency" and "edges" in getattr(self, "protects", ()):
                 after = ("derived", f"are the reports of {name}", False, True)
             elif self._device_side and before[0] == "raw" and part == "features":
-                after = ("raw", before[1] + (device_step_spec(self),))
+                after = ("raw", before[1] + (device_step_spec(self, G.shape[1]),))
             elif read if part == "features" else reads_users_data(before):
                 after = ("derived", f"were computed on the server by {name} from the users' "
                                     "raw data", True)

@@ -984,14 +984,17 @@ def _check_steps(spec, d):
     the next step reads (``n_components = d`` before the mechanism), and a
     FeatureGrouper of ``g`` columns per group reads ``(m - 1) g + 1 .. m g`` columns to
     write ``m``. A spec is refused here, before any allocation, rather than when a
-    device has hashed its row to a width the spec chose."""
+    device has hashed its row to a width the spec chose. From version 4, each step
+    states the width it reads (``n_features_in``): each the width the step before it
+    writes, the first the raw row's (a device refuses a row of another width)."""
+    fields = {"kind", "params"} | ({"n_features_in"} if spec.version >= 4 else set())
     lo, hi = d, d   # the widths the next step (first, the mechanism) reads
     for step in reversed(spec.device_steps):
         kind = step["kind"].rsplit(".", 1)[-1]
         params = step.get("params")
-        if set(step) - {"kind", "params"} or not isinstance(params, dict):
-            raise SpecError(f"{_short(spec)}: an on-device step is {{\"kind\": ..., "
-                            f"\"params\": {{...}}}}, got the fields {sorted(step)}.")
+        if set(step) != fields or not isinstance(params, dict):
+            raise SpecError(f"{_short(spec)}: an on-device step has the fields "
+                            f"{sorted(fields)}, got {sorted(step)}.")
         if kind == "FeatureHashing":
             if set(params) != {"n_components", "clip", "random_state"}:
                 raise SpecError(f"{_short(spec)}: the FeatureHashing step has the parameters "
@@ -1020,6 +1023,25 @@ def _check_steps(spec, d):
                                 f"group_size, got {sorted(params)}.")
             g = _step_int(spec, params["group_size"], "FeatureGrouper group_size")
             lo, hi = (lo - 1) * g + 1, hi * g
+    if spec.version >= 4:
+        _check_step_widths(spec, d)
+
+
+def _check_step_widths(spec, d):
+    """Each step's ``n_features_in`` is the width the step before it writes; the last
+    step writes the mechanism's ``d`` (the parameters were checked by _check_steps)."""
+    width = None
+    for step in spec.device_steps:
+        kind, params = step["kind"].rsplit(".", 1)[-1], step["params"]
+        w = _step_int(spec, step["n_features_in"], f"{kind} step's n_features_in")
+        if width is not None and w != width:
+            raise SpecError(f"{_short(spec)}: the {kind} step reads n_features_in={w} "
+                            f"columns, but the step before it writes {width}.")
+        width = params["n_components"] if kind == "FeatureHashing" else \
+            -(-w // params["group_size"])
+    if width != d:
+        raise SpecError(f"{_short(spec)}: the on-device steps write {width} columns, but the "
+                        f"mechanism reads n_features={d}.")
 
 
 def _step_int(spec, value, name, lo=1):

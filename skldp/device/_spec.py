@@ -18,8 +18,14 @@ from ._errors import SpecError
 
 __all__ = ["CollectionSpec", "SPEC_VERSION", "SpecError", "read_spec"]
 
-#: Version of the spec format (bumped when a field changes meaning).
-SPEC_VERSION = 3
+#: Version of the spec format (bumped when a field changes meaning). Version 4: each
+#: on-device step states the width of the row it reads (``n_features_in``).
+SPEC_VERSION = 4
+
+#: The versions still read: a version 3 spec (the journal of an older ledger, reports to
+#: decode) reads as it was written; a device answers it unless it has on-device steps,
+#: which do not fix the width of the raw row.
+READABLE_VERSIONS = (3, 4)
 
 _REQUIRED = ("id", "kind", "protects", "epsilon", "version", "nonce")
 _FIELDS = set(_REQUIRED) | {"delta", "model", "params", "public_state", "device_steps"}
@@ -80,9 +86,10 @@ class CollectionSpec:
         sizes: everything a device needs besides ``params``.
     device_steps : tuple of dict
         The public, stateless steps each device applies to its raw data before
-        the mechanism (kind and parameters), in order.
+        the mechanism (kind, parameters and ``n_features_in``, the width of the row
+        the step reads), in order.
     version : int
-        :data:`SPEC_VERSION`.
+        :data:`SPEC_VERSION` (version 3, the one before, is still read).
     nonce : str
         Public and random-looking (16 hex digits): it tells apart two
         collections of the same request (e.g. two fits with ``random_state=None``).
@@ -151,10 +158,10 @@ class CollectionSpec:
         if not isinstance(data, dict):
             raise SpecError(f"a collection spec is a JSON object, got {type(data).__name__}.")
         version = data.get("version")
-        if version != SPEC_VERSION:
+        if isinstance(version, bool) or version not in READABLE_VERSIONS:
             raise SpecError(f"collection spec version {version!r} is not supported (this "
-                            f"reader reads version {SPEC_VERSION}); ask the server for a spec "
-                            "in this version, or update the encoder.")
+                            f"reader reads versions {READABLE_VERSIONS}); ask the server for a "
+                            f"spec in version {SPEC_VERSION}, or update the encoder.")
         missing = [k for k in _REQUIRED if k not in data]
         if missing:
             raise SpecError(f"collection spec lacks {missing}.")

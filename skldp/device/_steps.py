@@ -54,12 +54,27 @@ STEP_KINDS = {"skldp.mechanisms.FeatureHashing": _hashing,
 
 
 def device_steps(spec, X):
-    """Apply the spec's on-device steps, in order, to raw rows ``X``."""
+    """Apply the spec's on-device steps, in order, to raw rows ``X``.
+
+    A row of another width than the first step's ``n_features_in`` is refused: the
+    FeatureHashing map is drawn for a width, and one drawn for another width hashes with
+    other signs (a wrong answer no one could see)."""
     for step in spec.device_steps:
         kind = step.get("kind") if isinstance(step, dict) else None
         fn = STEP_KINDS.get(kind)
         if fn is None:
             raise SpecError(f"unknown on-device step {kind!r}; devices run "
                             f"{sorted(STEP_KINDS)}.")
-        X = fn(step.get("params", {}), np.asarray(X, dtype=np.float64))
+        X = np.asarray(X, dtype=np.float64)
+        name = kind.rsplit(".", 1)[-1]
+        if "n_features_in" not in step:
+            raise SpecError(f"this spec (version {spec.version}) has an on-device {name} "
+                            "step that does not state the width of the row it reads: ask the "
+                            "server for the spec in the current version.")
+        if X.ndim != 2 or X.shape[1] != step["n_features_in"]:
+            raise ValueError(f"the on-device {name} step expects rows of "
+                             f"{step['n_features_in']} features (the spec's n_features_in), "
+                             f"got shape {X.shape}: the row must have the columns the "
+                             "collection names, in its order.")
+        X = fn(step.get("params", {}), X)
     return X

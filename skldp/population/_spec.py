@@ -80,6 +80,11 @@ def _as_text_hint(name, value):
     return f" (a type): give it by its name, {name}={text!r}"
 
 
-def device_step_spec(step):
-    """How a public, stateless step that runs on the device is written in a spec."""
-    return {"kind": step_kind(step), "params": public_params(step, exclude=())}
+def device_step_spec(step, n_features_in=None):
+    """How a public, stateless step that runs on the device is written in a spec: with
+    ``n_features_in``, the width of the row it reads (a device refuses another width: a
+    FeatureHashing map drawn for another width hashes with other signs)."""
+    out = {"kind": step_kind(step), "params": public_params(step, exclude=())}
+    if n_features_in is not None:
+        out["n_features_in"] = int(n_features_in)
+    return out

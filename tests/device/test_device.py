@@ -39,7 +39,7 @@ def _edit(spec, **changes):
 def test_spec_is_public_json_and_round_trips(hds_spec):
     text = hds_spec.to_json()
     data = json.loads(text)
-    assert data["version"] == 3 and data["kind"] == "skldp.mechanisms.HDSMechanism"
+    assert data["version"] == 4 and data["kind"] == "skldp.mechanisms.HDSMechanism"
     assert data["public_state"]["k"] == 2 and len(data["public_state"]["feature_min"]) == 6
     assert "random_state" not in data["params"] and "seed" not in text
     assert read_spec(text) == hds_spec

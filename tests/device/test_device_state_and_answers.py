@@ -277,13 +277,14 @@ def _with_steps(spec, steps):
     return _reid(d)
 
 
-def _hashing(n, clip=1.0, random_state=0, **extra):
-    return {"kind": "skldp.mechanisms.FeatureHashing",
+def _hashing(n, clip=1.0, random_state=0, w=10, **extra):
+    return {"kind": "skldp.mechanisms.FeatureHashing", "n_features_in": w,
             "params": {"n_components": n, "clip": clip, "random_state": random_state, **extra}}
 
 
-def _grouper(g):
-    return {"kind": "skldp.mechanisms.FeatureGrouper", "params": {"group_size": g}}
+def _grouper(g, w=10):
+    return {"kind": "skldp.mechanisms.FeatureGrouper", "params": {"group_size": g},
+            "n_features_in": w}
 
 
 def test_on_device_steps_are_checked_when_the_spec_is_read(hds_spec):
@@ -314,8 +315,8 @@ def test_on_device_steps_are_checked_when_the_spec_is_read(hds_spec):
     for steps, msg in bad:
         with pytest.raises(SpecError, match=msg):
             read_spec(_with_steps(hds_spec, steps))
-    for steps in ([_hashing(4)], [_hashing(8), _grouper(2)], [_hashing(7), _grouper(2)],
-                  [_grouper(3)], [_grouper(2), _hashing(4)]):
+    for steps in ([_hashing(4)], [_hashing(8), _grouper(2, w=8)],
+                  [_hashing(7), _grouper(2, w=7)], [_grouper(3)], [_grouper(2), _hashing(4, w=5)]):
         spec = read_spec(_with_steps(hds_spec, steps))
         Device("u").answer(spec, np.ones(10))
 
@@ -325,7 +326,7 @@ def test_a_spec_with_steps_made_by_the_server_is_read():
     hashing = FeatureHashing(8, clip=1.0, random_state=3).fit(raw)
     grouper = FeatureGrouper(group_size=2).fit(np.zeros((1, 8)))
     spec = collection_spec(HDSMechanism(2.0, k=2, feature_range=(0, 1)), n_features=4)
-    d = _with_steps(spec, [device_step_spec(hashing), device_step_spec(grouper)])
+    d = _with_steps(spec, [device_step_spec(hashing, 30), device_step_spec(grouper, 8)])
     assert read_spec(d).device_steps[0]["params"]["n_components"] == 8
     Device("u").answer(d, np.ones(30))
 

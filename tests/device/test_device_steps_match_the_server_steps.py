@@ -29,7 +29,7 @@ def _rows():
 
 def test_hashing_on_the_device_is_clipped_as_on_the_server():
     mech = collection_spec(OneBitMechanism(1.0, feature_range=(-3, 3)), n_features=4)
-    step = {"kind": "skldp.mechanisms.FeatureHashing",
+    step = {"kind": "skldp.mechanisms.FeatureHashing", "n_features_in": 12,
             "params": {"n_components": 4, "clip": 0.5, "random_state": 7}}
     X = _rows()
     got = device_steps(_with_steps(mech, [step]), X)
@@ -40,7 +40,8 @@ def test_hashing_on_the_device_is_clipped_as_on_the_server():
 
 def test_grouping_on_the_device_is_the_servers():
     mech = collection_spec(OneBitMechanism(1.0, feature_range=(0, 1)), n_features=3)
-    step = {"kind": "skldp.mechanisms.FeatureGrouper", "params": {"group_size": 5}}
+    step = {"kind": "skldp.mechanisms.FeatureGrouper", "params": {"group_size": 5},
+            "n_features_in": 12}
     X = _rows()
     X[:, 5:10] = 0            # the middle group empty
     got = device_steps(_with_steps(mech, [step]), X)
