@@ -402,9 +402,7 @@ class PrivateStepMixin:
                               model=self.privacy_model, params=public_params(self),
                               public_state=public_value(public_state or {}),
                               device_steps=tuple(device_steps))
-        # keyed by the request, not the spec format's version: the seeds (and the recorded
-        # runs) of version 3 stay; a request that changed (a step's width) is another seed
-        self.seed_ = collection_seed(self.random_state, {**spec.body(), "version": 3})
+        self.seed_ = collection_seed(self.random_state, spec.seed_identity())
         self.collection_ = spec
         self.epsilon_ = float(epsilon)
         self.protects_ = tuple(self.protects)

@@ -172,7 +172,7 @@ def test_searched_seeds_of_private_steps_are_forgotten(small_graph, search_kind)
         search = RandomizedSearchCV(pipe, grid, n_iter=2, cv=2, random_state=0)
     search.fit(G[:40], y[:40])
     mech = search.best_estimator_[0]
-    seed, body = mech.seed_, mech.collection_.body()
+    seed, body = mech.seed_, mech.collection_.seed_identity()
     assert collection_seed(search.best_params_["hds__random_state"], body) == seed
     forget_secrets(search, G)
     blob = pickle.dumps(search)

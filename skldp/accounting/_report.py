@@ -1,5 +1,6 @@
 """What the users of a fitted estimator sent: a per-user privacy report read from the ledger."""
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -41,6 +42,15 @@ class PrivacySpend:
         The mechanism or trainer, e.g. ``"HDSMechanism"``.
     reason : str
         For a read in the clear that no ledger holds: why it is charged.
+    received : bool
+        The collection's reports came from real devices.
+    further_answers_to : str
+        For answers that users sent beyond their first to a collection received
+        from real devices: that collection's id (``""`` otherwise).
+    further_answers : int
+        How many such answers each of these users sent (``epsilon`` is their sum).
+    of_step : str
+        The step that holds the collection these further answers were sent to.
     """
 
     step: str
@@ -52,6 +62,10 @@ class PrivacySpend:
     n_users: int = 0
     kind: str = ""
     reason: str = ""
+    received: bool = False
+    further_answers_to: str = ""
+    further_answers: int = 0
+    of_step: str = ""
 
 
 @dataclass
@@ -142,7 +156,12 @@ class PrivacyReport:
         lines = []
         for s in self.spends:
             d = f", delta={s.delta:.3g}" if s.delta else ""
+            if s.further_answers:
+                lines.append(self._further_line(s))
+                continue
             where = s.step or (f"collection {s.collection}" if self.of_graph else
+                               f"received from devices: collection {s.collection}"
+                               if s.received else
                                "not kept by this estimator (another fit, or another plain "
                                "array)" if self.plain_arrays else
                                "not kept by this estimator (another fit on these users)")
@@ -185,6 +204,33 @@ class PrivacyReport:
                             "each user"))
         return ("Privacy spent per user (the ledger: what each user sent):\n"
                 + "\n".join(lines))
+
+    def _further_line(self, s):
+        """The line of the answers users sent beyond their first to a received collection."""
+        c, of = s.further_answers, s.further_answers_to
+        where = (f"{s.of_step}: further answers to its collection {of}" if s.of_step else
+                 f"{'' if self.of_graph else 'received from devices: '}collection {of}, "
+                 "further answers")
+        who = f"{_users(s.n_users)} sent {c} more answer{'s' if c > 1 else ''}" + \
+            (" each" if s.n_users > 1 else "")
+        total = f", {s.epsilon:.4g} in all" if c > 1 else ""
+        return (f"  {where}: {who} ({s.kind}, epsilon={s.epsilon / c:.4g} each{total}; "
+                f"{s.model} DP; protects {', '.join(s.protects)})")
+
+
+# the nonce of a charge of further answers before specs stated them (further_answers)
+_FURTHER_NONCE = re.compile(r"(\S+) \((\d+) further answers?, [0-9a-f]+\)")
+
+
+def _further_answers(spec, by_nonce):
+    """``(id of the collection, answers per user)`` when ``spec`` charges answers users
+    sent beyond their first to a received collection, else ``("", 0)``."""
+    if spec.further_answers is not None:
+        return spec.further_answers["collection"], int(spec.further_answers["count"])
+    old = _FURTHER_NONCE.fullmatch(spec.nonce)
+    if old and old.group(1) in by_nonce:
+        return by_nonce[old.group(1)], int(old.group(2))
+    return "", 0
 
 
 def _users(n):
@@ -413,12 +459,19 @@ def privacy_report(estimator):
         report.no_private_step, report.local_epsilon = True, float("inf")
         report.by_what["features"] = float("inf")
     for ledger in ledgers:
-        for entry in ledger.entries():
+        entries = ledger.entries()
+        # (older ledgers: the original collection by the nonce its further answers name)
+        by_nonce = {e.spec.nonce: e.spec.id for e in entries}
+        for entry in entries:
             spec = entry.spec
+            of, count = _further_answers(spec, by_nonce)
             report.spends.append(PrivacySpend(
                 step=held.get(spec.id, ""), epsilon=float(entry.epsilon),
                 delta=float(spec.delta), protects=tuple(spec.protects), model=spec.model,
-                collection=spec.id, n_users=entry.n_users, kind=spec.kind.rsplit(".", 1)[-1]))
+                collection=spec.id, n_users=entry.n_users, kind=spec.kind.rsplit(".", 1)[-1],
+                received=bool(of) or spec.id in ledger._received_ids,
+                further_answers_to=of, further_answers=count * entry.max_answers,
+                of_step=held.get(of, "") if of else ""))
         # Several ledgers (plain arrays, bare label keys beside a GraphData) may hold the
         # same people under different keys: their totals add up (an upper bound).
         report.local_epsilon += ledger.local_epsilon

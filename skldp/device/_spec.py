@@ -28,7 +28,8 @@ SPEC_VERSION = 4
 READABLE_VERSIONS = (3, 4)
 
 _REQUIRED = ("id", "kind", "protects", "epsilon", "version", "nonce")
-_FIELDS = set(_REQUIRED) | {"delta", "model", "params", "public_state", "device_steps"}
+_FIELDS = set(_REQUIRED) | {"delta", "model", "params", "public_state", "device_steps",
+                            "further_answers"}
 
 
 
@@ -96,6 +97,11 @@ class CollectionSpec:
         The simulation derives it from the collection's seed with a key that
         only the simulated devices hold, so it does not reveal an integer
         ``random_state``.
+    further_answers : dict or None
+        Only in the ledger, for the charge of answers that users sent beyond their
+        first to a collection received from real devices:
+        ``{"collection": its id, "count": further answers per user}`` (this spec's
+        ``epsilon`` is ``count`` times that collection's). Never sent to a device.
     """
 
     id: str
@@ -109,6 +115,7 @@ class CollectionSpec:
     device_steps: tuple = ()
     version: int = SPEC_VERSION
     nonce: str = ""
+    further_answers: dict = None
 
     def body(self):
         """Everything but the id and the budget: what makes two collections the same request."""
@@ -116,10 +123,20 @@ class CollectionSpec:
                 "params": self.params, "public_state": self.public_state,
                 "device_steps": list(self.device_steps), "version": self.version}
 
+    def seed_identity(self):
+        """What a simulated collection's seed is keyed by
+        (:func:`skldp.utils.collection_seed`): the body, with the version it had when
+        seeds were first drawn from it (3), so that a new format keeps the seeds, and the
+        recorded runs, of the requests it does not change."""
+        return {**self.body(), "version": 3}
+
     def to_dict(self):
         """The spec as plain JSON data (a copy: changing it leaves the spec as it is)."""
-        return {"id": self.id, **copy.deepcopy(self.body()), "epsilon": _json_number(self.epsilon),
-                "delta": _json_number(self.delta), "nonce": self.nonce}
+        out = {"id": self.id, **copy.deepcopy(self.body()), "epsilon": _json_number(self.epsilon),
+               "delta": _json_number(self.delta), "nonce": self.nonce}
+        if self.further_answers is not None:
+            out["further_answers"] = dict(self.further_answers)
+        return out
 
     def content_id(self):
         """The id this spec's content gives: a digest of every field but the id."""
@@ -182,7 +199,8 @@ class CollectionSpec:
                    public_state=copy.deepcopy(dict(data.get("public_state", {}))),
                    device_steps=copy.deepcopy(tuple(data.get("device_steps", ()))),
                    version=version,
-                   nonce=str(data["nonce"]))
+                   nonce=str(data["nonce"]),
+                   further_answers=_further_answers(data.get("further_answers")))
         if math.isnan(spec.epsilon) or spec.epsilon < 0:   # (a NaN would pass every cap)
             raise SpecError(f"collection spec epsilon must be a number >= 0, got "
                             f"{data['epsilon']!r}.")
@@ -216,6 +234,19 @@ class CollectionSpec:
         name = self.kind.rsplit(".", 1)[-1]
         d = f", delta={self.delta:.3g}" if self.delta else ""
         return f"{name} ({', '.join(self.protects)}; epsilon={self.epsilon:.4g}{d})"
+
+
+def _further_answers(value):
+    """A spec's ``further_answers`` field, checked: ``None``, or the id of a collection and
+    a count of answers."""
+    if value is None:
+        return None
+    if not isinstance(value, dict) or set(value) != {"collection", "count"} or \
+            not isinstance(value["collection"], str) or isinstance(value["count"], bool) or \
+            not isinstance(value["count"], int) or value["count"] < 1:
+        raise SpecError(f"collection spec field 'further_answers' must be {{\"collection\": "
+                        f"an id, \"count\": an integer >= 1}}, got {value!r}.")
+    return dict(value)
 
 
 def read_spec(source):

@@ -993,8 +993,9 @@ def _charge_further(population, spec, users, ukeys, counts, refusals, why, remem
         these = np.flatnonzero(counts == c)
         # a spec of its own (a random nonce): no earlier charge, here or in a copy of the
         # population, is taken for this one
-        again = dataclasses.replace(spec, epsilon=c * spec.epsilon)
-        again = again.with_nonce(f"{spec.nonce} ({c} further answers, "
+        again = dataclasses.replace(spec, epsilon=c * spec.epsilon,
+                                    further_answers={"collection": spec.id, "count": c})
+        again = again.with_nonce(f"{spec.nonce} ({c} further answer{'s' * (c > 1)}, "
                                  f"{secrets.token_hex(8)})")
         refused = []
         _receive(population, again, ukeys[these], refused, charge_only=True)

@@ -116,6 +116,7 @@ class Ledger:
         self._journal = None       # the population's journal, once it is shared
         self._offset = 0           # bytes of it read (a ledger on its own: see _sync)
         self._budget = None        # the users' cap when saved (a ledger on its own)
+        self._received_ids = set()   # collections received from real devices
 
     # ------------------------------------------------------------------ writing
     def _add(self, spec, keys):
@@ -166,6 +167,8 @@ class Ledger:
                                                    keys)[1]]
                     if len(keys):
                         self._add(spec, keys)
+                    if rec.get("received"):
+                        self._received_ids.add(spec.id)
                 elif "central" in rec:
                     self._add_central(CollectionSpec.from_dict(rec["central"],
                                                                check_kind=False),
@@ -315,7 +318,8 @@ class Ledger:
         # The answers saved are those of the journal's first _offset bytes (the population
         # keeps the two equal): read on lazily from there (_sync), and keep them if the
         # journal is gone.
-        self.__dict__.update({"_journal": None, "_offset": 0, "_budget": None, **state})
+        self.__dict__.update({"_journal": None, "_offset": 0, "_budget": None,
+                              "_received_ids": set(), **state})
         self._lock = threading.RLock()
         _LEDGERS.add(self)
         if self._journal is not None:

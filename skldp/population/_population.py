@@ -302,6 +302,7 @@ class Population:
                 charge_reads()
             if not charge_only:
                 self._collected[spec.id] = spec
+                self.ledger._received_ids.add(spec.id)
         if reports is not None:
             # the latest batch's: the graph built from it holds these (an earlier answer
             # that a later batch replaced was charged all the same)
@@ -724,6 +725,7 @@ class Population:
         keys, tags = _unb64(rec["keys"]), _unb64(rec["tags"])
         if rec.get("received"):
             self._collected[spec.id] = spec
+            self.ledger._received_ids.add(spec.id)
         memory = self._answers.get(spec.id)
         if memory is not None:      # written by this process too: apply what is new
             fresh = ~sorted_lookup(memory.merged()[0], keys)[1]
