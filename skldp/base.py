@@ -264,16 +264,19 @@ def sent_these_labels(population, spec, node_keys, labels):
 def labels_sent(G, y):
     """Whether ``y`` are the labels the users of the view ``G`` sent in a label collection:
     ``y`` is marked with that collection (:class:`~skldp.population.LabelReports`, what
-    ``randomize`` and ``received_graph`` return), these users answered it, and its values
-    are their reports. Decided on provenance, not on values alone: clean labels that equal
-    the reports by chance are clean labels (else a charge would tell which labels flipped)."""
+    ``randomize`` and ``received_graph`` return) and these users answered it.
+
+    Decided on provenance only, never on the values: whether clean labels equal the
+    reports depends on the clean labels, so a charge decided on it would tell which
+    labels flipped (even for a marked array whose memory was written through).
+    """
     cid = collection_of(y)
     if cid is None:
         return False
     population, keys = G.population, G.node_keys[G.rows]
-    return any(sent_these_labels(population, e.spec, keys, y)
-               for e in population.ledger.entries()
-               if e.spec.id == cid and e.spec.model == "local" and "labels" in e.spec.protects)
+    return any(e.spec.id == cid and e.spec.model == "local" and "labels" in e.spec.protects
+               for e in population.ledger.entries()) and \
+        all(r is not None for r in population.received(cid, keys))
 
 
 def note_label_read(step, X, y):

@@ -136,12 +136,17 @@ def test_reports_cannot_be_edited_in_place():
             y[0] = 1 - y[0]
 
 
-def test_a_hand_marked_array_of_other_values_is_clean_labels():
-    # the value check stays: a mark does not make other labels reports
-    G = _graph()
+def test_the_charge_never_depends_on_the_values_behind_a_mark():
+    # Before, a marked array was also compared with the reports: labels written into its
+    # memory (through torch, or its base) were charged exactly when they differed from
+    # the reports, which told those labels (audit lower bound 2.96 against a printed 1).
+    G = _graph(budget=3.0)
     y_sent = _collect(G)
-    _fit(G, LabelReports(1 - y_sent, y_sent.collection))
-    assert privacy_report(G).epsilon_for("labels") == np.inf
+    for values in (y_sent, 1 - np.asarray(y_sent)):   # the user's word, as for any y
+        _fit(G, LabelReports(values, y_sent.collection))
+    assert _clear_reads(G) == [] and privacy_report(G).epsilon_for("labels") == 1.0
+    with pytest.raises(ValueError, match="read-only"):   # its memory too, not only the view
+        y_sent.base[0] = 1 - y_sent[0]
 
 
 def test_the_labels_received_from_real_devices_are_free():

@@ -478,8 +478,10 @@ class Population:
         "edges": ("the true graph", "an edge mechanism",
                   "Give it the collected graph (the edge mechanism's output)"),
         "labels": ("the clean labels", "a label mechanism",
-                   "Fit it on the labels the users sent (the label mechanism's output) or "
-                   "give it a label_mechanism"),
+                   "Fit it on the labels the users sent (the label mechanism's output, a "
+                   "LabelReports: a copy, a pandas Series or a saved array loses that mark; "
+                   "LabelReports(y, collection_id) marks reports again) or give it a "
+                   "label_mechanism"),
     }
 
     def _refuse_true_read(self, kind, part, node_keys):

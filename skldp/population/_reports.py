@@ -36,7 +36,9 @@ class LabelReports(np.ndarray):
     """
 
     def __new__(cls, labels, collection):
-        obj = np.array(labels).view(cls)   # (a copy: the caller's array stays writable)
+        base = np.array(labels)   # (a copy: the caller's array stays writable)
+        base.flags.writeable = False   # its memory too, not only the marked view of it
+        obj = base.view(cls)
         obj.collection = str(collection)
         obj.flags.writeable = False
         return obj
