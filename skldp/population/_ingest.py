@@ -1,6 +1,5 @@
 """Reports from real devices: read them, validate them against their spec, build the graph."""
 
-import dataclasses
 import hashlib
 import json
 import math
@@ -23,7 +22,7 @@ from ..device._kinds import ReportError, _value_text, directory_digest, plan
 from ..device._random import _as_id_array, _exact_limit, _id_sequence, ids_to_keys
 from ..device._spec import read_spec
 from ..utils._atomic import replace_file
-from ._population import _TOL, BudgetExceededError, Population
+from ._population import _TOL, BudgetExceededError, Population, further_answers_spec
 from ._reports import LabelReports
 
 __all__ = ["ReceivedReports", "read_reports", "write_reports", "received_graph"]
@@ -633,9 +632,25 @@ def _plain_or_same(rec):
     if not isinstance(rec, dict):
         return rec
     try:
-        return _plain(rec)
+        return rec if _is_plain(rec) else _plain(rec)   # (most are plain: not rebuilt)
     except (TypeError, RecursionError):
         return rec
+
+
+def _is_plain(value):
+    """Whether ``value`` holds only Python text, numbers, None, lists and dicts with text
+    keys (what :func:`_plain` returns unchanged); a quick check, not deep for cycles."""
+    t = type(value)
+    if t is dict:
+        if value and set(map(type, value)) != {str}:
+            return False
+        for v in value.values():
+            if type(v) not in _PLAIN and not _is_plain(v):
+                return False
+        return True
+    if t is list:
+        return set(map(type, value)) <= _PLAIN or all(map(_is_plain, value))
+    return t in _PLAIN
 
 
 def _further(digest, user, seen, kept, extra):
@@ -764,14 +779,17 @@ def received_graph(*, features=None, labels=None, edges=None, node_ids=None, bud
         it raise :class:`BudgetExceededError` and build no graph, but they are
         charged all the same, with every other collection of the call: they were
         sent (the error states what the users spent in all; its ``population``
-        is the population charged, to raise its budget and call again).
+        is the population charged, to raise its budget and call again). Answers
+        held for users who are not nodes of this graph (see ``population``) that
+        take them above it are charged with a warning, and the graph is built.
     population : Population, GraphData or None, default=None
         The users' population (``simulated=False``), or a graph of it, when
         they already sent other collections: its ledger is charged, so the cap
         and :func:`skldp.accounting.privacy_report` count what they sent in
         every call. ``None``: a new population, whose ledger knows this call's
-        reports only. Answers that earlier batches refused as from unknown
-        users are charged here to those of them that are its users now.
+        reports only. Answers of users not in ``users=`` (refused as unknown
+        users, in this call or earlier ones) are charged once their user is one of
+        its users: a node of a graph built on it, or a user charged before.
     missing_features : {"error", "zero"}, default="error"
         A user without a feature report: an error, or a row of the decoded
         "no report" value (0 for HDS, the range's centre for the others: the
@@ -844,8 +862,9 @@ def received_graph(*, features=None, labels=None, edges=None, node_ids=None, bud
                                         ("labels", labels)) if r is not None]
     for _, received in parts:
         _hold(population, received)
-    _charge_held(population, keys, ids, refusals)
-    _refuse(refusals, population, keys, parts)
+    population._join(keys)   # (GraphData would: joined before the held answers are charged)
+    held = _charge_held(population, keys, ids, parts, refusals)
+    _refuse(refusals, population, keys, [r.spec for _, r in parts] + held)
     G = GraphData(X, A, node_ids=ids, population=population)
     G._store.feature_origin = feature_origin
     G._store.adjacency_origin = adjacency_origin
@@ -871,9 +890,9 @@ def _receive(population, spec, keys, refusals, reports=None, charge_only=False):
         return new
 
 
-def _refuse(refusals, population, keys, parts=()):
+def _refuse(refusals, population, keys, specs=()):
     """Raise the first budget refusal of a ``received_graph`` call, if any, with what the
-    users it names spent once the whole call (``parts``: ``(name, ReceivedReports)``) was
+    users it names spent once the whole call (``specs``: the collections it charged) was
     charged, or if users of the graph (``keys``) spent more than the budget before (reports
     refused earlier): the error holds the ``population`` charged (``error.population``), to
     raise its budget and retry."""
@@ -898,7 +917,7 @@ def _refuse(refusals, population, keys, parts=()):
                                           for e in refusals]))
         spent = population.ledger.spent(named) + population.ledger.central_epsilon
         over = spent > cap + _TOL
-        charged = ", ".join(r.spec.describe() for _, r in parts)
+        charged = ", ".join({spec.id: spec.describe() for spec in specs}.values())
         error = BudgetExceededError(
             f"{_refusal(refusals[0])}. With every answer this call received charged "
             f"({charged}, further answers included), {int(over.sum())} user(s) have spent "
@@ -991,14 +1010,9 @@ def _charge_further(population, spec, users, ukeys, counts, refusals, why, remem
     those answers once charged, so that a retry after a refusal charges them no more."""
     for c in np.unique(counts[counts > 0]).tolist():
         these = np.flatnonzero(counts == c)
-        # a spec of its own (a random nonce): no earlier charge, here or in a copy of the
-        # population, is taken for this one
-        again = dataclasses.replace(spec, epsilon=c * spec.epsilon,
-                                    further_answers={"collection": spec.id, "count": c})
-        again = again.with_nonce(f"{spec.nonce} ({c} further answer{'s' * (c > 1)}, "
-                                 f"{secrets.token_hex(8)})")
         refused = []
-        _receive(population, again, ukeys[these], refused, charge_only=True)
+        _receive(population, further_answers_spec(spec, c), ukeys[these], refused,
+                 charge_only=True)
         if refused:
             # name who sent them: a flood of forged records charges its victim, not its sender
             named = ", ".join(f"{users[i]!r:.40}" for i in these[:5]) + \
@@ -1017,37 +1031,49 @@ def _hold(population, received):
                                  received._held_digests)
 
 
-def _charge_held(population, keys, ids, refusals):
-    """Charge the answers that users sent while not in the directory (refused as unknown
-    users, kept by the population) once each such user is one of the population's: a user
-    of this graph (``keys``, ids ``ids``), or one charged before (a user since removed from
-    the directory). Their first answer to a collection is charged as the answer a read with
-    them in ``users=`` would have kept; the others, and any to a collection they had
-    answered, as further answers; resends are free."""
-    for spec, pairs in population._held_answers():
-        hkeys, hd = pairs["key"], pairs["digest"]
-        if not len(hkeys):
+def _charge_held(population, keys, ids, parts, refusals):
+    """Charge the answers the population holds for users that were not in the directory
+    (read_reports' ``users=``) once each is one of its users (:meth:`Population._join`:
+    this graph's, ``keys`` with ids ``ids``, or an earlier graph's; or a user charged
+    before). Users of this graph taken above the budget are a refusal (added to
+    ``refusals``); others (not in this call's graph) are charged all the same, with a
+    warning, and do not stop the graph of the others. Returns the specs charged."""
+    charged = population._charge_held()
+    if not charged:
+        return []
+    cap = population.budget
+    name = {int(k): u for k, u in zip(keys.tolist(), ids.tolist(), strict=True)}
+    for _, received in parts:   # the ids this call's held records named
+        held = getattr(received, "_held_users", None) or ()
+        if held:
+            hkeys = ids_to_keys(_as_id_array(list(held))).tolist()
+            name.update({k: u for k, u in zip(hkeys, held, strict=True) if k not in name})
+    for spec, ukeys, counts in charged:
+        if cap is None:
             continue
-        joined = np.isin(hkeys, keys) | (population.ledger.spent(hkeys) > 0)
-        new = joined & population._unseen_answers(spec.id, hkeys, hd)
-        if not new.any():
-            continue
-        ukeys, owner = np.unique(hkeys[new], return_inverse=True)
-        counts = np.bincount(owner, minlength=len(ukeys))
-        # the first answer of a user that had not answered this collection
-        first = _receive(population, spec, ukeys, refusals, charge_only=True)
-        counts = counts - np.isin(ukeys, first)
-        name = {int(k): u for k, u in zip(keys.tolist(), ids.tolist(), strict=True)}
-        users = [name.get(int(k), f"key {int(k):#018x}") for k in ukeys.tolist()]
-
-        def why(n, named, c, cause, spec=spec):
-            return (f"{n} user(s) ({named}) sent {c} further answer(s) each of collection "
-                    f"{spec.id} while not in the directory (read_reports' users=), which are "
-                    f"charged now that they are users of this population, and {cause}")
-
-        _charge_further(population, spec, users, ukeys, counts, refusals, why,
-                        lambda these: None)
-        population._remember_answers(spec.id, hkeys[new], hd[new])
+        over = population.ledger.spent(ukeys) + population.ledger.central_epsilon > cap + _TOL
+        mine = np.isin(ukeys, keys)
+        for these, in_graph in ((over & mine, True), (over & ~mine, False)):
+            if not these.any():
+                continue
+            named = ", ".join(f"{name.get(int(k), f'key {int(k):#018x}')!r:.40}"
+                              for k in ukeys[these][:5].tolist()) + \
+                (", ..." if these.sum() > 5 else "")
+            why = (f"{int(these.sum())} user(s) ({named}) sent {int(counts[these].sum())} "
+                   f"answer(s) of collection {spec.id} ({spec.describe()}) while not in the "
+                   "directory (read_reports' users=), charged now that they are users of "
+                   "this population, which took them above its budget of "
+                   f"{cap:.4g} per user")
+            if in_graph:
+                error = BudgetExceededError(why)
+                error.keys = ukeys[these]
+                refusals.append(error)
+            else:   # sent all the same; the graph of the others does not depend on them
+                warnings.warn(f"{why}. They are not users of this graph, which is built. Answers "
+                              "under the id of a user who is not in the directory may be "
+                              "forged (a record's user is what its sender wrote).",
+                              UserWarning, stacklevel=3)
+    return [spec for spec, _, _ in charged]
 
 
 def _answer_entries(received):

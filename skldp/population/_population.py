@@ -2,6 +2,7 @@
 
 import base64
 import contextlib
+import dataclasses
 import hashlib
 import json
 import multiprocessing
@@ -12,6 +13,7 @@ import secrets
 import tempfile
 import threading
 import uuid
+import warnings
 import weakref
 
 import numpy as np
@@ -107,6 +109,9 @@ class Population:
         # collection id -> (spec, _Digests): answers received from users that were not in
         # the directory then; charged once the user is one of this population's (_held)
         self._held = {}
+        # the keys of the users of the graphs built on it (GraphData, received_graph), sorted:
+        # a held answer of one of them is charged (see _join)
+        self._members = np.zeros(0, np.uint64)
         self._collected = {}   # collection id -> spec of reports received from real devices
         self._recordings = {}  # id -> _Recorder: this process's recordings (audits)
         self._foreign = {}     # id -> protects: other processes' recordings (the journal's)
@@ -347,8 +352,83 @@ class Population:
             return
         with self._exclusive():
             self._sync_locked()
+            if spec.id in self._held:   # a replay: only what is new goes to the journal
+                fresh = ~self._held[spec.id][1].contains(node_keys, digests)
+                node_keys, digests = node_keys[fresh], digests[fresh]
+                if not len(node_keys):
+                    return
             self._add_held(spec, node_keys, digests)
             self._write({"held": spec.to_dict(), "keys": _b64(node_keys), "d": _b64(digests)})
+
+    def _join(self, node_keys):
+        """Remember ``node_keys`` as users of this population (the nodes of a graph built on
+        it), whatever they spent: the answers it holds for them (:meth:`_hold_answers`) are
+        charged by :meth:`_charge_held`. Returns the keys it did not know (sorted)."""
+        node_keys = np.unique(np.asarray(node_keys, np.uint64))
+        if sorted_lookup(self._members, node_keys)[1].all():
+            return node_keys[:0]
+        with self._exclusive():
+            self._sync_locked()
+            new = node_keys[~sorted_lookup(self._members, node_keys)[1]]
+            if len(new):
+                self._members = np.union1d(self._members, new)
+                self._write({"members": _b64(new)})
+        return new
+
+    def _admit(self, node_keys):
+        """The users ``node_keys`` are the nodes of a graph built on this population (a
+        :class:`~skldp.GraphData`): :meth:`_join`, and charge the answers held for them
+        (they were sent), with a warning if that takes some above the budget."""
+        if self.simulated or not len(self._join(node_keys)) or not self._held:
+            return
+        charged = self._charge_held()
+        cap = self.budget
+        if cap is None or not charged:
+            return
+        keys = np.concatenate([k for _, k, _ in charged])
+        over = self.ledger.spent(keys) + self.ledger.central_epsilon > cap + _TOL
+        if over.any():
+            warnings.warn(
+                f"{len(np.unique(keys[over]))} user(s) of this graph had sent answers while not "
+                "in the directory (read_reports' users=), charged now that they are users "
+                f"of this population, which took them above its budget of {cap:.4g} per "
+                "user.", UserWarning, stacklevel=4)
+
+    def _charge_held(self):
+        """Charge the answers held for users that are now this population's (:meth:`_join`,
+        or charged before: a user since removed from the directory) and not charged yet,
+        above the budget too (they were sent): a user's first answer to a collection it had
+        not answered as the answer a read with it in ``users=`` would have kept, the others
+        as further answers; resends are free.
+
+        Returns
+        -------
+        charged : list of (CollectionSpec, ndarray of uint64, ndarray of int)
+            Per collection, the users charged now and how many answers each.
+        """
+        out = []
+        with self._exclusive():
+            self._sync_locked()
+            for spec, d in list(self._held.values()):
+                pairs = d.merged()
+                hkeys, hd = pairs["key"], pairs["digest"]
+                if not len(hkeys):
+                    continue
+                seen = self._answer_digests.get(spec.id)
+                new = sorted_lookup(self._members, hkeys)[1] | (self.ledger.spent(hkeys) > 0)
+                if seen is not None:
+                    new &= ~seen.contains(hkeys, hd)
+                if not new.any():
+                    continue
+                ukeys, counts = np.unique(hkeys[new], return_counts=True)
+                first = self.receive(spec, ukeys, charge_only=True, check_budget=False)
+                further = counts - np.isin(ukeys, first)
+                for c in np.unique(further[further > 0]).tolist():
+                    self.receive(further_answers_spec(spec, c), ukeys[further == c],
+                                 charge_only=True, check_budget=False)
+                self._remember_answers(spec.id, hkeys[new], hd[new])
+                out.append((spec, ukeys, counts))
+        return out
 
     def _add_held(self, spec, node_keys, digests):
         if spec.id not in self._held:
@@ -708,6 +788,9 @@ class Population:
         if "digests" in rec:   # answers a copy received (resends are free in every copy)
             self._add_digests(rec["digests"], _unb64(rec["keys"]), _unb64(rec["d"]))
             return
+        if "members" in rec:   # users of a graph a copy built (_join)
+            self._members = np.union1d(self._members, _unb64(rec["members"]))
+            return
         if "held" in rec:   # answers of users not in the directory then (_hold_answers)
             self._add_held(CollectionSpec.from_dict(rec["held"], check_kind=False),
                            _unb64(rec["keys"]), _unb64(rec["d"]))
@@ -762,6 +845,8 @@ class Population:
                 pairs = d.merged()
                 fh.write((json.dumps({"held": spec.to_dict(), "keys": _b64(pairs["key"].copy()),
                                       "d": _b64(pairs["digest"].copy())}) + "\n").encode())
+            if len(self._members):
+                fh.write((json.dumps({"members": _b64(self._members.copy())}) + "\n").encode())
             fh.write((json.dumps({"budget": self._budget_cap}) + "\n").encode())
             self._journal_keys = {}   # a new journal: each set of users written once again
             for (kind, part, token), keys in self._true_reads.items():
@@ -791,7 +876,7 @@ class Population:
                     "_answer_digests": {cid: d.merged() for cid, d in
                                         self._answer_digests.items()},
                     "_held": {cid: (spec, d.merged()) for cid, (spec, d) in
-                              self._held.items()}}
+                              self._held.items()}, "_members": self._members}
 
     def __setstate__(self, state):
         state = dict(state)
@@ -801,6 +886,7 @@ class Population:
                                     state.get("_answer_digests", {}).items()}
         state["_held"] = {cid: (spec, _Digests.from_state(d)) for cid, (spec, d) in
                           state.get("_held", {}).items()}
+        state.setdefault("_members", np.zeros(0, np.uint64))   # (pickled before it existed)
         self.__dict__.update(state)
         self._lock = threading.RLock()
         self._answers, self._fh, self._offset = {}, None, 0
@@ -834,6 +920,16 @@ class Population:
         return f"<Population {self.id[:8]}: {len(self.ledger)} collection(s), {cap}{real}>"
 
 
+
+
+def further_answers_spec(spec, c):
+    """The charge of ``c`` further answers of a user to ``spec``: one collection of ``c``
+    times its epsilon, with a spec of its own (a random nonce), so that no earlier charge,
+    here or in a copy of the population, is taken for this one."""
+    again = dataclasses.replace(spec, epsilon=c * spec.epsilon,
+                                further_answers={"collection": spec.id, "count": c})
+    return again.with_nonce(f"{spec.nonce} ({c} further answer{'s' * (c > 1)}, "
+                            f"{secrets.token_hex(8)})")
 
 
 def _unreachable(population):

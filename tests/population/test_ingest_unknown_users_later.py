@@ -132,3 +132,79 @@ def test_a_budget_refusal_states_what_the_whole_call_charged():
     message = str(refused.value)
     assert f"up to epsilon={total:.4g} in all" in message
     assert sx.describe() in message and sy.describe() in message
+
+
+# ------------------------------------------------------------ membership
+def test_a_held_answer_is_charged_when_its_user_joins_a_graph_built_by_hand(sy):
+    import scipy.sparse as sp
+
+    from skldp import GraphData
+    G1, _ = received_graph(labels=read_reports(_base(sy) + [Device("late").answer(sy, 1)],
+                                               sy, users=IDS), node_ids=IDS)
+    X = np.zeros((4, 2))
+    G = GraphData(X, sp.csr_array(np.ones((4, 4)) - np.eye(4)), node_ids=LATE, population=G1)
+    assert _spent(G.population, "late") == 1.0   # as a full re-read with "late" charges
+    GraphData(X, node_ids=LATE, population=G1)   # joined once: charged once
+    assert _spent(G.population, "late") == 1.0
+
+
+def test_an_answer_of_a_node_of_an_earlier_graph_read_with_a_stale_directory_is_charged(sy):
+    G1, _ = received_graph(labels=read_reports(_base(sy), sy, users=LATE), node_ids=LATE)
+    assert _spent(G1.population, "late") == 0.0   # a node, nothing sent yet
+    late = Device("late").answer(sy, 1)
+    received_graph(labels=read_reports([late], sy, users=IDS), node_ids=IDS, population=G1)
+    full, _ = received_graph(labels=read_reports(_base(sy) + [late], sy, users=LATE),
+                             node_ids=LATE)
+    assert _spent(G1.population, "late") == _spent(full.population, "late") == 1.0
+
+
+def test_members_survive_a_pickle_and_travel_through_the_journal(sy):
+    from skldp import GraphData
+    G0, _ = received_graph(labels=read_reports(_base(sy), sy, users=IDS), node_ids=IDS)
+    P = pickle.loads(pickle.dumps(G0.population))   # a copy (a worker): reads the journal
+    GraphData(np.zeros((4, 2)), node_ids=LATE, population=G0)   # "late" joins the original
+    late = Device("late").answer(sy, 1)
+    received_graph(labels=read_reports([late], sy, users=IDS), node_ids=IDS, population=P)
+    assert _spent(P, "late") == 1.0   # the copy knows "late" is one of its users
+    assert _spent(G0.population, "late") == 1.0
+    Q = pickle.loads(pickle.dumps(G0.population))
+    assert np.isin(ids_to_keys(np.asarray(["late"], dtype=object)), Q._members).all()
+
+
+def test_forged_answers_of_a_removed_user_do_not_block_the_graph_of_the_others(sy):
+    import secrets
+    recs = _base(sy)
+    G1, _ = received_graph(labels=read_reports(recs, sy, users=IDS), node_ids=IDS, budget=3.0)
+    forged = [dict(recs[0], user="c", answer=secrets.token_hex(8)) for _ in range(5)]
+    with pytest.warns(UserWarning, match=r"\('c'\) sent 5 answer\(s\).*not users of this graph"):
+        G2, _ = received_graph(labels=read_reports(forged, sy, users=IDS[:2]),
+                               node_ids=IDS[:2], population=G1)
+    assert list(G2.node_ids) == IDS[:2]
+    assert _spent(G2.population, "c") == 6.0   # charged all the same: they were sent
+
+
+def test_a_features_only_refusal_names_the_held_collection_it_charged(sy):
+    late = Device("late").answer(sy, 1)
+    G1, _ = received_graph(labels=read_reports(_base(sy) + [late], sy, users=IDS), node_ids=IDS,
+                           budget=1.5)
+    sx = collection_spec(HDSMechanism(1.0, k=2, feature_range=(0, 1)), n_features=4)
+    rx = [Device(u).answer(sx, np.eye(4)[i]) for i, u in enumerate(LATE)]
+    with pytest.raises(BudgetExceededError) as refused:
+        received_graph(features=read_reports(rx, sx, users=LATE), node_ids=LATE,
+                       population=G1)
+    charged = str(refused.value).split("charged (", 1)[1].split(", further answers")[0]
+    assert sx.describe() in charged and sy.describe() in charged
+
+
+def test_a_replayed_flood_is_journaled_once(sy):
+    import os
+    import secrets
+    flood = [dict(_base(sy)[0], user=f"m{i}", answer=secrets.token_hex(8)) for i in range(50)]
+    G, _ = received_graph(labels=read_reports(_base(sy), sy, users=IDS), node_ids=IDS)
+    pickle.dumps(G.population)   # opens its journal
+    sizes = []
+    for _ in range(2):
+        received_graph(labels=read_reports(flood, sy, users=IDS), node_ids=IDS, population=G)
+        sizes.append(os.path.getsize(G.population._journal))
+    assert sizes[0] == sizes[1]
+    assert _spent(G.population, "m0") == 0.0   # never joined: charged nothing
