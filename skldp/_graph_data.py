@@ -884,8 +884,8 @@ class GraphData:
                 shared.flags.writeable = False
         self._store = _GraphStore(X, A, ids, feature_names, population)
         self._store._node_keys = keys   # the keys the check computed: not hashed again
-        # its users: the answers they sent before they were in the directory are charged
-        population._admit(self.node_keys) if not population.simulated else None
+        if not population.simulated:   # its users now: what they sent unlisted is charged
+            population._admit(self.node_keys)
         if unit_weights is not None:   # (a fresh matrix: its own info)
             self._store.info().unit_weights = unit_weights
         self.rows = np.arange(n)
