@@ -363,16 +363,23 @@ class Population:
     def _join(self, node_keys):
         """Remember ``node_keys`` as users of this population (the nodes of a graph built on
         it), whatever they spent: the answers it holds for them (:meth:`_hold_answers`) are
-        charged by :meth:`_charge_held`. Returns the keys it did not know (sorted)."""
-        node_keys = np.unique(np.asarray(node_keys, np.uint64))
-        if sorted_lookup(self._members, node_keys)[1].all():
+        charged by :meth:`_charge_held`. Returns the keys it did not know."""
+        node_keys = np.asarray(node_keys, np.uint64)
+        if sorted_lookup(self._members, node_keys)[1].all():   # (a graph of known users)
             return node_keys[:0]
         with self._exclusive():
             self._sync_locked()
-            new = node_keys[~sorted_lookup(self._members, node_keys)[1]]
+            new = self._add_members(node_keys)
             if len(new):
-                self._members = np.union1d(self._members, new)
                 self._write({"members": _b64(new)})
+        return new
+
+    def _add_members(self, node_keys):
+        """Add ``node_keys`` to the sorted ``_members``; returns those that were not there."""
+        new = np.sort(node_keys[~sorted_lookup(self._members, node_keys)[1]])
+        new = new[np.r_[True, new[1:] != new[:-1]]] if len(new) else new
+        # (sorted, and none in _members: inserted in one pass, without a sort of them all)
+        self._members = np.insert(self._members, np.searchsorted(self._members, new), new)
         return new
 
     def _admit(self, node_keys):
@@ -789,7 +796,7 @@ class Population:
             self._add_digests(rec["digests"], _unb64(rec["keys"]), _unb64(rec["d"]))
             return
         if "members" in rec:   # users of a graph a copy built (_join)
-            self._members = np.union1d(self._members, _unb64(rec["members"]))
+            self._add_members(_unb64(rec["members"]))
             return
         if "held" in rec:   # answers of users not in the directory then (_hold_answers)
             self._add_held(CollectionSpec.from_dict(rec["held"], check_kind=False),
