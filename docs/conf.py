@@ -324,8 +324,19 @@ def _no_cdn_scripts(app, docname, source):
             lambda m: m.group(0) if "https://" not in m.group(0) else "", source[0])
 
 
+def _skip_array_members(app, what, name, obj, skip, options):
+    """A class that subclasses ``numpy.ndarray`` (``LabelReports``) documents its own
+    members, not the sixty it inherits (their docstrings refer to numpy's own pages)."""
+    import numpy as np
+
+    if getattr(np.ndarray, name, None) is obj:   # ndarray's own (autodoc, autosummary)
+        return True
+    return None
+
+
 def setup(app):
     app.connect("source-read", _no_cdn_scripts)
+    app.connect("autodoc-skip-member", _skip_array_members)
     app.connect("autodoc-process-docstring", _foreign_docstring, priority=400)
     app.connect("missing-reference", _unlinked_foreign_reference)
     app.connect("autodoc-process-docstring", _data_docstring, priority=400)
