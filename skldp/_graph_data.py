@@ -884,8 +884,6 @@ class GraphData:
                 shared.flags.writeable = False
         self._store = _GraphStore(X, A, ids, feature_names, population)
         self._store._node_keys = keys   # the keys the check computed: not hashed again
-        if not population.simulated:   # its users now: what they sent unlisted is charged
-            population._admit(self.node_keys)
         if unit_weights is not None:   # (a fresh matrix: its own info)
             self._store.info().unit_weights = unit_weights
         self.rows = np.arange(n)
@@ -904,6 +902,8 @@ class GraphData:
                 info.symmetric = True
             self._store._symmetric = bool(symmetric) if info.symmetric is None \
                 else info.symmetric
+        if not population.simulated:   # its users now (once the graph is valid): what they
+            population._admit(self.node_keys)   # sent while unlisted is charged
 
     @classmethod
     def _from_store(cls, store, rows):

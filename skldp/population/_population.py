@@ -367,6 +367,9 @@ class Population:
         node_keys = np.asarray(node_keys, np.uint64)
         if sorted_lookup(self._members, node_keys)[1].all():   # (a graph of known users)
             return node_keys[:0]
+        if self._journal is not None and not self._reachable:
+            # a saved copy cut off from its journal collects nothing: members in memory
+            return self._add_members(node_keys)
         with self._exclusive():
             self._sync_locked()
             new = self._add_members(node_keys)
@@ -386,8 +389,10 @@ class Population:
         """The users ``node_keys`` are the nodes of a graph built on this population (a
         :class:`~skldp.GraphData`): :meth:`_join`, and charge the answers held for them
         (they were sent), with a warning if that takes some above the budget."""
-        if self.simulated or not len(self._join(node_keys)) or not self._held:
-            return
+        new = [] if self.simulated else self._join(node_keys)
+        if not len(new) or not any(np.isin(d.merged()["key"], new).any()
+                                   for _, d in self._held.values()):
+            return   # (a saved copy with nothing held for them need not reach its ledger)
         charged = self._charge_held()
         cap = self.budget
         if cap is None or not charged:

@@ -208,3 +208,45 @@ def test_a_replayed_flood_is_journaled_once(sy):
         sizes.append(os.path.getsize(G.population._journal))
     assert sizes[0] == sizes[1]
     assert _spent(G.population, "m0") == 0.0   # never joined: charged nothing
+
+
+def test_a_graph_that_fails_to_build_does_not_join_its_users(sy):
+    # Before: the users joined (and their held answers were charged) before the checks.
+    import scipy.sparse as sp
+
+    from skldp import GraphData
+    G, _ = received_graph(labels=read_reports(_base(sy) + [Device("x").answer(sy, 1)], sy,
+                                              users=IDS), node_ids=IDS)
+    A = sp.csr_array(np.triu(np.ones((4, 4)), 1))
+    with pytest.raises(ValueError, match="not symmetric"):
+        GraphData(np.zeros((4, 1)), A, node_ids=IDS + ["x"], population=G, symmetric=True)
+    assert _spent(G.population, "x") == 0.0
+    GraphData(np.zeros((4, 1)), node_ids=IDS + ["x"], population=G)   # valid: joins
+    assert _spent(G.population, "x") == 1.0
+
+
+def test_a_saved_graph_builds_graphs_of_new_users_when_nothing_is_held_for_them(sy, tmp_path):
+    # Before: a copy saved by a process that has ended (cut off from its journal) refused
+    # any GraphData naming a user it did not know as a member, nothing held for them.
+    import subprocess
+    import sys
+
+    from skldp import GraphData
+    path = tmp_path / "G.pkl"
+    code = (
+        "import pickle, warnings\n"
+        "from skldp.device import Device\n"
+        "from skldp.mechanisms import LabelRandomizedResponse\n"
+        "from skldp.population import collection_spec, read_reports, received_graph\n"
+        "warnings.simplefilter('ignore')\n"
+        "ids = ['a', 'b', 'c']\n"
+        "sy = collection_spec(LabelRandomizedResponse(1.0, classes=[0, 1]))\n"
+        "G, y = received_graph(labels=read_reports([Device(u).answer(sy, 1) for u in ids],"
+        " sy, users=ids), node_ids=ids)\n"
+        f"pickle.dump(G, open({str(path)!r}, 'wb'))\n")
+    subprocess.run([sys.executable, "-c", code], check=True)
+    with open(path, "rb") as fh:
+        G = pickle.load(fh)
+    assert not G.population._reachable
+    H = GraphData(np.zeros((4, 1)), node_ids=IDS + ["d"], population=G)
+    assert H.n_nodes == 4
