@@ -6,6 +6,7 @@ download cache) and skips otherwise. Tests never download.
 """
 
 import importlib
+import os
 import sys
 from pathlib import Path
 
@@ -124,3 +125,25 @@ def benchmark_script():
         finally:
             sys.path.pop(0)
     return load
+
+
+def _run_in_forked_child(fn):
+    """Run ``fn()`` in a forked child process; whether it returned without raising."""
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            fn()
+            code = 0
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) == 0
+
+
+@pytest.fixture
+def run_in_forked_child():
+    """:func:`_run_in_forked_child`, skipped where ``os.fork`` is missing or unsafe."""
+    if not hasattr(os, "fork") or sys.platform == "darwin":
+        pytest.skip("needs os.fork")
+    return _run_in_forked_child

@@ -4,7 +4,6 @@ the read; without an edge collection the graph is taken as given (nothing charge
 
 import os
 import pickle
-import sys
 import warnings
 
 import numpy as np
@@ -150,21 +149,10 @@ def test_a_read_in_a_worker_process_counts():
     assert _reads(G) == ["GCNClassifier"]
 
 
-@pytest.mark.skipif(not hasattr(os, "fork") or sys.platform == "darwin",
-                    reason="needs os.fork")
-def test_a_read_in_a_forked_child_counts():
+def test_a_read_in_a_forked_child_counts(run_in_forked_child):
     G = _graph()
     pickle.dumps(G)   # the journal is open before the fork
-    pid = os.fork()
-    if pid == 0:
-        code = 1
-        try:
-            KProp(1).fit_transform(G)
-            code = 0
-        finally:
-            os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
+    assert run_in_forked_child(lambda: KProp(1).fit_transform(G))
     EdgeRR(1.0, random_state=0).fit_transform(G)
     assert _reads(G) == ["KProp"]
 

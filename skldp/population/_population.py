@@ -331,27 +331,28 @@ class Population:
                 return np.ones(len(node_keys), dtype=bool)
             return ~seen.contains(node_keys, digests)
 
-    def _remember_answers(self, spec_id, node_keys, digests):
-        """Keep the digests of the answers received (charged) for a later batch to compare."""
+    def _with_answers(self, node_keys, digests, keep):
+        """``keep(keys, digests)`` with the journal held and read up to date (nothing to do
+        for no answer)."""
         node_keys = np.asarray(node_keys, np.uint64)
         digests = np.asarray(digests, np.uint64)
-        if not len(node_keys):
-            return
-        with self._exclusive():
-            self._sync_locked()
+        if len(node_keys):
+            with self._exclusive():
+                self._sync_locked()
+                keep(node_keys, digests)
+
+    def _remember_answers(self, spec_id, node_keys, digests):
+        """Keep the digests of the answers received (charged) for a later batch to compare."""
+        def keep(node_keys, digests):
             self._add_digests(spec_id, node_keys, digests)
             self._write({"digests": spec_id, "keys": _b64(node_keys), "d": _b64(digests)})
+        self._with_answers(node_keys, digests, keep)
 
     def _hold_answers(self, spec, node_keys, digests):
         """Keep answers of users that were not in the directory when they arrived (refused
         as unknown users): they were sent, and are charged if the user joins
         (:meth:`_held_answers`)."""
-        node_keys = np.asarray(node_keys, np.uint64)
-        digests = np.asarray(digests, np.uint64)
-        if not len(node_keys):
-            return
-        with self._exclusive():
-            self._sync_locked()
+        def keep(node_keys, digests):
             if spec.id in self._held:   # a replay: only what is new goes to the journal
                 fresh = ~self._held[spec.id][1].contains(node_keys, digests)
                 node_keys, digests = node_keys[fresh], digests[fresh]
@@ -359,6 +360,7 @@ class Population:
                     return
             self._add_held(spec, node_keys, digests)
             self._write({"held": spec.to_dict(), "keys": _b64(node_keys), "d": _b64(digests)})
+        self._with_answers(node_keys, digests, keep)
 
     def _join(self, node_keys):
         """Remember ``node_keys`` as users of this population (the nodes of a graph built on
