@@ -64,6 +64,7 @@ def test_pair_features_of_reports_cost_nothing_more():
 def test_pairs_labelled_from_the_true_edges_leave_through_to_pandas_charged_too():
     # Before: np.asarray(P) charged the edges, P.to_pandas() (the same pairs) did not.
     # Pairs built by hand over the collected graph: their labels are of unknown origin.
+    pytest.importorskip("pandas")
     G, _ = _graph()
     Gc = EdgeRR(1.0, random_state=0).fit_transform(G)
     Pc = PairData(Gc, [[0, 1], [2, 5], [3, 7]])
