@@ -44,7 +44,7 @@ def test_table_after_a_marker(plot):
 def test_the_page_has_the_figures_tables(plot):
     text = PAGE.read_text()
     steps, f32, f64 = plot.propagation(text)
-    assert len(steps) == 4 and all(len(v) == 2 for v in f32) and all(len(v) == 1 for v in f64)
+    assert len(steps) == 4 and all(len(v) == 2 for v in f32) and all(len(v) == 2 for v in f64)
     assert all(0.5 < x < 10 for v in f32 + f64 for x in v)   # ratios, not seconds
     names, ratios = plot.official(text)
     assert len(names) == 6 and all(r and r[0] > 1 for r in ratios)
