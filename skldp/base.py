@@ -1275,15 +1275,18 @@ class NodeWise(GraphTransformerMixin, BaseEstimator):
         # charged once the fit succeeds (a failed fit read nothing it releases); under a
         # budget the fitted transformer is dropped before anything is returned
         fitted = est.fit(rows, y)
-        self._note_label_read(X)
+        self._note_label_read(X, y)
         return fitted
 
-    def _note_label_read(self, X):
+    def _note_label_read(self, X, y):
         """Charge the users of the view ``X`` (its rows: ``y`` holds one label or marker for
-        each) a read of their labels in the clear (epsilon inf); the step keeps
-        ``ledger_``, as for features."""
+        each) a read of their labels in the clear (epsilon inf), unless ``y`` are the labels
+        they sent (:func:`labels_sent`); the step keeps ``ledger_``, as for features."""
         if not isinstance(X, GraphData):
             self._reads_unrecorded = True   # no users to charge: the report states inf
+            return
+        if labels_sent(X, y):   # their reports: nothing more is read
+            self.ledger_ = X.population.ledger
             return
         keys = np.unique(X.node_keys[X.rows])
         charge_clear_read(self, X, "labels", keys, (

@@ -55,6 +55,21 @@ def test_a_supervised_transformer_is_charged_the_labels_it_reads(sbm):
     assert _label_reads(G.ledger)[0].n_users == 60
 
 
+def test_a_supervised_transformer_fitted_on_the_labels_the_users_sent_reads_nothing_more(sbm):
+    # Before: charged as reading clean labels (inf), although its own message advised
+    # fitting on a label mechanism's reports.
+    from skldp.mechanisms import LabelRandomizedResponse
+    G, y = sbm
+    Z = _mb().fit_transform(G)
+    rr = LabelRandomizedResponse(1.0, classes=[0, 1], random_state=0).fit()
+    y_sent = rr.randomize(y[:40], G[:40])
+    step = NodeWise(SelectKBest(f_classif, k=2)).fit(Z[:40], y_sent)
+    assert _label_reads(G.ledger) == [] and step.ledger_ is G.ledger
+    assert privacy_report(step).epsilon_for("labels") == 1.0
+    NodeWise(SelectKBest(f_classif, k=2)).fit(Z[:40], np.asarray(y_sent))   # unmarked
+    assert _label_reads(G.ledger)[0].n_users == 40
+
+
 def test_a_transformer_whose_tags_require_labels_is_charged(sbm):
     G, y = sbm
     Z = _mb().fit_transform(G)
