@@ -351,7 +351,7 @@ class Population:
     def _hold_answers(self, spec, node_keys, digests):
         """Keep answers of users that were not in the directory when they arrived (refused
         as unknown users): they were sent, and are charged if the user joins
-        (:meth:`_held_answers`)."""
+        (:meth:`_charge_held`)."""
         def keep(node_keys, digests):
             if spec.id in self._held:   # a replay: only what is new goes to the journal
                 fresh = ~self._held[spec.id][1].contains(node_keys, digests)
@@ -391,7 +391,7 @@ class Population:
         """The users ``node_keys`` are the nodes of a graph built on this population (a
         :class:`~skldp.GraphData`): :meth:`_join`, and charge the answers held for them
         (they were sent), with a warning if that takes some above the budget."""
-        new = [] if self.simulated else self._join(node_keys)
+        new = self._join(node_keys)   # (GraphData calls it for real devices only)
         if not len(new) or not any(np.isin(d.merged()["key"], new).any()
                                    for _, d in self._held.values()):
             return   # (a saved copy with nothing held for them need not reach its ledger)
@@ -448,13 +448,6 @@ class Population:
         if spec.id not in self._held:
             self._held[spec.id] = (spec, _Digests())
         self._held[spec.id][1].add(node_keys, digests)
-
-    def _held_answers(self):
-        """``[(spec, pairs)]``: the answers kept by :meth:`_hold_answers`, ``(key, digest)``
-        pairs per collection (those charged since are among the remembered answers)."""
-        self._sync()
-        with self._lock:
-            return [(spec, d.merged()) for spec, d in self._held.values()]
 
     def _add_digests(self, spec_id, node_keys, digests):
         seen = self._answer_digests.get(spec_id)
