@@ -35,7 +35,7 @@ ESTIMATORS = [
     LabelPropagationClassifier(),
     CorrectAndSmooth(MLPHead(epochs=2)),
     DPGNNClassifier(epochs=1, classes=[0, 1], batch_size=10),
-    DPMLPClassifier(epochs=1, classes=[0, 1], batch_size=10),
+    DPMLPClassifier(epochs=1, classes=[0, 1], batch_size=10, accountant="hypergeometric"),
 ]
 
 

@@ -86,7 +86,7 @@ def test_the_noise_added_is_the_noise_reported_and_the_step_divides_by_m(
         assert step == clf.grid_step_[g]
         pooled[g].append((out - s).ravel())
         # one SGD step of lr 1: theta_1 = theta_0 - noisy sum / m
-        torch.testing.assert_close(p1.detach().double(), (p0.double() - out / m),
+        torch.testing.assert_close(p1.detach().double().cpu(), (p0.double() - out / m).cpu(),
                                    rtol=1e-6, atol=1e-6 * sigma / m)
     for g, parts in pooled.items():   # the noise drawn has that standard deviation
         e = torch.cat(parts)
@@ -154,7 +154,7 @@ def test_training_neighbourhoods_respect_max_degree(small_graph, monkeypatch):
     real = dpgnn._PerNodeGradients.__init__
 
     def spy(self, module, feats, nb, w_t, y_t, with_gram=True):
-        seen.append((nb.copy(), w_t.numpy().copy()))
+        seen.append((nb.copy(), w_t.cpu().numpy().copy()))
         real(self, module, feats, nb, w_t, y_t, with_gram)
     monkeypatch.setattr(dpgnn._PerNodeGradients, "__init__", spy)
     tr = np.arange(60)
@@ -193,7 +193,7 @@ def test_clip_percentile_thresholds_are_that_percentile_of_the_initial_norms(
 
     def spy(self, idx):
         out = real(self, idx)
-        calls.append({g: v.numpy().copy() for g, v in out[3].items()})
+        calls.append({g: v.cpu().numpy().copy() for g, v in out[3].items()})
         return out
     monkeypatch.setattr(dpgnn._PerNodeGradients, "parts", spy)
     with pytest.warns(PrivacyLeakWarning):
