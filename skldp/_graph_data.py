@@ -14,7 +14,7 @@ import scipy.sparse as sp
 from .device._device import plain_id
 from .device._random import _as_id_array, _as_integers, ids_to_keys
 from .population._population import Population
-from .utils._arrays import check_finite_features, check_float32_range, frame_column_names
+from .utils._arrays import check_finite_features, check_float32_range, distinct, frame_column_names
 
 __all__ = ["GraphData"]
 
@@ -1598,7 +1598,7 @@ def _all_unique(ids):
     ``unique`` is 20x slower on a million integers)."""
     if ids.dtype == object:
         try:
-            return len(np.unique(ids)) == len(ids)
+            return len(distinct(ids)) == len(ids)
         except TypeError:   # ids of several types (numbers and text) do not sort
             return len(set(ids.tolist())) == len(ids)
     s = np.sort(ids, kind="stable")

@@ -31,7 +31,7 @@ from .population._spec import (
     public_value,
     step_kind,
 )
-from .utils._arrays import sorted_lookup, unique_inverse
+from .utils._arrays import distinct, sorted_lookup, unique_inverse
 from .utils._hashing import content_hash
 from .utils._random import _GOLDEN, _mix, array_fingerprint, collection_seed
 from .utils.validation import (
@@ -132,7 +132,7 @@ def _clear_read_already_charged(X, part):
     ledger = st.population.ledger
     users, eps = ledger.per_user(part)
     charged = users[np.isinf(eps)]
-    n = int(np.isin(np.unique(X.node_keys), charged).sum())
+    n = int(np.isin(distinct(X.node_keys), charged).sum())
     if not n:
         return ""
     kinds = sorted({e.spec.kind.rsplit(".", 1)[-1] for e in ledger.entries()
@@ -207,7 +207,7 @@ def charge_public_read(step, population, keys, part, option, read, instead, kind
     ``instead``; call it before anything derived from the read is kept or released. A
     plain array's users are those of its own population
     (:func:`~skldp.population.array_population`, keys :func:`array_node_keys`)."""
-    keys = np.unique(np.asarray(keys, dtype=np.uint64))
+    keys = distinct(np.asarray(keys, dtype=np.uint64))
     if len(keys) == 0:
         return
     kind = step_kind(step) if kind is None else kind
@@ -298,7 +298,7 @@ def note_label_read(step, X, y):
 
     if labels_sent(X, _label_column(y)):
         return
-    keys = np.unique(X.node_keys[X.rows])
+    keys = distinct(X.node_keys[X.rows])
     X.population.note_true_read(step_kind(step), "labels", keys,
                                 f"{X._store.token}:{content_hash(keys)}")
 
@@ -1288,7 +1288,7 @@ class NodeWise(GraphTransformerMixin, BaseEstimator):
         if labels_sent(X, y):   # their reports: nothing more is read
             self.ledger_ = X.population.ledger
             return
-        keys = np.unique(X.node_keys[X.rows])
+        keys = distinct(X.node_keys[X.rows])
         charge_clear_read(self, X, "labels", keys, (
             f"NodeWise({type(self.estimator).__name__}) fits on the labels y of {len(keys)} "
             "user(s), reading them in the clear (epsilon=inf)",

@@ -64,7 +64,7 @@ from ..population import (
 )
 from ..population._spec import public_params, step_kind
 from ..utils._adjacency import normalized_adjacency
-from ..utils._arrays import check_float32_range
+from ..utils._arrays import check_float32_range, distinct
 from ..utils._logging import verbose_logger
 from ..utils._random import array_fingerprint, collection_seed
 from ..utils.validation import (
@@ -151,7 +151,7 @@ def _check_distinct_users(keys, owner):
     gradients, and is protected only at group size 2, not by ``epsilon_``.
     """
     keys = np.asarray(keys)
-    n_distinct = len(np.unique(keys))
+    n_distinct = len(distinct(keys))
     if n_distinct != len(keys):
         raise ValueError(
             f"{owner}: the training view contains repeated nodes ({len(keys)} rows, "
@@ -296,7 +296,7 @@ def _row_inputs(feats, rows, A_rows, device, dtype):
     if A_rows is None:
         return feats.rows(rows).to(dtype), None
     A = sp.csr_matrix(A_rows)
-    cols = np.unique(A.indices)  # encode only the nodes that are aggregated
+    cols = distinct(A.indices)  # encode only the nodes that are aggregated
     A = sp.csr_matrix((A.data, np.searchsorted(cols, A.indices), A.indptr),
                       shape=(A.shape[0], len(cols))).tocoo()
     At = torch.sparse_coo_tensor(
@@ -530,13 +530,13 @@ class _DPTrainerBase(PrivateStepMixin, GraphClassifierMixin, BaseEstimator):
                 continue
             try:
                 population.note_clear_read(f"{step_kind(self)}({option})", part,
-                                           np.unique(np.asarray(keys, dtype=np.uint64)))
+                                           distinct(np.asarray(keys, dtype=np.uint64)))
             except BudgetExceededError as exc:
                 if option == "classes=None":
                     self.__dict__.pop("classes_", None)
                     raise BudgetExceededError(
                         f"{type(self).__name__}(classes=None) reads the label domain (which "
-                        f"classes occur) from the labels of {len(np.unique(keys))} user(s) "
+                        f"classes occur) from the labels of {len(distinct(keys))} user(s) "
                         "in the clear (epsilon=inf), which no privacy budget admits (this "
                         f"population's is {population.budget:.4g} per user). Nothing was "
                         "trained. Pass the public label domain, e.g. classes=[0, 1, 2, 3]."
@@ -546,7 +546,7 @@ class _DPTrainerBase(PrivateStepMixin, GraphClassifierMixin, BaseEstimator):
                         "validation": "selects the iterate on the validation nodes' loss"}
                 raise BudgetExceededError(
                     f"{type(self).__name__}({option}=...) {what[option]}, reading the {part} "
-                    f"of {len(np.unique(keys))} user(s) in the clear (epsilon=inf), which no "
+                    f"of {len(distinct(keys))} user(s) in the clear (epsilon=inf), which no "
                     f"privacy budget admits (this population's is {population.budget:.4g} "
                     f"per user). Nothing was trained. Use {option}=None"
                     + (" and fixed max_grad_norm values." if option == "clip_percentile"
@@ -714,7 +714,7 @@ class _DPTrainerBase(PrivateStepMixin, GraphClassifierMixin, BaseEstimator):
         self._clear_reads(population, [r for r in clear_reads
                                        if r[0] != "clip_percentile" or private])
         # the users whose data the training reads: its nodes and their sampled neighbours
-        self._record_training(population, eps, delta, N, np.unique(nb).size)
+        self._record_training(population, eps, delta, N, distinct(nb).size)
 
         y_t = torch.as_tensor(y_enc, dtype=torch.long, device=device)
         w_t = torch.as_tensor(w, device=device)
@@ -1133,7 +1133,7 @@ class DPGNNClassifier(_DPTrainerBase):
         if classes_keys is not None:
             reads += [("classes=None", "labels", classes_keys)]
         if self.clip_percentile is not None:
-            seen = np.unique(nb)
+            seen = distinct(nb)
             reads += [("clip_percentile", "labels", keys[G.rows])]
             reads += [("clip_percentile", p, keys[seen]) for p in data_parts]
         if validation is not None:

@@ -9,7 +9,7 @@ import scipy.sparse as sp
 from sklearn.utils import check_random_state
 
 from .._graph_data import _EXPORT, GraphData, _is_symmetric, reads_users_data
-from ..utils._arrays import sorted_lookup
+from ..utils._arrays import distinct, sorted_lookup
 
 __all__ = ["PairData", "random_edge_split", "sample_non_edges"]
 
@@ -175,7 +175,7 @@ class PairData(GraphData):
                 labels_from is None or reads_users_data(labels_from)):
             self._store.population.note_clear_read(
                 "Export of pairs labelled from the users' true edges (a step outside skldp)",
-                "edges", self.node_keys[np.unique(self.pairs)])
+                "edges", self.node_keys[distinct(self.pairs)])
 
     def concat(self, *others):
         """The pairs of ``self`` followed by those of ``others``, over the same graph.
@@ -205,7 +205,7 @@ class PairData(GraphData):
     # ----------------------------------------------------------- array protocol
     @property
     def rows(self):
-        return np.unique(self.pairs)
+        return distinct(self.pairs)
 
     @property
     def shape(self):

@@ -44,6 +44,7 @@ from ..base import (
 )
 from ..model_selection._edge_splits import PairData, edge_codes, edge_lookup
 from ..model_selection._validation import validation_split
+from ..utils._arrays import distinct
 from ..utils._logging import verbose_logger
 from ..utils._random import training_seed
 from ..utils.validation import (
@@ -145,7 +146,7 @@ class _LinkPredictorBase(GraphClassifierMixin, BaseEstimator):
         labels_from = X._labels()
         if labels_from is not None and not reads_users_data(labels_from):
             return   # labelled from the collected reports: post-processing
-        keys = X.node_keys[np.unique(X.pairs)]
+        keys = X.node_keys[distinct(X.pairs)]
         charge_clear_read(self, X, "edges", keys, (
             f"{type(self).__name__} would train on pair labels read from the users' true "
             f"graph (or of unknown origin: pairs the caller built) for {len(keys)} user(s) "

@@ -21,6 +21,7 @@ from ..device._device import ANSWER_ID, plain_id
 from ..device._kinds import ReportError, _value_text, directory_digest, plan
 from ..device._random import _as_id_array, _exact_limit, _id_sequence, ids_to_keys
 from ..device._spec import read_spec
+from ..utils._arrays import distinct
 from ..utils._atomic import replace_file
 from ._population import _TOL, BudgetExceededError, Population, further_answers_spec
 from ._reports import LabelReports
@@ -829,7 +830,7 @@ def received_graph(*, features=None, labels=None, edges=None, node_ids=None, bud
     if n == 0:
         raise ValueError("received_graph: no user.")
     keys = ids_to_keys(ids)
-    if len(np.unique(keys)) != n:
+    if len(distinct(keys)) != n:
         from .._graph_data import duplicate_ids_message
         raise ValueError(duplicate_ids_message(ids.tolist(), keys))
     position = {plain_id(u): i for i, u in enumerate(ids.tolist())}
@@ -913,7 +914,7 @@ def _refuse(refusals, population, keys, specs=()):
     if refusals:
         # every answer of the call was charged (they were sent): state the totals, not the
         # first refusal's step alone
-        named = np.unique(np.concatenate([getattr(e, "keys", np.zeros(0, np.uint64))
+        named = distinct(np.concatenate([getattr(e, "keys", np.zeros(0, np.uint64))
                                           for e in refusals]))
         spent = population.ledger.spent(named) + population.ledger.central_epsilon
         over = spent > cap + _TOL

@@ -19,7 +19,7 @@ import weakref
 import numpy as np
 
 from ..exceptions import PrivacyBudgetError
-from ..utils._arrays import sorted_lookup
+from ..utils._arrays import distinct, sorted_lookup
 from ._digest import answer_tags, report_keys
 from ._ledger import _FOLDERS, _LEDGERS, Ledger, _JournalFolder
 from ._spec import CollectionSpec
@@ -403,7 +403,7 @@ class Population:
         over = self.ledger.spent(keys) + self.ledger.central_epsilon > cap + _TOL
         if over.any():
             warnings.warn(
-                f"{len(np.unique(keys[over]))} user(s) of this graph had sent answers while not "
+                f"{len(distinct(keys[over]))} user(s) of this graph had sent answers while not "
                 "in the directory (read_reports' users=), charged now that they are users "
                 f"of this population, which took them above its budget of {cap:.4g} per "
                 "user.", UserWarning, stacklevel=4)
@@ -611,7 +611,7 @@ class Population:
         if reads and check_budget and self._budget_cap is not None:
             kinds = ", ".join(sorted({k.rsplit(".", 1)[-1] for k, _, _ in reads}))
             parts = sorted({p for _, p, _ in reads})
-            n = len(np.unique(np.concatenate([k for _, _, k in reads])))
+            n = len(distinct(np.concatenate([k for _, _, k in reads])))
             what = " and ".join(self._TRUE_PARTS[p][0] for p in parts)
             parts = " and ".join(parts)
             raise BudgetExceededError(
@@ -1030,7 +1030,7 @@ class _Digests:
     def merged(self):
         """The pairs, sorted, each once."""
         if self.chunks:
-            self.pairs, self.chunks = np.unique(np.concatenate([self.pairs] + self.chunks)), []
+            self.pairs, self.chunks = distinct(np.concatenate([self.pairs] + self.chunks)), []
         return self.pairs
 
     def contains(self, keys, digests):

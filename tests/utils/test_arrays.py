@@ -9,6 +9,7 @@ from torch.profiler import ProfilerActivity, profile
 from skldp.utils import _arrays
 from skldp.utils._arrays import (
     check_finite_features,
+    distinct,
     torch_blocks_sum,
     unique_inverse,
     within_bounds,
@@ -32,6 +33,20 @@ def test_unique_inverse_is_numpys(y):
     assert classes.dtype == want_classes.dtype and inverse.dtype == want_inverse.dtype
     np.testing.assert_array_equal(classes, want_classes)
     np.testing.assert_array_equal(inverse, want_inverse)
+
+
+@pytest.mark.parametrize("a", [
+    np.random.default_rng(0).integers(0, 2**63, 10_000, dtype=np.int64).astype(np.uint64),
+    np.random.default_rng(1).integers(-5, 5, (30, 4)),   # flattened, as np.unique does
+    np.array([True, False, True]),
+    np.array([], dtype=np.uint64),
+    np.array([2.0, np.nan, 1.0, np.nan]),                 # one nan, as np.unique
+    np.array(["b", "a", "b"]),
+])
+def test_distinct_is_numpys_unique(a):
+    got, want = distinct(a), np.unique(a)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
 
 
 def test_finite_check_of_a_tensor_names_the_first_bad_entry():
