@@ -57,6 +57,20 @@ def test_a_series_indexed_by_other_users_is_refused(est):
         assert est.score(X, y.loc[X.node_ids]) == est.score(X, y.loc[X.node_ids].to_numpy())
 
 
+def test_a_series_indexed_by_other_users_ids_is_refused():
+    # ids of users of the graph, but not (all) of X's: read by position, X's first user
+    # would be fitted on another user's label
+    G, y, perm = _graph()
+    X = G[perm[:20]]
+    for labels in (y.loc[[IDS[i] for i in perm[1:21]]],    # 19 of X's users, one other
+                   y.loc[[IDS[i] for i in perm[20:40]]]):  # none of X's users
+        with pytest.raises(ValueError, match=r"indexed by user ids, \d+ of which are not "
+                                             r"users of X's rows.*y\.loc\[X\.node_ids\]"):
+            GCNClassifier(epochs=2).fit(X, labels)
+    assert G.ledger.entries() == []
+    GCNClassifier(epochs=2).fit(X, y.loc[X.node_ids])   # X's users in X's order: fitted
+
+
 def test_positional_series_are_read_by_position():
     G, y, perm = _graph()
     X = G[perm]

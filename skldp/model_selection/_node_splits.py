@@ -63,9 +63,11 @@ def _check_label_index(y, X):
     user ``a``'s label would be taken for the user in ``a``'s position (and sent in that
     user's name).
 
-    Any other index is positional, as in scikit-learn: a new Series' ``RangeIndex``,
-    the graph positions of ``X``'s rows (what scikit-learn's splitters keep), or
-    values that are not exactly these users' ids (positions of a graph with other ids).
+    Refuse too an index of ids (not integers) naming users of the graph other than
+    ``X``'s. Any other index is positional, as in scikit-learn: a new Series'
+    ``RangeIndex``, the graph positions of ``X``'s rows (what scikit-learn's splitters
+    keep), integers that are not exactly these users' ids (positions of a Series of
+    the view), or values naming no user of the graph.
     """
     pd = sys.modules.get("pandas")
     # (a PairData's rows are pairs, its labels link labels: not checked here)
@@ -94,8 +96,17 @@ def _check_label_index(y, X):
                 "position, so users would get other users' labels. Convert the index to "
                 "the ids' type and pass y.loc[X.node_ids].")
         return
-    if np.array_equal(keys, rows) or not np.array_equal(np.sort(keys), np.sort(rows)):
+    if np.array_equal(keys, rows):
         return
+    if not np.array_equal(np.sort(keys), np.sort(rows)):
+        if positions.dtype.kind in "iu":   # may be positions (of a Series of the view)
+            return
+        n_other = int((~np.isin(keys, rows)).sum())
+        raise ValueError(
+            f"y is a pandas Series indexed by user ids, {n_other} of which are not users "
+            "of X's rows: labels are read by position, so users would get other users' "
+            "labels. Pass the labels of X's users in X's order (y.loc[X.node_ids]), or "
+            "y.to_numpy() if its index is not user ids.")
     raise ValueError(
         "y is a pandas Series indexed by the users of X's rows, but in another order: "
         "labels are read by position, so users would get other users' labels. If its "
