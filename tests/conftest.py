@@ -7,7 +7,9 @@ download cache) and skips otherwise. Tests never download.
 
 import importlib
 import os
+import signal
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -127,23 +129,38 @@ def benchmark_script():
     return load
 
 
-def _run_in_forked_child(fn):
-    """Run ``fn()`` in a forked child process; whether it returned without raising."""
+def _forked_exit_code(work, timeout=60):
+    """Run ``work()`` in a forked child; its exit code: what ``work`` returned (0 for
+    None), 1 if it raised, -9 if it had not ended within ``timeout`` seconds (then the
+    child is killed: a hung child fails its test instead of hanging the run)."""
     pid = os.fork()
-    if pid == 0:
+    if pid == 0:   # the child: never back into pytest
         code = 1
         try:
-            fn()
-            code = 0
+            code = int(work() or 0)
         finally:
             os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    return os.waitstatus_to_exitcode(status) == 0
+    deadline = time.monotonic() + timeout
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            return -9
+        time.sleep(0.005)
 
 
 @pytest.fixture
-def run_in_forked_child():
-    """:func:`_run_in_forked_child`, skipped where ``os.fork`` is missing or unsafe."""
+def forked_exit_code():
+    """:func:`_forked_exit_code`, skipped where ``os.fork`` is missing or unsafe."""
     if not hasattr(os, "fork") or sys.platform == "darwin":
         pytest.skip("needs os.fork")
-    return _run_in_forked_child
+    return _forked_exit_code
+
+
+@pytest.fixture
+def run_in_forked_child(forked_exit_code):
+    """Run ``fn()`` in a forked child process; whether it returned without raising."""
+    return lambda fn: forked_exit_code(lambda: fn() and 0) == 0

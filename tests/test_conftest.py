@@ -41,3 +41,13 @@ def test_order_is_pytests_without_workers(modify_items):
     items = _items()
     modify_items(SimpleNamespace(), items)
     assert [it.name for it in items] == ["a", "L1", "b", "c", "L2", "d"]
+
+
+def test_a_forked_child_reports_its_code_and_a_hung_one_is_killed(forked_exit_code):
+    import time
+    assert forked_exit_code(lambda: None) == 0
+    assert forked_exit_code(lambda: 3) == 3
+    assert forked_exit_code(lambda: 1 / 0) == 1
+    t0 = time.monotonic()
+    assert forked_exit_code(lambda: time.sleep(30), timeout=0.3) == -9
+    assert time.monotonic() - t0 < 10
