@@ -51,6 +51,7 @@ checks. ``--parts`` picks parts.
 """
 
 import argparse
+import glob
 import json
 import os
 import platform
@@ -173,6 +174,9 @@ def run_parts(parts, out, smoke, budget):
         limit, least = LIMITS[name]
         left = deadline - time.monotonic()
         extra = part_env(name, smoke)
+        if name == "tests":   # where the suite waits, if it runs out of time
+            extra["SKLDP_STACKS_DIR"] = os.path.join(out, "stacks")
+            os.makedirs(extra["SKLDP_STACKS_DIR"], exist_ok=True)
         rec = {"part": name, "command": " ".join([f"{k}={v}" for k, v in extra.items()]
                                                  + cmds[name])}
         if name in GPU_ONLY and not gpu:
@@ -192,6 +196,8 @@ def run_parts(parts, out, smoke, budget):
             stdout, stderr = proc.communicate(timeout=max(1.0, min(limit, left) - GRACE))
             rec["status"] = "ok" if proc.returncode == 0 else f"exit {proc.returncode}"
         except subprocess.TimeoutExpired:
+            if name == "tests":
+                rec["stacks"] = dump_stacks(proc.pid, extra["SKLDP_STACKS_DIR"])
             # interrupted, not killed: pytest then prints its summary, with the tests that
             # failed so far and the slowest ones
             proc.send_signal(signal.SIGINT)
@@ -208,6 +214,51 @@ def run_parts(parts, out, smoke, budget):
         print(f"[{name}: {rec['status']}, {rec['seconds']:.0f} s]", file=sys.stderr, flush=True)
         records.append(rec)
     return records
+
+
+def _descendants(pid):
+    """The processes ``pid`` started, and theirs (from Linux's /proc; none elsewhere)."""
+    found, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        for task in glob.glob(f"/proc/{p}/task/*/children"):
+            try:
+                with open(task) as f:
+                    kids = [int(x) for x in f.read().split()]
+            except OSError:   # ended meanwhile
+                kids = []
+            found += kids
+            todo += kids
+    return found
+
+
+def dump_stacks(pid, folder, wait=2.0):
+    """Ask ``pid`` and the processes under it that registered a stack dump in ``folder``
+    (tests/conftest.py: pytest and its workers) to write their threads' stacks there;
+    the files written, by name. Others are left alone (SIGUSR1 would end them)."""
+    registered = [p for p in [pid] + _descendants(pid)
+                  if os.path.exists(os.path.join(folder, f"stacks-{p}.txt"))]
+    for p in registered:
+        try:
+            os.kill(p, signal.SIGUSR1)
+        except OSError:
+            pass
+    time.sleep(wait)
+    written = []
+    for p in registered:
+        path = os.path.join(folder, f"stacks-{p}.txt")
+        if os.path.exists(path) and os.path.getsize(path):
+            written.append(os.path.basename(path))
+    return written
+
+
+def _drop_empty(folder):
+    """Remove the empty files of ``folder``, and ``folder`` if nothing is left."""
+    for path in glob.glob(os.path.join(folder, "*")):
+        if os.path.getsize(path) == 0:
+            os.remove(path)
+    if os.path.isdir(folder) and not os.listdir(folder):
+        os.rmdir(folder)
 
 
 def _rows(out, name):
@@ -267,8 +318,10 @@ def summary(records, rows, pyg_rows, argv, smoke):
     if tests:
         t = tests[0]
         got = _pytest_summary(t.get("pytest")) if "pytest" in t else t.get("why", "")
+        stacks = (f"; the stacks of {len(t['stacks'])} of its processes when it ran out "
+                  "of time are in `stacks/`" if t.get("stacks") else "")
         lines += [f"Test suite (every model with `device=\"auto\"`: CUDA when there is one): "
-                  f"{got} ({t['status']}).", ""]
+                  f"{got} ({t['status']}{stacks}).", ""]
     if rows:
         table = _table(rows, ["(parts bench, large, large_cpu, huge)"], "", 0.0).split("\n")
         lines += table[table.index("") + 1:] + [""]   # the rows, without its own header
@@ -308,6 +361,7 @@ def main(argv=None):
     os.makedirs(out, exist_ok=True)
     t0 = time.monotonic()
     records = run_parts(a.parts, out, a.smoke, a.budget)
+    _drop_empty(os.path.join(out, "stacks"))   # the processes that were not asked
     # the 1M-user CPU row before its CUDA row, as bench_gpu puts a case's devices
     rows = _rows(out, "bench") + _rows(out, "large_cpu") + _rows(out, "large") + _rows(out, "huge")
     pyg_rows = _rows(out, "pyg")

@@ -5,6 +5,7 @@ another dataset runs when the loader finds it locally (``SKLDP_DATASETS_DIR`` or
 download cache) and skips otherwise. Tests never download.
 """
 
+import faulthandler
 import importlib
 import os
 import signal
@@ -18,6 +19,21 @@ import scipy.sparse as sp
 import torch
 
 torch.set_num_threads(min(2, torch.get_num_threads()))
+
+
+def _register_stack_dumps():
+    """With ``SKLDP_STACKS_DIR`` set (``benchmarks/gpu_check.py`` sets it for the suite),
+    ``kill -USR1`` makes this process (pytest, or one of its workers) write every
+    thread's stack to ``stacks-<pid>.txt`` there: a run out of time says where it waits."""
+    folder = os.environ.get("SKLDP_STACKS_DIR")
+    if not folder or not hasattr(signal, "SIGUSR1"):
+        return None
+    f = open(os.path.join(folder, f"stacks-{os.getpid()}.txt"), "w")  # noqa: SIM115
+    faulthandler.register(signal.SIGUSR1, file=f, all_threads=True)
+    return f   # kept open: faulthandler writes to its descriptor
+
+
+_STACKS = _register_stack_dumps()
 
 
 def pytest_collection_modifyitems(config, items):

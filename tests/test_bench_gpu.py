@@ -154,6 +154,38 @@ def test_gpu_check_interrupts_a_part_out_of_time(tmp_path, monkeypatch):
     assert "1 passed" in mod._pytest_summary(records[0]["pytest"])
 
 
+def test_a_suite_out_of_time_writes_where_its_processes_wait(tmp_path):
+    """The suite's processes register a stack dump (tests/conftest.py); the check asks
+    them, and only them, for it before interrupting the suite."""
+    import os
+    import signal
+    import subprocess
+    mod = _gpu_check()
+    folder = tmp_path / "stacks"
+    folder.mkdir()
+    code = ("import importlib.util, subprocess, sys, time\n"
+            "spec = importlib.util.spec_from_file_location('c', sys.argv[1])\n"
+            "spec.loader.exec_module(importlib.util.module_from_spec(spec))\n"
+            "other = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+            "print(other.pid, flush=True)\n"
+            "def waits_here():\n    time.sleep(60)\n"
+            "waits_here()\n")
+    proc = subprocess.Popen([sys.executable, "-c", code, str(ROOT / "tests" / "conftest.py")],
+                            env=dict(os.environ, SKLDP_STACKS_DIR=str(folder)),
+                            stdout=subprocess.PIPE, text=True)
+    other = int(proc.stdout.readline())
+    try:
+        assert other in mod._descendants(proc.pid)
+        assert mod.dump_stacks(proc.pid, str(folder), wait=1.0) == [f"stacks-{proc.pid}.txt"]
+        assert "waits_here" in (folder / f"stacks-{proc.pid}.txt").read_text()
+        assert proc.poll() is None
+        os.kill(other, 0)   # the unregistered child was not signalled (it would have ended)
+    finally:
+        os.kill(other, signal.SIGKILL)
+        proc.kill()
+        proc.wait()
+
+
 @pytest.mark.slow
 def test_gpu_check_smoke_every_part(tmp_path):
     mod = _gpu_check()
