@@ -1141,6 +1141,9 @@ class NodeWise(GraphTransformerMixin, BaseEstimator):
     def fit(self, X, y=None):
         # Fit on the view's rows in the store's own format (sparse stays sparse), the
         # same format transform() passes for all nodes.
+        if y is not None and isinstance(X, GraphData):   # before anything is read
+            from .model_selection._node_splits import _check_label_index
+            _check_label_index(y, X)
         if not self.on_device:
             note_feature_read(self, X, fitting=True)
         graph = isinstance(X, GraphData)

@@ -5,8 +5,10 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from sklearn.feature_selection import SelectKBest
 
 from skldp import GraphData
+from skldp.base import NodeWise
 from skldp.baselines import CorrectAndSmooth, LabelPropagationClassifier
 from skldp.central import DPGNNClassifier, DPMLPClassifier
 from skldp.mechanisms import LabelRandomizedResponse
@@ -64,11 +66,52 @@ def test_a_series_indexed_by_other_users_ids_is_refused():
     X = G[perm[:20]]
     for labels in (y.loc[[IDS[i] for i in perm[1:21]]],    # 19 of X's users, one other
                    y.loc[[IDS[i] for i in perm[20:40]]]):  # none of X's users
-        with pytest.raises(ValueError, match=r"indexed by user ids, \d+ of which are not "
-                                             r"users of X's rows.*y\.loc\[X\.node_ids\]"):
+        with pytest.raises(ValueError, match=r"indexed by ids of users of the graph, \d+ of "
+                                             r"which are not users of X's rows.*"
+                                             r"y\.loc\[X\.node_ids\]"):
             GCNClassifier(epochs=2).fit(X, labels)
     assert G.ledger.entries() == []
     GCNClassifier(epochs=2).fit(X, y.loc[X.node_ids])   # X's users in X's order: fitted
+
+
+READERS = {
+    "MLPHead.fit": lambda X, y: MLPHead(epochs=2).fit(X, y),
+    "LabelRandomizedResponse.fit": lambda X, y: LabelRandomizedResponse(1.0).fit(X, y),
+    "randomize": lambda X, y: LabelRandomizedResponse(1.0, classes=[0, 1]).fit().randomize(
+        y, X),
+    "NodeWise.fit": lambda X, y: NodeWise(SelectKBest(k=1)).fit(X, y),
+}
+
+
+@pytest.mark.parametrize("read", READERS.values(), ids=READERS.keys())
+@pytest.mark.parametrize("case", ["integer ids", "ids as text", "one row"])
+def test_other_users_labels_are_refused_by_every_step_that_reads_them(read, case):
+    # integer ids that cannot be positions (1000..), the same ids written as text, and a
+    # single row indexed by another user's id: each was read by position
+    rng = np.random.default_rng(3)
+    ids = np.arange(1000, 1000 + N) if case != "one row" else np.array(IDS)
+    G = GraphData(rng.normal(size=(N, 3)), node_ids=ids)
+    y = pd.Series(np.arange(N) % 2, index=ids)
+    X, other = (G[:20], y.iloc[20:]) if case != "one row" else (G[[0]], y.iloc[[7]])
+    if case == "ids as text":
+        other = other.set_axis(other.index.astype(str))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(ValueError, match="not all of them users of X's rows|"
+                                             "not users of X's rows"):
+            read(X, other)
+    assert G.ledger.entries() == []
+
+
+def test_an_index_that_names_users_only_by_coincidence_is_positional():
+    # words, one of which happens to be a user's id; positions stored as floats
+    G, y, perm = _graph()
+    X = G[:20]
+    words = pd.Series(np.arange(20) % 2, index=["u0"] + [f"w{i}" for i in range(19)])
+    GCNClassifier(epochs=2).fit(X, words)
+    H = GraphData(np.random.default_rng(4).normal(size=(N, 3)))   # default ids 0..n-1
+    MLPHead(epochs=2).fit(H[:20], pd.Series(np.arange(20) % 2,
+                                            index=np.arange(20, dtype=float)))
 
 
 def test_positional_series_are_read_by_position():

@@ -160,6 +160,9 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
             if y is None:
                 raise ValueError("LabelRandomizedResponse needs the public label domain: pass "
                                  "classes=[...] (or labels y to derive it, which leaks).")
+            if isinstance(X, GraphData):   # labels of other users than X's: refused
+                from ..model_selection._node_splits import _check_label_index
+                _check_label_index(y, X)
             y, raw = self._check_y(y), y
             _check_one_type(raw, "y")   # (after _check_y: its unlabelled markers first)
             if not isinstance(X, GraphData) or len(X) != len(y):

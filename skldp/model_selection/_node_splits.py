@@ -58,16 +58,17 @@ def _label_column(y, *, warn=False, X=None):
 
 
 def _check_label_index(y, X):
-    """Refuse labels in a pandas Series (or one-column DataFrame) whose index names
-    exactly the users of ``X``'s rows, in another order: labels are read by position, so
-    user ``a``'s label would be taken for the user in ``a``'s position (and sent in that
+    """Refuse labels in a pandas Series (or one-column DataFrame) indexed by user ids
+    that are not ``X``'s rows in their order: labels are read by position, so user
+    ``a``'s label would be taken for the user in ``a``'s position (and sent in that
     user's name).
 
-    Refuse too an index of ids (not integers) naming users of the graph other than
-    ``X``'s. Any other index is positional, as in scikit-learn: a new Series'
-    ``RangeIndex``, the graph positions of ``X``'s rows (what scikit-learn's splitters
-    keep), integers that are not exactly these users' ids (positions of a Series of
-    the view), or values naming no user of the graph.
+    Refused: an index naming exactly ``X``'s users in another order, or only users of
+    the graph, some not ``X``'s (unless its values are integers that can be positions,
+    ``0 <= i < n_nodes``). Any other index is positional, as in scikit-learn: a new
+    Series' ``RangeIndex``, the graph positions of ``X``'s rows (what scikit-learn's
+    splitters keep), other positions (of a Series of the view), values naming no user
+    of the graph or not only users of it.
     """
     pd = sys.modules.get("pandas")
     # (a PairData's rows are pairs, its labels link labels: not checked here)
@@ -75,43 +76,78 @@ def _check_label_index(y, X):
             isinstance(y, pd.Series) or (isinstance(y, pd.DataFrame) and y.shape[1] == 1)):
         return
     index = y.index
-    if hasattr(X, "pairs") or len(index) != len(X) or len(index) < 2 or (
+    if hasattr(X, "pairs") or len(index) != len(X) or (
             isinstance(index, pd.RangeIndex) and index.start == 0 and index.step == 1):
         return
     from ..device._random import _as_id_array, ids_to_keys
     try:
         keys = ids_to_keys(_as_id_array(index.to_numpy()))   # as GraphData reads ids
-        positions = np.asarray(index)
-        if positions.dtype.kind in "iu" and np.array_equal(positions, X.rows):
-            return
     except Exception:   # not ids (dates, intervals...): positional
         return
-    rows = X.node_keys[X.rows]
-    if not np.isin(keys, X.node_keys).any():   # the ids written as another type ("12", 12)?
-        labels, ids = [str(v) for v in index.tolist()], [str(v) for v in X.node_ids.tolist()]
-        if sorted(labels) == sorted(ids) and labels != ids:
-            raise ValueError(
-                "y is a pandas Series indexed by the ids of X's rows written as another type "
-                "(ids are compared with their type), in another order: labels are read by "
-                "position, so users would get other users' labels. Convert the index to "
-                "the ids' type and pass y.loc[X.node_ids].")
+    ints = _integer_values(index)
+    if ints is not None and np.array_equal(ints, X.rows):
         return
+    rows = X.node_keys[X.rows]
     if np.array_equal(keys, rows):
         return
-    if not np.array_equal(np.sort(keys), np.sort(rows)):
-        if positions.dtype.kind in "iu":   # may be positions (of a Series of the view)
-            return
-        n_other = int((~np.isin(keys, rows)).sum())
+    in_graph = np.isin(keys, X.node_keys)
+    if not in_graph.any():   # the ids written as another type ("12" for 12)?
+        _check_ids_of_another_type(index, X)
+        return
+    if np.array_equal(np.sort(keys), np.sort(rows)):
         raise ValueError(
-            f"y is a pandas Series indexed by user ids, {n_other} of which are not users "
-            "of X's rows: labels are read by position, so users would get other users' "
-            "labels. Pass the labels of X's users in X's order (y.loc[X.node_ids]), or "
-            "y.to_numpy() if its index is not user ids.")
+            "y is a pandas Series indexed by the users of X's rows, but in another order: "
+            "labels are read by position, so users would get other users' labels. If its "
+            "index holds the users' ids, pass y.loc[X.node_ids] (labels in X's order); if "
+            "it holds row positions, pass y.to_numpy().")
+    may_be_positions = ints is not None and len(ints) and \
+        ints.min() >= 0 and ints.max() < X.n_nodes
+    if may_be_positions or not in_graph.all():
+        return
+    n_other = int((~np.isin(keys, rows)).sum())
     raise ValueError(
-        "y is a pandas Series indexed by the users of X's rows, but in another order: "
-        "labels are read by position, so users would get other users' labels. If its "
-        "index holds the users' ids, pass y.loc[X.node_ids] (labels in X's order); if it "
-        "holds row positions, pass y.to_numpy().")
+        f"y is a pandas Series indexed by ids of users of the graph, {n_other} of which "
+        "are not users of X's rows: labels are read by position, so users would get "
+        "other users' labels. Pass the labels of X's users in X's order "
+        "(y.loc[X.node_ids]), or y.to_numpy() if its index is not user ids.")
+
+
+def _integer_values(index):
+    """The values of ``index`` as int64 when each is an integer (integral floats and
+    Python ints too: positions however stored), else ``None``."""
+    v = np.asarray(index)
+    if v.dtype.kind in "iu":
+        return v
+    if v.dtype.kind == "f":
+        ok = np.all(np.isfinite(v)) and np.all(v == np.round(v)) and np.all(np.abs(v) < 2**62)
+        return v.astype(np.int64) if ok else None
+    if v.dtype.kind == "O" and all(isinstance(x, (int, np.integer)) and not isinstance(x, bool)
+                                   for x in v.tolist()):
+        try:
+            return np.asarray(v.tolist(), dtype=np.int64)
+        except OverflowError:
+            return None
+    return None
+
+
+def _check_ids_of_another_type(index, X):
+    """Refuse an index of the graph's ids written as another type (``"12"`` for ``12``)
+    that are not ``X``'s users in their order."""
+    labels, ids = [str(v) for v in index.tolist()], [str(v) for v in X.node_ids.tolist()]
+    if labels == ids:
+        return
+    if sorted(labels) == sorted(ids):
+        raise ValueError(
+            "y is a pandas Series indexed by the ids of X's rows written as another type "
+            "(ids are compared with their type), in another order: labels are read by "
+            "position, so users would get other users' labels. Convert the index to "
+            "the ids' type and pass y.loc[X.node_ids].")
+    if set(labels) <= set(map(str, X.all_node_ids.tolist())):
+        raise ValueError(
+            "y is a pandas Series indexed by ids of users of the graph written as another "
+            "type (ids are compared with their type), not all of them users of X's rows: "
+            "labels are read by position, so users would get other users' labels. "
+            "Convert the index to the ids' type and pass y.loc[X.node_ids].")
 
 
 def _labelled_mask(y):
