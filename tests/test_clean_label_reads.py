@@ -300,3 +300,37 @@ def test_label_reports_behave_as_arrays():
     assert type(np.unique(y)) is np.ndarray and y.sum() == 2
     assert y[1:].collection == y[[2]].collection == "c"
     assert y.copy().collection is None and np.asarray(y).__class__ is np.ndarray
+
+
+def _dpmlp(G):
+    from skldp.central import DPMLPClassifier
+    return DPMLPClassifier(classes=[0, 1], batch_size=5, n_steps=2, noise_multiplier=5.0,
+                           hidden_size=4, device="cpu", random_state=0).fit(G, Y[G.rows])
+
+
+@pytest.mark.parametrize("budget", [None, 50.0])
+@pytest.mark.parametrize("dpmlp_first", [True, False])
+def test_a_central_training_that_protects_the_labels_counts_as_their_collection(
+        dpmlp_first, budget):
+    # Before: DP-MLP then a label propagation on the same clean labels printed the DP-MLP's
+    # epsilon for labels (central) and nothing more; under a budget both ran
+    G = _graph(budget)
+    steps = [lambda: _dpmlp(G[:20]), lambda: _fit(G, name="LabelPropagationClassifier")]
+    first, second = steps if dpmlp_first else steps[::-1]
+    first()
+    if budget is None:
+        second()
+        assert _charged(G) == list(range(20)) and _reads(G) == ["LabelPropagationClassifier"]
+    else:
+        with pytest.raises(BudgetExceededError, match="central DP training protects|"
+                           r"already read \(LabelPropagationClassifier\).*trained"):
+            second()
+        assert _charged(G) == []
+
+
+def test_a_copy_of_the_graph_counts_the_central_training():
+    G = _graph()
+    _dpmlp(G[:20])
+    copy = pickle.loads(pickle.dumps(G))
+    _fit(copy, name="LabelPropagationClassifier")
+    assert _charged(copy) == _charged(G) == list(range(20))

@@ -238,3 +238,100 @@ def test_a_split_of_the_true_graph_then_a_collection_is_told_to_split_the_collec
     Gc = EdgeRR(4.0, random_state=0).fit_transform(G.new_simulation())   # as it says
     random_edge_split(Gc, random_state=0)
     assert _edges(Gc) == 4.0
+
+
+def _dpgnn(G, random_state=0):
+    from skldp.central import DPGNNClassifier
+    return DPGNNClassifier(max_degree=2, classes=[0, 1], batch_size=5, n_steps=2,
+                           noise_multiplier=5.0, hidden_size=4, device="cpu",
+                           random_state=random_state).fit(G, np.arange(G.n_nodes) % 2)
+
+
+def _central(G):
+    return privacy_report(G).central_epsilon
+
+
+@pytest.mark.parametrize("dpgnn_first", [True, False])
+def test_a_central_training_that_protects_the_edges_counts_as_their_collection(dpgnn_first):
+    # Before: DP-GNN (epsilon 1) and a label propagation fitted on the same true graph and
+    # clean labels printed edges and labels epsilon 1 (the training's, central); the
+    # audit's lower bound on the propagation's predictions was 5.98 (/tmp/fix2_repro.py)
+    G = _graph()
+    steps = [lambda: _dpgnn(G), lambda: _gcn(G)]
+    for step in steps if dpgnn_first else steps[::-1]:
+        step()
+    report = privacy_report(G)
+    assert report.epsilon_for("edges") == np.inf and report.epsilon_for("labels") == np.inf
+    assert _reads(G) == ["GCNClassifier"] and 0 < _central(G) < np.inf
+
+
+@pytest.mark.parametrize("dpgnn_first", [True, False])
+def test_a_budget_refuses_the_second_of_a_central_training_and_a_true_graph_read(dpgnn_first):
+    G = _graph(budget=50.0)
+    if dpgnn_first:
+        _dpgnn(G)
+        with pytest.raises(BudgetExceededError, match=r"GCNClassifier would read the (true "
+                           r"graph|clean labels).*central DP training protects.*new_simulation"):
+            _gcn(G)
+        assert 0 < _central(G) < np.inf
+    else:
+        _gcn(G)
+        with pytest.raises(BudgetExceededError, match=r"DPGNNClassifier.*would protect the "
+                           r"edges and labels.*already read \(GCNClassifier\).*Nothing was "
+                           r"trained.*new_simulation"):
+            _dpgnn(G)
+        assert _central(G) == 0
+    assert len(_reads(G)) == 0 and _edges(G) == 0
+
+
+@pytest.mark.parametrize("where", ["training then copy", "copy then training",
+                                   "read in the copy"])
+def test_a_central_training_counts_across_pickling(where):
+    G = _graph()
+    if where == "training then copy":   # the journal opens after the training
+        _dpgnn(G)
+        copy = pickle.loads(pickle.dumps(G))
+        _gcn(copy)
+    elif where == "copy then training":   # the training is written to an open journal
+        copy = pickle.loads(pickle.dumps(G))
+        _dpgnn(G)
+        _gcn(copy)
+    else:   # a copy reads; the original trains
+        _gcn(pickle.loads(pickle.dumps(G)))
+        _dpgnn(G)
+        copy = pickle.loads(pickle.dumps(G))
+    assert _edges(G) == np.inf and _edges(copy) == np.inf
+    assert _reads(G) == ["GCNClassifier"]
+
+
+def test_a_copy_cut_off_from_the_journal_knows_the_trainings_users(monkeypatch):
+    # a copy on another machine (no journal): its ledger names the training's users, so
+    # its read of their true graph is a read it cannot record (refused), not a free one
+    exists = os.path.exists
+
+    def cut_off(G):
+        with monkeypatch.context() as m:
+            m.setattr(os.path, "exists", lambda p: not str(p).endswith("secret") and exists(p))
+            return pickle.loads(pickle.dumps(G))
+
+    G = _graph()
+    _gcn(cut_off(G))   # no training yet: taken as given
+    _dpgnn(G)
+    with pytest.raises(RuntimeError, match="cannot reach the ledger"):
+        _gcn(cut_off(G))
+
+
+def test_a_central_training_alone_and_its_own_predictions_read_nothing_in_the_clear():
+    G = _graph(budget=50.0)
+    y = np.arange(G.n_nodes) % 2
+    dp = _dpgnn(G)
+    dp.predict(G)
+    dp.score(G[:10], y[:10])
+    _dpgnn(G, random_state=1).predict_proba(G)   # another training (a search's)
+    assert len(_reads(G)) == 0 and _edges(G) == 0 and 0 < _central(G) < np.inf
+    # the plain model on a separate simulation, or on other users, is free
+    _gcn(G.new_simulation())
+    _gcn(_graph(budget=50.0, seed=1))
+    assert len(_reads(G)) == 0
+    with pytest.raises(BudgetExceededError, match="central DP training protects"):
+        _gcn(G)   # on the same simulation: refused

@@ -499,9 +499,11 @@ class _DPTrainerBase(PrivateStepMixin, GraphClassifierMixin, BaseEstimator):
     }
 
     # ------------------------------------------------------------ accounting
-    def _record_training(self, population, eps, delta, n_train, n_users):
+    def _record_training(self, population, eps, delta, n_train, n_users, node_keys=None):
         """Charge the ``n_users`` whose data a training on ``n_train`` nodes reads (before
-        it runs: a capped budget refuses it).
+        it runs: a capped budget refuses it). ``node_keys`` names them (a GraphData's
+        users): the training then protects their parts as a collection would
+        (:meth:`Population.record_training <skldp.population.Population.record_training>`).
 
         Each training is a new event: two trainings on different data release two
         models, even with the same seed.
@@ -514,7 +516,7 @@ class _DPTrainerBase(PrivateStepMixin, GraphClassifierMixin, BaseEstimator):
                                                                   "verbose")),
                               public_state={"n_train": int(n_train)}
                               ).with_nonce(uuid.uuid4().hex[:16])
-        population.record_training(spec, n_users)
+        population.record_training(spec, n_users, node_keys)
         self.collection_, self.ledger_ = spec, population.ledger
 
     def _clear_reads(self, population, reads):
@@ -671,14 +673,16 @@ class _DPTrainerBase(PrivateStepMixin, GraphClassifierMixin, BaseEstimator):
 
     # ------------------------------------------------------------- training
     def _dp_fit(self, feats, nb, w, y_enc, n_features, account_K, population,
-                validation=None, clear_reads=(), data=None):
+                validation=None, clear_reads=(), data=None, users=None):
         """Train on neighbourhoods ``nb``/``w`` (one row per training node).
 
         ``validation`` is ``None`` or ``(feats, rows, A_rows, y_enc)`` of the
         validation rows (``A_rows``: their rows of the inference aggregator, or
         ``None`` without a graph). ``clear_reads`` (see :meth:`_clear_reads`) are
         charged before the training. ``data`` is the fit's digest of its input
-        (:meth:`_data_digest`), part of every stream's seed.
+        (:meth:`_data_digest`), part of every stream's seed. ``users`` maps the
+        positions in ``nb`` to the users' node keys (a GraphData's; ``None``: a plain
+        array, whose rows are no known users).
         """
         N = len(nb)
         m = int(self.batch_size)
@@ -714,7 +718,9 @@ class _DPTrainerBase(PrivateStepMixin, GraphClassifierMixin, BaseEstimator):
         self._clear_reads(population, [r for r in clear_reads
                                        if r[0] != "clip_percentile" or private])
         # the users whose data the training reads: its nodes and their sampled neighbours
-        self._record_training(population, eps, delta, N, distinct(nb).size)
+        read = distinct(nb)
+        self._record_training(population, eps, delta, N, read.size,
+                              None if users is None else users[read])
 
         y_t = torch.as_tensor(y_enc, dtype=torch.long, device=device)
         w_t = torch.as_tensor(w, device=device)
@@ -1113,7 +1119,7 @@ class DPGNNClassifier(_DPTrainerBase):
             validation = (feats, G_val.rows, self._aggregator(G_val)[G_val.rows], y_val)
         self._dp_fit(feats, nb, w, y_enc, G.shape[1], K, G.population, validation,
                      clear_reads=self._graph_clear_reads(G, nb, validation, classes_keys),
-                     data=data)
+                     data=data, users=G.node_keys)
         self.protects_ = tuple(self.protects)
         note_edge_read(self, G, fitting=True)   # whether its graph's edges were collected
         return self
@@ -1337,7 +1343,7 @@ class DPMLPClassifier(_DPTrainerBase):
                      # plain arrays carry no user ids: every training on them is charged
                      # to one process-wide ledger (a search's folds are other arrays)
                      X.population if graph else default_population(),
-                     validation, clear_reads, data)
+                     validation, clear_reads, data, users=keys)
         self.protects_ = tuple(self.protects)
         return self
 

@@ -109,6 +109,9 @@ class Ledger:
     def __init__(self):
         self._local = {}       # collection id -> (spec, _Answers)
         self._central = {}     # training id -> (spec, n_users, seq)
+        # training id -> the users whose data it read (sorted), when the training named them:
+        # a central training that protects a part counts as a collection of it for them
+        self._central_keys = {}
         self._seq = 0
         self._lock = threading.RLock()
         self._device_side = None   # a weak reference to the population, to read its journal
@@ -126,12 +129,14 @@ class Ledger:
                 self._local[spec.id] = (spec, _Answers(self._seq))
             self._local[spec.id][1].add(keys, self._seq)
 
-    def _add_central(self, spec, n_users):
+    def _add_central(self, spec, n_users, keys=None):
         with self._lock:
             if spec.id in self._central:
                 return
             self._seq += 1
             self._central[spec.id] = (spec, int(n_users), self._seq)
+            if keys is not None:
+                self._central_keys[spec.id] = keys
 
     def _sync(self):
         pop = self._device_side() if self._device_side is not None else None
@@ -169,7 +174,7 @@ class Ledger:
                         self._add(spec, keys)
                     if rec.get("received"):
                         self._received_ids.add(spec.id)
-                elif "central" in rec:
+                elif "central" in rec:   # (its users matter to a population only)
                     self._add_central(CollectionSpec.from_dict(rec["central"],
                                                                check_kind=False),
                                       rec["n_users"])
@@ -319,7 +324,7 @@ class Ledger:
         # keeps the two equal): read on lazily from there (_sync), and keep them if the
         # journal is gone.
         self.__dict__.update({"_journal": None, "_offset": 0, "_budget": None,
-                              "_received_ids": set(), **state})
+                              "_received_ids": set(), "_central_keys": {}, **state})
         self._lock = threading.RLock()
         _LEDGERS.add(self)
         if self._journal is not None:

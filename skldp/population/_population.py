@@ -502,9 +502,12 @@ class Population:
     def note_true_read(self, kind, part, node_keys, token):
         """A server step (``kind``) reads the users' true ``part`` ("edges": their true
         adjacency, graph ``token``; "labels": their clean labels) of the users ``node_keys``
-        (distinct): taken as given, unless a mechanism collects these users' ``part``.
+        (distinct): taken as given, unless a mechanism collects these users' ``part``, or a
+        central DP training protects it (:meth:`record_training`; DP-GNN: features, labels,
+        edges), whose guarantee covers its own reads only.
 
-        If one did (the ledger holds reports of it), those users are charged a read of
+        If one did (the ledger holds reports of it, or the training), those users are
+        charged a read of
         their ``part`` in the clear now (epsilon inf; refused under a budget). Otherwise
         the read is remembered (in the journal too, for copies of the population), and a
         later collection of their ``part`` charges it (:meth:`collect`, :meth:`receive`).
@@ -517,7 +520,7 @@ class Population:
         node_keys = np.asarray(node_keys, dtype=np.uint64)
         if self._secret is None or not self._reachable:
             # a copy that cannot collect: no collection can follow here
-            hit = self._collected_among(part, node_keys)
+            hit = self._collected_among(part, node_keys, kind)
             if len(hit):
                 self._refuse_true_read(kind, part, node_keys)
                 self.note_clear_read(kind, part, hit)
@@ -527,7 +530,7 @@ class Population:
             self._sync_locked()
             if key in self._true_reads:   # a copy's, read from the journal
                 return
-            hit = self._collected_among(part, node_keys)
+            hit = self._collected_among(part, node_keys, kind)
             if len(hit):
                 self._refuse_true_read(kind, part, node_keys)
                 self._record_clear_read(kind, part, hit)
@@ -548,16 +551,32 @@ class Population:
         self._journal_keys[digest] = keys
         return {"keys": _b64(keys), "digest": digest}
 
-    def _collections_of(self, part):
-        """The collections of the users' ``part`` in the ledger (reports; reads in the
-        clear excluded): a list of ``(spec, users)``."""
-        with self.ledger._lock:
-            return [(spec, ans.merged()[0]) for spec, ans in self.ledger._local.values()
-                    if part in spec.protects and spec.model != "clear"]
+    def _named_keys(self, rec):
+        """The users a journal record names (:meth:`_keys_record`), or ``None``."""
+        if "keys" not in rec and "keys_of" not in rec:
+            return None
+        keys = _unb64(rec["keys"]) if "keys" in rec else self._journal_keys[rec["keys_of"]]
+        if "digest" in rec:
+            self._journal_keys[rec["digest"]] = keys
+        return keys
 
-    def _collected_among(self, part, keys):
-        """Those of ``keys`` whose ``part`` a collection in the ledger holds."""
-        users = [k for _, k in self._collections_of(part)]
+    def _collections_of(self, part, reader=None):
+        """The collections of the users' ``part`` in the ledger (reports; reads in the
+        clear excluded) and the central trainings that protect it (those that named their
+        users): a list of ``(spec, users)``. A training of the step kind ``reader`` is left
+        out: a model's predictions over the graph (DP-GNN's full neighbourhoods) are taken
+        as given, as they are without a collection."""
+        led = self.ledger
+        with led._lock:
+            return [(spec, ans.merged()[0]) for spec, ans in led._local.values()
+                    if part in spec.protects and spec.model != "clear"] + \
+                [(spec, led._central_keys[cid]) for cid, (spec, _, _) in led._central.items()
+                 if part in spec.protects and cid in led._central_keys and spec.kind != reader]
+
+    def _collected_among(self, part, keys, reader=None):
+        """Those of ``keys`` whose ``part`` a collection or a central training in the
+        ledger protects (:meth:`_collections_of`)."""
+        users = [k for _, k in self._collections_of(part, reader)]
         return keys[np.isin(keys, np.concatenate(users))] if users else keys[:0]
 
     #: What a read of the true part is, what collects it, and what to give the step instead.
@@ -577,11 +596,18 @@ class Population:
         if self._budget_cap is None:
             return
         what, mechanism, instead = self._TRUE_PARTS[part]
-        hit = [spec for spec, k in self._collections_of(part) if np.isin(k, node_keys).any()]
+        hit = [spec for spec, k in self._collections_of(part, kind)
+               if np.isin(k, node_keys).any()]
+        central = [s for s in hit if s.model == "central"]
+        by = (f"{mechanism} collected" if not central else "a central DP training protects"
+              if len(central) == len(hit) else
+              f"{mechanism} collected or a central DP training protects")
+        if len(central) == len(hit):   # no collected graph or labels to give it instead
+            instead = f"Fit {kind.rsplit('.', 1)[-1]} on what a mechanism collected"
         raise BudgetExceededError(
             f"{kind.rsplit('.', 1)[-1]} would read {what} of "
-            f"{len(self._collected_among(part, node_keys))} user(s) whose {part} {mechanism} "
-            f"collected ({'; '.join(s.describe() for s in hit)}): a read of their {part} in "
+            f"{len(self._collected_among(part, node_keys, kind))} user(s) whose {part} {by} "
+            f"({'; '.join(s.describe() for s in hit)}): a read of their {part} in "
             "the clear (epsilon=inf), which no budget admits (this population's is "
             f"{self._budget_cap:.4g} per user). Nothing was read. {instead}, or run the "
             f"comparison on {what} on a separate simulation: G.new_simulation() of the raw "
@@ -590,12 +616,13 @@ class Population:
     def _true_reads_of(self, spec, keys):
         """The earlier reads of the users' true parts that a collection ``spec`` from the
         users ``keys`` makes count: ``[(step kind, part, users to charge)]``, empty unless
-        ``spec`` collects a part that was read."""
+        ``spec`` collects (or, a central training, protects) a part that was read; a
+        training leaves out the reads of its own step kind (:meth:`_collections_of`)."""
         if spec.model == "clear" or not self._true_reads:
             return []
         out = {}
         for (kind, part, _), read in self._true_reads.items():
-            if part not in spec.protects:
+            if part not in spec.protects or (spec.model == "central" and kind == spec.kind):
                 continue
             hit = keys[np.isin(keys, read)]
             if len(hit):
@@ -614,14 +641,19 @@ class Population:
             n = len(distinct(np.concatenate([k for _, _, k in reads])))
             what = " and ".join(self._TRUE_PARTS[p][0] for p in parts)
             parts = " and ".join(parts)
+            verb, done = ("protect", "trained") if spec.model == "central" else \
+                ("collect", "sent")
+            whose = what.replace("the ", "")
             raise BudgetExceededError(
-                f"{spec.describe()} would collect the {parts} of {n} user(s) whose {what} "
-                f"the server already read ({kinds}): collecting their {parts} makes that read "
+                f"{spec.describe()} would {verb} the {parts} of {n} user(s) whose {whose} "
+                f"the server already read ({kinds}): {verb}ing their {parts} makes that read "
                 f"count as a read of their {parts} in the clear (epsilon=inf), which no "
                 f"budget admits (this population's is {self._budget_cap:.4g} per user). "
-                f"Nothing was sent. Run the comparison on {what} on a separate simulation: "
+                f"Nothing was {done}. Run the comparison on {what} on a separate simulation: "
                 "G.new_simulation() of the raw graph (new simulated devices, an empty "
-                f"ledger), and collect the {parts} on the other one."
+                "ledger), and "
+                + ("train on the other one." if spec.model == "central" else
+                   f"collect the {parts} on the other one.")
                 + (" To hold out edges for link prediction, split the collected graph "
                    "instead: random_edge_split(EdgeRR(...).fit_transform(G))." if
                    any(k.endswith(("random_edge_split", "sample_non_edges"))
@@ -638,10 +670,21 @@ class Population:
         charged = users[np.isinf(eps)]
         return bool(np.isin(node_keys, charged).all())
 
-    def record_training(self, spec, n_users):
-        """A central-DP training on the data of ``n_users`` users (checked against the budget)."""
+    def record_training(self, spec, n_users, node_keys=None):
+        """A central-DP training on the data of ``n_users`` users (checked against the budget).
+
+        ``node_keys`` names those users (a GraphData's): the training then counts as a
+        collection of the parts it protects for them, as a local collection does
+        (:meth:`note_true_read`): a read of their true graph or clean labels by another
+        step, before or after, is charged as a read in the clear.
+        """
+        charge_reads = None
+        if node_keys is not None:
+            node_keys = distinct(np.asarray(node_keys, dtype=np.uint64))
         with self._exclusive():
             self._sync_locked()
+            if node_keys is not None:
+                charge_reads = self._charge_true_reads(spec, node_keys)
             if self._budget_cap is not None:
                 total = self.ledger.total_epsilon + spec.epsilon
                 if total > self._budget_cap + _TOL:
@@ -649,8 +692,11 @@ class Population:
                         f"{spec.describe()} would take the users to epsilon={total:.4g}, "
                         f"above this population's budget of {self._budget_cap:.4g} per user. "
                         "Nothing was trained.")
-            self.ledger._add_central(spec, n_users)
-            self._write({"central": spec.to_dict(), "n_users": int(n_users)})
+            self.ledger._add_central(spec, n_users, node_keys)
+            self._write({"central": spec.to_dict(), "n_users": int(n_users),
+                         **({} if node_keys is None else self._keys_record(node_keys))})
+            if charge_reads is not None:
+                charge_reads()
 
     def received(self, spec_id, node_keys):
         """The reports the server kept for ``spec_id`` (``keep=True``), or ``None`` for a user
@@ -803,15 +849,12 @@ class Population:
                            _unb64(rec["keys"]), _unb64(rec["d"]))
             return
         if "true_read" in rec:   # a copy's read of a true part (see note_true_read)
-            keys = _unb64(rec["keys"]) if "keys" in rec else self._journal_keys[rec["keys_of"]]
-            if "digest" in rec:
-                self._journal_keys[rec["digest"]] = keys
             self._true_reads.setdefault((rec["true_read"], rec.get("part", "edges"),
-                                         rec["token"]), keys)
+                                         rec["token"]), self._named_keys(rec))
             return
         if "central" in rec:
             self.ledger._add_central(CollectionSpec.from_dict(rec["central"], check_kind=False),
-                                     rec["n_users"])
+                                     rec["n_users"], self._named_keys(rec))
             return
         spec = CollectionSpec.from_dict(rec["local"], check_kind=False)
         keys, tags = _unb64(rec["keys"]), _unb64(rec["tags"])
@@ -841,8 +884,11 @@ class Population:
                                       "tags": _b64(tags),
                                       "received": memory.spec.id in self._collected})
                           + "\n").encode())
-            for spec, n_users, _ in self.ledger._central.values():
-                fh.write((json.dumps({"central": spec.to_dict(), "n_users": n_users})
+            self._journal_keys = {}   # a new journal: each set of users written once again
+            for cid, (spec, n_users, _) in self.ledger._central.items():
+                keys = self.ledger._central_keys.get(cid)
+                ref = {} if keys is None else self._keys_record_for(keys)
+                fh.write((json.dumps({"central": spec.to_dict(), "n_users": n_users, **ref})
                           + "\n").encode())
             for cid, d in self._answer_digests.items():
                 pairs = d.merged()
@@ -855,7 +901,6 @@ class Population:
             if len(self._members):
                 fh.write((json.dumps({"members": _b64(self._members.copy())}) + "\n").encode())
             fh.write((json.dumps({"budget": self._budget_cap}) + "\n").encode())
-            self._journal_keys = {}   # a new journal: each set of users written once again
             for (kind, part, token), keys in self._true_reads.items():
                 ref = self._keys_record_for(keys)
                 fh.write((json.dumps({"true_read": kind, "part": part, "token": token, **ref})
