@@ -975,8 +975,8 @@ class GraphData:
     def _note_true_graph_read(self, kind):
         """A server step (``kind``) reads this graph's adjacency. When it holds the users'
         true edges (not collected by an edge mechanism), the read is charged as a read of
-        their edges in the clear if an edge mechanism collects those users' edges, before
-        or after (:meth:`Population.note_true_read
+        their edges in the clear if an edge mechanism collects those users' edges, or a
+        central DP training protects them, before or after (:meth:`Population.note_true_read
         <skldp.population.Population.note_true_read>`); otherwise the graph is
         taken as given. Once per step kind and graph."""
         st = self._store

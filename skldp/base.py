@@ -229,7 +229,8 @@ def note_edge_read(step, X, fitting=False):
     (:func:`edges_collected`). A model fitted on collected edges that is then given a
     graph of the true edges reads them in the clear: charged in the users' ledger,
     epsilon infinite. Any other read of the users' true graph is taken as given, unless
-    an edge mechanism collects those users' edges, before or after: then it is charged
+    an edge mechanism collects those users' edges, or a central DP training protects
+    them, before or after: then it is charged
     the same (``GraphData._note_true_graph_read``). A central DP training's own fit
     (``PrivateStepMixin``) is covered by its guarantee, and a step that reads no
     adjacency (``_reads_adjacency = False``) reads nothing here.
@@ -285,11 +286,12 @@ def note_label_read(step, X, y):
     Labels the users sent (a label mechanism's reports: the step's own
     ``label_mechanism_``, or ``y`` marked as the reports of a collection,
     :func:`labels_sent`) read nothing more. Clean labels are taken as given,
-    unless a label mechanism collects those users' labels, before or after: then
+    unless a label mechanism collects those users' labels, or a central DP training
+    protects them, before or after: then
     the read is charged as a read of their labels in the clear (epsilon inf, refused
     under a budget; :meth:`Population.note_true_read
-    <skldp.population.Population.note_true_read>`). A central DP training
-    (``PrivateStepMixin``) protects the labels by its guarantee.
+    <skldp.population.Population.note_true_read>`). A central DP training's own fit
+    (``PrivateStepMixin``) is covered by its guarantee.
     """
     if not isinstance(X, GraphData) or isinstance(step, PrivateStepMixin) or \
             getattr(step, "label_mechanism_", None) is not None:
