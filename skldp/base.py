@@ -22,7 +22,11 @@ from sklearn.utils.validation import (
 from ._graph_data import GraphData, edges_collected, reads_users_data
 from .exceptions import InvalidParameterError
 from .population._digest import feature_digests
-from .population._population import BudgetExceededError, array_population
+from .population._population import (
+    CENTRAL_INFERENCE,
+    BudgetExceededError,
+    array_population,
+)
 from .population._reports import collection_of
 from .population._spec import (
     CollectionSpec,
@@ -249,7 +253,9 @@ def note_edge_read(step, X, fitting=False):
             st.population.note_clear_read(step_kind(step), "edges", X.node_keys, st.token)
         return
     if getattr(step, "_reads_adjacency", True):
-        X._note_true_graph_read(step_kind(step))
+        # a central DP model's predictions: outside its training's guarantee, as documented
+        X._note_true_graph_read((CENTRAL_INFERENCE if isinstance(step, PrivateStepMixin)
+                                 else "") + step_kind(step))
 
 
 def sent_these_labels(population, spec, node_keys, labels):

@@ -335,3 +335,38 @@ def test_a_central_training_alone_and_its_own_predictions_read_nothing_in_the_cl
     assert len(_reads(G)) == 0
     with pytest.raises(BudgetExceededError, match="central DP training protects"):
         _gcn(G)   # on the same simulation: refused
+
+
+def test_central_models_predictions_are_taken_as_given_whatever_their_class():
+    # Before: the exemption compared step kinds, so a subclass's predictions and the
+    # base class's training charged each other (edges inf; refused under a budget)
+    from skldp.central import DPGNNClassifier
+
+    class MyDPGNN(DPGNNClassifier):
+        pass
+
+    G = _graph(budget=50.0)
+    y = np.arange(G.n_nodes) % 2
+    mine = MyDPGNN(max_degree=2, classes=[0, 1], batch_size=5, n_steps=2,
+                   noise_multiplier=5.0, hidden_size=4, device="cpu", random_state=0)
+    mine.fit(G, y).predict(G)
+    _dpgnn(G).predict(G)
+    assert len(_reads(G)) == 0 and _edges(G) == 0 and 0 < _central(G) < np.inf
+
+
+def test_a_central_models_predictions_over_collected_edges_true_graph_are_charged():
+    # the exemption is the trainings' only: edges an edge mechanism collected still count
+    G = _graph()
+    EdgeRR(1.0).fit_transform(G)
+    _dpgnn(G).predict(G)
+    assert _edges(G) == np.inf
+
+
+def test_a_refused_read_of_a_trainings_users_says_what_to_give_instead():
+    G = _graph(budget=50.0)
+    _dpgnn(G)
+    with pytest.raises(BudgetExceededError, match=r"Give GCNClassifier what an edge mechanism "
+                                                  r"collected from these users instead of the "
+                                                  r"true graph"):
+        _gcn(G)
+

@@ -51,6 +51,12 @@ class BudgetExceededError(PrivacyBudgetError):
     population = None
 
 
+#: How a central DP model's inference over the graph names itself as a reader of the true
+#: edges (before its step kind): outside the training's guarantee, as documented (a
+#: node's prediction is that node's), and not charged for a training's protection.
+CENTRAL_INFERENCE = "inference of "
+
+
 class Population:
     """The simulated devices of a set of users: the one place their raw data is read.
 
@@ -563,15 +569,16 @@ class Population:
     def _collections_of(self, part, reader=None):
         """The collections of the users' ``part`` in the ledger (reports; reads in the
         clear excluded) and the central trainings that protect it (those that named their
-        users): a list of ``(spec, users)``. A training of the step kind ``reader`` is left
-        out: a model's predictions over the graph (DP-GNN's full neighbourhoods) are taken
-        as given, as they are without a collection."""
+        users): a list of ``(spec, users)``. The trainings are left out for a central DP
+        model's inference (``reader`` starts with :data:`CENTRAL_INFERENCE`): DP-GNN's
+        predictions over full neighbourhoods are outside its guarantee, as documented."""
         led = self.ledger
+        inference = reader is not None and reader.startswith(CENTRAL_INFERENCE)
         with led._lock:
             return [(spec, ans.merged()[0]) for spec, ans in led._local.values()
                     if part in spec.protects and spec.model != "clear"] + \
                 [(spec, led._central_keys[cid]) for cid, (spec, _, _) in led._central.items()
-                 if part in spec.protects and cid in led._central_keys and spec.kind != reader]
+                 if part in spec.protects and cid in led._central_keys and not inference]
 
     def _collected_among(self, part, keys, reader=None):
         """Those of ``keys`` whose ``part`` a collection or a central training in the
@@ -603,7 +610,8 @@ class Population:
               if len(central) == len(hit) else
               f"{mechanism} collected or a central DP training protects")
         if len(central) == len(hit):   # no collected graph or labels to give it instead
-            instead = f"Fit {kind.rsplit('.', 1)[-1]} on what a mechanism collected"
+            instead = (f"Give {kind.rsplit('.', 1)[-1]} what {mechanism} collected from "
+                       f"these users instead of {what}")
         raise BudgetExceededError(
             f"{kind.rsplit('.', 1)[-1]} would read {what} of "
             f"{len(self._collected_among(part, node_keys, kind))} user(s) whose {part} {by} "
@@ -617,12 +625,13 @@ class Population:
         """The earlier reads of the users' true parts that a collection ``spec`` from the
         users ``keys`` makes count: ``[(step kind, part, users to charge)]``, empty unless
         ``spec`` collects (or, a central training, protects) a part that was read; a
-        training leaves out the reads of its own step kind (:meth:`_collections_of`)."""
+        training leaves out central DP models' inference (:meth:`_collections_of`)."""
         if spec.model == "clear" or not self._true_reads:
             return []
         out = {}
         for (kind, part, _), read in self._true_reads.items():
-            if part not in spec.protects or (spec.model == "central" and kind == spec.kind):
+            if part not in spec.protects or (spec.model == "central" and
+                                             kind.startswith(CENTRAL_INFERENCE)):
                 continue
             hit = keys[np.isin(keys, read)]
             if len(hit):
