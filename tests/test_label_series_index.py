@@ -64,8 +64,10 @@ def test_a_series_indexed_by_other_users_ids_is_refused():
     # would be fitted on another user's label
     G, y, perm = _graph()
     X = G[perm[:20]]
+    mostly_others = y.loc[[IDS[i] for i in perm[20:40]]].rename(index={IDS[perm[39]]: "zz"})
     for labels in (y.loc[[IDS[i] for i in perm[1:21]]],    # 19 of X's users, one other
-                   y.loc[[IDS[i] for i in perm[20:40]]]):  # none of X's users
+                   y.loc[[IDS[i] for i in perm[20:40]]],   # none of X's users
+                   mostly_others):                         # and one id of no user
         with pytest.raises(ValueError, match=r"indexed by ids of users of the graph, \d+ of "
                                              r"which are not users of X's rows.*"
                                              r"y\.loc\[X\.node_ids\]"):

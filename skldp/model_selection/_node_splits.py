@@ -63,12 +63,12 @@ def _check_label_index(y, X):
     ``a``'s label would be taken for the user in ``a``'s position (and sent in that
     user's name).
 
-    Refused: an index naming exactly ``X``'s users in another order, or only users of
-    the graph, some not ``X``'s (unless its values are integers that can be positions,
-    ``0 <= i < n_nodes``). Any other index is positional, as in scikit-learn: a new
-    Series' ``RangeIndex``, the graph positions of ``X``'s rows (what scikit-learn's
-    splitters keep), other positions (of a Series of the view), values naming no user
-    of the graph or not only users of it.
+    Refused: an index naming exactly ``X``'s users in another order, or mostly users
+    of the graph, some not ``X``'s (unless its values are integers that can be
+    positions, ``0 <= i < n_nodes``). Any other index is positional, as in
+    scikit-learn: a new Series' ``RangeIndex``, the graph positions of ``X``'s rows
+    (what scikit-learn's splitters keep), other positions (of a Series of the view),
+    values naming no user of the graph or few of them.
     """
     pd = sys.modules.get("pandas")
     # (a PairData's rows are pairs, its labels link labels: not checked here)
@@ -102,7 +102,8 @@ def _check_label_index(y, X):
             "it holds row positions, pass y.to_numpy().")
     may_be_positions = ints is not None and len(ints) and \
         ints.min() >= 0 and ints.max() < X.n_nodes
-    if may_be_positions or not in_graph.all():
+    # ids if most name users of the graph (a word may name one by coincidence)
+    if may_be_positions or 2 * in_graph.sum() <= len(keys):
         return
     n_other = int((~np.isin(keys, rows)).sum())
     raise ValueError(
