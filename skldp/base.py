@@ -35,7 +35,7 @@ from .population._spec import (
     public_value,
     step_kind,
 )
-from .utils._arrays import distinct, sorted_lookup, unique_inverse
+from .utils._arrays import distinct, member, sorted_lookup, unique_inverse
 from .utils._hashing import content_hash
 from .utils._random import _GOLDEN, _mix, array_fingerprint, collection_seed
 from .utils.validation import (
@@ -136,7 +136,7 @@ def _clear_read_already_charged(X, part):
     ledger = st.population.ledger
     users, eps = ledger.per_user(part)
     charged = users[np.isinf(eps)]
-    n = int(np.isin(distinct(X.node_keys), charged).sum())
+    n = int(member(distinct(X.node_keys), charged).sum())
     if not n:
         return ""
     kinds = sorted({e.spec.kind.rsplit(".", 1)[-1] for e in ledger.entries()

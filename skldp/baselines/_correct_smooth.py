@@ -20,7 +20,7 @@ from ..base import (
 )
 from ..model_selection._node_splits import _check_all_labelled
 from ..population import BudgetExceededError
-from ..utils._arrays import sorted_lookup
+from ..utils._arrays import member, sorted_lookup
 from ..utils.validation import LABEL_MECHANISM_CONSTRAINT, Count, Interval, check_graph_data
 from ._graph_ops import (
     fit_label_mechanism,
@@ -328,7 +328,7 @@ class CorrectAndSmooth(MetaEstimatorMixin, GraphClassifierMixin, BaseEstimator):
         own_labels = {s.id for s in specs if "labels" in s.protects and s.model == "local"}
         keys = G.node_keys[G.rows]
         unattributed = not own_labels and any(
-            np.isin(np.asarray(k, dtype=np.uint64), keys).any()
+            member(np.asarray(k, dtype=np.uint64), keys).any()
             for spec, k, _ in records if spec.model == "local")
         sent, made = _labels_sent(G, [r for r in records if r[0].id in own_labels])
         if own is not None and made:

@@ -11,6 +11,7 @@ from sklearn.utils.extmath import _approximate_mode
 from sklearn.utils.validation import column_or_1d
 
 from ..population._reports import LabelReports, collection_of
+from ..utils._arrays import member
 
 __all__ = ["random_node_split", "per_class_node_split", "planetoid_split", "LabelledKFold"]
 
@@ -90,7 +91,7 @@ def _check_label_index(y, X):
     rows = X.node_keys[X.rows]
     if np.array_equal(keys, rows):
         return
-    in_graph = np.isin(keys, X.node_keys)
+    in_graph = member(keys, X.node_keys)
     if not in_graph.any():   # the ids written as another type ("12" for 12)?
         _check_ids_of_another_type(index, X)
         return
@@ -105,7 +106,7 @@ def _check_label_index(y, X):
     # ids if most name users of the graph (a word may name one by coincidence)
     if may_be_positions or 2 * in_graph.sum() <= len(keys):
         return
-    n_other = int((~np.isin(keys, rows)).sum())
+    n_other = int((~member(keys, rows)).sum())
     raise ValueError(
         f"y is a pandas Series indexed by ids of users of the graph, {n_other} of which "
         "are not users of X's rows: labels are read by position, so users would get "

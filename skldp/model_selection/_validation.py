@@ -18,7 +18,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.extmath import _approximate_mode
 
 from .._graph_data import GraphData
-from ..utils._arrays import distinct
+from ..utils._arrays import distinct, member
 from ._edge_splits import PairData
 
 __all__ = ["validation_split", "check_validation", "AUTO_MIN_ROWS"]
@@ -80,7 +80,7 @@ def _held_out(X, v, owner):
         # a pair is unordered (the link predictors score (u, v) as (v, u)): matched
         # in either orientation
         v, mine = np.sort(v, axis=1).astype(np.int64), np.sort(X.pairs, axis=1).astype(np.int64)
-        return np.isin(mine[:, 0] * n + mine[:, 1], distinct(v[:, 0] * n + v[:, 1]))
+        return member(mine[:, 0] * n + mine[:, 1], distinct(v[:, 0] * n + v[:, 1]))
     if not isinstance(X, GraphData):
         raise ValueError(f"{name}(validation=...) names nodes of a graph, but X is a plain "
                          "array whose rows have no node identity; fit on a GraphData view "

@@ -21,7 +21,7 @@ from ..device._device import ANSWER_ID, plain_id
 from ..device._kinds import ReportError, _value_text, directory_digest, plan
 from ..device._random import _as_id_array, _exact_limit, _id_sequence, ids_to_keys
 from ..device._spec import read_spec
-from ..utils._arrays import distinct
+from ..utils._arrays import distinct, member
 from ..utils._atomic import replace_file
 from ._population import _TOL, BudgetExceededError, Population, further_answers_spec
 from ._reports import LabelReports
@@ -982,7 +982,7 @@ def _charge_again(population, received, position, keys, charged, refusals):
     ukeys = _keys_of(users, position, keys)
     ekeys = ukeys[owner]
     spec_id = received.spec.id
-    now = is_kept & np.isin(ekeys, charged)   # charged by receive: remembered with it
+    now = is_kept & member(ekeys, charged)   # charged by receive: remembered with it
     population._remember_answers(spec_id, ekeys[now & known], digests[now & known])
     new = ~now & (~known | population._unseen_answers(spec_id, ekeys, digests))
     counts = np.bincount(owner[new], minlength=len(users))
@@ -997,7 +997,7 @@ def _charge_again(population, received, position, keys, charged, refusals):
                 "set each record's user from its authenticated sender)")
 
     def remember(these):
-        mine = new & known & np.isin(owner, these)
+        mine = new & known & member(owner, these)
         population._remember_answers(spec_id, ekeys[mine], digests[mine])
 
     _charge_further(population, received.spec, users, ukeys, counts, refusals, why, remember)
@@ -1053,7 +1053,7 @@ def _charge_held(population, keys, ids, parts, refusals):
         if cap is None:
             continue
         over = population.ledger.spent(ukeys) + population.ledger.central_epsilon > cap + _TOL
-        mine = np.isin(ukeys, keys)
+        mine = member(ukeys, keys)
         for these, in_graph in ((over & mine, True), (over & ~mine, False)):
             if not these.any():
                 continue

@@ -19,7 +19,7 @@ import weakref
 import numpy as np
 
 from ..exceptions import PrivacyBudgetError
-from ..utils._arrays import distinct, sorted_lookup
+from ..utils._arrays import distinct, member, sorted_lookup
 from ._digest import answer_tags, report_keys
 from ._ledger import _FOLDERS, _LEDGERS, Ledger, _JournalFolder
 from ._spec import CollectionSpec
@@ -398,7 +398,7 @@ class Population:
         :class:`~skldp.GraphData`): :meth:`_join`, and charge the answers held for them
         (they were sent), with a warning if that takes some above the budget."""
         new = self._join(node_keys)   # (GraphData calls it for real devices only)
-        if not len(new) or not any(np.isin(d.merged()["key"], new).any()
+        if not len(new) or not any(member(d.merged()["key"], new).any()
                                    for _, d in self._held.values()):
             return   # (a saved copy with nothing held for them need not reach its ledger)
         charged = self._charge_held()
@@ -442,7 +442,7 @@ class Population:
                     continue
                 ukeys, counts = np.unique(hkeys[new], return_counts=True)
                 first = self.receive(spec, ukeys, charge_only=True, check_budget=False)
-                further = counts - np.isin(ukeys, first)
+                further = counts - member(ukeys, first)
                 for c in np.unique(further[further > 0]).tolist():
                     self.receive(further_answers_spec(spec, c), ukeys[further == c],
                                  charge_only=True, check_budget=False)
@@ -584,7 +584,7 @@ class Population:
         """Those of ``keys`` whose ``part`` a collection or a central training in the
         ledger protects (:meth:`_collections_of`)."""
         users = [k for _, k in self._collections_of(part, reader)]
-        return keys[np.isin(keys, np.concatenate(users))] if users else keys[:0]
+        return keys[member(keys, np.concatenate(users))] if users else keys[:0]
 
     #: What a read of the true part is, what collects it, and what to give the step instead.
     _TRUE_PARTS = {
@@ -604,7 +604,7 @@ class Population:
             return
         what, mechanism, instead = self._TRUE_PARTS[part]
         hit = [spec for spec, k in self._collections_of(part, kind)
-               if np.isin(k, node_keys).any()]
+               if member(k, node_keys).any()]
         central = [s for s in hit if s.model == "central"]
         by = (f"{mechanism} collected" if not central else "a central DP training protects"
               if len(central) == len(hit) else
@@ -633,9 +633,9 @@ class Population:
             if part not in spec.protects or (spec.model == "central" and
                                              kind.startswith(CENTRAL_INFERENCE)):
                 continue
-            hit = keys[np.isin(keys, read)]
+            hit = keys[member(keys, read)]
             if len(hit):
-                out[kind, part] = np.union1d(out.get((kind, part), hit[:0]), hit)
+                out[kind, part] = distinct(np.concatenate([out.get((kind, part), hit[:0]), hit]))
         return [(kind, part, hit) for (kind, part), hit in sorted(out.items())]
 
     def _charge_true_reads(self, spec, keys, check_budget=True):
@@ -677,7 +677,7 @@ class Population:
         """Whether every one of ``node_keys`` already has an infinite epsilon for ``part``."""
         users, eps = self.ledger.per_user(part)
         charged = users[np.isinf(eps)]
-        return bool(np.isin(node_keys, charged).all())
+        return bool(member(node_keys, charged).all())
 
     def record_training(self, spec, n_users, node_keys=None):
         """A central-DP training on the data of ``n_users`` users (checked against the budget).

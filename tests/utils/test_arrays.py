@@ -10,6 +10,7 @@ from skldp.utils import _arrays
 from skldp.utils._arrays import (
     check_finite_features,
     distinct,
+    member,
     torch_blocks_sum,
     unique_inverse,
     within_bounds,
@@ -47,6 +48,28 @@ def test_distinct_is_numpys_unique(a):
     got, want = distinct(a), np.unique(a)
     assert got.dtype == want.dtype
     np.testing.assert_array_equal(got, want)
+
+
+_rng = np.random.default_rng(2)
+_WIDE = _rng.integers(0, 2**63, 5_000, dtype=np.int64).astype(np.uint64)   # hashed keys
+
+
+@pytest.mark.parametrize("x, ref", [
+    (_WIDE, _rng.choice(_WIDE, 2_000)),                           # unsorted, repeats in ref
+    (np.sort(_WIDE), np.r_[_WIDE[:100], _WIDE[:100] + 1]),        # sorted; absent neighbours
+    (np.r_[_WIDE[:50], _WIDE[:50]], _WIDE[25:75]),                # repeats in x
+    (np.array([0, 2**64 - 1], dtype=np.uint64),
+     np.array([2**64 - 1, 2**63], dtype=np.uint64)),              # extremes of uint64
+    (np.array([-2**62, 3, 2**62]), np.array([2**62, -7])),        # int64, negative
+    (np.arange(100, dtype=np.uint64), np.arange(0, 100, 3, dtype=np.uint64)),   # table
+    (_WIDE, _WIDE.astype(np.int64)),                               # mixed dtypes: numpy's
+    (_WIDE[:0], _WIDE), (_WIDE, _WIDE[:0]),
+    (np.array([1.5, 2.0]), np.array([2.0])),
+])
+def test_member_is_numpys_isin(x, ref):
+    got = member(x, ref)
+    assert got.dtype == bool and got.shape == x.shape
+    np.testing.assert_array_equal(got, np.isin(x, ref))
 
 
 def test_finite_check_of_a_tensor_names_the_first_bad_entry():
