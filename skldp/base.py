@@ -261,8 +261,8 @@ def note_edge_read(step, X, fitting=False):
 def sent_these_labels(population, spec, node_keys, labels):
     """Whether the users ``node_keys`` answered the label collection ``spec`` and the
     reports the server kept read ``labels`` in its public domain."""
-    sent = population.received(spec.id, node_keys)
-    if any(r is None for r in sent):
+    sent, found = population.received(spec.id, node_keys)
+    if not found.all():
         return False
     classes = np.asarray(spec.public_state.get("classes", []))
     return np.array_equal(classes[np.asarray(sent, dtype=np.int64)], np.asarray(labels))
@@ -283,7 +283,7 @@ def labels_sent(G, y):
     population, keys = G.population, G.node_keys[G.rows]
     return any(e.spec.id == cid and e.spec.model == "local" and "labels" in e.spec.protects
                for e in population.ledger.entries()) and \
-        all(r is not None for r in population.received(cid, keys))
+        population.received(cid, keys)[1].all()
 
 
 def note_label_read(step, X, y):

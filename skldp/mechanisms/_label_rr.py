@@ -301,8 +301,8 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
             self._restore_public_state(spec)
             self.population_ = bound
             y_enc = self.encode(labels)
-        sent = population.received(spec.id, node_keys)
-        missing = sum(r is None for r in sent)
+        sent, found = population.received(spec.id, node_keys)
+        missing = int(np.count_nonzero(~found))
         if missing:
             raise ValueError(f"{missing} of these users sent no label in collection {spec.id}; "
                              "fit on the users who sent one (y >= 0 in received_graph's y).")

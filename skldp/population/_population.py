@@ -110,7 +110,7 @@ class Population:
         self.ledger._budget = self._budget_cap   # what a report says once the population is gone
         self._secret = secrets.randbits(63)
         self._answers = {}     # collection id -> _Answers: who answered, about what
-        self._received = {}    # collection id -> {key: report} the server kept (labels)
+        self._received = {}    # collection id -> _Kept: the reports the server kept (labels)
         self._answer_digests = {}   # collection id -> _Digests of the answers received
         # collection id -> (spec, _Digests): answers received from users that were not in
         # the directory then; charged once the user is one of this population's (_held)
@@ -256,8 +256,7 @@ class Population:
                              if _records(protects, spec))
         reports = encode(rkeys)
         if keep:
-            kept = self._received.setdefault(spec.id, {})
-            kept.update(zip(node_keys.tolist(), np.asarray(reports).tolist(), strict=True))
+            self._received.setdefault(spec.id, _Kept()).add(node_keys, reports)
         for recorder in list(self._recordings.values()):
             recorder.append((spec, node_keys, reports))
         if foreign:   # another process records what the server receives: send it there
@@ -317,8 +316,7 @@ class Population:
         if reports is not None:
             # the latest batch's: the graph built from it holds these (an earlier answer
             # that a later batch replaced was charged all the same)
-            self._received.setdefault(spec.id, {}).update(
-                zip(node_keys.tolist(), np.asarray(reports).tolist(), strict=True))
+            self._received.setdefault(spec.id, _Kept()).add(node_keys, reports)
         return new_keys
 
     def _unseen_answers(self, spec_id, node_keys, digests):
@@ -708,10 +706,17 @@ class Population:
                 charge_reads()
 
     def received(self, spec_id, node_keys):
-        """The reports the server kept for ``spec_id`` (``keep=True``), or ``None`` for a user
-        who did not answer it."""
-        kept = self._received.get(spec_id, {})
-        return [kept.get(int(k)) for k in np.asarray(node_keys, dtype=np.uint64)]
+        """The reports the server kept for ``spec_id`` (``keep=True``) from the users
+        ``node_keys``: ``(reports, found)``, ``found`` false (and the report meaningless)
+        for a user who did not answer it."""
+        node_keys = np.asarray(node_keys, dtype=np.uint64)
+        with self._lock:
+            kept = self._received.get(spec_id)
+            if kept is None:
+                return np.zeros(len(node_keys), np.int64), np.zeros(len(node_keys), bool)
+            keys, reports = kept.merged()
+        pos, found = sorted_lookup(keys, node_keys)
+        return reports[pos] if len(keys) else np.zeros(len(node_keys), np.int64), found
 
     @contextlib.contextmanager
     def recording(self, protects=None):
@@ -933,7 +938,8 @@ class Population:
                 self._open_journal()
             return {"id": self.id, "_budget_cap": self._budget_cap, "simulated": self.simulated,
                     "ledger": self.ledger, "_journal": self._journal,
-                    "_collected": dict(self._collected), "_received": dict(self._received),
+                    "_collected": dict(self._collected),
+                    "_received": {cid: k.merged() for cid, k in self._received.items()},
                     "_answer_digests": {cid: d.merged() for cid, d in
                                         self._answer_digests.items()},
                     "_held": {cid: (spec, d.merged()) for cid, (spec, d) in
@@ -948,6 +954,8 @@ class Population:
         state["_held"] = {cid: (spec, _Digests.from_state(d)) for cid, (spec, d) in
                           state.get("_held", {}).items()}
         state.setdefault("_members", np.zeros(0, np.uint64))   # (pickled before it existed)
+        state["_received"] = {cid: _Kept.from_state(k) for cid, k in
+                              state.get("_received", {}).items()}
         self.__dict__.update(state)
         self._lock = threading.RLock()
         self._answers, self._fh, self._offset = {}, None, 0
@@ -1047,6 +1055,46 @@ class _Answers:
             order = np.argsort(K, kind="stable")
             self.keys, self.tags, self.chunks = K[order], T[order], []
         return self.keys, self.tags
+
+
+class _Kept:
+    """The reports the server kept for one collection, a user's latest one: sorted keys
+    and their reports (chunks added are merged when read). A dict of 1.5M users took
+    0.5 s to update and a Python loop as long to read."""
+
+    __slots__ = ("keys", "reports", "chunks")
+
+    def __init__(self, keys=None, reports=None):
+        self.keys = np.zeros(0, np.uint64) if keys is None else keys
+        self.reports = np.zeros(0, np.int64) if reports is None else reports
+        self.chunks = []
+
+    @classmethod
+    def from_state(cls, state):
+        """From a pickle: ``(keys, reports)``, or a dict ``{key: report}`` (the older format)."""
+        if isinstance(state, dict):
+            out = cls()
+            out.add(np.fromiter(state.keys(), np.uint64, len(state)), list(state.values()))
+            return out
+        return cls(*state)
+
+    def add(self, keys, reports):
+        reports = np.asarray(reports)
+        if len(keys) != len(reports):
+            raise ValueError(f"{len(keys)} users but {len(reports)} reports.")
+        self.chunks.append((np.asarray(keys, np.uint64), reports))
+
+    def merged(self):
+        if self.chunks:
+            K = np.concatenate([self.keys] + [k for k, _ in self.chunks])
+            R = np.concatenate([self.reports] + [r for _, r in self.chunks]) if \
+                len(self.reports) else np.concatenate([r for _, r in self.chunks])
+            order = np.argsort(K, kind="stable")
+            K, R = K[order], R[order]
+            # a user's latest report: the last of its run (stable: in the order added)
+            last = np.r_[K[1:] != K[:-1], True] if len(K) else np.zeros(0, bool)
+            self.keys, self.reports, self.chunks = K[last], R[last], []
+        return self.keys, self.reports
 
 
 class _Digests:
