@@ -66,10 +66,17 @@ _WIDE = _rng.integers(0, 2**63, 5_000, dtype=np.int64).astype(np.uint64)   # has
     (_WIDE[:0], _WIDE), (_WIDE, _WIDE[:0]),
     (np.array([1.5, 2.0]), np.array([2.0])),
 ])
-def test_member_is_numpys_isin(x, ref):
+@pytest.mark.parametrize("cached", [1 << 17, 16])   # 16: probes in sorted order
+def test_member_is_numpys_isin(x, ref, cached, monkeypatch):
+    monkeypatch.setattr(_arrays, "_CACHED", cached)
     got = member(x, ref)
     assert got.dtype == bool and got.shape == x.shape
     np.testing.assert_array_equal(got, np.isin(x, ref))
+    if len(ref) and x.dtype.kind == "u":   # positions too, in a sorter's order
+        shuffled = np.random.default_rng(0).permutation(ref)
+        pos, found = _arrays.sorted_lookup(shuffled, x, sorter=np.argsort(shuffled))
+        np.testing.assert_array_equal(found, np.isin(x, ref))
+        np.testing.assert_array_equal(shuffled[pos[found]], x[found])
 
 
 def test_finite_check_of_a_tensor_names_the_first_bad_entry():
@@ -145,8 +152,10 @@ def test_within_bounds_reads_every_entry_and_refuses_nan_and_inf(torch_loaded, d
         assert "torch" not in sys.modules   # not imported for the check
 
 
+@pytest.mark.parametrize("cached", [1 << 17, 2])   # 2: probes in sorted order
 @pytest.mark.parametrize("ref", [np.array([1, 3, 5]), np.array([], dtype=np.int64)])
-def test_sorted_lookup_finds_what_isin_finds(ref):
+def test_sorted_lookup_finds_what_isin_finds(ref, cached, monkeypatch):
+    monkeypatch.setattr(_arrays, "_CACHED", cached)
     x = np.array([0, 1, 3, 4, 5, 9])
     pos, found = _arrays.sorted_lookup(ref, x)
     np.testing.assert_array_equal(found, np.isin(x, ref))
