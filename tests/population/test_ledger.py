@@ -373,3 +373,17 @@ _PUBLIC_BOUNDS = {
     "PiecewiseMechanism": (237465710570215996, "01d183a8c4d5e11c414d1de0684e8b2c"),
     "HDSMechanism": (1674017825138103187, "0bea53af1b378a16903dd4bfb33a6776"),
 }
+
+
+def test_sum_by_key_of_counts_in_any_order_is_the_stable_sums():
+    from skldp.population._ledger import _sum_by_key
+    rng = np.random.default_rng(0)
+    keys = rng.integers(0, 2**63, 500, dtype=np.int64).astype(np.uint64)
+    keys = np.r_[keys, keys[:200], keys[:50]]   # repeats, as answers to several chunks
+    counts = rng.integers(1, 4, len(keys))
+    fast, slow = _sum_by_key(keys, counts, exact=True), _sum_by_key(keys, counts)
+    for a, b in zip(fast, slow, strict=True):
+        np.testing.assert_array_equal(a, b)
+    want_keys, inverse = np.unique(keys, return_inverse=True)
+    np.testing.assert_array_equal(fast[0], want_keys)
+    np.testing.assert_array_equal(fast[1], np.bincount(inverse, weights=counts).astype(int))
