@@ -1079,21 +1079,25 @@ class _Kept:
         return cls(*state)
 
     def add(self, keys, reports):
-        reports = np.asarray(reports)
+        # copies: the caller's arrays stay the caller's (editing them edits no record)
+        reports = np.array(reports)
         if len(keys) != len(reports):
             raise ValueError(f"{len(keys)} users but {len(reports)} reports.")
-        self.chunks.append((np.asarray(keys, np.uint64), reports))
+        self.chunks.append((np.array(keys, np.uint64), reports))
 
     def merged(self):
-        if self.chunks:
-            K = np.concatenate([self.keys] + [k for k, _ in self.chunks])
-            R = np.concatenate([self.reports] + [r for _, r in self.chunks]) if \
-                len(self.reports) else np.concatenate([r for _, r in self.chunks])
+        n = len(self.chunks)   # (a chunk added meanwhile, by another thread, stays queued)
+        if n:
+            chunks = self.chunks[:n]
+            K = np.concatenate([self.keys] + [k for k, _ in chunks])
+            R = np.concatenate([self.reports] + [r for _, r in chunks]) if \
+                len(self.reports) else np.concatenate([r for _, r in chunks])
             order = np.argsort(K, kind="stable")
             K, R = K[order], R[order]
             # a user's latest report: the last of its run (stable: in the order added)
             last = np.r_[K[1:] != K[:-1], True] if len(K) else np.zeros(0, bool)
-            self.keys, self.reports, self.chunks = K[last], R[last], []
+            self.keys, self.reports = K[last], R[last]
+            del self.chunks[:n]
         return self.keys, self.reports
 
 
@@ -1131,8 +1135,10 @@ class _Digests:
 
     def merged(self):
         """The pairs, sorted, each once."""
-        if self.chunks:
-            self.pairs, self.chunks = distinct(np.concatenate([self.pairs] + self.chunks)), []
+        n = len(self.chunks)   # (a chunk added meanwhile, by another thread, stays queued)
+        if n:
+            self.pairs = distinct(np.concatenate([self.pairs] + self.chunks[:n]))
+            del self.chunks[:n]
         return self.pairs
 
     def contains(self, keys, digests):
