@@ -105,6 +105,14 @@ def test_other_users_labels_are_refused_by_every_step_that_reads_them(read, case
     assert G.ledger.entries() == []
 
 
+def test_an_index_repeating_some_of_xs_users_says_so():
+    G, y, perm = _graph()
+    X = G[:20]
+    repeated = y.loc[[IDS[0]] * 2 + IDS[2:20]]   # u0 twice, u1 missing
+    with pytest.raises(ValueError, match="some of X's users repeated and others missing"):
+        MLPHead(epochs=2).fit(X, repeated)
+
+
 def test_an_index_that_names_users_only_by_coincidence_is_positional():
     # words, one of which happens to be a user's id; positions stored as floats
     G, y, perm = _graph()

@@ -255,7 +255,7 @@ def _central(G):
 def test_a_central_training_that_protects_the_edges_counts_as_their_collection(dpgnn_first):
     # Before: DP-GNN (epsilon 1) and a label propagation fitted on the same true graph and
     # clean labels printed edges and labels epsilon 1 (the training's, central); the
-    # audit's lower bound on the propagation's predictions was 5.98 (/tmp/fix2_repro.py)
+    # audit's lower bound on the propagation's predictions was 5.98
     G = _graph()
     steps = [lambda: _dpgnn(G), lambda: _gcn(G)]
     for step in steps if dpgnn_first else steps[::-1]:

@@ -107,11 +107,13 @@ def _check_label_index(y, X):
     if may_be_positions or 2 * in_graph.sum() <= len(keys):
         return
     n_other = int((~member(keys, rows)).sum())
+    which = (f"{n_other} of which are not users of X's rows" if n_other else
+             "some of X's users repeated and others missing")
     raise ValueError(
-        f"y is a pandas Series indexed by ids of users of the graph, {n_other} of which "
-        "are not users of X's rows: labels are read by position, so users would get "
-        "other users' labels. Pass the labels of X's users in X's order "
-        "(y.loc[X.node_ids]), or y.to_numpy() if its index is not user ids.")
+        f"y is a pandas Series indexed by ids of users of the graph, {which}: labels are "
+        "read by position, so users would get other users' labels. Pass the labels of "
+        "X's users in X's order (y.loc[X.node_ids]), or y.to_numpy() if its index is not "
+        "user ids.")
 
 
 def _integer_values(index):
