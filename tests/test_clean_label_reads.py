@@ -305,7 +305,8 @@ def test_label_reports_behave_as_arrays():
 def _dpmlp(G):
     from skldp.central import DPMLPClassifier
     return DPMLPClassifier(classes=[0, 1], batch_size=5, n_steps=2, noise_multiplier=5.0,
-                           hidden_size=4, device="cpu", random_state=0).fit(G, Y[G.rows])
+                           accountant="hypergeometric", hidden_size=4, device="cpu",
+                           random_state=0).fit(G, Y[G.rows])
 
 
 @pytest.mark.parametrize("budget", [None, 50.0])
