@@ -1144,7 +1144,7 @@ class DPGNNClassifier(_DPTrainerBase):
             reads += [("clip_percentile", p, keys[seen]) for p in data_parts]
         if validation is not None:
             _, rows, A_rows, _ = validation
-            seen = np.union1d(rows, sp.csr_matrix(A_rows).indices)
+            seen = distinct(np.concatenate([rows, sp.csr_matrix(A_rows).indices]))
             reads += [("validation", "labels", keys[rows])]
             reads += [("validation", p, keys[seen]) for p in data_parts]
         return reads

@@ -1009,7 +1009,7 @@ def _charge_further(population, spec, users, ukeys, counts, refusals, why, remem
     the ledger adds to what they spent (above the budget too: a refusal, its message
     ``why(n_users, named, c, cause)``, is added to ``refusals``); ``remember(these)`` keeps
     those answers once charged, so that a retry after a refusal charges them no more."""
-    for c in np.unique(counts[counts > 0]).tolist():
+    for c in distinct(counts[counts > 0]).tolist():
         these = np.flatnonzero(counts == c)
         refused = []
         _receive(population, further_answers_spec(spec, c), ukeys[these], refused,

@@ -441,7 +441,7 @@ class Population:
                 ukeys, counts = np.unique(hkeys[new], return_counts=True)
                 first = self.receive(spec, ukeys, charge_only=True, check_budget=False)
                 further = counts - member(ukeys, first)
-                for c in np.unique(further[further > 0]).tolist():
+                for c in distinct(further[further > 0]).tolist():
                     self.receive(further_answers_spec(spec, c), ukeys[further == c],
                                  charge_only=True, check_budget=False)
                 self._remember_answers(spec.id, hkeys[new], hd[new])
