@@ -603,11 +603,13 @@ class Population:
         what, mechanism, instead = self._TRUE_PARTS[part]
         hit = [spec for spec, k in self._collections_of(part, kind)
                if member(k, node_keys).any()]
-        central = [s for s in hit if s.model == "central"]
-        by = (f"{mechanism} collected" if not central else "a central DP training protects"
-              if len(central) == len(hit) else
-              f"{mechanism} collected or a central DP training protects")
-        if len(central) == len(hit):   # no collected graph or labels to give it instead
+        n_central = sum(s.model == "central" for s in hit)
+        if n_central == 0:
+            by = f"{mechanism} collected"
+        elif n_central < len(hit):
+            by = f"{mechanism} collected or a central DP training protects"
+        else:   # no collected graph or labels to give it instead
+            by = "a central DP training protects"
             instead = (f"Give {kind.rsplit('.', 1)[-1]} what {mechanism} collected from "
                        f"these users instead of {what}")
         raise BudgetExceededError(

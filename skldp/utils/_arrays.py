@@ -217,6 +217,10 @@ def frame_column_names(X):
     return None
 
 
+# Elements of an array whose random probes stay in the CPU's caches (8 bytes each: 1 MiB)
+_CACHED = 1 << 17
+
+
 def sorted_lookup(sorted_ref, x, sorter=None):
     """``(pos, found)``: where each of ``x`` is in ``sorted_ref`` and whether it is there.
 
@@ -240,10 +244,6 @@ def sorted_lookup(sorted_ref, x, sorter=None):
     if sorter is not None:
         pos = sorter[pos]
     return pos, sorted_ref[pos] == x
-
-
-# Elements of an array whose random probes stay in the CPU's caches (8 bytes each: 1 MiB)
-_CACHED = 1 << 17
 
 
 def distinct(a):
