@@ -1007,14 +1007,15 @@ class _TorchOps:
 
     def spmm_twice_minus(self, H, prev):
         """``2 M H - prev`` in one fused product where the backend has it (not the CPU:
-        there the embedding-bag product, then two passes, is faster)."""
+        there the embedding-bag product, then two passes, is faster). ``prev`` is used
+        up: the fused product writes over it (no copy of it into a new block)."""
         torch = self.torch
         with torch.no_grad():
             if self.device.type == "cpu":
                 return self.spmm(H).mul_(2.0).sub_(prev)
             if self._fused:
                 try:
-                    return torch.addmm(prev, self.M, H, beta=-1.0, alpha=2.0)
+                    return torch.addmm(prev, self.M, H, beta=-1.0, alpha=2.0, out=prev)
                 except (RuntimeError, NotImplementedError):   # pragma: no cover
                     self._fused = False
             return (self.M @ H).mul_(2.0).sub_(prev)

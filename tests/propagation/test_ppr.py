@@ -211,6 +211,35 @@ def test_cuda_blocks_are_as_few_and_as_even_as_the_memory_budget_allows():
     assert ops.block_columns(n, 10, "chebyshev") == 3 and ops.block_columns(n, 2, "cg") == 1
 
 
+def test_the_cards_fused_series_writes_each_term_over_the_older_one(small_graph):
+    # the accelerator's branch (its device type stubbed: no card here) on the host's
+    # tensors: ``2 S T_j - T_(j-1)`` written over ``T_(j-1)``, no new block per term
+    from types import SimpleNamespace
+
+    import torch
+
+    from skldp.propagation import _ppr
+    A, X, _ = small_graph
+    S = sp.csr_matrix(A, dtype=np.float64) / 4.0
+    ops = _ppr._TorchOps(S, np.float64, torch.device("cpu"))
+    H, prev = torch.rand(60, 3, dtype=torch.float64), torch.rand(60, 3, dtype=torch.float64)
+    expected = 2 * torch.from_numpy(S.toarray()) @ H - prev
+    host = ops.spmm_twice_minus(H, prev.clone())
+    ops.device = SimpleNamespace(type="cuda")
+    got = ops.spmm_twice_minus(H, prev)
+    assert got.data_ptr() == prev.data_ptr() and ops._fused
+    torch.testing.assert_close(got, expected)
+    torch.testing.assert_close(host, expected)
+    # the whole series through that branch is the host's
+    ppr = PPRPropagation(alpha=0.1, tol=1e-8)
+    F = torch.from_numpy(np.asarray(X, np.float64))
+    W, ok, products = ppr._chebyshev(ops, F.clone())
+    ops.device = torch.device("cpu")
+    W_host, _, _ = ppr._chebyshev(ops, F.clone())
+    assert ok and products > 2
+    torch.testing.assert_close(W, W_host)
+
+
 def test_direct_solve_equals_series_of_eq_12(small_graph):
     # guards the reference itself: eq. (12) as a truncated series
     A, X, _ = small_graph
