@@ -3,22 +3,25 @@
 Runs, each part in its own process with its own time limit, within one
 overall budget (``--budget``, 285 s), in this order:
 
-1. ``bench``: every case of ``bench_gpu.py`` on the CPU and on CUDA (PPR on
-   Facebook's HDS reports, Facebook PrivGE end to end, LPGNN on Facebook, every
-   model on Cora);
-2. ``pyg``: ``bench_pyg.py``, skldp's GCNClassifier beside PyTorch Geometric's
+1. ``cpu`` (with a GPU): the CPU's rows of every ``bench_gpu.py`` case (those of
+   ``bench`` and ``large`` below), in the background on half of the CPUs (whole
+   cores, the card hidden), while parts 2-5 run on the other half: the CPU rows
+   and the card's rows use different resources, and measured one after the
+   other they took most of the five minutes;
+2. ``bench``: every case of ``bench_gpu.py`` on CUDA (on the CPU when there is no
+   GPU): PPR on Facebook's HDS reports, Facebook PrivGE end to end, LPGNN on
+   Facebook, every model on Cora;
+3. ``pyg``: ``bench_pyg.py``, skldp's GCNClassifier beside PyTorch Geometric's
    GCN on Cora and CiteSeer (Planetoid public split);
-3. ``large``: PrivGE at 1M users / 10M edges on CUDA (on the CPU when there is
+4. ``large``: PrivGE at 1M users / 10M edges on CUDA (on the CPU when there is
    no GPU);
-4. ``huge``: PrivGE at 10M users / 100M edges on CUDA (the graph drawn on the
+5. ``huge``: PrivGE at 10M users / 100M edges on CUDA (the graph drawn on the
    card);
-5. ``tests``: the test suite, every torch model on CUDA through ``device="auto"``
-   (``pytest -n <CPUs, at most 16>`` when pytest-xdist is installed, each worker
-   with its share of the CPUs' threads, the tests marked ``long`` handed out
-   first), with the time the parts before left it;
-6. ``large_cpu``: with a GPU and at least 40 s left, the 1M-user case on the CPU,
-   the row that gives ``large`` its CPU / CUDA ratio (about 30 s: after the suite,
-   so that the suite has its time);
+6. ``tests``: once part ``cpu`` has ended, the test suite, every torch model on
+   CUDA through ``device="auto"`` (``pytest -n <CPUs, at most 16>`` when
+   pytest-xdist is installed, each worker with its share of the CPUs' threads,
+   the tests marked ``long`` handed out first), with the time the parts before
+   left it; every test of a second or more is listed with its time;
 7. ``profile``: with a GPU and the time left, where the time of LPGNN on
    Facebook goes on the card (``lpgnn_facebook_profile.txt``): last, and in a
    process of its own, since CUDA work after the profiler seemed to stay slower.
@@ -36,8 +39,9 @@ writes to ``--out-dir``:
 ``summary.md`` (the GPU table with the machine, versions and date),
 ``performance.md`` (``docs/performance/performance.md`` with that table in place of
 its GPU section: copy it over the page), ``results.json`` (every row),
-``pytest.txt`` (the test run's last lines) and ``parts.log`` (each part's
-command, time and last lines of output); with a GPU also the profiles above.
+``pytest.txt`` (the test run's output, with every test of a second or more timed)
+and ``parts.log`` (each part's command, time and last lines of output); with a GPU
+also the profiles above.
 
 Command (from the repository root, with a copy of the datasets folder in
 ``.gpudata``)::
@@ -67,10 +71,13 @@ PAGE = os.path.join(ROOT, "docs", "performance", "performance.md")
 BEGIN, END = "<!-- gpu-check:begin -->", "<!-- gpu-check:end -->"
 
 # part -> (seconds it may take at most, the least worth starting it with)
-LIMITS = {"bench": (110, 30), "pyg": (60, 15), "large": (60, 15), "huge": (120, 40),
-          "tests": (180, 30), "large_cpu": (60, 40), "profile": (60, 25)}
-# parts that only make sense beside a GPU (without one, "large" already ran on the CPU)
-GPU_ONLY = {"large_cpu"}
+LIMITS = {"cpu": (170, 40), "bench": (110, 30), "pyg": (60, 15), "large": (60, 15),
+          "huge": (120, 40), "tests": (180, 30), "profile": (60, 25)}
+# parts that only make sense beside a GPU (without one, "bench" and "large" run on the CPU)
+GPU_ONLY = {"cpu"}
+# parts that run in the background, beside the parts after them, until a part of JOINS
+BESIDE = {"cpu"}
+JOINS = {"tests", "profile"}
 PARTS = list(LIMITS)
 GRACE = 10   # seconds a part has to report after its interruption
 
@@ -112,18 +119,56 @@ def part_env(name, smoke):
     return {"OMP_NUM_THREADS": str(max(1, available_cpus() // workers))}
 
 
+def _core(cpu):
+    """The core of logical CPU ``cpu`` (its package and core ids; the CPU itself where
+    Linux does not say): hyperthreads of one core share it."""
+    topo = f"/sys/devices/system/cpu/cpu{cpu}/topology"
+    try:
+        with open(f"{topo}/physical_package_id") as f, open(f"{topo}/core_id") as g:
+            return (f.read().strip(), g.read().strip())
+    except OSError:
+        return (cpu,)
+
+
+def cpu_halves(cpus=None, core=_core):
+    """This process's CPUs (``cpus``) in two halves of whole cores: (the CPU rows',
+    the card's parts'); None when there are fewer than two cores."""
+    from skldp.utils._threads import _affinity
+    cores = {}
+    for c in sorted(_affinity() if cpus is None else cpus):
+        cores.setdefault(core(c), []).append(c)
+    groups = list(cores.values())
+    if len(groups) < 2:
+        return None
+    half = len(groups) // 2
+    return ([c for g in groups[:half] for c in g], [c for g in groups[half:] for c in g])
+
+
+def _start(cmd, env, cpus=None):
+    """Start ``cmd`` (SIGINT as by default: a shell's background job inherits it ignored),
+    on ``cpus`` when given."""
+    def setup():
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        if cpus:
+            os.sched_setaffinity(0, cpus)
+    return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, preexec_fn=setup)
+
+
 def commands(out, smoke, gpu=None):
     """The command of each part (``out``: the output folder; ``gpu``: whether there is
     one, asked of torch when None)."""
     gpu = _has_gpu() if gpu is None else gpu
+    device = "cuda" if gpu else "cpu"
     py = sys.executable
     bench = [py, os.path.join(HERE, "bench_gpu.py")] + (["--tiny"] if smoke else [])
     if smoke:
         tests = [py, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                  os.path.join(ROOT, "tests", "utils", "test_adjacency.py")]
     else:
-        # the slowest tests listed (--durations): where the part's time goes on the card
-        tests = [py, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rfE", "--durations=25"]
+        # every test of a second or more listed (--durations): where the time goes on the card
+        tests = [py, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rfE", "--durations=0",
+                 "--durations-min=1"]
         workers = _test_workers()
         if workers:
             tests += ["-n", str(workers)]
@@ -137,16 +182,17 @@ def commands(out, smoke, gpu=None):
         # with a GPU, bench and large also profile VGAE on Cora and PPR on 1M users on
         # the card, after their timed cases
         "bench": bench + ["--cases", "ppr", "hds_columns", "privge", "models",
-                          "--json", os.path.join(out, "_bench.json"), "--profile-dir", out],
+                          "--json", os.path.join(out, "_bench.json"), "--profile-dir", out,
+                          "--devices", device],
         "profile": bench + ["--cases", "profile", "--profile-dir", out],
         "pyg": [py, os.path.join(HERE, "bench_pyg.py"), "--json", os.path.join(out, "_pyg.json")]
         + (["--seeds", "2", "--epochs", "3", "--datasets", "cora"] if smoke else ["--seeds", "5"]),
-        # the CPU's 1M-user row (~25 s) waits for part large_cpu, after the suite
         "large": bench + ["--cases", "large", "--json", os.path.join(out, "_large.json"),
-                          "--profile-dir", out, "--devices", "cuda" if gpu else "cpu"]
+                          "--profile-dir", out, "--devices", device]
         + (["--large-nodes", "2000"] if smoke else []),
-        "large_cpu": bench + ["--cases", "large", "--json", os.path.join(out, "_large_cpu.json"),
-                              "--devices", "cpu"]
+        # the CPU's rows of parts bench and large, beside them
+        "cpu": bench + ["--cases", "ppr", "hds_columns", "privge", "models", "large",
+                        "--json", os.path.join(out, "_cpu.json"), "--devices", "cpu"]
         + (["--large-nodes", "2000"] if smoke else []),
         "huge": bench + ["--cases", "huge", "--json", os.path.join(out, "_huge.json")]
         + (["--huge-nodes", "3000"] if smoke else []),
@@ -157,63 +203,91 @@ def _tail(text, n=40):
     return "\n".join(text.splitlines()[-n:])
 
 
-def _default_sigint():
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 def run_parts(parts, out, smoke, budget):
-    """Run ``parts`` in order within ``budget`` seconds; one record per part."""
+    """Run ``parts`` in order within ``budget`` seconds; one record per part.
+
+    With a GPU, a part of :data:`BESIDE` runs in the background on one half of the
+    CPUs while the parts after it run on the other, until one of :data:`JOINS`,
+    which waits for it first (or the end).
+    """
     gpu = _has_gpu()
     cmds = commands(out, smoke, gpu)
     # the parts run this checkout's skldp, whatever is installed
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [ROOT] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
     deadline = time.monotonic() + budget
-    records = []
+    halves = cpu_halves() if gpu else None
+    records, behind = [], None   # behind: (record, process, start) of the background part
     for name in parts:
+        if behind is not None and name in JOINS:
+            _finish(*behind, deadline)
+            behind = None
         limit, least = LIMITS[name]
         left = deadline - time.monotonic()
         extra = part_env(name, smoke)
+        cpus = None
+        if name in BESIDE and halves:
+            cpus = halves[0]
+            # its own threads on its own CPUs, and no card: the CPU's rows
+            extra.update(OMP_NUM_THREADS=str(len(cpus)), CUDA_VISIBLE_DEVICES="")
+        elif behind is not None:
+            cpus = halves[1]
+            extra["OMP_NUM_THREADS"] = str(len(cpus))
         if name == "tests":   # where the suite waits, if it runs out of time
             extra["SKLDP_STACKS_DIR"] = os.path.join(out, "stacks")
             os.makedirs(extra["SKLDP_STACKS_DIR"], exist_ok=True)
-        rec = {"part": name, "command": " ".join([f"{k}={v}" for k, v in extra.items()]
-                                                 + cmds[name])}
+        rec = {"part": name, "command": " ".join(
+            [f"{k}={v}" for k, v in extra.items()] + cmds[name])}
+        if cpus:
+            rec["cpus"] = len(cpus)
+        records.append(rec)
         if name in GPU_ONLY and not gpu:
             rec.update(status="not run", why="no GPU")
-            records.append(rec)
+            continue
+        if name in BESIDE and not halves:
+            rec.update(status="not run", why="fewer than two cores")
             continue
         if left < least:
             rec.update(status="not run", why=f"{left:.0f} s left of the {budget:.0f} s budget")
-            records.append(rec)
             continue
         t0 = time.monotonic()
-        # SIGINT as by default in the part (a shell's background job inherits it ignored)
-        proc = subprocess.Popen(cmds[name], cwd=ROOT, env=dict(env, **extra),
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                preexec_fn=_default_sigint)
-        try:
-            stdout, stderr = proc.communicate(timeout=max(1.0, min(limit, left) - GRACE))
-            rec["status"] = "ok" if proc.returncode == 0 else f"exit {proc.returncode}"
-        except subprocess.TimeoutExpired:
-            if name == "tests":
-                rec["stacks"] = dump_stacks(proc.pid, extra["SKLDP_STACKS_DIR"])
-            # interrupted, not killed: pytest then prints its summary, with the tests that
-            # failed so far and the slowest ones
-            proc.send_signal(signal.SIGINT)
-            try:
-                stdout, stderr = proc.communicate(timeout=GRACE)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                stdout, stderr = proc.communicate()
-            rec["status"] = "timed out"
-        rec["output"] = _tail(stdout + "\n" + stderr)
-        if name == "tests":
-            rec["pytest"] = stdout
-        rec["seconds"] = time.monotonic() - t0
-        print(f"[{name}: {rec['status']}, {rec['seconds']:.0f} s]", file=sys.stderr, flush=True)
-        records.append(rec)
+        proc = _start(cmds[name], dict(env, **extra), cpus)
+        if name in BESIDE:
+            behind = (rec, proc, t0)
+            continue
+        _finish(rec, proc, t0, deadline, extra.get("SKLDP_STACKS_DIR"))
+    if behind is not None:
+        _finish(*behind, deadline)
     return records
+
+
+def _finish(rec, proc, t0, deadline, stacks=None):
+    """Wait for part ``rec`` (its process ``proc``, started at ``t0``) within its own limit
+    and the budget's ``deadline``; record its status, output and time. ``stacks``: the
+    folder where the part's processes write their stacks if it runs out of time."""
+    name = rec["part"]
+    limit = LIMITS[name][0]
+    wait = min(t0 + limit, deadline) - time.monotonic()
+    try:
+        stdout, stderr = proc.communicate(timeout=max(1.0, wait - GRACE))
+        rec["status"] = "ok" if proc.returncode == 0 else f"exit {proc.returncode}"
+    except subprocess.TimeoutExpired:
+        if stacks:
+            rec["stacks"] = dump_stacks(proc.pid, stacks)
+        # interrupted, not killed: pytest then prints its summary, with the tests that
+        # failed so far and the slowest ones
+        proc.send_signal(signal.SIGINT)
+        try:
+            stdout, stderr = proc.communicate(timeout=GRACE)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            stdout, stderr = proc.communicate()
+        rec["status"] = "timed out"
+    rec["output"] = _tail(stdout + "\n" + stderr)
+    if name == "tests":
+        rec["pytest"] = stdout
+    rec["seconds"] = time.monotonic() - t0
+    print(f"[{name}: {rec['status']}, {rec['seconds']:.0f} s]", file=sys.stderr, flush=True)
 
 
 def _descendants(pid):
@@ -295,6 +369,26 @@ def machine():
             f"{time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC")
 
 
+def by_case(rows):
+    """``rows`` with each case's rows together, in the order the cases first come (the
+    CPU's rows come first: a case's CPU row then stays before its card's)."""
+    first = {}
+    for r in rows:
+        first.setdefault(r["case"], len(first))
+    return sorted(rows, key=lambda r: first[r["case"]])
+
+
+def _beside(records):
+    """A sentence on where the CPU's rows ran, when part ``cpu`` ran them beside the card's."""
+    rec = next((r for r in records if r["part"] == "cpu" and "seconds" in r), None)
+    mine = next((r.get("cpus") for r in records if r["part"] != "cpu" and r.get("cpus")), None)
+    if rec is None or not rec.get("cpus"):
+        return []
+    return [f"The CPU rows ran on {rec['cpus']} of the machine's CPUs (whole cores, "
+            f"`OMP_NUM_THREADS={rec['cpus']}`), in part `cpu`, beside the card's parts "
+            f"(`bench`, `pyg`, `large`, `huge`), which ran on the other {mine}.", ""]
+
+
 def _pytest_summary(text):
     """pytest's last summary line, and the tests that failed (or errored), named."""
     lines = (text or "").splitlines()
@@ -323,7 +417,8 @@ def summary(records, rows, pyg_rows, argv, smoke):
         lines += [f"Test suite (every model with `device=\"auto\"`: CUDA when there is one): "
                   f"{got} ({t['status']}{stacks}).", ""]
     if rows:
-        table = _table(rows, ["(parts bench, large, large_cpu, huge)"], "", 0.0).split("\n")
+        lines += _beside(records)
+        table = _table(rows, ["(parts cpu, bench, large, huge)"], "", 0.0).split("\n")
         lines += table[table.index("") + 1:] + [""]   # the rows, without its own header
     if pyg_rows:
         lines += ["Same files, same protocol: skldp's GCNClassifier and PyTorch Geometric's "
@@ -363,7 +458,8 @@ def main(argv=None):
     records = run_parts(a.parts, out, a.smoke, a.budget)
     _drop_empty(os.path.join(out, "stacks"))   # the processes that were not asked
     # the 1M-user CPU row before its CUDA row, as bench_gpu puts a case's devices
-    rows = _rows(out, "bench") + _rows(out, "large_cpu") + _rows(out, "large") + _rows(out, "huge")
+    rows = by_case(_rows(out, "cpu") + _rows(out, "bench") + _rows(out, "large")
+                   + _rows(out, "huge"))
     pyg_rows = _rows(out, "pyg")
     # the page names the output folder as the command line did, not this machine's path
     shown = ["$OUT" if x == a.out_dir else x.replace(a.out_dir, "$OUT") for x in argv]
@@ -379,8 +475,8 @@ def main(argv=None):
                                                    for r in records],
                    "rows": rows, "pyg": pyg_rows}, f, indent=1)
     with open(os.path.join(out, "pytest.txt"), "w") as f:
-        f.write(_tail(next((r.get("pytest", "") for r in records if r["part"] == "tests"),
-                           "(not run)"), 300) + "\n")
+        f.write(next((r.get("pytest", "") for r in records if r["part"] == "tests"),
+                     "(not run)") + "\n")
     with open(os.path.join(out, "parts.log"), "w") as f:
         for r in records:
             f.write(f"== {r['part']}: {r['status']} {r.get('why', '')} "

@@ -1,6 +1,7 @@
 """benchmarks/bench_gpu.py runs every case (on the CPU here), so a GPU session can use it as is."""
 
 import importlib.util
+import os
 import sys
 import time
 from pathlib import Path
@@ -117,7 +118,7 @@ def test_gpu_check_smoke_one_part(tmp_path):
                                  "--out-dir", str(tmp_path)])
     assert [r["part"] for r in records] == ["large", "tests"]
     assert all(r["status"] == "ok" for r in records), records
-    # part large runs on the GPU when there is one (its CPU row waits for part large_cpu)
+    # part large runs on the GPU when there is one (its CPU row is part cpu's)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     assert [r["device"] for r in rows] == [device]
     assert all(r["case"].startswith("2000 users") and r["seconds"] > 0 for r in rows)
@@ -191,8 +192,8 @@ def test_gpu_check_smoke_every_part(tmp_path):
     mod = _gpu_check()
     records, rows, pyg = mod.main(["--smoke", "--budget", "900", "--out-dir", str(tmp_path)])
     gpu = torch.cuda.is_available()
-    # without a GPU the large case ran on the CPU in part large: no second CPU row
-    assert [r["status"] for r in records] == ["ok" if gpu or r["part"] != "large_cpu"
+    # without a GPU parts bench and large ran on the CPU: no part cpu
+    assert [r["status"] for r in records] == ["ok" if gpu or r["part"] != "cpu"
                                               else "not run" for r in records]
     assert [r["part"] for r in records] == mod.PARTS
     devices = 2 if gpu else 1
@@ -288,22 +289,63 @@ def test_synthetic_graph_is_simple_undirected_and_drawn_alike(device, monkeypatc
     assert abs(deg.mean() - 2 * m / n) < 0.5 and deg.var() < 2 * deg.mean()
 
 
-def test_gpu_check_runs_the_cpu_row_of_the_large_case_after_the_suite(tmp_path, monkeypatch):
-    """With a GPU, part large runs on CUDA and its CPU row waits until after the tests;
-    without one, large runs on the CPU and large_cpu is not run."""
+def test_gpu_check_runs_the_cpu_rows_in_a_part_of_their_own(tmp_path, monkeypatch):
+    """With a GPU, the CPU's rows of bench and large are part cpu's, first; without
+    one, bench and large run on the CPU and part cpu is not run."""
     mod = _gpu_check()
     order = mod.PARTS
-    assert order.index("huge") < order.index("tests") < order.index("large_cpu")
+    assert order[0] == "cpu" and order.index("huge") < order.index("tests")
     with_gpu = mod.commands(str(tmp_path), smoke=False, gpu=True)
-    assert with_gpu["large"][-2:] == ["--devices", "cuda"]
     for part in ("bench", "large"):   # they profile, on CUDA, what they timed
+        assert with_gpu[part][-2:] == ["--devices", "cuda"]
         assert with_gpu[part][with_gpu[part].index("--profile-dir") + 1] == str(tmp_path)
-    assert with_gpu["large_cpu"][-2:] == ["--devices", "cpu"]
-    assert mod.commands(str(tmp_path), smoke=False, gpu=False)["large"][-2:] == ["--devices",
-                                                                                 "cpu"]
+    cpu = with_gpu["cpu"]
+    assert cpu[-2:] == ["--devices", "cpu"] and "--profile-dir" not in cpu
+    assert {"ppr", "hds_columns", "privge", "models", "large"} <= set(cpu)
+    without = mod.commands(str(tmp_path), smoke=False, gpu=False)
+    assert without["large"][-2:] == without["bench"][-2:] == ["--devices", "cpu"]
     monkeypatch.setattr(mod, "_has_gpu", lambda: False)
-    records = mod.run_parts(["large_cpu"], str(tmp_path), True, budget=100)
+    records = mod.run_parts(["cpu"], str(tmp_path), True, budget=100)
     assert records[0]["status"] == "not run" and records[0]["why"] == "no GPU"
+
+
+def test_cpu_halves_keep_a_cores_threads_together():
+    mod = _gpu_check()
+    # two threads per core, siblings numbered i and i + 4 (as Linux often numbers them)
+    assert mod.cpu_halves(range(8), core=lambda c: c % 4) == ([0, 4, 1, 5], [2, 6, 3, 7])
+    assert mod.cpu_halves(range(3), core=lambda c: c) == ([0], [1, 2])
+    assert mod.cpu_halves([0, 1], core=lambda c: 0) is None   # one core: nothing to split
+    halves = mod.cpu_halves()   # this machine's, by what Linux says
+    assert halves is None or not set(halves[0]) & set(halves[1])
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2,
+                    reason="needs Linux and two CPUs")
+def test_the_cpu_part_runs_beside_the_cards_parts_and_the_suite_after_it(tmp_path,
+                                                                        monkeypatch):
+    """Part cpu runs in the background on its half of the CPUs, without the card, while
+    the next parts run on the other half; the suite starts once it has ended."""
+    mod = _gpu_check()
+    a, b = sorted(os.sched_getaffinity(0))[:2]
+    monkeypatch.setattr(mod, "_has_gpu", lambda: True)
+    monkeypatch.setattr(mod, "cpu_halves", lambda: ([a], [b]))
+    show = ("import os, sys, time; time.sleep(float(sys.argv[1])); "
+            "print(','.join(map(str, sorted(os.sched_getaffinity(0)))), "
+            "repr(os.environ.get('CUDA_VISIBLE_DEVICES')), os.environ.get('OMP_NUM_THREADS'), "
+            "time.time())")
+    monkeypatch.setattr(mod, "commands", lambda out, smoke, gpu=None: {
+        "cpu": [sys.executable, "-c", show, "3"], "pyg": [sys.executable, "-c", show, "1"],
+        "huge": [sys.executable, "-c", show, "1"], "tests": [sys.executable, "-c", show, "0"]})
+    t0 = time.monotonic()
+    records = mod.run_parts(["cpu", "pyg", "huge", "tests"], str(tmp_path), True, budget=60)
+    assert time.monotonic() - t0 < 5.5   # not 3 + 1 + 1 + 0 s one after the other
+    assert [r["status"] for r in records] == ["ok"] * 4, records
+    seen = {r["part"]: r["output"].split() for r in records}
+    assert seen["cpu"][:3] == [str(a), "''", "1"]
+    assert seen["pyg"][:3] == seen["huge"][:3] == [str(b), "None", "1"]
+    assert seen["tests"][1] == "None" and float(seen["tests"][-1]) >= float(seen["cpu"][-1])
+    summary = mod.summary(records, [], [], [], smoke=True)
+    assert "| cpu | ok |" in summary
 
 
 def test_gpu_check_gives_each_test_worker_its_share_of_threads(monkeypatch):
