@@ -15,7 +15,6 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import (
     _check_feature_names_in,
     _num_features,
-    check_array,
     check_is_fitted,
 )
 
@@ -41,6 +40,7 @@ from .utils._random import _GOLDEN, _mix, array_fingerprint, collection_seed
 from .utils.validation import (
     EPS_CONSTRAINT,
     RANDOM_STATE_CONSTRAINT,
+    check_feature_array,
     check_feature_names,
     check_finite_features,
     check_graph_data,
@@ -978,7 +978,7 @@ class LDPMechanism(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
         if getattr(self, "collected_", False):
             raise ValueError(f"{type(self).__name__} was fitted on reports real devices sent; "
                              "give it the GraphData of those reports.")
-        X = check_array(X, accept_sparse="csr", dtype=np.float64, ensure_all_finite=False)
+        X = check_feature_array(X, ensure_all_finite=False)
         self._check_n_features(X)
         bounds = (self.feature_min_, self.feature_max_) if hasattr(self, "feature_min_") \
             else None   # (GRR-FS has domains, not bounds)
@@ -1025,7 +1025,7 @@ class LDPMechanism(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
             keys = X.node_keys
             Z = self._reports_for(X.features, keys, population, device_steps)
         else:
-            X = check_array(X, accept_sparse="csr", dtype=np.float64, ensure_all_finite=False)
+            X = check_feature_array(X, ensure_all_finite=False)
             check_population(self, X)
             keys = array_node_keys(self.population_, X.shape[0])
             Z = self._reports_for(X, keys, array_population(self.population_), ())
@@ -1046,7 +1046,7 @@ class LDPMechanism(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
         if isinstance(X, GraphData):
             # Bounds apply to every node the mechanism will perturb.
             return X.features
-        return check_array(X, accept_sparse="csr", dtype=np.float64, ensure_all_finite=False)
+        return check_feature_array(X, ensure_all_finite=False)
 
     def _setup_fit(self):
         """Fit-time set-up once ``n_features_in_`` and the bounds are known: the checks

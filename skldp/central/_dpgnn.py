@@ -33,7 +33,7 @@ from joblib import hash as joblib_hash
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_array, check_is_fitted
+from sklearn.utils.validation import check_is_fitted
 from torch import nn
 from torch.func import functional_call, grad, vmap
 
@@ -71,6 +71,7 @@ from ..utils.validation import (
     RANDOM_STATE_CONSTRAINT,
     Count,
     Interval,
+    check_feature_array,
     check_feature_names,
     check_finite_features,
     check_graph_data,
@@ -1289,7 +1290,7 @@ class DPMLPClassifier(_DPTrainerBase):
         if isinstance(X, GraphData):
             Xf = X.features[X.rows]
         else:
-            Xf = check_array(X, accept_sparse="csr", dtype=np.float32, estimator=self)
+            Xf = check_feature_array(X, dtype=np.float32, estimator=self)
         _check_min_features(Xf.shape, type(self).__name__)
         check_finite_features(Xf, name=f"the features given to {type(self).__name__}")
         check_float32_range(Xf)

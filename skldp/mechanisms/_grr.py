@@ -18,7 +18,7 @@ from numbers import Real
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, _fit_context
-from sklearn.utils.validation import check_array, check_is_fitted
+from sklearn.utils.validation import check_is_fitted
 
 from .._graph_data import GraphData
 from ..base import (
@@ -31,13 +31,14 @@ from ..base import (
 )
 from ..device._kinds import MAX_DOMAIN_SIZE, grr_probabilities, grrfs_encode
 from ..exceptions import PrivacyLeakWarning
-from ..utils._arrays import sorted_lookup
+from ..utils._arrays import canonical_csr, sorted_lookup
 from ..utils._blocks import row_blocks
 from ..utils.validation import (
     EPS_CONSTRAINT,
     RANDOM_STATE_CONSTRAINT,
     Count,
     check_eps,
+    check_feature_array,
     check_finite_features,
     check_has_features,
     check_int,
@@ -382,7 +383,8 @@ def group_features(X, group_size):
            [0., 0., 1.]])
     """
     check_int(group_size, "group_size", 1)
-    X = sp.csr_matrix(X) if sp.issparse(X) else sp.csr_matrix(np.asarray(X, dtype=np.float64))
+    # canonical: abs() of a cell stored as [1, -1] (a 0) would be 2
+    X = canonical_csr(sp.csr_matrix(X if sp.issparse(X) else np.asarray(X, dtype=np.float64)))
     check_finite_features(X)   # a NaN next to a 1 made its group 0 (NaN > 0 is False)
     d = X.shape[1]
     n_groups = -(-d // group_size)
@@ -433,7 +435,7 @@ class FeatureGrouper(NumberedColumnsMixin, GraphTransformerMixin, BaseEstimator)
         if isinstance(X, GraphData):
             check_finite_features(X.features)
         else:
-            X = check_array(X, accept_sparse="csr", dtype=np.float64)
+            X = check_feature_array(X)
         self.n_features_in_ = X.shape[1]
         self.n_features_out_ = group_features(np.zeros((1, X.shape[1])), self.group_size).shape[1]
         return self
@@ -442,7 +444,7 @@ class FeatureGrouper(NumberedColumnsMixin, GraphTransformerMixin, BaseEstimator)
         check_is_fitted(self, "n_features_out_")
         if isinstance(X, GraphData):
             return super().transform(X)
-        X = check_array(X, accept_sparse="csr", dtype=np.float64)
+        X = check_feature_array(X)
         self._check_n_features(X)
         return group_features(X, self.group_size)
 

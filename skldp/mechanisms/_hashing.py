@@ -5,7 +5,7 @@ from numbers import Real
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, _fit_context
-from sklearn.utils.validation import check_array, check_is_fitted
+from sklearn.utils.validation import check_is_fitted
 
 from .._graph_data import GraphData
 from ..base import GraphTransformerMixin, NumberedColumnsMixin
@@ -14,6 +14,7 @@ from ..utils.validation import (
     RANDOM_STATE_CONSTRAINT,
     Count,
     Interval,
+    check_feature_array,
     check_finite_features,
 )
 
@@ -96,7 +97,7 @@ class FeatureHashing(NumberedColumnsMixin, GraphTransformerMixin, BaseEstimator)
                 f"apply the same one; got {self.random_state!r}.")
         if not isinstance(X, GraphData):
             # scikit-learn's 2-D check (a 1-D X would fail below on X.shape[1])
-            X = check_array(X, accept_sparse="csr", dtype=np.float64, ensure_all_finite=False)
+            X = check_feature_array(X, ensure_all_finite=False)
         d = X.shape[1]
         rng = np.random.default_rng(int(self.random_state))
         self.bucket_ = rng.integers(0, self.n_components, size=d)
@@ -119,7 +120,7 @@ class FeatureHashing(NumberedColumnsMixin, GraphTransformerMixin, BaseEstimator)
         check_is_fitted(self, "bucket_")
         if isinstance(X, GraphData):
             return super().transform(X)
-        X = check_array(X, accept_sparse="csr", dtype=np.float64, ensure_all_finite=False)
+        X = check_feature_array(X, ensure_all_finite=False)
         self._check_n_features(X)
         return self._hash(X)
 

@@ -327,6 +327,7 @@ class SetValuedMechanism(LDPMechanism):
     def _sets(self, X):
         """The users' sets as a binary CSR matrix with sorted indices."""
         S = sp.csr_matrix(X, dtype=np.float64, copy=True)
+        S.sum_duplicates()   # (on the copy) a cell stored as [1, 1] is a 2, not two ones
         S.eliminate_zeros()
         if self.binarize is None:
             if np.any(S.data != 1.0):

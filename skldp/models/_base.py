@@ -33,6 +33,7 @@ from ..utils.validation import (
     RANDOM_STATE_CONSTRAINT,
     Count,
     Interval,
+    check_feature_array,
     check_feature_names,
     check_int,
     record_feature_names,
@@ -174,8 +175,7 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
         self._setup_fit()
         record_feature_names(self, X)
         if not isinstance(X, GraphData):
-            from sklearn.utils.validation import check_array
-            X = check_array(X, accept_sparse="csr", dtype=np.float32)
+            X = check_feature_array(X, dtype=np.float32)
         y_enc = self._encode_labels(y, X.shape[0], X)
         note_label_read(self, X, y)   # clean labels: charged once a label mechanism collects them
         self.n_features_in_ = X.shape[1]
@@ -352,8 +352,7 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
         note_edge_read(self, X)      # and the edges (charged when due)
         check_feature_names(self, X)
         if not isinstance(X, GraphData):
-            from sklearn.utils.validation import check_array
-            X = check_array(X, accept_sparse="csr", dtype=np.float32)
+            X = check_feature_array(X, dtype=np.float32)
         if X.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} was "
                              f"fitted with {self.n_features_in_} features.")

@@ -11,7 +11,7 @@ import scipy.sparse as sp
 import torch
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import StrOptions
-from sklearn.utils.validation import check_array, check_is_fitted
+from sklearn.utils.validation import check_is_fitted
 from torch import nn
 
 from .._graph_data import GraphData
@@ -21,6 +21,7 @@ from ..utils._arrays import torch_sum_is_finite
 from ..utils.validation import (
     Count,
     Interval,
+    check_feature_array,
     check_feature_names,
     check_finite_features,
     check_has_features,
@@ -650,7 +651,7 @@ class MLPHead(TorchClassifierBase):
         check_is_fitted(self, "module_")
         note_feature_read(self, X)   # raw features read here: in the clear, as at fit
         if not isinstance(X, GraphData):
-            X = check_array(X, accept_sparse="csr", dtype=np.float32)
+            X = check_feature_array(X, dtype=np.float32)
         device = resolve_device(self.device)
         # Inference in float64 on a copy: a row's scores do not depend on which
         # other rows are predicted with it (float32 kernels vary with batch shape).

@@ -12,9 +12,24 @@ import scipy.sparse as sp
 
 from ._blocks import row_blocks
 
-__all__ = ["check_finite_features", "check_float32_range", "distinct", "frame_column_names",
-           "member", "sorted_lookup", "torch_blocks_sum", "torch_sum_is_finite", "unique_inverse",
-           "within_bounds"]
+__all__ = ["canonical_csr", "check_finite_features", "check_float32_range", "distinct",
+           "frame_column_names", "member", "sorted_lookup", "torch_blocks_sum",
+           "torch_sum_is_finite", "unique_inverse", "within_bounds"]
+
+
+def canonical_csr(X):
+    """A scipy sparse ``X`` as CSR in canonical form (each cell stored once, duplicate entries
+    summed, indices sorted): ``X`` itself when it already is, else a new matrix (the caller's
+    is never edited). Dense input is returned as it is.
+
+    A cell's value is the sum of its stored entries (what ``toarray`` reads): a check or a
+    clip of the entries one by one is one of that value only in canonical form.
+    """
+    if not sp.issparse(X) or (X.format == "csr" and X.has_canonical_format):
+        return X
+    X = X.tocsr(copy=True)
+    X.sum_duplicates()
+    return X
 
 
 def check_finite_features(X, name="features", feature_range=None):

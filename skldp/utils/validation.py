@@ -8,15 +8,16 @@ import scipy.sparse as sp
 from sklearn.base import is_classifier
 from sklearn.utils._param_validation import HasMethods
 from sklearn.utils._param_validation import Interval as _Interval
+from sklearn.utils.validation import check_array
 
 from .._graph_data import GraphData, _as_adjacency
 from ..exceptions import InvalidParameterError, PrivacyLeakWarning
-from ._arrays import check_finite_features, frame_column_names, within_bounds
+from ._arrays import canonical_csr, check_finite_features, frame_column_names, within_bounds
 from ._blocks import row_blocks
 
 __all__ = ["Count", "Interval", "EPS_CONSTRAINT", "LABEL_MECHANISM_CONSTRAINT",
-           "RANDOM_STATE_CONSTRAINT", "check_eps",
-           "check_int", "check_graph_data", "check_finite_features", "resolve_feature_range",
+           "RANDOM_STATE_CONSTRAINT", "check_eps", "check_int", "check_graph_data",
+           "check_feature_array", "check_finite_features", "resolve_feature_range",
            "clip_to_range", "input_feature_names", "check_input_features", "check_has_features",
            "record_feature_names", "check_feature_names", "refuse_pairs"]
 
@@ -176,6 +177,17 @@ def refuse_pairs(X, estimator):
             f"{type(estimator).__name__} classifies nodes, but X is a PairData of node pairs. "
             "Predict links with skldp.models.HadamardLinkPredictor or VGAELinkPredictor, or "
             "pass a GraphData view of the nodes.")
+
+
+def check_feature_array(X, dtype=np.float64, **kwargs):
+    """The features of a plain array input: scikit-learn's ``check_array`` (CSR accepted,
+    ``kwargs`` passed on), a sparse matrix in canonical form (:func:`canonical_csr`, a
+    copy when it was not).
+
+    Every step reads a sparse input's stored entries as the cells' values; a cell stored
+    twice would pass checks and clips entry by entry, then be read as their sum.
+    """
+    return canonical_csr(check_array(X, accept_sparse="csr", dtype=dtype, **kwargs))
 
 
 def check_has_features(X, step="This step"):
@@ -348,6 +360,7 @@ def clip_to_range(X, lo, hi, owner="mechanism", dtype=np.float64):
     raise a ``ValueError`` (:func:`check_finite_features`'s).
     """
     if sp.issparse(X):
+        X = canonical_csr(X)   # each cell's value clipped, not each of its stored entries
         check_finite_features(X)
         if np.all(lo <= 0) and np.all(hi >= 0):
             X = sp.csr_matrix(X, copy=True)

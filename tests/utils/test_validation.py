@@ -11,7 +11,7 @@ from skldp.exceptions import InvalidParameterError
 from skldp.mechanisms import GRRFSMechanism
 from skldp.models import GCNClassifier, HadamardLinkPredictor
 from skldp.propagation import FeatureSmoothing, KProp
-from skldp.utils.validation import check_int, clip_to_range
+from skldp.utils.validation import check_feature_array, check_int, clip_to_range
 
 
 def test_accepts_python_and_numpy_integers():
@@ -114,6 +114,34 @@ def test_clip_to_range_refuses_nan_and_inf_naming_the_entry(bad, sparse):
     with pytest.raises(ValueError, match=r"contain NaN or infinite values \(first at row 6, "
                                          r"column 3\)"):
         clip_to_range(sp.csr_matrix(X) if sparse else X, np.zeros(5), np.ones(5))
+
+
+def _stored_twice(value):
+    """A 2 x 3 CSR matrix whose cell (0, 1) is stored as two entries ``value``."""
+    import scipy.sparse as sp
+    return sp.csr_matrix((np.array([value, value, 0.5]), np.array([1, 1, 0]),
+                          np.array([0, 2, 3])), shape=(2, 3))
+
+
+def test_check_feature_array_sums_duplicates_on_a_copy():
+    """A sparse input comes back canonical (each cell stored once, its value the sum),
+    a copy when it was not; a canonical one is returned as it is."""
+    X = _stored_twice(0.75)
+    out = check_feature_array(X)
+    assert out.has_canonical_format and out.nnz == 2 and out[0, 1] == 1.5
+    np.testing.assert_array_equal(out.toarray(), X.toarray())
+    assert X.nnz == 3 and list(X.data) == [0.75, 0.75, 0.5]   # the caller's, unchanged
+    assert check_feature_array(out) is out
+
+
+def test_clip_to_range_clips_and_checks_the_summed_cells():
+    """Duplicates are summed before the clip and the finite check: two entries 0.75
+    (a 1.5) are clipped to 1 and counted once; two entries 1e308 (an inf) are refused."""
+    with pytest.warns(UserWarning, match="1 feature values lay outside"):
+        out = clip_to_range(_stored_twice(0.75), np.zeros(3), np.ones(3))
+    np.testing.assert_array_equal(out.toarray(), [[0, 1, 0], [0.5, 0, 0]])
+    with pytest.raises(ValueError, match="infinite"):
+        clip_to_range(_stored_twice(1e308), np.zeros(3), np.full(3, 1.5e308))
 
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf])
