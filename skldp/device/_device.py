@@ -16,7 +16,7 @@ import numpy as np
 
 from ._errors import DeviceStateError
 from ._kinds import directory_digest, plan
-from ._random import _as_id_array, ids_to_keys
+from ._random import _as_id_array, check_node_keys, ids_to_keys
 from ._spec import CollectionSpec, SpecError, read_spec
 from ._steps import device_steps
 
@@ -116,7 +116,7 @@ def encode(spec, data, *, seed, key, user=None, directory=None):
     seed : int
         63-bit secret seed.
     key : int
-        64-bit key.
+        The user's 64-bit key, an integer in 0..2**64-1 (anything else is refused).
     user : object, default=None
         The user's own id (edge collections).
     directory : sequence or Directory, default=None
@@ -152,7 +152,7 @@ def _encode(spec, data, *, seed, key, user=None, directory=None):
     """:func:`encode` without warnings: ``(report, values replaced, neighbours left out)``.
     (It never touches the warning filters: devices may answer in threads.)"""
     spec, p = _validated(spec)
-    keys = np.array([int(key) & 0xFFFFFFFFFFFFFFFF], dtype=np.uint64)
+    keys = check_node_keys([key], "key")
     if p.protects == "edges":
         dkeys = _directory_keys(spec, directory)
         own = int(ids_to_keys(_as_id_array([user]))[0])

@@ -366,6 +366,35 @@ def _as_id_array(node_ids):
     return out
 
 
+def check_node_keys(keys, name="keys"):
+    """The users' node keys ``keys`` (``GraphData.node_keys``) as a uint64 array, refusing
+    what is no key with a ``ValueError``: integers in 0..2**64-1 only (any integer dtype,
+    or Python integers). A cast would truncate the floats 0.2, 0.5 and 0.9 to the one key 0
+    (three users answering and charged as one) and wrap -1 to 2**64 - 1."""
+    arr = np.asarray(keys)
+    if arr.dtype == np.uint64:
+        return arr
+    if arr.dtype.kind == "O" or (arr.dtype.kind == "f" and not isinstance(keys, np.ndarray)):
+        # Python integers (beyond int64, a list of them reads as floats): each one checked
+        values = np.asarray(keys, dtype=object).ravel().tolist()
+        if all(isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_))
+               and 0 <= v < 1 << 64 for v in values):
+            return np.array([int(v) for v in values], dtype=np.uint64).reshape(arr.shape)
+        bad = next((v for v in values if not isinstance(v, numbers.Integral)
+                    or isinstance(v, (bool, np.bool_)) or not 0 <= v < 1 << 64), None)
+    elif arr.dtype.kind == "u" or (arr.dtype.kind == "i" and (arr.size == 0 or arr.min() >= 0)):
+        return arr.astype(np.uint64)
+    else:
+        bad = arr.ravel()[np.argmin(arr)] if arr.dtype.kind == "i" else \
+            (arr.ravel()[0] if arr.size else None)
+    raise ValueError(
+        f"{name} must be the users' node keys, integers in 0..2**64-1 (as GraphData.node_keys "
+        f"gives them), got {getattr(bad, 'item', lambda: bad)()!r} in an array of dtype "
+        f"{arr.dtype}. A cast would change them "
+        "(0.2, 0.5 and 0.9 would all be the key 0: one user). Pass the GraphData, or its "
+        "node_keys.")
+
+
 def ids_to_keys(ids):
     """Stable uint64 key per user id: an integer id within 64 bits (of any integer type,
     or a float with an integer value, in any array) maps to itself modulo 2^64; any

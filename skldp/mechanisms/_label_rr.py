@@ -9,6 +9,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._graph_data import GraphData
 from ..base import PrivateStepMixin, charge_public_read, sent_these_labels
 from ..device._kinds import label_encode, label_flip_q
+from ..device._random import check_node_keys
 from ..exceptions import PrivacyLeakWarning
 from ..population import default_population
 from ..population._digest import label_digests
@@ -427,7 +428,7 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
         if isinstance(keys, GraphData):
             population, node_keys = keys.population, keys.node_keys[keys.rows]
         else:
-            population, node_keys = default_population(), np.asarray(keys)
+            population, node_keys = default_population(), check_node_keys(keys)
         if node_keys.shape != (n,):
             raise ValueError(f"keys must have shape ({n},), got {node_keys.shape}.")
         if self.population_ is None:
@@ -441,7 +442,7 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
                 "LabelRandomizedResponse already randomized the labels of other users (another "
                 "GraphData's population); its collection belongs to them. Fit a new one for "
                 "these users, or build their GraphData with population=<the first one>.")
-        return population, node_keys.astype(np.uint64)
+        return population, node_keys.astype(np.uint64, copy=False)
 
     def estimate_frequencies(self, y_noisy):
         """Unbiased estimate of the true class frequencies from noisy labels.

@@ -21,6 +21,7 @@ import sys
 import numpy as np
 import scipy.sparse as sp
 
+from ..device._random import check_node_keys
 from ..utils._blocks import row_blocks
 from ..utils._random import _GOLDEN, _mix
 
@@ -133,7 +134,7 @@ def list_digests(A, node_keys):
     """
     A = sp.csr_matrix(A)
     n = A.shape[0]
-    keys = np.asarray(node_keys, dtype=np.uint64)
+    keys = check_node_keys(node_keys, "node_keys")
     out = np.zeros(n, dtype=np.uint64)
     with np.errstate(over="ignore"):
         _add_by_row(out, A.indptr.astype(np.int64), _mix(keys[A.indices] ^ _LIST_SALT))
@@ -171,7 +172,7 @@ def report_keys(node_keys, digests):
     keys : ndarray of uint64
     """
     with np.errstate(over="ignore"):
-        return _mix(np.asarray(node_keys, dtype=np.uint64) * _GOLDEN
+        return _mix(check_node_keys(node_keys, "node_keys") * _GOLDEN
                     ^ _mix(np.asarray(digests, dtype=np.uint64) ^ _REPORT_SALT))
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..device._random import check_node_keys
 from ..device._spec import CollectionSpec
 from ..utils._arrays import sorted_lookup
 
@@ -252,7 +253,7 @@ class Ledger:
     def spent(self, keys):
         """Local epsilon already spent by each of ``keys`` (0 for users who sent nothing)."""
         users, eps = self.per_user()
-        keys = np.asarray(keys, dtype=np.uint64)
+        keys = check_node_keys(keys)
         out = np.zeros(len(keys))
         pos, hit = sorted_lookup(users, keys)
         out[hit] = eps[pos[hit]]

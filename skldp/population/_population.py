@@ -18,6 +18,7 @@ import weakref
 
 import numpy as np
 
+from ..device._random import check_node_keys
 from ..exceptions import PrivacyBudgetError
 from ..utils._arrays import distinct, member, sorted_lookup
 from ._digest import answer_tags, report_keys
@@ -239,7 +240,7 @@ class Population:
                 "publish a new spec.")
         if self._secret is None:   # a copy that cannot reach the devices' secret
             raise _unreachable(self)
-        node_keys = np.asarray(node_keys, dtype=np.uint64)
+        node_keys = check_node_keys(node_keys, "node_keys")
         rkeys = report_keys(node_keys, digests)
         tags = answer_tags(self._secret, spec.id, rkeys)
         with self._exclusive():
@@ -297,7 +298,7 @@ class Population:
         """
         if self._secret is None:
             raise _unreachable(self)
-        node_keys = np.asarray(node_keys, dtype=np.uint64)
+        node_keys = check_node_keys(node_keys, "node_keys")
         tags = answer_tags(self._secret, spec.id, node_keys)   # one answer per user
         with self._exclusive():
             self._sync_locked()
@@ -481,7 +482,7 @@ class Population:
         the users not charged yet are found at each call (a view's rows)."""
         if token is not None and (kind, part, token) in self._clear_reads:
             return
-        node_keys = np.asarray(node_keys, dtype=np.uint64)
+        node_keys = check_node_keys(node_keys, "node_keys")
         if self._secret is None and self._charged_in_clear(part, node_keys):
             return   # a saved copy whose users were charged this read already (e.g. at fit)
         with self._exclusive():
@@ -521,7 +522,7 @@ class Population:
         if key in self._true_reads:
             return
         # a graph's keys (distinct users), kept without a copy: a sort of 10M keys is ~1 s
-        node_keys = np.asarray(node_keys, dtype=np.uint64)
+        node_keys = check_node_keys(node_keys, "node_keys")
         if self._secret is None or not self._reachable:
             # a copy that cannot collect: no collection can follow here
             hit = self._collected_among(part, node_keys, kind)
@@ -689,7 +690,7 @@ class Population:
         """
         charge_reads = None
         if node_keys is not None:
-            node_keys = distinct(np.asarray(node_keys, dtype=np.uint64))
+            node_keys = distinct(check_node_keys(node_keys, "node_keys"))
         with self._exclusive():
             self._sync_locked()
             if node_keys is not None:
@@ -711,7 +712,7 @@ class Population:
         """The reports the server kept for ``spec_id`` (``keep=True``) from the users
         ``node_keys``: ``(reports, found)``, ``found`` false (and the report meaningless)
         for a user who did not answer it."""
-        node_keys = np.asarray(node_keys, dtype=np.uint64)
+        node_keys = check_node_keys(node_keys, "node_keys")
         with self._lock:
             kept = self._received.get(spec_id)
             if kept is None:
