@@ -387,3 +387,21 @@ def test_sum_by_key_of_counts_in_any_order_is_the_stable_sums():
     want_keys, inverse = np.unique(keys, return_inverse=True)
     np.testing.assert_array_equal(fast[0], want_keys)
     np.testing.assert_array_equal(fast[1], np.bincount(inverse, weights=counts).astype(int))
+
+
+def test_reads_share_one_sorted_sum_until_an_answer_arrives_here_or_in_the_journal():
+    X = np.random.default_rng(0).random((40, 2))
+    G = GraphData(X, budget=10.0)
+    OneBitMechanism(1.0, feature_range=(0, 1), random_state=0).fit_transform(G)
+    copy = pickle.loads(pickle.dumps(G.ledger))   # a saved ledger, reading the journal
+    users, eps = G.ledger.per_user()
+    again = G.ledger.per_user()
+    assert again[0] is users and again[1] is eps   # kept, not sorted and summed again
+    assert not eps.flags.writeable                 # (shared by every caller)
+    assert copy.local_epsilon == pytest.approx(2.0)
+    LabelRandomizedResponse(0.5, classes=[0, 1], random_state=0).fit().randomize(
+        np.zeros(10, int), G[np.arange(10)])   # ten users' labels
+    for ledger in (G.ledger, copy):   # the copy reads the new answers from the journal
+        assert ledger.local_epsilon == pytest.approx(2.5)
+        np.testing.assert_allclose(ledger.spent(G.node_keys), [2.5] * 10 + [2.0] * 30)
+    np.testing.assert_allclose(G.population.remaining(G.node_keys[9:11]), [7.5, 8.0])
