@@ -18,6 +18,7 @@ from skldp.models._gnn import PropagatedFeatures, SparseOperand, _matmul, _SAGEC
 
 def test_column_stats_in_row_chunks_match_numpy(monkeypatch):
     monkeypatch.setattr(_mlp, "_STATS_CHUNK", 10)   # several chunks of rows
+    monkeypatch.setattr(_mlp, "_NORM_CHUNK", 10)
     rng = np.random.default_rng(0)
     X = (rng.normal(size=(53, 4)) * [1, 10, 1e-3, 0] + [0, 5, 1e4, 3]).astype(np.float32)
     mean, scale = _mlp._column_stats(X)
@@ -38,6 +39,25 @@ def test_column_stats_in_row_chunks_match_numpy(monkeypatch):
     np.testing.assert_allclose(block.numpy(), expected[order[10:30]], rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(S.rows(torch.tensor([5, 2, 50])).numpy(),
                                expected[order[[5, 2, 50]]], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("normalization", ["l2", "standardize"])
+def test_rows_normalised_in_small_chunks_are_those_of_one_chunk(monkeypatch, normalization):
+    # the host normalises rows in chunks that stay in the CPU's caches: each row on its
+    # own, so any chunking stores the same float32 rows, bit for bit
+    rng = np.random.default_rng(2)
+    X = (rng.normal(size=(61, 5)) * [1, 10, 1e-3, 0, 7] + [0, 5, 1e4, 3, -2]).astype(np.float32)
+    head = MLPHead(normalization=normalization)
+    head._stats = _mlp._column_stats(X)
+    order = rng.permutation(61)[:50]
+    stored = []
+    for entries in (1 << 22, 15):   # one chunk; chunks of 3 rows
+        monkeypatch.setattr(_mlp, "_NORM_CHUNK", entries)
+        S = _mlp._Standardized(X, head._normalize_rows, torch.device("cpu"))
+        S.arrange(order)
+        stored.append(S.a)
+    np.testing.assert_array_equal(stored[0], stored[1])
+    np.testing.assert_array_equal(stored[1], head._normalize_rows(X[order]).astype(np.float32))
 
 
 def test_rows_normalised_on_the_device_match_the_host(monkeypatch):
