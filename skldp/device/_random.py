@@ -368,12 +368,15 @@ def _as_id_array(node_ids):
 
 def check_node_keys(keys, name="keys"):
     """The users' node keys ``keys`` (``GraphData.node_keys``) as a uint64 array, refusing
-    what is no key with a ``ValueError``: integers in 0..2**64-1 only (any integer dtype,
-    or Python integers). A cast would truncate the floats 0.2, 0.5 and 0.9 to the one key 0
-    (three users answering and charged as one) and wrap -1 to 2**64 - 1."""
+    what is no key with a ``ValueError``: integers only, of an integer dtype (a signed one
+    read as its 64 bits: the keys as an int64 column of a table stores them) or Python
+    integers in 0..2**64-1. A cast would truncate the floats 0.2, 0.5 and 0.9 to the one
+    key 0 (three users answering and charged as one)."""
     arr = np.asarray(keys)
     if arr.dtype == np.uint64:
         return arr
+    if arr.size == 0:
+        return arr.astype(np.uint64)
     if arr.dtype.kind == "O" or (arr.dtype.kind == "f" and not isinstance(keys, np.ndarray)):
         # Python integers (beyond int64, a list of them reads as floats): each one checked
         values = np.asarray(keys, dtype=object).ravel().tolist()
@@ -382,11 +385,10 @@ def check_node_keys(keys, name="keys"):
             return np.array([int(v) for v in values], dtype=np.uint64).reshape(arr.shape)
         bad = next((v for v in values if not isinstance(v, numbers.Integral)
                     or isinstance(v, (bool, np.bool_)) or not 0 <= v < 1 << 64), None)
-    elif arr.dtype.kind == "u" or (arr.dtype.kind == "i" and (arr.size == 0 or arr.min() >= 0)):
+    elif arr.dtype.kind in "ui":
         return arr.astype(np.uint64)
     else:
-        bad = arr.ravel()[np.argmin(arr)] if arr.dtype.kind == "i" else \
-            (arr.ravel()[0] if arr.size else None)
+        bad = arr.ravel()[0]
     raise ValueError(
         f"{name} must be the users' node keys, integers in 0..2**64-1 (as GraphData.node_keys "
         f"gives them), got {getattr(bad, 'item', lambda: bad)()!r} in an array of dtype "

@@ -384,7 +384,8 @@ def group_features(X, group_size):
     """
     check_int(group_size, "group_size", 1)
     # canonical: abs() of a cell stored as [1, -1] (a 0) would be 2
-    X = canonical_csr(sp.csr_matrix(X if sp.issparse(X) else np.asarray(X, dtype=np.float64)))
+    # (in float64: an int8 -128, or a uint8 cell stored as [128, 128], would wrap to 0)
+    X = canonical_csr(sp.csr_matrix(X, dtype=np.float64))
     check_finite_features(X)   # a NaN next to a 1 made its group 0 (NaN > 0 is False)
     d = X.shape[1]
     n_groups = -(-d // group_size)

@@ -25,9 +25,15 @@ def canonical_csr(X):
     A cell's value is the sum of its stored entries (what ``toarray`` reads): a check or a
     clip of the entries one by one is one of that value only in canonical form.
     """
-    if not sp.issparse(X) or (X.format == "csr" and X.has_canonical_format):
+    if not sp.issparse(X):
         return X
-    X = X.tocsr(copy=True)
+    # judged from the arrays, never from the object's cached flag: a caller can set it,
+    # and an edit of its arrays in place leaves it stale
+    X = X.tocsr()
+    fresh = type(X)((X.data, X.indices, X.indptr), shape=X.shape, copy=False)
+    if fresh.has_canonical_format:
+        return X
+    X = type(X)((X.data.copy(), X.indices.copy(), X.indptr.copy()), shape=X.shape)
     X.sum_duplicates()
     return X
 

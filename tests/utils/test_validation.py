@@ -182,3 +182,22 @@ def test_feature_range_of_text_or_booleans_is_refused(bounds):
     from skldp.utils.validation import resolve_feature_range
     with pytest.raises(ValueError, match="must be a number"):
         resolve_feature_range(bounds, np.zeros((3, 2)))
+
+
+def test_canonical_form_is_judged_from_the_arrays_not_the_cached_flag():
+    # a caller's flag (scipy's public setter) or one left stale by an edit in place
+    # must not let duplicate entries through: each would be clipped on its own
+    import scipy.sparse as sp
+
+    from skldp.utils._arrays import canonical_csr
+    X = sp.csr_matrix((np.ones(4), np.zeros(4, np.int32), np.array([0, 4, 4], np.int32)),
+                      shape=(2, 2))
+    X.has_canonical_format = True
+    Y = canonical_csr(X)
+    assert Y is not X and Y.nnz == 1 and Y.toarray()[0, 0] == 4.0
+    assert X.nnz == 4   # the caller's matrix untouched
+    Z = sp.csr_matrix(np.array([[1.0, 0.0], [0.0, 1.0]]))
+    assert canonical_csr(Z) is Z
+    with pytest.warns(UserWarning):
+        clipped = clip_to_range(X, np.zeros(2), np.ones(2))
+    assert clipped.toarray()[0, 0] == 1.0
