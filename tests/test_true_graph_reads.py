@@ -168,6 +168,29 @@ def test_new_simulation_separates_the_true_graph_from_the_collection():
         _gcn(G)   # on the same simulation: refused
 
 
+def test_the_operator_of_the_true_graph_is_a_read_of_it():
+    # Before: GCNAggregation().propagation_matrix(G) after EdgeRR(1) returned the true
+    # graph's operator (878/878 edges of an SBM), charged nothing, under a budget too
+    # (audit lower bound 5.46 against the printed 1)
+    from skldp.propagation import GCNAggregation
+    G = _graph()
+    Gc = EdgeRR(1.0, random_state=0).fit_transform(G)
+    GCNAggregation().propagation_matrix(Gc)   # the collected graph: nothing more
+    assert _edges(G) == 1.0
+    GCNAggregation().propagation_matrix(G)
+    assert _edges(G) == np.inf and _reads(G) == ["GCNAggregation"]
+    G = _graph(budget=5.0)
+    EdgeRR(1.0, random_state=0).fit_transform(G)
+    with pytest.raises(BudgetExceededError, match="GCNAggregation would read the true graph"):
+        GCNAggregation().propagation_matrix(G)
+    assert _edges(G) == 1.0
+    # fitted on the collected graph, then given the true one: read in the clear
+    G = _graph()
+    agg = GCNAggregation().fit(EdgeRR(1.0, random_state=0).fit_transform(G))
+    agg.propagation_matrix(G)
+    assert _edges(G) == np.inf
+
+
 def test_a_read_is_written_once_per_step_and_graph():
     G = _graph()
     pickle.dumps(G)   # a shared journal

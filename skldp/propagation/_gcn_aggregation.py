@@ -5,7 +5,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import StrOptions
 
-from ..base import GraphTransformerMixin
+from ..base import GraphTransformerMixin, note_edge_read
 from ..utils._adjacency import normalized_adjacency, with_remaining_self_loops
 from ._spmm import DTYPE_CONSTRAINT, DTYPES, N_JOBS_CONSTRAINT, repeated_spmm
 
@@ -163,9 +163,15 @@ class GCNAggregation(GraphTransformerMixin, BaseEstimator):
                                feature_names=G.feature_names)
 
     def propagation_matrix(self, X):
-        """The operator ``P`` (CSR, all nodes) used on the graph of ``X``."""
+        """The operator ``P`` (CSR, all nodes) used on the graph of ``X``.
+
+        It is computed from ``X``'s edges: a read of them charged as ``transform``'s
+        (:func:`~skldp.base.note_edge_read`; refused under a budget when they are the
+        users' true edges and an edge mechanism collects them).
+        """
         self._validate_params()   # a public method that may run before fit
         dtype = DTYPES[self.dtype]
         from ..utils.validation import check_graph_data
         G = check_graph_data(X, self, require_adjacency=True)
+        note_edge_read(self, G)   # the edges it reads, as transform (charged when due)
         return graph_propagation_matrix(G, self.self_loops, self.normalization, dtype)
