@@ -127,6 +127,8 @@ def _read_only_features(X):
 #: Origin of a store's features or adjacency: the users' raw data, after no on-device step.
 RAW = ("raw", ())
 _SET_AS_PUBLIC = " as public data"   # how the origin of data set with source="public" ends
+# ... and how it goes on when they were set once the users had sent something (a ledger entry)
+_AFTER_REPORTS = " after the users had sent data"
 _KEEP = object()   # "this part of the store is unchanged"
 
 
@@ -1064,9 +1066,11 @@ class GraphData:
             If the graph holds reports that real devices sent
             (:func:`skldp.population.received_graph`), or features or an
             adjacency that a mechanism or a server-side step made in this
-            simulation (reports, or computed from them): those users spent
-            their budget on them, and a simulation cannot replay them with an
-            empty ledger. Call it on the raw graph, then apply the steps.
+            simulation (reports, or computed from them; data set with
+            ``source="public"`` after the users sent anything may be either):
+            those users spent their budget on them, and a simulation cannot
+            replay them with an empty ledger. Call it on the raw graph, then
+            apply the steps.
         """
         st = self._store
         received = [part for part, origin in (("features", st.feature_origin),
@@ -1087,13 +1091,17 @@ class GraphData:
                 if _made_by_a_step(origin)]
         if made:
             what = "; ".join(f"{part}: {how}" for part, how in made)
+            public = "" if not any(how.endswith(_AFTER_REPORTS) for _, how in made) else (
+                " Data set with source='public' after a collection may be computed from "
+                "its reports ('public' lets the server read them at no charge; it does not "
+                "make them raw data): set them on the graph new_simulation() returns instead.")
             raise ValueError(
                 "new_simulation() gives the data to new simulated devices with an empty "
                 f"ledger, but this graph's data were made in this simulation ({what}): "
                 "its users may have spent budget on "
                 "them (reports, or values computed from reports), which an empty ledger would "
                 "not state. Call new_simulation() on the graph of raw data, then apply the "
-                "steps in the new simulation.")
+                "steps in the new simulation." + public)
         new = _GraphStore(st._features, st.adjacency, st.node_ids, st.feature_names,
                           Population(budget), st.feature_origin, st.adjacency_origin,
                           on_device=st._on_device)
@@ -1258,7 +1266,7 @@ class GraphData:
         if feature_names is not None:
             feature_names = _as_feature_names(feature_names, X.shape[1])
         new = self._store.derive(features=X, feature_names=feature_names,
-                                 feature_origin=_origin(source, "with_features"))
+                                 feature_origin=_origin(source, "with_features", self))
         return GraphData._from_store(new, self.rows)
 
     def _with_features_on_device(self, T, feature_names=None, *, source="server"):
@@ -1271,7 +1279,7 @@ class GraphData:
         if feature_names is not None:
             feature_names = _as_feature_names(feature_names, T.shape[1])
         new = self._store.derive(features=None, feature_names=feature_names, on_device=T,
-                                 feature_origin=_origin(source, "with_features"))
+                                 feature_origin=_origin(source, "with_features", self))
         return GraphData._from_store(new, self.rows)
 
     def _features_on(self, device):
@@ -1300,7 +1308,8 @@ class GraphData:
         named = _is_frame(adjacency) or (nx is not None and isinstance(adjacency, nx.Graph))
         ids = self._store.node_ids if named else None
         A, unit_weights = _as_adjacency(adjacency, self.n_nodes, ids, owned=owned)
-        new = self._store.derive(adjacency=A, adjacency_origin=_origin(source, "with_adjacency"))
+        new = self._store.derive(adjacency=A,
+                                 adjacency_origin=_origin(source, "with_adjacency", self))
         if unit_weights is not None:
             new.info().unit_weights = unit_weights
         return GraphData._from_store(new, self.rows)
@@ -1400,21 +1409,27 @@ class GraphData:
         return pd.DataFrame(X, index=index, columns=cols)
 
 
-def _origin(source, how):
-    """The origin of data a caller sets (see ``GraphData.with_features``)."""
+def _origin(source, how, G):
+    """The origin of data a caller sets on the graph ``G`` (see ``GraphData.with_features``).
+
+    Public data set once ``G``'s users have sent something (its ledger holds an entry) may
+    be computed from what they sent (``A.maximum(A.T)`` of directed edge reports): their
+    origin says so, and ``new_simulation`` refuses them as it refuses the reports."""
     if source == "users":
         return RAW
     if source == "server":
         return ("derived", f"were set on the server with GraphData.{how}", True)
     if source == "public":
-        return ("derived", f"were set with GraphData.{how}{_SET_AS_PUBLIC}", False)
+        after = _AFTER_REPORTS if len(G._store.population.ledger) else ""
+        return ("derived", f"were set with GraphData.{how}{_SET_AS_PUBLIC}{after}", False)
     raise ValueError(f"source must be 'server', 'users' or 'public', got {source!r}.")
 
 
 def _made_by_a_step(origin):
     """Whether data of this origin are reports of a simulated collection or were computed
     on the server from data that are not the users' own (reports, or public data: the two
-    are not told apart); data set with ``source="public"`` are the caller's word."""
+    are not told apart). Data set with ``source="public"`` before the users sent anything
+    are the caller's word; set after, they may be computed from the reports."""
     return origin[0] == "derived" and not reads_users_data(origin) and \
         not origin[1].endswith(_SET_AS_PUBLIC)
 

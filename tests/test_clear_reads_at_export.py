@@ -168,8 +168,32 @@ def test_new_simulation_refuses_what_a_simulation_made(steps):
         with pytest.raises(ValueError, match="made in this simulation"):
             view.new_simulation(budget=3.0)
     assert G.population.ledger.local_epsilon == pytest.approx(3.0)   # nothing changed
-    public = G.with_features(np.ones((G.n_nodes, 2)), source="public")
-    assert public.new_simulation().ledger.local_epsilon == 0        # the caller's word
+    fresh, _ = _graph()   # public data set before the users sent anything: the caller's word
+    public = fresh.with_features(np.ones((G.n_nodes, 2)), source="public")
+    assert public.new_simulation().ledger.local_epsilon == 0
+
+
+def test_new_simulation_refuses_public_data_set_after_a_collection():
+    # Before: U = G.with_adjacency(R.maximum(R.T), source="public") of EdgeRR(1,
+    # symmetrize="directed") reports R (as docs/privacy.rst advises) passed new_simulation;
+    # a GCN fitted on it printed 0 (audit lower bound 1.78 for one edge)
+    from skldp.baselines import GraphFeatureUnion
+    G, _ = _graph(budget=5.0)
+    R = EdgeRR(1.0, symmetrize="directed", random_state=0).fit_transform(G).adjacency
+    Xr = MultiBitMechanism(1.0, feature_range=(0, 1), random_state=0).fit_transform(G).features
+    union = GraphFeatureUnion([("a", MultiBitMechanism(1.0, feature_range=(0, 1),
+                                                       random_state=1))]).fit_transform(G)
+    spent = G.ledger.local_epsilon
+    for made in (G.with_adjacency(R.maximum(R.T), source="public"),
+                 G.with_features(Xr, source="public"), union):
+        with pytest.raises(ValueError, match=r"made in this simulation.*raw data") as info:
+            made.new_simulation()
+        assert ("source='public' after a collection" in str(info.value)) == (made is not union)
+    assert G.ledger.local_epsilon == spent   # nothing changed
+    # the raw graph starts over; public data are set on the new simulation
+    new = G.new_simulation()
+    U = new.with_adjacency(R.maximum(R.T), source="public")
+    assert len(U.ledger) == 0 and privacy_report(U).epsilon_for("edges") == 0
 
 
 def test_new_simulation_of_simulated_users_still_works():

@@ -205,8 +205,11 @@ class GraphFeatureUnion(FeatureUnion, auto_wrap_output_keys=None):
         # The union is the users' data (in the clear) if any branch is: a "passthrough"
         # branch, or a step that computed its output from their raw features.
         tainted = any(reads_users_data(out._store.feature_origin) for _, out, _ in outs)
-        union = G.full().with_features(Z, feature_names=names,
-                                       source="server" if tainted else "public")
+        union = G.full().with_features(Z, feature_names=names, source="server")
+        if not tainted:   # a step's output, as GraphTransformerMixin marks one (not "public":
+            # new_simulation would take the branches' reports for raw data)
+            union._store.feature_origin = ("derived", "were computed on the server by "
+                                           "GraphFeatureUnion", False)
         # and computed from the users' raw edges if any branch's output is (an edge
         # mechanism after the union refuses it, see skldp.base.edges_read_by)
         readers = tuple(dict.fromkeys(
