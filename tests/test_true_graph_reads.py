@@ -93,6 +93,45 @@ def test_a_budget_refuses_the_second_of_the_two(edgerr_first):
     assert _edges(G) == (1.0 if edgerr_first else 0.0)
 
 
+def _label_models():
+    from skldp.baselines import LabelPropagationClassifier
+    from skldp.mechanisms import LabelRandomizedResponse
+    from skldp.models import LPGNNClassifier, RGNNClassifier
+    lrr = LabelRandomizedResponse(2.0, classes=[0, 1], random_state=0)
+    return {"GCNClassifier": GCNClassifier(epochs=1, label_mechanism=lrr, random_state=0),
+            "LPGNNClassifier": LPGNNClassifier(2.0, classes=[0, 1], epochs=1, random_state=0),
+            "RGNNClassifier": RGNNClassifier(eps_y=2.0, classes=[0, 1], n_clusters=2,
+                                             epochs=1, random_state=0),
+            "LabelPropagationClassifier": LabelPropagationClassifier(label_mechanism=lrr)}
+
+
+@pytest.mark.parametrize("name", sorted(_label_models()))
+def test_a_refused_read_of_the_true_graph_spends_no_label(name):
+    # Before: under a budget, GCNClassifier(label_mechanism=LabelRandomizedResponse(2))
+    # on the true graph of users whose edges EdgeRR(1) collected collected their labels,
+    # then was refused for the graph: each user's spend went 1 -> 3 for no model
+    G = _graph(budget=5.0)
+    EdgeRR(1.0, random_state=0).fit_transform(G)
+    spent = G.ledger.spent(G.node_keys).copy()
+    with pytest.raises(BudgetExceededError, match=f"{name} would read the true graph"):
+        _label_models()[name].fit(G[:20], np.arange(20) % 2)
+    np.testing.assert_array_equal(G.ledger.spent(G.node_keys), spent)
+    assert len(G.ledger) == 1
+
+
+def test_a_refused_read_of_raw_features_spends_no_label():
+    # Before: the same fit on raw features under a budget spent 2 on the labels, then was
+    # refused for reading the features in the clear
+    from skldp.mechanisms import LabelRandomizedResponse
+    G = _graph(budget=5.0)
+    G = G.with_features(G.features, source="users")
+    gcn = GCNClassifier(epochs=1, random_state=0,
+                        label_mechanism=LabelRandomizedResponse(2.0, classes=[0, 1]))
+    with pytest.raises(BudgetExceededError, match="features of 30 user"):
+        gcn.fit(G[:20], np.arange(20) % 2)
+    assert len(G.ledger) == 0
+
+
 def test_only_the_users_whose_edges_were_collected_are_charged():
     G = _graph()
     _gcn(G)

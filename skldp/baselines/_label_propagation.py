@@ -132,6 +132,8 @@ class LabelPropagationClassifier(GraphClassifierMixin, BaseEstimator):
         """
         G = check_graph_data(X, self, require_symmetric=True)
         y = self._check_labels(y, len(G), G)
+        # whether its graph's edges were collected; a refused read spends no label
+        note_edge_read(self, G, fitting=True)
         y_used, mech = fit_label_mechanism(self, G, y)
         if mech is None:
             y_enc = self._encode_labels(y_used, len(G))
@@ -142,7 +144,6 @@ class LabelPropagationClassifier(GraphClassifierMixin, BaseEstimator):
         self.train_keys_ = np.array(G.node_keys[G.rows], dtype=np.uint64)
         self.train_labels_ = np.asarray(y_enc, dtype=np.int64)
         self.n_features_in_ = G.shape[1]
-        note_edge_read(self, G, fitting=True)   # whether its graph's edges were collected
         return self
 
     def predict_proba(self, X):

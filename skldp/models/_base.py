@@ -154,6 +154,13 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
                 check_int(self.patience, "patience", 1)
 
     # ------------------------------------------------------------------ fit
+    def _note_fit_reads(self, X):
+        """The fit's reads of the features (raw ones: in the clear) and of the adjacency of
+        ``X``, charged when due. A model that collects labels notes them first: under a
+        budget a refused read then spends no label (once per graph: ``fit`` notes again)."""
+        note_feature_read(self, X, fitting=True)
+        note_edge_read(self, X, fitting=True)
+
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Train on the rows of ``X`` (a GraphData view or an array) with labels ``y``.
@@ -170,8 +177,7 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
         self : TorchClassifierBase
             The fitted estimator.
         """
-        note_feature_read(self, X, fitting=True)   # raw features read here: in the clear
-        note_edge_read(self, X, fitting=True)
+        self._note_fit_reads(X)
         self._setup_fit()
         record_feature_names(self, X)
         if not isinstance(X, GraphData):

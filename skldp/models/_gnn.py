@@ -536,6 +536,7 @@ class GNNClassifierBase(TorchClassifierBase):
         y = self._check_labels(y, len(G), G)   # before any label is collected
         if hasattr(self, "label_mechanism_"):
             del self.label_mechanism_
+        self._note_fit_reads(G)   # a refused read of the graph spends no label
         mech = self._make_label_mechanism(G, y)
         if mech is not None:
             y = mech.randomize(y, G)   # the users answer through their population

@@ -218,6 +218,7 @@ class RGNNClassifier(TorchClassifierBase):
             raise ValueError(f"n_clusters={self.n_clusters} exceeds the number of nodes "
                              f"({G.n_nodes}).")
         y = self._check_labels(y, len(G), G)
+        self._note_fit_reads(G)   # a refused read of the graph spends no label
         # The label collection's seed is hashed from random_state with the label
         # mechanism's identity, so it shares no random numbers with any feature report.
         mech = classifier_label_mechanism(self)
