@@ -239,7 +239,9 @@ def note_edge_read(step, X, fitting=False):
     (``PrivateStepMixin``) is covered by its guarantee, and a step that reads no
     adjacency (``_reads_adjacency = False``) reads nothing here.
     """
-    if not isinstance(X, GraphData):
+    # (a step that reads no adjacency, MLPHead, predicts from the features alone, whatever
+    # graph it was fitted on)
+    if not isinstance(X, GraphData) or not getattr(step, "_reads_adjacency", True):
         if fitting:
             step._fit_on_collected_edges = False
         return
@@ -252,10 +254,9 @@ def note_edge_read(step, X, fitting=False):
         if st.adjacency is not None and reads_users_data(st.adjacency_origin):
             st.population.note_clear_read(step_kind(step), "edges", X.node_keys, st.token)
         return
-    if getattr(step, "_reads_adjacency", True):
-        # a central DP model's predictions: outside its training's guarantee, as documented
-        X._note_true_graph_read((CENTRAL_INFERENCE if isinstance(step, PrivateStepMixin)
-                                 else "") + step_kind(step))
+    # a central DP model's predictions: outside its training's guarantee, as documented
+    X._note_true_graph_read((CENTRAL_INFERENCE if isinstance(step, PrivateStepMixin)
+                             else "") + step_kind(step))
 
 
 def sent_these_labels(population, spec, node_keys, labels):

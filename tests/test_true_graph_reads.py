@@ -276,6 +276,20 @@ def test_a_central_training_and_a_head_that_reads_no_graph_are_not_reads_at_fit(
     assert _reads(G) == ["DPGNNClassifier"]
 
 
+def test_a_head_that_reads_no_graph_fitted_on_collected_edges_reads_none_at_predict():
+    # Before: note_edge_read charged a step fitted on EdgeRR's output a read of the raw
+    # graph's edges in the clear (inf) before it looked whether the step reads an
+    # adjacency (MLPHead reads none)
+    from skldp.base import note_edge_read
+    from skldp.models import MLPHead
+    G = _graph()
+    Gc = EdgeRR(1.0, random_state=0).fit_transform(G)
+    head = MLPHead(epochs=1, random_state=0).fit(Gc, np.arange(G.n_nodes) % 2)
+    head.predict(G)
+    note_edge_read(head, G)
+    assert _reads(G) == [] and _edges(G) == 1.0
+
+
 def test_directed_reports_are_told_how_to_symmetrise_them_without_a_true_graph_read():
     # Before: the advice was "Symmetrise it first, e.g. A.maximum(A.T)"; with_adjacency's
     # default source then made the result count as the users' true graph (edges inf).

@@ -175,7 +175,7 @@ class PrivacyReport:
             who = f"{_users(s.n_users)}' data read" if s.model == "central" else \
                 _users(s.n_users)
             lines.append(f"  {where}: {s.kind} epsilon={s.epsilon:.4g}{d} ({s.model} DP; protects "
-                         f"{', '.join(s.protects)}; {who})")
+                         f"{_protected(s)}; {who})")
         added = self.plain_arrays or self.n_ledgers > 1
         if any(s.model in ("local", "clear") for s in self.spends):
             parts = ", ".join(f"{w} {e:.4g}" for w, e in self.by_what.items() if e)
@@ -215,7 +215,16 @@ class PrivacyReport:
             (" each" if s.n_users > 1 else "")
         total = f", {s.epsilon:.4g} in all" if c > 1 else ""
         return (f"  {where}: {who} ({s.kind}, epsilon={s.epsilon / c:.4g} each{total}; "
-                f"{s.model} DP; protects {', '.join(s.protects)})")
+                f"{s.model} DP; protects {_protected(s)})")
+
+
+def _protected(s):
+    """What the spend ``s`` protects, for its line. A local edge collection's epsilon is
+    per adjacency list, and an edge between two users is in both lists."""
+    what = ", ".join(s.protects)
+    if s.model == "local" and "edges" in s.protects:
+        what += ", each user's adjacency list: one edge is in two lists"
+    return what
 
 
 # the nonce of a charge of further answers before specs stated them (further_answers)

@@ -407,3 +407,19 @@ def test_a_search_over_a_plain_array_adds_every_fold():
                                          ("clf", LogisticRegression())]).fit(G, y))
     assert not graph_rep.plain_arrays and graph_rep.local_epsilon == pytest.approx(1.0)
     assert privacy_report(G).local_epsilon == pytest.approx(1.0)
+
+
+def test_an_edge_collections_line_says_its_epsilon_is_per_adjacency_list():
+    # Before: "EdgeRR epsilon=1 (local DP; protects edges; ...)" read as epsilon per edge,
+    # though an edge between two users is in both lists (an audit of one edge: up to 2x)
+    import scipy.sparse as sp
+
+    from skldp.mechanisms import EdgeRR
+    A = sp.csr_array(np.array([[0, 1, 0], [1, 0, 1], [0, 1, 0]], dtype=float))
+    G = GraphData(np.zeros((3, 1)), A)
+    HDSMechanism(1.0, feature_range=(0, 1), random_state=0).fit_transform(G)
+    EdgeRR(1.0, random_state=0).fit_transform(G)
+    lines = str(privacy_report(G)).splitlines()
+    edges, = (line for line in lines if "EdgeRR" in line)
+    assert "protects edges, each user's adjacency list: one edge is in two lists;" in edges
+    assert any("protects features; 3 users" in line for line in lines)   # the others: as they were
