@@ -166,8 +166,8 @@ class GCNAggregation(GraphTransformerMixin, BaseEstimator):
         """The operator ``P`` (CSR, all nodes) used on the graph of ``X``.
 
         It is computed from ``X``'s edges: a read of them charged as ``transform``'s
-        (:func:`~skldp.base.note_edge_read`; refused under a budget when they are the
-        users' true edges and an edge mechanism collects them).
+        (refused under a budget when they are the users' true edges and an edge
+        mechanism collects them).
         """
         self._validate_params()   # a public method that may run before fit
         dtype = DTYPES[self.dtype]
