@@ -1,5 +1,7 @@
 """What the users of a fitted estimator sent: a per-user privacy report read from the ledger."""
 
+import decimal
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -155,7 +157,7 @@ class PrivacyReport:
                     "as given (see the threat model).")
         lines = []
         for s in self.spends:
-            d = f", delta={s.delta:.3g}" if s.delta else ""
+            d = f", delta={_sig(s.delta, 3)}" if s.delta else ""
             if s.further_answers:
                 lines.append(self._further_line(s))
                 continue
@@ -174,14 +176,14 @@ class PrivacyReport:
             # a central training reads its nodes' neighbours too (DP-GNN): count them all
             who = f"{_users(s.n_users)}' data read" if s.model == "central" else \
                 _users(s.n_users)
-            lines.append(f"  {where}: {s.kind} epsilon={s.epsilon:.4g}{d} ({s.model} DP; protects "
-                         f"{_protected(s)}; {who})")
+            lines.append(f"  {where}: {s.kind} epsilon={_sig(s.epsilon)}{d} ({s.model} DP; "
+                         f"protects {_protected(s)}; {who})")
         added = self.plain_arrays or self.n_ledgers > 1
         if any(s.model in ("local", "clear") for s in self.spends):
-            parts = ", ".join(f"{w} {e:.4g}" for w, e in self.by_what.items() if e)
-            most = (f"at most {self.local_epsilon:.4g} (the ledgers' largest spends added, an "
+            parts = ", ".join(f"{w} {_sig(e)}" for w, e in self.by_what.items() if e)
+            most = (f"at most {_sig(self.local_epsilon)} (the ledgers' largest spends added, an "
                     f"upper bound; {parts})" if added else
-                    f"{self.local_epsilon:.4g} (the most any user spent; {parts})")
+                    f"{_sig(self.local_epsilon)} (the most any user spent; {parts})")
             lines.append(f"  total local epsilon per user: {most}")
         if self.plain_arrays:
             lines.append("  plain arrays carry no user ids (nor do labels given by bare node "
@@ -191,17 +193,17 @@ class PrivacyReport:
             lines.append(f"  {self.n_ledgers} populations' ledgers are added (an upper bound: "
                          "they may hold the same people under other ids)")
         if self.central:
-            lines.append(f"  central trainings: epsilon={self.central_epsilon:.4g}, "
-                         f"delta={self.central_delta:.3g} (basic composition; node-level, a "
-                         "user's data added or removed: replacing it costs up to twice)")
+            lines.append(f"  central trainings: epsilon={_sig(self.central_epsilon)}, "
+                         f"delta={_sig(self.central_delta, 3)} (basic composition; "
+                         "node-level, each model's neighbouring relation: DP-GNN's a node's "
+                         "data zeroed out, DP-MLP's a row replaced)")
         if self.budgets:
             caps = ", ".join("none" if c is None else f"{c:.4g}" for c in self.budgets)
             lines.append(f"  budgets per user of the {len(self.budgets)} populations: {caps}")
         if self.budget is not None:
+            left = _sig(self.budget - self.total_epsilon, up=False)
             lines.append(f"  budget: {self.budget:.4g} per user"
-                         + ("" if added else
-                            f"; at least {self.budget - self.total_epsilon:.4g} left to "
-                            "each user"))
+                         + ("" if added else f"; at least {left} left to each user"))
         return ("Privacy spent per user (the ledger: what each user sent):\n"
                 + "\n".join(lines))
 
@@ -213,8 +215,8 @@ class PrivacyReport:
                  "further answers")
         who = f"{_users(s.n_users)} sent {c} more answer{'s' if c > 1 else ''}" + \
             (" each" if s.n_users > 1 else "")
-        total = f", {s.epsilon:.4g} in all" if c > 1 else ""
-        return (f"  {where}: {who} ({s.kind}, epsilon={s.epsilon / c:.4g} each{total}; "
+        total = f", {_sig(s.epsilon)} in all" if c > 1 else ""
+        return (f"  {where}: {who} ({s.kind}, epsilon={_sig(s.epsilon / c)} each{total}; "
                 f"{s.model} DP; protects {_protected(s)})")
 
 
@@ -308,6 +310,19 @@ def _add_ledger(ledgers, ledger):
     ledgers.append(ledger)
 
 
+def _sig(x, digits=4, up=True):
+    """``x`` to ``digits`` significant digits, rounded up (a spend: never printed below what
+    it is) or down (``up=False``: what is left); float noise (a relative 1e-9) aside, so
+    that 0.1 + 0.2 prints 0.3."""
+    x = float(x)
+    text = f"{x:.{digits}g}"
+    if not math.isfinite(x) or x == 0 or abs(float(text) - x) <= 1e-9 * abs(x) or \
+            (float(text) >= x) == up:
+        return text
+    rounding = decimal.ROUND_CEILING if up else decimal.ROUND_FLOOR
+    return f"{float(decimal.Context(prec=digits, rounding=rounding).create_decimal(x)):.{digits}g}"
+
+
 def _private_steps(estimator):
     """``{collection id: path}`` of the fitted private steps held in ``estimator``, the
     ledgers its steps wrote to, the paths of the steps whose reads no ledger holds (steps
@@ -329,14 +344,18 @@ def _private_steps(estimator):
         if getattr(est, "_reads_plain_beside_users", False):
             unrecorded.append((path or type(est).__name__, type(est).__name__, ""))
         if isinstance(getattr(est, "steps", None), list):
-            # Steps before a feature mechanism were fitted on the users' raw rows, unless
-            # they run on the device; the mechanism after them reads a plain array, so no
-            # ledger a report reaches holds that read.
-            first = next((i for i, (_, c) in enumerate(children) if _perturbs_features(c)),
+            # Steps before a feature mechanism (or a central DP training) were fitted on
+            # the users' raw rows, unless they run on the device; the step after them
+            # reads a plain array, so no ledger a report reaches holds that read (and a
+            # training's guarantee covers what it reads, not what a step before it released).
+            first = next((i for i, (_, c) in enumerate(children)
+                          if _perturbs_features(c) or _perturbs_features(c, model="central")),
                          None)
+            why = (_BEFORE_TRAINING if first is not None and not _perturbs_features(
+                children[first][1]) else _BEFORE_MECHANISM)
             for name, child in children[:first or 0]:
                 for where, kind in _raw_readers(child, f"{path}.{name}" if path else name):
-                    unrecorded.append((where, kind, _BEFORE_MECHANISM))
+                    unrecorded.append((where, kind, why))
         branches = _branches(est)
         if any(_perturbs_features(b) for _, b in branches if not isinstance(b, str)):
             # Branches beside a feature mechanism (a union, a column transformer) pass what
@@ -361,6 +380,11 @@ def _private_steps(estimator):
 
 _BEFORE_MECHANISM = ("fitted on the users' rows before a mechanism: only on-device steps, "
                      "NodeWise(..., on_device=True), may stand there")
+
+
+_BEFORE_TRAINING = ("fitted on the users' rows before a central DP training, outside its "
+                    "guarantee (what it learnt, e.g. a scaler's means, is released with the "
+                    "model)")
 
 
 _BESIDE_MECHANISM = ("passed the users' rows on beside a mechanism (a branch of a union or "
@@ -395,16 +419,17 @@ def _raw_readers(est, path):
             for found in _raw_readers(child, f"{path}.{name}")]
 
 
-def _perturbs_features(est, seen=None):
-    """Whether ``est`` or a step inside it is a fitted local mechanism of features."""
+def _perturbs_features(est, seen=None, model="local"):
+    """Whether ``est`` or a step inside it is a fitted local mechanism of features (with
+    ``model="central"``: a central DP training that protects them)."""
     seen = set() if seen is None else seen
     if id(est) in seen:
         return False
     seen.add(id(est))
     spec = getattr(est, "collection_", None)
-    if spec is not None and spec.model == "local" and "features" in spec.protects:
+    if spec is not None and spec.model == model and "features" in spec.protects:
         return True
-    return any(_perturbs_features(c, seen) for _, c in _children(est))
+    return any(_perturbs_features(c, seen, model) for _, c in _children(est))
 
 
 def privacy_report(estimator):

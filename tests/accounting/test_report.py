@@ -423,3 +423,31 @@ def test_an_edge_collections_line_says_its_epsilon_is_per_adjacency_list():
     edges, = (line for line in lines if "EdgeRR" in line)
     assert "protects edges, each user's adjacency list: one edge is in two lists;" in edges
     assert any("protects features; 3 users" in line for line in lines)   # the others: as they were
+
+
+@pytest.mark.parametrize("as_graph", [False, True], ids=["array", "GraphData"])
+def test_a_plain_step_fitted_before_a_central_training_read_the_users_in_the_clear(as_graph):
+    # The scaler's means and scales, learnt in the clear from the private rows, are
+    # released with the pipeline: the report printed the training's epsilon alone
+    # (audit lower bound 4.07 against a printed 0.066 on the scaler's mean).
+    from sklearn.preprocessing import StandardScaler
+
+    from skldp import NodeWise
+    from skldp.central import DPMLPClassifier
+
+    rng = np.random.default_rng(56)
+    X, y = rng.normal(size=(80, 4)), rng.integers(0, 2, 80)
+
+    def dp():
+        return DPMLPClassifier(classes=[0, 1], batch_size=20, n_steps=3, noise_multiplier=1.0,
+                               accountant="hypergeometric", device="cpu", random_state=0)
+
+    befores = [StandardScaler()] + ([] if as_graph else [NodeWise(StandardScaler())])
+    for before in befores:
+        pipe = Pipeline([("scale", before), ("clf", dp())])
+        rep = privacy_report(pipe.fit(GraphData(X) if as_graph else X, y))
+        assert rep.total_epsilon == rep.by_what["features"] == np.inf
+        assert "before a central DP training" in str(rep)
+    # the training alone (or after a mechanism) prints its own epsilon
+    rep = privacy_report(Pipeline([("clf", dp())]).fit(X, y))
+    assert np.isfinite(rep.total_epsilon) and rep.central_epsilon > 0
