@@ -1,4 +1,5 @@
-"""The device package's errors (a module of its own: every other module may import it)."""
+"""The device package's errors, and what a spec's number is (a module of its own: every
+other module may import it)."""
 
 __all__ = ["SpecError", "DeviceStateError"]
 
@@ -15,3 +16,18 @@ class DeviceStateError(RuntimeError):
     were sent, and answering those collections again would spend their budget again.
     Restore the file from a backup (see the User Guide, "Deploying local DP").
     """
+
+
+def spec_number(v):
+    """``v`` as a float if it is a number as a spec writes one, else None: a JSON number
+    (not true or false), or the text ``"inf"``, ``"-inf"`` or ``"nan"`` that stands for a
+    number JSON cannot hold. Other text ("2", " 2_0 ", which Python reads as 20) is no
+    number, whatever ``float`` makes of it."""
+    if isinstance(v, str):
+        return float(v) if v in ("inf", "-inf", "nan") else None
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    try:
+        return float(v)
+    except OverflowError:   # an integer past float's range
+        return None

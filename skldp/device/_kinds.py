@@ -20,7 +20,7 @@ import reprlib
 import numpy as np
 
 from ._edges import flip_probability, randomized_lists
-from ._errors import SpecError
+from ._errors import SpecError, spec_number
 from ._grid import MAX_EPS_PER_COORDINATE, TwoLevelGrid, discrete_laplace, randomized_round
 from ._random import (
     node_bernoulli_fine,
@@ -340,11 +340,9 @@ def directory_digest(keys):
 # ---------------------------------------------------------------------- spec parsing
 def _eps(spec, name="eps"):
     v = spec.params.get(name)
-    try:
-        eps = float(v)
-    except (TypeError, ValueError, OverflowError):   # (an integer past float's range)
-        raise SpecError(f"{_short(spec)}: parameter {name!r} must be a number, got {v!r}.") \
-            from None
+    eps = spec_number(v)   # (true, "2" or " 2_0 " are no numbers: read_spec's rule)
+    if eps is None:
+        raise SpecError(f"{_short(spec)}: parameter {name!r} must be a number, got {v!r}.")
     if not eps > 0 or math.isnan(eps):
         raise SpecError(f"{_short(spec)}: {name} must be > 0, got {v!r}.")
     if math.isinf(eps):
@@ -377,9 +375,8 @@ def _int(spec, value, name, lo=None, hi=None):
 def _bounds(spec, d):
     lo, hi = _state(spec, "feature_min"), _state(spec, "feature_max")
     try:
-        lo = np.asarray(lo, dtype=np.float64).reshape(-1)
-        hi = np.asarray(hi, dtype=np.float64).reshape(-1)
-    except (TypeError, ValueError, OverflowError):
+        lo, hi = _numbers(lo).reshape(-1), _numbers(hi).reshape(-1)
+    except ValueError:
         raise SpecError(f"{_short(spec)}: feature_min and feature_max must be arrays of "
                         "numbers.") from None
     if lo.shape != (d,) or hi.shape != (d,):
@@ -392,6 +389,19 @@ def _bounds(spec, d):
         raise SpecError(f"{_short(spec)}: every bound must be finite with feature_min < "
                         "feature_max and feature_max - feature_min finite.")
     return lo, hi
+
+
+def _numbers(values):
+    """A spec's list of numbers (nested lists too) as a float array; ValueError if an entry
+    is no number as :func:`spec_number` reads one (true, "0")."""
+    if isinstance(values, np.ndarray):
+        values = values.tolist()
+    if isinstance(values, (list, tuple)):
+        return np.array([_numbers(v) for v in values], dtype=np.float64)
+    number = spec_number(values)
+    if number is None:
+        raise ValueError(f"{values!r:.40} is not a number.")
+    return np.float64(number)
 
 
 def _check_cost(spec, cost):
@@ -732,8 +742,7 @@ class _GRRFS(_Plan):
         cats = spec.params.get("categories")
         edges = spec.params.get("bin_edges")
         try:
-            self.categories = None if cats is None else [np.unique(np.asarray(c, np.float64))
-                                                         for c in cats]
+            self.categories = None if cats is None else [np.unique(_numbers(c)) for c in cats]
             self.bin_edges = None if edges is None else _edge_items(edges, self.d)
         except (TypeError, ValueError, OverflowError):
             raise SpecError("GRRFSMechanism: categories must list each feature's values (numbers) "
@@ -826,7 +835,7 @@ def _edge_items(bin_edges, d):
         items = [(j, bin_edges) for j in range(d)]
     else:
         items = list(enumerate(bin_edges))
-    return [(j, np.asarray(e, dtype=np.float64)) for j, e in items if e is not None]
+    return [(j, _numbers(e)) for j, e in items if e is not None]
 
 
 def _class_position(y, classes):

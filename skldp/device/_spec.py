@@ -14,7 +14,7 @@ import math
 import os
 from dataclasses import dataclass, field
 
-from ._errors import SpecError
+from ._errors import SpecError, spec_number
 
 __all__ = ["CollectionSpec", "SPEC_VERSION", "SpecError", "read_spec"]
 
@@ -41,12 +41,10 @@ def _json_number(v):
 
 
 def _number(v, what):
-    if isinstance(v, bool) or not isinstance(v, (int, float, str)):
+    number = spec_number(v)
+    if number is None:
         raise SpecError(f"collection spec field {what!r} must be a number, got {v!r}.")
-    try:
-        return float(v)   # also reads "inf", "-inf" and "nan"
-    except (ValueError, OverflowError):   # (an integer past float's range)
-        raise SpecError(f"collection spec field {what!r} must be a number, got {v!r}.") from None
+    return number
 
 
 @dataclass(frozen=True)
