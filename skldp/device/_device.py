@@ -2,6 +2,7 @@
 
 import contextlib
 import copy
+import errno
 import hashlib
 import json
 import math
@@ -262,8 +263,9 @@ class Device:
     same record (a **resend**, which costs nothing), also about changed data: a
     second answer would spend the budget again, and a refusal would tell the server
     that the data changed. A ``Device`` object that saw the earlier data warns
-    (:class:`AlreadyAnswered`); it keeps a hash of that data in memory only (a hash
-    of a label or a 0/1 row in a file would give the data back to whoever reads it).
+    (:class:`AlreadyAnswered`, once per collection); it keeps a hash of that data in
+    memory only (a hash of a label or a 0/1 row in a file would give the data back to
+    whoever reads it).
 
     Each answer carries an **answer id** (``"answer"``: 16 hex digits the device
     draws from its entropy when it answers, kept with the answer): a resend repeats
@@ -283,7 +285,10 @@ class Device:
         (``path + ".lock"``; POSIX); elsewhere give each process its own file.
         A file that is not a state this class wrote raises ``DeviceStateError``:
         it is never reset, since answering its collections again would spend
-        their budget again.
+        their budget again. A ``Device`` object never forgets the answers it
+        has seen: it writes them back to a file deleted, or replaced by an older
+        copy, while it runs (and raises ``DeviceStateError`` if the file holds
+        another answer to one of them).
     max_epsilon : float or None, default=None
         The device's own cap on the total epsilon it spends over all the
         collections it answers; a spec that would exceed it is refused.
@@ -321,9 +326,11 @@ class Device:
             raise ValueError(f"max_epsilon must be a number >= 0 or None, got {max_epsilon!r}.")
         self._answers = {}
         self._inputs = {}   # collection id -> hash of the data answered about (memory only)
+        self._warned = set()   # collections whose changed data this object warned about
         self._thread_lock = threading.Lock()
         if self.path is not None:
-            self._answers = self._read_state()   # a corrupted state is an error now, not later
+            with self._locked():
+                self._load()   # a corrupted state is an error now, not later
 
     def __getstate__(self):
         if self.path is None:
@@ -334,18 +341,20 @@ class Device:
                 "spend max_epsilon again. Give it a state file, Device(user, path=...), which "
                 "every copy and process shares.")
         # (the hashes of the data stay in this object's memory)
-        return {k: v for k, v in vars(self).items() if k not in ("_thread_lock", "_inputs")}
+        return {k: v for k, v in vars(self).items()
+                if k not in ("_thread_lock", "_inputs", "_warned")}
 
     def __setstate__(self, state):
         vars(self).update(state)
         self._inputs = {}
+        self._warned = set()
         self._thread_lock = threading.Lock()
 
     @property
     def spent(self):
         """The epsilon this device has spent over every collection it answered (read from
         its state file, which other ``Device`` objects on the same file may have added to)."""
-        answers = self._answers if self.path is None else self._read_state()
+        answers = self._answers if self.path is None else self._with_seen(self._read_state())
         return _spent(answers)
 
     # -- the state
@@ -364,9 +373,37 @@ class Device:
             finally:
                 os.close(fd)   # (releases the lock)
 
+    def _load(self):
+        """The answers, read under the lock: the state file's, with every answer this
+        object has seen put back (a file deleted, or restored from an older copy, while the
+        device runs forgets none of them), and without the input hashes that files written
+        before 2026-11-30 hold. The file is written back when it differs."""
+        on_file = self._read_state()
+        for cid, a in on_file.items():   # (an old file's hash, kept in memory only)
+            if "input" in a:
+                self._inputs.setdefault(cid, a["input"])
+        answers = self._with_seen(on_file)
+        if answers != on_file:
+            self._write_state(answers)
+        self._answers = answers
+        return answers
+
+    def _with_seen(self, on_file):
+        """The file's answers (without input hashes) and this object's: a collection this
+        object answered stays answered, so its budget is not spent again."""
+        answers = {cid: {k: v for k, v in a.items() if k != "input"}
+                   for cid, a in on_file.items()}
+        for cid, mine in self._answers.items():
+            theirs = answers.setdefault(cid, mine)
+            if json.dumps(theirs, sort_keys=True) != json.dumps(mine, sort_keys=True):
+                # both answers were sent (the file was replaced while this object ran)
+                raise _state_error(self.path, f"it holds another answer to collection {cid} "
+                                              "than the one this device sent")
+        return answers
+
     def _read_state(self):
         if not os.path.exists(self.path):
-            return {}
+            return {}   # a new device (or a lost file: see _load)
         try:
             with open(self.path, encoding="utf-8") as fh:
                 data = json.load(fh)
@@ -389,13 +426,15 @@ class Device:
             with contextlib.suppress(OSError):
                 os.remove(tmp)
             raise
+        _sync_folder(folder)   # the rename itself survives a crash
 
     def answer(self, spec, data, *, directory=None):
         """This user's report of ``spec`` about ``data`` (see :func:`encode`).
 
         Asked again, the device returns the same record (a resend: same answer id,
         same report), which costs nothing; about other data, it warns
-        (:class:`AlreadyAnswered`) and resends all the same.
+        (:class:`AlreadyAnswered`, the first time this object is asked that
+        collection about other data) and resends all the same.
 
         Returns
         -------
@@ -411,7 +450,8 @@ class Device:
         SpecError
             The spec is invalid, or would take the device past ``max_epsilon``.
         DeviceStateError
-            The state file is corrupted (see :class:`Device`).
+            The state file is corrupted, or holds another answer than this object
+            sent (see :class:`Device`).
         """
         spec, p = _validated(spec)
         if p.protects == "features":
@@ -420,16 +460,20 @@ class Device:
         changed = replaced = left_out = 0
         with self._locked():
             # read again under the lock: another Device on this file may have answered
-            answers = self._answers if self.path is None else self._read_state()
+            answers = self._answers if self.path is None else self._load()
             old = answers.get(spec.id)
             if old is not None:
-                # the data seen first by this object (or a state file's older entry)
-                seen = self._inputs.setdefault(spec.id, old.get("input", digest))
-                changed = seen != digest
+                # the data seen first by this object (or an old state file's hash)
+                other = self._inputs.setdefault(spec.id, digest) != digest
                 # input this spec cannot take gets its own error, not "other data"
-                if changed and ("edges" not in spec.protects or directory is not None):
+                if other and ("edges" not in spec.protects or directory is not None):
                     _encode(spec, data, seed=0, key=0, user=self.user, directory=directory)
                 record = old["record"]
+                # warned once per collection: a warning turned into an error still lets
+                # the app resend when asked again
+                changed = other and spec.id not in self._warned
+                if changed:
+                    self._warned.add(spec.id)
             else:
                 spent = _spent(answers)
                 if self.max_epsilon is not None and not spent + spec.epsilon <= \
@@ -442,9 +486,7 @@ class Device:
                     user=self.user, directory=directory)
                 record = {"collection": spec.id, "user": plain_id(self.user),
                           "answer": secrets.token_hex(8), "report": report}
-                # nothing of the data in the state: older entries' hashes are dropped
-                answers = {cid: {k: v for k, v in a.items() if k != "input"}
-                           for cid, a in answers.items()}
+                answers = dict(answers)
                 answers[spec.id] = {"record": record, "epsilon": spec.epsilon}
                 self._inputs[spec.id] = digest
                 if self.path is not None:
@@ -463,6 +505,21 @@ class Device:
         return copy.deepcopy(record)
 
 
+def _sync_folder(folder):
+    """Flush a folder's entries (a file renamed into it) to disk, where the system opens
+    folders (POSIX) and its file system syncs them; elsewhere nothing."""
+    if not hasattr(os, "O_DIRECTORY"):
+        return
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    except OSError as e:
+        if e.errno != errno.EINVAL:   # (EINVAL: a file system that does not sync folders)
+            raise
+    finally:
+        os.close(fd)
+
+
 def _spent(answers):
     return float(sum(a["epsilon"] for a in answers.values()))
 
@@ -471,8 +528,9 @@ def _state_error(path, why):
     return DeviceStateError(
         f"the device state file {path!r} is not a state this device wrote ({why}). Do not "
         "delete it or start afresh: the answers it held were sent, and answering their "
-        "collections again would spend their budget again. Restore the file from a backup; "
-        "if it is lost, this device must not answer the collections it held again.")
+        "collections again would spend their budget again. Restore the file from a copy "
+        "taken after the device's last answer; without one, this device must not answer "
+        "the collections it held again.")
 
 
 def _check_state(data, path, user):

@@ -10,11 +10,13 @@ class SpecError(ValueError):
 
 class DeviceStateError(RuntimeError):
     """A device's state file that cannot be read: not JSON, or not the structure a
-    :class:`~skldp.device.Device` writes (corrupted, truncated, or another user's).
+    :class:`~skldp.device.Device` writes (corrupted, truncated, or another user's), or one
+    that holds another answer to a collection than the ``Device`` object reading it sent.
 
     The device refuses to answer rather than start afresh: the answers the file held
     were sent, and answering those collections again would spend their budget again.
-    Restore the file from a backup (see the User Guide, "Deploying local DP").
+    Restore the file from a copy taken after the device's last answer (see the User
+    Guide, "Deploying local DP").
     """
 
 
