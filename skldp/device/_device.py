@@ -33,10 +33,10 @@ ANSWER_ID = re.compile(r"[0-9a-f]{16}")
 
 
 class AlreadyAnswered(UserWarning):
-    """Warned on the device when it is asked a collection again about other data: it
-    resends its first answer. A second answer would spend the budget again, and a refusal
-    would tell the server that the data changed; the server opens a new collection to ask
-    about new data."""
+    """Warned on the device, once per collection and ``Device`` object, when it is asked a
+    collection again about other data: it resends its first answer. A second answer would
+    spend the budget again, and a refusal would tell the server that the data changed; the
+    server opens a new collection to ask about new data."""
 
 
 class Directory:
@@ -329,8 +329,11 @@ class Device:
         self._warned = set()   # collections whose changed data this object warned about
         self._thread_lock = threading.Lock()
         if self.path is not None:
-            with self._locked():
-                self._load()   # a corrupted state is an error now, not later
+            try:
+                with self._locked():
+                    self._load()   # a corrupted state is an error now, not later
+            except PermissionError:   # a read-only folder: its state read, left as it is
+                self._answers = self._with_seen(self._read_state())
 
     def __getstate__(self):
         if self.path is None:
@@ -395,7 +398,9 @@ class Device:
                    for cid, a in on_file.items()}
         for cid, mine in self._answers.items():
             theirs = answers.setdefault(cid, mine)
-            if json.dumps(theirs, sort_keys=True) != json.dumps(mine, sort_keys=True):
+            # (the texts compared only when the dicts differ: a NaN is not equal to itself)
+            if theirs != mine and \
+                    json.dumps(theirs, sort_keys=True) != json.dumps(mine, sort_keys=True):
                 # both answers were sent (the file was replaced while this object ran)
                 raise _state_error(self.path, f"it holds another answer to collection {cid} "
                                               "than the one this device sent")
@@ -510,7 +515,10 @@ def _sync_folder(folder):
     folders (POSIX) and its file system syncs them; elsewhere nothing."""
     if not hasattr(os, "O_DIRECTORY"):
         return
-    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:   # a folder this process may write but not read (mode 0o300)
+        return
     try:
         os.fsync(fd)
     except OSError as e:

@@ -107,3 +107,35 @@ def test_a_state_write_flushes_its_folder(tmp_path, monkeypatch):
     monkeypatch.setattr(os, "fsync", spy)
     Device("u6", path=str(tmp_path / "state.json")).answer(_spec(), 0)
     assert synced == [False, True]                # the file, then its folder (the rename)
+
+
+def test_a_state_in_a_folder_it_cannot_write_is_still_read(tmp_path, monkeypatch):
+    # (permissions stubbed: the suite may run as root, whom a read-only folder does not stop)
+    from skldp.device import _device
+    path = tmp_path / "state.json"
+    Device("u9", path=str(path)).answer(_spec(), 1)
+    real_open = os.open
+
+    def no_writes(name, flags, *args):
+        if str(name).endswith(".lock"):
+            raise PermissionError(13, "Permission denied", name)
+        return real_open(name, flags, *args)
+    monkeypatch.setattr(_device.os, "open", no_writes)
+    assert Device("u9", path=str(path)).spent == 2.0   # raised at the lock's creation
+
+
+def test_a_folder_it_may_write_but_not_read_does_not_stop_an_answer(tmp_path, monkeypatch):
+    # the state is renamed into place before the folder is flushed: a folder that cannot
+    # be opened (mode 0o300) must not turn every new answer into an error
+    from skldp.device import _device
+    real_open = os.open
+
+    def no_folder(name, flags, *args):
+        if flags & getattr(os, "O_DIRECTORY", 0):
+            raise PermissionError(13, "Permission denied", name)
+        return real_open(name, flags, *args)
+    monkeypatch.setattr(_device.os, "open", no_folder)
+    dev = Device("u10", path=str(tmp_path / "state.json"))
+    dev.answer(_spec(), 1)
+    dev.answer(collection_spec(LabelRandomizedResponse(1.0, classes=[0, 1, 2])), 2)
+    assert dev.spent == 3.0
