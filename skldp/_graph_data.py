@@ -974,18 +974,23 @@ class GraphData:
         if reads_users_data(st.feature_origin):
             st.population.note_clear_read(kind, "features", self.node_keys[rows])
 
-    def _note_true_graph_read(self, kind):
+    def _note_true_graph_read(self, kind, check_only=False):
         """A server step (``kind``) reads this graph's adjacency. When it holds the users'
         true edges (not collected by an edge mechanism), the read is charged as a read of
         their edges in the clear if an edge mechanism collects those users' edges, or a
         central DP training protects them, before or after (:meth:`Population.note_true_read
         <skldp.population.Population.note_true_read>`); otherwise the graph is
-        taken as given. Once per step kind and graph."""
+        taken as given. Once per step kind and graph. ``check_only``: only raise the
+        refusal the read would meet now (:meth:`Population.check_true_read
+        <skldp.population.Population.check_true_read>`), noting nothing."""
         st = self._store
         origin = st.adjacency_origin
         if st.adjacency is not None and reads_users_data(origin) and \
                 not edges_collected(origin):
-            st.population.note_true_read(kind, "edges", self.node_keys, st.token)
+            if check_only:
+                st.population.check_true_read(kind, "edges", self.node_keys)
+            else:
+                st.population.note_true_read(kind, "edges", self.node_keys, st.token)
 
     def __repr__(self):
         A = self._store.adjacency

@@ -17,6 +17,7 @@ from ..base import (
     labels_sent,
     note_edge_read,
     note_label_read,
+    step_kind,
 )
 from ..model_selection._node_splits import _check_all_labelled
 from ..population import BudgetExceededError
@@ -313,7 +314,11 @@ class CorrectAndSmooth(MetaEstimatorMixin, GraphClassifierMixin, BaseEstimator):
         _check_all_labelled(y)   # a scikit-learn base would learn -2 as a class
         if self.label_mechanism is None:   # before the base model spends anything
             _refuse_clean_labels_early(self, G, y)
-        y_used, own = fit_label_mechanism(self, G, y)
+        # Its propagation reads the adjacency of G (at predict): a read of a true graph that
+        # a budget will refuse is refused before its labels or its base spend anything. (The
+        # base's own reads cannot be known before its fit, which needs the labels.)
+        y_used, own = fit_label_mechanism(
+            self, G, y, lambda: G._note_true_graph_read(step_kind(self), check_only=True))
         with G.population.recording(protects=("labels",)) as records:
             estimator = clone(self.estimator).fit(G, y_used)
         # What the base model's fit protected: edges an edge mechanism collected, and the

@@ -5,6 +5,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..base import clone_private_step
+from ..mechanisms._label_rr import randomize_after
 from ..utils._arrays import sorted_lookup
 
 __all__ = ["sym_normalized_adjacency", "solve_shifted", "node_positions",
@@ -89,13 +90,15 @@ def node_positions(G, keys, owner):
     return rows
 
 
-def fit_label_mechanism(owner, G, y):
+def fit_label_mechanism(owner, G, y, before=lambda: None):
     """Randomize the training labels with ``owner.label_mechanism`` (if set).
 
     As the GNN classifiers do: a clone of the mechanism is fitted on the public
     label domain, each training node's label is randomized once, keyed by its
     node id, and the fitted clone is stored as ``owner.label_mechanism_`` so
-    that :func:`skldp.accounting.privacy_report` counts its budget.
+    that :func:`skldp.accounting.privacy_report` counts its budget. ``before()``
+    (the owner's reads of the graph) runs once the collection's checks have
+    passed, before any label is sent (:func:`~skldp.mechanisms._label_rr.randomize_after`).
 
     Returns
     -------
@@ -110,11 +113,12 @@ def fit_label_mechanism(owner, G, y):
     owner.ledger_ = G.population.ledger
     lm = owner.label_mechanism
     if lm is None:
+        before()
         return y, None
     if not (hasattr(lm, "randomize") and hasattr(lm, "fit")):
         raise TypeError("label_mechanism must be a label mechanism with fit and randomize "
                         f"(e.g. LabelRandomizedResponse), got {type(lm).__name__}.")
     mech = clone_private_step(lm).fit(G, y)   # (its users: charged at fit for a read)
-    y_noisy = mech.randomize(y, G)   # the users answer through their population
+    y_noisy = randomize_after(mech, y, G, before)   # the users answer through their population
     owner.label_mechanism_ = mech
     return y_noisy, mech

@@ -132,9 +132,10 @@ class LabelPropagationClassifier(GraphClassifierMixin, BaseEstimator):
         """
         G = check_graph_data(X, self, require_symmetric=True)
         y = self._check_labels(y, len(G), G)
-        # whether its graph's edges were collected; a refused read spends no label
-        note_edge_read(self, G, fitting=True)
-        y_used, mech = fit_label_mechanism(self, G, y)
+        # its read of the graph (whether its edges were collected) is noted before any
+        # label is sent and after the label collection's checks
+        y_used, mech = fit_label_mechanism(self, G, y,
+                                           lambda: note_edge_read(self, G, fitting=True))
         if mech is None:
             y_enc = self._encode_labels(y_used, len(G))
             note_label_read(self, G, y_used)

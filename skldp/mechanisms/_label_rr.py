@@ -273,6 +273,13 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
             y_enc = np.asarray(y_enc, dtype=np.int64)
             population, node_keys = self._users(keys, len(y_enc))
             return self._received_labels(population, node_keys, y_enc)
+        population, node_keys, y_enc = self._request(y_enc, keys)
+        return population.collect(self.collection_, node_keys, label_digests(y_enc),
+                                  lambda rkeys: self._encode_report(y_enc, rkeys), keep=True)
+
+    def _request(self, y_enc, keys):
+        """``(population, node keys, y_enc)`` of a new collection of the labels ``y_enc``,
+        once this mechanism can make it."""
         if not hasattr(self, "seed_"):
             raise ValueError("LabelRandomizedResponse was saved without its secret "
                              "(skldp.privacy.forget_secrets): it cannot randomize labels any "
@@ -281,8 +288,21 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
         y_enc = np.asarray(y_enc, dtype=np.int64)
         population, node_keys = self._users(keys, len(y_enc))
         self._refuse_a_pending_read()
-        return population.collect(self.collection_, node_keys, label_digests(y_enc),
-                                  lambda rkeys: self._encode_report(y_enc, rkeys), keep=True)
+        return population, node_keys, y_enc
+
+    def check_randomize(self, y, keys):
+        """Raise what :meth:`randomize` would raise before a user sends anything (a label
+        not in ``classes_``, another population's users, the budget); nothing is sent.
+        Labels real devices sent are read, not collected: only :meth:`randomize` checks
+        them."""
+        if isinstance(keys, GraphData):
+            from ..model_selection._node_splits import _check_label_index
+            _check_label_index(y, keys)
+        y_enc = self.encode(y)
+        if isinstance(keys, GraphData) and not keys.population.simulated:
+            return
+        population, node_keys, y_enc = self._request(y_enc, keys)
+        population.check_collect(self.collection_, node_keys, label_digests(y_enc))
 
     def _encode_report(self, y_enc, keys):
         """The device program: keep the label, or report one of the others uniformly."""
@@ -454,6 +474,26 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
         idx = self.encode(y_noisy)
         o = np.bincount(idx, minlength=len(self.classes_)) / max(len(idx), 1)
         return np.linalg.solve(self.transition_matrix_.T, o)
+
+
+def randomize_after(mech, y, G, before):
+    """``mech.randomize(y, G)`` (``y`` as it is without a mechanism), with ``before()`` (the
+    server's reads of the graph, which may be refused) called once every check of the
+    label collection has passed and before any label is sent: a refused read spends no
+    label, and a refused collection (a label outside the domain, the budget) leaves no
+    read behind. ``mech`` is fitted (its label domain known) before."""
+    if mech is None:
+        before()
+        return y
+    if isinstance(G, GraphData) and not G.population.simulated:
+        y = mech.randomize(y, G)   # the labels real devices sent: read, nothing is spent
+        before()
+        return y
+    check = getattr(mech, "check_randomize", None)
+    if check is not None:   # (a mechanism without it: its checks come after the reads)
+        check(y, G)
+    before()
+    return mech.randomize(y, G)
 
 
 def classifier_label_mechanism(clf):

@@ -156,8 +156,10 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
     # ------------------------------------------------------------------ fit
     def _note_fit_reads(self, X):
         """The fit's reads of the features (raw ones: in the clear) and of the adjacency of
-        ``X``, charged when due. A model that collects labels notes them first: under a
-        budget a refused read then spends no label (once per graph: ``fit`` notes again)."""
+        ``X``, charged when due. A model that collects labels notes them between the checks
+        of that collection and its sending (:func:`~skldp.mechanisms._label_rr.randomize_after`):
+        a refused read spends no label, a refused collection leaves no read (once per graph:
+        ``fit`` notes again)."""
         note_feature_read(self, X, fitting=True)
         note_edge_read(self, X, fitting=True)
 
@@ -177,8 +179,8 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
         self : TorchClassifierBase
             The fitted estimator.
         """
-        self._note_fit_reads(X)
         self._setup_fit()
+        self._note_fit_reads(X)
         record_feature_names(self, X)
         if not isinstance(X, GraphData):
             X = check_feature_array(X, dtype=np.float32)

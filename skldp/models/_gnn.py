@@ -12,6 +12,7 @@ from torch import nn
 
 from .._torch import dropout, sparse_matmul, to_torch_dense, to_torch_sparse
 from ..base import clone_private_step
+from ..mechanisms._label_rr import randomize_after
 from ..utils._adjacency import normalized_adjacency
 from ..utils._arrays import torch_blocks_sum
 from ..utils.validation import LABEL_MECHANISM_CONSTRAINT, Count, Interval, check_graph_data
@@ -536,10 +537,11 @@ class GNNClassifierBase(TorchClassifierBase):
         y = self._check_labels(y, len(G), G)   # before any label is collected
         if hasattr(self, "label_mechanism_"):
             del self.label_mechanism_
-        self._note_fit_reads(G)   # a refused read of the graph spends no label
+        self._setup_fit()   # (before any read is noted)
         mech = self._make_label_mechanism(G, y)
+        # the users answer through their population, once the reads of the graph are noted
+        y = randomize_after(mech, y, G, lambda: self._note_fit_reads(G))
         if mech is not None:
-            y = mech.randomize(y, G)   # the users answer through their population
             self.label_mechanism_ = mech
         try:
             return super().fit(G, y)

@@ -11,7 +11,7 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import StrOptions
 
 from .._torch import class_softmax
-from ..mechanisms._label_rr import classifier_label_mechanism
+from ..mechanisms._label_rr import classifier_label_mechanism, randomize_after
 from ..reconstruction._labels import reconstruct_labels
 from ..reconstruction._llp import cluster_label_proportions, llp_kl_loss, metis_clusters
 from ..utils._random import training_seed
@@ -218,12 +218,13 @@ class RGNNClassifier(TorchClassifierBase):
             raise ValueError(f"n_clusters={self.n_clusters} exceeds the number of nodes "
                              f"({G.n_nodes}).")
         y = self._check_labels(y, len(G), G)
-        self._note_fit_reads(G)   # a refused read of the graph spends no label
+        self._setup_fit()   # (before any read is noted)
         # The label collection's seed is hashed from random_state with the label
         # mechanism's identity, so it shares no random numbers with any feature report.
         mech = classifier_label_mechanism(self)
         mech.fit(G, None if self.classes is not None else y)
-        y_noisy = mech.randomize(y, G)  # unseen labels raise here
+        # unseen labels raise before the reads of the graph are noted
+        y_noisy = randomize_after(mech, y, G, lambda: self._note_fit_reads(G))
         self.label_mechanism_ = mech
         try:
             return super().fit(G, y_noisy)

@@ -230,25 +230,12 @@ class Population:
         reports
             Whatever ``encode`` returns.
         """
-        if not self.simulated:
-            raise ValueError(
-                f"{spec.describe()} asks these users' devices for new reports, but their "
-                "devices are real: the server holds only the reports they sent (collections "
-                f"{sorted(self._collected)}). A mechanism step can read a collection it "
-                "received (give it that collection's parameters, e.g. "
-                "skldp.population.mechanism_from_spec(spec)); to ask the devices again, "
-                "publish a new spec.")
-        if self._secret is None:   # a copy that cannot reach the devices' secret
-            raise _unreachable(self)
-        node_keys = check_node_keys(node_keys, "node_keys")
-        rkeys = report_keys(node_keys, digests)
-        tags = answer_tags(self._secret, spec.id, rkeys)
+        node_keys, rkeys, tags = self._request(spec, node_keys, digests)
         with self._exclusive():
             self._sync_locked()
-            new_keys, new_tags = self._new_answers(spec, node_keys, tags, unique)
+            new_keys, new_tags, charge_reads = self._admit_answers(spec, node_keys, tags,
+                                                                   unique)
             if len(new_keys):
-                charge_reads = self._charge_true_reads(spec, new_keys)
-                self._check_budget(spec, new_keys)
                 self._record(spec, new_keys, new_tags)
                 self._write({"local": spec.to_dict(), "keys": _b64(new_keys),
                              "tags": _b64(new_tags)})
@@ -266,6 +253,44 @@ class Population:
                 self._write({"recorded": foreign, "spec": spec.to_dict(),
                              "keys": _b64(node_keys), "reports": _pickled(reports)})
         return reports
+
+    def check_collect(self, spec, node_keys, digests, *, unique=False):
+        """Raise what :meth:`collect` would raise before any device answers (real devices,
+        an unreachable copy, a changed answer, a read it would make count, the budget);
+        nothing is sent or recorded. A step that must do something between its checks and
+        its collection (note the server's reads of the graph, which may be refused) calls
+        it first, so that a refused collection leaves nothing behind."""
+        node_keys, _, tags = self._request(spec, node_keys, digests)
+        with self._exclusive():
+            self._sync_locked()
+            self._admit_answers(spec, node_keys, tags, unique)
+
+    def _request(self, spec, node_keys, digests):
+        """``(node_keys, report keys, answer tags)`` of a request of :meth:`collect`."""
+        if not self.simulated:
+            raise ValueError(
+                f"{spec.describe()} asks these users' devices for new reports, but their "
+                "devices are real: the server holds only the reports they sent (collections "
+                f"{sorted(self._collected)}). A mechanism step can read a collection it "
+                "received (give it that collection's parameters, e.g. "
+                "skldp.population.mechanism_from_spec(spec)); to ask the devices again, "
+                "publish a new spec.")
+        if self._secret is None:   # a copy that cannot reach the devices' secret
+            raise _unreachable(self)
+        node_keys = check_node_keys(node_keys, "node_keys")
+        rkeys = report_keys(node_keys, digests)
+        return node_keys, rkeys, answer_tags(self._secret, spec.id, rkeys)
+
+    def _admit_answers(self, spec, node_keys, tags, unique):
+        """The new answers of a request (:meth:`_new_answers`) once the reads they make count
+        and the budget admit them (journal held), and the callable that charges those reads
+        once they are recorded."""
+        new_keys, new_tags = self._new_answers(spec, node_keys, tags, unique)
+        charge_reads = None
+        if len(new_keys):
+            charge_reads = self._charge_true_reads(spec, new_keys)
+            self._check_budget(spec, new_keys)
+        return new_keys, new_tags, charge_reads
 
     def receive(self, spec, node_keys, reports=None, charge_only=False, check_budget=True):
         """Record the reports real devices sent for ``spec``: charged, not computed.
@@ -542,6 +567,16 @@ class Population:
             self._true_reads[key] = node_keys
             self._write({"true_read": kind, "part": part, "token": token,
                          **self._keys_record(node_keys)})
+
+    def check_true_read(self, kind, part, node_keys):
+        """Raise the refusal :meth:`note_true_read` would raise now (under a budget, users
+        whose ``part`` was collected); nothing is noted. For a step that spends something
+        on the way to a read it will surely make."""
+        node_keys = check_node_keys(node_keys, "node_keys")
+        if self._secret is not None and self._reachable:
+            self._sync()
+        if len(self._collected_among(part, node_keys, kind)):
+            self._refuse_true_read(kind, part, node_keys)
 
     def _keys_record(self, keys):
         """How a journal record names the users ``keys``: their keys the first time in this
