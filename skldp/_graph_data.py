@@ -127,8 +127,10 @@ def _read_only_features(X):
 #: Origin of a store's features or adjacency: the users' raw data, after no on-device step.
 RAW = ("raw", ())
 _SET_AS_PUBLIC = " as public data"   # how the origin of data set with source="public" ends
-# ... and how it goes on when they were set once the users had sent something (a ledger entry)
+# ... and how it goes on when they were set once the users may have sent something (a ledger
+# entry, or a copy cut off from its ledger, which cannot know)
 _AFTER_REPORTS = " after the users had sent data"
+_UNKNOWN = " where whether the users had sent data was unknown (a copy cut off from its ledger)"
 _KEEP = object()   # "this part of the store is unchanged"
 
 
@@ -1072,10 +1074,12 @@ class GraphData:
             (:func:`skldp.population.received_graph`), or features or an
             adjacency that a mechanism or a server-side step made in this
             simulation (reports, or computed from them; data set with
-            ``source="public"`` after the users sent anything may be either):
-            those users spent their budget on them, and a simulation cannot
-            replay them with an empty ledger. Call it on the raw graph, then
-            apply the steps.
+            ``source="public"`` after the users sent anything, or in a copy cut
+            off from their ledger, may be either): those users spent their
+            budget on them, and a simulation cannot replay them with an empty
+            ledger. Call it on the raw graph, then apply the steps; set only
+            truly public data (nothing computed from the users' reports) on
+            the graph it returns.
         """
         st = self._store
         received = [part for part, origin in (("features", st.feature_origin),
@@ -1096,10 +1100,14 @@ class GraphData:
                 if _made_by_a_step(origin)]
         if made:
             what = "; ".join(f"{part}: {how}" for part, how in made)
-            public = "" if not any(how.endswith(_AFTER_REPORTS) for _, how in made) else (
-                " Data set with source='public' after a collection may be computed from "
-                "its reports ('public' lets the server read them at no charge; it does not "
-                "make them raw data): set them on the graph new_simulation() returns instead.")
+            public = "" if not any(_SET_AS_PUBLIC in how for _, how in made) else (
+                " Data set with source='public' once the users may have sent something may "
+                "be computed from their reports ('public' lets the server of this simulation "
+                "read them at no charge; it does not make them raw data). Only data that are "
+                "truly public (noise, a public embedding: nothing computed from what these "
+                "users sent) may be set on the graph new_simulation() returns; data computed "
+                "from their reports must be collected again in the new simulation (apply the "
+                "mechanism there).")
             raise ValueError(
                 "new_simulation() gives the data to new simulated devices with an empty "
                 f"ledger, but this graph's data were made in this simulation ({what}): "
@@ -1258,11 +1266,20 @@ class GraphData:
             clear); ``"users"``, the users' own data (what each device holds:
             a mechanism may read them); ``"public"``, data that reveal nothing
             of the users' raw data (noise, a public embedding, reports they
-            sent).
+            sent: these only in this simulation, see :meth:`new_simulation`).
+            Public data set before the users sent anything are copied when the
+            caller can still write their memory (an array over read-only
+            memory is taken as it is).
         """
         X = _as_features(features)
         if X.shape[0] != self.n_nodes:
             raise ValueError(f"new features have {X.shape[0]} rows for {self.n_nodes} nodes.")
+        origin = _origin(source, "with_features", self)
+        if source == "public" and origin[1].endswith(_SET_AS_PUBLIC):
+            # public data set before the users sent anything pass new_simulation(): they
+            # must stay what they are now (reports written into the caller's array later
+            # would pass as public)
+            X = _unwritable(X)
         # (default ids too: a frame of the users 0..n-1 in another order, or with one
         # twice, would give a user another's row)
         _check_frame_index(features, self._store.node_ids, graph=True)
@@ -1271,7 +1288,7 @@ class GraphData:
         if feature_names is not None:
             feature_names = _as_feature_names(feature_names, X.shape[1])
         new = self._store.derive(features=X, feature_names=feature_names,
-                                 feature_origin=_origin(source, "with_features", self))
+                                 feature_origin=origin)
         return GraphData._from_store(new, self.rows)
 
     def _with_features_on_device(self, T, feature_names=None, *, source="server"):
@@ -1425,9 +1442,25 @@ def _origin(source, how, G):
     if source == "server":
         return ("derived", f"were set on the server with GraphData.{how}", True)
     if source == "public":
-        after = _AFTER_REPORTS if len(G._store.population.ledger) else ""
+        sent = G._store.population._has_sent()   # (not known: as if they had)
+        after = "" if sent is False else _AFTER_REPORTS if sent else _UNKNOWN
         return ("derived", f"were set with GraphData.{how}{_SET_AS_PUBLIC}{after}", False)
     raise ValueError(f"source must be 'server', 'users' or 'public', got {source!r}.")
+
+
+def _unwritable(X):
+    """Features ``X`` whose memory no one can write any more: ``X`` itself when every array
+    it views is read-only, else a copy (the caller's array, or a view of it, may be written
+    after the data are set)."""
+    arrays = (X.data, X.indices, X.indptr) if sp.issparse(X) else (X,)
+    for a in arrays:
+        while True:
+            if a.flags.writeable:
+                return X.copy()
+            if not isinstance(a.base, np.ndarray):
+                break
+            a = a.base
+    return X
 
 
 def _made_by_a_step(origin):

@@ -254,6 +254,19 @@ class Population:
                              "keys": _b64(node_keys), "reports": _pickled(reports)})
         return reports
 
+    def _has_sent(self):
+        """Whether any user has sent something (the ledger holds an entry, read from the
+        journal); ``None`` where this copy cannot read the journal any more (the original
+        ended, or another machine): what was sent since it last read it is unknown. Never
+        raises."""
+        if self._journal is not None and not (self._reachable and
+                                              os.path.exists(self._journal)):
+            return None
+        try:
+            return len(self.ledger) > 0
+        except RuntimeError:   # the journal was removed meanwhile (the original ended)
+            return None
+
     def check_collect(self, spec, node_keys, digests, *, unique=False):
         """Raise what :meth:`collect` would raise before any device answers (real devices,
         an unreachable copy, a changed answer, a read it would make count, the budget);
