@@ -12,8 +12,11 @@ The digests need two different inputs of one user to differ: each entry is
 mixed (SplitMix64's finaliser, a bijection of 64-bit words) with its column
 before the entries are summed, so that structured data (0/1 rows, small
 counts) spreads over all 64 bits; a collision then has probability about
-``2^-64``. They never leave the simulated devices (the ledger's journal keeps
-keyed tags of them).
+``2^-64`` for data no one chose. The column words are public and the mixing a
+bijection, so a pair of rows can be crafted to collide: the second would then be
+taken for the first and encoded with its random numbers (a known limit; keying the
+words with the devices' secret would change every report's random numbers). They
+never leave the simulated devices (the ledger's journal keeps keyed tags of them).
 """
 
 import sys
