@@ -28,6 +28,7 @@ from ..utils.validation import (
     refuse_pairs,
 )
 from ._base import TorchClassifierBase
+from ._mlp_search import batched_decay_scores
 
 __all__ = ["MLPHead"]
 
@@ -611,11 +612,17 @@ class MLPHead(TorchClassifierBase):
             check_finite_features(X, name=f"the features given to {type(self).__name__}")
         cv_seed = stream_seed(seed, "weight_decay") % (1 << 32)
         # each candidate seeded alike, so that the comparison is of the penalty alone
-        search = GridSearchCV(
-            clone(self).set_params(weight_decay=_DECAY, random_state=cv_seed, verbose=0),
-            {"weight_decay": list(_AUTO_DECAYS)},
-            cv=StratifiedKFold(folds, shuffle=True, random_state=cv_seed), refit=False,
-            error_score="raise")
+        est = clone(self).set_params(weight_decay=_DECAY, random_state=cv_seed, verbose=0)
+        cv = StratifiedKFold(folds, shuffle=True, random_state=cv_seed)
+        if type(self) is MLPHead and (not sp.issparse(X) or n * X.shape[1] * 4 <= _DENSE_BYTES):
+            # the 45 fits as one batched training where they are full-batch fits
+            dense = X.toarray() if sp.issparse(X) else X   # as each fit densifies its rows
+            scores = batched_decay_scores(est, check_feature_array(dense, dtype=np.float32), y,
+                                          list(cv.split(dense, y)), _AUTO_DECAYS)
+            if scores is not None:
+                return _AUTO_DECAYS[int(np.argmax(scores))]   # GridSearchCV's: the first best
+        search = GridSearchCV(est, {"weight_decay": list(_AUTO_DECAYS)}, cv=cv, refit=False,
+                              error_score="raise")
         search.fit(X, y)
         return float(search.best_params_["weight_decay"])
 

@@ -18,15 +18,23 @@ def _rows(n=120, seed=0):
 
 @pytest.fixture
 def folds(monkeypatch):
-    """The number of folds of each weight-decay search (the search itself runs)."""
+    """The number of folds of each weight-decay search (the search itself runs, batched
+    or, where it cannot be, sequential)."""
     seen = []
-    fit = GridSearchCV.fit
+    fit, batched = GridSearchCV.fit, _mlp.batched_decay_scores
 
     def spy(self, X, y=None, **kw):
         seen.append(self.cv.get_n_splits())
         return fit(self, X, y, **kw)
 
+    def batched_spy(est, X, y, splits, decays):
+        scores = batched(est, X, y, splits, decays)
+        if scores is not None:
+            seen.append(len(splits))
+        return scores
+
     monkeypatch.setattr(GridSearchCV, "fit", spy)
+    monkeypatch.setattr(_mlp, "batched_decay_scores", batched_spy)
     return seen
 
 
