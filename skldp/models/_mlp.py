@@ -614,8 +614,9 @@ class MLPHead(TorchClassifierBase):
         # each candidate seeded alike, so that the comparison is of the penalty alone
         est = clone(self).set_params(weight_decay=_DECAY, random_state=cv_seed, verbose=0)
         cv = StratifiedKFold(folds, shuffle=True, random_state=cv_seed)
+        # The fits as one batched training (a subclass may change the loss or the layers;
+        # a large sparse input is densified batch by batch: fitted in turn)
         if type(self) is MLPHead and (not sp.issparse(X) or n * X.shape[1] * 4 <= _DENSE_BYTES):
-            # the 45 fits as one batched training where they are full-batch fits
             dense = X.toarray() if sp.issparse(X) else X   # as each fit densifies its rows
             scores = batched_decay_scores(est, check_feature_array(dense, dtype=np.float32), y,
                                           list(cv.split(dense, y)), _AUTO_DECAYS)

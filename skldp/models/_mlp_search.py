@@ -27,8 +27,9 @@ from ..utils._random import training_seed
 
 __all__ = ["batched_decay_scores"]
 
-# Above this many bytes (the folds' rows and four copies of the stacked weights:
-# the weights, their gradients and Adam's two moments) the candidates fit in turn.
+# Above this many bytes (the folds' training rows, their held-out rows in float64 and
+# four copies of the stacked weights: the weights, their gradients and Adam's two
+# moments) the candidates fit in turn.
 _BATCH_BYTES = 1 << 28
 
 
@@ -64,13 +65,13 @@ def batched_decay_scores(est, X, y, splits, decays):
     d, c = X.shape[1], len(classes)
     widths = [d, *est._hidden_sizes(), c]
     n_params = sum((a + 1) * b for a, b in zip(widths[:-1], widths[1:], strict=True))
-    if 4 * (n_folds * max(sizes) * d + 4 * n_folds * n_decays * n_params) > _BATCH_BYTES:
+    m, t = max(sizes), max(len(te) for _, te in splits)
+    if n_folds * (4 * m * d + 8 * t * d + 16 * n_decays * n_params) > _BATCH_BYTES:
         return None
     device = resolve_device(est.device)
 
     # Each fold's rows normalised with its training rows' statistics, as a fit does
     # (zero rows pad the folds to one length; they weigh nothing)
-    m, t = max(sizes), max(len(te) for _, te in splits)
     X_tr = np.zeros((n_folds, m, d), dtype=np.float32)
     X_te = torch.zeros((n_folds, t, d), dtype=torch.float64)
     W_tr = np.zeros((n_folds, m, c))   # minus one-hot / fold size: the mean cross-entropy
