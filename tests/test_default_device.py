@@ -23,6 +23,9 @@ ESTIMATORS = {
     "lpgnn, eps_y = 1": lambda: LPGNNClassifier(eps_y=1.0, classes=[0, 1, 2], x_steps=1,
                                                 epochs=3, device="cpu", random_state=0),
     "mlp": lambda: MLPHead(epochs=3, device="cpu", random_state=0),
+    # weight_decay="auto"'s batched search with its dropout draws
+    "mlp, hidden": lambda: MLPHead(hidden_layer_sizes=(8,), epochs=3, device="cpu",
+                                   random_state=0),
     "dpgnn": lambda: DPGNNClassifier(max_degree=3, batch_size=10, n_steps=5, noise_multiplier=1.0,
                                      classes=[0, 1, 2], hidden_size=8, device="cpu",
                                      random_state=0),

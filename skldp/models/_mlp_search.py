@@ -73,19 +73,21 @@ def batched_decay_scores(est, X, y, splits, decays):
     # Each fold's rows normalised with its training rows' statistics, as a fit does
     # (zero rows pad the folds to one length; they weigh nothing)
     X_tr = np.zeros((n_folds, m, d), dtype=np.float32)
-    X_te = torch.zeros((n_folds, t, d), dtype=torch.float64)
+    cpu = torch.device("cpu")   # (explicit: whatever torch's default device)
+    X_te = torch.zeros((n_folds, t, d), dtype=torch.float64, device=cpu)
     W_tr = np.zeros((n_folds, m, c))   # minus one-hot / fold size: the mean cross-entropy
-    y_te = torch.full((n_folds, t), -1)
-    norms = []
+    y_te = torch.full((n_folds, t), -1, device=cpu)
+    n_test = []
     for k, (tr, te) in enumerate(splits):
-        est._prepare(X[tr], torch.device("cpu"))   # est._stats: the fold's, as its fit's
+        est._prepare(X[tr], cpu)   # est._stats: the fold's, as its fit's
         X_tr[k, :len(tr)] = est._normalize_rows(X[tr])
         W_tr[k, np.arange(len(tr)), y_enc[tr]] = -1.0 / len(tr)
         # held-out rows as the fitted head predicts them: float64, float32 statistics
-        with torch.no_grad():
-            X_te[k, :len(te)] = est._input_norm().double()(torch.as_tensor(X[te]).double())
-        y_te[k, :len(te)] = torch.as_tensor(y_enc[te])
-        norms.append(len(te))
+        with torch.no_grad(), cpu:
+            X_te[k, :len(te)] = est._input_norm().double()(
+                torch.as_tensor(X[te], device=cpu).double())
+        y_te[k, :len(te)] = torch.as_tensor(y_enc[te], device=cpu)
+        n_test.append(len(te))
 
     # The sequential fits' initial weights (the same seed for every candidate), stacked
     module = build_module(lambda: est._build_module(d, c),
@@ -94,7 +96,7 @@ def batched_decay_scores(est, X, y, splits, decays):
     linears = [layer for layer in module if isinstance(layer, torch.nn.Linear)]
     acts = [module[i + 1] for i, layer in enumerate(module)
             if isinstance(layer, torch.nn.Linear) and i + 1 < len(module)]
-    wd = torch.as_tensor(decays, dtype=torch.float32)
+    wd = torch.as_tensor(decays, dtype=torch.float32, device=cpu)
     params, penalties = [], []
     for i, lin in enumerate(linears):
         w, b = lin.weight.detach().t(), lin.bias.detach()
@@ -147,7 +149,8 @@ def batched_decay_scores(est, X, y, splits, decays):
         keep = 1.0 - p_drop
         for buf in masks:   # as skldp's dropout: uniform draws below the keep probability
             for k, g in enumerate(gens):
-                torch.rand((sizes[k], buf.shape[2]), generator=g, out=buf[k, :sizes[k]])
+                torch.rand((sizes[k], buf.shape[2]), generator=g, device=buf.device,
+                           out=buf[k, :sizes[k]])
             buf.lt_(keep).div_(keep)
         opt.zero_grad()
         logits = forward(X_tr, params, True)
@@ -163,5 +166,5 @@ def batched_decay_scores(est, X, y, splits, decays):
     pred = logits.argmax(-1).cpu()
     pred = pred if len(linears) == 1 else pred.transpose(1, 2)   # (folds, rows, decays)
     correct = (pred == y_te.unsqueeze(2)).sum(1).numpy()          # (folds, decays)
-    acc = correct / np.asarray(norms, dtype=np.float64)[:, None]
+    acc = correct / np.asarray(n_test, dtype=np.float64)[:, None]
     return np.average(acc.T, axis=1)
