@@ -6,16 +6,19 @@ with ``hidden_layer_sizes`` () and (16,), ``normalization`` "l2" and
 "standardize", several ``random_state``) it fits the default head twice: with
 the batched search and with the sequential one (``batched_decay_scores``
 switched off), and prints the chosen ``weight_decay_`` and the test accuracy of
-each. ``--time`` adds the CPU and wall-clock time per fit (each the best of
-``--repeat``, the two alternated) on ``--threads`` threads; ``--ops`` the number of torch operations
-a fit dispatches (views apart; ``bench_epoch_ops.py``'s count), what a GPU pays
-in kernel launches.
+each. ``--control`` adds the sequential search's own choice under a change of
+rounding alone (Adam's single-tensor path instead of its fused kernel): how
+much of a disagreement rounding explains. ``--time`` adds the CPU and
+wall-clock time per fit (each the best of ``--repeat``, the two alternated) on
+``--threads`` threads; ``--ops`` the number of torch operations a fit
+dispatches (views apart; ``bench_epoch_ops.py``'s count), what a GPU pays in
+kernel launches.
 
 Usage::
 
     SKLDP_DATASETS_DIR=/path/to/datasets OMP_NUM_THREADS=1 \\
-        python benchmarks/bench_head_decay_search.py [--agree] [--time] [--ops] \\
-        [--threads 1] [--repeat 3] [--seeds 0 1 2]
+        python benchmarks/bench_head_decay_search.py [--agree] [--control] [--time] \\
+        [--ops] [--threads 1] [--repeat 3] [--seeds 0 1 2]
 """
 
 import argparse
@@ -46,6 +49,18 @@ def sequential():
         yield
     finally:
         _mlp.batched_decay_scores = saved
+
+
+@contextmanager
+def unfused():
+    """Adam's single-tensor path in every fit (the same update up to rounding)."""
+    from skldp._torch import Adam
+    from skldp.models import _base
+    _base.Adam = functools.partial(Adam, fused=False)
+    try:
+        yield
+    finally:
+        _base.Adam = Adam
 
 
 def planetoid(name):
@@ -118,6 +133,8 @@ def main(argv=None):
     p.add_argument("--datasets", nargs="+", default=["cora", "citeseer", *SBM])
     p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     p.add_argument("--agree", action="store_true", help="chosen decay and test accuracy")
+    p.add_argument("--control", action="store_true",
+                   help="the sequential choice with Adam's unfused path")
     p.add_argument("--time", action="store_true", help="CPU time per fit")
     p.add_argument("--ops", action="store_true", help="torch operations per fit")
     p.add_argument("--threads", type=int, default=1)
@@ -129,7 +146,7 @@ def main(argv=None):
     same = total = 0
     for label, data in datasets(args.datasets, args.seeds):
         for hidden, norm in CONFIGS:
-            for seed in (args.seeds if args.agree else args.seeds[:1]):
+            for seed in (args.seeds if args.agree or args.control else args.seeds[:1]):
                 row = f"{label:12s} {str(hidden):6s} {norm:11s} seed {seed}"
                 run = functools.partial(fit, data, seed, hidden, norm)
                 if args.agree:
@@ -141,6 +158,11 @@ def main(argv=None):
                     total += 1
                     row += (f" | decay {old.weight_decay_:.2g} -> {new.weight_decay_:.2g}"
                             f" | acc {a_old:.4f} -> {a_new:.4f}")
+                if args.control:
+                    with sequential(), unfused():
+                        ctl = run()
+                    row += (f" | unfused sequential {ctl.weight_decay_:.2g}, "
+                            f"acc {ctl.score(data[2], data[3]):.4f}")
                 if args.time:
                     t_new = t_old = np.inf
                     for _ in range(args.repeat):   # alternated: the same load on both
