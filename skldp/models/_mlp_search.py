@@ -157,7 +157,8 @@ def batched_decay_scores(est, X, y, splits, decays):
         loss = (class_softmax(logits.reshape(-1, c), log=True).view(logits.shape) * W_tr).sum()
         loss.backward()
         # Adam's L2 penalty (weight_decay * param added to the gradient), per candidate
-        torch._foreach_addcmul_([p.grad for p in params], params, penalties)
+        for p, w in zip(params, penalties, strict=True):   # (a few tensors: a plain loop)
+            p.grad.addcmul_(p, w)
         opt.step()
 
     train(step, est.epochs)
