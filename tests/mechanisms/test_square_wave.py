@@ -10,9 +10,9 @@ from plain_array_checks import EXPECTED_FAILED_PLAIN_ARRAY
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skldp import GraphData
+from skldp.device._kinds import square_wave_b
 from skldp.exceptions import PrivacyLeakWarning
-from skldp.mechanisms import HDSMechanism
-from skldp.mechanisms._square_wave import square_wave_b
+from skldp.mechanisms import HDSMechanism, hds_estimator_variance, hds_optimal_k
 
 
 def _dense(Z):
@@ -110,6 +110,45 @@ def test_mean_variance_take_raw_features():
     assert np.all(hds.variance(np.full(4, 5.0)) > 0)
     with pytest.raises(ValueError, match="features"):
         hds.mean(np.zeros(3))
+
+
+@pytest.mark.parametrize("eps_k", [1.0, 17.0, 18.83, 19.0, 25.0, 40.0])
+@pytest.mark.parametrize("k", [1, 3])
+def test_scale_and_estimator_variance_are_the_grids(eps_k, k):
+    # Past eps' ~ 17 the paper's b is below the grid's cell: C and the variance must be
+    # those of the wave drawn (b_), which the exact grid moments (mean, variance) give
+    d = 10
+    x = np.linspace(-0.9, 0.8, d)
+    hds = HDSMechanism(eps=eps_k * k, k=k, feature_range=(-1, 1)).fit(np.zeros((2, d)))
+    C = hds.mean(x) / x
+    np.testing.assert_allclose(C, hds.scale_, rtol=1e-12)
+    np.testing.assert_allclose(hds_estimator_variance(eps_k * k, k, d, x2=x ** 2),
+                               hds.variance(x) / C ** 2, rtol=1e-9)
+    # k="auto" chooses by the same variance
+    assert HDSMechanism(eps=eps_k * k, k="auto", feature_range=(-1, 1)).fit(
+        np.zeros((2, d))).k_ == hds_optimal_k(eps_k * k, d)
+
+
+@pytest.mark.parametrize("eps, k", [(2.0, 2), (50.0, 2), (np.inf, 2), (np.inf, 4)])
+def test_estimate_is_unbiased_in_feature_units(eps, k):
+    # features in [10, 20]; at eps' = 25 Lemma 3.2's C at the paper's b is 4 % off
+    n, d = 40000, 4
+    x = np.array([10.0, 12.5, 17.0, 20.0])
+    X = np.tile(x, (n, 1))
+    hds = HDSMechanism(eps=eps, k=k, feature_range=(10, 20), random_state=5).fit(X)
+    est = hds.estimate(hds.transform(X))
+    assert est.shape == (n, d)
+    xs = (x - 10) / 5 - 1
+    var = hds_estimator_variance(eps, k, d, x2=xs ** 2) * 5.0 ** 2   # per user
+    m = est.mean(axis=0)
+    assert np.all(np.abs(m - x) <= 4 * np.sqrt(var / n) + 1e-9), (m, x)
+    if eps < 10:   # (above, nearly two-valued: a sample variance's s.e. is not sqrt(mu4/n))
+        v, mu4 = est.var(axis=0, ddof=1), np.mean((est - m) ** 4, axis=0)
+        assert np.all(np.abs(v - var) <= 4 * np.sqrt((mu4 - v ** 2) / n)), (v, var)
+    if np.isinf(eps) and k == d:
+        np.testing.assert_allclose(est, X, rtol=1e-12)
+    with pytest.raises(ValueError, match="shape"):
+        hds.estimate(np.zeros((2, 3)))
 
 
 # ---------------------------------------------------------------- LDP
