@@ -886,7 +886,9 @@ class LDPMechanism(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
     # dtype of the dense device input (clip_to_range); None keeps float32 rows as they
     # are, for a device program that widens only the values it takes
     _input_dtype = np.float64
-    _reports_in_feature_units = True   # the reports scale the range's width back (not HDS)
+    # the reports estimate the features in their units, scaling the range's width back
+    # (not HDS's, not GRR-FS's codes)
+    _reports_in_feature_units = True
     _parameter_constraints = {
         "eps": [EPS_CONSTRAINT],
         "feature_range": [None, "array-like"],   # resolve_feature_range checks the pair

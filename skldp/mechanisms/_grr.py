@@ -552,6 +552,7 @@ class GRRFSMechanism(LDPMechanism):
     (3, 3)
     """
 
+    _reports_in_feature_units = False   # the reports are codes (estimate_frequencies)
     _parameter_constraints = {
         "eps": [EPS_CONSTRAINT],
         "m": [Count(1)],

@@ -110,6 +110,10 @@ def aggregation_error(G, mechanism, aggregator=None, *, per_node=True):
     same ``aggregator`` (default :class:`~skldp.propagation.GCNAggregation`,
     [Sajadmanesh & Gatica-Perez, arXiv 2020, Eq. 4]) and returns :func:`aggregation_mae` over the
     rows of ``G``. This is the experiment of [Sajadmanesh & Gatica-Perez, arXiv 2020, Figs. 2-3].
+    Reports that are not estimates of the features in their units are mapped back by
+    the mechanism's ``estimate`` (:meth:`~skldp.mechanisms.HDSMechanism.estimate`:
+    unbiased features); a mechanism without one (the codes of
+    :class:`~skldp.mechanisms.GRRFSMechanism`) is refused.
 
     Parameters
     ----------
@@ -126,6 +130,12 @@ def aggregation_error(G, mechanism, aggregator=None, *, per_node=True):
     Returns
     -------
     mae : ndarray of shape (len(G),) or float
+
+    Raises
+    ------
+    ValueError
+        If the mechanism's reports are not in the features' units and it has
+        no ``estimate`` method.
 
     References
     ----------
@@ -152,7 +162,18 @@ def aggregation_error(G, mechanism, aggregator=None, *, per_node=True):
     agg = clone(aggregator)
     full = G.full()
     true_agg = agg.fit(full).transform(full)
-    noisy = clone(mechanism).fit(full).transform(full)
+    mech = clone(mechanism).fit(full)
+    noisy = mech.transform(full)
+    if not getattr(mech, "_reports_in_feature_units", True):
+        # (HDS's reports are C x on [-1, 1], GRR-FS's are codes): compared with the raw
+        # features' aggregate, the error would measure the change of scale
+        if not hasattr(mech, "estimate"):
+            raise ValueError(
+                f"aggregation_error needs reports that estimate the features in their own "
+                f"units; {type(mech).__name__}'s reports are not (and it has no estimate "
+                "method mapping them back), so their aggregate cannot be compared with the "
+                "true features'.")
+        noisy = noisy.with_features(mech.estimate(noisy.features), source="public")
     est_agg = agg.transform(noisy)
     return aggregation_mae(true_agg[G.rows], est_agg[G.rows], per_node=per_node)
 

@@ -5,7 +5,7 @@ import pytest
 import scipy.sparse as sp
 
 from skldp import GraphData
-from skldp.mechanisms import LaplaceMechanism, OneBitMechanism
+from skldp.mechanisms import GRRFSMechanism, HDSMechanism, LaplaceMechanism, OneBitMechanism
 from skldp.metrics import aggregation_error, aggregation_mae, mae_by_degree
 from skldp.propagation import GCNAggregation, KProp
 
@@ -57,6 +57,25 @@ def test_aggregation_error_zero_without_noise_and_matches_manual():
     # another aggregator
     kp = aggregation_error(G, mech, KProp(steps=2), per_node=False)
     assert np.isfinite(kp) and kp != got.mean()
+
+
+def test_aggregation_error_maps_hds_reports_to_feature_units():
+    # HDS reports C x on [-1, 1]: compared with raw features in [10, 20] as they were, the
+    # error was the change of scale (MAE 15 without noise)
+    G = _graph()
+    G = G.with_features(10 + 10 * G.features, source="users")
+    hds = HDSMechanism(eps=np.inf, k=5, feature_range=(10, 20), random_state=0)
+    assert aggregation_error(G, hds, per_node=False) < 1e-9
+    mech = HDSMechanism(eps=4.0, k=2, feature_range=(10, 20), random_state=1)
+    got = aggregation_error(G, mech)
+    fitted = mech.fit(G)
+    agg = GCNAggregation().fit(G)
+    est = G.with_features(fitted.estimate(fitted.transform(G).features), source="public")
+    np.testing.assert_allclose(got, aggregation_mae(agg.transform(G), agg.transform(est)))
+    # GRR-FS reports codes, with no map back to the features: refused
+    with pytest.raises(ValueError, match="not .*no estimate method"):
+        aggregation_error(G, GRRFSMechanism(np.inf, m=5, domain_sizes=[30] * 5,
+                                            random_state=0))
 
 
 def test_aggregation_error_known_answers_on_isolated_nodes():
