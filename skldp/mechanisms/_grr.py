@@ -774,15 +774,46 @@ class GRRFSMechanism(LDPMechanism):
         p, q = self.p_[j], self.q_[j]
         return (np.asarray(observed) - r * q - (1 - r) / c) / (r * (p - q))
 
-    def frequency_variance(self, f, j, n):
-        """Variance of the frequency estimate from ``n`` reports (eq. (6)).
+    def frequency_variance(self, f, j, n, *, users="sampled"):
+        """Variance of the frequency estimate from ``n`` reports.
 
-        ``Var(f_hat_k) = P(k)(1 - P(k)) / (n ((m/d)(p - q))^2)``; pass the
-        estimate ``f_hat`` for the plug-in estimate of eq. (13).
+        ``users="sampled"`` (eq. (6)): ``n`` users drawn i.i.d. from ``f``, the
+        variance of ``f_hat_k - f_k``, ``P(k)(1 - P(k)) / (n ((m/d)(p - q))^2)``;
+        pass the estimate ``f_hat`` for the plug-in estimate of eq. (13).
+        ``users="fixed"``: the ``n`` users present, whose codes have frequencies
+        ``f``; the variance of :meth:`estimate_frequencies` around those
+        frequencies (the randomness of the reports alone),
+        ``[f a(1 - a) + (1 - f) b(1 - b)] / (n ((m/d)(p - q))^2)`` with
+        ``a = (m/d) p + (1 - m/d) / c`` and ``b = (m/d) q + (1 - m/d) / c``:
+        eq. (6) less the sampling of the users, ``f (1 - f) / n``.
+
+        Parameters
+        ----------
+        f : array-like of shape (..., c_j)
+            Frequencies of the codes of feature ``j``.
+        j : int
+            Feature index.
+        n : int
+            Number of reports.
+        users : {"sampled", "fixed"}, default="sampled"
+            Which error: of ``f``, the distribution the users are drawn from
+            (eq. (6)), or of the frequencies of the users who reported.
+
+        Returns
+        -------
+        ndarray of the shape of ``f``
         """
+        if users not in ("sampled", "fixed"):
+            raise ValueError(f"users must be 'sampled' or 'fixed', got {users!r}.")
+        f = np.asarray(f, dtype=np.float64)
         P = self.report_probabilities(f, j)
         r, p, q = self.sampling_rate_, self.p_[j], self.q_[j]
-        return P * (1 - P) / (n * (r * (p - q)) ** 2)
+        var = P * (1 - P)
+        if users == "fixed":
+            c = self.domain_sizes_[j]
+            a, b = r * p + (1 - r) / c, r * q + (1 - r) / c
+            var = f * a * (1 - a) + (1 - f) * b * (1 - b)
+        return var / (n * (r * (p - q)) ** 2)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
