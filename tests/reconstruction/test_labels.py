@@ -53,26 +53,37 @@ def test_transition_matrix_and_eq14_unbiased():
 
 
 def test_reconstruction_recovers_neighbourhood_distribution():
-    # one big clique of labelled nodes: after propagation every node sees the
-    # noisy distribution of all; eq. (14) recovers the true proportions.
+    # one clique of labelled nodes (self loops): after propagation every node sees the
+    # noisy distribution of all; eq. (14) recovers their true proportions. R draws of
+    # the noisy labels of the same users: mean and spread against the formula.
     rng = np.random.default_rng(0)
-    n, c, eps = 3000, 3, 1.0
-    pi = np.array([0.6, 0.3, 0.1])
-    y = rng.choice(c, size=n, p=pi)
-    rr = LabelRandomizedResponse(eps, classes=[0, 1, 2], random_state=0).fit()
-    noisy = rr.randomize_encoded(y, np.arange(n, dtype=np.uint64))
+    n, c, eps, R = 400, 3, 1.0, 300
+    y = rng.choice(c, size=n, p=[0.6, 0.3, 0.1])
     A = sp.csr_matrix(np.ones((n, n)) - np.eye(n))
     labelled = np.arange(n)
-    soft = reconstruct_labels(A, labelled, noisy, rr.transition_matrix_, hops=1)
+    est = []
+    for s in range(R):
+        rr = LabelRandomizedResponse(eps, classes=[0, 1, 2], random_state=s).fit()
+        noisy = rr.randomize_encoded(y, np.arange(n, dtype=np.uint64))
+        soft = reconstruct_labels(A, labelled, noisy, rr.transition_matrix_, hops=1,
+                                  project=False)
+        np.testing.assert_allclose(soft, np.broadcast_to(soft[0], soft.shape), atol=1e-9)
+        est.append(soft[0])
+    est = np.array(est)
     truth = np.bincount(y, minlength=c) / n
     T = rr.transition_matrix_
-    # s.e. of the estimate: multinomial noise of the noisy labels through T^-1
-    o = truth @ T
-    cov = (np.diag(o) - np.outer(o, o)) / n
+    # covariance of the observed distribution for these users (each label randomized
+    # once: sum of their own multinomial covariances), through T^-1
+    cov = sum(truth[k] * (np.diag(T[k]) - np.outer(T[k], T[k])) for k in range(c)) / n
     Tinv = np.linalg.inv(T.T)
-    se = np.sqrt(np.diag(Tinv @ cov @ Tinv.T))
-    assert np.all(np.abs(soft[0] - truth) < 5 * se)
-    np.testing.assert_allclose(soft, np.broadcast_to(soft[0], soft.shape), atol=1e-9)
+    var = np.diag(Tinv @ cov @ Tinv.T)
+    m, v = est.mean(axis=0), est.var(axis=0, ddof=1)
+    assert np.all(np.abs(m - truth) < 4 * np.sqrt(var / R)), (m, truth)
+    se_v = np.sqrt((np.mean((est - m) ** 4, axis=0) - v ** 2) / R)
+    assert np.all(np.abs(v - var) < 4 * se_v), (v, var)
+    # inside the simplex, the projection changes nothing
+    np.testing.assert_allclose(reconstruct_labels(A, labelled, noisy, T, hops=1), soft,
+                               atol=1e-12)
 
 
 def test_masked_propagation_ignores_unlabelled_nodes_and_hops0():

@@ -72,21 +72,33 @@ def test_metis_bad_input():
 
 
 def test_cluster_proportions_unbiased():
+    # R draws of the noisy labels of the same users: the mean and spread of each
+    # cluster's proportions against the formula (each label randomized once)
     rng = np.random.default_rng(0)
-    n, c, eps = 20000, 3, 1.0
+    n, c, eps, R = 2000, 3, 1.0, 500
     T = grr_transition_matrix(eps, c)
     clusters = np.repeat([0, 1], n // 2)
     pis = np.array([[0.7, 0.2, 0.1], [0.1, 0.1, 0.8]])
     y = np.concatenate([rng.choice(c, n // 2, p=pis[0]), rng.choice(c, n // 2, p=pis[1])])
-    noisy = np.array([rng.choice(c, p=T[k]) for k in y])
-    props, counts = cluster_label_proportions(clusters, noisy, T, n_clusters=3)
+    # noisy label of each user in each draw: inverse CDF of its row of T
+    noisy = (rng.random((R, n, 1)) > np.cumsum(T, axis=1)[y]).sum(axis=2)
+    est = []
+    for r in range(R):
+        props, counts = cluster_label_proportions(clusters, noisy[r], T, n_clusters=3)
+        est.append(props[:2])
     assert np.array_equal(counts, [n // 2, n // 2, 0])
     assert np.all(np.isnan(props[2]))
-    truth = np.array([np.bincount(y[clusters == k], minlength=c) / (n // 2) for k in (0, 1)])
-    # s.e. of each entry <= sqrt(0.25 / (n/2)) / (p - q); 5 s.e.
-    tol = 5 * np.sqrt(0.25 / (n // 2)) / (T[0, 0] - T[0, 1])
-    assert np.all(np.abs(props[:2] - truth) < tol)
     np.testing.assert_allclose(props[:2].sum(axis=1), 1)
+    est = np.array(est)                                     # (R, 2, c)
+    truth = np.array([np.bincount(y[clusters == k], minlength=c) / (n // 2) for k in (0, 1)])
+    Tinv = np.linalg.inv(T.T)
+    var = np.array([np.diag(Tinv @ sum(f[k] * (np.diag(T[k]) - np.outer(T[k], T[k]))
+                                       for k in range(c)) @ Tinv.T) / (n // 2)
+                    for f in truth])
+    m, v = est.mean(axis=0), est.var(axis=0, ddof=1)
+    assert np.all(np.abs(m - truth) < 4 * np.sqrt(var / R)), (m, truth)
+    se_v = np.sqrt((np.mean((est - m) ** 4, axis=0) - v ** 2) / R)
+    assert np.all(np.abs(v - var) < 4 * se_v), (v, var)
 
 
 def test_cluster_proportions_name_bad_clusters_and_codes():
