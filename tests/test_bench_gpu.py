@@ -35,7 +35,7 @@ def test_every_case_runs_and_reports(bench, tmp_path):
     out = tmp_path / "table.md"
     rows = bench.main(["--devices", "cpu", "--out", str(out)])
     cases = [r["case"] for r in rows]
-    assert len(cases) == len(set(cases)) == 2 + 4 + 2 + 8 + 2
+    assert len(cases) == len(set(cases)) == 2 + 4 + 2 + 9 + 2
     hds = [r for r in rows if r["case"].startswith(("HDS columns", "HDS cells"))]
     assert len(hds) == 4 and all(r["metric"] == 1.0 for r in hds)   # the devices' draws
     # a row skips only for a missing optional package (pymetis for RGNN), and says so
@@ -57,7 +57,10 @@ def test_every_case_runs_and_reports(bench, tmp_path):
     # each model's row says how many epochs (DP-GNN: steps) its fit ran: early stopping
     # may stop the devices at different epochs
     fitted = [r for r in rows if r["case"].startswith("Cora ")]
-    assert len(fitted) == 8 + 2 - len(skipped) and all(r["epochs"] >= 1 for r in fitted)
+    assert len(fitted) == 9 + 2 - len(skipped) and all(r["epochs"] >= 1 for r in fitted)
+    # the head on few labels chose its weight decay by cross-validation
+    few = next(r for r in rows if r["case"] == f"Cora {bench.FEW_LABELS}")
+    assert few["seconds"] > 0
     assert table.count(" iterations) |") == len(fitted)
     # the machine's GPU is named even when only the CPU is measured
     assert ("GPU: none" in table) == (not torch.cuda.is_available())
@@ -198,9 +201,9 @@ def test_gpu_check_smoke_every_part(tmp_path):
     assert [r["part"] for r in records] == mod.PARTS
     devices = 2 if gpu else 1
     # ppr: scipy + torch per device; HDS columns and cells: numpy + torch per device;
-    # privge and LPGNN on Facebook, 8 models, 2 link predictors, large per device; huge
+    # privge and LPGNN on Facebook, 9 models, 2 link predictors, large per device; huge
     # on the last device only
-    assert len(rows) == 3 + devices * (1 + 2 + 2 + 8 + 2 + 1) + 1 and len(pyg) == 2
+    assert len(rows) == 3 + devices * (1 + 2 + 2 + 9 + 2 + 1) + 1 and len(pyg) == 2
     large = [r for r in rows if r["case"].startswith("2000 users")]
     assert [r["device"] for r in large] == (["cpu", "cuda"] if gpu else ["cpu"])
 
