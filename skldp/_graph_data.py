@@ -852,7 +852,8 @@ class GraphData:
             _check_no_missing_id(ids)
             if not _all_unique(ids):
                 raise ValueError(duplicate_ids_message(ids))
-            keys = _ids_to_keys(ids) if ids.dtype == object else None
+            # (dates and durations: refused there, now)
+            keys = _ids_to_keys(ids) if ids.dtype.kind in "OmM" else None
             if keys is not None and not _all_unique(keys):
                 # ids of mixed types: a number and its text (1.5 and "1.5"), or -1 and
                 # 2**64 - 1, are one user key (integer arrays cannot hold both)

@@ -193,16 +193,57 @@ def test_a_bool_among_big_integers_is_the_integer_numpy_makes_it():
 
 
 def test_a_pandas_index_of_ids_is_one_directory_everywhere():
-    # collection_spec and read_reports read a DatetimeIndex as a list of Timestamps (keyed
-    # as text), GraphData as datetime64: the placeholder spec was another directory
+    # collection_spec and read_reports read an Index as a list, GraphData as an array: the
+    # placeholder spec must be the same directory (once a DatetimeIndex, now refused)
     pd = pytest.importorskip("pandas")
-    idx = pd.date_range("2024-01-01", periods=4)
+    idx = pd.MultiIndex.from_arrays([["a", "a", "b", "b"], [1, 2, 1, 2]])
     G = GraphData(np.zeros((4, 0)), sp.csr_array((4, 4)), node_ids=idx)
     placeholder = collection_spec(EdgeRR(2.0), node_ids=idx)
     assert placeholder.public_state["directory"] == \
         collection_spec(EdgeRR(2.0).fit(G)).public_state["directory"]
     rr = read_reports([], placeholder, users=idx)
     received_graph(edges=rr, node_ids=idx)
+
+
+def _date_ids():
+    pd = pytest.importorskip("pandas")
+    d = pd.date_range("2020-01-01", periods=3, freq="D")
+    return {"datetime64[us]": d.as_unit("us"), "datetime64[ns]": d.as_unit("ns"),
+            "datetime64[s] beyond ns": np.array(["2020-01-01", "2500-01-01", "3000-01-01"],
+                                                dtype="datetime64[s]"),
+            "Timestamps": d.tolist(), "tz-aware": d.tz_localize("UTC"),
+            "datetime": list(d.to_pydatetime()), "date": [v.date() for v in d],
+            "timedelta64": np.array([1, 2, 3], dtype="timedelta64[s]"),
+            "timedelta64 objects": _objects(np.array([1, 2, 3], dtype="timedelta64[ms]")),
+            "Timedelta": pd.to_timedelta([1, 2, 3], unit="D").tolist(),
+            "tuples": [("u", v) for v in d], "mixed": ["a", d[0], 3]}
+
+
+@pytest.mark.parametrize("kind", list(_date_ids()))
+def test_dates_and_durations_are_refused_as_ids(kind):
+    # the same instant in another unit (or as a Timestamp) was hashed as another text:
+    # the same users in two graphs of one population were two keys each, charged apart
+    ids = _date_ids()[kind]
+    with pytest.raises(ValueError, match="cannot be dates, times or durations"):
+        GraphData(np.zeros((3, 1)), node_ids=ids)
+    with pytest.raises(ValueError, match="cannot be dates, times or durations"):
+        ids_to_keys(_as_id_array(list(ids)))
+
+
+def test_the_same_dates_in_two_units_cannot_be_two_users():
+    pd = pytest.importorskip("pandas")
+    d = pd.date_range("2020-01-01", periods=5, freq="D")
+    G1 = GraphData(np.zeros((5, 1)), node_ids=d.as_unit("ns").asi8, budget=1.5)
+    with pytest.raises(ValueError, match="cannot be dates"):
+        GraphData(np.zeros((5, 1)), node_ids=d.as_unit("us"), population=G1)
+    # the conversion the message advises is one key per instant, whatever the unit
+    np.testing.assert_array_equal(GraphData(np.zeros((5, 1)), node_ids=d.as_unit(
+        "s").as_unit("ns").asi8).node_keys, G1.node_keys)
+    with pytest.raises(ValueError, match="cannot be dates"):   # the devices' paths too
+        collection_spec(EdgeRR(2.0), node_ids=d)
+    with pytest.raises(ValueError, match="cannot be dates"):
+        received_graph(edges=read_reports([], collection_spec(EdgeRR(2.0), node_ids=range(5)),
+                                          users=range(5)), node_ids=d)
 
 
 def test_population_accepts_a_frame_of_the_default_ids_in_order():

@@ -14,6 +14,7 @@ the top 53 bits of a word to a float, so it ports bit for bit to any language
 with 64-bit integers and IEEE doubles.
 """
 
+import datetime
 import hashlib
 import numbers
 
@@ -275,8 +276,9 @@ def _as_integers(ids):
         exact = np.isfinite(ids).all() and (ids == np.round(ids)).all()
         return ids.astype(np.int64) if exact else ids
     types = set(map(type, ids.ravel()))
-    if not all(issubclass(t, (numbers.Integral, float, np.floating)) for t in types):
-        return ids   # text (or other objects) among them: not all integers
+    if not all(issubclass(t, (numbers.Integral, float, np.floating)) and
+               not issubclass(t, np.timedelta64) for t in types):
+        return ids   # text (or other objects, durations) among them: not all integers
     if any(issubclass(t, (bool, np.bool_, float, np.floating)) for t in types):
         values = [_integer_value(v) for v in ids.ravel()]   # floats: which are integers
         if any(v is None for v in values):
@@ -397,13 +399,47 @@ def check_node_keys(keys, name="keys"):
         "node_keys.")
 
 
+# one instant has several forms (datetime64 units, Timestamp or datetime, time zones),
+# each of another text or count: as ids, one user would have several keys
+_TIME_TYPES = (datetime.date, datetime.time, datetime.timedelta, np.datetime64, np.timedelta64)
+
+
+def _is_time(v):
+    return isinstance(v, _TIME_TYPES) or (isinstance(v, tuple) and any(map(_is_time, v)))
+
+
+def _check_no_time_ids(ids):
+    """Refuse dates, times and durations (also inside tuples) among the array ``ids``:
+    ``2020-01-01`` in ``datetime64[us]``, in ``datetime64[ns]`` and as a Timestamp would
+    be three keys, three users each charged apart, for one."""
+    if ids.dtype.kind in "mM":
+        bad = ids.ravel()[0] if ids.size else ids.dtype
+    elif ids.dtype == object and any(issubclass(t, _TIME_TYPES + (tuple,))
+                                     for t in set(map(type, ids.ravel()))):
+        bad = next((v for v in ids.ravel() if _is_time(v)), None)
+        if bad is None:   # tuples without a date
+            return
+    else:
+        return
+    raise ValueError(
+        f"user ids cannot be dates, times or durations, got {bad!r}: one instant has "
+        "several forms (datetime64 units, pandas Timestamps, Python datetimes, time zones) "
+        "that would be several users, each charged apart. Convert the ids once, the same "
+        "way wherever these users appear: to integers (pd.DatetimeIndex(ids).as_unit('ns')"
+        ".asi8, nanoseconds since 1970) or to text in one format "
+        "(pd.DatetimeIndex(ids).strftime('%Y-%m-%d %H:%M:%S')).")
+
+
 def ids_to_keys(ids):
     """Stable uint64 key per user id: an integer id within 64 bits (of any integer type,
     or a float with an integer value, in any array) maps to itself modulo 2^64; any
     other id maps to the first 8 bytes (little-endian) of the BLAKE2b digest of
     ``str(id)`` (numpy's scalars inside a tuple written as the plain values they equal:
-    ``(np.int64(0), 0)`` is the user ``(0, 0)``)."""
-    ids = _as_integers(np.asarray(ids))
+    ``(np.int64(0), 0)`` is the user ``(0, 0)``). Dates, times and durations are refused
+    (a ``ValueError``): one instant has several texts."""
+    ids = np.asarray(ids)
+    _check_no_time_ids(ids)   # (before _as_integers: a timedelta64 is an integer to numpy)
+    ids = _as_integers(ids)
     if np.issubdtype(ids.dtype, np.integer):
         return ids.astype(np.uint64)
     if ids.dtype.kind in "US" or (ids.dtype == object and not any(
