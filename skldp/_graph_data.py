@@ -12,7 +12,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .device._device import plain_id
-from .device._random import _as_id_array, _as_integers, ids_to_keys
+from .device._random import _as_id_array, _as_integers, _id_sequence, ids_to_keys
 from .population._population import Population
 from .utils._arrays import check_finite_features, check_float32_range, distinct, frame_column_names
 
@@ -424,10 +424,17 @@ def _as_adjacency(adjacency, n_nodes, node_ids, owned=False):
         if A.ndim != 2:
             raise ValueError(f"adjacency must be 2-D, got {A.ndim} dimensions.")
         src, A = A, sp.csr_matrix(A, dtype=np.float32)
+    # (m, 2) or PyG's (2, m): an edge list, not a matrix
+    hint = "" if A.shape == (n_nodes, n_nodes) or 2 not in A.shape else (
+        f" A shape {A.shape} looks like an edge list (a pair of positions per edge): "
+        "adjacency is the n x n matrix. Build it from the edges' positions: "
+        "sp.coo_array((np.ones(len(src)), (src, dst)), shape=(n, n)).tocsr() (User "
+        "Guide: Working with your own graph, 'From a pandas edge list').")
     if A.shape[0] != A.shape[1]:
-        raise ValueError(f"adjacency must be square, got shape {A.shape}.")
+        raise ValueError(f"adjacency must be square, got shape {A.shape}." + hint)
     if A.shape[0] != n_nodes:
-        raise ValueError(f"adjacency has {A.shape[0]} nodes but features have {n_nodes} rows.")
+        raise ValueError(f"adjacency has {A.shape[0]} nodes but features have {n_nodes} "
+                         "rows." + hint)
     if _held_info(A) is not None:   # a graph's own matrix: checked when it was taken
         return A, None
     if src.dtype.kind == "f" and src.dtype.itemsize > 4:   # float64 weights may underflow
@@ -843,9 +850,12 @@ class GraphData:
         else:
             # integers held in an object array (as pandas gives) are stored, and keyed,
             # as the same integers in an integer array
-            ids = _as_integers(_as_id_array(node_ids))
+            ids = _as_integers(_as_id_array(_id_sequence(node_ids)))   # any iterable
             if ids is node_ids or getattr(ids, "base", None) is not None:
                 ids = ids.copy()   # (the caller's array: an edit would rename the users)
+            if ids.ndim == 0:
+                raise ValueError(f"node_ids must be a sequence of {n} ids (one per feature "
+                                 f"row), got the single value {ids.item()!r}.")
             if ids.ndim != 1 or len(ids) != n:
                 raise ValueError(f"node_ids must have length {n} (one per feature row), "
                                  f"got shape {ids.shape}.")
@@ -957,6 +967,11 @@ class GraphData:
                     "output (np.asarray(pipe[:-1].transform(X))).")
         if isinstance(key, slice):
             return self._replace(self.rows[key])
+        if hasattr(key, "index") and getattr(getattr(key, "dtype", None), "kind", "") == "b":
+            # a boolean Series indexed by users in another order would select others:
+            # the rule of y's Series (np.asarray drops the index)
+            from .model_selection._node_splits import _check_label_index
+            _check_label_index(key, self, role="mask")
         return self._replace(self.rows[_row_positions(key, len(self.rows))])
 
     def __array__(self, dtype=None, copy=None):
@@ -1502,9 +1517,15 @@ def _row_positions(key, n_rows):
         key = [key]
     key = np.asarray(key)
     if key.dtype == bool:
+        if key.ndim == 0:
+            raise IndexError("GraphData does not take a single boolean as an index; use a "
+                             f"boolean mask of length {n_rows}.")
         if key.shape != (n_rows,):
-            raise IndexError(f"boolean index of length {key.shape[0] if key.ndim else 0} "
-                             f"does not match {n_rows} rows.")
+            got = f"length {key.shape[0]}" if key.ndim == 1 else f"shape {key.shape}"
+            raise IndexError(f"GraphData takes a 1-D boolean mask of length {n_rows} (one "
+                             f"per row), got {got}"
+                             + (": flatten a column with mask.ravel()." if n_rows in
+                                key.shape and key.size == n_rows else "."))
         return key
     if key.size == 0:  # G[[]]: np.asarray([]) is float; an empty view, as numpy gives
         return np.zeros(0, dtype=np.intp)

@@ -322,9 +322,19 @@ def _id_text(v):
 
 def _id_sequence(node_ids):
     """Ids given as any iterable, as :func:`_as_id_array` takes them: arrays (a pandas
-    Index included) as they are, as GraphData reads them; anything else as a list."""
-    return node_ids if isinstance(node_ids, (list, tuple)) or hasattr(node_ids, "__array__") \
-        else list(node_ids)
+    Index included) as they are, as GraphData reads them; anything else iterable (a
+    generator, ``dict.keys()``) as a list. A set is refused: its order (the rows') is
+    arbitrary, and changes from run to run for text."""
+    if isinstance(node_ids, (set, frozenset)):
+        raise TypeError("node_ids must be in the rows' order, got a set, whose order is "
+                        "arbitrary: the ids would name other rows. Pass a list (or array) "
+                        "of the ids in the order of the rows.")
+    if isinstance(node_ids, (list, tuple, str, bytes)) or hasattr(node_ids, "__array__"):
+        return node_ids   # (a str: one id, refused by the caller as no sequence)
+    try:
+        return list(node_ids)
+    except TypeError:   # not iterable: the caller's check names it
+        return node_ids
 
 
 def _as_id_array(node_ids):

@@ -58,11 +58,21 @@ def _label_column(y, *, warn=False, X=None):
     return y1 if cid is None else LabelReports(y1, cid)
 
 
-def _check_label_index(y, X):
+# a misaligned Series in the messages: (its name, the view's, what it holds, how it is read)
+_SERIES_ROLES = {
+    "y": ("y", "X", "labels",
+          "labels are read by position, so users would get other users' labels"),
+    "mask": ("mask", "G", "mask", "G[mask] reads a mask by position, so other users would "
+             "be selected"),
+}
+
+
+def _check_label_index(y, X, role="y"):
     """Refuse labels in a pandas Series (or one-column DataFrame) indexed by user ids
     that are not ``X``'s rows in their order: labels are read by position, so user
     ``a``'s label would be taken for the user in ``a``'s position (and sent in that
-    user's name).
+    user's name). ``role="mask"``: ``y`` is a boolean mask of ``X[y]`` (the same rule,
+    so that a mask and the labels it selects are read alike).
 
     Refused: an index naming exactly ``X``'s users in another order, or mostly users
     of the graph, some not ``X``'s (unless its values are integers that can be
@@ -93,27 +103,27 @@ def _check_label_index(y, X):
         return
     in_graph = member(keys, X.node_keys)
     if not in_graph.any():   # the ids written as another type ("12" for 12)?
-        _check_ids_of_another_type(index, X)
+        _check_ids_of_another_type(index, X, role)
         return
+    name, view, what, read = _SERIES_ROLES[role]
     if np.array_equal(np.sort(keys), np.sort(rows)):
         raise ValueError(
-            "y is a pandas Series indexed by the users of X's rows, but in another order: "
-            "labels are read by position, so users would get other users' labels. If its "
-            "index holds the users' ids, pass y.loc[X.node_ids] (labels in X's order); if "
-            "it holds row positions, pass y.to_numpy().")
+            f"{name} is a pandas Series indexed by the users of {view}'s rows, but in "
+            f"another order: {read}. If its index holds the users' ids, pass "
+            f"{name}.loc[{view}.node_ids] ({what} in {view}'s order); if it holds row "
+            f"positions, pass {name}.to_numpy().")
     may_be_positions = ints is not None and len(ints) and \
         ints.min() >= 0 and ints.max() < X.n_nodes
     # ids if most name users of the graph (a word may name one by coincidence)
     if may_be_positions or 2 * in_graph.sum() <= len(keys):
         return
     n_other = int((~member(keys, rows)).sum())
-    which = (f"{n_other} of which are not users of X's rows" if n_other else
+    which = (f"{n_other} of which are not users of {view}'s rows" if n_other else
              "some of X's users repeated and others missing")
     raise ValueError(
-        f"y is a pandas Series indexed by ids of users of the graph, {which}: labels are "
-        "read by position, so users would get other users' labels. Pass the labels of "
-        "X's users in X's order (y.loc[X.node_ids]), or y.to_numpy() if its index is not "
-        "user ids.")
+        f"{name} is a pandas Series indexed by ids of users of the graph, {which}: {read}. "
+        f"Pass the {what} of {view}'s users in {view}'s order ({name}.loc[{view}.node_ids]), "
+        f"or {name}.to_numpy() if its index is not user ids.")
 
 
 def _integer_values(index):
@@ -134,24 +144,24 @@ def _integer_values(index):
     return None
 
 
-def _check_ids_of_another_type(index, X):
+def _check_ids_of_another_type(index, X, role="y"):
     """Refuse an index of the graph's ids written as another type (``"12"`` for ``12``)
     that are not ``X``'s users in their order."""
     labels, ids = [str(v) for v in index.tolist()], [str(v) for v in X.node_ids.tolist()]
     if labels == ids:
         return
+    name, view, _, read = _SERIES_ROLES[role]
     if sorted(labels) == sorted(ids):
         raise ValueError(
-            "y is a pandas Series indexed by the ids of X's rows written as another type "
-            "(ids are compared with their type), in another order: labels are read by "
-            "position, so users would get other users' labels. Convert the index to "
-            "the ids' type and pass y.loc[X.node_ids].")
+            f"{name} is a pandas Series indexed by the ids of {view}'s rows written as "
+            f"another type (ids are compared with their type), in another order: {read}. "
+            f"Convert the index to the ids' type and pass {name}.loc[{view}.node_ids].")
     if set(labels) <= set(map(str, X.all_node_ids.tolist())):
         raise ValueError(
-            "y is a pandas Series indexed by ids of users of the graph written as another "
-            "type (ids are compared with their type), not all of them users of X's rows: "
-            "labels are read by position, so users would get other users' labels. "
-            "Convert the index to the ids' type and pass y.loc[X.node_ids].")
+            f"{name} is a pandas Series indexed by ids of users of the graph written as "
+            "another type (ids are compared with their type), not all of them users of "
+            f"{view}'s rows: {read}. Convert the index to the ids' type and pass "
+            f"{name}.loc[{view}.node_ids].")
 
 
 def _labelled_mask(y):
