@@ -14,7 +14,13 @@ import scipy.sparse as sp
 from .device._device import plain_id
 from .device._random import _as_id_array, _as_integers, _id_sequence, ids_to_keys
 from .population._population import Population
-from .utils._arrays import check_finite_features, check_float32_range, distinct, frame_column_names
+from .utils._arrays import (
+    check_finite_features,
+    check_float32_range,
+    check_not_masked,
+    distinct,
+    frame_column_names,
+)
 
 __all__ = ["GraphData"]
 
@@ -280,6 +286,7 @@ def _as_features(features):
             X.sum_duplicates()
         return X
     _check_numeric_columns(features)
+    check_not_masked(features)
     X = np.asarray(features)
     if X.dtype == object and hasattr(features, "to_numpy"):
         # pandas' nullable dtypes (Float64, Int64) come out as objects: as floats, NA as NaN

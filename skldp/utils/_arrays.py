@@ -17,6 +17,15 @@ __all__ = ["canonical_csr", "check_finite_features", "check_float32_range", "dis
            "torch_sum_is_finite", "unique_inverse", "within_bounds"]
 
 
+def check_not_masked(X):
+    """Refuse a numpy masked array: its hidden values would be read as data."""
+    if isinstance(X, np.ma.MaskedArray):
+        raise TypeError(
+            "features are a numpy masked array: its masked entries would be read as data "
+            "(their hidden values). Fill them first, e.g. X.filled(np.nan), and impute the "
+            "missing values on each device (a public, stateless step).")
+
+
 def canonical_csr(X):
     """A scipy sparse ``X`` as CSR in canonical form (each cell stored once, duplicate entries
     summed, indices sorted): ``X`` itself when it already is, else a new matrix (the caller's

@@ -12,7 +12,13 @@ from sklearn.utils.validation import check_array
 
 from .._graph_data import GraphData, _as_adjacency
 from ..exceptions import InvalidParameterError, PrivacyLeakWarning
-from ._arrays import canonical_csr, check_finite_features, frame_column_names, within_bounds
+from ._arrays import (
+    canonical_csr,
+    check_finite_features,
+    check_not_masked,
+    frame_column_names,
+    within_bounds,
+)
 from ._blocks import row_blocks
 
 __all__ = ["Count", "Interval", "EPS_CONSTRAINT", "LABEL_MECHANISM_CONSTRAINT",
@@ -187,7 +193,9 @@ def check_feature_array(X, dtype=np.float64, **kwargs):
     Every step reads a sparse input's stored entries as the cells' values; a cell stored
     twice would pass checks and clips entry by entry, then be read as their sum.
     """
+    check_not_masked(X)
     return canonical_csr(check_array(X, accept_sparse="csr", dtype=dtype, **kwargs))
+
 
 
 def check_has_features(X, step="This step"):

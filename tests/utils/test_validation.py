@@ -201,3 +201,13 @@ def test_canonical_form_is_judged_from_the_arrays_not_the_cached_flag():
     with pytest.warns(UserWarning):
         clipped = clip_to_range(X, np.zeros(2), np.ones(2))
     assert clipped.toarray()[0, 0] == 1.0
+
+
+def test_a_masked_array_of_features_is_refused():
+    # its hidden values were read as data (999 below), as scikit-learn reads them
+    from skldp.mechanisms import OneBitMechanism
+    X = np.ma.masked_array([[0.2, 999.0], [0.4, 0.6]], mask=[[False, True], [False, False]])
+    with pytest.raises(TypeError, match="masked array"):
+        GraphData(X)
+    with pytest.raises(TypeError, match="masked array"):
+        OneBitMechanism(eps=1.0, feature_range=(0, 1), random_state=0).fit_transform(X)
