@@ -70,7 +70,8 @@ class _Head(MLPHead):
 
 
 @pytest.mark.parametrize("params", [dict(batch_size=16), dict(early_stopping=True),
-                                    dict(subclass=True), dict(memory=0)])
+                                    dict(subclass=True), dict(memory=0),
+                                    dict(hidden_layer_sizes=(128,), device="cpu")])
 def test_fits_that_cannot_be_batched_run_in_turn(params, searches, monkeypatch):
     X, y = _rows()
     if params.pop("memory", None) == 0:
@@ -78,3 +79,14 @@ def test_fits_that_cannot_be_batched_run_in_turn(params, searches, monkeypatch):
     cls = _Head if params.pop("subclass", False) else MLPHead
     head = cls(epochs=3, random_state=0, **params).fit(X, y)
     assert searches == [5] and head.weight_decay_ in _mlp._AUTO_DECAYS
+
+
+def test_the_memory_bound_counts_the_hidden_activations():
+    # 499 rows, 16 features, 8,192 hidden units: 45 candidates' activations take GBs
+    # (the weights alone were under the bound: batched at +1.9 GB against +0.2 GB in turn)
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(499, 16)).astype(np.float32), rng.integers(0, 2, 499)
+    est = MLPHead(hidden_layer_sizes=(8192,), epochs=1, device="cuda", random_state=0)
+    cv = StratifiedKFold(5, shuffle=True, random_state=0)
+    assert _mlp_search.batched_decay_scores(est, X, y, list(cv.split(X, y)),
+                                            _mlp._AUTO_DECAYS) is None
