@@ -227,7 +227,7 @@ def test_graph_data_indexing_forms(graph):
     assert sub.n_nodes == G.n_nodes and sub.token == G.token
     np.testing.assert_array_equal(sub.node_ids, ["user010", "user019"])
     np.testing.assert_array_equal(np.asarray(sub), G.features[[10, 19]])
-    with pytest.raises(IndexError, match="boolean index"):
+    with pytest.raises(IndexError, match="boolean mask of length 60"):
         G[mask[:-1]]
     with pytest.raises(IndexError, match="row"):
         G[idx, 0]
