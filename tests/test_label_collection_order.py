@@ -32,7 +32,8 @@ def _models(eps=2.0):
                                                    random_state=0),
             "LPGNNClassifier": lambda: LPGNNClassifier(eps, classes=[0, 1], epochs=1,
                                                        random_state=0),
-            "RGNNClassifier": lambda: RGNNClassifier(eps_y=eps, classes=[0, 1], n_clusters=2,
+            # (alpha=0: no METIS clusters, pymetis being optional)
+            "RGNNClassifier": lambda: RGNNClassifier(eps_y=eps, classes=[0, 1], alpha=0.0,
                                                      epochs=1, random_state=0),
             "LabelPropagationClassifier": lambda: LabelPropagationClassifier(
                 label_mechanism=lrr())}
