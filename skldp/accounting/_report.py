@@ -1,7 +1,5 @@
 """What the users of a fitted estimator sent: a per-user privacy report read from the ledger."""
 
-import decimal
-import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -11,6 +9,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from .._graph_data import GraphData
+from ..device._spec import significant as _sig
 from ..population._population import plain_array_ledgers
 
 __all__ = ["PrivacySpend", "PrivacyReport", "privacy_report"]
@@ -308,19 +307,6 @@ def _add_ledger(ledgers, ledger):
                     ledgers[i] = ledger
             return
     ledgers.append(ledger)
-
-
-def _sig(x, digits=4, up=True):
-    """``x`` to ``digits`` significant digits, rounded up (a spend: never printed below what
-    it is) or down (``up=False``: what is left); float noise (a relative 1e-9) aside, so
-    that 0.1 + 0.2 prints 0.3."""
-    x = float(x)
-    text = f"{x:.{digits}g}"
-    if not math.isfinite(x) or x == 0 or abs(float(text) - x) <= 1e-9 * abs(x) or \
-            (float(text) >= x) == up:
-        return text
-    rounding = decimal.ROUND_CEILING if up else decimal.ROUND_FLOOR
-    return f"{float(decimal.Context(prec=digits, rounding=rounding).create_decimal(x)):.{digits}g}"
 
 
 def _private_steps(estimator):

@@ -8,6 +8,7 @@ against the registry of mechanism kinds (:data:`skldp.device.KINDS`).
 
 import copy
 import dataclasses
+import decimal
 import hashlib
 import json
 import math
@@ -230,8 +231,21 @@ class CollectionSpec:
     def describe(self):
         """One line: kind, what it protects and its budget."""
         name = self.kind.rsplit(".", 1)[-1]
-        d = f", delta={self.delta:.3g}" if self.delta else ""
-        return f"{name} ({', '.join(self.protects)}; epsilon={self.epsilon:.4g}{d})"
+        d = f", delta={significant(self.delta, 3)}" if self.delta else ""
+        return f"{name} ({', '.join(self.protects)}; epsilon={significant(self.epsilon)}{d})"
+
+
+def significant(x, digits=4, up=True):
+    """``x`` as text to ``digits`` significant digits, rounded up (a spend: never printed
+    below what it is) or down (``up=False``: what is left); float noise (a relative 1e-9) aside, so
+    that 0.1 + 0.2 prints 0.3."""
+    x = float(x)
+    text = f"{x:.{digits}g}"
+    if not math.isfinite(x) or x == 0 or abs(float(text) - x) <= 1e-9 * abs(x) or \
+            (float(text) >= x) == up:
+        return text
+    rounding = decimal.ROUND_CEILING if up else decimal.ROUND_FLOOR
+    return f"{float(decimal.Context(prec=digits, rounding=rounding).create_decimal(x)):.{digits}g}"
 
 
 def _further_answers(value):

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..device._random import check_node_keys
-from ..device._spec import CollectionSpec
+from ..device._spec import CollectionSpec, significant
 from ..utils._arrays import sorted_lookup
 
 try:  # a shared lock on the journal while reading it (POSIX)
@@ -314,14 +314,15 @@ class Ledger:
             model = "read in the clear" if e.spec.model == "clear" else f"{e.spec.model} DP"
             lines.append(f"  {e.spec.id}  {e.spec.describe()}  [{model}, "
                          f"{e.n_users} users{again}]")
-        lines.append(f"  largest local epsilon of one user: {self.local_epsilon:.4g}")
+        lines.append(f"  largest local epsilon of one user: {significant(self.local_epsilon)}")
         if self._central:
-            lines.append(f"  central trainings: epsilon={self.central_epsilon:.4g}, "
-                         f"delta={self.central_delta:.3g} (basic composition)")
+            lines.append(f"  central trainings: epsilon={significant(self.central_epsilon)}, "
+                         f"delta={significant(self.central_delta, 3)} (basic composition)")
         return "\n".join(lines)
 
     def __repr__(self):
-        return f"<Ledger: {len(self)} collection(s), local epsilon {self.local_epsilon:.4g}>"
+        return (f"<Ledger: {len(self)} collection(s), local epsilon "
+                f"{significant(self.local_epsilon)}>")
 
     # -------------------------------------------------------------- pickling
     def __getstate__(self):

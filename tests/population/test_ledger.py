@@ -405,3 +405,16 @@ def test_reads_share_one_sorted_sum_until_an_answer_arrives_here_or_in_the_journ
         assert ledger.local_epsilon == pytest.approx(2.5)
         np.testing.assert_allclose(ledger.spent(G.node_keys), [2.5] * 10 + [2.0] * 30)
     np.testing.assert_allclose(G.population.remaining(G.node_keys[9:11]), [7.5, 8.0])
+
+
+def test_a_ledger_prints_its_spends_rounded_up():
+    # a spend of 1.00006 printed "epsilon=1": below what the users spent
+    from skldp.device._spec import significant
+    assert significant(1.00006) == "1.001" and significant(0.1 + 0.2) == "0.3"
+    assert significant(7.71049, up=False) == "7.71" and significant(float("inf")) == "inf"
+    from skldp.mechanisms import LabelRandomizedResponse
+    rr = LabelRandomizedResponse(1.00006, classes=[0, 1], random_state=0).fit()
+    G = GraphData(np.zeros((5, 1)))
+    rr.randomize(np.zeros(5, int), G)
+    assert "epsilon=1.001" in str(G.ledger) and "one user: 1.001" in str(G.ledger)
+    assert "local epsilon 1.001" in repr(G.ledger)
