@@ -40,8 +40,9 @@ def worker(rows, epochs, device):
     from skldp import GraphData
     from skldp.models import MLPHead
     rng = np.random.default_rng(0)
-    X = rng.random((rows, 128), dtype=np.float32)
-    X.flags.writeable = False   # public data over read-only memory: held without a copy
+    # public data over read-only memory (bytes): held without a copy
+    X = np.frombuffer(rng.random((rows, 128), dtype=np.float32).tobytes(),
+                      dtype=np.float32).reshape(rows, 128)
     y = rng.integers(0, 40, rows)
     # the reports of a mechanism, say: public, so no step is recorded reading them
     G = GraphData(np.zeros((rows, 1))).with_features(X, source="public")

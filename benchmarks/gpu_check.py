@@ -63,6 +63,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -144,15 +145,33 @@ def cpu_halves(cpus=None, core=_core):
     return ([c for g in groups[:half] for c in g], [c for g in groups[half:] for c in g])
 
 
-def _start(cmd, env, cpus=None):
+def _start(cmd, env, cpus=None, background=False):
     """Start ``cmd`` (SIGINT as by default: a shell's background job inherits it ignored),
-    on ``cpus`` when given."""
+    on ``cpus`` when given. A ``background`` part writes to temporary files (no one reads
+    its pipes while it runs: a full pipe would stop it)."""
     def setup():
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         if cpus:
             os.sched_setaffinity(0, cpus)
-    return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, preexec_fn=setup)
+    out = tempfile.TemporaryFile("w+") if background else subprocess.PIPE
+    err = tempfile.TemporaryFile("w+") if background else subprocess.PIPE
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=err, text=True,
+                            preexec_fn=setup)
+    proc.files = (out, err) if background else None
+    return proc
+
+
+def _communicate(proc, timeout):
+    """``proc.communicate``, reading a background part's files."""
+    if proc.files is None:
+        return proc.communicate(timeout=timeout)
+    proc.wait(timeout=timeout)
+    texts = []
+    for f in proc.files:
+        f.seek(0)
+        texts.append(f.read())
+        f.close()
+    return tuple(texts)
 
 
 def commands(out, smoke, gpu=None):
@@ -251,7 +270,7 @@ def run_parts(parts, out, smoke, budget):
             rec.update(status="not run", why=f"{left:.0f} s left of the {budget:.0f} s budget")
             continue
         t0 = time.monotonic()
-        proc = _start(cmds[name], dict(env, **extra), cpus)
+        proc = _start(cmds[name], dict(env, **extra), cpus, background=name in BESIDE)
         if name in BESIDE:
             behind = (rec, proc, t0)
             continue
@@ -269,7 +288,7 @@ def _finish(rec, proc, t0, deadline, stacks=None):
     limit = LIMITS[name][0]
     wait = min(t0 + limit, deadline) - time.monotonic()
     try:
-        stdout, stderr = proc.communicate(timeout=max(1.0, wait - GRACE))
+        stdout, stderr = _communicate(proc, max(1.0, wait - GRACE))
         rec["status"] = "ok" if proc.returncode == 0 else f"exit {proc.returncode}"
     except subprocess.TimeoutExpired:
         if stacks:
@@ -278,10 +297,10 @@ def _finish(rec, proc, t0, deadline, stacks=None):
         # failed so far and the slowest ones
         proc.send_signal(signal.SIGINT)
         try:
-            stdout, stderr = proc.communicate(timeout=GRACE)
+            stdout, stderr = _communicate(proc, GRACE)
         except subprocess.TimeoutExpired:
             proc.kill()
-            stdout, stderr = proc.communicate()
+            stdout, stderr = _communicate(proc, None)
         rec["status"] = "timed out"
     rec["output"] = _tail(stdout + "\n" + stderr)
     if name == "tests":

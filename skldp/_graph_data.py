@@ -1473,16 +1473,20 @@ def _origin(source, how, G):
 
 def _unwritable(X):
     """Features ``X`` whose memory no one can write any more: ``X`` itself when every array
-    it views is read-only, else a copy (the caller's array, or a view of it, may be written
-    after the data are set)."""
+    it views is read-only down to a read-only buffer (bytes, a memory map opened for
+    reading), else a copy (the caller's array, or a view of it, may be written after the
+    data are set; an array that owns its memory can be made writeable again)."""
     arrays = (X.data, X.indices, X.indptr) if sp.issparse(X) else (X,)
     for a in arrays:
-        while True:
-            if a.flags.writeable:
+        while isinstance(a, np.ndarray):
+            if a.flags.writeable or a.base is None:
                 return X.copy()
-            if not isinstance(a.base, np.ndarray):
-                break
             a = a.base
+        try:
+            if not memoryview(a).readonly:
+                return X.copy()
+        except TypeError:   # not a buffer: whoever holds it may write it
+            return X.copy()
     return X
 
 

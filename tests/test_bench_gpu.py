@@ -337,7 +337,10 @@ def test_the_cpu_part_runs_beside_the_cards_parts_and_the_suite_after_it(tmp_pat
             "repr(os.environ.get('CUDA_VISIBLE_DEVICES')), os.environ.get('OMP_NUM_THREADS'), "
             "time.time())")
     monkeypatch.setattr(mod, "commands", lambda out, smoke, gpu=None: {
-        "cpu": [sys.executable, "-c", show, "3"], "pyg": [sys.executable, "-c", show, "1"],
+        # (more output than a pipe holds: no one reads a background part's output meanwhile)
+        "cpu": [sys.executable, "-c", "import sys; sys.stderr.write('x' * 200_000); " + show,
+                "3"],
+        "pyg": [sys.executable, "-c", show, "1"],
         "huge": [sys.executable, "-c", show, "1"], "tests": [sys.executable, "-c", show, "0"]})
     t0 = time.monotonic()
     records = mod.run_parts(["cpu", "pyg", "huge", "tests"], str(tmp_path), True, budget=60)
@@ -346,7 +349,7 @@ def test_the_cpu_part_runs_beside_the_cards_parts_and_the_suite_after_it(tmp_pat
     seen = {r["part"]: r["output"].split() for r in records}
     assert seen["cpu"][:3] == [str(a), "''", "1"]
     assert seen["pyg"][:3] == seen["huge"][:3] == [str(b), "None", "1"]
-    assert seen["tests"][1] == "None" and float(seen["tests"][-1]) >= float(seen["cpu"][-1])
+    assert seen["tests"][1] == "None" and float(seen["tests"][3]) >= float(seen["cpu"][3])
     summary = mod.summary(records, [], [], [], smoke=True)
     assert "| cpu | ok |" in summary
 

@@ -51,10 +51,16 @@ def test_public_data_set_before_a_collection_are_not_the_callers_buffer(sparse):
     S = P.new_simulation()
     assert np.all(np.asarray(sp.csr_matrix(S.features).todense()) == 0.5 if sparse
                   else S.features == 0.5)
-    if not sparse:   # memory no one can write is not copied
-        X = np.full((n, 3), 0.5)
-        X.flags.writeable = False
+    if not sparse:   # memory no one can write (bytes) is not copied
+        X = np.frombuffer(np.full((n, 3), 0.5).tobytes()).reshape(n, 3)
         assert np.shares_memory(_graph(n).with_features(X, source="public").features, X)
+        # an array that owns its memory can be made writeable again: copied
+        Y = np.full((n, 3), 0.5)
+        Y.flags.writeable = False
+        P = _graph(n).with_features(Y, source="public")
+        Y.flags.writeable = True
+        Y[:] = 7.0
+        assert np.all(P.features == 0.5)
 
 
 def test_setting_public_data_in_a_copy_cut_off_from_its_ledger():
