@@ -18,7 +18,7 @@ import numpy as np
 from ._errors import DeviceStateError
 from ._kinds import directory_digest, plan
 from ._random import _as_id_array, check_node_keys, ids_to_keys
-from ._spec import CollectionSpec, SpecError, read_spec
+from ._spec import CollectionSpec, SpecError, read_spec, significant
 from ._steps import device_steps
 
 try:   # POSIX: an advisory lock serializes the devices (processes, threads) on one state file
@@ -117,7 +117,8 @@ def encode(spec, data, *, seed, key, user=None, directory=None):
     seed : int
         63-bit secret seed.
     key : int
-        The user's 64-bit key, an integer in 0..2**64-1 (anything else is refused).
+        The user's 64-bit key: an integer (a negative one read as its 64 bits; a float,
+        text or anything else is refused).
     user : object, default=None
         The user's own id (edge collections).
     directory : sequence or Directory, default=None
@@ -379,8 +380,8 @@ class Device:
     def _load(self):
         """The answers, read under the lock: the state file's, with every answer this
         object has seen put back (a file deleted, or restored from an older copy, while the
-        device runs forgets none of them), and without the input hashes that files written
-        before 2026-11-30 hold. The file is written back when it differs."""
+        device runs forgets none of them), and without the input hashes that files of an
+        older format hold. The file is written back when it differs."""
         on_file = self._read_state()
         for cid, a in on_file.items():   # (an old file's hash, kept in memory only)
             if "input" in a:
@@ -483,8 +484,9 @@ class Device:
                 spent = _spent(answers)
                 if self.max_epsilon is not None and not spent + spec.epsilon <= \
                         self.max_epsilon * (1 + 1e-12):   # (written to refuse a NaN too)
+                    total = significant(spent + spec.epsilon)
                     raise SpecError(f"answering {spec.describe()} would take this device to "
-                                    f"epsilon={spent + spec.epsilon:.4g}, above its cap of "
+                                    f"epsilon={total}, above its cap of "
                                     f"{self.max_epsilon:.4g}.")
                 report, replaced, left_out = _encode(
                     spec, data, seed=secrets.randbits(63), key=secrets.randbits(64),
@@ -543,8 +545,8 @@ def _state_error(path, why):
 
 def _check_state(data, path, user):
     """Refuse a state file that is not ``{collection id: {"record", "epsilon"}}`` as
-    :class:`Device` writes it, for this user (entries written before 2026-11-30 also hold
-    an ``"input"`` hash)."""
+    :class:`Device` writes it, for this user (entries of an older format also hold an
+    ``"input"`` hash)."""
     if not isinstance(data, dict):
         raise _state_error(path, f"a JSON object is expected, got {type(data).__name__}")
     user = json.loads(json.dumps(user, default=str))   # as the records hold it

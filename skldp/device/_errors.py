@@ -1,6 +1,8 @@
 """The device package's errors, and what a spec's number is (a module of its own: every
 other module may import it)."""
 
+import numpy as np
+
 __all__ = ["SpecError", "DeviceStateError"]
 
 
@@ -27,7 +29,9 @@ def spec_number(v):
     number, whatever ``float`` makes of it."""
     if isinstance(v, str):
         return float(v) if v in ("inf", "-inf", "nan") else None
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
+    # (numpy's real scalars too: a spec given as a dict may hold them)
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer,
+                                                            np.floating)):
         return None
     try:
         return float(v)

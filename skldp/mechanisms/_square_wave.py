@@ -36,7 +36,7 @@ def hds_estimator_variance(eps, k, d, x2=1.0 / 3.0):
     at ``E[x^2] = x2`` (1/3 for inputs uniform on [-1, 1]), with ``b`` the half-width of
     the wave :class:`HDSMechanism` draws on its grid (its ``b_``: the paper's ``b``
     rounded to an odd number of cells of ``2^-23``, at least one). Lemma 3.2's ``b``
-    differs from it by up to 10 % of the value above ``eps' = 17``, where ``b`` falls
+    differs from it by up to 10 % of the value past ``eps' = 18.8``, where ``b`` falls
     below a cell. An average of ``n`` users' estimates has this variance divided by
     ``n``, so the ``k`` that minimises it is the budget split under which propagation
     (an average over neighbours) sees the most signal.
@@ -161,7 +161,7 @@ class HDSMechanism(LDPMechanism):
     b_ : float
         Half-width of the square wave at ``eps / k`` on the grid: the paper's
         ``b`` rounded to an odd number of cells of ``2^-23`` (at least one, so
-        ``2^-24`` when ``b`` is below a cell, past ``eps / k`` ~ 17; 0 when
+        ``2^-24`` when ``b`` is below a cell, past ``eps / k`` ~ 18.8; 0 when
         ``eps`` is inf).
     scale_ : float
         ``C`` of Lemma 3.2 at ``b = b_``, exact on the grid: ``E[report_j] =
@@ -248,7 +248,7 @@ class HDSMechanism(LDPMechanism):
             grid, self.b_ = _square_wave_grid(eps / self.k_)
             self.output_grid_ = (np.zeros(d), np.full(d, _CELL))
             # C of Lemma 3.2 at b = b_, exactly the grid's slope (not at the paper's b,
-            # which is below a cell past eps' ~ 17: up to 4 % off there)
+            # which is below a cell past eps' ~ 18.8: C 0.95-1.04 times the grid's there)
             self.scale_ = r * float(grid.slope())
 
     def _epsilon_total(self):

@@ -119,7 +119,7 @@ def _check_label_index(y, X, role="y"):
         return
     n_other = int((~member(keys, rows)).sum())
     which = (f"{n_other} of which are not users of {view}'s rows" if n_other else
-             "some of X's users repeated and others missing")
+             f"some of {view}'s users repeated and others missing")
     raise ValueError(
         f"{name} is a pandas Series indexed by ids of users of the graph, {which}: {read}. "
         f"Pass the {what} of {view}'s users in {view}'s order ({name}.loc[{view}.node_ids]), "

@@ -242,6 +242,9 @@ class Ledger:
         keys : ndarray of uint64
             The users' node keys (those who answered something).
         epsilon : ndarray of float
+
+        Both are read-only, shared by every caller until a new answer arrives: copy
+        them to change them.
         """
         self._sync()
         with self._lock:

@@ -19,6 +19,7 @@ import weakref
 import numpy as np
 
 from ..device._random import check_node_keys
+from ..device._spec import significant
 from ..exceptions import PrivacyBudgetError
 from ..utils._arrays import distinct, member, sorted_lookup
 from ._digest import answer_tags, report_keys
@@ -155,8 +156,8 @@ class Population:
             spent = self.ledger.total_epsilon
             if budget is not None and spent > budget + _TOL:
                 raise ValueError(f"budget={budget:.4g} is below what a user has already spent "
-                                 f"(epsilon={spent:.4g}): a cap cannot undo reports that were "
-                                 "sent.")
+                                 f"(epsilon={significant(spent)}): a cap cannot undo reports "
+                                 "that were sent.")
             self._budget_cap = self.ledger._budget = budget
             self._write({"budget": budget})
         return self
@@ -189,8 +190,9 @@ class Population:
                     "the users' reports.")
             raise BudgetExceededError(
                 f"{spec.describe()} would take {int(over.sum())} user(s) to epsilon="
-                f"{worst:.4g}, above this population's budget of {self._budget_cap:.4g} per user "
-                f"(they have spent up to {float(before.max()):.4g}). Nothing was sent. Lower "
+                f"{significant(worst)}, above this population's budget of "
+                f"{self._budget_cap:.4g} per user "
+                f"(they have spent up to {significant(before.max())}). Nothing was sent. Lower "
                 "eps, fix the mechanisms' parameters (an integer random_state) so that a "
                 "search reuses one collection, or raise the budget.")
 
@@ -747,7 +749,7 @@ class Population:
                 total = self.ledger.total_epsilon + spec.epsilon
                 if total > self._budget_cap + _TOL:
                     raise BudgetExceededError(
-                        f"{spec.describe()} would take the users to epsilon={total:.4g}, "
+                        f"{spec.describe()} would take the users to epsilon={significant(total)}, "
                         f"above this population's budget of {self._budget_cap:.4g} per user. "
                         "Nothing was trained.")
             self.ledger._add_central(spec, n_users, node_keys)

@@ -12,8 +12,8 @@ import scipy.sparse as sp
 
 from ._blocks import row_blocks
 
-__all__ = ["canonical_csr", "check_finite_features", "check_float32_range", "distinct",
-           "frame_column_names", "member", "sorted_lookup", "torch_blocks_sum",
+__all__ = ["canonical_csr", "check_finite_features", "check_float32_range", "check_not_masked",
+           "distinct", "frame_column_names", "member", "sorted_lookup", "torch_blocks_sum",
            "torch_sum_is_finite", "unique_inverse", "within_bounds"]
 
 

@@ -70,3 +70,12 @@ def test_the_spec_epsilon_given_as_other_text_is_refused(multi_bit, epsilon):
     d["epsilon"] = epsilon
     with pytest.raises(SpecError, match="'epsilon' must be a number"):
         read_spec(_with_id(d))
+
+
+def test_numpy_numbers_of_a_spec_given_as_a_dict_are_numbers():
+    # a dict built in Python may hold numpy scalars: np.float32 and np.int64 were refused
+    import numpy as np
+
+    from skldp.device._errors import spec_number
+    assert spec_number(np.float32(1.5)) == 1.5 and spec_number(np.int64(3)) == 3.0
+    assert spec_number(np.bool_(True)) is None and spec_number(True) is None
