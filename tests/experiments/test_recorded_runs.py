@@ -25,6 +25,8 @@ KEYS = [
     ("label_scarce", 'cora|hds|20/30 per class|0|{"eps": 2.0}'),
     ("label_scarce", 'cora|multibit|20/30 per class|0|{"eps": 1.0}'),
     ("label_scarce", 'cora|lpgnn|20/30 per class|2|{"eps": 1.0}'),
+    # C&S on few labels: its head cross-validates its weight decay
+    ("label_scarce", 'cora|structural-cs|planetoid|0|{}'),
     ("budget_split", 'cora|lpgnn|20/30 per class|3|{"budget": 8.0, "share": 0.25}'),
     ("budget_split", 'cora|lp|50/25/25|3|{"budget": 2.0}'),
     ("lpgnn", 'cora|PGC|planetoid|0|{"eps": 1.0, "part": "table2"}'),
