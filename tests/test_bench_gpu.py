@@ -171,8 +171,8 @@ def test_a_suite_out_of_time_writes_where_its_processes_wait(tmp_path):
             "spec = importlib.util.spec_from_file_location('c', sys.argv[1])\n"
             "spec.loader.exec_module(importlib.util.module_from_spec(spec))\n"
             "other = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
-            "print(other.pid, flush=True)\n"
-            "def waits_here():\n    time.sleep(60)\n"
+            # (the pid printed from inside the function: its stack is then the one asked)
+            "def waits_here():\n    print(other.pid, flush=True)\n    time.sleep(60)\n"
             "waits_here()\n")
     proc = subprocess.Popen([sys.executable, "-c", code, str(ROOT / "tests" / "conftest.py")],
                             env=dict(os.environ, SKLDP_STACKS_DIR=str(folder)),
