@@ -244,6 +244,8 @@ class CorrectAndSmooth(MetaEstimatorMixin, GraphClassifierMixin, BaseEstimator):
         The base model's classes.
     train_keys_ : ndarray of uint64
         Node keys of the training nodes.
+    train_population_ : str
+        Id of their population: ``predict`` refuses another population's graph.
     train_labels_ : ndarray of int
         Their labels as positions in ``classes_`` (noisy with a label mechanism).
     label_mechanism_ : fitted label mechanism
@@ -356,6 +358,7 @@ class CorrectAndSmooth(MetaEstimatorMixin, GraphClassifierMixin, BaseEstimator):
         if not found.all():
             raise ValueError("The base model's classes_ do not contain every training label.")
         self.train_keys_ = np.array(G.node_keys[G.rows], dtype=np.uint64)
+        self.train_population_ = G.population.id
         self.train_labels_ = pos.astype(np.int64)
         self.n_features_in_ = G.shape[1]
         self._fit_stamp = uuid.uuid4().hex    # memo key of this fit's whole-graph results
@@ -395,7 +398,8 @@ class CorrectAndSmooth(MetaEstimatorMixin, GraphClassifierMixin, BaseEstimator):
         name = type(self).__name__
         S = sym_normalized_adjacency(G, owner=name)
         Z = self._base_proba(G)
-        pos = node_positions(G, self.train_keys_, name)
+        pos = node_positions(G, self.train_keys_, name,
+                             getattr(self, "train_population_", None))
         n, c = Z.shape
         Y = label_matrix(pos, self.train_labels_, n, c)
         Y[pos] = np.minimum(Y[pos], 1.0)        # a node listed twice is still one-hot

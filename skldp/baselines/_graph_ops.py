@@ -70,13 +70,20 @@ def solve_shifted(S, B, alpha, *, tol=1e-6, max_iter=1000):
     return F, False
 
 
-def node_positions(G, keys, owner):
+def node_positions(G, keys, owner, population_id=None):
     """Positions in the whole graph of ``G`` of the nodes with uint64 ``keys``.
 
     The baselines store the keys of their training nodes (not positions), so
     that ``predict`` on any graph of the same users (a view, or a graph
     derived by a pipeline step) seeds the propagation at the right nodes.
+    ``population_id`` is the id of the training users' population: another
+    population's graph can hold the same keys (ids 0..n-1) for other people.
     """
+    if population_id is not None and G.population.id != population_id:
+        raise ValueError(f"{owner} was fitted on another graph's users (another population); "
+                         "their labels would be placed at whichever nodes carry the same ids. "
+                         "Predict on a view of the graph it was fitted on (transductive "
+                         "protocol), or build this graph with population=<that graph>.")
     all_keys = G.node_keys
     order = G.memo_get(("skldp.baselines.key_order",))
     if order is None:

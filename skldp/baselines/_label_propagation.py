@@ -64,6 +64,8 @@ class LabelPropagationClassifier(GraphClassifierMixin, BaseEstimator):
         Class labels (the mechanism's public domain with ``label_mechanism``).
     train_keys_ : ndarray of uint64
         Node keys of the training nodes (see :attr:`skldp.GraphData.node_keys`).
+    train_population_ : str
+        Id of their population: ``predict`` refuses another population's graph.
     train_labels_ : ndarray of int
         Their labels as positions in ``classes_`` (the *noisy* labels with
         ``label_mechanism``; the clean labels are not kept).
@@ -143,6 +145,7 @@ class LabelPropagationClassifier(GraphClassifierMixin, BaseEstimator):
             self.classes_ = mech.classes_
             y_enc = mech.encode(y_used)
         self.train_keys_ = np.array(G.node_keys[G.rows], dtype=np.uint64)
+        self.train_population_ = G.population.id
         self.train_labels_ = np.asarray(y_enc, dtype=np.int64)
         self.n_features_in_ = G.shape[1]
         return self
@@ -184,7 +187,8 @@ class LabelPropagationClassifier(GraphClassifierMixin, BaseEstimator):
         """Normalised ``F`` for all nodes of ``G``'s graph."""
         name = type(self).__name__
         S = sym_normalized_adjacency(G, owner=name)
-        pos = node_positions(G, self.train_keys_, name)
+        pos = node_positions(G, self.train_keys_, name,
+                             getattr(self, "train_population_", None))
         c = len(self.classes_)
         Y = label_matrix(pos, self.train_labels_, G.n_nodes, c)
         a = float(self.alpha)

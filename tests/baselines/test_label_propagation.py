@@ -173,9 +173,12 @@ def test_errors(graph):
     with pytest.raises(TypeError, match="label_mechanism"):
         LabelPropagationClassifier(label_mechanism=object()).fit(G, y)
     lp = LabelPropagationClassifier().fit(G, y)
-    other = GraphData(np.zeros((10, 1)), sp.eye(10, format="csr"), node_ids=np.arange(100, 110))
+    other = GraphData(np.zeros((10, 1)), sp.eye(10, format="csr"), node_ids=np.arange(100, 110),
+                      population=G)
     with pytest.raises(ValueError, match="fitted on nodes"):
         lp.predict(other)
+    with pytest.raises(ValueError, match="another population"):
+        lp.predict(GraphData(np.zeros((10, 1)), sp.eye(10, format="csr")))
 
 
 def test_convergence_warning(graph):
