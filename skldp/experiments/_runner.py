@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..utils._hashing import content_hash
 from ..utils._threads import run_threads, share_cpus, size_thread_pools
 from ._cache import GraphCache
 from ._claims import RunClaims
@@ -85,9 +86,12 @@ def _method_input(study, spec):
     method = study.methods[spec.method]
     if method.data is None:
         return G, y
-    key = (study.name, spec.dataset, spec.method)
+    config = dict(study.configs.get(spec.dataset, {}))
+    # a study declared again under the same name (a notebook cell run twice) may bring
+    # another data function or config: they are part of the key
+    key = (study.name, spec.dataset, spec.method, method.data, content_hash(config))
     if key not in _METHOD_DATA:
-        _METHOD_DATA[key] = method.data(G, y, dict(study.configs.get(spec.dataset, {})))
+        _METHOD_DATA[key] = method.data(G, y, config)
     return _METHOD_DATA[key]
 
 
@@ -189,7 +193,7 @@ def _forget_run(spec):
     again (16 workers for 30 Facebook runs before this).
     """
     graphs = [_DATA[spec.dataset][0]] if spec.dataset in _DATA else []
-    graphs += [G for (_, dataset, _), (G, _) in _METHOD_DATA.items() if dataset == spec.dataset]
+    graphs += [G for (_, dataset, *_), (G, _) in _METHOD_DATA.items() if dataset == spec.dataset]
     for G in graphs:
         store = getattr(G, "_store", None)
         if store is not None:

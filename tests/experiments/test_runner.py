@@ -319,3 +319,26 @@ def test_a_run_recorded_by_another_sweep_meanwhile_is_reported_elsewhere(tmp_pat
     keys = sorted(s.key for s in study.runs())
     assert sorted(res.elsewhere) == keys and not res.done
     assert [r["metrics"] for r in load_runs(path)] == [{"accuracy": 0.5}] * len(keys)
+
+
+def test_a_study_declared_again_gets_its_own_method_data(tmp_path):
+    """The method inputs are kept per process: a study of the same name declared again
+    with another data function or config (a notebook cell run twice) runs on its own."""
+    from sklearn.dummy import DummyClassifier
+
+    def constant(G, y, config):
+        return G.with_features(np.full(G.shape, float(config["level"])), source="public"), y
+
+    def mean_feature(est, G, y, masks):
+        return {"accuracy": float(np.asarray(G.features).mean())}
+
+    def run(data, level, where):
+        study = Study("again", ["german"],
+                      {"m": Method(lambda ctx: DummyClassifier(), role="baseline", data=data,
+                                   evaluate=mean_feature)},
+                      seeds=[0], configs={"german": {"level": level}})
+        return run_study(study, tmp_path / where, progress=False).records[0]["metrics"]
+
+    assert run(constant, 0.0, "a")["accuracy"] == 0.0
+    assert run(constant, 1.0, "b")["accuracy"] == 1.0
+    assert run(lambda G, y, c: constant(G, y, {"level": 7.0}), 1.0, "c")["accuracy"] == 7.0
