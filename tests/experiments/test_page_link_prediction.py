@@ -67,3 +67,18 @@ def test_structural_run_on_a_small_graph(binary_sbm):
     out = StructuralLinkRun(random_state=0).run(G)
     assert out["auc"] == out[f"auc_{int(out['chosen'])}"]
     assert 50 < out["auc"] <= 100   # a block model's edges share neighbours
+
+
+def test_an_ablation_is_compared_on_its_own_seeds(records):
+    # Facebook's pairwise-loss runs have seeds 0-2; its main cells have 5 seeds
+    from studies.link_prediction import tables
+    pairwise = [r for r in records if r["params"].get("loss") == "pairwise"
+                and r["dataset"] == "facebook" and r["method"] == "HDS"]
+    seeds = {r["seed"] for r in pairwise}
+    base = [r["metrics"]["auc"] for r in records if r["dataset"] == "facebook"
+            and r["method"] == "HDS" and r["params"].get("eps") == 1
+            and "loss" not in r["params"] and r["seed"] in seeds]
+    assert len(base) == len(seeds) < 5
+    row = next(line for line in tables(records).splitlines()
+               if line.startswith("| PrivGE | facebook | HDS | 1 | loss = pairwise |"))
+    assert row.endswith(f"| {np.mean(base):.1f} ± {np.std(base):.1f} (n={len(base)}) |")
