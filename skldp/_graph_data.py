@@ -145,7 +145,8 @@ class _GraphStore:
 
     __slots__ = ("_features", "_on_device", "adjacency", "node_ids", "feature_names", "token",
                  "_memo", "_node_keys", "_symmetric", "_one_sided", "_finite",
-                 "population", "feature_origin", "adjacency_origin", "_info")
+                 "population", "feature_origin", "adjacency_origin", "_info",
+                 "feature_source", "adjacency_source")
 
     def __init__(self, features, adjacency, node_ids, feature_names, population,
                  feature_origin=RAW, adjacency_origin=RAW, on_device=None):
@@ -174,6 +175,12 @@ class _GraphStore:
         self.population = population
         self.feature_origin = feature_origin
         self.adjacency_origin = adjacency_origin
+        # Lineage: a random id of the features (the adjacency) set on a graph, kept by the
+        # stores that keep them and by public on-device steps (``_mark_origin``). It tells a
+        # mechanism saved without its secret whether it is given the data it saved reports
+        # for, in a process that cannot ask the devices (pickled with the store).
+        self.feature_source = uuid.uuid4().hex
+        self.adjacency_source = uuid.uuid4().hex
         # The adjacency's shared checks and operators, registered now: it also marks
         # the arrays as a graph's own, which a fresh GraphData takes without a copy.
         self._info = None if adjacency is None else _adjacency_info(adjacency)
@@ -224,8 +231,10 @@ class _GraphStore:
         if adjacency is _KEEP:
             new._symmetric, new._one_sided = self._symmetric, self._one_sided
             new._info = self._info
+            new.adjacency_source = self.adjacency_source
         if features is _KEEP:
             new._finite = self._finite
+            new.feature_source = self.feature_source
         for name, origin in origins.items():
             setattr(new, name, origin)
         return new
@@ -249,7 +258,8 @@ class _GraphStore:
         return state
 
     def __setstate__(self, state):
-        for s in ("_one_sided", "_finite"):  # stores pickled before these caches existed
+        # stores pickled before these caches (and the lineage) existed
+        for s in ("_one_sided", "_finite", "feature_source", "adjacency_source"):
             setattr(self, s, None)
         self.population, self.feature_origin, self.adjacency_origin = Population(), RAW, RAW
         self._on_device = None
@@ -1141,7 +1151,8 @@ class GraphData:
         new = _GraphStore(st._features, st.adjacency, st.node_ids, st.feature_names,
                           Population(budget), st.feature_origin, st.adjacency_origin,
                           on_device=st._on_device)
-        for name in ("_node_keys", "_symmetric", "_one_sided", "_finite", "_info"):
+        for name in ("_node_keys", "_symmetric", "_one_sided", "_finite", "_info",
+                     "feature_source", "adjacency_source"):
             setattr(new, name, getattr(st, name))
         return GraphData._from_store(new, self.rows)
 

@@ -324,6 +324,39 @@ def saved_positions(saved_keys, keys, owner):
     return rows
 
 
+def check_saved_input(step, G, part, digests):
+    """Refuse a GraphData whose ``part`` ("features", "adjacency") is not what the users of
+    ``step``, saved without its secret (:func:`skldp.privacy.forget_secrets`), answered about:
+    their saved reports would be served for other data.
+
+    Where the population can tell, it compares ``digests()`` (the digests of the device
+    inputs) with the answers it recorded, read-only; elsewhere (a copy cut off from the
+    devices, e.g. in a new process) ``G``'s ``part`` must descend from the data the reports
+    were saved for (the same lineage: the GraphData saved with the step, its views, graphs
+    derived from it that keep ``part``).
+    """
+    name, what = type(step).__name__, {"features": "feature rows",
+                                       "adjacency": "adjacency lists"}[part]
+    changed = G.population.changed_answers(step.collection_, G.node_keys, digests)
+    if changed:
+        raise ValueError(
+            f"{name} was saved without its secret (skldp.privacy.forget_secrets): it serves "
+            f"the reports its users sent about their {part} then, but {changed} user(s) of "
+            f"this GraphData hold other {what} now, so those reports are not about these "
+            "data. A device answers a collection once: collect changed data with a new "
+            "collection (fit a new mechanism on these users).")
+    saved = getattr(step, "saved_source_", None)   # (None: pickled before it was kept)
+    source = getattr(G._store, "feature_source" if part == "features" else "adjacency_source")
+    if changed is None and saved is not None and source != saved:
+        raise ValueError(
+            f"{name} was saved without its secret (skldp.privacy.forget_secrets) and cannot "
+            f"ask these users' devices (this copy of their population is cut off from them) "
+            f"whether these {part} are those it saved reports for: they were set anew, not "
+            f"taken from the GraphData it was saved with. Transform that GraphData (loaded "
+            f"with the pipeline), its views, or graphs derived from it that keep its {part}; "
+            "changed data need a new collection (fit a new mechanism on these users).")
+
+
 def population_of(X):
     """Who the rows of ``X`` are: the id of a GraphData's population, or a plain array's
     content hash (plain arrays carry no user ids)."""
@@ -802,6 +835,7 @@ class GraphTransformerMixin(TransformerMixin, auto_wrap_output_keys=None):
                 after = ("derived", f"are the reports of {name}", False, True)
             elif self._device_side and before[0] == "raw" and part == "features":
                 after = ("raw", before[1] + (device_step_spec(self, G.shape[1]),))
+                st.feature_source = src.feature_source   # (a function of those data)
             elif read if part == "features" else reads_users_data(before):
                 after = ("derived", f"were computed on the server by {name} from the users' "
                                     "raw data", True)
@@ -995,6 +1029,10 @@ class LDPMechanism(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
         if getattr(self, "collected_", False):
             return self._collected_output(G, "features")
         population, device_steps = boundary_input(self, G, "features")
+        if not hasattr(self, "seed_"):   # saved reports: only for the data they are about
+            self._check_device_steps(device_steps)
+            check_saved_input(self, G, "features",
+                              lambda: feature_digests(self._device_input(G.features)))
         Z = self._reports_for(G.features, G.node_keys, population, device_steps)
         return G.with_features(Z, feature_names=G.feature_names)
 
@@ -1027,6 +1065,7 @@ class LDPMechanism(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
             population, device_steps = boundary_input(self, X, "features")
             keys = X.node_keys
             Z = self._reports_for(X.features, keys, population, device_steps)
+            self.saved_source_ = X._store.feature_source
         else:
             X = check_feature_array(X, ensure_all_finite=False)
             check_population(self, X)

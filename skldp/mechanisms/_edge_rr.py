@@ -12,6 +12,7 @@ from ..base import (
     PrivateStepMixin,
     boundary_input,
     check_population,
+    check_saved_input,
     collected_spec,
     population_of,
     saved_positions,
@@ -392,6 +393,7 @@ class EdgeRR(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
         check_population(self, G)
         self.saved_keys_ = G.node_keys.copy()
         self.saved_adjacency_ = self._transform_graph(G).adjacency
+        self.saved_source_ = G._store.adjacency_source
         del self.seed_
 
     def _check_directory(self, G, spec=None):
@@ -427,6 +429,8 @@ class EdgeRR(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
             if len(rows) != len(self.saved_keys_):
                 raise ValueError("EdgeRR was saved without its secret for another set of "
                                  "users; a randomized graph cannot be drawn for new users.")
+            check_saved_input(self, G, "adjacency",
+                              lambda: list_digests(self._lists(G), G.node_keys))
             return G._with_new_adjacency(self.saved_adjacency_[rows][:, rows])
         population, device_steps = boundary_input(self, G, "adjacency")
         self._check_device_steps(device_steps)

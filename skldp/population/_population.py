@@ -280,6 +280,34 @@ class Population:
             self._sync_locked()
             self._admit_answers(spec, node_keys, tags, unique)
 
+    def changed_answers(self, spec, node_keys, digests):
+        """How many listed users answered ``spec`` about another input than the one whose
+        digest ``digests()`` gives (read-only: nothing is sent, recorded or charged; the
+        digests are computed only where this copy can tell).
+
+        Returns
+        -------
+        int or None
+            ``None`` where this copy cannot tell: it cannot reach the devices' secret
+            (a copy cut off from them), or a listed user's answer is not in its memory.
+        """
+        if self._secret is None or not self._reachable or not self.simulated:
+            return None
+        node_keys, _, tags = self._request(spec, node_keys, digests())
+        try:
+            with self._exclusive():
+                self._sync_locked()   # (answers given in worker processes)
+                memory = self._answers.get(spec.id)
+                K, T = (None, None) if memory is None else memory.merged()
+        except RuntimeError:   # the original ended meanwhile and removed the journal
+            return None
+        if K is None:
+            return None
+        pos, known = sorted_lookup(K, node_keys)
+        if not known.all():
+            return None
+        return int(np.count_nonzero(T[pos] != tags))
+
     def _request(self, spec, node_keys, digests):
         """``(node_keys, report keys, answer tags)`` of a request of :meth:`collect`."""
         if not self.simulated:
