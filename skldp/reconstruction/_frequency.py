@@ -11,7 +11,8 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, _fit_context
 
-from ..base import GraphTransformerMixin, collected_spec
+from .._graph_data import reads_users_data
+from ..base import GraphTransformerMixin, charge_public_read, collected_spec
 from ..mechanisms._grid import check_eps_per_coordinate
 from ..mechanisms._grr import grr_probabilities, public_domain_sizes
 from ..utils._adjacency import normalized_adjacency
@@ -110,7 +111,8 @@ class FrequencyReconstructor(GraphTransformerMixin, BaseEstimator):
         Number of features each user randomised.
     domain_sizes : int or array-like of int, default=None
         Domain size of each feature. ``None`` takes ``max report + 1`` (at
-        least 2) from the reports.
+        least 2) from the reports of every node of the graph given to
+        :meth:`fit` (from raw features: a read in the clear, charged).
     hops : int, default=2
         Propagation steps ``K_x`` (0 = each node's own report only).
     self_loops : bool, default=True
@@ -122,6 +124,9 @@ class FrequencyReconstructor(GraphTransformerMixin, BaseEstimator):
     ----------
     n_features_in_ : int
         Number of reported features.
+    domain_sizes_ : ndarray of int64 of shape (n_features_in_,)
+        Domain size of each feature, fixed at fit; :meth:`transform` refuses
+        codes outside them.
     feature_names_in_ : ndarray of str objects
         Names of the reported features, when the GraphData has them; the
         output keeps them.
@@ -195,32 +200,41 @@ class FrequencyReconstructor(GraphTransformerMixin, BaseEstimator):
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
-        """Check the graph and the protocol parameters (nothing is learned)."""
+        """Check the graph and the protocol parameters; fix the domain sizes."""
         G = check_graph_data(X, self, **self._graph_requirements)
         d = G.shape[1]
         check_eps_per_coordinate(self.eps, "eps", type(self).__name__)   # GRRFSMechanism's
         check_int(self.m, "m", 1, d, maximum_is=f"n_features={d}")
-        if self.domain_sizes is not None:
-            public_domain_sizes(self.domain_sizes, d)
-        self._check_reports(G)
+        sizes = self._check_reports(G)
+        self.domain_sizes_ = self._read_sizes(G) if sizes is None else sizes
         self.n_features_in_ = d
         return self
 
-    def _check_reports(self, G):
+    def _read_sizes(self, G):
+        """The domain sizes: the public ones, or ``max code + 1`` (at least 2) over every
+        node's reports (a read in the clear, charged, when they are the users' data)."""
+        if self.domain_sizes is not None:
+            return public_domain_sizes(self.domain_sizes, G.shape[1])
+        st = G._store
+        if reads_users_data(st.feature_origin):
+            charge_public_read(self, st.population, G.node_keys, "features",
+                               "domain_sizes=None",
+                               "the domain sizes (each column's largest code)",
+                               "the mechanism's domain_sizes=[...] "
+                               "(FrequencyReconstructor.from_mechanism)")
+        return np.maximum(_as_codes(G.features).max(axis=0).astype(np.int64) + 1, 2)
+
+    def _check_reports(self, G, sizes=None):
         """Refuse another protocol than the collection's; warn on features that are
-        not GRR-FS reports (the inversion would return meaningless values)."""
+        not GRR-FS reports (the inversion would return meaningless values). Returns the
+        domain sizes it compared (``sizes``, else read), or ``None``."""
         origin = G._store.feature_origin
         spec = collected_spec(G)
         d = G.shape[1]
         if spec is not None and spec.kind == _GRRFS_KIND:
             want = {"eps": float(spec.params["eps"]), "m": int(spec.params["m"]),
                     "domain_sizes": np.asarray(spec.public_state["domain_sizes"], np.int64)}
-            if self.domain_sizes is not None:
-                sizes = public_domain_sizes(self.domain_sizes, d)
-            else:   # read from the reports, as transform does
-                hi = G.full().features.max(axis=0)
-                hi = hi.toarray() if sp.issparse(hi) else np.asarray(hi)
-                sizes = np.maximum(hi.ravel().astype(np.int64) + 1, 2)
+            sizes = self._read_sizes(G) if sizes is None else sizes
             have = {"eps": float(self.eps), "m": int(self.m), "domain_sizes": sizes}
             diff = [f"{k}={np.asarray(have[k]).tolist()} (collection: "
                     f"{np.asarray(want[k]).tolist()})"
@@ -235,7 +249,7 @@ class FrequencyReconstructor(GraphTransformerMixin, BaseEstimator):
                     f"with other parameters: {', '.join(diff)}. Copy the collection's with "
                     "FrequencyReconstructor.from_mechanism(skldp.population."
                     "mechanism_from_spec(spec), hops=...), spec being the collection's.")
-            return
+            return sizes
         if spec is None and origin == _GRRFS_SIMULATED:
             return
         if origin[0] == "raw":
@@ -253,19 +267,14 @@ class FrequencyReconstructor(GraphTransformerMixin, BaseEstimator):
             "skldp.population.received_graph (reports saved from a simulation and loaded "
             "again lose their origin: then ignore this warning).", UserWarning, stacklevel=2)
 
-    def _sizes(self, codes):
-        d = codes.shape[1]
-        if self.domain_sizes is not None:
-            return public_domain_sizes(self.domain_sizes, d)
-        return np.maximum(codes.max(axis=0).astype(np.int64) + 1, 2)
-
     def _transform_graph(self, G):
-        self._check_reports(G)
+        sizes = self.domain_sizes_   # (fit's: a column's domain must not change meaning)
+        self._check_reports(G, sizes)
         codes = _as_codes(G.features)
-        sizes = self._sizes(codes)
         bad = np.flatnonzero(codes.max(axis=0) >= sizes)
         if len(bad):
-            raise ValueError(f"column {bad[0]} holds codes outside 0..{sizes[bad[0]] - 1}.")
+            raise ValueError(f"column {bad[0]} holds codes outside 0..{sizes[bad[0]] - 1}, "
+                             f"the domain fixed at fit (domain_sizes_).")
         Z = self.reconstruct(codes, G.adjacency, sizes)
         return G.with_features(Z, feature_names=G.feature_names)
 

@@ -44,3 +44,46 @@ def test_a_code_outside_the_domain_is_refused_in_any_column():
     rec = FrequencyReconstructor(np.inf, 2, domain_sizes=[2, 2])   # raw codes, no warning
     with pytest.raises(ValueError, match="column 0 holds codes outside 0..1"):
         rec.fit(G).transform(G)
+
+
+def _grrfs_reports(X, seed=0):
+    """GRR-FS reports of ``X`` (codes) on a ring, at eps=inf with every feature: the codes."""
+    from skldp.mechanisms import GRRFSMechanism
+    G = _ring(X)
+    mech = GRRFSMechanism(np.inf, m=X.shape[1], domain_sizes=10, random_state=seed).fit(G)
+    return mech.transform(G)
+
+
+def test_domain_sizes_none_are_fixed_at_fit():
+    # the transform input's largest codes gave the sizes: a column of codes 0..3 on
+    # another graph was read with 4 codes where fit had 2 (another meaning), silently
+    fit_on = _grrfs_reports(np.c_[np.arange(8) % 2, np.arange(8) % 3])
+    rec = FrequencyReconstructor(1.0, 1).fit(fit_on)
+    np.testing.assert_array_equal(rec.domain_sizes_, [2, 3])
+    wider = _grrfs_reports(np.c_[np.arange(8) % 4, np.arange(8) % 3])
+    with pytest.raises(ValueError, match=r"column 0 holds codes outside 0..1, the domain "
+                                         r"fixed at fit"):
+        rec.transform(wider)
+    # fewer codes on another graph: still fit's domains (the third code of column 1 too)
+    narrower = _grrfs_reports(np.c_[np.arange(8) % 2, np.arange(8) % 2])
+    expected = FrequencyReconstructor(1.0, 1, domain_sizes=[2, 3]).fit(narrower)
+    np.testing.assert_allclose(np.asarray(rec.transform(narrower)),
+                               np.asarray(expected.transform(narrower)))
+
+
+def test_domain_sizes_read_from_raw_features_at_fit_are_charged():
+    from skldp.population import BudgetExceededError
+    X = np.c_[np.arange(6) % 2, np.arange(6) % 3].astype(float)
+    G = _ring(X)
+    FrequencyReconstructor(np.inf, 2).fit(G)   # eps=inf, m=d: the raw codes are the reports
+    reads = [e for e in G.ledger.entries() if "domain_sizes=None" in str(e)]
+    assert reads and np.isinf(G.ledger.per_user("features")[1]).all()
+    capped = GraphData(X, _ring(X).adjacency, budget=10.0)
+    with pytest.raises(BudgetExceededError, match=r"domain_sizes=None\).*6 user\(s\).*"
+                                                  r"FrequencyReconstructor.from_mechanism"):
+        FrequencyReconstructor(np.inf, 2).fit(capped)
+    # reports cost nothing more to read
+    reports = _grrfs_reports(X)
+    before = len(reports.ledger.entries())
+    FrequencyReconstructor(1.0, 1).fit(reports)
+    assert len(reports.ledger.entries()) == before
