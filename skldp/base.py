@@ -1,5 +1,6 @@
 """Base classes: graph transformers, local DP mechanisms, NodeWise, graph classifiers."""
 
+import contextlib
 import functools
 import uuid
 import warnings
@@ -48,6 +49,7 @@ from .utils.validation import (
     clip_to_range,
     record_feature_names,
     resolve_feature_range,
+    warn_on_names_presence,
 )
 
 __all__ = ["GraphTransformerMixin", "LDPMechanism", "NodeWise", "ToPandas", "GraphClassifierMixin",
@@ -1115,6 +1117,17 @@ def _dense(Z):
     return np.asarray(Z.toarray() if sp.issparse(Z) else Z, dtype=float)
 
 
+@contextlib.contextmanager
+def _names_checked_above():
+    """Silence a wrapped transformer's warnings about the presence of feature names: it
+    may have been fitted on a GraphData's rows, without them, and :class:`NodeWise`
+    checks them itself."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"X (has feature names|does not have "
+                                r"valid feature names), but", category=UserWarning)
+        yield
+
+
 class NodeWise(GraphTransformerMixin, BaseEstimator):
     """Apply a plain scikit-learn transformer to the features of every node.
 
@@ -1128,7 +1141,10 @@ class NodeWise(GraphTransformerMixin, BaseEstimator):
     imputes them); the graph step after it refuses any that remain.
     :meth:`get_feature_names_out` is the wrapped transformer's (given the
     input names), and the output GraphData carries these names, e.g.
-    ``pca0, pca1`` for ``NodeWise(PCA(2))``.
+    ``pca0, pca1`` for ``NodeWise(PCA(2))``. Input names are checked as
+    scikit-learn does: other names, or the same in another order, raise; names
+    at fit or at transform only (a GraphData without ``feature_names``, an
+    array) warn.
 
     Before a local DP mechanism only a transform each user's device can run on its
     own data may stand (Design page, "Local DP is a protocol"): pass
@@ -1350,12 +1366,18 @@ class NodeWise(GraphTransformerMixin, BaseEstimator):
 
     def transform(self, X):
         check_is_fitted(self, "estimator_")
+        # names compared here, as scikit-learn does (the wrapped transformer was fitted on
+        # a GraphData's rows without them): another order raises (check_feature_names),
+        # names on one side only warn
+        warn_on_names_presence(self, X)
         if isinstance(X, GraphData):
             return super().transform(X)
-        return self.estimator_.transform(X)
+        with _names_checked_above():
+            return self.estimator_.transform(X)
 
     def _transform_graph(self, G):
-        Z = self.estimator_.transform(G.features)
+        with _names_checked_above():
+            Z = self.estimator_.transform(G.features)
         if self.on_device:
             self._check_per_user(G.features, Z)
         return G.with_features(Z)

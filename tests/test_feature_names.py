@@ -7,6 +7,8 @@ columns, so that ``Pipeline.get_feature_names_out()`` works; graph outputs carry
 the names, so that ``G.to_pandas()`` after a pipeline has the right columns.
 """
 
+import warnings
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -283,9 +285,27 @@ def test_nodewise_scaler_refuses_reordered_columns():
         nw.transform(GraphData(X[:, ::-1], None, feature_names=["income", "age"], population=G))
     with pytest.raises(ValueError, match="The feature names should match"):
         nw.transform(pd.DataFrame(X[:, ::-1], columns=["income", "age"]))
-    # unnamed input is not checked (as for the models); the right order passes
-    out = np.asarray(nw.transform(GraphData(X, None, population=G)))
+    # unnamed input cannot be checked: it warns, as scikit-learn's transformers do
+    with pytest.warns(UserWarning, match="X does not have valid feature names, but NodeWise "
+                                         "was fitted with feature names"):
+        out = np.asarray(nw.transform(GraphData(X, None, population=G)))
     np.testing.assert_allclose(out.mean(axis=0), 0.0, atol=1e-9)
+    with pytest.warns(UserWarning, match="X does not have valid feature names"):
+        nw.transform(X[:, ::-1])   # (the wrapped scaler, fitted without names, said nothing)
+
+
+def test_nodewise_warns_on_names_as_scikit_learn_does():
+    X = np.random.default_rng(0).random((10, 2))
+    G = GraphData(X, None, feature_names=["a", "b"])
+    with pytest.warns(UserWarning, match="X has feature names, but NodeWise was fitted "
+                                         "without feature names"):
+        NodeWise(StandardScaler()).fit(GraphData(X, None, population=G)).transform(G)
+    # the same names on both sides: no warning (the scaler fitted on a frame warned that a
+    # GraphData had none, since it sees its rows as an array)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        NodeWise(StandardScaler()).fit(pd.DataFrame(X, columns=["a", "b"])).transform(G)
+        NodeWise(StandardScaler()).fit(G).transform(pd.DataFrame(X, columns=["a", "b"]))
 
 
 @pytest.mark.filterwarnings("ignore::skldp.exceptions.PrivacyLeakWarning")

@@ -262,6 +262,20 @@ def check_feature_names(estimator, X):
     raise ValueError(msg)
 
 
+def warn_on_names_presence(estimator, X):
+    """Warn when ``X`` has feature names and ``estimator`` was fitted without, or the
+    reverse, with scikit-learn's messages (``BaseEstimator._check_feature_names``)."""
+    fitted = getattr(estimator, "feature_names_in_", None) is not None
+    given = input_feature_names(X) is not None
+    name = type(estimator).__name__
+    if given and not fitted:
+        warnings.warn(f"X has feature names, but {name} was fitted without feature names",
+                      UserWarning, stacklevel=3)
+    elif fitted and not given:
+        warnings.warn(f"X does not have valid feature names, but {name} was fitted with "
+                      "feature names", UserWarning, stacklevel=3)
+
+
 def check_input_features(estimator, input_features=None):
     """The input feature names of a fitted step (scikit-learn's ``get_feature_names_out`` rule).
 
