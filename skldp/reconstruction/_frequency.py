@@ -205,6 +205,8 @@ class FrequencyReconstructor(GraphTransformerMixin, BaseEstimator):
         d = G.shape[1]
         check_eps_per_coordinate(self.eps, "eps", type(self).__name__)   # GRRFSMechanism's
         check_int(self.m, "m", 1, d, maximum_is=f"n_features={d}")
+        if self.domain_sizes is not None:   # (refused before the origin's warning)
+            public_domain_sizes(self.domain_sizes, d)
         sizes = self._check_reports(G)
         self.domain_sizes_ = self._read_sizes(G) if sizes is None else sizes
         self.n_features_in_ = d
