@@ -266,6 +266,15 @@ class _GraphStore:
         for k, v in state.items():
             if k != "_population":          # stores pickled before the population existed
                 setattr(self, "_features" if k == "features" else k, v)
+        # read-only again, in place: stores unpickled together share the arrays, and a
+        # view of them would be other features (``same``) for the steps after a mechanism
+        arrays = [] if self._features is None else \
+            [self._features] if not sp.issparse(self._features) else \
+            [self._features.data, self._features.indices, self._features.indptr]
+        if self.adjacency is not None:
+            arrays += [self.adjacency.data, self.adjacency.indices, self.adjacency.indptr]
+        for a in arrays:
+            a.flags.writeable = False
         self._memo = OrderedDict()
         self._info = None
         self.info()   # registers the arrays (see __init__)

@@ -40,10 +40,12 @@ def test_changed_features_are_refused_unchanged_ones_served():
     G = _graph()
     m = _forgotten(LaplaceMechanism(eps=np.inf, feature_range=(0, 1), random_state=0), G)
     saved = np.asarray(m.transform(G))
+    entries = len(G.ledger.entries())
     # the same data on another store (a copy of the rows), a view in any order, repeats
     same = G.with_features(G.features.copy(), source="users")
     np.testing.assert_array_equal(np.asarray(m.transform(same)), saved)
     np.testing.assert_array_equal(np.asarray(m.transform(G[[5, 1, 1]])), saved[[5, 1, 1]])
+    assert len(G.ledger.entries()) == entries   # served free: nothing sent or charged
     changed = G.with_features(1 - G.features, source="users")
     with pytest.raises(ValueError, match=r"saved without its secret.*8 user\(s\) of this "
                                          r"GraphData hold other feature rows now"):
@@ -92,3 +94,18 @@ def test_a_copy_cut_off_follows_the_features_through_on_device_steps():
     np.testing.assert_array_equal(np.asarray(pipe.transform(G2)), saved)
     with pytest.raises(ValueError, match="set anew"):
         pipe.transform(G2.with_features(1 - G2.features, source="users"))
+
+
+def test_a_loaded_pipeline_of_edge_and_feature_mechanisms_serves_its_graph():
+    # unpickled, the store's arrays were writeable: the store after EdgeRR wrapped the
+    # features in a read-only view, which the mechanism after it took for features the
+    # server computed (it refused the saved graph)
+    G = _graph()
+    pipe = Pipeline([("edges", EdgeRR(eps=np.inf, random_state=0)),
+                     ("lap", LaplaceMechanism(eps=np.inf, feature_range=(0, 1),
+                                              random_state=0))]).fit(G)
+    saved = np.asarray(pipe.transform(G))
+    forget_secrets(pipe, G)
+    pipe, G2 = _cut_off(pipe, G)
+    assert not G2.features.flags.writeable and not G2.adjacency.data.flags.writeable
+    np.testing.assert_array_equal(np.asarray(pipe.transform(G2[[4, 2]])), saved[[4, 2]])
