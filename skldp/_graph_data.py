@@ -258,9 +258,10 @@ class _GraphStore:
         return state
 
     def __setstate__(self, state):
-        # stores pickled before these caches (and the lineage) existed
-        for s in ("_one_sided", "_finite", "feature_source", "adjacency_source"):
-            setattr(self, s, None)
+        # stores pickled before these caches (and the lineage) existed: a lineage of their
+        # own from now on (None would read as a mechanism saved before lineage, unchecked)
+        self._one_sided = self._finite = None
+        self.feature_source, self.adjacency_source = uuid.uuid4().hex, uuid.uuid4().hex
         self.population, self.feature_origin, self.adjacency_origin = Population(), RAW, RAW
         self._on_device = None
         for k, v in state.items():

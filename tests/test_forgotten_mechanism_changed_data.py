@@ -109,3 +109,21 @@ def test_a_loaded_pipeline_of_edge_and_feature_mechanisms_serves_its_graph():
     pipe, G2 = _cut_off(pipe, G)
     assert not G2.features.flags.writeable and not G2.adjacency.data.flags.writeable
     np.testing.assert_array_equal(np.asarray(pipe.transform(G2[[4, 2]])), saved[[4, 2]])
+
+
+def test_a_graph_pickled_before_the_lineage_gets_one_of_its_own():
+    """A store unpickled from a file written before the lineage existed has none; a
+    mechanism forgotten on it must still check it in a cut-off copy."""
+    G = _graph()
+    state = G._store.__getstate__()
+    del state["feature_source"], state["adjacency_source"]
+    old = object.__new__(type(G._store))
+    old.__setstate__(state)
+    assert old.feature_source is not None and old.adjacency_source is not None
+    old.population = G._store.population        # (the same users, for the fit below)
+    G = GraphData._from_store(old, G.rows)
+    m = _forgotten(LaplaceMechanism(eps=1.0, feature_range=(0, 1), random_state=0), G)
+    m, G = _cut_off(m, G)
+    assert np.asarray(m.transform(G[[2, 1]])).shape == (2, 3)
+    with pytest.raises(ValueError, match="set anew"):
+        m.transform(G.with_features(1 - G.features, source="users"))

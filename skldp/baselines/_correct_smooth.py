@@ -24,6 +24,7 @@ from ..population import BudgetExceededError
 from ..utils._arrays import member, sorted_lookup
 from ..utils.validation import LABEL_MECHANISM_CONSTRAINT, Count, Interval, check_graph_data
 from ._graph_ops import (
+    check_training_population,
     fit_label_mechanism,
     node_positions,
     sym_normalized_adjacency,
@@ -378,6 +379,7 @@ class CorrectAndSmooth(MetaEstimatorMixin, GraphClassifierMixin, BaseEstimator):
         """
         check_is_fitted(self, "train_labels_")
         G = check_graph_data(X, self, require_symmetric=True)
+        check_training_population(G, self)
         _note_adjacency_read(self, G)
         key = ("skldp.baselines.correct_and_smooth", getattr(self, "_fit_stamp", None),
                float(self.alpha1), float(self.alpha2), int(self.n_iter), str(self.scale))
@@ -398,8 +400,7 @@ class CorrectAndSmooth(MetaEstimatorMixin, GraphClassifierMixin, BaseEstimator):
         name = type(self).__name__
         S = sym_normalized_adjacency(G, owner=name)
         Z = self._base_proba(G)
-        pos = node_positions(G, self.train_keys_, name,
-                             getattr(self, "train_population_", None))
+        pos = node_positions(G, self.train_keys_, name)
         n, c = Z.shape
         Y = label_matrix(pos, self.train_labels_, n, c)
         Y[pos] = np.minimum(Y[pos], 1.0)        # a node listed twice is still one-hot

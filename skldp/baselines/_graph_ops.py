@@ -9,7 +9,7 @@ from ..mechanisms._label_rr import randomize_after
 from ..utils._arrays import sorted_lookup
 
 __all__ = ["sym_normalized_adjacency", "solve_shifted", "node_positions",
-           "fit_label_mechanism"]
+           "check_training_population", "fit_label_mechanism"]
 
 
 def sym_normalized_adjacency(G, dtype=np.float64, owner="This step"):
@@ -70,20 +70,26 @@ def solve_shifted(S, B, alpha, *, tol=1e-6, max_iter=1000):
     return F, False
 
 
-def node_positions(G, keys, owner, population_id=None):
+def check_training_population(G, model):
+    """Refuse a graph of another population than ``model``'s training users, before any
+    read of it: another population's graph can hold the same keys (ids 0..n-1) for other
+    people, at whose nodes the training labels would be placed."""
+    fitted = getattr(model, "train_population_", None)   # (None: pickled before it was kept)
+    if fitted is not None and G.population.id != fitted:
+        raise ValueError(f"{type(model).__name__} was fitted on another graph's users (another "
+                         "population); their labels would be placed at whichever nodes carry "
+                         "the same ids. Predict on a view of the graph it was fitted on "
+                         "(transductive protocol), or build this graph with "
+                         "population=<that graph>.")
+
+
+def node_positions(G, keys, owner):
     """Positions in the whole graph of ``G`` of the nodes with uint64 ``keys``.
 
     The baselines store the keys of their training nodes (not positions), so
     that ``predict`` on any graph of the same users (a view, or a graph
     derived by a pipeline step) seeds the propagation at the right nodes.
-    ``population_id`` is the id of the training users' population: another
-    population's graph can hold the same keys (ids 0..n-1) for other people.
     """
-    if population_id is not None and G.population.id != population_id:
-        raise ValueError(f"{owner} was fitted on another graph's users (another population); "
-                         "their labels would be placed at whichever nodes carry the same ids. "
-                         "Predict on a view of the graph it was fitted on (transductive "
-                         "protocol), or build this graph with population=<that graph>.")
     all_keys = G.node_keys
     order = G.memo_get(("skldp.baselines.key_order",))
     if order is None:

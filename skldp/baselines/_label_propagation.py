@@ -12,6 +12,7 @@ from sklearn.utils.validation import check_is_fitted
 from ..base import GraphClassifierMixin, fitted_token, note_edge_read, note_label_read
 from ..utils.validation import LABEL_MECHANISM_CONSTRAINT, Count, Interval, check_graph_data
 from ._graph_ops import (
+    check_training_population,
     fit_label_mechanism,
     node_positions,
     solve_shifted,
@@ -165,6 +166,7 @@ class LabelPropagationClassifier(GraphClassifierMixin, BaseEstimator):
         """
         check_is_fitted(self, "train_labels_")
         G = check_graph_data(X, self, require_symmetric=True)
+        check_training_population(G, self)
         note_edge_read(self, G)   # the edges it reads (charged when due)
         key = ("skldp.baselines.label_propagation", fitted_token(self))
         P = G.memo_get(key)
@@ -187,8 +189,7 @@ class LabelPropagationClassifier(GraphClassifierMixin, BaseEstimator):
         """Normalised ``F`` for all nodes of ``G``'s graph."""
         name = type(self).__name__
         S = sym_normalized_adjacency(G, owner=name)
-        pos = node_positions(G, self.train_keys_, name,
-                             getattr(self, "train_population_", None))
+        pos = node_positions(G, self.train_keys_, name)
         c = len(self.classes_)
         Y = label_matrix(pos, self.train_labels_, G.n_nodes, c)
         a = float(self.alpha)

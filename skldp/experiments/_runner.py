@@ -4,6 +4,7 @@ import contextlib
 import logging
 import math
 import os
+import pickle
 import platform
 import time
 import traceback
@@ -88,8 +89,13 @@ def _method_input(study, spec):
         return G, y
     config = dict(study.configs.get(spec.dataset, {}))
     # a study declared again under the same name (a notebook cell run twice) may bring
-    # another data function or config: they are part of the key
-    key = (study.name, spec.dataset, spec.method, method.data, content_hash(config))
+    # another data function or config: their content is part of the key (not the function
+    # object: a worker receives a new copy of a script's function with each task)
+    try:
+        content = content_hash((method.data, config))
+    except (pickle.PicklingError, TypeError):   # (a lock in a closure: by name, as before)
+        content = None
+    key = (study.name, spec.dataset, spec.method, content)
     if key not in _METHOD_DATA:
         _METHOD_DATA[key] = method.data(G, y, config)
     return _METHOD_DATA[key]

@@ -19,6 +19,7 @@ def test_predict_refuses_another_population(small_graph, make):
     other = GraphData(X[::-1].copy(), A)            # other people under the same ids
     with pytest.raises(ValueError, match="another population"):
         model.predict(other[40:])
+    assert other.ledger.entries() == []            # refused before any read of their graph
     with pytest.raises(ValueError, match="another population"):
         model.predict(G.new_simulation()[40:])
     # the same users' graph (a view, or one built with population=G) is accepted

@@ -342,3 +342,38 @@ def test_a_study_declared_again_gets_its_own_method_data(tmp_path):
     assert run(constant, 0.0, "a")["accuracy"] == 0.0
     assert run(constant, 1.0, "b")["accuracy"] == 1.0
     assert run(lambda G, y, c: constant(G, y, {"level": 7.0}), 1.0, "c")["accuracy"] == 7.0
+
+
+class _Level:
+    """A data callable that is not hashable (a dataclass-like object with __eq__)."""
+
+    def __init__(self, level):
+        self.level = level
+
+    def __eq__(self, other):
+        return isinstance(other, _Level) and other.level == self.level
+
+    __hash__ = None
+
+    def __call__(self, G, y, config):
+        return G.with_features(np.full(G.shape, self.level), source="public"), y
+
+
+def test_method_data_is_built_once_per_content(monkeypatch):
+    """Workers receive a new copy of a script's data function with each task: the inputs
+    are kept by the function's content, built once, and an unhashable callable works."""
+    import pickle
+
+    from skldp.experiments import _runner
+    from skldp.experiments._study import RunSpec
+
+    monkeypatch.setattr(_runner, "_METHOD_DATA", {})
+    inputs = []
+    for fn in (_Level(2.0), pickle.loads(pickle.dumps(_Level(2.0))), _Level(3.0)):
+        study = Study("once", ["german"], {"m": Method(logreg_raw, role="baseline", data=fn)},
+                      seeds=[0])
+        for seed in (0, 1):
+            G, _ = _runner._method_input(study, RunSpec("german", "m", "50/25/25", seed))
+            assert G.features[0, 0] == fn.level
+            inputs.append(G)
+    assert len({id(G) for G in inputs}) == 2 and len(_runner._METHOD_DATA) == 2
