@@ -828,7 +828,10 @@ class GraphTransformerMixin(TransformerMixin, auto_wrap_output_keys=None):
                 name not in edges:
             edges += (name,)
         for part, origin in (("features", "feature_origin"), ("adjacency", "adjacency_origin")):
-            if st.same(src, part):
+            if st.same(src, part):   # the input's own data (an identity step): its origin
+                setattr(st, origin, getattr(src, origin))
+                source = "feature_source" if part == "features" else "adjacency_source"
+                setattr(st, source, getattr(src, source))
                 continue
             before = getattr(src, origin)
             if part == "features" and "features" in getattr(self, "protects", ()):

@@ -127,3 +127,18 @@ def test_a_graph_pickled_before_the_lineage_gets_one_of_its_own():
     assert np.asarray(m.transform(G[[2, 1]])).shape == (2, 3)
     with pytest.raises(ValueError, match="set anew"):
         m.transform(G.with_features(1 - G.features, source="users"))
+
+
+def test_an_identity_on_device_step_keeps_the_users_data_and_lineage():
+    """An on-device step that returns its input array itself: the next mechanism reads the
+    users' raw data (it was refused at fit as features set on the server), and a copy cut
+    off from the devices serves the saved graph."""
+    from sklearn.preprocessing import FunctionTransformer
+
+    G = _graph()
+    pipe = Pipeline([("id", NodeWise(FunctionTransformer(), on_device=True)),
+                     ("lap", LaplaceMechanism(eps=1.0, feature_range=(0, 1), random_state=0))])
+    saved = np.asarray(pipe.fit(G).transform(G))
+    forget_secrets(pipe, G)
+    pipe, G = _cut_off(pipe, G)
+    np.testing.assert_array_equal(np.asarray(pipe.transform(G)), saved)
