@@ -63,7 +63,9 @@ TOLERANCE = {"accuracy": 0.005, "auc": 0.5, "mae": 1e-5}   # auc in points
 
 def _needs_pymetis(study, key):
     # RGNN's label-proportion term (alpha > 0) clusters the graph with METIS
-    return study == "rgnn" and key.split("|")[1] in ("RGNN", "raw-features")
+    method = key.split("|")[1]
+    return (study == "rgnn" and method in ("RGNN", "raw-features")) or method == "rgnn" or \
+        method.startswith("RGNN:")
 
 
 def _record(study, key):
