@@ -47,7 +47,7 @@ KEYS = [
     ("honest_utility", 'cora|RGNN: grouped GRR-FS(m=1) -> reconstruction -> RGNN|50/25/25|0|'
                        '{"eps": 1.0}'),
     # a grid search whose folds' heads choose their weight decay
-    ("honest_utility", 'german|PrivGE: HDS(k=auto) -> PPR -> MLP|50/25/25|1|{"eps": 1.0}'),
+    ("honest_utility", 'german|PrivGE: HDS(k=auto) -> PPR -> MLP|50/25/25|4|{"eps": 2.0}'),
     ("privge", 'cora|hds|random|0|{"hds__eps": 1.0}'),
     ("link_prediction", 'cora|HDS|edge-85/5/10|1|{"eps": 1.0, "loss": "pairwise", '
                         '"paper": "002"}'),
