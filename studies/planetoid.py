@@ -5,7 +5,8 @@ Cora and CiteSeer with the public Planetoid split stored in the dataset files
 
 * ``validation``: fit on the training and validation nodes with
   ``validation=val`` (early stopping and every choice on the 500 validation
-  nodes; PyTorch Geometric's protocol);
+  nodes; PyTorch Geometric's protocol), except label propagation, fit on the
+  training nodes alone with its alpha chosen on the validation nodes;
 * ``train-only``: fit on the training nodes alone at the defaults (the
   simplest call, no validation node given).
 
