@@ -22,7 +22,7 @@ __all__ = ["privge_study", "write_page", "LabelPropagationRun", "EPS", "LP_ALPHA
 EPS = [0.01, 0.1, 1.0, 2.0, 3.0, 5.0, float("inf")]
 
 # k, alpha and r follow the authors' released run script for each dataset; the head
-# uses MLPHead's defaults with early stopping on the validation nodes.
+# uses MLPHead's defaults, early-stopping on a random third of the fit rows it holds out.
 # The recorded runs used conjugate gradients to 1e-6 (PPRPropagation's defaults then):
 # pinned, so that resumed runs are of the same study.
 PPR_TOL = 1e-6
