@@ -1,10 +1,11 @@
 """The honest-utility study: what the private features buy over the best feature-free model.
 
 For each dataset, eps and seed (random 50/25/25 split of the labelled nodes) a
-run fits one pipeline of ``PIPELINES`` on the training nodes, choosing its
-hyper-parameters with ``GridSearchCV`` (3 folds) over the training nodes only,
-and scores it on the test nodes. The feature-free rows (label propagation,
-structural features) and the raw-feature row do not depend on eps. Mechanisms
+run fits one pipeline of ``PIPELINES`` on the training nodes, choosing the
+hyper-parameters of those with a grid with ``GridSearchCV`` (3 folds) over the
+training nodes only (the others run at their defaults), and scores it on the
+test nodes. The feature-free rows (label propagation, structural features) and
+the raw-feature row do not depend on eps. Mechanisms
 keep their parameters fixed inside a search (an integer ``random_state``), so a
 search spends one budget; the epsilon recorded is ``privacy_report``'s total,
 searches included. Nothing is selected on test labels.
@@ -315,8 +316,9 @@ def honest_utility_study(datasets=DATASETS, seeds=range(5), eps=EPS):
         name="honest_utility", datasets=datasets, seeds=seeds, methods=methods,
         splits={SPLIT: default_split},
         title="Honest utility — private pipelines against the best feature-free model",
-        description="Test accuracy on random 50/25/25 splits; hyper-parameters searched with "
-                    "3-fold GridSearchCV on the training nodes only.",
+        description="Test accuracy on random 50/25/25 splits; the hyper-parameters of the "
+                    "pipelines with a grid searched with 3-fold GridSearchCV on the training "
+                    "nodes only, the others at their defaults.",
         quick={"datasets": ["cora"], "seeds": [0],
                "grid": {n: [Grid({"eps": [1.0]})] for n in methods
                         if n in SIGNALS or PIPELINES[n][0]}},
