@@ -14,7 +14,8 @@ of private ones, which tells what LPGNN's gain owes to its label model rather
 than to the features. The raw features with clean labels are the ceiling. Both
 regimes: random 50/25/25 splits and 20 training plus 30 validation labels per
 class. Every setting and every early stop is chosen on the validation nodes,
-against the labels the validation users sent.
+against the labels the validation users sent, except the early stop of C&S's
+base head (fitted on the training nodes alone, see ``private_features``).
 
 Each run checks the ledger of its users: every user who sent a label spent
 ``B`` in all, and no user spent more.

@@ -15,7 +15,9 @@ Which rows a candidate is fitted on:
 * ``"train"``: training nodes only. Correct and Smooth propagates every label
   it is fitted on, so it sees the training labels alone (a validation label
   among its sources would make the validation score meaningless); its base
-  model then trains without early stopping;
+  model then gets no validation node (an ``MLPHead`` stops early on a held-out
+  10 % of the training nodes only from 1,000 of them, and below 500 chooses its
+  weight decay by cross-validating them);
 * ``"refit"``: chosen as ``"train"``, then the chosen setting is fitted again
   on the training and validation nodes: the label-propagation floor of a
   comparison with LPGNN (``lp_sources="fit"``) propagates the labels of the
