@@ -16,9 +16,7 @@ propagated features, for the raw features and for the propagated private
 reports at each eps.
 
 The method names are the pipelines' names, the split is ``"50/25/25"`` and the
-grid value is ``eps`` (none for the rows without a budget): the runs file's
-records made before the study was registered carry these keys (their former
-key in ``legacy_key``), so the study resumes over them.
+grid value is ``eps`` (none for the rows without a budget).
 """
 
 import functools
