@@ -124,7 +124,7 @@ class FrequencyReconstructor(GraphTransformerMixin, BaseEstimator):
     ----------
     n_features_in_ : int
         Number of reported features.
-    domain_sizes_ : ndarray of int64 of shape (n_features_in_,)
+    domain_sizes_ : ndarray of int64 of shape (n_features,)
         Domain size of each feature, fixed at fit; :meth:`transform` refuses
         codes outside them.
     feature_names_in_ : ndarray of str objects
