@@ -426,6 +426,10 @@ class PrivateStepMixin:
     protects = ()
     privacy_model = "local"
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        _restores_fit(cls)   # a failed fit leaves the step as it was
+
     def _open_collection(self, population, *, epsilon, public_state=None, device_steps=(),
                          delta=0.0):
         """Fix this fit's collection: its public spec, its secret seed and its ledger.
@@ -577,30 +581,59 @@ def fitted_token(estimator):
 UNSHARED = "unshared:"
 
 
+def restores_on_failure(method):
+    """Wrap ``method`` (a ``fit``) so that, if it raises (a refused collection, a bad
+    input, Ctrl-C), the estimator is left as it was: no mix of a new ``classes_``,
+    ``ledger_`` or ``label_mechanism_`` with an old ``module_``. What users sent during
+    the failed call stays charged in their population's ledger. Applied once (a
+    wrapped method is returned as it is).
+    """
+    if getattr(method, "_skldp_restores", False):
+        return method
+
+    @functools.wraps(method)
+    def wrapped(self, *args, **kwargs):
+        # shallow: no fit mutates a fitted attribute in place (each builds new objects)
+        before = dict(vars(self))
+        try:
+            return method(self, *args, **kwargs)
+        except BaseException:
+            vars(self).clear()
+            vars(self).update(before)
+            raise
+
+    wrapped._skldp_restores = True
+    return wrapped
+
+
+def _restores_fit(cls):
+    """Make the ``fit`` that ``cls`` itself defines restore the estimator on failure."""
+    if "fit" in cls.__dict__:
+        cls.fit = restores_on_failure(cls.__dict__["fit"])
+
+
 def _records_fit_input(fit):
     """Wrap ``fit`` so that it records what later calls compare with.
 
     The names of ``X`` (a GraphData's ``feature_names``, a DataFrame's string
     columns) are stored after a successful fit, as scikit-learn does; unnamed input
     removes those of an earlier fit. A server step that reads the adjacency also
-    notes whether it was fitted on collected edges (:func:`note_edge_read`).
+    notes whether it was fitted on collected edges (:func:`note_edge_read`). A
+    failed fit leaves the step as it was (:func:`restores_on_failure`).
     """
     if getattr(fit, "_skldp_records_names", False):
         return fit
+    if getattr(fit, "_skldp_restores", False):   # (wrapped by another mixin first)
+        fit = fit.__wrapped__
 
+    @restores_on_failure
     @functools.wraps(fit)
     def wrapped(self, *args, **kwargs):
-        before = dict(vars(self))
-        try:
-            out = fit(self, *args, **kwargs)
-        except BaseException:
-            # a failed fit leaves the step as it was: nothing half set (check_is_fitted
-            # passed on a step whose transform said it was not fitted), nothing overwritten
-            # (the earlier collection's seed with a failed fit's bounds, after the
-            # parameters were set back, answered a second time for free)
-            vars(self).clear()
-            vars(self).update(before)
-            raise
+        # (a failed fit restored: nothing half set - check_is_fitted passed on a step whose
+        # transform said it was not fitted - nothing overwritten - the earlier collection's
+        # seed with a failed fit's bounds, after the parameters were set back, answered a
+        # second time for free)
+        out = fit(self, *args, **kwargs)
         X = args[0] if args else kwargs.get("X")
         record_feature_names(self, X)
         if self._reads_adjacency and not isinstance(self, PrivateStepMixin):
@@ -1569,7 +1602,14 @@ class GraphClassifierMixin(ClassifierMixin):
     ``fit`` gets the labelled training rows only; ``-1`` (the semi-supervised
     "unlabelled" convention) in ``y`` is an error, since no label may be
     invented for a node.
+
+    A ``fit`` that fails (bad labels, a refused collection, Ctrl-C in training) leaves
+    the classifier as it was (:func:`restores_on_failure`).
     """
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        _restores_fit(cls)
 
     def _check_labels(self, y, n_rows, X=None):
         """``y`` as a 1-D array of ``n_rows`` labels, at least one (an empty fit is an error);

@@ -7,7 +7,7 @@ from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils.validation import check_is_fitted
 
 from .._graph_data import GraphData
-from ..base import PrivateStepMixin, charge_public_read, sent_these_labels
+from ..base import PrivateStepMixin, charge_public_read, restores_on_failure, sent_these_labels
 from ..device._kinds import label_encode, label_flip_q
 from ..device._random import check_node_keys
 from ..exceptions import PrivacyLeakWarning
@@ -266,6 +266,8 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
         """Delete ``seed_``: the labels already randomized were used; no new ones can be."""
         del self.seed_
 
+    # a refused collection leaves the mechanism unbound (its first use binds its users)
+    @restores_on_failure
     def randomize_encoded(self, y_enc, keys):
         """Noisy class positions for class positions ``y_enc`` (see :meth:`randomize`)."""
         check_is_fitted(self, "epsilon_")
