@@ -582,11 +582,11 @@ UNSHARED = "unshared:"
 
 
 def restores_on_failure(method):
-    """Wrap ``method`` (a ``fit``) so that, if it raises (a refused collection, a bad
-    input, Ctrl-C), the estimator is left as it was: no mix of a new ``classes_``,
-    ``ledger_`` or ``label_mechanism_`` with an old ``module_``. What users sent during
-    the failed call stays charged in their population's ledger. Applied once (a
-    wrapped method is returned as it is).
+    """Wrap ``method`` (a ``fit``, or a call that binds users) so that, if it raises (a
+    refused collection, a bad input, Ctrl-C), the estimator is left as it was: no mix of
+    a new ``classes_``, ``ledger_`` or ``label_mechanism_`` with an old ``module_``.
+    What users sent during the failed call stays charged in their population's ledger.
+    Applied once (a wrapped method is returned as it is).
     """
     if getattr(method, "_skldp_restores", False):
         return method
