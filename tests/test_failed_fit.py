@@ -263,3 +263,46 @@ def test_every_fit_restores_once():
         return n
     for cls in (MultiBitMechanism, DPMLPClassifier, LabelRandomizedResponse, GCNClassifier):
         assert layers(cls.__dict__.get("fit") or cls.fit) == 1, cls
+
+
+def test_an_interrupted_randomize_stays_with_the_users_who_answered(monkeypatch):
+    """Answers are recorded before the device program runs: a randomize interrupted there
+    leaves the mechanism bound to those users (its report names them; its random numbers
+    are not given to another population)."""
+    import skldp.mechanisms._label_rr as label_rr
+    from skldp.accounting import privacy_report
+    from skldp.mechanisms import LabelRandomizedResponse
+
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 3, 40)
+    G, H = GraphData(rng.random((40, 2))), GraphData(rng.random((40, 2)))
+    m = LabelRandomizedResponse(eps=1.0, classes=[0, 1, 2], random_state=None).fit()
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patch:
+        patch.setattr(label_rr, "label_encode", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            m.randomize(y, G)
+    assert privacy_report(G).total_epsilon == privacy_report(m).total_epsilon == 1.0
+    with pytest.raises(ValueError, match="other users"):
+        m.randomize(y, H)
+
+
+def test_a_check_binds_no_users():
+    """check_randomize sends nothing: refused or not, it leaves the mechanism free for
+    other users."""
+    from skldp.mechanisms import LabelRandomizedResponse
+    from skldp.population import BudgetExceededError
+
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 30)
+    G, H = GraphData(rng.random((30, 2))), GraphData(rng.random((30, 2)))
+    G.population.set_budget(0.5)
+    m = LabelRandomizedResponse(eps=1.0, classes=[0, 1]).fit()
+    with pytest.raises(BudgetExceededError):
+        m.check_randomize(y, G)
+    m.check_randomize(y, H)
+    assert m.population_ is None
+    assert len(m.randomize(y, H)) == 30 and G.ledger.entries() == []

@@ -7,7 +7,7 @@ from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils.validation import check_is_fitted
 
 from .._graph_data import GraphData
-from ..base import PrivateStepMixin, charge_public_read, restores_on_failure, sent_these_labels
+from ..base import PrivateStepMixin, charge_public_read, sent_these_labels
 from ..device._kinds import label_encode, label_flip_q
 from ..device._random import check_node_keys
 from ..exceptions import PrivacyLeakWarning
@@ -266,18 +266,29 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
         """Delete ``seed_``: the labels already randomized were used; no new ones can be."""
         del self.seed_
 
-    # a refused collection leaves the mechanism unbound (its first use binds its users)
-    @restores_on_failure
     def randomize_encoded(self, y_enc, keys):
         """Noisy class positions for class positions ``y_enc`` (see :meth:`randomize`)."""
         check_is_fitted(self, "epsilon_")
-        if isinstance(keys, GraphData) and not keys.population.simulated:
-            y_enc = np.asarray(y_enc, dtype=np.int64)
-            population, node_keys = self._users(keys, len(y_enc))
-            return self._received_labels(population, node_keys, y_enc)
-        population, node_keys, y_enc = self._request(y_enc, keys)
-        return population.collect(self.collection_, node_keys, label_digests(y_enc),
-                                  lambda rkeys: self._encode_report(y_enc, rkeys), keep=True)
+        before, asked = dict(vars(self)), None
+        try:
+            if isinstance(keys, GraphData) and not keys.population.simulated:
+                y_enc = np.asarray(y_enc, dtype=np.int64)
+                population, node_keys = self._users(keys, len(y_enc))
+                return self._received_labels(population, node_keys, y_enc)
+            population, node_keys, y_enc = self._request(y_enc, keys)
+            asked = population
+            return population.collect(self.collection_, node_keys, label_digests(y_enc),
+                                      lambda rkeys: self._encode_report(y_enc, rkeys),
+                                      keep=True)
+        except BaseException:
+            # a refused collection leaves the mechanism unbound (its first use binds its
+            # users); once some of them answered, it stays theirs: its report names them,
+            # and its random numbers are not another population's
+            if asked is None or not any(e.spec.id == self.collection_.id
+                                        for e in asked.ledger.entries()):
+                vars(self).clear()
+                vars(self).update(before)
+            raise
 
     def _request(self, y_enc, keys):
         """``(population, node keys, y_enc)`` of a new collection of the labels ``y_enc``,
@@ -303,8 +314,13 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
         y_enc = self.encode(y)
         if isinstance(keys, GraphData) and not keys.population.simulated:
             return
-        population, node_keys, y_enc = self._request(y_enc, keys)
-        population.check_collect(self.collection_, node_keys, label_digests(y_enc))
+        before = dict(vars(self))
+        try:
+            population, node_keys, y_enc = self._request(y_enc, keys)
+            population.check_collect(self.collection_, node_keys, label_digests(y_enc))
+        finally:   # a check sends nothing: it binds no users either
+            vars(self).clear()
+            vars(self).update(before)
 
     def _encode_report(self, y_enc, keys):
         """The device program: keep the label, or report one of the others uniformly."""
