@@ -289,6 +289,23 @@ def labels_sent(G, y):
         population.received(cid, keys)[1].all()
 
 
+def refuse_foreign_labels(step, X, y):
+    """Refuse labels ``y`` that users of another population sent (marked with a collection
+    that the ledger of ``X``'s users does not hold): no report would count them."""
+    if not isinstance(X, GraphData):
+        return
+    from .model_selection._node_splits import _label_column
+
+    cid = collection_of(_label_column(y))
+    if cid is not None and not any(e.spec.id == cid for e in X.population.ledger.entries()):
+        raise ValueError(
+            f"{type(step).__name__} is given labels that users of another population sent "
+            f"(collection {cid}); this GraphData's users sent no such labels, so their "
+            "report would not count them. Build this GraphData with population=<the graph "
+            "whose users sent the labels> (received_graph(..., population=G) for reports "
+            "of real devices), or fit on that graph.")
+
+
 def note_label_read(step, X, y):
     """A server ``step`` fits on the labels ``y`` of the rows of ``X``.
 
@@ -307,8 +324,10 @@ def note_label_read(step, X, y):
         return
     from .model_selection._node_splits import _label_column
 
-    if labels_sent(X, _label_column(y)):
+    y = _label_column(y)
+    if labels_sent(X, y):
         return
+    refuse_foreign_labels(step, X, y)
     keys = distinct(X.node_keys[X.rows])
     X.population.note_true_read(step_kind(step), "labels", keys,
                                 f"{X._store.token}:{content_hash(keys)}")

@@ -335,3 +335,27 @@ def test_a_copy_of_the_graph_counts_the_central_training():
     copy = pickle.loads(pickle.dumps(G))
     _fit(copy, name="LabelPropagationClassifier")
     assert _charged(copy) == _charged(G) == list(range(20))
+
+
+def test_labels_another_population_sent_are_refused():
+    """Labels randomized for the users of one GraphData, fitted with another population's
+    graph: the second graph's report would count no label (its users sent none)."""
+    from skldp.accounting import privacy_report
+    from skldp.baselines import LabelPropagationClassifier
+    from skldp.mechanisms import LabelRandomizedResponse
+    from skldp.models import MLPHead
+
+    rng = np.random.default_rng(0)
+    X, y = rng.random((30, 3)), np.tile([0, 1, 2], 10)
+    A = np.eye(30, k=1) + np.eye(30, k=-1)
+    sent_by, other = GraphData(X, A), GraphData(X, A)
+    y_sent = LabelRandomizedResponse(eps=1.0, classes=[0, 1, 2], random_state=0).fit() \
+        .randomize(y, sent_by)
+    for model in (MLPHead(), LabelPropagationClassifier()):
+        with pytest.raises(ValueError, match="another population"):
+            model.fit(other, y_sent)
+        model.fit(sent_by, y_sent)      # the users who sent them: free
+    assert privacy_report(sent_by).epsilon_for("labels") == 1.0
+    assert other.ledger.entries() == []
+    same = GraphData(X, A, population=sent_by)
+    MLPHead().fit(same, y_sent)

@@ -25,7 +25,13 @@ from .._torch import (
     train,
 )
 from .._torch._device import DEVICE_CONSTRAINT
-from ..base import GraphClassifierMixin, note_edge_read, note_feature_read, note_label_read
+from ..base import (
+    GraphClassifierMixin,
+    note_edge_read,
+    note_feature_read,
+    note_label_read,
+    refuse_foreign_labels,
+)
 from ..model_selection._validation import validation_split
 from ..utils._logging import verbose_logger
 from ..utils._random import training_seed
@@ -180,6 +186,7 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
             The fitted estimator.
         """
         self._setup_fit()
+        refuse_foreign_labels(self, X, y)   # before any read is noted
         self._note_fit_reads(X)
         record_feature_names(self, X)
         if not isinstance(X, GraphData):

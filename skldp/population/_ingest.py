@@ -150,12 +150,20 @@ def _records(source, fmt):
             yield from enumerate(_read_columnar(path, fmt))
             return
         with open(path, "rb") as fh:   # a line that is not UTF-8 is one malformed report
+            _check_json_lines(fh, path)
             yield from _lines(fh)
         return
     if hasattr(source, "read") or hasattr(source, "__iter__"):
         for i, item in enumerate(source):
             if isinstance(item, dict):
                 yield i, item
+            elif isinstance(item, os.PathLike) or hasattr(item, "read") or (
+                    isinstance(item, str) and not item.lstrip().startswith("{") and
+                    os.path.isfile(item)):
+                # each item would be one malformed record: a whole file read as nothing
+                raise TypeError(f"item {i} of the reports is a file or its path, not a record: "
+                                "read each file with its own call (a path or a file object is "
+                                "one source), or pass the records.")
             elif isinstance(item, (str, bytes)):
                 # an item of several lines (a relay's chunk) is as many records: not
                 # splitlines, which also splits inside a JSON string (U+2028, U+0085)
@@ -166,6 +174,30 @@ def _records(source, fmt):
         return
     raise TypeError(f"reports come from a path, a file object or an iterable of records, got "
                     f"{type(source).__name__}.")
+
+
+def _check_json_lines(fh, path):
+    """Refuse a file that is not JSON lines as a whole (every line would be one malformed
+    report, silently): gzip, or one JSON array (what ``json.dump(records, f)`` writes)."""
+    head = fh.read(2)
+    first = head + fh.readline()
+    fh.seek(0)
+    if head == b"\x1f\x8b":
+        raise ValueError(f"{path} is gzip-compressed: decompress it (gzip.open(path)) and "
+                         "pass the file object or its lines.")
+    if first.lstrip().startswith(b"[") and _array_of_records(first):
+        raise ValueError(f"{path} starts with a JSON array, not JSON lines (one record per "
+                         "line): load it with json.load and pass the list of records.")
+
+
+def _array_of_records(line):
+    """Whether a first line opens a JSON array of records (a device's malformed line, e.g.
+    ``[1, 2]``, is one malformed report, not a reason to refuse the file)."""
+    try:
+        value = json.loads(line)
+    except (ValueError, RecursionError):   # an array spread over lines: "[" alone
+        return True
+    return isinstance(value, list) and all(isinstance(v, dict) for v in value)
 
 
 def _lines(lines):

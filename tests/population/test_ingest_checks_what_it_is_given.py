@@ -105,3 +105,40 @@ def test_received_graph_names_a_duplicated_user():
     with pytest.raises(ValueError, match=r"node_ids must be unique, but 1 id\(s\) appear more "
                                          r"than once \(1 extra row\(s\)\): 'a' is at rows 0, 2"):
         received_graph(node_ids=["a", "b", "a"])
+
+
+def test_sources_that_are_files_but_not_json_lines_are_refused(tmp_path):
+    """Several files in a list, a JSON array file, gzip: each line or item would be one
+    malformed report, and the ingest would read nothing without an error."""
+    import gzip
+    import json
+    import pathlib
+
+    from skldp.population import write_reports
+
+    spec = collection_spec(LabelRandomizedResponse(2.0, classes=[0, 1]))
+    recs = [Device(u).answer(spec, i % 2) for i, u in enumerate(IDS)]
+    one, two = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    write_reports(recs[:2], str(one))
+    write_reports(recs[2:], str(two))
+    assert len(read_reports(str(one), spec, users=IDS)) == 2
+    for files in ([str(one), str(two)], [one, two], [open(one), open(two)]):
+        with pytest.raises(TypeError, match="own call"):
+            read_reports(files, spec, users=IDS)
+    json.dump(recs, open(tmp_path / "all.json", "w"))
+    with pytest.raises(ValueError, match="JSON array"):
+        read_reports(str(tmp_path / "all.json"), spec, users=IDS)
+    with gzip.open(tmp_path / "all.jsonl.gz", "wt") as fh:
+        fh.writelines(json.dumps(r) + "\n" for r in recs)
+    with pytest.raises(ValueError, match="gzip"):
+        read_reports(pathlib.Path(tmp_path / "all.jsonl.gz"), spec, users=IDS)
+
+
+def test_a_first_line_that_is_a_malformed_array_is_one_malformed_report(tmp_path):
+    spec = collection_spec(LabelRandomizedResponse(2.0, classes=[0, 1]))
+    path = tmp_path / "r.jsonl"
+    from skldp.population import write_reports
+    write_reports([Device(u).answer(spec, 1) for u in IDS], str(path))
+    path.write_text("[1, 2]\n" + path.read_text())
+    r = read_reports(str(path), spec, users=IDS)
+    assert len(r) == 4 and r.n_refused == 1
