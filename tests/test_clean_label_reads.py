@@ -359,3 +359,9 @@ def test_labels_another_population_sent_are_refused():
     assert other.ledger.entries() == []
     same = GraphData(X, A, population=sent_by)
     MLPHead().fit(same, y_sent)
+    # a model with its own label mechanism would randomize them again as true labels
+    gcn = GCNClassifier(epochs=2, label_mechanism=LabelRandomizedResponse(
+        eps=1.0, classes=[0, 1, 2], random_state=1))
+    with pytest.raises(ValueError, match="another population"):
+        gcn.fit(other, y_sent)
+    assert other.ledger.entries() == []

@@ -7,7 +7,12 @@ from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils.validation import check_is_fitted
 
 from .._graph_data import GraphData
-from ..base import PrivateStepMixin, charge_public_read, sent_these_labels
+from ..base import (
+    PrivateStepMixin,
+    charge_public_read,
+    refuse_foreign_labels,
+    sent_these_labels,
+)
 from ..device._kinds import label_encode, label_flip_q
 from ..device._random import check_node_keys
 from ..exceptions import PrivacyLeakWarning
@@ -507,6 +512,8 @@ def randomize_after(mech, y, G, before):
         y = mech.randomize(y, G)   # the labels real devices sent: read, nothing is spent
         before()
         return y
+    # another population's reports would be randomized again as true labels
+    refuse_foreign_labels(mech, G, y)
     check = getattr(mech, "check_randomize", None)
     if check is not None:   # (a mechanism without it: its checks come after the reads)
         check(y, G)

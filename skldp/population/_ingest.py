@@ -1,6 +1,7 @@
 """Reports from real devices: read them, validate them against their spec, build the graph."""
 
 import hashlib
+import itertools
 import json
 import math
 import numbers
@@ -150,41 +151,52 @@ def _records(source, fmt):
             yield from enumerate(_read_columnar(path, fmt))
             return
         with open(path, "rb") as fh:   # a line that is not UTF-8 is one malformed report
-            _check_json_lines(fh, path)
-            yield from _lines(fh)
+            # the first line with content (read, not peeked: a pipe cannot seek back)
+            lead = [fh.readline()]
+            while lead[-1] and not lead[-1].strip():
+                lead.append(fh.readline())
+            _check_json_lines(lead[-1], path)
+            yield from _lines(itertools.chain(lead, fh))
         return
     if hasattr(source, "read") or hasattr(source, "__iter__"):
+        n_records, text = 0, None
         for i, item in enumerate(source):
             if isinstance(item, dict):
+                n_records += 1
                 yield i, item
-            elif isinstance(item, os.PathLike) or hasattr(item, "read") or (
-                    isinstance(item, str) and not item.lstrip().startswith("{") and
-                    os.path.isfile(item)):
+            elif isinstance(item, os.PathLike) or hasattr(item, "read"):
+                # (a text item is a device's line, never looked up on the server's disk)
                 # each item would be one malformed record: a whole file read as nothing
-                raise TypeError(f"item {i} of the reports is a file or its path, not a record: "
+                raise TypeError(f"item {i} of the reports is a file, not a record: "
                                 "read each file with its own call (a path or a file object is "
                                 "one source), or pass the records.")
             elif isinstance(item, (str, bytes)):
                 # an item of several lines (a relay's chunk) is as many records: not
                 # splitlines, which also splits inside a JSON string (U+2028, U+0085)
                 for _, rec in _lines(item.split("\n" if isinstance(item, str) else b"\n")):
+                    n_records += isinstance(rec, dict)
                     yield i, rec
+                text = item if text is None else text
             else:   # neither a record nor a line of JSON
                 yield i, None
+        if n_records == 0 and text is not None:
+            # not one record: the items are something else (paths of files, not their lines)
+            raise ValueError(f"no item of the reports is a JSON record (the first: "
+                             f"{text!r:.60}); if they are paths of files, read each file with "
+                             "its own call.")
         return
     raise TypeError(f"reports come from a path, a file object or an iterable of records, got "
                     f"{type(source).__name__}.")
 
 
-def _check_json_lines(fh, path):
+def _check_json_lines(first, path):
     """Refuse a file that is not JSON lines as a whole (every line would be one malformed
-    report, silently): gzip, or one JSON array (what ``json.dump(records, f)`` writes)."""
-    head = fh.read(2)
-    first = head + fh.readline()
-    fh.seek(0)
-    if head == b"\x1f\x8b":
+    report, silently): gzip, or one JSON array (what ``json.dump(records, f)`` writes);
+    ``first`` is its first line."""
+    if first[:2] == b"\x1f\x8b":
         raise ValueError(f"{path} is gzip-compressed: decompress it (gzip.open(path)) and "
                          "pass the file object or its lines.")
+    first = first.removeprefix(b"\xef\xbb\xbf")   # a byte-order mark
     if first.lstrip().startswith(b"[") and _array_of_records(first):
         raise ValueError(f"{path} starts with a JSON array, not JSON lines (one record per "
                          "line): load it with json.load and pass the list of records.")

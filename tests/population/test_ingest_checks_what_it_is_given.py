@@ -122,12 +122,20 @@ def test_sources_that_are_files_but_not_json_lines_are_refused(tmp_path):
     write_reports(recs[:2], str(one))
     write_reports(recs[2:], str(two))
     assert len(read_reports(str(one), spec, users=IDS)) == 2
-    for files in ([str(one), str(two)], [one, two], [open(one), open(two)]):
+    for files in ([one, two], [open(one), open(two)]):
         with pytest.raises(TypeError, match="own call"):
             read_reports(files, spec, users=IDS)
+    with pytest.raises(ValueError, match="own call"):   # paths as text: not one record
+        read_reports([str(one), str(two)], spec, users=IDS)
+    lines = [json.dumps(r) for r in recs]   # a device's line that names a file is malformed
+    assert read_reports(lines + [str(one)], spec, users=IDS).n_refused == 1
     json.dump(recs, open(tmp_path / "all.json", "w"))
     with pytest.raises(ValueError, match="JSON array"):
         read_reports(str(tmp_path / "all.json"), spec, users=IDS)
+    with open(tmp_path / "bom.json", "wb") as fh:
+        fh.write(b"\xef\xbb\xbf" + json.dumps(recs).encode())
+    with pytest.raises(ValueError, match="JSON array"):
+        read_reports(str(tmp_path / "bom.json"), spec, users=IDS)
     with gzip.open(tmp_path / "all.jsonl.gz", "wt") as fh:
         fh.writelines(json.dumps(r) + "\n" for r in recs)
     with pytest.raises(ValueError, match="gzip"):
@@ -142,3 +150,27 @@ def test_a_first_line_that_is_a_malformed_array_is_one_malformed_report(tmp_path
     path.write_text("[1, 2]\n" + path.read_text())
     r = read_reports(str(path), spec, users=IDS)
     assert len(r) == 4 and r.n_refused == 1
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "mkfifo"), reason="named pipes")
+def test_a_named_pipe_is_read(tmp_path):
+    """A path that cannot seek back (a pipe, /dev/stdin) is read from its first line on."""
+    import os
+    import threading
+
+    spec = collection_spec(LabelRandomizedResponse(2.0, classes=[0, 1]))
+    recs = [Device(u).answer(spec, 1) for u in IDS]
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+
+    def write():
+        import json
+        with open(fifo, "w") as fh:
+            fh.writelines(json.dumps(r) + "\n" for r in recs)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    try:
+        assert len(read_reports(str(fifo), spec, users=IDS)) == 4
+    finally:
+        writer.join()
