@@ -1623,7 +1623,7 @@ class GraphClassifierMixin(ClassifierMixin):
     invented for a node.
 
     A ``fit`` that fails (bad labels, a refused collection, Ctrl-C in training) leaves
-    the classifier as it was (:func:`restores_on_failure`).
+    the classifier as it was.
     """
 
     def __init_subclass__(cls, **kwargs):
