@@ -214,6 +214,7 @@ def test_an_interrupted_dp_training_keeps_the_report_of_the_released_model(monke
     X, y = rng.random((60, 3)).astype(np.float32), rng.integers(0, 2, 60)
     G1, G2 = GraphData(X), GraphData(X.copy())
     clf = DPMLPClassifier(classes=[0, 1], batch_size=20, n_steps=3, noise_multiplier=0.5,
+                          accountant="hypergeometric",   # (no optional dependency)
                           random_state=0).fit(G1, y)
     before, eps = _state(clf), privacy_report(clf).total_epsilon
 
