@@ -1265,6 +1265,7 @@ class NodeWise(GraphTransformerMixin, BaseEstimator):
         if y is not None and isinstance(X, GraphData):   # before anything is read
             from .model_selection._node_splits import _check_label_index
             _check_label_index(y, X)
+            refuse_foreign_labels(self, X, y)
         if not self.on_device:
             note_feature_read(self, X, fitting=True)
         graph = isinstance(X, GraphData)

@@ -10,11 +10,12 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from sklearn.feature_selection import SelectKBest
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GridSearchCV, cross_val_score
 from sklearn.pipeline import Pipeline
 
-from skldp import GraphData
+from skldp import GraphData, NodeWise
 from skldp.accounting import privacy_report
 from skldp.baselines import CorrectAndSmooth, LabelPropagationClassifier
 from skldp.mechanisms import LabelRandomizedResponse
@@ -364,4 +365,6 @@ def test_labels_another_population_sent_are_refused():
         eps=1.0, classes=[0, 1, 2], random_state=1))
     with pytest.raises(ValueError, match="another population"):
         gcn.fit(other, y_sent)
+    with pytest.raises(ValueError, match="another population"):
+        NodeWise(SelectKBest(k=2)).fit(other, y_sent)   # a supervised transformer
     assert other.ledger.entries() == []
