@@ -8,21 +8,12 @@ import warnings
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
+from public_feature_graphs import public_feature_graph
 
-from skldp import GraphData
 from skldp.baselines import CorrectAndSmooth, LabelPropagationClassifier
 from skldp.mechanisms import EdgeRR, LabelRandomizedResponse
 from skldp.models import GCNClassifier, LPGNNClassifier, RGNNClassifier
 from skldp.population import BudgetExceededError
-
-
-def _graph(budget=None, n=30, seed=0):
-    rng = np.random.default_rng(seed)
-    A = np.triu(rng.random((n, n)) < 0.2, 1)
-    A = sp.csr_array((A | A.T).astype(float))
-    return GraphData(rng.random((n, 3)), A, budget=budget).with_features(
-        rng.random((n, 3)), source="public")
 
 
 def _models(eps=2.0):
@@ -43,7 +34,7 @@ def _models(eps=2.0):
 def test_a_label_outside_the_domain_leaves_no_read_of_the_true_graph(name):
     # Before: the fit failed on label 2, but its read of the true graph was noted: a later
     # EdgeRR(1) on these users charged their edges inf
-    G = _graph()
+    G = public_feature_graph()
     with warnings.catch_warnings(), pytest.raises(ValueError, match="not in classes"):
         warnings.simplefilter("ignore")
         _models()[name]().fit(G[:20], np.arange(20) % 3)
@@ -56,7 +47,7 @@ def test_a_label_outside_the_domain_leaves_no_read_of_the_true_graph(name):
 def test_a_refused_label_collection_leaves_no_read_of_the_true_graph(name):
     # Before: budget 3, labels at eps 5 refused; then EdgeRR(1) was refused too ("the
     # server already read the true graph")
-    G = _graph(budget=3.0)
+    G = public_feature_graph(budget=3.0)
     with warnings.catch_warnings(), pytest.raises(BudgetExceededError, match="above this"):
         warnings.simplefilter("ignore")
         _models(eps=5.0)[name]().fit(G[:20], np.arange(20) % 2)
@@ -71,7 +62,7 @@ def test_a_refused_label_collection_leaves_no_read_of_the_true_graph(name):
 
 def test_a_bad_parameter_leaves_no_read_and_spends_no_label():
     # _setup_fit's checks come before the reads are noted and the labels sent
-    G = _graph()
+    G = public_feature_graph()
     gcn = GCNClassifier(epochs=1, early_stopping=True, validation_fraction=1.0,
                         label_mechanism=LabelRandomizedResponse(2.0, classes=[0, 1]))
     with pytest.raises(ValueError, match="validation_fraction"):
@@ -84,7 +75,7 @@ def test_a_bad_parameter_leaves_no_read_and_spends_no_label():
 def test_correct_and_smooth_refuses_the_true_graph_before_its_labels_are_sent():
     # Before: budget 5 after EdgeRR(1); C&S(label_mechanism=LRR(2)) collected the labels
     # (spend 1 -> 3), then its base GCN was refused the true graph: no model
-    G = _graph(budget=5.0)
+    G = public_feature_graph(budget=5.0)
     Gr = EdgeRR(1.0, random_state=0).fit_transform(G)
     spent = G.ledger.spent(G.node_keys).copy()
     cs = CorrectAndSmooth(GCNClassifier(epochs=1, random_state=0),

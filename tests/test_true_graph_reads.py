@@ -8,7 +8,7 @@ import warnings
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
+from public_feature_graphs import public_feature_graph
 
 from skldp import GraphData
 from skldp.accounting import privacy_report
@@ -17,14 +17,6 @@ from skldp.model_selection import PairData, random_edge_split, sample_non_edges
 from skldp.models import GCNClassifier, HadamardLinkPredictor
 from skldp.population import BudgetExceededError
 from skldp.propagation import KProp
-
-
-def _graph(budget=None, n=30, seed=0):
-    rng = np.random.default_rng(seed)
-    A = np.triu(rng.random((n, n)) < 0.2, 1)
-    A = sp.csr_array((A | A.T).astype(float))
-    return GraphData(rng.random((n, 3)), A, budget=budget).with_features(
-        rng.random((n, 3)), source="public")
 
 
 def _gcn(G):
@@ -56,7 +48,7 @@ READS = {
 def test_a_true_graph_read_counts_once_the_edges_are_collected(read, edgerr_first):
     # Before: EdgeRR(1) printed edges 1 whatever read the true graph (a GCN fitted on it
     # too: audit lower bound 4.07 against the printed 1)
-    G = _graph()
+    G = public_feature_graph()
     steps = [lambda: EdgeRR(1.0, random_state=0).fit_transform(G), lambda: READS[read](G)]
     for step in steps if edgerr_first else steps[::-1]:
         step()
@@ -65,12 +57,12 @@ def test_a_true_graph_read_counts_once_the_edges_are_collected(read, edgerr_firs
 
 
 def test_without_an_edge_collection_the_graph_is_taken_as_given():
-    G = _graph(budget=1.0)
+    G = public_feature_graph(budget=1.0)
     for read in READS.values():
         read(G)
     assert len(G.ledger) == 0 and _edges(G) == 0
     # a model on the collected graph reads no true edge
-    G = _graph(budget=8.0)
+    G = public_feature_graph(budget=8.0)
     Gc = EdgeRR(8.0, random_state=0).fit_transform(G)
     _gcn(Gc)
     random_edge_split(Gc, random_state=0)
@@ -79,7 +71,7 @@ def test_without_an_edge_collection_the_graph_is_taken_as_given():
 
 @pytest.mark.parametrize("edgerr_first", [True, False])
 def test_a_budget_refuses_the_second_of_the_two(edgerr_first):
-    G = _graph(budget=1.0)
+    G = public_feature_graph(budget=1.0)
     if edgerr_first:
         EdgeRR(1.0, random_state=0).fit_transform(G)
         with pytest.raises(BudgetExceededError, match="true graph.*GCNClassifier|"
@@ -110,7 +102,7 @@ def test_a_refused_read_of_the_true_graph_spends_no_label(name):
     # Before: under a budget, GCNClassifier(label_mechanism=LabelRandomizedResponse(2))
     # on the true graph of users whose edges EdgeRR(1) collected collected their labels,
     # then was refused for the graph: each user's spend went 1 -> 3 for no model
-    G = _graph(budget=5.0)
+    G = public_feature_graph(budget=5.0)
     EdgeRR(1.0, random_state=0).fit_transform(G)
     spent = G.ledger.spent(G.node_keys).copy()
     with pytest.raises(BudgetExceededError, match=f"{name} would read the true graph"):
@@ -123,7 +115,7 @@ def test_a_refused_read_of_raw_features_spends_no_label():
     # Before: the same fit on raw features under a budget spent 2 on the labels, then was
     # refused for reading the features in the clear
     from skldp.mechanisms import LabelRandomizedResponse
-    G = _graph(budget=5.0)
+    G = public_feature_graph(budget=5.0)
     G = G.with_features(G.features, source="users")
     gcn = GCNClassifier(epochs=1, random_state=0,
                         label_mechanism=LabelRandomizedResponse(2.0, classes=[0, 1]))
@@ -133,7 +125,7 @@ def test_a_refused_read_of_raw_features_spends_no_label():
 
 
 def test_only_the_users_whose_edges_were_collected_are_charged():
-    G = _graph()
+    G = public_feature_graph()
     _gcn(G)
 
     def some(users):   # a graph of some of the same users (their own lists among them)
@@ -149,11 +141,11 @@ def test_only_the_users_whose_edges_were_collected_are_charged():
 
 
 def test_a_hadamard_head_scoring_pairs_of_the_true_graph_is_charged():
-    G = _graph(budget=2.0)
+    G = public_feature_graph(budget=2.0)
     EdgeRR(1.0, random_state=0).fit_transform(G)
     with pytest.raises(BudgetExceededError, match="random_edge_split"):
         random_edge_split(G, random_state=0)
-    G = _graph()
+    G = public_feature_graph()
     P_tr, _, _, y_tr, _, _ = random_edge_split(G, random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -165,7 +157,7 @@ def test_a_hadamard_head_scoring_pairs_of_the_true_graph_is_charged():
 
 
 def test_the_pending_read_survives_pickling():
-    G = _graph()
+    G = public_feature_graph()
     _gcn(G)
     copy = pickle.loads(pickle.dumps(G))
     EdgeRR(1.0, random_state=0).fit_transform(copy)
@@ -180,7 +172,7 @@ def _fit_gcn(G):
 @pytest.mark.long
 def test_a_read_in_a_worker_process_counts():
     from joblib import Parallel, delayed
-    G = _graph()
+    G = public_feature_graph()
     assert Parallel(n_jobs=2, backend="loky")(delayed(_fit_gcn)(G) for _ in range(2))
     assert _edges(G) == 0
     EdgeRR(1.0, random_state=0).fit_transform(G)
@@ -189,7 +181,7 @@ def test_a_read_in_a_worker_process_counts():
 
 
 def test_a_read_in_a_forked_child_counts(run_in_forked_child):
-    G = _graph()
+    G = public_feature_graph()
     pickle.dumps(G)   # the journal is open before the fork
     assert run_in_forked_child(lambda: KProp(1).fit_transform(G))
     EdgeRR(1.0, random_state=0).fit_transform(G)
@@ -197,7 +189,7 @@ def test_a_read_in_a_forked_child_counts(run_in_forked_child):
 
 
 def test_new_simulation_separates_the_true_graph_from_the_collection():
-    G = _graph(budget=1.0)
+    G = public_feature_graph(budget=1.0)
     EdgeRR(1.0, random_state=0).fit_transform(G)
     other = G.new_simulation()
     _gcn(other)
@@ -212,26 +204,26 @@ def test_the_operator_of_the_true_graph_is_a_read_of_it():
     # graph's operator (878/878 edges of an SBM), charged nothing, under a budget too
     # (audit lower bound 5.46 against the printed 1)
     from skldp.propagation import GCNAggregation
-    G = _graph()
+    G = public_feature_graph()
     Gc = EdgeRR(1.0, random_state=0).fit_transform(G)
     GCNAggregation().propagation_matrix(Gc)   # the collected graph: nothing more
     assert _edges(G) == 1.0
     GCNAggregation().propagation_matrix(G)
     assert _edges(G) == np.inf and _reads(G) == ["GCNAggregation"]
-    G = _graph(budget=5.0)
+    G = public_feature_graph(budget=5.0)
     EdgeRR(1.0, random_state=0).fit_transform(G)
     with pytest.raises(BudgetExceededError, match="GCNAggregation would read the true graph"):
         GCNAggregation().propagation_matrix(G)
     assert _edges(G) == 1.0
     # fitted on the collected graph, then given the true one: read in the clear
-    G = _graph()
+    G = public_feature_graph()
     agg = GCNAggregation().fit(EdgeRR(1.0, random_state=0).fit_transform(G))
     agg.propagation_matrix(G)
     assert _edges(G) == np.inf
 
 
 def test_a_read_is_written_once_per_step_and_graph():
-    G = _graph()
+    G = public_feature_graph()
     pickle.dumps(G)   # a shared journal
     size = os.path.getsize(G.population._journal)
     KProp(1).fit_transform(G)
@@ -246,7 +238,7 @@ def test_the_journal_names_a_graphs_users_once_for_reads_of_several_steps():
     import json
 
     from skldp.propagation import GCNAggregation
-    G = _graph()
+    G = public_feature_graph()
     copy = pickle.loads(pickle.dumps(G))   # a copy sharing the journal
     KProp(1).fit_transform(G)
     GCNAggregation().fit_transform(G)
@@ -264,7 +256,7 @@ def test_a_central_training_and_a_head_that_reads_no_graph_are_not_reads_at_fit(
     # neighbourhoods are not covered (a read). MLPHead reads no adjacency.
     from skldp.central import DPGNNClassifier
     from skldp.models import MLPHead
-    G = _graph()
+    G = public_feature_graph()
     EdgeRR(1.0, random_state=0).fit_transform(G)
     y = np.arange(G.n_nodes) % 2
     MLPHead(random_state=0).fit(G, y).predict(G)
@@ -282,7 +274,7 @@ def test_a_head_that_reads_no_graph_fitted_on_collected_edges_reads_none_at_pred
     # adjacency (MLPHead reads none)
     from skldp.base import note_edge_read
     from skldp.models import MLPHead
-    G = _graph()
+    G = public_feature_graph()
     Gc = EdgeRR(1.0, random_state=0).fit_transform(G)
     head = MLPHead(epochs=1, random_state=0).fit(Gc, np.arange(G.n_nodes) % 2)
     head.predict(G)
@@ -294,7 +286,7 @@ def test_directed_reports_are_told_how_to_symmetrise_them_without_a_true_graph_r
     # Before: the advice was "Symmetrise it first, e.g. A.maximum(A.T)"; with_adjacency's
     # default source then made the result count as the users' true graph (edges inf).
     from skldp.baselines import LabelPropagationClassifier
-    G = _graph(budget=5.0)
+    G = public_feature_graph(budget=5.0)
     Gc = EdgeRR(2.0, symmetrize="directed", random_state=0).fit_transform(G)
     y = np.arange(G.n_nodes) % 2
     with pytest.raises(ValueError, match=r"source='public'") as info:
@@ -307,7 +299,7 @@ def test_directed_reports_are_told_how_to_symmetrise_them_without_a_true_graph_r
 
 
 def test_a_split_of_the_true_graph_then_a_collection_is_told_to_split_the_collected_one():
-    G = _graph(budget=5.0)
+    G = public_feature_graph(budget=5.0)
     P_tr = random_edge_split(G, random_state=0)[0]
     with pytest.raises(BudgetExceededError, match=r"split the collected graph instead"):
         EdgeRR(4.0, random_state=0).fit_transform(P_tr.graph)
@@ -332,7 +324,7 @@ def test_a_central_training_that_protects_the_edges_counts_as_their_collection(d
     # Before: DP-GNN (epsilon 1) and a label propagation fitted on the same true graph and
     # clean labels printed edges and labels epsilon 1 (the training's, central); the
     # audit's lower bound on the propagation's predictions was 5.98
-    G = _graph()
+    G = public_feature_graph()
     steps = [lambda: _dpgnn(G), lambda: _gcn(G)]
     for step in steps if dpgnn_first else steps[::-1]:
         step()
@@ -343,7 +335,7 @@ def test_a_central_training_that_protects_the_edges_counts_as_their_collection(d
 
 @pytest.mark.parametrize("dpgnn_first", [True, False])
 def test_a_budget_refuses_the_second_of_a_central_training_and_a_true_graph_read(dpgnn_first):
-    G = _graph(budget=50.0)
+    G = public_feature_graph(budget=50.0)
     if dpgnn_first:
         _dpgnn(G)
         with pytest.raises(BudgetExceededError, match=r"GCNClassifier would read the (true "
@@ -363,7 +355,7 @@ def test_a_budget_refuses_the_second_of_a_central_training_and_a_true_graph_read
 @pytest.mark.parametrize("where", ["training then copy", "copy then training",
                                    "read in the copy"])
 def test_a_central_training_counts_across_pickling(where):
-    G = _graph()
+    G = public_feature_graph()
     if where == "training then copy":   # the journal opens after the training
         _dpgnn(G)
         copy = pickle.loads(pickle.dumps(G))
@@ -390,7 +382,7 @@ def test_a_copy_cut_off_from_the_journal_knows_the_trainings_users(monkeypatch):
             m.setattr(os.path, "exists", lambda p: not str(p).endswith("secret") and exists(p))
             return pickle.loads(pickle.dumps(G))
 
-    G = _graph()
+    G = public_feature_graph()
     _gcn(cut_off(G))   # no training yet: taken as given
     _dpgnn(G)
     with pytest.raises(RuntimeError, match="cannot reach the ledger"):
@@ -398,7 +390,7 @@ def test_a_copy_cut_off_from_the_journal_knows_the_trainings_users(monkeypatch):
 
 
 def test_a_central_training_alone_and_its_own_predictions_read_nothing_in_the_clear():
-    G = _graph(budget=50.0)
+    G = public_feature_graph(budget=50.0)
     y = np.arange(G.n_nodes) % 2
     dp = _dpgnn(G)
     dp.predict(G)
@@ -407,7 +399,7 @@ def test_a_central_training_alone_and_its_own_predictions_read_nothing_in_the_cl
     assert len(_reads(G)) == 0 and _edges(G) == 0 and 0 < _central(G) < np.inf
     # the plain model on a separate simulation, or on other users, is free
     _gcn(G.new_simulation())
-    _gcn(_graph(budget=50.0, seed=1))
+    _gcn(public_feature_graph(budget=50.0, seed=1))
     assert len(_reads(G)) == 0
     with pytest.raises(BudgetExceededError, match="central DP training protects"):
         _gcn(G)   # on the same simulation: refused
@@ -421,7 +413,7 @@ def test_central_models_predictions_are_taken_as_given_whatever_their_class():
     class MyDPGNN(DPGNNClassifier):
         pass
 
-    G = _graph(budget=50.0)
+    G = public_feature_graph(budget=50.0)
     y = np.arange(G.n_nodes) % 2
     mine = MyDPGNN(max_degree=2, classes=[0, 1], batch_size=5, n_steps=2,
                    noise_multiplier=5.0, hidden_size=4, device="cpu", random_state=0)
@@ -432,14 +424,14 @@ def test_central_models_predictions_are_taken_as_given_whatever_their_class():
 
 def test_a_central_models_predictions_over_collected_edges_true_graph_are_charged():
     # the exemption is the trainings' only: edges an edge mechanism collected still count
-    G = _graph()
+    G = public_feature_graph()
     EdgeRR(1.0).fit_transform(G)
     _dpgnn(G).predict(G)
     assert _edges(G) == np.inf
 
 
 def test_a_refused_read_of_a_trainings_users_says_what_to_give_instead():
-    G = _graph(budget=50.0)
+    G = public_feature_graph(budget=50.0)
     _dpgnn(G)
     with pytest.raises(BudgetExceededError, match=r"Give GCNClassifier what an edge mechanism "
                                                   r"collected from these users instead of the "
