@@ -600,6 +600,12 @@ def fitted_token(estimator):
 UNSHARED = "unshared:"
 
 
+def put_back(est, state):
+    """Set the attributes of ``est`` to ``state`` (a ``dict(vars(est))`` taken before)."""
+    vars(est).clear()
+    vars(est).update(state)
+
+
 def restores_on_failure(method):
     """Wrap ``method`` (a ``fit``, or a call that binds users) so that, if it raises (a
     refused collection, a bad input, Ctrl-C), the estimator is left as it was: no mix of
@@ -617,8 +623,7 @@ def restores_on_failure(method):
         try:
             return method(self, *args, **kwargs)
         except BaseException:
-            vars(self).clear()
-            vars(self).update(before)
+            put_back(self, before)
             raise
 
     wrapped._skldp_restores = True

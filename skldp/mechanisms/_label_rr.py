@@ -10,6 +10,7 @@ from .._graph_data import GraphData
 from ..base import (
     PrivateStepMixin,
     charge_public_read,
+    put_back,
     refuse_foreign_labels,
     sent_these_labels,
 )
@@ -291,8 +292,7 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
             # and its random numbers are not another population's
             if asked is None or not any(e.spec.id == self.collection_.id
                                         for e in asked.ledger.entries()):
-                vars(self).clear()
-                vars(self).update(before)
+                put_back(self, before)
             raise
 
     def _request(self, y_enc, keys):
@@ -324,8 +324,7 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
             population, node_keys, y_enc = self._request(y_enc, keys)
             population.check_collect(self.collection_, node_keys, label_digests(y_enc))
         finally:   # a check sends nothing: it binds no users either
-            vars(self).clear()
-            vars(self).update(before)
+            put_back(self, before)
 
     def _encode_report(self, y_enc, keys):
         """The device program: keep the label, or report one of the others uniformly."""
