@@ -460,7 +460,8 @@ def read_reports(source, spec, *, users=None, senders=None, format=None):
         (:meth:`skldp.device.Device.answer`); the answer id (16 hex digits) may
         be absent (older devices), at a cost: see ``ReceivedReports.again``. A
         user id is a string or an integer (numpy's integers read as the equal
-        ``int``; bools and floats are malformed). numpy scalars and arrays
+        ``int``; bools and floats are malformed, and so is the text ``"5"`` when
+        ``users`` has the integer 5, or the reverse: charged to that user). numpy scalars and arrays
         read as the numbers and lists :func:`write_reports` writes for them,
         then are validated as any record.
     spec : CollectionSpec, dict, JSON text or path
@@ -562,6 +563,14 @@ def read_reports(source, spec, *, users=None, senders=None, format=None):
                                                   f"was sent by {senders[index]!r:.40}.")
         elif allowed is not None and user not in allowed:
             reason, message = "unknown user", "its user is not in users."
+            retyped = _same_id_retyped(user, allowed)
+            if retyped is not None:
+                # a relay that writes ids as text ("5" for 5): refused as a float id is,
+                # and charged to that user (the device sent it)
+                reason, message = "malformed", (
+                    f"its user id {user!r:.40} names user {retyped!r:.40} of users in "
+                    "another type: send each id in its directory's type.")
+                user = retyped
         held_reason = None   # what a user not in users= would have been refused for
         if reason is None or reason == "unknown user":
             try:
@@ -719,6 +728,20 @@ def _integral_float_id(rec):
             abs(user) < _exact_limit(np.asarray(user).dtype) and user == int(user):
         return int(user)
     return None
+
+
+def _same_id_retyped(user, allowed):
+    """The user of ``allowed`` that ``user`` names in the other type (the text ``"5"`` for
+    the int 5, the int 5 for the text ``"5"``), else ``None``; only the canonical text of
+    an integer (not ``"05"``, ``"+5"`` or ``"5.0"``)."""
+    if isinstance(user, int):
+        other = str(user) if user.bit_length() <= 64 else None
+    else:
+        try:
+            other = int(user) if str(int(user)) == user else None
+        except ValueError:
+            return None
+    return other if other in allowed else None
 
 
 def _user_of(rec):
