@@ -367,4 +367,11 @@ def test_labels_another_population_sent_are_refused():
         gcn.fit(other, y_sent)
     with pytest.raises(ValueError, match="another population"):
         NodeWise(SelectKBest(k=2)).fit(other, y_sent)   # a supervised transformer
+    from skldp.central import DPGNNClassifier, DPMLPClassifier
+
+    for trainer in (DPMLPClassifier(classes=[0, 1, 2], epochs=1, batch_size=8,
+                                    accountant="hypergeometric"),
+                    DPGNNClassifier(2, classes=[0, 1, 2], epochs=1, batch_size=8)):
+        with pytest.raises(ValueError, match="another population"):   # placed by id
+            trainer.fit(other, y_sent)
     assert other.ledger.entries() == []

@@ -53,7 +53,13 @@ from ..accounting._rdp import (
     calibrate_noise_multiplier,
     compute_epsilon,
 )
-from ..base import GraphClassifierMixin, PrivateStepMixin, array_node_keys, note_edge_read
+from ..base import (
+    GraphClassifierMixin,
+    PrivateStepMixin,
+    array_node_keys,
+    note_edge_read,
+    refuse_foreign_labels,
+)
 from ..exceptions import PrivacyLeakWarning
 from ..model_selection._validation import validation_split
 from ..population import (
@@ -591,6 +597,7 @@ class _DPTrainerBase(PrivateStepMixin, GraphClassifierMixin, BaseEstimator):
     # ---------------------------------------------------------------- labels
     def _encode_targets(self, y, n_rows, X=None):
         """Encode ``y`` against the public label domain ``classes`` (sets ``classes_``)."""
+        refuse_foreign_labels(self, X, y)   # another population's reports: no one's here
         if self.classes is None:
             warnings.warn(
                 f"{type(self).__name__}(classes=None) reads the set of classes from the "
