@@ -44,6 +44,8 @@ class StructuralFeatures(GraphTransformerMixin, BaseEstimator):
         the ``n``-th are zeros, with a warning (the output width stays
         ``n_features_out_``, so fitted steps downstream still apply). On a
         graph without edges every spectral column is zeros, with a warning.
+        Where eigenvalues repeat (a symmetric graph), their eigenvectors are
+        one basis of many, which may change with the order of the nodes.
     n_components : int, default=256
         Width of the random projection (0 leaves the block out).
     n_steps : int, default=30
@@ -162,7 +164,7 @@ class StructuralFeatures(GraphTransformerMixin, BaseEstimator):
         if self.degree_bins:
             blocks.append(self._degree_block(deg, dtype))
         if self.n_eigenvectors:
-            blocks.append(self._spectral_block(A, deg, dtype))
+            blocks.append(self._spectral_block(A, deg, G.node_keys, dtype))
         if self.n_components:
             blocks.append(self._projection_block(A, deg, G.node_keys, dtype))
         Z = np.hstack(blocks) if len(blocks) > 1 else blocks[0]
@@ -176,7 +178,7 @@ class StructuralFeatures(GraphTransformerMixin, BaseEstimator):
         D[:, b] = np.log1p(deg)
         return D
 
-    def _spectral_block(self, A, deg, dtype):
+    def _spectral_block(self, A, deg, keys, dtype):
         n = A.shape[0]
         k = min(self.n_eigenvectors, n)
         if k < self.n_eigenvectors:
@@ -214,8 +216,12 @@ class StructuralFeatures(GraphTransformerMixin, BaseEstimator):
                               stream=1)[:, 0]
             w, V = eigsh(op, k=k, which="LA", v0=v0, tol=_EIGSH_TOL)
             V = V[:, np.argsort(w)[::-1]]
-        # Deterministic signs: the entry of largest magnitude of each column is positive.
-        top = np.abs(V).argmax(axis=0)
+        # Deterministic signs: the entry of largest magnitude of each column is positive;
+        # among entries that tie for it (a symmetric graph), the one of the smallest node
+        # key, so that the signs do not depend on the order of the nodes
+        mag = np.abs(V)
+        ties = mag >= mag.max(axis=0) * (1 - 1e-6)
+        top = np.where(ties, np.asarray(keys)[:, None], np.iinfo(np.uint64).max).argmin(axis=0)
         V = V * np.sign(V[top, np.arange(V.shape[1])])
         out[:, :k] = V * np.sqrt(n)
         return out

@@ -144,6 +144,21 @@ def test_deterministic_and_keyed_by_node_id(graph):
     assert not np.allclose(Z1[:, -8:], Z3[:, -8:])
 
 
+@pytest.mark.parametrize("n", [2, 6])
+def test_spectral_signs_do_not_depend_on_the_node_order(n):
+    # a path's eigenvectors have two entries of largest magnitude, of opposite signs where
+    # the eigenvector is odd: the sign went to the first row, so reversing the rows flipped
+    # whole columns
+    A = np.eye(n, k=1) + np.eye(n, k=-1)
+    ids, rev = np.arange(100, 100 + n), np.arange(n)[::-1].copy()
+    sf = StructuralFeatures(degree_bins=0, n_eigenvectors=min(3, n), n_components=0,
+                            dtype="float64")
+    Z = np.asarray(clone(sf).fit_transform(GraphData(np.zeros((n, 1)), A, node_ids=ids)))
+    Zr = np.asarray(clone(sf).fit_transform(
+        GraphData(np.zeros((n, 1)), A[rev][:, rev], node_ids=ids[rev])))
+    np.testing.assert_allclose(Zr, Z[rev], atol=1e-9)
+
+
 @pytest.mark.parametrize("head", ["logistic", "mlp"])
 def test_pipeline_with_head_learns_communities(graph, head):
     G, y = graph
