@@ -1,5 +1,6 @@
 """Full-batch GNN classifiers on sparse adjacency: GCN, GraphSAGE, GAT."""
 
+import warnings
 from numbers import Real
 
 import numpy as np
@@ -810,7 +811,8 @@ class GATClassifier(GNNClassifierBase):
     __doc__ = """Graph attention network node classifier.
 
     Multi-head attention over each node's neighbours and itself; hidden
-    layers concatenate ``heads`` heads, the output layer uses one head.
+    layers concatenate ``heads`` heads, the output layer uses one head. Edge
+    weights are not used: each edge counts once.
 
     Read more in the :ref:`User Guide <gnn_classifiers>`.
     """ + _params_doc(hidden_size=8, activation="elu", dropout=0.6, lr=0.005,
@@ -861,6 +863,11 @@ class GATClassifier(GNNClassifierBase):
     @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y):
         G = check_graph_data(X, self, require_adjacency=True, require_finite=True)
+        if not G._has_unit_weights():
+            warnings.warn("GATClassifier uses the graph's edges, not their weights: every "
+                          "edge counts once (a duplicate edge, stored as weight 2, too). "
+                          "GCNClassifier and SAGEClassifier use the weights.", UserWarning,
+                          stacklevel=2)
         self.input_scale_ = (rms_input_scale(G) if isinstance(self.input_scale, str)
                              else float(self.input_scale))
         return super().fit(X, y)

@@ -115,3 +115,16 @@ def test_gat_input_scale_is_one_for_small_inputs():
     small = G.with_features(X / (4 * np.sqrt(np.mean(X ** 2))))   # rms 0.25
     clf = _fit(GATClassifier, small, y, hidden_size=4, heads=2)
     assert clf.input_scale_ == 1.0
+
+
+def test_gat_uses_edges_not_weights_and_says_so():
+    G, A, X, y = _data()
+    W = A * (1 + np.arange(len(A))[:, None] % 3)          # weights 1, 2, 3, symmetric
+    W = np.maximum(W, W.T)
+    with pytest.warns(UserWarning, match="not their weights"):
+        weighted = _fit(GATClassifier, GraphData(X, sp.csr_array(W)), y, hidden_size=4)
+    np.testing.assert_array_equal(weighted.decision_function(G),
+                                  _fit(GATClassifier, G, y, hidden_size=4).decision_function(G))
+    gcn = _fit(GCNClassifier, GraphData(X, sp.csr_array(W)), y, hidden_size=4)
+    assert not np.allclose(gcn.decision_function(G),
+                           _fit(GCNClassifier, G, y, hidden_size=4).decision_function(G))
