@@ -46,6 +46,7 @@ from .utils.validation import (
     check_finite_features,
     check_graph_data,
     check_input_features,
+    check_range_width,
     clip_to_range,
     record_feature_names,
     resolve_feature_range,
@@ -1043,7 +1044,9 @@ class LDPMechanism(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
                              f"public state than collection {spec.id}'s.")
 
     def _setup_checked(self):
-        """:meth:`_setup_fit`, then refuse bounds and a budget whose reports overflow."""
+        """:meth:`_setup_fit`, then refuse bounds and a budget whose reports overflow
+        (bounds too narrow, from a fit or a collection's spec, before)."""
+        check_range_width(self.feature_min_, self.feature_max_)
         with np.errstate(over="ignore"):   # (refused just below)
             self._setup_fit()
         self._check_report_scale()

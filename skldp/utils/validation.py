@@ -24,6 +24,7 @@ from ._blocks import row_blocks
 __all__ = ["Count", "Interval", "EPS_CONSTRAINT", "LABEL_MECHANISM_CONSTRAINT",
            "RANDOM_STATE_CONSTRAINT", "check_eps", "check_int", "check_graph_data",
            "check_feature_array", "check_finite_features", "resolve_feature_range",
+           "MIN_RANGE_WIDTH", "check_range_width",
            "clip_to_range", "input_feature_names", "check_input_features", "check_has_features",
            "record_feature_names", "check_feature_names", "refuse_pairs"]
 
@@ -347,14 +348,31 @@ def resolve_feature_range(feature_range, X, owner="mechanism", on_read=None):
         raise ValueError("feature_range must be finite.")
     if np.any(hi <= lo):
         raise ValueError("feature_range must have lo < hi for every feature.")
+    check_range_width(lo, hi)
+    return lo, hi
+
+
+#: The narrowest ``feature_range`` accepted: the report grids split the width into up to
+#: 2^24 steps, which stay normal floats (full precision) with 2^40 to spare. Narrower
+#: widths give subnormal or zero steps: reports of fewer values, or all ``lo``.
+MIN_RANGE_WIDTH = np.finfo(np.float64).tiny * 2.0 ** 64
+
+
+def check_range_width(lo, hi):
+    """Refuse bounds ``lo < hi`` whose width ``hi - lo`` overflows or is below
+    :data:`MIN_RANGE_WIDTH` (about 4.1e-289)."""
     with np.errstate(over="ignore"):
-        width = hi - lo
+        width = np.asarray(hi, dtype=np.float64) - np.asarray(lo, dtype=np.float64)
     if not np.all(np.isfinite(width)):
         # the mechanisms divide by hi - lo: an overflowed width gives inf or NaN reports
         raise ValueError(f"feature_range's width hi - lo overflows to inf "
                          f"(lo={float(np.min(lo))!r}, hi={float(np.max(hi))!r}); use bounds "
                          "whose difference is a finite float (below about 1.8e308).")
-    return lo, hi
+    if np.any(width < MIN_RANGE_WIDTH):
+        raise ValueError(f"feature_range's width hi - lo is {float(np.min(width)):.3g}, below "
+                         f"{MIN_RANGE_WIDTH:.3g}: the reports' grid steps would underflow "
+                         "(every report lo, or few distinct values). Rescale the features "
+                         "(e.g. to a unit near their own size).")
 
 
 def _bound(value, d, name):

@@ -29,6 +29,7 @@ from skldp.mechanisms import (
     SetValuedMechanism,
 )
 from skldp.population import collection_spec, mechanism_from_spec
+from skldp.utils.validation import MIN_RANGE_WIDTH
 
 
 def _exact_moments(grid, i):
@@ -189,6 +190,25 @@ def test_hds_reports_stay_in_its_encoding_whatever_the_width():
     Z = HDSMechanism(1.0, feature_range=(0, np.finfo(float).max),
                      random_state=0).fit_transform(X)
     assert np.isfinite(Z).all() and np.abs(Z).max() < 10
+
+
+@pytest.mark.parametrize("mech", [LaplaceMechanism, MultiBitMechanism, OneBitMechanism,
+                                  PiecewiseMechanism, HDSMechanism])
+def test_too_narrow_feature_range_refused(mech):
+    # width 2e-323: Laplace's grid step width / 2^20 was 0 and every report lo (silently)
+    X = np.ones((50, 1))
+    with pytest.raises(ValueError, match="width hi - lo is 1.98e-323, below 4.1e-289"):
+        mech(1.0, feature_range=(0, 2e-323)).fit(X * 2e-323)
+    # at the floor the grid steps are normal floats: the reports are not all lo
+    W = MIN_RANGE_WIDTH
+    fitted = mech(1.0, feature_range=(0, W), random_state=0).fit(X * W)
+    assert len(np.unique(fitted.transform(X * W))) > 1
+    # a spec of such bounds is refused where its reports are decoded
+    spec = collection_spec(mech(1.0, feature_range=(0, W)).fit(X * W))
+    tiny = dataclasses.replace(spec, public_state=dict(spec.public_state,
+                                                       feature_max=[2e-323]))
+    with pytest.raises(ValueError, match="below 4.1e-289"):
+        mechanism_from_spec(dataclasses.replace(tiny, id=tiny.content_id()))
 
 
 def test_overflowing_bounds_refused_by_device():
