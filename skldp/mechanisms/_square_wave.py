@@ -59,9 +59,13 @@ def hds_estimator_variance(eps, k, d, x2=1.0 / 3.0):
 
     Raises
     ------
+    InvalidParameterError
+        If ``eps`` is not a number > 0 (``inf`` allowed) or ``d`` not an integer >= 1.
     ValueError
         If a ``k`` is outside ``1..d``.
     """
+    eps = np.vectorize(check_eps, otypes=[np.float64])(eps)[()]   # (an array of budgets too)
+    d = check_int(d, "d", 1)
     k = np.asarray(k, dtype=np.float64)
     bad = (k < 1) | (k > d) | (k != np.round(k))
     if np.any(bad):
@@ -302,6 +306,8 @@ class HDSMechanism(LDPMechanism):
         if x.shape[-1:] != (self.n_features_in_,) and x.ndim > 0:
             raise ValueError(f"x must have {self.n_features_in_} features in its last axis, "
                              f"got shape {x.shape}.")
+        if not np.all(np.isfinite(x)):   # (np.clip would pass NaN on as a NaN moment)
+            raise ValueError("x must be finite.")
         x = np.clip(x, self.feature_min_, self.feature_max_)
         return 2.0 * (x - self.feature_min_) / (self.feature_max_ - self.feature_min_) - 1.0
 

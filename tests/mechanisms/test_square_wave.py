@@ -110,6 +110,11 @@ def test_mean_variance_take_raw_features():
     assert np.all(hds.variance(np.full(4, 5.0)) > 0)
     with pytest.raises(ValueError, match="features"):
         hds.mean(np.zeros(3))
+    # NaN gave NaN moments (np.clip passes it on); the other mechanisms refuse it
+    for x in (np.nan, np.inf):
+        for moment in (hds.mean, hds.variance):
+            with pytest.raises(ValueError, match="x must be finite"):
+                moment(np.array([x, 5.0, 5.0, 5.0]))
 
 
 @pytest.mark.parametrize("eps_k", [1.0, 17.0, 18.83, 19.0, 25.0, 40.0])
@@ -296,6 +301,13 @@ def test_eps_inf_reports_sampled_dims_without_noise():
 def test_bad_eps(eps, err):
     with pytest.raises(err):
         HDSMechanism(eps=eps, feature_range=(0, 1)).fit(np.zeros((3, 2)))
+
+
+@pytest.mark.parametrize("eps", [-1.0, 0.0, float("nan"), "1", np.array([1.0, -1.0])])
+def test_estimator_variance_bad_eps(eps):
+    # eps=-1 gave 74.13 and eps=0 inf: refused as hds_optimal_k refuses them
+    with pytest.raises(ValueError, match="eps must be"):
+        hds_estimator_variance(eps, 1, 10)
 
 
 _K_RANGE = (r"The 'k' parameter of HDSMechanism must be an int in the range \[1, inf\), "
