@@ -180,7 +180,11 @@ def grrfs_paper_epsilon(eps, m, d):
     m = check_int(m, "m", 1, d, maximum_is="d")
     if np.isinf(eps):
         return np.inf
-    return float(np.log1p((m / d) * np.expm1(m * eps)))
+    x, r = m * eps, m / d
+    if x <= 700.0:
+        return float(np.log1p(r * np.expm1(x)))
+    # e^x overflows past ~709.8: the same number in log space, x + ln(r + (1 - r) e^-x)
+    return float(x + np.log(r + (1.0 - r) * np.exp(-x)))
 
 
 def _column_name(names, j):

@@ -55,6 +55,18 @@ def test_epsilon_limits():
         grrfs_epsilon(1.0, 5, 4)
 
 
+@pytest.mark.parametrize("eps, m, d", [(50.0, 15, 20), (100.0, 8, 10), (1000.0, 1, 10 ** 9)])
+def test_paper_epsilon_past_exp_overflow(eps, m, d):
+    # e^(m eps) overflowed to inf past m eps ~ 709.8; ln(1 + (m/d)(e^(m eps) - 1)) is
+    # m eps + ln(m/d) there, up to a relative e^-(m eps)
+    assert grrfs_paper_epsilon(eps, m, d) == pytest.approx(m * eps + np.log(m / d), rel=1e-15)
+
+
+def test_paper_epsilon_of_a_mechanism_past_exp_overflow():
+    mech = GRRFSMechanism(50.0, m=15, domain_sizes=2, random_state=0).fit(np.zeros((2, 20)))
+    assert mech.paper_epsilon_ == pytest.approx(750.0 + np.log(15 / 20), rel=1e-15)  # was inf
+
+
 @pytest.mark.parametrize("func", [grrfs_epsilon, grrfs_paper_epsilon])
 @pytest.mark.parametrize("eps, m, d, match", [
     ("1", 2, 4, "eps must be a positive real number"),   # was '1' * 2 + ... = 11.0
