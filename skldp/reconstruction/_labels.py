@@ -3,6 +3,7 @@
 import numpy as np
 import scipy.sparse as sp
 
+from ..mechanisms._grid import check_eps_per_coordinate
 from ..utils.validation import check_adjacency, check_eps, check_int
 from ._frequency import mean_propagation_matrix
 
@@ -77,8 +78,13 @@ def grr_transition_matrix(eps, n_classes):
     ------
     InvalidParameterError
         If ``eps`` is not a number > 0 or ``n_classes`` not an integer >= 2.
+    ValueError
+        If ``eps`` is below ``2^-30``, as the label mechanisms refuse it (``e^eps``
+        too close to 1 for an accurate ``p - q``).
     """
-    eps = check_eps(eps, "eps")
+    # the floor only: no sampling here, and e^eps is capped at e^700 below
+    eps = check_eps_per_coordinate(check_eps(eps, "eps"), "eps", "grr_transition_matrix",
+                                   limit=np.inf)
     c = check_int(n_classes, "n_classes", 2)
     if np.isinf(eps):
         return np.eye(c)

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from skldp.device._kinds import MIN_EPS_PER_COORDINATE
 from skldp.exceptions import InvalidParameterError
 from skldp.mechanisms import LabelRandomizedResponse
 from skldp.reconstruction import (
@@ -113,6 +114,17 @@ def test_masked_propagation_ignores_unlabelled_nodes_and_hops0():
 def test_transition_matrix_refuses_bad_budgets_and_domains(eps, c, match):
     with pytest.raises(InvalidParameterError, match=match):
         grr_transition_matrix(eps, c)
+
+
+def test_transition_matrix_refuses_the_label_mechanisms_tiny_budgets():
+    # below 2^-30 p - q was off (by 11 % at eps=1e-15) and the estimates biased
+    # silently, where LabelRandomizedResponse refuses the budget
+    for make in (lambda e: grr_transition_matrix(e, 2),
+                 lambda e: LabelRandomizedResponse(e, classes=[0, 1]).fit()):
+        with pytest.raises(ValueError, match="below 2\\^-30"):
+            make(1e-15)
+    T = grr_transition_matrix(MIN_EPS_PER_COORDINATE, 2)   # the floor: accurate p - q
+    assert T[0, 0] - T[0, 1] == pytest.approx(np.tanh(MIN_EPS_PER_COORDINATE / 2), rel=1e-6)
 
 
 def test_reconstruct_labels_names_bad_codes_positions_and_shapes():
