@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from ..utils._atomic import replace_text
+from ._study import _key_number
 
 __all__ = ["summarize", "summary_markdown", "plot_summary", "write_summary"]
 
@@ -84,8 +85,10 @@ def summarize(records, metric="accuracy"):
         if not isinstance(r.get("params", {}), dict):
             raise ValueError(f"record {r.get('key')!r}: its 'params' is {r['params']!r}, "
                              "not a dict.")
+        # grouped as the runner keys them: {"alpha": 1} and {"alpha": 1.0} are one setting
         key = (r["dataset"], r["method"], r.get("split", ""),
-               json.dumps(r.get("params", {}), sort_keys=True))
+               json.dumps({k: _key_number(v) for k, v in r.get("params", {}).items()},
+                          sort_keys=True))
         g = groups.setdefault(key, {"dataset": r["dataset"], "method": r["method"],
                                     "split": r.get("split", ""),
                                     "params": r.get("params", {}), "values": [],

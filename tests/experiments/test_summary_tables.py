@@ -30,6 +30,15 @@ def test_each_split_is_its_own_row():
         ("public", 2, pytest.approx(0.3)), ("random", 1, pytest.approx(0.8))]
 
 
+def test_an_int_and_its_float_are_one_setting_as_the_runner_keys_them():
+    # a grid [1, 2] swept again as [1.0, 2.0] adds seeds to the same runs: one row each
+    rows = summarize([_rec(0.2, 0, params={"alpha": 1}), _rec(0.4, 1, params={"alpha": 1.0}),
+                      _rec(0.6, 0, params={"k": [1, 2.0]}), _rec(0.8, 1, params={"k": [1.0, 2]})])
+    assert [(r["params"], r["n"], r["seeds"]) for r in rows] == [
+        ({"alpha": 1}, 2, [0, 1]), ({"k": [1, 2.0]}, 2, [0, 1])]
+    assert rows[0]["mean"] == pytest.approx(0.3)
+
+
 def test_a_grid_value_named_eps_is_the_declared_eps():
     rows = summarize([_rec(0.5, params={"eps": 2.0}), _rec(0.5, params={"eps": 0.5}),
                       _rec(0.5, params={"clf__eps_scale": 9.0})])
