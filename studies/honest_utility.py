@@ -352,8 +352,9 @@ def _cells(acc, name, eps_all):
 def verdict_table(records):
     """Per dataset: the best feature-free row against the best private cell at eps <= 2.
 
-    The best private cell is picked over pipelines and eps after the runs (its
-    margin is optimistic); SE is that of the difference of two independent means.
+    Both cells are picked on their test means after the runs (the private one over
+    pipelines and eps: its margin is optimistic); SE is that of the difference of two
+    independent means (each variance with the sample correction).
     """
     eps_all = _eps(records)
     lines = ["| dataset | best feature-free | best private, eps <= 2 | difference | SE |",
@@ -368,13 +369,15 @@ def verdict_table(records):
         if fa and cand:
             m, name, e = max(cand)
             pa = acc[(name, e)]
-            se = np.sqrt(np.var(pa) / len(pa) + np.var(fa) / len(fa))
+            se = np.sqrt(np.var(pa, ddof=1) / len(pa) + np.var(fa, ddof=1) / len(fa))
             lines.append(f"| {ds} | {best_free}: {100 * np.mean(fa):.1f} (n={len(fa)}) | "
                          f"{name} at eps = {e:g}: {100 * m:.1f} (n={len(pa)}) | "
                          f"{100 * (m - np.mean(fa)):+.1f} | {100 * se:.1f} |")
-    lines += ["", "(The best private cell is picked over pipelines and eps <= 2 *after* the "
-              "runs, so its margin is optimistic; the feature-free rows have no eps. Test "
-              "accuracy, %, mean over the seeds given as n.)"]
+    lines += ["", "(Both cells are picked on their test means *after* the runs: the best "
+              "feature-free row over the feature-free pipelines, the best private cell over "
+              "pipelines and eps <= 2, so the private margin is optimistic (the runs record "
+              "no validation score to pick on); the feature-free rows have no eps. SE with "
+              "the sample correction. Test accuracy, %, mean over the seeds given as n.)"]
     return "\n".join(lines)
 
 
