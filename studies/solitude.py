@@ -45,8 +45,9 @@ SOLITUDE = dict(feature_steps=K_X, label_steps=0, lambda_fro=1e-4, lambda_l1=1e-
 def largest_component_data(G, y, config):
     """Symmetric 0/1 adjacency without self loops; CiteSeer cut to its largest component.
 
-    The paper's Table IV lists 2,110 CiteSeer nodes; the largest connected
-    component of the Planetoid graph has 2,120, so that the density matches.
+    The largest connected component of the Planetoid graph has 2,120 nodes, of
+    which 2,110 are labelled (the paper's Table IV count); the other 10 are
+    padded test ids without label or feature, in no split.
 
     Parameters
     ----------
