@@ -221,7 +221,9 @@ class StructuralFeatures(GraphTransformerMixin, BaseEstimator):
         # key, so that the signs do not depend on the order of the nodes
         mag = np.abs(V)
         ties = mag >= mag.max(axis=0) * (1 - 1e-6)
-        top = np.where(ties, np.asarray(keys)[:, None], np.iinfo(np.uint64).max).argmin(axis=0)
+        keys = np.asarray(keys)
+        top = np.array([rows[np.argmin(keys[rows])]
+                        for rows in map(np.flatnonzero, ties.T)], dtype=np.int64)
         V = V * np.sign(V[top, np.arange(V.shape[1])])
         out[:, :k] = V * np.sqrt(n)
         return out

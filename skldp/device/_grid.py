@@ -6,12 +6,17 @@ Everything here is numpy only; the server's mechanisms call the same functions.
 
 import numpy as np
 
-__all__ = ["randomized_round", "discrete_laplace", "TwoLevelGrid", "MAX_EPS_PER_COORDINATE"]
+__all__ = ["randomized_round", "discrete_laplace", "TwoLevelGrid", "MAX_EPS_PER_COORDINATE",
+           "MIN_RANGE_WIDTH"]
 
 # The largest budget of one coordinate (one bit, one value) that the samplers can
 # honour: its smallest output probability, about e^-eps, must be resolved by the
 # full-precision uniforms (resolution 2^-105) to a small relative error.
 MAX_EPS_PER_COORDINATE = 50.0
+#: The narrowest feature range (hi - lo) a spec may state: the report grids split the width
+#: into up to 2^24 steps, which stay normal floats (full precision) with 2^40 to spare;
+#: narrower widths give subnormal or zero steps (reports of fewer values, or all lo).
+MIN_RANGE_WIDTH = float(np.finfo(np.float64).tiny) * 2.0 ** 64
 
 
 def randomized_round(v, u):

@@ -21,7 +21,13 @@ import numpy as np
 
 from ._edges import flip_probability, randomized_lists
 from ._errors import SpecError, spec_number
-from ._grid import MAX_EPS_PER_COORDINATE, TwoLevelGrid, discrete_laplace, randomized_round
+from ._grid import (
+    MAX_EPS_PER_COORDINATE,
+    MIN_RANGE_WIDTH,
+    TwoLevelGrid,
+    discrete_laplace,
+    randomized_round,
+)
 from ._random import (
     node_bernoulli_fine,
     node_uniforms,
@@ -388,6 +394,9 @@ def _bounds(spec, d):
     if not np.all(np.isfinite(width)) or np.any(~(width > 0)):
         raise SpecError(f"{_short(spec)}: every bound must be finite with feature_min < "
                         "feature_max and feature_max - feature_min finite.")
+    if np.any(width < MIN_RANGE_WIDTH):   # (the server refuses to decode them)
+        raise SpecError(f"{_short(spec)}: feature_max - feature_min is below "
+                        f"{MIN_RANGE_WIDTH:.3g}: the reports' grid steps would underflow.")
     return lo, hi
 
 

@@ -78,11 +78,16 @@ def _canon(value):
 
 
 def _key_number(value):
-    # 1, 1.0 and np.float32(1) name the same setting
+    # 1, 1.0 and np.float32(1) name the same setting; an int no float equals (2**53 + 1,
+    # 10**400) stays itself
     if isinstance(value, list):
         return [_key_number(v) for v in value]
     if isinstance(value, numbers.Real) and not isinstance(value, bool):
-        return float(value)
+        try:
+            as_float = float(value)
+        except OverflowError:
+            return value
+        return as_float if as_float == value else value
     return value
 
 

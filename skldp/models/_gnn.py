@@ -867,7 +867,7 @@ class GATClassifier(GNNClassifierBase):
             warnings.warn("GATClassifier uses the graph's edges, not their weights: every "
                           "edge counts once (a duplicate edge, stored as weight 2, too). "
                           "GCNClassifier and SAGEClassifier use the weights.", UserWarning,
-                          stacklevel=2)
+                          stacklevel=3)   # (through scikit-learn's fit wrapper)
         self.input_scale_ = (rms_input_scale(G) if isinstance(self.input_scale, str)
                              else float(self.input_scale))
         return super().fit(X, y)

@@ -460,8 +460,9 @@ def read_reports(source, spec, *, users=None, senders=None, format=None):
         (:meth:`skldp.device.Device.answer`); the answer id (16 hex digits) may
         be absent (older devices), at a cost: see ``ReceivedReports.again``. A
         user id is a string or an integer (numpy's integers read as the equal
-        ``int``; bools and floats are malformed, and so is the text ``"5"`` when
-        ``users`` has the integer 5, or the reverse: charged to that user). numpy scalars and arrays
+        ``int``; bools and floats are malformed; without ``senders``, the text
+        ``"5"`` names the integer 5 of ``users``, and the reverse, when ``users``
+        does not hold it in the record's type). numpy scalars and arrays
         read as the numbers and lists :func:`write_reports` writes for them,
         then are validated as any record.
     spec : CollectionSpec, dict, JSON text or path
@@ -562,14 +563,12 @@ def read_reports(source, spec, *, users=None, senders=None, format=None):
             reason, message = "sender mismatch", (f"it claims user {user!r:.40} but "
                                                   f"was sent by {senders[index]!r:.40}.")
         elif allowed is not None and user not in allowed:
-            reason, message = "unknown user", "its user is not in users."
-            retyped = _same_id_retyped(user, allowed)
-            if retyped is not None:
-                # a relay that writes ids as text ("5" for 5): refused as a float id is,
-                # and charged to that user (the device sent it)
-                reason, message = "malformed", (
-                    f"its user id {user!r:.40} names user {retyped!r:.40} of users in "
-                    "another type: send each id in its directory's type.")
+            # a relay that writes ids as text ("5" for 5) names the same user (not with
+            # senders=: the channel authenticated the id as written)
+            retyped = _same_id_retyped(user, allowed) if senders is None else None
+            if retyped is None:
+                reason, message = "unknown user", "its user is not in users."
+            else:
                 user = retyped
         held_reason = None   # what a user not in users= would have been refused for
         if reason is None or reason == "unknown user":

@@ -11,6 +11,7 @@ from sklearn.utils._param_validation import Interval as _Interval
 from sklearn.utils.validation import check_array
 
 from .._graph_data import GraphData, _as_adjacency
+from ..device._grid import MIN_RANGE_WIDTH
 from ..exceptions import InvalidParameterError, PrivacyLeakWarning
 from ._arrays import (
     canonical_csr,
@@ -352,10 +353,6 @@ def resolve_feature_range(feature_range, X, owner="mechanism", on_read=None):
     return lo, hi
 
 
-#: The narrowest ``feature_range`` accepted: the report grids split the width into up to
-#: 2^24 steps, which stay normal floats (full precision) with 2^40 to spare. Narrower
-#: widths give subnormal or zero steps: reports of fewer values, or all ``lo``.
-MIN_RANGE_WIDTH = np.finfo(np.float64).tiny * 2.0 ** 64
 
 
 def check_range_width(lo, hi):

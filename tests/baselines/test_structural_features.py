@@ -159,6 +159,21 @@ def test_spectral_signs_do_not_depend_on_the_node_order(n):
     np.testing.assert_allclose(Zr, Z[rev], atol=1e-9)
 
 
+def test_spectral_signs_with_the_largest_node_key():
+    # node id -1 keys as 2**64 - 1: it was also the value marking rows that do not tie, so a
+    # column whose largest entry was that node's took its sign from row 0
+    rng = np.random.default_rng(3)
+    A = np.triu(rng.random((12, 12)) < 0.3, 1)
+    A = (A | A.T).astype(float)
+    ids = np.arange(12)
+    ids[3] = -1
+    Z = np.asarray(StructuralFeatures(degree_bins=0, n_eigenvectors=4, n_components=0,
+                                      dtype="float64").fit_transform(
+        GraphData(np.zeros((12, 1)), A, node_ids=ids)))
+    top = np.abs(Z).argmax(axis=0)
+    assert (Z[top, np.arange(4)] > 0).all()
+
+
 @pytest.mark.parametrize("head", ["logistic", "mlp"])
 def test_pipeline_with_head_learns_communities(graph, head):
     G, y = graph

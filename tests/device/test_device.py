@@ -54,6 +54,8 @@ def test_spec_is_public_json_and_round_trips(hds_spec):
     ({"public_state__feature_min": None}, "lacks public_state\\['feature_min'\\]"),
     ({"public_state__feature_max": [1.0] * 5}, "n_features=6"),
     ({"public_state__feature_max": [0.0] * 6}, "feature_min < feature_max"),
+    # the server refuses to decode it: answered, its reports would be charged to no one
+    ({"public_state__feature_max": [1e-300] * 6}, "grid steps would underflow"),
     ({"epsilon": 0.5}, "spend 1 per user"),
     ({"epsilon": "nan"}, "epsilon must be a number >= 0"),   # a NaN passes every cap
     ({"epsilon": -1.0}, "epsilon must be a number >= 0"),

@@ -37,6 +37,10 @@ def test_an_int_and_its_float_are_one_setting_as_the_runner_keys_them():
     assert [(r["params"], r["n"], r["seeds"]) for r in rows] == [
         ({"alpha": 1}, 2, [0, 1]), ({"k": [1, 2.0]}, 2, [0, 1])]
     assert rows[0]["mean"] == pytest.approx(0.3)
+    # ints that no float equals stay apart (2**53 + 1 reads 2**53 as a float), or whole
+    rows = summarize([_rec(0.2, params={"n": 2**53}), _rec(0.8, params={"n": 2**53 + 1}),
+                      _rec(0.5, params={"n": 10**400})])
+    assert [r["n"] for r in rows] == [1, 1, 1]
 
 
 def test_a_grid_value_named_eps_is_the_declared_eps():

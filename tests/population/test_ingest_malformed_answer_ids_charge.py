@@ -56,20 +56,27 @@ def test_a_user_id_read_as_a_float_is_charged_to_that_user():
     assert got.again == {}                           # 7 is no user of the collection
 
 
-def test_a_user_id_in_the_other_type_is_charged_to_that_user():
+def test_a_user_id_in_the_other_type_names_that_user():
     # a relay writing ids as text sends user 0's answer as {"user": "0"}: it was refused as
     # an unknown user and charged to no one
     spec = _spec()
     first = {"collection": spec.id, "user": 0, "answer": "0" * 16, "report": {"y": 1}}
     second = dict(first, user="0", answer="1" * 16, report={"y": 2})
-    got = read_reports([first, second], spec, users=[0, 1])
-    assert got.refused == {"malformed": 1} and got.again == {0: 1}
-    assert got.refused_records[0].user == "0" and "another type" in \
-        got.refused_records[0].message
-    got = read_reports([dict(first, user=7), dict(second, user="7")], spec, users=["a", "7"])
-    assert got.refused == {"malformed": 1} and got.again == {"7": 1} and got.users == ["7"]
-    for odd in ("00", "+0", "0.0", " 0", "0_0", "2"):     # not an id of users
+    got = read_reports([second], spec, users=[0, 1])
+    assert got.users == [0] and got.refused == {} and got.again == {}
+    got = read_reports([first, second], spec, users=[0, 1])      # a further answer
+    assert got.refused == {"duplicate": 1} and got.again == {0: 1}
+    got = read_reports([first, dict(first, user="0")], spec, users=[0, 1])   # a resend: free
+    assert got.users == [0] and got.again == {}
+    got = read_reports([dict(second, user="7")], spec, users=["a", 7])
+    assert got.users == [7]
+    got = read_reports([dict(second, user=7)], spec, users=["a", "7"])
+    assert got.users == ["7"]
+    for odd in ("00", "+0", "0.0", " 0", "0_0", "2", "-0", "\uff10"):   # not an id of users
         got = read_reports([first, dict(second, user=odd)], spec, users=[0, 1])
         assert got.refused == {"unknown user": 1} and got.again == {}
     got = read_reports([second], spec, users=[0, "0"])    # both are users: its own
     assert got.users == ["0"] and got.refused == {}
+    # with senders=, the channel authenticated the id as written: a sender "0" is not user 0
+    got = read_reports([second], spec, users=[0, 1], senders=["0"])
+    assert got.users == [] and got.refused == {"unknown user": 1}
