@@ -9,7 +9,6 @@ the 25 % test nodes with their true labels. ``write_page`` renders
 (``studies/runs/rgnn_runs.jsonl``).
 """
 
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -19,34 +18,137 @@ from skldp.experiments import Grid, Method, Study, default_split
 from .common import CollectionRun
 from .lpgnn import AUTHORS_OPTIONS, PAPER_OPTIONS
 
-__all__ = ["rgnn_study", "RGNNRun", "categorical_data", "write_page", "EPS_X", "EPS_Y",
-           "CONFIG"]
+__all__ = ["rgnn_study", "RGNNRun", "categorical_data", "authors_coding", "write_page",
+           "EPS_X", "EPS_Y", "CONFIG", "AUTHORS_CODING"]
 
 M = 10
 EPOCHS = 100
 EPS_X = [1.0, 0.1]
 EPS_Y = [3.0, 2.0, 1.0, 0.5]
 ABLATION_EPS = (1.0, 1.0)  # the paper's ablation budgets were lost in its text
-# Propagation steps (K_x = K_y), METIS bags, LLP weight, and the bag-of-words group size
-# (None: tabular columns, > 10 distinct values cut at their quartiles). The paper tunes K in
+# Propagation steps (K_x = K_y), METIS bags, LLP weight, and either the bag-of-words group
+# size or the authors' coding of the tabular attributes (AUTHORS_CODING). The paper tunes K in
 # {2, 4, 8, 16}, clusters in {4..256}, alpha in {0.01..20}; one setting per dataset here.
 CONFIG = {
     "cora": dict(hops=8, n_clusters=64, alpha=1.0, group=25),
     "citeseer": dict(hops=8, n_clusters=64, alpha=1.0, group=70),
     "facebook": dict(hops=4, n_clusters=128, alpha=1.0, group=100),
-    "german_rgnn": dict(hops=4, n_clusters=16, alpha=1.0, group=None),
-    "student_rgnn": dict(hops=4, n_clusters=16, alpha=1.0, group=None),
+    "german_rgnn": dict(hops=4, n_clusters=16, alpha=1.0, coding="german_rgnn"),
+    "student_rgnn": dict(hops=4, n_clusters=16, alpha=1.0, coding="student_rgnn"),
 }
 KINDS = ("RGNN", "GraphSAGE", "LPGNN", "LPGNN-sound", "RGNN-K16", "graph-only", "RGNN-LLP",
          "RGNN(noisy y)", "RGNN(noisy x)", "LPGNN-AUTHORS", "raw-features")
+
+
+# The RGNN authors' coding of the tabular attributes (karuna-bhaila/RGNN, RGNN/data.py,
+# Student.process and German.process), which gives Table I's d = 60 and 46: "keep", 0/1
+# attributes as they are; "at_least", 1 when the value is >= the threshold; "bins", one-hot
+# of the bins (-inf, e_1], (e_1, e_2], ..., (e_k, inf); "one_hot", one-hot over the codes.
+# Every other attribute is dropped. Fixed public rules, applied to each user's own row.
+AUTHORS_CODING = {
+    "student_rgnn": dict(
+        keep=("school", "sex", "address", "famsize", "Pstatus", "schoolsup", "famsup", "paid",
+              "activities", "nursery", "higher", "internet", "romantic"),
+        at_least={"G1": 10, "G2": 10},   # a passing grade (out of 20)
+        bins={"age": (15, 16, 17, 18)},   # 15, ..., 18, and 19 or older (the code: 20 -> 19)
+        one_hot={"Medu": range(5), "Fedu": range(5), "Mjob": range(5), "Fjob": range(5),
+                 "reason": range(4), "guardian": range(3), "traveltime": range(1, 5),
+                 "failures": range(4), "goout": range(5)}),
+    "german_rgnn": dict(
+        keep=("Gender", "ForeignWorker", "Single", "HasTelephone",
+              "CheckingAccountBalance_geq_0", "CheckingAccountBalance_geq_200",
+              "SavingsAccountBalance_geq_100", "SavingsAccountBalance_geq_500",
+              "MissedPayments", "NoCurrentLoan", "CriticalAccountOrLoansElsewhere",
+              "OtherLoansAtBank", "HasCoapplicant", "HasGuarantor", "OwnsHouse", "RentsHouse",
+              "Unemployed", "YearsAtCurrentJob_lt_1", "YearsAtCurrentJob_geq_4",
+              "JobClassIsSkilled", "PurposeOfLoan_Business", "PurposeOfLoan_Education",
+              "PurposeOfLoan_Electronics", "PurposeOfLoan_Furniture",
+              "PurposeOfLoan_HomeAppliances", "PurposeOfLoan_NewCar", "PurposeOfLoan_Other",
+              "PurposeOfLoan_Repairs", "PurposeOfLoan_Retraining", "PurposeOfLoan_UsedCar"),
+        # counts: the code's "> 1" loans and "x - 1" of 1 or 2 liable people
+        at_least={"LoanRateAsPercentOfIncome": 3, "YearsAtCurrentHome": 3,
+                  "NumberOfOtherLoansAtBank": 2, "NumberOfLiableIndividuals": 2},
+        bins={"Age": (30, 50), "LoanDuration": (10, 20, 30),
+              "LoanAmount": (1000, 2000, 3000, 4000)},
+        one_hot={}),
+}
+
+
+def authors_coding(X, feature_names, coding):
+    """The RGNN authors' binary coding of Student's or German's attributes.
+
+    The binary and thresholded attributes come first, in the order of
+    ``feature_names``, then the one-hot columns of the binned and nominal
+    ones (``AUTHORS_CODING``): 60 columns for Student, 46 for German.
+
+    Parameters
+    ----------
+    X : array-like or sparse matrix of shape (n_nodes, n_attributes)
+        The raw attributes.
+    feature_names : sequence of str
+        Their names.
+    coding : {"student_rgnn", "german_rgnn"}
+        The dataset's coding.
+
+    Returns
+    -------
+    codes : ndarray of shape (n_nodes, n_columns)
+        0/1 columns.
+    names : list of str
+        Their names.
+
+    Raises
+    ------
+    ValueError
+        If an attribute is missing, holds NaN, or a kept or one-hot attribute
+        holds a value outside its codes.
+    """
+    if coding not in AUTHORS_CODING:
+        raise ValueError(f"coding must be one of {sorted(AUTHORS_CODING)}, got {coding!r}.")
+    rules = AUTHORS_CODING[coding]
+    X = X.toarray() if hasattr(X, "toarray") else np.asarray(X, dtype=np.float64)
+    index = {str(name): j for j, name in enumerate(feature_names)}
+    wanted = [*rules["keep"], *rules["at_least"], *rules["bins"], *rules["one_hot"]]
+    missing = [a for a in wanted if a not in index]
+    if missing:
+        raise ValueError(f"{coding} coding needs the attributes {missing}, which X lacks.")
+    single, blocks = [], []   # (name, column) pairs
+    for name in sorted(wanted, key=index.get):
+        x = X[:, index[name]]
+        if np.isnan(x).any():
+            raise ValueError(f"attribute {name!r} holds NaN, which has no code.")
+        if name in rules["at_least"]:
+            t = rules["at_least"][name]
+            single.append((f"{name}>={t:g}", (x >= t).astype(np.int64)))
+            continue
+        if name in rules["bins"]:
+            edges = np.asarray(rules["bins"][name], dtype=np.float64)
+            codes = np.searchsorted(edges, x, side="left")   # x <= e_1 is bin 0
+            # bin k holds (e_k-1, e_k]: named by its upper edge
+            labels = [f"<={e:g}" for e in edges] + [f">{edges[-1]:g}"]
+        else:
+            values = np.asarray((0, 1) if name in rules["keep"] else rules["one_hot"][name])
+            bad = ~np.isin(x, values)
+            if bad.any():
+                raise ValueError(f"attribute {name!r} holds {x[bad][0]:g}, outside its codes "
+                                 f"{values.tolist()}.")
+            if name in rules["keep"]:
+                single.append((name, x.astype(np.int64)))
+                continue
+            codes = np.searchsorted(values, x)
+            labels = [f"={v:g}" for v in values]
+        onehot = np.eye(len(labels), dtype=np.int64)[codes]
+        blocks += [(f"{name}{label}", onehot[:, k]) for k, label in enumerate(labels)]
+    names = [n for n, _ in single + blocks]
+    return np.column_stack([c for _, c in single + blocks]), names
 
 
 def categorical_data(G, y, config):
     """The graph with integer-coded features and ``-1`` for unlabelled nodes.
 
     Bag-of-words columns are grouped into binary groups of ``config["group"]``
-    columns; tabular columns with more than 10 distinct values are cut at
-    their quartiles, the others coded by value.
+    columns; tabular attributes get the authors' coding
+    ``config["coding"]`` (:func:`authors_coding`).
 
     Parameters
     ----------
@@ -64,23 +166,15 @@ def categorical_data(G, y, config):
     y : ndarray of shape (n_nodes,)
         Labels, ``-1`` where the node is unlabelled.
     """
-    from skldp.exceptions import PrivacyLeakWarning
-    from skldp.mechanisms import discretize, group_features, quantile_bin_edges
+    from skldp.mechanisms import group_features
     y = np.asarray(y)
     if config.get("group"):
-        X = group_features(G.features, config["group"])
+        X, names = group_features(G.features, config["group"]), None
+    elif config.get("coding"):
+        X, names = authors_coding(G.features, G.feature_names, config["coding"])
     else:
-        X = G.features.toarray() if hasattr(G.features, "toarray") else np.asarray(G.features)
-        distinct = [np.unique(X[:, j]) for j in range(X.shape[1])]
-        many = [j for j, u in enumerate(distinct) if len(u) > 10]
-        with warnings.catch_warnings():
-            # The paper's protocol: quartiles of the data, read before any collection
-            # (the results page states it); a deployment would pass public edges.
-            warnings.simplefilter("ignore", PrivacyLeakWarning)
-            X = discretize(X, quantile_bin_edges(X, 4, many))
-        for j in range(X.shape[1]):
-            X[:, j] = np.searchsorted(np.unique(X[:, j]), X[:, j])
-    return G.with_features(X, source="users"), np.where(y >= 0, y, -1)
+        raise ValueError("config needs a bag-of-words 'group' size or a tabular 'coding'.")
+    return G.with_features(X, names, source="users"), np.where(y >= 0, y, -1)
 
 
 def domain_sizes(X):
