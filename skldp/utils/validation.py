@@ -336,7 +336,8 @@ def resolve_feature_range(feature_range, X, owner="mechanism", on_read=None):
         if on_read is not None:
             on_read()
         lo, hi = _col_min_max(X)
-        hi = np.where(hi > lo, hi, lo + 1.0)  # constant columns: any non-empty range
+        # constant columns: any non-empty range (wider than 1 where lo + 1 rounds to lo)
+        hi = np.where(hi > lo, hi, lo + np.maximum(1.0, np.abs(lo) * 2.0 ** -20))
     else:
         try:
             lo, hi = feature_range

@@ -32,3 +32,12 @@ def test_a_narrow_but_non_empty_range_is_accepted():
     lo, hi = resolve_feature_range((0.0, [1e-9, 1.0]), np.zeros((2, 2)))
     np.testing.assert_array_equal(lo, [0.0, 0.0])
     assert np.all(hi > lo)
+
+
+def test_bounds_read_from_a_constant_large_column_are_a_range():
+    # lo + 1 rounds to lo at 1e17: the bounds read from the data were refused as "lo < hi",
+    # a range the user never passed
+    X = np.array([[1e17, 0.0], [1e17, 1.0]])
+    with pytest.warns(Warning, match="feature_range was not given"):
+        lo, hi = resolve_feature_range(None, X)
+    assert (hi > lo).all() and hi[1] == 1.0 and lo[0] == 1e17
