@@ -24,6 +24,7 @@ error, never a silent fallback.
 """
 
 import hashlib
+import io
 import os
 import shutil
 import tempfile
@@ -127,21 +128,28 @@ def _sha256(path):
 
 
 def _verified(path, sha256, name):
-    got = _sha256(path)
-    if got != sha256 and _content_sha256(path) != SOURCES[name].digest:
+    """The arrays of the file at ``path``, exactly those that were checked.
+
+    The reference file (its sha256) is read as it is: its arrays are canonical. Another
+    container (saved again, uncompressed) is accepted when its canonical arrays match the
+    content digest, and those canonical arrays are returned: its raw ones may differ
+    (one-sided edges, self loops, duplicates, float64 features) and must not be loaded.
+    """
+    data = Path(path).read_bytes()  # one read: what is checked is what is loaded
+    got = hashlib.sha256(data).hexdigest()
+    try:
+        with np.load(io.BytesIO(data), allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+        if got == sha256:
+            return arrays
+        arrays = canonical(arrays)
+    except Exception:  # not a readable npz of the uniform arrays: it cannot match
+        arrays = None
+    if arrays is None or content_digest(arrays) != SOURCES[name].digest:
         raise OSError(f"Checksum mismatch for dataset {name!r} at {path}: expected sha256 "
                       f"{sha256}, got {got}. The file is corrupt or not the expected "
                       "version; delete it and load again.")
-    return path
-
-
-def _content_sha256(path):
-    """sha256 of a uniform ``.npz``'s canonical arrays (independent of the zip container)."""
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            return content_digest(canonical({k: z[k] for k in z.files}))
-    except Exception:  # not a readable npz: it cannot match
-        return None
+    return arrays
 
 
 def fetch_file(url, path, sha256=None, timeout=60):
@@ -192,7 +200,7 @@ def _locate(name, data_home, base_url, download_if_missing, source_url=None):
     if name in BUNDLED:
         with resources.as_file(resources.files("skldp.datasets") / "data" / fname) as p:
             if p.exists():
-                return _verified(p, sha, name)
+                return p
     local = os.environ.get("SKLDP_DATASETS_DIR")
     if local:
         folder = Path(local).expanduser()
@@ -207,10 +215,10 @@ def _locate(name, data_home, base_url, download_if_missing, source_url=None):
                 "or unset it to use the cache (SKLDP_DATA_HOME) and the download.")
         p = folder / fname
         if p.exists():
-            return _verified(p, sha, name)
+            return p
     cached = get_data_home(data_home) / fname
     if cached.exists():
-        return _verified(cached, sha, name)
+        return cached
     if not download_if_missing:
         raise FileNotFoundError(
             f"Dataset {name!r} is not bundled with skldp and was not found: not in "
@@ -224,18 +232,18 @@ def _locate(name, data_home, base_url, download_if_missing, source_url=None):
     return build_from_source(name, cached.parent, source_url, fetch=fetch_file)
 
 
-def _read_npz(path):
-    z = np.load(path, allow_pickle=False)
+def _unpack(z):
+    """The graph of a dataset's verified arrays (see :func:`_verified`)."""
     n = int(z["adj_shape"][0])
     A = sp.csr_matrix((np.ones(len(z["adj_indices"]), np.float32), z["adj_indices"],
                        z["adj_indptr"]), shape=tuple(z["adj_shape"]))
     X = sp.csr_matrix((z["X_data"], z["X_indices"], z["X_indptr"]), shape=tuple(z["X_shape"]))
     # Bag-of-words stays sparse; small tabular data becomes dense.
     features = X.toarray() if X.shape[1] <= 100 else X
-    names = z["feature_names"] if "feature_names" in z.files else None
+    names = z["feature_names"] if "feature_names" in z else None
     out = {"A": A, "X": features, "y": z["y"].astype(np.int64), "n": n, "names": names}
     for key in ("train_mask", "val_mask", "test_mask") + _EXTRAS:
-        if key in z.files:
+        if key in z:
             out[key] = z[key]
     return out
 
@@ -297,7 +305,7 @@ def load_dataset(name, *, data_home=None, base_url=None, source_url=None,
     if name not in DATASETS:
         raise ValueError(f"Unknown dataset {name!r}; choose one of {list_datasets()}.")
     path = _locate(name, data_home, base_url, download_if_missing, source_url)
-    raw = _read_npz(path)
+    raw = _unpack(_verified(path, DATASETS[name][0], name))
     names = raw.pop("names")
     G = GraphData(raw["X"], raw["A"], feature_names=names)
     bunch = Bunch(data=G, target=raw["y"], feature_names=names, name=name,

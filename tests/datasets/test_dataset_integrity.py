@@ -61,6 +61,33 @@ def test_a_file_saved_again_with_the_same_arrays_is_accepted(no_bundle, german):
         load_dataset("german", download_if_missing=False)
 
 
+def test_what_is_loaded_is_what_was_verified(no_bundle, tmp_path, monkeypatch, german):
+    # the content digest covers the canonical arrays: one-sided edges, self loops and
+    # float64 features passed it, and the raw arrays (another graph) were loaded
+    no_bundle.mkdir()
+    (no_bundle / "german.npz").write_bytes(german)
+    ref = load_dataset("german", download_if_missing=False)
+    with np.load(io.BytesIO(german)) as z:
+        arrays = {k: z[k] for k in z.files}
+    n = int(arrays["adj_shape"][0])
+    A = sp.csr_matrix((np.ones(len(arrays["adj_indices"])), arrays["adj_indices"],
+                       arrays["adj_indptr"]), shape=(n, n))
+    B = sp.csr_matrix(sp.triu(A, 1) + sp.eye(n))  # one direction of each edge, self loops
+    arrays.update(adj_indices=B.indices.astype(np.int32), adj_indptr=B.indptr,
+                  X_data=arrays["X_data"].astype(np.float64) + 1e-9)
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    for where in (no_bundle, folder):  # the cache, then SKLDP_DATASETS_DIR
+        if where is folder:
+            monkeypatch.setenv("SKLDP_DATASETS_DIR", str(folder))
+        np.savez(where / "german.npz", **arrays)
+        b = load_dataset("german", download_if_missing=False)
+        assert b.filename == str(where / "german.npz")
+        assert (b.data.adjacency != ref.data.adjacency).nnz == 0
+        assert b.data.features.dtype == np.float32
+        assert np.array_equal(b.data.features, ref.data.features)
+
+
 def test_the_data_home_argument_wins_over_the_environment(no_bundle, tmp_path, german):
     mine = tmp_path / "mine"
     mine.mkdir()
