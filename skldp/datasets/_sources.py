@@ -18,11 +18,11 @@ import codecs
 import copyreg
 import csv
 import hashlib
-import io
 import json
 import os
 import pickle
 import shutil
+import tempfile
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -429,21 +429,28 @@ SOURCES = {
 
 
 def build_from_source(name, folder, source_url=None, fetch=None):
-    """Download ``name``'s raw files into ``folder/raw/name``, convert, verify, save.
+    """Download ``name``'s raw files, convert, verify, save ``folder/<name>.npz``.
 
-    Returns the path of the written ``folder/<name>.npz``. The result must match
-    the published content digest; otherwise nothing is kept and ``OSError`` is
-    raised. ``fetch(url, path)`` downloads one file (injected by the loader).
+    Returns the path of the written file. The result must match the published
+    content digest; otherwise nothing is kept and ``OSError`` is raised, as for a
+    raw file that cannot be read. The raw files of a verified build are kept in
+    ``folder/raw/<name>`` and reused. ``fetch(url, path)`` downloads one file
+    (injected by the loader).
     """
     src = SOURCES[name]
     base = source_url or os.environ.get("SKLDP_SOURCE_URL") or GITHUB_RAW
-    raw_dir = Path(folder) / "raw" / name
-    raw_dir.mkdir(parents=True, exist_ok=True)
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    kept = folder / "raw" / name
+    # this call's own folder and temporary file: concurrent builds (parallel workers on a
+    # fresh cache) never read, replace or delete each other's files
+    work = Path(tempfile.mkdtemp(dir=folder, prefix=f".part-{name}-"))
     try:
         paths = {}
         for role, rel in src.files.items():
-            path = raw_dir / Path(rel).name
+            path = kept / Path(rel).name
             if not path.exists():
+                path = work / Path(rel).name
                 url = src.url(role, base)
                 try:
                     fetch(url, path)
@@ -453,22 +460,42 @@ def build_from_source(name, folder, source_url=None, fetch=None):
                         "Point SKLDP_DATASETS_DIR at a folder holding the converted .npz, "
                         "or SKLDP_DATA_URL at a mirror of it.") from e
             paths[role] = path
-        arrays = src.convert(paths, **src.options)
-        got = content_digest(arrays)
-        if got != src.digest:
-            raise OSError(
-                f"Checksum mismatch for dataset {name!r} converted from {src.repo}@"
-                f"{src.commit[:12]}: expected content sha256 {src.digest}, got {got}. The "
-                "raw files differ from the published ones; they were removed.")
-    except BaseException:
-        shutil.rmtree(raw_dir, ignore_errors=True)
-        if not any(raw_dir.parent.iterdir()):
-            raw_dir.parent.rmdir()
-        raise
-    out = Path(folder) / f"{name}.npz"
-    buf = io.BytesIO()
-    np.savez_compressed(buf, **arrays)
-    tmp = out.with_name(f".part-{name}.npz")
-    tmp.write_bytes(buf.getvalue())
-    os.replace(tmp, out)
+        try:
+            arrays = _convert_checked(name, src, paths, base)
+        except Exception:
+            for path in paths.values():  # the raw files were bad, the reused ones too
+                if path.parent == kept:
+                    path.unlink(missing_ok=True)
+            raise
+        out = folder / f"{name}.npz"
+        tmp = work / out.name
+        np.savez_compressed(tmp, **arrays)
+        os.replace(tmp, out)
+        kept.mkdir(parents=True, exist_ok=True)
+        for path in paths.values():
+            if path.parent == work:
+                os.replace(path, kept / path.name)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
     return out
+
+
+def _convert_checked(name, src, paths, base):
+    """``src.convert(paths)``, its failures and a digest mismatch as a clear ``OSError``."""
+    try:
+        arrays = src.convert(paths, **src.options)
+    except Exception as e:  # truncated download, a web page in place of the file, ...
+        files = ", ".join(Path(p).name for p in paths.values())
+        raise OSError(
+            f"Could not read the raw files of dataset {name!r} ({files}, from "
+            f"{base}): {type(e).__name__}: {str(e).rstrip('.')}. A file is truncated or not in the "
+            "source's format (e.g. a web page served in its place); the raw files were "
+            "removed from the cache. Load again to download them afresh; if it fails "
+            "again, check the source or mirror (SKLDP_SOURCE_URL).") from e
+    got = content_digest(arrays)
+    if got != src.digest:
+        raise OSError(
+            f"Checksum mismatch for dataset {name!r} converted from {src.repo}@"
+            f"{src.commit[:12]}: expected content sha256 {src.digest}, got {got}. The "
+            "raw files differ from the published ones; they were removed.")
+    return arrays

@@ -9,6 +9,7 @@ and verifies them to the reference content.
 
 import csv
 import json
+import os
 import pickle
 import sys
 import types
@@ -21,6 +22,7 @@ import scipy.sparse as sp
 from skldp.datasets import BUNDLED, load_dataset
 from skldp.datasets._sources import (
     SOURCES,
+    build_from_source,
     canonical,
     content_digest,
     graph_arrays,
@@ -290,7 +292,7 @@ def test_wrong_musae_format_is_a_clear_error(server, tmp_path, monkeypatch, data
     _write_csv(paths["target"], ["id", "traffic"], [[0, 1.0]])
     monkeypatch.delenv("SKLDP_DATASETS_DIR", raising=False)
     monkeypatch.delenv("SKLDP_DATA_URL", raising=False)
-    with pytest.raises(ValueError, match="expected a column 'target'"):
+    with pytest.raises(OSError, match="dataset 'wiki_chameleon'.*expected a column 'target'"):
         load_dataset("wiki_chameleon", data_home=tmp_path / "c", source_url=url)
 
 
@@ -305,11 +307,68 @@ def test_wrong_raw_format_is_a_clear_error(server, tmp_path, monkeypatch):
     lines = paths["target"].read_text().splitlines()
     lines[2] = lines[1]  # a user listed twice, another one missing
     paths["target"].write_text("\n".join(lines) + "\n")
-    with pytest.raises(ValueError, match="node ids are not 0..7623"):
+    with pytest.raises(OSError, match="node ids are not 0..7623"):
         load_dataset("lastfm_asia_nofeatures", data_home=tmp_path / "c", source_url=url)
     german["edges"].write_text("")
-    with pytest.raises(ValueError, match="empty edge file"):
+    with pytest.raises(OSError, match="empty edge file"):
         load_dataset("german", data_home=tmp_path / "c", source_url=url)
+
+
+def test_concurrent_builds_never_break_each_other(tmp_path, monkeypatch):
+    # parallel workers on a fresh cache: they shared the raw folder (deleted by any that
+    # failed) and the temporary name .part-<name>.npz (moved away by another's replace)
+    from skldp.datasets._loaders import fetch_file
+    root, cache = tmp_path / "src", tmp_path / "cache"
+    _serve_raw("german", root, monkeypatch)
+    good, bad = root.as_uri(), (tmp_path / "nowhere").as_uri()
+
+    def fetch_while_another_fails(url, path):
+        fetch_file(url, path)
+        if path.name == "german.csv":  # another worker's build fails in the meantime
+            with pytest.raises(OSError, match="Could not download"):
+                build_from_source("german", cache, bad, fetch=fetch_file)
+
+    out = build_from_source("german", cache, good, fetch=fetch_while_another_fails)
+    out.unlink()
+    replace, others = os.replace, []
+
+    def replace_after_another_build(src, dst):
+        if str(dst).endswith("german.npz") and not others:  # another one finishes first
+            others.append(None)
+            others.append(build_from_source("german", cache, good, fetch=fetch_file))
+        replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", replace_after_another_build)
+    for p in (cache / "raw" / "german").iterdir():
+        p.unlink()  # download again: the other build runs while this one is under way
+    assert build_from_source("german", cache, good, fetch=fetch_file) == out == others[1]
+    with np.load(out) as z:
+        assert content_digest({k: z[k] for k in z.files}) == SOURCES["german"].digest
+    assert sorted(p.name for p in cache.iterdir()) == ["german.npz", "raw"]  # no leftovers
+
+
+def test_unreadable_raw_files_are_a_clear_error(tmp_path, monkeypatch):
+    # a truncated pickle or a web page in place of a csv raised a bare EOFError /
+    # UnpicklingError / ValueError naming neither the dataset nor the file
+    from skldp.datasets._loaders import fetch_file
+    root, cache = tmp_path / "src", tmp_path / "cache"
+    cora = _serve_raw("cora", root, monkeypatch)
+    _serve_raw("german", root, monkeypatch)
+    url = root.as_uri()
+    graph = cora["graph"].read_bytes()
+    cora["graph"].write_bytes(graph[:len(graph) // 2])
+    with pytest.raises(OSError, match=r"raw files of dataset 'cora' \(.*ind\.cora\.graph.*"
+                                      r"pickle data was truncated.*Load again"):
+        build_from_source("cora", cache, url, fetch=fetch_file)
+    assert list(cache.iterdir()) == []  # nothing kept
+    # a verified build keeps its raw files; damaged later, they are removed too
+    build_from_source("german", cache, url, fetch=fetch_file).unlink()
+    csv_file = cache / "raw" / "german" / "german.csv"
+    csv_file.write_text("<html><body>Please log in</body></html>\n")
+    with pytest.raises(OSError, match="raw files of dataset 'german' .*german.csv"):
+        build_from_source("german", cache, url, fetch=fetch_file)
+    assert not csv_file.exists() and not (cache / "german.npz").exists()
+    assert build_from_source("german", cache, url, fetch=fetch_file).exists()  # afresh
 
 
 class _Evil:
