@@ -227,9 +227,17 @@ def _locate(name, data_home, base_url, download_if_missing, source_url=None):
             "download_if_missing=False. Point SKLDP_DATASETS_DIR at a folder holding "
             f"{fname}, or allow the download.")
     base_url = base_url or os.environ.get("SKLDP_DATA_URL")
-    if base_url:
-        return fetch_file(base_url.rstrip("/") + "/" + fname, cached, sha)
-    return build_from_source(name, cached.parent, source_url, fetch=fetch_file)
+    try:
+        if base_url:
+            return fetch_file(base_url.rstrip("/") + "/" + fname, cached, sha)
+        return build_from_source(name, cached.parent, source_url, fetch=fetch_file)
+    except OSError as e:
+        if not local:
+            raise
+        # the user meant the folder to be used: say it was looked in, and missed
+        raise OSError(f"{e} (SKLDP_DATASETS_DIR is set to {local!r}, which holds no "
+                      f"{fname}: the cache {cached.parent} and then a download were "
+                      "tried.)") from e
 
 
 def _unpack(z):

@@ -1,5 +1,6 @@
 """Dataset loaders: statistics of every dataset, checksums, download path, errors."""
 
+import re
 import shutil
 
 import numpy as np
@@ -145,6 +146,19 @@ def test_datasets_dir_that_is_not_a_folder_is_an_error(monkeypatch, tmp_path):
     monkeypatch.setenv("SKLDP_DATASETS_DIR", str(tmp_path))
     with pytest.raises(FileNotFoundError, match="student_rgnn.npz"):
         load_dataset("student_rgnn", download_if_missing=False)
+
+
+def test_download_error_says_the_datasets_dir_lacks_the_file(monkeypatch, tmp_path):
+    # the download's error suggested setting SKLDP_DATASETS_DIR, already set to a folder
+    monkeypatch.delenv("SKLDP_DATA_URL", raising=False)
+    monkeypatch.setenv("SKLDP_DATA_HOME", str(tmp_path / "cache"))
+    folder = tmp_path / "datasets"
+    folder.mkdir()
+    monkeypatch.setenv("SKLDP_DATASETS_DIR", str(folder))
+    msg = re.escape(f"SKLDP_DATASETS_DIR is set to '{folder}', which holds no student_rgnn.npz")
+    for where in ({"source_url": "http://127.0.0.1:9"}, {"base_url": "http://127.0.0.1:9"}):
+        with pytest.raises(OSError, match=msg):  # port 9 is closed
+            load_dataset("student_rgnn", **where)
 
 
 def test_unknown_dataset():
