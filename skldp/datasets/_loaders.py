@@ -302,6 +302,9 @@ def load_dataset(name, *, data_home=None, base_url=None, source_url=None,
         dataset is not bundled (a bundled one loads from the package).
     FileNotFoundError
         If the dataset is found nowhere and ``download_if_missing=False``.
+    OSError
+        If a file fails its checksum, a download fails, or the downloaded raw
+        files cannot be read or converted to the published content.
 
     Examples
     --------
