@@ -135,14 +135,19 @@ def _verified(path, sha256, name):
     content digest, and those canonical arrays are returned: its raw ones may differ
     (one-sided edges, self loops, duplicates, float64 features) and must not be loaded.
     """
+    size = Path(path).stat().st_size
+    if size > 64 * DATASETS[name][1] + 2**20:   # (room for an uncompressed re-save)
+        raise OSError(f"Checksum mismatch for dataset {name!r} at {path}: the file has "
+                      f"{size} bytes, the expected one {DATASETS[name][1]}. The file is not "
+                      "the expected version; delete it and load again.")
     data = Path(path).read_bytes()  # one read: what is checked is what is loaded
     got = hashlib.sha256(data).hexdigest()
+    if got == sha256:
+        with np.load(io.BytesIO(data), allow_pickle=False) as z:
+            return {k: z[k] for k in z.files}
     try:
         with np.load(io.BytesIO(data), allow_pickle=False) as z:
-            arrays = {k: z[k] for k in z.files}
-        if got == sha256:
-            return arrays
-        arrays = canonical(arrays)
+            arrays = canonical({k: z[k] for k in z.files})
     except Exception:  # not a readable npz of the uniform arrays: it cannot match
         arrays = None
     if arrays is None or content_digest(arrays) != SOURCES[name].digest:

@@ -23,6 +23,7 @@ import os
 import pickle
 import shutil
 import tempfile
+import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -428,6 +429,20 @@ SOURCES = {
 }
 
 
+_STALE_PART_SECONDS = 6 * 3600
+
+
+def _remove_stale_parts(folder, name):
+    """Remove the temporary folders of builds of ``name`` killed before they cleaned up
+    (untouched for hours: a running build writes to its own)."""
+    for part in folder.glob(f".part-{name}-*"):
+        try:
+            if part.is_dir() and time.time() - part.stat().st_mtime > _STALE_PART_SECONDS:
+                shutil.rmtree(part, ignore_errors=True)
+        except OSError:   # removed by another build meanwhile
+            pass
+
+
 def build_from_source(name, folder, source_url=None, fetch=None):
     """Download ``name``'s raw files, convert, verify, save ``folder/<name>.npz``.
 
@@ -442,6 +457,7 @@ def build_from_source(name, folder, source_url=None, fetch=None):
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     kept = folder / "raw" / name
+    _remove_stale_parts(folder, name)
     # this call's own folder and temporary file: concurrent builds (parallel workers on a
     # fresh cache) never read, replace or delete each other's files
     work = Path(tempfile.mkdtemp(dir=folder, prefix=f".part-{name}-"))

@@ -45,6 +45,15 @@ def test_a_damaged_file_in_the_cache_is_an_error(no_bundle, german):
         load_dataset("german", download_if_missing=False)
 
 
+def test_a_far_too_large_file_is_refused_before_it_is_read(no_bundle, monkeypatch, german):
+    no_bundle.mkdir()
+    (no_bundle / "german.npz").write_bytes(b"\0" * (64 * len(german) + 2**20 + 1))
+    monkeypatch.setattr(_loaders.Path, "read_bytes",
+                        lambda self: pytest.fail("the whole file was read"))
+    with pytest.raises(OSError, match="Checksum mismatch.*bytes"):
+        load_dataset("german", download_if_missing=False)
+
+
 def test_a_file_saved_again_with_the_same_arrays_is_accepted(no_bundle, german):
     # another zip container (uncompressed, other order): the sha256 of the file differs,
     # the content digest of its arrays does not

@@ -314,6 +314,19 @@ def test_wrong_raw_format_is_a_clear_error(server, tmp_path, monkeypatch):
         load_dataset("german", data_home=tmp_path / "c", source_url=url)
 
 
+def test_a_killed_build_s_folder_is_removed_by_a_later_build(tmp_path, monkeypatch):
+    from skldp.datasets._loaders import fetch_file
+    root, cache = tmp_path / "src", tmp_path / "cache"
+    _serve_raw("german", root, monkeypatch)
+    dead, running = cache / ".part-german-dead", cache / ".part-german-running"
+    for part in (dead, running):
+        part.mkdir(parents=True)
+        (part / "german.csv").write_text("half a download")
+    os.utime(dead, (0, 0))          # killed long ago; the other one is under way
+    build_from_source("german", cache, root.as_uri(), fetch=fetch_file)
+    assert not dead.exists() and (running / "german.csv").exists()
+
+
 def test_concurrent_builds_never_break_each_other(tmp_path, monkeypatch):
     # parallel workers on a fresh cache: they shared the raw folder (deleted by any that
     # failed) and the temporary name .part-<name>.npz (moved away by another's replace)
