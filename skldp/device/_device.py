@@ -17,7 +17,7 @@ import numpy as np
 
 from ._errors import DeviceStateError
 from ._kinds import directory_digest, plan
-from ._random import _as_id_array, check_node_keys, ids_to_keys
+from ._random import _as_id_array, check_node_keys, ids_to_keys, node_uniforms
 from ._spec import CollectionSpec, SpecError, read_spec, significant
 from ._steps import device_steps
 
@@ -169,8 +169,8 @@ def _encode(spec, data, *, seed, key, user=None, directory=None):
         batch = p.encode_one(own, nbr[known], dkeys, seed, keys[0])
         return p.row(batch, 0), 0, len(set(nbr[~known].tolist()))
     # Values outside the public domain: replaced by random ones, never a refusal (whether
-    # a device answers must not depend on its data); drawn from the device's secret seed
-    rng = np.random.default_rng([int(seed) & 0x7FFFFFFFFFFFFFFF, int(keys[0]), _OUTSIDE])
+    # a device answers must not depend on its data); drawn from (seed, key), as a port can
+    rng = _OutsideDraws(seed, keys)
     if p.protects == "labels":
         if isinstance(data, (list, tuple, dict, set, np.ndarray)):
             raise TypeError(f"A device answers about one label (its user's), got a "
@@ -187,6 +187,25 @@ def _encode(spec, data, *, seed, key, user=None, directory=None):
 
 
 _OUTSIDE = 0x6F75747369646521   # the stream of the values drawn for those outside the domain
+
+
+class _OutsideDraws:
+    """The draws replacing values outside the public domain: uniforms of the counter-based
+    stream ``_OUTSIDE``, counters 0, 1, ... in the order the values are replaced (a numpy
+    generator would tie every port to numpy's seeding). Offers what ``prepare_on_device``
+    calls: ``random(n)`` and ``integers(0, c, size=n)`` (``min(floor(u c), c - 1)``)."""
+
+    def __init__(self, seed, keys):
+        self.seed, self.keys, self.used = seed, keys, 0
+
+    def random(self, n):
+        u = node_uniforms(self.seed, self.keys, self.used + n, stream=_OUTSIDE)[0, self.used:]
+        self.used += n
+        return u
+
+    def integers(self, low, high, size):
+        return low + np.minimum(np.floor(self.random(size) * (high - low)).astype(np.int64),
+                                high - low - 1)
 
 
 def _dense_row(data):
