@@ -114,11 +114,129 @@ def edge_cases():
     return cases
 
 
+# ------------------------------------------------ cases a port gets wrong by a small slip
+# (their own generator, after the cases above: those stay as they were)
+_M64 = (1 << 64) - 1
+_G = 0x9E3779B97F4A7C15
+_FINE = 1 << 40   # the fine uniform's second stream: stream + 2^40
+
+
+def _mix(z):
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M64
+    return z ^ (z >> 31)
+
+
+def _unmix(z):
+    """SplitMix64's finaliser inverted (each step is a bijection of 64-bit words)."""
+    def unshift(z, s):
+        x = z
+        for _ in range(64 // s + 1):
+            x = z ^ (x >> s)
+        return x & _M64
+    z = (unshift(z, 31) * pow(0x94D049BB133111EB, -1, 1 << 64)) & _M64
+    z = (unshift(z, 27) * pow(0xBF58476D1CE4E5B9, -1, 1 << 64)) & _M64
+    return unshift(z, 30)
+
+
+def _row_key(seed, key, stream):
+    return _mix(((key * _G) & _M64) ^ _mix((seed & _M64) ^ _mix((stream * _G + _G) & _M64)))
+
+
+def _key_for(seed, stream, word):
+    """The key whose word 0 (counter 0) of ``stream`` is ``word``."""
+    s = (seed & _M64) ^ _mix((stream * _G + _G) & _M64)
+    return ((_unmix((_unmix(word) - _G) & _M64) ^ _mix(s)) * pow(_G, -1, 1 << 64)) & _M64
+
+
+def _crafted(rng, stream, top, v_ok):
+    """(seed, key) whose fine uniform (counter 0 of ``stream``) has top 53 bits ``top`` and
+    a second part ``v`` (in [0, 1)) with ``v_ok(v)``: found by trying seeds."""
+    while True:
+        seed = int(rng.integers(0, 2**63))
+        key = _key_for(seed, stream, (top << 11) | int(rng.integers(0, 1 << 11)))
+        v = (_mix((_row_key(seed, key, stream + _FINE) + _G) & _M64) >> 12) * 2.0 ** -52
+        if v_ok(v):
+            return seed, key
+
+
+def _fixed_case(spec, data, seed, key, **extra):
+    report = encode(spec, data, seed=seed, key=key, **extra)
+    case = {"spec": spec.to_dict(), "input": data, "seed": f"0x{seed:016x}",
+            "key": f"0x{key:016x}", "report": report}
+    if "user" in extra:
+        case["user"] = extra["user"]
+        case["directory"] = extra["directory"]
+    return case
+
+
+def precision_cases():
+    """Cases that a port with plain 53-bit uniforms (no fine uniform, no complement branch),
+    text user ids, a value on a bin edge or an input outside the domain gets wrong."""
+    rng = np.random.default_rng(20261130)
+    out = {}
+
+    def add(name, spec, data, seed=None, key=None, **extra):
+        if seed is None:
+            seed, key = int(rng.integers(0, 2**63)), int(rng.integers(0, 2**64, dtype=np.uint64))
+        out.setdefault(name, []).append(_fixed_case(spec, data, seed, key, **extra))
+
+    low = (0, lambda v: v < 0.03)               # u = v 2^-53 < 3.3e-18
+    high = ((1 << 53) - 1, lambda v: v > 0.97)  # 1 - u = (1 - v) 2^-53 < 3.3e-18
+    # One-bit at eps = 40: P(1 | x = 0) = P(0 | x = 1) = 1 / (1 + e^40) = 4.2e-18
+    spec = _spec(OneBitMechanism(40.0, feature_range=(0, 1)), 300, n_features=1)
+    for x, (top, ok) in ((0.0, low), (0.0, low), (1.0, high), (1.0, high)):
+        add("OneBitMechanism", spec, [x], *_crafted(rng, 0, top, ok))
+    spec = _spec(OneBitMechanism(1.0, feature_range=(-1, 1)), 301, n_features=4)
+    add("OneBitMechanism", spec, [0.5, None, -3.0, 1e300])   # missing (null), clipped
+    # Multi-bit: the bit of sampled column i is the fine draw of stream 1, counter i
+    spec = _spec(MultiBitMechanism(40.0, m=1, feature_range=(0, 1)), 302, n_features=3)
+    for x, (top, ok) in ((0.0, low), (1.0, high)):
+        add("MultiBitMechanism", spec, [x] * 3, *_crafted(rng, 1, top, ok))
+    # Labels: kept iff the fine uniform of stream 1 >= (c - 1) q = 2 / (e^40 + 2) = 8.5e-18
+    spec = _spec(LabelRandomizedResponse(40.0, classes=[0, 1, 2]), 303)
+    for y in (0, 2):
+        add("LabelRandomizedResponse", spec, y, *_crafted(rng, 1, 0, lambda v: v < 0.07))
+    spec = _spec(LabelRandomizedResponse(0.5, classes=[3, 5, 7, 9]), 304)
+    for _ in range(8):
+        add("LabelRandomizedResponse", spec, int(rng.choice([3, 5, 7, 9])))
+    add("LabelRandomizedResponse", spec, 4)   # not a class: replaced
+    spec = _spec(LabelRandomizedResponse(1.0, classes=["cat", "dog", "eel"]), 305)
+    add("LabelRandomizedResponse", spec, "bird")   # not a class: replaced
+    # GRR-FS: the flip at eps = 40 (stream 1), many "other" codes at eps = 0.2, bin edges,
+    # codes outside the domain
+    spec = _spec(GRRFSMechanism(40.0, m=1, domain_sizes=[4]), 306, n_features=1)
+    add("GRRFSMechanism", spec, [1], *_crafted(rng, 1, 0, lambda v: v < 0.1))
+    sizes = [2, 3, 5, 4]
+    spec = _spec(GRRFSMechanism(0.2, m=4, domain_sizes=sizes), 307, n_features=4)
+    for _ in range(6):
+        add("GRRFSMechanism", spec, [int(rng.integers(0, c)) for c in sizes])
+    spec = _spec(GRRFSMechanism(30.0, m=1, bin_edges={0: [0.5], 1: [0.2, 0.4, 0.8]}), 308,
+                 n_features=2)
+    for x in ([0.5, 0.2], [0.5, 0.4], [0.4999, 0.8], [1.0, 0.7999], [0.5, 0.8],
+              [0.4999, 0.3999]):   # a value on an edge is in the bin above it
+        add("GRRFSMechanism", spec, x)
+    spec = _spec(GRRFSMechanism(1.0, m=2, domain_sizes=[3, 4]), 309, n_features=2)
+    add("GRRFSMechanism", spec, [7, None])   # outside the domain, missing: replaced
+    # Edges: text ids (keys from BLAKE2b), and ids mixing text and integers
+    ids = [f"u{i}" for i in range(30)]
+    spec = _spec(EdgeRR(1.0, symmetrize="or"), 310, node_ids=ids)
+    for user in ("u3", "u17"):
+        nbrs = [v for v in rng.choice(ids, 6, replace=False).tolist() if v != user]
+        add("EdgeRR", spec, nbrs, user=user, directory=ids)
+    mixed = [f"n{i}" for i in range(10)] + list(range(10, 30))
+    spec = _spec(EdgeRR(2.0, symmetrize="directed"), 311, node_ids=mixed)
+    add("EdgeRR", spec, ["n1", 12, "n7", 29, 404], user=15, directory=mixed)   # 404: not a user
+    return out
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     files = feature_cases()
     files["LabelRandomizedResponse"] = label_cases()
     files["EdgeRR"] = edge_cases()
+    for name, cases in precision_cases().items():
+        files[name] += cases
     for name, cases in files.items():
         doc = {"kind": f"skldp.mechanisms.{name}", "format": "skldp device test vectors 1",
                "cases": cases}

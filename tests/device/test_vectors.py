@@ -61,6 +61,41 @@ def test_vectors_replay_exactly(kind, case):
     assert any(o != report for o in others)
 
 
+def _vectors(name):
+    return json.loads((VECTORS / f"{name}.json").read_text())["cases"]
+
+
+def test_vectors_tell_plain_uniforms_apart():
+    """A port drawing one-bit's bits as ``u < p`` with plain 53-bit uniforms (no fine
+    uniform, no complement branch) fails some vectors, in both directions."""
+    from skldp.device._kinds import _bit_probabilities
+    from skldp.device._random import node_uniforms
+    slips = set()
+    for case in _vectors("OneBitMechanism"):
+        p = plan(read_spec(case["spec"]))
+        x = p.prepare(case["input"]) if None not in case["input"] else None
+        if x is None or p.d != 1:
+            continue
+        p_one, _ = _bit_probabilities((x - p.lo) / (p.hi - p.lo), p.eps_f)
+        u = node_uniforms(int(case["seed"], 16), np.array([int(case["key"], 16)], np.uint64), 1)
+        plain = np.packbits(u < p_one).tobytes().hex()
+        if plain != case["report"]["b"]:
+            slips.add(case["report"]["b"])
+    assert slips == {"00", "80"}   # a 1 only the fine uniform gives, a 0 only its complement
+
+
+def test_vectors_cover_ids_and_inputs_outside_the_domain():
+    edges = _vectors("EdgeRR")
+    assert any(isinstance(v, str) for c in edges for v in c["directory"])
+    assert any({type(v) for v in c["directory"]} == {int, str} for c in edges)
+    labels = _vectors("LabelRandomizedResponse")
+    assert any(c["input"] not in c["spec"]["public_state"]["classes"] for c in labels)
+    assert any(None in c["input"] for c in _vectors("OneBitMechanism"))
+    grrfs = _vectors("GRRFSMechanism")
+    assert any(v in (c["spec"]["params"]["bin_edges"] or {}).get(str(j), [])
+               for c in grrfs for j, v in enumerate(c["input"]))
+
+
 _BLOCKER = """
 import sys
 class _Blocker:
