@@ -56,7 +56,8 @@ class Directory:
     """
 
     def __init__(self, ids):
-        self.keys = np.sort(ids_to_keys(_as_id_array(list(ids))))   # as GraphData reads them
+        ids = _no_bool_ids(list(ids), "the directory")
+        self.keys = np.sort(ids_to_keys(_as_id_array(ids)))   # as GraphData reads them
         self.digest = directory_digest(self.keys)
 
 
@@ -157,11 +158,12 @@ def _encode(spec, data, *, seed, key, user=None, directory=None):
     keys = check_node_keys([key], "key")
     if p.protects == "edges":
         dkeys = _directory_keys(spec, directory)
-        own = int(ids_to_keys(_as_id_array([user]))[0])
+        own = int(ids_to_keys(_as_id_array(_no_bool_ids([user], "the user's id")))[0])
         if not np.isin(np.uint64(own), dkeys):
             raise ValueError("The user is not in the directory.")
         _check_neighbours(data)
-        nbr = ids_to_keys(_as_id_array(list(data))) if len(data) else np.zeros(0, np.uint64)
+        data = _no_bool_ids(list(data), "the neighbour list")
+        nbr = ids_to_keys(_as_id_array(data)) if data else np.zeros(0, np.uint64)
         # Neighbours outside the directory are no users of the graph, and the user is not
         # its own neighbour: left out, never a refusal (a server could leave a user out of
         # the directory to learn who knows it)
@@ -243,6 +245,18 @@ def _check_neighbours(data):
     if data is None or isinstance(data, (str, bytes)) or not hasattr(data, "__iter__"):
         raise TypeError("the data of an edge collection is this user's neighbours, a list "
                         f"of user ids ([] for none), got {data!r:.60}.")
+
+
+def _no_bool_ids(ids, where):
+    """The list ``ids``, refusing a boolean among them: a user id is a string or an integer
+    (the server refuses a record from the user True). Keyed, True would be the integer 1
+    beside integers (numpy makes ``[True, 7]`` an integer array) but the text "True"
+    elsewhere: one neighbour named two ways."""
+    bad = next((v for v in ids if isinstance(v, (bool, np.bool_))), None)
+    if bad is not None:
+        raise TypeError(f"{where} holds the boolean {bool(bad)!r}, which is no user id: user "
+                        "ids are strings or integers.")
+    return ids
 
 
 def _input_digest(data, user, edges=False):

@@ -9,8 +9,8 @@ import warnings
 import numpy as np
 import pytest
 
-from skldp.device import Device, SpecError
-from skldp.mechanisms import LabelRandomizedResponse
+from skldp.device import Device, Directory, SpecError, encode
+from skldp.mechanisms import EdgeRR, LabelRandomizedResponse
 from skldp.population import collection_spec, read_reports
 
 
@@ -24,6 +24,22 @@ def test_ids_the_server_would_refuse_are_refused_by_the_device(user):
     # a float id passed: the server refused every record as malformed and charged no one
     with pytest.raises(TypeError, match="a string or an integer"):
         Device(user)
+
+
+@pytest.mark.parametrize("where", ["neighbours", "user", "directory"])
+@pytest.mark.parametrize("boolean", [True, np.True_])
+def test_an_edge_device_refuses_boolean_ids_wherever_they_are(where, boolean):
+    # True beside an integer was keyed as the integer 1 ([True, 7] is an integer array),
+    # but hashed as the text "True" beside text or alone: one id, two users
+    ids = [1, 5, 7, "a"]
+    spec = collection_spec(EdgeRR(1.0), node_ids=ids)
+    args = {"neighbours": ([boolean, 7], 5, ids), "user": ([7], boolean, ids),
+            "directory": ([7], 5, [*ids, boolean])}[where]
+    with pytest.raises(TypeError, match="boolean True, which is no user id"):
+        encode(spec, args[0], seed=1, key=2, user=args[1], directory=args[2])
+    if where == "directory":
+        with pytest.raises(TypeError, match="no user id"):
+            Directory(np.array([0, 1], dtype=bool))
 
 
 def test_an_id_of_a_numpy_type_is_the_same_user(spec, tmp_path):
