@@ -326,8 +326,8 @@ class SolitudeClassifier(GNNClassifierBase):
     adj_every : int, default=1
         Update ``A^c`` every ``adj_every`` epochs.
     early_stopping : bool, default=True
-        Keep the model and graph of the epoch with the lowest loss on the
-        validation rows.
+        Keep the model and graph of the epoch with the best ``selection``
+        score on the validation rows.
     validation : array-like or None, default=None
         Validation nodes (positions or a boolean mask over the graph's nodes),
         fitted with the training nodes; ``None``: hold out
@@ -335,9 +335,15 @@ class SolitudeClassifier(GNNClassifierBase):
     validation_fraction : float in (0, 1), default=0.1
         Share of the fit rows held out for early stopping without ``validation``.
     patience : int or None, default=100
-        Epochs without improvement of the validation loss before stopping;
+        Epochs without improvement of the validation score before stopping;
         ``None``: never stop (all ``epochs`` run; the best validated epoch is
         still kept).
+    selection : {"auto", "loss", "accuracy", "both"}, default="loss"
+        What early stopping monitors on the validation rows, as for
+        :class:`~skldp.models.GCNClassifier`: the loss, the accuracy (the
+        first epoch of the best one is kept), or both. ``"auto"``: ``"both"``
+        with ``validation`` nodes, else ``"loss"``. The Solitude study uses
+        ``"accuracy"`` on its validation nodes, as the paper selects the epoch.
     device : {"auto", "cpu", "cuda", ...}, default="auto"
         Torch device; ``"auto"`` uses CUDA when ``torch.cuda.is_available()``.
     random_state : int, RandomState, Generator or None, default=None
@@ -364,7 +370,9 @@ class SolitudeClassifier(GNNClassifierBase):
     loss_curve_ : list of float
         Training loss of the model step per epoch.
     validation_scores_ : list of float
-        Validation loss per epoch (empty without early stopping).
+        The monitored validation score per epoch, lower is better: the loss,
+        the error rate with ``selection="accuracy"``, or the pair ``[loss,
+        error rate]`` with ``"both"`` (empty without early stopping).
     best_epoch_ : int or None
         Epoch (0-based) whose model and graph were kept when early stopping.
 
@@ -414,14 +422,15 @@ class SolitudeClassifier(GNNClassifierBase):
         "lambda_l1": [Interval(Real, 0, np.inf, closed="left")],
         "lr_adj": [Interval(Real, 0, None, closed="neither")],
         "adj_every": [Count(1)],
+        "selection": GNNClassifierBase._parameter_constraints["selection"],
     }
 
     def __init__(self, backbone="gcn", hidden_size=16, *, n_layers=2, activation="selu",
                  dropout=0.5, lr=0.01, weight_decay=5e-4, epochs=500, feature_steps=0,
                  label_steps=0, learn_structure=True, lambda_fro=1e-3, lambda_l1=1e-3,
                  lr_adj=0.01, adj_every=1, early_stopping=True, validation=None,
-                 validation_fraction=0.1, patience=100, device="auto", random_state=None,
-                 verbose=0):
+                 validation_fraction=0.1, patience=100, selection="loss", device="auto",
+                 random_state=None, verbose=0):
         self.backbone = backbone
         self.hidden_size = hidden_size
         self.n_layers = n_layers
@@ -441,6 +450,7 @@ class SolitudeClassifier(GNNClassifierBase):
         self.validation = validation
         self.validation_fraction = validation_fraction
         self.patience = patience
+        self.selection = selection
         self.device = device
         self.random_state = random_state
         self.verbose = verbose
@@ -505,7 +515,7 @@ class SolitudeClassifier(GNNClassifierBase):
         if self.label_steps > 0:
             Y0 = np.zeros((G.n_nodes, n_cls))
             Y0[rows[local], y_enc[local]] = 1.0
-            P = smooth_labels(Y0, A, self.label_steps)
+            P = smooth_labels(Y0, A, self.label_steps, self_loops=False)   # eq. (12)
             train_targets = torch.as_tensor(P[rows[local]], dtype=torch.float32, device=device)
         else:
             train_targets = torch.as_tensor(y_enc[local], dtype=torch.long, device=device)
@@ -560,15 +570,20 @@ class SolitudeClassifier(GNNClassifierBase):
         def validate(epoch):
             module.eval()
             with torch.no_grad():
-                return class_cross_entropy(module(x, graph["fixed"])[pos_val], y_val)
+                return self._validation_score(take_rows(module(x, graph["fixed"]), pos_val),
+                                              y_val, pos_val)
 
         stopper = None
         if val is not None:  # the model and the learned graph of the best epoch
             stopper = EarlyStopper([*module.state_dict().values(), w], self.patience,
                                    sync_every=default_sync_every(device))
-        with dropout_generator(drop_gen):
-            result = train(step, self.epochs, validate=validate if val is not None else None,
-                           stopper=stopper, log=self._epoch_logger() if self.verbose else None)
+        try:
+            with dropout_generator(drop_gen):
+                result = train(step, self.epochs, validate=validate if val is not None else None,
+                               stopper=stopper,
+                               log=self._epoch_logger() if self.verbose else None)
+        finally:
+            self.__dict__.pop("_targets_seen", None)   # _validation_score's per-fit cache
         self.n_iter_ = result.n_iter
         self.loss_curve_ = result.loss_curve
         self.validation_scores_ = result.validation_scores

@@ -108,7 +108,7 @@ def test_bad_input(noisy_sbm):
     A, Gr, y, tr, te = noisy_sbm
     for kw in (dict(backbone="gat"), dict(lambda_fro=-1.0), dict(lambda_l1=np.nan),
                dict(lr_adj=0), dict(feature_steps=-1), dict(label_steps=1.5),
-               dict(adj_every=0), dict(dropout=1.0)):
+               dict(adj_every=0), dict(dropout=1.0), dict(selection="error")):
         with pytest.raises(ValueError):
             SolitudeClassifier(epochs=2, **kw).fit(Gr[tr], y[tr])
     with pytest.raises(TypeError):

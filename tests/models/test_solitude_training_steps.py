@@ -128,7 +128,8 @@ def test_label_smoothing_reads_the_fitting_rows_only():
 @pytest.mark.parametrize("feature_steps, label_steps", [(1, 1), (2, 3)])
 def test_first_loss_is_the_smoothed_targets_cross_entropy(feature_steps, label_steps):
     # First epoch's loss: the (almost untrained) model on K_x-smoothed features against
-    # the K_y-smoothed labels of the fitting rows, eq. (12). Both settings fit one graph:
+    # the K_y-smoothed labels of the fitting rows, eq. (12) (neighbours only: no self
+    # loop, so a labelled node's own label gets no weight). Both settings fit one graph:
     # the memoised smoothed features are those of their own number of steps.
     G, y, _ = _graph()
     G = G.new_simulation()
@@ -138,7 +139,8 @@ def test_first_loss_is_the_smoothed_targets_cross_entropy(feature_steps, label_s
                                  random_state=0, device="cpu").fit(G, y)
     A = G.adjacency
     Xs = torch.as_tensor(smooth_features(np.asarray(G), A, feature_steps), dtype=torch.float32)
-    P = torch.as_tensor(smooth_labels(np.eye(2)[y], A, label_steps), dtype=torch.float32)
+    P = torch.as_tensor(smooth_labels(np.eye(2)[y], A, label_steps, self_loops=False),
+                        dtype=torch.float32)
     # the GCN on the received graph, its weights clipped to [0, 1], plus a self loop each
     Ahat = torch.as_tensor(np.minimum(A.toarray(), 1.0), dtype=torch.float32) + torch.eye(7)
     d = Ahat.sum(1).pow(-0.5)
