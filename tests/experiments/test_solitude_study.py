@@ -59,3 +59,32 @@ def test_graph_only_collects_no_features():
     assert not hasattr(run, "feature_mechanism_")
     assert privacy_report(G).local_epsilon == 2.0
     assert run.predict(G[20:]).shape == (10,)
+
+
+def test_models_keep_the_epoch_of_the_best_validation_accuracy():
+    # fit_on_train fits on the training and validation nodes; the model selects its epoch
+    # on the validation nodes' accuracy; graph_only never reads their labels
+    from skldp import GraphData
+    from studies.solitude import SolitudeRun, fit_on_train
+    rng = np.random.default_rng(0)
+    A = sp.random(40, 40, density=0.2, random_state=0, format="csr")
+    A = ((A + A.T) > 0).astype(float)
+    A.setdiag(0)
+    A.eliminate_zeros()
+    G, y = GraphData(rng.random((40, 4)), A), np.arange(40) % 2
+    masks = (np.arange(40) < 20, (np.arange(40) >= 20) & (np.arange(40) < 30),
+             np.arange(40) >= 30)
+    run = SolitudeRun(kind="solitude", eps_a=2.0, random_state=0)
+    fit_on_train(run, G, y, masks)
+    clf = run.model_
+    assert clf.selection == "accuracy"
+    assert np.array_equal(clf.validation, masks[1])
+    err = np.asarray(clf.validation_scores_)
+    assert clf.best_epoch_ == int(np.argmin(err))
+    assert clf.score(run.graph_in_[masks[1]], y[masks[1]]) == pytest.approx(1 - err.min())
+    preds = []
+    for labels in (y, np.where(masks[1], 1 - y, y)):
+        go = SolitudeRun(kind="graph_only", eps_a=2.0, random_state=0)
+        fit_on_train(go, G, labels, masks)
+        preds.append(go.predict(G[masks[2]]))
+    np.testing.assert_array_equal(*preds)
