@@ -43,13 +43,7 @@ def _spec(est, case_id, steps=(), **kw):
 
 def _case(spec, data, **extra):
     seed, key = int(RNG.integers(0, 2**63)), int(RNG.integers(0, 2**63)) * 2 + 1
-    report = encode(spec, data, seed=seed, key=key, **extra)
-    case = {"spec": spec.to_dict(), "input": data, "seed": f"0x{seed:016x}",
-            "key": f"0x{key:016x}", "report": report}
-    if "user" in extra:
-        case["user"] = extra["user"]
-        case["directory"] = extra["directory"]
-    return case
+    return _fixed_case(spec, data, seed, key, **extra)
 
 
 def _row(d, lo=0.0, hi=1.0, binary=False):

@@ -44,17 +44,22 @@ def test_solitude_keys_are_the_recorded_runs():
         get_study("solitude", methods=["gat"])
 
 
-def test_graph_only_collects_no_features():
-    # label propagation reads only the received graph: its users spend eps_a, not 1 + eps_a
+def _graph(n):
+    """A random symmetric graph of ``n`` nodes with 4 features and two alternating classes."""
     from skldp import GraphData
-    from skldp.accounting import privacy_report
-    from studies.solitude import SolitudeRun
     rng = np.random.default_rng(0)
-    A = sp.random(30, 30, density=0.2, random_state=0, format="csr")
+    A = sp.random(n, n, density=0.2, random_state=0, format="csr")
     A = ((A + A.T) > 0).astype(float)
     A.setdiag(0)
     A.eliminate_zeros()
-    G, y = GraphData(rng.random((30, 4)), A), np.arange(30) % 2
+    return GraphData(rng.random((n, 4)), A), np.arange(n) % 2
+
+
+def test_graph_only_collects_no_features():
+    # label propagation reads only the received graph: its users spend eps_a, not 1 + eps_a
+    from skldp.accounting import privacy_report
+    from studies.solitude import SolitudeRun
+    G, y = _graph(30)
     run = SolitudeRun(kind="graph_only", eps_a=2.0, random_state=0).fit(G[:20], y[:20])
     assert not hasattr(run, "feature_mechanism_")
     assert privacy_report(G).local_epsilon == 2.0
@@ -64,14 +69,8 @@ def test_graph_only_collects_no_features():
 def test_models_keep_the_epoch_of_the_best_validation_accuracy():
     # fit_on_train fits on the training and validation nodes; the model selects its epoch
     # on the validation nodes' accuracy; graph_only never reads their labels
-    from skldp import GraphData
     from studies.solitude import SolitudeRun, fit_on_train
-    rng = np.random.default_rng(0)
-    A = sp.random(40, 40, density=0.2, random_state=0, format="csr")
-    A = ((A + A.T) > 0).astype(float)
-    A.setdiag(0)
-    A.eliminate_zeros()
-    G, y = GraphData(rng.random((40, 4)), A), np.arange(40) % 2
+    G, y = _graph(40)
     masks = (np.arange(40) < 20, (np.arange(40) >= 20) & (np.arange(40) < 30),
              np.arange(40) >= 30)
     run = SolitudeRun(kind="solitude", eps_a=2.0, random_state=0)
