@@ -11,7 +11,6 @@ from collections import OrderedDict
 import numpy as np
 import scipy.sparse as sp
 
-from .device._device import plain_id
 from .device._random import _as_id_array, _as_integers, _id_sequence, ids_to_keys
 from .population._population import Population
 from .utils._arrays import (
@@ -877,7 +876,8 @@ class GraphData:
         else:
             # integers held in an object array (as pandas gives) are stored, and keyed,
             # as the same integers in an integer array
-            ids = _as_integers(_as_id_array(_id_sequence(node_ids)))   # any iterable
+            # any iterable; what names no user refused (missing ids, booleans...)
+            ids = _as_integers(_as_id_array(_id_sequence(node_ids)))
             if ids is node_ids or getattr(ids, "base", None) is not None:
                 ids = ids.copy()   # (the caller's array: an edit would rename the users)
             if ids.ndim == 0:
@@ -886,7 +886,6 @@ class GraphData:
             if ids.ndim != 1 or len(ids) != n:
                 raise ValueError(f"node_ids must have length {n} (one per feature row), "
                                  f"got shape {ids.shape}.")
-            _check_no_missing_id(ids)
             if not _all_unique(ids):
                 raise ValueError(duplicate_ids_message(ids))
             # (dates and durations: refused there, now)
@@ -1642,35 +1641,6 @@ def _is_one_sided(A):
     upper = np.count_nonzero(A.indices > rows)
     lower = np.count_nonzero(A.indices < rows)
     return (upper == 0) != (lower == 0)
-
-
-def _check_no_missing_id(ids):
-    """Raise if an id of the 1-D array ``ids`` is missing (None, NaN, NaT, pandas' NA):
-    NaN equals nothing, so NaN ids would pass the uniqueness check as distinct users."""
-    kind = ids.dtype.kind
-    if kind in "fc":
-        bad = np.flatnonzero(np.isnan(ids))
-    elif kind in "mM":
-        bad = np.flatnonzero(np.isnat(ids))
-    elif kind == "O" and not all(issubclass(t, (str, bytes, numbers.Integral))
-                                 for t in set(map(type, ids))):
-        bad = [i for i, v in enumerate(ids) if _is_missing(v)]
-    else:
-        return
-    if len(bad):
-        i = int(bad[0])
-        raise ValueError(f"node_ids has a missing id, {plain_id(ids[i])!r} at position {i} "
-                         f"({len(bad)} missing in all); every node needs a unique id: drop "
-                         "those rows or give them ids first.")
-
-
-def _is_missing(v):
-    if v is None:
-        return True
-    try:
-        return bool(v != v)       # NaN, NaT
-    except TypeError:             # pandas' NA: its truth value is ambiguous
-        return True
 
 
 def duplicate_ids_message(ids, keys=None):

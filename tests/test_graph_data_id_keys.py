@@ -9,7 +9,7 @@ import pytest
 import scipy.sparse as sp
 
 from skldp import GraphData
-from skldp.device._random import _as_id_array, _as_integers, ids_to_keys
+from skldp.device._random import _as_id_array, ids_to_keys
 from skldp.mechanisms import EdgeRR, LaplaceMechanism
 from skldp.population import collection_spec, read_reports, received_graph
 
@@ -143,7 +143,7 @@ def test_lists_of_integers_beyond_int64_stay_exact():
             continue
         assert GraphData(np.zeros((len(ids), 1)), node_ids=ids).node_keys.tolist() == keys
     # ids that numpy holds exactly keep numpy's array, dtype included
-    for ids, dtype in (([1.0, 2.5], np.float64), ([True, 2.5], np.float64),
+    for ids, dtype in (([1.0, 2.5], np.float64),
                        ([1, 2], np.int64), ([2**63, 1], np.uint64)):
         assert GraphData(np.zeros((2, 1)), node_ids=ids).all_node_ids.dtype == dtype
 
@@ -186,10 +186,12 @@ def test_every_numpy_scalar_in_a_tuple_keys_as_its_plain_value():
                                       ids_to_keys(_as_id_array([(plain, 1)])))
 
 
-def test_a_bool_among_big_integers_is_the_integer_numpy_makes_it():
-    # in the exact-integer path False was hashed as the text "False" (key 0 elsewhere)
-    keys = ids_to_keys(_as_integers(_as_id_array([False, -1, 2**63 + 1])))
-    assert keys[0] == ids_to_keys(_as_integers(_as_id_array([False, -1, 5])))[0] == 0
+def test_a_bool_among_ids_is_refused():
+    # False was the integer 0 beside integers but the text "False" beside text: one id,
+    # two users (and True == 1 let the user 1 take True's place at ingest)
+    for ids in ([False, -1, 2**63 + 1], [False, -1, 5], [False, "a"], np.array([False])):
+        with pytest.raises(TypeError, match="boolean False, which is no user id"):
+            ids_to_keys(_as_id_array(ids))
 
 
 def test_a_pandas_index_of_ids_is_one_directory_everywhere():

@@ -17,7 +17,7 @@ import numpy as np
 
 from ._errors import DeviceStateError
 from ._kinds import directory_digest, plan
-from ._random import _as_id_array, check_node_keys, ids_to_keys, node_uniforms
+from ._random import _as_id_array, _id_list, check_node_keys, ids_to_keys, node_uniforms
 from ._spec import CollectionSpec, SpecError, read_spec, significant
 from ._steps import device_steps
 
@@ -56,8 +56,8 @@ class Directory:
     """
 
     def __init__(self, ids):
-        ids = _no_bool_ids(list(ids), "the directory")
-        self.keys = np.sort(ids_to_keys(_as_id_array(ids)))   # as GraphData reads them
+        ids = _as_id_array(_id_list(ids, "the directory"), "the directory")
+        self.keys = np.sort(ids_to_keys(ids))   # as GraphData reads them
         self.digest = directory_digest(self.keys)
 
 
@@ -158,12 +158,13 @@ def _encode(spec, data, *, seed, key, user=None, directory=None):
     keys = check_node_keys([key], "key")
     if p.protects == "edges":
         dkeys = _directory_keys(spec, directory)
-        own = int(ids_to_keys(_as_id_array(_no_bool_ids([user], "the user's id")))[0])
+        own = int(ids_to_keys(_as_id_array([user], "the user's id"))[0])
         if not np.isin(np.uint64(own), dkeys):
             raise ValueError("The user is not in the directory.")
         _check_neighbours(data)
-        data = _no_bool_ids(list(data), "the neighbour list")
-        nbr = ids_to_keys(_as_id_array(data)) if data else np.zeros(0, np.uint64)
+        data = list(data)
+        nbr = ids_to_keys(_as_id_array(data, "the neighbour list")) if data else \
+            np.zeros(0, np.uint64)
         # Neighbours outside the directory are no users of the graph, and the user is not
         # its own neighbour: left out, never a refusal (a server could leave a user out of
         # the directory to learn who knows it)
@@ -247,27 +248,18 @@ def _check_neighbours(data):
                         f"of user ids ([] for none), got {data!r:.60}.")
 
 
-def _no_bool_ids(ids, where):
-    """The list ``ids``, refusing a boolean among them: a user id is a string or an integer
-    (the server refuses a record from the user True). Keyed, True would be the integer 1
-    beside integers (numpy makes ``[True, 7]`` an integer array) but the text "True"
-    elsewhere: one neighbour named two ways."""
-    bad = next((v for v in ids if isinstance(v, (bool, np.bool_))), None)
-    if bad is not None:
-        raise TypeError(f"{where} holds the boolean {bool(bad)!r}, which is no user id: user "
-                        "ids are strings or integers.")
-    return ids
-
-
 def _input_digest(data, user, edges=False):
     """A hash of what the device answered about (to refuse answering about other data).
 
     ``edges``: ``data`` is a list of neighbours, whose order and repeats do not change
     the report (the same set, the same answer)."""
     h = hashlib.sha256(repr(plain_id(user)).encode())
-    if edges:
+    if edges:   # the neighbours' keys, as the report reads them (not floats: 2**53 + 1)
         _check_neighbours(data)
-        data = sorted({json.dumps(plain_id(v), default=str) for v in data})
+        data = list(data)
+        keys = ids_to_keys(_as_id_array(data, "the neighbour list")) if data else []
+        h.update(b"keys" + np.unique(np.asarray(keys, dtype=np.uint64)).tobytes())
+        return h.hexdigest()
     try:
         h.update(np.ascontiguousarray(np.asarray(data, dtype=np.float64)).tobytes())
     except (TypeError, ValueError, OverflowError):   # strings, string ids, huge integers

@@ -337,7 +337,77 @@ def _id_sequence(node_ids):
         return node_ids
 
 
-def _as_id_array(node_ids):
+def _id_list(ids, where):
+    """``ids`` read as a sequence of ids (see :func:`_id_sequence`), refusing a single
+    string: ``"u17"`` would be read as the three users ``"u"``, ``"1"``, ``"7"``."""
+    if isinstance(ids, (str, bytes)):
+        raise TypeError(f"{where} must be a sequence of user ids, got the single "
+                        f"{type(ids).__name__} {ids!r:.40}: wrap one id in a list.")
+    return _id_sequence(ids)
+
+
+def _is_missing(v):
+    if v is None:
+        return True
+    try:
+        return bool(v != v)       # NaN, NaT
+    except TypeError:             # pandas' NA: its truth value is ambiguous
+        return True
+
+
+def _not_an_id(v):
+    """Why the single value ``v`` names no user (a boolean; a number that is neither an
+    integer nor a float), else None."""
+    if isinstance(v, (bool, np.bool_)):
+        # keyed, True would be the integer 1 beside integers (numpy makes [True, 7] an
+        # integer array) but the text "True" elsewhere: one user named two ways
+        return f"the boolean {bool(v)!r}, which is no user id: user ids are strings or integers"
+    if isinstance(v, numbers.Number) and \
+            not isinstance(v, (numbers.Integral, float, np.floating)):
+        # Decimal("5") equals 5 but was keyed as its text (and Decimal("5.0") as another)
+        return (f"the {type(v).__name__} {v!r:.40}, a number that is neither an integer nor "
+                "a float: convert the ids to integers (or text) first")
+    return None
+
+
+def _check_ids(ids, where="node_ids"):
+    """Refuse what names no user among the 1-D ids ``ids`` (a list, tuple or array): a
+    boolean, a number other than an integer or a float (a ``TypeError``), a missing id
+    (None, NaN, NaT, pandas' NA: a ``ValueError``; NaN equals nothing, and was keyed as
+    the text user "nan"). Returns ``ids``."""
+    if isinstance(ids, np.ndarray):
+        kind = ids.dtype.kind
+        if ids.ndim != 1 or kind in "iuUS":   # (2-D: refused by the caller)
+            return ids
+        if kind in "bc":
+            raise TypeError(f"{where} holds {_not_an_id(ids[0]) if len(ids) else 'no id'} "
+                            f"(an array of dtype {ids.dtype}).")
+        if kind == "f":
+            bad = np.flatnonzero(np.isnan(ids))
+        elif kind in "mM":
+            bad = np.flatnonzero(np.isnat(ids))
+        else:
+            bad = None
+    if not isinstance(ids, np.ndarray) or ids.dtype.kind == "O":
+        types = set(map(type, ids))
+        if all(t is str or t is int for t in types):   # (most ids: nothing to look at)
+            return ids
+        why = next((w for w in map(_not_an_id, (v for v in ids if not isinstance(v, str)))
+                    if w is not None), None) if not types <= {str, int} else None
+        if why is not None:
+            raise TypeError(f"{where} holds {why}.")
+        bad = [i for i, v in enumerate(ids) if not isinstance(v, (str, bytes, tuple))
+               and not isinstance(v, numbers.Integral) and _is_missing(v)]
+    if len(bad):
+        i = int(bad[0])
+        v = ids[i]
+        raise ValueError(f"{where} has a missing id, {getattr(v, 'item', lambda: v)()!r} at "
+                         f"position {i} ({len(bad)} missing in all); every user needs an id: "
+                         "drop those rows or give them ids first.")
+    return ids
+
+
+def _as_id_array(node_ids, where="node_ids"):
     """``node_ids`` as an array; a list or tuple mixing text and numbers (or holding
     tuples, as networkx nodes may be) as a 1-D object array of the very ids.
 
@@ -346,7 +416,16 @@ def _as_id_array(node_ids):
     text) keep ``np.asarray``'s array, dtype included: their keys must not change. But
     integers of 2**53 or more that numpy would hold as floats (``[2**63 + 1, 5]``, or
     beside a float) stay exact, in an object array: 2**63 + 1 would be user 2**63.
+    What names no user is refused (:func:`_check_ids`, ``where`` names the ids).
     """
+    listed = isinstance(node_ids, (list, tuple))
+    if listed:
+        _check_ids(node_ids, where)   # (before numpy makes [True, 7] integers)
+    ids = _as_id_array_of(node_ids)
+    return ids if listed else _check_ids(ids, where)
+
+
+def _as_id_array_of(node_ids):
     try:
         ids = np.asarray(node_ids)
     except ValueError:   # tuples of several lengths
@@ -356,8 +435,7 @@ def _as_id_array(node_ids):
                 isinstance(node_ids[i], numbers.Integral) and not isinstance(node_ids[i], bool)
                 for i in np.flatnonzero(np.abs(ids) >= 2.0 ** 53)):   # (smaller: exact)
         out = np.empty(len(node_ids), dtype=object)
-        # (a bool among them is the integer numpy would have made it, as before)
-        out[:] = [int(v) if isinstance(v, (bool, np.bool_)) else v for v in node_ids]
+        out[:] = list(node_ids)
         return out
     # only text or a 2-D array (or an error) may have come from ids of several kinds
     if not isinstance(node_ids, (list, tuple)) or (
@@ -446,8 +524,9 @@ def ids_to_keys(ids):
     other id maps to the first 8 bytes (little-endian) of the BLAKE2b digest of
     ``str(id)`` (numpy's scalars inside a tuple written as the plain values they equal:
     ``(np.int64(0), 0)`` is the user ``(0, 0)``). Dates, times and durations are refused
-    (a ``ValueError``): one instant has several texts."""
-    ids = np.asarray(ids)
+    (a ``ValueError``): one instant has several texts; so is what names no user
+    (:func:`_check_ids`: booleans, missing ids, Decimal and other numbers)."""
+    ids = _check_ids(np.asarray(ids), "a list of ids")
     _check_no_time_ids(ids)   # (before _as_integers: a timedelta64 is an integer to numpy)
     ids = _as_integers(ids)
     if np.issubdtype(ids.dtype, np.integer):
