@@ -20,7 +20,7 @@ import scipy.sparse as sp
 
 from ..device._device import ANSWER_ID, plain_id
 from ..device._kinds import ReportError, _value_text, directory_digest, plan
-from ..device._random import _as_id_array, _exact_limit, _id_sequence, ids_to_keys
+from ..device._random import _as_id_array, _exact_limit, _id_list, _id_sequence, ids_to_keys
 from ..device._spec import read_spec
 from ..utils._arrays import distinct, member
 from ..utils._atomic import replace_file
@@ -508,13 +508,15 @@ def read_reports(source, spec, *, users=None, senders=None, format=None):
                             "a list or tuple (read a file or stream into one first), or set "
                             "each record's user from its authenticated sender and pass "
                             "senders=None.")
-        senders = [plain_id(u) for u in senders]
+        senders = [plain_id(u) for u in _as_id_array(list(_id_list(senders, "senders")),
+                                                     "senders").tolist()]
         if len(senders) != len(source):
             raise ValueError(f"senders has {len(senders)} entries for {len(source)} records: "
                              "pass one authenticated sender per record, in the same order.")
-    directory = None if users is None else _id_sequence(users)   # (arrays as GraphData's)
+    directory = None if users is None else _id_list(users, "users")   # (as GraphData's)
     users = None if users is None else list(directory)   # (read twice for an edge collection)
-    allowed = None if users is None else set(plain_id(u) for u in users)
+    # users by key, as the ledger and GraphData know them (not by ==: True == 1)
+    allowed = None if users is None else _Users(_as_id_array(directory, "users"))
     own_position = None
     if users is None and "edges" in spec.protects:
         raise ValueError("an edge collection is read with users=: the directory its lists "
@@ -559,17 +561,17 @@ def read_reports(source, spec, *, users=None, senders=None, format=None):
             reason, message = "other collection", f"it is not a report of {spec.id}."
         elif user is None:
             reason, message = "malformed", "its user id is not a string or an integer."
-        elif senders is not None and user != senders[index]:
+        elif senders is not None and not _sent_by(user, senders[index], allowed):
             reason, message = "sender mismatch", (f"it claims user {user!r:.40} but "
                                                   f"was sent by {senders[index]!r:.40}.")
-        elif allowed is not None and user not in allowed:
+        elif allowed is not None:
             # a relay that writes ids as text ("5" for 5) names the same user (not with
             # senders=: the channel authenticated the id as written)
-            retyped = _same_id_retyped(user, allowed) if senders is None else None
-            if retyped is None:
+            found = allowed.id_of(user, retype=senders is None)
+            if found is None:
                 reason, message = "unknown user", "its user is not in users."
             else:
-                user = retyped
+                user = found   # (the directory's id: -1 for 2**64 - 1, one key)
         held_reason = None   # what a user not in users= would have been refused for
         if reason is None or reason == "unknown user":
             try:
@@ -589,14 +591,16 @@ def read_reports(source, spec, *, users=None, senders=None, format=None):
             # an id read as a float (5.0, a table with gaps) keys as user 5: refused, and
             # charged to that user (with senders, to its authenticated sender, below)
             user = _integral_float_id(rec)
+            if user is not None and allowed is not None:   # ("5" for 5.0: as any id)
+                user = allowed.named(user, retype=True)
         if reason is not None:
             # a report of this collection that names a user it may charge was sent, valid or
             # not: an answer of that user, wherever it comes among the user's records
             names = reason in ("malformed", "out of domain", "unknown user") and \
                 user is not None and "report" in rec and \
                 isinstance(rec.get("collection"), str) and rec["collection"] == spec.id and \
-                (senders is None or user == senders[index])
-            charge = names and (allowed is None or user in allowed)
+                (senders is None or _sent_by(user, senders[index], allowed))
+            charge = names and (allowed is None or allowed.id_of(user) is not None)
             hold = names and not charge
             if senders is not None and (reason == "sender mismatch" or (
                     reason == "malformed" and user is None)) and \
@@ -607,7 +611,9 @@ def read_reports(source, spec, *, users=None, senders=None, format=None):
                 # transit, its user id lost) or another user (a second install of its app):
                 # sent all the same, over that sender's channel, and charged to it
                 user = senders[index]
-                charge = allowed is None or user in allowed
+                if allowed is not None:   # (by key: -1 is 2**64 - 1)
+                    user = allowed.named(user)
+                charge = allowed is None or allowed.id_of(user) is not None
                 hold = not charge
                 message += " Its user is its authenticated sender."
             if charge:
@@ -729,18 +735,64 @@ def _integral_float_id(rec):
     return None
 
 
-def _same_id_retyped(user, allowed):
-    """The user of ``allowed`` that ``user`` names in the other type (the text ``"5"`` for
-    the int 5, the int 5 for the text ``"5"``), else ``None``; only the canonical text of
-    an integer (not ``"05"``, ``"+5"`` or ``"5.0"``)."""
+def _retyped(user):
+    """The id ``user`` is in the other type (the text ``"5"`` for the int 5, the int 5 for
+    the text ``"5"``), else ``None``; only the canonical text of an integer (not ``"05"``,
+    ``"+5"`` or ``"5.0"``)."""
     if isinstance(user, int):
-        other = str(user) if user.bit_length() <= 64 else None
-    else:
+        return str(user) if user.bit_length() <= 64 else None
+    if isinstance(user, str):
         try:
-            other = int(user) if str(int(user)) == user else None
+            return int(user) if str(int(user)) == user else None
         except ValueError:
             return None
-    return other if other in allowed else None
+    return None
+
+
+def _key(user):
+    """The node key of the single id ``user`` (as ids_to_keys reads it in any list)."""
+    one = np.empty(1, dtype=object)
+    one[0] = user
+    return int(ids_to_keys(one)[0])
+
+
+class _Users:
+    """Users by key (read_reports' ``users=``, received_graph's ``node_ids``), as the
+    ledger and GraphData know them: an id names the user of its key (-1 is 2**64 - 1,
+    ``np.int64(5)`` is 5), not the one it equals (``True == 1``); with ``retype``, a
+    record's id names the user it names in the other type ("5" for 5, 5 for "5")."""
+
+    def __init__(self, ids):
+        self.ids = [plain_id(u) for u in ids.tolist()]
+        self._row = {k: i for i, k in enumerate(ids_to_keys(ids).tolist())}
+
+    def get(self, user, retype=True):
+        """The position of the user that ``user`` names, else ``None``."""
+        r = self._row.get(_key(user))
+        if r is None and retype and _retyped(user) is not None:
+            r = self._row.get(_key(_retyped(user)))
+        return r
+
+    def id_of(self, user, retype=False):
+        """The id of the user that ``user`` names, else ``None``."""
+        r = self.get(user, retype)
+        return None if r is None else self.ids[r]
+
+    def named(self, user, retype=False):
+        """The id of the user that ``user`` names, else ``user``."""
+        r = self.get(user, retype)
+        return user if r is None else self.ids[r]
+
+
+def _sent_by(user, sender, users):
+    """Whether a record's ``user`` is its authenticated ``sender``: the same key, or (a
+    header read as text for integer ``users``) the user of ``users`` that the sender names
+    in the other type."""
+    if _key(user) == _key(sender):
+        return True
+    return users is not None and users.get(sender, retype=False) is None and \
+        users.get(user, retype=False) is not None and \
+        users.get(user, retype=False) == users.get(sender, retype=True)
 
 
 def _user_of(rec):
@@ -899,7 +951,7 @@ def received_graph(*, features=None, labels=None, edges=None, node_ids=None, bud
     if len(distinct(keys)) != n:
         from .._graph_data import duplicate_ids_message
         raise ValueError(duplicate_ids_message(ids.tolist(), keys))
-    position = {plain_id(u): i for i, u in enumerate(ids.tolist())}
+    position = _Users(ids)   # a user's row, by key (as its records name it)
     population = _receiving_population(population, budget)
     refusals = []   # budget refusals: the reports are charged all the same (they were sent)
     X, feature_origin = np.zeros((n, 0)), ("derived", "were not collected")
@@ -1046,6 +1098,9 @@ def _charge_again(population, received, position, keys, charged, refusals):
     once, so that a retry after a refusal charges it no more."""
     users, owner, digests, known, is_kept = _answer_entries(received)
     ukeys = _keys_of(users, position, keys)
+    # users named two ways ("5" and 5, read without users=) are one user: one entry
+    ukeys, first, inverse = np.unique(ukeys, return_index=True, return_inverse=True)
+    users, owner = [users[i] for i in first.tolist()], inverse.ravel()[owner]
     ekeys = ukeys[owner]
     spec_id = received.spec.id
     now = is_kept & member(ekeys, charged)   # charged by receive: remembered with it
@@ -1190,7 +1245,7 @@ def _keys_of(users, position, keys):
     out = np.empty(len(users), dtype=np.uint64)
     for i, u in enumerate(users):
         r = position.get(plain_id(u))
-        out[i] = keys[r] if r is not None else ids_to_keys(np.asarray([u], dtype=object))[0]
+        out[i] = keys[r] if r is not None else _key(u)
     return out
 
 
@@ -1200,12 +1255,17 @@ def _refusal(error):
 
 
 def _rows_of(received, position):
-    rows = []
+    rows, by_row = [], {}
     for u in received.users:
         r = position.get(plain_id(u))
         if r is None:
             raise ValueError(f"user {u!r} sent a report of collection {received.spec.id} but "
                              "is not in node_ids; read the reports with users=node_ids.")
+        if r in by_row:   # (read without users=: two ids of one user, each kept)
+            raise ValueError(f"users {by_row[r]!r} and {u!r} of collection "
+                             f"{received.spec.id} are one user of node_ids: read the "
+                             "reports with users=node_ids.")
+        by_row[r] = u
         rows.append(r)
     return np.asarray(rows, dtype=np.int64)
 

@@ -1,0 +1,136 @@
+"""One user id, one user: ingest finds a record's user, its sender and a graph's node by
+their key (as the ledger and GraphData do), and refuses what names no user (booleans,
+Decimal, missing ids, a string given for the list of users)."""
+
+import warnings
+from decimal import Decimal
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from skldp import GraphData
+from skldp.device import Device, Directory
+from skldp.device._random import ids_to_keys
+from skldp.mechanisms import EdgeRR, LabelRandomizedResponse
+from skldp.population import collection_spec, read_reports, received_graph
+
+
+@pytest.fixture(scope="module")
+def spec():
+    return collection_spec(LabelRandomizedResponse(1.0, classes=[0, 1]))
+
+
+def _spent(G, ids):
+    keys = GraphData(np.zeros((len(ids), 0)), node_ids=ids, population=G).node_keys
+    return G.population.ledger.spent(keys).tolist()
+
+
+def test_a_boolean_id_is_refused_everywhere(spec):
+    # users=["a", True] took Device(1)'s record (1 == True) and charged the key of "True"
+    with pytest.raises(TypeError, match="boolean True"):
+        read_reports([Device(1).answer(spec, 1)], spec, users=["a", True])
+    with pytest.raises(TypeError, match="boolean True"):
+        read_reports([Device(1).answer(spec, 1)], spec, users=["a", 1], senders=[True])
+    with pytest.raises(TypeError, match="boolean True"):
+        received_graph(node_ids=["a", True])
+    with pytest.raises(TypeError, match="boolean False"):
+        GraphData(np.zeros((3, 0)), node_ids=[False, -1, 2**63 + 1])
+    with pytest.raises(TypeError, match="boolean"):
+        GraphData(np.zeros((2, 0)), node_ids=np.array([True, False]))
+
+
+@pytest.mark.parametrize("odd", [Decimal("5"), Fraction(5), 5 + 0j])
+def test_numbers_other_than_integers_and_floats_are_no_ids(spec, odd):
+    # Decimal("5") == 5 was keyed as the text "5": Device(5)'s charge went to no node
+    for make in (lambda: ids_to_keys(np.array([odd, 7], dtype=object)),
+                 lambda: GraphData(np.zeros((2, 0)), node_ids=[odd, 7]),
+                 lambda: read_reports([], spec, users=[odd, 7]),
+                 lambda: Directory([odd, 7])):
+        with pytest.raises(TypeError, match="neither an integer nor a float"):
+            make()
+
+
+def test_one_string_is_no_list_of_users(spec):
+    # users="u17" was read as the users "u", "1" and "7"
+    with pytest.raises(TypeError, match="single str"):
+        read_reports([], spec, users="u17")
+    with pytest.raises(TypeError, match="single str"):
+        Directory("u17")
+
+
+@pytest.mark.parametrize("missing", [None, float("nan"), np.nan])
+def test_a_missing_id_is_refused_in_directories_and_neighbour_lists(missing):
+    # a NaN neighbour named the text user "nan"; Directory([None, 1]) was accepted
+    with pytest.raises(ValueError, match="missing id"):
+        Directory([missing, 1])
+    ids = [1, 5, 7]
+    se = collection_spec(EdgeRR(1.0), node_ids=ids)
+    with pytest.raises(ValueError, match="the neighbour list has a missing id"):
+        Device(5).answer(se, [7, missing], directory=ids)
+    pd = pytest.importorskip("pandas")
+    with pytest.raises(ValueError, match="missing id"):
+        Directory(np.array([pd.NA, 1], dtype=object))
+
+
+def test_the_text_of_an_integer_id_is_that_user_in_every_branch(spec):
+    warnings.simplefilter("ignore")
+    good = [Device(5).answer(spec, 0), Device(7).answer(spec, 1)]
+    bad = dict(Device(5).answer(spec, 1), user="5", report={"y": 99})   # relayed as text
+    # read without users=: the refused record of "5" was charged to the key of "5"
+    G, _ = received_graph(labels=read_reports(good + [bad], spec), node_ids=[5, 7])
+    assert _spent(G, [5, 7]) == [2.0, 1.0]
+    # a record id read as a float (5.0) for the text user "5" was held under the key 5
+    good = [Device("5").answer(spec, 1), Device("7").answer(spec, 0)]
+    rr = read_reports(good + [dict(Device(5).answer(spec, 1), user=5.0)], spec,
+                      users=["5", "7"])
+    G, _ = received_graph(labels=rr, node_ids=["5", "7"])
+    assert _spent(G, ["5", "7"]) == [2.0, 1.0]
+
+
+def test_two_kept_ids_of_one_node_are_refused(spec):
+    warnings.simplefilter("ignore")
+    recs = [Device(5).answer(spec, 0), dict(Device(6).answer(spec, 1), user="5")]
+    with pytest.raises(ValueError, match="are one user of node_ids"):
+        received_graph(labels=read_reports(recs, spec), node_ids=[5, 7])
+
+
+def test_text_senders_of_integer_users_are_those_users(spec):
+    # every record was refused as a "sender mismatch" (5 != "5") and held under "5"
+    recs = [Device(5).answer(spec, 1), Device(7).answer(spec, 0)]
+    rr = read_reports(recs, spec, users=[5, 7], senders=["5", "7"])
+    assert rr.users == [5, 7] and rr.refused == {}
+    G, _ = received_graph(labels=rr, node_ids=[5, 7])
+    assert _spent(G, [5, 7]) == [1.0, 1.0]
+    # a sender that is a user of its own is not retyped: another user's record is refused
+    rr = read_reports(recs[:1], spec, users=[5, "5"], senders=["5"])
+    assert rr.refused == {"sender mismatch": 1}
+
+
+def test_a_signed_and_an_unsigned_id_of_one_key_are_one_user():
+    # the device of 2**64 - 1 (the server's -1, one key) was refused as an unknown user
+    server_ids = np.array([-1, 7, 9], dtype=np.int64)
+    se = collection_spec(EdgeRR(4.0), node_ids=server_ids)
+    app_ids = [2**64 - 1, 7, 9]
+    nbrs = {2**64 - 1: [7], 7: [2**64 - 1, 9], 9: [7]}
+    recs = [Device(u).answer(se, nbrs[u], directory=app_ids) for u in app_ids]
+    rr = read_reports(recs, se, users=server_ids)
+    assert rr.refused == {} and rr.users == [-1, 7, 9]
+    G, _ = received_graph(edges=rr, node_ids=server_ids)
+    assert G.population.ledger.spent(G.node_keys).tolist() == [4.0, 4.0, 4.0]
+
+
+@pytest.mark.parametrize("first, second, other", [
+    ([2**53], [2**53 + 1], True),        # read as float64: one number
+    ([-1], [2**64 - 1], False),          # one key: the same neighbour
+])
+def test_the_device_compares_neighbours_by_key(first, second, other):
+    from skldp.device import AlreadyAnswered
+    ids = [-1, 5, 2**53, 2**53 + 1]
+    se = collection_spec(EdgeRR(1.0), node_ids=ids)
+    device = Device(5)
+    device.answer(se, first, directory=ids)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        device.answer(se, second, directory=ids)
+    assert any(issubclass(w.category, AlreadyAnswered) for w in caught) == other
