@@ -462,7 +462,8 @@ def read_reports(source, spec, *, users=None, senders=None, format=None):
         user id is a string or an integer (numpy's integers read as the equal
         ``int``; bools and floats are malformed; without ``senders``, the text
         ``"5"`` names the integer 5 of ``users``, and the reverse, when ``users``
-        does not hold it in the record's type). numpy scalars and arrays
+        does not hold it in the record's type); it names the user of ``users``
+        of its key (the record of 2**64 - 1 is the user -1's). numpy scalars and arrays
         read as the numbers and lists :func:`write_reports` writes for them,
         then are validated as any record.
     spec : CollectionSpec, dict, JSON text or path
@@ -481,7 +482,9 @@ def read_reports(source, spec, *, users=None, senders=None, format=None):
     senders : sequence or None, default=None
         The authenticated sender of each item of ``source`` (a list or tuple of
         records, same length): a record whose ``"user"`` is not its sender is
-        refused (``"sender mismatch"``). ``None``: the ``"user"`` field is
+        refused (``"sender mismatch"``); a sender ``"5"`` (read from a header)
+        that is no user of ``users`` sends the records of its user 5.
+        ``None``: the ``"user"`` field is
         trusted (set it from the authenticated channel before reading).
     format : {"jsonl", "parquet", "arrow", "feather"} or None
         Read from the file name when ``None``.
@@ -765,10 +768,14 @@ class _Users:
     def __init__(self, ids):
         self.ids = [plain_id(u) for u in ids.tolist()]
         self._row = {k: i for i, k in enumerate(ids_to_keys(ids).tolist())}
+        # (a quicker way to most: an int or str equal to an int or str id is of its key)
+        self._plain = {u: i for i, u in enumerate(self.ids) if type(u) in (int, str)}
 
     def get(self, user, retype=True):
         """The position of the user that ``user`` names, else ``None``."""
-        r = self._row.get(_key(user))
+        r = self._plain.get(user) if type(user) in (int, str) else None
+        if r is None:
+            r = self._row.get(_key(user))
         if r is None and retype and _retyped(user) is not None:
             r = self._row.get(_key(_retyped(user)))
         return r
@@ -788,7 +795,8 @@ def _sent_by(user, sender, users):
     """Whether a record's ``user`` is its authenticated ``sender``: the same key, or (a
     header read as text for integer ``users``) the user of ``users`` that the sender names
     in the other type."""
-    if _key(user) == _key(sender):
+    if (type(user) is type(sender) and type(user) in (int, str) and user == sender) or \
+            _key(user) == _key(sender):
         return True
     return users is not None and users.get(sender, retype=False) is None and \
         users.get(user, retype=False) is not None and \
