@@ -257,3 +257,36 @@ def test_population_accepts_a_frame_of_the_default_ids_in_order():
     assert GraphData(frame, population=G).population is G.population
     with pytest.raises(TypeError, match="population must be a GraphData or a Population"):
         GraphData(X, population=3.0)
+
+
+def test_string_dtype_and_structured_ids_key_without_a_crash():
+    # numpy's StringDType (kind "T") and structured arrays crashed in the refusal of
+    # missing ids (len(None)); text keys as the same text does in a '<U' array
+    text = np.array(["a", "b", "c"], dtype=np.dtypes.StringDType())
+    np.testing.assert_array_equal(ids_to_keys(text), ids_to_keys(np.array(["a", "b", "c"])))
+    G = GraphData(np.zeros((3, 0)), node_ids=text)
+    np.testing.assert_array_equal(G.node_keys, ids_to_keys(np.array(["a", "b", "c"])))
+    assert len(ids_to_keys(np.array([(1,), (2,)], dtype=[("a", int)]))) == 2
+
+
+def test_a_list_of_arrays_is_refused_by_its_shape():
+    # node_ids=[array, array, array] (a 2-D mistake) crashed on "truth value ... ambiguous"
+    with pytest.raises(ValueError, match=r"length 3.*shape \(3, 2\)"):
+        GraphData(np.zeros((3, 0)), node_ids=[np.array([1, 2]), np.array([3, 4]),
+                                              np.array([5, 6])])
+
+
+def test_ids_of_plain_types_are_not_looked_at_one_by_one(monkeypatch):
+    # 1M ids as a list of np.int64 or floats took 0.7 s in a per-value Python loop
+    import skldp.device._random as rnd
+    calls = []
+    monkeypatch.setattr(rnd, "_is_missing", lambda v: calls.append(v) or False)
+    GraphData(np.zeros((3, 0)), node_ids=list(np.arange(3)))
+    GraphData(np.zeros((3, 0)), node_ids=[1.0, 2.0, 3.0])
+    assert calls == []
+    # and what is missing is still found: NaN among floats, None beside np.int64
+    monkeypatch.undo()
+    with pytest.raises(ValueError, match="missing id, nan at position 1"):
+        GraphData(np.zeros((3, 0)), node_ids=[1.0, float("nan"), np.float32("nan")])
+    with pytest.raises(ValueError, match="missing id, None at position 2"):
+        GraphData(np.zeros((3, 0)), node_ids=[np.int64(1), "a", None])

@@ -56,6 +56,8 @@ class Directory:
     """
 
     def __init__(self, ids):
+        if isinstance(ids, (set, frozenset)):   # (its keys are sorted: any order will do)
+            ids = list(ids)
         ids = _as_id_array(_id_list(ids, "the directory"), "the directory")
         self.keys = np.sort(ids_to_keys(ids))   # as GraphData reads them
         self.digest = directory_digest(self.keys)

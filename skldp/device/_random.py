@@ -349,6 +349,8 @@ def _id_list(ids, where):
 def _is_missing(v):
     if v is None:
         return True
+    if isinstance(v, (np.ndarray, list)):   # (a 2-D mistake: the caller names its shape)
+        return False
     try:
         return bool(v != v)       # NaN, NaT
     except TypeError:             # pandas' NA: its truth value is ambiguous
@@ -377,7 +379,7 @@ def _check_ids(ids, where="node_ids"):
     the text user "nan"). Returns ``ids``."""
     if isinstance(ids, np.ndarray):
         kind = ids.dtype.kind
-        if ids.ndim != 1 or kind in "iuUS":   # (2-D: refused by the caller)
+        if ids.ndim != 1 or kind in "iuUST":   # (2-D: refused by the caller)
             return ids
         if kind in "bc":
             raise TypeError(f"{where} holds {_not_an_id(ids[0]) if len(ids) else 'no id'} "
@@ -386,18 +388,23 @@ def _check_ids(ids, where="node_ids"):
             bad = np.flatnonzero(np.isnan(ids))
         elif kind in "mM":
             bad = np.flatnonzero(np.isnat(ids))
-        else:
-            bad = None
+        else:   # (structured, void: keyed as their text)
+            bad = ()
     if not isinstance(ids, np.ndarray) or ids.dtype.kind == "O":
-        types = set(map(type, ids))
-        if all(t is str or t is int for t in types):   # (most ids: nothing to look at)
+        # one value of each type (why a value names no user depends on its type alone):
+        # the per-value loops below run only where a type calls for them
+        one = dict(zip(map(type, ids), ids, strict=True))
+        odd = {t for t, v in one.items() if _not_an_id(v) is not None}
+        if odd:
+            v = next(v for v in ids if type(v) in odd)   # (the first, for the message)
+            raise TypeError(f"{where} holds {_not_an_id(v)}.")
+        maybe = {t for t in one if not issubclass(t, (str, bytes, tuple, numbers.Integral))}
+        if not maybe:   # (most ids: nothing to look at)
             return ids
-        why = next((w for w in map(_not_an_id, (v for v in ids if not isinstance(v, str)))
-                    if w is not None), None) if not types <= {str, int} else None
-        if why is not None:
-            raise TypeError(f"{where} holds {why}.")
-        bad = [i for i, v in enumerate(ids) if not isinstance(v, (str, bytes, tuple))
-               and not isinstance(v, numbers.Integral) and _is_missing(v)]
+        if all(issubclass(t, (float, np.floating)) for t in one):
+            bad = np.flatnonzero(np.isnan(np.asarray(ids, dtype=float)))
+        else:
+            bad = [i for i, v in enumerate(ids) if type(v) in maybe and _is_missing(v)]
     if len(bad):
         i = int(bad[0])
         v = ids[i]

@@ -774,6 +774,10 @@ class _Users:
     def get(self, user, retype=True):
         """The position of the user that ``user`` names, else ``None``."""
         r = self._plain.get(user) if type(user) in (int, str) else None
+        if r is None and retype and type(user) is str:
+            # (text "5" for the int user 5, without keying: text that no text id equals
+            # is of another key only by a hash collision; not for ints: -1 is 2**64 - 1)
+            r = self._plain.get(_retyped(user))
         if r is None:
             r = self._row.get(_key(user))
         if r is None and retype and _retyped(user) is not None:
