@@ -1118,6 +1118,11 @@ def _charge_again(population, received, position, keys, charged, refusals):
     now = is_kept & member(ekeys, charged)   # charged by receive: remembered with it
     population._remember_answers(spec_id, ekeys[now & known], digests[now & known])
     new = ~now & (~known | population._unseen_answers(spec_id, ekeys, digests))
+    # one answer resent under both names of its user (5 and "5", now one entry): once
+    _, once = np.unique(np.stack([ekeys, digests], axis=1), axis=0, return_index=True)
+    repeat = np.ones(len(ekeys), bool)
+    repeat[once] = False
+    new &= ~(known & repeat)
     counts = np.bincount(owner[new], minlength=len(users))
 
     def why(n, named, c, cause):

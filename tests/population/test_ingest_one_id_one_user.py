@@ -149,3 +149,15 @@ def test_text_records_of_int_users_are_found_without_keying(spec, monkeypatch):
     recs = [dict(Device(u).answer(spec, 1), user=str(u)) for u in (1, 5, 7)]
     monkeypatch.setattr(ingest, "_key", lambda u: pytest.fail(f"keyed {u!r}"))
     assert sorted(read_reports(recs, spec, users=[1, 5, 7]).users) == [1, 5, 7]
+
+
+def test_a_refused_answer_resent_under_both_names_is_charged_once(spec):
+    # read without users=, 5 and "5" were merged into one user by _charge_again, but the
+    # resend was counted once per name: one refused answer charged twice (3 eps for 2)
+    kept = Device(5).answer(spec, 0)
+    bad = dict(Device(5).answer(spec, 1), report={"y": 99})   # refused: out of domain
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = read_reports([kept, bad, dict(bad, user="5")], spec)
+        G, _ = received_graph(labels=r, node_ids=[5])
+    assert _spent(G, [5]) == [2 * spec.epsilon]
