@@ -571,6 +571,13 @@ def read_reports(source, spec, *, users=None, senders=None, format=None):
             # a relay that writes ids as text ("5" for 5) names the same user (not with
             # senders=: the channel authenticated the id as written)
             found = allowed.id_of(user, retype=senders is None)
+            if found is None and senders is not None and \
+                    allowed.get(senders[index], retype=False) is None and \
+                    allowed.get(user) is not None and \
+                    allowed.get(user) == allowed.get(senders[index]):
+                # (the header and the record both written as text: "5" for user 5; as
+                # _sent_by, the user the sender names once retyped)
+                found = allowed.id_of(user, retype=True)
             if found is None:
                 reason, message = "unknown user", "its user is not in users."
             else:
@@ -614,8 +621,8 @@ def read_reports(source, spec, *, users=None, senders=None, format=None):
                 # transit, its user id lost) or another user (a second install of its app):
                 # sent all the same, over that sender's channel, and charged to it
                 user = senders[index]
-                if allowed is not None:   # (by key: -1 is 2**64 - 1)
-                    user = allowed.named(user)
+                if allowed is not None:   # (by key: -1 is 2**64 - 1; "5" for 5)
+                    user = allowed.named(user, retype=True)
                 charge = allowed is None or allowed.id_of(user) is not None
                 hold = not charge
                 message += " Its user is its authenticated sender."

@@ -161,3 +161,29 @@ def test_a_refused_answer_resent_under_both_names_is_charged_once(spec):
         r = read_reports([kept, bad, dict(bad, user="5")], spec)
         G, _ = received_graph(labels=r, node_ids=[5])
     assert _spent(G, [5]) == [2 * spec.epsilon]
+
+
+def test_a_text_sender_charges_its_int_user_for_what_it_sent(spec):
+    # a sender "5" (a header read as text) of int user 5: a record claiming another user,
+    # or one whose id is lost, was held under the text "5" and never charged to user 5
+    a1, a5, a7 = (Device(u).answer(spec, 1) for u in (1, 5, 7))
+    forged = dict(Device(5).answer(spec, 0), user=7)
+    cut = dict(Device(5).answer(spec, 0), user=None)
+    for extra in (forged, cut):
+        r = read_reports([a1, a5, a7, extra], spec, users=[1, 5, 7], senders=[1, "5", 7, "5"])
+        assert dict(r.again) == {5: 1}
+        G, _ = received_graph(labels=r, node_ids=[1, 5, 7])
+        assert _spent(G, [5]) == [2 * spec.epsilon]
+
+
+def test_a_text_sender_and_a_text_record_name_the_int_user(spec):
+    # header and record both written "5" for int user 5: refused as unknown and held
+    recs = [Device(1).answer(spec, 1), dict(Device(5).answer(spec, 0), user="5")]
+    r = read_reports(recs, spec, users=[1, 5, 7], senders=[1, "5"])
+    assert r.users == [1, 5] and not r.refused
+    G, _ = received_graph(labels=r, node_ids=[1, 5, 7])
+    assert _spent(G, [5]) == [spec.epsilon]
+    # but not a text record whose sender names no user, even retyped
+    r = read_reports([dict(Device(4).answer(spec, 0), user="4")], spec, users=[1, 5, 7],
+                     senders=["4"])
+    assert dict(r.refused) == {"unknown user": 1}
