@@ -999,7 +999,7 @@ def received_graph(*, features=None, labels=None, edges=None, node_ids=None, bud
     parts = [(name, r) for name, r in (("features", features), ("edges", edges),
                                         ("labels", labels)) if r is not None]
     for _, received in parts:
-        _hold(population, received)
+        _hold(population, received, position)
     population._join(keys)   # (GraphData would: joined before the held answers are charged)
     held = _charge_held(population, keys, ids, parts, refusals)
     _refuse(refusals, population, keys, [r.spec for _, r in parts] + held)
@@ -1169,10 +1169,13 @@ def _charge_further(population, spec, users, ukeys, counts, refusals, why, remem
         remember(these)
 
 
-def _hold(population, received):
-    """Give ``population`` the answers of ``received`` from users not in its ``users=``."""
+def _hold(population, received, position):
+    """Give ``population`` the answers of ``received`` from users not in its ``users=``;
+    one a node of this graph (``position``) names in the other type ("5" for the node 5)
+    is that node's, as read_reports with it in ``users=`` would have read it."""
     users = getattr(received, "_held_users", None)
     if users:
+        users = [position.named(u, retype=True) for u in users]
         population._hold_answers(received.spec, ids_to_keys(_as_id_array(list(users))),
                                  received._held_digests)
 

@@ -187,3 +187,13 @@ def test_a_text_sender_and_a_text_record_name_the_int_user(spec):
     r = read_reports([dict(Device(4).answer(spec, 0), user="4")], spec, users=[1, 5, 7],
                      senders=["4"])
     assert dict(r.refused) == {"unknown user": 1}
+
+
+def test_a_text_id_held_is_charged_to_the_int_node_of_the_same_call(spec):
+    # "5" held (read with users=[1, 7]) was kept under the text's key: node 5 of the
+    # graph received in the same call was never charged for it
+    good = [Device(1).answer(spec, 1), Device(7).answer(spec, 1)]
+    rec = read_reports(good + [dict(Device(5).answer(spec, 0), user="5")], spec,
+                       users=[1, 7])
+    G, _ = received_graph(labels=rec, node_ids=[1, 5, 7])
+    assert _spent(G, [5]) == [spec.epsilon]
