@@ -1176,8 +1176,12 @@ def _hold(population, received, position):
     users = getattr(received, "_held_users", None)
     if users:
         users = [position.named(u, retype=True) for u in users]
+        # one no node names: held for its other type too (charged once, if it joins)
+        rows = [i for i, u in enumerate(users) if position.get(u) is None and
+                _retyped(u) is not None]
+        other = ids_to_keys(_as_id_array([_retyped(users[i]) for i in rows]))
         population._hold_answers(received.spec, ids_to_keys(_as_id_array(list(users))),
-                                 received._held_digests)
+                                 received._held_digests, also=(rows, other))
 
 
 def _charge_held(population, keys, ids, parts, refusals):

@@ -18,7 +18,7 @@ import weakref
 
 import numpy as np
 
-from ..device._random import check_node_keys
+from ..device._random import _GOLDEN, _mix, check_node_keys
 from ..device._spec import significant
 from ..exceptions import PrivacyBudgetError
 from ..utils._arrays import distinct, member, sorted_lookup
@@ -421,10 +421,18 @@ class Population:
             self._write({"digests": spec_id, "keys": _b64(node_keys), "d": _b64(digests)})
         self._with_answers(node_keys, digests, keep)
 
-    def _hold_answers(self, spec, node_keys, digests):
+    def _hold_answers(self, spec, node_keys, digests, also=None):
         """Keep answers of users that were not in the directory when they arrived (refused
         as unknown users): they were sent, and are charged if the user joins
-        (:meth:`_charge_held`)."""
+        (:meth:`_charge_held`). ``also``, ``(rows, keys)``: the other user each of those
+        answers may be of (the int 5 of a text "5"), charged only if its own user is not."""
+        if also is not None and len(also[0]):
+            rows = np.asarray(also[0], np.intp)
+            node_keys = np.concatenate([np.asarray(node_keys, np.uint64),
+                                        np.asarray(also[1], np.uint64)])
+            digests = np.asarray(digests, np.uint64)
+            digests = np.concatenate([digests, _other_digest(node_keys[rows], digests[rows])])
+
         def keep(node_keys, digests):
             if spec.id in self._held:   # a replay: only what is new goes to the journal
                 fresh = ~self._held[spec.id][1].contains(node_keys, digests)
@@ -505,6 +513,14 @@ class Population:
                 new = sorted_lookup(self._members, hkeys)[1] | (self.ledger.spent(hkeys) > 0)
                 if seen is not None:
                     new &= ~seen.contains(hkeys, hd)
+                # an answer held for two users (its text "5" and the int 5): charged once,
+                # to its own user first; either charge remembers its own user's pair
+                link = _other_digest(hkeys, hd)
+                own, alt = sorted_lookup(link, hd, sorter=np.argsort(link))
+                own = own[alt]
+                new[alt] &= ~new[own]
+                if seen is not None:
+                    new[alt] &= ~seen.contains(hkeys[own], hd[own])
                 if not new.any():
                     continue
                 ukeys, counts = np.unique(hkeys[new], return_counts=True)
@@ -513,7 +529,9 @@ class Population:
                 for c in distinct(further[further > 0]).tolist():
                     self.receive(further_answers_spec(spec, c), ukeys[further == c],
                                  charge_only=True, check_budget=False)
-                self._remember_answers(spec.id, hkeys[new], hd[new])
+                by = own[new[alt]]
+                self._remember_answers(spec.id, np.concatenate([hkeys[new], hkeys[by]]),
+                                       np.concatenate([hd[new], hd[by]]))
                 out.append((spec, ukeys, counts))
         return out
 
@@ -1180,6 +1198,13 @@ class _Kept:
             self.keys, self.reports = K[last], R[last]
             del self.chunks[:n]
         return self.keys, self.reports
+
+
+def _other_digest(keys, digests):
+    """The digest under which an answer ``digests`` held for the user ``keys`` is held for
+    the other user it may be of (:meth:`Population._hold_answers`): tied to both."""
+    with np.errstate(over="ignore"):
+        return _mix(_mix(np.asarray(keys, np.uint64) * _GOLDEN) ^ np.asarray(digests, np.uint64))
 
 
 class _Digests:

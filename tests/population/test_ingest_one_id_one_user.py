@@ -197,3 +197,32 @@ def test_a_text_id_held_is_charged_to_the_int_node_of_the_same_call(spec):
                        users=[1, 7])
     G, _ = received_graph(labels=rec, node_ids=[1, 5, 7])
     assert _spent(G, [5]) == [spec.epsilon]
+
+
+def _held_five(spec):
+    # user 5's answer relayed as text "5", read with users=[1, 7]: held; graph of 1 and 7
+    good = [Device(1).answer(spec, 1), Device(7).answer(spec, 1)]
+    rec = read_reports(good + [dict(Device(5).answer(spec, 0), user="5")], spec,
+                       users=[1, 7])
+    G, _ = received_graph(labels=rec, node_ids=[1, 7])
+    return G
+
+
+def test_a_text_id_held_is_charged_once_when_the_int_user_joins_later(spec):
+    # "5" was held under the text's key only: the int user 5 joining later was never charged
+    G = _held_five(spec)
+    G2 = GraphData(np.zeros((3, 0)), node_ids=[1, 5, 7], population=G)
+    assert _spent(G2, [5]) == [spec.epsilon]
+    # then the text "5" joining too is not charged the same answer again
+    G3 = GraphData(np.zeros((1, 0)), node_ids=["5"], population=G)
+    assert _spent(G3, ["5", 5]) == [0.0, spec.epsilon]
+    # a new answer of 5 is charged on top of the held one
+    later = read_reports([Device(5).answer(spec, 1)], spec, users=[1, 5, 7])
+    G4, _ = received_graph(labels=later, node_ids=[1, 5, 7], population=G)
+    assert _spent(G4, [5]) == [2 * spec.epsilon]
+    # both joining at once: charged once, to its own user "5" first
+    G = _held_five(spec)
+    G2 = GraphData(np.zeros((2, 0)), node_ids=["5", 5], population=G)
+    assert _spent(G2, ["5", 5]) == [spec.epsilon, 0.0]
+    G3 = GraphData(np.zeros((1, 0)), node_ids=[5], population=G)
+    assert _spent(G3, ["5", 5]) == [spec.epsilon, 0.0]
