@@ -77,6 +77,9 @@ def test_a_user_id_in_the_other_type_names_that_user():
         assert got.refused == {"unknown user": 1} and got.again == {}
     got = read_reports([second], spec, users=[0, "0"])    # both are users: its own
     assert got.users == ["0"] and got.refused == {}
-    # with senders=, the channel authenticated the id as written: a sender "0" is not user 0
+    # with senders=, a sender "0" that is no user of users sends the records of user 0
+    # (read_reports' docstring), its record "0" too; a sender "2" names no user
     got = read_reports([second], spec, users=[0, 1], senders=["0"])
+    assert got.users == [0] and got.refused == {}
+    got = read_reports([dict(second, user="2")], spec, users=[0, 1], senders=["2"])
     assert got.users == [] and got.refused == {"unknown user": 1}
