@@ -391,6 +391,8 @@ def _check_ids(ids, where="node_ids"):
         else:   # (structured, void: keyed as their text)
             bad = ()
     if not isinstance(ids, np.ndarray) or ids.dtype.kind == "O":
+        if set(map(type, ids)) <= {int, str}:   # (most ids: nothing to look at)
+            return ids
         # one value of each type (why a value names no user depends on its type alone):
         # the per-value loops below run only where a type calls for them
         one = dict(zip(map(type, ids), ids, strict=True))
@@ -399,7 +401,7 @@ def _check_ids(ids, where="node_ids"):
             v = next(v for v in ids if type(v) in odd)   # (the first, for the message)
             raise TypeError(f"{where} holds {_not_an_id(v)}.")
         maybe = {t for t in one if not issubclass(t, (str, bytes, tuple, numbers.Integral))}
-        if not maybe:   # (most ids: nothing to look at)
+        if not maybe:
             return ids
         if all(issubclass(t, (float, np.floating)) for t in one):
             bad = np.flatnonzero(np.isnan(np.asarray(ids, dtype=float)))
