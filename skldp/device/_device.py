@@ -45,7 +45,7 @@ class Directory:
     Parameters
     ----------
     ids : sequence
-        Every user's id (integers or strings), in any order.
+        Every user's id (integers or strings), in any order (a set too).
 
     Attributes
     ----------
