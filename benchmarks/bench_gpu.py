@@ -418,7 +418,9 @@ def _node_models(d, classes, n_train):
                                                     random_state=0),
         "RGNNClassifier(eps_y=1)": RGNNClassifier(eps_y=1.0, classes=classes, n_clusters=16,
                                                   device=d, random_state=0),
+        # selection="loss": the recorded rows were timed with it (the default before 2026-11-30)
         "SolitudeClassifier": SolitudeClassifier(epochs=300, patience=50, feature_steps=4,
+                                                 selection="loss",
                                                  device=d, random_state=0),
         "DPGNNClassifier (central, raw features)": DPGNNClassifier(
             classes=classes, n_steps=100, batch_size=min(1000, n_train), device=d,

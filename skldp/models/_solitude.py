@@ -338,12 +338,14 @@ class SolitudeClassifier(GNNClassifierBase):
         Epochs without improvement of the validation score before stopping;
         ``None``: never stop (all ``epochs`` run; the best validated epoch is
         still kept).
-    selection : {"auto", "loss", "accuracy", "both"}, default="loss"
+    selection : {"auto", "loss", "accuracy", "both"}, default="accuracy"
         What early stopping monitors on the validation rows, as for
         :class:`~skldp.models.GCNClassifier`: the loss, the accuracy (the
         first epoch of the best one is kept), or both. ``"auto"``: ``"both"``
-        with ``validation`` nodes, else ``"loss"``. The Solitude study uses
-        ``"accuracy"`` on its validation nodes, as the paper selects the epoch.
+        with ``validation`` nodes, else ``"loss"``. The accuracy by default, as
+        the paper selects the epoch and as :class:`~skldp.models.LPGNNClassifier`:
+        on noisy reports the loss can stop at the first epochs while the
+        accuracy still climbs.
     device : {"auto", "cpu", "cuda", ...}, default="auto"
         Torch device; ``"auto"`` uses CUDA when ``torch.cuda.is_available()``.
     random_state : int, RandomState, Generator or None, default=None
@@ -429,7 +431,7 @@ class SolitudeClassifier(GNNClassifierBase):
                  dropout=0.5, lr=0.01, weight_decay=5e-4, epochs=500, feature_steps=0,
                  label_steps=0, learn_structure=True, lambda_fro=1e-3, lambda_l1=1e-3,
                  lr_adj=0.01, adj_every=1, early_stopping=True, validation=None,
-                 validation_fraction=0.1, patience=100, selection="loss", device="auto",
+                 validation_fraction=0.1, patience=100, selection="accuracy", device="auto",
                  random_state=None, verbose=0):
         self.backbone = backbone
         self.hidden_size = hidden_size

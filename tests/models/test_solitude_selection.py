@@ -41,11 +41,14 @@ def test_accuracy_keeps_the_first_epoch_of_the_best_validation_accuracy(data):
     assert clf.score(G[val], y[val]) == pytest.approx(1.0 - err.min())
 
 
-def test_both_and_default_loss(data):
-    loss = _fit(data)                      # the default is still the loss
+def test_default_is_the_accuracy():
+    # as the docstring says
+    assert SolitudeClassifier().selection == "accuracy"
+
+
+def test_both_and_auto(data):
+    loss = _fit(data, selection="loss")
     assert np.ndim(loss.validation_scores_[0]) == 0
-    np.testing.assert_array_equal(loss.validation_scores_,
-                                  _fit(data, selection="loss").validation_scores_)
     both = _fit(data, selection="both")
     pairs = np.asarray(both.validation_scores_)
     assert pairs.shape == (25, 2)
