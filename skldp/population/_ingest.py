@@ -781,14 +781,15 @@ class _Users:
     def get(self, user, retype=True):
         """The position of the user that ``user`` names, else ``None``."""
         r = self._plain.get(user) if type(user) in (int, str) else None
-        if r is None and retype and type(user) is str:
+        other = _retyped(user) if retype and r is None else None
+        if other is not None and type(user) is str:
             # (text "5" for the int user 5, without keying: text that no text id equals
             # is of another key only by a hash collision; not for ints: -1 is 2**64 - 1)
-            r = self._plain.get(_retyped(user))
+            r = self._plain.get(other)
         if r is None:
             r = self._row.get(_key(user))
-        if r is None and retype and _retyped(user) is not None:
-            r = self._row.get(_key(_retyped(user)))
+        if r is None and other is not None:
+            r = self._row.get(_key(other))
         return r
 
     def id_of(self, user, retype=False):
