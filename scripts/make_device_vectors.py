@@ -11,11 +11,12 @@ encoder to another language is checked by replaying them bit for bit;
 
 import dataclasses
 import json
+import math
 import os
 
 import numpy as np
 
-from skldp.device import encode
+from skldp.device import encode, plan, read_spec
 from skldp.mechanisms import (
     EdgeRR,
     FeatureHashing,
@@ -224,12 +225,74 @@ def precision_cases():
     return out
 
 
+def _straddle(p):
+    """(top, v_ok) for ``_crafted``: the fine uniform of that word falls on the other side
+    of the threshold ``p`` than the plain uniform of the same word, ``(top + 0.5) 2^-53``
+    (top: the largest 53-bit part whose plain uniform can be below ``p``)."""
+    top = math.ceil(p * 2.0 ** 53) - 1
+    plain = (top + 0.5) * 2.0 ** -53 < p   # (rounded to even, as the spec says, from 2^52)
+
+    def ok(v):
+        return ((top + v) * 2.0 ** -53 < p) != plain
+    assert any(ok(i / 4096) for i in range(4096)), p   # else no seed would do
+    return top, ok
+
+
+def plain_uniform_cases():
+    """Cases of piecewise, HDS, Laplace and set-valued whose report a port with plain
+    53-bit uniforms in place of the fine ones gets wrong (their own generator: the cases
+    above stay as they were)."""
+    rng = np.random.default_rng(20261201)
+    out = {}
+
+    def add(name, est, data, d, case_id, threshold, stream, craft=None):
+        spec = _spec(est, case_id, n_features=d)
+        p = plan(read_spec(spec.to_dict()))
+        top, ok = craft or _straddle(threshold(p))
+        out.setdefault(name, []).append(_fixed_case(spec, data, *_crafted(rng, stream, top, ok)))
+
+    def outside(p):
+        return p.grid.p_outside
+
+    # Grid sampler: the piece is "outside" iff the fine uniform of stream 1 (piecewise) or
+    # 2 (HDS) is below p_o; on one side of p_o only with the fine uniform, then the other
+    # (p_o 2^53 has a fractional part below 1/2, then above)
+    for case_id, eps in ((312, 30.0), (313, 20.0)):
+        add("PiecewiseMechanism", PiecewiseMechanism(eps, k=1, feature_range=(0, 1)), [0.3],
+            1, case_id, outside, 1)
+    for case_id, eps in ((314, 50.0), (315, 45.0)):   # eps' = 50: p_o = 29.1 steps of 2^-53
+        add("HDSMechanism", HDSMechanism(eps, k=1, feature_range=(0, 1)), [0.6],
+            1, case_id, outside, 2)
+    # Laplace: g = floor(-log(u) s) of a fine uniform near 0 (v 2^-53, v < 0.03, against
+    # the plain 2^-54): a larger g1 (stream 1), then a larger g2 (stream 2)
+    for stream in (1, 2):
+        add("LaplaceMechanism", LaplaceMechanism(2.0, feature_range=(0, 1)), [0.4], 1,
+            315 + stream, None, stream, craft=(0, lambda v: v < 0.03))
+    # Set-valued GRR: kept iff the fine uniform of stream 1 >= (D - 1) q, 4.2e-17 at
+    # eps = 40 (below every plain uniform: only the fine one flips), 8.5e-16 at eps = 37
+    row = [0.0, 1.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0]
+    for case_id, eps in ((318, 40.0), (319, 37.0)):
+        add("SetValuedMechanism", SetValuedMechanism(eps, ell=2, oracle="grr"), row, 10,
+            case_id, lambda p: p.d * p.q, 1)   # (D - 1) q, D = d + 1
+    # Set-valued OUE at eps = 40, ell = 1 (the item is the set's one column): column 0's
+    # bit is the fine uniform of stream 3, counter 0, below q = 4.2e-18 when column 0 is
+    # not the item (set only by the fine uniform); below 1/2 when it is, where r = 2^52 - 1
+    # and v > 3/4 give r + v rounded to 2^52, so u = 1/2 (cleared only by the fine uniform)
+    for case_id, item in ((320, 1), (321, 0)):
+        add("SetValuedMechanism", SetValuedMechanism(40.0, ell=1, oracle="oue"),
+            [float(j == item) for j in range(4)], 4, case_id,
+            lambda p, item=item: p.q if item else p.p, 3)
+    return out
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     files = feature_cases()
     files["LabelRandomizedResponse"] = label_cases()
     files["EdgeRR"] = edge_cases()
     for name, cases in precision_cases().items():
+        files[name] += cases
+    for name, cases in plain_uniform_cases().items():
         files[name] += cases
     for name, cases in files.items():
         doc = {"kind": f"skldp.mechanisms.{name}", "format": "skldp device test vectors 1",
