@@ -65,23 +65,47 @@ def _vectors(name):
     return json.loads((VECTORS / f"{name}.json").read_text())["cases"]
 
 
-def test_vectors_tell_plain_uniforms_apart():
-    """A port drawing one-bit's bits as ``u < p`` with plain 53-bit uniforms (no fine
-    uniform, no complement branch) fails some vectors, in both directions."""
-    from skldp.device._kinds import _bit_probabilities
+_FINE_KINDS = ("OneBitMechanism", "MultiBitMechanism", "PiecewiseMechanism", "HDSMechanism",
+               "LaplaceMechanism", "SetValuedMechanism")
+
+
+@pytest.mark.filterwarnings("ignore:.*outside the collection's public domain")
+def test_vectors_tell_plain_uniforms_apart(monkeypatch):
+    """A port drawing plain 53-bit uniforms where the spec says fine ones (and one-bit's and
+    multi-bit's bits as ``u < p``, no complement branch) fails some vectors of every kind
+    that draws fine uniforms, in both directions, and replays the others."""
+    from skldp.device import _kinds
     from skldp.device._random import node_uniforms
-    slips = set()
-    for case in _vectors("OneBitMechanism"):
+    monkeypatch.setattr(_kinds, "node_uniforms_fine", node_uniforms)
+    monkeypatch.setattr(_kinds, "node_bernoulli_fine", lambda seed, keys, n, stream, p, _:
+                        node_uniforms(seed, keys, n, stream) < p)
+    slips = {name: [] for name in _FINE_KINDS}
+    for name in _FINE_KINDS:
+        cases = _vectors(name)
+        for case in cases:
+            plain = encode(case["spec"], case["input"], seed=int(case["seed"], 16),
+                           key=int(case["key"], 16))
+            if plain != case["report"]:
+                slips[name].append((case, plain))
+        assert 2 <= len(slips[name]) < len(cases), name
+    # bits: a 1 only the fine uniform gives, a 0 only its complement (or its rounding) gives
+    for name in ("OneBitMechanism", "MultiBitMechanism", "SetValuedMechanism"):
+        assert {c["report"]["b"] for c, _ in slips[name] if "b" in c["report"]} == \
+            {"00", "80"}, name
+    assert sum("v" in c["report"] for c, _ in slips["SetValuedMechanism"]) == 2   # GRR
+    # Laplace: the fine tail of -log(u) goes further, in the first draw and in the second
+    assert {np.sign(c["report"]["c"][0] - plain["c"][0])
+            for c, plain in slips["LaplaceMechanism"]} == {-1, 1}
+
+    def in_band(case, cell):   # the band's cells start at the value's lattice index
         p = plan(read_spec(case["spec"]))
-        x = p.prepare(case["input"]) if None not in case["input"] else None
-        if x is None or p.d != 1:
-            continue
-        p_one, _ = _bit_probabilities((x - p.lo) / (p.hi - p.lo), p.eps_f)
-        u = node_uniforms(int(case["seed"], 16), np.array([int(case["key"], 16)], np.uint64), 1)
-        plain = np.packbits(u < p_one).tobytes().hex()
-        if plain != case["report"]["b"]:
-            slips.add(case["report"]["b"])
-    assert slips == {"00", "80"}   # a 1 only the fine uniform gives, a 0 only its complement
+        unit = (p.prepare(case["input"])[0, 0] - p.lo[0]) / (p.hi[0] - p.lo[0])
+        return abs(cell - unit * p.grid.n_steps) <= p.grid.n_band + 1
+
+    # grid samplers: the outside piece only with the fine uniform, and the band only with it
+    for name in ("PiecewiseMechanism", "HDSMechanism"):
+        assert {(in_band(c, c["report"]["c"][0]), in_band(c, plain["c"][0]))
+                for c, plain in slips[name]} == {(True, False), (False, True)}, name
 
 
 def test_vectors_cover_ids_and_inputs_outside_the_domain():
