@@ -132,16 +132,16 @@ plt.show()
 # ----------------
 # Gray bars use no feature and spend nothing; blue bars send each user's HDS
 # report (eps = 1); the orange bar spends eps = 2 on each training label and
-# nothing on features. On Cora label propagation alone (about 87 %) is as
-# accurate as the non-private feature model of :ref:`the PrivGE example
-# <sphx_glr_auto_examples_plot_privge_cora.py>` and above the private
-# pipeline (about 84 %): at eps = 1 the private features do not pay for
-# themselves. Correct and Smooth around the private pipeline (free
+# nothing on features. On Cora label propagation alone (about 87 %) is a
+# point or so below the non-private feature model of :ref:`the PrivGE
+# example <sphx_glr_auto_examples_plot_privge_cora.py>` and above the
+# private pipeline (about 84 %): at eps = 1 the private features do not pay
+# for themselves. Correct and Smooth around the private pipeline (free
 # post-processing with the training labels) lifts it to the level of label
 # propagation or slightly above. Concatenating structural features to its
-# input (the hybrid, about 86 %) is about one point above the private
-# pipeline and the structural features alone, within the private pipeline's
-# spread over the two seeds and below label propagation: the PPR-propagated
-# reports already carry the graph. A private feature model should be
-# compared with these baselines, not with a model that ignores the
+# input (the hybrid, about 86 %) is one to one and a half points above the
+# private pipeline and the structural features alone, about the private
+# pipeline's spread over the two seeds, and below label propagation: the
+# PPR-propagated reports already carry the graph. A private feature model
+# should be compared with these baselines, not with a model that ignores the
 # neighbours' labels.
