@@ -13,9 +13,12 @@ and their labels through GRR. The server knows the graph.
 
 1. Feature reconstruction (Algorithm 1): averaging the reports over a node's
    multi-hop neighbourhood and inverting the frequency estimate brings the
-   features back toward the truth; more hops shrink the variance of eq. (6).
+   features closer to the truth than the raw reports from two hops on; more
+   hops shrink the variance of eq. (6).
 2. Label reconstruction (Algorithm 2): masked propagation of the noisy labels
-   plus the inverse transition matrix recovers most training labels.
+   plus the inverse transition matrix recovers far more training labels than
+   the noisy labels hold: most of them at ``eps_y = 3`` and ``1`` (the latter
+   with 8 hops or more), not at ``eps_y = 0.5``.
 3. The full pipeline: GRR-FS -> FrequencyReconstructor -> RGNNClassifier.
 
 Parts 1 and 2 are experiments: they compare the reconstructions with the
@@ -63,12 +66,17 @@ for eps in (1.0, 0.1):
         Z = np.asarray(FrequencyReconstructor.from_mechanism(mech, hops=hops).fit(R).transform(R))
         errs.append(np.mean(np.abs(Z - X)))
     raw = np.mean(np.abs(np.asarray(R) - X))
+    print(f"eps={eps}: mean |error| of the raw reports {raw:.3f}; reconstructed, by hops: "
+          + ", ".join(f"{h}: {e:.3f}" for h, e in zip(hops_grid, errs, strict=True)))
     label = f"eps={eps} (eps_x = m eps = {mech.epsilon_:g})"
     line, = axes[0].plot(hops_grid, errs, "o-", label=label)
     axes[0].axhline(raw, ls=":", color=line.get_color())
 axes[0].set(xlabel="hops K_x", ylabel="mean |reconstructed - true feature|",
             title="Algorithm 1 (dotted: raw reports)")
 axes[0].legend()
+# The gain is small at these budgets (each user randomizes 10 of 58 features): the
+# reconstruction stays further from the truth than guessing 0 for every feature.
+print(f"mean |error| of guessing 0 everywhere: {np.mean(np.abs(X)):.3f}")
 
 # %%
 # Label reconstruction accuracy vs hops
@@ -80,6 +88,9 @@ for eps_y in (3.0, 1.0, 0.5):
     noisy = rr.randomize_encoded(y[rows], G.node_keys[rows])
     accs = [np.mean(reconstruct_labels(G.adjacency, rows, noisy, rr.transition_matrix_,
                                        hops=h).argmax(1) == y[rows]) for h in hops_grid]
+    print(f"eps_y={eps_y}: noisy labels right {np.mean(noisy == y[rows]):.3f}; "
+          "reconstructed, by hops: "
+          + ", ".join(f"{h}: {a:.3f}" for h, a in zip(hops_grid, accs, strict=True)))
     line, = axes[1].plot(hops_grid, accs, "o-", label=f"eps_y={eps_y}")
     axes[1].axhline(np.mean(noisy == y[rows]), ls=":", color=line.get_color())
 axes[1].set(xlabel="hops K_y", ylabel="accuracy of reconstructed labels",
