@@ -33,7 +33,13 @@ from ..utils._adjacency import index_dtype
 from ..utils._random import training_seed
 from ..utils.validation import Count, Interval, check_graph_data, record_feature_names
 from ._base import TorchClassifierBase, take_rows
-from ._gnn import _ACTIVATIONS, GNNClassifierBase, GNNEncoder, graph_tensors
+from ._gnn import (
+    _ACTIVATIONS,
+    GNNClassifierBase,
+    GNNEncoder,
+    OffsetSparseFeatures,
+    graph_tensors,
+)
 
 __all__ = ["SolitudeClassifier"]
 
@@ -271,6 +277,17 @@ class _EdgeStructure:
         return A
 
 
+def _centred(x, mean, device):
+    """The features operand ``x`` minus the column means ``mean`` (``None``: ``x`` as is).
+
+    Sparse features stay sparse: ``-mean`` becomes the offset of an offset-sparse operand.
+    """
+    if mean is None:
+        return x
+    m = torch.as_tensor(mean, dtype=x.dtype, device=device)
+    return x - m if x.layout == torch.strided else OffsetSparseFeatures(-m, x)
+
+
 class SolitudeClassifier(GNNClassifierBase):
     r"""Solitude: a GNN trained on an edge-LDP graph with learned structure denoising.
 
@@ -313,6 +330,12 @@ class SolitudeClassifier(GNNClassifierBase):
         Feature smoothing steps ``K_x``.
     label_steps : int, default=0
         Label smoothing steps ``K_y``.
+    center_features : bool, default=True
+        Subtract each feature's mean over the nodes (after smoothing; the
+        means of ``fit``) before the first layer. Noisy reports have large
+        column means shared by every node, which Adam's first steps can turn
+        into shifts that saturate the hidden units for good; the first
+        layer's bias can absorb the offset. Post-processing: no privacy cost.
     learn_structure : bool, default=True
         Learn ``A^c``; ``False`` trains the backbone on the (smoothed) data
         and the received graph as is.
@@ -419,6 +442,7 @@ class SolitudeClassifier(GNNClassifierBase):
         "dropout": [Interval(Real, 0, 1, closed="left")],
         "feature_steps": [Count(0)],
         "label_steps": [Count(0)],
+        "center_features": ["boolean"],
         "learn_structure": ["boolean"],
         "lambda_fro": [Interval(Real, 0, np.inf, closed="left")],
         "lambda_l1": [Interval(Real, 0, np.inf, closed="left")],
@@ -429,8 +453,8 @@ class SolitudeClassifier(GNNClassifierBase):
 
     def __init__(self, backbone="gcn", hidden_size=16, *, n_layers=2, activation="selu",
                  dropout=0.5, lr=0.01, weight_decay=5e-4, epochs=500, feature_steps=0,
-                 label_steps=0, learn_structure=True, lambda_fro=1e-3, lambda_l1=1e-3,
-                 lr_adj=0.01, adj_every=1, early_stopping=True, validation=None,
+                 label_steps=0, center_features=True, learn_structure=True, lambda_fro=1e-3,
+                 lambda_l1=1e-3, lr_adj=0.01, adj_every=1, early_stopping=True, validation=None,
                  validation_fraction=0.1, patience=100, selection="accuracy", device="auto",
                  random_state=None, verbose=0):
         self.backbone = backbone
@@ -443,6 +467,7 @@ class SolitudeClassifier(GNNClassifierBase):
         self.epochs = epochs
         self.feature_steps = feature_steps
         self.label_steps = label_steps
+        self.center_features = center_features
         self.learn_structure = learn_structure
         self.lambda_fro = lambda_fro
         self.lambda_l1 = lambda_l1
@@ -506,6 +531,9 @@ class SolitudeClassifier(GNNClassifierBase):
         A = G.adjacency
         Gx = self._features(G)
         x, _ = graph_tensors(Gx, device, self.backbone)
+        self._feature_mean = (np.asarray(Gx.features.mean(axis=0), dtype=np.float64).ravel()
+                              if self.center_features else None)
+        x = _centred(x, self._feature_mean, device)
         struct = _EdgeStructure(A, self.backbone, device)
         n_cls = len(self.classes_)
         rows = G.rows
@@ -603,6 +631,7 @@ class SolitudeClassifier(GNNClassifierBase):
         G = check_graph_data(X, self, require_adjacency=True)
         Gx = self._features(G)
         x, g = graph_tensors(Gx, device, self.backbone)
+        x = _centred(x, self._feature_mean, device)
         A = G.adjacency
         if _pattern_hash(A) == self._received_pattern:
             struct = _EdgeStructure(A, self.backbone, device)
