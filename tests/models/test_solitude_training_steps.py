@@ -65,7 +65,8 @@ def test_structure_steps_follow_eq_13_and_the_l1_prox(backbone, adj_every):
                              adj_every=adj_every, early_stopping=False, random_state=0,
                              device="cpu").fit(G, y)
     module = clf.module_.eval()   # the steps on A^c run the model without dropout
-    x = torch.as_tensor(np.asarray(G), dtype=torch.float32)
+    X = np.asarray(G)
+    x = torch.as_tensor(X - X.mean(0), dtype=torch.float32)   # the centred features
     target = torch.tensor([1.0] * len(pairs))   # the received weights clipped to [0, 1]
     mult = torch.tensor([1.0 if i == j else 2.0 for i, j in pairs])   # entries per pair
     w = target.clone().requires_grad_()
@@ -138,7 +139,8 @@ def test_first_loss_is_the_smoothed_targets_cross_entropy(feature_steps, label_s
                                  dropout=0.0, lr=1e-9, epochs=1, early_stopping=False,
                                  random_state=0, device="cpu").fit(G, y)
     A = G.adjacency
-    Xs = torch.as_tensor(smooth_features(np.asarray(G), A, feature_steps), dtype=torch.float32)
+    Xs = smooth_features(np.asarray(G), A, feature_steps)
+    Xs = torch.as_tensor(Xs - Xs.mean(0), dtype=torch.float32)   # centred after smoothing
     P = torch.as_tensor(smooth_labels(np.eye(2)[y], A, label_steps, self_loops=False),
                         dtype=torch.float32)
     # the GCN on the received graph, its weights clipped to [0, 1], plus a self loop each
