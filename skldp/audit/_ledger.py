@@ -26,7 +26,14 @@ def _ring(n, width=2):
 
 
 def _per_user(records, keys):
-    """``{collection id: (spec, (n, k) array)}``: each user's first report, in ``keys`` order."""
+    """``{collection id: (spec, (n, k m) array)}``: every distinct report of each user, in
+    ``keys`` order: ``m`` slots of ``k`` columns, in the order sent, ``_NOT_SENT`` where a
+    user sent fewer.
+
+    A mechanism that asks a user twice under one collection with fresh randomness sends
+    more than one answer's worth: each distinct answer is audited (an identical resend
+    adds nothing, and no column).
+    """
     order = np.argsort(keys)
     out = {}
     for spec, node_keys, reports in records:
@@ -34,13 +41,31 @@ def _per_user(records, keys):
             continue   # the audit's graph is public and the same for both inputs
         R = reports.toarray() if sp.issparse(reports) else np.asarray(reports, dtype=np.float64)
         R = R.reshape(len(node_keys), -1)
-        if spec.id not in out:
-            out[spec.id] = (spec, np.full((len(keys), R.shape[1]), np.nan))
-        M = out[spec.id][1]
+        slots = out.setdefault(spec.id, (spec, []))[1]   # [(values, sent)] per answer
         pos = order[np.searchsorted(keys, node_keys, sorter=order)]
-        fresh = np.isnan(M[pos, 0])
-        M[pos[fresh]] = R[fresh]
-    return out
+        # a user listed twice in one record: its rows are placed one after the other
+        by_user = np.argsort(pos, kind="stable")
+        first = np.r_[True, pos[by_user][1:] != pos[by_user][:-1]]
+        rank = np.empty(len(pos), dtype=np.int64)
+        rank[by_user] = np.arange(len(pos)) - np.maximum.accumulate(
+            np.where(first, np.arange(len(pos)), 0))
+        for r in range(int(rank.max(initial=-1)) + 1):
+            rows = np.flatnonzero(rank == r)
+            for values, sent in slots:            # skip the answers already stored
+                if len(rows) == 0:
+                    break
+                u = pos[rows]
+                new = ~sent[u]
+                values[u[new]], sent[u[new]] = R[rows[new]], True
+                same = sent[u] & np.all(values[u] == R[rows], axis=1)
+                rows = rows[~(new | same)]
+            if len(rows):                          # a new distinct answer: one more slot
+                values = np.full((len(keys), R.shape[1]), _NOT_SENT)
+                sent = np.zeros(len(keys), dtype=bool)
+                values[pos[rows]], sent[pos[rows]] = R[rows], True
+                slots.append((values, sent))
+    return {cid: (spec, np.hstack([v for v, _ in slots])) for cid, (spec, slots) in out.items()
+            if slots}
 
 
 def audit_ledger(estimator, x0, x1, *, y0, y1, classes=None, n_samples=4_000,
@@ -53,7 +78,7 @@ def audit_ledger(estimator, x0, x1, *, y0, y1, classes=None, n_samples=4_000,
     background users whose labels cover ``classes``), over a public ring
     graph. A clone of ``estimator`` (a pipeline, a search, nested searches) is
     fitted once on all of them while the population records every report
-    sent. Each user's record (its report in every collection it answered,
+    sent. Each user's record (every distinct report it sent in every collection,
     features and labels) is one sample of the joint output; the records of
     the two groups are audited with :func:`audit_pair` jointly and per
     collection, and the lower bound is compared with what the ledger charged
@@ -141,7 +166,6 @@ def audit_ledger(estimator, x0, x1, *, y0, y1, classes=None, n_samples=4_000,
     claimed = _charged(G.ledger, keys[:2 * n])
     parts = []
     for i, (spec, M) in enumerate(per_collection.values()):
-        M = np.where(np.isnan(M), _NOT_SENT, M)
         parts.append((f"{i}:{spec.kind.rsplit('.', 1)[-1]}", M[:n], M[n:2 * n]))
     return _audit_outputs(parts, outputs, confidence, claimed, events=events, rng=rng)
 
