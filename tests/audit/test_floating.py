@@ -31,9 +31,17 @@ INPUTS = [[0.0, 0.0], [1.0, 1.0], [0.3, 0.7]]  # the bounds and a point inside
     PiecewiseMechanism(2.0, k=2, feature_range=FR, random_state=0),
     HDSMechanism(1.0, k=1, feature_range=FR, random_state=0),
     HDSMechanism(2.0, k=2, feature_range=FR, random_state=0),
-], ids=["Laplace", "Piecewise-k1", "Piecewise-kd", "HDS-k1", "HDS-kd"])
+    # grid indices up to 1e10, a grid finer than the floats, a decode in another order
+    LaplaceMechanism(2.0**-10, feature_range=FR, random_state=0),
+    LaplaceMechanism(2.0**-15, feature_range=(-3.7, 11.2), random_state=0),
+    LaplaceMechanism(1.0, feature_range=(1e12, 1e12 + 1), random_state=0),
+    PiecewiseMechanism(50.0, k=1, feature_range=FR, random_state=0),
+], ids=["Laplace", "Piecewise-k1", "Piecewise-kd", "HDS-k1", "HDS-kd", "Laplace-small-eps",
+        "Laplace-range", "Laplace-far-range", "Piecewise-eps50"])
 def test_continuous_mechanisms_report_on_a_fixed_grid(mech):
-    res = check_output_grid(mech, INPUTS, n_samples=5000)
+    lo, hi = mech.feature_range
+    inputs = [[lo, lo], [hi, hi], [0.7 * lo + 0.3 * hi, 0.3 * lo + 0.7 * hi]]
+    res = check_output_grid(mech, inputs, n_samples=5000)
     assert isinstance(res, GridCheckResult)
     assert res.kind == "grid", res.message
     assert res.passed, res.message
@@ -90,6 +98,23 @@ def test_off_grid_outputs_are_counted():
     assert not res.passed
     assert 0.45 < res.fraction_off_grid < 0.55  # all of input 1's reports, none of input 0's
     assert res.flagged and all(i == 1 for i, _, _ in res.flagged)
+
+
+def _naive_laplace(offset, step):
+    """x + Laplace(1) noise in float64 (Mironov's leak), declaring a grid it is not on."""
+    def mech(X, keys):
+        u = node_uniforms(3, keys, X.shape[1]) - 0.5
+        return X - np.sign(u) * np.log1p(-2.0 * np.abs(u))
+    mech.epsilon_, mech.output_grid_ = 1.0, (np.array([offset]), np.array([step]))
+    return mech
+
+
+@pytest.mark.parametrize("offset, step", [(-2.0**10, 2.0**-20), (-2.0**20, 2.0**-20),
+                                          (-1e3, 2.0**-40)])
+def test_a_far_offset_or_a_fine_step_does_not_hide_off_grid_reports(offset, step):
+    # the tolerance used to grow with the grid index k: 1e-9 |k| steps passed all of these
+    res = check_output_grid(_naive_laplace(offset, step), [[0.0], [1.0]], n_samples=2000)
+    assert not res.passed and res.fraction_off_grid > 0.99, res.message
 
 
 def test_input_dependent_finite_support_is_flagged():
