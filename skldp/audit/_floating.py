@@ -224,9 +224,13 @@ def _steps(z, s):
 def additive_support_check(reports_0, x0, x1, *, return_mask=False):
     """Share of additive-noise reports for ``x0`` that no noise value could give for ``x1``.
 
-    For a mechanism that releases ``fl(x + z)`` (the input plus noise, added
-    in float64), a report ``r`` can be produced from ``x1`` only if some
-    float ``z'`` has ``fl(x1 + z') == r``. The floats of the noise are much
+    Only for mechanisms that release ``fl(x + z)``, the input plus noise
+    added in float64. For one that does not (one that reports on a grid, such
+    as :class:`~skldp.mechanisms.LaplaceMechanism`), a nonzero share says
+    nothing: use :func:`check_output_grid`.
+
+    A report ``r`` can be produced from ``x1`` only if some float ``z'``
+    has ``fl(x1 + z') == r``. The floats of the noise are much
     denser near 0 than the sums near ``x1``, so many reports of ``x0`` cannot
     come from ``x1`` at all, whatever the noise distribution (Mironov 2012):
     each of them reveals that the input was not ``x1``. Since ``fl(x1 + .)``
@@ -246,8 +250,7 @@ def additive_support_check(reports_0, x0, x1, *, return_mask=False):
     -------
     fraction : float
         Share of reports with at least one coordinate that ``x1`` cannot
-        produce. ``0`` for outputs snapped to a grid coarser than the floats
-        near ``x1``.
+        produce as ``fl(x1 + z)``.
     mask : ndarray of bool of shape (n,)
         Only with ``return_mask=True``.
 

@@ -50,13 +50,18 @@ def test_continuous_mechanisms_report_on_a_fixed_grid(mech):
 
 def test_laplace_reports_of_one_input_are_reachable_from_the_other():
     # Mironov's attack on x + Laplace noise in float64: for x = 0 about 40% of the reports
-    # (scale 1) are floats that x = 1 plus any noise cannot produce. On a grid none are.
+    # (scale 1) are floats that x = 1 plus any noise cannot produce. The grid reports
+    # (multiples of 2^-20) all are 1 + (r - 1) exactly.
     n = 20_000
     G = GraphData(np.zeros((n, 1)), node_ids=np.arange(n))
     mech = LaplaceMechanism(1.0, feature_range=FR, random_state=0).fit(G)
     Z = mech.transform(G)
     R = Z.features[Z.rows] if isinstance(Z, GraphData) else np.asarray(Z)
     assert additive_support_check(R, 0.0, 1.0) == 0.0
+    # but the mechanism does not release fl(x + z): against x1 = 0.3 (off the grid's
+    # floats) the additive check does not apply and its share means nothing
+    assert additive_support_check(R, 0.0, 0.3) > 0.05
+    assert check_output_grid(mech, [[0.0], [0.3]], n_samples=2000).passed
 
 
 # ------------------------------------------------------------ finite output sets
