@@ -9,7 +9,7 @@ from sklearn.base import clone
 from .._graph_data import GraphData
 from ..exceptions import PrivacyLeakWarning
 from ..population import Population
-from ._stats import AuditResult, _check_confidence, _check_count, audit_pair
+from ._stats import AuditResult, _check_claim, _check_confidence, _check_count, audit_pair
 
 __all__ = ["audit_mechanism", "audit_collections"]
 
@@ -97,10 +97,12 @@ class _Collection:
                 raise ValueError(f"{type(est).__name__} derived a public parameter from the "
                                  f"audit's inputs ({w}). Pass it explicitly, as in "
                                  "deployment.") from None
-        eps = getattr(est, "epsilon_", None)
         if self.fitted is None:
-            self.fitted, self.epsilon = est, (None if eps is None else float(eps))
+            self.fitted, self.epsilon = est, self._claim(est)
         return est
+
+    def _claim(self, mech):
+        return _check_claim(getattr(mech, "epsilon_", None), f"epsilon_ of mechanism {self.name}")
 
     def reports(self, X, ids, keys, population):
         """Reports of the users of one batch (rows of ``X``) as a float (n, k) array.
@@ -136,8 +138,7 @@ class _Collection:
             Z = self.mech(Xc, keys)
             self.fitted = self.mech
             if self.epsilon is None:
-                eps = getattr(self.mech, "epsilon_", None)
-                self.epsilon = None if eps is None else float(eps)
+                self.epsilon = self._claim(self.mech)
         if sp.issparse(Z):
             Z = Z.toarray()
         Z = np.asarray(Z, dtype=np.float64)
@@ -270,7 +271,9 @@ def audit_collections(mechanisms, x0, x1, *, n_samples=20_000, confidence=0.95,
     events : {"auto", "values", "cells"}, default="auto"
         See :func:`audit_pair`.
     epsilon_claimed : float or None, default=None
-        Overrides the sum of ``epsilon_`` (needed for a callable without one).
+        Overrides the sum of ``epsilon_`` (needed for a callable without one);
+        a number >= 0, ``inf`` allowed. With no claim at all, the result's
+        ``exceeds_claim`` raises an error.
     batch_size : int or None, default=None
         Users per fit (one graph). ``None``: all at once, or 256 with an edge
         mechanism (its cost grows with the square of the graph size).
@@ -304,6 +307,7 @@ def audit_collections(mechanisms, x0, x1, *, n_samples=20_000, confidence=0.95,
         raise ValueError(f"outputs must be one of {_OUTPUTS}, got {outputs!r}.")
     confidence = _check_confidence(confidence)
     n_samples = _check_count(n_samples, "n_samples", 4)
+    epsilon_claimed = _check_claim(epsilon_claimed)
     if isinstance(mechanisms, (str, bytes)) or not hasattr(mechanisms, "__len__") \
             or len(mechanisms) == 0:
         raise ValueError("mechanisms must be a non-empty list of mechanisms.")

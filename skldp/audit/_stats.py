@@ -180,7 +180,8 @@ class AuditResult:
     output : str
         Which output was audited (``"reports"`` for :func:`audit_pair`).
     epsilon_claimed : float or None
-        The budget the mechanism(s) claim (sum of ``epsilon_``).
+        The budget the mechanism(s) claim (sum of ``epsilon_``); ``None`` when
+        unknown (then ``exceeds_claim`` raises an error).
     components : tuple of AuditResult
         Per-output audits whose maximum this result is (:func:`audit_collections`).
     """
@@ -196,10 +197,20 @@ class AuditResult:
     epsilon_claimed: float | None = None
     components: tuple = field(default=(), repr=False)
 
+    def __post_init__(self):
+        object.__setattr__(self, "epsilon_claimed", _check_claim(self.epsilon_claimed))
+
     @property
     def exceeds_claim(self):
-        """True when the lower bound is above the claimed budget: the claim is false."""
-        return self.epsilon_claimed is not None and self.epsilon_lower > self.epsilon_claimed
+        """True when the lower bound is above the claimed budget: the claim is false.
+
+        Raises ``ValueError`` when there is no claim to compare with.
+        """
+        if self.epsilon_claimed is None:
+            raise ValueError("this audit has no claimed epsilon to compare with (a mechanism "
+                             "without epsilon_, or audit_pair): give every mechanism its "
+                             "epsilon_, or pass epsilon_claimed= to audit_collections.")
+        return self.epsilon_lower > self.epsilon_claimed
 
     def summary(self):
         """A few lines describing the bound, the claim and the bounding output and event."""
@@ -237,6 +248,16 @@ def _as_reports(R, name):
     if not np.all(np.isfinite(R)):
         raise ValueError(f"{name} contains NaN or infinite values.")
     return R
+
+
+def _check_claim(eps, name="epsilon_claimed"):
+    """``eps`` as a float >= 0 (inf allowed), or None; a clear error for anything else."""
+    if eps is None:
+        return None
+    if isinstance(eps, (bool, np.bool_)) or not isinstance(eps, numbers.Real) \
+            or not float(eps) >= 0.0:
+        raise ValueError(f"{name} must be a number >= 0 (inf allowed), got {eps!r}.")
+    return float(eps)
 
 
 def _check_count(n, name, minimum):
