@@ -9,7 +9,14 @@ from sklearn.base import clone
 from .._graph_data import GraphData
 from ..exceptions import PrivacyLeakWarning
 from ..population import Population
-from ._stats import AuditResult, _check_claim, _check_confidence, _check_count, audit_pair
+from ._stats import (
+    AuditResult,
+    _check_claim,
+    _check_confidence,
+    _check_count,
+    _float_reports,
+    audit_pair,
+)
 
 __all__ = ["audit_mechanism", "audit_collections"]
 
@@ -139,9 +146,7 @@ class _Collection:
             self.fitted = self.mech
             if self.epsilon is None:
                 self.epsilon = self._claim(self.mech)
-        if sp.issparse(Z):
-            Z = Z.toarray()
-        Z = np.asarray(Z, dtype=np.float64)
+        Z = _float_reports(Z, f"the reports of mechanism {self.name}")
         if Z.ndim == 1:
             Z = Z[:, None]
         if Z.ndim != 2 or len(Z) != len(X):

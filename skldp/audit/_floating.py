@@ -3,10 +3,9 @@
 from dataclasses import dataclass, field
 
 import numpy as np
-import scipy.sparse as sp
 
 from ._collections import _draw_reports
-from ._stats import _check_count, _clopper_pearson
+from ._stats import _check_count, _clopper_pearson, _float_reports
 
 __all__ = ["GridCheckResult", "check_output_grid", "additive_support_check"]
 
@@ -274,7 +273,7 @@ def additive_support_check(reports_0, x0, x1, *, return_mask=False):
     >>> 0.3 < additive_support_check(r, 0.0, 1.0) < 0.5
     True
     """
-    R = reports_0.toarray() if sp.issparse(reports_0) else np.asarray(reports_0, np.float64)
+    R = _float_reports(reports_0, "reports_0")
     if R.ndim == 1:
         R = R[:, None]
     if R.ndim != 2:

@@ -9,7 +9,7 @@ from sklearn.base import clone
 from .._graph_data import GraphData
 from ..utils._arrays import sorted_lookup
 from ._collections import _audit_outputs, _check_inputs
-from ._stats import _check_confidence, _check_count
+from ._stats import _check_confidence, _check_count, _float_reports
 
 __all__ = ["audit_ledger"]
 
@@ -39,7 +39,7 @@ def _per_user(records, keys):
     for spec, node_keys, reports in records:
         if "edges" in spec.protects or reports is None:
             continue   # the audit's graph is public and the same for both inputs
-        R = reports.toarray() if sp.issparse(reports) else np.asarray(reports, dtype=np.float64)
+        R = _float_reports(reports, f"the reports of collection {spec.id}")
         R = R.reshape(len(node_keys), -1)
         slots = out.setdefault(spec.id, (spec, []))[1]   # [(values, sent)] per answer
         pos = order[np.searchsorted(keys, node_keys, sorter=order)]

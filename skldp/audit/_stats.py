@@ -230,19 +230,32 @@ class AuditResult:
 
 
 # ------------------------------------------------------------------------- input checks
-def _as_reports(R, name):
-    if sp.issparse(R):
-        R = R.toarray()
-    R = np.asarray(R)
+def _float_reports(R, name):
+    """Reports as float64, refusing a cast that would lose what they say."""
+    R = R.toarray() if sp.issparse(R) else np.asarray(R)
     if R.dtype == object or not (np.issubdtype(R.dtype, np.number) or R.dtype == bool):
         raise TypeError(f"{name} must be numeric (encode labels as integers first), got "
                         f"dtype {R.dtype}.")
+    if np.iscomplexobj(R):
+        raise ValueError(f"{name} are complex: the audit reads real numbers. Pass the real "
+                         "and imaginary parts as two columns.")
+    F = R.astype(np.float64)
+    # 64-bit integers above 2^53 (or long doubles) can merge when cast: a leak in the low bits
+    if R.dtype.itemsize > 8 or (R.dtype.kind in "iu" and R.dtype.itemsize == 8):
+        if len(np.unique(R)) != len(np.unique(F)):
+            raise ValueError(f"{name} ({R.dtype}) hold distinct values that are equal as "
+                             "float64 (integers above 2^53?): encode them as small codes "
+                             "(e.g. np.unique(..., return_inverse=True)) first.")
+    return F
+
+
+def _as_reports(R, name):
+    R = _float_reports(R, name)
     if R.ndim == 1:
         R = R[:, None]
     if R.ndim != 2:
         raise ValueError(f"{name} must be 1-D (one output per report) or 2-D (n_reports, "
                          f"n_outputs), got {R.ndim} dimensions.")
-    R = R.astype(np.float64)
     if len(R) < 2:
         raise ValueError(f"{name} needs at least 2 reports, got {len(R)}.")
     if not np.all(np.isfinite(R)):
@@ -381,8 +394,9 @@ def audit_pair(reports_0, reports_1, *, events="auto", confidence=0.95, max_valu
     Parameters
     ----------
     reports_0, reports_1 : array-like or sparse matrix of shape (n0,) or (n0, k), (n1,) or (n1, k)
-        Numeric outputs for ``x0`` and ``x1`` (same ``k``); one row per
-        independent report. Post-processing (e.g. a function of the reports)
+        Real numeric outputs for ``x0`` and ``x1`` (same ``k``); one row per
+        independent report. Complex reports, and integers that float64 cannot
+        tell apart (above 2^53), are refused. Post-processing (e.g. a function of the reports)
         can only lower the true privacy loss, so any bound on it is a bound
         on the mechanism.
     events : {"auto", "values", "cells"}, default="auto"
@@ -436,8 +450,10 @@ def audit_pair(reports_0, reports_1, *, events="auto", confidence=0.95, max_valu
     if A.shape[1] != B.shape[1]:
         raise ValueError(f"reports_0 and reports_1 must have the same number of outputs, got "
                          f"{A.shape[1]} and {B.shape[1]}.")
-    if not 0.0 < selection_fraction < 1.0:
-        raise ValueError(f"selection_fraction must be in (0, 1), got {selection_fraction!r}.")
+    if isinstance(selection_fraction, bool) or not isinstance(selection_fraction, numbers.Real) \
+            or not 0.0 < selection_fraction < 1.0:
+        raise ValueError(f"selection_fraction must be a number in (0, 1), got "
+                         f"{selection_fraction!r}.")
     max_values = _check_count(max_values, "max_values", 1)
     if max_cells is not None:   # one cell is the whole output space: it compares nothing
         max_cells = _check_count(max_cells, "max_cells (or None)", 2)
