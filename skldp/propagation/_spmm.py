@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from sklearn.utils._param_validation import Options, StrOptions
 
-from ..utils._blocks import _rows_as_elements, column_block, put_column_block
+from ..utils._blocks import _rows_as_elements, aligned_empty, column_block, put_column_block
 from ..utils._threads import torch_threads
 from ..utils.validation import Count, check_int
 
@@ -125,7 +125,9 @@ def repeated_spmm(P, X, steps, n_jobs=None):
             return Z
         # torch's kernel is fastest on narrow blocks, even on one thread
         width = max(1, min(_BAG_COLUMNS if bags else _BLOCK_COLUMNS, -(-d // jobs)))
-        out = np.empty((P.shape[0], d), dtype=P.dtype)
+        # (cache-line aligned: torch's kernel reads, and blocks are written, by whole lines)
+        out = aligned_empty((P.shape[0], d), P.dtype) if bags else \
+            np.empty((P.shape[0], d), dtype=P.dtype)
         starts = range(0, d, width)
 
         def blocks(group):
@@ -141,10 +143,10 @@ def repeated_spmm(P, X, steps, n_jobs=None):
             # 1,024 columns: 5-15 % off a step of one product)
             import torch
             out_t = torch.from_numpy(out)
-            buf = np.empty((n, width), dtype=P.dtype)
+            buf = aligned_empty((n, width), P.dtype)
             for s in group:
                 w = min(width, d - s)
-                Z = _gather(X, s, buf if w == width else np.empty((n, w), dtype=P.dtype))
+                Z = _gather(X, s, buf if w == width else aligned_empty((n, w), P.dtype))
                 for _ in range(steps):
                     Z = product(Z)
                 out_t[:, s:s + w].copy_(torch.from_numpy(Z))

@@ -3,7 +3,7 @@ over nodes) and column blocks copied in and out."""
 
 import numpy as np
 
-__all__ = ["row_blocks", "column_block", "put_column_block"]
+__all__ = ["row_blocks", "column_block", "put_column_block", "aligned_empty"]
 
 
 def row_blocks(n, d, entries):
@@ -23,6 +23,21 @@ def row_blocks(n, d, entries):
     step = max(1, entries // max(d, 1))
     for start in range(0, n, step):
         yield slice(start, min(n, start + step))
+
+
+def aligned_empty(shape, dtype):
+    """``np.empty(shape, dtype)`` whose data start on a 64-byte boundary (a cache line).
+
+    numpy's large arrays start 16 bytes past one, so a row of 32 float32 columns of a
+    block spans three lines instead of two: torch's embedding bag reads such blocks
+    about 10 % slower, and a column block written into a wide output takes about twice
+    as long (Facebook, 32 of 1,024 columns).
+    """
+    dtype = np.dtype(dtype)
+    size = int(np.prod(shape)) * dtype.itemsize
+    raw = np.empty(size + 64, dtype=np.uint8)
+    start = -raw.ctypes.data % 64
+    return raw[start:start + size].view(dtype).reshape(shape)
 
 
 def _rows_as_elements(B):

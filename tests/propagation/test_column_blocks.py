@@ -41,3 +41,16 @@ def test_kprop_threads_compute_every_column(monkeypatch):
     G = GraphData(X, sp.csr_matrix(A))
     Z = np.asarray(KProp(steps=3, dtype="float64", n_jobs=2).fit_transform(G))
     np.testing.assert_allclose(Z, np.linalg.matrix_power(T, 3) @ X, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_float32_blocks_are_written_into_a_cache_line_aligned_output(n_jobs, monkeypatch):
+    # torch's kernel (float32) on blocks of 2 columns: each block's rows land on whole
+    # cache lines of the output, and every column is computed
+    monkeypatch.setattr(_spmm, "_PARALLEL_MIN_WORK", 0)
+    monkeypatch.setattr(_spmm, "_BAG_COLUMNS", 2)
+    A, X = _graph(2)
+    P = sp.csr_matrix(A / np.maximum(A.sum(axis=1), 1)[:, None], dtype=np.float32)
+    Z = _spmm.repeated_spmm(P, X.astype(np.float32), 2, n_jobs=n_jobs)
+    assert Z.dtype == np.float32 and Z.ctypes.data % 64 == 0
+    np.testing.assert_allclose(Z, P.toarray() @ (P.toarray() @ X), rtol=1e-5, atol=1e-6)

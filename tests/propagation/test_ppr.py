@@ -100,6 +100,8 @@ def test_cpu_chebyshev_multiplies_with_embedding_bags_in_float32(dtype, n_jobs, 
     assert bags == ([1] * ppr._run_info["products"] if dtype == "float32" else [])
     assert torch.get_num_threads() == threads
     np.testing.assert_allclose(Z, _direct(A, X, 0.1, 0.5), rtol=1e-5, atol=1e-6)
+    # each row of a column block is written as whole cache lines
+    assert Z.ctypes.data % 64 == 0
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

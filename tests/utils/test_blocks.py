@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from skldp.utils._blocks import column_block, put_column_block, row_blocks
+from skldp.utils._blocks import aligned_empty, column_block, put_column_block, row_blocks
 
 
 def test_row_blocks_cover_the_rows_within_the_budget():
@@ -44,3 +44,16 @@ def test_column_blocks_of_rows_in_a_given_order():
     np.testing.assert_array_equal(out, X)
     put_column_block(out, 0, np.asfortranarray(X[:, :5] + 1), perm)   # the plain path
     np.testing.assert_array_equal(out[perm, :5], X[:, :5] + 1)
+
+
+@pytest.mark.parametrize("shape", [(0, 3), (5, 7), (3, 1), (3000, 512)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_aligned_empty_starts_on_a_cache_line(shape, dtype):
+    # numpy's own large arrays start 16 bytes past a 64-byte boundary
+    arrays = [aligned_empty(shape, dtype) for _ in range(4)]
+    for a in arrays:
+        assert a.shape == shape and a.dtype == dtype
+        assert a.flags.c_contiguous and a.flags.writeable
+        assert a.ctypes.data % 64 == 0 or a.size == 0   # (no data to align)
+        a[...] = 1   # every byte is its own
+    assert all(np.all(a == 1) for a in arrays)
