@@ -361,12 +361,13 @@ class PPRPropagation(GraphTransformerMixin, BaseEstimator):
 
         def one_block(s):
             # alpha D^(1/2-r) X in float64, rounded once to dtype, C order: one pass
-            if entries:
-                Xb = X[:, s:s + width]
-                F = aligned_empty(Xb.shape, dtype)
+            if entries:   # (the block's entries read from X's arrays: no scipy slice)
+                ptr = X.indptr[s:s + width + 1]
+                rows, values = X.indices[ptr[0]:ptr[-1]], X.data[ptr[0]:ptr[-1]]
+                F = aligned_empty((n, len(ptr) - 1), dtype)
                 F.fill(0)
-                cols = np.repeat(np.arange(Xb.shape[1]), np.diff(Xb.indptr))
-                F[Xb.indices, cols] = Xb.data.astype(np.float64) * scale[Xb.indices, 0]
+                cols = np.repeat(np.arange(len(ptr) - 1), np.diff(ptr))
+                F[rows, cols] = values.astype(np.float64) * scale[rows, 0]
             else:
                 Xb = X[:, s:s + width].toarray() if sp.issparse(X) else \
                     column_block(column_block(X, s, width), 0, width, perm)
