@@ -12,10 +12,11 @@ __all__ = ["GridCheckResult", "check_output_grid", "additive_support_check"]
 _NO_GRID = "continuous floating-point output with no fixed grid"
 # A decode computed in another order than offset + k * step (PiecewiseMechanism computes
 # mid + (Delta / 2)(c0 + c1 c)) rounds differently: up to 4 ulps of the coordinate's largest
-# magnitude over feature ranges from 1e-3 to 1e15 wide. That slack is allowed only where it
-# is a small part of a step; on finer grids only exact grid values count.
+# magnitude over feature ranges from 1e-3 to 1e15 wide. That slack is allowed where it is
+# well under half a step (so the index k is unambiguous); each index must then still decode
+# to one float over all reports, else the low bits carry something besides k.
 _SLACK_ULPS = 4
-_SLACK_MAX_STEPS = 2.0**-10
+_SLACK_MAX_STEPS = 0.25
 
 
 @dataclass(frozen=True)
@@ -32,8 +33,9 @@ class GridCheckResult:
         supports of the inputs were compared; ``"continuous"``: many distinct
         floats and no declared grid (fails).
     fraction_off_grid : float
-        Share of reported coordinates off the declared grid (``"grid"``;
-        ``nan`` otherwise).
+        Share of reported coordinates off the declared grid, or on a grid
+        index that other reports decode to another float (``"grid"``; ``nan``
+        otherwise).
     message : str
     n_distinct : ndarray of int
         Distinct values per output coordinate over all inputs.
@@ -60,7 +62,8 @@ def check_output_grid(mechanism, x_values, n_samples=5_000, *, max_values=256, e
     Continuous noise computed in floating point takes values that some
     inputs can produce and others cannot, so a single report can reveal the
     input. The check draws ``n_samples`` reports for each input and passes
-    when the outputs lie on the mechanism's declared ``output_grid_``, or,
+    when the outputs lie on the mechanism's declared ``output_grid_`` (each
+    grid index decoded to one float by all inputs), or,
     for finite outputs, when no input produces a value that another input
     should have produced but never did; continuous outputs without a grid
     fail.
@@ -147,8 +150,6 @@ def _check_grid(grid, per_input, n_distinct):
     if offset.shape not in ((d,), ()) or step.shape not in ((d,), ()) or np.any(step <= 0):
         raise ValueError(f"output_grid_ must be (offset, step), arrays of shape ({d},) with "
                          f"step > 0; got shapes {offset.shape} and {step.shape}.")
-    # Off-grid values that every input produces (the same float) are input-independent
-    # constants, e.g. the fill value of unsampled coordinates: they reveal nothing.
     # On the grid: decoded again from its nearest index, the report is the same float
     # (LaplaceMechanism computes offset + c * step: exact at every range, even where the
     # grid is finer than the floats), up to a few ulps of rounding (see _SLACK_ULPS). A
@@ -158,10 +159,24 @@ def _check_grid(grid, per_input, n_distinct):
                                                    for R in per_input], axis=0))
         slack = _SLACK_ULPS * np.spacing(scale)
         slack = np.where(slack <= _SLACK_MAX_STEPS * step, slack, 0.0)
-        offs = [~(np.abs(offset + np.rint((R - offset) / step) * step - R) <= slack)
-                for R in per_input]
-    shared = []
+        ks = [np.rint((R - offset) / step) for R in per_input]
+        offs = [~(np.abs(offset + K * step - R) <= slack) for R, K in zip(per_input, ks,
+                                                                         strict=True)]
+    shared, n_ambiguous = [], 0
     for j in range(d):
+        # an index that decodes to two floats (e.g. fl(fl(offset + m step) + n step) with m
+        # from the input) is a leak in the low bits: such reports count as off the grid
+        on_k = np.concatenate([K[~off[:, j], j] for K, off in zip(ks, offs, strict=True)])
+        on_v = np.concatenate([R[~off[:, j], j] for R, off in zip(per_input, offs,
+                                                                  strict=True)])
+        pairs = np.unique(np.stack([on_k, on_v], axis=1), axis=0)
+        k_u, n_floats = np.unique(pairs[:, 0], return_counts=True)
+        ambiguous = k_u[n_floats > 1]
+        n_ambiguous += len(ambiguous)
+        for K, off in zip(ks, offs, strict=True):
+            off[:, j] |= np.isin(K[:, j], ambiguous)
+        # Flagged values that every input produces (the same float) are input-independent
+        # constants, e.g. the fill value of unsampled coordinates: they reveal nothing.
         common = None
         for R, off in zip(per_input, offs, strict=True):
             vals = np.unique(R[off[:, j], j])
@@ -183,6 +198,9 @@ def _check_grid(grid, per_input, n_distinct):
     msg = ("every report lies on the declared grid" if off_total == 0 else
            f"{off_total} of {total} reported coordinates ({100 * frac:.3g}%) are off the "
            "declared grid") + note
+    if n_ambiguous and off_total:
+        msg += (f"; {n_ambiguous} grid index(es) decode to more than one float (their "
+                "reports are counted as off the grid)")
     return GridCheckResult(off_total == 0, "grid", frac, msg, n_distinct, tuple(examples))
 
 

@@ -229,3 +229,29 @@ def test_check_output_grid_needs_two_inputs():
     with pytest.raises(ValueError, match="max_values must be an integer >= 1"):
         check_output_grid(mech, [[0.0], [1.0]], n_samples=100, max_values=0)
 
+
+
+@pytest.mark.parametrize("eps", [1.0, 10.0])
+def test_piecewise_far_from_zero_passes(eps):
+    # decoded as mid + (Delta/2) t_hat: 1 ulp from offset + c step, a step of 20-60 ulps
+    # (the slack was allowed only under 2^-10 of a step: 18-37 % "off the grid")
+    lo, hi = 1e6, 1e6 + 1
+    mech = PiecewiseMechanism(eps, k=1, feature_range=(lo, hi), random_state=0)
+    res = check_output_grid(mech, [[lo, lo], [hi, hi], [lo + 1 / 3, hi]], n_samples=1000)
+    assert res.passed and res.fraction_off_grid == 0.0, res.message
+
+
+def test_grid_index_decoded_to_two_floats_is_flagged():
+    # within a few ulps of offset + k step, but the float of an index depends on the input
+    # index m: fl(fl(offset + m step) + n step) (audit_pair finds eps >= 8 on these floats)
+    off, step = np.array([0.1]), np.array([0.1 / 3])
+
+    def two_step(X, keys):
+        u = node_uniforms(5, keys, 2)
+        n = np.floor(np.log(u[:, :1]) / np.log(0.5)) - np.floor(np.log(u[:, 1:]) / np.log(0.5))
+        return (off + np.rint((X - off) / step) * step) + n * step
+    two_step.epsilon_, two_step.output_grid_ = 1.0, (off, step)
+
+    res = check_output_grid(two_step, [[0.1], [0.1 + 7 * step[0]]], n_samples=2000)
+    assert not res.passed and res.fraction_off_grid > 0.1, res.message
+    assert "more than one float" in res.message
