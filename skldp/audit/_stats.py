@@ -239,14 +239,28 @@ def _float_reports(R, name):
     if np.iscomplexobj(R):
         raise ValueError(f"{name} are complex: the audit reads real numbers. Pass the real "
                          "and imaginary parts as two columns.")
-    F = R.astype(np.float64)
+    if _merge_as_float64(R):
+        raise ValueError(f"{name} ({R.dtype}) hold distinct values that are equal as "
+                         f"float64 {_MERGE_ADVICE}")
+    return R.astype(np.float64)
+
+
+_MERGE_ADVICE = ("(integers above 2^53?): encode them as small codes (e.g. "
+                 "np.unique(..., return_inverse=True)) first.")
+
+
+def _merge_as_float64(*arrays):
+    """Whether distinct values of ``arrays``, taken together, are equal as float64."""
     # 64-bit integers above 2^53 (or long doubles) can merge when cast: a leak in the low bits
-    if R.dtype.itemsize > 8 or (R.dtype.kind in "iu" and R.dtype.itemsize == 8):
-        if len(np.unique(R)) != len(np.unique(F)):
-            raise ValueError(f"{name} ({R.dtype}) hold distinct values that are equal as "
-                             "float64 (integers above 2^53?): encode them as small codes "
-                             "(e.g. np.unique(..., return_inverse=True)) first.")
-    return F
+    if not any(a.dtype.itemsize > 8 or (a.dtype.kind in "iu" and a.dtype.itemsize == 8)
+               for a in arrays):
+        return False
+    flat = [(a.toarray() if sp.issparse(a) else a).ravel() for a in arrays]
+    if all(a.dtype == flat[0].dtype for a in flat):
+        raw = np.concatenate(flat)
+    else:   # as Python numbers, compared exactly (a common numpy dtype may be float64)
+        raw = np.concatenate([a.astype(object) for a in flat])
+    return len(np.unique(raw)) != len(np.unique(raw.astype(np.float64)))
 
 
 def _as_reports(R, name):
@@ -447,6 +461,11 @@ def audit_pair(reports_0, reports_1, *, events="auto", confidence=0.95, max_valu
     confidence = _check_confidence(confidence)
     A = _as_reports(reports_0, "reports_0")
     B = _as_reports(reports_1, "reports_1")
+    # 2^53 for x0 and 2^53 + 1 for x1 merge only across the two: that would hide the leak
+    if _merge_as_float64(*(R if sp.issparse(R) else np.asarray(R)
+                           for R in (reports_0, reports_1))):
+        raise ValueError("reports_0 and reports_1 hold distinct values that are equal as "
+                         f"float64 {_MERGE_ADVICE}")
     if A.shape[1] != B.shape[1]:
         raise ValueError(f"reports_0 and reports_1 must have the same number of outputs, got "
                          f"{A.shape[1]} and {B.shape[1]}.")

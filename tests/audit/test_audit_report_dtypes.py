@@ -35,6 +35,18 @@ def test_integer_codes_that_merge_as_floats_are_refused():
     assert far.epsilon_lower == audit_pair(A * 1.0, B * 1.0).epsilon_lower > 1.8
 
 
+
+def test_integer_codes_that_merge_only_across_the_two_inputs_are_refused():
+    # x0 always reports 2^53, x1 always 2^53 + 1: each array alone is fine, but as float64
+    # they are one value (the bound was 0 for an infinite loss)
+    top = np.full(len(A), 2**53, dtype=np.int64)
+    with pytest.raises(ValueError, match="reports_0 and reports_1 .* equal as float64"):
+        audit_pair(top, top + 1)
+    with pytest.raises(ValueError, match="equal as float64"):   # across dtypes too
+        audit_pair(top + 1, top.astype(np.float64))
+    even = audit_pair(top + 2 * A, top.astype(np.uint64) + 2 * B.astype(np.uint64))
+    assert even.epsilon_lower == audit_pair(A * 1.0, B * 1.0).epsilon_lower > 1.8
+
 @pytest.mark.parametrize("bad", ["0.5", None, True])
 def test_selection_fraction_must_be_a_number(bad):
     with pytest.raises(ValueError, match="selection_fraction must be a number in"):
