@@ -22,7 +22,7 @@ from ._base import TorchClassifierBase, take_rows
 __all__ = ["GCNClassifier", "SAGEClassifier", "GATClassifier", "GNNClassifierBase",
            "graph_tensors", "GNNEncoder", "PropagatedFeatures", "AggregatedFeatures",
            "aggregated_features", "OffsetSparseFeatures",
-           "offset_sparse_features", "feature_tensor"]
+           "offset_sparse_features", "feature_tensor", "centred_features"]
 
 _ACTIVATIONS = {"relu": F.relu, "elu": F.elu, "selu": F.selu, "tanh": torch.tanh,
                 "leaky_relu": F.leaky_relu}
@@ -252,6 +252,21 @@ def offset_sparse_features(G, device, max_density=0.25):
         return None
     c, S = dec
     return OffsetSparseFeatures(to_torch_dense(c, device), SparseOperand.from_scipy(S, device))
+
+
+def centred_features(x, mean, device):
+    """The features operand ``x`` minus the column means ``mean`` (``None``: ``x`` as is).
+
+    Sparse, offset-sparse and lazily propagated features keep their form: ``-mean``
+    becomes (part of) the offset of an offset-sparse operand.
+    """
+    if mean is None:
+        return x
+    if isinstance(x, OffsetSparseFeatures):   # one offset: c - mean
+        m = torch.as_tensor(mean, dtype=x.offset.dtype, device=device)
+        return OffsetSparseFeatures(x.offset - m, x.S)
+    m = torch.as_tensor(mean, dtype=getattr(x, "dtype", torch.float32), device=device)
+    return x - m if x.layout == torch.strided else OffsetSparseFeatures(-m, x)
 
 
 def _matmul(x, w):

@@ -37,7 +37,7 @@ from ._gnn import (
     _ACTIVATIONS,
     GNNClassifierBase,
     GNNEncoder,
-    OffsetSparseFeatures,
+    centred_features,
     graph_tensors,
 )
 
@@ -275,17 +275,6 @@ class _EdgeStructure:
         A.eliminate_zeros()
         A.sort_indices()
         return A
-
-
-def _centred(x, mean, device):
-    """The features operand ``x`` minus the column means ``mean`` (``None``: ``x`` as is).
-
-    Sparse features stay sparse: ``-mean`` becomes the offset of an offset-sparse operand.
-    """
-    if mean is None:
-        return x
-    m = torch.as_tensor(mean, dtype=x.dtype, device=device)
-    return x - m if x.layout == torch.strided else OffsetSparseFeatures(-m, x)
 
 
 class SolitudeClassifier(GNNClassifierBase):
@@ -533,7 +522,7 @@ class SolitudeClassifier(GNNClassifierBase):
         x, _ = graph_tensors(Gx, device, self.backbone)
         self._feature_mean = (np.asarray(Gx.features.mean(axis=0), dtype=np.float64).ravel()
                               if self.center_features else None)
-        x = _centred(x, self._feature_mean, device)
+        x = centred_features(x, self._feature_mean, device)
         struct = _EdgeStructure(A, self.backbone, device)
         n_cls = len(self.classes_)
         rows = G.rows
@@ -631,7 +620,7 @@ class SolitudeClassifier(GNNClassifierBase):
         G = check_graph_data(X, self, require_adjacency=True)
         Gx = self._features(G)
         x, g = graph_tensors(Gx, device, self.backbone)
-        x = _centred(x, self._feature_mean, device)
+        x = centred_features(x, self._feature_mean, device)
         A = G.adjacency
         if _pattern_hash(A) == self._received_pattern:
             struct = _EdgeStructure(A, self.backbone, device)
