@@ -1,6 +1,8 @@
 """LPGNN (later version): KProp denoising of features and labels, label RR, forward correction."""
 
 
+import hashlib
+
 import numpy as np
 import scipy.sparse as sp
 import torch
@@ -18,6 +20,7 @@ from ._gnn import (
     GNNEncoder,
     SparseOperand,
     aggregated_features,
+    centred_features,
     feature_tensor,
     graph_tensors,
     offset_sparse_features,
@@ -29,6 +32,7 @@ __all__ = ["LPGNNClassifier"]
 _BACKBONES = ("gcn", "sage", "gat")
 _DISAGREEMENT = ("relabel", "drop")
 _NORMALIZATIONS = ("rw", "sym")
+_AT_FIT = object()   # _feature_mean before the fit's _prepare sets it
 
 
 def _kprop(P, Z, steps):
@@ -64,6 +68,13 @@ class LPGNNClassifier(GNNClassifierBase):
         labels themselves.
     backbone : {"sage", "gcn", "gat"}, default="sage"
         GNN after the feature KProp.
+    center_features : bool, default=True
+        Subtract each feature's mean over the nodes (after the feature KProp;
+        the means of ``fit``) before the first layer, as
+        :class:`SolitudeClassifier` does. Multi-bit reports have large column
+        means shared by every node, which Adam's first steps can turn into
+        shifts that saturate the hidden units for good; the first layer's bias
+        can absorb the offset. Post-processing: no privacy cost.
     self_loops : bool, default=False
         Whether KProp's aggregator includes the node itself (``A + I``) or only
         its neighbours (``A``).
@@ -189,6 +200,7 @@ class LPGNNClassifier(GNNClassifierBase):
         "x_steps": [Count(0)],
         "y_steps": [Count(0)],
         "backbone": [StrOptions(set(_BACKBONES))],
+        "center_features": ["boolean"],
         "self_loops": ["boolean"],
         "normalization": [StrOptions(set(_NORMALIZATIONS))],
         "propagate_predictions": ["boolean"],
@@ -198,8 +210,8 @@ class LPGNNClassifier(GNNClassifierBase):
     }
 
     def __init__(self, eps_y=1.0, *, classes=None, x_steps=4, y_steps=2, backbone="sage",
-                 self_loops=False, normalization="sym", propagate_predictions=True,
-                 forward_correction=True, disagreement="relabel",
+                 center_features=True, self_loops=False, normalization="sym",
+                 propagate_predictions=True, forward_correction=True, disagreement="relabel",
                  hidden_size=16, n_layers=2, activation="selu", dropout=0.5, lr=0.01,
                  weight_decay=1e-4, epochs=200, early_stopping=True, validation=None,
                  validation_fraction=0.1, patience=50, selection="accuracy", heads=4,
@@ -215,6 +227,7 @@ class LPGNNClassifier(GNNClassifierBase):
         self.x_steps = x_steps
         self.y_steps = y_steps
         self.backbone = backbone
+        self.center_features = center_features
         self.self_loops = self_loops
         self.normalization = normalization
         self.propagate_predictions = propagate_predictions
@@ -250,10 +263,13 @@ class LPGNNClassifier(GNNClassifierBase):
         self
         """
         self.label_mechanism_ = None
+        self._feature_mean = _AT_FIT   # taken by the fit's _prepare
         try:
             super().fit(X, y)
         finally:
             self.__dict__.pop("_transition_t", None)
+            if self._feature_mean is _AT_FIT:   # (a fit that failed before)
+                self._feature_mean = None
         if getattr(self, "label_mechanism_", None) is None:
             self.label_mechanism_ = None
         return self
@@ -353,16 +369,38 @@ class LPGNNClassifier(GNNClassifierBase):
                 key, lambda A: SparseOperand.from_scipy(
                     graph_propagation_matrix(G, self.self_loops, self.normalization), device,
                     symmetric=symmetric))
+        dense_key = None
         if self.x_steps > 0:
             # KProp of the features: on the CPU applied lazily after the first linear map
             # (exact: P^K X W = P^K (X W)), so it costs K products on n x hidden; on a
             # GPU computed once where it fits
             x, dense_key = propagated_features(G, x, P, self.x_steps, device, key)
-            if dense_key is not None:   # fixed and dense: the first aggregation made once
-                x = aggregated_features(G, x, g, self.backbone, dense_key)
+        if self._feature_mean is _AT_FIT:
+            self._feature_mean = self._kprop_means(G) if self.center_features else None
+        mean = getattr(self, "_feature_mean", None)
+        x = centred_features(x, mean, device)
+        if dense_key is not None:   # fixed and dense: the first aggregation made once
+            if mean is not None:    # (kept apart from the uncentred input's)
+                dense_key = (dense_key, hashlib.sha1(mean.tobytes()).hexdigest())
+            x = aggregated_features(G, x, g, self.backbone, dense_key)
         if self._propagates_predictions():
             g["label_prop"] = P
         return (x, g), G.rows
+
+    def _kprop_means(self, G):
+        """The column means over the nodes of ``P^K X`` (``x_steps`` KProp steps), as
+        ``((P^T)^K 1)^T X / n``: K products on a vector, never ``P^K X`` itself."""
+        u = np.ones(G.n_nodes)
+        if self.x_steps > 0:
+            P = graph_propagation_matrix(G, self.self_loops, self.normalization)
+            for _ in range(self.x_steps):
+                u = P.T @ u
+        st = G._store
+        X = st._on_device if st._features is None else st.features
+        if isinstance(X, torch.Tensor):   # left on a device by a step: summed there
+            u = torch.as_tensor(u, dtype=X.dtype, device=X.device)
+            return (u @ X).double().cpu().numpy() / G.n_nodes
+        return np.asarray(X.T @ u, dtype=np.float64).ravel() / G.n_nodes
 
     def _build_module(self, n_features, n_classes):
         # Dropout after each hidden activation, none on the (propagated) input.
