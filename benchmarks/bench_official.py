@@ -317,8 +317,10 @@ def skldp_lpgnn(dataset, cfg, seed):
         ("clf", LPGNNClassifier(eps_y=cfg["y_eps"], classes=np.arange(y.max() + 1),
                                 x_steps=cfg["x_steps"], y_steps=cfg["y_steps"],
                                 # the official NodeClassifier: symmetric KProp, and the
-                                # predictions propagated like the labels in the loss
+                                # predictions propagated like the labels in the loss,
+                                # the KProp output not centred
                                 normalization="sym", propagate_predictions=True,
+                                center_features=False,
                                 backbone="sage", hidden_size=16, activation="selu",
                                 dropout=cfg["dropout"], lr=cfg["lr"],
                                 weight_decay=cfg["weight_decay"], epochs=cfg["epochs"],

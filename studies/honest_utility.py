@@ -151,9 +151,9 @@ PIPELINES = {
     # LPGNN's own model in the configuration of the papers (mean KProp)
     "LPGNN: multi-bit -> KProp GNN": (True, functools.partial(_lpgnn, PAPER_OPTIONS)),
     # the same at the classifier's defaults (the authors' code: symmetric KProp, the loss on
-    # propagated predictions)
+    # propagated predictions), without the centring their code does not do
     "LPGNN, authors' code (defaults): multi-bit -> KProp GNN": (
-        True, functools.partial(_lpgnn, {})),
+        True, functools.partial(_lpgnn, {"center_features": False})),
     "RGNN: grouped GRR-FS(m=1) -> reconstruction -> RGNN": (True, _rgnn),
     "Solitude: multi-bit -> Solitude GCN": (True, _solitude),
     "set-valued(ell=1) -> PPR -> MLP": (True, functools.partial(_mechanism_ppr, "set")),
