@@ -10,12 +10,8 @@ from ._stats import _check_count, _clopper_pearson, _float_reports
 __all__ = ["GridCheckResult", "check_output_grid", "additive_support_check"]
 
 _NO_GRID = "continuous floating-point output with no fixed grid"
-# A decode computed in another order than offset + k * step (PiecewiseMechanism computes
-# mid + (Delta / 2)(c0 + c1 c)) rounds differently: up to 4 ulps of the coordinate's largest
-# magnitude over feature ranges from 1e-3 to 1e15 wide. That slack is allowed where it is
-# well under half a step (so the index k is unambiguous); each index must then still decode
-# to one float over all reports, else the low bits carry something besides k.
-_SLACK_ULPS = 4
+# A mechanism's declared decode tolerance (output_grid_'s ulps) is allowed only where it is
+# under a quarter of a step, so that the nearest index k is unambiguous.
 _SLACK_MAX_STEPS = 0.25
 
 
@@ -140,25 +136,39 @@ def check_output_grid(mechanism, x_values, n_samples=5_000, *, max_values=256, e
                            "coordinate and no output_grid_ declared.", n_distinct)
 
 
-def _check_grid(grid, per_input, n_distinct):
+def _grid_parts(grid, d):
+    """``(offset, step, ulps)`` of a declared ``output_grid_`` (``ulps`` 0 if not given)."""
+    msg = (f"output_grid_ must be (offset, step) or (offset, step, ulps): offset and step of "
+           f"shape ({d},) or scalars, finite, step > 0, ulps >= 0")
     try:
-        offset, step = (np.asarray(g, dtype=np.float64) for g in grid)
+        parts = tuple(grid)
+        if len(parts) not in (2, 3):
+            raise ValueError
+        offset, step, ulps = (np.asarray(g, dtype=np.float64) for g in (*parts, 0.0)[:3])
     except (TypeError, ValueError):
-        raise ValueError("output_grid_ must be a pair (offset, step) of arrays of shape "
-                         "(n_features,).") from None
+        raise ValueError(f"{msg}; got {grid!r:.200}.") from None
+    if (any(a.shape not in ((d,), ()) for a in (offset, step, ulps))
+            or not np.all(np.isfinite(offset) & np.isfinite(step) & np.isfinite(ulps))
+            or np.any(step <= 0) or np.any(ulps < 0)):
+        raise ValueError(f"{msg}; got shapes {offset.shape}, {step.shape}, {ulps.shape}.")
+    return offset, step, ulps
+
+
+def _check_grid(grid, per_input, n_distinct):
     d = per_input[0].shape[1]
-    if offset.shape not in ((d,), ()) or step.shape not in ((d,), ()) or np.any(step <= 0):
-        raise ValueError(f"output_grid_ must be (offset, step), arrays of shape ({d},) with "
-                         f"step > 0; got shapes {offset.shape} and {step.shape}.")
+    offset, step, ulps = _grid_parts(grid, d)
     # On the grid: decoded again from its nearest index, the report is the same float
-    # (LaplaceMechanism computes offset + c * step: exact at every range, even where the
-    # grid is finer than the floats), up to a few ulps of rounding (see _SLACK_ULPS). A
-    # tolerance on (R - offset) / step instead would grow with the offset.
+    # (LaplaceMechanism and HDSMechanism compute offset + c * step: exact at every range,
+    # even where the grid is finer than the floats), or within the ulps of the coordinate's
+    # largest magnitude that the mechanism declares for a decode computed in another order,
+    # where that is under a quarter of a step (so the index is unambiguous). A tolerance
+    # on (R - offset) / step instead would grow with the offset.
     with np.errstate(invalid="ignore", over="ignore"):
-        scale = np.maximum(np.abs(offset), np.max([np.abs(R).max(axis=0, initial=0.0)
-                                                   for R in per_input], axis=0))
-        slack = _SLACK_ULPS * np.spacing(scale)
-        slack = np.where(slack <= _SLACK_MAX_STEPS * step, slack, 0.0)
+        scale = np.maximum(np.abs(offset), np.max(
+            [np.abs(np.where(np.isfinite(R), R, 0.0)).max(axis=0, initial=0.0)
+             for R in per_input], axis=0))
+        slack = ulps * np.spacing(scale)
+        slack = np.where(slack < _SLACK_MAX_STEPS * step, slack, 0.0)
         ks = [np.rint((R - offset) / step) for R in per_input]
         offs = [~(np.abs(offset + K * step - R) <= slack) for R, K in zip(per_input, ks,
                                                                          strict=True)]

@@ -25,6 +25,9 @@ _EPS_PER_DIM = 2.5
 # device program are the device encoder's: one implementation.
 _pm_grid = pm_grid
 _pm_estimate_map = pm_estimate_map
+# Most ulps (of the magnitude) by which _decode's mid + half * (c0 + c1 c) differs from
+# fl(offset + c * step): 4 over ranges 1e-3 to 1e15 wide, eps 1e-3 to 20 (output_grid_)
+_DECODE_ULPS = 4
 
 
 class PiecewiseMechanism(LDPMechanism):
@@ -67,9 +70,16 @@ class PiecewiseMechanism(LDPMechanism):
         ``eps / k_``.
     epsilon_ : float
         Per-user total, ``eps``.
-    output_grid_ : tuple (offset, step) of ndarrays of shape (n_features,), or None
+    output_grid_ : tuple (offset, step, ulps), or None
         Every reported (sampled) coordinate ``j`` is ``offset[j] + i * step[j]``
-        for an integer ``i``, whatever the input (``None`` when ``eps`` is inf).
+        (arrays of shape (n_features,)) for an integer ``i``, whatever the
+        input, up to ``ulps = 4`` ulps of the coordinate's magnitude: the
+        decode computes ``mid + half * (c0 + c1 * i)``, which rounds otherwise
+        (4 ulps at most over ranges 1e-3 to 1e15 wide).
+        :func:`~skldp.audit.check_output_grid` allows them where they are under
+        a quarter of a step and requires the exact float elsewhere, so it
+        raises false alarms on ranges narrow and far from 0 (e.g. ``(1e6,
+        1e6 + 1e-3)``). ``None`` when ``eps`` is inf.
     seed_, feature_min_, feature_max_, protects_, n_features_in_
         See :class:`~skldp.base.LDPMechanism`.
 
@@ -125,7 +135,7 @@ class PiecewiseMechanism(LDPMechanism):
             c0, c1 = _pm_estimate_map(_pm_grid(self.epsilon_per_feature_))
             half = (d / k) * (self.feature_max_ - self.feature_min_) / 2.0
             mid = (self.feature_max_ + self.feature_min_) / 2.0
-            self.output_grid_ = (mid + half * c0, half * c1)
+            self.output_grid_ = (mid + half * c0, half * c1, _DECODE_ULPS)
 
     def _epsilon_total(self):
         return float(self.eps)

@@ -250,8 +250,43 @@ def test_grid_index_decoded_to_two_floats_is_flagged():
         u = node_uniforms(5, keys, 2)
         n = np.floor(np.log(u[:, :1]) / np.log(0.5)) - np.floor(np.log(u[:, 1:]) / np.log(0.5))
         return (off + np.rint((X - off) / step) * step) + n * step
-    two_step.epsilon_, two_step.output_grid_ = 1.0, (off, step)
+    two_step.epsilon_ = 1.0
 
-    res = check_output_grid(two_step, [[0.1], [0.1 + 7 * step[0]]], n_samples=2000)
-    assert not res.passed and res.fraction_off_grid > 0.1, res.message
-    assert "more than one float" in res.message
+    for grid in [(off, step), (off, step, 4)]:  # exact; a declared slack of 4 ulps
+        two_step.output_grid_ = grid
+        res = check_output_grid(two_step, [[0.1], [0.1 + 7 * step[0]]], n_samples=2000)
+        assert not res.passed and res.fraction_off_grid > 0.05, res.message
+    assert "more than one float" in res.message   # on the grid within the slack
+
+
+class _LeakyLaplace(LaplaceMechanism):
+    """Moves every report of an input at the upper bound 1 ulp up."""
+
+    def _perturb(self, X, keys):
+        out = super()._perturb(X, keys)
+        return np.where(X == self.feature_max_, np.nextafter(out, np.inf), out)
+
+
+@pytest.mark.parametrize("lo", [0.0, 1e8])
+def test_a_one_ulp_leak_is_flagged_where_the_decode_is_exact(lo):
+    # the grid is exact by default: a 4-ulp slack let every report of x = hi pass
+    mech = _LeakyLaplace(2.0, feature_range=(lo, lo + 1), random_state=0)
+    res = check_output_grid(mech, [[lo], [lo + 1]], n_samples=500)
+    assert not res.passed and res.fraction_off_grid == 0.5, res.message
+
+
+def test_a_declared_decode_tolerance_is_allowed_and_only_it():
+    # a decode 1 ulp from fl(offset + k step) for every k: passes only when the mechanism
+    # declares it (output_grid_'s third element, in ulps)
+    def rounded(X, keys):
+        k = np.floor(node_uniforms(7, keys, 1) * 32) + 32 * X   # (no value shared)
+        return np.nextafter(1.0 + k * 0.125, np.inf)
+
+    rounded.epsilon_ = 1.0
+    for ulps, passed in [(None, False), (0, False), (1, True), (2.5, True)]:
+        rounded.output_grid_ = (np.ones(1), np.full(1, 0.125)) + (() if ulps is None else (ulps,))
+        res = check_output_grid(rounded, [[0.0], [1.0]], n_samples=500)
+        assert res.passed is passed and res.fraction_off_grid == (0.0 if passed else 1.0)
+    rounded.output_grid_ = (np.ones(1), np.full(1, 0.125), -1)
+    with pytest.raises(ValueError, match="ulps >= 0"):
+        check_output_grid(rounded, [[0.0], [1.0]], n_samples=10)
