@@ -157,6 +157,8 @@ def _grid_parts(grid, d):
 def _check_grid(grid, per_input, n_distinct):
     d = per_input[0].shape[1]
     offset, step, ulps = _grid_parts(grid, d)
+    per_input = [np.ascontiguousarray(R, dtype=np.float64) for R in per_input]
+    bits = per_input
     # On the grid: decoded again from its nearest index, the report is the same float
     # (LaplaceMechanism and HDSMechanism compute offset + c * step: exact at every range,
     # even where the grid is finer than the floats), or within the ulps of the coordinate's
@@ -170,45 +172,47 @@ def _check_grid(grid, per_input, n_distinct):
         slack = ulps * np.spacing(scale)
         slack = np.where(slack < _SLACK_MAX_STEPS * step, slack, 0.0)
         ks = [np.rint((R - offset) / step) for R in per_input]
-        offs = [~(np.abs(offset + K * step - R) <= slack) for R, K in zip(per_input, ks,
-                                                                         strict=True)]
-    shared, n_ambiguous = [], 0
+        dists = [np.abs(offset + K * step - R) for R, K in zip(per_input, ks, strict=True)]
+    ons = [dist <= slack for dist in dists]
+    # Only a value at least a quarter step from every index can be a constant such as the
+    # fill value of unsampled coordinates: one nearer is a perturbed decode of its index.
+    fars = [~(dist < _SLACK_MAX_STEPS * step) for dist in dists]
+    offs = [~on for on in ons]
+    n_ambiguous, n_shared = 0, 0
     for j in range(d):
-        # an index that decodes to two floats (e.g. fl(fl(offset + m step) + n step) with m
-        # from the input) is a leak in the low bits: such reports count as off the grid
-        on_k = np.concatenate([K[~off[:, j], j] for K, off in zip(ks, offs, strict=True)])
-        on_v = np.concatenate([R[~off[:, j], j] for R, off in zip(per_input, offs,
-                                                                  strict=True)])
-        pairs = np.unique(np.stack([on_k, on_v], axis=1), axis=0)
-        k_u, n_floats = np.unique(pairs[:, 0], return_counts=True)
-        ambiguous = k_u[n_floats > 1]
+        # An index decoded to two floats (e.g. fl(fl(offset + m step) + n step) with m
+        # from the input) leaks in the low bits, whoever produces them: its reports are off
+        # the grid, never exempt.
+        k_on = np.concatenate([K[on[:, j], j] for K, on in zip(ks, ons, strict=True)])
+        b_on = np.concatenate([b[on[:, j], j] for b, on in zip(bits, ons, strict=True)])
+        order = np.lexsort((b_on, k_on))
+        k_on, b_on = k_on[order], b_on[order]
+        ambiguous = np.unique(k_on[1:][(k_on[1:] == k_on[:-1]) & (b_on[1:] != b_on[:-1])])
         n_ambiguous += len(ambiguous)
-        for K, off in zip(ks, offs, strict=True):
-            off[:, j] |= np.isin(K[:, j], ambiguous)
-        # Flagged values that every input produces (the same float) are input-independent
-        # constants, e.g. the fill value of unsampled coordinates: they reveal nothing.
+        # Values far from the grid that every input produces (the same float) are
+        # input-independent constants, e.g. the fill value of unsampled coordinates.
         common = None
-        for R, off in zip(per_input, offs, strict=True):
-            vals = np.unique(R[off[:, j], j])
+        for b, far in zip(bits, fars, strict=True):
+            vals = np.unique(b[far[:, j], j])
             common = vals if common is None else np.intersect1d(common, vals)
-        shared.append(common)
+        n_shared += len(common)
+        for K, b, on, far, off in zip(ks, bits, ons, fars, offs, strict=True):
+            off[:, j] = np.where(on[:, j], np.isin(K[:, j], ambiguous),
+                                 ~(far[:, j] & np.isin(b[:, j], common)))
     off_total, total, examples = 0, 0, []
     for i, (R, off) in enumerate(zip(per_input, offs, strict=True)):
-        for j in range(d):
-            off[:, j] &= ~np.isin(R[:, j], shared[j])
         off_total += int(off.sum())
         total += off.size
         for r, j in np.argwhere(off)[: 10 - len(examples)]:
             examples.append((i, int(j), float(R[r, j])))
     frac = off_total / max(total, 1)
-    n_shared = sum(len(c) for c in shared)
     note = ("" if n_shared == 0 else
             f" ({n_shared} off-grid constant(s) produced by every input, e.g. the value of "
             "unsampled coordinates, are not counted)")
     msg = ("every report lies on the declared grid" if off_total == 0 else
            f"{off_total} of {total} reported coordinates ({100 * frac:.3g}%) are off the "
            "declared grid") + note
-    if n_ambiguous and off_total:
+    if n_ambiguous:
         msg += (f"; {n_ambiguous} grid index(es) decode to more than one float (their "
                 "reports are counted as off the grid)")
     return GridCheckResult(off_total == 0, "grid", frac, msg, n_distinct, tuple(examples))

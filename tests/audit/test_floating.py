@@ -290,3 +290,22 @@ def test_a_declared_decode_tolerance_is_allowed_and_only_it():
     rounded.output_grid_ = (np.ones(1), np.full(1, 0.125), -1)
     with pytest.raises(ValueError, match="ulps >= 0"):
         check_output_grid(rounded, [[0.0], [1.0]], n_samples=10)
+
+
+@pytest.mark.parametrize("ulps", [None, 4])
+def test_low_bit_leak_produced_by_every_input_is_flagged(ulps):
+    # reports k / 4, 1 ulp up with probability 0.1 for x = 0 and 0.9 for x = 1 (a likelihood
+    # ratio of 9): every input produces both floats of every index once n is large enough,
+    # which exempted them as "constants produced by every input" (n >= 2000 passed)
+    def low_bit(X, keys):
+        u = node_uniforms(7, keys, 2)
+        v = np.floor(u[:, :1] * 16) / 4
+        return np.where(u[:, 1:] < 0.1 + 0.8 * X, np.nextafter(v, np.inf), v)
+
+    low_bit.epsilon_ = 1.0
+    low_bit.output_grid_ = (np.zeros(1), np.full(1, 0.25)) + (() if ulps is None else (ulps,))
+    res = check_output_grid(low_bit, [[0.0], [1.0]], n_samples=2000)
+    assert not res.passed and "not counted" not in res.message, res.message
+    # exact grid: the moved reports (half of them); a slack: every report of an index
+    # decoded to two floats
+    assert res.fraction_off_grid == pytest.approx(0.5 if ulps is None else 1.0, abs=0.03)
