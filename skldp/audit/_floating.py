@@ -158,7 +158,8 @@ def _check_grid(grid, per_input, n_distinct):
     d = per_input[0].shape[1]
     offset, step, ulps = _grid_parts(grid, d)
     per_input = [np.ascontiguousarray(R, dtype=np.float64) for R in per_input]
-    bits = per_input
+    # floats compared by their bits: -0.0 is not 0.0, and a NaN fill equals itself
+    bits = [R.view(np.int64) for R in per_input]
     # On the grid: decoded again from its nearest index, the report is the same float
     # (LaplaceMechanism and HDSMechanism compute offset + c * step: exact at every range,
     # even where the grid is finer than the floats), or within the ulps of the coordinate's

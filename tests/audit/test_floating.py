@@ -309,3 +309,22 @@ def test_low_bit_leak_produced_by_every_input_is_flagged(ulps):
     # exact grid: the moved reports (half of them); a slack: every report of an index
     # decoded to two floats
     assert res.fraction_off_grid == pytest.approx(0.5 if ulps is None else 1.0, abs=0.03)
+
+
+def _with_fill(fill_0, fill_1):
+    """Reports k / 8, or (half of them) a fill value that depends on the input's sign."""
+    def mech(X, keys):
+        u = node_uniforms(7, keys, 2)
+        return np.where(u[:, 1:] < 0.5, np.floor(u[:, :1] * 8) / 8,
+                        np.where(X > 0.5, fill_1, fill_0))
+    mech.output_grid_ = (np.zeros(1), np.full(1, 0.125))
+    return mech
+
+
+def test_floats_are_compared_by_their_bits():
+    # a NaN fill value produced by every input is a constant (intersect1d dropped NaN)
+    ok = check_output_grid(_with_fill(np.nan, np.nan), [[0.0], [1.0]], n_samples=1000)
+    assert ok.passed and "not counted" in ok.message, ok.message
+    # -0.0 from one input and 0.0 from the other: the sign bit tells them apart
+    bad = check_output_grid(_with_fill(-0.0, 0.0), [[0.0], [1.0]], n_samples=1000)
+    assert not bad.passed and "more than one float" in bad.message, bad.message
