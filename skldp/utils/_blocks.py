@@ -1,6 +1,9 @@
 """Blocks of a dense ``n x d`` array: row blocks (bounded temporaries without a loop
 over nodes) and column blocks copied in and out."""
 
+import math
+import operator
+
 import numpy as np
 
 __all__ = ["row_blocks", "column_block", "put_column_block", "aligned_empty"]
@@ -34,7 +37,15 @@ def aligned_empty(shape, dtype):
     as long (Facebook, 32 of 1,024 columns).
     """
     dtype = np.dtype(dtype)
-    size = int(np.prod(shape)) * dtype.itemsize
+    shape = tuple(map(operator.index, (shape,) if np.ndim(shape) == 0 else shape))
+    if any(n < 0 for n in shape):
+        raise ValueError(f"aligned_empty: negative dimensions are not allowed, got {shape}.")
+    # exact in Python ints: np.prod wraps around (int32 on some platforms), giving a
+    # buffer too small for the shape
+    size = math.prod(shape) * dtype.itemsize
+    if size > np.iinfo(np.intp).max - 64:
+        raise ValueError(f"aligned_empty: shape {shape} of {dtype} is too large "
+                         f"({size} bytes).")
     raw = np.empty(size + 64, dtype=np.uint8)
     start = -raw.ctypes.data % 64
     return raw[start:start + size].view(dtype).reshape(shape)

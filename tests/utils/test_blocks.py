@@ -57,3 +57,12 @@ def test_aligned_empty_starts_on_a_cache_line(shape, dtype):
         assert a.ctypes.data % 64 == 0 or a.size == 0   # (no data to align)
         a[...] = 1   # every byte is its own
     assert all(np.all(a == 1) for a in arrays)
+
+
+def test_aligned_empty_refuses_negative_or_overflowing_shapes():
+    with pytest.raises(ValueError, match="negative dimensions"):
+        aligned_empty((-1, 5), np.float32)
+    # 2^62 * 4 bytes wraps to 0 in a fixed-width product: a 0-byte buffer for the shape
+    with pytest.raises(ValueError, match="too large"):
+        aligned_empty((2**62, 4), np.uint8)
+    assert aligned_empty(3, np.float64).shape == (3,)   # an int shape, as np.empty
