@@ -14,9 +14,10 @@ what the server wants to learn:
   hops), propagates the noisy labels (``y_steps`` hops, "Drop") and trains a
   GraphSAGE with a loss corrected for the label noise.
 
-``LPGNNClassifier``'s defaults follow the authors' public code: the symmetric
+``LPGNNClassifier``'s defaults follow the authors' public code (the symmetric
 aggregator ``D^-1/2 A D^-1/2`` and a loss that propagates the model's
-predictions like the labels. ``normalization="rw", propagate_predictions=False``
+predictions like the labels) but for one step: the aggregated features are
+centred (``center_features=True``). ``normalization="rw", propagate_predictions=False``
 is the papers' description (the mean aggregator, a loss on the model's own
 outputs). Below, both are compared with the feature-free floor:
 :class:`~skldp.baselines.LabelPropagationClassifier` on the same randomized labels.
@@ -62,7 +63,7 @@ def label_propagation(eps_y, seed):
 
 
 MODELS = {
-    "LPGNN, authors' code (defaults)": lambda eps_y, s: lpgnn(eps_y, s),
+    "LPGNN, defaults (authors' code)": lambda eps_y, s: lpgnn(eps_y, s),
     "LPGNN, papers' description": lambda eps_y, s: lpgnn(
         eps_y, s, normalization="rw", propagate_predictions=False),
     "feature-free: label propagation": label_propagation,
@@ -104,8 +105,9 @@ fig.tight_layout()
 # %%
 # On Cora the graph and the training labels carry most of the signal. The
 # private features pay where the labels are noisiest (eps_y = 1), and the
-# authors' configuration is the one that gets them there; with cleaner labels
-# the feature-free label propagation is as good or better, at no feature budget.
+# defaults (the authors' configuration) are what gets them there; with cleaner
+# labels the feature-free label propagation is as good or better, at no
+# feature budget.
 # The LPGNN results page measures both configurations over the whole
 # (eps_x, eps_y) grid on three datasets.
 
