@@ -396,7 +396,8 @@ PAPER_RGNN_NONPRIVATE = {"citeseer": (74.7, 1.2), "cora": (87.5, 0.9), "facebook
 BENCH_ROWS = (("LPGNN", "the papers' description (`\"rw\"`, no propagated predictions)"),
               ("LPGNN-SYM", "`normalization=\"sym\"` only"),
               ("LPGNN-PROPAGATED", "`propagate_predictions=True` only"),
-              ("LPGNN-AUTHORS", "both: the authors' code, the defaults"))
+              ("LPGNN-AUTHORS", "both: the authors' code (the defaults but for "
+                                "`center_features=False`)"))
 
 
 def _same(a, b):
@@ -593,7 +594,7 @@ def bench_block(records):
 def settings_block(records):
     """The papers' description against the authors' code at the study's settings, ε_x = 1.
     """
-    lines = ["| dataset, ε_y | the papers' description | the authors' code (the defaults) | "
+    lines = ["| dataset, ε_y | the papers' description | the authors' code | "
              "raw features (ε_x = ∞), the authors' code | feature-free: label propagation |",
              "|---|---|---|---|---|"]
     for name in _datasets(records):
@@ -645,7 +646,7 @@ def figure(records, pages_dir):
             curve(ax, {ex: v for (m, ex, eyy), v in g.items()
                        if m == "LPGNN-AUTHORS" and eyy == ey},
                   color=f"C{i + 3}", ls="-.", marker="s",
-                  label=f"LPGNN, authors' code (the defaults), ε_y = {ey:g}")
+                  label=f"LPGNN, authors' code, ε_y = {ey:g}")
             lp = g.get(("LABEL-PROPAGATION", None, ey))
             if lp is not None:
                 ax.axhline(lp, ls=":", color=f"C{i + 3}", lw=1.2,
