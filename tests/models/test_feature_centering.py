@@ -1,14 +1,17 @@
-"""LPGNNClassifier centres the features after the KProp, as SolitudeClassifier does: a
-column offset shared by every node (as multi-bit reports carry) no longer makes Adam's
-first steps saturate the hidden units."""
+"""LPGNNClassifier and SolitudeClassifier centre their features (after the KProp, after
+the smoothing): a column offset shared by every node, as multi-bit reports carry, no
+longer makes Adam's first steps saturate the hidden units."""
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
 from skldp import GraphData
-from skldp.models import LPGNNClassifier
+from skldp.models import LPGNNClassifier, SolitudeClassifier
 from skldp.propagation._gcn_aggregation import apply_propagation, propagation_matrix
+
+_SETTINGS = {LPGNNClassifier: {"eps_y": np.inf, "x_steps": 2, "y_steps": 0},
+             SolitudeClassifier: {"feature_steps": 1}}
 
 
 def _data(n=150, d=300):
@@ -24,18 +27,21 @@ def _data(n=150, d=300):
     return A, X, offset, y
 
 
-def _fit(G, y, **kw):
+def _fit(G, y, model=LPGNNClassifier, **kw):
     train = np.arange(len(y)) < len(y) // 2
-    clf = LPGNNClassifier(**{"eps_y": np.inf, "x_steps": 2, "y_steps": 0, "epochs": 60,
-                             "early_stopping": False, "random_state": 0, "device": "cpu", **kw})
+    clf = model(**{**_SETTINGS[model], "epochs": 60, "early_stopping": False,
+                   "random_state": 0, "device": "cpu", **kw})
     return clf.fit(G[train], y[train]), ~train
 
 
+@pytest.mark.parametrize("model", [LPGNNClassifier, SolitudeClassifier])
 @pytest.mark.parametrize("backbone", ["sage", "gcn"])
-def test_a_shared_offset_changes_nothing(backbone):
-    # the mean aggregator keeps a constant column constant: centred, X + offset is X
+def test_a_shared_offset_changes_nothing(model, backbone):
+    # the mean aggregators keep a constant column constant: centred, X + offset is X
     A, X, offset, y = _data()
-    kw = dict(backbone=backbone, normalization="rw")
+    kw = dict(model=model, backbone=backbone)
+    if model is LPGNNClassifier:
+        kw["normalization"] = "rw"
     clean, test = _fit(GraphData(X, A), y, **kw)
     G = GraphData(X + offset, A)
     shifted, _ = _fit(G, y, **kw)
@@ -45,15 +51,24 @@ def test_a_shared_offset_changes_nothing(backbone):
                                clean.decision_function(GraphData(X, A)[test]), atol=1e-3)
 
 
-def test_without_centring_the_offset_breaks_training():
+@pytest.mark.parametrize("model", [LPGNNClassifier, SolitudeClassifier])
+def test_without_centring_the_offset_breaks_training(model):
+    # the failure the centring removes: the model ends near chance
     A, X, offset, y = _data()
     G = GraphData(X + offset, A)
-    off, test = _fit(G, y, center_features=False)
-    on, _ = _fit(G, y)
+    off, test = _fit(G, y, model=model, center_features=False)
+    on, _ = _fit(G, y, model=model)
     assert off.score(G[test], y[test]) < 0.6 < 0.9 <= on.score(G[test], y[test])
 
 
-def test_the_means_are_those_of_the_kprop_output():
+@pytest.mark.parametrize("model", [LPGNNClassifier, SolitudeClassifier])
+def test_center_features_is_validated(model):
+    A, X, _, y = _data()
+    with pytest.raises(ValueError, match="center_features"):
+        _fit(GraphData(X, A), y, model=model, center_features="yes")
+
+
+def test_lpgnn_means_are_those_of_the_kprop_output():
     # the symmetric aggregator: the means of P^K X, not of X; the same training as
     # on P^K X centred by hand and no KProp
     A, X, offset, y = _data()
@@ -67,7 +82,7 @@ def test_the_means_are_those_of_the_kprop_output():
                                atol=1e-3)
 
 
-def test_multi_bit_like_reports_centred_as_dense_ones():
+def test_lpgnn_multi_bit_like_reports_centred_as_dense_ones():
     # a constant per column plus a sparse matrix (an offset-sparse operand) is centred
     # in its offset: the numbers of the dense, centred-by-hand features
     rng = np.random.default_rng(1)
@@ -78,7 +93,7 @@ def test_multi_bit_like_reports_centred_as_dense_ones():
     np.testing.assert_allclose(a.loss_curve_, b.loss_curve_, rtol=1e-4, atol=1e-5)
 
 
-def test_dense_propagation_keeps_centred_and_raw_inputs_apart(monkeypatch):
+def test_lpgnn_dense_propagation_keeps_centred_and_raw_inputs_apart(monkeypatch):
     # on a GPU the propagated input and its aggregation are kept with the graph: a
     # centred fit must not hand its input to an uncentred one
     from skldp.models import _gnn
@@ -91,7 +106,23 @@ def test_dense_propagation_keeps_centred_and_raw_inputs_apart(monkeypatch):
     np.testing.assert_allclose(dense.loss_curve_, lazy.loss_curve_, rtol=1e-4, atol=1e-5)
 
 
-def test_center_features_is_validated():
-    A, X, _, y = _data()
-    with pytest.raises(ValueError, match="center_features"):
-        _fit(GraphData(X, A), y, center_features="yes")
+def test_solitude_without_centring_the_loss_rises_at_the_second_step():
+    A, X, offset, y = _data()
+    G = GraphData(X + offset, A)
+    clf, _ = _fit(G, y, model=SolitudeClassifier, backbone="sage", center_features=False)
+    assert clf.loss_curve_[1] > clf.loss_curve_[0]
+
+
+def test_solitude_sparse_features_are_centred_as_dense_ones():
+    # sparse features stay sparse (an offset-sparse operand), with the same numbers
+    rng = np.random.default_rng(1)
+    A, _, _, y = _data()
+    X = sp.random(len(y), 300, density=0.02, random_state=rng, format="csr") * 50
+    kw = dict(model=SolitudeClassifier, backbone="sage", dropout=0.0)   # (no input dropout)
+    a, test = _fit(GraphData(X, A), y, **kw)
+    b, _ = _fit(GraphData(X.toarray(), A), y, **kw)
+    np.testing.assert_allclose(a.loss_curve_, b.loss_curve_, rtol=1e-4)
+    np.testing.assert_allclose(a.decision_function(GraphData(X, A)[test]),
+                               b.decision_function(GraphData(X.toarray(), A)[test]), atol=1e-3)
+    off, _ = _fit(GraphData(X, A), y, center_features=False, **kw)
+    assert not np.allclose(off.loss_curve_, a.loss_curve_)
