@@ -73,13 +73,8 @@ class PiecewiseMechanism(LDPMechanism):
     output_grid_ : tuple (offset, step, ulps), or None
         Every reported (sampled) coordinate ``j`` is ``offset[j] + i * step[j]``
         (arrays of shape (n_features,)) for an integer ``i``, whatever the
-        input, up to ``ulps = 4`` ulps of the coordinate's magnitude: the
-        decode computes ``mid + half * (c0 + c1 * i)``, which rounds otherwise
-        (4 ulps at most over ranges 1e-3 to 1e15 wide).
-        :func:`~skldp.audit.check_output_grid` allows them where they are under
-        a quarter of a step and requires the exact float elsewhere, so it
-        raises false alarms on ranges narrow and far from 0 (e.g. ``(1e6,
-        1e6 + 1e-3)``). ``None`` when ``eps`` is inf.
+        input, up to ``ulps`` ulps of its magnitude (the decode rounds
+        otherwise). ``None`` when ``eps`` is inf.
     seed_, feature_min_, feature_max_, protects_, n_features_in_
         See :class:`~skldp.base.LDPMechanism`.
 
