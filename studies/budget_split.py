@@ -151,10 +151,6 @@ class BudgetRun(BaseEstimator):
                                val=masks[1], feature_range=fr,
                                normalization=NORMALIZATION.get(self.dataset, "l2"),
                                lp_sources="fit")   # the labels LPGNN propagates
-        if self.kind in ("lpgnn", "lpgnn-labels"):
-            # as recorded: the runs predate LPGNNClassifier's centred features (2026-12-01)
-            for _, est, _ in cands:
-                est.set_params(clf__center_features=False)
         metrics, self.model_ = fit_select(cands, Gin, y, masks)
         # the test users answer the feature collection when they are scored
         metrics.update(check_ledger(Gin, B))
