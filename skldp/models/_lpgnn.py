@@ -268,8 +268,6 @@ class LPGNNClassifier(GNNClassifierBase):
             super().fit(X, y)
         finally:
             self.__dict__.pop("_transition_t", None)
-            if self._feature_mean is _AT_FIT:   # (a fit that failed before)
-                self._feature_mean = None
         if getattr(self, "label_mechanism_", None) is None:
             self.label_mechanism_ = None
         return self
