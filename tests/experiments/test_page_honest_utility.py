@@ -73,3 +73,25 @@ def test_the_page_follows_the_records(tmp_path, records, monkeypatch):
     text = write_page("honest_utility", few, tmp_path)["page"].read_text()
     assert "(n=5)" not in text and "(n=2)" in text and "--seeds 2\n" in text
     assert f"honest_utility_runs.jsonl` ({len(few)} records" in text
+
+
+def _rec(method, eps, seed, test, val=None):
+    metrics = {"accuracy": test} if val is None else {"accuracy": test, "val_accuracy": val}
+    return {"dataset": "cora", "method": method, "seed": seed, "metrics": metrics,
+            "params": {} if eps is None else {"eps": eps}}
+
+
+def test_the_verdict_picks_on_the_validation_nodes():
+    from studies.honest_utility import verdict_table
+    lp, st = "feature-free: label propagation", "feature-free: structural -> MLP"
+    hds, mb = "PrivGE: HDS(k=auto) -> PPR -> MLP", "multi-bit -> PPR -> MLP"
+    records = []
+    for s in range(3):
+        records += [_rec(lp, None, s, 0.80 + s / 100, 0.70), _rec(st, None, s, 0.90, 0.60),
+                    # best on test but not on validation
+                    _rec(hds, 1.0, s, 0.95, 0.50), _rec(mb, 0.5, s, 0.75 + s / 100, 0.65),
+                    # best on validation, but above eps 2 / without validation scores
+                    _rec(mb, 4.0, s, 0.99, 0.99), _rec(hds, 2.0, s, 0.99)]
+    row = next(line for line in verdict_table(records).splitlines()
+               if line.startswith("| cora"))
+    assert row.startswith(f"| cora | {lp}: 81.0 (n=3) | {mb} at eps = 0.5: 76.0 (n=3) | -5.0 |")
