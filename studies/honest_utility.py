@@ -31,6 +31,7 @@ from sklearn.pipeline import Pipeline
 from skldp.experiments import Grid, Method, Study, default_split
 
 from .common import run_on_split
+from .label_scarce import paired_difference
 from .lpgnn import PAPER_OPTIONS
 from .pages import command_block, fill_blocks
 from .private_features import RGNN_CONFIG, binary_features, private_input
@@ -354,42 +355,60 @@ def _cells(acc, name, eps_all):
     return {e: acc.get((name, e if by_eps else None), []) for e in eps_all}
 
 
-def _pick(test, val, cells):
-    """The cell of ``cells`` with the best mean validation accuracy, among those whose
-    every test run has its validation score; ``None`` if there is none."""
-    scored = [c for c in cells if test.get(c) and len(val.get(c, [])) == len(test[c])]
-    return max(scored, key=lambda c: np.mean(val[c]), default=None)   # ties: the first
+def _by_seed(records, ds):
+    """``{(pipeline, eps): {seed: (val_accuracy, accuracy)}}`` of one dataset's runs that
+    hold both scores."""
+    out = {}
+    for r in records:
+        m = r.get("metrics", {})
+        if r["dataset"] == ds and "accuracy" in m and "val_accuracy" in m:
+            out.setdefault((r["method"], r["params"].get("eps")), {})[r["seed"]] = (
+                m["val_accuracy"], m["accuracy"])
+    return out
+
+
+def _pick(cells, candidates):
+    """The candidate with the best mean validation accuracy (the first of ties), as
+    ``(pipeline, eps, {seed: test accuracy})``; ``None`` if none was run."""
+    got = [c for c in candidates if cells.get(c)]
+    if not got:
+        return None
+    best = max(got, key=lambda c: np.mean([va for va, _ in cells[c].values()]))
+    return (*best, {s: acc for s, (_, acc) in cells[best].items()})
 
 
 def verdict_table(records):
     """Per dataset: the best feature-free row against the best private cell at eps <= 2.
 
-    Both cells are picked on their mean validation accuracy, and compared on their test
-    accuracy; SE is that of the difference of two independent means (each variance with
-    the sample correction). A cell without validation scores is not a candidate.
+    Both cells are picked on their mean validation accuracy and compared on their test
+    accuracy: SE is that of the difference of two independent means (each variance with
+    the sample correction); the paired SE that of the differences by seed (the same
+    split). Runs without a validation score are not candidates.
     """
     eps_all = _eps(records)
-    lines = ["| dataset | best feature-free | best private, eps <= 2 | difference | SE |",
-             "|---|---|---|---|---|"]
+    lines = ["| dataset | best feature-free | best private, eps <= 2 | difference | SE | "
+             "paired SE |", "|---|---|---|---|---|---|"]
     for ds in _datasets(records):
-        test = {(m, e): v for (d, m, e), v in _accuracy(records).items() if d == ds}
-        val = {(m, e): v for (d, m, e), v in _accuracy(records, "val_accuracy").items()
-               if d == ds}
-        free = _pick(test, val, [(n, None) for n in PIPELINES if n.startswith("feature-free")])
-        private = _pick(test, val, [(n, e) for n in PIPELINES if PIPELINES[n][0]
-                                    for e in eps_all if e <= 2])
+        cells = _by_seed(records, ds)
+        free = _pick(cells, [(n, None) for n in PIPELINES if n.startswith("feature-free")])
+        private = _pick(cells, [(n, e) for n in PIPELINES if PIPELINES[n][0]
+                                for e in eps_all if e <= 2])
         if free and private:
-            fa, pa = test[free], test[private]
-            m, name, e = np.mean(pa), *private
-            se = np.sqrt(np.var(pa, ddof=1) / len(pa) + np.var(fa, ddof=1) / len(fa))
+            fa, pa = list(free[2].values()), list(private[2].values())
+            m, se = np.mean(pa) - np.mean(fa), np.sqrt(np.var(pa, ddof=1) / len(pa) +
+                                                       np.var(fa, ddof=1) / len(fa))
+            _, paired_se, _ = paired_difference(private[2], free[2])
             lines.append(f"| {ds} | {free[0]}: {100 * np.mean(fa):.1f} (n={len(fa)}) | "
-                         f"{name} at eps = {e:g}: {100 * m:.1f} (n={len(pa)}) | "
-                         f"{100 * (m - np.mean(fa)):+.1f} | {100 * se:.1f} |")
+                         f"{private[0]} at eps = {private[1]:g}: {100 * np.mean(pa):.1f} "
+                         f"(n={len(pa)}) | {100 * m:+.1f} | {100 * se:.1f} | "
+                         f"{100 * paired_se:.1f} |")
     lines += ["", "(Both cells are picked on their mean accuracy on the validation nodes, "
               "which no run trains or searches on: the best feature-free row over the "
               "feature-free pipelines, the best private cell over pipelines and eps <= 2; "
-              "the table gives their test accuracy. The feature-free rows have no eps. SE "
-              "with the sample correction. Test accuracy, %, mean over the seeds given as n.)"]
+              "the table gives their test accuracy. The feature-free rows have no eps. SE: "
+              "of the difference of two independent means; paired SE: of the differences "
+              "by seed (the same splits); both with the sample correction. Test accuracy, "
+              "%, mean over the seeds given as n.)"]
     return "\n".join(lines)
 
 
