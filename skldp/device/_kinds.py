@@ -1004,14 +1004,16 @@ def _check_steps(spec, d):
     write ``m``. A spec is refused here, before any allocation, rather than when a
     device has hashed its row to a width the spec chose. From version 4, each step
     states the width it reads (``n_features_in``): each the width the step before it
-    writes, the first the raw row's (a device refuses a row of another width)."""
-    fields = {"kind", "params"} | ({"n_features_in"} if spec.version >= 4 else set())
+    writes, the first the raw row's (a device refuses a row of another width). From
+    version 5, a FeatureHashing step ships its map (``public_state``)."""
     lo, hi = d, d   # the widths the next step (first, the mechanism) reads
     for step in reversed(spec.device_steps):
         kind = step["kind"].rsplit(".", 1)[-1]
         params = step.get("params")
+        fields = {"kind", "params"} | ({"n_features_in"} if spec.version >= 4 else set()) | \
+            ({"public_state"} if kind == "FeatureHashing" and spec.version >= 5 else set())
         if set(step) != fields or not isinstance(params, dict):
-            raise SpecError(f"{_short(spec)}: an on-device step has the fields "
+            raise SpecError(f"{_short(spec)}: an on-device step ({kind}) has the fields "
                             f"{sorted(fields)}, got {sorted(step)}.")
         if kind == "FeatureHashing":
             if set(params) != {"n_components", "clip", "random_state"}:
@@ -1055,11 +1057,34 @@ def _check_step_widths(spec, d):
         if width is not None and w != width:
             raise SpecError(f"{_short(spec)}: the {kind} step reads n_features_in={w} "
                             f"columns, but the step before it writes {width}.")
+        if kind == "FeatureHashing" and spec.version >= 5:
+            _check_hashing_map(spec, step["public_state"], w, params["n_components"])
         width = params["n_components"] if kind == "FeatureHashing" else \
             -(-w // params["group_size"])
     if width != d:
         raise SpecError(f"{_short(spec)}: the on-device steps write {width} columns, but the "
                         f"mechanism reads n_features={d}.")
+
+
+def _check_hashing_map(spec, shipped, d, n):
+    """A FeatureHashing step's map: for each of the ``d`` columns it reads, in order, its
+    output column (an integer in ``0 .. n - 1``) and its sign (the integer 1 or -1)."""
+    if not isinstance(shipped, dict) or set(shipped) != {"columns", "signs"}:
+        raise SpecError(f"{_short(spec)}: the FeatureHashing step's public_state is its map, "
+                        f"{{\"columns\": [...], \"signs\": [...]}}, got {_value_text(shipped)}.")
+    columns, signs = shipped["columns"], shipped["signs"]
+    for name, values in (("columns", columns), ("signs", signs)):
+        if not isinstance(values, list) or len(values) != d:
+            raise SpecError(f"{_short(spec)}: the FeatureHashing step's map lists one of its "
+                            f"{name} for each of the n_features_in={d} columns it reads, got "
+                            f"{_value_text(values)}.")
+    if not all(type(c) is int for c in columns) or (d and not 0 <= min(columns) <= max(
+            columns) < n):
+        raise SpecError(f"{_short(spec)}: the FeatureHashing step's columns must be integers in "
+                        f"0..{n - 1} (n_components={n}), got {_value_text(columns)}.")
+    if not all(type(s) is int and s in (1, -1) for s in signs):
+        raise SpecError(f"{_short(spec)}: the FeatureHashing step's signs must each be the "
+                        f"integer 1 or -1, got {_value_text(signs)}.")
 
 
 def _step_int(spec, value, name, lo=1):

@@ -20,13 +20,26 @@ from ._errors import SpecError, spec_number
 __all__ = ["CollectionSpec", "SPEC_VERSION", "SpecError", "read_spec"]
 
 #: Version of the spec format (bumped when a field changes meaning). Version 4: each
-#: on-device step states the width of the row it reads (``n_features_in``).
-SPEC_VERSION = 4
+#: on-device step states the width of the row it reads (``n_features_in``). Version 5: a
+#: FeatureHashing step ships its map (``public_state``: ``columns`` and ``signs``).
+SPEC_VERSION = 5
 
-#: The versions still read: a version 3 spec (the journal of an older ledger, reports to
-#: decode) reads as it was written; a device answers it unless it has on-device steps,
-#: which do not fix the width of the raw row.
-READABLE_VERSIONS = (3, 4)
+#: The versions still read: an older spec (the journal of an older ledger, reports to
+#: decode) reads as it was written; a device answers it unless it has on-device steps that
+#: do not fix the width of the raw row (version 3) or a FeatureHashing step without its
+#: map (versions 3 and 4).
+READABLE_VERSIONS = (3, 4, 5)
+
+_HASHING = "skldp.mechanisms.FeatureHashing"
+
+
+def spec_version(device_steps):
+    """The oldest format that states a spec with these on-device steps: 5 with a
+    FeatureHashing step (which ships its map), else 4, so that devices of version 4 answer
+    every other spec as before (and its id stays what it was)."""
+    hashing = any(isinstance(s, dict) and s.get("kind") == _HASHING for s in device_steps)
+    return 5 if hashing else 4
+
 
 _REQUIRED = ("id", "kind", "protects", "epsilon", "version", "nonce")
 _FIELDS = set(_REQUIRED) | {"delta", "model", "params", "public_state", "device_steps",
@@ -87,9 +100,10 @@ class CollectionSpec:
     device_steps : tuple of dict
         The public, stateless steps each device applies to its raw data before
         the mechanism (kind, parameters and ``n_features_in``, the width of the row
-        the step reads), in order.
+        the step reads; a FeatureHashing step also its map, ``public_state``), in order.
     version : int
-        :data:`SPEC_VERSION` (version 3, the one before, is still read).
+        By default :func:`spec_version` of ``device_steps``: :data:`SPEC_VERSION` for a
+        spec with a FeatureHashing step, else 4 (versions 3 and 4 are still read).
     nonce : str
         Public and random-looking (16 hex digits): it tells apart two
         collections of the same request (e.g. two fits with ``random_state=None``).
@@ -112,9 +126,13 @@ class CollectionSpec:
     params: dict = field(default_factory=dict)
     public_state: dict = field(default_factory=dict)
     device_steps: tuple = ()
-    version: int = SPEC_VERSION
+    version: int = None
     nonce: str = ""
     further_answers: dict = None
+
+    def __post_init__(self):
+        if self.version is None:
+            object.__setattr__(self, "version", spec_version(self.device_steps))
 
     def body(self):
         """Everything but the id and the budget: what makes two collections the same request."""
@@ -125,9 +143,15 @@ class CollectionSpec:
     def seed_identity(self):
         """What a simulated collection's seed is keyed by
         (:func:`skldp.utils.collection_seed`): the body, with the version it had when
-        seeds were first drawn from it (3), so that a new format keeps the seeds, and the
-        recorded runs, of the requests it does not change."""
-        return {**self.body(), "version": 3}
+        seeds were first drawn from it (3) and without the FeatureHashing maps (version 5),
+        so that a new format keeps the seeds, and the recorded runs, of the requests it
+        does not change."""
+        # A shipped map is a function of its step's random_state and widths (the server
+        # refuses a spec where it is not: skldp.population's check_hashing_maps), so the
+        # request is the same without it.
+        steps = [{k: v for k, v in s.items() if k != "public_state"} if isinstance(s, dict)
+                 else s for s in self.device_steps]
+        return {**self.body(), "device_steps": steps, "version": 3}
 
     def to_dict(self):
         """The spec as plain JSON data (a copy: changing it leaves the spec as it is)."""

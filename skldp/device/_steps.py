@@ -9,7 +9,10 @@ __all__ = ["feature_hashing_map", "hash_rows", "group_rows", "device_steps", "ST
 
 def feature_hashing_map(d, n_components, random_state):
     """The public map of :class:`skldp.mechanisms.FeatureHashing`: each input column's
-    output column and sign, drawn with ``numpy.random.default_rng(random_state)``."""
+    output column and sign, drawn with ``numpy.random.default_rng(random_state)``.
+
+    The server's: a spec ships the map (version 5), and a device hashes with the shipped
+    one, never drawing it (a port cannot redraw numpy's PCG64)."""
     rng = np.random.default_rng(int(random_state))
     bucket = rng.integers(0, n_components, size=d)
     sign = rng.choice(np.array([-1.0, 1.0]), size=d)
@@ -39,14 +42,15 @@ def group_rows(X, group_size):
 
 # The steps' parameters were checked when the spec was read (skldp.device._kinds, one
 # validator for every device program), before any row is hashed or grouped.
-def _hashing(params, X):
-    n = params["n_components"]
-    bucket, sign = feature_hashing_map(X.shape[1], n, params["random_state"])
-    return hash_rows(X, bucket, sign, n, float(params["clip"]))
+def _hashing(step, X):
+    params, shipped = step["params"], step["public_state"]
+    bucket = np.asarray(shipped["columns"], dtype=np.int64)
+    sign = np.asarray(shipped["signs"], dtype=np.float64)
+    return hash_rows(X, bucket, sign, params["n_components"], float(params["clip"]))
 
 
-def _grouping(params, X):
-    return group_rows(X, params["group_size"])
+def _grouping(step, X):
+    return group_rows(X, step["params"]["group_size"])
 
 
 STEP_KINDS = {"skldp.mechanisms.FeatureHashing": _hashing,
@@ -57,8 +61,10 @@ def device_steps(spec, X):
     """Apply the spec's on-device steps, in order, to raw rows ``X``.
 
     A row of another width than the first step's ``n_features_in`` is refused: the
-    FeatureHashing map is drawn for a width, and one drawn for another width hashes with
-    other signs (a wrong answer no one could see)."""
+    FeatureHashing map gives a column and a sign to each column of that width, and a row of
+    another width would be hashed with other signs (a wrong answer no one could see). So is
+    a FeatureHashing step without its map (a spec older than version 5): a device hashes
+    with the map the spec ships and never draws one."""
     for step in spec.device_steps:
         kind = step.get("kind") if isinstance(step, dict) else None
         fn = STEP_KINDS.get(kind)
@@ -71,10 +77,15 @@ def device_steps(spec, X):
             raise SpecError(f"this spec (version {spec.version}) has an on-device {name} "
                             "step that does not state the width of the row it reads: ask the "
                             "server for the spec in the current version.")
+        if fn is _hashing and "public_state" not in step:
+            raise SpecError(f"this spec (version {spec.version}) has an on-device "
+                            "FeatureHashing step that does not ship its map (its columns and "
+                            "signs, from version 5): ask the server for the spec in the "
+                            "current version.")
         if X.ndim != 2 or X.shape[1] != step["n_features_in"]:
             raise ValueError(f"the on-device {name} step expects rows of "
                              f"{step['n_features_in']} features (the spec's n_features_in), "
                              f"got shape {X.shape}: the row must have the columns the "
                              "collection names, in its order.")
-        X = fn(step.get("params", {}), X)
+        X = fn(step, X)
     return X

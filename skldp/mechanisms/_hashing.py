@@ -9,6 +9,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._graph_data import GraphData
 from ..base import GraphTransformerMixin, NumberedColumnsMixin
+from ..device._steps import feature_hashing_map
 from ..exceptions import InvalidParameterError
 from ..utils.validation import (
     RANDOM_STATE_CONSTRAINT,
@@ -99,12 +100,16 @@ class FeatureHashing(NumberedColumnsMixin, GraphTransformerMixin, BaseEstimator)
             # scikit-learn's 2-D check (a 1-D X would fail below on X.shape[1])
             X = check_feature_array(X, ensure_all_finite=False)
         d = X.shape[1]
-        rng = np.random.default_rng(int(self.random_state))
-        self.bucket_ = rng.integers(0, self.n_components, size=d)
-        self.sign_ = rng.choice(np.array([-1.0, 1.0]), size=d)
+        # the map its collections' specs ship to the devices (skldp.device never draws it)
+        self.bucket_, self.sign_ = feature_hashing_map(d, self.n_components, self.random_state)
         self.output_range_ = (-float(self.clip), float(self.clip))
         self.n_features_in_ = d
         return self
+
+    def _device_public_state(self):
+        """The map a spec ships for the devices (version 5): each input column's output
+        column and sign, in column order."""
+        return {"columns": self.bucket_.tolist(), "signs": self.sign_.astype(int).tolist()}
 
     def _hash(self, X):
         check_finite_features(X)

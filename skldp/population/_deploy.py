@@ -11,6 +11,7 @@ from sklearn.base import clone
 from ..device._kinds import KINDS, plan
 from ..device._spec import SpecError, read_spec
 from ..exceptions import PrivacyLeakWarning
+from ._spec import check_hashing_maps
 
 __all__ = ["collection_spec", "mechanism_from_spec"]
 
@@ -77,7 +78,9 @@ def collection_spec(estimator, *, n_features=None, node_ids=None, simulation=Fal
         raise ValueError(f"{name} is a central-DP step: devices answer local collections only.")
     if not spec.id:   # not bound to simulated users (a label randomizer): a fresh nonce
         spec = spec.with_nonce(secrets.token_hex(8))
-    return read_spec(spec.to_dict())   # validated as a device reads it
+    spec = read_spec(spec.to_dict())   # validated as a device reads it
+    check_hashing_maps(spec)
+    return spec
 
 
 def _placeholder_spec(estimator, name, n_features, node_ids):
@@ -141,6 +144,7 @@ def mechanism_from_spec(spec, *, fitted=True):
     if spec.kind not in KINDS:
         raise SpecError(f"unknown mechanism kind {spec.kind!r}.")
     plan(spec)
+    check_hashing_maps(spec)
     module, _, name = spec.kind.rpartition(".")
     cls = getattr(importlib.import_module(module), name)
     params = {k: _param(v) for k, v in spec.params.items()}

@@ -26,6 +26,7 @@ from ..utils._arrays import distinct, member
 from ..utils._atomic import replace_file
 from ._population import _TOL, BudgetExceededError, Population, further_answers_spec
 from ._reports import LabelReports
+from ._spec import check_hashing_maps
 
 __all__ = ["ReceivedReports", "read_reports", "write_reports", "received_graph"]
 
@@ -467,7 +468,8 @@ def read_reports(source, spec, *, users=None, senders=None, format=None):
         read as the numbers and lists :func:`write_reports` writes for them,
         then are validated as any record.
     spec : CollectionSpec, dict, JSON text or path
-        The collection's spec.
+        The collection's spec. A FeatureHashing step must ship the map its
+        ``random_state`` draws, the server's (a ``SpecError`` otherwise).
     users : array-like or None, default=None
         The users allowed to answer (the directory of enrolled users); others
         are refused, and their answers charged if they join later (see
@@ -505,6 +507,7 @@ def read_reports(source, spec, *, users=None, senders=None, format=None):
                          f"{format!r}.")
     spec = read_spec(spec)
     p = plan(spec)
+    check_hashing_maps(spec)   # the devices hashed with the shipped map: the server's own
     if senders is not None:
         if not isinstance(source, Sequence) or isinstance(source, (str, bytes)):
             raise TypeError("senders= pairs each record with its sender: pass the records as "

@@ -8,7 +8,14 @@ import numbers
 
 import numpy as np
 
-from ..device._spec import SPEC_VERSION, CollectionSpec, SpecError, body_digest  # noqa: F401
+from ..device._spec import (  # noqa: F401
+    _HASHING,
+    SPEC_VERSION,
+    CollectionSpec,
+    SpecError,
+    body_digest,
+)
+from ..device._steps import feature_hashing_map
 
 __all__ = ["CollectionSpec", "SPEC_VERSION", "SpecError", "public_value", "step_kind",
            "public_params", "device_step_spec"]
@@ -83,8 +90,45 @@ def _as_text_hint(name, value):
 def device_step_spec(step, n_features_in=None):
     """How a public, stateless step that runs on the device is written in a spec: with
     ``n_features_in``, the width of the row it reads (a device refuses another width: a
-    FeatureHashing map drawn for another width hashes with other signs)."""
+    FeatureHashing map for another width hashes with other signs), and the public state a
+    device needs from a fitted step (FeatureHashing's map, which no port could redraw)."""
     out = {"kind": step_kind(step), "params": public_params(step, exclude=())}
     if n_features_in is not None:
         out["n_features_in"] = int(n_features_in)
+    if hasattr(step, "_device_public_state") and hasattr(step, "n_features_in_"):
+        out["public_state"] = step._device_public_state()
     return out
+
+
+def check_hashing_maps(spec):
+    """Refuse a spec whose FeatureHashing step ships another map than its ``random_state``
+    draws (:func:`~skldp.device._steps.feature_hashing_map`), where the server reads
+    reports against it.
+
+    The devices hash with the shipped map; the server's FeatureHashing of that
+    ``random_state`` (the one that hashes rows on the server: a simulation, users whose
+    rows it holds) with the drawn one. Other columns and signs would give a model fitted
+    on the reports rows that mean something else, with no error; and the seed identity,
+    which leaves the map out, would make two such requests one collection.
+
+    Raises
+    ------
+    SpecError
+    """
+    for step in spec.device_steps:
+        if not isinstance(step, dict) or step.get("kind") != _HASHING or \
+                "public_state" not in step:
+            continue   # (a spec older than version 5: its devices drew the map)
+        params = step["params"]
+        columns, signs = feature_hashing_map(step["n_features_in"], params["n_components"],
+                                             params["random_state"])
+        shipped = step["public_state"]
+        if shipped["columns"] != columns.tolist() or shipped["signs"] != signs.astype(
+                int).tolist():
+            raise SpecError(
+                f"collection spec {spec.id}: its FeatureHashing step ships another map than "
+                f"FeatureHashing(n_components={params['n_components']}, random_state="
+                f"{params['random_state']}) draws for {step['n_features_in']} columns; the "
+                "server would read the reports as hashed with other columns and signs than "
+                "the devices used. Make the spec from the pipeline's FeatureHashing "
+                "(skldp.population.collection_spec).")

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from skldp.device import AlreadyAnswered, Device, SpecError, encode, read_spec
+from skldp.device._spec import spec_version
 from skldp.mechanisms import (
     FeatureGrouper,
     FeatureHashing,
@@ -274,12 +275,15 @@ def test_a_label_domain_without_the_no_report_marker(classes, msg):
 def _with_steps(spec, steps):
     d = spec.to_dict()
     d["device_steps"] = steps
+    d["version"] = spec_version(steps)
     return _reid(d)
 
 
 def _hashing(n, clip=1.0, random_state=0, w=10, **extra):
+    shipped = {"columns": [j % int(n) for j in range(w)], "signs": [(-1) ** j for j in range(w)]}
     return {"kind": "skldp.mechanisms.FeatureHashing", "n_features_in": w,
-            "params": {"n_components": n, "clip": clip, "random_state": random_state, **extra}}
+            "params": {"n_components": n, "clip": clip, "random_state": random_state, **extra},
+            "public_state": shipped}
 
 
 def _grouper(g, w=10):

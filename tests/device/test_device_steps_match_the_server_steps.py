@@ -8,14 +8,17 @@ import json
 import numpy as np
 
 from skldp.device import read_spec
+from skldp.device._spec import spec_version
 from skldp.device._steps import device_steps
 from skldp.mechanisms import FeatureGrouper, FeatureHashing, OneBitMechanism
 from skldp.population import collection_spec
+from skldp.population._spec import device_step_spec
 
 
 def _with_steps(spec, steps):
     d = spec.to_dict()
     d["device_steps"] = steps
+    d["version"] = spec_version(steps)
     body = {k: v for k, v in d.items() if k != "id"}
     text = json.dumps(body, sort_keys=True).encode()
     d["id"] = hashlib.blake2b(text, digest_size=8, person=b"skldp-spec-id").hexdigest()
@@ -29,8 +32,8 @@ def _rows():
 
 def test_hashing_on_the_device_is_clipped_as_on_the_server():
     mech = collection_spec(OneBitMechanism(1.0, feature_range=(-3, 3)), n_features=4)
-    step = {"kind": "skldp.mechanisms.FeatureHashing", "n_features_in": 12,
-            "params": {"n_components": 4, "clip": 0.5, "random_state": 7}}
+    step = device_step_spec(FeatureHashing(4, clip=0.5, random_state=7).fit(np.zeros((1, 12))),
+                            12)
     X = _rows()
     got = device_steps(_with_steps(mech, [step]), X)
     want = np.asarray(FeatureHashing(4, clip=0.5, random_state=7).fit_transform(X))
