@@ -17,6 +17,7 @@ import os
 import numpy as np
 
 from skldp.device import encode, plan, read_spec
+from skldp.device._random import sample_k_of_d
 from skldp.mechanisms import (
     EdgeRR,
     FeatureHashing,
@@ -139,20 +140,23 @@ def _row_key(seed, key, stream):
     return _mix(((key * _G) & _M64) ^ _mix((seed & _M64) ^ _mix((stream * _G + _G) & _M64)))
 
 
-def _key_for(seed, stream, word):
-    """The key whose word 0 (counter 0) of ``stream`` is ``word``."""
+def _key_for(seed, stream, word, counter=0):
+    """The key whose word ``counter`` of ``stream`` is ``word``."""
     s = (seed & _M64) ^ _mix((stream * _G + _G) & _M64)
-    return ((_unmix((_unmix(word) - _G) & _M64) ^ _mix(s)) * pow(_G, -1, 1 << 64)) & _M64
+    row = (_unmix(word) - (counter + 1) * _G) & _M64
+    return ((_unmix(row) ^ _mix(s)) * pow(_G, -1, 1 << 64)) & _M64
 
 
-def _crafted(rng, stream, top, v_ok):
-    """(seed, key) whose fine uniform (counter 0 of ``stream``) has top 53 bits ``top`` and
-    a second part ``v`` (in [0, 1)) with ``v_ok(v)``: found by trying seeds."""
+def _crafted(rng, stream, top, v_ok, counter=0, accept=None):
+    """(seed, key) whose fine uniform (``counter`` of ``stream``) has top 53 bits ``top``
+    and a second part ``v`` (in [0, 1)) with ``v_ok(v)``, and ``accept(seed, key)`` if
+    given: found by trying seeds."""
     while True:
         seed = int(rng.integers(0, 2**63))
-        key = _key_for(seed, stream, (top << 11) | int(rng.integers(0, 1 << 11)))
-        v = (_mix((_row_key(seed, key, stream + _FINE) + _G) & _M64) >> 12) * 2.0 ** -52
-        if v_ok(v):
+        key = _key_for(seed, stream, (top << 11) | int(rng.integers(0, 1 << 11)), counter)
+        v = (_mix((_row_key(seed, key, stream + _FINE) + (counter + 1) * _G) & _M64)
+             >> 12) * 2.0 ** -52
+        if v_ok(v) and (accept is None or accept(seed, key)):
             return seed, key
 
 
@@ -286,6 +290,53 @@ def plain_uniform_cases():
     return out
 
 
+def grrfs_plain_uniform_cases():
+    """GRR-FS cases whose report a port with a plain uniform in place of the fine one
+    (stream 1, the keep draw of feature ``j``) gets wrong: a sampled feature kept only with
+    the fine uniform, and one flipped only with it (their own generator)."""
+    rng = np.random.default_rng(20261203)
+    cases = []
+    # (domain sizes, m, the feature crafted, eps, its case id): the threshold (c_j - 1) q_j
+    # is 10^-16 .. 10^-14, a few steps of 2^-53; its fraction of a step is below 1/2 (the
+    # plain uniform keeps, the fine one flips) or above (the reverse)
+    # (m < d: another key gives another report, a feature not sampled being uniform)
+    for sizes, m, j, eps, case_id in (([4, 3], 1, 0, 34.0, 330), ([4, 3], 1, 0, 33.0, 331),
+                                      ([3, 5, 2], 2, 1, 36.0, 332),
+                                      ([3, 5, 2], 2, 1, 34.0, 333),
+                                      ([3, 5, 2], 2, 2, 34.0, 334),
+                                      ([3, 5, 2], 2, 2, 35.0, 335)):
+        d = len(sizes)
+        spec = _spec(GRRFSMechanism(eps, m=m, domain_sizes=sizes), case_id, n_features=d)
+        p = plan(read_spec(spec.to_dict()))
+        top, ok = _straddle((p.sizes[j] - 1) * p.q[j])
+
+        def sampled(seed, key, d=d, m=m, j=j):
+            return j in sample_k_of_d(seed, np.array([key], np.uint64), d, m, stream=0)
+
+        codes = [int(rng.integers(0, c)) for c in sizes]
+        cases.append(_fixed_case(spec, codes, *_crafted(rng, 1, top, ok, j, sampled)))
+    return cases
+
+
+def hashing_cases():
+    """A FeatureHashing step (its map shipped in the spec) in front of Laplace, whose report
+    moves with every hashed value: columns 0 and 1 collide with sign +1, 2 and 3 with -1,
+    4 (+1) and 5 (-1): sums clipped to [-1.5, 1.5] (inside Laplace's wider bounds, so that a
+    port that does not clip fails), a negative sign, a missing value (its output column is
+    missing, then replaced) (their own generator)."""
+    rng = np.random.default_rng(20261204)
+    hashing = FeatureHashing(3, clip=1.5, random_state=1).fit(np.zeros((1, 6)))
+    assert hashing.bucket_.tolist() == [1, 1, 2, 2, 0, 0], hashing.bucket_
+    assert hashing.sign_.tolist() == [1, 1, -1, -1, 1, -1], hashing.sign_
+    spec = _spec(LaplaceMechanism(6.0, feature_range=(-2, 2)), 336,
+                 [device_step_spec(hashing, 6)], n_features=3)
+    rows = ([0.9, 0.8, 0.25, 0.0, 0.6, 0.0],      # 1.7 -> 1.5, -0.25, 0.6
+            [0.5, -0.2, 0.7, 0.9, 0.4, 1.0],      # 0.3, -1.6 -> -1.5, 0.4 - 1 = -0.6
+            [None, 0.3, -0.4, 0.0, 1.2, 0.2])     # missing, 0.4, 1.2 - 0.2 = 1.0
+    return [_fixed_case(spec, row, int(rng.integers(0, 2**63)),
+                        int(rng.integers(0, 2**64, dtype=np.uint64))) for row in rows]
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     files = feature_cases()
@@ -295,6 +346,8 @@ def main():
         files[name] += cases
     for name, cases in plain_uniform_cases().items():
         files[name] += cases
+    files["GRRFSMechanism"] += grrfs_plain_uniform_cases()
+    files["LaplaceMechanism"] += hashing_cases()
     for name, cases in files.items():
         doc = {"kind": f"skldp.mechanisms.{name}", "format": "skldp device test vectors 1",
                "cases": cases}

@@ -66,9 +66,9 @@ def _vectors(name):
 
 
 # Kinds whose vectors catch a port drawing plain uniforms in at least two cases.
-# GRRFSMechanism draws fine uniforms too, but only 1 of its 19 vectors tells them apart.
 _FINE_KINDS = ("OneBitMechanism", "MultiBitMechanism", "PiecewiseMechanism", "HDSMechanism",
-               "LaplaceMechanism", "SetValuedMechanism", "LabelRandomizedResponse")
+               "LaplaceMechanism", "SetValuedMechanism", "LabelRandomizedResponse",
+               "GRRFSMechanism")
 
 
 @pytest.mark.filterwarnings("ignore:.*outside the collection's public domain")
@@ -76,8 +76,8 @@ def test_vectors_tell_plain_uniforms_apart(monkeypatch):
     """A port drawing plain 53-bit uniforms where the spec says fine ones (and one-bit's and
     multi-bit's bits as ``u < p``, no complement branch) fails at least two vectors of each
     kind in ``_FINE_KINDS`` and replays the others; the bits, Laplace's cells and the grid
-    samplers' cells slip in both directions (label RR's two slips are both a flip that the
-    plain port keeps; GRRFS is not covered)."""
+    samplers' cells slip in both directions, and GRR-FS's keep draw of a sampled feature
+    (label RR's two slips are both a flip that the plain port keeps)."""
     from skldp.device import _kinds
     from skldp.device._random import node_uniforms
     monkeypatch.setattr(_kinds, "node_uniforms_fine", node_uniforms)
@@ -109,10 +109,58 @@ def test_vectors_tell_plain_uniforms_apart(monkeypatch):
         unit = (p.prepare(case["input"])[0, 0] - p.lo[0]) / (p.hi[0] - p.lo[0])
         return abs(cell - unit * p.grid.n_steps) <= p.grid.n_band + 1
 
+    # GRR-FS: a feature kept only with the fine uniform, and one flipped only with it
+    kept = set()
+    for c, plain in slips["GRRFSMechanism"]:
+        (j,) = np.flatnonzero(np.array(c["report"]["c"]) != plain["c"])
+        kept.add(c["report"]["c"][j] == c["input"][j])
+    assert kept == {True, False}
     # grid samplers: the outside piece only with the fine uniform, and the band only with it
     for name in ("PiecewiseMechanism", "HDSMechanism"):
         assert {(in_band(c, c["report"]["c"][0]), in_band(c, plain["c"][0]))
                 for c, plain in slips[name]} == {(True, False), (False, True)}, name
+
+
+def _hashing_cases():
+    return [c for path in sorted(VECTORS.glob("*.json"))
+            for c in json.loads(path.read_text())["cases"] if c["spec"]["device_steps"]]
+
+
+def test_hashing_vectors_ship_their_map_and_catch_a_port_that_slips(monkeypatch):
+    """The vectors with a FeatureHashing step replay with the map their spec ships (the
+    device never draws one: numpy's PCG64 is not needed), cover a negative sign, two
+    columns summed into one and a clipped sum, and a port that forgets the signs or the
+    clip fails some of them."""
+    from skldp.device import _steps
+    cases = _hashing_cases()
+    assert {c["spec"]["kind"].rsplit(".", 1)[-1] for c in cases} >= {"HDSMechanism",
+                                                                     "LaplaceMechanism"}
+    negative = collide = clipped = False
+    for c in cases:
+        (step,) = c["spec"]["device_steps"]
+        cols, signs = step["public_state"]["columns"], step["public_state"]["signs"]
+        nz = [j for j, x in enumerate(c["input"]) if x is not None and x != 0]
+        negative |= any(signs[j] == -1 for j in nz)
+        collide |= len({cols[j] for j in nz}) < len(nz)
+        sums = [sum(c["input"][j] * signs[j] for j in nz if cols[j] == k)
+                for k in range(step["params"]["n_components"])]
+        clipped |= max(map(abs, sums)) > step["params"]["clip"]
+    assert negative and collide and clipped
+
+    def no_pcg64(*args):
+        raise AssertionError("a device drew the hashing map")
+
+    def replays():
+        return [encode(c["spec"], c["input"], seed=int(c["seed"], 16),
+                       key=int(c["key"], 16)) == c["report"] for c in cases]
+
+    monkeypatch.setattr(_steps, "feature_hashing_map", no_pcg64)
+    assert all(replays())
+    hash_rows = _steps.hash_rows
+    for slip in (lambda X, b, s, n, clip: hash_rows(X, b, np.abs(s), n, clip),
+                 lambda X, b, s, n, clip: hash_rows(X, b, s, n, np.inf)):
+        monkeypatch.setattr(_steps, "hash_rows", slip)
+        assert not all(replays())
 
 
 def test_vectors_cover_ids_and_inputs_outside_the_domain():
