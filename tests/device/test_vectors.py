@@ -126,6 +126,7 @@ def _hashing_cases():
             for c in json.loads(path.read_text())["cases"] if c["spec"]["device_steps"]]
 
 
+@pytest.mark.filterwarnings("ignore:.*outside the collection's public domain")
 def test_hashing_vectors_ship_their_map_and_catch_a_port_that_slips(monkeypatch):
     """The vectors with a FeatureHashing step replay with the map their spec ships (the
     device never draws one: numpy's PCG64 is not needed), cover a negative sign, two
