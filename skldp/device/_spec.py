@@ -305,7 +305,9 @@ def read_spec(source):
         spec's ``epsilon``, a local collection whose ``delta`` is not 0, a label
         domain holding ``-1`` or ``null``, or on-device steps whose parameters do
         not fit (a FeatureHashing step writes exactly the width the next step
-        reads): all checked before the device allocates anything for the spec.
+        reads, and ships a map of an output column and a sign 1 or -1 for each
+        column it reads): all checked before the device allocates anything for
+        the spec.
     TypeError
         If ``source`` is not a spec, a dict, text, a path or a file object
         (``None``, say).
