@@ -131,3 +131,28 @@ def test_the_seed_identity_leaves_the_map_out():
     ident = spec.seed_identity()
     assert ident["device_steps"] == [{k: v for k, v in step.items() if k != "public_state"}]
     assert ident["version"] == 3 and mech.seed_ == collection_seed(0, ident)
+
+
+def test_a_pipeline_fitted_before_specs_shipped_the_map_still_transforms():
+    # a mechanism fitted by the code before version 5 holds a version 4 collection whose
+    # hashing step has no map: the same request, so it transforms as before
+    import dataclasses
+
+    from sklearn.pipeline import make_pipeline
+
+    from skldp import GraphData
+    from skldp.mechanisms import FeatureHashing, HDSMechanism
+    G = GraphData(np.random.default_rng(1).random((30, 12)))
+    pipe = make_pipeline(FeatureHashing(6, random_state=3),
+                         HDSMechanism(1.0, k=2, feature_range=(-1, 1), random_state=0)).fit(G)
+    expected = pipe.transform(G).features
+    mech = pipe[-1]
+    old_steps = tuple({k: v for k, v in s.items() if k != "public_state"}
+                      for s in mech.collection_.device_steps)
+    mech.collection_ = dataclasses.replace(mech.collection_, version=4,
+                                           device_steps=old_steps)
+    np.testing.assert_array_equal(pipe.transform(G).features, expected)
+    # a version 5 collection still compares its map
+    with pytest.raises(ValueError, match="changed since it was fitted"):
+        mech.collection_ = dataclasses.replace(mech.collection_, version=5)
+        pipe.transform(G)
