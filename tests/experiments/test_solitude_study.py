@@ -87,3 +87,17 @@ def test_models_keep_the_epoch_of_the_best_validation_accuracy():
         fit_on_train(go, G, labels, masks)
         preds.append(go.predict(G[masks[2]]))
     np.testing.assert_array_equal(*preds)
+
+
+def test_the_authors_cora_recipe_is_lpgnn_with_label_kprop_and_no_patience():
+    from studies.solitude import SolitudeRun
+    params = SolitudeRun(kind="solitude_authors", backbone="sage")._model().get_params()
+    assert {k: params[k] for k in ("x_steps", "y_steps", "normalization",
+                                   "propagate_predictions", "center_features", "patience",
+                                   "backbone", "epochs", "weight_decay")} == {
+        "x_steps": 4, "y_steps": 2, "normalization": "sym", "propagate_predictions": True,
+        "center_features": False, "patience": None, "backbone": "sage", "epochs": 500,
+        "weight_decay": 1e-3}
+    # a Cora row only
+    runs = get_study("solitude").runs()
+    assert {r.dataset for r in runs if r.method == "solitude_authors"} == {"cora"}
