@@ -10,8 +10,9 @@ paper's §5), or RAW features. Part ``lpgnn``: multi-bit features (``eps_x``) ->
 random 50/25/25 split, with the papers' description (``LPGNN``) and the authors'
 code (``LPGNN-AUTHORS``). Part ``bench``: Cora at the settings of the speed
 benchmark against the authors' code (``BENCH``), each of the authors' two changes
-alone, both, and both with the KProp output centred (``LPGNN-DEFAULTS``). Both main parts also run two feature-free baselines: the same
-model on 64 i.i.d. Gaussian features that carry no information (``GRAPH-ONLY``),
+alone, both, and both with the KProp output centred (``LPGNN-DEFAULTS``). Both main
+parts also run two feature-free baselines: the same model on 64 i.i.d. Gaussian
+features that carry no information (``GRAPH-ONLY``),
 and label propagation with ``alpha`` chosen on the (randomized) validation labels
 (``LABEL-PROPAGATION``).
 
