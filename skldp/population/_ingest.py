@@ -118,6 +118,9 @@ class ReceivedReports:
         # the answers of users not in users= (each once, with its digest): received_graph
         # hands them to the population, which charges them if the user joins it
         self._held_users, self._held_digests = [], np.zeros(0, np.uint64)
+        # read with users=: its users are the directory's, told apart by it (3 and "3" two
+        # users when it holds both); else "3" and 3 may be two users' ids of one user
+        self._directory = False
 
     def __len__(self):
         return len(self.users)
@@ -474,7 +477,9 @@ def read_reports(source, spec, *, users=None, senders=None, format=None):
         The users allowed to answer (the directory of enrolled users); others
         are refused, and their answers charged if they join later (see
         ``ReceivedReports.again``). ``None`` admits any id a record claims, each a node of the
-        graph (a warning: anyone who can send records can add users). Required
+        graph (a warning: anyone who can send records can add users); ids of one key, and
+        an integer and its text (``5`` and ``"5"``), are one user, named by its first
+        record (pass ``users=`` holding both to tell them apart). Required
         for an edge collection, where it is the collection's directory: every
         user its lists may name, the ``node_ids`` its spec was made from
         (checked against the spec's size and digest, as :func:`received_graph`
@@ -553,6 +558,9 @@ def read_reports(source, spec, *, users=None, senders=None, format=None):
     specs = p.field_specs()
     fields = {name: [] for name in specs}
     held_users, held, held_seen = [], array("Q"), set()
+    # without users=: one user per key, "5" and 5 one user (as users=[5] reads them); the
+    # id of its first record read (its answers are all charged to it)
+    first_id = {}
     for index, rec in _records(source, format):
         reason, message = None, None
         rec = _plain_or_same(rec)   # numpy values read as write_reports writes them
@@ -630,6 +638,8 @@ def read_reports(source, spec, *, users=None, senders=None, format=None):
                 hold = not charge
                 message += " Its user is its authenticated sender."
             if charge:
+                if allowed is None:
+                    user = first_id.setdefault(_one_user(user), user)
                 d = _digest(("refused", answer, _raw_text(rec["report"]))) \
                     if answer is not None else _new_digest(nonce, index)
                 charge = _further(d, user, seen, kept, extra)
@@ -660,6 +670,8 @@ def read_reports(source, spec, *, users=None, senders=None, format=None):
             continue
         d = _digest((answer, _canonical(report))) if answer is not None else \
             _new_digest(nonce, index)
+        if allowed is None:
+            user = first_id.setdefault(_one_user(user), user)
         if user in seen:
             out.refused["duplicate"] += 1
             again = _further(d, user, seen, kept, extra)
@@ -694,6 +706,7 @@ def read_reports(source, spec, *, users=None, senders=None, format=None):
     out._further_digests = np.frombuffer(further, dtype=np.uint64).copy()
     out._held_users = held_users
     out._held_digests = np.frombuffer(held, dtype=np.uint64).copy()
+    out._directory = users is not None
     return out
 
 
@@ -760,6 +773,19 @@ def _retyped(user):
         except ValueError:
             return None
     return None
+
+
+def _one_user(user):
+    """What names one user (the same key, or an integer and its text: "5" is 5), as a
+    value to look up: an integer id within 64 bits as its key, text as itself."""
+    if type(user) is str:
+        other = _retyped(user)
+        if other is None:
+            return user
+        user = other
+    if type(user) is int:   # (past 64 bits an integer is keyed as its text)
+        return user % (1 << 64) if -(1 << 63) <= user < (1 << 64) else str(user)
+    return _key(user)
 
 
 def _key(user):
@@ -915,7 +941,8 @@ def received_graph(*, features=None, labels=None, edges=None, node_ids=None, bud
         The users of the graph, in order. Required with ``edges`` (the
         directory the lists name, checked against the spec's digest). ``None``:
         the users who sent a feature report (or a label report), in arrival
-        order.
+        order; one that ``population`` knows by the other type's id (``5`` for
+        ``"5"``) and not by its own is that user.
     budget : float or None, default=None
         Per-user cap of the graph's population. Reports that take a user above
         it raise :class:`BudgetExceededError` and build no graph, but they are
@@ -959,12 +986,13 @@ def received_graph(*, features=None, labels=None, edges=None, node_ids=None, bud
     if missing_lists not in ("warn", "empty", "error"):
         raise ValueError(f"missing_lists must be 'warn', 'empty' or 'error', got "
                          f"{missing_lists!r}.")
+    population = _receiving_population(population, budget)
     if node_ids is None:
         source = features if features is not None else labels
         if source is None:
             raise ValueError("received_graph needs node_ids, or a feature or label collection "
                              "whose senders are the users.")
-        node_ids = list(source.users)
+        node_ids = _senders_as_users(source, population)
     # ids of several types (7 and "a") keep their types (np.asarray would make text of 7)
     ids = _as_id_array(_id_sequence(node_ids))
     n = len(ids)
@@ -975,30 +1003,33 @@ def received_graph(*, features=None, labels=None, edges=None, node_ids=None, bud
         from .._graph_data import duplicate_ids_message
         raise ValueError(duplicate_ids_message(ids.tolist(), keys))
     position = _Users(ids)   # a user's row, by key (as its records name it)
-    population = _receiving_population(population, budget)
-    refusals = []   # budget refusals: the reports are charged all the same (they were sent)
+    # every part is checked before any is charged: a refusal charges nothing
     X, feature_origin = np.zeros((n, 0)), ("derived", "were not collected")
     if features is not None:
-        X, rows = _decoded_features(features, position, n, missing_features,
-                                    mechanism_from_spec)
-        charged = _receive(population, features.spec, keys[rows], refusals)
-        _charge_again(population, features, position, keys, charged, refusals)
+        X, feature_rows = _decoded_features(features, position, n, missing_features,
+                                            mechanism_from_spec)
         feature_origin = ("reports", features.spec)
     A, adjacency_origin = None, ("derived", "were not collected")
     if edges is not None:
-        A, rows = _received_adjacency(edges, keys, position, missing_lists)
-        charged = _receive(population, edges.spec, keys[rows], refusals)
-        _charge_again(population, edges, position, keys, charged, refusals)
+        A, edge_rows = _received_adjacency(edges, keys, position, missing_lists)
         adjacency_origin = ("reports", edges.spec)
     y = None
     if labels is not None:
         classes = np.asarray(labels.spec.public_state["classes"])
-        rows = _rows_of(labels, position)
+        label_rows = _rows_of(labels, position)
         numeric = np.issubdtype(classes.dtype, np.number)
         y = np.full(n, -1, dtype=classes.dtype) if numeric else np.full(n, None, dtype=object)
         pos = labels.reports["y"].astype(np.int64) if len(labels) else np.zeros(0, np.int64)
-        y[rows] = classes[pos]
-        charged = _receive(population, labels.spec, keys[rows], refusals, reports=pos)
+        y[label_rows] = classes[pos]
+    refusals = []   # budget refusals: the reports are charged all the same (they were sent)
+    if features is not None:
+        charged = _receive(population, features.spec, keys[feature_rows], refusals)
+        _charge_again(population, features, position, keys, charged, refusals)
+    if edges is not None:
+        charged = _receive(population, edges.spec, keys[edge_rows], refusals)
+        _charge_again(population, edges, position, keys, charged, refusals)
+    if labels is not None:
+        charged = _receive(population, labels.spec, keys[label_rows], refusals, reports=pos)
         _charge_again(population, labels, position, keys, charged, refusals)
     parts = [(name, r) for name, r in (("features", features), ("edges", edges),
                                         ("labels", labels)) if r is not None]
@@ -1289,17 +1320,45 @@ def _refusal(error):
     return str(error).split(" Nothing was sent.")[0].rstrip(".")
 
 
+def _senders_as_users(received, population):
+    """received_graph's users when no ``node_ids`` are given: those who sent ``received``,
+    one per user (two ids of one, "5" and 5, kept in ReceivedReports built by hand: the
+    first, and _rows_of refuses the other; not two users of read_reports' ``users=``), each
+    by the id ``population`` knows it by (the int 5 of its ledger for a text "5" it does not
+    know: a relay that writes ids as text)."""
+    out, seen = [], set()
+    for u in received.users:
+        one = _one_user(plain_id(u))
+        if one not in seen or getattr(received, "_directory", False):
+            seen.add(one)
+            out.append(u)
+    if not out or not population._known():
+        return out   # (a new population knows no one)
+    new = np.flatnonzero(~population._known(ids_to_keys(_as_id_array(out))))
+    other = [(i, _retyped(plain_id(out[i]))) for i in new.tolist()]
+    other = [(i, v) for i, v in other if v is not None]
+    if other:
+        known = population._known(ids_to_keys(_as_id_array([v for _, v in other])))
+        for (i, v), k in zip(other, known.tolist(), strict=True):
+            if k:
+                out[i] = v
+    return out
+
+
 def _rows_of(received, position):
     rows, by_row = [], {}
     for u in received.users:
         r = position.get(plain_id(u))
         if r is None:
             raise ValueError(f"user {u!r} sent a report of collection {received.spec.id} but "
-                             "is not in node_ids; read the reports with users=node_ids.")
-        if r in by_row:   # (read without users=: two ids of one user, each kept)
+                             "is not in node_ids; read the reports with users=node_ids. "
+                             "Nothing was charged.")
+        if r in by_row:   # (two ids of one user, each kept: ReceivedReports built by hand)
             raise ValueError(f"users {by_row[r]!r} and {u!r} of collection "
-                             f"{received.spec.id} are one user of node_ids: read the "
-                             "reports with users=node_ids.")
+                             f"{received.spec.id} are one user of node_ids (an id and its "
+                             "text, or two ids of one key): read the reports with "
+                             "users=node_ids, which keeps one answer of that user and "
+                             "charges the other. Nothing was charged.")
         by_row[r] = u
         rows.append(r)
     return np.asarray(rows, dtype=np.int64)

@@ -460,6 +460,15 @@ class Population:
                 self._write({"members": _b64(new)})
         return new
 
+    def _known(self, node_keys=None):
+        """Which of ``node_keys`` are users of this population: users of a graph built on it
+        (:meth:`_join`), or users charged before (``None``: whether it has any)."""
+        self._sync()
+        if node_keys is None:
+            return bool(len(self._members)) or self.ledger.local_epsilon > 0
+        node_keys = np.asarray(node_keys, np.uint64)
+        return sorted_lookup(self._members, node_keys)[1] | (self.ledger.spent(node_keys) > 0)
+
     def _add_members(self, node_keys):
         """Add ``node_keys`` to the sorted ``_members``; returns those that were not there."""
         new = np.sort(node_keys[~sorted_lookup(self._members, node_keys)[1]])
@@ -510,7 +519,7 @@ class Population:
                 if not len(hkeys):
                     continue
                 seen = self._answer_digests.get(spec.id)
-                new = sorted_lookup(self._members, hkeys)[1] | (self.ledger.spent(hkeys) > 0)
+                new = self._known(hkeys)
                 if seen is not None:
                     new &= ~seen.contains(hkeys, hd)
                 # an answer held for two users (its text "5" and the int 5): charged once,
