@@ -277,17 +277,36 @@ def labels_sent(G, y):
     ``y`` is marked with that collection (:class:`~skldp.population.LabelReports`, what
     ``randomize`` and ``received_graph`` return) and these users answered it.
 
-    Decided on provenance only, never on the values: whether clean labels equal the
-    reports depends on the clean labels, so a charge decided on it would tell which
-    labels flipped (even for a marked array whose memory was written through).
+    Decided on provenance only for a simulated collection, never on the values: whether
+    clean labels equal the reports depends on the clean labels, so a charge decided on it
+    would tell which labels flipped (even for a marked array whose memory was written
+    through). A collection received from real devices is also checked on the values (the
+    server holds those reports): other labels under its mark are clean labels, with a
+    warning.
     """
     cid = collection_of(y)
     if cid is None:
         return False
     population, keys = G.population, G.node_keys[G.rows]
-    return any(e.spec.id == cid and e.spec.model == "local" and "labels" in e.spec.protects
-               for e in population.ledger.entries()) and \
-        population.received(cid, keys)[1].all()
+    if not (any(e.spec.id == cid and e.spec.model == "local" and "labels" in e.spec.protects
+                for e in population.ledger.entries()) and
+            population.received(cid, keys)[1].all()):
+        return False
+    received = [s for s in population.collected() if s.id == cid]
+    if received and not sent_these_labels(population, received[0], keys, y):
+        sent, _ = population.received(cid, keys)
+        sent = np.asarray(received[0].public_state["classes"])[np.asarray(sent, np.int64)]
+        given = np.asarray(y)
+        differ = int(np.count_nonzero(sent != given)) if sent.shape == given.shape else \
+            len(keys)
+        warnings.warn(
+            f"labels marked as the reports of collection {cid} (LabelReports) differ from "
+            f"what {differ} of these {len(keys)} users sent, received from their devices: "
+            "they are read as clean labels (epsilon=inf; refused under a budget). Pass the "
+            "labels received_graph returned (a view of them: y[train]).",
+            UserWarning, stacklevel=3)
+        return False
+    return True
 
 
 def refuse_foreign_labels(step, X, y):

@@ -18,7 +18,10 @@ class LabelReports(np.ndarray):
     Parameters
     ----------
     labels : array-like
-        The reports, in the collection's label domain.
+        The reports, in the collection's label domain. For a collection
+        received from real devices a fit checks them against what the users
+        sent (other labels are clean labels); for a simulated one they are
+        taken at your word.
     collection : str
         The id of the collection (``CollectionSpec.id``).
 
