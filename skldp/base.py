@@ -293,20 +293,31 @@ def labels_sent(G, y):
             population.received(cid, keys)[1].all()):
         return False
     received = [s for s in population.collected() if s.id == cid]
-    if received and not sent_these_labels(population, received[0], keys, y):
-        sent, _ = population.received(cid, keys)
-        sent = np.asarray(received[0].public_state["classes"])[np.asarray(sent, np.int64)]
-        given = np.asarray(y)
-        differ = int(np.count_nonzero(sent != given)) if sent.shape == given.shape else \
-            len(keys)
-        warnings.warn(
-            f"labels marked as the reports of collection {cid} (LabelReports) differ from "
-            f"what {differ} of these {len(keys)} users sent, received from their devices: "
-            "they are read as clean labels (epsilon=inf; refused under a budget). Pass the "
-            "labels received_graph returned (a view of them: y[train]).",
-            UserWarning, stacklevel=3)
-        return False
+    if received:
+        differ = int(np.count_nonzero(~_received_these(population, received[0], keys, y)))
+        if differ:
+            warnings.warn(
+                f"labels marked as the reports of collection {cid} (LabelReports) differ "
+                f"from what {differ} of these {len(keys)} users sent, received from their "
+                "devices: they are read as clean labels (epsilon=inf; refused under a "
+                "budget). Pass the labels received_graph returned (a view of them: "
+                "y[train]).", UserWarning, stacklevel=3)
+            return False
     return True
+
+
+def _received_these(population, spec, keys, y):
+    """Whether each user ``keys[i]`` sent the label ``y[i]`` in the received collection
+    ``spec`` (its latest report, or one a later batch replaced)."""
+    y = np.asarray(y)
+    if y.shape != keys.shape:
+        return np.zeros(len(keys), bool)
+    classes = np.asarray(spec.public_state["classes"])
+    try:
+        pos, found = sorted_lookup(classes, y, sorter=np.argsort(classes, kind="stable"))
+    except (TypeError, ValueError):   # labels of another type than the classes
+        return np.zeros(len(keys), bool)
+    return found & population.sent(spec.id, keys, np.where(found, pos, 0))
 
 
 def refuse_foreign_labels(step, X, y):

@@ -83,3 +83,31 @@ def test_other_labels_under_the_mark_are_refused_under_a_budget():
             pytest.raises(BudgetExceededError, match="clean labels"):
         MLPHead(epochs=1).fit(G, forged)
     assert privacy_report(G).epsilon_for("labels") == 1.0
+
+
+def test_a_report_a_later_batch_replaced_is_still_one_the_user_sent():
+    # the server keeps a user's latest report: batch 1's labels, compared with it, would
+    # be clean labels though each was sent (and charged); a label no batch holds is not
+    import pickle
+
+    spec = collection_spec(LabelRandomizedResponse(0.5, classes=[0, 1, 2]))
+
+    def batch(population=None):
+        recs = [Device(u).answer(spec, int(Y[i])) for i, u in enumerate(IDS)]
+        return received_graph(labels=read_reports(recs, spec, users=IDS), node_ids=IDS,
+                              population=population)
+
+    G1, y1 = batch()
+    _, y2 = batch(G1)   # every device answers again (lost state)
+    changed = np.flatnonzero(np.asarray(y1) != np.asarray(y2))
+    assert len(changed)
+    X = np.zeros((N, 1))
+    G = GraphData(X, node_ids=IDS, population=G1).with_features(X, source="public")
+    G = pickle.loads(pickle.dumps(G))   # (a copy, as a search's worker holds)
+    assert _fit("MLPHead", G, y1) == [] and _fit("MLPHead", G, y2) == []
+    assert privacy_report(G).epsilon_for("labels") == 1.0   # two answers of 0.5
+    neither = np.array(y1)
+    i = changed[0]
+    neither[i] = 3 - y1[i] - y2[i]
+    assert _fit("MLPHead", G, LabelReports(neither, y1.collection))
+    assert privacy_report(G).epsilon_for("labels") == np.inf

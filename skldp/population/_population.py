@@ -826,6 +826,20 @@ class Population:
         pos, found = sorted_lookup(keys, node_keys)
         return reports[pos] if len(keys) else np.zeros(len(node_keys), np.int64), found
 
+    def sent(self, spec_id, node_keys, reports):
+        """Whether each user ``node_keys[i]`` sent the report ``reports[i]`` that the server
+        kept for ``spec_id``: its latest (:meth:`received`) or one that it replaced (an
+        earlier batch's)."""
+        latest, found = self.received(spec_id, node_keys)
+        reports = np.asarray(reports, np.int64)
+        out = found & (latest == reports)
+        with self._lock:
+            kept = self._received.get(spec_id)
+            if kept is not None and not out.all():
+                out |= kept.replaced.contains(check_node_keys(node_keys, "node_keys"),
+                                              reports)
+        return out
+
     @contextlib.contextmanager
     def recording(self, protects=None):
         """Collect every report sent while the block runs (for audits): yields a list of
@@ -1047,7 +1061,7 @@ class Population:
             return {"id": self.id, "_budget_cap": self._budget_cap, "simulated": self.simulated,
                     "ledger": self.ledger, "_journal": self._journal,
                     "_collected": dict(self._collected),
-                    "_received": {cid: k.merged() for cid, k in self._received.items()},
+                    "_received": {cid: k.state() for cid, k in self._received.items()},
                     "_answer_digests": {cid: d.merged() for cid, d in
                                         self._answer_digests.items()},
                     "_held": {cid: (spec, d.merged()) for cid, (spec, d) in
@@ -1167,24 +1181,31 @@ class _Answers:
 
 class _Kept:
     """The reports the server kept for one collection, a user's latest one: sorted keys
-    and their reports (chunks added are merged when read). A dict of 1.5M users took
-    0.5 s to update and a Python loop as long to read."""
+    and their reports (chunks added are merged when read); and the other reports a user's
+    latest replaced (``replaced``: an earlier batch's, (key, report) pairs). A dict of 1.5M
+    users took 0.5 s to update and a Python loop as long to read."""
 
-    __slots__ = ("keys", "reports", "chunks")
+    __slots__ = ("keys", "reports", "chunks", "replaced")
 
-    def __init__(self, keys=None, reports=None):
+    def __init__(self, keys=None, reports=None, replaced=None):
         self.keys = np.zeros(0, np.uint64) if keys is None else keys
         self.reports = np.zeros(0, np.int64) if reports is None else reports
         self.chunks = []
+        self.replaced = _Digests(None if replaced is None else
+                                 np.asarray(replaced, _Digests.PAIR))
 
     @classmethod
     def from_state(cls, state):
-        """From a pickle: ``(keys, reports)``, or a dict ``{key: report}`` (the older format)."""
+        """From a pickle: ``(keys, reports, replaced)``, ``(keys, reports)`` or a dict
+        ``{key: report}`` (older formats)."""
         if isinstance(state, dict):
             out = cls()
             out.add(np.fromiter(state.keys(), np.uint64, len(state)), list(state.values()))
             return out
         return cls(*state)
+
+    def state(self):
+        return (*self.merged(), self.replaced.merged())
 
     def add(self, keys, reports):
         # copies: the caller's arrays stay the caller's (editing them edits no record)
@@ -1204,6 +1225,10 @@ class _Kept:
             K, R = K[order], R[order]
             # a user's latest report: the last of its run (stable: in the order added)
             last = np.r_[K[1:] != K[:-1], True] if len(K) else np.zeros(0, bool)
+            # the others it replaced (label positions: integers from 0), but not its own
+            # repeats (a simulated device's report, kept at every request)
+            other = ~last & (R != R[np.flatnonzero(last)[np.cumsum(last) - last]])
+            self.replaced.add(K[other], R[other])
             self.keys, self.reports = K[last], R[last]
             del self.chunks[:n]
         return self.keys, self.reports
