@@ -119,7 +119,7 @@ class ReceivedReports:
         # hands them to the population, which charges them if the user joins it
         self._held_users, self._held_digests = [], np.zeros(0, np.uint64)
         # read with users=: its users are the directory's, told apart by it (3 and "3" two
-        # users when it holds both); else "3" and 3 may be two users' ids of one user
+        # users when it holds both); else 3 and "3" may be two ids of one user
         self._directory = False
 
     def __len__(self):
@@ -477,9 +477,9 @@ def read_reports(source, spec, *, users=None, senders=None, format=None):
         The users allowed to answer (the directory of enrolled users); others
         are refused, and their answers charged if they join later (see
         ``ReceivedReports.again``). ``None`` admits any id a record claims, each a node of the
-        graph (a warning: anyone who can send records can add users); ids of one key, and
-        an integer and its text (``5`` and ``"5"``), are one user, named by its first
-        record (pass ``users=`` holding both to tell them apart). Required
+        graph (a warning: anyone who can send records can add users); each id is kept
+        as sent (``5`` and ``"5"`` are two ids: :func:`received_graph` tells whether they
+        name one user, or refuses them). Required
         for an edge collection, where it is the collection's directory: every
         user its lists may name, the ``node_ids`` its spec was made from
         (checked against the spec's size and digest, as :func:`received_graph`
@@ -558,9 +558,6 @@ def read_reports(source, spec, *, users=None, senders=None, format=None):
     specs = p.field_specs()
     fields = {name: [] for name in specs}
     held_users, held, held_seen = [], array("Q"), set()
-    # without users=: one user per key, "5" and 5 one user (as users=[5] reads them); the
-    # id of its first record read (its answers are all charged to it)
-    first_id = {}
     for index, rec in _records(source, format):
         reason, message = None, None
         rec = _plain_or_same(rec)   # numpy values read as write_reports writes them
@@ -638,8 +635,6 @@ def read_reports(source, spec, *, users=None, senders=None, format=None):
                 hold = not charge
                 message += " Its user is its authenticated sender."
             if charge:
-                if allowed is None:
-                    user = first_id.setdefault(_one_user(user), user)
                 d = _digest(("refused", answer, _raw_text(rec["report"]))) \
                     if answer is not None else _new_digest(nonce, index)
                 charge = _further(d, user, seen, kept, extra)
@@ -670,8 +665,6 @@ def read_reports(source, spec, *, users=None, senders=None, format=None):
             continue
         d = _digest((answer, _canonical(report))) if answer is not None else \
             _new_digest(nonce, index)
-        if allowed is None:
-            user = first_id.setdefault(_one_user(user), user)
         if user in seen:
             out.refused["duplicate"] += 1
             again = _further(d, user, seen, kept, extra)
@@ -801,6 +794,8 @@ class _Users:
     ``np.int64(5)`` is 5), not the one it equals (``True == 1``); with ``retype``, a
     record's id names the user it names in the other type ("5" for 5, 5 for "5")."""
 
+    apart = frozenset()   # keys of users of their own, never retyped (received_graph's)
+
     def __init__(self, ids):
         self.ids = [plain_id(u) for u in ids.tolist()]
         self._row = {k: i for i, k in enumerate(ids_to_keys(ids).tolist())}
@@ -811,6 +806,8 @@ class _Users:
         """The position of the user that ``user`` names, else ``None``."""
         r = self._plain.get(user) if type(user) in (int, str) else None
         other = _retyped(user) if retype and r is None else None
+        if other is not None and self.apart and _key(user) in self.apart:
+            other = None   # (a user of its own to the population: not this node's)
         if other is not None and type(user) is str:
             # (text "5" for the int user 5, without keying: text that no text id equals
             # is of another key only by a hash collision; not for ints: -1 is 2**64 - 1)
@@ -941,8 +938,12 @@ def received_graph(*, features=None, labels=None, edges=None, node_ids=None, bud
         The users of the graph, in order. Required with ``edges`` (the
         directory the lists name, checked against the spec's digest). ``None``:
         the users who sent a feature report (or a label report), in arrival
-        order; one that ``population`` knows by the other type's id (``5`` for
-        ``"5"``) and not by its own is that user.
+        order, each by the id ``population`` knows it by (``5`` for a ``"5"`` it
+        knows by the other type's id only: a relay that writes ids as text).
+        Two ids of one user in a collection read without ``users=`` (``5`` and
+        ``"5"``, or two ids of one key) are refused, nothing charged, unless
+        ``population`` knows each as its own user: read the reports with
+        ``users=``, or pass ``node_ids``.
     budget : float or None, default=None
         Per-user cap of the graph's population. Reports that take a user above
         it raise :class:`BudgetExceededError` and build no graph, but they are
@@ -986,13 +987,16 @@ def received_graph(*, features=None, labels=None, edges=None, node_ids=None, bud
     if missing_lists not in ("warn", "empty", "error"):
         raise ValueError(f"missing_lists must be 'warn', 'empty' or 'error', got "
                          f"{missing_lists!r}.")
+    # (its budget is set once every part is checked: a refusal leaves it as it was)
     population = _receiving_population(population, budget)
+    parts = [(name, r) for name, r in (("features", features), ("edges", edges),
+                                        ("labels", labels)) if r is not None]
     if node_ids is None:
         source = features if features is not None else labels
         if source is None:
             raise ValueError("received_graph needs node_ids, or a feature or label collection "
                              "whose senders are the users.")
-        node_ids = _senders_as_users(source, population)
+        node_ids = _senders_as_users(source, [r for _, r in parts], population)
     # ids of several types (7 and "a") keep their types (np.asarray would make text of 7)
     ids = _as_id_array(_id_sequence(node_ids))
     n = len(ids)
@@ -1003,6 +1007,7 @@ def received_graph(*, features=None, labels=None, edges=None, node_ids=None, bud
         from .._graph_data import duplicate_ids_message
         raise ValueError(duplicate_ids_message(ids.tolist(), keys))
     position = _Users(ids)   # a user's row, by key (as its records name it)
+    position.apart = _apart([r for _, r in parts], keys, population)
     # every part is checked before any is charged: a refusal charges nothing
     X, feature_origin = np.zeros((n, 0)), ("derived", "were not collected")
     if features is not None:
@@ -1021,6 +1026,8 @@ def received_graph(*, features=None, labels=None, edges=None, node_ids=None, bud
         y = np.full(n, -1, dtype=classes.dtype) if numeric else np.full(n, None, dtype=object)
         pos = labels.reports["y"].astype(np.int64) if len(labels) else np.zeros(0, np.int64)
         y[label_rows] = classes[pos]
+    if budget is not None and population.budget is None:
+        population.set_budget(budget)
     refusals = []   # budget refusals: the reports are charged all the same (they were sent)
     if features is not None:
         charged = _receive(population, features.spec, keys[feature_rows], refusals)
@@ -1031,8 +1038,6 @@ def received_graph(*, features=None, labels=None, edges=None, node_ids=None, bud
     if labels is not None:
         charged = _receive(population, labels.spec, keys[label_rows], refusals, reports=pos)
         _charge_again(population, labels, position, keys, charged, refusals)
-    parts = [(name, r) for name, r in (("features", features), ("edges", edges),
-                                        ("labels", labels)) if r is not None]
     for _, received in parts:
         _hold(population, received, position)
     population._join(keys)   # (GraphData would: joined before the held answers are charged)
@@ -1106,7 +1111,8 @@ def _refuse(refusals, population, keys, specs=()):
 
 
 def _receiving_population(population, budget):
-    """The population that ``received_graph`` charges: a new one, or the caller's."""
+    """The population that ``received_graph`` charges: a new one, or the caller's (whose
+    ``budget`` received_graph sets once it has checked every part)."""
     from .._graph_data import GraphData
     if population is None:
         return Population(budget, simulated=False)
@@ -1123,8 +1129,6 @@ def _receiving_population(population, budget):
             raise ValueError(f"budget={budget!r}, but the population already has a budget of "
                              f"{population.budget:.4g} per user. Change it explicitly with "
                              "population.set_budget(...).")
-    elif budget is not None:
-        population.set_budget(budget)
     return population
 
 
@@ -1320,29 +1324,82 @@ def _refusal(error):
     return str(error).split(" Nothing was sent.")[0].rstrip(".")
 
 
-def _senders_as_users(received, population):
-    """received_graph's users when no ``node_ids`` are given: those who sent ``received``,
-    one per user (two ids of one, "5" and 5, kept in ReceivedReports built by hand: the
-    first, and _rows_of refuses the other; not two users of read_reports' ``users=``), each
-    by the id ``population`` knows it by (the int 5 of its ledger for a text "5" it does not
-    know: a relay that writes ids as text)."""
-    out, seen = [], set()
-    for u in received.users:
-        one = _one_user(plain_id(u))
-        if one not in seen or getattr(received, "_directory", False):
-            seen.add(one)
-            out.append(u)
-    if not out or not population._known():
-        return out   # (a new population knows no one)
-    new = np.flatnonzero(~population._known(ids_to_keys(_as_id_array(out))))
-    other = [(i, _retyped(plain_id(out[i]))) for i in new.tolist()]
+def _senders_as_users(source, parts, population):
+    """received_graph's users when no ``node_ids`` are given: those who sent ``source``, each
+    by the id ``population`` knows it by (:func:`_as_known`). Two ids of one user that a part
+    read without users= names are refused first (:func:`_one_per_user`); the directory of one
+    read with users= names its users (3 and "3" two users when it holds both)."""
+    for received in parts:
+        if not getattr(received, "_directory", False):
+            _one_per_user(received, population)
+    users = [plain_id(u) for u in source.users]
+    named, _ = _as_known(users, population)
+    if getattr(source, "_directory", False):
+        present = set(users)   # (both in the directory: two users, each as it names them)
+        named = [u if v in present else v for u, v in zip(users, named, strict=True)]
+    return named
+
+
+def _as_known(ids, population):
+    """Each of ``ids`` by the id ``population`` knows its user by: itself, else its other
+    spelling when it knows that one (the int 5 for the text "5" of a relay that writes ids as
+    text, and the reverse), else itself as sent; and whether it knows that user."""
+    ids = list(ids)
+    if not ids or not population._known():
+        return ids, np.zeros(len(ids), bool)   # (a new population knows no one)
+    known = population._known(ids_to_keys(_as_id_array(ids)))
+    other = [(i, _retyped(ids[i])) for i in np.flatnonzero(~known).tolist()]
     other = [(i, v) for i, v in other if v is not None]
     if other:
-        known = population._known(ids_to_keys(_as_id_array([v for _, v in other])))
-        for (i, v), k in zip(other, known.tolist(), strict=True):
+        found = population._known(ids_to_keys(_as_id_array([v for _, v in other])))
+        for (i, v), k in zip(other, found.tolist(), strict=True):
             if k:
-                out[i] = v
-    return out
+                ids[i], known[i] = v, True
+    return ids, known
+
+
+def _one_per_user(received, population):
+    """Refuse, before anything is charged, two ids of one user (an int and its text, two ids
+    of one key) in ``received``, read without users= (each id kept as sent), unless
+    ``population`` knows each as a user of its own; or both with a kept answer (one user's
+    two answers, where one is kept)."""
+    kept = [plain_id(u) for u in received.users]
+    ids = kept + [u for u in dict.fromkeys(plain_id(u) for u in received.again)
+                  if u not in set(kept)]
+    if len({type(u) for u in ids}) < 2 and \
+            len(distinct(ids_to_keys(_as_id_array(ids)))) == len(ids):
+        return   # (ids of one type and distinct keys: no id is another's spelling)
+    named, known = _as_known(ids, population)
+    groups = {}
+    for i, u in enumerate(named):
+        groups.setdefault(_one_user(u), []).append(i)
+    for members in (m for m in groups.values() if len(m) > 1):
+        keys = ids_to_keys(_as_id_array([named[i] for i in members])).tolist()
+        kept_keys = [k for k, i in zip(keys, members, strict=True) if i < len(kept)]
+        if (len(set(keys)) > 1 and not known[members].all()) or \
+                len(set(kept_keys)) < len(kept_keys):
+            a, b = (ids[i] for i in members[:2])
+            raise ValueError(
+                f"users {a!r} and {b!r} of collection {received.spec.id} are two ids of one "
+                "user (an integer and its text, or two ids of one key) that the population "
+                "does not know as two users: their answers may be one person's. Read the "
+                "reports with users= (the directory: it names each user, and charges a "
+                "user's further answers), or pass node_ids. Nothing was charged.")
+
+
+def _apart(parts, keys, population):
+    """The keys of the ids that ``parts`` name that are no node (``keys``) and that
+    ``population`` knows as users of their own: such an id names that user, never the node
+    of its other spelling (3 for "3")."""
+    if not population._known():
+        return frozenset()
+    ids = [u for r in parts for u in itertools.chain(
+        r.users, r.again, getattr(r, "_held_users", None) or ())]
+    if not ids:
+        return frozenset()
+    named = ids_to_keys(_as_id_array([plain_id(u) for u in ids]))
+    named = named[~member(named, keys)]
+    return frozenset(named[population._known(named)].tolist())
 
 
 def _rows_of(received, position):

@@ -1,8 +1,10 @@
-"""Two spellings of one user (the int 3 and the text "3" a relay writes, or two ids of one
-key) are one user on every path into the ledger: read_reports without users=, with
-senders=, received_graph with or without node_ids, a batch received into an existing
-population, Parquet files. Each user is charged every answer it sent, never split into
-two users charged one answer each."""
+"""Two spellings of one id (the int 3 and the text "3" a relay writes, or two ids of one
+key). read_reports without users= keeps each record's id as sent; received_graph decides:
+with node_ids the caller names the users; without, an id its population knows is that user,
+one it knows only by the other spelling is that user, and two spellings it does not tell
+apart may be one person's answers: refused before anything is charged (read them again with
+users=, or pass node_ids). A user is never split into two charged one answer each, and two
+users the population holds apart are never merged."""
 
 import warnings
 
@@ -22,6 +24,7 @@ from skldp.population import (
 )
 
 EPS = 2.0
+ONE = "two ids of one user.*Nothing was charged"
 
 
 @pytest.fixture(scope="module")
@@ -49,58 +52,97 @@ def _answered_twice(spec, second="3"):
     return recs
 
 
+def _apart(spec):
+    """A population that holds 3 and "3" apart (its directory had both)."""
+    G, _ = received_graph(labels=read_reports([Device(3).answer(spec, 1),
+                                               Device("3").answer(spec, 1)], spec,
+                                              users=[3, "3"]))
+    return G
+
+
 @pytest.mark.parametrize("node_ids", [None, list(range(5))])
-def test_an_id_and_its_text_are_one_user_charged_twice(spec, node_ids):
-    # read without users=: nodes [0, 1, 2, 3, 4, '3'], each charged once (printed 2, sent
-    # 4); with node_ids=range(5) refused. As read with users=range(5): 3 sent two answers
-    r = read_reports(_answered_twice(spec), spec)
-    assert r.users == [0, 1, 2, 3, 4] and dict(r.again) == {3: 1}
-    assert r.refused == {"duplicate": 1}
-    G, y = received_graph(labels=r, node_ids=node_ids)
-    assert G.node_ids.tolist() == [0, 1, 2, 3, 4] and y[3] == 1   # its first answer is kept
-    assert _spent(G, [3]) == [2 * EPS] and privacy_report(G).local_epsilon == 2 * EPS
-    G2, _ = received_graph(labels=read_reports(_answered_twice(spec), spec,
-                                               users=range(5)))
-    assert _spent(G2, [0, 3]) == _spent(G, [0, 3])
+def test_an_id_and_its_text_no_population_knows_are_refused(spec, node_ids):
+    # read_reports merged "3" into 3 at read time (and, before, two nodes charged one
+    # answer each: printed 2, sent 4); a population that knows neither cannot tell
+    recs = _answered_twice(spec)
+    r = read_reports(recs, spec)
+    assert r.users == [0, 1, 2, 3, 4, "3"] and not r.again   # each id as sent
+    G0, _ = received_graph(labels=read_reports([Device(9).answer(spec, 1)], spec))
+    with pytest.raises(ValueError, match=ONE if node_ids is None else "one user of node_ids"):
+        received_graph(labels=r, node_ids=node_ids, population=G0)
+    assert _spent(G0, [3, "3", 9]) == [0.0, 0.0, EPS]
+    # read again with the directory: 3 sent two answers, its first kept
+    G, y = received_graph(labels=read_reports(recs, spec, users=range(5)))
+    assert _spent(G, [0, 3]) == [EPS, 2 * EPS] and privacy_report(G).local_epsilon == 2 * EPS
+    assert y[3] == recs[3]["report"]["y"]   # (classes [0, 1]: a report is its label)
 
 
-def test_the_text_first_is_the_user_and_a_resend_under_the_other_is_free(spec):
-    a = dict(Device(3).answer(spec, 1), user="3")
-    r = read_reports([a, dict(Device(3).answer(spec, 0), user=3)], spec)
-    assert r.users == ["3"] and dict(r.again) == {"3": 1}
-    assert _spent(received_graph(labels=r)[0], ["3"]) == [2 * EPS]
-    # the same record again under the other spelling: a resend, free (two nodes before)
-    r = read_reports([a, dict(a, user=3)], spec)
-    assert r.users == ["3"] and not r.again
-    assert _spent(received_graph(labels=r)[0], ["3"]) == [EPS]
+@pytest.mark.parametrize("suffix", ["list", ".jsonl", ".parquet"])
+def test_every_path_refuses_them(spec, tmp_path, suffix):
+    if suffix == ".parquet":
+        pytest.importorskip("pyarrow")
+    recs = _answered_twice(spec)
+    source = recs
+    if suffix != "list":
+        source = tmp_path / f"reports{suffix}"
+        write_reports(recs, source)   # ints and text: one JSON column
+    with pytest.raises(ValueError, match=ONE):
+        received_graph(labels=read_reports(source, spec))
+    # authenticated senders 3 and "3" (a header read as text): the same
+    with pytest.raises(ValueError, match=ONE):
+        received_graph(labels=read_reports(recs, spec, senders=[x["user"] for x in recs]))
+    # a refused record (out of domain) of "3": an answer of that id all the same
+    recs[-1] = dict(recs[-1], report={"y": 9})
+    r = read_reports(recs, spec)
+    assert dict(r.again) == {"3": 1}
+    with pytest.raises(ValueError, match=ONE):
+        received_graph(labels=r)
 
 
-def test_two_ids_of_one_key_are_one_user(spec):
-    # -1 and 2**64 - 1 (one key) were two users of the read: received_graph refused them
+def test_two_ids_of_one_key_are_refused_unless_the_directory_names_them(spec):
     recs = [Device(-1).answer(spec, 1), dict(Device(-1).answer(spec, 0), user=2**64 - 1),
             Device(7).answer(spec, 1)]
     r = read_reports(recs, spec)
-    assert r.users == [-1, 7] and dict(r.again) == {-1: 1}
-    G, _ = received_graph(labels=r)
+    assert r.users == [-1, 2**64 - 1, 7]
+    with pytest.raises(ValueError, match=ONE):
+        received_graph(labels=r)
+    G, _ = received_graph(labels=read_reports(recs, spec, users=[-1, 7]))
     assert _spent(G, [-1, 7]) == [2 * EPS, EPS]
 
 
-def test_senders_without_users_name_one_user(spec):
-    # authenticated senders 3 and "3" (a header read as text): two users before
-    recs = _answered_twice(spec)
-    r = read_reports(recs, spec, senders=[rec["user"] for rec in recs])
-    assert r.users == [0, 1, 2, 3, 4] and dict(r.again) == {3: 1}
-    assert _spent(received_graph(labels=r)[0], [3]) == [2 * EPS]
+def test_a_population_that_holds_them_apart_charges_each_its_own(spec):
+    # a later batch with both, read without users=, was merged at read time: 3 charged
+    # "3"'s answer (printed max below what "3" spent)
+    G = _apart(spec)
+    G, _ = received_graph(labels=read_reports([Device("3").answer(spec, 1)], spec,
+                                              users=[3, "3"]), population=G)
+    recs = [Device(3).answer(spec, 1), Device("3").answer(spec, 0)]
+    for node_ids in (None, [3, "3"]):
+        G, y = received_graph(labels=read_reports(recs, spec), population=G,
+                              node_ids=node_ids)
+        assert G.node_ids.tolist() == [3, "3"]
+        assert y.tolist() == [rec["report"]["y"] for rec in recs]   # "3"'s label kept
+        # (the second time a resend: free)
+        assert _spent(G, [3, "3"]) == [2 * EPS, 3 * EPS]
+        assert privacy_report(G).local_epsilon == 3 * EPS
 
 
-def test_refused_records_under_the_other_spelling_charge_the_user(spec):
-    # a refused record (out of domain) of "3" after a kept one of 3: that user's answer
-    recs = _answered_twice(spec)
-    recs[-1] = dict(recs[-1], report={"y": 9})
-    r = read_reports(recs, spec)
-    assert r.users == [0, 1, 2, 3, 4] and dict(r.again) == {3: 1}
-    G, _ = received_graph(labels=r)
-    assert G.node_ids.tolist() == [0, 1, 2, 3, 4] and _spent(G, [3]) == [2 * EPS]
+def test_an_id_it_knows_is_never_the_node_of_its_other_spelling(spec):
+    # labels from "3", features from 3 only: "3"'s label was charged to 3 (a node by
+    # retyping), though the population holds "3" apart
+    sx = collection_spec(HDSMechanism(1.0, k=1, feature_range=(0, 1)), n_features=2)
+    G0 = _apart(spec)
+    features = read_reports([Device(3).answer(sx, [0.5, 0.5])], sx)
+    labels = read_reports([Device("3").answer(spec, 1)], spec)
+    for node_ids in (None, [3]):
+        with pytest.raises(ValueError, match="'3' sent a report.*not in node_ids"):
+            received_graph(features=features, labels=labels, node_ids=node_ids,
+                           population=G0)
+    assert _spent(G0, [3, "3"]) == [EPS, EPS]
+    # a further answer of "3" with 3's kept one: charged to "3"
+    recs = [Device(3).answer(spec, 1), dict(Device("3").answer(spec, 1), report={"y": 9})]
+    G, _ = received_graph(labels=read_reports(recs, spec), population=G0)
+    assert G.node_ids.tolist() == [3] and _spent(G, [3, "3"]) == [2 * EPS, 2 * EPS]
 
 
 def test_a_later_batch_in_the_other_spelling_is_the_same_user(spec):
@@ -114,36 +156,28 @@ def test_a_later_batch_in_the_other_spelling_is_the_same_user(spec):
     assert G2.node_ids.tolist() == [3, "9"]   # 9 is new: its id as sent
     assert _spent(G2, [3, "3", "9"]) == [2 * EPS, 0.0, EPS]
     assert privacy_report(G2).local_epsilon == 2 * EPS
-    # a population that knows both spellings keeps them apart
-    G3, _ = received_graph(labels=read_reports([dict(Device(3).answer(spec, 1), user=3),
-                                                Device("3").answer(spec, 1)], spec,
-                                               users=[3, "3"]))
-    G4, _ = received_graph(labels=read_reports([dict(Device("3").answer(spec, 0))], spec),
-                           population=G3)
-    assert G4.node_ids.tolist() == ["3"] and _spent(G4, [3, "3"]) == [EPS, 2 * EPS]
+    # both spellings in batch 3: one user with two kept answers, refused; a kept answer
+    # and a refused one (out of domain) are two answers of 3
+    both = [dict(Device(3).answer(spec, 1), user="3"), Device(3).answer(spec, 0)]
+    with pytest.raises(ValueError, match=ONE):
+        received_graph(labels=read_reports(both, spec), population=G2)
+    both[1] = dict(both[1], report={"y": 9})
+    G3, _ = received_graph(labels=read_reports(both, spec), population=G2)
+    assert G3.node_ids.tolist() == [3] and _spent(G3, [3, "3"]) == [4 * EPS, 0.0]
 
 
-@pytest.mark.parametrize("suffix", [".parquet", ".jsonl"])
-def test_a_file_with_both_spellings_reads_as_one_user(spec, tmp_path, suffix):
-    if suffix == ".parquet":
-        pytest.importorskip("pyarrow")
-    path = tmp_path / f"reports{suffix}"
-    write_reports(_answered_twice(spec), path)   # ints and text: one JSON column
-    r = read_reports(path, spec)
-    assert r.users == [0, 1, 2, 3, 4] and dict(r.again) == {3: 1}
-    assert _spent(received_graph(labels=r)[0], [3]) == [2 * EPS]
-
-
-def test_two_kept_spellings_are_refused_before_anything_is_charged(spec):
-    # ReceivedReports built by hand (or read before) with 3 and "3" both kept: without
-    # node_ids two nodes charged once each; with node_ids, the features were charged
-    # before the labels were refused
+def test_a_refusal_charges_nothing_and_sets_no_budget(spec):
+    # ReceivedReports built by hand with 3 and "3" both kept; with node_ids, the features
+    # were charged before the labels were refused; a refused call set the budget
     labels = ReceivedReports(spec, users=[3, "3"], reports={"y": np.array([1, 0])})
-    with pytest.raises(ValueError, match="are one user of node_ids.*Nothing was charged"):
-        received_graph(labels=labels)
-    sx = collection_spec(HDSMechanism(1.0, k=1, feature_range=(0, 1)), n_features=2)
     G0, _ = received_graph(labels=read_reports([Device(9).answer(spec, 1)], spec))
+    with pytest.raises(ValueError, match="Nothing was charged"):
+        received_graph(labels=labels, population=G0, budget=3 * EPS)
+    with pytest.raises(ValueError, match="needs node_ids"):
+        received_graph(population=G0, budget=3 * EPS)
+    assert G0.population.budget is None
+    sx = collection_spec(HDSMechanism(1.0, k=1, feature_range=(0, 1)), n_features=2)
     features = read_reports([Device(3).answer(sx, [0.5, 0.5])], sx, users=[3])
     with pytest.raises(ValueError, match="Nothing was charged"):
         received_graph(features=features, labels=labels, node_ids=[3], population=G0)
-    assert _spent(G0, [3, "3", 9]) == [0.0, 0.0, EPS]
+    assert _spent(G0, [3, "3", 9]) == [0.0, 0.0, EPS] and G0.population.budget is None
