@@ -277,12 +277,12 @@ def labels_sent(G, y):
     ``y`` is marked with that collection (:class:`~skldp.population.LabelReports`, what
     ``randomize`` and ``received_graph`` return) and these users answered it.
 
-    Decided on provenance only for a simulated collection, never on the values: whether
+    Decided on provenance only for a simulated population, never on the values: whether
     clean labels equal the reports depends on the clean labels, so a charge decided on it
     would tell which labels flipped (even for a marked array whose memory was written
-    through). A collection received from real devices is also checked on the values (the
-    server holds those reports): other labels under its mark are clean labels, with a
-    warning.
+    through). A collection received from real devices (a population not simulated) is also
+    checked on the values (the server holds those reports): other labels under its mark
+    are clean labels, with a warning.
     """
     cid = collection_of(y)
     if cid is None:
@@ -292,7 +292,10 @@ def labels_sent(G, y):
                 for e in population.ledger.entries()) and
             population.received(cid, keys)[1].all()):
         return False
-    received = [s for s in population.collected() if s.id == cid]
+    # (a simulated population's collections, even one recorded by Population.receive:
+    # provenance only, the mark is the caller's word)
+    received = [] if population.simulated else \
+        [s for s in population.collected() if s.id == cid]
     if received:
         differ = int(np.count_nonzero(~_received_these(population, received[0], keys, y)))
         if differ:
@@ -337,7 +340,7 @@ def refuse_foreign_labels(step, X, y):
             "of real devices), or fit on that graph.")
 
 
-def note_label_read(step, X, y):
+def note_label_read(step, X, y, *, sent=None):
     """A server ``step`` fits on the labels ``y`` of the rows of ``X``.
 
     Labels the users sent (a label mechanism's reports: the step's own
@@ -348,7 +351,9 @@ def note_label_read(step, X, y):
     the read is charged as a read of their labels in the clear (epsilon inf, refused
     under a budget; :meth:`Population.note_true_read
     <skldp.population.Population.note_true_read>`). A central DP training's own fit
-    (``PrivateStepMixin``) is covered by its guarantee.
+    (``PrivateStepMixin``) is covered by its guarantee. ``sent``: what the caller's
+    :func:`labels_sent` of these ``X`` and ``y`` returned (``None``: asked here; asked
+    twice, its warning would be given twice).
     """
     if not isinstance(X, GraphData) or isinstance(step, PrivateStepMixin) or \
             getattr(step, "label_mechanism_", None) is not None:
@@ -356,7 +361,7 @@ def note_label_read(step, X, y):
     from .model_selection._node_splits import _label_column
 
     y = _label_column(y)
-    if labels_sent(X, y):
+    if labels_sent(X, y) if sent is None else sent:
         return
     refuse_foreign_labels(step, X, y)
     keys = distinct(X.node_keys[X.rows])

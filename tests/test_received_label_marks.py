@@ -71,14 +71,15 @@ def test_only_the_labels_they_sent_pass_as_their_reports(name):
     other = np.array(y_sent)[rows]
     other[7] = 1 - other[7]   # one user's label is not what it sent
     warned = _fit(name, G[rows], LabelReports(other, y_sent.collection))
-    assert warned and "1 of these 30 users" in warned[0]
+    assert len(warned) == 1 and "1 of these 30 users" in warned[0]   # (C&S warned twice)
     assert privacy_report(G).epsilon_for("labels") == np.inf
 
 
 def test_other_labels_under_the_mark_are_refused_under_a_budget():
     G, y_sent = _received(budget=5.0)
-    forged = LabelReports(Y, y_sent.collection)   # the clean labels
-    assert not np.array_equal(forged, y_sent)
+    forged = np.array(y_sent)
+    forged[0] = 1 - forged[0]   # (the clean labels may all equal the random reports)
+    forged = LabelReports(forged, y_sent.collection)
     with pytest.warns(UserWarning, match="differ from what"), \
             pytest.raises(BudgetExceededError, match="clean labels"):
         MLPHead(epochs=1).fit(G, forged)
@@ -111,3 +112,17 @@ def test_a_report_a_later_batch_replaced_is_still_one_the_user_sent():
     neither[i] = 3 - y1[i] - y2[i]
     assert _fit("MLPHead", G, LabelReports(neither, y1.collection))
     assert privacy_report(G).epsilon_for("labels") == np.inf
+
+
+def test_a_simulated_population_stays_provenance_only():
+    # Population.receive on a simulated population listed its collection as received:
+    # the marked clean labels were compared with the reports, the warning counting the
+    # flipped labels (which a charge must not reveal)
+    G = GraphData(np.zeros((N, 1)), node_ids=IDS).with_features(np.zeros((N, 1)),
+                                                               source="public")
+    rr = LabelRandomizedResponse(1.0, classes=[0, 1], random_state=0).fit()
+    assert (np.asarray(rr.randomize(Y, G)) != Y).any()   # (fixed by the seed)
+    G.population.receive(rr.collection_, np.zeros(0, np.uint64))
+    assert G.population.simulated and rr.collection_ in G.population.collected()
+    assert _fit("MLPHead", G, LabelReports(Y, rr.collection_.id)) == []
+    assert privacy_report(G).epsilon_for("labels") == 1.0

@@ -350,7 +350,7 @@ class CorrectAndSmooth(MetaEstimatorMixin, GraphClassifierMixin, BaseEstimator):
                                    for s in specs):
                 _charge_clean_labels(self, G, specs, unattributed)
             else:   # it propagates the clean labels (a plain base model read them too)
-                note_label_read(self, G, y_used)
+                note_label_read(self, G, y_used, sent=False)
         self.estimator_ = estimator
         self._fit_on_collected_edges = edges_collected(G._store.adjacency_origin) or any(
             "edges" in s.protects and s.model in ("local", "central") for s in specs)
