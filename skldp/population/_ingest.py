@@ -118,9 +118,10 @@ class ReceivedReports:
         # the answers of users not in users= (each once, with its digest): received_graph
         # hands them to the population, which charges them if the user joins it
         self._held_users, self._held_digests = [], np.zeros(0, np.uint64)
-        # read with users=: its users are the directory's, told apart by it (3 and "3" two
-        # users when it holds both); else 3 and "3" may be two ids of one user
-        self._directory = False
+        # read with users=: the directory (read_reports' own _Users, not a copy), which tells
+        # its users apart (3 and "3" two users when it holds both); None: 3 and "3" may be
+        # two ids of one user
+        self._directory = None
 
     def __len__(self):
         return len(self.users)
@@ -699,7 +700,7 @@ def read_reports(source, spec, *, users=None, senders=None, format=None):
     out._further_digests = np.frombuffer(further, dtype=np.uint64).copy()
     out._held_users = held_users
     out._held_digests = np.frombuffer(held, dtype=np.uint64).copy()
-    out._directory = users is not None
+    out._directory = allowed
     return out
 
 
@@ -1330,14 +1331,22 @@ def _senders_as_users(source, parts, population):
     read without users= names are refused first (:func:`_one_per_user`); the directory of one
     read with users= names its users (3 and "3" two users when it holds both)."""
     for received in parts:
-        if not getattr(received, "_directory", False):
+        if getattr(received, "_directory", None) is None:
             _one_per_user(received, population)
     users = [plain_id(u) for u in source.users]
     named, _ = _as_known(users, population)
-    if getattr(source, "_directory", False):
-        present = set(users)   # (both in the directory: two users, each as it names them)
-        named = [u if v in present else v for u, v in zip(users, named, strict=True)]
+    directory = getattr(source, "_directory", None)
+    if directory is not None:   # (both in the directory: two users, each as it names them)
+        named = [u if _listed_apart(u, directory) else v
+                 for u, v in zip(users, named, strict=True)]
     return named
+
+
+def _listed_apart(user, directory):
+    """Whether ``directory`` (a :class:`_Users`) lists ``user``'s other spelling as a user of
+    its own too (3 and "3"): two users, each named as the directory names it."""
+    other = _retyped(user)
+    return other is not None and directory.get(other, retype=False) is not None
 
 
 def _as_known(ids, population):

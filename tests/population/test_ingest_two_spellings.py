@@ -181,3 +181,13 @@ def test_a_refusal_charges_nothing_and_sets_no_budget(spec):
     with pytest.raises(ValueError, match="Nothing was charged"):
         received_graph(features=features, labels=labels, node_ids=[3], population=G0)
     assert _spent(G0, [3, "3", 9]) == [0.0, 0.0, EPS] and G0.population.budget is None
+
+
+def test_a_directory_that_lists_both_names_the_one_that_answered(spec):
+    # the population knows "3" only; a directory [3, "3"] where 3 alone answers: 3's answer
+    # was charged to node "3" (the ids that answered were checked, not the directory's)
+    G0, _ = received_graph(labels=read_reports([Device("3").answer(spec, 1)], spec,
+                                               users=["3"]))
+    r = read_reports([Device(3).answer(spec, 1)], spec, users=[3, "3"])
+    G, _ = received_graph(labels=r, population=G0)
+    assert G.node_ids.tolist() == [3] and _spent(G, [3, "3"]) == [EPS, EPS]
