@@ -1,5 +1,6 @@
 """Reports from real devices: read them, validate them against their spec, build the graph."""
 
+import copy
 import hashlib
 import itertools
 import json
@@ -120,8 +121,10 @@ class ReceivedReports:
         self._held_users, self._held_digests = [], np.zeros(0, np.uint64)
         # read with users=: the directory (read_reports' own _Users, not a copy), which tells
         # its users apart (3 and "3" two users when it holds both); None: 3 and "3" may be
-        # two ids of one user
+        # two ids of one user. The ids it retyped to its other spelling, as sent (rare):
+        # position in users -> id, and position in the further answers -> id
         self._directory = None
+        self._kept_sent, self._further_sent = {}, {}
 
     def __len__(self):
         return len(self.users)
@@ -559,8 +562,10 @@ def read_reports(source, spec, *, users=None, senders=None, format=None):
     specs = p.field_specs()
     fields = {name: [] for name in specs}
     held_users, held, held_seen = [], array("Q"), set()
+    kept_sent, further_sent = {}, {}   # (position: id as sent) of the ids retyped ("3" for 3)
     for index, rec in _records(source, format):
         reason, message = None, None
+        sent = None   # the id as written, when the directory's other spelling replaced it
         rec = _plain_or_same(rec)   # numpy values read as write_reports writes them
         user = _user_of(rec)
         if not isinstance(rec, dict) or not {"collection", "user", "report"} <= set(rec) or \
@@ -590,7 +595,7 @@ def read_reports(source, spec, *, users=None, senders=None, format=None):
             if found is None:
                 reason, message = "unknown user", "its user is not in users."
             else:
-                user = found   # (the directory's id: -1 for 2**64 - 1, one key)
+                sent, user = user, found   # (the directory's id: -1 for 2**64 - 1, one key)
         held_reason = None   # what a user not in users= would have been refused for
         if reason is None or reason == "unknown user":
             try:
@@ -611,7 +616,7 @@ def read_reports(source, spec, *, users=None, senders=None, format=None):
             # charged to that user (with senders, to its authenticated sender, below)
             user = _integral_float_id(rec)
             if user is not None and allowed is not None:   # ("5" for 5.0: as any id)
-                user = allowed.named(user, retype=True)
+                sent, user = user, allowed.named(user, retype=True)
         if reason is not None:
             # a report of this collection that names a user it may charge was sent, valid or
             # not: an answer of that user, wherever it comes among the user's records
@@ -629,9 +634,9 @@ def read_reports(source, spec, *, users=None, senders=None, format=None):
                 # an authenticated sender's record that names no user (a line cut short in
                 # transit, its user id lost) or another user (a second install of its app):
                 # sent all the same, over that sender's channel, and charged to it
-                user = senders[index]
+                sent, user = None, senders[index]
                 if allowed is not None:   # (by key: -1 is 2**64 - 1; "5" for 5)
-                    user = allowed.named(user, retype=True)
+                    sent, user = user, allowed.named(user, retype=True)
                 charge = allowed is None or allowed.id_of(user) is not None
                 hold = not charge
                 message += " Its user is its authenticated sender."
@@ -641,6 +646,7 @@ def read_reports(source, spec, *, users=None, senders=None, format=None):
                 charge = _further(d, user, seen, kept, extra)
                 if charge:
                     out.again[user] += 1
+                    _note_retyped(further_sent, len(further_users), sent, user)
                     further_users.append(user)
                     further.append(d)
                 message += " Charged to its user: a report was sent." if charge else \
@@ -673,6 +679,7 @@ def read_reports(source, spec, *, users=None, senders=None, format=None):
                 # a further answer, not a resend: refused, but sent all the same; the
                 # reports are not compared (two independent answers may coincide)
                 out.again[user] += 1
+                _note_retyped(further_sent, len(further_users), sent, user)
                 further_users.append(user)
                 further.append(d)
             if len(out.refused_records) < _MAX_REFUSED_RECORDS:   # to trace impersonation
@@ -682,6 +689,7 @@ def read_reports(source, spec, *, users=None, senders=None, format=None):
                     if again else "a resend of an answer already received (free)"))
             continue
         seen[user] = len(out.users)
+        _note_retyped(kept_sent, len(out.users), sent, user)
         kept.append(d)
         out.users.append(user)
         for name, value in report.items():
@@ -701,7 +709,16 @@ def read_reports(source, spec, *, users=None, senders=None, format=None):
     out._held_users = held_users
     out._held_digests = np.frombuffer(held, dtype=np.uint64).copy()
     out._directory = allowed
+    out._kept_sent, out._further_sent = kept_sent, further_sent
     return out
+
+
+def _note_retyped(retyped, position, sent, user):
+    """Remember the id as sent (3) of the entry at ``position`` when read_reports replaced
+    it by the directory's other spelling ("3"): received_graph names by it a user its
+    population knows (never the node of its other spelling)."""
+    if sent is not None and type(sent) is not type(user):
+        retyped[position] = sent
 
 
 def _plain_or_same(rec):
@@ -990,6 +1007,7 @@ def received_graph(*, features=None, labels=None, edges=None, node_ids=None, bud
                          f"{missing_lists!r}.")
     # (its budget is set once every part is checked: a refusal leaves it as it was)
     population = _receiving_population(population, budget)
+    features, labels, edges = (_as_sent(r, population) for r in (features, labels, edges))
     parts = [(name, r) for name, r in (("features", features), ("edges", edges),
                                         ("labels", labels)) if r is not None]
     if node_ids is None:
@@ -1346,7 +1364,36 @@ def _listed_apart(user, directory):
     """Whether ``directory`` (a :class:`_Users`) lists ``user``'s other spelling as a user of
     its own too (3 and "3"): two users, each named as the directory names it."""
     other = _retyped(user)
-    return other is not None and directory.get(other, retype=False) is not None
+    return other is not None and directory.get(user, retype=False) is not None and \
+        directory.get(other, retype=False) is not None
+
+
+def _as_sent(received, population):
+    """``received`` with each id that read_reports retyped to its directory's other spelling
+    (a record of 3 read with users=["3"]) back as sent where ``population`` knows that id: a
+    user it knows, named as read without users= (its node, or refused where no node names
+    it), never the node of its other spelling."""
+    kept = getattr(received, "_kept_sent", None) or {}
+    further = getattr(received, "_further_sent", None) or {}
+    if not (kept or further) or not population._known():
+        return received
+    sent, n = list(kept.items()) + list(further.items()), len(kept)
+    known = population._known(ids_to_keys(_as_id_array([u for _, u in sent]))).tolist()
+    kept = {i: u for (i, u), k in zip(sent[:n], known[:n], strict=True) if k}
+    further = {j: u for (j, u), k in zip(sent[n:], known[n:], strict=True) if k}
+    if not (kept or further):
+        return received
+    out = copy.copy(received)   # (its arrays shared: only the ids change)
+    out.users = [kept.get(i, u) for i, u in enumerate(received.users)]
+    if further and received._further_users is not None:
+        out.again = Counter(received.again)
+        out._further_users = list(received._further_users)
+        for j, u in further.items():
+            out.again[out._further_users[j]] -= 1
+            out.again[u] += 1
+            out._further_users[j] = u
+        out.again = +out.again   # (a user left with no further answer is none)
+    return out
 
 
 def _as_known(ids, population):

@@ -191,3 +191,24 @@ def test_a_directory_that_lists_both_names_the_one_that_answered(spec):
     r = read_reports([Device(3).answer(spec, 1)], spec, users=[3, "3"])
     G, _ = received_graph(labels=r, population=G0)
     assert G.node_ids.tolist() == [3] and _spent(G, [3, "3"]) == [EPS, EPS]
+
+
+def test_an_id_retyped_at_read_is_the_user_the_population_knows(spec):
+    # read_reports(users=["3"]) retyped a record of 3 to "3": received_graph charged "3" for
+    # what 3 sent (printed 1 x EPS for 3, who sent 2 x EPS)
+    G0, _ = received_graph(labels=read_reports([Device(3).answer(spec, 1)], spec, users=[3]))
+    r = read_reports([Device(3).answer(spec, 0)], spec, users=["3"])
+    assert r.users == ["3"]   # (the directory's id: a relay's text is its user's)
+    with pytest.raises(ValueError, match="user 3 sent a report.*Nothing was charged"):
+        received_graph(labels=r, node_ids=["3"], population=G0)
+    assert _spent(G0, [3, "3"]) == [EPS, 0.0]
+    G, _ = received_graph(labels=r, population=G0)
+    assert G.node_ids.tolist() == [3] and _spent(G, [3, "3"]) == [2 * EPS, 0.0]
+    # a population that holds 3 and "3" apart; both answer a directory of "3" (3 first)
+    G0 = _apart(spec)
+    r = read_reports([Device(3).answer(spec, 1), Device("3").answer(spec, 0)], spec,
+                     users=["3"])
+    assert r.users == ["3"] and dict(r.again) == {"3": 1}
+    G, _ = received_graph(labels=r, population=G0)
+    assert _spent(G, [3, "3"]) == [2 * EPS, 2 * EPS]
+    assert privacy_report(G).local_epsilon == 2 * EPS
