@@ -1345,19 +1345,10 @@ def _refusal(error):
 
 def _senders_as_users(source, parts, population):
     """received_graph's users when no ``node_ids`` are given: those who sent ``source``, each
-    by the id ``population`` knows it by (:func:`_as_known`). Two ids of one user that a part
-    read without users= names are refused first (:func:`_one_per_user`); the directory of one
-    read with users= names its users (3 and "3" two users when it holds both)."""
-    for received in parts:
-        if getattr(received, "_directory", None) is None:
-            _one_per_user(received, population)
-    users = [plain_id(u) for u in source.users]
-    named, _ = _as_known(users, population)
-    directory = getattr(source, "_directory", None)
-    if directory is not None:   # (both in the directory: two users, each as it names them)
-        named = [u if _listed_apart(u, directory) else v
-                 for u, v in zip(users, named, strict=True)]
-    return named
+    by the id its user is known by (:func:`_one_per_user`, which first refuses two ids of one
+    user in the call's ``parts``)."""
+    named = _one_per_user(parts, population)
+    return [named[plain_id(u)] for u in source.users]
 
 
 def _listed_apart(user, directory):
@@ -1414,33 +1405,56 @@ def _as_known(ids, population):
     return ids, known
 
 
-def _one_per_user(received, population):
-    """Refuse, before anything is charged, two ids of one user (an int and its text, two ids
-    of one key) in ``received``, read without users= (each id kept as sent), unless
-    ``population`` knows each as a user of its own; or both with a kept answer (one user's
-    two answers, where one is kept)."""
-    kept = [plain_id(u) for u in received.users]
-    ids = kept + [u for u in dict.fromkeys(plain_id(u) for u in received.again)
-                  if u not in set(kept)]
+def _one_per_user(parts, population):
+    """Each id that ``parts`` (the collections of one call) name -> the id of its user:
+    itself when ``population`` knows it or a directory of the call (users=) lists it with
+    its other spelling (3 and "3": two users), else its other spelling when that one is
+    known (:func:`_as_known`). Refuses, before anything is charged, two ids of one user (an
+    int and its text, two ids of one key) across the parts that are not each known so, and
+    two kept answers of one user in one part."""
+    per_part = []
+    for received in parts:
+        kept = [plain_id(u) for u in received.users]
+        per_part.append((kept, [plain_id(u) for u in received.again]))
+    ids = list(dict.fromkeys(u for kept, again in per_part for u in kept + again))
+    directories = [d for d in (getattr(r, "_directory", None) for r in parts)
+                   if d is not None and len(set(map(type, d.ids))) > 1]   # (3 and "3")
+    named, known = _as_known(ids, population)
+    for i, u in enumerate(ids):
+        if any(_listed_apart(u, d) for d in directories):
+            named[i], known[i] = u, True   # (the directory's word: a user of its own)
+    name = dict(zip(ids, named, strict=True))
     if len({type(u) for u in ids}) < 2 and \
             len(distinct(ids_to_keys(_as_id_array(ids)))) == len(ids):
-        return   # (ids of one type and distinct keys: no id is another's spelling)
-    named, known = _as_known(ids, population)
+        return name   # (ids of one type and distinct keys: no id is another's spelling)
     groups = {}
     for i, u in enumerate(named):
         groups.setdefault(_one_user(u), []).append(i)
     for members in (m for m in groups.values() if len(m) > 1):
         keys = ids_to_keys(_as_id_array([named[i] for i in members])).tolist()
-        kept_keys = [k for k, i in zip(keys, members, strict=True) if i < len(kept)]
-        if (len(set(keys)) > 1 and not known[members].all()) or \
-                len(set(kept_keys)) < len(kept_keys):
-            a, b = (ids[i] for i in members[:2])
-            raise ValueError(
-                f"users {a!r} and {b!r} of collection {received.spec.id} are two ids of one "
-                "user (an integer and its text, or two ids of one key) that the population "
-                "does not know as two users: their answers may be one person's. Read the "
-                "reports with users= (the directory: it names each user, and charges a "
-                "user's further answers), or pass node_ids. Nothing was charged.")
+        if len(set(keys)) > 1 and not known[members].all():
+            _two_ids_of_one_user(ids[members[0]], ids[members[1]], parts)
+    for received, (kept, _) in zip(parts, per_part, strict=True):
+        keys = ids_to_keys(_as_id_array([name[u] for u in kept])) if kept else None
+        if kept and len(distinct(keys)) < len(kept):   # (one user's two kept answers)
+            first = {}
+            for u, k in zip(kept, keys.tolist(), strict=True):
+                if k in first:
+                    _two_ids_of_one_user(first[k], u, [received])
+                first[k] = u
+    return name
+
+
+def _two_ids_of_one_user(a, b, parts):
+    where = " and ".join(dict.fromkeys(
+        f"collection {r.spec.id}" for r in parts
+        if {a, b} & {plain_id(u) for u in itertools.chain(r.users, r.again)}))
+    raise ValueError(
+        f"users {a!r} and {b!r} of {where} are two ids of one user (an integer and its "
+        "text, or two ids of one key) that the population does not know as two users: "
+        "their answers may be one person's. Read the reports with users= (the directory: it "
+        "names each user, and charges a user's further answers), or pass node_ids. Nothing "
+        "was charged.")
 
 
 def _apart(parts, keys, population):

@@ -212,3 +212,18 @@ def test_an_id_retyped_at_read_is_the_user_the_population_knows(spec):
     G, _ = received_graph(labels=r, population=G0)
     assert _spent(G, [3, "3"]) == [2 * EPS, 2 * EPS]
     assert privacy_report(G).local_epsilon == 2 * EPS
+
+
+def test_two_spellings_are_checked_across_the_parts_of_a_call(spec):
+    # features under 3 and labels under "3" (each part one spelling) were one node: if they
+    # are two persons and a later call names both, one is charged the other's answer
+    sx = collection_spec(HDSMechanism(1.0, k=1, feature_range=(0, 1)), n_features=2)
+    features = read_reports([Device(3).answer(sx, [0.5, 0.5])], sx)
+    labels = read_reports([Device("3").answer(spec, 1)], spec)
+    G0, _ = received_graph(labels=read_reports([Device(9).answer(spec, 1)], spec))
+    with pytest.raises(ValueError, match=ONE):
+        received_graph(features=features, labels=labels, population=G0)
+    assert _spent(G0, [3, "3", 9]) == [0.0, 0.0, EPS]
+    # the caller names the user: one node, each answer charged to it
+    G, _ = received_graph(features=features, labels=labels, node_ids=[3], population=G0)
+    assert _spent(G, [3, "3"]) == [1.0 + EPS, 0.0]
