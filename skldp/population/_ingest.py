@@ -1158,6 +1158,11 @@ def _check_part(argument, received):
     if not isinstance(received, ReceivedReports):
         raise TypeError(f"received_graph: {argument}= takes the reports read_reports returns, "
                         f"got {type(received).__name__}.")
+    bad = [u for u in received.again if _user_of({"user": u}) is None]
+    if bad:   # (read_reports keeps a string or an integer: one built by hand may not)
+        raise ValueError(f"received_graph: {argument}= counts further answers (again) of "
+                         f"{bad[0]!r:.40}, which is no user id (a string or an integer). "
+                         "Nothing was charged.")
     protects = tuple(received.spec.protects)
     if argument not in protects:
         raise ValueError(f"received_graph: {argument}= expects the reports of a collection that "

@@ -227,3 +227,15 @@ def test_two_spellings_are_checked_across_the_parts_of_a_call(spec):
     # the caller names the user: one node, each answer charged to it
     G, _ = received_graph(features=features, labels=labels, node_ids=[3], population=G0)
     assert _spent(G, [3, "3"]) == [1.0 + EPS, 0.0]
+
+
+@pytest.mark.parametrize("bad", [None, float("nan"), True, 3.5])
+def test_further_answers_of_no_user_id_are_refused_before_any_charge(spec, bad):
+    # a hand-built again={None: 1} with node_ids: both users charged, then refused
+    from collections import Counter
+    r = ReceivedReports(spec, users=[1, 2], reports={"y": np.array([1, 0])},
+                        again=Counter({bad: 1}))
+    G0, _ = received_graph(labels=read_reports([Device(9).answer(spec, 1)], spec))
+    with pytest.raises(ValueError, match="no user id.*Nothing was charged"):
+        received_graph(labels=r, node_ids=[1, 2], population=G0)
+    assert _spent(G0, [1, 2, 9]) == [0.0, 0.0, EPS]
