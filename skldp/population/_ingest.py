@@ -958,10 +958,12 @@ def received_graph(*, features=None, labels=None, edges=None, node_ids=None, bud
         the users who sent a feature report (or a label report), in arrival
         order, each by the id ``population`` knows it by (``5`` for a ``"5"`` it
         knows by the other type's id only: a relay that writes ids as text).
-        Two ids of one user in a collection read without ``users=`` (``5`` and
-        ``"5"``, or two ids of one key) are refused, nothing charged, unless
-        ``population`` knows each as its own user: read the reports with
-        ``users=``, or pass ``node_ids``.
+        Two ids of one user in the call's collections (``5`` and ``"5"``, or
+        two ids of one key) are refused, nothing charged, unless ``population``
+        knows each as its own user, or a directory (``users=``) lists both: read
+        the reports with ``users=``, or pass ``node_ids``. An id that
+        read_reports read as its directory's other spelling is, where
+        ``population`` knows it, that user (refused if ``node_ids`` omit it).
     budget : float or None, default=None
         Per-user cap of the graph's population. Reports that take a user above
         it raise :class:`BudgetExceededError` and build no graph, but they are
