@@ -119,9 +119,10 @@ class ReceivedReports:
         # the answers of users not in users= (each once, with its digest): received_graph
         # hands them to the population, which charges them if the user joins it
         self._held_users, self._held_digests = [], np.zeros(0, np.uint64)
-        # read with users=: the directory (read_reports' own _Users, not a copy), which tells
-        # its users apart (3 and "3" two users when it holds both); None: 3 and "3" may be
-        # two ids of one user. The ids it retyped to its other spelling, as sent (rare):
+        # read with users=: the keys of the ids its directory lists with their other spelling
+        # (3 and "3": two users; usually none), not the directory (a 1M-user one is 200 MB);
+        # None: 3 and "3" may be two ids of one user. The ids it retyped to its other
+        # spelling, as sent (rare):
         # position in users -> id, and position in the further answers -> id
         self._directory = None
         self._kept_sent, self._further_sent = {}, {}
@@ -708,7 +709,7 @@ def read_reports(source, spec, *, users=None, senders=None, format=None):
     out._further_digests = np.frombuffer(further, dtype=np.uint64).copy()
     out._held_users = held_users
     out._held_digests = np.frombuffer(held, dtype=np.uint64).copy()
-    out._directory = allowed
+    out._directory = None if allowed is None else _apart_keys(allowed)
     out._kept_sent, out._further_sent = kept_sent, further_sent
     return out
 
@@ -1358,12 +1359,30 @@ def _senders_as_users(source, parts, population):
     return [named[plain_id(u)] for u in source.users]
 
 
-def _listed_apart(user, directory):
-    """Whether ``directory`` (a :class:`_Users`) lists ``user``'s other spelling as a user of
-    its own too (3 and "3"): two users, each named as the directory names it."""
+def _apart_keys(directory):
+    """The keys of the ids ``directory`` (a :class:`_Users`) lists together with their other
+    spelling (3 and "3": two users, each as the directory names it), usually none."""
+    keys = set()
+    if {int, str} <= set(map(type, directory.ids)):   # (else none: the quick way)
+        for u in directory.ids:
+            other = _retyped(u) if type(u) is str else None
+            if other is not None and directory.get(other, retype=False) is not None:
+                keys.update((_key(u), _key(other)))
+    return frozenset(keys)
+
+
+def _listed_apart_keys(received):
+    """:func:`_apart_keys` of the directory ``received`` was read with (empty without one)."""
+    keys = getattr(received, "_directory", None)
+    if isinstance(keys, _Users):   # (pickled by an earlier version: the whole directory)
+        keys = _apart_keys(keys)
+    return keys if isinstance(keys, frozenset) else frozenset()   # (older: a bool)
+
+
+def _listed_apart(user, apart):
+    """Whether ``user`` and its other spelling are both in ``apart`` (:func:`_apart_keys`)."""
     other = _retyped(user)
-    return other is not None and directory.get(user, retype=False) is not None and \
-        directory.get(other, retype=False) is not None
+    return other is not None and _key(user) in apart and _key(other) in apart
 
 
 def _as_sent(received, population):
@@ -1424,11 +1443,10 @@ def _one_per_user(parts, population):
         kept = [plain_id(u) for u in received.users]
         per_part.append((kept, [plain_id(u) for u in received.again]))
     ids = list(dict.fromkeys(u for kept, again in per_part for u in kept + again))
-    directories = [d for d in (getattr(r, "_directory", None) for r in parts)
-                   if d is not None and len(set(map(type, d.ids))) > 1]   # (3 and "3")
+    apart = frozenset().union(*map(_listed_apart_keys, parts))
     named, known = _as_known(ids, population)
-    for i, u in enumerate(ids):
-        if any(_listed_apart(u, d) for d in directories):
+    for i, u in enumerate(ids if apart else ()):
+        if _listed_apart(u, apart):
             named[i], known[i] = u, True   # (the directory's word: a user of its own)
     name = dict(zip(ids, named, strict=True))
     if len({type(u) for u in ids}) < 2 and \

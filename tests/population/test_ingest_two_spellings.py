@@ -239,3 +239,22 @@ def test_further_answers_of_no_user_id_are_refused_before_any_charge(spec, bad):
     with pytest.raises(ValueError, match="no user id.*Nothing was charged"):
         received_graph(labels=r, node_ids=[1, 2], population=G0)
     assert _spent(G0, [1, 2, 9]) == [0.0, 0.0, EPS]
+
+
+def test_reports_keep_only_what_the_directory_tells_apart(spec):
+    # each ReceivedReports kept read_reports' whole directory: a 24 MB pickle for 1M users
+    import pickle
+    n = 200_000
+    r = read_reports([Device(u).answer(spec, 1) for u in range(3)], spec, users=range(n))
+    assert len(pickle.dumps(r)) < n   # (the directory alone is several bytes a user)
+    # a directory that lists 3 and "3" still names each as it lists it
+    G0, _ = received_graph(labels=read_reports([Device("3").answer(spec, 1)], spec,
+                                               users=["3"]))
+    r = pickle.loads(pickle.dumps(read_reports([Device(3).answer(spec, 1)], spec,
+                                               users=[3, "3", *range(4, n)])))
+    G, _ = received_graph(labels=r, population=G0)
+    assert G.node_ids.tolist() == [3] and _spent(G, [3, "3"]) == [EPS, EPS]
+    # one pickled before the directory was kept (a bool) is read as before
+    r._directory = True
+    G, _ = received_graph(labels=r)
+    assert G.node_ids.tolist() == [3]
