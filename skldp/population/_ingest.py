@@ -1484,17 +1484,18 @@ def _two_ids_of_one_user(a, b, parts):
 
 def _apart(parts, keys, population):
     """The keys of the ids that ``parts`` name that are no node (``keys``) and that
-    ``population`` knows as users of their own: such an id names that user, never the node
-    of its other spelling (3 for "3")."""
-    if not population._known():
-        return frozenset()
+    ``population`` knows as users of their own, or that a directory of the call lists with
+    their other spelling (:func:`_listed_apart_keys`): such an id names that user, never the
+    node of its other spelling (3 for "3")."""
+    listed = frozenset().union(*map(_listed_apart_keys, parts))
     ids = [u for r in parts for u in itertools.chain(
         r.users, r.again, getattr(r, "_held_users", None) or ())]
-    if not ids:
+    if not ids or not (listed or population._known()):
         return frozenset()
     named = ids_to_keys(_as_id_array([plain_id(u) for u in ids]))
     named = named[~member(named, keys)]
-    return frozenset(named[population._known(named)].tolist())
+    known = population._known(named) if population._known() else np.zeros(len(named), bool)
+    return frozenset(named[known | member(named, np.fromiter(listed, np.uint64))].tolist())
 
 
 def _rows_of(received, position):

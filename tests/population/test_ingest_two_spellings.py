@@ -258,3 +258,14 @@ def test_reports_keep_only_what_the_directory_tells_apart(spec):
     r._directory = True
     G, _ = received_graph(labels=r)
     assert G.node_ids.tolist() == [3]
+
+
+def test_an_id_the_directory_lists_apart_is_never_the_node_of_its_other_spelling(spec):
+    # users=[3, "3"], "3" alone answers, node_ids=[3]: "3"'s answer was charged to node 3
+    r = read_reports([Device("3").answer(spec, 1)], spec, users=[3, "3"])
+    G0, _ = received_graph(labels=read_reports([Device(9).answer(spec, 1)], spec))
+    with pytest.raises(ValueError, match="user '3' sent a report.*Nothing was charged"):
+        received_graph(labels=r, node_ids=[3], population=G0)
+    assert _spent(G0, [3, "3", 9]) == [0.0, 0.0, EPS]
+    G, _ = received_graph(labels=r, node_ids=[3, "3"], population=G0)
+    assert _spent(G, [3, "3"]) == [0.0, EPS]
