@@ -1010,21 +1010,27 @@ def received_graph(*, features=None, labels=None, edges=None, node_ids=None, bud
                          f"{missing_lists!r}.")
     # (its budget is set once every part is checked: a refusal leaves it as it was)
     population = _receiving_population(population, budget)
-    features, labels, edges = (_as_sent(r, population) for r in (features, labels, edges))
+    # ids of several types (7 and "a") keep their types (np.asarray would make text of 7)
+    ids = None if node_ids is None else _as_id_array(_id_sequence(node_ids))
+    keys = None if ids is None else ids_to_keys(ids)
+    # an id read_reports retyped is named as sent where the call names that spelling too
+    named = np.concatenate([np.fromiter(_listed_apart_keys(r), np.uint64)
+                            for r in (features, labels, edges) if r is not None] +
+                           [np.zeros(0, np.uint64) if keys is None else keys])
+    features, labels, edges = (_as_sent(r, population, named)
+                               for r in (features, labels, edges))
     parts = [(name, r) for name, r in (("features", features), ("edges", edges),
                                         ("labels", labels)) if r is not None]
-    if node_ids is None:
+    if ids is None:
         source = features if features is not None else labels
         if source is None:
             raise ValueError("received_graph needs node_ids, or a feature or label collection "
                              "whose senders are the users.")
-        node_ids = _senders_as_users(source, [r for _, r in parts], population)
-    # ids of several types (7 and "a") keep their types (np.asarray would make text of 7)
-    ids = _as_id_array(_id_sequence(node_ids))
+        ids = _as_id_array(_senders_as_users(source, [r for _, r in parts], population))
+        keys = ids_to_keys(ids)
     n = len(ids)
     if n == 0:
         raise ValueError("received_graph: no user.")
-    keys = ids_to_keys(ids)
     if len(distinct(keys)) != n:
         from .._graph_data import duplicate_ids_message
         raise ValueError(duplicate_ids_message(ids.tolist(), keys))
@@ -1385,17 +1391,22 @@ def _listed_apart(user, apart):
     return other is not None and _key(user) in apart and _key(other) in apart
 
 
-def _as_sent(received, population):
+def _as_sent(received, population, named):
     """``received`` with each id that read_reports retyped to its directory's other spelling
-    (a record of 3 read with users=["3"]) back as sent where ``population`` knows that id: a
-    user it knows, named as read without users= (its node, or refused where no node names
-    it), never the node of its other spelling."""
+    (a record of 3 read with users=["3"]) back as sent where ``population`` knows that id or
+    the call names it (``named``: keys of node_ids, or listed apart by a directory): a user
+    of its own, named as read without users= (its node, or refused where no node names it),
+    never the node of its other spelling."""
     kept = getattr(received, "_kept_sent", None) or {}
     further = getattr(received, "_further_sent", None) or {}
-    if not (kept or further) or not population._known():
+    if not (kept or further) or not (len(named) or population._known()):
         return received
     sent, n = list(kept.items()) + list(further.items()), len(kept)
-    known = population._known(ids_to_keys(_as_id_array([u for _, u in sent]))).tolist()
+    keys = ids_to_keys(_as_id_array([u for _, u in sent]))
+    known = member(keys, named)
+    if population._known():
+        known |= population._known(keys)
+    known = known.tolist()
     kept = {i: u for (i, u), k in zip(sent[:n], known[:n], strict=True) if k}
     further = {j: u for (j, u), k in zip(sent[n:], known[n:], strict=True) if k}
     if not (kept or further):

@@ -269,3 +269,13 @@ def test_an_id_the_directory_lists_apart_is_never_the_node_of_its_other_spelling
     assert _spent(G0, [3, "3", 9]) == [0.0, 0.0, EPS]
     G, _ = received_graph(labels=r, node_ids=[3, "3"], population=G0)
     assert _spent(G, [3, "3"]) == [0.0, EPS]
+
+
+def test_an_id_retyped_at_read_is_the_node_that_names_it_as_sent(spec):
+    # users=[3] retyped "3"'s record to 3; node_ids=[3, "3"] (two users): 3 was charged
+    r = read_reports([Device("3").answer(spec, 1)], spec, users=[3])
+    assert r.users == [3]
+    G, _ = received_graph(labels=r, node_ids=[3, "3"])
+    assert _spent(G, [3, "3"]) == [0.0, EPS]
+    G, _ = received_graph(labels=r, node_ids=[3])   # (a relay's text: the directory's user)
+    assert _spent(G, [3, "3"]) == [EPS, 0.0]
