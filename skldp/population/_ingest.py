@@ -717,7 +717,7 @@ def read_reports(source, spec, *, users=None, senders=None, format=None):
 def _note_retyped(retyped, position, sent, user):
     """Remember the id as sent (3) of the entry at ``position`` when read_reports replaced
     it by the directory's other spelling ("3"): received_graph names by it a user its
-    population knows (never the node of its other spelling)."""
+    population knows or the call names (never the node of its other spelling)."""
     if sent is not None and type(sent) is not type(user):
         retyped[position] = sent
 
@@ -964,7 +964,8 @@ def received_graph(*, features=None, labels=None, edges=None, node_ids=None, bud
         knows each as its own user, or a directory (``users=``) lists both: read
         the reports with ``users=``, or pass ``node_ids``. An id that
         read_reports read as its directory's other spelling is, where
-        ``population`` knows it, that user (refused if ``node_ids`` omit it).
+        ``population`` knows it or the call names it (``node_ids``, or a
+        directory that lists both), that user (refused if ``node_ids`` omit it).
     budget : float or None, default=None
         Per-user cap of the graph's population. Reports that take a user above
         it raise :class:`BudgetExceededError` and build no graph, but they are
