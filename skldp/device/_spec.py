@@ -102,7 +102,7 @@ class CollectionSpec:
         the mechanism (kind, parameters and ``n_features_in``, the width of the row
         the step reads; a FeatureHashing step also its map, ``public_state``), in order.
     version : int
-        By default :func:`spec_version` of ``device_steps``: :data:`SPEC_VERSION` for a
+        By default the oldest that states ``device_steps``: :data:`SPEC_VERSION` for a
         spec with a FeatureHashing step, else 4 (versions 3 and 4 are still read).
     nonce : str
         Public and random-looking (16 hex digits): it tells apart two
