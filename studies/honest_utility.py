@@ -329,14 +329,13 @@ def honest_utility_study(datasets=DATASETS, seeds=range(5), eps=EPS):
     )
 
 
-def _accuracy(records, metric="accuracy"):
-    """``{(dataset, pipeline, eps): [score, ...]}`` of the accuracy runs (``metric``: the
-    test nodes' ``"accuracy"`` or the validation nodes' ``"val_accuracy"``)."""
+def _accuracy(records):
+    """``{(dataset, pipeline, eps): [accuracy, ...]}`` of the accuracy runs."""
     out = {}
     for r in records:
-        if metric in r.get("metrics", {}):
+        if "accuracy" in r.get("metrics", {}):
             key = (r["dataset"], r["method"], r["params"].get("eps"))
-            out.setdefault(key, []).append(r["metrics"][metric])
+            out.setdefault(key, []).append(r["metrics"]["accuracy"])
     return out
 
 
