@@ -262,16 +262,6 @@ def note_edge_read(step, X, fitting=False):
                              else "") + step_kind(step))
 
 
-def sent_these_labels(population, spec, node_keys, labels):
-    """Whether the users ``node_keys`` answered the label collection ``spec`` and the
-    reports the server kept read ``labels`` in its public domain."""
-    sent, found = population.received(spec.id, node_keys)
-    if not found.all():
-        return False
-    classes = np.asarray(spec.public_state.get("classes", []))
-    return np.array_equal(classes[np.asarray(sent, dtype=np.int64)], np.asarray(labels))
-
-
 def labels_sent(G, y):
     """Whether ``y`` are the labels the users of the view ``G`` sent in a label collection:
     ``y`` is marked with that collection (:class:`~skldp.population.LabelReports`, what
@@ -297,7 +287,7 @@ def labels_sent(G, y):
     received = [] if population.simulated else \
         [s for s in population.collected() if s.id == cid]
     if received:
-        differ = int(np.count_nonzero(~_received_these(population, received[0], keys, y)))
+        differ = int(np.count_nonzero(~sent_these_labels(population, received[0], keys, y)))
         if differ:
             warnings.warn(
                 f"labels marked as the reports of collection {cid} (LabelReports) differ "
@@ -309,13 +299,20 @@ def labels_sent(G, y):
     return True
 
 
-def _received_these(population, spec, keys, y):
-    """Whether each user ``keys[i]`` sent the label ``y[i]`` in the received collection
-    ``spec`` (its latest report, or one a later batch replaced)."""
+def sent_these_labels(population, spec, keys, y):
+    """Whether each user ``keys[i]`` sent the label ``y[i]`` (a value of the public
+    ``classes``) in the received label collection ``spec``: its latest report, or one that a
+    later batch replaced (each was sent, and charged).
+
+    Returns
+    -------
+    sent : ndarray of bool of shape (len(keys),)
+        All false when ``y`` is not one label per user.
+    """
     y = np.asarray(y)
     if y.shape != keys.shape:
         return np.zeros(len(keys), bool)
-    classes = np.asarray(spec.public_state["classes"])
+    classes = np.asarray(spec.public_state.get("classes", []))
     try:
         pos, found = sorted_lookup(classes, y, sorter=np.argsort(classes, kind="stable"))
     except (TypeError, ValueError):   # labels of another type than the classes

@@ -333,7 +333,8 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
         return label_encode(y_enc, len(self.classes_), self.q_, self.seed_, keys)["y"]
 
     def _received_labels(self, population, node_keys, y_enc):
-        """The labels real devices sent (no new randomization): ``y_enc`` must be them."""
+        """The labels real devices sent (no new randomization): each of ``y_enc`` must be
+        one that its user sent, in any batch."""
         self._check_unchanged()
         spec = self.collection_ if getattr(self, "collected_", False) else \
             self._received_collection(population, node_keys, self.classes_[y_enc])
@@ -344,20 +345,19 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
             self._restore_public_state(spec)
             self.population_ = bound
             y_enc = self.encode(labels)
-        sent, found = population.received(spec.id, node_keys)
-        missing = int(np.count_nonzero(~found))
+        missing = int(np.count_nonzero(~population.received(spec.id, node_keys)[1]))
         if missing:
             raise ValueError(f"{missing} of these users sent no label in collection {spec.id}; "
                              "fit on the users who sent one (y >= 0 in received_graph's y).")
-        sent = np.asarray(sent, dtype=np.int64)
-        if not np.array_equal(sent, y_enc):
+        # (an earlier batch's report too: it was sent, and charged)
+        if not sent_these_labels(population, spec, node_keys, self.classes_[y_enc]).all():
             raise ValueError(f"The labels given are not those these users sent in collection "
                              f"{spec.id}: pass the received labels (received_graph's y).")
         self.collection_ = spec
         self.epsilon_ = float(spec.epsilon)
         self.collected_ = True
         self.__dict__.pop("seed_", None)
-        return sent
+        return y_enc.copy()   # (a new array, as a collection's reports)
 
     def _received_collection(self, population, node_keys, labels):
         """The label collection of this kind and budget (and ``classes``, when given) that
@@ -369,7 +369,8 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
                 if s.kind == self.collection_.kind and s.epsilon == self.collection_.epsilon
                 and "classes" in s.public_state
                 and (self.classes is None or np.array_equal(domain(s), self.classes_))]
-        answered = [s for s in like if sent_these_labels(population, s, node_keys, labels)]
+        answered = [s for s in like
+                    if sent_these_labels(population, s, node_keys, labels).all()]
         if len(answered) == 1 or (not answered and len(like) == 1):
             return (answered or like)[0]   # (a single candidate: its checks say what differs)
         if len(answered) > 1 and all(np.array_equal(domain(s), domain(answered[0]))
@@ -415,7 +416,8 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
     def from_spec(cls, spec):
         """The unfitted mechanism of a label collection's spec (its ``eps`` and
         ``classes``): used in a classifier over labels that real devices randomized,
-        it reads the received labels instead of randomizing them again.
+        it reads the received labels (each user's, from any batch it sent) instead of
+        randomizing them again.
 
         Parameters
         ----------
