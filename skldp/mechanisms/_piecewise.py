@@ -30,6 +30,11 @@ _pm_estimate_map = pm_estimate_map
 _DECODE_ULPS = 4
 
 
+def _cell_values(cells, mid, half, c0, c1):
+    """``mid + half * t_hat``, ``t_hat = c0 + c1 * cells``: the reported value of a cell."""
+    return mid + half * (c0 + c1 * cells)
+
+
 class PiecewiseMechanism(LDPMechanism):
     r"""Piecewise mechanism with k-of-d sampling (Wang et al. 2019).
 
@@ -160,11 +165,11 @@ class PiecewiseMechanism(LDPMechanism):
         lo, hi = self.feature_min_, self.feature_max_
         delta, mid = hi - lo, (hi + lo) / 2.0
         c0, c1 = _pm_estimate_map(_pm_grid(self.epsilon_per_feature_))
-        t_hat = c0 + c1 * report["c"]
+        half = (d / k) * (delta / 2.0)
         if "i" not in report:
-            return mid + delta / 2.0 * t_hat
+            return _cell_values(report["c"], mid, half, c0, c1)
         idx = report["i"]
-        values = (d / k) * (delta[idx] / 2.0) * t_hat
+        values = _cell_values(report["c"], 0.0, half[idx], c0, c1)   # deviations from mid
         return _assemble_sampled(idx.shape[0], d, idx, values, mid)
 
     def variance(self, x):
