@@ -59,7 +59,8 @@ def check_output_grid(mechanism, x_values, n_samples=5_000, *, max_values=256, e
     inputs can produce and others cannot, so a single report can reveal the
     input. The check draws ``n_samples`` reports for each input and passes
     when the outputs lie on the mechanism's declared ``output_grid_`` (each
-    grid index decoded to one float by all inputs), or,
+    grid index decoded to one float by all inputs, the float of the
+    mechanism's decode where it declares one), or,
     for finite outputs, when no input produces a value that another input
     should have produced but never did; continuous outputs without a grid
     fail.
@@ -137,43 +138,70 @@ def check_output_grid(mechanism, x_values, n_samples=5_000, *, max_values=256, e
 
 
 def _grid_parts(grid, d):
-    """``(offset, step, ulps)`` of a declared ``output_grid_`` (``ulps`` 0 if not given)."""
-    msg = (f"output_grid_ must be (offset, step) or (offset, step, ulps): offset and step of "
-           f"shape ({d},) or scalars, finite, step > 0, ulps >= 0")
+    """``(offset, step, ulps, decode)`` of a declared ``output_grid_`` (``ulps`` 0 and
+    ``decode`` ``offset + k * step`` if not given)."""
+    msg = (f"output_grid_ must be (offset, step), (offset, step, ulps) or (offset, step, ulps, "
+           f"decode): offset and step of shape ({d},) or scalars, finite, step > 0, ulps >= 0, "
+           "decode callable")
     try:
         parts = tuple(grid)
-        if len(parts) not in (2, 3):
+        if len(parts) not in (2, 3, 4):
             raise ValueError
-        offset, step, ulps = (np.asarray(g, dtype=np.float64) for g in (*parts, 0.0)[:3])
+        offset, step, ulps = (np.asarray(g, dtype=np.float64) for g in (*parts[:3], 0.0)[:3])
     except (TypeError, ValueError):
         raise ValueError(f"{msg}; got {grid!r:.200}.") from None
     if (any(a.shape not in ((d,), ()) for a in (offset, step, ulps))
             or not np.all(np.isfinite(offset) & np.isfinite(step) & np.isfinite(ulps))
             or np.any(step <= 0) or np.any(ulps < 0)):
         raise ValueError(f"{msg}; got shapes {offset.shape}, {step.shape}, {ulps.shape}.")
-    return offset, step, ulps
+    if len(parts) == 4 and not callable(parts[3]):
+        raise ValueError(f"{msg}; got a decode of type {type(parts[3]).__name__}.")
+    decode = parts[3] if len(parts) == 4 else (lambda k: offset + k * step)
+    return offset, step, ulps, decode
+
+
+def _decoded(decode, K, R):
+    """``decode(K)`` checked as floats of the reports' shape."""
+    ref = np.asarray(decode(K), dtype=np.float64)
+    if ref.shape != R.shape:
+        raise ValueError(f"output_grid_'s decode must map grid indices of shape {K.shape} to "
+                         f"floats of the same shape, got shape {ref.shape}.")
+    return ref
+
+
+def _nearest_decode(R, offset, step, decode):
+    """Grid index of each report and its decode: the nearest index, or the one next to it
+    whose decode is the report (the nearest can be off by one where a step is about an ulp)."""
+    K = np.rint((R - offset) / step)
+    ref = _decoded(decode, K, R)
+    for s in (-1.0, 1.0):
+        alt = _decoded(decode, K + s, R)
+        hit = (alt == R) & (ref != R)
+        K, ref = np.where(hit, K + s, K), np.where(hit, alt, ref)
+    return K, ref
 
 
 def _check_grid(grid, per_input, n_distinct):
     d = per_input[0].shape[1]
-    offset, step, ulps = _grid_parts(grid, d)
+    offset, step, ulps, decode = _grid_parts(grid, d)
     per_input = [np.ascontiguousarray(R, dtype=np.float64) for R in per_input]
     # floats compared by their bits: -0.0 is not 0.0, and a NaN fill equals itself
     bits = [R.view(np.int64) for R in per_input]
-    # On the grid: decoded again from its nearest index, the report is the same float
-    # (LaplaceMechanism and HDSMechanism compute offset + c * step: exact at every range,
-    # even where the grid is finer than the floats), or within the ulps of the coordinate's
-    # largest magnitude that the mechanism declares for a decode computed in another order,
-    # where that is under a quarter of a step (so the index is unambiguous). A tolerance
-    # on (R - offset) / step instead would grow with the offset.
+    # On the grid: decoded again from its nearest index (by the mechanism's declared decode,
+    # else offset + k * step, which LaplaceMechanism and HDSMechanism compute: exact at every
+    # range, even where the grid is finer than the floats), the report is the same float,
+    # or within the ulps of the coordinate's largest magnitude that the mechanism declares
+    # (e.g. for a fill value), where that is under a quarter of a step (so the index is
+    # unambiguous). A tolerance on (R - offset) / step instead would grow with the offset.
     with np.errstate(invalid="ignore", over="ignore"):
         scale = np.maximum(np.abs(offset), np.max(
             [np.abs(np.where(np.isfinite(R), R, 0.0)).max(axis=0, initial=0.0)
              for R in per_input], axis=0))
         slack = ulps * np.spacing(scale)
         slack = np.where(slack < _SLACK_MAX_STEPS * step, slack, 0.0)
-        ks = [np.rint((R - offset) / step) for R in per_input]
-        dists = [np.abs(offset + K * step - R) for R, K in zip(per_input, ks, strict=True)]
+        ks, refs = zip(*(_nearest_decode(R, offset, step, decode) for R in per_input),
+                       strict=True)
+        dists = [np.abs(ref - R) for R, ref in zip(per_input, refs, strict=True)]
     ons = [dist <= slack for dist in dists]
     # Only a value at least a quarter step from every index can be a constant such as the
     # fill value of unsampled coordinates: one nearer is a perturbed decode of its index.

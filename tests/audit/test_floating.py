@@ -241,6 +241,21 @@ def test_piecewise_far_from_zero_passes(eps):
     assert res.passed and res.fraction_off_grid == 0.0, res.message
 
 
+def test_a_declared_decode_must_be_a_function_of_the_index_of_the_right_shape():
+    def mech(X, keys):
+        return np.floor(node_uniforms(7, keys, 1) * 8) / 8
+
+    mech.epsilon_ = 1.0
+    mech.output_grid_ = (np.zeros(1), np.full(1, 0.125), 0, "k / 8")
+    with pytest.raises(ValueError, match="decode callable"):
+        check_output_grid(mech, [[0.0], [1.0]], n_samples=10)
+    mech.output_grid_ = (np.zeros(1), np.full(1, 0.125), 0, lambda k: k.ravel() / 8)
+    with pytest.raises(ValueError, match="same shape"):
+        check_output_grid(mech, [[0.0], [1.0]], n_samples=10)
+    mech.output_grid_ = (np.zeros(1), np.full(1, 0.125), 0, lambda k: k / 8)
+    assert check_output_grid(mech, [[0.0], [1.0]], n_samples=100).passed
+
+
 def test_grid_index_decoded_to_two_floats_is_flagged():
     # within a few ulps of offset + k step, but the float of an index depends on the input
     # index m: fl(fl(offset + m step) + n step) (audit_pair finds eps >= 8 on these floats)
