@@ -1,5 +1,7 @@
 """The Piecewise mechanism (Wang et al. 2019) with k-of-d sampling."""
 
+from functools import partial
+
 import numpy as np
 
 from ..base import LDPMechanism
@@ -25,13 +27,16 @@ _EPS_PER_DIM = 2.5
 # device program are the device encoder's: one implementation.
 _pm_grid = pm_grid
 _pm_estimate_map = pm_estimate_map
-# Most ulps (of the magnitude) by which _decode's mid + half * (c0 + c1 c) differs from
-# fl(offset + c * step): 4 over ranges 1e-3 to 1e15 wide, eps 1e-3 to 20 (output_grid_)
+# Most ulps (of the magnitude) by which the value mid of unsampled coordinates differs from
+# the decode of the cell nearest it (about 2; output_grid_). The reports are the declared
+# decode bit for bit: compared with fl(offset + c * step) instead, 1 ulp off for up to half
+# the cells where a step is under 16 ulps (narrow ranges far from 0).
 _DECODE_ULPS = 4
 
 
 def _cell_values(cells, mid, half, c0, c1):
-    """``mid + half * t_hat``, ``t_hat = c0 + c1 * cells``: the reported value of a cell."""
+    """``mid + half * t_hat``, ``t_hat = c0 + c1 * cells``: the reported value of a cell (the
+    reports and the decode that ``output_grid_`` declares, so that they agree bit for bit)."""
     return mid + half * (c0 + c1 * cells)
 
 
@@ -75,11 +80,12 @@ class PiecewiseMechanism(LDPMechanism):
         ``eps / k_``.
     epsilon_ : float
         Per-user total, ``eps``.
-    output_grid_ : tuple (offset, step, ulps), or None
-        Every reported (sampled) coordinate ``j`` is ``offset[j] + i * step[j]``
-        (arrays of shape (n_features,)) for an integer ``i``, whatever the
-        input, up to ``ulps`` ulps of its magnitude (the decode rounds
-        otherwise). ``None`` when ``eps`` is inf.
+    output_grid_ : tuple (offset, step, ulps, decode), or None
+        Every reported (sampled) coordinate ``j`` is the float ``decode(i)``
+        of its integer cell ``i`` (indices of shape (n, n_features)),
+        whatever the input: ``mid + half * (c0 + c1 * i)``, within a few ulps
+        of ``offset[j] + i * step[j]``; ``ulps`` is the tolerance of the
+        value ``mid`` of unsampled coordinates. ``None`` when ``eps`` is inf.
     seed_, feature_min_, feature_max_, protects_, n_features_in_
         See :class:`~skldp.base.LDPMechanism`.
 
@@ -133,9 +139,10 @@ class PiecewiseMechanism(LDPMechanism):
         self.output_grid_ = None
         if not np.isinf(self.epsilon_per_feature_):
             c0, c1 = _pm_estimate_map(_pm_grid(self.epsilon_per_feature_))
-            half = (d / k) * (self.feature_max_ - self.feature_min_) / 2.0
+            half = (d / k) * ((self.feature_max_ - self.feature_min_) / 2.0)
             mid = (self.feature_max_ + self.feature_min_) / 2.0
-            self.output_grid_ = (mid + half * c0, half * c1, _DECODE_ULPS)
+            self.output_grid_ = (mid + half * c0, half * c1, _DECODE_ULPS,
+                                 partial(_cell_values, mid=mid, half=half, c0=c0, c1=c1))
 
     def _epsilon_total(self):
         return float(self.eps)

@@ -7,6 +7,7 @@ import pytest
 
 from skldp import GraphData
 from skldp.audit import GridCheckResult, additive_support_check, check_output_grid
+from skldp.device._kinds import piecewise_encode, pm_grid
 from skldp.mechanisms import (
     EdgeRR,
     GRRFSMechanism,
@@ -239,6 +240,54 @@ def test_piecewise_far_from_zero_passes(eps):
     mech = PiecewiseMechanism(eps, k=1, feature_range=(lo, hi), random_state=0)
     res = check_output_grid(mech, [[lo, lo], [hi, hi], [lo + 1 / 3, hi]], n_samples=1000)
     assert res.passed and res.fraction_off_grid == 0.0, res.message
+
+
+# (lo, hi, eps, k): steps of 13, 2.2, 2.3 and 0.9 ulps of |offset|; before the decode was
+# declared, the first three were 43 %, 43 % and 23 % "off the grid" (1 ulp from
+# fl(offset + c step), with the 4-ulp slack over a quarter step); the last needs the index
+# next to the nearest (the nearest is not the cell for a third of the reports)
+_NARROW_FAR = [(1e8, 1e8 + 3, 10.0, 2), (1e8 - 0.25, 1e8 + 0.25, 10.0, 2),
+               (1e6 - 5e-4, 1e6 + 5e-4, 1.0, 1), (1e8 - 0.1, 1e8 + 0.1, 10.0, 2)]
+
+
+@pytest.mark.parametrize("lo, hi, eps, k", _NARROW_FAR)
+def test_piecewise_on_narrow_ranges_far_from_zero_passes(lo, hi, eps, k):
+    # each report is the declared decode of its cell, bit for bit, for every input
+    mech = PiecewiseMechanism(eps, k=k, feature_range=(lo, hi), random_state=0)
+    inputs = [[lo, lo], [hi, hi], [lo + (hi - lo) / 3, hi], [(lo + hi) / 2] * 2]
+    res = check_output_grid(mech, inputs, n_samples=1000)
+    assert res.passed and res.fraction_off_grid == 0.0, res.message
+
+
+class _TwoDecodes(PiecewiseMechanism):
+    """Decodes the cells of x = hi as fl(offset + c step), the others as the declared decode:
+    1 ulp apart for ~40 % of the cells on a narrow range far from 0, so the float tells hi."""
+
+    def _perturb(self, X, keys):
+        report = piecewise_encode(X, self.feature_min_, self.feature_max_, self.k_,
+                                  pm_grid(self.epsilon_per_feature_), self.seed_, keys)
+        offset, step = self.output_grid_[:2]
+        return np.where(X == self.feature_max_, offset + report["c"] * step,
+                        self._decode(report))
+
+
+class _NudgedPiecewise(PiecewiseMechanism):
+    """Moves every report of x = hi 1 ulp up."""
+
+    def _perturb(self, X, keys):
+        out = super()._perturb(X, keys)
+        return np.where(X == self.feature_max_, np.nextafter(out, np.inf), out)
+
+
+@pytest.mark.parametrize("lo, hi, eps, k", _NARROW_FAR[:2])
+@pytest.mark.parametrize("leaky, share", [(_TwoDecodes, 0.1), (_NudgedPiecewise, 0.5)])
+def test_an_input_dependent_decode_on_a_narrow_far_range_is_flagged(lo, hi, eps, k, leaky,
+                                                                    share):
+    # the declared decode is exact: a float off it (1 ulp, a step of 2 ulps or more) is flagged
+    mech = leaky(eps, k=k, feature_range=(lo, hi), random_state=0)
+    res = check_output_grid(mech, [[lo, lo], [hi, hi]], n_samples=1000)
+    assert not res.passed and res.fraction_off_grid >= share, res.message
+    assert all(i == 1 for i, _, _ in res.flagged)   # only x = hi's reports
 
 
 def test_a_declared_decode_must_be_a_function_of_the_index_of_the_right_shape():
