@@ -583,20 +583,16 @@ def read_reports(source, spec, *, users=None, senders=None, format=None):
             reason, message = "sender mismatch", (f"it claims user {user!r:.40} but "
                                                   f"was sent by {senders[index]!r:.40}.")
         elif allowed is not None:
-            # a relay that writes ids as text ("5" for 5) names the same user (not with
-            # senders=: the channel authenticated the id as written)
-            found = allowed.id_of(user, retype=senders is None)
-            if found is None and senders is not None and \
-                    allowed.get(senders[index], retype=False) is None and \
-                    allowed.get(user) is not None and \
-                    allowed.get(user) == allowed.get(senders[index]):
-                # (the header and the record both written as text: "5" for user 5; as
-                # _sent_by, the user the sender names once retyped)
-                found = allowed.id_of(user, retype=True)
+            # a relay that writes ids as text ("5" for 5) names the same user; with senders=,
+            # the channel authenticated the id as written, unless the sender is written so
+            # too (a header read as text: "5" for user 5, as _sent_by)
+            found = allowed.find(user, retype=senders is None or (
+                allowed.get(senders[index], retype=False) is None and
+                allowed.get(user) == allowed.get(senders[index])))
             if found is None:
                 reason, message = "unknown user", "its user is not in users."
             else:
-                sent, user = user, found   # (the directory's id: -1 for 2**64 - 1, one key)
+                sent, user = user, found[1]   # (the directory's id: -1 for 2**64 - 1, one key)
         held_reason = None   # what a user not in users= would have been refused for
         if reason is None or reason == "unknown user":
             try:
@@ -617,7 +613,7 @@ def read_reports(source, spec, *, users=None, senders=None, format=None):
             # charged to that user (with senders, to its authenticated sender, below)
             user = _integral_float_id(rec)
             if user is not None and allowed is not None:   # ("5" for 5.0: as any id)
-                sent, user = user, allowed.named(user, retype=True)
+                sent, user = user, allowed.name(user)
         if reason is not None:
             # a report of this collection that names a user it may charge was sent, valid or
             # not: an answer of that user, wherever it comes among the user's records
@@ -625,7 +621,7 @@ def read_reports(source, spec, *, users=None, senders=None, format=None):
                 user is not None and "report" in rec and \
                 isinstance(rec.get("collection"), str) and rec["collection"] == spec.id and \
                 (senders is None or _sent_by(user, senders[index], allowed))
-            charge = names and (allowed is None or allowed.id_of(user) is not None)
+            charge = names and (allowed is None or allowed.get(user, retype=False) is not None)
             hold = names and not charge
             if senders is not None and (reason == "sender mismatch" or (
                     reason == "malformed" and user is None)) and \
@@ -637,8 +633,8 @@ def read_reports(source, spec, *, users=None, senders=None, format=None):
                 # sent all the same, over that sender's channel, and charged to it
                 sent, user = None, senders[index]
                 if allowed is not None:   # (by key: -1 is 2**64 - 1; "5" for 5)
-                    sent, user = user, allowed.named(user, retype=True)
-                charge = allowed is None or allowed.id_of(user) is not None
+                    sent, user = user, allowed.name(user)
+                charge = allowed is None or allowed.get(user, retype=False) is not None
                 hold = not charge
                 message += " Its user is its authenticated sender."
             if charge:
@@ -808,44 +804,57 @@ def _key(user):
 
 
 class _Users:
-    """Users by key (read_reports' ``users=``, received_graph's ``node_ids``), as the
-    ledger and GraphData know them: an id names the user of its key (-1 is 2**64 - 1,
-    ``np.int64(5)`` is 5), not the one it equals (``True == 1``); with ``retype``, a
-    record's id names the user it names in the other type ("5" for 5, 5 for "5")."""
+    """Which user an id names: the one place read_reports and received_graph decide it.
 
-    apart = frozenset()   # keys of users of their own, never retyped (received_graph's)
+    ``ids`` are the users listed (read_reports' ``users=``, received_graph's nodes), ``own``
+    the keys of users of their own that are not listed (received_graph's: users its
+    population knows, ids a directory of the call lists beside their other spelling). An id
+    names the user of its key, listed or own; else, with ``retype``, the user of its other
+    spelling's key (the text "5" a relay writes for the int 5, and the reverse); else no
+    one. By key, as the ledger and GraphData know users (-1 is 2**64 - 1, ``np.int64(5)``
+    is 5), not by ``==`` (``True == 1``). ``keyed``: the keys of int and str ids keyed
+    already, in bulk (keying ids one by one is slow).
+    """
 
-    def __init__(self, ids):
+    def __init__(self, ids, own=frozenset(), keyed=None):
         self.ids = [plain_id(u) for u in ids.tolist()]
-        self._row = {k: i for i, k in enumerate(ids_to_keys(ids).tolist())}
+        self.keys = ids_to_keys(ids)
+        self._row = {k: i for i, k in enumerate(self.keys.tolist())}
         # (a quicker way to most: an int or str equal to an int or str id is of its key)
         self._plain = {u: i for i, u in enumerate(self.ids) if type(u) in (int, str)}
+        self.own = own.difference(self._row) if own else frozenset()
+        self.keyed = keyed or {}
 
-    def get(self, user, retype=True):
-        """The position of the user that ``user`` names, else ``None``."""
+    def find(self, user, retype=True):
+        """``(position, id)`` of the user ``user`` names (position ``None``: an own user),
+        else ``None``."""
         r = self._plain.get(user) if type(user) in (int, str) else None
         other = _retyped(user) if retype and r is None else None
-        if other is not None and self.apart and _key(user) in self.apart:
-            other = None   # (a user of its own to the population: not this node's)
-        if other is not None and type(user) is str:
+        if other is not None and type(user) is str and not self.own:
             # (text "5" for the int user 5, without keying: text that no text id equals
             # is of another key only by a hash collision; not for ints: -1 is 2**64 - 1)
             r = self._plain.get(other)
-        if r is None:
-            r = self._row.get(_key(user))
-        if r is None and other is not None:
-            r = self._row.get(_key(other))
-        return r
+        if r is not None or not (self._row or self.own):
+            return None if r is None else (r, self.ids[r])
+        for u in (user, other):
+            if u is not None:
+                k = self.keyed.get(u) if type(u) in (int, str) else None
+                k = _key(u) if k is None else k
+                if k in self._row:
+                    return self._row[k], self.ids[self._row[k]]
+                if k in self.own:
+                    return None, u
+        return None
 
-    def id_of(self, user, retype=False):
-        """The id of the user that ``user`` names, else ``None``."""
-        r = self.get(user, retype)
-        return None if r is None else self.ids[r]
+    def get(self, user, retype=True):
+        """The position of the listed user that ``user`` names, else ``None``."""
+        found = self.find(user, retype)
+        return None if found is None else found[0]
 
-    def named(self, user, retype=False):
-        """The id of the user that ``user`` names, else ``user``."""
-        r = self.get(user, retype)
-        return user if r is None else self.ids[r]
+    def name(self, user, retype=True):
+        """The id of the user that ``user`` names (listed or own), else ``user``."""
+        found = self.find(user, retype)
+        return user if found is None else found[1]
 
 
 def _sent_by(user, sender, users):
@@ -1035,8 +1044,8 @@ def received_graph(*, features=None, labels=None, edges=None, node_ids=None, bud
     if len(distinct(keys)) != n:
         from .._graph_data import duplicate_ids_message
         raise ValueError(duplicate_ids_message(ids.tolist(), keys))
-    position = _Users(ids)   # a user's row, by key (as its records name it)
-    position.apart = _apart([r for _, r in parts], keys, population)
+    # a user's row, by key (as its records name it); an id a user of its own is not retyped
+    position = _Users(ids, _apart([r for _, r in parts], keys, population))
     # every part is checked before any is charged: a refusal charges nothing
     X, feature_origin = np.zeros((n, 0)), ("derived", "were not collected")
     if features is not None:
@@ -1060,13 +1069,13 @@ def received_graph(*, features=None, labels=None, edges=None, node_ids=None, bud
     refusals = []   # budget refusals: the reports are charged all the same (they were sent)
     if features is not None:
         charged = _receive(population, features.spec, keys[feature_rows], refusals)
-        _charge_again(population, features, position, keys, charged, refusals)
+        _charge_again(population, features, position, charged, refusals)
     if edges is not None:
         charged = _receive(population, edges.spec, keys[edge_rows], refusals)
-        _charge_again(population, edges, position, keys, charged, refusals)
+        _charge_again(population, edges, position, charged, refusals)
     if labels is not None:
         charged = _receive(population, labels.spec, keys[label_rows], refusals, reports=pos)
-        _charge_again(population, labels, position, keys, charged, refusals)
+        _charge_again(population, labels, position, charged, refusals)
     for _, received in parts:
         _hold(population, received, position)
     population._join(keys)   # (GraphData would: joined before the held answers are charged)
@@ -1180,7 +1189,7 @@ def _check_part(argument, received):
                          f"{received.spec.describe()}: pass them as {protects[0]}=.")
 
 
-def _charge_again(population, received, position, keys, charged, refusals):
+def _charge_again(population, received, position, charged, refusals):
     """Charge the answers of ``received``'s collection that are not used: those of this batch
     (``again``) and, from users who answered it in an earlier batch of ``population``, every
     answer that batch did not hold. ``charged`` are the users whose kept answer
@@ -1189,7 +1198,7 @@ def _charge_again(population, received, position, keys, charged, refusals):
     the budget too: the refusal is added to ``refusals``); what is charged is remembered at
     once, so that a retry after a refusal charges it no more."""
     users, owner, digests, known, is_kept = _answer_entries(received)
-    ukeys = _keys_of(users, position, keys)
+    ukeys = _keys_of(users, position)
     # users named two ways ("5" and 5, read without users=) are one user: one entry
     ukeys, first, inverse = np.unique(ukeys, return_index=True, return_inverse=True)
     users, owner = [users[i] for i in first.tolist()], inverse.ravel()[owner]
@@ -1248,10 +1257,10 @@ def _hold(population, received, position):
     is that node's, as read_reports with it in ``users=`` would have read it."""
     users = getattr(received, "_held_users", None)
     if users:
-        users = [position.named(u, retype=True) for u in users]
+        rows = [position.get(u) for u in users]
+        users = [u if r is None else position.ids[r] for u, r in zip(users, rows, strict=True)]
         # one no node names: held for its other type too (charged once, if it joins)
-        rows = [i for i, u in enumerate(users) if position.get(u) is None and
-                _retyped(u) is not None]
+        rows = [i for i, r in enumerate(rows) if r is None and _retyped(users[i]) is not None]
         other = ids_to_keys(_as_id_array([_retyped(users[i]) for i in rows]))
         population._hold_answers(received.spec, ids_to_keys(_as_id_array(list(users))),
                                  received._held_digests, also=(rows, other))
@@ -1343,13 +1352,13 @@ def _digests_of(received):
     return kept, f_users, f_d
 
 
-def _keys_of(users, position, keys):
+def _keys_of(users, position):
     """The node keys of ``users``: their graph's, or (a user not in the graph whose records
     were all refused, still charged) the key of its id."""
     out = np.empty(len(users), dtype=np.uint64)
     for i, u in enumerate(users):
         r = position.get(plain_id(u))
-        out[i] = keys[r] if r is not None else _key(u)
+        out[i] = position.keys[r] if r is not None else _key(u)
     return out
 
 
