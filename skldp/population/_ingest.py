@@ -828,23 +828,27 @@ class _Users:
     def find(self, user, retype=True):
         """``(position, id)`` of the user ``user`` names (position ``None``: an own user),
         else ``None``."""
+        if not (self._row or self.own):   # (no one to name)
+            return None
         r = self._plain.get(user) if type(user) in (int, str) else None
-        other = _retyped(user) if retype and r is None else None
-        if other is not None and type(user) is str and not self.own:
+        if r is None and retype and type(user) is str and not self.own:
             # (text "5" for the int user 5, without keying: text that no text id equals
             # is of another key only by a hash collision; not for ints: -1 is 2**64 - 1)
-            r = self._plain.get(other)
-        if r is not None or not (self._row or self.own):
-            return None if r is None else (r, self.ids[r])
-        for u in (user, other):
-            if u is not None:
-                k = self.keyed.get(u) if type(u) in (int, str) else None
-                k = _key(u) if k is None else k
-                if k in self._row:
-                    return self._row[k], self.ids[self._row[k]]
-                if k in self.own:
-                    return None, u
-        return None
+            r = self._plain.get(_retyped(user))
+        if r is not None:
+            return r, self.ids[r]
+        found = self._of_key(user)
+        if found is None and retype and (other := _retyped(user)) is not None:
+            found = self._of_key(other)
+        return found
+
+    def _of_key(self, user):
+        """``(position, id)`` of the user of ``user``'s key, listed or own, else ``None``."""
+        k = self.keyed.get(user) if type(user) in (int, str) else None
+        k = _key(user) if k is None else k
+        if k in self._row:
+            return self._row[k], self.ids[self._row[k]]
+        return (None, user) if k in self.own else None
 
     def get(self, user, retype=True):
         """The position of the listed user that ``user`` names, else ``None``."""
@@ -970,8 +974,9 @@ def received_graph(*, features=None, labels=None, edges=None, node_ids=None, bud
         knows by the other type's id only: a relay that writes ids as text).
         Two ids of one user in the call's collections (``5`` and ``"5"``, or
         two ids of one key) are refused, nothing charged, unless ``population``
-        knows each as its own user, or a directory (``users=``) lists both: read
-        the reports with ``users=``, or pass ``node_ids``. An id that
+        knows each as its own user, or a directory (``users=``) lists both
+        (by key: ``-1`` for ``2**64 - 1``): read the reports with ``users=``,
+        or pass ``node_ids``. An id that
         read_reports read as its directory's other spelling is, where
         ``population`` knows it or the call names it (``node_ids``, or a
         directory that lists both), that user (refused if ``node_ids`` omit it).
@@ -1022,30 +1027,27 @@ def received_graph(*, features=None, labels=None, edges=None, node_ids=None, bud
     population = _receiving_population(population, budget)
     # ids of several types (7 and "a") keep their types (np.asarray would make text of 7)
     ids = None if node_ids is None else _as_id_array(_id_sequence(node_ids))
-    keys = None if ids is None else ids_to_keys(ids)
-    # an id read_reports retyped is named as sent where the call names that spelling too
-    named = np.concatenate([np.fromiter(_listed_apart_keys(r), np.uint64)
-                            for r in (features, labels, edges) if r is not None] +
-                           [np.zeros(0, np.uint64) if keys is None else keys])
-    features, labels, edges = (_as_sent(r, population, named)
-                               for r in (features, labels, edges))
     parts = [(name, r) for name, r in (("features", features), ("edges", edges),
                                         ("labels", labels)) if r is not None]
+    # whom each id names (_Users): the user of its key (a node, a user the population knows
+    # or one a directory of the call lists apart), else that of its other spelling's key
+    position = _call_users([r for _, r in parts], population, ids)
+    parts = [(name, _as_sent(r, position)) for name, r in parts]
+    features, edges, labels = (dict(parts).get(k) for k in ("features", "edges", "labels"))
     if ids is None:
         source = features if features is not None else labels
         if source is None:
             raise ValueError("received_graph needs node_ids, or a feature or label collection "
                              "whose senders are the users.")
-        ids = _as_id_array(_senders_as_users(source, [r for _, r in parts], population))
-        keys = ids_to_keys(ids)
+        ids = _as_id_array(_one_per_user(source, [r for _, r in parts], position))
+        position = _Users(ids, position.own, position.keyed)
+    keys = position.keys
     n = len(ids)
     if n == 0:
         raise ValueError("received_graph: no user.")
     if len(distinct(keys)) != n:
         from .._graph_data import duplicate_ids_message
         raise ValueError(duplicate_ids_message(ids.tolist(), keys))
-    # a user's row, by key (as its records name it); an id a user of its own is not retyped
-    position = _Users(ids, _apart([r for _, r in parts], keys, population))
     # every part is checked before any is charged: a refusal charges nothing
     X, feature_origin = np.zeros((n, 0)), ("derived", "were not collected")
     if features is not None:
@@ -1198,7 +1200,10 @@ def _charge_again(population, received, position, charged, refusals):
     the budget too: the refusal is added to ``refusals``); what is charged is remembered at
     once, so that a retry after a refusal charges it no more."""
     users, owner, digests, known, is_kept = _answer_entries(received)
-    ukeys = _keys_of(users, position)
+    # a node's, else (a user not in the graph whose records were all refused, still
+    # charged) its id's own
+    ukeys = np.array([position.keys[r] if (r := position.get(plain_id(u))) is not None
+                      else _key(u) for u in users], dtype=np.uint64)
     # users named two ways ("5" and 5, read without users=) are one user: one entry
     ukeys, first, inverse = np.unique(ukeys, return_index=True, return_inverse=True)
     users, owner = [users[i] for i in first.tolist()], inverse.ravel()[owner]
@@ -1352,27 +1357,9 @@ def _digests_of(received):
     return kept, f_users, f_d
 
 
-def _keys_of(users, position):
-    """The node keys of ``users``: their graph's, or (a user not in the graph whose records
-    were all refused, still charged) the key of its id."""
-    out = np.empty(len(users), dtype=np.uint64)
-    for i, u in enumerate(users):
-        r = position.get(plain_id(u))
-        out[i] = position.keys[r] if r is not None else _key(u)
-    return out
-
-
 def _refusal(error):
     """The numbers of a budget refusal, without its advice (which is for new collections)."""
     return str(error).split(" Nothing was sent.")[0].rstrip(".")
-
-
-def _senders_as_users(source, parts, population):
-    """received_graph's users when no ``node_ids`` are given: those who sent ``source``, each
-    by the id its user is known by (:func:`_one_per_user`, which first refuses two ids of one
-    user in the call's ``parts``)."""
-    named = _one_per_user(parts, population)
-    return [named[plain_id(u)] for u in source.users]
 
 
 def _apart_keys(directory):
@@ -1390,38 +1377,52 @@ def _apart_keys(directory):
     return frozenset(texts[listed].tolist() + others[listed].tolist())
 
 
-def _listed_apart_keys(received):
-    """:func:`_apart_keys` of the directory ``received`` was read with (empty without one)."""
-    keys = getattr(received, "_directory", None)
-    if isinstance(keys, _Users):   # (pickled by an earlier version: the whole directory)
-        keys = _apart_keys(keys)
-    return keys if isinstance(keys, frozenset) else frozenset()   # (older: a bool)
+def _call_users(parts, population, ids):
+    """The :class:`_Users` of a received_graph call: ``ids`` listed (its nodes; ``None``:
+    none yet), and as users of their own the ids that ``parts`` (its collections) name, as
+    read, as sent or in the other spelling, that ``population`` knows or a directory of
+    the call lists beside their other spelling (3 and "3": two users)."""
+    listed = set()
+    for received in parts:
+        keys = getattr(received, "_directory", None)
+        if isinstance(keys, _Users):   # (pickled by an earlier version: the whole directory)
+            keys = _apart_keys(keys)
+        listed.update(keys if isinstance(keys, frozenset) else ())   # (older: a bool)
+    ids = np.zeros(0, np.int64) if ids is None else ids
+    if not (listed or population._known()):   # (a new population knows no one)
+        return _Users(ids)
+    named = [plain_id(u) for r in parts for u in itertools.chain(
+        r.users, r.again, getattr(r, "_held_users", None) or ())]
+    sent = [u for r in parts for d in (getattr(r, "_kept_sent", None),
+                                       getattr(r, "_further_sent", None))
+            for u in (d or {}).values()]
+    own, keyed = set(listed), {}
+
+    def look_up(ids):   # (keyed at once, not one by one)
+        keys = ids_to_keys(_as_id_array(ids))
+        mine = population._known(keys) | member(keys, np.fromiter(listed, np.uint64))
+        own.update(keys[mine].tolist())
+        keyed.update((u, k) for u, k in zip(ids, keys.tolist(), strict=True)
+                     if type(u) in (int, str))
+        return mine.tolist()
+
+    look_up(sent)
+    # the other spelling is looked up where the id is no user of its own
+    look_up([o for u, mine in zip(named, look_up(named), strict=True)
+             if not mine and (o := _retyped(u)) is not None])
+    return _Users(ids, own, keyed)
 
 
-def _listed_apart(user, apart):
-    """Whether ``user`` and its other spelling are both in ``apart`` (:func:`_apart_keys`)."""
-    other = _retyped(user)
-    return other is not None and _key(user) in apart and _key(other) in apart
-
-
-def _as_sent(received, population, named):
+def _as_sent(received, users):
     """``received`` with each id that read_reports retyped to its directory's other spelling
-    (a record of 3 read with users=["3"]) back as sent where ``population`` knows that id or
-    the call names it (``named``: keys of node_ids, or listed apart by a directory): a user
-    of its own, named as read without users= (its node, or refused where no node names it),
-    never the node of its other spelling."""
+    (a record of 3 read with users=["3"]) back as sent where that id, as sent, names one of
+    ``users`` (a node, or a user of its own): a user of its own, named as read without
+    users= (its node, or refused where no node names it), never the node of its other
+    spelling."""
     kept = getattr(received, "_kept_sent", None) or {}
     further = getattr(received, "_further_sent", None) or {}
-    if not (kept or further) or not (len(named) or population._known()):
-        return received
-    sent, n = list(kept.items()) + list(further.items()), len(kept)
-    keys = ids_to_keys(_as_id_array([u for _, u in sent]))
-    known = member(keys, named)
-    if population._known():
-        known |= population._known(keys)
-    known = known.tolist()
-    kept = {i: u for (i, u), k in zip(sent[:n], known[:n], strict=True) if k}
-    further = {j: u for (j, u), k in zip(sent[n:], known[n:], strict=True) if k}
+    kept = {i: u for i, u in kept.items() if users.find(u, retype=False) is not None}
+    further = {j: u for j, u in further.items() if users.find(u, retype=False) is not None}
     if not (kept or further):
         return received
     out = copy.copy(received)   # (its arrays shared: only the ids change)
@@ -1437,61 +1438,35 @@ def _as_sent(received, population, named):
     return out
 
 
-def _as_known(ids, population):
-    """Each of ``ids`` by the id ``population`` knows its user by: itself, else its other
-    spelling when it knows that one (the int 5 for the text "5" of a relay that writes ids as
-    text, and the reverse), else itself as sent; and whether it knows that user."""
-    ids = list(ids)
-    if not ids or not population._known():
-        return ids, np.zeros(len(ids), bool)   # (a new population knows no one)
-    known = population._known(ids_to_keys(_as_id_array(ids)))
-    other = [(i, _retyped(ids[i])) for i in np.flatnonzero(~known).tolist()]
-    other = [(i, v) for i, v in other if v is not None]
-    if other:
-        found = population._known(ids_to_keys(_as_id_array([v for _, v in other])))
-        for (i, v), k in zip(other, found.tolist(), strict=True):
-            if k:
-                ids[i], known[i] = v, True
-    return ids, known
-
-
-def _one_per_user(parts, population):
-    """Each id that ``parts`` (the collections of one call) name -> the id of its user:
-    itself when ``population`` knows it or a directory of the call (users=) lists it with
-    its other spelling (3 and "3": two users), else its other spelling when that one is
-    known (:func:`_as_known`). Refuses, before anything is charged, two ids of one user (an
-    int and its text, two ids of one key) across the parts that are not each known so, and
-    two kept answers of one user in one part."""
-    per_part = []
-    for received in parts:
-        kept = [plain_id(u) for u in received.users]
-        per_part.append((kept, [plain_id(u) for u in received.again]))
-    ids = list(dict.fromkeys(u for kept, again in per_part for u in kept + again))
-    apart = frozenset().union(*map(_listed_apart_keys, parts))
-    named, known = _as_known(ids, population)
-    for i, u in enumerate(ids if apart else ()):
-        if _listed_apart(u, apart):
-            named[i], known[i] = u, True   # (the directory's word: a user of its own)
+def _one_per_user(source, parts, users):
+    """received_graph's users when no ``node_ids`` are given: those who sent ``source``, each
+    by the id of its user (``users``, none listed: the user of its own it names, else
+    itself). Refuses first, before anything is charged, two ids of one user (an int and its
+    text, two ids of one key) across ``parts`` (the collections of the call) that are not
+    each a user of its own, and two kept answers of one user in one part."""
+    ids = list(dict.fromkeys(plain_id(u) for r in parts
+                             for u in itertools.chain(r.users, r.again)))
+    found = [users.find(u) for u in ids]
+    named = [u if f is None else f[1] for u, f in zip(ids, found, strict=True)]
+    own = np.array([f is not None for f in found], bool)
     name = dict(zip(ids, named, strict=True))
-    if len({type(u) for u in ids}) < 2 and \
-            len(distinct(ids_to_keys(_as_id_array(ids)))) == len(ids):
-        return name   # (ids of one type and distinct keys: no id is another's spelling)
-    groups = {}
-    for i, u in enumerate(named):
-        groups.setdefault(_one_user(u), []).append(i)
-    for members in (m for m in groups.values() if len(m) > 1):
-        keys = ids_to_keys(_as_id_array([named[i] for i in members])).tolist()
-        if len(set(keys)) > 1 and not known[members].all():
-            _two_ids_of_one_user(ids[members[0]], ids[members[1]], parts)
-    for received, (kept, _) in zip(parts, per_part, strict=True):
-        keys = ids_to_keys(_as_id_array([name[u] for u in kept])) if kept else None
-        if kept and len(distinct(keys)) < len(kept):   # (one user's two kept answers)
+    if len({type(u) for u in ids}) > 1 or \
+            len(distinct(ids_to_keys(_as_id_array(ids)))) < len(ids):
+        # (else ids of one type and distinct keys: no id is another's spelling)
+        key = dict(zip(ids, ids_to_keys(_as_id_array(named)).tolist(), strict=True))
+        groups = {}
+        for i, u in enumerate(named):
+            groups.setdefault(_one_user(u), []).append(i)
+        for m in groups.values():
+            if len({key[ids[i]] for i in m}) > 1 and not own[m].all():
+                _two_ids_of_one_user(ids[m[0]], ids[m[1]], parts)
+        for received in parts:   # (one user's two kept answers)
             first = {}
-            for u, k in zip(kept, keys.tolist(), strict=True):
-                if k in first:
-                    _two_ids_of_one_user(first[k], u, [received])
-                first[k] = u
-    return name
+            for u in map(plain_id, received.users):
+                if key[u] in first:
+                    _two_ids_of_one_user(first[key[u]], u, [received])
+                first[key[u]] = u
+    return [name[plain_id(u)] for u in source.users]
 
 
 def _two_ids_of_one_user(a, b, parts):
@@ -1504,22 +1479,6 @@ def _two_ids_of_one_user(a, b, parts):
         "their answers may be one person's. Read the reports with users= (the directory: it "
         "names each user, and charges a user's further answers), or pass node_ids. Nothing "
         "was charged.")
-
-
-def _apart(parts, keys, population):
-    """The keys of the ids that ``parts`` name that are no node (``keys``) and that
-    ``population`` knows as users of their own, or that a directory of the call lists with
-    their other spelling (:func:`_listed_apart_keys`): such an id names that user, never the
-    node of its other spelling (3 for "3")."""
-    listed = frozenset().union(*map(_listed_apart_keys, parts))
-    ids = [u for r in parts for u in itertools.chain(
-        r.users, r.again, getattr(r, "_held_users", None) or ())]
-    if not ids or not (listed or population._known()):
-        return frozenset()
-    named = ids_to_keys(_as_id_array([plain_id(u) for u in ids]))
-    named = named[~member(named, keys)]
-    known = population._known(named) if population._known() else np.zeros(len(named), bool)
-    return frozenset(named[known | member(named, np.fromiter(listed, np.uint64))].tolist())
 
 
 def _rows_of(received, position):

@@ -279,3 +279,26 @@ def test_an_id_retyped_at_read_is_the_node_that_names_it_as_sent(spec):
     assert _spent(G, [3, "3"]) == [0.0, EPS]
     G, _ = received_graph(labels=r, node_ids=[3])   # (a relay's text: the directory's user)
     assert _spent(G, [3, "3"]) == [EPS, 0.0]
+
+
+def test_a_directory_that_lists_a_key_and_its_text_names_each_by_key(spec):
+    # users=[-1, "18446744073709551615"]: two users, -1 of the key 2**64 - 1 and that key's
+    # text; both answering were refused as two ids of one user (-1 was checked by its own
+    # text "-1", which the directory does not list)
+    text = str(2**64 - 1)
+    recs = [Device(-1).answer(spec, 1), Device(text).answer(spec, 0)]
+    G, y = received_graph(labels=read_reports(recs, spec, users=[-1, text]))
+    assert G.node_ids.tolist() == [-1, text]
+    assert y.tolist() == [rec["report"]["y"] for rec in recs]   # (each its own label)
+    assert _spent(G, [-1, text]) == [EPS, EPS]
+    # a record of 2**64 - 1 (the key of -1) read without users= is that user, not the text's
+    sx = collection_spec(HDSMechanism(1.0, k=1, feature_range=(0, 1)), n_features=2)
+    features = read_reports([Device(2**64 - 1).answer(sx, [0.5, 0.5]),
+                             Device(text).answer(sx, [0.5, 0.5])], sx)
+    labels = read_reports(recs, spec, users=[-1, text])
+    G, _ = received_graph(features=features, labels=labels)
+    assert G.node_ids.tolist() == [2**64 - 1, text]
+    assert _spent(G, [-1, text]) == [1.0 + EPS, 1.0 + EPS]
+    # but two spellings no directory tells apart are still refused
+    with pytest.raises(ValueError, match=ONE):
+        received_graph(labels=read_reports(recs, spec))
