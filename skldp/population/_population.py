@@ -10,6 +10,7 @@ import numbers
 import os
 import pickle
 import secrets
+import sys
 import tempfile
 import threading
 import uuid
@@ -1383,16 +1384,44 @@ if hasattr(os, "register_at_fork"):   # POSIX
                         after_in_child=_after_fork_in_child)
 
 
+def _in_worker_process():
+    """Whether this process is a worker of another: started by multiprocessing (joblib/loky,
+    Dask's nannies), forked, a Ray worker or a Dask worker without a nanny (neither has a
+    parent process)."""
+    return multiprocessing.parent_process() is not None or _FORKED or _in_ray_worker() or \
+        _in_dask_worker_process()
+
+
+def _in_ray_worker():
+    ray = sys.modules.get("ray")   # (never imported here: a Ray worker has imported it)
+    if ray is None or not getattr(ray, "is_initialized", lambda: False)():
+        return False
+    # the driver runs in SCRIPT_MODE (Ray's local mode: LOCAL_MODE), tasks and actors in
+    # WORKER_MODE; a Ray client's context has no worker: it is the driver
+    worker = getattr(ray.get_runtime_context(), "worker", None)
+    return getattr(worker, "mode", None) == getattr(ray, "WORKER_MODE", object())
+
+
+def _in_dask_worker_process():
+    distributed = sys.modules.get("distributed")   # (never imported here)
+    try:
+        worker = distributed.get_worker()   # raises outside a Dask task
+    except (AttributeError, ValueError):
+        return False
+    # a worker in this very process (LocalCluster(processes=False)) talks "inproc://"
+    return not str(getattr(worker, "address", "") or "").startswith("inproc://")
+
+
 def _refuse_in_worker_process(users):
     """Refuse users known to this process only when it is a worker of another process.
 
     A GraphData's population travels to worker processes with its journal, so what
     its users send there reaches the ledger the caller reads. The users of a plain
     array (or of bare keys) are known by a registry of this process: in a worker
-    (joblib/loky, multiprocessing, Dask on one machine) they would be new devices
-    with a new secret, and their spends would never reach the caller's report or cap.
+    (joblib/loky, multiprocessing, Dask, Ray) they would be new devices with a new
+    secret, and their spends would never reach the caller's report or cap.
     """
-    if multiprocessing.parent_process() is not None or _FORKED:
+    if _in_worker_process():
         raise RuntimeError(
             f"A private step on {users} ran in a worker process. Such users are known to "
             "one process only: their reports here would come from new devices, and what "
@@ -1451,7 +1480,7 @@ def array_population(fingerprint):
     Raises
     ------
     RuntimeError
-        In a worker process (joblib/loky, multiprocessing, Dask on one machine):
+        In a worker process (joblib/loky, multiprocessing, Dask, Ray):
         its registry is not the caller's, so the spends would not be counted.
         A :class:`~skldp.GraphData`'s population is shared with workers instead.
     """
