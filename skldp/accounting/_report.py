@@ -108,7 +108,8 @@ class PrivacyReport:
         The estimator sent users of plain arrays to their ledgers. Plain arrays
         carry no user ids (a search's folds, a slice or a copy of an array are
         other arrays, which may hold the same people), so the report adds the
-        ledgers of every plain array of this process: an upper bound.
+        ledgers of every plain array of this process, and those saved with the
+        estimators it loaded: an upper bound.
     n_ledgers : int
         The ledgers added up (more than one: the totals are an upper bound).
     of_graph : bool
@@ -186,8 +187,9 @@ class PrivacyReport:
             lines.append(f"  total local epsilon per user: {most}")
         if self.plain_arrays:
             lines.append("  plain arrays carry no user ids (nor do labels given by bare node "
-                         "keys): every plain array's reports and trainings in this process are "
-                         "added (an upper bound); give a GraphData to count each user's own")
+                         "keys): every plain array's reports and trainings in this process "
+                         "(and those saved with the estimators it loaded) are added (an upper "
+                         "bound); give a GraphData to count each user's own")
         elif self.n_ledgers > 1:
             lines.append(f"  {self.n_ledgers} populations' ledgers are added (an upper bound: "
                          "they may hold the same people under other ids)")
@@ -472,7 +474,8 @@ def privacy_report(estimator):
     if any(_same_ledger(ledger, p) for ledger in ledgers for p in plain):
         # the same people may be in other plain arrays (a search's folds), under other keys
         report.plain_arrays = True
-        ledgers += [p for p in plain if not any(_same_ledger(p, led) for led in ledgers)]
+        for p in plain:   # (of two copies, the estimator's may be the older: keep the newer)
+            _add_ledger(ledgers, p)
     if not isinstance(estimator, GraphData) and not ledgers and foreign:
         # nothing leads to a ledger, and a step from outside skldp was fitted on the
         # data as it was: the users' data, for all the report can tell

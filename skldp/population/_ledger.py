@@ -112,6 +112,11 @@ class Ledger:
     Read more in the :ref:`User Guide <privacy>`.
     """
 
+    # True for the users of plain arrays (array_population, default_population): saved with
+    # every other such ledger of its process, which the loading process counts with its own
+    # (a report adds them all up: the same people may be in each)
+    _plain = False
+
     def __init__(self):
         self._local = {}       # collection id -> (spec, _Answers)
         self._central = {}     # training id -> (spec, n_users, seq)
@@ -344,12 +349,17 @@ class Ledger:
         state.pop("_per_user", None)
         state["_device_side"] = None
         state["_budget"] = pop.budget if pop is not None else self._budget
+        if self._plain:   # (each registers itself on loading: see __setstate__)
+            from ._population import plain_ledgers_to_save
+            state["_plain_ledgers"] = plain_ledgers_to_save()
         return state
 
     def __setstate__(self, state):
         # The answers saved are those of the journal's first _offset bytes (the population
         # keeps the two equal): read on lazily from there (_sync), and keep them if the
         # journal is gone.
+        state = dict(state)
+        state.pop("_plain_ledgers", None)   # (each of them registers itself, as below)
         self.__dict__.update({"_journal": None, "_offset": 0, "_budget": None,
                               "_received_ids": set(), "_central_keys": {}, **state,
                               "_per_user": {}})
@@ -359,6 +369,9 @@ class Ledger:
             folder = _FOLDERS.get(os.path.dirname(self._journal))
             if folder is not None:   # this process removes it: read on before it does
                 folder.ledgers.add(self)
+        if self._plain:
+            from ._population import register_loaded_plain_ledger
+            register_loaded_plain_ledger(self)
 
 
 class _JournalFolder:

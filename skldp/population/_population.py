@@ -1322,6 +1322,10 @@ def _unb64(s):
 
 _DEFAULT = None
 _ARRAYS = {}                       # content hash of a plain array -> its population
+# journal path -> a ledger of users of plain arrays that another process saved (with an
+# estimator) and this one loaded: the latest copy of each population, counted once
+_LOADED = {}
+_SAVED = None   # every plain-array ledger, one list until the registry changes (see below)
 _REGISTRY_LOCK = threading.Lock()
 
 #: The populations of this process (made here, or copies): shared before a fork.
@@ -1439,7 +1443,7 @@ def default_population():
     _refuse_in_worker_process("users named by bare keys")
     with _REGISTRY_LOCK:
         if _DEFAULT is None:
-            _DEFAULT = Population()
+            _DEFAULT = _plain_population()
         return _DEFAULT
 
 
@@ -1450,7 +1454,9 @@ def plain_array_ledgers():
 
     Plain arrays carry no user ids: a search's folds, a slice or a copy of an array are
     other arrays, which may hold the same people. :func:`~skldp.accounting.privacy_report`
-    adds all of these ledgers up once it reaches one of them.
+    adds all of these ledgers up once it reaches one of them. A saved estimator that
+    holds one of them carries them all: the process that loads it adds them to its own
+    (once each, however many estimators of that process it loads).
 
     Returns
     -------
@@ -1458,7 +1464,45 @@ def plain_array_ledgers():
     """
     with _REGISTRY_LOCK:
         pops = list(_ARRAYS.values()) + ([_DEFAULT] if _DEFAULT is not None else [])
-    return [pop.ledger for pop in pops]
+        loaded = list(_LOADED.values())
+    own = [pop.ledger for pop in pops]
+    journals = {led._journal for led in own} - {None}   # (ours, loaded where it was saved)
+    return own + [led for led in loaded if led._journal not in journals]
+
+
+def _plain_population():
+    """A new population of users of plain arrays (under ``_REGISTRY_LOCK``)."""
+    global _SAVED
+    pop = Population()
+    pop.ledger._plain = True
+    _SAVED = None
+    return pop
+
+
+def plain_ledgers_to_save():
+    """The list of plain-array ledgers that a plain array's ledger is saved with: every
+    one of the process (ours and those loaded). The same list object until the registry
+    changes, so that pickle keeps one copy of it however many of them one pickle holds
+    (a list, not a tuple: pickle refers back to a list it is still writing)."""
+    global _SAVED
+    with _REGISTRY_LOCK:
+        if _SAVED is None:
+            pops = list(_ARRAYS.values()) + ([_DEFAULT] if _DEFAULT is not None else [])
+            _SAVED = [pop.ledger for pop in pops] + list(_LOADED.values())
+        return _SAVED
+
+
+def register_loaded_plain_ledger(ledger):
+    """Count ``ledger``, a plain array's that was saved with an estimator and just loaded,
+    among this process's (:func:`plain_array_ledgers`): once per population (its journal),
+    the copy saved last (it has read the most of that journal)."""
+    global _SAVED
+    key = ledger._journal if ledger._journal is not None else id(ledger)
+    with _REGISTRY_LOCK:
+        known = _LOADED.get(key)
+        if known is None or ledger._offset > known._offset:
+            _LOADED[key] = ledger
+            _SAVED = None
 
 
 def array_population(fingerprint):
@@ -1488,5 +1532,5 @@ def array_population(fingerprint):
     with _REGISTRY_LOCK:
         pop = _ARRAYS.get(fingerprint)
         if pop is None:
-            pop = _ARRAYS[fingerprint] = Population()
+            pop = _ARRAYS[fingerprint] = _plain_population()
         return pop

@@ -1,22 +1,126 @@
-"""Users of plain arrays across processes. A private step on a plain array in a Ray worker
-(no parent process) was not refused: its spends reached no report (0.5 printed under
-joblib's Ray backend, 8 with n_jobs=1)."""
+"""Users of plain arrays across processes. A search over a plain array, saved and loaded in
+a new process, reported the refit's epsilon alone (0.5 where the fitting process printed
+8, audit lower bound 3.94): the ledgers of the folds stayed in the fitting process. And a
+private step on a plain array in a Ray worker (no parent process) was not refused: its
+spends reached no report (0.5 printed under joblib's Ray backend, 8 with n_jobs=1)."""
 
+import json
 import os
+import pickle
 import subprocess
 import sys
+import textwrap
 import warnings
 from pathlib import Path
 
+import joblib
 import numpy as np
 import pytest
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import Pipeline
 
+from skldp import GraphData
+from skldp.accounting import privacy_report
 from skldp.mechanisms import MultiBitMechanism
+from skldp.population._population import plain_array_ledgers
 
 ROOT = Path(__file__).resolve().parents[2]
 # what a worker process started on its own (Ray's, a Dask worker without a nanny) needs on
 # its path: this skldp, and this file (its functions are pickled by reference)
 WORKER_PATH = os.pathsep.join([str(Path(__file__).resolve().parent), str(ROOT)])
+
+SAVE = textwrap.dedent("""
+    import json, sys, warnings, joblib, numpy as np
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import GridSearchCV, KFold
+    from sklearn.pipeline import Pipeline
+    from skldp.accounting import privacy_report
+    from skldp.mechanisms import MultiBitMechanism
+    from skldp.population._population import plain_array_ledgers
+
+    warnings.simplefilter("ignore")   # (each fold's scoring refuses the held-out array)
+    out = sys.argv[1]
+    rng = np.random.default_rng(0)
+    X = rng.random((60, 3)); y = (X[:, 0] > .5).astype(int)
+    first = MultiBitMechanism(eps=1.0, feature_range=(0, 1))
+    first.fit_transform(X[:20])
+    joblib.dump(first, out + "/first.joblib")   # saved before the search ran
+    pipe = Pipeline([("mech", MultiBitMechanism(eps=1.0, feature_range=(0, 1))),
+                     ("clf", LogisticRegression())])
+    search = GridSearchCV(pipe, {"mech__eps": [0.5, 2.0]}, cv=KFold(3)).fit(X, y)
+    joblib.dump(search, out + "/search.joblib")
+    rep = privacy_report(search)
+    json.dump({"epsilon": rep.local_epsilon, "plain_arrays": rep.plain_arrays,
+               "refit": search.best_params_["mech__eps"],
+               "n_ledgers": len(plain_array_ledgers())}, open(out + "/saved.json", "w"))
+""")
+
+
+def _save(out):
+    res = subprocess.run([sys.executable, "-c", SAVE, str(out)], capture_output=True,
+                         text=True, cwd=ROOT, timeout=300)
+    assert res.returncode == 0, res.stderr
+    return json.loads((out / "saved.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory):
+    """Two processes that ran the same script on the same array: folders and what each
+    process's report printed."""
+    a, b = tmp_path_factory.mktemp("a"), tmp_path_factory.mktemp("b")
+    return a, b, _save(a), _save(b)
+
+
+def test_a_search_on_a_plain_array_reports_in_a_new_process_what_it_printed_there(saved):
+    a, _, printed, _ = saved
+    # the first array (1), three training folds at 0.5 and 2 each, the refit
+    assert printed["plain_arrays"] and \
+        printed["epsilon"] == pytest.approx(1 + 3 * 2.5 + printed["refit"])
+    rep = privacy_report(joblib.load(a / "search.joblib"))
+    assert rep.plain_arrays and rep.local_epsilon == pytest.approx(printed["epsilon"])
+    assert "plain arrays carry no user ids" in str(rep) and "at most" in str(rep)
+
+
+def test_loading_again_and_another_estimator_of_that_process_counts_nothing_twice(saved):
+    a, _, printed, _ = saved
+    first = joblib.load(a / "first.joblib")   # saved when only its own array was known
+    search, again = joblib.load(a / "search.joblib"), joblib.load(a / "search.joblib")
+    for est in (first, search, again, joblib.load(a / "first.joblib")):
+        assert privacy_report(est).local_epsilon == pytest.approx(printed["epsilon"])
+    assert len(plain_array_ledgers()) == printed["n_ledgers"]
+
+
+def test_a_plain_array_perturbed_after_loading_adds_to_the_loaded_report(saved):
+    a, _, printed, _ = saved
+    search = joblib.load(a / "search.joblib")
+    here = MultiBitMechanism(eps=3.0, feature_range=(0, 1))
+    here.fit_transform(np.random.default_rng(1).random((10, 3)))
+    for est in (search, here):   # as in the process that fitted the search
+        assert privacy_report(est).local_epsilon == pytest.approx(printed["epsilon"] + 3.0)
+
+
+def test_two_processes_that_perturbed_the_same_array_are_both_counted(saved):
+    # the same content in two processes: two sets of reports (other secrets), not one
+    a, b, printed_a, printed_b = saved
+    search_a, search_b = joblib.load(a / "search.joblib"), joblib.load(b / "search.joblib")
+    total = printed_a["epsilon"] + printed_b["epsilon"]
+    assert privacy_report(search_a).local_epsilon == pytest.approx(total)
+    assert privacy_report(search_b).local_epsilon == pytest.approx(total)
+
+
+def test_a_graph_data_ledger_is_saved_without_the_plain_arrays():
+    X = np.random.default_rng(0).random((30, 3))
+    MultiBitMechanism(eps=2.0, feature_range=(0, 1)).fit_transform(X)   # a plain array
+    G = GraphData(X)
+    pipe = Pipeline([("mech", MultiBitMechanism(eps=1.0, feature_range=(0, 1))),
+                     ("clf", LogisticRegression())]).fit(G, np.arange(30) % 2)
+    assert set(G.ledger.__getstate__()) == set(pickle.loads(pickle.dumps(G.ledger)).__dict__) \
+        - {"_lock", "_per_user"} and "_plain" not in vars(G.ledger)
+    n = len(plain_array_ledgers())
+    rep = privacy_report(pickle.loads(pickle.dumps(pipe)))
+    assert not rep.plain_arrays and rep.local_epsilon == pytest.approx(1.0)
+    assert len(plain_array_ledgers()) == n
+
 
 def _perturb_a_plain_array(seed):
     with warnings.catch_warnings():
