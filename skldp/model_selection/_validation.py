@@ -101,18 +101,38 @@ def _held_out(X, v, owner):
 
 
 def _fraction_split(y_enc, n, fraction, n_classes, seed):
-    """A ``fraction`` of ``n`` rows, stratified when every class can be on both sides."""
+    """A ``fraction`` of ``n`` rows, stratified when every class can be on both sides.
+
+    Every class of the rows keeps a training row: a draw that would hold out all
+    the rows of a class (its only one, or all of a few in an unstratified draw)
+    is replaced by a stratified one in which each class keeps at least one. Every
+    other draw is the one this function always made. ``val`` is ``None`` when no
+    row is left to validate.
+    """
     n_val = math.ceil(fraction * n)
+    seed = seed % (2**31)
     if np.bincount(y_enc).min() >= 2 and min(n_val, n - n_val) >= n_classes:
-        return _stratified_split(y_enc, n_val, seed % (2**31))
-    return train_test_split(np.arange(n), test_size=fraction, random_state=seed % (2**31))
+        train, val = _stratified_split(y_enc, n_val, seed)
+    else:
+        train, val = train_test_split(np.arange(n), test_size=fraction, random_state=seed)
+    counts = np.bincount(y_enc)
+    if np.all(np.bincount(y_enc[train], minlength=len(counts))[counts > 0] > 0):
+        return train, val
+    # a class would be in classes_ but never in the loss, and never predicted
+    train, val = _stratified_split(y_enc, n_val, seed, keep_every_class=True)
+    return (train, val) if len(val) else (np.arange(n), None)
 
 
-def _stratified_split(y, n_test, seed):
+def _stratified_split(y, n_test, seed, keep_every_class=False):
     """``train_test_split(np.arange(len(y)), test_size=n_test, stratify=y,
     random_state=seed)``: the same draws in the same order (scikit-learn's
     ``StratifiedShuffleSplit``), without its lists of one Python int per row (2.2 s
-    of a 5M-row head's fit; tests hold the two equal)."""
+    of a 5M-row head's fit; tests hold the two equal).
+
+    ``keep_every_class``: a class that scikit-learn's allocation leaves without a
+    training row gets one (taken from its test rows), so fewer than ``n_test`` may
+    test; every other class keeps its share.
+    """
     n_train = len(y) - n_test
     y = np.asarray(y)
     if y.dtype.kind in "iu" and len(y) and 0 <= y.min() and y.max() < 2**16:
@@ -127,7 +147,10 @@ def _stratified_split(y, n_test, seed):
     class_indices = np.split(np.argsort(y_indices, kind="stable"), np.cumsum(class_counts)[:-1])
     rng = check_random_state(seed)
     n_i = _approximate_mode(class_counts, n_train, rng)
-    t_i = _approximate_mode(class_counts - n_i, n_test, rng)
+    if keep_every_class and n_i.min() == 0:
+        n_i = np.maximum(n_i, 1)
+        n_test = len(y) - n_i.sum()
+    t_i = _approximate_mode(class_counts - n_i, n_test, rng) if n_test else 0 * n_i
     train, test = [], []
     for i, rows in enumerate(class_indices):
         rows = rows.take(rng.permutation(class_counts[i]), mode="clip")

@@ -101,3 +101,81 @@ def test_validation_naming_a_node_past_the_last_is_refused():
     P = PairData(G, [[0, 2], [1, 3], [2, 4], [0, 3]])
     with pytest.raises(ValueError, match="outside 0..5"):
         _split(np.array([1, 0, 1, 0]), 0.1, X=P, validation=np.array([[0, 2], [1, n]]))
+
+
+def _reference_split(y, fraction, n_classes, seed):
+    """scikit-learn's draw: stratified when every class can be on both sides."""
+    from sklearn.model_selection import train_test_split
+    n, n_val = len(y), int(np.ceil(fraction * len(y)))
+    stratify = y if np.bincount(y).min() >= 2 and min(n_val, n - n_val) >= n_classes else None
+    return train_test_split(np.arange(n), test_size=fraction, random_state=seed % 2**31,
+                            stratify=stratify)
+
+
+def _random_labels(rng):
+    n, c = int(rng.integers(3, 300)), int(rng.integers(2, 10))
+    y = rng.choice(c, size=n, p=rng.dirichlet(np.full(c, 0.5)))
+    return np.searchsorted(np.unique(y), y)
+
+
+def test_every_class_of_the_fit_rows_keeps_a_training_row():
+    """A class with one row (or all of whose few rows an unstratified draw held out)
+    would be in ``classes_`` but never in the loss: each class keeps a training row,
+    and the other draws are scikit-learn's, unchanged."""
+    rng = np.random.default_rng(0)
+    repaired = unchanged = 0
+    for _ in range(1500):
+        y = _random_labels(rng)
+        if len(np.unique(y)) < 2:
+            continue
+        fraction, seed = float(rng.choice([0.1, 0.2, 0.5])), int(rng.integers(0, 2**62))
+        n_classes = int(y.max()) + 1
+        owner = type("Owner", (), {"classes_": np.arange(n_classes)})()
+        tr, va = validation_split(None, y, validation=None, early_stopping=True,
+                                  validation_fraction=fraction, seed=seed, owner=owner)
+        assert set(y[tr].tolist()) == set(y.tolist())
+        ref_tr, ref_va = _reference_split(y, fraction, n_classes, seed)
+        if set(y[ref_tr].tolist()) == set(y.tolist()):
+            np.testing.assert_array_equal(tr, ref_tr)
+            np.testing.assert_array_equal(va, ref_va)
+            unchanged += 1
+        else:
+            repaired += 1
+            assert va is None or (len(np.intersect1d(tr, va)) == 0
+                                  and len(tr) + len(va) == len(y))
+    assert repaired > 100 and unchanged > 1000
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_a_single_row_class_trains_and_the_others_stay_stratified(seed):
+    """50, 30 and 1 rows: the lone row always trains; the held-out rows keep the
+    other classes' proportions (floor or ceil of their share)."""
+    y = np.r_[np.zeros(50, int), np.ones(30, int), [2]]
+    y = y[np.random.default_rng(seed).permutation(len(y))]
+    tr, va = _split(y, 0.1, seed=seed)
+    assert 2 in y[tr]
+    ref_tr, ref_va = _reference_split(y, 0.1, 2, seed)   # (_Owner: two classes)
+    if 2 in y[ref_tr]:   # scikit-learn's draw kept it in training: that draw
+        np.testing.assert_array_equal(va, ref_va)
+        return
+    n_val = int(np.ceil(0.1 * len(y)))
+    for k, count in ((0, 50), (1, 30)):
+        assert abs(int((y[va] == k).sum()) - count * n_val / len(y)) < 1
+
+
+def test_when_every_row_is_needed_to_train_nothing_validates():
+    """Three classes of one row each: holding any out takes a class out of training."""
+    tr, va = _split([0, 1, 2], 0.1)
+    assert va is None
+    np.testing.assert_array_equal(tr, [0, 1, 2])
+
+
+def test_a_large_validation_share_leaves_each_class_a_training_row():
+    """A stratified draw can hold out both rows of a small class when the validation
+    share is large (0.9 of 98 + 2 rows): that class keeps one."""
+    y = np.r_[np.zeros(98, int), np.ones(2, int)]
+    ref_tr, _ = _reference_split(y, 0.9, 2, 0)
+    assert 1 not in y[ref_tr]
+    tr, va = _split(y, 0.9)
+    assert (int((y[tr] == 1).sum()), int((y[va] == 1).sum())) == (1, 1)
+    assert len(tr) + len(va) == 100

@@ -113,6 +113,34 @@ def test_validation_rows_select_and_never_train(name):
         MODELS[name]().set_params(validation=va).fit(G[tr], y[tr])
 
 
+@pytest.mark.parametrize("name", ["gcn", "lpgnn", "solitude"])
+def test_a_class_with_one_fit_row_is_never_held_out(name, monkeypatch):
+    """With one row of a class among the fit rows, early stopping's held-out share
+    leaves that row in the loss (it used to hold it out for some seeds: the class
+    was in classes_ but never trained on, never predicted)."""
+    import skldp.models._base as base
+    import skldp.models._solitude as solitude
+    from skldp.utils._random import training_seed
+    G, y, *_ = _graph()
+    fit = np.r_[np.flatnonzero(y == 0)[:15], np.flatnonzero(y == 1)[:15],
+                np.flatnonzero(y == 2)[:1]]
+    # a seed whose plain draw of 10 % of the rows holds the lone row out
+    from sklearn.model_selection import train_test_split
+    rs = next(s for s in range(200) if len(fit) - 1 in train_test_split(
+        np.arange(len(fit)), test_size=0.1, random_state=training_seed(s) % 2**31)[1])
+    seen = []
+    module = solitude if name == "solitude" else base
+
+    def spy(X, y_enc, **kw):
+        local, val = validation_split(X, y_enc, **kw)
+        seen.append((set(y_enc[local].tolist()), val))
+        return local, val
+    monkeypatch.setattr(module, "validation_split", spy)
+    MODELS[name]().set_params(random_state=rs).fit(G[fit], y[fit])
+    (trained, val), = seen
+    assert trained == {0, 1, 2} and len(val) > 0
+
+
 def test_pipeline_and_grid_search_with_predefined_split():
     """GridSearchCV(cv=PredefinedSplit): each fold's fit validates on its own validation nodes.
 
