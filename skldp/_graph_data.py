@@ -11,7 +11,7 @@ from collections import OrderedDict
 import numpy as np
 import scipy.sparse as sp
 
-from .device._random import _as_id_array, _as_integers, _id_sequence, ids_to_keys
+from .device._random import _as_id_array, _as_integers, _id_list, _id_sequence, ids_to_keys
 from .population._population import Population
 from .utils._arrays import (
     check_finite_features,
@@ -19,6 +19,8 @@ from .utils._arrays import (
     check_not_masked,
     distinct,
     frame_column_names,
+    member,
+    sorted_lookup,
 )
 
 __all__ = ["GraphData"]
@@ -841,9 +843,10 @@ class GraphData:
 
     Notes
     -----
-    Indexing selects rows of the view, not of the whole graph: ``G[i]``,
-    ``G[[i, j]]``, ``G[mask]``, ``G[a:b:c]`` and scikit-learn's
-    ``G[idx, ...]``.
+    Indexing selects rows of the view by position, not of the whole graph
+    and not by node id: ``G[i]``, ``G[[i, j]]``, ``G[mask]``, ``G[a:b:c]``
+    and scikit-learn's ``G[idx, ...]``. ``G[G.positions(ids)]`` selects
+    nodes by id (:meth:`positions`).
 
     Examples
     --------
@@ -1076,6 +1079,61 @@ class GraphData:
     def all_node_ids(self):
         """Ids of all nodes of the graph."""
         return self._store.node_ids
+
+    def positions(self, ids):
+        """Positions in this view of the nodes with ids ``ids``.
+
+        Indexing is by position: ``G[G.positions(ids)]`` selects nodes by id.
+        Ids are matched by their user keys, as ``node_ids`` are (``7``, ``7.0``
+        and ``np.int32(7)`` name one user; ``"7"`` another).
+
+        Parameters
+        ----------
+        ids : array-like of shape (n_ids,)
+            Ids of nodes of this view, in the order wanted.
+
+        Returns
+        -------
+        positions : ndarray of int of shape (n_ids,)
+            The position of each id's row in this view (the first, if the view
+            holds that row twice).
+
+        Raises
+        ------
+        KeyError
+            If an id is not a node of this view; the message names such ids.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skldp import GraphData
+        >>> G = GraphData(np.eye(4), node_ids=[101, 102, 103, 104])
+        >>> G.positions([103, 101])
+        array([2, 0])
+        >>> G[G.positions([103, 101])].node_ids
+        array([103, 101])
+        """
+        ids = _as_id_array(_id_list(ids, "ids"), "ids")
+        if ids.ndim != 1:
+            raise TypeError(f"ids must be a sequence of node ids, got {ids.ndim}-D input"
+                            + (f" (the single value {ids.item()!r}): wrap one id in a list."
+                               if ids.ndim == 0 else f" of shape {ids.shape}."))
+        keys = ids_to_keys(ids)
+        mine = self.node_keys[self.rows]
+        pos, found = sorted_lookup(mine, keys, sorter=np.argsort(mine, kind="stable"))
+        if not found.all():
+            raise KeyError(self._not_in_view_message(ids[~found], keys[~found], len(ids)))
+        return pos
+
+    def _not_in_view_message(self, ids, keys, n_asked):
+        shown = ", ".join(map(repr, ids[:5].tolist())) + (", ..." if len(ids) > 5 else "")
+        message = (f"{len(ids)} of the {n_asked} ids are not nodes of this view of "
+                   f"{len(self.rows)} rows: {shown}.")
+        elsewhere = int(member(keys, self.node_keys).sum())
+        if elsewhere:
+            message += (f" Nodes of the graph outside this view: {elsewhere} of them "
+                        "(G.full().positions(ids) finds them among all its nodes).")
+        return message
 
     @property
     def feature_names(self):
@@ -1562,7 +1620,8 @@ def _row_positions(key, n_rows):
         return np.zeros(0, dtype=np.intp)
     if not np.issubdtype(key.dtype, np.integer):
         raise IndexError(f"GraphData row indices must be integers or booleans, got dtype "
-                         f"{key.dtype}.")
+                         f"{key.dtype}: rows are indexed by position, not by node id. "
+                         "To select nodes by id: G[G.positions(ids)].")
     if key.ndim == 0:
         key = key.reshape(1)
     if key.ndim != 1:
@@ -1570,7 +1629,9 @@ def _row_positions(key, n_rows):
     bad = (key >= n_rows) | (key < -n_rows)
     if bad.any():
         raise IndexError(f"row index {key[bad][0]} is out of range for a view of {n_rows} rows "
-                         f"(valid positions: {-n_rows}..{n_rows - 1}).")
+                         f"(valid positions: {-n_rows}..{n_rows - 1}): rows are indexed by "
+                         "position, not by node id. To select nodes by id: "
+                         "G[G.positions(ids)].")
     return key
 
 

@@ -207,6 +207,58 @@ def test_memo_is_bounded_in_bytes(monkeypatch):
 
 
 # ------------------------------------------------------------------ indexing
+def test_positions_select_nodes_by_id():
+    """``G[G.positions(ids)]`` selects nodes by id, where ``G[...]`` is positional: with
+    1-based ids ``G[[3, 4]]`` is ids 4 and 5."""
+    X = np.arange(10.).reshape(5, 2)
+    G = GraphData(X, _path_graph(5), node_ids=[1, 2, 3, 4, 5])
+    assert G[[3, 4]].node_ids.tolist() == [4, 5]
+    assert G[G.positions([3, 4])].node_ids.tolist() == [3, 4]
+    np.testing.assert_array_equal(np.asarray(G[G.positions([5, 1])]), X[[4, 0]])
+    # the ids' user keys: 3.0 and np.int32(3) are user 3
+    assert G.positions([3.0, np.int32(3)]).tolist() == [2, 2]
+    assert G.positions([]).tolist() == []
+    # positions in the view, not in the graph; a row held twice: its first position
+    v = G[[4, 2, 2, 0]]
+    assert v.positions([1, 3, 5]).tolist() == [3, 1, 0]
+    assert v[v.positions([3])].node_ids.tolist() == [3]
+    Gs = GraphData(X, node_ids=list("abcde"))
+    assert Gs[Gs.positions(["d", "b"])].node_ids.tolist() == ["d", "b"]
+    pd = pytest.importorskip("pandas")
+    assert Gs.positions(pd.Index(["e", "a"])).tolist() == [4, 0]
+    Gt = GraphData(X, node_ids=[(0, 0), (0, 1), "u", 7, (1, 0)])
+    assert Gt.positions([(1, 0), 7, "u", (np.int64(0), np.int64(1))]).tolist() == [4, 3, 2, 1]
+
+
+def test_positions_name_the_ids_that_are_not_in_the_view():
+    G = GraphData(np.zeros((5, 2)), node_ids=[101, 102, 103, 104, 105])
+    with pytest.raises(KeyError) as missing:
+        G.positions([999, 101, "103"])   # text "103" is another user than 103
+    assert missing.value.args[0] == ("2 of the 3 ids are not nodes of this view of 5 rows: "
+                                     "999, '103'.")
+    with pytest.raises(KeyError, match=r"1 of the 2 ids .* view of 2 rows: 102\. Nodes of "
+                                        r"the graph outside this view: 1 of them"):
+        G[[0, 2]].positions([103, 102])
+    assert G.full().positions([102]).tolist() == [1]
+    with pytest.raises(TypeError, match="wrap one id in a list"):
+        G.positions(103)
+    with pytest.raises(TypeError, match="wrap one id in a list"):
+        G.positions("103")
+    with pytest.raises(TypeError, match="boolean"):
+        G.positions([True])
+
+
+def test_indexing_by_an_id_says_indexing_is_by_position():
+    G = GraphData(np.zeros((5, 2)), node_ids=[101, 102, 103, 104, 105])
+    with pytest.raises(IndexError, match=r"valid positions: -5\.\.4\): rows are indexed by "
+                                         r"position, not by node id.*G\[G\.positions\(ids\)\]"):
+        G[[103]]
+    Gs = GraphData(np.zeros((3, 2)), node_ids=["a", "b", "c"])
+    with pytest.raises(IndexError, match=r"integers or booleans, got dtype <U1: rows are "
+                                         r"indexed by position.*G\[G\.positions\(ids\)\]"):
+        Gs[["b"]]
+
+
 def test_empty_index_gives_an_empty_view():
     G = GraphData(np.arange(8.).reshape(4, 2), _path_graph(4), node_ids=[10, 11, 12, 13])
     for key in ([], np.array([], dtype=np.int64), np.array([]), (np.array([], int), ...)):
