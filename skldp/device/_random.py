@@ -261,6 +261,51 @@ def _integer_value(v):
     return None
 
 
+def _retyped(user):
+    """The id ``user`` is in the other type (the text ``"5"`` for the int 5, the int 5 for
+    the text ``"5"``), else ``None``; only the canonical text of an integer (not ``"05"``,
+    ``"+5"`` or ``"5.0"``)."""
+    if isinstance(user, int):
+        return str(user) if user.bit_length() <= 64 else None
+    if isinstance(user, str):
+        if user[:1] not in _INTEGER_STARTS:   # (quick: most text ids are no integer)
+            return None
+        try:
+            return int(user) if str(int(user)) == user else None
+        except ValueError:
+            return None
+    return None
+
+
+_INTEGER_STARTS = frozenset("-0123456789")
+
+
+def has_integer_text(ids):
+    """Whether some id of the array ``ids`` is the canonical text of an integer (``"5"``:
+    :func:`_retyped`)."""
+    if ids.dtype.kind in "iu":
+        return False
+    return any(isinstance(v, str) and _retyped(v) is not None for v in ids.tolist())
+
+
+def other_spellings(ids):
+    """The ids of the array ``ids`` that have another spelling (:func:`_retyped`: an
+    integer within 64 bits and its canonical text), as ``(positions, keys)``: where they
+    are, and the keys of that other spelling (keyed in one call: one by one is slow)."""
+    values = ids.tolist()
+    if ids.dtype.kind in "iu":   # (each has one: its text)
+        at, others = np.arange(len(values)), [str(v) for v in values]
+    else:   # (numpy's integers and 7.0 as the ints they are keyed as)
+        plain = values if ids.dtype.kind == "U" else (
+            v if isinstance(v, str) or (n := _integer_value(v)) is None else n for v in values)
+        found = [(i, o) for i, v in enumerate(plain) if (o := _retyped(v)) is not None]
+        at = np.array([i for i, _ in found], dtype=np.intp)
+        others = [o for _, o in found]
+    if not others:
+        return np.zeros(0, np.intp), np.zeros(0, np.uint64)
+    return at, ids_to_keys(_as_id_array(others))
+
+
 def _as_integers(ids):
     """``ids`` as an int64 (else uint64) array when every id is an integer, in an object
     array (as pandas gives) or as a float with an integer value (1.0, as a column with

@@ -21,7 +21,14 @@ import scipy.sparse as sp
 
 from ..device._device import ANSWER_ID, plain_id
 from ..device._kinds import ReportError, _value_text, directory_digest, plan
-from ..device._random import _as_id_array, _exact_limit, _id_list, _id_sequence, ids_to_keys
+from ..device._random import (
+    _as_id_array,
+    _exact_limit,
+    _id_list,
+    _id_sequence,
+    _retyped,
+    ids_to_keys,
+)
 from ..device._spec import read_spec
 from ..utils._arrays import distinct, member
 from ..utils._atomic import replace_file
@@ -766,20 +773,6 @@ def _integral_float_id(rec):
     if isinstance(user, (float, np.floating)) and math.isfinite(user) and \
             abs(user) < _exact_limit(np.asarray(user).dtype) and user == int(user):
         return int(user)
-    return None
-
-
-def _retyped(user):
-    """The id ``user`` is in the other type (the text ``"5"`` for the int 5, the int 5 for
-    the text ``"5"``), else ``None``; only the canonical text of an integer (not ``"05"``,
-    ``"+5"`` or ``"5.0"``)."""
-    if isinstance(user, int):
-        return str(user) if user.bit_length() <= 64 else None
-    if isinstance(user, str):
-        try:
-            return int(user) if str(int(user)) == user else None
-        except ValueError:
-            return None
     return None
 
 
