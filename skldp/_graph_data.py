@@ -824,7 +824,9 @@ class GraphData:
     population : GraphData, Population or None, default=None
         The simulated devices these users are. ``None`` makes new ones (a new
         ledger); the GraphData of the same users (e.g. their updated data)
-        shares its ledger and budget.
+        shares its ledger and budget. An id it does not know whose other
+        spelling it knows (``"7"`` for its user ``7``, or the reverse) is
+        refused: give the ids in the type it knows them by.
     symmetric : bool or None, default=None
         Whether the adjacency is symmetric, if the caller knows. ``None``
         compares it with its transpose when a step first asks; ``True`` runs a
@@ -871,7 +873,7 @@ class GraphData:
         n = X.shape[0]
         if n == 0:
             raise ValueError("GraphData needs at least one node; got an empty feature matrix.")
-        keys = None   # computed here only for ids of mixed types (checked), else lazily
+        keys = None   # computed here first for ids of mixed types (checked)
         if node_ids is None:
             if population is None:   # (else the check of population= names the users)
                 _check_frame_index_is_positions(features, n)
@@ -914,6 +916,9 @@ class GraphData:
                 _check_default_ids_name_users(features, n, population)
             population = population.population if isinstance(population, GraphData) \
                 else population
+            keys = _ids_to_keys(ids) if keys is None else keys
+            # 5 new where "5" is known (ids read back as text): maybe one person, two keys
+            population._check_spellings(ids, keys)
             if budget is not None and population.budget is not None and \
                     float(budget) != population.budget:
                 # the same users, the same cap: a new view of them must not move it
@@ -946,8 +951,12 @@ class GraphData:
                 info.symmetric = True
             self._store._symmetric = bool(symmetric) if info.symmetric is None \
                 else info.symmetric
-        if not population.simulated:   # its users now (once the graph is valid): what they
-            population._admit(self.node_keys)   # sent while unlisted is charged
+        # its users now (once the graph is valid), whom a later graph's ids are checked
+        # against; real devices: what they sent while unlisted is charged
+        if population.simulated:
+            population._join(self.node_keys, ids)
+        else:
+            population._admit(self.node_keys, ids)
 
     @classmethod
     def _from_store(cls, store, rows):
@@ -1221,7 +1230,9 @@ class GraphData:
         for name in ("_node_keys", "_symmetric", "_one_sided", "_finite", "_info",
                      "feature_source", "adjacency_source"):
             setattr(new, name, getattr(st, name))
-        return GraphData._from_store(new, self.rows)
+        G = GraphData._from_store(new, self.rows)
+        new.population._join(G.node_keys, st.node_ids)   # (as GraphData's constructor joins)
+        return G
 
     @property
     def node_keys(self):

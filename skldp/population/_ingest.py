@@ -1073,7 +1073,7 @@ def received_graph(*, features=None, labels=None, edges=None, node_ids=None, bud
         _charge_again(population, labels, position, charged, refusals)
     for _, received in parts:
         _hold(population, received, position)
-    population._join(keys)   # (GraphData would: joined before the held answers are charged)
+    population._join(keys, ids)   # (GraphData would: before the held answers are charged)
     held = _charge_held(population, keys, ids, parts, refusals)
     _refuse(refusals, population, keys, [r.spec for _, r in parts] + held)
     G = GraphData(X, A, node_ids=ids, population=population)

@@ -19,7 +19,14 @@ import weakref
 
 import numpy as np
 
-from ..device._random import _GOLDEN, _mix, check_node_keys
+from ..device._random import (
+    _GOLDEN,
+    _mix,
+    _retyped,
+    check_node_keys,
+    has_integer_text,
+    other_spellings,
+)
 from ..device._spec import significant
 from ..exceptions import PrivacyBudgetError
 from ..utils._arrays import distinct, member, sorted_lookup
@@ -119,8 +126,10 @@ class Population:
         # the directory then; charged once the user is one of this population's (_held)
         self._held = {}
         # the keys of the users of the graphs built on it (GraphData, received_graph), sorted:
-        # a held answer of one of them is charged (see _join)
+        # a held answer of one of them is charged (see _join), and a new graph's ids are
+        # checked against them (see _check_spellings)
         self._members = np.zeros(0, np.uint64)
+        self._integer_texts = False   # whether one of them has an integer's text for id ("5")
         self._collected = {}   # collection id -> spec of reports received from real devices
         self._recordings = {}  # id -> _Recorder: this process's recordings (audits)
         self._foreign = {}     # id -> protects: other processes' recordings (the journal's)
@@ -444,21 +453,26 @@ class Population:
             self._write({"held": spec.to_dict(), "keys": _b64(node_keys), "d": _b64(digests)})
         self._with_answers(node_keys, digests, keep)
 
-    def _join(self, node_keys):
+    def _join(self, node_keys, ids=None):
         """Remember ``node_keys`` as users of this population (the nodes of a graph built on
-        it), whatever they spent: the answers it holds for them (:meth:`_hold_answers`) are
-        charged by :meth:`_charge_held`. Returns the keys it did not know."""
-        node_keys = np.asarray(node_keys, np.uint64)
-        if sorted_lookup(self._members, node_keys)[1].all():   # (a graph of known users)
-            return node_keys[:0]
+        it; ``ids``, their ids: ``None``, not known), whatever they spent: the answers it
+        holds for them (:meth:`_hold_answers`) are charged by :meth:`_charge_held`, and a
+        later graph's ids are checked against them (:meth:`_check_spellings`). Returns the
+        keys it did not know."""
+        node_keys = np.sort(np.asarray(node_keys, np.uint64))   # (sorted: looked up at once)
+        texts = not self._integer_texts and (ids is None or has_integer_text(ids))
+        if not texts and sorted_lookup(self._members, node_keys)[1].all():
+            return node_keys[:0]   # (a graph of known users)
         if self._journal is not None and not self._reachable:
             # a saved copy cut off from its journal collects nothing: members in memory
+            self._integer_texts |= texts
             return self._add_members(node_keys)
         with self._exclusive():
             self._sync_locked()
             new = self._add_members(node_keys)
-            if len(new):
-                self._write({"members": _b64(new)})
+            self._integer_texts |= texts
+            if (len(new) or texts) and self._journal is not None:
+                self._write({"members": _b64(new), "integer_texts": self._integer_texts})
         return new
 
     def _known(self, node_keys=None):
@@ -470,19 +484,57 @@ class Population:
         node_keys = np.asarray(node_keys, np.uint64)
         return sorted_lookup(self._members, node_keys)[1] | (self.ledger.spent(node_keys) > 0)
 
+    def _check_spellings(self, ids, node_keys, apart=()):
+        """Refuse new users ``ids`` (keys ``node_keys``) of which one is unknown to this
+        population while it knows the same id in the other type (the int 5 and the text
+        "5" a CSV reads back): one person may be both, and each key would be charged
+        apart. Names the user it knows, or a user of its own, only where the new ids list
+        both spellings or ``apart`` (keys a directory lists beside their other spelling)
+        has it: then they are two users. Checked before anything is sent or charged."""
+        if not self._known():   # (it knows no one yet)
+            return
+        order = np.argsort(node_keys)   # (looked up in sorted order: in two sorted arrays)
+        new = order[~self._known(node_keys[order])]
+        if not len(new) or (ids.dtype.kind in "iu" and not self._may_know_integer_texts()):
+            return   # (no new user; or integers, and no user it knows is an integer's text)
+        at, other = other_spellings(ids[new])
+        clash = self._known(other) & ~member(other, node_keys)
+        if len(apart):
+            clash &= ~member(other, np.fromiter(apart, np.uint64, len(apart)))
+        if not clash.any():
+            return
+        user = ids[new[at[np.argmax(clash)]]]
+        user = user.item() if isinstance(user, np.generic) else user
+        raise ValueError(
+            f"{int(clash.sum())} of these ids are new to the population while it knows "
+            f"the same id in the other type, e.g. {user!r} (it knows {_retyped(user)!r}): "
+            "one person may be both, and would be charged as two users. Give the ids in "
+            "the type the population knows them by (ids read back from a file as text: "
+            "convert them to int, or the reverse). Nothing was charged.")
+
+    def _may_know_integer_texts(self):
+        """Whether a user it knows may have an integer's text for id ("5"): a user of its
+        graphs (:meth:`_join`), or one charged outside them (whose id it was not given)."""
+        if self._integer_texts:
+            return True
+        return not sorted_lookup(self._members, self.ledger.per_user()[0])[1].all()
+
     def _add_members(self, node_keys):
         """Add ``node_keys`` to the sorted ``_members``; returns those that were not there."""
-        new = np.sort(node_keys[~sorted_lookup(self._members, node_keys)[1]])
-        new = new[np.r_[True, new[1:] != new[:-1]]] if len(new) else new
+        new = np.sort(node_keys[~sorted_lookup(self._members, node_keys)[1]] if
+                      len(self._members) else node_keys)
+        if len(new) > 1 and (new[1:] == new[:-1]).any():
+            new = new[np.r_[True, new[1:] != new[:-1]]]
         # (sorted, and none in _members: inserted in one pass, without a sort of them all)
-        self._members = np.insert(self._members, np.searchsorted(self._members, new), new)
+        self._members = np.insert(self._members, np.searchsorted(self._members, new), new) \
+            if len(self._members) else new
         return new
 
-    def _admit(self, node_keys):
+    def _admit(self, node_keys, ids=None):
         """The users ``node_keys`` are the nodes of a graph built on this population (a
         :class:`~skldp.GraphData`): :meth:`_join`, and charge the answers held for them
         (they were sent), with a warning if that takes some above the budget."""
-        new = self._join(node_keys)   # (GraphData calls it for real devices only)
+        new = self._join(node_keys, ids)   # (GraphData calls it for real devices only)
         if not len(new) or not any(member(d.merged()["key"], new).any()
                                    for _, d in self._held.values()):
             return   # (a saved copy with nothing held for them need not reach its ledger)
@@ -980,6 +1032,7 @@ class Population:
             return
         if "members" in rec:   # users of a graph a copy built (_join)
             self._add_members(_unb64(rec["members"]))
+            self._integer_texts |= rec.get("integer_texts", True)   # (older: not told)
             return
         if "held" in rec:   # answers of users not in the directory then (_hold_answers)
             self._add_held(CollectionSpec.from_dict(rec["held"], check_kind=False),
@@ -1035,8 +1088,9 @@ class Population:
                 pairs = d.merged()
                 fh.write((json.dumps({"held": spec.to_dict(), "keys": _b64(pairs["key"].copy()),
                                       "d": _b64(pairs["digest"].copy())}) + "\n").encode())
-            if len(self._members):
-                fh.write((json.dumps({"members": _b64(self._members.copy())}) + "\n").encode())
+            if len(self._members) or self._integer_texts:
+                fh.write((json.dumps({"members": _b64(self._members.copy()),
+                                      "integer_texts": self._integer_texts}) + "\n").encode())
             fh.write((json.dumps({"budget": self._budget_cap}) + "\n").encode())
             for (kind, part, token), keys in self._true_reads.items():
                 ref = self._keys_record_for(keys)
@@ -1066,7 +1120,8 @@ class Population:
                     "_answer_digests": {cid: d.merged() for cid, d in
                                         self._answer_digests.items()},
                     "_held": {cid: (spec, d.merged()) for cid, (spec, d) in
-                              self._held.items()}, "_members": self._members}
+                              self._held.items()}, "_members": self._members,
+                    "_integer_texts": self._integer_texts}
 
     def __setstate__(self, state):
         state = dict(state)
@@ -1077,6 +1132,7 @@ class Population:
         state["_held"] = {cid: (spec, _Digests.from_state(d)) for cid, (spec, d) in
                           state.get("_held", {}).items()}
         state.setdefault("_members", np.zeros(0, np.uint64))   # (pickled before it existed)
+        state.setdefault("_integer_texts", True)   # (not told: maybe)
         state["_received"] = {cid: _Kept.from_state(k) for cid, k in
                               state.get("_received", {}).items()}
         self.__dict__.update(state)
