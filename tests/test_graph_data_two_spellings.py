@@ -109,13 +109,29 @@ def test_a_negative_id_and_the_text_of_its_key():
     GraphData(_X(1), node_ids=[2**64 - 1], population=G)   # (the same key: that user)
 
 
-
-def test_a_received_population_refuses_the_other_spelling_in_a_graph():
+def _received_text_population():
     spec = collection_spec(LabelRandomizedResponse(1.0, classes=[0, 1]))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         G, _ = received_graph(labels=read_reports([Device(u).answer(spec, 1) for u in TEXT],
                                                   spec, users=TEXT))
+    return G
+
+
+def test_a_received_population_refuses_the_other_spelling_in_a_graph_and_in_a_call():
+    G = _received_text_population()
     assert not G.population.simulated
     with pytest.raises(ValueError, match=TWO):
         GraphData(_X(), node_ids=IDS, population=G)
+    # received_graph with node_ids of the other type: refused before anything is charged
+    # (the int keys were charged beside the text ones: printed 2, sent 3 by each person)
+    spec = collection_spec(LabelRandomizedResponse(1.0, classes=[0, 1]))
+    r = read_reports([Device(int(u)).answer(spec, 1) for u in TEXT], spec,
+                     users=[int(u) for u in TEXT])
+    before = _spent(G.population, [1000, "1000"])
+    with pytest.raises(ValueError, match=f"{TWO}.*Nothing was charged"):
+        received_graph(labels=r, node_ids=[int(u) for u in TEXT], population=G)
+    assert _spent(G.population, [1000, "1000"]) == before == [0.0, 1.0]
+    # without node_ids each id names the user the population knows
+    G2, _ = received_graph(labels=r, population=G)
+    assert G2.node_ids.tolist() == TEXT and _spent(G.population, [1000, "1000"]) == [0.0, 2.0]

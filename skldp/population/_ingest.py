@@ -973,6 +973,9 @@ def received_graph(*, features=None, labels=None, edges=None, node_ids=None, bud
         read_reports read as its directory's other spelling is, where
         ``population`` knows it or the call names it (``node_ids``, or a
         directory that lists both), that user (refused if ``node_ids`` omit it).
+        A node new to ``population`` whose other spelling it knows (``5``
+        where it knows ``"5"``) is refused, nothing charged, unless a
+        directory of the call lists both.
     budget : float or None, default=None
         Per-user cap of the graph's population. Reports that take a user above
         it raise :class:`BudgetExceededError` and build no graph, but they are
@@ -1041,6 +1044,9 @@ def received_graph(*, features=None, labels=None, edges=None, node_ids=None, bud
     if len(distinct(keys)) != n:
         from .._graph_data import duplicate_ids_message
         raise ValueError(duplicate_ids_message(ids.tolist(), keys))
+    # a node new to the population that knows its other spelling (node_ids=[5], "5" known)
+    # may be that person: refused, as GraphData refuses it, before anything is charged
+    population._check_spellings(ids, keys, _listed_apart([r for _, r in parts]))
     # every part is checked before any is charged: a refusal charges nothing
     X, feature_origin = np.zeros((n, 0)), ("derived", "were not collected")
     if features is not None:
@@ -1370,17 +1376,24 @@ def _apart_keys(directory):
     return frozenset(texts[listed].tolist() + others[listed].tolist())
 
 
-def _call_users(parts, population, ids):
-    """The :class:`_Users` of a received_graph call: ``ids`` listed (its nodes; ``None``:
-    none yet), and as users of their own the ids that ``parts`` (its collections) name, as
-    read, as sent or in the other spelling, that ``population`` knows or a directory of
-    the call lists beside their other spelling (3 and "3": two users)."""
+def _listed_apart(parts):
+    """The keys of the ids that a directory of ``parts`` (the collections of a call) lists
+    beside their other spelling (3 and "3": two users)."""
     listed = set()
     for received in parts:
         keys = getattr(received, "_directory", None)
         if isinstance(keys, _Users):   # (pickled by an earlier version: the whole directory)
             keys = _apart_keys(keys)
         listed.update(keys if isinstance(keys, frozenset) else ())   # (older: a bool)
+    return listed
+
+
+def _call_users(parts, population, ids):
+    """The :class:`_Users` of a received_graph call: ``ids`` listed (its nodes; ``None``:
+    none yet), and as users of their own the ids that ``parts`` (its collections) name, as
+    read, as sent or in the other spelling, that ``population`` knows or a directory of
+    the call lists beside their other spelling (3 and "3": two users)."""
+    listed = _listed_apart(parts)
     ids = np.zeros(0, np.int64) if ids is None else ids
     if not (listed or population._known()):   # (a new population knows no one)
         return _Users(ids)
