@@ -1200,9 +1200,11 @@ def _charge_again(population, received, position, charged, refusals):
     once, so that a retry after a refusal charges it no more."""
     users, owner, digests, known, is_kept = _answer_entries(received)
     # a node's, else (a user not in the graph whose records were all refused, still
-    # charged) its id's own
+    # charged) that of the user its id names: its own, or the one the population knows by
+    # its other spelling (5 for "5"), as nodes and held answers are named (the same person,
+    # else an over-charge: the safe side)
     ukeys = np.array([position.keys[r] if (r := position.get(plain_id(u))) is not None
-                      else _key(u) for u in users], dtype=np.uint64)
+                      else _key(position.name(plain_id(u))) for u in users], dtype=np.uint64)
     # users named two ways ("5" and 5, read without users=) are one user: one entry
     ukeys, first, inverse = np.unique(ukeys, return_index=True, return_inverse=True)
     users, owner = [users[i] for i in first.tolist()], inverse.ravel()[owner]

@@ -303,3 +303,22 @@ def test_a_directory_that_lists_a_key_and_its_text_names_each_by_key(spec):
     # but two spellings no directory tells apart are still refused
     with pytest.raises(ValueError, match=ONE):
         received_graph(labels=read_reports(recs, spec))
+
+
+def test_further_answers_of_an_id_are_charged_to_the_user_its_other_spelling_names(spec):
+    # the population knows "3"; 3 (no node, unknown) sent two answers, both refused: they
+    # were charged to 3's own key while naming and held answers use "3" (printed 2 x EPS
+    # for a person who, as "3" and 3, sent 3 x EPS)
+    G0, _ = received_graph(labels=read_reports([Device(str(u)).answer(spec, 1)
+                                                for u in range(5)], spec))
+    later = collection_spec(LabelRandomizedResponse(EPS, classes=[0, 1]))
+    recs = [Device(str(u)).answer(later, 1) for u in (0, 1, 2, 4)]
+    for y in (5, 7):   # out of the domain: refused, and charged (they were sent)
+        rec = Device(3).answer(later, 1)
+        del rec["answer"]
+        recs.append(dict(rec, report={"y": y}))
+    r = read_reports(recs, later)
+    assert dict(r.again) == {3: 2} and r.users == ["0", "1", "2", "4"]
+    G, _ = received_graph(labels=r, node_ids=["0", "1", "2", "4"], population=G0)
+    assert _spent(G, [3, "3"]) == [0.0, 3 * EPS]
+    assert privacy_report(G).local_epsilon == 3 * EPS
