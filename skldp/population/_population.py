@@ -503,7 +503,7 @@ class Population:
             clash &= ~member(other, np.fromiter(apart, np.uint64, len(apart)))
         if not clash.any():
             return
-        user = ids[new[at[np.argmax(clash)]]]
+        user = ids[new[at[clash]].min()]   # (the first in the graph's order)
         user = user.item() if isinstance(user, np.generic) else user
         raise ValueError(
             f"{int(clash.sum())} of these ids are new to the population while it knows "
