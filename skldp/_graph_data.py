@@ -1,6 +1,7 @@
 """The data contract shared by every graph-aware step: :class:`GraphData`."""
 
 import decimal
+import functools
 import numbers
 import sys
 import threading
@@ -525,6 +526,14 @@ def _plain_weight(w):
     return isinstance(w, (bool, int, float, np.bool_, np.integer, np.floating))
 
 
+def _keys_and_ids(store):
+    """The node keys (computed once per store, as ``GraphData.node_keys``) and ids of a
+    store's nodes."""
+    if store._node_keys is None:
+        store._node_keys = _ids_to_keys(store.node_ids)
+    return store._node_keys, store.node_ids
+
+
 def _check_default_ids_name_users(features, n, population):
     """Refuse ``population=`` without ``node_ids`` where the default ids ``0..n-1`` would
     name users they are not: a frame's rows labelled otherwise, rows that are not the
@@ -906,7 +915,8 @@ class GraphData:
         A, unit_weights = _as_adjacency(adjacency, n, ids if node_ids is not None else None)
         if feature_names is not None:
             feature_names = _as_feature_names(feature_names, X.shape[1])
-        if population is None:
+        fresh = population is None
+        if fresh:
             population = Population(budget)
         else:
             if not isinstance(population, (GraphData, Population)):
@@ -953,10 +963,12 @@ class GraphData:
                 else info.symmetric
         # its users now (once the graph is valid), whom a later graph's ids are checked
         # against; real devices: what they sent while unlisted is charged
-        if population.simulated:
-            population._join(self.node_keys, ids)
-        else:
+        if not population.simulated:
             population._admit(self.node_keys, ids)
+        elif fresh:   # (keyed and sorted only if another graph joins it)
+            population._join_later(functools.partial(_keys_and_ids, self._store))
+        else:
+            population._join(self.node_keys, ids)
 
     @classmethod
     def _from_store(cls, store, rows):
@@ -1230,17 +1242,13 @@ class GraphData:
         for name in ("_node_keys", "_symmetric", "_one_sided", "_finite", "_info",
                      "feature_source", "adjacency_source"):
             setattr(new, name, getattr(st, name))
-        G = GraphData._from_store(new, self.rows)
-        new.population._join(G.node_keys, st.node_ids)   # (as GraphData's constructor joins)
-        return G
+        new.population._join_later(functools.partial(_keys_and_ids, new))   # (as __init__)
+        return GraphData._from_store(new, self.rows)
 
     @property
     def node_keys(self):
         """uint64 keys of all nodes, derived from node ids (for per-user randomness)."""
-        st = self._store
-        if st._node_keys is None:
-            st._node_keys = _ids_to_keys(st.node_ids)
-        return st._node_keys
+        return _keys_and_ids(self._store)[0]
 
     def is_symmetric(self):
         """Whether the adjacency is symmetric. ``False`` when it is unknown.
