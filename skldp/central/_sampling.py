@@ -10,7 +10,12 @@ from sklearn.utils.validation import check_is_fitted
 from ..accounting._rdp import check_max_degree
 from ..base import GraphTransformerMixin
 from ..utils._random import draw_seed, training_seed
-from ..utils.validation import RANDOM_STATE_CONSTRAINT, Count, check_graph_data
+from ..utils.validation import (
+    RANDOM_STATE_CONSTRAINT,
+    Count,
+    check_graph_data,
+    refuse_graph_data,
+)
 
 __all__ = ["degree_bounded_sample", "DegreeBoundedSampler"]
 
@@ -68,6 +73,12 @@ def degree_bounded_sample(adjacency, max_degree, nodes=None, random_state=None):
         Symmetric 0/1 adjacency, a subset of the input's edges, with every row
         and column sum at most ``K``.
 
+    Raises
+    ------
+    TypeError
+        If ``adjacency`` is a :class:`~skldp.GraphData` (sample one with
+        :class:`DegreeBoundedSampler`).
+
     References
     ----------
     .. [1] Daigavane, A. et al., "Node-level differentially private graph
@@ -83,6 +94,9 @@ def degree_bounded_sample(adjacency, max_degree, nodes=None, random_state=None):
     >>> int(S.sum(axis=1).max()) <= 2, (S != S.T).nnz
     (True, 0)
     """
+    refuse_graph_data(adjacency, "degree_bounded_sample", "adjacency",
+                      "Pass its adjacency: adjacency=G.adjacency, or sample a GraphData's graph "
+                      "with skldp.central.DegreeBoundedSampler (GraphData in and out).")
     K = check_max_degree(max_degree)
     if not sp.issparse(adjacency):
         adjacency = sp.csr_matrix(np.asarray(adjacency))

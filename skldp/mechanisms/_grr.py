@@ -42,6 +42,7 @@ from ..utils.validation import (
     check_finite_features,
     check_has_features,
     check_int,
+    refuse_graph_data,
 )
 from ._grid import check_eps_per_coordinate
 
@@ -343,7 +344,14 @@ def discretize(X, bin_edges):
     ValueError
         If edges are not strictly increasing finite numbers, or a column to
         bin holds NaN (impute it first).
+    TypeError
+        If ``X`` is a :class:`~skldp.GraphData` (give the edges to
+        :class:`GRRFSMechanism`).
     """
+    refuse_graph_data(X, "discretize", "X", "To discretise the users' features before GRR, "
+                      "give the edges to the mechanism: GRRFSMechanism(bin_edges=...) "
+                      "discretises on the devices; discretize(np.asarray(G), ...) would read "
+                      "the raw features in the clear.")
     X = X.toarray() if sp.issparse(X) else np.array(X, dtype=np.float64)
     items = _edge_items(bin_edges, X.shape[1])
     for j, edges in items:
@@ -377,6 +385,9 @@ def group_features(X, group_size):
     ------
     ValueError
         If ``X`` holds NaN or inf (impute them first), as :class:`FeatureGrouper`.
+    TypeError
+        If ``X`` is a :class:`~skldp.GraphData` (group it with
+        :class:`FeatureGrouper`).
 
     Examples
     --------
@@ -386,6 +397,10 @@ def group_features(X, group_size):
     array([[1., 0., 0.],
            [0., 0., 1.]])
     """
+    refuse_graph_data(X, "group_features", "X", "Group a GraphData's features with "
+                      "skldp.mechanisms.FeatureGrouper, which the devices run before their "
+                      "mechanism (no privacy spent); group_features(np.asarray(G), ...) would "
+                      "read the raw features in the clear.")
     check_int(group_size, "group_size", 1)
     # canonical: abs() of a cell stored as [1, -1] (a 0) would be 2
     # (in float64: an int8 -128, or a uint8 cell stored as [128, 128], would wrap to 0)

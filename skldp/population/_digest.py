@@ -135,6 +135,9 @@ def list_digests(A, node_keys):
     -------
     digests : ndarray of uint64 of shape (n,)
     """
+    # (imported here: validation imports GraphData, which imports the population)
+    from ..utils.validation import refuse_graph_data
+    refuse_graph_data(A, "list_digests", "A")
     A = sp.csr_matrix(A)
     n = A.shape[0]
     keys = check_node_keys(node_keys, "node_keys")

@@ -7,7 +7,7 @@ from sklearn.base import BaseEstimator, _fit_context
 from ..base import GraphTransformerMixin
 from ..utils._adjacency import normalized_adjacency, scale_csr, with_remaining_self_loops
 from ..utils._arrays import check_finite_features
-from ..utils.validation import Count, check_adjacency, check_int
+from ..utils.validation import Count, check_adjacency, check_int, refuse_graph_data
 from ._spmm import DTYPE_CONSTRAINT, DTYPES, N_JOBS_CONSTRAINT, check_dtype, repeated_spmm
 
 __all__ = ["FeatureSmoothing", "smooth_features", "smooth_labels"]
@@ -81,7 +81,15 @@ def smooth_features(X, A, steps=2, self_loops=False, *, dtype="float64", n_jobs=
         If ``A`` is None, not square, does not have one row per row of ``X``
         or holds NaN, infinite or negative weights, or if ``X`` holds NaN or
         inf (as :class:`~skldp.GraphData` and :class:`FeatureSmoothing`).
+    TypeError
+        If ``X`` or ``A`` is a :class:`~skldp.GraphData` (smooth one with
+        :class:`FeatureSmoothing`).
     """
+    graph_step = ("Smooth a GraphData's features with skldp.propagation.FeatureSmoothing "
+                  "(GraphData in and out), or pass arrays: "
+                  "smooth_features(G.features, G.adjacency).")
+    refuse_graph_data(X, "smooth_features", "X", graph_step)
+    refuse_graph_data(A, "smooth_features", "A", graph_step)
     steps = check_int(steps, "steps")
     dtype = check_dtype(dtype)
     if not sp.issparse(X):
@@ -137,7 +145,12 @@ def smooth_labels(Y, A, steps=2, self_loops=True):
         If ``A`` is None, not square, does not have one row per row of ``Y``
         or holds NaN, infinite or negative weights, or if ``Y`` holds NaN,
         inf or negative values.
+    TypeError
+        If ``Y`` or ``A`` is a :class:`~skldp.GraphData`.
     """
+    refuse_graph_data(Y, "smooth_labels", "Y", "Y is the label matrix (one-hot rows for the "
+                      "labelled nodes, zeros elsewhere), one row per node of A.")
+    refuse_graph_data(A, "smooth_labels", "A")
     steps = check_int(steps, "steps")
     Y = np.asarray(Y, dtype=np.float64)
     _check_graph(Y, A, "smooth_labels", "Y")

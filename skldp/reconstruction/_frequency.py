@@ -22,6 +22,7 @@ from ..utils.validation import (
     check_adjacency,
     check_graph_data,
     check_int,
+    refuse_graph_data,
 )
 
 __all__ = ["FrequencyReconstructor", "mean_propagation_matrix"]
@@ -52,7 +53,10 @@ def mean_propagation_matrix(A, self_loops=True):
     ValueError
         If ``A`` is None, not square or holds NaN, infinite or negative
         weights (as :class:`~skldp.GraphData`).
+    TypeError
+        If ``A`` is a :class:`~skldp.GraphData` (pass its ``adjacency``).
     """
+    refuse_graph_data(A, "mean_propagation_matrix", "A")
     check_adjacency(A)
     return normalized_adjacency(A, self_loops, "rw", dtype=np.float64)
 

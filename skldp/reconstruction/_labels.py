@@ -4,7 +4,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..mechanisms._grid import check_eps_per_coordinate
-from ..utils.validation import check_adjacency, check_eps, check_int
+from ..utils.validation import check_adjacency, check_eps, check_int, refuse_graph_data
 from ._frequency import mean_propagation_matrix
 
 __all__ = ["project_simplex", "grr_transition_matrix", "reconstruct_labels",
@@ -203,6 +203,8 @@ def reconstruct_labels(A, labelled, noisy_labels, T, hops=2, self_loops=True, pr
         positions outside ``0..n-1``, ``noisy_labels`` codes outside
         ``0..c-1`` or another number of entries, or ``T`` is not a
         ``(c, c)`` matrix of finite numbers.
+    TypeError
+        If ``A`` is a :class:`~skldp.GraphData` (pass its ``adjacency``).
 
     References
     ----------
@@ -210,6 +212,7 @@ def reconstruct_labels(A, labelled, noisy_labels, T, hops=2, self_loops=True, pr
     Networks: a Reconstruction Approach. SIAM SDM 2024 (arXiv:2309.08569): §IV-B,
     eq. (14), Algorithm 2.
     """
+    refuse_graph_data(A, "reconstruct_labels", "A")
     hops = check_int(hops, "hops")
     n = check_adjacency(A)
     T = check_transition_matrix(T)

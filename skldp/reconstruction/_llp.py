@@ -3,7 +3,7 @@
 import numpy as np
 import scipy.sparse as sp
 
-from ..utils.validation import check_int
+from ..utils.validation import check_int, refuse_graph_data
 from ._labels import check_codes, check_transition_matrix, unbiased_label_distribution
 
 __all__ = ["metis_clusters", "cluster_label_proportions", "llp_kl_loss"]
@@ -29,7 +29,13 @@ def metis_clusters(A, n_clusters, seed=0):
     -------
     labels : ndarray of int of shape (n,)
         Part of each node, ``0..n_clusters-1``.
+
+    Raises
+    ------
+    TypeError
+        If ``A`` is a :class:`~skldp.GraphData` (pass its ``adjacency``).
     """
+    refuse_graph_data(A, "metis_clusters", "A")
     n = A.shape[0]
     n_clusters = check_int(n_clusters, "n_clusters", 1, n,
                            maximum_is="the number of nodes")

@@ -27,7 +27,7 @@ __all__ = ["Count", "Interval", "EPS_CONSTRAINT", "LABEL_MECHANISM_CONSTRAINT",
            "check_feature_array", "check_finite_features", "resolve_feature_range",
            "MIN_RANGE_WIDTH", "check_range_width",
            "clip_to_range", "input_feature_names", "check_input_features", "check_has_features",
-           "record_feature_names", "check_feature_names", "refuse_pairs"]
+           "record_feature_names", "check_feature_names", "refuse_pairs", "refuse_graph_data"]
 
 
 class Interval(_Interval):
@@ -102,10 +102,25 @@ def check_int(value, name, minimum=0, maximum=None, *, maximum_is=None, allow_no
     return int(value)
 
 
+def refuse_graph_data(value, func, arg, instead=None):
+    """Refuse a GraphData given to the plain-array argument ``arg`` of ``func``.
+
+    Called before anything converts it: ``np.asarray`` reads a GraphData as its view's
+    feature rows (never its adjacency) and charges their users a read in the clear
+    (epsilon inf), for a call that then fails or computes something else. ``instead``
+    says what to pass or use (default: the graph's adjacency).
+    """
+    if isinstance(value, GraphData):
+        instead = instead or f"Pass its adjacency: {arg}=G.adjacency."
+        raise TypeError(f"{func} takes plain arrays, but {arg} is a GraphData. {instead} "
+                        "Nothing was read or charged.")
+
+
 def check_adjacency(A, n_nodes=None, name="A", rows="X"):
-    """Refuse an adjacency matrix GraphData would refuse (None, not square, NaN, infinite
-    or negative weights, another number of nodes than the ``n_nodes`` rows of ``rows``);
-    returns its number of nodes. ``A`` itself is left as it is."""
+    """Refuse an adjacency matrix GraphData would refuse (None, a GraphData, not square,
+    NaN, infinite or negative weights, another number of nodes than the ``n_nodes`` rows
+    of ``rows``); returns its number of nodes. ``A`` itself is left as it is."""
+    refuse_graph_data(A, "This function", name)
     shape = getattr(A, "shape", None)
     if A is None or shape is None or len(shape) != 2:
         raise ValueError(f"{name} must be an adjacency matrix of shape (n_nodes, n_nodes), "

@@ -211,3 +211,47 @@ def test_a_masked_array_of_features_is_refused():
         GraphData(X)
     with pytest.raises(TypeError, match="masked array"):
         OneBitMechanism(eps=1.0, feature_range=(0, 1), random_state=0).fit_transform(X)
+
+
+def _array_functions_given_a_graph():
+    """(name, call) of each public function that takes a plain adjacency or feature array,
+    called with a GraphData ``G`` where the array goes."""
+    from skldp.central import degree_bounded_sample
+    from skldp.mechanisms import discretize, group_features
+    from skldp.population import list_digests
+    from skldp.propagation import smooth_features, smooth_labels
+    from skldp.reconstruction import (
+        grr_transition_matrix,
+        mean_propagation_matrix,
+        metis_clusters,
+        reconstruct_labels,
+    )
+    return [
+        ("smooth_features", "A", lambda G: smooth_features(G.features, G)),
+        ("smooth_features", "X", lambda G: smooth_features(G, G.adjacency)),
+        ("smooth_labels", "A", lambda G: smooth_labels(np.eye(2)[np.arange(len(G)) % 2], G)),
+        ("smooth_labels", "Y", lambda G: smooth_labels(G, G.adjacency)),
+        ("degree_bounded_sample", "adjacency", lambda G: degree_bounded_sample(G, 3)),
+        ("mean_propagation_matrix", "A", lambda G: mean_propagation_matrix(G)),
+        ("metis_clusters", "A", lambda G: metis_clusters(G, 3)),
+        ("reconstruct_labels", "A", lambda G: reconstruct_labels(
+            G, np.arange(4), np.zeros(4, int), grr_transition_matrix(1.0, 2))),
+        ("discretize", "X", lambda G: discretize(G, [0.5])),
+        ("group_features", "X", lambda G: group_features(G, 2)),
+        ("list_digests", "A", lambda G: list_digests(G, G.node_keys)),
+    ]
+
+
+@pytest.mark.parametrize("budget", [None, 5.0])
+@pytest.mark.parametrize("case", range(len(_array_functions_given_a_graph())))
+def test_array_functions_refuse_a_graph_data_before_reading_it(case, budget, small_graph):
+    # np.asarray(G) reads the view's feature rows in the clear (epsilon inf; refused under
+    # a budget): a GraphData where an array goes is refused first, saying what to pass
+    func, arg, call = _array_functions_given_a_graph()[case]
+    A, X, _ = small_graph
+    G = GraphData(X, A).new_simulation(budget=budget)
+    with pytest.raises(TypeError, match=rf"{func} takes plain arrays, but {arg} is a "
+                       r"GraphData\. .*(G\.adjacency|FeatureSmoothing|FeatureGrouper|"
+                       r"GRRFSMechanism|label matrix).* Nothing was read"):
+        call(G)
+    assert G.ledger.entries() == []
