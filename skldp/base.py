@@ -1678,8 +1678,9 @@ class GraphClassifierMixin(ClassifierMixin):
 
     def _check_labels(self, y, n_rows, X=None):
         """``y`` as a 1-D array of ``n_rows`` labels, at least one (an empty fit is an error);
-        with ``X``, the GraphData they label, a Series indexed by other users is refused."""
-        from .model_selection._node_splits import _label_column
+        with ``X``, the GraphData they label, a Series indexed by other users is refused,
+        and so is a node listed twice with two different labels."""
+        from .model_selection._node_splits import _check_one_label_per_node, _label_column
 
         y = _label_column(y, warn=True, X=X)   # a list of strings keeps its NaN markers
         if len(y) != n_rows:
@@ -1687,6 +1688,7 @@ class GraphClassifierMixin(ClassifierMixin):
         if n_rows == 0:
             raise ValueError(f"{type(self).__name__} got 0 rows to fit on (an empty "
                              "selection of nodes or pairs?); fit needs labelled rows.")
+        _check_one_label_per_node(y, X, type(self).__name__)
         return y
 
     def _encode_labels(self, y, n_rows, X=None):

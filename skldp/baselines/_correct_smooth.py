@@ -19,7 +19,7 @@ from ..base import (
     note_label_read,
     step_kind,
 )
-from ..model_selection._node_splits import _check_all_labelled
+from ..model_selection._node_splits import _check_all_labelled, _check_one_label_per_node
 from ..population import BudgetExceededError
 from ..utils._arrays import member, sorted_lookup
 from ..utils.validation import LABEL_MECHANISM_CONSTRAINT, Count, Interval, check_graph_data
@@ -315,6 +315,7 @@ class CorrectAndSmooth(MetaEstimatorMixin, GraphClassifierMixin, BaseEstimator):
         if len(y) != len(G):
             raise ValueError(f"X has {len(G)} rows but y has {len(y)} labels.")
         _check_all_labelled(y)   # a scikit-learn base would learn -2 as a class
+        _check_one_label_per_node(y, G, "CorrectAndSmooth")
         if self.label_mechanism is None:   # before the base model spends anything
             _refuse_clean_labels_early(self, G, y)
         # Its propagation reads the adjacency of G (at predict): a read of a true graph that

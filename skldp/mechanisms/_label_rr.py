@@ -314,8 +314,7 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
         Labels real devices sent are read, not collected: only :meth:`randomize` checks
         them."""
         if isinstance(keys, GraphData):
-            from ..model_selection._node_splits import _check_label_index
-            _check_label_index(y, keys)
+            _check_view_labels(y, keys)
         y_enc = self.encode(y)
         if isinstance(keys, GraphData) and not keys.population.simulated:
             return
@@ -456,8 +455,7 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
             ``np.array(list(y_noisy))``) counts as clean labels.
         """
         if isinstance(keys, GraphData):
-            from ..model_selection._node_splits import _check_label_index
-            _check_label_index(y, keys)
+            _check_view_labels(y, keys)
         y_enc = self.encode(y)
         sent = self.randomize_encoded(y_enc, keys)
         # (received labels may have set the domain and the collection: read after)
@@ -498,6 +496,14 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
         idx = self.encode(y_noisy)
         o = np.bincount(idx, minlength=len(self.classes_)) / max(len(idx), 1)
         return np.linalg.solve(self.transition_matrix_.T, o)
+
+
+def _check_view_labels(y, G):
+    """Labels ``y`` of the view ``G``: a Series indexed by other users is refused, and so is
+    a user listed twice with two different labels (one user, one answer)."""
+    from ..model_selection._node_splits import _check_label_index, _check_one_label_per_node
+    _check_label_index(y, G)
+    _check_one_label_per_node(y, G, "LabelRandomizedResponse", who="user")
 
 
 def randomize_after(mech, y, G, before):

@@ -126,6 +126,36 @@ def _check_label_index(y, X, role="y"):
         f"or {name}.to_numpy() if its index is not user ids.")
 
 
+def _check_one_label_per_node(y, X, step, who="node"):
+    """Refuse labels ``y`` of the view ``X`` that give a node listed twice (``G[[0, 0, 1]]``)
+    two different labels: a node has one label, and its user sends one report about it.
+    Repeated rows with the same label are kept (they count once per row). Unlabelled
+    markers are left to :func:`_check_all_labelled`."""
+    rows = getattr(X, "rows", None)
+    # (a PairData's rows are pairs, its labels link labels: not checked here)
+    if rows is None or hasattr(X, "pairs") or len(rows) < 2:
+        return
+    y = _label_column(y)
+    if len(y) != len(rows):   # (the caller's length check names it)
+        return
+    pos = np.flatnonzero(_labelled_mask(y))
+    pos = pos[np.argsort(rows[pos], kind="stable")]
+    r, v = rows[pos], y[pos]
+    differs = np.flatnonzero((r[1:] == r[:-1]) & np.asarray(v[1:] != v[:-1], dtype=bool))
+    if not len(differs):
+        return
+    i, j = int(pos[differs[0]]), int(pos[differs[0] + 1])
+    others = len(np.unique(r[differs])) - 1
+    node, a, b = (v.item() if isinstance(v, np.generic) else v
+                  for v in (X.node_ids[i], y[i], y[j]))
+    raise ValueError(
+        f"{step}: the same {who} appears twice in this call with different labels: node "
+        f"{node!r} (rows {i} and {j}) is labelled {a!r} and {b!r}"
+        + (f", and {others} other node(s) too" if others else "")
+        + ". A node has one label, and its user sends one report about it: give a repeated "
+        "node the same label, or list it once.")
+
+
 def _integer_values(index):
     """The values of ``index`` as int64 when each is an integer (integral floats and
     Python ints too: positions however stored), else ``None``."""

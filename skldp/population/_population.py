@@ -953,7 +953,13 @@ class Population:
             order = np.argsort(keys, kind="stable")
             k, t = keys[order], tags[order]
             again = np.r_[False, k[1:] == k[:-1]]
-            changed += int(np.count_nonzero(again[1:] & (t[1:] != t[:-1])))
+            twice = len(np.unique(k[1:][again[1:] & (t[1:] != t[:-1])]))
+            if twice:   # not an answer again: two answers in one request
+                raise ValueError(
+                    f"{spec.describe()}: {twice} user(s) appear twice in this call with "
+                    "different data (e.g. a node listed twice with two different labels). A "
+                    "user answers a collection once, about one input: give a repeated user "
+                    "the same data, or list it once. Nothing was sent.")
             keys, tags = k[~again], t[~again]
         memory = self._answers.get(spec.id)
         if memory is not None:
