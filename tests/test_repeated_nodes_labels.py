@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from public_feature_graphs import public_feature_graph
 
+from skldp import GraphData
 from skldp.baselines import CorrectAndSmooth, LabelPropagationClassifier
 from skldp.central import DPGNNClassifier, DPMLPClassifier
 from skldp.mechanisms import LabelRandomizedResponse
@@ -102,3 +103,16 @@ def test_a_node_twice_with_the_same_label_answers_once():
     assert G.ledger.entries()[0].n_users == 20
     clf = GCNClassifier(epochs=1, random_state=0).fit(G[ROWS], y)
     assert list(clf.classes_) == [0, 1]
+
+
+@pytest.mark.parametrize("y_last", [0, -1])   # node 3 with another label; unlabelled
+def test_a_torch_head_refuses_bad_labels_before_reading_raw_features(y_last, small_graph):
+    # Before: MLPHead noted its read of the raw features (epsilon inf) first, then refused
+    A, X, _ = small_graph
+    G = GraphData(X, A)
+    y = np.r_[np.arange(20) % 2, y_last]
+    with pytest.raises(ValueError, match="appears twice|unlabelled"):
+        MLPHead(epochs=1).fit(G[ROWS], y)
+    assert len(G.ledger) == 0
+    MLPHead(epochs=1).fit(G[ROWS], np.r_[np.arange(20) % 2, 1])   # a valid fit reads them
+    assert G.ledger.epsilon_for("features") == np.inf

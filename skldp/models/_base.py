@@ -187,11 +187,11 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
         """
         self._setup_fit()
         refuse_foreign_labels(self, X, y)   # before any read is noted
-        self._note_fit_reads(X)
         record_feature_names(self, X)
-        if not isinstance(X, GraphData):
-            X = check_feature_array(X, dtype=np.float32)
-        y_enc = self._encode_labels(y, X.shape[0], X)
+        Xc = X if isinstance(X, GraphData) else check_feature_array(X, dtype=np.float32)
+        y_enc = self._encode_labels(y, Xc.shape[0], Xc)   # bad labels: before any read too
+        self._note_fit_reads(X)
+        X = Xc
         note_label_read(self, X, y)   # clean labels: charged once a label mechanism collects them
         self.n_features_in_ = X.shape[1]
         seed = training_seed(self.random_state)
