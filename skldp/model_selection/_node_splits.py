@@ -131,10 +131,10 @@ def _check_one_label_per_node(y, X, step, who="node"):
     two different labels: a node has one label, and its user sends one report about it.
     Repeated rows with the same label are kept (they count once per row). Unlabelled
     markers are left to :func:`_check_all_labelled`."""
-    rows = getattr(X, "rows", None)
-    # (a PairData's rows are pairs, its labels link labels: not checked here)
-    if rows is None or hasattr(X, "pairs") or len(rows) < 2:
+    # (a GraphData only; a PairData's rows are pairs, its labels link labels)
+    if getattr(X, "_store", None) is None or hasattr(X, "pairs") or len(X.rows) < 2:
         return
+    rows = X.rows
     y = _label_column(y)
     if len(y) != len(rows):   # (the caller's length check names it)
         return
