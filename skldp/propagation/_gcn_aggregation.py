@@ -7,6 +7,7 @@ from sklearn.utils._param_validation import StrOptions
 
 from ..base import GraphTransformerMixin, note_edge_read
 from ..utils._adjacency import normalized_adjacency, with_remaining_self_loops
+from ..utils._arrays import check_finite_output
 from ._spmm import DTYPE_CONSTRAINT, DTYPES, N_JOBS_CONSTRAINT, repeated_spmm
 
 __all__ = ["GCNAggregation"]
@@ -159,8 +160,9 @@ class GCNAggregation(GraphTransformerMixin, BaseEstimator):
     def _transform_graph(self, G):
         dtype = DTYPES[self.dtype]
         P = graph_propagation_matrix(G, self.self_loops, self.normalization, dtype)
-        return G.with_features(apply_propagation(P, G.features, 1, self.n_jobs),
-                               feature_names=G.feature_names)
+        Z = check_finite_output(apply_propagation(P, G.features, 1, self.n_jobs),
+                                "GCNAggregation")
+        return G.with_features(Z, feature_names=G.feature_names)
 
     def propagation_matrix(self, X):
         """The operator ``P`` (CSR, all nodes) used on the graph of ``X``.

@@ -3,6 +3,7 @@
 from sklearn.base import BaseEstimator, _fit_context
 
 from ..base import GraphTransformerMixin
+from ..utils._arrays import check_finite_output
 from ..utils.validation import Count
 from ._gcn_aggregation import _OPTION_CONSTRAINTS, apply_propagation, graph_propagation_matrix
 from ._spmm import DTYPES
@@ -100,4 +101,5 @@ class KProp(GraphTransformerMixin, BaseEstimator):
             return G.with_features(X.astype(dtype), feature_names=G.feature_names)
         P = graph_propagation_matrix(G, self.self_loops, self.normalization, dtype)
         Z = apply_propagation(P, G.features, K, self.n_jobs)  # K products, not a node loop
+        check_finite_output(Z, "KProp")
         return G.with_features(Z, feature_names=G.feature_names)

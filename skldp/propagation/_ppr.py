@@ -14,6 +14,7 @@ from sklearn.utils._param_validation import StrOptions
 
 from ..base import GraphTransformerMixin
 from ..utils._adjacency import _row_chunks, row_sums, scale_csr, with_remaining_self_loops
+from ..utils._arrays import check_finite_output
 from ..utils._blocks import aligned_empty, column_block, put_column_block
 from ..utils._threads import torch_threads
 from ..utils.validation import Count, Interval
@@ -208,9 +209,10 @@ class PPRPropagation(GraphTransformerMixin, BaseEstimator):
                              "graph.")
         X = G.features
         if not self._use_torch():
-            Z = self._transform_cpu(G, X, dtype, solver)
+            Z = check_finite_output(self._transform_cpu(G, X, dtype, solver), "PPRPropagation")
             return G.with_features(Z, feature_names=G.feature_names)
         Z = self._transform_torch(G, X, dtype, solver, resolve_device(self.device))
+        check_finite_output(Z, "PPRPropagation")   # (on a device: one number comes back)
         if not isinstance(Z, np.ndarray):   # kept on the device for the next step there
             return G._with_features_on_device(Z, feature_names=G.feature_names)
         return G.with_features(Z, feature_names=G.feature_names)

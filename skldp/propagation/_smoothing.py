@@ -6,7 +6,7 @@ from sklearn.base import BaseEstimator, _fit_context
 
 from ..base import GraphTransformerMixin
 from ..utils._adjacency import normalized_adjacency, scale_csr, with_remaining_self_loops
-from ..utils._arrays import check_finite_features
+from ..utils._arrays import check_finite_features, check_finite_output
 from ..utils.validation import Count, check_adjacency, check_int, refuse_graph_data
 from ._spmm import DTYPE_CONSTRAINT, DTYPES, N_JOBS_CONSTRAINT, check_dtype, repeated_spmm
 
@@ -252,5 +252,6 @@ class FeatureSmoothing(GraphTransformerMixin, BaseEstimator):
         # the operator is built once per graph (kept with the adjacency)
         T = G.operator(("smoothing_mean", bool(self.self_loops), np.dtype(dtype).str),
                        lambda A: _mean_operator(A, self.self_loops, dtype))
-        return G.with_features(_smooth(G.features, T, steps, dtype, self.n_jobs),
-                               feature_names=G.feature_names)
+        Z = check_finite_output(_smooth(G.features, T, steps, dtype, self.n_jobs),
+                                "FeatureSmoothing")
+        return G.with_features(Z, feature_names=G.feature_names)

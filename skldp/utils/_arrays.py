@@ -12,7 +12,8 @@ import scipy.sparse as sp
 
 from ._blocks import row_blocks
 
-__all__ = ["canonical_csr", "check_finite_features", "check_float32_range", "check_not_masked",
+__all__ = ["canonical_csr", "check_finite_features", "check_finite_output", "check_float32_range",
+           "check_not_masked",
            "distinct", "frame_column_names", "member", "sorted_lookup", "torch_blocks_sum",
            "torch_sum_is_finite", "unique_inverse", "within_bounds"]
 
@@ -86,6 +87,30 @@ def check_finite_features(X, name="features", feature_range=None):
 
 
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def check_finite_output(Z, step):
+    """Raise a clear error if the output ``Z`` (dense, sparse or a torch tensor) of the
+    graph step ``step``, computed from finite features, holds NaN or inf: its sums over
+    neighbours overflowed the dtype. One sum in the fast path (one number leaves a device).
+    """
+    if type(Z).__module__.startswith("torch"):
+        if torch_sum_is_finite(Z):
+            return Z
+        dtype = str(Z.dtype).replace("torch.", "")
+    else:
+        data = Z.data if sp.issparse(Z) else np.asarray(Z)
+        with np.errstate(over="ignore", invalid="ignore"):
+            if data.dtype.kind not in "fc" or np.isfinite(data.sum()) or \
+                    np.all(np.isfinite(data)):   # (a sum of finite terms may overflow)
+                return Z
+        dtype = data.dtype.name
+    raise ValueError(
+        f"{step}'s output holds NaN or infinite values although its input features are "
+        f"finite: its sums over neighbours overflowed {dtype} (largest finite value "
+        f"{_FLOAT32_MAX if dtype == 'float32' else np.finfo(np.float64).max:.3g}). Scale the "
+        "features before the graph steps, e.g. divide them by a public constant so that they "
+        "lie in [-1, 1] (in a local DP pipeline, a mechanism's feature_range does it).")
 
 
 def check_float32_range(X, name="features"):

@@ -167,3 +167,18 @@ def test_sorted_lookup_finds_what_isin_finds(ref, cached, monkeypatch):
     # one value (0-d) gives 0-d answers
     pos, found = _arrays.sorted_lookup(ref, np.int64(5))
     assert found == (5 in ref.tolist()) and (not found or ref[pos] == 5)
+
+
+@pytest.mark.parametrize("kind", ["dense", "sparse", "tensor"])
+def test_check_finite_output_says_the_sums_overflowed(kind):
+    import scipy.sparse as sp
+
+    from skldp.utils._arrays import check_finite_output
+    Z = np.array([[1.0, 2.0], [3e38, 3e38]], dtype=np.float32)
+    make = {"dense": np.asarray, "sparse": sp.csr_matrix, "tensor": torch.from_numpy}[kind]
+    assert check_finite_output(make(Z), "KProp") is not None   # finite, though its sum is not
+    Z[1] *= 2   # inf
+    with pytest.raises(ValueError, match=r"KProp's output holds NaN or infinite values "
+                       r"although its input features are finite: its sums over neighbours "
+                       r"overflowed float32.*Scale the features"):
+        check_finite_output(make(Z), "KProp")
