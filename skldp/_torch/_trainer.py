@@ -15,6 +15,7 @@ an accelerator the stop flag is read every ``sync_every`` checks only
 epochs does not wait for the GPU hundreds of times.
 """
 
+import math
 import time
 from dataclasses import dataclass, field
 
@@ -117,18 +118,39 @@ def train(step, epochs, *, validate=None, stopper=None, check_every=1, log=None)
         if stop:
             break
     n_iter = epoch + 1
+    restored = False
     if stopper is not None:
         stopped_at = stopper.stop_epoch
         if stopped_at is not None:  # on the device path a few epochs may have run past it
             n_iter = stopped_at + 1
-        stopper.restore()
+        restored = stopper.restore()
     n_counted = n_iter // check_every if validate is not None else 0
     has_loss = any(v is not None for v in losses)
-    return TrainResult(
+    result = TrainResult(
         n_iter=n_iter,
         loss_curve=_float64_list(losses[:n_iter]) if has_loss else [],
         validation_scores=_float64_list(scores[:n_counted]),
         best_epoch=stopper.best_epoch if stopper is not None else None)
+    if not restored:   # (restored weights had a finite validation score)
+        _refuse_non_finite_end(result)
+    return result
+
+
+def _refuse_non_finite_end(result):
+    """Raise if training ended on a non-finite loss (or score, without a loss): the kept
+    weights would give NaN probabilities and the first class everywhere. Read from the
+    values the host already holds (no wait for the device)."""
+    last = (result.loss_curve or result.validation_scores or [None])[-1]
+    if last is None or math.isfinite(sum(last) if isinstance(last, list) else last):
+        return
+    what = "training loss" if result.loss_curve else "validation score"
+    kept = (", and no validated epoch with a finite score was kept"
+            if result.validation_scores else "")
+    raise ValueError(
+        f"Training diverged: the {what} of the last epoch ({result.n_iter}) is {last}{kept}, "
+        "so the model would predict NaN probabilities. The usual cause is features of very "
+        "large magnitude, whose products overflow float32: scale the features (e.g. divide "
+        "them by a public constant so that they lie in [-1, 1]); else lower lr.")
 
 
 def _float64_list(values):

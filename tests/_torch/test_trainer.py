@@ -290,3 +290,40 @@ def test_losses_and_scores_are_read_once_not_copied_every_epoch():
     assert res.loss_curve == [float(torch.tensor(1.0 / (e + 1))) if e != 1 else 0.0
                               for e in range(5)]
     assert res.validation_scores == [[2.0 - e, 0.5] for e in range(5)]
+
+
+def _diverging(nan_from, losses=True):
+    """A step whose loss (and weight) become NaN from epoch ``nan_from``."""
+    w = torch.zeros(1)
+
+    def step(epoch):
+        w.fill_(float("nan") if epoch >= nan_from else epoch)
+        return torch.tensor(float(w[0])) if losses else None
+    return w, step
+
+
+@pytest.mark.parametrize("sync_every", [1, 4])
+def test_training_that_ends_on_a_nan_loss_is_refused(sync_every):
+    # Before: the fit ended with NaN weights, NaN probabilities and classes_[0] everywhere
+    w, step = _diverging(2)
+    with pytest.raises(ValueError, match=r"Training diverged: the training loss of the last "
+                       r"epoch \(6\) is nan.*scale the features"):
+        train(step, 6)
+    w, step = _diverging(0)   # no validated epoch with a finite score: nothing to restore
+    stopper = EarlyStopper([w], None, sync_every=sync_every)
+    with pytest.raises(ValueError, match="no validated epoch with a finite score was kept"):
+        train(step, 6, validate=lambda e: w[0].double(), stopper=stopper)
+    w, step = _diverging(0, losses=False)   # no loss: the last validation score
+    stopper = EarlyStopper([w], None, sync_every=sync_every)
+    with pytest.raises(ValueError, match="the validation score of the last epoch"):
+        train(step, 6, validate=lambda e: w[0].double(), stopper=stopper)
+
+
+@pytest.mark.parametrize("sync_every", [1, 4])
+def test_restored_finite_weights_are_kept_after_a_divergence(sync_every):
+    # early stopping restores the best finite check: the fit stands, as before
+    w, step = _diverging(3)
+    stopper = EarlyStopper([w], None, sync_every=sync_every)
+    res = train(step, 6, validate=lambda e: -w[0].double(), stopper=stopper)
+    assert res.best_epoch == 2 and float(w[0]) == 2.0
+    assert math.isnan(res.loss_curve[-1])

@@ -384,3 +384,16 @@ def test_patience_none_runs_every_epoch_and_keeps_the_best(graph, name):
         last = make().set_params(patience=None, **{**kw, "epochs": est.best_epoch_ + 1})
         np.testing.assert_allclose(last.fit(X, y).predict_proba(X), est.predict_proba(X),
                                    rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("early_stopping", [True, False])
+def test_a_gnn_whose_loss_overflows_is_refused(early_stopping, small_graph):
+    # Before: GCN fitted on features near float32's limit, predicted NaN probabilities
+    # and classes_[0] for every node
+    A, X, y = small_graph
+    G = GraphData(np.abs(X) / np.abs(X).max() * 3e38, A)
+    clf = GCNClassifier(epochs=5, early_stopping=early_stopping, random_state=0)
+    with pytest.raises(ValueError, match=r"Training diverged: the training loss .* is nan.*"
+                       r"scale the features"):
+        clf.fit(G, y)
+    assert not hasattr(clf, "classes_")   # a failed fit leaves the classifier as it was
