@@ -129,8 +129,9 @@ def test_3_a_second_label_vector_is_refused(sbm):
     with pytest.raises(ValueError, match="again about other data"):
         rr.randomize(y2, G)
     np.testing.assert_array_equal(rr.randomize(y1, G), r1)     # the same answer: free
-    # repeated rows of one user with different labels in one request: refused too
-    with pytest.raises(ValueError, match="again about other data"):
+    # repeated rows of one user with different labels in one request: refused too, saying so
+    with pytest.raises(ValueError, match="the same user appears twice in this call with "
+                       "different labels: node 3"):
         LabelRandomizedResponse(0.5, classes=[0, 1], random_state=5).fit().randomize(
             np.array([0, 1]), G[[3, 3]])
     assert G.ledger.local_epsilon == pytest.approx(0.5)
