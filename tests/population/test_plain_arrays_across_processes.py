@@ -108,6 +108,60 @@ def test_two_processes_that_perturbed_the_same_array_are_both_counted(saved):
     assert privacy_report(search_b).local_epsilon == pytest.approx(total)
 
 
+CHAIN = textwrap.dedent("""
+    import pickle, sys, warnings, joblib, numpy as np
+    from skldp.mechanisms import MultiBitMechanism
+
+    warnings.simplefilter("ignore")
+    folder = sys.argv[1]
+    here = MultiBitMechanism(eps=3.0, feature_range=(0, 1))
+    here.fit_transform(np.random.default_rng(2).random((10, 3)))
+    pickle.dumps(here)   # this process's ledgers listed for saving before it loads any
+    joblib.dump(joblib.load(folder + "/search.joblib"), folder + "/chain.joblib")
+""")
+
+
+def test_an_estimator_saved_again_by_the_process_that_loaded_it_carries_every_ledger(saved):
+    # a chain of processes: the second only loads and saves again, after a plain array of
+    # its own; the third reports what the first printed, and the second's array
+    a, _, printed, _ = saved
+    res = subprocess.run([sys.executable, "-c", CHAIN, str(a)], capture_output=True,
+                         text=True, cwd=ROOT, timeout=300)
+    assert res.returncode == 0, res.stderr
+    rep = privacy_report(joblib.load(a / "chain.joblib"))
+    assert rep.plain_arrays and rep.local_epsilon == pytest.approx(printed["epsilon"] + 3.0)
+
+
+TWICE = textwrap.dedent("""
+    import sys, warnings, joblib, numpy as np
+    from skldp.mechanisms import MultiBitMechanism
+
+    warnings.simplefilter("ignore")
+    folder = sys.argv[1]
+    rng = np.random.default_rng(0)
+    X, Z = rng.random((30, 3)), rng.random((20, 3))
+    a = MultiBitMechanism(eps=1.0, feature_range=(0, 1))
+    a.fit_transform(X)
+    joblib.dump(a, folder + "/a.joblib")   # X's ledger at 1
+    MultiBitMechanism(eps=4.0, feature_range=(0, 1)).fit_transform(Z)
+    b = MultiBitMechanism(eps=2.0, feature_range=(0, 1))
+    b.fit_transform(X)
+    joblib.dump(b, folder + "/b.joblib")   # X's ledger at 3, and Z's at 4
+""")
+
+
+@pytest.mark.parametrize("order", [("a", "b"), ("b", "a")])
+def test_of_two_copies_of_a_ledger_saved_at_different_times_the_newer_counts(tmp_path, order):
+    # the saving process has ended (its journals are gone): each loaded estimator reports
+    # the newer copy of X's ledger, whichever estimator holds it and whichever came first
+    res = subprocess.run([sys.executable, "-c", TWICE, str(tmp_path)], capture_output=True,
+                         text=True, cwd=ROOT, timeout=300)
+    assert res.returncode == 0, res.stderr
+    loaded = {name: joblib.load(tmp_path / f"{name}.joblib") for name in order}
+    for est in loaded.values():
+        assert privacy_report(est).local_epsilon == pytest.approx(1 + 2 + 4)
+
+
 def test_a_graph_data_ledger_is_saved_without_the_plain_arrays():
     X = np.random.default_rng(0).random((30, 3))
     MultiBitMechanism(eps=2.0, feature_range=(0, 1)).fit_transform(X)   # a plain array
