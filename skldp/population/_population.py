@@ -1548,11 +1548,17 @@ def plain_array_ledgers():
     ledgers : list of Ledger
     """
     with _REGISTRY_LOCK:
-        pops = list(_ARRAYS.values()) + ([_DEFAULT] if _DEFAULT is not None else [])
-        loaded = list(_LOADED.values())
+        return _plain_ledgers()
+
+
+def _plain_ledgers():
+    """This process's plain-array ledgers and those loaded, less the loaded copies of its
+    own (saved and loaded here, or by a worker): ours read the journal to its end (under
+    ``_REGISTRY_LOCK``)."""
+    pops = list(_ARRAYS.values()) + ([_DEFAULT] if _DEFAULT is not None else [])
     own = [pop.ledger for pop in pops]
-    journals = {led._journal for led in own} - {None}   # (ours, loaded where it was saved)
-    return own + [led for led in loaded if led._journal not in journals]
+    journals = {led._journal for led in own} - {None}
+    return own + [led for led in _LOADED.values() if led._journal not in journals]
 
 
 def _plain_population():
@@ -1571,9 +1577,8 @@ def plain_ledgers_to_save():
     (a list, not a tuple: pickle refers back to a list it is still writing)."""
     global _SAVED
     with _REGISTRY_LOCK:
-        if _SAVED is None:
-            pops = list(_ARRAYS.values()) + ([_DEFAULT] if _DEFAULT is not None else [])
-            _SAVED = [pop.ledger for pop in pops] + list(_LOADED.values())
+        if _SAVED is None:   # (a copy of ours saved beside it would double the pickle)
+            _SAVED = _plain_ledgers()
         return _SAVED
 
 

@@ -4,6 +4,7 @@ a new process, reported the refit's epsilon alone (0.5 where the fitting process
 private step on a plain array in a Ray worker (no parent process) was not refused: its
 spends reached no report (0.5 printed under joblib's Ray backend, 8 with n_jobs=1)."""
 
+import copy
 import json
 import os
 import pickle
@@ -160,6 +161,20 @@ def test_of_two_copies_of_a_ledger_saved_at_different_times_the_newer_counts(tmp
     loaded = {name: joblib.load(tmp_path / f"{name}.joblib") for name in order}
     for est in loaded.values():
         assert privacy_report(est).local_epsilon == pytest.approx(1 + 2 + 4)
+
+
+def test_a_copy_of_this_process_s_ledgers_is_not_saved_beside_them():
+    # loaded back here (joblib.load, a worker's return, deepcopy): our ledgers read the
+    # journal to its end, so their copies add nothing but size
+    X = np.random.default_rng(0).random((500, 3))
+    MultiBitMechanism(eps=1.0, feature_range=(0, 1)).fit_transform(X)
+    small = MultiBitMechanism(eps=2.0, feature_range=(0, 1))
+    small.fit_transform(X[:10])
+    size = len(pickle.dumps(small))
+    back = pickle.loads(pickle.dumps(small))
+    copy.deepcopy(small)
+    assert len(pickle.dumps(small)) == size
+    assert privacy_report(back).local_epsilon == pytest.approx(3.0)
 
 
 def test_a_graph_data_ledger_is_saved_without_the_plain_arrays():
