@@ -93,6 +93,12 @@ def _sum_by_key(keys, values, exact=False):
     return keys[start], np.add.reduceat(values, start)
 
 
+# The registry of plain-array ledgers (skldp.population._population, which imports this
+# module, sets them): "to_save", the list a plain array's ledger is saved with, and
+# "loaded", which counts a loaded one among this process's.
+PLAIN_LEDGERS = {}
+
+
 class Ledger:
     """What the users of one population sent: every collection they answered, and how often.
 
@@ -350,8 +356,7 @@ class Ledger:
         state["_device_side"] = None
         state["_budget"] = pop.budget if pop is not None else self._budget
         if self._plain:   # (each registers itself on loading: see __setstate__)
-            from ._population import plain_ledgers_to_save
-            state["_plain_ledgers"] = plain_ledgers_to_save()
+            state["_plain_ledgers"] = PLAIN_LEDGERS["to_save"]()
         return state
 
     def __setstate__(self, state):
@@ -370,8 +375,7 @@ class Ledger:
             if folder is not None:   # this process removes it: read on before it does
                 folder.ledgers.add(self)
         if self._plain:
-            from ._population import register_loaded_plain_ledger
-            register_loaded_plain_ledger(self)
+            PLAIN_LEDGERS["loaded"](self)
 
 
 class _JournalFolder:

@@ -31,7 +31,7 @@ from ..device._spec import significant
 from ..exceptions import PrivacyBudgetError
 from ..utils._arrays import distinct, member, sorted_lookup
 from ._digest import answer_tags, report_keys
-from ._ledger import _FOLDERS, _LEDGERS, Ledger, _JournalFolder
+from ._ledger import _FOLDERS, _LEDGERS, PLAIN_LEDGERS, Ledger, _JournalFolder
 from ._spec import CollectionSpec
 
 try:  # file locks for ledgers shared with worker processes (POSIX)
@@ -1593,6 +1593,9 @@ def register_loaded_plain_ledger(ledger):
         if known is None or ledger._offset > known._offset:
             _LOADED[key] = ledger
             _SAVED = None
+
+
+PLAIN_LEDGERS.update(to_save=plain_ledgers_to_save, loaded=register_loaded_plain_ledger)
 
 
 def array_population(fingerprint):
