@@ -62,7 +62,6 @@ def _plain_array_users_of_this_test(monkeypatch):
     monkeypatch.setattr(_population, "_ARRAYS", {})
     monkeypatch.setattr(_population, "_DEFAULT", None)
     monkeypatch.setattr(_population, "_LOADED", {})   # (those loaded with estimators)
-    monkeypatch.setattr(_population, "_SAVED", None)
 
 
 def _dataset_file(name):

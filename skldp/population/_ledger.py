@@ -94,8 +94,8 @@ def _sum_by_key(keys, values, exact=False):
 
 
 # The registry of plain-array ledgers (skldp.population._population, which imports this
-# module, sets them): "to_save", the list a plain array's ledger is saved with, and
-# "loaded", which counts a loaded one among this process's.
+# module, sets them): "to_save", the ledgers whose summaries a plain array's ledger is
+# saved with, and "loaded", which counts a loaded one among this process's.
 PLAIN_LEDGERS = {}
 
 
@@ -119,7 +119,8 @@ class Ledger:
     """
 
     # True for the users of plain arrays (array_population, default_population): saved with
-    # every other such ledger of its process, which the loading process counts with its own
+    # a summary of every other such ledger of its process (LedgerSummary), which the loading
+    # process counts with its own
     # (a report adds them all up: the same people may be in each)
     _plain = False
 
@@ -339,13 +340,19 @@ class Ledger:
                 f"{significant(self.local_epsilon)}>")
 
     # -------------------------------------------------------------- pickling
-    def __getstate__(self):
-        # Saved with a pipeline: the answers so far and the journal's path (no secret, no
-        # link to the devices); a copy that can read the journal rebuilds from it.
+    def _shared(self):
+        """The population, its journal opened if it was not: a saved copy (or summary) names
+        it, to read on from it and to be told from other copies of this ledger."""
         pop = self._device_side() if self._device_side is not None else None
         if pop is not None and pop._journal is None and pop._secret is not None:
             with pop._lock:
                 pop._open_journal()
+        return pop
+
+    def __getstate__(self):
+        # Saved with a pipeline: the answers so far and the journal's path (no secret, no
+        # link to the devices); a copy that can read the journal rebuilds from it.
+        pop = self._shared()
         self._sync()
         with self._lock:
             for _, ans in self._local.values():
@@ -355,8 +362,9 @@ class Ledger:
         state.pop("_per_user", None)
         state["_device_side"] = None
         state["_budget"] = pop.budget if pop is not None else self._budget
-        if self._plain:   # (each registers itself on loading: see __setstate__)
-            state["_plain_ledgers"] = PLAIN_LEDGERS["to_save"]()
+        if self._plain:   # the others without their keys (each registers itself on loading)
+            state["_plain_ledgers"] = [LedgerSummary.of(led) for led in PLAIN_LEDGERS["to_save"]()
+                                       if led is not self]
         return state
 
     def __setstate__(self, state):
@@ -376,6 +384,94 @@ class Ledger:
                 folder.ledgers.add(self)
         if self._plain:
             PLAIN_LEDGERS["loaded"](self)
+
+
+class LedgerSummary:
+    """What :func:`~skldp.accounting.privacy_report` reads of a plain array's ledger, without
+    the users' keys: how the other plain-array ledgers of a process are saved beside a
+    plain array's (with their keys, every such pickle held all of them).
+
+    It answers what a report asks of a ledger (:meth:`Ledger.entries`, the epsilons, the
+    cap) as the ledger did. While its journal is reachable (the saving process is alive)
+    it reads on, as a saved :class:`Ledger` does, from the journal's start: it has no
+    keys to tell a new answer from one it holds.
+    """
+
+    def __init__(self, ledger):
+        self._journal, self._full = ledger._journal, None
+        self._read(ledger, ledger.entries())
+
+    @classmethod
+    def of(cls, ledger):
+        """The summary of ``ledger`` as it is now: one object while it does not change, so
+        that one pickle holds one copy however many ledgers it saves it beside."""
+        if isinstance(ledger, cls):
+            ledger._sync()
+            return ledger
+        ledger._shared()
+        ledger._sync()
+        # (no lock held: a ledger's is taken after its population's, never before)
+        stamp = (ledger._seq, ledger._offset, ledger._cap(), len(ledger._received_ids))
+        cached = _SUMMARIES.get(ledger)
+        if cached is None or cached[0] != stamp:
+            cached = _SUMMARIES[ledger] = (stamp, cls(ledger))
+        return cached[1]
+
+    def _read(self, ledger, entries):
+        self._entries, self._offset, self._budget = entries, ledger._offset, ledger._cap()
+        self._received_ids = set(ledger._received_ids)
+        self._epsilons = {what: ledger.epsilon_for(what) for what in ("features", "labels",
+                                                                      "edges")}
+        self._epsilons[None] = ledger.local_epsilon
+        self._central = (ledger.central_epsilon, ledger.central_delta)
+
+    def _sync(self):
+        if self._journal is None or not os.path.exists(self._journal):
+            return
+        if self._full is None:
+            self._full = Ledger()
+            self._full._journal = self._journal
+        saved = {e.spec.id: i for i, e in enumerate(self._entries)}
+        # the saved order, then what is new (stable sort): as a saved Ledger reading on
+        entries = sorted(self._full.entries(), key=lambda e: saved.get(e.spec.id, len(saved)))
+        self._read(self._full, entries)
+
+    def _cap(self):
+        return self._budget
+
+    def entries(self):
+        """Every collection and central training, in the order they were first answered."""
+        self._sync()
+        return list(self._entries)
+
+    @property
+    def local_epsilon(self):
+        self._sync()
+        return self._epsilons[None]
+
+    def epsilon_for(self, what):
+        self._sync()
+        return self._epsilons[what]
+
+    @property
+    def central_epsilon(self):
+        self._sync()
+        return self._central[0]
+
+    @property
+    def central_delta(self):
+        self._sync()
+        return self._central[1]
+
+    def __getstate__(self):
+        return {k: v for k, v in self.__dict__.items() if k != "_full"}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state, _full=None)
+        PLAIN_LEDGERS["loaded"](self)
+
+
+_SUMMARIES = weakref.WeakKeyDictionary()   # ledger -> (its state's stamp, its summary)
 
 
 class _JournalFolder:

@@ -1410,7 +1410,6 @@ _ARRAYS = {}                       # content hash of a plain array -> its popula
 # journal path -> a ledger of users of plain arrays that another process saved (with an
 # estimator) and this one loaded: the latest copy of each population, counted once
 _LOADED = {}
-_SAVED = None   # every plain-array ledger, one list until the registry changes (see below)
 _REGISTRY_LOCK = threading.Lock()
 
 #: The populations of this process (made here, or copies): shared before a fork.
@@ -1540,62 +1539,41 @@ def plain_array_ledgers():
     Plain arrays carry no user ids: a search's folds, a slice or a copy of an array are
     other arrays, which may hold the same people. :func:`~skldp.accounting.privacy_report`
     adds all of these ledgers up once it reaches one of them. A saved estimator that
-    holds one of them carries them all: the process that loads it adds them to its own
-    (once each, however many estimators of that process it loads).
+    holds one of them carries all the others, without their users' keys: the process
+    that loads it adds them to its own (once each, however many estimators of that
+    process it loads). The loaded copies of this process's own ledgers (saved and loaded
+    here, or by a worker) are left out: ours read the journal to its end.
 
     Returns
     -------
-    ledgers : list of Ledger
+    ledgers : list of Ledger or LedgerSummary
     """
     with _REGISTRY_LOCK:
-        return _plain_ledgers()
-
-
-def _plain_ledgers():
-    """This process's plain-array ledgers and those loaded, less the loaded copies of its
-    own (saved and loaded here, or by a worker): ours read the journal to its end (under
-    ``_REGISTRY_LOCK``)."""
-    pops = list(_ARRAYS.values()) + ([_DEFAULT] if _DEFAULT is not None else [])
-    own = [pop.ledger for pop in pops]
-    journals = {led._journal for led in own} - {None}
-    return own + [led for led in _LOADED.values() if led._journal not in journals]
+        pops = list(_ARRAYS.values()) + ([_DEFAULT] if _DEFAULT is not None else [])
+        own = [pop.ledger for pop in pops]
+        journals = {led._journal for led in own} - {None}
+        return own + [led for led in _LOADED.values() if led._journal not in journals]
 
 
 def _plain_population():
     """A new population of users of plain arrays (under ``_REGISTRY_LOCK``)."""
-    global _SAVED
     pop = Population()
     pop.ledger._plain = True
-    _SAVED = None
     return pop
 
 
-def plain_ledgers_to_save():
-    """The list of plain-array ledgers that a plain array's ledger is saved with: every
-    one of the process (ours and those loaded). The same list object until the registry
-    changes, so that pickle keeps one copy of it however many of them one pickle holds
-    (a list, not a tuple: pickle refers back to a list it is still writing)."""
-    global _SAVED
-    with _REGISTRY_LOCK:
-        if _SAVED is None:   # (a copy of ours saved beside it would double the pickle)
-            _SAVED = _plain_ledgers()
-        return _SAVED
-
-
 def register_loaded_plain_ledger(ledger):
-    """Count ``ledger``, a plain array's that was saved with an estimator and just loaded,
-    among this process's (:func:`plain_array_ledgers`): once per population (its journal),
-    the copy saved last (it has read the most of that journal)."""
-    global _SAVED
+    """Count ``ledger`` (or its summary), a plain array's that was saved with an estimator
+    and just loaded, among this process's (:func:`plain_array_ledgers`): once per
+    population (its journal), the copy saved last (it has read the most of that journal)."""
     key = ledger._journal if ledger._journal is not None else id(ledger)
     with _REGISTRY_LOCK:
         known = _LOADED.get(key)
         if known is None or ledger._offset > known._offset:
             _LOADED[key] = ledger
-            _SAVED = None
 
 
-PLAIN_LEDGERS.update(to_save=plain_ledgers_to_save, loaded=register_loaded_plain_ledger)
+PLAIN_LEDGERS.update(to_save=plain_array_ledgers, loaded=register_loaded_plain_ledger)
 
 
 def array_population(fingerprint):

@@ -5,6 +5,7 @@ private step on a plain array in a Ray worker (no parent process) was not refuse
 spends reached no report (0.5 printed under joblib's Ray backend, 8 with n_jobs=1)."""
 
 import copy
+import dataclasses
 import json
 import os
 import pickle
@@ -30,8 +31,16 @@ ROOT = Path(__file__).resolve().parents[2]
 # its path: this skldp, and this file (its functions are pickled by reference)
 WORKER_PATH = os.pathsep.join([str(Path(__file__).resolve().parent), str(ROOT)])
 
+# a report field by field, and as printed (the scripts below write it as JSON)
+FIELDS = "lambda rep: {'fields': dataclasses.asdict(rep), 'text': str(rep)}"
+
+
+def _fields(rep):
+    return json.loads(json.dumps({"fields": dataclasses.asdict(rep), "text": str(rep)}))
+
+
 SAVE = textwrap.dedent("""
-    import json, sys, warnings, joblib, numpy as np
+    import dataclasses, json, sys, warnings, joblib, numpy as np
     from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import GridSearchCV, KFold
     from sklearn.pipeline import Pipeline
@@ -53,8 +62,9 @@ SAVE = textwrap.dedent("""
     rep = privacy_report(search)
     json.dump({"epsilon": rep.local_epsilon, "plain_arrays": rep.plain_arrays,
                "refit": search.best_params_["mech__eps"],
-               "n_ledgers": len(plain_array_ledgers())}, open(out + "/saved.json", "w"))
-""")
+               "n_ledgers": len(plain_array_ledgers()), "report": (%s)(rep)},
+              open(out + "/saved.json", "w"))
+""" % FIELDS)
 
 
 def _save(out):
@@ -80,6 +90,8 @@ def test_a_search_on_a_plain_array_reports_in_a_new_process_what_it_printed_ther
     rep = privacy_report(joblib.load(a / "search.joblib"))
     assert rep.plain_arrays and rep.local_epsilon == pytest.approx(printed["epsilon"])
     assert "plain arrays carry no user ids" in str(rep) and "at most" in str(rep)
+    # field by field: the folds' ledgers were saved as summaries, without their keys
+    assert _fields(rep) == printed["report"]
 
 
 def test_loading_again_and_another_estimator_of_that_process_counts_nothing_twice(saved):
@@ -88,6 +100,7 @@ def test_loading_again_and_another_estimator_of_that_process_counts_nothing_twic
     search, again = joblib.load(a / "search.joblib"), joblib.load(a / "search.joblib")
     for est in (first, search, again, joblib.load(a / "first.joblib")):
         assert privacy_report(est).local_epsilon == pytest.approx(printed["epsilon"])
+    assert _fields(privacy_report(search)) == printed["report"]
     assert len(plain_array_ledgers()) == printed["n_ledgers"]
 
 
@@ -110,7 +123,8 @@ def test_two_processes_that_perturbed_the_same_array_are_both_counted(saved):
 
 
 CHAIN = textwrap.dedent("""
-    import pickle, sys, warnings, joblib, numpy as np
+    import dataclasses, json, pickle, sys, warnings, joblib, numpy as np
+    from skldp.accounting import privacy_report
     from skldp.mechanisms import MultiBitMechanism
 
     warnings.simplefilter("ignore")
@@ -118,8 +132,10 @@ CHAIN = textwrap.dedent("""
     here = MultiBitMechanism(eps=3.0, feature_range=(0, 1))
     here.fit_transform(np.random.default_rng(2).random((10, 3)))
     pickle.dumps(here)   # this process's ledgers listed for saving before it loads any
-    joblib.dump(joblib.load(folder + "/search.joblib"), folder + "/chain.joblib")
-""")
+    search = joblib.load(folder + "/search.joblib")
+    joblib.dump(search, folder + "/chain.joblib")
+    json.dump((%s)(privacy_report(search)), open(folder + "/chain.json", "w"))
+""" % FIELDS)
 
 
 def test_an_estimator_saved_again_by_the_process_that_loaded_it_carries_every_ledger(saved):
@@ -131,10 +147,12 @@ def test_an_estimator_saved_again_by_the_process_that_loaded_it_carries_every_le
     assert res.returncode == 0, res.stderr
     rep = privacy_report(joblib.load(a / "chain.joblib"))
     assert rep.plain_arrays and rep.local_epsilon == pytest.approx(printed["epsilon"] + 3.0)
+    assert _fields(rep) == json.loads((a / "chain.json").read_text())   # (saved as summaries)
 
 
 TWICE = textwrap.dedent("""
-    import sys, warnings, joblib, numpy as np
+    import dataclasses, json, sys, warnings, joblib, numpy as np
+    from skldp.accounting import privacy_report
     from skldp.mechanisms import MultiBitMechanism
 
     warnings.simplefilter("ignore")
@@ -148,7 +166,8 @@ TWICE = textwrap.dedent("""
     b = MultiBitMechanism(eps=2.0, feature_range=(0, 1))
     b.fit_transform(X)
     joblib.dump(b, folder + "/b.joblib")   # X's ledger at 3, and Z's at 4
-""")
+    json.dump((%s)(privacy_report(b)), open(folder + "/b.json", "w"))
+""" % FIELDS)
 
 
 @pytest.mark.parametrize("order", [("a", "b"), ("b", "a")])
@@ -161,6 +180,7 @@ def test_of_two_copies_of_a_ledger_saved_at_different_times_the_newer_counts(tmp
     loaded = {name: joblib.load(tmp_path / f"{name}.joblib") for name in order}
     for est in loaded.values():
         assert privacy_report(est).local_epsilon == pytest.approx(1 + 2 + 4)
+    assert _fields(privacy_report(loaded["b"])) == json.loads((tmp_path / "b.json").read_text())
 
 
 def test_a_copy_of_this_process_s_ledgers_is_not_saved_beside_them():
@@ -175,6 +195,46 @@ def test_a_copy_of_this_process_s_ledgers_is_not_saved_beside_them():
     copy.deepcopy(small)
     assert len(pickle.dumps(small)) == size
     assert privacy_report(back).local_epsilon == pytest.approx(3.0)
+
+
+def test_a_small_estimator_s_pickle_does_not_grow_with_the_other_plain_arrays():
+    # the other ledgers are saved without their users' keys (50k rows: 400 KB of keys)
+    rng = np.random.default_rng(0)
+    MultiBitMechanism(eps=1.0, feature_range=(0, 1)).fit_transform(rng.random((100, 2)))
+    small = MultiBitMechanism(eps=2.0, feature_range=(0, 1))
+    small.fit_transform(rng.random((10, 2)))
+    size = len(pickle.dumps(small))
+    MultiBitMechanism(eps=1.0, feature_range=(0, 1)).fit_transform(rng.random((50_000, 2)))
+    assert len(pickle.dumps(small)) - size < 4_000   # one more summary
+    assert privacy_report(pickle.loads(pickle.dumps(small))).local_epsilon == \
+        pytest.approx(4.0)
+
+
+LOAD = textwrap.dedent("""
+    import dataclasses, json, sys, joblib
+    from skldp.accounting import privacy_report
+
+    rep = privacy_report(joblib.load(sys.argv[1] + "/small.joblib"))
+    json.dump((%s)(rep), open(sys.argv[1] + "/loaded.json", "w"))
+""" % FIELDS)
+
+
+def test_a_summary_reads_on_while_its_journal_is_there(tmp_path):
+    # loaded while this process is alive: the other array's later collection counts, after
+    # those it held when saved, as with the ledger itself
+    rng = np.random.default_rng(0)
+    X = rng.random((40, 2))
+    MultiBitMechanism(eps=1.0, feature_range=(0, 1)).fit_transform(X)
+    small = MultiBitMechanism(eps=2.0, feature_range=(0, 1))
+    small.fit_transform(rng.random((10, 2)))
+    joblib.dump(small, tmp_path / "small.joblib")
+    MultiBitMechanism(eps=4.0, feature_range=(0, 1)).fit_transform(X)   # X's ledger grows
+    res = subprocess.run([sys.executable, "-c", LOAD, str(tmp_path)], capture_output=True,
+                         text=True, cwd=ROOT, timeout=300)
+    assert res.returncode == 0, res.stderr
+    rep = privacy_report(small)
+    assert rep.local_epsilon == pytest.approx(2 + 1 + 4)
+    assert json.loads((tmp_path / "loaded.json").read_text()) == _fields(rep)
 
 
 def test_a_graph_data_ledger_is_saved_without_the_plain_arrays():
