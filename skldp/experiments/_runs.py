@@ -151,7 +151,10 @@ class RunsFile:
     line being written and processes that sweep the
     same study (each with its own ``RunsFile``) never interleave their lines. A
     key already recorded, by this process or another (:meth:`refresh` reads
-    their new lines), is not written again.
+    their new lines), is not written again. The file is opened under a shared
+    ``flock``, so a line that another process is still writing is not taken
+    for a damaged one; :meth:`locked` holds the exclusive lock while a page is
+    written from the records.
 
     Parameters
     ----------
@@ -173,6 +176,7 @@ class RunsFile:
         self._keys = set()
         self._offset = self._lines = 0
         self._lock = threading.RLock()   # a sweep may read it from joblib's dispatch thread
+        self._held = False               # within locked(): its exclusive flock is held
         self.refresh(partial=True)
 
     def __contains__(self, key):
@@ -187,9 +191,10 @@ class RunsFile:
         Parameters
         ----------
         partial : bool, default=False
-            Also read a last line without its newline (at opening: a line cut
-            short by a killed writer is then reported); otherwise such a line is
-            left for later (another process may be writing it).
+            Also read a last line without its newline, under the file's shared
+            ``flock`` (at opening: a line cut short by a killed writer is then
+            reported, never one that another process is still writing);
+            otherwise such a line is left for later.
 
         Returns
         -------
@@ -200,11 +205,17 @@ class RunsFile:
             return self._refresh(partial)
 
     def _refresh(self, partial):
+        import fcntl
         if not self.path.exists():
             return []
         with open(self.path, "rb") as f:
+            if partial and not self._held:
+                # writers hold the exclusive lock until their line is whole: a last line
+                # without its newline is then one that a killed writer cut short
+                fcntl.flock(f, fcntl.LOCK_SH)
             f.seek(self._offset)
             data = f.read()
+        # (closing the file releases the lock)
         end = len(data) if partial else data.rfind(b"\n") + 1
         if end == 0:
             return []
@@ -245,6 +256,9 @@ class RunsFile:
 
     def _append(self, record):
         import fcntl
+        if self._held:
+            raise RuntimeError(f"{self.path}: append within locked() would wait for its own "
+                               "lock; append before or after it.")
         record = {"study": self.study, **record}
         problem = _identity_problem(record)
         if problem is not None:
@@ -284,3 +298,57 @@ class RunsFile:
         self._keys.add(key)
         self.records.append(record)
         return True
+
+    @contextlib.contextmanager
+    def locked(self):
+        """Hold the file's exclusive lock, with every record read.
+
+        No process appends while it is held, so a page written within it from
+        the records reflects the whole file; when several processes write the
+        page of one runs file, the last one written is then up to date.
+
+        Yields
+        ------
+        records : list of dict
+            The records of the file (its lines appended by any process).
+
+        Raises
+        ------
+        RuntimeError
+            :meth:`append` within it (another ``RunsFile`` of the file, opened
+            or appended to within it, would wait for it).
+        """
+        with self._lock:
+            fd = self._open_to_lock()
+            if fd is None:                 # nothing recorded yet
+                yield list(self.records)
+                return
+            try:
+                self._refresh(partial=False)
+                self._held = True
+                yield list(self.records)
+            finally:
+                self._held = False
+                os.close(fd)               # releases the lock
+
+    def _open_to_lock(self):
+        """A descriptor of the file under its exclusive ``flock`` (None: no file yet)."""
+        import fcntl
+        try:
+            fd = os.open(self.path, os.O_RDWR)
+            lock = fcntl.LOCK_EX
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
+                raise
+            # a file that no one can append to (writers open it for writing): a shared
+            # lock keeps out a writer with other rights all the same
+            fd = os.open(self.path, os.O_RDONLY)
+            lock = fcntl.LOCK_SH
+        try:
+            fcntl.flock(fd, lock)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd

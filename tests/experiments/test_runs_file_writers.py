@@ -173,3 +173,75 @@ def test_a_bool_metric_or_an_empty_key_is_refused(tmp_path, record, message):
 def test_load_runs_of_a_file_not_written_yet(tmp_path):
     assert load_runs(tmp_path / "none_runs.jsonl", "none") == []
     assert len(RunsFile(tmp_path / "none_runs.jsonl", "none")) == 0
+
+
+def _wait_in_thread(fn):
+    """Start ``fn`` in a thread; its result (or exception) lands in the returned list."""
+    out = []
+
+    def target():
+        try:
+            out.append(fn())
+        except Exception as exc:  # noqa: BLE001 - handed to the test
+            out.append(exc)
+
+    t = threading.Thread(target=target, daemon=True)
+    t.start()
+    return t, out
+
+
+def test_opening_waits_for_a_line_another_process_is_writing(tmp_path):
+    # was "t_runs.jsonl:2: not a JSON record ... delete this line": the file was read
+    # without the lock while another process was half way through its line
+    path = tmp_path / "t_runs.jsonl"
+    path.write_bytes(_line(_rec("a")))
+    whole = _line(_rec("b"))
+    with open(path, "ab") as other:               # another process is writing
+        fcntl.flock(other, fcntl.LOCK_EX)
+        other.write(whole[:10])
+        other.flush()
+        t, out = _wait_in_thread(lambda: RunsFile(path, "t"))
+        time.sleep(0.3)
+        assert not out                             # waits; no error
+        other.write(whole[10:])
+        other.flush()
+        fcntl.flock(other, fcntl.LOCK_UN)
+    t.join(10)
+    assert isinstance(out[0], RunsFile) and [r["key"] for r in out[0].records] == ["a", "b"]
+
+
+def test_opening_still_reports_a_line_cut_by_a_killed_writer(tmp_path):
+    path = tmp_path / "t_runs.jsonl"
+    path.write_bytes(_line(_rec("a")) + _line(_rec("b"))[:10])   # no lock held: damage
+    with pytest.raises(RunsFileError, match=r"t_runs.jsonl:2: not a JSON record"):
+        RunsFile(path, "t")
+
+
+def test_locked_reads_every_record_and_keeps_writers_out(tmp_path):
+    # a sweep that read the file before another appended its last run wrote its page
+    # last, one record short: the page is written under the lock, from the whole file
+    path = tmp_path / "t_runs.jsonl"
+    a, b = RunsFile(path, "t"), RunsFile(path, "t")
+    assert a.append(_rec("a")) and b.append(_rec("b"))
+    assert [r["key"] for r in a.records] == ["a"]          # a's snapshot is stale
+    with a.locked() as records:
+        assert [r["key"] for r in records] == ["a", "b"]
+        with open(path, "rb") as f, pytest.raises(BlockingIOError):
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        t, out = _wait_in_thread(lambda: b.append(_rec("c")))
+        time.sleep(0.3)
+        assert not out and [r["key"] for r in load_runs(path, "t")] == ["a", "b"]
+        with pytest.raises(RuntimeError, match="append within locked"):
+            a.append(_rec("d"))
+    t.join(10)
+    assert out == [True]
+    with a.locked() as records:
+        assert [r["key"] for r in records] == ["a", "b", "c"]
+    assert a.append(_rec("d"))                     # released: appends again
+
+
+def test_locked_on_a_file_not_written_yet(tmp_path):
+    rf = RunsFile(tmp_path / "t_runs.jsonl", "t")
+    with rf.locked() as records:
+        assert records == []
+    assert not rf.path.exists()
