@@ -140,6 +140,7 @@ def _check_writable(folder, what):
 
 def _reproduce(argv):
     from ._runner import run_study
+    from ._runs import RunsFile
 
     studies = paper_studies()
     p = _parser(studies)
@@ -221,20 +222,24 @@ def _reproduce(argv):
         print(f"failed: {key}: {err.strip().splitlines()[-1]}", file=sys.stderr)
     for key in res.missing:
         print(f"missing (worker lost): {key}", file=sys.stderr)
-    if not res.records:   # nothing to summarise: the page (and its figure) are left as they are
-        print(f"no run recorded: {'summary' if args.quick else page} not written")
-    elif args.quick:   # a few runs: the generic summary, <name>_quick_summary.md
-        from ._summary import write_summary
-        paths = write_summary(study, res.records, pages_dir, command=command)
-    else:   # the study's page, from every run its runs file holds
-        # the page names the runs file it was written from (the repository's by default)
-        elsewhere = runs_dir.resolve() != Path(studies.RUNS_DIR).resolve()
-        paths = studies.write_page(args.study, res.records, pages_dir,
-                                   runs_file=res.runs_file if elsewhere else None)
-    if res.records:
+    # The page is written under the runs file's lock, from every record it holds then:
+    # sweeps of the same study each write it when done, and the last one written must not
+    # be that of a sweep that read the file before another appended its last runs.
+    with RunsFile(res.runs_file, study.name).locked() as records:
+        if not records:   # nothing to summarise: the page (and its figure) are left as they are
+            print(f"no run recorded: {'summary' if args.quick else page} not written")
+        elif args.quick:   # a few runs: the generic summary, <name>_quick_summary.md
+            from ._summary import write_summary
+            paths = write_summary(study, records, pages_dir, command=command)
+        else:   # the study's page, from every run its runs file holds
+            # the page names the runs file it was written from (the repository's by default)
+            elsewhere = runs_dir.resolve() != Path(studies.RUNS_DIR).resolve()
+            paths = studies.write_page(args.study, records, pages_dir,
+                                       runs_file=res.runs_file if elsewhere else None)
+    if records:
         for kind, path in paths.items():
             print(f"{kind}: {path}")
         table = getattr(study, "report", None)
         if table is not None:   # a study's own table (e.g. beside the references)
-            print(table(res.records))
+            print(table(records))
     return 0 if not (res.failed or res.missing) else 1

@@ -146,3 +146,36 @@ def test_a_run_recorded_between_the_check_and_the_claim_is_not_run_again(tmp_pat
     take = _Claims(claims, runs, result, types.SimpleNamespace(update=lambda *a: None)).take
     assert not take(types.SimpleNamespace(key="cora|X|0"))
     assert result.elsewhere == ["cora|X|0"] and claims.owner("cora|X|0") is None
+
+
+def test_reproduce_writes_the_page_from_the_whole_runs_file_under_its_lock(tmp_path,
+                                                                           monkeypatch):
+    # sweeps of one study side by side each write the summary when done: one that read the
+    # runs file before another appended its last run wrote it last, "(9 records)" of 10
+    import fcntl
+
+    import skldp.experiments._runner as runner
+    import skldp.experiments._summary as summary
+    from skldp.__main__ import main
+    argv = ["reproduce", "privge", "--quick", "--no-progress", "--results-dir", str(tmp_path)]
+    assert main([*argv, "--max-runs", "2"]) == 0
+    runs = tmp_path / "privge_quick_runs.jsonl"
+    assert len(load_runs(runs)) == 2
+
+    def stale(study, *args, **kwargs):   # its last read was before the other's append
+        return runner.SweepResult(runs_file=runs, records=load_runs(runs)[:1])
+
+    written = []
+
+    def spy(study, records, *args, **kwargs):
+        with open(runs, "rb") as f, pytest.raises(BlockingIOError):
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)   # no process appends meanwhile
+        written.append(len(records))
+        return write_summary(study, records, *args, **kwargs)
+
+    write_summary = summary.write_summary
+    monkeypatch.setattr(runner, "run_study", stale)
+    monkeypatch.setattr(summary, "write_summary", spy)
+    assert main([*argv, "--max-runs", "0"]) == 0
+    assert written == [2]
+    assert "(2 records)" in (tmp_path / "privge_quick_summary.md").read_text()

@@ -157,8 +157,11 @@ def test_no_record_leaves_the_page_and_prints_the_failures_first(tmp_path, capsy
     assert not (tmp_path / "privge.png").exists()
 
     # the failures are printed before the page is written (which may fail)
+    runs = tmp_path / "privge_runs.jsonl"   # the page is written from the runs file
+    _write(runs, {"study": "privge", "key": "r", "metrics": {"accuracy": 0.5}})
+
     def failing(study, *args, **kwargs):
-        return runner.SweepResult(runs_file=tmp_path / "x", records=[{"key": "r"}],
+        return runner.SweepResult(runs_file=runs, records=[{"key": "r"}],
                                   failed={"k": "Trace\nValueError: boom\n"})
 
     def no_page(*args, **kwargs):
