@@ -362,7 +362,9 @@ def sample_non_edges(A, n_samples, random_state=None):
         a square adjacency. It must be undirected: every stored entry (any
         weight) is an edge, and ``A[i, j]`` is stored iff ``A[j, i]`` is. A
         GraphData of the users' true edges is a read of them, charged as in
-        :func:`random_edge_split` once their edges are collected.
+        :func:`random_edge_split` once their edges are collected: also when
+        the call is refused for what the edges are (a directed graph, too
+        few non-edges), not when refused for its arguments.
     n_samples : int
         Number of non-edges to return.
     random_state : int, RandomState or None
@@ -384,16 +386,24 @@ def sample_non_edges(A, n_samples, random_state=None):
     if isinstance(n_samples, bool) or not isinstance(n_samples, numbers.Integral) \
             or n_samples < 0:
         raise ValueError(f"n_samples must be an integer >= 0, got {n_samples!r}.")
+    if isinstance(A, GraphData):
+        n = A.require_adjacency("sample_non_edges").shape[0]
+        if n_samples > n * (n - 1) // 2:   # more than all node pairs, whatever the edges
+            raise ValueError(f"asked for {n_samples} non-edges but a graph of {n} nodes has "
+                             f"only {n * (n - 1) // 2} node pairs.")
+        # The checks above read no edge: a refusal there is free. Those below do (whether
+        # the graph is undirected, how many non-edges it has): the read is charged first.
+        A._note_true_graph_read("skldp.model_selection.sample_non_edges")
     return _sample_non_edges(_undirected_adjacency(A), int(n_samples), random_state)
 
 
 def _undirected_adjacency(A):
     """``A`` (a GraphData or a matrix) as a canonical CSR matrix, refused unless square
-    with a symmetric sparsity pattern: the sampler reads the upper triangle only."""
+    with a symmetric sparsity pattern: the sampler reads the upper triangle only. A
+    GraphData's read is charged by the caller, before."""
     if isinstance(A, GraphData):
         G = A
         A = G.require_adjacency("sample_non_edges")
-        G._note_true_graph_read("skldp.model_selection.sample_non_edges")
         if G.is_symmetric():   # cached on the graph: no transpose here
             return A
     elif not sp.issparse(A):
@@ -534,7 +544,6 @@ def random_edge_split(G, val_size=0.05, test_size=0.1, *, negative_ratio=1.0,
     if not isinstance(G, GraphData):
         raise TypeError(f"random_edge_split needs a skldp.GraphData, got {type(G).__name__}.")
     A = G.require_symmetric("random_edge_split")
-    G._note_true_graph_read("skldp.model_selection.random_edge_split")
     for name, v in (("val_size", val_size), ("test_size", test_size),
                     ("negative_ratio", negative_ratio)):
         if isinstance(v, bool) or not isinstance(v, numbers.Real) or not np.isfinite(v) \
@@ -542,6 +551,9 @@ def random_edge_split(G, val_size=0.05, test_size=0.1, *, negative_ratio=1.0,
             raise ValueError(f"{name} must be a finite number >= 0, got {v!r}.")
     if val_size + test_size >= 1:
         raise ValueError(f"val_size + test_size must be < 1, got {val_size + test_size}.")
+    # after the checks on the arguments: a refused call reads nothing. (The refusals
+    # below depend on the edges, so they come after the charged read.)
+    G._note_true_graph_read("skldp.model_selection.random_edge_split")
     rng = check_random_state(random_state)
     edges = _upper_edges(A)
     m = len(edges)
