@@ -8,7 +8,13 @@ from public_feature_graphs import public_feature_graph
 from skldp import GraphData
 from skldp.accounting import privacy_report
 from skldp.mechanisms import EdgeRR
-from skldp.model_selection import random_edge_split, sample_non_edges
+from skldp.metrics import mae_by_degree
+from skldp.model_selection import (
+    per_class_node_split,
+    random_edge_split,
+    random_node_split,
+    sample_non_edges,
+)
 
 
 def _directed(budget=None):
@@ -63,3 +69,23 @@ def test_a_refusal_that_depends_on_the_edges_is_charged(case):
     with pytest.raises(ValueError, match=error):
         call(G)
     assert privacy_report(G).epsilon_for("edges") == np.inf
+
+
+LABEL_CASES = {
+    "random_node_split": lambda G: random_node_split(G),
+    "per_class_node_split": lambda G: per_class_node_split(G),
+    "mae_by_degree(mae=G)": lambda G: mae_by_degree(G, np.ones(G.n_nodes)),
+    "mae_by_degree(degree=G)": lambda G: mae_by_degree(np.ones(G.n_nodes), G),
+}
+
+
+@pytest.mark.parametrize("case", sorted(LABEL_CASES))
+@pytest.mark.parametrize("budget", [None, 1.0])
+def test_a_graph_given_for_an_array_is_refused_before_its_features_are_read(case, budget):
+    # Before: np.asarray(G) charged its users' features a read in the clear (epsilon
+    # inf; BudgetExceededError under a budget), then the call failed on the shape.
+    G = GraphData(np.random.default_rng(0).random((10, 2)), sp.eye(10, format="csr"),
+                  budget=budget)
+    with pytest.raises(TypeError, match="GraphData"):
+        LABEL_CASES[case](G)
+    assert len(G.ledger) == 0

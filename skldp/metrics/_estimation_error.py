@@ -7,7 +7,7 @@ import scipy.sparse as sp
 from sklearn.base import clone
 
 from .._graph_data import GraphData, _check_real
-from ..utils.validation import check_graph_data, check_int
+from ..utils.validation import check_graph_data, check_int, refuse_graph_data
 
 __all__ = ["aggregation_mae", "aggregation_error", "mae_by_degree"]
 
@@ -205,9 +205,14 @@ def mae_by_degree(mae, degree, *, max_degree=None):
     >>> mae_by_degree([1.0, 3.0, 5.0], [1, 1, 2])
     (array([1, 2]), array([2., 5.]))
     """
+    # (before np.asarray, which would charge a read of a GraphData's features)
+    refuse_graph_data(mae, "mae_by_degree", "mae", "Pass the per-node MAE, e.g. of "
+                      "aggregation_error(G, mechanism).")
+    refuse_graph_data(degree, "mae_by_degree", "degree", "Pass the node degrees, e.g. "
+                      "np.diff(G.adjacency.indptr).")
+    max_degree = check_int(max_degree, "max_degree", allow_none=True)
     mae = np.asarray(mae, dtype=np.float64)
     degree = np.asarray(degree)
-    max_degree = check_int(max_degree, "max_degree", allow_none=True)
     if mae.ndim != 1 or degree.ndim != 1:
         raise ValueError(f"mae and degree must be 1-D (one value per node), got shapes "
                          f"{mae.shape} and {degree.shape}.")
