@@ -1345,6 +1345,9 @@ class GraphData:
         """Return the adjacency, raising if it is unknown or not symmetric."""
         A = self.require_adjacency(step)
         if not self.is_symmetric():
+            # the refusal tells whether one user listed a neighbour who did not list them:
+            # of the users' true edges, a read like the step's
+            self._note_true_graph_read(f"{step} (its refusal of a directed graph)")
             raise ValueError(f"{step} needs an undirected graph, {self._why_not_symmetric()}")
         return A
 

@@ -54,6 +54,10 @@ EDGE_DEPENDENT = {   # refusals that tell something of the edges
                            "non-edges but the graph has only"),
     # one user listing a neighbour who does not list them back makes the graph directed
     "directed": (_directed, lambda G: sample_non_edges(G, 5), "undirected graph"),
+    # the same refusal where a step requires a symmetric graph (it was free: audit 4.07
+    # against a printed 1 for random_edge_split)
+    "directed, edge split": (_directed, random_edge_split, "undirected graph"),
+    "directed, EdgeRR 'or'": (_directed, lambda G: EdgeRR(1.0).fit(G), "undirected"),
 }
 
 

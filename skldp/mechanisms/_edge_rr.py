@@ -375,6 +375,8 @@ class EdgeRR(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
             A = A.copy()
             A.data[:] = 1.0
         if self.symmetrize != "directed" and not G.is_symmetric():
+            # (the refusal tells something of the users' true edges: charged as a read)
+            G._note_true_graph_read("EdgeRR (its refusal of a directed graph)")
             raise ValueError(f"EdgeRR(symmetrize={self.symmetrize!r}) needs an undirected "
                              "(symmetric) adjacency, since both endpoints report an edge, "
                              f"{G._why_not_symmetric()} Or use symmetrize='directed', where "
