@@ -11,7 +11,7 @@ from sklearn.utils.extmath import _approximate_mode
 from sklearn.utils.validation import column_or_1d
 
 from ..population._reports import LabelReports, collection_of
-from ..utils._arrays import member
+from ..utils._arrays import is_graph_data, member
 
 __all__ = ["random_node_split", "per_class_node_split", "planetoid_split", "LabelledKFold"]
 
@@ -49,9 +49,7 @@ def _label_column(y, *, warn=False, X=None):
     (the GraphData the labels are of), a pandas Series indexed by other users
     than ``X``'s rows is refused (:func:`_check_label_index`).
     """
-    # before np.asarray, which charges its features' read (told by its module: GraphData
-    # imports this module)
-    if any(c.__module__ == "skldp._graph_data" for c in type(y).__mro__):   # (PairData too)
+    if is_graph_data(y):   # before np.asarray, which charges its features' read
         raise TypeError("y must be the labels (an array-like of shape (n_nodes,)), got a "
                         "GraphData, whose conversion to an array reads its users' features "
                         "in the clear. Pass the labels. Nothing was read or charged.")

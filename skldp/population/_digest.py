@@ -25,6 +25,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..device._random import check_node_keys
+from ..utils._arrays import refuse_graph_data
 from ..utils._blocks import row_blocks
 from ..utils._random import _GOLDEN, _mix
 
@@ -135,9 +136,7 @@ def list_digests(A, node_keys):
     -------
     digests : ndarray of uint64 of shape (n,)
     """
-    if type(A).__module__ == "skldp._graph_data":   # (told by name: GraphData imports us)
-        raise TypeError("list_digests takes plain arrays, but A is a GraphData. Pass its "
-                        "adjacency: A=G.adjacency. Nothing was read or charged.")
+    refuse_graph_data(A, "list_digests", "A")
     A = sp.csr_matrix(A)
     n = A.shape[0]
     keys = check_node_keys(node_keys, "node_keys")

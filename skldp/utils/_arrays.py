@@ -12,7 +12,8 @@ import scipy.sparse as sp
 
 from ._blocks import row_blocks
 
-__all__ = ["canonical_csr", "check_finite_features", "check_finite_output", "check_float32_range",
+__all__ = ["is_graph_data", "refuse_graph_data",
+           "canonical_csr", "check_finite_features", "check_finite_output", "check_float32_range",
            "check_not_masked",
            "distinct", "frame_column_names", "member", "sorted_lookup", "torch_blocks_sum",
            "torch_sum_is_finite", "unique_inverse", "within_bounds"]
@@ -343,3 +344,23 @@ def unique_inverse(y):
             classes = np.flatnonzero(present).astype(y.dtype) + y.dtype.type(lo)
             return classes, lookup[off]
     return np.unique(y, return_inverse=True)
+
+
+def is_graph_data(value):
+    """Whether ``value`` is a :class:`~skldp.GraphData` (a ``PairData`` too), told by the
+    module of its class: the modules below GraphData cannot import it."""
+    return any(c.__module__ == "skldp._graph_data" for c in type(value).__mro__)
+
+
+def refuse_graph_data(value, func, arg, instead=None):
+    """Refuse a GraphData given to the plain-array argument ``arg`` of ``func``.
+
+    Called before anything converts it: ``np.asarray`` reads a GraphData as its view's
+    feature rows (never its adjacency) and charges their users a read in the clear
+    (epsilon inf), for a call that then fails or computes something else. ``instead``
+    says what to pass or use (default: the graph's adjacency).
+    """
+    if is_graph_data(value):
+        instead = instead or f"Pass its adjacency: {arg}=G.adjacency."
+        raise TypeError(f"{func} takes plain arrays, but {arg} is a GraphData. {instead} "
+                        "Nothing was read or charged.")

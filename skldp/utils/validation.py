@@ -18,6 +18,7 @@ from ._arrays import (
     check_finite_features,
     check_not_masked,
     frame_column_names,
+    refuse_graph_data,
     within_bounds,
 )
 from ._blocks import row_blocks
@@ -100,20 +101,6 @@ def check_int(value, name, minimum=0, maximum=None, *, maximum_is=None, allow_no
     if value < minimum or (maximum is not None and value > maximum):
         raise InvalidParameterError(f"{name} must be {expected}, got {value!r}.")
     return int(value)
-
-
-def refuse_graph_data(value, func, arg, instead=None):
-    """Refuse a GraphData given to the plain-array argument ``arg`` of ``func``.
-
-    Called before anything converts it: ``np.asarray`` reads a GraphData as its view's
-    feature rows (never its adjacency) and charges their users a read in the clear
-    (epsilon inf), for a call that then fails or computes something else. ``instead``
-    says what to pass or use (default: the graph's adjacency).
-    """
-    if isinstance(value, GraphData):
-        instead = instead or f"Pass its adjacency: {arg}=G.adjacency."
-        raise TypeError(f"{func} takes plain arrays, but {arg} is a GraphData. {instead} "
-                        "Nothing was read or charged.")
 
 
 def check_adjacency(A, n_nodes=None, name="A", rows="X"):
