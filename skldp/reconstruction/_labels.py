@@ -181,7 +181,8 @@ def reconstruct_labels(A, labelled, noisy_labels, T, hops=2, self_loops=True, pr
     ----------
     A : sparse matrix of shape (n, n)
     labelled : array of int
-        Positions of the labelled nodes (the training rows).
+        Positions of the labelled nodes (the training rows). A node listed
+        twice (a bootstrap view) weighs twice, in its neighbours' shares too.
     noisy_labels : array of int of shape (len(labelled),)
         Their reported class positions ``0..c-1``.
     T : ndarray of shape (c, c)
@@ -223,8 +224,9 @@ def reconstruct_labels(A, labelled, noisy_labels, T, hops=2, self_loops=True, pr
         raise ValueError(f"noisy_labels must have one entry per labelled node "
                          f"({len(labelled)}), got {len(noisy)}.")
     Y = sp.csr_matrix((np.ones(len(labelled)), (labelled, noisy)), shape=(n, c))
-    Y = np.hstack([Y.toarray(), np.zeros((n, 1))])
-    Y[labelled, c] = 1.0  # last column: the labelled indicator (the mask)
+    # last column: the labelled indicator (the mask), counted per row as the one-hot
+    # rows are summed: a node listed twice weighs twice in both (shares summing to 1)
+    Y = np.hstack([Y.toarray(), np.bincount(labelled, minlength=n)[:, None]])
     if hops:
         P = mean_propagation_matrix(A, self_loops)
         for _ in range(hops):

@@ -127,6 +127,20 @@ def test_transition_matrix_refuses_the_label_mechanisms_tiny_budgets():
     assert T[0, 0] - T[0, 1] == pytest.approx(np.tanh(MIN_EPS_PER_COORDINATE / 2), rel=1e-6)
 
 
+def test_a_node_listed_twice_weighs_twice_in_label_and_mask():
+    # Path 0 - 1 - 2, node 0 listed twice (a bootstrap view, as RGNN passes G.rows): its
+    # label and its labelled mass both count twice, so the shares still sum to 1. Before,
+    # the labels were summed but the mask set once: node 0 got (10/7, 2/7), projected to (1, 0).
+    A = sp.csr_matrix(np.array([[0, 1, 0], [1, 0, 1], [0, 1, 0]], dtype=float))
+    T = grr_transition_matrix(np.inf, 2)
+    raw = reconstruct_labels(A, [0, 0, 2], [0, 0, 1], T, hops=2, project=False)
+    np.testing.assert_allclose(raw.sum(axis=1), 1.0)
+    # by hand: D^-1 (A + I) twice gives node 0 masses 5/12 (itself) and 1/6 (node 2),
+    # node 2 the mirror; node 0 weighs 2
+    np.testing.assert_allclose(raw, [[5 / 6, 1 / 6], [5 / 6, 1 / 6], [4 / 9, 5 / 9]])
+    np.testing.assert_allclose(reconstruct_labels(A, [0, 0, 2], [0, 0, 1], T, hops=2), raw)
+
+
 def test_reconstruct_labels_names_bad_codes_positions_and_shapes():
     # codes outside 0..c-1 (or -1) gave scipy's index errors, a position >= n too
     A = sp.csr_matrix(np.ones((6, 6)) - np.eye(6))
