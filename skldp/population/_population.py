@@ -30,6 +30,7 @@ from ..device._random import (
 from ..device._spec import significant
 from ..exceptions import PrivacyBudgetError
 from ..utils._arrays import distinct, member, sorted_lookup
+from ..utils._hashing import content_hash
 from ._digest import answer_tags, report_keys
 from ._ledger import _FOLDERS, _LEDGERS, PLAIN_LEDGERS, Ledger, _JournalFolder
 from ._spec import CollectionSpec
@@ -42,6 +43,11 @@ except ImportError:  # pragma: no cover - Windows: one process at a time
 __all__ = ["Population", "BudgetExceededError", "default_population", "array_population"]
 
 _TOL = 1e-9   # budget comparisons: sums of floats
+
+
+class _ChangedAnswer(ValueError):
+    """A request refused because of the users' data: some answered the collection about
+    other data, or come twice in it with two inputs (``Population._new_answers``)."""
 
 
 class BudgetExceededError(PrivacyBudgetError):
@@ -244,7 +250,7 @@ class Population:
             Whatever ``encode`` returns.
         """
         node_keys, rkeys, tags = self._request(spec, node_keys, digests)
-        with self._exclusive():
+        with self._changed_answers_read(spec, node_keys), self._exclusive():
             self._sync_locked()
             new_keys, new_tags, charge_reads = self._admit_answers(spec, node_keys, tags,
                                                                    unique)
@@ -287,9 +293,39 @@ class Population:
         its collection (note the server's reads of the graph, which may be refused) calls
         it first, so that a refused collection leaves nothing behind."""
         node_keys, _, tags = self._request(spec, node_keys, digests)
-        with self._exclusive():
+        with self._changed_answers_read(spec, node_keys), self._exclusive():
             self._sync_locked()
             self._admit_answers(spec, node_keys, tags, unique)
+
+    @contextlib.contextmanager
+    def _changed_answers_read(self, spec, node_keys):
+        """Charge a request of ``spec`` refused because some of ``node_keys`` answered it
+        about other data, or come twice in it with two inputs (:meth:`_new_answers`), as a
+        read of the data it collects (:meth:`note_refusal`), once the journal is released:
+        refused or answered tells which users' data changed. Under a budget that refuses
+        the read, a :class:`BudgetExceededError` without the count of those users."""
+        try:
+            yield
+        except _ChangedAnswer as exc:
+            error = exc
+        else:
+            return
+        keys = distinct(node_keys)
+        token = f"{spec.id}:{content_hash(keys)}"
+        try:
+            for part in spec.protects:
+                self.note_refusal(f"{spec.kind} (its refusal of changed data)", part, keys,
+                                  token)
+        except PrivacyBudgetError:
+            raise BudgetExceededError(
+                f"{spec.describe()} is refused for these users' data (some answered it about "
+                "other data, or come twice in this call with two inputs): refused or "
+                "answered tells the server which data changed, a read of them in the clear "
+                f"(epsilon=inf) that no budget admits (this population's is "
+                f"{self._budget_cap:.4g} per user). Nothing was read or sent. Collect "
+                "changed data with a new collection (fit the mechanism again with another "
+                "random_state).") from None
+        raise error
 
     def changed_answers(self, spec, node_keys, digests):
         """How many listed users answered ``spec`` about another input than the one whose
@@ -712,6 +748,22 @@ class Population:
             self._write({"true_read": kind, "part": part, "token": token,
                          **self._keys_record(node_keys)})
 
+    def note_refusal(self, kind, part, node_keys, token):
+        """A step (``kind``) refuses because of the values of the users' ``part``
+        ("features", "labels" or "edges"): refused or answered is a function of those
+        values that leaves the devices, so the refusal is charged as that step's read of
+        ``part`` in the clear would be (Design page, "Refusals are reads"): of the
+        features now (:meth:`note_clear_read`, epsilon inf); of the true edges or clean
+        labels once a mechanism collects them, or a central DP training protects them,
+        before or after (:meth:`note_true_read`, once per ``token``). Under a budget it
+        raises :class:`BudgetExceededError` when the read is due now. ``node_keys``: every
+        user whose values the check read, not only those it refused (whom the ledger
+        charges must not tell whose values were refused)."""
+        if part == "features":
+            self.note_clear_read(kind, part, node_keys)
+        else:
+            self.note_true_read(kind, part, node_keys, token)
+
     def check_true_read(self, kind, part, node_keys):
         """Raise the refusal :meth:`note_true_read` would raise now (under a budget, users
         whose ``part`` was collected); nothing is noted. For a step that spends something
@@ -955,7 +1007,7 @@ class Population:
             again = np.r_[False, k[1:] == k[:-1]]
             twice = len(np.unique(k[1:][again[1:] & (t[1:] != t[:-1])]))
             if twice:   # not an answer again: two answers in one request
-                raise ValueError(
+                raise _ChangedAnswer(
                     f"{spec.describe()}: {twice} user(s) appear twice in this call with "
                     "different data (e.g. a node listed twice with two different labels). A "
                     "user answers a collection once, about one input: give a repeated user "
@@ -968,7 +1020,7 @@ class Population:
             changed += int(np.count_nonzero(T[pos[known]] != tags[known]))
             keys, tags = keys[~known], tags[~known]
         if changed:
-            raise ValueError(
+            raise _ChangedAnswer(
                 f"{spec.describe()}: {changed} user(s) would answer this collection again "
                 "about other data (a changed feature row, label or adjacency list). A device "
                 "answers a collection once: a second answer would tell which users changed. "

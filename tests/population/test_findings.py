@@ -93,14 +93,16 @@ def test_3_changed_features_of_the_same_users_are_refused(sbm):
     X2 = G.features.copy()
     X2[:5, 0] = 1 - X2[:5, 0]                 # five users changed their first feature
     G2 = GraphData(X2, G.adjacency, population=G)
-    # a second answer about changed data would tell which users changed: refused
+    # a second answer about changed data would tell which users changed: refused; the
+    # refusal tells it too (it was free: "5 users"), so it is charged as a read of the
+    # features, to every user asked (the ledger does not tell who changed)
     with pytest.raises(ValueError, match="5 user.*again about other data"):
         mech.transform(G2)
-    assert G.ledger.local_epsilon == pytest.approx(1.0)
+    users, eps = G.ledger.per_user()
+    assert len(users) == G.n_nodes and np.all(np.isinf(eps))
     # a new collection charges every user, whatever changed
     OneBitMechanism(1.0, feature_range=(0, 1), split_eps=True, random_state=1).fit_transform(G2)
-    users, eps = G.ledger.per_user()
-    assert len(users) == G.n_nodes and np.allclose(eps, 2.0)
+    assert sorted(e.spec.model for e in G.ledger.entries()) == ["clear", "local", "local"]
     # without population= the new graph is other users: refused
     with pytest.raises(ValueError, match="population="):
         mech.transform(GraphData(X2, G.adjacency))
@@ -114,8 +116,11 @@ def test_3_changed_adjacency_lists_are_refused(sbm):
     B[0, 1] = B[1, 0] = 1 - B[0, 1]           # users 0 and 1 changed their lists
     with pytest.raises(ValueError, match="2 user.*again about other data"):
         mech.transform(G.with_adjacency(sp.csr_matrix(B), source="users"))
-    (entry,) = G.ledger.entries()
-    assert entry.max_answers == 1 and G.ledger.local_epsilon == pytest.approx(2.0)
+    entry, read = G.ledger.entries()   # one answer each; the refusal, a read of every list
+    assert entry.max_answers == 1 and entry.spec.epsilon == pytest.approx(2.0)
+    assert read.spec.model == "clear" and read.spec.protects == ("edges",)
+    users, eps = G.ledger.per_user("edges")
+    assert len(users) == G.n_nodes and np.all(np.isinf(eps))
 
 
 def test_3_a_second_label_vector_is_refused(sbm):
@@ -127,16 +132,15 @@ def test_3_a_second_label_vector_is_refused(sbm):
     y2 = np.where(rng.random(n) < 0.5, 1 - y1, y1)
     r1 = rr.randomize(y1, G)
     with pytest.raises(ValueError, match="again about other data"):
-        rr.randomize(y2, G)
+        rr.randomize(y2, G)   # (refused, and charged as a read of every user's label)
     np.testing.assert_array_equal(rr.randomize(y1, G), r1)     # the same answer: free
     # repeated rows of one user with different labels in one request: refused too, saying so
     with pytest.raises(ValueError, match="the same user appears twice in this call with "
                        "different labels: node 3"):
         LabelRandomizedResponse(0.5, classes=[0, 1], random_state=5).fit().randomize(
             np.array([0, 1]), G[[3, 3]])
-    assert G.ledger.local_epsilon == pytest.approx(0.5)
     users, eps = G.ledger.per_user()
-    assert np.all(eps == 0.5)                 # the ledger does not tell who changed
+    assert len(users) == n and np.all(np.isinf(eps))   # the ledger does not tell who changed
 
 
 # 4 ----------------------------------------------------------------------------------------
