@@ -1,5 +1,6 @@
 """The data contract shared by every graph-aware step: :class:`GraphData`."""
 
+import contextlib
 import decimal
 import functools
 import numbers
@@ -13,7 +14,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from .device._random import _as_id_array, _as_integers, _id_list, _id_sequence, ids_to_keys
-from .population._population import Population
+from .exceptions import InvalidParameterError, PrivacyBudgetError
+from .population._population import BudgetExceededError, Population
+from .population._spec import step_kind
 from .utils._arrays import (
     check_finite_features,
     check_float32_range,
@@ -23,8 +26,9 @@ from .utils._arrays import (
     member,
     sorted_lookup,
 )
+from .utils._hashing import content_hash
 
-__all__ = ["GraphData"]
+__all__ = ["GraphData", "refusal_is_read"]
 
 _MEMO_SIZE = 8            # whole-graph results kept per graph ...
 _MEMO_BYTES = 1 << 30     # ... and at most this many bytes of them (the newest is always kept)
@@ -1328,8 +1332,9 @@ class GraphData:
         if not st._finite:
             X = st.features if st._on_device is None or st._features is not None \
                 else st._on_device
-            check_finite_features(X, name=f"the features given to {step}")
-            check_float32_range(X, name=f"the features given to {step}")
+            with refusal_is_read(step, "features", self, "non-finite features"):
+                check_finite_features(X, name=f"the features given to {step}")
+                check_float32_range(X, name=f"the features given to {step}")
             st._finite = True
 
     def require_adjacency(self, step="This step"):
@@ -1345,10 +1350,10 @@ class GraphData:
         """Return the adjacency, raising if it is unknown or not symmetric."""
         A = self.require_adjacency(step)
         if not self.is_symmetric():
-            # the refusal tells whether one user listed a neighbour who did not list them:
-            # of the users' true edges, a read like the step's
-            self._note_true_graph_read(f"{step} (its refusal of a directed graph)")
-            raise ValueError(f"{step} needs an undirected graph, {self._why_not_symmetric()}")
+            # it tells whether one user listed a neighbour who did not list them back
+            with refusal_is_read(step, "edges", self, "a directed graph"):
+                raise ValueError(f"{step} needs an undirected graph, "
+                                 f"{self._why_not_symmetric()}")
         return A
 
     def _why_not_symmetric(self):
@@ -1610,6 +1615,84 @@ def edges_collected(origin):
 def reads_users_data(origin):
     """Whether data of this origin are the users' data, or were computed from them."""
     return origin[0] == "raw" or (origin[0] == "derived" and len(origin) > 2 and origin[2])
+
+
+@contextlib.contextmanager
+def refusal_is_read(step, part, users, what):
+    """Charge a refusal raised inside the block because of the values of the users'
+    ``part`` as a read of that part by ``step``, then raise it (Design page, "Refusals
+    are reads").
+
+    Refused or answered tells something of the values checked: a ``ValueError`` raised
+    inside is charged by :meth:`Population.note_refusal
+    <skldp.population.Population.note_refusal>` before it leaves. A budget's refusal and
+    an :class:`~skldp.exceptions.InvalidParameterError` (the call's own arguments) pass
+    free; keep every check of arguments and public facts (shapes, dtypes, declared
+    domains) out of the block. Under a budget that refuses the read a
+    :class:`~skldp.population.BudgetExceededError` is raised instead, without the
+    refusal's message (it would tell what the check found).
+
+    Parameters
+    ----------
+    step : estimator or str
+        The refusing step, or its name.
+    part : {"features", "labels", "edges"}
+    users : GraphData, (Population, ndarray of uint64), None or callable
+        Whose values the checks read. A GraphData: all its nodes (its view's rows for
+        labels), charged only when its ``part`` holds the users' own values (their raw
+        data or values the server computed from it; edges an edge mechanism did not
+        collect); a pair: a population and its users' keys (a plain array's users);
+        ``None``: no users' values (nothing charged); a callable returning one of these,
+        asked on a refusal only.
+    what : str
+        What is refused, without dots: the ledger names the read
+        ``"<step> (its refusal of <what>)"``.
+    """
+    try:
+        yield
+    except (PrivacyBudgetError, InvalidParameterError):
+        raise
+    except ValueError as exc:
+        error = exc
+    else:
+        return
+    _charge_refusal(step, part, users, what)
+    raise error
+
+
+def _charge_refusal(step, part, users, what):
+    """The charge of :func:`refusal_is_read`."""
+    name = step if isinstance(step, str) else step_kind(step)
+    if callable(users):
+        users = users()
+    if users is None:
+        return
+    if isinstance(users, GraphData):
+        st = users._store
+        population = st.population
+        if part == "labels":   # (labels: the view's rows, whoever holds them)
+            keys = distinct(users.node_keys[users.rows])
+            token = f"{st.token}:{content_hash(keys)}"
+        else:
+            origin = st.feature_origin if part == "features" else st.adjacency_origin
+            if not reads_users_data(origin) or (part == "edges" and (
+                    st.adjacency is None or edges_collected(origin))):
+                return   # reports, or public data: a refusal of them tells nothing more
+            keys, token = users.node_keys, st.token
+    else:
+        population, keys = users
+        keys = distinct(np.asarray(keys, dtype=np.uint64))
+        token = content_hash(keys)
+    try:
+        population.note_refusal(f"{name} (its refusal of {what})", part, keys, token)
+    except PrivacyBudgetError:
+        raise BudgetExceededError(
+            f"{name.rsplit('.', 1)[-1]} refuses these users' {part} for their values: "
+            "refused or answered tells the server something of them, a read of their "
+            f"{part} in the clear (epsilon=inf) that no budget admits (this "
+            f"population's is {population.budget:.4g} per user). Nothing was read. Check and "
+            "correct the data where it is held (on the users' devices; in a simulation, "
+            "before the GraphData is built) and try again.") from None
 
 
 def _as_feature_names(names, n_features):

@@ -19,7 +19,7 @@ from sklearn.utils.validation import (
     check_is_fitted,
 )
 
-from ._graph_data import GraphData, edges_collected, reads_users_data
+from ._graph_data import GraphData, edges_collected, reads_users_data, refusal_is_read
 from .exceptions import InvalidParameterError
 from .population._digest import feature_digests
 from .population._population import (
@@ -152,6 +152,19 @@ def _clear_read_already_charged(X, part):
             f"{n} users of this graph in the clear: the ledger charged them epsilon=inf, "
             "which this refusal does not undo, and the report of any pipeline fitted on "
             f"these users states it.{restart}")
+
+
+#: How the ledger names a mechanism's refusal of the users' values (``refusal_is_read``).
+OUTSIDE_DOMAIN = "feature values outside its input domain"
+
+
+def boundary_users(X, Xf, population):
+    """The users whose features ``Xf`` a mechanism reads, for ``refusal_is_read`` and the
+    charges of public values read from the data: the GraphData ``X`` (all its nodes), or
+    a plain array's ``population`` with its rows' keys (:func:`array_node_keys`)."""
+    if isinstance(X, GraphData):
+        return X
+    return population, array_node_keys(population_of(Xf), Xf.shape[0])
 
 
 def note_feature_read(step, X, fitting=False):
@@ -1039,7 +1052,9 @@ class LDPMechanism(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
         self.__dict__.pop("collected_", None)
         Xf = self._all_features(X)
         population, device_steps = boundary_input(self, X if isinstance(X, GraphData) else Xf)
-        check_finite_features(Xf, feature_range=self.feature_range)
+        with refusal_is_read(self, "features", boundary_users(X, Xf, population),
+                             OUTSIDE_DOMAIN):
+            check_finite_features(Xf, feature_range=self.feature_range)
         self.feature_min_, self.feature_max_ = resolve_feature_range(
             self.feature_range, Xf, owner=type(self).__name__,
             on_read=lambda: self._charge_bounds_read(X, Xf, population))
@@ -1056,8 +1071,8 @@ class LDPMechanism(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
         """Charge the users whose features a public value is read from (every row of ``X``:
         a GraphData's whole store, or a plain array's rows) a read in the clear, before the
         value is derived (:func:`charge_public_read`)."""
-        keys = X.node_keys if isinstance(X, GraphData) else \
-            array_node_keys(population_of(Xf), Xf.shape[0])
+        users = boundary_users(X, Xf, population)
+        keys = users.node_keys if isinstance(users, GraphData) else users[1]
         charge_public_read(self, population, keys, "features", option, read, instead)
 
     def _public_state(self):
@@ -1121,7 +1136,10 @@ class LDPMechanism(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
         self._check_n_features(X)
         bounds = (self.feature_min_, self.feature_max_) if hasattr(self, "feature_min_") \
             else None   # (GRR-FS has domains, not bounds)
-        check_finite_features(X, feature_range=bounds)
+        # (the users of this array: read, whether or not they are those of the fit)
+        with refusal_is_read(self, "features", lambda: boundary_users(
+                X, X, array_population(population_of(X))), OUTSIDE_DOMAIN):
+            check_finite_features(X, feature_range=bounds)
         check_population(self, X)
         # (the population only if devices answer: saved reports are served in any process)
         return self._reports_for(X, array_node_keys(self.population_, X.shape[0]),
@@ -1133,8 +1151,8 @@ class LDPMechanism(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
         population, device_steps = boundary_input(self, G, "features")
         if not hasattr(self, "seed_"):   # saved reports: only for the data they are about
             self._check_device_steps(device_steps)
-            check_saved_input(self, G, "features",
-                              lambda: feature_digests(self._device_input(G.features)))
+            check_saved_input(self, G, "features", lambda: feature_digests(
+                self._users_device_input(G.features, G)))
         Z = self._reports_for(G.features, G.node_keys, population, device_steps)
         return G.with_features(Z, feature_names=G.feature_names)
 
@@ -1147,7 +1165,7 @@ class LDPMechanism(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
         if callable(population):
             population = population()
         self._check_device_steps(device_steps)
-        Xd = self._device_input(X)
+        Xd = self._users_device_input(X, (population, node_keys))
         return population.collect(self.collection_, node_keys, feature_digests(Xd),
                                   lambda keys: self._perturb(Xd, keys), unique=True)
 
@@ -1156,7 +1174,7 @@ class LDPMechanism(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
         if hasattr(self, "seed_"):
             population, device_steps = boundary_input(self, G, "features")
             self._check_device_steps(device_steps)
-            Xd = self._device_input(G.features)
+            Xd = self._users_device_input(G.features, G)
             population.collect(self.collection_, G.node_keys, feature_digests(Xd),
                                lambda keys: None, unique=True)
 
@@ -1175,6 +1193,13 @@ class LDPMechanism(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
             Z = self._reports_for(X, keys, array_population(self.population_), ())
         self.saved_keys_, self.saved_reports_ = keys.copy(), Z
         del self.seed_
+
+    def _users_device_input(self, X, users):
+        """:meth:`_device_input` of the rows ``X`` of ``users`` (a GraphData, or a population
+        and its users' keys): its refusal of their values (NaN, a code outside the domain)
+        is charged as a read of their features (``refusal_is_read``)."""
+        with refusal_is_read(self, "features", users, OUTSIDE_DOMAIN):
+            return self._device_input(X)
 
     def _device_input(self, X):
         """What the device program perturbs: the users' rows clipped to the public bounds.
@@ -1477,9 +1502,11 @@ class NodeWise(GraphTransformerMixin, BaseEstimator):
             return self.estimator_.transform(X)
 
     def _transform_graph(self, G):
-        with _names_checked_above():
+        # (what the wrapped step refuses depends on the values: charged as a read of them)
+        with refusal_is_read(self, "features", G, "feature values its transformer refuses"), \
+                _names_checked_above():
             Z = self.estimator_.transform(G.features)
-        if self.on_device:
+        if self.on_device:   # (a refusal of the step's map, a public fact: free)
             self._check_per_user(G.features, Z)
         return G.with_features(Z)
 

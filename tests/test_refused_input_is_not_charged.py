@@ -1,4 +1,6 @@
-"""A call refused for bad input charges nothing: its checks come before any read."""
+"""A call refused for bad arguments charges nothing: its checks come before any read. A
+refusal that depends on the users' values is a read of them (here for the edges; all of
+them in test_refusals_are_reads.py)."""
 
 import numpy as np
 import pytest

@@ -7,6 +7,7 @@ from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from .._graph_data import refusal_is_read
 from ..base import (
     GraphTransformerMixin,
     PrivateStepMixin,
@@ -361,26 +362,29 @@ class EdgeRR(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
         if n < 2:
             raise ValueError("EdgeRR needs a graph of at least 2 nodes (an adjacency list "
                              f"over the other users); got {n}.")
+        # (refusals of the users' lists tell something of them: charged as reads)
         if A.nnz and A.diagonal().any():
-            raise ValueError("The adjacency has self loops; an adjacency list holds other "
-                             "users only. Remove them first, on a copy (the graph's adjacency "
-                             "is shared, read-only by contract): A = G.adjacency.copy(); "
-                             "A.setdiag(0); A.eliminate_zeros(); G = G.with_adjacency(A, "
-                             "source='users').")
+            with refusal_is_read(self, "edges", G, "self loops"):
+                raise ValueError("The adjacency has self loops; an adjacency list holds other "
+                                 "users only. Remove them first, on a copy (the graph's "
+                                 "adjacency is shared, read-only by contract): A = "
+                                 "G.adjacency.copy(); A.setdiag(0); A.eliminate_zeros(); G = "
+                                 "G.with_adjacency(A, source='users').")
         if A.nnz and np.any(A.data != 1):
             if not self.binarize:
-                raise ValueError("EdgeRR needs a 0/1 adjacency (each user's list is a bit "
-                                 "vector), but it has weights other than 1. Pass "
-                                 "binarize=True to treat every positive weight as an edge.")
+                with refusal_is_read(self, "edges", G, "weights other than 1"):
+                    raise ValueError("EdgeRR needs a 0/1 adjacency (each user's list is a bit "
+                                     "vector), but it has weights other than 1. Pass "
+                                     "binarize=True to treat every positive weight as an "
+                                     "edge.")
             A = A.copy()
             A.data[:] = 1.0
         if self.symmetrize != "directed" and not G.is_symmetric():
-            # (the refusal tells something of the users' true edges: charged as a read)
-            G._note_true_graph_read("EdgeRR (its refusal of a directed graph)")
-            raise ValueError(f"EdgeRR(symmetrize={self.symmetrize!r}) needs an undirected "
-                             "(symmetric) adjacency, since both endpoints report an edge, "
-                             f"{G._why_not_symmetric()} Or use symmetrize='directed', where "
-                             "row i is user i's list.")
+            with refusal_is_read(self, "edges", G, "a directed graph"):
+                raise ValueError(f"EdgeRR(symmetrize={self.symmetrize!r}) needs an undirected "
+                                 "(symmetric) adjacency, since both endpoints report an edge, "
+                                 f"{G._why_not_symmetric()} Or use symmetrize='directed', "
+                                 "where row i is user i's list.")
         return A
 
     def _restore_public_state(self, spec, G):

@@ -20,12 +20,14 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils.validation import check_is_fitted
 
-from .._graph_data import GraphData
+from .._graph_data import GraphData, refusal_is_read
 from ..base import (
+    OUTSIDE_DOMAIN,
     GraphTransformerMixin,
     LDPMechanism,
     NumberedColumnsMixin,
     boundary_input,
+    boundary_users,
     collected_spec,
     population_of,
 )
@@ -453,7 +455,8 @@ class FeatureGrouper(NumberedColumnsMixin, GraphTransformerMixin, BaseEstimator)
     def fit(self, X, y=None):
         """Check ``X`` and ``group_size`` (nothing is learned)."""
         if isinstance(X, GraphData):
-            check_finite_features(X.features)
+            with refusal_is_read(self, "features", X, "non-finite features"):
+                check_finite_features(X.features)
         else:
             X = check_feature_array(X)
         self.n_features_in_ = X.shape[1]
@@ -474,7 +477,9 @@ class FeatureGrouper(NumberedColumnsMixin, GraphTransformerMixin, BaseEstimator)
         return self.n_features_out_
 
     def _transform_graph(self, G):
-        return G.with_features(group_features(G.features, self.group_size))
+        with refusal_is_read(self, "features", G, "non-finite features"):
+            Z = group_features(G.features, self.group_size)
+        return G.with_features(Z)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -603,7 +608,9 @@ class GRRFSMechanism(LDPMechanism):
         Xf = self._all_features(X)
         check_has_features(Xf, type(self).__name__)   # before anything is charged
         population, device_steps = boundary_input(self, X if isinstance(X, GraphData) else Xf)
-        check_finite_features(Xf)
+        users = boundary_users(X, Xf, population)   # (whom a refusal of their values reads)
+        with refusal_is_read(self, "features", users, OUTSIDE_DOMAIN):
+            check_finite_features(Xf)
         d = Xf.shape[1]
         self.n_features_in_ = d
         check_int(self.m, "m", 1, d, maximum_is=f"n_features={d}")
@@ -622,7 +629,8 @@ class GRRFSMechanism(LDPMechanism):
             sizes = public_domain_sizes(self.domain_sizes, d, names)
         else:
             sizes = None
-        codes = self._codes(Xf, names, sizes, check_range=sizes is not None)
+        with refusal_is_read(self, "features", users, OUTSIDE_DOMAIN):
+            codes = self._codes(Xf, names, sizes, check_range=sizes is not None)
         if sizes is None and self.bin_edges is not None:
             binned = {j: len(e) + 1
                       for j, e in _edge_items(self.bin_edges, d) if e is not None}

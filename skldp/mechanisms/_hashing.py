@@ -7,7 +7,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils.validation import check_is_fitted
 
-from .._graph_data import GraphData
+from .._graph_data import GraphData, refusal_is_read
 from ..base import GraphTransformerMixin, NumberedColumnsMixin
 from ..device._steps import feature_hashing_map
 from ..exceptions import InvalidParameterError
@@ -136,4 +136,6 @@ class FeatureHashing(NumberedColumnsMixin, GraphTransformerMixin, BaseEstimator)
         return self.n_components
 
     def _transform_graph(self, G):
-        return G.with_features(self._hash(G.features))
+        with refusal_is_read(self, "features", G, "non-finite features"):
+            Z = self._hash(G.features)
+        return G.with_features(Z)

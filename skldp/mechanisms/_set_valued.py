@@ -8,8 +8,15 @@ import scipy.sparse as sp
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import StrOptions
 
-from .._graph_data import GraphData
-from ..base import LDPMechanism, boundary_input, collected_spec, population_of
+from .._graph_data import GraphData, refusal_is_read
+from ..base import (
+    OUTSIDE_DOMAIN,
+    LDPMechanism,
+    boundary_input,
+    boundary_users,
+    collected_spec,
+    population_of,
+)
 from ..device import _kinds
 from ..device._kinds import set_valued_encode
 from ..exceptions import InvalidParameterError, PrivacyLeakWarning
@@ -273,8 +280,10 @@ class SetValuedMechanism(LDPMechanism):
         Xf = self._all_features(X)
         check_has_features(Xf, type(self).__name__)   # before anything is charged
         population, device_steps = boundary_input(self, X if isinstance(X, GraphData) else Xf)
-        check_finite_features(Xf)
-        S = self._sets(Xf)
+        with refusal_is_read(self, "features", boundary_users(X, Xf, population),
+                             OUTSIDE_DOMAIN):
+            check_finite_features(Xf)
+            S = self._sets(Xf)
         d = Xf.shape[1]
         self.n_features_in_ = d
         self.feature_min_, self.feature_max_ = np.zeros(d), np.ones(d)
