@@ -333,6 +333,23 @@ def sent_these_labels(population, spec, keys, y):
     return found & population.sent(spec.id, keys, np.where(found, pos, 0))
 
 
+#: How the ledger names a refusal of the users' labels (``refusal_is_read``).
+LABELS_OUTSIDE_DOMAIN = "labels outside its domain"
+
+
+def clean_label_users(X, y):
+    """The users whose labels ``y`` a refusal of them reads, for ``refusal_is_read`` (asked
+    on a refusal only): the view ``X`` when ``y`` are clean labels; ``None`` when they are
+    the labels those users sent (:func:`labels_sent`: a refusal of reports tells nothing
+    more), or ``X`` is no GraphData of nodes (a PairData's labels are links)."""
+    def users():
+        if not isinstance(X, GraphData) or hasattr(X, "pairs"):
+            return None
+        from .model_selection._node_splits import _label_column
+        return None if labels_sent(X, _label_column(y)) else X
+    return users
+
+
 def refuse_foreign_labels(step, X, y):
     """Refuse labels ``y`` that users of another population sent (marked with a collection
     that the ledger of ``X``'s users does not hold): no report would count them."""
@@ -1715,21 +1732,24 @@ class GraphClassifierMixin(ClassifierMixin):
         if n_rows == 0:
             raise ValueError(f"{type(self).__name__} got 0 rows to fit on (an empty "
                              "selection of nodes or pairs?); fit needs labelled rows.")
-        _check_one_label_per_node(y, X, type(self).__name__)
+        with refusal_is_read(self, "labels", clean_label_users(X, y), LABELS_OUTSIDE_DOMAIN):
+            _check_one_label_per_node(y, X, type(self).__name__)
         return y
 
     def _encode_labels(self, y, n_rows, X=None):
         from .model_selection._node_splits import _check_all_labelled, _labelled_mask
 
         y = self._check_labels(y, n_rows, X)
-        if y.dtype.kind == "f":   # a continuous target gets scikit-learn's error first
-            check_classification_targets(y[_labelled_mask(y)])
-        _check_all_labelled(y)   # the splitters' test: -2, NaN, None are unlabelled too
-        check_classification_targets(y)
-        self.classes_, y_enc = unique_inverse(y)
-        if len(self.classes_) < 2:
-            raise ValueError(f"y has a single class ({self.classes_.tolist()[0]!r}); need at "
-                             "least two.")
+        # (refusals of the values of clean labels are reads of them)
+        with refusal_is_read(self, "labels", clean_label_users(X, y), LABELS_OUTSIDE_DOMAIN):
+            if y.dtype.kind == "f":   # a continuous target gets scikit-learn's error first
+                check_classification_targets(y[_labelled_mask(y)])
+            _check_all_labelled(y)   # the splitters' test: -2, NaN, None are unlabelled too
+            check_classification_targets(y)
+            self.classes_, y_enc = unique_inverse(y)
+            if len(self.classes_) < 2:
+                raise ValueError(f"y has a single class ({self.classes_.tolist()[0]!r}); "
+                                 "need at least two.")
         return y_enc
 
     def predict(self, X):

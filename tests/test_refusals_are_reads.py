@@ -15,6 +15,8 @@ from sklearn.preprocessing import OneHotEncoder
 from skldp import GraphData, NodeWise
 from skldp.accounting import privacy_report
 from skldp.base import array_population, population_of
+from skldp.baselines import LabelPropagationClassifier
+from skldp.central import DPGNNClassifier
 from skldp.mechanisms import (
     EdgeRR,
     FeatureGrouper,
@@ -24,7 +26,7 @@ from skldp.mechanisms import (
     OneBitMechanism,
     SetValuedMechanism,
 )
-from skldp.models import MLPHead
+from skldp.models import LPGNNClassifier, MLPHead
 from skldp.population import BudgetExceededError
 from skldp.propagation import KProp
 
@@ -186,6 +188,65 @@ def test_under_a_budget_the_refusal_of_collected_edges_is_refused(case):
         EdgeRR(1.0).fit(change(G))
     assert error not in str(info.value)
     assert privacy_report(G).epsilon_for("edges") == 1.0
+
+
+def _collect_labels(G):
+    LabelRandomizedResponse(1.0, classes=[0, 1], random_state=0).fit().randomize(Y, G)
+
+
+Y_UNLABELLED = np.where(np.arange(N) == 4, -1, Y)
+LABEL_REFUSALS = {
+    "LabelRandomizedResponse, outside classes": (
+        lambda G: LabelRandomizedResponse(1.0, classes=[0, 1], random_state=1).fit().randomize(
+            np.where(np.arange(N) == 4, 7, Y), G), "not in classes"),
+    "LabelRandomizedResponse, one user two labels": (
+        lambda G: LabelRandomizedResponse(1.0, classes=[0, 1], random_state=1).fit().randomize(
+            np.array([0, 1]), G[[3, 3]]), "twice"),
+    "MLPHead, an unlabelled marker": (
+        _fit(lambda: MLPHead(epochs=1, random_state=0), Y_UNLABELLED), "unlabelled"),
+    "MLPHead, a single class": (
+        _fit(lambda: MLPHead(epochs=1, random_state=0), np.zeros(N, int)), "single class"),
+    "LabelPropagationClassifier, an unlabelled marker": (
+        _fit(LabelPropagationClassifier, Y_UNLABELLED), "unlabelled"),
+    "LPGNNClassifier(classes=...), outside classes": (
+        _fit(lambda: LPGNNClassifier(eps_y=np.inf, classes=[0, 1], epochs=1, random_state=0),
+             np.where(np.arange(N) == 4, 7, Y)), "not in classes"),
+    "DPGNNClassifier(classes=...), outside classes": (
+        _fit(lambda: DPGNNClassifier(classes=[0, 1], random_state=0),
+             np.where(np.arange(N) == 4, 7, Y)), "outside classes"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(LABEL_REFUSALS))
+def test_a_refusal_of_clean_labels_is_a_read_of_them(case):
+    # Before: free (labels 1 printed after LabelRandomizedResponse(1)), although it told
+    # that a user's label was missing or outside the domain.
+    call, error = LABEL_REFUSALS[case]
+    G = public_feature_graph()
+    _collect_labels(G)
+    with pytest.raises(ValueError, match=error):
+        call(G)
+    assert privacy_report(G).epsilon_for("labels") == np.inf
+
+
+@pytest.mark.parametrize("case", sorted(LABEL_REFUSALS))
+def test_under_a_budget_the_refusal_of_collected_labels_is_refused(case):
+    call, error = LABEL_REFUSALS[case]
+    G = public_feature_graph(budget=2.0)
+    _collect_labels(G)
+    with pytest.raises(BudgetExceededError, match="refuses these users' labels") as info:
+        call(G)
+    assert error not in str(info.value)
+    assert privacy_report(G).epsilon_for("labels") == 1.0
+
+
+def test_a_refusal_of_the_labels_the_users_sent_is_free():
+    G = public_feature_graph()
+    sent = LabelRandomizedResponse(1.0, classes=[0, 1], random_state=0).fit().randomize(Y, G)
+    rows = np.flatnonzero(sent == sent[0])[:3]   # users who sent one class
+    with pytest.raises(ValueError, match="single class"):
+        MLPHead(epochs=1, random_state=0).fit(G[rows], sent[rows])
+    assert privacy_report(G).epsilon_for("labels") == 1.0
 
 
 def test_a_refusal_of_changed_data_under_a_budget_does_not_tell_how_many_changed():

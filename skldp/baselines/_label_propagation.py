@@ -140,7 +140,7 @@ class LabelPropagationClassifier(GraphClassifierMixin, BaseEstimator):
         y_used, mech = fit_label_mechanism(self, G, y,
                                            lambda: note_edge_read(self, G, fitting=True))
         if mech is None:
-            y_enc = self._encode_labels(y_used, len(G))
+            y_enc = self._encode_labels(y_used, len(G), G)
             note_label_read(self, G, y_used)
         else:
             self.classes_ = mech.classes_

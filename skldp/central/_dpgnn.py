@@ -37,7 +37,7 @@ from sklearn.utils.validation import check_is_fitted
 from torch import nn
 from torch.func import functional_call, grad, vmap
 
-from .._graph_data import GraphData, reads_users_data
+from .._graph_data import GraphData, reads_users_data, refusal_is_read
 from .._torch import (
     SGD,
     Adam,
@@ -54,9 +54,11 @@ from ..accounting._rdp import (
     compute_epsilon,
 )
 from ..base import (
+    LABELS_OUTSIDE_DOMAIN,
     GraphClassifierMixin,
     PrivateStepMixin,
     array_node_keys,
+    clean_label_users,
     note_edge_read,
     refuse_foreign_labels,
 )
@@ -614,16 +616,18 @@ class _DPTrainerBase(PrivateStepMixin, GraphClassifierMixin, BaseEstimator):
             raise ValueError(f"classes must hold at least two distinct labels, got "
                              f"{self.classes!r}.")
         y = self._check_labels(y, n_rows, X)
-        check_classification_targets(y)
-        unknown = ~np.isin(y, classes)
-        if unknown.any():
-            if np.issubdtype(y.dtype, np.number) and np.any(y[unknown] == -1):
-                raise ValueError("y contains -1 (unlabelled) for some rows; fit only on "
-                                 "labelled nodes, e.g. G[y >= 0], y[y >= 0].")
-            bad = np.unique(y[unknown])
-            raise ValueError(f"y contains {len(bad)} label(s) outside classes="
-                             f"{classes.tolist()!r}, e.g. {bad[:5].tolist()!r}; classes must "
-                             "be the full public label domain.")
+        # (refusals of the values of clean labels are reads of them)
+        with refusal_is_read(self, "labels", clean_label_users(X, y), LABELS_OUTSIDE_DOMAIN):
+            check_classification_targets(y)
+            unknown = ~np.isin(y, classes)
+            if unknown.any():
+                if np.issubdtype(y.dtype, np.number) and np.any(y[unknown] == -1):
+                    raise ValueError("y contains -1 (unlabelled) for some rows; fit only on "
+                                     "labelled nodes, e.g. G[y >= 0], y[y >= 0].")
+                bad = np.unique(y[unknown])
+                raise ValueError(f"y contains {len(bad)} label(s) outside classes="
+                                 f"{classes.tolist()!r}, e.g. {bad[:5].tolist()!r}; classes "
+                                 "must be the full public label domain.")
         self.classes_ = classes
         return np.searchsorted(classes, y)
 

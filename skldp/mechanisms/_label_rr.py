@@ -6,10 +6,12 @@ import numpy as np
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils.validation import check_is_fitted
 
-from .._graph_data import GraphData
+from .._graph_data import GraphData, refusal_is_read
 from ..base import (
+    LABELS_OUTSIDE_DOMAIN,
     PrivateStepMixin,
     charge_public_read,
+    clean_label_users,
     put_back,
     refuse_foreign_labels,
     sent_these_labels,
@@ -167,26 +169,28 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
             if y is None:
                 raise ValueError("LabelRandomizedResponse needs the public label domain: pass "
                                  "classes=[...] (or labels y to derive it, which leaks).")
+            from ..model_selection._node_splits import _check_label_index, _label_column
             if isinstance(X, GraphData):   # labels of other users than X's: refused
-                from ..model_selection._node_splits import _check_label_index
                 _check_label_index(y, X)
-            y, raw = self._check_y(y), y
-            _check_one_type(raw, "y")   # (after _check_y: its unlabelled markers first)
-            if not isinstance(X, GraphData) or len(X) != len(y):
-                raise ValueError(
-                    "LabelRandomizedResponse(classes=None) reads the label domain from the "
-                    "labels y: pass X, the GraphData view of their users (fit(G[rows], y)), "
-                    "so that the ledger charges them for that read at fit, or pass "
-                    "classes=[...] (the public label domain).")
-            if X.population.simulated:   # (real devices' labels are reports: nothing read)
+            bound = isinstance(X, GraphData) and len(X) == len(_label_column(y))
+            if bound and X.population.simulated:   # (real devices' labels are reports)
                 warnings.warn("LabelRandomizedResponse: classes was not given, so the label "
                               "domain is read from the private labels in the clear, which "
                               "reveals which classes occur: the ledger charges those users a "
                               "read of their labels in the clear (epsilon=inf). Pass "
                               "classes=[...] from public knowledge.", PrivacyLeakWarning,
                               stacklevel=2)
-                # charged before the domain is derived
+                # charged before the domain is derived, and before the values are checked
+                # (a refusal of them tells something of them too)
                 self._charge_classes_read(X.population, X.node_keys[X.rows])
+            y, raw = self._check_y(y), y
+            _check_one_type(raw, "y")   # (after _check_y: its unlabelled markers first)
+            if not bound:
+                raise ValueError(
+                    "LabelRandomizedResponse(classes=None) reads the label domain from the "
+                    "labels y: pass X, the GraphData view of their users (fit(G[rows], y)), "
+                    "so that the ledger charges them for that read at fit, or pass "
+                    "classes=[...] (the public label domain).")
             classes = np.unique(y)
         if classes.dtype.kind in "fc" and np.any(np.isnan(classes)):
             raise ValueError("classes must not contain NaN.")
@@ -313,9 +317,7 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
         not in ``classes_``, another population's users, the budget); nothing is sent.
         Labels real devices sent are read, not collected: only :meth:`randomize` checks
         them."""
-        if isinstance(keys, GraphData):
-            _check_view_labels(y, keys)
-        y_enc = self.encode(y)
+        y_enc = self._encode_users_labels(y, keys)
         if isinstance(keys, GraphData) and not keys.population.simulated:
             return
         before = dict(vars(self))
@@ -324,6 +326,23 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
             population.check_collect(self.collection_, node_keys, label_digests(y_enc))
         finally:   # a check sends nothing: it binds no users either
             put_back(self, before)
+
+    def _encode_users_labels(self, y, keys):
+        """:meth:`encode` of the labels ``y`` of the users ``keys`` (see :meth:`randomize`):
+        a refusal of their values (a label outside ``classes_``, a user given two labels)
+        is charged as a read of their labels (``refusal_is_read``)."""
+        from ..model_selection._node_splits import (
+            _check_label_index,
+            _check_one_label_per_node,
+        )
+        graph = isinstance(keys, GraphData)
+        if graph:   # a Series indexed by other users is refused (its index: public ids)
+            _check_label_index(y, keys)
+        users = clean_label_users(keys, y) if graph else lambda: _keyed_users(keys)
+        with refusal_is_read(self, "labels", users, LABELS_OUTSIDE_DOMAIN):
+            if graph:   # one user, one label
+                _check_one_label_per_node(y, keys, "LabelRandomizedResponse", who="user")
+            return self.encode(y)
 
     def _encode_report(self, y_enc, keys):
         """The device program: keep the label, or report one of the others uniformly."""
@@ -454,9 +473,7 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
             keeps the mark; an edited or computed copy (``y_noisy + 0``,
             ``np.array(list(y_noisy))``) counts as clean labels.
         """
-        if isinstance(keys, GraphData):
-            _check_view_labels(y, keys)
-        y_enc = self.encode(y)
+        y_enc = self._encode_users_labels(y, keys)
         sent = self.randomize_encoded(y_enc, keys)
         # (received labels may have set the domain and the collection: read after)
         return LabelReports(self.classes_[sent], self.collection_.id)
@@ -498,12 +515,14 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
         return np.linalg.solve(self.transition_matrix_.T, o)
 
 
-def _check_view_labels(y, G):
-    """Labels ``y`` of the view ``G``: a Series indexed by other users is refused, and so is
-    a user listed twice with two different labels (one user, one answer)."""
-    from ..model_selection._node_splits import _check_label_index, _check_one_label_per_node
-    _check_label_index(y, G)
-    _check_one_label_per_node(y, G, "LabelRandomizedResponse", who="user")
+def _keyed_users(keys):
+    """``(population, keys)`` of users named by their node keys (those of
+    :func:`~skldp.population.default_population`), or ``None`` for keys that name no
+    users (their own error comes next)."""
+    try:
+        return default_population(), check_node_keys(keys)
+    except (TypeError, ValueError):
+        return None
 
 
 def randomize_after(mech, y, G, before):

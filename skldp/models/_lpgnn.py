@@ -10,7 +10,9 @@ import torch.nn.functional as F
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import StrOptions
 
+from .._graph_data import refusal_is_read
 from .._torch import class_softmax
+from ..base import LABELS_OUTSIDE_DOMAIN, clean_label_users
 from ..mechanisms._label_rr import LabelRandomizedResponse, classifier_label_mechanism
 from ..propagation._gcn_aggregation import apply_propagation, graph_propagation_matrix
 from ..utils.validation import EPS_CONSTRAINT, Count, check_graph_data
@@ -278,7 +280,9 @@ class LPGNNClassifier(GNNClassifierBase):
             classes = np.unique(np.asarray(self.classes))
             enc = LabelRandomizedResponse(np.inf, classes=classes).fit()
             self.classes_ = classes
-            return enc.encode(y)
+            with refusal_is_read(self, "labels", clean_label_users(X, y),
+                                 LABELS_OUTSIDE_DOMAIN):
+                return enc.encode(y)
         return super()._encode_labels(y, n_rows, X)
 
     def _fit_targets(self, y_enc, X):
