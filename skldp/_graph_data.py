@@ -12,6 +12,7 @@ from collections import OrderedDict
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.exceptions import NotFittedError
 
 from .device._random import _as_id_array, _as_integers, _id_list, _id_sequence, ids_to_keys
 from .exceptions import InvalidParameterError, PrivacyBudgetError
@@ -1627,7 +1628,7 @@ def refusal_is_read(step, part, users, what):
     inside is charged by :meth:`Population.note_refusal
     <skldp.population.Population.note_refusal>` before it leaves. A budget's refusal and
     an :class:`~skldp.exceptions.InvalidParameterError` (the call's own arguments) pass
-    free; keep every check of arguments and public facts (shapes, dtypes, declared
+    free, and so does a ``NotFittedError`` (a ``ValueError`` too, about the step); keep every check of arguments and public facts (shapes, dtypes, declared
     domains) out of the block. Under a budget that refuses the read a
     :class:`~skldp.population.BudgetExceededError` is raised instead, without the
     refusal's message (it would tell what the check found).
@@ -1650,7 +1651,7 @@ def refusal_is_read(step, part, users, what):
     """
     try:
         yield
-    except (PrivacyBudgetError, InvalidParameterError):
+    except (PrivacyBudgetError, InvalidParameterError, NotFittedError):
         raise
     except ValueError as exc:
         error = exc

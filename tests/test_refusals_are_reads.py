@@ -14,9 +14,9 @@ from sklearn.preprocessing import OneHotEncoder
 
 from skldp import GraphData, NodeWise
 from skldp.accounting import privacy_report
-from skldp.base import array_population, population_of
+from skldp.base import array_node_keys, array_population, population_of
 from skldp.baselines import LabelPropagationClassifier
-from skldp.central import DPGNNClassifier
+from skldp.central import DPGNNClassifier, DPMLPClassifier
 from skldp.mechanisms import (
     EdgeRR,
     FeatureGrouper,
@@ -27,8 +27,10 @@ from skldp.mechanisms import (
     SetValuedMechanism,
 )
 from skldp.models import LPGNNClassifier, MLPHead
-from skldp.population import BudgetExceededError
+from skldp.population import BudgetExceededError, default_population
+from skldp.privacy import forget_secrets
 from skldp.propagation import KProp
+from skldp.utils._random import array_fingerprint
 
 N = 30
 RNG = np.random.default_rng(0)
@@ -292,3 +294,14 @@ def test_a_refusal_of_the_arguments_or_public_facts_is_free(case):
     with pytest.raises(ValueError, match=error):
         call(G)
     assert len(G.ledger) == 0
+
+
+def test_an_unfitted_label_mechanism_is_refused_free():
+    # Review: NotFittedError is a ValueError, so randomize on an unfitted mechanism (a fact
+    # of the estimator, not of the labels) was charged as a read of the labels (1 -> inf).
+    G = public_feature_graph()
+    _collect_labels(G)
+    with pytest.raises(ValueError, match="not fitted"):
+        LabelRandomizedResponse(1.0, classes=[0, 1], random_state=1).randomize(Y, G)
+    assert privacy_report(G).epsilon_for("labels") == 1.0
+
