@@ -305,3 +305,14 @@ def test_an_unfitted_label_mechanism_is_refused_free():
         LabelRandomizedResponse(1.0, classes=[0, 1], random_state=1).randomize(Y, G)
     assert privacy_report(G).epsilon_for("labels") == 1.0
 
+
+@pytest.mark.parametrize("bin_edges, error", [([[0.5, 0.2], [0.5]], "strictly increasing"),
+                                               ([[0.5]] * 3, "for each of the 2")])
+def test_a_refusal_of_bad_bin_edges_is_free(bin_edges, error):
+    # Review: bin_edges (an argument) were checked inside the block that charges a refusal
+    # of the codes, so a bad one charged the features epsilon inf.
+    G = GraphData(X[:, :2], budget=1.0)
+    with pytest.raises(ValueError, match=error):
+        GRRFSMechanism(1.0, m=1, bin_edges=bin_edges).fit(G)
+    assert len(G.ledger) == 0
+

@@ -629,11 +629,12 @@ class GRRFSMechanism(LDPMechanism):
             sizes = public_domain_sizes(self.domain_sizes, d, names)
         else:
             sizes = None
+        # (the edges are an argument: refused before the block that charges the codes')
+        edges = None if self.bin_edges is None else _edge_items(self.bin_edges, d)
         with refusal_is_read(self, "features", users, OUTSIDE_DOMAIN):
             codes = self._codes(Xf, names, sizes, check_range=sizes is not None)
-        if sizes is None and self.bin_edges is not None:
-            binned = {j: len(e) + 1
-                      for j, e in _edge_items(self.bin_edges, d) if e is not None}
+        if sizes is None and edges is not None:
+            binned = {j: len(e) + 1 for j, e in edges if e is not None}
             if len(binned) == d:  # every domain is public: no need to read the data
                 sizes = np.array([binned[j] for j in range(d)], dtype=np.int64)
         if sizes is None:
