@@ -316,3 +316,28 @@ def test_a_refusal_of_bad_bin_edges_is_free(bin_edges, error):
         GRRFSMechanism(1.0, m=1, bin_edges=bin_edges).fit(G)
     assert len(G.ledger) == 0
 
+
+@pytest.mark.parametrize("fit", [
+    lambda G: DPGNNClassifier(classes=[0, 1], random_state=0).fit(G, Y),
+    lambda G: DPMLPClassifier(classes=[0, 1], random_state=0).fit(G, Y)],
+    ids=["DPGNNClassifier", "DPMLPClassifier"])
+def test_a_central_trainings_refusal_of_non_finite_features_is_a_read(fit):
+    # Review: the central trainers' NaN check (it names the row and column) was free.
+    G = _graph(_with(X, at={(3, 1): np.nan}))
+    with pytest.raises(ValueError, match="NaN"):
+        fit(G)
+    assert privacy_report(G).epsilon_for("features") == np.inf
+    Gb = _graph(_with(X, at={(3, 1): np.nan}), budget=8.0)
+    with pytest.raises(BudgetExceededError, match="refuses these users' features"):
+        fit(Gb)
+    assert len(Gb.ledger) == 0
+
+
+def test_a_plain_arrays_refusal_at_a_central_training_charges_its_users():
+    Xn = _with(X, at={(3, 1): np.nan})
+    with pytest.raises(ValueError, match="NaN"):
+        DPMLPClassifier(classes=[0, 1], random_state=0).fit(Xn, Y)
+    keys = array_node_keys(array_fingerprint(Xn.astype(np.float32)), N)   # (its rows' keys)
+    users, eps = default_population().ledger.per_user("features")
+    assert np.all(np.isinf(eps[np.isin(users, keys)])) and np.isin(keys, users).all()
+

@@ -1103,8 +1103,7 @@ class DPGNNClassifier(_DPTrainerBase):
         self._setup_fit()
         G = check_graph_data(X, self, require_symmetric=True)
         _check_min_features(G.shape, type(self).__name__)
-        check_finite_features(G.features, name=f"the features given to {type(self).__name__}")
-        check_float32_range(G.features)
+        G.require_finite_features(type(self).__name__)   # (a refusal: a read of them)
         y_enc = self._encode_targets(y, len(G), G)
         # classes=None read the label domain from the labels of every fit row
         classes_keys = G.node_keys[G.rows] if self.classes is None else None
@@ -1297,14 +1296,29 @@ class DPMLPClassifier(_DPTrainerBase):
                 lambda target: calibrate_dpsgd_noise_multiplier(target, delta, N, m, T,
                                                                  bound=bound))
 
-    def _rows(self, X):
+    def _rows(self, X, fitting=False):
+        """The feature rows of ``X``; at fit, a refusal of their values is charged as a
+        read of the features of their users (``refusal_is_read``), as the training's."""
         if isinstance(X, GraphData):
             Xf = X.features[X.rows]
         else:
-            Xf = check_feature_array(X, dtype=np.float32, estimator=self)
+            # (NaN is checked below, where its refusal is charged)
+            Xf = check_feature_array(X, dtype=np.float32, estimator=self,
+                                     ensure_all_finite=False)
         _check_min_features(Xf.shape, type(self).__name__)
-        check_finite_features(Xf, name=f"the features given to {type(self).__name__}")
-        check_float32_range(Xf)
+
+        def users():   # the rows read (their users' raw data or values computed from it)
+            if not fitting:
+                return None
+            if isinstance(X, GraphData):
+                return (X.population, X.node_keys[X.rows]) \
+                    if reads_users_data(X._store.feature_origin) else None
+            return default_population(), array_node_keys(array_fingerprint(Xf), len(Xf))
+
+        name = type(self).__name__
+        with refusal_is_read(self, "features", users, "non-finite features"):
+            check_finite_features(Xf, name=f"the features given to {name}")
+            check_float32_range(Xf, name=f"the features given to {name}")
         return Xf
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -1325,7 +1339,7 @@ class DPMLPClassifier(_DPTrainerBase):
             The fitted estimator.
         """
         self._setup_fit()
-        Xf = self._rows(X)
+        Xf = self._rows(X, fitting=True)
         if Xf.shape[0] < 2:
             raise ValueError(f"{type(self).__name__} needs at least 2 samples, got "
                              f"n_samples = {Xf.shape[0]}.")
