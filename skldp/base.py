@@ -422,13 +422,15 @@ def check_saved_input(step, G, part, digests):
     name, what = type(step).__name__, {"features": "feature rows",
                                        "adjacency": "adjacency lists"}[part]
     changed = G.population.changed_answers(step.collection_, G.node_keys, digests)
-    if changed:
-        raise ValueError(
-            f"{name} was saved without its secret (skldp.privacy.forget_secrets): it serves "
-            f"the reports its users sent about their {part} then, but {changed} user(s) of "
-            f"this GraphData hold other {what} now, so those reports are not about these "
-            "data. A device answers a collection once: collect changed data with a new "
-            "collection (fit a new mechanism on these users).")
+    if changed:   # (it tells who changed, as a collection's refusal: a read of the data)
+        with refusal_is_read(step, "features" if part == "features" else "edges", G,
+                             "changed data"):
+            raise ValueError(
+                f"{name} was saved without its secret (skldp.privacy.forget_secrets): it "
+                f"serves the reports its users sent about their {part} then, but {changed} "
+                f"user(s) of this GraphData hold other {what} now, so those reports are not "
+                "about these data. A device answers a collection once: collect changed "
+                "data with a new collection (fit a new mechanism on these users).")
     saved = getattr(step, "saved_source_", None)   # (None: pickled before it was kept)
     source = getattr(G._store, "feature_source" if part == "features" else "adjacency_source")
     if changed is None and saved is not None and source != saved:

@@ -341,3 +341,28 @@ def test_a_plain_arrays_refusal_at_a_central_training_charges_its_users():
     users, eps = default_population().ledger.per_user("features")
     assert np.all(np.isinf(eps[np.isin(users, keys)])) and np.isin(keys, users).all()
 
+
+@pytest.mark.parametrize("part", ["features", "edges"])
+def test_a_saved_mechanisms_refusal_of_changed_data_is_a_read(part):
+    # Review: a mechanism saved without its secret refused changed data saying how many
+    # users changed, free (features 3, edges 1 printed), unlike a collection's refusal.
+    G = public_feature_graph()
+    if part == "features":   # (the users' own features)
+        G = GraphData(X, G.adjacency)
+        mech = OneBitMechanism(1.0, feature_range=(0, 1), random_state=0).fit(G)
+    else:
+        mech = EdgeRR(1.0, random_state=0).fit(G)
+    mech.transform(G)
+    forget_secrets(mech, G)
+    before = privacy_report(G).epsilon_for(part)
+    if part == "features":
+        X2 = G.features.copy()
+        X2[:2, 0] = 1 - X2[:2, 0]
+        G2 = GraphData(X2, G.adjacency, population=G, node_ids=G.all_node_ids)
+    else:
+        B = G.adjacency.toarray()
+        B[0, 1] = B[1, 0] = 1 - B[0, 1]
+        G2 = G.with_adjacency(sp.csr_matrix(B), source="users")
+    with pytest.raises(ValueError, match="hold other"):
+        mech.transform(G2)
+    assert before < np.inf and privacy_report(G).epsilon_for(part) == np.inf
