@@ -1628,8 +1628,9 @@ def refusal_is_read(step, part, users, what):
     inside is charged by :meth:`Population.note_refusal
     <skldp.population.Population.note_refusal>` before it leaves. A budget's refusal and
     an :class:`~skldp.exceptions.InvalidParameterError` (the call's own arguments) pass
-    free, and so does a ``NotFittedError`` (a ``ValueError`` too, about the step); keep every check of arguments and public facts (shapes, dtypes, declared
-    domains) out of the block. Under a budget that refuses the read a
+    free, and so does a ``NotFittedError`` (a ``ValueError`` too, about the step); keep
+    every check of arguments and public facts (shapes, dtypes, declared domains) out of
+    the block. Under a budget that refuses the read a
     :class:`~skldp.population.BudgetExceededError` is raised instead, without the
     refusal's message (it would tell what the check found).
 
