@@ -19,9 +19,15 @@ two valid Rényi-DP bounds of one step are combined here:
 
 Both bound the same divergence at every order, so their pointwise minimum
 does too (``bound="combined"``, the default); RDP composes additively over
-the steps and the conversion to (epsilon, delta) is dp-accounting's
-(``dp_accounting.rdp.compute_epsilon``). dp-accounting is imported only when
-these functions are called, so :mod:`skldp` imports without it.
+the steps. The conversion to (epsilon, delta) is DP-GNN's
+(:func:`~skldp.accounting.compute_epsilon`: the formula of Balle et al. 2020,
+Thm. 21, which ``dp_accounting.rdp.compute_epsilon`` also uses, on the grid of
+orders and then at the real orders around the best one). At a fractional
+order dp-accounting bounds the subsampled-Gaussian curve by interpolating
+``(alpha - 1)`` times the RDP linearly between the integers around it (Wang et
+al. 2019, Cor. 10: that function is convex), a valid bound at every real
+order. dp-accounting is imported only when these functions are called, so
+:mod:`skldp` imports without it.
 
 Sensitivity convention
 ----------------------
@@ -42,6 +48,7 @@ from ._rdp import (
     _check_noise,
     _check_setting,
     _check_target,
+    _smallest_epsilon,
     check_delta,
     dpgnn_rdp,
 )
@@ -116,14 +123,11 @@ def _rdp(z, N, m, T, orders, bound):
     return rdp
 
 
-def _epsilon(dpa, z, N, m, T, delta, orders, bound):
-    rdp = _rdp(z, N, m, T, orders, bound)
-    if not np.any(rdp):
-        return 0.0
-    if np.all(np.isinf(rdp)):
-        return float("inf")
-    eps = float(dpa.rdp.compute_epsilon(list(orders), list(rdp), delta)[0])
-    return eps if np.isfinite(eps) else float("inf")
+def _epsilon(z, N, m, T, delta, orders, bound):
+    """The smallest epsilon over the real orders, from the grid ``orders`` on."""
+    def rdp_of(a):
+        return _rdp(z, N, m, T, tuple(float(x) for x in a), bound)
+    return _smallest_epsilon(rdp_of, orders, delta)[0]
 
 
 def dpsgd_rdp(noise_multiplier, n_train, batch_size, steps=1, orders=None, bound="combined"):
@@ -175,7 +179,9 @@ def compute_dpsgd_epsilon(noise_multiplier, n_train, batch_size, steps, delta, o
     examples drawn uniformly without replacement, each adding Gaussian noise
     of standard deviation ``2 C z`` to a sum of gradients clipped to norm
     ``C``; replace-one neighbouring relation (``n_train`` is public). The RDP
-    curve of :func:`dpsgd_rdp`, converted by ``dp_accounting.rdp.compute_epsilon``.
+    curve of :func:`dpsgd_rdp`, converted as in
+    :func:`~skldp.accounting.compute_epsilon`: on the grid ``orders``, then at
+    the real orders around the best one.
 
     Parameters
     ----------
@@ -190,7 +196,8 @@ def compute_dpsgd_epsilon(noise_multiplier, n_train, batch_size, steps, delta, o
         Number of iterations ``T``.
     delta : float in (0, 1)
     orders : sequence of float > 1, default=None
-        Rényi orders; ``None`` uses dp-accounting's default orders.
+        The grid of Rényi orders searched first; ``None`` uses dp-accounting's
+        default orders.
     bound : {"combined", "wor"}, default="combined"
         See :func:`dpsgd_rdp`.
 
@@ -222,7 +229,7 @@ def compute_dpsgd_epsilon(noise_multiplier, n_train, batch_size, steps, delta, o
     z = _check_noise(noise_multiplier)
     N, m, _, T = _check_setting(n_train, batch_size, 0, steps)
     delta = check_delta(delta)
-    return _epsilon(dpa, z, N, m, T, delta, _orders_key(dpa, orders), _check_bound(bound))
+    return _epsilon(z, N, m, T, delta, _orders_key(dpa, orders), _check_bound(bound))
 
 
 def calibrate_dpsgd_noise_multiplier(target_epsilon, delta, n_train, batch_size, steps,
@@ -277,7 +284,7 @@ def calibrate_dpsgd_noise_multiplier(target_epsilon, delta, n_train, batch_size,
     bound = _check_bound(bound)
 
     def eps_of(z, t):
-        return _epsilon(dpa, z, N, m, t, delta, orders, bound)
+        return _epsilon(z, N, m, t, delta, orders, bound)
 
     return _bisect_noise_multiplier(
         eps_of, target, T, rtol, setting=f"n_train={N}, batch_size={m}, delta={delta:.3g}",

