@@ -319,8 +319,13 @@ def _smallest_epsilon(rdp_of, orders, delta):
         ``0.0`` when the curve is zero (nothing released), ``inf`` when no order bounds it.
     order : float
     """
+    def curve(a):
+        rdp = np.asarray(rdp_of(a), dtype=float)
+        # a NaN or negative value (numerical failure) gives no bound at its order
+        return np.where(np.isnan(rdp) | (rdp < 0), np.inf, rdp)
+
     grid = np.unique(_check_orders(orders))   # sorted
-    rdp = rdp_of(grid)
+    rdp = curve(grid)
     if not np.any(rdp):
         return 0.0, float(grid[0])
     eps = _conversion(grid, rdp, delta)
@@ -331,12 +336,12 @@ def _smallest_epsilon(rdp_of, orders, delta):
 
     def eps_at(a):
         a = np.array([a])
-        return float(_conversion(a, rdp_of(a), delta)[0])
+        return float(_conversion(a, curve(a), delta)[0])
 
     lo = grid[i - 1] if i > 0 else 1.0 + (grid[0] - 1.0) / 2.0
     hi = grid[i + 1] if i + 1 < len(grid) else 2.0 * grid[-1]
     found = minimize_scalar(eps_at, bounds=(lo, hi), method="bounded",
-                            options={"xatol": 1e-5 * grid[i]}).x
+                            options={"xatol": 1e-9 * grid[i]}).x
     at_found = eps_at(found)   # (recomputed: the value returned is the bound at that order)
     if at_found < best:
         best, order = at_found, float(found)
