@@ -73,6 +73,15 @@ def _import_dp_accounting():
     return dp_accounting
 
 
+def dp_accounting_installed():
+    """Whether dp-accounting, which the bounds of this module need, can be imported."""
+    try:
+        _import_dp_accounting()
+    except ImportError:
+        return False
+    return True
+
+
 def _check_bound(bound):
     if bound not in _BOUNDS:
         raise ValueError(f"bound must be one of {_BOUNDS}, got {bound!r}.")

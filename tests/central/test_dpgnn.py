@@ -15,6 +15,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from skldp import GraphData
 from skldp.accounting import compute_dpsgd_epsilon, compute_epsilon, privacy_report
 from skldp.central import DPGNNClassifier, DPMLPClassifier, degree_bounded_sample
+from skldp.central import _dpgnn as dpgnn_module
 from skldp.central._dpgnn import (
     GRID_BITS,
     _Features,
@@ -193,6 +194,33 @@ def test_bad_input(small_graph):
         DPGNNClassifier(batch_size=10).fit(GraphData(np.asarray(G), D)[tr], ytr)
     with pytest.raises(ValueError, match="optimizer"):
         DPGNNClassifier(batch_size=10, optimizer="rmsprop").fit(Xtr, ytr)
+
+
+def test_dpgnn_without_neighbours_is_charged_as_dpmlp(small_graph, monkeypatch):
+    # max_degree=0: each node changes only its own clipped gradient, batches of fixed size
+    # without replacement, noise z * 2 C: DP-MLP's training, so DP-MLP's accountant
+    pytest.importorskip("dp_accounting")
+    G, y = _graph(small_graph)
+    tr = np.arange(0, 60, 2)
+    kw = dict(batch_size=3, n_steps=2, noise_multiplier=0.8, hidden_size=4, random_state=0,
+              **CL)
+    gnn = DPGNNClassifier(max_degree=0, **kw).fit(G[tr], y[tr])
+    mlp = DPMLPClassifier(**kw).fit(G[tr], y[tr])
+    assert gnn.accountant_ == mlp.accountant_ == "combined"
+    assert gnn.epsilon_ == mlp.epsilon_ == compute_dpsgd_epsilon(0.8, 30, 3, 2, 1 / 300)
+    theorem1 = compute_epsilon(0.8, 30, 3, 0, 2, 1 / 300)
+    assert gnn.epsilon_ < 0.6 * theorem1   # 2.20 against 4.04, charged before
+    # calibrated alike, and with K >= 1 Theorem 1 as before
+    t = dict(kw, noise_multiplier=None, target_epsilon=3.0)
+    assert DPGNNClassifier(max_degree=0, **t).fit(G[tr], y[tr]).noise_multiplier_ == \
+        DPMLPClassifier(**t).fit(G[tr], y[tr]).noise_multiplier_
+    one = DPGNNClassifier(max_degree=1, **kw).fit(G[tr], y[tr])
+    assert one.accountant_ == "hypergeometric"
+    assert one.epsilon_ == compute_epsilon(0.8, 30, 3, 1, 2, 1 / 300)
+    # without dp-accounting DP-GNN keeps Theorem 1 (larger, still valid) and says so
+    monkeypatch.setattr(dpgnn_module, "dp_accounting_installed", lambda: False)
+    alone = DPGNNClassifier(max_degree=0, **kw).fit(G[tr], y[tr])
+    assert alone.accountant_ == "hypergeometric" and alone.epsilon_ == theorem1
 
 
 def test_dpmlp_uses_the_standard_dpsgd_accountant(small_graph):
