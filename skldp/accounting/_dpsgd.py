@@ -39,6 +39,7 @@ this is exactly the ``noise_multiplier`` ``z`` of :mod:`skldp.accounting`
 (``sigma = 2 (K + 1) C z`` with ``K = 0``), so ``z`` is passed unchanged.
 """
 
+import math
 from functools import lru_cache
 
 import numpy as np
@@ -121,12 +122,34 @@ def _wor_rdp_one_step(z, N, m, orders):
     return np.where(np.isnan(rdp), np.inf, rdp)
 
 
+def _wor_rdp_at(z, N, m, order):
+    """dp-accounting's one-step RDP at one real order, from its (cached) integer orders.
+
+    At a fractional order dp-accounting interpolates ``(alpha - 1)`` times the RDP
+    linearly between the integers around it (Wang et al. 2019, Cor. 10); doing the
+    same here from the cached integer values gives the same bound, while the order
+    search (~30 fractional orders near a few integers) would otherwise recompute
+    the integers' exact sums at every order it tries.
+    """
+    if m == N or float(order).is_integer():   # (m = N: the Gaussian's alpha / (2 z^2))
+        return float(_wor_rdp_one_step(z, N, m, (float(order),))[0])
+    lo, hi = math.floor(order), math.ceil(order)
+    t = order - lo
+    cgf_lo = 0.0 if lo == 1 else (lo - 1) * float(_wor_rdp_one_step(z, N, m, (float(lo),))[0])
+    cgf_hi = (hi - 1) * float(_wor_rdp_one_step(z, N, m, (float(hi),))[0])
+    return ((1 - t) * cgf_lo + t * cgf_hi) / (order - 1)
+
+
 def _rdp(z, N, m, T, orders, bound):
     if T == 0:
         return np.zeros(len(orders))
     if z == 0:
         return np.full(len(orders), np.inf)
-    rdp = T * _wor_rdp_one_step(z, N, m, orders)  # RDP composes additively (Mironov 2017)
+    if len(orders) == 1:   # the order search: from the integer orders around it
+        one = np.array([_wor_rdp_at(z, N, m, orders[0])])
+    else:
+        one = _wor_rdp_one_step(z, N, m, orders)
+    rdp = T * one  # RDP composes additively (Mironov 2017)
     if bound == "combined":
         rdp = np.minimum(rdp, dpgnn_rdp(z, N, m, 0, T, orders=np.asarray(orders)))
     return rdp

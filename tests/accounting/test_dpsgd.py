@@ -151,3 +151,19 @@ def test_infinite_noise_and_bad_rtol_are_refused():
     for rtol in (0.0, -0.1, 1.5):   # rtol <= 0 used to hang the bisection
         with pytest.raises(ValueError, match=r"rtol must be a number in the open interval"):
             calibrate_dpsgd_noise_multiplier(1.0, 1e-5, 100, 10, 10, rtol=rtol)
+
+
+@pytest.mark.parametrize("z,N,m", [(3.0, 10_000, 100), (0.7, 500, 50), (2.0, 50, 50)])
+def test_fractional_orders_are_dp_accountings_and_reuse_the_integer_orders(z, N, m):
+    from skldp.accounting import _dpsgd
+    frac = [1.37, 6.5, 17.25, 100.9]
+    acc = dpa.rdp.RdpAccountant(orders=frac,
+                                neighboring_relation=dpa.NeighboringRelation.REPLACE_ONE)
+    acc.compose(dpa.SampledWithoutReplacementDpEvent(N, m, dpa.GaussianDpEvent(z)), 3)
+    one_by_one = [dpsgd_rdp(z, N, m, 3, orders=[a], bound="wor")[1][0] for a in frac]
+    np.testing.assert_allclose(one_by_one, acc.rdp, rtol=1e-13)
+    # the order search evaluates ~30 fractional orders near a few integers: each
+    # integer order's exact sums are computed once, not once per order tried
+    _dpsgd._wor_rdp_one_step.cache_clear()
+    compute_dpsgd_epsilon(z, N, m, 3, 1e-5)
+    assert _dpsgd._wor_rdp_one_step.cache_info().misses <= 20   # (was ~30)
