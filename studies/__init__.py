@@ -53,7 +53,7 @@ def get_study(name, **kwargs):
     return _module(name).make_study(**kwargs)
 
 
-def write_page(name, records, pages_dir=PAGES_DIR, runs_file=None):
+def write_page(name, records, pages_dir=PAGES_DIR, runs_file=None, partial=None):
     """Write the results page of study ``name`` (and its figure) from its runs.
 
     Parameters
@@ -67,6 +67,9 @@ def write_page(name, records, pages_dir=PAGES_DIR, runs_file=None):
     runs_file : path-like or None, default=None
         The runs file the records were read from, as the page names it
         (default: the repository's, ``studies/runs/<name>_runs.jsonl``).
+    partial : tuple of (int, int) or None, default=None
+        ``(k, n)`` when only ``k`` of the ``n`` runs of the command that writes
+        the page are recorded: the page says so.
 
     Returns
     -------
@@ -81,4 +84,5 @@ def write_page(name, records, pages_dir=PAGES_DIR, runs_file=None):
     if not records:
         raise ValueError(f"no run of study {name!r} is recorded: its page is not written "
                          "(it would show no result).")
-    return _module(name).write_page(records, Path(pages_dir), runs_file=runs_file)
+    return _module(name).write_page(records, Path(pages_dir), runs_file=runs_file,
+                                    partial=partial)

@@ -639,14 +639,15 @@ def _cells_and_gaps(records):
     return "\n".join(out + lines + ["", f"Models (record `method`): {labels}."])
 
 
-def write_page(records, pages_dir, runs_file=None):
+def write_page(records, pages_dir, runs_file=None, partial=None):
     """This study's page and figure from its runs (``studies.write_page``)."""
     pages_dir = Path(pages_dir)
     page = fill_blocks(pages_dir / "budget_split.md", {
         "answer": _answer(split_rows(records)),
         "table": _table(records),
         "command": command_block("budget_split", len(records), _command(records),
-                                 runs_file=runs_file),
+                                 runs_file=runs_file,
+                                 partial=partial),
         "figure": "![Test accuracy against the total budget B](fig_budget_split.png)\n\n"
                   "*Test accuracy against the total budget; black squares: all of B on the "
                   "label; circles: a share of B on the features; each with its model chosen "

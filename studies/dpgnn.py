@@ -444,7 +444,7 @@ def figure(records, pages_dir):
                   xlabel="node-level ε")
 
 
-def write_page(records, pages_dir, runs_file=None):
+def write_page(records, pages_dir, runs_file=None, partial=None):
     """This study's page and figure from its runs (``studies.write_page``)."""
     pages_dir = Path(pages_dir)
     page = fill_blocks(pages_dir / "dpgnn.md", {
@@ -452,6 +452,7 @@ def write_page(records, pages_dir, runs_file=None):
         "accountants": accountant_table(records),
         "figure": "![Test accuracy against node-level ε (mean over seeds); dashed: "
                   f"non-private models, dotted: label propagation]({FIGURE})",
-        "command": command_block("dpgnn", len(records), runs_file=runs_file),
+        "command": command_block("dpgnn", len(records), runs_file=runs_file,
+                                 partial=partial),
     })
     return with_figure(page, lambda: figure(records, pages_dir))

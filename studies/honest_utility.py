@@ -497,7 +497,7 @@ def _figure(records, path):
     return Path(path)
 
 
-def write_page(records, pages_dir, runs_file=None):
+def write_page(records, pages_dir, runs_file=None, partial=None):
     """This study's page and figure from its runs (``studies.write_page``)."""
     pages_dir = Path(pages_dir)
     seeds = max((r["seed"] for r in records), default=-1) + 1
@@ -507,7 +507,8 @@ def write_page(records, pages_dir, runs_file=None):
         "verdict": verdict_table(records),
         "figure": "![Test accuracy against eps per dataset](honest_utility.png)",
         "command": command_block("honest_utility", len(records), command,
-                                 runs_file=runs_file),
+                                 runs_file=runs_file,
+                                 partial=partial),
         "tables": _tables(records)})
     out = {"page": page}
     figure = _figure(records, pages_dir / "honest_utility.png") if records else None

@@ -465,7 +465,7 @@ def _figure(records, pages_dir):
                         labels={m: meth.label or m for m, meth in study.methods.items()})
 
 
-def write_page(records, pages_dir, runs_file=None):
+def write_page(records, pages_dir, runs_file=None, partial=None):
     """This study's page and figure from its runs (``studies.write_page``)."""
     splits = [s for s in (SCARCE, "planetoid") if any(r.get("split") == s for r in records)]
     page = fill_blocks(Path(pages_dir) / "label_scarce.md", {
@@ -473,7 +473,8 @@ def write_page(records, pages_dir, runs_file=None):
         "verdict": "\n\n".join(label_scarce_verdict(records, s) for s in splits),
         "figure": "![Test accuracy against eps per dataset and split](label_scarce.png)",
         "command": command_block("label_scarce", len(records), _command(records),
-                                 runs_file=runs_file),
+                                 runs_file=runs_file,
+                                 partial=partial),
         "coverage": _coverage(records),
         "tables": "\n\n".join(label_scarce_table(records, s) for s in splits)})
     out = {"page": page}

@@ -566,13 +566,14 @@ def figure(records, pages_dir):
     return finish(fig, axes, Path(pages_dir) / FIGURE, "test ROC-AUC (%)")
 
 
-def write_page(records, pages_dir, runs_file=None):
+def write_page(records, pages_dir, runs_file=None, partial=None):
     """This study's page and figure from its runs (``studies.write_page``)."""
     pages_dir = Path(pages_dir)
     page = fill_blocks(pages_dir / "link_prediction.md", {
         "table": tables(records),
         "figure": f"![Test ROC-AUC against ε (mean over seeds); dashed: raw features, "
                   f"dotted: graph only, dash-dotted: structural score]({FIGURE})",
-        "command": command_block("link_prediction", len(records), runs_file=runs_file),
+        "command": command_block("link_prediction", len(records), runs_file=runs_file,
+                                 partial=partial),
     })
     return with_figure(page, lambda: figure(records, pages_dir))

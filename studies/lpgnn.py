@@ -662,7 +662,7 @@ def figure(records, pages_dir):
                   xlabel="ε (Table 2), ε_x (LPGNN)")
 
 
-def write_page(records, pages_dir, runs_file=None):
+def write_page(records, pages_dir, runs_file=None, partial=None):
     """This study's page and figure from its runs (``studies.write_page``)."""
     from .pages import command_block, fill_blocks, with_figure
     pages_dir = Path(pages_dir)
@@ -673,7 +673,8 @@ def write_page(records, pages_dir, runs_file=None):
                   "features; dotted, the GCN on random features; dash-dot, label propagation. "
                   "LPGNN panels: solid, the papers' description; dash-dot with squares, the "
                   "authors' code; dotted, label propagation at the same ε_y (no feature).*",
-        "command": command_block("lpgnn", len(records), runs_file=runs_file),
+        "command": command_block("lpgnn", len(records), runs_file=runs_file,
+                                 partial=partial),
         "lpgnn": lpgnn_block(records),
         "authors": authors_block(records),
         "papers": papers_block(records),

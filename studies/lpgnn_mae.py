@@ -364,7 +364,7 @@ def figure(records, pages_dir):
                   xlabel="ε per feature")
 
 
-def write_page(records, pages_dir, runs_file=None):
+def write_page(records, pages_dir, runs_file=None, partial=None):
     """This study's page and figure from its runs (``studies.write_page``)."""
     from .pages import command_block, fill_blocks, with_figure
     pages_dir = Path(pages_dir)
@@ -372,7 +372,8 @@ def write_page(records, pages_dir, runs_file=None):
         "table": main_table(records),
         "figure": f"![MAE of the aggregated estimate against ε per feature, one panel per "
                   f"dataset (log scales)]({FIGURE})",
-        "command": command_block("lpgnn_mae", len(records), runs_file=runs_file),
+        "command": command_block("lpgnn_mae", len(records), runs_file=runs_file,
+                                 partial=partial),
         "details": details(records),
     })
     return with_figure(page, lambda: figure(records, pages_dir))

@@ -66,7 +66,7 @@ def fill_blocks(path, blocks):
     return path
 
 
-def command_block(name, n_records, command=None, runs_file=None):
+def command_block(name, n_records, command=None, runs_file=None, partial=None):
     """The lines that say how to reproduce a page and where its runs are.
 
     Parameters
@@ -80,6 +80,9 @@ def command_block(name, n_records, command=None, runs_file=None):
     runs_file : path-like or None, default=None
         The runs file the page was written from (default: the repository's,
         ``studies/runs/<name>_runs.jsonl``).
+    partial : tuple of (int, int) or None, default=None
+        ``(k, n)``: only ``k`` of the ``n`` runs of the command are recorded
+        (the page then says so); None: all of them.
 
     Returns
     -------
@@ -87,9 +90,14 @@ def command_block(name, n_records, command=None, runs_file=None):
     """
     command = command or f"python -m skldp reproduce {name}"
     runs_file = runs_file or f"studies/runs/{name}_runs.jsonl"
-    return (f"From the root of a clone of the repository (resumable: recorded runs are "
+    text = (f"From the root of a clone of the repository (resumable: recorded runs are "
             f"skipped; the page is rewritten from the runs file):\n\n```\n{command}\n```\n\n"
             f"Runs: `{runs_file}` ({n_records} records; one per run).\n")
+    if partial is not None:
+        k, n = partial
+        text += (f"\n**Partial results: {k} of the {n} runs of this command are recorded**; "
+                 "the tables show those only (the same command runs the others).\n")
+    return text
 
 
 def with_figure(page, draw):

@@ -223,13 +223,14 @@ def planetoid_table(records):
     return caption + "\n\n" + "\n".join(lines)
 
 
-def write_page(records, pages_dir, runs_file=None):
+def write_page(records, pages_dir, runs_file=None, partial=None):
     """This study's page and figure from its runs (``studies.write_page``)."""
     page = fill_blocks(Path(pages_dir) / PAGE, {
         "table": planetoid_table(records),
         "command": command_block("planetoid", len(records),
                                  "python -m skldp reproduce planetoid",
-                                 runs_file=runs_file)})
+                                 runs_file=runs_file,
+                                 partial=partial)})
     return {"page": page}
 
 

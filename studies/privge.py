@@ -224,7 +224,7 @@ def _table(rows, dataset):
     return lines
 
 
-def write_page(records, pages_dir, runs_file=None):
+def write_page(records, pages_dir, runs_file=None, partial=None):
     """This study's page and figure from its runs (``studies.write_page``)."""
     from skldp.experiments import plot_summary
     pages_dir = Path(pages_dir)
@@ -239,7 +239,8 @@ def write_page(records, pages_dir, runs_file=None):
     page = fill_blocks(pages_dir / "privge.md", {
         "table": "\n".join(table),
         "figure": f"![test accuracy against ε, one panel per dataset]({FIGURE})",
-        "command": command_block("privge", len(records), runs_file=runs_file),
+        "command": command_block("privge", len(records), runs_file=runs_file,
+                                 partial=partial),
     })
     paths = {"page": page}
     figure = plot_summary(rows, pages_dir / FIGURE,

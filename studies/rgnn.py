@@ -596,7 +596,7 @@ def figure(records, pages_dir):
     return finish(fig, axes, Path(pages_dir) / FIGURE, "test accuracy", xlabel="ε_y (labels)")
 
 
-def write_page(records, pages_dir, runs_file=None):
+def write_page(records, pages_dir, runs_file=None, partial=None):
     """This study's page and figure from its runs (``studies.write_page``)."""
     from .pages import command_block, fill_blocks, with_figure
     pages_dir = Path(pages_dir)
@@ -606,7 +606,8 @@ def write_page(records, pages_dir, runs_file=None):
                   "*Accuracy against the label budget ε_y, mean over seeds: RGNN (solid) and "
                   "GraphSAGE on the reports (dashed) at the two per-feature ε; dotted, "
                   "label propagation of the noisy labels (no feature).*",
-        "command": command_block("rgnn", len(records), runs_file=runs_file),
+        "command": command_block("rgnn", len(records), runs_file=runs_file,
+                                 partial=partial),
         "ablation": ablation_block(records),
     })
     return with_figure(page, lambda: figure(records, pages_dir))

@@ -471,7 +471,7 @@ def figure(records, pages_dir):
     return finish(fig, axes, Path(pages_dir) / FIGURE, "test accuracy", xlabel="ε_a (edges)")
 
 
-def write_page(records, pages_dir, runs_file=None):
+def write_page(records, pages_dir, runs_file=None, partial=None):
     """This study's page and figure from its runs (``studies.write_page``)."""
     from .pages import command_block, fill_blocks, with_figure
     pages_dir = Path(pages_dir)
@@ -481,6 +481,7 @@ def write_page(records, pages_dir, runs_file=None):
                   "*Accuracy against the edge budget ε_a, mean over seeds; dotted: label "
                   "propagation of the training labels over the received graph (no "
                   "feature).*",
-        "command": command_block("solitude", len(records), runs_file=runs_file),
+        "command": command_block("solitude", len(records), runs_file=runs_file,
+                                 partial=partial),
     })
     return with_figure(page, lambda: figure(records, pages_dir))

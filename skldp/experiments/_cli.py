@@ -90,6 +90,10 @@ def _parser(studies):
     p.add_argument("--retries", type=int, default=1,
                    help="times runs lost with a dead worker are dispatched again")
     p.add_argument("--max-runs", type=int, default=None, help="run at most this many")
+    p.add_argument("--redo-changed", action="store_true",
+                   help="run again the recorded runs made under another configuration than "
+                        "the study's now (without it the sweep stops on them); their new "
+                        "records replace the old ones")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--note", default=None,
                    help="how this sweep is scheduled (priority, what runs beside it), written "
@@ -136,6 +140,19 @@ def _check_writable(folder, what):
         raise OSError(f"{folder}: cannot write the {what} there ({exc.strerror or exc}); "
                       "nothing was run. Choose another folder (--runs-dir, --pages-dir or "
                       "--results-dir).") from None
+
+
+def _check_current(study, records, fingerprints):
+    """Refuse to write a page from records made under another configuration than the
+    study's now (another sweep may have recorded one since this one checked)."""
+    from ._runner import StaleRunsError, _is_stale
+    stale = [r["key"] for r in records if _is_stale(r, fingerprints)]
+    if stale:
+        raise StaleRunsError(
+            f"Study {study.name!r}: {len(stale)} record(s) were made under another "
+            f"configuration than the study's now (e.g. {stale[0]!r}), recorded by another "
+            "sweep meanwhile; the page is not written. Run the command again with "
+            "--redo-changed.")
 
 
 def _reproduce(argv):
@@ -210,13 +227,19 @@ def _reproduce(argv):
     res = run_study(study, runs_dir, n_jobs=args.n_jobs, backend=args.backend,
                     scheduler=args.scheduler, cache=args.cache, retries=args.retries,
                     progress=not args.no_progress, max_runs=args.max_runs,
-                    note=args.note or command)
+                    note=args.note or command, redo_changed=args.redo_changed)
     print(f"{study.name}: {len(res.done)} run(s) done, {len(res.skipped)} already recorded, "
           f"{len(res.elsewhere)} taken by another process, {len(res.failed)} failed, "
           f"{len(res.missing)} missing"
           + (f", {len(res.remaining)} left for later (--max-runs)"
              if args.max_runs is not None else "") + f" ({res.wall_s:.0f} s)")
     print(f"runs: {res.runs_file}")
+    if res.redone:
+        print(f"{len(res.redone)} run(s) recorded under another configuration were run again "
+              "(--redo-changed)")
+    if res.legacy:
+        print(f"{len(res.legacy)} recorded run(s) have no configuration fingerprint (recorded "
+              "before skldp wrote one): taken as they are")
     # before the page: a page that cannot be written must not hide why the runs failed
     for key, err in res.failed.items():
         print(f"failed: {key}: {err.strip().splitlines()[-1]}", file=sys.stderr)
@@ -226,6 +249,14 @@ def _reproduce(argv):
     # sweeps of the same study each write it when done, and the last one written must not
     # be that of a sweep that read the file before another appended its last runs.
     with RunsFile(res.runs_file, study.name).locked() as records:
+        _check_current(study, records, res.fingerprints)
+        keys = {r["key"] for r in records}
+        n_recorded = sum(key in keys for key in res.fingerprints)
+        partial = (n_recorded, len(res.fingerprints)) \
+            if n_recorded < len(res.fingerprints) else None
+        if partial:
+            print(f"{partial[0]} of the {partial[1]} runs recorded: the page says it is "
+                  "partial")
         if not records:   # nothing to summarise: the page (and its figure) are left as they are
             print(f"no run recorded: {'summary' if args.quick else page} not written")
         elif args.quick:   # a few runs: the generic summary, <name>_quick_summary.md
@@ -235,7 +266,8 @@ def _reproduce(argv):
             # the page names the runs file it was written from (the repository's by default)
             elsewhere = runs_dir.resolve() != Path(studies.RUNS_DIR).resolve()
             paths = studies.write_page(args.study, records, pages_dir,
-                                       runs_file=res.runs_file if elsewhere else None)
+                                       runs_file=res.runs_file if elsewhere else None,
+                                       partial=partial)
     if records:
         for kind, path in paths.items():
             print(f"{kind}: {path}")

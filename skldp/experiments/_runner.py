@@ -17,10 +17,12 @@ from ..utils._hashing import content_hash
 from ..utils._threads import run_threads, share_cpus, size_thread_pools
 from ._cache import GraphCache
 from ._claims import RunClaims
-from ._runs import RunsFile
+from ._fingerprint import PARTS, changed_parts, run_fingerprint
+from ._runs import RunsFile, RunsFileError
 from ._study import RunContext, Study, fit_and_score
 
-__all__ = ["run_study", "SweepResult", "parallel_backend", "BACKENDS"]
+__all__ = ["run_study", "SweepResult", "parallel_backend", "BACKENDS", "StaleRunsError",
+           "run_fingerprints", "fingerprint_legacy_runs"]
 
 logger = logging.getLogger("skldp.experiments")
 
@@ -58,6 +60,15 @@ class SweepResult:
         this one ran them (its result is not recorded).
     remaining : list of str
         Keys of runs left for a later call by ``max_runs`` (not started).
+    redone : list of str
+        Keys whose records were made under another configuration and were
+        dropped to be run again (``redo_changed=True``).
+    legacy : list of str
+        Keys recorded without a configuration fingerprint (before skldp wrote
+        one), taken as they are.
+    fingerprints : dict of str -> dict or None
+        The configuration fingerprint of each run of the sweep (None where its
+        estimator could not be built).
     wall_s : float
         Wall time of this call.
     """
@@ -70,7 +81,14 @@ class SweepResult:
     missing: list = field(default_factory=list)
     elsewhere: list = field(default_factory=list)
     remaining: list = field(default_factory=list)
+    redone: list = field(default_factory=list)
+    legacy: list = field(default_factory=list)
+    fingerprints: dict = field(default_factory=dict)
     wall_s: float = 0.0
+
+
+class StaleRunsError(RunsFileError):
+    """Recorded runs made under another configuration than the study's now."""
 
 
 def _load(dataset):
@@ -134,6 +152,121 @@ def build_estimator(study, spec, G=None):
                 f"{sorted(k for k in valid if '__' in k)[:12]}.")
         est.set_params(**params)
     return est
+
+
+def run_fingerprints(study, specs=None):
+    """The configuration fingerprint of each run: what its record must carry to count as
+    one of the study's runs now.
+
+    Each run's estimator is built (not fitted) on its method's input, which is
+    loaded once per dataset; see :func:`~skldp.experiments._fingerprint.run_fingerprint`.
+
+    Parameters
+    ----------
+    study : Study
+        The study.
+    specs : list of RunSpec or None, default=None
+        The runs (all of the study's by default).
+
+    Returns
+    -------
+    fingerprints : dict of str -> dict or None
+        Run key -> fingerprint; None where the estimator cannot be built (the
+        run then fails in its worker, as it would have).
+    """
+    specs = study.runs() if specs is None else specs
+    memo, out = {}, {}
+    for spec in specs:
+        try:
+            G, _ = _method_input(study, spec)
+            out[spec.key] = run_fingerprint(study, spec, build_estimator(study, spec, G), memo)
+        except Exception as exc:   # noqa: BLE001 - the run reports it where it runs
+            logger.debug("run %s: no fingerprint (%r)", spec.key, exc)
+            out[spec.key] = None
+    return out
+
+
+def _with_fingerprint(record, fingerprint):
+    """``record`` with its ``fingerprint`` after its ``params`` (None: as it is)."""
+    if fingerprint is None:
+        return record
+    out = {}
+    for name, value in record.items():
+        if name != "fingerprint":
+            out[name] = value
+        if name == "params":
+            out["fingerprint"] = fingerprint
+    out.setdefault("fingerprint", fingerprint)
+    return out
+
+
+def _is_stale(record, fingerprints):
+    """Whether ``record`` was made under another configuration than its run's now (a
+    record without a fingerprint is legacy: taken as it is)."""
+    now = fingerprints.get(record["key"])
+    return "fingerprint" in record and now is not None and record["fingerprint"] != now
+
+
+def _stale_message(study, stale, n_recorded, fingerprints):
+    """The error of a sweep that finds stale records: how many, one of them and what
+    changed, and the way out."""
+    spec, rec = stale[0]
+    parts = changed_parts(rec["fingerprint"], fingerprints[spec.key])
+    what = "; ".join(PARTS[p] for p in parts) or "its fingerprint"
+    now = []
+    if "estimator" in parts:
+        text = " ".join(repr(build_estimator(study, spec)).split())
+        now.append(f"the estimator is now {text[:300]}{'...' if len(text) > 300 else ''}")
+    if "config" in parts:
+        now.append(f"configs[{spec.dataset!r}] is now {study.configs.get(spec.dataset, {})!r}")
+    return (f"Study {study.name!r}: {len(stale)} of the {n_recorded} recorded runs of this "
+            f"sweep were made under another configuration than the study's now, so their "
+            f"results are not its results (e.g. run {spec.key!r}: changed: {what}"
+            + (f"; {'; '.join(now)}" if now else "") + "). Nothing was run. To run them "
+            "again, their new records replacing these, add --redo-changed (python -m skldp "
+            "reproduce) or pass redo_changed=True to run_study; or restore the study's "
+            "previous configuration.")
+
+
+def fingerprint_legacy_runs(study, results_dir="results"):
+    """Add its configuration fingerprint to each record of ``study`` that has none.
+
+    For records written before skldp fingerprinted runs, by the study as it is
+    now (its pages regenerate from them unchanged): they then count as its runs
+    with the same certainty as new ones. Records of keys that are not among the
+    study's runs are left as they are. The runs file is rewritten whole, under
+    its lock (:meth:`RunsFile.rewrite`); a second call changes nothing.
+
+    Parameters
+    ----------
+    study : Study
+        The study, with the datasets, seeds and grid its records were made with.
+    results_dir : str or path-like, default="results"
+        Folder of the runs file.
+
+    Returns
+    -------
+    counts : dict of str -> int
+        ``"stamped"`` (fingerprints added now), ``"fingerprinted"`` (records
+        that had one), ``"outside"`` (records of keys that are not the study's
+        runs, left without one).
+    """
+    runs_file = RunsFile(Path(results_dir) / f"{study.name}_runs.jsonl", study.name)
+    fingerprints = run_fingerprints(study)
+    counts = {"stamped": 0, "fingerprinted": 0, "outside": 0}
+
+    def stamp(rec):
+        if "fingerprint" in rec:
+            counts["fingerprinted"] += 1
+            return rec
+        if fingerprints.get(rec["key"]) is None:
+            counts["outside"] += 1
+            return rec
+        counts["stamped"] += 1
+        return _with_fingerprint(rec, fingerprints[rec["key"]])
+
+    runs_file.rewrite(stamp)
+    return counts
 
 
 def _privacy(est, G=None):
@@ -391,7 +524,8 @@ def _validate_params(est):
 
 
 def run_study(study, results_dir="results", *, n_jobs=1, backend="loky", scheduler=None,
-              cache=None, retries=1, progress=True, max_runs=None, note=None):
+              cache=None, retries=1, progress=True, max_runs=None, note=None,
+              redo_changed=False):
     """Run every run of ``study`` that its runs file does not hold yet.
 
     Runs are dispatched through joblib (``backend``); workers return records
@@ -412,6 +546,14 @@ def run_study(study, results_dir="results", *, n_jobs=1, backend="loky", schedul
     ``SKLDP_NUM_THREADS`` overrides both), and
     the sweep declares its ``n_jobs`` parallel runs to the other skldp processes
     on the same CPUs (:func:`skldp.utils.share_cpus`).
+
+    Each record carries the run's configuration fingerprint (``fingerprint``:
+    digests of its estimator's class and parameters, the study's
+    ``configs[dataset]``, the method's data and evaluate functions and the
+    split function; :func:`run_fingerprints`). A recorded run whose fingerprint
+    differs from the study's now is stale: the sweep stops before running
+    anything (:class:`StaleRunsError`), unless ``redo_changed``. A record
+    without a fingerprint (written before skldp wrote one) is taken as it is.
 
     Parameters
     ----------
@@ -440,10 +582,20 @@ def run_study(study, results_dir="results", *, n_jobs=1, backend="loky", schedul
         How this sweep was scheduled (its command, priority, what ran beside
         it): written into each of its records as ``sweep``, so that the runs
         file, not the results page, tells which runs came when and how.
+    redo_changed : bool, default=False
+        Run the stale runs again: their records are dropped first (the runs
+        file is rewritten whole, under its lock), and their new records take
+        their place.
 
     Returns
     -------
     result : SweepResult
+
+    Raises
+    ------
+    StaleRunsError
+        Recorded runs of the sweep whose fingerprint differs from the study's
+        now, without ``redo_changed``; nothing is run.
     """
 
     if not isinstance(study, Study):
@@ -460,16 +612,30 @@ def run_study(study, results_dir="results", *, n_jobs=1, backend="loky", schedul
         else max(1, int(n_jobs))
     with share_cpus(weight if local else 1):   # this machine's CPUs, shared
         return _run_study(study, results_dir, n_jobs, backend, scheduler, cache, retries,
-                          progress, max_runs, note)
+                          progress, max_runs, note, redo_changed)
 
 
 def _run_study(study, results_dir, n_jobs, backend, scheduler, cache, retries, progress,
-               max_runs, note=None):
+               max_runs, note=None, redo_changed=False):
     t0 = time.perf_counter()
     runs_file = RunsFile(Path(results_dir) / f"{study.name}_runs.jsonl", study.name)
     validate_study(study)
     specs = study.runs()
     result = SweepResult(runs_file.path)
+    result.fingerprints = fingerprints = run_fingerprints(study, specs)
+    recorded = {r["key"]: r for r in runs_file.records}
+    mine = [(s, recorded[s.key]) for s in specs if s.key in recorded]
+    stale = [(s, r) for s, r in mine if _is_stale(r, fingerprints)]
+    if stale and not redo_changed:
+        raise StaleRunsError(_stale_message(study, stale, len(mine), fingerprints))
+    if stale:
+        logger.warning("study %s: %d run(s) recorded under another configuration are run "
+                       "again", study.name, len(stale))
+        # (by key and fingerprint: a record of the key that another sweep has just made
+        # under the study's configuration now is kept)
+        runs_file.rewrite(lambda r: None if _is_stale(r, fingerprints) else r)
+        result.redone = [s.key for s, _ in stale]
+    result.legacy = [s.key for s, r in mine if "fingerprint" not in r]
     result.skipped = [s.key for s in specs if s.key in runs_file]
     todo = [s for s in specs if s.key not in runs_file]
     if max_runs is not None:
@@ -587,8 +753,10 @@ def _dispatch(study, todo, cache, n_jobs, retries, runs_file, result, bar, claim
                 joblib.delayed(_run_one)(study, spec, cache) for spec in batch
                 if claims.take(spec))
             for rec in out:
-                if claims.note is not None and "error" not in rec:
-                    rec["sweep"] = claims.note
+                if "error" not in rec:
+                    rec = _with_fingerprint(rec, result.fingerprints.get(rec["key"]))
+                    if claims.note is not None:
+                        rec["sweep"] = claims.note
                 _collect(rec, runs_file, result, bar)
                 claims.release(rec["key"])
         except Exception as exc:  # a worker died: the runs not recorded are retried

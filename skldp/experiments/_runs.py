@@ -1,4 +1,5 @@
-"""The runs file of a study: one JSON record per line, appended by one writer."""
+"""The runs file of a study: one JSON record per line, appended by one writer at a time
+(or rewritten whole, atomically)."""
 
 import contextlib
 import errno
@@ -125,11 +126,46 @@ def load_runs(path, study=None):
         that is not a string or ``params`` that is not a dict, or a record of
         another study; the message names the file
         and line.
+
+    Notes
+    -----
+    A line that another process is still appending is left out (it holds the
+    file's lock); a last line cut short when no process holds the lock (a
+    killed writer) is reported. A file rewritten meanwhile
+    (:meth:`RunsFile.rewrite` replaces it whole) is read as it was before or
+    after, never a mix.
     """
+    import fcntl
     path = Path(path)
-    if not path.exists():
+    try:
+        f = open(path, "rb")
+    except FileNotFoundError:
         return []
-    return _parse(path, path.read_bytes(), study)
+    with f:
+        try:
+            # (not waiting for it: this process may hold the lock itself, in locked())
+            fcntl.flock(f, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            busy = False
+        except BlockingIOError:
+            busy = True
+        data = f.read()
+    if busy:   # a writer holds the file: its last line may be half written, left out
+        data = data[:data.rfind(b"\n") + 1]
+    return _parse(path, data, study)
+
+
+def _ident(st):
+    """The (device, inode) of an ``os.stat_result``: which file a path or descriptor is."""
+    return st.st_dev, st.st_ino
+
+
+def _read_all(fd):
+    """The whole content of the file open as ``fd``."""
+    chunks, offset = [], 0
+    while chunk := os.pread(fd, 1 << 20, offset):
+        chunks.append(chunk)
+        offset += len(chunk)
+    return b"".join(chunks)
 
 
 def _write_all(fd, data):
@@ -154,7 +190,9 @@ class RunsFile:
     their new lines), is not written again. The file is opened under a shared
     ``flock``, so a line that another process is still writing is not taken
     for a damaged one; :meth:`locked` holds the exclusive lock while a page is
-    written from the records.
+    written from the records. :meth:`rewrite` replaces the file whole under
+    its lock (records run again under a new configuration, fingerprints added
+    to old records); every ``RunsFile`` then reads the new file.
 
     Parameters
     ----------
@@ -175,6 +213,7 @@ class RunsFile:
         self.records = []
         self._keys = set()
         self._offset = self._lines = 0
+        self._ident = None               # (device, inode) of the file read: a rewrite changes it
         self._lock = threading.RLock()   # a sweep may read it from joblib's dispatch thread
         self._held = False               # within locked(): its exclusive flock is held
         self.refresh(partial=True)
@@ -213,19 +252,28 @@ class RunsFile:
                 # writers hold the exclusive lock until their line is whole: a last line
                 # without its newline is then one that a killed writer cut short
                 fcntl.flock(f, fcntl.LOCK_SH)
-            f.seek(self._offset)
+            ident = _ident(os.fstat(f.fileno()))
+            # another file than the one read so far: rewritten whole (rewrite) by another
+            # RunsFile; read again from its start
+            rewritten = self._ident is not None and ident != self._ident
+            offset, lines = (0, 0) if rewritten else (self._offset, self._lines)
+            f.seek(offset)
             data = f.read()
         # (closing the file releases the lock)
         end = len(data) if partial else data.rfind(b"\n") + 1
-        if end == 0:
-            return []
-        new = [r for r in _parse(self.path, data[:end], self.study, self._lines + 1)
-               if r["key"] not in self._keys]
-        self._offset += end
-        self._lines += data.count(b"\n", 0, end)
-        for r in new:
-            self._keys.add(r["key"])
-            self.records.append(r)
+        records = _parse(self.path, data[:end], self.study, lines + 1) if end else []
+        known = self._keys
+        if rewritten:
+            self.records, self._keys = [], set()
+        self._ident = ident
+        self._offset, self._lines = offset + end, lines + data.count(b"\n", 0, end)
+        new = []
+        for r in records:
+            if r["key"] not in self._keys:
+                self._keys.add(r["key"])
+                self.records.append(r)
+                if not rewritten or r["key"] not in known:
+                    new.append(r)
         return new
 
     def append(self, record):
@@ -274,9 +322,9 @@ class RunsFile:
                                 f"{self.study!r}.")
         line = (json.dumps(record, sort_keys=False) + "\n").encode("utf-8")
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        # one writer at a time, across processes
+        fd = self._lock_current(os.O_RDWR | os.O_APPEND | os.O_CREAT, fcntl.LOCK_EX)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)     # one writer at a time, across processes
             self.refresh()
             if key in self._keys:              # recorded by another process meanwhile
                 return False
@@ -335,20 +383,125 @@ class RunsFile:
         """A descriptor of the file under its exclusive ``flock`` (None: no file yet)."""
         import fcntl
         try:
-            fd = os.open(self.path, os.O_RDWR)
-            lock = fcntl.LOCK_EX
-        except FileNotFoundError:
-            return None
+            return self._lock_current(os.O_RDWR, fcntl.LOCK_EX)
         except OSError as exc:
             if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
                 raise
             # a file that no one can append to (writers open it for writing): a shared
             # lock keeps out a writer with other rights all the same
-            fd = os.open(self.path, os.O_RDONLY)
-            lock = fcntl.LOCK_SH
-        try:
-            fcntl.flock(fd, lock)
-        except BaseException:
+            return self._lock_current(os.O_RDONLY, fcntl.LOCK_SH)
+
+    def _lock_current(self, flags, lock):
+        """A descriptor of the file that the path names once ``lock`` is held on it
+        (None: no file, without ``O_CREAT``).
+
+        A rewrite replaces the file under its lock: a process that opened the file
+        before and waited for the lock then holds the replaced one, which no one reads
+        any more; it opens the path again.
+        """
+        import fcntl
+        while True:
+            try:
+                fd = os.open(self.path, flags, 0o644)
+            except FileNotFoundError:
+                return None
+            try:
+                fcntl.flock(fd, lock)
+                try:
+                    now = _ident(os.stat(self.path))
+                except FileNotFoundError:
+                    now = None
+                if now == _ident(os.fstat(fd)):
+                    return fd
+            except BaseException:
+                os.close(fd)
+                raise
             os.close(fd)
-            raise
-        return fd
+
+    def rewrite(self, edit):
+        """Rewrite the file whole, with ``edit`` applied to each record.
+
+        The new file is written beside it, synced and renamed over it while the
+        file's exclusive lock is held: a process killed at any moment leaves the
+        old file or the new one, every line whole; readers see one or the other
+        (a :class:`RunsFile` of another process reads the new one from its start,
+        an appender waiting for the lock appends to the new one).
+
+        Parameters
+        ----------
+        edit : callable
+            ``edit(record)``: the record itself to keep its line byte for byte, a
+            new dict to write in its place, or None to drop the line.
+
+        Returns
+        -------
+        changed : int
+            Lines replaced or dropped (0: the file is left as it is).
+
+        Raises
+        ------
+        RunsFileError
+            A damaged line (see :func:`load_runs`); nothing is rewritten.
+        OSError
+            The file cannot be replaced (another user's, in a folder this
+            process cannot write); it is left as it is.
+        """
+        import fcntl
+        with self._lock:
+            if self._held:
+                raise RuntimeError(f"{self.path}: rewrite within locked() would wait for its "
+                                   "own lock; rewrite before or after it.")
+            fd = self._lock_current(os.O_RDWR, fcntl.LOCK_EX)
+            if fd is None:
+                return 0
+            try:
+                changed = self._rewrite(fd, edit)
+            finally:
+                os.close(fd)                   # releases the lock (of the file replaced)
+            self._refresh(partial=False)       # (a new file: read from its start)
+            return changed
+
+    def _rewrite(self, fd, edit):
+        from ..utils._atomic import replace_file
+        data = _read_all(fd)
+        _parse(self.path, data, self.study)    # a damaged line: reported, nothing rewritten
+        lines = data.split(b"\n")
+        if lines and not lines[-1]:
+            lines.pop()
+        out, changed = [], 0
+        for raw in lines:
+            rec = json.loads(raw) if raw.strip() else None
+            new = raw if rec is None else edit(rec)
+            if new is rec or new is raw:
+                out.append(raw)
+                continue
+            changed += 1
+            if new is not None:
+                record = {"study": self.study, **new}
+                problem = _identity_problem(record) or _metrics_problem(record)
+                if problem is not None:
+                    raise RunsFileError(f"{problem[:-1]}; nothing rewritten.")
+                out.append(json.dumps(record, sort_keys=False).encode("utf-8"))
+        if not changed:
+            return 0
+        text = b"".join(line + b"\n" for line in out)
+
+        def write(tmp):
+            tmp_fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            try:
+                _write_all(tmp_fd, text)
+                os.fsync(tmp_fd)               # the lines before the rename
+            finally:
+                os.close(tmp_fd)
+
+        target = os.path.realpath(self.path)
+        if not replace_file(target, write, like=os.fstat(fd)):
+            raise OSError(errno.EPERM, f"{self.path}: another user's file, which this process "
+                                       "cannot replace; it is left as it is")
+        with contextlib.suppress(OSError):     # the rename itself on disk
+            dir_fd = os.open(os.path.dirname(target), os.O_RDONLY)
+            try:
+                os.fsync(dir_fd)
+            finally:
+                os.close(dir_fd)
+        return changed

@@ -264,6 +264,11 @@ def write_summary(study, records, results_dir, *, command=None):
     -------
     paths : dict of str -> pathlib.Path
         ``"markdown"`` and (when drawn) ``"figure"``.
+
+    Notes
+    -----
+    When ``records`` hold fewer of the study's runs than it declares, the page
+    says so ("k of the study's n runs").
     """
     results_dir = Path(results_dir)
     rows = summarize(records, study.metric)
@@ -279,6 +284,12 @@ def write_summary(study, records, results_dir, *, command=None):
     lines += [f"{study.metric}{unit}, mean ± std over seeds (n = seeds recorded); ε spent per "
               "user from `privacy_report`. Runs: "
               f"`{study.name}_runs.jsonl` ({len(records)} records).", ""]
+    keys = {r.get("key") for r in records}
+    runs = [s.key for s in study.runs()]
+    done = sum(key in keys for key in runs)
+    if done < len(runs):
+        lines += [f"**Partial results: {done} of the study's {len(runs)} runs are recorded**; "
+                  "the tables show those only.", ""]
     if command:
         lines += ["Produced by:", "", "```", command, "```", ""]
     if fig is not None:

@@ -1,6 +1,8 @@
 """A hash of estimators' parameters and state in which the user's functions count by what
 they compute, not by their name."""
 
+import functools
+import inspect
 import sys
 import sysconfig
 import types
@@ -62,10 +64,11 @@ class _ContentHasher(NumpyHasher):
     it is being hashed (recursion) by its name; each is hashed once per call.
     """
 
-    def __init__(self, shared=None):
+    def __init__(self, shared=None, by_source=False):
         super().__init__()
         # (objects being hashed, digests made): shared with the nested hashes of one call
         self._inside, self._done = shared if shared is not None else (set(), {})
+        self._by_source = by_source
 
     def save(self, obj):
         if isinstance(obj, types.MethodType) and not _named(obj.__func__):
@@ -76,7 +79,8 @@ class _ContentHasher(NumpyHasher):
 
     def reducer_override(self, obj):
         if isinstance(obj, types.FunctionType) and not _named(obj):
-            return _Function, self._digest(obj, _function_parts, strict=True)
+            parts = functools.partial(_function_parts, by_source=self._by_source)
+            return _Function, self._digest(obj, parts, strict=True)
         if isinstance(obj, type) and not _named(obj):
             return _Class, self._digest(obj, _class_parts, strict=False)
         return NotImplemented
@@ -91,8 +95,8 @@ class _ContentHasher(NumpyHasher):
         if key not in self._done:
             self._inside.add(key)
             try:
-                self._done[key] = name + (
-                    _ContentHasher((self._inside, self._done)).hash(parts(obj)),)
+                nested = _ContentHasher((self._inside, self._done), self._by_source)
+                self._done[key] = name + (nested.hash(parts(obj)),)
             except Exception:
                 if strict:
                     raise
@@ -102,16 +106,29 @@ class _ContentHasher(NumpyHasher):
         return self._done[key]
 
 
-def _function_parts(f):
-    """What a function computes: its code, defaults, closure and the globals it reads
-    (modules by name)."""
+def _function_parts(f, by_source=False):
+    """What a function computes: its code (or its source text), defaults, closure and the
+    globals it reads (modules by name)."""
     scope = f.__globals__
     reads = tuple(sorted(
         (name, ("module", scope[name].__name__)
          if isinstance(scope[name], types.ModuleType) else scope[name])
         for name in _global_names(f.__code__) if name in scope))
     cells = tuple(c.cell_contents for c in (f.__closure__ or ()))
-    return (_code_parts(f.__code__), f.__defaults__, f.__kwdefaults__, cells, reads)
+    code = _source(f) if by_source else None
+    if code is None:
+        code = _code_parts(f.__code__)
+    return (code, f.__defaults__, f.__kwdefaults__, cells, reads)
+
+
+def _source(f):
+    """``("source", text)`` of a function, or None where Python has no source for it
+    (``python -c``, a REPL). Bytecode changes with Python's minor version; the text
+    does not (its comments count)."""
+    try:
+        return ("source", inspect.getsource(f))
+    except (OSError, TypeError):
+        return None
 
 
 def _class_parts(cls):
@@ -129,13 +146,17 @@ def _attribute(v):
     return v
 
 
-def content_hash(obj):
+def content_hash(obj, by_source=False):
     """A hexadecimal digest of ``obj``, as ``joblib.hash``, with the user's functions and
     classes hashed by their content.
+
+    ``by_source=True`` hashes a function's source text instead of its bytecode where
+    Python has it: a digest that is kept (written to a file) then stays the same under
+    another Python version.
 
     Raises
     ------
     pickle.PicklingError, TypeError
         If ``obj`` holds something that cannot be hashed (a lock in a closure).
     """
-    return _ContentHasher().hash(obj)
+    return _ContentHasher(by_source=by_source).hash(obj)

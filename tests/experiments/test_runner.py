@@ -167,18 +167,28 @@ def test_key_never_recorded_twice(tmp_path):
 
 # --- a worker that dies mid-sweep ---------------------------------------------------------
 def dying(ctx):
-    """Kills its worker process: once (a marker file) or always (config['always'])."""
-    marker = Path(ctx.config["marker"]) / f"seed{ctx.seed}"
-    if ctx.seed == 1 and (ctx.config.get("always") or not marker.exists()):
+    """Kills its worker process: once (a marker file) or always (a file 'always').
+
+    The driving process builds every run's estimator too (its fingerprint): it lives.
+    (Files, not the study's configs: a changed config is another configuration.)
+    """
+    folder = Path(ctx.config["marker"])
+    marker = folder / f"seed{ctx.seed}"
+    in_worker = os.getpid() != ctx.config["driver"]
+    always = (folder / "always").exists()
+    if ctx.seed == 1 and in_worker and (always or not marker.exists()):
         marker.touch()
         os._exit(1)
     return hds_logreg(ctx)
 
 
 def _dying_study(tmp_path, always):
+    (tmp_path / "always").unlink(missing_ok=True)
+    if always:
+        (tmp_path / "always").touch()
     return Study("dying", ["german"], {"hds": Method(dying, {"hds__eps": [1.0]})},
                  seeds=[0, 1, 2], configs={"german": {"marker": str(tmp_path),
-                                                    "always": always}})
+                                                    "driver": os.getpid()}})
 
 
 @pytest.mark.long
