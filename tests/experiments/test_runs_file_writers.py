@@ -245,3 +245,77 @@ def test_locked_on_a_file_not_written_yet(tmp_path):
     with rf.locked() as records:
         assert records == []
     assert not rf.path.exists()
+
+
+def test_load_runs_leaves_out_a_line_another_process_is_writing(tmp_path):
+    # was "t_runs.jsonl:2: not a JSON record": load_runs read without looking at the lock
+    path = tmp_path / "t_runs.jsonl"
+    path.write_bytes(_line(_rec("a")))
+    whole = _line(_rec("b"))
+    with open(path, "ab") as other:               # another process is writing
+        fcntl.flock(other, fcntl.LOCK_EX)
+        other.write(whole[:10])
+        other.flush()
+        assert [r["key"] for r in load_runs(path, "t")] == ["a"]
+        other.write(whole[10:])
+        other.flush()
+        fcntl.flock(other, fcntl.LOCK_UN)
+    assert [r["key"] for r in load_runs(path, "t")] == ["a", "b"]
+
+
+def test_a_rewrite_is_seen_by_every_reader_and_writer(tmp_path):
+    path = tmp_path / "t_runs.jsonl"
+    a, b = RunsFile(path, "t"), RunsFile(path, "t")
+    for key in "xyz":
+        assert a.append(_rec(key))
+    assert a.rewrite(lambda r: None if r["key"] == "y" else r) == 1
+    assert [r["key"] for r in a.records] == ["x", "z"]
+    assert [r["key"] for r in b.refresh()] == ["x", "z"]         # read again from its start
+    assert [r["key"] for r in b.records] == ["x", "z"] and "y" not in b
+    assert b.append(_rec("y", 0.9))                              # a new record of the key
+    assert a.rewrite(lambda r: r) == 0                           # nothing changed: untouched
+    assert [(r["key"], r["metrics"]["accuracy"]) for r in load_runs(path, "t")] == [
+        ("x", 0.5), ("z", 0.5), ("y", 0.9)]
+
+
+def test_an_append_waiting_for_a_rewrite_goes_to_the_new_file(tmp_path):
+    # the appender opened the file before it was replaced: its record must not go to the
+    # replaced file, which no one reads any more
+    path = tmp_path / "t_runs.jsonl"
+    path.write_bytes(_line(_rec("a")) + _line(_rec("b")))
+    rf = RunsFile(path, "t")
+    with open(path, "rb") as old:                 # a rewrite in progress holds the lock
+        fcntl.flock(old, fcntl.LOCK_EX)
+        t, out = _wait_in_thread(lambda: rf.append(_rec("c")))
+        time.sleep(0.3)
+        assert not out
+        new = tmp_path / "new"
+        new.write_bytes(_line(_rec("b")))
+        os.replace(new, path)                     # the new file, without "a"
+        fcntl.flock(old, fcntl.LOCK_UN)
+    t.join(10)
+    assert out == [True]
+    assert [r["key"] for r in load_runs(path, "t")] == ["b", "c"]
+    assert [r["key"] for r in rf.records] == ["b", "c"]
+
+
+def test_a_rewrite_that_fails_leaves_the_file_whole(tmp_path, monkeypatch):
+    path = tmp_path / "t_runs.jsonl"
+    rf = RunsFile(path, "t")
+    assert rf.append(_rec("a")) and rf.append(_rec("b"))
+    before = path.read_bytes()
+
+    def full(fd, data):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(_runs, "_write_all", full)
+    with pytest.raises(OSError, match="No space"):
+        rf.rewrite(lambda r: None if r["key"] == "a" else r)
+    assert path.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["t_runs.jsonl"]   # no temporary file
+    monkeypatch.undo()
+    with open(path, "ab") as f:
+        f.write(_line(_rec("c"))[:12])            # a line cut by a killed writer
+    with pytest.raises(RunsFileError, match=r":3: not a JSON record"):
+        rf.rewrite(lambda r: r)
+    assert path.read_bytes() == before + _line(_rec("c"))[:12]      # reported, not rewritten

@@ -45,6 +45,12 @@ def test_command_block_names_the_runs_file():
     assert "studies/runs/planetoid_runs.jsonl` (240 records" in text
 
 
+def test_command_block_says_when_the_page_is_partial():
+    text = command_block("planetoid", 150, partial=(150, 200))
+    assert "Partial results: 150 of the 200 runs of this command are recorded" in text
+    assert "Partial" not in command_block("planetoid", 200)
+
+
 def test_fill_blocks_says_when_the_page_is_missing(tmp_path):
     with pytest.raises(FileNotFoundError, match="copy it from docs/results"):
         fill_blocks(tmp_path / "p.md", {"table": "x"})
