@@ -6,6 +6,7 @@ function): the fingerprint does, so that a record made under another
 configuration is never taken for one of the study's runs now.
 """
 
+import functools
 import hashlib
 import itertools
 import json
@@ -45,7 +46,8 @@ def describe(value):
     """A JSON-able, canonical description of ``value`` (an estimator, a parameter).
 
     An estimator is its class and its parameters (``get_params(deep=False)``, nested
-    estimators described the same way, :data:`IGNORED_PARAMS` left out); numbers are
+    estimators described the same way, :data:`IGNORED_PARAMS` left out), a class of
+    the user's (a study's own estimator) also by its code as a function is; numbers are
     compared as the run keys compare them (1 == 1.0); an array by its dtype, shape and
     bytes; a function of a library by its name, one of the user's by its source text
     and what it reads (:func:`~skldp.utils._hashing.content_hash`); any other object by
@@ -67,7 +69,7 @@ def describe(value):
         return _key_number(value.item() if isinstance(value, np.generic) else value)
     if hasattr(value, "get_params") and not isinstance(value, type):
         params = value.get_params(deep=False)
-        return {"class": _public_name(type(value)),
+        return {**describe(type(value)),
                 "params": {k: describe(v) for k, v in sorted(params.items())
                            if k not in IGNORED_PARAMS}}
     if isinstance(value, (list, tuple)):
@@ -83,11 +85,18 @@ def describe(value):
         little = np.ascontiguousarray(value, dtype=value.dtype.newbyteorder("<"))
         return {"array": little.dtype.str, "shape": list(value.shape),
                 "sha256": hashlib.sha256(little.tobytes()).hexdigest()}
-    if isinstance(value, type):
-        return {"class": _public_name(value)}
+    if isinstance(value, type):   # (the settings a study's own class fixes in its code)
+        return {"class": _public_name(value), **({} if _named(value) else _class_code(value))}
     if isinstance(value, (types.FunctionType, types.BuiltinFunctionType)):
         return {"function": _public_name(value), **({} if _named(value) else _hashed(value))}
     return {"object": _public_name(type(value)), **_hashed(value)}
+
+
+@functools.lru_cache(maxsize=256)
+def _class_code(cls):
+    """:func:`_hashed` of a class of the user's, once per class object (a sweep builds
+    thousands of its estimators; a class defined again is another object)."""
+    return _hashed(cls)
 
 
 def _hashed(value):

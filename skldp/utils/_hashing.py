@@ -1,10 +1,12 @@
 """A hash of estimators' parameters and state in which the user's functions count by what
 they compute, not by their name."""
 
+import ast
 import functools
 import inspect
 import sys
 import sysconfig
+import textwrap
 import types
 
 from joblib.hashing import NumpyHasher
@@ -78,6 +80,8 @@ class _ContentHasher(NumpyHasher):
         super().save(obj)
 
     def reducer_override(self, obj):
+        if isinstance(obj, functools._lru_cache_wrapper):   # (pickled by its name alone)
+            obj = obj.__wrapped__
         if isinstance(obj, types.FunctionType) and not _named(obj):
             parts = functools.partial(_function_parts, by_source=self._by_source)
             return _Function, self._digest(obj, parts, strict=True)
@@ -124,16 +128,30 @@ def _function_parts(f, by_source=False):
 def _source(f):
     """``("source", text)`` of a function, or None where Python has no source for it
     (``python -c``, a REPL). Bytecode changes with Python's minor version; the text
-    does not (its comments count)."""
+    does not. Its comments, docstrings and layout do not count (``ast.unparse``), so
+    that editing them leaves a kept digest as it is."""
     try:
-        return ("source", inspect.getsource(f))
+        text = textwrap.dedent(inspect.getsource(f))
     except (OSError, TypeError):
         return None
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:   # (a lambda's lines, cut out of a statement: as written)
+        return ("source", text)
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)):
+            node.body = body[1:] or [ast.Pass()]
+    return ("source", ast.unparse(tree))
 
 
 def _class_parts(cls):
     attrs = tuple(sorted((k, _attribute(v)) for k, v in vars(cls).items()
-                         if k not in ("__dict__", "__weakref__", "__doc__", "_abc_impl")))
+                         if k not in ("__dict__", "__weakref__", "__doc__", "_abc_impl",
+                                      # (Python 3.13: where it is written, not what it does)
+                                      "__firstlineno__", "__static_attributes__")))
     return tuple(b for b in cls.__bases__ if b is not object), attrs
 
 
@@ -150,7 +168,8 @@ def content_hash(obj, by_source=False):
     """A hexadecimal digest of ``obj``, as ``joblib.hash``, with the user's functions and
     classes hashed by their content.
 
-    ``by_source=True`` hashes a function's source text instead of its bytecode where
+    ``by_source=True`` hashes a function's source text (without its comments, docstrings
+    and layout) instead of its bytecode where
     Python has it: a digest that is kept (written to a file) then stays the same under
     another Python version.
 

@@ -216,3 +216,55 @@ def test_reproduce_stops_on_stale_runs_and_redo_changed_replaces_them(tmp_path, 
     assert "2 run(s) recorded under another configuration were run again" in \
         capsys.readouterr().out
     assert "C: [0.25, 0.25]" in page.read_text()
+
+
+STUDY_MODULE = '''
+import functools
+from sklearn.base import BaseEstimator
+
+class Run(BaseEstimator):
+    """A study's own estimator: it fixes a setting in its code."""
+
+    def __init__(self, eps=1.0):
+        self.eps = eps
+
+    def fit(self, X, y):
+        self.hidden_ = 32   # the setting
+        return self
+
+@functools.lru_cache
+def _masks(n):
+    return n // 2
+
+def data(G, y, config):
+    """The method's input."""
+    return _masks(len(y)), y
+'''
+
+DIGESTS = '''
+import json, sys
+sys.path.insert(0, ".")
+from fpmod import Run, data
+from skldp.experiments._fingerprint import digest
+print(json.dumps([digest(Run()), digest(data)]))
+'''
+
+
+def _digests(tmp_path, module):
+    (tmp_path / "fpmod.py").write_text(module)
+    (tmp_path / "digests.py").write_text(DIGESTS)
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
+    return json.loads(subprocess.run([sys.executable, "digests.py"], env=env, cwd=tmp_path,
+                                     check=True, capture_output=True, text=True).stdout)
+
+
+def test_the_code_of_a_studys_own_class_counts_and_its_comments_do_not(tmp_path):
+    before = _digests(tmp_path, STUDY_MODULE)
+    hidden = _digests(tmp_path, STUDY_MODULE.replace("= 32", "= 64"))
+    assert hidden[0] != before[0] and hidden[1] == before[1]
+    masks = _digests(tmp_path, STUDY_MODULE.replace("n // 2", "n // 3"))   # a cached helper
+    assert masks[1] != before[1] and masks[0] == before[0]
+    edited = (STUDY_MODULE.replace("# the setting", "# the hidden size")
+              .replace('"""The method\'s input."""', '"""Its input."""\n    # reads config')
+              .replace("self.hidden_ = 32", "self.hidden_  =  32"))
+    assert _digests(tmp_path, edited) == before
