@@ -7,7 +7,7 @@ ablations (the paper's Tables 2 and 3) on Facebook with two seeds, and the
 noise multiplier that each accountant needs for DP-MLP at the main table's
 settings (no training). The runs are those of ``studies/runs/dpgnn_runs.jsonl``:
 the same keys (method, split ``random-50/25/25``, seed, ``table``, ``eps``,
-``batch_size``, ``max_degree`` and the code ``version``: 2, the only one that runs
+``batch_size``, ``max_degree`` and the code ``version``: 3, the only one that runs
 now; the version-1 records are the tables' † cells). ``write_page`` renders
 ``docs/results/dpgnn.md`` and ``fig_dpgnn.png`` from them.
 """
@@ -46,7 +46,7 @@ ABLATION_K = [1, 3, 5, 10]
 BATCH_ABLATION_K = 3  # the batch-size ablation was run with K = 3
 ABLATION_EPS = 30.0
 ABLATION_SEEDS = [0, 1]
-VERSION = 2  # the code after the privacy audit
+VERSION = 3  # the code after the privacy audit (2) and the accountants' order search (3)
 FEATURE_FREE = "label propagation (feature-free)"
 LP_ALPHAS = (0.5, 0.8, 0.9, 0.99)
 KINDS = ("MLP", "GCNClassifier(n_layers=1)", "GCN (1-layer, MLP enc/dec)", FEATURE_FREE,
@@ -72,8 +72,9 @@ class DPGNNRun(BaseEstimator):
         Batch size (``None``: the dataset's setting).
     max_degree : int or None, default=None
         Degree bound K (``None``: the dataset's setting).
-    version : int, default=2
-        Code version of the run; only 2 (after the privacy audit) runs.
+    version : int, default=3
+        Code version of the run; only 3 (after the accountants' search over real
+        Rényi orders) runs.
     dataset : str, default="facebook"
         The dataset (its settings: ``SETTINGS``, ``NONPRIVATE_GNN``).
     random_state : int, default=0
@@ -102,7 +103,8 @@ class DPGNNRun(BaseEstimator):
         from skldp.models import GCNClassifier
         if int(self.version) != VERSION:
             raise ValueError(f"only code version {VERSION} runs (version 1 runs were made "
-                             f"before the privacy audit), got {self.version!r}.")
+                             f"before the privacy audit, version 2 before the "
+                             f"accountants' order search), got {self.version!r}.")
         if self.kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}.")
         tr, va, te = masks
@@ -342,7 +344,7 @@ def tables(records):
     lines = ["### Test accuracy (%), mean ± std over seeds (n = number of seeds)", "",
              "† = made with code version 1 (float noise, no grid, seeds not split into "
              "streams; `version` in the runs file), which no longer runs; all other cells: "
-             "the current code, version 2.", ""]
+             "the current code, version 3.", ""]
     for name, s in SETTINGS.items():
         lines += [f"**{name}** (DP runs: batch {s['batch_size']}, K = {s['max_degree']}, "
                   f"T = {s['n_steps']} steps, hidden {s['hidden_size']}, DP-Adam lr "
