@@ -8,6 +8,7 @@ import pickle
 import platform
 import time
 import traceback
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -69,6 +70,9 @@ class SweepResult:
     fingerprints : dict of str -> dict or None
         The configuration fingerprint of each run of the sweep (None where its
         estimator could not be built).
+    fingerprint_failures : dict of str -> str
+        Why a run has no fingerprint, by key; such a run is recorded without
+        one, with a ``RuntimeWarning``.
     wall_s : float
         Wall time of this call.
     """
@@ -84,6 +88,7 @@ class SweepResult:
     redone: list = field(default_factory=list)
     legacy: list = field(default_factory=list)
     fingerprints: dict = field(default_factory=dict)
+    fingerprint_failures: dict = field(default_factory=dict)
     wall_s: float = 0.0
 
 
@@ -154,7 +159,7 @@ def build_estimator(study, spec, G=None):
     return est
 
 
-def run_fingerprints(study, specs=None):
+def run_fingerprints(study, specs=None, *, failures=None):
     """The configuration fingerprint of each run: what its record must carry to count as
     one of the study's runs now.
 
@@ -167,6 +172,8 @@ def run_fingerprints(study, specs=None):
         The study.
     specs : list of RunSpec or None, default=None
         The runs (all of the study's by default).
+    failures : dict or None, default=None
+        If given, filled with run key -> why that run has no fingerprint.
 
     Returns
     -------
@@ -183,7 +190,17 @@ def run_fingerprints(study, specs=None):
         except Exception as exc:   # noqa: BLE001 - the run reports it where it runs
             logger.debug("run %s: no fingerprint (%r)", spec.key, exc)
             out[spec.key] = None
+            if failures is not None:
+                failures[spec.key] = f"{type(exc).__name__}: {exc}"
     return out
+
+
+def _warn_unfingerprinted(key, reason):
+    """A run recorded as legacy: no later change of its configuration would be found."""
+    warnings.warn(f"run {key} is recorded without a configuration fingerprint (before the "
+                  f"sweep its estimator could not be built: {reason}): a later change of "
+                  f"its configuration will not be found. Fix the cause, then stamp it "
+                  f"with fingerprint_legacy_runs.", RuntimeWarning, stacklevel=2)
 
 
 def _with_fingerprint(record, fingerprint):
@@ -622,7 +639,8 @@ def _run_study(study, results_dir, n_jobs, backend, scheduler, cache, retries, p
     validate_study(study)
     specs = study.runs()
     result = SweepResult(runs_file.path)
-    result.fingerprints = fingerprints = run_fingerprints(study, specs)
+    result.fingerprints = fingerprints = run_fingerprints(
+        study, specs, failures=result.fingerprint_failures)
     recorded = {r["key"]: r for r in runs_file.records}
     mine = [(s, recorded[s.key]) for s in specs if s.key in recorded]
     stale = [(s, r) for s, r in mine if _is_stale(r, fingerprints)]
@@ -754,7 +772,11 @@ def _dispatch(study, todo, cache, n_jobs, retries, runs_file, result, bar, claim
                 if claims.take(spec))
             for rec in out:
                 if "error" not in rec:
-                    rec = _with_fingerprint(rec, result.fingerprints.get(rec["key"]))
+                    fingerprint = result.fingerprints.get(rec["key"])
+                    if fingerprint is None:
+                        _warn_unfingerprinted(rec["key"], result.fingerprint_failures.get(
+                            rec["key"], "unknown reason"))
+                    rec = _with_fingerprint(rec, fingerprint)
                     if claims.note is not None:
                         rec["sweep"] = claims.note
                 _collect(rec, runs_file, result, bar)

@@ -268,3 +268,19 @@ def test_the_code_of_a_studys_own_class_counts_and_its_comments_do_not(tmp_path)
               .replace('"""The method\'s input."""', '"""Its input."""\n    # reads config')
               .replace("self.hidden_ = 32", "self.hidden_  =  32"))
     assert _digests(tmp_path, edited) == before
+
+
+def test_a_run_recorded_without_a_fingerprint_is_said_with_its_reason(tmp_path, monkeypatch):
+    # its configuration could not be digested before the sweep: the record is legacy,
+    # so no later change of it would be found; the sweep says so instead of staying silent
+    import skldp.experiments._runner as runner
+
+    def fails(*args, **kwargs):
+        raise TypeError("cannot digest this estimator")
+
+    monkeypatch.setattr(runner, "run_fingerprint", fails)
+    with pytest.warns(RuntimeWarning, match="without a configuration fingerprint.*"
+                                            "cannot digest this estimator"):
+        result = run_study(_study(), tmp_path, progress=False)
+    assert len(result.done) == 2 and set(result.fingerprint_failures) == set(result.done)
+    assert all("fingerprint" not in r for r in load_runs(tmp_path / "fp_runs.jsonl", "fp"))
