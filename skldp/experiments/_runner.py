@@ -164,7 +164,7 @@ def run_fingerprints(study, specs=None, *, failures=None):
     one of the study's runs now.
 
     Each run's estimator is built (not fitted) on its method's input, which is
-    loaded once per dataset; see :func:`~skldp.experiments._fingerprint.run_fingerprint`.
+    loaded once per dataset; see the fingerprint module for what a fingerprint holds.
 
     Parameters
     ----------
