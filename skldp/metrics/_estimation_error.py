@@ -16,6 +16,9 @@ _BLOCK_ENTRIES = 1 << 22
 
 def _as_matrix(X, name):
     if isinstance(X, GraphData):
+        # the users' own features (or what was computed from them) leave in the clear
+        # in the error: charged as an array export (epsilon inf; refused under a budget)
+        X._note_export(f"aggregation_mae (the features of its {name})", X.rows)
         X = X.features[X.rows]
     if not sp.issparse(X):
         X = np.asarray(X)
@@ -45,7 +48,9 @@ def aggregation_mae(true_aggregate, estimated_aggregate, *, per_node=True):
     true_aggregate : array-like, sparse matrix or GraphData of shape (n_nodes, n_features)
         The aggregation of the true features, ``GC(v)`` (e.g. the output of
         :class:`~skldp.propagation.GCNAggregation` on the raw features). A
-        GraphData contributes the features of its rows.
+        GraphData contributes the features of its rows; when they are the users' own
+        (or computed from them) the ledger charges those users a read in the clear
+        (epsilon inf), which a population with a budget refuses.
     estimated_aggregate : same type and shape
         The estimate ``GC^(v)``, e.g. the same aggregation of the noisy
         reports of an LDP mechanism.

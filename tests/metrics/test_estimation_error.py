@@ -7,6 +7,7 @@ import scipy.sparse as sp
 from skldp import GraphData
 from skldp.mechanisms import GRRFSMechanism, HDSMechanism, LaplaceMechanism, OneBitMechanism
 from skldp.metrics import aggregation_error, aggregation_mae, mae_by_degree
+from skldp.population import BudgetExceededError
 from skldp.propagation import GCNAggregation, KProp
 
 
@@ -179,3 +180,21 @@ def test_mae_by_degree_accepts_unsigned_and_integral_float_degrees():
         deg, mean = mae_by_degree([1.0, 2.0], degree, max_degree=np.int64(2))
         np.testing.assert_array_equal(deg, [1, 2])
         np.testing.assert_allclose(mean, [2.0, 1.0])
+
+
+def test_aggregation_mae_charges_a_read_of_users_features_and_none_of_reports():
+    # the error against the users' raw features tells the server something of them:
+    # charged as a read in the clear (it was free, and answered under a budget)
+    G = _graph(n=30)
+    reports = OneBitMechanism(1.0, feature_range=(0, 1), random_state=0).fit(G).transform(G)
+    assert G.ledger.epsilon_for("features") == 1.0 * G.shape[1]
+    aggregation_mae(reports, reports)          # reports: nothing more
+    assert G.ledger.epsilon_for("features") == 1.0 * G.shape[1]
+    aggregation_mae(G[:10], reports[:10])
+    users, eps = G.ledger.per_user("features")
+    assert np.isinf(eps).sum() == 10           # the view's rows, no one else
+    H = _graph(n=30)
+    H.population.set_budget(5.0)
+    with pytest.raises(BudgetExceededError, match="aggregation_mae"):
+        aggregation_mae(H, np.zeros(H.shape))
+    assert H.ledger.epsilon_for("features") == 0
