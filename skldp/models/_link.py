@@ -10,6 +10,7 @@ from numbers import Real
 import numpy as np
 import torch
 import torch.nn.functional as F
+from scipy.special import expit
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.metrics import roc_auc_score
 from sklearn.utils._param_validation import StrOptions
@@ -254,8 +255,8 @@ class _LinkPredictorBase(GraphClassifierMixin, BaseEstimator):
             Columns follow ``classes_`` (``classes_[1]`` is "edge").
         """
         s = self.decision_function(X)
-        p = 1.0 / (1.0 + np.exp(-s))
-        return np.stack([1.0 - p, p], axis=1)
+        # each column its own logistic: exact at large |s|, where 1 - p rounds to 0
+        return np.stack([expit(-s), expit(s)], axis=1)
 
     def score(self, X, y, sample_weight=None):
         """ROC-AUC of :meth:`decision_function` against ``y`` (positive class ``classes_[1]``).

@@ -6,6 +6,8 @@ pairs, moments of the wrong pairs, the epoch loss not a mean, ``negative_ratio``
 ``negative_sampling`` ignored, the last chunk of pairs dropped...).
 """
 
+import warnings
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -73,6 +75,23 @@ def test_predict_proba_and_predict_follow_the_decision_function(split, make):
     np.testing.assert_allclose(proba[:, 0], 1.0 / (1.0 + np.exp(s)), rtol=1e-9, atol=1e-15)
     assert (s > 0).any() and (s < 0).any()   # both predictions occur: the check can fail
     np.testing.assert_array_equal(est.predict(P_te), np.where(s > 0, "b_edge", "a_nonedge"))
+
+
+@pytest.mark.parametrize("make", [_vgae, _had])
+def test_predict_proba_is_exact_and_silent_for_large_logits(split, make, monkeypatch):
+    """Each column is the logistic of its own logit (``expit(-s)``, ``expit(s)``): logits of
+    +-1000 give exactly 0 and 1 with no overflow warning, and a logit of 40 leaves the
+    non-edge column its tiny probability (``1 - expit(40)`` rounds to 0)."""
+    P_tr, _, P_te, y_tr, _, _ = split
+    est = make(early_stopping=False, epochs=1).fit(P_tr, y_tr)
+    s = np.array([1000.0, -1000.0, 0.0, 40.0])
+    monkeypatch.setattr(est, "decision_function", lambda X: s)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        proba = est.predict_proba(P_te)
+    np.testing.assert_array_equal(proba[:3], [[0.0, 1.0], [1.0, 0.0], [0.5, 0.5]])
+    assert proba[3, 0] == pytest.approx(np.exp(-40.0), rel=1e-12)
+    assert proba[3, 1] == 1.0
 
 
 @pytest.mark.parametrize("make", [_vgae, _had])
