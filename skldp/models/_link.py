@@ -778,7 +778,11 @@ def _fresh_non_edges(rng, n, is_edge, m, epochs, device):
 
 # ----------------------------------------------------------------------- Hadamard
 class _EdgeHead(nn.Module):
-    """(standardised) Hadamard features -> logistic regression or MLP -> one logit."""
+    """(standardised) Hadamard features -> logistic regression or MLP -> one logit.
+
+    The MLP is Linear -> ReLU -> Dropout per hidden layer, then a Linear: the edge
+    features themselves are not dropped.
+    """
 
     def __init__(self, d, hidden, dropout, mean, std):
         super().__init__()
@@ -786,9 +790,9 @@ class _EdgeHead(nn.Module):
         self.register_buffer("inv_std", 1.0 / std)
         layers, n_in = [], d
         for h in hidden:
-            layers += [Dropout(dropout), nn.Linear(n_in, h), nn.ReLU()]
+            layers += [nn.Linear(n_in, h), nn.ReLU(), Dropout(dropout)]
             n_in = h
-        layers += [Dropout(dropout) if hidden else nn.Identity(), nn.Linear(n_in, 1)]
+        layers.append(nn.Linear(n_in, 1))
         self.net = nn.Sequential(*layers)
 
     def forward(self, z, pairs):

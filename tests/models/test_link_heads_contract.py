@@ -193,6 +193,29 @@ def test_hadamard_mlp_head_has_the_hidden_layers(split):
     assert shapes == [(5, 6), (3, 5), (1, 3)]
 
 
+def test_hadamard_mlp_head_drops_out_after_hidden_layers_only(split):
+    """The MLP head is Linear -> ReLU -> Dropout per hidden layer, then a Linear: the edge
+    features themselves are never dropped, so in training the first layer's output is
+    the same whatever the dropout."""
+    P_tr, _, P_te, y_tr, _, _ = split
+    est = _had(head="mlp", hidden_layer_sizes=(5, 3), dropout=0.9, early_stopping=False,
+               epochs=1).fit(P_tr, y_tr)
+    net = est.module_.net
+    assert [type(m).__name__ for m in net] == ["Linear", "ReLU", "Dropout", "Linear", "ReLU",
+                                               "Dropout", "Linear"]
+    assert all(m.p == 0.9 for m in net if isinstance(m, torch.nn.Dropout))
+    # in training, the first Linear reads the standardised edge features, none dropped
+    z = torch.as_tensor(P_te.graph.features, dtype=torch.float32)
+    pairs = torch.as_tensor(P_te.pairs)
+    head, seen = est.module_.train(), []
+    first = next(m for m in head.modules() if isinstance(m, torch.nn.Linear))
+    first.register_forward_pre_hook(lambda m, args: seen.append(args[0]))
+    with torch.no_grad():
+        head(z, pairs)
+    h = (z[pairs[:, 0]] * z[pairs[:, 1]] - head.mean) * head.inv_std
+    torch.testing.assert_close(seen[0], h)
+
+
 @pytest.mark.parametrize("fraction", [0.0, 1.0])
 @pytest.mark.parametrize("make", [_vgae, _had])
 def test_early_stopping_refuses_a_validation_fraction_of_none_or_all(split, make, fraction):
