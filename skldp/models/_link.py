@@ -127,7 +127,28 @@ class _LinkPredictorBase(GraphClassifierMixin, BaseEstimator):
             raise ValueError(f"link prediction needs two classes (non-edge, edge), got "
                              f"{len(self.classes_)}: {self.classes_!r}.")
         self._note_label_read(X)
+        self._check_pair_conflicts(X, y_enc)   # after the read's charge: it tells of labels
         return X, y_enc
+
+    def _check_pair_conflicts(self, X, y_enc):
+        """Refuse an unordered pair labelled both edge and non-edge (in either orientation);
+        the labels' read is charged before (a refusal tells which pair they disagree on)."""
+        pairs = np.asarray(X.pairs, dtype=np.int64)
+        lo, hi = np.minimum(pairs[:, 0], pairs[:, 1]), np.maximum(pairs[:, 0], pairs[:, 1])
+        codes = lo * X.n_nodes + hi
+        both = np.intersect1d(codes[y_enc == 1], codes[y_enc == 0])
+        if not len(both):
+            return
+        first = int(np.flatnonzero(np.isin(codes, both))[0])
+        same = np.flatnonzero(codes == codes[first])
+        other = int(same[y_enc[same] != y_enc[first]][0])
+        (u, v), (c0, c1) = pairs[first].tolist(), self.classes_.tolist()
+        raise ValueError(
+            f"{type(self).__name__}: {len(both)} pair(s) are labelled both edge and "
+            f"non-edge; the pair ({u}, {v}) is labelled both edge ({c1!r}) and non-edge "
+            f"({c0!r}): rows {first} and {other} of X ((u, v) and (v, u) are one pair). "
+            "Label each pair once: draw the non-edges among the pairs that are not edges "
+            "(skldp.model_selection.sample_non_edges, or random_edge_split).")
 
     def _note_label_read(self, X):
         """Charge the users at the ends of the fit pairs a read of their edges in the clear.
@@ -590,7 +611,7 @@ class VGAELinkPredictor(_LinkPredictorBase):
             fewer than half of the training pairs labelled ``classes_[1]`` are
             edges of the training graph and those labelled ``classes_[0]`` are
             edges more often (e.g. labels ``["nonedge", "edge"]``, whose sorted
-            order is reversed).
+            order is reversed), or if a pair (either orientation) has both labels.
 
         Returns
         -------
@@ -973,6 +994,8 @@ class HadamardLinkPredictor(_LinkPredictorBase):
             Training (and ``validation``) pairs; their graph's node features
             are the embeddings.
         y : array-like of shape (n_pairs,)
+            Binary labels; ``classes_[1]`` marks edges. A ValueError if a pair
+            (either orientation) has both labels.
 
         Returns
         -------

@@ -18,7 +18,7 @@ from sklearn.model_selection import StratifiedKFold, cross_val_score
 from skldp import GraphData
 from skldp._torch import module_on, resolve_device
 from skldp.mechanisms import EdgeRR
-from skldp.model_selection import PairData
+from skldp.model_selection import PairData, sample_non_edges
 from skldp.models import (
     GATClassifier,
     GCNClassifier,
@@ -124,10 +124,10 @@ def test_non_finite_sparse_features_are_refused(graph):
 
 # ----------------------------------------------------------------- random state
 def _pairs(G, y):
-    rng = np.random.default_rng(0)
+    """40 edges and 40 non-edges (random pairs drew pairs among the edges, labelled both)."""
     A = sp.triu(G.adjacency, 1).tocoo()
     pos = np.stack([A.row, A.col], axis=1)[:40]
-    neg = rng.integers(0, G.n_nodes, size=(40, 2))
+    neg = sample_non_edges(G, 40, random_state=0)
     pairs = np.vstack([pos, neg])
     return PairData(G, pairs), np.r_[np.ones(len(pos)), np.zeros(len(neg))].astype(int)
 

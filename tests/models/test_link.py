@@ -606,3 +606,43 @@ def test_score_refuses_unknown_labels_and_one_class(split, make):
         with pytest.raises(ValueError, match="ROC-AUC needs both edges and non-edges"):
             est.score(P_te, y)
     assert 0 <= est.score(P_te, y_te) <= 1
+
+
+# ------------------------------------------------------------------- the pair labels
+@pytest.mark.parametrize("make", [_vgae, _had])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_fit_refuses_a_pair_labelled_both_edge_and_non_edge(split, make, reverse):
+    """The same unordered pair among the positives and the negatives was fitted silently,
+    as both classes at once; refused, naming the pair and its two rows."""
+    P_tr, _, _, y_tr, _, _ = split
+    i = int(np.flatnonzero(y_tr == 1)[3])
+    u, v = P_tr.pairs[i]
+    again = [v, u] if reverse else [u, v]
+    X = PairData(P_tr.graph, np.vstack([P_tr.pairs, again]))
+    with pytest.raises(ValueError, match=rf"pair \({u}, {v}\) is labelled both edge \(1\) and "
+                                         rf"non-edge \(0\): rows {i} and {len(P_tr)}"):
+        make().fit(X, np.r_[y_tr, 0])
+    # the same pair twice with the same label is no conflict
+    make(epochs=1).fit(X, np.r_[y_tr, 1])
+
+
+def test_a_pair_labelled_both_ways_is_refused_after_the_labels_are_charged():
+    """The refusal tells which pair the labels disagree on: labels of pairs the caller built
+    over edges an edge mechanism collects are charged first (epsilon inf), refused under
+    a budget."""
+    from skldp.accounting import privacy_report
+    from skldp.mechanisms import EdgeRR, MultiBitMechanism
+    from skldp.population import BudgetExceededError
+
+    def fit(G):
+        X = PairData(G, [[0, 1], [2, 3], [4, 5], [1, 0]])   # (0, 1) labelled 1, then 0
+        make_pipeline(EdgeRR(1.0, random_state=0),
+                      MultiBitMechanism(1.0, feature_range=(0, 1), random_state=0),
+                      _had(epochs=1)).fit(X, [1, 0, 1, 0])
+
+    G = _graph()
+    with pytest.raises(ValueError, match=r"pair \(0, 1\) is labelled both"):
+        fit(G)
+    assert privacy_report(G).epsilon_for("edges") == np.inf
+    with pytest.raises(BudgetExceededError, match="pair labels read from the users' true"):
+        fit(GraphData(G.features, G.adjacency, budget=5.0))
