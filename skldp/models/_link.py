@@ -122,13 +122,37 @@ class _LinkPredictorBase(GraphClassifierMixin, BaseEstimator):
 
     def _encode_pairs(self, X, y):
         X = _check_pairdata(X, self)
+        y = self._check_labels(y, len(X))   # their number: the call's own argument (free)
+        # the labels say which pairs are edges: charged before any refusal of their values
+        self._note_label_read(X)
+        self._check_pair_labels(y)
         y_enc = self._encode_labels(y, len(X))
         if len(self.classes_) != 2:
             raise ValueError(f"link prediction needs two classes (non-edge, edge), got "
                              f"{len(self.classes_)}: {self.classes_!r}.")
-        self._note_label_read(X)
-        self._check_pair_conflicts(X, y_enc)   # after the read's charge: it tells of labels
+        self._check_pair_conflicts(X, y_enc)
         return X, y_enc
+
+    def _check_pair_labels(self, y):
+        """Refuse unlabelled markers (a negative number, NaN, None; e.g. -1/+1 labels):
+        every pair is an edge or not."""
+        from ..model_selection._node_splits import _labelled_mask
+
+        unlabelled = ~_labelled_mask(y)
+        if not unlabelled.any():
+            return
+        given = list(dict.fromkeys(y.tolist()))
+        try:
+            given = sorted(given)
+        except TypeError:   # labels that do not compare (None among strings): first seen
+            pass
+        shown = repr(given[:5])[:-1] + (", ...]" if len(given) > 5 else "]")
+        raise ValueError(
+            f"{type(self).__name__}: pair labels must be 0 (non-edge) or 1 (edge), or two "
+            f"labels whose sorted order puts the edge label last; got the labels {shown}, "
+            f"where {int(unlabelled.sum())} pair(s) carry a marker of an unlabelled row (a "
+            "negative number, NaN or None). For -1/+1 labels pass (np.asarray(y) > 0)"
+            ".astype(int).")
 
     def _check_pair_conflicts(self, X, y_enc):
         """Refuse an unordered pair labelled both edge and non-edge (in either orientation);

@@ -626,23 +626,39 @@ def test_fit_refuses_a_pair_labelled_both_edge_and_non_edge(split, make, reverse
     make(epochs=1).fit(X, np.r_[y_tr, 1])
 
 
-def test_a_pair_labelled_both_ways_is_refused_after_the_labels_are_charged():
-    """The refusal tells which pair the labels disagree on: labels of pairs the caller built
-    over edges an edge mechanism collects are charged first (epsilon inf), refused under
-    a budget."""
+@pytest.mark.parametrize("y, refusal", [
+    ([1, 0, 1, 0], r"pair \(0, 1\) is labelled both"),   # (0, 1) labelled 1, then (1, 0) 0
+    ([1, -1, 1, -1], r"pair labels must be 0 \(non-edge\) or 1"),
+    ([1, 1, 1, 1], "single class"),
+])
+def test_pair_labels_are_charged_before_a_refusal_of_their_values(y, refusal):
+    """A refusal of the labels' values tells of them (which pair they disagree on): labels
+    of pairs the caller built over edges an edge mechanism collects are charged first
+    (epsilon inf), refused under a budget."""
     from skldp.accounting import privacy_report
     from skldp.mechanisms import EdgeRR, MultiBitMechanism
     from skldp.population import BudgetExceededError
 
     def fit(G):
-        X = PairData(G, [[0, 1], [2, 3], [4, 5], [1, 0]])   # (0, 1) labelled 1, then 0
         make_pipeline(EdgeRR(1.0, random_state=0),
                       MultiBitMechanism(1.0, feature_range=(0, 1), random_state=0),
-                      _had(epochs=1)).fit(X, [1, 0, 1, 0])
+                      _had(epochs=1)).fit(PairData(G, [[0, 1], [2, 3], [4, 5], [1, 0]]), y)
 
     G = _graph()
-    with pytest.raises(ValueError, match=r"pair \(0, 1\) is labelled both"):
+    with pytest.raises(ValueError, match=refusal):
         fit(G)
     assert privacy_report(G).epsilon_for("edges") == np.inf
     with pytest.raises(BudgetExceededError, match="pair labels read from the users' true"):
         fit(GraphData(G.features, G.adjacency, budget=5.0))
+
+
+@pytest.mark.parametrize("make", [_vgae, _had])
+def test_fit_refuses_plus_minus_one_pair_labels_saying_what_they_must_be(split, make):
+    """-1/+1 labels got the node classifiers' advice about unlabelled nodes
+    (``G[y >= 0], y[y >= 0]``), which would drop every non-edge."""
+    P_tr, _, _, y_tr, _, _ = split
+    with pytest.raises(ValueError, match=r"pair labels must be 0 \(non-edge\) or 1 \(edge\).*"
+                                         r"got the labels \[-1, 1\].*"
+                                         r"\(np.asarray\(y\) > 0\).astype\(int\)") as err:
+        make().fit(P_tr, 2 * y_tr - 1)
+    assert "G[y >= 0]" not in str(err.value)
