@@ -481,7 +481,8 @@ class VGAELinkPredictor(_LinkPredictorBase):
     epochs : int, default=500
         Maximum number of full-batch epochs.
     min_epochs : int, default=100
-        Epochs before the first validation check.
+        Epochs before training may stop early. The validation checks start
+        at epoch ``check_every``; the best check is kept, also one before.
     check_every : int, default=10
         Epochs between validation checks.
     patience : int, default=10

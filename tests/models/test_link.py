@@ -101,6 +101,17 @@ def test_vgae_reproducible_and_picklable(split):
     assert a.best_epoch_ is not None and (a.best_epoch_ + 1) % 5 == 0
 
 
+def test_vgae_min_epochs_delays_the_stop_not_the_checks(split):
+    """``min_epochs`` only forbids an early stop: the checks run from epoch ``check_every``
+    and the best one is kept even when it came before ``min_epochs``."""
+    est, P_fit, y_fit = _with_validation(
+        _vgae(epochs=60, min_epochs=50, check_every=5, patience=2, lr=0.05), split)
+    est.fit(P_fit, y_fit)
+    assert len(est.validation_scores_) == est.n_iter_ // 5 >= 10
+    assert est.best_epoch_ < 50 <= est.n_iter_ < 60   # patience ran out before min_epochs
+    assert min(est.validation_scores_) == est.validation_scores_[(est.best_epoch_ + 1) // 5 - 1]
+
+
 def test_vgae_fits_on_several_threads_are_reproducible():
     """The same random_state gives the same model with several CPU threads: the pairs'
     rows are gathered with index_select, whose gradient sums each row's copies in
