@@ -14,7 +14,7 @@ from sklearn.base import BaseEstimator, _fit_context
 from .._graph_data import reads_users_data
 from ..base import GraphTransformerMixin, charge_public_read, collected_spec
 from ..mechanisms._grid import check_eps_per_coordinate
-from ..mechanisms._grr import grr_probabilities, public_domain_sizes
+from ..mechanisms._grr import MAX_DOMAIN_SIZE, grr_probabilities, public_domain_sizes
 from ..utils._adjacency import normalized_adjacency
 from ..utils.validation import (
     EPS_CONSTRAINT,
@@ -62,7 +62,10 @@ def mean_propagation_matrix(A, self_loops=True):
 
 
 def _as_codes(X):
-    """Validate GRR-FS reports (non-negative integer codes) in row blocks -> int32 array."""
+    """Validate GRR-FS reports (integer codes ``0..2^24 - 1``, the codes of the largest
+    domain a GRR-FS collection allows) in row blocks -> int32 array. (A larger code would
+    wrap in int32 and index outside the one-hot matrix, or read as a domain too large to
+    propagate.)"""
     n, d = X.shape
     out = np.empty((n, d), dtype=np.int32)
     step = max(1, _BLOCK_ENTRIES // max(d, 1))
@@ -72,6 +75,12 @@ def _as_codes(X):
         if np.any(B != np.round(B)) or np.any(B < 0):
             raise ValueError("FrequencyReconstructor expects GRR-FS reports (integer codes "
                              "0..c-1); place it after GRRFSMechanism.")
+        if np.any(B >= MAX_DOMAIN_SIZE):
+            r, c = np.argwhere(B >= MAX_DOMAIN_SIZE)[0]
+            raise ValueError(f"FrequencyReconstructor expects GRR-FS reports, codes 0..c-1 of "
+                             f"domains of at most 2^24 values (codes at most "
+                             f"{MAX_DOMAIN_SIZE - 1:,}); row {s + r}, column {c} holds "
+                             f"{B[r, c]:.17g}. Place it after GRRFSMechanism.")
         out[s:s + step] = B
     return out
 

@@ -87,3 +87,32 @@ def test_domain_sizes_read_from_raw_features_at_fit_are_charged():
     before = len(reports.ledger.entries())
     FrequencyReconstructor(1.0, 1).fit(reports)
     assert len(reports.ledger.entries()) == before
+
+
+@pytest.mark.parametrize("domain_sizes", [2, None])
+@pytest.mark.parametrize("code", [2.0 ** 24, 3e9])
+def test_a_code_beyond_every_domain_is_refused(code, domain_sizes):
+    # codes were cast to int32: 3e9 became -2^31, the one-hot matrix indexed before its
+    # first column and the interpreter crashed (run in a child process for that reason);
+    # 2^24 (no public domain holds it) read as a domain of 2^24 + 1 codes, a dense
+    # n x 2^24 block per hop
+    import subprocess
+    import sys
+    script = f"""
+import warnings
+import numpy as np, scipy.sparse as sp
+from skldp import GraphData
+from skldp.reconstruction import FrequencyReconstructor
+A = sp.csr_array(np.ones((3, 3)) - np.eye(3))
+G = GraphData(np.array([[0, 1], [1, 0], [{code!r}, 1]]), A)
+warnings.simplefilter("ignore", UserWarning)   # raw features, not GRR-FS reports
+try:
+    FrequencyReconstructor(1.0, 1, domain_sizes={domain_sizes!r}).fit(G).transform(G)
+except ValueError as exc:
+    print("refused:", exc)
+"""
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "refused:" in run.stdout
+    assert "at most 16777215" in run.stdout.replace(",", "")
