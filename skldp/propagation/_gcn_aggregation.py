@@ -165,7 +165,8 @@ class GCNAggregation(GraphTransformerMixin, BaseEstimator):
         return G.with_features(Z, feature_names=G.feature_names)
 
     def propagation_matrix(self, X):
-        """The operator ``P`` (CSR, all nodes) used on the graph of ``X``.
+        """The operator ``P`` (CSR, all nodes) used on the graph of ``X``: a copy of its
+        own (the one kept with the graph for the transforms is not handed out).
 
         It is computed from ``X``'s edges: a read of them charged as ``transform``'s
         (refused under a budget when they are the users' true edges and an edge
@@ -176,4 +177,5 @@ class GCNAggregation(GraphTransformerMixin, BaseEstimator):
         from ..utils.validation import check_graph_data
         G = check_graph_data(X, self, require_adjacency=True)
         note_edge_read(self, G)   # the edges it reads, as transform (charged when due)
-        return graph_propagation_matrix(G, self.self_loops, self.normalization, dtype)
+        # a copy: an edit of it in place would change every later output on this graph
+        return graph_propagation_matrix(G, self.self_loops, self.normalization, dtype).copy()

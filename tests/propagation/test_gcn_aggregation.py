@@ -213,3 +213,19 @@ def test_sym_operator_equals_shared_normalized_adjacency(self_loops, dtype):
     np.testing.assert_array_equal(P.indices, R.indices)
     np.testing.assert_array_equal(P.data, R.data)
     assert abs(A - A_before).nnz == 0
+
+
+def test_propagation_matrix_is_the_callers_copy():
+    # it returned the operator kept with the graph: an edit of it in place (P.data *= 2,
+    # P.setdiag(0)) changed every later GCNAggregation and KProp output on that graph
+    A, X = _toy_graph()
+    G = GraphData(X, sp.csr_matrix(A))
+    agg = GCNAggregation().fit(G)
+    before = np.asarray(agg.transform(G)).copy()
+    P = agg.propagation_matrix(G)
+    np.testing.assert_allclose(P @ X, before, rtol=1e-6)
+    P.data[:] = 0
+    P.setdiag(5.0)
+    again = GraphData(X, G.adjacency)   # the same adjacency: its operators are shared
+    np.testing.assert_array_equal(np.asarray(agg.transform(again)), before)
+    np.testing.assert_allclose(agg.propagation_matrix(G) @ X, before, rtol=1e-6)
