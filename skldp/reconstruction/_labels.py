@@ -30,6 +30,11 @@ def project_simplex(V):
     -------
     W : ndarray of the same shape, rows non-negative and summing to 1.
 
+    Raises
+    ------
+    ValueError
+        If ``V`` is not 1-D or 2-D, has no column or holds NaN or infinite values.
+
     Examples
     --------
     >>> from skldp.reconstruction import project_simplex
@@ -37,6 +42,13 @@ def project_simplex(V):
     array([0.6, 0.4, 0. ])
     """
     V = np.asarray(V, dtype=np.float64)
+    if V.ndim not in (1, 2):
+        got = "a scalar" if V.ndim == 0 else f"shape {V.shape}"
+        raise ValueError(f"project_simplex projects a row (c,) or the rows of an array "
+                         f"(n, c): V must be 1-D or 2-D, got {got}.")
+    if V.shape[-1] == 0:
+        raise ValueError(f"project_simplex needs at least one column (the simplex of no "
+                         f"class is empty), got shape {V.shape}.")
     one_d = V.ndim == 1
     V2 = np.atleast_2d(V)
     if not np.all(np.isfinite(V2)):

@@ -39,3 +39,22 @@ def test_ordinary_rows_are_unchanged_bit_for_bit():
     rho = 6 - np.argmax(cond[:, ::-1], axis=1)
     theta = css[np.arange(len(U)), rho - 1] / rho
     assert np.array_equal(project_simplex(V), np.maximum(V - theta[:, None], 0.0))
+
+
+@pytest.mark.parametrize("V, match", [
+    (np.full((2, 2, 2), 0.5), "1-D or 2-D.*got shape \\(2, 2, 2\\)"),
+    (3.0, "1-D or 2-D.*got a scalar"),
+    (np.zeros((2, 0)), "at least one column"),
+])
+def test_project_simplex_refuses_other_shapes(V, match):
+    # a 3-D array came back 4-D (rows of its second axis projected along its third,
+    # shaped (2, 2, 2, 2)), a scalar as a (1, 1) array: "the same shape" as neither;
+    # no column raised numpy's "attempt to get argmax of an empty sequence"
+    with pytest.raises(ValueError, match=match):
+        project_simplex(V)
+
+
+def test_project_simplex_keeps_the_shape_of_rows_and_of_no_row():
+    assert project_simplex([0.8, 0.6, -0.4]).shape == (3,)
+    assert project_simplex(np.zeros((0, 3))).shape == (0, 3)
+    np.testing.assert_allclose(project_simplex([[3.0], [-2.0]]), [[1.0], [1.0]])
