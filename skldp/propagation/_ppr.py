@@ -328,7 +328,11 @@ class PPRPropagation(GraphTransformerMixin, BaseEstimator):
         cols = _BAG_COLUMNS if bags and solver == "chebyshev" else _CPU_BLOCK_COLUMNS
         width = max(1, min(cols, _CPU_BLOCK_ELEMENTS // max(n, 1)))
         jobs = _n_threads(self.n_jobs)
-        if d > 1:   # at least one block per thread
+        if d > 1 and solver == "chebyshev" and not bags:   # at least one block per thread
+            # (only where a column's output does not depend on the other columns of its
+            # block: the power series and CG stop per block, and float32's torch passes
+            # round a block's entries by their place in it; so the output does not depend
+            # on n_jobs)
             width = max(1, min(width, -(-d // jobs)))
         starts = range(0, d, width)
         Z = aligned_empty((n, d), dtype)   # (whole cache lines per row of a block)

@@ -321,3 +321,25 @@ def test_ppr_sparse_and_dense_features_give_the_same_output(dtype):
     Zs = PPRPropagation(dtype=dtype, n_jobs=2).fit_transform(GraphData(sp.csr_matrix(X), A))
     Zd = PPRPropagation(dtype=dtype, n_jobs=1).fit_transform(GraphData(X, A))
     np.testing.assert_array_equal(np.asarray(Zs.features), np.asarray(Zd.features))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("solver, directed", [("power", True), ("power", False),
+                                              ("chebyshev", False), ("cg", False)])
+def test_ppr_output_does_not_depend_on_threads_with_uneven_columns(solver, directed, dtype):
+    # the CPU path narrowed its column blocks to give every thread one (60 columns: one
+    # block of 60 on one thread, two of 30 on two): the power series' stopping rule is
+    # per block, and float32 Chebyshev adds a block's features through its non-zeros
+    # when the block is sparse, so a column's output depended on its neighbours in the
+    # block, and so on n_jobs (None: the CPUs of the machine)
+    G = _graph(d=60)
+    rng = np.random.default_rng(1)
+    X = G.features * np.exp(3 * rng.normal(size=60))          # columns of other scales
+    X[:, :40][rng.random((X.shape[0], 40)) < 0.99] = 0.0      # sparse columns first
+    A = G.adjacency
+    if directed:   # each stored entry kept with probability 1/2: a directed graph
+        A = sp.csr_matrix(A.multiply(rng.random(A.shape) < 0.5))
+    outs = [PPRPropagation(alpha=0.1, solver=solver, dtype=dtype, n_jobs=jobs)
+            .fit_transform(GraphData(X, A)).features for jobs in (1, 2, 3)]
+    np.testing.assert_array_equal(outs[0], outs[1])
+    np.testing.assert_array_equal(outs[0], outs[2])
