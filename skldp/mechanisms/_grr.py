@@ -659,6 +659,28 @@ class GRRFSMechanism(LDPMechanism):
         self.paper_epsilon_ = grrfs_paper_epsilon(float(self.eps), self.m, d)
         return self
 
+    def _placeholder_row(self, d):
+        """A row of ``d`` values inside the declared domain, for a spec made without data
+        (:func:`~skldp.population.collection_spec`): each feature's smallest category, a
+        raw value in its bin where ``bin_edges`` bins the column, 0 elsewhere."""
+        row = np.zeros(d)
+        cats = self.categories
+        if cats is None or len(cats) != d or any(np.size(c) == 0 for c in cats):
+            return row   # (fit refuses such categories with its own message)
+        edges = {} if self.bin_edges is None else dict(_edge_items(self.bin_edges, d))
+        try:
+            firsts = [float(np.min(np.asarray(c, dtype=np.float64))) for c in cats]
+        except (TypeError, ValueError):
+            return row
+        for j, first in enumerate(firsts):
+            e = edges.get(j)
+            if e is None:
+                row[j] = first
+            elif first == int(first) and 0 <= first <= len(e):
+                # np.digitize(x, e) == k for x = e[k - 1] (k >= 1), x < e[0] (k == 0)
+                row[j] = e[int(first) - 1] if first >= 1 else e[0] - 1.0
+        return row
+
     def _restore_public_state(self, spec, X):
         ps = spec.public_state
         d = self.n_features_in_ = int(ps["n_features"])

@@ -112,7 +112,10 @@ def _fit_placeholder(est, name, n_features, node_ids):
     elif "features" in protects:
         if not isinstance(n_features, numbers.Integral) or n_features < 1:
             raise ValueError(f"an unfitted {name} needs n_features (an integer >= 1).")
-        est.fit(GraphData(np.zeros((1, int(n_features)))))
+        # a row inside the declared domain (a GRR-FS category list may leave out 0)
+        row = getattr(est, "_placeholder_row", None)
+        est.fit(GraphData(np.zeros((1, int(n_features))) if row is None else
+                          np.asarray(row(int(n_features)), dtype=np.float64)[None, :]))
     else:
         raise TypeError(f"{name} is not a local DP mechanism (it protects nothing).")
     return est.collection_
