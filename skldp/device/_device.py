@@ -116,7 +116,8 @@ def encode(spec, data, *, seed, key, user=None, directory=None):
     spec : CollectionSpec, dict or JSON text
     data : array-like, label or list of ids
         A feature row (the raw row: the spec's on-device steps and bounds are
-        applied here), a label, or the ids of the user's neighbours.
+        applied here), a label (a 0-d array is read as the label it holds), or the
+        ids of the user's neighbours.
     seed : int
         63-bit secret seed.
     key : int
@@ -177,9 +178,13 @@ def _encode(spec, data, *, seed, key, user=None, directory=None):
     # a device answers must not depend on its data); drawn from (seed, key), as a port can
     rng = _OutsideDraws(seed, keys)
     if p.protects == "labels":
+        if isinstance(data, np.ndarray) and data.ndim == 0:
+            data = data[()]   # one label (np.asarray(y[i])): the numpy scalar it holds
         if isinstance(data, (list, tuple, dict, set, np.ndarray)):
+            shape = f" of shape {data.shape}" if isinstance(data, np.ndarray) else ""
             raise TypeError(f"A device answers about one label (its user's), got a "
-                            f"{type(data).__name__}.")
+                            f"{type(data).__name__}{shape}: pass the label itself (y[i], "
+                            "not y[i:i + 1] or [y[i]]).")
         inputs, replaced = p.prepare_on_device([data], rng)
     else:
         rows = _float_row(_dense_row(data))
