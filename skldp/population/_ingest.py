@@ -486,7 +486,8 @@ def read_reports(source, spec, *, users=None, senders=None, format=None):
         The collection's spec. A FeatureHashing step must ship the map its
         ``random_state`` draws, the server's (a ``SpecError`` otherwise).
     users : array-like or None, default=None
-        The users allowed to answer (the directory of enrolled users); others
+        The users allowed to answer (the directory of enrolled users), each
+        listed once (a repeated id, or two ids of one key, is a ``ValueError``); others
         are refused, and their answers charged if they join later (see
         ``ReceivedReports.again``). ``None`` admits any id a record claims, each a node of the
         graph (a warning: anyone who can send records can add users); each id is kept
@@ -540,6 +541,8 @@ def read_reports(source, spec, *, users=None, senders=None, format=None):
     users = None if users is None else list(directory)   # (read twice for an edge collection)
     # users by key, as the ledger and GraphData know them (not by ==: True == 1)
     allowed = None if users is None else _Users(_as_id_array(directory, "users"))
+    if allowed is not None and len(allowed._row) != len(allowed.ids):
+        raise ValueError(_repeated_users_message(allowed))
     own_position = None
     if users is None and "edges" in spec.protects:
         raise ValueError("an edge collection is read with users=: the directory its lists "
@@ -794,6 +797,31 @@ def _key(user):
     one = np.empty(1, dtype=object)
     one[0] = user
     return int(ids_to_keys(one)[0])
+
+
+def _repeated_users_message(allowed):
+    """The error for a ``users=`` that lists a user (a key) more than once, naming every
+    repeated user (at most 10) with its positions."""
+    keys = allowed.keys
+    order = np.argsort(keys, kind="stable")
+    sk = keys[order]
+    starts = np.flatnonzero(np.r_[True, sk[1:] != sk[:-1]])
+    counts = np.diff(np.r_[starts, len(sk)])
+    groups = sorted((order[s:s + c] for s, c in zip(starts, counts, strict=True) if c > 1),
+                    key=lambda g: g[0])
+    named = []
+    for g in groups[:10]:
+        ids = [allowed.ids[i] for i in g.tolist()]
+        same = all(v == ids[0] and type(v) is type(ids[0]) for v in ids)
+        where = ", ".join(map(str, g.tolist()))
+        named.append(f"{ids[0]!r} (at positions {where})" if same else
+                     f"{' and '.join(map(repr, ids))} (at positions {where}; one key)")
+    more = f"; and {len(groups) - 10} more" if len(groups) > 10 else ""
+    n = len(groups)
+    return (f"users lists {n} user{'s' if n > 1 else ''} more than once: "
+            f"{'; '.join(named)}{more}. A directory lists each enrolled user once (two ids "
+            "of one key, such as -1 and 2**64 - 1, are one user: two answers under them "
+            "would be kept as two users' reports). Drop the repeats.")
 
 
 class _Users:
