@@ -1022,8 +1022,10 @@ def received_graph(*, features=None, labels=None, edges=None, node_ids=None, bud
         its users: a node of a graph built on it, or a user charged before.
     missing_features : {"error", "zero"}, default="error"
         A user without a feature report: an error, or a row of the decoded
-        "no report" value (0 for HDS, the range's centre for the others: the
-        feature carries no information about that user).
+        "no report" value (0 for HDS, the range's centre for the other numeric
+        kinds: the feature carries no information about that user). Set-valued and
+        GRR-FS reports have no such value: ``"zero"`` raises a ``ValueError`` for
+        them, before anything is charged.
     missing_lists : {"warn", "empty", "error"}, default="warn"
         A user of the edge collection's directory without an adjacency list: read
         as an empty list (it reports no edge; its edges are still read from the
@@ -1554,11 +1556,12 @@ def _decoded_features(received, position, n, missing, mechanism_from_spec):
         order[rows] = np.arange(n)
         return (Z[order] if not sparse else sp.csr_matrix(Z)[order]), rows
     # users without a report: the decoded value that says nothing (0, or the centre)
-    empty = 0.0 if received.spec.kind.endswith("HDSMechanism") else \
-        (mech.feature_min_ + mech.feature_max_) / 2.0
     if received.spec.kind.endswith(("SetValuedMechanism", "GRRFSMechanism")):
+        # (before the centre is read: GRR-FS has no feature range)
         raise ValueError(f"{received.spec.kind} reports have no neutral value: drop the "
                          "users without a report from node_ids.")
+    empty = 0.0 if received.spec.kind.endswith("HDSMechanism") else \
+        (mech.feature_min_ + mech.feature_max_) / 2.0
     out = np.empty((n, d))
     out[...] = empty
     if Z is not None:
