@@ -663,6 +663,8 @@ class MLPHead(TorchClassifierBase):
 
     # --------------------------------------------------------------- predict
     def _logits(self, X):
+        if isinstance(X, GraphData):   # node pairs: refused, as by fit (nothing read)
+            refuse_pairs(X, self)
         check_feature_names(self, X)
         n_in = getattr(self, "n_features_in_", None)
         shape = getattr(X, "shape", None)

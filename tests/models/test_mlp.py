@@ -63,6 +63,19 @@ def test_graph_view_uses_only_view_rows(small_graph):
     assert clf.score(G[test], y[test]) > 0.8
 
 
+@pytest.mark.parametrize("method", ["predict", "predict_proba", "decision_function"])
+def test_predicting_node_pairs_is_refused(small_graph, method):
+    # fit refused a PairData; predict returned one row per pair *end* (2 per pair, the
+    # features of u and of v in turn), which score() then failed on with a shape error
+    from skldp.model_selection import PairData
+    A, X, y = small_graph
+    G = GraphData(X, A)
+    clf = _fast(epochs=2).fit(G[:40], y[:40])
+    P = PairData(G, np.array([[0, 1], [2, 3], [4, 5]]))
+    with pytest.raises(TypeError, match="classifies nodes, but X is a PairData"):
+        getattr(clf, method)(P)
+
+
 def test_sparse_input_matches_dense():
     X, y = _blobs(d=5)
     X = np.abs(X) * (np.abs(X) > 1)
