@@ -17,7 +17,7 @@ from torch import nn
 from .._graph_data import GraphData
 from .._torch import Dropout, resolve_device, stream_seed
 from ..base import note_feature_read
-from ..utils._arrays import torch_sum_is_finite
+from ..utils._arrays import check_float32_range, torch_sum_is_finite
 from ..utils.validation import (
     Count,
     Interval,
@@ -63,6 +63,15 @@ _GIVEN = "the features given to MLPHead"   # NaN advice: a server step, no mecha
 def _chunk_rows(d, entries=None):
     """Rows per chunk of ``d`` features: ``entries`` (``_STATS_CHUNK``), at least one row."""
     return max(1, (_STATS_CHUNK if entries is None else entries) // max(d, 1))
+
+
+def _check_rows(X, head):
+    """Refuse rows of a GraphData (read and charged already) that are NaN, infinite or
+    beyond float32's range, in which the head computes (inf, then NaN probabilities); an
+    array input gets scikit-learn's ``check_array`` errors instead."""
+    name = f"the features given to {type(head).__name__}"
+    check_finite_features(X, name=name)
+    check_float32_range(X, name=name)
 
 
 def _store_map(n, order):
@@ -486,7 +495,7 @@ class MLPHead(TorchClassifierBase):
             if T is not None:
                 return self._prepare_held(T, torch.as_tensor(X.rows, device=device))
             X = X.features[X.rows]
-            check_finite_features(X, name=f"the features given to {type(self).__name__}")
+            _check_rows(X, self)
         n, d = X.shape
         if sp.issparse(X) and n * d * 4 <= _DENSE_BYTES:
             X = X.toarray()   # densified once: the same statistics as a dense input
@@ -609,7 +618,7 @@ class MLPHead(TorchClassifierBase):
         from sklearn.model_selection import GridSearchCV, StratifiedKFold
         if isinstance(X, GraphData):
             X = X.features[X.rows]   # the rows alone: the folds need no graph
-            check_finite_features(X, name=f"the features given to {type(self).__name__}")
+            _check_rows(X, self)
         cv_seed = stream_seed(seed, "weight_decay") % (1 << 32)
         # each candidate seeded alike, so that the comparison is of the penalty alone
         est = clone(self).set_params(weight_decay=_DECAY, random_state=cv_seed, verbose=0)

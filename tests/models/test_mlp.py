@@ -76,6 +76,24 @@ def test_predicting_node_pairs_is_refused(small_graph, method):
         getattr(clf, method)(P)
 
 
+@pytest.mark.parametrize("weight_decay", [1e-4, "auto"])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_graph_features_beyond_float32_are_refused(small_graph, weight_decay, sparse):
+    # MLPHead computes in float32: the rows of a GraphData beyond float32's range became
+    # inf at predict, so predict_proba was NaN and predict the first class, silently (a
+    # plain array is refused by check_array); fit refused them with check_array's message
+    # only through weight_decay="auto"'s search
+    A, X, y = small_graph
+    big = X * 1e300
+    G_big = GraphData(sp.csr_matrix(big) if sparse else big, A)
+    clf = _fast(epochs=2).fit(GraphData(X, A)[:40], y[:40])
+    for method in ("predict", "predict_proba", "decision_function"):
+        with pytest.raises(ValueError, match="MLPHead exceed float32's range"):
+            getattr(clf, method)(G_big[40:])
+    with pytest.raises(ValueError, match="MLPHead exceed float32's range"):
+        _fast(epochs=2, weight_decay=weight_decay).fit(G_big[:40], y[:40])
+
+
 def test_sparse_input_matches_dense():
     X, y = _blobs(d=5)
     X = np.abs(X) * (np.abs(X) > 1)
