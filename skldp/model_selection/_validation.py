@@ -100,22 +100,24 @@ def _held_out(X, v, owner):
     return np.isin(X.rows, v)
 
 
-def _fraction_split(y_enc, n, fraction, n_classes, seed):
+def _fraction_split(y_enc, n, fraction, seed):
     """A ``fraction`` of ``n`` rows, stratified when every class can be on both sides.
 
-    Every class of the rows keeps a training row: a draw that would hold out all
-    the rows of a class (its only one, or all of a few in an unstratified draw)
-    is replaced by a stratified one in which each class keeps at least one. Every
-    other draw is the one this function always made. ``val`` is ``None`` when no
-    row is left to validate.
+    The classes are those of the rows: a class of the estimator's domain
+    (``classes_``) that no row has does not count. Every class of the rows keeps a
+    training row: a draw that would hold out all the rows of a class (its only one,
+    or all of a few in an unstratified draw) is replaced by a stratified one in which
+    each class keeps at least one. Every other draw is the one this function always
+    made. ``val`` is ``None`` when no row is left to validate.
     """
     n_val = math.ceil(fraction * n)
     seed = seed % (2**31)
-    if np.bincount(y_enc).min() >= 2 and min(n_val, n - n_val) >= n_classes:
+    counts = np.bincount(y_enc)
+    present = counts[counts > 0]
+    if present.min() >= 2 and min(n_val, n - n_val) >= len(present):
         train, val = _stratified_split(y_enc, n_val, seed)
     else:
         train, val = train_test_split(np.arange(n), test_size=fraction, random_state=seed)
-    counts = np.bincount(y_enc)
     if np.all(np.bincount(y_enc[train], minlength=len(counts))[counts > 0] > 0):
         return train, val
     # a class would be in classes_ but never in the loss, and never predicted
@@ -201,8 +203,7 @@ def validation_split(X, y_enc, *, validation, early_stopping, validation_fractio
     if v is None:
         if not early_stopping or n < 2:
             return np.arange(n), None
-        n_classes = len(getattr(owner, "classes_", ())) or int(np.max(y_enc)) + 1
-        return _fraction_split(y_enc, n, validation_fraction, n_classes, seed)
+        return _fraction_split(y_enc, n, validation_fraction, seed)
     name = type(owner).__name__
     if not early_stopping:
         raise ValueError(f"{name}: validation rows are only used for early stopping; set "

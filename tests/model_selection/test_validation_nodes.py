@@ -236,3 +236,23 @@ def test_stratified_fraction_split_is_scikit_learns():
         np.testing.assert_array_equal(got[1], want[1])
         checked += 1
     assert checked > 60
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_fraction_split_is_stratified_with_a_domain_class_absent_from_the_fit_rows(seed):
+    # A public label domain (LPGNN's classes, a label mechanism's) may hold a class that
+    # no fit row has: the split was then a plain draw, its count 0 failing "every class
+    # has two rows" (e.g. 3 and 1 validation rows of two classes of 20 instead of 2 and 2)
+    from types import SimpleNamespace
+    y_enc = np.repeat([0, 2], 20)            # classes_ [3, 5, 7]: no 5 among the rows
+    owner = SimpleNamespace(classes_=np.array([3, 5, 7]))
+    train, val = validation_split(np.zeros((40, 1)), y_enc, validation=None,
+                                  early_stopping=True, validation_fraction=0.1, seed=seed,
+                                  owner=owner)
+    # the same draw as for the two classes encoded without the gap
+    t2, v2 = validation_split(np.zeros((40, 1)), y_enc // 2, validation=None,
+                              early_stopping=True, validation_fraction=0.1, seed=seed,
+                              owner=SimpleNamespace(classes_=np.array([3, 7])))
+    np.testing.assert_array_equal(np.bincount(y_enc[val], minlength=3), [2, 0, 2])
+    np.testing.assert_array_equal(train, t2)
+    np.testing.assert_array_equal(val, v2)
