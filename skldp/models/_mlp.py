@@ -675,15 +675,12 @@ class MLPHead(TorchClassifierBase):
         if isinstance(X, GraphData):   # node pairs: refused, as by fit (nothing read)
             refuse_pairs(X, self)
         check_feature_names(self, X)
-        n_in = getattr(self, "n_features_in_", None)
-        shape = getattr(X, "shape", None)
-        if n_in is not None and shape is not None and len(shape) == 2 and shape[1] != n_in:
-            raise ValueError(f"X has {shape[1]} features, but {type(self).__name__} is "
-                             f"expecting {n_in} features as input.")
+        self._check_width(X)
         check_is_fitted(self, "module_")
         note_feature_read(self, X)   # raw features read here: in the clear, as at fit
         if not isinstance(X, GraphData):
             X = check_feature_array(X, dtype=np.float32)
+            self._check_width(X)   # (rows given as a list have no shape before)
         device = resolve_device(self.device)
         # Inference in float64 on a copy: a row's scores do not depend on which
         # other rows are predicted with it (float32 kernels vary with batch shape).
@@ -706,6 +703,14 @@ class MLPHead(TorchClassifierBase):
                     out[s:s + step] = module(data[s:s + step].double()).cpu().numpy()
                 return out
         return out.cpu().numpy()
+
+    def _check_width(self, X):
+        """Refuse rows of another width than the fit's (scikit-learn's message)."""
+        n_in = getattr(self, "n_features_in_", None)
+        shape = getattr(X, "shape", None)
+        if n_in is not None and shape is not None and len(shape) == 2 and shape[1] != n_in:
+            raise ValueError(f"X has {shape[1]} features, but {type(self).__name__} is "
+                             f"expecting {n_in} features as input.")
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

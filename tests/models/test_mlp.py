@@ -218,6 +218,20 @@ def test_bad_labels_and_features():
         _fast().fit(GraphData(X_nan), y)
 
 
+@pytest.mark.parametrize("width", [5, 7])
+@pytest.mark.parametrize("method", ["predict", "predict_proba", "decision_function"])
+def test_rows_of_another_width_given_as_lists_are_refused_with_the_count(width, method):
+    # a list of rows has no .shape: the width was not checked and torch raised "The size
+    # of tensor a (5) must match the size of tensor b (6)" from inside the network
+    X, y = _blobs(n=60)
+    clf = _fast(epochs=2).fit(X, y)
+    rows = np.c_[X, X][:4, :width].tolist()
+    with pytest.raises(ValueError, match=f"X has {width} features, but MLPHead is expecting "
+                                         "6 features as input"):
+        getattr(clf, method)(rows)
+    assert getattr(clf, method)(X[:4].tolist()).shape[0] == 4
+
+
 def test_unfitted_raises():
     from sklearn.exceptions import NotFittedError
     with pytest.raises(NotFittedError):
