@@ -80,11 +80,27 @@ def check_finite_features(X, name="features", feature_range=None):
         if data.dtype.kind in "fc" and np.isfinite(data.sum()):
             return X
     if not np.all(np.isfinite(data)):
-        dense = X.toarray() if sp.issparse(X) else data
-        bad = np.argwhere(~np.isfinite(dense))[0]
+        if sp.issparse(X):   # (no dense copy: at a million users it would not fit)
+            bad, value = _first_bad_stored_entry(X)
+        else:
+            bad = np.argwhere(~np.isfinite(data))[0]
+            value = data[tuple(bad)]
         raise ValueError(_not_finite(name, bad, feature_range, X.shape, sp.issparse(X),
-                                     np.isinf(dense[tuple(bad)])))
+                                     np.isinf(value)))
     return X
+
+
+def _first_bad_stored_entry(X):
+    """The position ``(row, column)`` of the first cell (in row-major order) of the sparse
+    matrix ``X`` with a NaN or infinite stored entry, and that cell's value (the sum of its
+    stored entries, as ``X.toarray()`` reads it), from its stored entries only."""
+    C = sp.coo_matrix(X)   # (CSR, CSC: the entries as stored, duplicates kept)
+    bad = np.flatnonzero(~np.isfinite(C.data))
+    rows, cols = C.row[bad].astype(np.int64), C.col[bad].astype(np.int64)
+    k = np.lexsort((cols, rows))[0]
+    r, c = int(rows[k]), int(cols[k])
+    value = C.data[(C.row == r) & (C.col == c)].sum()
+    return np.array([r, c]), value
 
 
 _FLOAT32_MAX = float(np.finfo(np.float32).max)

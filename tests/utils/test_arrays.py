@@ -91,6 +91,36 @@ def test_finite_check_of_a_tensor_names_the_first_bad_entry():
     assert check_finite_features(big) is big
 
 
+@pytest.mark.parametrize("fmt", ["csr", "csc", "coo", "unsorted_csr"])
+def test_finite_check_of_a_sparse_matrix_names_the_first_bad_entry_without_a_dense_copy(fmt):
+    # the error path made a dense copy of the whole matrix to find the entry: at 1M
+    # users' bag-of-words a MemoryError, and no refusal charged (not a ValueError)
+    import tracemalloc
+
+    import scipy.sparse as sp
+    n, d = 4000, 2500   # dense: 80 MB of float64
+    rows = np.array([3999, 2000, 2000, 17, 0])
+    cols = np.array([0, 900, 12, 2499, 5])
+    vals = np.array([np.nan, np.inf, -np.inf, 2.0, 1.0])
+    X = sp.coo_matrix((vals, (rows, cols)), shape=(n, d))
+    if fmt == "unsorted_csr":
+        X = X.tocsr()
+        X.indices[X.indptr[2000]:X.indptr[2001]] = [900, 12]   # the row's entries swapped
+        X.data[X.indptr[2000]:X.indptr[2001]] = [np.inf, -np.inf]
+        X.has_sorted_indices = False
+    else:
+        X = X.asformat(fmt)
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError, match=r"first at row 2000, column 12\). That one is "
+                                             r"infinite"):
+            check_finite_features(X)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1e6
+
+
 def _largest_allocation(fn):
     """Bytes of the largest single allocation ``fn`` makes (the profiler sees the
     temporaries inside an operator, as a reduction's cast of its whole input)."""
