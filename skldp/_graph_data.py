@@ -321,6 +321,8 @@ def _as_features(features):
             X = features.to_numpy(dtype=np.float64, na_value=np.nan)
         except (TypeError, ValueError):
             pass
+    if X.dtype == object:   # numbers held as objects (df.to_numpy() of mixed columns)
+        X = _numbers_of_objects(X)
     # by kind: numpy counts durations (timedelta64) as integers (np.number)
     if X.dtype.kind not in "biufc":   # complex: refused by _check_real, with its reason
         raise TypeError(f"features must be numeric, got dtype {X.dtype}.")
@@ -333,6 +335,48 @@ def _as_features(features):
     if X.dtype not in (np.float32, np.float64):   # integers, bools, float16, longdouble
         X = X.astype(np.float64)
     return X
+
+
+def _numbers_of_objects(X):
+    """The object array ``X`` as float64 when its entries are real numbers (Python's,
+    numpy's, Decimal, Fraction, bools) or missing values (None, pandas' NA: NaN), as a
+    DataFrame's object column is read; else ``X`` itself when it holds arrays (refused
+    by shape or dtype after), or a ``TypeError`` naming the first entry that is no number
+    (text is not parsed, as in a DataFrame)."""
+    if X.ndim == 0:
+        return X
+    flat = X.reshape(-1)
+    missing = [i for i, v in enumerate(flat) if v is None or _is_pandas_na(v)]
+    bad = next((i for i, v in enumerate(flat) if not (_real_number(v) or v is None
+                                                      or _is_pandas_na(v))), None)
+    if bad is not None:
+        v = flat[bad]
+        if isinstance(v, np.ndarray):   # a ragged list of rows: refused by its shape
+            return X
+        r, c = np.unravel_index(bad, X.shape)[:2] if X.ndim >= 2 else (bad, 0)
+        raise TypeError(f"features must be numeric, got {v!r} at row {r}, column {c} (of "
+                        "an object array), which is no real number. Convert the columns "
+                        "first: numeric text with pd.to_numeric or float(), a category "
+                        "with its codes.")
+    if missing:
+        flat = flat.copy()
+        flat[missing] = np.nan
+    try:
+        return flat.astype(np.float64).reshape(X.shape)
+    except OverflowError:   # an integer beyond float64
+        raise TypeError("features hold an integer too large for float64, in which "
+                        "GraphData stores them.") from None
+
+
+def _real_number(v):
+    """Whether ``v`` is a real number numpy converts to a float as it is (not complex)."""
+    return isinstance(v, (numbers.Real, np.bool_, decimal.Decimal)) and \
+        not isinstance(v, (np.datetime64, np.timedelta64))
+
+
+def _is_pandas_na(v):
+    pd = sys.modules.get("pandas")
+    return pd is not None and v is pd.NA
 
 
 # What pandas' ``infer_dtype`` calls columns of values that are not numbers (dates, text):

@@ -246,6 +246,27 @@ def test_numeric_extension_columns_still_convert():
     assert G.features.dtype == np.float64
 
 
+def test_object_arrays_of_numbers_convert_as_the_frames_columns_do():
+    # df.to_numpy() of a nullable integer column beside a float one is an object array of
+    # numbers (pandas' NA for the missing one): refused as "not numeric", the frame taken
+    import decimal
+    frame = pd.DataFrame({"i": pd.array([31, 45, None], dtype="Int64"), "f": [0.5, 1.5, 2.5]})
+    expected = np.array([[31, 0.5], [45, 1.5], [np.nan, 2.5]])
+    for X in (frame.to_numpy(), [[31, 0.5], [45, 1.5], [None, 2.5]],
+              np.array([[31, decimal.Decimal("0.5")], [np.int64(45), 1.5], [np.nan, 2.5]],
+                       dtype=object)):
+        G = GraphData(X)
+        np.testing.assert_array_equal(G.features, expected)
+        assert G.features.dtype == np.float64
+        np.testing.assert_array_equal(GraphData(np.eye(3)).with_features(X).features, expected)
+    # what is no number is refused, named with its place
+    for bad, shown in (("2.5", "'2.5'"), (1j, "1j"), (b"1", "b'1'")):
+        X = np.array([[1, 2], [3, bad]], dtype=object)
+        with pytest.raises(TypeError, match=rf"features must be numeric, got {shown} at row 1, "
+                                            r"column 1"):
+            GraphData(X)
+
+
 def test_gnn_takes_features_with_negative_strides():
     from skldp._torch._sparse import to_torch_dense
     from skldp.models import GCNClassifier
