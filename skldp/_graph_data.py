@@ -1742,10 +1742,32 @@ def _charge_refusal(step, part, users, what):
 
 
 def _as_feature_names(names, n_features):
-    names = np.array(names, dtype=object)   # (a copy: the caller may edit its array)
-    if names.shape != (n_features,):
-        raise ValueError(f"feature_names must have length {n_features}, got {names.shape}.")
-    return names
+    """``names`` as a new 1-D object array of ``n_features`` names (a copy: the caller may
+    edit its array), from any iterable in order; each element is one name (a tuple too)."""
+    expected = f"feature_names must be a sequence of {n_features} names (one per column)"
+    if isinstance(names, (str, bytes)):
+        raise TypeError(f"{expected}, got the single string {names!r}. List the names: "
+                        "feature_names=['a', 'b', ...].")
+    if isinstance(names, (set, frozenset)):
+        raise TypeError(f"{expected} in the columns' order, got a {type(names).__name__}, "
+                        "whose order is arbitrary: the names would label other columns. "
+                        "Pass a list of the names in the order of the columns.")
+    if isinstance(names, np.ndarray):
+        if names.shape != (n_features,):
+            raise ValueError(f"feature_names must have length {n_features}, got shape "
+                             f"{names.shape}.")
+        values = names.tolist()
+    else:
+        try:
+            values = list(names)
+        except TypeError:
+            raise TypeError(f"{expected}, got {names!r}.") from None
+    if len(values) != n_features:
+        raise ValueError(f"feature_names must have length {n_features}, got {len(values)}.")
+    out = np.empty(n_features, dtype=object)
+    for j, name in enumerate(values):   # (one by one: tuples of names are no second axis)
+        out[j] = name
+    return out
 
 
 def _row_positions(key, n_rows):

@@ -220,6 +220,30 @@ def test_dataframe_columns_become_feature_names():
     assert list(hds.feature_names_in_) == list(NAMES)
 
 
+def test_feature_names_given_as_any_sequence_or_refused_saying_why():
+    X = np.zeros((2, 3))
+    # any iterable of names in order (a generator was refused as "length 3, got ()"), and
+    # names that are tuples stay one name each (they made a 2-D array: "got (3, 2)")
+    assert GraphData(X, feature_names=(c for c in "abc")).feature_names.tolist() == list("abc")
+    tuples = [("a", 1), ("b", 1), ("c", 2)]
+    assert GraphData(X, feature_names=tuples).feature_names.tolist() == tuples
+    assert GraphData(X).with_features(X, tuples).feature_names.tolist() == tuples
+    assert GraphData(X, feature_names=pd.Index(list("abc"))).feature_names.tolist() == \
+        list("abc")
+    # one string (its letters are no names), a set (no order), a non-sequence
+    with pytest.raises(TypeError, match=r"feature_names must be a sequence of 3 names .*"
+                                        r"the single string 'abc'"):
+        GraphData(X, feature_names="abc")
+    with pytest.raises(TypeError, match=r"feature_names .* a set, whose order is arbitrary"):
+        GraphData(X, feature_names={"a", "b", "c"})
+    with pytest.raises(TypeError, match=r"feature_names must be a sequence of 3 names .*got 3"):
+        GraphData(X, feature_names=3)
+    with pytest.raises(ValueError, match=r"feature_names must have length 3, got 2"):
+        GraphData(X, feature_names=iter("ab"))
+    with pytest.raises(ValueError, match=r"feature_names must have length 3, got shape \(1, 3\)"):
+        GraphData(X, feature_names=np.array([list("abc")]))
+
+
 @pytest.mark.parametrize("make", [
     lambda: MLPHead(epochs=2, weight_decay=1e-4),
     lambda: GCNClassifier(epochs=2),
