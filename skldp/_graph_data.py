@@ -1777,7 +1777,7 @@ def _row_positions(key, n_rows):
                          f"boolean mask of length {n_rows}.")
     if isinstance(key, numbers.Integral):
         key = [key]
-    key = np.asarray(key)
+    given, key = key, np.asarray(key)
     if key.dtype == bool:
         if key.ndim == 0:
             raise IndexError("GraphData does not take a single boolean as an index; use a "
@@ -1792,6 +1792,7 @@ def _row_positions(key, n_rows):
     if key.size == 0:  # G[[]]: np.asarray([]) is float; an empty view, as numpy gives
         return np.zeros(0, dtype=np.intp)
     if not np.issubdtype(key.dtype, np.integer):
+        _check_no_missing_index(given, key)
         raise IndexError(f"GraphData row indices must be integers or booleans, got dtype "
                          f"{key.dtype}: rows are indexed by position, not by node id. "
                          "To select nodes by id: G[G.positions(ids)].")
@@ -1806,6 +1807,37 @@ def _row_positions(key, n_rows):
                          "position, not by node id. To select nodes by id: "
                          "G[G.positions(ids)].")
     return key
+
+
+def _check_no_missing_index(given, key):
+    """Raise if the row index ``given`` (``key`` as an array, neither integers nor
+    booleans) holds missing values (None, NaN, pandas' NA: a nullable mask or positions
+    with gaps), saying how to fill or drop them (an error path)."""
+    if key.dtype.kind not in "Of" or key.ndim != 1:
+        return
+    values = key.tolist()
+    missing = [i for i, v in enumerate(values) if _missing_value(v)]
+    if not missing:
+        return
+    present = [v for v in values if not _missing_value(v)]
+    is_mask = getattr(getattr(given, "dtype", None), "kind", "") == "b" or (
+        bool(present) and all(isinstance(v, (bool, np.bool_)) for v in present))
+    i = missing[0]
+    more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+    fix = ("a mask says True or False for every row: fill it first, mask.fillna(False) to "
+           "leave those rows out (np.where(pd.isna(mask), False, mask) for an array)"
+           if is_mask else "positions must be integers: drop the missing ones first "
+           "(positions.dropna() for a pandas Series), then index with them as integers "
+           "(.astype(int))")
+    raise IndexError(f"GraphData's row index holds a missing value ({values[i]!r}) at "
+                     f"position {i}{more}: {fix}.")
+
+
+def _missing_value(v):
+    """Whether ``v`` is None, NaN or pandas' NA (an entry of an index)."""
+    if v is None or _is_pandas_na(v):
+        return True
+    return isinstance(v, float) and v != v
 
 
 def _nbytes(value):

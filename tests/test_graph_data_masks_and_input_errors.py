@@ -55,6 +55,21 @@ def test_a_wrong_mask_is_named_as_given(key, message):
         _graph()[key]
 
 
+@pytest.mark.parametrize("key, said", [
+    (pd.Series([True, None, False, True, False, True], dtype="boolean"),
+     r"mask\.fillna\(False\)"),
+    (pd.array([True, False, None, True, False, True], dtype="boolean"), r"fillna\(False\)"),
+    (pd.Series([0, None, 2], dtype="Int64"), r"dropna\(\)"),
+    (np.array([True, None, False, True, False, True], dtype=object), r"fillna\(False\)"),
+], ids=["boolean Series", "BooleanArray", "Int64 Series", "object array"])
+def test_an_index_with_missing_values_says_so(key, said):
+    # a train mask read from a frame with NA was "row indices must be integers or
+    # booleans, got dtype object: rows are indexed by position, not by node id"
+    with pytest.raises(IndexError, match=r"GraphData's row index holds a missing value "
+                                         rf"\(.*\) at position [12].*{said}"):
+        _graph()[key]
+
+
 @pytest.mark.parametrize("make", [lambda: (u for u in USERS), lambda: dict.fromkeys(USERS),
                                   lambda: dict.fromkeys(USERS).keys(), lambda: iter(USERS)],
                          ids=["generator", "dict", "dict keys", "iterator"])
