@@ -727,6 +727,14 @@ class GRRFSMechanism(LDPMechanism):
             j = int(np.flatnonzero(hi >= sizes)[0])
             raise ValueError(f"{_column_name(names, j)} has the code {int(hi[j])} outside "
                              f"its domain 0..{sizes[j] - 1}.")
+        if np.any(hi >= MAX_DOMAIN_SIZE):
+            # (no domain holds it; and a code of 2^31 or more would wrap in the int32 cast,
+            # so that a domain read from the data (max code + 1) came out silently small)
+            j = int(np.flatnonzero(hi >= MAX_DOMAIN_SIZE)[0])
+            raise ValueError(f"{_column_name(names, j)} has the code {hi[j]:.0f}, beyond every "
+                             f"domain: a domain has at most 2^24 = {MAX_DOMAIN_SIZE:,} codes "
+                             "(0..2^24 - 1). Group rare values, or hash them into fewer "
+                             "buckets.")
         return X.astype(np.int32)
 
     # ---------------------------------------------------------------- reporting

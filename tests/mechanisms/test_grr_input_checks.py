@@ -114,3 +114,22 @@ def test_quantile_bin_edges_refuses_nan_columns_and_too_few_bins():
     with pytest.warns(PrivacyLeakWarning), pytest.raises(InvalidParameterError,
                                                          match="each of columns"):
         quantile_bin_edges(X, 2, columns=[2])
+
+
+@pytest.mark.parametrize("code", [2.0 ** 24, 2.0 ** 31 + 1, 2.0 ** 32])
+def test_a_code_beyond_every_domain_is_refused_when_the_domains_are_read(code):
+    """``domain_sizes=None`` reads ``max code + 1``: a code no domain holds (2^24 or more)
+    is refused, and the refusal charged as a read of the users' features. A code of 2^31
+    or more wrapped in the int32 cast to a small or negative one, and the domain read was
+    silently 2 (refused only later, at transform, as "outside its domain 0..1")."""
+    import warnings
+
+    from skldp import GraphData
+    from skldp.accounting import privacy_report
+    X = np.array([[0.0, 1.0], [1.0, 0.0], [code, 1.0]])
+    G = GraphData(X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        with pytest.raises(ValueError, match=r"column 0 .*2\^24"):
+            GRRFSMechanism(1.0, random_state=0).fit(G)
+    assert np.isinf(privacy_report(G).local_epsilon)
