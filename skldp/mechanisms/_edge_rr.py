@@ -1,6 +1,8 @@
 """Edge local differential privacy: randomized response on each user's adjacency list."""
 
 
+from numbers import Real
+
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, _fit_context
@@ -20,6 +22,7 @@ from ..base import (
 )
 from ..device._edges import flip_probability, randomized_lists
 from ..device._kinds import directory_digest
+from ..exceptions import InvalidParameterError
 from ..population._digest import list_digests
 from ..utils._adjacency import index_dtype
 from ..utils._arrays import sorted_lookup
@@ -462,8 +465,10 @@ class EdgeRR(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
         ----------
         n_nodes : int
             Number of users ``n``.
-        n_edges : int
-            Number of undirected true edges ``m`` (``2 m`` directed list entries).
+        n_edges : int or float
+            Number of undirected true edges ``m`` (``2 m`` directed list entries),
+            in ``0..n (n - 1) / 2``; half-integers count a directed list entry
+            without its reverse (``symmetrize="directed"``).
 
         Returns
         -------
@@ -475,6 +480,12 @@ class EdgeRR(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
         check_int(n_nodes, "n_nodes", 2)
         q = _flip_probability(check_eps(self.eps))
         pairs = n_nodes * (n_nodes - 1) / 2.0
+        # (a count: "3" is no number, and a negative or too large one has no graph)
+        if isinstance(n_edges, bool) or not isinstance(n_edges, Real) \
+                or not 0 <= n_edges <= pairs:
+            raise InvalidParameterError(
+                f"n_edges must be a number of undirected edges in 0..{pairs:.0f} (every pair "
+                f"of {n_nodes} nodes), got {n_edges!r}.")
         m = float(n_edges)
         if self.symmetrize == "directed":
             return 2 * m * (1 - q) + (2 * pairs - 2 * m) * q

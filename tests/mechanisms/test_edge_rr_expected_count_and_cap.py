@@ -42,3 +42,23 @@ def test_eps_above_20_is_refused():
     with pytest.raises(ValueError, match="above 20"):
         EdgeRR(25.0, random_state=0).fit(G)
     EdgeRR(20.0, random_state=0).fit(G)   # the cap itself is allowed
+
+
+@pytest.mark.parametrize("n_edges", [-5, 46, np.nan, np.inf, "3", True, None])
+def test_expected_n_edges_refuses_an_edge_count_no_graph_of_n_nodes_has(n_edges):
+    """``n_edges`` is a count of undirected edges, ``0..n (n - 1) / 2``: a negative, too
+    large, non-finite or non-numeric one gave a number (negative edges 37.3, 100 edges
+    of 10 nodes 134.3, NaN), or ``"3"`` was read as 3."""
+    from skldp.exceptions import InvalidParameterError
+    with pytest.raises(InvalidParameterError, match="n_edges"):
+        EdgeRR(1.0).expected_n_edges(10, n_edges)
+
+
+def test_expected_n_edges_accepts_every_count_of_the_range():
+    """0, every pair (45 of 10 nodes), numpy numbers, and half an edge (a directed list
+    entry without its reverse, ``symmetrize='directed'``)."""
+    for mode in ("or", "and", "directed"):
+        mech = EdgeRR(1.0, symmetrize=mode)
+        for m in (0, 45, np.int64(7), 7.5):
+            assert np.isfinite(mech.expected_n_edges(10, m))
+    assert EdgeRR(np.inf, symmetrize="directed").expected_n_edges(10, 45) == 90
