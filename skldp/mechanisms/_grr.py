@@ -771,8 +771,14 @@ class GRRFSMechanism(LDPMechanism):
             Feature index.
         """
         self._check_fitted()
+        j = self._feature(j)
         r, c = self.sampling_rate_, self.domain_sizes_[j]
         return r * (self.q_[j] + np.asarray(f) * (self.p_[j] - self.q_[j])) + (1 - r) / c
+
+    def _feature(self, j):
+        """The feature index ``j`` as an int in ``0..d - 1`` (``-1`` is not the last one)."""
+        d = self.n_features_in_
+        return check_int(j, "j", 0, d - 1, maximum_is=f"n_features - 1 = {d - 1}")
 
     def estimate_frequencies(self, reports, j=None):
         """Unbiased estimate of each code's frequency (eq. (5)) from reports.
@@ -811,7 +817,7 @@ class GRRFSMechanism(LDPMechanism):
                              f"{R.shape[1]}.")
         if j is None:
             return [self.estimate_frequencies(R[:, jj], jj) for jj in range(d)]
-        j = check_int(j, "j", 0, d - 1, maximum_is=f"n_features - 1 = {d - 1}")
+        j = self._feature(j)
         col = R if R.ndim == 1 else R[:, j]
         c = int(self.domain_sizes_[j])
         # a code outside 0..c-1 would count in the denominator without a bin (or be
@@ -828,6 +834,8 @@ class GRRFSMechanism(LDPMechanism):
 
     def invert_observed(self, observed, j):
         """Invert P(k) of eq. (8): observed proportions (..., c_j) -> frequency estimates."""
+        self._check_fitted()
+        j = self._feature(j)
         r, c = self.sampling_rate_, self.domain_sizes_[j]
         p, q = self.p_[j], self.q_[j]
         return (np.asarray(observed) - r * q - (1 - r) / c) / (r * (p - q))
@@ -850,9 +858,9 @@ class GRRFSMechanism(LDPMechanism):
         f : array-like of shape (..., c_j)
             Frequencies of the codes of feature ``j``.
         j : int
-            Feature index.
+            Feature index, in ``0..d - 1``.
         n : int
-            Number of reports.
+            Number of reports (>= 1).
         users : {"sampled", "fixed"}, default="sampled"
             Which error: of ``f``, the distribution the users are drawn from
             (eq. (6)), or of the frequencies of the users who reported.
@@ -863,6 +871,9 @@ class GRRFSMechanism(LDPMechanism):
         """
         if users not in ("sampled", "fixed"):
             raise ValueError(f"users must be 'sampled' or 'fixed', got {users!r}.")
+        self._check_fitted()
+        j = self._feature(j)
+        n = check_int(n, "n", 1)   # (0 gave inf, a negative n a negative variance)
         f = np.asarray(f, dtype=np.float64)
         P = self.report_probabilities(f, j)
         r, p, q = self.sampling_rate_, self.p_[j], self.q_[j]

@@ -133,3 +133,28 @@ def test_a_code_beyond_every_domain_is_refused_when_the_domains_are_read(code):
         with pytest.raises(ValueError, match=r"column 0 .*2\^24"):
             GRRFSMechanism(1.0, random_state=0).fit(G)
     assert np.isinf(privacy_report(G).local_epsilon)
+
+
+@pytest.mark.parametrize("method", ["report_probabilities", "invert_observed",
+                                    "frequency_variance"])
+@pytest.mark.parametrize("j", [-1, 3, True, 1.0, "0", None])
+def test_frequency_methods_refuse_a_feature_index_x_does_not_have(method, j):
+    """``j`` names one of the ``d`` features, as in ``estimate_frequencies``: ``-1`` was
+    read as the last feature, ``True`` as feature 1, and ``3`` (of 3 features) or ``1.0``
+    raised numpy's IndexError."""
+    from skldp.exceptions import InvalidParameterError
+    mech, _ = _fitted()
+    f = np.array([0.5, 0.5])
+    args = (f, j, 10) if method == "frequency_variance" else (f, j)
+    with pytest.raises(InvalidParameterError, match=r"j must be an integer in 0\.\.2"):
+        getattr(mech, method)(*args)
+
+
+@pytest.mark.parametrize("n", [0, -10, 2.5, np.nan, True])
+def test_frequency_variance_refuses_a_number_of_reports_below_one(n):
+    """``n`` reports: 0 gave inf, -10 a negative variance, 2.5 a value for no ``n``."""
+    from skldp.exceptions import InvalidParameterError
+    mech, _ = _fitted()
+    with pytest.raises(InvalidParameterError, match="n must be an integer >= 1"):
+        mech.frequency_variance(np.array([0.5, 0.5]), 1, n)
+    assert np.all(mech.frequency_variance(np.array([0.5, 0.5]), 1, np.int64(1)) > 0)
