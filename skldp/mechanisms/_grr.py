@@ -214,6 +214,26 @@ def public_domain_sizes(domain_sizes, d, names=None):
     return sizes
 
 
+def _public_categories(categories, names=None):
+    """Each feature's ``categories`` as sorted unique float64 values; refuses, with a clear
+    error, a list that is not 1-D or holds text, ``None``, NaN or inf (the features are
+    finite numbers: such a value would raise numpy's conversion error, be read as a
+    number, or add a domain value no user can hold)."""
+    out = []
+    for j, c in enumerate(categories):
+        try:
+            if np.asarray(c).dtype.kind in "USO":
+                raise TypeError
+            v = np.asarray(c, dtype=np.float64)
+        except (TypeError, ValueError):
+            v = None
+        if v is None or v.ndim != 1 or not np.all(np.isfinite(v)):
+            raise ValueError(f"categories of {_column_name(names, j)} must be a 1-D list of "
+                             f"finite numbers (the values that feature takes), got {c!r}.")
+        out.append(np.unique(v))
+    return out
+
+
 def _check_domain_sizes(sizes, names):
     bad = np.flatnonzero(sizes < 2)
     if len(bad):
@@ -620,8 +640,7 @@ class GRRFSMechanism(LDPMechanism):
             if len(self.categories) != d:
                 raise ValueError(f"categories must list the values of each of the {d} "
                                  f"features, got {len(self.categories)} lists.")
-            self.categories_ = [np.unique(np.asarray(c, dtype=np.float64))
-                                for c in self.categories]
+            self.categories_ = _public_categories(self.categories, names)
             sizes = np.array([len(c) for c in self.categories_])
         elif self.domain_sizes is not None:
             # before the codes are read: a size < 2 would otherwise be reported as a code
@@ -689,8 +708,7 @@ class GRRFSMechanism(LDPMechanism):
                              f"has {d} features.")
         check_int(self.m, "m", 1, d, maximum_is=f"n_features={d}")
         if self.categories is not None:
-            self.categories_ = [np.unique(np.asarray(c, dtype=np.float64))
-                                for c in self.categories]
+            self.categories_ = _public_categories(self.categories)
         self.domain_sizes_ = np.asarray(ps["domain_sizes"], dtype=np.int64)
         self.p_, self.q_ = grr_probabilities(float(self.eps), self.domain_sizes_)
         self.sampling_rate_ = self.m / d

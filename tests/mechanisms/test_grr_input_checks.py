@@ -158,3 +158,22 @@ def test_frequency_variance_refuses_a_number_of_reports_below_one(n):
     with pytest.raises(InvalidParameterError, match="n must be an integer >= 1"):
         mech.frequency_variance(np.array([0.5, 0.5]), 1, n)
     assert np.all(mech.frequency_variance(np.array([0.5, 0.5]), 1, np.int64(1)) > 0)
+
+
+@pytest.mark.parametrize("cats, what", [
+    ([["a", "b"], [0, 1]], "'a'"),              # numpy: "could not convert string to float"
+    ([["0", "1"], [0, 1]], "'0'"),              # text read as numbers
+    ([[0, 1], [0, None]], "None"),              # numpy: a TypeError about NoneType
+    ([[0, 1], [0, 1, np.nan]], "nan"),          # a third value no user can hold
+    ([[0, 1], [0, np.inf]], "inf"),
+    ([[0, 1], [[0, 1], [2, 3]]], r"\[\[0, 1\]"),  # read as the 4 values 0..3
+])
+def test_categories_must_be_lists_of_finite_numbers(cats, what):
+    """The features are numbers (``check_array``), so is every category: text raised
+    numpy's conversion error, NaN or inf made a domain value no user can hold (a larger
+    public domain size, silently), and a nested list was flattened into one domain."""
+    X = np.array([[0.0, 1.0], [1.0, 0.0]])
+    with pytest.raises(ValueError, match=r"categories of column \d must be a 1-D list of "
+                       rf"finite numbers.*{what}"):
+        GRRFSMechanism(1.0, categories=cats, random_state=0).fit(X)
+    GRRFSMechanism(1.0, categories=[range(2), (0.0, 1.0)], random_state=0).fit(X)
