@@ -314,7 +314,14 @@ def _as_features(features):
         return X
     _check_numeric_columns(features)
     check_not_masked(features)
-    X = np.asarray(features)
+    try:
+        X = np.asarray(features)
+    except ValueError as e:   # numpy's "inhomogeneous shape": rows of different lengths
+        if "inhomogeneous" not in str(e):
+            raise
+        _check_equal_rows(features)
+        raise ValueError("features must be a 2-D array of numbers, but their rows hold "
+                         f"sequences of different lengths: {e}") from None
     if X.dtype == object and hasattr(features, "to_numpy"):
         # pandas' nullable dtypes (Float64, Int64) come out as objects: as floats, NA as NaN
         try:
@@ -323,6 +330,8 @@ def _as_features(features):
             pass
     if X.dtype == object:   # numbers held as objects (df.to_numpy() of mixed columns)
         X = _numbers_of_objects(X)
+    if X.dtype == object and X.ndim == 1:   # an object array of rows (arrays)
+        _check_equal_rows(X)
     # by kind: numpy counts durations (timedelta64) as integers (np.number)
     if X.dtype.kind not in "biufc":   # complex: refused by _check_real, with its reason
         raise TypeError(f"features must be numeric, got dtype {X.dtype}.")
@@ -335,6 +344,37 @@ def _as_features(features):
     if X.dtype not in (np.float32, np.float64):   # integers, bools, float16, longdouble
         X = X.astype(np.float64)
     return X
+
+
+def _length(row):
+    """The number of values of the row ``row`` of features, or None for a single value."""
+    if isinstance(row, (str, bytes)):
+        return None
+    try:
+        return len(row)
+    except TypeError:   # a number (a 0-d array included)
+        return None
+
+
+def _check_equal_rows(features):
+    """Raise if ``features``, a sequence of rows, holds rows of different lengths, naming
+    the first that differs from row 0 (an error path: numpy could not stack them)."""
+    try:
+        rows = list(features)
+    except TypeError:
+        return
+    if not rows:
+        return
+    first = _length(rows[0])
+    for i, row in enumerate(rows[1:], 1):
+        k = _length(row)
+        if k != first:
+            has = "is a single value" if k is None else f"has {k} value(s)"
+            row0 = "is a single value" if first is None else f"has {first}"
+            raise ValueError(
+                f"features must be rows of equal length (one value per feature), but row "
+                f"{i} {has} while row 0 {row0}. Pad the short rows with NaN (a missing "
+                "value) first.")
 
 
 def _numbers_of_objects(X):

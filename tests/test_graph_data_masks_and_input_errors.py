@@ -103,3 +103,19 @@ def test_an_edge_list_as_adjacency_says_so(edges, said):
     with pytest.raises(ValueError, match="adjacency has 4 nodes") as err:   # no edge list
         GraphData(np.zeros((3, 1)), np.eye(4))
     assert "edge list" not in str(err.value)
+
+
+@pytest.mark.parametrize("features, said", [
+    ([[1, 2], [3]], r"row 1 has 1 value\(s\) while row 0 has 2"),
+    ([[1, 2], [3, 4], [5, 6, 7]], r"row 2 has 3 value\(s\) while row 0 has 2"),
+    ([[1, 2], 3], r"row 1 is a single value while row 0 has 2"),
+    (np.array([np.array([1.0, 2.0]), np.array([3.0])], dtype=object),
+     r"row 1 has 1 value\(s\) while row 0 has 2"),
+], ids=["short row", "long row", "scalar row", "object array of rows"])
+def test_ragged_rows_of_features_say_which_row_differs(features, said):
+    # numpy's "inhomogeneous shape after 1 dimensions" (or "a 1-D array, reshape")
+    with pytest.raises(ValueError, match=r"features must be rows of equal length .*" + said):
+        GraphData(features)
+    with pytest.raises(ValueError, match=said):   # new features of a graph alike
+        GraphData(np.zeros((2, 2))).with_features(features)
+
