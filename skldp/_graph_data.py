@@ -1817,6 +1817,15 @@ def _row_positions(key, n_rows):
                          f"boolean mask of length {n_rows}.")
     if isinstance(key, numbers.Integral):
         key = [key]
+    if isinstance(key, (list, tuple)):
+        is_bool = [isinstance(v, (bool, np.bool_)) for v in key]
+        if any(is_bool) and not all(is_bool):   # numpy reads [True, 2] as positions [1, 2]
+            raise IndexError(
+                f"GraphData's row index [{_first(list(key), 6)}] mixes booleans and integers "
+                f"(its entry {is_bool.index(True)} is a boolean, its entry "
+                f"{is_bool.index(False)} is not): give either a boolean mask of length "
+                f"{n_rows} (one True or False per row) or integer positions (int(b) for "
+                "a boolean meant as 0 or 1).")
     given, key = key, np.asarray(key)
     if key.dtype == bool:
         if key.ndim == 0:

@@ -119,3 +119,12 @@ def test_ragged_rows_of_features_say_which_row_differs(features, said):
     with pytest.raises(ValueError, match=said):   # new features of a graph alike
         GraphData(np.zeros((2, 2))).with_features(features)
 
+
+@pytest.mark.parametrize("key", [[True, 2], [0, False], [True, 1, 2], [np.True_, 3]])
+def test_a_list_mixing_booleans_and_integers_is_refused(key):
+    # numpy read [True, 2] as the positions [1, 2]: rows 1 and 2, silently
+    with pytest.raises(IndexError, match=r"mixes booleans and integers .*either a boolean "
+                                         r"mask of length 6 .*or integer positions"):
+        _graph()[key]
+    assert _graph()[[1, 2]].node_ids.tolist() == ["bob", "cat"]   # either alone is read
+    assert _graph()[[True] * 3 + [False] * 3].node_ids.tolist() == USERS[:3]
