@@ -112,11 +112,33 @@ def get_data_home(data_home=None):
     -------
     path : pathlib.Path
         The (existing) cache folder.
+
+    Raises
+    ------
+    NotADirectoryError
+        If the folder, or one of its parents, is a file.
     """
+    from_env = not data_home and os.environ.get("SKLDP_DATA_HOME")
     path = Path(data_home or os.environ.get("SKLDP_DATA_HOME")
                 or Path.home() / ".cache" / "skldp").expanduser()
+    blocker = _file_in_the_way(path)
+    if blocker is not None:
+        given = f"{path} (SKLDP_DATA_HOME)" if from_env else str(path)
+        raise NotADirectoryError(
+            f"The data home {given} cannot be a folder: {blocker} is a file, not a folder. "
+            "Give another folder (data_home=..., or the SKLDP_DATA_HOME variable), or "
+            "move the file away.")
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def _file_in_the_way(folder):
+    """The first of ``folder`` and its parents that exists and is not a folder, or None
+    (``mkdir(parents=True)`` would fail on it with a bare FileExistsError)."""
+    for p in (folder, *folder.parents):
+        if p.exists():
+            return None if p.is_dir() else p
+    return None
 
 
 def _sha256(path):
@@ -166,7 +188,7 @@ def fetch_file(url, path, sha256=None, timeout=60):
         Address to download.
     path : str or path
         Destination file; written only once the download (and the checksum)
-        succeeded.
+        succeeded. Its folder is created if needed.
     sha256 : str, default=None
         Expected hex digest of the file.
     timeout : float, default=60
@@ -180,9 +202,17 @@ def fetch_file(url, path, sha256=None, timeout=60):
     Raises
     ------
     OSError
-        If the checksum does not match.
+        If the checksum does not match, or ``path`` is a folder or lies under a file.
     """
     path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(f"cannot save to {path}: it is a folder; give the path of "
+                                "the file to write.")
+    blocker = _file_in_the_way(path.parent)
+    if blocker is not None:
+        raise NotADirectoryError(f"cannot save {path}: {blocker} is a file, not a folder. "
+                                 "Give a path in a folder, or move the file away.")
+    path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".part-")
     try:
         with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=timeout) as resp:

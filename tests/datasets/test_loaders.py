@@ -202,3 +202,39 @@ def test_download_bad_checksum_keeps_nothing(monkeypatch, tmp_path, server, data
     with pytest.raises(OSError):  # urllib HTTPError
         load_dataset("german", base_url=url)  # 404 from the mirror
     assert list(cache.iterdir()) == []
+
+
+def test_fetch_file_creates_the_destination_folder(tmp_path):
+    # a destination in a new folder raised a raw FileNotFoundError (from mkstemp) while
+    # get_data_home creates its folder; a file URL: no network
+    src = tmp_path / "src.bin"
+    src.write_bytes(b"some bytes")
+    dest = tmp_path / "new" / "deeper" / "dest.bin"
+    assert _loaders.fetch_file(src.as_uri(), dest) == dest
+    assert dest.read_bytes() == b"some bytes"
+    assert [p.name for p in dest.parent.iterdir()] == ["dest.bin"]   # no partial file left
+    # a file where the folder would be, or a folder at the destination: refused, named,
+    # before any download (the unreachable port 9 is never asked)
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    with pytest.raises(NotADirectoryError, match=re.escape(
+            f"cannot save {blocker / 'sub' / 'dest.bin'}: {blocker} is a file, not a folder")):
+        _loaders.fetch_file("http://127.0.0.1:9/x", blocker / "sub" / "dest.bin")
+    with pytest.raises(IsADirectoryError, match=re.escape(
+            f"cannot save to {dest.parent}: it is a folder; give the path of the file")):
+        _loaders.fetch_file("http://127.0.0.1:9/x", dest.parent)
+
+
+def test_get_data_home_that_is_a_file_is_refused(monkeypatch, tmp_path):
+    # a raw FileExistsError ("[Errno 17] File exists") or NotADirectoryError
+    a_file = tmp_path / "a_file"
+    a_file.write_text("")
+    for given, blocker in ((a_file, a_file), (a_file / "sub", a_file)):
+        with pytest.raises(NotADirectoryError, match=re.escape(
+                f"The data home {given} cannot be a folder: {blocker} is a file, not a "
+                "folder.") + ".*data_home=.*SKLDP_DATA_HOME"):
+            _loaders.get_data_home(given)
+        monkeypatch.setenv("SKLDP_DATA_HOME", str(given))
+        with pytest.raises(NotADirectoryError, match=r"\(SKLDP_DATA_HOME\)"):
+            _loaders.get_data_home()
+    assert _loaders.get_data_home(tmp_path / "x" / "y").is_dir()   # created, as before
