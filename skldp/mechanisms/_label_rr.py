@@ -162,6 +162,11 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
         self.__dict__.pop("collected_", None)   # (a refit opens a new collection)
         if self.classes is not None:
             _check_one_type(self.classes, "classes")
+            given = np.asarray(self.classes, dtype=object)
+            if given.ndim != 1 or any(np.ndim(c) for c in given):
+                raise ValueError(f"classes must be a 1-D list of labels, got shape "
+                                 f"{given.shape}{' of sequences' if given.ndim == 1 else ''}: "
+                                 "the label domain is flat (one entry per class).")
             classes = np.unique(np.asarray(self.classes))
             if len(classes) != len(np.asarray(self.classes).ravel()):
                 raise ValueError("classes contains duplicates.")

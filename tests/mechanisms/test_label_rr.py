@@ -316,3 +316,13 @@ def test_a_refit_on_received_labels_and_rounds_with_the_same_reports():
     rr = LabelRandomizedResponse(50.0, classes=[0, 1, 2])
     for _ in range(2):                              # fitted twice
         np.testing.assert_array_equal(rr.fit(G, y1).randomize(y1, G), y1)
+
+
+@pytest.mark.parametrize("classes", [[[0, 1], [2, 3]], np.arange(4).reshape(2, 2),
+                                     [[0], [1]]])
+def test_classes_that_are_not_one_dimensional_are_refused(classes):
+    # a 2-D domain was flattened into its entries: [[0, 1], [2, 3]] gave 4 classes
+    with pytest.raises(ValueError, match="1-D"):
+        LabelRandomizedResponse(1.0, classes=classes).fit()
+    with pytest.raises(ValueError, match="1-D"):   # a ragged one too (numpy's error before)
+        LabelRandomizedResponse(1.0, classes=[[0, 1], [2]]).fit()
