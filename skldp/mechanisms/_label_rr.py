@@ -513,10 +513,12 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
 
         Solves ``T^T f = o`` where ``o`` are the observed class frequencies of
         ``y_noisy`` [Bhaila et al., SDM 2024, Eq. 14]; the estimate sums to 1 but may have
-        negative entries.
+        negative entries. At least one report is needed (``ValueError`` otherwise).
         """
         idx = self.encode(y_noisy)
-        o = np.bincount(idx, minlength=len(self.classes_)) / max(len(idx), 1)
+        if len(idx) == 0:
+            raise ValueError("estimate_frequencies needs at least one report.")
+        o = np.bincount(idx, minlength=len(self.classes_)) / len(idx)
         return np.linalg.solve(self.transition_matrix_.T, o)
 
 

@@ -326,3 +326,12 @@ def test_classes_that_are_not_one_dimensional_are_refused(classes):
         LabelRandomizedResponse(1.0, classes=classes).fit()
     with pytest.raises(ValueError, match="1-D"):   # a ragged one too (numpy's error before)
         LabelRandomizedResponse(1.0, classes=[[0, 1], [2]]).fit()
+
+
+def test_frequency_estimate_of_no_reports_is_refused():
+    # it returned zeros, which do not sum to 1 as the estimate does (GRR-FS refuses too)
+    rr = LabelRandomizedResponse(1.0, classes=[0, 1, 2], random_state=0).fit()
+    with pytest.raises(ValueError, match="at least one report"):
+        rr.estimate_frequencies([])
+    with pytest.raises(ValueError, match="at least one report"):
+        rr.estimate_frequencies(np.array([], dtype=np.int64))
