@@ -143,13 +143,16 @@ class LaplaceMechanism(LDPMechanism):
         Exactly ``(Delta_j/N)^2 (f (1 - f) + 2q/(1-q)^2)`` with ``f`` the
         fractional grid position of ``x`` (the randomized rounding) and
         ``q = exp(-1/s)`` (the discrete Laplace noise), which differs from
-        ``2 b_j^2`` by a relative ``1e-10`` or less for ``s >= 2^10``.
+        ``2 b_j^2`` by a relative ``1 / (12 s^2)`` or less: below ``1e-10``
+        at every budget allowed (``s = N / (eps/d) >= 2^15``).
 
         Parameters
         ----------
         x : float or array-like broadcastable to (n_features,)
-            Feature values inside ``feature_range`` (the variance does not
-            depend on them; the shape of the result does).
+            Feature values inside ``feature_range``. The variance depends on
+            them through the rounding term ``f (1 - f)`` only (at most a
+            quarter of a grid cell squared); the shape of the result follows
+            their shape.
 
         Returns
         -------

@@ -117,3 +117,17 @@ def test_sklearn_compatible(estimator, check):
         warnings.simplefilter("ignore", PrivacyLeakWarning)
         warnings.simplefilter("ignore", UserWarning)
         check(estimator)
+
+
+def test_variance_depends_on_x_by_the_rounding_term_only():
+    # the docstring said the variance does not depend on x: it does, by the randomized
+    # rounding's f (1 - f), a relative 1e-10 or less of 2 b^2 at every budget allowed
+    for eps in (2.0 ** -20, 1.0, 30.0):
+        mech = LaplaceMechanism(eps=eps, feature_range=(0, 1), random_state=0).fit(
+            np.zeros((2, 1)))
+        N = mech.grid_cells_
+        on_grid, mid_cell = mech.variance(0.0)[0], mech.variance(0.5 / N)[0]
+        if eps >= 1:   # (at 2^-20, 2 b^2 = 2^41: a quarter cell squared is below its ulp)
+            assert mid_cell - on_grid == pytest.approx(0.25 / N ** 2, rel=1e-3)
+        two_b2 = 2 * mech.scale_[0] ** 2
+        assert abs(on_grid / two_b2 - 1) <= 1e-10 and abs(mid_cell / two_b2 - 1) <= 1e-10
