@@ -256,6 +256,15 @@ def _any_per_column(X, test):
 
 
 # --------------------------------------------------------------------------- preprocessing
+def _check_2d(X, func):
+    """Refuse an ``X`` that is not a matrix of users by features (a 1-D array was numpy's
+    IndexError, or read as one user)."""
+    if X.ndim != 2:
+        raise ValueError(f"{func} needs a 2-D X of shape (n_users, n_features), got shape "
+                         f"{X.shape}: reshape one feature of several users with "
+                         "X.reshape(-1, 1), one user's features with X.reshape(1, -1).")
+
+
 def quantile_bin_edges(X, n_bins=4, columns=None):
     """Inner bin edges at the empirical quantiles of some columns.
 
@@ -282,13 +291,14 @@ def quantile_bin_edges(X, n_bins=4, columns=None):
     InvalidParameterError
         If ``n_bins`` is not an integer >= 2 or a column is not one of ``X``'s.
     ValueError
-        If a column to bin holds NaN (impute it first).
+        If a column to bin holds NaN (impute it first), or ``X`` is not 2-D.
     """
     warnings.warn("quantile_bin_edges reads bin edges from the private data, which leaks "
                   "information about it; pass public edges in deployment.",
                   PrivacyLeakWarning, stacklevel=2)
     check_int(n_bins, "n_bins", 2)
     X = X.toarray() if sp.issparse(X) else np.asarray(X, dtype=np.float64)
+    _check_2d(X, "quantile_bin_edges")
     d = X.shape[1]
     cols = range(d) if columns is None else [_bin_column(j, d, "each of columns")
                                              for j in columns]
@@ -364,8 +374,8 @@ def discretize(X, bin_edges):
         If a column of ``bin_edges`` is not one of ``X``'s (``-1`` is not the
         last column).
     ValueError
-        If edges are not strictly increasing finite numbers, or a column to
-        bin holds NaN (impute it first).
+        If edges are not strictly increasing finite numbers, a column to
+        bin holds NaN (impute it first), or ``X`` is not 2-D.
     TypeError
         If ``X`` is a :class:`~skldp.GraphData` (give the edges to
         :class:`GRRFSMechanism`).
@@ -374,7 +384,9 @@ def discretize(X, bin_edges):
                       "give the edges to the mechanism: GRRFSMechanism(bin_edges=...) "
                       "discretises on the devices; discretize(np.asarray(G), ...) would read "
                       "the raw features in the clear.")
-    X = X.toarray() if sp.issparse(X) else np.array(X, dtype=np.float64)
+    # (a sparse matrix's own dtype: an int8 one wrapped a code of 128 or more around)
+    X = X.toarray().astype(np.float64) if sp.issparse(X) else np.array(X, dtype=np.float64)
+    _check_2d(X, "discretize")
     items = _edge_items(bin_edges, X.shape[1])
     for j, edges in items:
         if edges is None:
@@ -406,7 +418,8 @@ def group_features(X, group_size):
     Raises
     ------
     ValueError
-        If ``X`` holds NaN or inf (impute them first), as :class:`FeatureGrouper`.
+        If ``X`` holds NaN or inf (impute them first), as :class:`FeatureGrouper`,
+        or is not 2-D.
     TypeError
         If ``X`` is a :class:`~skldp.GraphData` (group it with
         :class:`FeatureGrouper`).
@@ -424,6 +437,7 @@ def group_features(X, group_size):
                       "mechanism (no privacy spent); group_features(np.asarray(G), ...) would "
                       "read the raw features in the clear.")
     check_int(group_size, "group_size", 1)
+    _check_2d(X if sp.issparse(X) else np.asarray(X), "group_features")
     # canonical: abs() of a cell stored as [1, -1] (a 0) would be 2
     # (in float64: an int8 -128, or a uint8 cell stored as [128, 128], would wrap to 0)
     X = canonical_csr(sp.csr_matrix(X, dtype=np.float64))

@@ -177,3 +177,30 @@ def test_categories_must_be_lists_of_finite_numbers(cats, what):
                        rf"finite numbers.*{what}"):
         GRRFSMechanism(1.0, categories=cats, random_state=0).fit(X)
     GRRFSMechanism(1.0, categories=[range(2), (0.0, 1.0)], random_state=0).fit(X)
+
+
+@pytest.mark.parametrize("X", [[0.1, 0.5, 0.9], np.array([0.1, 0.5, 0.9]),
+                               np.zeros((2, 2, 2))])
+def test_preprocessing_refuses_input_that_is_not_2d(X):
+    # numpy's IndexError in discretize and quantile_bin_edges; group_features read a 1-D
+    # X as one user
+    from skldp.mechanisms import group_features
+    with pytest.raises(ValueError, match="2-D.*reshape"):
+        discretize(X, [0.5])
+    with pytest.warns(PrivacyLeakWarning), pytest.raises(ValueError, match="2-D.*reshape"):
+        quantile_bin_edges(X, 2)
+    with pytest.raises(ValueError, match="2-D.*reshape"):
+        group_features(X, 2)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int64, np.float32])
+def test_discretize_of_sparse_input_is_float64(dtype):
+    import scipy.sparse as sp
+    X = np.array([[0, 1], [3, 1]], dtype=dtype)
+    out = discretize(sp.csr_matrix(X), {0: [1.0]})
+    assert out.dtype == np.float64   # as the docstring says, and as for a dense X
+    np.testing.assert_array_equal(out, discretize(X, {0: [1.0]}))
+    # an int8 matrix kept its dtype: a code of 300 wrapped around
+    edges = np.linspace(-1.0, -0.001, 300)
+    out = discretize(sp.csr_matrix(X), {1: edges})
+    np.testing.assert_array_equal(out[:, 1], [300.0, 300.0])
