@@ -13,6 +13,7 @@ from ..device._kinds import (
     square_wave_grid,
     take,
 )
+from ..exceptions import InvalidParameterError
 from ..utils._random import sample_k_of_d
 from ..utils.validation import Count, check_eps, check_int
 from ._grid import check_eps_per_coordinate
@@ -26,6 +27,16 @@ _CELL = HDS_CELL
 _square_wave_grid = square_wave_grid
 
 _DEFAULT_K = 5
+
+
+def _check_mean_square(x2):
+    """``x2`` (a number or an array of them) as float64, each in ``[0, 1]``: the mean square
+    of an input scaled to ``[-1, 1]`` (a negative one gave a negative variance)."""
+    a = np.asarray(x2) if not isinstance(x2, str) else None
+    if a is None or a.dtype.kind not in "iuf" or not np.all((a >= 0) & (a <= 1)):
+        raise InvalidParameterError(f"x2 must be a real number in [0, 1] (the mean square "
+                                    f"of an input scaled to [-1, 1]), got {x2!r}.")
+    return a.astype(np.float64)[()]
 
 
 def hds_estimator_variance(eps, k, d, x2=1.0 / 3.0):
@@ -49,8 +60,9 @@ def hds_estimator_variance(eps, k, d, x2=1.0 / 3.0):
         Reported dimensions.
     d : int
         Number of features.
-    x2 : float, default=1/3
-        Mean square of the scaled input.
+    x2 : float or array of float, default=1/3
+        Mean square of the scaled input, in ``[0, 1]`` (the input lies in
+        ``[-1, 1]``).
 
     Returns
     -------
@@ -60,12 +72,14 @@ def hds_estimator_variance(eps, k, d, x2=1.0 / 3.0):
     Raises
     ------
     InvalidParameterError
-        If ``eps`` is not a number > 0 (``inf`` allowed) or ``d`` not an integer >= 1.
+        If ``eps`` is not a number > 0 (``inf`` allowed), ``d`` not an integer >= 1
+        or ``x2`` not a number in ``[0, 1]``.
     ValueError
         If a ``k`` is outside ``1..d``.
     """
     eps = np.vectorize(check_eps, otypes=[np.float64])(eps)[()]   # (an array of budgets too)
     d = check_int(d, "d", 1)
+    x2 = _check_mean_square(x2)
     k = np.asarray(k, dtype=np.float64)
     bad = (k < 1) | (k > d) | (k != np.round(k))
     if np.any(bad):

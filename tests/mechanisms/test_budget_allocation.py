@@ -93,3 +93,18 @@ def test_hds_estimator_variance_stays_finite_at_huge_budgets():
     # the grid's wave keeps one cell past eps' ~ 19: the variance stops falling where the
     # outside's probability vanishes
     assert np.all(np.isfinite(v)) and np.all(np.diff(v) <= 0) and v[1] > v[2]
+
+
+@pytest.mark.parametrize("x2", [-0.5, -100.0, 1.5, np.nan, np.inf, True, "0.3",
+                                [0.2, -0.1]])
+def test_hds_estimator_variance_refuses_a_mean_square_outside_0_1(x2):
+    # x2 = E[x^2] of an input scaled to [-1, 1]: -100 gave a negative variance (-2157.6),
+    # NaN NaN, True was read as 1 and "0.3" was numpy's TypeError
+    with pytest.raises(InvalidParameterError, match=r"x2 must be .*\[0, 1\]"):
+        hds_estimator_variance(1.0, 2, 10, x2=x2)
+
+
+def test_hds_estimator_variance_takes_a_mean_square_in_0_1():
+    v = hds_estimator_variance(1.0, 2, 10, x2=np.array([0.0, 0.5, 1.0]))
+    assert v.shape == (3,) and np.all(v > 0) and np.all(np.diff(v) > 0)
+    assert hds_estimator_variance(1.0, 2, 10, x2=1) == v[2]
