@@ -34,9 +34,15 @@ def metis_clusters(A, n_clusters, seed=0):
     ------
     TypeError
         If ``A`` is a :class:`~skldp.GraphData` (pass its ``adjacency``).
+    ValueError
+        If ``A`` is not a square 2-D matrix, or ``n_clusters`` is outside ``1..n``.
     """
     refuse_graph_data(A, "metis_clusters", "A")
-    n = A.shape[0]
+    shape = getattr(A, "shape", None)
+    if shape is None or len(shape) != 2 or shape[0] != shape[1]:
+        raise ValueError("A must be an adjacency matrix of shape (n_nodes, n_nodes), got "
+                         + (f"shape {tuple(shape)}." if shape is not None else f"{A!r:.80}."))
+    n = shape[0]
     n_clusters = check_int(n_clusters, "n_clusters", 1, n,
                            maximum_is="the number of nodes")
     if n_clusters == 1:

@@ -71,6 +71,15 @@ def test_metis_bad_input():
         metis_clusters(A, 2.5)
 
 
+@pytest.mark.parametrize("A", [sp.csr_matrix(np.ones((3, 4))), np.ones((4, 3)),
+                               np.ones(4), np.ones((2, 2, 2)), None])
+def test_metis_refuses_an_adjacency_that_is_not_square(A):
+    # a clear ValueError before scipy's "inconsistent shapes" (or an n of 3 on a 3 x 4)
+    with pytest.raises(ValueError, match=r"A must be an adjacency matrix of shape "
+                                         r"\(n_nodes, n_nodes\)"):
+        metis_clusters(A, 2)
+
+
 def test_cluster_proportions_unbiased():
     # R draws of the noisy labels of the same users: the mean and spread of each
     # cluster's proportions against the formula (each label randomized once)
