@@ -83,7 +83,8 @@ def smooth_features(X, A, steps=2, self_loops=False, *, dtype="float64", n_jobs=
         inf (as :class:`~skldp.GraphData` and :class:`FeatureSmoothing`).
     TypeError
         If ``X`` or ``A`` is a :class:`~skldp.GraphData` (smooth one with
-        :class:`FeatureSmoothing`).
+        :class:`FeatureSmoothing`), or ``X``'s dtype is not one of real numbers
+        (complex, text, objects).
     """
     graph_step = ("Smooth a GraphData's features with skldp.propagation.FeatureSmoothing "
                   "(GraphData in and out), or pass arrays: "
@@ -94,6 +95,10 @@ def smooth_features(X, A, steps=2, self_loops=False, *, dtype="float64", n_jobs=
     dtype = check_dtype(dtype)
     if not sp.issparse(X):
         X = np.asarray(X)
+    if X.dtype.kind not in "biuf":   # a dtype, not a value: refused before any read
+        raise TypeError(f"features must be real numbers, got dtype {X.dtype}"
+                        + (" (the imaginary part would be dropped)." if X.dtype.kind == "c"
+                           else ". Convert them first, e.g. X.astype(float)."))
     _check_graph(X, A, "smooth_features")
     if steps == 0:
         return X

@@ -55,6 +55,18 @@ def test_feature_smoothing_self_loops_sparse_and_zero_steps():
     assert smooth_features(X, sp.csr_matrix(A), 0) is X
 
 
+@pytest.mark.parametrize("X", [np.ones((30, 2)) * (1 + 1j), sp.csr_matrix(np.ones((30, 2)) * 1j),
+                               np.full((30, 2), "a"), np.ones((30, 2)).astype(object)])
+@pytest.mark.parametrize("steps", [0, 2])
+def test_smooth_features_refuses_features_that_are_not_real_numbers(X, steps):
+    # complex X lost its imaginary part with a ComplexWarning only (or came back complex
+    # with steps=0); text or objects raised numpy's bare isfinite TypeError
+    A, _ = _graph()
+    with pytest.raises(TypeError, match=r"features must be real numbers, got dtype "
+                                        rf"{np.dtype(X.dtype)}"):
+        smooth_features(X, sp.csr_matrix(A), steps)
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_feature_smoothing_zero_steps_returns_the_features_in_dtype(dtype):
     # steps=0 returned float64 features where steps >= 1 returns dtype
