@@ -73,7 +73,10 @@ def smooth_features(X, A, steps=2, self_loops=False, *, dtype="float64", n_jobs=
 
     Returns
     -------
-    Z : same type as X
+    Z : ndarray or sparse of shape (n_nodes, n_features)
+        An ndarray for dense ``X``; for sparse ``X`` a CSR ``csr_array`` (a
+        scipy sparse array) or ``csr_matrix`` (a sparse matrix), as ``X`` is;
+        ``X`` itself when ``steps=0``.
 
     Raises
     ------
@@ -103,7 +106,8 @@ def smooth_features(X, A, steps=2, self_loops=False, *, dtype="float64", n_jobs=
     if steps == 0:
         return X
     # eq. (11): row-normalised D^-1 A; a node without neighbours keeps its own row.
-    return _smooth(X, _mean_operator(A, self_loops, dtype), steps, dtype, n_jobs)
+    Z = _smooth(X, _mean_operator(A, self_loops, dtype), steps, dtype, n_jobs)
+    return sp.csr_array(Z) if isinstance(X, sp.sparray) else Z
 
 
 def _smooth(X, T, steps, dtype, n_jobs):

@@ -67,6 +67,17 @@ def test_smooth_features_refuses_features_that_are_not_real_numbers(X, steps):
         smooth_features(X, sp.csr_matrix(A), steps)
 
 
+@pytest.mark.parametrize("kind", [sp.csr_array, sp.coo_array, sp.csr_matrix, sp.csc_matrix])
+def test_smooth_features_returns_a_sparse_array_for_a_sparse_array(kind):
+    # a csr_array came back as a csr_matrix (whose * is a matrix product)
+    A, X = _graph()
+    X = np.where(np.abs(X) > 1, X, 0)
+    Z = smooth_features(kind(X), sp.csr_matrix(A), 2)
+    assert Z.format == "csr" and isinstance(Z, sp.sparray) == issubclass(kind, sp.sparray)
+    np.testing.assert_array_equal(Z.toarray(), smooth_features(sp.csr_matrix(X),
+                                                               sp.csr_matrix(A), 2).toarray())
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_feature_smoothing_zero_steps_returns_the_features_in_dtype(dtype):
     # steps=0 returned float64 features where steps >= 1 returns dtype
