@@ -158,6 +158,28 @@ def test_known_errors_are_detected():
     assert {"PR01", "EX01"} <= codes
 
 
+def _accepts_auto(constraints):
+    return any("auto" in getattr(c, "options", ()) for c in constraints)
+
+
+@pytest.mark.parametrize("path", [k for k in STRICT_CLASSES if _accepts_auto(
+    getattr(OBJECTS[k][1], "_parameter_constraints", {}).get("early_stopping", []))])
+def test_early_stopping_auto_is_documented(path):
+    # the shared constraints accept early_stopping="auto" (validation_split: early stopping
+    # with validation, or from AUTO_MIN_ROWS fit rows on); "bool" alone hid it
+    from numpydoc.docscrape import NumpyDocString
+
+    from skldp.model_selection._validation import AUTO_MIN_ROWS
+
+    doc = NumpyDocString(inspect.getdoc(OBJECTS[path][1]) or "")
+    entry = next((p for p in doc["Parameters"] if p.name == "early_stopping"), None)
+    if entry is None:   # documented nowhere: PR01 reports it
+        return
+    assert '"auto"' in entry.type, f"{path}: early_stopping : {entry.type}"
+    text = " ".join(entry.desc)
+    assert '``"auto"``' in text and "validation" in text and f"{AUTO_MIN_ROWS:,}" in text, text
+
+
 # ---------------------------------------------------------------- doctests
 def _doctest_names():   # every public class and function with an example
     return sorted(k for k, (_, obj) in OBJECTS.items() if ">>>" in (obj.__doc__ or ""))

@@ -688,11 +688,14 @@ def _params_doc(hidden_size=16, activation="relu", dropout=0.5, lr=0.01, heads=N
         Adam L2 penalty.
     epochs : int, default={epochs}
         Maximum number of epochs; each is one full-batch step (see Notes).
-    early_stopping : bool, default=True
+    early_stopping : bool or "auto", default=True
         Keep the weights of the epoch with the best ``selection`` score on the
         validation rows (``validation``, else a stratified
         ``validation_fraction`` of the fit rows) and stop after ``patience``
         epochs without improvement.
+        ``"auto"``: as ``True`` with ``validation`` or when ``fit`` gets at
+        least 1,000 rows, else as ``False`` (``validation_fraction`` is
+        checked as with ``True``).
     validation : array-like or None, default=None
         Validation nodes (positions or a boolean mask over the graph's nodes),
         fitted with the training nodes; ``None``: hold out

@@ -493,9 +493,12 @@ class VGAELinkPredictor(_LinkPredictorBase):
         times as many fresh non-edges of the training graph as positive pairs.
     negative_ratio : float, default=1.0
         Fresh non-edges per positive training pair and epoch (``"per_epoch"``).
-    early_stopping : bool, default=True
+    early_stopping : bool or "auto", default=True
         Keep the weights of the best validation check; stop after
         ``patience`` checks without improvement.
+        ``"auto"``: as ``True`` with ``validation`` or when ``fit`` gets at
+        least 1,000 pairs, else as ``False`` (``validation_fraction`` is
+        checked as with ``True``).
     validation : array-like of shape (m, 2) or None, default=None
         Validation pairs (e.g. ``P_val.pairs``), fitted with the training
         pairs (``P_train.concat(P_val)``); ``None``: hold out
@@ -881,9 +884,12 @@ class HadamardLinkPredictor(_LinkPredictorBase):
         Maximum number of epochs.
     batch_size : int, default=1024
         Pairs per mini-batch.
-    early_stopping : bool, default=True
+    early_stopping : bool or "auto", default=True
         Stop after ``patience`` epochs without a lower validation loss and keep
         the best weights.
+        ``"auto"``: as ``True`` with ``validation`` or when ``fit`` gets at
+        least 1,000 pairs, else as ``False`` (``validation_fraction`` is
+        checked as with ``True``).
     validation : array-like of shape (m, 2) or None, default=None
         Validation pairs (e.g. ``P_val.pairs``), fitted with the training
         pairs (``P_train.concat(P_val)``); ``None``: hold out

@@ -103,8 +103,11 @@ class LPGNNClassifier(GNNClassifierBase):
         Adam learning rate and L2 penalty.
     epochs : int, default=200
         Maximum number of epochs (full batch).
-    early_stopping : bool, default=True
+    early_stopping : bool or "auto", default=True
         Select the weights on the validation rows.
+        ``"auto"``: as ``True`` with ``validation`` or when ``fit`` gets at
+        least 1,000 rows, else as ``False`` (``validation_fraction`` is
+        checked as with ``True``).
     validation : array-like or None, default=None
         Validation nodes (positions or a boolean mask over the graph's nodes),
         fitted with the training nodes; ``None``: hold out

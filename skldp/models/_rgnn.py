@@ -74,10 +74,13 @@ class RGNNClassifier(TorchClassifierBase):
         Adam L2 penalty.
     epochs : int, default=100
         Maximum number of full-batch epochs (Bhaila et al. train 100).
-    early_stopping : bool, default=True
+    early_stopping : bool or "auto", default=True
         Keep the weights of the epoch with the lowest validation loss on the
         reconstructed (noisy) targets of the validation rows; no clean label
         is used.
+        ``"auto"``: as ``True`` with ``validation`` or when ``fit`` gets at
+        least 1,000 rows, else as ``False`` (``validation_fraction`` is
+        checked as with ``True``).
     validation : array-like or None, default=None
         Validation nodes (positions or a boolean mask over the graph's nodes),
         fitted with the training nodes; ``None``: hold out

@@ -337,9 +337,12 @@ class SolitudeClassifier(GNNClassifierBase):
         Adam learning rate of ``A^c``.
     adj_every : int, default=1
         Update ``A^c`` every ``adj_every`` epochs.
-    early_stopping : bool, default=True
+    early_stopping : bool or "auto", default=True
         Keep the model and graph of the epoch with the best ``selection``
         score on the validation rows.
+        ``"auto"``: as ``True`` with ``validation`` or when ``fit`` gets at
+        least 1,000 rows, else as ``False`` (``validation_fraction`` is
+        checked as with ``True``).
     validation : array-like or None, default=None
         Validation nodes (positions or a boolean mask over the graph's nodes),
         fitted with the training nodes; ``None``: hold out
