@@ -356,7 +356,10 @@ class CorrectAndSmooth(MetaEstimatorMixin, GraphClassifierMixin, BaseEstimator):
         self._fit_on_collected_edges = edges_collected(G._store.adjacency_origin) or any(
             "edges" in s.protects and s.model in ("local", "central") for s in specs)
         self.classes_ = np.asarray(self.estimator_.classes_)
-        pos, found = sorted_lookup(self.classes_, y_used)
+        # positions in the base's own classes_ (its predict_proba's columns): a custom
+        # base model need not keep them sorted, as scikit-learn's classifiers do
+        pos, found = sorted_lookup(self.classes_, y_used,
+                                   sorter=np.argsort(self.classes_, kind="stable"))
         if not found.all():
             raise ValueError("The base model's classes_ do not contain every training label.")
         self.train_keys_ = np.array(G.node_keys[G.rows], dtype=np.uint64)

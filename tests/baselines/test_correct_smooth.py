@@ -172,6 +172,34 @@ def test_errors(weak):
         CorrectAndSmooth(LogisticRegression()).fit(np.asarray(G), y)
 
 
+class _UnsortedClasses(LogisticRegression):
+    """A base model whose classes_ are not sorted ([2, 0, 1]): its columns follow them."""
+
+    _order = np.array([2, 0, 1])
+
+    def fit(self, X, y):
+        super().fit(np.asarray(X), y)
+        self._sorted = self.classes_
+        self.classes_ = self._sorted[self._order]
+        return self
+
+    def predict_proba(self, X):
+        return super().predict_proba(np.asarray(X))[:, self._order]
+
+
+def test_a_base_model_with_unsorted_classes(weak):
+    # the training labels were looked up in classes_ as if sorted: "The base model's
+    # classes_ do not contain every training label" (or wrong positions, hence columns)
+    G, y, train = weak
+    ref = CorrectAndSmooth(LogisticRegression()).fit(G[train], y[train])
+    cs = CorrectAndSmooth(_UnsortedClasses()).fit(G[train], y[train])
+    np.testing.assert_array_equal(cs.classes_, [2, 0, 1])
+    np.testing.assert_array_equal(cs.classes_[cs.train_labels_], y[train])
+    np.testing.assert_allclose(cs.predict_proba(G[~train]),
+                               ref.predict_proba(G[~train])[:, [2, 0, 1]], atol=1e-12)
+    np.testing.assert_array_equal(cs.predict(G[~train]), ref.predict(G[~train]))
+
+
 @pytest.mark.parametrize("base", [LogisticRegression(), LabelPropagationClassifier()])
 def test_unlabelled_rows_are_refused(weak, base):
     # -2 (unlabelled for skldp.model_selection) was learnt as a class
