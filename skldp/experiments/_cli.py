@@ -77,7 +77,8 @@ def _parser(studies):
                    help="joblib backend (dask/ray need the extras skldp[dask], skldp[ray])")
     p.add_argument("--scheduler", default=None,
                    help="address of an existing Dask scheduler (tcp://host:8786) or Ray "
-                        "cluster; default: start a local one with --n-jobs workers")
+                        "cluster, with --backend dask or ray; default: start a local one "
+                        "with --n-jobs workers")
     p.add_argument("--runs-dir", default=None,
                    help="folder of the study's runs file (default: studies/runs)")
     p.add_argument("--pages-dir", default=None,
@@ -175,6 +176,9 @@ def _reproduce(argv):
         p.error("--max-runs must be >= 0")
     if args.retries < 0:
         p.error("--retries must be >= 0")
+    if args.scheduler and args.backend not in ("dask", "ray"):
+        p.error(f"--scheduler needs --backend dask or ray (a {args.backend} sweep runs on "
+                "this machine)")
     if args.eps is not None and not all(e > 0 for e in args.eps):
         p.error("--eps values must be > 0 (inf: no noise)")
     # -v / -vv raise skldp's loggers only (not those of Dask or Ray)

@@ -133,6 +133,18 @@ def test_cli_rejects_negative_counts(argv, message, capsys, tmp_path):
     assert not list(tmp_path.iterdir())
 
 
+@pytest.mark.parametrize("backend", ["loky", "threading", "sequential"])
+def test_cli_rejects_a_scheduler_with_a_local_backend(backend, capsys, tmp_path):
+    # --scheduler addresses a Dask or Ray cluster: with a local backend it was ignored,
+    # and the sweep ran on this machine without a word
+    with pytest.raises(SystemExit) as e:
+        main(["reproduce", "privge", "--quick", "--results-dir", str(tmp_path), "--backend",
+              backend, "--scheduler", "tcp://127.0.0.1:8786"])
+    assert e.value.code == 2
+    assert "--scheduler needs --backend dask or ray" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())
+
+
 def test_cli_rejects_non_positive_eps(capsys, tmp_path):
     with pytest.raises(SystemExit) as e:
         main(["reproduce", "label_scarce", "--eps", "-1", "--kinds", "hds", "--datasets",
