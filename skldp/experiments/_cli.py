@@ -258,7 +258,7 @@ def _reproduce(argv):
         n_recorded = sum(key in keys for key in res.fingerprints)
         partial = (n_recorded, len(res.fingerprints)) \
             if n_recorded < len(res.fingerprints) else None
-        if partial:
+        if partial and records:   # (no record: no page is written, see below)
             print(f"{partial[0]} of the {partial[1]} runs recorded: the page says it is "
                   "partial")
         if not records:   # nothing to summarise: the page (and its figure) are left as they are

@@ -139,6 +139,8 @@ def test_max_runs_reports_the_runs_left(tmp_path, capsys):
     out = capsys.readouterr().out
     assert f"0 missing, {n} left for later (--max-runs)" in out
     assert "no run recorded: summary not written" in out
+    # no page is written: none can say it is partial (it said "the page says it is partial")
+    assert "partial" not in out
     assert not (tmp_path / "privge_quick_summary.md").exists()
 
 
