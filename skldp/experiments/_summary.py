@@ -62,8 +62,9 @@ def summarize(records, metric="accuracy"):
     rows : list of dict
         One row per (dataset, method, split, grid values), with ``mean``,
         ``std`` (population std, as numpy), ``n``, ``seeds``, ``eps``
-        (declared) and ``eps_spent`` (from ``privacy_report``; the largest
-        over the seeds). Datasets, methods and splits come in first-seen
+        (declared) and ``eps_spent`` (from ``privacy_report``: the local
+        epsilon plus that of central trainings, as ``total_epsilon``; the
+        largest over the seeds). Datasets, methods and splits come in first-seen
         order; the rows of one (dataset, method, split) by declared eps,
         ascending with inf last, then those without eps; rows of equal eps
         (other grid values) in first-seen order.
@@ -96,7 +97,11 @@ def summarize(records, metric="accuracy"):
         g["values"].append(float(r["metrics"][metric]))
         g["seeds"].append(r.get("seed"))
         if r.get("eps_spent") is not None:
-            g["eps_spent"].append(float(r["eps_spent"]))
+            # the record's eps_spent is the local epsilon; a central DP training (DP-GNN,
+            # DP-MLP) adds its epsilon to every user's total (PrivacyReport.total_epsilon)
+            privacy = r.get("privacy")
+            central = privacy.get("central_epsilon") if isinstance(privacy, dict) else None
+            g["eps_spent"].append(float(r["eps_spent"]) + float(central or 0.0))
     rows = []
     for g in groups.values():
         v = np.asarray(g.pop("values"))

@@ -23,6 +23,23 @@ def test_eps_spent_is_the_largest_over_the_seeds_none_when_unknown():
         == 0.5
 
 
+def test_eps_spent_adds_a_central_training_to_the_local_reports():
+    # a central DP training (DP-GNN, DP-MLP) spends no local epsilon: the runner records
+    # eps_spent 0 and its epsilon under privacy["central_epsilon"]; the table said 0
+    def central(seed, local, eps):
+        rec = _rec(0.5, seed, params={"eps": 1.0}, spent=local)
+        rec["privacy"] = {"local_epsilon": local, "central_epsilon": eps,
+                          "central_delta": 1e-3}
+        return rec
+
+    rows = summarize([central(0, 0.0, 0.9999), central(1, 0.0, 0.9998)])
+    assert rows[0]["eps_spent"] == pytest.approx(0.9999)
+    assert "| 0.9999 |" in summary_markdown(rows)
+    assert summarize([central(0, 2.0, 1.0)])[0]["eps_spent"] == pytest.approx(3.0)
+    # a run whose report failed (eps_spent None) stays unknown
+    assert summarize([central(0, None, 1.0)])[0]["eps_spent"] is None
+
+
 def test_each_split_is_its_own_row():
     rows = summarize([_rec(0.2, 0, split="public"), _rec(0.8, 0, split="random"),
                       _rec(0.4, 1, split="public")])
