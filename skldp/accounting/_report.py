@@ -445,6 +445,12 @@ def privacy_report(estimator):
     ------
     sklearn.exceptions.NotFittedError
         The estimator is not fitted.
+    TypeError
+        ``estimator`` is neither an estimator nor a GraphData (e.g. an array).
+    ValueError
+        A search fitted with ``refit=False``: it kept no fitted estimator, so
+        nothing in it leads to the users' ledger; pass the data it was fitted
+        on (``privacy_report(G)``).
 
     Examples
     --------

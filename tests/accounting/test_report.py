@@ -451,3 +451,18 @@ def test_a_plain_step_fitted_before_a_central_training_read_the_users_in_the_cle
     # the training alone (or after a mechanism) prints its own epsilon
     rep = privacy_report(Pipeline([("clf", dp())]).fit(X, y))
     assert np.isfinite(rep.total_epsilon) and rep.central_epsilon > 0
+
+
+def test_the_docstring_names_every_error_privacy_report_raises(data):
+    # it named NotFittedError only; a non-estimator (TypeError) and a search without refit
+    # (ValueError) were raised all the same
+    from numpydoc.docscrape import FunctionDoc
+    from sklearn.exceptions import NotFittedError
+    raises = {p.type.rsplit(".", 1)[-1] for p in FunctionDoc(privacy_report)["Raises"]}
+    G, y = data
+    search = GridSearchCV(_pipe(), {"hds__eps": [0.5, 1.0]}, cv=2, refit=False).fit(G, y)
+    for bad, error in [(Pipeline([("c", MLPHead())]), NotFittedError),
+                       (np.zeros((3, 3)), TypeError), (search, ValueError)]:
+        with pytest.raises(error):
+            privacy_report(bad)
+        assert error.__name__ in raises, (error, raises)
