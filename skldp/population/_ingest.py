@@ -189,7 +189,8 @@ def _records(source, fmt):
             elif isinstance(item, (str, bytes)):
                 # an item of several lines (a relay's chunk) is as many records: not
                 # splitlines, which also splits inside a JSON string (U+2028, U+0085)
-                for _, rec in _lines(item.split("\n" if isinstance(item, str) else b"\n")):
+                for _, rec in _lines(item.split("\n" if isinstance(item, str) else b"\n"),
+                                     first=i == 0):
                     n_records += isinstance(rec, dict)
                     yield i, rec
                 text = item if text is None else text
@@ -228,10 +229,15 @@ def _array_of_records(line):
     return isinstance(value, list) and all(isinstance(v, dict) for v in value)
 
 
-def _lines(lines):
+def _lines(lines, first=True):
+    """``(line number, record)`` of each line with content (``None``: not JSON); ``first``:
+    these are the first lines of the source, whose byte-order mark (a file saved as "UTF-8
+    with BOM") is no part of its first record."""
     for i, line in enumerate(lines):
         if isinstance(line, bytes):
             line = line.decode("utf-8", errors="replace")
+        if i == 0 and first:
+            line = line.removeprefix("\ufeff")
         if not line.strip():
             continue
         try:

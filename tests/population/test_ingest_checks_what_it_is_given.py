@@ -174,3 +174,21 @@ def test_a_named_pipe_is_read(tmp_path):
         assert len(read_reports(str(fifo), spec, users=IDS)) == 4
     finally:
         writer.join()
+
+
+@pytest.mark.parametrize("how", ["path", "text stream"])
+def test_a_byte_order_mark_does_not_cost_the_first_report(tmp_path, how):
+    # a JSON-lines file written with a byte-order mark (Windows tools, "UTF-8 with BOM"):
+    # its first record is a record like the others, read and charged
+    import io
+    import json
+    spec = collection_spec(LabelRandomizedResponse(2.0, classes=[0, 1]))
+    recs = [Device(u).answer(spec, i % 2) for i, u in enumerate(IDS)]
+    text = "\ufeff" + "".join(json.dumps(r) + "\n" for r in recs)
+    path = tmp_path / "bom.jsonl"
+    path.write_text(text, encoding="utf-8")
+    source = str(path) if how == "path" else io.StringIO(text)
+    got = read_reports(source, spec, users=IDS)
+    assert got.users == IDS and got.n_refused == 0
+    G, _ = received_graph(labels=got, node_ids=IDS)
+    assert G.ledger.entries()[0].n_users == 4
