@@ -191,7 +191,7 @@ def _records(source, fmt):
                 # splitlines, which also splits inside a JSON string (U+2028, U+0085)
                 for _, rec in _lines(item.split("\n" if isinstance(item, str) else b"\n"),
                                      first=i == 0):
-                    n_records += isinstance(rec, dict)
+                    n_records += isinstance(rec, (dict, _Repeated))
                     yield i, rec
                 text = item if text is None else text
             else:   # neither a record nor a line of JSON
@@ -229,6 +229,40 @@ def _array_of_records(line):
     return isinstance(value, list) and all(isinstance(v, dict) for v in value)
 
 
+class _RepeatedName(ValueError):
+    """A JSON object that names a field twice with two values."""
+
+
+class _Repeated:
+    """A line whose JSON names a field twice with two values (``{"user": "a", ...,
+    "user": "b"}``): which one it means depends on the parser (Python's reads the last, a
+    relay or an audit log may read the first), so it is refused as malformed."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return f"JSON naming {self.name!r} twice"
+
+
+def _unique_names(pairs):
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        for name, value in pairs:   # (the same value twice is one value: read as usual)
+            if json.dumps(value, sort_keys=True) != json.dumps(out[name], sort_keys=True):
+                raise _RepeatedName(name)
+    return out
+
+
+_DECODER = json.JSONDecoder(object_pairs_hook=_unique_names)
+
+
+def _loads(text):
+    """``json.loads`` of one line or cell, refusing a field named twice with two values
+    (:class:`_RepeatedName`)."""
+    return _DECODER.decode(text)
+
+
 def _lines(lines, first=True):
     """``(line number, record)`` of each line with content (``None``: not JSON); ``first``:
     these are the first lines of the source, whose byte-order mark (a file saved as "UTF-8
@@ -241,7 +275,9 @@ def _lines(lines, first=True):
         if not line.strip():
             continue
         try:
-            yield i, json.loads(line)
+            yield i, _loads(line)
+        except _RepeatedName as e:
+            yield i, _Repeated(e.args[0])
         except (ValueError, RecursionError):   # not JSON, or nested past the parser's depth
             yield i, None
 
@@ -279,7 +315,7 @@ class _NotJSON:
 
 def _from_json_text(text):
     try:
-        return json.loads(text)
+        return _loads(text)
     except (TypeError, ValueError, RecursionError):
         return _NotJSON(text)
 
@@ -585,8 +621,12 @@ def read_reports(source, spec, *, users=None, senders=None, format=None):
         sent = None   # the id as written, when the directory's other spelling replaced it
         rec = _plain_or_same(rec)   # numpy values read as write_reports writes them
         user = _user_of(rec)
-        if not isinstance(rec, dict) or not {"collection", "user", "report"} <= set(rec) or \
-                not set(rec) <= _RECORD_FIELDS:
+        if isinstance(rec, _Repeated):
+            reason, message = "malformed", (f"its JSON names the field {rec.name!r} twice, "
+                                            "with two values: which one it means depends "
+                                            "on the parser.")
+        elif not isinstance(rec, dict) or not {"collection", "user", "report"} <= set(rec) \
+                or not set(rec) <= _RECORD_FIELDS:
             reason, message = "malformed", ("a record is a JSON object with the fields "
                                             "collection, user, report and (optional) answer.")
         elif "answer" in rec and not _is_answer_id(rec["answer"]):

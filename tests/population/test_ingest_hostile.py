@@ -314,3 +314,27 @@ def test_a_received_population_in_another_process_says_how_to_rebuild_its_ledger
     # the advice works: every batch read again gives the ledger of the batches
     again, _ = received_graph(labels=read_reports(recs, spec, users=IDS), node_ids=IDS)
     assert again.ledger.spent(again.node_keys).tolist() == [spec.epsilon] * len(IDS)
+
+
+def test_a_line_that_names_a_field_twice_with_two_values_is_refused():
+    # JSON with a repeated name is ambiguous: Python reads the last, a relay or an audit
+    # log may read the first. A line claiming two users (or holding two reports) was read
+    # as its last one, silently; now it is malformed, and with senders= charged to its
+    # sender. The same value twice (a relay that writes the user its channel
+    # authenticated before the device's own, equal field) is read as usual.
+    spec, recs = _labels()
+    body = json.dumps(recs[1])[:-1]
+    two_users = body + ', "user": "user2"}'
+    two_reports = body + ', "report": {"y": %d}}' % ((recs[1]["report"]["y"] + 1) % 3)
+    same_user = '{"user": "user1", ' + json.dumps(recs[1])[1:]
+    for line in (two_users, two_reports):
+        got = read_reports([line] + recs[2:], spec, users=IDS)
+        assert got.users == IDS[2:] and got.refused == {"malformed": 1}
+        assert "twice" in got.refused_records[0].message
+        assert not got.again
+        sent = read_reports([line] + recs[2:], spec, users=IDS, senders=IDS[1:])
+        assert sent.again == {"user1": 1}
+    alone = read_reports([two_users], spec, users=IDS)   # (a record: not "no record")
+    assert alone.refused == {"malformed": 1}
+    got = read_reports([same_user] + recs[2:], spec, users=IDS)
+    assert got.users == IDS[1:] and got.n_refused == 0
