@@ -106,10 +106,11 @@ def encode(spec, data, *, seed, key, user=None, directory=None):
 
     Whether a report is made never depends on the data: a value outside the spec's
     public domain (a label not in its classes, a category not in its domain, a
-    feature that is not 0 or 1 for a set-valued spec, a missing or infinite
-    feature) is replaced by a uniformly random one drawn from ``(seed, key)``, and
-    a neighbour outside the directory is left out, with a warning here on the
-    device (User Guide, "Deploying").
+    feature that is not 0 or 1 for a set-valued spec, a missing feature) is
+    replaced by a uniformly random one drawn from ``(seed, key)``, and a neighbour
+    outside the directory is left out, with a warning here on the device (User
+    Guide, "Deploying"). A number in public bounds (one-bit, multi-bit, HDS, ...)
+    is clipped to them, without a warning: an infinite one is clipped to its bound.
 
     Parameters
     ----------

@@ -2,6 +2,7 @@
 secret randomness, its own budget cap)."""
 
 import json
+import warnings
 
 import numpy as np
 import pytest
@@ -268,3 +269,21 @@ def test_a_fitted_mechanism_with_bounds_from_the_data_gives_no_spec():
     rows = np.random.default_rng(0).random((5, 3))
     public = HDSMechanism(1.0, k=1, feature_range=(0, 1)).fit(rows)
     assert collection_spec(public).id == public.collection_.id   # its own collection
+
+
+def test_an_infinite_number_in_public_bounds_is_clipped_as_encode_says():
+    # encode's docstring said an infinite feature is replaced by a random one: a number in
+    # public bounds is clipped to its bound (no warning), as the device spec states; a
+    # 0/1 or categorical feature that is infinite is replaced (a warning)
+    from skldp.mechanisms import OneBitMechanism, SetValuedMechanism
+    spec = collection_spec(OneBitMechanism(1.0, feature_range=(0, 1)), n_features=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = encode(spec, [np.inf, -np.inf, 0.5], seed=1, key=1)
+    assert got == encode(spec, [1.0, 0.0, 0.5], seed=1, key=1)
+    sets = collection_spec(SetValuedMechanism(1.0, oracle="oue"), n_features=3)
+    with pytest.warns(UserWarning, match=r"1 value\(s\) outside"):
+        encode(sets, [np.inf, 0, 1], seed=1, key=1)
+    doc = " ".join(encode.__doc__.split())
+    assert "a missing or infinite feature) is replaced" not in doc
+    assert "infinite one is clipped to its bound" in doc
