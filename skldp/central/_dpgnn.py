@@ -726,6 +726,13 @@ class _DPTrainerBase(PrivateStepMixin, GraphClassifierMixin, BaseEstimator):
         steps = int(math.ceil(self.epochs * N / m)) if self.epochs is not None else \
             int(self.n_steps)
         delta = float(self.delta) if self.delta is not None else 1.0 / (10.0 * N)
+        if delta >= 1.0 / N:   # N is public (the training set's size)
+            raise ValueError(
+                f"delta={self.delta!r} is at least 1 / N_train = 1/{N} = {1.0 / N:.3g}: a "
+                "training that publishes one training user's data in the clear meets such "
+                "a delta, so (epsilon_, delta) would promise nothing (a delta of 0.9 gives "
+                "epsilon_ = 0). Use a delta well below 1 / N_train, e.g. delta=None "
+                f"(1 / (10 N_train) = {1.0 / (10.0 * N):.3g}).")
         device = resolve_device(self.device)
         # Three independent streams, none of them numpy's or torch's global state.
         batch_rng = np.random.default_rng(self._stream_seed("DPSGD-batches", data))
@@ -938,8 +945,10 @@ _COMMON_PARAMS = """
     target_epsilon : float or None, default=None
         If given, ``z`` is calibrated by bisection so that the whole training
         run is (``target_epsilon``, ``delta``) node-level DP.
-    delta : float in (0, 1) or None, default=None
-        ``None`` uses ``1 / (10 N_train)``.
+    delta : float in (0, 1 / N_train) or None, default=None
+        ``None`` uses ``1 / (10 N_train)``. A delta of at least ``1 / N_train``
+        (which a training publishing one user's data in the clear meets) is
+        refused with a ``ValueError``.
     max_grad_norm : float, sequence or dict, default=1.0
         Clipping threshold ``C_l`` of each layer group (one value for all, or
         one per group). With ``clip_percentile`` it is the scaling factor

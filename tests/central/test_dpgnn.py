@@ -799,3 +799,20 @@ def test_dpgnn_predicts_over_the_graph_it_trains_on(small_graph):
     p = clf.predict_proba(GraphData(X, A)[40:])
     for B in (A * 1000.0, A * 0.001, A + sp.eye(A.shape[0])):
         np.testing.assert_allclose(clf.predict_proba(GraphData(X, B)[40:]), p, atol=1e-6)
+
+
+@pytest.mark.parametrize("Est", [DPGNNClassifier, DPMLPClassifier])
+def test_delta_of_at_least_one_over_n_train_is_refused(small_graph, Est):
+    # delta >= 1 / N_train admits releasing one training user's data in the clear; a
+    # delta of 0.9 printed epsilon_ = 0.0 ("perfectly private") for a noisy fit.
+    G, y = _graph(small_graph)
+    tr = np.arange(0, 60, 2)   # 30 training nodes: delta must be < 1/30
+    kw = dict(batch_size=10, n_steps=2, hidden_size=4, random_state=0, **CL)
+    kw.update(HYP if Est is DPMLPClassifier else dict(max_degree=2))
+    for delta in (0.9, 1 / 30):
+        est = Est(delta=delta, **kw)
+        with pytest.raises(ValueError, match=r"delta=.* at least 1 / N_train"):
+            est.fit(G[tr], y[tr])
+        assert not hasattr(est, "collection_")   # refused before the training is charged
+    clf = Est(delta=0.99 / 30, **kw).fit(G[tr], y[tr])
+    assert clf.delta_ == pytest.approx(0.99 / 30) and clf.epsilon_ > 0
