@@ -688,18 +688,29 @@ class _DPTrainerBase(PrivateStepMixin, GraphClassifierMixin, BaseEstimator):
                                  "non-private training (noise_multiplier=0): noise needs a "
                                  "bounded sensitivity.")
             return None
-        if isinstance(C, numbers.Real) and not isinstance(C, bool):
-            C = {g: float(C) for g in groups}
-        elif isinstance(C, dict):
+
+        def number(c):   # one threshold: a real number (numpy's 0-d values included)
+            if isinstance(c, np.ndarray) and c.ndim == 0:
+                c = c[()]
+            if isinstance(c, bool | np.bool_) or not isinstance(c, numbers.Real):
+                raise ValueError(
+                    f"max_grad_norm must be a number > 0, or one per layer group {groups} "
+                    f"(a sequence or a dict), got {self.max_grad_norm!r}, which holds "
+                    f"{c!r}.")
+            return float(c)
+
+        if isinstance(C, dict):
             if set(C) != set(groups):
                 raise ValueError(f"max_grad_norm as a dict needs the keys {sorted(groups)}.")
-            C = {g: float(C[g]) for g in groups}
+            C = {g: number(C[g]) for g in groups}
+        elif isinstance(C, numbers.Real) or np.ndim(C) == 0:
+            C = {g: number(C) for g in groups}
         else:
             vals = list(C)
             if len(vals) != len(groups):
                 raise ValueError(f"max_grad_norm needs one value per layer group {groups}, "
                                  f"got {len(vals)}.")
-            C = {g: float(c) for g, c in zip(groups, vals, strict=True)}
+            C = {g: number(c) for g, c in zip(groups, vals, strict=True)}
         if not all(np.isfinite(c) and c > 0 for c in C.values()):
             raise ValueError(f"max_grad_norm must be > 0 and finite, got {self.max_grad_norm!r}.")
         return C

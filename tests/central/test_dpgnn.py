@@ -816,3 +816,18 @@ def test_delta_of_at_least_one_over_n_train_is_refused(small_graph, Est):
         assert not hasattr(est, "collection_")   # refused before the training is charged
     clf = Est(delta=0.99 / 30, **kw).fit(G[tr], y[tr])
     assert clf.delta_ == pytest.approx(0.99 / 30) and clf.epsilon_ > 0
+
+
+@pytest.mark.parametrize("C", [np.ones((3, 1)), [1.0, "x", 1.0], [True, 1.0, 1.0],
+                               {"enc": 1.0, "agg": 1.0, "dec": "x"}, [[1.0, 1.0, 1.0]],
+                               [1.0, None, 1.0]])
+def test_max_grad_norm_of_the_wrong_shape_or_type_is_a_clear_error(small_graph, C):
+    # a 2-D array and non-numbers raised numpy's TypeError / ValueError (a 0-d array
+    # raised "iteration over a 0-d array"; it is one value for all groups)
+    G, y = _graph(small_graph)
+    tr = np.arange(0, 60, 2)
+    kw = dict(max_degree=2, batch_size=10, n_steps=2, hidden_size=4, random_state=0, **CL)
+    with pytest.raises(ValueError, match="max_grad_norm"):
+        DPGNNClassifier(max_grad_norm=C, **kw).fit(G[tr], y[tr])
+    clf = DPGNNClassifier(max_grad_norm=np.array(2.0), **kw).fit(G[tr], y[tr])
+    assert clf.clip_thresholds_ == {"enc": 2.0, "agg": 2.0, "dec": 2.0}
