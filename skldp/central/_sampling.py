@@ -60,9 +60,10 @@ def degree_bounded_sample(adjacency, max_degree, nodes=None, random_state=None):
     max_degree : int >= 0
         The degree bound ``K``.
     nodes : array-like of int or bool mask, default=None
-        Training nodes ``V_tr``. As in Algorithm 2, only edges with at least
-        one endpoint in ``nodes`` are candidates (edges between two other
-        nodes never enter a training neighbourhood). ``None``: all edges.
+        Training nodes ``V_tr``: positions in ``0..n-1``, or a mask of length
+        ``n``. As in Algorithm 2, only edges with at least one endpoint in
+        ``nodes`` are candidates (edges between two other nodes never enter a
+        training neighbourhood). ``None``: all edges.
     random_state : int, RandomState, Generator or None
         Seeds the edge priorities. ``None`` draws them from the operating
         system's entropy (numpy's global generator is never used).
@@ -119,6 +120,15 @@ def degree_bounded_sample(adjacency, max_degree, nodes=None, random_state=None):
                 raise ValueError(f"boolean nodes mask must have length {n}.")
             mask = nodes
         else:
+            if nodes.size == 0:
+                nodes = nodes.astype(np.int64)
+            if nodes.ndim != 1 or not np.issubdtype(nodes.dtype, np.integer):
+                raise ValueError(f"nodes must be a 1-D array of node positions (integers) or "
+                                 f"a boolean mask of length {n}, got dtype {nodes.dtype} "
+                                 f"and shape {nodes.shape}.")
+            if nodes.size and (nodes.min() < 0 or nodes.max() >= n):
+                raise ValueError(f"nodes names positions outside 0..{n - 1} (the adjacency "
+                                 f"has {n} nodes): {nodes.min()}..{nodes.max()}.")
             mask[nodes.astype(np.int64)] = True
         keep = mask[u] | mask[v]
         u, v = u[keep], v[keep]

@@ -133,3 +133,14 @@ def test_stored_zeros_are_no_edges():
     before = A.copy()
     assert degree_bounded_sample(A, 2, random_state=0).nnz == 0
     assert (A != before).nnz == 0 and A.nnz == before.nnz   # the caller's matrix untouched
+
+
+@pytest.mark.parametrize("nodes", [[-1], [0, 10], [0.5], [[0, 1]], ["a"]])
+def test_training_nodes_outside_the_graph_or_not_integers_are_refused(nodes):
+    # -1 silently named the last node, 0.5 node 0; 10 raised numpy's IndexError
+    A = sp.csr_matrix(np.ones((10, 10)) - np.eye(10))
+    with pytest.raises(ValueError, match="nodes"):
+        degree_bounded_sample(A, 2, nodes=nodes, random_state=0)
+    # integer-valued positions of any integer dtype (and an empty list) still work
+    for ok in ([0, 9], np.array([0, 9], dtype=np.uint8), []):
+        degree_bounded_sample(A, 2, nodes=ok, random_state=0)
