@@ -239,10 +239,10 @@ def rdp_to_epsilon(orders, rdp, delta):
 
     Parameters
     ----------
-    orders : array-like of float > 1
+    orders : float > 1 or array-like of float > 1
         Rényi orders ``alpha``.
-    rdp : array-like of float
-        RDP ``gamma(alpha)`` at each order.
+    rdp : float or array-like of float
+        RDP ``gamma(alpha)`` at each order (of the shape of ``orders``).
     delta : float in (0, 1)
         Target delta.
 
@@ -269,7 +269,7 @@ def rdp_to_epsilon(orders, rdp, delta):
     """
     delta = check_delta(delta)
     orders = _check_orders(orders)
-    rdp = np.asarray(rdp, dtype=float)
+    rdp = np.atleast_1d(np.asarray(rdp, dtype=float))   # one order: scalars, as orders
     if rdp.shape != orders.shape:
         raise ValueError(f"rdp has shape {rdp.shape} but orders has shape {orders.shape}.")
     if np.any(np.isnan(rdp)) or np.any(rdp < 0):

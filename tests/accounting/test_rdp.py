@@ -273,3 +273,12 @@ def test_huge_noise_gives_a_tiny_rdp_and_epsilon(z):
         expected = dpgnn_rdp(1e100, 1000, 100, 10, 100, orders=orders) * (1e100 / z) ** 2
         np.testing.assert_allclose(dpgnn_rdp(z, 1000, 100, 10, 100, orders=orders), expected,
                                    rtol=1e-9)
+
+
+def test_rdp_to_epsilon_of_one_order_given_as_scalars():
+    # a scalar order was accepted (as one order) but its scalar RDP was refused with
+    # "rdp has shape () but orders has shape (1,)"
+    from skldp.accounting import rdp_to_epsilon
+    assert rdp_to_epsilon(4.0, 1.0, 1e-5) == rdp_to_epsilon([4.0], [1.0], 1e-5)
+    with pytest.raises(ValueError, match="rdp has shape"):
+        rdp_to_epsilon(4.0, [1.0, 2.0], 1e-5)
