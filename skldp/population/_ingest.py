@@ -290,15 +290,38 @@ def _read_columnar(path, fmt):
         raise ImportError("Reading Parquet or Arrow reports needs pyarrow: pip install "
                           "'skldp[io]'.") from None
     if fmt == "parquet" or (fmt == "columnar" and path.endswith(".parquet")):
+        _check_column_names(pa, pq.read_schema(path), path)   # (read_table would raise)
         table = pq.read_table(path)
     else:
         with pa.memory_map(path) as source:
-            table = pa.ipc.open_file(source).read_all()
+            reader = pa.ipc.open_file(source)
+            _check_column_names(pa, reader.schema, path)
+            table = reader.read_all()
     as_json = _json_columns(table.schema.metadata)
     for rec in table.to_pylist():
         # a JSON column holds each value as its JSON text (see write_reports)
         yield {k: (_from_json_text(v) if k in as_json else _without_nulls(v))
                for k, v in rec.items() if v is not None}
+
+
+def _check_column_names(pa, fields, path, within=""):
+    """Refuse a table with two columns (or two fields of a struct column) of one name, as
+    Arrow allows: ``to_pylist`` keeps the last, another reader may take the first (as a
+    JSON line naming a field twice). The whole table, before any record is read."""
+    seen = set()
+    for f in fields:
+        if f.name in seen:
+            what = "fields" if within else "columns"
+            raise ValueError(f"{path} has two {what} named {within + f.name!r}: which one "
+                             "a record means depends on the reader. Nothing was read; "
+                             "write each field once.")
+        seen.add(f.name)
+        typ = f.type
+        while pa.types.is_list(typ) or pa.types.is_large_list(typ) or \
+                pa.types.is_fixed_size_list(typ):
+            typ = typ.value_type
+        if pa.types.is_struct(typ):
+            _check_column_names(pa, list(typ), path, within + f.name + ".")
 
 
 class _NotJSON:
