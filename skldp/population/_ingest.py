@@ -188,9 +188,11 @@ def _records(source, fmt):
                                 "one source), or pass the records.")
             elif isinstance(item, (str, bytes)):
                 # an item of several lines (a relay's chunk) is as many records: not
-                # splitlines, which also splits inside a JSON string (U+2028, U+0085)
+                # splitlines, which also splits inside a JSON string (U+2028, U+0085).
+                # An item is whole lines: each chunk's byte-order mark is stripped (a file
+                # object's items are its lines: only its first line's, as for a path)
                 for _, rec in _lines(item.split("\n" if isinstance(item, str) else b"\n"),
-                                     first=i == 0):
+                                     first=i == 0 or not hasattr(source, "read")):
                     n_records += isinstance(rec, (dict, _Repeated))
                     yield i, rec
                 text = item if text is None else text
@@ -265,8 +267,8 @@ def _loads(text):
 
 def _lines(lines, first=True):
     """``(line number, record)`` of each line with content (``None``: not JSON); ``first``:
-    these are the first lines of the source, whose byte-order mark (a file saved as "UTF-8
-    with BOM") is no part of its first record."""
+    these are the first lines of the source or of one of its items (a relay's chunk), whose
+    byte-order mark (a file saved as "UTF-8 with BOM") is no part of its first record."""
     for i, line in enumerate(lines):
         if isinstance(line, bytes):
             line = line.decode("utf-8", errors="replace")

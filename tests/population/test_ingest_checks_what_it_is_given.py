@@ -192,3 +192,27 @@ def test_a_byte_order_mark_does_not_cost_the_first_report(tmp_path, how):
     assert got.users == IDS and got.n_refused == 0
     G, _ = received_graph(labels=got, node_ids=IDS)
     assert G.ledger.entries()[0].n_users == 4
+
+
+@pytest.mark.parametrize("kind", [str, bytes])
+def test_a_byte_order_mark_on_every_chunk_does_not_cost_their_first_reports(kind):
+    # a relay that forwards each device's upload (or each batch, saved by a Windows tool)
+    # as one item, each with its own byte-order mark: an item is whole lines (a chunk
+    # boundary is a line boundary), so each item's mark is no part of its first record.
+    # Only the first item's was stripped: every later chunk lost its first record as
+    # "malformed", with no user, and that user was not charged.
+    import json
+    spec = collection_spec(LabelRandomizedResponse(2.0, classes=[0, 1]))
+    recs = [Device(u).answer(spec, i % 2) for i, u in enumerate(IDS)]
+    chunks = ["\ufeff" + json.dumps(recs[i]) + "\n" + json.dumps(recs[i + 1]) + "\n"
+              for i in (0, 2)]
+    chunks = [c.encode() if kind is bytes else c for c in chunks]
+    for source in (chunks, iter(chunks)):
+        got = read_reports(source, spec, users=IDS)
+        assert got.users == IDS and got.n_refused == 0
+    G, _ = received_graph(labels=got, node_ids=IDS)
+    assert G.ledger.entries()[0].n_users == 4
+    # a mark inside an item (not at its start) is still part of its line: malformed
+    inside = json.dumps(recs[0]) + "\n\ufeff" + json.dumps(recs[1])
+    got = read_reports([inside] + recs[2:], spec, users=IDS)
+    assert got.users == ["a", "c", "d"] and got.refused == {"malformed": 1}
