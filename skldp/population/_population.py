@@ -926,7 +926,10 @@ class Population:
             self._sync_locked()
             if node_keys is not None:
                 charge_reads = self._charge_true_reads(spec, node_keys)
-            if self._budget_cap is not None:
+            # a training recorded already (the same spec: its id is a digest of its content)
+            # is counted once by the ledger: recording it again adds nothing to check
+            recorded = self.ledger._central.get(spec.id)
+            if self._budget_cap is not None and (recorded is None or recorded[0] != spec):
                 total = self.ledger.total_epsilon + spec.epsilon
                 if total > self._budget_cap + _TOL:
                     raise BudgetExceededError(

@@ -3,6 +3,7 @@
 training, and in the check of a central training itself (which must count the
 training it is about to record)."""
 
+import dataclasses
 import uuid
 
 import numpy as np
@@ -80,3 +81,23 @@ def test_entries_since_a_mark_list_only_what_came_after_it():
     assert [e.spec.id for e in led.entries(since=after_a)] == [t1.id, b.id, t2.id]
     assert [e.spec.id for e in led.entries(since=after_t1)] == [b.id, t2.id]
     assert [e.spec.id for e in led.entries()] == [a.id, t1.id, b.id, t2.id]
+
+
+def test_a_training_recorded_again_is_not_checked_as_a_new_one():
+    # record_training of a spec already recorded (a caller's retry, the same id): the
+    # ledger counts it once (_add_central ignores the repeat), so the budget check must
+    # not add its epsilon again: 3 + 3 = 6 > 5 refused a repeat that charges nothing
+    G = _graph(5.0)
+    pop, spec = G.population, _central(3.0)
+    pop.record_training(spec, 20)
+    pop.record_training(spec, 20)
+    assert G.ledger.total_epsilon == pytest.approx(3.0) and len(G.ledger) == 1
+    np.testing.assert_allclose(pop.remaining(G.node_keys), 2.0)
+    # a new training of the same request (another id) is a new charge: refused
+    with pytest.raises(BudgetExceededError, match="Nothing was trained"):
+        pop.record_training(_central(3.0), 20)
+    # a spec under a recorded id but with other content is not the recorded training
+    other = dataclasses.replace(spec, epsilon=4.0)
+    with pytest.raises(BudgetExceededError, match="Nothing was trained"):
+        pop.record_training(other, 20)
+    assert G.ledger.total_epsilon == pytest.approx(3.0)
