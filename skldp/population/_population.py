@@ -919,6 +919,13 @@ class Population:
         (:meth:`note_true_read`): a read of their true graph or clean labels by another
         step, before or after, is charged as a read in the clear.
         """
+        if spec.id != spec.content_id():   # the caller's argument: refused free
+            # (else a recorded id with other content, e.g. another epsilon, would be
+            # taken for the recorded training and never counted)
+            raise ValueError(
+                f"record_training: the spec's id {spec.id!r} is not the digest of its "
+                "content (it was changed after it was made, or built with an id of its "
+                "own): build it with CollectionSpec.with_nonce, which gives the id.")
         charge_reads = None
         if node_keys is not None:
             node_keys = distinct(check_node_keys(node_keys, "node_keys"))
@@ -926,10 +933,9 @@ class Population:
             self._sync_locked()
             if node_keys is not None:
                 charge_reads = self._charge_true_reads(spec, node_keys)
-            # a training recorded already (the same spec: its id is a digest of its content)
-            # is counted once by the ledger: recording it again adds nothing to check
-            recorded = self.ledger._central.get(spec.id)
-            if self._budget_cap is not None and (recorded is None or recorded[0] != spec):
+            # a training recorded already (the same spec: its id is a digest of its content,
+            # checked above) is counted once by the ledger: recording it again adds nothing
+            if self._budget_cap is not None and spec.id not in self.ledger._central:
                 total = self.ledger.total_epsilon + spec.epsilon
                 if total > self._budget_cap + _TOL:
                     raise BudgetExceededError(

@@ -98,6 +98,23 @@ def test_a_training_recorded_again_is_not_checked_as_a_new_one():
         pop.record_training(_central(3.0), 20)
     # a spec under a recorded id but with other content is not the recorded training
     other = dataclasses.replace(spec, epsilon=4.0)
-    with pytest.raises(BudgetExceededError, match="Nothing was trained"):
+    with pytest.raises(ValueError, match="not the digest of its content"):
         pop.record_training(other, 20)
     assert G.ledger.total_epsilon == pytest.approx(3.0)
+
+
+@pytest.mark.parametrize("budget", [None, 10.0])
+def test_a_spec_whose_id_is_not_its_content_is_refused(budget):
+    # without a budget too: the ledger keeps one entry per id, so another epsilon under a
+    # recorded id would be recorded as the first training, and never counted
+    G = _graph(budget)
+    pop, spec = G.population, _central(1.0)
+    pop.record_training(spec, 20)
+    forged = dataclasses.replace(spec, epsilon=4.0)
+    with pytest.raises(ValueError, match="not the digest of its content"):
+        pop.record_training(forged, 20)
+    with pytest.raises(ValueError, match="with_nonce"):
+        pop.record_training(dataclasses.replace(spec, id="0123456789abcdef"), 20)
+    assert G.ledger.total_epsilon == pytest.approx(1.0) and len(G.ledger) == 1
+    pop.record_training(forged.with_nonce(uuid.uuid4().hex), 20)   # a new training: counted
+    assert G.ledger.total_epsilon == pytest.approx(5.0)
