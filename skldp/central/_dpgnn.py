@@ -683,10 +683,17 @@ class _DPTrainerBase(PrivateStepMixin, GraphClassifierMixin, BaseEstimator):
     def _thresholds(self, groups):
         C = self.max_grad_norm
         if C is None:
-            if self.target_epsilon is not None or self.noise_multiplier != 0:
-                raise ValueError("max_grad_norm=None (no clipping) is only allowed for "
-                                 "non-private training (noise_multiplier=0): noise needs a "
-                                 "bounded sensitivity.")
+            if self.target_epsilon is not None:
+                raise ValueError(
+                    f"max_grad_norm=None (no clipping) conflicts with target_epsilon="
+                    f"{self.target_epsilon!r}: a privacy target needs noise, and noise needs "
+                    "a bounded sensitivity. Give a max_grad_norm, or drop target_epsilon "
+                    "and set noise_multiplier=0 for non-private training.")
+            if self.noise_multiplier != 0:
+                raise ValueError(
+                    f"max_grad_norm=None (no clipping) conflicts with noise_multiplier="
+                    f"{self.noise_multiplier!r}: it is only allowed for non-private "
+                    "training (noise_multiplier=0), as noise needs a bounded sensitivity.")
             return None
 
         def number(c):   # one threshold: a real number (numpy's 0-d values included)
@@ -963,7 +970,8 @@ _COMMON_PARAMS = """
     max_grad_norm : float, sequence or dict, default=1.0
         Clipping threshold ``C_l`` of each layer group (one value for all, or
         one per group). With ``clip_percentile`` it is the scaling factor
-        ``C_f``. ``None`` disables clipping (only with ``noise_multiplier=0``).
+        ``C_f``. ``None`` disables clipping (only with ``noise_multiplier=0`` and no
+        ``target_epsilon``).
     clip_percentile : float in (0, 100] or None, default=None
         **Not private.** The thresholds are ``C_f`` times this percentile of
         each group's per-node gradient norms at initialisation, with a

@@ -831,3 +831,22 @@ def test_max_grad_norm_of_the_wrong_shape_or_type_is_a_clear_error(small_graph, 
         DPGNNClassifier(max_grad_norm=C, **kw).fit(G[tr], y[tr])
     clf = DPGNNClassifier(max_grad_norm=np.array(2.0), **kw).fit(G[tr], y[tr])
     assert clf.clip_thresholds_ == {"enc": 2.0, "agg": 2.0, "dec": 2.0}
+
+
+@pytest.mark.parametrize("Est", [DPGNNClassifier, DPMLPClassifier])
+def test_no_clipping_with_a_target_epsilon_names_target_epsilon(small_graph, Est):
+    # max_grad_norm=None with target_epsilon said "only allowed for ... noise_multiplier=0"
+    # even when noise_multiplier was 0: the conflict is with target_epsilon.
+    G, y = _graph(small_graph)
+    tr = np.arange(0, 60, 2)
+    kw = dict(batch_size=10, n_steps=2, hidden_size=4, random_state=0, max_grad_norm=None,
+              **CL)
+    kw.update(HYP if Est is DPMLPClassifier else dict(max_degree=2))
+    for z in (0.0, 1.0):
+        est = Est(noise_multiplier=z, target_epsilon=4.0, **kw)
+        with pytest.raises(ValueError, match=r"max_grad_norm=None .* target_epsilon"):
+            est.fit(G[tr], y[tr])
+        assert not hasattr(est, "collection_")
+    with pytest.raises(ValueError, match=r"max_grad_norm=None .*noise_multiplier=1\.0"):
+        Est(noise_multiplier=1.0, **kw).fit(G[tr], y[tr])
+    assert math.isinf(Est(noise_multiplier=0.0, **kw).fit(G[tr], y[tr]).epsilon_)
