@@ -171,8 +171,11 @@ class DegreeBoundedSampler(GraphTransformerMixin, BaseEstimator):
     ----------
     max_degree : int, default=10
         The degree bound ``K``.
-    random_state : int, RandomState or None
-        Seeds the sample; ``None`` draws a new sample per fit.
+    random_state : int, RandomState, Generator or None, default=None
+        Seeds the sample; ``None`` draws a new sample per fit (from the operating
+        system's entropy). A ``RandomState`` or ``Generator`` gives the seed of
+        one draw from it (hashed), so it advances: the same object gives a new
+        sample at each fit, a fresh one of the same seed the same sample.
 
     Attributes
     ----------

@@ -144,3 +144,21 @@ def test_training_nodes_outside_the_graph_or_not_integers_are_refused(nodes):
     # integer-valued positions of any integer dtype (and an empty list) still work
     for ok in ([0, 9], np.array([0, 9], dtype=np.uint8), []):
         degree_bounded_sample(A, 2, nodes=ok, random_state=0)
+
+
+def test_sampler_accepts_a_generator_as_its_docstring_says():
+    # the docstring said "int, RandomState or None"; a Generator is accepted: the seed
+    # is drawn from it (advancing it), so fresh generators of one seed give one sample
+    A = _random_graph(n=80)
+    G = GraphData(np.eye(80), A)
+
+    def sample(rs):
+        return DegreeBoundedSampler(2, random_state=rs).fit_transform(G).adjacency
+
+    assert (sample(np.random.default_rng(5)) != sample(np.random.default_rng(5))).nnz == 0
+    rng = np.random.default_rng(5)
+    s1 = DegreeBoundedSampler(2, random_state=rng).fit(G).seed_
+    assert DegreeBoundedSampler(2, random_state=rng).fit(G).seed_ != s1   # rng advanced
+    doc = DegreeBoundedSampler.__doc__
+    line = next(ln for ln in doc.splitlines() if ln.strip().startswith("random_state :"))
+    assert "Generator" in line
