@@ -487,7 +487,13 @@ class LabelledKFold(BaseCrossValidator):
         n_splits : int
             The number of folds.
         """
-        return self.n_splits
+        return self._kfold().n_splits
+
+    def _kfold(self):
+        # scikit-learn's StratifiedKFold checks n_splits (and shuffle) at construction:
+        # split and get_n_splits refuse the same values with the same message
+        return StratifiedKFold(self.n_splits, shuffle=self.shuffle,
+                               random_state=self.random_state if self.shuffle else None)
 
     def split(self, X, y, groups=None):
         """Yield the (train, test) row indices of each fold, labelled rows only.
@@ -513,7 +519,6 @@ class LabelledKFold(BaseCrossValidator):
             raise ValueError(f"LabelledKFold found no labelled row among the {len(y)} rows "
                              "of y: every label is -1 (or None, NaN, pd.NA), the "
                              "'unlabelled' marker.")
-        skf = StratifiedKFold(self.n_splits, shuffle=self.shuffle,
-                              random_state=self.random_state if self.shuffle else None)
+        skf = self._kfold()
         for tr, te in skf.split(labelled, y[labelled]):
             yield labelled[tr], labelled[te]

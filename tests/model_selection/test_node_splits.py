@@ -130,6 +130,20 @@ def test_labelled_kfold_says_no_row_is_labelled():
         list(LabelledKFold(3).split(np.zeros((6, 1)), -np.ones(6)))
 
 
+@pytest.mark.parametrize("n_splits", ["a", 1, 2.5, None])
+def test_labelled_kfold_get_n_splits_validates_n_splits_as_split_does(n_splits):
+    # get_n_splits returned n_splits unchecked ("a"), while split refused it
+    y = _labels()
+    cv = LabelledKFold(n_splits)
+    with pytest.raises(ValueError) as from_split:
+        list(cv.split(None, y))
+    with pytest.raises(ValueError) as from_get:
+        cv.get_n_splits()
+    assert str(from_get.value) == str(from_split.value)
+    assert str(n_splits) in str(from_get.value)
+    assert LabelledKFold(np.int64(3)).get_n_splits() == 3
+
+
 def test_per_class_node_split_sizes_per_class_and_disjointness():
     y = np.repeat([0, 1, 2], [120, 75, 60])
     y[::9] = -1     # unlabelled nodes are in no part
