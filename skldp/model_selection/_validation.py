@@ -11,6 +11,7 @@ nodes") explains the choice against the alternatives.
 """
 
 import math
+import warnings
 
 import numpy as np
 from sklearn.model_selection import train_test_split
@@ -21,7 +22,7 @@ from .._graph_data import GraphData
 from ..utils._arrays import distinct, member
 from ._edge_splits import PairData
 
-__all__ = ["validation_split", "check_validation", "AUTO_MIN_ROWS"]
+__all__ = ["validation_split", "check_validation", "warn_untrained_classes", "AUTO_MIN_ROWS"]
 
 #: ``early_stopping="auto"`` holds out ``validation_fraction`` of the fit rows only
 #: from this many rows on (below, a held-out tenth costs more than the selection
@@ -222,3 +223,37 @@ def validation_split(X, y_enc, *, validation, early_stopping, validation_fractio
                          "nothing is left to train on.")
     return np.flatnonzero(~held), np.flatnonzero(held)
 
+
+def warn_untrained_classes(y_enc, train, val, owner):
+    """Warn if the ``validation`` rows hold every fit row of some class.
+
+    Such a class is in ``owner.classes_`` but no training row has it: the model is
+    never trained on it, so it never predicts it. The fraction split keeps a training
+    row of every class (:func:`_fraction_split`); given validation nodes are the
+    caller's. The warning depends on the labels' values: call it only once the fit's
+    read of those labels is charged (or refused). It changes nothing in the fit.
+
+    Parameters
+    ----------
+    y_enc : ndarray of int
+        The encoded labels of the fit rows (indices into ``owner.classes_``).
+    train, val : ndarray of int or None
+        :func:`validation_split`'s positions of the training and validation rows.
+    owner : estimator
+        Named in the warning; its ``classes_`` name the classes.
+    """
+    if val is None or not len(val):
+        return
+    n_classes = int(y_enc.max()) + 1 if len(y_enc) else 0
+    n_val = np.bincount(y_enc[val], minlength=n_classes)
+    n_train = np.bincount(y_enc[train], minlength=n_classes)
+    missing = np.flatnonzero((n_val > 0) & (n_train == 0))
+    if not len(missing):
+        return
+    names = np.asarray(owner.classes_)[missing].tolist()
+    rows = ", ".join(f"{c!r}: {int(n_val[i])}" for c, i in zip(names, missing, strict=True))
+    warnings.warn(
+        f"{type(owner).__name__}: the validation nodes hold every fit row of the "
+        f"class(es) {names} (validation rows {{{rows}}}): in classes_, but never trained "
+        "on and never predicted. To learn a class, move some of its nodes to training "
+        "(out of validation).", UserWarning, stacklevel=2)

@@ -32,7 +32,7 @@ from ..base import (
     note_label_read,
     refuse_foreign_labels,
 )
-from ..model_selection._validation import validation_split
+from ..model_selection._validation import validation_split, warn_untrained_classes
 from ..utils._logging import verbose_logger
 from ..utils._random import training_seed
 from ..utils.validation import (
@@ -203,6 +203,7 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
                                       early_stopping=self.early_stopping,
                                       validation_fraction=self.validation_fraction, seed=seed,
                                       owner=self)
+        warn_untrained_classes(y_enc, local, val, self)   # (after the labels' read is noted)
         # Local generators only: torch's global one is neither read nor advanced, so
         # fits in concurrent threads (joblib's threading backend) cannot disturb each other.
         module = build_module(lambda: self._build_module(X.shape[1], len(self.classes_)),

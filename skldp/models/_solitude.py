@@ -27,7 +27,7 @@ from .._torch import (
     train,
 )
 from ..base import note_edge_read, note_feature_read, note_label_read
-from ..model_selection._validation import validation_split
+from ..model_selection._validation import validation_split, warn_untrained_classes
 from ..propagation._smoothing import smooth_features, smooth_labels
 from ..utils._adjacency import index_dtype
 from ..utils._random import training_seed
@@ -533,6 +533,7 @@ class SolitudeClassifier(GNNClassifierBase):
                                       early_stopping=self.early_stopping,
                                       validation_fraction=self.validation_fraction, seed=seed,
                                       owner=self)
+        warn_untrained_classes(y_enc, local, val, self)   # (after the labels' read is noted)
         # targets: hard labels, or label smoothing (eq. (12)) from the fitting rows only
         if self.label_steps > 0:
             Y0 = np.zeros((G.n_nodes, n_cls))

@@ -141,6 +141,51 @@ def test_a_class_with_one_fit_row_is_never_held_out(name, monkeypatch):
     assert trained == {0, 1, 2} and len(val) > 0
 
 
+@pytest.mark.parametrize("name", ["gcn", "mlp", "rgnn", "solitude"])
+def test_validation_nodes_that_hold_every_fit_row_of_a_class_warn(name):
+    """A class all of whose fit rows are validation nodes is in classes_ but never
+    trained on, never predicted: it was silent (the validation_fraction split keeps a
+    training row of every class). A warning only: the fit is the same."""
+    G, y, tr, va, _ = _graph()
+    fit = np.r_[tr, va]
+    va2 = np.r_[va, tr[y[tr] == 2]]              # every fit row of class 2 validates
+    assert set(y[np.setdiff1d(fit, va2)]) == {0, 1}
+    with pytest.warns(UserWarning, match=r"class\(es\) \[2\].*move some of its nodes") as rec:
+        a = MODELS[name]().set_params(validation=va2).fit(G[fit], y[fit])
+    assert 2 in a.classes_
+    assert sum("move some of its nodes" in str(w.message) for w in rec) == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        b = MODELS[name]().set_params(validation=va2).fit(G[fit], y[fit])
+    np.testing.assert_array_equal(a.loss_curve_, b.loss_curve_)
+    # every class keeps a training row: no such warning
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        MODELS[name]().set_params(validation=va).fit(G[fit], y[fit])
+    assert not [w for w in rec if "move some of its nodes" in str(w.message)]
+
+
+def test_the_untrained_class_warning_comes_after_the_label_read_is_charged():
+    # The warning depends on the labels' values: a fit refused the read of the clean
+    # labels (a budget, the labels collected by a mechanism) must not give it.
+    from skldp.mechanisms import LabelRandomizedResponse
+    from skldp.population import BudgetExceededError
+    G, y, tr, va, _ = _graph()
+    G = GraphData(G.features, G.adjacency, budget=2.0).with_features(G.features,
+                                                                     source="public")
+    fit = np.r_[tr, va]
+    LabelRandomizedResponse(1.0, classes=[0, 1, 2], random_state=0).fit().randomize(
+        y[fit], G[fit])
+    va2 = np.r_[va, tr[y[tr] == 2]]
+    n = len(G.ledger.entries())
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        with pytest.raises(BudgetExceededError, match="clean labels"):
+            GCNClassifier(validation=va2, **FAST).fit(G[fit], y[fit])
+    assert not [w for w in rec if "move some of its nodes" in str(w.message)]
+    assert len(G.ledger.entries()) == n
+
+
 def test_pipeline_and_grid_search_with_predefined_split():
     """GridSearchCV(cv=PredefinedSplit): each fold's fit validates on its own validation nodes.
 
