@@ -340,6 +340,16 @@ def test_a_line_that_names_a_field_twice_with_two_values_is_refused():
     assert got.users == IDS[1:] and got.n_refused == 0
 
 
+def _write_table(table, path, ext):
+    """Write ``table`` as a Parquet or Arrow (IPC) file."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    if ext == "parquet":
+        pq.write_table(table, path)
+    else:
+        with pa.OSFile(path, "wb") as fh, pa.ipc.new_file(fh, table.schema) as w:
+            w.write_table(table)
+
 @pytest.mark.parametrize("ext", ["parquet", "arrow"])
 def test_a_table_with_two_columns_of_one_name_is_refused_as_a_whole(tmp_path, ext):
     # Arrow allows two columns of one name: to_pylist kept the last "user" column (an
@@ -347,7 +357,6 @@ def test_a_table_with_two_columns_of_one_name_is_refused_as_a_whole(tmp_path, ex
     # "Multiple matches for FieldRef". As a JSON line naming a field twice: which column
     # it means depends on the reader. Refused before any record is read: nobody charged.
     pa = pytest.importorskip("pyarrow")
-    import pyarrow.parquet as pq
     spec, recs = _labels()
     table = pa.table([pa.array([spec.id] * N), pa.array(IDS),
                       pa.array([json.dumps(r["report"]) for r in recs]),
@@ -355,11 +364,7 @@ def test_a_table_with_two_columns_of_one_name_is_refused_as_a_whole(tmp_path, ex
                      names=["collection", "user", "report", "user"])
     table = table.replace_schema_metadata({b"skldp.json_columns": b'["report"]'})
     path = str(tmp_path / f"r.{ext}")
-    if ext == "parquet":
-        pq.write_table(table, path)
-    else:
-        with pa.OSFile(path, "wb") as fh, pa.ipc.new_file(fh, table.schema) as w:
-            w.write_table(table)
+    _write_table(table, path, ext)
     with pytest.raises(ValueError, match="two columns named 'user'.*Nothing was read"):
         read_reports(path, spec, users=IDS)
     # two fields of one name in a struct column (pyarrow's own error, before)
@@ -367,10 +372,6 @@ def test_a_table_with_two_columns_of_one_name_is_refused_as_a_whole(tmp_path, ex
                                         names=["y", "y"])
     table = pa.table([pa.array([spec.id] * N), pa.array(IDS), report],
                      names=["collection", "user", "report"])
-    if ext == "parquet":
-        pq.write_table(table, path)
-    else:
-        with pa.OSFile(path, "wb") as fh, pa.ipc.new_file(fh, table.schema) as w:
-            w.write_table(table)
+    _write_table(table, path, ext)
     with pytest.raises(ValueError, match="two fields named 'report.y'"):
         read_reports(path, spec, users=IDS)
