@@ -31,6 +31,15 @@ EDGE_CASES = {   # (graph, call, the error the call must meet)
         public_feature_graph, lambda G: random_edge_split(G, val_size=-0.1), "val_size"),
     "random_edge_split, fractions over 1": (
         public_feature_graph, lambda G: random_edge_split(G, 0.5, 0.6), "< 1"),
+    # a numpy Generator was refused by check_random_state after the charged read
+    "random_edge_split, a Generator": (
+        public_feature_graph,
+        lambda G: random_edge_split(G, random_state=np.random.default_rng(0)),
+        "random_state must be an int"),
+    "sample_non_edges, a Generator": (
+        public_feature_graph,
+        lambda G: sample_non_edges(G, 5, random_state=np.random.default_rng(0)),
+        "random_state must be an int"),
 }
 
 

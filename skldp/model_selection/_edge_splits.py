@@ -10,6 +10,7 @@ from sklearn.utils import check_random_state
 
 from .._graph_data import _EXPORT, GraphData, _is_symmetric, reads_users_data
 from ..utils._arrays import distinct, sorted_lookup
+from ._node_splits import _split_rng
 
 __all__ = ["PairData", "random_edge_split", "sample_non_edges"]
 
@@ -386,6 +387,7 @@ def sample_non_edges(A, n_samples, random_state=None):
     if isinstance(n_samples, bool) or not isinstance(n_samples, numbers.Integral) \
             or n_samples < 0:
         raise ValueError(f"n_samples must be an integer >= 0, got {n_samples!r}.")
+    random_state = _split_rng(random_state, "sample_non_edges")   # before the read
     if isinstance(A, GraphData):
         n = A.require_adjacency("sample_non_edges").shape[0]
         if n_samples > n * (n - 1) // 2:   # more than all node pairs, whatever the edges
@@ -551,10 +553,10 @@ def random_edge_split(G, val_size=0.05, test_size=0.1, *, negative_ratio=1.0,
             raise ValueError(f"{name} must be a finite number >= 0, got {v!r}.")
     if val_size + test_size >= 1:
         raise ValueError(f"val_size + test_size must be < 1, got {val_size + test_size}.")
+    rng = _split_rng(random_state, "random_edge_split")
     # after the checks on the arguments: a refused call reads nothing. (The refusals
     # below depend on the edges, so they come after the charged read.)
     G._note_true_graph_read("skldp.model_selection.random_edge_split")
-    rng = check_random_state(random_state)
     edges = _upper_edges(A)
     m = len(edges)
     if m == 0:

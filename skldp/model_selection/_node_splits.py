@@ -19,6 +19,21 @@ _UNLABELLED_MARKERS = ("-1 (any negative number or NaN) for numeric labels, None
                        "pd.NA for non-numeric ones")
 
 
+def _split_rng(random_state, who):
+    """``check_random_state(random_state)``, refusing a numpy ``Generator`` by name.
+
+    The splitters draw with the ``RandomState`` API (as scikit-learn's do);
+    ``check_random_state``'s own message for a ``Generator`` named neither the
+    parameter nor what it accepts.
+    """
+    if isinstance(random_state, np.random.Generator):
+        raise ValueError(
+            f"{who}'s random_state must be an int, a numpy RandomState or None, got a "
+            f"numpy Generator ({random_state!r}). Pass an int seed, e.g. "
+            "int(rng.integers(2**31)), or np.random.RandomState(seed).")
+    return check_random_state(random_state)
+
+
 def _is_unlabelled(v):
     if v is None:
         return True
@@ -290,10 +305,10 @@ def random_node_split(y, train_size=0.5, val_size=0.25, test_size=0.25, *, strat
     >>> int(tr.sum()), int(va.sum()), int(te.sum()), bool(tr[2] or va[2] or te[2])
     (1, 1, 1, False)
     """
+    rng = _split_rng(random_state, "random_node_split")
     y = _label_column(y)
     sizes = _check_fractions(train_size=train_size, val_size=val_size, test_size=test_size)
     labelled = _labelled_nodes(y)
-    rng = check_random_state(random_state)
     masks = [np.zeros(len(y), dtype=bool) for _ in range(3)]
     n = len(labelled)
     cuts = np.minimum(np.floor(np.cumsum(sizes) * n + 1e-9).astype(int), n)
@@ -387,6 +402,7 @@ def per_class_node_split(y, n_train=20, n_val=30, *, small_classes="raise",
     >>> int(tr.sum()), int(va.sum()), int(te.sum())
     (40, 60, 100)
     """
+    rng = _split_rng(random_state, "per_class_node_split")
     y = _label_column(y)
     for name, v in (("n_train", n_train), ("n_val", n_val)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
@@ -401,7 +417,6 @@ def per_class_node_split(y, n_train=20, n_val=30, *, small_classes="raise",
             f"class(es) {classes[small].tolist()} have {counts[small].tolist()} labelled nodes; "
             f"each class needs at least n_train + n_val + 1 = {n_train + n_val + 1} (one test "
             f"node). Lower n_train / n_val, or pass small_classes='shrink'.")
-    rng = check_random_state(random_state)
     train, val = np.zeros(len(y), dtype=bool), np.zeros(len(y), dtype=bool)
     for c, is_small in zip(classes, small, strict=True):
         idx = rng.permutation(labelled[y[labelled] == c])
@@ -492,6 +507,8 @@ class LabelledKFold(BaseCrossValidator):
     def _kfold(self):
         # scikit-learn's StratifiedKFold checks n_splits (and shuffle) at construction:
         # split and get_n_splits refuse the same values with the same message
+        if self.shuffle:   # (without shuffle random_state is not used)
+            _split_rng(self.random_state, "LabelledKFold")
         return StratifiedKFold(self.n_splits, shuffle=self.shuffle,
                                random_state=self.random_state if self.shuffle else None)
 

@@ -290,3 +290,11 @@ def test_sample_non_edges_keeps_a_non_canonical_input_unchanged():
     assert sample_non_edges(A, 2, random_state=0).tolist() in ([[0, 2], [1, 2]],
                                                                [[1, 2], [0, 2]])
     np.testing.assert_array_equal(A.indices, before)
+
+
+def test_a_numpy_generator_is_refused_naming_random_state():
+    # check_random_state's message named neither the parameter nor what it accepts
+    A = sp.csr_matrix(np.array([[0, 1, 0, 0], [1, 0, 0, 0], [0, 0, 0, 1], [0, 0, 1, 0]]))
+    with pytest.raises(ValueError, match=r"random_state must be an int, a "
+                                         r"numpy RandomState or None.*Generator"):
+        sample_non_edges(A, 2, random_state=np.random.default_rng(0))

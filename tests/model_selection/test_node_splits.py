@@ -283,3 +283,17 @@ def test_labelled_kfold_prints_its_parameters():
     assert repr(cv) == "LabelledKFold(n_splits=3, random_state=None, shuffle=False)"
     assert "cv=LabelledKFold(n_splits=3" in repr(GridSearchCV(DecisionTreeClassifier(), {},
                                                                cv=cv))
+
+
+@pytest.mark.parametrize("split", [
+    lambda r: random_node_split(_labels(), random_state=r),
+    lambda r: random_node_split(_labels(), stratify=True, random_state=r),
+    lambda r: per_class_node_split(_labels(), 5, 5, random_state=r),
+    lambda r: list(LabelledKFold(3, random_state=r).split(None, _labels())),
+], ids=["random", "stratified", "per_class", "kfold"])
+def test_a_numpy_generator_is_refused_naming_random_state(split):
+    # it met check_random_state's "Generator(PCG64) at 0x... cannot be used to seed a
+    # numpy.random.RandomState instance", naming neither the parameter nor what it accepts
+    with pytest.raises(ValueError, match=r"random_state must be an int, a "
+                                         r"numpy RandomState or None.*Generator"):
+        split(np.random.default_rng(0))
