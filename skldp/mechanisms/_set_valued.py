@@ -160,9 +160,10 @@ class SetValuedMechanism(LDPMechanism):
         ``None``: the features must be 0 or 1 (anything else raises).
         A number ``t``: the set is ``{j : x_j > t}`` (a public threshold,
         applied on the device; e.g. ``0`` for counts).
-    random_state : int, RandomState instance or None, default=None
+    random_state : int, RandomState, Generator or None, default=None
         Seeds the collection. ``None`` draws a new collection (a new use of
-        the budget) at every ``fit``.
+        the budget) at every ``fit``; a ``RandomState`` or ``Generator`` gives
+        the seed of one draw from it.
 
     Attributes
     ----------

@@ -168,9 +168,10 @@ class HDSMechanism(LDPMechanism):
         warning. ``None``: read from the data, charged as a read in the clear
         (epsilon inf; refused under a budget), with a
         :class:`~skldp.exceptions.PrivacyLeakWarning`.
-    random_state : int, RandomState instance or None, default=None
+    random_state : int, RandomState, Generator or None, default=None
         Seeds the collection. ``None`` draws a new collection (a new use of
-        the budget) at every ``fit``.
+        the budget) at every ``fit``; a ``RandomState`` or ``Generator`` gives
+        the seed of one draw from it.
 
     Attributes
     ----------

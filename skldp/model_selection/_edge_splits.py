@@ -369,6 +369,7 @@ def sample_non_edges(A, n_samples, random_state=None):
     n_samples : int
         Number of non-edges to return.
     random_state : int, RandomState or None
+        A numpy ``Generator`` is refused (``ValueError``).
 
     Returns
     -------
@@ -491,7 +492,7 @@ def random_edge_split(G, val_size=0.05, test_size=0.1, *, negative_ratio=1.0,
     negative_ratio : float, default=1.0
         Non-edges sampled per positive edge in each part.
     random_state : int, RandomState or None
-        Makes the split reproducible.
+        Makes the split reproducible. A numpy ``Generator`` is refused (``ValueError``).
 
     Returns
     -------

@@ -293,6 +293,7 @@ def random_node_split(y, train_size=0.5, val_size=0.25, test_size=0.25, *, strat
         among the classes as scikit-learn's ``StratifiedShuffleSplit`` does
         (the rounding is spread over the classes).
     random_state : int, RandomState or None
+        A numpy ``Generator`` is refused (``ValueError``).
 
     Returns
     -------
@@ -381,7 +382,7 @@ def per_class_node_split(y, n_train=20, n_val=30, *, small_classes="raise",
         ``n_val``; a class of 1 or 2 nodes still trains on one node (if
         ``n_train >= 1``) and keeps one test node if it has two.
     random_state : int, RandomState or None, default=None
-        Seeds the draw.
+        Seeds the draw. A numpy ``Generator`` is refused (``ValueError``).
 
     Returns
     -------
@@ -481,7 +482,7 @@ class LabelledKFold(BaseCrossValidator):
     shuffle : bool, default=True
         Shuffle each class's labelled rows before splitting.
     random_state : int, RandomState or None, default=None
-        Seeds the shuffling.
+        Seeds the shuffling. A numpy ``Generator`` is refused (``ValueError``).
     """
 
     def __init__(self, n_splits=5, *, shuffle=True, random_state=None):

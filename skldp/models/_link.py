@@ -509,9 +509,10 @@ class VGAELinkPredictor(_LinkPredictorBase):
         Share of the fit pairs held out (stratified) without ``validation``.
     device : str, default="auto"
         "auto" uses CUDA when available.
-    random_state : int, RandomState or None
+    random_state : int, RandomState, Generator or None
         Seeds initialisation, the latent noise, negative sampling and the
-        validation split.
+        validation split. A ``RandomState`` or ``Generator`` gives the seed of
+        one draw from it (hashed), so it advances at each fit.
     verbose : int, default=0
         Log the loss of every epoch.
 
@@ -902,8 +903,10 @@ class HadamardLinkPredictor(_LinkPredictorBase):
         Epochs without improvement before stopping.
     device : str, default="auto"
         Torch device; ``"auto"`` uses CUDA when available.
-    random_state : int, RandomState or None
-        Seeds initialisation, dropout, batch order and the validation split.
+    random_state : int, RandomState, Generator or None
+        Seeds initialisation, dropout, batch order and the validation split. A
+        ``RandomState`` or ``Generator`` gives the seed of one draw from it
+        (hashed), so it advances at each fit.
     verbose : int, default=0
         Log the loss of every epoch.
 

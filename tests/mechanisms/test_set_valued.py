@@ -350,3 +350,13 @@ def test_set_valued_variance_refuses_bad_padding_and_shares(kwargs, match):
         set_valued_variance(**args)
     # the limits of share are valid
     assert set_valued_variance(1.0, 10, 2, "oue", np.array([0.0, 1.0])).shape == (2,)
+
+
+def test_a_numpy_generator_seeds_the_collection_reproducibly():
+    # the docstring said "int, RandomState instance or None": a Generator gives the seed
+    # of one draw from it, so two fresh Generators of one seed give the same reports
+    X = (np.random.default_rng(1).random((50, 12)) < 0.3).astype(float)
+    a, b = (SetValuedMechanism(1.0, ell=2, random_state=np.random.default_rng(7))
+            .fit_transform(X) for _ in range(2))
+    np.testing.assert_array_equal(a, b)
+    assert "Generator" in SetValuedMechanism.__doc__.split("random_state :")[1].splitlines()[0]

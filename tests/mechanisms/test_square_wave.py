@@ -373,3 +373,14 @@ def test_sparse_output_follows_notes(fr, sparse_out):
         Z = HDSMechanism(1.0, k=2, feature_range=fr, random_state=0).fit(X).transform(X)
     assert sp.issparse(Z) is sparse_out
     assert "range excludes" in HDSMechanism.__doc__
+
+
+def test_a_numpy_generator_seeds_the_collection_reproducibly():
+    # the docstring said "int, RandomState instance or None": a Generator gives the seed
+    # of one draw from it, so two fresh Generators of one seed give the same reports
+    X = np.random.default_rng(0).random((30, 10))
+    a, b = (HDSMechanism(eps=1.0, k=2, feature_range=(0, 1),
+                         random_state=np.random.default_rng(7)).fit_transform(X)
+            for _ in range(2))
+    np.testing.assert_array_equal(_dense(a), _dense(b))
+    assert "Generator" in HDSMechanism.__doc__.split("random_state :")[1].splitlines()[0]

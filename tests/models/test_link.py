@@ -673,3 +673,16 @@ def test_fit_refuses_plus_minus_one_pair_labels_saying_what_they_must_be(split, 
                                          r"\(np.asarray\(y\) > 0\).astype\(int\)") as err:
         make().fit(P_tr, 2 * y_tr - 1)
     assert "G[y >= 0]" not in str(err.value)
+
+
+@pytest.mark.parametrize("cls", [VGAELinkPredictor, HadamardLinkPredictor])
+def test_a_numpy_generator_seeds_the_fit_reproducibly(split, cls):
+    # the docstrings said "int, RandomState or None"; a Generator gives the seed of one
+    # (hashed) draw from it: two fresh Generators of one seed fit the same model
+    P_tr, _, P_te, y_tr, _, _ = split
+    fits = [cls(epochs=2, device="cpu", random_state=np.random.default_rng(7)).fit(P_tr, y_tr)
+            for _ in range(2)]
+    np.testing.assert_array_equal(fits[0].decision_function(P_te),
+                                  fits[1].decision_function(P_te))
+    doc = cls.__doc__.split("random_state :")[1].splitlines()[0]
+    assert "Generator" in doc
