@@ -155,13 +155,19 @@ def smooth_labels(Y, A, steps=2, self_loops=True):
         or holds NaN, infinite or negative weights, or if ``Y`` holds NaN,
         inf or negative values.
     TypeError
-        If ``Y`` or ``A`` is a :class:`~skldp.GraphData`.
+        If ``Y`` or ``A`` is a :class:`~skldp.GraphData`, or ``Y``'s dtype is
+        not one of real numbers (complex, text, objects).
     """
     refuse_graph_data(Y, "smooth_labels", "Y", "Y is the label matrix (one-hot rows for the "
                       "labelled nodes, zeros elsewhere), one row per node of A.")
     refuse_graph_data(A, "smooth_labels", "A")
     steps = check_int(steps, "steps")
-    Y = np.asarray(Y, dtype=np.float64)
+    Y = np.asarray(Y)
+    if Y.dtype.kind not in "biuf":   # a dtype, not a value: refused before any read
+        raise TypeError(f"Y given to smooth_labels must be real numbers, got dtype {Y.dtype}"
+                        + (" (the imaginary part would be dropped)." if Y.dtype.kind == "c"
+                           else ". Convert it first, e.g. Y.astype(float)."))
+    Y = Y.astype(np.float64, copy=False)
     _check_graph(Y, A, "smooth_labels", "Y")
     if (Y < 0).any():   # a row sum could cancel, and rows would not be distributions
         r, c = np.argwhere(Y < 0)[0]

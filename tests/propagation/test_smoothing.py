@@ -67,6 +67,18 @@ def test_smooth_features_refuses_features_that_are_not_real_numbers(X, steps):
         smooth_features(X, sp.csr_matrix(A), steps)
 
 
+@pytest.mark.parametrize("Y", [np.eye(30, 2) * (1 + 1j), np.full((30, 2), "a"),
+                               np.eye(30, 2).astype(object)])
+@pytest.mark.parametrize("steps", [0, 2])
+def test_smooth_labels_refuses_labels_that_are_not_real_numbers(Y, steps):
+    # complex Y lost its imaginary part with a ComplexWarning only; text raised numpy's
+    # bare "could not convert string to float"
+    A, _ = _graph()
+    with pytest.raises(TypeError, match=r"Y given to smooth_labels must be real numbers, "
+                                        rf"got dtype {np.dtype(Y.dtype)}"):
+        smooth_labels(Y, sp.csr_matrix(A), steps)
+
+
 @pytest.mark.parametrize("kind", [sp.csr_array, sp.coo_array, sp.csr_matrix, sp.csc_matrix])
 def test_smooth_features_returns_a_sparse_array_for_a_sparse_array(kind):
     # a csr_array came back as a csr_matrix (whose * is a matrix product)
