@@ -797,15 +797,36 @@ class GRRFSMechanism(LDPMechanism):
 
         Parameters
         ----------
-        f : array-like of shape (..., c_j)
-            True frequencies of the codes of feature ``j``.
+        f : array-like of shape (..., c_j) or float
+            True frequencies of the codes of feature ``j`` (a float: one
+            code's, answered elementwise).
         j : int
             Feature index.
+
+        Raises
+        ------
+        ValueError
+            If the last axis of ``f`` does not have length ``c_j``.
         """
         self._check_fitted()
         j = self._feature(j)
+        f = self._per_code(f, j, "f")
         r, c = self.sampling_rate_, self.domain_sizes_[j]
-        return r * (self.q_[j] + np.asarray(f) * (self.p_[j] - self.q_[j])) + (1 - r) / c
+        return r * (self.q_[j] + f * (self.p_[j] - self.q_[j])) + (1 - r) / c
+
+    def _per_code(self, x, j, name):
+        """``x`` as an array whose last axis has one entry per code of feature ``j``.
+
+        A scalar (one code's value) is kept: the formulas are elementwise. Another
+        length broadcast against them into silently wrong values.
+        """
+        x = np.asarray(x)
+        c = int(self.domain_sizes_[j])
+        if x.ndim and x.shape[-1] != c:
+            raise ValueError(f"{name} must have one entry per code on its last axis: feature "
+                             f"{j} has c_j = {c} codes, got shape {x.shape} (last axis of "
+                             f"length {x.shape[-1]}).")
+        return x
 
     def _feature(self, j):
         """The feature index ``j`` as an int in ``0..d - 1`` (``-1`` is not the last one)."""
@@ -865,12 +886,17 @@ class GRRFSMechanism(LDPMechanism):
         return self.invert_observed(observed, j)
 
     def invert_observed(self, observed, j):
-        """Invert P(k) of eq. (8): observed proportions (..., c_j) -> frequency estimates."""
+        """Invert P(k) of eq. (8): observed proportions (..., c_j) -> frequency estimates.
+
+        A last axis of another length than ``c_j`` is refused (``ValueError``); a
+        float (one code's proportion) is answered elementwise.
+        """
         self._check_fitted()
         j = self._feature(j)
         r, c = self.sampling_rate_, self.domain_sizes_[j]
         p, q = self.p_[j], self.q_[j]
-        return (np.asarray(observed) - r * q - (1 - r) / c) / (r * (p - q))
+        observed = self._per_code(observed, j, "observed")
+        return (observed - r * q - (1 - r) / c) / (r * (p - q))
 
     def frequency_variance(self, f, j, n, *, users="sampled"):
         """Variance of the frequency estimate from ``n`` reports.

@@ -204,3 +204,21 @@ def test_discretize_of_sparse_input_is_float64(dtype):
     edges = np.linspace(-1.0, -0.001, 300)
     out = discretize(sp.csr_matrix(X), {1: edges})
     np.testing.assert_array_equal(out[:, 1], [300.0, 300.0])
+
+
+@pytest.mark.parametrize("method", ["report_probabilities", "invert_observed",
+                                    "frequency_variance"])
+@pytest.mark.parametrize("shape", [(2,), (4,), (5, 2)])
+def test_frequency_methods_refuse_a_last_axis_that_is_not_the_domain_size(method, shape):
+    """Feature 0 has c_0 = 3 codes: a last axis of 2 or 4 broadcast against the formula
+    and came back as 2 or 4 silently wrong values (one of 1 broadcast to every code)."""
+    mech, _ = _fitted()
+    f = np.full(shape, 0.25)
+    args = (f, 0, 10) if method == "frequency_variance" else (f, 0)
+    with pytest.raises(ValueError, match=rf"feature 0 has c_j = 3 codes.*length "
+                                         rf"{shape[-1]}"):
+        getattr(mech, method)(*args)
+    # a last axis of c_j, or a scalar (one code's frequency), is still answered elementwise
+    for ok in (np.full((5, 3), 0.25), 0.25):
+        args = (ok, 0, 10) if method == "frequency_variance" else (ok, 0)
+        assert np.shape(getattr(mech, method)(*args)) == np.shape(ok)
