@@ -20,7 +20,8 @@ def resolve_device(device="auto"):
     device : str, torch.device or None, default="auto"
         ``"auto"`` (or ``None``) picks CUDA when ``torch.cuda.is_available()``,
         else the CPU; any other value names a device (``"cpu"``, ``"cuda"``,
-        ``"cuda:1"``, ...).
+        ``"cuda:1"``, ``"mps"``, ...). ``"meta"`` (tensors without values) is
+        accepted, for tests.
 
     Returns
     -------
@@ -29,9 +30,10 @@ def resolve_device(device="auto"):
     Raises
     ------
     ValueError
-        If ``device`` is not a device name, or names a CUDA device that this
+        If ``device`` is not a device name, names a CUDA device that this
         torch cannot use (no CUDA build, no GPU, or an index beyond the
-        visible devices).
+        visible devices), or names another accelerator (``"mps"``, ``"xpu"``,
+        ...) whose ``is_available()`` is False or that torch has no module for.
     """
     if device is None or (isinstance(device, str) and device == "auto"):
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -57,6 +59,17 @@ def resolve_device(device="auto"):
         if dev.index is not None and dev.index >= count:
             raise ValueError(f"device={name!r} was requested but torch sees {count} CUDA "
                              f"device{'s' if count != 1 else ''} (indices 0..{count - 1}).")
+    elif dev.type not in ("cpu", "meta"):
+        # torch parses the name of every device type it knows ("mps" on Linux too): a
+        # fit there would fail later, in torch's own error
+        mod = torch.backends.mps if dev.type == "mps" else getattr(torch, dev.type, None)
+        is_available = getattr(mod, "is_available", None)
+        if not (callable(is_available) and is_available()):
+            name = str(device) if isinstance(device, str) else str(dev)
+            raise ValueError(f"device={name!r} was requested but that device is not "
+                             f"available to this torch ({torch.__version__}). Use "
+                             "device='auto' (CUDA when available, else the CPU) or "
+                             "device='cpu'.")
     return dev
 
 

@@ -291,6 +291,33 @@ def test_cuda_index_beyond_the_visible_devices(monkeypatch):
         resolve_device("cuda:3")
 
 
+@pytest.mark.parametrize("name", ["mps", "xpu", "hpu", "privateuseone"])
+def test_unavailable_non_cuda_device_is_a_clear_error(name, monkeypatch):
+    """A device type torch knows but this machine lacks ("mps" on Linux) is refused
+    up front, as CUDA is: it was accepted, and the fit failed in torch's own error
+    (RuntimeError "PyTorch is not linked with support for mps devices")."""
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+    if hasattr(torch, "xpu"):
+        monkeypatch.setattr(torch.xpu, "is_available", lambda: False)
+    with pytest.raises(ValueError, match=rf"device='{name}'.*not available"):
+        resolve_device(name)
+    with pytest.raises(ValueError, match=rf"device='{name}:0'"):
+        resolve_device(f"{name}:0")
+
+
+def test_available_non_cuda_device_passes(monkeypatch):
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: True)
+    assert resolve_device("mps") == torch.device("mps")
+    assert resolve_device("meta") == torch.device("meta")   # values-free, for tests
+
+
+def test_fit_on_unavailable_mps_fails_before_training(graph, monkeypatch):
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+    G, y = graph
+    with pytest.raises(ValueError, match="device='mps'"):
+        MLPHead(epochs=2, device="mps").fit(G, y)
+
+
 def test_auto_picks_cuda_when_available(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     assert resolve_device("auto") == torch.device("cuda")
