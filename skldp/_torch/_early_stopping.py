@@ -11,7 +11,7 @@ is latched (the best score becomes NaN, so no later check improves or resets
 the patience): the kept weights, ``best_epoch`` and the epoch count are those
 of the host path. The patience counter is kept as the number of the check
 that last reset it, and the stopping epoch is found from it when read. A
-check costs about ten small kernels (the tracked tensors are kept as one flat
+check costs about a dozen small kernels (the tracked tensors are kept as one flat
 copy per dtype) and no wait (on small graphs, kernel launches are what an
 epoch costs on a GPU).
 
@@ -157,8 +157,14 @@ class EarlyStopper:
                                if all(self.tensors[i].is_contiguous() for i in g) else None
                                for g in self._groups]
                 self._best = [self._flat(k).clone() for k in range(len(self._groups))]
+            # Until a check improves, the copy follows the weights (up to the stop): a rule
+            # that fires with no improved check then restores the stopping epoch's weights,
+            # those the host path ends on (the loop here ran past them)
+            take = keeps | (self._best_epoch < 0)
+            if self._stopped is not None:
+                take = take & ~self._stopped
             for k, b in enumerate(self._best):
-                torch.where(keeps, self._flat(k), b, out=b)
+                torch.where(take, self._flat(k), b, out=b)
         self._best_epoch = torch.where(keeps, epoch, self._best_epoch)
         self._last_reset = torch.where(resets, check, self._last_reset)
         if self.patience is None or epoch + 1 < self.min_epochs:
@@ -197,19 +203,30 @@ class EarlyStopper:
     def restore(self):
         """Copy the best check's weights back into the tracked tensors (if any check improved).
 
+        On the device path, when the rule fired without any check having improved, the
+        weights of the stopping epoch are copied back instead (those the host path ends
+        on: the loop ran past them), and ``False`` is returned.
+
         Returns
         -------
         restored : bool
+            Whether the weights of an improved check were restored.
         """
         if self._best is None or self.best_epoch is None:
+            if self.lazy and self._best is not None and self.stop_epoch is not None:
+                self._copy_back()
             return False
+        self._copy_back()
+        return True
+
+    def _copy_back(self):
+        """Copy the kept copies back into the tracked tensors, in place."""
         with torch.no_grad():
             if not self.lazy:
                 for b, t in zip(self._best, self.tensors, strict=True):
                     t.copy_(b)
-                return True
+                return
             for b, g in zip(self._best, self._groups, strict=True):
                 parts = b.split([self.tensors[i].numel() for i in g])
                 for i, part in zip(g, parts, strict=True):
                     self.tensors[i].copy_(part.view_as(self.tensors[i]))
-        return True

@@ -201,6 +201,32 @@ def test_device_path_latch_holds_against_minus_infinity(score_dim):
     assert results[8] == results[1]
 
 
+@pytest.mark.parametrize("check_every", [1, 2])
+@pytest.mark.parametrize("scores", [
+    [math.nan] * 20,                                  # no 0-d check ever improves
+    [[math.nan, float(e)] for e in range(20)],        # nor a 1-d one (a NaN criterion)
+], ids=["0d", "1d"])
+def test_device_path_keeps_the_stop_weights_when_no_check_improved(scores, check_every):
+    """When the rule fires without any check having improved, nothing is restored: the
+    host path keeps the weights of the stopping epoch. The lazy path ran past it and
+    kept those of a later epoch (n_iter said otherwise)."""
+    results = {}
+    for sync_every in (1, 8):
+        w = torch.zeros(3)
+        stopper = EarlyStopper([w], 2, sync_every=sync_every)
+
+        def step(epoch, w=w):
+            w.fill_(epoch)
+            return torch.tensor(1.0)
+
+        res = train(step, len(scores), validate=lambda e: torch.tensor(scores[e]),
+                    stopper=stopper, check_every=check_every)
+        results[sync_every] = (res.n_iter, res.best_epoch, float(w[0]))
+    assert results[1][1] is None and results[1][0] < len(scores)
+    assert results[1][2] == results[1][0] - 1     # the weights of the last epoch run
+    assert results[8] == results[1]
+
+
 def test_device_path_reads_values_only_every_sync_every(monkeypatch):
     """On an accelerator a read waits for the device: the lazy stopper's loop reads the
     stop flag every ``sync_every`` checks and nothing else until the end."""
