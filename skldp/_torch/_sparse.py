@@ -113,9 +113,11 @@ def to_torch_sparse(A, device="cpu", dtype=torch.float32):
     """
     A = sp.csr_matrix(A)
     idx = np.int32 if max(A.nnz, *A.shape) < 2**31 else np.int64
+    # the values in ``dtype`` itself (through float32, float64 ones lost their precision)
+    values = A.data.astype(torch.empty(0, dtype=dtype, device="cpu").numpy().dtype)
     t = sparse_csr_tensor(torch.from_numpy(A.indptr.astype(idx)),
                                 torch.from_numpy(A.indices.astype(idx)),
-                                torch.from_numpy(A.data.astype(np.float32)),
+                                torch.from_numpy(values),
                                 size=A.shape, dtype=dtype, device=device,
                                 check_invariants=False)
     return t

@@ -201,6 +201,17 @@ def test_torch_sparse_has_int32_indices_and_the_same_product():
                                atol=1e-6)
 
 
+def test_torch_sparse_keeps_the_precision_of_its_dtype():
+    """dtype=float64 gives the float64 values: they went through float32 (1/3 became
+    0.3333333432674408)."""
+    A = sp.csr_matrix(np.array([[0.0, 1 / 3], [0.1, 0.0]]))
+    T = to_torch_sparse(A, dtype=torch.float64)
+    assert T.dtype == torch.float64
+    np.testing.assert_array_equal(T.values().numpy(), A.data)
+    np.testing.assert_array_equal(to_torch_sparse(A).values().numpy(),
+                                  A.data.astype(np.float32))
+
+
 @pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
 def test_sparse_matmul_equals_the_scipy_product(index_dtype):
     rng = np.random.default_rng(4)
