@@ -61,13 +61,13 @@ def _feature_snr(eps, n_features, mean_degree):
     """1 / variance of a multi-bit coordinate in [0, 1], averaged over 1 + degree users."""
     if eps <= 0:
         return 0.0
-    import numpy as np
-
-    from .._graph_data import GraphData
-    from ..mechanisms import MultiBitMechanism
-    mech = MultiBitMechanism(eps, feature_range=(0, 1)).fit(GraphData(np.full((1, n_features),
-                                                                              0.5)))
-    var = float(mech.variance(0.5)[0])     # the largest variance, at the range's middle
+    from ..mechanisms._feature_reports import _n_sampled
+    from ..mechanisms._multi_bit import _EPS_PER_DIM
+    # MultiBitMechanism.variance at the range's middle (the largest): (d/m) (1/2)^2 c^2,
+    # c = 1 / tanh(eps / (2 m)); from the formula, not a fit, which refuses a budget per
+    # coordinate below 2^-30 or above 50 that a split may leave the features
+    m = _n_sampled(None, "m", n_features, eps, _EPS_PER_DIM)
+    var = (n_features / m) * 0.25 / math.tanh(eps / m / 2.0) ** 2
     return (1.0 + mean_degree) / var
 
 

@@ -18,3 +18,21 @@ def test_feature_snr_is_one_plus_degree_over_the_multibit_variance(deg):
         GraphData(np.full((1, 4), 0.5)))
     var = float(mech.variance(0.5)[0])
     assert s.feature_snr == pytest.approx((1.0 + deg) / var)
+
+
+@pytest.mark.parametrize("extra", [1e-12, 52.0])
+def test_a_feature_share_outside_the_mechanisms_range_is_no_crash(extra):
+    # B just above the label's saturation leaves features 1e-12 (below 2^-30 per
+    # coordinate), and B far above it leaves one feature 52 (above 50): the signal-to-
+    # noise is the variance formula's, not a fit of MultiBitMechanism that refuses both
+    c = 2
+    saturated = np.log((0.9 * (c - 1) + 1) / 0.1)
+    s = recommend_budget_split(saturated + extra, n_nodes=100, n_features=1, n_classes=c,
+                               labelled_fraction=1.0, mean_degree=3.0)
+    assert s.eps_features + s.eps_labels == saturated + extra
+    eps = s.eps_features if s.eps_features > 0 else extra
+    var = 0.25 / np.tanh(eps / 2.0) ** 2   # (d/m) (1/2)^2 c^2 at the middle, d = m = 1
+    if s.eps_features > 0:
+        assert s.feature_snr == pytest.approx(4.0 / var)
+    else:
+        assert 4.0 / var < 1.0 and s.feature_snr == 0.0
