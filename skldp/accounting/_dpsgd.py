@@ -92,7 +92,9 @@ def _check_bound(bound):
 def _orders_key(dpa, orders):
     if orders is None:
         orders = dpa.rdp.rdp_privacy_accountant.DEFAULT_RDP_ORDERS
-    orders = tuple(float(a) for a in np.atleast_1d(np.asarray(orders, dtype=float)))
+    orders = np.atleast_1d(np.asarray(orders, dtype=float))
+    # (a 2-d array: refused as by the DP-GNN accountant, not numpy's TypeError)
+    orders = tuple(float(a) for a in orders) if orders.ndim == 1 else ()
     if not orders or not all(np.isfinite(a) and a > 1 for a in orders):
         raise ValueError("Rényi orders must be finite numbers > 1.")
     return orders

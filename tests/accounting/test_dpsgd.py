@@ -167,3 +167,13 @@ def test_fractional_orders_are_dp_accountings_and_reuse_the_integer_orders(z, N,
     _dpsgd._wor_rdp_one_step.cache_clear()
     compute_dpsgd_epsilon(z, N, m, 3, 1e-5)
     assert _dpsgd._wor_rdp_one_step.cache_info().misses <= 20   # (was ~30)
+
+
+@pytest.mark.parametrize("orders", [[[2.0, 3.0]], np.full((2, 2), 4.0)])
+def test_orders_of_more_than_one_dimension_are_refused_as_by_dpgnn(orders):
+    # before: numpy's "only 0-dimensional arrays can be converted to Python scalars"
+    # (a TypeError); the DP-GNN accountant refuses them with its own message
+    with pytest.raises(ValueError, match="orders must be finite numbers > 1"):
+        compute_dpsgd_epsilon(1.0, 100, 10, 10, 1e-5, orders=orders)
+    with pytest.raises(ValueError, match="orders must be finite numbers > 1"):
+        dpsgd_rdp(1.0, 100, 10, orders=orders)
