@@ -1,11 +1,12 @@
 """Floating-point checks of mechanism outputs (Mironov, CCS 2012)."""
 
+import numbers
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ._collections import _draw_reports
-from ._stats import _check_count, _clopper_pearson, _float_reports
+from ._stats import _check_claim, _check_count, _clopper_pearson, _float_reports
 
 __all__ = ["GridCheckResult", "check_output_grid", "additive_support_check"]
 
@@ -79,10 +80,12 @@ def check_output_grid(mechanism, x_values, n_samples=5_000, *, max_values=256, e
         Reports per input.
     max_values : int, default=256
         Most distinct values per coordinate for a finite output set.
-    epsilon : float or None, default=None
-        Budget used to flag missing values; ``None``: the fitted ``epsilon_``.
-    min_expected : float, default=10
-        Expected count under ``b`` above which a missing value is flagged.
+    epsilon : float >= 0 or None, default=None
+        Budget used to flag missing values (``inf`` allowed: then none is
+        flagged); ``None``: the fitted ``epsilon_``.
+    min_expected : float > 0, default=10
+        Expected count under ``b`` above which a missing value is flagged
+        (finite).
     random_state : int, Generator or None, default=0
         Node ids of the simulated users.
 
@@ -118,6 +121,11 @@ def check_output_grid(mechanism, x_values, n_samples=5_000, *, max_values=256, e
         raise ValueError(f"x_values needs at least 2 inputs (rows) to compare the outputs "
                          f"of, got {len(xs)}: add e.g. the other bound of feature_range.")
     max_values = _check_count(max_values, "max_values", 1)
+    # (a NaN would make every expected count NaN: nothing flagged, a leak passed)
+    epsilon = _check_claim(epsilon, "epsilon")
+    if isinstance(min_expected, (bool, np.bool_)) or not isinstance(min_expected, numbers.Real) \
+            or not 0.0 < float(min_expected) < np.inf:
+        raise ValueError(f"min_expected must be a finite number > 0, got {min_expected!r}.")
     rng = np.random.default_rng(random_state)
     colls, reports = _draw_reports([mechanism], list(xs), n_samples, rng)
     fitted, per_input = colls[0].fitted, reports[0]
@@ -131,7 +139,7 @@ def check_output_grid(mechanism, x_values, n_samples=5_000, *, max_values=256, e
             epsilon = colls[0].epsilon
         if epsilon is None:
             raise ValueError("pass epsilon=: the mechanism has no epsilon_.")
-        return _check_finite(per_input, float(epsilon), min_expected, n_distinct)
+        return _check_finite(per_input, epsilon, float(min_expected), n_distinct)
     return GridCheckResult(False, "continuous", np.nan,
                            f"{_NO_GRID}: up to {int(n_distinct.max())} distinct values per "
                            "coordinate and no output_grid_ declared.", n_distinct)

@@ -166,6 +166,24 @@ def test_check_output_grid_errors():
         check_output_grid(no_eps, [[0.0], [1.0]], n_samples=10)
 
 
+@pytest.mark.parametrize("kwargs", [
+    {"epsilon": float("nan")}, {"epsilon": -50.0}, {"epsilon": "1"}, {"epsilon": True},
+    {"min_expected": float("nan")}, {"min_expected": 0.0}, {"min_expected": -1.0},
+    {"min_expected": float("inf")}, {"min_expected": "10"},
+], ids=str)
+def test_check_output_grid_refuses_a_bad_epsilon_or_min_expected(kwargs):
+    # a NaN used to make every expected count NaN, so a leaky mechanism passed; a negative
+    # epsilon or min_expected <= 0 flagged values any mechanism may miss
+    def leaky_bit(X, keys):
+        u = node_uniforms(7, keys, X.shape[1])
+        return np.where(u < 0.5, 1.0 + X * 2.0**-40, 0.0)
+
+    leaky_bit.epsilon_ = 1.0
+    name = next(iter(kwargs))
+    with pytest.raises(ValueError, match=name):
+        check_output_grid(leaky_bit, [[0.0], [1.0]], n_samples=50, **kwargs)
+
+
 # ------------------------------------------------------------ additive noise in float64
 def _laplace_float(x, b, n, seed=0):
     u = np.random.default_rng(seed).random(n) - 0.5
