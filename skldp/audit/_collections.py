@@ -265,7 +265,8 @@ def audit_collections(mechanisms, x0, x1, *, n_samples=20_000, confidence=0.95,
         mechanism with its public bounds, a label mechanism, an edge mechanism
         or a callable ``f(X, keys) -> reports``.
     x0, x1 : array-like of shape (n_columns,)
-        The two inputs (one user's values; labels and edge bits included).
+        The two inputs (one user's values; labels and edge bits included);
+        equal inputs are refused.
     n_samples : int, default=20000
         Users per input (rounded up to even with an edge mechanism).
     confidence : float, default=0.95
@@ -316,6 +317,11 @@ def audit_collections(mechanisms, x0, x1, *, n_samples=20_000, confidence=0.95,
     if isinstance(mechanisms, (str, bytes)) or not hasattr(mechanisms, "__len__") \
             or len(mechanisms) == 0:
         raise ValueError("mechanisms must be a non-empty list of mechanisms.")
+    x0, x1 = _check_inputs([x0, x1])
+    if np.array_equal(x0, x1):   # the two groups' reports are identically distributed
+        raise ValueError("x0 and x1 are the same input: the audit would find no leak (a "
+                         "bound of 0) whatever the mechanism. Pass two different inputs, "
+                         "e.g. the bounds of feature_range.")
     rng = np.random.default_rng(random_state if not isinstance(random_state, np.random.RandomState)
                                 else random_state.randint(0, 2**31 - 1))
     colls, reports = _draw_reports(list(mechanisms), [x0, x1], n_samples, rng, batch_size)
@@ -376,7 +382,7 @@ def audit_mechanism(mechanism, x0, x1, *, n_samples=20_000, confidence=0.95, out
         mechanism, an edge mechanism or a callable, see
         :func:`audit_collections`.
     x0, x1 : array-like of shape (n_features,)
-        The two inputs of one user.
+        The two inputs of one user (equal inputs are refused).
     n_samples : int, default=20000
         Reports per input.
     confidence : float, default=0.95

@@ -93,7 +93,8 @@ def audit_ledger(estimator, x0, x1, *, y0, y1, classes=None, n_samples=4_000,
     x0, x1 : array-like of shape (n_features,)
         The two feature vectors (within the mechanisms' public bounds).
     y0, y1 : label
-        The two users' labels.
+        The two users' labels. Two users equal in both their features and their
+        label are refused.
     classes : array-like or None, default=None
         The public label domain, for the background users; ``{y0, y1}`` by
         default.
@@ -140,6 +141,10 @@ def audit_ledger(estimator, x0, x1, *, y0, y1, classes=None, n_samples=4_000,
         raise ValueError(f"outputs must be 'all', 'collections' or 'joint', got {outputs!r}.")
     if not isinstance(random_state, numbers.Integral):
         raise TypeError(f"random_state must be an integer, got {random_state!r}.")
+    if np.array_equal(x0, x1) and np.array_equal(np.asarray([y0]), np.asarray([y1])):
+        raise ValueError("x0 and x1 are the same input and y0 and y1 the same label: the "
+                         "audit would find no leak (a bound of 0) whatever the estimator. "
+                         "Pass two users that differ in their features or their label.")
     rng = np.random.default_rng(int(random_state))
     domain = np.unique(np.asarray([y0, y1] if classes is None else list(classes)))
     if len(domain) < 2:

@@ -246,3 +246,13 @@ def test_bad_arguments():
         audit_collections([(mech, [5])], LO, HI, n_samples=10)
     with pytest.raises(ValueError, match="0 or 1"):
         audit_mechanism(EdgeRR(1.0, random_state=0), [0.5], [1], n_samples=10)
+
+
+def test_identical_inputs_are_refused():
+    # the reports of x0 and x1 had the same distribution: a bound of 0.0 whatever the
+    # mechanism, read as "no leak found"
+    mech = OneBitMechanism(1.0, feature_range=FR, random_state=0)
+    with pytest.raises(ValueError, match="x0 and x1 are the same"):
+        audit_mechanism(mech, [0.5, 1.0], [0.5, 1.0], n_samples=10)
+    with pytest.raises(ValueError, match="x0 and x1 are the same"):
+        audit_collections([mech, mech], [0.0], np.array([[0.0]]), n_samples=10)

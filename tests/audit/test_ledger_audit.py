@@ -113,6 +113,9 @@ def test_bad_arguments():
         audit_ledger(_quick_start(), [0.0], X1, y0=0, y1=1)
     with pytest.raises(ValueError, match="outputs"):
         audit_ledger(_quick_start(), X0, X1, y0=0, y1=1, outputs="some")
+    # the same features and label for both groups: a bound of 0.0 whatever the estimator
+    with pytest.raises(ValueError, match="x0 and x1 are the same"):
+        audit_ledger(_quick_start(), X0, X0, y0=1, y1=1, classes=[0, 1], n_samples=10)
 
 
 def test_predictions_are_post_processing_of_what_was_sent():
