@@ -308,7 +308,7 @@ def additive_support_check(reports_0, x0, x1, *, return_mask=False):
     Parameters
     ----------
     reports_0 : array-like or sparse matrix of shape (n,) or (n, d)
-        Reports of the mechanism for the input ``x0``.
+        Reports of the mechanism for the input ``x0`` (``n >= 1``).
     x0, x1 : float or array-like of shape (d,)
         The two inputs (as the mechanism saw them, after clipping).
     return_mask : bool, default=False
@@ -347,6 +347,8 @@ def additive_support_check(reports_0, x0, x1, *, return_mask=False):
         R = R[:, None]
     if R.ndim != 2:
         raise ValueError(f"reports_0 must be 1-D or 2-D, got {R.ndim} dimensions.")
+    if len(R) == 0:   # a share of 0.0 would read as "no report reveals the input"
+        raise ValueError("reports_0 holds no report: there is nothing to check.")
     x0 = np.broadcast_to(np.asarray(x0, dtype=np.float64), (R.shape[1],))
     x1 = np.broadcast_to(np.asarray(x1, dtype=np.float64), (R.shape[1],))
     if not (np.all(np.isfinite(R)) and np.all(np.isfinite(x0)) and np.all(np.isfinite(x1))):
@@ -355,7 +357,7 @@ def additive_support_check(reports_0, x0, x1, *, return_mask=False):
         raise ValueError("some reports are not x0 + z for any float z: the mechanism does not "
                          "add noise to x0 in float64 (was x0 clipped or scaled?).")
     mask = ~_reachable(R, x1).all(axis=1)
-    frac = float(mask.mean()) if len(mask) else 0.0
+    frac = float(mask.mean())
     return (frac, mask) if return_mask else frac
 
 

@@ -202,6 +202,13 @@ def test_additive_support_check_finds_mironovs_leak():
     assert additive_support_check(_laplace_float(1.0, 1.0, 50_000), 1.0, 0.0) == 0.0
 
 
+@pytest.mark.parametrize("reports", [np.zeros(0), np.zeros((0, 2))], ids=["1-D", "2-D"])
+def test_additive_support_check_refuses_no_reports(reports):
+    # was a share of 0.0: "no report reveals the input", from no evidence at all
+    with pytest.raises(ValueError, match="no report"):
+        additive_support_check(reports, 0.0, 1.0)
+
+
 def test_additive_support_check_passes_on_a_grid():
     r0 = np.round(_laplace_float(0.0, 1.0, 50_000) * 2**20) / 2**20
     assert additive_support_check(r0, 0.0, 1.0) == 0.0
