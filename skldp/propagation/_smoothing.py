@@ -50,6 +50,15 @@ def _mean_operator(A, self_loops, dtype):
     return normalized_adjacency(A, self_loops, "rw", dtype=dtype, isolated_keep_own=True)
 
 
+def _check_real(values, what, convert):
+    """Refuse an array whose dtype is not of real numbers (complex, text, objects): a
+    dtype, not a value, so refused before any read."""
+    if values.dtype.kind not in "biuf":
+        raise TypeError(f"{what} must be real numbers, got dtype {values.dtype}"
+                        + (" (the imaginary part would be dropped)." if values.dtype.kind == "c"
+                           else f". Convert {convert}."))
+
+
 def smooth_features(X, A, steps=2, self_loops=False, *, dtype="float64", n_jobs=1):
     """Feature smoothing [Lin et al., IEEE TIFS 2022, Eq. 11], applied ``steps`` times.
 
@@ -98,10 +107,7 @@ def smooth_features(X, A, steps=2, self_loops=False, *, dtype="float64", n_jobs=
     dtype = check_dtype(dtype)
     if not sp.issparse(X):
         X = np.asarray(X)
-    if X.dtype.kind not in "biuf":   # a dtype, not a value: refused before any read
-        raise TypeError(f"features must be real numbers, got dtype {X.dtype}"
-                        + (" (the imaginary part would be dropped)." if X.dtype.kind == "c"
-                           else ". Convert them first, e.g. X.astype(float)."))
+    _check_real(X, "features", "them first, e.g. X.astype(float)")
     _check_graph(X, A, "smooth_features")
     if steps == 0:
         return X
@@ -163,10 +169,7 @@ def smooth_labels(Y, A, steps=2, self_loops=True):
     refuse_graph_data(A, "smooth_labels", "A")
     steps = check_int(steps, "steps")
     Y = np.asarray(Y)
-    if Y.dtype.kind not in "biuf":   # a dtype, not a value: refused before any read
-        raise TypeError(f"Y given to smooth_labels must be real numbers, got dtype {Y.dtype}"
-                        + (" (the imaginary part would be dropped)." if Y.dtype.kind == "c"
-                           else ". Convert it first, e.g. Y.astype(float)."))
+    _check_real(Y, "Y given to smooth_labels", "it first, e.g. Y.astype(float)")
     Y = Y.astype(np.float64, copy=False)
     _check_graph(Y, A, "smooth_labels", "Y")
     if (Y < 0).any():   # a row sum could cancel, and rows would not be distributions
