@@ -413,8 +413,10 @@ class PPRPropagation(GraphTransformerMixin, BaseEstimator):
             H = ops.spmm(H)
             H *= 1.0 - a
             Z += H
-            # ||T|| <= 1 (r = 1/2, undirected): the remainder is at most ||H|| (1 - a) / a
-            if ops.norm(H) * (1.0 - a) <= tol * a * ops.norm(Z):
+            # ||T|| <= 1 (r = 1/2, undirected): the remainder is at most ||H|| (1 - a) / a;
+            # both norms come back in one read (each read waits for the device)
+            h, z = ops.norms(H, Z)
+            if h * (1.0 - a) <= tol * a * z:
                 return Z, True, it + 1
         return Z, False, self.max_iter
 
@@ -1049,6 +1051,11 @@ class _TorchOps:
 
     def norm(self, H):
         return float(self.torch.linalg.norm(H))
+
+    def norms(self, *Hs):
+        """The Frobenius norms of ``Hs`` as floats, read from the device at once."""
+        linalg = self.torch.linalg
+        return self.torch.stack([linalg.norm(H) for H in Hs]).tolist()
 
     def coldot(self, A, B):
         return (A * B).sum(dim=0)
