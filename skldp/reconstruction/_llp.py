@@ -144,9 +144,10 @@ def llp_kl_loss(proba, clusters, target, eps=1e-8):
     sums = sums.index_add(0, clusters, proba)
     cnt = torch.bincount(clusters, minlength=K).to(proba.dtype)
     valid = (cnt > 0) & torch.isfinite(target).all(dim=1)
-    if not bool(valid.any()):
-        return proba.sum() * 0.0
-    pred = sums[valid] / cnt[valid, None]
-    t = target[valid]
+    # the skipped clusters masked (target 0, prediction 1: a term of 0 and no gradient),
+    # not dropped: no branch on, nor boolean index by, a device value (each waits for it)
+    v = valid[:, None]
+    pred = torch.where(v, sums / cnt.clamp_min(1)[:, None], 1.0)
+    t = torch.where(v, target, 0.0)
     kl = (t * (torch.log(t.clamp_min(eps)) - torch.log(pred.clamp_min(eps)))).sum(dim=1)
-    return kl.mean()
+    return kl.sum() / valid.sum().clamp_min(1)

@@ -139,3 +139,51 @@ def test_llp_kl_loss():
     assert float(loss2.detach()) == pytest.approx(expected, rel=1e-5)
     loss2.backward()
     assert proba2.grad is not None and torch.any(proba2.grad != 0)
+
+
+def _llp_kl_dropping(proba, clusters, target, eps=1e-8):
+    """The term with the skipped clusters dropped (boolean indexing): the reference."""
+    K, c = target.shape
+    sums = torch.zeros((K, c), dtype=proba.dtype).index_add(0, clusters, proba)
+    cnt = torch.bincount(clusters, minlength=K).to(proba.dtype)
+    valid = (cnt > 0) & torch.isfinite(target).all(dim=1)
+    if not bool(valid.any()):
+        return proba.sum() * 0.0
+    pred, t = sums[valid] / cnt[valid, None], target[valid]
+    return (t * (torch.log(t.clamp_min(eps)) - torch.log(pred.clamp_min(eps)))).sum(1).mean()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_llp_kl_loss_masks_skipped_clusters_with_the_same_gradient(dtype):
+    g = torch.Generator().manual_seed(0)
+    for K, c in [(1, 2), (3, 7), (16, 2), (64, 7), (200, 40)]:
+        for missing in (0.0, 0.3, 1.0):
+            b = int(torch.randint(1, 3 * K + 5, (1,), generator=g))
+            proba = torch.softmax(torch.randn(b, c, generator=g, dtype=dtype), 1)
+            proba.requires_grad_()
+            clusters = torch.randint(0, K, (b,), generator=g)
+            target = torch.softmax(torch.randn(K, c, generator=g), 1)
+            target[torch.rand(K, generator=g) < missing] = float("nan")
+            want = _llp_kl_dropping(proba, clusters, target)
+            got = llp_kl_loss(proba, clusters, target)
+            # the same gradient to the last bit (so the same training); the mean's sum
+            # runs over all K rows, so its value may differ in the last place
+            assert torch.equal(torch.autograd.grad(got, proba)[0],
+                               torch.autograd.grad(want, proba)[0])
+            assert float(got) == pytest.approx(float(want), rel=1e-6, abs=0)
+
+
+def test_llp_kl_loss_reads_nothing_from_the_device(monkeypatch):
+    # on an accelerator a branch on (or a boolean index by) a device value waits for it
+    reads = []
+    for name in ("__bool__", "item", "__float__", "__int__", "tolist", "cpu", "numpy"):
+        orig = getattr(torch.Tensor, name)
+        monkeypatch.setattr(torch.Tensor, name, lambda self, *a, _o=orig, _n=name, **k:
+                            (reads.append(_n), _o(self, *a, **k))[1])
+    target = torch.tensor([[0.5, 0.5], [0.9, 0.1], [float("nan")] * 2])
+    proba = torch.tensor([[0.9, 0.1], [0.9, 0.1], [0.9, 0.1], [0.5, 0.5]], requires_grad=True)
+    grads = [torch.autograd.grad(llp_kl_loss(proba, clusters, target), proba)[0]
+             for clusters in (torch.tensor([0, 0, 1, 2]), torch.tensor([2, 2, 2, 2]))]
+    assert reads == []
+    assert torch.equal(grads[0][3], torch.zeros(2))   # none through cluster 2 (no target)
+    assert torch.equal(grads[1], torch.zeros(4, 2))   # no cluster with a target: no term
