@@ -107,11 +107,12 @@ class EarlyStopper:
 
     def _update_host(self, score, epoch):
         if torch.is_tensor(score) and score.dim() == 1:
-            s = score.detach().double().cpu()
-            best = torch.full_like(s, math.inf) if isinstance(self._score, float) else self._score
-            not_worse = s <= best
-            resets, keeps = bool(not_worse.any()), bool(not_worse.all())
-            self._score = torch.where(not_worse, s, best)   # NaN never becomes the best
+            s = score.detach().tolist()   # one read; the rule runs on the host's floats
+            best = [math.inf] * len(s) if isinstance(self._score, float) else self._score
+            not_worse = [v <= b for v, b in zip(s, best, strict=True)]
+            resets, keeps = any(not_worse), all(not_worse)
+            # NaN never becomes the best
+            self._score = [v if ok else b for v, b, ok in zip(s, best, not_worse, strict=True)]
         else:
             score = float(score)
             resets = keeps = score < self._score - self.tol

@@ -95,6 +95,23 @@ def test_several_criteria_follow_the_reference_rule(seed, sync_every):
     assert res.validation_scores == pairs[:n_iter].tolist()
 
 
+def test_host_path_reads_a_score_of_several_criteria_once_per_check(monkeypatch):
+    """Each read of a device value waits for the device: one read per check, not one
+    for the values and one per decision (improved, reset)."""
+    reads = []
+    for name in ("__bool__", "item", "__float__", "__int__", "tolist", "cpu", "numpy"):
+        orig = getattr(torch.Tensor, name)
+        monkeypatch.setattr(torch.Tensor, name, lambda self, *a, _o=orig, _n=name, **k:
+                            (reads.append(_n), _o(self, *a, **k))[1])
+    w = torch.zeros(2)
+    s = EarlyStopper([w], 3)
+    scores = [[1.0, 0.5], [0.9, 0.6], [1.1, 0.7], [1.2, 0.8], [1.3, 0.9]]
+    for epoch, score in enumerate(scores):
+        stop = s.update(torch.tensor(score), epoch)
+        assert len(reads) == epoch + 1
+    assert stop and s.best_epoch == 0 and s.stop_epoch == 4
+
+
 def test_several_criteria_with_nan():
     w = torch.zeros(1)
     s = EarlyStopper([w], 2)
