@@ -125,7 +125,9 @@ def recommend_budget_split(total_budget, *, n_nodes, n_features, n_classes, labe
     Returns
     -------
     split : BudgetSplit
-        ``eps_features + eps_labels == total_budget``.
+        ``eps_features + eps_labels == total_budget``, each at most what its
+        mechanism accepts (50 per coordinate); a budget above
+        ``50 * (n_features + 1)`` is refused.
 
     Examples
     --------
@@ -162,7 +164,26 @@ def recommend_budget_split(total_budget, *, n_nodes, n_features, n_classes, labe
     else:
         reason = (f"the label is saturated at eps = {eps_saturated:.2f}; the rest goes to "
                   f"features (signal-to-noise {snr:.3g})")
-    eps_y = B - eps_x
+    # both reports must be ones their mechanisms accept: at most MAX per coordinate
+    # (MultiBitMechanism samples all d features at this budget, LabelRandomizedResponse
+    # has one coordinate); what one side cannot take goes to the other
+    from ..mechanisms._grid import MAX_EPS_PER_COORDINATE as cap
+    if B > cap * (d + 1):
+        raise ValueError(
+            f"total_budget = {B:g} is above {cap * (d + 1):g}, the most the feature and "
+            f"label reports accept together ({cap:g} per feature and {cap:g} for the "
+            "label): no split spends it. At such a budget the reports are exact in "
+            "practice; use a budget of at most that, or no noise (eps=np.inf).")
+    if eps_x > cap * d:
+        eps_x = cap * d
+        reason += (f"; features take at most {cap * d:g} ({cap:g} per feature, "
+                   "MultiBitMechanism's limit), the label the rest")
+    elif B - eps_x > cap:
+        eps_x = B - cap
+        reason += (f"; the label takes at most {cap:g} (LabelRandomizedResponse's limit), "
+                   f"features the remaining {eps_x:.2f}")
+    snr = _feature_snr(eps_x, d, deg) if eps_x > 0 else 0.0
+    eps_y = min(B - eps_x, cap)
     gap = _label_signal(eps_y, c)
     return BudgetSplit(eps_features=float(eps_x), eps_labels=float(eps_y), label_signal=gap,
                        effective_labels=n_labelled * gap ** 2, feature_snr=float(snr),

@@ -24,7 +24,8 @@ def test_feature_snr_is_one_plus_degree_over_the_multibit_variance(deg):
 def test_a_feature_share_outside_the_mechanisms_range_is_no_crash(extra):
     # B just above the label's saturation leaves features 1e-12 (below 2^-30 per
     # coordinate), and B far above it leaves one feature 52 (above 50): the signal-to-
-    # noise is the variance formula's, not a fit of MultiBitMechanism that refuses both
+    # noise is the variance formula's, not a fit of MultiBitMechanism that refuses both; the
+    # recommendation caps the features at 50 (test_budget_split_limits)
     c = 2
     saturated = np.log((0.9 * (c - 1) + 1) / 0.1)
     s = recommend_budget_split(saturated + extra, n_nodes=100, n_features=1, n_classes=c,
