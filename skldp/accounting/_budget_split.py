@@ -120,7 +120,8 @@ def recommend_budget_split(total_budget, *, n_nodes, n_features, n_classes, labe
     labelled_fraction : float
         Fraction of the users who send a label, in (0, 1].
     mean_degree : float
-        Mean number of neighbours of a user (public or estimated privately).
+        Mean number of neighbours of a user (public or estimated privately),
+        at most ``n_nodes - 1``.
 
     Returns
     -------
@@ -144,6 +145,9 @@ def recommend_budget_split(total_budget, *, n_nodes, n_features, n_classes, labe
     f = _check(labelled_fraction, "labelled_fraction", upper=1.0)
     deg = _check(mean_degree, "mean_degree", strict=False)
     n, d, c = int(n), int(d), int(c)
+    if deg > n - 1:   # (a larger one would credit features with neighbours no graph has)
+        raise ValueError(f"mean_degree = {deg:g} is above n_nodes - 1 = {n - 1}, the most "
+                         "neighbours a user can have; clip an estimate to it.")
     n_labelled = n * f
     if n_labelled < 1:
         raise ValueError(f"n_nodes * labelled_fraction = {n_labelled:g}: no user sends a label.")

@@ -62,3 +62,15 @@ def test_bad_input_is_refused(name, value, error):
 def test_no_label_sender_is_refused():
     with pytest.raises(ValueError, match="no user sends a label"):
         recommend_budget_split(2.0, **{**CORA, "n_nodes": 10, "labelled_fraction": 0.05})
+
+
+@pytest.mark.parametrize("deg", [100.0, 1e30])
+def test_a_mean_degree_above_the_other_users_is_refused(deg):
+    # 100 users have at most 99 neighbours each; 1e30 used to credit 1e-12 of budget per
+    # feature (below the 2^-30 MultiBitMechanism accepts) with a signal-to-noise of 1e6
+    with pytest.raises(ValueError, match="mean_degree"):
+        recommend_budget_split(3.0, n_nodes=100, n_features=1, n_classes=2,
+                               labelled_fraction=1.0, mean_degree=deg)
+    s = recommend_budget_split(3.0, n_nodes=100, n_features=1, n_classes=2,
+                               labelled_fraction=1.0, mean_degree=99.0)
+    assert s.eps_features + s.eps_labels == pytest.approx(3.0)
