@@ -189,7 +189,7 @@ def mae_by_degree(mae, degree, *, max_degree=None):
     Parameters
     ----------
     mae : array-like of shape (n_nodes,)
-        Per-node MAE from :func:`aggregation_mae` or :func:`aggregation_error`.
+        Per-node MAE (>= 0) from :func:`aggregation_mae` or :func:`aggregation_error`.
     degree : array-like of int of shape (n_nodes,)
         Node degrees (e.g. ``np.diff(A.indptr)``).
     max_degree : int >= 0 or None, default=None
@@ -223,6 +223,9 @@ def mae_by_degree(mae, degree, *, max_degree=None):
                          f"{mae.shape} and {degree.shape}.")
     if not np.all(np.isfinite(mae)):
         raise ValueError("mae contains NaN or infinite values.")
+    if mae.size and mae.min() < 0:   # (a signed error would average out in its degree)
+        raise ValueError(f"mae must be non-negative (a mean absolute error), got "
+                         f"{float(mae.min())!r}; pass aggregation_mae's per-node values.")
     if mae.shape != degree.shape:
         raise ValueError(f"mae has {mae.size} values but degree has {degree.size}.")
     if degree.dtype.kind not in "biuf":   # text, dates, complex, objects

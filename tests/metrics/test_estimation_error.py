@@ -198,3 +198,11 @@ def test_aggregation_mae_charges_a_read_of_users_features_and_none_of_reports():
     with pytest.raises(BudgetExceededError, match="aggregation_mae"):
         aggregation_mae(H, np.zeros(H.shape))
     assert H.ledger.epsilon_for("features") == 0
+
+
+def test_mae_by_degree_refuses_a_negative_mae():
+    # a signed error (estimate minus truth) was averaged per degree, where its signs cancel
+    with pytest.raises(ValueError, match="mae must be non-negative"):
+        mae_by_degree([1.0, -1.0, 3.0], [1, 1, 2])
+    deg, mean = mae_by_degree([0.0, 1.0], [1, 1])
+    np.testing.assert_allclose(mean, [0.5])
