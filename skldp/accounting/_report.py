@@ -10,7 +10,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._graph_data import GraphData
 from ..device._spec import significant as _sig
-from ..population._population import plain_array_ledgers
+from ..population._population import _TOL, plain_array_ledgers
 
 __all__ = ["PrivacySpend", "PrivacyReport", "privacy_report"]
 
@@ -202,7 +202,10 @@ class PrivacyReport:
             caps = ", ".join("none" if c is None else f"{c:.4g}" for c in self.budgets)
             lines.append(f"  budgets per user of the {len(self.budgets)} populations: {caps}")
         if self.budget is not None:
-            left = _sig(self.budget - self.total_epsilon, up=False)
+            left = self.budget - self.total_epsilon
+            # (the ledger admits sums of floats up to the cap + _TOL: 0.1 + 0.1 + 0.1 under
+            # a cap of 0.3 leaves -5.6e-17, which is nothing left, not a debt)
+            left = _sig(0.0 if -_TOL <= left < 0 else left, up=False)
             lines.append(f"  budget: {self.budget:.4g} per user"
                          + ("" if added else f"; at least {left} left to each user"))
         return ("Privacy spent per user (the ledger: what each user sent):\n"
