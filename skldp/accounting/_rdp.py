@@ -22,6 +22,7 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 from scipy.special import logsumexp
 
+from ..device._spec import significant
 from ..exceptions import PrivacyBudgetError
 from ..utils.validation import check_int
 
@@ -480,10 +481,11 @@ def _bisect_noise_multiplier(eps_of, target, T, rtol, setting, advice):
                 else:
                     t_hi = t_mid
             fewer = f"at most steps={t_lo}, " if t_lo > 0 else ""   # not even one step fits
+            floor = significant(floor)   # rounded up: the target it advises is reachable
             raise PrivacyBudgetError(
                 f"target_epsilon={target} is unreachable with steps={T} ({setting}): even "
-                f"noise_multiplier={_MAX_NOISE_MULTIPLIER:g} gives epsilon={floor:.4g}. Use "
-                f"{fewer}{advice}, or a target_epsilon >= {floor:.4g}.")
+                f"noise_multiplier={_MAX_NOISE_MULTIPLIER:g} gives epsilon={floor}. Use "
+                f"{fewer}{advice}, or a target_epsilon >= {floor}.")
         hi = min(2.0 * hi, _MAX_NOISE_MULTIPLIER)
     lo = hi / 2.0 if hi > 1.0 else 0.0
     if lo == 0.0:
