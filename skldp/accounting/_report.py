@@ -199,14 +199,15 @@ class PrivacyReport:
                          "node-level, each model's neighbouring relation: DP-GNN's a node's "
                          "data zeroed out, DP-MLP's a row replaced)")
         if self.budgets:
-            caps = ", ".join("none" if c is None else f"{c:.4g}" for c in self.budgets)
+            # (caps rounded down, as what is left: a cap is never printed above itself)
+            caps = ", ".join("none" if c is None else _sig(c, up=False) for c in self.budgets)
             lines.append(f"  budgets per user of the {len(self.budgets)} populations: {caps}")
         if self.budget is not None:
             left = self.budget - self.total_epsilon
             # (the ledger admits sums of floats up to the cap + _TOL: 0.1 + 0.1 + 0.1 under
             # a cap of 0.3 leaves -5.6e-17, which is nothing left, not a debt)
             left = _sig(0.0 if -_TOL <= left < 0 else left, up=False)
-            lines.append(f"  budget: {self.budget:.4g} per user"
+            lines.append(f"  budget: {_sig(self.budget, up=False)} per user"
                          + ("" if added else f"; at least {left} left to each user"))
         return ("Privacy spent per user (the ledger: what each user sent):\n"
                 + "\n".join(lines))
