@@ -9,6 +9,7 @@ Learning: How Private is Private SGD?", NeurIPS 2020; Ding et al., "Detecting
 Violations of Differential Privacy", CCS 2018).
 """
 
+import decimal
 import math
 import numbers
 from dataclasses import dataclass, field
@@ -213,11 +214,21 @@ class AuditResult:
         return self.epsilon_lower > self.epsilon_claimed
 
     def summary(self):
-        """A few lines describing the bound, the claim and the bounding output and event."""
-        claim = ("" if self.epsilon_claimed is None
-                 else f" (claimed {self.epsilon_claimed:.4g}"
-                      f"{', VIOLATED' if self.exceeds_claim else ''})")
-        lines = [f"epsilon >= {self.epsilon_lower:.4g} at {100 * self.confidence:.4g}% "
+        """A few lines describing the bound, the claim and the bounding output and event.
+
+        The bound and the confidence are printed rounded down and the claim
+        rounded up, with more digits where needed to show a violation.
+        """
+        digits, claim = 4, ""
+        if self.epsilon_claimed is not None:
+            while (self.exceeds_claim and digits < 17
+                   and float(_rounded(self.epsilon_lower, digits, up=False))
+                   <= float(_rounded(self.epsilon_claimed, digits, up=True))):
+                digits += 1
+            claim = (f" (claimed {_rounded(self.epsilon_claimed, digits, up=True)}"
+                     f"{', VIOLATED' if self.exceeds_claim else ''})")
+        lines = [f"epsilon >= {_rounded(self.epsilon_lower, digits, up=False)} at "
+                 f"{_rounded(100 * decimal.Decimal(repr(self.confidence)), 4, up=False)}% "
                  f"confidence{claim}; point estimate {self.epsilon_point:.4g}; "
                  f"n = {self.n[0]} + {self.n[1]} reports"]
         best = self
@@ -227,6 +238,16 @@ class AuditResult:
         if best.event is not None:
             lines.append(f"  event: {best.event}; counts {best.counts}")
         return "\n".join(lines)
+
+
+def _rounded(x, digits, up):
+    """``x`` as text to ``digits`` significant digits, rounded up or down (strictly, from
+    the shortest decimal that reads back as ``x``: a lower bound is never printed above it)."""
+    d = x if isinstance(x, decimal.Decimal) else decimal.Decimal(repr(float(x)))
+    if not d.is_finite() or d == 0:
+        return f"{float(d):.{digits}g}"
+    rounding = decimal.ROUND_CEILING if up else decimal.ROUND_FLOOR
+    return f"{float(decimal.Context(prec=digits, rounding=rounding).plus(d)):.{digits}g}"
 
 
 # ------------------------------------------------------------------------- input checks

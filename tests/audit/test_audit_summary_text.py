@@ -1,0 +1,42 @@
+"""AuditResult.summary(): the printed lower bound is never above the bound computed."""
+
+import re
+
+import pytest
+
+from skldp.audit import AuditResult
+
+
+def _res(lower, claimed=None, confidence=0.95, point=1.0):
+    return AuditResult(lower, point, None, (100, 100), confidence, "values", (),
+                       epsilon_claimed=claimed)
+
+
+def _printed_bound(text):
+    return float(re.match(r"epsilon >= (\S+) at", text).group(1))
+
+
+@pytest.mark.parametrize("lower", [0.99996, 0.123456, 2.99999999, 1234567.0, 0.3, 0.0])
+def test_printed_lower_bound_is_rounded_down(lower):
+    # "epsilon >= 1" was printed for a bound of 0.99996 (rounded to the nearest)
+    assert _printed_bound(_res(lower).summary()) <= lower
+
+
+def test_a_violation_is_visible_in_the_printed_numbers():
+    # "epsilon >= 1 ... (claimed 1, VIOLATED)": the two numbers printed were equal
+    text = _res(1.00003, claimed=1.0).summary()
+    assert "VIOLATED" in text
+    m = re.search(r"epsilon >= (\S+) at .*\(claimed ([^,)]+), VIOLATED", text)
+    assert float(m.group(1)) > float(m.group(2)), text
+
+
+def test_printed_claim_is_not_below_the_claim():
+    text = _res(0.5, claimed=1.00004).summary()
+    assert float(re.search(r"claimed ([^,)]+)\)", text).group(1)) >= 1.00004, text
+
+
+def test_printed_confidence_is_rounded_down():
+    # a family-wise 0.99999 printed as "100% confidence"
+    text = _res(0.5, confidence=0.99999).summary()
+    assert "100%" not in text and "99.99% confidence" in text
+    assert "at 95% confidence" in _res(0.5).summary()
