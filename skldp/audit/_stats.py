@@ -162,8 +162,11 @@ class AuditResult:
         ``inf`` is impossible with finitely many reports.
     epsilon_point : float
         The empirical log ratio of the bounding event, ``ln(p_num / p_den)``
-        on the reports the bound was computed from (``inf`` when the event
-        was never seen for the denominator input). Not a bound.
+        on the reports the bound was computed from: ``inf`` when the event
+        was never seen for the denominator input, ``-inf`` when the event was
+        never seen for the numerator input (then ``epsilon_lower`` is 0; an
+        event chosen on the selection split can be absent from the
+        evaluation split), ``0.0`` when there is no event. Not a bound.
     event : AuditEvent or None
         The event that gave ``epsilon_lower``.
     n : tuple of int

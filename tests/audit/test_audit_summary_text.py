@@ -40,3 +40,18 @@ def test_printed_confidence_is_rounded_down():
     text = _res(0.5, confidence=0.99999).summary()
     assert "100%" not in text and "99.99% confidence" in text
     assert "at 95% confidence" in _res(0.5).summary()
+
+
+def test_epsilon_point_is_minus_inf_when_the_numerator_never_saw_the_event():
+    # an event chosen on the selection split and absent from the evaluation split:
+    # epsilon_point is ln(0) = -inf (it was, undocumented) and the bound is 0
+    import numpy as np
+
+    from skldp.audit import audit_pair
+    rng = np.random.default_rng(0)
+    res = audit_pair(rng.integers(0, 100, size=6), rng.integers(0, 100, size=6),
+                     events="cells", random_state=0)
+    assert res.counts[0] == 0 and res.epsilon_point == -np.inf and res.epsilon_lower == 0.0
+    doc = " ".join(AuditResult.__doc__.split())
+    assert "``-inf`` when the event was never seen for the numerator input" in doc
+    assert "point estimate -inf" in res.summary()
