@@ -74,7 +74,7 @@ def check_output_grid(mechanism, x_values, n_samples=5_000, *, max_values=256, e
         An unfitted mechanism with its public bounds, as for
         :func:`~skldp.audit.audit_mechanism`.
     x_values : array-like of shape (n_inputs, n_features)
-        At least two inputs to compare (e.g. the bounds of ``feature_range``
+        At least two different inputs to compare (e.g. the bounds of ``feature_range``
         and points inside).
     n_samples : int, default=5000
         Reports per input.
@@ -120,6 +120,9 @@ def check_output_grid(mechanism, x_values, n_samples=5_000, *, max_values=256, e
     if len(xs) < 2:
         raise ValueError(f"x_values needs at least 2 inputs (rows) to compare the outputs "
                          f"of, got {len(xs)}: add e.g. the other bound of feature_range.")
+    if len(np.unique(xs, axis=0)) < 2:   # an input compared with itself shows no leak
+        raise ValueError("x_values needs at least 2 different inputs (rows): all "
+                         f"{len(xs)} are the same.")
     max_values = _check_count(max_values, "max_values", 1)
     # (a NaN would make every expected count NaN: nothing flagged, a leak passed)
     epsilon = _check_claim(epsilon, "epsilon")

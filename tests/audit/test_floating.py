@@ -417,3 +417,14 @@ def test_floats_are_compared_by_their_bits():
     # -0.0 from one input and 0.0 from the other: the sign bit tells them apart
     bad = check_output_grid(_with_fill(-0.0, 0.0), [[0.0], [1.0]], n_samples=1000)
     assert not bad.passed and "more than one float" in bad.message, bad.message
+
+
+def test_check_output_grid_refuses_inputs_that_are_all_the_same():
+    # the identity "mechanism" (a total leak) passed: the same input was compared with itself
+    def identity(X, keys):
+        return X[:, 0]
+
+    with pytest.raises(ValueError, match="at least 2 different inputs"):
+        check_output_grid(identity, [[0.0], [0.0]], n_samples=50, epsilon=1.0)
+    res = check_output_grid(identity, [[0.0], [0.0], [1.0]], n_samples=50, epsilon=1.0)
+    assert not res.passed      # a repeated input among different ones is only redundant
