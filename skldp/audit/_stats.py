@@ -175,8 +175,9 @@ class AuditResult:
         Confidence of ``epsilon_lower`` (family-wise over every event tried
         and every output audited).
     method : str
-        ``"values"`` (each output value an event), ``"cells"`` (events chosen
-        on a held-out split) or ``"max"`` (several audits, the largest bound).
+        ``"values"`` (each output value of the selection split an event),
+        ``"cells"`` (unions of cells chosen on the selection split) or
+        ``"max"`` (several audits, the largest bound).
     counts : tuple of int
         ``(k_num, n_num, k_den, n_den)``: occurrences of the event among the
         reports of the numerator and the denominator input that the bound was
@@ -425,7 +426,10 @@ def audit_pair(reports_0, reports_1, *, events="auto", confidence=0.95, max_valu
 
     holds with the chosen confidence. The bound is maximised over a family of
     output events in both directions, with a Bonferroni correction, so the
-    maximum is a valid lower bound at ``confidence``.
+    maximum is a valid lower bound at ``confidence``. The family is chosen on
+    a random selection part of the reports and the bounds are computed on
+    the rest, so that the number of events corrected for is fixed before
+    the reports bounded are read.
 
     Read more in the :ref:`User Guide <audit_pair>`.
 
@@ -438,18 +442,21 @@ def audit_pair(reports_0, reports_1, *, events="auto", confidence=0.95, max_valu
         can only lower the true privacy loss, so any bound on it is a bound
         on the mechanism.
     events : {"auto", "values", "cells"}, default="auto"
-        The events tried: every distinct output (``"values"``), unions of
-        cells chosen on a separate part of the reports (``"cells"``), or
-        ``"values"`` up to ``max_values`` distinct outputs (``"auto"``).
+        The events tried: every distinct output of the selection part
+        (``"values"``), or unions of cells chosen on it (``"cells"``), each
+        bounded on the other part; ``"auto"``: ``"values"`` up to
+        ``max_values`` distinct outputs in the selection part.
     confidence : float, default=0.95
         Probability that the bound holds, in (0, 1).
     max_values : int >= 1, default=64
-        ``"auto"`` audits with ``"values"`` up to this many distinct outputs.
+        ``"auto"`` audits with ``"values"`` up to this many distinct outputs
+        (in the selection part).
     max_cells : int >= 2 or None, default=None
         Most cells of ``"cells"``; ``None``: ``min(1024, n_selection // 8)``
         (at least 16) so that cells hold a few reports each.
     selection_fraction : float, default=0.5
-        Share of the reports used to choose the events (``"cells"``).
+        Share of the reports used to choose the events (and, for
+        ``"auto"``, the method); the bound is computed on the others.
     random_state : int, RandomState, Generator or None, default=0
         The audit's own randomness (the split).
 
@@ -501,33 +508,45 @@ def audit_pair(reports_0, reports_1, *, events="auto", confidence=0.95, max_valu
     if max_cells is not None:   # one cell is the whole output space: it compares nothing
         max_cells = _check_count(max_cells, "max_cells (or None)", 2)
     alpha = 1.0 - confidence
+    rng = (check_random_state(random_state) if not isinstance(random_state, np.random.Generator)
+           else random_state)
+    # one split for every method: the events (and the method, for "auto") are chosen on
+    # the selection part, so the bounds on the evaluation part hold at the stated level
+    splits = (*_split(len(A), selection_fraction, rng), *_split(len(B), selection_fraction, rng))
     if events == "auto":
-        n_rows = len(_unique_rows(np.concatenate([A, B]))[0])
+        n_rows = len(_unique_rows(np.concatenate([A[splits[0]], B[splits[2]]]))[0])
         events = "values" if n_rows <= max_values else "cells"
     if events == "values":
-        return _audit_values(A, B, alpha, confidence)
-    return _audit_cells(A, B, alpha, confidence, max_cells, selection_fraction,
-                        check_random_state(random_state) if not isinstance(
-                            random_state, np.random.Generator) else random_state)
+        return _audit_values(A, B, splits, alpha, confidence)
+    return _audit_cells(A, B, splits, alpha, confidence, max_cells)
 
 
-def _audit_values(A, B, alpha, confidence):
-    uniq, inv = _unique_rows(np.concatenate([A, B]))
-    K = len(uniq)
-    n0, n1 = len(A), len(B)
-    c0 = np.bincount(inv[:n0], minlength=K)
-    c1 = np.bincount(inv[n0:], minlength=K)
+def _audit_values(A, B, splits, alpha, confidence):
+    s0, e0, s1, e1 = splits
+    # the family is the outputs seen in the selection part, fixed before the evaluation
+    # part is read: a Bonferroni count taken from the evaluated reports themselves would
+    # be data dependent
+    family = _unique_rows(np.concatenate([A[s0], B[s1]]))[0]
+    K = len(family)
+    ne0, ne1 = len(e0), len(e1)
+    rows, inv = _unique_rows(np.concatenate([family, A[e0], B[e1]]))
+    member = np.full(len(rows), K)           # K: an output outside the family
+    member[inv[:K]] = np.arange(K)
+    codes = member[inv[K:]]
+    c0 = np.bincount(codes[:ne0], minlength=K + 1)[:K]
+    c1 = np.bincount(codes[ne0:], minlength=K + 1)[:K]
     a = alpha / (4 * K)
     best = None
-    for direction, (cn, nn, cd, nd) in (((0, 1), (c0, n0, c1, n1)), ((1, 0), (c1, n1, c0, n0))):
+    for direction, (cn, nn, cd, nd) in (((0, 1), (c0, ne0, c1, ne1)),
+                                        ((1, 0), (c1, ne1, c0, ne0))):
         bounds = _log_ratio_bound(cn, nn, cd, nd, a)
         j = int(np.argmax(bounds))
         if best is None or bounds[j] > best[0]:
             best = (float(bounds[j]), direction, j, (int(cn[j]), nn, int(cd[j]), nd))
     bound, direction, j, counts = best
-    event = AuditEvent(direction, (tuple(float(v) for v in uniq[j]),))
-    return AuditResult(max(0.0, bound), _log_point(*counts), event, (n0, n1), confidence,
-                       "values", counts)
+    event = AuditEvent(direction, (tuple(float(v) for v in family[j]),))
+    return AuditResult(max(0.0, bound), _log_point(*counts), event, (len(A), len(B)),
+                       confidence, "values", counts)
 
 
 def _split(n, frac, rng):
@@ -577,10 +596,9 @@ class _ScoreEncoder:
         return ("score", self.bins.describe(int(codes[0])))
 
 
-def _audit_cells(A, B, alpha, confidence, max_cells, frac, rng):
+def _audit_cells(A, B, splits, alpha, confidence, max_cells):
     n0, n1 = len(A), len(B)
-    s0, e0 = _split(n0, frac, rng)
-    s1, e1 = _split(n1, frac, rng)
+    s0, e0, s1, e1 = splits
     ns0, ns1, ne0, ne1 = len(s0), len(s1), len(e0), len(e1)
     sel = np.concatenate([A[s0], B[s1]])
     ev0, ev1 = A[e0], B[e1]

@@ -70,7 +70,8 @@ def test_randomized_response_bound_is_tight_with_many_samples(eps):
 def test_direction_is_symmetric():
     r0, r1 = _rr(1.0, 20_000, np.random.default_rng(2))
     a, b = audit_pair(r0, r1), audit_pair(r1, r0)
-    assert a.epsilon_lower == pytest.approx(b.epsilon_lower)
+    # the same up to the random split (drawn for the first input first)
+    assert a.epsilon_lower == pytest.approx(b.epsilon_lower, abs=0.05)
     assert {a.event.direction, b.event.direction} == {(0, 1), (1, 0)}
 
 
