@@ -280,9 +280,11 @@ def audit_collections(mechanisms, x0, x1, *, n_samples=20_000, confidence=0.95,
         Overrides the sum of ``epsilon_`` (needed for a callable without one);
         a number >= 0, ``inf`` allowed. With no claim at all, the result's
         ``exceeds_claim`` raises an error.
-    batch_size : int or None, default=None
-        Users per fit (one graph). ``None``: all at once, or 256 with an edge
-        mechanism (its cost grows with the square of the graph size).
+    batch_size : int >= 1 or None, default=None
+        Users per fit (one graph) of an edge mechanism (its cost grows with
+        the square of the graph size); ``None``: 256. Other mechanisms report
+        for all users at once (a report depends only on the seed and the
+        user).
     random_state : int, RandomState, Generator or None, default=0
         The audit's randomness: node ids of the simulated users and the
         splits. A mechanism's own ``random_state`` is left as given (fix it
@@ -314,6 +316,8 @@ def audit_collections(mechanisms, x0, x1, *, n_samples=20_000, confidence=0.95,
     confidence = _check_confidence(confidence)
     n_samples = _check_count(n_samples, "n_samples", 4)
     epsilon_claimed = _check_claim(epsilon_claimed)
+    if batch_size is not None:   # checked even where no edge mechanism would use it
+        batch_size = _check_count(batch_size, "batch_size (or None)", 1)
     if isinstance(mechanisms, (str, bytes)) or not hasattr(mechanisms, "__len__") \
             or len(mechanisms) == 0:
         raise ValueError("mechanisms must be a non-empty list of mechanisms.")

@@ -1,0 +1,25 @@
+"""Audit arguments that were accepted and silently ignored."""
+
+import pytest
+
+from skldp.audit import audit_collections, audit_mechanism
+from skldp.mechanisms import OneBitMechanism
+
+
+def _bit():
+    return OneBitMechanism(eps=1.0, feature_range=(0, 1), random_state=0)
+
+
+@pytest.mark.parametrize("batch_size", ["abc", -5, 0, 2.5, True])
+def test_batch_size_is_checked_without_an_edge_mechanism(batch_size):
+    # only an edge mechanism is fitted in batches: a bad batch_size was ignored otherwise
+    with pytest.raises(ValueError, match="batch_size"):
+        audit_mechanism(_bit(), [0.0], [1.0], n_samples=100, batch_size=batch_size)
+    with pytest.raises(ValueError, match="batch_size"):
+        audit_collections([_bit()], [0.0], [1.0], n_samples=100, batch_size=batch_size)
+
+
+def test_a_valid_batch_size_leaves_a_feature_audit_unchanged():
+    a = audit_mechanism(_bit(), [0.0], [1.0], n_samples=200)
+    b = audit_mechanism(_bit(), [0.0], [1.0], n_samples=200, batch_size=10)
+    assert a.epsilon_lower == b.epsilon_lower
