@@ -149,9 +149,10 @@ class _Collection:
         Z = _float_reports(Z, f"the reports of mechanism {self.name}")
         if Z.ndim == 1:
             Z = Z[:, None]
-        if Z.ndim != 2 or len(Z) != len(X):
+        if Z.ndim != 2 or len(Z) != len(X) or Z.shape[1] == 0:
             raise ValueError(f"mechanism {self.name} returned reports of shape {Z.shape} for "
-                             f"{len(X)} users; expected one row per user.")
+                             f"{len(X)} users; expected one row per user, with at least "
+                             "one output.")
         return Z
 
     def _edge_reports(self, bit, X, ids, population):

@@ -297,6 +297,9 @@ def _as_reports(R, name):
                          f"n_outputs), got {R.ndim} dimensions.")
     if len(R) < 2:
         raise ValueError(f"{name} needs at least 2 reports, got {len(R)}.")
+    if R.shape[1] == 0:   # no output: the bound would be 0 whatever was meant
+        raise ValueError(f"{name} must have at least one output per report, got shape "
+                         f"{R.shape}.")
     if not np.all(np.isfinite(R)):
         raise ValueError(f"{name} contains NaN or infinite values.")
     return R

@@ -23,3 +23,27 @@ def test_a_valid_batch_size_leaves_a_feature_audit_unchanged():
     a = audit_mechanism(_bit(), [0.0], [1.0], n_samples=200)
     b = audit_mechanism(_bit(), [0.0], [1.0], n_samples=200, batch_size=10)
     assert a.epsilon_lower == b.epsilon_lower
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_audit_pair_refuses_reports_without_outputs(sparse):
+    # shape (n, 0): "epsilon >= 0" with an empty event, whatever was meant to be audited
+    import numpy as np
+    import scipy.sparse as sp
+
+    from skldp.audit import audit_pair
+    r0, r1 = np.zeros((10, 0)), np.zeros((10, 0))
+    if sparse:
+        r0, r1 = sp.csr_matrix(r0), sp.csr_matrix(r1)
+    with pytest.raises(ValueError, match="at least one output"):
+        audit_pair(r0, r1)
+
+
+def test_audit_collections_refuses_a_mechanism_that_reports_nothing():
+    import numpy as np
+
+    def nothing(X, keys):
+        return np.zeros((len(X), 0))
+    nothing.epsilon_ = 1.0
+    with pytest.raises(ValueError, match="at least one output"):
+        audit_collections([nothing], [0.0], [1.0], n_samples=50, outputs="joint")
