@@ -204,6 +204,7 @@ class AuditResult:
 
     def __post_init__(self):
         object.__setattr__(self, "epsilon_claimed", _check_claim(self.epsilon_claimed))
+        object.__setattr__(self, "confidence", _check_confidence(self.confidence))
 
     @property
     def exceeds_claim(self):

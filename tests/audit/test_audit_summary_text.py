@@ -55,3 +55,10 @@ def test_epsilon_point_is_minus_inf_when_the_numerator_never_saw_the_event():
     doc = " ".join(AuditResult.__doc__.split())
     assert "``-inf`` when the event was never seen for the numerator input" in doc
     assert "point estimate -inf" in res.summary()
+
+
+@pytest.mark.parametrize("confidence", [95, 0.0, 1.0, float("nan"), "0.95", True])
+def test_audit_result_refuses_a_confidence_outside_0_1(confidence):
+    # AuditResult(confidence=95) printed "at 9500% confidence"
+    with pytest.raises(ValueError, match="confidence"):
+        _res(0.5, confidence=confidence)
