@@ -141,12 +141,20 @@ def _fmt_cell(cell):
     parts = []
     for c in cell:
         if isinstance(c, tuple) and len(c) == 2:
-            parts.append(f"[{c[0]:.4g}, {c[1]:.4g})")
+            parts.append(f"[{_fmt_float(c[0], 4)}, {_fmt_float(c[1], 4)})")
         elif isinstance(c, (float, np.floating)):
-            parts.append(f"{c:.6g}")
+            parts.append(_fmt_float(c, 6))
         else:
             parts.append(str(c))
     return "(" + ", ".join(parts) + ")"
+
+
+def _fmt_float(x, digits):
+    """``x`` to ``digits`` significant digits, or all of them where that would print a
+    float a few ulps away (0.1 for the next float up: a leak in the low bits must show)."""
+    text = f"{x:.{digits}g}"
+    near = float(text) != x and abs(float(text) - x) <= 1e-12 * abs(x)
+    return repr(float(x)) if near else text
 
 
 @dataclass(frozen=True)

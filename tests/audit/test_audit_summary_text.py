@@ -62,3 +62,22 @@ def test_audit_result_refuses_a_confidence_outside_0_1(confidence):
     # AuditResult(confidence=95) printed "at 9500% confidence"
     with pytest.raises(ValueError, match="confidence"):
         _res(0.5, confidence=confidence)
+
+
+def test_event_text_tells_apart_floats_that_round_alike():
+    # a low-bit leak: x0 reports 0.1 or the next float, x1 always 0.1; the event was
+    # printed as "(0.1)", the value x1 always reports, and an interval as "[1, 1)"
+    import numpy as np
+
+    from skldp.audit import AuditEvent, audit_pair
+    up = float(np.nextafter(0.1, 1.0))
+    r0 = np.where(np.random.default_rng(0).random(2000) < 0.5, 0.1, up)
+    res = audit_pair(r0, np.full(2000, 0.1))
+    assert res.event.members == ((float(up),),)
+    assert f"E = {{({up!r})}}" in str(res.event) and repr(up) in res.summary()
+    cell = AuditEvent((0, 1), (((1.0, float(np.nextafter(1.0, 2.0))),),))
+    assert "[1, 1.0000000000000002)" in str(cell)
+    assert "E = {(0.5), ([0.25, 1e+06))}" in str(AuditEvent((0, 1), ((0.5,), ((0.25, 1e6),))))
+    # a value that is no short decimal keeps its short form
+    assert str(AuditEvent((0, 1), ((-0.5819767068693263,), ((-1.2140572547827244, 0.3),)))) \
+        == "P(E|x0)/P(E|x1), E = {(-0.581977), ([-1.214, 0.3))}"
