@@ -149,6 +149,9 @@ def audit_ledger(estimator, x0, x1, *, y0, y1, classes=None, n_samples=4_000,
     domain = np.unique(np.asarray([y0, y1] if classes is None else list(classes)))
     if len(domain) < 2:
         raise ValueError("the labels need at least two classes: pass the public classes=.")
+    if not np.all(np.isin(np.asarray([y0, y1]), domain)):   # a prediction code would merge
+        raise ValueError(f"y0 and y1 must be among the classes {domain.tolist()}, got "
+                         f"{y0!r} and {y1!r}.")
     m = max(4 * len(domain), n // 20)                   # background users, not audited
     X = np.vstack([np.repeat(x0[None], n, 0), np.repeat(x1[None], n, 0),
                    np.repeat(x0[None], m, 0)])

@@ -47,3 +47,13 @@ def test_audit_collections_refuses_a_mechanism_that_reports_nothing():
     nothing.epsilon_ = 1.0
     with pytest.raises(ValueError, match="at least one output"):
         audit_collections([nothing], [0.0], [1.0], n_samples=50, outputs="joint")
+
+
+@pytest.mark.parametrize("y0, y1, classes", [(1, 0, [0, 2]), (0, 5, [0, 1, 2])])
+def test_audit_ledger_refuses_labels_outside_the_classes(y0, y1, classes):
+    # classes is the public label domain: a label outside it was accepted, and a
+    # prediction of it was coded as the position of another class (searchsorted)
+    from skldp.audit import audit_ledger
+    with pytest.raises(ValueError, match="classes"):
+        audit_ledger(_bit(), [0.0], [1.0], y0=y0, y1=y1, classes=classes, n_samples=40)
+
