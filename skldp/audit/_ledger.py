@@ -139,7 +139,8 @@ def audit_ledger(estimator, x0, x1, *, y0, y1, classes=None, n_samples=4_000,
     confidence = _check_confidence(confidence)
     if outputs not in ("all", "collections", "joint"):
         raise ValueError(f"outputs must be 'all', 'collections' or 'joint', got {outputs!r}.")
-    if not isinstance(random_state, numbers.Integral):
+    if isinstance(random_state, (bool, np.bool_)) or \
+            not isinstance(random_state, numbers.Integral):
         raise TypeError(f"random_state must be an integer, got {random_state!r}.")
     if np.array_equal(x0, x1) and np.array_equal(np.asarray([y0]), np.asarray([y1])):
         raise ValueError("x0 and x1 are the same input and y0 and y1 the same label: the "

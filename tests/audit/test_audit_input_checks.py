@@ -57,3 +57,10 @@ def test_audit_ledger_refuses_labels_outside_the_classes(y0, y1, classes):
     with pytest.raises(ValueError, match="classes"):
         audit_ledger(_bit(), [0.0], [1.0], y0=y0, y1=y1, classes=classes, n_samples=40)
 
+
+@pytest.mark.parametrize("random_state", [True, 1.5, None])
+def test_audit_ledger_refuses_a_random_state_that_is_not_an_integer(random_state):
+    from skldp.audit import audit_ledger
+    with pytest.raises(TypeError, match="random_state"):
+        audit_ledger(_bit(), [0.0], [1.0], y0=0, y1=1, n_samples=40,
+                     random_state=random_state)
