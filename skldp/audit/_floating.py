@@ -352,8 +352,12 @@ def additive_support_check(reports_0, x0, x1, *, return_mask=False):
         raise ValueError(f"reports_0 must be 1-D or 2-D, got {R.ndim} dimensions.")
     if len(R) == 0:   # a share of 0.0 would read as "no report reveals the input"
         raise ValueError("reports_0 holds no report: there is nothing to check.")
-    x0 = np.broadcast_to(np.asarray(x0, dtype=np.float64), (R.shape[1],))
-    x1 = np.broadcast_to(np.asarray(x1, dtype=np.float64), (R.shape[1],))
+    x0, x1 = np.asarray(x0, dtype=np.float64), np.asarray(x1, dtype=np.float64)
+    if any(x.ndim > 1 or x.size not in (1, R.shape[1]) for x in (x0, x1)):
+        raise ValueError(f"x0 and x1 must be numbers or have one value per report coordinate "
+                         f"({R.shape[1]}), got shapes {x0.shape} and {x1.shape}.")
+    x0 = np.broadcast_to(x0, (R.shape[1],))
+    x1 = np.broadcast_to(x1, (R.shape[1],))
     if not (np.all(np.isfinite(R)) and np.all(np.isfinite(x0)) and np.all(np.isfinite(x1))):
         raise ValueError("reports and inputs must be finite.")
     if not _reachable(R, x0).all():

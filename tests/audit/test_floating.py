@@ -428,3 +428,11 @@ def test_check_output_grid_refuses_inputs_that_are_all_the_same():
         check_output_grid(identity, [[0.0], [0.0]], n_samples=50, epsilon=1.0)
     res = check_output_grid(identity, [[0.0], [0.0], [1.0]], n_samples=50, epsilon=1.0)
     assert not res.passed      # a repeated input among different ones is only redundant
+
+
+@pytest.mark.parametrize("x0, x1", [([0.0, 0.0, 0.0], 1.0), (0.0, [[1.0, 1.0]])])
+def test_additive_support_check_names_inputs_of_the_wrong_length(x0, x1):
+    # numpy's "operands could not be broadcast together with remapped shapes"
+    with pytest.raises(ValueError, match="x0 and x1 must be numbers or have one value per "
+                                         "report coordinate"):
+        additive_support_check(np.zeros((3, 2)), x0, x1)
