@@ -497,6 +497,11 @@ def _grid_gaussian(s, sigma, step, generator):
 
 
 # ------------------------------------------------------------------ the base
+#: Most steps ``T`` a training may run (``n_steps``, or ``epochs`` converted): more is
+#: refused before anything is read or charged (the training would run for days).
+MAX_STEPS = 10**8
+
+
 class _DPTrainerBase(PrivateStepMixin, GraphClassifierMixin, BaseEstimator):
     """DP-SGD / DP-Adam on per-node gradients of ``_OneLayerGNN`` (shared code)."""
 
@@ -680,6 +685,21 @@ class _DPTrainerBase(PrivateStepMixin, GraphClassifierMixin, BaseEstimator):
             raise ValueError("noise_multiplier must be a number >= 0 (0 = no privacy), "
                              "got None; or give target_epsilon.")
 
+    def _n_steps(self, N, m):
+        """``T``: ``n_steps``, or ``ceil(epochs * N / m)``; at most :data:`MAX_STEPS`."""
+        if self.epochs is not None:
+            steps = float(self.epochs) * N / m   # (inf when it overflows)
+            what = (f"epochs={self.epochs!r} gives ceil(epochs * N_train / batch_size) = "
+                    f"{steps:.3g} steps (N_train={N}, batch_size={m})")
+        else:
+            steps = int(self.n_steps)
+            what = f"n_steps={self.n_steps!r}"
+        if steps > MAX_STEPS:
+            raise ValueError(
+                f"{what}: a training runs at most {MAX_STEPS:.0e} steps (more would not "
+                "finish in days). Use fewer steps or epochs.")
+        return int(math.ceil(steps))
+
     def _thresholds(self, groups):
         C = self.max_grad_norm
         if C is None:
@@ -741,8 +761,7 @@ class _DPTrainerBase(PrivateStepMixin, GraphClassifierMixin, BaseEstimator):
             raise ValueError(f"batch_size={m} is larger than the training set ({N} nodes); "
                              "batches are drawn without replacement, so use batch_size <= "
                              f"{N}.")
-        steps = int(math.ceil(self.epochs * N / m)) if self.epochs is not None else \
-            int(self.n_steps)
+        steps = self._n_steps(N, m)
         delta = float(self.delta) if self.delta is not None else 1.0 / (10.0 * N)
         if delta >= 1.0 / N:   # N is public (the training set's size)
             raise ValueError(
@@ -948,9 +967,10 @@ _COMMON_PARAMS = """
         from the training nodes, as the accountant assumes. Must not exceed
         the number of training nodes.
     n_steps : int, default=200
-        Number of DP steps ``T``.
+        Number of DP steps ``T`` (at most ``10**8``).
     epochs : float or None, default=None
-        If given, overrides ``n_steps`` with ``ceil(epochs * N_train / batch_size)``.
+        If given, overrides ``n_steps`` with ``ceil(epochs * N_train / batch_size)``
+        (at most ``10**8`` steps).
     lr : float, default=0.01
         Learning rate (Adam step size, or SGD step ``eta``).
     optimizer : {"adam", "sgd"}, default="adam"

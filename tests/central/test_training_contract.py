@@ -130,6 +130,22 @@ def test_epochs_count_the_ceiling_of_their_steps_and_all_are_run_and_accounted(m
 
 @pytest.mark.parametrize("Est,extra", [(DPGNNClassifier, dict(max_degree=2)),
                                        (DPMLPClassifier, HYP)], ids=["DPGNN", "DPMLP"])
+@pytest.mark.parametrize("steps", [dict(epochs=1e12), dict(epochs=1e308),
+                                   dict(n_steps=10**18), dict(epochs=1e12, target_epsilon=1.0)],
+                         ids=["epochs", "epochs-overflow", "n_steps", "epochs-calibrated"])
+def test_a_huge_number_of_steps_is_refused_before_anything_runs(small_graph, Est, extra, steps):
+    # ran for ever (the steps), or raised OverflowError (epochs * N past the floats)
+    G, y = _graph(small_graph)
+    G = G.new_simulation()
+    tr = np.arange(0, 60, 2)
+    with pytest.raises(ValueError, match="at most"):
+        Est(batch_size=10, hidden_size=4, random_state=0, **extra, **CL,
+            **steps).fit(G[tr], y[tr])
+    assert G.ledger.entries() == []   # refused before any charge
+
+
+@pytest.mark.parametrize("Est,extra", [(DPGNNClassifier, dict(max_degree=2)),
+                                       (DPMLPClassifier, HYP)], ids=["DPGNN", "DPMLP"])
 def test_the_ledger_is_charged_the_reported_guarantee(small_graph, Est, extra):
     G, y = _graph(small_graph)
     G = G.new_simulation()
