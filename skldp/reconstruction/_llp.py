@@ -19,7 +19,8 @@ def metis_clusters(A, n_clusters, seed=0):
     Parameters
     ----------
     A : sparse matrix of shape (n, n)
-        Adjacency (symmetrised here; self loops and weights are ignored).
+        Adjacency (symmetrised here; self loops and weights are ignored: every
+        stored nonzero entry, of either sign, is an edge).
     n_clusters : int
         Number of parts, ``1 <= n_clusters <= n``.
     seed : int, default=0
@@ -51,7 +52,11 @@ def metis_clusters(A, n_clusters, seed=0):
         import pymetis
     except ImportError as exc:  # pragma: no cover - pymetis is in the test and metis extras
         raise ImportError("metis_clusters needs pymetis: pip install 'skldp[metis]'.") from exc
-    S = sp.csr_matrix(A, dtype=np.float64)
+    # the pattern: every stored nonzero entry is an edge, whatever its sign (a sum of
+    # weights, A + A.T or duplicates summed, would cancel an edge given as +w and -w)
+    C = sp.coo_matrix(A)
+    keep = C.data != 0
+    S = sp.csr_matrix((np.ones(int(keep.sum())), (C.row[keep], C.col[keep])), shape=(n, n))
     S = (S + S.T).tocsr()
     S.setdiag(0)
     S.eliminate_zeros()

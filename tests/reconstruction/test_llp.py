@@ -61,6 +61,25 @@ def test_metis_is_given_the_symmetric_graph_without_self_loops(monkeypatch):
     np.testing.assert_array_equal(S, [[0, 1, 0, 0], [1, 0, 1, 0], [0, 1, 0, 1], [0, 0, 1, 0]])
 
 
+@pytest.mark.parametrize("fmt", ["csr", "coo-duplicates"])
+def test_metis_keeps_an_edge_whose_weights_cancel(monkeypatch, fmt):
+    # weights are ignored: A[0, 1] = 1 and A[1, 0] = -1 (or 1 and -1 stored twice at
+    # (0, 1)) is an edge; the sum A + A.T cancelled it and METIS never saw it
+    pymetis = pytest.importorskip("pymetis")
+    given = []
+    real = pymetis.part_graph
+    monkeypatch.setattr(pymetis, "part_graph",
+                        lambda k, graph, **kw: given.append(graph) or real(k, graph, **kw))
+    if fmt == "csr":
+        A = sp.csr_matrix(np.array([[0, 1, 0], [-1, 0, 2], [0, 2, 0]], dtype=float))
+    else:
+        A = sp.coo_matrix(([1.0, -1.0, 2.0], ([0, 0, 1], [1, 1, 2])), shape=(3, 3))
+    metis_clusters(A, 2, seed=0)
+    xadj, adjncy = np.asarray(given[0].adj_starts), np.asarray(given[0].adjacent)
+    S = sp.csr_matrix((np.ones(len(adjncy)), adjncy, xadj), shape=(3, 3)).toarray()
+    np.testing.assert_array_equal(S, [[0, 1, 0], [1, 0, 1], [0, 1, 0]])
+
+
 def test_metis_bad_input():
     A = _two_cliques(3)
     with pytest.raises(ValueError, match="n_clusters must be an integer in 1..6"):
