@@ -20,9 +20,15 @@ from ..utils.validation import (
 __all__ = ["degree_bounded_sample", "DegreeBoundedSampler"]
 
 
-def _rank_within(nodes, prio):
-    """Rank (0 = highest priority) of each entry among the entries with the same node."""
-    order = np.lexsort((prio, nodes))
+def _rank_within(nodes, prio, edge):
+    """Rank (0 = highest priority) of each entry among the entries with the same node.
+
+    Equal priorities are ordered by ``edge``, the same way at both ends of an edge: the
+    first edge in (priority, edge) order then ranks 0 at both its ends, so each round
+    accepts it (ordered by position, a cycle of tied edges could each come second at
+    one end, and no round would end the loop).
+    """
+    order = np.lexsort((edge, prio, nodes))
     sorted_nodes = nodes[order]
     start = np.r_[True, sorted_nodes[1:] != sorted_nodes[:-1]]
     group_start = np.maximum.accumulate(np.where(start, np.arange(len(order)), 0))
@@ -144,7 +150,8 @@ def degree_bounded_sample(adjacency, max_degree, nodes=None, random_state=None):
     cand = np.flatnonzero(cap[u] > 0) if K > 0 else np.empty(0, dtype=np.int64)
     while len(cand):
         cu, cv, cp = u[cand], v[cand], prio[cand]
-        r = _rank_within(np.concatenate([cu, cv]), np.concatenate([cp, cp]))
+        r = _rank_within(np.concatenate([cu, cv]), np.concatenate([cp, cp]),
+                         np.concatenate([cand, cand]))
         ru, rv = r[:len(cand)], r[len(cand):]
         acc = (ru < cap[cu]) & (rv < cap[cv])
         kept[cand[acc]] = True

@@ -162,3 +162,31 @@ def test_sampler_accepts_a_generator_as_its_docstring_says():
     doc = DegreeBoundedSampler.__doc__
     line = next(ln for ln in doc.splitlines() if ln.strip().startswith("random_state :"))
     assert "Generator" in line
+
+
+@pytest.mark.parametrize("K", [1, 2])
+def test_equal_priorities_cannot_stall_the_greedy_rounds(monkeypatch, K):
+    # Priorities that tie (here all equal) were ranked by their position at each endpoint,
+    # so on a triangle with K = 1 every edge was second at one of its ends: no round
+    # accepted anything and the loop never ended. Ties now break by edge, the same way at
+    # both ends, so the first edge is first at both.
+    import threading
+
+    import skldp.central._sampling as sampling
+
+    class Flat:   # a generator whose draws all tie
+        def random_sample(self, size):
+            return np.zeros(size)
+    monkeypatch.setattr(sampling, "check_random_state", lambda seed: Flat())
+    A = sp.csr_matrix(np.ones((5, 5)) - np.eye(5))   # triangles everywhere
+    out = []
+    t = threading.Thread(target=lambda: out.append(degree_bounded_sample(A, K, random_state=0)),
+                         daemon=True)
+    t.start()
+    t.join(30)
+    assert out, "degree_bounded_sample did not finish"
+    S = out[0]
+    deg = np.asarray(S.sum(axis=1)).ravel()
+    assert deg.max() <= K and (S != S.T).nnz == 0
+    missing = np.array(sorted(_edges(A) - _edges(S))).reshape(-1, 2)   # still maximal
+    assert np.all((deg[missing[:, 0]] == K) | (deg[missing[:, 1]] == K))
