@@ -22,6 +22,7 @@ from .utils._arrays import (
     check_finite_features,
     check_float32_range,
     check_not_masked,
+    check_sparse_structure,
     distinct,
     frame_column_names,
     member,
@@ -302,6 +303,7 @@ def _a_weight(v):
 
 def _as_features(features):
     if sp.issparse(features):
+        check_sparse_structure(features, "features", "are")   # before scipy reads them
         if features.dtype.kind in "biu" and features.dtype.itemsize < 8:
             features = features.astype(np.float64)   # (duplicates summed without overflow)
         X = sp.csr_matrix(features)
@@ -516,6 +518,8 @@ def _as_adjacency(adjacency, n_nodes, node_ids, owned=False):
         if adjacency.format == "csr" and adjacency.dtype == np.float32 and \
                 _held_info(adjacency) is not None:   # a graph's own: checked when taken
             return adjacency, None
+        if not owned:   # (the library's own matrices are built by scipy from entries)
+            check_sparse_structure(adjacency, "adjacency")   # before scipy reads its arrays
         # before the conversion, which sums duplicate entries: -1 and +1 at one
         # position must not pass as an absent edge (only where there may be duplicates)
         if adjacency.format in ("coo", "csr", "csc", "bsr") and not (

@@ -9,6 +9,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..accounting._rdp import check_max_degree
 from ..base import GraphTransformerMixin
+from ..utils._arrays import check_sparse_structure
 from ..utils._random import draw_seed, training_seed
 from ..utils.validation import (
     RANDOM_STATE_CONSTRAINT,
@@ -105,7 +106,9 @@ def degree_bounded_sample(adjacency, max_degree, nodes=None, random_state=None):
                       "Pass its adjacency: adjacency=G.adjacency, or sample a GraphData's graph "
                       "with skldp.central.DegreeBoundedSampler (GraphData in and out).")
     K = check_max_degree(max_degree)
-    if not sp.issparse(adjacency):
+    if sp.issparse(adjacency):
+        check_sparse_structure(adjacency, "adjacency")   # before scipy reads its arrays
+    else:
         adjacency = sp.csr_matrix(np.asarray(adjacency))
     A = sp.csr_matrix(adjacency)
     n = A.shape[0]

@@ -3,6 +3,7 @@
 import numpy as np
 import scipy.sparse as sp
 
+from ..utils._arrays import check_sparse_structure
 from ..utils.validation import check_int, refuse_graph_data
 from ._labels import check_codes, check_transition_matrix, unbiased_label_distribution
 
@@ -43,6 +44,8 @@ def metis_clusters(A, n_clusters, seed=0):
     if shape is None or len(shape) != 2 or shape[0] != shape[1]:
         raise ValueError("A must be an adjacency matrix of shape (n_nodes, n_nodes), got "
                          + (f"shape {tuple(shape)}." if shape is not None else f"{A!r:.80}."))
+    if sp.issparse(A):
+        check_sparse_structure(A, "A")   # before scipy reads its arrays
     n = shape[0]
     n_clusters = check_int(n_clusters, "n_clusters", 1, n,
                            maximum_is="the number of nodes")

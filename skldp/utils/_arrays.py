@@ -14,7 +14,7 @@ from ._blocks import row_blocks
 
 __all__ = ["is_graph_data", "refuse_graph_data",
            "canonical_csr", "check_finite_features", "check_finite_output", "check_float32_range",
-           "check_not_masked",
+           "check_not_masked", "check_sparse_structure",
            "distinct", "frame_column_names", "member", "sorted_lookup", "torch_blocks_sum",
            "torch_sum_is_finite", "unique_inverse", "within_bounds"]
 
@@ -26,6 +26,34 @@ def check_not_masked(X):
             "features are a numpy masked array: its masked entries would be read as data "
             "(their hidden values). Fill them first, e.g. X.filled(np.nan), and impute the "
             "missing values on each device (a public, stateless step).")
+
+
+def check_sparse_structure(M, name="the matrix", verb="is"):
+    """Raise a ``ValueError`` if the index arrays of the scipy sparse ``M`` do not fit its
+    shape (an index past the end or below 0, a decreasing index pointer, arrays of other
+    lengths). scipy checks them only in part when a matrix is built from arrays, and its
+    conversions then read and write outside the arrays. ``M`` is left as it is.
+    """
+    fmt = M.format
+    try:
+        if fmt in ("csr", "csc", "bsr"):
+            # a new object over the same arrays: check_format may reassign (never edit)
+            # the arrays of the matrix it checks
+            type(M)((M.data, M.indices, M.indptr), shape=M.shape,
+                    copy=False).check_format(full_check=True)
+        elif fmt == "coo":
+            if not len(M.row) == len(M.col) == len(M.data):
+                raise ValueError(f"row, col and data have lengths {len(M.row)}, "
+                                 f"{len(M.col)} and {len(M.data)}")
+            for axis, idx in enumerate((M.row, M.col)):
+                if len(idx) and (idx.min() < 0 or idx.max() >= M.shape[axis]):
+                    raise ValueError(f"axis {axis} indices must lie in 0..{M.shape[axis] - 1}, "
+                                     f"got {idx.min()}..{idx.max()}")
+    except ValueError as exc:
+        raise ValueError(f"{name} {verb} not a valid sparse {fmt} matrix of shape "
+                         f"{M.shape}: {exc}. Its index arrays were edited or built by "
+                         "hand; build it again from its entries, e.g. "
+                         "sp.coo_array((data, (row, col)), shape=shape).tocsr().") from None
 
 
 def canonical_csr(X):
