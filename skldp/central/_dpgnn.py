@@ -496,6 +496,19 @@ def _grid_gaussian(s, sigma, step, generator):
     return (k + torch.round(e * (sigma / step))) * step
 
 
+def _refuse_non_finite_parameters(module, n_iter):
+    """Raise if a parameter ended NaN or inf (the noisy sums or the steps overflowed
+    float32): the model would predict NaN probabilities and the first class everywhere.
+    The check reads only the released parameters (post-processing), once per fit."""
+    bad = [n for n, p in module.named_parameters() if not bool(torch.isfinite(p).all())]
+    if bad:
+        raise ValueError(
+            f"Training diverged: after {n_iter} step(s) the parameters {bad} hold NaN or "
+            "infinite values, so the model would predict NaN probabilities. The noisy "
+            "gradient sums or the updates overflowed float32: use a smaller "
+            "noise_multiplier or lr, or scale the features to [-1, 1].")
+
+
 # ------------------------------------------------------------------ the base
 #: Most steps ``T`` a training may run (``n_steps``, or ``epochs`` converted): more is
 #: refused before anything is read or charged (the training would run for days).
@@ -879,6 +892,7 @@ class _DPTrainerBase(PrivateStepMixin, GraphClassifierMixin, BaseEstimator):
         t0 = time.perf_counter()
         result = train(dp_step, steps, validate=validate, stopper=stopper,
                        log=log if self.verbose else None)
+        _refuse_non_finite_parameters(module, result.n_iter)
         self.n_iter_ = result.n_iter
         self.validation_scores_ = result.validation_scores
         self.best_step_ = result.best_epoch

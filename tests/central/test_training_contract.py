@@ -298,3 +298,22 @@ def test_the_grid_is_finer_than_the_noise_by_two_to_the_twenty(small_graph, z):
         assert step <= 2.0 ** -dpgnn.GRID_BITS * clf.noise_std_[g]
         assert step > 2.0 ** (-dpgnn.GRID_BITS - 1) * clf.noise_std_[g] / (
             max(z, 1.0) * clf.sensitivity_inflation_)                 # the largest such
+
+
+@pytest.mark.parametrize("Est,extra", [(DPGNNClassifier, dict(max_degree=2)),
+                                       (DPMLPClassifier, HYP)], ids=["DPGNN", "DPMLP"])
+@pytest.mark.parametrize("params", [dict(noise_multiplier=1e300),
+                                    dict(noise_multiplier=0.0, max_grad_norm=None,
+                                         optimizer="sgd", lr=1e38, activation="relu")],
+                         ids=["noise-past-float32", "non-private-sgd-overflow"])
+def test_a_training_that_ends_on_non_finite_parameters_is_refused(small_graph, Est, extra,
+                                                                     params):
+    # the noisy sums (or the steps) overflowed float32: the parameters ended NaN or inf, and
+    # the fitted model predicted NaN probabilities and the first class everywhere
+    G, y = _graph(small_graph)
+    tr = np.arange(0, 60, 2)
+    clf = Est(batch_size=10, n_steps=3, hidden_size=4, random_state=0, **extra, **CL,
+              **params)
+    with pytest.raises(ValueError, match="Training diverged"):
+        clf.fit(G[tr], y[tr])
+    assert not hasattr(clf, "module_")
