@@ -148,7 +148,7 @@ def degree_bounded_sample(adjacency, max_degree, nodes=None, random_state=None):
     else:
         rng = check_random_state(random_state)
     prio = rng.random(len(u)) if isinstance(rng, np.random.Generator) else rng.random_sample(len(u))
-    cap = np.full(n, K, dtype=np.int64)
+    cap = np.full(n, min(K, n), dtype=np.int64)   # (n - 1 neighbours at most: K may pass int64)
     kept = np.zeros(len(u), dtype=bool)
     cand = np.flatnonzero(cap[u] > 0) if K > 0 else np.empty(0, dtype=np.int64)
     while len(cand):

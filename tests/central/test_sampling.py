@@ -190,3 +190,13 @@ def test_equal_priorities_cannot_stall_the_greedy_rounds(monkeypatch, K):
     assert deg.max() <= K and (S != S.T).nnz == 0
     missing = np.array(sorted(_edges(A) - _edges(S))).reshape(-1, 2)   # still maximal
     assert np.all((deg[missing[:, 0]] == K) | (deg[missing[:, 1]] == K))
+
+
+@pytest.mark.parametrize("K", [2**63, 10**20])
+def test_a_degree_bound_past_int64_keeps_every_edge(K):
+    # the per-node capacity was np.full(n, K, dtype=np.int64): OverflowError
+    A = _random_graph(n=50, p=0.2)
+    S = degree_bounded_sample(A, K, random_state=0)
+    assert _edges(S) == _edges(A)
+    G = DegreeBoundedSampler(K, random_state=0).fit_transform(GraphData(np.eye(50), A))
+    assert _edges(G.adjacency) == _edges(A)
