@@ -176,6 +176,18 @@ def _once(values, what, where):
     return values
 
 
+def _check_name(name, what, study):
+    """A method's or split's name: a non-empty string without ``|`` (it is part of each run's
+    key, ``dataset|method|split|seed|params``, and of each record)."""
+    if not isinstance(name, str):
+        raise TypeError(f"Study {study!r}: {what} names are strings (each record carries "
+                        f"its {what}), got {name!r}.")
+    if not name or "|" in name:
+        raise ValueError(f"Study {study!r}: {what} name {name!r} must be a non-empty string "
+                         f"without '|' (run keys join dataset|method|split|seed|params: two "
+                         f"runs could get one key).")
+
+
 def _seeds(seeds, where):
     """``seeds`` as a list of distinct non-negative ints (bools and floats refused)."""
     from ..utils.validation import check_int
@@ -323,7 +335,7 @@ class Study:
         Names for :func:`skldp.datasets.load_dataset`, each given once. Workers
         load them themselves (the graph never travels with a task).
     methods : dict of str -> Method
-        The named pipelines.
+        The named pipelines (names: non-empty strings without ``|``).
     seeds : sequence of int, default=range(5)
         Seeds, each given once (non-negative integers; floats and booleans are
         refused); seed ``s`` fixes the split, the collections and the model's
@@ -331,7 +343,7 @@ class Study:
     splits : dict of str -> callable, default={"random": default_split}
         ``split(y, seed) -> (train, val, test)`` boolean masks; a split
         function with a ``dataset`` parameter also gets the dataset's name
-        (e.g. to return a dataset's public split).
+        (e.g. to return a dataset's public split). Names as for methods.
     configs : dict of str -> dict, default={}
         Per-dataset settings handed to factories (``ctx.config``).
     metric : str, default="accuracy"
@@ -400,6 +412,7 @@ class Study:
         if not self.methods:
             raise ValueError(f"Study {self.name!r} has no method.")
         for m, method in self.methods.items():
+            _check_name(m, "method", self.name)
             if not isinstance(method, Method):
                 raise TypeError(f"methods[{m!r}] must be a skldp.experiments.Method, got "
                                 f"{type(method).__name__}.")
@@ -408,6 +421,8 @@ class Study:
             raise ValueError(f"Study {self.name!r} has no seed.")
         if not self.splits:
             raise ValueError(f"Study {self.name!r} has no split.")
+        for split in self.splits:
+            _check_name(split, "split", self.name)
         unknown = set(self.configs) - set(self.datasets)
         if unknown:
             raise ValueError(f"configs name datasets the study does not have: "

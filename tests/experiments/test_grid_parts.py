@@ -59,3 +59,27 @@ def test_split_receives_dataset_when_it_asks():
     y = np.zeros(3)
     assert _split(with_name, y, spec) is y and seen["args"] == (3, "cora")
     assert _split(plain, y, spec) == 3
+
+
+@pytest.mark.parametrize("methods, splits, error", [
+    ({1: Method(_factory)}, None, TypeError),        # a record's method must be a string
+    ({"": Method(_factory)}, None, ValueError),
+    ({"m": Method(_factory)}, {("a", "b"): None}, TypeError),
+    ({"m": Method(_factory)}, {"": None}, ValueError),
+])
+def test_method_and_split_names_are_non_empty_strings(methods, splits, error):
+    # accepted before, the run ran and then its record was refused by the runs file
+    # ("its 'method' is 1, not a non-empty string"), stopping the sweep
+    kw = {} if splits is None else {"splits": splits}
+    with pytest.raises(error, match="name"):
+        Study("t", ["a"], methods, seeds=[0], **kw)
+
+
+def test_names_with_a_bar_are_refused_they_could_share_a_key():
+    # method 'm|s1' on split 's2' and method 'm' on split 's1|s2' had the one key
+    # 'a|m|s1|s2|0|{}': the second run was never recorded
+    with pytest.raises(ValueError, match=r"without '\|'"):
+        Study("t", ["a"], {"m|s1": Method(_factory), "m": Method(_factory)}, seeds=[0],
+              splits={"s2": None})
+    with pytest.raises(ValueError, match=r"without '\|'"):
+        Study("t", ["a"], {"m": Method(_factory)}, seeds=[0], splits={"s1|s2": None})
