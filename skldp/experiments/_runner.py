@@ -3,6 +3,7 @@
 import contextlib
 import logging
 import math
+import numbers
 import os
 import pickle
 import platform
@@ -579,11 +580,13 @@ def run_study(study, results_dir="results", *, n_jobs=1, backend="loky", schedul
     results_dir : str or path-like, default="results"
         Folder of the runs file.
     n_jobs : int, default=1
-        Parallel runs (joblib's ``n_jobs``; Dask/Ray: local workers started).
+        Parallel runs, >= 1 or -1 for all CPUs (joblib's ``n_jobs``; Dask/Ray:
+        local workers started).
     backend : {"loky", "threading", "sequential", "dask", "ray"}, default="loky"
         See :func:`parallel_backend`.
     scheduler : str or None, default=None
-        Address of an existing Dask scheduler or Ray cluster.
+        Address of an existing Dask scheduler or Ray cluster (``backend``
+        ``"dask"`` or ``"ray"`` only).
     cache : str, path-like or None, default=None
         Directory of a :class:`GraphCache` used by every run (workers on
         one file system share it): each perturbation and propagation is
@@ -613,6 +616,9 @@ def run_study(study, results_dir="results", *, n_jobs=1, backend="loky", schedul
     StaleRunsError
         Recorded runs of the sweep whose fingerprint differs from the study's
         now, without ``redo_changed``; nothing is run.
+    ValueError
+        An unknown ``backend``, a bad ``n_jobs``, ``max_runs`` or ``retries``,
+        or a ``scheduler`` with a local backend; nothing is read or run.
     """
 
     if not isinstance(study, Study):
@@ -622,6 +628,16 @@ def run_study(study, results_dir="results", *, n_jobs=1, backend="loky", schedul
         raise ValueError(f"max_runs must be an int >= 0 or None, got {max_runs!r}.")
     if isinstance(retries, bool) or int(retries) != retries or retries < 0:
         raise ValueError(f"retries must be an int >= 0, got {retries!r}.")
+    # before anything (datasets loaded, fingerprints, stale records dropped by
+    # redo_changed): a typo was found only when the runs were dispatched
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}.")
+    if n_jobs is not None and (isinstance(n_jobs, bool) or not isinstance(n_jobs, numbers.Integral)
+                               or not (n_jobs >= 1 or n_jobs == -1)):
+        raise ValueError(f"n_jobs must be an int >= 1 or -1 (all CPUs), got {n_jobs!r}.")
+    if scheduler and backend not in ("dask", "ray"):
+        raise ValueError(f"scheduler={scheduler!r} needs backend='dask' or 'ray' (a {backend} "
+                         "sweep runs on this machine).")
     # Declared before anything else (the checks below load datasets): a sweep started
     # beside this one then sizes even its first run with this one counted.
     local = backend in ("loky", "threading", "sequential") or scheduler is None

@@ -284,3 +284,23 @@ def test_a_run_recorded_without_a_fingerprint_is_said_with_its_reason(tmp_path, 
         result = run_study(_study(), tmp_path, progress=False)
     assert len(result.done) == 2 and set(result.fingerprint_failures) == set(result.done)
     assert all("fingerprint" not in r for r in load_runs(tmp_path / "fp_runs.jsonl", "fp"))
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"backend": "lokyy"}, "backend must be one of"),
+    ({"n_jobs": 0}, "n_jobs must be"),
+    ({"n_jobs": -2}, "n_jobs must be"),
+    ({"n_jobs": 1.5}, "n_jobs must be"),
+    ({"scheduler": "tcp://head:8786"}, "needs backend='dask' or 'ray'"),
+])
+def test_bad_sweep_options_are_refused_before_redo_changed_drops_anything(
+        tmp_path, settings, options, message):
+    # before: the stale records were dropped (the file rewritten), then the backend or
+    # n_jobs failed at dispatch, so nothing replaced them; a scheduler with loky was ignored
+    path = tmp_path / "fp_runs.jsonl"
+    run_study(_study(), tmp_path, progress=False)
+    before = path.read_bytes()
+    settings["C"] = 0.25
+    with pytest.raises(ValueError, match=message):
+        run_study(_study(), tmp_path, progress=False, redo_changed=True, **options)
+    assert path.read_bytes() == before
