@@ -581,7 +581,8 @@ def run_study(study, results_dir="results", *, n_jobs=1, backend="loky", schedul
         Folder of the runs file.
     n_jobs : int, default=1
         Parallel runs, >= 1 or -1 for all CPUs (joblib's ``n_jobs``; Dask/Ray:
-        local workers started).
+        local workers started). With a ``scheduler``, Dask runs on every CPU of
+        the cluster, and so does Ray unless ``n_jobs`` > 1.
     backend : {"loky", "threading", "sequential", "dask", "ray"}, default="loky"
         See :func:`parallel_backend`.
     scheduler : str or None, default=None
@@ -643,6 +644,10 @@ def run_study(study, results_dir="results", *, n_jobs=1, backend="loky", schedul
     local = backend in ("loky", "threading", "sequential") or scheduler is None
     weight = 1 if backend == "sequential" else (os.cpu_count() or 1) if n_jobs in (None, -1) \
         else max(1, int(n_jobs))
+    if backend == "ray" and scheduler and n_jobs in (None, 1):
+        # an existing cluster: all of its CPUs, as with Dask (joblib would run every run
+        # in this process, one at a time, with n_jobs=1)
+        n_jobs = -1
     with share_cpus(weight if local else 1):   # this machine's CPUs, shared
         return _run_study(study, results_dir, n_jobs, backend, scheduler, cache, retries,
                           progress, max_runs, note, redo_changed)
@@ -775,7 +780,8 @@ def _dispatch(study, todo, cache, n_jobs, retries, runs_file, result, bar, claim
     backend = joblib.parallel.get_active_backend()[0]
     # Backends without result generators (Ray's) get chunks, so records still arrive early.
     streams = getattr(backend, "supports_return_generator", False)
-    chunk = len(todo) if streams else max(2 * max(n_jobs, 1), 2)
+    # (two runs per worker: of every CPU of a Ray cluster with n_jobs=-1, not 2 in all)
+    chunk = len(todo) if streams else 2 * _parallel_runs(backend, n_jobs)
     batches = [todo[i:i + chunk] for i in range(0, len(todo), chunk)] if todo else []
     while batches:
         batch = batches.pop(0)
@@ -815,6 +821,15 @@ def _dispatch(study, todo, cache, n_jobs, retries, runs_file, result, bar, claim
             logger.warning("study %s: %s (%s); %d run(s) not recorded, %d retried one by one",
                            study.name, type(exc).__name__, exc, len(lost), len(retry))
             batches = [[s] for s in retry] + batches
+
+
+def _parallel_runs(backend, n_jobs):
+    """How many runs the active joblib ``backend`` runs at once with ``n_jobs`` (-1: all of
+    its CPUs, a cluster's for Ray)."""
+    try:
+        return max(1, int(backend.effective_n_jobs(1 if n_jobs is None else n_jobs)))
+    except Exception:  # noqa: BLE001 - (a backend that cannot tell: the number asked for)
+        return max(1, n_jobs or 1)
 
 
 _LOST_WORKER = {"TerminatedWorkerError", "BrokenProcessPool", "BrokenExecutor", "KilledWorker",

@@ -4,6 +4,7 @@ import os
 import pickle
 
 import pytest
+from joblib._parallel_backends import ThreadingBackend
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import Pipeline
 
@@ -79,3 +80,47 @@ def test_ray_equals_serial(tmp_path):
 def test_unknown_backend(tmp_path):
     with pytest.raises(ValueError, match="backend must be one of"):
         run_study(_study(), tmp_path, backend="spark", progress=False)
+
+
+class _RayLike(ThreadingBackend):
+    """A joblib backend that, like Ray's, gives no result generator; 8 CPUs in all."""
+
+    supports_return_generator = False
+
+    def effective_n_jobs(self, n_jobs):
+        return 8 if n_jobs == -1 else n_jobs
+
+
+@pytest.mark.parametrize("options, calls", [
+    # an existing cluster, n_jobs left at 1: joblib ran every run in this process, one at
+    # a time; now all of the cluster's CPUs
+    ({"scheduler": "ray://head:10001"}, [(-1, 6)]),
+    # -1: the cluster's CPUs, two runs each in flight (before: batches of 2 runs)
+    ({"n_jobs": -1}, [(-1, 6)]),
+    ({"scheduler": "ray://head:10001", "n_jobs": 2}, [(2, 4), (2, 2)]),   # as asked
+])
+def test_ray_runs_on_every_cpu_of_its_cluster(tmp_path, monkeypatch, options, calls):
+    import contextlib
+
+    import joblib
+
+    @contextlib.contextmanager
+    def ray_like(backend, n_jobs, scheduler):
+        with joblib.parallel_config(backend=_RayLike()):
+            yield None
+
+    seen = []
+
+    class Recording:
+        def __init__(self, n_jobs, return_as):
+            self.n_jobs = n_jobs
+
+        def __call__(self, tasks):
+            tasks = list(tasks)
+            seen.append((self.n_jobs, len(tasks)))
+            return [f(*a, **k) for f, a, k in tasks]
+
+    monkeypatch.setattr(_runner, "parallel_backend", ray_like)
+    monkeypatch.setattr(joblib, "Parallel", Recording)
+    res = run_study(_study(), tmp_path, backend="ray", progress=False, **options)
+    assert len(res.done) == 6 and seen == calls
