@@ -84,7 +84,8 @@ def _parser(studies):
     p.add_argument("--pages-dir", default=None,
                    help="folder of the results page and figure (default: docs/results)")
     p.add_argument("--results-dir", default=None,
-                   help="one folder for the runs file and the page (sets both of the above)")
+                   help="one folder for the runs file and the page (sets both of the above; not "
+                        "with them)")
     p.add_argument("--cache", default=None,
                    help="GraphCache directory shared by the workers (as sensitive as the "
                         "reports; see the user guide)")
@@ -176,6 +177,11 @@ def _reproduce(argv):
         p.error("--max-runs must be >= 0")
     if args.retries < 0:
         p.error("--retries must be >= 0")
+    if args.results_dir is not None and (args.runs_dir is not None
+                                         or args.pages_dir is not None):
+        # (one of the two folders was silently not the --results-dir given)
+        p.error("--results-dir sets both --runs-dir and --pages-dir: give it alone, or "
+                "those two")
     if args.scheduler and args.backend not in ("dask", "ray"):
         p.error(f"--scheduler needs --backend dask or ray (a {args.backend} sweep runs on "
                 "this machine)")

@@ -299,3 +299,15 @@ def test_write_summary_failing_midway_leaves_the_old_summary(tmp_path):
     with pytest.raises(UnicodeEncodeError):
         write_summary(study, records, tmp_path)
     assert md.read_text() == "the old summary\n"
+
+
+@pytest.mark.parametrize("other", ["--runs-dir", "--pages-dir"])
+def test_cli_refuses_results_dir_with_runs_or_pages_dir(other, capsys, tmp_path):
+    # --results-dir sets both folders: with --runs-dir beside it, the runs went to
+    # --runs-dir and the page to --results-dir without a word
+    with pytest.raises(SystemExit) as e:
+        main(["reproduce", "privge", "--quick", "--results-dir", str(tmp_path / "r"),
+              other, str(tmp_path / "o")])
+    assert e.value.code == 2
+    assert "--results-dir sets both" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())
