@@ -364,7 +364,10 @@ def _run_one(study, spec, cache):
         G, y = _method_input(study, spec)
         # this process's share of the CPUs, now (other sweeps may have started or
         # ended), or one thread on a small graph
-        threads = size_thread_pools(run_threads(G.n_nodes if hasattr(G, "n_nodes") else len(G)))
+        # (a method's input may be a sparse matrix, whose len() raises)
+        threads = size_thread_pools(run_threads(
+            G.n_nodes if hasattr(G, "n_nodes") else G.shape[0] if hasattr(G, "shape")
+            else len(G)))
         # Each run is its own deployment: new simulated users, an empty ledger, so that
         # eps_spent is what this run's users sent. (A method's plain-array input has no users.)
         if hasattr(G, "new_simulation"):

@@ -135,3 +135,18 @@ def test_a_run_that_failed_before_the_worker_died_is_not_run_again(tmp_path, mon
                     progress=False)
     assert list(res.failed) == [s0] and res.missing == [s1] and not res.done
     assert attempts == [0, 1, 1]
+
+
+def _sparse(G, y, config):
+    import scipy.sparse as sp
+    return sp.csr_matrix(G.features), y
+
+
+def test_a_method_input_of_sparse_features_runs(tmp_path):
+    # len() of a sparse matrix raises: every run of a method whose data function returned
+    # sparse features (Cora's raw features, say) failed with "sparse array length is
+    # ambiguous" before it fitted anything
+    from skldp.experiments import fit_and_score
+    res = run_study(_study("sparse", seeds=[0], data=_sparse, evaluate=fit_and_score,
+                           grid={"max_iter": [50]}), tmp_path, progress=False)
+    assert not res.failed and len(res.done) == 1
