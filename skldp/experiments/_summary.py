@@ -270,6 +270,11 @@ def write_summary(study, records, results_dir, *, command=None):
     paths : dict of str -> pathlib.Path
         ``"markdown"`` and (when drawn) ``"figure"``.
 
+    Raises
+    ------
+    ValueError
+        Records of which none has the study's ``metric`` (nothing is written).
+
     Notes
     -----
     When ``records`` hold fewer of the study's runs than it declares, the page
@@ -277,6 +282,13 @@ def write_summary(study, records, results_dir, *, command=None):
     """
     results_dir = Path(results_dir)
     rows = summarize(records, study.metric)
+    if records and not rows:
+        # (a typo in Study.metric gave a page with an empty table and no figure)
+        found = sorted({str(m) for r in records if isinstance(r.get("metrics"), dict)
+                        for m in r["metrics"]})
+        raise ValueError(f"Study {study.name!r}: none of its {len(records)} records has its "
+                         f"metric {study.metric!r} (they have {found}); the summary is not "
+                         "written. Set Study.metric to one of them.")
     labels = {m: (meth.label or m) for m, meth in study.methods.items()}
     roles = {m: meth.role for m, meth in study.methods.items()}
     scale = getattr(study, "scale", 100.0)

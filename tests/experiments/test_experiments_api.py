@@ -311,3 +311,16 @@ def test_cli_refuses_results_dir_with_runs_or_pages_dir(other, capsys, tmp_path)
     assert e.value.code == 2
     assert "--results-dir sets both" in capsys.readouterr().err
     assert not list(tmp_path.iterdir())
+
+
+def test_write_summary_refuses_records_without_the_studys_metric(tmp_path):
+    # a typo in Study.metric wrote a summary with an empty table and no figure
+    from skldp.experiments import Method, Study, write_summary
+
+    study = Study("typo", ["cora"], {"m": Method(lambda ctx: None)}, metric="acuracy")
+    records = [{"key": "k", "dataset": "cora", "method": "m", "split": "random", "seed": 0,
+                "params": {}, "metrics": {"accuracy": 0.5}, "eps_spent": 1.0}]
+    with pytest.raises(ValueError, match=r"metric 'acuracy' \(they have \['accuracy'\]\)"):
+        write_summary(study, records, tmp_path)
+    assert not list(tmp_path.iterdir())
+    write_summary(study, [], tmp_path)   # no record: the summary says so, as before
