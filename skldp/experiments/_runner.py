@@ -121,7 +121,16 @@ def _method_input(study, spec):
         content = None
     key = (study.name, spec.dataset, spec.method, content)
     if key not in _METHOD_DATA:
-        _METHOD_DATA[key] = method.data(G, y, config)
+        out = method.data(G, y, config)
+        if not isinstance(out, (tuple, list)) or len(out) != 2:
+            # (unpacked, it failed as "too many values to unpack", naming no method)
+            raise ValueError(f"Study {study.name!r}, method {spec.method!r}: its data "
+                             f"function must return a pair (G, y), got "
+                             f"{type(out).__name__}"
+                             + (f" of length {len(out)}" if isinstance(out, (tuple, list))
+                                else "")
+                             + ".")
+        _METHOD_DATA[key] = out
     return _METHOD_DATA[key]
 
 

@@ -150,3 +150,16 @@ def test_a_method_input_of_sparse_features_runs(tmp_path):
     res = run_study(_study("sparse", seeds=[0], data=_sparse, evaluate=fit_and_score,
                            grid={"max_iter": [50]}), tmp_path, progress=False)
     assert not res.failed and len(res.done) == 1
+
+
+def _features_only(G, y, config):
+    return G.features   # forgot y
+
+
+def test_a_data_function_that_returns_no_pair_is_named(tmp_path):
+    # it failed before any run with "too many values to unpack (expected 2)", which named
+    # neither the study, the method nor its data function
+    with pytest.raises(ValueError, match=r"Study 'pair', method 'raw': its data function "
+                                         r"must return a pair \(G, y\), got ndarray"):
+        run_study(_study("pair", seeds=[0], data=_features_only), tmp_path, progress=False)
+    assert not (tmp_path / "pair_runs.jsonl").exists()
