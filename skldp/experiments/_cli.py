@@ -72,7 +72,9 @@ def _parser(studies):
                    help="restrict to these budgets (studies with an eps grid: label_scarce)")
     p.add_argument("--kinds", nargs="+", default=None,
                    help="restrict to these pipelines (studies with kinds: label_scarce)")
-    p.add_argument("--n-jobs", type=int, default=1, help="parallel runs (default: 1)")
+    p.add_argument("--n-jobs", type=int, default=1,
+                   help="parallel runs (default: 1; -1: all CPUs; with --scheduler, every CPU "
+                        "of the cluster, or N > 1 for Ray)")
     p.add_argument("--backend", choices=BACKENDS, default="loky",
                    help="joblib backend (dask/ray need the extras skldp[dask], skldp[ray])")
     p.add_argument("--scheduler", default=None,
