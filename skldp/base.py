@@ -1141,6 +1141,11 @@ class LDPMechanism(PrivateStepMixin, GraphTransformerMixin, BaseEstimator):
     def _check_fitted(self):
         check_is_fitted(self, "epsilon_")
 
+    def _fitted_eps(self):
+        """The ``eps`` of the fitted collection (its spec's), whatever ``eps`` is now: what
+        its reports were drawn with (``transform`` refuses a changed one)."""
+        return float(self.collection_.params["eps"])
+
     def transform(self, X):
         """The users' reports: one perturbation per user and input, reused on every call."""
         self._check_fitted()

@@ -368,7 +368,7 @@ class SetValuedMechanism(LDPMechanism):
     def _perturb(self, S, keys):
         n, d = S.shape
         keys = np.asarray(keys, dtype=np.uint64)
-        inf = np.isinf(float(self.eps))
+        inf = np.isinf(self._fitted_eps())
         oracle = "grr" if inf else self.oracle_
         if oracle == "grr":
             report = set_valued_encode(S.indptr, S.indices, d, self.ell_, "grr", self.p_,
@@ -387,7 +387,7 @@ class SetValuedMechanism(LDPMechanism):
         """The unbiased estimate ``ell (I_j - q) / (p - q)`` of the devices' reports: the
         item seen (GRR, ``d`` = the dummy) or the bits (OUE)."""
         d = self.n_features_in_
-        lo, step = (0.0, float(self.ell_)) if np.isinf(float(self.eps)) else self._values()
+        lo, step = (0.0, float(self.ell_)) if np.isinf(self._fitted_eps()) else self._values()
         if "b" in report:
             return lo + step * np.asarray(report["b"], dtype=np.float64)
         y = np.asarray(report["v"])
@@ -433,7 +433,7 @@ class SetValuedMechanism(LDPMechanism):
         """
         self._check_fitted()
         share = self._shares(X)
-        if np.isinf(float(self.eps)):
+        if np.isinf(self._fitted_eps()):
             return self.ell_ ** 2 * share * (1.0 - share)
         P = self.q_ + share * (self.p_ - self.q_)
         return self.ell_ ** 2 * P * (1.0 - P) / (self.p_ - self.q_) ** 2

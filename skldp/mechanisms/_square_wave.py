@@ -274,7 +274,7 @@ class HDSMechanism(LDPMechanism):
         return float(self.eps)
 
     def _grid(self):
-        return _square_wave_grid(float(self.eps) / self.k_)[0]
+        return _square_wave_grid(self._fitted_eps() / self.k_)[0]
 
     # ------------------------------------------------------------ perturbation
     def _public_state(self):
@@ -289,7 +289,7 @@ class HDSMechanism(LDPMechanism):
         device = on_device.sampling_device(len(keys), d)
         cols = (sample_k_of_d(self.seed_, keys, d, self.k_, stream=0) if device is None else
                 on_device.sample_k_of_d(self.seed_, keys, d, self.k_, stream=0, device=device))
-        if np.isinf(float(self.eps)):
+        if np.isinf(self._fitted_eps()):
             # the eps -> inf limit: b -> 0 and the band holds all the mass
             lo, hi = self.feature_min_[cols], self.feature_max_[cols]
             return self._assemble(X, cols, 2.0 * (take(X, cols) - lo) / (hi - lo) - 1.0)
@@ -377,7 +377,7 @@ class HDSMechanism(LDPMechanism):
         self._check_fitted()
         xs = self._scaled_input(x)
         r = self.k_ / self.n_features_in_
-        if np.isinf(float(self.eps)):
+        if np.isinf(self._fitted_eps()):
             return r * xs
         return r * self._report_moments(xs)[0]
 
@@ -402,7 +402,7 @@ class HDSMechanism(LDPMechanism):
         self._check_fitted()
         xs = self._scaled_input(x)
         r = self.k_ / self.n_features_in_
-        if np.isinf(float(self.eps)):
+        if np.isinf(self._fitted_eps()):
             return (r - r * r) * xs ** 2   # only the sampling of the k dimensions varies
         m, v = self._report_moments(xs)
         return r * (v + m ** 2) - (r * m) ** 2   # reported with probability k / d
