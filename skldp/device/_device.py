@@ -120,7 +120,7 @@ def encode(spec, data, *, seed, key, user=None, directory=None):
         applied here), a label (a 0-d array is read as the label it holds), or the
         ids of the user's neighbours.
     seed : int
-        63-bit secret seed.
+        63-bit secret seed, in ``0..2**63 - 1`` (another value is refused).
     key : int
         The user's 64-bit key: an integer (a negative one read as its 64 bits; a float,
         text or anything else is refused).
@@ -134,10 +134,23 @@ def encode(spec, data, *, seed, key, user=None, directory=None):
     report : dict
         The report as JSON data (its fields are those of the kind's wire format).
     """
-    report, replaced, left_out = _encode(spec, data, seed=seed, key=key, user=user,
-                                         directory=directory)
+    report, replaced, left_out = _encode(spec, data, seed=_check_seed(seed), key=key,
+                                         user=user, directory=directory)
     _warn_outside(replaced, left_out, stacklevel=3)
     return report
+
+
+def _check_seed(seed):
+    """``seed`` as a Python int in ``0..2**63 - 1`` (numpy's integers too); anything else
+    refused, not cut to its low bits (a port's bad seed must not draw another seed's
+    reports)."""
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"seed must be an integer (63 random bits), got {seed!r:.60} (a "
+                        f"{type(seed).__name__}).")
+    seed = int(seed)
+    if not 0 <= seed < 1 << 63:
+        raise ValueError(f"seed must be in 0..2**63 - 1 (63 random bits), got {seed}.")
+    return seed
 
 
 def _warn_outside(replaced, left_out, stacklevel):
