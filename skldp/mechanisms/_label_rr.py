@@ -197,8 +197,11 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
                     "so that the ledger charges them for that read at fit, or pass "
                     "classes=[...] (the public label domain).")
             classes = np.unique(y)
-        if classes.dtype.kind in "fc" and np.any(np.isnan(classes)):
-            raise ValueError("classes must not contain NaN.")
+        if classes.dtype.kind in "fc" and not np.all(np.isfinite(classes)):
+            # (no label can be inf, and a spec writes it as the text "inf": a domain of
+            # text and numbers, which devices refuse)
+            raise ValueError(f"classes must not contain NaN or infinity, got "
+                             f"{classes.tolist()}.")
         if len(classes) < 2:
             raise ValueError(f"The label domain needs at least two classes, got "
                              f"{classes.tolist()}.")
