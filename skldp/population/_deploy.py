@@ -7,6 +7,7 @@ import warnings
 
 import numpy as np
 from sklearn.base import clone
+from sklearn.utils._param_validation import InvalidParameterError
 
 from ..device._kinds import KINDS, plan
 from ..device._spec import SpecError, read_spec
@@ -142,16 +143,18 @@ def mechanism_from_spec(spec, *, fitted=True):
     Returns
     -------
     mechanism
+
+    Raises
+    ------
+    SpecError
+        A spec a device refuses, or one whose parameters its mechanism does not take.
     """
     spec = read_spec(spec)
     if spec.kind not in KINDS:
         raise SpecError(f"unknown mechanism kind {spec.kind!r}.")
     plan(spec)
     check_hashing_maps(spec)
-    module, _, name = spec.kind.rpartition(".")
-    cls = getattr(importlib.import_module(module), name)
-    params = {k: _param(v) for k, v in spec.params.items()}
-    est = cls(**params)
+    est = _unfitted(spec)
     if fitted:
         est._restore_public_state(spec, None)
         est.collection_ = spec
@@ -160,6 +163,31 @@ def mechanism_from_spec(spec, *, fitted=True):
         est.ledger_ = None
         est.collected_ = True
     return est
+
+
+def _unfitted(spec):
+    """The mechanism of a (read) spec with its parameters, unfitted: a ``SpecError`` that
+    names a parameter its class does not take (``random_state`` too: a spec holds no seed)
+    or one its class refuses."""
+    module, _, name = spec.kind.rpartition(".")
+    cls = getattr(importlib.import_module(module), name)
+    takes = set(cls().get_params(deep=False)) - {"random_state"}
+    unknown = sorted(set(spec.params) - takes)
+    if unknown:
+        raise SpecError(f"collection spec {spec.id}: {name} takes no parameter(s) {unknown} "
+                        f"(its parameters are {sorted(takes)}); the spec was not made by "
+                        "skldp.population.collection_spec from a mechanism.")
+    est = cls(**{k: _param(v) for k, v in spec.params.items()})
+    try:
+        est._validate_params()
+    except InvalidParameterError as e:
+        raise SpecError(f"collection spec {spec.id}: {e}") from None
+    return est
+
+
+def check_spec_params(spec):
+    """Refuse (``SpecError``) a read spec whose parameters its mechanism does not take."""
+    _unfitted(spec)
 
 
 def _param(v):

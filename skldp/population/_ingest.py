@@ -551,7 +551,8 @@ def read_reports(source, spec, *, users=None, senders=None, format=None):
         then are validated as any record.
     spec : CollectionSpec, dict, JSON text or path
         The collection's spec. A FeatureHashing step must ship the map its
-        ``random_state`` draws, the server's (a ``SpecError`` otherwise).
+        ``random_state`` draws, the server's, and the parameters must be its
+        mechanism's (a ``SpecError`` otherwise).
     users : array-like or None, default=None
         The users allowed to answer (the directory of enrolled users), each
         listed once (a repeated id, or two ids of one key, is a ``ValueError``); others
@@ -590,9 +591,11 @@ def read_reports(source, spec, *, users=None, senders=None, format=None):
     if format not in (None, "jsonl", "parquet", "arrow", "feather"):
         raise ValueError(f"format must be 'jsonl', 'parquet', 'arrow', 'feather' or None, got "
                          f"{format!r}.")
+    from ._deploy import check_spec_params
     spec = read_spec(spec)
     p = plan(spec)
     check_hashing_maps(spec)   # the devices hashed with the shipped map: the server's own
+    check_spec_params(spec)    # (the server decodes with the mechanism of its parameters)
     if senders is not None:
         if not isinstance(source, Sequence) or isinstance(source, (str, bytes)):
             raise TypeError("senders= pairs each record with its sender: pass the records as "
