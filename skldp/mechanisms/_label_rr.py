@@ -208,6 +208,7 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
         if np.issubdtype(classes.dtype, np.number) and np.any(classes < 0):
             raise ValueError("classes must not contain a negative number: -1 (any negative "
                              "number) marks an unlabelled node.")
+        self._check_class_labels(classes)
         self.classes_ = classes
         c = len(classes)
         # The flip probability (c - 1) q is computed directly: p = 1 - (c - 1) q rounds to
@@ -248,6 +249,23 @@ class LabelRandomizedResponse(PrivateStepMixin, BaseEstimator):
                 "between fit and its first randomize: whose labels the label domain was read "
                 "from is not known, so that read cannot be charged. Fit it again with X, the "
                 "GraphData view of the users of y, or pass classes=[...].")
+
+    @staticmethod
+    def _check_class_labels(classes):
+        """Refuse a domain that no label array can hold: labels are checked as scikit-learn
+        checks classification targets (:meth:`_check_y`), so a domain of continuous values
+        (``[0.5, 1.5]``) or of an unknown type could never be randomized."""
+        from sklearn.utils.multiclass import type_of_target
+        try:
+            with np.errstate(invalid="ignore"):   # (its cast of 1e308 to an integer)
+                kind = type_of_target(classes)
+        except ValueError:
+            kind = "unknown"
+        if kind not in ("binary", "multiclass"):
+            raise ValueError(f"classes must be class labels (integers, floats equal to "
+                             f"integers, strings or booleans), got {classes.tolist()!r:.80}: "
+                             f"scikit-learn reads them as {kind!r} values, so a label array of "
+                             "them would be refused and none could be randomized.")
 
     @staticmethod
     def _check_y(y):
