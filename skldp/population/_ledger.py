@@ -21,6 +21,8 @@ except ImportError:  # pragma: no cover - Windows
 
 __all__ = ["Ledger", "LedgerEntry"]
 
+_PARTS = ("features", "labels", "edges")   # what a collection protects
+
 
 @dataclass(frozen=True)
 class LedgerEntry:
@@ -259,6 +261,7 @@ class Ledger:
         them to change them.
         """
         self._sync()
+        self._check_part(protects, "protects")
         with self._lock:
             seq = self._seq
             cached = self._per_user.get(protects)
@@ -281,6 +284,20 @@ class Ledger:
             self._per_user[protects] = (seq, keys, cost)
         return keys, cost
 
+    def _check_part(self, what, name):
+        """Refuse a part that is none of the three and that no collection of this ledger
+        protects (a misspelt ``"feature"`` matched nothing: 0 spent)."""
+        if what is None or (isinstance(what, str) and what in _PARTS):
+            return
+        if isinstance(what, str):
+            with self._lock:
+                specs = [spec for spec, _ in self._local.values()] + \
+                    [spec for spec, _, _ in self._central.values()]
+            if any(what in spec.protects for spec in specs):
+                return
+        raise ValueError(f"{name} must be 'features', 'labels' or 'edges' (or None), got "
+                         f"{what!r}: no collection of this ledger protects it.")
+
     def spent(self, keys):
         """Local epsilon already spent by each of ``keys`` (0 for users who sent nothing)."""
         users, eps = self.per_user()
@@ -296,7 +313,11 @@ class Ledger:
         return float(self.per_user()[1].max(initial=0.0))
 
     def epsilon_for(self, what):
-        """The largest local epsilon any user spent on reports that protect ``what``."""
+        """The largest local epsilon any user spent on reports that protect ``what``
+        (``"features"``, ``"labels"`` or ``"edges"``; another part is a ``ValueError``
+        unless a collection protects it)."""
+        self._sync()
+        self._check_part(what, "what")
         return float(self.per_user(what)[1].max(initial=0.0))
 
     @property
@@ -451,6 +472,9 @@ class LedgerSummary:
 
     def epsilon_for(self, what):
         self._sync()
+        if what is not None and (not isinstance(what, str) or what not in self._epsilons):
+            raise ValueError(f"what must be 'features', 'labels' or 'edges' (or None), got "
+                             f"{what!r}.")
         return self._epsilons[what]
 
     @property
