@@ -368,6 +368,12 @@ class Device:
         # Resolved once: a relative path after a change of directory, or a link replaced
         # by the state file, would be another state (and the cap spent again)
         self.path = None if path is None else os.path.realpath(os.fspath(path))
+        if max_epsilon is not None and (
+                isinstance(max_epsilon, (bool, np.bool_)) or
+                not isinstance(max_epsilon, (int, float, np.integer, np.floating))):
+            # (float() reads text: " 2_0 " would be a cap of 20)
+            raise TypeError(f"max_epsilon must be a number >= 0 or None, got {max_epsilon!r:.60} "
+                            f"(a {type(max_epsilon).__name__}).")
         self.max_epsilon = None if max_epsilon is None else float(max_epsilon)
         if self.max_epsilon is not None and not self.max_epsilon >= 0:
             raise ValueError(f"max_epsilon must be a number >= 0 or None, got {max_epsilon!r}.")
