@@ -12,6 +12,7 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..base import GraphTransformerMixin
+from ..utils._adjacency import row_sums, scale_csr
 from ..utils._random import collection_seed, node_normals
 from ..utils.validation import RANDOM_STATE_CONSTRAINT, Count, Interval
 
@@ -20,6 +21,12 @@ __all__ = ["StructuralFeatures"]
 _DTYPES = {"float32": np.float32, "float64": np.float64}
 _DENSE_EIGH_NODES = 500  # exact dense eigendecomposition below this many nodes
 _EIGSH_TOL = 1e-4        # relative accuracy of the eigenpairs (features need no more)
+
+
+def _read_only_degrees(A):
+    deg = row_sums(A, np.float64)
+    deg.flags.writeable = False   # shared by every fit on the graph
+    return deg
 
 
 class StructuralFeatures(GraphTransformerMixin, BaseEstimator):
@@ -158,15 +165,16 @@ class StructuralFeatures(GraphTransformerMixin, BaseEstimator):
     # ------------------------------------------------------------------ blocks
     def _transform_graph(self, G):
         dtype = _DTYPES[self.dtype]
-        A = sp.csr_matrix(G.adjacency, dtype=np.float64)
-        deg = np.asarray(A.sum(axis=1)).ravel()
+        # the weighted degrees in float64, kept with the adjacency (every fit on the graph)
+        deg = G.operator(("skldp.baselines.structural_degrees",), _read_only_degrees)
         blocks = []
         if self.degree_bins:
             blocks.append(self._degree_block(deg, dtype))
         if self.n_eigenvectors:
+            A = sp.csr_matrix(G.adjacency, dtype=np.float64)   # ARPACK's products in float64
             blocks.append(self._spectral_block(A, deg, G.node_keys, dtype))
         if self.n_components:
-            blocks.append(self._projection_block(A, deg, G.node_keys, dtype))
+            blocks.append(self._projection_block(G, deg, G.node_keys, dtype))
         Z = np.hstack(blocks) if len(blocks) > 1 else blocks[0]
         return G.with_features(Z, feature_names=self.get_feature_names_out())
 
@@ -228,12 +236,18 @@ class StructuralFeatures(GraphTransformerMixin, BaseEstimator):
         out[:, :k] = V * np.sqrt(n)
         return out
 
-    def _projection_block(self, A, deg, keys, dtype):
+    def _projection_block(self, G, deg, keys, dtype):
         w, a = self.n_components, float(self.alpha)
-        inv = np.zeros_like(deg)
-        np.divide(1.0, deg, out=inv, where=deg > 0)
-        # (1 - alpha) D^-1 A (zero rows for isolated nodes): H_l = (1 - alpha)^l P^l R.
-        P = sp.csr_matrix(sp.diags((1.0 - a) * inv) @ A, dtype=dtype)
+
+        def build(A):
+            # (1 - alpha) D^-1 A (zero rows for isolated nodes): its stored values scaled
+            # row by row in float64, rounded once to dtype (no diagonal matrix product)
+            inv = np.zeros_like(deg)
+            np.divide(1.0, deg, out=inv, where=deg > 0)
+            return scale_csr(A, (1.0 - a) * inv, None, dtype)
+
+        # H_l = (1 - alpha)^l P^l R; P built once per graph, alpha and dtype
+        P = G.operator(("skldp.baselines.structural_projection", a, np.dtype(dtype).str), build)
         H = (node_normals(self.projection_seed_, keys, w, stream=0) / np.sqrt(w)).astype(dtype)
         Z = np.zeros_like(H)
         for _ in range(self.n_steps):

@@ -245,3 +245,48 @@ def test_more_eigenvectors_than_nodes_warns_and_keeps_the_width(graph):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         StructuralFeatures(n_eigenvectors=60, n_components=8, random_state=0).fit_transform(G)
+
+
+def test_projection_operator_scaled_once_per_graph(monkeypatch):
+    # the propagation operator (1 - alpha) D^-1 A was a sparse diagonal product
+    # (sp.diags(...) @ A) on a float64 copy of the adjacency, made again at every
+    # transform; its values are now scaled once per graph (the same values; the products
+    # sum each row in column order, so the output may differ by float32 rounding)
+    from skldp.baselines import _structural
+    A = _random_graph(400, 6, 0)
+    A = A.tolil()
+    A[0, :] = 0   # an isolated node: a zero row
+    A[:, 0] = 0
+    A = A.tocsr()
+    A.eliminate_zeros()
+    A.data = np.random.default_rng(1).uniform(0.5, 2.0, A.nnz).astype(np.float32)
+    A = A.maximum(A.T).tocsr()
+    G = GraphData(np.zeros((400, 1)), A)
+    sf = StructuralFeatures(degree_bins=0, n_eigenvectors=0, n_components=16, n_steps=5,
+                            alpha=0.2, random_state=0).fit(G)
+    # the former computation
+    A64 = sp.csr_matrix(G.adjacency, dtype=np.float64)
+    deg = np.asarray(A64.sum(axis=1)).ravel()
+    inv = np.zeros_like(deg)
+    np.divide(1.0, deg, out=inv, where=deg > 0)
+    P = sp.csr_matrix(sp.diags(0.8 * inv) @ A64, dtype=np.float32)
+    from skldp.utils._random import node_normals
+    H = (node_normals(sf.projection_seed_, G.node_keys, 16, stream=0) / 4.0).astype(np.float32)
+    Z = np.zeros_like(H)
+    for _ in range(5):
+        H = P @ H
+        Z += H
+    want = Z / np.where((n := np.linalg.norm(Z, axis=1, keepdims=True)) > 0, n, 1.0)
+
+    def no_products(*args, **kwargs):
+        raise AssertionError("a diagonal matrix product")
+
+    monkeypatch.setattr(sp, "diags", no_products)
+    np.testing.assert_allclose(np.asarray(sf.transform(G)), want, rtol=1e-5, atol=1e-6)
+    # another fit on the same adjacency (new features, another seed) reuses the operator
+    built = []
+    monkeypatch.setattr(_structural, "scale_csr", lambda *a, **k: built.append(1),
+                        raising=False)
+    G2 = GraphData(np.ones((400, 2)), G.adjacency)
+    assert np.isfinite(np.asarray(clone(sf).set_params(random_state=1).fit_transform(G2))).all()
+    assert built == []
