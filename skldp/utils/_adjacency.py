@@ -131,7 +131,10 @@ def normalized_adjacency(A, self_loops=True, kind="sym", *, dtype=np.float32,
     A node without neighbours (an all-zero row) gets a zero row, or the identity
     row with ``isolated_keep_own`` (it keeps its own features).
     The values are those of the products with diagonal matrices
-    (``diags(d) @ A @ diags(d)`` in ``dtype``), computed by :func:`scale_csr`.
+    (``diags(d) @ A @ diags(d)`` in ``dtype``), computed by :func:`scale_csr`; where
+    ``dtype``'s degrees or factors would overflow or lose their precision (float32
+    weights near its largest or smallest values), the degrees and the products are
+    computed in float64 and rounded once to ``dtype``.
     """
     if kind not in ("sym", "rw"):
         raise ValueError(f"kind must be 'sym' or 'rw', got {kind!r}.")
@@ -140,9 +143,27 @@ def normalized_adjacency(A, self_loops=True, kind="sym", *, dtype=np.float32,
     if isolated_keep_own and np.any(deg == 0):
         A = A + sp.diags((deg == 0).astype(dtype), format="csr")
         deg = np.where(deg == 0, 1.0, deg)
-    with np.errstate(divide="ignore"):
+    d = _degree_factors(deg, kind)
+    if not _usable_factors(deg, d):
+        # a degree beyond the dtype's range, or a factor that overflows or is subnormal:
+        # the degrees and factors in float64 (rounded once to dtype by scale_csr)
+        deg = row_sums(A, np.float64)
+        d = _degree_factors(deg, kind)
+    return scale_csr(A, d, d if kind == "sym" else None, dtype)
+
+
+def _degree_factors(deg, kind):
+    """``deg^-1/2`` (``"sym"``) or ``1 / deg`` (``"rw"``) in ``deg``'s dtype; 0 where
+    ``deg`` is 0."""
+    with np.errstate(divide="ignore", over="ignore"):
         if kind == "sym":
-            d = np.where(deg > 0, deg ** -0.5, 0.0)
-            return scale_csr(A, d, d, dtype)
-        d = np.where(deg > 0, 1.0 / deg, 0.0)
-        return scale_csr(A, d, None, dtype)
+            return np.where(deg > 0, deg ** -0.5, 0.0)
+        return np.where(deg > 0, 1.0 / deg, 0.0)
+
+
+def _usable_factors(deg, d):
+    """Whether the degrees are finite and the factors of the positive ones finite and
+    normal (not subnormal: their precision would be lost)."""
+    pos = deg > 0
+    return bool(np.isfinite(deg).all() and np.isfinite(d).all()
+                and (d[pos] >= np.finfo(d.dtype).tiny).all())
