@@ -7,7 +7,13 @@ from sklearn.base import BaseEstimator, _fit_context
 from ..base import GraphTransformerMixin
 from ..utils._adjacency import normalized_adjacency, scale_csr, with_remaining_self_loops
 from ..utils._arrays import check_finite_features, check_finite_output
-from ..utils.validation import Count, check_adjacency, check_int, refuse_graph_data
+from ..utils.validation import (
+    Count,
+    check_adjacency,
+    check_bool,
+    check_int,
+    refuse_graph_data,
+)
 from ._spmm import DTYPE_CONSTRAINT, DTYPES, N_JOBS_CONSTRAINT, check_dtype, repeated_spmm
 
 __all__ = ["FeatureSmoothing", "smooth_features", "smooth_labels"]
@@ -97,6 +103,8 @@ def smooth_features(X, A, steps=2, self_loops=False, *, dtype="float64", n_jobs=
         If ``X`` or ``A`` is a :class:`~skldp.GraphData` (smooth one with
         :class:`FeatureSmoothing`), or ``X``'s dtype is not one of real numbers
         (complex, text, objects).
+    InvalidParameterError
+        If ``steps`` is not an integer >= 0 or ``self_loops`` not a bool.
     """
     graph_step = ("Smooth a GraphData's features with skldp.propagation.FeatureSmoothing "
                   "(GraphData in and out), or pass arrays: "
@@ -104,6 +112,7 @@ def smooth_features(X, A, steps=2, self_loops=False, *, dtype="float64", n_jobs=
     refuse_graph_data(X, "smooth_features", "X", graph_step)
     refuse_graph_data(A, "smooth_features", "A", graph_step)
     steps = check_int(steps, "steps")
+    self_loops = check_bool(self_loops, "self_loops")
     dtype = check_dtype(dtype)
     if not sp.issparse(X):
         X = np.asarray(X)
@@ -163,11 +172,14 @@ def smooth_labels(Y, A, steps=2, self_loops=True):
     TypeError
         If ``Y`` or ``A`` is a :class:`~skldp.GraphData`, or ``Y``'s dtype is
         not one of real numbers (complex, text, objects).
+    InvalidParameterError
+        If ``steps`` is not an integer >= 0 or ``self_loops`` not a bool.
     """
     refuse_graph_data(Y, "smooth_labels", "Y", "Y is the label matrix (one-hot rows for the "
                       "labelled nodes, zeros elsewhere), one row per node of A.")
     refuse_graph_data(A, "smooth_labels", "A")
     steps = check_int(steps, "steps")
+    self_loops = check_bool(self_loops, "self_loops")
     Y = np.asarray(Y)
     _check_real(Y, "Y given to smooth_labels", "it first, e.g. Y.astype(float)")
     Y = Y.astype(np.float64, copy=False)

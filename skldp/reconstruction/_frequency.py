@@ -20,6 +20,7 @@ from ..utils.validation import (
     EPS_CONSTRAINT,
     Count,
     check_adjacency,
+    check_bool,
     check_graph_data,
     check_int,
     refuse_graph_data,
@@ -55,8 +56,11 @@ def mean_propagation_matrix(A, self_loops=True):
         weights (as :class:`~skldp.GraphData`).
     TypeError
         If ``A`` is a :class:`~skldp.GraphData` (pass its ``adjacency``).
+    InvalidParameterError
+        If ``self_loops`` is not a bool.
     """
     refuse_graph_data(A, "mean_propagation_matrix", "A")
+    self_loops = check_bool(self_loops, "self_loops")
     check_adjacency(A)
     return normalized_adjacency(A, self_loops, "rw", dtype=np.float64)
 

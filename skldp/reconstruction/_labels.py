@@ -4,7 +4,13 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..mechanisms._grid import check_eps_per_coordinate
-from ..utils.validation import check_adjacency, check_eps, check_int, refuse_graph_data
+from ..utils.validation import (
+    check_adjacency,
+    check_bool,
+    check_eps,
+    check_int,
+    refuse_graph_data,
+)
 from ._frequency import mean_propagation_matrix
 
 __all__ = ["project_simplex", "grr_transition_matrix", "reconstruct_labels",
@@ -161,7 +167,10 @@ def unbiased_label_distribution(observed, T, project=True):
     ValueError
         If ``T`` is not a square matrix of finite numbers with one row per
         column of ``observed``, or if ``T`` is singular.
+    InvalidParameterError
+        If ``project`` is not a bool.
     """
+    project = check_bool(project, "project")
     observed = np.asarray(observed, dtype=np.float64)
     if observed.ndim == 0:
         raise ValueError("observed must have shape (..., c), got a scalar.")
@@ -218,6 +227,9 @@ def reconstruct_labels(A, labelled, noisy_labels, T, hops=2, self_loops=True, pr
         ``(c, c)`` matrix of finite numbers.
     TypeError
         If ``A`` is a :class:`~skldp.GraphData` (pass its ``adjacency``).
+    InvalidParameterError
+        If ``hops`` is not an integer >= 0, or ``self_loops`` or ``project``
+        not a bool.
 
     References
     ----------
@@ -227,6 +239,8 @@ def reconstruct_labels(A, labelled, noisy_labels, T, hops=2, self_loops=True, pr
     """
     refuse_graph_data(A, "reconstruct_labels", "A")
     hops = check_int(hops, "hops")
+    self_loops = check_bool(self_loops, "self_loops")
+    project = check_bool(project, "project")
     n = check_adjacency(A)
     T = check_transition_matrix(T)
     c = T.shape[0]

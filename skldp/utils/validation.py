@@ -24,7 +24,8 @@ from ._arrays import (
 from ._blocks import row_blocks
 
 __all__ = ["Count", "Interval", "EPS_CONSTRAINT", "LABEL_MECHANISM_CONSTRAINT",
-           "RANDOM_STATE_CONSTRAINT", "check_eps", "check_int", "check_graph_data",
+           "RANDOM_STATE_CONSTRAINT", "check_eps", "check_int", "check_bool",
+           "check_graph_data",
            "check_feature_array", "check_finite_features", "resolve_feature_range",
            "MIN_RANGE_WIDTH", "check_range_width",
            "clip_to_range", "input_feature_names", "check_input_features", "check_has_features",
@@ -101,6 +102,16 @@ def check_int(value, name, minimum=0, maximum=None, *, maximum_is=None, allow_no
     if value < minimum or (maximum is not None and value > maximum):
         raise InvalidParameterError(f"{name} must be {expected}, got {value!r}.")
     return int(value)
+
+
+def check_bool(value, name):
+    """Validate a boolean option of a function (``True``, ``False`` or a numpy bool);
+    returns it as ``bool``. Anything else (``"False"``, ``None``, ``0``) would be read by its
+    truth: raises :class:`~skldp.exceptions.InvalidParameterError`, as the estimators'
+    ``"boolean"`` constraint does."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise InvalidParameterError(f"{name} must be True or False, got {value!r}.")
+    return bool(value)
 
 
 def check_adjacency(A, n_nodes=None, name="A", rows="X"):
