@@ -173,6 +173,22 @@ def _refuse_clean_labels_early(cs, G, y):
     raise clear_read_refusal(G.population, _clean_labels_refusal(cs, G, kinds))
 
 
+def _check_base_proba(Z, n_nodes, n_classes):
+    """Refuse base-model probabilities that cannot be propagated: a NaN would spread to
+    every node within ``n_iter`` hops (and read as uniform probabilities after the rows
+    are normalised); the shape must be one row per node, one column per class."""
+    if Z.shape != (n_nodes, n_classes):
+        raise ValueError(f"CorrectAndSmooth's base model returned predict_proba of shape "
+                         f"{Z.shape} for the {n_nodes} nodes of the graph; expected "
+                         f"({n_nodes}, {n_classes}), a column per class of its classes_.")
+    if not np.isfinite(Z).all():
+        rows = np.flatnonzero(~np.isfinite(Z).all(axis=1))
+        raise ValueError(f"CorrectAndSmooth's base model returned NaN or infinite "
+                         f"probabilities for {len(rows)} node(s) (first at position "
+                         f"{rows[0]}); propagated, they would reach every node within "
+                         "n_iter hops.")
+
+
 def _note_adjacency_read(cs, G):
     """The propagation reads the adjacency of ``G``: when the fit protected the edges (its
     base model was fitted on collected edges, or by a central training that protects them)
@@ -380,6 +396,12 @@ class CorrectAndSmooth(MetaEstimatorMixin, GraphClassifierMixin, BaseEstimator):
         Returns
         -------
         proba : ndarray of shape (n_rows, n_classes)
+
+        Raises
+        ------
+        ValueError
+            If the base model's ``predict_proba`` on the graph holds NaN or infinite
+            values, or is not of shape ``(n_nodes, n_classes)``.
         """
         check_is_fitted(self, "train_labels_")
         G = check_graph_data(X, self, require_symmetric=True)
@@ -397,6 +419,7 @@ class CorrectAndSmooth(MetaEstimatorMixin, GraphClassifierMixin, BaseEstimator):
         Z = G.memo_get(key) if key[1] is not None else None
         if Z is None:
             Z = np.asarray(self.estimator_.predict_proba(G.full()), dtype=np.float64)
+            _check_base_proba(Z, G.n_nodes, len(self.classes_))
             Z = G.memo_set(key, Z)
         return Z
 
