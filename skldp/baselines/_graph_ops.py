@@ -2,10 +2,10 @@
 
 
 import numpy as np
-import scipy.sparse as sp
 
 from ..base import clone_private_step
 from ..mechanisms._label_rr import randomize_after
+from ..utils._adjacency import row_sums, scale_csr
 from ..utils._arrays import sorted_lookup
 
 __all__ = ["sym_normalized_adjacency", "solve_shifted", "node_positions",
@@ -13,25 +13,26 @@ __all__ = ["sym_normalized_adjacency", "solve_shifted", "node_positions",
 
 
 def sym_normalized_adjacency(G, dtype=np.float64, owner="This step"):
-    """``S = D^-1/2 A D^-1/2`` of the whole graph of ``G`` as CSR (memoised on the graph).
+    """``S = D^-1/2 A D^-1/2`` of the whole graph of ``G`` as CSR, built once per adjacency.
 
     ``D`` holds the weighted degrees. A node without edges has a zero row and
     column (it neither sends nor receives mass). The adjacency must be
-    symmetric (Zhou et al. 2004 define ``S`` for undirected graphs).
+    symmetric (Zhou et al. 2004 define ``S`` for undirected graphs). Kept with the
+    adjacency (:meth:`skldp.GraphData.operator`): every GraphData holding it (new
+    features, a mechanism's reports) shares it; read-only.
     """
-    key = ("skldp.baselines.sym_adjacency", np.dtype(dtype).str)
-    S = G.memo_get(key)
-    if S is None:
-        A = sp.csr_matrix(G.require_symmetric(owner), dtype=np.float64)
-        deg = np.asarray(A.sum(axis=1)).ravel()
-        d = np.zeros_like(deg)
-        np.power(deg, -0.5, out=d, where=deg > 0)
-        S = A.copy()
-        rows = np.repeat(np.arange(A.shape[0]), np.diff(A.indptr))
-        S.data = S.data * d[rows] * d[S.indices]
-        S = sp.csr_matrix(S, dtype=dtype)
-        S.sort_indices()
-        S = G.memo_set(key, S)
+    G.require_symmetric(owner)
+    return G.operator(("skldp.baselines.sym_adjacency", np.dtype(dtype).str),
+                      lambda A: _sym_normalized(A, dtype))
+
+
+def _sym_normalized(A, dtype):
+    """``D^-1/2 A D^-1/2``: the stored values scaled in float64, rounded once to ``dtype``."""
+    deg = row_sums(A, np.float64)
+    d = np.zeros_like(deg)
+    np.power(deg, -0.5, out=d, where=deg > 0)
+    S = scale_csr(A, d, d, dtype)
+    S.data.flags.writeable = False   # shared by every step on the graph
     return S
 
 
