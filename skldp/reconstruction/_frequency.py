@@ -294,7 +294,12 @@ class FrequencyReconstructor(GraphTransformerMixin, BaseEstimator):
         if len(bad):
             raise ValueError(f"column {bad[0]} holds codes outside 0..{sizes[bad[0]] - 1}, "
                              f"the domain fixed at fit (domain_sizes_).")
-        Z = self.reconstruct(codes, G.adjacency, sizes)
+        P = None
+        if check_int(self.hops, "hops"):   # normalised once per adjacency (every fit on it)
+            loops = bool(self.self_loops)
+            P = G.operator(("skldp.reconstruction.mean_propagation", loops),
+                           lambda A: normalized_adjacency(A, loops, "rw", dtype=np.float64))
+        Z = self.reconstruct(codes, G.adjacency, sizes, P)
         return G.with_features(Z, feature_names=G.feature_names)
 
     def propagated_proportions(self, codes, A, sizes, columns, P=None):
@@ -321,11 +326,13 @@ class FrequencyReconstructor(GraphTransformerMixin, BaseEstimator):
             L = P @ L
         return L
 
-    def reconstruct(self, codes, A, sizes):
-        """Reconstructed features of all nodes (dense (n, d))."""
+    def reconstruct(self, codes, A, sizes, P=None):
+        """Reconstructed features of all nodes (dense (n, d)); ``P``: the propagation
+        matrix of ``A`` when known (:func:`mean_propagation_matrix`)."""
         n, d = codes.shape
         p, q = grr_probabilities(float(self.eps), sizes)
-        P = mean_propagation_matrix(A, self.self_loops) if check_int(self.hops, "hops") else None
+        if P is None and check_int(self.hops, "hops"):
+            P = mean_propagation_matrix(A, self.self_loops)
         r = self.m / d
         out = np.empty((n, d), dtype=np.float64)
         # Features in blocks so that the dense proportions stay small.

@@ -197,3 +197,25 @@ def test_the_most_frequent_code_does_not_depend_on_the_node_order():
     Z = reconstructed(X, A, ids)
     Zp = reconstructed(X[perm], A[perm][:, perm], ids[perm])
     np.testing.assert_array_equal(Zp, Z[perm])
+
+
+def test_propagation_matrix_normalised_once_per_adjacency(monkeypatch):
+    # every fit (another eps, as a search over the budget does, or new reports on the
+    # same graph) normalised the adjacency again at its transform; it is kept with the
+    # adjacency now, and the output is the same
+    from skldp.reconstruction import _frequency
+    G, _, _ = _sbm()
+    R = GRRFSMechanism(1.0, m=2, domain_sizes=2, random_state=0).fit(G).transform(G)
+    want = [np.asarray(FrequencyReconstructor(eps, 2, domain_sizes=2, hops=2).fit_transform(R))
+            for eps in (1.0, 2.0)]
+    built = []
+    normalise = _frequency.normalized_adjacency
+    monkeypatch.setattr(_frequency, "normalized_adjacency",
+                        lambda *a, **k: built.append(1) or normalise(*a, **k))
+    R2 = GRRFSMechanism(1.0, m=2, domain_sizes=2, random_state=1).fit(G).transform(G)
+    for eps, Z in zip((1.0, 2.0), want, strict=True):
+        np.testing.assert_array_equal(
+            np.asarray(FrequencyReconstructor(eps, 2, domain_sizes=2, hops=2).fit_transform(R)),
+            Z)
+        FrequencyReconstructor(eps, 2, domain_sizes=2, hops=2).fit_transform(R2)
+    assert built == []
