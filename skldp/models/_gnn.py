@@ -367,6 +367,9 @@ class GNNEncoder(nn.Module):
         # on a sparse input only with sparse_input_dropout (its stored entries).
         self.input_dropout = input_dropout
         self.sparse_input_dropout = sparse_input_dropout
+        # Python ints: a numpy integer (from a parameter grid) passes the parameter checks,
+        # but torch's split (the SAGE layer) refuses it
+        sizes, heads = [int(s) for s in sizes], int(heads)
         layers = []
         for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:], strict=True)):
             last = i == len(sizes) - 2

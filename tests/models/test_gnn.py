@@ -549,3 +549,14 @@ def test_gat_rejects_bad_input_scale(value, data):
     G, y, tr, te = data
     with pytest.raises(ValueError, match="input_scale"):
         GATClassifier(input_scale=value, epochs=2).fit(G[tr], y[tr])
+
+
+@pytest.mark.parametrize("cls", [SAGEClassifier, LPGNNClassifier])
+def test_numpy_integer_hidden_size_fits(cls, data):
+    # A numpy integer (from a grid, np.arange) passes the parameter check: the SAGE layer
+    # split its product with it, and torch's split refused a non-Python int.
+    G, y, tr, te = data
+    a = cls(hidden_size=np.int64(8), n_layers=np.int32(2), epochs=3, random_state=0,
+            device="cpu").fit(G[tr], y[tr])
+    b = cls(hidden_size=8, epochs=3, random_state=0, device="cpu").fit(G[tr], y[tr])
+    np.testing.assert_array_equal(a.predict_proba(G[te]), b.predict_proba(G[te]))
