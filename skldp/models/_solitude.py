@@ -509,10 +509,10 @@ class SolitudeClassifier(GNNClassifierBase):
         self
         """
         G = check_graph_data(X, self, require_adjacency=True, require_features=True)
-        y = self._check_labels(y, len(G), G)   # (both before a read is charged)
+        y = self._check_labels(y, len(G), G)   # (all three before a read is charged)
+        self._setup_fit()
         note_feature_read(self, X, fitting=True)   # raw features read here: in the clear
         note_edge_read(self, X, fitting=True)
-        self._setup_fit()
         G = check_graph_data(X, self, require_adjacency=True)
         y_enc = self._encode_labels(y, len(G), G)
         note_label_read(self, G, y)

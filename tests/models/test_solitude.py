@@ -180,3 +180,16 @@ def test_learned_propagation_matches_dense_autograd(conv, symmetric):
     np.testing.assert_allclose(torch.sparse.mm(g[f"a_{'sym' if conv == 'gcn' else 'mean'}"],
                                                h.detach()).numpy(),
                                ref.detach().numpy(), rtol=1e-10)
+
+
+@pytest.mark.parametrize("budget", [None, 5.0])
+def test_a_refused_parameter_combination_charges_no_read(budget):
+    # The fit noted its reads of the raw features and edges before the checks of its
+    # parameters together: validation_fraction=1.0 with early stopping left a charged read
+    # (epsilon inf) behind its ValueError, and under a budget met BudgetExceededError instead.
+    A, X, y = _sbm(n=40, k=2)
+    G = GraphData(X, A, budget=budget)
+    with pytest.raises(ValueError, match="validation_fraction must be in"):
+        SolitudeClassifier(epochs=2, early_stopping=True, validation_fraction=1.0,
+                           device="cpu").fit(G, y)
+    assert len(G.ledger) == 0
