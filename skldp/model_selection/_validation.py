@@ -22,7 +22,8 @@ from .._graph_data import GraphData
 from ..utils._arrays import distinct, member
 from ._edge_splits import PairData
 
-__all__ = ["validation_split", "check_validation", "warn_untrained_classes", "AUTO_MIN_ROWS"]
+__all__ = ["validation_split", "validation_rows", "check_validation", "warn_untrained_classes",
+           "AUTO_MIN_ROWS"]
 
 #: ``early_stopping="auto"`` holds out ``validation_fraction`` of the fit rows only
 #: from this many rows on (below, a held-out tenth costs more than the selection
@@ -198,18 +199,54 @@ def validation_split(X, y_enc, *, validation, early_stopping, validation_fractio
         fit rows, or all of them.
     """
     n = len(y_enc)
-    v = check_validation(validation, owner)
+    held = validation_rows(X, validation, early_stopping, owner)
+    if held is not None:
+        return np.flatnonzero(~held), np.flatnonzero(held)
     if isinstance(early_stopping, str) and early_stopping == "auto":
-        early_stopping = v is not None or n >= AUTO_MIN_ROWS
+        early_stopping = n >= AUTO_MIN_ROWS
+    if not early_stopping or n < 2:
+        return np.arange(n), None
+    return _fraction_split(y_enc, n, validation_fraction, seed)
+
+
+def validation_rows(X, validation, early_stopping, owner):
+    """Which rows of ``X`` the ``validation`` nodes (or pairs) name; ``None`` without them.
+
+    The checks of ``validation`` that need no label: a fit calls it before it notes
+    any read, so that a refused ``validation`` charges nothing.
+    :func:`validation_split` makes the same checks.
+
+    Parameters
+    ----------
+    X : GraphData, PairData or array
+        The rows given to ``fit``.
+    validation : None or array-like
+        The estimator's ``validation`` (see :func:`check_validation`).
+    early_stopping : bool or "auto"
+        The estimator's ``early_stopping``.
+    owner : estimator
+        Named in error messages.
+
+    Returns
+    -------
+    held : ndarray of bool or None
+        Over the rows of ``X``.
+
+    Raises
+    ------
+    ValueError
+        If ``validation`` is given without early stopping, names none of the
+        fit rows, or all of them.
+    """
+    v = check_validation(validation, owner)
     if v is None:
-        if not early_stopping or n < 2:
-            return np.arange(n), None
-        return _fraction_split(y_enc, n, validation_fraction, seed)
+        return None
     name = type(owner).__name__
-    if not early_stopping:
+    if not early_stopping:   # ("auto": True with validation)
         raise ValueError(f"{name}: validation rows are only used for early stopping; set "
                          "early_stopping=True or validation=None.")
     held = _held_out(X, v, owner)
+    n = len(held)
     what, rows, both = ("pair", "pairs", "P_train.concat(P_val)") if isinstance(X, PairData) \
         else ("node", "rows", "G[train | val]")
     if not held.any():
@@ -221,7 +258,7 @@ def validation_split(X, y_enc, *, validation, early_stopping, validation_fractio
     if held.all():
         raise ValueError(f"{name}: all {n} {rows} given to fit are validation {what}s; "
                          "nothing is left to train on.")
-    return np.flatnonzero(~held), np.flatnonzero(held)
+    return held
 
 
 def warn_untrained_classes(y_enc, train, val, owner):

@@ -32,7 +32,11 @@ from ..base import (
     note_label_read,
     refuse_foreign_labels,
 )
-from ..model_selection._validation import validation_split, warn_untrained_classes
+from ..model_selection._validation import (
+    validation_rows,
+    validation_split,
+    warn_untrained_classes,
+)
 from ..utils._logging import verbose_logger
 from ..utils._random import training_seed
 from ..utils.validation import (
@@ -159,6 +163,11 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
             if self.patience is not None:   # None: never stop, run all epochs, keep the best
                 check_int(self.patience, "patience", 1)
 
+    def _check_validation_rows(self, X):
+        """The checks of ``validation`` on the fit rows ``X`` that need no label: before
+        any read is noted, so that a refused ``validation`` charges nothing."""
+        validation_rows(X, self.validation, self.early_stopping, self)
+
     # ------------------------------------------------------------------ fit
     def _note_fit_reads(self, X):
         """The fit's reads of the features (raw ones: in the clear) and of the adjacency of
@@ -186,6 +195,7 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
             The fitted estimator.
         """
         self._setup_fit()
+        self._check_validation_rows(X)
         refuse_foreign_labels(self, X, y)   # before any read is noted
         record_feature_names(self, X)
         Xc = X if isinstance(X, GraphData) else check_feature_array(X, dtype=np.float32)

@@ -557,6 +557,7 @@ class GNNClassifierBase(TorchClassifierBase):
         if hasattr(self, "label_mechanism_"):
             del self.label_mechanism_
         self._setup_fit()   # (before any read is noted)
+        self._check_validation_rows(G)
         mech = self._make_label_mechanism(G, y)
         # the users answer through their population, once the reads of the graph are noted
         y = randomize_after(mech, y, G, lambda: self._note_fit_reads(G))

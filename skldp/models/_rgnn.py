@@ -222,6 +222,7 @@ class RGNNClassifier(TorchClassifierBase):
                              f"({G.n_nodes}).")
         y = self._check_labels(y, len(G), G)
         self._setup_fit()   # (before any read is noted)
+        self._check_validation_rows(G)
         # The label collection's seed is hashed from random_state with the label
         # mechanism's identity, so it shares no random numbers with any feature report.
         mech = classifier_label_mechanism(self)

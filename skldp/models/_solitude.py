@@ -511,6 +511,7 @@ class SolitudeClassifier(GNNClassifierBase):
         G = check_graph_data(X, self, require_adjacency=True, require_features=True)
         y = self._check_labels(y, len(G), G)   # (all three before a read is charged)
         self._setup_fit()
+        self._check_validation_rows(G)
         note_feature_read(self, X, fitting=True)   # raw features read here: in the clear
         note_edge_read(self, X, fitting=True)
         G = check_graph_data(X, self, require_adjacency=True)
