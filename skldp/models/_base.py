@@ -374,20 +374,28 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
         before anything is read; once per graph, as the ledger remembers its token.
         """
         check_is_fitted(self, "module_")
+        # the columns (names, width: public) checked before the reads are noted, so that
+        # a refused prediction charges nothing
+        check_feature_names(self, X)
+        if isinstance(X, GraphData):
+            self._refuse_other_width(X)
         note_feature_read(self, X)   # raw features read here: in the clear
         note_edge_read(self, X)      # and the edges (charged when due)
-        check_feature_names(self, X)
         if not isinstance(X, GraphData):
             X = check_feature_array(X, dtype=np.float32)
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} was "
-                             f"fitted with {self.n_features_in_} features.")
+            self._refuse_other_width(X)
         device = resolve_device(self.device)
         data, index = self._prepare(X, device)
         module = module_on(self.module_, device)
         with torch.no_grad():
             out = self._forward(module, data, torch.as_tensor(index, device=device)).cpu()
         return out.numpy().astype(np.float64)
+
+    def _refuse_other_width(self, X):
+        """A ``ValueError`` if the rows ``X`` have another number of features than fit's."""
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} was "
+                             f"fitted with {self.n_features_in_} features.")
 
     def decision_function(self, X):
         """Class scores of the rows of ``X``.

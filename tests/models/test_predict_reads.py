@@ -98,6 +98,34 @@ def test_predicting_on_raw_features_is_refused_under_a_budget(name):
     clf.predict(Z[60:])                               # reports: accepted
 
 
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+@pytest.mark.parametrize("other", ["width", "names"])
+@pytest.mark.parametrize("budget", [None, 4.0])
+def test_a_prediction_refused_for_its_columns_charges_nothing(name, other, budget):
+    # The GNNs noted their reads of the raw features and edges before they compared the
+    # columns with fit's: a graph of another width, or other feature names, left a read in
+    # the clear (epsilon inf) behind the ValueError; under a budget it met
+    # BudgetExceededError instead. (MLPHead compared first.)
+    G, y = _graph()
+    Z = _reports(G)
+    d = Z.shape[1]
+    Zn = GraphData(np.asarray(Z), Z.adjacency, feature_names=[f"f{j}" for j in range(d)])
+    clf = MODELS[name]().fit(Zn[:60], y[:60])
+    X = np.asarray(G.features)
+    if other == "width":
+        H = GraphData(np.c_[X, X[:, :1]], G.adjacency, budget=budget)
+        error = f"has {d + 1} features"
+    else:
+        H = GraphData(X, G.adjacency, feature_names=[f"g{j}" for j in range(d)],
+                      budget=budget)
+        error = "feature names should match"
+    for method in ("predict", "predict_proba", "decision_function"):
+        with pytest.raises(ValueError, match=error):
+            getattr(clf, method)(H[60:])
+    assert len(H.ledger) == 0
+
+
 def test_predictions_are_unchanged_by_the_charge():
     G, y = _graph()
     clf = GCNClassifier(epochs=5, random_state=0).fit(_reports(G)[:60], y[:60])
