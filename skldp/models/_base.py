@@ -374,8 +374,9 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
         before anything is read; once per graph, as the ledger remembers its token.
         """
         check_is_fitted(self, "module_")
-        # the columns (names, width: public) checked before the reads are noted, so that
-        # a refused prediction charges nothing
+        # what X is (a graph, its columns: public) checked before the reads are noted, so
+        # that a refused prediction charges nothing
+        self._check_predict_input(X)
         check_feature_names(self, X)
         if isinstance(X, GraphData):
             self._refuse_other_width(X)
@@ -390,6 +391,9 @@ class TorchClassifierBase(GraphClassifierMixin, BaseEstimator):
         with torch.no_grad():
             out = self._forward(module, data, torch.as_tensor(index, device=device)).cpu()
         return out.numpy().astype(np.float64)
+
+    def _check_predict_input(self, X):
+        """Hook: refuse an input of the wrong kind (e.g. no graph) before any read is noted."""
 
     def _refuse_other_width(self, X):
         """A ``ValueError`` if the rows ``X`` have another number of features than fit's."""

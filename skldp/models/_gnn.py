@@ -625,6 +625,9 @@ class GNNClassifierBase(TorchClassifierBase):
         self.classes_ = mech.classes_
         return mech.encode(y)
 
+    def _check_predict_input(self, X):
+        check_graph_data(X, self, require_adjacency=True)
+
     def _prepare(self, X, device):
         G = check_graph_data(X, self, require_adjacency=True, require_finite=True)
         _, g = graph_tensors(G, device, self._conv, features=False)

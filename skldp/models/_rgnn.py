@@ -287,6 +287,9 @@ class RGNNClassifier(TorchClassifierBase):
         return loss
 
     # ---------------------------------------------------------------- model
+    def _check_predict_input(self, X):
+        check_graph_data(X, self, require_adjacency=True)
+
     def _prepare(self, X, device):
         G = check_graph_data(X, self, require_adjacency=True, require_finite=True)
         x, g = graph_tensors(G, device, self.backbone)

@@ -126,6 +126,29 @@ def test_a_prediction_refused_for_its_columns_charges_nothing(name, other, budge
     assert len(H.ledger) == 0
 
 
+
+GRAPH_MODELS = sorted(set(MODELS) - {"mlp"})
+
+
+@pytest.mark.parametrize("name", GRAPH_MODELS)
+@pytest.mark.parametrize("budget", [None, 4.0])
+def test_a_prediction_refused_for_want_of_a_graph_charges_nothing(name, budget):
+    # The GNNs noted their reads before they found that X had no adjacency (or was no
+    # GraphData): a read in the clear was charged to the graph's users (BudgetExceededError
+    # under a budget instead of the error), and a plain array marked the model's own
+    # report inf though nothing was predicted.
+    G, y = _graph()
+    clf = MODELS[name]().fit(_reports(G)[:60], y[:60])
+    H = GraphData(np.asarray(G.features), budget=budget)   # no adjacency
+    for method in ("predict", "predict_proba", "decision_function"):
+        with pytest.raises(ValueError, match="no adjacency"):
+            getattr(clf, method)(H[60:])
+        with pytest.raises(TypeError, match="needs the graph"):
+            getattr(clf, method)(np.asarray(G.features)[60:])
+    assert len(H.ledger) == 0
+    assert np.isfinite(privacy_report(clf).local_epsilon)
+
+
 def test_predictions_are_unchanged_by_the_charge():
     G, y = _graph()
     clf = GCNClassifier(epochs=5, random_state=0).fit(_reports(G)[:60], y[:60])
