@@ -185,7 +185,10 @@ class Population:
         cap = self.budget
         if cap is None:   # no cap: nothing runs out, even after a read in the clear (inf)
             return np.full(np.shape(spent), np.inf)
-        return cap - spent
+        left = cap - spent
+        # (the ledger admits sums of floats up to the cap + _TOL: 0.1 + 0.1 + 0.1 under a
+        # cap of 0.3 leaves -5.6e-17, which is nothing left, not a debt)
+        return np.where((left < 0) & (left >= -_TOL), 0.0, left)
 
     def _check_budget(self, spec, keys, n_answers=1):
         if self._budget_cap is None:
