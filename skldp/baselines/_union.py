@@ -157,6 +157,7 @@ class GraphFeatureUnion(FeatureUnion, auto_wrap_output_keys=None):
         if params:
             raise TypeError(f"GraphFeatureUnion.transform takes no parameters, got "
                             f"{sorted(params)}.")
+        check_is_fitted(self)   # before the input check: unfitted is the first thing to fix
         G = check_graph_data(X, self)
         outs = []
         for name, trans, weight in self._iter():
