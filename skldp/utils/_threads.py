@@ -133,10 +133,13 @@ def _registered():
             with open(path) as f:
                 rec = json.load(f)
             pid = int(rec["pid"])
-        except (OSError, ValueError, KeyError, TypeError):
+            weight, cpus = rec.get("weight", 1), set(rec.get("cpus", []))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             continue   # being written, or not ours
+        if isinstance(weight, bool) or not isinstance(weight, int) or weight < 1:
+            continue   # not written by share_cpus (a whole number >= 1): not ours
         if _alive(pid, rec.get("start")):
-            out.append((pid, int(rec.get("weight", 1)), set(rec.get("cpus", []))))
+            out.append((pid, weight, cpus))
         else:
             with contextlib.suppress(OSError):
                 os.remove(path)

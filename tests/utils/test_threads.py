@@ -191,3 +191,20 @@ def test_passive_waiting_is_set_for_the_reproduce_command():
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                          text=True, check=True).stdout.split()
     assert out == ["False", "active"]
+
+
+@pytest.mark.parametrize("rec", [{"weight": "two"}, {"weight": None}, {"weight": [2]},
+                                 {"weight": 0}, {"weight": -3}, {"weight": 2.5},
+                                 {"cpus": 7}, {"cpus": [[0]]}])
+def test_a_corrupt_entry_of_the_registry_is_ignored(registry, rec):
+    # a bad weight (or cpus) raised from thread_share: its parse was outside the guard
+    # that skips a bad pid; a weight below 1 took jobs away from the others
+    import json
+    folder = Path(_threads._registry())
+    pid = os.getpid()
+    entry = {"pid": pid, "start": _threads._start_time(pid), "weight": 1, "cpus": [0, 1]}
+    (folder / f"{pid}-corrupt.json").write_text(json.dumps({**entry, **rec}))
+    assert thread_share() == 2
+    assert _threads._registered() == []
+    (folder / f"{pid}-good.json").write_text(json.dumps(dict(entry, weight=2)))
+    assert thread_share() == 1                       # a good entry still counts
