@@ -28,11 +28,19 @@ import itertools
 import json
 import os
 import tempfile
+from numbers import Integral
 
 __all__ = ["available_cpus", "thread_share", "size_thread_pools", "share_cpus",
            "passive_waiting", "ENV_NUM_THREADS"]
 
 ENV_NUM_THREADS = "SKLDP_NUM_THREADS"
+
+
+def _check_count(value, name, none=False):
+    """``value`` as an int >= 1 (a bool, a float or a string is refused, not truncated)."""
+    if isinstance(value, Integral) and not isinstance(value, bool) and value >= 1:
+        return int(value)
+    raise ValueError(f"{name} must be an int >= 1{' or None' if none else ''}, got {value!r}.")
 
 
 def _affinity():
@@ -164,12 +172,13 @@ def share_cpus(weight=1):
     weight : int, default=1
         Jobs run at once by this process (e.g. ``n_jobs`` workers of a sweep).
     """
+    weight = _check_count(weight, "weight")
     pid = os.getpid()
     # a file per call: two calls of one process (two sweeps in two threads) each count
     path = os.path.join(_registry(), f"{pid}-{next(_CALLS)}.json")
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
-        json.dump({"pid": pid, "start": _start_time(pid), "weight": max(1, int(weight)),
+        json.dump({"pid": pid, "start": _start_time(pid), "weight": weight,
                    "cpus": sorted(_affinity())}, f)
     os.replace(tmp, path)   # whole or absent, never half written
     try:
@@ -256,9 +265,7 @@ def size_thread_pools(n=None):
     int
         The number of threads set.
     """
-    n = thread_share() if n is None else int(n)
-    if n < 1:
-        raise ValueError(f"n must be >= 1, got {n}.")
+    n = thread_share() if n is None else _check_count(n, "n", none=True)
     import torch
     if torch.get_num_threads() != n:
         torch.set_num_threads(n)

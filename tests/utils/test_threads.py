@@ -208,3 +208,27 @@ def test_a_corrupt_entry_of_the_registry_is_ignored(registry, rec):
     assert _threads._registered() == []
     (folder / f"{pid}-good.json").write_text(json.dumps(dict(entry, weight=2)))
     assert thread_share() == 1                       # a good entry still counts
+
+
+@pytest.mark.parametrize("weight", [0, -1, 2.5, "2", True, None])
+def test_share_cpus_refuses_a_weight_that_is_not_a_whole_number_above_zero(registry, weight):
+    # 0 was clamped to 1 and 2.5 truncated to 2, silently
+    with pytest.raises(ValueError, match="weight must be an int >= 1"):
+        with share_cpus(weight):
+            pass
+    assert not list(registry.glob("skldp-cpus-*/*"))
+
+
+def test_share_cpus_takes_numpy_integers(registry):
+    import numpy as np
+    with share_cpus(np.int64(2)):
+        assert thread_share() == 1
+
+
+@pytest.mark.parametrize("n", [2.5, 1.0, "1", True, 0, -2])
+def test_size_thread_pools_refuses_a_count_that_is_not_a_whole_number_above_zero(n):
+    # 2.5 was truncated to 2 threads, silently
+    before = torch.get_num_threads()
+    with pytest.raises(ValueError, match="n must be an int >= 1 or None"):
+        size_thread_pools(n)
+    assert torch.get_num_threads() == before
