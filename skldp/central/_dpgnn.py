@@ -461,6 +461,32 @@ def _grid_step(scale):
     return 2.0 ** (math.floor(math.log2(scale)) - GRID_BITS)
 
 
+def _check_noise_grid(z, base, C, m, why="", after=""):
+    """Raise unless every group's grid holds noise ``z`` (``why``: where ``z`` came from).
+
+    The step (:func:`_grid_step` of ``min(z, 1) base C_g``) must be a positive float
+    and a batch's clipped sum (at most ``m C_g``) a finite number of steps, with room
+    for the noise; else the noise rounds to nothing or the sums overflow.
+    """
+    after = after or "Nothing was trained or charged."
+    for g, c in C.items():
+        scale = min(z, 1.0) * base * c
+        if math.isinf(scale):
+            raise ValueError(
+                f"max_grad_norm={c:.4g} (layer group {g!r}) is too large for the noise grid: "
+                f"the noise scale {min(z, 1.0):.4g} * {base:.4g} * max_grad_norm overflows "
+                f"float64. Use a smaller max_grad_norm. {after}")
+        step = _grid_step(scale) if scale > 0 else 0.0
+        if step == 0.0 or m * (c / step) >= 2.0 ** 1020:
+            raise ValueError(
+                f"noise_multiplier={z:.4g}{why} is too small for the noise grid: its step "
+                f"(2**-{GRID_BITS} of the noise of layer group {g!r}, max_grad_norm={c:.4g}) "
+                "underflows "
+                "float64, or a batch's gradient sum counted in steps overflows it. Such "
+                "noise protects nothing; use noise_multiplier=0 for non-private training, "
+                f"or a larger noise. {after}")
+
+
 def _grid_gaussian(s, sigma, step, generator):
     """``s`` randomly rounded to ``step * Z`` plus Gaussian noise rounded to ``step * Z``.
 
@@ -805,6 +831,11 @@ class _DPTrainerBase(PrivateStepMixin, GraphClassifierMixin, BaseEstimator):
         else:
             z = float(self.noise_multiplier)
         eps = eps_of(z) if private and z > 0 else math.inf
+        L = len(groups)
+        base = 2.0 * (account_K + 1) * math.sqrt(L)
+        if private and z > 0:   # before anything is read or charged
+            _check_noise_grid(z, base, C, m, "" if self.target_epsilon is None else
+                              f" (calibrated for target_epsilon={self.target_epsilon!r})")
         # clip_percentile reads gradient norms only when clipping (private)
         self._clear_reads(population, [r for r in clear_reads
                                        if r[0] != "clip_percentile" or private])
@@ -847,9 +878,10 @@ class _DPTrainerBase(PrivateStepMixin, GraphClassifierMixin, BaseEstimator):
         # of the K+1 affected nodes in a batch assumes the share i / (K+1) of the
         # sensitivity, but the rounding adds the whole s for any i >= 1: the noise
         # std is z (base + (K+1) s), so that 2 i sqrt(L) + s <= i (base + (K+1) s) / (K+1).
-        L = len(groups)
-        base = 2.0 * (account_K + 1) * math.sqrt(L)
         if private and z > 0:
+            if self.clip_percentile is not None:   # thresholds rescaled by the norms
+                _check_noise_grid(z, base, C, m, after="Nothing was trained; the gradient "
+                                  "norms were read (charged by clip_percentile).")
             step = {g: _grid_step(min(z, 1.0) * base * C[g]) for g in groups}
             n_par = {g: sum(p.numel() for n, p in params.items() if group_of[n] == g)
                      for g in groups}
