@@ -457,6 +457,12 @@ def calibrate_noise_multiplier(target_epsilon, delta, n_train, batch_size, max_d
         advice="a smaller batch_size, a smaller max_degree, a larger delta")
 
 
+def _short_count(n):
+    """``n`` in full up to 12 digits, else as ``1.234e+301`` (truncated: never above ``n``)."""
+    digits = str(n)
+    return digits if len(digits) <= 12 else f"{digits[0]}.{digits[1:4]}e+{len(digits) - 1}"
+
+
 def _bisect_noise_multiplier(eps_of, target, T, rtol, setting, advice):
     """Smallest ``z`` (to ``rtol``) with ``eps_of(z) <= target``, by bisection on a log scale.
 
@@ -472,18 +478,25 @@ def _bisect_noise_multiplier(eps_of, target, T, rtol, setting, advice):
     while eps_of(hi, T) > target:
         if hi >= _MAX_NOISE_MULTIPLIER:
             floor = eps_of(_MAX_NOISE_MULTIPLIER, T)
-            # Largest T' whose epsilon at the largest multiplier meets the target.
-            t_lo, t_hi = 0, T
+            # Largest T' whose epsilon at the largest multiplier meets the target: doubled
+            # from 1 up to past it, then bisected (2 log2(T') evaluations, not log2(T):
+            # about 1000 for steps=10**301)
+            t_lo, t_hi = 0, 1
+            while t_hi < T and eps_of(_MAX_NOISE_MULTIPLIER, t_hi) <= target:
+                t_lo, t_hi = t_hi, 2 * t_hi
+            t_hi = min(t_hi, T)   # invariant: eps_of(t_hi) > target (T: seen above)
             while t_hi - t_lo > 1:
                 t_mid = (t_lo + t_hi) // 2
                 if eps_of(_MAX_NOISE_MULTIPLIER, t_mid) <= target:
                     t_lo = t_mid
                 else:
                     t_hi = t_mid
-            fewer = f"at most steps={t_lo}, " if t_lo > 0 else ""   # not even one step fits
+            # not even one step fits: no advice to run none
+            fewer = f"at most steps={_short_count(t_lo)}, " if t_lo > 0 else ""
             floor = significant(floor)   # rounded up: the target it advises is reachable
             raise PrivacyBudgetError(
-                f"target_epsilon={target} is unreachable with steps={T} ({setting}): even "
+                f"target_epsilon={target} is unreachable with steps={_short_count(T)} "
+                f"({setting}): even "
                 f"noise_multiplier={_MAX_NOISE_MULTIPLIER:g} gives epsilon={floor}. Use "
                 f"{fewer}{advice}, or a target_epsilon >= {floor}.")
         hi = min(2.0 * hi, _MAX_NOISE_MULTIPLIER)
