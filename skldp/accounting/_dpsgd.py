@@ -49,6 +49,7 @@ from ._rdp import (
     _check_noise,
     _check_setting,
     _check_target,
+    _compose,
     _smallest_epsilon,
     check_delta,
     dpgnn_rdp,
@@ -151,7 +152,7 @@ def _rdp(z, N, m, T, orders, bound):
         one = np.array([_wor_rdp_at(z, N, m, orders[0])])
     else:
         one = _wor_rdp_one_step(z, N, m, orders)
-    rdp = T * one  # RDP composes additively (Mironov 2017)
+    rdp = _compose(T, one)  # RDP composes additively (Mironov 2017)
     if bound == "combined":
         rdp = np.minimum(rdp, dpgnn_rdp(z, N, m, 0, T, orders=np.asarray(orders)))
     return rdp

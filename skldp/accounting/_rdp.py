@@ -196,7 +196,18 @@ def dpgnn_rdp(noise_multiplier, n_train, batch_size, max_degree, steps=1, orders
     margin = 1e-12 + 1e-13 * np.max(expo, axis=1) + \
         4 * eps64 * (len(rho) + 8) * np.max(np.abs(logp))
     per_step = np.logaddexp(0.0, log_mean_minus_1 + margin) / (orders - 1.0)
-    return T * np.maximum(per_step, 0.0)
+    return _compose(T, np.maximum(per_step, 0.0))
+
+
+def _compose(T, per_step):
+    """RDP of ``T`` steps of ``per_step`` each (it adds up): a count past float64 (an int
+    over ~1.8e308, which numpy cannot convert) is taken as infinitely many steps."""
+    try:
+        T = float(T)
+    except OverflowError:
+        T = np.inf
+    with np.errstate(invalid="ignore"):
+        return np.where(per_step == 0, 0.0, T * per_step)   # (0 * inf: no loss, not NaN)
 
 
 def _hypergeom_logpmf(N, k, m):
@@ -493,12 +504,14 @@ def _bisect_noise_multiplier(eps_of, target, T, rtol, setting, advice):
                     t_hi = t_mid
             # not even one step fits: no advice to run none
             fewer = f"at most steps={_short_count(t_lo)}, " if t_lo > 0 else ""
-            floor = significant(floor)   # rounded up: the target it advises is reachable
+            # rounded up: the target it advises is reachable (none when even that is inf)
+            floor = significant(floor)
+            reach = f", or a target_epsilon >= {floor}" if np.isfinite(float(floor)) else ""
             raise PrivacyBudgetError(
                 f"target_epsilon={target} is unreachable with steps={_short_count(T)} "
                 f"({setting}): even "
                 f"noise_multiplier={_MAX_NOISE_MULTIPLIER:g} gives epsilon={floor}. Use "
-                f"{fewer}{advice}, or a target_epsilon >= {floor}.")
+                f"{fewer}{advice}{reach}.")
         hi = min(2.0 * hi, _MAX_NOISE_MULTIPLIER)
     lo = hi / 2.0 if hi > 1.0 else 0.0
     if lo == 0.0:
