@@ -198,7 +198,9 @@ class CollectionSpec:
         if not isinstance(data, dict):
             raise SpecError(f"a collection spec is a JSON object, got {type(data).__name__}.")
         version = data.get("version")
-        if isinstance(version, bool) or version not in READABLE_VERSIONS:
+        # (an integer: 4.0 equals 4 but is no version, nor is true, which equals 1)
+        if isinstance(version, bool) or not isinstance(version, int) or \
+                version not in READABLE_VERSIONS:
             raise SpecError(f"collection spec version {version!r} is not supported (this "
                             f"reader reads versions {READABLE_VERSIONS}); ask the server for a "
                             f"spec in version {SPEC_VERSION}, or update the encoder.")
