@@ -114,7 +114,9 @@ class CollectionSpec:
         Only in the ledger, for the charge of answers that users sent beyond their
         first to a collection received from real devices:
         ``{"collection": its id, "count": further answers per user}`` (this spec's
-        ``epsilon`` is ``count`` times that collection's). Never sent to a device.
+        ``epsilon`` is ``count`` times that collection's). Never sent to a device:
+        :func:`~skldp.device.read_spec` refuses it (the ledger reads it with
+        :meth:`~skldp.device.CollectionSpec.from_dict`).
     """
 
     id: str
@@ -310,10 +312,22 @@ def read_spec(source):
         reads, and ships a map of an output column and a sign 1 or -1 for each
         column it reads): all checked before the device allocates anything for
         the spec.
+        Also for a ledger's charge of further answers (a spec with
+        ``further_answers``), which is no collection and is never sent to a device.
     TypeError
         If ``source`` is not a spec, a dict, text, a path or a file object
         (``None``, say).
     """
+    spec = _read(source)
+    if spec.further_answers is not None:
+        raise SpecError(f"collection spec {spec.id!r} is a ledger's charge of further answers "
+                        f"to collection {spec.further_answers['collection']!r} "
+                        "('further_answers'), not a collection: no device answers it, and "
+                        "no report is read against it.")
+    return spec
+
+
+def _read(source):
     if isinstance(source, CollectionSpec):
         return CollectionSpec.from_dict(source.to_dict())
     if isinstance(source, dict):
