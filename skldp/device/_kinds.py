@@ -817,7 +817,7 @@ class _GRRFS(_Plan):
 
 
 def _check_classes(classes):
-    """A label domain of distinct numbers (not negative), strings or booleans: -1 and ``None``
+    """A label domain of distinct integers (not negative), strings or booleans: -1 and ``None``
     are the "no report" of the received labels (:func:`skldp.population.received_graph`),
     so a class with that value could not be told from a user who sent nothing."""
     for c in classes:
@@ -829,6 +829,18 @@ def _check_classes(classes):
             raise SpecError("LabelRandomizedResponse: classes must not contain -1 or another "
                             "negative number: -1 is the 'no report' marker of the received "
                             "labels, and a negative label marks an unlabelled node.")
+    # Numbers are class labels only as integers of int64's range (a float one only with an
+    # integer value, and, in a domain holding a float, as a double below 2**63): the
+    # server's LabelRandomizedResponse refuses any other domain (scikit-learn reads it as
+    # continuous), so no label of it could be used.
+    numbers = [c for c in classes if not isinstance(c, (bool, str))]
+    floats = any(isinstance(c, float) for c in numbers)
+    for c in numbers:
+        if (isinstance(c, float) and not c.is_integer()) or \
+                (float(c) if floats else c) >= 2 ** 63:
+            raise SpecError(f"LabelRandomizedResponse: a class that is a number must be an "
+                            f"integer below 2**63 (a float only with an integer value), got "
+                            f"{c!r}: the server refuses such a label domain.")
     if len({type(c) is str for c in classes}) > 1:   # (the server's NumPy makes them text)
         raise SpecError("LabelRandomizedResponse: classes mixes strings and other values: a "
                         "label domain must be all strings or all numbers.")
