@@ -207,10 +207,13 @@ class GraphFeatureUnion(FeatureUnion, auto_wrap_output_keys=None):
         # branch, or a step that computed its output from their raw features.
         tainted = any(reads_users_data(out._store.feature_origin) for _, out, _ in outs)
         union = G.full().with_features(Z, feature_names=names, source="server")
-        if not tainted:   # a step's output, as GraphTransformerMixin marks one (not "public":
-            # new_simulation would take the branches' reports for raw data)
-            union._store.feature_origin = ("derived", "were computed on the server by "
-                                           "GraphFeatureUnion", False)
+        # a step's output, as GraphTransformerMixin marks one (not "public": new_simulation
+        # would take the branches' reports for raw data); named after the union, not
+        # with_features, in the refusals and reports that quote it
+        union._store.feature_origin = (
+            ("derived", "were computed on the server by GraphFeatureUnion from the users' "
+                        "raw data", True) if tainted else
+            ("derived", "were computed on the server by GraphFeatureUnion", False))
         # and computed from the users' raw edges if any branch's output is (an edge
         # mechanism after the union refuses it, see skldp.base.edges_read_by)
         readers = tuple(dict.fromkeys(

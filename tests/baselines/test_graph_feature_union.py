@@ -189,3 +189,16 @@ def test_unions_that_differ_only_in_weights(graph):
     plain = np.asarray(union.transform(G))
     union.set_params(transformer_weights={"s": 2.0})
     np.testing.assert_allclose(np.asarray(union.transform(G)), 2.0 * plain, rtol=1e-6)
+
+
+def test_mechanism_after_a_union_of_raw_reads_names_the_union(graph):
+    # A union whose branch read the users' raw features is the server's computation from
+    # them: a mechanism after it says so, not that the features were set with
+    # GraphData.with_features (which the user never called).
+    G, y = graph
+    pipe = Pipeline([("u", GraphFeatureUnion([("p", PPRPropagation())])),
+                     ("h", HDSMechanism(1.0, feature_range=(-5, 5), random_state=0))])
+    with pytest.raises(ValueError, match="computed on the server by GraphFeatureUnion "
+                                         "from the users' raw data") as err:
+        pipe.fit(G[:30], y[:30])
+    assert "with_features" not in str(err.value)
