@@ -23,6 +23,20 @@ def _is_passthrough(trans):
     return isinstance(trans, FunctionTransformer) and trans.func is None
 
 
+def _edge_mechanism_in(trans):
+    """The class name of an edge mechanism in a branch (in its pipelines and unions), or
+    ``None``: its output is another graph, which the union refuses."""
+    if "edges" in getattr(trans, "protects", ()):
+        return type(trans).__name__
+    inner = getattr(trans, "steps", None) or getattr(trans, "transformer_list", None)
+    for item in inner if isinstance(inner, list) else ():
+        found = _edge_mechanism_in(item[1]) if isinstance(item, tuple) and len(item) >= 2 \
+            else None
+        if found:
+            return found
+    return None
+
+
 class GraphFeatureUnion(FeatureUnion, auto_wrap_output_keys=None):
     """Concatenate the whole-graph outputs of several graph transformers.
 
@@ -114,6 +128,15 @@ class GraphFeatureUnion(FeatureUnion, auto_wrap_output_keys=None):
             if isinstance(w, bool) or not isinstance(w, Real) or not np.isfinite(w):
                 raise InvalidParameterError(f"transformer_weights[{name!r}] must be a finite "
                                             f"number, got {w!r}.")
+        # (refused before any branch is fitted: a fit collects, and the output is refused)
+        for item in self.transformer_list if isinstance(self.transformer_list, list) else ():
+            found = _edge_mechanism_in(item[1]) if isinstance(item, tuple) and \
+                len(item) == 2 else None   # (other items: FeatureUnion's own errors)
+            if found:
+                raise ValueError(f"Branch {item[0]!r} holds an edge mechanism ({found}): its "
+                                 "output is another graph, and a GraphFeatureUnion keeps its "
+                                 "input's graph. Apply edge mechanisms before the union "
+                                 "(nothing was collected).")
         super().fit(X, y, **params)
         record_feature_names(self, X)
         return self

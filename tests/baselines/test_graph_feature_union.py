@@ -136,7 +136,7 @@ def test_errors(graph):
     G, _ = graph
     with pytest.raises(TypeError, match="graph transformer"):
         GraphFeatureUnion([("plain", StandardScaler()), ("s", _structure())]).fit_transform(G)
-    with pytest.raises(ValueError, match="changed the graph"):
+    with pytest.raises(ValueError, match="holds an edge mechanism"):
         GraphFeatureUnion([("edges", EdgeRR(2.0, random_state=0)),
                            ("s", _structure())]).fit_transform(G)
     with pytest.raises(TypeError, match="GraphData"):
@@ -202,3 +202,22 @@ def test_mechanism_after_a_union_of_raw_reads_names_the_union(graph):
                                          "from the users' raw data") as err:
         pipe.fit(G[:30], y[:30])
     assert "with_features" not in str(err.value)
+
+
+@pytest.mark.parametrize("nested", [False, True])
+def test_an_edge_mechanism_branch_is_refused_before_anything_is_collected(small_graph,
+                                                                          nested):
+    # Its output is another graph, which the union refuses; that refusal came only
+    # after every branch was fitted and had collected (under a budget of 5, 4 spent).
+    A, X, y = small_graph
+    G = GraphData(X, A, budget=5.0)
+    edges = Pipeline([("x", HDSMechanism(1.0, feature_range=(-1, 2), random_state=1)),
+                      ("e", EdgeRR(2.0, random_state=0)), ("p", PPRPropagation())])
+    if nested:
+        edges = GraphFeatureUnion([("inner", edges)])
+    union = GraphFeatureUnion([("h", HDSMechanism(1.0, feature_range=(-1, 2),
+                                                  random_state=0)), ("a", edges)])
+    with pytest.raises(ValueError, match="Branch 'a' holds an edge mechanism "
+                                         r"\(EdgeRR\).*before the union"):
+        union.fit_transform(G[:30], y[:30])
+    assert G.ledger.entries() == [] and G.ledger.local_epsilon == 0
