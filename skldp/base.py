@@ -1356,13 +1356,15 @@ class NodeWise(GraphTransformerMixin, BaseEstimator):
     def fit(self, X, y=None):
         # Fit on the view's rows in the store's own format (sparse stays sparse), the
         # same format transform() passes for all nodes.
-        if y is not None and isinstance(X, GraphData):   # before anything is read
+        graph = isinstance(X, GraphData)
+        if graph:   # before anything is read
+            self._refuse_graph_steps()
+        if y is not None and graph:
             from .model_selection._node_splits import _check_label_index
             _check_label_index(y, X)
             refuse_foreign_labels(self, X, y)
         if not self.on_device:
             note_feature_read(self, X, fitting=True)
-        graph = isinstance(X, GraphData)
         # A plain array-like (a list of rows, a DataFrame) reaches the wrapped transformer
         # as it is, which validates it as in scikit-learn; only its width is read here.
         rows = X.features[X.rows] if graph else X
@@ -1401,6 +1403,22 @@ class NodeWise(GraphTransformerMixin, BaseEstimator):
             self._check_public_fit(sp.issparse(rows), rows.shape[1], graph)
         self.n_features_in_ = X.shape[1] if graph else _num_features(X)
         return self
+
+    def _refuse_graph_steps(self):
+        """Refuse a wrapped skldp graph step (a mechanism, a step that reads the adjacency),
+        also inside a wrapped pipeline or column transformer: it would get the rows as a
+        plain array (a mechanism's users would be that array's, not the graph's)."""
+        est = self.estimator
+        inner = est.get_params(deep=True).values() if hasattr(est, "get_params") else ()
+        for step in [est, *inner]:
+            if isinstance(step, PrivateStepMixin) or (
+                    isinstance(step, GraphTransformerMixin) and step._reads_adjacency):
+                name = type(step).__name__
+                raise ValueError(
+                    f"{name} is a graph step of skldp: NodeWise would give it the rows as a "
+                    "plain array (no graph, no users). Put it in the pipeline itself, not "
+                    "inside NodeWise (which wraps plain scikit-learn transformers). Nothing "
+                    "was read.")
 
     def _check_public_fit(self, sparse, d, graph):
         """Refuse an on-device step whose fitted map depends on the row it is fitted on.

@@ -196,3 +196,21 @@ def test_a_step_that_needs_two_rows_to_fit_runs_on_the_device():
     # knots taken from the rows fitted on: a state each device would learn from its user
     with pytest.raises(ValueError, match="its map depends on those rows"):
         NodeWise(SplineTransformer(), on_device=True).fit(G)
+
+
+@pytest.mark.parametrize("on_device", [False, True])
+@pytest.mark.parametrize("inner", ["mechanism", "graph step", "in a pipeline"])
+def test_nodewise_refuses_a_graph_step_before_reading_anything(inner, on_device):
+    # A mechanism (or a step that needs the graph) inside NodeWise gets plain rows: it
+    # was refused only after NodeWise had read the users' raw features (charged
+    # epsilon=inf), with "fitted on another array" or "needs the graph".
+    rng = np.random.default_rng(0)
+    A = sp.csr_array(np.triu(rng.random((20, 20)) < 0.3, 1).astype(float))
+    G = GraphData(rng.random((20, 3)), A + A.T)
+    hds = HDSMechanism(1.0, feature_range=(0, 1), random_state=0)
+    step = {"mechanism": hds, "graph step": PPRPropagation(),
+            "in a pipeline": Pipeline([("s", Normalizer()), ("h", hds)])}[inner]
+    name = "PPRPropagation" if inner == "graph step" else "HDSMechanism"
+    with pytest.raises(ValueError, match=f"{name} is a graph step of skldp"):
+        NodeWise(step, on_device=on_device).fit(G[:10])
+    assert G.ledger.entries() == []
