@@ -5,7 +5,7 @@ from numbers import Integral, Real
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import _fit_context
-from sklearn.pipeline import FeatureUnion
+from sklearn.pipeline import FeatureUnion, Pipeline
 from sklearn.preprocessing import FunctionTransformer
 from sklearn.utils.validation import check_is_fitted
 
@@ -35,6 +35,18 @@ def _edge_mechanism_in(trans):
         if found:
             return found
     return None
+
+
+def _plain_step_in(trans):
+    """The class name of a plain scikit-learn step in a branch (in its pipelines), or
+    ``None``: it returns an array, which the union refuses. ``FunctionTransformer`` (a
+    function may return a GraphData) and the union's own branches are not checked."""
+    if isinstance(trans, Pipeline):
+        return next((found for item in trans.steps if isinstance(item, tuple) and
+                     len(item) == 2 and (found := _plain_step_in(item[1]))), None)
+    if isinstance(trans, (str, FunctionTransformer, GraphFeatureUnion)) or trans is None:
+        return None
+    return type(trans).__name__ if type(trans).__module__.startswith("sklearn.") else None
 
 
 class GraphFeatureUnion(FeatureUnion, auto_wrap_output_keys=None):
@@ -132,6 +144,13 @@ class GraphFeatureUnion(FeatureUnion, auto_wrap_output_keys=None):
         for item in self.transformer_list if isinstance(self.transformer_list, list) else ():
             found = _edge_mechanism_in(item[1]) if isinstance(item, tuple) and \
                 len(item) == 2 else None   # (other items: FeatureUnion's own errors)
+            plain = _plain_step_in(item[1]) if isinstance(item, tuple) and \
+                len(item) == 2 else None
+            if plain:
+                raise TypeError(f"Branch {item[0]!r} holds {plain}, a plain scikit-learn step "
+                                "that returns an array: every branch must be a graph "
+                                "transformer (wrap plain scikit-learn transformers in "
+                                "skldp.NodeWise). Nothing was read.")
             if found:
                 raise ValueError(f"Branch {item[0]!r} holds an edge mechanism ({found}): its "
                                  "output is another graph, and a GraphFeatureUnion keeps its "

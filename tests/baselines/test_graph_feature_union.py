@@ -221,3 +221,23 @@ def test_an_edge_mechanism_branch_is_refused_before_anything_is_collected(small_
                                          r"\(EdgeRR\).*before the union"):
         union.fit_transform(G[:30], y[:30])
     assert G.ledger.entries() == [] and G.ledger.local_epsilon == 0
+
+
+@pytest.mark.parametrize("plain", ["scaler", "in a pipeline"])
+def test_a_plain_branch_is_refused_before_anything_is_read(small_graph, plain):
+    # A plain scikit-learn branch returns an array, which the union refused only in
+    # transform: after the mechanism branch had collected and the scaler had read the
+    # raw features in the clear (epsilon=inf).
+    A, X, y = small_graph
+    G = GraphData(X, A)
+    branch = StandardScaler() if plain == "scaler" else Pipeline([
+        ("h", HDSMechanism(2.0, feature_range=(-1, 2), random_state=1)),
+        ("s", StandardScaler())])
+    union = GraphFeatureUnion([("h", HDSMechanism(1.0, feature_range=(-1, 2),
+                                                  random_state=0)), ("s", branch)])
+    with pytest.raises(TypeError, match="Branch 's' holds StandardScaler.*skldp.NodeWise"):
+        union.fit_transform(G[:30], y[:30])
+    assert G.ledger.entries() == []
+    # wrapped, it is a graph step
+    ok = GraphFeatureUnion([("s", NodeWise(StandardScaler()))]).fit_transform(G[:30])
+    assert ok.shape == (30, 5)
