@@ -156,6 +156,11 @@ class GraphFeatureUnion(FeatureUnion, auto_wrap_output_keys=None):
                                  "output is another graph, and a GraphFeatureUnion keeps its "
                                  "input's graph. Apply edge mechanisms before the union "
                                  "(nothing was collected).")
+        if isinstance(self.transformer_list, list) and all(
+                isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], str) and
+                item[1] == "drop" for item in self.transformer_list):
+            raise ValueError("GraphFeatureUnion has no branch (transformer_list is empty or "
+                             "all its branches are 'drop').")
         super().fit(X, y, **params)
         record_feature_names(self, X)
         return self

@@ -241,3 +241,12 @@ def test_a_plain_branch_is_refused_before_anything_is_read(small_graph, plain):
     # wrapped, it is a graph step
     ok = GraphFeatureUnion([("s", NodeWise(StandardScaler()))]).fit_transform(G[:30])
     assert ok.shape == (30, 5)
+
+
+@pytest.mark.parametrize("branches", [[], [("a", "drop")]])
+def test_a_union_without_branches_is_refused_at_fit(graph, branches):
+    # an empty list failed with FeatureUnion's "not enough values to unpack"; all
+    # branches dropped fitted, then failed in transform
+    G, _ = graph
+    with pytest.raises(ValueError, match="GraphFeatureUnion has no branch"):
+        GraphFeatureUnion(branches).fit(G)
