@@ -477,7 +477,10 @@ def privacy_report(estimator):
             raise ValueError(
                 "This search kept no fitted estimator (refit=False), so nothing in it leads to "
                 "the users' ledger; what its fits collected was still spent. Pass the data it "
-                "was fitted on instead: privacy_report(G).")
+                "was fitted on instead: privacy_report(G). A search on a plain array (no "
+                "GraphData to pass) needs refit=True: the report of its best_estimator_ adds "
+                "the ledgers of every plain array of this process, this search's folds "
+                "included.")
     report = PrivacyReport(of_graph=report_of_graph)
     caps = []   # each ledger's (its population's) budget cap
     plain = [] if isinstance(estimator, GraphData) else plain_array_ledgers()

@@ -466,3 +466,16 @@ def test_the_docstring_names_every_error_privacy_report_raises(data):
         with pytest.raises(error):
             privacy_report(bad)
         assert error.__name__ in raises, (error, raises)
+
+
+def test_a_search_without_refit_on_plain_arrays_is_told_what_to_do(data):
+    # the error said "privacy_report(G)", which a search fitted on an array cannot do
+    # (privacy_report refuses an array)
+    G, y = data
+    X = np.asarray(G.features[G.rows])
+    pipe = Pipeline([("hds", HDSMechanism(1.0, feature_range=(-1, 2), random_state=0)),
+                     ("clf", MLPHead(epochs=1, early_stopping=False, random_state=0))])
+    search = GridSearchCV(pipe, {"hds__eps": [0.5, 1.0]}, cv=2, refit=False).fit(X, y)
+    with pytest.raises(ValueError, match="refit=False") as err:
+        privacy_report(search)
+    assert "plain array" in str(err.value) and "refit=True" in str(err.value)
