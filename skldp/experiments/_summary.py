@@ -4,12 +4,13 @@ import itertools
 import json
 import logging
 import math
+import os
 from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
 
-from ..utils._atomic import replace_text
+from ..utils._atomic import replace_file, replace_text
 from ._study import _key_number
 
 __all__ = ["summarize", "summary_markdown", "plot_summary", "write_summary"]
@@ -180,8 +181,14 @@ def plot_summary(rows, path, *, roles=None, labels=None, metric="accuracy", scal
     Returns
     -------
     path : pathlib.Path or None
-        The figure, or ``None`` when matplotlib is not installed.
+        The figure, or ``None`` when matplotlib is not installed. It is
+        replaced whole: a failure leaves the old figure as it was.
     """
+    return _save_figure(_draw(rows, roles, labels, metric, scale), path)
+
+
+def _draw(rows, roles, labels, metric, scale):
+    """The matplotlib figure of :func:`plot_summary`, or None without matplotlib."""
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -244,10 +251,40 @@ def plot_summary(rows, path, *, roles=None, labels=None, metric="accuracy", scal
                 seen.setdefault(text, handle)
         fig.legend(list(seen.values()), list(seen), loc="upper center", fontsize=8,
                    bbox_to_anchor=(0.5, 0.0), ncol=min(4, len(seen)), frameon=False)
+    return fig
+
+
+def _save_figure(fig, path, then=None):
+    """Write ``fig`` (closed after) as the PNG ``path`` through a new file renamed over
+    it, calling ``then()`` once the new file is whole and before the rename: a
+    failure in either leaves the old figure. Returns ``path``, None without ``fig``."""
+    if fig is None:
+        if then is not None:
+            then()
+        return None
+    import matplotlib.pyplot as plt
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110, bbox_inches="tight")
-    plt.close(fig)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        target = os.path.realpath(path)   # a link's target is replaced
+        try:
+            old = os.stat(target)
+        except FileNotFoundError:
+            old = None
+
+        def write(tmp):
+            with open(tmp, "xb") as f:
+                fig.savefig(f, format="png", dpi=110, bbox_inches="tight")
+                f.flush()
+                os.fsync(f.fileno())
+            if then is not None:
+                then()
+
+        if not replace_file(target, write, like=old):
+            # another user's figure (a shared folder): rewritten in place, keeps its owner
+            fig.savefig(target, format="png", dpi=110, bbox_inches="tight")
+    finally:
+        plt.close(fig)
     return path
 
 
@@ -292,30 +329,39 @@ def write_summary(study, records, results_dir, *, command=None):
     labels = {m: (meth.label or m) for m, meth in study.methods.items()}
     roles = {m: meth.role for m, meth in study.methods.items()}
     scale = getattr(study, "scale", 100.0)
-    fig = plot_summary(rows, results_dir / f"{study.name}.png", roles=roles, labels=labels,
-                       metric=study.metric, scale=scale) if rows else None
-    lines = [f"# {study.title or study.name}", ""]
-    if study.description:
-        lines += [study.description.strip(), ""]
-    unit = " (%)" if scale == 100 else ""
-    lines += [f"{study.metric}{unit}, mean ± std over seeds (n = seeds recorded); ε spent per "
-              "user from `privacy_report`. Runs: "
-              f"`{study.name}_runs.jsonl` ({len(records)} records).", ""]
-    keys = {r.get("key") for r in records}
-    runs = [s.key for s in study.runs()]
-    done = sum(key in keys for key in runs)
-    if done < len(runs):
-        lines += [f"**Partial results: {done} of the study's {len(runs)} runs are recorded**; "
-                  "the tables show those only.", ""]
-    if command:
-        lines += ["Produced by:", "", "```", command, "```", ""]
-    if fig is not None:
-        lines += [f"![{study.metric} against ε]({fig.name})", ""]
-    lines.append(summary_markdown(rows, scale=scale, digits=getattr(study, "digits", 1),
-                                  labels=labels))
-    md = results_dir / f"{study.name}_summary.md"
-    md.parent.mkdir(parents=True, exist_ok=True)
-    replace_text(md, "\n".join(lines) + "\n")   # never half written
+    drawn = _draw(rows, roles, labels, study.metric, scale) if rows else None
+    try:
+        fig = results_dir / f"{study.name}.png" if drawn is not None else None
+        lines = [f"# {study.title or study.name}", ""]
+        if study.description:
+            lines += [study.description.strip(), ""]
+        unit = " (%)" if scale == 100 else ""
+        lines += [f"{study.metric}{unit}, mean ± std over seeds (n = seeds recorded); ε spent "
+                  "per user from `privacy_report`. Runs: "
+                  f"`{study.name}_runs.jsonl` ({len(records)} records).", ""]
+        keys = {r.get("key") for r in records}
+        runs = [s.key for s in study.runs()]
+        done = sum(key in keys for key in runs)
+        if done < len(runs):
+            lines += [f"**Partial results: {done} of the study's {len(runs)} runs are "
+                      "recorded**; the tables show those only.", ""]
+        if command:
+            lines += ["Produced by:", "", "```", command, "```", ""]
+        if fig is not None:
+            lines += [f"![{study.metric} against ε]({fig.name})", ""]
+        lines.append(summary_markdown(rows, scale=scale, digits=getattr(study, "digits", 1),
+                                      labels=labels))
+        md = results_dir / f"{study.name}_summary.md"
+        md.parent.mkdir(parents=True, exist_ok=True)
+        # Each file is replaced whole, the figure last: its new file is written first, then
+        # the summary, then the figure renamed over the old one. A failure up to that rename
+        # (a full disk, an unwritable summary) leaves the old figure beside the old summary.
+        _save_figure(drawn, fig, then=lambda: replace_text(md, "\n".join(lines) + "\n"))
+    except BaseException:   # not left open by a failure before _save_figure (which closes it)
+        if drawn is not None:
+            import matplotlib.pyplot as plt
+            plt.close(drawn)
+        raise
     out = {"markdown": md}
     if fig is not None:
         out["figure"] = fig

@@ -1,6 +1,8 @@
 """summarize and summary_markdown: groups, eps spent, row order and the printed numbers."""
 
+import contextlib
 import math
+import os
 
 import pytest
 
@@ -100,3 +102,57 @@ def test_a_declared_eps_that_is_not_a_number_is_drawn_without_eps(tmp_path):
     rows = summarize([_rec(0.5, params={"hds__eps": "auto"}), _rec(0.6, params={"hds__eps": 1.0}),
                       _rec(0.7, params={"hds__eps": True})])
     assert plot_summary(rows, tmp_path / "f.png").exists()
+
+
+def _old_files(tmp_path, name):
+    fig, md = tmp_path / f"{name}.png", tmp_path / f"{name}_summary.md"
+    fig.write_bytes(b"the old figure")
+    md.write_text("the old summary\n")
+    return fig, md
+
+
+def test_a_summary_that_cannot_be_written_leaves_the_old_figure_beside_it(tmp_path,
+                                                                           monkeypatch):
+    # the figure was saved in place, before the summary: a failure writing the summary
+    # left a new figure beside the old summary
+    pytest.importorskip("matplotlib")
+    from skldp.experiments import Method, Study, _summary, write_summary
+
+    study = Study("pair", ["cora"], {"m": Method(lambda ctx: None)})
+    fig, md = _old_files(tmp_path, "pair")
+
+    def full_disk(path, text):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(_summary, "replace_text", full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        write_summary(study, [_rec(0.5, params={"m__eps": 1.0})], tmp_path)
+    assert fig.read_bytes() == b"the old figure"
+    assert md.read_text() == "the old summary\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pair.png", "pair_summary.md"]
+    monkeypatch.undo()
+    paths = write_summary(study, [_rec(0.5, params={"m__eps": 1.0})], tmp_path)
+    assert paths["figure"].read_bytes().startswith(b"\x89PNG")
+    assert "![accuracy against ε](pair.png)" in md.read_text()
+
+
+def test_a_figure_that_fails_midway_leaves_the_old_one(tmp_path, monkeypatch):
+    # savefig wrote into the figure itself: a failure midway left it truncated
+    pytest.importorskip("matplotlib")
+    from matplotlib.figure import Figure
+
+    from skldp.experiments import plot_summary
+
+    fig, _ = _old_files(tmp_path, "f")
+
+    def fails_midway(self, fname, **kwargs):
+        with open(fname, "wb") if isinstance(fname, (str, bytes, os.PathLike)) \
+                else contextlib.nullcontext(fname) as f:
+            f.write(b"\x89PNG half")
+        raise RuntimeError("killed midway")
+
+    monkeypatch.setattr(Figure, "savefig", fails_midway)
+    with pytest.raises(RuntimeError, match="killed midway"):
+        plot_summary(summarize([_rec(0.5, params={"eps": 1.0})]), fig)
+    assert fig.read_bytes() == b"the old figure"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f.png", "f_summary.md"]
