@@ -2,6 +2,7 @@
 
 import argparse
 import importlib
+import inspect
 import logging
 import os
 import shlex
@@ -159,6 +160,26 @@ def _check_current(study, records, fingerprints):
             "--redo-changed.")
 
 
+def _takes(function, name):
+    """Whether ``function`` takes the keyword ``name`` (None: its signature is unknown)."""
+    try:
+        params = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    return any(p.kind == p.VAR_KEYWORD or (p.name == name and p.kind != p.POSITIONAL_ONLY)
+               for p in params)
+
+
+def _refused(studies, name, kwargs):
+    """The options (``--eps``) of ``kwargs`` that study ``name`` takes no keyword for, by
+    the signatures of ``get_study`` and of the study module's ``make_study``; empty when
+    it takes them all or when that cannot be told."""
+    module = sys.modules.get(f"{getattr(studies, '__name__', '')}.{name}")
+    functions = [studies.get_study, getattr(module, "make_study", None)]
+    return [f"--{k}" for k in kwargs
+            if any(f is not None and _takes(f, k) is False for f in functions)]
+
+
 def _reproduce(argv):
     from ._runner import run_study
     from ._runs import RunsFile
@@ -207,7 +228,9 @@ def _reproduce(argv):
     # an unknown study, dataset or kind (a ValueError) ends as a user error: one line,
     # status 1 (run_command)
     except TypeError:
-        extra = [f"--{k}" for k in ("eps", "kinds") if k in kwargs]
+        # only options that the study's signature refuses: a TypeError raised inside it
+        # (a bug) was reported as "takes no --eps"
+        extra = _refused(studies, args.study, kwargs)
         if not extra:
             raise
         p.error(f"study {args.study!r} takes no {' or '.join(extra)}.")

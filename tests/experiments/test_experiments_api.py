@@ -324,3 +324,39 @@ def test_write_summary_refuses_records_without_the_studys_metric(tmp_path):
         write_summary(study, records, tmp_path)
     assert not list(tmp_path.iterdir())
     write_summary(study, [], tmp_path)   # no record: the summary says so, as before
+
+
+def _studies_with(monkeypatch, make_study):
+    """A studies package of one study, ``s``, whose ``make_study`` is given."""
+    import sys
+    import types
+
+    import skldp.experiments._cli as cli
+    package = types.ModuleType("fake_studies")
+    module = types.ModuleType("fake_studies.s")
+    module.make_study = make_study
+    package.list_studies = lambda: ["s"]
+    package.get_study = lambda name, **kwargs: sys.modules[f"fake_studies.{name}"].make_study(
+        **kwargs)
+    monkeypatch.setitem(sys.modules, "fake_studies", package)
+    monkeypatch.setitem(sys.modules, "fake_studies.s", module)
+    monkeypatch.setattr(cli, "paper_studies", lambda: package)
+
+
+def test_cli_lets_through_a_type_error_of_a_study_that_takes_the_option(monkeypatch):
+    # any TypeError of make_study was reported as "study 's' takes no --eps"
+    def make_study(datasets=None, seeds=None, eps=None):
+        return sorted([*eps, "inf"])   # a bug in the study: TypeError
+
+    _studies_with(monkeypatch, make_study)
+    with pytest.raises(TypeError, match="'<' not supported"):
+        main(["reproduce", "s", "--eps", "1"])
+
+
+@pytest.mark.parametrize("argv, refused", [
+    (["--eps", "1"], "--eps"), (["--kinds", "a", "--eps", "1"], "--eps or --kinds")])
+def test_cli_says_which_options_a_study_does_not_take(argv, refused, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["reproduce", "privge", *argv])
+    assert e.value.code == 2
+    assert f"study 'privge' takes no {refused}." in capsys.readouterr().err
