@@ -183,12 +183,30 @@ def plot_summary(rows, path, *, roles=None, labels=None, metric="accuracy", scal
     path : pathlib.Path or None
         The figure, or ``None`` when matplotlib is not installed. It is
         replaced whole: a failure leaves the old figure as it was.
+
+    Raises
+    ------
+    ValueError
+        A private method's row with eps <= 0, which the logarithmic eps axis
+        cannot hold (nothing is drawn).
     """
     return _save_figure(_draw(rows, roles, labels, metric, scale), path)
 
 
 def _draw(rows, roles, labels, metric, scale):
     """The matplotlib figure of :func:`plot_summary`, or None without matplotlib."""
+    roles, labels = roles or {}, labels or {}
+    # (such a point was left off the log axis without a word)
+    off_axis = [r for r in rows if roles.get(r["method"], "private") == "private"
+                and _is_number(r["eps"]) and r["eps"] <= 0]
+    if off_axis:
+        r = off_axis[0]
+        raise ValueError(
+            f"{len(off_axis)} row(s) of private methods have eps <= 0 (e.g. "
+            f"{labels.get(r['method'], r['method'])!r} on {r['dataset']!r} at eps = "
+            f"{r['eps']:g}): the figure's eps axis is logarithmic and holds eps > 0 only "
+            "(inf: a horizontal line). Drop those records, or give the method a baseline "
+            "role.")
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -196,7 +214,6 @@ def _draw(rows, roles, labels, metric, scale):
     except ImportError:
         logger.info("matplotlib is not installed: no figure")
         return None
-    roles, labels = roles or {}, labels or {}
     # one panel per dataset, or per dataset and split where a dataset has several splits
     panels = list(dict.fromkeys((r["dataset"], r.get("split", "")) for r in rows))
     n_splits = {ds: sum(d == ds for d, _ in panels) for ds, _ in panels}
@@ -310,7 +327,9 @@ def write_summary(study, records, results_dir, *, command=None):
     Raises
     ------
     ValueError
-        Records of which none has the study's ``metric`` (nothing is written).
+        Records of which none has the study's ``metric``, or a private
+        method's record with eps <= 0 (:func:`plot_summary`); nothing is
+        written.
 
     Notes
     -----

@@ -156,3 +156,21 @@ def test_a_figure_that_fails_midway_leaves_the_old_one(tmp_path, monkeypatch):
         plot_summary(summarize([_rec(0.5, params={"eps": 1.0})]), fig)
     assert fig.read_bytes() == b"the old figure"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["f.png", "f_summary.md"]
+
+
+@pytest.mark.parametrize("eps", [0.0, -1.0])
+def test_a_private_row_at_eps_not_above_zero_is_refused_not_left_off_the_axis(tmp_path, eps):
+    # the point was drawn on the log axis, which left it off without a word
+    pytest.importorskip("matplotlib")
+    from skldp.experiments import Method, Study, plot_summary, write_summary
+
+    records = [_rec(0.5, params={"m__eps": eps}), _rec(0.6, params={"m__eps": 1.0})]
+    with pytest.raises(ValueError, match=r"1 row\(s\) of private methods have eps <= 0 "
+                                         r"\(e\.g\. 'm' on 'd' at eps = "):
+        plot_summary(summarize(records), tmp_path / "f.png")
+    study = Study("zero", ["d"], {"m": Method(lambda ctx: None)})
+    with pytest.raises(ValueError, match="eps axis is logarithmic"):
+        write_summary(study, records, tmp_path)
+    assert not list(tmp_path.iterdir())
+    # a baseline is a horizontal line, whatever its eps
+    assert plot_summary(summarize(records), tmp_path / "f.png", roles={"m": "baseline"})
