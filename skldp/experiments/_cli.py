@@ -91,7 +91,9 @@ def _parser(studies):
                         "with them)")
     p.add_argument("--cache", default=None,
                    help="GraphCache directory shared by the workers (as sensitive as the "
-                        "reports; see the user guide)")
+                        "reports; see the user guide); a relative path is taken from the "
+                        "current folder, and with --scheduler must be the same path on "
+                        "every worker's machine")
     p.add_argument("--retries", type=int, default=1,
                    help="times runs lost with a dead worker are dispatched again")
     p.add_argument("--max-runs", type=int, default=None, help="run at most this many")

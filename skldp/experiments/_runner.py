@@ -603,7 +603,10 @@ def run_study(study, results_dir="results", *, n_jobs=1, backend="loky", schedul
     cache : str, path-like or None, default=None
         Directory of a :class:`GraphCache` used by every run (workers on
         one file system share it): each perturbation and propagation is
-        computed once per sweep. ``None``: no disk cache.
+        computed once per sweep. A relative path is taken from this process's
+        working directory; with a remote ``scheduler`` the (absolute) path
+        must name the same directory on every worker's machine. ``None``: no
+        disk cache.
     retries : int, default=1
         How many times runs lost with a dead worker are dispatched again.
     progress : bool, default=True
@@ -695,7 +698,9 @@ def _run_study(study, results_dir, n_jobs, backend, scheduler, cache, retries, p
     logger.info("study %s: %d runs, %d recorded, %d to run (backend %s, n_jobs %s)",
                 study.name, len(specs), len(result.skipped), len(todo), backend, n_jobs)
     bar = _Progress(len(todo), study.name, progress)
-    cache = None if cache is None else str(cache)
+    # made absolute here: a worker resolved a relative path from its own working
+    # directory (a reused loky worker started before a chdir, a remote Dask/Ray worker)
+    cache = None if cache is None else os.path.abspath(cache)
     claims = _Claims(RunClaims(runs_file.path), runs_file, result, bar, note)
     try:
         with parallel_backend(backend, n_jobs, scheduler):

@@ -387,3 +387,25 @@ def test_method_data_is_built_once_per_content(monkeypatch):
             assert G.features[0, 0] == fn.level
             inputs.append(G)
     assert len({id(G) for G in inputs}) == 2 and len(_runner._METHOD_DATA) == 2
+
+
+def test_a_relative_cache_is_the_folder_of_the_callers_working_directory(tmp_path,
+                                                                          monkeypatch):
+    # the path went to the workers as given: a worker in another working directory (a
+    # reused loky worker started before a chdir, a remote one) cached somewhere else
+    from skldp.experiments import _runner
+    here, elsewhere = tmp_path / "here", tmp_path / "worker"
+    here.mkdir()
+    elsewhere.mkdir()
+    monkeypatch.chdir(here)
+    run_one = _runner._run_one
+
+    def in_another_directory(study, spec, cache):
+        os.chdir(elsewhere)   # (undone by monkeypatch)
+        return run_one(study, spec, cache)
+
+    monkeypatch.setattr(_runner, "_run_one", in_another_directory)
+    res = run_study(_study(grid={"hds__eps": [1.0]}, seeds=(0,)), tmp_path / "runs",
+                    backend="sequential", cache="cache", progress=False)
+    assert res.done and not res.failed
+    assert any((here / "cache").iterdir()) and not (elsewhere / "cache").exists()
