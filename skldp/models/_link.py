@@ -44,7 +44,7 @@ from ..base import (
     note_feature_read,
 )
 from ..model_selection._edge_splits import PairData, edge_codes, edge_lookup
-from ..model_selection._validation import validation_split
+from ..model_selection._validation import validation_rows, validation_split
 from ..utils._arrays import distinct
 from ..utils._logging import verbose_logger
 from ..utils._random import training_seed
@@ -120,9 +120,20 @@ class _LinkPredictorBase(GraphClassifierMixin, BaseEstimator):
             raise ValueError("validation_fraction must be in (0, 1) when early_stopping=True, "
                              f"got {self.validation_fraction}.")
 
-    def _encode_pairs(self, X, y):
+    def _check_before_reads(self, X, y):
+        """``X`` (PairData) and ``y`` (as many labels), with the parameters and the
+        ``validation`` pairs checked: all public, so fit checks them before it notes any
+        read and a refused fit charges nothing."""
+        check_has_features(X, type(self).__name__)   # one score for every pair: refused
         X = _check_pairdata(X, self)
+        self._setup_fit()
         y = self._check_labels(y, len(X))   # their number: the call's own argument (free)
+        validation_rows(X, self.validation, self.early_stopping, self)
+        return X, y
+
+    def _encode_pairs(self, X, y):
+        """The labels ``y`` of the pairs ``X`` (both from :meth:`_check_before_reads`)
+        encoded, their read charged first."""
         # the labels say which pairs are edges: charged before any refusal of their values
         self._note_label_read(X)
         self._check_pair_labels(y)
@@ -646,10 +657,9 @@ class VGAELinkPredictor(_LinkPredictorBase):
         -------
         self
         """
-        check_has_features(X, type(self).__name__)   # one score for every pair: refused
+        X, y = self._check_before_reads(X, y)
         note_feature_read(self, X, fitting=True)   # raw features read here: in the clear
         note_edge_read(self, X, fitting=True)
-        self._setup_fit()
         X, y_enc = self._encode_pairs(X, y)
         self.n_features_in_ = X.shape[1]
         seed = training_seed(self.random_state)
@@ -980,6 +990,10 @@ class HadamardLinkPredictor(_LinkPredictorBase):
         self.random_state = random_state
         self.verbose = verbose
 
+    def _setup_fit(self):
+        super()._setup_fit()
+        self._hidden_sizes()
+
     def _hidden_sizes(self):
         hidden = tuple(self.hidden_layer_sizes) if self.head == "mlp" else ()
         for h in hidden:
@@ -1035,10 +1049,9 @@ class HadamardLinkPredictor(_LinkPredictorBase):
         -------
         self
         """
-        check_has_features(X, type(self).__name__)   # one score for every pair: refused
+        X, y = self._check_before_reads(X, y)   # (hidden_layer_sizes too)
         note_feature_read(self, X, fitting=True)   # raw features read here: in the clear
         note_edge_read(self, X, fitting=True)   # (scoring reads the graph given: its edges)
-        self._setup_fit()
         hidden = self._hidden_sizes()
         X, y_enc = self._encode_pairs(X, y)
         self.n_features_in_ = X.shape[1]
