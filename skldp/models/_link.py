@@ -14,7 +14,7 @@ from scipy.special import expit
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.metrics import roc_auc_score
 from sklearn.utils._param_validation import StrOptions
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import check_consistent_length, check_is_fitted
 from torch import nn
 
 from .._graph_data import reads_users_data
@@ -341,7 +341,11 @@ class _LinkPredictorBase(GraphClassifierMixin, BaseEstimator):
             Labels not in ``classes_``, or a ``y`` without both classes.
         """
         check_is_fitted(self, "module_")
+        X = _check_pairdata(X, self)
         y = np.asarray(y)
+        # the numbers of pairs, labels and weights (the call's own) compared before the
+        # scoring notes its reads, so that a refused score charges nothing
+        check_consistent_length(X.pairs, y, sample_weight)
         unknown = ~np.isin(y, self.classes_)
         if unknown.any():
             raise ValueError(f"y has labels {list(dict.fromkeys(y[unknown].tolist()))[:5]} "

@@ -83,3 +83,19 @@ def test_a_fit_that_is_not_refused_notes_its_reads(model):
     G, (P_tr, _, _, y_tr, _, _) = _split(None)
     MODELS[model](epochs=2, device="cpu", random_state=0).fit(P_tr, y_tr)
     assert len(G.ledger) > 0
+
+
+@pytest.mark.parametrize("bad", ["short y", "short sample_weight"])
+@pytest.mark.parametrize("model", sorted(MODELS))
+@pytest.mark.parametrize("budget", [None, 5.0])
+def test_a_refused_score_charges_nothing(model, bad, budget):
+    """score compares the numbers of pairs, labels and weights (the call's own arguments)
+    before the scoring notes its reads of another graph's raw features and edges."""
+    _, (P_tr, _, _, y_tr, _, _) = _split(None)
+    est = MODELS[model](epochs=2, early_stopping=False, device="cpu",
+                        random_state=0).fit(P_tr, y_tr)
+    G, (_, _, P_te, _, _, y_te) = _split(budget)   # a graph of other users
+    y, w = (y_te[:-1], None) if bad == "short y" else (y_te, np.ones(len(y_te) - 1))
+    with pytest.raises(ValueError, match="inconsistent numbers of samples"):
+        est.score(P_te, y, sample_weight=w)
+    assert len(G.ledger) == 0
