@@ -203,7 +203,8 @@ def reconstruct_labels(A, labelled, noisy_labels, T, hops=2, self_loops=True, pr
     A : sparse matrix of shape (n, n)
     labelled : array of int
         Positions of the labelled nodes (the training rows). A node listed
-        twice (a bootstrap view) weighs twice, in its neighbours' shares too.
+        twice (a bootstrap view) weighs twice, in its neighbours' shares too;
+        its entries must carry the same noisy label (one report per node).
     noisy_labels : array of int of shape (len(labelled),)
         Their reported class positions ``0..c-1``.
     T : ndarray of shape (c, c)
@@ -223,7 +224,8 @@ def reconstruct_labels(A, labelled, noisy_labels, T, hops=2, self_loops=True, pr
     ValueError
         If ``A`` is not an adjacency GraphData accepts, ``labelled`` holds
         positions outside ``0..n-1``, ``noisy_labels`` codes outside
-        ``0..c-1`` or another number of entries, or ``T`` is not a
+        ``0..c-1`` or another number of entries, a node listed twice has two
+        different noisy labels, or ``T`` is not a
         ``(c, c)`` matrix of finite numbers.
     TypeError
         If ``A`` is a :class:`~skldp.GraphData` (pass its ``adjacency``).
@@ -249,6 +251,7 @@ def reconstruct_labels(A, labelled, noisy_labels, T, hops=2, self_loops=True, pr
     if len(noisy) != len(labelled):
         raise ValueError(f"noisy_labels must have one entry per labelled node "
                          f"({len(labelled)}), got {len(noisy)}.")
+    _check_one_label_per_node(labelled, noisy)
     Y = sp.csr_matrix((np.ones(len(labelled)), (labelled, noisy)), shape=(n, c))
     # last column: the labelled indicator (the mask), counted per row as the one-hot
     # rows are summed: a node listed twice weighs twice in both (shares summing to 1)
@@ -262,3 +265,16 @@ def reconstruct_labels(A, labelled, noisy_labels, T, hops=2, self_loops=True, pr
     own = np.eye(c)[noisy]
     obs = np.where(mass[:, None] > 1e-12, L[:, :c] / np.maximum(mass, 1e-300)[:, None], own)
     return unbiased_label_distribution(obs, T, project=project)
+
+
+def _check_one_label_per_node(labelled, noisy):
+    """Refuse a node listed twice with two different noisy labels (its shares would mix
+    them: a node reports one label)."""
+    order = np.lexsort((noisy, labelled))
+    nodes, codes = labelled[order], noisy[order]
+    clash = np.flatnonzero((nodes[1:] == nodes[:-1]) & (codes[1:] != codes[:-1]))
+    if len(clash):
+        i = clash[0]
+        raise ValueError(f"labelled lists node {nodes[i]} more than once with different "
+                         f"noisy labels ({codes[i]} and {codes[i + 1]}); a node has one "
+                         "report: list it once, or repeat it with the same label.")

@@ -167,3 +167,13 @@ def test_unbiased_label_distribution_names_a_transition_of_another_size():
         unbiased_label_distribution(np.full((4, 2), 0.5), T)
     with pytest.raises(ValueError, match="NaN or infinite"):
         unbiased_label_distribution(np.full((4, 3), 1 / 3), np.full((3, 3), np.nan))
+
+
+def test_a_node_listed_twice_with_two_labels_is_refused():
+    # node 0 listed with labels 0 and 1: its shares mixed the two reports (0.5, 0.5)
+    A = sp.csr_matrix(np.array([[0, 1, 0], [1, 0, 1], [0, 1, 0]], dtype=float))
+    T = grr_transition_matrix(np.inf, 2)
+    with pytest.raises(ValueError, match="node 0 more than once with different noisy"):
+        reconstruct_labels(A, [0, 2, 0], [0, 1, 1], T, hops=0)
+    # the same label twice (a bootstrap view) is still accepted
+    assert reconstruct_labels(A, [0, 2, 0], [1, 1, 1], T, hops=0).shape == (3, 2)
