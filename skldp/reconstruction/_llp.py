@@ -25,7 +25,7 @@ def metis_clusters(A, n_clusters, seed=0):
     n_clusters : int
         Number of parts, ``1 <= n_clusters <= n``.
     seed : int, default=0
-        METIS random seed.
+        METIS random seed, an integer >= 0 (taken modulo ``2**31``).
 
     Returns
     -------
@@ -38,6 +38,8 @@ def metis_clusters(A, n_clusters, seed=0):
         If ``A`` is a :class:`~skldp.GraphData` (pass its ``adjacency``).
     ValueError
         If ``A`` is not a square 2-D matrix, or ``n_clusters`` is outside ``1..n``.
+    InvalidParameterError
+        If ``seed`` is not an integer >= 0.
     """
     refuse_graph_data(A, "metis_clusters", "A")
     shape = getattr(A, "shape", None)
@@ -49,6 +51,7 @@ def metis_clusters(A, n_clusters, seed=0):
     n = shape[0]
     n_clusters = check_int(n_clusters, "n_clusters", 1, n,
                            maximum_is="the number of nodes")
+    seed = check_int(seed, "seed")   # (1.5 was truncated, -1 taken modulo 2**31)
     if n_clusters == 1:
         return np.zeros(n, dtype=np.int64)
     try:
@@ -64,7 +67,7 @@ def metis_clusters(A, n_clusters, seed=0):
     S.setdiag(0)
     S.eliminate_zeros()
     S.sort_indices()
-    opts = pymetis.Options(seed=int(seed) % (2**31))
+    opts = pymetis.Options(seed=seed % (2**31))
     graph = pymetis.CSRAdjacency(S.indptr.astype(np.int64), S.indices.astype(np.int64))
     _, parts = pymetis.part_graph(int(n_clusters), graph, options=opts)
     return np.asarray(parts, dtype=np.int64)

@@ -90,6 +90,15 @@ def test_metis_bad_input():
         metis_clusters(A, 2.5)
 
 
+@pytest.mark.parametrize("seed", [1.5, -1, True, "0", None])
+def test_metis_refuses_a_seed_that_is_not_an_integer_ge_0(seed):
+    # int(seed) truncated 1.5 to 1 and took -1 modulo 2**31: other seeds than the one asked
+    with pytest.raises(ValueError, match="seed must be an integer >= 0"):
+        metis_clusters(_two_cliques(3), 2, seed=seed)
+    with pytest.raises(ValueError, match="seed must be an integer >= 0"):
+        metis_clusters(_two_cliques(3), 1, seed=seed)
+
+
 @pytest.mark.parametrize("A", [sp.csr_matrix(np.ones((3, 4))), np.ones((4, 3)),
                                np.ones(4), np.ones((2, 2, 2)), None])
 def test_metis_refuses_an_adjacency_that_is_not_square(A):
