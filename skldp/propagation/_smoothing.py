@@ -150,8 +150,9 @@ def smooth_labels(Y, A, steps=2, self_loops=True):
 
     Parameters
     ----------
-    Y : ndarray of shape (n_nodes, n_classes)
-        Initial label matrix (one-hot for labelled nodes, zeros elsewhere).
+    Y : ndarray or sparse matrix of shape (n_nodes, n_classes)
+        Initial label matrix (one-hot for labelled nodes, zeros elsewhere);
+        a sparse one is densified (the result is dense, of its shape).
     A : sparse matrix of shape (n_nodes, n_nodes)
     steps : int, default=2
         Number of propagation steps ``K_y`` (0 returns ``Y``).
@@ -180,6 +181,9 @@ def smooth_labels(Y, A, steps=2, self_loops=True):
     refuse_graph_data(A, "smooth_labels", "A")
     steps = check_int(steps, "steps")
     self_loops = check_bool(self_loops, "self_loops")
+    if sp.issparse(Y):   # (np.asarray gave a 0-d array of dtype object)
+        _check_real(Y, "Y given to smooth_labels", "it first, e.g. Y.astype(float)")
+        Y = Y.toarray()   # the result is dense, of Y's shape: no larger than it
     Y = np.asarray(Y)
     _check_real(Y, "Y given to smooth_labels", "it first, e.g. Y.astype(float)")
     Y = Y.astype(np.float64, copy=False)

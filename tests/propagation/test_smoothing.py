@@ -210,3 +210,18 @@ def test_feature_smoothing_directed_means_over_out_neighbours():
     np.testing.assert_allclose(np.asarray(out), [[55.0], [1.0], [10.0]])
     with pytest.warns(UserWarning, match="FeatureSmoothing: every edge"):
         FeatureSmoothing().fit(GraphData(X, sp.csr_matrix(np.triu(A))))
+
+
+@pytest.mark.parametrize("fmt", ["csr", "coo", "csc"])
+def test_smooth_labels_accepts_a_sparse_label_matrix(fmt):
+    # a sparse Y was refused as "dtype object" (np.asarray of a sparse matrix is 0-d)
+    rng = np.random.default_rng(0)
+    A = sp.random(30, 30, density=0.2, random_state=0, format="csr")
+    A = A + A.T
+    Y = np.zeros((30, 3))
+    Y[np.arange(0, 30, 2), rng.integers(0, 3, 15)] = 1
+    want = smooth_labels(Y, A, steps=2)
+    got = smooth_labels(sp.csr_matrix(Y).asformat(fmt), A, steps=2)
+    assert isinstance(got, np.ndarray)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(smooth_labels(sp.csr_array(Y), A, steps=0), Y)
