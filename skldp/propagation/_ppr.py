@@ -234,13 +234,22 @@ class PPRPropagation(GraphTransformerMixin, BaseEstimator):
 
         unit = device.type in _NORMALISE_ON and not loops and G._has_unit_weights()
 
+        weighted = not sym and not _contracts(G, r)
+
         def build(A):
+            ops = None
             if device.type in _NORMALISE_ON and not loops:   # normalised on the device
                 ops = _TorchOps.normalised_on_device(A, sym, r, dtype, device, unit)
-                if ops is not None:
-                    return ops
-            M, left, right = _ppr_operator(A, sym, r, loops, dtype)
-            return _TorchOps(M, dtype, device, left, right)
+            if ops is None:
+                M, left, right = _ppr_operator(A, sym, r, loops, dtype)
+                ops = _TorchOps(M, dtype, device, left, right)
+            ops.power_weights = None
+            if weighted:   # D^-r on the device, and ||D^r 1||
+                w, vnorm = _power_weights(A, r, loops)
+                ops.power_weights = (ops.torch.from_numpy(w).to(device=device,
+                                                               dtype=ops.tdtype)[:, None],
+                                     vnorm)
+            return ops
 
         ops = G.operator(key, build)
         if sp.issparse(X):
@@ -308,11 +317,17 @@ class PPRPropagation(GraphTransformerMixin, BaseEstimator):
         # r is in the key for both solvers: the symmetric ones keep D^(1/2-r), D^(r-1/2)
         key = ("ppr_cpu", sym, float(self.r), bool(self.add_self_loops), np.dtype(dtype).str)
 
-        def build(A):   # the ordered operator only: the plain one is not kept
-            return _ordered_operator(*_ppr_operator(A, sym, float(self.r),
-                                                    bool(self.add_self_loops), dtype), sym)
+        weighted = not sym and not _contracts(G, float(self.r))
 
-        Mp, perm, sl, sr, runner = G.operator(key, build)   # once per graph
+        def build(A):   # the ordered operator only: the plain one is not kept
+            r, loops = float(self.r), bool(self.add_self_loops)
+            ordered = _ordered_operator(*_ppr_operator(A, sym, r, loops, dtype), sym)
+            if not weighted:
+                return ordered + (None,)
+            w, vnorm = _power_weights(A, r, loops)
+            return ordered + ((w[ordered[1]], vnorm),)   # (rows in the solver's order)
+
+        Mp, perm, sl, sr, runner, weights = G.operator(key, build)   # once per graph
         if solver != "chebyshev":
             # -(1 - alpha) T for CG, (1 - alpha) T for the power series: one pass over
             # the values (alpha differs between calls)
@@ -381,7 +396,10 @@ class PPRPropagation(GraphTransformerMixin, BaseEstimator):
                 # float32 features are cast to float64 chunk by chunk inside the
                 # product (no float64 copy of the block)
                 np.multiply(Xb, scale, out=F, casting="same_kind")
-            Wb, ok, its = run(Mp, F, a, tol, max_iter)
+            if solver == "power":
+                Wb, ok, its = run(Mp, F, a, tol, max_iter, weights)
+            else:
+                Wb, ok, its = run(Mp, F, a, tol, max_iter)
             if bags:
                 put_bags(s, Wb)
             else:
@@ -409,14 +427,21 @@ class PPRPropagation(GraphTransformerMixin, BaseEstimator):
         Z = H.clone() if hasattr(H, "clone") else H.copy()
         if a == 1.0 or ops.norm(H) == 0:
             return Z, True, 0
+        weights = getattr(ops, "power_weights", None)
         for it in range(self.max_iter):
             H = ops.spmm(H)
             H *= 1.0 - a
             Z += H
-            # ||T|| <= 1 (r = 1/2, undirected): the remainder is at most ||H|| (1 - a) / a;
-            # both norms come back in one read (each read waits for the device)
-            h, z = ops.norms(H, Z)
-            if h * (1.0 - a) <= tol * a * z:
+            # the remainder is at most (1 - a) / a times ||H|| (r = 1/2, undirected:
+            # ||T|| <= 1) or the bound of _power_bound; the norms come back in one read
+            # (each read waits for the device)
+            if weights is None:
+                b, z = ops.norms(H, Z)
+            else:
+                w, vnorm = weights
+                m, z = ops.norms(ops.torch.amax(H.abs().mul_(w), dim=0), Z)
+                b = vnorm * m
+            if b * (1.0 - a) <= tol * a * z:
                 return Z, True, it + 1
         return Z, False, self.max_iter
 
@@ -700,13 +725,16 @@ def _sparsetools_matvecs(n_row, n_col, w, indptr, indices, data, X, Y):
         Y += sp.csr_matrix((data, indices, indptr), shape=(n_row, n_col)) @ X
 
 
-def _power_cpu(M, F, a, tol, max_iter):
+def _power_cpu(M, F, a, tol, max_iter, weights=None):
     """Power series ``sum_l ((1-a) T)^l F`` (``M = (1-a) T``), see ``_power``; in
     float32 the products run on torch's embedding-bag kernel (as the Chebyshev solve's).
 
     The same stopping rule, without a pass over ``Z`` for its norm at each step:
     ``||Z||`` is at most its last computed value plus the norms of the terms added
     since, and it is computed only once that bound would let the series stop.
+    ``weights`` (``(D^-r, ||D^r 1||)``, see ``_power_weights``): the remainder is
+    bounded as ``_power`` does without ``||T|| <= 1``; that bound is at least
+    ``||H||``, so it is computed only once ``||H||`` would let the series stop.
     """
     Z = F.copy()
     H = F
@@ -721,10 +749,35 @@ def _power_cpu(M, F, a, tol, max_iter):
         z_bound += h
         # (the bound is widened by far more than the float32 norms' rounding in practice)
         if h * (1.0 - a) <= tol * a * z_bound * 1.05:
+            if weights is not None:
+                w, vnorm = weights
+                h = vnorm * float(np.linalg.norm((np.abs(H) * w[:, None]).max(axis=0)))
+                if h * (1.0 - a) > tol * a * z_bound * 1.05:
+                    continue
             z_bound = float(np.linalg.norm(Z))
             if h * (1.0 - a) <= tol * a * z_bound:
                 return Z, True, it + 1
     return Z, False, max_iter
+
+
+def _contracts(G, r):
+    """Whether ``||T||_2 <= 1`` for the power series' ``T = D^(r-1) A D^-r``: ``r = 1/2``
+    on a symmetric adjacency (``T`` symmetric, eigenvalues in [-1, 1])."""
+    return r == 0.5 and G.is_symmetric()
+
+
+def _power_weights(A, r, add_self_loops):
+    """``(D^-r, ||D^r 1||_2)`` (float64) of the power series' ``T = D^(r-1) A D^-r``.
+
+    ``T`` is non-negative with ``T v = v`` for ``v = D^r 1`` (``T`` is similar to the
+    row-stochastic ``D^-1 A``), so ``|T x| <= v max_i |x_i| / v_i`` entry by entry:
+    the remainder ``sum_(j >= 1) ((1-a) T)^j H`` of each column ``h`` is at most
+    ``v (1-a) / a max_i |h_i| / v_i``, and the block's at most ``(1-a) / a ||v||``
+    times the norm of those maxima, whatever ``||T||_2`` (a directed graph, ``r !=
+    1/2``).
+    """
+    _, deg = _with_loops(A, add_self_loops)
+    return deg ** -float(r), float(np.linalg.norm(deg ** float(r)))
 
 
 def _with_loops(A, add_self_loops):

@@ -672,3 +672,37 @@ def test_another_r_on_the_same_graph_is_solved_with_its_own_scalings(solver, bac
         Z = PPRPropagation(r=r, **kw).fit_transform(G).features
         np.testing.assert_allclose(np.asarray(Z), _direct(A, X, 0.1, r), rtol=1e-5,
                                    atol=1e-7)
+
+
+def _pulse_then_fan(length, fan):
+    """A directed path ``length -> ... -> 1 -> 0 -> sink`` and ``fan`` nodes pointing to
+    ``length``: a feature on node 0 travels up the path, a term of norm ``0.9^l`` at
+    step ``l``, and then reaches the fan at once (``||T||_2 = sqrt(fan)``)."""
+    n = length + fan + 2
+    rows = [0, *range(1, length + 1), *range(length + 1, length + 1 + fan)]
+    cols = [n - 1, *range(length), *[length] * fan]
+    return sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, n))
+
+
+@pytest.mark.parametrize("r", [0.0, 0.5, 1.0])
+@pytest.mark.parametrize("backend", ["scipy", "torch"])
+def test_power_series_meets_tol_where_the_operator_norm_exceeds_one(r, backend):
+    # the rule ||H|| (1 - a) / a <= tol ||Z|| assumed ||T||_2 <= 1: here it stopped
+    # after 79 products, before the term reached the fan, with a relative error of
+    # 8.6e-3 at tol=1e-3
+    if backend == "torch":
+        pytest.importorskip("torch")
+    from scipy.sparse.linalg import spsolve
+
+    from skldp.propagation._ppr import _with_loops
+    A = _pulse_then_fan(80, 10000)
+    n = A.shape[0]
+    X = np.zeros((n, 1))
+    X[0] = 1.0
+    A1, deg = _with_loops(A, False)
+    T = sp.diags(deg ** (r - 1)) @ A1 @ sp.diags(deg ** -r)
+    want = spsolve(sp.csc_matrix(sp.eye(n) - 0.9 * T), 0.1 * X)[:, None]
+    ppr = PPRPropagation(alpha=0.1, r=r, tol=1e-3, solver="power", dtype="float64",
+                         backend=backend, device="cpu")
+    Z = np.asarray(ppr.fit_transform(GraphData(X, A)).features)
+    assert np.linalg.norm(Z - want) <= 1e-3 * np.linalg.norm(want)
