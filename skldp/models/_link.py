@@ -52,9 +52,11 @@ from ..utils.validation import (
     RANDOM_STATE_CONSTRAINT,
     Count,
     Interval,
+    check_feature_names,
     check_finite_features,
     check_has_features,
     check_int,
+    record_feature_names,
 )
 from ._base import gather_rows
 from ._gnn import (
@@ -129,6 +131,7 @@ class _LinkPredictorBase(GraphClassifierMixin, BaseEstimator):
         self._setup_fit()
         y = self._check_labels(y, len(X))   # their number: the call's own argument (free)
         validation_rows(X, self.validation, self.early_stopping, self)
+        record_feature_names(self, X)   # the columns' names: public
         return X, y
 
     def _encode_pairs(self, X, y):
@@ -288,6 +291,7 @@ class _LinkPredictorBase(GraphClassifierMixin, BaseEstimator):
         are charged as read in the clear (``note_feature_read``), as ``fit`` does."""
         check_is_fitted(self, "module_")
         X = _check_pairdata(X, self)
+        check_feature_names(self, X)   # names as at fit (public): before the reads
         if X.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is "
                              f"expecting {self.n_features_in_} features as input.")
@@ -538,6 +542,9 @@ class VGAELinkPredictor(_LinkPredictorBase):
     module_ : torch.nn.Module
         The trained encoder (on the CPU).
     n_features_in_ : int
+    feature_names_in_ : ndarray of str objects
+        Names of the node features, when the graph has ``feature_names``;
+        scoring refuses other names.
     n_iter_ : int
         Epochs run.
     loss_curve_ : list of float
@@ -930,6 +937,9 @@ class HadamardLinkPredictor(_LinkPredictorBase):
     module_ : torch.nn.Module
         The trained head (on the CPU), including the standardisation.
     n_features_in_ : int
+    feature_names_in_ : ndarray of str objects
+        Names of the node features, when the graph has ``feature_names``;
+        scoring refuses other names.
     n_iter_ : int
     loss_curve_, validation_scores_ : list of float
     best_epoch_ : int or None
