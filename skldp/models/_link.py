@@ -131,8 +131,13 @@ class _LinkPredictorBase(GraphClassifierMixin, BaseEstimator):
         self._setup_fit()
         y = self._check_labels(y, len(X))   # their number: the call's own argument (free)
         validation_rows(X, self.validation, self.early_stopping, self)
+        self._check_graph(X)
         record_feature_names(self, X)   # the columns' names: public
         return X, y
+
+    def _check_graph(self, X):
+        """Refuse a graph the model cannot use, before any read is noted (a refusal that
+        tells something of the users' data is charged by ``refusal_is_read``)."""
 
     def _encode_pairs(self, X, y):
         """The labels ``y`` of the pairs ``X`` (both from :meth:`_check_before_reads`)
@@ -295,6 +300,7 @@ class _LinkPredictorBase(GraphClassifierMixin, BaseEstimator):
         if X.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is "
                              f"expecting {self.n_features_in_} features as input.")
+        self._check_graph(X)
         # every prediction path reads the node features here: raw ones are read in the
         # clear, as at fit (once per graph: the ledger remembers the graph's token)
         note_feature_read(self, X)
@@ -628,9 +634,7 @@ class VGAELinkPredictor(_LinkPredictorBase):
         mostly constant by column (reports of sampling mechanisms, e.g. multi-bit:
         ``X W`` costs the sparse entries only).
         """
-        G = X.graph
-        # an undirected model: a pair's score is symmetric, and a non-edge is one both ways
-        G.require_symmetric(type(self).__name__)
+        G = X.graph   # (undirected: _check_graph refused a directed one before the reads)
         _, g = graph_tensors(G, device, "gcn", features=False)   # checks finite (once per graph)
         if self.dropout == 0:
             if device.type in _DENSE_PROPAGATION_ON:
@@ -646,6 +650,12 @@ class VGAELinkPredictor(_LinkPredictorBase):
             if x is not None:
                 return x, g
         return feature_tensor(G, device), g
+
+    def _check_graph(self, X):
+        # an undirected model: a pair's score is symmetric, and a non-edge is one both
+        # ways. Checked before the reads are noted: a refused graph charges no read of
+        # its features (the refusal, about the edges, is charged as require_symmetric says)
+        X.graph.require_symmetric(type(self).__name__)
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
