@@ -28,6 +28,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 
 from skldp.experiments import Grid, Method, Study, default_split
+from skldp.experiments._summary import save_figure
 
 from .common import run_on_split
 from .label_scarce import NORMALIZATION, paired_difference, scarce_masks
@@ -354,7 +355,7 @@ def budget_split_table(records):
     return "\n".join(lines)
 
 
-def budget_split_figure(records, path):
+def budget_split_figure(records, path, then=None):
     """Accuracy against the total budget, one panel per dataset and regime.
 
     Curves: all of ``B`` on the label, and each share of ``B`` on the
@@ -367,11 +368,14 @@ def budget_split_figure(records, path):
         The study's records.
     path : str or path-like
         Where the PNG is written.
+    then : callable or None, default=None
+        Called once the new figure is whole, before it replaces the old one
+        (a failure in it leaves the old figure); not called without matplotlib.
 
     Returns
     -------
     path : pathlib.Path or None
-        ``None`` when matplotlib is not installed.
+        ``None`` when matplotlib is not installed. The figure is replaced whole.
     """
     try:
         import matplotlib
@@ -406,10 +410,7 @@ def budget_split_figure(records, path):
         ax.set_ylabel("test accuracy (%)")
         ax.legend(fontsize=6)
     fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path, then, bbox_inches=None)
 
 
 def cells_table(records, dataset, split):
@@ -642,7 +643,7 @@ def _cells_and_gaps(records):
 def write_page(records, pages_dir, runs_file=None, partial=None):
     """This study's page and figure from its runs (``studies.write_page``)."""
     pages_dir = Path(pages_dir)
-    page = fill_blocks(pages_dir / "budget_split.md", {
+    blocks = {
         "answer": _answer(split_rows(records)),
         "table": _table(records),
         "command": command_block("budget_split", len(records), _command(records),
@@ -654,10 +655,16 @@ def write_page(records, pages_dir, runs_file=None, partial=None):
                   "on validation; dotted: raw features with clean labels.*",
         "ledger": _ledger(records),
         "recommender": recommender_check(records),
-        "cells": _cells_and_gaps(records)})
-    out = {"page": page}
-    figure = budget_split_figure(records, pages_dir / "fig_budget_split.png") \
-        if records else None
+        "cells": _cells_and_gaps(records)}
+    # the figure's new file first, then the page, then the figure renamed over the old one:
+    # a failure before that rename leaves the old figure (never a new one beside an old page)
+    out = {}
+    figure = budget_split_figure(
+        records, pages_dir / "fig_budget_split.png",
+        then=lambda: out.setdefault("page", fill_blocks(pages_dir / "budget_split.md", blocks))
+    ) if records else None
+    if "page" not in out:   # no figure drawn (no matplotlib)
+        out["page"] = fill_blocks(pages_dir / "budget_split.md", blocks)
     if figure is not None:
         out["figure"] = figure
     return out

@@ -12,8 +12,9 @@ from collections import defaultdict
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+
+from skldp.experiments._summary import save_figure  # noqa: E402
 
 __all__ = ["flat_records", "flat", "mean_by", "group", "finite", "curve", "hline", "finish"]
 
@@ -84,8 +85,7 @@ def finish(fig, axes, path, ylabel, xlabel="ε"):
     fig.legend([handles[lab] for lab in labels], labels, loc="lower center",
                ncol=min(len(labels), 4), fontsize=8, frameon=False)
     fig.tight_layout(rect=(0, 0.04 + 0.04 * math.ceil(len(labels) / 4), 1, 1))
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    # replaced whole: a failure midway leaves the old figure (no truncated PNG)
+    return save_figure(fig, path, bbox_inches=None)
 
 

@@ -29,6 +29,7 @@ from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import Pipeline
 
 from skldp.experiments import Grid, Method, Study, default_split
+from skldp.experiments._summary import save_figure
 
 from .common import run_on_split
 from .label_scarce import paired_difference
@@ -464,7 +465,8 @@ def _tables(records):
     return "\n".join(lines)
 
 
-def _figure(records, path):
+def _figure(records, path, then=None):
+    """The accuracy figure, replaced whole; ``then()`` before the rename (``save_figure``)."""
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -492,9 +494,7 @@ def _figure(records, path):
     axes[0][0].set_ylabel("test accuracy")
     axes[0][-1].legend(fontsize=6, loc="lower right")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return Path(path)
+    return save_figure(fig, path, then, bbox_inches=None)
 
 
 def write_page(records, pages_dir, runs_file=None, partial=None):
@@ -503,15 +503,22 @@ def write_page(records, pages_dir, runs_file=None, partial=None):
     seeds = max((r["seed"] for r in records), default=-1) + 1
     command = ("export OMP_NUM_THREADS=1 SKLDP_DATASETS_DIR=<datasets folder>\n"
                f"python -m skldp reproduce honest_utility --seeds {seeds}")
-    page = fill_blocks(pages_dir / "honest_utility.md", {
+    blocks = {
         "verdict": verdict_table(records),
         "figure": "![Test accuracy against eps per dataset](honest_utility.png)",
         "command": command_block("honest_utility", len(records), command,
                                  runs_file=runs_file,
                                  partial=partial),
-        "tables": _tables(records)})
-    out = {"page": page}
-    figure = _figure(records, pages_dir / "honest_utility.png") if records else None
+        "tables": _tables(records)}
+    # the figure's new file first, then the page, then the figure renamed over the old one:
+    # a failure before that rename leaves the old figure (never a new one beside an old page)
+    out = {}
+    figure = _figure(
+        records, pages_dir / "honest_utility.png",
+        then=lambda: out.setdefault("page", fill_blocks(pages_dir / "honest_utility.md", blocks))
+    ) if records else None
+    if "page" not in out:   # no figure drawn (no matplotlib)
+        out["page"] = fill_blocks(pages_dir / "honest_utility.md", blocks)
     if figure is not None:
         out["figure"] = figure
     return out

@@ -190,7 +190,7 @@ def plot_summary(rows, path, *, roles=None, labels=None, metric="accuracy", scal
         A private method's row with eps <= 0, which the logarithmic eps axis
         cannot hold (nothing is drawn).
     """
-    return _save_figure(_draw(rows, roles, labels, metric, scale), path)
+    return save_figure(_draw(rows, roles, labels, metric, scale), path)
 
 
 def _draw(rows, roles, labels, metric, scale):
@@ -271,10 +271,13 @@ def _draw(rows, roles, labels, metric, scale):
     return fig
 
 
-def _save_figure(fig, path, then=None):
+def save_figure(fig, path, then=None, *, dpi=110, bbox_inches="tight"):
     """Write ``fig`` (closed after) as the PNG ``path`` through a new file renamed over
     it, calling ``then()`` once the new file is whole and before the rename: a
-    failure in either leaves the old figure. Returns ``path``, None without ``fig``."""
+    failure in either leaves the old figure. Returns ``path``, None without ``fig``.
+
+    The one figure writer of the summaries and of the paper studies (``studies/``);
+    ``dpi`` and ``bbox_inches`` go to ``savefig``."""
     if fig is None:
         if then is not None:
             then()
@@ -291,7 +294,7 @@ def _save_figure(fig, path, then=None):
 
         def write(tmp):
             with open(tmp, "xb") as f:
-                fig.savefig(f, format="png", dpi=110, bbox_inches="tight")
+                fig.savefig(f, format="png", dpi=dpi, bbox_inches=bbox_inches)
                 f.flush()
                 os.fsync(f.fileno())
             if then is not None:
@@ -299,7 +302,7 @@ def _save_figure(fig, path, then=None):
 
         if not replace_file(target, write, like=old):
             # another user's figure (a shared folder): rewritten in place, keeps its owner
-            fig.savefig(target, format="png", dpi=110, bbox_inches="tight")
+            fig.savefig(target, format="png", dpi=dpi, bbox_inches=bbox_inches)
     finally:
         plt.close(fig)
     return path
@@ -375,8 +378,8 @@ def write_summary(study, records, results_dir, *, command=None):
         # Each file is replaced whole, the figure last: its new file is written first, then
         # the summary, then the figure renamed over the old one. A failure up to that rename
         # (a full disk, an unwritable summary) leaves the old figure beside the old summary.
-        _save_figure(drawn, fig, then=lambda: replace_text(md, "\n".join(lines) + "\n"))
-    except BaseException:   # not left open by a failure before _save_figure (which closes it)
+        save_figure(drawn, fig, then=lambda: replace_text(md, "\n".join(lines) + "\n"))
+    except BaseException:   # not left open by a failure before save_figure (which closes it)
         if drawn is not None:
             import matplotlib.pyplot as plt
             plt.close(drawn)

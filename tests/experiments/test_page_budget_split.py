@@ -18,7 +18,7 @@ def records():
 
 def test_fewer_seeds_change_every_count_of_the_page(tmp_path, records, monkeypatch):
     import studies.budget_split as module
-    monkeypatch.setattr(module, "budget_split_figure", lambda records, path: None)
+    monkeypatch.setattr(module, "budget_split_figure", lambda records, path, then=None: None)
     shutil.copy(PAGES_DIR / PAGE, tmp_path)
     few = [r for r in records if r["seed"] < 2]
     text = write_page("budget_split", few, tmp_path)["page"].read_text()

@@ -67,7 +67,7 @@ def test_bad_runs_are_refused():
 
 def test_the_page_follows_the_records(tmp_path, records, monkeypatch):
     import studies.honest_utility as module
-    monkeypatch.setattr(module, "_figure", lambda records, path: None)
+    monkeypatch.setattr(module, "_figure", lambda records, path, then=None: None)
     shutil.copy(PAGES_DIR / PAGE, tmp_path)
     few = [r for r in records if r["seed"] < 2]
     text = write_page("honest_utility", few, tmp_path)["page"].read_text()
