@@ -32,7 +32,7 @@ from skldp.experiments._summary import save_figure
 
 from .common import run_on_split
 from .label_scarce import NORMALIZATION, paired_difference, scarce_masks
-from .pages import command_block, fill_blocks
+from .pages import command_block, page_then_figure
 from .private_features import candidates, fit_select, private_input
 
 __all__ = ["budget_split_study", "BudgetRun", "BUDGETS", "SHARES", "KINDS", "DATASETS",
@@ -656,18 +656,9 @@ def write_page(records, pages_dir, runs_file=None, partial=None):
         "ledger": _ledger(records),
         "recommender": recommender_check(records),
         "cells": _cells_and_gaps(records)}
-    # the figure's new file first, then the page, then the figure renamed over the old one:
-    # a failure before that rename leaves the old figure (never a new one beside an old page)
-    out = {}
-    figure = budget_split_figure(
-        records, pages_dir / "fig_budget_split.png",
-        then=lambda: out.setdefault("page", fill_blocks(pages_dir / "budget_split.md", blocks))
-    ) if records else None
-    if "page" not in out:   # no figure drawn (no matplotlib)
-        out["page"] = fill_blocks(pages_dir / "budget_split.md", blocks)
-    if figure is not None:
-        out["figure"] = figure
-    return out
+    draw = (None if not records else
+            lambda then: budget_split_figure(records, pages_dir / "fig_budget_split.png", then))
+    return page_then_figure(pages_dir / "budget_split.md", blocks, draw)
 
 
 make_study = budget_split_study   # the registry's name (studies.get_study)

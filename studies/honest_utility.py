@@ -34,7 +34,7 @@ from skldp.experiments._summary import save_figure
 from .common import run_on_split
 from .label_scarce import paired_difference
 from .lpgnn import PAPER_OPTIONS
-from .pages import command_block, fill_blocks
+from .pages import command_block, page_then_figure
 from .private_features import RGNN_CONFIG, binary_features, private_input
 
 __all__ = ["honest_utility_study", "HonestRun", "PIPELINES", "SIGNALS", "DATASETS", "EPS",
@@ -510,18 +510,9 @@ def write_page(records, pages_dir, runs_file=None, partial=None):
                                  runs_file=runs_file,
                                  partial=partial),
         "tables": _tables(records)}
-    # the figure's new file first, then the page, then the figure renamed over the old one:
-    # a failure before that rename leaves the old figure (never a new one beside an old page)
-    out = {}
-    figure = _figure(
-        records, pages_dir / "honest_utility.png",
-        then=lambda: out.setdefault("page", fill_blocks(pages_dir / "honest_utility.md", blocks))
-    ) if records else None
-    if "page" not in out:   # no figure drawn (no matplotlib)
-        out["page"] = fill_blocks(pages_dir / "honest_utility.md", blocks)
-    if figure is not None:
-        out["figure"] = figure
-    return out
+    draw = (None if not records else
+            lambda then: _figure(records, pages_dir / "honest_utility.png", then))
+    return page_then_figure(pages_dir / "honest_utility.md", blocks, draw)
 
 
 make_study = honest_utility_study   # the registry's name (studies.get_study)

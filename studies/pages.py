@@ -11,7 +11,7 @@ from pathlib import Path
 
 from skldp.utils._atomic import replace_text
 
-__all__ = ["fill_blocks", "command_block", "with_figure"]
+__all__ = ["fill_blocks", "command_block", "with_figure", "page_then_figure"]
 
 _BLOCK = re.compile(r"(<!-- generated: (?P<name>[\w-]+) -->\n)(?P<body>.*?)"
                     r"(<!-- end generated -->)", re.DOTALL)
@@ -119,3 +119,35 @@ def with_figure(page, draw):
     except ImportError:   # the page is complete without its figure
         return {"page": page}
     return {"page": page, "figure": draw()}
+
+
+def page_then_figure(page, blocks, draw):
+    """Write the page ``page`` from ``blocks`` and its figure, the figure last in place.
+
+    The figure's new file is written first, then the page, then the figure is
+    renamed over the old one: a failure before that rename leaves the old
+    figure, never a new one beside an old page.
+
+    Parameters
+    ----------
+    page : pathlib.Path
+        The page (see :func:`fill_blocks`).
+    blocks : dict of str -> str
+        Its blocks.
+    draw : callable or None
+        ``draw(then)`` draws the figure, calls ``then()`` once its new file is
+        whole and before the rename, and returns its path (None when nothing is
+        drawn); None: no figure.
+
+    Returns
+    -------
+    paths : dict of str -> pathlib.Path
+    """
+    out = {}
+    figure = None if draw is None else draw(
+        lambda: out.setdefault("page", fill_blocks(page, blocks)))
+    if "page" not in out:   # no figure drawn (no matplotlib)
+        out["page"] = fill_blocks(page, blocks)
+    if figure is not None:
+        out["figure"] = figure
+    return out

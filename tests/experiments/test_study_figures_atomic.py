@@ -40,7 +40,7 @@ def test_a_failed_figure_leaves_the_old_figure_and_page(tmp_path, monkeypatch, n
 
 
 def test_a_failed_page_leaves_the_old_figure(tmp_path, monkeypatch):
-    import studies.budget_split as module
+    import studies.pages as module  # (the page writer budget_split calls)
     records = load_runs(RUNS_DIR / "budget_split_runs.jsonl", "budget_split")
     shutil.copy(PAGES_DIR / "budget_split.md", tmp_path)
     (tmp_path / "fig_budget_split.png").write_bytes(OLD_PNG)
