@@ -19,6 +19,7 @@ import scipy.sparse as sp
 from scipy.stats import beta
 from sklearn.utils import check_random_state
 
+from ..device._spec import significant as _sig
 from ..utils._arrays import sorted_lookup
 
 __all__ = ["AuditEvent", "AuditResult", "audit_pair", "clopper_pearson"]
@@ -233,15 +234,16 @@ class AuditResult:
         rounded up, with more digits where needed to show a violation.
         """
         digits, claim = 4, ""
+        percent = float(100 * decimal.Decimal(repr(self.confidence)))   # (0.29 * 100 < 29)
         if self.epsilon_claimed is not None:
             while (self.exceeds_claim and digits < 17
-                   and float(_rounded(self.epsilon_lower, digits, up=False))
-                   <= float(_rounded(self.epsilon_claimed, digits, up=True))):
+                   and float(_sig(self.epsilon_lower, digits, up=False, exact=True))
+                   <= float(_sig(self.epsilon_claimed, digits, up=True, exact=True))):
                 digits += 1
-            claim = (f" (claimed {_rounded(self.epsilon_claimed, digits, up=True)}"
+            claim = (f" (claimed {_sig(self.epsilon_claimed, digits, up=True, exact=True)}"
                      f"{', VIOLATED' if self.exceeds_claim else ''})")
-        lines = [f"epsilon >= {_rounded(self.epsilon_lower, digits, up=False)} at "
-                 f"{_rounded(100 * decimal.Decimal(repr(self.confidence)), 4, up=False)}% "
+        lines = [f"epsilon >= {_sig(self.epsilon_lower, digits, up=False, exact=True)} at "
+                 f"{_sig(percent, 4, up=False, exact=True)}% "
                  f"confidence{claim}; point estimate {self.epsilon_point:.4g}; "
                  f"n = {self.n[0]} + {self.n[1]} reports"]
         best = self
@@ -251,16 +253,6 @@ class AuditResult:
         if best.event is not None:
             lines.append(f"  event: {best.event}; counts {best.counts}")
         return "\n".join(lines)
-
-
-def _rounded(x, digits, up):
-    """``x`` as text to ``digits`` significant digits, rounded up or down (strictly, from
-    the shortest decimal that reads back as ``x``: a lower bound is never printed above it)."""
-    d = x if isinstance(x, decimal.Decimal) else decimal.Decimal(repr(float(x)))
-    if not d.is_finite() or d == 0:
-        return f"{float(d):.{digits}g}"
-    rounding = decimal.ROUND_CEILING if up else decimal.ROUND_FLOOR
-    return f"{float(decimal.Context(prec=digits, rounding=rounding).plus(d)):.{digits}g}"
 
 
 # ------------------------------------------------------------------------- input checks

@@ -263,17 +263,19 @@ class CollectionSpec:
         return f"{name} ({', '.join(self.protects)}; epsilon={significant(self.epsilon)}{d})"
 
 
-def significant(x, digits=4, up=True):
+def significant(x, digits=4, up=True, *, exact=False):
     """``x`` as text to ``digits`` significant digits, rounded up (a spend: never printed
     below what it is) or down (``up=False``: what is left); float noise (a relative 1e-9) aside, so
-    that 0.1 + 0.2 prints 0.3."""
+    that 0.1 + 0.2 prints 0.3, unless ``exact`` (a bound: never printed beyond itself). The
+    rounding starts from the shortest decimal that reads back as ``x`` (0.3 prints 0.3)."""
     x = float(x)
     text = f"{x:.{digits}g}"
-    if not math.isfinite(x) or x == 0 or abs(float(text) - x) <= 1e-9 * abs(x) or \
-            (float(text) >= x) == up:
+    if not math.isfinite(x) or x == 0 or (float(text) >= x) == up or \
+            (not exact and abs(float(text) - x) <= 1e-9 * abs(x)):
         return text
     rounding = decimal.ROUND_CEILING if up else decimal.ROUND_FLOOR
-    return f"{float(decimal.Context(prec=digits, rounding=rounding).create_decimal(x)):.{digits}g}"
+    d = decimal.Context(prec=digits, rounding=rounding).plus(decimal.Decimal(repr(x)))
+    return f"{float(d):.{digits}g}"
 
 
 def _further_answers(value):
