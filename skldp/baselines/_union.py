@@ -140,25 +140,23 @@ class GraphFeatureUnion(FeatureUnion, auto_wrap_output_keys=None):
             if isinstance(w, bool) or not isinstance(w, Real) or not np.isfinite(w):
                 raise InvalidParameterError(f"transformer_weights[{name!r}] must be a finite "
                                             f"number, got {w!r}.")
-        # (refused before any branch is fitted: a fit collects, and the output is refused)
-        for item in self.transformer_list if isinstance(self.transformer_list, list) else ():
-            found = _edge_mechanism_in(item[1]) if isinstance(item, tuple) and \
-                len(item) == 2 else None   # (other items: FeatureUnion's own errors)
-            plain = _plain_step_in(item[1]) if isinstance(item, tuple) and \
-                len(item) == 2 else None
-            if plain:
-                raise TypeError(f"Branch {item[0]!r} holds {plain}, a plain scikit-learn step "
+        # (refused before any branch is fitted: a fit collects, and the output is refused;
+        # items of another shape get FeatureUnion's own errors)
+        items = self.transformer_list if isinstance(self.transformer_list, list) else None
+        branches = [item for item in items or () if isinstance(item, tuple) and len(item) == 2]
+        for name, trans in branches:
+            if plain := _plain_step_in(trans):
+                raise TypeError(f"Branch {name!r} holds {plain}, a plain scikit-learn step "
                                 "that returns an array: every branch must be a graph "
                                 "transformer (wrap plain scikit-learn transformers in "
                                 "skldp.NodeWise). Nothing was read.")
-            if found:
-                raise ValueError(f"Branch {item[0]!r} holds an edge mechanism ({found}): its "
+            if found := _edge_mechanism_in(trans):
+                raise ValueError(f"Branch {name!r} holds an edge mechanism ({found}): its "
                                  "output is another graph, and a GraphFeatureUnion keeps its "
                                  "input's graph. Apply edge mechanisms before the union "
                                  "(nothing was collected).")
-        if isinstance(self.transformer_list, list) and all(
-                isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], str) and
-                item[1] == "drop" for item in self.transformer_list):
+        if items is not None and len(branches) == len(items) and all(
+                isinstance(trans, str) and trans == "drop" for _, trans in branches):
             raise ValueError("GraphFeatureUnion has no branch (transformer_list is empty or "
                              "all its branches are 'drop').")
         super().fit(X, y, **params)
